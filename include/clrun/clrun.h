@@ -1,0 +1,25 @@
+/* clrun: a vendor-neutral runtime over OpenCL with pooled, reusing device memory.
+ * The umbrella header: include this one. */
+#ifndef CLRUN_H
+#define CLRUN_H
+
+#define CLRUN_VERSION_STRING "0.1.0"
+
+#include <clrun/status.h>
+#include <clrun/log.h>
+#include <clrun/context.h>
+#include <clrun/program.h>
+#include <clrun/memory.h>
+#include <clrun/strategy.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version ("0.1.0"), which may differ from the header's when linked dynamically. */
+const char *clrun_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

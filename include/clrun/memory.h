@@ -1,0 +1,94 @@
+/* clrun: device memory from the context's pool.
+ *
+ * The pool reserves large backing buffers (chunks, each at most CL_DEVICE_MAX_MEM_ALLOC_SIZE)
+ * from the driver as demand grows and carves blocks out of them with the context's strategy
+ * (CLRUN_ALLOCATOR: buddy, slab or bump). Each block is handed out as a cl_mem sub-buffer whose
+ * origin is aligned to the device's base-address alignment. A block never straddles chunks and
+ * a sub-buffer is never made from a sub-buffer.
+ *
+ * Sizes: a size of 0 is rejected with CLRUN_ERROR_INVALID_SIZE (OpenCL has no empty buffers,
+ * and an empty tensor needs no memory); a size above the device's maximum allocation is
+ * CLRUN_ERROR_INVALID_SIZE too, since no chunk could hold it. */
+#ifndef CLRUN_MEMORY_H
+#define CLRUN_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <CL/cl.h>
+
+#include <clrun/context.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A block of device memory. A value: copy it freely; free it once. */
+typedef struct clrun_buffer {
+    cl_mem mem;          /* sub-buffer of exactly `size` bytes; owned by the pool */
+    uint64_t size;       /* bytes asked for */
+    uint32_t chunk;      /* where it lives (for diagnostics) */
+    uint64_t offset;     /* byte offset of `mem` inside its chunk */
+    uint32_t slot;       /* private: the pool's record of the block */
+    uint32_t generation; /* private: tells a stale copy from the live block */
+} clrun_buffer;
+
+/* A block of `size` bytes aligned to the device's base-address alignment. On failure *out is
+ * zeroed and clrun_last_error(ctx) says what was asked for and what the pool held. */
+clrun_status clrun_alloc(clrun_context *ctx, uint64_t size, clrun_buffer *out);
+
+/* The same with an alignment (a power of two) for the block's offset inside its chunk; values
+ * below the device's alignment are raised to it. `label` (may be NULL) names the block in guard
+ * reports and in the allocation log. */
+clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignment,
+                            const char *label, clrun_buffer *out);
+
+/* Returns a block to the pool. The work already enqueued on the context's queue that uses it
+ * stays valid (the queue is in order). CLRUN_ERROR_INVALID_FREE, with nothing changed, for a
+ * block that is not live: freed already, from another context, or never allocated. In guard
+ * mode, CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
+clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
+
+/* Gives every chunk that holds no live block back to the driver; *released (may be NULL) gets
+ * the bytes returned. */
+clrun_status clrun_pool_trim(clrun_context *ctx, uint64_t *released);
+
+/* For the bump strategy and per-run scratch: forgets every live block at once and keeps the
+ * chunks. Every clrun_buffer of the context becomes invalid. */
+clrun_status clrun_pool_reset(clrun_context *ctx);
+
+/* Guard mode (CLRUN_DEBUG=guard): checks every live block's red zones now. CLRUN_ERROR_GUARD
+ * naming the first damaged block (label, size, where the damage starts); CLRUN_OK when all are
+ * intact or guard mode is off. */
+clrun_status clrun_pool_check(clrun_context *ctx);
+
+/* What the pool holds, as PyTorch's memory_stats and RMM's statistics adaptor report it. */
+typedef struct clrun_memory_stats {
+    const char *strategy;     /* "buddy", "slab" or "bump" */
+    uint64_t in_use;          /* bytes of live blocks, as asked for */
+    uint64_t in_use_peak;     /* highest in_use since creation or the last peak reset */
+    uint64_t held;            /* bytes the strategy holds for live blocks (rounding, red zones) */
+    uint64_t reserved;        /* bytes of chunks reserved from the driver: what a user pays */
+    uint64_t reserved_peak;   /* highest reserved */
+    uint64_t alloc_count;     /* successful allocations */
+    uint64_t free_count;      /* successful frees */
+    uint64_t driver_allocs;   /* chunks reserved from the driver, ever */
+    uint64_t driver_frees;    /* chunks given back */
+    uint32_t chunks;          /* chunks reserved now */
+    uint64_t free_bytes;      /* bytes of chunks not covered by live blocks */
+    uint64_t largest_free;    /* largest block that would be handed out without growing */
+    double fragmentation;     /* 1 - largest_free / free_bytes (0 when nothing is free) */
+    uint64_t limit;           /* bytes the pool may reserve (CLRUN_POOL_LIMIT, CLRUN_MEM_FRACTION) */
+} clrun_memory_stats;
+
+/* Fills *out (zeros and the strategy's name when nothing was allocated yet). */
+clrun_status clrun_memory_stats_get(clrun_context *ctx, clrun_memory_stats *out);
+
+/* Starts in_use_peak and reserved_peak again from the current values. */
+void clrun_memory_reset_peaks(clrun_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,8 @@
+clruninclude_HEADERS += \
+	include/clrun/clrun.h \
+	include/clrun/status.h \
+	include/clrun/log.h \
+	include/clrun/context.h \
+	include/clrun/program.h \
+	include/clrun/memory.h \
+	include/clrun/strategy.h

@@ -1,0 +1,56 @@
+/* Every CLRUN_* environment variable, read in one place from one table (lib/options.c). */
+#ifndef CLRUN_LIB_OPTIONS_H
+#define CLRUN_LIB_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/log.h>
+#include <clrun/status.h>
+
+#define CLRUN__NAME_MAX 256
+#define CLRUN__PATH_MAX 4096
+
+/* The values of all options, defaults filled in. */
+typedef struct clrun__options {
+    char platform[CLRUN__NAME_MAX];  /* CLRUN_PLATFORM: index or name substring; "" = default */
+    char device[CLRUN__NAME_MAX];    /* CLRUN_DEVICE: index or name substring; "" = default */
+    clrun_log_level log_level;       /* CLRUN_LOG */
+    bool cache_enabled;              /* CLRUN_CACHE */
+    char cache_dir[CLRUN__PATH_MAX]; /* CLRUN_CACHE_DIR; "" = $XDG_CACHE_HOME/clrun */
+    char allocator[CLRUN__NAME_MAX]; /* CLRUN_ALLOCATOR */
+    bool preallocate;                /* CLRUN_PREALLOCATE */
+    double mem_fraction;             /* CLRUN_MEM_FRACTION, in (0, 1] */
+    uint64_t pool_limit;             /* CLRUN_POOL_LIMIT in bytes; 0 = none */
+    bool guard;                      /* CLRUN_DEBUG=guard */
+    bool out_of_order;               /* CLRUN_QUEUE=out-of-order */
+} clrun__options;
+
+/* One row per variable, for README-style listings (`clrun info --env`). */
+typedef struct clrun__option_doc {
+    const char *name;     /* "CLRUN_ALLOCATOR" */
+    const char *accepted; /* "buddy|slab|bump" */
+    const char *fallback; /* the default, as text */
+    const char *help;     /* one line */
+} clrun__option_doc;
+
+/* Reads every variable from the environment. On an invalid value: CLRUN_ERROR_INVALID_OPTION
+ * and a message naming the variable and what it accepts in err. */
+clrun_status clrun__options_load(clrun__options *out, char *err, size_t errlen);
+
+/* Number of documented variables and the i-th of them. */
+size_t clrun__options_count(void);
+const clrun__option_doc *clrun__options_doc(size_t i);
+
+/* Parsers shared with the CLI: booleans (1/0/true/false/yes/no/on/off, any case) and sizes
+ * (bytes with an optional K/M/G/T suffix, binary multiples, optional trailing B or iB). */
+bool clrun__parse_bool(const char *text, bool *out);
+bool clrun__parse_size(const char *text, uint64_t *out);
+
+
+
+/* CLRUN_LOG alone, for the logger's first use (an invalid value gives CLRUN_LOG_NONE here; it
+ * is reported as an error when a context reads all options). */
+clrun_log_level clrun__options_env_log_level(void);
+#endif

@@ -1,0 +1,27 @@
+/* Embedded kernel sources and the per-context table of built programs. */
+#ifndef CLRUN_LIB_PROGRAM_H
+#define CLRUN_LIB_PROGRAM_H
+
+#include <clrun/program.h>
+
+/* One file of kernels/, embedded by kernels/embed.sh into kernels_embedded.c. */
+typedef struct clrun__kernel_source {
+    const char *name;            /* the file name without ".cl" */
+    const char *text;            /* its OpenCL C source */
+    size_t length;               /* strlen(text) */
+    const char *const *kernels;  /* the kernel names it defines, NULL-terminated */
+} clrun__kernel_source;
+
+extern const clrun__kernel_source clrun__kernel_sources[];
+extern const size_t clrun__kernel_source_count;
+extern const char *const clrun__kernel_program_names[]; /* the names above, NULL-terminated */
+
+struct clrun__programs;
+
+clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out);
+void clrun__programs_destroy(struct clrun__programs *programs);
+
+/* The built program of embedded source `name` (the context keeps ownership). */
+clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out);
+
+#endif

@@ -1,0 +1,385 @@
+/* Device selection, contexts, program builds and the binary cache, on a real device. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "cache.h"
+#include "cl.h"
+#include "device_test.h"
+
+static char cache_root[512];
+
+static void unset_selection(void)
+{
+    unsetenv("CLRUN_PLATFORM");
+    unsetenv("CLRUN_DEVICE");
+    unsetenv("CLRUN_ALLOCATOR");
+    unsetenv("CLRUN_CACHE");
+}
+
+static void device_list_has_the_two_pocl_devices(void **state)
+{
+    (void)state;
+    clrun_device_info *list = NULL;
+    size_t count = 0;
+    assert_int_equal(clrun_device_list(&list, &count), CLRUN_OK);
+    assert_true(count >= 2);
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(list[i].device_index, i);
+        assert_true(list[i].base_addr_align >= 128);
+        assert_true((list[i].base_addr_align & (list[i].base_addr_align - 1)) == 0);
+        assert_true(list[i].max_alloc > 0 && list[i].max_alloc <= list[i].global_mem);
+        assert_true(list[i].cl_major >= 1);
+        assert_true(strlen(list[i].name) > 0);
+    }
+    clrun_device_list_free(list);
+}
+
+static void selection_by_index_picks_that_device(void **state)
+{
+    (void)state;
+    unset_selection();
+    setenv("CLRUN_DEVICE", "1", 1);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    assert_int_equal(clrun_context_device(ctx)->device_index, 1);
+    clrun_context_destroy(ctx);
+}
+
+static void selection_by_name_is_a_case_insensitive_substring(void **state)
+{
+    (void)state;
+    unset_selection();
+    clrun_device_info *list = NULL;
+    size_t count = 0;
+    assert_int_equal(clrun_device_list(&list, &count), CLRUN_OK);
+    char upper[64] = {0};
+    for (size_t i = 0; i < 6 && list[0].name[i]; i++)
+        upper[i] = (char)(list[0].name[i] >= 'a' && list[0].name[i] <= 'z' ? list[0].name[i] - 32 : list[0].name[i]);
+    size_t index = 99;
+    assert_int_equal(clrun_device_select(list, count, NULL, upper, &index), CLRUN_OK);
+    assert_int_equal(index, 0);
+    clrun_device_list_free(list);
+
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.device = upper;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    assert_int_equal(clrun_context_device(ctx)->device_index, 0);
+    clrun_context_destroy(ctx);
+}
+
+static void default_is_the_first_gpu_else_the_first_device(void **state)
+{
+    (void)state;
+    clrun_device_info list[3];
+    memset(list, 0, sizeof list);
+    const char *types[] = {"CPU", "GPU", "GPU"};
+    for (unsigned i = 0; i < 3; i++) {
+        list[i].device_index = i;
+        list[i].type = types[i];
+        snprintf(list[i].name, sizeof list[i].name, "dev%u", i);
+    }
+    size_t index = 99;
+    assert_int_equal(clrun_device_select(list, 3, NULL, NULL, &index), CLRUN_OK);
+    assert_int_equal(index, 1);
+    list[1].type = list[2].type = "CPU";
+    assert_int_equal(clrun_device_select(list, 3, NULL, "", &index), CLRUN_OK);
+    assert_int_equal(index, 0);
+}
+
+static void unknown_device_fails_listing_the_devices_that_exist(void **state)
+{
+    (void)state;
+    unset_selection();
+    setenv("CLRUN_DEVICE", "no-such-accelerator", 1);
+    clrun_context *ctx = (clrun_context *)&ctx;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_ERROR_NO_DEVICE);
+    assert_null(ctx);
+    const char *msg = clrun_last_error(NULL);
+    assert_non_null(strstr(msg, "no-such-accelerator"));
+    assert_non_null(strstr(msg, "devices that exist"));
+    assert_non_null(strstr(msg, "0: "));
+    assert_non_null(strstr(msg, "1: "));
+    setenv("CLRUN_DEVICE", "7", 1);
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_ERROR_NO_DEVICE);
+    assert_non_null(strstr(clrun_last_error(NULL), "CLRUN_DEVICE='7'"));
+    unset_selection();
+}
+
+static void invalid_environment_fails_context_creation_with_its_name(void **state)
+{
+    (void)state;
+    unset_selection();
+    setenv("CLRUN_ALLOCATOR", "firstfit", 1);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_ERROR_INVALID_OPTION);
+    assert_non_null(strstr(clrun_last_error(NULL), "CLRUN_ALLOCATOR='firstfit'"));
+    unset_selection();
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = "firstfit";
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_ERROR_UNKNOWN_ALLOCATOR);
+    assert_non_null(strstr(clrun_last_error(NULL), "buddy|slab|bump"));
+}
+
+static void smoke_kernel_matches_c(void **state)
+{
+    (void)state;
+    unset_selection();
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    enum { N = 4099 }; /* not a multiple of any work-group size */
+    float x[N], y[N], expected[N];
+    for (unsigned i = 0; i < N; i++) {
+        x[i] = (float)i * 0.25f;
+        y[i] = 1.0f / (float)(i + 1);
+        expected[i] = 3.0f * x[i] + y[i];
+    }
+    cl_kernel k = NULL;
+    assert_int_equal(clrun_kernel_create(ctx, "clrun_smoke_axpy", &k), CLRUN_OK);
+    cl_int err;
+    cl_mem dx = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_COPY_HOST_PTR, sizeof x, x, &err);
+    assert_non_null(dx);
+    cl_mem dy = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_COPY_HOST_PTR, sizeof y, y, &err);
+    assert_non_null(dy);
+    float a = 3.0f;
+    cl_uint n = N;
+    size_t global = N;
+    assert_int_equal(clSetKernelArg(k, 0, sizeof a, &a), CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 1, sizeof dx, &dx), CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 2, sizeof dy, &dy), CL_SUCCESS);
+    assert_int_equal(clSetKernelArg(k, 3, sizeof n, &n), CL_SUCCESS);
+    assert_int_equal(clEnqueueNDRangeKernel(clrun_context_queue(ctx), k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+    assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(ctx), dy, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL), CL_SUCCESS);
+    for (unsigned i = 0; i < N; i++) /* a*x+y with or without contraction: within 1 ulp */
+        assert_true(y[i] == expected[i] || (double)y[i] - expected[i] < 1e-6 * (expected[i] + 1.0) ||
+                    (double)expected[i] - y[i] < 1e-6 * (expected[i] + 1.0));
+    clReleaseMemObject(dx);
+    clReleaseMemObject(dy);
+    clReleaseKernel(k);
+    clrun_context_destroy(ctx);
+}
+
+static void unknown_kernel_is_a_clear_error(void **state)
+{
+    (void)state;
+    unset_selection();
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    cl_kernel k = NULL;
+    assert_int_equal(clrun_kernel_create(ctx, "clrun_no_such_kernel", &k), CLRUN_ERROR_UNKNOWN_KERNEL);
+    assert_non_null(strstr(clrun_last_error(ctx), "clrun_no_such_kernel"));
+    clrun_context_destroy(ctx);
+}
+
+static void failing_build_surfaces_its_build_log(void **state)
+{
+    (void)state;
+    unset_selection();
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    static const char broken[] =
+        "__kernel void broken(__global float *x) { x[0] = undeclared_identifier_xyz; }\n";
+    cl_program p = NULL;
+    assert_int_equal(clrun_program_build(ctx, "broken", broken, sizeof broken - 1, &p), CLRUN_ERROR_BUILD_FAILED);
+    assert_null(p);
+    const char *msg = clrun_last_error(ctx);
+    assert_non_null(strstr(msg, "program 'broken' failed to build"));
+    assert_non_null(strstr(msg, "undeclared_identifier_xyz")); /* the compiler's own words */
+    clrun_context_destroy(ctx);
+}
+
+/* The one cache entry file of program `name` in dir. */
+static void entry_path(const char *dir, const char *name, char *out, size_t size)
+{
+    char command[1024];
+    snprintf(command, sizeof command, "ls %s/%s-*.bin 2>/dev/null | head -1", dir, name);
+    FILE *p = popen(command, "r");
+    assert_non_null(p);
+    out[0] = '\0';
+    if (fgets(out, (int)size, p))
+        out[strcspn(out, "\n")] = '\0';
+    pclose(p);
+}
+
+static clrun_program_stats build_once(const char *dir, const char *source)
+{
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.cache_dir = dir;
+    o.cache = 1;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    cl_program p = NULL;
+    assert_int_equal(clrun_program_build(ctx, "cached", source, strlen(source), &p), CLRUN_OK);
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, "cached_kernel", &err); /* a loaded binary must be usable */
+    assert_non_null(k);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    clrun_program_stats s;
+    clrun_program_stats_get(ctx, &s);
+    clrun_context_destroy(ctx);
+    return s;
+}
+
+static void cache_goes_miss_hit_corrupt_rebuilt(void **state)
+{
+    (void)state;
+    unset_selection();
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/miss-hit", cache_root);
+    const char *source = "__kernel void cached_kernel(__global int *x) { x[get_global_id(0)] += 1; }\n";
+
+    clrun_program_stats s = build_once(dir, source);
+    assert_int_equal(s.cache_misses, 1);
+    assert_int_equal(s.builds_from_source, 1);
+    assert_int_equal(s.cache_writes, 1);
+    char path[1024];
+    entry_path(dir, "cached", path, sizeof path);
+    assert_true(path[0] != '\0');
+
+    s = build_once(dir, source);
+    assert_int_equal(s.cache_hits, 1);
+    assert_int_equal(s.builds_from_source, 0);
+
+    /* Truncate the entry: it must be ignored and rebuilt, then hit again. */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+    s = build_once(dir, source);
+    assert_int_equal(s.cache_rejected, 1);
+    assert_int_equal(s.builds_from_source, 1);
+    assert_int_equal(s.cache_writes, 1);
+    s = build_once(dir, source);
+    assert_int_equal(s.cache_hits, 1);
+
+    /* Flip a byte of the binary: the checksum catches it. */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, -5, SEEK_END), 0);
+    int c = fgetc(f);
+    assert_int_equal(fseek(f, -5, SEEK_END), 0);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+    s = build_once(dir, source);
+    assert_int_equal(s.cache_rejected, 1);
+    assert_int_equal(s.builds_from_source, 1);
+}
+
+static void changed_source_is_a_different_key(void **state)
+{
+    (void)state;
+    unset_selection();
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/keys", cache_root);
+    build_once(dir, "__kernel void cached_kernel(__global int *x) { x[0] = 1; }\n");
+    clrun_program_stats s = build_once(dir, "__kernel void cached_kernel(__global int *x) { x[0] = 2; }\n");
+    assert_int_equal(s.cache_misses, 1);
+    assert_int_equal(s.cache_hits, 0);
+}
+
+static void unwritable_cache_is_a_warning_not_a_failure(void **state)
+{
+    (void)state;
+    unset_selection();
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/file-not-dir", cache_root);
+    FILE *f = fopen(dir, "w"); /* a file where the directory should be: cannot be created */
+    assert_non_null(f);
+    fclose(f);
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/cache", dir);
+    clrun_program_stats s = build_once(sub, "__kernel void cached_kernel(__global int *x) { x[0] = 3; }\n");
+    assert_int_equal(s.builds_from_source, 1);
+    assert_int_equal(s.cache_writes, 0);
+}
+
+static void cache_off_never_touches_the_disk(void **state)
+{
+    (void)state;
+    unset_selection();
+    setenv("CLRUN_CACHE", "0", 1);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/off", cache_root);
+    setenv("CLRUN_CACHE_DIR", dir, 1);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    cl_kernel k = NULL;
+    assert_int_equal(clrun_kernel_create(ctx, "clrun_smoke_axpy", &k), CLRUN_OK);
+    clReleaseKernel(k);
+    clrun_program_stats s;
+    clrun_program_stats_get(ctx, &s);
+    assert_int_equal(s.cache_misses + s.cache_hits + s.cache_writes, 0);
+    clrun_context_destroy(ctx);
+    struct stat st;
+    assert_int_not_equal(stat(dir, &st), 0);
+    setenv("CLRUN_CACHE_DIR", cache_root, 1);
+    unsetenv("CLRUN_CACHE");
+}
+
+static void every_failing_opencl_call_fails_context_creation_cleanly(void **state)
+{
+    (void)state;
+    unset_selection();
+    /* Fail the 1st, 2nd, ... counted OpenCL call of context creation plus a program build until
+     * one run completes without reaching the fault. LeakSanitizer (CI) checks nothing leaks. */
+    for (long n = 1;; n++) {
+        clrun__cl_fault_arm(n, CL_OUT_OF_RESOURCES, false);
+        clrun_context *ctx = NULL;
+        clrun_status status = clrun_context_create(NULL, &ctx);
+        cl_kernel k = NULL;
+        if (status == CLRUN_OK)
+            status = clrun_kernel_create(ctx, "clrun_smoke_axpy", &k);
+        bool fired = clrun__cl_fault_fired();
+        clrun__cl_fault_arm(0, CL_SUCCESS, false);
+        if (!fired) {
+            assert_int_equal(status, CLRUN_OK);
+            clReleaseKernel(k);
+            clrun_context_destroy(ctx);
+            assert_true(n > 10); /* creation really goes through the table */
+            break;
+        }
+        if (status == CLRUN_OK) { /* a failure that was recovered from (e.g. cache) is fine */
+            clReleaseKernel(k);
+        } else {
+            assert_true(strlen(clrun_last_error(ctx)) > 0);
+            assert_non_null(strstr(clrun_last_error(ctx), "CL_OUT_OF_RESOURCES"));
+        }
+        clrun_context_destroy(ctx);
+    }
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(device_list_has_the_two_pocl_devices),
+        cmocka_unit_test(selection_by_index_picks_that_device),
+        cmocka_unit_test(selection_by_name_is_a_case_insensitive_substring),
+        cmocka_unit_test(default_is_the_first_gpu_else_the_first_device),
+        cmocka_unit_test(unknown_device_fails_listing_the_devices_that_exist),
+        cmocka_unit_test(invalid_environment_fails_context_creation_with_its_name),
+        cmocka_unit_test(smoke_kernel_matches_c),
+        cmocka_unit_test(unknown_kernel_is_a_clear_error),
+        cmocka_unit_test(failing_build_surfaces_its_build_log),
+        cmocka_unit_test(cache_goes_miss_hit_corrupt_rebuilt),
+        cmocka_unit_test(changed_source_is_a_different_key),
+        cmocka_unit_test(unwritable_cache_is_a_warning_not_a_failure),
+        cmocka_unit_test(cache_off_never_touches_the_disk),
+        cmocka_unit_test(every_failing_opencl_call_fails_context_creation_cleanly),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}

@@ -1,0 +1,19 @@
+/* The clrun command-line tool: one function per subcommand, each returning the exit status
+ * (0 success, 1 failure, 2 usage error or malformed input). */
+#ifndef CLRUN_TOOLS_CLI_H
+#define CLRUN_TOOLS_CLI_H
+
+int clrun_cli_info(int argc, char **argv);
+int clrun_cli_smoke(int argc, char **argv);
+
+/* Prints "clrun COMMAND: message" and a pointer to --help on stderr; returns 2. */
+int clrun_cli_usage_error(const char *command, const char *format, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* True when argv[i] is "--help" or "-h". */
+int clrun_cli_wants_help(int argc, char **argv);
+
+#endif

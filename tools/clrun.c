@@ -1,0 +1,71 @@
+/* clrun: the command-line tool. Dispatches to one function per subcommand. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <clrun/clrun.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", clrun_cli_info, "list OpenCL platforms and devices, mark the one clrun would choose"},
+    {"smoke", clrun_cli_smoke, "run a kernel on the chosen device and check it against C"},
+};
+
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: clrun [--help] [--version] COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'clrun COMMAND --help' describes a command. The CLRUN_* environment variables\n"
+                 "(see 'clrun info --env') choose the device, allocator and logging.\n");
+}
+
+int clrun_cli_usage_error(const char *command_name, const char *format, ...)
+{
+    va_list args;
+    fprintf(stderr, "clrun %s: ", command_name);
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fprintf(stderr, "\nTry 'clrun %s --help'.\n", command_name);
+    return 2;
+}
+
+int clrun_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("clrun %s\n", clrun_version());
+        return 0;
+    }
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "clrun: %s '%s'\n\n", argv[1][0] == '-' ? "unknown option" : "unknown command", argv[1]);
+    usage(stderr);
+    return 2;
+}

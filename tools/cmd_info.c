@@ -1,0 +1,135 @@
+/* clrun info: platforms, devices and the one a context would choose; --env lists CLRUN_*. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clrun/clrun.h>
+
+#include "cli.h"
+#include "context.h"
+#include "options.h"
+
+static void print_help(void)
+{
+    printf("usage: clrun info [--json] [--env]\n\n"
+           "Lists every OpenCL platform and device with what clrun records of it, and marks with '*'\n"
+           "the device a context would choose (CLRUN_PLATFORM, CLRUN_DEVICE; default: the first GPU,\n"
+           "else the first device).\n\n"
+           "  --json   one JSON object: {\"selected\": N, \"devices\": [...]}\n"
+           "  --env    list the CLRUN_* environment variables, their values and defaults\n");
+}
+
+static void print_env(void)
+{
+    printf("%-20s %-32s %-10s %s\n", "variable", "accepted", "default", "current");
+    for (size_t i = 0; i < clrun__options_count(); i++) {
+        const clrun__option_doc *d = clrun__options_doc(i);
+        const char *value = getenv(d->name);
+        printf("%-20s %-32s %-10s %s\n", d->name, d->accepted, d->fallback[0] ? d->fallback : "-",
+               value ? value : "(unset)");
+        printf("    %s\n", d->help);
+    }
+}
+
+static void print_device(const clrun_device_info *d, int selected)
+{
+    char global[32], max_alloc[32], local[32];
+    printf("  %s device %u: %s\n", selected ? "*" : " ", d->device_index, d->name);
+    printf("      type %s, vendor %s\n", d->type, d->vendor);
+    printf("      %s, driver %s, %s\n", d->version, d->driver_version, d->c_version);
+    printf("      global memory %s, max allocation %s, local memory %s\n",
+           clrun__format_bytes(d->global_mem, global, sizeof global),
+           clrun__format_bytes(d->max_alloc, max_alloc, sizeof max_alloc),
+           clrun__format_bytes(d->local_mem, local, sizeof local));
+    printf("      sub-buffer alignment %llu B, %u compute units, work-group up to %zu\n",
+           (unsigned long long)d->base_addr_align, d->compute_units, d->max_work_group);
+    printf("      profiling %s, out-of-order queues %s, fp16 %s, fp64 %s\n", d->profiling ? "yes" : "no",
+           d->out_of_order ? "yes" : "no", d->fp16 ? "yes" : "no", d->fp64 ? "yes" : "no");
+}
+
+static json_object *device_json(const clrun_device_info *d, int selected)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "index", json_object_new_int((int)d->device_index));
+    json_object_object_add(o, "platform_index", json_object_new_int((int)d->platform_index));
+    json_object_object_add(o, "platform", json_object_new_string(d->platform_name));
+    json_object_object_add(o, "name", json_object_new_string(d->name));
+    json_object_object_add(o, "vendor", json_object_new_string(d->vendor));
+    json_object_object_add(o, "type", json_object_new_string(d->type));
+    json_object_object_add(o, "version", json_object_new_string(d->version));
+    json_object_object_add(o, "driver_version", json_object_new_string(d->driver_version));
+    json_object_object_add(o, "opencl_c_version", json_object_new_string(d->c_version));
+    json_object_object_add(o, "global_mem_bytes", json_object_new_int64((int64_t)d->global_mem));
+    json_object_object_add(o, "max_alloc_bytes", json_object_new_int64((int64_t)d->max_alloc));
+    json_object_object_add(o, "local_mem_bytes", json_object_new_int64((int64_t)d->local_mem));
+    json_object_object_add(o, "base_addr_align_bytes", json_object_new_int64((int64_t)d->base_addr_align));
+    json_object_object_add(o, "compute_units", json_object_new_int((int)d->compute_units));
+    json_object_object_add(o, "profiling", json_object_new_boolean(d->profiling));
+    json_object_object_add(o, "out_of_order", json_object_new_boolean(d->out_of_order));
+    json_object_object_add(o, "fp16", json_object_new_boolean(d->fp16));
+    json_object_object_add(o, "fp64", json_object_new_boolean(d->fp64));
+    json_object_object_add(o, "selected", json_object_new_boolean(selected));
+    return o;
+}
+
+int clrun_cli_info(int argc, char **argv)
+{
+    int json = 0, env = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_help();
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--env") == 0) {
+            env = 1;
+        } else {
+            return clrun_cli_usage_error("info", "unknown option '%s'", argv[i]);
+        }
+    }
+    if (env) {
+        print_env();
+        return 0;
+    }
+    clrun__options options;
+    char err[1024];
+    if (clrun__options_load(&options, err, sizeof err) != CLRUN_OK) {
+        fprintf(stderr, "clrun info: %s\n", err);
+        return 1;
+    }
+    clrun_device_info *list = NULL;
+    size_t count = 0, chosen = (size_t)-1;
+    if (clrun_device_list(&list, &count) != CLRUN_OK) {
+        fprintf(stderr, "clrun info: %s\n", clrun_last_error(NULL));
+        return 1;
+    }
+    clrun_status selection = clrun_device_select(list, count, options.platform, options.device, &chosen);
+    if (json) {
+        json_object *root = json_object_new_object();
+        json_object *devices = json_object_new_array();
+        for (size_t i = 0; i < count; i++)
+            json_object_array_add(devices, device_json(&list[i], i == chosen));
+        json_object_object_add(root, "version", json_object_new_string(clrun_version()));
+        json_object_object_add(root, "selected", selection == CLRUN_OK ? json_object_new_int((int)chosen) : NULL);
+        json_object_object_add(root, "devices", devices);
+        printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+    } else {
+        printf("clrun %s\n", clrun_version());
+        unsigned platform = (unsigned)-1;
+        for (size_t i = 0; i < count; i++) {
+            if (list[i].platform_index != platform) {
+                platform = list[i].platform_index;
+                printf("platform %u: %s (%s)\n", platform, list[i].platform_name, list[i].platform_version);
+            }
+            print_device(&list[i], i == chosen);
+        }
+        if (selection == CLRUN_OK)
+            printf("chosen: device %zu (%s)\n", chosen, list[chosen].name);
+    }
+    if (selection != CLRUN_OK)
+        fprintf(stderr, "clrun info: %s\n", clrun_last_error(NULL));
+    clrun_device_list_free(list);
+    return selection == CLRUN_OK ? 0 : 1;
+}
