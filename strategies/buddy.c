@@ -1,0 +1,397 @@
+/* clrun strategy "buddy": a binary buddy allocator over each chunk, bookkeeping on the host.
+ *
+ * Algorithm. A chunk is cut into "atoms", its smallest block (a power of two >= min_align and
+ * >= 256 bytes). A block of order k is 2^k atoms long and starts at a multiple of 2^k atoms, so
+ * a block of 2^k atoms is aligned to its own size within the chunk. Allocation takes the
+ * smallest free block of sufficient order and splits it in halves, putting the unused upper
+ * halves on the free lists; freeing merges a block with its buddy (the block at index ^ 2^k)
+ * for as long as that buddy is free and whole, so an empty chunk is always fully coalesced.
+ * A request with an alignment larger than its size takes a block of the alignment's size.
+ *
+ * A chunk whose size is not a power of two of atoms is cut greedily into decreasing powers of
+ * two (12 atoms = 8 + 4); the buddy of each of those top blocks lies past the end of the chunk,
+ * so they never merge with each other and the buddy rule needs no special case beyond "the
+ * buddy must lie inside the chunk". Bytes past the last whole atom are never handed out.
+ *
+ * Bookkeeping, as in SQLite's mem5.c but kept on the host because device memory cannot hold
+ * it: per chunk, one control byte per atom (at a block's first atom: free or live, and its
+ * order; 0 inside a block), doubly linked free lists per order whose links are two uint32
+ * arrays indexed by atom, and a bit mask of the orders whose free list is not empty.
+ * To bound that host memory a chunk has fewer than 2^21 atoms: a chunk of 2^20 minimum blocks
+ * or more gets a larger atom (a 1 GiB chunk gets 1 KiB atoms). Host cost: 9 bytes per atom,
+ * so under 18 MiB per chunk and at most 9/256 of the chunk's size.
+ *
+ * Complexity. alloc: O(c + log n) for c chunks (one mask test per chunk picks the chunk with
+ * the smallest sufficient free block) and n atoms (splits); free: O(log c) to find the chunk
+ * plus O(log n) merges. add_chunk and reset: O(n) (clearing the control bytes).
+ *
+ * Worst-case waste. Internal: a block is less than twice the request (plus rounding to the
+ * atom), so under 50% of a block is padding. External: by Robson's bound, a buddy heap needs
+ * up to M * (1 + log2(n)) / 2 bytes to never fail on requests of at most n atoms with M bytes
+ * live; in practice fragmentation stays well below that.
+ */
+#include <clrun/strategy.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk_index.h"
+
+#define BUDDY_MIN_BLOCK 256u          /* smallest atom, whatever min_align is */
+#define BUDDY_MAX_ATOMS_LOG 20u       /* fewer than 2^(this+1) atoms per chunk (host memory) */
+#define BUDDY_ORDERS 64u              /* orders 0..63; real chunks use at most 0..20 */
+#define BUDDY_NIL UINT32_MAX          /* end of a free list */
+#define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
+#define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
+#define CTRL_ORDER 0x3fu              /* control byte: the block's order */
+
+/* One chunk. */
+typedef struct buddy_chunk {
+    uint64_t size;                /* bytes the pool gave us */
+    unsigned atom_log;            /* log2 of this chunk's atom (smallest block) in bytes */
+    uint32_t atoms;               /* whole atoms in the chunk (< 2^21) */
+    uint64_t live;                /* live blocks inside */
+    uint64_t order_mask;          /* bit k set: free list k is not empty */
+    uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
+    uint32_t *next;               /* next[i]: the free block after block i in its list */
+    uint32_t *prev;               /* prev[i]: the free block before block i in its list */
+    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE|order, CTRL_FREE|order, or 0 inside */
+} buddy_chunk;
+
+/* The whole state of one buddy allocator. */
+typedef struct buddy_state {
+    uint64_t min_block;           /* smallest atom: max(min_align, BUDDY_MIN_BLOCK) */
+    uint64_t max_chunk;           /* the largest chunk the pool can add */
+    chunk_index chunks;           /* chunk id -> buddy_chunk */
+    uint64_t total_bytes;         /* sum of the sizes of all chunks */
+    uint64_t held_bytes;          /* sum of the sizes of live blocks */
+    uint64_t live_blocks;         /* blocks allocated and not freed */
+} buddy_state;
+
+/* ---- free lists ----------------------------------------------------------------------------- */
+
+static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
+{
+    uint32_t first = c->head[k];
+    c->next[i] = first;
+    c->prev[i] = BUDDY_NIL;
+    if (first != BUDDY_NIL)
+        c->prev[first] = i;
+    c->head[k] = i;
+    c->order_mask |= UINT64_C(1) << k;
+    c->ctrl[i] = (uint8_t)(CTRL_FREE | k);
+}
+
+static void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
+{
+    uint32_t n = c->next[i], p = c->prev[i];
+    if (p != BUDDY_NIL)
+        c->next[p] = n;
+    else
+        c->head[k] = n;
+    if (n != BUDDY_NIL)
+        c->prev[n] = p;
+    if (c->head[k] == BUDDY_NIL)
+        c->order_mask &= ~(UINT64_C(1) << k);
+}
+
+/* ---- chunks --------------------------------------------------------------------------------- */
+
+/* Makes every atom free: the greedy cut into decreasing powers of two. */
+static void chunk_make_empty(buddy_chunk *c)
+{
+    c->live = 0;
+    c->order_mask = 0;
+    for (unsigned k = 0; k < BUDDY_ORDERS; k++)
+        c->head[k] = BUDDY_NIL;
+    if (!c->atoms)
+        return;
+    memset(c->ctrl, 0, c->atoms);
+    uint32_t at = 0;
+    for (unsigned k = BUDDY_MAX_ATOMS_LOG + 1; k-- > 0;) {
+        if (c->atoms & (UINT32_C(1) << k)) {
+            list_push(c, at, k);
+            at += UINT32_C(1) << k;
+        }
+    }
+}
+
+static void chunk_destroy(buddy_chunk *c)
+{
+    if (!c)
+        return;
+    free(c->next);
+    free(c->prev);
+    free(c->ctrl);
+    free(c);
+}
+
+/* A new empty chunk of `size` bytes, or NULL when host memory runs out. */
+static buddy_chunk *chunk_create(const buddy_state *s, uint64_t size)
+{
+    buddy_chunk *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    unsigned atom_log = log2_floor_u64(s->min_block);
+    unsigned size_log = log2_floor_u64(size); /* size >= 1 here */
+    if (size_log >= atom_log + BUDDY_MAX_ATOMS_LOG)
+        atom_log = size_log - BUDDY_MAX_ATOMS_LOG;
+    c->size = size;
+    c->atom_log = atom_log;
+    c->atoms = (uint32_t)(size >> atom_log); /* < 2^21 by the choice of atom_log */
+    if (c->atoms) {
+        c->next = malloc((size_t)c->atoms * sizeof *c->next);
+        c->prev = malloc((size_t)c->atoms * sizeof *c->prev);
+        c->ctrl = malloc(c->atoms);
+        if (!c->next || !c->prev || !c->ctrl) {
+            chunk_destroy(c);
+            return NULL;
+        }
+    }
+    chunk_make_empty(c);
+    return c;
+}
+
+/* The order of the smallest block of chunk c that holds `need` bytes, or -1 if none could. */
+static int chunk_order_for(const buddy_chunk *c, uint64_t need)
+{
+    uint64_t usable = (uint64_t)c->atoms << c->atom_log;
+    if (need > usable)
+        return -1;
+    if (need <= (UINT64_C(1) << c->atom_log))
+        return 0;
+    return (int)(log2_floor_u64(need - 1) + 1 - c->atom_log);
+}
+
+/* The smallest order >= k with a free block in chunk c, or -1. */
+static int chunk_free_order_from(const buddy_chunk *c, int k)
+{
+    uint64_t m = c->order_mask >> k;
+    return m ? k + __builtin_ctzll(m) : -1;
+}
+
+/* ---- the vtable ----------------------------------------------------------------------------- */
+
+static clrun_status buddy_create(const clrun_strategy_config *config, void **state)
+{
+    if (!config || !state)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (!is_pow2_u64(config->min_align))
+        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    buddy_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    s->min_block = config->min_align > BUDDY_MIN_BLOCK ? config->min_align : BUDDY_MIN_BLOCK;
+    s->max_chunk = config->max_chunk;
+    *state = s;
+    return CLRUN_OK;
+}
+
+static void buddy_destroy(void *state)
+{
+    buddy_state *s = state;
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->chunks.count; i++)
+        chunk_destroy(s->chunks.items[i]);
+    chunk_index_release(&s->chunks);
+    free(s);
+}
+
+static uint64_t buddy_chunk_size(const void *state, uint64_t request, uint64_t align,
+                                 uint64_t wanted)
+{
+    const buddy_state *s = state;
+    if (request == 0 || s->max_chunk < s->min_block)
+        return 0;
+    uint64_t cap = UINT64_C(1) << log2_floor_u64(s->max_chunk);
+    uint64_t need = request;
+    if (align > need)
+        need = align; /* a block is aligned to its own size */
+    if (s->min_block > need)
+        need = s->min_block;
+    uint64_t size = pow2_ceil_u64(need);
+    if (size == 0 || size > cap)
+        return 0;
+    /* Round what the pool would like down to a power of two, so we never reserve more than it
+     * asked for beyond what the request itself needs. */
+    if (wanted > size) {
+        uint64_t w = UINT64_C(1) << log2_floor_u64(wanted);
+        size = w < cap ? w : cap;
+    }
+    return size;
+}
+
+static clrun_status buddy_add_chunk(void *state, uint32_t chunk, uint64_t size)
+{
+    buddy_state *s = state;
+    if (size == 0)
+        return CLRUN_ERROR_INVALID_SIZE;
+    if (chunk_index_find(&s->chunks, chunk))
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (s->total_bytes > UINT64_MAX - size)
+        return CLRUN_ERROR_INVALID_SIZE;
+    if (chunk_index_reserve(&s->chunks) != 0)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    buddy_chunk *c = chunk_create(s, size);
+    if (!c)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    chunk_index_insert(&s->chunks, chunk, c);
+    s->total_bytes += size;
+    return CLRUN_OK;
+}
+
+static clrun_status buddy_remove_chunk(void *state, uint32_t chunk)
+{
+    buddy_state *s = state;
+    buddy_chunk *c = chunk_index_find(&s->chunks, chunk);
+    if (!c)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (c->live)
+        return CLRUN_ERROR_BUSY;
+    s->total_bytes -= c->size;
+    chunk_index_erase(&s->chunks, chunk);
+    chunk_destroy(c);
+    return CLRUN_OK;
+}
+
+/* An unknown chunk holds no live block, so it answers true. */
+static bool buddy_chunk_is_empty(const void *state, uint32_t chunk)
+{
+    const buddy_chunk *c = chunk_index_find(&((const buddy_state *)state)->chunks, chunk);
+    return !c || c->live == 0;
+}
+
+static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
+{
+    buddy_state *s = state;
+    if (size == 0)
+        return CLRUN_ERROR_INVALID_SIZE;
+    if (!is_pow2_u64(align))
+        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    uint64_t need = size > align ? size : align; /* blocks are aligned to their size */
+    if (need > (UINT64_C(1) << 63))
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    uint64_t ideal = pow2_ceil_u64(need > s->min_block ? need : s->min_block);
+    unsigned ideal_log = log2_floor_u64(ideal);
+
+    /* Best fit over chunks: the smallest free block that holds the request. */
+    uint32_t best = BUDDY_NIL;
+    int best_k = -1, best_j = -1;
+    unsigned best_log = 0;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        const buddy_chunk *c = s->chunks.items[n];
+        int k = chunk_order_for(c, need);
+        if (k < 0)
+            continue;
+        int j = chunk_free_order_from(c, k);
+        if (j < 0)
+            continue;
+        unsigned block_log = c->atom_log + (unsigned)j;
+        if (best == BUDDY_NIL || block_log < best_log) {
+            best = n;
+            best_k = k;
+            best_j = j;
+            best_log = block_log;
+            if (block_log == ideal_log)
+                break; /* no chunk can offer a smaller block */
+        }
+    }
+    if (best == BUDDY_NIL)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+
+    buddy_chunk *c = s->chunks.items[best];
+    unsigned j = (unsigned)best_j, k = (unsigned)best_k;
+    uint32_t i = c->head[j];
+    list_unlink(c, i, j);
+    while (j > k) { /* split, keeping the lower half */
+        j--;
+        list_push(c, i + (UINT32_C(1) << j), j);
+    }
+    c->ctrl[i] = (uint8_t)(CTRL_LIVE | k);
+    c->live++;
+
+    uint64_t block = UINT64_C(1) << (c->atom_log + k);
+    s->held_bytes += block;
+    s->live_blocks++;
+    out->chunk = s->chunks.ids[best];
+    out->offset = (uint64_t)i << c->atom_log;
+    out->size = block;
+    return CLRUN_OK;
+}
+
+static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
+{
+    buddy_state *s = state;
+    buddy_chunk *c = chunk_index_find(&s->chunks, chunk);
+    if (!c)
+        return CLRUN_ERROR_INVALID_FREE;
+    if (offset & ((UINT64_C(1) << c->atom_log) - 1))
+        return CLRUN_ERROR_INVALID_FREE;
+    uint64_t at = offset >> c->atom_log;
+    if (at >= c->atoms || !(c->ctrl[at] & CTRL_LIVE))
+        return CLRUN_ERROR_INVALID_FREE;
+
+    uint32_t i = (uint32_t)at;
+    unsigned k = c->ctrl[i] & CTRL_ORDER;
+    s->held_bytes -= UINT64_C(1) << (c->atom_log + k);
+    s->live_blocks--;
+    c->live--;
+    c->ctrl[i] = 0;
+    for (;;) { /* merge with the buddy while it is free, whole, and inside the chunk */
+        uint32_t half = UINT32_C(1) << k;
+        uint32_t buddy = i ^ half;
+        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
+            break;
+        list_unlink(c, buddy, k);
+        c->ctrl[buddy] = 0;
+        if (buddy < i)
+            i = buddy;
+        k++;
+    }
+    list_push(c, i, k);
+    return CLRUN_OK;
+}
+
+static void buddy_reset(void *state)
+{
+    buddy_state *s = state;
+    for (uint32_t n = 0; n < s->chunks.count; n++)
+        chunk_make_empty(s->chunks.items[n]);
+    s->held_bytes = 0;
+    s->live_blocks = 0;
+}
+
+static void buddy_stats(const void *state, clrun_strategy_stats *out)
+{
+    const buddy_state *s = state;
+    uint64_t largest = 0;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        const buddy_chunk *c = s->chunks.items[n];
+        if (c->order_mask) {
+            uint64_t b = UINT64_C(1) << (c->atom_log + log2_floor_u64(c->order_mask));
+            if (b > largest)
+                largest = b;
+        }
+    }
+    out->held_bytes = s->held_bytes;
+    out->free_bytes = s->total_bytes - s->held_bytes;
+    out->largest_free = largest;
+    out->live_blocks = s->live_blocks;
+    out->chunks = s->chunks.count;
+}
+
+const clrun_allocator_ops clrun_strategy_buddy = {
+    .name = "buddy",
+    .description = "power-of-two buddy blocks per chunk, split on alloc and merged on free",
+    .create = buddy_create,
+    .destroy = buddy_destroy,
+    .chunk_size = buddy_chunk_size,
+    .add_chunk = buddy_add_chunk,
+    .remove_chunk = buddy_remove_chunk,
+    .chunk_is_empty = buddy_chunk_is_empty,
+    .alloc = buddy_alloc,
+    .free = buddy_free,
+    .reset = buddy_reset,
+    .stats = buddy_stats,
+};

@@ -1,0 +1,23 @@
+# clrun strategies: the allocator strategies, their tests and their benchmark.
+# Included from the top Makefile.am; paths are relative to the top.
+
+libclrun_internal_la_SOURCES += \
+	strategies/chunk_index.h \
+	strategies/buddy.c \
+	strategies/slab.c \
+	strategies/bump.c \
+	strategies/registry.c
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_strategies
+TESTS += tests/test_strategies
+tests_test_strategies_SOURCES = tests/test_strategies.c
+tests_test_strategies_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_strategies_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+endif
+
+# Built by `make bench`, never run as a test.
+EXTRA_PROGRAMS += bench/bench_alloc
+BENCH_PROGRAMS += bench/bench_alloc
+bench_bench_alloc_SOURCES = bench/bench_alloc.c
+bench_bench_alloc_LDADD = libclrun-internal.la

@@ -1,0 +1,785 @@
+/* clrun strategy "slab": size classes carved from slabs, and a page-run allocator beneath.
+ *
+ * Algorithm. Each chunk is cut into pages of P = max(64 KiB, min_align) bytes (bytes past the
+ * last whole page are never handed out). Every page belongs to exactly one run of contiguous
+ * pages, which is free, a large block, or a slab:
+ *  - Requests up to 8P (512 KiB) take a slot of a size class. Classes are multiples of the
+ *    granule g = max(min_align, 16): g, 2g, ..., 8g, then 8 steps per power of two (9g, 10g,
+ *    ..., 16g, 18g, 20g, ..., 32g, 36g, ...). A slab is a run of n pages cut into equal slots
+ *    of one class, n chosen so that it holds at least 4 slots and its unusable tail is small.
+ *    Free slots are bits of a two-level bitmap (at most 4096 slots: one summary word over at
+ *    most 64 words), so taking and returning a slot is O(1). Each class keeps a list of partly
+ *    used slabs and caches at most one empty slab, so that an alloc/free pair does not build
+ *    and tear down a slab each time; any further slab that becomes empty returns to its
+ *    chunk's free pages at once.
+ *  - Larger requests take a run of whole pages (a "large" block). 8P is where classes stop
+ *    paying: above it, rounding to a page wastes at most 1/8 of the request, as a class does.
+ *    A small request whose slab cannot be placed (a chunk smaller than the slab) also takes a
+ *    run of pages when rounding to pages wastes at most 1/8 of it.
+ * Free runs are coalesced with their neighbours when a run is returned (boundary tags: the
+ * page map records the run at its first and last page) and are kept in 64 lists by
+ * floor(log2(pages)); allocation is first fit from the smallest list that can hold the request.
+ * When no run fits, the cached empty slabs are returned first and the search repeated, so an
+ * OUT_OF_MEMORY answer may still have merged those (no block and no count changes; only
+ * largest_free may grow).
+ *
+ * Finding the slab of an offset is O(1): each chunk has a page map (one pointer per page) that
+ * names the run at every page of a slab and at the first and last page of other runs, so
+ * free(chunk, offset) reads map[offset / P] and checks that the offset is a slot start in use
+ * (or the first byte of a large run); anything else is an invalid free.
+ *
+ * Complexity. Small alloc and free: O(1), plus O(log c) to find the chunk of a free (c chunks),
+ * except when a slab is made or returned: then a run allocation and O(n) page-map writes.
+ * Large alloc: O(r) over the free runs r in the lists searched (first fit); large free: O(1)
+ * merges. Host memory: 8 bytes per page of every chunk (1/8192 of its size), 80 bytes per run,
+ * plus at most 512 bytes of bitmap per slab.
+ *
+ * Worst-case waste. Internal: above 8g a class wastes less than 1/9 of its size (at most 1/8
+ * of the request); below 8g, less than g. A slab's tail is at most 1/32 of it when such an n
+ * exists within twice the smallest, else the smallest tail found. A large block wastes less
+ * than P, at most 1/8 of the request. External: a slab's free slots serve only its class and
+ * one empty slab per class is kept; page runs fragment like any first-fit allocator, with no
+ * bound better than Robson's.
+ */
+#include <clrun/strategy.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk_index.h"
+
+#define SLAB_PAGE_MIN (UINT64_C(64) << 10)   /* smallest page: 64 KiB */
+#define SLAB_GRANULE_MIN 16u                 /* smallest class, whatever min_align is */
+#define SLAB_LARGEST_PAGES 8u                /* classes up to 8 pages; above, page runs */
+#define SLAB_MAX_CLASSES 128u                /* 8 + 8 per doubling from 8g to 8P: 104 at most */
+#define SLAB_MIN_SLOTS 4u                    /* a slab holds at least this many slots */
+#define SLAB_MAX_SLOTS 4096u                 /* 64 bitmap words under one summary word */
+#define SLAB_BINS 64u                        /* free-run lists by floor(log2(pages)) */
+#define SLAB_SPARE_MAX 256u                  /* plain run nodes kept for reuse */
+
+enum run_kind { RUN_FREE, RUN_LARGE, RUN_SLAB };
+
+typedef struct slab_chunk slab_chunk;
+
+/* A run of pages: free, one large block, or a slab. */
+typedef struct run {
+    slab_chunk *chunk;   /* the chunk it lies in */
+    uint64_t first;      /* its first page */
+    uint64_t pages;      /* its length in pages */
+    struct run *next;    /* free: next in its size list; slab: next partly used slab */
+    struct run *prev;    /* the previous one in the same list */
+    uint8_t kind;        /* enum run_kind */
+    bool in_partial;     /* slab: on its class's list of partly used slabs */
+    uint16_t cls;        /* slab: its size class */
+    uint32_t nwords;     /* bitmap words allocated with this node (0: a plain node) */
+    uint32_t slots;      /* slab: slots it holds */
+    uint32_t free_slots; /* slab: slots not in use */
+    uint64_t summary;    /* slab: bit w set when words[w] has a free slot */
+    uint64_t words[];    /* slab: bit i of the bitmap set when slot i is free */
+} run;
+
+/* One chunk. */
+struct slab_chunk {
+    uint32_t id;         /* the pool's id for it */
+    uint64_t size;       /* bytes the pool gave us */
+    uint64_t pages;      /* whole pages in it */
+    uint64_t live;       /* live blocks inside */
+    run **map;           /* map[p]: the run at page p (every page of a slab; first and last
+                          * page of other runs; NULL elsewhere) */
+};
+
+/* The whole state of one slab allocator. */
+typedef struct slab_state {
+    uint64_t max_chunk;                    /* the largest chunk the pool can add */
+    unsigned page_log;                     /* log2 of the page size P */
+    unsigned granule_log;                  /* log2 of the granule g, the smallest class */
+    uint64_t max_pages;                    /* whole pages in the largest possible chunk */
+    uint32_t nclasses;                     /* classes in use (fewer when max_chunk is small) */
+    uint64_t class_size[SLAB_MAX_CLASSES]; /* bytes of a slot of each class */
+    uint64_t class_pages[SLAB_MAX_CLASSES];/* pages of a slab of each class */
+    uint32_t class_slots[SLAB_MAX_CLASSES];/* slots in a slab of each class */
+    uint64_t slab_align_pages[SLAB_MAX_CLASSES]; /* slab start alignment, keeps slots aligned */
+    run *partial[SLAB_MAX_CLASSES];        /* partly used slabs of each class */
+    run *empty[SLAB_MAX_CLASSES];          /* one cached empty slab of each class, or NULL */
+    run *bins[SLAB_BINS];                  /* free runs by floor(log2(pages)) */
+    uint64_t bin_mask;                     /* bit b set: bins[b] is not empty */
+    run *spare;                            /* plain run nodes kept for reuse (linked by next) */
+    uint32_t nspare;                       /* nodes on spare */
+    chunk_index chunks;                    /* chunk id -> slab_chunk */
+    uint64_t total_bytes;                  /* sum of the sizes of all chunks */
+    uint64_t held_bytes;                   /* sum of the sizes of live blocks */
+    uint64_t live_blocks;                  /* blocks allocated and not freed */
+} slab_state;
+
+/* ---- run nodes ------------------------------------------------------------------------------ */
+
+/* A node without a bitmap, or NULL when host memory runs out. */
+static run *node_plain(slab_state *s)
+{
+    run *r = s->spare;
+    if (r) {
+        s->spare = r->next;
+        s->nspare--;
+    } else {
+        r = malloc(sizeof *r);
+        if (!r)
+            return NULL;
+    }
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static void node_drop(slab_state *s, run *r)
+{
+    if (r->nwords == 0 && s->nspare < SLAB_SPARE_MAX) {
+        r->next = s->spare;
+        s->spare = r;
+        s->nspare++;
+    } else {
+        free(r);
+    }
+}
+
+/* ---- free runs ------------------------------------------------------------------------------ */
+
+static void bin_insert(slab_state *s, run *r)
+{
+    unsigned b = log2_floor_u64(r->pages);
+    r->prev = NULL;
+    r->next = s->bins[b];
+    if (r->next)
+        r->next->prev = r;
+    s->bins[b] = r;
+    s->bin_mask |= UINT64_C(1) << b;
+}
+
+static void bin_unlink(slab_state *s, run *r)
+{
+    unsigned b = log2_floor_u64(r->pages);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->bins[b] = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    if (!s->bins[b])
+        s->bin_mask &= ~(UINT64_C(1) << b);
+}
+
+/* Records r as free over [first, first + pages): boundary tags and its size list. */
+static void run_set_free(slab_state *s, run *r, uint64_t first, uint64_t pages)
+{
+    r->kind = RUN_FREE;
+    r->first = first;
+    r->pages = pages;
+    r->chunk->map[first] = r;
+    r->chunk->map[first + pages - 1] = r;
+    bin_insert(s, r);
+}
+
+/* Where a block of `pages` pages aligned to `align` pages would start in free run r; false if
+ * it does not fit. */
+static bool run_fits(const run *r, uint64_t pages, uint64_t align, uint64_t *start)
+{
+    uint64_t at = round_up_u64(r->first, align);
+    if (at < r->first) /* overflow */
+        return false;
+    uint64_t end = r->first + r->pages;
+    if (at > end || pages > end - at)
+        return false;
+    *start = at;
+    return true;
+}
+
+/* The first free run that holds `pages` pages aligned to `align` pages, or NULL. */
+static run *free_run_find(const slab_state *s, uint64_t pages, uint64_t align, uint64_t *start)
+{
+    uint64_t mask = s->bin_mask & (~UINT64_C(0) << log2_floor_u64(pages));
+    while (mask) {
+        unsigned b = (unsigned)__builtin_ctzll(mask);
+        for (run *r = s->bins[b]; r; r = r->next)
+            if (run_fits(r, pages, align, start))
+                return r;
+        mask &= mask - 1;
+    }
+    return NULL;
+}
+
+/* Cuts [start, start + pages) out of free run r and gives it to `to` (which gets chunk, first
+ * and pages); what is left of r on either side stays free. r itself and `extra` (a plain node)
+ * become those leftovers; whichever is not needed is recycled. */
+static void free_run_carve(slab_state *s, run *r, uint64_t start, uint64_t pages, run *to,
+                           run *extra)
+{
+    slab_chunk *c = r->chunk;
+    uint64_t first = r->first, end = r->first + r->pages, back = start + pages;
+    run *nodes[2] = {r, extra};
+    unsigned used = 0;
+    bin_unlink(s, r);
+    c->map[first] = NULL;
+    c->map[end - 1] = NULL;
+    if (start > first)
+        run_set_free(s, nodes[used++], first, start - first);
+    if (end > back) {
+        nodes[used]->chunk = c;
+        run_set_free(s, nodes[used++], back, end - back);
+    }
+    while (used < 2)
+        node_drop(s, nodes[used++]);
+    to->chunk = c;
+    to->first = start;
+    to->pages = pages;
+}
+
+/* Returns the pages of run r (a large block or an empty slab) to the free runs, merging with
+ * free neighbours. Reuses r as the free run's node, so it never needs host memory. */
+static void run_release(slab_state *s, run *r)
+{
+    slab_chunk *c = r->chunk;
+    uint64_t first = r->first, end = r->first + r->pages;
+    if (r->kind == RUN_SLAB) {
+        for (uint64_t p = first; p < end; p++)
+            c->map[p] = NULL;
+    } else {
+        c->map[first] = NULL;
+        c->map[end - 1] = NULL;
+    }
+    if (first > 0 && c->map[first - 1] && c->map[first - 1]->kind == RUN_FREE) {
+        run *left = c->map[first - 1];
+        bin_unlink(s, left);
+        c->map[left->first] = NULL;
+        c->map[first - 1] = NULL;
+        first = left->first;
+        node_drop(s, left);
+    }
+    if (end < c->pages && c->map[end] && c->map[end]->kind == RUN_FREE) {
+        run *right = c->map[end];
+        uint64_t right_end = right->first + right->pages;
+        bin_unlink(s, right);
+        c->map[end] = NULL;
+        c->map[right_end - 1] = NULL;
+        end = right_end;
+        node_drop(s, right);
+    }
+    r->in_partial = false;
+    run_set_free(s, r, first, end - first);
+}
+
+/* ---- slabs ---------------------------------------------------------------------------------- */
+
+static void partial_push(slab_state *s, run *r)
+{
+    r->prev = NULL;
+    r->next = s->partial[r->cls];
+    if (r->next)
+        r->next->prev = r;
+    s->partial[r->cls] = r;
+    r->in_partial = true;
+}
+
+static void partial_unlink(slab_state *s, run *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->partial[r->cls] = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->in_partial = false;
+}
+
+/* Marks every slot of slab r free. */
+static void slab_fill_bitmap(run *r)
+{
+    uint32_t full_words = r->slots / 64, rest = r->slots % 64;
+    for (uint32_t w = 0; w < full_words; w++)
+        r->words[w] = ~UINT64_C(0);
+    if (rest)
+        r->words[full_words] = (UINT64_C(1) << rest) - 1;
+    uint32_t used_words = full_words + (rest != 0);
+    r->summary = used_words == 64 ? ~UINT64_C(0) : (UINT64_C(1) << used_words) - 1;
+    r->free_slots = r->slots;
+}
+
+/* A new empty slab of class `cls`. OUT_OF_MEMORY when no free run holds it. */
+static clrun_status slab_new(slab_state *s, unsigned cls, run **out)
+{
+    uint64_t pages = s->class_pages[cls], start;
+    uint32_t slots = s->class_slots[cls];
+    uint32_t nwords = (slots + 63) / 64;
+    run *fr = free_run_find(s, pages, s->slab_align_pages[cls], &start);
+    if (!fr)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    run *r = malloc(sizeof *r + (size_t)nwords * sizeof r->words[0]);
+    run *extra = node_plain(s);
+    if (!r || !extra) {
+        free(r);
+        if (extra)
+            node_drop(s, extra);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    memset(r, 0, sizeof *r);
+    r->nwords = nwords;
+    free_run_carve(s, fr, start, pages, r, extra);
+    r->kind = RUN_SLAB;
+    r->cls = (uint16_t)cls;
+    r->slots = slots;
+    slab_fill_bitmap(r);
+    for (uint64_t p = r->first; p < r->first + pages; p++)
+        r->chunk->map[p] = r;
+    *out = r;
+    return CLRUN_OK;
+}
+
+/* Gives every cached empty slab back to the free runs; true when there was one. */
+static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
+{
+    bool any = false;
+    for (unsigned k = 0; k < s->nclasses; k++) {
+        run *r = s->empty[k];
+        if (r && (!only || r->chunk == only)) {
+            s->empty[k] = NULL;
+            run_release(s, r);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* The class for `size` bytes at alignment `align`, or -1 when it takes the large path. */
+static int class_for(const slab_state *s, uint64_t size, uint64_t align)
+{
+    if (align > size)
+        size = align; /* a class that is a multiple of align is at least align */
+    if (size > s->class_size[s->nclasses - 1])
+        return -1;
+    uint64_t u = (size + (UINT64_C(1) << s->granule_log) - 1) >> s->granule_log;
+    unsigned k;
+    if (u <= 8) {
+        k = (unsigned)u - 1;
+    } else {
+        unsigned b = log2_floor_u64(u - 1);
+        unsigned step_log = b - 3;
+        k = 8 * (b - 2) + (unsigned)((u + (UINT64_C(1) << step_log) - 1) >> step_log) - 9;
+    }
+    while (k < s->nclasses && (s->class_size[k] & (align - 1)))
+        k++; /* a slot offset is a multiple of its class size, so the class must be aligned */
+    return k < s->nclasses ? (int)k : -1;
+}
+
+static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
+{
+    run *r = s->partial[cls];
+    if (!r) {
+        r = s->empty[cls];
+        if (r) {
+            s->empty[cls] = NULL;
+        } else {
+            clrun_status rc = slab_new(s, cls, &r);
+            if (rc == CLRUN_ERROR_OUT_OF_MEMORY && release_cached_slabs(s, NULL))
+                rc = slab_new(s, cls, &r);
+            if (rc != CLRUN_OK)
+                return rc;
+        }
+        partial_push(s, r);
+    }
+    unsigned w = (unsigned)__builtin_ctzll(r->summary);
+    unsigned bit = (unsigned)__builtin_ctzll(r->words[w]);
+    r->words[w] &= r->words[w] - 1;
+    if (!r->words[w])
+        r->summary &= ~(UINT64_C(1) << w);
+    if (--r->free_slots == 0)
+        partial_unlink(s, r);
+    r->chunk->live++;
+
+    uint64_t size = s->class_size[cls];
+    s->held_bytes += size;
+    s->live_blocks++;
+    out->chunk = r->chunk->id;
+    out->offset = (r->first << s->page_log) + ((uint64_t)w * 64 + bit) * size;
+    out->size = size;
+    return CLRUN_OK;
+}
+
+static clrun_status alloc_large(slab_state *s, uint64_t size, uint64_t align, clrun_block *out)
+{
+    /* First fit in the size lists; if nothing fits, cached empty slabs may merge into a run
+     * that does. */
+    uint64_t page = UINT64_C(1) << s->page_log;
+    uint64_t bytes = round_up_u64(size, page);
+    if (bytes == 0)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    uint64_t pages = bytes >> s->page_log;
+    uint64_t align_pages = align > page ? align >> s->page_log : 1;
+    uint64_t start;
+    run *fr = free_run_find(s, pages, align_pages, &start);
+    if (!fr && release_cached_slabs(s, NULL))
+        fr = free_run_find(s, pages, align_pages, &start);
+    if (!fr)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    run *r = node_plain(s), *extra = node_plain(s);
+    if (!r || !extra) {
+        if (r)
+            node_drop(s, r);
+        if (extra)
+            node_drop(s, extra);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    free_run_carve(s, fr, start, pages, r, extra);
+    r->kind = RUN_LARGE;
+    r->chunk->map[r->first] = r;
+    r->chunk->map[r->first + pages - 1] = r;
+    r->chunk->live++;
+    s->held_bytes += bytes;
+    s->live_blocks++;
+    out->offset = start << s->page_log;
+    out->size = bytes;
+    out->chunk = r->chunk->id;
+    return CLRUN_OK;
+}
+
+/* ---- chunks --------------------------------------------------------------------------------- */
+
+static void chunk_free_memory(slab_chunk *c)
+{
+    free(c->map);
+    free(c);
+}
+
+/* Recycles every run node of chunk c but the first, which is returned in *keep (NULL when the
+ * chunk has no page); the page map is left stale. */
+static void chunk_drop_runs(slab_state *s, slab_chunk *c, run **keep)
+{
+    uint64_t p = 0;
+    *keep = NULL;
+    while (p < c->pages) {
+        run *r = c->map[p];
+        p = r->first + r->pages;
+        if (!*keep)
+            *keep = r;
+        else
+            node_drop(s, r);
+    }
+}
+
+/* ---- the vtable ----------------------------------------------------------------------------- */
+
+/* Fills the class table: sizes, slab pages, slots, alignment. */
+static void build_classes(slab_state *s)
+{
+    uint64_t g = UINT64_C(1) << s->granule_log;
+    uint64_t page = UINT64_C(1) << s->page_log;
+    uint64_t largest = (uint64_t)SLAB_LARGEST_PAGES << s->page_log;
+    s->nclasses = 0;
+    for (unsigned k = 0; k < SLAB_MAX_CLASSES; k++) {
+        uint64_t units;
+        if (k < 8) {
+            units = k + 1;
+        } else {
+            unsigned q = k - 8;
+            units = (uint64_t)(9 + q % 8) << (q / 8);
+        }
+        uint64_t size = units * g;
+        if (size > largest)
+            break;
+        /* The fewest pages holding SLAB_MIN_SLOTS slots, then up to twice that if it cuts the
+         * tail to 1/32 of the slab; never more than a chunk can hold. */
+        if (size > (UINT64_MAX - page) / (2 * SLAB_MIN_SLOTS))
+            break; /* a huge min_align: leave such sizes to the large path */
+        uint64_t min_pages = (SLAB_MIN_SLOTS * size + page - 1) >> s->page_log;
+        uint64_t best = min_pages, best_tail = UINT64_MAX;
+        for (uint64_t n = min_pages; n <= 2 * min_pages; n++) {
+            uint64_t bytes = n << s->page_log;
+            uint64_t tail = bytes % size;
+            if (best_tail == UINT64_MAX || tail * best < best_tail * n) {
+                best = n; /* the smallest tail fraction so far */
+                best_tail = tail;
+            }
+            if (tail * 32 <= bytes)
+                break;
+        }
+        if (best > s->max_pages) {
+            best = s->max_pages; /* a small max_chunk: fewer slots per slab */
+            if ((best << s->page_log) < size)
+                break; /* not even one slot fits in a chunk: the large path takes over */
+        }
+        uint64_t slots = (best << s->page_log) / size;
+        if (slots > SLAB_MAX_SLOTS)
+            slots = SLAB_MAX_SLOTS;
+        uint64_t natural = size & (~size + 1); /* largest power of two dividing the size */
+        s->class_size[k] = size;
+        s->class_pages[k] = best;
+        s->class_slots[k] = (uint32_t)slots;
+        s->slab_align_pages[k] = natural > page ? natural >> s->page_log : 1;
+        s->nclasses = k + 1;
+    }
+}
+
+static clrun_status slab_create(const clrun_strategy_config *config, void **state)
+{
+    if (!config || !state)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (!is_pow2_u64(config->min_align))
+        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    slab_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    uint64_t page = config->min_align > SLAB_PAGE_MIN ? config->min_align : SLAB_PAGE_MIN;
+    uint64_t granule = config->min_align > SLAB_GRANULE_MIN ? config->min_align : SLAB_GRANULE_MIN;
+    s->max_chunk = config->max_chunk;
+    s->page_log = log2_floor_u64(page);
+    s->granule_log = log2_floor_u64(granule);
+    s->max_pages = config->max_chunk >> s->page_log;
+    build_classes(s);
+    *state = s;
+    return CLRUN_OK;
+}
+
+static void slab_destroy(void *state)
+{
+    slab_state *s = state;
+    if (!s)
+        return;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        slab_chunk *c = s->chunks.items[n];
+        run *keep;
+        chunk_drop_runs(s, c, &keep);
+        if (keep)
+            free(keep);
+        chunk_free_memory(c);
+    }
+    while (s->spare) {
+        run *r = s->spare;
+        s->spare = r->next;
+        free(r);
+    }
+    chunk_index_release(&s->chunks);
+    free(s);
+}
+
+static uint64_t slab_chunk_size(const void *state, uint64_t request, uint64_t align,
+                                uint64_t wanted)
+{
+    const slab_state *s = state;
+    uint64_t page = UINT64_C(1) << s->page_log;
+    uint64_t cap = s->max_pages << s->page_log;
+    if (request == 0 || cap == 0)
+        return 0;
+    uint64_t need;
+    int cls = s->nclasses ? class_for(s, request, align) : -1;
+    if (cls >= 0)
+        need = s->class_pages[cls] << s->page_log; /* room for a whole slab */
+    else
+        need = round_up_u64(request, page);
+    if (need == 0 || need > cap)
+        return 0;
+    if (wanted > need) {
+        uint64_t w = round_up_u64(wanted, page);
+        need = (w == 0 || w > cap) ? cap : w;
+    }
+    return need;
+}
+
+static clrun_status slab_add_chunk(void *state, uint32_t chunk, uint64_t size)
+{
+    slab_state *s = state;
+    if (size == 0)
+        return CLRUN_ERROR_INVALID_SIZE;
+    if (chunk_index_find(&s->chunks, chunk))
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (s->total_bytes > UINT64_MAX - size)
+        return CLRUN_ERROR_INVALID_SIZE;
+    uint64_t pages = size >> s->page_log;
+    if (pages > SIZE_MAX / sizeof(run *))
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (chunk_index_reserve(&s->chunks) != 0)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    slab_chunk *c = calloc(1, sizeof *c);
+    run *r = pages ? node_plain(s) : NULL;
+    run **map = pages ? calloc((size_t)pages, sizeof *map) : NULL;
+    if (!c || (pages && (!r || !map))) {
+        free(c);
+        free(map);
+        if (r)
+            node_drop(s, r);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    c->id = chunk;
+    c->size = size;
+    c->pages = pages;
+    c->map = map;
+    if (r) {
+        r->chunk = c;
+        run_set_free(s, r, 0, pages);
+    }
+    chunk_index_insert(&s->chunks, chunk, c);
+    s->total_bytes += size;
+    return CLRUN_OK;
+}
+
+static clrun_status slab_remove_chunk(void *state, uint32_t chunk)
+{
+    slab_state *s = state;
+    slab_chunk *c = chunk_index_find(&s->chunks, chunk);
+    if (!c)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (c->live)
+        return CLRUN_ERROR_BUSY;
+    release_cached_slabs(s, c);
+    if (c->pages) { /* no live block and no cached slab: one free run covers the chunk */
+        run *r = c->map[0];
+        bin_unlink(s, r);
+        node_drop(s, r);
+    }
+    s->total_bytes -= c->size;
+    chunk_index_erase(&s->chunks, chunk);
+    chunk_free_memory(c);
+    return CLRUN_OK;
+}
+
+/* An unknown chunk holds no live block, so it answers true. */
+static bool slab_chunk_is_empty(const void *state, uint32_t chunk)
+{
+    const slab_chunk *c = chunk_index_find(&((const slab_state *)state)->chunks, chunk);
+    return !c || c->live == 0;
+}
+
+static clrun_status slab_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
+{
+    slab_state *s = state;
+    if (size == 0)
+        return CLRUN_ERROR_INVALID_SIZE;
+    if (!is_pow2_u64(align))
+        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    int cls = s->nclasses ? class_for(s, size, align) : -1;
+    if (cls < 0)
+        return alloc_large(s, size, align, out);
+    clrun_status rc = alloc_small(s, (unsigned)cls, out);
+    /* No room for a new slab (a chunk smaller than a slab, or fragmented): a run of pages does
+     * as well when its rounding wastes no more than a class would (1/8 of the request). */
+    if (rc == CLRUN_ERROR_OUT_OF_MEMORY) {
+        uint64_t page = UINT64_C(1) << s->page_log;
+        if ((round_up_u64(size, page) - size) * 8 <= size)
+            rc = alloc_large(s, size, align, out);
+    }
+    return rc;
+}
+
+static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
+{
+    slab_state *s = state;
+    slab_chunk *c = chunk_index_find(&s->chunks, chunk);
+    if (!c)
+        return CLRUN_ERROR_INVALID_FREE;
+    uint64_t page = offset >> s->page_log;
+    if (page >= c->pages || !c->map[page])
+        return CLRUN_ERROR_INVALID_FREE;
+    run *r = c->map[page];
+
+    if (r->kind == RUN_LARGE) {
+        if (r->first != page || (offset & ((UINT64_C(1) << s->page_log) - 1)))
+            return CLRUN_ERROR_INVALID_FREE;
+        s->held_bytes -= r->pages << s->page_log;
+        s->live_blocks--;
+        c->live--;
+        run_release(s, r);
+        return CLRUN_OK;
+    }
+    if (r->kind != RUN_SLAB)
+        return CLRUN_ERROR_INVALID_FREE;
+
+    uint64_t size = s->class_size[r->cls];
+    uint64_t rel = offset - (r->first << s->page_log);
+    if (rel % size)
+        return CLRUN_ERROR_INVALID_FREE;
+    uint64_t slot = rel / size;
+    if (slot >= r->slots)
+        return CLRUN_ERROR_INVALID_FREE;
+    uint64_t bit = UINT64_C(1) << (slot % 64);
+    uint64_t *word = &r->words[slot / 64];
+    if (*word & bit)
+        return CLRUN_ERROR_INVALID_FREE; /* already free */
+
+    *word |= bit;
+    r->summary |= UINT64_C(1) << (slot / 64);
+    r->free_slots++;
+    s->held_bytes -= size;
+    s->live_blocks--;
+    c->live--;
+    if (r->free_slots == r->slots) { /* empty: keep one per class, return the others */
+        if (r->in_partial)
+            partial_unlink(s, r);
+        if (!s->empty[r->cls])
+            s->empty[r->cls] = r;
+        else
+            run_release(s, r);
+    } else if (!r->in_partial) {
+        partial_push(s, r); /* it was full */
+    }
+    return CLRUN_OK;
+}
+
+static void slab_reset(void *state)
+{
+    slab_state *s = state;
+    for (unsigned k = 0; k < SLAB_MAX_CLASSES; k++) {
+        s->partial[k] = NULL;
+        s->empty[k] = NULL;
+    }
+    for (unsigned b = 0; b < SLAB_BINS; b++)
+        s->bins[b] = NULL;
+    s->bin_mask = 0;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        slab_chunk *c = s->chunks.items[n];
+        run *keep;
+        chunk_drop_runs(s, c, &keep);
+        c->live = 0;
+        if (!keep)
+            continue;
+        memset(c->map, 0, (size_t)c->pages * sizeof *c->map);
+        keep->in_partial = false;
+        run_set_free(s, keep, 0, c->pages); /* keep may carry a bitmap: harmless when free */
+    }
+    s->held_bytes = 0;
+    s->live_blocks = 0;
+}
+
+static void slab_stats(const void *state, clrun_strategy_stats *out)
+{
+    const slab_state *s = state;
+    uint64_t largest = 0;
+    if (s->bin_mask) {
+        unsigned b = log2_floor_u64(s->bin_mask);
+        for (const run *r = s->bins[b]; r; r = r->next)
+            if (r->pages > largest)
+                largest = r->pages;
+        largest <<= s->page_log;
+    }
+    for (unsigned k = s->nclasses; k-- > 0;) {
+        if (s->partial[k] || s->empty[k]) {
+            if (s->class_size[k] > largest)
+                largest = s->class_size[k];
+            break;
+        }
+    }
+    out->held_bytes = s->held_bytes;
+    out->free_bytes = s->total_bytes - s->held_bytes;
+    out->largest_free = largest;
+    out->live_blocks = s->live_blocks;
+    out->chunks = s->chunks.count;
+}
+
+const clrun_allocator_ops clrun_strategy_slab = {
+    .name = "slab",
+    .description = "size classes (<= 12.5% waste) carved from slabs; page runs above 512 KiB",
+    .create = slab_create,
+    .destroy = slab_destroy,
+    .chunk_size = slab_chunk_size,
+    .add_chunk = slab_add_chunk,
+    .remove_chunk = slab_remove_chunk,
+    .chunk_is_empty = slab_chunk_is_empty,
+    .alloc = slab_alloc,
+    .free = slab_free,
+    .reset = slab_reset,
+    .stats = slab_stats,
+};
