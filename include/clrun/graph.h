@@ -1,0 +1,140 @@
+/* clrun: kernel graphs. A graph is a DAG of nodes (a kernel of the library with attributes)
+ * over typed tensors: graph inputs (optionally donated), constants (weights, resident for the
+ * life of the graph, filled from data or deterministically from a seed), intermediates that
+ * nodes produce, and outputs. Graphs are built with this API or read from the .graph text
+ * format (clrun_graph_parse). */
+#ifndef CLRUN_GRAPH_H
+#define CLRUN_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <clrun/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLRUN_MAX_DIMS 6
+
+typedef enum clrun_dtype {
+    CLRUN_F32 = 0, /* 32-bit IEEE float */
+    CLRUN_I32 = 1, /* 32-bit signed integer */
+    CLRUN_F16 = 2, /* 16-bit IEEE float: only on devices with cl_khr_fp16 */
+} clrun_dtype;
+
+/* "f32", "i32", "f16". */
+const char *clrun_dtype_name(clrun_dtype dtype);
+/* Bytes per element. */
+size_t clrun_dtype_size(clrun_dtype dtype);
+
+/* A tensor's type: element type and shape (rank 0 is a scalar). */
+typedef struct clrun_tensor_type {
+    clrun_dtype dtype;
+    int rank;
+    int64_t shape[CLRUN_MAX_DIMS];
+} clrun_tensor_type;
+
+/* Elements in a type (1 for rank 0); bytes = elements * dtype size. */
+uint64_t clrun_tensor_elements(const clrun_tensor_type *type);
+uint64_t clrun_tensor_bytes(const clrun_tensor_type *type);
+
+/* How a constant is filled when no data is given: deterministic from its seed, identical on
+ * every machine (a counter-based generator, not rand()). */
+typedef enum clrun_fill {
+    CLRUN_FILL_ZEROS = 0,
+    CLRUN_FILL_ONES = 1,
+    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b) */
+    CLRUN_FILL_NORMAL = 3,  /* mean a, standard deviation b */
+} clrun_fill;
+
+/* One attribute of a node: an integer, a float, or a list of integers. */
+typedef enum clrun_attr_kind { CLRUN_ATTR_INT, CLRUN_ATTR_FLOAT, CLRUN_ATTR_INTS } clrun_attr_kind;
+
+#define CLRUN_MAX_ATTR_INTS 8
+
+typedef struct clrun_attr {
+    const char *name;  /* e.g. "axis", "stride" */
+    clrun_attr_kind kind;
+    int64_t i;         /* CLRUN_ATTR_INT */
+    double f;          /* CLRUN_ATTR_FLOAT */
+    int64_t ints[CLRUN_MAX_ATTR_INTS]; /* CLRUN_ATTR_INTS */
+    int count;         /* entries of ints */
+} clrun_attr;
+
+typedef struct clrun_graph clrun_graph;
+
+/* Tensors are named by small integers handed out by the builder. */
+typedef int32_t clrun_tensor_id;
+
+/* A new empty graph called `name` (may be NULL). */
+clrun_status clrun_graph_create(const char *name, clrun_graph **out);
+
+/* Frees the graph. NULL is accepted. */
+void clrun_graph_destroy(clrun_graph *graph);
+
+/* Builder. Every function checks its arguments and, on error, leaves the graph as it was and
+ * puts the reason in clrun_graph_last_error(). Names are unique within a graph. */
+
+/* A graph input. donated: the caller gives up the buffer it passes for it, and the executor may
+ * reuse it for an output (XLA's donate_argnums). */
+clrun_status clrun_graph_add_input(clrun_graph *graph, const char *name,
+                                   const clrun_tensor_type *type, bool donated,
+                                   clrun_tensor_id *id);
+
+/* A constant from data (copied; `data` holds bytes of the type) or, with data NULL, filled by
+ * `fill` with parameters a, b from `seed`. */
+clrun_status clrun_graph_add_constant(clrun_graph *graph, const char *name,
+                                      const clrun_tensor_type *type, const void *data,
+                                      clrun_fill fill, double a, double b, uint64_t seed,
+                                      clrun_tensor_id *id);
+
+/* A node running operation `op` ("add", "matmul", ...) on `inputs`; its outputs, named by
+ * output_names, get types inferred from the op; `outputs` (may be NULL) receives their ids.
+ * CLRUN_ERROR_UNKNOWN_KERNEL for an op clrun does not have; CLRUN_ERROR_INVALID_GRAPH for
+ * shapes, dtypes or attributes the op refuses, with the reason. */
+clrun_status clrun_graph_add_node(clrun_graph *graph, const char *op, const clrun_tensor_id *inputs,
+                                  int input_count, const char *const *output_names,
+                                  int output_count, const clrun_attr *attrs, int attr_count,
+                                  clrun_tensor_id *outputs);
+
+/* Marks a tensor as an output of the graph. */
+clrun_status clrun_graph_mark_output(clrun_graph *graph, clrun_tensor_id id);
+
+/* Checks the whole graph: a tensor produced twice, an output never produced, a node reading a
+ * tensor nobody produces, a cycle, no outputs. The builder already refuses most of these; a
+ * parsed graph is validated here. */
+clrun_status clrun_graph_validate(clrun_graph *graph);
+
+/* Reading. */
+const char *clrun_graph_name(const clrun_graph *graph);
+int32_t clrun_graph_tensor_count(const clrun_graph *graph);
+int32_t clrun_graph_node_count(const clrun_graph *graph);
+/* The id of the tensor called `name`, or -1. */
+clrun_tensor_id clrun_graph_find(const clrun_graph *graph, const char *name);
+const char *clrun_graph_tensor_name(const clrun_graph *graph, clrun_tensor_id id);
+const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun_tensor_id id);
+/* The graph's inputs / outputs in declaration order. */
+int32_t clrun_graph_inputs(const clrun_graph *graph, const clrun_tensor_id **ids);
+int32_t clrun_graph_outputs(const clrun_graph *graph, const clrun_tensor_id **ids);
+
+/* The message of the last failure on this graph (builder, validation, parser). */
+const char *clrun_graph_last_error(const clrun_graph *graph);
+
+/* The .graph text format. Errors are "FILE:LINE:COL: message" (file as given in `filename`),
+ * returned as CLRUN_ERROR_PARSE (syntax) or CLRUN_ERROR_INVALID_GRAPH / UNKNOWN_KERNEL
+ * (meaning); the message goes to err (may be NULL) and to clrun_last_error(NULL). */
+clrun_status clrun_graph_parse(const char *text, size_t length, const char *filename,
+                               clrun_graph **out, char *err, size_t errlen);
+/* Reads and parses a file. */
+clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, size_t errlen);
+/* Writes the graph in the text format; parse(write(g)) is the same graph. Constants given as
+ * data are written as hex. */
+clrun_status clrun_graph_write(const clrun_graph *graph, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
