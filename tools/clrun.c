@@ -16,6 +16,7 @@ typedef struct command {
 static const command commands[] = {
     {"info", clrun_cli_info, "list OpenCL platforms and devices, mark the one clrun would choose"},
     {"smoke", clrun_cli_smoke, "run a kernel on the chosen device and check it against C"},
+    {"replay", clrun_cli_replay, "replay an allocation trace (CSV) through a strategy, no device needed"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
