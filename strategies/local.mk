@@ -18,6 +18,6 @@ endif
 
 # Built by `make bench`, never run as a test.
 EXTRA_PROGRAMS += bench/bench_alloc
-BENCH_PROGRAMS += bench/bench_alloc
+BENCH_LIST += bench/bench_alloc
 bench_bench_alloc_SOURCES = bench/bench_alloc.c
 bench_bench_alloc_LDADD = libclrun-internal.la
