@@ -8,6 +8,12 @@
  * for as long as that buddy is free and whole, so an empty chunk is always fully coalesced.
  * A request with an alignment larger than its size takes a block of the alignment's size.
  *
+ * Each chunk holds back its most recently freed block unmerged (the previous one is merged
+ * then): a request of that exact order takes it back in O(1), so an alloc/free pair does not
+ * split and merge all the way down and up each time. The held block is merged whenever that
+ * would let a request succeed, and stats and chunk emptiness count it as merged, so nothing
+ * observable differs from merging at once: an empty chunk still gives its largest block.
+ *
  * A chunk whose size is not a power of two of atoms is cut greedily into decreasing powers of
  * two (12 atoms = 8 + 4); the buddy of each of those top blocks lies past the end of the chunk,
  * so they never merge with each other and the buddy rule needs no special case beyond "the
@@ -43,6 +49,7 @@
 #define BUDDY_NIL UINT32_MAX          /* end of a free list */
 #define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
 #define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
+#define CTRL_HELD (CTRL_LIVE | CTRL_FREE) /* control byte: the chunk's held-back free block */
 #define CTRL_ORDER 0x3fu              /* control byte: the block's order */
 
 /* One chunk. */
@@ -52,10 +59,14 @@ typedef struct buddy_chunk {
     uint32_t atoms;               /* whole atoms in the chunk (< 2^21) */
     uint64_t live;                /* live blocks inside */
     uint64_t order_mask;          /* bit k set: free list k is not empty */
+    bool held;                    /* a freed block is held back, not merged yet */
+    uint32_t held_at;             /* its first atom */
+    unsigned held_order;          /* its order */
     uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
     uint32_t *next;               /* next[i]: the free block after block i in its list */
     uint32_t *prev;               /* prev[i]: the free block before block i in its list */
-    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE|order, CTRL_FREE|order, or 0 inside */
+    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE or CTRL_HELD | order at a
+                                   * block's first atom, 0 inside a block */
 } buddy_chunk;
 
 /* The whole state of one buddy allocator. */
@@ -102,6 +113,7 @@ static void chunk_make_empty(buddy_chunk *c)
 {
     c->live = 0;
     c->order_mask = 0;
+    c->held = false;
     for (unsigned k = 0; k < BUDDY_ORDERS; k++)
         c->head[k] = BUDDY_NIL;
     if (!c->atoms)
@@ -168,6 +180,49 @@ static int chunk_free_order_from(const buddy_chunk *c, int k)
 {
     uint64_t m = c->order_mask >> k;
     return m ? k + __builtin_ctzll(m) : -1;
+}
+
+/* Frees block i of order k for good: merges it with its buddy while that buddy is free,
+ * whole and inside the chunk, then lists the result. */
+static void chunk_merge_free(buddy_chunk *c, uint32_t i, unsigned k)
+{
+    c->ctrl[i] = 0;
+    for (;;) {
+        uint32_t half = UINT32_C(1) << k;
+        uint32_t buddy = i ^ half;
+        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
+            break;
+        list_unlink(c, buddy, k);
+        c->ctrl[buddy] = 0;
+        if (buddy < i)
+            i = buddy;
+        k++;
+    }
+    list_push(c, i, k);
+}
+
+/* The order block i of order k would reach if merged now; changes nothing. Since every listed
+ * block is already merged as far as it goes, only the held-back block can grow this way. */
+static unsigned chunk_merged_order(const buddy_chunk *c, uint32_t i, unsigned k)
+{
+    for (;;) {
+        uint32_t half = UINT32_C(1) << k;
+        uint32_t buddy = i ^ half;
+        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
+            return k;
+        if (buddy < i)
+            i = buddy;
+        k++;
+    }
+}
+
+/* Merges the held-back block of chunk c, if any. */
+static void chunk_flush_held(buddy_chunk *c)
+{
+    if (c->held) {
+        c->held = false;
+        chunk_merge_free(c, c->held_at, c->held_order);
+    }
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -262,6 +317,32 @@ static bool buddy_chunk_is_empty(const void *state, uint32_t chunk)
     return !c || c->live == 0;
 }
 
+/* Hands out block i of order k of chunk number n (its index in s->chunks). */
+static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, clrun_block *out)
+{
+    buddy_chunk *c = s->chunks.items[n];
+    uint64_t block = UINT64_C(1) << (c->atom_log + k);
+    c->ctrl[i] = (uint8_t)(CTRL_LIVE | k);
+    c->live++;
+    s->held_bytes += block;
+    s->live_blocks++;
+    out->chunk = s->chunks.ids[n];
+    out->offset = (uint64_t)i << c->atom_log;
+    out->size = block;
+}
+
+/* Takes the first free block of order j of chunk c and splits it down to order k. */
+static uint32_t split_from(buddy_chunk *c, unsigned j, unsigned k)
+{
+    uint32_t i = c->head[j];
+    list_unlink(c, i, j);
+    while (j > k) { /* keep the lower half, list the upper one */
+        j--;
+        list_push(c, i + (UINT32_C(1) << j), j);
+    }
+    return i;
+}
+
 static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     buddy_state *s = state;
@@ -275,16 +356,19 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     uint64_t ideal = pow2_ceil_u64(need > s->min_block ? need : s->min_block);
     unsigned ideal_log = log2_floor_u64(ideal);
 
-    /* Best fit over chunks: the smallest free block that holds the request. */
+    /* Best fit over chunks: the smallest free block that holds the request; a held-back block
+     * of exactly the right order is taken back as it is. */
     uint32_t best = BUDDY_NIL;
     int best_k = -1, best_j = -1;
+    bool best_held = false;
     unsigned best_log = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const buddy_chunk *c = s->chunks.items[n];
         int k = chunk_order_for(c, need);
         if (k < 0)
             continue;
-        int j = chunk_free_order_from(c, k);
+        bool held = c->held && c->held_order == (unsigned)k;
+        int j = held ? k : chunk_free_order_from(c, k);
         if (j < 0)
             continue;
         unsigned block_log = c->atom_log + (unsigned)j;
@@ -292,32 +376,38 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
             best = n;
             best_k = k;
             best_j = j;
+            best_held = held;
             best_log = block_log;
             if (block_log == ideal_log)
                 break; /* no chunk can offer a smaller block */
         }
     }
-    if (best == BUDDY_NIL)
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-
-    buddy_chunk *c = s->chunks.items[best];
-    unsigned j = (unsigned)best_j, k = (unsigned)best_k;
-    uint32_t i = c->head[j];
-    list_unlink(c, i, j);
-    while (j > k) { /* split, keeping the lower half */
-        j--;
-        list_push(c, i + (UINT32_C(1) << j), j);
+    if (best != BUDDY_NIL) {
+        buddy_chunk *c = s->chunks.items[best];
+        uint32_t i;
+        if (best_held) {
+            c->held = false;
+            i = c->held_at;
+        } else {
+            i = split_from(c, (unsigned)best_j, (unsigned)best_k);
+        }
+        take_block(s, best, i, (unsigned)best_k, out);
+        return CLRUN_OK;
     }
-    c->ctrl[i] = (uint8_t)(CTRL_LIVE | k);
-    c->live++;
 
-    uint64_t block = UINT64_C(1) << (c->atom_log + k);
-    s->held_bytes += block;
-    s->live_blocks++;
-    out->chunk = s->chunks.ids[best];
-    out->offset = (uint64_t)i << c->atom_log;
-    out->size = block;
-    return CLRUN_OK;
+    /* Nothing fits as things are; merging a held-back block may make room. Merge only where it
+     * does, so that an OUT_OF_MEMORY answer leaves everything as it was. */
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        buddy_chunk *c = s->chunks.items[n];
+        int k = chunk_order_for(c, need);
+        if (k < 0 || !c->held || chunk_merged_order(c, c->held_at, c->held_order) < (unsigned)k)
+            continue;
+        chunk_flush_held(c);
+        int j = chunk_free_order_from(c, k);
+        take_block(s, n, split_from(c, (unsigned)j, (unsigned)k), (unsigned)k, out);
+        return CLRUN_OK;
+    }
+    return CLRUN_ERROR_OUT_OF_MEMORY;
 }
 
 static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
@@ -329,7 +419,7 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
     if (offset & ((UINT64_C(1) << c->atom_log) - 1))
         return CLRUN_ERROR_INVALID_FREE;
     uint64_t at = offset >> c->atom_log;
-    if (at >= c->atoms || !(c->ctrl[at] & CTRL_LIVE))
+    if (at >= c->atoms || (c->ctrl[at] & CTRL_HELD) != CTRL_LIVE)
         return CLRUN_ERROR_INVALID_FREE;
 
     uint32_t i = (uint32_t)at;
@@ -337,19 +427,13 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
     s->held_bytes -= UINT64_C(1) << (c->atom_log + k);
     s->live_blocks--;
     c->live--;
-    c->ctrl[i] = 0;
-    for (;;) { /* merge with the buddy while it is free, whole, and inside the chunk */
-        uint32_t half = UINT32_C(1) << k;
-        uint32_t buddy = i ^ half;
-        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
-            break;
-        list_unlink(c, buddy, k);
-        c->ctrl[buddy] = 0;
-        if (buddy < i)
-            i = buddy;
-        k++;
-    }
-    list_push(c, i, k);
+    /* Hold this block back unmerged and merge the one held before: a request of the same
+     * order, the common case, then takes it back in O(1) instead of splitting again. */
+    chunk_flush_held(c);
+    c->held = true;
+    c->held_at = i;
+    c->held_order = k;
+    c->ctrl[i] = (uint8_t)(CTRL_HELD | k);
     return CLRUN_OK;
 }
 
@@ -368,11 +452,20 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
     uint64_t largest = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const buddy_chunk *c = s->chunks.items[n];
+        unsigned top = 0;
+        bool any = false;
         if (c->order_mask) {
-            uint64_t b = UINT64_C(1) << (c->atom_log + log2_floor_u64(c->order_mask));
-            if (b > largest)
-                largest = b;
+            top = log2_floor_u64(c->order_mask);
+            any = true;
         }
+        if (c->held) { /* what alloc would make of it by merging */
+            unsigned m = chunk_merged_order(c, c->held_at, c->held_order);
+            if (!any || m > top)
+                top = m;
+            any = true;
+        }
+        if (any && (UINT64_C(1) << (c->atom_log + top)) > largest)
+            largest = UINT64_C(1) << (c->atom_log + top);
     }
     out->held_bytes = s->held_bytes;
     out->free_bytes = s->total_bytes - s->held_bytes;

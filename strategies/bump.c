@@ -257,7 +257,9 @@ static clrun_status bump_free(void *state, uint32_t chunk, uint64_t offset)
     bump_chunk *c = chunk_index_find(&s->chunks, chunk);
     if (!c)
         return CLRUN_ERROR_INVALID_FREE;
-    int64_t at = entry_find(c, offset);
+    /* LIFO frees, what bump is for, hit the last entry: skip the search for them. */
+    int64_t at = c->count && c->entries[c->count - 1].offset == offset ? (int64_t)c->count - 1
+                                                                        : entry_find(c, offset);
     if (at < 0 || c->entries[at].dead)
         return CLRUN_ERROR_INVALID_FREE;
 

@@ -99,8 +99,10 @@ typedef struct slab_state {
     uint64_t class_pages[SLAB_MAX_CLASSES];/* pages of a slab of each class */
     uint32_t class_slots[SLAB_MAX_CLASSES];/* slots in a slab of each class */
     uint64_t slab_align_pages[SLAB_MAX_CLASSES]; /* slab start alignment, keeps slots aligned */
+    uint64_t class_inverse[SLAB_MAX_CLASSES];/* floor(2^64 / size) + 1, or 0: divide instead */
     run *partial[SLAB_MAX_CLASSES];        /* partly used slabs of each class */
-    run *empty[SLAB_MAX_CLASSES];          /* one cached empty slab of each class, or NULL */
+    run *empty[SLAB_MAX_CLASSES];          /* one cached empty slab of each class (still on
+                                            * its partial list), or NULL */
     run *bins[SLAB_BINS];                  /* free runs by floor(log2(pages)) */
     uint64_t bin_mask;                     /* bit b set: bins[b] is not empty */
     run *spare;                            /* plain run nodes kept for reuse (linked by next) */
@@ -339,6 +341,8 @@ static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
         run *r = s->empty[k];
         if (r && (!only || r->chunk == only)) {
             s->empty[k] = NULL;
+            if (r->in_partial)
+                partial_unlink(s, r);
             run_release(s, r);
             any = true;
         }
@@ -371,18 +375,15 @@ static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
 {
     run *r = s->partial[cls];
     if (!r) {
-        r = s->empty[cls];
-        if (r) {
-            s->empty[cls] = NULL;
-        } else {
-            clrun_status rc = slab_new(s, cls, &r);
-            if (rc == CLRUN_ERROR_OUT_OF_MEMORY && release_cached_slabs(s, NULL))
-                rc = slab_new(s, cls, &r);
-            if (rc != CLRUN_OK)
-                return rc;
-        }
+        clrun_status rc = slab_new(s, cls, &r);
+        if (rc == CLRUN_ERROR_OUT_OF_MEMORY && release_cached_slabs(s, NULL))
+            rc = slab_new(s, cls, &r);
+        if (rc != CLRUN_OK)
+            return rc;
         partial_push(s, r);
     }
+    if (s->empty[cls] == r)
+        s->empty[cls] = NULL; /* the cached empty slab is in use again */
     unsigned w = (unsigned)__builtin_ctzll(r->summary);
     unsigned bit = (unsigned)__builtin_ctzll(r->words[w]);
     r->words[w] &= r->words[w] - 1;
@@ -511,6 +512,13 @@ static void build_classes(slab_state *s)
         s->class_pages[k] = best;
         s->class_slots[k] = (uint32_t)slots;
         s->slab_align_pages[k] = natural > page ? natural >> s->page_log : 1;
+        /* Offset-to-slot division by multiplication is exact for offsets and sizes below
+         * 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019). */
+        s->class_inverse[k] = 0;
+#ifdef __SIZEOF_INT128__
+        if ((best << s->page_log) <= UINT32_MAX)
+            s->class_inverse[k] = UINT64_MAX / size + 1;
+#endif
         s->nclasses = k + 1;
     }
 }
@@ -665,6 +673,16 @@ static clrun_status slab_alloc(void *state, uint64_t size, uint64_t align, clrun
     return rc;
 }
 
+/* rel / class_size[cls], by a multiplication when the class allows it. */
+static uint64_t slot_of(const slab_state *s, unsigned cls, uint64_t rel)
+{
+#ifdef __SIZEOF_INT128__
+    if (s->class_inverse[cls])
+        return (uint64_t)(((unsigned __int128)rel * s->class_inverse[cls]) >> 64);
+#endif
+    return rel / s->class_size[cls];
+}
+
 static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
 {
     slab_state *s = state;
@@ -690,10 +708,8 @@ static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
 
     uint64_t size = s->class_size[r->cls];
     uint64_t rel = offset - (r->first << s->page_log);
-    if (rel % size)
-        return CLRUN_ERROR_INVALID_FREE;
-    uint64_t slot = rel / size;
-    if (slot >= r->slots)
+    uint64_t slot = slot_of(s, r->cls, rel);
+    if (slot * size != rel || slot >= r->slots)
         return CLRUN_ERROR_INVALID_FREE;
     uint64_t bit = UINT64_C(1) << (slot % 64);
     uint64_t *word = &r->words[slot / 64];
@@ -706,16 +722,17 @@ static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
     s->held_bytes -= size;
     s->live_blocks--;
     c->live--;
-    if (r->free_slots == r->slots) { /* empty: keep one per class, return the others */
+    if (r->free_slots == r->slots && s->empty[r->cls]) {
+        /* empty, and its class already caches one: back to the free pages */
         if (r->in_partial)
             partial_unlink(s, r);
-        if (!s->empty[r->cls])
-            s->empty[r->cls] = r;
-        else
-            run_release(s, r);
-    } else if (!r->in_partial) {
-        partial_push(s, r); /* it was full */
+        run_release(s, r);
+        return CLRUN_OK;
     }
+    if (r->free_slots == r->slots)
+        s->empty[r->cls] = r; /* the class's cached empty slab; it stays on the partial list */
+    if (!r->in_partial)
+        partial_push(s, r); /* it was full */
     return CLRUN_OK;
 }
 
