@@ -1,0 +1,684 @@
+/* Tests of the static memory planner (clrun/plan.h).
+ *
+ * Every plan is validated by a checker written here, independent of the planner: a plain
+ * O(n^2) overlap test over all pairs, alignment, the peak recomputed, and peak >= lower bound.
+ * On tiny instances an exhaustive search written here (every placement order, each buffer at
+ * the lowest aligned offset the earlier ones leave free, which reaches an optimal plan) checks
+ * the lower bound and every claim of optimality. Failures print the seed and instance. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <clrun/plan.h>
+
+#include "plan_gen.h"
+
+/* ---- the independent checker ---- */
+
+static bool alive_together(const clrun_plan_buffer *a, const clrun_plan_buffer *b)
+{
+    return a->first < b->last && b->first < a->last;
+}
+
+static void print_instance(const clrun_plan_buffer *b, size_t n, const uint64_t *offsets)
+{
+    for (size_t i = 0; i < n && i < 16; i++)
+        print_message("  buffer %zu: size %llu [%llu, %llu) offset %llu\n", i,
+                      (unsigned long long)b[i].size, (unsigned long long)b[i].first,
+                      (unsigned long long)b[i].last,
+                      offsets ? (unsigned long long)offsets[i] : 0ULL);
+}
+
+/* Fails the test, naming the seed, unless the plan is valid and its peak is `peak`. */
+static void check_plan(const char *what, uint64_t seed, const clrun_plan_buffer *b, size_t n,
+                       uint64_t align, const uint64_t *offsets, uint64_t peak,
+                       uint64_t lower_bound)
+{
+    uint64_t real_peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (offsets[i] % align != 0) {
+            print_message("%s seed %llu: buffer %zu offset %llu not aligned to %llu\n", what,
+                          (unsigned long long)seed, i, (unsigned long long)offsets[i],
+                          (unsigned long long)align);
+            fail();
+        }
+        if (offsets[i] + b[i].size > real_peak)
+            real_peak = offsets[i] + b[i].size;
+        for (size_t j = 0; j < i; j++) {
+            if (!alive_together(&b[i], &b[j]))
+                continue;
+            if (offsets[i] < offsets[j] + b[j].size && offsets[j] < offsets[i] + b[i].size) {
+                print_message("%s seed %llu: buffers %zu and %zu overlap\n", what,
+                              (unsigned long long)seed, j, i);
+                print_instance(b, n, offsets);
+                fail();
+            }
+        }
+    }
+    if (real_peak != peak || peak < lower_bound) {
+        print_message("%s seed %llu: claimed peak %llu, real %llu, lower bound %llu\n", what,
+                      (unsigned long long)seed, (unsigned long long)peak,
+                      (unsigned long long)real_peak, (unsigned long long)lower_bound);
+        fail();
+    }
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* The bound recomputed naively: at each start, sum of aligned live sizes less the largest
+ * padding among them. */
+static uint64_t naive_lower_bound(const clrun_plan_buffer *b, size_t n, uint64_t align)
+{
+    uint64_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t = b[i].first, sum = 0, pad = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (b[j].first <= t && t < b[j].last) {
+                uint64_t a = align_up(b[j].size, align);
+                sum += a;
+                if (a - b[j].size > pad)
+                    pad = a - b[j].size;
+            }
+        }
+        if (sum - pad > best)
+            best = sum - pad;
+    }
+    return best;
+}
+
+/* ---- exhaustive optimum for tiny instances ---- */
+
+typedef struct brute {
+    const clrun_plan_buffer *b;
+    size_t n;
+    uint64_t align;
+    uint64_t offset[8];
+    bool placed[8];
+    uint64_t best;
+} brute;
+
+/* Lowest aligned offset where buffer i fits among the placed ones: 0 or the aligned end of one
+ * of them, whichever is lowest and free. */
+static uint64_t lowest_free(const brute *s, size_t i)
+{
+    uint64_t best = UINT64_MAX;
+    for (size_t c = 0; c <= s->n; c++) {
+        uint64_t at = 0;
+        if (c < s->n) {
+            if (!s->placed[c])
+                continue;
+            at = align_up(s->offset[c] + s->b[c].size, s->align);
+        }
+        bool free_here = true;
+        for (size_t j = 0; j < s->n && free_here; j++)
+            if (s->placed[j] && alive_together(&s->b[i], &s->b[j]) &&
+                at < s->offset[j] + s->b[j].size && s->offset[j] < at + s->b[i].size)
+                free_here = false;
+        if (free_here && at < best)
+            best = at;
+    }
+    return best;
+}
+
+static void brute_search(brute *s, size_t depth, uint64_t peak)
+{
+    if (peak >= s->best)
+        return;
+    if (depth == s->n) {
+        s->best = peak;
+        return;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->placed[i])
+            continue;
+        uint64_t at = lowest_free(s, i);
+        s->offset[i] = at;
+        s->placed[i] = true;
+        uint64_t end = at + s->b[i].size;
+        brute_search(s, depth + 1, end > peak ? end : peak);
+        s->placed[i] = false;
+    }
+}
+
+static uint64_t exhaustive_optimum(const clrun_plan_buffer *b, size_t n, uint64_t align)
+{
+    brute s = {.b = b, .n = n, .align = align, .best = UINT64_MAX};
+    brute_search(&s, 0, 0);
+    return n ? s.best : 0;
+}
+
+/* A tiny instance: few moments so that buffers overlap a lot, sizes 1..40. */
+static void tiny_instance(uint64_t seed, size_t n, clrun_plan_buffer *b)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t first = x % 6;
+        b[i] = (clrun_plan_buffer){.size = 1 + (x >> 8) % 40, .first = first,
+                                   .last = first + 1 + (x >> 20) % 4};
+    }
+}
+
+/* Instance of a family; the caller frees. */
+static clrun_plan_buffer *family_instance(clrun_plan_gen_family family, size_t n, uint64_t seed,
+                                          uint64_t *known)
+{
+    clrun_plan_buffer *b = malloc(n * sizeof *b);
+    assert_non_null(b);
+    assert_int_equal(clrun_plan_gen(family, n, seed, b, known), CLRUN_OK);
+    return b;
+}
+
+static clrun_plan_options options_with(double time_limit, uint64_t align)
+{
+    clrun_plan_options o = CLRUN_PLAN_OPTIONS_DEFAULT;
+    o.time_limit_s = time_limit;
+    o.alignment = align;
+    return o;
+}
+
+/* ---- valid plans ---- */
+
+static void greedy_plans_are_valid_for_every_order_and_alignment(void **state)
+{
+    (void)state;
+    const uint64_t aligns[] = {1, 64, 256};
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        size_t n = 300;
+        clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_RANDOM, n, seed, NULL);
+        uint64_t *offsets = malloc(n * sizeof *offsets);
+        for (size_t a = 0; a < 3; a++) {
+            uint64_t lb;
+            assert_int_equal(clrun_plan_lower_bound(b, n, aligns[a], &lb), CLRUN_OK);
+            for (int o = 0; o < CLRUN_PLAN_ORDER_COUNT; o++) {
+                uint64_t peak;
+                assert_int_equal(clrun_plan_greedy(b, n, aligns[a], (clrun_plan_order)o, offsets,
+                                                   &peak),
+                                 CLRUN_OK);
+                check_plan(clrun_plan_order_name((clrun_plan_order)o), seed, b, n, aligns[a],
+                           offsets, peak, lb);
+            }
+        }
+        free(offsets);
+        free(b);
+    }
+}
+
+static void solved_plans_are_valid_on_every_family(void **state)
+{
+    (void)state;
+    for (int f = 0; f < CLRUN_PLAN_GEN_COUNT; f++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            size_t n = 400;
+            clrun_plan_buffer *b = family_instance((clrun_plan_gen_family)f, n, seed, NULL);
+            uint64_t *offsets = malloc(n * sizeof *offsets);
+            clrun_plan_options o = options_with(0.1, seed == 3 ? 128 : 1);
+            clrun_plan_result r;
+            assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+            check_plan(clrun_plan_gen_family_name((clrun_plan_gen_family)f), seed, b, n,
+                       o.alignment, offsets, r.peak_bytes, r.lower_bound_bytes);
+            free(offsets);
+            free(b);
+        }
+    }
+}
+
+static void solved_plans_are_valid_on_small_instances_searched_exactly(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        size_t n = 10 + seed % 30;
+        clrun_plan_gen_family f = (clrun_plan_gen_family)(seed % CLRUN_PLAN_GEN_COUNT);
+        clrun_plan_buffer *b = family_instance(f, n, seed, NULL);
+        uint64_t offsets[64];
+        clrun_plan_options o = options_with(0.05, seed % 2 ? 1 : 32);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_plan(clrun_plan_gen_family_name(f), seed, b, n, o.alignment, offsets, r.peak_bytes,
+                   r.lower_bound_bytes);
+        free(b);
+    }
+}
+
+static void solve_is_never_worse_than_any_greedy_order(void **state)
+{
+    (void)state;
+    for (int f = 0; f < CLRUN_PLAN_GEN_COUNT; f++) {
+        size_t n = 500;
+        uint64_t seed = 11;
+        clrun_plan_buffer *b = family_instance((clrun_plan_gen_family)f, n, seed, NULL);
+        uint64_t *offsets = malloc(n * sizeof *offsets);
+        clrun_plan_options o = options_with(0.05, 1);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        for (int order = 0; order < CLRUN_PLAN_ORDER_COUNT; order++) {
+            uint64_t peak;
+            assert_int_equal(clrun_plan_greedy(b, n, 1, (clrun_plan_order)order, offsets, &peak),
+                             CLRUN_OK);
+            if (r.peak_bytes > peak) {
+                print_message("family %s seed %llu: solve %llu > %s %llu\n",
+                              clrun_plan_gen_family_name((clrun_plan_gen_family)f),
+                              (unsigned long long)seed, (unsigned long long)r.peak_bytes,
+                              clrun_plan_order_name((clrun_plan_order)order),
+                              (unsigned long long)peak);
+                fail();
+            }
+        }
+        free(offsets);
+        free(b);
+    }
+}
+
+/* ---- optimality ---- */
+
+static void optimal_claims_match_exhaustive_search_on_tiny_instances(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        size_t n = 1 + seed % 7;
+        uint64_t align = seed % 3 == 0 ? 8 : 1; /* sizes 1..40 are mostly not multiples of 8 */
+        clrun_plan_buffer b[8];
+        uint64_t offsets[8];
+        tiny_instance(seed, n, b);
+        clrun_plan_options o = options_with(1.0, align);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_plan("tiny", seed, b, n, align, offsets, r.peak_bytes, r.lower_bound_bytes);
+        uint64_t optimum = exhaustive_optimum(b, n, align);
+        if (r.peak_bytes < optimum || (r.optimal && r.peak_bytes != optimum)) {
+            print_message("tiny seed %llu n %zu align %llu: peak %llu (optimal %d, %s), true "
+                          "optimum %llu\n",
+                          (unsigned long long)seed, n, (unsigned long long)align,
+                          (unsigned long long)r.peak_bytes, r.optimal, r.method,
+                          (unsigned long long)optimum);
+            print_instance(b, n, offsets);
+            fail();
+        }
+    }
+}
+
+static void exact_search_proves_tiny_instances_optimal(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        size_t n = 1 + seed % 7;
+        clrun_plan_buffer b[8];
+        uint64_t offsets[8];
+        tiny_instance(seed, n, b);
+        clrun_plan_options o = options_with(5.0, seed % 2 ? 1 : 16);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        if (!r.optimal || r.peak_bytes != exhaustive_optimum(b, n, o.alignment)) {
+            print_message("tiny seed %llu n %zu: peak %llu not proven optimal (%s)\n",
+                          (unsigned long long)seed, n, (unsigned long long)r.peak_bytes, r.method);
+            print_instance(b, n, offsets);
+            fail();
+        }
+    }
+}
+
+static void lower_bound_never_exceeds_true_optimum(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        size_t n = 1 + seed % 7;
+        uint64_t align = seed % 2 ? 1 : 16;
+        clrun_plan_buffer b[8];
+        tiny_instance(seed, n, b);
+        uint64_t lb;
+        assert_int_equal(clrun_plan_lower_bound(b, n, align, &lb), CLRUN_OK);
+        uint64_t optimum = exhaustive_optimum(b, n, align);
+        if (lb > optimum) {
+            print_message("tiny seed %llu: lower bound %llu > optimum %llu\n",
+                          (unsigned long long)seed, (unsigned long long)lb,
+                          (unsigned long long)optimum);
+            fail();
+        }
+    }
+}
+
+static void lower_bound_matches_naive_sweep(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        size_t n = 500;
+        uint64_t align = (uint64_t)1 << (seed % 9);
+        clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_RANDOM, n, seed, NULL);
+        uint64_t lb;
+        assert_int_equal(clrun_plan_lower_bound(b, n, align, &lb), CLRUN_OK);
+        if (lb != naive_lower_bound(b, n, align)) {
+            print_message("random seed %llu align %llu: bound %llu, naive %llu\n",
+                          (unsigned long long)seed, (unsigned long long)align,
+                          (unsigned long long)lb,
+                          (unsigned long long)naive_lower_bound(b, n, align));
+            fail();
+        }
+        free(b);
+    }
+}
+
+static void lower_bound_of_perfect_packing_is_its_height(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        uint64_t known;
+        clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, 1000, seed, &known);
+        uint64_t lb;
+        assert_int_equal(clrun_plan_lower_bound(b, 1000, CLRUN_PLAN_GEN_GRANULE, &lb), CLRUN_OK);
+        assert_true(known > 0);
+        assert_true(lb == known);
+        free(b);
+    }
+}
+
+static void exact_search_rebuilds_small_perfect_packings(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        size_t n = 10;
+        uint64_t known, offsets[10];
+        clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, &known);
+        clrun_plan_options o = options_with(5.0, 1);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+        if (r.peak_bytes != known || !r.optimal) {
+            print_message("perfect seed %llu: peak %llu, optimum %llu (%s)\n",
+                          (unsigned long long)seed, (unsigned long long)r.peak_bytes,
+                          (unsigned long long)known, r.method);
+            fail();
+        }
+        free(b);
+    }
+}
+
+static void local_search_improves_greedy_on_perfect_packings(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    uint64_t seed = 3;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    uint64_t best_greedy = UINT64_MAX;
+    for (int order = 0; order < CLRUN_PLAN_ORDER_COUNT; order++) {
+        uint64_t peak;
+        assert_int_equal(clrun_plan_greedy(b, n, 1, (clrun_plan_order)order, offsets, &peak),
+                         CLRUN_OK);
+        if (peak < best_greedy)
+            best_greedy = peak;
+    }
+    clrun_plan_options o = options_with(0.5, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    if (r.peak_bytes >= best_greedy) {
+        print_message("perfect seed %llu: search %llu did not beat greedy %llu\n",
+                      (unsigned long long)seed, (unsigned long long)r.peak_bytes,
+                      (unsigned long long)best_greedy);
+        fail();
+    }
+    assert_string_equal(r.method, "local-search");
+    free(offsets);
+    free(b);
+}
+
+/* ---- time ---- */
+
+static void time_limit_is_respected(void **state)
+{
+    (void)state;
+    size_t n = 3000;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 5, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options o = options_with(0.3, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    /* One greedy pass here takes a few ms (tens under sanitizers): allow 200 ms over. */
+    if (r.planner_ms < 250 || r.planner_ms > 500) {
+        print_message("planner took %.1f ms for a 300 ms limit (peak/lb %.3f)\n", r.planner_ms,
+                      (double)r.peak_bytes / (double)r.lower_bound_bytes);
+        fail();
+    }
+    assert_false(r.optimal);
+    free(offsets);
+    free(b);
+}
+
+static void zero_time_limit_runs_the_greedy_orders_only(void **state)
+{
+    (void)state;
+    size_t n = 2000;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, 2, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options o = options_with(0, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT);
+    uint64_t best_greedy = UINT64_MAX;
+    for (int order = 0; order < CLRUN_PLAN_ORDER_COUNT; order++) {
+        uint64_t peak;
+        assert_int_equal(clrun_plan_greedy(b, n, 1, (clrun_plan_order)order, offsets, &peak),
+                         CLRUN_OK);
+        if (peak < best_greedy)
+            best_greedy = peak;
+    }
+    assert_true(r.peak_bytes == best_greedy);
+    free(offsets);
+    free(b);
+}
+
+static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
+{
+    (void)state;
+    /* Three buffers that stack exactly: the first greedy order reaches the bound. */
+    const clrun_plan_buffer b[] = {{100, 0, 4}, {50, 1, 3}, {30, 2, 6}};
+    uint64_t offsets[3];
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, 3, NULL, offsets, &r), CLRUN_OK);
+    assert_true(r.optimal);
+    assert_int_equal(r.peak_bytes, 180);
+    assert_int_equal(r.lower_bound_bytes, 180);
+    assert_int_equal(r.steps, 1);
+    assert_string_equal(r.method, "greedy-size");
+}
+
+/* ---- edge cases ---- */
+
+static void empty_instance_has_zero_peak_and_is_optimal(void **state)
+{
+    (void)state;
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(NULL, 0, NULL, NULL, &r), CLRUN_OK);
+    assert_int_equal(r.peak_bytes, 0);
+    assert_int_equal(r.lower_bound_bytes, 0);
+    assert_true(r.optimal);
+    assert_string_equal(r.method, "empty");
+}
+
+static void buffers_alive_at_different_times_share_offset_zero(void **state)
+{
+    (void)state;
+    const clrun_plan_buffer b[] = {{4096, 0, 2}, {4096, 2, 4}, {1000, 4, 9}};
+    uint64_t offsets[3];
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, 3, NULL, offsets, &r), CLRUN_OK);
+    assert_int_equal(offsets[0], 0);
+    assert_int_equal(offsets[1], 0);
+    assert_int_equal(offsets[2], 0);
+    assert_int_equal(r.peak_bytes, 4096);
+}
+
+static void alignment_pads_all_but_the_top_buffer(void **state)
+{
+    (void)state;
+    const clrun_plan_buffer b[] = {{100, 0, 2}, {100, 0, 2}};
+    uint64_t offsets[2], lb;
+    clrun_plan_options o = options_with(1.0, 64);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_lower_bound(b, 2, 64, &lb), CLRUN_OK);
+    assert_int_equal(lb, 228); /* 128 for the lower one, 100 for the top one */
+    assert_int_equal(clrun_plan_solve(b, 2, &o, offsets, &r), CLRUN_OK);
+    check_plan("aligned pair", 0, b, 2, 64, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_int_equal(r.peak_bytes, 228);
+    assert_true(r.optimal);
+}
+
+/* ---- invalid input ---- */
+
+static clrun_status solve_one(clrun_plan_buffer b, const clrun_plan_options *o)
+{
+    uint64_t offset;
+    clrun_plan_result r;
+    return clrun_plan_solve(&b, 1, o, &offset, &r);
+}
+
+static void zero_size_is_rejected(void **state)
+{
+    (void)state;
+    assert_int_equal(solve_one((clrun_plan_buffer){0, 0, 1}, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+}
+
+static void empty_or_reversed_lifetime_is_rejected(void **state)
+{
+    (void)state;
+    assert_int_equal(solve_one((clrun_plan_buffer){8, 3, 3}, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(solve_one((clrun_plan_buffer){8, 4, 3}, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    uint64_t lb;
+    clrun_plan_buffer bad = {8, 4, 3};
+    assert_int_equal(clrun_plan_lower_bound(&bad, 1, 1, &lb), CLRUN_ERROR_INVALID_ARGUMENT);
+}
+
+static void total_size_overflowing_64_bits_is_rejected(void **state)
+{
+    (void)state;
+    const clrun_plan_buffer b[] = {{UINT64_MAX / 2 + 1, 0, 1}, {UINT64_MAX / 2 + 1, 5, 6}};
+    uint64_t offsets[2];
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, 2, NULL, offsets, &r), CLRUN_ERROR_INVALID_ARGUMENT);
+    /* size + alignment padding overflowing */
+    clrun_plan_options o = options_with(1.0, 4096);
+    assert_int_equal(solve_one((clrun_plan_buffer){UINT64_MAX - 5, 0, 1}, &o),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    /* the largest single buffer is fine */
+    assert_int_equal(solve_one((clrun_plan_buffer){UINT64_MAX, 0, 1}, NULL), CLRUN_OK);
+}
+
+static void alignment_not_power_of_two_is_rejected(void **state)
+{
+    (void)state;
+    clrun_plan_options o = options_with(1.0, 24);
+    assert_int_equal(solve_one((clrun_plan_buffer){8, 0, 1}, &o), CLRUN_ERROR_INVALID_ALIGNMENT);
+    uint64_t lb;
+    clrun_plan_buffer b = {8, 0, 1};
+    assert_int_equal(clrun_plan_lower_bound(&b, 1, 3, &lb), CLRUN_ERROR_INVALID_ALIGNMENT);
+}
+
+static void negative_or_nan_time_limit_is_rejected(void **state)
+{
+    (void)state;
+    clrun_plan_options o = options_with(-1.0, 1);
+    assert_int_equal(solve_one((clrun_plan_buffer){8, 0, 1}, &o), CLRUN_ERROR_INVALID_ARGUMENT);
+    o.time_limit_s = NAN;
+    assert_int_equal(solve_one((clrun_plan_buffer){8, 0, 1}, &o), CLRUN_ERROR_INVALID_ARGUMENT);
+}
+
+static void null_pointers_are_rejected(void **state)
+{
+    (void)state;
+    clrun_plan_buffer b = {8, 0, 1};
+    uint64_t offset, peak;
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(NULL, 1, NULL, &offset, &r), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_solve(&b, 1, NULL, NULL, &r), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_solve(&b, 1, NULL, &offset, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_greedy(&b, 1, 1, CLRUN_PLAN_ORDER_SIZE, NULL, &peak),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_lower_bound(&b, 1, 1, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+}
+
+static void unknown_greedy_order_is_rejected(void **state)
+{
+    (void)state;
+    clrun_plan_buffer b = {8, 0, 1};
+    uint64_t offset, peak;
+    assert_int_equal(clrun_plan_greedy(&b, 1, 1, CLRUN_PLAN_ORDER_COUNT, &offset, &peak),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(clrun_plan_order_name(CLRUN_PLAN_ORDER_COUNT), "unknown");
+}
+
+/* ---- picture ---- */
+
+static size_t count_occurrences(const char *text, const char *what)
+{
+    size_t count = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        count++;
+    return count;
+}
+
+static void svg_draws_one_rectangle_per_buffer_and_the_bound(void **state)
+{
+    (void)state;
+    const clrun_plan_buffer b[] = {{1 << 20, 0, 4}, {1 << 19, 2, 6}, {3 << 18, 5, 9}};
+    uint64_t offsets[3];
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, 3, NULL, offsets, &r), CLRUN_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(clrun_plan_write_svg(out, b, 3, offsets, r.lower_bound_bytes, "three"),
+                     CLRUN_OK);
+    fclose(out);
+    assert_int_equal(strncmp(text, "<svg", 4), 0);
+    assert_non_null(strstr(text, "</svg>"));
+    assert_int_equal(count_occurrences(text, "class=\"buf\""), 3);
+    assert_non_null(strstr(text, "lower bound"));
+    assert_non_null(strstr(text, "stroke-dasharray"));
+    assert_non_null(strstr(text, "MiB"));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(greedy_plans_are_valid_for_every_order_and_alignment),
+        cmocka_unit_test(solved_plans_are_valid_on_every_family),
+        cmocka_unit_test(solved_plans_are_valid_on_small_instances_searched_exactly),
+        cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),
+        cmocka_unit_test(optimal_claims_match_exhaustive_search_on_tiny_instances),
+        cmocka_unit_test(exact_search_proves_tiny_instances_optimal),
+        cmocka_unit_test(lower_bound_never_exceeds_true_optimum),
+        cmocka_unit_test(lower_bound_matches_naive_sweep),
+        cmocka_unit_test(lower_bound_of_perfect_packing_is_its_height),
+        cmocka_unit_test(exact_search_rebuilds_small_perfect_packings),
+        cmocka_unit_test(local_search_improves_greedy_on_perfect_packings),
+        cmocka_unit_test(time_limit_is_respected),
+        cmocka_unit_test(zero_time_limit_runs_the_greedy_orders_only),
+        cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
+        cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
+        cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),
+        cmocka_unit_test(alignment_pads_all_but_the_top_buffer),
+        cmocka_unit_test(zero_size_is_rejected),
+        cmocka_unit_test(empty_or_reversed_lifetime_is_rejected),
+        cmocka_unit_test(total_size_overflowing_64_bits_is_rejected),
+        cmocka_unit_test(alignment_not_power_of_two_is_rejected),
+        cmocka_unit_test(negative_or_nan_time_limit_is_rejected),
+        cmocka_unit_test(null_pointers_are_rejected),
+        cmocka_unit_test(unknown_greedy_order_is_rejected),
+        cmocka_unit_test(svg_draws_one_rectangle_per_buffer_and_the_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,343 @@
+/* clrun plan: plans a list of buffer lifetimes ahead of time and reports how close to the lower
+ * bound the plan is. Input from a lifetime CSV (--csv) or a generator (--gen), output as a
+ * human report or JSON, plus an optional planned CSV and SVG picture. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clrun/lifetimes.h>
+#include <clrun/plan.h>
+
+#include "cli.h"
+#include "cmd_plan.h"
+#include "context.h"
+#include "options.h"
+#include "plan_gen.h"
+
+/* Generated instances are capped so that a typo cannot ask for terabytes. */
+#define PLAN_GEN_MAX (UINT64_C(1) << 26)
+
+static void print_help(void)
+{
+    printf("usage: clrun plan --csv FILE.csv [options]\n"
+           "       clrun plan --gen FAMILY:N[:SEED] [options]\n\n"
+           "Lays out buffers whose lifetimes are known ahead of time in one arena, so that no two\n"
+           "buffers alive at once overlap, and reports the arena's peak beside the lower bound\n"
+           "(the most bytes alive at any one moment). The plan is proven optimal when the peak\n"
+           "equals the bound or an exhaustive search finished.\n\n"
+           "  --csv FILE         buffers as CSV: header id,lower,upper,size, one buffer per line,\n"
+           "                     alive over [lower, upper), size in bytes\n"
+           "  --gen FAMILY:N[:SEED]  generated buffers: random, perfect, balanced or unet\n"
+           "  --json             one JSON object instead of the report\n"
+           "  --out FILE         write the buffers with an offset column (CSV)\n"
+           "  --svg FILE         write the plan as a picture\n"
+           "  --time-limit S     search time in seconds (default 1; 0: greedy only)\n"
+           "  --alignment BYTES  offsets are multiples of it (power of two; K/M/G suffixes)\n"
+           "  --seed N           seed of the randomised search (default 1)\n");
+}
+
+/* ---- reporting ---- */
+
+static int write_out_csv(const char *path, const clrun_plan_buffer *buffers, size_t n,
+                         const uint64_t *offsets, const uint64_t *ids)
+{
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        fprintf(stderr, "clrun plan: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    clrun_status st = CLRUN_OK;
+    if (fputs("id,lower,upper,size,offset\n", out) < 0)
+        st = CLRUN_ERROR_IO;
+    for (size_t i = 0; i < n && st == CLRUN_OK; i++) {
+        clrun_lifetime row = {.id = ids ? ids[i] : i, .lower = buffers[i].first,
+                              .upper = buffers[i].last, .size = buffers[i].size,
+                              .offset = offsets[i]};
+        if (fprintf(out, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", row.id,
+                    row.lower, row.upper, row.size, row.offset) < 0)
+            st = CLRUN_ERROR_IO;
+    }
+    if (fclose(out) != 0 || st != CLRUN_OK) {
+        fprintf(stderr, "clrun plan: %s: write failed\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+static int write_svg(const struct clrun_cli_plan_args *args, const clrun_plan_buffer *buffers,
+                     size_t n, const uint64_t *offsets, const clrun_plan_result *r)
+{
+    FILE *out = fopen(args->svg_path, "w");
+    if (!out) {
+        fprintf(stderr, "clrun plan: %s: %s\n", args->svg_path, strerror(errno));
+        return 1;
+    }
+    char title[512];
+    snprintf(title, sizeof title, "clrun plan: %s (%s%s)", args->source, r->method,
+             r->optimal ? ", optimal" : "");
+    clrun_status st = clrun_plan_write_svg(out, buffers, n, offsets, r->lower_bound_bytes, title);
+    if (fclose(out) != 0 || st != CLRUN_OK) {
+        fprintf(stderr, "clrun plan: %s: %s\n", args->svg_path, clrun_strerror(st ? st : CLRUN_ERROR_IO));
+        return 1;
+    }
+    return 0;
+}
+
+static double ratio_of(const clrun_plan_result *r)
+{
+    return r->lower_bound_bytes ? (double)r->peak_bytes / (double)r->lower_bound_bytes : 1.0;
+}
+
+static void print_json(const struct clrun_cli_plan_args *args, size_t n, const clrun_plan_result *r)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "source", json_object_new_string(args->source));
+    json_object_object_add(o, "buffers", json_object_new_int64((int64_t)n));
+    json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)(r->peak_bytes)));
+    json_object_object_add(o, "lower_bound_bytes", json_object_new_int64((int64_t)(r->lower_bound_bytes)));
+    json_object_object_add(o, "ratio", json_object_new_double(ratio_of(r)));
+    json_object_object_add(o, "optimal", json_object_new_boolean(r->optimal));
+    json_object_object_add(o, "method", json_object_new_string(r->method));
+    json_object_object_add(o, "planner_ms", json_object_new_double(r->planner_ms));
+    json_object_object_add(o, "search_steps", json_object_new_int64((int64_t)(r->steps)));
+    json_object_object_add(o, "alignment", json_object_new_int64((int64_t)(args->options.alignment ? args->options.alignment : 1)));
+    json_object_object_add(o, "time_limit_s", json_object_new_double(args->options.time_limit_s));
+    printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+static void print_human(const struct clrun_cli_plan_args *args, size_t n, const clrun_plan_result *r)
+{
+    char peak[32], bound[32];
+    clrun__format_bytes(r->peak_bytes, peak, sizeof peak);
+    clrun__format_bytes(r->lower_bound_bytes, bound, sizeof bound);
+    printf("plan of %s\n", args->source);
+    printf("  buffers       %zu\n", n);
+    printf("  peak          %s (%" PRIu64 " B)\n", peak, r->peak_bytes);
+    printf("  lower bound   %s (%" PRIu64 " B)\n", bound, r->lower_bound_bytes);
+    printf("  ratio         %.4f (peak / lower bound)\n", ratio_of(r));
+    printf("  optimal       %s\n", r->optimal ? "yes (proven)" : "not proven");
+    printf("  method        %s\n", r->method);
+    printf("  planner time  %.1f ms (%" PRIu64 " search steps, limit %g s)\n", r->planner_ms,
+           r->steps, args->options.time_limit_s);
+}
+
+int clrun_cli_plan_report(const clrun_plan_buffer *buffers, size_t n,
+                          const struct clrun_cli_plan_args *args)
+{
+    uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
+    if (!offsets) {
+        fprintf(stderr, "clrun plan: %s\n", clrun_strerror(CLRUN_ERROR_OUT_OF_HOST_MEMORY));
+        return 1;
+    }
+    clrun_plan_result r;
+    clrun_status st = clrun_plan_solve(buffers, n, &args->options, offsets, &r);
+    int rc = 0;
+    if (st == CLRUN_ERROR_INVALID_ARGUMENT || st == CLRUN_ERROR_INVALID_ALIGNMENT) {
+        /* The CSV reader has checked each buffer, so what is left is the total overflowing. */
+        fprintf(stderr, "clrun plan: %s: %s (sizes whose aligned total exceeds 64 bits?)\n",
+                args->source, clrun_strerror(st));
+        rc = 2;
+    } else if (st != CLRUN_OK) {
+        fprintf(stderr, "clrun plan: %s: %s\n", args->source, clrun_strerror(st));
+        rc = 1;
+    } else {
+        if (args->json)
+            print_json(args, n, &r);
+        else
+            print_human(args, n, &r);
+        if (args->out_path && write_out_csv(args->out_path, buffers, n, offsets, args->ids) != 0)
+            rc = 1;
+        if (args->svg_path && write_svg(args, buffers, n, offsets, &r) != 0)
+            rc = 1;
+    }
+    free(offsets);
+    return rc;
+}
+
+/* ---- input ---- */
+
+/* Reads the CSV into buffers and ids; returns an exit status. */
+static int load_csv(const char *path, clrun_plan_buffer **buffers, uint64_t **ids, size_t *n)
+{
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "clrun plan: %s: %s\n", path, strerror(errno));
+        return errno == ENOENT ? 2 : 1;
+    }
+    clrun_lifetimes list = {0};
+    char err[512];
+    clrun_status st = clrun_lifetimes_read(in, path, &list, err, sizeof err);
+    fclose(in);
+    if (st != CLRUN_OK) {
+        fprintf(stderr, "%s\n", err);
+        return st == CLRUN_ERROR_PARSE ? 2 : 1;
+    }
+    size_t count = list.count;
+    *buffers = malloc((count ? count : 1) * sizeof **buffers);
+    *ids = malloc((count ? count : 1) * sizeof **ids);
+    if (!*buffers || !*ids) {
+        clrun_lifetimes_free(&list);
+        fprintf(stderr, "clrun plan: %s\n", clrun_strerror(CLRUN_ERROR_OUT_OF_HOST_MEMORY));
+        return 1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const clrun_lifetime *row = &list.items[i];
+        (*buffers)[i] = (clrun_plan_buffer){.size = row->size, .first = row->lower, .last = row->upper};
+        (*ids)[i] = row->id;
+    }
+    *n = count;
+    clrun_lifetimes_free(&list);
+    return 0;
+}
+
+static bool parse_u64(const char *text, uint64_t *out)
+{
+    if (!text[0] || text[0] < '0' || text[0] > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* FAMILY:N[:SEED] into buffers; returns an exit status. */
+static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t *n)
+{
+    char family_name[32];
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : 0;
+    if (!colon || len == 0 || len >= sizeof family_name)
+        return clrun_cli_usage_error("plan", "--gen wants FAMILY:N[:SEED], not '%s'", spec);
+    memcpy(family_name, spec, len);
+    family_name[len] = '\0';
+    int family = -1;
+    for (int f = 0; f < CLRUN_PLAN_GEN_COUNT; f++)
+        if (strcmp(family_name, clrun_plan_gen_family_name((clrun_plan_gen_family)f)) == 0)
+            family = f;
+    if (family < 0)
+        return clrun_cli_usage_error("plan", "unknown family '%s' (random, perfect, balanced, unet)",
+                                     family_name);
+    char count_text[32];
+    const char *seed_text = strchr(colon + 1, ':');
+    size_t count_len = seed_text ? (size_t)(seed_text - colon - 1) : strlen(colon + 1);
+    uint64_t count, seed = 1;
+    if (count_len >= sizeof count_text)
+        return clrun_cli_usage_error("plan", "--gen: bad count in '%s'", spec);
+    memcpy(count_text, colon + 1, count_len);
+    count_text[count_len] = '\0';
+    if (!parse_u64(count_text, &count) || count > PLAN_GEN_MAX ||
+        (seed_text && !parse_u64(seed_text + 1, &seed)))
+        return clrun_cli_usage_error("plan", "--gen: bad count or seed in '%s'", spec);
+    *buffers = malloc((count ? count : 1) * sizeof **buffers);
+    if (!*buffers) {
+        fprintf(stderr, "clrun plan: %s\n", clrun_strerror(CLRUN_ERROR_OUT_OF_HOST_MEMORY));
+        return 1;
+    }
+    clrun_status st = clrun_plan_gen((clrun_plan_gen_family)family, (size_t)count, seed, *buffers, NULL);
+    if (st != CLRUN_OK) {
+        fprintf(stderr, "clrun plan: %s\n", clrun_strerror(st));
+        return 1;
+    }
+    *n = (size_t)count;
+    return 0;
+}
+
+/* ---- arguments ---- */
+
+typedef struct plan_cli {
+    struct clrun_cli_plan_args args;
+    const char *csv;  /* --csv */
+    const char *gen;  /* --gen */
+} plan_cli;
+
+/* The value of option argv[*i], advancing past it; NULL (after a usage message) when missing. */
+static const char *option_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        clrun_cli_usage_error("plan", "%s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* Returns -1 when all is well, else the exit status. */
+static int parse_arguments(int argc, char **argv, plan_cli *cli)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (strcmp(a, "--json") == 0) {
+            cli->args.json = true;
+        } else if (strcmp(a, "--csv") == 0 || strcmp(a, "--gen") == 0 || strcmp(a, "--out") == 0 ||
+                   strcmp(a, "--svg") == 0) {
+            if (!(v = option_value(argc, argv, &i)))
+                return 2;
+            const char **slot = a[2] == 'c' ? &cli->csv : a[2] == 'g' ? &cli->gen
+                              : a[2] == 'o' ? &cli->args.out_path : &cli->args.svg_path;
+            *slot = v;
+        } else if (strcmp(a, "--time-limit") == 0) {
+            if (!(v = option_value(argc, argv, &i)))
+                return 2;
+            char *end;
+            double s = strtod(v, &end);
+            if (end == v || *end || !isfinite(s) || s < 0)
+                return clrun_cli_usage_error("plan", "--time-limit wants seconds >= 0, not '%s'", v);
+            cli->args.options.time_limit_s = s;
+        } else if (strcmp(a, "--alignment") == 0) {
+            if (!(v = option_value(argc, argv, &i)))
+                return 2;
+            uint64_t align;
+            if (!clrun__parse_size(v, &align) || align == 0 || (align & (align - 1)))
+                return clrun_cli_usage_error("plan", "--alignment wants a power of two, not '%s'", v);
+            cli->args.options.alignment = align;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!(v = option_value(argc, argv, &i)))
+                return 2;
+            if (!parse_u64(v, &cli->args.options.seed))
+                return clrun_cli_usage_error("plan", "--seed wants an unsigned integer, not '%s'", v);
+        } else {
+            return clrun_cli_usage_error("plan", "unknown argument '%s'", a);
+        }
+    }
+    if ((cli->csv != NULL) == (cli->gen != NULL))
+        return clrun_cli_usage_error("plan", "give exactly one of --csv FILE and --gen FAMILY:N");
+    return -1;
+}
+
+int clrun_cli_plan(int argc, char **argv)
+{
+    if (clrun_cli_wants_help(argc, argv)) {
+        print_help();
+        return 0;
+    }
+    plan_cli cli = {.args = {.options = CLRUN_PLAN_OPTIONS_DEFAULT}};
+    int rc = parse_arguments(argc, argv, &cli);
+    if (rc >= 0)
+        return rc;
+    clrun_plan_buffer *buffers = NULL;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    if (cli.csv) {
+        cli.args.source = cli.csv;
+        rc = load_csv(cli.csv, &buffers, &ids, &n);
+    } else {
+        cli.args.source = cli.gen;
+        rc = load_generated(cli.gen, &buffers, &n);
+    }
+    if (rc == 0) {
+        cli.args.ids = ids;
+        rc = clrun_cli_plan_report(buffers, n, &cli.args);
+    }
+    free(buffers);
+    free(ids);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* clrun: generators of memory-planning instances, for the benchmark, the tests and `clrun plan`.
+ * Deterministic: the same family, size and seed give the same buffers (the random and unet
+ * families use libm's exp/log, so another libm may round a size differently). */
+#ifndef CLRUN_PLAN_GEN_H
+#define CLRUN_PLAN_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/plan.h>
+#include <clrun/status.h>
+
+/* Sizes of the packing families are multiples of this, so any alignment up to it keeps their
+ * known optimum. */
+#define CLRUN_PLAN_GEN_GRANULE 256
+
+typedef enum clrun_plan_gen_family {
+    /* Starts uniform over n moments, lifetimes 1 + geometric (mean 24), sizes log-uniform over
+     * [64 B, 4 MiB] and not rounded: the easy, unstructured case. */
+    CLRUN_PLAN_GEN_RANDOM = 0,
+    /* A perfect packing: a full time x space rectangle cut at random (guillotine cuts) into n
+     * buffers. Every moment is full, so the optimum equals the lower bound, which is known. */
+    CLRUN_PLAN_GEN_PERFECT,
+    /* A perfect packing whose pieces are kept similar in size (each cut splits the larger of
+     * two random pieces): many mid-sized buffers interlock, and best fit leaves holes that no
+     * later buffer fills; greedy orders miss the optimum by about 40%. The optimum equals the
+     * lower bound. */
+    CLRUN_PLAN_GEN_BALANCED,
+    /* U-Net-like graphs: encoder activations shrink by 4x per level and stay alive until the
+     * mirrored decoder level uses them (skip connections), with short-lived temporaries
+     * between; several such networks one after another until n buffers. Optimum unknown. */
+    CLRUN_PLAN_GEN_UNET,
+    CLRUN_PLAN_GEN_COUNT /* number of families; not a family */
+} clrun_plan_gen_family;
+
+/* Fills out[0..n) with an instance of `family`. *known_optimum (may be NULL) gets the optimal
+ * peak when the family guarantees one, else 0. CLRUN_ERROR_INVALID_ARGUMENT for an unknown
+ * family or NULL out with n > 0; CLRUN_ERROR_OUT_OF_HOST_MEMORY. */
+clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t seed,
+                            clrun_plan_buffer *out, uint64_t *known_optimum);
+
+/* "random", "perfect", "balanced", "unet"; "unknown" out of range. */
+const char *clrun_plan_gen_family_name(clrun_plan_gen_family family);
+
+#endif
