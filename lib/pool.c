@@ -11,6 +11,7 @@
  * into a neighbour is caught. Freed data is poisoned with 0xFF bytes (NaN as float, -1 as int). */
 #include "pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
