@@ -5,4 +5,5 @@ clruninclude_HEADERS += \
 	include/clrun/context.h \
 	include/clrun/program.h \
 	include/clrun/memory.h \
+	include/clrun/exec.h \
 	include/clrun/strategy.h

@@ -54,7 +54,11 @@ static clrun_status create_queue(clrun_context *ctx)
     cl_command_queue_properties props = 0;
     if (ctx->info.profiling)
         props |= CL_QUEUE_PROFILING_ENABLE;
-    if (ctx->options.out_of_order) {
+    if (ctx->options.out_of_order && ctx->options.guard) {
+        /* Guard mode paints and checks red zones with commands of its own, which only an
+         * in-order queue keeps in step with the kernels. */
+        clrun__log(CLRUN_LOG_WARN, "guard mode (CLRUN_DEBUG=guard) uses an in-order queue");
+    } else if (ctx->options.out_of_order) {
         if (ctx->info.out_of_order)
             props |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
         else

@@ -10,4 +10,7 @@ libclrun_internal_la_SOURCES += \
 	lib/program.c lib/program.h \
 	lib/allocator.c lib/allocator.h \
 	lib/pool.c lib/pool.h \
+	lib/buffer_io.c \
+	lib/schedule.c lib/schedule.h \
+	lib/exec.c \
 	lib/version.c

@@ -5,6 +5,7 @@
 
 int clrun_cli_info(int argc, char **argv);
 int clrun_cli_smoke(int argc, char **argv);
+int clrun_cli_run(int argc, char **argv);    /* tools/cmd_run.c */
 int clrun_cli_replay(int argc, char **argv); /* tools/cmd_replay.c */
 
 /* Prints "clrun COMMAND: message" and a pointer to --help on stderr; returns 2. */

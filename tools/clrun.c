@@ -15,6 +15,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", clrun_cli_info, "list OpenCL platforms and devices, mark the one clrun would choose"},
+    {"run", clrun_cli_run, "run a .graph file and report time, memory and output checksums"},
     {"smoke", clrun_cli_smoke, "run a kernel on the chosen device and check it against C"},
     {"replay", clrun_cli_replay, "replay an allocation trace (CSV) through a strategy, no device needed"},
 };

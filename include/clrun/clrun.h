@@ -10,6 +10,8 @@
 #include <clrun/context.h>
 #include <clrun/program.h>
 #include <clrun/memory.h>
+#include <clrun/graph.h>
+#include <clrun/exec.h>
 #include <clrun/strategy.h>
 
 #ifdef __cplusplus

@@ -1,0 +1,107 @@
+/* clrun: running graphs.
+ *
+ * An executor is a graph prepared for one context: its schedule (topological order and each
+ * tensor's last use), its kernels, and its constants on the device. Each run takes the graph's
+ * inputs as clrun_buffers, gives every intermediate a block from the pool at the node that
+ * writes it and gives it back right after its last reader is enqueued, lets an output of an
+ * elementwise node take the block of an input that dies there (in-place; and for inputs the
+ * caller donated, XLA's donate_argnums), and keeps the outputs until the next run. The same
+ * graph gives bit-identical outputs in every mode. */
+#ifndef CLRUN_EXEC_H
+#define CLRUN_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <clrun/context.h>
+#include <clrun/graph.h>
+#include <clrun/memory.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum clrun_exec_mode {
+    CLRUN_EXEC_POOLED = 0,  /* blocks from the context's pool (its strategy: buddy, slab, bump) */
+    CLRUN_EXEC_NAIVE = 1,   /* one clCreateBuffer per tensor per run, nothing reused: the baseline */
+    CLRUN_EXEC_PLANNED = 2, /* one arena laid out ahead by the static planner: no allocator call
+                               during a run */
+} clrun_exec_mode;
+
+/* "pooled", "naive", "planned". */
+const char *clrun_exec_mode_name(clrun_exec_mode mode);
+
+typedef struct clrun_exec_options {
+    clrun_exec_mode mode;
+    bool profile;                /* record each node's device start/end (OpenCL profiling) */
+    double plan_time_limit_s;    /* planned mode: the planner's budget; 0 = its default (1 s) */
+} clrun_exec_options;
+
+typedef struct clrun_exec clrun_exec;
+
+/* Prepares `graph` (validated here) for ctx: schedule, kernels, constants uploaded (and, in
+ * planned mode, the plan and its arena). The graph must outlive the executor. On failure *out is
+ * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL (pooled). */
+clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
+                               const clrun_exec_options *options, clrun_exec **out);
+
+/* Frees the executor, its constants and any outputs it still holds. NULL is accepted. */
+void clrun_exec_destroy(clrun_exec *exec);
+
+/* Runs the graph once and waits for it. inputs[i] is the buffer of the graph's i-th input
+ * (clrun_graph_inputs order), exactly its bytes, allocated from the same context. An input the
+ * graph marks donated is consumed: the executor frees it (or hands its block to an output), and
+ * passing that buffer again gives CLRUN_ERROR_DONATED naming the input. The outputs of the
+ * previous run are released first. */
+clrun_status clrun_exec_run(clrun_exec *exec, const clrun_buffer *inputs, int32_t input_count);
+
+/* The i-th output of the last run (clrun_graph_outputs order): its memory and bytes. Valid until
+ * the next run or clrun_exec_destroy. */
+clrun_status clrun_exec_output(const clrun_exec *exec, int32_t i, cl_mem *mem, uint64_t *bytes);
+
+/* Copies the i-th output of the last run to host memory of `bytes` (its exact size). */
+clrun_status clrun_exec_read_output(clrun_exec *exec, int32_t i, void *host, uint64_t bytes);
+
+/* Accounting of the executor (figures of the last run where marked). */
+typedef struct clrun_exec_stats {
+    const char *mode;           /* "pooled", "naive", "planned" */
+    const char *allocator;      /* strategy name, "naive" or "planned" */
+    int32_t steps;              /* nodes run per run */
+    uint64_t peak_bytes;        /* last run: most bytes of non-constant tensors held at once */
+    uint64_t reserved_bytes;    /* last run: most bytes reserved from the driver (pool chunks,
+                                   naive buffers, or the planned arena) */
+    uint64_t lower_bound_bytes; /* largest total of live non-constant bytes at any step */
+    uint64_t naive_bytes;       /* every non-constant tensor in its own buffer */
+    uint64_t constant_bytes;    /* resident weights */
+    uint64_t driver_allocs;     /* last run: driver allocations (chunks or buffers) made */
+    int32_t donations;          /* outputs written in place of a dying input, per run */
+    int32_t unused_donations;   /* inputs marked donated that no output could take */
+    double wall_ms;             /* last run, host wall clock, submit to finish */
+} clrun_exec_stats;
+
+clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
+
+/* The names of donated inputs no output could take (they are still freed after their last
+ * use); *names points into the graph. */
+int32_t clrun_exec_unused_donations(const clrun_exec *exec, const char *const **names);
+
+/* One node of the last run, with profiling on. */
+typedef struct clrun_exec_span {
+    const char *op;          /* "matmul" */
+    const char *name;        /* its first output's name */
+    uint64_t start_ns;       /* device clock, relative to the run's first node start */
+    uint64_t end_ns;
+    uint64_t bytes_in_use;   /* executor-held bytes right after the node was enqueued */
+} clrun_exec_span;
+
+/* The spans of the last run in schedule order; 0 when profiling was off. */
+int32_t clrun_exec_profile(const clrun_exec *exec, const clrun_exec_span **spans);
+
+/* Uploads host data into a buffer / downloads it (blocking; exactly buffer->size bytes). */
+clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host);
+clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
