@@ -6,6 +6,7 @@
 #include <clrun/clrun.h>
 
 #include "cli.h"
+#include "cmd_plan.h"
 
 typedef struct command {
     const char *name;
@@ -17,6 +18,7 @@ static const command commands[] = {
     {"info", clrun_cli_info, "list OpenCL platforms and devices, mark the one clrun would choose"},
     {"run", clrun_cli_run, "run a .graph file and report time, memory and output checksums"},
     {"smoke", clrun_cli_smoke, "run a kernel on the chosen device and check it against C"},
+    {"plan", clrun_cli_plan, "lay out a graph's or a CSV's buffers ahead of time (static planner)"},
     {"replay", clrun_cli_replay, "replay an allocation trace (CSV) through a strategy, no device needed"},
 };
 
