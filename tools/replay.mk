@@ -1,0 +1,17 @@
+# clrun replay (an allocation trace through a strategy, offsets only), and the pool's tests:
+# the allocator core (pure), the device pool and its 4-thread stress test (POCL in CI), and the
+# replay CLI. Included from the top Makefile.am; paths are relative to the top.
+
+clrun_SOURCES += tools/cmd_replay.c
+
+# Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
+# the tool's path.
+TESTS += tests/cli_replay.sh
+EXTRA_DIST += tests/cli_replay.sh \
+	tests/data/traces/gen_traces.py \
+	tests/data/traces/tiny.csv \
+	tests/data/traces/malformed.csv \
+	tests/data/traces/resnet50_train.csv \
+	tests/data/traces/resnet50_infer.csv \
+	tests/data/traces/growing.csv \
+	tests/data/traces/random.csv
