@@ -1,4 +1,9 @@
 # Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.
+EXTRA_PROGRAMS += bench/bench_exec
+BENCH_LIST += bench/bench_exec
+bench_bench_exec_SOURCES = bench/bench_exec.c
+bench_bench_exec_LDADD = libclrun-internal.la
+
 CLEANFILES += $(BENCH_LIST) $(FUZZ_LIST)
 
 bench: $(BENCH_LIST)

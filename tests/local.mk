@@ -6,8 +6,8 @@ if HAVE_CMOCKA
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 TEST_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 
-check_PROGRAMS += tests/test_options tests/test_context
-TESTS += tests/test_options tests/test_context
+check_PROGRAMS += tests/test_options tests/test_context tests/test_exec
+TESTS += tests/test_options tests/test_context tests/test_exec
 
 tests_test_options_SOURCES = tests/test_options.c
 tests_test_options_CFLAGS = $(TEST_CFLAGS)
@@ -16,4 +16,8 @@ tests_test_options_LDADD = $(TEST_LDADD)
 tests_test_context_SOURCES = tests/test_context.c tests/device_test.h
 tests_test_context_CFLAGS = $(TEST_CFLAGS)
 tests_test_context_LDADD = $(TEST_LDADD)
+
+tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h
+tests_test_exec_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_LDADD = $(TEST_LDADD)
 endif

@@ -1,0 +1,490 @@
+/* The executor on a real device: the sacred invariant (reuse never changes results) on random
+ * graphs, the memory it really took (from the pool's own allocation log), donation, and bad
+ * input. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device_test.h"
+#include "graph.h"
+#include "pool.h"
+#include "cl.h"
+
+static char cache_root[512];
+static uint64_t base_seed;
+
+/* ---- a tiny deterministic generator (the test's own, independent of the library's) ---- */
+
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int pick(uint64_t *state, int n) { return (int)(next_random(state) % (uint64_t)n); }
+
+/* ---- random graphs ------------------------------------------------------------------------ */
+
+typedef struct random_graph {
+    clrun_graph *graph;
+    int32_t tensors[256]; /* tensors a node may read */
+    int count;
+    int donated_inputs;
+} random_graph;
+
+static clrun_tensor_type matrix(int64_t rows, int64_t cols)
+{
+    clrun_tensor_type t = {CLRUN_F32, 2, {rows, cols}};
+    return t;
+}
+
+static int32_t add_node(random_graph *r, const char *op, const int32_t *inputs, int n, const clrun_attr *attrs,
+                        int attr_count)
+{
+    char name[32];
+    snprintf(name, sizeof name, "t%d", r->count);
+    const char *names[] = {name};
+    int32_t out = -1;
+    clrun_status status = clrun_graph_add_node(r->graph, op, inputs, n, names, 1, attrs, attr_count, &out);
+    if (status != CLRUN_OK) {
+        fprintf(stderr, "add_node %s: %s\n", op, clrun_graph_last_error(r->graph));
+        fail();
+    }
+    r->tensors[r->count++] = out;
+    return out;
+}
+
+/* A tensor of the graph with `cols` columns, or -1. */
+static int32_t find_with_cols(random_graph *r, uint64_t *rng, int64_t rows, int64_t cols)
+{
+    int start = pick(rng, r->count);
+    for (int i = 0; i < r->count; i++) {
+        int32_t t = r->tensors[(start + i) % r->count];
+        const clrun_tensor_type *type = clrun_graph_tensor_type(r->graph, t);
+        if (type->rank == 2 && type->shape[0] == rows && type->shape[1] == cols)
+            return t;
+    }
+    return -1;
+}
+
+/* A random DAG over [rows, cols] matrices: elementwise ops with broadcasting, matmuls against
+ * seeded weights (changing the width), softmax, layernorm, transposes; wide fan-out since every
+ * node may read any earlier tensor. Every tensor nobody reads becomes an output. */
+static random_graph make_random_graph(uint64_t seed, int nodes)
+{
+    random_graph r = {0};
+    uint64_t rng = seed;
+    assert_int_equal(clrun_graph_create("random", &r.graph), CLRUN_OK);
+    int64_t rows = 1 + pick(&rng, 24);
+    int64_t widths[] = {1 + pick(&rng, 40), 1 + pick(&rng, 40), 8};
+    int inputs = 1 + pick(&rng, 3);
+    for (int i = 0; i < inputs; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "in%d", i);
+        clrun_tensor_type t = matrix(rows, widths[pick(&rng, 3)]);
+        bool donated = pick(&rng, 2) == 0;
+        r.donated_inputs += donated;
+        assert_int_equal(clrun_graph_add_input(r.graph, name, &t, donated, &r.tensors[r.count++]), CLRUN_OK);
+    }
+    static const char *const unary[] = {"relu", "neg", "gelu", "tanh", "sigmoid", "copy", "abs"};
+    static const char *const binary[] = {"add", "sub", "mul", "maximum", "minimum"};
+    for (int n = 0; n < nodes; n++) {
+        int32_t a = r.tensors[pick(&rng, r.count)];
+        const clrun_tensor_type *ta = clrun_graph_tensor_type(r.graph, a);
+        int64_t cols = ta->shape[1];
+        int kind = pick(&rng, 7);
+        if (kind == 0) {
+            add_node(&r, unary[pick(&rng, 7)], &a, 1, NULL, 0);
+        } else if (kind == 1) {
+            int32_t b = find_with_cols(&r, &rng, rows, cols);
+            int32_t in[2] = {a, b};
+            add_node(&r, binary[pick(&rng, 5)], in, 2, NULL, 0);
+        } else if (kind == 2) { /* broadcast a row vector */
+            char name[16];
+            snprintf(name, sizeof name, "bias%d", n);
+            clrun_tensor_type t = {CLRUN_F32, 1, {cols}};
+            int32_t bias;
+            assert_int_equal(clrun_graph_add_constant(r.graph, name, &t, NULL, CLRUN_FILL_UNIFORM, -1, 1,
+                                                      seed + (uint64_t)n, &bias), CLRUN_OK);
+            int32_t in[2] = {a, bias};
+            add_node(&r, binary[pick(&rng, 3)], in, 2, NULL, 0);
+        } else if (kind == 3) { /* matmul to another width */
+            char name[16];
+            snprintf(name, sizeof name, "w%d", n);
+            clrun_tensor_type t = matrix(cols, widths[pick(&rng, 3)]);
+            int32_t w;
+            assert_int_equal(clrun_graph_add_constant(r.graph, name, &t, NULL, CLRUN_FILL_NORMAL, 0, 0.2,
+                                                      seed * 31 + (uint64_t)n, &w), CLRUN_OK);
+            int32_t in[2] = {a, w};
+            add_node(&r, "matmul", in, 2, NULL, 0);
+        } else if (kind == 4) {
+            add_node(&r, "softmax", &a, 1, NULL, 0);
+        } else if (kind == 5) {
+            clrun_attr attrs[2] = {{.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 0.5},
+                                   {.name = "beta", .kind = CLRUN_ATTR_FLOAT, .f = 0.25}};
+            add_node(&r, "scale", &a, 1, attrs, 2);
+        } else { /* transpose twice to stay [rows, cols] */
+            clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
+            int32_t t = add_node(&r, "transpose", &a, 1, &perm, 1);
+            add_node(&r, "transpose", &t, 1, &perm, 1);
+        }
+        if (r.count > 240)
+            break;
+    }
+    /* The last tensor and a random fifth of the others become outputs; tensors nobody reads are
+     * left dangling on purpose (they die at the step that makes them). */
+    for (int i = 0; i < r.count; i++) {
+        int32_t t = r.tensors[i];
+        bool is_input = strncmp(clrun_graph_tensor_name(r.graph, t), "in", 2) == 0;
+        if (!is_input && (pick(&rng, 5) == 0 || i == r.count - 1))
+            assert_int_equal(clrun_graph_mark_output(r.graph, t), CLRUN_OK);
+    }
+    assert_int_equal(clrun_graph_validate(r.graph), CLRUN_OK);
+    return r;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+typedef struct logged_block {
+    uint32_t chunk;
+    uint64_t offset, size;
+    bool live;
+} logged_block;
+
+typedef struct allocation_log {
+    logged_block blocks[4096];
+    int count;
+    int overlaps; /* live blocks that shared bytes: must stay 0 */
+} allocation_log;
+
+static void observe(const clrun__pool_event *e, void *user)
+{
+    allocation_log *log = user;
+    if (!e->is_alloc) {
+        for (int i = log->count - 1; i >= 0; i--)
+            if (log->blocks[i].live && log->blocks[i].chunk == e->chunk && log->blocks[i].offset == e->offset) {
+                log->blocks[i].live = false;
+                return;
+            }
+        log->overlaps += 1000; /* a free of a block the log never saw */
+        return;
+    }
+    for (int i = 0; i < log->count; i++) {
+        const logged_block *b = &log->blocks[i];
+        if (b->live && b->chunk == e->chunk && b->offset < e->offset + e->size && e->offset < b->offset + b->size)
+            log->overlaps++;
+    }
+    if (log->count < 4096)
+        log->blocks[log->count++] = (logged_block){e->chunk, e->offset, e->size, true};
+}
+
+typedef struct run_outcome {
+    uint64_t *hashes; /* one per output: FNV-1a of its bytes */
+    int outputs;
+    clrun_exec_stats stats;
+    int overlaps;
+} run_outcome;
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint64_t seed, clrun_buffer *out)
+{
+    uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, t));
+    float *host = malloc((size_t)bytes);
+    assert_non_null(host);
+    uint64_t rng = seed;
+    for (uint64_t i = 0; i < bytes / 4; i++)
+        host[i] = (float)((int)(next_random(&rng) % 2001) - 1000) / 500.0f;
+    assert_int_equal(clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, t), out), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, out, host), CLRUN_OK);
+    free(host);
+}
+
+/* Runs g twice under one mode/allocator and returns the outputs' hashes (identical both runs). */
+static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const char *allocator, bool out_of_order,
+                            uint64_t seed)
+{
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = allocator;
+    o.out_of_order = out_of_order ? 1 : -1;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    allocation_log *log = calloc(1, sizeof *log);
+    assert_non_null(log);
+    assert_int_equal(clrun__pool_observe(ctx, observe, log), CLRUN_OK);
+    clrun_exec_options eo = {.mode = mode, .plan_time_limit_s = 0.05};
+    clrun_exec *exec = NULL;
+    if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK) {
+        fprintf(stderr, "exec_create: %s\n", clrun_last_error(ctx));
+        fail();
+    }
+    const clrun_tensor_id *ins, *outs;
+    int32_t n_in = clrun_graph_inputs(g, &ins);
+    int32_t n_out = clrun_graph_outputs(g, &outs);
+    run_outcome r = {calloc((size_t)n_out + 1, sizeof(uint64_t)), n_out, {0}, 0};
+    clrun_buffer inputs[8];
+    for (int run = 0; run < 2; run++) {
+        /* Donated inputs are consumed by each run, so every run gets fresh inputs. */
+        for (int32_t i = 0; i < n_in; i++)
+            fill_input(ctx, g, ins[i], seed + (uint64_t)i, &inputs[i]);
+        if (clrun_exec_run(exec, inputs, n_in) != CLRUN_OK) {
+            fprintf(stderr, "run: %s\n", clrun_last_error(ctx));
+            fail();
+        }
+        for (int32_t i = 0; i < n_out; i++) {
+            uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, outs[i]));
+            unsigned char *host = malloc((size_t)bytes);
+            assert_non_null(host);
+            assert_int_equal(clrun_exec_read_output(exec, i, host, bytes), CLRUN_OK);
+            uint64_t h = fnv1a(host, (size_t)bytes);
+            if (run == 1)
+                assert_true(h == r.hashes[i]); /* a second run gives the same bits */
+            r.hashes[i] = h;
+            free(host);
+        }
+        for (int32_t i = 0; i < n_in; i++) /* the caller's own inputs are the caller's to free */
+            if (!g->tensors[ins[i]].donated)
+                assert_int_equal(clrun_free(ctx, &inputs[i]), CLRUN_OK);
+    }
+    assert_int_equal(clrun_exec_stats_get(exec, &r.stats), CLRUN_OK);
+    clrun_exec_destroy(exec);
+    clrun__pool_observe(ctx, NULL, NULL);
+    r.overlaps = log->overlaps;
+    free(log);
+    clrun_context_destroy(ctx);
+    return r;
+}
+
+static void outputs_are_bit_identical_in_every_mode(void **state)
+{
+    (void)state;
+    for (int g = 0; g < 12; g++) {
+        uint64_t seed = base_seed + (uint64_t)g;
+        random_graph r = make_random_graph(seed, 8 + (int)(seed % 40));
+        run_outcome naive = run_mode(r.graph, CLRUN_EXEC_NAIVE, "buddy", false, seed);
+        struct {
+            clrun_exec_mode mode;
+            const char *allocator;
+            bool out_of_order;
+        } modes[] = {{CLRUN_EXEC_POOLED, "buddy", false}, {CLRUN_EXEC_POOLED, "slab", false},
+                     {CLRUN_EXEC_POOLED, "bump", false},  {CLRUN_EXEC_PLANNED, "buddy", false},
+                     {CLRUN_EXEC_POOLED, "buddy", true},  {CLRUN_EXEC_POOLED, "slab", true}};
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            run_outcome o = run_mode(r.graph, modes[m].mode, modes[m].allocator, modes[m].out_of_order, seed);
+            if (o.overlaps != 0 || memcmp(o.hashes, naive.hashes, (size_t)naive.outputs * sizeof(uint64_t)) != 0) {
+                fprintf(stderr, "seed %llu: mode %s/%s%s differs from naive (overlaps %d)\n",
+                        (unsigned long long)seed, clrun_exec_mode_name(modes[m].mode), modes[m].allocator,
+                        modes[m].out_of_order ? " out-of-order" : "", o.overlaps);
+                fail();
+            }
+            assert_true(o.stats.peak_bytes >= o.stats.lower_bound_bytes);
+            assert_true(o.stats.peak_bytes <= o.stats.naive_bytes);
+            free(o.hashes);
+        }
+        assert_true(naive.stats.peak_bytes == naive.stats.naive_bytes);
+        free(naive.hashes);
+        clrun_graph_destroy(r.graph);
+    }
+}
+
+/* ---- donation ----------------------------------------------------------------------------- */
+
+static clrun_graph *chain_graph(bool donate)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("chain", &g), CLRUN_OK);
+    clrun_tensor_type t = matrix(16, 16);
+    int32_t x, a, b;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, donate, &x), CLRUN_OK);
+    const char *na[] = {"a"}, *nb[] = {"b"};
+    assert_int_equal(clrun_graph_add_node(g, "relu", &x, 1, na, 1, NULL, 0, &a), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "neg", &a, 1, nb, 1, NULL, 0, &b), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, b), CLRUN_OK);
+    return g;
+}
+
+static void donated_input_is_written_in_place_and_unusable_afterwards(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain_graph(true);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_exec_stats s;
+    assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+    assert_int_equal(s.donations, 2);       /* a takes x's block, b takes a's */
+    assert_int_equal(s.driver_allocs, 0);   /* nothing new was reserved */
+    cl_mem out;
+    assert_int_equal(clrun_exec_output(exec, 0, &out, NULL), CLRUN_OK);
+    assert_ptr_equal(out, x.mem);           /* the output lives in the donated block */
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_ERROR_DONATED);
+    const char *msg = clrun_last_error(ctx);
+    assert_non_null(strstr(msg, "input 'x'"));
+    assert_non_null(strstr(msg, "donated"));
+    assert_int_equal(clrun_free(ctx, &x), CLRUN_ERROR_INVALID_FREE);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void kept_input_is_never_written(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 9, &x);
+    float before[256], after[256];
+    assert_int_equal(clrun_buffer_read(ctx, &x, before), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK); /* still the caller's: reusable */
+    assert_int_equal(clrun_buffer_read(ctx, &x, after), CLRUN_OK);
+    assert_memory_equal(before, after, sizeof before);
+    clrun_exec_stats s;
+    clrun_exec_stats_get(exec, &s);
+    assert_int_equal(s.donations, 1); /* b takes a's block; x is not the executor's to reuse */
+    assert_int_equal(clrun_free(ctx, &x), CLRUN_OK);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void unusable_donation_is_reported(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("unused", &g), CLRUN_OK);
+    clrun_tensor_type t = matrix(4, 8), w = matrix(8, 3);
+    int32_t x, wt, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, true, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &w, NULL, CLRUN_FILL_ONES, 0, 0, 1, &wt), CLRUN_OK);
+    int32_t in[2] = {x, wt};
+    const char *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    const char *const *names = NULL;
+    assert_int_equal(clrun_exec_unused_donations(exec, &names), 1);
+    assert_string_equal(names[0], "x");
+    clrun_buffer xb;
+    fill_input(ctx, g, x, 3, &xb);
+    assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+    assert_int_equal(clrun_free(ctx, &xb), CLRUN_ERROR_INVALID_FREE); /* consumed all the same */
+    clrun_memory_stats ms;
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+    assert_int_equal(ms.in_use, 0); /* nothing leaked: x freed after its last use */
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void wrong_inputs_are_refused_by_name(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer small;
+    assert_int_equal(clrun_alloc(ctx, 100, &small), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &small, 1), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(ctx), "input 'x' needs a buffer of 1024 bytes"));
+    assert_int_equal(clrun_exec_run(exec, NULL, 0), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_exec_output(exec, 0, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT); /* no run yet */
+    clrun_free(ctx, &small);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void every_failing_opencl_call_fails_a_run_cleanly(void **state)
+{
+    (void)state;
+    /* Fail the 1st, 2nd, ... OpenCL call of a run until a run completes without reaching the
+     * fault: each failure is an error, gives back everything the run took, and the next run
+     * gives the same bits as a run that never failed. */
+    clrun_graph *g = chain_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 5, &x);
+    float expected[256], got[256];
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    assert_int_equal(clrun_exec_read_output(exec, 0, expected, sizeof expected), CLRUN_OK);
+    clrun_memory_stats idle;
+    for (long n = 1;; n++) {
+        clrun_exec_destroy(exec); /* a fresh executor: outputs of the last run released */
+        assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+        clrun_memory_stats_get(ctx, &idle);
+        clrun__cl_fault_arm(n, CL_OUT_OF_RESOURCES, false);
+        clrun_status status = clrun_exec_run(exec, &x, 1);
+        bool fired = clrun__cl_fault_fired();
+        clrun__cl_fault_arm(0, CL_SUCCESS, false);
+        if (!fired) {
+            assert_int_equal(status, CLRUN_OK);
+            assert_true(n > 3);
+            break;
+        }
+        assert_int_not_equal(status, CLRUN_OK);
+        assert_non_null(strstr(clrun_last_error(ctx), "CL_OUT_OF_RESOURCES"));
+        clrun_memory_stats after;
+        clrun_memory_stats_get(ctx, &after);
+        assert_int_equal(after.in_use, idle.in_use); /* the failed run gave back what it took */
+        assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+        assert_int_equal(clrun_exec_read_output(exec, 0, got, sizeof got), CLRUN_OK);
+        assert_memory_equal(got, expected, sizeof got);
+    }
+    clrun_exec_destroy(exec);
+    clrun_free(ctx, &x);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    const char *seed = getenv("CLRUN_TEST_SEED");
+    base_seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL);
+    fprintf(stderr, "test_exec: seed %llu (set CLRUN_TEST_SEED to repeat)\n", (unsigned long long)base_seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(outputs_are_bit_identical_in_every_mode),
+        cmocka_unit_test(donated_input_is_written_in_place_and_unusable_afterwards),
+        cmocka_unit_test(kept_input_is_never_written),
+        cmocka_unit_test(unusable_donation_is_reported),
+        cmocka_unit_test(wrong_inputs_are_refused_by_name),
+        cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}
