@@ -1,0 +1,26 @@
+# Ops: the op table the executor runs (lib/ops*.c) and their kernels (kernels/*.cl).
+libclrun_internal_la_SOURCES += \
+	lib/ops.c lib/ops.h lib/ops_internal.h \
+	lib/ops_elementwise.c \
+	lib/ops_matmul.c \
+	lib/ops_norm.c \
+	lib/ops_layout.c \
+	lib/ops_conv.c
+
+CLRUN_KERNEL_FILES += \
+	kernels/elementwise.cl \
+	kernels/matmul.cl \
+	kernels/norm.cl \
+	kernels/layout.cl \
+	kernels/conv.cl
+
+EXTRA_DIST += docs/ops.md
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops
+TESTS += tests/test_ops
+tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_reference.h \
+	tests/device_test.h
+tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+endif

@@ -1,0 +1,2 @@
+#include "ops_internal.h"
+const clrun__op *const clrun__ops_layout[] = {NULL};

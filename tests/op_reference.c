@@ -1,0 +1,326 @@
+/* Plain C references of the ops: see op_reference.h. */
+#include "op_reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t ref_elements(const clrun_tensor_type *t)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= (uint64_t)t->shape[i];
+    return n;
+}
+
+double ref_unary_f32(const char *op, float xf)
+{
+    double x = xf;
+    if (!strcmp(op, "neg")) return -x;
+    if (!strcmp(op, "abs")) return fabs(x);
+    if (!strcmp(op, "relu")) return x > 0 ? x : 0;
+    if (!strcmp(op, "gelu")) return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    if (!strcmp(op, "sigmoid")) return 1 / (1 + exp(-x));
+    if (!strcmp(op, "tanh")) return tanh(x);
+    if (!strcmp(op, "exp")) return exp(x);
+    if (!strcmp(op, "log")) return log(x);
+    if (!strcmp(op, "sqrt")) return sqrt(x);
+    if (!strcmp(op, "rsqrt")) return 1 / sqrt(x);
+    if (!strcmp(op, "copy")) return x;
+    abort();
+}
+
+int32_t ref_unary_i32(const char *op, int32_t x)
+{
+    uint32_t u = (uint32_t)x;
+    if (!strcmp(op, "neg")) return (int32_t)(0u - u);
+    if (!strcmp(op, "abs")) return x < 0 ? (int32_t)(0u - u) : x;
+    if (!strcmp(op, "relu")) return x > 0 ? x : 0;
+    if (!strcmp(op, "copy")) return x;
+    abort();
+}
+
+/* The offset in t (right-aligned against out, broadcast dims read index 0) of out's element i. */
+static uint64_t broadcast_offset(const clrun_tensor_type *t, const clrun_tensor_type *out, uint64_t i)
+{
+    uint64_t offset = 0, stride = 1;
+    for (int d = out->rank - 1; d >= 0; d--) {
+        uint64_t c = i % (uint64_t)out->shape[d];
+        i /= (uint64_t)out->shape[d];
+        int j = d - (out->rank - t->rank);
+        if (j < 0)
+            continue;
+        if (t->shape[j] != 1)
+            offset += c * stride;
+        stride *= (uint64_t)t->shape[j];
+    }
+    return offset;
+}
+
+static double binary_double(const char *op, double x, double y)
+{
+    if (!strcmp(op, "add")) return x + y;
+    if (!strcmp(op, "sub")) return x - y;
+    if (!strcmp(op, "mul")) return x * y;
+    if (!strcmp(op, "div")) return x / y;
+    if (!strcmp(op, "maximum")) return x > y ? x : y;
+    if (!strcmp(op, "minimum")) return x < y ? x : y;
+    abort();
+}
+
+void ref_binary_f32(const char *op, const clrun_tensor_type *ta, const float *a,
+                    const clrun_tensor_type *tb, const float *b, const clrun_tensor_type *out,
+                    double *result)
+{
+    for (uint64_t i = 0; i < ref_elements(out); i++)
+        result[i] = binary_double(op, a[broadcast_offset(ta, out, i)], b[broadcast_offset(tb, out, i)]);
+}
+
+void ref_binary_i32(const char *op, const clrun_tensor_type *ta, const int32_t *a,
+                    const clrun_tensor_type *tb, const int32_t *b, const clrun_tensor_type *out,
+                    int32_t *result)
+{
+    for (uint64_t i = 0; i < ref_elements(out); i++) {
+        int32_t x = a[broadcast_offset(ta, out, i)], y = b[broadcast_offset(tb, out, i)];
+        uint32_t ux = (uint32_t)x, uy = (uint32_t)y;
+        if (!strcmp(op, "add")) result[i] = (int32_t)(ux + uy);
+        else if (!strcmp(op, "sub")) result[i] = (int32_t)(ux - uy);
+        else if (!strcmp(op, "mul")) result[i] = (int32_t)(ux * uy);
+        else if (!strcmp(op, "maximum")) result[i] = x > y ? x : y;
+        else if (!strcmp(op, "minimum")) result[i] = x < y ? x : y;
+        else abort();
+    }
+}
+
+/* The batch part of a type: all but the last two dims. */
+static clrun_tensor_type batch_of(const clrun_tensor_type *t)
+{
+    clrun_tensor_type b = *t;
+    b.rank = t->rank - 2;
+    return b;
+}
+
+void ref_matmul(const clrun_tensor_type *ta, const float *a, const clrun_tensor_type *tb,
+                const float *b, const float *bias, bool transpose_a, bool transpose_b,
+                double alpha, const clrun_tensor_type *out, double *result, double *scale)
+{
+    int64_t M = out->shape[out->rank - 2], N = out->shape[out->rank - 1];
+    int64_t K = transpose_a ? ta->shape[ta->rank - 2] : ta->shape[ta->rank - 1];
+    clrun_tensor_type ba = batch_of(ta), bb = batch_of(tb), bo = batch_of(out);
+    for (uint64_t z = 0; z < ref_elements(&bo); z++) {
+        const float *az = a + broadcast_offset(&ba, &bo, z) * (uint64_t)(M * K);
+        const float *bz = b + broadcast_offset(&bb, &bo, z) * (uint64_t)(K * N);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double sum = 0, abs_sum = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double x = transpose_a ? az[k * M + m] : az[m * K + k];
+                    double y = transpose_b ? bz[n * K + k] : bz[k * N + n];
+                    sum += x * y;
+                    abs_sum += fabs(x * y);
+                }
+                uint64_t o = z * (uint64_t)(M * N) + (uint64_t)(m * N + n);
+                result[o] = alpha * sum + (bias ? bias[n] : 0);
+                scale[o] = fabs(alpha) * abs_sum + (bias ? fabs(bias[n]) : 0);
+            }
+    }
+}
+
+void ref_softmax(const clrun_tensor_type *t, const float *x, bool causal, double *result)
+{
+    int64_t N = t->shape[t->rank - 1], M = t->rank >= 2 ? t->shape[t->rank - 2] : 1;
+    uint64_t rows = ref_elements(t) / (uint64_t)N;
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = x + r * (uint64_t)N;
+        double *y = result + r * (uint64_t)N;
+        int64_t i = (int64_t)(r % (uint64_t)M), last = causal ? i + N - M : N - 1;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < N && j <= last; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int64_t j = 0; j < N && j <= last; j++)
+            sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < N; j++)
+            y[j] = j <= last ? exp(row[j] - mx) / sum : 0;
+    }
+}
+
+void ref_layernorm(const clrun_tensor_type *t, const float *x, const float *gamma,
+                   const float *beta, double eps, double *result, double *scale)
+{
+    int64_t D = t->shape[t->rank - 1];
+    uint64_t rows = ref_elements(t) / (uint64_t)D;
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = x + r * (uint64_t)D;
+        double mean = 0, var = 0;
+        for (int64_t j = 0; j < D; j++)
+            mean += row[j];
+        mean /= (double)D;
+        for (int64_t j = 0; j < D; j++)
+            var += (row[j] - mean) * (row[j] - mean);
+        var /= (double)D;
+        double inv = 1 / sqrt(var + eps);
+        for (int64_t j = 0; j < D; j++) {
+            uint64_t o = r * (uint64_t)D + (uint64_t)j;
+            result[o] = (row[j] - mean) * inv * gamma[j] + beta[j];
+            scale[o] = fabs(gamma[j]) * (fabs(row[j]) + fabs(mean)) * inv + fabs(beta[j]);
+        }
+    }
+}
+
+void ref_reduce(const char *op, const clrun_tensor_type *t, const float *x, const bool *reduced,
+                double *result, double *scale)
+{
+    clrun_tensor_type kept = {CLRUN_F32, 0, {0}};
+    uint64_t count = 1;
+    for (int d = 0; d < t->rank; d++) {
+        if (reduced[d])
+            count *= (uint64_t)t->shape[d];
+        else
+            kept.shape[kept.rank++] = t->shape[d];
+    }
+    uint64_t outputs = ref_elements(&kept);
+    bool is_max = !strcmp(op, "reduce_max");
+    for (uint64_t o = 0; o < outputs; o++) {
+        result[o] = is_max ? -INFINITY : 0;
+        scale[o] = 0;
+    }
+    for (uint64_t i = 0; i < ref_elements(t); i++) {
+        /* Index of i's output: its coordinates on the kept axes. */
+        uint64_t rem = i, o = 0, stride = 1;
+        for (int d = t->rank - 1; d >= 0; d--) {
+            uint64_t c = rem % (uint64_t)t->shape[d];
+            rem /= (uint64_t)t->shape[d];
+            if (!reduced[d]) {
+                o += c * stride;
+                stride *= (uint64_t)t->shape[d];
+            }
+        }
+        if (is_max)
+            result[o] = x[i] > result[o] ? x[i] : result[o];
+        else
+            result[o] += x[i];
+        scale[o] += fabs(x[i]);
+    }
+    if (!strcmp(op, "reduce_mean"))
+        for (uint64_t o = 0; o < outputs; o++) {
+            result[o] /= (double)count;
+            scale[o] /= (double)count;
+        }
+}
+
+void ref_transpose(const clrun_tensor_type *t, const uint32_t *x, const int *perm, uint32_t *out)
+{
+    uint64_t strides[CLRUN_MAX_DIMS], stride = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= (uint64_t)t->shape[d];
+    }
+    for (uint64_t i = 0; i < ref_elements(t); i++) {
+        uint64_t rem = i, offset = 0;
+        for (int d = t->rank - 1; d >= 0; d--) {
+            uint64_t n = (uint64_t)t->shape[perm[d]];
+            offset += rem % n * strides[perm[d]];
+            rem /= n;
+        }
+        out[i] = x[offset];
+    }
+}
+
+void ref_concat(int n, const clrun_tensor_type *types, const uint32_t *const *inputs, int axis,
+                uint32_t *out)
+{
+    uint64_t outer = 1, inner = 1, total = 0;
+    for (int d = 0; d < axis; d++)
+        outer *= (uint64_t)types[0].shape[d];
+    for (int d = axis + 1; d < types[0].rank; d++)
+        inner *= (uint64_t)types[0].shape[d];
+    for (int i = 0; i < n; i++)
+        total += (uint64_t)types[i].shape[axis];
+    uint64_t before = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t len = (uint64_t)types[i].shape[axis];
+        for (uint64_t o = 0; o < outer; o++)
+            for (uint64_t j = 0; j < len * inner; j++)
+                out[(o * total + before) * inner + j] = inputs[i][o * len * inner + j];
+        before += len;
+    }
+}
+
+void ref_slice(const clrun_tensor_type *t, const uint32_t *x, int axis, int64_t start,
+               int64_t end, uint32_t *out)
+{
+    uint64_t outer = 1, inner = 1, len = (uint64_t)t->shape[axis];
+    for (int d = 0; d < axis; d++)
+        outer *= (uint64_t)t->shape[d];
+    for (int d = axis + 1; d < t->rank; d++)
+        inner *= (uint64_t)t->shape[d];
+    uint64_t n = (uint64_t)(end - start);
+    for (uint64_t o = 0; o < outer; o++)
+        for (uint64_t j = 0; j < n * inner; j++)
+            out[o * n * inner + j] = x[(o * len + (uint64_t)start) * inner + j];
+}
+
+void ref_gather(const clrun_tensor_type *table_type, const uint32_t *table,
+                const clrun_tensor_type *index_type, const int32_t *indices, uint32_t *out)
+{
+    int64_t V = table_type->shape[0], D = table_type->shape[1];
+    for (uint64_t i = 0; i < ref_elements(index_type); i++)
+        for (int64_t d = 0; d < D; d++)
+            out[i * (uint64_t)D + (uint64_t)d] =
+                indices[i] >= 0 && indices[i] < V ? table[(uint64_t)indices[i] * (uint64_t)D + (uint64_t)d] : 0;
+}
+
+void ref_conv2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tw,
+                const float *w, const float *bias, const ref_conv *conv,
+                const clrun_tensor_type *out, double *result, double *scale)
+{
+    int64_t N = tx->shape[0], C = tx->shape[1], H = tx->shape[2], W = tx->shape[3];
+    int64_t O = tw->shape[0], Cg = tw->shape[1], KH = tw->shape[2], KW = tw->shape[3];
+    int64_t OH = out->shape[2], OW = out->shape[3], Og = O / conv->groups;
+    (void)C;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    double sum = bias ? bias[o] : 0, abs_sum = bias ? fabs(bias[o]) : 0;
+                    int64_t g = o / Og;
+                    for (int64_t c = 0; c < Cg; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = oh * conv->stride[0] - conv->pad[0] + kh * conv->dilation[0];
+                                int64_t iw = ow * conv->stride[1] - conv->pad[1] + kw * conv->dilation[1];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                                    continue;
+                                double v = x[((n * tx->shape[1] + g * Cg + c) * H + ih) * W + iw];
+                                double k = w[((o * Cg + c) * KH + kh) * KW + kw];
+                                sum += v * k;
+                                abs_sum += fabs(v * k);
+                            }
+                    int64_t i = ((n * O + o) * OH + oh) * OW + ow;
+                    result[i] = sum;
+                    scale[i] = abs_sum;
+                }
+}
+
+void ref_pool(bool max, const clrun_tensor_type *t, const float *x, const int *kernel,
+              const int *stride, const int *pad, const clrun_tensor_type *out, double *result)
+{
+    int64_t NC = t->shape[0] * t->shape[1], H = t->shape[2], W = t->shape[3];
+    int64_t OH = out->shape[2], OW = out->shape[3];
+    for (int64_t p = 0; p < NC; p++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                double acc = max ? -INFINITY : 0;
+                int count = 0;
+                for (int kh = 0; kh < kernel[0]; kh++)
+                    for (int kw = 0; kw < kernel[1]; kw++) {
+                        int64_t ih = oh * stride[0] - pad[0] + kh, iw = ow * stride[1] - pad[1] + kw;
+                        if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                            continue;
+                        double v = x[(p * H + ih) * W + iw];
+                        acc = max ? (v > acc ? v : acc) : acc + v;
+                        count++;
+                    }
+                result[(p * OH + oh) * OW + ow] = max ? acc : acc / count;
+            }
+}

@@ -1,0 +1,66 @@
+/* Plain C references of the ops in docs/ops.md, written without the library's helpers so that
+ * they check it independently. Loops over every output, arithmetic in double, no cleverness.
+ * Where a float result needs a tolerance, the reference also gives each output's `scale`: the
+ * sum of the absolute values of the terms that made it (rounding error grows with it). */
+#ifndef CLRUN_TESTS_OP_REFERENCE_H
+#define CLRUN_TESTS_OP_REFERENCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <clrun/graph.h>
+
+/* Elements of a shape. */
+uint64_t ref_elements(const clrun_tensor_type *t);
+
+/* Unary functions by op name ("relu", "gelu", ...); scale is alpha*x+beta. */
+double ref_unary_f32(const char *op, float x);
+int32_t ref_unary_i32(const char *op, int32_t x);
+
+/* Binary op by name with numpy broadcasting of a and b to `out`'s shape. */
+void ref_binary_f32(const char *op, const clrun_tensor_type *ta, const float *a,
+                    const clrun_tensor_type *tb, const float *b, const clrun_tensor_type *out,
+                    double *result);
+void ref_binary_i32(const char *op, const clrun_tensor_type *ta, const int32_t *a,
+                    const clrun_tensor_type *tb, const int32_t *b, const clrun_tensor_type *out,
+                    int32_t *result);
+
+/* matmul as docs/ops.md defines it; bias may be NULL. */
+void ref_matmul(const clrun_tensor_type *ta, const float *a, const clrun_tensor_type *tb,
+                const float *b, const float *bias, bool transpose_a, bool transpose_b,
+                double alpha, const clrun_tensor_type *out, double *result, double *scale);
+
+/* Softmax over the last axis; causal masks (i, j) for j > i + N - M. Fully masked rows are 0. */
+void ref_softmax(const clrun_tensor_type *t, const float *x, bool causal, double *result);
+
+/* Layer normalisation over the last axis. */
+void ref_layernorm(const clrun_tensor_type *t, const float *x, const float *gamma,
+                   const float *beta, double eps, double *result, double *scale);
+
+/* reduce_sum / reduce_mean / reduce_max over the axes set in `reduced` (a mask per axis);
+ * the result is in the order of the kept axes. */
+void ref_reduce(const char *op, const clrun_tensor_type *t, const float *x, const bool *reduced,
+                double *result, double *scale);
+
+/* Layout ops, on 32-bit words. */
+void ref_transpose(const clrun_tensor_type *t, const uint32_t *x, const int *perm, uint32_t *out);
+void ref_concat(int n, const clrun_tensor_type *types, const uint32_t *const *inputs, int axis,
+                uint32_t *out);
+void ref_slice(const clrun_tensor_type *t, const uint32_t *x, int axis, int64_t start,
+               int64_t end, uint32_t *out);
+void ref_gather(const clrun_tensor_type *table_type, const uint32_t *table,
+                const clrun_tensor_type *index_type, const int32_t *indices, uint32_t *out);
+
+/* conv2d (NCHW); bias may be NULL. */
+typedef struct ref_conv {
+    int stride[2], pad[2], dilation[2], groups;
+} ref_conv;
+void ref_conv2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tw,
+                const float *w, const float *bias, const ref_conv *conv,
+                const clrun_tensor_type *out, double *result, double *scale);
+
+/* maxpool2d (max true) or avgpool2d over windows kernel/stride/pad (avg counts in-bounds). */
+void ref_pool(bool max, const clrun_tensor_type *t, const float *x, const int *kernel,
+              const int *stride, const int *pad, const clrun_tensor_type *out, double *result);
+
+#endif

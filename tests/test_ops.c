@@ -1,0 +1,676 @@
+/* The op table on a real device: every op against the plain C reference of op_reference.c, on
+ * random inputs (fixed seeds, printed on failure), odd shapes, broadcasting, batches, transposes;
+ * the refusals of infer; and repeated runs giving the same bits.
+ *
+ * Tolerances. Layout ops, copies and integer ops must match exactly. For float ops an output d
+ * with reference r (computed in double) passes when |d - r| <= tol * (|r| + s), where s is the
+ * output's scale: the sum of the absolute values of the terms that made it (matmul, conv,
+ * reductions, layernorm), the input's magnitude (unary functions, whose device versions may be
+ * a few ulp off), or 0 (softmax). tol is 1e-5 for most ops: a few float roundings per term. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device_test.h"
+#include "op_reference.h"
+#include "ops.h"
+
+static char cache_dir[512];
+static clrun_context *ctx;          /* in-order queue */
+static clrun_context *ooo_ctx;      /* out-of-order queue where the device has one, else NULL */
+static uint64_t current_seed;       /* seed of the running test's data, for failure messages */
+
+/* ---- data -------------------------------------------------------------------------------- */
+
+/* splitmix64: the same numbers on every machine. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float *random_floats(uint64_t n, double lo, double hi, uint64_t seed)
+{
+    float *x = malloc(n * sizeof *x + 1);
+    uint64_t state = seed;
+    for (uint64_t i = 0; i < n; i++)
+        x[i] = (float)(lo + (hi - lo) * (double)(next_random(&state) >> 11) / 9007199254740992.0);
+    return x;
+}
+
+static int32_t *random_ints(uint64_t n, int32_t lo, int32_t hi, uint64_t seed)
+{
+    int32_t *x = malloc(n * sizeof *x + 1);
+    uint64_t state = seed;
+    for (uint64_t i = 0; i < n; i++)
+        x[i] = (int32_t)(lo + (int64_t)(next_random(&state) % (uint64_t)((int64_t)hi - lo + 1)));
+    return x;
+}
+
+/* A type from a dims string: type(CLRUN_F32, "2,3,4"); "" is a scalar. */
+static clrun_tensor_type type(clrun_dtype dtype, const char *dims)
+{
+    clrun_tensor_type t = {dtype, 0, {0}};
+    for (const char *p = dims; *p;) {
+        char *end;
+        t.shape[t.rank++] = strtoll(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return t;
+}
+
+static clrun_attr attr_int(const char *name, int64_t v)
+{
+    clrun_attr a = {name, CLRUN_ATTR_INT, v, 0, {0}, 0};
+    return a;
+}
+
+static clrun_attr attr_float(const char *name, double v)
+{
+    clrun_attr a = {name, CLRUN_ATTR_FLOAT, 0, v, {0}, 0};
+    return a;
+}
+
+static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
+{
+    clrun_attr a = {name, CLRUN_ATTR_INTS, 0, 0, {0}, count};
+    memcpy(a.ints, v, (size_t)count * sizeof *v);
+    return a;
+}
+
+/* ---- running one node -------------------------------------------------------------------- */
+
+typedef struct node {
+    const char *op;
+    int input_count;
+    clrun_tensor_type in[8];
+    const void *data[8];
+    clrun_attr attrs[8];
+    int attr_count;
+    clrun_tensor_type out;  /* from infer */
+    void *result;           /* the output read back (malloc'd) */
+} node;
+
+static size_t bytes_of(const clrun_tensor_type *t) { return (size_t)ref_elements(t) * 4; }
+
+static clrun__op_call call_of(node *n)
+{
+    clrun__op_call call = {n->in, n->input_count, &n->out, 1, n->attrs, n->attr_count};
+    return call;
+}
+
+/* infer's verdict and message. */
+static clrun_status infer(node *n, char *err, size_t size)
+{
+    const clrun__op *op = clrun__op_find(n->op);
+    assert_non_null(op);
+    clrun__op_call call = call_of(n);
+    err[0] = '\0';
+    return op->infer(&call, &n->out, err, size);
+}
+
+/* Runs the node `runs` times on c; the result of the last run goes to n->result, and every run
+ * must give the same bytes as the first. */
+static void run_on(clrun_context *c, node *n, int runs)
+{
+    char err[512];
+    clrun_status s = infer(n, err, sizeof err);
+    if (s != CLRUN_OK)
+        fail_msg("%s refused: %s", n->op, err);
+    const clrun__op *op = clrun__op_find(n->op);
+    clrun__op_call call = call_of(n);
+    void *state = NULL;
+    s = op->prepare(c, &call, &state);
+    if (s != CLRUN_OK)
+        fail_msg("%s prepare: %s", n->op, clrun_last_error(c));
+    cl_mem in[8], out;
+    cl_int e;
+    for (int i = 0; i < n->input_count; i++) {
+        in[i] = clCreateBuffer(clrun_context_cl(c), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                               bytes_of(&n->in[i]), (void *)n->data[i], &e);
+        assert_int_equal(e, CL_SUCCESS);
+    }
+    size_t size = bytes_of(&n->out);
+    out = clCreateBuffer(clrun_context_cl(c), CL_MEM_READ_WRITE, size, NULL, &e);
+    assert_int_equal(e, CL_SUCCESS);
+    n->result = malloc(size);
+    void *first = malloc(size);
+    for (int r = 0; r < runs; r++) {
+        /* Poison the output so a run that writes nothing cannot pass on the last one's data. */
+        const cl_uint poison = 0x7fc0dead;
+        assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(c), out, &poison, 4, 0, size, 0,
+                                             NULL, NULL), CL_SUCCESS);
+        cl_event done = NULL;
+        s = op->enqueue(c, state, &call, in, &out, 0, NULL, &done);
+        if (s != CLRUN_OK)
+            fail_msg("%s enqueue: %s", n->op, clrun_last_error(c));
+        assert_non_null(done);
+        assert_int_equal(clWaitForEvents(1, &done), CL_SUCCESS);
+        clReleaseEvent(done);
+        assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(c), out, CL_TRUE, 0, size,
+                                             n->result, 0, NULL, NULL), CL_SUCCESS);
+        if (r == 0)
+            memcpy(first, n->result, size);
+        else if (memcmp(first, n->result, size) != 0)
+            fail_msg("%s: run %d differs from run 1", n->op, r + 1);
+    }
+    free(first);
+    op->release(state);
+    for (int i = 0; i < n->input_count; i++)
+        clReleaseMemObject(in[i]);
+    clReleaseMemObject(out);
+}
+
+static void run(node *n) { run_on(ctx, n, 1); }
+
+static void node_free(node *n)
+{
+    free(n->result);
+    n->result = NULL;
+}
+
+/* ---- comparisons ------------------------------------------------------------------------- */
+
+static void shape_str(const clrun_tensor_type *t, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < t->rank; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    snprintf(buf + used, size - used, "]");
+}
+
+/* The float result of n against ref, within tol * (|ref| + scale) (scale NULL: 0). */
+static void expect_close(const node *n, const double *ref, const double *scale, double tol)
+{
+    const float *got = n->result;
+    char shape[128];
+    shape_str(&n->out, shape, sizeof shape);
+    for (uint64_t i = 0; i < ref_elements(&n->out); i++) {
+        double s = scale ? scale[i] : 0;
+        double bound = tol * (fabs(ref[i]) + s);
+        if (!(fabs((double)got[i] - ref[i]) <= bound) && !(isnan(ref[i]) && isnan(got[i])))
+            fail_msg("%s -> %s, seed %llu: element %llu is %.9g, reference %.9g (scale %.3g, "
+                     "allowed %.3g)", n->op, shape, (unsigned long long)current_seed,
+                     (unsigned long long)i, got[i], ref[i], s, bound);
+    }
+}
+
+/* The 32-bit words of n against ref, exactly. */
+static void expect_exact(const node *n, const void *ref)
+{
+    const uint32_t *got = n->result, *want = ref;
+    char shape[128];
+    shape_str(&n->out, shape, sizeof shape);
+    for (uint64_t i = 0; i < ref_elements(&n->out); i++)
+        if (got[i] != want[i])
+            fail_msg("%s -> %s, seed %llu: element %llu is 0x%08x, reference 0x%08x", n->op, shape,
+                     (unsigned long long)current_seed, (unsigned long long)i, got[i], want[i]);
+}
+
+static void expect_type(const node *n, const char *dims)
+{
+    clrun_tensor_type want = type(n->out.dtype, dims);
+    char got_s[128], want_s[128];
+    shape_str(&n->out, got_s, sizeof got_s);
+    shape_str(&want, want_s, sizeof want_s);
+    if (strcmp(got_s, want_s) != 0)
+        fail_msg("%s: output shape %s, expected %s", n->op, got_s, want_s);
+}
+
+/* ---- the registry ------------------------------------------------------------------------ */
+
+static const char *const documented_ops[] = {
+    "neg", "abs", "relu", "gelu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "copy",
+    "scale", "add", "sub", "mul", "div", "maximum", "minimum", "matmul",
+};
+
+static void every_documented_op_is_in_the_table(void **state)
+{
+    (void)state;
+    size_t count = 0;
+    const clrun__op *const *ops = clrun__op_list(&count);
+    assert_int_equal(count, sizeof documented_ops / sizeof documented_ops[0]);
+    for (size_t i = 0; i < count; i++) {
+        const clrun__op *op = clrun__op_find(documented_ops[i]);
+        if (op == NULL)
+            fail_msg("op '%s' is missing", documented_ops[i]);
+        assert_string_equal(op->name, documented_ops[i]);
+        assert_true(ops[i]->min_inputs >= 1 && ops[i]->min_inputs <= ops[i]->max_inputs);
+        assert_int_equal(ops[i]->outputs, 1);
+    }
+    assert_null(clrun__op_find("no_such_op"));
+}
+
+/* ---- elementwise ------------------------------------------------------------------------- */
+
+static const char *const unary_f32_ops[] = {"neg", "abs", "relu", "gelu", "sigmoid", "tanh",
+                                            "exp", "log", "sqrt", "rsqrt", "copy"};
+
+static void unary_f32_ops_match_reference(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof unary_f32_ops / sizeof unary_f32_ops[0]; k++) {
+        const char *name = unary_f32_ops[k];
+        bool positive = !strcmp(name, "log") || !strcmp(name, "sqrt") || !strcmp(name, "rsqrt");
+        current_seed = 100 + k;
+        node n = {.op = name, .input_count = 1, .in = {type(CLRUN_F32, "3,5,67")}};
+        uint64_t count = ref_elements(&n.in[0]);
+        float *x = random_floats(count, positive ? 0.01 : -6, 6, current_seed);
+        n.data[0] = x;
+        run(&n);
+        expect_type(&n, "3,5,67");
+        double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+        for (uint64_t i = 0; i < count; i++) {
+            ref[i] = ref_unary_f32(name, x[i]);
+            scale[i] = fabs(x[i]);
+        }
+        expect_close(&n, ref, scale, 1e-5);
+        free(ref), free(scale), free(x), node_free(&n);
+    }
+}
+
+static void unary_i32_ops_are_exact_and_wrap(void **state)
+{
+    (void)state;
+    const char *const ops[] = {"neg", "abs", "relu", "copy"};
+    for (size_t k = 0; k < 4; k++) {
+        current_seed = 200 + k;
+        node n = {.op = ops[k], .input_count = 1, .in = {type(CLRUN_I32, "1000")}};
+        int32_t *x = random_ints(1000, -100000, 100000, current_seed);
+        x[0] = INT32_MIN, x[1] = INT32_MAX, x[2] = 0, x[3] = -1;
+        n.data[0] = x;
+        run(&n);
+        assert_int_equal(n.out.dtype, CLRUN_I32);
+        int32_t ref[1000];
+        for (int i = 0; i < 1000; i++)
+            ref[i] = ref_unary_i32(ops[k], x[i]);
+        expect_exact(&n, ref);
+        free(x), node_free(&n);
+    }
+}
+
+static void copy_keeps_every_bit(void **state)
+{
+    (void)state;
+    current_seed = 300;
+    node n = {.op = "copy", .input_count = 1, .in = {type(CLRUN_F32, "7,9")}};
+    uint32_t words[63];
+    uint64_t s = current_seed;
+    for (int i = 0; i < 63; i++)
+        words[i] = (uint32_t)next_random(&s);
+    words[0] = 0x7fc00001; /* a NaN with payload */
+    words[1] = 0x00000001; /* a denormal */
+    n.data[0] = words;
+    run(&n);
+    expect_exact(&n, words);
+    node_free(&n);
+}
+
+static void scale_is_alpha_x_plus_beta(void **state)
+{
+    (void)state;
+    current_seed = 301;
+    node n = {.op = "scale", .input_count = 1, .in = {type(CLRUN_F32, "333")},
+              .attrs = {attr_float("alpha", -2.5), attr_int("beta", 3)}, .attr_count = 2};
+    float *x = random_floats(333, -10, 10, current_seed);
+    n.data[0] = x;
+    run(&n);
+    double ref[333], scale[333];
+    for (int i = 0; i < 333; i++) {
+        ref[i] = -2.5 * x[i] + 3;
+        scale[i] = 2.5 * fabs(x[i]) + 3;
+    }
+    expect_close(&n, ref, scale, 1e-6);
+    free(x), node_free(&n);
+}
+
+static const char *const binary_ops[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+
+/* Runs every binary op on a (dims_a) and b (dims_b), f32 and i32, against the reference. */
+static void check_binary(const char *dims_a, const char *dims_b, const char *dims_out, uint64_t seed)
+{
+    for (size_t k = 0; k < 6; k++) {
+        for (int dt = 0; dt < 2; dt++) {
+            clrun_dtype dtype = dt ? CLRUN_I32 : CLRUN_F32;
+            if (dtype == CLRUN_I32 && !strcmp(binary_ops[k], "div"))
+                continue;
+            current_seed = seed + k * 2 + (uint64_t)dt;
+            node n = {.op = binary_ops[k], .input_count = 2,
+                      .in = {type(dtype, dims_a), type(dtype, dims_b)}};
+            uint64_t na = ref_elements(&n.in[0]), nb = ref_elements(&n.in[1]);
+            void *a, *b;
+            if (dtype == CLRUN_F32) {
+                a = random_floats(na, -3, 3, current_seed);
+                b = random_floats(nb, 0.5, 3, current_seed + 1000); /* no division by ~0 */
+            } else {
+                a = random_ints(na, INT32_MIN, INT32_MAX, current_seed);
+                b = random_ints(nb, INT32_MIN, INT32_MAX, current_seed + 1000);
+            }
+            n.data[0] = a, n.data[1] = b;
+            run(&n);
+            expect_type(&n, dims_out);
+            uint64_t count = ref_elements(&n.out);
+            if (dtype == CLRUN_F32) {
+                double *ref = malloc(count * sizeof *ref);
+                ref_binary_f32(binary_ops[k], &n.in[0], a, &n.in[1], b, &n.out, ref);
+                expect_close(&n, ref, NULL, 1e-6);
+                free(ref);
+            } else {
+                int32_t *ref = malloc(count * sizeof *ref);
+                ref_binary_i32(binary_ops[k], &n.in[0], a, &n.in[1], b, &n.out, ref);
+                expect_exact(&n, ref);
+                free(ref);
+            }
+            free(a), free(b), node_free(&n);
+        }
+    }
+}
+
+static void binary_ops_on_equal_shapes(void **state)
+{
+    (void)state;
+    check_binary("3,7,11", "3,7,11", "3,7,11", 400);
+}
+
+static void binary_ops_broadcast_a_row(void **state)
+{
+    (void)state;
+    check_binary("2,3,37", "37", "2,3,37", 500);
+}
+
+static void binary_ops_broadcast_both_ways(void **state)
+{
+    (void)state;
+    check_binary("4,1,5", "3,1", "4,3,5", 600);
+    check_binary("1,6", "5,1", "5,6", 620);
+}
+
+static void binary_ops_broadcast_a_scalar(void **state)
+{
+    (void)state;
+    check_binary("", "5,7", "5,7", 700);
+    check_binary("2,1,3,1,2,1", "1,4,1,3,1,5", "2,4,3,3,2,5", 720);
+}
+
+/* ---- matmul ------------------------------------------------------------------------------ */
+
+typedef struct mm_case {
+    const char *a, *b, *out;
+    bool ta, tb, bias;
+    double alpha;
+} mm_case;
+
+static void check_matmul(const mm_case *c, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = "matmul", .input_count = c->bias ? 3 : 2,
+              .in = {type(CLRUN_F32, c->a), type(CLRUN_F32, c->b)}};
+    if (c->ta)
+        n.attrs[n.attr_count++] = attr_int("transpose_a", 1);
+    if (c->tb)
+        n.attrs[n.attr_count++] = attr_int("transpose_b", 1);
+    if (c->alpha != 1)
+        n.attrs[n.attr_count++] = attr_float("alpha", c->alpha);
+    float *a = random_floats(ref_elements(&n.in[0]), -1, 1, seed);
+    float *b = random_floats(ref_elements(&n.in[1]), -1, 1, seed + 1);
+    float *bias = NULL;
+    n.data[0] = a, n.data[1] = b;
+    if (c->bias) {
+        n.in[2] = type(CLRUN_F32, "");
+        n.in[2].rank = 1;
+        n.in[2].shape[0] = c->tb ? n.in[1].shape[n.in[1].rank - 2] : n.in[1].shape[n.in[1].rank - 1];
+        bias = random_floats((uint64_t)n.in[2].shape[0], -1, 1, seed + 2);
+        n.data[2] = bias;
+    }
+    run(&n);
+    expect_type(&n, c->out);
+    uint64_t count = ref_elements(&n.out);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    ref_matmul(&n.in[0], a, &n.in[1], b, bias, c->ta, c->tb, c->alpha, &n.out, ref, scale);
+    expect_close(&n, ref, scale, 1e-5);
+    free(ref), free(scale), free(a), free(b), free(bias), node_free(&n);
+}
+
+static void matmul_odd_sizes(void **state)
+{
+    (void)state;
+    const mm_case cases[] = {
+        {"67,131", "131,45", "67,45", false, false, false, 1},
+        {"1,1", "1,1", "1,1", false, false, false, 1},
+        {"1,300", "300,7", "1,7", false, false, false, 1},
+        {"130,17", "17,129", "130,129", false, false, true, 0.5},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_matmul(&cases[i], 800 + i);
+}
+
+static void matmul_transposes(void **state)
+{
+    (void)state;
+    const mm_case cases[] = {
+        {"37,70", "37,65", "70,65", true, false, false, 1},
+        {"70,37", "65,37", "70,65", false, true, true, 1},
+        {"37,70", "65,37", "70,65", true, true, false, -2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_matmul(&cases[i], 900 + i);
+}
+
+static void matmul_batches_broadcast(void **state)
+{
+    (void)state;
+    const mm_case cases[] = {
+        {"3,20,33", "3,33,18", "3,20,18", false, false, false, 1},  /* same batch */
+        {"2,5,20,33", "33,70", "2,5,20,70", false, false, true, 1}, /* weights: batch folds into M */
+        {"2,5,33,20", "33,70", "2,5,20,70", true, false, false, 1}, /* ... but not transposed */
+        {"20,33", "4,33,18", "4,20,18", false, false, false, 1},    /* a broadcast */
+        {"2,1,9,16", "3,9,16", "2,3,9,9", false, true, false, 0.125}, /* attention scores */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_matmul(&cases[i], 1000 + i);
+}
+
+static void matmul_repeated_runs_are_bit_identical(void **state)
+{
+    (void)state;
+    current_seed = 1100;
+    node n = {.op = "matmul", .input_count = 2,
+              .in = {type(CLRUN_F32, "96,200"), type(CLRUN_F32, "200,80")}};
+    float *a = random_floats(96 * 200, -1, 1, 1100), *b = random_floats(200 * 80, -1, 1, 1101);
+    n.data[0] = a, n.data[1] = b;
+    run_on(ctx, &n, 3);
+    free(a), free(b), node_free(&n);
+}
+
+/* ---- refusals ---------------------------------------------------------------------------- */
+
+/* infer must refuse n with a message containing every fragment (NULL-terminated). */
+static void expect_refusal(node *n, ...)
+{
+    char err[512];
+    clrun_status s = infer(n, err, sizeof err);
+    if (s != CLRUN_ERROR_INVALID_GRAPH)
+        fail_msg("%s: expected a refusal, got %d (%s)", n->op, s, err);
+    va_list ap;
+    va_start(ap, n);
+    for (const char *f = va_arg(ap, const char *); f; f = va_arg(ap, const char *))
+        if (strstr(err, f) == NULL)
+            fail_msg("%s: message \"%s\" lacks \"%s\"", n->op, err, f);
+    va_end(ap);
+}
+
+static void matmul_refuses_different_inner_dimensions(void **state)
+{
+    (void)state;
+    node n = {.op = "matmul", .input_count = 2,
+              .in = {type(CLRUN_F32, "8,784"), type(CLRUN_F32, "512,10")}};
+    expect_refusal(&n, "matmul: inner dimensions differ", "f32[8,784]", "f32[512,10]", NULL);
+}
+
+static void matmul_refuses_a_bias_of_the_wrong_length(void **state)
+{
+    (void)state;
+    node n = {.op = "matmul", .input_count = 3,
+              .in = {type(CLRUN_F32, "8,16"), type(CLRUN_F32, "16,10"), type(CLRUN_F32, "8")}};
+    expect_refusal(&n, "bias", "f32[8]", "f32[10]", NULL);
+}
+
+static void matmul_refuses_batches_that_do_not_broadcast(void **state)
+{
+    (void)state;
+    node n = {.op = "matmul", .input_count = 2,
+              .in = {type(CLRUN_F32, "2,8,16"), type(CLRUN_F32, "3,16,10")}};
+    expect_refusal(&n, "batch dimensions do not broadcast", "f32[2,8,16]", NULL);
+}
+
+static void matmul_refuses_a_transpose_flag_other_than_0_or_1(void **state)
+{
+    (void)state;
+    node n = {.op = "matmul", .input_count = 2,
+              .in = {type(CLRUN_F32, "8,16"), type(CLRUN_F32, "16,10")},
+              .attrs = {attr_int("transpose_a", 2)}, .attr_count = 1};
+    expect_refusal(&n, "transpose_a", "0 or 1", NULL);
+}
+
+static void matmul_refuses_a_vector(void **state)
+{
+    (void)state;
+    node n = {.op = "matmul", .input_count = 2,
+              .in = {type(CLRUN_F32, "16"), type(CLRUN_F32, "16,10")}};
+    expect_refusal(&n, "at least 2 dimensions", NULL);
+}
+
+static void binary_refuses_shapes_that_do_not_broadcast(void **state)
+{
+    (void)state;
+    node n = {.op = "add", .input_count = 2,
+              .in = {type(CLRUN_F32, "4,3"), type(CLRUN_F32, "4")}};
+    expect_refusal(&n, "add: shapes do not broadcast", "f32[4,3]", "f32[4]", NULL);
+}
+
+static void binary_refuses_mixed_dtypes(void **state)
+{
+    (void)state;
+    node n = {.op = "mul", .input_count = 2,
+              .in = {type(CLRUN_F32, "4"), type(CLRUN_I32, "4")}};
+    expect_refusal(&n, "mul: dtypes differ", "i32[4]", NULL);
+}
+
+static void float_only_ops_refuse_i32(void **state)
+{
+    (void)state;
+    node n = {.op = "div", .input_count = 2,
+              .in = {type(CLRUN_I32, "4"), type(CLRUN_I32, "4")}};
+    expect_refusal(&n, "div", "i32[4]", "expected f32", NULL);
+    node g = {.op = "gelu", .input_count = 1, .in = {type(CLRUN_I32, "4")}};
+    expect_refusal(&g, "gelu", "expected f32", NULL);
+}
+
+static void f16_is_refused_until_it_has_kernels(void **state)
+{
+    (void)state;
+    node n = {.op = "relu", .input_count = 1, .in = {type(CLRUN_F16, "4")}};
+    expect_refusal(&n, "relu", "f16", NULL);
+}
+
+static void unknown_attributes_are_refused(void **state)
+{
+    (void)state;
+    node n = {.op = "add", .input_count = 2, .in = {type(CLRUN_F32, "4"), type(CLRUN_F32, "4")},
+              .attrs = {attr_int("axis", 1)}, .attr_count = 1};
+    expect_refusal(&n, "add: unknown attribute 'axis'", NULL);
+    node m = {.op = "matmul", .input_count = 2,
+              .in = {type(CLRUN_F32, "4,4"), type(CLRUN_F32, "4,4")},
+              .attrs = {attr_int("transpose_c", 1)}, .attr_count = 1};
+    expect_refusal(&m, "unknown attribute 'transpose_c'", "transpose_a", NULL);
+}
+
+static void attributes_of_the_wrong_kind_are_refused(void **state)
+{
+    (void)state;
+    int64_t list[2] = {1, 2};
+    node n = {.op = "scale", .input_count = 1, .in = {type(CLRUN_F32, "4")},
+              .attrs = {attr_ints("alpha", 2, list)}, .attr_count = 1};
+    expect_refusal(&n, "scale: attribute 'alpha' must be a number", NULL);
+}
+
+static void wrong_input_counts_are_refused(void **state)
+{
+    (void)state;
+    node n = {.op = "add", .input_count = 1, .in = {type(CLRUN_F32, "4")}};
+    expect_refusal(&n, "add: takes 2 inputs, got 1", NULL);
+    node m = {.op = "matmul", .input_count = 1, .in = {type(CLRUN_F32, "4,4")}};
+    expect_refusal(&m, "matmul: takes 2 to 3 inputs, got 1", NULL);
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    if (clrun_context_create(NULL, &ctx) != CLRUN_OK) {
+        fprintf(stderr, "no context: %s\n", clrun_last_error(NULL));
+        return -1;
+    }
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.out_of_order = 1;
+    if (clrun_context_create(&o, &ooo_ctx) == CLRUN_OK && !clrun_context_out_of_order(ooo_ctx)) {
+        clrun_context_destroy(ooo_ctx);
+        ooo_ctx = NULL;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    clrun_context_destroy(ooo_ctx);
+    clrun_context_destroy(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_dir, sizeof cache_dir);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_documented_op_is_in_the_table),
+        cmocka_unit_test(unary_f32_ops_match_reference),
+        cmocka_unit_test(unary_i32_ops_are_exact_and_wrap),
+        cmocka_unit_test(copy_keeps_every_bit),
+        cmocka_unit_test(scale_is_alpha_x_plus_beta),
+        cmocka_unit_test(binary_ops_on_equal_shapes),
+        cmocka_unit_test(binary_ops_broadcast_a_row),
+        cmocka_unit_test(binary_ops_broadcast_both_ways),
+        cmocka_unit_test(binary_ops_broadcast_a_scalar),
+        cmocka_unit_test(matmul_odd_sizes),
+        cmocka_unit_test(matmul_transposes),
+        cmocka_unit_test(matmul_batches_broadcast),
+        cmocka_unit_test(matmul_repeated_runs_are_bit_identical),
+        cmocka_unit_test(matmul_refuses_different_inner_dimensions),
+        cmocka_unit_test(matmul_refuses_a_bias_of_the_wrong_length),
+        cmocka_unit_test(matmul_refuses_batches_that_do_not_broadcast),
+        cmocka_unit_test(matmul_refuses_a_transpose_flag_other_than_0_or_1),
+        cmocka_unit_test(matmul_refuses_a_vector),
+        cmocka_unit_test(binary_refuses_shapes_that_do_not_broadcast),
+        cmocka_unit_test(binary_refuses_mixed_dtypes),
+        cmocka_unit_test(float_only_ops_refuse_i32),
+        cmocka_unit_test(f16_is_refused_until_it_has_kernels),
+        cmocka_unit_test(unknown_attributes_are_refused),
+        cmocka_unit_test(attributes_of_the_wrong_kind_are_refused),
+        cmocka_unit_test(wrong_input_counts_are_refused),
+    };
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    clrun_test_remove_dir(cache_dir);
+    return failed;
+}
