@@ -223,7 +223,7 @@ clrun_status clrun__allocator_alloc(clrun__allocator *a, uint64_t size, uint64_t
         return status;
     status = a->config.ops->alloc(a->state, size, align, out);
     if (status == CLRUN_ERROR_OUT_OF_MEMORY) {
-        char why[512];
+        char why[512] = "the strategy found no room in the new chunk"; /* grow() only writes on failure */
         status = grow(a, size, align, why, sizeof why);
         if (status == CLRUN_ERROR_OUT_OF_MEMORY && clrun__allocator_trim(a) > 0)
             status = grow(a, size, align, why, sizeof why); /* the one retry */
