@@ -15,3 +15,12 @@ EXTRA_DIST += tests/cli_replay.sh \
 	tests/data/traces/resnet50_infer.csv \
 	tests/data/traces/growing.csv \
 	tests/data/traces/random.csv
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_allocator
+TESTS += tests/test_allocator
+
+tests_test_allocator_SOURCES = tests/test_allocator.c
+tests_test_allocator_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_allocator_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+endif
