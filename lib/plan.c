@@ -16,8 +16,13 @@
 #include <string.h>
 #include <time.h>
 
-/* Share of the time limit the exact search may use before the local search takes over. */
+/* Share of the time limit the exact search may use before the improvement searches. */
 #define PLAN_EXACT_SHARE 0.5
+/* Share of the improvement time given to lowest-first rebuilds; the rest goes to the local
+ * search over best-fit orders. */
+#ifndef PLAN_LOWEST_FIRST_SHARE
+#define PLAN_LOWEST_FIRST_SHARE 0.7
+#endif
 
 double clrun__plan_now(void)
 {
@@ -164,17 +169,22 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
 
 /* Everything clrun_plan_solve allocates, freed in one place. */
 typedef struct solve_state {
-    clrun__plan_decoder decoder; /* best-fit decoder over the instance */
+    clrun__plan_decoder decoder; /* interval queries over the instance */
     bool decoder_ready;          /* decoder needs freeing */
+    clrun__plan_skyline skyline; /* lowest-first construction scratch */
     uint32_t *order;             /* scratch: one greedy order */
-    uint32_t *best_order;        /* the greedy order whose plan is best so far */
-    uint64_t *trial;             /* scratch offsets of one greedy pass */
+    uint32_t *best_order;        /* the best-fit order whose plan is best among the orders */
+    uint64_t *trial;             /* scratch offsets of one construction */
+    clrun__plan_rank best_rank;  /* the lowest-first ranking whose plan is best among those */
+    uint64_t best_best_fit;      /* peak of best_order's plan; UINT64_MAX before any */
+    uint64_t best_lowest_first;  /* peak of best_rank's plan; UINT64_MAX before any */
 } solve_state;
 
 static void solve_state_free(solve_state *s)
 {
     if (s->decoder_ready)
         clrun__plan_decoder_free(&s->decoder);
+    clrun__plan_skyline_free(&s->skyline);
     free(s->order);
     free(s->best_order);
     free(s->trial);
@@ -187,30 +197,131 @@ static clrun_status check_options(const clrun_plan_options *options)
     return CLRUN_OK;
 }
 
-/* Runs the greedy orders; offsets and result get the best, s->best_order its order. The
- * first always runs; the others only before the deadline (a pass over a dense instance of
- * 50k buffers can take a second). */
-static clrun_status run_greedy_orders(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
+/* Keeps the plan in s->trial when it beats the best so far. */
+static bool keep_if_better(solve_state *s, size_t n, uint64_t peak, const char *method,
+                           uint64_t *offsets, clrun_plan_result *result)
+{
+    result->steps++;
+    if (peak >= result->peak_bytes)
+        return false;
+    result->peak_bytes = peak;
+    result->method = method;
+    memcpy(offsets, s->trial, n * sizeof *offsets);
+    return true;
+}
+
+static bool done(const clrun_plan_result *result, double deadline)
+{
+    return result->peak_bytes == result->lower_bound_bytes || clrun__plan_now() > deadline;
+}
+
+/* The constructions in the order they are tried: the cheap TFLite baseline first (it reaches
+ * the bound on many real graphs), then what tends to win on hard instances, then the rest. */
+typedef struct construction {
+    bool lowest_first; /* plan_skyline.c, else a best-fit order of plan_greedy.c */
+    int which;         /* clrun__plan_rank or clrun_plan_order */
+} construction;
+
+static const construction constructions[] = {
+    {false, CLRUN_PLAN_ORDER_SIZE},     {true, CLRUN__PLAN_RANK_AREA},
+    {true, CLRUN__PLAN_RANK_SIZE},      {false, CLRUN_PLAN_ORDER_SPATIAL},
+    {false, CLRUN_PLAN_ORDER_TEMPORAL}, {false, CLRUN_PLAN_ORDER_AREA},
+    {true, CLRUN__PLAN_RANK_SPAN},
+};
+
+/* Builds one construction's plan into s->trial and returns its peak; remembers the best
+ * best-fit order and the best lowest-first ranking for the searches that follow. */
+static clrun_status build(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
+                          const construction *c, uint64_t *peak, const char **method)
+{
+    if (c->lowest_first) {
+        clrun__plan_skyline_rank(&s->skyline, (clrun__plan_rank)c->which);
+        *peak = clrun__plan_skyline_run(&s->skyline, s->skyline.priority, UINT64_MAX, s->trial);
+        *method = clrun__plan_rank_name((clrun__plan_rank)c->which);
+        if (*peak < s->best_lowest_first) {
+            s->best_lowest_first = *peak;
+            s->best_rank = (clrun__plan_rank)c->which;
+        }
+        return CLRUN_OK;
+    }
+    clrun_status st = clrun__plan_order_fill(buffers, n, (clrun_plan_order)c->which, s->order);
+    if (st != CLRUN_OK)
+        return st;
+    *peak = clrun__plan_decoder_run(&s->decoder, s->order, s->trial);
+    *method = clrun_plan_order_name((clrun_plan_order)c->which);
+    if (*peak < s->best_best_fit) {
+        s->best_best_fit = *peak;
+        memcpy(s->best_order, s->order, n * sizeof *s->order);
+    }
+    return CLRUN_OK;
+}
+
+/* Runs the constructions, the first always, the others only before the deadline (one pass
+ * over a dense instance of 50k buffers can take a second). */
+static clrun_status run_constructions(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
                                       double deadline, uint64_t *offsets,
                                       clrun_plan_result *result)
 {
     result->peak_bytes = UINT64_MAX;
-    for (int o = 0; o < CLRUN_PLAN_ORDER_COUNT; o++) {
-        clrun_status st = clrun__plan_order_fill(buffers, n, (clrun_plan_order)o, s->order);
+    s->best_best_fit = s->best_lowest_first = UINT64_MAX;
+    for (size_t i = 0; i < sizeof constructions / sizeof constructions[0]; i++) {
+        uint64_t peak;
+        const char *method;
+        clrun_status st = build(s, buffers, n, &constructions[i], &peak, &method);
         if (st != CLRUN_OK)
             return st;
-        uint64_t peak = clrun__plan_decoder_run(&s->decoder, s->order, s->trial);
-        result->steps++;
-        if (peak < result->peak_bytes) {
-            result->peak_bytes = peak;
-            result->method = clrun_plan_order_name((clrun_plan_order)o);
-            memcpy(offsets, s->trial, n * sizeof *offsets);
-            memcpy(s->best_order, s->order, n * sizeof *s->order);
-        }
-        if (peak == result->lower_bound_bytes || clrun__plan_now() > deadline)
+        keep_if_better(s, n, peak, method, offsets, result);
+        if (done(result, deadline))
             break;
     }
     return CLRUN_OK;
+}
+
+/* The exact search, for small instances; true when it proved the result optimal. */
+static clrun_status run_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                              double deadline, uint64_t *offsets, clrun_plan_result *result,
+                              bool *proven)
+{
+    uint64_t nodes = 0, peak = result->peak_bytes;
+    clrun_status st = clrun__plan_exact(buffers, n, align, result->lower_bound_bytes, deadline,
+                                        &peak, offsets, proven, &nodes);
+    result->steps += nodes;
+    if (st == CLRUN_OK && peak < result->peak_bytes) {
+        result->peak_bytes = peak;
+        result->method = "branch-and-bound";
+    }
+    return st;
+}
+
+/* The improvement searches share what time is left: first the randomised lowest-first
+ * rebuilds (from the best ranking; the default one if none was built in time), then the local
+ * search over best-fit orders, which on some instances finds what the rebuilds miss. */
+static clrun_status run_improvement(solve_state *s, const clrun_plan_options *options,
+                                    double deadline, uint64_t *offsets, clrun_plan_result *result)
+{
+    double now = clrun__plan_now();
+    double middle = now + PLAN_LOWEST_FIRST_SHARE * (deadline - now);
+    uint64_t steps = 0, peak = result->peak_bytes;
+    clrun__plan_skyline_rank(&s->skyline, s->best_rank);
+    clrun__plan_skyline_search(&s->skyline, result->lower_bound_bytes, middle, options->seed,
+                               &peak, offsets, &steps, s->trial);
+    result->steps += steps;
+    if (peak < result->peak_bytes) {
+        result->peak_bytes = peak;
+        result->method = "lowest-first-search";
+    }
+    if (peak == result->lower_bound_bytes)
+        return CLRUN_OK;
+    steps = 0;
+    clrun_status st = clrun__plan_local_search(&s->decoder, s->best_order,
+                                               result->lower_bound_bytes, deadline, options->seed,
+                                               &peak, offsets, &steps);
+    result->steps += steps;
+    if (st == CLRUN_OK && peak < result->peak_bytes) {
+        result->peak_bytes = peak;
+        result->method = "local-search";
+    }
+    return st;
 }
 
 static clrun_status solve(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
@@ -225,47 +336,32 @@ static clrun_status solve(solve_state *s, const clrun_plan_buffer *buffers, size
     s->trial = malloc(n * sizeof *s->trial);
     if (!s->order || !s->best_order || !s->trial)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    st = clrun__plan_skyline_init(&s->skyline, buffers, n, align);
+    if (st != CLRUN_OK)
+        return st;
     st = clrun__plan_decoder_init(&s->decoder, buffers, n, align);
     if (st != CLRUN_OK)
         return st;
     s->decoder_ready = true;
 
-    /* A zero limit asks for the greedy plans only, all of them. */
+    /* A zero limit asks for the constructions only, all of them. */
     double limit = options->time_limit_s;
-    st = run_greedy_orders(s, buffers, n, limit > 0 ? start + limit : INFINITY, offsets, result);
-    if (st != CLRUN_OK || result->peak_bytes == result->lower_bound_bytes)
+    double deadline = limit > 0 ? start + limit : INFINITY;
+    st = run_constructions(s, buffers, n, deadline, offsets, result);
+    if (st != CLRUN_OK || limit == 0 || done(result, deadline))
         return st;
-
-    if (n <= options->exact_max_buffers && n <= 64 && limit > 0) {
-        bool complete = false;
-        uint64_t nodes = 0, peak = result->peak_bytes;
-        st = clrun__plan_exact(buffers, n, align, result->lower_bound_bytes,
-                               start + PLAN_EXACT_SHARE * limit, &peak, offsets, &complete, &nodes);
-        result->steps += nodes;
-        if (st != CLRUN_OK)
+    if (n <= options->exact_max_buffers && n <= 64) {
+        bool proven = false;
+        st = run_exact(buffers, n, align, start + PLAN_EXACT_SHARE * limit, offsets, result,
+                       &proven);
+        if (st != CLRUN_OK || proven) {
+            result->optimal = proven;
             return st;
-        if (peak < result->peak_bytes) {
-            result->peak_bytes = peak;
-            result->method = "branch-and-bound";
-        }
-        if (complete) {
-            result->optimal = true;
-            return CLRUN_OK;
         }
     }
-    if (limit > 0 && result->peak_bytes > result->lower_bound_bytes) {
-        uint64_t moves = 0, peak = result->peak_bytes;
-        st = clrun__plan_local_search(&s->decoder, s->best_order, result->lower_bound_bytes,
-                                      start + limit, options->seed, &peak, offsets, &moves);
-        result->steps += moves;
-        if (st != CLRUN_OK)
-            return st;
-        if (peak < result->peak_bytes) {
-            result->peak_bytes = peak;
-            result->method = "local-search";
-        }
-    }
-    return CLRUN_OK;
+    if (done(result, deadline))
+        return CLRUN_OK;
+    return run_improvement(s, options, deadline, offsets, result);
 }
 
 clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,

@@ -5,6 +5,7 @@ libclrun_internal_la_SOURCES += \
 	lib/plan_greedy.c \
 	lib/plan_exact.c \
 	lib/plan_search.c \
+	lib/plan_skyline.c \
 	lib/plan_svg.c \
 	lib/plan_internal.h
 clruninclude_HEADERS += \

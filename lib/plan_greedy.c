@@ -276,20 +276,27 @@ static void sort_spans(clrun__plan_span *a, size_t count)
     }
 }
 
-uint64_t clrun__plan_decoder_fit(clrun__plan_decoder *d, uint32_t b)
+/* Gathers the placed buffers overlapping b in time into d->spans, sorted by offset. */
+static size_t overlapping_spans(clrun__plan_decoder *d, uint32_t b)
 {
     const clrun_plan_buffer *buf = &d->buffers[b];
     size_t limit = count_first_below(d, buf->last);
     size_t k = collect(d, 1, 0, d->leaves, limit, buf->first, 0);
     sort_spans(d->spans, k);
+    return k;
+}
 
+uint64_t clrun__plan_decoder_fit(clrun__plan_decoder *d, uint32_t b)
+{
+    uint64_t size = d->buffers[b].size;
+    size_t k = overlapping_spans(d, b);
     uint64_t best_offset = 0, best_waste = UINT64_MAX;
     uint64_t top = 0; /* highest end seen so far: the gap starts there */
     for (size_t i = 0; i < k; i++) {
         const clrun__plan_span *s = &d->spans[i];
         uint64_t start = clrun__plan_align_up(top, d->align);
-        if (s->lo > start && s->lo - start >= buf->size) {
-            uint64_t waste = s->lo - start - buf->size;
+        if (s->lo > start && s->lo - start >= size) {
+            uint64_t waste = s->lo - start - size;
             if (waste < best_waste) {
                 best_waste = waste;
                 best_offset = start;

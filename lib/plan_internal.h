@@ -80,6 +80,50 @@ void clrun__plan_decoder_remove(clrun__plan_decoder *d, uint32_t b);
 /* Clears, then places order[0..n) one by one; offsets[b] gets each offset. Returns the peak. */
 uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, uint64_t *offsets);
 
+/* ---- lowest-offset-first construction (plan_skyline.c) ---- */
+
+/* Ways to rank buffers that could go at the same lowest offset. */
+typedef enum clrun__plan_rank {
+    CLRUN__PLAN_RANK_SIZE = 0, /* larger first */
+    CLRUN__PLAN_RANK_SPAN,     /* longer-lived first */
+    CLRUN__PLAN_RANK_AREA,     /* larger size x lifetime first */
+    CLRUN__PLAN_RANK_COUNT
+} clrun__plan_rank;
+
+/* The construction's state: the instance on a compressed time axis, and a segment tree that
+ * answers "highest end of the placed buffers alive during [from, to)". */
+typedef struct clrun__plan_skyline {
+    const clrun_plan_buffer *buffers;   /* the instance, not owned */
+    size_t n;                           /* buffers */
+    uint64_t align;                     /* power of two */
+    uint32_t *from, *to;                /* buffer b is alive over moments [from[b], to[b]) */
+    size_t leaves;                      /* power of two >= moments */
+    uint64_t *whole;                    /* per node: an end raised over the node's whole range */
+    uint64_t *below;                    /* per node: highest end anywhere in its range */
+    struct clrun__plan_sky_entry *heap; /* candidates by (lowest offset, priority) */
+    double *priority;                   /* per buffer: higher goes first on a tie */
+    double *trial;                      /* per buffer: perturbed priorities being tried */
+} clrun__plan_skyline;
+
+clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,
+                                      size_t n, uint64_t align);
+void clrun__plan_skyline_free(clrun__plan_skyline *s);
+/* Fills s->priority for one ranking. */
+void clrun__plan_skyline_rank(clrun__plan_skyline *s, clrun__plan_rank rank);
+const char *clrun__plan_rank_name(clrun__plan_rank rank);
+/* Places every buffer, each time the one that fits lowest (ties: higher priority[] first).
+ * Offsets go to offsets[]. Stops early, returning UINT64_MAX, once the peak would exceed
+ * `cutoff`. Returns the peak. */
+uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
+                                 uint64_t *offsets);
+/* Randomised rebuilds until the deadline or the lower bound: priorities of the current plan
+ * are perturbed at random and a trial kept when its peak is no worse. On a strictly better
+ * plan, offsets and *best_peak are updated. s->priority holds the start; scratch has room for
+ * n offsets. */
+void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, double deadline,
+                                uint64_t seed, uint64_t *best_peak, uint64_t *offsets,
+                                uint64_t *trials, uint64_t *scratch);
+
 /* ---- searches (plan_exact.c, plan_search.c) ---- */
 
 /* Branch and bound over canonical plans, for n <= 64. Looks for a plan with peak below

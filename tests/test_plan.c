@@ -404,32 +404,65 @@ static void exact_search_rebuilds_small_perfect_packings(void **state)
     }
 }
 
-static void local_search_improves_greedy_on_perfect_packings(void **state)
+/* Best peak of the four best-fit orders. */
+static uint64_t best_greedy_peak(const clrun_plan_buffer *b, size_t n, uint64_t *offsets)
 {
-    (void)state;
-    size_t n = 300;
-    uint64_t seed = 3;
-    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, NULL);
-    uint64_t *offsets = malloc(n * sizeof *offsets);
-    uint64_t best_greedy = UINT64_MAX;
+    uint64_t best = UINT64_MAX;
     for (int order = 0; order < CLRUN_PLAN_ORDER_COUNT; order++) {
         uint64_t peak;
         assert_int_equal(clrun_plan_greedy(b, n, 1, (clrun_plan_order)order, offsets, &peak),
                          CLRUN_OK);
-        if (peak < best_greedy)
-            best_greedy = peak;
+        if (peak < best)
+            best = peak;
     }
-    clrun_plan_options o = options_with(0.5, 1);
-    clrun_plan_result r;
-    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
-    if (r.peak_bytes >= best_greedy) {
-        print_message("perfect seed %llu: search %llu did not beat greedy %llu\n",
-                      (unsigned long long)seed, (unsigned long long)r.peak_bytes,
-                      (unsigned long long)best_greedy);
+    return best;
+}
+
+static void solve_beats_every_greedy_order_on_packings(void **state)
+{
+    (void)state;
+    for (int f = CLRUN_PLAN_GEN_PERFECT; f <= CLRUN_PLAN_GEN_BALANCED; f++) {
+        size_t n = 300;
+        uint64_t seed = 3;
+        clrun_plan_buffer *b = family_instance((clrun_plan_gen_family)f, n, seed, NULL);
+        uint64_t *offsets = malloc(n * sizeof *offsets);
+        uint64_t greedy = best_greedy_peak(b, n, offsets);
+        clrun_plan_options o = options_with(0.3, 1);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_plan("packing", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+        if (r.peak_bytes >= greedy) {
+            print_message("%s seed %llu: solve %llu did not beat greedy %llu\n",
+                          clrun_plan_gen_family_name((clrun_plan_gen_family)f),
+                          (unsigned long long)seed, (unsigned long long)r.peak_bytes,
+                          (unsigned long long)greedy);
+            fail();
+        }
+        free(offsets);
+        free(b);
+    }
+}
+
+static void improvement_search_beats_the_constructions(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    uint64_t seed = 3;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, seed, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options quick = options_with(0, 1), searched = options_with(0.5, 1);
+    clrun_plan_result built, improved;
+    assert_int_equal(clrun_plan_solve(b, n, &quick, offsets, &built), CLRUN_OK);
+    assert_int_equal(clrun_plan_solve(b, n, &searched, offsets, &improved), CLRUN_OK);
+    check_plan("balanced", seed, b, n, 1, offsets, improved.peak_bytes, improved.lower_bound_bytes);
+    if (improved.peak_bytes >= built.peak_bytes) {
+        print_message("balanced seed %llu: search %llu (%s) no better than constructions %llu\n",
+                      (unsigned long long)seed, (unsigned long long)improved.peak_bytes,
+                      improved.method, (unsigned long long)built.peak_bytes);
         fail();
     }
-    assert_string_equal(r.method, "local-search");
+    assert_true(strcmp(improved.method, "lowest-first-search") == 0 ||
+                strcmp(improved.method, "local-search") == 0);
     free(offsets);
     free(b);
 }
@@ -456,7 +489,7 @@ static void time_limit_is_respected(void **state)
     free(b);
 }
 
-static void zero_time_limit_runs_the_greedy_orders_only(void **state)
+static void zero_time_limit_runs_the_constructions_only(void **state)
 {
     (void)state;
     size_t n = 2000;
@@ -465,16 +498,10 @@ static void zero_time_limit_runs_the_greedy_orders_only(void **state)
     clrun_plan_options o = options_with(0, 1);
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT);
-    uint64_t best_greedy = UINT64_MAX;
-    for (int order = 0; order < CLRUN_PLAN_ORDER_COUNT; order++) {
-        uint64_t peak;
-        assert_int_equal(clrun_plan_greedy(b, n, 1, (clrun_plan_order)order, offsets, &peak),
-                         CLRUN_OK);
-        if (peak < best_greedy)
-            best_greedy = peak;
-    }
-    assert_true(r.peak_bytes == best_greedy);
+    /* four best-fit orders and three lowest-first rankings, nothing else */
+    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT + 3);
+    check_plan("perfect", 2, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_true(r.peak_bytes <= best_greedy_peak(b, n, offsets));
     free(offsets);
     free(b);
 }
@@ -664,9 +691,10 @@ int main(void)
         cmocka_unit_test(lower_bound_matches_naive_sweep),
         cmocka_unit_test(lower_bound_of_perfect_packing_is_its_height),
         cmocka_unit_test(exact_search_rebuilds_small_perfect_packings),
-        cmocka_unit_test(local_search_improves_greedy_on_perfect_packings),
+        cmocka_unit_test(solve_beats_every_greedy_order_on_packings),
+        cmocka_unit_test(improvement_search_beats_the_constructions),
         cmocka_unit_test(time_limit_is_respected),
-        cmocka_unit_test(zero_time_limit_runs_the_greedy_orders_only),
+        cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),

@@ -53,8 +53,8 @@ typedef enum clrun_plan_order {
 
 /* How clrun_plan_solve may work. Start from CLRUN_PLAN_OPTIONS_DEFAULT. */
 typedef struct clrun_plan_options {
-    double time_limit_s;          /* wall-clock budget, >= 0. 0 runs every greedy order and
-                                     no search. Otherwise the first greedy order always runs,
+    double time_limit_s;          /* wall-clock budget, >= 0. 0 runs every construction and
+                                     no search. Otherwise the first construction always runs,
                                      the others and the searches only while time remains; the
                                      clock is read between steps, so the call may overrun by one
                                      greedy pass (milliseconds for 50k buffers of low
@@ -78,10 +78,14 @@ typedef struct clrun_plan_result {
     uint64_t lower_bound_bytes; /* clrun_plan_lower_bound: no plan can have a smaller peak */
     bool optimal;               /* proven: peak == lower bound, or the exact search finished */
     double planner_ms;          /* wall-clock time spent in the call */
-    const char *method;         /* static name of what produced the plan: "greedy-size",
-                                   "xla-spatial", "xla-temporal", "greedy-area",
-                                   "branch-and-bound", "local-search", or "empty" */
-    uint64_t steps;             /* search nodes plus local-search moves tried: effort spent */
+    const char *method;         /* static name of what produced the plan: a best-fit order
+                                   ("greedy-size", "xla-spatial", "xla-temporal",
+                                   "greedy-area"), a lowest-first construction
+                                   ("lowest-first-size", "lowest-first-area",
+                                   "lowest-first-lifetime"), "branch-and-bound",
+                                   "lowest-first-search", "local-search", or "empty" */
+    uint64_t steps;             /* effort: constructions built, plus search nodes, rebuilds and
+                                   moves tried */
 } clrun_plan_result;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -107,18 +111,25 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
 clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
                                clrun_plan_order order, uint64_t *offsets, uint64_t *peak);
 
-/* The planner: runs every greedy order, stops if one reaches the lower bound; then, within
- * options->time_limit_s, an exact branch-and-bound search (n <= exact_max_buffers) over
- * canonical plans (buffers placed in non-decreasing offset order, each as low as the buffers
- * below allow; pruned by a per-moment lower bound), then an iterated local search that moves
- * the buffers defining the peak earlier in the greedy order. Anytime: the best plan so far is
- * what is returned. Fills offsets[0..n) and *result (both may be written even on error).
- * `options` may be NULL for CLRUN_PLAN_OPTIONS_DEFAULT.
+/* The planner. In turn, while time remains:
+ *  1. constructions: the best-fit orders above, and "lowest first": the plan is built from
+ *     offset 0 up, each step placing the buffer that fits lowest (ties: largest size, area or
+ *     lifetime), found with a segment tree over time in O(log n) per look;
+ *  2. for n <= exact_max_buffers (at most 64): exact branch and bound over canonical plans
+ *     (buffers placed in non-decreasing offset order, each as low as the buffers below allow;
+ *     pruned by a per-moment lower bound), given half the time limit;
+ *  3. improvement: randomised rebuilds of the best lowest-first plan with perturbed priorities,
+ *     then an iterated local search that moves the buffers defining the peak earlier in the
+ *     best best-fit order; a change is kept when the peak does not grow.
+ * It stops as soon as a plan reaches the lower bound. Anytime: the best plan so far is what is
+ * returned. Fills offsets[0..n) and *result (both may be written even on error). `options`
+ * may be NULL for CLRUN_PLAN_OPTIONS_DEFAULT.
  *
- * CLRUN_ERROR_INVALID_ARGUMENT: NULL buffers/offsets/result with n > 0, a buffer with size 0
- * or last <= first, a negative or NaN time limit, or an instance whose total aligned size does
- * not fit in 64 bits (so no offset can overflow). CLRUN_ERROR_INVALID_ALIGNMENT: alignment not
- * a power of two. CLRUN_ERROR_OUT_OF_HOST_MEMORY: nothing is leaked. */
+ * CLRUN_ERROR_INVALID_ARGUMENT: NULL buffers/offsets/result with n > 0, n >= 2^32, a buffer
+ * with size 0 or last <= first, a negative or NaN time limit, or an instance whose total
+ * aligned size does not fit in 64 bits (so no offset can overflow).
+ * CLRUN_ERROR_INVALID_ALIGNMENT: alignment not a power of two.
+ * CLRUN_ERROR_OUT_OF_HOST_MEMORY: nothing is leaked. */
 clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,
                               const clrun_plan_options *options, uint64_t *offsets,
                               clrun_plan_result *result);
