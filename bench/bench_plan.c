@@ -178,6 +178,7 @@ int main(int argc, char **argv)
     }
     if (seeds < 1)
         seeds = 1;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows show up as they are measured */
     char cpu[128];
     cpu_name(cpu, sizeof cpu);
     printf("bench_plan: seeds 1..%d, time limit %g s, alignment 1, CPU %s (one thread)\n", seeds,

