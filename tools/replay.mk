@@ -17,10 +17,18 @@ EXTRA_DIST += tests/cli_replay.sh \
 	tests/data/traces/random.csv
 
 if HAVE_CMOCKA
-check_PROGRAMS += tests/test_allocator
-TESTS += tests/test_allocator
+check_PROGRAMS += tests/test_allocator tests/test_pool tests/test_pool_threads
+TESTS += tests/test_allocator tests/test_pool tests/test_pool_threads
 
 tests_test_allocator_SOURCES = tests/test_allocator.c
 tests_test_allocator_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_allocator_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+tests_test_pool_SOURCES = tests/test_pool.c tests/device_test.h
+tests_test_pool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_pool_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+tests_test_pool_threads_SOURCES = tests/test_pool_threads.c tests/device_test.h
+tests_test_pool_threads_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_pool_threads_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
