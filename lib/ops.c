@@ -405,6 +405,13 @@ clrun_status clrun__chain_end(clrun__chain *chain)
     return CLRUN_OK;
 }
 
+void clrun__chain_abort(clrun__chain *chain)
+{
+    if (chain->last)
+        clrun__cl.ReleaseEvent(chain->last);
+    chain->last = NULL;
+}
+
 clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
                            const size_t *global, const size_t *local, cl_uint wait_count,
                            const cl_event *wait_list, cl_event *done, const char *what)

@@ -116,10 +116,21 @@ clrun_status clrun__chain_launch(clrun__chain *chain, cl_kernel kernel, cl_uint 
                                  const size_t *global, const size_t *local, const char *what);
 /* Hands the last event to *done (or releases it). With no launch made, *done gets a marker. */
 clrun_status clrun__chain_end(clrun__chain *chain);
+/* Drops the chain after a failed launch: releases what it holds, hands out nothing. */
+void clrun__chain_abort(clrun__chain *chain);
 
 /* Single-launch shorthand. */
 clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
                            const size_t *global, const size_t *local, cl_uint wait_count,
                            const cl_event *wait_list, cl_event *done, const char *what);
+
+/* Reductions (lib/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
+ * `reduced`; code 0 sums, 1 averages, 2 takes the maximum. */
+clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
+                                   const bool *reduced, int code, void **state);
+clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                   const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
+                                   const cl_event *wait_list, cl_event *done);
+void clrun__reduce_release(void *state);
 
 #endif

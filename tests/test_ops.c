@@ -231,7 +231,9 @@ static void expect_type(const node *n, const char *dims)
 
 static const char *const documented_ops[] = {
     "neg", "abs", "relu", "gelu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "copy",
-    "scale", "add", "sub", "mul", "div", "maximum", "minimum", "matmul",
+    "scale", "add", "sub", "mul", "div", "maximum", "minimum", "matmul", "softmax", "layernorm",
+    "reduce_sum", "reduce_mean", "reduce_max", "transpose", "reshape", "concat", "slice",
+    "gather", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool",
 };
 
 static void every_documented_op_is_in_the_table(void **state)
@@ -492,6 +494,393 @@ static void matmul_repeated_runs_are_bit_identical(void **state)
     free(a), free(b), node_free(&n);
 }
 
+/* ---- softmax, layernorm, reductions ------------------------------------------------------ */
+
+static void check_softmax(const char *dims, bool causal, uint64_t seed, int runs)
+{
+    current_seed = seed;
+    node n = {.op = "softmax", .input_count = 1, .in = {type(CLRUN_F32, dims)}};
+    if (causal)
+        n.attrs[n.attr_count++] = attr_int("causal", 1);
+    uint64_t count = ref_elements(&n.in[0]);
+    float *x = random_floats(count, -8, 8, seed);
+    n.data[0] = x;
+    run_on(ctx, &n, runs);
+    expect_type(&n, dims);
+    double *ref = malloc(count * sizeof *ref);
+    ref_softmax(&n.in[0], x, causal, ref);
+    expect_close(&n, ref, NULL, 1e-5);
+    free(ref), free(x), node_free(&n);
+}
+
+static void softmax_rows_short_and_long(void **state)
+{
+    (void)state;
+    check_softmax("5,37", false, 1200, 1);
+    check_softmax("2,3,300", false, 1201, 1);
+    check_softmax("1", false, 1202, 1);
+}
+
+static void softmax_causal_masks_the_future(void **state)
+{
+    (void)state;
+    check_softmax("2,7,7", true, 1300, 1);
+    check_softmax("3,5,9", true, 1301, 1); /* more keys than queries: a cache */
+    check_softmax("6,4", true, 1302, 1);   /* more queries than keys: some rows fully masked */
+}
+
+static void softmax_repeated_runs_are_bit_identical(void **state)
+{
+    (void)state;
+    check_softmax("4,1000", false, 1400, 3);
+}
+
+static void check_layernorm(const char *dims, double eps, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = "layernorm", .input_count = 3, .in = {type(CLRUN_F32, dims)}};
+    int64_t D = n.in[0].shape[n.in[0].rank - 1];
+    n.in[1] = n.in[2] = type(CLRUN_F32, "1");
+    n.in[1].shape[0] = n.in[2].shape[0] = D;
+    if (eps != 1e-5)
+        n.attrs[n.attr_count++] = attr_float("eps", eps);
+    uint64_t count = ref_elements(&n.in[0]);
+    float *x = random_floats(count, -3, 5, seed);
+    float *gamma = random_floats((uint64_t)D, 0.5, 2, seed + 1);
+    float *beta = random_floats((uint64_t)D, -1, 1, seed + 2);
+    n.data[0] = x, n.data[1] = gamma, n.data[2] = beta;
+    run(&n);
+    expect_type(&n, dims);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    ref_layernorm(&n.in[0], x, gamma, beta, eps, ref, scale);
+    expect_close(&n, ref, scale, 1e-5);
+    free(ref), free(scale), free(x), free(gamma), free(beta), node_free(&n);
+}
+
+static void layernorm_matches_reference(void **state)
+{
+    (void)state;
+    check_layernorm("7,33", 1e-5, 1500);
+    check_layernorm("3,4,500", 1e-3, 1501);
+    check_layernorm("2,1", 1e-5, 1502); /* one element per row: zero variance */
+}
+
+/* Reduces x (dims) over `axes` ("" = attribute absent) and checks against the reference. */
+static void check_reduce(const char *op, const char *dims, int axis_count, const int64_t *axes,
+                         bool keepdims, const char *out_dims, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = op, .input_count = 1, .in = {type(CLRUN_F32, dims)}};
+    if (axis_count)
+        n.attrs[n.attr_count++] = attr_ints("axes", axis_count, axes);
+    if (keepdims)
+        n.attrs[n.attr_count++] = attr_int("keepdims", 1);
+    uint64_t count = ref_elements(&n.in[0]);
+    float *x = random_floats(count, -2, 3, seed);
+    n.data[0] = x;
+    run(&n);
+    expect_type(&n, out_dims);
+    bool reduced[CLRUN_MAX_DIMS];
+    for (int d = 0; d < n.in[0].rank; d++)
+        reduced[d] = axis_count == 0;
+    for (int i = 0; i < axis_count; i++)
+        reduced[axes[i] < 0 ? axes[i] + n.in[0].rank : axes[i]] = true;
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    ref_reduce(op, &n.in[0], x, reduced, ref, scale);
+    expect_close(&n, ref, scale, 1e-5);
+    free(ref), free(scale), free(x), node_free(&n);
+}
+
+static void reductions_over_chosen_axes(void **state)
+{
+    (void)state;
+    const int64_t last[1] = {-1}, middle[1] = {1}, outer[2] = {0, 2};
+    check_reduce("reduce_sum", "4,5,6", 1, middle, false, "4,6", 1600);
+    check_reduce("reduce_sum", "4,5,6", 2, outer, false, "5", 1601);
+    check_reduce("reduce_mean", "3,1000", 1, last, false, "3", 1602);
+    check_reduce("reduce_max", "4,5,6", 1, last, true, "4,5,1", 1603);
+    check_reduce("reduce_max", "7,3,2", 2, outer, true, "1,3,1", 1604);
+}
+
+static void reductions_default_to_every_axis(void **state)
+{
+    (void)state;
+    check_reduce("reduce_sum", "3,77", 0, NULL, false, "", 1700);
+    check_reduce("reduce_mean", "2,3,4", 0, NULL, true, "1,1,1", 1701);
+    check_reduce("reduce_max", "5000", 0, NULL, false, "", 1702);
+}
+
+/* ---- layout ------------------------------------------------------------------------------ */
+
+static uint32_t *random_words(uint64_t n, uint64_t seed)
+{
+    uint32_t *x = malloc(n * sizeof *x + 1);
+    uint64_t state = seed;
+    for (uint64_t i = 0; i < n; i++)
+        x[i] = (uint32_t)next_random(&state);
+    return x;
+}
+
+static void check_transpose(clrun_dtype dtype, const char *dims, int rank, const int64_t *perm,
+                            const char *out_dims, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = "transpose", .input_count = 1, .in = {type(dtype, dims)},
+              .attrs = {attr_ints("perm", rank, perm)}, .attr_count = 1};
+    uint64_t count = ref_elements(&n.in[0]);
+    uint32_t *x = random_words(count, seed), *ref = malloc(count * sizeof *ref);
+    n.data[0] = x;
+    run(&n);
+    expect_type(&n, out_dims);
+    int p[CLRUN_MAX_DIMS];
+    for (int i = 0; i < rank; i++)
+        p[i] = (int)perm[i];
+    ref_transpose(&n.in[0], x, p, ref);
+    expect_exact(&n, ref);
+    free(x), free(ref), node_free(&n);
+}
+
+static void transpose_permutes_exactly(void **state)
+{
+    (void)state;
+    const int64_t rotate[3] = {2, 0, 1}, heads[4] = {0, 2, 1, 3}, swap[2] = {1, 0};
+    const int64_t reverse[6] = {5, 4, 3, 2, 1, 0}, keep[3] = {0, 1, 2};
+    check_transpose(CLRUN_F32, "2,3,4", 3, rotate, "4,2,3", 1800);
+    check_transpose(CLRUN_F32, "2,5,3,8", 4, heads, "2,3,5,8", 1801);
+    check_transpose(CLRUN_I32, "33,65", 2, swap, "65,33", 1802);
+    check_transpose(CLRUN_F32, "2,1,3,2,1,4", 6, reverse, "4,1,2,3,1,2", 1803);
+    check_transpose(CLRUN_I32, "3,1,5", 3, keep, "3,1,5", 1804);
+}
+
+static void reshape_keeps_the_words(void **state)
+{
+    (void)state;
+    current_seed = 1900;
+    const int64_t shape[2] = {4, -1};
+    node n = {.op = "reshape", .input_count = 1, .in = {type(CLRUN_I32, "2,3,4")},
+              .attrs = {attr_ints("shape", 2, shape)}, .attr_count = 1};
+    uint32_t *x = random_words(24, current_seed);
+    n.data[0] = x;
+    run(&n);
+    expect_type(&n, "4,6");
+    expect_exact(&n, x);
+    free(x), node_free(&n);
+}
+
+static void check_concat(clrun_context *c, clrun_dtype dtype, int count, const char *const *dims,
+                         int64_t axis, const char *out_dims, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = "concat", .input_count = count, .attrs = {attr_int("axis", axis)},
+              .attr_count = 1};
+    const uint32_t *inputs[8];
+    for (int i = 0; i < count; i++) {
+        n.in[i] = type(dtype, dims[i]);
+        inputs[i] = random_words(ref_elements(&n.in[i]), seed + (uint64_t)i);
+        n.data[i] = inputs[i];
+    }
+    run_on(c, &n, 2);
+    expect_type(&n, out_dims);
+    uint32_t *ref = malloc(ref_elements(&n.out) * sizeof *ref);
+    ref_concat(count, n.in, inputs, axis < 0 ? (int)axis + n.in[0].rank : (int)axis, ref);
+    expect_exact(&n, ref);
+    for (int i = 0; i < count; i++)
+        free((void *)inputs[i]);
+    free(ref), node_free(&n);
+}
+
+static void concat_joins_along_any_axis(void **state)
+{
+    (void)state;
+    const char *const middle[3] = {"2,3,4", "2,1,4", "2,5,4"};
+    const char *const first[2] = {"1,7", "3,7"};
+    const char *const last[4] = {"3,2,1", "3,2,5", "3,2,1", "3,2,2"};
+    check_concat(ctx, CLRUN_F32, 3, middle, 1, "2,9,4", 2000);
+    check_concat(ctx, CLRUN_I32, 2, first, 0, "4,7", 2001);
+    check_concat(ctx, CLRUN_F32, 4, last, -1, "3,2,9", 2002);
+}
+
+static void concat_chains_its_launches_on_an_out_of_order_queue(void **state)
+{
+    (void)state;
+    if (ooo_ctx == NULL)
+        skip();
+    const char *const last[4] = {"3,2,1", "3,2,5", "3,2,1", "3,2,2"};
+    check_concat(ooo_ctx, CLRUN_F32, 4, last, -1, "3,2,9", 2100);
+    check_matmul(&(mm_case){"2,5,33,20", "33,70", "2,5,20,70", true, false, true, 1}, 2101);
+}
+
+static void check_slice(const char *dims, int64_t axis, int64_t start, int64_t end,
+                        const char *out_dims, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = "slice", .input_count = 1, .in = {type(CLRUN_F32, dims)},
+              .attrs = {attr_int("axis", axis), attr_int("start", start), attr_int("end", end)},
+              .attr_count = 3};
+    uint64_t count = ref_elements(&n.in[0]);
+    uint32_t *x = random_words(count, seed);
+    n.data[0] = x;
+    run(&n);
+    expect_type(&n, out_dims);
+    int rank = n.in[0].rank;
+    int a = axis < 0 ? (int)axis + rank : (int)axis;
+    int64_t len = n.in[0].shape[a];
+    uint32_t *ref = malloc(ref_elements(&n.out) * sizeof *ref);
+    ref_slice(&n.in[0], x, a, start < 0 ? start + len : start, end < 0 ? end + len : end, ref);
+    expect_exact(&n, ref);
+    free(x), free(ref), node_free(&n);
+}
+
+static void slice_takes_a_range_of_one_axis(void **state)
+{
+    (void)state;
+    check_slice("3,5,2", 1, 1, 4, "3,3,2", 2200);
+    check_slice("3,5,2", -2, -2, 5, "3,2,2", 2201);
+    check_slice("6,4", 0, 5, 6, "1,4", 2202);
+    check_slice("2,3,1000", 2, 0, 768, "2,3,768", 2203);
+}
+
+static void gather_picks_rows_and_zeroes_bad_indices(void **state)
+{
+    (void)state;
+    current_seed = 2300;
+    node n = {.op = "gather", .input_count = 2,
+              .in = {type(CLRUN_F32, "10,7"), type(CLRUN_I32, "3,4")}};
+    uint32_t *table = random_words(70, current_seed);
+    int32_t *indices = random_ints(12, 0, 9, current_seed + 1);
+    indices[2] = -1, indices[5] = 10, indices[7] = INT32_MIN;
+    n.data[0] = table, n.data[1] = indices;
+    run(&n);
+    expect_type(&n, "3,4,7");
+    uint32_t ref[84];
+    ref_gather(&n.in[0], table, &n.in[1], indices, ref);
+    expect_exact(&n, ref);
+    free(table), free(indices), node_free(&n);
+}
+
+/* ---- conv2d and pooling ------------------------------------------------------------------ */
+
+typedef struct conv_case {
+    const char *x, *w, *out;
+    int stride[2], pad[2], dilation[2], groups;
+    bool bias;
+} conv_case;
+
+static void check_conv(const conv_case *c, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = "conv2d", .input_count = c->bias ? 3 : 2,
+              .in = {type(CLRUN_F32, c->x), type(CLRUN_F32, c->w)}};
+    const int64_t stride[2] = {c->stride[0], c->stride[1]}, pad[2] = {c->pad[0], c->pad[1]};
+    const int64_t dilation[2] = {c->dilation[0], c->dilation[1]};
+    n.attrs[n.attr_count++] = attr_ints("stride", 2, stride);
+    n.attrs[n.attr_count++] = attr_ints("pad", 2, pad);
+    n.attrs[n.attr_count++] = attr_ints("dilation", 2, dilation);
+    n.attrs[n.attr_count++] = attr_int("groups", c->groups);
+    float *x = random_floats(ref_elements(&n.in[0]), -1, 1, seed);
+    float *w = random_floats(ref_elements(&n.in[1]), -1, 1, seed + 1);
+    float *bias = NULL;
+    n.data[0] = x, n.data[1] = w;
+    if (c->bias) {
+        n.in[2] = type(CLRUN_F32, "1");
+        n.in[2].shape[0] = n.in[1].shape[0];
+        bias = random_floats((uint64_t)n.in[2].shape[0], -1, 1, seed + 2);
+        n.data[2] = bias;
+    }
+    run(&n);
+    expect_type(&n, c->out);
+    uint64_t count = ref_elements(&n.out);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    ref_conv ref_c = {{c->stride[0], c->stride[1]}, {c->pad[0], c->pad[1]},
+                      {c->dilation[0], c->dilation[1]}, c->groups};
+    ref_conv2d(&n.in[0], x, &n.in[1], w, bias, &ref_c, &n.out, ref, scale);
+    expect_close(&n, ref, scale, 1e-5);
+    free(ref), free(scale), free(x), free(w), free(bias), node_free(&n);
+}
+
+static void conv2d_as_tiled_product(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,3,9,11", "16,3,3,3", "1,16,9,11", {1, 1}, {1, 1}, {1, 1}, 1, false},
+        {"2,8,10,10", "32,8,3,3", "2,32,5,5", {2, 2}, {1, 1}, {1, 1}, 1, true},
+        {"2,16,5,5", "70,16,1,1", "2,70,5,5", {1, 1}, {0, 0}, {1, 1}, 1, true}, /* pointwise */
+        {"1,4,6,6", "32,2,1,1", "1,32,6,6", {1, 1}, {0, 0}, {1, 1}, 2, true},   /* 2 groups */
+        {"1,3,20,20", "16,3,7,7", "1,16,7,7", {3, 3}, {3, 3}, {1, 1}, 1, false}, /* stem */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_conv(&cases[i], 2400 + i);
+}
+
+static void conv2d_direct_depthwise_grouped_dilated(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,12,9,9", "12,1,3,3", "1,12,5,5", {2, 2}, {1, 1}, {1, 1}, 12, true}, /* depthwise */
+        {"1,8,7,7", "8,4,3,3", "1,8,7,7", {1, 1}, {2, 2}, {2, 2}, 2, false},
+        {"1,2,8,9", "3,2,2,3", "1,3,4,7", {2, 1}, {0, 1}, {1, 2}, 1, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_conv(&cases[i], 2500 + i);
+}
+
+static void check_pool(const char *op, const char *dims, const int *kernel, const int *stride,
+                       const int *pad, const char *out_dims, uint64_t seed)
+{
+    current_seed = seed;
+    node n = {.op = op, .input_count = 1, .in = {type(CLRUN_F32, dims)}};
+    const int64_t k[2] = {kernel[0], kernel[1]};
+    n.attrs[n.attr_count++] = attr_ints("kernel", 2, k);
+    if (stride) {
+        const int64_t s[2] = {stride[0], stride[1]};
+        n.attrs[n.attr_count++] = attr_ints("stride", 2, s);
+    }
+    if (pad) {
+        const int64_t p[2] = {pad[0], pad[1]};
+        n.attrs[n.attr_count++] = attr_ints("pad", 2, p);
+    }
+    float *x = random_floats(ref_elements(&n.in[0]), -4, 4, seed);
+    n.data[0] = x;
+    run(&n);
+    expect_type(&n, out_dims);
+    uint64_t count = ref_elements(&n.out);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    const int zero[2] = {0, 0};
+    ref_pool(!strcmp(op, "maxpool2d"), &n.in[0], x, kernel, stride ? stride : kernel,
+             pad ? pad : zero, &n.out, ref);
+    for (uint64_t i = 0; i < count; i++)
+        scale[i] = 4;
+    expect_close(&n, ref, scale, 1e-6);
+    free(ref), free(scale), free(x), node_free(&n);
+}
+
+static void pools_with_stride_and_padding(void **state)
+{
+    (void)state;
+    const int k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1}, k2[2] = {2, 2}, k23[2] = {2, 3};
+    const int s12[2] = {1, 2}, p01[2] = {0, 1};
+    check_pool("maxpool2d", "2,3,9,9", k3, s2, p1, "2,3,5,5", 2600);
+    check_pool("maxpool2d", "1,2,8,7", k2, NULL, NULL, "1,2,4,3", 2601);
+    check_pool("avgpool2d", "2,3,9,9", k3, s2, p1, "2,3,5,5", 2602);
+    check_pool("avgpool2d", "1,2,6,7", k23, s12, p01, "1,2,5,4", 2603);
+}
+
+static void global_avgpool_averages_each_plane(void **state)
+{
+    (void)state;
+    current_seed = 2700;
+    node n = {.op = "global_avgpool", .input_count = 1, .in = {type(CLRUN_F32, "2,5,7,7")}};
+    float *x = random_floats(490, -1, 1, current_seed);
+    n.data[0] = x;
+    run(&n);
+    expect_type(&n, "2,5");
+    double ref[10], scale[10];
+    const bool over_hw[4] = {false, false, true, true};
+    ref_reduce("reduce_mean", &n.in[0], x, over_hw, ref, scale);
+    expect_close(&n, ref, scale, 1e-5);
+    free(x), node_free(&n);
+}
+
 /* ---- refusals ---------------------------------------------------------------------------- */
 
 /* infer must refuse n with a message containing every fragment (NULL-terminated). */
@@ -613,6 +1002,138 @@ static void wrong_input_counts_are_refused(void **state)
     expect_refusal(&m, "matmul: takes 2 to 3 inputs, got 1", NULL);
 }
 
+static void transpose_refuses_a_perm_that_is_not_a_permutation(void **state)
+{
+    (void)state;
+    const int64_t perm[3] = {0, 0, 1};
+    node n = {.op = "transpose", .input_count = 1, .in = {type(CLRUN_F32, "2,3,4")},
+              .attrs = {attr_ints("perm", 3, perm)}, .attr_count = 1};
+    expect_refusal(&n, "transpose: perm is not a permutation", NULL);
+    node m = {.op = "transpose", .input_count = 1, .in = {type(CLRUN_F32, "2,3,4")},
+              .attrs = {attr_ints("perm", 2, perm)}, .attr_count = 1};
+    expect_refusal(&m, "perm has 2 entries", "f32[2,3,4]", NULL);
+}
+
+static void required_attributes_are_refused_when_missing(void **state)
+{
+    (void)state;
+    node n = {.op = "transpose", .input_count = 1, .in = {type(CLRUN_F32, "2,3")}};
+    expect_refusal(&n, "transpose: missing required attribute 'perm'", NULL);
+    node c = {.op = "concat", .input_count = 2, .in = {type(CLRUN_F32, "2"), type(CLRUN_F32, "2")}};
+    expect_refusal(&c, "concat: missing required attribute 'axis'", NULL);
+    node p = {.op = "maxpool2d", .input_count = 1, .in = {type(CLRUN_F32, "1,1,4,4")}};
+    expect_refusal(&p, "maxpool2d: missing required attribute 'kernel'", NULL);
+}
+
+static void reshape_refuses_a_different_element_count(void **state)
+{
+    (void)state;
+    const int64_t shape[2] = {5, -1};
+    node n = {.op = "reshape", .input_count = 1, .in = {type(CLRUN_F32, "2,3,4")},
+              .attrs = {attr_ints("shape", 2, shape)}, .attr_count = 1};
+    expect_refusal(&n, "reshape: cannot reshape f32[2,3,4] (24 elements)", NULL);
+}
+
+static void concat_refuses_inputs_that_disagree_off_the_axis(void **state)
+{
+    (void)state;
+    node n = {.op = "concat", .input_count = 2,
+              .in = {type(CLRUN_F32, "2,3"), type(CLRUN_F32, "3,3")},
+              .attrs = {attr_int("axis", 1)}, .attr_count = 1};
+    expect_refusal(&n, "concat: input 1 is f32[3,3], input 0 is f32[2,3]", NULL);
+    node m = {.op = "concat", .input_count = 2,
+              .in = {type(CLRUN_F32, "2,3"), type(CLRUN_F32, "2,3")},
+              .attrs = {attr_int("axis", 2)}, .attr_count = 1};
+    expect_refusal(&m, "concat: axis 2 is out of range for f32[2,3]", NULL);
+}
+
+static void slice_refuses_a_range_outside_the_axis(void **state)
+{
+    (void)state;
+    node n = {.op = "slice", .input_count = 1, .in = {type(CLRUN_F32, "4,5")},
+              .attrs = {attr_int("axis", 1), attr_int("start", 2), attr_int("end", 6)},
+              .attr_count = 3};
+    expect_refusal(&n, "slice: range [2, 6)", "f32[4,5]", NULL);
+    node e = {.op = "slice", .input_count = 1, .in = {type(CLRUN_F32, "4,5")},
+              .attrs = {attr_int("axis", 0), attr_int("start", 3), attr_int("end", 3)},
+              .attr_count = 3};
+    expect_refusal(&e, "slice: range [3, 3) is empty", NULL);
+}
+
+static void gather_refuses_float_indices(void **state)
+{
+    (void)state;
+    node n = {.op = "gather", .input_count = 2,
+              .in = {type(CLRUN_F32, "10,4"), type(CLRUN_F32, "3")}};
+    expect_refusal(&n, "gather: indices are f32[3]: expected i32", NULL);
+}
+
+static void layernorm_refuses_a_gamma_of_the_wrong_length(void **state)
+{
+    (void)state;
+    node n = {.op = "layernorm", .input_count = 3,
+              .in = {type(CLRUN_F32, "2,8"), type(CLRUN_F32, "7"), type(CLRUN_F32, "8")}};
+    expect_refusal(&n, "layernorm: gamma is f32[7]: expected f32[8]", NULL);
+}
+
+static void reductions_refuse_bad_axes(void **state)
+{
+    (void)state;
+    const int64_t out_of_range[1] = {3}, twice[2] = {1, -1};
+    node n = {.op = "reduce_sum", .input_count = 1, .in = {type(CLRUN_F32, "2,8")},
+              .attrs = {attr_ints("axes", 1, out_of_range)}, .attr_count = 1};
+    expect_refusal(&n, "reduce_sum: axis 3 is out of range for f32[2,8]", NULL);
+    node m = {.op = "reduce_max", .input_count = 1, .in = {type(CLRUN_F32, "2,8")},
+              .attrs = {attr_ints("axes", 2, twice)}, .attr_count = 1};
+    expect_refusal(&m, "reduce_max: axis -1 given twice", NULL);
+}
+
+static void softmax_refuses_a_causal_flag_other_than_0_or_1(void **state)
+{
+    (void)state;
+    node n = {.op = "softmax", .input_count = 1, .in = {type(CLRUN_F32, "2,8")},
+              .attrs = {attr_int("causal", 3)}, .attr_count = 1};
+    expect_refusal(&n, "softmax: attribute 'causal' must be 0 or 1", NULL);
+}
+
+static void conv2d_refuses_channels_that_do_not_match_groups(void **state)
+{
+    (void)state;
+    node n = {.op = "conv2d", .input_count = 2,
+              .in = {type(CLRUN_F32, "1,6,8,8"), type(CLRUN_F32, "4,3,3,3")},
+              .attrs = {attr_int("groups", 4)}, .attr_count = 1};
+    expect_refusal(&n, "conv2d: x is f32[1,6,8,8], w is f32[4,3,3,3], groups 4", NULL);
+    node m = {.op = "conv2d", .input_count = 2,
+              .in = {type(CLRUN_F32, "1,3,8,8"), type(CLRUN_F32, "4,3,3,3")},
+              .attrs = {attr_int("stride", 0)}, .attr_count = 1};
+    expect_refusal(&m, "conv2d: attribute 'stride' has 0: must be >= 1", NULL);
+}
+
+static void conv2d_refuses_a_kernel_larger_than_the_padded_image(void **state)
+{
+    (void)state;
+    node n = {.op = "conv2d", .input_count = 2,
+              .in = {type(CLRUN_F32, "1,3,4,4"), type(CLRUN_F32, "4,3,5,5")}};
+    expect_refusal(&n, "conv2d: the kernel of w f32[4,3,5,5]", "does not fit", NULL);
+}
+
+static void pools_refuse_padding_over_half_the_kernel(void **state)
+{
+    (void)state;
+    const int64_t kernel[2] = {2, 2}, pad[2] = {2, 0};
+    node n = {.op = "avgpool2d", .input_count = 1, .in = {type(CLRUN_F32, "1,1,8,8")},
+              .attrs = {attr_ints("kernel", 2, kernel), attr_ints("pad", 2, pad)},
+              .attr_count = 2};
+    expect_refusal(&n, "avgpool2d: pad [2, 0] exceeds half the kernel [2, 2]", NULL);
+}
+
+static void images_must_be_four_dimensional(void **state)
+{
+    (void)state;
+    node n = {.op = "global_avgpool", .input_count = 1, .in = {type(CLRUN_F32, "3,8,8")}};
+    expect_refusal(&n, "global_avgpool: x is f32[3,8,8]: expected [N, C, H, W]", NULL);
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -657,6 +1178,22 @@ int main(void)
         cmocka_unit_test(matmul_transposes),
         cmocka_unit_test(matmul_batches_broadcast),
         cmocka_unit_test(matmul_repeated_runs_are_bit_identical),
+        cmocka_unit_test(softmax_rows_short_and_long),
+        cmocka_unit_test(softmax_causal_masks_the_future),
+        cmocka_unit_test(softmax_repeated_runs_are_bit_identical),
+        cmocka_unit_test(layernorm_matches_reference),
+        cmocka_unit_test(reductions_over_chosen_axes),
+        cmocka_unit_test(reductions_default_to_every_axis),
+        cmocka_unit_test(transpose_permutes_exactly),
+        cmocka_unit_test(reshape_keeps_the_words),
+        cmocka_unit_test(concat_joins_along_any_axis),
+        cmocka_unit_test(concat_chains_its_launches_on_an_out_of_order_queue),
+        cmocka_unit_test(slice_takes_a_range_of_one_axis),
+        cmocka_unit_test(gather_picks_rows_and_zeroes_bad_indices),
+        cmocka_unit_test(conv2d_as_tiled_product),
+        cmocka_unit_test(conv2d_direct_depthwise_grouped_dilated),
+        cmocka_unit_test(pools_with_stride_and_padding),
+        cmocka_unit_test(global_avgpool_averages_each_plane),
         cmocka_unit_test(matmul_refuses_different_inner_dimensions),
         cmocka_unit_test(matmul_refuses_a_bias_of_the_wrong_length),
         cmocka_unit_test(matmul_refuses_batches_that_do_not_broadcast),
@@ -669,6 +1206,19 @@ int main(void)
         cmocka_unit_test(unknown_attributes_are_refused),
         cmocka_unit_test(attributes_of_the_wrong_kind_are_refused),
         cmocka_unit_test(wrong_input_counts_are_refused),
+        cmocka_unit_test(transpose_refuses_a_perm_that_is_not_a_permutation),
+        cmocka_unit_test(required_attributes_are_refused_when_missing),
+        cmocka_unit_test(reshape_refuses_a_different_element_count),
+        cmocka_unit_test(concat_refuses_inputs_that_disagree_off_the_axis),
+        cmocka_unit_test(slice_refuses_a_range_outside_the_axis),
+        cmocka_unit_test(gather_refuses_float_indices),
+        cmocka_unit_test(layernorm_refuses_a_gamma_of_the_wrong_length),
+        cmocka_unit_test(reductions_refuse_bad_axes),
+        cmocka_unit_test(softmax_refuses_a_causal_flag_other_than_0_or_1),
+        cmocka_unit_test(conv2d_refuses_channels_that_do_not_match_groups),
+        cmocka_unit_test(conv2d_refuses_a_kernel_larger_than_the_padded_image),
+        cmocka_unit_test(pools_refuse_padding_over_half_the_kernel),
+        cmocka_unit_test(images_must_be_four_dimensional),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_dir);
