@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+/* Share of the time limit after which no further construction starts. */
+#define PLAN_BUILD_SHARE 0.5
 /* Share of the time limit the exact search may use before the improvement searches. */
 #define PLAN_EXACT_SHARE 0.5
 /* Share of the improvement time given to lowest-first rebuilds; the rest goes to the local
@@ -258,7 +260,7 @@ static clrun_status build(solve_state *s, const clrun_plan_buffer *buffers, size
 }
 
 /* Runs the constructions, the first always, the others only before the deadline (one pass
- * over a dense instance of 50k buffers can take a second). */
+ * over a dense instance of 50k buffers can take a second). Stops at the lower bound. */
 static clrun_status run_constructions(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
                                       double deadline, uint64_t *offsets,
                                       clrun_plan_result *result)
@@ -348,7 +350,10 @@ static clrun_status solve(solve_state *s, const clrun_plan_buffer *buffers, size
     /* A zero limit asks for the constructions only, all of them. */
     double limit = options->time_limit_s;
     double deadline = limit > 0 ? start + limit : INFINITY;
-    st = run_constructions(s, buffers, n, deadline, offsets, result);
+    /* Constructions may use half the time; the searches improve on the best of them more
+     * than the slower remaining constructions would. */
+    double build_deadline = limit > 0 ? start + PLAN_BUILD_SHARE * limit : INFINITY;
+    st = run_constructions(s, buffers, n, build_deadline, offsets, result);
     if (st != CLRUN_OK || limit == 0 || done(result, deadline))
         return st;
     if (n <= options->exact_max_buffers && n <= 64) {
