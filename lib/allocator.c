@@ -216,6 +216,13 @@ static clrun_status check_request(const clrun__allocator *a, uint64_t size, uint
 clrun_status clrun__allocator_alloc(clrun__allocator *a, uint64_t size, uint64_t align,
                                     clrun_block *out, char *err, size_t errlen)
 {
+    return clrun__allocator_alloc_charged(a, size, align, size, out, err, errlen);
+}
+
+clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, uint64_t align,
+                                            uint64_t charged, clrun_block *out, char *err,
+                                            size_t errlen)
+{
     if (align < a->config.min_align)
         align = a->config.min_align;
     clrun_status status = check_request(a, size, align, err, errlen);
@@ -240,7 +247,7 @@ clrun_status clrun__allocator_alloc(clrun__allocator *a, uint64_t size, uint64_t
     if (status != CLRUN_OK)
         return status;
     a->alloc_count++;
-    a->in_use += size;
+    a->in_use += charged;
     if (a->in_use > a->in_use_peak)
         a->in_use_peak = a->in_use;
     return CLRUN_OK;

@@ -45,7 +45,13 @@ void clrun__allocator_destroy(clrun__allocator *a);
 clrun_status clrun__allocator_alloc(clrun__allocator *a, uint64_t size, uint64_t align,
                                     clrun_block *out, char *err, size_t errlen);
 
-/* Frees the block at (chunk, offset) that was asked for with `size` bytes. */
+/* The same, counting `charged` bytes (<= size) as in use: the pool in guard mode asks for the
+ * red zones too, but only the caller's bytes are in use. */
+clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, uint64_t align,
+                                            uint64_t charged, clrun_block *out, char *err,
+                                            size_t errlen);
+
+/* Frees the block at (chunk, offset); `size` is what its allocation counted as in use. */
 clrun_status clrun__allocator_free(clrun__allocator *a, uint32_t chunk, uint64_t offset,
                                    uint64_t size, char *err, size_t errlen);
 

@@ -239,23 +239,17 @@ static clrun_status upload_constants(clrun_exec *e)
 /* Planned mode: the intermediates and outputs (buffers the run creates) laid out in one arena. */
 static clrun_status prepare_arena(clrun_exec *e)
 {
-    const clrun__schedule *s = &e->schedule;
-    clrun_plan_buffer *items = calloc((size_t)s->buffer_count + 1, sizeof *items);
-    int32_t *which = calloc((size_t)s->buffer_count + 1, sizeof *which);
-    uint64_t *offsets = calloc((size_t)s->buffer_count + 1, sizeof *offsets);
-    e->arena_views = calloc((size_t)s->buffer_count + 1, sizeof *e->arena_views);
-    clrun_status status = CLRUN_OK;
-    if (!items || !which || !offsets || !e->arena_views)
-        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
+    clrun_plan_buffer *items = NULL;
+    int32_t *which = NULL;
     size_t n = 0;
-    for (int32_t b = 0; status == CLRUN_OK && b < s->buffer_count; b++) {
-        const clrun__sched_buffer *sb = &s->buffers[b];
-        if (sb->first < 0)
-            continue; /* inputs and constants live elsewhere */
-        int32_t last = sb->last < sb->first ? sb->first : sb->last;
-        items[n] = (clrun_plan_buffer){sb->bytes, (uint64_t)sb->first, (uint64_t)last + 1};
-        which[n++] = b;
+    uint64_t *offsets = NULL;
+    clrun_status status = clrun__schedule_plan_items(&e->schedule, false, &items, &which, &n);
+    if (status == CLRUN_OK) {
+        offsets = calloc(n + 1, sizeof *offsets);
+        e->arena_views = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->arena_views);
     }
+    if (status != CLRUN_OK || !offsets || !e->arena_views)
+        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
     clrun_plan_result result;
     clrun_plan_options options = CLRUN_PLAN_OPTIONS_DEFAULT;
     options.alignment = e->ctx->info.base_addr_align;

@@ -28,7 +28,8 @@ typedef struct block_record {
     uint32_t generation;    /* bumped at every free */
     uint32_t chunk;         /* the block's chunk */
     uint64_t block_offset;  /* where the strategy's block starts (red zone included) */
-    uint64_t data_offset;   /* where the sub-buffer starts */
+    uint64_t data_offset;   /* where the sub-buffer starts (after the front red zone) */
+    uint64_t front_zone;    /* guard mode: red zone bytes before the data, else 0 */
     uint64_t size;          /* bytes asked for */
     cl_mem mem;             /* the sub-buffer */
     char label[LABEL_MAX];  /* the caller's name for it, or "" */
@@ -209,7 +210,7 @@ static cl_int fill(struct clrun_pool *pool, uint32_t chunk, uint64_t offset, uin
 
 static clrun_status paint_red_zones(struct clrun_pool *pool, const block_record *r)
 {
-    cl_int error = fill(pool, r->chunk, r->block_offset, pool->red_zone, CANARY);
+    cl_int error = fill(pool, r->chunk, r->block_offset, r->front_zone, CANARY);
     if (error == CL_SUCCESS)
         error = fill(pool, r->chunk, r->data_offset + r->size, pool->red_zone, CANARY);
     if (error != CL_SUCCESS)
@@ -223,15 +224,17 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
 {
     clrun_context *ctx = pool->ctx;
     char err[1536];
-    uint64_t guarded = size + 2 * pool->red_zone;
+    /* The front zone keeps the data aligned: it is as large as the asked alignment. */
+    uint64_t front = pool->red_zone && alignment > pool->red_zone ? alignment : pool->red_zone;
+    uint64_t guarded = size + front + pool->red_zone;
     if (guarded < size)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_SIZE, "invalid size %llu bytes", (unsigned long long)size);
     uint32_t slot = take_slot(pool);
     if (slot == UINT32_MAX)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for block records");
     clrun_block block;
-    clrun_status status = clrun__allocator_alloc(pool->allocator, pool->red_zone ? guarded : size,
-                                                 alignment, &block, err, sizeof err);
+    clrun_status status = clrun__allocator_alloc_charged(pool->allocator, guarded, alignment, size, &block,
+                                                         err, sizeof err);
     if (status != CLRUN_OK) {
         pool->free_slots[pool->free_slot_count++] = slot;
         return clrun__fail(ctx, status, "%s", err);
@@ -239,7 +242,8 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
     block_record *r = &pool->records[slot];
     r->chunk = block.chunk;
     r->block_offset = block.offset;
-    r->data_offset = block.offset + pool->red_zone;
+    r->front_zone = front;
+    r->data_offset = block.offset + front;
     r->size = size;
     snprintf(r->label, sizeof r->label, "%s", label ? label : "");
     cl_buffer_region region = {(size_t)r->data_offset, (size_t)size};
@@ -253,7 +257,7 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
             status = clrun__fail_cl(ctx, error, "clCreateSubBuffer",
                                     "chunk %u, origin %llu, size %llu", block.chunk,
                                     (unsigned long long)r->data_offset, (unsigned long long)size);
-        clrun__allocator_free(pool->allocator, block.chunk, block.offset, pool->red_zone ? guarded : size, err, sizeof err);
+        clrun__allocator_free(pool->allocator, block.chunk, block.offset, size, err, sizeof err);
         pool->free_slots[pool->free_slot_count++] = slot;
         return status != CLRUN_OK ? status : CLRUN_ERROR_OPENCL;
     }
@@ -319,7 +323,7 @@ static clrun_status check_block(struct clrun_pool *pool, uint32_t slot)
 {
     const block_record *r = &pool->records[slot];
     int64_t before, after;
-    clrun_status status = find_damage(pool, r->chunk, r->block_offset, pool->red_zone, &before);
+    clrun_status status = find_damage(pool, r->chunk, r->block_offset, r->front_zone, &before);
     if (status == CLRUN_OK)
         status = find_damage(pool, r->chunk, r->data_offset + r->size, pool->red_zone, &after);
     if (status != CLRUN_OK || (before < 0 && after < 0))
@@ -334,7 +338,7 @@ static clrun_status check_block(struct clrun_pool *pool, uint32_t slot)
                        "guard: block '%s' (%llu bytes, chunk %u offset %llu) was underrun: "
                        "byte %lld before its start was written",
                        r->label[0] ? r->label : "(unnamed)", (unsigned long long)r->size, r->chunk,
-                       (unsigned long long)r->data_offset, (long long)(pool->red_zone - (uint64_t)before));
+                       (unsigned long long)r->data_offset, (long long)(r->front_zone - (uint64_t)before));
 }
 
 static bool record_matches(const struct clrun_pool *pool, const clrun_buffer *b)
@@ -371,8 +375,7 @@ clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer)
         fill(pool, r->chunk, r->data_offset, r->size, POISON);
     }
     char err[512];
-    uint64_t held = pool->red_zone ? r->size + 2 * pool->red_zone : r->size;
-    clrun_status status = clrun__allocator_free(pool->allocator, r->chunk, r->block_offset, held, err, sizeof err);
+    clrun_status status = clrun__allocator_free(pool->allocator, r->chunk, r->block_offset, r->size, err, sizeof err);
     if (status == CLRUN_OK) {
         notify(pool, false, r);
         clrun__cl.ReleaseMemObject(r->mem);

@@ -284,3 +284,31 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     *out = s;
     return CLRUN_OK;
 }
+
+clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inputs, clrun_plan_buffer **items_out,
+                                        int32_t **which_out, size_t *count)
+{
+    clrun_plan_buffer *items = calloc((size_t)s->buffer_count + 1, sizeof *items);
+    int32_t *which = calloc((size_t)s->buffer_count + 1, sizeof *which);
+    if (items == NULL || which == NULL) {
+        free(items);
+        free(which);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    size_t n = 0;
+    for (int32_t b = 0; b < s->buffer_count; b++) {
+        const clrun__sched_buffer *sb = &s->buffers[b];
+        if (sb->is_constant || (sb->first < 0 && !(with_inputs && sb->is_input)))
+            continue;
+        int32_t first = sb->first < 0 ? 0 : sb->first;
+        int32_t last = sb->last < first ? first : sb->last;
+        if (last >= s->steps && s->steps > 0)
+            last = s->steps - 1; /* outputs: alive to the end */
+        items[n] = (clrun_plan_buffer){sb->bytes, (uint64_t)first, (uint64_t)last + 1};
+        which[n++] = b;
+    }
+    *items_out = items;
+    *which_out = which;
+    *count = n;
+    return CLRUN_OK;
+}

@@ -4,6 +4,8 @@
 #ifndef CLRUN_LIB_SCHEDULE_H
 #define CLRUN_LIB_SCHEDULE_H
 
+#include <clrun/plan.h>
+
 #include "graph.h"
 
 /* A buffer: the memory of one or more tensors that follow each other in place. */
@@ -44,6 +46,12 @@ typedef struct clrun__schedule {
  * untouched. */
 clrun_status clrun__schedule_build(const clrun_graph *graph, bool reuse, clrun__schedule *out,
                                    char *err, size_t errlen);
+
+/* The buffers the static planner lays out: every buffer a run creates, alive over
+ * [first step, last step + 1), and with `with_inputs` the graph inputs too, alive from 0. *items
+ * and *which (the schedule buffer of each item) are malloc'd; *count gets their number. */
+clrun_status clrun__schedule_plan_items(const clrun__schedule *schedule, bool with_inputs,
+                                        clrun_plan_buffer **items, int32_t **which, size_t *count);
 
 /* Frees what build allocated. */
 void clrun__schedule_free(clrun__schedule *schedule);

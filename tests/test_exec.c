@@ -107,7 +107,7 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
             add_node(&r, unary[pick(&rng, 7)], &a, 1, NULL, 0);
         } else if (kind == 1) {
             int32_t b = find_with_cols(&r, &rng, rows, cols);
-            int32_t in[2] = {a, b};
+            int32_t in[2] = {a, b >= 0 ? b : a}; /* add(a, a) when no partner has a's shape */
             add_node(&r, binary[pick(&rng, 5)], in, 2, NULL, 0);
         } else if (kind == 2) { /* broadcast a row vector */
             char name[16];
