@@ -19,18 +19,22 @@
 #include "context.h"
 #include "options.h"
 #include "plan_gen.h"
+#include "schedule.h"
 
 /* Generated instances are capped so that a typo cannot ask for terabytes. */
 #define PLAN_GEN_MAX (UINT64_C(1) << 26)
 
 static void print_help(void)
 {
-    printf("usage: clrun plan --csv FILE.csv [options]\n"
+    printf("usage: clrun plan FILE.graph [options]\n"
+           "       clrun plan --csv FILE.csv [options]\n"
            "       clrun plan --gen FAMILY:N[:SEED] [options]\n\n"
            "Lays out buffers whose lifetimes are known ahead of time in one arena, so that no two\n"
            "buffers alive at once overlap, and reports the arena's peak beside the lower bound\n"
            "(the most bytes alive at any one moment). The plan is proven optimal when the peak\n"
            "equals the bound or an exhaustive search finished.\n\n"
+           "  FILE.graph         a graph: its buffers as the executor schedules them (inputs from\n"
+           "                     step 0, in-place reuse applied, constants left out)\n"
            "  --csv FILE         buffers as CSV: header id,lower,upper,size, one buffer per line,\n"
            "                     alive over [lower, upper), size in bytes\n"
            "  --gen FAMILY:N[:SEED]  generated buffers: random, perfect, balanced or unet\n"
@@ -252,12 +256,41 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
     return 0;
 }
 
+/* A graph's buffers: its schedule (last uses, in-place reuse) turned into lifetimes. */
+static int load_graph(const char *path, clrun_plan_buffer **buffers, size_t *n)
+{
+    char err[2048];
+    clrun_graph *graph = NULL;
+    clrun_status status = clrun_graph_load(path, &graph, err, sizeof err);
+    if (status != CLRUN_OK) {
+        fprintf(stderr, "%s\n", err);
+        return status == CLRUN_ERROR_IO ? 1 : 2;
+    }
+    clrun__schedule schedule;
+    status = clrun__schedule_build(graph, true, &schedule, err, sizeof err);
+    int32_t *which = NULL;
+    if (status == CLRUN_OK) {
+        status = clrun__schedule_plan_items(&schedule, true, buffers, &which, n);
+        clrun__schedule_free(&schedule);
+        if (status != CLRUN_OK)
+            snprintf(err, sizeof err, "%s", clrun_strerror(status));
+    }
+    free(which);
+    clrun_graph_destroy(graph);
+    if (status != CLRUN_OK) {
+        fprintf(stderr, "clrun plan: %s: %s\n", path, err);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- arguments ---- */
 
 typedef struct plan_cli {
     struct clrun_cli_plan_args args;
     const char *csv;  /* --csv */
     const char *gen;  /* --gen */
+    const char *graph; /* FILE.graph */
 } plan_cli;
 
 /* The value of option argv[*i], advancing past it; NULL (after a usage message) when missing. */
@@ -304,12 +337,14 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
                 return 2;
             if (!parse_u64(v, &cli->args.options.seed))
                 return clrun_cli_usage_error("plan", "--seed wants an unsigned integer, not '%s'", v);
+        } else if (a[0] != '-' && cli->graph == NULL) {
+            cli->graph = a;
         } else {
             return clrun_cli_usage_error("plan", "unknown argument '%s'", a);
         }
     }
-    if ((cli->csv != NULL) == (cli->gen != NULL))
-        return clrun_cli_usage_error("plan", "give exactly one of --csv FILE and --gen FAMILY:N");
+    if ((cli->csv != NULL) + (cli->gen != NULL) + (cli->graph != NULL) != 1)
+        return clrun_cli_usage_error("plan", "give exactly one of FILE.graph, --csv FILE and --gen FAMILY:N");
     return -1;
 }
 
@@ -326,7 +361,10 @@ int clrun_cli_plan(int argc, char **argv)
     clrun_plan_buffer *buffers = NULL;
     uint64_t *ids = NULL;
     size_t n = 0;
-    if (cli.csv) {
+    if (cli.graph) {
+        cli.args.source = cli.graph;
+        rc = load_graph(cli.graph, &buffers, &n);
+    } else if (cli.csv) {
         cli.args.source = cli.csv;
         rc = load_csv(cli.csv, &buffers, &ids, &n);
     } else {
