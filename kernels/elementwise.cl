@@ -1,5 +1,5 @@
 /* Elementwise ops. Each work-item computes one element; global sizes are rounded up to the
- * work-group size, so every kernel checks its index against n. Integer arithmetic goes through
+ * work-group size, so the last work-group checks its indices against n. Integer arithmetic goes through
  * uint so that overflow wraps (signed overflow is undefined in OpenCL C, as in C). */
 
 /* Binary op codes of the broadcasting kernels; lib/ops_elementwise.c uses the same numbers. */
@@ -10,16 +10,20 @@
 #define OP_MAX 4
 #define OP_MIN 5
 
+/* A work-group wholly inside [0, n) skips the per-element check: without a branch per element,
+ * CPU compilers (POCL) vectorize the loop over its work-items. Only the last group checks. */
+#define WHOLE_GROUP(n) ((get_group_id(0) + 1) * get_local_size(0) <= (n))
+
 #define UNARY(T, EXPR)                                                                             \
     const size_t i = get_global_id(0);                                                             \
-    if (i < n) {                                                                                   \
+    if (WHOLE_GROUP(n) || i < n) {                                                                 \
         const T v = x[i];                                                                          \
         y[i] = (EXPR);                                                                             \
     }
 
 #define BINARY(T, EXPR)                                                                            \
     const size_t i = get_global_id(0);                                                             \
-    if (i < n) {                                                                                   \
+    if (WHOLE_GROUP(n) || i < n) {                                                                 \
         const T x = a[i], y = b[i];                                                                \
         out[i] = (EXPR);                                                                           \
     }

@@ -12,8 +12,9 @@
  * offsets (in elements) come from `batch` (pairs), so any broadcasting of batch dimensions works.
  * clrun_conv2d_gemm: a convolution as the same product (implicit GEMM): A is one group's weights
  * [O/groups, C/groups*KH*KW], B the image patches gathered on the fly, output rows are channels.
+ * clrun_matmul_vec: the same product for CPU devices, in registers and float8 (see there).
  * clrun_matmul_naive: one output per work-item, for devices whose work-groups are too small for
- * the tiled kernel, and as the benchmarks' baseline. */
+ * the tiled kernel. */
 
 #define TS 64  /* output tile: rows and columns per work-group */
 #define TK 16  /* K per step */
@@ -111,6 +112,75 @@ __kernel void clrun_matmul_naive(__global const float *a, __global const float *
     for (uint k = 0; k < K; k++)
         acc = mad(az[k * a_ks], bz[k * b_ks], acc);
     out[(ulong)z * M * N + (ulong)m * N + n] = alpha * acc + (has_bias ? bias[n] : 0.0f);
+}
+
+/* For CPUs (POCL above all), where local memory is ordinary cache and barriers split a kernel
+ * into loops over work-items: no local memory, and explicit vectors instead. Each work-item
+ * computes rows m0..m0+3 by columns n0..n0+7 of the output as four float8 accumulators; a row
+ * or column past the edge reads a clamped (valid) index and is not stored. */
+__kernel void clrun_matmul_vec(__global const float *a, __global const float *b,
+                               __global const float *bias, __global float *out,
+                               __global const ulong *batch, const uint M, const uint N,
+                               const uint K, const ulong a_ms, const ulong a_ks, const ulong b_ks,
+                               const ulong b_ns, const int has_bias, const float alpha)
+{
+    const uint n0 = get_global_id(0) * 8, m0 = get_global_id(1) * 4;
+    const size_t z = get_global_id(2);
+    if (n0 >= N || m0 >= M)
+        return;
+    __global const float *bz = b + batch[2 * z + 1];
+    __global float *oz = out + (ulong)z * M * N;
+    __global const float *a0 = a + batch[2 * z] + min(m0, M - 1) * a_ms;
+    __global const float *a1 = a + batch[2 * z] + min(m0 + 1, M - 1) * a_ms;
+    __global const float *a2 = a + batch[2 * z] + min(m0 + 2, M - 1) * a_ms;
+    __global const float *a3 = a + batch[2 * z] + min(m0 + 3, M - 1) * a_ms;
+    float8 acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
+    const bool full_columns = n0 + 8 <= N;
+    if (b_ns == 1 && full_columns) {
+        for (uint k = 0; k < K; k++) {
+            const float8 bk = vload8(0, bz + k * b_ks + n0);
+            const ulong ak = k * a_ks;
+            acc0 = mad((float8)a0[ak], bk, acc0);
+            acc1 = mad((float8)a1[ak], bk, acc1);
+            acc2 = mad((float8)a2[ak], bk, acc2);
+            acc3 = mad((float8)a3[ak], bk, acc3);
+        }
+    } else {
+        ulong col[8];
+        for (int j = 0; j < 8; j++)
+            col[j] = min(n0 + j, N - 1) * b_ns;
+        for (uint k = 0; k < K; k++) {
+            __global const float *bk_row = bz + k * b_ks;
+            const float8 bk = (float8)(bk_row[col[0]], bk_row[col[1]], bk_row[col[2]],
+                                       bk_row[col[3]], bk_row[col[4]], bk_row[col[5]],
+                                       bk_row[col[6]], bk_row[col[7]]);
+            const ulong ak = k * a_ks;
+            acc0 = mad((float8)a0[ak], bk, acc0);
+            acc1 = mad((float8)a1[ak], bk, acc1);
+            acc2 = mad((float8)a2[ak], bk, acc2);
+            acc3 = mad((float8)a3[ak], bk, acc3);
+        }
+    }
+    float8 add = 0.0f;
+    if (has_bias)
+        add = full_columns ? vload8(0, bias + n0)
+                           : (float8)(bias[min(n0, N - 1)], bias[min(n0 + 1, N - 1)],
+                                      bias[min(n0 + 2, N - 1)], bias[min(n0 + 3, N - 1)],
+                                      bias[min(n0 + 4, N - 1)], bias[min(n0 + 5, N - 1)],
+                                      bias[min(n0 + 6, N - 1)], bias[min(n0 + 7, N - 1)]);
+    const float8 rows[4] = {alpha * acc0 + add, alpha * acc1 + add, alpha * acc2 + add,
+                            alpha * acc3 + add};
+    for (int i = 0; i < 4 && m0 + i < M; i++) {
+        __global float *o = oz + (ulong)(m0 + i) * N + n0;
+        if (full_columns) {
+            vstore8(rows[i], 0, o);
+        } else {
+            float v[8];
+            vstore8(rows[i], 0, v);
+            for (uint j = 0; n0 + j < N; j++)
+                o[j] = v[j];
+        }
+    }
 }
 
 /* The shape of a convolution: input [N, C, H, W], weights [O, C/groups, KH, KW], output

@@ -46,6 +46,8 @@ const clrun__op *clrun__op_find(const char *name)
     return NULL;
 }
 
+clrun__kernel_choice clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+
 /* ---- attributes -------------------------------------------------------------------------- */
 
 static const clrun_attr *find_attr(const clrun__op_call *call, const char *name)

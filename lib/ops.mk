@@ -24,3 +24,8 @@ tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_referenc
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
+
+EXTRA_PROGRAMS += bench/bench_kernels
+BENCH_LIST += bench/bench_kernels
+bench_bench_kernels_SOURCES = bench/bench_kernels.c
+bench_bench_kernels_LDADD = libclrun-internal.la

@@ -198,7 +198,9 @@ static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t 
     int Og = geo[G_O] / geo[G_GROUPS];
     size_t limit = 0;
     clrun_status s = CLRUN_OK;
-    if (Og >= GEMM_MIN_ROWS) {
+    bool gemm = clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
+                                                          : clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
+    if (gemm) {
         s = clrun__kernel(ctx, "clrun_conv2d_gemm", &st->kernel);
         if (s == CLRUN_OK)
             s = clrun__local_size(ctx, st->kernel, 256, &limit);

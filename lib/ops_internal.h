@@ -15,6 +15,18 @@ extern const clrun__op *const clrun__ops_norm[];
 extern const clrun__op *const clrun__ops_layout[];
 extern const clrun__op *const clrun__ops_conv[];
 
+/* Which kernels matmul and conv2d use. AUTO picks by device: VECTOR on CPUs (matmul), TILED
+ * elsewhere, SIMPLE (one output per work-item) where work-groups of 16 x 16 do not fit. Tests
+ * force the others so every kernel runs on the test device; set it before prepare, from one
+ * thread. */
+typedef enum clrun__kernel_choice {
+    CLRUN__KERNELS_AUTO = 0,
+    CLRUN__KERNELS_TILED,
+    CLRUN__KERNELS_VECTOR,
+    CLRUN__KERNELS_SIMPLE,
+} clrun__kernel_choice;
+extern clrun__kernel_choice clrun__ops_kernels;
+
 /* Where an op's refusal goes: the op's name (prefix of every message) and the caller's buffer. */
 typedef struct clrun__infer_error {
     const char *op;

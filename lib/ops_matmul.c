@@ -1,6 +1,8 @@
 /* matmul (kernels/matmul.cl): batched, broadcast over batch dimensions, with transposes, an
- * optional bias over the output's columns, and a scale. The tiled kernel needs work-groups of
- * 16 x 16; a device that cannot run those gets the one-output-per-work-item kernel. */
+ * optional bias over the output's columns, and a scale. GPUs and other devices get the kernel
+ * tiled in local memory (work-groups of 16 x 16; a device that cannot run those gets one output
+ * per work-item); CPUs get the one blocked in registers with float8, which suits them better
+ * (see kernels/matmul.cl). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,35 +160,57 @@ static clrun_status batch_offsets(clrun_context *ctx, mm_dims *d, mm_state *st, 
     return s;
 }
 
-/* Work sizes: 16 x 16 groups over 64 x 64 tiles, or, for the fallback, a square-ish group
- * within the device's limit over single outputs. */
+/* The kernel for this device (or the one tests force). */
+static clrun__kernel_choice matmul_choice(clrun_context *ctx)
+{
+    if (clrun__ops_kernels != CLRUN__KERNELS_AUTO)
+        return clrun__ops_kernels;
+    return strcmp(ctx->info.type, "CPU") == 0 ? CLRUN__KERNELS_VECTOR : CLRUN__KERNELS_TILED;
+}
+
+/* Work sizes: tiled, 16 x 16 groups over 64 x 64 tiles; vector, 8 x 8 groups of 4 x 8 blocks;
+ * simple, a square-ish group within the device's limit over single outputs. The tiled kernel
+ * falls back to the simple one where its groups do not fit. */
 static clrun_status pick_kernel(clrun_context *ctx, const mm_dims *d, size_t batches, mm_state *st)
 {
-    clrun_status s = clrun__kernel(ctx, "clrun_matmul", &st->kernel);
+    static const char *const names[] = {
+        [CLRUN__KERNELS_TILED] = "clrun_matmul",
+        [CLRUN__KERNELS_VECTOR] = "clrun_matmul_vec",
+        [CLRUN__KERNELS_SIMPLE] = "clrun_matmul_naive",
+    };
+    clrun__kernel_choice choice = matmul_choice(ctx);
     size_t limit = 0;
+    clrun_status s = clrun__kernel(ctx, names[choice], &st->kernel);
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, st->kernel, 256, &limit);
-    if (s != CLRUN_OK)
-        return s;
-    if (limit >= 256) {
-        st->local[0] = st->local[1] = 16;
-        st->global[0] = (size_t)(d->N + 63) / 64 * 16;
-        st->global[1] = (size_t)(d->M + 63) / 64 * 16;
-    } else {
+    if (s == CLRUN_OK && choice == CLRUN__KERNELS_TILED && limit < 256) {
         clrun__cl.ReleaseKernel(st->kernel);
-        s = clrun__kernel(ctx, "clrun_matmul_naive", &st->kernel);
+        st->kernel = NULL;
+        choice = CLRUN__KERNELS_SIMPLE;
+        s = clrun__kernel(ctx, names[choice], &st->kernel);
         if (s == CLRUN_OK)
             s = clrun__local_size(ctx, st->kernel, 256, &limit);
-        if (s != CLRUN_OK)
-            return s;
+    }
+    if (s != CLRUN_OK)
+        return s;
+    size_t cols = (size_t)d->N, rows = (size_t)d->M;
+    if (choice == CLRUN__KERNELS_TILED) {
+        st->local[0] = st->local[1] = 16;
+        cols = (cols + 63) / 64 * 16;
+        rows = (rows + 63) / 64 * 16;
+    } else {
+        if (choice == CLRUN__KERNELS_VECTOR) {
+            cols = (cols + 7) / 8;
+            rows = (rows + 3) / 4;
+        }
         st->local[0] = 1;
-        while (st->local[0] * st->local[0] < limit)
+        while (st->local[0] * st->local[0] < limit && st->local[0] < 8)
             st->local[0] *= 2;
-        st->local[1] = limit / st->local[0];
-        st->global[0] = clrun__round_up((size_t)d->N, st->local[0]);
-        st->global[1] = clrun__round_up((size_t)d->M, st->local[1]);
+        st->local[1] = limit / st->local[0] < 8 ? limit / st->local[0] : 8;
     }
     st->local[2] = 1;
+    st->global[0] = clrun__round_up(cols, st->local[0]);
+    st->global[1] = clrun__round_up(rows, st->local[1]);
     st->global[2] = batches;
     return CLRUN_OK;
 }

@@ -22,11 +22,23 @@
 #include "device_test.h"
 #include "op_reference.h"
 #include "ops.h"
+#include "ops_internal.h"
 
 static char cache_dir[512];
 static clrun_context *ctx;          /* in-order queue */
 static clrun_context *ooo_ctx;      /* out-of-order queue where the device has one, else NULL */
 static uint64_t current_seed;       /* seed of the running test's data, for failure messages */
+static const char *current_kernels = "auto"; /* kernel choice forced on matmul and conv2d */
+
+/* Each choice of kernels for matmul and conv2d, so that every kernel runs on the test device. */
+static const struct {
+    clrun__kernel_choice choice;
+    const char *name;
+} kernel_choices[] = {
+    {CLRUN__KERNELS_TILED, "tiled"},
+    {CLRUN__KERNELS_VECTOR, "vector"},
+    {CLRUN__KERNELS_SIMPLE, "simple"},
+};
 
 /* ---- data -------------------------------------------------------------------------------- */
 
@@ -146,19 +158,21 @@ static void run_on(clrun_context *c, node *n, int runs)
     n->result = malloc(size);
     void *first = malloc(size);
     for (int r = 0; r < runs; r++) {
-        /* Poison the output so a run that writes nothing cannot pass on the last one's data. */
+        /* Poison the output so a run that writes nothing cannot pass on the last one's data.
+         * The node waits for the poison through its wait list (on an out-of-order queue
+         * nothing else orders them), and the read waits for the node's event. */
         const cl_uint poison = 0x7fc0dead;
+        cl_event poisoned = NULL, done = NULL;
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(c), out, &poison, 4, 0, size, 0,
-                                             NULL, NULL), CL_SUCCESS);
-        cl_event done = NULL;
-        s = op->enqueue(c, state, &call, in, &out, 0, NULL, &done);
+                                             NULL, &poisoned), CL_SUCCESS);
+        s = op->enqueue(c, state, &call, in, &out, 1, &poisoned, &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(c));
         assert_non_null(done);
-        assert_int_equal(clWaitForEvents(1, &done), CL_SUCCESS);
-        clReleaseEvent(done);
         assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(c), out, CL_TRUE, 0, size,
-                                             n->result, 0, NULL, NULL), CL_SUCCESS);
+                                             n->result, 1, &done, NULL), CL_SUCCESS);
+        clReleaseEvent(poisoned);
+        clReleaseEvent(done);
         if (r == 0)
             memcpy(first, n->result, size);
         else if (memcmp(first, n->result, size) != 0)
@@ -199,8 +213,9 @@ static void expect_close(const node *n, const double *ref, const double *scale, 
         double s = scale ? scale[i] : 0;
         double bound = tol * (fabs(ref[i]) + s);
         if (!(fabs((double)got[i] - ref[i]) <= bound) && !(isnan(ref[i]) && isnan(got[i])))
-            fail_msg("%s -> %s, seed %llu: element %llu is %.9g, reference %.9g (scale %.3g, "
-                     "allowed %.3g)", n->op, shape, (unsigned long long)current_seed,
+            fail_msg("%s -> %s (%s kernels), seed %llu: element %llu is %.9g, reference %.9g "
+                     "(scale %.3g, allowed %.3g)", n->op, shape, current_kernels,
+                     (unsigned long long)current_seed,
                      (unsigned long long)i, got[i], ref[i], s, bound);
     }
 }
@@ -412,7 +427,7 @@ typedef struct mm_case {
     double alpha;
 } mm_case;
 
-static void check_matmul(const mm_case *c, uint64_t seed)
+static void check_matmul_once(const mm_case *c, uint64_t seed)
 {
     current_seed = seed;
     node n = {.op = "matmul", .input_count = c->bias ? 3 : 2,
@@ -441,6 +456,18 @@ static void check_matmul(const mm_case *c, uint64_t seed)
     ref_matmul(&n.in[0], a, &n.in[1], b, bias, c->ta, c->tb, c->alpha, &n.out, ref, scale);
     expect_close(&n, ref, scale, 1e-5);
     free(ref), free(scale), free(a), free(b), free(bias), node_free(&n);
+}
+
+/* The case with every kernel choice. */
+static void check_matmul(const mm_case *c, uint64_t seed)
+{
+    for (size_t k = 0; k < sizeof kernel_choices / sizeof kernel_choices[0]; k++) {
+        clrun__ops_kernels = kernel_choices[k].choice;
+        current_kernels = kernel_choices[k].name;
+        check_matmul_once(c, seed);
+    }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+    current_kernels = "auto";
 }
 
 static void matmul_odd_sizes(void **state)
@@ -766,7 +793,7 @@ typedef struct conv_case {
     bool bias;
 } conv_case;
 
-static void check_conv(const conv_case *c, uint64_t seed)
+static void check_conv_once(const conv_case *c, uint64_t seed)
 {
     current_seed = seed;
     node n = {.op = "conv2d", .input_count = c->bias ? 3 : 2,
@@ -796,6 +823,20 @@ static void check_conv(const conv_case *c, uint64_t seed)
     ref_conv2d(&n.in[0], x, &n.in[1], w, bias, &ref_c, &n.out, ref, scale);
     expect_close(&n, ref, scale, 1e-5);
     free(ref), free(scale), free(x), free(w), free(bias), node_free(&n);
+}
+
+/* The case with the tiled product and the direct kernel. */
+static void check_conv(const conv_case *c, uint64_t seed)
+{
+    for (size_t k = 0; k < sizeof kernel_choices / sizeof kernel_choices[0]; k++) {
+        if (kernel_choices[k].choice == CLRUN__KERNELS_VECTOR)
+            continue; /* no such conv kernel */
+        clrun__ops_kernels = kernel_choices[k].choice;
+        current_kernels = kernel_choices[k].name;
+        check_conv_once(c, seed);
+    }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+    current_kernels = "auto";
 }
 
 static void conv2d_as_tiled_product(void **state)
