@@ -4,6 +4,11 @@ BENCH_LIST += bench/bench_exec
 bench_bench_exec_SOURCES = bench/bench_exec.c
 bench_bench_exec_LDADD = libclrun-internal.la
 
+EXTRA_PROGRAMS += bench/bench_models
+BENCH_LIST += bench/bench_models
+bench_bench_models_SOURCES = bench/bench_models.c
+bench_bench_models_LDADD = libclrun-internal.la
+
 CLEANFILES += $(BENCH_LIST) $(FUZZ_LIST)
 
 bench: $(BENCH_LIST)
