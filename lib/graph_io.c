@@ -288,6 +288,17 @@ static clrun_status expect_punct(parser *p, char c)
     return advance(p);
 }
 
+/* The ',' between list items; the message names the closing bracket too. */
+static clrun_status expect_separator(parser *p, char closing)
+{
+    if (!at_punct(p, ',')) {
+        char what[16];
+        snprintf(what, sizeof what, "',' or '%c'", closing);
+        return fail_expected(p, what);
+    }
+    return advance(p);
+}
+
 static clrun_status expect_line_end(parser *p)
 {
     return at_line_end(p) ? CLRUN_OK : fail_expected(p, "end of line");
@@ -389,8 +400,8 @@ static clrun_status take_int(parser *p, const char *what, int64_t *out)
     switch (token_int(&p->tok, out)) {
     case NUMBER_OK: return advance(p);
     case NUMBER_NOT_INTEGER:
-        return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE, "%s must be an integer, found %s",
-                       what, describe(&p->tok, found, sizeof found));
+        return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
+                       "expected an integer, found %s", describe(&p->tok, found, sizeof found));
     case NUMBER_OUT_OF_RANGE: break;
     }
     return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE, "number %s is out of range",
@@ -451,7 +462,7 @@ static clrun_status parse_type(parser *p, clrun_tensor_type *type, int *line, in
     if (status == CLRUN_OK)
         status = expect_punct(p, '[');
     while (status == CLRUN_OK && !at_punct(p, ']')) {
-        if (type->rank > 0 && (status = expect_punct(p, ',')) != CLRUN_OK)
+        if (type->rank > 0 && (status = expect_separator(p, ']')) != CLRUN_OK)
             break;
         if (type->rank == CLRUN_MAX_DIMS)
             return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
@@ -598,7 +609,7 @@ static clrun_status parse_data(parser *p, statement *s, bool bits)
     unsigned char *bytes = NULL;
     int32_t count = 0, capacity = 0;
     while (status == CLRUN_OK && !at_punct(p, ']')) {
-        if (count > 0 && (status = expect_punct(p, ',')) != CLRUN_OK)
+        if (count > 0 && (status = expect_separator(p, ']')) != CLRUN_OK)
             break;
         if ((uint64_t)count == elements) {
             free(bytes);
@@ -781,7 +792,7 @@ static clrun_status parse_node_inputs(parser *p, statement *s)
     int32_t capacity = 0;
     clrun_status status = expect_punct(p, '(');
     while (status == CLRUN_OK && !at_punct(p, ')')) {
-        if (s->input_count > 0 && (status = expect_punct(p, ',')) != CLRUN_OK)
+        if (s->input_count > 0 && (status = expect_separator(p, ')')) != CLRUN_OK)
             break;
         if (s->input_count == MAX_NODE_INPUTS)
             return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
@@ -803,7 +814,7 @@ static clrun_status parse_int_list(parser *p, clrun_attr *attr)
     clrun_status status = advance(p);
     attr->kind = CLRUN_ATTR_INTS;
     while (status == CLRUN_OK && !at_punct(p, ']')) {
-        if (attr->count > 0 && (status = expect_punct(p, ',')) != CLRUN_OK)
+        if (attr->count > 0 && (status = expect_separator(p, ']')) != CLRUN_OK)
             break;
         if (attr->count == CLRUN_MAX_ATTR_INTS)
             return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
