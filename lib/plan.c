@@ -339,6 +339,10 @@ static clrun_status solve(solve_state *s, const clrun_plan_buffer *buffers, size
     s->trial = malloc(n * sizeof *s->trial);
     if (!s->order || !s->best_order || !s->trial)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    /* The local search starts from best_order even when the deadline came before any best-fit
+     * order was built: it must hold a permutation from the start. */
+    for (size_t i = 0; i < n; i++)
+        s->best_order[i] = (uint32_t)i;
     st = clrun__plan_skyline_init(&s->skyline, buffers, n, align);
     if (st != CLRUN_OK)
         return st;
