@@ -1005,17 +1005,17 @@ void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_t
 
 /* ---- deterministic fill ----
  *
- * Element i of a constant with seed s gets 64 random bits from splitmix64's output function
- * applied to a counter: mix(mix(s) + (i + 1) * golden). Counter-based, so any element can be
+ * Draw d of element i of a constant with seed s is 64 random bits from splitmix64's output
+ * function applied to a counter: mix(mix(s) + (16 i + d + 1) * golden); uniform takes draw 0,
+ * normal draws 0..11. Counter-based, so any element can be
  * computed alone (and in parallel) and the values do not depend on the order of generation.
  * Everything up to the final scaling is integer arithmetic; the scaling is one IEEE multiply and
- * one add in double (correctly rounded everywhere, kept as separate statements so no compiler
- * fuses them into an FMA), then one rounding to the element type. No libm call is involved, so
- * every machine gets the same bits. */
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+ * one add in double (each correctly rounded everywhere), then one rounding to the element type.
+ * The product goes through a volatile so that no compiler fuses multiply and add into an FMA
+ * (GCC does across statements under -ffp-contract=fast, the default outside ISO modes; an FMA
+ * rounds once and would change the last bit on machines that have one), and the sum through
+ * another so that x87's extended precision cannot round twice differently. No libm call is
+ * involved, so every machine gets the same bits. */
 
 #define GOLDEN_GAMMA 0x9E3779B97F4A7C15ull
 
@@ -1046,15 +1046,17 @@ static double fill_value(const clrun__tensor *tensor, uint64_t key, uint64_t ind
     if (tensor->fill == CLRUN_FILL_UNIFORM) {
         double unit = (double)(element_bits(key, index, 0) >> (64 - UNIT_BITS)) * UNIT_SCALE;
         double span = tensor->fill_b - tensor->fill_a;
-        double scaled = span * unit;
-        return tensor->fill_a + scaled;
+        volatile double scaled = span * unit;
+        volatile double value = tensor->fill_a + scaled; /* rounded to double even on x87 */
+        return value;
     }
     int64_t sum = 0;
     for (uint64_t draw = 0; draw < 12; draw++)
         sum += (int64_t)(element_bits(key, index, draw) >> (64 - UNIT_BITS));
     double standard = (double)(sum - 6 * (1 << UNIT_BITS)) * UNIT_SCALE;
-    double scaled = tensor->fill_b * standard;
-    return tensor->fill_a + scaled;
+    volatile double scaled = tensor->fill_b * standard;
+    volatile double value = tensor->fill_a + scaled;
+    return value;
 }
 
 /* Uniform integer in [a, b): the top 32 bits scaled to the range by a 64-bit multiply. */

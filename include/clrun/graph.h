@@ -37,17 +37,21 @@ typedef struct clrun_tensor_type {
     int64_t shape[CLRUN_MAX_DIMS];
 } clrun_tensor_type;
 
-/* Elements in a type (1 for rank 0); bytes = elements * dtype size. */
+/* Elements in a type (1 for rank 0); bytes = elements * dtype size. Both are 0 for a type no
+ * tensor may have: unknown dtype, rank outside 0..CLRUN_MAX_DIMS, a dimension below 1, or a count
+ * that overflows 64 bits. */
 uint64_t clrun_tensor_elements(const clrun_tensor_type *type);
 uint64_t clrun_tensor_bytes(const clrun_tensor_type *type);
 
 /* How a constant is filled when no data is given: deterministic from its seed, identical on
- * every machine (a counter-based generator, not rand()). */
+ * every machine (a counter-based generator, not rand(); see docs/graph-format.md). */
 typedef enum clrun_fill {
     CLRUN_FILL_ZEROS = 0,
     CLRUN_FILL_ONES = 1,
-    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b) */
-    CLRUN_FILL_NORMAL = 3,  /* mean a, standard deviation b */
+    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b), a < b, before rounding to the dtype; for i32,
+                               integers a, b within [-2^31, 2^31] and integer values */
+    CLRUN_FILL_NORMAL = 3,  /* mean a, standard deviation b >= 0 (float dtypes only); tails end
+                               at 6 standard deviations */
 } clrun_fill;
 
 /* One attribute of a node: an integer, a float, or a list of integers. */
@@ -69,14 +73,16 @@ typedef struct clrun_graph clrun_graph;
 /* Tensors are named by small integers handed out by the builder. */
 typedef int32_t clrun_tensor_id;
 
-/* A new empty graph called `name` (may be NULL). */
+/* A new empty graph called `name` (may be NULL; otherwise a name as for tensors). */
 clrun_status clrun_graph_create(const char *name, clrun_graph **out);
 
 /* Frees the graph. NULL is accepted. */
 void clrun_graph_destroy(clrun_graph *graph);
 
 /* Builder. Every function checks its arguments and, on error, leaves the graph as it was and
- * puts the reason in clrun_graph_last_error(). Names are unique within a graph. */
+ * puts the reason in clrun_graph_last_error() (and clrun_last_error(NULL)). Names are unique
+ * within a graph and are what the text format can write: letters, digits, '_' and '.', starting
+ * with a letter or '_', at most 255 bytes. */
 
 /* A graph input. donated: the caller gives up the buffer it passes for it, and the executor may
  * reuse it for an output (XLA's donate_argnums). */
@@ -85,27 +91,35 @@ clrun_status clrun_graph_add_input(clrun_graph *graph, const char *name,
                                    clrun_tensor_id *id);
 
 /* A constant from data (copied; `data` holds bytes of the type) or, with data NULL, filled by
- * `fill` with parameters a, b from `seed`. */
+ * `fill` with parameters a, b from `seed`. Only what decides the values is kept (a constant
+ * from data keeps no fill, zeros and ones keep no parameters or seed), so equal constants
+ * compare equal and read back from text identical. */
 clrun_status clrun_graph_add_constant(clrun_graph *graph, const char *name,
                                       const clrun_tensor_type *type, const void *data,
                                       clrun_fill fill, double a, double b, uint64_t seed,
                                       clrun_tensor_id *id);
 
-/* A node running operation `op` ("add", "matmul", ...) on `inputs`; its outputs, named by
- * output_names, get types inferred from the op; `outputs` (may be NULL) receives their ids.
+/* A node running operation `op` ("add", "matmul", ...; docs/ops.md) on `inputs` (existing
+ * tensors); its outputs, new tensors named by output_names (as many as the op gives), get types
+ * inferred from the op; `outputs` (may be NULL) receives their ids. Attributes: names unique,
+ * floats finite, at most CLRUN_MAX_ATTR_INTS integers in a list; they are copied.
  * CLRUN_ERROR_UNKNOWN_KERNEL for an op clrun does not have; CLRUN_ERROR_INVALID_GRAPH for
- * shapes, dtypes or attributes the op refuses, with the reason. */
+ * shapes, dtypes or attributes the op refuses, with the op's reason ("matmul: ..."). Since
+ * nodes only read tensors that exist, a built graph is acyclic and in topological order. */
 clrun_status clrun_graph_add_node(clrun_graph *graph, const char *op, const clrun_tensor_id *inputs,
                                   int input_count, const char *const *output_names,
                                   int output_count, const clrun_attr *attrs, int attr_count,
                                   clrun_tensor_id *outputs);
 
-/* Marks a tensor as an output of the graph. */
+/* Marks a tensor as an output of the graph (once; any kind of tensor). */
 clrun_status clrun_graph_mark_output(clrun_graph *graph, clrun_tensor_id id);
 
-/* Checks the whole graph: a tensor produced twice, an output never produced, a node reading a
- * tensor nobody produces, a cycle, no outputs. The builder already refuses most of these; a
- * parsed graph is validated here. */
+/* Checks the whole graph: no outputs, a node reading or writing a tensor that does not exist,
+ * a tensor produced twice (or an input or constant produced at all), an output never produced,
+ * a node reading a tensor nobody produces, a cycle ("cycle: a -> b -> a", a computed from b),
+ * and output types that differ from what the ops infer. The builder cannot make most of these;
+ * this guards graphs assembled by other means, and the parser runs it on what it reads.
+ * CLRUN_ERROR_INVALID_GRAPH with the reason in clrun_graph_last_error(). */
 clrun_status clrun_graph_validate(clrun_graph *graph);
 
 /* Reading. */
@@ -123,15 +137,21 @@ int32_t clrun_graph_outputs(const clrun_graph *graph, const clrun_tensor_id **id
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);
 
-/* The .graph text format. Errors are "FILE:LINE:COL: message" (file as given in `filename`),
- * returned as CLRUN_ERROR_PARSE (syntax) or CLRUN_ERROR_INVALID_GRAPH / UNKNOWN_KERNEL
- * (meaning); the message goes to err (may be NULL) and to clrun_last_error(NULL). */
+/* The .graph text format (docs/graph-format.md). `text` need not be NUL-terminated and may
+ * hold any bytes. Nodes may use tensors declared further down: the graph is built in
+ * dependency order, then validated. Errors are "FILE:LINE:COL: message" (file as given in
+ * `filename`, "<input>" if NULL), returned as CLRUN_ERROR_PARSE (syntax),
+ * CLRUN_ERROR_UNKNOWN_KERNEL (an op clrun lacks), CLRUN_ERROR_INVALID_SIZE (a type too large) or
+ * CLRUN_ERROR_INVALID_GRAPH (names, cycles, types, refusals of the ops); the message goes to err
+ * (may be NULL; always terminated, cut to errlen) and to clrun_last_error(NULL). */
 clrun_status clrun_graph_parse(const char *text, size_t length, const char *filename,
                                clrun_graph **out, char *err, size_t errlen);
-/* Reads and parses a file. */
+/* Reads and parses a file; CLRUN_ERROR_IO with "PATH: cannot read: reason" if it cannot. */
 clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, size_t errlen);
-/* Writes the graph in the text format; parse(write(g)) is the same graph. Constants given as
- * data are written as hex. */
+/* Writes the graph in the text format; parse(write(g)) is the same graph, with the same tensor
+ * ids and node order. Constants given as data are written value by value, bit-exact: i32 and
+ * finite f32 as the shortest decimals that read back, f16 and non-finite f32 as hexadecimal
+ * bit patterns. CLRUN_ERROR_IO if the stream fails. */
 clrun_status clrun_graph_write(const clrun_graph *graph, FILE *out);
 
 #ifdef __cplusplus
