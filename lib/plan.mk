@@ -46,7 +46,8 @@ bench_bench_plan_LDADD = libclrun-internal.la
 if HAVE_FUZZ
 EXTRA_PROGRAMS += tests/fuzz/fuzz_lifetimes
 FUZZ_LIST += tests/fuzz/fuzz_lifetimes
-tests_fuzz_fuzz_lifetimes_SOURCES = tests/fuzz/fuzz_lifetimes.c
+# The parser is compiled into the target itself: only instrumented code guides libFuzzer.
+tests_fuzz_fuzz_lifetimes_SOURCES = tests/fuzz/fuzz_lifetimes.c lib/lifetimes.c
 tests_fuzz_fuzz_lifetimes_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_lifetimes_LDFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_lifetimes_LDADD = libclrun-internal.la
