@@ -39,6 +39,7 @@ typedef struct random_graph {
     clrun_graph *graph;
     int32_t tensors[256]; /* tensors a node may read */
     int count;
+    int names; /* nodes made so far: names their outputs */
     int donated_inputs;
 } random_graph;
 
@@ -52,7 +53,7 @@ static int32_t add_node(random_graph *r, const char *op, const int32_t *inputs, 
                         int attr_count)
 {
     char name[32];
-    snprintf(name, sizeof name, "t%d", r->count);
+    snprintf(name, sizeof name, "t%d", r->names++);
     const char *names[] = {name};
     int32_t out = -1;
     clrun_status status = clrun_graph_add_node(r->graph, op, inputs, n, names, 1, attrs, attr_count, &out);
@@ -136,6 +137,7 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
         } else { /* transpose twice to stay [rows, cols] */
             clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
             int32_t t = add_node(&r, "transpose", &a, 1, &perm, 1);
+            r.count--; /* the transposed middle is [cols, rows]: no later node may pick it */
             add_node(&r, "transpose", &t, 1, &perm, 1);
         }
         if (r.count > 240)
