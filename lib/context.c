@@ -21,10 +21,15 @@ static clrun_status apply_api_options(clrun__options *o, const clrun_context_opt
 {
     if (api == NULL)
         return CLRUN_OK;
-    if ((api->platform && strlen(api->platform) >= sizeof o->platform) ||
-        (api->device && strlen(api->device) >= sizeof o->device) ||
-        (api->cache_dir && strlen(api->cache_dir) >= sizeof o->cache_dir))
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "a context option string is too long");
+    if (api->platform && strlen(api->platform) >= sizeof o->platform)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "platform selector too long (%zu bytes, at most %zu)",
+                           strlen(api->platform), sizeof o->platform - 1);
+    if (api->device && strlen(api->device) >= sizeof o->device)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "device selector too long (%zu bytes, at most %zu)",
+                           strlen(api->device), sizeof o->device - 1);
+    if (api->cache_dir && strlen(api->cache_dir) >= sizeof o->cache_dir)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "cache directory too long (%zu bytes, at most %zu)",
+                           strlen(api->cache_dir), sizeof o->cache_dir - 1);
     if (api->platform)
         strcpy(o->platform, api->platform);
     if (api->device)
@@ -112,6 +117,7 @@ static void release_context(clrun_context *ctx)
     if (ctx->cl)
         clrun__cl.ReleaseContext(ctx->cl);
     pthread_mutex_destroy(&ctx->lock);
+    pthread_mutex_destroy(&ctx->pool_init);
     free(ctx);
 }
 
@@ -124,6 +130,11 @@ clrun_status clrun_context_create(const clrun_context_options *api_options, clru
     if (ctx == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
     if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+        free(ctx);
+        return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "cannot create a mutex");
+    }
+    if (pthread_mutex_init(&ctx->pool_init, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->lock);
         free(ctx);
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "cannot create a mutex");
     }
@@ -152,6 +163,11 @@ void clrun_context_destroy(clrun_context *ctx)
 {
     if (ctx)
         release_context(ctx);
+}
+
+const char *clrun__context_strategy(const clrun_context *ctx)
+{
+    return clrun_strategy_find(ctx->options.allocator) ? ctx->options.allocator : "buddy";
 }
 
 const clrun_device_info *clrun_context_device(const clrun_context *ctx) { return &ctx->info; }

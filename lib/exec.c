@@ -20,6 +20,9 @@
 #include "pool.h"
 #include "schedule.h"
 
+/* The planned arena in pending-free ranges (pool chunks have small ids). */
+#define ARENA UINT32_MAX
+
 /* A freed block whose readers may still run (out-of-order queues only). */
 typedef struct pending_free {
     uint32_t chunk;
@@ -32,6 +35,9 @@ typedef struct pending_free {
 typedef struct buffer_state {
     clrun_buffer block;   /* pooled (and inputs): the pool block */
     cl_mem mem;           /* what kernels get: block.mem, a naive buffer or an arena view */
+    uint32_t range_chunk; /* where its bytes are, for ordering reuse: a pool chunk, or ARENA */
+    uint64_t range_offset;
+    uint64_t range_size;
     bool live;            /* holds memory in this run */
     cl_event *events;     /* out-of-order: writer and readers so far in this run */
     int32_t event_count;
@@ -52,6 +58,7 @@ struct clrun_exec {
     buffer_state *buffers;         /* per schedule buffer */
     cl_mem arena;                  /* planned mode */
     cl_mem *arena_views;           /* planned mode: per schedule buffer, NULL outside the arena */
+    uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena */
     uint64_t arena_bytes;
     bool have_outputs;             /* outputs of the last run are held */
     struct { uint32_t slot, generation; int32_t tensor; } *consumed; /* donated inputs taken */
@@ -125,6 +132,9 @@ static clrun_status take_memory(clrun_exec *e, int32_t b, uint64_t *driver_alloc
     const clrun__sched_buffer *sb = &e->schedule.buffers[b];
     if (e->options.mode == CLRUN_EXEC_PLANNED) {
         s->mem = e->arena_views[b];
+        s->range_chunk = ARENA;
+        s->range_offset = e->arena_offsets[b];
+        s->range_size = sb->bytes;
     } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
         cl_int error = CL_SUCCESS;
         s->mem = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)sb->bytes, NULL, &error);
@@ -137,6 +147,9 @@ static clrun_status take_memory(clrun_exec *e, int32_t b, uint64_t *driver_alloc
         if (status != CLRUN_OK)
             return status;
         s->mem = s->block.mem;
+        s->range_chunk = s->block.chunk;
+        s->range_offset = s->block.offset;
+        s->range_size = s->block.size;
     }
     s->live = true;
     return CLRUN_OK;
@@ -158,7 +171,7 @@ static clrun_status remember_pending(clrun_exec *e, buffer_state *s)
                                                        s->event_count ? s->events : NULL, &marker);
     if (error != CL_SUCCESS)
         return clrun__fail_cl(e->ctx, error, "clEnqueueMarkerWithWaitList", "ordering a free");
-    e->pending[e->pending_count++] = (pending_free){s->block.chunk, s->block.offset, s->block.size, marker};
+    e->pending[e->pending_count++] = (pending_free){s->range_chunk, s->range_offset, s->range_size, marker};
     return CLRUN_OK;
 }
 
@@ -168,11 +181,14 @@ static clrun_status give_back(clrun_exec *e, int32_t b)
     if (!s->live)
         return CLRUN_OK;
     clrun_status status = CLRUN_OK;
-    if (e->options.mode == CLRUN_EXEC_NAIVE && !e->schedule.buffers[b].is_input) {
+    /* Out of order: whoever next takes these bytes (a pool block or an arena range) must wait
+     * for every command that used them. */
+    if (e->ctx->out_of_order && s->event_count)
+        status = remember_pending(e, s);
+    bool is_input = e->schedule.buffers[b].is_input;
+    if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
         clrun__cl.ReleaseMemObject(s->mem);
-    } else if (e->options.mode != CLRUN_EXEC_PLANNED || e->schedule.buffers[b].is_input) {
-        if (e->ctx->out_of_order && s->event_count)
-            status = remember_pending(e, s);
+    } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
         clrun_status freed = clrun_free(e->ctx, &s->block);
         if (status == CLRUN_OK)
             status = freed;
@@ -272,7 +288,11 @@ static clrun_status prepare_arena(clrun_exec *e)
             status = clrun__fail_cl(e->ctx, error, "clCreateBuffer", "planned arena of %llu bytes",
                                     (unsigned long long)e->arena_bytes);
     }
+    e->arena_offsets = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->arena_offsets);
+    if (status == CLRUN_OK && e->arena_offsets == NULL)
+        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
     for (size_t i = 0; status == CLRUN_OK && i < n; i++) {
+        e->arena_offsets[which[i]] = offsets[i];
         cl_buffer_region region = {(size_t)offsets[i], (size_t)items[i].size};
         cl_int error = CL_SUCCESS;
         e->arena_views[which[i]] = clrun__cl.CreateSubBuffer(e->arena, CL_MEM_READ_WRITE,
@@ -332,6 +352,10 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
     e->graph = graph;
     if (options)
         e->options = *options;
+    else if (strcmp(ctx->options.allocator, "naive") == 0)
+        e->options.mode = CLRUN_EXEC_NAIVE;
+    else if (strcmp(ctx->options.allocator, "planned") == 0)
+        e->options.mode = CLRUN_EXEC_PLANNED;
     if (e->options.mode > CLRUN_EXEC_PLANNED) {
         free(e);
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)options->mode);
@@ -399,6 +423,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->constants);
     free(e->buffers);
     free(e->arena_views);
+    free(e->arena_offsets);
     free(e->consumed);
     free(e->unused_names);
     free(e->pending);
@@ -421,6 +446,14 @@ static bool was_consumed(const clrun_exec *e, const clrun_buffer *b, int32_t *te
 
 static clrun_status remember_consumed(clrun_exec *e, const clrun_buffer *b, int32_t tensor)
 {
+    /* One record per pool slot: a newer consumption of the same slot replaces the older (whose
+     * generation can never be live again), so the table stays as small as the pool's. */
+    for (int32_t i = 0; i < e->consumed_count; i++)
+        if (e->consumed[i].slot == b->slot) {
+            e->consumed[i].generation = b->generation;
+            e->consumed[i].tensor = tensor;
+            return CLRUN_OK;
+        }
     if (e->consumed_count == e->consumed_capacity) {
         int32_t capacity = e->consumed_capacity ? e->consumed_capacity * 2 : 8;
         void *grown = realloc(e->consumed, (size_t)capacity * sizeof *e->consumed);
@@ -453,12 +486,19 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
                                "input '%s' needs a buffer of %llu bytes (%s), got %llu", tensor_name(e, t),
                                (unsigned long long)bytes, clrun_dtype_name(g->tensors[t].type.dtype),
                                (unsigned long long)inputs[i].size);
+        if (!clrun__pool_is_live(e->ctx, &inputs[i]))
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                               "input '%s': the buffer is not live in this context (freed already, or "
+                               "allocated from another context)", tensor_name(e, t));
     }
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
         s->block = inputs[i];
         s->mem = inputs[i].mem;
+        s->range_chunk = inputs[i].chunk;
+        s->range_offset = inputs[i].offset;
+        s->range_size = inputs[i].size;
         s->live = true;
         *held += inputs[i].size;
         if (g->tensors[t].donated && remember_consumed(e, &inputs[i], t) != CLRUN_OK)
@@ -482,7 +522,8 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
     *count = 0;
     if (!e->ctx->out_of_order)
         return CLRUN_OK;
-    size_t capacity = (size_t)e->pending_count + 8;
+    /* Each output may overlap every pending range; each input brings its users' events. */
+    size_t capacity = (size_t)e->pending_count * (size_t)node->output_count + 8;
     for (int k = 0; k < node->input_count; k++)
         if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT)
             capacity += (size_t)e->buffers[e->schedule.buffer_of[node->inputs[k]]].event_count;
@@ -503,8 +544,8 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
         const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->outputs[o]]];
         for (int32_t i = 0; i < e->pending_count; i++) {
             const pending_free *p = &e->pending[i];
-            if (p->chunk == s->block.chunk && p->offset < s->block.offset + s->block.size &&
-                s->block.offset < p->offset + p->size)
+            if (p->chunk == s->range_chunk && p->offset < s->range_offset + s->range_size &&
+                s->range_offset < p->offset + p->size)
                 waits[(*count)++] = p->done;
         }
     }
@@ -625,7 +666,8 @@ static void abandon_run(clrun_exec *e)
     drop_pending(e);
 }
 
-/* Inputs the caller keeps are not the executor's: forget them once the run is over. */
+/* Inputs the caller keeps are not the executor's: forget them once the run is over (keeping
+ * the memory of one that is also a graph output, so it can be read back). */
 static void unbind_caller_inputs(clrun_exec *e)
 {
     for (int32_t i = 0; i < e->graph->input_count; i++) {
@@ -635,7 +677,8 @@ static void unbind_caller_inputs(clrun_exec *e)
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
         drop_events(s);
         s->live = false;
-        s->mem = NULL;
+        if (!e->graph->tensors[t].is_output)
+            s->mem = NULL;
     }
 }
 
@@ -738,7 +781,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_stats_get: NULL argument");
     *out = e->stats;
     out->mode = clrun_exec_mode_name(e->options.mode);
-    out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? e->ctx->options.allocator : out->mode;
+    out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? clrun__context_strategy(e->ctx) : out->mode;
     out->steps = e->schedule.steps;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;

@@ -123,18 +123,13 @@ static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
     pool->ctx = ctx;
     pool->red_zone = ctx->options.guard ? ctx->info.base_addr_align : 0;
     clrun__allocator_config config = {
-        .ops = clrun_strategy_find(ctx->options.allocator),
+        .ops = clrun_strategy_find(clrun__context_strategy(ctx)),
         .min_align = ctx->info.base_addr_align,
         .max_chunk = ctx->info.max_alloc,
         .limit = pool_limit(ctx),
         .backing = {.user = pool, .reserve = reserve_chunk, .release = release_chunk},
     };
     char err[1024];
-    if (config.ops == NULL) {
-        free(pool);
-        return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_ALLOCATOR, "unknown allocator '%s': valid names are %s",
-                           ctx->options.allocator, clrun_strategy_names());
-    }
     clrun_status status = clrun__allocator_create(&config, &pool->allocator, err, sizeof err);
     if (status == CLRUN_OK && ctx->options.preallocate)
         status = clrun__allocator_preallocate(pool->allocator, config.limit, err, sizeof err);
@@ -146,27 +141,31 @@ static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
     return CLRUN_OK;
 }
 
-/* The context's pool, created on first use. */
+/* The context's pool, created on first use, once: creation (which may preallocate most of the
+ * device) happens under pool_init, apart from ctx->lock, under which failures are recorded. */
 static clrun_status get_pool(clrun_context *ctx, struct clrun_pool **out)
 {
-    clrun_status status = CLRUN_OK;
     pthread_mutex_lock(&ctx->lock);
     struct clrun_pool *pool = ctx->pool;
     pthread_mutex_unlock(&ctx->lock);
-    if (pool == NULL) {
-        /* Created outside ctx->lock, since failures record messages under it. */
-        struct clrun_pool *fresh = NULL;
-        status = create_pool(ctx, &fresh);
-        if (status != CLRUN_OK)
-            return status;
-        pthread_mutex_lock(&ctx->lock);
-        if (ctx->pool == NULL)
-            ctx->pool = fresh;
-        else
-            destroy_pool(fresh), fresh = NULL; /* another thread was first */
-        pool = ctx->pool;
-        pthread_mutex_unlock(&ctx->lock);
+    if (pool != NULL) {
+        *out = pool;
+        return CLRUN_OK;
     }
+    clrun_status status = CLRUN_OK;
+    pthread_mutex_lock(&ctx->pool_init);
+    pthread_mutex_lock(&ctx->lock);
+    pool = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    if (pool == NULL) {
+        status = create_pool(ctx, &pool);
+        if (status == CLRUN_OK) {
+            pthread_mutex_lock(&ctx->lock);
+            ctx->pool = pool;
+            pthread_mutex_unlock(&ctx->lock);
+        }
+    }
+    pthread_mutex_unlock(&ctx->pool_init);
     *out = pool;
     return status;
 }
@@ -488,4 +487,17 @@ cl_mem clrun__pool_chunk_mem(clrun_context *ctx, uint32_t chunk)
     cl_mem mem = chunk < pool->chunk_capacity ? pool->chunk_mem[chunk] : NULL;
     pthread_mutex_unlock(&pool->lock);
     return mem;
+}
+
+bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct clrun_pool *pool = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    if (pool == NULL || buffer == NULL)
+        return false;
+    pthread_mutex_lock(&pool->lock);
+    bool live = record_matches(pool, buffer);
+    pthread_mutex_unlock(&pool->lock);
+    return live;
 }

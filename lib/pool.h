@@ -25,6 +25,9 @@ typedef void (*clrun__pool_observer)(const clrun__pool_event *event, void *user)
 /* Installs (or, NULL, removes) the context's pool observer, called under the pool lock. */
 clrun_status clrun__pool_observe(clrun_context *ctx, clrun__pool_observer observer, void *user);
 
+/* True when `buffer` is a live block of ctx's pool (not freed, not a stale copy, not foreign). */
+bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer);
+
 /* The chunk buffer (not a sub-buffer) that holds `buffer`, for guard checks and tests. */
 cl_mem clrun__pool_chunk_mem(clrun_context *ctx, uint32_t chunk);
 

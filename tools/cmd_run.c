@@ -292,9 +292,10 @@ static int run_graph(const run_args *a, clrun_context *ctx, clrun_graph *g, run_
 {
     clrun_exec_options options = {.mode = CLRUN_EXEC_POOLED, .profile = a->trace != NULL,
                                   .plan_time_limit_s = a->plan_time_limit};
-    if (a->allocator && strcmp(a->allocator, "naive") == 0)
+    const char *mode = a->allocator ? a->allocator : ctx->options.allocator; /* CLRUN_ALLOCATOR */
+    if (strcmp(mode, "naive") == 0)
         options.mode = CLRUN_EXEC_NAIVE;
-    else if (a->allocator && strcmp(a->allocator, "planned") == 0)
+    else if (strcmp(mode, "planned") == 0)
         options.mode = CLRUN_EXEC_PLANNED;
     const clrun_tensor_id *ids;
     int32_t inputs_n = clrun_graph_inputs(g, &ids);

@@ -94,8 +94,8 @@ cl_device_id clrun_context_cl_device(const clrun_context *ctx);
 /* True when the context's queue executes out of order. */
 bool clrun_context_out_of_order(const clrun_context *ctx);
 
-/* The message of the last failure on ctx (with details: the OpenCL error name, sizes, what the
- * pool held), or, with ctx NULL, of the last failure in this thread of a call that had no context
+/* The message of the last failure on ctx, from whichever thread (with details: the OpenCL
+ * error name, sizes, what the pool held), or, with ctx NULL, of the last failure in this thread of a call that had no context
  * (context creation, device listing, parsing). "" when nothing failed. The text is a copy private
  * to the calling thread, valid until its next call of this function. */
 const char *clrun_last_error(const clrun_context *ctx);

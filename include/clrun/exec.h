@@ -41,7 +41,8 @@ typedef struct clrun_exec clrun_exec;
 
 /* Prepares `graph` (validated here) for ctx: schedule, kernels, constants uploaded (and, in
  * planned mode, the plan and its arena). The graph must outlive the executor. On failure *out is
- * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL (pooled). */
+ * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL: the mode then
+ * follows CLRUN_ALLOCATOR (naive, planned, or pooled for a strategy name), without profiling. */
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out);
 

@@ -19,7 +19,8 @@ typedef enum clrun_log_level {
 typedef void (*clrun_log_handler)(clrun_log_level level, const char *message, void *user);
 
 /* Replaces the handler (NULL restores the default, which writes "clrun: level: message" to
- * stderr). Process-wide; call it before creating contexts in other threads. */
+ * stderr). Process-wide; call it before using clrun from other threads: a handler may still be
+ * running in another thread just after it was replaced, so its `user` must outlive that. */
 void clrun_log_set_handler(clrun_log_handler handler, void *user);
 
 /* Sets the level; by default it comes from CLRUN_LOG (error|warn|info|debug|none). */

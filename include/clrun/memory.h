@@ -44,8 +44,11 @@ clrun_status clrun_alloc(clrun_context *ctx, uint64_t size, clrun_buffer *out);
 clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignment,
                             const char *label, clrun_buffer *out);
 
-/* Returns a block to the pool. The work already enqueued on the context's queue that uses it
- * stays valid (the queue is in order). CLRUN_ERROR_INVALID_FREE, with nothing changed, for a
+/* Returns a block to the pool, which may hand it out again at once. On an in-order queue (the
+ * default) work already enqueued that uses the block stays valid, since whatever a new owner
+ * enqueues runs after it. On an out-of-order queue (CLRUN_QUEUE=out-of-order) free a block only
+ * once the commands using it are complete (clFinish, or their events); the executor orders its
+ * own reuse with events and needs no such care. CLRUN_ERROR_INVALID_FREE, with nothing changed, for a
  * block that is not live: freed already, from another context, or never allocated. In guard
  * mode, CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
 clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
