@@ -788,7 +788,7 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
 
 const clrun_allocator_ops clrun_strategy_slab = {
     .name = "slab",
-    .description = "size classes (<= 12.5% waste) carved from slabs; page runs above 512 KiB",
+    .description = "size classes (< 1/8 waste above 8 granules) carved from slabs; page runs above 512 KiB",
     .create = slab_create,
     .destroy = slab_destroy,
     .chunk_size = slab_chunk_size,
