@@ -16,12 +16,14 @@
 #include <string.h>
 #include <time.h>
 
-/* Share of the time limit after which no further construction starts. */
+/* Share of the time limit after which no further construction starts (without a step limit;
+ * with one, every construction runs). */
 #define PLAN_BUILD_SHARE 0.5
-/* Share of the time limit the exact search may use before the improvement searches. */
+/* Share of the time limit, and of the step limit, the exact search may use (counted from the
+ * start of the call) before the improvement searches. */
 #define PLAN_EXACT_SHARE 0.5
-/* Share of the improvement time given to lowest-first rebuilds; the rest goes to the local
- * search over best-fit orders. */
+/* Share of the improvement time, and of the steps left, given to lowest-first rebuilds; the
+ * rest goes to the local search over best-fit orders. */
 #ifndef PLAN_LOWEST_FIRST_SHARE
 #define PLAN_LOWEST_FIRST_SHARE 0.7
 #endif
@@ -217,6 +219,31 @@ static bool done(const clrun_plan_result *result, double deadline)
     return result->peak_bytes == result->lower_bound_bytes || clrun__plan_now() > deadline;
 }
 
+/* What the searches may still do: a deadline and a total of result->steps. */
+typedef struct budget {
+    double deadline;    /* monotonic seconds; INFINITY for none */
+    uint64_t max_steps; /* result->steps may reach this; UINT64_MAX for no limit */
+} budget;
+
+/* Steps left before result->steps reaches `until`. */
+static uint64_t steps_left(const clrun_plan_result *result, uint64_t until)
+{
+    return result->steps < until ? until - result->steps : 0;
+}
+
+/* The step count `share` of the way from result->steps to `until` (UINT64_MAX stays so). */
+static uint64_t steps_share(const clrun_plan_result *result, uint64_t until, double share)
+{
+    if (until == UINT64_MAX)
+        return UINT64_MAX;
+    return result->steps + (uint64_t)(share * (double)steps_left(result, until));
+}
+
+static bool spent(const clrun_plan_result *result, const budget *b)
+{
+    return done(result, b->deadline) || steps_left(result, b->max_steps) == 0;
+}
+
 /* The constructions in the order they are tried: lowest-first by area first (the best and,
  * on dense instances, the fastest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500
  * alive at once), then the TFLite baseline, then the rest. */
@@ -260,7 +287,8 @@ static clrun_status build(solve_state *s, const clrun_plan_buffer *buffers, size
 }
 
 /* Runs the constructions, the first always, the others only before the deadline (one pass
- * over a dense instance of 50k buffers can take a second). Stops at the lower bound. */
+ * over a dense instance of 50k buffers can take a second; INFINITY runs them all). Stops at
+ * the lower bound. */
 static clrun_status run_constructions(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
                                       double deadline, uint64_t *offsets,
                                       clrun_plan_result *result)
@@ -282,12 +310,13 @@ static clrun_status run_constructions(solve_state *s, const clrun_plan_buffer *b
 
 /* The exact search, for small instances; true when it proved the result optimal. */
 static clrun_status run_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                              double deadline, uint64_t *offsets, clrun_plan_result *result,
+                              const budget *b, uint64_t *offsets, clrun_plan_result *result,
                               bool *proven)
 {
     uint64_t nodes = 0, peak = result->peak_bytes;
-    clrun_status st = clrun__plan_exact(buffers, n, align, result->lower_bound_bytes, deadline,
-                                        &peak, offsets, proven, &nodes);
+    clrun_status st = clrun__plan_exact(buffers, n, align, result->lower_bound_bytes,
+                                        b->deadline, steps_left(result, b->max_steps), &peak,
+                                        offsets, proven, &nodes);
     result->steps += nodes;
     if (st == CLRUN_OK && peak < result->peak_bytes) {
         result->peak_bytes = peak;
@@ -296,29 +325,32 @@ static clrun_status run_exact(const clrun_plan_buffer *buffers, size_t n, uint64
     return st;
 }
 
-/* The improvement searches share what time is left: first the randomised lowest-first
- * rebuilds (from the best ranking; the default one if none was built in time), then the local
- * search over best-fit orders, which on some instances finds what the rebuilds miss. */
+/* The improvement searches share what time and steps are left: first the randomised
+ * lowest-first rebuilds (from the best ranking; the default one if none was built in time),
+ * then the local search over best-fit orders, which on some instances finds what the rebuilds
+ * miss. */
 static clrun_status run_improvement(solve_state *s, const clrun_plan_options *options,
-                                    double deadline, uint64_t *offsets, clrun_plan_result *result)
+                                    const budget *b, uint64_t *offsets, clrun_plan_result *result)
 {
     double now = clrun__plan_now();
-    double middle = now + PLAN_LOWEST_FIRST_SHARE * (deadline - now);
+    budget first = {now + PLAN_LOWEST_FIRST_SHARE * (b->deadline - now),
+                    steps_share(result, b->max_steps, PLAN_LOWEST_FIRST_SHARE)};
     uint64_t steps = 0, peak = result->peak_bytes;
     clrun__plan_skyline_rank(&s->skyline, s->best_rank);
-    clrun__plan_skyline_search(&s->skyline, result->lower_bound_bytes, middle, options->seed,
-                               &peak, offsets, &steps, s->trial);
+    clrun__plan_skyline_search(&s->skyline, result->lower_bound_bytes, first.deadline,
+                               steps_left(result, first.max_steps), options->seed, &peak,
+                               offsets, &steps, s->trial);
     result->steps += steps;
     if (peak < result->peak_bytes) {
         result->peak_bytes = peak;
         result->method = "lowest-first-search";
     }
-    if (peak == result->lower_bound_bytes)
+    if (spent(result, b))
         return CLRUN_OK;
     steps = 0;
-    clrun_status st = clrun__plan_local_search(&s->decoder, s->best_order,
-                                               result->lower_bound_bytes, deadline, options->seed,
-                                               &peak, offsets, &steps);
+    clrun_status st = clrun__plan_local_search(
+        &s->decoder, s->best_order, result->lower_bound_bytes, b->deadline,
+        steps_left(result, b->max_steps), options->seed, &peak, offsets, &steps);
     result->steps += steps;
     if (st == CLRUN_OK && peak < result->peak_bytes) {
         result->peak_bytes = peak;
@@ -353,25 +385,32 @@ static clrun_status solve(solve_state *s, const clrun_plan_buffer *buffers, size
 
     /* A zero limit asks for the constructions only, all of them. */
     double limit = options->time_limit_s;
-    double deadline = limit > 0 ? start + limit : INFINITY;
+    bool step_limited = options->step_limit > 0;
+    budget all = {limit > 0 ? start + limit : INFINITY,
+                  step_limited ? options->step_limit : UINT64_MAX};
     /* Constructions may use half the time; the searches improve on the best of them more
-     * than the slower remaining constructions would. */
-    double build_deadline = limit > 0 ? start + PLAN_BUILD_SHARE * limit : INFINITY;
+     * than the slower remaining constructions would. With a step limit they all run, so that
+     * the plan does not depend on the machine's speed. */
+    double build_deadline =
+        limit > 0 && !step_limited ? start + PLAN_BUILD_SHARE * limit : INFINITY;
     st = run_constructions(s, buffers, n, build_deadline, offsets, result);
-    if (st != CLRUN_OK || limit == 0 || done(result, deadline))
+    if (st != CLRUN_OK || limit == 0 || spent(result, &all))
         return st;
     if (n <= options->exact_max_buffers && n <= 64) {
         bool proven = false;
-        st = run_exact(buffers, n, align, start + PLAN_EXACT_SHARE * limit, offsets, result,
-                       &proven);
+        /* Half the time and half the steps, both counted from the start. */
+        budget exact = {start + PLAN_EXACT_SHARE * limit,
+                        step_limited ? (uint64_t)(PLAN_EXACT_SHARE * (double)options->step_limit)
+                                     : UINT64_MAX};
+        st = run_exact(buffers, n, align, &exact, offsets, result, &proven);
         if (st != CLRUN_OK || proven) {
             result->optimal = proven;
             return st;
         }
     }
-    if (done(result, deadline))
+    if (spent(result, &all))
         return CLRUN_OK;
-    return run_improvement(s, options, deadline, offsets, result);
+    return run_improvement(s, options, &all, offsets, result);
 }
 
 clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,

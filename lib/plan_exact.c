@@ -13,7 +13,8 @@
  * buffers alive at t), stacked; adding their aligned sizes (less the largest padding of any
  * buffer alive at t, since the top one needs only its size) gives a bound per moment. A node is
  * cut when that bound reaches the best peak known. Worst case exponential; the deadline is
- * checked every 1024 nodes and the search then gives up, keeping the best plan found. */
+ * checked every 1024 nodes, the node limit at every node, and the search then gives up,
+ * keeping the best plan found. */
 #include "plan_internal.h"
 
 #include <stdlib.h>
@@ -46,8 +47,9 @@ typedef struct exact {
     uint64_t best;           /* best peak known; only better plans are looked for */
     uint64_t *best_offsets;  /* where a better plan is written */
     double deadline;         /* monotonic seconds */
+    uint64_t max_nodes;      /* nodes it may visit */
     uint64_t nodes;          /* nodes visited */
-    bool timed_out;          /* gave up at the deadline */
+    bool timed_out;          /* gave up at the deadline or the node limit */
     bool found;              /* a plan better than the incumbent was written */
 } exact;
 
@@ -236,7 +238,8 @@ static size_t gather_candidates(exact *e, size_t depth, uint64_t placed, uint64_
 /* Depth-first search below the node with `depth` buffers placed. Returns true to stop. */
 static bool search(exact *e, size_t depth, uint64_t placed, uint64_t floor, uint64_t peak)
 {
-    if (++e->nodes % EXACT_CLOCK_EVERY == 0 && clrun__plan_now() > e->deadline) {
+    if (e->nodes == e->max_nodes ||
+        (++e->nodes % EXACT_CLOCK_EVERY == 0 && clrun__plan_now() > e->deadline)) {
         e->timed_out = true;
         return true;
     }
@@ -270,14 +273,16 @@ static bool search(exact *e, size_t depth, uint64_t placed, uint64_t floor, uint
 }
 
 clrun_status clrun__plan_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                               uint64_t lower_bound, double deadline, uint64_t *best_peak,
-                               uint64_t *offsets, bool *complete, uint64_t *nodes)
+                               uint64_t lower_bound, double deadline, uint64_t max_nodes,
+                               uint64_t *best_peak, uint64_t *offsets, bool *complete,
+                               uint64_t *nodes)
 {
     *complete = false;
     if (n == 0 || n > 64)
         return n == 0 ? CLRUN_OK : CLRUN_ERROR_INVALID_ARGUMENT;
     exact e = {.buffers = buffers, .n = n, .align = align, .lower_bound = lower_bound,
-               .best = *best_peak, .best_offsets = offsets, .deadline = deadline};
+               .best = *best_peak, .best_offsets = offsets, .deadline = deadline,
+               .max_nodes = max_nodes};
     clrun_status st = exact_init(&e);
     if (st == CLRUN_OK) {
         search(&e, 0, 0, 0, 0);

@@ -116,31 +116,34 @@ const char *clrun__plan_rank_name(clrun__plan_rank rank);
  * `cutoff`. Returns the peak. */
 uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
                                  uint64_t *offsets);
-/* Randomised rebuilds until the deadline or the lower bound: priorities of the current plan
- * are perturbed at random and a trial kept when its peak is no worse. On a strictly better
- * plan, offsets and *best_peak are updated. s->priority holds the start; scratch has room for
- * n offsets. */
+/* Randomised rebuilds until the deadline, max_trials rebuilds or the lower bound: priorities
+ * of the current plan are perturbed at random and a trial kept when its peak is no worse. On a
+ * strictly better plan, offsets and *best_peak are updated. s->priority holds the start;
+ * scratch has room for n offsets. *trials gets the rebuilds tried (<= max_trials). */
 void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, double deadline,
-                                uint64_t seed, uint64_t *best_peak, uint64_t *offsets,
-                                uint64_t *trials, uint64_t *scratch);
+                                uint64_t max_trials, uint64_t seed, uint64_t *best_peak,
+                                uint64_t *offsets, uint64_t *trials, uint64_t *scratch);
 
 /* ---- searches (plan_exact.c, plan_search.c) ---- */
 
 /* Branch and bound over canonical plans, for n <= 64. Looks for a plan with peak below
  * *best_peak; when it finds one it writes it to offsets and lowers *best_peak. *complete is set
- * when the search space was exhausted before the deadline (then *best_peak is optimal).
- * *nodes counts the nodes visited. */
+ * when the search space was exhausted before the deadline and within max_nodes nodes (then
+ * *best_peak is optimal). *nodes counts the nodes visited (<= max_nodes). */
 clrun_status clrun__plan_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                               uint64_t lower_bound, double deadline, uint64_t *best_peak,
-                               uint64_t *offsets, bool *complete, uint64_t *nodes);
+                               uint64_t lower_bound, double deadline, uint64_t max_nodes,
+                               uint64_t *best_peak, uint64_t *offsets, bool *complete,
+                               uint64_t *nodes);
 
 /* Iterated local search over greedy orders, starting from `order` (whose plan has peak
- * *best_peak). Until the deadline or the lower bound, it moves buffers that define the peak
- * earlier (or the buffers under them later) and re-places only the changed suffix, keeping a
- * move when the peak does not grow. When a strictly better plan is found, offsets and
- * *best_peak are updated. *moves counts the moves tried. The decoder is left cleared. */
+ * *best_peak). Until the deadline, max_moves moves or the lower bound, it moves buffers that
+ * define the peak earlier (or the buffers under them later) and re-places only the changed
+ * suffix, keeping a move when the peak does not grow. When a strictly better plan is found,
+ * offsets and *best_peak are updated. *moves counts the moves tried (<= max_moves). The
+ * decoder is left cleared. */
 clrun_status clrun__plan_local_search(clrun__plan_decoder *d, const uint32_t *order,
-                                      uint64_t lower_bound, double deadline, uint64_t seed,
-                                      uint64_t *best_peak, uint64_t *offsets, uint64_t *moves);
+                                      uint64_t lower_bound, double deadline, uint64_t max_moves,
+                                      uint64_t seed, uint64_t *best_peak, uint64_t *offsets,
+                                      uint64_t *moves);
 
 #endif

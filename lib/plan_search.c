@@ -189,8 +189,9 @@ static void local_start(local *s, const uint32_t *order)
 }
 
 clrun_status clrun__plan_local_search(clrun__plan_decoder *d, const uint32_t *order,
-                                      uint64_t lower_bound, double deadline, uint64_t seed,
-                                      uint64_t *best_peak, uint64_t *offsets, uint64_t *moves)
+                                      uint64_t lower_bound, double deadline, uint64_t max_moves,
+                                      uint64_t seed, uint64_t *best_peak, uint64_t *offsets,
+                                      uint64_t *moves)
 {
     size_t n = d->n;
     *moves = 0;
@@ -208,7 +209,7 @@ clrun_status clrun__plan_local_search(clrun__plan_decoder *d, const uint32_t *or
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     local_start(&s, order);
-    while (s.peak > lower_bound && clrun__plan_now() < deadline) {
+    while (s.peak > lower_bound && *moves < max_moves && clrun__plan_now() < deadline) {
         (*moves)++;
         if (try_move(&s) && s.peak < *best_peak) {
             *best_peak = s.peak;

@@ -340,17 +340,18 @@ static void perturb(clrun__plan_skyline *s, size_t n, uint64_t *rng)
 }
 
 void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, double deadline,
-                                uint64_t seed, uint64_t *best_peak, uint64_t *offsets,
-                                uint64_t *trials, uint64_t *scratch)
+                                uint64_t max_trials, uint64_t seed, uint64_t *best_peak,
+                                uint64_t *offsets, uint64_t *trials, uint64_t *scratch)
 {
     size_t n = s->n;
     uint64_t rng = seed ^ 0x5851F42D4C957F2Du;
+    *trials = 0;
     uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, scratch);
     if (current < *best_peak) {
         *best_peak = current;
         memcpy(offsets, scratch, n * sizeof *offsets);
     }
-    while (current > lower_bound && clrun__plan_now() < deadline) {
+    while (current > lower_bound && *trials < max_trials && clrun__plan_now() < deadline) {
         (*trials)++;
         perturb(s, n, &rng);
         uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, scratch);

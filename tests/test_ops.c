@@ -730,8 +730,13 @@ static void concat_joins_along_any_axis(void **state)
 static void concat_chains_its_launches_on_an_out_of_order_queue(void **state)
 {
     (void)state;
-    if (ooo_ctx == NULL)
+    /* Not a missing op: the device has no out-of-order queue (or CLRUN_DEBUG=guard keeps the
+     * queue in order), a documented configuration that this test cannot run on. Said aloud so
+     * that a skip is never silent. */
+    if (ooo_ctx == NULL) {
+        print_message("skipped: no out-of-order queue (the device has none, or guard mode)\n");
         skip();
+    }
     const char *const last[4] = {"3,2,1", "3,2,5", "3,2,1", "3,2,2"};
     check_concat(ooo_ctx, CLRUN_F32, 4, last, -1, "3,2,9", 2100);
     check_matmul(&(mm_case){"2,5,33,20", "33,70", "2,5,20,70", true, false, true, 1}, 2101);
@@ -1187,7 +1192,15 @@ static int setup(void **state)
     clrun_context_options o;
     clrun_context_options_init(&o);
     o.out_of_order = 1;
-    if (clrun_context_create(&o, &ooo_ctx) == CLRUN_OK && !clrun_context_out_of_order(ooo_ctx)) {
+    /* A device without out-of-order queues gets an in-order one: failing to create the context
+     * at all is an error, not a reason to skip the out-of-order test. */
+    if (clrun_context_create(&o, &ooo_ctx) != CLRUN_OK) {
+        fprintf(stderr, "no out-of-order context: %s\n", clrun_last_error(NULL));
+        clrun_context_destroy(ctx);
+        ctx = NULL;
+        return -1;
+    }
+    if (!clrun_context_out_of_order(ooo_ctx)) {
         clrun_context_destroy(ooo_ctx);
         ooo_ctx = NULL;
     }

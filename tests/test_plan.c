@@ -189,6 +189,20 @@ static clrun_plan_options options_with(double time_limit, uint64_t align)
     return o;
 }
 
+/* Options for tests that check what the planner finds: the searches stop after `steps` steps
+ * and the hour of time is never reached, so the plan, and the test's verdict, are the same on
+ * every machine however slow. */
+static clrun_plan_options options_with_steps(uint64_t steps, uint64_t align)
+{
+    clrun_plan_options o = options_with(3600.0, align);
+    o.step_limit = steps;
+    return o;
+}
+
+/* Steps enough for the exact search to finish on every instance of up to 10 buffers the tests
+ * use (the hardest takes a few hundred nodes). */
+#define EXACT_STEPS 100000
+
 /* ---- valid plans ---- */
 
 static void greedy_plans_are_valid_for_every_order_and_alignment(void **state)
@@ -294,7 +308,7 @@ static void optimal_claims_match_exhaustive_search_on_tiny_instances(void **stat
         clrun_plan_buffer b[8];
         uint64_t offsets[8];
         tiny_instance(seed, n, b);
-        clrun_plan_options o = options_with(1.0, align);
+        clrun_plan_options o = options_with_steps(EXACT_STEPS, align);
         clrun_plan_result r;
         assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
         check_plan("tiny", seed, b, n, align, offsets, r.peak_bytes, r.lower_bound_bytes);
@@ -319,7 +333,7 @@ static void exact_search_proves_tiny_instances_optimal(void **state)
         clrun_plan_buffer b[8];
         uint64_t offsets[8];
         tiny_instance(seed, n, b);
-        clrun_plan_options o = options_with(5.0, seed % 2 ? 1 : 16);
+        clrun_plan_options o = options_with_steps(EXACT_STEPS, seed % 2 ? 1 : 16);
         clrun_plan_result r;
         assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
         if (!r.optimal || r.peak_bytes != exhaustive_optimum(b, n, o.alignment)) {
@@ -392,7 +406,7 @@ static void exact_search_rebuilds_small_perfect_packings(void **state)
         size_t n = 10;
         uint64_t known, offsets[10];
         clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, &known);
-        clrun_plan_options o = options_with(5.0, 1);
+        clrun_plan_options o = options_with_steps(EXACT_STEPS, 1);
         clrun_plan_result r;
         assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
         check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
@@ -429,7 +443,7 @@ static void solve_beats_every_greedy_order_on_packings(void **state)
         clrun_plan_buffer *b = family_instance((clrun_plan_gen_family)f, n, seed, NULL);
         uint64_t *offsets = malloc(n * sizeof *offsets);
         uint64_t greedy = best_greedy_peak(b, n, offsets);
-        clrun_plan_options o = options_with(0.3, 1);
+        clrun_plan_options o = options_with_steps(300, 1);
         clrun_plan_result r;
         assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
         check_plan("packing", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
@@ -452,7 +466,7 @@ static void improvement_search_beats_the_constructions(void **state)
     uint64_t seed = 3;
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, seed, NULL);
     uint64_t *offsets = malloc(n * sizeof *offsets);
-    clrun_plan_options quick = options_with(0, 1), searched = options_with(2.0, 1);
+    clrun_plan_options quick = options_with(0, 1), searched = options_with_steps(500, 1);
     clrun_plan_result built, improved;
     assert_int_equal(clrun_plan_solve(b, n, &quick, offsets, &built), CLRUN_OK);
     assert_int_equal(clrun_plan_solve(b, n, &searched, offsets, &improved), CLRUN_OK);
@@ -469,26 +483,88 @@ static void improvement_search_beats_the_constructions(void **state)
     free(b);
 }
 
-/* ---- time ---- */
+/* ---- limits ---- */
 
-static void time_limit_is_respected(void **state)
+/* A contract check of the time limit, not a speed test: a slow machine only makes the call
+ * longer, which passes. An anytime planner must use its time on an instance it cannot prove
+ * optimal, so a 0.3 s call takes at least 0.25 s. Whether it stops at all is checked without a
+ * clock: the step limit is a backstop that a planner obeying the time limit does not come near
+ * (a rebuild of this instance takes tens of milliseconds, so a handful of steps fit in 0.3 s,
+ * against 1000 allowed), while one ignoring the limit reaches it. (With a step limit every
+ * construction runs, which may take longer than 0.3 s under sanitizers: allowed.) */
+static void time_limit_is_used_and_obeyed(void **state)
 {
     (void)state;
     size_t n = 3000;
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 5, NULL);
     uint64_t *offsets = malloc(n * sizeof *offsets);
     clrun_plan_options o = options_with(0.3, 1);
+    o.step_limit = 1000;
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    /* The instance cannot be proven optimal, so an anytime planner searches until the limit:
-     * it must not stop much earlier. Later is allowed (one construction may overrun; sanitizers
-     * and shared CI machines are slow): the upper check only catches a limit ignored outright. */
-    if (r.planner_ms < 250 || r.planner_ms > 300 + 10000) {
-        print_message("planner took %.1f ms for a 300 ms limit (peak/lb %.3f)\n", r.planner_ms,
-                      (double)r.peak_bytes / (double)r.lower_bound_bytes);
-        fail();
-    }
+    bool used = r.planner_ms >= 250, obeyed = r.steps < o.step_limit;
+    double ratio = (double)r.peak_bytes / (double)r.lower_bound_bytes;
+    check_plan("balanced", 5, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
     assert_false(r.optimal);
+    free(offsets);
+    free(b);
+    if (!used || !obeyed)
+        fail_msg("planner took %.1f ms and %llu steps for a 300 ms limit (peak/lb %.3f)",
+                 r.planner_ms, (unsigned long long)r.steps, ratio);
+}
+
+/* Two step-limited solves of an instance give the same plan, found with the same steps, and
+ * never take more steps than allowed. Covers the rebuilds and the local search (300 buffers)
+ * and the exact search stopped by the limit before them (40 buffers). */
+static void step_limited_solve_is_deterministic(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {40, 300};
+    for (size_t i = 0; i < 2; i++) {
+        size_t n = sizes[i];
+        uint64_t seed = 3;
+        clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, seed, NULL);
+        uint64_t *first = malloc(n * sizeof *first), *second = malloc(n * sizeof *second);
+        assert_non_null(first);
+        assert_non_null(second);
+        clrun_plan_options o = options_with_steps(400, 1);
+        clrun_plan_result r1, r2;
+        assert_int_equal(clrun_plan_solve(b, n, &o, first, &r1), CLRUN_OK);
+        assert_int_equal(clrun_plan_solve(b, n, &o, second, &r2), CLRUN_OK);
+        check_plan("balanced", seed, b, n, 1, first, r1.peak_bytes, r1.lower_bound_bytes);
+        if (memcmp(first, second, n * sizeof *first) != 0 || r1.peak_bytes != r2.peak_bytes ||
+            r1.steps != r2.steps || strcmp(r1.method, r2.method) != 0) {
+            print_message("balanced n %zu seed %llu: peaks %llu and %llu (%s, %s), steps %llu "
+                          "and %llu\n",
+                          n, (unsigned long long)seed, (unsigned long long)r1.peak_bytes,
+                          (unsigned long long)r2.peak_bytes, r1.method, r2.method,
+                          (unsigned long long)r1.steps, (unsigned long long)r2.steps);
+            fail();
+        }
+        assert_true(r1.steps <= o.step_limit);
+        assert_false(r1.optimal); /* so the limit, not the bound, ended the search */
+        free(first);
+        free(second);
+        free(b);
+    }
+}
+
+/* With a step limit every construction runs, however short the time limit, and the searches
+ * get only the steps left: here none. */
+static void step_limit_runs_every_construction_whatever_the_time(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 3, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options o = options_with(1e-9, 1);
+    o.step_limit = CLRUN_PLAN_ORDER_COUNT + 3;
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    /* four best-fit orders and three lowest-first rankings, nothing else */
+    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT + 3);
+    assert_false(r.optimal);
+    check_plan("balanced", 3, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
     free(offsets);
     free(b);
 }
@@ -556,7 +632,7 @@ static void alignment_pads_all_but_the_top_buffer(void **state)
     (void)state;
     const clrun_plan_buffer b[] = {{100, 0, 2}, {100, 0, 2}};
     uint64_t offsets[2], lb;
-    clrun_plan_options o = options_with(1.0, 64);
+    clrun_plan_options o = options_with_steps(EXACT_STEPS, 64);
     clrun_plan_result r;
     assert_int_equal(clrun_plan_lower_bound(b, 2, 64, &lb), CLRUN_OK);
     assert_int_equal(lb, 228); /* 128 for the lower one, 100 for the top one */
@@ -697,7 +773,9 @@ int main(void)
         cmocka_unit_test(exact_search_rebuilds_small_perfect_packings),
         cmocka_unit_test(solve_beats_every_greedy_order_on_packings),
         cmocka_unit_test(improvement_search_beats_the_constructions),
-        cmocka_unit_test(time_limit_is_respected),
+        cmocka_unit_test(time_limit_is_used_and_obeyed),
+        cmocka_unit_test(step_limited_solve_is_deterministic),
+        cmocka_unit_test(step_limit_runs_every_construction_whatever_the_time),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),

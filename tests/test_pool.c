@@ -333,11 +333,13 @@ static cl_uint context_references(clrun_context *ctx)
 }
 
 /* The context's reference count once the driver has dropped what finished commands held (POCL
- * releases a command's buffers shortly after clFinish returns), waiting up to 2 s for `want`. */
+ * releases a command's buffers shortly after clFinish returns), waiting for `want`. The wait
+ * is capped at 60 s only so that a real leak fails instead of hanging: a slow machine just
+ * waits longer, and a settled count returns at once. */
 static cl_uint settled_context_references(clrun_context *ctx, cl_uint want)
 {
     cl_uint count = context_references(ctx);
-    for (int i = 0; i < 200 && count != want; i++) {
+    for (int i = 0; i < 6000 && count != want; i++) {
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
         count = context_references(ctx);
     }
@@ -367,8 +369,7 @@ static void every_failing_opencl_call_of_a_pool_workload(bool guard)
             live_blocks += b[i].mem != NULL;
         }
         clrun_memory_stats s = stats_of(ctx);
-        if (!guard) /* in guard mode in_use counts red zones: see guard_mode_counts_in_use_as_asked_for */
-            assert_int_equal(s.in_use, live);
+        assert_int_equal(s.in_use, live);
         assert_int_equal(s.alloc_count - s.free_count, live_blocks);
         clrun_buffer extra;
         assert_int_equal(clrun_alloc(ctx, 12345, &extra), CLRUN_OK);

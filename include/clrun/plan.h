@@ -54,9 +54,10 @@ typedef enum clrun_plan_order {
 /* How clrun_plan_solve may work. Start from CLRUN_PLAN_OPTIONS_DEFAULT. */
 typedef struct clrun_plan_options {
     double time_limit_s;          /* wall-clock budget, >= 0. 0 runs every construction and
-                                     no search. Otherwise the first construction always runs,
-                                     the others and the searches only while time remains; the
-                                     clock is read between steps, so the call may overrun by one
+                                     no search. Otherwise the first construction always runs
+                                     (all of them with a step_limit), the others and the
+                                     searches only while time remains; the clock is read
+                                     between steps, so the call may overrun by one
                                      construction (0.2 s for 50k buffers with ~30 alive at
                                      once, 0.8 s for the first and up to 2.4 s for another with
                                      ~500 alive at once). Returns early once a plan is proven
@@ -66,11 +67,24 @@ typedef struct clrun_plan_options {
                                      same work done gives the same plan */
     size_t exact_max_buffers;     /* run the exact branch-and-bound search only when n <= this;
                                      0 disables it */
+    uint64_t step_limit;          /* stop the searches after this many search steps (the
+                                     `steps` the result reports: search nodes plus moves and
+                                     rebuilds tried, the constructions counted too); 0 = no
+                                     limit. With a step limit every construction runs, the
+                                     exact search may take the steps up to half the limit and
+                                     the improvement searches the rest, so with a time limit
+                                     too long to be reached the plan depends only on the
+                                     instance, the options and the seed: the same on any
+                                     machine. Whichever limit comes first stops a search. */
 } clrun_plan_options;
 
-/* One second, byte alignment, seed 1, exact search up to 64 buffers. */
+/* One second, no step limit, byte alignment, seed 1, exact search up to 64 buffers. */
 #define CLRUN_PLAN_OPTIONS_DEFAULT                                                                 \
-    ((clrun_plan_options){.time_limit_s = 1.0, .alignment = 1, .seed = 1, .exact_max_buffers = 64})
+    ((clrun_plan_options){.time_limit_s = 1.0,                                                     \
+                          .alignment = 1,                                                          \
+                          .seed = 1,                                                               \
+                          .exact_max_buffers = 64,                                                 \
+                          .step_limit = 0})
 
 /* What clrun_plan_solve found. */
 typedef struct clrun_plan_result {
@@ -111,13 +125,13 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
 clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
                                clrun_plan_order order, uint64_t *offsets, uint64_t *peak);
 
-/* The planner. In turn, while time remains:
+/* The planner. In turn, while time (and steps, with a step limit) remain:
  *  1. constructions: the best-fit orders above, and "lowest first": the plan is built from
  *     offset 0 up, each step placing the buffer that fits lowest (ties: largest size, area or
  *     lifetime), found with a segment tree over time in O(log n) per look;
  *  2. for n <= exact_max_buffers (at most 64): exact branch and bound over canonical plans
  *     (buffers placed in non-decreasing offset order, each as low as the buffers below allow;
- *     pruned by a per-moment lower bound), given half the time limit;
+ *     pruned by a per-moment lower bound), given half the time limit and half the steps;
  *  3. improvement: randomised rebuilds of the best lowest-first plan with perturbed priorities,
  *     then an iterated local search that moves the buffers defining the peak earlier in the
  *     best best-fit order; a change is kept when the peak does not grow.
