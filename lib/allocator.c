@@ -234,10 +234,14 @@ clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, 
         status = grow(a, size, align, why, sizeof why);
         if (status == CLRUN_ERROR_OUT_OF_MEMORY && clrun__allocator_trim(a) > 0)
             status = grow(a, size, align, why, sizeof why); /* the one retry */
-        if (status == CLRUN_OK)
+        bool grew = status == CLRUN_OK;
+        if (grew)
             status = a->config.ops->alloc(a->state, size, align, out);
         if (status == CLRUN_ERROR_OUT_OF_MEMORY)
-            describe_exhaustion(a, size, align, status == CLRUN_ERROR_OUT_OF_MEMORY ? why : "", err, errlen);
+            describe_exhaustion(a, size, align, why, err, errlen);
+        else if (status != CLRUN_OK && grew)
+            snprintf(err, errlen, "strategy '%s' refused %llu bytes after growing: %s", a->config.ops->name,
+                     (unsigned long long)size, clrun_strerror(status));
         else if (status != CLRUN_OK)
             snprintf(err, errlen, "%s", why);
     } else if (status != CLRUN_OK) {

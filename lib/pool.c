@@ -249,16 +249,18 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
     cl_int error = CL_SUCCESS;
     r->mem = clrun__cl.CreateSubBuffer(pool->chunk_mem[block.chunk], CL_MEM_READ_WRITE,
                                        CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
-    if (r->mem == NULL || (pool->red_zone && paint_red_zones(pool, r) != CLRUN_OK)) {
+    if (r->mem == NULL)
+        status = clrun__fail_cl(ctx, error, "clCreateSubBuffer", "chunk %u, origin %llu, size %llu", block.chunk,
+                                (unsigned long long)r->data_offset, (unsigned long long)size);
+    else if (pool->red_zone)
+        status = paint_red_zones(pool, r); /* keeps clrun__fail_cl's status (out of memory stays so) */
+    if (status != CLRUN_OK) {
         if (r->mem)
             clrun__cl.ReleaseMemObject(r->mem);
-        else
-            status = clrun__fail_cl(ctx, error, "clCreateSubBuffer",
-                                    "chunk %u, origin %llu, size %llu", block.chunk,
-                                    (unsigned long long)r->data_offset, (unsigned long long)size);
+        r->mem = NULL;
         clrun__allocator_free(pool->allocator, block.chunk, block.offset, size, err, sizeof err);
         pool->free_slots[pool->free_slot_count++] = slot;
-        return status != CLRUN_OK ? status : CLRUN_ERROR_OPENCL;
+        return status;
     }
     r->live = true;
     notify(pool, true, r);

@@ -176,10 +176,12 @@ bool clrun__schedule_alive(const clrun__schedule *s, int32_t b, int32_t step)
 
 /* Largest live non-constant total over steps, by a sweep over buffer start/end events. A
  * buffer is live from the step that creates it (step 0 for inputs) through its last reader. */
-static void compute_bounds(clrun__schedule *s)
+static bool compute_bounds(clrun__schedule *s)
 {
     int32_t steps = s->steps > 0 ? s->steps : 1;
     int64_t *delta = calloc((size_t)steps + 1, sizeof *delta);
+    if (delta == NULL)
+        return false;
     for (int32_t b = 0; b < s->buffer_count; b++) {
         const clrun__sched_buffer *buf = &s->buffers[b];
         if (buf->is_constant) {
@@ -190,20 +192,19 @@ static void compute_bounds(clrun__schedule *s)
         int32_t to = buf->last < from ? from : buf->last;
         if (to > steps - 1)
             to = steps - 1;
-        if (delta) {
-            delta[from] += (int64_t)buf->bytes;
-            delta[to + 1] -= (int64_t)buf->bytes;
-        }
+        delta[from] += (int64_t)buf->bytes;
+        delta[to + 1] -= (int64_t)buf->bytes;
     }
     int64_t live = 0;
     uint64_t best = 0;
-    for (int32_t st = 0; delta && st < steps; st++) {
+    for (int32_t st = 0; st < steps; st++) {
         live += delta[st];
         if ((uint64_t)live > best)
             best = (uint64_t)live;
     }
     s->lower_bound = best;
     free(delta);
+    return true;
 }
 
 static void count_naive(const clrun_graph *g, clrun__schedule *s)
@@ -274,12 +275,12 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     for (int32_t st = 0; st < s.steps; st++)
         s.step_of_node[s.order[st]] = st;
     compute_last_uses(g, &s);
-    if (!assign_buffers(g, &s, reuse) || !build_release_lists(g, &s, reuse) || !collect_unused_donations(g, &s)) {
+    if (!assign_buffers(g, &s, reuse) || !build_release_lists(g, &s, reuse) || !collect_unused_donations(g, &s) ||
+        !compute_bounds(&s)) {
         clrun__schedule_free(&s);
         snprintf(err, errlen, "out of host memory scheduling the graph");
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    compute_bounds(&s);
     count_naive(g, &s);
     *out = s;
     return CLRUN_OK;
