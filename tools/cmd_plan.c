@@ -43,7 +43,9 @@ static void print_help(void)
            "  --svg FILE         write the plan as a picture\n"
            "  --time-limit S     search time in seconds (default 1; 0: greedy only)\n"
            "  --alignment BYTES  offsets are multiples of it (power of two; K/M/G suffixes)\n"
-           "  --seed N           seed of the randomised search (default 1)\n");
+           "  --seed N           seed of the randomised search (default 1)\n"
+           "  --step-limit N     stop the searches after N steps: the same plan on any machine\n"
+           "                     (0, the default: no limit but the time)\n");
 }
 
 /* ---- reporting ---- */
@@ -332,6 +334,11 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
             if (!clrun__parse_size(v, &align) || align == 0 || (align & (align - 1)))
                 return clrun_cli_usage_error("plan", "--alignment wants a power of two, not '%s'", v);
             cli->args.options.alignment = align;
+        } else if (strcmp(a, "--step-limit") == 0) {
+            if (!(v = option_value(argc, argv, &i)))
+                return 2;
+            if (!parse_u64(v, &cli->args.options.step_limit))
+                return clrun_cli_usage_error("plan", "--step-limit wants an unsigned integer, not '%s'", v);
         } else if (strcmp(a, "--seed") == 0) {
             if (!(v = option_value(argc, argv, &i)))
                 return 2;
