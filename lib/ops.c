@@ -2,6 +2,7 @@
  * check, numpy broadcasting, and kernel launches chained by events. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <clrun/program.h>
@@ -424,4 +425,49 @@ clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
     if (status != CLRUN_OK)
         return status;
     return clrun__chain_end(&chain);
+}
+
+clrun_status clrun__buffer_args(clrun_context *ctx, cl_kernel kernel, const cl_mem *buffers,
+                                cl_uint count, cl_mem output)
+{
+    clrun_status s = CLRUN_OK;
+    for (cl_uint i = 0; s == CLRUN_OK && i < count; i++)
+        s = clrun__arg(ctx, kernel, i, sizeof(cl_mem), &buffers[i]);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, kernel, count, sizeof(cl_mem), &output);
+    return s;
+}
+
+void clrun__kernel_state_release(void *state)
+{
+    clrun__kernel_state *ks = state;
+    if (ks == NULL)
+        return;
+    if (ks->kernel)
+        clrun__cl.ReleaseKernel(ks->kernel);
+    if (ks->table)
+        clrun__cl.ReleaseMemObject(ks->table);
+    free(state);
+}
+
+clrun_status clrun__kernel_state_done(void *st, clrun_status s, void **state)
+{
+    if (s != CLRUN_OK) {
+        clrun__kernel_state_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__kernel_state_enqueue(clrun_context *ctx, const clrun__kernel_state *ks,
+                                         const cl_mem *inputs, cl_uint input_count, cl_mem output,
+                                         cl_uint wait_count, const cl_event *wait_list,
+                                         cl_event *done, const char *what)
+{
+    clrun_status s = clrun__buffer_args(ctx, ks->kernel, inputs, input_count, output);
+    if (s != CLRUN_OK)
+        return s;
+    return clrun__launch(ctx, ks->kernel, ks->dims, ks->global, ks->local, wait_count, wait_list,
+                         done, what);
 }

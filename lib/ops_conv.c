@@ -14,12 +14,9 @@
 #define GEMM_MIN_ROWS 16
 
 typedef struct conv_state {
-    cl_kernel kernel;
-    cl_mem geometry;  /* the kernel's int table (conv.cl: G_* or P_*) */
+    clrun__kernel_state ks; /* table: the kernel's int geometry (conv.cl: G_* or P_*); 3-D */
     bool has_bias;
-    bool conv;        /* conv2d: x, w[, bias] -> out; pool: x -> out */
-    size_t global[3];
-    size_t local[3];
+    bool conv;              /* conv2d: x, w[, bias] -> out; pool: x -> out */
 } conv_state;
 
 /* Index of each entry of a convolution's geometry table (G_* in the kernels). */
@@ -28,37 +25,17 @@ enum { G_C, G_H, G_W, G_O, G_KH, G_KW, G_OH, G_OW, G_SH, G_SW, G_PH, G_PW, G_DH,
 /* ... and of a pooling's (P_*). */
 enum { P_H, P_W, P_OH, P_OW, P_KH, P_KW, P_SH, P_SW, P_PH, P_PW, P_COUNT };
 
-static void conv_release(void *opaque)
-{
-    conv_state *st = opaque;
-    if (st == NULL)
-        return;
-    if (st->kernel)
-        clrun__cl.ReleaseKernel(st->kernel);
-    if (st->geometry)
-        clrun__cl.ReleaseMemObject(st->geometry);
-    free(st);
-}
-
 static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                  const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                  const cl_event *wait_list, cl_event *done)
 {
     (void)call;
-    conv_state *st = opaque;
+    const conv_state *st = opaque;
     /* Without a bias the kernel never reads it; x stands in. */
-    const cl_mem conv_buffers[4] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0],
-                                    outputs[0]};
-    const cl_mem pool_buffers[2] = {inputs[0], outputs[0]};
-    const cl_mem *buffers = st->conv ? conv_buffers : pool_buffers;
-    cl_uint count = st->conv ? 4 : 2;
-    clrun_status s = CLRUN_OK;
-    for (cl_uint i = 0; s == CLRUN_OK && i < count; i++)
-        s = clrun__arg(ctx, st->kernel, i, sizeof(cl_mem), &buffers[i]);
-    if (s != CLRUN_OK)
-        return s;
-    return clrun__launch(ctx, st->kernel, 3, st->global, st->local, wait_count, wait_list, done,
-                         st->conv ? "conv2d" : "pool");
+    const cl_mem conv_inputs[3] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0]};
+    return clrun__kernel_state_enqueue(ctx, &st->ks, st->conv ? conv_inputs : inputs,
+                                       st->conv ? 3 : 1, outputs[0], wait_count, wait_list, done,
+                                       st->conv ? "conv2d" : "pool");
 }
 
 /* A pair attribute ([h, w], or one integer for both) into out, or `fallback` when absent;
@@ -201,28 +178,28 @@ static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t 
     bool gemm = clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
                                                           : clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
     if (gemm) {
-        s = clrun__kernel(ctx, "clrun_conv2d_gemm", &st->kernel);
+        s = clrun__kernel(ctx, "clrun_conv2d_gemm", &st->ks.kernel);
         if (s == CLRUN_OK)
-            s = clrun__local_size(ctx, st->kernel, 256, &limit);
+            s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
         if (s != CLRUN_OK)
             return s;
         if (limit >= 256) {
-            st->local[0] = st->local[1] = 16, st->local[2] = 1;
-            st->global[0] = (P + 63) / 64 * 16;
-            st->global[1] = ((size_t)Og + 63) / 64 * 16;
-            st->global[2] = (size_t)images * (size_t)geo[G_GROUPS];
+            st->ks.local[0] = st->ks.local[1] = 16, st->ks.local[2] = 1;
+            st->ks.global[0] = (P + 63) / 64 * 16;
+            st->ks.global[1] = ((size_t)Og + 63) / 64 * 16;
+            st->ks.global[2] = (size_t)images * (size_t)geo[G_GROUPS];
             return CLRUN_OK;
         }
-        clrun__cl.ReleaseKernel(st->kernel);
-        st->kernel = NULL;
+        clrun__cl.ReleaseKernel(st->ks.kernel);
+        st->ks.kernel = NULL;
     }
-    s = clrun__kernel(ctx, "clrun_conv2d_direct", &st->kernel);
+    s = clrun__kernel(ctx, "clrun_conv2d_direct", &st->ks.kernel);
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, 128, &st->local[0]);
-    st->local[1] = st->local[2] = 1;
-    st->global[0] = clrun__round_up(P, st->local[0] ? st->local[0] : 1);
-    st->global[1] = (size_t)geo[G_O];
-    st->global[2] = (size_t)images;
+        s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
+    st->ks.local[1] = st->ks.local[2] = 1;
+    st->ks.global[0] = clrun__round_up(P, st->ks.local[0] ? st->ks.local[0] : 1);
+    st->ks.global[1] = (size_t)geo[G_O];
+    st->ks.global[2] = (size_t)images;
     return s;
 }
 
@@ -247,21 +224,17 @@ static clrun_status conv_prepare(clrun_context *ctx, const clrun__op_call *call,
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d: node state");
     st->conv = true;
+    st->ks.dims = 3;
     st->has_bias = call->input_count == 3;
     cl_int has_bias = st->has_bias;
     clrun_status s = conv_kernel(ctx, geo, (uint64_t)x->shape[0], st);
     if (s == CLRUN_OK)
-        s = clrun__table_buffer(ctx, geo, sizeof geo, &st->geometry);
+        s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, 4, sizeof st->geometry, &st->geometry);
+        s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, 5, sizeof has_bias, &has_bias);
-    if (s != CLRUN_OK) {
-        conv_release(st);
-        return s;
-    }
-    *state = st;
-    return CLRUN_OK;
+        s = clrun__arg(ctx, st->ks.kernel, 5, sizeof has_bias, &has_bias);
+    return clrun__kernel_state_done(st, s, state);
 }
 
 /* ---- pooling ----------------------------------------------------------------------------- */
@@ -346,26 +319,24 @@ static clrun_status pool_prepare_as(bool is_max, clrun_context *ctx, const clrun
     conv_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "pool: node state");
+    st->ks.dims = 3;
     cl_int max_flag = is_max;
-    clrun_status s = clrun__kernel(ctx, "clrun_pool2d_f32", &st->kernel);
+    clrun_status s = clrun__kernel(ctx, "clrun_pool2d_f32", &st->ks.kernel);
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, 128, &st->local[0]);
+        s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     if (s == CLRUN_OK)
-        s = clrun__table_buffer(ctx, geo, sizeof geo, &st->geometry);
+        s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, 2, sizeof st->geometry, &st->geometry);
+        s = clrun__arg(ctx, st->ks.kernel, 2, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, 3, sizeof max_flag, &max_flag);
-    if (s != CLRUN_OK) {
-        conv_release(st);
-        return s;
+        s = clrun__arg(ctx, st->ks.kernel, 3, sizeof max_flag, &max_flag);
+    if (s == CLRUN_OK) {
+        st->ks.local[1] = st->ks.local[2] = 1;
+        st->ks.global[0] = clrun__round_up((size_t)(g.oh * g.ow), st->ks.local[0]);
+        st->ks.global[1] = (size_t)clrun__dims_product(x, 0, 2);
+        st->ks.global[2] = 1;
     }
-    st->local[1] = st->local[2] = 1;
-    st->global[0] = clrun__round_up((size_t)(g.oh * g.ow), st->local[0]);
-    st->global[1] = (size_t)clrun__dims_product(x, 0, 2);
-    st->global[2] = 1;
-    *state = st;
-    return CLRUN_OK;
+    return clrun__kernel_state_done(st, s, state);
 }
 
 static clrun_status maxpool_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err,
@@ -420,11 +391,11 @@ static clrun_status global_avgpool_prepare(clrun_context *ctx, const clrun__op_c
 /* ---- the table --------------------------------------------------------------------------- */
 
 static const clrun__op op_conv2d = {"conv2d", 2, 3, 1, false, conv_infer, conv_prepare,
-                                    conv_enqueue, conv_release};
+                                    conv_enqueue, clrun__kernel_state_release};
 static const clrun__op op_maxpool2d = {"maxpool2d", 1, 1, 1, false, maxpool_infer,
-                                       maxpool_prepare, conv_enqueue, conv_release};
+                                       maxpool_prepare, conv_enqueue, clrun__kernel_state_release};
 static const clrun__op op_avgpool2d = {"avgpool2d", 1, 1, 1, false, avgpool_infer,
-                                       avgpool_prepare, conv_enqueue, conv_release};
+                                       avgpool_prepare, conv_enqueue, clrun__kernel_state_release};
 static const clrun__op op_global_avgpool = {"global_avgpool", 1, 1, 1, false,
                                             global_avgpool_infer, global_avgpool_prepare,
                                             clrun__reduce_enqueue, clrun__reduce_release};

@@ -24,11 +24,9 @@ typedef struct ew_op {
 } ew_op;
 
 typedef struct ew_state {
-    cl_kernel kernel;
-    cl_mem meta;      /* broadcasting shape table, or NULL */
-    size_t global;    /* elements rounded up to the work-group size */
-    size_t local;
-    int inputs;       /* buffer arguments 0..inputs-1; the output follows */
+    clrun__kernel_state ks; /* table: the broadcasting shape table, or NULL; 1-D over the
+                               elements rounded up to the work-group size */
+    int inputs;             /* buffer arguments 0..inputs-1; the output follows */
 } ew_state;
 
 static const clrun__attr_spec scale_attrs[] = {
@@ -129,36 +127,24 @@ static void kernel_name(const ew_op *op, const clrun__op_call *call, bool broadc
         snprintf(name, size, "clrun_%s_%s", op->name, suffix);
 }
 
-static void ew_release(void *opaque)
-{
-    ew_state *st = opaque;
-    if (st == NULL)
-        return;
-    if (st->kernel)
-        clrun__cl.ReleaseKernel(st->kernel);
-    if (st->meta)
-        clrun__cl.ReleaseMemObject(st->meta);
-    free(st);
-}
-
 /* The arguments after the buffers, which stay the same for every run. */
 static clrun_status set_constant_args(clrun_context *ctx, const ew_op *op,
                                       const clrun__op_call *call, ew_state *st, cl_ulong n)
 {
     cl_uint next = (cl_uint)st->inputs + 1;
-    clrun_status s = clrun__arg(ctx, st->kernel, next++, sizeof n, &n);
+    clrun_status s = clrun__arg(ctx, st->ks.kernel, next++, sizeof n, &n);
     if (s == CLRUN_OK && op->kind == EW_SCALE) {
         cl_float alpha = (cl_float)clrun__attr_float_or(call, "alpha", 1.0);
         cl_float beta = (cl_float)clrun__attr_float_or(call, "beta", 0.0);
-        s = clrun__arg(ctx, st->kernel, next++, sizeof alpha, &alpha);
+        s = clrun__arg(ctx, st->ks.kernel, next++, sizeof alpha, &alpha);
         if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->kernel, next++, sizeof beta, &beta);
+            s = clrun__arg(ctx, st->ks.kernel, next++, sizeof beta, &beta);
     }
-    if (s == CLRUN_OK && st->meta) {
+    if (s == CLRUN_OK && st->ks.table) {
         cl_int code = op->code;
-        s = clrun__arg(ctx, st->kernel, next++, sizeof st->meta, &st->meta);
+        s = clrun__arg(ctx, st->ks.kernel, next++, sizeof st->ks.table, &st->ks.table);
         if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->kernel, next++, sizeof code, &code);
+            s = clrun__arg(ctx, st->ks.kernel, next++, sizeof code, &code);
     }
     return s;
 }
@@ -171,28 +157,25 @@ static clrun_status ew_prepare(const ew_op *op, clrun_context *ctx, const clrun_
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
     st->inputs = op->kind == EW_BINARY ? 2 : 1;
+    st->ks.dims = 1;
     bool broadcast = op->kind == EW_BINARY && !(same_shape(&call->inputs[0], &call->outputs[0]) &&
                                                 same_shape(&call->inputs[1], &call->outputs[0]));
     char name[64];
     kernel_name(op, call, broadcast, name, sizeof name);
     uint64_t n = clrun__elements(&call->outputs[0]);
-    clrun_status s = clrun__kernel(ctx, name, &st->kernel);
+    clrun_status s = clrun__kernel(ctx, name, &st->ks.kernel);
     if (s == CLRUN_OK && broadcast) {
         uint64_t meta[1 + 3 * CLRUN_MAX_DIMS];
         size_t count = broadcast_table(call, meta);
-        s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->meta);
+        s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->ks.table);
     }
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, 256, &st->local);
+        s = clrun__local_size(ctx, st->ks.kernel, 256, &st->ks.local[0]);
     if (s == CLRUN_OK)
         s = set_constant_args(ctx, op, call, st, n);
-    if (s != CLRUN_OK) {
-        ew_release(st);
-        return s;
-    }
-    st->global = clrun__round_up((size_t)n, st->local);
-    *state = st;
-    return CLRUN_OK;
+    if (s == CLRUN_OK)
+        st->ks.global[0] = clrun__round_up((size_t)n, st->ks.local[0]);
+    return clrun__kernel_state_done(st, s, state);
 }
 
 /* ---- enqueue ----------------------------------------------------------------------------- */
@@ -202,16 +185,9 @@ static clrun_status ew_enqueue(clrun_context *ctx, void *opaque, const clrun__op
                                const cl_event *wait_list, cl_event *done)
 {
     (void)call;
-    ew_state *st = opaque;
-    clrun_status s = CLRUN_OK;
-    for (int i = 0; s == CLRUN_OK && i < st->inputs; i++)
-        s = clrun__arg(ctx, st->kernel, (cl_uint)i, sizeof(cl_mem), &inputs[i]);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, (cl_uint)st->inputs, sizeof(cl_mem), &outputs[0]);
-    if (s != CLRUN_OK)
-        return s;
-    return clrun__launch(ctx, st->kernel, 1, &st->global, &st->local, wait_count, wait_list, done,
-                         "elementwise");
+    const ew_state *st = opaque;
+    return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, (cl_uint)st->inputs, outputs[0],
+                                       wait_count, wait_list, done, "elementwise");
 }
 
 /* ---- the table --------------------------------------------------------------------------- */
@@ -232,7 +208,7 @@ static clrun_status ew_enqueue(clrun_context *ctx, void *opaque, const clrun__op
                                       KIND == EW_BINARY ? 2 : 1,                                   \
                                       1,            true,                                          \
                                       infer_##ID,   prepare_##ID,                                  \
-                                      ew_enqueue,   ew_release};
+                                      ew_enqueue,   clrun__kernel_state_release};
 
 EW_OP(neg, "neg", EW_UNARY, true, 0)
 EW_OP(abs, "abs", EW_UNARY, true, 0)

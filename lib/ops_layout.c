@@ -10,7 +10,7 @@
 #define MAX_CONCAT 8
 
 /* Up to MAX_CONCAT launches of one kernel; each has its own constant arguments, so each gets
- * its own cl_kernel. */
+ * its own cl_kernel (hence no clrun__kernel_state). */
 typedef struct layout_state {
     cl_kernel kernels[MAX_CONCAT];
     int launches;
@@ -65,10 +65,7 @@ static clrun_status layout_enqueue(clrun_context *ctx, void *opaque, const clrun
     for (int l = 0; l < st->launches && s == CLRUN_OK; l++) {
         cl_kernel k = st->kernels[l];
         const cl_mem *in = st->launches > 1 ? &inputs[l] : inputs;
-        for (int i = 0; i < st->inputs && s == CLRUN_OK; i++)
-            s = clrun__arg(ctx, k, (cl_uint)i, sizeof(cl_mem), &in[i]);
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, k, (cl_uint)st->inputs, sizeof(cl_mem), &outputs[0]);
+        s = clrun__buffer_args(ctx, k, in, (cl_uint)st->inputs, outputs[0]);
         if (s == CLRUN_OK)
             s = clrun__chain_launch(&chain, k, st->dims, st->global[l], st->local, "layout");
     }

@@ -24,11 +24,8 @@ typedef struct mm_dims {
 } mm_dims;
 
 typedef struct mm_state {
-    cl_kernel kernel;
-    cl_mem batch;        /* per batch entry: A and B offsets in elements */
+    clrun__kernel_state ks; /* table: per batch entry, A and B offsets in elements; 3-D */
     bool has_bias;
-    size_t global[3];
-    size_t local[3];
 } mm_state;
 
 static void batch_type(const clrun_tensor_type *t, clrun_tensor_type *out)
@@ -116,18 +113,6 @@ static clrun_status mm_infer(const clrun__op_call *call, clrun_tensor_type *out,
     return CLRUN_OK;
 }
 
-static void mm_release(void *opaque)
-{
-    mm_state *st = opaque;
-    if (st == NULL)
-        return;
-    if (st->kernel)
-        clrun__cl.ReleaseKernel(st->kernel);
-    if (st->batch)
-        clrun__cl.ReleaseMemObject(st->batch);
-    free(st);
-}
-
 /* Offsets of A and B for every batch entry, or, when B has no batch and A is not transposed,
  * one entry: A's batch folds into M (a [B, M, K] is a [B*M, K] matrix), one big product. */
 static clrun_status batch_offsets(clrun_context *ctx, mm_dims *d, mm_state *st, size_t *batches)
@@ -154,7 +139,8 @@ static clrun_status batch_offsets(clrun_context *ctx, mm_dims *d, mm_state *st, 
         offsets[2 * z] = oa * d->M * d->K;
         offsets[2 * z + 1] = ob * d->K * d->N;
     }
-    clrun_status s = clrun__table_buffer(ctx, offsets, 2 * count * sizeof *offsets, &st->batch);
+    clrun_status s = clrun__table_buffer(ctx, offsets, 2 * count * sizeof *offsets,
+                                         &st->ks.table);
     free(offsets);
     *batches = (size_t)count;
     return s;
@@ -180,22 +166,22 @@ static clrun_status pick_kernel(clrun_context *ctx, const mm_dims *d, size_t bat
     };
     clrun__kernel_choice choice = matmul_choice(ctx);
     size_t limit = 0;
-    clrun_status s = clrun__kernel(ctx, names[choice], &st->kernel);
+    clrun_status s = clrun__kernel(ctx, names[choice], &st->ks.kernel);
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, 256, &limit);
+        s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
     if (s == CLRUN_OK && choice == CLRUN__KERNELS_TILED && limit < 256) {
-        clrun__cl.ReleaseKernel(st->kernel);
-        st->kernel = NULL;
+        clrun__cl.ReleaseKernel(st->ks.kernel);
+        st->ks.kernel = NULL;
         choice = CLRUN__KERNELS_SIMPLE;
-        s = clrun__kernel(ctx, names[choice], &st->kernel);
+        s = clrun__kernel(ctx, names[choice], &st->ks.kernel);
         if (s == CLRUN_OK)
-            s = clrun__local_size(ctx, st->kernel, 256, &limit);
+            s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
     }
     if (s != CLRUN_OK)
         return s;
     size_t cols = (size_t)d->N, rows = (size_t)d->M;
     if (choice == CLRUN__KERNELS_TILED) {
-        st->local[0] = st->local[1] = 16;
+        st->ks.local[0] = st->ks.local[1] = 16;
         cols = (cols + 63) / 64 * 16;
         rows = (rows + 63) / 64 * 16;
     } else {
@@ -203,15 +189,15 @@ static clrun_status pick_kernel(clrun_context *ctx, const mm_dims *d, size_t bat
             cols = (cols + 7) / 8;
             rows = (rows + 3) / 4;
         }
-        st->local[0] = 1;
-        while (st->local[0] * st->local[0] < limit && st->local[0] < 8)
-            st->local[0] *= 2;
-        st->local[1] = limit / st->local[0] < 8 ? limit / st->local[0] : 8;
+        st->ks.local[0] = 1;
+        while (st->ks.local[0] * st->ks.local[0] < limit && st->ks.local[0] < 8)
+            st->ks.local[0] *= 2;
+        st->ks.local[1] = limit / st->ks.local[0] < 8 ? limit / st->ks.local[0] : 8;
     }
-    st->local[2] = 1;
-    st->global[0] = clrun__round_up(cols, st->local[0]);
-    st->global[1] = clrun__round_up(rows, st->local[1]);
-    st->global[2] = batches;
+    st->ks.local[2] = 1;
+    st->ks.global[0] = clrun__round_up(cols, st->ks.local[0]);
+    st->ks.global[1] = clrun__round_up(rows, st->ks.local[1]);
+    st->ks.global[2] = batches;
     return CLRUN_OK;
 }
 
@@ -226,13 +212,13 @@ static clrun_status set_constant_args(clrun_context *ctx, const mm_dims *d,
     cl_int has_bias = st->has_bias;
     cl_float alpha = (cl_float)clrun__attr_float_or(call, "alpha", 1.0);
     struct { size_t size; const void *value; } args[] = {
-        {sizeof st->batch, &st->batch}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
+        {sizeof st->ks.table, &st->ks.table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof b_ks, &b_ks}, {sizeof b_ns, &b_ns},
         {sizeof has_bias, &has_bias}, {sizeof alpha, &alpha},
     };
     clrun_status s = CLRUN_OK;
     for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
-        s = clrun__arg(ctx, st->kernel, 4 + i, args[i].size, args[i].value);
+        s = clrun__arg(ctx, st->ks.kernel, 4 + i, args[i].size, args[i].value);
     return s;
 }
 
@@ -247,18 +233,14 @@ static clrun_status mm_prepare(clrun_context *ctx, const clrun__op_call *call, v
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: node state");
     st->has_bias = call->input_count == 3;
+    st->ks.dims = 3;
     size_t batches = 1;
     clrun_status s = batch_offsets(ctx, &d, st, &batches);
     if (s == CLRUN_OK)
         s = pick_kernel(ctx, &d, batches, st);
     if (s == CLRUN_OK)
         s = set_constant_args(ctx, &d, call, st);
-    if (s != CLRUN_OK) {
-        mm_release(st);
-        return s;
-    }
-    *state = st;
-    return CLRUN_OK;
+    return clrun__kernel_state_done(st, s, state);
 }
 
 static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
@@ -266,20 +248,14 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
                                const cl_event *wait_list, cl_event *done)
 {
     (void)call;
-    mm_state *st = opaque;
+    const mm_state *st = opaque;
     /* Without a bias the kernel never reads argument 2; A stands in for it. */
-    const cl_mem buffers[4] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0],
-                               outputs[0]};
-    clrun_status s = CLRUN_OK;
-    for (cl_uint i = 0; s == CLRUN_OK && i < 4; i++)
-        s = clrun__arg(ctx, st->kernel, i, sizeof(cl_mem), &buffers[i]);
-    if (s != CLRUN_OK)
-        return s;
-    return clrun__launch(ctx, st->kernel, 3, st->global, st->local, wait_count, wait_list, done,
-                         "matmul");
+    const cl_mem buffers[3] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0]};
+    return clrun__kernel_state_enqueue(ctx, &st->ks, buffers, 3, outputs[0], wait_count,
+                                       wait_list, done, "matmul");
 }
 
 static const clrun__op op_matmul = {"matmul", 2, 3, 1, false, mm_infer, mm_prepare, mm_enqueue,
-                                    mm_release};
+                                    clrun__kernel_state_release};
 
 const clrun__op *const clrun__ops_matmul[] = {&op_matmul, NULL};

@@ -15,40 +15,18 @@
 enum { REDUCE_SUM = 0, REDUCE_MEAN = 1, REDUCE_MAX = 2 };
 
 typedef struct row_state {
-    cl_kernel kernel;
-    cl_mem meta;     /* reductions: the shape table */
-    int inputs;      /* buffer arguments 0..inputs-1, then the output */
-    size_t global;   /* rows x local */
-    size_t local;
+    clrun__kernel_state ks; /* table: reductions' shape table; 1-D over rows x local */
+    int inputs;             /* buffer arguments 0..inputs-1, then the output */
 } row_state;
-
-static void row_release(void *opaque)
-{
-    row_state *st = opaque;
-    if (st == NULL)
-        return;
-    if (st->kernel)
-        clrun__cl.ReleaseKernel(st->kernel);
-    if (st->meta)
-        clrun__cl.ReleaseMemObject(st->meta);
-    free(st);
-}
 
 static clrun_status row_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                 const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                 const cl_event *wait_list, cl_event *done)
 {
     (void)call;
-    row_state *st = opaque;
-    clrun_status s = CLRUN_OK;
-    for (int i = 0; s == CLRUN_OK && i < st->inputs; i++)
-        s = clrun__arg(ctx, st->kernel, (cl_uint)i, sizeof(cl_mem), &inputs[i]);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, (cl_uint)st->inputs, sizeof(cl_mem), &outputs[0]);
-    if (s != CLRUN_OK)
-        return s;
-    return clrun__launch(ctx, st->kernel, 1, &st->global, &st->local, wait_count, wait_list, done,
-                         "row op");
+    const row_state *st = opaque;
+    return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, (cl_uint)st->inputs, outputs[0],
+                                       wait_count, wait_list, done, "row op");
 }
 
 /* A row_state with `name`'s kernel, sized for `rows` rows of `length` elements. */
@@ -60,15 +38,16 @@ static clrun_status row_begin(clrun_context *ctx, const char *name, int inputs, 
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", name);
     st->inputs = inputs;
-    clrun_status s = clrun__kernel(ctx, name, &st->kernel);
+    st->ks.dims = 1;
+    clrun_status s = clrun__kernel(ctx, name, &st->ks.kernel);
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, length < MAX_GROUP ? (size_t)length : MAX_GROUP,
-                              &st->local);
+        s = clrun__local_size(ctx, st->ks.kernel, length < MAX_GROUP ? (size_t)length : MAX_GROUP,
+                              &st->ks.local[0]);
     if (s != CLRUN_OK) {
-        row_release(st);
+        clrun__kernel_state_release(st);
         return s;
     }
-    st->global = (size_t)rows * st->local;
+    st->ks.global[0] = (size_t)rows * st->ks.local[0];
     *out = st;
     return CLRUN_OK;
 }
@@ -82,20 +61,10 @@ static clrun_status row_args(clrun_context *ctx, row_state *st, int count, ...)
     for (int i = 0; i < count && s == CLRUN_OK; i++) {
         size_t size = va_arg(ap, size_t);
         const void *value = va_arg(ap, const void *);
-        s = clrun__arg(ctx, st->kernel, (cl_uint)(st->inputs + 1 + i), size, value);
+        s = clrun__arg(ctx, st->ks.kernel, (cl_uint)(st->inputs + 1 + i), size, value);
     }
     va_end(ap);
     return s;
-}
-
-static clrun_status row_end(row_state *st, clrun_status s, void **state)
-{
-    if (s != CLRUN_OK) {
-        row_release(st);
-        return s;
-    }
-    *state = st;
-    return CLRUN_OK;
 }
 
 /* ---- softmax ----------------------------------------------------------------------------- */
@@ -133,7 +102,7 @@ static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op_call *ca
     if (s != CLRUN_OK)
         return s;
     s = row_args(ctx, st, 3, sizeof N, &N, sizeof M, &M, sizeof causal, &causal);
-    return row_end(st, s, state);
+    return clrun__kernel_state_done(st, s, state);
 }
 
 /* ---- layernorm --------------------------------------------------------------------------- */
@@ -181,7 +150,7 @@ static clrun_status layernorm_prepare(clrun_context *ctx, const clrun__op_call *
     if (s != CLRUN_OK)
         return s;
     s = row_args(ctx, st, 2, sizeof D, &D, sizeof eps, &eps);
-    return row_end(st, s, state);
+    return clrun__kernel_state_done(st, s, state);
 }
 
 /* ---- reductions -------------------------------------------------------------------------- */
@@ -290,11 +259,11 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     clrun_status s = row_begin(ctx, "clrun_reduce_f32", 1, outputs, count, &st);
     if (s != CLRUN_OK)
         return s;
-    s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->meta);
+    s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->ks.table);
     cl_int op = code;
     if (s == CLRUN_OK)
-        s = row_args(ctx, st, 2, sizeof st->meta, &st->meta, sizeof op, &op);
-    return row_end(st, s, state);
+        s = row_args(ctx, st, 2, sizeof st->ks.table, &st->ks.table, sizeof op, &op);
+    return clrun__kernel_state_done(st, s, state);
 }
 
 clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
@@ -304,7 +273,7 @@ clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun_
     return row_enqueue(ctx, state, call, inputs, outputs, wait_count, wait_list, done);
 }
 
-void clrun__reduce_release(void *state) { row_release(state); }
+void clrun__reduce_release(void *state) { clrun__kernel_state_release(state); }
 
 static clrun_status reduce_prepare_as(int code, clrun_context *ctx, const clrun__op_call *call,
                                       void **state)
@@ -327,16 +296,18 @@ static clrun_status reduce_prepare_as(int code, clrun_context *ctx, const clrun_
         return reduce_prepare_as(CODE, ctx, call, state);                                          \
     }                                                                                              \
     static const clrun__op op_##ID = {#ID,         1,           1,          1,          false,     \
-                                      ID##_infer,  ID##_prepare, row_enqueue, row_release};
+                                      ID##_infer,  ID##_prepare, row_enqueue,                      \
+                                      clrun__kernel_state_release};
 
 REDUCE_OP(reduce_sum, REDUCE_SUM)
 REDUCE_OP(reduce_mean, REDUCE_MEAN)
 REDUCE_OP(reduce_max, REDUCE_MAX)
 
 static const clrun__op op_softmax = {"softmax", 1, 1, 1, false, softmax_infer, softmax_prepare,
-                                     row_enqueue, row_release};
+                                     row_enqueue, clrun__kernel_state_release};
 static const clrun__op op_layernorm = {"layernorm", 3, 3, 1, false, layernorm_infer,
-                                       layernorm_prepare, row_enqueue, row_release};
+                                       layernorm_prepare, row_enqueue,
+                                       clrun__kernel_state_release};
 
 const clrun__op *const clrun__ops_norm[] = {
     &op_softmax, &op_layernorm, &op_reduce_sum, &op_reduce_mean, &op_reduce_max, NULL,
