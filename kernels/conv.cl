@@ -3,7 +3,8 @@
  * matmul.cl); this kernel serves depthwise and narrow ones, and devices with small groups. */
 
 /* Geometry of a convolution, as in matmul.cl:
- * {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}. */
+ * {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}. The host's indices are
+ * CLRUN__CONV_GEOMETRY in lib/ops_internal.h; tests/test_ops.c checks these against them. */
 #define G_C 0
 #define G_H 1
 #define G_W 2
@@ -51,7 +52,8 @@ __kernel void clrun_conv2d_direct(__global const float *x, __global const float 
     out[((ulong)n * g[G_O] + o) * P + p] = acc + (has_bias ? bias[o] : 0.0f);
 }
 
-/* Geometry of a pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW}. */
+/* Geometry of a pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW}. The host's indices are
+ * CLRUN__POOL_GEOMETRY in lib/ops_internal.h; tests/test_ops.c checks these against them. */
 #define P_H 0
 #define P_W 1
 #define P_OH 2

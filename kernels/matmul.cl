@@ -184,7 +184,9 @@ __kernel void clrun_matmul_vec(__global const float *a, __global const float *b,
 }
 
 /* The shape of a convolution: input [N, C, H, W], weights [O, C/groups, KH, KW], output
- * [N, O, OH, OW]. geometry = {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}. */
+ * [N, O, OH, OW]. geometry = {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}, as in
+ * conv.cl. The host's indices are CLRUN__CONV_GEOMETRY in lib/ops_internal.h; tests/test_ops.c
+ * checks these against them. */
 #define G_C 0
 #define G_H 1
 #define G_W 2

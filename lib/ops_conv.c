@@ -14,16 +14,10 @@
 #define GEMM_MIN_ROWS 16
 
 typedef struct conv_state {
-    clrun__kernel_state ks; /* table: the kernel's int geometry (conv.cl: G_* or P_*); 3-D */
+    clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
     bool has_bias;
     bool conv;              /* conv2d: x, w[, bias] -> out; pool: x -> out */
 } conv_state;
-
-/* Index of each entry of a convolution's geometry table (G_* in the kernels). */
-enum { G_C, G_H, G_W, G_O, G_KH, G_KW, G_OH, G_OW, G_SH, G_SW, G_PH, G_PW, G_DH, G_DW, G_GROUPS,
-       G_COUNT };
-/* ... and of a pooling's (P_*). */
-enum { P_H, P_W, P_OH, P_OW, P_KH, P_KW, P_SH, P_SW, P_PH, P_PW, P_COUNT };
 
 static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                  const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
@@ -171,8 +165,8 @@ static clrun_status conv_infer(const clrun__op_call *call, clrun_tensor_type *ou
 static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t images,
                                 conv_state *st)
 {
-    size_t P = (size_t)geo[G_OH] * (size_t)geo[G_OW];
-    int Og = geo[G_O] / geo[G_GROUPS];
+    size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
+    int Og = geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS];
     size_t limit = 0;
     clrun_status s = CLRUN_OK;
     bool gemm = clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
@@ -187,7 +181,7 @@ static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t 
             st->ks.local[0] = st->ks.local[1] = 16, st->ks.local[2] = 1;
             st->ks.global[0] = (P + 63) / 64 * 16;
             st->ks.global[1] = ((size_t)Og + 63) / 64 * 16;
-            st->ks.global[2] = (size_t)images * (size_t)geo[G_GROUPS];
+            st->ks.global[2] = (size_t)images * (size_t)geo[CLRUN__G_GROUPS];
             return CLRUN_OK;
         }
         clrun__cl.ReleaseKernel(st->ks.kernel);
@@ -198,7 +192,7 @@ static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t 
         s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     st->ks.local[1] = st->ks.local[2] = 1;
     st->ks.global[0] = clrun__round_up(P, st->ks.local[0] ? st->ks.local[0] : 1);
-    st->ks.global[1] = (size_t)geo[G_O];
+    st->ks.global[1] = (size_t)geo[CLRUN__G_O];
     st->ks.global[2] = (size_t)images;
     return s;
 }
@@ -211,14 +205,15 @@ static clrun_status conv_prepare(clrun_context *ctx, const clrun__op_call *call,
     if (conv_attrs_of(call, &g, &quiet) != CLRUN_OK || conv_shapes(call, &g, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "conv2d: prepare on types infer refuses");
     const clrun_tensor_type *x = &call->inputs[0], *w = &call->inputs[1];
-    const cl_int geo[G_COUNT] = {
-        [G_C] = (cl_int)x->shape[1], [G_H] = (cl_int)x->shape[2], [G_W] = (cl_int)x->shape[3],
-        [G_O] = (cl_int)w->shape[0], [G_KH] = (cl_int)w->shape[2], [G_KW] = (cl_int)w->shape[3],
-        [G_OH] = (cl_int)g.oh, [G_OW] = (cl_int)g.ow,
-        [G_SH] = (cl_int)g.stride[0], [G_SW] = (cl_int)g.stride[1],
-        [G_PH] = (cl_int)g.pad[0], [G_PW] = (cl_int)g.pad[1],
-        [G_DH] = (cl_int)g.dilation[0], [G_DW] = (cl_int)g.dilation[1],
-        [G_GROUPS] = (cl_int)g.groups,
+    const cl_int geo[CLRUN__G_COUNT] = {
+        [CLRUN__G_C] = (cl_int)x->shape[1], [CLRUN__G_H] = (cl_int)x->shape[2],
+        [CLRUN__G_W] = (cl_int)x->shape[3], [CLRUN__G_O] = (cl_int)w->shape[0],
+        [CLRUN__G_KH] = (cl_int)w->shape[2], [CLRUN__G_KW] = (cl_int)w->shape[3],
+        [CLRUN__G_OH] = (cl_int)g.oh, [CLRUN__G_OW] = (cl_int)g.ow,
+        [CLRUN__G_SH] = (cl_int)g.stride[0], [CLRUN__G_SW] = (cl_int)g.stride[1],
+        [CLRUN__G_PH] = (cl_int)g.pad[0], [CLRUN__G_PW] = (cl_int)g.pad[1],
+        [CLRUN__G_DH] = (cl_int)g.dilation[0], [CLRUN__G_DW] = (cl_int)g.dilation[1],
+        [CLRUN__G_GROUPS] = (cl_int)g.groups,
     };
     conv_state *st = calloc(1, sizeof *st);
     if (st == NULL)
@@ -309,12 +304,12 @@ static clrun_status pool_prepare_as(bool is_max, clrun_context *ctx, const clrun
     if (pool_geometry_of(call, &g, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "pool: prepare on types infer refuses");
     const clrun_tensor_type *x = &call->inputs[0];
-    const cl_int geo[P_COUNT] = {
-        [P_H] = (cl_int)x->shape[2], [P_W] = (cl_int)x->shape[3],
-        [P_OH] = (cl_int)g.oh, [P_OW] = (cl_int)g.ow,
-        [P_KH] = (cl_int)g.kernel[0], [P_KW] = (cl_int)g.kernel[1],
-        [P_SH] = (cl_int)g.stride[0], [P_SW] = (cl_int)g.stride[1],
-        [P_PH] = (cl_int)g.pad[0], [P_PW] = (cl_int)g.pad[1],
+    const cl_int geo[CLRUN__P_COUNT] = {
+        [CLRUN__P_H] = (cl_int)x->shape[2], [CLRUN__P_W] = (cl_int)x->shape[3],
+        [CLRUN__P_OH] = (cl_int)g.oh, [CLRUN__P_OW] = (cl_int)g.ow,
+        [CLRUN__P_KH] = (cl_int)g.kernel[0], [CLRUN__P_KW] = (cl_int)g.kernel[1],
+        [CLRUN__P_SH] = (cl_int)g.stride[0], [CLRUN__P_SW] = (cl_int)g.stride[1],
+        [CLRUN__P_PH] = (cl_int)g.pad[0], [CLRUN__P_PW] = (cl_int)g.pad[1],
     };
     conv_state *st = calloc(1, sizeof *st);
     if (st == NULL)

@@ -27,6 +27,22 @@ typedef enum clrun__kernel_choice {
 } clrun__kernel_choice;
 extern clrun__kernel_choice clrun__ops_kernels;
 
+/* The int geometry tables of conv2d and the pools: the index of each entry. Each kernel file
+ * is built alone and cannot include this header, so kernels/conv.cl (G_*, P_*) and
+ * kernels/matmul.cl (G_*, for clrun_conv2d_gemm) repeat the indices as `#define G_C 0` ...;
+ * tests/test_ops.c checks every such #define of the embedded sources against these lists, so
+ * a mismatch fails the tests instead of corrupting results. Change them together. */
+#define CLRUN__CONV_GEOMETRY(X)                                                                    \
+    X(G_C) X(G_H) X(G_W) X(G_O) X(G_KH) X(G_KW) X(G_OH) X(G_OW) X(G_SH) X(G_SW) X(G_PH) X(G_PW)    \
+    X(G_DH) X(G_DW) X(G_GROUPS)
+#define CLRUN__POOL_GEOMETRY(X)                                                                    \
+    X(P_H) X(P_W) X(P_OH) X(P_OW) X(P_KH) X(P_KW) X(P_SH) X(P_SW) X(P_PH) X(P_PW)
+#define CLRUN__GEOMETRY_INDEX(name) CLRUN__##name,
+/* Convolution: {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}. */
+enum { CLRUN__CONV_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__G_COUNT };
+/* Pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW}. */
+enum { CLRUN__POOL_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
+
 /* Where an op's refusal goes: the op's name (prefix of every message) and the caller's buffer. */
 typedef struct clrun__infer_error {
     const char *op;

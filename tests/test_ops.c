@@ -23,6 +23,7 @@
 #include "op_reference.h"
 #include "ops.h"
 #include "ops_internal.h"
+#include "program.h"
 
 static char cache_dir[512];
 static clrun_context *ctx;          /* in-order queue */
@@ -266,6 +267,94 @@ static void every_documented_op_is_in_the_table(void **state)
         assert_int_equal(ops[i]->outputs, 1);
     }
     assert_null(clrun__op_find("no_such_op"));
+}
+
+/* ---- kernel geometry --------------------------------------------------------------------- */
+
+/* The host's geometry indices (lib/ops_internal.h), which the kernels repeat as #defines. */
+typedef struct geometry_index {
+    const char *name;
+    long value;
+} geometry_index;
+
+#define GEOMETRY_ENTRY(name) {#name, CLRUN__##name},
+static const geometry_index conv_geometry[] = {CLRUN__CONV_GEOMETRY(GEOMETRY_ENTRY)};
+static const geometry_index pool_geometry[] = {CLRUN__POOL_GEOMETRY(GEOMETRY_ENTRY)};
+
+static const struct {
+    const char *prefix;
+    const geometry_index *indices;
+    size_t count;
+} geometry_families[] = {
+    {"G_", conv_geometry, sizeof conv_geometry / sizeof conv_geometry[0]},
+    {"P_", pool_geometry, sizeof pool_geometry / sizeof pool_geometry[0]},
+};
+
+/* Checks the `#define PREFIX... n` lines of one embedded source against family f: each names a
+ * host index and has its value, and none is missing or given twice. Returns how many there
+ * are (0: the source does not use the family). */
+static size_t check_geometry_defines(const clrun__kernel_source *src, size_t f)
+{
+    const char *prefix = geometry_families[f].prefix;
+    const geometry_index *want = geometry_families[f].indices;
+    size_t count = geometry_families[f].count, found = 0;
+    int seen[32] = {0};
+    assert_true(count <= sizeof seen / sizeof seen[0]);
+    for (const char *line = src->text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        char text[256];
+        size_t length = end ? (size_t)(end - line) : strlen(line);
+        snprintf(text, sizeof text, "%.*s", (int)length, line);
+        line = end ? end + 1 : NULL;
+        char name[64];
+        int used = 0;
+        if (sscanf(text, " #define %63[A-Za-z0-9_]%n", name, &used) != 1 ||
+            strncmp(name, prefix, strlen(prefix)) != 0)
+            continue;
+        char *rest;
+        long value = strtol(text + used, &rest, 10);
+        if (rest == text + used || strspn(rest, " \t") != strlen(rest))
+            fail_msg("%s.cl: '%s' is not a plain index", src->name, text);
+        size_t i = 0;
+        while (i < count && strcmp(want[i].name, name) != 0)
+            i++;
+        if (i == count)
+            fail_msg("%s.cl defines %s, which lib/ops_internal.h does not know", src->name, name);
+        if (value != want[i].value)
+            fail_msg("%s.cl: %s is %ld, the host's index is %ld", src->name, name, value,
+                     want[i].value);
+        if (seen[i]++)
+            fail_msg("%s.cl defines %s twice", src->name, name);
+        found++;
+    }
+    for (size_t i = 0; found > 0 && i < count; i++)
+        if (!seen[i])
+            fail_msg("%s.cl does not define %s", src->name, want[i].name);
+    return found;
+}
+
+static void kernel_geometry_indices_match_the_host(void **state)
+{
+    (void)state;
+    /* The kernels that read a geometry table: conv.cl (both), matmul.cl (conv2d_gemm). */
+    static const struct {
+        const char *source;
+        size_t family;
+    } users[] = {{"conv", 0}, {"conv", 1}, {"matmul", 0}};
+    size_t checked[sizeof users / sizeof users[0]] = {0};
+    for (size_t s = 0; s < clrun__kernel_source_count; s++) {
+        for (size_t f = 0; f < sizeof geometry_families / sizeof geometry_families[0]; f++) {
+            size_t found = check_geometry_defines(&clrun__kernel_sources[s], f);
+            for (size_t u = 0; u < sizeof users / sizeof users[0]; u++)
+                if (strcmp(users[u].source, clrun__kernel_sources[s].name) == 0 &&
+                    users[u].family == f)
+                    checked[u] = found;
+        }
+    }
+    for (size_t u = 0; u < sizeof users / sizeof users[0]; u++)
+        if (checked[u] == 0)
+            fail_msg("%s.cl defines no %s indices", users[u].source,
+                     geometry_families[users[u].family].prefix);
 }
 
 /* ---- elementwise ------------------------------------------------------------------------- */
@@ -1220,6 +1309,7 @@ int main(void)
     clrun_test_device_environment(cache_dir, sizeof cache_dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_documented_op_is_in_the_table),
+        cmocka_unit_test(kernel_geometry_indices_match_the_host),
         cmocka_unit_test(unary_f32_ops_match_reference),
         cmocka_unit_test(unary_i32_ops_are_exact_and_wrap),
         cmocka_unit_test(copy_keeps_every_bit),
