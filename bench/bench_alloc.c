@@ -26,6 +26,8 @@
 
 #include <clrun/strategy.h>
 
+#include "../tests/rng.h"
+
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
@@ -51,18 +53,9 @@ typedef struct trace {
 
 static uint64_t rng;
 
-static uint64_t rand64(void)
-{
-    uint64_t z = (rng += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+static uint64_t rand64(void) { return rng_next(&rng); }
 
-static uint64_t rand_range(uint64_t lo, uint64_t hi)
-{
-    return lo + rand64() % (hi - lo + 1);
-}
+static uint64_t rand_range(uint64_t lo, uint64_t hi) { return rng_range(&rng, lo, hi); }
 
 static void die(const char *what)
 {

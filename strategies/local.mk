@@ -11,7 +11,7 @@ libclrun_internal_la_SOURCES += \
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_strategies
 TESTS += tests/test_strategies
-tests_test_strategies_SOURCES = tests/test_strategies.c
+tests_test_strategies_SOURCES = tests/test_strategies.c tests/rng.h
 tests_test_strategies_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_strategies_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
@@ -19,5 +19,5 @@ endif
 # Built by `make bench`, never run as a test.
 EXTRA_PROGRAMS += bench/bench_alloc
 BENCH_LIST += bench/bench_alloc
-bench_bench_alloc_SOURCES = bench/bench_alloc.c
+bench_bench_alloc_SOURCES = bench/bench_alloc.c tests/rng.h
 bench_bench_alloc_LDADD = libclrun-internal.la

@@ -16,6 +16,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "rng.h"
 
 #define THREADS 4
 #define OPERATIONS 160   /* per thread */
@@ -31,14 +32,6 @@ typedef struct worker {
     uint64_t allocs, frees; /* successful */
     char failure[512];      /* first failure, "" when none */
 } worker;
-
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
 
 typedef struct live_block {
     clrun_buffer buffer;
@@ -109,7 +102,7 @@ static void *work(void *arg)
         goto done;
     }
     for (unsigned op = 0; op < OPERATIONS; op++) {
-        uint64_t r = next_random(&w->rng);
+        uint64_t r = rng_next(&w->rng);
         if (count < LIVE_MAX && (count == 0 || r % 3 != 0)) {
             live_block *b = &live[count];
             b->words = 1 + (cl_uint)((r >> 8) % (r % 4 == 0 ? WORDS_MAX : 600));

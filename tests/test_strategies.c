@@ -18,6 +18,8 @@
 
 #include <clrun/strategy.h>
 
+#include "rng.h"
+
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
@@ -26,20 +28,10 @@ static uint64_t seed;     /* the seed of this run, printed with failures */
 static uint64_t rng;      /* splitmix64 state */
 static uint64_t op_index; /* the current operation of a property test, printed with failures */
 
-/* splitmix64: small, fast, good enough for picking operations. */
-static uint64_t rand64(void)
-{
-    uint64_t z = (rng += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+static uint64_t rand64(void) { return rng_next(&rng); }
 
 /* Uniform in [lo, hi]. */
-static uint64_t rand_range(uint64_t lo, uint64_t hi)
-{
-    return lo + rand64() % (hi - lo + 1);
-}
+static uint64_t rand_range(uint64_t lo, uint64_t hi) { return rng_range(&rng, lo, hi); }
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
