@@ -35,6 +35,37 @@ double clrun__plan_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
+                                       uint32_t *from, uint32_t *to, size_t *distinct)
+{
+    size_t m = 2 * n;
+    uint64_t *times = malloc(m * sizeof *times);
+    if (!times)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        times[2 * i] = buffers[i].first;
+        times[2 * i + 1] = buffers[i].last;
+    }
+    qsort(times, m, sizeof *times, compare_u64);
+    size_t count = 0;
+    for (size_t i = 0; i < m; i++)
+        if (count == 0 || times[count - 1] != times[i])
+            times[count++] = times[i];
+    for (size_t i = 0; i < n; i++) {
+        from[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].first);
+        to[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].last);
+    }
+    free(times);
+    *distinct = count;
+    return CLRUN_OK;
+}
+
 clrun_status clrun__plan_check(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
                                uint64_t *align)
 {

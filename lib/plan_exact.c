@@ -53,25 +53,6 @@ typedef struct exact {
     bool found;              /* a plan better than the incumbent was written */
 } exact;
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static size_t find_time(const uint64_t *times, size_t count, uint64_t t)
-{
-    size_t lo = 0, hi = count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (times[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void exact_free(exact *e)
 {
     free(e->from);
@@ -93,7 +74,6 @@ static void exact_free(exact *e)
 static clrun_status exact_init(exact *e)
 {
     size_t n = e->n, m = 2 * n;
-    uint64_t *times = malloc(m * sizeof *times);
     e->from = malloc(n * sizeof *e->from);
     e->to = malloc(n * sizeof *e->to);
     e->aligned = malloc(n * sizeof *e->aligned);
@@ -107,26 +87,17 @@ static clrun_status exact_init(exact *e)
     e->offset = malloc(n * sizeof *e->offset);
     e->cand_offset = malloc(n * n * sizeof *e->cand_offset);
     e->cand = malloc(n * n * sizeof *e->cand);
-    if (!times || !e->from || !e->to || !e->aligned || !e->overlap || !e->max_pad || !e->base ||
+    if (!e->from || !e->to || !e->aligned || !e->overlap || !e->max_pad || !e->base ||
         !e->unplaced_sum || !e->unplaced_cnt || !e->saved_base || !e->stack || !e->offset ||
-        !e->cand_offset || !e->cand) {
-        free(times);
+        !e->cand_offset || !e->cand)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    for (size_t i = 0; i < n; i++) {
-        times[2 * i] = e->buffers[i].first;
-        times[2 * i + 1] = e->buffers[i].last;
-    }
-    qsort(times, m, sizeof *times, compare_u64);
     size_t distinct = 0;
-    for (size_t i = 0; i < m; i++)
-        if (distinct == 0 || times[distinct - 1] != times[i])
-            times[distinct++] = times[i];
+    clrun_status st = clrun__plan_compress_time(e->buffers, n, e->from, e->to, &distinct);
+    if (st != CLRUN_OK)
+        return st;
     e->moments = distinct - 1;
     for (size_t i = 0; i < n; i++) {
         const clrun_plan_buffer *b = &e->buffers[i];
-        e->from[i] = (uint32_t)find_time(times, distinct, b->first);
-        e->to[i] = (uint32_t)find_time(times, distinct, b->last);
         e->aligned[i] = clrun__plan_align_up(b->size, e->align);
         for (size_t t = e->from[i]; t < e->to[i]; t++) {
             e->unplaced_sum[t] += e->aligned[i];
@@ -135,7 +106,6 @@ static clrun_status exact_init(exact *e)
                 e->max_pad[t] = e->aligned[i] - b->size;
         }
     }
-    free(times);
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             if (i != j && e->from[i] < e->to[j] && e->from[j] < e->to[i])

@@ -195,15 +195,7 @@ void clrun__plan_decoder_remove(clrun__plan_decoder *d, uint32_t b)
 /* Number of buffers whose first is < t: they are the ones that may overlap [., t). */
 static size_t count_first_below(const clrun__plan_decoder *d, uint64_t t)
 {
-    size_t lo = 0, hi = d->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->sorted_first[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return clrun__plan_lower_bound(d->sorted_first, d->n, t);
 }
 
 /* Appends to d->spans the placed buffers of rank < limit in the subtree `node` (covering ranks

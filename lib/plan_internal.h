@@ -30,6 +30,25 @@ static inline uint64_t clrun__plan_random_below(uint64_t *state, uint64_t bound)
     return clrun__plan_random(state) % bound;
 }
 
+/* The number of entries of sorted[0..count) below t: where t is, or would go. */
+static inline size_t clrun__plan_lower_bound(const uint64_t *sorted, size_t count, uint64_t t)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Compresses time: from[b] and to[b] get the ranks of buffer b's first and last among the
+ * instance's distinct times, and *distinct their number. Fails only for host memory. */
+clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
+                                       uint32_t *from, uint32_t *to, size_t *distinct);
+
 /* Seconds on a monotonic clock. */
 double clrun__plan_now(void);
 

@@ -84,49 +84,16 @@ static sky_entry heap_pop(sky_entry *heap, size_t *count, bool by_priority)
     return top;
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static uint32_t moment_of(const uint64_t *times, size_t count, uint64_t t)
-{
-    size_t lo = 0, hi = count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (times[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (uint32_t)lo;
-}
-
-/* Maps every first and last onto its rank among the distinct times. */
+/* Maps every first and last onto its rank among the distinct times; one leaf per moment. */
 static clrun_status compress_time(clrun__plan_skyline *s)
 {
-    size_t n = s->n, m = 2 * n;
-    uint64_t *times = malloc(m * sizeof *times);
-    if (!times)
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        times[2 * i] = s->buffers[i].first;
-        times[2 * i + 1] = s->buffers[i].last;
-    }
-    qsort(times, m, sizeof *times, compare_u64);
     size_t distinct = 0;
-    for (size_t i = 0; i < m; i++)
-        if (distinct == 0 || times[distinct - 1] != times[i])
-            times[distinct++] = times[i];
-    for (size_t i = 0; i < n; i++) {
-        s->from[i] = moment_of(times, distinct, s->buffers[i].first);
-        s->to[i] = moment_of(times, distinct, s->buffers[i].last);
-    }
+    clrun_status st = clrun__plan_compress_time(s->buffers, s->n, s->from, s->to, &distinct);
+    if (st != CLRUN_OK)
+        return st;
     s->leaves = 1;
     while (s->leaves < distinct)
         s->leaves *= 2;
-    free(times);
     return CLRUN_OK;
 }
 
