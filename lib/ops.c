@@ -461,13 +461,22 @@ clrun_status clrun__kernel_state_done(void *st, clrun_status s, void **state)
 }
 
 clrun_status clrun__kernel_state_enqueue(clrun_context *ctx, const clrun__kernel_state *ks,
-                                         const cl_mem *inputs, cl_uint input_count, cl_mem output,
-                                         cl_uint wait_count, const cl_event *wait_list,
-                                         cl_event *done, const char *what)
+                                         const cl_mem *buffers, cl_mem output, cl_uint wait_count,
+                                         const cl_event *wait_list, cl_event *done)
 {
-    clrun_status s = clrun__buffer_args(ctx, ks->kernel, inputs, input_count, output);
+    clrun_status s = clrun__buffer_args(ctx, ks->kernel, buffers, ks->inputs, output);
     if (s != CLRUN_OK)
         return s;
     return clrun__launch(ctx, ks->kernel, ks->dims, ks->global, ks->local, wait_count, wait_list,
-                         done, what);
+                         done, ks->what);
+}
+
+clrun_status clrun__kernel_state_op_enqueue(clrun_context *ctx, void *state,
+                                            const clrun__op_call *call, const cl_mem *inputs,
+                                            const cl_mem *outputs, cl_uint wait_count,
+                                            const cl_event *wait_list, cl_event *done)
+{
+    (void)call;
+    return clrun__kernel_state_enqueue(ctx, state, inputs, outputs[0], wait_count, wait_list,
+                                       done);
 }

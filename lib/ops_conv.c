@@ -27,9 +27,8 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     const conv_state *st = opaque;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem conv_inputs[3] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0]};
-    return clrun__kernel_state_enqueue(ctx, &st->ks, st->conv ? conv_inputs : inputs,
-                                       st->conv ? 3 : 1, outputs[0], wait_count, wait_list, done,
-                                       st->conv ? "conv2d" : "pool");
+    return clrun__kernel_state_enqueue(ctx, &st->ks, st->conv ? conv_inputs : inputs, outputs[0],
+                                       wait_count, wait_list, done);
 }
 
 /* A pair attribute ([h, w], or one integer for both) into out, or `fallback` when absent;
@@ -219,7 +218,9 @@ static clrun_status conv_prepare(clrun_context *ctx, const clrun__op_call *call,
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d: node state");
     st->conv = true;
+    st->ks.inputs = 3;
     st->ks.dims = 3;
+    st->ks.what = "conv2d";
     st->has_bias = call->input_count == 3;
     cl_int has_bias = st->has_bias;
     clrun_status s = conv_kernel(ctx, geo, (uint64_t)x->shape[0], st);
@@ -314,7 +315,9 @@ static clrun_status pool_prepare_as(bool is_max, clrun_context *ctx, const clrun
     conv_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "pool: node state");
+    st->ks.inputs = 1;
     st->ks.dims = 3;
+    st->ks.what = "pool";
     cl_int max_flag = is_max;
     clrun_status s = clrun__kernel(ctx, "clrun_pool2d_f32", &st->ks.kernel);
     if (s == CLRUN_OK)

@@ -23,12 +23,6 @@ typedef struct ew_op {
     int code;  /* binary: op code of the broadcasting kernels (OP_* in elementwise.cl) */
 } ew_op;
 
-typedef struct ew_state {
-    clrun__kernel_state ks; /* table: the broadcasting shape table, or NULL; 1-D over the
-                               elements rounded up to the work-group size */
-    int inputs;             /* buffer arguments 0..inputs-1; the output follows */
-} ew_state;
-
 static const clrun__attr_spec scale_attrs[] = {
     {"alpha", CLRUN__WANT_FLOAT, false},
     {"beta", CLRUN__WANT_FLOAT, false},
@@ -129,65 +123,57 @@ static void kernel_name(const ew_op *op, const clrun__op_call *call, bool broadc
 
 /* The arguments after the buffers, which stay the same for every run. */
 static clrun_status set_constant_args(clrun_context *ctx, const ew_op *op,
-                                      const clrun__op_call *call, ew_state *st, cl_ulong n)
+                                      const clrun__op_call *call, clrun__kernel_state *st,
+                                      cl_ulong n)
 {
-    cl_uint next = (cl_uint)st->inputs + 1;
-    clrun_status s = clrun__arg(ctx, st->ks.kernel, next++, sizeof n, &n);
+    cl_uint next = st->inputs + 1;
+    clrun_status s = clrun__arg(ctx, st->kernel, next++, sizeof n, &n);
     if (s == CLRUN_OK && op->kind == EW_SCALE) {
         cl_float alpha = (cl_float)clrun__attr_float_or(call, "alpha", 1.0);
         cl_float beta = (cl_float)clrun__attr_float_or(call, "beta", 0.0);
-        s = clrun__arg(ctx, st->ks.kernel, next++, sizeof alpha, &alpha);
+        s = clrun__arg(ctx, st->kernel, next++, sizeof alpha, &alpha);
         if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->ks.kernel, next++, sizeof beta, &beta);
+            s = clrun__arg(ctx, st->kernel, next++, sizeof beta, &beta);
     }
-    if (s == CLRUN_OK && st->ks.table) {
+    if (s == CLRUN_OK && st->table) {
         cl_int code = op->code;
-        s = clrun__arg(ctx, st->ks.kernel, next++, sizeof st->ks.table, &st->ks.table);
+        s = clrun__arg(ctx, st->kernel, next++, sizeof st->table, &st->table);
         if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->ks.kernel, next++, sizeof code, &code);
+            s = clrun__arg(ctx, st->kernel, next++, sizeof code, &code);
     }
     return s;
 }
 
+/* The node's state is a clrun__kernel_state: the broadcasting shape table (or none), one
+ * dimension over the elements rounded up to the work-group size. */
 static clrun_status ew_prepare(const ew_op *op, clrun_context *ctx, const clrun__op_call *call,
                                void **state)
 {
     *state = NULL;
-    ew_state *st = calloc(1, sizeof *st);
+    clrun__kernel_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
     st->inputs = op->kind == EW_BINARY ? 2 : 1;
-    st->ks.dims = 1;
+    st->dims = 1;
+    st->what = "elementwise";
     bool broadcast = op->kind == EW_BINARY && !(same_shape(&call->inputs[0], &call->outputs[0]) &&
                                                 same_shape(&call->inputs[1], &call->outputs[0]));
     char name[64];
     kernel_name(op, call, broadcast, name, sizeof name);
     uint64_t n = clrun__elements(&call->outputs[0]);
-    clrun_status s = clrun__kernel(ctx, name, &st->ks.kernel);
+    clrun_status s = clrun__kernel(ctx, name, &st->kernel);
     if (s == CLRUN_OK && broadcast) {
         uint64_t meta[1 + 3 * CLRUN_MAX_DIMS];
         size_t count = broadcast_table(call, meta);
-        s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->ks.table);
+        s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->table);
     }
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->ks.kernel, 256, &st->ks.local[0]);
+        s = clrun__local_size(ctx, st->kernel, 256, &st->local[0]);
     if (s == CLRUN_OK)
         s = set_constant_args(ctx, op, call, st, n);
     if (s == CLRUN_OK)
-        st->ks.global[0] = clrun__round_up((size_t)n, st->ks.local[0]);
+        st->global[0] = clrun__round_up((size_t)n, st->local[0]);
     return clrun__kernel_state_done(st, s, state);
-}
-
-/* ---- enqueue ----------------------------------------------------------------------------- */
-
-static clrun_status ew_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
-                               const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
-                               const cl_event *wait_list, cl_event *done)
-{
-    (void)call;
-    const ew_state *st = opaque;
-    return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, (cl_uint)st->inputs, outputs[0],
-                                       wait_count, wait_list, done, "elementwise");
 }
 
 /* ---- the table --------------------------------------------------------------------------- */
@@ -208,7 +194,8 @@ static clrun_status ew_enqueue(clrun_context *ctx, void *opaque, const clrun__op
                                       KIND == EW_BINARY ? 2 : 1,                                   \
                                       1,            true,                                          \
                                       infer_##ID,   prepare_##ID,                                  \
-                                      ew_enqueue,   clrun__kernel_state_release};
+                                      clrun__kernel_state_op_enqueue,                              \
+                                      clrun__kernel_state_release};
 
 EW_OP(neg, "neg", EW_UNARY, true, 0)
 EW_OP(abs, "abs", EW_UNARY, true, 0)

@@ -130,14 +130,16 @@ clrun_status clrun__buffer_args(clrun_context *ctx, cl_kernel kernel, const cl_m
                                 cl_uint count, cl_mem output);
 
 /* What most nodes keep from prepare to enqueue: one kernel, the read-only table its constant
- * arguments point at, and its launch geometry. A family's node state puts it first, so that
- * clrun__kernel_state_release serves as the op's release. */
+ * arguments point at, and its launch geometry. A family's node state is one, or puts one first,
+ * so that clrun__kernel_state_release serves as the op's release. */
 typedef struct clrun__kernel_state {
     cl_kernel kernel;
     cl_mem table;      /* shape, geometry or offset table, or NULL */
+    cl_uint inputs;    /* buffer arguments 0..inputs-1; the output follows */
     cl_uint dims;      /* 1 to 3: entries of global and local in use */
     size_t global[3];
     size_t local[3];
+    const char *what;  /* names the launch in a failure */
 } clrun__kernel_state;
 
 /* Releases the kernel and table of a node state that begins with a clrun__kernel_state, then
@@ -147,12 +149,18 @@ void clrun__kernel_state_release(void *state);
 /* Hands st to *state, or releases it when s is an error; returns s. */
 clrun_status clrun__kernel_state_done(void *st, clrun_status s, void **state);
 
-/* Sets the buffer arguments (clrun__buffer_args) and launches ks's kernel over its geometry;
- * `what` names the launch in a failure. */
+/* Sets buffers[0..ks->inputs) and output as the buffer arguments (clrun__buffer_args) and
+ * launches ks's kernel over its geometry. */
 clrun_status clrun__kernel_state_enqueue(clrun_context *ctx, const clrun__kernel_state *ks,
-                                         const cl_mem *inputs, cl_uint input_count, cl_mem output,
-                                         cl_uint wait_count, const cl_event *wait_list,
-                                         cl_event *done, const char *what);
+                                         const cl_mem *buffers, cl_mem output, cl_uint wait_count,
+                                         const cl_event *wait_list, cl_event *done);
+
+/* The enqueue of an op whose state is a clrun__kernel_state that takes the node's inputs as
+ * they come, then its output. */
+clrun_status clrun__kernel_state_op_enqueue(clrun_context *ctx, void *state,
+                                            const clrun__op_call *call, const cl_mem *inputs,
+                                            const cl_mem *outputs, cl_uint wait_count,
+                                            const cl_event *wait_list, cl_event *done);
 
 /* The launches of one node. The first launch waits for the node's wait list; on an out-of-order
  * queue each later one waits for the one before. `done` (may be NULL) receives the last

@@ -233,7 +233,9 @@ static clrun_status mm_prepare(clrun_context *ctx, const clrun__op_call *call, v
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: node state");
     st->has_bias = call->input_count == 3;
+    st->ks.inputs = 3;
     st->ks.dims = 3;
+    st->ks.what = "matmul";
     size_t batches = 1;
     clrun_status s = batch_offsets(ctx, &d, st, &batches);
     if (s == CLRUN_OK)
@@ -251,8 +253,8 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     const mm_state *st = opaque;
     /* Without a bias the kernel never reads argument 2; A stands in for it. */
     const cl_mem buffers[3] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0]};
-    return clrun__kernel_state_enqueue(ctx, &st->ks, buffers, 3, outputs[0], wait_count,
-                                       wait_list, done, "matmul");
+    return clrun__kernel_state_enqueue(ctx, &st->ks, buffers, outputs[0], wait_count, wait_list,
+                                       done);
 }
 
 static const clrun__op op_matmul = {"matmul", 2, 3, 1, false, mm_infer, mm_prepare, mm_enqueue,

@@ -14,46 +14,33 @@
 /* Reduction codes of clrun_reduce_f32 (REDUCE_* in norm.cl). */
 enum { REDUCE_SUM = 0, REDUCE_MEAN = 1, REDUCE_MAX = 2 };
 
-typedef struct row_state {
-    clrun__kernel_state ks; /* table: reductions' shape table; 1-D over rows x local */
-    int inputs;             /* buffer arguments 0..inputs-1, then the output */
-} row_state;
-
-static clrun_status row_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
-                                const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
-                                const cl_event *wait_list, cl_event *done)
-{
-    (void)call;
-    const row_state *st = opaque;
-    return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, (cl_uint)st->inputs, outputs[0],
-                                       wait_count, wait_list, done, "row op");
-}
-
-/* A row_state with `name`'s kernel, sized for `rows` rows of `length` elements. */
+/* A node's state with `name`'s kernel, one dimension over `rows` rows of `length` elements (a
+ * work-group per row); reductions add their shape table. */
 static clrun_status row_begin(clrun_context *ctx, const char *name, int inputs, uint64_t rows,
-                              uint64_t length, row_state **out)
+                              uint64_t length, clrun__kernel_state **out)
 {
     *out = NULL;
-    row_state *st = calloc(1, sizeof *st);
+    clrun__kernel_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", name);
-    st->inputs = inputs;
-    st->ks.dims = 1;
-    clrun_status s = clrun__kernel(ctx, name, &st->ks.kernel);
+    st->inputs = (cl_uint)inputs;
+    st->dims = 1;
+    st->what = "row op";
+    clrun_status s = clrun__kernel(ctx, name, &st->kernel);
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->ks.kernel, length < MAX_GROUP ? (size_t)length : MAX_GROUP,
-                              &st->ks.local[0]);
+        s = clrun__local_size(ctx, st->kernel, length < MAX_GROUP ? (size_t)length : MAX_GROUP,
+                              &st->local[0]);
     if (s != CLRUN_OK) {
         clrun__kernel_state_release(st);
         return s;
     }
-    st->ks.global[0] = (size_t)rows * st->ks.local[0];
+    st->global[0] = (size_t)rows * st->local[0];
     *out = st;
     return CLRUN_OK;
 }
 
 /* Sets the arguments after the buffers, in order, from (size, value) pairs. */
-static clrun_status row_args(clrun_context *ctx, row_state *st, int count, ...)
+static clrun_status row_args(clrun_context *ctx, clrun__kernel_state *st, int count, ...)
 {
     va_list ap;
     va_start(ap, count);
@@ -61,7 +48,7 @@ static clrun_status row_args(clrun_context *ctx, row_state *st, int count, ...)
     for (int i = 0; i < count && s == CLRUN_OK; i++) {
         size_t size = va_arg(ap, size_t);
         const void *value = va_arg(ap, const void *);
-        s = clrun__arg(ctx, st->ks.kernel, (cl_uint)(st->inputs + 1 + i), size, value);
+        s = clrun__arg(ctx, st->kernel, st->inputs + 1 + (cl_uint)i, size, value);
     }
     va_end(ap);
     return s;
@@ -97,7 +84,7 @@ static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op_call *ca
     cl_ulong N = (cl_ulong)x->shape[x->rank - 1];
     cl_ulong M = x->rank >= 2 ? (cl_ulong)x->shape[x->rank - 2] : 1;
     cl_int causal = (cl_int)clrun__attr_int_or(call, "causal", 0);
-    row_state *st;
+    clrun__kernel_state *st;
     clrun_status s = row_begin(ctx, "clrun_softmax_f32", 1, clrun__elements(x) / N, N, &st);
     if (s != CLRUN_OK)
         return s;
@@ -145,7 +132,7 @@ static clrun_status layernorm_prepare(clrun_context *ctx, const clrun__op_call *
     const clrun_tensor_type *x = &call->inputs[0];
     cl_ulong D = (cl_ulong)x->shape[x->rank - 1];
     cl_float eps = (cl_float)clrun__attr_float_or(call, "eps", 1e-5);
-    row_state *st;
+    clrun__kernel_state *st;
     clrun_status s = row_begin(ctx, "clrun_layernorm_f32", 3, clrun__elements(x) / D, D, &st);
     if (s != CLRUN_OK)
         return s;
@@ -255,14 +242,14 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     for (int i = 0; i < kept; i++) meta[n++] = ks[i];
     for (int i = 0; i < red; i++) meta[n++] = rd[i];
     for (int i = 0; i < red; i++) meta[n++] = rs[i];
-    row_state *st;
+    clrun__kernel_state *st;
     clrun_status s = row_begin(ctx, "clrun_reduce_f32", 1, outputs, count, &st);
     if (s != CLRUN_OK)
         return s;
-    s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->ks.table);
+    s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->table);
     cl_int op = code;
     if (s == CLRUN_OK)
-        s = row_args(ctx, st, 2, sizeof st->ks.table, &st->ks.table, sizeof op, &op);
+        s = row_args(ctx, st, 2, sizeof st->table, &st->table, sizeof op, &op);
     return clrun__kernel_state_done(st, s, state);
 }
 
@@ -270,7 +257,8 @@ clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun_
                                    const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                    const cl_event *wait_list, cl_event *done)
 {
-    return row_enqueue(ctx, state, call, inputs, outputs, wait_count, wait_list, done);
+    return clrun__kernel_state_op_enqueue(ctx, state, call, inputs, outputs, wait_count, wait_list,
+                                          done);
 }
 
 void clrun__reduce_release(void *state) { clrun__kernel_state_release(state); }
@@ -296,7 +284,8 @@ static clrun_status reduce_prepare_as(int code, clrun_context *ctx, const clrun_
         return reduce_prepare_as(CODE, ctx, call, state);                                          \
     }                                                                                              \
     static const clrun__op op_##ID = {#ID,         1,           1,          1,          false,     \
-                                      ID##_infer,  ID##_prepare, row_enqueue,                      \
+                                      ID##_infer,  ID##_prepare,                                   \
+                                      clrun__kernel_state_op_enqueue,                              \
                                       clrun__kernel_state_release};
 
 REDUCE_OP(reduce_sum, REDUCE_SUM)
@@ -304,9 +293,9 @@ REDUCE_OP(reduce_mean, REDUCE_MEAN)
 REDUCE_OP(reduce_max, REDUCE_MAX)
 
 static const clrun__op op_softmax = {"softmax", 1, 1, 1, false, softmax_infer, softmax_prepare,
-                                     row_enqueue, clrun__kernel_state_release};
+                                     clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
 static const clrun__op op_layernorm = {"layernorm", 3, 3, 1, false, layernorm_infer,
-                                       layernorm_prepare, row_enqueue,
+                                       layernorm_prepare, clrun__kernel_state_op_enqueue,
                                        clrun__kernel_state_release};
 
 const clrun__op *const clrun__ops_norm[] = {
