@@ -274,7 +274,8 @@ static clrun_status prepare_arena(clrun_exec *e)
     if (status == CLRUN_OK && n > 0) {
         status = clrun_plan_solve(items, n, &options, offsets, &result);
         if (status != CLRUN_OK)
-            clrun__fail(e->ctx, status, "planner failed: %s", clrun_strerror(status));
+            clrun__fail(e->ctx, status, "planner failed on %zu buffers (alignment %llu): %s", n,
+                        (unsigned long long)options.alignment, clrun_strerror(status));
     }
     e->arena_bytes = n > 0 && status == CLRUN_OK ? result.peak_bytes : 0;
     if (status == CLRUN_OK && e->arena_bytes > e->ctx->info.max_alloc)
@@ -560,7 +561,9 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     const clrun__node *node = &e->graph->nodes[node_index];
     cl_mem in_mems[64], out_mems[16];
     if (node->input_count > 64 || node->output_count > 16)
-        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "node with too many inputs or outputs");
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH,
+                           "node '%s' (%s) has %d inputs and %d outputs; the executor takes at most 64 and 16",
+                           tensor_name(e, node->outputs[0]), node->op->name, node->input_count, node->output_count);
     for (int o = 0; o < node->output_count; o++) {
         int32_t b = s->buffer_of[node->outputs[o]];
         if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
