@@ -281,6 +281,7 @@ static void build_mobilenetv2(builder *b, int64_t batch)
 typedef struct transformer {
     int64_t batch, seq, width, heads, ffn, layers;
     bool causal;
+    const char *activation; /* of the feed-forward: "gelu_erf" (BERT) or "gelu" (GPT-2's tanh) */
 } transformer;
 
 /* x [rows, in] @ w [in, out] + b, with weights normal(0, std). */
@@ -342,7 +343,7 @@ static tid feed_forward(builder *b, const transformer *t, tid x, double out_std,
     char part[NAME_MAX_LEN];
     snprintf(part, sizeof part, "%s.fc", name);
     tid h = linear(b, x, t->ffn, 0.02, part);
-    h = node(b, "gelu", INPUTS(h), NO_ATTRS, "%s.gelu", name);
+    h = node(b, t->activation, INPUTS(h), NO_ATTRS, "%s.gelu", name);
     snprintf(part, sizeof part, "%s.proj", name);
     return linear(b, h, t->width, out_std, part);
 }
@@ -402,7 +403,7 @@ static tid gpt2_block(builder *b, const transformer *t, tid x, int layer)
 /* Input: the embeddings already summed (token + position [+ segment]), [batch*seq, width]. */
 static void build_bert(builder *b, int64_t batch, int64_t seq)
 {
-    transformer t = {batch, seq, 768, 12, 3072, 12, false};
+    transformer t = {batch, seq, 768, 12, 3072, 12, false, "gelu_erf"};
     tid x = input(b, "embeddings", DIMS(batch * seq, t.width));
     tid h = layer_norm(b, x, "embeddings.ln");
     for (int layer = 0; layer < t.layers; layer++)
@@ -413,7 +414,7 @@ static void build_bert(builder *b, int64_t batch, int64_t seq)
 
 static void build_gpt2(builder *b, int64_t batch, int64_t seq, bool lm_head)
 {
-    transformer t = {batch, seq, 768, 12, 3072, 12, true};
+    transformer t = {batch, seq, 768, 12, 3072, 12, true, "gelu"};
     tid x = input(b, "embeddings", DIMS(batch * seq, t.width));
     tid h = x;
     for (int layer = 0; layer < t.layers; layer++)

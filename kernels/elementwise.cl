@@ -48,6 +48,13 @@ __kernel void clrun_gelu_f32(__global const float *x, __global float *y, const u
     UNARY(float, 0.5f * v * (1.0f + tanh(0.7978845608028654f * (v + 0.044715f * v * v * v))))
 }
 
+/* The exact GELU (BERT), x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), written with erfc: for x far
+ * below 0, 1 + erf cancels to a few ulps of 1 while erfc(-x / sqrt 2) keeps full precision. */
+__kernel void clrun_gelu_erf_f32(__global const float *x, __global float *y, const ulong n)
+{
+    UNARY(float, 0.5f * v * erfc(-0.7071067811865476f * v))
+}
+
 __kernel void clrun_sigmoid_f32(__global const float *x, __global float *y, const ulong n)
 {
     UNARY(float, 1.0f / (1.0f + exp(-v)))

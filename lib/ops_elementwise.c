@@ -201,6 +201,7 @@ EW_OP(neg, "neg", EW_UNARY, true, 0)
 EW_OP(abs, "abs", EW_UNARY, true, 0)
 EW_OP(relu, "relu", EW_UNARY, true, 0)
 EW_OP(gelu, "gelu", EW_UNARY, false, 0)
+EW_OP(gelu_erf, "gelu_erf", EW_UNARY, false, 0)
 EW_OP(sigmoid, "sigmoid", EW_UNARY, false, 0)
 EW_OP(tanh, "tanh", EW_UNARY, false, 0)
 EW_OP(exp, "exp", EW_UNARY, false, 0)
@@ -218,7 +219,7 @@ EW_OP(maximum, "maximum", EW_BINARY, true, 4)
 EW_OP(minimum, "minimum", EW_BINARY, true, 5)
 
 const clrun__op *const clrun__ops_elementwise[] = {
-    &op_neg,  &op_abs,  &op_relu, &op_gelu,  &op_sigmoid, &op_tanh, &op_exp,     &op_log,
-    &op_sqrt, &op_rsqrt, &op_copy, &op_scale, &op_add,     &op_sub,  &op_mul,     &op_div,
-    &op_maximum, &op_minimum, NULL,
+    &op_neg,  &op_abs,  &op_relu,  &op_gelu,  &op_gelu_erf, &op_sigmoid, &op_tanh,
+    &op_exp,  &op_log,  &op_sqrt,  &op_rsqrt, &op_copy,     &op_scale,   &op_add,
+    &op_sub,  &op_mul,  &op_div,   &op_maximum, &op_minimum, NULL,
 };

@@ -20,6 +20,7 @@ double ref_unary_f32(const char *op, float xf)
     if (!strcmp(op, "abs")) return fabs(x);
     if (!strcmp(op, "relu")) return x > 0 ? x : 0;
     if (!strcmp(op, "gelu")) return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    if (!strcmp(op, "gelu_erf")) return 0.5 * x * (1 + erf(x / sqrt(2)));
     if (!strcmp(op, "sigmoid")) return 1 / (1 + exp(-x));
     if (!strcmp(op, "tanh")) return tanh(x);
     if (!strcmp(op, "exp")) return exp(x);

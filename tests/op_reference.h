@@ -13,7 +13,7 @@
 /* Elements of a shape. */
 uint64_t ref_elements(const clrun_tensor_type *t);
 
-/* Unary functions by op name ("relu", "gelu", ...); scale is alpha*x+beta. */
+/* Unary functions by op name ("relu", "gelu", "gelu_erf", ...); scale is alpha*x+beta. */
 double ref_unary_f32(const char *op, float x);
 int32_t ref_unary_i32(const char *op, int32_t x);
 
