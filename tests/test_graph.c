@@ -161,7 +161,7 @@ static char *read_whole(const char *path, size_t *length)
 static bool documented_op(const char *name)
 {
     static const char *const ops[] = {
-        "neg", "abs", "relu", "gelu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "copy",
+        "neg", "abs", "relu", "gelu", "gelu_erf", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "copy",
         "scale", "add", "sub", "mul", "div", "maximum", "minimum", "matmul", "softmax",
         "layernorm", "reduce_sum", "reduce_mean", "reduce_max", "transpose", "reshape", "concat",
         "slice", "gather", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool", NULL};
