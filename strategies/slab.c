@@ -19,9 +19,16 @@
  * Free runs are coalesced with their neighbours when a run is returned (boundary tags: the
  * page map records the run at its first and last page) and are kept in 64 lists by
  * floor(log2(pages)); allocation is first fit from the smallest list that can hold the request.
- * When no run fits, the cached empty slabs are returned first and the search repeated, so an
- * OUT_OF_MEMORY answer may still have merged those (no block and no count changes; only
- * largest_free may grow).
+ * When no run fits, the held-back runs (below) are merged and the search repeated, then the
+ * cached empty slabs are returned and the search repeated again, so an OUT_OF_MEMORY answer
+ * may still have merged those (no block and no count changes; only largest_free may grow).
+ *
+ * Each chunk holds back its most recently freed large block unmerged (the one held before is
+ * merged then), as buddy does: a large request of exactly its page count and alignment takes it
+ * back in O(1), so an alloc/free pair of one large size does not carve, merge and recycle run
+ * nodes each time. The held run is merged whenever no free run fits a request, and when its
+ * chunk is removed; stats count it as merged with its free neighbours and reset forgets it, so
+ * nothing observable differs from merging at once.
  *
  * Finding the slab of an offset is O(1): each chunk has a page map (one pointer per page) that
  * names the run at every page of a slab and at the first and last page of other runs, so
@@ -30,9 +37,11 @@
  *
  * Complexity. Small alloc and free: O(1), plus O(log c) to find the chunk of a free (c chunks),
  * except when a slab is made or returned: then a run allocation and O(n) page-map writes.
- * Large alloc: O(r) over the free runs r in the lists searched (first fit); large free: O(1)
- * merges. Host memory: 8 bytes per page of every chunk (1/8192 of its size), 80 bytes per run,
- * plus at most 512 bytes of bitmap per slab.
+ * Large alloc: O(h) over the held-back runs h (at most one per chunk, newest first), then,
+ * unless one is taken back, O(r) over the free runs r in the lists searched (first fit); large
+ * free: O(1) merges (of the run held before). stats: O(h) plus the largest size list. Host
+ * memory: 8 bytes per page of every chunk (1/8192 of its size), 80 bytes per run, plus at most
+ * 512 bytes of bitmap per slab.
  *
  * Worst-case waste. Internal: above 8g a class wastes less than 1/9 of its size (at most 1/8
  * of the request); below 8g, less than g. A slab's tail is at most 1/32 of it when such an n
@@ -57,16 +66,17 @@
 #define SLAB_BINS 64u                        /* free-run lists by floor(log2(pages)) */
 #define SLAB_SPARE_MAX 256u                  /* plain run nodes kept for reuse */
 
-enum run_kind { RUN_FREE, RUN_LARGE, RUN_SLAB };
+enum run_kind { RUN_FREE, RUN_LARGE, RUN_SLAB, RUN_HELD };
 
 typedef struct slab_chunk slab_chunk;
 
-/* A run of pages: free, one large block, or a slab. */
+/* A run of pages: free, one large block, a slab, or a freed large block held back unmerged. */
 typedef struct run {
     slab_chunk *chunk;   /* the chunk it lies in */
     uint64_t first;      /* its first page */
     uint64_t pages;      /* its length in pages */
-    struct run *next;    /* free: next in its size list; slab: next partly used slab */
+    struct run *next;    /* free: next in its size list; slab: next partly used slab; held:
+                          * next held-back run */
     struct run *prev;    /* the previous one in the same list */
     uint8_t kind;        /* enum run_kind */
     bool in_partial;     /* slab: on its class's list of partly used slabs */
@@ -84,6 +94,7 @@ struct slab_chunk {
     uint64_t size;       /* bytes the pool gave us */
     uint64_t pages;      /* whole pages in it */
     uint64_t live;       /* live blocks inside */
+    run *held;           /* its held-back freed large run (kind RUN_HELD), or NULL */
     run **map;           /* map[p]: the run at page p (every page of a slab; first and last
                           * page of other runs; NULL elsewhere) */
 };
@@ -104,6 +115,7 @@ typedef struct slab_state {
     run *empty[SLAB_MAX_CLASSES];          /* one cached empty slab of each class (still on
                                             * its partial list), or NULL */
     run *bins[SLAB_BINS];                  /* free runs by floor(log2(pages)) */
+    run *held;                             /* held-back runs of every chunk, newest first */
     uint64_t bin_mask;                     /* bit b set: bins[b] is not empty */
     run *spare;                            /* plain run nodes kept for reuse (linked by next) */
     uint32_t nspare;                       /* nodes on spare */
@@ -267,6 +279,65 @@ static void run_release(slab_state *s, run *r)
     run_set_free(s, r, first, end - first);
 }
 
+/* ---- held-back runs ------------------------------------------------------------------------- */
+
+static void held_unlink(slab_state *s, run *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->held = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->chunk->held = NULL;
+}
+
+/* Holds back large run r, just freed, unmerged; the run its chunk held before is merged. */
+static void held_push(slab_state *s, run *r)
+{
+    slab_chunk *c = r->chunk;
+    if (c->held) {
+        run *old = c->held;
+        held_unlink(s, old);
+        run_release(s, old);
+    }
+    r->kind = RUN_HELD;
+    r->prev = NULL;
+    r->next = s->held;
+    if (r->next)
+        r->next->prev = r;
+    s->held = r;
+    c->held = r;
+}
+
+/* Merges the held-back runs (of chunk `only`, or of all chunks when NULL); true when there was
+ * one. */
+static bool release_held_runs(slab_state *s, const slab_chunk *only)
+{
+    bool any = false;
+    for (run *r = s->held, *next; r; r = next) {
+        next = r->next;
+        if (!only || r->chunk == only) {
+            held_unlink(s, r);
+            run_release(s, r);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* Pages of held run r once merged with its free neighbours, as run_release would make it. */
+static uint64_t held_merged_pages(const run *r)
+{
+    const slab_chunk *c = r->chunk;
+    uint64_t pages = r->pages, end = r->first + r->pages;
+    if (r->first > 0 && c->map[r->first - 1] && c->map[r->first - 1]->kind == RUN_FREE)
+        pages += c->map[r->first - 1]->pages;
+    if (end < c->pages && c->map[end] && c->map[end]->kind == RUN_FREE)
+        pages += c->map[end]->pages;
+    return pages;
+}
+
 /* ---- slabs ---------------------------------------------------------------------------------- */
 
 static void partial_push(slab_state *s, run *r)
@@ -303,13 +374,43 @@ static void slab_fill_bitmap(run *r)
     r->free_slots = r->slots;
 }
 
+/* Gives every cached empty slab back to the free runs; true when there was one. */
+static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
+{
+    bool any = false;
+    for (unsigned k = 0; k < s->nclasses; k++) {
+        run *r = s->empty[k];
+        if (r && (!only || r->chunk == only)) {
+            s->empty[k] = NULL;
+            if (r->in_partial)
+                partial_unlink(s, r);
+            run_release(s, r);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* The first free run that holds `pages` pages aligned to `align` pages, or NULL. When none does
+ * as things are, the held-back runs are merged and then the cached empty slabs returned, each
+ * followed by a new search. */
+static run *free_run_find_or_merge(slab_state *s, uint64_t pages, uint64_t align, uint64_t *start)
+{
+    run *fr = free_run_find(s, pages, align, start);
+    if (!fr && release_held_runs(s, NULL))
+        fr = free_run_find(s, pages, align, start);
+    if (!fr && release_cached_slabs(s, NULL))
+        fr = free_run_find(s, pages, align, start);
+    return fr;
+}
+
 /* A new empty slab of class `cls`. OUT_OF_MEMORY when no free run holds it. */
 static clrun_status slab_new(slab_state *s, unsigned cls, run **out)
 {
     uint64_t pages = s->class_pages[cls], start;
     uint32_t slots = s->class_slots[cls];
     uint32_t nwords = (slots + 63) / 64;
-    run *fr = free_run_find(s, pages, s->slab_align_pages[cls], &start);
+    run *fr = free_run_find_or_merge(s, pages, s->slab_align_pages[cls], &start);
     if (!fr)
         return CLRUN_ERROR_OUT_OF_MEMORY;
     run *r = malloc(sizeof *r + (size_t)nwords * sizeof r->words[0]);
@@ -331,23 +432,6 @@ static clrun_status slab_new(slab_state *s, unsigned cls, run **out)
         r->chunk->map[p] = r;
     *out = r;
     return CLRUN_OK;
-}
-
-/* Gives every cached empty slab back to the free runs; true when there was one. */
-static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
-{
-    bool any = false;
-    for (unsigned k = 0; k < s->nclasses; k++) {
-        run *r = s->empty[k];
-        if (r && (!only || r->chunk == only)) {
-            s->empty[k] = NULL;
-            if (r->in_partial)
-                partial_unlink(s, r);
-            run_release(s, r);
-            any = true;
-        }
-    }
-    return any;
 }
 
 /* The class for `size` bytes at alignment `align`, or -1 when it takes the large path. */
@@ -376,8 +460,6 @@ static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
     run *r = s->partial[cls];
     if (!r) {
         clrun_status rc = slab_new(s, cls, &r);
-        if (rc == CLRUN_ERROR_OUT_OF_MEMORY && release_cached_slabs(s, NULL))
-            rc = slab_new(s, cls, &r);
         if (rc != CLRUN_OK)
             return rc;
         partial_push(s, r);
@@ -402,20 +484,38 @@ static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
     return CLRUN_OK;
 }
 
+/* Counts large run r (already recorded in its page map) as live and describes it in *out. */
+static clrun_status take_large(slab_state *s, run *r, clrun_block *out)
+{
+    uint64_t bytes = r->pages << s->page_log;
+    r->chunk->live++;
+    s->held_bytes += bytes;
+    s->live_blocks++;
+    out->chunk = r->chunk->id;
+    out->offset = r->first << s->page_log;
+    out->size = bytes;
+    return CLRUN_OK;
+}
+
 static clrun_status alloc_large(slab_state *s, uint64_t size, uint64_t align, clrun_block *out)
 {
-    /* First fit in the size lists; if nothing fits, cached empty slabs may merge into a run
-     * that does. */
+    /* A held-back run of exactly this size is taken back as it is; else first fit in the size
+     * lists, merging held-back runs and cached empty slabs if nothing fits. */
     uint64_t page = UINT64_C(1) << s->page_log;
     uint64_t bytes = round_up_u64(size, page);
     if (bytes == 0)
         return CLRUN_ERROR_OUT_OF_MEMORY;
     uint64_t pages = bytes >> s->page_log;
     uint64_t align_pages = align > page ? align >> s->page_log : 1;
+    for (run *h = s->held; h; h = h->next) {
+        if (h->pages == pages && (h->first & (align_pages - 1)) == 0) {
+            held_unlink(s, h);
+            h->kind = RUN_LARGE; /* its page map entries are already in place */
+            return take_large(s, h, out);
+        }
+    }
     uint64_t start;
-    run *fr = free_run_find(s, pages, align_pages, &start);
-    if (!fr && release_cached_slabs(s, NULL))
-        fr = free_run_find(s, pages, align_pages, &start);
+    run *fr = free_run_find_or_merge(s, pages, align_pages, &start);
     if (!fr)
         return CLRUN_ERROR_OUT_OF_MEMORY;
     run *r = node_plain(s), *extra = node_plain(s);
@@ -430,13 +530,7 @@ static clrun_status alloc_large(slab_state *s, uint64_t size, uint64_t align, cl
     r->kind = RUN_LARGE;
     r->chunk->map[r->first] = r;
     r->chunk->map[r->first + pages - 1] = r;
-    r->chunk->live++;
-    s->held_bytes += bytes;
-    s->live_blocks++;
-    out->offset = start << s->page_log;
-    out->size = bytes;
-    out->chunk = r->chunk->id;
-    return CLRUN_OK;
+    return take_large(s, r, out);
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
@@ -634,7 +728,8 @@ static clrun_status slab_remove_chunk(void *state, uint32_t chunk)
     if (c->live)
         return CLRUN_ERROR_BUSY;
     release_cached_slabs(s, c);
-    if (c->pages) { /* no live block and no cached slab: one free run covers the chunk */
+    release_held_runs(s, c);
+    if (c->pages) { /* no live block, cached slab or held run: one free run covers the chunk */
         run *r = c->map[0];
         bin_unlink(s, r);
         node_drop(s, r);
@@ -700,7 +795,9 @@ static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
         s->held_bytes -= r->pages << s->page_log;
         s->live_blocks--;
         c->live--;
-        run_release(s, r);
+        /* Hold it back unmerged (merging the one held before): a request of the same size,
+         * the common case, then takes it back in O(1). */
+        held_push(s, r);
         return CLRUN_OK;
     }
     if (r->kind != RUN_SLAB)
@@ -746,11 +843,13 @@ static void slab_reset(void *state)
     for (unsigned b = 0; b < SLAB_BINS; b++)
         s->bins[b] = NULL;
     s->bin_mask = 0;
+    s->held = NULL;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         slab_chunk *c = s->chunks.items[n];
         run *keep;
         chunk_drop_runs(s, c, &keep);
         c->live = 0;
+        c->held = NULL;
         if (!keep)
             continue;
         memset(c->map, 0, (size_t)c->pages * sizeof *c->map);
@@ -770,8 +869,13 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
         for (const run *r = s->bins[b]; r; r = r->next)
             if (r->pages > largest)
                 largest = r->pages;
-        largest <<= s->page_log;
     }
+    for (const run *h = s->held; h; h = h->next) { /* what alloc would make of it by merging */
+        uint64_t pages = held_merged_pages(h);
+        if (pages > largest)
+            largest = pages;
+    }
+    largest <<= s->page_log;
     for (unsigned k = s->nclasses; k-- > 0;) {
         if (s->partial[k] || s->empty[k]) {
             if (s->class_size[k] > largest)

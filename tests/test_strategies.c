@@ -838,6 +838,66 @@ static void test_slab_large_request_shares_the_chunks(void **state)
     ops->destroy(st);
 }
 
+static void test_slab_freed_large_block_is_taken_back_by_the_same_size(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    void *st = make_with_chunk(ops);
+    clrun_block a, b;
+    assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, MiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.chunk, a.chunk);
+    assert_int_equal(b.offset, a.offset);
+    assert_int_equal(b.size, a.size);
+    ops->destroy(st);
+}
+
+static void test_slab_freed_large_block_counts_as_merged(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    void *st = make_with_chunk(ops);
+    clrun_block a, b, c, whole;
+    assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, MiB, 1, &b), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, MiB, 1, &c), CLRUN_OK);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_OK);
+    assert_int_equal(ops->free(st, c.chunk, c.offset), CLRUN_OK); /* merges with the tail */
+    assert_int_equal(stats_of(ops, st).largest_free, 14 * MiB);
+    assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_OK);
+    assert_true(ops->chunk_is_empty(st, 1));
+    clrun_strategy_stats s = stats_of(ops, st);
+    assert_int_equal(s.largest_free, 16 * MiB);
+    assert_int_equal(s.free_bytes, 16 * MiB);
+    assert_int_equal(s.held_bytes, 0);
+    assert_int_equal(s.live_blocks, 0);
+    assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_ERROR_INVALID_FREE); /* double */
+    assert_int_equal(ops->alloc(st, 16 * MiB, 1, &whole), CLRUN_OK); /* needs the merge */
+    assert_int_equal(whole.offset, 0);
+    assert_int_equal(ops->free(st, whole.chunk, whole.offset), CLRUN_OK);
+    assert_int_equal(ops->remove_chunk(st, 1), CLRUN_OK);
+    assert_int_equal(stats_of(ops, st).free_bytes, 0);
+    ops->destroy(st);
+}
+
+static void test_slab_reset_forgets_a_held_back_block(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    void *st = make_with_chunk(ops);
+    clrun_block a, b, whole;
+    assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 2 * MiB, 1, &b), CLRUN_OK);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_OK);
+    ops->reset(st);
+    assert_int_equal(stats_of(ops, st).largest_free, 16 * MiB);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_ERROR_INVALID_FREE);
+    assert_int_equal(ops->alloc(st, 16 * MiB, 1, &whole), CLRUN_OK);
+    assert_int_equal(whole.offset, 0);
+    ops->destroy(st);
+}
+
 /* ---- bump ----------------------------------------------------------------------------------- */
 
 static void test_bump_lifo_frees_lower_the_top(void **state)
@@ -959,6 +1019,9 @@ int main(void)
         cmocka_unit_test(test_slab_small_classes_waste_at_most_an_eighth),
         cmocka_unit_test(test_slab_empty_slabs_return_to_the_chunk),
         cmocka_unit_test(test_slab_large_request_shares_the_chunks),
+        cmocka_unit_test(test_slab_freed_large_block_is_taken_back_by_the_same_size),
+        cmocka_unit_test(test_slab_freed_large_block_counts_as_merged),
+        cmocka_unit_test(test_slab_reset_forgets_a_held_back_block),
     };
     const struct CMUnitTest bump[] = {
         SHARED_TESTS(clrun_strategy_bump),
