@@ -118,6 +118,7 @@ static void release_context(clrun_context *ctx)
         clrun__cl.ReleaseContext(ctx->cl);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->pool_init);
+    clrun__error_record_destroy(&ctx->error);
     free(ctx);
 }
 
@@ -129,12 +130,18 @@ clrun_status clrun_context_create(const clrun_context_options *api_options, clru
     clrun_context *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating a context");
+    if (clrun__error_record_init(&ctx->error) != 0) {
+        free(ctx);
+        return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "cannot create a mutex");
+    }
     if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+        clrun__error_record_destroy(&ctx->error);
         free(ctx);
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "cannot create a mutex");
     }
     if (pthread_mutex_init(&ctx->pool_init, NULL) != 0) {
         pthread_mutex_destroy(&ctx->lock);
+        clrun__error_record_destroy(&ctx->error);
         free(ctx);
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "cannot create a mutex");
     }

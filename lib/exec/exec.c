@@ -18,6 +18,7 @@
 #include "device/context.h"
 #include "graph/graph.h"
 #include "memory/pool.h"
+#include "ops/ops.h"
 #include "exec/schedule.h"
 
 /* The planned arena in pending-free ranges (pool chunks have small ids). */
@@ -53,7 +54,8 @@ struct clrun_exec {
     int32_t donations;             /* per run, from the reusing schedule */
     clrun_tensor_type *types;      /* per node: input then output types (op calls point here) */
     clrun__op_call *calls;         /* per node */
-    void **node_states;            /* per node: what the op's prepare made */
+    const clrun__op_kernels **kernels; /* per node: what runs its op */
+    void **node_states;            /* per node: what the kernels' prepare made */
     clrun_buffer *constants;       /* per tensor (only constants set) */
     buffer_state *buffers;         /* per schedule buffer */
     cl_mem arena;                  /* planned mode */
@@ -211,14 +213,20 @@ static clrun_status prepare_nodes(clrun_exec *e)
     e->types = calloc(type_total + 1, sizeof *e->types);
     e->calls = calloc((size_t)n + 1, sizeof *e->calls);
     e->node_states = calloc((size_t)n + 1, sizeof *e->node_states);
-    if (!e->types || !e->calls || !e->node_states)
+    e->kernels = calloc((size_t)n + 1, sizeof *e->kernels);
+    if (!e->types || !e->calls || !e->node_states || !e->kernels)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory preparing nodes");
     size_t used = 0;
     for (int32_t i = 0; i < n; i++) {
         const clrun__node *node = &g->nodes[i];
         clrun__node_call(g, node, e->types + used, &e->calls[i]);
         used += (size_t)node->input_count + (size_t)node->output_count;
-        clrun_status status = node->op->prepare(e->ctx, &e->calls[i], &e->node_states[i]);
+        e->kernels[i] = clrun__op_kernels_find(node->op);
+        if (e->kernels[i] == NULL)
+            return clrun__fail(e->ctx, CLRUN_ERROR_UNSUPPORTED, "node %d (%s): no kernel runs this op",
+                               (int)i, node->op->name);
+        clrun_status status = e->kernels[i]->prepare(e->ctx, node->op, &e->calls[i],
+                                                     &e->node_states[i]);
         if (status != CLRUN_OK)
             return status;
     }
@@ -402,8 +410,9 @@ void clrun_exec_destroy(clrun_exec *e)
     if (e->ctx->queue)
         clFinish(e->ctx->queue); /* not counted: teardown must not be made to fail */
     release_outputs(e);
-    for (int32_t i = 0; e->node_states && i < e->graph->node_count; i++)
-        e->graph->nodes[i].op->release(e->node_states[i]);
+    for (int32_t i = 0; e->node_states && e->kernels && i < e->graph->node_count; i++)
+        if (e->kernels[i])
+            e->kernels[i]->release(e->node_states[i]);
     for (int32_t t = 0; e->constants && t < e->graph->tensor_count; t++)
         if (e->constants[t].mem)
             clrun_free(e->ctx, &e->constants[t]);
@@ -421,6 +430,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->types);
     free(e->calls);
     free(e->node_states);
+    free(e->kernels);
     free(e->constants);
     free(e->buffers);
     free(e->arena_views);
@@ -586,8 +596,9 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         return status;
     bool want_event = e->options.profile || e->ctx->out_of_order;
     cl_event done = NULL;
-    status = node->op->enqueue(e->ctx, e->node_states[node_index], &e->calls[node_index], in_mems, out_mems,
-                               wait_count, waits, want_event ? &done : NULL);
+    status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
+                                             &e->calls[node_index], in_mems, out_mems, wait_count,
+                                             waits, want_event ? &done : NULL);
     free(waits);
     if (status != CLRUN_OK)
         return status;

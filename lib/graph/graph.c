@@ -15,91 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/context.h"
-
-/* ---- dtypes and sizes ---- */
-
-const char *clrun_dtype_name(clrun_dtype dtype)
-{
-    switch (dtype) {
-    case CLRUN_F32: return "f32";
-    case CLRUN_I32: return "i32";
-    case CLRUN_F16: return "f16";
-    }
-    return "?";
-}
-
-size_t clrun_dtype_size(clrun_dtype dtype)
-{
-    switch (dtype) {
-    case CLRUN_F32: return 4;
-    case CLRUN_I32: return 4;
-    case CLRUN_F16: return 2;
-    }
-    return 0;
-}
-
-bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out)
-{
-    static const clrun_dtype all[] = {CLRUN_F32, CLRUN_I32, CLRUN_F16};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        const char *name = clrun_dtype_name(all[i]);
-        if (strlen(name) == length && memcmp(name, text, length) == 0) {
-            *out = all[i];
-            return true;
-        }
-    }
-    return false;
-}
-
-uint64_t clrun_tensor_elements(const clrun_tensor_type *type)
-{
-    if (!type || type->rank < 0 || type->rank > CLRUN_MAX_DIMS)
-        return 0;
-    uint64_t elements = 1;
-    for (int d = 0; d < type->rank; d++) {
-        if (type->shape[d] < 1)
-            return 0;
-        uint64_t dim = (uint64_t)type->shape[d];
-        if (elements > UINT64_MAX / dim)
-            return 0;
-        elements *= dim;
-    }
-    return elements;
-}
-
-uint64_t clrun_tensor_bytes(const clrun_tensor_type *type)
-{
-    uint64_t elements = clrun_tensor_elements(type);
-    uint64_t size = type ? clrun_dtype_size(type->dtype) : 0;
-    if (elements == 0 || size == 0 || elements > UINT64_MAX / size)
-        return 0;
-    return elements * size;
-}
-
-const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t size)
-{
-    if (size == 0)
-        return buf;
-    size_t used = (size_t)snprintf(buf, size, "%s[", clrun_dtype_name(type->dtype));
-    int rank = type->rank < 0 ? 0 : type->rank > CLRUN_MAX_DIMS ? CLRUN_MAX_DIMS : type->rank;
-    for (int d = 0; d < rank && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "",
-                                 (long long)type->shape[d]);
-    if (used < size)
-        snprintf(buf + used, size - used, "]");
-    return buf;
-}
-
-bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b)
-{
-    if (a->dtype != b->dtype || a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank && d < CLRUN_MAX_DIMS; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
+#include "core/error.h"
+#include "core/util.h"
 
 bool clrun__name_valid(const char *name)
 {
@@ -206,7 +123,7 @@ static clrun_status graph_fail(clrun_graph *graph, clrun_status status, const ch
     va_end(args);
     if (graph)
         memcpy(graph->last_error, message, sizeof message);
-    return clrun__fail(NULL, status, "%s", message);
+    return clrun__error_set(NULL, status, "%s", message);
 }
 
 /* ---- growth ---- */
@@ -266,19 +183,19 @@ static char *copy_string(const char *text)
 clrun_status clrun_graph_create(const char *name, clrun_graph **out)
 {
     if (!out)
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_create: out is NULL");
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_create: out is NULL");
     *out = NULL;
     if (name && !clrun__name_valid(name))
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                            "graph name '%.64s' is not a name (letters, digits, '_' and '.', "
                            "not starting with a digit or '.', at most %d bytes)",
                            name, CLRUN__GRAPH_NAME_MAX);
     clrun_graph *graph = calloc(1, sizeof *graph);
     if (!graph)
-        return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (name && !(graph->name = copy_string(name))) {
         free(graph);
-        return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     *out = graph;
     return CLRUN_OK;
@@ -327,31 +244,6 @@ static clrun_status check_new_name(clrun_graph *graph, const char *name)
                           name, CLRUN__GRAPH_NAME_MAX);
     if (clrun_graph_find(graph, name) >= 0)
         return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s' is already defined", name);
-    return CLRUN_OK;
-}
-
-clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t errlen)
-{
-    if (type->dtype != CLRUN_F32 && type->dtype != CLRUN_I32 && type->dtype != CLRUN_F16) {
-        snprintf(err, errlen, "unknown dtype %d", (int)type->dtype);
-        return CLRUN_ERROR_INVALID_ARGUMENT;
-    }
-    if (type->rank < 0 || type->rank > CLRUN_MAX_DIMS) {
-        snprintf(err, errlen, "rank %d is out of range (0 to %d)", type->rank, CLRUN_MAX_DIMS);
-        return CLRUN_ERROR_INVALID_ARGUMENT;
-    }
-    for (int d = 0; d < type->rank; d++)
-        if (type->shape[d] < 1) {
-            snprintf(err, errlen, "dimension %d is %lld (must be at least 1)", d,
-                     (long long)type->shape[d]);
-            return CLRUN_ERROR_INVALID_SIZE;
-        }
-    if (clrun_tensor_bytes(type) == 0) {
-        char text[CLRUN__TYPE_TEXT];
-        snprintf(err, errlen, "%s is too large (its byte size overflows 64 bits)",
-                 clrun__type_format(type, text, sizeof text));
-        return CLRUN_ERROR_INVALID_SIZE;
-    }
     return CLRUN_OK;
 }
 
@@ -1068,38 +960,6 @@ static int32_t fill_int(const clrun__tensor *tensor, uint64_t key, uint64_t inde
     uint64_t range = (uint64_t)(high - low); /* 1 to 2^32 */
     uint64_t draw = element_bits(key, index, 0) >> 32;
     return (int32_t)(low + (int64_t)((draw * range) >> 32));
-}
-
-uint16_t clrun__f32_to_f16(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof bits);
-    uint32_t sign = (bits >> 16) & 0x8000u;
-    uint32_t exponent = (bits >> 23) & 0xFFu;
-    uint32_t mantissa = bits & 0x7FFFFFu;
-    if (exponent == 0xFF) /* inf stays inf; NaN keeps a quiet payload bit */
-        return (uint16_t)(sign | 0x7C00u | (mantissa ? 0x200u | (mantissa >> 13) : 0));
-    int32_t e = (int32_t)exponent - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7C00u);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        /* Subnormal: shift the mantissa with its implicit bit, round to nearest even. */
-        uint32_t full = mantissa | 0x800000u;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t half = full >> shift;
-        uint32_t rest = full & ((1u << shift) - 1);
-        uint32_t midpoint = 1u << (shift - 1);
-        if (rest > midpoint || (rest == midpoint && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = sign | ((uint32_t)e << 10) | (mantissa >> 13);
-    uint32_t rest = mantissa & 0x1FFFu;
-    if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
-        half++; /* a carry into the exponent is right, up to inf */
-    return (uint16_t)half;
 }
 
 void clrun__constant_values(const clrun__tensor *tensor, void *out)

@@ -5,7 +5,8 @@
 
 #include <clrun/graph.h>
 
-#include "ops/ops.h"
+#include "graph/op.h"
+#include "graph/types.h"
 
 typedef enum clrun__tensor_kind {
     CLRUN__TENSOR_INPUT,        /* given by the caller at run time */
@@ -86,17 +87,6 @@ static inline bool clrun__name_char(char c)
            (c >= '0' && c <= '9');
 }
 
-/* The dtype spelled text[0..length) ("f32"), false if none. */
-bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);
-
-/* "f32[8, 784]" into buf; returns buf. CLRUN__TYPE_TEXT bytes always suffice. */
-#define CLRUN__TYPE_TEXT 160
-const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t size);
-bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b);
-
-/* CLRUN_OK for a type a tensor may have (known dtype, rank 0..CLRUN_MAX_DIMS, dims >= 1, byte
- * size within 64 bits); otherwise the reason in err. */
-clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t errlen);
 
 /* The name index: find gives the entry or -1; reserve makes room for `entries` in all, so that
  * the adds up to that count cannot fail; add assumes the name is absent. */
@@ -107,8 +97,6 @@ clrun_status clrun__name_index_reserve(clrun__name_index *index, int32_t entries
 void clrun__name_index_add(clrun__name_index *index, const char *name, int32_t entry);
 void clrun__name_index_free(clrun__name_index *index);
 
-/* IEEE half from float, rounding to nearest even (integer arithmetic only). */
-uint16_t clrun__f32_to_f16(float value);
 
 /* True when a and b are the same graph: names, tensors (types, kinds, flags, constant data and
  * fill), nodes (ops, tensor ids, attributes bit for bit), input and output lists. Declaration

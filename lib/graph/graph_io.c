@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/context.h"
+#include "core/error.h"
+#include "core/util.h"
 
 /* Limits that keep one statement's work small whatever the input. */
 #define MAX_NODE_INPUTS 64
@@ -1138,7 +1139,7 @@ static clrun_status parse_and_build(parser *p, clrun_graph **out)
     clrun_graph *graph = NULL;
     status = clrun_graph_create(p->graph_name, &graph);
     if (status != CLRUN_OK)
-        return fail_at(p, p->graph_line, 1, status, "%s", clrun_last_error(NULL));
+        return fail_at(p, p->graph_line, 1, status, "%s", clrun__error_get(NULL));
     status = build_graph(p, graph);
     if (status == CLRUN_OK)
         status = mark_outputs(p, graph);
@@ -1179,7 +1180,7 @@ clrun_status clrun_graph_parse(const char *text, size_t length, const char *file
     if (err && errlen)
         err[0] = '\0';
     if (!out || (!text && length))
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_parse: %s is NULL",
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_parse: %s is NULL",
                            out ? "text" : "out");
     *out = NULL;
     parser p;
@@ -1193,7 +1194,7 @@ clrun_status clrun_graph_parse(const char *text, size_t length, const char *file
     if (status != CLRUN_OK) {
         if (err && errlen)
             snprintf(err, errlen, "%s", p.message);
-        clrun__fail(NULL, status, "%s", p.message);
+        clrun__error_set(NULL, status, "%s", p.message);
     }
     return status;
 }
@@ -1241,7 +1242,7 @@ clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, si
     if (err && errlen)
         err[0] = '\0';
     if (!path || !out)
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_load: %s is NULL",
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_load: %s is NULL",
                            path ? "out" : "path");
     *out = NULL;
     char *text = NULL;
@@ -1254,7 +1255,7 @@ clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, si
                  status == CLRUN_ERROR_IO && errno ? strerror(errno) : clrun_strerror(status));
         if (err && errlen)
             snprintf(err, errlen, "%s", message);
-        return clrun__fail(NULL, status, "%s", message);
+        return clrun__error_set(NULL, status, "%s", message);
     }
     status = clrun_graph_parse(text, length, path, out, err, errlen);
     free(text);
@@ -1419,12 +1420,12 @@ static void write_graph(const clrun_graph *graph, FILE *out)
 clrun_status clrun_graph_write(const clrun_graph *graph, FILE *out)
 {
     if (!graph || !out)
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_write: %s is NULL",
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_write: %s is NULL",
                            graph ? "out" : "graph");
     c_numeric scope = c_numeric_enter();
     write_graph(graph, out);
     c_numeric_leave(scope);
     if (ferror(out) || fflush(out) != 0)
-        return clrun__fail(NULL, CLRUN_ERROR_IO, "writing the graph failed");
+        return clrun__error_set(NULL, CLRUN_ERROR_IO, "writing the graph failed");
     return CLRUN_OK;
 }

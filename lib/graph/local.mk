@@ -1,6 +1,13 @@
 # Graphs: the builder and validation, the .graph text format, the example graphs and the model
 # generators (paths relative to the top of the tree).
 libclrun_internal_la_SOURCES += \
+	lib/graph/types.c lib/graph/types.h \
+	lib/graph/op.c lib/graph/op.h lib/graph/op_families.h lib/graph/op_geometry.h \
+	lib/graph/infer_elementwise.c \
+	lib/graph/infer_matmul.c \
+	lib/graph/infer_norm.c \
+	lib/graph/infer_layout.c \
+	lib/graph/infer_conv.c \
 	lib/graph/graph.c lib/graph/graph.h \
 	lib/graph/graph_io.c
 clruninclude_HEADERS += \

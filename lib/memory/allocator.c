@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/context.h"
+#include "core/util.h"
 
 #define DEFAULT_MIN_CHUNK ((uint64_t)1 << 20)
 

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include <clrun/memory.h>
+#include <clrun/memory_stats.h>
 #include <clrun/strategy.h>
 
 /* Where chunks come from. */
