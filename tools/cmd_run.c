@@ -91,7 +91,8 @@ static int parse_args(int argc, char **argv, run_args *a)
     return 0;
 }
 
-/* Fills an input like a seeded constant: uniform in [-1, 1) for floats, [0, 16) for ints. */
+/* Fills an input like a seeded constant: uniform in [-1, 1) for floats, [0, 16) for ints,
+ * [0, 2) for bools. */
 static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t index, uint64_t seed,
                                clrun_buffer *out)
 {
@@ -102,8 +103,9 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
     clrun__tensor t = g->tensors[id];
     t.data = NULL;
     t.fill = CLRUN_FILL_UNIFORM;
-    t.fill_a = t.type.dtype == CLRUN_I32 ? 0 : -1;
-    t.fill_b = t.type.dtype == CLRUN_I32 ? 16 : 1;
+    bool integral = t.type.dtype == CLRUN_I32 || t.type.dtype == CLRUN_I64;
+    t.fill_a = integral || t.type.dtype == CLRUN_BOOL ? 0 : -1;
+    t.fill_b = integral ? 16 : t.type.dtype == CLRUN_BOOL ? 2 : 1;
     t.seed = seed * 1000003u + (uint64_t)index;
     uint64_t bytes = clrun_tensor_bytes(&t.type);
     void *host = malloc((size_t)bytes);

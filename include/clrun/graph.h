@@ -23,9 +23,12 @@ typedef enum clrun_dtype {
     CLRUN_F32 = 0, /* 32-bit IEEE float */
     CLRUN_I32 = 1, /* 32-bit signed integer */
     CLRUN_F16 = 2, /* 16-bit IEEE float: only on devices with cl_khr_fp16 */
+    CLRUN_I64 = 3, /* 64-bit signed integer (indices, shapes) */
+    CLRUN_BOOL = 4, /* one byte, 0 or 1 (masks, comparisons) */
+    CLRUN_F64 = 5, /* 64-bit IEEE float: only on devices with cl_khr_fp64 */
 } clrun_dtype;
 
-/* "f32", "i32", "f16". */
+/* "f32", "i32", "f16", "i64", "bool", "f64". */
 const char *clrun_dtype_name(clrun_dtype dtype);
 /* Bytes per element. */
 size_t clrun_dtype_size(clrun_dtype dtype);
@@ -48,8 +51,9 @@ uint64_t clrun_tensor_bytes(const clrun_tensor_type *type);
 typedef enum clrun_fill {
     CLRUN_FILL_ZEROS = 0,
     CLRUN_FILL_ONES = 1,
-    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b), a < b, before rounding to the dtype; for i32,
-                               integers a, b within [-2^31, 2^31] and integer values */
+    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b), a < b, before rounding to the dtype; for i32
+                               and i64, integers a, b within [-2^31, 2^31] and integer values;
+                               for bool, a = 0 and b = 2 */
     CLRUN_FILL_NORMAL = 3,  /* mean a, standard deviation b >= 0 (float dtypes only); tails end
                                at 6 standard deviations */
 } clrun_fill;
@@ -57,7 +61,7 @@ typedef enum clrun_fill {
 /* One attribute of a node: an integer, a float, or a list of integers. */
 typedef enum clrun_attr_kind { CLRUN_ATTR_INT, CLRUN_ATTR_FLOAT, CLRUN_ATTR_INTS } clrun_attr_kind;
 
-#define CLRUN_MAX_ATTR_INTS 8
+#define CLRUN_MAX_ATTR_INTS 16
 
 typedef struct clrun_attr {
     const char *name;  /* e.g. "axis", "stride" */

@@ -277,9 +277,10 @@ static clrun_status check_fill(clrun_graph *graph, const char *name, clrun_dtype
         return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                           "'%s': fill parameters must be finite", name);
     if (fill == CLRUN_FILL_NORMAL) {
-        if (dtype == CLRUN_I32)
+        if (!clrun__dtype_is_float(dtype))
             return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
-                              "'%s': normal fill needs a float dtype, not i32", name);
+                              "'%s': normal fill needs a float dtype, not %s", name,
+                              clrun_dtype_name(dtype));
         if (b < 0)
             return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                               "'%s': normal(mean, std) needs std >= 0, got %g", name, b);
@@ -288,12 +289,16 @@ static clrun_status check_fill(clrun_graph *graph, const char *name, clrun_dtype
     if (!(a < b))
         return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                           "'%s': uniform(a, b) needs a < b, got a=%g b=%g", name, a, b);
-    if (dtype == CLRUN_I32 && (a != floor(a) || b != floor(b) || a < (double)INT32_MIN ||
-                               b > (double)INT32_MAX + 1.0))
+    if ((dtype == CLRUN_I32 || dtype == CLRUN_I64) &&
+        (a != floor(a) || b != floor(b) || a < (double)INT32_MIN || b > (double)INT32_MAX + 1.0))
         return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
-                          "'%s': uniform bounds of an i32 constant must be integers in "
+                          "'%s': uniform bounds of an %s constant must be integers in "
                           "[-2147483648, 2147483648], got a=%g b=%g",
-                          name, a, b);
+                          name, clrun_dtype_name(dtype), a, b);
+    if (dtype == CLRUN_BOOL && (a != 0 || b != 2))
+        return graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                          "'%s': a uniform bool constant is uniform(0, 2), got a=%g b=%g", name,
+                          a, b);
     return CLRUN_OK;
 }
 
@@ -985,6 +990,19 @@ void clrun__constant_values(const clrun__tensor *tensor, void *out)
         case CLRUN_F16: {
             uint16_t value = clrun__f32_to_f16((float)fill_value(tensor, key, i));
             memcpy((char *)out + i * 2, &value, 2);
+            break;
+        }
+        case CLRUN_I64: {
+            int64_t value = fill_int(tensor, key, i);
+            memcpy((char *)out + i * 8, &value, 8);
+            break;
+        }
+        case CLRUN_BOOL:
+            ((unsigned char *)out)[i] = (unsigned char)fill_int(tensor, key, i);
+            break;
+        case CLRUN_F64: {
+            double value = fill_value(tensor, key, i);
+            memcpy((char *)out + i * 8, &value, 8);
             break;
         }
         }

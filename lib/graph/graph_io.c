@@ -598,8 +598,59 @@ static clrun_status parse_input(parser *p)
     return status;
 }
 
+/* What an integer value of a data list must be: "a 16-bit pattern", "an i32", ... */
+static const char *integer_kind(clrun_dtype dtype, bool bits)
+{
+    if (bits) {
+        switch (clrun_dtype_size(dtype)) {
+        case 1: return "an 8-bit pattern";
+        case 2: return "a 16-bit pattern";
+        case 4: return "a 32-bit pattern";
+        default: return "a 64-bit pattern";
+        }
+    }
+    return dtype == CLRUN_BOOL ? "a bool (0 or 1)" : dtype == CLRUN_I64 ? "an i64" : "an i32";
+}
+
+/* Stores an integer value (or, bits, a bit pattern) of the dtype at slot; refuses one that does
+ * not fit. */
+static clrun_status store_integer(parser *p, clrun_dtype dtype, bool bits, int64_t integer,
+                                  const char *found, unsigned char *slot)
+{
+    size_t size = clrun_dtype_size(dtype);
+    uint64_t pattern = (uint64_t)integer;
+    bool fits;
+    if (bits)
+        fits = size == 8 || pattern < (1ull << (8 * size));
+    else if (dtype == CLRUN_BOOL)
+        fits = integer == 0 || integer == 1;
+    else
+        fits = dtype == CLRUN_I64 || (integer >= INT32_MIN && integer <= INT32_MAX);
+    if (!fits)
+        return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE, "%s does not fit %s", found,
+                       integer_kind(dtype, bits));
+    /* Little-endian hosts only (as every OpenCL device the ICD loader serves here): the low
+     * `size` bytes of the pattern are the element. */
+    memcpy(slot, &pattern, size);
+    return CLRUN_OK;
+}
+
+/* Stores a real value rounded to the float dtype at slot. */
+static void store_real(clrun_dtype dtype, double real, unsigned char *slot)
+{
+    if (dtype == CLRUN_F64) {
+        memcpy(slot, &real, 8);
+    } else if (dtype == CLRUN_F16) {
+        uint16_t half = clrun__f32_to_f16((float)real);
+        memcpy(slot, &half, 2);
+    } else {
+        float value = (float)real;
+        memcpy(slot, &value, 4);
+    }
+}
+
 /* '[' VALUE {',' VALUE} ']' of a constant's data into s->data. bits: each value is the
- * element's bit pattern; otherwise its value (an integer for i32). */
+ * element's bit pattern; otherwise its value (an integer for i32 and i64, 0 or 1 for bool). */
 static clrun_status parse_data(parser *p, statement *s, bool bits)
 {
     const clrun_tensor_type *type = &s->defs[0].type;
@@ -633,38 +684,26 @@ static clrun_status parse_data(parser *p, statement *s, bool bits)
         double real = 0;
         char found[QUOTE_MAX + 16];
         describe(&p->tok, found, sizeof found);
-        if (bits || type->dtype == CLRUN_I32) {
+        bool integral = type->dtype == CLRUN_I32 || type->dtype == CLRUN_I64 ||
+                        type->dtype == CLRUN_BOOL;
+        if (bits || integral) {
             number_result r = token_int(&p->tok, &integer);
-            uint64_t pattern = (uint64_t)integer;
-            bool fits = bits ? (size == 2 ? pattern <= 0xFFFF : pattern <= 0xFFFFFFFFu)
-                             : integer >= INT32_MIN && integer <= INT32_MAX;
-            if (r != NUMBER_OK || !fits) {
+            status = r == NUMBER_OK ? store_integer(p, type->dtype, bits, integer, found, slot)
+                                    : fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
+                                              r == NUMBER_NOT_INTEGER ? "%s is not %s"
+                                                                      : "%s does not fit %s",
+                                              found, integer_kind(type->dtype, bits));
+            if (status != CLRUN_OK) {
                 free(bytes);
-                return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
-                               r == NUMBER_NOT_INTEGER ? "%s is not %s" : "%s does not fit %s",
-                               found, bits ? (size == 2 ? "a 16-bit pattern" : "a 32-bit pattern")
-                                           : "an i32");
-            }
-            if (size == 2) {
-                uint16_t half = (uint16_t)pattern;
-                memcpy(slot, &half, 2);
-            } else {
-                uint32_t word = (uint32_t)pattern;
-                memcpy(slot, &word, 4);
+                return status;
             }
         } else {
-            if (!token_real(&p->tok, true, &real)) {
+            if (!token_real(&p->tok, type->dtype != CLRUN_F64, &real)) {
                 free(bytes);
                 return fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
                                "%s is not a finite %s value", found, clrun_dtype_name(type->dtype));
             }
-            float value = (float)real;
-            if (type->dtype == CLRUN_F16) {
-                uint16_t half = clrun__f32_to_f16(value);
-                memcpy(slot, &half, 2);
-            } else {
-                memcpy(slot, &value, 4);
-            }
+            store_real(type->dtype, real, slot);
         }
         count++;
         status = advance(p);
@@ -1290,43 +1329,71 @@ static void write_type(FILE *out, const clrun_tensor_type *type)
     fputs(clrun__type_format(type, text, sizeof text), out);
 }
 
-/* data=[...] when every value has a decimal spelling that reads back bit for bit (i32, finite
- * f32); bits=[0x...] otherwise (f16, NaN, infinities). */
+/* Element i of data as a decimal that reads back bit for bit into buf; false when it has none
+ * (f16, NaN, infinities). */
+static bool decimal_of(clrun_dtype dtype, const unsigned char *data, uint64_t i, char *buf,
+                       size_t size)
+{
+    switch (dtype) {
+    case CLRUN_F32: {
+        float v;
+        memcpy(&v, data + i * 4, 4);
+        if (isfinite(v))
+            format_float(v, buf, size);
+        return isfinite(v);
+    }
+    case CLRUN_F64: {
+        double v;
+        memcpy(&v, data + i * 8, 8);
+        if (isfinite(v))
+            format_double(v, buf, size);
+        return isfinite(v);
+    }
+    case CLRUN_I32: {
+        int32_t v;
+        memcpy(&v, data + i * 4, 4);
+        snprintf(buf, size, "%" PRId32, v);
+        return true;
+    }
+    case CLRUN_I64: {
+        int64_t v;
+        memcpy(&v, data + i * 8, 8);
+        snprintf(buf, size, "%" PRId64, v);
+        return true;
+    }
+    case CLRUN_BOOL:
+        snprintf(buf, size, "%u", (unsigned)data[i]);
+        return data[i] <= 1;
+    case CLRUN_F16:
+        break;
+    }
+    return false;
+}
+
+/* data=[...] when every value has a decimal spelling that reads back bit for bit (integers,
+ * finite floats); bits=[0x...] otherwise (f16, NaN, infinities). */
 static void write_data(FILE *out, const clrun__tensor *tensor)
 {
+    clrun_dtype dtype = tensor->type.dtype;
     uint64_t elements = clrun_tensor_elements(&tensor->type);
+    size_t size = clrun_dtype_size(dtype);
     const unsigned char *bytes = tensor->data;
-    bool decimal = tensor->type.dtype != CLRUN_F16;
-    for (uint64_t i = 0; decimal && tensor->type.dtype == CLRUN_F32 && i < elements; i++) {
-        float v;
-        memcpy(&v, bytes + i * 4, 4);
-        decimal = isfinite(v);
-    }
+    char text[64];
+    bool decimal = true;
+    for (uint64_t i = 0; decimal && i < elements; i++)
+        decimal = decimal_of(dtype, bytes, i, text, sizeof text);
     fputs(decimal ? "data=[" : "bits=[", out);
     for (uint64_t i = 0; i < elements; i++) {
         if (i)
             fputs(", ", out);
-        if (tensor->type.dtype == CLRUN_F16) {
-            uint16_t half;
-            memcpy(&half, bytes + i * 2, 2);
-            fprintf(out, "0x%04x", (unsigned)half);
+        if (decimal) {
+            decimal_of(dtype, bytes, i, text, sizeof text);
+            fputs(text, out);
             continue;
         }
-        uint32_t word;
-        memcpy(&word, bytes + i * 4, 4);
-        if (!decimal) {
-            fprintf(out, "0x%08" PRIx32, word);
-        } else if (tensor->type.dtype == CLRUN_I32) {
-            int32_t value;
-            memcpy(&value, &word, 4);
-            fprintf(out, "%" PRId32, value);
-        } else {
-            float value;
-            char text[64];
-            memcpy(&value, &word, 4);
-            format_float(value, text, sizeof text);
-            fputs(text, out);
-        }
+        uint64_t pattern = 0;
+        memcpy(&pattern, bytes + i * size, size); /* little-endian: the low bytes */
+        fprintf(out, "0x%0*" PRIx64, (int)(2 * size), pattern);
     }
     fputs("]", out);
 }
