@@ -1,6 +1,8 @@
 /* Small utilities: see util.h. */
 #include "core/util.h"
 
+#include <clrun/options.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -27,6 +29,11 @@ const char *clrun__format_bytes(uint64_t bytes, char *buf, size_t size)
     }
     snprintf(buf, size, "%.2f %s", value, units[unit]);
     return buf;
+}
+
+const char *clrun_format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    return buf && size ? clrun__format_bytes(bytes, buf, size) : buf;
 }
 
 bool clrun__grow(void **array, size_t *capacity, size_t needed, size_t size)

@@ -15,9 +15,21 @@
 
 #include "exec/exec_internal.h"
 
+_Static_assert((int)CLRUN_EXEC_POOLED == (int)CLRUN__EXEC_POOLED &&
+                   (int)CLRUN_EXEC_NAIVE == (int)CLRUN__EXEC_NAIVE &&
+                   (int)CLRUN_EXEC_PLANNED == (int)CLRUN__EXEC_PLANNED,
+               "CLRUN_ALLOCATOR's executor modes are clrun_exec_mode values");
+
+void clrun_exec_options_init(clrun_exec_options *options)
+{
+    if (options)
+        *options = (clrun_exec_options){.mode = CLRUN_EXEC_CONTEXT, .plan_time_limit_s = 1.0};
+}
+
 const char *clrun_exec_mode_name(clrun_exec_mode mode)
 {
     switch (mode) {
+    case CLRUN_EXEC_CONTEXT: return "context";
     case CLRUN_EXEC_POOLED: return "pooled";
     case CLRUN_EXEC_NAIVE: return "naive";
     case CLRUN_EXEC_PLANNED: return "planned";
@@ -102,13 +114,19 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
     e->graph = graph;
     if (options)
         e->options = *options;
-    else if (strcmp(ctx->options.allocator, "naive") == 0)
-        e->options.mode = CLRUN_EXEC_NAIVE;
-    else if (strcmp(ctx->options.allocator, "planned") == 0)
-        e->options.mode = CLRUN_EXEC_PLANNED;
-    if (e->options.mode > CLRUN_EXEC_PLANNED) {
+    else
+        clrun_exec_options_init(&e->options);
+    if (e->options.mode == CLRUN_EXEC_CONTEXT)
+        e->options.mode = (clrun_exec_mode)ctx->options.allocator.mode;
+    clrun_exec_mode mode = e->options.mode;
+    double limit = e->options.plan_time_limit_s;
+    if (mode < CLRUN_EXEC_POOLED || mode > CLRUN_EXEC_PLANNED || !(limit >= 0 && limit <= 1e9)) {
         free(e);
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)options->mode);
+        if (!(limit >= 0 && limit <= 1e9))
+            return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                               "plan_time_limit_s is %g: seconds from 0 (constructions only) to 1e9",
+                               limit);
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
     }
     clrun_status status = build_schedules(e);
     if (status == CLRUN_OK) {
@@ -222,7 +240,8 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_stats_get: NULL argument");
     *out = e->stats;
     out->mode = clrun_exec_mode_name(e->options.mode);
-    out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? clrun__context_strategy(e->ctx) : out->mode;
+    out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? e->ctx->options.allocator.strategy->name
+                                                          : out->mode;
     out->steps = e->schedule.steps;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;

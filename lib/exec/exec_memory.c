@@ -161,8 +161,7 @@ clrun_status clrun__exec_prepare_arena(clrun_exec *e)
     clrun_plan_result result;
     clrun_plan_options options = CLRUN_PLAN_OPTIONS_DEFAULT;
     options.alignment = e->ctx->info.base_addr_align;
-    if (e->options.plan_time_limit_s > 0)
-        options.time_limit_s = e->options.plan_time_limit_s;
+    options.time_limit_s = e->options.plan_time_limit_s;
     if (status == CLRUN_OK && n > 0) {
         status = clrun_plan_solve(items, n, &options, offsets, &result);
         if (status != CLRUN_OK)

@@ -277,6 +277,8 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
         st->peak_bytes = e->arena_bytes + input_bytes;
         st->reserved_bytes = after.reserved_peak + e->arena_bytes;
         break;
+    case CLRUN_EXEC_CONTEXT: /* resolved at creation */
+        break;
     }
 }
 
