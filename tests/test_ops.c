@@ -275,7 +275,7 @@ static void every_documented_op_is_in_the_table(void **state)
 
 /* ---- kernel geometry --------------------------------------------------------------------- */
 
-/* The host's geometry indices (lib/ops_internal.h), which the kernels repeat as #defines. */
+/* The host's geometry indices (lib/ops/ops_internal.h), which the kernels repeat as #defines. */
 typedef struct geometry_index {
     const char *name;
     long value;
@@ -323,7 +323,7 @@ static size_t check_geometry_defines(const clrun__kernel_source *src, size_t f)
         while (i < count && strcmp(want[i].name, name) != 0)
             i++;
         if (i == count)
-            fail_msg("%s.cl defines %s, which lib/ops_internal.h does not know", src->name, name);
+            fail_msg("%s.cl defines %s, which lib/ops/ops_internal.h does not know", src->name, name);
         if (value != want[i].value)
             fail_msg("%s.cl: %s is %ld, the host's index is %ld", src->name, name, value,
                      want[i].value);
