@@ -30,14 +30,11 @@ static clrun_status remember_consumed(clrun_exec *e, const clrun_buffer *b, int3
             e->consumed[i].tensor = tensor;
             return CLRUN_OK;
         }
-    if (e->consumed_count == e->consumed_capacity) {
-        int32_t capacity = e->consumed_capacity ? e->consumed_capacity * 2 : 8;
-        void *grown = realloc(e->consumed, (size_t)capacity * sizeof *e->consumed);
-        if (grown == NULL)
-            return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        e->consumed = grown;
-        e->consumed_capacity = capacity;
-    }
+    void *consumed = e->consumed;
+    if (!clrun__grow(&consumed, &e->consumed_capacity, (size_t)e->consumed_count + 1,
+                     sizeof *e->consumed))
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    e->consumed = consumed;
     e->consumed[e->consumed_count].slot = b->slot;
     e->consumed[e->consumed_count].generation = b->generation;
     e->consumed[e->consumed_count++].tensor = tensor;

@@ -9,7 +9,7 @@ libclrun_internal_la_SOURCES += \
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_exec
 TESTS += tests/test_exec
-tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h
+tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h tests/rng.h
 tests_test_exec_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_LDADD = $(TEST_LDADD)
 endif

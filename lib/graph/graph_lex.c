@@ -316,15 +316,11 @@ clrun_status clrun__gio_take_real(parser *p, const char *what, double *out)
  * or NULL with the old one untouched when memory runs out. */
 void *clrun__gio_grow(void *array, int32_t *capacity, int32_t count, size_t size)
 {
-    if (count < *capacity)
-        return array;
-    if (*capacity > INT32_MAX / 2 || ((size_t)*capacity * 2 + 8) > SIZE_MAX / size)
+    size_t room = (size_t)*capacity;
+    if (count >= INT32_MAX || !clrun__grow(&array, &room, (size_t)count + 1, size))
         return NULL;
-    int32_t bigger = *capacity ? *capacity * 2 : 8;
-    void *grown = realloc(array, (size_t)bigger * size);
-    if (grown)
-        *capacity = bigger;
-    return grown;
+    *capacity = room > INT32_MAX ? INT32_MAX : (int32_t)room;
+    return array;
 }
 
 clrun_status clrun__gio_out_of_memory(parser *p)
