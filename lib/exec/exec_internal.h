@@ -55,9 +55,6 @@ struct clrun_exec {
     uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena */
     uint64_t arena_bytes;
     bool have_outputs;             /* outputs of the last run are held */
-    struct { uint32_t slot, generation; int32_t tensor; } *consumed; /* donated inputs taken */
-    int32_t consumed_count;
-    size_t consumed_capacity;
     const char **unused_names;     /* donated inputs no output could take */
     pending_free *pending;         /* out-of-order queues */
     int32_t pending_count;

@@ -57,7 +57,8 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
                                   (unsigned long long)sb->bytes, clrun__exec_tensor_name(e, sb->root));
         (*driver_allocs)++;
     } else {
-        clrun_status status = clrun_alloc_ex(e->ctx, sb->bytes, 0, clrun__exec_tensor_name(e, sb->root), &s->block);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
+                                                      clrun__exec_tensor_name(e, sb->root), &s->block);
         if (status != CLRUN_OK)
             return status;
         s->mem = s->block.mem;
@@ -100,7 +101,7 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
         clrun__cl.ReleaseMemObject(s->mem);
     } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
-        clrun_status freed = clrun_free(e->ctx, &s->block);
+        clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
         if (status == CLRUN_OK)
             status = freed;
     }
@@ -127,9 +128,9 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
                                "out of host memory filling constant '%s' (%llu bytes)", tensor->name,
                                (unsigned long long)bytes);
         clrun__constant_values(tensor, host);
-        clrun_status status = clrun_alloc_ex(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
         if (status == CLRUN_OK)
-            status = clrun_buffer_write(e->ctx, &e->constants[t], host);
+            status = clrun__buffer_write_owned(e->ctx, &e->constants[t], host);
         free(host);
         if (status != CLRUN_OK)
             return status;
