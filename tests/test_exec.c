@@ -422,6 +422,80 @@ static void unusable_donation_is_reported(void **state)
     clrun_graph_destroy(g);
 }
 
+/* h + res with res donated: res's block takes the sum whichever operand comes first, though the
+ * intermediate a = relu(h) dies at the same node (it used to win when it came first). */
+static void donation_does_not_depend_on_operand_order(void **state)
+{
+    (void)state;
+    for (int res_first = 0; res_first < 2; res_first++) {
+        clrun_graph *g = NULL;
+        assert_int_equal(clrun_graph_create("order", &g), CLRUN_OK);
+        clrun_tensor_type t = matrix(4, 8);
+        int32_t h, res, a, y;
+        assert_int_equal(clrun_graph_add_input(g, "h", &t, false, &h), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_input(g, "res", &t, true, &res), CLRUN_OK);
+        const char *na[] = {"a"}, *ny[] = {"y"};
+        assert_int_equal(clrun_graph_add_node(g, "relu", &h, 1, na, 1, NULL, 0, &a), CLRUN_OK);
+        int32_t in[2] = {res_first ? res : a, res_first ? a : res};
+        assert_int_equal(clrun_graph_add_node(g, "add", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+        assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+        clrun_context *ctx = NULL;
+        assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+        const char *const *names;
+        assert_int_equal(clrun_exec_unused_donations(exec, &names), 0);
+        clrun_buffer inputs[2];
+        fill_input(ctx, g, h, 1, &inputs[0]);
+        fill_input(ctx, g, res, 2, &inputs[1]);
+        cl_mem res_mem = inputs[1].mem, out;
+        assert_int_equal(clrun_exec_run(exec, inputs, 2), CLRUN_OK);
+        assert_int_equal(clrun_exec_output(exec, 0, &out, NULL), CLRUN_OK);
+        assert_ptr_equal(out, res_mem);
+        clrun_exec_destroy(exec);
+        assert_int_equal(clrun_free(ctx, &inputs[0]), CLRUN_OK);
+        clrun_context_destroy(ctx);
+        clrun_graph_destroy(g);
+    }
+}
+
+static char logged[2048];
+static void keep_log(clrun_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level == CLRUN_LOG_WARN)
+        snprintf(logged, sizeof logged, "%s", message);
+}
+
+/* The warning says why a donation went unused, not a fixed guess. */
+static void unused_donation_says_why(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("why", &g), CLRUN_OK);
+    clrun_tensor_type t = matrix(4, 8), w = matrix(8, 8);
+    int32_t x, wt, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, true, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &w, NULL, CLRUN_FILL_ONES, 0, 0, 1, &wt), CLRUN_OK);
+    int32_t in[2] = {x, wt};
+    const char *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_log_set_level(CLRUN_LOG_WARN);
+    clrun_log_set_handler(keep_log, NULL);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    assert_non_null(strstr(logged, "donated input 'x' could not be used: its last reader 'y' "
+                                   "(matmul) cannot write its output in place"));
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 static void wrong_inputs_are_refused_by_name(void **state)
 {
     (void)state;
@@ -498,6 +572,8 @@ int main(void)
         cmocka_unit_test(donated_input_is_written_in_place_and_unusable_afterwards),
         cmocka_unit_test(kept_input_is_never_written),
         cmocka_unit_test(unusable_donation_is_reported),
+        cmocka_unit_test(donation_does_not_depend_on_operand_order),
+        cmocka_unit_test(unused_donation_says_why),
         cmocka_unit_test(wrong_inputs_are_refused_by_name),
         cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
     };

@@ -93,9 +93,11 @@ static void report_unused_donations(clrun_exec *e)
     e->unused_names = calloc((size_t)s->unused_donated_count + 1, sizeof *e->unused_names);
     for (int32_t i = 0; e->unused_names && i < s->unused_donated_count; i++) {
         e->unused_names[i] = clrun__exec_tensor_name(e, s->unused_donated[i]);
+        char why[512];
+        clrun__schedule_unused_reason(e->graph, s, s->unused_donated[i], why, sizeof why);
         clrun__log(CLRUN_LOG_WARN,
-                   "donated input '%s' could not be used: no alias-safe node of the same size reads it last "
-                   "(it is still freed after its last use)", e->unused_names[i]);
+                   "donated input '%s' could not be used: %s (it is still freed after its last use)",
+                   e->unused_names[i], why);
     }
 }
 
