@@ -496,6 +496,39 @@ static void unused_donation_says_why(void **state)
     clrun_graph_destroy(g);
 }
 
+/* A kept input is alive for the whole run, so an achievable bound counts it throughout: x, a and
+ * the transposed c are live at the last step, and the pooled run reaches the bound. */
+static void the_lower_bound_counts_kept_inputs_for_the_whole_run(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("kept", &g), CLRUN_OK);
+    clrun_tensor_type t = matrix(16, 16);
+    int32_t x, a, b, c;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, false, &x), CLRUN_OK);
+    const char *na[] = {"a"}, *nb[] = {"b"}, *nc[] = {"c"};
+    clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
+    assert_int_equal(clrun_graph_add_node(g, "relu", &x, 1, na, 1, NULL, 0, &a), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "neg", &a, 1, nb, 1, NULL, 0, &b), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "transpose", &b, 1, nc, 1, &perm, 1, &c), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, c), CLRUN_OK);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer xb;
+    fill_input(ctx, g, x, 4, &xb);
+    assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+    clrun_exec_stats s;
+    assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+    assert_int_equal(s.lower_bound_bytes, 3 * 1024);
+    assert_int_equal(s.peak_bytes, s.lower_bound_bytes);
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &xb), CLRUN_OK);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 static void wrong_inputs_are_refused_by_name(void **state)
 {
     (void)state;
@@ -574,6 +607,7 @@ int main(void)
         cmocka_unit_test(unusable_donation_is_reported),
         cmocka_unit_test(donation_does_not_depend_on_operand_order),
         cmocka_unit_test(unused_donation_says_why),
+        cmocka_unit_test(the_lower_bound_counts_kept_inputs_for_the_whole_run),
         cmocka_unit_test(wrong_inputs_are_refused_by_name),
         cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
     };

@@ -59,9 +59,12 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         clrun__sched_buffer *b = &s->buffers[s->buffer_count];
         /* An input nobody reads is still released (if donated) after the first step. */
         int32_t last = s->last_use[t] < 0 && s->steps > 0 ? 0 : s->last_use[t];
-        *b = (clrun__sched_buffer){clrun_tensor_bytes(&tensor->type), -1, last, t,
-                                   tensor->kind == CLRUN__TENSOR_INPUT,
-                                   tensor->kind == CLRUN__TENSOR_CONSTANT, tensor->is_output};
+        *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&tensor->type), .first = -1,
+                                   .last = last, .root = t,
+                                   .is_input = tensor->kind == CLRUN__TENSOR_INPUT,
+                                   .is_donated = tensor->kind == CLRUN__TENSOR_INPUT && tensor->donated,
+                                   .is_constant = tensor->kind == CLRUN__TENSOR_CONSTANT,
+                                   .is_output = tensor->is_output};
         s->buffer_of[t] = s->buffer_count++;
     }
     for (int32_t step = 0; step < s->steps; step++) {
@@ -86,8 +89,8 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
             clrun__sched_buffer *b;
             if (s->buffer_of[out] < 0) {
                 b = &s->buffers[s->buffer_count];
-                *b = (clrun__sched_buffer){clrun_tensor_bytes(&g->tensors[out].type), step, step, out,
-                                           false, false, false};
+                *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&g->tensors[out].type),
+                                           .first = step, .last = step, .root = out};
                 s->buffer_of[out] = s->buffer_count++;
             }
             b = &s->buffers[s->buffer_of[out]];
@@ -140,8 +143,13 @@ bool clrun__schedule_alive(const clrun__schedule *s, int32_t b, int32_t step)
     return buf->first <= step && step <= buf->last;
 }
 
-/* Largest live non-constant total over steps, by a sweep over buffer start/end events. A
- * buffer is live from the step that creates it (step 0 for inputs) through its last reader. */
+/* A graph input the caller keeps: its buffer stays the caller's for the whole run. */
+static bool kept_input(const clrun__sched_buffer *buf) { return buf->is_input && !buf->is_donated; }
+
+/* Largest live non-constant total over steps, by a sweep over buffer start/end events: what
+ * any executor must hold at once, so an achievable bound. A buffer is live from the step that
+ * creates it (step 0 for inputs) through its last reader; an input the caller keeps, through
+ * the whole run. */
 static bool compute_bounds(clrun__schedule *s)
 {
     int32_t steps = s->steps > 0 ? s->steps : 1;
@@ -156,6 +164,8 @@ static bool compute_bounds(clrun__schedule *s)
         }
         int32_t from = buf->first < 0 ? 0 : buf->first;
         int32_t to = buf->last < from ? from : buf->last;
+        if (kept_input(buf))
+            to = steps - 1; /* the caller holds it through the whole run */
         if (to > steps - 1)
             to = steps - 1;
         delta[from] += (int64_t)buf->bytes;
@@ -342,6 +352,8 @@ clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inpu
             continue;
         int32_t first = sb->first < 0 ? 0 : sb->first;
         int32_t last = sb->last < first ? first : sb->last;
+        if (kept_input(sb))
+            last = s->steps; /* kept by the caller through the whole run */
         if (last >= s->steps && s->steps > 0)
             last = s->steps - 1; /* outputs: alive to the end */
         items[n] = (clrun_plan_buffer){sb->bytes, (uint64_t)first, (uint64_t)last + 1};

@@ -15,6 +15,7 @@ typedef struct clrun__sched_buffer {
     int32_t last;         /* last step that reads it; `steps` for graph outputs */
     int32_t root;         /* the first tensor that owns it */
     bool is_input;        /* holds a graph input (the caller's buffer) */
+    bool is_donated;      /* that input is donated: the executor frees it after its last use */
     bool is_constant;     /* holds a constant */
     bool is_output;       /* ends as a graph output */
 } clrun__sched_buffer;
