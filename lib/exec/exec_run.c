@@ -82,7 +82,7 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
         s->live = true;
         *held += s->block.size;
     }
-    return CLRUN_OK;
+    return e->options.mode == CLRUN_EXEC_PLANNED ? clrun__exec_bind_regions(e) : CLRUN_OK;
 }
 
 /* The memory of tensor t in this run. */
@@ -237,6 +237,7 @@ static void abandon_run(clrun_exec *e)
             clrun__cl.ReleaseEvent(e->step_events[i]);
             e->step_events[i] = NULL;
         }
+    clrun__exec_release_regions(e);
     clrun__exec_drop_pending(e);
 }
 
