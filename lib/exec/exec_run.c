@@ -149,6 +149,8 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     for (int k = 0; k < node->input_count; k++)
         in_mems[k] = clrun__exec_tensor_mem(e, node->inputs[k]);
 
+    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)", (int)step,
+               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
     cl_event *waits;
     cl_uint wait_count;
     clrun_status status = gather_waits(e, node, &waits, &wait_count);
