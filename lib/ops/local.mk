@@ -4,7 +4,9 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_elementwise.c \
 	lib/ops/ops_matmul.c \
 	lib/ops/ops_norm.c \
-	lib/ops/ops_layout.c \
+	lib/ops/ops_layout.c lib/ops/ops_data.h \
+	lib/ops/ops_index.c \
+	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c
 
 CLRUN_KERNEL_FILES += \
@@ -12,6 +14,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/matmul.cl \
 	kernels/norm.cl \
 	kernels/layout.cl \
+	kernels/index.cl \
+	kernels/resize.cl \
 	kernels/conv.cl
 
 EXTRA_DIST += docs/ops.md
