@@ -169,7 +169,9 @@ static clrun_status check_pad_value(const clrun__op_call *call, const clrun__inf
                                       : true;
     if (fits)
         return CLRUN_OK;
-    return clrun__refuse(err, "value %.17g is not a %s", v, clrun_dtype_name(dtype));
+    char sx[CLRUN__TYPE_TEXT];
+    return clrun__refuse(err, "value %.17g does not fit %s", v,
+                         clrun__type_format(&call->inputs[0], sx, sizeof sx));
 }
 
 uint64_t clrun__pad_value_bits(const clrun__op_call *call)

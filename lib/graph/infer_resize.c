@@ -35,9 +35,8 @@ static const clrun__attr_spec resize_attrs[] = {
 
 /* ---- taps -------------------------------------------------------------------------------- */
 
-/* The input coordinate of output coordinate c on an axis of n input elements. The scale is the
- * given one (a float32 in ONNX, so the output length it implies is rounded to float32 as the
- * reference does), or out / n. */
+/* The input coordinate of output coordinate c on an axis of n input elements, under the given
+ * scale or out / n. */
 /* A scale given for axis d (an integer is accepted too) into *scale. */
 static bool given_scale(const clrun__op_call *call, int d, double *scale)
 {
@@ -53,13 +52,10 @@ static bool given_scale(const clrun__op_call *call, int d, double *scale)
 static double source_coordinate(const clrun__op_call *call, int axis, int64_t c)
 {
     double n = (double)call->inputs[0].shape[axis];
-    double scale, length;
-    if (given_scale(call, axis, &scale)) {
-        length = (double)(float)(scale * n);
-    } else {
+    double scale;
+    if (!given_scale(call, axis, &scale))
         scale = (double)call->outputs[0].shape[axis] / n;
-        length = scale * n;
-    }
+    double length = scale * n; /* the reference's output length: not rounded to an integer */
     double x = (double)c;
     switch (clrun__attr_int_or(call, "coordinate_transformation_mode", CLRUN__COORD_HALF_PIXEL)) {
     case CLRUN__COORD_ASYMMETRIC: return x / scale;

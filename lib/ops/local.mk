@@ -29,6 +29,15 @@ tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_layout
+TESTS += tests/test_ops_layout
+tests_test_ops_layout_SOURCES = tests/test_ops_layout.c tests/layout_reference.c \
+	tests/layout_reference.h tests/device_test.h tests/rng.h
+tests_test_ops_layout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ops_layout_LDADD = libclrun-internal.la $(CMOCKA_LIBS) -lm
+endif
+
 EXTRA_PROGRAMS += bench/bench_kernels
 BENCH_LIST += bench/bench_kernels
 bench_bench_kernels_SOURCES = bench/bench_kernels.c
