@@ -1240,6 +1240,18 @@ static void resize_refuses_modes_and_sizes_it_lacks(void **state)
     node g = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, "2,2")},
               .attrs = {INTS("sizes", 4, 4), attr_int("nearest_mode", 4)}, .attr_count = 2};
     expect_refusal(&g, "resize: attribute 'nearest_mode' is 4: must be 0 to 3", NULL);
+    /* A type may be huge and still valid; its tap table is refused before it is built. */
+    node h = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, "1,2")},
+              .attrs = {INTS("sizes", 1, 5000000)}, .attr_count = 1};
+    char err[256];
+    assert_int_equal(infer(&h, err, sizeof err), CLRUN_OK);
+    const clrun__op *op = clrun__op_find("resize");
+    clrun__op_call call = call_of(&h);
+    void *st = NULL;
+    assert_int_equal(clrun__op_kernels_find(op)->prepare(ctx, op, &call, &st),
+                     CLRUN_ERROR_INVALID_SIZE);
+    assert_null(st);
+    assert_non_null(strstr(clrun_last_error(ctx), "more than the tap table holds"));
 }
 
 /* ---- main -------------------------------------------------------------------------------- */

@@ -10,6 +10,10 @@
 #include "ops/ops_data.h"
 #include "ops/ops_internal.h"
 
+/* Output coordinates of all axes together that one node's tap table may hold (up to 4 taps of
+ * 16 bytes each: 256 MiB at most); far above any real image's axes. */
+#define MAX_COORDINATES (1 << 22)
+
 static uint64_t float_bits(double weight)
 {
     float f = (float)weight;
@@ -60,6 +64,15 @@ static clrun_status resize_prepare(clrun_context *ctx, const clrun__op *op,
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
     st->inputs = 1;
     st->what = op->name;
+    uint64_t coordinates = 0;
+    for (int d = 0; d < call->outputs[0].rank; d++)
+        coordinates += (uint64_t)call->outputs[0].shape[d];
+    if (coordinates > MAX_COORDINATES) {
+        free(st);
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_SIZE, "resize: the output's axes have %llu "
+                           "coordinates in all, more than the tap table holds (%d)",
+                           (unsigned long long)coordinates, MAX_COORDINATES);
+    }
     size_t count = 0;
     uint64_t *table = tap_table(call, &count);
     if (table == NULL) {
