@@ -40,10 +40,10 @@ static clrun_status single_axis(const clrun__op_call *call, clrun__slice_geometr
 {
     const clrun_tensor_type *x = &call->inputs[0];
     char sx[CLRUN__TYPE_TEXT];
-    int64_t given_axis = clrun__attr_int_or(call, "axis", 0);
-    int64_t axis = clrun__normalize_axis(given_axis, x->rank);
+    int64_t given_axis;
     if (!clrun__attr_int(call, "axis", &given_axis))
         return clrun__refuse(err, "missing required attribute 'axis' (or 'starts' and 'ends')");
+    int64_t axis = clrun__normalize_axis(given_axis, x->rank);
     if (axis < 0 || axis >= x->rank)
         return clrun__refuse(err, "axis %" PRId64 " is out of range for %s", given_axis,
                              clrun__type_format(x, sx, sizeof sx));
