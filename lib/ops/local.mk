@@ -25,6 +25,7 @@ check_PROGRAMS += tests/test_ops
 TESTS += tests/test_ops
 tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_reference.h \
 	tests/device_test.h tests/rng.h
+tests_test_ops_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
