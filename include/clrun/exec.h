@@ -97,7 +97,7 @@ typedef struct clrun_exec_stats {
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
 
 /* The names of donated inputs no output could take (they are still freed after their last
- * use); *names points into the graph. */
+ * use); *names points into the graph. 0 (and NULL) for a NULL executor. */
 int32_t clrun_exec_unused_donations(const clrun_exec *exec, const char *const **names);
 
 /* One node of the last run, with profiling on. */
@@ -112,7 +112,7 @@ typedef struct clrun_exec_span {
     uint64_t bytes_after;    /* the same once the buffers the node read last are given back */
 } clrun_exec_span;
 
-/* The spans of the last run in schedule order; 0 when profiling was off. */
+/* The spans of the last run in schedule order; 0 when profiling was off (and for NULL). */
 int32_t clrun_exec_profile(const clrun_exec *exec, const clrun_exec_span **spans);
 
 /* The buffers a run of `graph` creates, as the static planner sees them (clrun_plan_buffer,

@@ -349,13 +349,13 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
 int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **names)
 {
     if (names)
-        *names = e->unused_names;
-    return e->unused_names ? e->schedule.unused_donated_count : 0;
+        *names = e ? e->unused_names : NULL;
+    return e && e->unused_names ? e->schedule.unused_donated_count : 0;
 }
 
 int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
 {
     if (spans)
-        *spans = e->spans;
-    return e->span_count;
+        *spans = e ? e->spans : NULL;
+    return e ? e->span_count : 0;
 }
