@@ -54,7 +54,13 @@ typedef struct clrun_exec clrun_exec;
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out);
 
-/* Frees the executor, its constants and any outputs it still holds. NULL is accepted. */
+/* Frees the executor, its constants and any outputs it still holds. NULL is accepted. No other
+ * call on the executor may run meanwhile or after.
+ *
+ * Threads: the calls below may come from several threads; they are serialised per executor (a
+ * run waits for a run of the same executor in another thread, and the reading calls see one
+ * run's results whole). Executors of one context run concurrently. Pointers the reading calls
+ * hand out (spans, names, output memory) stay valid until the next run of the executor. */
 void clrun_exec_destroy(clrun_exec *exec);
 
 /* Runs the graph once and waits for it. inputs[i] is the buffer of the graph's i-th input
