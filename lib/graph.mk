@@ -2,7 +2,8 @@
 # generators (paths relative to the top of the tree).
 libclrun_internal_la_SOURCES += \
 	lib/graph.c lib/graph.h \
-	lib/graph_io.c
+	lib/graph_io.c \
+	lib/graph_inputs.c
 clruninclude_HEADERS += \
 	include/clrun/graph.h
 
@@ -53,6 +54,12 @@ tests_test_graph_SOURCES = tests/test_graph.c examples/models.c examples/models.
 tests_test_graph_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_graph_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_graph_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_graph_inputs
+TESTS += tests/test_graph_inputs
+tests_test_graph_inputs_SOURCES = tests/test_graph_inputs.c
+tests_test_graph_inputs_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_graph_inputs_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
 # The graph sources are compiled into the target itself so that libFuzzer's coverage

@@ -134,6 +134,25 @@ const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun
 int32_t clrun_graph_inputs(const clrun_graph *graph, const clrun_tensor_id **ids);
 int32_t clrun_graph_outputs(const clrun_graph *graph, const clrun_tensor_id **ids);
 
+/* Whether graph input `id` is donated (false for any other tensor). */
+bool clrun_graph_input_donated(const clrun_graph *graph, clrun_tensor_id id);
+
+/* Marks graph input `id` donated or not, as clrun_graph_add_input's flag does: for a graph read
+ * from a file or imported, whose caller decides which buffers it gives up (a binding's
+ * `donate=` list). An executor decides its in-place reuse when it is created and reads the flag
+ * on every run, so call this only while no executor of the graph exists.
+ * CLRUN_ERROR_INVALID_ARGUMENT, with the graph unchanged, when id is not a graph input. */
+clrun_status clrun_graph_set_donated(clrun_graph *graph, clrun_tensor_id id, bool donated);
+
+/* Fills `host` (`bytes`: exactly the input's size) with the deterministic values that
+ * `clrun run --seed SEED` feeds the graph's input number `index` (clrun_graph_inputs order):
+ * uniform in [-1, 1) for float dtypes and integers in [0, 16) for i32, drawn like a seeded
+ * constant (docs/graph-format.md) with seed SEED * 1000003 + index. So a program or a binding
+ * can reproduce a CLI run bit for bit. CLRUN_ERROR_INVALID_ARGUMENT for an index out of range,
+ * NULL host or a wrong size. */
+clrun_status clrun_graph_example_input(const clrun_graph *graph, int32_t index, uint64_t seed,
+                                       void *host, uint64_t bytes);
+
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);
 
