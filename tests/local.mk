@@ -20,4 +20,10 @@ tests_test_context_LDADD = $(TEST_LDADD)
 tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h
 tests_test_exec_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/test_exec_layout
+TESTS += tests/test_exec_layout
+tests_test_exec_layout_SOURCES = tests/test_exec_layout.c tests/device_test.h
+tests_test_exec_layout_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_layout_LDADD = $(TEST_LDADD)
 endif
