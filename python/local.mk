@@ -35,10 +35,12 @@ CLRUN_PY_TESTS = \
 	tests/python/test_cli_equal.py \
 	tests/python/test_donation.py \
 	tests/python/test_errors.py \
-	tests/python/test_leak.py
+	tests/python/test_leak.py \
+	tests/python/test_example.py
 TESTS += $(CLRUN_PY_TESTS)
 TEST_EXTENSIONS = .py
 PY_LOG_COMPILER = env PYTHON='$(PYTHON)' CLRUN_HAVE_NUMPY='$(CLRUN_HAVE_NUMPY)' CC='$(CC)' \
 	SANITIZER_CFLAGS='$(SANITIZER_CFLAGS)' top_builddir='$(abs_top_builddir)' \
 	top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/python/run.sh
-EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py
+EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py \
+	examples/python/run_onnx.py

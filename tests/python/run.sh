@@ -21,9 +21,10 @@ case "${SANITIZER_CFLAGS:-}" in
 *-fsanitize=address*)
     runtime=$($CC -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null)
     [ -f "$runtime" ] || runtime=$($CC -print-file-name=libasan.so 2>/dev/null)
+    CLRUN_TEST_TOOL_PRELOAD=${LD_PRELOAD:-} # what the CLI, linked with its own runtime, gets
     LD_PRELOAD="$runtime${LD_PRELOAD:+ $LD_PRELOAD}"
     ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-    export LD_PRELOAD ASAN_OPTIONS ;;
+    export LD_PRELOAD ASAN_OPTIONS CLRUN_TEST_TOOL_PRELOAD ;;
 *-fsanitize=thread*)
     echo "SKIP: the Python binding is not tested under ThreadSanitizer"
     exit 77 ;;

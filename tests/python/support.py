@@ -10,6 +10,15 @@ SRCDIR = os.environ.get("CLRUN_SRCDIR") or os.path.join(os.path.dirname(__file__
 CLRUN_BIN = os.environ.get("CLRUN_BIN") or os.path.join(SRCDIR, "clrun")
 
 
+def tool_environment(**changes):
+    """The environment for running the CLI: this one, without the sanitizer runtime that
+    run.sh preloads into Python (the CLI links its own)."""
+    env = dict(os.environ, **changes)
+    if "CLRUN_TEST_TOOL_PRELOAD" in env:
+        env["LD_PRELOAD"] = env.pop("CLRUN_TEST_TOOL_PRELOAD")
+    return env
+
+
 def example(name):
     """The path of examples/NAME in the source tree."""
     return os.path.join(SRCDIR, "examples", name)

@@ -6,12 +6,11 @@ compares with the checksum of what Python got, for several graphs, strategies an
 """
 
 import json
-import os
 import subprocess
 import unittest
 
 import clrun
-from support import CLRUN_BIN, example, xxh64
+from support import CLRUN_BIN, example, tool_environment, xxh64
 
 # (graph, --allocator): the CLI's strategies map to Context(allocator=...), its naive and
 # planned to load(mode=...).
@@ -30,7 +29,7 @@ def cli_checksums(path, allocator, seed):
     result = subprocess.run([CLRUN_BIN, "run", path, "--json", "--repeat", "1", "--seed", str(seed),
                              "--allocator", allocator, "--time-limit", "0.2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
-                            env=dict(os.environ, CLRUN_ALLOCATOR=""))
+                            env=tool_environment(CLRUN_ALLOCATOR=""))
     if result.returncode != 0:
         raise AssertionError("clrun run failed: %s" % result.stderr.decode())
     report = json.loads(result.stdout)
