@@ -9,6 +9,13 @@ BENCH_LIST += bench/bench_models
 bench_bench_models_SOURCES = bench/bench_models.c
 bench_bench_models_LDADD = libclrun-internal.la
 
+# The C side of bench/bench_python.py: public API only, against the shared library.
+EXTRA_PROGRAMS += bench/bench_call
+BENCH_LIST += bench/bench_call
+bench_bench_call_SOURCES = bench/bench_call.c
+bench_bench_call_LDADD = libclrun.la
+EXTRA_DIST += bench/bench_python.py
+
 CLEANFILES += $(BENCH_LIST) $(FUZZ_LIST)
 
 bench: $(BENCH_LIST)

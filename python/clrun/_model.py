@@ -118,10 +118,10 @@ class Model:
         self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
         # What each run needs, computed once: per input (name, dtype, shape, bytes, donated,
         # label) and the C array of buffers handed to clrun_exec_run.
-        self._input_plan = [(i.name, i.dtype, i.shape, int(np.prod(i.shape, dtype=np.int64)) *
-                             i.dtype.itemsize, i.donated, i.name.encode()) for i in self.inputs]
-        self._output_plan = [(i.dtype, i.shape, int(np.prod(i.shape, dtype=np.int64)) *
-                              i.dtype.itemsize) for i in self.outputs]
+        self._input_plan = [(i.name, i.dtype, i.shape, _bytes(i), i.donated, i.name.encode(),
+                             "input '%s'" % i.name) for i in self.inputs]
+        self._output_plan = [(i.name, i.dtype, i.shape, _bytes(i)) for i in self.outputs]
+        self._donates = any(i.donated for i in self.inputs)
         self._buffers = (_lib.Buffer * max(1, len(self.inputs)))()
 
     # -- lifetime --
@@ -163,21 +163,22 @@ class Model:
         given.update(named)
         executor = self._exec()
         pointer = self._context._pointer()
-        self._check_names(given)
+        if given.keys() != self._input_index.keys():
+            self._names_error(given)
         buffers = self._buffers
-        temporary = []  # (index, buffer) uploaded for this run
-        devices = []    # (index, array state) passed in place
+        temporary = []  # indices of the inputs uploaded for this run
+        devices = []    # (index, array state) of the device arrays passed in place
         try:
-            for i, (name, dtype, shape, nbytes, donated, label) in enumerate(self._input_plan):
+            for i, (name, dtype, shape, nbytes, donated, label, what) in enumerate(self._input_plan):
                 value = given[name]
                 if isinstance(value, DeviceArray):
                     buffers[i] = self._device_input(value, name, dtype, shape)
                     devices.append((i, value._state))
                 else:
-                    host = as_host_array(value, dtype, "input '%s'" % name)
+                    host = as_host_array(value, dtype, what)
                     if host.shape != shape:
-                        raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' has shape %s, "
-                                                   "%s given" % (name, shape, host.shape))
+                        raise InvalidArgumentError(INVALID_ARGUMENT, "%s has shape %s, %s given"
+                                                   % (what, shape, host.shape))
                     buffer = buffers[i]
                     check(_lib.alloc_ex(pointer, nbytes, 0, label, _lib.byref(buffer)), pointer)
                     temporary.append(i)
@@ -186,15 +187,14 @@ class Model:
             status = _lib.exec_run(executor, buffers, len(self._input_plan))
             if status != 0:
                 self._run_failed(status, pointer, devices, temporary)
-            self._consume_donated(devices, temporary)
+            if self._donates:
+                self._consume_donated(devices, temporary)
             return self._read_outputs(executor, pointer)
         finally:
             for i in temporary:
                 _lib.free(pointer, _lib.byref(buffers[i]))
 
-    def _check_names(self, given):
-        if len(given) == len(self._input_index) and all(n in self._input_index for n in given):
-            return
+    def _names_error(self, given):
         expected = ", ".join(self._input_index)
         for name in given:
             if name not in self._input_index:
@@ -242,10 +242,10 @@ class Model:
 
     def _read_outputs(self, executor, pointer):
         outputs = {}
-        for i, (info, (dtype, shape, nbytes)) in enumerate(zip(self.outputs, self._output_plan)):
+        for i, (name, dtype, shape, nbytes) in enumerate(self._output_plan):
             out = np.empty(shape, dtype)
             check(_lib.exec_read_output(executor, i, out.ctypes.data, nbytes), pointer)
-            outputs[info.name] = out
+            outputs[name] = out
         return outputs
 
     def example_inputs(self, seed=1):
@@ -253,7 +253,7 @@ class Model:
         uniform in [-1, 1) for floats and integers in [0, 16) for int32, identical on every
         machine, so a run here reproduces a CLI run bit for bit."""
         out = {}
-        for i, (name, dtype, shape, nbytes, _, _) in enumerate(self._input_plan):
+        for i, (name, dtype, shape, nbytes) in enumerate(p[:4] for p in self._input_plan):
             array = np.empty(shape, dtype)
             check(_lib.graph_example_input(self._state.graph, i, int(seed), array.ctypes.data,
                                            nbytes))
@@ -337,6 +337,10 @@ class Model:
             return "Model(%r, closed)" % self.name
         return "Model(%r, mode=%r, inputs=%s, outputs=%s)" % (
             self.name, self.mode, [i.name for i in self.inputs], [o.name for o in self.outputs])
+
+
+def _bytes(info):
+    return int(np.prod(info.shape, dtype=np.int64)) * info.dtype.itemsize
 
 
 def _mode(mode):
