@@ -83,7 +83,7 @@ static void prepare(bench *b, const char *path, clrun_exec_mode mode, bool devic
             die("example input", NULL);
         if (device_inputs)
             clrun_graph_set_donated(b->graph, ins[i], false);
-        b->donated[i] = clrun_graph_input_donated(b->graph, ins[i]);
+        b->donated[i] = clrun_graph_tensor_donated(b->graph, ins[i]);
         if (device_inputs && (clrun_alloc_ex(b->ctx, b->in_bytes[i], 0, NULL, &b->in[i]) != CLRUN_OK ||
                               clrun_buffer_write(b->ctx, &b->in[i], b->host_in[i]) != CLRUN_OK))
             die("upload", b->ctx);

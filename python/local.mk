@@ -44,3 +44,11 @@ PY_LOG_COMPILER = env PYTHON='$(PYTHON)' CLRUN_HAVE_NUMPY='$(CLRUN_HAVE_NUMPY)' 
 	top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/python/run.sh
 EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py \
 	examples/python/run_onnx.py
+
+# bench/bench_python.py: the binding's call overhead against bench/bench_call, the same calls
+# from C (public API only, against the shared library the binding loads).
+EXTRA_PROGRAMS += bench/bench_call
+BENCH_LIST += bench/bench_call
+bench_bench_call_SOURCES = bench/bench_call.c
+bench_bench_call_LDADD = libclrun.la
+EXTRA_DIST += bench/bench_python.py

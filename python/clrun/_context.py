@@ -11,31 +11,34 @@ from . import _lib
 from .errors import InvalidArgumentError, DonatedError, check, INVALID_ARGUMENT, DONATED
 
 # clrun dtypes (clrun_dtype) and their numpy counterparts.
-DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32), 2: np.dtype(np.float16)}
+DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32), 2: np.dtype(np.float16),
+          3: np.dtype(np.int64), 4: np.dtype(np.bool_), 5: np.dtype(np.float64)}
 DTYPE_CODES = {dtype: code for code, dtype in DTYPES.items()}
 
 
+_KINDS = "float32, float16, float64, int32, int64 or bool"
+
+
 def numpy_dtype(dtype):
-    """The numpy dtype a device array of `dtype` has (float32, int32 or float16)."""
+    """The numpy dtype given, when clrun tensors can have it (float32, float16, float64, int32,
+    int64, bool)."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPE_CODES:
-        raise InvalidArgumentError(INVALID_ARGUMENT,
-                                   "clrun tensors are float32, int32 or float16, not %s" % dtype)
+        raise InvalidArgumentError(INVALID_ARGUMENT, "clrun tensors are %s, not %s" % (_KINDS, dtype))
     return dtype
 
 
 def _device_dtype(array):
-    """The dtype an array becomes on the device: its own when clrun has it, else float64 gives
-    float32 and other integers give int32 (as JAX does without x64)."""
+    """The dtype an array keeps on the device: its own when clrun has it, else the clrun dtype of
+    its kind (other integers: int32 or int64 by size; other floats: float32)."""
     if array.dtype in DTYPE_CODES:
         return array.dtype
+    if array.dtype.kind in "iu":
+        return np.dtype(np.int64 if array.dtype.itemsize > 4 else np.int32)
     if array.dtype.kind == "f":
         return np.dtype(np.float32)
-    if array.dtype.kind in "iub":
-        return np.dtype(np.int32)
-    raise InvalidArgumentError(INVALID_ARGUMENT,
-                               "clrun tensors are float32, int32 or float16; cannot convert %s"
-                               % array.dtype)
+    raise InvalidArgumentError(INVALID_ARGUMENT, "clrun tensors are %s; cannot convert %s"
+                               % (_KINDS, array.dtype))
 
 
 def as_host_array(value, dtype, what):
@@ -279,7 +282,8 @@ class Context:
 
     Args:
         device: a :class:`Device`, a device index, or a case-insensitive substring of its name.
-        allocator: the pool strategy, "buddy", "slab" or "bump".
+        allocator: the pool strategy, "buddy", "slab" or "bump", or an executor mode, "naive"
+            or "planned", that models loaded without mode= then use.
         pool_limit: the most bytes the pool may reserve from the driver (an int > 0).
         platform: a platform index or name substring.
         guard: True for guard mode (red zones checked on free and by :meth:`check`).
@@ -348,8 +352,10 @@ class Context:
 
     def array(self, value, dtype=None, label=None):
         """Uploads `value` (a numpy array or anything np.asarray takes) once and returns a
-        :class:`DeviceArray`. Without `dtype`, float64 becomes float32 and other integers int32.
-        `label` names the block in guard reports and the allocation log."""
+        :class:`DeviceArray` of the same dtype, or of `dtype` (converted within a kind: float64
+        to float32, int64 to int32 when every value fits). Unsigned integers become int32 or
+        int64, float128 float32. `label` names the block in guard reports and the allocation
+        log."""
         host = np.asarray(value)
         dtype = numpy_dtype(dtype) if dtype is not None else _device_dtype(host)
         host = as_host_array(host, dtype, label or "array")
@@ -403,12 +409,14 @@ class Context:
             fusion: fuse elementwise chains (None: the library's default). Pending: this
                 library has no fusion yet, so every value runs the same kernels.
             mode: "pooled" (blocks from the pool), "planned" (one arena laid out ahead by the
-                static planner) or "naive" (one driver buffer per tensor); None follows
-                CLRUN_ALLOCATOR (naive, planned, else pooled).
+                static planner) or "naive" (one driver buffer per tensor); None: the mode the
+                context's allocator names (Context(allocator=...), else CLRUN_ALLOCATOR: naive,
+                planned, or pooled for a strategy).
             donate: names of the inputs whose device memory each run may consume (XLA's
                 donate_argnums); None keeps what the file says.
             profile: record each node's device time, for :meth:`clrun.Model.trace`.
-            plan_time_limit: planned mode: the planner's budget in seconds (default 1).
+            plan_time_limit: planned mode: the planner's budget in seconds (default 1; 0 runs
+                its constructions only).
         """
         from ._model import Model
         return Model(self, path, dims=dims, fusion=fusion, mode=mode, donate=donate,

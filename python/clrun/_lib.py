@@ -246,7 +246,7 @@ graph_inputs = _proto("clrun_graph_inputs", c_int32, graph_p, POINTER(POINTER(c_
 graph_outputs = _proto("clrun_graph_outputs", c_int32, graph_p, POINTER(POINTER(c_int32)))
 graph_tensor_name = _proto("clrun_graph_tensor_name", c_char_p, graph_p, c_int32)
 graph_tensor_type = _proto("clrun_graph_tensor_type", POINTER(TensorType), graph_p, c_int32)
-graph_input_donated = _proto("clrun_graph_input_donated", c_bool, graph_p, c_int32)
+graph_tensor_donated = _proto("clrun_graph_tensor_donated", c_bool, graph_p, c_int32)
 graph_set_donated = _proto("clrun_graph_set_donated", c_int, graph_p, c_int32, c_bool)
 graph_example_input = _proto("clrun_graph_example_input", c_int, graph_p, c_int32, c_uint64,
                              c_void_p, c_uint64)
@@ -254,6 +254,7 @@ graph_last_error = _proto("clrun_graph_last_error", c_char_p, graph_p)
 # ONNX import arrives in a later library; ctx.load reports its absence clearly.
 graph_load_onnx = optional("clrun_graph_load_onnx", c_int, c_char_p, c_void_p, POINTER(graph_p))
 
+exec_options_init = _proto("clrun_exec_options_init", None, POINTER(ExecOptions))
 exec_create = _proto("clrun_exec_create", c_int, context_p, graph_p, POINTER(ExecOptions),
                      POINTER(exec_p))
 exec_destroy = _proto("clrun_exec_destroy", None, exec_p)
@@ -266,7 +267,7 @@ exec_profile = _proto("clrun_exec_profile", c_int32, exec_p, POINTER(POINTER(Exe
 exec_layout = _proto("clrun_exec_layout", c_int, exec_p, POINTER(ExecBufferInfo), c_int32,
                      POINTER(c_int32))
 
-EXEC_MODES = {"pooled": 0, "naive": 1, "planned": 2}  # clrun_exec_mode
+EXEC_MODES = {"pooled": 0, "naive": 1, "planned": 2, "context": 3}  # clrun_exec_mode
 
 
 def text(value):

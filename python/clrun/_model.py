@@ -101,11 +101,15 @@ class Model:
             output_ids = _tensor_list(graph, _lib.graph_outputs)
             if donate is not None:
                 _set_donations(graph, input_ids, donate)
-            self.inputs = [_tensor_info(graph, t, bool(_lib.graph_input_donated(graph, t)))
+            self.inputs = [_tensor_info(graph, t, bool(_lib.graph_tensor_donated(graph, t)))
                            for t in input_ids]
             self.outputs = [_tensor_info(graph, t, False) for t in output_ids]
-            options = _lib.ExecOptions(mode=_lib.EXEC_MODES[mode], profile=bool(profile),
-                                       plan_time_limit_s=float(plan_time_limit or 0))
+            options = _lib.ExecOptions()
+            _lib.exec_options_init(_lib.byref(options))
+            options.mode = _lib.EXEC_MODES[mode]
+            options.profile = bool(profile)
+            if plan_time_limit is not None:
+                options.plan_time_limit_s = float(plan_time_limit)
             executor = _lib.exec_p()
             check(_lib.exec_create(pointer, graph, _lib.byref(options), _lib.byref(executor)),
                   pointer)
@@ -113,7 +117,7 @@ class Model:
         except BaseException:
             self.close()
             raise
-        self.mode = mode
+        self.mode = self.stats()["mode"]  # what "context" resolved to
         self.profile = bool(profile)
         self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
         # What each run needs, computed once: per input (name, dtype, shape, bytes, donated,
@@ -345,9 +349,8 @@ def _bytes(info):
 
 def _mode(mode):
     if mode is None:
-        allocator = os.environ.get("CLRUN_ALLOCATOR", "").strip().lower()
-        return allocator if allocator in ("naive", "planned") else "pooled"
-    if mode not in _lib.EXEC_MODES:
+        return "context"  # the library resolves it from the context's allocator
+    if mode not in _lib.EXEC_MODES or mode == "context":
         raise InvalidArgumentError(INVALID_ARGUMENT, "mode is 'pooled', 'planned' or 'naive', "
                                    "not %r" % (mode,))
     return mode

@@ -42,7 +42,7 @@ class DeviceArrays(unittest.TestCase):
 
     def test_round_trip_is_bit_exact_for_every_dtype(self):
         rng = np.random.default_rng(1)
-        for dtype in (np.float32, np.int32, np.float16):
+        for dtype in (np.float32, np.int32, np.float16, np.float64, np.int64, np.bool_):
             host = (rng.standard_normal((3, 5, 7)) * 100).astype(dtype)
             device = self.ctx.array(host)
             self.assertEqual(device.shape, (3, 5, 7))
@@ -52,13 +52,18 @@ class DeviceArrays(unittest.TestCase):
             self.assertEqual(back.tobytes(), host.tobytes())
             self.assertEqual(np.asarray(device).tobytes(), host.tobytes())
 
-    def test_float64_and_int64_become_32_bit(self):
-        self.assertEqual(self.ctx.array(np.ones(3)).dtype, np.float32)
-        self.assertEqual(self.ctx.array(np.arange(3)).dtype, np.int32)
-        with self.assertRaises(clrun.InvalidArgumentError):
-            self.ctx.array(np.array([2**40]))
-        with self.assertRaises(clrun.InvalidArgumentError):
+    def test_dtypes_are_kept_or_converted_within_their_kind(self):
+        for dtype in (np.float64, np.int64, np.bool_):
+            self.assertEqual(self.ctx.array(np.ones(3, dtype)).dtype, np.dtype(dtype))
+        self.assertEqual(self.ctx.array(np.ones(3, np.uint8)).dtype, np.int32)
+        self.assertEqual(self.ctx.array(np.ones(3), dtype=np.float32).dtype, np.float32)
+        self.assertEqual(self.ctx.array(np.arange(3), dtype=np.int32).numpy().tolist(), [0, 1, 2])
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "outside the range"):
+            self.ctx.array(np.array([2**40]), dtype=np.int32)
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "cannot convert complex64"):
             self.ctx.array(np.ones(3, np.complex64))
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "needs int32 values"):
+            self.ctx.array(np.ones(3), dtype=np.int32)
 
     def test_memory_is_counted_and_freed(self):
         before = self.ctx.memory_stats()["in_use"]
@@ -193,6 +198,12 @@ class Models(GraphFiles):
         model = self.ctx.load(self.graph(CHAIN))
         x = np.linspace(-1, 1, 32).reshape(4, 8)
         self.assertEqual(model(x=x)["y"].tobytes(), model(x=x.astype(np.float32))["y"].tobytes())
+
+    def test_without_mode_the_contexts_allocator_decides(self):
+        self.assertEqual(self.ctx.load(self.graph(CHAIN)).mode, "pooled")
+        with clrun.Context(allocator="planned") as planned:
+            self.assertEqual(planned.load(self.graph(CHAIN)).mode, "planned")
+            self.assertEqual(planned.load(self.graph(CHAIN), mode="naive").mode, "naive")
 
     def test_mode_is_checked(self):
         with self.assertRaisesRegex(clrun.InvalidArgumentError, "mode is 'pooled'"):
