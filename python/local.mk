@@ -42,7 +42,7 @@ TEST_EXTENSIONS = .py
 PY_LOG_COMPILER = env PYTHON='$(PYTHON)' CLRUN_HAVE_NUMPY='$(CLRUN_HAVE_NUMPY)' CC='$(CC)' \
 	SANITIZER_CFLAGS='$(SANITIZER_CFLAGS)' top_builddir='$(abs_top_builddir)' \
 	top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/python/run.sh
-EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py \
+EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py docs/python.md \
 	examples/python/run_onnx.py
 
 # bench/bench_python.py: the binding's call overhead against bench/bench_call, the same calls
