@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _lib
 from ._context import DTYPES, DeviceArray, as_host_array
-from .errors import (Error, InvalidArgumentError, DonatedError, UnsupportedError, check, error,
+from .errors import (InvalidArgumentError, DonatedError, UnsupportedError, check, error,
                      INVALID_ARGUMENT, DONATED, UNSUPPORTED)
 
 TensorInfo = namedtuple("TensorInfo", "name dtype shape donated")
@@ -121,7 +121,8 @@ class Model:
         self.profile = bool(profile)
         self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
         # What each run needs, computed once: per input (name, dtype, shape, bytes, donated,
-        # label) and the C array of buffers handed to clrun_exec_run.
+        # allocation label, the name in messages), per output (name, dtype, shape, bytes), and
+        # the C array of buffers handed to clrun_exec_run.
         self._input_plan = [(i.name, i.dtype, i.shape, _bytes(i), i.donated, i.name.encode(),
                              "input '%s'" % i.name) for i in self.inputs]
         self._output_plan = [(i.name, i.dtype, i.shape, _bytes(i)) for i in self.outputs]
@@ -226,14 +227,16 @@ class Model:
 
     def _run_failed(self, status, pointer, devices, temporary):
         message = _lib.text(_lib.last_error(pointer))
+        if status != DONATED:
+            # An array this model consumed before, refused for another reason: the executor's
+            # record of it was replaced by a later donation of the same block. Still donated.
+            for _, state in devices:
+                if state.consumed_by is self._state:
+                    state.require_usable()
         # The run refused its inputs before taking any (a donated buffer again, a wrong one):
         # nothing was consumed. Any later failure consumed the donated inputs.
         if status not in (INVALID_ARGUMENT, DONATED):
             self._consume_donated(devices, temporary)
-        for i, state in devices:
-            if state.consumed_by is not None and status != DONATED:
-                # Its record in the executor was replaced by a later donation of the same block.
-                raise DonatedError(DONATED, message)
         raise error(status, message)
 
     def _consume_donated(self, devices, temporary):
@@ -253,9 +256,9 @@ class Model:
         return outputs
 
     def example_inputs(self, seed=1):
-        """The inputs ``clrun run --seed SEED`` feeds this model, as a dict of numpy arrays:
-        uniform in [-1, 1) for floats and integers in [0, 16) for int32, identical on every
-        machine, so a run here reproduces a CLI run bit for bit."""
+        """The inputs ``clrun run --seed SEED`` feeds this model, as a dict of numpy arrays
+        (clrun_graph_example_input): uniform in [-1, 1) for floats, integers in [0, 16), bools
+        in [0, 2), identical on every machine, so a run here reproduces a CLI run bit for bit."""
         out = {}
         for i, (name, dtype, shape, nbytes) in enumerate(p[:4] for p in self._input_plan):
             array = np.empty(shape, dtype)

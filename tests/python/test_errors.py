@@ -136,6 +136,15 @@ class PoolLimit(GraphFiles):
                     model(x=x)
                 self.assertIn("limit 2.00 MiB", caught.exception.message)
                 self.assertEqual(ctx.memory_stats()["in_use"], resident)
+            donating = ctx.load(self.graph(WIDE, "donating.graph"), donate=["x"])
+            resident = ctx.memory_stats()["in_use"]
+            device = ctx.array(x)
+            with self.assertRaises(clrun.OutOfMemoryError):  # the run's error, not a donation's
+                donating(x=device)
+            self.assertTrue(device.donated)  # a failed run consumed it too, and freed it
+            self.assertEqual(ctx.memory_stats()["in_use"], resident)
+            device.free()
+            self.assertEqual(ctx.memory_stats()["in_use"], resident)
             with clrun.Context() as roomy:  # the same model fits without the limit
                 self.assertEqual(roomy.load(self.graph(WIDE, "wide.graph"))(x=x)["y"].shape,
                                  (1024, 1024))
