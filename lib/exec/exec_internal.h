@@ -34,7 +34,7 @@ typedef struct buffer_state {
     bool live;            /* holds memory in this run */
     cl_event *events;     /* out-of-order: writer and readers so far in this run */
     int32_t event_count;
-    int32_t event_capacity;
+    size_t event_capacity;
 } buffer_state;
 
 struct clrun_exec {
@@ -55,11 +55,10 @@ struct clrun_exec {
     uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena */
     uint64_t arena_bytes;
     bool have_outputs;             /* outputs of the last run are held */
-    struct { uint32_t slot, generation; int32_t tensor; } *consumed; /* donated inputs taken */
-    int32_t consumed_count, consumed_capacity;
     const char **unused_names;     /* donated inputs no output could take */
     pending_free *pending;         /* out-of-order queues */
-    int32_t pending_count, pending_capacity;
+    int32_t pending_count;
+    size_t pending_capacity;
     clrun_exec_span *spans;        /* per step, with profiling */
     cl_event *step_events;         /* per step, with profiling */
     int32_t span_count;

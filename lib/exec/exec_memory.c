@@ -15,14 +15,10 @@ bool clrun__exec_add_event(buffer_state *b, cl_event event)
 {
     if (event == NULL)
         return true;
-    if (b->event_count == b->event_capacity) {
-        int32_t capacity = b->event_capacity ? b->event_capacity * 2 : 4;
-        cl_event *grown = realloc(b->events, (size_t)capacity * sizeof *grown);
-        if (grown == NULL)
-            return false;
-        b->events = grown;
-        b->event_capacity = capacity;
-    }
+    void *events = b->events;
+    if (!clrun__grow(&events, &b->event_capacity, (size_t)b->event_count + 1, sizeof *b->events))
+        return false;
+    b->events = events;
     clrun__cl.RetainEvent(event);
     b->events[b->event_count++] = event;
     return true;
@@ -61,7 +57,8 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
                                   (unsigned long long)sb->bytes, clrun__exec_tensor_name(e, sb->root));
         (*driver_allocs)++;
     } else {
-        clrun_status status = clrun_alloc_ex(e->ctx, sb->bytes, 0, clrun__exec_tensor_name(e, sb->root), &s->block);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
+                                                      clrun__exec_tensor_name(e, sb->root), &s->block);
         if (status != CLRUN_OK)
             return status;
         s->mem = s->block.mem;
@@ -76,14 +73,11 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
 /* Out-of-order: the marker that says every user of buffer b is done, kept with its range. */
 static clrun_status remember_pending(clrun_exec *e, buffer_state *s)
 {
-    if (e->pending_count == e->pending_capacity) {
-        int32_t capacity = e->pending_capacity ? e->pending_capacity * 2 : 16;
-        pending_free *grown = realloc(e->pending, (size_t)capacity * sizeof *grown);
-        if (grown == NULL)
-            return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pending frees");
-        e->pending = grown;
-        e->pending_capacity = capacity;
-    }
+    void *pending = e->pending;
+    if (!clrun__grow(&pending, &e->pending_capacity, (size_t)e->pending_count + 1,
+                     sizeof *e->pending))
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pending frees");
+    e->pending = pending;
     cl_event marker = NULL;
     cl_int error = clrun__cl.EnqueueMarkerWithWaitList(e->ctx->queue, (cl_uint)s->event_count,
                                                        s->event_count ? s->events : NULL, &marker);
@@ -107,7 +101,7 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
         clrun__cl.ReleaseMemObject(s->mem);
     } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
-        clrun_status freed = clrun_free(e->ctx, &s->block);
+        clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
         if (status == CLRUN_OK)
             status = freed;
     }
@@ -134,9 +128,9 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
                                "out of host memory filling constant '%s' (%llu bytes)", tensor->name,
                                (unsigned long long)bytes);
         clrun__constant_values(tensor, host);
-        clrun_status status = clrun_alloc_ex(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
         if (status == CLRUN_OK)
-            status = clrun_buffer_write(e->ctx, &e->constants[t], host);
+            status = clrun__buffer_write_owned(e->ctx, &e->constants[t], host);
         free(host);
         if (status != CLRUN_OK)
             return status;

@@ -1,5 +1,5 @@
-/* The graph's insides, shared by the builder (lib/graph.c), the text format (lib/graph_io.c)
- * and the executor (lib/schedule.c, lib/exec.c). */
+/* The graph's insides, shared by the builder (graph.c and its helpers), the text format
+ * (graph_read.h, graph_write.c) and the executor (lib/exec/). */
 #ifndef CLRUN_LIB_GRAPH_H
 #define CLRUN_LIB_GRAPH_H
 
