@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _lib
-from .errors import InvalidArgumentError, DonatedError, check, INVALID_ARGUMENT, DONATED
+from .errors import InvalidArgumentError, DonatedError, check, error, INVALID_ARGUMENT, DONATED
 
 # clrun dtypes (clrun_dtype) and their numpy counterparts.
 DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32), 2: np.dtype(np.float16),
@@ -166,15 +166,20 @@ class _ArrayState:
         self.consumed_by = None  # the model (its state) whose run took the memory, when donated
         self.consumed_as = None  # the input name it was donated as
 
-    def require_usable(self):
-        if self.consumed_by is not None:
-            raise DonatedError(DONATED,
-                               "this device array was donated to a run of model '%s' (as input "
-                               "'%s') and its memory now belongs to the model; upload a new one "
-                               "with ctx.array()" % (self.consumed_by.name, self.consumed_as))
+    def require_live(self):
         if self.freed or self.context.pointer is None:
             raise InvalidArgumentError(INVALID_ARGUMENT, "this device array was freed (or its "
                                        "context closed)")
+
+    def donated_error(self, status, message):
+        """The error for a use of this consumed array: the library's own donation error when it
+        gave one, else the binding's (the library no longer knows the block once its executor
+        freed it and the pool handed it to a new owner)."""
+        if status == DONATED:
+            return error(DONATED, message)
+        return DonatedError(DONATED, "this device array was donated to a run of model '%s' (as "
+                            "input '%s') and its memory belongs to the model; upload a new one "
+                            "with ctx.array()" % (self.consumed_by.name, self.consumed_as))
 
     def consume(self, model, name):
         """The run of `model` took this buffer: the model frees it, never this array."""
@@ -238,10 +243,14 @@ class DeviceArray:
 
     def numpy(self):
         """Copies the array to host memory as a new numpy array."""
-        self._state.require_usable()
+        state = self._state
+        state.require_live()
         out = np.empty(self.shape, self.dtype)
-        context = self._state.context.pointer
-        check(_lib.buffer_read(context, _lib.byref(self._state.buffer), out.ctypes.data), context)
+        context = state.context.pointer
+        status = _lib.buffer_read(context, _lib.byref(state.buffer), out.ctypes.data)
+        if state.consumed_by is not None:  # the library refuses it: its bytes are not ours
+            raise state.donated_error(status, _lib.text(_lib.last_error(context)))
+        check(status, context)
         return out
 
     def __array__(self, dtype=None, copy=None):

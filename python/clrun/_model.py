@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _lib
 from ._context import DTYPES, DeviceArray, as_host_array
-from .errors import (InvalidArgumentError, DonatedError, UnsupportedError, check, error,
+from .errors import (InvalidArgumentError, UnsupportedError, check, error,
                      INVALID_ARGUMENT, DONATED, UNSUPPORTED)
 
 TensorInfo = namedtuple("TensorInfo", "name dtype shape donated")
@@ -215,10 +215,9 @@ class Model:
         if state.context is not self._state.context:
             raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s': the device array belongs to "
                                        "another context" % name)
-        # A donated array given again to the model that consumed it goes to the library, which
-        # refuses it with its own donation error; any other use of it is refused here.
-        if state.consumed_by is not self._state:
-            state.require_usable()
+        # An array a run consumed goes to the library all the same: it refuses it with its own
+        # donation error (see _run_failed).
+        state.require_live()
         if array.dtype != dtype or array.shape != shape:
             raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' is %s%s, the device array is "
                                        "%s%s" % (name, dtype, list(shape), array.dtype,
@@ -227,12 +226,9 @@ class Model:
 
     def _run_failed(self, status, pointer, devices, temporary):
         message = _lib.text(_lib.last_error(pointer))
-        if status != DONATED:
-            # An array this model consumed before, refused for another reason: the executor's
-            # record of it was replaced by a later donation of the same block. Still donated.
-            for _, state in devices:
-                if state.consumed_by is self._state:
-                    state.require_usable()
+        for _, state in devices:
+            if state.consumed_by is not None:  # passed again after a run consumed it
+                raise state.donated_error(status, message)
         # The run refused its inputs before taking any (a donated buffer again, a wrong one):
         # nothing was consumed. Any later failure consumed the donated inputs.
         if status not in (INVALID_ARGUMENT, DONATED):

@@ -52,14 +52,29 @@ class Donation(GraphFiles):
         other = self.ctx.load(self.graph(KEPT, "kept.graph"))
         device = self.ctx.array(self.x)
         model(x=device)
-        with self.assertRaisesRegex(clrun.DonatedError, "donated to a run of model 'donated'"):
-            device.numpy()
-        with self.assertRaises(clrun.DonatedError):
-            other(x=device)
+        for use in (device.numpy, lambda: other(x=device)):
+            with self.assertRaises(clrun.DonatedError) as caught:
+                use()
+            # the library's message: whose input it was, and that the executor owns it now
+            self.assertIn("donated to a run as input 'x' of graph 'donated'", caught.exception.message)
+            self.assertEqual(caught.exception.name, "CLRUN_ERROR_DONATED")
         device.free()  # its memory is the model's: nothing is freed twice
         model.close()
         other.close()
         self.assertEqual(self.ctx.memory_stats()["in_use"], 0)
+
+    def test_a_donated_array_stays_refused_after_its_block_has_a_new_owner(self):
+        model = self.ctx.load(self.graph(DONATED))
+        device = self.ctx.array(self.x)
+        model(x=device)
+        model.close()  # frees the block the run took
+        fresh = [self.ctx.array(self.x) for _ in range(4)]  # the pool hands it out again
+        with self.assertRaises(clrun.DonatedError):
+            device.numpy()
+        kept = self.ctx.load(self.graph(KEPT, "kept.graph"))
+        with self.assertRaises(clrun.DonatedError):
+            kept(x=device)
+        np.testing.assert_array_equal(fresh[0].numpy(), self.x)
 
     def test_numpy_inputs_to_a_donated_model_stay_untouched(self):
         model = self.ctx.load(self.graph(DONATED))
