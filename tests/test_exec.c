@@ -467,6 +467,52 @@ static void keep_log(clrun_log_level level, const char *message, void *user)
         snprintf(logged, sizeof logged, "%s", message);
 }
 
+/* What CLRUN_LOG=debug promises: every allocation, step and kernel launch. */
+typedef struct debug_log {
+    int allocs, frees, steps, launches, total;
+} debug_log;
+
+static void count_debug(clrun_log_level level, const char *message, void *user)
+{
+    debug_log *log = user;
+    log->total++;
+    if (level != CLRUN_LOG_DEBUG)
+        return;
+    log->allocs += strncmp(message, "alloc '", 7) == 0;
+    log->frees += strncmp(message, "free '", 6) == 0;
+    log->steps += strncmp(message, "step ", 5) == 0;
+    log->launches += strncmp(message, "launch ", 7) == 0;
+}
+
+static void debug_logging_shows_every_allocation_and_launch(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
+    debug_log quiet = {0}, loud = {0};
+    clrun_log_set_handler(count_debug, &quiet);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_log_set_handler(count_debug, &loud);
+    clrun_log_set_level(CLRUN_LOG_DEBUG);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    clrun_log_set_handler(NULL, NULL);
+    assert_int_equal(quiet.total, 0);
+    assert_int_equal(loud.steps, 2);      /* relu, neg */
+    assert_true(loud.launches >= 2);
+    assert_true(loud.allocs >= 1 && loud.frees >= 1); /* a's block, and the last outputs' */
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &x), CLRUN_OK);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* The warning says why a donation went unused, not a fixed guess. */
 static void unused_donation_says_why(void **state)
 {
@@ -526,6 +572,39 @@ static void the_lower_bound_counts_kept_inputs_for_the_whole_run(void **state)
     clrun_exec_destroy(exec);
     assert_int_equal(clrun_free(ctx, &xb), CLRUN_OK);
     clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* An MLP whose donated input dies at the first product: pooled mode reuses its block for a later
+ * layer, and planned mode plans that layer into the same block, so it holds no more (it held the
+ * input's bytes more, 1.40x, before). */
+static void planned_mode_holds_no_more_than_pooled_with_a_donated_input(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("mlp", &g), CLRUN_OK);
+    clrun_tensor_type xt = matrix(64, 96), w1t = matrix(96, 64), w2t = matrix(64, 64);
+    int32_t x, w1, w2, h1, a1, h2, a2;
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, true, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w1", &w1t, NULL, CLRUN_FILL_UNIFORM, -1, 1, 1, &w1), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w2", &w2t, NULL, CLRUN_FILL_UNIFORM, -1, 1, 2, &w2), CLRUN_OK);
+    const char *nh1[] = {"h1"}, *na1[] = {"a1"}, *nh2[] = {"h2"}, *na2[] = {"a2"};
+    int32_t m1[2] = {x, w1};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", m1, 2, nh1, 1, NULL, 0, &h1), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "relu", &h1, 1, na1, 1, NULL, 0, &a1), CLRUN_OK);
+    int32_t m2[2] = {a1, w2};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", m2, 2, nh2, 1, NULL, 0, &h2), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "relu", &h2, 1, na2, 1, NULL, 0, &a2), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, a2), CLRUN_OK);
+    run_outcome pooled = run_mode(g, CLRUN_EXEC_POOLED, "buddy", false, 3);
+    run_outcome planned = run_mode(g, CLRUN_EXEC_PLANNED, "buddy", false, 3);
+    run_outcome planned_ooo = run_mode(g, CLRUN_EXEC_PLANNED, "buddy", true, 3);
+    assert_true(planned.hashes[0] == pooled.hashes[0] && planned_ooo.hashes[0] == pooled.hashes[0]);
+    assert_int_equal(pooled.stats.peak_bytes, pooled.stats.lower_bound_bytes);
+    assert_true(planned.stats.peak_bytes <= pooled.stats.peak_bytes);
+    free(pooled.hashes);
+    free(planned.hashes);
+    free(planned_ooo.hashes);
     clrun_graph_destroy(g);
 }
 
@@ -607,7 +686,9 @@ int main(void)
         cmocka_unit_test(unusable_donation_is_reported),
         cmocka_unit_test(donation_does_not_depend_on_operand_order),
         cmocka_unit_test(unused_donation_says_why),
+        cmocka_unit_test(debug_logging_shows_every_allocation_and_launch),
         cmocka_unit_test(the_lower_bound_counts_kept_inputs_for_the_whole_run),
+        cmocka_unit_test(planned_mode_holds_no_more_than_pooled_with_a_donated_input),
         cmocka_unit_test(wrong_inputs_are_refused_by_name),
         cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
     };

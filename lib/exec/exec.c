@@ -160,6 +160,7 @@ void clrun__exec_release_outputs(clrun_exec *e)
     for (int32_t b = 0; b < e->schedule.buffer_count; b++)
         if (e->buffers[b].live)
             clrun__exec_give_back(e, b);
+    clrun__exec_release_regions(e);
     clrun__exec_drop_pending(e);
     e->have_outputs = false;
 }
@@ -196,6 +197,8 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->buffers);
     free(e->arena_views);
     free(e->arena_offsets);
+    free(e->host_of);
+    free(e->region_views);
     free(e->unused_names);
     free(e->pending);
     free(e->spans);

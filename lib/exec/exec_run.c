@@ -82,7 +82,7 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
         s->live = true;
         *held += s->block.size;
     }
-    return CLRUN_OK;
+    return e->options.mode == CLRUN_EXEC_PLANNED ? clrun__exec_bind_regions(e) : CLRUN_OK;
 }
 
 /* The memory of tensor t in this run. */
@@ -149,6 +149,8 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     for (int k = 0; k < node->input_count; k++)
         in_mems[k] = clrun__exec_tensor_mem(e, node->inputs[k]);
 
+    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)", (int)step,
+               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
     cl_event *waits;
     cl_uint wait_count;
     clrun_status status = gather_waits(e, node, &waits, &wait_count);
@@ -237,6 +239,7 @@ static void abandon_run(clrun_exec *e)
             clrun__cl.ReleaseEvent(e->step_events[i]);
             e->step_events[i] = NULL;
         }
+    clrun__exec_release_regions(e);
     clrun__exec_drop_pending(e);
 }
 

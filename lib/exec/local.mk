@@ -4,7 +4,8 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/schedule.c lib/exec/schedule.h \
 	lib/exec/exec.c lib/exec/exec_internal.h \
 	lib/exec/exec_memory.c \
-	lib/exec/exec_run.c
+	lib/exec/exec_run.c \
+	lib/exec/exec_planned.c
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_exec tests/test_handles

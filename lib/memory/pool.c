@@ -81,7 +81,11 @@ static clrun_status reserve_chunk(void *user, uint32_t chunk, uint64_t size, cha
         return error == CL_OUT_OF_HOST_MEMORY ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : CLRUN_ERROR_OUT_OF_MEMORY;
     }
     pool->chunk_mem[chunk] = mem;
-    clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %llu bytes", chunk, (unsigned long long)size);
+    if (clrun__log_enabled(CLRUN_LOG_INFO)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %s", chunk,
+                   clrun__format_bytes(size, bytes, sizeof bytes));
+    }
     return CLRUN_OK;
 }
 
@@ -267,6 +271,12 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
     r->live = true;
     r->owner = owner;
     notify(pool, true, r);
+    if (clrun__log_enabled(CLRUN_LOG_DEBUG)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_DEBUG, "alloc '%s': %s at chunk %u offset %llu (slot %u)", r->label,
+                   clrun__format_bytes(size, bytes, sizeof bytes), r->chunk,
+                   (unsigned long long)r->data_offset, slot);
+    }
     *out = (clrun_buffer){r->mem, size, r->chunk, r->data_offset, slot, r->generation};
     return CLRUN_OK;
 }
@@ -449,6 +459,12 @@ static clrun_status free_locked(struct clrun_pool *pool, clrun_buffer *buffer)
     if (status != CLRUN_OK)
         return clrun__fail(pool->ctx, status, "%s", err);
     notify(pool, false, r);
+    if (clrun__log_enabled(CLRUN_LOG_DEBUG)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_DEBUG, "free '%s': %s at chunk %u offset %llu", r->label,
+                   clrun__format_bytes(r->size, bytes, sizeof bytes), r->chunk,
+                   (unsigned long long)r->data_offset);
+    }
     clrun__cl.ReleaseMemObject(r->mem);
     r->live = false;
     r->mem = NULL;
