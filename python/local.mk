@@ -25,10 +25,10 @@ install-clrun-python-paths:
 	  echo "LIBRARY = '$(libdir)/$${dlname:-libclrun.so}'"; } > '$(DESTDIR)$(clrunpydir)/_paths.py'
 uninstall-clrun-python-paths:
 	-rm -f '$(DESTDIR)$(clrunpydir)/_paths.py'
-.PHONY: install-clrun-python-paths uninstall-clrun-python-paths
 else
 EXTRA_DIST += $(CLRUN_PY_SOURCES)
 endif
+.PHONY: install-clrun-python-paths uninstall-clrun-python-paths
 
 # Each test is a unittest module run by tests/python/run.sh, which sets up the environment and
 # skips (with a line saying why) only when there is no Python with numpy or no shared library.
