@@ -48,10 +48,12 @@ PY_LOG_COMPILER = env PYTHON='$(PYTHON)' CLRUN_HAVE_NUMPY='$(CLRUN_HAVE_NUMPY)' 
 EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py docs/python.md \
 	examples/python/run_onnx.py
 
-# bench/bench_python.py: the binding's call overhead against bench/bench_call, the same calls
-# from C (public API only, against the shared library the binding loads).
-EXTRA_PROGRAMS += bench/bench_call
-BENCH_LIST += bench/bench_call
-bench_bench_call_SOURCES = bench/bench_call.c
-bench_bench_call_LDADD = libclrun.la
+# bench/bench_python.py: the binding's call overhead against the same calls from C, made by
+# bench/bench_call.c, a module of the public API loaded into the benchmark's own process and
+# linked against the shared library the binding loads. Built by 'make bench', never installed.
+EXTRA_LTLIBRARIES = bench/libbench_call.la
+BENCH_LIST += bench/libbench_call.la
+bench_libbench_call_la_SOURCES = bench/bench_call.c
+bench_libbench_call_la_LDFLAGS = -module -avoid-version -rpath '$(abs_builddir)/bench'
+bench_libbench_call_la_LIBADD = libclrun.la
 EXTRA_DIST += bench/bench_python.py
