@@ -386,7 +386,7 @@ class Context:
         pointer = self._pointer()
         stats = _lib.MemoryStats()
         check(_lib.memory_stats_get(pointer, _lib.byref(stats)), pointer)
-        out = {name: getattr(stats, name) for name, _ in _lib.MemoryStats._fields_}
+        out = {name: getattr(stats, name) for name in _lib.fields(_lib.MemoryStats)}
         out["strategy"] = _lib.text(stats.strategy)
         return out
 

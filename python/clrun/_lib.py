@@ -63,6 +63,18 @@ POINTER = ctypes.POINTER
 byref = ctypes.byref
 
 
+# Structures the library fills (an *_init function, a *_get) carry room beyond their last known
+# field: a library newer than this binding that appends a field then writes into that room
+# instead of past the end, and an options structure set up by its *_init keeps the new field's
+# default. Fields other code reads are those listed.
+ROOM = ("_room", ctypes.c_uint8 * 256)
+
+
+def fields(structure):
+    """The names of a structure's fields, without the room."""
+    return [name for name, _ in structure._fields_ if not name.startswith("_")]
+
+
 class DeviceInfo(ctypes.Structure):
     """clrun_device_info (context.h)."""
     _fields_ = [
@@ -102,6 +114,7 @@ class ContextOptions(ctypes.Structure):
         ("cache", c_int),
         ("cache_dir", c_char_p),
         ("pool_limit", c_uint64),
+        ROOM,
     ]
 
 
@@ -140,12 +153,13 @@ class MemoryStats(ctypes.Structure):
         ("largest_free", c_uint64),
         ("fragmentation", c_double),
         ("limit", c_uint64),
+        ROOM,
     ]
 
 
 class ExecOptions(ctypes.Structure):
     """clrun_exec_options (exec.h)."""
-    _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double)]
+    _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double), ROOM]
 
 
 class ExecStats(ctypes.Structure):
@@ -163,6 +177,7 @@ class ExecStats(ctypes.Structure):
         ("donations", c_int32),
         ("unused_donations", c_int32),
         ("wall_ms", c_double),
+        ROOM,
     ]
 
 

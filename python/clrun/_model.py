@@ -274,7 +274,7 @@ class Model:
         executor = self._exec()
         stats = _lib.ExecStats()
         check(_lib.exec_stats_get(executor, _lib.byref(stats)), self._context._pointer())
-        out = {name: getattr(stats, name) for name, _ in _lib.ExecStats._fields_}
+        out = {name: getattr(stats, name) for name in _lib.fields(_lib.ExecStats)}
         out["mode"] = _lib.text(stats.mode)
         out["allocator"] = _lib.text(stats.allocator)
         names = _lib.POINTER(_lib.c_char_p)()

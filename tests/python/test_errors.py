@@ -118,6 +118,7 @@ class Failures(GraphFiles):
 class PoolLimit(GraphFiles):
     def test_weights_over_the_limit_fail_the_load(self):
         with clrun.Context(pool_limit=1 << 20) as ctx:
+            self.assertEqual(ctx.memory_stats()["limit"], 1 << 20)
             with self.assertRaises(clrun.OutOfMemoryError) as caught:
                 ctx.load(example("mlp.graph"))  # 2.6 MB of weights
             e = caught.exception
