@@ -23,10 +23,17 @@ clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, 
 clrun_status clrun__buffer_write_owned(clrun_context *ctx, const clrun_buffer *buffer,
                                        const void *host)
 {
-    cl_int error = clrun__cl.EnqueueWriteBuffer(ctx->queue, buffer->mem, CL_TRUE, 0, (size_t)buffer->size, host,
-                                                0, NULL, NULL);
+    return clrun__buffer_write_range(ctx, buffer, 0, buffer->size, host);
+}
+
+clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *buffer,
+                                       uint64_t offset, uint64_t bytes, const void *host)
+{
+    cl_int error = clrun__cl.EnqueueWriteBuffer(ctx->queue, buffer->mem, CL_TRUE, (size_t)offset,
+                                                (size_t)bytes, host, 0, NULL, NULL);
     if (error != CL_SUCCESS)
-        return clrun__fail_cl(ctx, error, "clEnqueueWriteBuffer", "%llu bytes", (unsigned long long)buffer->size);
+        return clrun__fail_cl(ctx, error, "clEnqueueWriteBuffer", "%llu bytes at %llu",
+                              (unsigned long long)bytes, (unsigned long long)offset);
     return CLRUN_OK;
 }
 

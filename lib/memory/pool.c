@@ -242,6 +242,8 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
                                                          err, sizeof err);
     if (status != CLRUN_OK) {
         pool->free_slots[pool->free_slot_count++] = slot;
+        if (label && label[0])
+            return clrun__fail(ctx, status, "'%s': %s", label, err);
         return clrun__fail(ctx, status, "%s", err);
     }
     block_record *r = &pool->records[slot];
