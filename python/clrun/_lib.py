@@ -189,6 +189,7 @@ class ExecSpan(ctypes.Structure):
         ("start_ns", c_uint64),
         ("end_ns", c_uint64),
         ("bytes_in_use", c_uint64),
+        ("bytes_after", c_uint64),
     ]
 
 

@@ -304,17 +304,19 @@ class Model:
 
     def profile_spans(self):
         """The nodes of the last run (load with profile=True): a list of dicts with op, name
-        (its first output), start_ns, end_ns (device clock, from the run's first node) and
-        bytes_in_use (bytes the executor held right after the node was enqueued)."""
+        (its first output), start_ns, end_ns (device clock, from the run's first node),
+        bytes_in_use (bytes the run holds while the node runs; the run's peak is the largest)
+        and bytes_after (the same once the buffers the node read last are given back)."""
         spans = _lib.POINTER(_lib.ExecSpan)()
         n = _lib.exec_profile(self._exec(), _lib.byref(spans))
         return [{"op": _lib.text(s.op), "name": _lib.text(s.name), "start_ns": s.start_ns,
-                 "end_ns": s.end_ns, "bytes_in_use": s.bytes_in_use}
+                 "end_ns": s.end_ns, "bytes_in_use": s.bytes_in_use, "bytes_after": s.bytes_after}
                 for s in (spans[i] for i in range(n))]
 
     def trace(self, path):
-        """Writes the last run as a Chrome/Perfetto trace (open it in ui.perfetto.dev): a span
-        per kernel and a counter of bytes in use, as ``clrun run --trace`` writes. Needs a model
+        """Writes the last run as a Chrome/Perfetto trace (open it in ui.perfetto.dev), as
+        ``clrun run --trace`` writes it: the process and queue named, a span per kernel, and a
+        counter of the bytes the run holds, whose maximum is the run's peak. Needs a model
         loaded with profile=True and a run."""
         if not self.profile:
             raise InvalidArgumentError(INVALID_ARGUMENT, "model '%s' was loaded without "
@@ -322,13 +324,22 @@ class Model:
         spans = self.profile_spans()
         if not spans:
             raise InvalidArgumentError(INVALID_ARGUMENT, "model '%s' has not run yet" % self.name)
-        events = []
+
+        def named(what, name):
+            return {"name": what, "ph": "M", "pid": 1, "tid": 1, "args": {"name": name}}
+
+        def counter(ns, held):
+            return {"name": "bytes in use", "ph": "C", "ts": ns / 1e3, "pid": 1,
+                    "args": {"bytes": held}}
+
+        events = [named("process_name", "clrun %s" % self.name),
+                  named("thread_name", "queue of %s" % self._context.device.name)]
         for s in spans:
             events.append({"name": s["op"], "cat": "kernel", "ph": "X", "ts": s["start_ns"] / 1e3,
                            "dur": (s["end_ns"] - s["start_ns"]) / 1e3, "pid": 1, "tid": 1,
-                           "args": {"output": s["name"]}})
-            events.append({"name": "bytes in use", "ph": "C", "ts": s["start_ns"] / 1e3,
-                           "pid": 1, "args": {"bytes": s["bytes_in_use"]}})
+                           "args": {"output": s["name"], "bytes_in_use": s["bytes_in_use"]}})
+            events.append(counter(s["start_ns"], s["bytes_in_use"]))
+            events.append(counter(s["end_ns"], s["bytes_after"]))
         try:
             with open(path, "w") as out:
                 json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, out)

@@ -169,7 +169,10 @@ class Models(GraphFiles):
         self.assertEqual([s["args"]["output"] for s in spans], ["a", "b", "y"])
         self.assertTrue(all(s["dur"] >= 0 for s in spans))
         counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
-        self.assertEqual(len(counters), 3)
+        self.assertEqual(len(counters), 6)  # at each node's start and end
+        self.assertEqual(max(c["args"]["bytes"] for c in counters), model.stats()["peak_bytes"])
+        names = {e["name"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+        self.assertEqual(names["process_name"], "clrun chain")
 
     def test_trace_needs_profiling(self):
         model = self.ctx.load(self.graph(CHAIN))
