@@ -130,6 +130,27 @@ clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs
                                       clrun_plan_buffer **buffers, size_t *count, char *err,
                                       size_t errlen);
 
+/* One buffer of an executor's memory layout: the memory of a tensor and of those that take it
+ * over in place after it. Constants (resident for the executor's life) are not listed. */
+typedef struct clrun_exec_buffer_info {
+    const char *tensor;  /* the first tensor that owns it; points into the graph */
+    uint64_t bytes;
+    int32_t first_step;  /* the step that writes it; -1 for a graph input */
+    int32_t last_step;   /* the last step that reads it; `steps` when it ends as a graph output */
+    bool is_input;       /* holds a graph input (the caller's buffer, or a donated one) */
+    bool is_output;      /* ends as a graph output */
+    uint64_t offset;     /* planned mode: its byte offset in the arena; CLRUN_NO_OFFSET for inputs
+                            and in the other modes, whose blocks come from the pool at run time */
+} clrun_exec_buffer_info;
+
+#define CLRUN_NO_OFFSET UINT64_MAX
+
+/* The executor's buffers in schedule order, as the planner sees them: with out NULL, *count gets
+ * how many there are; otherwise the first min(capacity, count) go to out and *count gets the
+ * total. CLRUN_ERROR_INVALID_ARGUMENT for a NULL exec or count. */
+clrun_status clrun_exec_layout(const clrun_exec *exec, clrun_exec_buffer_info *out, int32_t capacity,
+                               int32_t *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -400,3 +400,26 @@ int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
     pthread_mutex_unlock(lock_of(e));
     return count;
 }
+
+clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out, int32_t capacity,
+                               int32_t *count)
+{
+    if (e == NULL || count == NULL)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_layout: NULL argument");
+    int32_t n = 0;
+    for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
+        const clrun__sched_buffer *buf = &e->schedule.buffers[b];
+        if (buf->is_constant)
+            continue;
+        if (out && n < capacity) {
+            bool in_arena = e->arena_views && e->arena_views[b];
+            out[n] = (clrun_exec_buffer_info){
+                .tensor = clrun__exec_tensor_name(e, buf->root), .bytes = buf->bytes, .first_step = buf->first,
+                .last_step = buf->last, .is_input = buf->is_input, .is_output = buf->is_output,
+                .offset = in_arena ? e->arena_offsets[b] : CLRUN_NO_OFFSET};
+        }
+        n++;
+    }
+    *count = n;
+    return CLRUN_OK;
+}
