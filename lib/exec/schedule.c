@@ -190,21 +190,24 @@ static void count_naive(const clrun_graph *g, clrun__schedule *s)
             s->naive_bytes += clrun_tensor_bytes(&g->tensors[t].type);
 }
 
+/* The donated inputs whose buffer no output took: one pass over the tensors marks the taken. */
 static bool collect_unused_donations(const clrun_graph *g, clrun__schedule *s)
 {
     s->unused_donated = calloc((size_t)g->input_count + 1, sizeof *s->unused_donated);
-    if (s->unused_donated == NULL)
+    bool *taken = calloc((size_t)g->tensor_count + 1, sizeof *taken);
+    if (s->unused_donated == NULL || taken == NULL) {
+        free(taken);
         return false;
+    }
+    for (int32_t u = 0; u < g->tensor_count; u++)
+        if (s->alias_of[u] >= 0)
+            taken[s->alias_of[u]] = true;
     for (int32_t i = 0; i < g->input_count; i++) {
         int32_t t = g->inputs[i];
-        if (!g->tensors[t].donated)
-            continue;
-        bool taken = false;
-        for (int32_t u = 0; u < g->tensor_count && !taken; u++)
-            taken = s->alias_of[u] == t;
-        if (!taken)
+        if (g->tensors[t].donated && !taken[t])
             s->unused_donated[s->unused_donated_count++] = t;
     }
+    free(taken);
     return true;
 }
 
