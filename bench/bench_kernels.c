@@ -89,7 +89,7 @@ static double time_op(const char *name, int inputs, const clrun_tensor_type *in,
 {
     const clrun__op *op = clrun__op_find(name);
     clrun_tensor_type out;
-    clrun__op_call call = {in, inputs, &out, 1, attrs, attr_count};
+    clrun__op_call call = {in, inputs, &out, 1, attrs, attr_count, 0};
     char err[512];
     if (op == NULL || op->infer(&call, &out, err, sizeof err) != CLRUN_OK) {
         fprintf(stderr, "bench_kernels: %s: %s\n", name, err);

@@ -2,7 +2,7 @@
 libclrun_internal_la_SOURCES += \
 	lib/ops/ops.c lib/ops/ops.h lib/ops/ops_internal.h \
 	lib/ops/ops_elementwise.c \
-	lib/ops/ops_matmul.c \
+	lib/ops/ops_matmul.c lib/ops/matmul_core.c lib/ops/matmul_core.h \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c \
 	lib/ops/ops_conv.c
@@ -10,6 +10,7 @@ libclrun_internal_la_SOURCES += \
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
 	kernels/matmul.cl \
+	kernels/matmul_core.cl \
 	kernels/norm.cl \
 	kernels/layout.cl \
 	kernels/conv.cl
