@@ -1,4 +1,4 @@
-/* Tests of the allocator core (lib/allocator.c) with no device: a fake backing records every
+/* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records every
  * chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk sizes
  * (the minimum chunk, half of what is reserved, the device maximum, buddy's powers of two), the
  * limit, giving back empty chunks and retrying once on exhaustion, the out-of-memory message,

@@ -14,6 +14,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "rng.h"
 #include "graph/graph.h"
 #include "memory/pool.h"
 #include "device/cl.h"
@@ -21,17 +22,8 @@
 static char cache_root[512];
 static uint64_t base_seed;
 
-/* ---- a tiny deterministic generator (the test's own, independent of the library's) ---- */
 
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int pick(uint64_t *state, int n) { return (int)(next_random(state) % (uint64_t)n); }
+static int pick(uint64_t *state, int n) { return (int)(rng_next(state) % (uint64_t)n); }
 
 /* ---- random graphs ------------------------------------------------------------------------ */
 
@@ -212,7 +204,7 @@ static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint
     assert_non_null(host);
     uint64_t rng = seed;
     for (uint64_t i = 0; i < bytes / 4; i++)
-        host[i] = (float)((int)(next_random(&rng) % 2001) - 1000) / 500.0f;
+        host[i] = (float)((int)(rng_next(&rng) % 2001) - 1000) / 500.0f;
     assert_int_equal(clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, t), out), CLRUN_OK);
     assert_int_equal(clrun_buffer_write(ctx, out, host), CLRUN_OK);
     free(host);

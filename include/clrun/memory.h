@@ -54,6 +54,10 @@ clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignmen
  * mode, CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
 clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
 
+/* Uploads host data into a buffer / downloads it (blocking; exactly buffer->size bytes). */
+clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host);
+clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host);
+
 /* Gives every chunk that holds no live block back to the driver; *released (may be NULL) gets
  * the bytes returned. */
 clrun_status clrun_pool_trim(clrun_context *ctx, uint64_t *released);

@@ -8,6 +8,10 @@
  * buffers. */
 #include "exec/schedule.h"
 
+#include <clrun/exec.h>
+
+#include "core/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,48 +29,6 @@ void clrun__schedule_free(clrun__schedule *s)
     free(s->release_list);
     free(s->unused_donated);
     memset(s, 0, sizeof *s);
-}
-
-/* Kahn's algorithm, always taking the ready node declared first: for a graph written in order
- * the schedule is the declaration order, which is what a reader of the .graph file expects. */
-static bool topological_order(const clrun_graph *g, int32_t *order)
-{
-    int32_t n = g->node_count;
-    int32_t *pending = calloc((size_t)n + 1, sizeof *pending);
-    bool *done = calloc((size_t)n + 1, sizeof *done);
-    bool ok = pending && done;
-    for (int32_t i = 0; ok && i < n; i++)
-        for (int k = 0; k < g->nodes[i].input_count; k++)
-            if (g->tensors[g->nodes[i].inputs[k]].producer >= 0)
-                pending[i]++;
-    int32_t placed = 0;
-    /* O(n^2) in the worst case, O(n) for graphs in declaration order: the scan restarts at the
-     * first not-yet-placed node. */
-    for (int32_t start = 0; ok && placed < n;) {
-        int32_t pick = -1;
-        for (int32_t i = start; i < n; i++)
-            if (!done[i] && pending[i] == 0) {
-                pick = i;
-                break;
-            }
-        if (pick < 0) {
-            ok = false; /* a cycle: validation should have refused the graph */
-            break;
-        }
-        done[pick] = true;
-        order[placed++] = pick;
-        const clrun__node *node = &g->nodes[pick];
-        for (int o = 0; o < node->output_count; o++)
-            for (int32_t j = 0; j < n; j++)
-                for (int k = 0; k < g->nodes[j].input_count; k++)
-                    if (g->nodes[j].inputs[k] == node->outputs[o])
-                        pending[j]--;
-        while (start < n && done[start])
-            start++;
-    }
-    free(pending);
-    free(done);
-    return ok;
 }
 
 static bool may_donate(const clrun_graph *g, const clrun__schedule *s, int32_t input, int32_t output,
@@ -267,10 +229,13 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
         snprintf(err, errlen, "out of host memory scheduling the graph");
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    if (!topological_order(g, s.order)) {
+    clrun_status ordered = clrun__graph_order(g, s.order);
+    if (ordered != CLRUN_OK) {
         clrun__schedule_free(&s);
-        snprintf(err, errlen, "the graph has a cycle: no schedule exists");
-        return CLRUN_ERROR_INVALID_GRAPH;
+        snprintf(err, errlen, ordered == CLRUN_ERROR_INVALID_GRAPH
+                                  ? "the graph has a cycle: no schedule exists"
+                                  : "out of host memory scheduling the graph");
+        return ordered;
     }
     for (int32_t st = 0; st < s.steps; st++)
         s.step_of_node[s.order[st]] = st;
@@ -284,6 +249,36 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     count_naive(g, &s);
     *out = s;
     return CLRUN_OK;
+}
+
+clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
+                                      clrun_plan_buffer **buffers, size_t *count, char *err,
+                                      size_t errlen)
+{
+    char why[512] = "";
+    clrun_status status = CLRUN_ERROR_INVALID_ARGUMENT;
+    if (graph == NULL || buffers == NULL || count == NULL) {
+        snprintf(why, sizeof why, "clrun_graph_plan_buffers: NULL argument");
+    } else if ((status = clrun_graph_validate((clrun_graph *)graph)) != CLRUN_OK) {
+        snprintf(why, sizeof why, "%s", clrun_graph_last_error(graph));
+    } else {
+        clrun__schedule schedule;
+        status = clrun__schedule_build(graph, true, &schedule, why, sizeof why);
+        int32_t *which = NULL;
+        if (status == CLRUN_OK) {
+            status = clrun__schedule_plan_items(&schedule, with_inputs, buffers, &which, count);
+            clrun__schedule_free(&schedule);
+            if (status != CLRUN_OK)
+                snprintf(why, sizeof why, "out of host memory listing the buffers");
+        }
+        free(which);
+    }
+    if (status != CLRUN_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", why);
+        clrun__error_set(NULL, status, "%s", why);
+    }
+    return status;
 }
 
 clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inputs, clrun_plan_buffer **items_out,

@@ -5,15 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DTYPES(X) X(CLRUN_F32, "f32", 4) X(CLRUN_I32, "i32", 4) X(CLRUN_F16, "f16", 2)
+#define DTYPES(X)                                                                          \
+    X(CLRUN_F32, "f32", 4, true) X(CLRUN_I32, "i32", 4, false) X(CLRUN_F16, "f16", 2, true)         \
+    X(CLRUN_I64, "i64", 8, false) X(CLRUN_BOOL, "bool", 1, false) X(CLRUN_F64, "f64", 8, true)
 
 typedef struct dtype_row {
     clrun_dtype dtype;
     const char *name;
     size_t size;
+    bool is_float;
 } dtype_row;
 
-#define DTYPE_ROW(DTYPE, NAME, SIZE) {DTYPE, NAME, SIZE},
+#define DTYPE_ROW(DTYPE, NAME, SIZE, FLOAT) {DTYPE, NAME, SIZE, FLOAT},
 static const dtype_row dtype_rows[] = {DTYPES(DTYPE_ROW)};
 #define DTYPE_COUNT (sizeof dtype_rows / sizeof dtype_rows[0])
 
@@ -35,6 +38,12 @@ size_t clrun_dtype_size(clrun_dtype dtype)
 {
     const dtype_row *row = dtype_row_of(dtype);
     return row ? row->size : 0;
+}
+
+bool clrun__dtype_is_float(clrun_dtype dtype)
+{
+    const dtype_row *row = dtype_row_of(dtype);
+    return row && row->is_float;
 }
 
 bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out)

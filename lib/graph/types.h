@@ -10,6 +10,9 @@
 
 #include <clrun/graph.h>
 
+/* True for f32, f16 and f64. */
+bool clrun__dtype_is_float(clrun_dtype dtype);
+
 /* The dtype spelled text[0..length) ("f32"), false if none. */
 bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);
 

@@ -1,5 +1,5 @@
 /* Copies between host memory and pool blocks. */
-#include <clrun/exec.h>
+#include <clrun/memory.h>
 
 #include "device/cl.h"
 #include "device/context.h"

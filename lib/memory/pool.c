@@ -87,13 +87,6 @@ static void release_chunk(void *user, uint32_t chunk)
     clrun__log(CLRUN_LOG_INFO, "pool: released chunk %u", chunk);
 }
 
-static uint64_t pool_limit(const clrun_context *ctx)
-{
-    uint64_t by_fraction = (uint64_t)((double)ctx->info.global_mem * ctx->options.mem_fraction);
-    uint64_t limit = ctx->options.pool_limit;
-    return limit && limit < by_fraction ? limit : by_fraction;
-}
-
 static void destroy_pool(struct clrun_pool *pool)
 {
     for (uint32_t i = 0; i < pool->record_capacity; i++)
@@ -121,17 +114,19 @@ static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating the pool");
     }
     pool->ctx = ctx;
-    pool->red_zone = ctx->options.guard ? ctx->info.base_addr_align : 0;
+    clrun__pool_config pc;
+    clrun__context_pool_config(ctx, &pc);
+    pool->red_zone = pc.guard ? pc.alignment : 0;
     clrun__allocator_config config = {
-        .ops = clrun_strategy_find(clrun__context_strategy(ctx)),
-        .min_align = ctx->info.base_addr_align,
-        .max_chunk = ctx->info.max_alloc,
-        .limit = pool_limit(ctx),
+        .ops = pc.strategy,
+        .min_align = pc.alignment,
+        .max_chunk = pc.max_chunk,
+        .limit = pc.limit,
         .backing = {.user = pool, .reserve = reserve_chunk, .release = release_chunk},
     };
     char err[1024];
     clrun_status status = clrun__allocator_create(&config, &pool->allocator, err, sizeof err);
-    if (status == CLRUN_OK && ctx->options.preallocate)
+    if (status == CLRUN_OK && pc.preallocate)
         status = clrun__allocator_preallocate(pool->allocator, config.limit, err, sizeof err);
     if (status != CLRUN_OK) {
         destroy_pool(pool);
@@ -162,6 +157,7 @@ static clrun_status get_pool(clrun_context *ctx, struct clrun_pool **out)
         if (status == CLRUN_OK) {
             pthread_mutex_lock(&ctx->lock);
             ctx->pool = pool;
+            ctx->pool_destroy = clrun__pool_destroy;
             pthread_mutex_unlock(&ctx->lock);
         }
     }

@@ -1,4 +1,4 @@
-/* The device memory pool of a context (lib/pool.c): chunks are cl_mem buffers, blocks are
+/* The device memory pool of a context (lib/memory/pool.c): chunks are cl_mem buffers, blocks are
  * sub-buffers, the policy is the allocator core's. */
 #ifndef CLRUN_LIB_POOL_H
 #define CLRUN_LIB_POOL_H

@@ -155,7 +155,7 @@ enum {
     CLRUN__REDUCE_SUM_SQUARE = 6,
 };
 
-/* Reductions (lib/ops_norm.c), shared with the global pools: reduces x over the axes set in
+/* Reductions (lib/ops/ops_norm.c), shared with the global pools: reduces x over the axes set in
  * `reduced` with reduction `code` (CLRUN__REDUCE_*). */
 clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
                                    const bool *reduced, int code, void **state);
