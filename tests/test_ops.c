@@ -243,8 +243,10 @@ static void expect_type(const node *n, const char *dims)
 static const char *const documented_ops[] = {
     "neg", "abs", "relu", "gelu", "gelu_erf", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
     "copy", "scale", "add", "sub", "mul", "div", "maximum", "minimum", "matmul", "softmax",
-    "layernorm", "reduce_sum", "reduce_mean", "reduce_max", "transpose", "reshape", "concat",
-    "slice", "gather", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool",
+    "logsoftmax", "layernorm", "batchnorm", "instancenorm", "reduce_sum", "reduce_mean",
+    "reduce_max", "reduce_min", "reduce_prod", "reduce_l2", "reduce_sum_square", "argmax",
+    "argmin", "transpose", "reshape", "concat", "slice", "gather", "conv2d", "conv_transpose2d",
+    "maxpool2d", "avgpool2d", "global_avgpool", "global_maxpool",
 };
 
 static void every_documented_op_is_in_the_table(void **state)

@@ -43,6 +43,11 @@ clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geo
 clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,
                                  const clrun__infer_error *err);
 
+/* The "axis" attribute of a call (fallback when absent), counted from the end when negative,
+ * into *axis; refuses one out of range for input 0. */
+clrun_status clrun__op_axis(const clrun__op_call *call, int64_t fallback, int *axis,
+                            const clrun__infer_error *err);
+
 /* Layout: an axis counted from the end when negative; concat's most inputs; a slice's axis and
  * [start, end) after negatives are counted from the end. */
 static inline int64_t clrun__normalize_axis(int64_t axis, int rank)
