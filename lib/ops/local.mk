@@ -24,6 +24,12 @@ tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_referenc
 	tests/device_test.h tests/rng.h
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_ops_kernels
+TESTS += tests/test_ops_kernels
+tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/rng.h
+tests_test_ops_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ops_kernels_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
 EXTRA_PROGRAMS += bench/bench_kernels
