@@ -13,6 +13,7 @@
 #include "device/program.h"
 
 int clrun__ops_variant = -1;
+unsigned long clrun__tune_timings = 0;
 
 /* ---- the device -------------------------------------------------------------------------- */
 
@@ -184,7 +185,7 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 /* Products below this many flops take the default: a few microseconds either way. */
 #define TUNE_MIN_FLOPS 2.0e7
 /* Seconds of timing per shape at most (each variant's first run also compiles it). */
-#define TUNE_BUDGET 0.6
+#define TUNE_BUDGET 1.0
 
 static double seconds_now(void)
 {
@@ -236,8 +237,10 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
             return CLRUN_OK;
     }
     double start = seconds_now(), best = 0;
-    for (size_t v = 0; v < count; v++) {
+    size_t timed = 0;
+    for (size_t v = 0; v < count; v++, timed++) {
         double t = 0;
+        clrun__tune_timings++;
         clrun_status s = time(ctx, user, v, &t);
         if (s != CLRUN_OK)
             return s;
@@ -245,11 +248,17 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
             best = t;
             *chosen = v;
         }
-        if (seconds_now() - start > TUNE_BUDGET)
+        if (seconds_now() - start > TUNE_BUDGET) {
+            timed++;
             break;
+        }
     }
-    clrun__log(CLRUN_LOG_INFO, "tuned %s: variant %zu (%.3f ms)", key, *chosen, best * 1e3);
-    if (cached) {
+    clrun__log(CLRUN_LOG_INFO, "tuned %s: variant %zu (%.3f ms), %zu of %zu timed", key, *chosen,
+               best * 1e3, timed, count);
+    /* Only a choice among every candidate is remembered: one cut short by the budget (the
+     * first launches also compile) is tried again by the next process, whose driver cache is
+     * warm. */
+    if (cached && timed == count) {
         char value[16], why[256];
         int n = snprintf(value, sizeof value, "%zu", *chosen);
         if (!clrun__cache_store(dir, path, full_key, (const unsigned char *)value, (size_t)n, why,

@@ -31,6 +31,9 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, size_t *count);
  * tuner choose. Set before prepare, from one thread. */
 extern int clrun__ops_variant;
 
+/* Variants timed by this process so far (benchmarks show that a second process times none). */
+extern unsigned long clrun__tune_timings;
+
 /* The program of embedded source `source` ("matmul_core", "matmul" or "conv") for ctx, with VW
  * = vw and the epilogue ep (NULL: none) defined before the source; "matmul_core" holds every
  * MR of the candidates. Built once per context (lib/device/program.c keeps it). */
@@ -48,9 +51,9 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 
 /* One-time choice among `count` variants: *chosen is the one remembered for `key` (device and
  * shape) in the cache directory, else the fastest by `time` (seconds per run of variant i),
- * which is then remembered. With CLRUN_TUNE=0, or no cache and a product too small to matter,
- * the default (0). The timing is bounded: a variant slower than twice the best so far is not
- * timed again, and tuning stops after TUNE_BUDGET seconds. */
+ * which is then remembered. With CLRUN_TUNE=0, or a product too small to matter (`flops`), the
+ * default (0). Bounded: timing stops after TUNE_BUDGET seconds (1 s), and a choice cut short
+ * is not remembered, so a later process (with the driver's kernel cache warm) times them all. */
 typedef clrun_status (*clrun__variant_timer)(clrun_context *ctx, void *user, size_t variant,
                                              double *seconds);
 clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops, size_t count,
