@@ -169,6 +169,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
         const int iw = CAT(iw0_, r) + (int)kw * g[G_DW];                                       \
         STEP_ROW(r, CAT(vh, r) && iw >= 0 && iw < W ? CAT(xr, r)[iw] : 0.0f)                   \
     }
+#define CV_STEP_INTERIOR(r) STEP_ROW(r, xw[(int)r * g[G_SW]])
 #define CV_STORE(r)                                                                            \
     if (p0 + r < P) {                                                                          \
         float t[NR];                                                                           \
@@ -203,11 +204,30 @@ void KSUFFIX(clrun_conv_core)(__global const float *x, __global const float *wp,
     ROWS(CV_DECL)
     const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 &&
                            g[G_PH] == 0 && g[G_PW] == 0 && (uint)(H * W) == P;
+    /* Interior: the block's positions lie in one output row and every tap of theirs inside the
+     * image, so row r reads x at a fixed offset r * sw from the first: no bounds to check. */
+    const uint ow0 = pos0 % OW;
+    const int last_w = iw0_0 + (int)(MR - 1) * g[G_SW] + (int)(KW - 1) * g[G_DW];
+    const int last_h = ih0_0 + (int)(KH - 1) * g[G_DH];
+    const bool interior = p0 + MR <= P && ow0 + MR <= OW && ih0_0 >= 0 && iw0_0 >= 0 &&
+                          last_h < H && last_w < W;
     if (pointwise) {
         for (uint k = 0; k < Kc; k++) {
             __global const float *xk = xz + (ulong)k * P;
             LOAD_B(b + (ulong)k * NR)
             ROWS(CV_STEP_POINTWISE)
+        }
+    } else if (interior) {
+        uint k = 0;
+        for (uint c = 0; c < Cg; c++) {
+            for (uint kh = 0; kh < KH; kh++) {
+                __global const float *xh = xz + (ulong)c * H * W + (ulong)(ih0_0 + (int)kh * g[G_DH]) * W + iw0_0;
+                for (uint kw = 0; kw < KW; kw++, k++) {
+                    __global const float *xw = xh + kw * g[G_DW];
+                    LOAD_B(b + (ulong)k * NR)
+                    ROWS(CV_STEP_INTERIOR)
+                }
+            }
         }
     } else {
         uint k = 0;

@@ -574,6 +574,8 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,12,9,9", "12,1,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 12, {0, 0}}, true},  /* depthwise */
         {"1,12,13,21", "24,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 12, {0, 0}}, true}, /* x2 */
         {"1,8,11,40", "8,1,5,5", {{2, 1}, {2, 2, 2, 2}, {1, 2}, 8, {0, 0}}, false},
+        {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
+        {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
     };
     static const clrun__kernel_choice choices[] = {CLRUN__KERNELS_VECTOR, CLRUN__KERNELS_TILED,
                                                    CLRUN__KERNELS_SIMPLE};

@@ -220,10 +220,22 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && depthwise) {
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise", 0, &st->ks.kernel);
-        st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
-        st->ks.global[0] = (size_t)(geo[CLRUN__G_OW] + 7) / 8;
-        st->ks.global[1] = (size_t)geo[CLRUN__G_OH];
+        /* A work-group of whole rows of blocks, up to 64 work-items: groups of one work-item
+         * would cost POCL more to schedule than to run. */
+        size_t blocks = (size_t)(geo[CLRUN__G_OW] + 7) / 8, rows = (size_t)geo[CLRUN__G_OH];
+        st->ks.local[0] = blocks <= 64 ? blocks : 1;
+        st->ks.local[1] = 1;
+        for (size_t d = 1; d <= rows && st->ks.local[0] * d <= 64; d++)
+            if (rows % d == 0)
+                st->ks.local[1] = d;
+        st->ks.local[2] = 1;
+        st->ks.global[0] = blocks;
+        st->ks.global[1] = rows;
         st->ks.global[2] = (size_t)images * (size_t)geo[CLRUN__G_O];
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, st->ks.kernel, st->ks.local[0] * st->ks.local[1], &limit);
+        if (s == CLRUN_OK && limit < st->ks.local[0] * st->ks.local[1])
+            st->ks.local[0] = st->ks.local[1] = 1;
         return s;
     }
     if (s == CLRUN_OK)
