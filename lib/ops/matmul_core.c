@@ -194,10 +194,14 @@ static double seconds_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The key of a tuning result: the device, its driver, the core's source (a changed kernel is
+ * tuned again) and the shape. */
 static void tune_key(const clrun_context *ctx, const char *key, char *out, size_t size)
 {
-    snprintf(out, size, "clrun-tune-v1\ndevice=%s\ndriver=%s\nplatform=%s\n%s\n", ctx->info.name,
-             ctx->info.driver_version, ctx->info.platform_version, key);
+    const clrun__kernel_source *src = embedded("matmul_core");
+    unsigned long long source = src ? clrun__hash64(src->text, src->length) : 0;
+    snprintf(out, size, "clrun-tune-v1\ndevice=%s\ndriver=%s\nplatform=%s\nsource=%016llx\n%s\n",
+             ctx->info.name, ctx->info.driver_version, ctx->info.platform_version, source, key);
 }
 
 /* The variant remembered for key, or false. */
