@@ -109,7 +109,11 @@ void clrun_mm_pack(__global const float *b, __global float *bp, __global const u
 
 /* ---- matmul: out[z] = alpha * A[z] B[z] (+ bias) ----
  * Work-item (row block, panel, z); batch[2z], batch[2z+1]: A's offset and the packed B's, in
- * elements. A's element (m, k) is at a[m * a_ms + k * a_ks]. */
+ * elements. A's element (m, k) is at a[m * a_ms + k * a_ks]. Work-groups are taken in blocks
+ * of `sp` panels: the groups of one block of rows run its sp panels one after the other, so
+ * the rows stay in cache over sp panels and the sp panels over every block of rows (A is read
+ * N / (NR sp) times instead of N / NR). The grid's second dimension is padded to a multiple
+ * of sp; groups past the last panel do nothing. */
 #define MM_DECL(r) COLS(DECL_ACC, r) \
     const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
 /* Row-major A: row r's elements run along k. Transposed: each k's rows sit together. Either
@@ -134,11 +138,14 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
                             __global const float *bias, __global float *out,
                             __global const ulong *batch, const uint M, const uint N,
                             const uint K, const ulong a_ms, const ulong a_ks, const int has_bias,
-                            const float alpha EPILOGUE_PARAMS)
+                            const float alpha, const uint sp EPILOGUE_PARAMS)
 {
-    const uint m0 = get_global_id(0) * MR, panel = get_global_id(1);
+    const uint groups = get_num_groups(0), span = groups * sp;
+    const uint linear = get_group_id(1) * groups + get_group_id(0);
+    const uint panel = linear / span * sp + linear % span % sp;
+    const uint m0 = ((linear % span / sp) * get_local_size(0) + get_local_id(0)) * MR;
     const size_t z = get_global_id(2);
-    if (m0 >= M)
+    if (m0 >= M || panel * NR >= N)
         return;
     __global const float *az = a + batch[2 * z];
     __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * K * NR;

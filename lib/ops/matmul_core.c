@@ -46,10 +46,10 @@ clrun_status clrun__core_device_of(clrun_context *ctx, clrun__core_device *out)
 /* The MR values compiled into every core program (matmul_core.cl's RM_n go to 12). */
 static const unsigned core_mrs[] = {8, 6, 4, 2, 1};
 
-static const clrun__core_variant wide[] = {{8, 4}, {6, 4}, {8, 16}, {4, 4}};
-static const clrun__core_variant four[] = {{4, 4}, {2, 4}};
-static const clrun__core_variant two[] = {{2, 4}, {1, 4}};
-static const clrun__core_variant one[] = {{1, 4}};
+static const clrun__core_variant wide[] = {{8, 4, 8}, {8, 4, 1}, {6, 4, 8}, {8, 16, 4}};
+static const clrun__core_variant four[] = {{4, 4, 8}, {2, 4, 8}};
+static const clrun__core_variant two[] = {{2, 4, 8}, {1, 4, 8}};
+static const clrun__core_variant one[] = {{1, 4, 8}};
 
 const clrun__core_variant *clrun__core_candidates(uint64_t rows, size_t *count)
 {
@@ -184,8 +184,8 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 
 /* Products below this many flops take the default: a few microseconds either way. */
 #define TUNE_MIN_FLOPS 2.0e7
-/* Seconds of timing per shape at most (each variant's first run also compiles it). */
-#define TUNE_BUDGET 1.0
+/* Seconds of timed runs per shape at most. */
+#define TUNE_BUDGET 0.5
 
 static double seconds_now(void)
 {
@@ -240,28 +240,27 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
         if (remembered(path, full_key, count, chosen))
             return CLRUN_OK;
     }
-    double start = seconds_now(), best = 0;
+    /* The budget counts the timed runs, not the first launch of each variant, which compiles it
+     * (a cold driver cache costs far more than the timing): so tuning finishes, and is
+     * remembered, on the first process. */
+    double spent = 0, best = 0;
     size_t timed = 0;
-    for (size_t v = 0; v < count; v++, timed++) {
+    for (size_t v = 0; v < count && spent <= TUNE_BUDGET; v++, timed++) {
         double t = 0;
         clrun__tune_timings++;
         clrun_status s = time(ctx, user, v, &t);
         if (s != CLRUN_OK)
             return s;
+        spent += 3 * t;
         if (v == 0 || t < best) {
             best = t;
             *chosen = v;
         }
-        if (seconds_now() - start > TUNE_BUDGET) {
-            timed++;
-            break;
-        }
     }
     clrun__log(CLRUN_LOG_INFO, "tuned %s: variant %zu (%.3f ms), %zu of %zu timed", key, *chosen,
                best * 1e3, timed, count);
-    /* Only a choice among every candidate is remembered: one cut short by the budget (the
-     * first launches also compile) is tried again by the next process, whose driver cache is
-     * warm. */
+    /* Only a choice among every candidate is remembered: one cut short by the budget (a product
+     * slow enough to need over TUNE_BUDGET for its runs) is tried again by the next process. */
     if (cached && timed == count) {
         char value[16], why[256];
         int n = snprintf(value, sizeof value, "%zu", *chosen);

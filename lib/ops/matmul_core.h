@@ -18,10 +18,11 @@ typedef struct clrun__core_device {
 /* The device of ctx, or the kernels the tests force (clrun__ops_kernels). */
 clrun_status clrun__core_device_of(clrun_context *ctx, clrun__core_device *out);
 
-/* A variant of the core: MR rows per work-item and LM row blocks per work-group. Every variant
- * sums in the same order, so the choice never changes a bit. */
+/* A variant of the core: MR rows per work-item, LM row blocks per work-group, and (matmul) SP
+ * panels per block of work-groups. Every variant sums in the same order, so the choice never
+ * changes a bit. */
 typedef struct clrun__core_variant {
-    unsigned mr, lm;
+    unsigned mr, lm, sp;
 } clrun__core_variant;
 
 /* The variants worth trying for `rows` output rows: *count of them, the default first. */
@@ -52,8 +53,9 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 /* One-time choice among `count` variants: *chosen is the one remembered for `key` (device and
  * shape) in the cache directory, else the fastest by `time` (seconds per run of variant i),
  * which is then remembered. With CLRUN_TUNE=0, or a product too small to matter (`flops`), the
- * default (0). Bounded: timing stops after TUNE_BUDGET seconds (1 s), and a choice cut short
- * is not remembered, so a later process (with the driver's kernel cache warm) times them all. */
+ * default (0). Bounded: timing stops once the timed runs took TUNE_BUDGET (0.5 s; the first
+ * launch of each variant, which compiles it, is not counted), and a choice cut short is not
+ * remembered. */
 typedef clrun_status (*clrun__variant_timer)(clrun_context *ctx, void *user, size_t variant,
                                              double *seconds);
 clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops, size_t count,

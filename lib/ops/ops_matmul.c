@@ -88,10 +88,12 @@ static clrun_status core_kernel(clrun_context *ctx, cl_program program, const cl
     cl_uint M = (cl_uint)d->M, N = (cl_uint)d->N, K = (cl_uint)d->K;
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
     cl_int bias = has_bias;
+    cl_uint sp = v->sp;
     clrun_status s = clrun__program_kernel(ctx, program, "clrun_mm_core", v->mr, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
+        {sizeof sp, &sp},
     };
     for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
         s = clrun__arg(ctx, *kernel, 4 + i, args[i].size, args[i].value);
@@ -105,7 +107,7 @@ static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant
     local[0] = v->lm < blocks ? v->lm : blocks;
     local[1] = local[2] = 1;
     global[0] = clrun__round_up(blocks, local[0]);
-    global[1] = (size_t)((d->N + nr - 1) / nr);
+    global[1] = clrun__round_up((size_t)((d->N + nr - 1) / nr), v->sp);
     global[2] = batches;
 }
 
@@ -307,7 +309,7 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     const cl_mem buffers[3] = {inputs[0], st->core ? st->pack.packed : inputs[1], bias};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK)
-        s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? 12 : 14,
+        s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? 13 : 14,
                                  inputs + call->input_count, st->extra);
     if (s != CLRUN_OK)
         return s;
