@@ -68,6 +68,12 @@ clrun_status clrun_exec_run(clrun_exec *exec, const clrun_buffer *inputs, int32_
  * the next run or clrun_exec_destroy. */
 clrun_status clrun_exec_output(const clrun_exec *exec, int32_t i, cl_mem *mem, uint64_t *bytes);
 
+/* Hands the i-th output of the last run to the caller as a buffer of its own (to keep on the
+ * device, free, or pass to a later run, donated or not): the executor's block itself in pooled
+ * mode, a device copy in the other modes and for outputs that are inputs or constants. The
+ * executor forgets it: clrun_exec_output(i) fails until the next run. */
+clrun_status clrun_exec_take_output(clrun_exec *exec, int32_t i, clrun_buffer *out);
+
 /* Copies the i-th output of the last run to host memory of `bytes` (its exact size). */
 clrun_status clrun_exec_read_output(clrun_exec *exec, int32_t i, void *host, uint64_t bytes);
 
@@ -100,7 +106,10 @@ typedef struct clrun_exec_span {
     const char *name;        /* its first output's name */
     uint64_t start_ns;       /* device clock, relative to the run's first node start */
     uint64_t end_ns;
-    uint64_t bytes_in_use;   /* executor-held bytes right after the node was enqueued */
+    uint64_t bytes_in_use;   /* bytes the run holds while the node runs (its inputs and its
+                                outputs, and in planned mode the arena): the run's peak is the
+                                largest of these */
+    uint64_t bytes_after;    /* the same once the buffers the node read last are given back */
 } clrun_exec_span;
 
 /* The spans of the last run in schedule order; 0 when profiling was off. */

@@ -44,7 +44,7 @@ static clrun_status apply_api_options(clrun__options *o, const clrun_context_opt
     if (api->guard)
         o->guard = api->guard > 0;
     if (api->cache)
-        o->cache_enabled = api->cache > 0;
+        o->cache = (clrun__cache_mode){api->cache > 0, api->cache > 0};
     if (api->pool_limit)
         o->pool_limit = api->pool_limit;
     return CLRUN_OK;
