@@ -163,15 +163,14 @@ static void store_binary(struct clrun__programs *p, cl_program program,
     free(binary);
 }
 
-/* Caller holds p->lock. `use_cache`: through the binary cache (when it is on). */
-static clrun_status build_cached(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                 const char *source, size_t length, bool use_cache,
-                                 cl_program *out)
+/* Caller holds p->lock. */
+static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                 const char *source, size_t length, cl_program *out)
 {
     char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
     build_options(ctx, options, sizeof options);
     cache_key(ctx, options, source, length, key, sizeof key);
-    bool cached = use_cache && p->cache_dir[0] != '\0';
+    bool cached = p->cache_dir[0] != '\0';
     if (cached) {
         clrun__cache_path(p->cache_dir, name, key, path, sizeof path);
         unsigned char *binary = NULL;
@@ -202,12 +201,6 @@ static clrun_status build_cached(clrun_context *ctx, struct clrun__programs *p, 
     if (cached && p->cache_writes)
         store_binary(p, *out, path, key);
     return CLRUN_OK;
-}
-
-static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                 const char *source, size_t length, cl_program *out)
-{
-    return build_cached(ctx, p, name, source, length, true, out);
 }
 
 static bool valid_program_name(const char *name)
@@ -262,12 +255,8 @@ static clrun_status generated_locked(clrun_context *ctx, struct clrun__programs 
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", name);
     memcpy(copy, source, length);
     copy[length] = '\0';
-    /* CPU drivers compile each kernel at its first launch, and asking for the binary compiles
-     * every kernel of the program at once (POCL: over a second each); they keep their own cache
-     * of what they compiled, so a generated program for a CPU skips clrun's binary cache. */
-    bool use_cache = strcmp(ctx->info.type, "CPU") != 0;
     cl_program program = NULL;
-    clrun_status status = build_cached(ctx, p, name, source, length, use_cache, &program);
+    clrun_status status = build_locked(ctx, p, name, source, length, &program);
     if (status != CLRUN_OK) {
         free(copy);
         return status;

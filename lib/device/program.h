@@ -25,9 +25,8 @@ void clrun__programs_destroy(struct clrun__programs *programs);
 clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out);
 
 /* The program built from generated OpenCL C `source` (kernels specialised by the ops, fused
- * groups), once per context: a second call with the same text gives the same program. Through
- * the binary cache except on CPU devices, whose drivers compile each kernel at its first launch
- * (asking for the binary would compile them all) and cache what they compiled themselves. The context keeps ownership (released with it). `name` names it in
+ * groups), once per context: a second call with the same text gives the same program, through the
+ * binary cache like the embedded sources. The context keeps ownership (released with it). `name` names it in
  * messages and cache files, as for clrun_program_build. */
 clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
                                       size_t length, cl_program *out);

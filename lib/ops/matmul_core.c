@@ -233,7 +233,7 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
     if (!ctx->options.tune || count < 2 || flops < TUNE_MIN_FLOPS)
         return CLRUN_OK;
     char dir[CLRUN__PATH_MAX] = "", full_key[1024], path[CLRUN__PATH_MAX + 512];
-    bool cached = ctx->options.cache_enabled && clrun__cache_dir(ctx->options.cache_dir, dir, sizeof dir);
+    bool cached = ctx->options.cache.enabled && clrun__cache_dir(ctx->options.cache_dir, dir, sizeof dir);
     tune_key(ctx, key, full_key, sizeof full_key);
     if (cached) {
         clrun__cache_path(dir, "tune", full_key, path, sizeof path);
