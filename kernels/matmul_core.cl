@@ -72,6 +72,21 @@ void clrun_mm_pack(__global const float *b, __global float *bp, __global const u
     bp[at] = n < N ? b[offsets[z] + k * b_ks + n * b_ns] : 0.0f;
 }
 
+/* The padded image of a convolution: xp[plane][ih][iw] = x[plane][ih - PH][iw - PW] inside x,
+ * 0 outside, over HP x WP (what the output's windows reach). Work-item (iw, ih, plane). */
+__kernel
+void clrun_conv_pad(__global const float *x, __global float *xp, __constant const int *g,
+                    const uint HP, const uint WP)
+{
+    const uint iw = get_global_id(0), ih = get_global_id(1);
+    const size_t plane = get_global_id(2);
+    if (iw >= WP || ih >= HP)
+        return;
+    const int h = (int)ih - g[G_PH], w = (int)iw - g[G_PW];
+    const bool inside = h >= 0 && h < g[G_H] && w >= 0 && w < g[G_W];
+    xp[(plane * HP + ih) * WP + iw] = inside ? x[(plane * g[G_H] + h) * g[G_W] + w] : 0.0f;
+}
+
 /* Repetition over rows (RM_n) and over the vectors of a panel (COLS). */
 #define RM_1(X) X(0)
 #define RM_2(X) RM_1(X) X(1)
@@ -169,25 +184,18 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
 
 /* ---- conv2d as a product: rows are output positions p of one image and group, columns the
  * group's output channels, k runs over (c, kh, kw) of the group's input channels. The packed
- * B holds the weights transposed (B[k, o] = w[o, k]); A is gathered from the image on the fly
- * (padding reads 0), so no patch matrix is ever stored. A pointwise convolution (1 x 1, stride
- * 1, no padding) reads A straight from the image: a plain product of w and x. Work-item
- * (position block, panel, image * groups + group). */
+ * B holds the weights transposed (B[k, o] = w[o, k]); A is read from the image through per-row
+ * offsets, so no patch matrix is ever stored. The image is x itself when the convolution has
+ * no padding, else a copy with its padding written as zeros (clrun_conv_pad, the only scratch:
+ * one image plane per input channel, a little larger than x): every tap is then in bounds, and
+ * the inner loop has no check. xp is [N, C, HP, WP]. A pointwise convolution (1 x 1, stride 1,
+ * no padding) reads A straight from x: a plain product of w and x. Work-item (position block,
+ * panel, image * groups + group). */
 #define CV_DECL(r) COLS(DECL_ACC, r)                                                          \
     const uint CAT(pos, r) = min(p0 + r, P - 1);                                                 \
-    const int CAT(ih0_, r) = (int)(CAT(pos, r) / OW) * g[G_SH] - g[G_PH];                         \
-    const int CAT(iw0_, r) = (int)(CAT(pos, r) % OW) * g[G_SW] - g[G_PW];
+    const uint CAT(base, r) = CAT(pos, r) / OW * g[G_SH] * WP + CAT(pos, r) % OW * g[G_SW];
 #define CV_STEP_POINTWISE(r) STEP_ROW(r, xk[CAT(pos, r)])
-#define CV_ROW_H(r)                                                                            \
-    const int CAT(ih, r) = CAT(ih0_, r) + (int)kh * g[G_DH];                                    \
-    const bool CAT(vh, r) = CAT(ih, r) >= 0 && CAT(ih, r) < H;                                 \
-    __global const float *CAT(xr, r) = xc + (long)CAT(ih, r) * W;
-#define CV_STEP(r)                                                                             \
-    {                                                                                          \
-        const int iw = CAT(iw0_, r) + (int)kw * g[G_DW];                                       \
-        STEP_ROW(r, CAT(vh, r) && iw >= 0 && iw < W ? CAT(xr, r)[iw] : 0.0f)                   \
-    }
-#define CV_STEP_INTERIOR(r) STEP_ROW(r, xw[(int)r * g[G_SW]])
+#define CV_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
 #define CV_STORE(r)                                                                            \
     if (p0 + r < P) {                                                                          \
         float t[NR];                                                                           \
@@ -203,11 +211,11 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     }
 
 __kernel
-void KSUFFIX(clrun_conv_core)(__global const float *x, __global const float *wp,
+void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp,
                               __global const float *bias, __global float *out,
-                              __constant const int *g, const int has_bias EPILOGUE_PARAMS)
+                              __constant const int *g, const int has_bias, const uint HP,
+                              const uint WP EPILOGUE_PARAMS)
 {
-    const int H = g[G_H], W = g[G_W];
     const uint OW = g[G_OW], P = g[G_OH] * OW;
     const uint p0 = get_global_id(0) * MR, panel = get_global_id(1);
     const uint groups = g[G_GROUPS], z = get_global_id(2);
@@ -217,43 +225,24 @@ void KSUFFIX(clrun_conv_core)(__global const float *x, __global const float *wp,
     const uint Cg = g[G_C] / groups, Og = g[G_O] / groups;
     const uint KH = g[G_KH], KW = g[G_KW], Kc = Cg * KH * KW;
     const uint panels = (Og + NR - 1) / NR, n0 = panel * NR;
-    __global const float *xz = x + ((ulong)image * g[G_C] + group * Cg) * H * W;
+    const uint plane = HP * WP, DH = g[G_DH] * WP, DW = g[G_DW];
+    __global const float *xz = xp + ((ulong)image * g[G_C] + group * Cg) * plane;
     __global const float *b = wp + ((ulong)group * panels + panel) * Kc * NR;
     ROWS(CV_DECL)
-    const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 &&
-                           g[G_PH] == 0 && g[G_PW] == 0 && (uint)(H * W) == P;
-    /* Interior: the block's positions lie in one output row and every tap of theirs inside the
-     * image, so row r reads x at a fixed offset r * sw from the first: no bounds to check. */
-    const uint ow0 = pos0 % OW;
-    const int last_w = iw0_0 + (int)(MR - 1) * g[G_SW] + (int)(KW - 1) * g[G_DW];
-    const int last_h = ih0_0 + (int)(KH - 1) * g[G_DH];
-    const bool interior = p0 + MR <= P && ow0 + MR <= OW && ih0_0 >= 0 && iw0_0 >= 0 &&
-                          last_h < H && last_w < W;
+    const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
     if (pointwise) {
         for (uint k = 0; k < Kc; k++) {
             __global const float *xk = xz + (ulong)k * P;
             LOAD_B(b + (ulong)k * NR)
             ROWS(CV_STEP_POINTWISE)
         }
-    } else if (interior) {
-        uint k = 0;
-        for (uint c = 0; c < Cg; c++) {
-            for (uint kh = 0; kh < KH; kh++) {
-                __global const float *xh = xz + (ulong)c * H * W + (ulong)(ih0_0 + (int)kh * g[G_DH]) * W + iw0_0;
-                for (uint kw = 0; kw < KW; kw++, k++) {
-                    __global const float *xw = xh + kw * g[G_DW];
-                    LOAD_B(b + (ulong)k * NR)
-                    ROWS(CV_STEP_INTERIOR)
-                }
-            }
-        }
     } else {
         uint k = 0;
         for (uint c = 0; c < Cg; c++) {
-            __global const float *xc = xz + (ulong)c * H * W;
             for (uint kh = 0; kh < KH; kh++) {
-                ROWS(CV_ROW_H)
+                __global const float *xh = xz + (ulong)c * plane + kh * DH;
                 for (uint kw = 0; kw < KW; kw++, k++) {
+                    __global const float *xt = xh + kw * DW;
                     LOAD_B(b + (ulong)k * NR)
                     ROWS(CV_STEP)
                 }

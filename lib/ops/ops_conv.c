@@ -2,10 +2,11 @@
  * and clrun_conv2d_gemm in kernels/matmul.cl).
  *
  * conv2d runs as a product over (image, group) of the image patches and the weights, gathered
- * on the fly (implicit GEMM: no patch matrix, no scratch): on devices without real local memory
- * the register-blocked core (weights packed once into panels, the variant tuned once per
- * shape; a 1 x 1 convolution is a plain product of x and w), elsewhere 64 x 64 tiles in local
- * memory. Depthwise convolutions take their own kernel, vectorised along rows; groups too narrow
+ * on the fly (implicit GEMM: no patch matrix): on devices without real local memory the
+ * register-blocked core (weights packed once into panels, the variant tuned once per shape; a
+ * 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x with its
+ * padding as zeros into the node's own buffer, a little larger than x, so that the product
+ * never checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise convolutions take their own kernel, vectorised along rows; groups too narrow
  * for a tile on a GPU take the direct kernel. conv2d takes an epilogue (lib/ops/ops.h). */
 #include <inttypes.h>
 #include <limits.h>
@@ -21,6 +22,9 @@
 typedef struct conv_state {
     clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
     clrun__packing pack;    /* the core: the weights in panels */
+    cl_kernel pad;          /* the core of a padded convolution: x with its padding as zeros */
+    cl_mem padded;          /* ... into this, [N, C, HP, WP] */
+    size_t pad_global[3];
     bool core;
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
@@ -34,6 +38,10 @@ static void conv_release(void *opaque)
     if (st == NULL)
         return;
     clrun__packing_release(&st->pack);
+    if (st->pad)
+        clrun__cl.ReleaseKernel(st->pad);
+    if (st->padded)
+        clrun__cl.ReleaseMemObject(st->padded);
     clrun__kernel_state_release(st);
 }
 
@@ -46,9 +54,12 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
     /* Without a bias the kernel never reads it; x stands in. */
-    const cl_mem buffers[3] = {inputs[0], st->core ? st->pack.packed : inputs[1],
+    const cl_mem buffers[3] = {st->padded ? st->padded : inputs[0],
+                               st->core ? st->pack.packed : inputs[1],
                                st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
+    if (s == CLRUN_OK && st->pad)
+        s = clrun__arg(ctx, st->pad, 0, sizeof inputs[0], &inputs[0]);
     if (s == CLRUN_OK)
         s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, inputs + call->input_count,
                                  st->extra);
@@ -58,6 +69,8 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     if (st->core)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], &chain);
+    if (s == CLRUN_OK && st->pad)
+        s = clrun__chain_launch(&chain, st->pad, 3, st->pad_global, NULL, "conv2d padding");
     if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);
@@ -75,8 +88,24 @@ typedef struct conv_tuning {
     const clrun__core_variant *variants;
     const cl_int *geo;
     unsigned nr;
+    cl_uint hp, wp;
     cl_mem x, packed, out, table;
 } conv_tuning;
+
+/* The image the core reads: x itself without padding (HP x WP = H x W), else the padded copy,
+ * HP x WP = what the windows reach. */
+static bool padded_extent(const cl_int *geo, const clrun__conv_geometry *g, cl_uint *hp, cl_uint *wp)
+{
+    bool pad = g->pad[0] || g->pad[1] || g->pad_end[0] || g->pad_end[1];
+    if (!pad) {
+        *hp = (cl_uint)geo[CLRUN__G_H];
+        *wp = (cl_uint)geo[CLRUN__G_W];
+        return false;
+    }
+    *hp = (cl_uint)((geo[CLRUN__G_OH] - 1) * geo[CLRUN__G_SH] + (geo[CLRUN__G_KH] - 1) * geo[CLRUN__G_DH] + 1);
+    *wp = (cl_uint)((geo[CLRUN__G_OW] - 1) * geo[CLRUN__G_SW] + (geo[CLRUN__G_KW] - 1) * geo[CLRUN__G_DW] + 1);
+    return true;
+}
 
 static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsigned nr,
                           size_t planes, size_t *global, size_t *local)
@@ -92,7 +121,8 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
 }
 
 static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__core_variant *v,
-                                cl_mem table, bool has_bias, cl_kernel *kernel)
+                                cl_mem table, bool has_bias, cl_uint hp, cl_uint wp,
+                                cl_kernel *kernel)
 {
     cl_int bias = has_bias;
     clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_core", v->mr, kernel);
@@ -100,6 +130,10 @@ static clrun_status core_kernel(clrun_context *ctx, cl_program program, const cl
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 5, sizeof bias, &bias);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 6, sizeof hp, &hp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 7, sizeof wp, &wp);
     return s;
 }
 
@@ -107,7 +141,8 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 {
     conv_tuning *t = user;
     cl_kernel kernel = NULL;
-    clrun_status s = core_kernel(ctx, t->program, &t->variants[i], t->table, false, &kernel);
+    clrun_status s = core_kernel(ctx, t->program, &t->variants[i], t->table, false, t->hp, t->wp,
+                                 &kernel);
     const cl_mem buffers[3] = {t->x, t->packed, t->x};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
@@ -122,7 +157,8 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* The variant for this geometry, timed once per (device, shape) over one image and group. */
 static clrun_status choose_variant(clrun_context *ctx, cl_program program, const cl_int *geo,
-                                   unsigned nr, const clrun__core_variant **out)
+                                   unsigned nr, cl_uint hp, cl_uint wp,
+                                   const clrun__core_variant **out)
 {
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
     uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
@@ -134,8 +170,8 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program, const
     int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
     for (int i = 0; i < CLRUN__G_COUNT && used > 0 && (size_t)used < sizeof key; i++)
         used += snprintf(key + used, sizeof key - (size_t)used, " %d", (int)geo[i]);
-    conv_tuning t = {program, variants, geo, nr, NULL, NULL, NULL, NULL};
-    uint64_t image = (uint64_t)geo[CLRUN__G_C] * (uint64_t)geo[CLRUN__G_H] * (uint64_t)geo[CLRUN__G_W];
+    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL};
+    uint64_t image = (uint64_t)geo[CLRUN__G_C] * hp * wp;
     clrun_status s = clrun__tune_buffer(ctx, (size_t)image * 4, &t.x);
     if (s == CLRUN_OK)
         s = clrun__tune_buffer(ctx, (size_t)clrun__packed_elements(groups, Kc, Og, nr) * 4, &t.packed);
@@ -154,10 +190,35 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program, const
     return s;
 }
 
-static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, const cl_int *geo,
-                                 uint64_t images, unsigned vw, const clrun__epilogue *ep,
-                                 conv_state *st)
+static clrun_status prepare_padding(clrun_context *ctx, cl_program program, const cl_int *geo,
+                                    uint64_t images, cl_uint hp, cl_uint wp, conv_state *st)
 {
+    uint64_t planes = images * (uint64_t)geo[CLRUN__G_C], bytes = planes * hp * wp * 4;
+    cl_int err = CL_SUCCESS;
+    st->padded = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (st->padded == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateBuffer", "conv2d: padded image of %" PRIu64 " bytes", bytes);
+    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_pad", 0, &st->pad);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 1, sizeof st->padded, &st->padded);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 2, sizeof st->ks.table, &st->ks.table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 3, sizeof hp, &hp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 4, sizeof wp, &wp);
+    st->pad_global[0] = wp;
+    st->pad_global[1] = hp;
+    st->pad_global[2] = (size_t)planes;
+    return s;
+}
+
+static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, const cl_int *geo,
+                                 const clrun__conv_geometry *g, uint64_t images, unsigned vw,
+                                 const clrun__epilogue *ep, conv_state *st)
+{
+    cl_uint hp, wp;
+    bool padded = padded_extent(geo, g, &hp, &wp);
     unsigned nr = 2 * vw;
     uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
     uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
@@ -173,14 +234,16 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         s = clrun__packing_prepare(ctx, program, groups, sources, Kc, Og, 1, Kc, nr,
                                    (call->constant_inputs >> 1) & 1, &st->pack);
     free(sources);
+    if (s == CLRUN_OK && padded)
+        s = prepare_padding(ctx, program, geo, images, hp, wp, st);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, program, geo, nr, &v);
+        s = choose_variant(ctx, program, geo, nr, hp, wp, &v);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, program, v, st->ks.table, st->has_bias, &st->ks.kernel);
+        s = core_kernel(ctx, program, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
-    st->extra_index = 6;
+    st->extra_index = 8;
     return s;
 }
 
@@ -297,7 +360,7 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
-        s = st->core ? prepare_core(ctx, call, geo, images, dev.vw, ep, st)
+        s = st->core ? prepare_core(ctx, call, geo, &g, images, dev.vw, ep, st)
                      : prepare_other(ctx, geo, images, &dev, ep, st);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
