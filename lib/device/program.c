@@ -331,6 +331,12 @@ clrun_status clrun_kernel_create(clrun_context *ctx, const char *kernel_name, cl
 
 void clrun_program_stats_get(clrun_context *ctx, clrun_program_stats *out)
 {
+    if (out == NULL)
+        return;
+    if (ctx == NULL) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     pthread_mutex_lock(&ctx->programs->lock);
     *out = ctx->programs->stats;
     pthread_mutex_unlock(&ctx->programs->lock);

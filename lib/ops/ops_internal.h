@@ -21,6 +21,8 @@ extern const clrun__named_kernels clrun__kernels_matmul[];
 extern const clrun__named_kernels clrun__kernels_norm[];
 extern const clrun__named_kernels clrun__kernels_layout[];
 extern const clrun__named_kernels clrun__kernels_conv[];
+extern const clrun__named_kernels clrun__kernels_index[];
+extern const clrun__named_kernels clrun__kernels_resize[];
 /* The ops that take an epilogue (ops.h), by name. */
 typedef struct clrun__named_epilogue {
     const char *op;
