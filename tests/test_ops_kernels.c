@@ -747,9 +747,8 @@ static void ref_normalise(const float *x, size_t count, double eps, double *mean
     *inv = 1 / sqrt(v / (double)count + eps);
 }
 
-static void layernorm_over_an_axis_with_and_without_beta(void **state)
+static void layernorm_over_an_axis_with_and_without_beta_once(void)
 {
-    (void)state;
     static const struct { const char *x, *gamma; int64_t axis; bool beta; } cases[] = {
         {"3,5,40", "40", -1, true}, {"3,5,40", "5,40", 1, false}, {"4,1003", "1003", 1, true},
         {"2,3,4,5", "3,4,5", 1, true}, {"7,16", "16", -1, false},
@@ -783,9 +782,19 @@ static void layernorm_over_an_axis_with_and_without_beta(void **state)
     }
 }
 
-static void instancenorm_and_batchnorm_per_channel(void **state)
+/* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
+ * memory: both against the reference. */
+static void layernorm_over_an_axis_with_and_without_beta(void **state)
 {
     (void)state;
+    layernorm_over_an_axis_with_and_without_beta_once();
+    clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    layernorm_over_an_axis_with_and_without_beta_once();
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+static void instancenorm_and_batchnorm_per_channel_once(void)
+{
     node in = {.op = "instancenorm", .input_count = 3, .in = {type("2,3,5,6"), type("3"), type("3")}};
     in.data[0] = random_floats(180, -2, 2, 950);
     in.data[1] = random_floats(3, -1, 1, 951);
@@ -824,9 +833,19 @@ static void instancenorm_and_batchnorm_per_channel(void **state)
     free_node_data(&bn, 5);
 }
 
-static void softmax_and_logsoftmax_over_any_axis(void **state)
+/* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
+ * memory: both against the reference. */
+static void instancenorm_and_batchnorm_per_channel(void **state)
 {
     (void)state;
+    instancenorm_and_batchnorm_per_channel_once();
+    clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    instancenorm_and_batchnorm_per_channel_once();
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+static void softmax_and_logsoftmax_over_any_axis_once(void)
+{
     static const struct { const char *x; int64_t axis; } cases[] = {
         {"3,4,37", -1}, {"3,4,37", 1}, {"3,4,37", 0}, {"5,130", 1}, {"2,8,3,3", 1},
     };
@@ -861,6 +880,17 @@ static void softmax_and_logsoftmax_over_any_axis(void **state)
             free(ref), free(scale), free(n.result);
             free_node_data(&n, 1);
         }
+}
+
+/* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
+ * memory: both against the reference. */
+static void softmax_and_logsoftmax_over_any_axis(void **state)
+{
+    (void)state;
+    softmax_and_logsoftmax_over_any_axis_once();
+    clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    softmax_and_logsoftmax_over_any_axis_once();
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
 /* ---- reductions and argmax/argmin -------------------------------------------------------- */
