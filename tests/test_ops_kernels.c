@@ -615,7 +615,11 @@ static void conv2d_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
     const clrun__epilogue ep = {"clamp_relu6(v)", "float clamp_relu6(float v) { return fmin(fmax(v, 0.0f), 6.0f); }", 0};
     const conv_params p = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}};
     const conv_params dw = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 8, {0, 0}};
-    for (int depthwise = 0; depthwise < 2; depthwise++) {
+    static const clrun__kernel_choice choices[] = {CLRUN__KERNELS_AUTO, CLRUN__KERNELS_TILED,
+                                                   CLRUN__KERNELS_SIMPLE};
+    for (int run = 0; run < 6; run++) {
+        int depthwise = run % 2;
+        clrun__ops_kernels = choices[run / 2];
         node plain = depthwise ? conv_node("conv2d", "1,8,10,12", "8,1,3,3", &dw, true, 600)
                                : conv_node("conv2d", "1,8,10,12", "24,8,3,3", &p, true, 600);
         for (int i = 0; i < 2; i++) /* larger values, so the clamp at 6 is reached */
@@ -636,6 +640,7 @@ static void conv2d_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
         free(six), free(zero), free(relu), free(clamped), free(plain.result), free(fused.result);
         free_node_data(&plain, plain.input_count);
     }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
 static void conv_transpose2d_matches_the_reference(void **state)
