@@ -95,7 +95,7 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
         int32_t a = r.tensors[pick(&rng, r.count)];
         const clrun_tensor_type *ta = clrun_graph_tensor_type(r.graph, a);
         int64_t cols = ta->shape[1];
-        int kind = pick(&rng, 7);
+        int kind = pick(&rng, 8);
         if (kind == 0) {
             add_node(&r, unary[pick(&rng, 7)], &a, 1, NULL, 0);
         } else if (kind == 1) {
@@ -126,6 +126,16 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
             clrun_attr attrs[2] = {{.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 0.5},
                                    {.name = "beta", .kind = CLRUN_ATTR_FLOAT, .f = 0.25}};
             add_node(&r, "scale", &a, 1, attrs, 2);
+        } else if (kind == 7) { /* views: flattened, then back to [rows, cols], or as it is */
+            clrun_attr flat = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {rows * cols}, .count = 1};
+            clrun_attr back = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {rows, cols}, .count = 2};
+            if (pick(&rng, 2)) {
+                int32_t v = add_node(&r, "reshape", &a, 1, &flat, 1);
+                r.count--; /* [rows * cols]: no later node may pick it */
+                add_node(&r, "reshape", &v, 1, &back, 1);
+            } else {
+                add_node(&r, "reshape", &a, 1, &back, 1);
+            }
         } else { /* transpose twice to stay [rows, cols] */
             clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
             int32_t t = add_node(&r, "transpose", &a, 1, &perm, 1);

@@ -262,7 +262,7 @@ static int load_graph(const char *path, clrun_plan_buffer **buffers, size_t *n)
     clrun_status status = clrun_graph_load(path, &graph, err, sizeof err);
     if (status != CLRUN_OK) {
         fprintf(stderr, "%s\n", err);
-        return status == CLRUN_ERROR_IO ? 1 : 2;
+        return clrun_cli_input_exit(status);
     }
     status = clrun_graph_plan_buffers(graph, true, buffers, n, err, sizeof err);
     clrun_graph_destroy(graph);

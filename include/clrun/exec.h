@@ -98,6 +98,8 @@ typedef struct clrun_exec_stats {
     int32_t donations;          /* outputs written in place of a dying input, per run */
     int32_t unused_donations;   /* inputs marked donated that no output could take */
     double wall_ms;             /* last run, host wall clock, submit to finish */
+    int32_t views;              /* outputs that are views of their input's buffer (reshape):
+                                   no memory, no kernel */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

@@ -25,6 +25,7 @@ struct clrun__programs {
     char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
     bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
     bool cache_warned;          /* the unwritable-cache warning was given */
+    bool refusal_warned;        /* the refused-entry warning was given */
 };
 
 clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out)
@@ -39,6 +40,12 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
     p->built = built;
     if (ctx->options.cache.enabled && !clrun__cache_dir(ctx->options.cache_dir, p->cache_dir, sizeof p->cache_dir)) {
         clrun__log(CLRUN_LOG_WARN, "no cache directory (set CLRUN_CACHE_DIR, XDG_CACHE_HOME or HOME): binary cache off");
+        p->cache_dir[0] = '\0';
+    }
+    char why[1024] = "";
+    if (p->cache_dir[0] && clrun__cache_check_dir(p->cache_dir, why, sizeof why) == CLRUN__CACHE_UNTRUSTED) {
+        clrun__log(CLRUN_LOG_WARN, "kernel binary cache off: %s (it could hold another user's code)",
+                   why[0] ? why : p->cache_dir);
         p->cache_dir[0] = '\0';
     }
     /* POCL compiles programs lazily, kernel by kernel, and keeps what it compiled in its own
@@ -175,7 +182,12 @@ static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, 
         clrun__cache_path(p->cache_dir, name, key, path, sizeof path);
         unsigned char *binary = NULL;
         size_t size = 0;
-        clrun__cache_result r = clrun__cache_load(path, key, &binary, &size);
+        char why[1024];
+        clrun__cache_result r = clrun__cache_load(path, key, &binary, &size, why, sizeof why);
+        if (r == CLRUN__CACHE_REFUSED && !p->refusal_warned) {
+            p->refusal_warned = true; /* once per context */
+            clrun__log(CLRUN_LOG_WARN, "kernel binary cache entry not read: %s; rebuilding", why);
+        }
         if (r == CLRUN__CACHE_HIT) {
             cl_program program = build_from_binary(ctx, binary, size, options);
             free(binary);
@@ -186,7 +198,7 @@ static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, 
             }
             r = CLRUN__CACHE_CORRUPT; /* the driver refused it: rebuild and overwrite */
         }
-        if (r == CLRUN__CACHE_CORRUPT) {
+        if (r == CLRUN__CACHE_CORRUPT || r == CLRUN__CACHE_REFUSED) {
             p->stats.cache_rejected++;
             clrun__log(CLRUN_LOG_INFO, "cache entry %s is damaged or stale: rebuilding", path);
         } else {

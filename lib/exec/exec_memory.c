@@ -173,6 +173,7 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
             status = upload_constant(e, tensor, &e->constants[t]);
         if (status != CLRUN_OK)
             return status;
+        e->buffers[e->schedule.buffer_of[t]].mem = e->constants[t].mem; /* for views of it */
     }
     return CLRUN_OK;
 }

@@ -249,17 +249,18 @@ static void abandon_run(clrun_exec *e)
 }
 
 /* Inputs the caller keeps are not the executor's: forget them once the run is over (keeping
- * the memory of one that is also a graph output, so it can be read back). */
+ * the memory of one that is also a graph output, or whose view is, so it can be read back). */
 static void unbind_caller_inputs(clrun_exec *e)
 {
     for (int32_t i = 0; i < e->graph->input_count; i++) {
         int32_t t = e->graph->inputs[i];
         if (e->graph->tensors[t].donated)
             continue;
-        buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+        int32_t b = e->schedule.buffer_of[t];
+        buffer_state *s = &e->buffers[b];
         clrun__exec_drop_events(s);
         s->live = false;
-        if (!e->graph->tensors[t].is_output)
+        if (!e->schedule.buffers[b].is_output) /* the input, or a view of it, is an output */
             s->mem = NULL;
     }
 }

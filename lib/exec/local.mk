@@ -25,8 +25,10 @@ tests_test_exec_layout_LDADD = $(TEST_LDADD)
 endif
 
 # Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.
-EXTRA_PROGRAMS += bench/bench_exec bench/bench_models
-BENCH_LIST += bench/bench_exec bench/bench_models
+EXTRA_PROGRAMS += bench/bench_exec bench/bench_models bench/bench_schedule
+BENCH_LIST += bench/bench_exec bench/bench_models bench/bench_schedule
+bench_bench_schedule_SOURCES = bench/bench_schedule.c
+bench_bench_schedule_LDADD = libclrun-internal.la
 bench_bench_exec_SOURCES = bench/bench_exec.c
 bench_bench_exec_LDADD = libclrun-internal.la
 bench_bench_models_SOURCES = bench/bench_models.c
