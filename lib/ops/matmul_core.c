@@ -209,7 +209,8 @@ static bool remembered(const char *path, const char *key, size_t count, size_t *
 {
     unsigned char *data = NULL;
     size_t size = 0;
-    if (clrun__cache_load(path, key, &data, &size) != CLRUN__CACHE_HIT)
+    char why[256];
+    if (clrun__cache_load(path, key, &data, &size, why, sizeof why) != CLRUN__CACHE_HIT)
         return false;
     char buf[32] = "";
     snprintf(buf, sizeof buf, "%.*s", (int)(size < 31 ? size : 31), (const char *)data);
