@@ -66,19 +66,16 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
-        s->block = inputs[i];
+        clrun_buffer block = inputs[i];
         if (g->tensors[t].donated) {
             char as[2 * CLRUN__GRAPH_NAME_MAX + 32];
             snprintf(as, sizeof as, "input '%s' of graph '%s'", input_name(e, i),
                      g->name ? g->name : "");
-            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &s->block);
+            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &block);
             if (status != CLRUN_OK)
                 return status;
         }
-        s->mem = s->block.mem;
-        s->range_chunk = s->block.chunk;
-        s->range_offset = s->block.offset;
-        s->range_size = s->block.size;
+        clrun__exec_hold_block(s, &block);
         s->live = true;
         *held += s->block.size;
     }

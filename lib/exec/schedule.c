@@ -332,12 +332,36 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     return CLRUN_OK;
 }
 
+/* The names of the tensors that own buffers which[0..n), in one block: the pointers, then the
+ * strings. NULL when memory runs out. */
+static char **buffer_names(const clrun_graph *g, const clrun__schedule *s, const int32_t *which,
+                           size_t n)
+{
+    size_t bytes = (n + 1) * sizeof(char *);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(g->tensors[s->buffers[which[i]].root].name) + 1;
+    char **names = malloc(bytes);
+    if (names == NULL)
+        return NULL;
+    char *text = (char *)(names + n + 1);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = g->tensors[s->buffers[which[i]].root].name;
+        size_t length = strlen(name) + 1;
+        names[i] = memcpy(text, name, length);
+        text += length;
+    }
+    names[n] = NULL;
+    return names;
+}
+
 clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
-                                      clrun_plan_buffer **buffers, size_t *count, char *err,
-                                      size_t errlen)
+                                      clrun_plan_buffer **buffers, size_t *count, char ***names,
+                                      char *err, size_t errlen)
 {
     char why[512] = "";
     clrun_status status = CLRUN_ERROR_INVALID_ARGUMENT;
+    if (names)
+        *names = NULL;
     if (graph == NULL || buffers == NULL || count == NULL) {
         snprintf(why, sizeof why, "clrun_graph_plan_buffers: NULL argument");
     } else if ((status = clrun_graph_validate((clrun_graph *)graph)) != CLRUN_OK) {
@@ -348,6 +372,11 @@ clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs
         int32_t *which = NULL;
         if (status == CLRUN_OK) {
             status = clrun__schedule_plan_items(&schedule, with_inputs, buffers, &which, count);
+            if (status == CLRUN_OK && names && (*names = buffer_names(graph, &schedule, which, *count)) == NULL) {
+                free(*buffers);
+                *buffers = NULL;
+                status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+            }
             clrun__schedule_free(&schedule);
             if (status != CLRUN_OK)
                 snprintf(why, sizeof why, "out of host memory listing the buffers");
