@@ -13,7 +13,7 @@
 #include "device/program.h"
 
 int clrun__ops_variant = -1;
-unsigned long clrun__tune_timings = 0;
+_Atomic unsigned long clrun__tune_timings = 0;
 
 /* ---- the device -------------------------------------------------------------------------- */
 

@@ -32,8 +32,9 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, size_t *count);
  * tuner choose. Set before prepare, from one thread. */
 extern int clrun__ops_variant;
 
-/* Variants timed by this process so far (benchmarks show that a second process times none). */
-extern unsigned long clrun__tune_timings;
+/* Variants timed by this process so far (benchmarks show that a second process times none);
+ * atomic, as executors may be prepared on several threads. */
+extern _Atomic unsigned long clrun__tune_timings;
 
 /* The program of embedded source `source` ("matmul_core", "matmul" or "conv") for ctx, with VW
  * = vw and the epilogue ep (NULL: none) defined before the source; "matmul_core" holds every
