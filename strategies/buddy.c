@@ -38,6 +38,7 @@
  */
 #include <clrun/strategy.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,8 +230,7 @@ static void chunk_flush_held(buddy_chunk *c)
 
 static clrun_status buddy_create(const clrun_strategy_config *config, void **state)
 {
-    if (!config || !state)
-        return CLRUN_ERROR_INVALID_ARGUMENT;
+    assert(config && state);
     if (!is_pow2_u64(config->min_align))
         return CLRUN_ERROR_INVALID_ALIGNMENT;
     buddy_state *s = calloc(1, sizeof *s);
@@ -346,10 +346,7 @@ static uint32_t split_from(buddy_chunk *c, unsigned j, unsigned k)
 static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     buddy_state *s = state;
-    if (size == 0)
-        return CLRUN_ERROR_INVALID_SIZE;
-    if (!is_pow2_u64(align))
-        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     uint64_t need = size > align ? size : align; /* blocks are aligned to their size */
     if (need > (UINT64_C(1) << 63))
         return CLRUN_ERROR_OUT_OF_MEMORY;

@@ -27,6 +27,7 @@
  */
 #include <clrun/strategy.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,8 +119,7 @@ static void chunk_pop(bump_chunk *c)
 
 static clrun_status bump_create(const clrun_strategy_config *config, void **state)
 {
-    if (!config || !state)
-        return CLRUN_ERROR_INVALID_ARGUMENT;
+    assert(config && state);
     if (!is_pow2_u64(config->min_align))
         return CLRUN_ERROR_INVALID_ALIGNMENT;
     bump_state *s = calloc(1, sizeof *s);
@@ -208,10 +208,7 @@ static bool bump_chunk_is_empty(const void *state, uint32_t chunk)
 static clrun_status bump_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     bump_state *s = state;
-    if (size == 0)
-        return CLRUN_ERROR_INVALID_SIZE;
-    if (!is_pow2_u64(align))
-        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     if (align < s->min_align)
         align = s->min_align;
     uint64_t bsize = round_up_u64(size, s->min_align);

@@ -6,6 +6,7 @@ libclrun_internal_la_SOURCES += \
 	strategies/buddy.c \
 	strategies/slab.c \
 	strategies/bump.c \
+	strategies/tlsf.c \
 	strategies/registry.c
 
 if HAVE_CMOCKA

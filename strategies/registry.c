@@ -10,6 +10,7 @@ static const clrun_allocator_ops *const strategies[] = {
     &clrun_strategy_buddy,
     &clrun_strategy_slab,
     &clrun_strategy_bump,
+    &clrun_strategy_tlsf,
 };
 
 const clrun_allocator_ops *clrun_strategy_find(const char *name)
@@ -24,5 +25,5 @@ const clrun_allocator_ops *clrun_strategy_find(const char *name)
 
 const char *clrun_strategy_names(void)
 {
-    return "buddy|slab|bump";
+    return "buddy|slab|bump|tlsf";
 }

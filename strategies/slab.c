@@ -52,6 +52,7 @@
  */
 #include <clrun/strategy.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -619,8 +620,7 @@ static void build_classes(slab_state *s)
 
 static clrun_status slab_create(const clrun_strategy_config *config, void **state)
 {
-    if (!config || !state)
-        return CLRUN_ERROR_INVALID_ARGUMENT;
+    assert(config && state);
     if (!is_pow2_u64(config->min_align))
         return CLRUN_ERROR_INVALID_ALIGNMENT;
     slab_state *s = calloc(1, sizeof *s);
@@ -750,10 +750,7 @@ static bool slab_chunk_is_empty(const void *state, uint32_t chunk)
 static clrun_status slab_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     slab_state *s = state;
-    if (size == 0)
-        return CLRUN_ERROR_INVALID_SIZE;
-    if (!is_pow2_u64(align))
-        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     int cls = s->nclasses ? class_for(s, size, align) : -1;
     if (cls < 0)
         return alloc_large(s, size, align, out);
