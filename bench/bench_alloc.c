@@ -348,8 +348,8 @@ int main(int argc, char **argv)
     const size_t tensor_steps = 2000 / scale;
     const uint32_t mixed_live = 1000, tensor_layers = 48;
     const clrun_allocator_ops *strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
-                                               &clrun_strategy_bump};
-    enum { NSTRAT = 3 };
+                                               &clrun_strategy_bump, &clrun_strategy_tlsf};
+    enum { NSTRAT = 4 };
 
     rng = seed;
     trace traces[] = {
