@@ -15,10 +15,10 @@
 
 #include <clrun/clrun.h>
 
-#include "cl.h"
-#include "context.h"
-#include "graph.h"
-#include "schedule.h"
+#include "device/cl.h"
+#include "device/context.h"
+#include "graph/graph.h"
+#include "exec/schedule.h"
 
 static double now_ms(void)
 {

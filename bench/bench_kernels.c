@@ -14,7 +14,7 @@
 
 #include <clrun/clrun.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static clrun_context *ctx;
 static int repeat = 5;

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "allocator.h"
+#include "memory/allocator.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)

@@ -11,8 +11,8 @@
 
 #include <clrun/clrun.h>
 
-#include "cache.h"
-#include "cl.h"
+#include "device/cache.h"
+#include "device/cl.h"
 #include "device_test.h"
 
 static char cache_root[512];

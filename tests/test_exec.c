@@ -14,9 +14,9 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
-#include "graph.h"
-#include "pool.h"
-#include "cl.h"
+#include "graph/graph.h"
+#include "memory/pool.h"
+#include "device/cl.h"
 
 static char cache_root[512];
 static uint64_t base_seed;

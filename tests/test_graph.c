@@ -19,7 +19,7 @@
 #include <clrun/graph.h>
 
 #include "../examples/models.h"
-#include "graph.h"
+#include "graph/graph.h"
 
 /* ---- helpers ---- */
 

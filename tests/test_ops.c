@@ -21,9 +21,9 @@
 
 #include "device_test.h"
 #include "op_reference.h"
-#include "ops.h"
-#include "ops_internal.h"
-#include "program.h"
+#include "ops/ops.h"
+#include "ops/ops_internal.h"
+#include "device/program.h"
 
 static char cache_dir[512];
 static clrun_context *ctx;          /* in-order queue */

@@ -9,7 +9,7 @@
 
 #include <clrun/clrun.h>
 
-#include "options.h"
+#include "core/options.h"
 
 static void clear_clrun_environment(void)
 {

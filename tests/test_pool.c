@@ -13,9 +13,9 @@
 
 #include <clrun/clrun.h>
 
-#include "cl.h"
+#include "device/cl.h"
 #include "device_test.h"
-#include "pool.h"
+#include "memory/pool.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)

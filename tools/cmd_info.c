@@ -7,8 +7,8 @@
 #include <clrun/clrun.h>
 
 #include "cli.h"
-#include "context.h"
-#include "options.h"
+#include "device/context.h"
+#include "core/options.h"
 
 static void print_help(void)
 {

@@ -16,10 +16,10 @@
 
 #include "cli.h"
 #include "cmd_plan.h"
-#include "context.h"
-#include "options.h"
+#include "device/context.h"
+#include "core/options.h"
 #include "plan_gen.h"
-#include "schedule.h"
+#include "exec/schedule.h"
 
 /* Generated instances are capped so that a typo cannot ask for terabytes. */
 #define PLAN_GEN_MAX (UINT64_C(1) << 26)

@@ -35,10 +35,10 @@
 #include <clrun/lifetimes.h>
 #include <clrun/strategy.h>
 
-#include "allocator.h"
+#include "memory/allocator.h"
 #include "cli.h"
-#include "context.h"
-#include "options.h"
+#include "device/context.h"
+#include "core/options.h"
 
 #define DEFAULT_MAX_CHUNK (UINT64_C(1) << 30) /* without a device: 1 GiB */
 #define DEFAULT_ALIGNMENT 256                 /* without a device */

@@ -8,11 +8,11 @@
 
 #include <clrun/clrun.h>
 
-#include "cache.h"
+#include "device/cache.h"
 #include "cli.h"
-#include "context.h"
-#include "graph.h"
-#include "options.h"
+#include "device/context.h"
+#include "graph/graph.h"
+#include "core/options.h"
 
 typedef struct run_args {
     const char *path;

@@ -1,0 +1,505 @@
+/* The device memory pool: the allocator core over cl_mem chunks, blocks handed out as
+ * sub-buffers, one lock for every host thread of the context.
+ *
+ * Every live block has a record (a slot) with a generation number that the caller's
+ * clrun_buffer carries; a stale or foreign clrun_buffer is recognised and refused instead of
+ * freeing somebody else's block.
+ *
+ * Guard mode lays each block out as [red zone | data | red zone], red zones filled with a canary
+ * byte; free and clrun_pool_check read them back. OpenCL devices do not bound sub-buffer access
+ * (and Oclgrind checks whole buffers only), so this is how a kernel that writes past its block
+ * into a neighbour is caught. Freed data is poisoned with 0xFF bytes (NaN as float, -1 as int). */
+#include "memory/pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/allocator.h"
+#include "device/cl.h"
+#include "device/context.h"
+
+#define CANARY 0xCBu
+#define POISON 0xFFu
+#define LABEL_MAX 64
+
+typedef struct block_record {
+    bool live;              /* the slot holds a live block */
+    uint32_t generation;    /* bumped at every free */
+    uint32_t chunk;         /* the block's chunk */
+    uint64_t block_offset;  /* where the strategy's block starts (red zone included) */
+    uint64_t data_offset;   /* where the sub-buffer starts (after the front red zone) */
+    uint64_t front_zone;    /* guard mode: red zone bytes before the data, else 0 */
+    uint64_t size;          /* bytes asked for */
+    cl_mem mem;             /* the sub-buffer */
+    char label[LABEL_MAX];  /* the caller's name for it, or "" */
+} block_record;
+
+struct clrun_pool {
+    clrun_context *ctx;          /* owner */
+    clrun__allocator *allocator; /* policy and strategy */
+    cl_mem *chunk_mem;           /* by chunk id; NULL where no chunk */
+    uint32_t chunk_capacity;     /* entries in chunk_mem */
+    block_record *records;       /* by slot */
+    uint32_t record_capacity;    /* entries in records */
+    uint32_t *free_slots;        /* stack of unused slot numbers */
+    uint32_t free_slot_count;
+    uint64_t red_zone;           /* bytes on each side in guard mode, else 0 */
+    clrun__pool_observer observer;
+    void *observer_user;
+    pthread_mutex_t lock;        /* guards everything above */
+};
+
+static clrun_status reserve_chunk(void *user, uint32_t chunk, uint64_t size, char *err, size_t errlen)
+{
+    struct clrun_pool *pool = user;
+    if (chunk >= pool->chunk_capacity) {
+        uint32_t capacity = pool->chunk_capacity ? pool->chunk_capacity * 2 : 16;
+        while (capacity <= chunk)
+            capacity *= 2;
+        cl_mem *grown = realloc(pool->chunk_mem, capacity * sizeof *grown);
+        if (grown == NULL) {
+            snprintf(err, errlen, "out of host memory for the chunk table");
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        memset(grown + pool->chunk_capacity, 0, (capacity - pool->chunk_capacity) * sizeof *grown);
+        pool->chunk_mem = grown;
+        pool->chunk_capacity = capacity;
+    }
+    cl_int error = CL_SUCCESS;
+    cl_mem mem = clrun__cl.CreateBuffer(pool->ctx->cl, CL_MEM_READ_WRITE, (size_t)size, NULL, &error);
+    if (mem == NULL) {
+        char bytes[32];
+        snprintf(err, errlen, "clCreateBuffer of a %s chunk failed: %s (%d)",
+                 clrun__format_bytes(size, bytes, sizeof bytes), clrun_cl_error_name(error), (int)error);
+        return error == CL_OUT_OF_HOST_MEMORY ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : CLRUN_ERROR_OUT_OF_MEMORY;
+    }
+    pool->chunk_mem[chunk] = mem;
+    clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %llu bytes", chunk, (unsigned long long)size);
+    return CLRUN_OK;
+}
+
+static void release_chunk(void *user, uint32_t chunk)
+{
+    struct clrun_pool *pool = user;
+    clrun__cl.ReleaseMemObject(pool->chunk_mem[chunk]);
+    pool->chunk_mem[chunk] = NULL;
+    clrun__log(CLRUN_LOG_INFO, "pool: released chunk %u", chunk);
+}
+
+static uint64_t pool_limit(const clrun_context *ctx)
+{
+    uint64_t by_fraction = (uint64_t)((double)ctx->info.global_mem * ctx->options.mem_fraction);
+    uint64_t limit = ctx->options.pool_limit;
+    return limit && limit < by_fraction ? limit : by_fraction;
+}
+
+static void destroy_pool(struct clrun_pool *pool)
+{
+    for (uint32_t i = 0; i < pool->record_capacity; i++)
+        if (pool->records[i].live)
+            clrun__cl.ReleaseMemObject(pool->records[i].mem);
+    clrun__allocator_destroy(pool->allocator);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool->chunk_mem);
+    free(pool->records);
+    free(pool->free_slots);
+    free(pool);
+}
+
+void clrun__pool_destroy(struct clrun_pool *pool)
+{
+    if (pool)
+        destroy_pool(pool);
+}
+
+static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
+{
+    struct clrun_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL || pthread_mutex_init(&pool->lock, NULL) != 0) {
+        free(pool);
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating the pool");
+    }
+    pool->ctx = ctx;
+    pool->red_zone = ctx->options.guard ? ctx->info.base_addr_align : 0;
+    clrun__allocator_config config = {
+        .ops = clrun_strategy_find(clrun__context_strategy(ctx)),
+        .min_align = ctx->info.base_addr_align,
+        .max_chunk = ctx->info.max_alloc,
+        .limit = pool_limit(ctx),
+        .backing = {.user = pool, .reserve = reserve_chunk, .release = release_chunk},
+    };
+    char err[1024];
+    clrun_status status = clrun__allocator_create(&config, &pool->allocator, err, sizeof err);
+    if (status == CLRUN_OK && ctx->options.preallocate)
+        status = clrun__allocator_preallocate(pool->allocator, config.limit, err, sizeof err);
+    if (status != CLRUN_OK) {
+        destroy_pool(pool);
+        return clrun__fail(ctx, status, "%s", err);
+    }
+    *out = pool;
+    return CLRUN_OK;
+}
+
+/* The context's pool, created on first use, once: creation (which may preallocate most of the
+ * device) happens under pool_init, apart from ctx->lock, under which failures are recorded. */
+static clrun_status get_pool(clrun_context *ctx, struct clrun_pool **out)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct clrun_pool *pool = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    if (pool != NULL) {
+        *out = pool;
+        return CLRUN_OK;
+    }
+    clrun_status status = CLRUN_OK;
+    pthread_mutex_lock(&ctx->pool_init);
+    pthread_mutex_lock(&ctx->lock);
+    pool = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    if (pool == NULL) {
+        status = create_pool(ctx, &pool);
+        if (status == CLRUN_OK) {
+            pthread_mutex_lock(&ctx->lock);
+            ctx->pool = pool;
+            pthread_mutex_unlock(&ctx->lock);
+        }
+    }
+    pthread_mutex_unlock(&ctx->pool_init);
+    *out = pool;
+    return status;
+}
+
+/* A slot for a new record; UINT32_MAX when host memory runs out. */
+static uint32_t take_slot(struct clrun_pool *pool)
+{
+    if (pool->free_slot_count == 0) {
+        uint32_t capacity = pool->record_capacity ? pool->record_capacity * 2 : 64;
+        block_record *records = realloc(pool->records, capacity * sizeof *records);
+        if (records == NULL)
+            return UINT32_MAX;
+        pool->records = records;
+        uint32_t *slots = realloc(pool->free_slots, capacity * sizeof *slots);
+        if (slots == NULL)
+            return UINT32_MAX;
+        pool->free_slots = slots;
+        memset(records + pool->record_capacity, 0, (capacity - pool->record_capacity) * sizeof *records);
+        for (uint32_t i = capacity; i > pool->record_capacity; i--)
+            pool->free_slots[pool->free_slot_count++] = i - 1;
+        pool->record_capacity = capacity;
+    }
+    return pool->free_slots[--pool->free_slot_count];
+}
+
+static void notify(struct clrun_pool *pool, bool is_alloc, const block_record *r)
+{
+    if (pool->observer) {
+        clrun__pool_event e = {is_alloc, r->chunk, r->data_offset, r->size, r->label};
+        pool->observer(&e, pool->observer_user);
+    }
+}
+
+static cl_int fill(struct clrun_pool *pool, uint32_t chunk, uint64_t offset, uint64_t size, unsigned char byte)
+{
+    if (size == 0)
+        return CL_SUCCESS;
+    return clrun__cl.EnqueueFillBuffer(pool->ctx->queue, pool->chunk_mem[chunk], &byte, 1, (size_t)offset,
+                                       (size_t)size, 0, NULL, NULL);
+}
+
+static clrun_status paint_red_zones(struct clrun_pool *pool, const block_record *r)
+{
+    cl_int error = fill(pool, r->chunk, r->block_offset, r->front_zone, CANARY);
+    if (error == CL_SUCCESS)
+        error = fill(pool, r->chunk, r->data_offset + r->size, pool->red_zone, CANARY);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(pool->ctx, error, "clEnqueueFillBuffer", "painting red zones");
+    return CLRUN_OK;
+}
+
+/* Allocates under pool->lock. */
+static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_t alignment,
+                                 const char *label, clrun_buffer *out)
+{
+    clrun_context *ctx = pool->ctx;
+    char err[1536];
+    /* The front zone keeps the data aligned: it is as large as the asked alignment. */
+    uint64_t front = pool->red_zone && alignment > pool->red_zone ? alignment : pool->red_zone;
+    uint64_t guarded = size + front + pool->red_zone;
+    if (guarded < size)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_SIZE, "invalid size %llu bytes", (unsigned long long)size);
+    uint32_t slot = take_slot(pool);
+    if (slot == UINT32_MAX)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for block records");
+    clrun_block block;
+    clrun_status status = clrun__allocator_alloc_charged(pool->allocator, guarded, alignment, size, &block,
+                                                         err, sizeof err);
+    if (status != CLRUN_OK) {
+        pool->free_slots[pool->free_slot_count++] = slot;
+        return clrun__fail(ctx, status, "%s", err);
+    }
+    block_record *r = &pool->records[slot];
+    r->chunk = block.chunk;
+    r->block_offset = block.offset;
+    r->front_zone = front;
+    r->data_offset = block.offset + front;
+    r->size = size;
+    snprintf(r->label, sizeof r->label, "%s", label ? label : "");
+    cl_buffer_region region = {(size_t)r->data_offset, (size_t)size};
+    cl_int error = CL_SUCCESS;
+    r->mem = clrun__cl.CreateSubBuffer(pool->chunk_mem[block.chunk], CL_MEM_READ_WRITE,
+                                       CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+    if (r->mem == NULL)
+        status = clrun__fail_cl(ctx, error, "clCreateSubBuffer", "chunk %u, origin %llu, size %llu", block.chunk,
+                                (unsigned long long)r->data_offset, (unsigned long long)size);
+    else if (pool->red_zone)
+        status = paint_red_zones(pool, r); /* keeps clrun__fail_cl's status (out of memory stays so) */
+    if (status != CLRUN_OK) {
+        if (r->mem)
+            clrun__cl.ReleaseMemObject(r->mem);
+        r->mem = NULL;
+        clrun__allocator_free(pool->allocator, block.chunk, block.offset, size, err, sizeof err);
+        pool->free_slots[pool->free_slot_count++] = slot;
+        return status;
+    }
+    r->live = true;
+    notify(pool, true, r);
+    *out = (clrun_buffer){r->mem, size, r->chunk, r->data_offset, slot, r->generation};
+    return CLRUN_OK;
+}
+
+clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignment,
+                            const char *label, clrun_buffer *out)
+{
+    if (ctx == NULL || out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_alloc: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (size == 0)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_SIZE,
+                           "invalid size 0%s%s: clrun does not allocate empty blocks",
+                           label ? " for " : "", label ? label : "");
+    if (alignment & (alignment - 1))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ALIGNMENT,
+                           "invalid alignment %llu: it must be a power of two", (unsigned long long)alignment);
+    struct clrun_pool *pool;
+    clrun_status status = get_pool(ctx, &pool);
+    if (status != CLRUN_OK)
+        return status;
+    pthread_mutex_lock(&pool->lock);
+    status = alloc_locked(pool, size, alignment, label, out);
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+clrun_status clrun_alloc(clrun_context *ctx, uint64_t size, clrun_buffer *out)
+{
+    return clrun_alloc_ex(ctx, size, 0, NULL, out);
+}
+
+/* First damaged byte of a red zone, or -1; reads the zone back from the device. */
+static clrun_status find_damage(struct clrun_pool *pool, uint32_t chunk, uint64_t offset,
+                                uint64_t size, int64_t *damaged)
+{
+    *damaged = -1;
+    if (size == 0)
+        return CLRUN_OK;
+    unsigned char *bytes = malloc((size_t)size);
+    if (bytes == NULL)
+        return clrun__fail(pool->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory checking red zones");
+    cl_int error = clrun__cl.EnqueueReadBuffer(pool->ctx->queue, pool->chunk_mem[chunk], CL_TRUE, (size_t)offset,
+                                               (size_t)size, bytes, 0, NULL, NULL);
+    for (uint64_t i = 0; error == CL_SUCCESS && i < size; i++) {
+        if (bytes[i] != CANARY) {
+            *damaged = (int64_t)i;
+            break;
+        }
+    }
+    free(bytes);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(pool->ctx, error, "clEnqueueReadBuffer", "reading red zones");
+    return CLRUN_OK;
+}
+
+static clrun_status check_block(struct clrun_pool *pool, uint32_t slot)
+{
+    const block_record *r = &pool->records[slot];
+    int64_t before, after;
+    clrun_status status = find_damage(pool, r->chunk, r->block_offset, r->front_zone, &before);
+    if (status == CLRUN_OK)
+        status = find_damage(pool, r->chunk, r->data_offset + r->size, pool->red_zone, &after);
+    if (status != CLRUN_OK || (before < 0 && after < 0))
+        return status;
+    if (after >= 0)
+        return clrun__fail(pool->ctx, CLRUN_ERROR_GUARD,
+                           "guard: block '%s' (%llu bytes, chunk %u offset %llu) was overrun: "
+                           "byte %lld past its end was written",
+                           r->label[0] ? r->label : "(unnamed)", (unsigned long long)r->size, r->chunk,
+                           (unsigned long long)r->data_offset, (long long)after);
+    return clrun__fail(pool->ctx, CLRUN_ERROR_GUARD,
+                       "guard: block '%s' (%llu bytes, chunk %u offset %llu) was underrun: "
+                       "byte %lld before its start was written",
+                       r->label[0] ? r->label : "(unnamed)", (unsigned long long)r->size, r->chunk,
+                       (unsigned long long)r->data_offset, (long long)(r->front_zone - (uint64_t)before));
+}
+
+static bool record_matches(const struct clrun_pool *pool, const clrun_buffer *b)
+{
+    if (b->slot >= pool->record_capacity)
+        return false;
+    const block_record *r = &pool->records[b->slot];
+    return r->live && r->generation == b->generation && r->mem == b->mem && r->chunk == b->chunk &&
+           r->data_offset == b->offset;
+}
+
+clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer)
+{
+    if (ctx == NULL || buffer == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_free: NULL argument");
+    pthread_mutex_lock(&ctx->lock);
+    struct clrun_pool *pool = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    if (pool == NULL || buffer->mem == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_FREE,
+                           "free of a buffer this context never allocated (no live block)");
+    pthread_mutex_lock(&pool->lock);
+    if (!record_matches(pool, buffer)) {
+        pthread_mutex_unlock(&pool->lock);
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_FREE,
+                           "free of a buffer that is not live in this context (%llu bytes at chunk %u "
+                           "offset %llu): freed already, or from another context",
+                           (unsigned long long)buffer->size, buffer->chunk, (unsigned long long)buffer->offset);
+    }
+    block_record *r = &pool->records[buffer->slot];
+    clrun_status guard = CLRUN_OK;
+    if (pool->red_zone) {
+        guard = check_block(pool, buffer->slot);
+        fill(pool, r->chunk, r->data_offset, r->size, POISON);
+    }
+    char err[512];
+    clrun_status status = clrun__allocator_free(pool->allocator, r->chunk, r->block_offset, r->size, err, sizeof err);
+    if (status == CLRUN_OK) {
+        notify(pool, false, r);
+        clrun__cl.ReleaseMemObject(r->mem);
+        r->live = false;
+        r->mem = NULL;
+        r->generation++;
+        pool->free_slots[pool->free_slot_count++] = buffer->slot;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (status != CLRUN_OK)
+        return clrun__fail(ctx, status, "%s", err);
+    memset(buffer, 0, sizeof *buffer);
+    return guard;
+}
+
+clrun_status clrun_pool_trim(clrun_context *ctx, uint64_t *released)
+{
+    struct clrun_pool *pool;
+    clrun_status status = get_pool(ctx, &pool);
+    if (status != CLRUN_OK)
+        return status;
+    pthread_mutex_lock(&pool->lock);
+    uint64_t bytes = clrun__allocator_trim(pool->allocator);
+    pthread_mutex_unlock(&pool->lock);
+    if (released)
+        *released = bytes;
+    return CLRUN_OK;
+}
+
+clrun_status clrun_pool_reset(clrun_context *ctx)
+{
+    struct clrun_pool *pool;
+    clrun_status status = get_pool(ctx, &pool);
+    if (status != CLRUN_OK)
+        return status;
+    pthread_mutex_lock(&pool->lock);
+    for (uint32_t i = 0; i < pool->record_capacity; i++) {
+        block_record *r = &pool->records[i];
+        if (!r->live)
+            continue;
+        notify(pool, false, r);
+        clrun__cl.ReleaseMemObject(r->mem);
+        r->live = false;
+        r->mem = NULL;
+        r->generation++;
+        pool->free_slots[pool->free_slot_count++] = i;
+    }
+    clrun__allocator_reset(pool->allocator);
+    pthread_mutex_unlock(&pool->lock);
+    return CLRUN_OK;
+}
+
+clrun_status clrun_pool_check(clrun_context *ctx)
+{
+    struct clrun_pool *pool;
+    clrun_status status = get_pool(ctx, &pool);
+    if (status != CLRUN_OK || pool->red_zone == 0)
+        return status;
+    pthread_mutex_lock(&pool->lock);
+    for (uint32_t i = 0; status == CLRUN_OK && i < pool->record_capacity; i++)
+        if (pool->records[i].live)
+            status = check_block(pool, i);
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+clrun_status clrun_memory_stats_get(clrun_context *ctx, clrun_memory_stats *out)
+{
+    if (ctx == NULL || out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_memory_stats_get: NULL argument");
+    struct clrun_pool *pool;
+    clrun_status status = get_pool(ctx, &pool);
+    if (status != CLRUN_OK)
+        return status;
+    pthread_mutex_lock(&pool->lock);
+    clrun__allocator_stats(pool->allocator, out);
+    pthread_mutex_unlock(&pool->lock);
+    return CLRUN_OK;
+}
+
+void clrun_memory_reset_peaks(clrun_context *ctx)
+{
+    struct clrun_pool *pool;
+    if (get_pool(ctx, &pool) != CLRUN_OK)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    clrun__allocator_reset_peaks(pool->allocator);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+clrun_status clrun__pool_observe(clrun_context *ctx, clrun__pool_observer observer, void *user)
+{
+    struct clrun_pool *pool;
+    clrun_status status = get_pool(ctx, &pool);
+    if (status != CLRUN_OK)
+        return status;
+    pthread_mutex_lock(&pool->lock);
+    pool->observer = observer;
+    pool->observer_user = user;
+    pthread_mutex_unlock(&pool->lock);
+    return CLRUN_OK;
+}
+
+cl_mem clrun__pool_chunk_mem(clrun_context *ctx, uint32_t chunk)
+{
+    struct clrun_pool *pool;
+    if (get_pool(ctx, &pool) != CLRUN_OK)
+        return NULL;
+    pthread_mutex_lock(&pool->lock);
+    cl_mem mem = chunk < pool->chunk_capacity ? pool->chunk_mem[chunk] : NULL;
+    pthread_mutex_unlock(&pool->lock);
+    return mem;
+}
+
+bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct clrun_pool *pool = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    if (pool == NULL || buffer == NULL)
+        return false;
+    pthread_mutex_lock(&pool->lock);
+    bool live = record_matches(pool, buffer);
+    pthread_mutex_unlock(&pool->lock);
+    return live;
+}
