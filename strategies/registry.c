@@ -1,5 +1,5 @@
 /* clrun strategies: the table of shipped strategies, looked up by the name CLRUN_ALLOCATOR gives.
- * A linear scan of three entries; add a strategy by adding it here and to local.mk. */
+ * A linear scan of a few entries; add a strategy by adding it here and to local.mk. */
 #include <clrun/strategy.h>
 
 #include <stddef.h>
@@ -21,6 +21,11 @@ const clrun_allocator_ops *clrun_strategy_find(const char *name)
         if (strcmp(strategies[i]->name, name) == 0)
             return strategies[i];
     return NULL;
+}
+
+const clrun_allocator_ops *clrun_strategy_at(size_t i)
+{
+    return i < sizeof strategies / sizeof strategies[0] ? strategies[i] : NULL;
 }
 
 const char *clrun_strategy_names(void)

@@ -2,40 +2,42 @@
  * a new dynamic memory allocator for real-time systems" (ECRTS 2004), bookkeeping on the host.
  *
  * Algorithm. Sizes are whole granules (g = min_align). Every granule of every chunk belongs to
- * exactly one block, free or live, and the blocks of a chunk are linked in address order (their
- * physical neighbours). The free blocks of all chunks sit in segregated lists with two levels of
- * index: the first level is floor(log2(granules)), the second cuts each power of two into 32
- * equal ranges (below 32 granules each size has its own list). One bitmap over the first level
- * and one per first-level entry over the second say which lists are non-empty, so the first
- * non-empty list at or above a size class is found with two bit scans.
- *  - alloc of n granules: the smallest fitting block among the first 8 of n's own list; else the
- *    smallest among the first 8 of the first non-empty list above it, every block of which fits
- *    (so the block chosen is at most 1/32 larger than the smallest class that could hold n:
- *    good fit); else the rest of n's own list, so that OUT_OF_MEMORY means that no free block
- *    holds the request. The block is split: n granules at its low end are handed out, the rest
- *    is listed as a free block. A chunk's free tail is one block of a high class, so it is cut
- *    only when no lower hole fits (wilderness last).
- *  - free: the block is found by (chunk, offset) in a hash table of the live blocks, merged at
- *    once with its free physical neighbours and listed; an empty chunk is one free block.
- *  - alignment above g: the lists are walked upward from n's own class until a block holds an
- *    aligned placement; the gap before it becomes a free block of its own.
- * The most recently freed block is held back unmerged: an alloc of exactly its size (and an
- * alignment it satisfies) takes it back in O(1); any other alloc, or the next free, merges it
- * first. Stats count it as merged, so nothing observable differs from merging at once.
+ * exactly one block, live or free, and the blocks of a chunk are linked in address order (their
+ * physical neighbours); free blocks are merged with free neighbours at once. A chunk's free
+ * block at its end is its tail (dlmalloc's "top", the wilderness); the other free blocks, the
+ * holes, of all chunks sit in segregated lists with two levels of index: the first level is
+ * floor(log2(granules)), the second cuts each power of two into 32 equal ranges (below 32
+ * granules each size has its own list). One bitmap over the first level and one per first-level
+ * entry over the second say which lists are non-empty, so the first non-empty list above a size
+ * class is found with two bit scans.
+ *  - alloc of n granules: the best fit (smallest, then lowest address) among the first 8 holes
+ *    of n's own list; else the best among the first 4 of the first non-empty list above it,
+ *    every hole of which fits (so within 1/32 of the class of the best fit in that list: good
+ *    fit); else the rest of n's own list; and only when no hole fits, the smallest tail that
+ *    does (wilderness last, as best fit in one unbounded arena places a block on top only when
+ *    no hole holds it). OUT_OF_MEMORY means that no free block holds the request. The block is
+ *    cut at the low end of the hole or tail; the rest stays free.
+ *  - free: the block is found by (chunk, offset) in a hash table of the live blocks and merged
+ *    with its free neighbours; next to its chunk's tail (or at the chunk's end) it joins the tail.
+ *  - alignment above g: the lists are walked upward from n's own class until a hole holds an
+ *    aligned placement, then the tails; the gap before the block becomes a hole of its own.
+ * A hole cut at its low end, or grown by a neighbour, keeps its place in its list when its class
+ * stays; a tail is in no list, so cutting a block off it or giving one back is list-free: an
+ * alloc/free pair at the top of a chunk is O(1) with no list work at all.
  *
- * Complexity. alloc: O(1) (two bit scans, at most 16 list entries read, one split), except when
- * neither the first 8 entries of the own list nor any higher list fits: then O(f) over the own
- * list (only when the pool is about to grow), and O(f) over the free blocks f for an alignment
- * above g. free: O(1) expected (hash lookup, at most two merges). add_chunk: O(1) plus O(c) in
- * the chunk index; remove_chunk: O(c); reset: O(blocks + live blocks). Host memory: 72 bytes per
- * block, free or live, plus 24 to 48 bytes per live block in the hash table.
+ * Complexity. alloc: O(1) (two bit scans, at most 12 list entries read, one split) from a hole;
+ * O(c) over the c chunks when it goes to a tail; O(f) over the own list's f holes when neither
+ * its first 8 nor any higher list fits (then the pool is about to grow), and O(f) over all holes
+ * for an alignment above g. free: O(1) expected (hash lookup, at most two merges). add_chunk:
+ * O(1) plus O(c) in the chunk index; remove_chunk: O(c); reset: O(blocks + live blocks). Host
+ * memory: 72 bytes per block, live or free, and 24 to 48 bytes per live block in the hash table.
  *
- * Worst-case waste. Internal: under one granule per block (the size rounded up to g), plus the
- * alignment gap, which stays free. External: a request is served from its own class when one of
- * the first 8 blocks there fits, else from the next non-empty class, whose smallest block read
- * is at most 1/32 of a class above the request's own class; that is good fit, not best fit,
- * and like every non-moving allocator it has Robson's M * log2(n) / 2 worst case. `clrun
- * replay` measures its footprint against a best-fit reference.
+ * Worst-case waste. Internal: under one granule per block (the size rounded up to g); an
+ * alignment gap stays free as a hole. External: good fit, not best fit (a tighter hole past the
+ * first 8 of the request's own list is passed over for the next class), and like every
+ * allocator that does not move blocks, Robson's M * log2(n) / 2 worst case; `clrun replay`
+ * measures the footprint against a best-fit reference (within 3% on the traces and the
+ * planner's generated families, one arena, 1 MiB and 1 GiB scales).
  */
 #include <clrun/strategy.h>
 
@@ -48,11 +50,13 @@
 #define TLSF_SLI 5u                         /* log2 of the second-level lists per power of two */
 #define TLSF_SL_COUNT (1u << TLSF_SLI)      /* 32 */
 #define TLSF_FL_COUNT 64u                   /* first-level entries (60 used at most) */
-#define TLSF_SCAN 8u                        /* list entries read for a good fit */
+#define TLSF_SCAN 8u                        /* holes read in the request's own list */
+#define TLSF_SCAN_ABOVE 4u                  /* holes read in the first list above it */
 #define TLSF_NODES_PER_SLAB 255u            /* block nodes allocated together */
 #define TLSF_LIVE_MIN 64u                   /* smallest live hash table */
 
-enum block_state { BLOCK_FREE, BLOCK_LIVE, BLOCK_HELD };
+/* LIVE: handed out; HOLE: free, listed; TAIL: free, at its chunk's end, in no list. */
+enum block_state { BLOCK_LIVE, BLOCK_HOLE, BLOCK_TAIL };
 
 typedef struct tlsf_chunk tlsf_chunk;
 
@@ -63,9 +67,10 @@ typedef struct tlsf_block {
     tlsf_chunk *chunk;              /* where it lies */
     struct tlsf_block *prev_phys;   /* the block just below it, NULL at the chunk's start */
     struct tlsf_block *next_phys;   /* the block just above it, NULL at the chunk's end */
-    struct tlsf_block *prev_free;   /* free: previous in its list; spare: unused */
-    struct tlsf_block *next_free;   /* free: next in its list; spare: next spare node */
+    struct tlsf_block *prev_free;   /* hole: previous in its list */
+    struct tlsf_block *next_free;   /* hole: next in its list; spare node: next spare */
     uint8_t state;                  /* enum block_state */
+    uint8_t fl, sl;                 /* hole: the class of its list */
 } tlsf_block;
 
 /* One chunk. */
@@ -75,12 +80,14 @@ struct tlsf_chunk {
     uint64_t usable;                /* size rounded down to the granule: what blocks cover */
     uint64_t live;                  /* live blocks inside */
     tlsf_block *first;              /* the block at offset 0, NULL when usable is 0 */
+    tlsf_block *tail;               /* the free block at its end, NULL when that one is live */
 };
 
 /* A slot of the live-block hash table (open addressing, linear probing). */
 typedef struct live_slot {
     uint64_t offset;                /* the block's offset */
     uint32_t chunk;                 /* its chunk's id */
+    uint32_t hash;                  /* live_hash of both: the home slot, masked */
     tlsf_block *block;              /* NULL: the slot is empty */
 } live_slot;
 
@@ -96,9 +103,12 @@ typedef struct tlsf_state {
     uint64_t max_chunk;                         /* the largest chunk the pool can add */
     uint64_t fl_bitmap;                         /* bit f set: some list of first level f is not empty */
     uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of entry f set: lists[f][s] is not empty */
-    tlsf_block *lists[TLSF_FL_COUNT][TLSF_SL_COUNT]; /* free blocks by class, newest first */
-    tlsf_block *held;                           /* the held-back freed block, or NULL */
-    live_slot *live;                            /* live blocks by (chunk, offset) */
+    tlsf_block *lists[TLSF_FL_COUNT][TLSF_SL_COUNT]; /* holes by class, newest first */
+    live_slot *live;                            /* live blocks by (chunk, offset), but recent */
+    tlsf_block *recent;                         /* the newest live block, not in live yet, or NULL */
+    tlsf_block *undo_tail;                      /* the tail recent was cut from, nothing done since */
+    tlsf_block *again_tail;                     /* that tail once recent was freed, nothing done since */
+    uint64_t again_bytes;                       /* the size of that freed block */
     uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
     uint64_t live_blocks;                       /* blocks allocated and not freed */
     tlsf_block *spare;                          /* unused nodes, linked by next_free */
@@ -143,14 +153,15 @@ static bool class_above(const tlsf_state *s, unsigned *fl, unsigned *sl)
 
 /* ---- free lists ----------------------------------------------------------------------------- */
 
-static void list_insert(tlsf_state *s, tlsf_block *b)
+/* Lists hole b in class (fl, sl), its class. */
+static void list_insert_at(tlsf_state *s, tlsf_block *b, unsigned fl, unsigned sl)
 {
-    unsigned fl, sl;
-    class_of(b->size >> s->granule_log, &fl, &sl);
-    /* Free blocks are always merged with their free neighbours. */
-    assert(!b->prev_phys || b->prev_phys->state != BLOCK_FREE);
-    assert(!b->next_phys || b->next_phys->state != BLOCK_FREE);
-    b->state = BLOCK_FREE;
+    /* Free blocks are always merged with their free neighbours, and a hole is never last. */
+    assert(!b->prev_phys || b->prev_phys->state == BLOCK_LIVE);
+    assert(b->next_phys && b->next_phys->state == BLOCK_LIVE);
+    b->state = BLOCK_HOLE;
+    b->fl = (uint8_t)fl;
+    b->sl = (uint8_t)sl;
     b->prev_free = NULL;
     b->next_free = s->lists[fl][sl];
     if (b->next_free)
@@ -160,11 +171,17 @@ static void list_insert(tlsf_state *s, tlsf_block *b)
     s->fl_bitmap |= UINT64_C(1) << fl;
 }
 
-static void list_remove(tlsf_state *s, tlsf_block *b)
+static void list_insert(tlsf_state *s, tlsf_block *b)
 {
-    assert(b->state == BLOCK_FREE);
     unsigned fl, sl;
     class_of(b->size >> s->granule_log, &fl, &sl);
+    list_insert_at(s, b, fl, sl);
+}
+
+static void list_remove(tlsf_state *s, tlsf_block *b)
+{
+    assert(b->state == BLOCK_HOLE);
+    unsigned fl = b->fl, sl = b->sl;
     if (b->prev_free)
         b->prev_free->next_free = b->next_free;
     else
@@ -178,13 +195,24 @@ static void list_remove(tlsf_state *s, tlsf_block *b)
     }
 }
 
+/* Gives hole b a new range; it keeps its place in its list when its class stays. */
+static void list_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
+{
+    unsigned fl, sl;
+    class_of(size >> s->granule_log, &fl, &sl);
+    b->offset = offset;
+    b->size = size;
+    if (fl == b->fl && sl == b->sl)
+        return;
+    list_remove(s, b);
+    list_insert_at(s, b, fl, sl);
+}
+
 /* ---- block nodes ---------------------------------------------------------------------------- */
 
-/* Makes sure `count` spare nodes exist; false when host memory runs out (nothing changed). */
-static bool nodes_reserve(tlsf_state *s, uint32_t count)
+/* Adds a slab of spare nodes; false when host memory runs out (nothing changed). */
+__attribute__((noinline)) static bool nodes_grow(tlsf_state *s)
 {
-    if (s->nspare >= count)
-        return true;
     node_slab *slab = malloc(sizeof *slab);
     if (!slab)
         return false;
@@ -196,6 +224,13 @@ static bool nodes_reserve(tlsf_state *s, uint32_t count)
     }
     s->nspare += TLSF_NODES_PER_SLAB;
     return true;
+}
+
+/* Makes sure `count` (<= TLSF_NODES_PER_SLAB) spare nodes exist; false when host memory runs
+ * out (nothing changed). */
+static inline bool nodes_reserve(tlsf_state *s, uint32_t count)
+{
+    return s->nspare >= count || nodes_grow(s);
 }
 
 /* A spare node (nodes_reserve made sure there is one). */
@@ -217,25 +252,24 @@ static void node_drop(tlsf_state *s, tlsf_block *b)
 
 /* ---- live blocks by (chunk, offset) --------------------------------------------------------- */
 
-static uint64_t live_hash(const tlsf_state *s, uint32_t chunk, uint64_t offset)
+/* Fibonacci hashing: the high half of the product; the table masks its low bits. */
+static uint32_t live_hash(const tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
     uint64_t key = (offset >> s->granule_log) ^ ((uint64_t)chunk << 40) ^ ((uint64_t)chunk >> 24);
-    return (key * UINT64_C(0x9E3779B97F4A7C15)) >> 20; /* Fibonacci hashing; masked by the caller */
+    return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
 }
 
-static void live_place(live_slot *slots, uint64_t mask, const tlsf_state *s, tlsf_block *b)
+static void live_place(live_slot *slots, uint64_t mask, live_slot entry)
 {
-    uint64_t i = live_hash(s, b->chunk->id, b->offset) & mask;
+    uint64_t i = entry.hash & mask;
     while (slots[i].block)
         i = (i + 1) & mask;
-    slots[i] = (live_slot){b->offset, b->chunk->id, b};
+    slots[i] = entry;
 }
 
-/* Makes room for one more live block (load at most 1/2); false when host memory runs out. */
-static bool live_reserve(tlsf_state *s)
+/* Doubles the live table; false when host memory runs out (nothing changed). */
+__attribute__((noinline)) static bool live_grow(tlsf_state *s)
 {
-    if ((s->live_blocks + 1) * 2 <= s->live_capacity)
-        return true;
     uint64_t capacity = s->live_capacity ? s->live_capacity * 2 : TLSF_LIVE_MIN;
     if (capacity > SIZE_MAX / sizeof(live_slot))
         return false;
@@ -244,18 +278,30 @@ static bool live_reserve(tlsf_state *s)
         return false;
     for (uint64_t i = 0; i < s->live_capacity; i++)
         if (s->live[i].block)
-            live_place(slots, capacity - 1, s, s->live[i].block);
+            live_place(slots, capacity - 1, s->live[i]);
     free(s->live);
     s->live = slots;
     s->live_capacity = capacity;
     return true;
 }
 
-/* Records live block b (live_reserve made room). */
+/* Makes room for one more live block (load at most 1/4, so probes stay short); false when host
+ * memory runs out. */
+static inline bool live_reserve(tlsf_state *s)
+{
+    return (s->live_blocks + 1) * 4 <= s->live_capacity || live_grow(s);
+}
+
+/* Records live block b (live_reserve made room). The newest live block waits outside the
+ * table until the next one comes, so an alloc freed before the next alloc costs no hashing. */
 static void live_insert(tlsf_state *s, tlsf_block *b)
 {
-    assert((s->live_blocks + 1) * 2 <= s->live_capacity);
-    live_place(s->live, s->live_capacity - 1, s, b);
+    assert((s->live_blocks + 1) * 4 <= s->live_capacity);
+    tlsf_block *r = s->recent;
+    if (r)
+        live_place(s->live, s->live_capacity - 1,
+                   (live_slot){r->offset, r->chunk->id, live_hash(s, r->chunk->id, r->offset), r});
+    s->recent = b;
     s->live_blocks++;
 }
 
@@ -263,6 +309,12 @@ static void live_insert(tlsf_state *s, tlsf_block *b)
  * shifts the following entries back, so no tombstones accumulate. */
 static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
+    tlsf_block *r = s->recent;
+    if (r && r->offset == offset && r->chunk->id == chunk) {
+        s->recent = NULL;
+        s->live_blocks--;
+        return r;
+    }
     if (!s->live_capacity)
         return NULL;
     uint64_t mask = s->live_capacity - 1;
@@ -274,7 +326,7 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
         return NULL;
     uint64_t hole = i;
     for (uint64_t j = (i + 1) & mask; s->live[j].block; j = (j + 1) & mask) {
-        uint64_t home = live_hash(s, s->live[j].chunk, s->live[j].offset) & mask;
+        uint64_t home = s->live[j].hash & mask;
         /* Entry j may fill the hole unless its home lies cyclically in (hole, j]. */
         bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
         if (!stays) {
@@ -290,60 +342,72 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 
 /* ---- blocks --------------------------------------------------------------------------------- */
 
-/* Makes block b (not listed, not live) free: merged with its free neighbours, then listed. */
+/* Unlinks block b from its chunk's physical order and recycles its node. */
+static void block_unlink(tlsf_state *s, tlsf_block *b)
+{
+    if (b->prev_phys)
+        b->prev_phys->next_phys = b->next_phys;
+    else
+        b->chunk->first = b->next_phys;
+    if (b->next_phys)
+        b->next_phys->prev_phys = b->prev_phys;
+    node_drop(s, b);
+}
+
+/* Makes live block b free, merged at once with its free neighbours: a neighbour absorbs it
+ * (a hole keeping its list place when its class stays); at the chunk's end it joins the tail or
+ * becomes it. */
 static void block_release(tlsf_state *s, tlsf_block *b)
 {
+    tlsf_chunk *c = b->chunk;
     tlsf_block *prev = b->prev_phys, *next = b->next_phys;
-    if (prev && prev->state == BLOCK_FREE) {
-        list_remove(s, prev);
-        prev->size += b->size;
-        prev->next_phys = next;
-        if (next)
-            next->prev_phys = prev;
-        node_drop(s, b);
-        b = prev;
+    if (prev && prev->state == BLOCK_HOLE) { /* the hole below absorbs b */
+        uint64_t size = prev->size + b->size;
+        block_unlink(s, b);
+        if (!next || next->state == BLOCK_TAIL) { /* and then joins the tail, or becomes it */
+            list_remove(s, prev);
+            if (next) {
+                next->offset = prev->offset;
+                next->size += size;
+                block_unlink(s, prev);
+            } else {
+                prev->size = size;
+                prev->state = BLOCK_TAIL;
+                c->tail = prev;
+            }
+        } else if (next->state == BLOCK_HOLE) {
+            size += next->size;
+            list_remove(s, next);
+            block_unlink(s, next);
+            list_resize(s, prev, prev->offset, size);
+        } else {
+            list_resize(s, prev, prev->offset, size);
+        }
+    } else if (!next) {
+        b->state = BLOCK_TAIL;
+        c->tail = b;
+    } else if (next->state == BLOCK_TAIL) {
+        next->offset = b->offset;
+        next->size += b->size;
+        block_unlink(s, b);
+    } else if (next->state == BLOCK_HOLE) {
+        uint64_t offset = b->offset, size = b->size + next->size;
+        block_unlink(s, b);
+        list_resize(s, next, offset, size);
+    } else {
+        list_insert(s, b);
     }
-    if (next && next->state == BLOCK_FREE) {
-        list_remove(s, next);
-        b->size += next->size;
-        b->next_phys = next->next_phys;
-        if (b->next_phys)
-            b->next_phys->prev_phys = b;
-        node_drop(s, next);
-    }
-    b->state = BLOCK_FREE;
-    list_insert(s, b);
-}
-
-/* Merges the held-back block, if any. */
-static void held_flush(tlsf_state *s)
-{
-    if (s->held) {
-        tlsf_block *b = s->held;
-        s->held = NULL;
-        block_release(s, b);
-    }
-}
-
-/* Bytes the held-back block would have once merged with its free neighbours. */
-static uint64_t held_merged_size(const tlsf_block *b)
-{
-    uint64_t size = b->size;
-    if (b->prev_phys && b->prev_phys->state == BLOCK_FREE)
-        size += b->prev_phys->size;
-    if (b->next_phys && b->next_phys->state == BLOCK_FREE)
-        size += b->next_phys->size;
-    return size;
 }
 
 /* A new node for [offset, offset + size) of b's chunk, linked into the physical order just
- * above b (or just below it), not listed. */
+ * above b (or just below it), live until the caller says otherwise. */
 static tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size, bool above)
 {
     tlsf_block *n = node_take(s);
     n->offset = offset;
     n->size = size;
     n->chunk = b->chunk;
+    n->state = BLOCK_LIVE;
     if (above) {
         n->prev_phys = b;
         n->next_phys = b->next_phys;
@@ -362,35 +426,71 @@ static tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t offset
     return n;
 }
 
-/* Hands out `bytes` at offset `at` of free block b (two spare nodes and live room reserved): the
- * gap below and the rest above become free blocks. */
+/* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes and live
+ * room reserved). b's node keeps what is left below the block, or else what is left above it;
+ * a tail cut at its low end stays the tail. */
 static void block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes, clrun_block *out)
 {
-    assert(b->state == BLOCK_FREE && at >= b->offset && at - b->offset + bytes <= b->size);
-    list_remove(s, b);
-    if (at > b->offset) {
-        tlsf_block *gap = block_split_off(s, b, b->offset, at - b->offset, false);
-        b->size -= at - b->offset;
-        b->offset = at;
-        b->state = BLOCK_LIVE; /* so that the gap's neighbour check sees a non-free block */
-        list_insert(s, gap);
+    assert(b->state != BLOCK_LIVE && at >= b->offset && at - b->offset + bytes <= b->size);
+    tlsf_chunk *c = b->chunk;
+    uint64_t below = at - b->offset, above = b->size - below - bytes;
+    bool tail = b->state == BLOCK_TAIL;
+    tlsf_block *live;
+    if (!below && !above) {
+        if (tail)
+            c->tail = NULL;
+        else
+            list_remove(s, b);
+        live = b;
+    } else if (!below) {
+        live = block_split_off(s, b, at, bytes, false);
+        if (tail) {
+            b->offset = at + bytes;
+            b->size = above;
+        } else {
+            list_resize(s, b, at + bytes, above);
+        }
+    } else {
+        live = block_split_off(s, b, at, bytes, true);
+        if (above) {
+            tlsf_block *rest = block_split_off(s, live, at + bytes, above, true);
+            if (tail) {
+                rest->state = BLOCK_TAIL;
+                c->tail = rest;
+            } else {
+                list_insert(s, rest);
+            }
+        } else if (tail) {
+            c->tail = NULL;
+        }
+        if (tail) {
+            b->size = below;
+            list_insert(s, b);
+        } else {
+            list_resize(s, b, b->offset, below);
+        }
     }
-    if (b->size > bytes) {
-        tlsf_block *rest = block_split_off(s, b, b->offset + bytes, b->size - bytes, true);
-        b->size = bytes;
-        b->state = BLOCK_LIVE;
-        list_insert(s, rest);
-    }
-    b->state = BLOCK_LIVE;
-    b->chunk->live++;
+    live->state = BLOCK_LIVE;
+    c->live++;
     s->held_bytes += bytes;
-    live_insert(s, b);
-    out->chunk = b->chunk->id;
-    out->offset = b->offset;
+    live_insert(s, live);
+    out->chunk = c->id;
+    out->offset = live->offset;
     out->size = bytes;
 }
 
-/* The smallest block of at least `bytes` among the first `limit` of list `head` (limit 0: all). */
+/* Whether free block a is a better fit than b (NULL): smaller, or as large and lower (the lower
+ * chunk id, then the lower offset), as address-ordered best fit chooses. */
+static bool better_fit(const tlsf_block *a, const tlsf_block *b)
+{
+    if (!b || a->size != b->size)
+        return !b || a->size < b->size;
+    if (a->chunk != b->chunk)
+        return a->chunk->id < b->chunk->id;
+    return a->offset < b->offset;
+}
+
+/* The best fit for `bytes` among the first `limit` holes of list `head` (limit 0: all). */
 static tlsf_block *list_best(tlsf_block *head, uint64_t bytes, uint32_t limit, bool *truncated)
 {
     tlsf_block *best = NULL;
@@ -401,16 +501,25 @@ static tlsf_block *list_best(tlsf_block *head, uint64_t bytes, uint32_t limit, b
             *truncated = true;
             break;
         }
-        if (b->size >= bytes && (!best || b->size < best->size)) {
+        if (b->size >= bytes && better_fit(b, best))
             best = b;
-            if (b->size == bytes)
-                break;
-        }
     }
     return best;
 }
 
-/* A free block of at least `bytes` (good fit), or NULL when none exists. */
+/* The smallest tail of at least `bytes` (the lowest chunk id on ties), or NULL. */
+static tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
+{
+    tlsf_block *best = NULL;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        tlsf_block *t = ((tlsf_chunk *)s->chunks.items[n])->tail;
+        if (t && t->size >= bytes && (!best || t->size < best->size))
+            best = t;
+    }
+    return best;
+}
+
+/* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
 static tlsf_block *find_fit(tlsf_state *s, uint64_t bytes)
 {
     unsigned fl, sl;
@@ -421,8 +530,10 @@ static tlsf_block *find_fit(tlsf_state *s, uint64_t bytes)
         return b;
     unsigned up_fl = fl, up_sl = sl;
     if (class_above(s, &up_fl, &up_sl))
-        return list_best(s->lists[up_fl][up_sl], bytes, TLSF_SCAN, &unused);
-    return truncated ? list_best(s->lists[fl][sl], bytes, 0, &unused) : NULL;
+        return list_best(s->lists[up_fl][up_sl], bytes, TLSF_SCAN_ABOVE, &unused);
+    if (truncated && (b = list_best(s->lists[fl][sl], bytes, 0, &unused)) != NULL)
+        return b;
+    return tail_best(s, bytes);
 }
 
 /* Where `bytes` aligned to `align` would start in free block b; false when it does not fit. */
@@ -438,19 +549,40 @@ static bool aligned_fit(const tlsf_block *b, uint64_t bytes, uint64_t align, uin
     return true;
 }
 
-/* A free block with room for `bytes` aligned to `align` (> granule), walking the lists upward
- * from the request's own class; NULL when none exists. */
+/* A free block with room for `bytes` aligned to `align` (> granule): the first hole that has it,
+ * walking the lists upward from the request's own class, else the smallest tail; NULL when no
+ * free block has it. */
 static tlsf_block *find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at)
 {
     unsigned fl, sl;
     class_of(bytes >> s->granule_log, &fl, &sl);
-    for (;;) {
+    do {
         for (tlsf_block *b = s->lists[fl][sl]; b; b = b->next_free)
             if (aligned_fit(b, bytes, align, at))
                 return b;
-        if (!class_above(s, &fl, &sl))
-            return NULL;
+    } while (class_above(s, &fl, &sl));
+    tlsf_block *best = NULL;
+    uint64_t best_at = 0;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        tlsf_block *t = ((tlsf_chunk *)s->chunks.items[n])->tail;
+        uint64_t t_at;
+        if (t && aligned_fit(t, bytes, align, &t_at) && (!best || t->size < best->size)) {
+            best = t;
+            best_at = t_at;
+        }
     }
+    *at = best_at;
+    return best;
+}
+
+/* An alloc cut from the bottom of a tail and freed before anything else happens (a scratch
+ * buffer, a tight loop) leaves the state exactly as it was before the alloc, so an alloc of the
+ * same size next makes the same choice: it takes that tail again without searching. Any other
+ * call forgets this. */
+static void forget_again(tlsf_state *s)
+{
+    s->undo_tail = NULL;
+    s->again_tail = NULL;
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
@@ -465,17 +597,18 @@ static void chunk_drop_blocks(tlsf_state *s, tlsf_chunk *c)
     c->first = NULL;
 }
 
-/* Makes chunk c one free block (a spare node exists when c->usable > 0). */
+/* Makes chunk c one free block, its tail (a spare node exists when c->usable > 0). */
 static void chunk_make_empty(tlsf_state *s, tlsf_chunk *c)
 {
     c->live = 0;
     c->first = NULL;
+    c->tail = NULL;
     if (!c->usable)
         return;
     tlsf_block *b = node_take(s);
-    *b = (tlsf_block){.offset = 0, .size = c->usable, .chunk = c};
+    *b = (tlsf_block){.offset = 0, .size = c->usable, .chunk = c, .state = BLOCK_TAIL};
     c->first = b;
-    list_insert(s, b);
+    c->tail = b;
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -530,6 +663,7 @@ static uint64_t tlsf_chunk_size(const void *state, uint64_t request, uint64_t al
 static clrun_status tlsf_add_chunk(void *state, uint32_t chunk, uint64_t size)
 {
     tlsf_state *s = state;
+    forget_again(s); /* a new tail may fit better */
     if (size == 0 || s->total_bytes > UINT64_MAX - size)
         return CLRUN_ERROR_INVALID_SIZE;
     if (chunk_index_find(&s->chunks, chunk))
@@ -551,18 +685,15 @@ static clrun_status tlsf_add_chunk(void *state, uint32_t chunk, uint64_t size)
 static clrun_status tlsf_remove_chunk(void *state, uint32_t chunk)
 {
     tlsf_state *s = state;
+    forget_again(s);
     tlsf_chunk *c = chunk_index_find(&s->chunks, chunk);
     if (!c)
         return CLRUN_ERROR_INVALID_ARGUMENT;
     if (c->live)
         return CLRUN_ERROR_BUSY;
-    if (s->held && s->held->chunk == c)
-        held_flush(s);
-    if (c->first) { /* no live block: one free block covers the chunk */
-        assert(c->first->state == BLOCK_FREE && !c->first->next_phys && c->first->size == c->usable);
-        list_remove(s, c->first);
-        chunk_drop_blocks(s, c);
-    }
+    /* No live block: the tail covers the whole chunk. */
+    assert(c->first == c->tail && (!c->tail || (!c->tail->prev_phys && c->tail->size == c->usable)));
+    chunk_drop_blocks(s, c);
     s->total_bytes -= c->size;
     chunk_index_erase(&s->chunks, chunk);
     free(c);
@@ -574,6 +705,55 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
 {
     const tlsf_chunk *c = chunk_index_find(&((const tlsf_state *)state)->chunks, chunk);
     return !c || c->live == 0;
+}
+
+/* The fast path of an alloc that repeats one just freed (see forget_again): a new node cut from
+ * the bottom of the same tail, which stays the tail. */
+static void take_again(tlsf_state *s, tlsf_block *tail, uint64_t bytes, clrun_block *out)
+{
+    /* Field by field: a wide store of the whole node would stall the free that reads it next
+     * (no store forwarding from a vector store to a narrower load). */
+    tlsf_chunk *c = tail->chunk;
+    tlsf_block *b = node_take(s), *below = tail->prev_phys;
+    uint64_t offset = tail->offset;
+    b->offset = offset;
+    b->size = bytes;
+    b->chunk = c;
+    b->prev_phys = below;
+    b->next_phys = tail;
+    b->state = BLOCK_LIVE;
+    if (below)
+        below->next_phys = b;
+    else
+        c->first = b;
+    tail->prev_phys = b;
+    tail->offset = offset + bytes;
+    tail->size -= bytes;
+    c->live++;
+    s->held_bytes += bytes;
+    live_insert(s, b);
+    s->undo_tail = tail;
+    out->chunk = c->id;
+    out->offset = offset;
+    out->size = bytes;
+}
+
+/* Everything but the fast path: a search, then a cut. Kept out of line so that the fast path
+ * saves no registers for it. */
+__attribute__((noinline)) static clrun_status alloc_searching(tlsf_state *s, uint64_t bytes, uint64_t align,
+                                                              clrun_block *out)
+{
+    uint64_t at = 0;
+    tlsf_block *b = align == UINT64_C(1) << s->granule_log ? find_fit(s, bytes) : find_aligned(s, bytes, align, &at);
+    if (!b)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    if (align == UINT64_C(1) << s->granule_log)
+        at = b->offset;
+    bool from_tail_bottom = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes;
+    block_take(s, b, at, bytes, out);
+    if (from_tail_bottom)
+        s->undo_tail = b;
+    return CLRUN_OK;
 }
 
 static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
@@ -588,49 +768,55 @@ static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun
         align = granule;
     if (!live_reserve(s) || !nodes_reserve(s, 2))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    tlsf_block *b = s->held;
-    if (b && b->size == bytes && (b->offset & (align - 1)) == 0) { /* taken back as it is */
-        s->held = NULL;
-        b->state = BLOCK_LIVE;
-        b->chunk->live++;
-        s->held_bytes += bytes;
-        live_insert(s, b);
-        *out = (clrun_block){.chunk = b->chunk->id, .offset = b->offset, .size = bytes};
+    tlsf_block *again = s->again_tail;
+    forget_again(s);
+    if (again && bytes == s->again_bytes && align == granule && again->size > bytes) {
+        take_again(s, again, bytes, out);
         return CLRUN_OK;
     }
-    held_flush(s);
-    uint64_t at = 0;
-    if (align == granule) {
-        b = find_fit(s, bytes);
-        if (b)
-            at = b->offset;
-    } else {
-        b = find_aligned(s, bytes, align, &at);
-    }
+    return alloc_searching(s, bytes, align, out);
+}
+
+/* Everything but the fast path: a lookup, then merges. */
+__attribute__((noinline)) static clrun_status free_searching(tlsf_state *s, uint32_t chunk, uint64_t offset)
+{
+    tlsf_block *b = live_take(s, chunk, offset);
     if (!b)
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    block_take(s, b, at, bytes, out);
+        return CLRUN_ERROR_INVALID_FREE;
+    s->held_bytes -= b->size;
+    b->chunk->live--;
+    block_release(s, b);
     return CLRUN_OK;
 }
 
 static clrun_status tlsf_free(void *state, uint32_t chunk, uint64_t offset)
 {
     tlsf_state *s = state;
-    tlsf_block *b = live_take(s, chunk, offset);
-    if (!b)
-        return CLRUN_ERROR_INVALID_FREE;
-    s->held_bytes -= b->size;
-    b->chunk->live--;
-    held_flush(s);
-    b->state = BLOCK_HELD; /* merged by the next free or by an alloc of another size */
-    s->held = b;
-    return CLRUN_OK;
+    tlsf_block *recent = s->recent, *undo_tail = s->undo_tail;
+    forget_again(s);
+    if (undo_tail && recent->offset == offset && recent->chunk->id == chunk) {
+        /* Freeing the block just cut from the bottom of undo_tail, nothing done since: the tail
+         * takes it back, and is as it was before that alloc. */
+        assert(recent->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL);
+        uint64_t size = recent->size;
+        s->recent = NULL;
+        s->live_blocks--;
+        s->held_bytes -= size;
+        recent->chunk->live--;
+        undo_tail->offset = offset;
+        undo_tail->size += size;
+        s->again_tail = undo_tail;
+        s->again_bytes = size;
+        block_unlink(s, recent);
+        return CLRUN_OK;
+    }
+    return free_searching(s, chunk, offset);
 }
 
 static void tlsf_reset(void *state)
 {
     tlsf_state *s = state;
-    s->held = NULL;
+    forget_again(s);
     for (uint32_t n = 0; n < s->chunks.count; n++)
         chunk_drop_blocks(s, s->chunks.items[n]);
     memset(s->lists, 0, sizeof s->lists);
@@ -640,6 +826,7 @@ static void tlsf_reset(void *state)
         chunk_make_empty(s, s->chunks.items[n]); /* the nodes just dropped suffice */
     if (s->live)
         memset(s->live, 0, (size_t)s->live_capacity * sizeof *s->live);
+    s->recent = NULL;
     s->live_blocks = 0;
     s->held_bytes = 0;
 }
@@ -655,8 +842,11 @@ static void tlsf_stats(const void *state, clrun_strategy_stats *out)
             if (b->size > largest)
                 largest = b->size;
     }
-    if (s->held && held_merged_size(s->held) > largest)
-        largest = held_merged_size(s->held);
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        const tlsf_block *t = ((const tlsf_chunk *)s->chunks.items[n])->tail;
+        if (t && t->size > largest)
+            largest = t->size;
+    }
     out->held_bytes = s->held_bytes;
     out->free_bytes = s->total_bytes - s->held_bytes;
     out->largest_free = largest;

@@ -1049,7 +1049,7 @@ static void test_tlsf_fits_across_chunks(void **state)
     ops->destroy(st);
 }
 
-static void test_tlsf_freed_block_is_taken_back_by_the_same_size(void **state)
+static void test_tlsf_a_hole_is_taken_by_the_next_request_of_its_size(void **state)
 {
     (void)state;
     const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
@@ -1060,10 +1060,32 @@ static void test_tlsf_freed_block_is_taken_back_by_the_same_size(void **state)
     assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_OK);
     assert_int_equal(ops->alloc(st, 5000, 1, &c), CLRUN_OK);
     assert_int_equal(c.offset, a.offset);
-    /* Held back, but counted as merged: freeing b gives one block with the tail. */
+    /* b joins the chunk's free tail at once. */
     assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_OK);
     assert_int_equal(stats_of(ops, st).largest_free, 16 * MiB - c.size);
     assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_ERROR_INVALID_FREE);
+    ops->destroy(st);
+}
+
+/* Wilderness last: a request that a hole holds goes there, even when the chunk's free tail is
+ * a tighter fit, as best fit in one unbounded arena places it. */
+static void test_tlsf_the_free_tail_is_cut_only_when_no_hole_fits(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    clrun_block hole, wall, fill, b;
+    assert_int_equal(ops->alloc(st, MiB, 1, &hole), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 4 * KiB, 1, &wall), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 15 * MiB - 4 * KiB - 100 * KiB, 1, &fill), CLRUN_OK);
+    assert_int_equal(ops->free(st, hole.chunk, hole.offset), CLRUN_OK); /* a 1 MiB hole, a 100 KiB tail */
+    assert_int_equal(ops->alloc(st, 50 * KiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, hole.offset);
+    assert_int_equal(ops->alloc(st, MiB - 50 * KiB, 1, &b), CLRUN_OK); /* the rest of the hole */
+    assert_int_equal(b.offset, hole.offset + 50 * KiB);
+    assert_int_equal(ops->alloc(st, 100 * KiB, 1, &b), CLRUN_OK); /* now the tail */
+    assert_int_equal(b.offset, 16 * MiB - 100 * KiB);
+    assert_int_equal(ops->alloc(st, 1, 1, &b), CLRUN_ERROR_OUT_OF_MEMORY);
     ops->destroy(st);
 }
 
@@ -1085,7 +1107,7 @@ static void test_tlsf_alignment_gap_stays_free(void **state)
     ops->destroy(st);
 }
 
-static void test_tlsf_reset_forgets_a_held_back_block(void **state)
+static void test_tlsf_reset_forgets_every_block(void **state)
 {
     (void)state;
     const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
@@ -1199,9 +1221,10 @@ int main(void)
         cmocka_unit_test(test_tlsf_coalesces_fully_when_empty),
         cmocka_unit_test(test_tlsf_takes_the_tightest_hole_before_the_free_tail),
         cmocka_unit_test(test_tlsf_fits_across_chunks),
-        cmocka_unit_test(test_tlsf_freed_block_is_taken_back_by_the_same_size),
+        cmocka_unit_test(test_tlsf_a_hole_is_taken_by_the_next_request_of_its_size),
+        cmocka_unit_test(test_tlsf_the_free_tail_is_cut_only_when_no_hole_fits),
         cmocka_unit_test(test_tlsf_alignment_gap_stays_free),
-        cmocka_unit_test(test_tlsf_reset_forgets_a_held_back_block),
+        cmocka_unit_test(test_tlsf_reset_forgets_every_block),
     };
     const struct CMUnitTest registry[] = {
         cmocka_unit_test(test_registry_finds_each_strategy_by_name),

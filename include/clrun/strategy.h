@@ -10,6 +10,7 @@
 #define CLRUN_STRATEGY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <clrun/status.h>
@@ -87,6 +88,9 @@ extern const clrun_allocator_ops clrun_strategy_tlsf;
 
 /* The strategy called `name` (case-sensitive: "buddy", "slab", "bump", "tlsf"), or NULL. */
 const clrun_allocator_ops *clrun_strategy_find(const char *name);
+
+/* The i-th shipped strategy, in the order clrun_strategy_names() lists them; NULL past the last. */
+const clrun_allocator_ops *clrun_strategy_at(size_t i);
 
 /* The names of every shipped strategy separated by '|' ("buddy|slab|bump|tlsf"), for messages. */
 const char *clrun_strategy_names(void);

@@ -1,10 +1,14 @@
 # memory: the allocator core (policy, limits, statistics; no OpenCL), the device pool (chunks
-# are cl_mem buffers, blocks are sub-buffers) and buffer I/O. Depends on core and device; the
+# are cl_mem buffers, blocks are sub-buffers), buffer I/O and the trace replay (a simulated
+# pool, with the binned and best-fit baselines). Depends on core and device; the
 # strategies (strategies/) are its pure offset managers.
 libclrun_internal_la_SOURCES += \
 	lib/memory/allocator.c lib/memory/allocator.h \
 	lib/memory/pool.c lib/memory/pool.h \
-	lib/memory/buffer_io.c
+	lib/memory/buffer_io.c \
+	lib/memory/replay.c lib/memory/replay_binned.c lib/memory/replay_best_fit.c \
+	lib/memory/replay_internal.h
+clruninclude_HEADERS += include/clrun/replay.h
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_allocator tests/test_pool tests/test_pool_threads
