@@ -1,9 +1,9 @@
 /* clrun strategy "slab": size classes carved from slabs, and a page-run allocator beneath.
  *
- * Algorithm. Each chunk is cut into pages of P = max(64 KiB, min_align) bytes (bytes past the
+ * Algorithm. Each chunk is cut into pages of P = max(4 KiB, min_align) bytes (bytes past the
  * last whole page are never handed out). Every page belongs to exactly one run of contiguous
  * pages, which is free, a large block, or a slab:
- *  - Requests up to 8P (512 KiB) take a slot of a size class. Classes are multiples of the
+ *  - Requests up to 8P (32 KiB) take a slot of a size class. Classes are multiples of the
  *    granule g = max(min_align, 16): g, 2g, ..., 8g, then 8 steps per power of two (9g, 10g,
  *    ..., 16g, 18g, 20g, ..., 32g, 36g, ...). A slab is a run of n pages cut into equal slots
  *    of one class, n chosen so that it holds at least 4 slots and its unusable tail is small.
@@ -40,7 +40,7 @@
  * Large alloc: O(h) over the held-back runs h (at most one per chunk, newest first), then,
  * unless one is taken back, O(r) over the free runs r in the lists searched (first fit); large
  * free: O(1) merges (of the run held before). stats: O(h) plus the largest size list. Host
- * memory: 8 bytes per page of every chunk (1/8192 of its size), 80 bytes per run, plus at most
+ * memory: 8 bytes per page of every chunk (1/512 of its size), 80 bytes per run, plus at most
  * 512 bytes of bitmap per slab.
  *
  * Worst-case waste. Internal: above 8g a class wastes less than 1/9 of its size (at most 1/8
@@ -58,7 +58,8 @@
 
 #include "chunk_index.h"
 
-#define SLAB_PAGE_MIN (UINT64_C(64) << 10)   /* smallest page: 64 KiB */
+#define SLAB_PAGE_MIN (UINT64_C(4) << 10)    /* smallest page: 4 KiB (64 KiB made a 1 MiB
+                                              * workload reserve 2-8x: a slab per class) */
 #define SLAB_GRANULE_MIN 16u                 /* smallest class, whatever min_align is */
 #define SLAB_LARGEST_PAGES 8u                /* classes up to 8 pages; above, page runs */
 #define SLAB_MAX_CLASSES 128u                /* 8 + 8 per doubling from 8g to 8P: 104 at most */
@@ -889,7 +890,7 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
 
 const clrun_allocator_ops clrun_strategy_slab = {
     .name = "slab",
-    .description = "size classes (< 1/8 waste above 8 granules) carved from slabs; page runs above 512 KiB",
+    .description = "size classes (< 1/8 waste above 8 granules) carved from slabs; page runs above 32 KiB",
     .create = slab_create,
     .destroy = slab_destroy,
     .chunk_size = slab_chunk_size,

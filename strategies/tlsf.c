@@ -54,6 +54,7 @@
 #define TLSF_SCAN_ABOVE 4u                  /* holes read in the first list above it */
 #define TLSF_NODES_PER_SLAB 255u            /* block nodes allocated together */
 #define TLSF_LIVE_MIN 64u                   /* smallest live hash table */
+#define TLSF_RECENT 8u                      /* newest live blocks kept out of the hash table */
 
 /* LIVE: handed out; HOLE: free, listed; TAIL: free, at its chunk's end, in no list. */
 enum block_state { BLOCK_LIVE, BLOCK_HOLE, BLOCK_TAIL };
@@ -64,9 +65,9 @@ typedef struct tlsf_chunk tlsf_chunk;
 typedef struct tlsf_block {
     uint64_t offset;                /* of its first byte in the chunk */
     uint64_t size;                  /* bytes, a multiple of the granule */
-    tlsf_chunk *chunk;              /* where it lies */
     struct tlsf_block *prev_phys;   /* the block just below it, NULL at the chunk's start */
     struct tlsf_block *next_phys;   /* the block just above it, NULL at the chunk's end */
+    tlsf_chunk *chunk;              /* where it lies (not beside prev_phys: see take_again) */
     struct tlsf_block *prev_free;   /* hole: previous in its list */
     struct tlsf_block *next_free;   /* hole: next in its list; spare node: next spare */
     uint8_t state;                  /* enum block_state */
@@ -104,10 +105,13 @@ typedef struct tlsf_state {
     uint64_t fl_bitmap;                         /* bit f set: some list of first level f is not empty */
     uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of entry f set: lists[f][s] is not empty */
     tlsf_block *lists[TLSF_FL_COUNT][TLSF_SL_COUNT]; /* holes by class, newest first */
-    live_slot *live;                            /* live blocks by (chunk, offset), but recent */
-    tlsf_block *recent;                         /* the newest live block, not in live yet, or NULL */
-    tlsf_block *undo_tail;                      /* the tail recent was cut from, nothing done since */
-    tlsf_block *again_tail;                     /* that tail once recent was freed, nothing done since */
+    live_slot *live;                            /* live blocks by (chunk, offset), but the recent */
+    live_slot recent[TLSF_RECENT];              /* [0, nrecent): the newest live blocks, not in live */
+    unsigned nrecent;                           /* entries in recent */
+    unsigned evict;                             /* the next entry of a full recent to move to live */
+    unsigned newest;                            /* the entry of the newest live block */
+    tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
+    tlsf_block *again_tail;                     /* that tail once the newest was freed, nothing since */
     uint64_t again_bytes;                       /* the size of that freed block */
     uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
     uint64_t live_blocks;                       /* blocks allocated and not freed */
@@ -292,28 +296,55 @@ static inline bool live_reserve(tlsf_state *s)
     return (s->live_blocks + 1) * 4 <= s->live_capacity || live_grow(s);
 }
 
-/* Records live block b (live_reserve made room). The newest live block waits outside the
- * table until the next one comes, so an alloc freed before the next alloc costs no hashing. */
+/* Moves entry i of recent into the hash table. */
+static void recent_evict(tlsf_state *s, unsigned i)
+{
+    live_slot e = s->recent[i];
+    e.hash = live_hash(s, e.chunk, e.offset);
+    live_place(s->live, s->live_capacity - 1, e);
+}
+
+/* Records live block b (live_reserve made room). The newest live blocks wait outside the hash
+ * table, so one freed within the next few allocs (a temporary, a scratch buffer) costs no
+ * hashing at all; a full recent sends its entries to the table in turn. */
 static void live_insert(tlsf_state *s, tlsf_block *b)
 {
     assert((s->live_blocks + 1) * 4 <= s->live_capacity);
-    tlsf_block *r = s->recent;
-    if (r)
-        live_place(s->live, s->live_capacity - 1,
-                   (live_slot){r->offset, r->chunk->id, live_hash(s, r->chunk->id, r->offset), r});
-    s->recent = b;
+    unsigned i = s->nrecent;
+    if (i < TLSF_RECENT) {
+        s->nrecent++;
+    } else {
+        i = s->evict;
+        s->evict = (i + 1) % TLSF_RECENT;
+        recent_evict(s, i);
+    }
+    /* Field by field: a wide store here would stall the free that reads it next (no store
+     * forwarding from a vector store to a narrower load). */
+    s->recent[i].offset = b->offset;
+    s->recent[i].chunk = b->chunk->id;
+    s->recent[i].block = b;
+    s->newest = i;
     s->live_blocks++;
 }
 
+/* Drops entry i of recent (the last entry takes its place). */
+static void recent_drop(tlsf_state *s, unsigned i)
+{
+    if (i != --s->nrecent)
+        s->recent[i] = s->recent[s->nrecent];
+    s->live_blocks--;
+}
+
 /* Removes and returns the live block at (chunk, offset), or NULL when there is none. Deletion
- * shifts the following entries back, so no tombstones accumulate. */
+ * from the hash table shifts the following entries back, so no tombstones accumulate. */
 static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
-    tlsf_block *r = s->recent;
-    if (r && r->offset == offset && r->chunk->id == chunk) {
-        s->recent = NULL;
-        s->live_blocks--;
-        return r;
+    for (unsigned i = 0; i < s->nrecent; i++) {
+        if (s->recent[i].offset == offset && s->recent[i].chunk == chunk) {
+            tlsf_block *r = s->recent[i].block;
+            recent_drop(s, i);
+            return r;
+        }
     }
     if (!s->live_capacity)
         return NULL;
@@ -711,8 +742,7 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
  * the bottom of the same tail, which stays the tail. */
 static void take_again(tlsf_state *s, tlsf_block *tail, uint64_t bytes, clrun_block *out)
 {
-    /* Field by field: a wide store of the whole node would stall the free that reads it next
-     * (no store forwarding from a vector store to a narrower load). */
+    /* Field by field, for the reason given in live_insert. */
     tlsf_chunk *c = tail->chunk;
     tlsf_block *b = node_take(s), *below = tail->prev_phys;
     uint64_t offset = tail->offset;
@@ -792,15 +822,16 @@ __attribute__((noinline)) static clrun_status free_searching(tlsf_state *s, uint
 static clrun_status tlsf_free(void *state, uint32_t chunk, uint64_t offset)
 {
     tlsf_state *s = state;
-    tlsf_block *recent = s->recent, *undo_tail = s->undo_tail;
+    tlsf_block *undo_tail = s->undo_tail;
+    const live_slot *newest = &s->recent[s->newest];
     forget_again(s);
-    if (undo_tail && recent->offset == offset && recent->chunk->id == chunk) {
+    if (undo_tail && newest->offset == offset && newest->chunk == chunk) {
+        tlsf_block *recent = newest->block;
         /* Freeing the block just cut from the bottom of undo_tail, nothing done since: the tail
          * takes it back, and is as it was before that alloc. */
         assert(recent->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL);
         uint64_t size = recent->size;
-        s->recent = NULL;
-        s->live_blocks--;
+        recent_drop(s, s->newest);
         s->held_bytes -= size;
         recent->chunk->live--;
         undo_tail->offset = offset;
@@ -826,7 +857,8 @@ static void tlsf_reset(void *state)
         chunk_make_empty(s, s->chunks.items[n]); /* the nodes just dropped suffice */
     if (s->live)
         memset(s->live, 0, (size_t)s->live_capacity * sizeof *s->live);
-    s->recent = NULL;
+    s->nrecent = 0;
+    s->evict = 0;
     s->live_blocks = 0;
     s->held_bytes = 0;
 }

@@ -25,7 +25,8 @@ typedef struct clrun__allocator_config {
     uint64_t min_align;             /* device base-address alignment, power of two */
     uint64_t max_chunk;             /* device maximum allocation */
     uint64_t limit;                 /* most bytes to reserve in all; 0 = no limit */
-    uint64_t min_chunk;             /* smallest chunk worth reserving; 0 = 1 MiB */
+    uint64_t min_chunk;             /* smallest chunk worth reserving; 0 = 16 KiB; = max_chunk:
+                                     * every chunk that size */
     clrun__backing backing;
 } clrun__allocator_config;
 
