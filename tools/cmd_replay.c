@@ -14,8 +14,6 @@
 #include <clrun/replay.h>
 
 #include "cli.h"
-#include "core/options.h"
-#include "device/context.h"
 
 #define DEFAULT_MAX_CHUNK (UINT64_C(1) << 30) /* without a device: 1 GiB */
 #define DEFAULT_ALIGNMENT 256                 /* without a device */
@@ -114,7 +112,7 @@ static json_object *result_json(const clrun_replay_result *res, const clrun_repl
 static const char *with_ratio(uint64_t bytes, uint64_t lower_bound, char *buf, size_t size)
 {
     char human[32];
-    clrun__format_bytes(bytes, human, sizeof human);
+    clrun_format_bytes(bytes, human, sizeof human);
     snprintf(buf, size, "%s %5.2fx", human, ratio(bytes, lower_bound));
     return buf;
 }
@@ -125,21 +123,21 @@ static void print_table(const char *csv, size_t buffers, const clrun_replay_opti
     char lb[32], align[32], chunk[32];
     uint64_t lower_bound = count ? results[0].lower_bound : 0;
     printf("trace %s: %zu buffers, %zu operations, lower bound %s\n", csv, buffers, 2 * buffers,
-           clrun__format_bytes(lower_bound, lb, sizeof lb));
+           clrun_format_bytes(lower_bound, lb, sizeof lb));
     if (o->chunk_size)
         printf("chunks of %s (--chunk-size), alignment %s\n",
-               clrun__format_bytes(o->chunk_size, chunk, sizeof chunk),
-               clrun__format_bytes(o->alignment, align, sizeof align));
+               clrun_format_bytes(o->chunk_size, chunk, sizeof chunk),
+               clrun_format_bytes(o->alignment, align, sizeof align));
     else
         printf("chunks grown with demand up to %s (%s), alignment %s\n",
-               clrun__format_bytes(o->max_chunk, chunk, sizeof chunk), device_note,
-               clrun__format_bytes(o->alignment, align, sizeof align));
+               clrun_format_bytes(o->max_chunk, chunk, sizeof chunk), device_note,
+               clrun_format_bytes(o->alignment, align, sizeof align));
     printf("\n%-8s %22s %22s %22s %7s %22s %9s\n", "", "peak held", "reserved", "footprint", "chunks",
            "internal waste", "ns/op");
     for (size_t i = 0; i < count; i++) {
         const clrun_replay_result *res = &results[i];
         char held[48], reserved[48], footprint[48], waste[48], human[32], ns[16] = "-";
-        snprintf(waste, sizeof waste, "%s %5.1f%%", clrun__format_bytes(res->internal_waste, human, sizeof human),
+        snprintf(waste, sizeof waste, "%s %5.1f%%", clrun_format_bytes(res->internal_waste, human, sizeof human),
                  res->peak_held ? 100.0 * (double)res->internal_waste / (double)res->peak_held : 0.0);
         if (res->ns_per_op > 0.0)
             snprintf(ns, sizeof ns, "%.1f", res->ns_per_op);
@@ -209,12 +207,12 @@ static int parse_options(int argc, char **argv, replay_cli *cli)
         } else if (strcmp(arg, "--allocator") == 0) {
             cli->allocator = value;
         } else if (strcmp(arg, "--chunk-size") == 0) {
-            if (!clrun__parse_size(value, &cli->chunk_size) || cli->chunk_size == 0)
+            if (!clrun_parse_size(value, &cli->chunk_size) || cli->chunk_size == 0)
                 return clrun_cli_usage_error("replay", "--chunk-size '%s': expected bytes > 0, with an optional K/M/G suffix", value);
         } else if (strcmp(arg, "--scale-to") == 0) {
-            if (!clrun__parse_size(value, &cli->scale_to) || cli->scale_to == 0)
+            if (!clrun_parse_size(value, &cli->scale_to) || cli->scale_to == 0)
                 return clrun_cli_usage_error("replay", "--scale-to '%s': expected bytes > 0, with an optional K/M/G suffix", value);
-        } else if (!clrun__parse_size(value, &cli->alignment) || !is_power_of_two(cli->alignment)) {
+        } else if (!clrun_parse_size(value, &cli->alignment) || !is_power_of_two(cli->alignment)) {
             return clrun_cli_usage_error("replay", "--alignment '%s': expected a power of two", value);
         }
     }

@@ -86,11 +86,16 @@ extern const clrun_allocator_ops clrun_strategy_slab;
 extern const clrun_allocator_ops clrun_strategy_bump;
 extern const clrun_allocator_ops clrun_strategy_tlsf;
 
-/* The strategy called `name` (case-sensitive: "buddy", "slab", "bump", "tlsf"), or NULL. */
+/* The strategy called `name` ("buddy", "slab", "bump", "tlsf"; any case), or NULL. */
 const clrun_allocator_ops *clrun_strategy_find(const char *name);
 
-/* The i-th shipped strategy, in the order clrun_strategy_names() lists them; NULL past the last. */
+/* The shipped strategies: how many, and the i-th (NULL past the end), in the order
+ * clrun_strategy_names() lists them. */
+size_t clrun_strategy_count(void);
 const clrun_allocator_ops *clrun_strategy_at(size_t i);
+
+/* The strategy a pool uses when none is named. */
+const clrun_allocator_ops *clrun_strategy_default(void);
 
 /* The names of every shipped strategy separated by '|' ("buddy|slab|bump|tlsf"), for messages. */
 const char *clrun_strategy_names(void);

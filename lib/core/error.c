@@ -1,81 +1,57 @@
-/* Recording failures: per-context messages, a per-thread one for calls without a context. */
-#include <stdarg.h>
+/* Failure messages: one record per owner, and one per thread for calls without an owner. */
+#include "core/error.h"
+
 #include <stdio.h>
 #include <string.h>
-
-#include "device/context.h"
 
 static _Thread_local char thread_error[CLRUN__ERROR_MAX];
 static _Thread_local char thread_copy[CLRUN__ERROR_MAX];
 
-static void record(clrun_context *ctx, const char *message)
+int clrun__error_record_init(clrun__error_record *record)
 {
-    if (ctx == NULL) {
-        snprintf(thread_error, sizeof thread_error, "%s", message);
-    } else {
-        pthread_mutex_lock(&ctx->lock);
-        snprintf(ctx->last_error, sizeof ctx->last_error, "%s", message);
-        pthread_mutex_unlock(&ctx->lock);
-    }
-    clrun__log(CLRUN_LOG_ERROR, "%s", message);
+    record->message[0] = '\0';
+    return pthread_mutex_init(&record->lock, NULL);
 }
 
-clrun_status clrun__fail(clrun_context *ctx, clrun_status status, const char *format, ...)
+void clrun__error_record_destroy(clrun__error_record *record)
+{
+    pthread_mutex_destroy(&record->lock);
+}
+
+clrun_status clrun__error_vset(clrun__error_record *record, clrun_status status,
+                               const char *format, va_list args)
 {
     char message[CLRUN__ERROR_MAX];
-    va_list args;
-    va_start(args, format);
     vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    record(ctx, message);
+    if (record == NULL) {
+        memcpy(thread_error, message, sizeof thread_error);
+    } else {
+        pthread_mutex_lock(&record->lock);
+        memcpy(record->message, message, sizeof record->message);
+        pthread_mutex_unlock(&record->lock);
+    }
+    clrun__log(CLRUN_LOG_ERROR, "%s", message);
     return status;
 }
 
-clrun_status clrun__fail_cl(clrun_context *ctx, cl_int error, const char *what, const char *format,
-                            ...)
+clrun_status clrun__error_set(clrun__error_record *record, clrun_status status, const char *format,
+                              ...)
 {
-    char detail[CLRUN__ERROR_MAX / 2];
     va_list args;
     va_start(args, format);
-    vsnprintf(detail, sizeof detail, format, args);
+    clrun__error_vset(record, status, format, args);
     va_end(args);
-    char message[CLRUN__ERROR_MAX];
-    snprintf(message, sizeof message, "%s failed: %s (%d)%s%s", what, clrun_cl_error_name(error),
-             (int)error, detail[0] ? ": " : "", detail);
-    record(ctx, message);
-    if (error == CL_MEM_OBJECT_ALLOCATION_FAILURE || error == CL_OUT_OF_RESOURCES)
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    if (error == CL_OUT_OF_HOST_MEMORY)
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    return CLRUN_ERROR_OPENCL;
+    return status;
 }
 
-const char *clrun_last_error(const clrun_context *ctx)
+const char *clrun__error_get(clrun__error_record *record)
 {
-    if (ctx == NULL) {
+    if (record == NULL) {
         memcpy(thread_copy, thread_error, sizeof thread_copy);
     } else {
-        clrun_context *mutable_ctx = (clrun_context *)ctx; /* the lock is not part of its value */
-        pthread_mutex_lock(&mutable_ctx->lock);
-        memcpy(thread_copy, ctx->last_error, sizeof thread_copy);
-        pthread_mutex_unlock(&mutable_ctx->lock);
+        pthread_mutex_lock(&record->lock);
+        memcpy(thread_copy, record->message, sizeof thread_copy);
+        pthread_mutex_unlock(&record->lock);
     }
     return thread_copy;
-}
-
-const char *clrun__format_bytes(uint64_t bytes, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) {
-        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
-        return buf;
-    }
-    double value = (double)bytes;
-    size_t unit = 0;
-    while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
-        value /= 1024.0;
-        unit++;
-    }
-    snprintf(buf, size, "%.2f %s", value, units[unit]);
-    return buf;
 }

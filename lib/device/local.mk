@@ -4,6 +4,7 @@ libclrun_internal_la_SOURCES += \
 	lib/device/cl.c lib/device/cl.h \
 	lib/device/device.c lib/device/device.h \
 	lib/device/context.c lib/device/context.h \
+	lib/device/fail.c \
 	lib/device/cache.c lib/device/cache.h \
 	lib/device/program.c lib/device/program.h
 

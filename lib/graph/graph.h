@@ -1,11 +1,12 @@
-/* The graph's insides, shared by the builder (lib/graph.c), the text format (lib/graph_io.c)
- * and the executor (lib/schedule.c, lib/exec.c). */
+/* The graph's insides, shared by the builder (graph.c and its helpers), the text format
+ * (graph_read.h, graph_write.c) and the executor (lib/exec/). */
 #ifndef CLRUN_LIB_GRAPH_H
 #define CLRUN_LIB_GRAPH_H
 
 #include <clrun/graph.h>
 
-#include "ops/ops.h"
+#include "graph/op.h"
+#include "graph/types.h"
 
 typedef enum clrun__tensor_kind {
     CLRUN__TENSOR_INPUT,        /* given by the caller at run time */
@@ -66,6 +67,21 @@ struct clrun_graph {
     char last_error[1024];
 };
 
+/* Records the reason on the graph (may be NULL) and as this thread's last error; returns
+ * status. */
+clrun_status clrun__graph_fail(clrun_graph *graph, clrun_status status, const char *format, ...)
+    CLRUN__PRINTF(3, 4);
+
+/* Refuses fill parameters that do not describe a real distribution for the dtype, naming the
+ * tensor `name`, through clrun__graph_fail. */
+clrun_status clrun__check_fill(clrun_graph *graph, const char *name, clrun_dtype dtype,
+                               clrun_fill fill, double a, double b);
+
+/* A topological order of the nodes into order[0..node_count): declaration order when that is
+ * one (as for every graph the builder makes), else Kahn's algorithm; O(N + E).
+ * CLRUN_ERROR_INVALID_GRAPH for a cycle, CLRUN_ERROR_OUT_OF_HOST_MEMORY. */
+clrun_status clrun__graph_order(const clrun_graph *graph, int32_t *order);
+
 /* The op call view of a node (types pointed into a caller array of size >= inputs+outputs). */
 void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_tensor_type *types,
                       clrun__op_call *call);
@@ -86,17 +102,6 @@ static inline bool clrun__name_char(char c)
            (c >= '0' && c <= '9');
 }
 
-/* The dtype spelled text[0..length) ("f32"), false if none. */
-bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);
-
-/* "f32[8, 784]" into buf; returns buf. CLRUN__TYPE_TEXT bytes always suffice. */
-#define CLRUN__TYPE_TEXT 160
-const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t size);
-bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b);
-
-/* CLRUN_OK for a type a tensor may have (known dtype, rank 0..CLRUN_MAX_DIMS, dims >= 1, byte
- * size within 64 bits); otherwise the reason in err. */
-clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t errlen);
 
 /* The name index: find gives the entry or -1; reserve makes room for `entries` in all, so that
  * the adds up to that count cannot fail; add assumes the name is absent. */
@@ -107,8 +112,6 @@ clrun_status clrun__name_index_reserve(clrun__name_index *index, int32_t entries
 void clrun__name_index_add(clrun__name_index *index, const char *name, int32_t entry);
 void clrun__name_index_free(clrun__name_index *index);
 
-/* IEEE half from float, rounding to nearest even (integer arithmetic only). */
-uint16_t clrun__f32_to_f16(float value);
 
 /* True when a and b are the same graph: names, tensors (types, kinds, flags, constant data and
  * fill), nodes (ops, tensor ids, attributes bit for bit), input and output lists. Declaration

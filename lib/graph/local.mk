@@ -1,8 +1,23 @@
 # Graphs: the builder and validation, the .graph text format, the example graphs and the model
 # generators (paths relative to the top of the tree).
 libclrun_internal_la_SOURCES += \
+	lib/graph/types.c lib/graph/types.h \
+	lib/graph/op.c lib/graph/op.h lib/graph/op_families.h lib/graph/op_geometry.h \
+	lib/graph/infer_elementwise.c \
+	lib/graph/infer_matmul.c \
+	lib/graph/infer_norm.c \
+	lib/graph/infer_layout.c \
+	lib/graph/infer_conv.c \
 	lib/graph/graph.c lib/graph/graph.h \
-	lib/graph/graph_io.c
+	lib/graph/names.c \
+	lib/graph/validate.c \
+	lib/graph/fill.c \
+	lib/graph/compare.c \
+	lib/graph/graph_read.h \
+	lib/graph/graph_lex.c \
+	lib/graph/graph_parse.c \
+	lib/graph/graph_build.c \
+	lib/graph/graph_write.c
 clruninclude_HEADERS += \
 	include/clrun/graph.h
 
@@ -60,7 +75,9 @@ endif
 if HAVE_FUZZ
 EXTRA_PROGRAMS += tests/fuzz/fuzz_graph
 FUZZ_LIST += tests/fuzz/fuzz_graph
-tests_fuzz_fuzz_graph_SOURCES = tests/fuzz/fuzz_graph.c lib/graph/graph.c lib/graph/graph_io.c
+tests_fuzz_fuzz_graph_SOURCES = tests/fuzz/fuzz_graph.c lib/graph/graph.c lib/graph/names.c \
+	lib/graph/validate.c lib/graph/fill.c lib/graph/graph_lex.c lib/graph/graph_parse.c \
+	lib/graph/graph_build.c lib/graph/graph_write.c
 tests_fuzz_fuzz_graph_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_graph_LDFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_graph_LDADD = libclrun-internal.la

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/context.h"
+#include "core/util.h"
 
 #define GROWTH_GRANULE (UINT64_C(16) << 10) /* requests are rounded up to it, and the default minimum chunk */
 #define GROWTH_FRACTION 16                   /* a new chunk is at least reserved / GROWTH_FRACTION */

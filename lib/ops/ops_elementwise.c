@@ -1,5 +1,5 @@
-/* Elementwise ops (kernels/elementwise.cl): unary functions, scale, copy, and binary ops with
- * numpy broadcasting. Inputs of identical shapes take a kernel that reads both at the output's
+/* Kernels of the elementwise ops (kernels/elementwise.cl): unary functions, scale, copy, and
+ * binary ops with numpy broadcasting. Inputs of identical shapes take a kernel that reads both at the output's
  * index; otherwise the shapes are merged into as few dimensions as possible and one kernel per
  * dtype computes each input's offset from the output's index. */
 #include <stdio.h>
@@ -8,53 +8,6 @@
 
 #include "device/cl.h"
 #include "ops/ops_internal.h"
-
-typedef enum ew_kind {
-    EW_UNARY,  /* y = f(x) */
-    EW_SCALE,  /* y = alpha * x + beta */
-    EW_COPY,   /* y = x, bit for bit */
-    EW_BINARY, /* y = a (op) b, broadcast */
-} ew_kind;
-
-typedef struct ew_op {
-    const char *name;
-    ew_kind kind;
-    bool i32;  /* also on i32 */
-    int code;  /* binary: op code of the broadcasting kernels (OP_* in elementwise.cl) */
-} ew_op;
-
-static const clrun__attr_spec scale_attrs[] = {
-    {"alpha", CLRUN__WANT_FLOAT, false},
-    {"beta", CLRUN__WANT_FLOAT, false},
-};
-
-/* ---- infer ------------------------------------------------------------------------------- */
-
-static clrun_status ew_infer(const ew_op *op, const clrun__op_call *call, clrun_tensor_type *out,
-                             char *errbuf, size_t errlen)
-{
-    const clrun__infer_error err = {op->name, errbuf, errlen};
-    int inputs = op->kind == EW_BINARY ? 2 : 1;
-    clrun_status s = clrun__check_input_count(call, inputs, inputs, &err);
-    if (s == CLRUN_OK)
-        s = op->kind == EW_SCALE ? clrun__check_attrs(call, scale_attrs, 2, &err)
-                                 : clrun__check_attrs(call, NULL, 0, &err);
-    for (int i = 0; s == CLRUN_OK && i < inputs; i++)
-        s = clrun__check_dtype(call, i, op->i32, &err);
-    if (s != CLRUN_OK)
-        return s;
-    if (op->kind != EW_BINARY) {
-        out[0] = call->inputs[0];
-        return CLRUN_OK;
-    }
-    const clrun_tensor_type *a = &call->inputs[0], *b = &call->inputs[1];
-    if (a->dtype != b->dtype) {
-        char sa[CLRUN__TYPE_STR], sb[CLRUN__TYPE_STR];
-        return clrun__refuse(&err, "dtypes differ: a is %s, b is %s", clrun__type_str(a, sa),
-                             clrun__type_str(b, sb));
-    }
-    return clrun__broadcast_shape(a, b, &out[0], &err);
-}
 
 /* ---- prepare ----------------------------------------------------------------------------- */
 
@@ -109,11 +62,11 @@ static size_t broadcast_table(const clrun__op_call *call, uint64_t *meta)
 
 static const char *dtype_suffix(clrun_dtype dtype) { return dtype == CLRUN_I32 ? "i32" : "f32"; }
 
-static void kernel_name(const ew_op *op, const clrun__op_call *call, bool broadcast, char *name,
-                        size_t size)
+static void kernel_name(const clrun__op *op, const clrun__op_call *call, bool broadcast,
+                        char *name, size_t size)
 {
     const char *suffix = dtype_suffix(call->inputs[0].dtype);
-    if (op->kind == EW_COPY)
+    if (op->kind == CLRUN__OP_COPY)
         snprintf(name, size, "clrun_copy_u32");
     else if (broadcast)
         snprintf(name, size, "clrun_broadcast_%s", suffix);
@@ -122,13 +75,13 @@ static void kernel_name(const ew_op *op, const clrun__op_call *call, bool broadc
 }
 
 /* The arguments after the buffers, which stay the same for every run. */
-static clrun_status set_constant_args(clrun_context *ctx, const ew_op *op,
+static clrun_status set_constant_args(clrun_context *ctx, const clrun__op *op,
                                       const clrun__op_call *call, clrun__kernel_state *st,
                                       cl_ulong n)
 {
     cl_uint next = st->inputs + 1;
     clrun_status s = clrun__arg(ctx, st->kernel, next++, sizeof n, &n);
-    if (s == CLRUN_OK && op->kind == EW_SCALE) {
+    if (s == CLRUN_OK && op->kind == CLRUN__OP_SCALE) {
         cl_float alpha = (cl_float)clrun__attr_float_or(call, "alpha", 1.0);
         cl_float beta = (cl_float)clrun__attr_float_or(call, "beta", 0.0);
         s = clrun__arg(ctx, st->kernel, next++, sizeof alpha, &alpha);
@@ -146,21 +99,21 @@ static clrun_status set_constant_args(clrun_context *ctx, const ew_op *op,
 
 /* The node's state is a clrun__kernel_state: the broadcasting shape table (or none), one
  * dimension over the elements rounded up to the work-group size. */
-static clrun_status ew_prepare(const ew_op *op, clrun_context *ctx, const clrun__op_call *call,
+static clrun_status ew_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
                                void **state)
 {
     *state = NULL;
     clrun__kernel_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
-    st->inputs = op->kind == EW_BINARY ? 2 : 1;
+    st->inputs = op->kind == CLRUN__OP_BINARY ? 2 : 1;
     st->dims = 1;
     st->what = "elementwise";
-    bool broadcast = op->kind == EW_BINARY && !(same_shape(&call->inputs[0], &call->outputs[0]) &&
+    bool broadcast = op->kind == CLRUN__OP_BINARY && !(same_shape(&call->inputs[0], &call->outputs[0]) &&
                                                 same_shape(&call->inputs[1], &call->outputs[0]));
     char name[64];
     kernel_name(op, call, broadcast, name, sizeof name);
-    uint64_t n = clrun__elements(&call->outputs[0]);
+    uint64_t n = clrun_tensor_elements(&call->outputs[0]);
     clrun_status s = clrun__kernel(ctx, name, &st->kernel);
     if (s == CLRUN_OK && broadcast) {
         uint64_t meta[1 + 3 * CLRUN_MAX_DIMS];
@@ -176,50 +129,9 @@ static clrun_status ew_prepare(const ew_op *op, clrun_context *ctx, const clrun_
     return clrun__kernel_state_done(st, s, state);
 }
 
-/* ---- the table --------------------------------------------------------------------------- */
+/* ---- the entry points ------------------------------------------------------------------- */
 
-/* One table entry per op: the three entry points that know which op they serve. */
-#define EW_OP(ID, NAME, KIND, I32, CODE)                                                           \
-    static const ew_op desc_##ID = {NAME, KIND, I32, CODE};                                        \
-    static clrun_status infer_##ID(const clrun__op_call *call, clrun_tensor_type *out, char *err,  \
-                                   size_t errlen)                                                  \
-    {                                                                                              \
-        return ew_infer(&desc_##ID, call, out, err, errlen);                                       \
-    }                                                                                              \
-    static clrun_status prepare_##ID(clrun_context *ctx, const clrun__op_call *call, void **state) \
-    {                                                                                              \
-        return ew_prepare(&desc_##ID, ctx, call, state);                                           \
-    }                                                                                              \
-    static const clrun__op op_##ID = {NAME,         KIND == EW_BINARY ? 2 : 1,                     \
-                                      KIND == EW_BINARY ? 2 : 1,                                   \
-                                      1,            true,                                          \
-                                      infer_##ID,   prepare_##ID,                                  \
-                                      clrun__kernel_state_op_enqueue,                              \
-                                      clrun__kernel_state_release};
-
-EW_OP(neg, "neg", EW_UNARY, true, 0)
-EW_OP(abs, "abs", EW_UNARY, true, 0)
-EW_OP(relu, "relu", EW_UNARY, true, 0)
-EW_OP(gelu, "gelu", EW_UNARY, false, 0)
-EW_OP(gelu_erf, "gelu_erf", EW_UNARY, false, 0)
-EW_OP(sigmoid, "sigmoid", EW_UNARY, false, 0)
-EW_OP(tanh, "tanh", EW_UNARY, false, 0)
-EW_OP(exp, "exp", EW_UNARY, false, 0)
-EW_OP(log, "log", EW_UNARY, false, 0)
-EW_OP(sqrt, "sqrt", EW_UNARY, false, 0)
-EW_OP(rsqrt, "rsqrt", EW_UNARY, false, 0)
-EW_OP(copy, "copy", EW_COPY, true, 0)
-EW_OP(scale, "scale", EW_SCALE, false, 0)
-/* Codes: OP_ADD.. in kernels/elementwise.cl. */
-EW_OP(add, "add", EW_BINARY, true, 0)
-EW_OP(sub, "sub", EW_BINARY, true, 1)
-EW_OP(mul, "mul", EW_BINARY, true, 2)
-EW_OP(div, "div", EW_BINARY, false, 3)
-EW_OP(maximum, "maximum", EW_BINARY, true, 4)
-EW_OP(minimum, "minimum", EW_BINARY, true, 5)
-
-const clrun__op *const clrun__ops_elementwise[] = {
-    &op_neg,  &op_abs,  &op_relu,  &op_gelu,  &op_gelu_erf, &op_sigmoid, &op_tanh,
-    &op_exp,  &op_log,  &op_sqrt,  &op_rsqrt, &op_copy,     &op_scale,   &op_add,
-    &op_sub,  &op_mul,  &op_div,   &op_maximum, &op_minimum, NULL,
+/* Every op of an elementwise kind (unary, scale, copy, binary) runs here. */
+const clrun__op_kernels clrun__elementwise_kernels = {
+    ew_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release,
 };

@@ -1,19 +1,26 @@
-/* What the op families (lib/ops_*.c) share: type checks that write the refusal message, the
- * attribute schema check, numpy broadcasting, and kernel launches. Defined in lib/ops.c. */
+/* What the kernel families (lib/ops/ops_*.c) share: kernel creation and arguments, constant
+ * tables, node states and launches chained by events. Defined in lib/ops/ops.c. */
 #ifndef CLRUN_LIB_OPS_INTERNAL_H
 #define CLRUN_LIB_OPS_INTERNAL_H
 
 #include <stdarg.h>
 
 #include "device/context.h"
+#include "graph/op_geometry.h"
+#include "graph/types.h"
 #include "ops/ops.h"
 
-/* The op entries of each family, collected by the registry in lib/ops.c. */
-extern const clrun__op *const clrun__ops_elementwise[];
-extern const clrun__op *const clrun__ops_matmul[];
-extern const clrun__op *const clrun__ops_norm[];
-extern const clrun__op *const clrun__ops_layout[];
-extern const clrun__op *const clrun__ops_conv[];
+/* The kernels of each family, found by lib/ops/ops.c: every op of an elementwise kind runs on
+ * the elementwise kernels, the others by name. */
+extern const clrun__op_kernels clrun__elementwise_kernels;
+typedef struct clrun__named_kernels {
+    const char *op;
+    const clrun__op_kernels *kernels;
+} clrun__named_kernels;
+extern const clrun__named_kernels clrun__kernels_matmul[];
+extern const clrun__named_kernels clrun__kernels_norm[];
+extern const clrun__named_kernels clrun__kernels_layout[];
+extern const clrun__named_kernels clrun__kernels_conv[];
 
 /* Which kernels matmul and conv2d use. AUTO picks by device: VECTOR on CPUs (matmul), TILED
  * elsewhere, SIMPLE (one output per work-item) where work-groups of 16 x 16 do not fit. Tests
@@ -42,68 +49,6 @@ extern clrun__kernel_choice clrun__ops_kernels;
 enum { CLRUN__CONV_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__G_COUNT };
 /* Pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW}. */
 enum { CLRUN__POOL_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
-
-/* Where an op's refusal goes: the op's name (prefix of every message) and the caller's buffer. */
-typedef struct clrun__infer_error {
-    const char *op;
-    char *buf;
-    size_t size;
-} clrun__infer_error;
-
-/* Writes "OP: message" into err and returns CLRUN_ERROR_INVALID_GRAPH. */
-clrun_status clrun__refuse(const clrun__infer_error *err, const char *format, ...)
-    CLRUN__PRINTF(2, 3);
-
-/* "f32[8,784]" into buf (at least CLRUN__TYPE_STR bytes); returns buf. */
-#define CLRUN__TYPE_STR 128
-const char *clrun__type_str(const clrun_tensor_type *type, char *buf);
-
-/* Elements of a type (1 for a scalar), and its element count over dims [from, to). */
-uint64_t clrun__elements(const clrun_tensor_type *type);
-uint64_t clrun__dims_product(const clrun_tensor_type *type, int from, int to);
-
-/* One attribute an op accepts. */
-typedef enum clrun__attr_want {
-    CLRUN__WANT_INT,   /* an integer */
-    CLRUN__WANT_FLOAT, /* a float; an integer is accepted too */
-    CLRUN__WANT_INTS,  /* a list of integers; a single integer is accepted as a list of one */
-} clrun__attr_want;
-
-typedef struct clrun__attr_spec {
-    const char *name;
-    clrun__attr_want want;
-    bool required;
-} clrun__attr_spec;
-
-/* Refuses attributes not in specs[0..count-1], given twice, of the wrong kind, or missing when
- * required. */
-clrun_status clrun__check_attrs(const clrun__op_call *call, const clrun__attr_spec *specs,
-                                int count, const clrun__infer_error *err);
-
-/* Refuses an input count outside [min, max]. */
-clrun_status clrun__check_input_count(const clrun__op_call *call, int min, int max,
-                                      const clrun__infer_error *err);
-
-/* Refuses input i unless its dtype is f32, or (i32_ok) i32. f16 gets its own message. */
-clrun_status clrun__check_dtype(const clrun__op_call *call, int i, bool i32_ok,
-                                const clrun__infer_error *err);
-
-/* Attribute values with defaults, for attributes clrun__check_attrs has accepted. */
-int64_t clrun__attr_int_or(const clrun__op_call *call, const char *name, int64_t fallback);
-double clrun__attr_float_or(const clrun__op_call *call, const char *name, double fallback);
-/* A list attribute into out[0..max-1]; a single integer is a list of one. Returns its length
- * (0 when absent). */
-int clrun__attr_list(const clrun__op_call *call, const char *name, int64_t *out, int max);
-
-/* numpy broadcasting of a and b into *out (dtype of a). Refuses incompatible shapes. */
-clrun_status clrun__broadcast_shape(const clrun_tensor_type *a, const clrun_tensor_type *b,
-                                    clrun_tensor_type *out, const clrun__infer_error *err);
-
-/* Row-major element strides of `type`, broadcast against the output shape `out` (rank >= the
- * type's): the type's dims align to the right, and a dim of 1 against a larger one gets stride 0.
- * strides has out->rank entries. */
-void clrun__broadcast_strides(const clrun_tensor_type *type, const clrun_tensor_type *out,
-                              uint64_t *strides);
 
 /* A work-group size for a 1-D kernel: the largest power of two <= min(want, the kernel's limit
  * on ctx's device), at least 1. */
@@ -190,7 +135,7 @@ clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
                            const size_t *global, const size_t *local, cl_uint wait_count,
                            const cl_event *wait_list, cl_event *done, const char *what);
 
-/* Reductions (lib/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
+/* Reductions (lib/ops/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
  * `reduced`; code 0 sums, 1 averages, 2 takes the maximum. */
 clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
                                    const bool *reduced, int code, void **state);

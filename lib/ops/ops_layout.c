@@ -1,4 +1,4 @@
-/* Layout ops (kernels/layout.cl): transpose, reshape, concat, slice, gather. They move 32-bit
+/* Kernels of the layout ops (kernels/layout.cl): transpose, reshape, concat, slice, gather. They move 32-bit
  * words, so one kernel serves f32 and i32. Concat is one launch per input, chained. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -7,17 +7,15 @@
 #include "device/cl.h"
 #include "ops/ops_internal.h"
 
-#define MAX_CONCAT 8
-
-/* Up to MAX_CONCAT launches of one kernel; each has its own constant arguments, so each gets
+/* Up to CLRUN__MAX_CONCAT launches of one kernel; each has its own constant arguments, so each gets
  * its own cl_kernel (hence no clrun__kernel_state). */
 typedef struct layout_state {
-    cl_kernel kernels[MAX_CONCAT];
+    cl_kernel kernels[CLRUN__MAX_CONCAT];
     int launches;
     cl_mem meta;               /* transpose: the shape table */
     int inputs;                /* buffer arguments per launch: input (or all for gather), out */
     cl_uint dims;              /* 1 or 2 */
-    size_t global[MAX_CONCAT][2];
+    size_t global[CLRUN__MAX_CONCAT][2];
     size_t local[2];
 } layout_state;
 
@@ -26,7 +24,7 @@ static void layout_release(void *opaque)
     layout_state *st = opaque;
     if (st == NULL)
         return;
-    for (int i = 0; i < MAX_CONCAT; i++)
+    for (int i = 0; i < CLRUN__MAX_CONCAT; i++)
         if (st->kernels[i])
             clrun__cl.ReleaseKernel(st->kernels[i]);
     if (st->meta)
@@ -76,41 +74,8 @@ static clrun_status layout_enqueue(clrun_context *ctx, void *opaque, const clrun
     return clrun__chain_end(&chain);
 }
 
-static int64_t normalize_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
 /* ---- transpose --------------------------------------------------------------------------- */
-
-static const clrun__attr_spec transpose_attrs[] = {{"perm", CLRUN__WANT_INTS, true}};
-
-static clrun_status transpose_infer(const clrun__op_call *call, clrun_tensor_type *out,
-                                    char *errbuf, size_t errlen)
-{
-    const clrun__infer_error err = {"transpose", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 1, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, transpose_attrs, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 0, true, &err);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *x = &call->inputs[0];
-    int64_t perm[CLRUN_MAX_ATTR_INTS];
-    int n = clrun__attr_list(call, "perm", perm, CLRUN_MAX_ATTR_INTS);
-    char sx[CLRUN__TYPE_STR];
-    if (n != x->rank)
-        return clrun__refuse(&err, "perm has %d entries for x %s of rank %d", n,
-                             clrun__type_str(x, sx), x->rank);
-    bool seen[CLRUN_MAX_DIMS] = {false};
-    out[0] = *x;
-    for (int d = 0; d < n; d++) {
-        if (perm[d] < 0 || perm[d] >= n || seen[perm[d]])
-            return clrun__refuse(&err, "perm is not a permutation of 0..%d (entry %d is %" PRId64
-                                 ")", n - 1, d, perm[d]);
-        seen[perm[d]] = true;
-        out[0].shape[d] = x->shape[perm[d]];
-    }
-    return CLRUN_OK;
-}
 
 /* The shape table: output dims with the input strides they walk, size-1 dims dropped and
  * neighbours merged where the input walks them as one. */
@@ -168,15 +133,17 @@ static clrun_status flat_begin(clrun_context *ctx, const char *name, uint64_t n,
     return s;
 }
 
-static clrun_status transpose_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
+static clrun_status transpose_prepare(clrun_context *ctx, const clrun__op *op,
+                                      const clrun__op_call *call, void **state)
 {
+    (void)op;
     layout_state *st;
     clrun_status s = layout_alloc(ctx, "transpose", &st);
     if (s != CLRUN_OK)
         return s;
     uint64_t meta[1 + 2 * CLRUN_MAX_DIMS];
     size_t count = transpose_table(call, meta);
-    s = flat_begin(ctx, "clrun_transpose_u32", clrun__elements(&call->inputs[0]), st);
+    s = flat_begin(ctx, "clrun_transpose_u32", clrun_tensor_elements(&call->inputs[0]), st);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->meta);
     if (s == CLRUN_OK)
@@ -186,56 +153,15 @@ static clrun_status transpose_prepare(clrun_context *ctx, const clrun__op_call *
 
 /* ---- reshape ----------------------------------------------------------------------------- */
 
-static const clrun__attr_spec reshape_attrs[] = {{"shape", CLRUN__WANT_INTS, true}};
-
-static clrun_status reshape_infer(const clrun__op_call *call, clrun_tensor_type *out,
-                                  char *errbuf, size_t errlen)
-{
-    const clrun__infer_error err = {"reshape", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 1, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, reshape_attrs, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 0, true, &err);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *x = &call->inputs[0];
-    int64_t shape[CLRUN_MAX_ATTR_INTS];
-    int n = clrun__attr_list(call, "shape", shape, CLRUN_MAX_ATTR_INTS);
-    char sx[CLRUN__TYPE_STR];
-    if (n > CLRUN_MAX_DIMS)
-        return clrun__refuse(&err, "shape has %d dimensions (at most %d)", n, CLRUN_MAX_DIMS);
-    int wild = -1;
-    uint64_t known = 1;
-    for (int d = 0; d < n; d++) {
-        if (shape[d] == -1 && wild < 0) {
-            wild = d;
-            continue;
-        }
-        if (shape[d] <= 0)
-            return clrun__refuse(&err, "shape entry %d is %" PRId64 " (dimensions are >= 1, one "
-                                 "may be -1)", d, shape[d]);
-        known *= (uint64_t)shape[d];
-    }
-    uint64_t total = clrun__elements(x);
-    if (wild >= 0 && total % known == 0)
-        shape[wild] = (int64_t)(total / known), known = total;
-    if (known != total)
-        return clrun__refuse(&err, "cannot reshape %s (%" PRIu64 " elements) to %" PRIu64
-                             " elements", clrun__type_str(x, sx), total, known);
-    out[0].dtype = x->dtype;
-    out[0].rank = n;
-    memcpy(out[0].shape, shape, (size_t)n * sizeof shape[0]);
-    return CLRUN_OK;
-}
-
 /* A reshape moves no data when its output takes its input's buffer; otherwise it is a copy. */
-static clrun_status reshape_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
+static clrun_status reshape_prepare(clrun_context *ctx, const clrun__op *op,
+                                    const clrun__op_call *call, void **state)
 {
+    (void)op;
     layout_state *st;
     clrun_status s = layout_alloc(ctx, "reshape", &st);
     if (s == CLRUN_OK)
-        s = flat_begin(ctx, "clrun_copy_u32", clrun__elements(&call->inputs[0]), st);
+        s = flat_begin(ctx, "clrun_copy_u32", clrun_tensor_elements(&call->inputs[0]), st);
     return layout_done(st, s, state);
 }
 
@@ -251,47 +177,6 @@ static clrun_status reshape_enqueue(clrun_context *ctx, void *opaque, const clru
 }
 
 /* ---- concat and slice -------------------------------------------------------------------- */
-
-static const clrun__attr_spec concat_attrs[] = {{"axis", CLRUN__WANT_INT, true}};
-
-static bool same_except(const clrun_tensor_type *a, const clrun_tensor_type *b, int axis)
-{
-    if (a->rank != b->rank || a->dtype != b->dtype)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (d != axis && a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
-
-static clrun_status concat_infer(const clrun__op_call *call, clrun_tensor_type *out,
-                                 char *errbuf, size_t errlen)
-{
-    const clrun__infer_error err = {"concat", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 2, MAX_CONCAT, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, concat_attrs, 1, &err);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dtype(call, i, true, &err);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *x0 = &call->inputs[0];
-    int64_t axis = normalize_axis(clrun__attr_int_or(call, "axis", 0), x0->rank);
-    char s0[CLRUN__TYPE_STR], si[CLRUN__TYPE_STR];
-    if (axis < 0 || axis >= x0->rank)
-        return clrun__refuse(&err, "axis %" PRId64 " is out of range for %s",
-                             clrun__attr_int_or(call, "axis", 0), clrun__type_str(x0, s0));
-    out[0] = *x0;
-    for (int i = 1; i < call->input_count; i++) {
-        const clrun_tensor_type *xi = &call->inputs[i];
-        if (!same_except(x0, xi, (int)axis))
-            return clrun__refuse(&err, "input %d is %s, input 0 is %s: they must agree except on "
-                                 "axis %" PRId64, i, clrun__type_str(xi, si),
-                                 clrun__type_str(x0, s0), axis);
-        out[0].shape[axis] += xi->shape[axis];
-    }
-    return CLRUN_OK;
-}
 
 /* Sets a copy_rows kernel's sizes: rows runs of length words, from src (pitch, offset) to dst. */
 static clrun_status copy_rows_args(clrun_context *ctx, layout_state *st, int l, cl_ulong length,
@@ -324,14 +209,16 @@ static clrun_status copy_rows_begin(clrun_context *ctx, int launches, uint64_t l
     return s;
 }
 
-static clrun_status concat_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
+static clrun_status concat_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
 {
+    (void)op;
     layout_state *st;
     clrun_status s = layout_alloc(ctx, "concat", &st);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *y = &call->outputs[0];
-    int axis = (int)normalize_axis(clrun__attr_int_or(call, "axis", 0), y->rank);
+    int axis = (int)clrun__normalize_axis(clrun__attr_int_or(call, "axis", 0), y->rank);
     uint64_t outer = clrun__dims_product(y, 0, axis), inner = clrun__dims_product(y, axis + 1, y->rank);
     uint64_t total = (uint64_t)y->shape[axis] * inner, before = 0;
     s = copy_rows_begin(ctx, call->input_count, (uint64_t)call->inputs[0].shape[axis] * inner, st);
@@ -343,63 +230,17 @@ static clrun_status concat_prepare(clrun_context *ctx, const clrun__op_call *cal
     return layout_done(st, s, state);
 }
 
-static const clrun__attr_spec slice_attrs[] = {
-    {"axis", CLRUN__WANT_INT, true},
-    {"start", CLRUN__WANT_INT, false},
-    {"end", CLRUN__WANT_INT, false},
-};
-
-/* The slice's axis and [start, end) after negatives are counted from the end. */
-static void slice_range(const clrun__op_call *call, int64_t *axis, int64_t *start, int64_t *end)
+static clrun_status slice_prepare(clrun_context *ctx, const clrun__op *op,
+                                  const clrun__op_call *call, void **state)
 {
-    const clrun_tensor_type *x = &call->inputs[0];
-    *axis = normalize_axis(clrun__attr_int_or(call, "axis", 0), x->rank);
-    int64_t dim = *axis >= 0 && *axis < x->rank ? x->shape[*axis] : 0;
-    *start = clrun__attr_int_or(call, "start", 0);
-    *end = clrun__attr_int_or(call, "end", dim);
-    if (*start < 0)
-        *start += dim;
-    if (*end < 0)
-        *end += dim;
-}
-
-static clrun_status slice_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
-                                size_t errlen)
-{
-    const clrun__infer_error err = {"slice", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 1, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, slice_attrs, 3, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 0, true, &err);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *x = &call->inputs[0];
-    int64_t axis, start, end;
-    slice_range(call, &axis, &start, &end);
-    char sx[CLRUN__TYPE_STR];
-    if (axis < 0 || axis >= x->rank)
-        return clrun__refuse(&err, "axis %" PRId64 " is out of range for %s",
-                             clrun__attr_int_or(call, "axis", 0), clrun__type_str(x, sx));
-    if (start < 0 || end > x->shape[axis] || start >= end)
-        return clrun__refuse(&err, "range [%" PRId64 ", %" PRId64 ") is empty or outside axis %"
-                             PRId64 " of %s", clrun__attr_int_or(call, "start", 0),
-                             clrun__attr_int_or(call, "end", x->shape[axis]), axis,
-                             clrun__type_str(x, sx));
-    out[0] = *x;
-    out[0].shape[axis] = end - start;
-    return CLRUN_OK;
-}
-
-static clrun_status slice_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
-{
+    (void)op;
     layout_state *st;
     clrun_status s = layout_alloc(ctx, "slice", &st);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *x = &call->inputs[0];
     int64_t axis, start, end;
-    slice_range(call, &axis, &start, &end);
+    clrun__slice_range(call, &axis, &start, &end);
     uint64_t outer = clrun__dims_product(x, 0, (int)axis);
     uint64_t inner = clrun__dims_product(x, (int)axis + 1, x->rank);
     uint64_t length = (uint64_t)(end - start) * inner;
@@ -412,44 +253,17 @@ static clrun_status slice_prepare(clrun_context *ctx, const clrun__op_call *call
 
 /* ---- gather ------------------------------------------------------------------------------ */
 
-static clrun_status gather_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
-                                 size_t errlen)
+static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
 {
-    const clrun__infer_error err = {"gather", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 2, 2, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, NULL, 0, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 0, true, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 1, true, &err);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *table = &call->inputs[0], *indices = &call->inputs[1];
-    char st[CLRUN__TYPE_STR], si[CLRUN__TYPE_STR];
-    if (table->rank != 2)
-        return clrun__refuse(&err, "table is %s: expected [V, D]", clrun__type_str(table, st));
-    if (indices->dtype != CLRUN_I32)
-        return clrun__refuse(&err, "indices are %s: expected i32", clrun__type_str(indices, si));
-    if (indices->rank >= CLRUN_MAX_DIMS)
-        return clrun__refuse(&err, "indices %s have rank %d: the output would exceed %d "
-                             "dimensions", clrun__type_str(indices, si), indices->rank,
-                             CLRUN_MAX_DIMS);
-    out[0] = *indices;
-    out[0].dtype = table->dtype;
-    out[0].shape[out[0].rank++] = table->shape[1];
-    return CLRUN_OK;
-}
-
-static clrun_status gather_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
-{
+    (void)op;
     layout_state *st;
     clrun_status s = layout_alloc(ctx, "gather", &st);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *table = &call->inputs[0];
     cl_ulong V = (cl_ulong)table->shape[0], D = (cl_ulong)table->shape[1];
-    cl_ulong count = clrun__elements(&call->inputs[1]);
+    cl_ulong count = clrun_tensor_elements(&call->inputs[1]);
     st->launches = 1;
     st->inputs = 2;
     st->dims = 2;
@@ -467,17 +281,15 @@ static clrun_status gather_prepare(clrun_context *ctx, const clrun__op_call *cal
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-static const clrun__op op_transpose = {"transpose", 1, 1, 1, false, transpose_infer,
-                                       transpose_prepare, layout_enqueue, layout_release};
-static const clrun__op op_reshape = {"reshape", 1, 1, 1, true, reshape_infer, reshape_prepare,
-                                     reshape_enqueue, layout_release};
-static const clrun__op op_concat = {"concat", 2, MAX_CONCAT, 1, false, concat_infer,
-                                    concat_prepare, layout_enqueue, layout_release};
-static const clrun__op op_slice = {"slice", 1, 1, 1, false, slice_infer, slice_prepare,
-                                   layout_enqueue, layout_release};
-static const clrun__op op_gather = {"gather", 2, 2, 1, false, gather_infer, gather_prepare,
-                                    layout_enqueue, layout_release};
+static const clrun__op_kernels transpose_kernels = {transpose_prepare, layout_enqueue,
+                                                    layout_release};
+static const clrun__op_kernels reshape_kernels = {reshape_prepare, reshape_enqueue, layout_release};
+static const clrun__op_kernels concat_kernels = {concat_prepare, layout_enqueue, layout_release};
+static const clrun__op_kernels slice_kernels = {slice_prepare, layout_enqueue, layout_release};
+static const clrun__op_kernels gather_kernels = {gather_prepare, layout_enqueue, layout_release};
 
-const clrun__op *const clrun__ops_layout[] = {
-    &op_transpose, &op_reshape, &op_concat, &op_slice, &op_gather, NULL,
+const clrun__named_kernels clrun__kernels_layout[] = {
+    {"transpose", &transpose_kernels}, {"reshape", &reshape_kernels},
+    {"concat", &concat_kernels},       {"slice", &slice_kernels},
+    {"gather", &gather_kernels},       {NULL, NULL},
 };

@@ -1,4 +1,4 @@
-/* matmul (kernels/matmul.cl): batched, broadcast over batch dimensions, with transposes, an
+/* Kernels of matmul (kernels/matmul.cl): batched, broadcast over batch dimensions, with transposes, an
  * optional bias over the output's columns, and a scale. GPUs and other devices get the kernel
  * tiled in local memory (work-groups of 16 x 16; a device that cannot run those gets one output
  * per work-item); CPUs get the one blocked in registers with float8, which suits them better
@@ -10,115 +10,17 @@
 #include "device/cl.h"
 #include "ops/ops_internal.h"
 
-static const clrun__attr_spec matmul_attrs[] = {
-    {"transpose_a", CLRUN__WANT_INT, false},
-    {"transpose_b", CLRUN__WANT_INT, false},
-    {"alpha", CLRUN__WANT_FLOAT, false},
-};
-
-/* The product's dimensions as read from the inputs' types and the transpose flags. */
-typedef struct mm_dims {
-    bool ta, tb;
-    uint64_t M, N, K;
-    clrun_tensor_type batch_a, batch_b, batch; /* batch dimensions: a's, b's, broadcast */
-} mm_dims;
-
 typedef struct mm_state {
     clrun__kernel_state ks; /* table: per batch entry, A and B offsets in elements; 3-D */
     bool has_bias;
 } mm_state;
 
-static void batch_type(const clrun_tensor_type *t, clrun_tensor_type *out)
-{
-    out->dtype = t->dtype;
-    out->rank = t->rank - 2;
-    for (int i = 0; i < out->rank; i++)
-        out->shape[i] = t->shape[i];
-}
-
-/* Fills d from the call; refuses inner dimensions that differ and batches that do not
- * broadcast. */
-static clrun_status mm_dims_of(const clrun__op_call *call, mm_dims *d, const clrun__infer_error *err)
-{
-    const clrun_tensor_type *a = &call->inputs[0], *b = &call->inputs[1];
-    char sa[CLRUN__TYPE_STR], sb[CLRUN__TYPE_STR];
-    d->ta = clrun__attr_int_or(call, "transpose_a", 0) != 0;
-    d->tb = clrun__attr_int_or(call, "transpose_b", 0) != 0;
-    if (a->rank < 2 || b->rank < 2)
-        return clrun__refuse(err, "inputs need at least 2 dimensions: a is %s, b is %s",
-                             clrun__type_str(a, sa), clrun__type_str(b, sb));
-    uint64_t am = (uint64_t)a->shape[a->rank - 2], ak = (uint64_t)a->shape[a->rank - 1];
-    uint64_t bk = (uint64_t)b->shape[b->rank - 2], bn = (uint64_t)b->shape[b->rank - 1];
-    d->M = d->ta ? ak : am;
-    d->K = d->ta ? am : ak;
-    d->N = d->tb ? bk : bn;
-    uint64_t k2 = d->tb ? bn : bk;
-    if (d->K != k2)
-        return clrun__refuse(err, "inner dimensions differ: a is %s%s, b is %s%s (%" PRIu64
-                             " vs %" PRIu64 ")", clrun__type_str(a, sa),
-                             d->ta ? " transposed" : "", clrun__type_str(b, sb),
-                             d->tb ? " transposed" : "", d->K, k2);
-    if (d->M > UINT32_MAX || d->N > UINT32_MAX || d->K > UINT32_MAX)
-        return clrun__refuse(err, "a matrix dimension exceeds 2^32 - 1: a is %s, b is %s",
-                             clrun__type_str(a, sa), clrun__type_str(b, sb));
-    batch_type(a, &d->batch_a);
-    batch_type(b, &d->batch_b);
-    const clrun__infer_error quiet = {err->op, NULL, 0};
-    if (clrun__broadcast_shape(&d->batch_a, &d->batch_b, &d->batch, &quiet) != CLRUN_OK)
-        return clrun__refuse(err, "batch dimensions do not broadcast: a is %s, b is %s",
-                             clrun__type_str(a, sa), clrun__type_str(b, sb));
-    return CLRUN_OK;
-}
-
-static clrun_status check_flags(const clrun__op_call *call, const clrun__infer_error *err)
-{
-    static const char *const flags[] = {"transpose_a", "transpose_b"};
-    for (int i = 0; i < 2; i++) {
-        int64_t v = clrun__attr_int_or(call, flags[i], 0);
-        if (v != 0 && v != 1)
-            return clrun__refuse(err, "attribute '%s' must be 0 or 1, not %" PRId64, flags[i], v);
-    }
-    return CLRUN_OK;
-}
-
-static clrun_status mm_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
-                             size_t errlen)
-{
-    const clrun__infer_error err = {"matmul", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 2, 3, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, matmul_attrs, 3, &err);
-    if (s == CLRUN_OK)
-        s = check_flags(call, &err);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dtype(call, i, false, &err);
-    mm_dims d;
-    if (s == CLRUN_OK)
-        s = mm_dims_of(call, &d, &err);
-    if (s != CLRUN_OK)
-        return s;
-    if (call->input_count == 3) {
-        const clrun_tensor_type *bias = &call->inputs[2];
-        if (bias->rank != 1 || (uint64_t)bias->shape[0] != d.N) {
-            char sb[CLRUN__TYPE_STR];
-            return clrun__refuse(&err, "bias is %s: expected f32[%" PRIu64 "] (N)",
-                                 clrun__type_str(bias, sb), d.N);
-        }
-    }
-    out[0] = d.batch;
-    out[0].dtype = CLRUN_F32;
-    out[0].rank = d.batch.rank + 2;
-    out[0].shape[d.batch.rank] = (int64_t)d.M;
-    out[0].shape[d.batch.rank + 1] = (int64_t)d.N;
-    return CLRUN_OK;
-}
-
 /* Offsets of A and B for every batch entry, or, when B has no batch and A is not transposed,
  * one entry: A's batch folds into M (a [B, M, K] is a [B*M, K] matrix), one big product. */
-static clrun_status batch_offsets(clrun_context *ctx, mm_dims *d, mm_state *st, size_t *batches)
+static clrun_status batch_offsets(clrun_context *ctx, clrun__matmul_dims *d, mm_state *st, size_t *batches)
 {
-    uint64_t count = clrun__elements(&d->batch);
-    if (clrun__elements(&d->batch_b) == 1 && !d->ta && d->M * count <= UINT32_MAX) {
+    uint64_t count = clrun_tensor_elements(&d->batch);
+    if (clrun_tensor_elements(&d->batch_b) == 1 && !d->ta && d->M * count <= UINT32_MAX) {
         d->M *= count;
         count = 1;
     }
@@ -157,7 +59,7 @@ static clrun__kernel_choice matmul_choice(clrun_context *ctx)
 /* Work sizes: tiled, 16 x 16 groups over 64 x 64 tiles; vector, 8 x 8 groups of 4 x 8 blocks;
  * simple, a square-ish group within the device's limit over single outputs. The tiled kernel
  * falls back to the simple one where its groups do not fit. */
-static clrun_status pick_kernel(clrun_context *ctx, const mm_dims *d, size_t batches, mm_state *st)
+static clrun_status pick_kernel(clrun_context *ctx, const clrun__matmul_dims *d, size_t batches, mm_state *st)
 {
     static const char *const names[] = {
         [CLRUN__KERNELS_TILED] = "clrun_matmul",
@@ -201,7 +103,7 @@ static clrun_status pick_kernel(clrun_context *ctx, const mm_dims *d, size_t bat
     return CLRUN_OK;
 }
 
-static clrun_status set_constant_args(clrun_context *ctx, const mm_dims *d,
+static clrun_status set_constant_args(clrun_context *ctx, const clrun__matmul_dims *d,
                                       const clrun__op_call *call, mm_state *st)
 {
     cl_uint M = (cl_uint)d->M, N = (cl_uint)d->N, K = (cl_uint)d->K;
@@ -222,12 +124,14 @@ static clrun_status set_constant_args(clrun_context *ctx, const mm_dims *d,
     return s;
 }
 
-static clrun_status mm_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
+static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
+                              void **state)
 {
+    (void)op;
     *state = NULL;
-    mm_dims d;
+    clrun__matmul_dims d;
     const clrun__infer_error quiet = {"matmul", NULL, 0};
-    if (mm_dims_of(call, &d, &quiet) != CLRUN_OK)
+    if (clrun__matmul_dims_of(call, &d, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "matmul: prepare on types infer refuses");
     mm_state *st = calloc(1, sizeof *st);
     if (st == NULL)
@@ -257,7 +161,7 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
                                        done);
 }
 
-static const clrun__op op_matmul = {"matmul", 2, 3, 1, false, mm_infer, mm_prepare, mm_enqueue,
-                                    clrun__kernel_state_release};
+static const clrun__op_kernels matmul_kernels = {mm_prepare, mm_enqueue,
+                                                 clrun__kernel_state_release};
 
-const clrun__op *const clrun__ops_matmul[] = {&op_matmul, NULL};
+const clrun__named_kernels clrun__kernels_matmul[] = {{"matmul", &matmul_kernels}, {NULL, NULL}};

@@ -11,8 +11,6 @@
 /* Work-group size limit the kernels' local arrays are sized for (MAX_GROUP in norm.cl). */
 #define MAX_GROUP 256
 
-/* Reduction codes of clrun_reduce_f32 (REDUCE_* in norm.cl). */
-enum { REDUCE_SUM = 0, REDUCE_MEAN = 1, REDUCE_MAX = 2 };
 
 /* A node's state with `name`'s kernel, one dimension over `rows` rows of `length` elements (a
  * work-group per row); reductions add their shape table. */
@@ -56,36 +54,16 @@ static clrun_status row_args(clrun_context *ctx, clrun__kernel_state *st, int co
 
 /* ---- softmax ----------------------------------------------------------------------------- */
 
-static const clrun__attr_spec softmax_attrs[] = {{"causal", CLRUN__WANT_INT, false}};
-
-static clrun_status softmax_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
-                                  size_t errlen)
+static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
 {
-    const clrun__infer_error err = {"softmax", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 1, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, softmax_attrs, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 0, false, &err);
-    if (s != CLRUN_OK)
-        return s;
-    int64_t causal = clrun__attr_int_or(call, "causal", 0);
-    if (causal != 0 && causal != 1)
-        return clrun__refuse(&err, "attribute 'causal' must be 0 or 1, not %" PRId64, causal);
-    if (call->inputs[0].rank < 1)
-        return clrun__refuse(&err, "needs at least 1 dimension, got a scalar");
-    out[0] = call->inputs[0];
-    return CLRUN_OK;
-}
-
-static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
-{
+    (void)op;
     const clrun_tensor_type *x = &call->inputs[0];
     cl_ulong N = (cl_ulong)x->shape[x->rank - 1];
     cl_ulong M = x->rank >= 2 ? (cl_ulong)x->shape[x->rank - 2] : 1;
     cl_int causal = (cl_int)clrun__attr_int_or(call, "causal", 0);
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_softmax_f32", 1, clrun__elements(x) / N, N, &st);
+    clrun_status s = row_begin(ctx, "clrun_softmax_f32", 1, clrun_tensor_elements(x) / N, N, &st);
     if (s != CLRUN_OK)
         return s;
     s = row_args(ctx, st, 3, sizeof N, &N, sizeof M, &M, sizeof causal, &causal);
@@ -94,46 +72,15 @@ static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op_call *ca
 
 /* ---- layernorm --------------------------------------------------------------------------- */
 
-static const clrun__attr_spec layernorm_attrs[] = {{"eps", CLRUN__WANT_FLOAT, false}};
-
-static clrun_status layernorm_infer(const clrun__op_call *call, clrun_tensor_type *out,
-                                    char *errbuf, size_t errlen)
+static clrun_status layernorm_prepare(clrun_context *ctx, const clrun__op *op,
+                                     const clrun__op_call *call, void **state)
 {
-    const clrun__infer_error err = {"layernorm", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 3, 3, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, layernorm_attrs, 1, &err);
-    for (int i = 0; s == CLRUN_OK && i < 3; i++)
-        s = clrun__check_dtype(call, i, false, &err);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *x = &call->inputs[0];
-    if (x->rank < 1)
-        return clrun__refuse(&err, "needs at least 1 dimension, got a scalar");
-    int64_t D = x->shape[x->rank - 1];
-    for (int i = 1; i < 3; i++) {
-        const clrun_tensor_type *p = &call->inputs[i];
-        if (p->rank != 1 || p->shape[0] != D) {
-            char sx[CLRUN__TYPE_STR], sp[CLRUN__TYPE_STR];
-            return clrun__refuse(&err, "%s is %s: expected f32[%" PRId64 "] for x %s",
-                                 i == 1 ? "gamma" : "beta", clrun__type_str(p, sp), D,
-                                 clrun__type_str(x, sx));
-        }
-    }
-    double eps = clrun__attr_float_or(call, "eps", 1e-5);
-    if (!(eps >= 0))
-        return clrun__refuse(&err, "attribute 'eps' must be >= 0, not %g", eps);
-    out[0] = *x;
-    return CLRUN_OK;
-}
-
-static clrun_status layernorm_prepare(clrun_context *ctx, const clrun__op_call *call, void **state)
-{
+    (void)op;
     const clrun_tensor_type *x = &call->inputs[0];
     cl_ulong D = (cl_ulong)x->shape[x->rank - 1];
     cl_float eps = (cl_float)clrun__attr_float_or(call, "eps", 1e-5);
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_layernorm_f32", 3, clrun__elements(x) / D, D, &st);
+    clrun_status s = row_begin(ctx, "clrun_layernorm_f32", 3, clrun_tensor_elements(x) / D, D, &st);
     if (s != CLRUN_OK)
         return s;
     s = row_args(ctx, st, 2, sizeof D, &D, sizeof eps, &eps);
@@ -141,60 +88,6 @@ static clrun_status layernorm_prepare(clrun_context *ctx, const clrun__op_call *
 }
 
 /* ---- reductions -------------------------------------------------------------------------- */
-
-static const clrun__attr_spec reduce_attrs[] = {
-    {"axes", CLRUN__WANT_INTS, false},
-    {"keepdims", CLRUN__WANT_INT, false},
-};
-
-/* The reduced axes of the call as a mask (no axes, or an empty list: all of them); refuses axes out of range or given twice. */
-static clrun_status reduced_axes(const clrun__op_call *call, bool *reduced,
-                                 const clrun__infer_error *err)
-{
-    int rank = call->inputs[0].rank;
-    int64_t axes[CLRUN_MAX_ATTR_INTS];
-    int count = clrun__attr_list(call, "axes", axes, CLRUN_MAX_ATTR_INTS);
-    for (int d = 0; d < rank; d++)
-        reduced[d] = count == 0;
-    for (int i = 0; i < count; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-        if (a < 0 || a >= rank) {
-            char s[CLRUN__TYPE_STR];
-            return clrun__refuse(err, "axis %" PRId64 " is out of range for %s", axes[i],
-                                 clrun__type_str(&call->inputs[0], s));
-        }
-        if (reduced[a])
-            return clrun__refuse(err, "axis %" PRId64 " given twice", axes[i]);
-        reduced[a] = true;
-    }
-    return CLRUN_OK;
-}
-
-static clrun_status reduce_infer_as(const char *name, const clrun__op_call *call,
-                                    clrun_tensor_type *out, char *errbuf, size_t errlen)
-{
-    const clrun__infer_error err = {name, errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 1, 1, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, reduce_attrs, 2, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_dtype(call, 0, false, &err);
-    bool reduced[CLRUN_MAX_DIMS];
-    if (s == CLRUN_OK)
-        s = reduced_axes(call, reduced, &err);
-    if (s != CLRUN_OK)
-        return s;
-    int64_t keepdims = clrun__attr_int_or(call, "keepdims", 0);
-    if (keepdims != 0 && keepdims != 1)
-        return clrun__refuse(&err, "attribute 'keepdims' must be 0 or 1, not %" PRId64, keepdims);
-    const clrun_tensor_type *x = &call->inputs[0];
-    out[0].dtype = x->dtype;
-    out[0].rank = 0;
-    for (int d = 0; d < x->rank; d++)
-        if (!reduced[d] || keepdims)
-            out[0].shape[out[0].rank++] = reduced[d] ? 1 : x->shape[d];
-    return CLRUN_OK;
-}
 
 /* Appends the dims of x with reduced[d] == which, merging neighbours that are contiguous, to
  * dims/strides; returns how many. */
@@ -263,41 +156,26 @@ clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun_
 
 void clrun__reduce_release(void *state) { clrun__kernel_state_release(state); }
 
-static clrun_status reduce_prepare_as(int code, clrun_context *ctx, const clrun__op_call *call,
-                                      void **state)
+/* reduce_sum, reduce_mean and reduce_max: op->code is the reduction (REDUCE_* in norm.cl). */
+static clrun_status reduce_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
 {
     bool reduced[CLRUN_MAX_DIMS];
     const clrun__infer_error quiet = {"reduce", NULL, 0};
-    if (reduced_axes(call, reduced, &quiet) != CLRUN_OK)
+    if (clrun__reduced_axes(call, reduced, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "reduce: prepare on axes infer refuses");
-    return clrun__reduce_prepare(ctx, &call->inputs[0], reduced, code, state);
+    return clrun__reduce_prepare(ctx, &call->inputs[0], reduced, op->code, state);
 }
 
-#define REDUCE_OP(ID, CODE)                                                                        \
-    static clrun_status ID##_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err,  \
-                                   size_t errlen)                                                  \
-    {                                                                                              \
-        return reduce_infer_as(#ID, call, out, err, errlen);                                       \
-    }                                                                                              \
-    static clrun_status ID##_prepare(clrun_context *ctx, const clrun__op_call *call, void **state) \
-    {                                                                                              \
-        return reduce_prepare_as(CODE, ctx, call, state);                                          \
-    }                                                                                              \
-    static const clrun__op op_##ID = {#ID,         1,           1,          1,          false,     \
-                                      ID##_infer,  ID##_prepare,                                   \
-                                      clrun__kernel_state_op_enqueue,                              \
-                                      clrun__kernel_state_release};
+static const clrun__op_kernels softmax_kernels = {
+    softmax_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+static const clrun__op_kernels layernorm_kernels = {
+    layernorm_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+static const clrun__op_kernels reduce_kernels = {
+    reduce_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
 
-REDUCE_OP(reduce_sum, REDUCE_SUM)
-REDUCE_OP(reduce_mean, REDUCE_MEAN)
-REDUCE_OP(reduce_max, REDUCE_MAX)
-
-static const clrun__op op_softmax = {"softmax", 1, 1, 1, false, softmax_infer, softmax_prepare,
-                                     clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
-static const clrun__op op_layernorm = {"layernorm", 3, 3, 1, false, layernorm_infer,
-                                       layernorm_prepare, clrun__kernel_state_op_enqueue,
-                                       clrun__kernel_state_release};
-
-const clrun__op *const clrun__ops_norm[] = {
-    &op_softmax, &op_layernorm, &op_reduce_sum, &op_reduce_mean, &op_reduce_max, NULL,
+const clrun__named_kernels clrun__kernels_norm[] = {
+    {"softmax", &softmax_kernels},       {"layernorm", &layernorm_kernels},
+    {"reduce_sum", &reduce_kernels},     {"reduce_mean", &reduce_kernels},
+    {"reduce_max", &reduce_kernels},     {NULL, NULL},
 };
