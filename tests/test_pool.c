@@ -21,7 +21,7 @@
 #define MiB (UINT64_C(1) << 20)
 
 static char cache_root[512];
-static const char *const strategies[] = {"buddy", "slab", "bump"};
+static const char *const strategies[] = {"buddy", "slab", "bump", "tlsf"};
 
 static void clear_environment(void)
 {
@@ -82,7 +82,7 @@ static void blocks_of_every_strategy_hold_what_a_kernel_wrote_and_neighbours_are
 {
     (void)state;
     enum { BLOCKS = 48 };
-    for (size_t s = 0; s < 3; s++) {
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
         clrun_context *ctx = open_context(strategies[s], false, 0);
         cl_kernel k = NULL;
         assert_int_equal(clrun_kernel_create(ctx, "clrun_smoke_fill_u32", &k), CLRUN_OK);
@@ -223,7 +223,7 @@ static void a_stale_copy_whose_slot_was_reused_is_refused(void **state)
 static void an_alignment_larger_than_the_device_is_honoured(void **state)
 {
     (void)state;
-    for (size_t s = 0; s < 3; s++) {
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
         clrun_context *ctx = open_context(strategies[s], false, 0);
         uint64_t align = 64 * KiB;
         assert_true(align > clrun_context_device(ctx)->base_addr_align);
@@ -503,7 +503,7 @@ static void the_pool_limit_comes_from_the_environment_too(void **state)
 static void a_ten_mib_workload_does_not_reserve_a_gib(void **state)
 {
     (void)state;
-    for (size_t s = 0; s < 3; s++) {
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
         clrun_context *ctx = open_context(strategies[s], false, 0);
         clrun_buffer b[40];
         uint64_t live = 0;
@@ -543,7 +543,7 @@ static void chunks_grow_with_demand(void **state)
 static void trim_gives_empty_chunks_back_to_the_driver(void **state)
 {
     (void)state;
-    for (size_t s = 0; s < 3; s++) {
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
         clrun_context *ctx = open_context(strategies[s], false, 0);
         clrun_buffer keep, big;
         assert_int_equal(clrun_alloc(ctx, 1000, &keep), CLRUN_OK);

@@ -16,6 +16,7 @@
  * nothing is given back on growth. */
 #include "memory/allocator.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +33,8 @@ struct clrun__allocator {
     uint32_t chunk_slots;           /* entries in chunk_sizes */
     uint32_t chunks;                /* ids in use */
     uint64_t reserved;              /* sum of chunk sizes */
-    uint64_t reserved_peak;
-    uint64_t in_use;                /* bytes asked for by live blocks */
-    uint64_t in_use_peak;
+    clrun__account own;             /* the account when none is shared */
+    clrun__account *account;        /* config.account or &own */
     uint64_t alloc_count;
     uint64_t free_count;
     uint64_t driver_allocs;
@@ -58,6 +58,8 @@ clrun_status clrun__allocator_create(const clrun__allocator_config *config, clru
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     a->config = *config;
+    a->own.limit = config->limit;
+    a->account = config->account ? config->account : &a->own;
     if (a->config.min_chunk == 0)
         a->config.min_chunk = GROWTH_GRANULE;
     clrun_strategy_config sc = {.min_align = config->min_align, .max_chunk = config->max_chunk};
@@ -75,6 +77,7 @@ static void release_chunk(clrun__allocator *a, uint32_t id)
 {
     a->config.backing.release(a->config.backing.user, id);
     a->reserved -= a->chunk_sizes[id];
+    clrun__account_discharge(a->account, a->chunk_sizes[id], 0);
     a->chunk_sizes[id] = 0;
     a->chunks--;
     a->driver_frees++;
@@ -109,12 +112,33 @@ static uint32_t free_chunk_id(clrun__allocator *a)
     return id;
 }
 
-static uint64_t room_under_limit(const clrun__allocator *a)
+uint64_t clrun__account_room(const clrun__account *a)
 {
-    if (a->config.limit == 0)
+    if (a->limit == 0)
         return UINT64_MAX;
-    return a->config.limit > a->reserved ? a->config.limit - a->reserved : 0;
+    return a->limit > a->reserved ? a->limit - a->reserved : 0;
 }
+
+bool clrun__account_charge(clrun__account *a, uint64_t reserve, uint64_t use)
+{
+    if (reserve > clrun__account_room(a))
+        return false;
+    a->reserved += reserve;
+    if (a->reserved > a->reserved_peak)
+        a->reserved_peak = a->reserved;
+    a->in_use += use;
+    if (a->in_use > a->in_use_peak)
+        a->in_use_peak = a->in_use;
+    return true;
+}
+
+void clrun__account_discharge(clrun__account *a, uint64_t reserve, uint64_t use)
+{
+    a->reserved -= reserve;
+    a->in_use -= use;
+}
+
+static uint64_t room_under_limit(const clrun__allocator *a) { return clrun__account_room(a->account); }
 
 /* Reserves one chunk of exactly `size` bytes and hands it to the strategy. */
 static clrun_status add_chunk(clrun__allocator *a, uint64_t size, char *err, size_t errlen)
@@ -134,11 +158,12 @@ static clrun_status add_chunk(clrun__allocator *a, uint64_t size, char *err, siz
                  a->config.ops->name, (unsigned long long)size, clrun_strerror(status));
         return status;
     }
+    bool charged = clrun__account_charge(a->account, size, 0);
+    assert(charged); /* grow and preallocate asked for no more than the room */
+    (void)charged;
     a->chunk_sizes[id] = size;
     a->chunks++;
     a->reserved += size;
-    if (a->reserved > a->reserved_peak)
-        a->reserved_peak = a->reserved;
     a->driver_allocs++;
     return CLRUN_OK;
 }
@@ -214,7 +239,7 @@ static void describe_exhaustion(const clrun__allocator *a, uint64_t size, uint64
              clrun__format_bytes(s.in_use, in_use, sizeof in_use),
              clrun__format_bytes(s.reserved, reserved, sizeof reserved), s.chunks,
              clrun__format_bytes(s.largest_free, largest, sizeof largest),
-             a->config.limit ? clrun__format_bytes(a->config.limit, limit, sizeof limit) : "none",
+             a->account->limit ? clrun__format_bytes(a->account->limit, limit, sizeof limit) : "none",
              clrun__format_bytes(a->config.max_chunk, max_chunk, sizeof max_chunk), why);
 }
 
@@ -281,9 +306,7 @@ clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, 
     if (status != CLRUN_OK)
         return status;
     a->alloc_count++;
-    a->in_use += charged;
-    if (a->in_use > a->in_use_peak)
-        a->in_use_peak = a->in_use;
+    clrun__account_charge(a->account, 0, charged);
     return CLRUN_OK;
 }
 
@@ -297,14 +320,14 @@ clrun_status clrun__allocator_free(clrun__allocator *a, uint32_t chunk, uint64_t
         return status;
     }
     a->free_count++;
-    a->in_use -= size;
+    clrun__account_discharge(a->account, 0, size);
     return CLRUN_OK;
 }
 
 void clrun__allocator_reset(clrun__allocator *a)
 {
     a->config.ops->reset(a->state);
-    a->in_use = 0;
+    a->account->in_use = 0;
 }
 
 clrun_status clrun__allocator_preallocate(clrun__allocator *a, uint64_t bytes, char *err, size_t errlen)
@@ -335,11 +358,11 @@ void clrun__allocator_stats(const clrun__allocator *a, clrun_memory_stats *out)
     a->config.ops->stats(a->state, &s);
     memset(out, 0, sizeof *out);
     out->strategy = a->config.ops->name;
-    out->in_use = a->in_use;
-    out->in_use_peak = a->in_use_peak;
+    out->in_use = a->account->in_use;
+    out->in_use_peak = a->account->in_use_peak;
     out->held = s.held_bytes;
-    out->reserved = a->reserved;
-    out->reserved_peak = a->reserved_peak;
+    out->reserved = a->account->reserved;
+    out->reserved_peak = a->account->reserved_peak;
     out->alloc_count = a->alloc_count;
     out->free_count = a->free_count;
     out->driver_allocs = a->driver_allocs;
@@ -348,13 +371,13 @@ void clrun__allocator_stats(const clrun__allocator *a, clrun_memory_stats *out)
     out->free_bytes = s.free_bytes;
     out->largest_free = s.largest_free;
     out->fragmentation = s.free_bytes ? 1.0 - (double)s.largest_free / (double)s.free_bytes : 0.0;
-    out->limit = a->config.limit;
+    out->limit = a->account->limit;
 }
 
 void clrun__allocator_reset_peaks(clrun__allocator *a)
 {
-    a->in_use_peak = a->in_use;
-    a->reserved_peak = a->reserved;
+    a->account->in_use_peak = a->account->in_use;
+    a->account->reserved_peak = a->account->reserved;
 }
 
 uint64_t clrun__allocator_chunk_size(const clrun__allocator *a, uint32_t chunk)
