@@ -467,6 +467,52 @@ static void keep_log(clrun_log_level level, const char *message, void *user)
         snprintf(logged, sizeof logged, "%s", message);
 }
 
+/* What CLRUN_LOG=debug promises: every allocation, step and kernel launch. */
+typedef struct debug_log {
+    int allocs, frees, steps, launches, total;
+} debug_log;
+
+static void count_debug(clrun_log_level level, const char *message, void *user)
+{
+    debug_log *log = user;
+    log->total++;
+    if (level != CLRUN_LOG_DEBUG)
+        return;
+    log->allocs += strncmp(message, "alloc '", 7) == 0;
+    log->frees += strncmp(message, "free '", 6) == 0;
+    log->steps += strncmp(message, "step ", 5) == 0;
+    log->launches += strncmp(message, "launch ", 7) == 0;
+}
+
+static void debug_logging_shows_every_allocation_and_launch(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
+    debug_log quiet = {0}, loud = {0};
+    clrun_log_set_handler(count_debug, &quiet);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_log_set_handler(count_debug, &loud);
+    clrun_log_set_level(CLRUN_LOG_DEBUG);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    clrun_log_set_handler(NULL, NULL);
+    assert_int_equal(quiet.total, 0);
+    assert_int_equal(loud.steps, 2);      /* relu, neg */
+    assert_true(loud.launches >= 2);
+    assert_true(loud.allocs >= 1 && loud.frees >= 1); /* a's block, and the last outputs' */
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &x), CLRUN_OK);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* The warning says why a donation went unused, not a fixed guess. */
 static void unused_donation_says_why(void **state)
 {
@@ -640,6 +686,7 @@ int main(void)
         cmocka_unit_test(unusable_donation_is_reported),
         cmocka_unit_test(donation_does_not_depend_on_operand_order),
         cmocka_unit_test(unused_donation_says_why),
+        cmocka_unit_test(debug_logging_shows_every_allocation_and_launch),
         cmocka_unit_test(the_lower_bound_counts_kept_inputs_for_the_whole_run),
         cmocka_unit_test(planned_mode_holds_no_more_than_pooled_with_a_donated_input),
         cmocka_unit_test(wrong_inputs_are_refused_by_name),

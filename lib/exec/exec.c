@@ -69,6 +69,43 @@ static clrun_status prepare_nodes(clrun_exec *e)
     return CLRUN_OK;
 }
 
+static const char *kind_name(const clrun__tensor *t)
+{
+    return t->kind == CLRUN__TENSOR_INPUT ? "input" : t->kind == CLRUN__TENSOR_CONSTANT ? "constant" : "tensor";
+}
+
+/* Refuses a tensor no device allocation can hold, or weights larger than the pool may reserve,
+ * before anything is made on the host or the device (a 32 GiB input was filled on the host for
+ * seconds before). */
+static clrun_status check_sizes(clrun_exec *e)
+{
+    const clrun_device_info *d = &e->ctx->info;
+    clrun__pool_config pc;
+    clrun__context_pool_config(e->ctx, &pc);
+    uint64_t weights = 0;
+    char type[CLRUN__TYPE_TEXT], bytes[CLRUN__BYTES_TEXT], limit[CLRUN__BYTES_TEXT];
+    for (int32_t t = 0; t < e->graph->tensor_count; t++) {
+        const clrun__tensor *tensor = &e->graph->tensors[t];
+        uint64_t size = clrun_tensor_bytes(&tensor->type);
+        if (tensor->kind == CLRUN__TENSOR_CONSTANT)
+            weights += size;
+        if (size > d->max_alloc)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_SIZE,
+                               "%s '%s' is %s (%s): more than the device's largest allocation, %s",
+                               kind_name(tensor), tensor->name,
+                               clrun__type_format(&tensor->type, type, sizeof type),
+                               clrun__format_bytes(size, bytes, sizeof bytes),
+                               clrun__format_bytes(d->max_alloc, limit, sizeof limit));
+    }
+    if (weights > pc.limit)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "the constants of graph '%s' need %s, more than the pool may reserve (%s: "
+                           "CLRUN_POOL_LIMIT, or CLRUN_MEM_FRACTION of the device's memory)",
+                           e->graph->name ? e->graph->name : "", clrun__format_bytes(weights, bytes, sizeof bytes),
+                           clrun__format_bytes(pc.limit, limit, sizeof limit));
+    return CLRUN_OK;
+}
+
 static clrun_status build_schedules(clrun_exec *e)
 {
     char err[512];
@@ -130,7 +167,9 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                limit);
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
     }
-    clrun_status status = build_schedules(e);
+    clrun_status status = check_sizes(e);
+    if (status == CLRUN_OK)
+        status = build_schedules(e);
     if (status == CLRUN_OK) {
         e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
         e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
@@ -280,8 +319,10 @@ clrun_status clrun_exec_read_output(clrun_exec *e, int32_t i, void *host, uint64
     if (status != CLRUN_OK)
         return status;
     if (bytes != size || host == NULL)
-        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "output '%s' has %llu bytes, %llu asked",
-                           clrun__exec_tensor_name(e, e->graph->outputs[i]), (unsigned long long)size, (unsigned long long)bytes);
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "output '%s' has %llu bytes, %llu asked (or host is NULL)",
+                           clrun__exec_tensor_name(e, e->graph->outputs[i]), (unsigned long long)size,
+                           (unsigned long long)bytes);
     cl_int error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, (size_t)size, host, 0, NULL, NULL);
     if (error != CL_SUCCESS)
         return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "output '%s'", clrun__exec_tensor_name(e, e->graph->outputs[i]));

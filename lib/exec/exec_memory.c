@@ -61,8 +61,12 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
         cl_int error = CL_SUCCESS;
         s->mem = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)sb->bytes, NULL, &error);
         if (s->mem == NULL)
-            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "naive buffer of %llu bytes for '%s'",
-                                  (unsigned long long)sb->bytes, clrun__exec_tensor_name(e, sb->root));
+        {
+            char bytes[CLRUN__BYTES_TEXT];
+            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "'%s': a naive buffer of %s",
+                                  clrun__exec_tensor_name(e, sb->root),
+                                  clrun__format_bytes(sb->bytes, bytes, sizeof bytes));
+        }
         (*driver_allocs)++;
     } else {
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
@@ -123,6 +127,36 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     return status;
 }
 
+/* Constants filled from a seed are made on the host in pieces of this many bytes at most, so
+ * that a large one never needs its whole size in host memory. */
+#define FILL_PIECE (16u << 20)
+
+/* Uploads one constant into its block: data straight from the graph, a fill piece by piece. */
+static clrun_status upload_constant(clrun_exec *e, const clrun__tensor *tensor, clrun_buffer *block)
+{
+    uint64_t bytes = clrun_tensor_bytes(&tensor->type);
+    if (tensor->data)
+        return clrun__buffer_write_owned(e->ctx, block, tensor->data);
+    size_t size = clrun_dtype_size(tensor->type.dtype);
+    uint64_t per_piece = FILL_PIECE / size, elements = bytes / size;
+    uint64_t piece = elements < per_piece ? elements : per_piece;
+    void *host = malloc((size_t)(piece * size));
+    if (host == NULL) {
+        char text[CLRUN__BYTES_TEXT];
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                           "out of host memory filling constant '%s' (%s at a time)", tensor->name,
+                           clrun__format_bytes(piece * size, text, sizeof text));
+    }
+    clrun_status status = CLRUN_OK;
+    for (uint64_t first = 0; status == CLRUN_OK && first < elements; first += piece) {
+        uint64_t count = elements - first < piece ? elements - first : piece;
+        clrun__constant_values_range(tensor, first, count, host);
+        status = clrun__buffer_write_range(e->ctx, block, first * size, count * size, host);
+    }
+    free(host);
+    return status;
+}
+
 clrun_status clrun__exec_upload_constants(clrun_exec *e)
 {
     const clrun_graph *g = e->graph;
@@ -134,16 +168,9 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
         if (tensor->kind != CLRUN__TENSOR_CONSTANT)
             continue;
         uint64_t bytes = clrun_tensor_bytes(&tensor->type);
-        void *host = malloc((size_t)bytes);
-        if (host == NULL)
-            return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                               "out of host memory filling constant '%s' (%llu bytes)", tensor->name,
-                               (unsigned long long)bytes);
-        clrun__constant_values(tensor, host);
         clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
         if (status == CLRUN_OK)
-            status = clrun__buffer_write_owned(e->ctx, &e->constants[t], host);
-        free(host);
+            status = upload_constant(e, tensor, &e->constants[t]);
         if (status != CLRUN_OK)
             return status;
     }

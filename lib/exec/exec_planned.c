@@ -136,18 +136,20 @@ static clrun_status plan_arena(clrun_exec *e, const plan_items *all, const bool 
 /* The arena and one sub-buffer per buffer in it. */
 static clrun_status make_arena(clrun_exec *e)
 {
+    char bytes[CLRUN__BYTES_TEXT], most[CLRUN__BYTES_TEXT];
+    clrun__format_bytes(e->arena_bytes, bytes, sizeof bytes);
     if (e->arena_bytes > e->ctx->info.max_alloc)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
-                           "planned arena of %llu bytes exceeds the device's maximum allocation of "
-                           "%llu bytes", (unsigned long long)e->arena_bytes,
-                           (unsigned long long)e->ctx->info.max_alloc);
+                           "the planned arena of graph '%s' needs %s, more than the device's largest "
+                           "allocation, %s", e->graph->name ? e->graph->name : "", bytes,
+                           clrun__format_bytes(e->ctx->info.max_alloc, most, sizeof most));
     if (e->arena_bytes == 0)
         return CLRUN_OK;
     cl_int error = CL_SUCCESS;
     e->arena = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)e->arena_bytes, NULL, &error);
     if (e->arena == NULL)
-        return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "planned arena of %llu bytes",
-                              (unsigned long long)e->arena_bytes);
+        return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "the planned arena of graph '%s' (%s)",
+                              e->graph->name ? e->graph->name : "", bytes);
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         const clrun__sched_buffer *sb = &e->schedule.buffers[b];
         bool created = !sb->is_constant && !sb->is_input && sb->first >= 0;

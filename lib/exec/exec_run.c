@@ -134,21 +134,26 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH,
                            "node '%s' (%s) has %d inputs and %d outputs; the executor takes at most 64 and 16",
                            clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, node->input_count, node->output_count);
+    bool arena = e->options.mode == CLRUN_EXEC_PLANNED; /* held all along: counted at bind */
     for (int o = 0; o < node->output_count; o++) {
         int32_t b = s->buffer_of[node->outputs[o]];
         if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
             clrun_status status = clrun__exec_take_memory(e, b, driver_allocs);
             if (status != CLRUN_OK)
                 return status;
-            *held += s->buffers[b].bytes;
+            if (!arena)
+                *held += s->buffers[b].bytes;
         }
         out_mems[o] = e->buffers[b].mem;
     }
     if (*held > *peak)
         *peak = *held;
+    e->spans[step].bytes_in_use = *held; /* the most this step holds: its outputs and inputs */
     for (int k = 0; k < node->input_count; k++)
         in_mems[k] = clrun__exec_tensor_mem(e, node->inputs[k]);
 
+    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)", (int)step,
+               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
     cl_event *waits;
     cl_uint wait_count;
     clrun_status status = gather_waits(e, node, &waits, &wait_count);
@@ -182,12 +187,14 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         int32_t b = s->release_list[i];
         if (!e->buffers[b].live)
             continue;
-        *held -= s->buffers[b].bytes;
+        /* In planned mode only a donated input's own block goes (unless it hosts buffers). */
+        if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting)
+            *held -= s->buffers[b].bytes;
         status = clrun__exec_give_back(e, b);
         if (status != CLRUN_OK)
             return status;
     }
-    e->spans[step].bytes_in_use = *held;
+    e->spans[step].bytes_after = *held;
     return CLRUN_OK;
 }
 
@@ -277,7 +284,7 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
         st->reserved_bytes = after.reserved_peak + (own_peak - input_bytes);
         break;
     case CLRUN_EXEC_PLANNED:
-        st->peak_bytes = e->arena_bytes + input_bytes;
+        st->peak_bytes = own_peak; /* the arena and the inputs, as long as each is held */
         st->reserved_bytes = after.reserved_peak + e->arena_bytes;
         break;
     case CLRUN_EXEC_CONTEXT: /* resolved at creation */
@@ -302,6 +309,8 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
     double start = (clrun__now() * 1e3);
     status = bind_inputs(e, inputs, input_count, &held);
     uint64_t held_at_start = held;
+    if (e->options.mode == CLRUN_EXEC_PLANNED)
+        held += e->arena_bytes;
     peak = held;
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++)
         status = run_step(e, step, &held, &peak, &driver_allocs);

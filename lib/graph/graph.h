@@ -89,6 +89,10 @@ void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_t
 /* Fills `out` (clrun_tensor_bytes of the type) with the constant's values: its data, or its
  * deterministic fill. Same bits on every machine. */
 void clrun__constant_values(const clrun__tensor *tensor, void *out);
+/* The same for elements [first, first + count) only, so that a large constant can be made in
+ * pieces (the fill is counter-based: any element alone). */
+void clrun__constant_values_range(const clrun__tensor *tensor, uint64_t first, uint64_t count,
+                                  void *out);
 
 /* ---- shared by the builder, the text format and the tools ---- */
 

@@ -44,7 +44,11 @@ static clrun_status reserve_chunk(void *user, uint32_t chunk, uint64_t size, cha
         return error == CL_OUT_OF_HOST_MEMORY ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : CLRUN_ERROR_OUT_OF_MEMORY;
     }
     pool->chunk_mem[chunk] = mem;
-    clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %llu bytes", chunk, (unsigned long long)size);
+    if (clrun__log_enabled(CLRUN_LOG_INFO)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %s", chunk,
+                   clrun__format_bytes(size, bytes, sizeof bytes));
+    }
     return CLRUN_OK;
 }
 
@@ -191,6 +195,12 @@ void clrun__pool_publish(struct clrun_pool *pool, uint32_t slot, clrun__block_ow
     r->live = true;
     r->owner = owner;
     clrun__pool_notify(pool, true, r);
+    if (clrun__log_enabled(CLRUN_LOG_DEBUG)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_DEBUG, "alloc '%s': %s at chunk %u offset %llu (slot %u)", r->label,
+                   clrun__format_bytes(r->size, bytes, sizeof bytes), r->chunk,
+                   (unsigned long long)r->data_offset, slot);
+    }
     *out = (clrun_buffer){r->mem, r->size, r->chunk, r->data_offset, slot, r->generation};
 }
 
@@ -217,8 +227,9 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
         pool->free_slots[pool->free_slot_count++] = slot;
         if (status == CLRUN_ERROR_OUT_OF_MEMORY)
             clrun__pool_describe_holders(pool, err, sizeof err);
-        return clrun__fail(ctx, status, "%s%s%s", err, label && label[0] ? "; asked for " : "",
-                           label && label[0] ? label : "");
+        if (label && label[0])
+            return clrun__fail(ctx, status, "'%s': %s", label, err);
+        return clrun__fail(ctx, status, "%s", err);
     }
     block_record *r = &pool->records[slot];
     r->chunk = block.chunk;
@@ -326,6 +337,12 @@ clrun_status clrun__pool_free_locked(struct clrun_pool *pool, clrun_buffer *buff
             return clrun__fail(pool->ctx, status, "%s", err);
     }
     clrun__pool_notify(pool, false, r);
+    if (clrun__log_enabled(CLRUN_LOG_DEBUG)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_DEBUG, "free '%s': %s at chunk %u offset %llu", r->label,
+                   clrun__format_bytes(r->size, bytes, sizeof bytes), r->chunk,
+                   (unsigned long long)r->data_offset);
+    }
     clrun__cl.ReleaseMemObject(r->mem);
     if (r->wait)
         clrun__cl.ReleaseEvent(r->wait);

@@ -84,9 +84,12 @@ clrun_status clrun__pool_hand_over(clrun_context *ctx, const clrun_buffer *owned
 clrun_status clrun__pool_check_caller(clrun_context *ctx, const clrun_buffer *buffer,
                                       const char *what);
 
-/* clrun_buffer_write without the ownership check, for the executor's own blocks. */
+/* clrun_buffer_write without the ownership check, for the executor's own blocks; and the same
+ * for `bytes` bytes at `offset` in the block (blocking: host may be reused at once). */
 clrun_status clrun__buffer_write_owned(clrun_context *ctx, const clrun_buffer *buffer,
                                        const void *host);
+clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *buffer,
+                                       uint64_t offset, uint64_t bytes, const void *host);
 
 /* True when `buffer` is a live block of ctx's pool (not freed, not a stale copy, not foreign). */
 bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer);
