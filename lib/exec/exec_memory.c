@@ -161,18 +161,32 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
 {
     const clrun_graph *g = e->graph;
     e->constants = calloc((size_t)g->tensor_count + 1, sizeof *e->constants);
-    if (e->constants == NULL)
-        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
-    for (int32_t t = 0; t < g->tensor_count; t++) {
-        const clrun__tensor *tensor = &g->tensors[t];
-        if (tensor->kind != CLRUN__TENSOR_CONSTANT)
+    uint64_t *sizes = calloc((size_t)g->tensor_count + 1, sizeof *sizes);
+    const char **labels = calloc((size_t)g->tensor_count + 1, sizeof *labels);
+    clrun_buffer *blocks = calloc((size_t)g->tensor_count + 1, sizeof *blocks);
+    int32_t *which = calloc((size_t)g->tensor_count + 1, sizeof *which);
+    clrun_status status = CLRUN_OK;
+    if (!e->constants || !sizes || !labels || !blocks || !which)
+        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
+    /* Every constant in the pool's resident region, packed exactly, apart from the strategy
+     * that serves the intermediates: weights never pay its rounding or its growth. */
+    size_t count = 0;
+    for (int32_t t = 0; status == CLRUN_OK && t < g->tensor_count; t++) {
+        if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT)
             continue;
-        uint64_t bytes = clrun_tensor_bytes(&tensor->type);
-        clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
-        if (status == CLRUN_OK)
-            status = upload_constant(e, tensor, &e->constants[t]);
-        if (status != CLRUN_OK)
-            return status;
+        sizes[count] = clrun_tensor_bytes(&g->tensors[t].type);
+        labels[count] = g->tensors[t].name;
+        which[count++] = t;
     }
-    return CLRUN_OK;
+    if (status == CLRUN_OK && count)
+        status = clrun__pool_alloc_resident(e->ctx, sizes, labels, count, blocks);
+    for (size_t i = 0; status == CLRUN_OK && i < count; i++)
+        e->constants[which[i]] = blocks[i];
+    for (size_t i = 0; status == CLRUN_OK && i < count; i++)
+        status = upload_constant(e, &g->tensors[which[i]], &e->constants[which[i]]);
+    free(sizes);
+    free(labels);
+    free(blocks);
+    free(which);
+    return status;
 }
