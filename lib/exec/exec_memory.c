@@ -40,7 +40,7 @@ void clrun__exec_drop_pending(clrun_exec *e)
 
 /* ---- memory of one buffer --------------------------------------------------------------------- */
 
-clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_allocs)
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
 {
     buffer_state *s = &e->buffers[b];
     const clrun__sched_buffer *sb = &e->schedule.buffers[b];
@@ -58,16 +58,11 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
         }
         s->range_size = sb->bytes;
     } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
-        cl_int error = CL_SUCCESS;
-        s->mem = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)sb->bytes, NULL, &error);
-        if (s->mem == NULL)
-        {
-            char bytes[CLRUN__BYTES_TEXT];
-            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "'%s': a naive buffer of %s",
-                                  clrun__exec_tensor_name(e, sb->root),
-                                  clrun__format_bytes(sb->bytes, bytes, sizeof bytes));
-        }
-        (*driver_allocs)++;
+        /* A driver buffer of its own, but counted by the pool and held to its limit. */
+        clrun_status status = clrun__pool_create_raw(e->ctx, sb->bytes, clrun__exec_tensor_name(e, sb->root),
+                                                     &s->mem);
+        if (status != CLRUN_OK)
+            return status;
     } else {
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
                                                       clrun__exec_tensor_name(e, sb->root), &s->block);
@@ -115,7 +110,7 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     }
     bool is_input = e->schedule.buffers[b].is_input;
     if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
-        clrun__cl.ReleaseMemObject(s->mem);
+        clrun__pool_release_raw(e->ctx, s->mem, e->schedule.buffers[b].bytes);
     } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
         clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
         if (status == CLRUN_OK)
