@@ -66,8 +66,22 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
     } else {
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
                                                       clrun__exec_tensor_name(e, sb->root), &s->block);
-        if (status != CLRUN_OK)
+        /* Out of order: the earlier owners of these bytes, from this executor or another, may
+         * still run; the writer waits for them (gather_waits takes the buffer's events). */
+        cl_event wait = NULL;
+        if (status == CLRUN_OK)
+            status = clrun__pool_take_wait(e->ctx, &s->block, &wait);
+        if (wait) {
+            if (!clrun__exec_add_event(s, wait))
+                status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            clrun__cl.ReleaseEvent(wait);
+        }
+        if (status != CLRUN_OK) {
+            if (s->block.mem)
+                clrun__pool_free_owned(e->ctx, &s->block);
+            clrun__exec_drop_events(s);
             return status;
+        }
         s->mem = s->block.mem;
         s->range_chunk = s->block.chunk;
         s->range_offset = s->block.offset;
@@ -100,19 +114,22 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     if (!s->live)
         return CLRUN_OK;
     clrun_status status = CLRUN_OK;
-    /* Out of order: whoever next takes these bytes (a pool block, an arena range, or a range in
-     * a donated input's block) must wait for every command that used them. */
-    if (e->ctx->out_of_order && s->event_count)
+    bool is_input = e->schedule.buffers[b].is_input;
+    bool to_pool = !s->hosting && (e->options.mode == CLRUN_EXEC_POOLED || is_input);
+    /* Out of order: whoever next takes these bytes must wait for every command that used them.
+     * A pool block is freed in stream order through the pool, so that every later owner waits,
+     * from this executor or another; an arena range or a range in a donated input's block is
+     * this executor's alone, and it orders their reuse itself. */
+    if (e->ctx->out_of_order && s->event_count && !to_pool)
         status = remember_pending(e, s);
     if (s->hosting) { /* a donated input holding later buffers: its block stays to the end */
         clrun__exec_drop_events(s);
         return status;
     }
-    bool is_input = e->schedule.buffers[b].is_input;
     if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
         clrun__pool_release_raw(e->ctx, s->mem, e->schedule.buffers[b].bytes);
-    } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
-        clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
+    } else if (to_pool) {
+        clrun_status freed = clrun__pool_free_owned_after(e->ctx, &s->block, (cl_uint)s->event_count, s->events);
         if (status == CLRUN_OK)
             status = freed;
     }

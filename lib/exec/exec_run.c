@@ -93,11 +93,14 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
     *count = 0;
     if (!e->ctx->out_of_order)
         return CLRUN_OK;
-    /* Each output may overlap every pending range; each input brings its users' events. */
+    /* Each output may overlap every pending range; each input brings its users' events, and so
+     * does each output (for a new pool block: the earlier owners of its bytes). */
     size_t capacity = (size_t)e->pending_count * (size_t)node->output_count + 8;
     for (int k = 0; k < node->input_count; k++)
         if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT)
             capacity += (size_t)e->buffers[e->schedule.buffer_of[node->inputs[k]]].event_count;
+    for (int o = 0; o < node->output_count; o++)
+        capacity += (size_t)e->buffers[e->schedule.buffer_of[node->outputs[o]]].event_count;
     cl_event *waits = malloc(capacity * sizeof *waits);
     if (waits == NULL)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -110,9 +113,11 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
         for (int32_t i = 0; i < s->event_count; i++)
             waits[(*count)++] = s->events[i];
     }
-    /* Outputs in blocks freed earlier in this run: the old owner's users. */
+    /* Outputs in ranges freed earlier in this run: the old owner's users. */
     for (int o = 0; o < node->output_count; o++) {
         const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->outputs[o]]];
+        for (int32_t i = 0; i < s->event_count; i++)
+            waits[(*count)++] = s->events[i];
         for (int32_t i = 0; i < e->pending_count; i++) {
             const pending_free *p = &e->pending[i];
             if (p->chunk == s->range_chunk && p->offset < s->range_offset + s->range_size &&
