@@ -2,7 +2,7 @@
  *
  * The pool reserves large backing buffers (chunks, each at most CL_DEVICE_MAX_MEM_ALLOC_SIZE)
  * from the driver as demand grows and carves blocks out of them with the context's strategy
- * (CLRUN_ALLOCATOR: buddy, slab or bump). Each block is handed out as a cl_mem sub-buffer whose
+ * (CLRUN_ALLOCATOR: tlsf, the default, buddy, slab or bump). Each block is handed out as a cl_mem sub-buffer whose
  * origin is aligned to the device's base-address alignment. A block never straddles chunks and
  * a sub-buffer is never made from a sub-buffer.
  *
