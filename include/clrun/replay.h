@@ -58,9 +58,9 @@ typedef struct clrun_replay_result {
 /* Replays `count` rows (their lower, upper and size; ids only name rows in messages) through
  * `allocator` (a name clrun_replay_allocator_name gives, case-insensitive). options may be NULL
  * for the defaults. CLRUN_ERROR_INVALID_ARGUMENT for an unknown allocator, an alignment that is
- * not a power of two or a chunk size below it; CLRUN_ERROR_OUT_OF_MEMORY when a buffer does not
- * fit (larger than a fixed chunk or the maximum allocation), naming the buffer;
- * CLRUN_ERROR_OUT_OF_HOST_MEMORY. On failure `err` (may be NULL) says why. */
+ * not a power of two or a chunk size below it; CLRUN_ERROR_INVALID_SIZE for a buffer larger than
+ * a fixed chunk or the maximum allocation, naming the buffer ("buffer ID (row N, S bytes at
+ * moment M): ..."); CLRUN_ERROR_OUT_OF_HOST_MEMORY. On failure `err` (may be NULL) says why. */
 clrun_status clrun_replay(const clrun_lifetime *rows, size_t count, const char *allocator,
                           const clrun_replay_options *options, clrun_replay_result *out,
                           char *err, size_t errlen);

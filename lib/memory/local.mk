@@ -13,12 +13,17 @@ libclrun_internal_la_SOURCES += \
 clruninclude_HEADERS += include/clrun/replay.h
 
 if HAVE_CMOCKA
-check_PROGRAMS += tests/test_allocator tests/test_pool tests/test_pool_threads tests/test_pool_regions
-TESTS += tests/test_allocator tests/test_pool tests/test_pool_threads tests/test_pool_regions
+check_PROGRAMS += tests/test_allocator tests/test_replay tests/test_pool tests/test_pool_threads \
+	tests/test_pool_regions
+TESTS += tests/test_allocator tests/test_replay tests/test_pool tests/test_pool_threads tests/test_pool_regions
 
 tests_test_allocator_SOURCES = tests/test_allocator.c
 tests_test_allocator_CFLAGS = $(TEST_CFLAGS)
 tests_test_allocator_LDADD = $(TEST_LDADD)
+
+tests_test_replay_SOURCES = tests/test_replay.c
+tests_test_replay_CFLAGS = $(TEST_CFLAGS)
+tests_test_replay_LDADD = $(TEST_LDADD)
 
 tests_test_pool_SOURCES = tests/test_pool.c tests/device_test.h
 tests_test_pool_CFLAGS = $(TEST_CFLAGS)
