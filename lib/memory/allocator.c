@@ -175,6 +175,10 @@ static uint64_t chunk_wanted(const clrun__allocator *a, uint64_t size, uint64_t 
 {
     if (fixed_chunks(a))
         return a->config.max_chunk;
+    if (a->config.previous_growth && !just_the_request) {
+        uint64_t wanted = a->reserved / 2 > size ? a->reserved / 2 : size;
+        return wanted > (UINT64_C(1) << 20) ? wanted : UINT64_C(1) << 20;
+    }
     uint64_t wanted = size > UINT64_MAX - GROWTH_GRANULE ? size : (size + GROWTH_GRANULE - 1) & ~(GROWTH_GRANULE - 1);
     if (just_the_request)
         return wanted;
@@ -192,7 +196,8 @@ static uint64_t chunk_wanted(const clrun__allocator *a, uint64_t size, uint64_t 
 static clrun_status grow(clrun__allocator *a, uint64_t size, uint64_t align, bool just_the_request, char *err,
                          size_t errlen)
 {
-    uint64_t given_back = fixed_chunks(a) || just_the_request ? 0 : clrun__allocator_trim(a);
+    bool give_back = !fixed_chunks(a) && !just_the_request && !a->config.previous_growth;
+    uint64_t given_back = give_back ? clrun__allocator_trim(a) : 0;
     uint64_t wanted = chunk_wanted(a, size, given_back, just_the_request);
     if (wanted > a->config.max_chunk)
         wanted = a->config.max_chunk;

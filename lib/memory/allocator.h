@@ -47,6 +47,9 @@ typedef struct clrun__allocator_config {
     uint64_t max_chunk;             /* device maximum allocation */
     uint64_t limit;                 /* most bytes to reserve in all; 0 = no limit (without account) */
     clrun__account *account;        /* shared with the pool, its limit used; NULL: one of its own */
+    bool previous_growth;           /* the rule before issue 12, max(request, reserved / 2, 1 MiB)
+                                     * and no giving back, kept only so that bench_replay measures
+                                     * the present rule against it in one run */
     uint64_t min_chunk;             /* smallest chunk worth reserving; 0 = 16 KiB; = max_chunk:
                                      * every chunk that size */
     clrun__backing backing;

@@ -245,8 +245,8 @@ static clrun_status time_strategy(const clrun__replay_trace *t, clrun__allocator
 }
 
 static clrun_status replay_strategy(const clrun__replay_trace *t, const clrun_allocator_ops *ops,
-                                    const clrun_replay_options *o, clrun_replay_result *out,
-                                    char *err, size_t errlen)
+                                    const clrun_replay_options *o, bool previous_growth,
+                                    clrun_replay_result *out, char *err, size_t errlen)
 {
     size_t n = t->count;
     clrun_block *blocks = calloc(n ? n : 1, sizeof *blocks);
@@ -264,6 +264,7 @@ static clrun_status replay_strategy(const clrun__replay_trace *t, const clrun_al
         .min_align = o->alignment,
         .max_chunk = o->chunk_size ? o->chunk_size : o->max_chunk,
         .min_chunk = o->chunk_size, /* min = max: every chunk that size (0: the core's default) */
+        .previous_growth = previous_growth,
         .backing = {.user = &chunks, .reserve = reserve_nothing, .release = release_nothing},
     };
     status = clrun__allocator_create(&config, &a, err, errlen);
@@ -340,6 +341,13 @@ clrun_status clrun_replay(const clrun_lifetime *rows, size_t count, const char *
                           const clrun_replay_options *options, clrun_replay_result *out,
                           char *err, size_t errlen)
 {
+    return clrun__replay_run(rows, count, allocator, options, false, out, err, errlen);
+}
+
+clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const char *allocator,
+                               const clrun_replay_options *options, bool previous_growth,
+                               clrun_replay_result *out, char *err, size_t errlen)
+{
     char ignored[8];
     if (err == NULL || errlen == 0) {
         err = ignored;
@@ -384,7 +392,7 @@ clrun_status clrun_replay(const clrun_lifetime *rows, size_t count, const char *
     if (status != CLRUN_OK)
         return status;
     if (ops)
-        status = replay_strategy(&t, ops, &o, out, err, errlen);
+        status = replay_strategy(&t, ops, &o, previous_growth, out, err, errlen);
     else if (strcmp(baseline, "binned") == 0)
         status = clrun__replay_binned(&t, o.timed, out, err, errlen);
     else

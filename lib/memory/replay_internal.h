@@ -28,6 +28,12 @@ typedef struct clrun__replay_trace {
 #define CLRUN__REPLAY_TIMED_NS_MIN 20000000.0
 #define CLRUN__REPLAY_TIMED_PASSES_MAX 50
 
+/* clrun_replay, with the growth rule of before issue 12 when `previous_growth` (bench_replay
+ * compares the two in one run). */
+clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const char *allocator,
+                               const clrun_replay_options *options, bool previous_growth,
+                               clrun_replay_result *out, char *err, size_t errlen);
+
 /* Nanoseconds of CLOCK_MONOTONIC. */
 double clrun__replay_now_ns(void);
 
