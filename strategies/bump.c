@@ -109,10 +109,12 @@ static bool chunk_fits(const bump_chunk *c, uint64_t size, uint64_t align, uint6
 /* Lowers the top after the last entry was freed: drop it and every dead entry under it. */
 static void chunk_pop(bump_chunk *c)
 {
+    assert(c->count > 0);
     c->count--;
     while (c->count && c->entries[c->count - 1].dead)
         c->count--;
     c->top = c->count ? c->entries[c->count - 1].offset + c->entries[c->count - 1].size : 0;
+    assert(c->top <= c->size); /* and the top entry, if any, is live */
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -235,6 +237,8 @@ static clrun_status bump_alloc(void *state, uint64_t size, uint64_t align, clrun
     if (!entry_reserve(c))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 
+    /* Offsets only grow below the top: the entries stay sorted and the newest is the top. */
+    assert(c->count == 0 || c->entries[c->count - 1].offset + c->entries[c->count - 1].size <= offset);
     c->entries[c->count++] = (bump_entry){.offset = offset, .size = bsize, .dead = false};
     c->top = offset + bsize;
     c->live++;

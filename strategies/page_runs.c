@@ -65,6 +65,7 @@ void clrun__runs_unlink_free(page_runs *s, run *r)
 /* Records r as free over [first, first + pages): boundary tags and its size list. */
 void clrun__runs_set_free(page_runs *s, run *r, uint64_t first, uint64_t pages)
 {
+    assert(pages > 0 && first + pages <= r->chunk->pages);
     r->kind = RUN_FREE;
     r->first = first;
     r->pages = pages;
@@ -109,6 +110,7 @@ void clrun__runs_carve(page_runs *s, run *r, uint64_t start, uint64_t pages, run
 {
     slab_chunk *c = r->chunk;
     uint64_t first = r->first, end = r->first + r->pages, back = start + pages;
+    assert(r->kind == RUN_FREE && start >= first && back <= end && extra && extra->nwords == 0);
     run *nodes[2] = {r, extra};
     unsigned used = 0;
     clrun__runs_unlink_free(s, r);
@@ -131,6 +133,7 @@ void clrun__runs_carve(page_runs *s, run *r, uint64_t start, uint64_t pages, run
  * free neighbours. Reuses r as the free run's node, so it never needs host memory. */
 void clrun__runs_release(page_runs *s, run *r)
 {
+    assert(r->kind == RUN_LARGE || r->kind == RUN_SLAB || r->kind == RUN_HELD);
     slab_chunk *c = r->chunk;
     uint64_t first = r->first, end = r->first + r->pages;
     if (r->kind == RUN_SLAB) {
@@ -177,6 +180,7 @@ void clrun__runs_held_unlink(page_runs *s, run *r)
 /* Holds back large run r, just freed, unmerged; the run its chunk held before is merged. */
 void clrun__runs_hold(page_runs *s, run *r)
 {
+    assert(r->kind == RUN_LARGE);
     slab_chunk *c = r->chunk;
     if (c->held) {
         run *old = c->held;

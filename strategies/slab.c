@@ -87,6 +87,7 @@ typedef struct slab_state {
 
 static void partial_push(slab_state *s, run *r)
 {
+    assert(r->kind == RUN_SLAB && !r->in_partial && r->free_slots > 0);
     r->prev = NULL;
     r->next = s->partial[r->cls];
     if (r->next)
@@ -211,7 +212,9 @@ static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
     }
     if (s->empty[cls] == r)
         s->empty[cls] = NULL; /* the cached empty slab is in use again */
+    assert(r->free_slots > 0 && r->summary != 0); /* a partly used slab has a free slot */
     unsigned w = (unsigned)__builtin_ctzll(r->summary);
+    assert(r->words[w] != 0);
     unsigned bit = (unsigned)__builtin_ctzll(r->words[w]);
     r->words[w] &= r->words[w] - 1;
     if (!r->words[w])

@@ -134,6 +134,7 @@ bool clrun__account_charge(clrun__account *a, uint64_t reserve, uint64_t use)
 
 void clrun__account_discharge(clrun__account *a, uint64_t reserve, uint64_t use)
 {
+    assert(a->reserved >= reserve && a->in_use >= use); /* only what was charged comes back */
     a->reserved -= reserve;
     a->in_use -= use;
 }

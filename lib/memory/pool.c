@@ -9,6 +9,7 @@
  * of out-of-order queues in pool_pending.c. */
 #include "memory/pool_internal.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,7 @@ void clrun__pool_notify(struct clrun_pool *pool, bool is_alloc, const block_reco
 void clrun__pool_publish(struct clrun_pool *pool, uint32_t slot, clrun__block_owner owner, clrun_buffer *out)
 {
     block_record *r = &pool->records[slot];
+    assert(!r->live && r->mem != NULL);
     r->live = true;
     r->owner = owner;
     clrun__pool_notify(pool, true, r);
@@ -321,6 +323,7 @@ clrun_status clrun_alloc(clrun_context *ctx, uint64_t size, clrun_buffer *out)
 clrun_status clrun__pool_free_locked(struct clrun_pool *pool, clrun_buffer *buffer)
 {
     block_record *r = &pool->records[buffer->slot];
+    assert(r->live && r->mem == buffer->mem); /* callers matched the record first */
     clrun_status guard = CLRUN_OK;
     bool resident = r->region != CLRUN__POOL_NO_REGION;
     if (pool->red_zone && !resident) {

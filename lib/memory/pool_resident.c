@@ -8,6 +8,7 @@
  * And the part of an out-of-memory message that says who holds the memory. */
 #include "memory/pool_internal.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,7 @@ static void region_drop(struct clrun_pool *pool, uint32_t index)
 void clrun__pool_resident_release(struct clrun_pool *pool, block_record *r)
 {
     resident_region *g = &pool->regions[r->region];
+    assert(r->region < pool->region_count && g->mem && g->live > 0);
     clrun__account_discharge(&pool->account, 0, r->size);
     if (--g->live == 0)
         region_drop(pool, r->region);
