@@ -274,6 +274,42 @@ static void a_reset_with_a_live_executor_is_refused(void **state)
     clrun_context_destroy(ctx);
 }
 
+/* Every public call that takes a handle answers NULL with an error or a neutral value. */
+static void public_calls_take_null(void **state)
+{
+    (void)state;
+    assert_null(clrun_context_cl(NULL));
+    assert_null(clrun_context_cl_device(NULL));
+    assert_null(clrun_context_device(NULL));
+    assert_false(clrun_context_out_of_order(NULL));
+    assert_null(clrun_context_queue(NULL));
+    assert_int_equal(clrun_pool_check(NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_pool_reset(NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_pool_trim(NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_memory_reset_peaks(NULL);
+    const clrun_exec_span *spans = (const clrun_exec_span *)&spans;
+    assert_int_equal(clrun_exec_profile(NULL, &spans), 0);
+    assert_null(spans);
+    const char *const *names = (const char *const *)&names;
+    assert_int_equal(clrun_exec_unused_donations(NULL, &names), 0);
+    assert_null(names);
+    clrun_program_stats stats;
+    memset(&stats, 0xff, sizeof stats);
+    clrun_program_stats_get(NULL, &stats);
+    assert_int_equal(stats.cache_hits, 0);
+    clrun_program_stats_get(NULL, NULL);
+    clrun_memory_stats ms;
+    assert_int_equal(clrun_memory_stats_get(NULL, &ms), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_exec_run(NULL, NULL, 0), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_exec_stats_get(NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_buffer b;
+    assert_int_equal(clrun_exec_take_output(NULL, 0, &b), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_free(NULL, &b), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_buffer_read(NULL, &b, &ms), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_exec_destroy(NULL);
+    clrun_context_destroy(NULL);
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
@@ -286,6 +322,7 @@ int main(void)
         cmocka_unit_test(a_taken_output_can_be_donated_to_the_next_run),
         cmocka_unit_test(a_taken_output_holds_the_output_in_every_mode),
         cmocka_unit_test(a_reset_with_a_live_executor_is_refused),
+        cmocka_unit_test(public_calls_take_null),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);

@@ -17,7 +17,7 @@ typedef struct clrun_memory_stats {
     uint64_t held;            /* bytes held for live blocks (rounding, red zones; resident, raw) */
     uint64_t reserved;        /* bytes reserved from the driver, everything: what a user pays */
     uint64_t reserved_peak;   /* highest reserved */
-    uint64_t alloc_count;     /* successful allocations */
+    uint64_t alloc_count;     /* successful allocations (resident and raw blocks too) */
     uint64_t free_count;      /* successful frees */
     uint64_t driver_allocs;   /* driver buffers reserved, ever: chunks, resident regions, raw */
     uint64_t driver_frees;    /* and given back */

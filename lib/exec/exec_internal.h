@@ -39,6 +39,7 @@ typedef struct buffer_state {
 } buffer_state;
 
 struct clrun_exec {
+    pthread_mutex_t lock;          /* one call at a time: a run and the reading of its results */
     clrun_context *ctx;
     const clrun_graph *graph;
     clrun_exec_options options;

@@ -297,10 +297,20 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
     }
 }
 
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count);
+
 clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
 {
     if (e == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_run: NULL executor");
+    pthread_mutex_lock(&e->lock);
+    clrun_status status = run_locked(e, inputs, input_count);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
+{
     clrun_status status = check_inputs(e, inputs, input_count);
     if (status != CLRUN_OK)
         return status;

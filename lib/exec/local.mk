@@ -16,6 +16,12 @@ tests_test_exec_LDADD = $(TEST_LDADD)
 tests_test_handles_SOURCES = tests/test_handles.c tests/device_test.h
 tests_test_handles_CFLAGS = $(TEST_CFLAGS)
 tests_test_handles_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/test_exec_layout
+TESTS += tests/test_exec_layout
+tests_test_exec_layout_SOURCES = tests/test_exec_layout.c tests/device_test.h
+tests_test_exec_layout_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_layout_LDADD = $(TEST_LDADD)
 endif
 
 # Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/op_families.h"
@@ -15,19 +16,26 @@
 
 static const clrun__op *const *const families[] = {
     clrun__ops_elementwise, clrun__ops_matmul, clrun__ops_norm, clrun__ops_layout, clrun__ops_conv,
+    clrun__ops_index,       clrun__ops_resize,
 };
 
-/* Every family's entries in one flat array, built on first use; 64 is well above the ops
- * docs/ops.md lists (an assert-like clamp keeps a longer list from overflowing). */
-#define MAX_OPS 64
-static const clrun__op *all_ops[MAX_OPS];
+/* Every family's entries in one flat array, built on first use and sized by counting them, so
+ * that a family may grow without a limit here. The array lives for the process. */
+static const clrun__op **all_ops;
 static size_t all_count;
 static pthread_once_t all_once = PTHREAD_ONCE_INIT;
 
 static void collect_ops(void)
 {
+    size_t total = 0;
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const clrun__op *const *op = families[f]; *op && all_count < MAX_OPS; op++)
+        for (const clrun__op *const *op = families[f]; *op; op++)
+            total++;
+    all_ops = malloc((total + 1) * sizeof *all_ops);
+    if (all_ops == NULL)
+        return; /* no ops: every lookup fails, and says the op is unknown */
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const clrun__op *const *op = families[f]; *op; op++)
             all_ops[all_count++] = *op;
 }
 

@@ -130,6 +130,8 @@ static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
  * pool_init, apart from ctx->lock, under which failures are recorded. */
 clrun_status clrun__pool_get(clrun_context *ctx, struct clrun_pool **out)
 {
+    if (ctx == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "NULL context");
     struct clrun_pool *pool = clrun__pool_existing(ctx);
     if (pool != NULL) {
         *out = pool;
@@ -463,6 +465,8 @@ clrun_status clrun_memory_stats_get(clrun_context *ctx, clrun_memory_stats *out)
     out->raw = pool->raw_bytes;
     out->driver_allocs += pool->extra_allocs;
     out->driver_frees += pool->extra_frees;
+    out->alloc_count += pool->extra_blocks;
+    out->free_count += pool->extra_block_frees;
     out->held += pool->resident_bytes + pool->raw_bytes; /* resident regions are packed exactly */
     pthread_mutex_unlock(&pool->lock);
     return CLRUN_OK;

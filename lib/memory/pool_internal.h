@@ -73,6 +73,8 @@ struct clrun_pool {
     bool out_of_order;           /* the context's queue is out of order */
     uint64_t extra_allocs;       /* resident regions and raw buffers created, ever */
     uint64_t extra_frees;        /* and released */
+    uint64_t extra_blocks;       /* resident blocks and raw buffers handed out, ever */
+    uint64_t extra_block_frees;  /* and given back */
     clrun__pool_observer observer;
     void *observer_user;
     pthread_mutex_t lock;        /* guards everything above */

@@ -71,6 +71,7 @@ void clrun__pool_resident_release(struct clrun_pool *pool, block_record *r)
     resident_region *g = &pool->regions[r->region];
     assert(r->region < pool->region_count && g->mem && g->live > 0);
     clrun__account_discharge(&pool->account, 0, r->size);
+    pool->extra_block_frees++;
     if (--g->live == 0)
         region_drop(pool, r->region);
 }
@@ -141,6 +142,7 @@ static clrun_status region_block(struct clrun_pool *pool, uint32_t index, uint64
     r->wait = NULL;
     snprintf(r->label, sizeof r->label, "%s", label ? label : "");
     g->live++;
+    pool->extra_blocks++;
     clrun__account_charge(&pool->account, 0, size); /* in use only: the region is reserved */
     clrun__pool_publish(pool, slot, CLRUN__OWNER_EXECUTOR, out);
     return CLRUN_OK;
@@ -236,6 +238,7 @@ clrun_status clrun__pool_create_raw(clrun_context *ctx, uint64_t size, const cha
         pool->raw_bytes += size;
         pool->raw_count++;
         pool->extra_allocs++;
+        pool->extra_blocks++;
     }
     pthread_mutex_unlock(&pool->lock);
     if (mem == NULL)
@@ -256,6 +259,7 @@ void clrun__pool_release_raw(clrun_context *ctx, cl_mem mem, uint64_t size)
     pool->raw_bytes -= size;
     pool->raw_count--;
     pool->extra_frees++;
+    pool->extra_block_frees++;
     pthread_mutex_unlock(&pool->lock);
 }
 
