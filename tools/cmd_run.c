@@ -218,7 +218,7 @@ int clrun_cli_run(int argc, char **argv)
     clrun_status status = clrun_graph_load(a.path, &g, err, sizeof err);
     if (status != CLRUN_OK) {
         fprintf(stderr, "%s\n", err);
-        return status == CLRUN_ERROR_IO ? 1 : 2;
+        return clrun_cli_input_exit(status);
     }
     if (a.trace && (a.trace_file = clrun_run_open_trace(a.trace)) == NULL) {
         clrun_graph_destroy(g);

@@ -98,6 +98,8 @@ typedef struct clrun_exec_stats {
     int32_t donations;          /* outputs written in place of a dying input, per run */
     int32_t unused_donations;   /* inputs marked donated that no output could take */
     double wall_ms;             /* last run, host wall clock, submit to finish */
+    int32_t views;              /* outputs that are views of their input's buffer (reshape):
+                                   no memory, no kernel */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
@@ -123,12 +125,13 @@ int32_t clrun_exec_profile(const clrun_exec *exec, const clrun_exec_span **spans
 
 /* The buffers a run of `graph` creates, as the static planner sees them (clrun_plan_buffer,
  * plan.h): the schedule's buffers after in-place reuse, each alive over [first step, last step
- * + 1), and, with `with_inputs`, the graph inputs, alive from step 0. *buffers is malloc'd (the
- * caller frees it); *count gets their number. On failure the reason goes to err (may be NULL)
- * and clrun_last_error(NULL). */
+ * + 1), and, with `with_inputs`, the graph inputs, alive from step 0 (to the end when the caller
+ * keeps them). *buffers is malloc'd (the caller frees it); *count gets their number. names (may
+ * be NULL) gets each buffer's name (its first tensor's) in one malloc'd block: free(*names) frees
+ * them all. On failure the reason goes to err (may be NULL) and clrun_last_error(NULL). */
 clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
-                                      clrun_plan_buffer **buffers, size_t *count, char *err,
-                                      size_t errlen);
+                                      clrun_plan_buffer **buffers, size_t *count, char ***names,
+                                      char *err, size_t errlen);
 
 /* One buffer of an executor's memory layout: the memory of a tensor and of those that take it
  * over in place after it. Constants (resident for the executor's life) are not listed. */

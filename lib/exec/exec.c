@@ -379,6 +379,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->constant_bytes = e->schedule.constant_bytes;
     out->donations = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donations;
     out->unused_donations = e->schedule.unused_donated_count;
+    out->views = e->schedule.views;
     return CLRUN_OK;
 }
 

@@ -76,6 +76,16 @@ static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t
     return e->graph->tensors[t].name;
 }
 
+/* Buffer s now holds pool block `block`: its memory and its bytes' range. */
+static inline void clrun__exec_hold_block(buffer_state *s, const clrun_buffer *block)
+{
+    s->block = *block;
+    s->mem = block->mem;
+    s->range_chunk = block->chunk;
+    s->range_offset = block->offset;
+    s->range_size = block->size;
+}
+
 /* The memory kernels get for tensor t in this run. */
 static inline cl_mem clrun__exec_tensor_mem(const clrun_exec *e, int32_t t)
 {

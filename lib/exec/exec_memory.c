@@ -64,28 +64,26 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
         if (status != CLRUN_OK)
             return status;
     } else {
+        clrun_buffer block;
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
-                                                      clrun__exec_tensor_name(e, sb->root), &s->block);
+                                                      clrun__exec_tensor_name(e, sb->root), &block);
         /* Out of order: the earlier owners of these bytes, from this executor or another, may
          * still run; the writer waits for them (gather_waits takes the buffer's events). */
         cl_event wait = NULL;
         if (status == CLRUN_OK)
-            status = clrun__pool_take_wait(e->ctx, &s->block, &wait);
+            status = clrun__pool_take_wait(e->ctx, &block, &wait);
         if (wait) {
             if (!clrun__exec_add_event(s, wait))
                 status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
             clrun__cl.ReleaseEvent(wait);
         }
         if (status != CLRUN_OK) {
-            if (s->block.mem)
-                clrun__pool_free_owned(e->ctx, &s->block);
+            if (block.mem)
+                clrun__pool_free_owned(e->ctx, &block);
             clrun__exec_drop_events(s);
             return status;
         }
-        s->mem = s->block.mem;
-        s->range_chunk = s->block.chunk;
-        s->range_offset = s->block.offset;
-        s->range_size = s->block.size;
+        clrun__exec_hold_block(s, &block);
     }
     s->live = true;
     return CLRUN_OK;
@@ -192,8 +190,10 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
     }
     if (status == CLRUN_OK && count)
         status = clrun__pool_alloc_resident(e->ctx, sizes, labels, count, blocks);
-    for (size_t i = 0; status == CLRUN_OK && i < count; i++)
+    for (size_t i = 0; status == CLRUN_OK && i < count; i++) {
         e->constants[which[i]] = blocks[i];
+        e->buffers[e->schedule.buffer_of[which[i]]].mem = blocks[i].mem; /* for views of it */
+    }
     for (size_t i = 0; status == CLRUN_OK && i < count; i++)
         status = upload_constant(e, &g->tensors[which[i]], &e->constants[which[i]]);
     free(sizes);
