@@ -20,3 +20,8 @@ installcheck-local:
 	$(CC) -std=c11 -Wall -Wextra -Werror -o installcheck-client $(srcdir)/tests/client/enqueue.c $$flags && \
 	LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" POCL_DEVICES=pthread ./installcheck-client && \
 	rm -f installcheck-client
+
+# The include rule (areas depend one way; pure code has no OpenCL; the CLI uses only the public
+# API): tests/check-includes.sh names every include against it.
+TESTS += tests/check-includes.sh
+EXTRA_DIST += tests/check-includes.sh

@@ -4,7 +4,8 @@ clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c too
 	tools/run.h tools/run_report.c tools/run_trace.c tools/progress.c tools/progress.h \
 	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h tools/plan_gen.c tools/plan_gen.h
 clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
-clrun_LDADD = libclrun-internal.la $(JSONC_LIBS) $(XXHASH_LIBS)
+# The CLI is a client of the public API: it links the installed library, as users do.
+clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
