@@ -133,5 +133,7 @@ static clrun_status ew_prepare(clrun_context *ctx, const clrun__op *op, const cl
 
 /* Every op of an elementwise kind (unary, scale, copy, binary) runs here. */
 const clrun__op_kernels clrun__elementwise_kernels = {
-    ew_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release,
+    .prepare = ew_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
 };

@@ -197,16 +197,31 @@ static clrun_status cumsum_prepare(clrun_context *ctx, const clrun__op *op,
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-static const clrun__op_kernels gather_kernels = {gather_prepare, clrun__kernel_state_op_enqueue,
-                                                 clrun__kernel_state_release};
+static const clrun__op_kernels gather_kernels = {
+    .prepare = gather_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 static const clrun__op_kernels gather_elements_kernels = {
-    gather_elements_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
-static const clrun__op_kernels pad_kernels = {pad_prepare, clrun__kernel_state_op_enqueue,
-                                              clrun__kernel_state_release};
-static const clrun__op_kernels trilu_kernels = {trilu_prepare, clrun__kernel_state_op_enqueue,
-                                                clrun__kernel_state_release};
-static const clrun__op_kernels cumsum_kernels = {cumsum_prepare, clrun__kernel_state_op_enqueue,
-                                                 clrun__kernel_state_release};
+    .prepare = gather_elements_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
+static const clrun__op_kernels pad_kernels = {
+    .prepare = pad_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
+static const clrun__op_kernels trilu_kernels = {
+    .prepare = trilu_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
+static const clrun__op_kernels cumsum_kernels = {
+    .prepare = cumsum_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 
 const clrun__named_kernels clrun__kernels_index[] = {
     {"gather", &gather_kernels}, {"gather_elements", &gather_elements_kernels},

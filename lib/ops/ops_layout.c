@@ -227,11 +227,15 @@ static clrun_status concat_enqueue(clrun_context *ctx, void *opaque, const clrun
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-static const clrun__op_kernels view_kernels = {view_prepare, clrun__kernel_state_op_enqueue,
-                                               clrun__kernel_state_release};
-static const clrun__op_kernels reshape_kernels = {view_prepare, reshape_enqueue,
-                                                  clrun__kernel_state_release};
-static const clrun__op_kernels concat_kernels = {concat_prepare, concat_enqueue, concat_release};
+static const clrun__op_kernels view_kernels = {
+    .prepare = view_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
+static const clrun__op_kernels reshape_kernels = {
+    .prepare = view_prepare, .enqueue = reshape_enqueue, .release = clrun__kernel_state_release};
+static const clrun__op_kernels concat_kernels = {
+    .prepare = concat_prepare, .enqueue = concat_enqueue, .release = concat_release};
 
 const clrun__named_kernels clrun__kernels_layout[] = {
     {"transpose", &view_kernels},

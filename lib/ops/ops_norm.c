@@ -317,17 +317,35 @@ static clrun_status arg_prepare(clrun_context *ctx, const clrun__op *op, const c
 }
 
 static const clrun__op_kernels softmax_kernels = {
-    softmax_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+    .prepare = softmax_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 static const clrun__op_kernels layernorm_kernels = {
-    layernorm_prepare, norm_rows_enqueue, clrun__kernel_state_release};
+    .prepare = layernorm_prepare,
+    .enqueue = norm_rows_enqueue,
+    .release = clrun__kernel_state_release,
+};
 static const clrun__op_kernels instancenorm_kernels = {
-    instancenorm_prepare, norm_rows_enqueue, clrun__kernel_state_release};
+    .prepare = instancenorm_prepare,
+    .enqueue = norm_rows_enqueue,
+    .release = clrun__kernel_state_release,
+};
 static const clrun__op_kernels batchnorm_kernels = {
-    batchnorm_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+    .prepare = batchnorm_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 static const clrun__op_kernels reduce_kernels = {
-    reduce_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+    .prepare = reduce_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 static const clrun__op_kernels arg_kernels = {
-    arg_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+    .prepare = arg_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 
 const clrun__named_kernels clrun__kernels_norm[] = {
     {"softmax", &softmax_kernels},        {"logsoftmax", &softmax_kernels},

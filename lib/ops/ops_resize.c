@@ -98,7 +98,10 @@ static clrun_status resize_prepare(clrun_context *ctx, const clrun__op *op,
     return clrun__kernel_state_done(st, s, state);
 }
 
-static const clrun__op_kernels resize_kernels = {resize_prepare, clrun__kernel_state_op_enqueue,
-                                                 clrun__kernel_state_release};
+static const clrun__op_kernels resize_kernels = {
+    .prepare = resize_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
 
 const clrun__named_kernels clrun__kernels_resize[] = {{"resize", &resize_kernels}, {NULL, NULL}};
