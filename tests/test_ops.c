@@ -20,6 +20,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "node_memory.h"
 #include "rng.h"
 #include "op_reference.h"
 #include "ops/ops.h"
@@ -151,6 +152,9 @@ static void run_on(clrun_context *c, node *n, int runs)
     size_t size = bytes_of(&n->out);
     out = clCreateBuffer(clrun_context_cl(c), CL_MEM_READ_WRITE, size, NULL, &e);
     assert_int_equal(e, CL_SUCCESS);
+    node_memory memory;
+    if (node_memory_make(c, kernels, state, &call, in, &memory) != CL_SUCCESS)
+        fail_msg("%s pack or scratch: %s", n->op, clrun_last_error(c));
     n->result = malloc(size);
     void *first = malloc(size);
     for (int r = 0; r < runs; r++) {
@@ -161,7 +165,8 @@ static void run_on(clrun_context *c, node *n, int runs)
         cl_event poisoned = NULL, done = NULL;
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(c), out, &poison, 4, 0, size, 0,
                                              NULL, &poisoned), CL_SUCCESS);
-        s = kernels->enqueue(c, state, &call, in, &out, 1, &poisoned, &done);
+        s = kernels->enqueue(c, state, &call, in, node_memory_outputs(&memory, out), 1, &poisoned,
+                             &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(c));
         assert_non_null(done);
@@ -176,6 +181,7 @@ static void run_on(clrun_context *c, node *n, int runs)
     }
     free(first);
     kernels->release(state);
+    node_memory_free(&memory);
     for (int i = 0; i < n->input_count; i++)
         clReleaseMemObject(in[i]);
     clReleaseMemObject(out);

@@ -134,14 +134,18 @@ clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs
                                       char *err, size_t errlen);
 
 /* One buffer of an executor's memory layout: the memory of a tensor and of those that take it
- * over in place after it. Constants (resident for the executor's life) are not listed. */
+ * over in place after it, or the scratch of one node (bytes its kernels use during its step
+ * alone: a convolution's padded image, say). Constants (resident for the executor's life) are
+ * not listed. */
 typedef struct clrun_exec_buffer_info {
-    const char *tensor;  /* the first tensor that owns it; points into the graph */
+    const char *tensor;  /* the first tensor that owns it (for scratch: its node's first output);
+                            points into the graph */
     uint64_t bytes;
     int32_t first_step;  /* the step that writes it; -1 for a graph input */
     int32_t last_step;   /* the last step that reads it; `steps` when it ends as a graph output */
     bool is_input;       /* holds a graph input (the caller's buffer, or a donated one) */
     bool is_output;      /* ends as a graph output */
+    bool is_scratch;     /* a node's scratch: first_step == last_step, its node's step */
     uint64_t offset;     /* planned mode: its byte offset in the arena; CLRUN_NO_OFFSET for inputs
                             and in the other modes, whose blocks come from the pool at run time */
 } clrun_exec_buffer_info;

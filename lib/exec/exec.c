@@ -6,7 +6,12 @@
  * queue the freed block carries a marker event over its readers, and the next node whose output
  * overlaps it waits for that marker (stream-ordered reuse, as cudaMallocAsync does).
  * Naive: one clCreateBuffer per tensor per run, all released when the run ends.
- * Planned: one arena, offsets from the static planner, sub-buffers made once at creation. */
+ * Planned: one arena, offsets from the static planner, sub-buffers made once at creation.
+ *
+ * Creation, in order: the nodes' kernels are prepared; the constants are placed, and the nodes
+ * that keep their own packed copy of constant weights make it (exec_constants.c); then the
+ * schedule is built with the scratch each node's kernels ask for, so that every mode counts,
+ * reuses and plans it like the tensors. */
 #include <clrun/exec.h>
 #include <clrun/plan.h>
 
@@ -19,6 +24,8 @@ _Static_assert((int)CLRUN_EXEC_POOLED == (int)CLRUN__EXEC_POOLED &&
                    (int)CLRUN_EXEC_NAIVE == (int)CLRUN__EXEC_NAIVE &&
                    (int)CLRUN_EXEC_PLANNED == (int)CLRUN__EXEC_PLANNED,
                "CLRUN_ALLOCATOR's executor modes are clrun_exec_mode values");
+_Static_assert(CLRUN__SCRATCH_MAX == CLRUN__SCHEDULE_SCRATCH,
+               "the schedule holds as many parts of scratch as a node may ask for");
 
 void clrun_exec_options_init(clrun_exec_options *options)
 {
@@ -106,22 +113,63 @@ static clrun_status check_sizes(clrun_exec *e)
     return CLRUN_OK;
 }
 
+/* The scratch every node's kernels ask for, as the schedule takes it; *out is malloc'd. */
+static clrun_status node_scratch(clrun_exec *e, uint64_t **out)
+{
+    int32_t n = e->graph->node_count;
+    uint64_t *scratch = calloc((size_t)n * CLRUN__SCRATCH_MAX + 1, sizeof *scratch);
+    *out = scratch;
+    if (scratch == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory preparing nodes");
+    for (int32_t i = 0; i < n; i++) {
+        const clrun__op_kernels *k = e->kernels[i];
+        uint64_t *bytes = scratch + (size_t)i * CLRUN__SCRATCH_MAX;
+        int parts = k->scratch ? k->scratch(e->node_states[i], bytes) : 0;
+        for (int j = parts < 0 ? 0 : parts; j < CLRUN__SCRATCH_MAX; j++)
+            bytes[j] = 0;
+    }
+    return CLRUN_OK;
+}
+
 static clrun_status build_schedules(clrun_exec *e)
 {
     char err[512];
+    uint64_t *scratch = NULL;
     clrun__schedule reusing;
-    clrun_status status = clrun__schedule_build(e->graph, true, &reusing, err, sizeof err);
+    clrun_status status = node_scratch(e, &scratch);
     if (status != CLRUN_OK)
+        return status;
+    status = clrun__schedule_build_with_scratch(e->graph, true, scratch, &reusing, err, sizeof err);
+    if (status != CLRUN_OK) {
+        free(scratch);
         return clrun__fail(e->ctx, status, "%s", err);
+    }
     e->lower_bound = reusing.lower_bound;
     e->donations = reusing.donations;
     if (e->options.mode != CLRUN_EXEC_NAIVE) {
         e->schedule = reusing;
+        free(scratch);
         return CLRUN_OK;
     }
     clrun__schedule_free(&reusing);
-    status = clrun__schedule_build(e->graph, false, &e->schedule, err, sizeof err);
+    status = clrun__schedule_build_with_scratch(e->graph, false, scratch, &e->schedule, err, sizeof err);
+    free(scratch);
     return status == CLRUN_OK ? CLRUN_OK : clrun__fail(e->ctx, status, "%s", err);
+}
+
+/* The run-time state of every schedule buffer; a constant's is its resident block, so that a
+ * view of it reads there. */
+static clrun_status make_buffer_states(clrun_exec *e)
+{
+    e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
+    e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
+    e->step_events = calloc((size_t)e->schedule.steps + 1, sizeof *e->step_events);
+    if (!e->buffers || !e->spans || !e->step_events)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    for (int32_t t = 0; t < e->graph->tensor_count; t++)
+        if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
+            e->buffers[e->schedule.buffer_of[t]].mem = e->constants[t].mem;
+    return CLRUN_OK;
 }
 
 static void report_unused_donations(clrun_exec *e)
@@ -171,18 +219,13 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
     }
     clrun_status status = check_sizes(e);
     if (status == CLRUN_OK)
-        status = build_schedules(e);
-    if (status == CLRUN_OK) {
-        e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
-        e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
-        e->step_events = calloc((size_t)e->schedule.steps + 1, sizeof *e->step_events);
-        if (!e->buffers || !e->spans || !e->step_events)
-            status = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
-    }
-    if (status == CLRUN_OK)
         status = prepare_nodes(e);
     if (status == CLRUN_OK)
-        status = clrun__exec_upload_constants(e);
+        status = clrun__exec_place_constants(e);
+    if (status == CLRUN_OK)
+        status = build_schedules(e);
+    if (status == CLRUN_OK)
+        status = make_buffer_states(e);
     if (status == CLRUN_OK && e->options.mode == CLRUN_EXEC_PLANNED)
         status = clrun__exec_prepare_arena(e);
     if (status != CLRUN_OK) {
@@ -219,6 +262,9 @@ void clrun_exec_destroy(clrun_exec *e)
     for (int32_t t = 0; e->constants && t < e->graph->tensor_count; t++)
         if (e->constants[t].mem)
             clrun__pool_free_owned(e->ctx, &e->constants[t]);
+    for (int32_t i = 0; e->packed && i < e->graph->node_count; i++)
+        if (e->packed[i].mem)
+            clrun__pool_free_owned(e->ctx, &e->packed[i]);
     for (int32_t b = 0; e->arena_views && b < e->schedule.buffer_count; b++)
         if (e->arena_views[b])
             clrun__cl.ReleaseMemObject(e->arena_views[b]);
@@ -235,6 +281,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->node_states);
     free(e->kernels);
     free(e->constants);
+    free(e->packed);
     free(e->buffers);
     free(e->arena_views);
     free(e->arena_offsets);
@@ -417,7 +464,7 @@ clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out,
             out[n] = (clrun_exec_buffer_info){
                 .tensor = clrun__exec_tensor_name(e, buf->root), .bytes = buf->bytes, .first_step = buf->first,
                 .last_step = buf->last, .is_input = buf->is_input, .is_output = buf->is_output,
-                .offset = in_arena ? e->arena_offsets[b] : CLRUN_NO_OFFSET};
+                .is_scratch = buf->is_scratch, .offset = in_arena ? e->arena_offsets[b] : CLRUN_NO_OFFSET};
         }
         n++;
     }

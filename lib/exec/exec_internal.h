@@ -1,5 +1,6 @@
-/* The executor's insides, shared by its files: creation and accessors (exec.c), the memory of
- * each buffer in every mode (exec_memory.c), and runs (exec_run.c). */
+/* The executor's insides, shared by its files: creation and accessors (exec.c), constants and
+ * the nodes' packed copies (exec_constants.c), the memory of each buffer in every mode
+ * (exec_memory.c, exec_planned.c), and runs (exec_run.c). */
 #ifndef CLRUN_LIB_EXEC_INTERNAL_H
 #define CLRUN_LIB_EXEC_INTERNAL_H
 
@@ -50,7 +51,10 @@ struct clrun_exec {
     clrun__op_call *calls;         /* per node */
     const clrun__op_kernels **kernels; /* per node: what runs its op */
     void **node_states;            /* per node: what the kernels' prepare made */
-    clrun_buffer *constants;       /* per tensor (only constants set) */
+    clrun_buffer *constants;       /* per tensor: a constant's resident block; empty for the
+                                      others, and for a constant packed away (every node that
+                                      reads it has a packed copy) */
+    clrun_buffer *packed;          /* per node: its packed copy of constant inputs, or empty */
     buffer_state *buffers;         /* per schedule buffer */
     cl_mem arena;                  /* planned mode */
     cl_mem *arena_views;           /* planned mode: per schedule buffer, NULL outside the arena */
@@ -86,7 +90,12 @@ static inline void clrun__exec_hold_block(buffer_state *s, const clrun_buffer *b
     s->range_size = block->size;
 }
 
-/* The memory kernels get for tensor t in this run. */
+/* What names buffer b in messages and pool labels: its first tensor's name, or "'h1' scratch"
+ * (and "'h1' scratch 2" for a second part) for the scratch of the node that writes h1. */
+const char *clrun__exec_buffer_label(const clrun_exec *e, int32_t b, char *buf, size_t size);
+#define CLRUN__EXEC_LABEL (CLRUN__GRAPH_NAME_MAX + 16)
+
+/* The memory kernels get for tensor t in this run (NULL for a constant packed away). */
 static inline cl_mem clrun__exec_tensor_mem(const clrun_exec *e, int32_t t)
 {
     if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
@@ -111,8 +120,12 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b);
 /* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
  * queues). */
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
-/* Uploads every constant into its own pool block. */
-clrun_status clrun__exec_upload_constants(clrun_exec *e);
+/* ---- constants: exec_constants.c ---- */
+
+/* Uploads the constants into resident blocks and lets the nodes that pack make their copies
+ * (e->packed); a constant that every reader replaces by its copy stays resident only while it
+ * is packed. After prepare, before the schedule. */
+clrun_status clrun__exec_place_constants(clrun_exec *e);
 /* ---- planned mode: exec_planned.c ---- */
 
 /* The plan: buffers that fit a donated input's block after its last use go there, the others

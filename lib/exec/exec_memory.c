@@ -1,9 +1,10 @@
 /* The memory of each schedule buffer in the executor's three modes: a pool block (pooled), a
- * driver buffer per run (naive), or a view of the planned arena (planned); constants in pool
- * blocks of their own; and, on out-of-order queues, the events that order reuse. */
+ * driver buffer per run (naive), or a view of the planned arena (planned); and, on out-of-order
+ * queues, the events that order reuse. */
 #include <clrun/exec.h>
 #include <clrun/plan.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,14 +60,17 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
         s->range_size = sb->bytes;
     } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
         /* A driver buffer of its own, but counted by the pool and held to its limit. */
-        clrun_status status = clrun__pool_create_raw(e->ctx, sb->bytes, clrun__exec_tensor_name(e, sb->root),
-                                                     &s->mem);
+        char label[CLRUN__EXEC_LABEL];
+        clrun_status status = clrun__pool_create_raw(e->ctx, sb->bytes,
+                                                     clrun__exec_buffer_label(e, b, label, sizeof label), &s->mem);
         if (status != CLRUN_OK)
             return status;
     } else {
         clrun_buffer block;
+        char label[CLRUN__EXEC_LABEL];
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
-                                                      clrun__exec_tensor_name(e, sb->root), &block);
+                                                      clrun__exec_buffer_label(e, b, label, sizeof label),
+                                                      &block);
         /* Out of order: the earlier owners of these bytes, from this executor or another, may
          * still run; the writer waits for them (gather_waits takes the buffer's events). */
         cl_event wait = NULL;
@@ -137,68 +141,15 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     return status;
 }
 
-/* Constants filled from a seed are made on the host in pieces of this many bytes at most, so
- * that a large one never needs its whole size in host memory. */
-#define FILL_PIECE (16u << 20)
-
-/* Uploads one constant into its block: data straight from the graph, a fill piece by piece. */
-static clrun_status upload_constant(clrun_exec *e, const clrun__tensor *tensor, clrun_buffer *block)
+const char *clrun__exec_buffer_label(const clrun_exec *e, int32_t b, char *buf, size_t size)
 {
-    uint64_t bytes = clrun_tensor_bytes(&tensor->type);
-    if (tensor->data)
-        return clrun__buffer_write_owned(e->ctx, block, tensor->data);
-    size_t size = clrun_dtype_size(tensor->type.dtype);
-    uint64_t per_piece = FILL_PIECE / size, elements = bytes / size;
-    uint64_t piece = elements < per_piece ? elements : per_piece;
-    void *host = malloc((size_t)(piece * size));
-    if (host == NULL) {
-        char text[CLRUN__BYTES_TEXT];
-        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                           "out of host memory filling constant '%s' (%s at a time)", tensor->name,
-                           clrun__format_bytes(piece * size, text, sizeof text));
-    }
-    clrun_status status = CLRUN_OK;
-    for (uint64_t first = 0; status == CLRUN_OK && first < elements; first += piece) {
-        uint64_t count = elements - first < piece ? elements - first : piece;
-        clrun__constant_values_range(tensor, first, count, host);
-        status = clrun__buffer_write_range(e->ctx, block, first * size, count * size, host);
-    }
-    free(host);
-    return status;
-}
-
-clrun_status clrun__exec_upload_constants(clrun_exec *e)
-{
-    const clrun_graph *g = e->graph;
-    e->constants = calloc((size_t)g->tensor_count + 1, sizeof *e->constants);
-    uint64_t *sizes = calloc((size_t)g->tensor_count + 1, sizeof *sizes);
-    const char **labels = calloc((size_t)g->tensor_count + 1, sizeof *labels);
-    clrun_buffer *blocks = calloc((size_t)g->tensor_count + 1, sizeof *blocks);
-    int32_t *which = calloc((size_t)g->tensor_count + 1, sizeof *which);
-    clrun_status status = CLRUN_OK;
-    if (!e->constants || !sizes || !labels || !blocks || !which)
-        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
-    /* Every constant in the pool's resident region, packed exactly, apart from the strategy
-     * that serves the intermediates: weights never pay its rounding or its growth. */
-    size_t count = 0;
-    for (int32_t t = 0; status == CLRUN_OK && t < g->tensor_count; t++) {
-        if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT)
-            continue;
-        sizes[count] = clrun_tensor_bytes(&g->tensors[t].type);
-        labels[count] = g->tensors[t].name;
-        which[count++] = t;
-    }
-    if (status == CLRUN_OK && count)
-        status = clrun__pool_alloc_resident(e->ctx, sizes, labels, count, blocks);
-    for (size_t i = 0; status == CLRUN_OK && i < count; i++) {
-        e->constants[which[i]] = blocks[i];
-        e->buffers[e->schedule.buffer_of[which[i]]].mem = blocks[i].mem; /* for views of it */
-    }
-    for (size_t i = 0; status == CLRUN_OK && i < count; i++)
-        status = upload_constant(e, &g->tensors[which[i]], &e->constants[which[i]]);
-    free(sizes);
-    free(labels);
-    free(blocks);
-    free(which);
-    return status;
+    const clrun__sched_buffer *sb = &e->schedule.buffers[b];
+    const char *name = clrun__exec_tensor_name(e, sb->root);
+    if (!sb->is_scratch)
+        return name;
+    if (sb->part == 0)
+        snprintf(buf, size, "'%s' scratch", name);
+    else
+        snprintf(buf, size, "'%s' scratch %d", name, sb->part + 1);
+    return buf;
 }

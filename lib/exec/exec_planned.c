@@ -212,11 +212,14 @@ clrun_status clrun__exec_bind_regions(clrun_exec *e)
                                                                CL_BUFFER_CREATE_TYPE_REGION,
                                                                &region, &error)
                                    : NULL;
+        char label[CLRUN__EXEC_LABEL];
         if (e->region_views[b] == NULL)
             return clrun__fail_cl(e->ctx, error, "clCreateSubBuffer",
-                                  "a view into donated input '%s' for '%s'",
+                                  "a view into donated input '%s' for %s%s%s",
                                   clrun__exec_tensor_name(e, e->schedule.buffers[host].root),
-                                  clrun__exec_tensor_name(e, e->schedule.buffers[b].root));
+                                  e->schedule.buffers[b].is_scratch ? "" : "'",
+                                  clrun__exec_buffer_label(e, b, label, sizeof label),
+                                  e->schedule.buffers[b].is_scratch ? "" : "'");
     }
     return CLRUN_OK;
 }

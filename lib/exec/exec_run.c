@@ -82,22 +82,35 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
     return e->options.mode == CLRUN_EXEC_PLANNED ? clrun__exec_bind_regions(e) : CLRUN_OK;
 }
 
-/* The memory of tensor t in this run. */
-/* Out-of-order: what node `step` must wait for. Caller frees *list. */
-static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_event **list, cl_uint *count)
+/* The buffers node `step` writes: its outputs' (written[0..output_count)), then its scratch. */
+static int written_buffers(const clrun_exec *e, int32_t step, const clrun__node *node, int32_t *written)
+{
+    const clrun__schedule *s = &e->schedule;
+    int n = 0;
+    for (int o = 0; o < node->output_count; o++)
+        written[n++] = s->buffer_of[node->outputs[o]];
+    for (int32_t i = s->scratch_start[step]; i < s->scratch_start[step + 1]; i++)
+        written[n++] = s->scratch_list[i];
+    return n;
+}
+
+/* Out-of-order: what node `step` must wait for, given the buffers it writes. Caller frees
+ * *list. */
+static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, const int32_t *written,
+                                 int written_count, cl_event **list, cl_uint *count)
 {
     *list = NULL;
     *count = 0;
     if (!e->ctx->out_of_order)
         return CLRUN_OK;
-    /* Each output may overlap every pending range; each input brings its users' events, and so
-     * does each output (for a new pool block: the earlier owners of its bytes). */
-    size_t capacity = (size_t)e->pending_count * (size_t)node->output_count + 8;
+    /* Each written buffer may overlap every pending range; each input brings its users' events,
+     * and so does each written buffer (for a new pool block: the earlier owners of its bytes). */
+    size_t capacity = (size_t)e->pending_count * (size_t)written_count + 8;
     for (int k = 0; k < node->input_count; k++)
         if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT)
             capacity += (size_t)e->buffers[e->schedule.buffer_of[node->inputs[k]]].event_count;
-    for (int o = 0; o < node->output_count; o++)
-        capacity += (size_t)e->buffers[e->schedule.buffer_of[node->outputs[o]]].event_count;
+    for (int w = 0; w < written_count; w++)
+        capacity += (size_t)e->buffers[written[w]].event_count;
     cl_event *waits = malloc(capacity * sizeof *waits);
     if (waits == NULL)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -110,9 +123,9 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
         for (int32_t i = 0; i < s->event_count; i++)
             waits[(*count)++] = s->events[i];
     }
-    /* Outputs in ranges freed earlier in this run: the old owner's users. */
-    for (int o = 0; o < node->output_count; o++) {
-        const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->outputs[o]]];
+    /* Outputs and scratch in ranges freed earlier in this run: the old owner's users. */
+    for (int w = 0; w < written_count; w++) {
+        const buffer_state *s = &e->buffers[written[w]];
         for (int32_t i = 0; i < s->event_count; i++)
             waits[(*count)++] = s->events[i];
         for (int32_t i = 0; i < e->pending_count; i++) {
@@ -131,22 +144,27 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     const clrun__schedule *s = &e->schedule;
     int32_t node_index = s->order[step];
     const clrun__node *node = &e->graph->nodes[node_index];
-    cl_mem in_mems[64], out_mems[16];
+    cl_mem in_mems[64], out_mems[16 + CLRUN__SCRATCH_MAX];
+    int32_t written[16 + CLRUN__SCRATCH_MAX];
     if (node->input_count > 64 || node->output_count > 16)
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH,
                            "node '%s' (%s) has %d inputs and %d outputs; the executor takes at most 64 and 16",
                            clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, node->input_count, node->output_count);
     bool arena = e->options.mode == CLRUN_EXEC_PLANNED; /* held all along: counted at bind */
-    for (int o = 0; o < node->output_count; o++) {
-        int32_t b = s->buffer_of[node->outputs[o]];
-        if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
+    /* Outputs (unless in place), then the node's scratch, after them in out_mems as the kernels
+     * take it. */
+    int written_count = written_buffers(e, step, node, written);
+    for (int w = 0; w < written_count; w++) {
+        int32_t b = written[w];
+        bool in_place = w < node->output_count && s->alias_of[node->outputs[w]] >= 0;
+        if (!in_place && !e->buffers[b].live) {
             clrun_status status = clrun__exec_take_memory(e, b);
             if (status != CLRUN_OK)
                 return status;
             if (!arena)
                 *held += s->buffers[b].bytes;
         }
-        out_mems[o] = e->buffers[b].mem;
+        out_mems[w] = e->buffers[b].mem;
     }
     if (*held > *peak)
         *peak = *held;
@@ -158,7 +176,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
                clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
     cl_event *waits;
     cl_uint wait_count;
-    clrun_status status = gather_waits(e, node, &waits, &wait_count);
+    clrun_status status = gather_waits(e, node, written, written_count, &waits, &wait_count);
     if (status != CLRUN_OK)
         return status;
     bool want_event = e->options.profile || e->ctx->out_of_order;
@@ -174,8 +192,8 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
             if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT &&
                 !clrun__exec_add_event(&e->buffers[s->buffer_of[node->inputs[k]]], done))
                 status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        for (int o = 0; o < node->output_count; o++)
-            if (!clrun__exec_add_event(&e->buffers[s->buffer_of[node->outputs[o]]], done))
+        for (int w = 0; w < written_count; w++)
+            if (!clrun__exec_add_event(&e->buffers[written[w]], done))
                 status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     if (e->options.profile) {

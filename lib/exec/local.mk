@@ -3,6 +3,7 @@
 libclrun_internal_la_SOURCES += \
 	lib/exec/schedule.c lib/exec/schedule.h \
 	lib/exec/exec.c lib/exec/exec_internal.h \
+	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \
 	lib/exec/exec_planned.c
@@ -19,6 +20,12 @@ tests_test_handles_LDADD = $(TEST_LDADD)
 tests_test_threads_SOURCES = tests/test_threads.c tests/device_test.h tests/rng.h
 tests_test_threads_CFLAGS = $(TEST_CFLAGS)
 tests_test_threads_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/test_exec_memory
+TESTS += tests/test_exec_memory
+tests_test_exec_memory_SOURCES = tests/test_exec_memory.c tests/device_test.h
+tests_test_exec_memory_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_memory_LDADD = $(TEST_LDADD)
 
 check_PROGRAMS += tests/test_exec_layout
 TESTS += tests/test_exec_layout

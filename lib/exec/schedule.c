@@ -5,7 +5,8 @@
  * this node, its bytes equal the output's, it is not a graph output, not a constant, and either
  * produced by a node or a graph input the caller donated. Every work-item of an alias-safe
  * kernel reads its element before writing it, so the result is the same bits as with separate
- * buffers. */
+ * buffers. A node's scratch is no tensor's: a buffer of its own per part, alive during the
+ * node's step alone, which nothing ever takes in place. */
 #include "exec/schedule.h"
 
 #include <clrun/exec.h>
@@ -27,6 +28,8 @@ void clrun__schedule_free(clrun__schedule *s)
     free(s->buffers);
     free(s->release_start);
     free(s->release_list);
+    free(s->scratch_start);
+    free(s->scratch_list);
     free(s->unused_donated);
     memset(s, 0, sizeof *s);
 }
@@ -61,13 +64,38 @@ static bool is_view(const clrun__node *node, bool reuse)
     return reuse && node->op->view && node->input_count == 1 && node->output_count == 1;
 }
 
-/* Gives every tensor a buffer, sharing the input's where the reuse rule allows. */
-static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
+/* The scratch buffers of `step` (node `node`), one per part of scratch[], listed from
+ * scratch_start[step + 1] (which the caller set to scratch_start[step]) on. */
+static void add_scratch(const clrun__node *n, int32_t node, int32_t step, const uint64_t *scratch,
+                        clrun__schedule *s)
+{
+    for (int j = 0; scratch && j < CLRUN__SCHEDULE_SCRATCH; j++) {
+        uint64_t bytes = scratch[(size_t)node * CLRUN__SCHEDULE_SCRATCH + (size_t)j];
+        if (bytes == 0)
+            continue;
+        s->buffers[s->buffer_count] = (clrun__sched_buffer){
+            .bytes = bytes, .first = step, .last = step, .root = n->outputs[0],
+            .is_scratch = true, .part = (uint8_t)j};
+        s->scratch_list[s->scratch_start[step + 1]++] = s->buffer_count++;
+        s->scratch_bytes += bytes;
+    }
+}
+
+/* Gives every tensor a buffer, sharing the input's where the reuse rule allows, and every part of
+ * a node's scratch a buffer of its own. */
+static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
+                           const uint64_t *scratch)
 {
     int32_t nt = g->tensor_count;
-    s->buffers = calloc((size_t)nt + 1, sizeof *s->buffers);
-    bool *taken = calloc((size_t)nt + 1, sizeof *taken); /* buffer already taken at this step */
-    if (s->buffers == NULL || taken == NULL) {
+    size_t parts = 0;
+    for (int32_t i = 0; scratch && i < g->node_count; i++)
+        for (int j = 0; j < CLRUN__SCHEDULE_SCRATCH; j++)
+            parts += scratch[(size_t)i * CLRUN__SCHEDULE_SCRATCH + (size_t)j] > 0;
+    s->buffers = calloc((size_t)nt + parts + 1, sizeof *s->buffers);
+    s->scratch_start = calloc((size_t)s->steps + 2, sizeof *s->scratch_start);
+    s->scratch_list = calloc(parts + 1, sizeof *s->scratch_list);
+    bool *taken = calloc((size_t)nt + parts + 1, sizeof *taken); /* buffer taken at this step */
+    if (s->buffers == NULL || taken == NULL || s->scratch_start == NULL || s->scratch_list == NULL) {
         free(taken);
         return false;
     }
@@ -125,6 +153,8 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         }
         for (int k = 0; k < node->input_count; k++)
             taken[s->buffer_of[node->inputs[k]]] = false;
+        s->scratch_start[step + 1] = s->scratch_start[step];
+        add_scratch(node, s->order[step], step, scratch, s);
     }
     free(taken);
     return true;
@@ -212,6 +242,7 @@ static void count_naive(const clrun_graph *g, clrun__schedule *s)
     for (int32_t t = 0; t < g->tensor_count; t++)
         if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT)
             s->naive_bytes += clrun_tensor_bytes(&g->tensors[t].type);
+    s->naive_bytes += s->scratch_bytes;
 }
 
 /* The donated inputs whose buffer no output took: one pass over the tensors marks the taken. */
@@ -294,6 +325,12 @@ static void compute_last_uses(const clrun_graph *g, clrun__schedule *s)
 clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__schedule *out, char *err,
                                    size_t errlen)
 {
+    return clrun__schedule_build_with_scratch(g, reuse, NULL, out, err, errlen);
+}
+
+clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse, const uint64_t *scratch,
+                                                clrun__schedule *out, char *err, size_t errlen)
+{
     clrun__schedule s;
     memset(&s, 0, sizeof s);
     s.steps = g->node_count;
@@ -321,7 +358,7 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     for (int32_t st = 0; st < s.steps; st++)
         s.step_of_node[s.order[st]] = st;
     compute_last_uses(g, &s);
-    if (!assign_buffers(g, &s, reuse) || !build_release_lists(g, &s, reuse) || !collect_unused_donations(g, &s) ||
+    if (!assign_buffers(g, &s, reuse, scratch) || !build_release_lists(g, &s, reuse) || !collect_unused_donations(g, &s) ||
         !compute_bounds(&s)) {
         clrun__schedule_free(&s);
         snprintf(err, errlen, "out of host memory scheduling the graph");

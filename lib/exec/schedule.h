@@ -1,6 +1,7 @@
 /* The schedule of a graph, computed before it runs (pure C, no OpenCL): the order of the nodes,
  * each tensor's last use, which outputs take the buffer of a dying input (donation and in-place
- * reuse), the buffers that result, and the accounting that every mode is measured against. */
+ * reuse), the buffers that result (the nodes' scratch among them), and the accounting that
+ * every mode is measured against. */
 #ifndef CLRUN_LIB_SCHEDULE_H
 #define CLRUN_LIB_SCHEDULE_H
 
@@ -8,12 +9,19 @@
 
 #include "graph/graph.h"
 
-/* A buffer: the memory of one or more tensors that follow each other in place. */
+/* Parts of scratch a node may have (ops.h's CLRUN__SCRATCH_MAX; exec.c checks they agree). */
+#define CLRUN__SCHEDULE_SCRATCH 2
+
+/* A buffer: the memory of one or more tensors that follow each other in place, or a part of a
+ * node's scratch (bytes the node's kernels use during its step alone). */
 typedef struct clrun__sched_buffer {
     uint64_t bytes;       /* of every tensor in it */
     int32_t first;        /* step that creates it; -1 for graph inputs and constants */
     int32_t last;         /* last step that reads it; `steps` for graph outputs */
-    int32_t root;         /* the first tensor that owns it */
+    int32_t root;         /* the first tensor that owns it; for scratch, its node's first output
+                             (which names it: "'h1' scratch") */
+    bool is_scratch;      /* part `part` of the scratch of step `first` (first == last) */
+    uint8_t part;
     bool is_input;        /* holds a graph input (the caller's buffer) */
     bool is_donated;      /* that input is donated: the executor frees it after its last use */
     bool is_constant;     /* holds a constant */
@@ -35,12 +43,18 @@ typedef struct clrun__schedule {
     int32_t *release_start;   /* buffers released after step s: release_list[release_start[s] ..
                                  release_start[s + 1]) (steps + 1 entries) */
     int32_t *release_list;
+    int32_t *scratch_start;   /* scratch buffers of step s: scratch_list[scratch_start[s] ..
+                                 scratch_start[s + 1]), by part (steps + 1 entries) */
+    int32_t *scratch_list;
+    uint64_t scratch_bytes;   /* of every node's scratch together */
     int32_t donations;        /* outputs that took an input's buffer */
     int32_t views;            /* outputs that are views of their input's buffer (reshape) */
     int32_t *unused_donated;  /* graph inputs marked donated whose buffer no output took */
     int32_t unused_donated_count;
-    uint64_t lower_bound;     /* largest total of live non-constant buffer bytes at any step */
-    uint64_t naive_bytes;     /* every non-constant tensor in its own buffer, all at once */
+    uint64_t lower_bound;     /* largest total of live non-constant buffer bytes at any step
+                                 (scratch included) */
+    uint64_t naive_bytes;     /* every non-constant tensor and every node's scratch in its own
+                                 buffer, all at once */
     uint64_t constant_bytes;  /* resident weights */
 } clrun__schedule;
 
@@ -49,6 +63,13 @@ typedef struct clrun__schedule {
  * untouched. */
 clrun_status clrun__schedule_build(const clrun_graph *graph, bool reuse, clrun__schedule *out,
                                    char *err, size_t errlen);
+
+/* The same with the nodes' scratch: scratch[node * CLRUN__SCHEDULE_SCRATCH + j] bytes of part j
+ * of each node's scratch (0: no such part), or NULL for none. Each part is a buffer of its own,
+ * alive during its node's step only. */
+clrun_status clrun__schedule_build_with_scratch(const clrun_graph *graph, bool reuse,
+                                                const uint64_t *scratch, clrun__schedule *out,
+                                                char *err, size_t errlen);
 
 /* The buffers the static planner lays out: every buffer a run creates, alive over
  * [first step, last step + 1), and with `with_inputs` the graph inputs too, alive from 0. *items

@@ -25,14 +25,15 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops
 TESTS += tests/test_ops
 tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_reference.h \
-	tests/device_test.h tests/rng.h
+	tests/device_test.h tests/node_memory.h tests/rng.h
 tests_test_ops_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/test_ops_kernels
 TESTS += tests/test_ops_kernels
-tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/rng.h
+tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/node_memory.h \
+	tests/rng.h
 tests_test_ops_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_kernels_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
@@ -48,5 +49,5 @@ endif
 
 EXTRA_PROGRAMS += bench/bench_kernels
 BENCH_LIST += bench/bench_kernels
-bench_bench_kernels_SOURCES = bench/bench_kernels.c
+bench_bench_kernels_SOURCES = bench/bench_kernels.c tests/node_memory.h
 bench_bench_kernels_LDADD = libclrun-internal.la

@@ -11,6 +11,7 @@
 #include "device/cache.h"
 #include "device/cl.h"
 #include "device/program.h"
+#include "memory/pool.h"
 
 int clrun__ops_variant = -1;
 _Atomic unsigned long clrun__tune_timings = 0;
@@ -176,7 +177,7 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 {
     clrun_status s = CLRUN_OK;
     for (int j = 0; s == CLRUN_OK && j < count; j++)
-        s = clrun__arg(ctx, kernel, index + (cl_uint)j, sizeof(cl_mem), &extra[j]);
+        s = clrun__buffer_arg(ctx, kernel, index + (cl_uint)j, extra[j]);
     return s;
 }
 
@@ -292,20 +293,35 @@ clrun_status clrun__time_launch(clrun_context *ctx, cl_kernel kernel, const size
     return CLRUN_OK;
 }
 
-clrun_status clrun__tune_buffer(clrun_context *ctx, size_t bytes, cl_mem *out)
+clrun_status clrun__tune_buffer(clrun_context *ctx, clrun__tune_buffers *tb, size_t bytes,
+                                cl_mem *out)
 {
-    cl_int err = CL_SUCCESS;
-    *out = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (*out == NULL)
-        return clrun__fail_cl(ctx, err, "clCreateBuffer", "tuning buffer of %zu bytes", bytes);
+    *out = NULL;
+    if (tb->count == CLRUN__TUNE_BUFFERS)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: more than %d tuning buffers",
+                           tb->what, CLRUN__TUNE_BUFFERS);
+    char label[192];
+    snprintf(label, sizeof label, "tuning of %s (CLRUN_TUNE=0 skips it)", tb->what);
+    cl_mem mem = NULL;
+    clrun_status s = clrun__pool_create_raw(ctx, bytes, label, &mem);
+    if (s != CLRUN_OK)
+        return s;
+    tb->mem[tb->count] = mem;
+    tb->bytes[tb->count++] = bytes;
     const cl_float half = 0.5f;
-    err = clrun__cl.EnqueueFillBuffer(ctx->queue, *out, &half, sizeof half, 0, bytes, 0, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        clrun__cl.ReleaseMemObject(*out);
-        *out = NULL;
+    cl_int err = clrun__cl.EnqueueFillBuffer(ctx->queue, mem, &half, sizeof half, 0, bytes, 0,
+                                             NULL, NULL);
+    if (err != CL_SUCCESS)
         return clrun__fail_cl(ctx, err, "clEnqueueFillBuffer", "tuning buffer of %zu bytes", bytes);
-    }
+    *out = mem;
     return CLRUN_OK;
+}
+
+void clrun__tune_buffers_release(clrun_context *ctx, clrun__tune_buffers *tb)
+{
+    for (int i = 0; i < tb->count; i++)
+        clrun__pool_release_raw(ctx, tb->mem[i], tb->bytes[i]);
+    tb->count = 0;
 }
 
 /* ---- packing ----------------------------------------------------------------------------- */
@@ -321,20 +337,21 @@ clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint
                                     clrun__packing *p)
 {
     memset(p, 0, sizeof *p);
-    p->constant = constant;
-    uint64_t elements = clrun__packed_elements(batches, K, N, nr);
-    cl_int err = CL_SUCCESS;
-    p->packed = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)elements * 4, NULL, &err);
-    if (p->packed == NULL)
-        return clrun__fail_cl(ctx, err, "clCreateBuffer", "packed matrix of %" PRIu64 " bytes",
-                              elements * 4);
+    *p = (clrun__packing){.batches = batches, .K = K, .N = N, .b_ks = b_ks, .b_ns = b_ns, .nr = nr,
+                          .constant = constant};
+    p->bytes = clrun__packed_elements(batches, K, N, nr) * 4;
     clrun_status s = clrun__table_buffer(ctx, offsets, (size_t)batches * sizeof *offsets, &p->table);
+    if (s == CLRUN_OK && constant) {
+        p->offsets = malloc((size_t)batches * sizeof *offsets);
+        if (p->offsets == NULL)
+            s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "packing: %" PRIu64 " batches", batches);
+        else
+            memcpy(p->offsets, offsets, (size_t)batches * sizeof *offsets);
+    }
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, "clrun_mm_pack", 0, &p->kernel);
     cl_uint n = (cl_uint)N, k = (cl_uint)K;
     cl_ulong ks = b_ks, ns = b_ns;
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, p->kernel, 1, sizeof p->packed, &p->packed);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, p->kernel, 2, sizeof p->table, &p->table);
     if (s == CLRUN_OK)
@@ -353,16 +370,41 @@ clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint
     return s;
 }
 
-clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b,
+uint64_t clrun__packing_constant_bytes(const clrun__packing *p)
+{
+    return p->constant && p->packed == NULL && p->offsets ? p->bytes : 0;
+}
+
+clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, const void *b,
+                                      void *host, cl_mem packed)
+{
+    if (clrun__packing_constant_bytes(p) == 0 || b == NULL || host == NULL || packed == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "packing: B is not a constant waiting to be packed, or a buffer is missing");
+    /* Words, not floats: a copy that keeps every bit, NaN payloads included. */
+    const uint32_t *src = b;
+    uint32_t *out = host;
+    const uint64_t panels = (p->N + p->nr - 1) / p->nr;
+    for (uint64_t z = 0; z < p->batches; z++)
+        for (uint64_t panel = 0; panel < panels; panel++)
+            for (uint64_t k = 0; k < p->K; k++) {
+                uint32_t *row = out + ((z * panels + panel) * p->K + k) * p->nr;
+                const uint32_t *from = src + p->offsets[z] + k * p->b_ks;
+                for (unsigned j = 0; j < p->nr; j++) {
+                    uint64_t n = panel * p->nr + j;
+                    row[j] = n < p->N ? from[n * p->b_ns] : 0;
+                }
+            }
+    p->packed = packed;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b, cl_mem into,
                                     clrun__chain *chain)
 {
-    if (p->constant && p->packed_once)
-        return CLRUN_OK;
-    clrun_status s = clrun__arg(ctx, p->kernel, 0, sizeof b, &b);
+    clrun_status s = clrun__buffer_args(ctx, p->kernel, &b, 1, into);
     if (s == CLRUN_OK)
         s = clrun__chain_launch(chain, p->kernel, 3, p->global, NULL, "packing of B");
-    if (s == CLRUN_OK)
-        p->packed_once = true;
     return s;
 }
 
@@ -372,7 +414,8 @@ void clrun__packing_release(clrun__packing *p)
         clrun__cl.ReleaseKernel(p->kernel);
     if (p->table)
         clrun__cl.ReleaseMemObject(p->table);
-    if (p->packed)
-        clrun__cl.ReleaseMemObject(p->packed);
-    memset(p, 0, sizeof *p);
+    free(p->offsets);
+    p->kernel = NULL;
+    p->table = NULL;
+    p->offsets = NULL;
 }

@@ -67,18 +67,41 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
 clrun_status clrun__time_launch(clrun_context *ctx, cl_kernel kernel, const size_t *global,
                                 const size_t *local, double *seconds);
 
-/* A scratch buffer of `bytes` for tuning runs, filled with 0.5f. */
-clrun_status clrun__tune_buffer(clrun_context *ctx, size_t bytes, cl_mem *out);
+/* The buffers of one tuning (inputs and an output of one batch entry, filled with 0.5f): driver
+ * buffers counted by the context's pool and held to its limit (clrun__pool_create_raw), given
+ * back when the tuning ends. */
+#define CLRUN__TUNE_BUFFERS 4
+typedef struct clrun__tune_buffers {
+    const char *what;                    /* names the tuning in an out-of-memory message */
+    cl_mem mem[CLRUN__TUNE_BUFFERS];
+    uint64_t bytes[CLRUN__TUNE_BUFFERS];
+    int count;
+} clrun__tune_buffers;
 
-/* Packing B into panels of NR columns (clrun_mm_pack): B is `batches` matrices of K x N, batch
- * z at element offset offsets[z], element (k, n) at k * b_ks + n * b_ns. */
+/* One more buffer of `bytes` into *out, filled with 0.5f. */
+clrun_status clrun__tune_buffer(clrun_context *ctx, clrun__tune_buffers *tb, size_t bytes,
+                                cl_mem *out);
+/* Gives every buffer back (once the runs that use them are complete: the tuner finishes
+ * each). */
+void clrun__tune_buffers_release(clrun_context *ctx, clrun__tune_buffers *tb);
+
+/* Packing B into panels of NR columns: B is `batches` matrices of K x N, batch z at element
+ * offset offsets[z], element (k, n) at k * b_ks + n * b_ns; the packed form is
+ * bp[z][n / NR][k][n % NR], columns past N zero. A constant B is packed once, on the host, when
+ * the executor is created, into a buffer the executor holds (clrun__packing_pack_host, then
+ * clrun__packing_use); any other B at every enqueue on the device, into the node's scratch
+ * (clrun_mm_pack, clrun__packing_enqueue). Both lay out the same bits. */
 typedef struct clrun__packing {
-    cl_kernel kernel;
-    cl_mem table;    /* offsets */
-    cl_mem packed;   /* batches x panels x K x NR floats */
+    cl_kernel kernel;    /* clrun_mm_pack */
+    cl_mem table;        /* its source offsets */
     size_t global[3];
-    bool constant;   /* B is a constant input: packed at the first enqueue only */
-    bool packed_once;
+    uint64_t batches, K, N, b_ks, b_ns;
+    unsigned nr;
+    uint64_t *offsets;   /* the source offsets on the host (a constant B), or NULL */
+    uint64_t bytes;      /* of the packed form */
+    bool constant;       /* B is a constant input: it may be packed once */
+    cl_mem packed;       /* the packed constant B (the executor's), or NULL: B is packed into
+                            scratch at every enqueue */
 } clrun__packing;
 
 /* Elements of the packed form of `batches` K x N matrices. */
@@ -89,10 +112,21 @@ clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint
                                     uint64_t b_ks, uint64_t b_ns, unsigned nr, bool constant,
                                     clrun__packing *out);
 
-/* Enqueues the packing of b on the chain, unless a constant B was packed already. */
-clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b,
+/* The bytes a constant B packed once takes (0 when B is not constant): the ops' packed_bytes. */
+uint64_t clrun__packing_constant_bytes(const clrun__packing *p);
+
+/* Packs the constant B's values `b` (host memory) into `host` (clrun__packing_constant_bytes
+ * bytes), bit for bit as clrun_mm_pack does, and remembers `packed`, the device buffer the
+ * caller uploads `host` into: enqueues read it from then on. */
+clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, const void *b,
+                                      void *host, cl_mem packed);
+
+/* Enqueues the packing of b into `into` (scratch of p->bytes) on the chain: for a B not packed
+ * once. */
+clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b, cl_mem into,
                                     clrun__chain *chain);
 
+/* Releases the kernel, the tables (not the packed B: the executor's). */
 void clrun__packing_release(clrun__packing *p);
 
 #endif

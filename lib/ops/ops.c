@@ -174,14 +174,21 @@ clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
     return clrun__chain_end(&chain);
 }
 
+clrun_status clrun__buffer_arg(clrun_context *ctx, cl_kernel kernel, cl_uint index, cl_mem buffer)
+{
+    if (buffer == NULL) /* an input the executor released (a constant packed away): a bug */
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "kernel argument %u: no buffer", index);
+    return clrun__arg(ctx, kernel, index, sizeof buffer, &buffer);
+}
+
 clrun_status clrun__buffer_args(clrun_context *ctx, cl_kernel kernel, const cl_mem *buffers,
                                 cl_uint count, cl_mem output)
 {
     clrun_status s = CLRUN_OK;
     for (cl_uint i = 0; s == CLRUN_OK && i < count; i++)
-        s = clrun__arg(ctx, kernel, i, sizeof(cl_mem), &buffers[i]);
+        s = clrun__buffer_arg(ctx, kernel, i, buffers[i]);
     if (s == CLRUN_OK)
-        s = clrun__arg(ctx, kernel, count, sizeof(cl_mem), &output);
+        s = clrun__buffer_arg(ctx, kernel, count, output);
     return s;
 }
 

@@ -28,6 +28,22 @@ typedef struct clrun__epilogue {
     int extra_inputs; /* 0..CLRUN__EPILOGUE_MAX_EXTRA */
 } clrun__epilogue;
 
+/* Buffers of scratch one node may ask for (ops_conv.c: the padded image and the packed weights
+ * of a convolution whose weights are not constant). */
+#define CLRUN__SCRATCH_MAX 2
+
+/* The kernels of an op. Besides its tensors a node may need device memory of two kinds, and
+ * says so here rather than calling clCreateBuffer itself, so that the executor counts it, holds
+ * it to CLRUN_POOL_LIMIT, and reuses it like every other buffer:
+ *  - scratch: bytes the node writes and reads during one enqueue only (a padded copy of an
+ *    image, the packed form of a B that changes between runs). The schedule gives each part a
+ *    buffer alive during the node's step alone, so the pooled modes take it before the node and
+ *    give it back after it, and the planner lays it out with the tensors;
+ *  - packed constants: the node's own copy of constant inputs in the layout its kernels read
+ *    (matmul's and conv2d's weights in panels), made once on the host from the constants' values
+ *    when the executor is created and uploaded into a resident block, which replaces those
+ *    inputs: a constant that no other node reads is then never on the device at all, so a
+ *    model's weights cost what they weigh. */
 typedef struct clrun__op_kernels {
     /* Creates what one node of `op` needs on the device (kernels, with every argument that does
      * not change between runs already set) into *state. The call's types passed op->infer.
@@ -36,12 +52,33 @@ typedef struct clrun__op_kernels {
                             void **state);
     /* Enqueues the node on ctx's queue over the given buffers (inputs[i], outputs[j] are
      * cl_mem sub-buffers of exactly the tensors' bytes), waiting for wait_list and, when done is
-     * not NULL, returning an event for the node's last command. May be called many times. */
+     * not NULL, returning an event for the node's last command. May be called many times.
+     * outputs[call->output_count + j] is part j of the node's scratch (as `scratch` last said),
+     * its bytes undefined on entry. inputs[i] is NULL for a constant input that `pack` said it
+     * reads no more: the kernels must not use it. */
     clrun_status (*enqueue)(clrun_context *ctx, void *state, const clrun__op_call *call,
                             const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                             const cl_event *wait_list, cl_event *done);
     /* Frees what prepare made. NULL is accepted. */
     void (*release)(void *state);
+    /* Optional (NULL: no scratch). The scratch one enqueue needs, asked once prepare (and pack,
+     * when the node packs) is done: up to CLRUN__SCRATCH_MAX parts, bytes[j] bytes each (none
+     * 0); returns their number, 0 when the node needs none. */
+    int (*scratch)(const void *state, uint64_t bytes[CLRUN__SCRATCH_MAX]);
+    /* Optional (NULL: the node packs nothing). The bytes of the node's packed copy of its
+     * constant inputs, 0 when it keeps none (nothing is constant, or its kernels read the
+     * constants as they are); *replaces gets the mask of the constant inputs (bit i: input i)
+     * that the copy stands for. Asked after prepare. */
+    uint64_t (*packed_bytes)(const void *state, uint64_t *replaces);
+    /* With packed_bytes: writes the packed copy into `host` (packed_bytes bytes) from the values
+     * of the inputs in *replaces (inputs[i]: input i's elements as the tensor lays them out, in
+     * host memory; NULL for the others). The caller uploads `host` into `packed`, a device
+     * buffer of as many bytes that it holds for as long as the state lives (and releases after
+     * it), before any enqueue; from then on enqueue reads `packed` in place of the inputs in
+     * *replaces and never touches them. Called at most once, before any enqueue; a pure copy,
+     * so the products give the bits they give over a B packed on the device. */
+    clrun_status (*pack)(clrun_context *ctx, void *state, const void *const *inputs, void *host,
+                         cl_mem packed);
 } clrun__op_kernels;
 
 /* The kernels of `op`; NULL for an op no kernel runs (a test checks that none is missing). */

@@ -3,10 +3,11 @@
  *
  * conv2d runs as a product over (image, group) of the image patches and the weights, gathered
  * on the fly (implicit GEMM: no patch matrix): on devices without real local memory the
- * register-blocked core (weights packed once into panels, the variant tuned once per shape; a
+ * register-blocked core (constant weights packed once into panels, on the host, when the
+ * executor is created, others at every run into the node's scratch; the variant tuned once per shape; a
  * 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x with its
- * padding as zeros into the node's own buffer, a little larger than x, so that the product
- * never checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise convolutions take their own kernel, vectorised along rows; groups too narrow
+ * padding as zeros into the node's scratch, a little larger than x, so that the product never
+ * checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise convolutions take their own kernel, vectorised along rows; groups too narrow
  * for a tile on a GPU take the direct kernel. conv2d takes an epilogue (lib/ops/ops.h). */
 #include <inttypes.h>
 #include <limits.h>
@@ -21,9 +22,9 @@
 
 typedef struct conv_state {
     clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
-    clrun__packing pack;    /* the core: the weights in panels */
+    clrun__packing pack;    /* the core: the weights in panels, packed once or into scratch */
     cl_kernel pad;          /* the core of a padded convolution: x with its padding as zeros */
-    cl_mem padded;          /* ... into this, [N, C, HP, WP] */
+    uint64_t pad_bytes;     /* ... into scratch part 0 of this many bytes, [N, C, HP, WP] */
     size_t pad_global[3];
     bool core;
     bool has_bias;
@@ -40,9 +41,35 @@ static void conv_release(void *opaque)
     clrun__packing_release(&st->pack);
     if (st->pad)
         clrun__cl.ReleaseKernel(st->pad);
-    if (st->padded)
-        clrun__cl.ReleaseMemObject(st->padded);
     clrun__kernel_state_release(st);
+}
+
+/* Scratch of the core: the padded image (part 0, when padded), then the packed weights when
+ * they were not packed once. */
+static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
+{
+    const conv_state *st = opaque;
+    int parts = 0;
+    if (st->pad)
+        bytes[parts++] = st->pad_bytes;
+    if (st->core && st->pack.packed == NULL)
+        bytes[parts++] = st->pack.bytes;
+    return parts;
+}
+
+static uint64_t conv_packed_bytes(const void *opaque, uint64_t *replaces)
+{
+    const conv_state *st = opaque;
+    uint64_t bytes = st->core ? clrun__packing_constant_bytes(&st->pack) : 0;
+    *replaces = bytes ? UINT64_C(1) << 1 : 0;
+    return bytes;
+}
+
+static clrun_status conv_pack(clrun_context *ctx, void *opaque, const void *const *inputs,
+                              void *host, cl_mem packed)
+{
+    conv_state *st = opaque;
+    return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
 static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
@@ -53,13 +80,15 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     if (!st->conv)
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
+    const cl_mem *scratch = outputs + call->output_count;
+    bool pack_now = st->core && st->pack.packed == NULL;
+    cl_mem x = st->pad ? scratch[0] : inputs[0];
+    cl_mem w = !st->core ? inputs[1] : pack_now ? scratch[st->pad ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
-    const cl_mem buffers[3] = {st->padded ? st->padded : inputs[0],
-                               st->core ? st->pack.packed : inputs[1],
-                               st->has_bias ? inputs[2] : inputs[0]};
+    const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK && st->pad)
-        s = clrun__arg(ctx, st->pad, 0, sizeof inputs[0], &inputs[0]);
+        s = clrun__buffer_args(ctx, st->pad, &inputs[0], 1, x);
     if (s == CLRUN_OK)
         s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, inputs + call->input_count,
                                  st->extra);
@@ -67,8 +96,8 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         return s;
     clrun__chain chain;
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
-    if (st->core)
-        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], &chain);
+    if (pack_now)
+        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], w, &chain);
     if (s == CLRUN_OK && st->pad)
         s = clrun__chain_launch(&chain, st->pad, 3, st->pad_global, NULL, "conv2d padding");
     if (s == CLRUN_OK)
@@ -90,6 +119,7 @@ typedef struct conv_tuning {
     unsigned nr;
     cl_uint hp, wp;
     cl_mem x, packed, out, table;
+    clrun__tune_buffers buffers; /* x, packed and out */
 } conv_tuning;
 
 /* The image the core reads: x itself without padding (HP x WP = H x W), else the padded copy,
@@ -137,12 +167,33 @@ static clrun_status core_kernel(clrun_context *ctx, cl_program program, const cl
     return s;
 }
 
+/* The buffers of the timed runs, over one image and group, made before the first (none when
+ * nothing is timed). */
+static clrun_status tuning_buffers(clrun_context *ctx, conv_tuning *t)
+{
+    const cl_int *geo = t->geo;
+    uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
+    uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
+    uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
+    uint64_t image = (uint64_t)geo[CLRUN__G_C] * t->hp * t->wp;
+    clrun_status s = clrun__tune_buffer(ctx, &t->buffers, (size_t)image * 4, &t->x);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, &t->buffers,
+                               (size_t)clrun__packed_elements(groups, Kc, Og, t->nr) * 4, &t->packed);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, &t->buffers, (size_t)(P * (uint64_t)geo[CLRUN__G_O] * 4), &t->out);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, geo, CLRUN__G_COUNT * sizeof *geo, &t->table);
+    return s;
+}
+
 static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, double *seconds)
 {
     conv_tuning *t = user;
     cl_kernel kernel = NULL;
-    clrun_status s = core_kernel(ctx, t->program, &t->variants[i], t->table, false, t->hp, t->wp,
-                                 &kernel);
+    clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
+    if (s == CLRUN_OK)
+        s = core_kernel(ctx, t->program, &t->variants[i], t->table, false, t->hp, t->wp, &kernel);
     const cl_mem buffers[3] = {t->x, t->packed, t->x};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
@@ -170,22 +221,12 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program, const
     int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
     for (int i = 0; i < CLRUN__G_COUNT && used > 0 && (size_t)used < sizeof key; i++)
         used += snprintf(key + used, sizeof key - (size_t)used, " %d", (int)geo[i]);
-    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL};
-    uint64_t image = (uint64_t)geo[CLRUN__G_C] * hp * wp;
-    clrun_status s = clrun__tune_buffer(ctx, (size_t)image * 4, &t.x);
-    if (s == CLRUN_OK)
-        s = clrun__tune_buffer(ctx, (size_t)clrun__packed_elements(groups, Kc, Og, nr) * 4, &t.packed);
-    if (s == CLRUN_OK)
-        s = clrun__tune_buffer(ctx, (size_t)(P * (uint64_t)geo[CLRUN__G_O] * 4), &t.out);
-    if (s == CLRUN_OK)
-        s = clrun__table_buffer(ctx, geo, CLRUN__G_COUNT * sizeof *geo, &t.table);
+    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL, {.what = key}};
     size_t chosen = 0;
-    if (s == CLRUN_OK)
-        s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
-    const cl_mem scratch[] = {t.x, t.packed, t.out, t.table};
-    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
-        if (scratch[i])
-            clrun__cl.ReleaseMemObject(scratch[i]);
+    clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
+    if (t.table)
+        clrun__cl.ReleaseMemObject(t.table);
+    clrun__tune_buffers_release(ctx, &t.buffers);
     *out = &variants[chosen];
     return s;
 }
@@ -193,14 +234,9 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program, const
 static clrun_status prepare_padding(clrun_context *ctx, cl_program program, const cl_int *geo,
                                     uint64_t images, cl_uint hp, cl_uint wp, conv_state *st)
 {
-    uint64_t planes = images * (uint64_t)geo[CLRUN__G_C], bytes = planes * hp * wp * 4;
-    cl_int err = CL_SUCCESS;
-    st->padded = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
-    if (st->padded == NULL)
-        return clrun__fail_cl(ctx, err, "clCreateBuffer", "conv2d: padded image of %" PRIu64 " bytes", bytes);
+    uint64_t planes = images * (uint64_t)geo[CLRUN__G_C];
+    st->pad_bytes = planes * hp * wp * 4;
     clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_pad", 0, &st->pad);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->pad, 1, sizeof st->padded, &st->padded);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->pad, 2, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK)
@@ -484,12 +520,23 @@ static clrun_status global_pool_prepare(clrun_context *ctx, const clrun__op *op,
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-static const clrun__op_kernels conv_kernels = {conv_prepare, conv_enqueue, conv_release};
-static const clrun__op_kernels conv_transpose_kernels = {conv_transpose_prepare, conv_enqueue,
-                                                         conv_release};
-static const clrun__op_kernels pool_kernels = {pool_prepare, conv_enqueue, conv_release};
+static const clrun__op_kernels conv_kernels = {
+    .prepare = conv_prepare,
+    .enqueue = conv_enqueue,
+    .release = conv_release,
+    .scratch = conv_scratch,
+    .packed_bytes = conv_packed_bytes,
+    .pack = conv_pack,
+};
+static const clrun__op_kernels conv_transpose_kernels = {
+    .prepare = conv_transpose_prepare, .enqueue = conv_enqueue, .release = conv_release};
+static const clrun__op_kernels pool_kernels = {
+    .prepare = pool_prepare, .enqueue = conv_enqueue, .release = conv_release};
 static const clrun__op_kernels global_pool_kernels = {
-    global_pool_prepare, clrun__reduce_enqueue, clrun__reduce_release};
+    .prepare = global_pool_prepare,
+    .enqueue = clrun__reduce_enqueue,
+    .release = clrun__reduce_release,
+};
 
 const clrun__named_epilogue clrun__epilogue_conv[] = {{"conv2d", conv_prepare_epilogue}, {NULL, NULL}};
 

@@ -80,8 +80,12 @@ clrun_status clrun__arg(clrun_context *ctx, cl_kernel kernel, cl_uint index, siz
 clrun_status clrun__table_buffer(clrun_context *ctx, const void *values, size_t bytes,
                                  cl_mem *out);
 
+/* Sets `buffer` as argument `index` of `kernel`; a NULL buffer (an input the executor no longer
+ * holds) is refused with CLRUN_ERROR_INVALID_ARGUMENT, never passed to a kernel. */
+clrun_status clrun__buffer_arg(clrun_context *ctx, cl_kernel kernel, cl_uint index, cl_mem buffer);
+
 /* Sets buffers[0..count-1] as arguments 0..count-1 of `kernel` and `output` as argument
- * `count`: the buffer arguments every kernel here takes first. */
+ * `count` (each by clrun__buffer_arg): the buffer arguments every kernel here takes first. */
 clrun_status clrun__buffer_args(clrun_context *ctx, cl_kernel kernel, const cl_mem *buffers,
                                 cl_uint count, cl_mem output);
 

@@ -2,9 +2,9 @@
  * over the output's columns, a scale, and an optional epilogue (lib/ops/ops.h).
  *
  * Devices without real local memory (CPUs) run the register-blocked core (kernels/
- * matmul_core.cl): B packed into panels (a constant B, the weights, once per executor, at the
- * first run; any other B at every run), MR x NR blocks per work-item, the variant tuned once
- * per (device, shape). Devices with local memory run 64 x 64 tiles in local memory
+ * matmul_core.cl): B packed into panels (a constant B, the weights, once, on the host when the
+ * executor is created, into memory the executor holds in place of B; any other B at every run,
+ * on the device, into the node's scratch), MR x NR blocks per work-item, the variant tuned once per (device, shape). Devices with local memory run 64 x 64 tiles in local memory
  * (kernels/matmul.cl), or one output per work-item where work-groups of 16 x 16 do not fit. All
  * sum each output in one fma chain, k ascending: every kernel and variant gives the same bits. */
 #include <inttypes.h>
@@ -17,7 +17,7 @@
 
 typedef struct mm_state {
     clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
-    clrun__packing pack;    /* the core's B in panels */
+    clrun__packing pack;    /* the core's B in panels: packed once, or into scratch */
     bool core;              /* the register-blocked core (else tiles or one output per item) */
     bool has_bias;
     int extra;              /* epilogue inputs after the node's own */
@@ -79,6 +79,7 @@ typedef struct mm_tuning {
     const clrun__matmul_dims *d;
     unsigned nr;
     cl_mem a, packed, out, table;
+    clrun__tune_buffers buffers; /* a, packed and out */
 } mm_tuning;
 
 static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__matmul_dims *d,
@@ -111,12 +112,29 @@ static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant
     global[2] = batches;
 }
 
+/* The buffers of the timed runs, made before the first (none when nothing is timed). */
+static clrun_status tuning_buffers(clrun_context *ctx, mm_tuning *t)
+{
+    const clrun__matmul_dims *d = t->d;
+    const uint64_t zero[2] = {0, 0};
+    clrun_status s = clrun__tune_buffer(ctx, &t->buffers, (size_t)(d->M * d->K * 4), &t->a);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, &t->buffers,
+                               (size_t)clrun__packed_elements(1, d->K, d->N, t->nr) * 4, &t->packed);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, &t->buffers, (size_t)(d->M * d->N * 4), &t->out);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, zero, sizeof zero, &t->table);
+    return s;
+}
+
 static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, double *seconds)
 {
     mm_tuning *t = user;
     cl_kernel kernel = NULL;
-    clrun_status s = core_kernel(ctx, t->program, t->d, &t->variants[i], 1.0f, false, t->table,
-                                 &kernel);
+    clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
+    if (s == CLRUN_OK)
+        s = core_kernel(ctx, t->program, t->d, &t->variants[i], 1.0f, false, t->table, &kernel);
     const cl_mem buffers[3] = {t->a, t->packed, t->a};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
@@ -141,22 +159,12 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program,
     char key[160];
     snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u",
              d->M, d->N, d->K, d->ta, nr);
-    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL};
-    const uint64_t zero[2] = {0, 0};
-    clrun_status s = clrun__tune_buffer(ctx, (size_t)(d->M * d->K * 4), &t.a);
-    if (s == CLRUN_OK)
-        s = clrun__tune_buffer(ctx, (size_t)clrun__packed_elements(1, d->K, d->N, nr) * 4, &t.packed);
-    if (s == CLRUN_OK)
-        s = clrun__tune_buffer(ctx, (size_t)(d->M * d->N * 4), &t.out);
-    if (s == CLRUN_OK)
-        s = clrun__table_buffer(ctx, zero, sizeof zero, &t.table);
+    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL, {.what = key}};
     size_t chosen = 0;
-    if (s == CLRUN_OK)
-        s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
-    const cl_mem scratch[] = {t.a, t.packed, t.out, t.table};
-    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
-        if (scratch[i])
-            clrun__cl.ReleaseMemObject(scratch[i]);
+    clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
+    if (t.table)
+        clrun__cl.ReleaseMemObject(t.table);
+    clrun__tune_buffers_release(ctx, &t.buffers);
     *out = &variants[chosen];
     return s;
 }
@@ -299,6 +307,31 @@ static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const cl
     return mm_prepare_epilogue(ctx, op, call, NULL, state);
 }
 
+/* The core packs a B that was not packed once into the node's scratch at every run. */
+static int mm_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
+{
+    const mm_state *st = opaque;
+    if (!st->core || st->pack.packed)
+        return 0;
+    bytes[0] = st->pack.bytes;
+    return 1;
+}
+
+static uint64_t mm_packed_bytes(const void *opaque, uint64_t *replaces)
+{
+    const mm_state *st = opaque;
+    uint64_t bytes = st->core ? clrun__packing_constant_bytes(&st->pack) : 0;
+    *replaces = bytes ? UINT64_C(1) << 1 : 0;
+    return bytes;
+}
+
+static clrun_status mm_pack(clrun_context *ctx, void *opaque, const void *const *inputs, void *host,
+                            cl_mem packed)
+{
+    mm_state *st = opaque;
+    return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
+}
+
 static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *done)
@@ -306,7 +339,9 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     mm_state *st = opaque;
     /* Without a bias the kernels never read argument 2; A stands in for it. */
     const cl_mem bias = st->has_bias ? inputs[2] : inputs[0];
-    const cl_mem buffers[3] = {inputs[0], st->core ? st->pack.packed : inputs[1], bias};
+    bool pack_now = st->core && st->pack.packed == NULL;
+    cl_mem b = !st->core ? inputs[1] : pack_now ? outputs[call->output_count] : st->pack.packed;
+    const cl_mem buffers[3] = {inputs[0], b, bias};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK)
         s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? 13 : 14,
@@ -315,8 +350,8 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
         return s;
     clrun__chain chain;
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
-    if (st->core)
-        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], &chain);
+    if (pack_now)
+        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], b, &chain);
     if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);
@@ -327,7 +362,14 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     return clrun__chain_end(&chain);
 }
 
-static const clrun__op_kernels matmul_kernels = {mm_prepare, mm_enqueue, mm_release};
+static const clrun__op_kernels matmul_kernels = {
+    .prepare = mm_prepare,
+    .enqueue = mm_enqueue,
+    .release = mm_release,
+    .scratch = mm_scratch,
+    .packed_bytes = mm_packed_bytes,
+    .pack = mm_pack,
+};
 
 const clrun__named_kernels clrun__kernels_matmul[] = {{"matmul", &matmul_kernels}, {NULL, NULL}};
 const clrun__named_epilogue clrun__epilogue_matmul[] = {{"matmul", mm_prepare_epilogue}, {NULL, NULL}};
