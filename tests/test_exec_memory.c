@@ -1,0 +1,553 @@
+/* The device memory an executor's kernels need beside the tensors, counted like the tensors:
+ * the nodes' scratch (a padded convolution's image, a non-constant B in panels) is in the
+ * schedule, the bounds and the plan, reused from node to node; constant weights are resident
+ * once, as the packed copy the kernels read, the originals never uploaded; CLRUN_POOL_LIMIT
+ * holds all of it. Checked from the outside: the layout, the statistics and the pool's own log. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device_test.h"
+#include "memory/pool.h"
+#include "ops/ops_internal.h"
+
+static char cache_root[512];
+
+/* The conv2d below: 8 channels of 12 x 12, 3 x 3 kernels, padding 1 (same size out). */
+#define C 8
+#define S 12
+#define IMAGE_BYTES ((uint64_t)C * S * S * 4)
+#define PADDED_BYTES ((uint64_t)C * (S + 2) * (S + 2) * 4) /* its scratch: the padded image */
+
+static clrun_tensor_type image(void)
+{
+    clrun_tensor_type t = {CLRUN_F32, 4, {1, C, S, S}};
+    return t;
+}
+
+static clrun_tensor_type matrix(int64_t rows, int64_t cols)
+{
+    clrun_tensor_type t = {CLRUN_F32, 2, {rows, cols}};
+    return t;
+}
+
+/* x -> conv2d (padded) -> h1 -> ... -> h<convs>, the last an output; weights w1.. constant. */
+static clrun_graph *conv_chain(int convs)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("conv_chain", &g), CLRUN_OK);
+    clrun_tensor_type x = image(), w = {CLRUN_F32, 4, {C, C, 3, 3}};
+    int32_t h;
+    assert_int_equal(clrun_graph_add_input(g, "x", &x, false, &h), CLRUN_OK);
+    clrun_attr pad = {.name = "pad", .kind = CLRUN_ATTR_INTS, .ints = {1, 1}, .count = 2};
+    for (int i = 1; i <= convs; i++) {
+        char wname[16], hname[16];
+        snprintf(wname, sizeof wname, "w%d", i);
+        snprintf(hname, sizeof hname, "h%d", i);
+        int32_t wt;
+        assert_int_equal(clrun_graph_add_constant(g, wname, &w, NULL, CLRUN_FILL_NORMAL, 0, 0.3,
+                                                  (uint64_t)i, &wt), CLRUN_OK);
+        int32_t in[2] = {h, wt};
+        const char *names[] = {hname};
+        assert_int_equal(clrun_graph_add_node(g, "conv2d", in, 2, names, 1, &pad, 1, &h), CLRUN_OK);
+    }
+    assert_int_equal(clrun_graph_mark_output(g, h), CLRUN_OK);
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    return g;
+}
+
+static clrun_context *context(const char *allocator, bool out_of_order, uint64_t limit)
+{
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = allocator;
+    o.out_of_order = out_of_order ? 1 : -1;
+    o.pool_limit = limit;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    return ctx;
+}
+
+static clrun_exec *executor(clrun_context *ctx, const clrun_graph *g)
+{
+    clrun_exec *exec = NULL;
+    if (clrun_exec_create(ctx, g, NULL, &exec) != CLRUN_OK)
+        fail_msg("exec_create: %s", clrun_last_error(ctx));
+    return exec;
+}
+
+/* A buffer of the caller's for input `name`, filled with small varied values. */
+static clrun_buffer input(clrun_context *ctx, const clrun_graph *g, const char *name)
+{
+    int32_t t = clrun_graph_find(g, name);
+    uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, t));
+    float *host = malloc((size_t)bytes);
+    assert_non_null(host);
+    for (uint64_t i = 0; i < bytes / 4; i++)
+        host[i] = (float)((int)(i * 7919 % 201) - 100) / 64.0f;
+    clrun_buffer b;
+    assert_int_equal(clrun_alloc_ex(ctx, bytes, 0, name, &b), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, &b, host), CLRUN_OK);
+    free(host);
+    return b;
+}
+
+/* Output 0 of the last run, malloc'd. */
+static float *output(clrun_exec *exec, uint64_t *bytes)
+{
+    assert_int_equal(clrun_exec_output(exec, 0, NULL, bytes), CLRUN_OK);
+    float *host = malloc((size_t)*bytes);
+    assert_non_null(host);
+    assert_int_equal(clrun_exec_read_output(exec, 0, host, *bytes), CLRUN_OK);
+    return host;
+}
+
+/* The layout entries of exec, malloc'd. */
+static clrun_exec_buffer_info *layout_of(clrun_exec *exec, int32_t *count)
+{
+    assert_int_equal(clrun_exec_layout(exec, NULL, 0, count), CLRUN_OK);
+    clrun_exec_buffer_info *info = calloc((size_t)*count + 1, sizeof *info);
+    assert_non_null(info);
+    assert_int_equal(clrun_exec_layout(exec, info, *count, count), CLRUN_OK);
+    return info;
+}
+
+/* ---- the pool's log ---------------------------------------------------------------------- */
+
+typedef struct logged {
+    bool is_alloc;
+    uint32_t chunk;
+    uint64_t offset, size;
+    char label[64];
+} logged;
+
+typedef struct pool_log {
+    logged events[1024];
+    int count;
+} pool_log;
+
+static void observe(const clrun__pool_event *e, void *user)
+{
+    pool_log *log = user;
+    if (log->count == 1024)
+        return;
+    logged *l = &log->events[log->count++];
+    *l = (logged){e->is_alloc, e->chunk, e->offset, e->size, ""};
+    snprintf(l->label, sizeof l->label, "%s", e->label ? e->label : "");
+}
+
+/* The labels of the blocks live at the end of the log (allocated and not freed since). */
+static bool live_at_end(const pool_log *log, const char *label)
+{
+    for (int i = log->count - 1; i >= 0; i--) {
+        const logged *e = &log->events[i];
+        if (strcmp(e->label, label) != 0)
+            continue;
+        if (!e->is_alloc)
+            return false;
+        return true;
+    }
+    return false;
+}
+
+/* ---- scratch ----------------------------------------------------------------------------- */
+
+/* A padded convolution's image copy is a buffer of the schedule, alive at its node's step only:
+ * the layout lists it, the lower bound, the naive total and the peak count it, and the planner
+ * gives it an offset of its own beside the output it is alive with. */
+static void scratch_is_in_the_schedule(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR; /* the core, which pads into scratch, anywhere */
+    clrun_graph *g = conv_chain(1);
+    const char *modes[] = {"tlsf", "planned"};
+    for (int m = 0; m < 2; m++) {
+        clrun_context *ctx = context(modes[m], false, 0);
+        clrun_exec *exec = executor(ctx, g);
+        int32_t count;
+        clrun_exec_buffer_info *info = layout_of(exec, &count);
+        const clrun_exec_buffer_info *scratch = NULL, *h1 = NULL;
+        for (int32_t i = 0; i < count; i++) {
+            if (info[i].is_scratch)
+                scratch = &info[i];
+            else if (strcmp(info[i].tensor, "h1") == 0)
+                h1 = &info[i];
+        }
+        assert_non_null(scratch);
+        assert_non_null(h1);
+        assert_string_equal(scratch->tensor, "h1"); /* named after its node */
+        assert_int_equal(scratch->bytes, PADDED_BYTES);
+        assert_int_equal(scratch->first_step, 0);
+        assert_int_equal(scratch->last_step, 0);
+        if (strcmp(modes[m], "planned") == 0) {
+            assert_true(scratch->offset != CLRUN_NO_OFFSET);
+            assert_true(scratch->offset + scratch->bytes <= h1->offset ||
+                        h1->offset + h1->bytes <= scratch->offset); /* both alive at step 0 */
+        }
+        clrun_buffer x = input(ctx, g, "x");
+        assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+        clrun_exec_stats s;
+        assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+        /* x (kept by the caller), h1 and the scratch are alive together at the one step. */
+        assert_int_equal(s.lower_bound_bytes, 2 * IMAGE_BYTES + PADDED_BYTES);
+        assert_int_equal(s.naive_bytes, 2 * IMAGE_BYTES + PADDED_BYTES);
+        assert_true(s.peak_bytes >= s.lower_bound_bytes);
+        if (strcmp(modes[m], "tlsf") == 0)
+            assert_int_equal(s.peak_bytes, s.lower_bound_bytes); /* bytes as asked for */
+        free(info);
+        clrun_free(ctx, &x);
+        clrun_exec_destroy(exec);
+        clrun_context_destroy(ctx);
+    }
+    clrun_graph_destroy(g);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* A B that is not constant is packed at every run into the node's scratch: counted as well. */
+static void a_non_constant_b_is_packed_into_scratch(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("product", &g), CLRUN_OK);
+    clrun_tensor_type ta = matrix(16, 24), tb = matrix(24, 40);
+    int32_t a, b, y;
+    assert_int_equal(clrun_graph_add_input(g, "a", &ta, false, &a), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "b", &tb, false, &b), CLRUN_OK);
+    int32_t in[2] = {a, b};
+    const char *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_context *ctx = context("tlsf", false, 0);
+    clrun_exec *exec = executor(ctx, g);
+    int32_t count;
+    clrun_exec_buffer_info *info = layout_of(exec, &count);
+    uint64_t scratch = 0;
+    for (int32_t i = 0; i < count; i++)
+        if (info[i].is_scratch)
+            scratch += info[i].bytes;
+    assert_true(scratch >= 24 * 40 * 4); /* B in panels: N rounded up to the panel width */
+    clrun_buffer xa = input(ctx, g, "a"), xb = input(ctx, g, "b");
+    clrun_buffer inputs[2] = {xa, xb};
+    assert_int_equal(clrun_exec_run(exec, inputs, 2), CLRUN_OK);
+    clrun_exec_stats s;
+    assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+    uint64_t tensors = (16 * 24 + 24 * 40 + 16 * 40) * 4;
+    assert_int_equal(s.lower_bound_bytes, tensors + scratch);
+    assert_int_equal(s.peak_bytes, tensors + scratch);
+    free(info);
+    clrun_free(ctx, &xa);
+    clrun_free(ctx, &xb);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* In a chain of padded convolutions each node's scratch is taken before it runs and given back
+ * after it, under every strategy: the pool's log shows every scratch freed before the next is
+ * allocated, and the later ones on bytes given back before. The peak holds one scratch, not one
+ * per node (each node kept its own buffer for the executor's life before, outside every
+ * figure). */
+static void padded_convolutions_reuse_one_scratch(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    enum { CONVS = 4 };
+    clrun_graph *g = conv_chain(CONVS);
+    const char *strategies[] = {"tlsf", "buddy", "slab", "bump"};
+    for (size_t k = 0; k < sizeof strategies / sizeof strategies[0]; k++) {
+        clrun_context *ctx = context(strategies[k], false, 0);
+        clrun_exec *exec = executor(ctx, g);
+        clrun_buffer x = input(ctx, g, "x");
+        pool_log *log = calloc(1, sizeof *log);
+        assert_non_null(log);
+        assert_int_equal(clrun__pool_observe(ctx, observe, log), CLRUN_OK);
+        assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+        clrun__pool_observe(ctx, NULL, NULL);
+        int scratch_live = 0, allocations = 0, reused = 0;
+        for (int i = 0; i < log->count; i++) {
+            const logged *e = &log->events[i];
+            bool scratch = strstr(e->label, "' scratch") != NULL;
+            if (!scratch)
+                continue;
+            if (!e->is_alloc) {
+                scratch_live--;
+                continue;
+            }
+            char expected[32];
+            snprintf(expected, sizeof expected, "'h%d' scratch", ++allocations);
+            assert_string_equal(e->label, expected); /* named after its node, in order */
+            assert_int_equal(e->size, PADDED_BYTES);
+            assert_int_equal(scratch_live, 0); /* the one before was given back */
+            scratch_live++;
+            for (int j = 0; j < i; j++) { /* on bytes that an earlier buffer gave back? */
+                const logged *f = &log->events[j];
+                if (!f->is_alloc && f->chunk == e->chunk && f->offset < e->offset + e->size &&
+                    e->offset < f->offset + f->size) {
+                    reused++;
+                    break;
+                }
+            }
+        }
+        assert_int_equal(allocations, CONVS);
+        assert_int_equal(scratch_live, 0);
+        /* From the third node on, the pool has all it needs: each scratch reuses bytes. */
+        assert_true(reused >= CONVS - 2);
+        clrun_exec_stats s;
+        assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+        /* x (the caller's, alive all along), a node's input and output, one scratch. */
+        assert_int_equal(s.lower_bound_bytes, 3 * IMAGE_BYTES + PADDED_BYTES);
+        assert_int_equal(s.peak_bytes, s.lower_bound_bytes);
+        free(log);
+        clrun_free(ctx, &x);
+        clrun_exec_destroy(exec);
+        clrun_context_destroy(ctx);
+    }
+    clrun_graph_destroy(g);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* ---- packed weights ---------------------------------------------------------------------- */
+
+/* x [16, 64] -> matmul w1 -> h1 -> matmul w2 -> h2 (the output), w1 and w2 [64, 64] constants
+ * (64 columns: a whole number of panels for every vector width, so the packed copies are
+ * exactly the weights' size). With `share`, w1 is also read by a relu (z, a second output),
+ * whose kernel reads it as it is. */
+#define W_BYTES ((uint64_t)64 * 64 * 4)
+static clrun_graph *two_products(bool share)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("two_products", &g), CLRUN_OK);
+    clrun_tensor_type tx = matrix(16, 64), tw = matrix(64, 64);
+    int32_t x, w1, w2, h1, h2, z;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w1", &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.2, 5, &w1),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w2", &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.2, 6, &w2),
+                     CLRUN_OK);
+    int32_t in1[2] = {x, w1};
+    const char *n1[] = {"h1"}, *n2[] = {"h2"}, *nz[] = {"z"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in1, 2, n1, 1, NULL, 0, &h1), CLRUN_OK);
+    int32_t in2[2] = {h1, w2};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in2, 2, n2, 1, NULL, 0, &h2), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, h2), CLRUN_OK);
+    if (share) {
+        assert_int_equal(clrun_graph_add_node(g, "relu", &w1, 1, nz, 1, NULL, 0, &z), CLRUN_OK);
+        assert_int_equal(clrun_graph_mark_output(g, z), CLRUN_OK);
+    }
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    return g;
+}
+
+/* Each matmul packs its weights once, when the executor is created, into a resident block of its
+ * own (counted: in use and resident, named after the weights); an original that nothing else
+ * reads never takes device memory, so the weights are resident once. One that a relu also reads
+ * stays beside its copy. Either way the outputs are the same bits, in every mode, on either
+ * queue: no kernel is handed the missing original (the ops refuse a missing buffer, which would
+ * fail the run). */
+static void packed_weights_replace_the_originals(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    clrun_graph *alone = two_products(false), *shared = two_products(true);
+    float *reference = NULL;
+    uint64_t reference_bytes = 0;
+    const struct {
+        const char *allocator;
+        bool out_of_order;
+    } modes[] = {{"tlsf", false}, {"buddy", false}, {"naive", false}, {"planned", false},
+                 {"slab", true},  {"planned", true}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        for (int variant = 0; variant < 2; variant++) {
+            const clrun_graph *g = variant ? shared : alone;
+            clrun_context *ctx = context(modes[m].allocator, modes[m].out_of_order, 0);
+            pool_log *log = calloc(1, sizeof *log);
+            assert_non_null(log);
+            assert_int_equal(clrun__pool_observe(ctx, observe, log), CLRUN_OK);
+            clrun_exec *exec = executor(ctx, g);
+            clrun__pool_observe(ctx, NULL, NULL);
+            clrun_memory_stats ms;
+            assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+            assert_true(live_at_end(log, "w2")); /* the copy, named after what it holds */
+            assert_true(live_at_end(log, "w1"));  /* the copy, or the original kept */
+            assert_int_equal(live_at_end(log, "w1 packed for 'h1'"), variant == 1);
+            assert_int_equal(log->count, variant ? 3 : 2); /* and nothing else, ever */
+            uint64_t resident = (variant ? 3 : 2) * W_BYTES;
+            assert_int_equal(ms.resident, resident); /* aligned blocks, packed exactly */
+            /* The originals' buffers are gone: what else is held is the planned arena. */
+            bool planned = strcmp(modes[m].allocator, "planned") == 0;
+            assert_true(planned ? ms.raw > 0 : ms.raw == 0);
+            assert_int_equal(ms.in_use, resident + ms.raw);
+            clrun_buffer x = input(ctx, g, "x");
+            for (int run = 0; run < 2; run++)
+                if (clrun_exec_run(exec, &x, 1) != CLRUN_OK)
+                    fail_msg("%s: run: %s", modes[m].allocator, clrun_last_error(ctx));
+            uint64_t bytes;
+            float *got = output(exec, &bytes);
+            if (reference == NULL) {
+                reference = got;
+                reference_bytes = bytes;
+            } else {
+                assert_int_equal(bytes, reference_bytes);
+                assert_memory_equal(got, reference, (size_t)bytes);
+                free(got);
+            }
+            free(log);
+            clrun_free(ctx, &x);
+            clrun_exec_destroy(exec);
+            clrun_context_destroy(ctx);
+        }
+    }
+    free(reference);
+    clrun_graph_destroy(alone);
+    clrun_graph_destroy(shared);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* A constant that a node reads through a view (a reshape of it) is not replaced by the view's
+ * reader, so it stays resident for the view to read. */
+static void a_constant_read_through_a_view_stays(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("viewed", &g), CLRUN_OK);
+    clrun_tensor_type tx = matrix(4, 32), tw = {CLRUN_F32, 1, {32 * 32}};
+    int32_t x, w, v, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &tw, NULL, CLRUN_FILL_ONES, 0, 0, 1, &w), CLRUN_OK);
+    clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {32, 32}, .count = 2};
+    const char *nv[] = {"v"}, *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "reshape", &w, 1, nv, 1, &shape, 1, &v), CLRUN_OK);
+    int32_t in[2] = {x, v};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_context *ctx = context("tlsf", false, 0);
+    clrun_exec *exec = executor(ctx, g);
+    clrun_memory_stats ms;
+    assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+    assert_int_equal(ms.in_use, 32 * 32 * 4); /* w itself: the product packs v at every run */
+    clrun_buffer xb = input(ctx, g, "x");
+    assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+    uint64_t bytes;
+    float *got = output(exec, &bytes);
+    for (int r = 0; r < 4; r++) { /* w is all ones: every column is the row's sum */
+        float sum = 0;
+        for (int k = 0; k < 32; k++)
+            sum += (float)((int)((uint64_t)(r * 32 + k) * 7919 % 201) - 100) / 64.0f;
+        for (int c = 0; c < 32; c++)
+            assert_true(got[r * 32 + c] > sum - 1e-4f && got[r * 32 + c] < sum + 1e-4f);
+    }
+    free(got);
+    clrun_free(ctx, &xb);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* ---- the limit --------------------------------------------------------------------------- */
+
+/* A packed copy is larger than its weights where N is not a whole number of panels (33 columns:
+ * 40, 48 or 64 in panels of 8, 16 or 32): the limit holds the copy, not the weights. One byte
+ * below it, the creation fails with an out-of-memory message naming the weights; at it, it
+ * succeeds, with nothing else on the device. */
+static void the_limit_covers_packed_weights(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("narrow", &g), CLRUN_OK);
+    clrun_tensor_type tx = matrix(4, 64), tw = matrix(64, 33);
+    int32_t x, w, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &tw, NULL, CLRUN_FILL_ONES, 0, 0, 1, &w), CLRUN_OK);
+    int32_t in[2] = {x, w};
+    const char *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_context *ctx = context("tlsf", false, 0);
+    clrun_exec *exec = executor(ctx, g);
+    clrun_memory_stats ms;
+    assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+    uint64_t packed = ms.in_use;
+    assert_true(packed > 64 * 33 * 4);
+    assert_int_equal(ms.reserved, packed);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+
+    ctx = context("tlsf", false, packed - 1);
+    exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    assert_non_null(strstr(clrun_last_error(ctx), "'w'"));
+    assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+    assert_int_equal(ms.in_use, 0); /* nothing stays of the failed creation */
+    assert_int_equal(ms.reserved, 0);
+    clrun_context_destroy(ctx);
+    ctx = context("tlsf", false, packed);
+    exec = executor(ctx, g);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* Naive mode holds every buffer of a run, scratch included, each a driver buffer of its own: a
+ * limit one byte below what a run reserves fails that run when the last buffer, the scratch of
+ * the last node, is asked for, naming it; at the limit the run succeeds. */
+static void the_limit_covers_scratch_in_naive_mode(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    clrun_graph *g = conv_chain(2);
+    uint64_t needed = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        uint64_t limit = attempt == 0 ? 0 : attempt == 1 ? needed - 1 : needed;
+        clrun_context *ctx = context("naive", false, limit);
+        clrun_buffer x = input(ctx, g, "x");
+        clrun_exec *exec = executor(ctx, g);
+        clrun_status status = clrun_exec_run(exec, &x, 1);
+        if (attempt == 1) {
+            assert_int_equal(status, CLRUN_ERROR_OUT_OF_MEMORY);
+            assert_non_null(strstr(clrun_last_error(ctx), "'h2' scratch"));
+        } else {
+            assert_int_equal(status, CLRUN_OK);
+            clrun_exec_stats s;
+            assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+            assert_int_equal(s.peak_bytes, IMAGE_BYTES + 2 * (IMAGE_BYTES + PADDED_BYTES));
+            if (attempt == 0)
+                needed = s.reserved_bytes;
+            else
+                assert_int_equal(s.reserved_bytes, needed);
+        }
+        clrun_free(ctx, &x);
+        clrun_exec_destroy(exec);
+        clrun_context_destroy(ctx);
+    }
+    clrun_graph_destroy(g);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scratch_is_in_the_schedule),
+        cmocka_unit_test(a_non_constant_b_is_packed_into_scratch),
+        cmocka_unit_test(padded_convolutions_reuse_one_scratch),
+        cmocka_unit_test(packed_weights_replace_the_originals),
+        cmocka_unit_test(a_constant_read_through_a_view_stays),
+        cmocka_unit_test(the_limit_covers_packed_weights),
+        cmocka_unit_test(the_limit_covers_scratch_in_naive_mode),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}
