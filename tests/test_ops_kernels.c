@@ -615,6 +615,47 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
     }
 }
 
+/* Constant weights are packed once on the host, when the executor is created (here: the
+ * harness, as an executor does), any other B on the device into scratch at every run: the two
+ * layouts hold the same bits, for matmul's B plain, transposed and batched, and for conv2d's
+ * weights, grouped, padded or pointwise. */
+static void weights_packed_on_the_host_give_the_device_bits(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    const mm_case products[] = {
+        {"67,131", "131,45", false, false, true, 1},
+        {"37,70", "65,37", true, true, false, -2},
+        {"2,5,9", "2,9,40", false, false, false, 1},
+        {"3,2,7,9", "2,9,17", false, false, false, 1},
+    };
+    for (size_t c = 0; c < sizeof products / sizeof products[0]; c++) {
+        node device = matmul_node(&products[c], 700 + 10 * c), host = device;
+        host.constant_inputs = 2;
+        run_node(&device, 1, NULL);
+        run_node(&host, 1, NULL);
+        expect_same_bits(&device, &host, "matmul, B packed on the host and on the device");
+        free(device.result), free(host.result);
+        free_node_data(&device, device.input_count);
+    }
+    const conv_case convs[] = {
+        {"1,16,9,11", "40,16,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},
+        {"2,24,5,7", "70,24,1,1", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}}, true},
+        {"1,8,6,6", "32,4,3,3", {{1, 1}, {1, 0, 2, 1}, {1, 1}, 2, {0, 0}}, false},
+    };
+    for (size_t c = 0; c < sizeof convs / sizeof convs[0]; c++) {
+        node device = conv_node("conv2d", convs[c].x, convs[c].w, &convs[c].p, convs[c].bias, 800 + 10 * c);
+        node host = device;
+        host.constant_inputs = 2;
+        run_node(&device, 1, NULL);
+        run_node(&host, 1, NULL);
+        expect_same_bits(&device, &host, "conv2d, weights packed on the host and on the device");
+        free(device.result), free(host.result);
+        free_node_data(&device, device.input_count);
+    }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
 static void conv2d_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
 {
     (void)state;
@@ -1086,6 +1127,7 @@ int main(void)
         cmocka_unit_test_setup(constant_weights_are_packed_once, reset_choices),
         cmocka_unit_test_setup(tuning_is_remembered_across_contexts, reset_choices),
         cmocka_unit_test_setup(conv2d_every_kernel_and_variant_matches_the_reference, reset_choices),
+        cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_epilogue_equals_the_unfused_ops_bit_for_bit, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(pools_with_onnx_padding_ceil_mode_dilation_and_counts, reset_choices),
