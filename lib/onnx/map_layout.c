@@ -1,0 +1,825 @@
+/* Layout operators: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
+ * Gather, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, and the ones that only run on the
+ * device (GatherElements, Trilu, CumSum). Each computes the ONNX semantics of its opset version
+ * here, on the host, then moves data with move.c, which folds constants. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/fold.h"
+#include "onnx/map.h"
+
+static clrun_status need_input(clrun__imp *im, clrun__onode *n, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (i >= n->n_in || n->in[i] == NULL)
+            return clrun__invalid(im, "%s needs input %d", n->op, i);
+    return CLRUN_OK;
+}
+
+static uint64_t product(const int64_t *dims, int from, int to)
+{
+    uint64_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= (uint64_t)dims[d];
+    return p;
+}
+
+/* ---- Reshape, Flatten, Squeeze, Unsqueeze ---- */
+
+static clrun_status reshape_target(clrun__imp *im, clrun__onode *n, const clrun__otensor *x,
+                                   int *rank, int64_t *dims)
+{
+    int64_t shape[CLRUN__ONNX_MAX_RANK], allowzero = 0;
+    int count;
+    clrun_status s;
+    if (n->version < 5) {
+        clrun__oattr_ignore(im, n, "consumed_inputs");
+        s = clrun__oattr_ints(im, n, "shape", shape, CLRUN__ONNX_MAX_RANK, &count);
+        if (s == CLRUN_OK && count < 0)
+            s = clrun__invalid(im, "attribute 'shape' is required");
+    } else {
+        s = clrun__const_ints(im, n, 1, false, shape, CLRUN__ONNX_MAX_RANK, &count);
+        if (s == CLRUN_OK && n->version >= 14)
+            s = clrun__oattr_int(im, n, "allowzero", 0, &allowzero);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    int wild = -1;
+    uint64_t known = 1, total = clrun__otensor_count(x);
+    for (int d = 0; d < count; d++) {
+        if (shape[d] == 0 && !allowzero) {
+            if (d >= x->rank)
+                return clrun__invalid(im, "shape entry %d is 0 (copy), but the input has rank %d", d, x->rank);
+            shape[d] = x->dims[d];
+        }
+        if (shape[d] == -1 && wild < 0) {
+            wild = d;
+            continue;
+        }
+        if (shape[d] < 0)
+            return clrun__invalid(im, "shape entry %d is %" PRId64, d, shape[d]);
+        known *= (uint64_t)shape[d];
+    }
+    if (wild >= 0) {
+        if (known == 0 || total % known)
+            return clrun__invalid(im, "cannot infer the -1 entry: %" PRIu64 " elements into parts of %" PRIu64,
+                                  total, known);
+        shape[wild] = (int64_t)(total / known);
+        known = total;
+    }
+    char dx[128], ds[128];
+    if (known != total)
+        return clrun__invalid(im, "cannot reshape %s (%" PRIu64 " elements) to %s",
+                              clrun__onnx_dims_text(x->rank, x->dims, dx, sizeof dx), total,
+                              clrun__onnx_dims_text(count, shape, ds, sizeof ds));
+    *rank = count;
+    memcpy(dims, shape, (size_t)count * sizeof shape[0]);
+    return CLRUN_OK;
+}
+
+/* The axes of Squeeze and Unsqueeze: the attribute before opset 13, the input since. */
+static clrun_status axes_of(clrun__imp *im, clrun__onode *n, int64_t *axes, int *count)
+{
+    if (n->version >= 13)
+        return clrun__const_ints(im, n, 1, true, axes, CLRUN__ONNX_MAX_RANK * 2, count);
+    return clrun__oattr_ints(im, n, "axes", axes, CLRUN__ONNX_MAX_RANK * 2, count);
+}
+
+static clrun_status squeeze_target(clrun__imp *im, clrun__onode *n, const clrun__otensor *x,
+                                   int *rank, int64_t *dims)
+{
+    int64_t axes[CLRUN__ONNX_MAX_RANK * 2];
+    int count;
+    clrun_status s = axes_of(im, n, axes, &count);
+    if (s != CLRUN_OK)
+        return s;
+    bool drop[CLRUN__ONNX_MAX_RANK] = {false};
+    for (int i = 0; i < count; i++) {
+        int a;
+        s = clrun__norm_axis(im, axes[i], x->rank, "axis", &a);
+        if (s != CLRUN_OK)
+            return s;
+        if (x->dims[a] != 1)
+            return clrun__invalid(im, "axis %d has size %" PRId64 ", not 1", a, x->dims[a]);
+        drop[a] = true;
+    }
+    *rank = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!(count > 0 ? drop[d] : x->dims[d] == 1))
+            dims[(*rank)++] = x->dims[d];
+    return CLRUN_OK;
+}
+
+static clrun_status unsqueeze_target(clrun__imp *im, clrun__onode *n, const clrun__otensor *x,
+                                     int *rank, int64_t *dims)
+{
+    int64_t axes[CLRUN__ONNX_MAX_RANK * 2];
+    int count;
+    clrun_status s = axes_of(im, n, axes, &count);
+    if (s != CLRUN_OK)
+        return s;
+    if (count < 0)
+        return clrun__invalid(im, "Unsqueeze needs axes");
+    int r = x->rank + count;
+    if (r > CLRUN__ONNX_MAX_RANK)
+        return clrun__unsupported(im, "the result would have %d dimensions (at most %d)", r, CLRUN__ONNX_MAX_RANK);
+    bool added[CLRUN__ONNX_MAX_RANK] = {false};
+    for (int i = 0; i < count; i++) {
+        int a;
+        s = clrun__norm_axis(im, axes[i], r, "axis", &a);
+        if (s != CLRUN_OK)
+            return s;
+        if (added[a])
+            return clrun__invalid(im, "axis %d is given twice", a);
+        added[a] = true;
+    }
+    for (int d = 0, k = 0; d < r; d++)
+        dims[d] = added[d] ? 1 : x->dims[k++];
+    *rank = r;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__map_reshape(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int rank = 0;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    if (strcmp(n->op, "Reshape") == 0) {
+        s = reshape_target(im, n, &x->c, &rank, dims);
+    } else if (strcmp(n->op, "Flatten") == 0) {
+        int64_t axis;
+        int a;
+        s = clrun__oattr_int(im, n, "axis", 1, &axis);
+        if (s == CLRUN_OK && axis == x->c.rank)
+            a = x->c.rank;
+        else if (s == CLRUN_OK)
+            s = clrun__norm_axis(im, axis, x->c.rank, "axis", &a);
+        if (s == CLRUN_OK) {
+            rank = 2;
+            dims[0] = (int64_t)product(x->c.dims, 0, a);
+            dims[1] = (int64_t)product(x->c.dims, a, x->c.rank);
+        }
+    } else if (strcmp(n->op, "Squeeze") == 0) {
+        s = squeeze_target(im, n, &x->c, &rank, dims);
+    } else {
+        s = unsqueeze_target(im, n, &x->c, &rank, dims);
+    }
+    return s == CLRUN_OK ? clrun__mv_reshape(im, n, x, rank, dims, 0, NULL) : s;
+}
+
+/* ---- Transpose ---- */
+
+clrun_status clrun__map_transpose(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t perm[CLRUN__ONNX_MAX_RANK];
+    int count, p[CLRUN__ONNX_MAX_RANK];
+    s = clrun__oattr_ints(im, n, "perm", perm, CLRUN__ONNX_MAX_RANK, &count);
+    if (s != CLRUN_OK)
+        return s;
+    if (count < 0) { /* reversed dims */
+        count = x->c.rank;
+        for (int d = 0; d < count; d++)
+            perm[d] = count - 1 - d;
+    }
+    bool seen[CLRUN__ONNX_MAX_RANK] = {false};
+    if (count != x->c.rank)
+        return clrun__invalid(im, "perm has %d entries for rank %d", count, x->c.rank);
+    for (int d = 0; d < count; d++) {
+        if (perm[d] < 0 || perm[d] >= count || seen[perm[d]])
+            return clrun__invalid(im, "perm is not a permutation");
+        seen[perm[d]] = true;
+        p[d] = (int)perm[d];
+    }
+    return clrun__mv_transpose(im, n, x, p, 0, NULL);
+}
+
+/* ---- Concat, Split ---- */
+
+clrun_status clrun__map_concat(clrun__imp *im, clrun__onode *n)
+{
+    if (n->n_in < 1)
+        return clrun__invalid(im, "Concat needs an input");
+    clrun_status s = need_input(im, n, n->n_in);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t axis;
+    int a;
+    s = clrun__oattr_int(im, n, "axis", n->version < 4 ? 1 : INT64_MIN, &axis);
+    if (s == CLRUN_OK && axis == INT64_MIN)
+        s = clrun__invalid(im, "attribute 'axis' is required");
+    const clrun__otensor *x0 = &n->in[0]->c;
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, x0->rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    for (int i = 1; i < n->n_in; i++) {
+        const clrun__otensor *xi = &n->in[i]->c;
+        bool fits = xi->rank == x0->rank && xi->elem == x0->elem;
+        for (int d = 0; fits && d < x0->rank; d++)
+            fits = d == a || xi->dims[d] == x0->dims[d];
+        if (!fits) {
+            char d0[128], di[128];
+            return clrun__invalid(im, "input %d %s does not fit input 0 %s except on axis %d", i,
+                                  clrun__onnx_dims_text(xi->rank, xi->dims, di, sizeof di),
+                                  clrun__onnx_dims_text(x0->rank, x0->dims, d0, sizeof d0), a);
+        }
+    }
+    return clrun__mv_concat(im, n, n->in, n->n_in, a, 0, NULL);
+}
+
+clrun_status clrun__map_split(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t axis, split[64];
+    int count = -1, a;
+    s = clrun__oattr_int(im, n, "axis", 0, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, x->c.rank, "axis", &a);
+    if (s == CLRUN_OK && (n->version >= 13 || (n->version < 2 && n->n_in > 1 && n->in[1])))
+        s = clrun__const_ints(im, n, 1, true, split, 64, &count);
+    else if (s == CLRUN_OK)
+        s = clrun__oattr_ints(im, n, "split", split, 64, &count);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t dim = x->c.dims[a];
+    if (count < 0) {
+        if (n->n_out < 1 || dim % n->n_out)
+            return clrun__invalid(im, "axis %d of size %" PRId64 " does not split into %d equal parts", a, dim, n->n_out);
+        count = n->n_out;
+        for (int i = 0; i < count; i++)
+            split[i] = dim / n->n_out;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < count; i++) {
+        if (split[i] < 0)
+            return clrun__invalid(im, "split entry %d is %" PRId64, i, split[i]);
+        total += split[i];
+    }
+    if (count != n->n_out || total != dim)
+        return clrun__invalid(im, "split sizes (%d parts, %" PRId64 " in all) do not fit %d outputs of axis "
+                              "%d of size %" PRId64, count, total, n->n_out, a, dim);
+    int64_t start = 0;
+    for (int i = 0; i < count; i++) {
+        if (clrun__out(im, n, i))
+            s = clrun__mv_slice(im, n, x, a, start, split[i], i, NULL);
+        if (s != CLRUN_OK)
+            return s;
+        start += split[i];
+    }
+    return CLRUN_OK;
+}
+
+/* ---- Slice ---- */
+
+/* ONNX's clamping of one axis' start/end/step into a first index and a count. */
+static void slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *count)
+{
+    if (start < 0)
+        start = start < -dim ? 0 - (step < 0) : start + dim;
+    if (end < 0)
+        end = end < -dim ? -1 : end + dim;
+    if (step > 0) {
+        start = start < 0 ? 0 : start > dim ? dim : start;
+        end = end < 0 ? 0 : end > dim ? dim : end;
+        *count = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+        start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
+        end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+        *count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    }
+    *first = start;
+}
+
+clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int rank = x->c.rank;
+    int64_t starts[CLRUN__ONNX_MAX_RANK], ends[CLRUN__ONNX_MAX_RANK], axes[CLRUN__ONNX_MAX_RANK],
+        steps[CLRUN__ONNX_MAX_RANK];
+    int ns, ne, na, nt = -1;
+    if (n->version < 10) {
+        s = clrun__oattr_ints(im, n, "starts", starts, CLRUN__ONNX_MAX_RANK, &ns);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_ints(im, n, "ends", ends, CLRUN__ONNX_MAX_RANK, &ne);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_ints(im, n, "axes", axes, CLRUN__ONNX_MAX_RANK, &na);
+    } else {
+        s = clrun__const_ints(im, n, 1, false, starts, CLRUN__ONNX_MAX_RANK, &ns);
+        if (s == CLRUN_OK)
+            s = clrun__const_ints(im, n, 2, false, ends, CLRUN__ONNX_MAX_RANK, &ne);
+        if (s == CLRUN_OK)
+            s = clrun__const_ints(im, n, 3, true, axes, CLRUN__ONNX_MAX_RANK, &na);
+        if (s == CLRUN_OK)
+            s = clrun__const_ints(im, n, 4, true, steps, CLRUN__ONNX_MAX_RANK, &nt);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nt >= 0 && nt != ns))
+        return clrun__invalid(im, "starts, ends, axes and steps must have one length");
+    int64_t first[CLRUN__ONNX_MAX_RANK], step[CLRUN__ONNX_MAX_RANK], count[CLRUN__ONNX_MAX_RANK];
+    bool given[CLRUN__ONNX_MAX_RANK] = {false};
+    for (int d = 0; d < rank; d++) {
+        first[d] = 0;
+        step[d] = 1;
+        count[d] = x->c.dims[d];
+    }
+    for (int i = 0; i < ns; i++) {
+        int a;
+        s = clrun__norm_axis(im, na >= 0 ? axes[i] : i, rank, "axis", &a);
+        if (s != CLRUN_OK)
+            return s;
+        if (given[a])
+            return clrun__invalid(im, "axis %d is sliced twice", a);
+        given[a] = true;
+        step[a] = nt >= 0 ? steps[i] : 1;
+        if (step[a] == 0)
+            return clrun__invalid(im, "step 0 on axis %d", a);
+        slice_axis(x->c.dims[a], starts[i], ends[i], step[a], &first[a], &count[a]);
+    }
+    if (clrun__is_const(x)) {
+        clrun__otensor t;
+        if (!clrun__host_slice(&x->c, first, step, count, &t))
+            return CLRUN__OOM(im);
+        return clrun__mv_const(im, n, &t, 0, NULL);
+    }
+    /* On the device: one slice per axis that changes, the last into the output. */
+    int changed[CLRUN__ONNX_MAX_RANK], k = 0;
+    for (int d = 0; d < rank; d++)
+        if (step[d] != 1 || first[d] != 0 || count[d] != x->c.dims[d])
+            changed[k++] = d;
+    if (k == 0)
+        return clrun__define_alias(im, n, 0, x);
+    clrun__value *cur = x;
+    for (int i = 0; i < k; i++) {
+        int d = changed[i], out = i == k - 1 ? 0 : -1;
+        if (step[d] == 1) {
+            s = clrun__mv_slice(im, n, cur, d, first[d], count[d], out, &cur);
+        } else {
+            if (count[d] < 1)
+                return clrun__unsupported(im, "the result would be empty");
+            clrun_attr a[4] = {clrun__mk_int("axis", d), clrun__mk_int("start", first[d]),
+                               clrun__mk_int("end", first[d] + step[d] * count[d]),
+                               clrun__mk_int("step", step[d])};
+            s = clrun__emit1(im, n, "slice", &cur, 1, a, 4, out, &cur);
+        }
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- Gather ---- */
+
+/* Indices of a constant tensor, normalised into [0, dim); a refusal for one out of range. */
+static clrun_status normalized_indices(clrun__imp *im, const clrun__otensor *idx, int64_t dim,
+                                       int elem, clrun__otensor *out)
+{
+    if (clrun__onnx_elem_is_float(idx->elem) || idx->elem == CLRUN__ONNX_BOOL)
+        return clrun__invalid(im, "indices must be integers");
+    if (!clrun__otensor_alloc(out, elem, idx->rank, idx->dims))
+        return CLRUN__OOM(im);
+    uint64_t count = clrun__otensor_count(idx);
+    for (uint64_t i = 0; i < count; i++) {
+        int64_t j = clrun__otensor_get_int(idx, i);
+        if (j < -dim || j >= dim) {
+            clrun__otensor_free(out);
+            return clrun__invalid(im, "index %" PRId64 " is out of range for a dimension of %" PRId64, j, dim);
+        }
+        clrun__otensor_set_int(out, i, j < 0 ? j + dim : j);
+    }
+    return CLRUN_OK;
+}
+
+/* Gather of constant indices on a device value: a slice for one index, otherwise the graph's
+ * gather of rows: data moved so that axis leads and the rest is one row, then back. */
+static clrun_status gather_const_indices(clrun__imp *im, clrun__onode *n, clrun__value *data,
+                                         clrun__otensor *idx, int axis)
+{
+    const clrun__otensor *d = &data->c;
+    int64_t out_dims[CLRUN__ONNX_MAX_RANK];
+    int out_rank = 0;
+    for (int k = 0; k < axis; k++)
+        out_dims[out_rank++] = d->dims[k];
+    for (int k = 0; k < idx->rank; k++)
+        out_dims[out_rank++] = idx->dims[k];
+    for (int k = axis + 1; k < d->rank; k++)
+        out_dims[out_rank++] = d->dims[k];
+    clrun_status s;
+    clrun__value *cur;
+    if (clrun__otensor_count(idx) == 1) {
+        s = clrun__mv_slice(im, n, data, axis, clrun__otensor_get_int(idx, 0), 1, -1, &cur);
+        clrun__otensor_free(idx);
+        return s == CLRUN_OK ? clrun__mv_reshape(im, n, cur, out_rank, out_dims, 0, NULL) : s;
+    }
+    /* Bring axis to the front: [V, rest...], then rows [V, R]. */
+    int perm[CLRUN__ONNX_MAX_RANK], k = 0;
+    perm[k++] = axis;
+    for (int j = 0; j < d->rank; j++)
+        if (j != axis)
+            perm[k++] = j;
+    int64_t rows[2] = {d->dims[axis], (int64_t)(clrun__otensor_count(d) / (uint64_t)d->dims[axis])};
+    clrun__value *ids = clrun__const_value(im, idx);
+    if (ids == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    s = clrun__mv_transpose(im, n, data, perm, -1, &cur);
+    if (s == CLRUN_OK)
+        s = clrun__mv_reshape(im, n, cur, 2, rows, -1, &cur);
+    clrun__value *in[2] = {cur, ids}, *g;
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "gather", in, 2, NULL, 0, -1, &g);
+    if (s != CLRUN_OK)
+        return s;
+    /* g is [indices..., R]: as [indices..., dims before axis..., dims after...], then move the
+     * dims before axis in front. */
+    int64_t mid[CLRUN__ONNX_MAX_RANK];
+    int r = 0;
+    for (int j = 0; j < idx->rank; j++)
+        mid[r++] = idx->dims[j];
+    for (int j = 0; j < d->rank; j++)
+        if (j != axis)
+            mid[r++] = d->dims[j];
+    if (r > CLRUN_MAX_DIMS)
+        return clrun__unsupported(im, "the gathered tensor would have %d dimensions", r);
+    s = clrun__mv_reshape(im, n, g, r, mid, axis == 0 ? 0 : -1, &cur);
+    if (s != CLRUN_OK || axis == 0)
+        return s;
+    int back[CLRUN__ONNX_MAX_RANK];
+    k = 0;
+    for (int j = 0; j < axis; j++)
+        back[k++] = idx->rank + j;
+    for (int j = 0; j < idx->rank; j++)
+        back[k++] = j;
+    for (int j = idx->rank + axis; j < r; j++)
+        back[k++] = j;
+    return clrun__mv_transpose(im, n, cur, back, 0, NULL);
+}
+
+clrun_status clrun__map_gather(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *data = n->in[0], *indices = n->in[1];
+    int64_t axis;
+    int a;
+    s = clrun__oattr_int(im, n, "axis", 0, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, data->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    if (clrun__is_const(indices)) {
+        clrun__otensor idx;
+        bool on_host = clrun__is_const(data);
+        s = normalized_indices(im, &indices->c, data->c.dims[a],
+                               on_host ? CLRUN__ONNX_INT64 : CLRUN__ONNX_INT32, &idx);
+        if (s != CLRUN_OK)
+            return s;
+        if (!on_host)
+            return gather_const_indices(im, n, data, &idx, a);
+        clrun__otensor t;
+        bool ok = clrun__host_gather(&data->c, &idx, a, &t);
+        clrun__otensor_free(&idx);
+        return ok ? clrun__define_const(im, n, 0, &t) : CLRUN__OOM(im);
+    }
+    /* Indices computed on the device: the graph's gather with ONNX semantics (int64 indices,
+     * negatives from the end). */
+    if (indices->c.elem != CLRUN__ONNX_INT64)
+        return clrun__unsupported(im, "indices computed on the device must be int64");
+    clrun__value *in[2] = {data, indices};
+    clrun_attr at = clrun__mk_int("axis", a);
+    return clrun__emit1(im, n, "gather", in, 2, &at, 1, 0, NULL);
+}
+
+clrun_status clrun__map_gather_elements(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t axis;
+    int a;
+    s = clrun__oattr_int(im, n, "axis", 0, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, n->in[0]->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *in[2] = {n->in[0], n->in[1]};
+    clrun_attr at = clrun__mk_int("axis", a);
+    return clrun__emit1(im, n, "gather_elements", in, 2, &at, 1, 0, NULL);
+}
+
+/* ---- Expand, Tile ---- */
+
+clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t shape[CLRUN__ONNX_MAX_RANK], dims[CLRUN__ONNX_MAX_RANK];
+    int count, rank;
+    s = clrun__const_ints(im, n, 1, false, shape, CLRUN__ONNX_MAX_RANK, &count);
+    if (s != CLRUN_OK)
+        return s;
+    if (!clrun__broadcast_dims(x->c.rank, x->c.dims, count, shape, &rank, dims)) {
+        char dx[128], ds[128];
+        return clrun__invalid(im, "%s does not broadcast to %s",
+                              clrun__onnx_dims_text(x->c.rank, x->c.dims, dx, sizeof dx),
+                              clrun__onnx_dims_text(count, shape, ds, sizeof ds));
+    }
+    if (clrun__is_const(x)) {
+        clrun__otensor t;
+        if (!clrun__host_expand(&x->c, rank, dims, &t))
+            return CLRUN__OOM(im);
+        return clrun__define_const(im, n, 0, &t);
+    }
+    if (rank == x->c.rank && memcmp(dims, x->c.dims, (size_t)rank * sizeof dims[0]) == 0)
+        return clrun__define_alias(im, n, 0, x);
+    if (clrun__graph_has_op("expand")) {
+        clrun_attr a = clrun__mk_ints("shape", dims, rank);
+        return clrun__emit1(im, n, "expand", &x, 1, &a, 1, 0, NULL);
+    }
+    /* x · ones of the target shape: the same values (x · 1 is exact) */
+    if (x->c.elem != CLRUN__ONNX_FLOAT && x->c.elem != CLRUN__ONNX_INT32)
+        return clrun__unsupported(im, "needs graph op 'expand', which this build of clrun does not have");
+    clrun__otensor ones;
+    if (!clrun__otensor_alloc(&ones, x->c.elem, rank, dims))
+        return CLRUN__OOM(im);
+    for (uint64_t i = 0; i < clrun__otensor_count(&ones); i++)
+        clrun__otensor_set_int(&ones, i, 1);
+    clrun__value *one = clrun__const_value(im, &ones);
+    if (one == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun__value *in[2] = {x, one};
+    return clrun__emit1(im, n, "mul", in, 2, NULL, 0, 0, NULL);
+}
+
+clrun_status clrun__map_tile(clrun__imp *im, clrun__onode *n)
+{
+    if (n->version < 6)
+        return clrun__unsupported(im, "Tile before opset 6 (tiles and axis inputs) is not supported");
+    clrun_status s = need_input(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t repeats[CLRUN__ONNX_MAX_RANK];
+    int count;
+    s = clrun__const_ints(im, n, 1, false, repeats, CLRUN__ONNX_MAX_RANK, &count);
+    if (s != CLRUN_OK)
+        return s;
+    if (count != x->c.rank)
+        return clrun__invalid(im, "repeats has %d entries for rank %d", count, x->c.rank);
+    for (int d = 0; d < count; d++)
+        if (repeats[d] < 0)
+            return clrun__invalid(im, "repeat %d is %" PRId64, d, repeats[d]);
+    if (clrun__is_const(x)) {
+        clrun__otensor t;
+        if (!clrun__host_tile(&x->c, repeats, &t))
+            return CLRUN__OOM(im);
+        return clrun__define_const(im, n, 0, &t);
+    }
+    if (clrun__graph_has_op("tile")) {
+        clrun_attr a = clrun__mk_ints("repeats", repeats, count);
+        return clrun__emit1(im, n, "tile", &x, 1, &a, 1, 0, NULL);
+    }
+    int last = -1;
+    for (int d = 0; d < count; d++) {
+        if (repeats[d] == 0)
+            return clrun__unsupported(im, "the result would be empty");
+        if (repeats[d] > 1)
+            last = d;
+    }
+    if (last < 0)
+        return clrun__define_alias(im, n, 0, x);
+    clrun__value *cur = x;
+    for (int d = 0; d <= last; d++) {
+        if (repeats[d] == 1)
+            continue;
+        if (repeats[d] > 64)
+            return clrun__unsupported(im, "a repeat of %" PRId64 " without a tile kernel", repeats[d]);
+        clrun__value *copies[64];
+        for (int64_t k = 0; k < repeats[d]; k++)
+            copies[k] = cur;
+        s = clrun__mv_concat(im, n, copies, (int)repeats[d], d, d == last ? 0 : -1, &cur);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- Pad ---- */
+
+clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t before,
+                             int64_t after, const char *mode, double value, int out, clrun__value **r)
+{
+    int64_t dim = x->c.dims[axis];
+    clrun_status s = CLRUN_OK;
+    if (before < 0 || after < 0) { /* negative pads crop */
+        int64_t start = before < 0 ? -before : 0, end = dim - (after < 0 ? -after : 0);
+        if (end - start < 1)
+            return clrun__unsupported(im, "the result would be empty");
+        s = clrun__mv_slice(im, n, x, axis, start, end - start, before <= 0 && after <= 0 ? out : -1, &x);
+        if (s != CLRUN_OK || (before <= 0 && after <= 0))
+            return s;
+        before = before < 0 ? 0 : before;
+        after = after < 0 ? 0 : after;
+        dim = x->c.dims[axis];
+    }
+    if (before == 0 && after == 0)
+        return clrun__mv_same(im, n, x, out, r);
+    bool reflect = strcmp(mode, "reflect") == 0, edge = strcmp(mode, "edge") == 0;
+    if (reflect && (before >= dim || after >= dim))
+        return clrun__invalid(im, "reflect pads of %" PRId64 " and %" PRId64 " on an axis of %" PRId64,
+                              before, after, dim);
+    if (before + after + 1 > 64 && !(!reflect && !edge))
+        return clrun__unsupported(im, "pads of %" PRId64 " in %s mode", before + after, mode);
+    clrun__value *parts[66];
+    int k = 0;
+    for (int side = 0; side < 2; side++) {
+        int64_t width = side == 0 ? before : after;
+        if (width == 0)
+            goto middle;
+        if (!reflect && !edge) { /* one block of the value */
+            clrun__otensor block;
+            int64_t dims[CLRUN__ONNX_MAX_RANK];
+            memcpy(dims, x->c.dims, sizeof dims);
+            dims[axis] = width;
+            if (!clrun__otensor_alloc(&block, x->c.elem, x->c.rank, dims))
+                return CLRUN__OOM(im);
+            for (uint64_t i = 0; i < clrun__otensor_count(&block); i++)
+                clrun__otensor_set_real(&block, i, value);
+            if ((parts[k++] = clrun__const_value(im, &block)) == NULL)
+                return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        } else {
+            for (int64_t j = 0; j < width; j++) {
+                /* before: outermost first; reflect mirrors around the edge element */
+                int64_t src = side == 0 ? (edge ? 0 : width - j) : (edge ? dim - 1 : dim - 2 - j);
+                s = clrun__mv_slice(im, n, x, axis, src, 1, -1, &parts[k++]);
+                if (s != CLRUN_OK)
+                    return s;
+            }
+        }
+    middle:
+        if (side == 0)
+            parts[k++] = x;
+    }
+    return clrun__mv_concat(im, n, parts, k, axis, out, r);
+}
+
+clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int rank = x->c.rank, count;
+    int64_t pads[2 * CLRUN__ONNX_MAX_RANK];
+    double value = 0;
+    char mode[16];
+    s = clrun__oattr_string(im, n, "mode", "constant", mode, sizeof mode);
+    if (s != CLRUN_OK)
+        return s;
+    if (n->version < 11) {
+        s = clrun__oattr_ints(im, n, n->version < 2 ? "paddings" : "pads", pads, 2 * CLRUN__ONNX_MAX_RANK, &count);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "value", 0, &value);
+    } else {
+        bool present;
+        s = clrun__const_ints(im, n, 1, false, pads, 2 * CLRUN__ONNX_MAX_RANK, &count);
+        if (s == CLRUN_OK)
+            s = clrun__const_real(im, n, 2, &value, &present);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return clrun__unsupported(im, "mode '%s' is not supported", mode);
+    if (count != 2 * rank)
+        return clrun__invalid(im, "pads has %d entries for rank %d", count, rank);
+    int last = -1;
+    for (int d = 0; d < rank; d++)
+        if (pads[d] || pads[d + rank])
+            last = d;
+    if (last < 0)
+        return clrun__define_alias(im, n, 0, x);
+    clrun__value *cur = x;
+    for (int d = 0; d <= last; d++) {
+        if (pads[d] == 0 && pads[d + rank] == 0)
+            continue;
+        s = clrun__pad_axis(im, n, cur, d, pads[d], pads[d + rank], mode, value, d == last ? 0 : -1, &cur);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- DepthToSpace, SpaceToDepth: a reshape, a transpose and a reshape ---- */
+
+clrun_status clrun__map_depth_space(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t b;
+    char mode[8] = "DCR";
+    bool to_space = strcmp(n->op, "DepthToSpace") == 0;
+    s = clrun__oattr_int(im, n, "blocksize", 0, &b);
+    if (s == CLRUN_OK && to_space && n->version >= 11)
+        s = clrun__oattr_string(im, n, "mode", "DCR", mode, sizeof mode);
+    if (s != CLRUN_OK)
+        return s;
+    const int64_t *d = x->c.dims;
+    if (x->c.rank != 4 || b < 1)
+        return clrun__invalid(im, "needs a rank-4 input and a blocksize >= 1");
+    int64_t N = d[0], C = d[1], H = d[2], W = d[3], six[6], four[4];
+    int perm[6];
+    if (to_space) {
+        if (C % (b * b))
+            return clrun__invalid(im, "channels %" PRId64 " are not a multiple of blocksize² %" PRId64, C, b * b);
+        bool crd = strcmp(mode, "CRD") == 0;
+        if (!crd && strcmp(mode, "DCR"))
+            return clrun__invalid(im, "mode '%s' is neither DCR nor CRD", mode);
+        int64_t c = C / (b * b);
+        int64_t dcr[6] = {N, b, b, c, H, W}, crd6[6] = {N, c, b, b, H, W};
+        int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(six, crd ? crd6 : dcr, sizeof six);
+        memcpy(perm, crd ? pc : pd, sizeof perm);
+        int64_t o[4] = {N, c, H * b, W * b};
+        memcpy(four, o, sizeof four);
+    } else {
+        if (H % b || W % b)
+            return clrun__invalid(im, "height and width must be multiples of the blocksize");
+        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, C * b * b, H / b, W / b};
+        int p[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(six, s6, sizeof six);
+        memcpy(perm, p, sizeof perm);
+        memcpy(four, o, sizeof four);
+    }
+    clrun__value *t;
+    s = clrun__mv_reshape(im, n, x, 6, six, -1, &t);
+    if (s == CLRUN_OK)
+        s = clrun__mv_transpose(im, n, t, perm, -1, &t);
+    return s == CLRUN_OK ? clrun__mv_reshape(im, n, t, 4, four, 0, NULL) : s;
+}
+
+/* ---- device-only ---- */
+
+clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 1);
+    int64_t upper, k = 0;
+    bool present = false;
+    double kr = 0;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "upper", 1, &upper);
+    if (s == CLRUN_OK)
+        s = clrun__const_real(im, n, 1, &kr, &present);
+    if (s != CLRUN_OK)
+        return s;
+    if (present)
+        k = (int64_t)kr;
+    clrun__value *x = n->in[0];
+    clrun_attr a[2] = {clrun__mk_int("upper", upper), clrun__mk_int("k", k)};
+    return clrun__emit1(im, n, "trilu", &x, 1, a, 2, 0, NULL);
+}
+
+clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need_input(im, n, 2);
+    int64_t exclusive, reverse;
+    double axis_r;
+    bool present;
+    int a;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "exclusive", 0, &exclusive);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "reverse", 0, &reverse);
+    if (s == CLRUN_OK)
+        s = clrun__const_real(im, n, 1, &axis_r, &present);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, (int64_t)axis_r, n->in[0]->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    clrun_attr at[3] = {clrun__mk_int("axis", a), clrun__mk_int("exclusive", exclusive),
+                        clrun__mk_int("reverse", reverse)};
+    return clrun__emit1(im, n, "cumsum", &x, 1, at, 3, 0, NULL);
+}
+
+clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
+{
+    return clrun__unsupported(im, "%s is not supported yet", n->op);
+}

@@ -1,0 +1,657 @@
+/* Network operators: MatMul, Gemm, Conv, ConvTranspose, pools, normalisations, Softmax. 1-D
+ * convolutions and pools run as 2-D ones of height 1; padding the graph ops cannot express (one
+ * side larger than the other) is added explicitly, with zeros for convolutions and -inf for max
+ * pools, which gives the same values. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "onnx/fold.h"
+#include "onnx/map.h"
+
+static clrun_status need(clrun__imp *im, clrun__onode *n, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (i >= n->n_in || n->in[i] == NULL)
+            return clrun__invalid(im, "%s needs input %d", n->op, i);
+    return CLRUN_OK;
+}
+
+static clrun_status binary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *a,
+                           clrun__value *b, int out, clrun__value **r)
+{
+    clrun__value *in[2] = {a, b};
+    return clrun__emit1(im, n, op, in, 2, NULL, 0, out, r);
+}
+
+/* ---- MatMul, Gemm ---- */
+
+clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *a = n->in[0], *b = n->in[1];
+    int ra = a->c.rank, rb = b->c.rank;
+    if (ra < 1 || rb < 1)
+        return clrun__invalid(im, "MatMul inputs need at least one dimension");
+    if (ra >= 2 && rb >= 2)
+        return binary(im, n, "matmul", a, b, 0, NULL);
+    /* numpy: a vector a is a row [1, K] whose row is dropped after, a vector b a column [K, 1]. */
+    int64_t da[2] = {1, a->c.dims[0]}, db[2] = {b->c.dims[0], 1};
+    if (ra == 1 && (s = clrun__mv_reshape(im, n, a, 2, da, -1, &a)) != CLRUN_OK)
+        return s;
+    if (rb == 1 && (s = clrun__mv_reshape(im, n, b, 2, db, -1, &b)) != CLRUN_OK)
+        return s;
+    clrun__value *y;
+    s = binary(im, n, "matmul", a, b, -1, &y);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    int rank = 0;
+    for (int d = 0; d < y->c.rank; d++) {
+        if ((ra == 1 && d == y->c.rank - 2) || (rb == 1 && d == y->c.rank - 1))
+            continue;
+        dims[rank++] = y->c.dims[d];
+    }
+    return clrun__mv_reshape(im, n, y, rank, dims, 0, NULL);
+}
+
+clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 2);
+    double alpha, beta;
+    int64_t ta, tb, broadcast = 1;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "alpha", 1, &alpha);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "beta", 1, &beta);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "transA", 0, &ta);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "transB", 0, &tb);
+    if (s == CLRUN_OK && n->version < 7)
+        s = clrun__oattr_int(im, n, "broadcast", 0, &broadcast);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *a = n->in[0], *b = n->in[1], *c = n->n_in > 2 ? n->in[2] : NULL;
+    if (a->c.rank != 2 || b->c.rank != 2)
+        return clrun__invalid(im, "Gemm takes matrices");
+    int64_t M = ta ? a->c.dims[1] : a->c.dims[0], N = tb ? b->c.dims[0] : b->c.dims[1];
+    if (c && !broadcast && !(c->c.rank == 2 && c->c.dims[0] == M && c->c.dims[1] == N))
+        return clrun__invalid(im, "without broadcast, C must be [M, N]");
+    clrun_attr at[3] = {clrun__mk_int("transpose_a", ta != 0), clrun__mk_int("transpose_b", tb != 0),
+                        clrun__mk_float("alpha", alpha)};
+    if (c == NULL || beta == 0)
+        return clrun__emit(im, n, "matmul", (clrun__value *[]){a, b}, 2, at, 3, (int[]){0}, 1, NULL);
+    /* beta·C: scaled on the host when constant. A [N] or [1, N] C is the matmul's bias. */
+    if (beta != 1) {
+        if (clrun__is_const(c)) {
+            clrun__otensor t;
+            if (!clrun__otensor_copy(&t, &c->c))
+                return CLRUN__OOM(im);
+            for (uint64_t i = 0; i < clrun__otensor_count(&t); i++)
+                clrun__otensor_set_real(&t, i, beta * clrun__otensor_get_real(&t, i));
+            if ((c = clrun__const_value(im, &t)) == NULL)
+                return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        } else {
+            clrun_attr sc = clrun__mk_float("alpha", beta);
+            if ((s = clrun__emit1(im, n, "scale", &c, 1, &sc, 1, -1, &c)) != CLRUN_OK)
+                return s;
+        }
+    }
+    bool row = (c->c.rank == 1 && c->c.dims[0] == N) || (c->c.rank == 2 && c->c.dims[0] == 1 && c->c.dims[1] == N);
+    if (row) {
+        int64_t dn = N;
+        if (c->c.rank == 2 && (s = clrun__mv_reshape(im, n, c, 1, &dn, -1, &c)) != CLRUN_OK)
+            return s;
+        return clrun__emit(im, n, "matmul", (clrun__value *[]){a, b, c}, 3, at, 3, (int[]){0}, 1, NULL);
+    }
+    clrun__value *y;
+    s = clrun__emit(im, n, "matmul", (clrun__value *[]){a, b}, 2, at, 3, NULL, 1, &y);
+    return s == CLRUN_OK ? binary(im, n, "add", y, c, 0, NULL) : s;
+}
+
+/* ---- geometry of convolutions and pools ---- */
+
+typedef struct window {
+    int spatial;              /* 1 or 2 */
+    int64_t kernel[2], stride[2], dilation[2], pad_begin[2], pad_end[2];
+    int64_t group;
+    bool ceil_mode;
+} window;
+
+/* strides, dilations, pads and auto_pad of a node for a given input and kernel extent. */
+static clrun_status window_attrs(clrun__imp *im, clrun__onode *n, const clrun__otensor *x, window *w,
+                                 bool dilations)
+{
+    int64_t v[8];
+    int count;
+    int sp = w->spatial;
+    for (int i = 0; i < sp; i++)
+        w->stride[i] = w->dilation[i] = 1, w->pad_begin[i] = w->pad_end[i] = 0;
+    clrun_status s = clrun__oattr_ints(im, n, "strides", v, 8, &count);
+    if (s == CLRUN_OK && count >= 0) {
+        if (count != sp)
+            return clrun__invalid(im, "strides has %d entries for %d spatial dimensions", count, sp);
+        for (int i = 0; i < sp; i++)
+            w->stride[i] = v[i];
+    }
+    if (s == CLRUN_OK && dilations && (s = clrun__oattr_ints(im, n, "dilations", v, 8, &count)) == CLRUN_OK &&
+        count >= 0) {
+        if (count != sp)
+            return clrun__invalid(im, "dilations has %d entries for %d spatial dimensions", count, sp);
+        for (int i = 0; i < sp; i++)
+            w->dilation[i] = v[i];
+    }
+    if (s != CLRUN_OK)
+        return s;
+    for (int i = 0; i < sp; i++)
+        if (w->stride[i] < 1 || w->dilation[i] < 1 || w->kernel[i] < 1)
+            return clrun__invalid(im, "strides, dilations and kernel sizes must be >= 1");
+    char pad_mode[16];
+    if ((s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", pad_mode, sizeof pad_mode)) != CLRUN_OK)
+        return s;
+    if ((s = clrun__oattr_ints(im, n, "pads", v, 8, &count)) != CLRUN_OK)
+        return s;
+    if (strcmp(pad_mode, "NOTSET") == 0) {
+        if (count >= 0 && count != 2 * sp)
+            return clrun__invalid(im, "pads has %d entries for %d spatial dimensions", count, sp);
+        for (int i = 0; count >= 0 && i < sp; i++) {
+            w->pad_begin[i] = v[i], w->pad_end[i] = v[i + sp];
+            if (v[i] < 0 || v[i + sp] < 0)
+                return clrun__invalid(im, "negative pads");
+        }
+    } else if (strcmp(pad_mode, "SAME_UPPER") == 0 || strcmp(pad_mode, "SAME_LOWER") == 0) {
+        /* The output is ceil(in / stride); the padding it needs, the odd one at the end (UPPER)
+         * or the beginning (LOWER). */
+        for (int i = 0; i < sp; i++) {
+            int64_t in = x->dims[2 + i], out = (in + w->stride[i] - 1) / w->stride[i];
+            int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
+            int64_t total = (out - 1) * w->stride[i] + span - in;
+            total = total < 0 ? 0 : total;
+            w->pad_begin[i] = pad_mode[5] == 'U' ? total / 2 : total - total / 2;
+            w->pad_end[i] = total - w->pad_begin[i];
+        }
+    } else if (strcmp(pad_mode, "VALID") != 0) {
+        return clrun__invalid(im, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", pad_mode);
+    }
+    return CLRUN_OK;
+}
+
+/* A [N, C, W] value as [N, C, 1, W] (and back), for 1-D windows. */
+static clrun_status as_image(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value **r)
+{
+    int64_t dims[4] = {x->c.dims[0], x->c.dims[1], 1, x->c.dims[2]};
+    return clrun__mv_reshape(im, n, x, 4, dims, -1, r);
+}
+
+/* x [N, C, H, W] padded explicitly by what the symmetric padding leaves over (pad_end beyond
+ * pad_begin or the reverse); w's pads then become symmetric. */
+static clrun_status pad_extra(clrun__imp *im, clrun__onode *n, clrun__value *x, window *w, double value,
+                              int64_t *sym, clrun__value **r)
+{
+    *r = x;
+    for (int i = 0; i < 2; i++) {
+        int64_t lo = w->pad_begin[i] < w->pad_end[i] ? w->pad_begin[i] : w->pad_end[i];
+        sym[i] = lo;
+        int64_t before = w->pad_begin[i] - lo, after = w->pad_end[i] - lo;
+        if (before == 0 && after == 0)
+            continue;
+        clrun_status s = clrun__pad_axis(im, n, *r, 2 + i, before, after, "constant", value, -1, r);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* The kernel extents from W [M, C/g, k...] or kernel_shape. */
+static clrun_status kernel_of(clrun__imp *im, clrun__onode *n, const clrun__otensor *wt, window *w)
+{
+    int64_t v[8];
+    int count;
+    clrun_status s = clrun__oattr_ints(im, n, "kernel_shape", v, 8, &count);
+    if (s != CLRUN_OK)
+        return s;
+    for (int i = 0; i < w->spatial; i++) {
+        int64_t k = wt ? wt->dims[2 + i] : (count > i ? v[i] : 0);
+        if (count >= 0 && (count != w->spatial || v[i] != k))
+            return clrun__invalid(im, "kernel_shape does not match the %s", wt ? "weights" : "rank");
+        w->kernel[i] = k;
+    }
+    return CLRUN_OK;
+}
+
+/* The last step of a windowed op: back to [N, C, W] for 1-D. */
+static clrun_status finish_window(clrun__imp *im, clrun__onode *n, const window *w, clrun__value *y)
+{
+    if (w->spatial == 2)
+        return clrun__define_alias(im, n, 0, y);
+    int64_t dims[3] = {y->c.dims[0], y->c.dims[1], y->c.dims[3]};
+    return clrun__mv_reshape(im, n, y, 3, dims, 0, NULL);
+}
+
+static clrun_status spatial_of(clrun__imp *im, const clrun__value *x, int *spatial)
+{
+    if (x->c.rank != 3 && x->c.rank != 4)
+        return clrun__unsupported(im, "%d-D windows are not supported (1-D and 2-D are)", x->c.rank - 2);
+    *spatial = x->c.rank - 2;
+    return CLRUN_OK;
+}
+
+/* ---- Conv ---- */
+
+clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 2);
+    window w = {0};
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
+    if (wt->c.rank != x->c.rank)
+        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
+    s = kernel_of(im, n, &wt->c, &w);
+    if (s == CLRUN_OK)
+        s = window_attrs(im, n, &x->c, &w, true);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "group", 1, &w.group);
+    if (s != CLRUN_OK)
+        return s;
+    if (w.spatial == 1) {
+        s = as_image(im, n, x, &x);
+        if (s == CLRUN_OK)
+            s = as_image(im, n, wt, &wt);
+        if (s != CLRUN_OK)
+            return s;
+        w.spatial = 2;
+        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
+        w.stride[1] = w.stride[0], w.stride[0] = 1;
+        w.dilation[1] = w.dilation[0], w.dilation[0] = 1;
+        w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
+        w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
+        w.spatial = 1; /* for finish_window; the arrays now hold the 2-D view */
+    }
+    int64_t sym[2];
+    s = pad_extra(im, n, x, &w, 0, sym, &x);
+    if (s != CLRUN_OK)
+        return s;
+    clrun_attr at[4] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pad", sym, 2),
+                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group)};
+    clrun__value *in[3] = {x, wt, bias}, *y;
+    s = clrun__emit(im, n, "conv2d", in, bias ? 3 : 2, at, 4, (int[]){w.spatial == 2 ? 0 : -1}, 1, &y);
+    if (s != CLRUN_OK || w.spatial == 2)
+        return s;
+    return finish_window(im, n, &w, y);
+}
+
+/* ---- ConvTranspose ---- */
+
+clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 2);
+    window w = {.spatial = 2};
+    if (s == CLRUN_OK && n->in[0]->c.rank != 4)
+        return clrun__unsupported(im, "only 2-D ConvTranspose is supported");
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
+    s = kernel_of(im, n, &wt->c, &w);
+    int64_t v[8], out_pad[2] = {0, 0};
+    int count, shape_count;
+    char pad_mode[16];
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "group", 1, &w.group);
+    /* auto_pad and output_shape change how the pads follow; only explicit pads are mapped. */
+    if (s == CLRUN_OK)
+        s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", pad_mode, sizeof pad_mode);
+    if (s == CLRUN_OK && strcmp(pad_mode, "NOTSET"))
+        return clrun__unsupported(im, "auto_pad=%s is not supported", pad_mode);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_ints(im, n, "output_shape", v, 8, &shape_count);
+    if (s == CLRUN_OK && shape_count >= 0)
+        return clrun__unsupported(im, "output_shape is not supported (give pads)");
+    if (s == CLRUN_OK)
+        s = window_attrs(im, n, &x->c, &w, true);
+    if (s == CLRUN_OK && (s = clrun__oattr_ints(im, n, "output_padding", v, 8, &count)) == CLRUN_OK &&
+        count >= 0) {
+        if (count != 2)
+            return clrun__invalid(im, "output_padding has %d entries", count);
+        out_pad[0] = v[0], out_pad[1] = v[1];
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (w.pad_begin[0] != w.pad_end[0] || w.pad_begin[1] != w.pad_end[1])
+        return clrun__unsupported(im, "asymmetric pads are not supported");
+    clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pad", w.pad_begin, 2),
+                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group),
+                        clrun__mk_ints("output_padding", out_pad, 2)};
+    clrun__value *in[3] = {x, wt, bias};
+    return clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, (int[]){0}, 1, NULL);
+}
+
+/* ---- MaxPool, AveragePool ---- */
+
+clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 1);
+    window w = {0};
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
+    if (s != CLRUN_OK)
+        return s;
+    bool max = strcmp(n->op, "MaxPool") == 0;
+    clrun__value *x = n->in[0];
+    int64_t ceil_mode = 0, include_pad = 0, storage = 0;
+    s = kernel_of(im, n, NULL, &w);
+    if (s == CLRUN_OK && w.kernel[0] == 0)
+        s = clrun__invalid(im, "kernel_shape is required");
+    if (s == CLRUN_OK)
+        s = window_attrs(im, n, &x->c, &w, max && n->version >= 10);
+    if (s == CLRUN_OK && n->version >= 10)
+        s = clrun__oattr_int(im, n, "ceil_mode", 0, &ceil_mode);
+    if (s == CLRUN_OK && !max && n->version >= 7)
+        s = clrun__oattr_int(im, n, "count_include_pad", 0, &include_pad);
+    if (s == CLRUN_OK && max && n->version >= 8)
+        s = clrun__oattr_int(im, n, "storage_order", 0, &storage);
+    if (s != CLRUN_OK)
+        return s;
+    if (max && clrun__out(im, n, 1))
+        return clrun__unsupported(im, "the Indices output of MaxPool is not supported");
+    if (w.spatial == 1) {
+        if ((s = as_image(im, n, x, &x)) != CLRUN_OK)
+            return s;
+        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
+        w.stride[1] = w.stride[0], w.stride[0] = 1;
+        w.dilation[1] = w.dilation[0], w.dilation[0] = 1;
+        w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
+        w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
+    }
+    if (ceil_mode) {
+        /* ceil((in + pads - span) / stride) + 1 outputs: extra padding at the end gives them, and
+         * is exact for max pools (-inf never wins a window that starts inside). */
+        if (!max)
+            return clrun__unsupported(im, "ceil_mode=1 for AveragePool is not supported");
+        for (int i = 0; i < 2; i++) {
+            int64_t in = x->c.dims[2 + i] + w.pad_begin[i] + w.pad_end[i];
+            int64_t span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+            if (in < span)
+                continue;
+            int64_t out = (in - span + w.stride[i] - 1) / w.stride[i] + 1;
+            /* The last window must start inside the input or the front padding. */
+            if ((out - 1) * w.stride[i] >= x->c.dims[2 + i] + w.pad_begin[i])
+                out--;
+            int64_t needed = (out - 1) * w.stride[i] + span - in;
+            if (needed > 0)
+                w.pad_end[i] += needed;
+        }
+    }
+    int64_t sym[2] = {w.pad_begin[0], w.pad_begin[1]};
+    bool symmetric = w.pad_begin[0] == w.pad_end[0] && w.pad_begin[1] == w.pad_end[1];
+    bool fits = 2 * sym[0] <= w.kernel[0] && 2 * sym[1] <= w.kernel[1];
+    if (max && (!symmetric || !fits)) {
+        /* Explicit -inf padding, never the max of a window that has any element of x. */
+        for (int i = 0; i < 2; i++) {
+            if (w.pad_begin[i] == 0 && w.pad_end[i] == 0)
+                continue;
+            s = clrun__pad_axis(im, n, x, 2 + i, w.pad_begin[i], w.pad_end[i], "constant", -INFINITY, -1, &x);
+            if (s != CLRUN_OK)
+                return s;
+        }
+        sym[0] = sym[1] = 0;
+    } else if (!max && include_pad) {
+        /* Zeros that count: explicit padding, then a pool without any. */
+        for (int i = 0; i < 2; i++) {
+            if (w.pad_begin[i] == 0 && w.pad_end[i] == 0)
+                continue;
+            s = clrun__pad_axis(im, n, x, 2 + i, w.pad_begin[i], w.pad_end[i], "constant", 0, -1, &x);
+            if (s != CLRUN_OK)
+                return s;
+        }
+        sym[0] = sym[1] = 0;
+    } else if (!max && !symmetric) {
+        return clrun__unsupported(im, "asymmetric pads for AveragePool without count_include_pad are not supported");
+    }
+    clrun_attr at[4] = {clrun__mk_ints("kernel", w.kernel, 2), clrun__mk_ints("stride", w.stride, 2),
+                        clrun__mk_ints("pad", sym, 2), clrun__mk_ints("dilation", w.dilation, 2)};
+    int n_at = w.dilation[0] != 1 || w.dilation[1] != 1 ? 4 : 3;
+    clrun__value *y;
+    s = clrun__emit1(im, n, max ? "maxpool2d" : "avgpool2d", &x, 1, at, n_at, w.spatial == 2 ? 0 : -1, &y);
+    if (s != CLRUN_OK || w.spatial == 2)
+        return s;
+    return finish_window(im, n, &w, y);
+}
+
+clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    if (x->c.rank < 3)
+        return clrun__invalid(im, "%s needs [N, C, D...]", n->op);
+    int64_t axes[CLRUN__ONNX_MAX_RANK];
+    for (int d = 2; d < x->c.rank; d++)
+        axes[d - 2] = d;
+    clrun_attr at[2] = {clrun__mk_ints("axes", axes, x->c.rank - 2), clrun__mk_int("keepdims", 1)};
+    const char *op = strcmp(n->op, "GlobalMaxPool") == 0 ? "reduce_max" : "reduce_mean";
+    return clrun__emit1(im, n, op, &x, 1, at, 2, 0, NULL);
+}
+
+/* ---- normalisations ---- */
+
+/* A per-channel vector [C] as [C, 1, ...] against an input of rank `rank` (channels at 1). */
+static clrun_status per_channel(clrun__imp *im, clrun__onode *n, clrun__value *v, int rank, clrun__value **r)
+{
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    int k = 0;
+    dims[k++] = (int64_t)clrun__otensor_count(&v->c);
+    for (int d = 2; d < rank; d++)
+        dims[k++] = 1;
+    return clrun__mv_reshape(im, n, v, k, dims, -1, r);
+}
+
+clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 5);
+    double eps;
+    int64_t spatial = 1, training = 0;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "epsilon", 1e-5, &eps);
+    clrun__oattr_ignore(im, n, "momentum");
+    if (s == CLRUN_OK && n->version < 9 && n->version >= 7)
+        s = clrun__oattr_int(im, n, "spatial", 1, &spatial);
+    if (s == CLRUN_OK && n->version < 7) {
+        clrun__oattr_ignore(im, n, "is_test");
+        s = clrun__oattr_int(im, n, "spatial", 1, &spatial);
+    }
+    if (n->version < 6)
+        clrun__oattr_ignore(im, n, "consumed_inputs");
+    if (s == CLRUN_OK && n->version >= 14)
+        s = clrun__oattr_int(im, n, "training_mode", 0, &training);
+    if (s != CLRUN_OK)
+        return s;
+    if (training)
+        return clrun__unsupported(im, "training_mode=1 is not supported (inference only)");
+    for (int i = 1; i < n->n_out; i++)
+        if (clrun__out(im, n, i))
+            return clrun__unsupported(im, "the running statistics outputs (training) are not supported");
+    clrun__value *x = n->in[0], *scale = n->in[1], *bias = n->in[2], *mean = n->in[3], *var = n->in[4];
+    int rank = x->c.rank;
+    if (rank < 2)
+        return clrun__invalid(im, "BatchNormalization needs [N, C, ...]");
+    /* y = (x - mean) · s + B with s = scale / sqrt(var + eps): folded on the host in double when
+     * the statistics are constants (as in every exported model), else computed on the device. */
+    clrun__value *s_v;
+    if (clrun__is_const(scale) && clrun__is_const(var)) {
+        clrun__otensor t;
+        if (clrun__otensor_count(&scale->c) != clrun__otensor_count(&var->c) || !clrun__otensor_copy(&t, &scale->c))
+            return clrun__otensor_count(&scale->c) != clrun__otensor_count(&var->c)
+                       ? clrun__invalid(im, "scale and var differ in size") : CLRUN__OOM(im);
+        for (uint64_t i = 0; i < clrun__otensor_count(&t); i++)
+            clrun__otensor_set_real(&t, i, clrun__otensor_get_real(&scale->c, i) /
+                                               sqrt(clrun__otensor_get_real(&var->c, i) + eps));
+        if ((s_v = clrun__const_value(im, &t)) == NULL)
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    } else {
+        clrun__value *e = clrun__scalar_value(im, var->c.elem, eps, var->c.rank), *t;
+        if (e == NULL)
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        s = binary(im, n, "add", var, e, -1, &t);
+        if (s == CLRUN_OK)
+            s = clrun__emit1(im, n, "sqrt", &t, 1, NULL, 0, -1, &t);
+        if (s == CLRUN_OK)
+            s = binary(im, n, "div", scale, t, -1, &s_v);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    clrun__value *mean_r, *s_r, *b_r, *t;
+    if (spatial) {
+        s = per_channel(im, n, mean, rank, &mean_r);
+        if (s == CLRUN_OK)
+            s = per_channel(im, n, s_v, rank, &s_r);
+        if (s == CLRUN_OK)
+            s = per_channel(im, n, bias, rank, &b_r);
+    } else { /* statistics per activation: [C, D1, ...] already */
+        mean_r = mean, s_r = s_v, b_r = bias;
+    }
+    if (s == CLRUN_OK)
+        s = binary(im, n, "sub", x, mean_r, -1, &t);
+    if (s == CLRUN_OK)
+        s = binary(im, n, "mul", t, s_r, -1, &t);
+    return s == CLRUN_OK ? binary(im, n, "add", t, b_r, 0, NULL) : s;
+}
+
+/* A constant [d] of ones or zeros. */
+static clrun__value *filled(clrun__imp *im, int elem, int64_t d, double value)
+{
+    clrun__otensor t;
+    if (!clrun__otensor_alloc(&t, elem, 1, &d)) {
+        CLRUN__OOM(im);
+        return NULL;
+    }
+    for (int64_t i = 0; i < d; i++)
+        clrun__otensor_set_real(&t, (uint64_t)i, value);
+    return clrun__const_value(im, &t);
+}
+
+/* layernorm of x over its dims [axis, rank) with gamma and beta of D elements (values or NULL). */
+static clrun_status layernorm_rows(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis,
+                                   clrun__value *gamma, clrun__value *beta, double eps, int out,
+                                   clrun__value **r)
+{
+    int64_t rows[2] = {1, 1};
+    for (int d = 0; d < x->c.rank; d++)
+        rows[d < axis ? 0 : 1] *= x->c.dims[d];
+    int64_t D = rows[1];
+    clrun_status s = CLRUN_OK;
+    if (gamma && clrun__otensor_count(&gamma->c) != (uint64_t)D) {
+        if (!clrun__is_const(gamma) || clrun__otensor_count(&gamma->c) != 1)
+            return clrun__unsupported(im, "a scale that broadcasts to the normalised shape is not supported");
+    }
+    if (gamma == NULL && (gamma = filled(im, x->c.elem, D, 1)) == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (beta == NULL && (beta = filled(im, x->c.elem, D, 0)) == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (clrun__otensor_count(&gamma->c) != (uint64_t)D || clrun__otensor_count(&beta->c) != (uint64_t)D)
+        return clrun__unsupported(im, "scale and bias must have the normalised shape");
+    clrun__value *x2 = x, *y;
+    if (s == CLRUN_OK)
+        s = clrun__mv_reshape(im, n, x, 2, rows, -1, &x2);
+    if (s == CLRUN_OK)
+        s = clrun__mv_reshape(im, n, gamma, 1, &D, -1, &gamma);
+    if (s == CLRUN_OK)
+        s = clrun__mv_reshape(im, n, beta, 1, &D, -1, &beta);
+    clrun_attr at = clrun__mk_float("eps", eps);
+    clrun__value *in[3] = {x2, gamma, beta};
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "layernorm", in, 3, &at, 1, -1, &y);
+    return s == CLRUN_OK ? clrun__mv_reshape(im, n, y, x->c.rank, x->c.dims, out, r) : s;
+}
+
+clrun_status clrun__map_layernorm(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 2);
+    int64_t axis, stash;
+    double eps;
+    int a;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "axis", -1, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "epsilon", 1e-5, &eps);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "stash_type", 1, &stash);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, n->in[0]->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    if (stash != 1)
+        return clrun__unsupported(im, "stash_type=%" PRId64 " is not supported", stash);
+    if (clrun__out(im, n, 1) || clrun__out(im, n, 2))
+        return clrun__unsupported(im, "the Mean and InvStdDev outputs are not supported");
+    return layernorm_rows(im, n, n->in[0], a, n->in[1], n->n_in > 2 ? n->in[2] : NULL, eps, 0, NULL);
+}
+
+clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 3);
+    double eps;
+    if (n->version < 6)
+        clrun__oattr_ignore(im, n, "consumed_inputs");
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "epsilon", 1e-5, &eps);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *scale, *bias, *y;
+    int rank = x->c.rank;
+    if (rank < 3)
+        return clrun__invalid(im, "InstanceNormalization needs [N, C, D...]");
+    /* Each (n, c) row normalised over the spatial dims, then the channel's scale and bias. */
+    s = layernorm_rows(im, n, x, 2, NULL, NULL, eps, -1, &y);
+    if (s == CLRUN_OK)
+        s = per_channel(im, n, n->in[1], rank, &scale);
+    if (s == CLRUN_OK)
+        s = per_channel(im, n, n->in[2], rank, &bias);
+    if (s == CLRUN_OK)
+        s = binary(im, n, "mul", y, scale, -1, &y);
+    return s == CLRUN_OK ? binary(im, n, "add", y, bias, 0, NULL) : s;
+}
+
+/* ---- Softmax, LogSoftmax ---- */
+
+clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = need(im, n, 1);
+    int64_t axis;
+    int a;
+    bool log = strcmp(n->op, "LogSoftmax") == 0;
+    const char *op = log ? "logsoftmax" : "softmax";
+    clrun__value *x = n->in[0], *y;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "axis", n->version >= 13 ? -1 : 1, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, x->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    if (n->version < 13) { /* over the flattened dims [axis, rank) */
+        int64_t rows[2] = {1, 1};
+        for (int d = 0; d < x->c.rank; d++)
+            rows[d < a ? 0 : 1] *= x->c.dims[d];
+        s = clrun__mv_reshape(im, n, x, 2, rows, -1, &y);
+        if (s == CLRUN_OK)
+            s = clrun__emit1(im, n, op, &y, 1, NULL, 0, -1, &y);
+        return s == CLRUN_OK ? clrun__mv_reshape(im, n, y, x->c.rank, x->c.dims, 0, NULL) : s;
+    }
+    if (a == x->c.rank - 1)
+        return clrun__emit1(im, n, op, &x, 1, NULL, 0, 0, NULL);
+    int perm[CLRUN__ONNX_MAX_RANK];
+    for (int d = 0; d < x->c.rank; d++)
+        perm[d] = d;
+    perm[a] = x->c.rank - 1;
+    perm[x->c.rank - 1] = a; /* a swap is its own inverse */
+    s = clrun__mv_transpose(im, n, x, perm, -1, &y);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, op, &y, 1, NULL, 0, -1, &y);
+    return s == CLRUN_OK ? clrun__mv_transpose(im, n, y, perm, 0, NULL) : s;
+}
