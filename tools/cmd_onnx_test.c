@@ -291,43 +291,82 @@ static bool compare_output(const test_args *a, int i, const char *name, const cl
 
 /* ---- one case ---- */
 
-/* Loads the model, binding its inputs' shapes from the test's input tensors when the model
- * leaves dimensions symbolic. */
-static clrun_status load_case(const char *model, const tensor_file *inputs, int n_inputs, clrun_graph **g,
-                              char *err, size_t errlen)
+/* The test input called `name` (its TensorProto name), or -1. */
+static int test_input(const tensor_file *inputs, int n, const char *name)
 {
-    clrun_onnx_options o;
-    clrun_onnx_options_init(&o);
-    o.err = err;
-    o.errlen = errlen;
-    clrun_status s = clrun_graph_load_onnx(model, &o, g);
-    if (s != CLRUN_ERROR_INVALID_GRAPH || (!strstr(err, "is not bound") && !strstr(err, "has no size")))
-        return s;
+    for (int i = 0; i < n; i++)
+        if (inputs[i].name[0] && strcmp(inputs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Loads the model as the test case needs it: inputs' symbolic dimensions bound from the test's
+ * input tensors, and inputs that decide shapes (a Reshape's shape given as an input, a Trilu's k)
+ * fixed to the test's values, as a user would with a constant (frozen[i] then set). */
+static clrun_status load_case(const char *model, const tensor_file *inputs, int n_inputs, bool *frozen,
+                              clrun_graph **g, char *err, size_t errlen)
+{
     clrun_onnx_shape *shapes = calloc((size_t)n_inputs + 1, sizeof *shapes);
-    if (shapes == NULL)
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    int k = 0;
-    for (int i = 0; i < n_inputs; i++) {
-        if (inputs[i].name[0] == '\0')
+    clrun_onnx_constant *constants = calloc((size_t)n_inputs + 1, sizeof *constants);
+    clrun_status s = shapes && constants ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    bool bind_shapes = false;
+    for (int attempt = 0; s == CLRUN_OK && attempt <= n_inputs + 1; attempt++) {
+        clrun_onnx_options o;
+        clrun_onnx_options_init(&o);
+        o.err = err;
+        o.errlen = errlen;
+        o.shapes = shapes;
+        o.constants = constants;
+        for (int i = 0; i < n_inputs; i++) {
+            if (!inputs[i].name[0])
+                continue;
+            if (frozen[i])
+                constants[o.constant_count++] = (clrun_onnx_constant){inputs[i].name, inputs[i].type, inputs[i].data};
+            else if (bind_shapes) {
+                clrun_onnx_shape *sh = &shapes[o.shape_count++];
+                sh->input = inputs[i].name;
+                sh->rank = inputs[i].type.rank;
+                memcpy(sh->dims, inputs[i].type.shape, sizeof sh->dims);
+            }
+        }
+        s = clrun_graph_load_onnx(model, &o, g);
+        if (s == CLRUN_ERROR_INVALID_GRAPH && !bind_shapes && (strstr(err, "is not bound") || strstr(err, "has no size"))) {
+            bind_shapes = true;
+            s = CLRUN_OK;
             continue;
-        shapes[k].input = inputs[i].name;
-        shapes[k].rank = inputs[i].type.rank;
-        memcpy(shapes[k].dims, inputs[i].type.shape, sizeof shapes[k].dims);
-        k++;
+        }
+        const char *known = s == CLRUN_ERROR_UNSUPPORTED ? strstr(err, "' must be known at load time") : NULL;
+        if (known == NULL)
+            break;
+        const char *open = known;
+        while (open > err && open[-1] != '\'')
+            open--;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(known - open), open);
+        int k = test_input(inputs, n_inputs, name);
+        if (k < 0 || frozen[k])
+            break;
+        frozen[k] = true;
+        s = CLRUN_OK;
     }
-    o.shapes = shapes;
-    o.shape_count = k;
-    s = clrun_graph_load_onnx(model, &o, g);
     free(shapes);
+    free(constants);
     return s;
 }
 
 /* Runs one data set on a loaded graph. */
 static void run_set(const test_args *a, clrun_context *ctx, const clrun_graph *g, clrun_exec *exec,
-                    const tensor_file *inputs, int n_in, const tensor_file *outputs, int n_out, outcome *o)
+                    const tensor_file *all_inputs, int n_all, const bool *frozen, const tensor_file *outputs,
+                    int n_out, outcome *o)
 {
     const clrun_tensor_id *in_ids, *out_ids;
     int32_t gi = clrun_graph_inputs(g, &in_ids), go = clrun_graph_outputs(g, &out_ids);
+    /* The graph's inputs are the test's, less those fixed at load. */
+    const tensor_file *inputs[256];
+    int n_in = 0;
+    for (int i = 0; i < n_all && n_in < 256; i++)
+        if (!frozen[i])
+            inputs[n_in++] = &all_inputs[i];
     if (gi != n_in || go != n_out) {
         o->v = V_UNSUPPORTED;
         snprintf(o->message, sizeof o->message, "the test gives %d inputs and %d outputs, the graph has %d and %d",
@@ -339,16 +378,16 @@ static void run_set(const test_args *a, clrun_context *ctx, const clrun_graph *g
     for (int32_t i = 0; s == CLRUN_OK && i < gi; i++) {
         const clrun_tensor_type *t = clrun_graph_tensor_type(g, in_ids[i]);
         char tg[160], tw[160];
-        if (t->dtype != inputs[i].type.dtype || !same_shape(t, &inputs[i].type)) {
+        if (t->dtype != inputs[i]->type.dtype || !same_shape(t, &inputs[i]->type)) {
             o->v = V_UNSUPPORTED;
             snprintf(o->message, sizeof o->message, "input %d is %s in the test, %s in the graph", (int)i,
-                     clrun_cli_type_text(&inputs[i].type, tg, sizeof tg), clrun_cli_type_text(t, tw, sizeof tw));
+                     clrun_cli_type_text(&inputs[i]->type, tg, sizeof tg), clrun_cli_type_text(t, tw, sizeof tw));
             s = CLRUN_ERROR_INVALID_ARGUMENT;
             break;
         }
         s = clrun_alloc_ex(ctx, clrun_tensor_bytes(t), 0, clrun_graph_tensor_name(g, in_ids[i]), &buffers[i]);
         if (s == CLRUN_OK)
-            s = clrun_buffer_write(ctx, &buffers[i], inputs[i].data);
+            s = clrun_buffer_write(ctx, &buffers[i], inputs[i]->data);
     }
     if (s == CLRUN_OK)
         s = clrun_exec_run(exec, buffers, gi);
@@ -389,18 +428,28 @@ static void run_case(const test_args *a, clrun_context *ctx, const char *dir, ou
     }
     clrun_graph *g = NULL;
     clrun_exec *exec = NULL;
+    bool frozen[256] = {false};
     for (size_t k = 0; k < n_sets && o->v == V_PASS; k++) {
         char *set = join(dir, sets[k]);
         tensor_file *inputs = NULL, *outputs = NULL;
         char err[4096];
         int n_in = set ? read_tensors(set, "input", &inputs, err, sizeof err) : -1;
         int n_out = n_in >= 0 ? read_tensors(set, "output", &outputs, err, sizeof err) : 0;
-        if (n_in < 0 || n_out < 0) {
+        if (n_in < 0 || n_out < 0 || n_in > 256) {
             o->v = V_UNSUPPORTED;
-            snprintf(o->message, sizeof o->message, "%s", err);
+            snprintf(o->message, sizeof o->message, "%s", n_in > 256 ? "more than 256 inputs" : err);
+        }
+        bool any_frozen = false;
+        for (int i = 0; i < 256; i++)
+            any_frozen = any_frozen || frozen[i];
+        if (o->v == V_PASS && g != NULL && any_frozen) { /* fixed to another data set's values */
+            clrun_exec_destroy(exec);
+            clrun_graph_destroy(g);
+            exec = NULL;
+            g = NULL;
         }
         if (o->v == V_PASS && g == NULL) {
-            clrun_status s = load_case(model, inputs, n_in, &g, err, sizeof err);
+            clrun_status s = load_case(model, inputs, n_in, frozen, &g, err, sizeof err);
             if (s != CLRUN_OK) {
                 o->v = V_UNSUPPORTED;
                 snprintf(o->message, sizeof o->message, "%s", err);
@@ -410,7 +459,7 @@ static void run_case(const test_args *a, clrun_context *ctx, const char *dir, ou
             }
         }
         if (o->v == V_PASS)
-            run_set(a, ctx, g, exec, inputs, n_in < 0 ? 0 : n_in, outputs, n_out < 0 ? 0 : n_out, o);
+            run_set(a, ctx, g, exec, inputs, n_in < 0 ? 0 : n_in, frozen, outputs, n_out < 0 ? 0 : n_out, o);
         free_tensors(inputs, n_in < 0 ? -n_in - 1 : n_in);
         free_tensors(outputs, n_out < 0 ? -n_out - 1 : n_out);
         free(set);

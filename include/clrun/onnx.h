@@ -47,6 +47,15 @@ typedef struct clrun_onnx_shape {
     int64_t dims[CLRUN_MAX_DIMS];
 } clrun_onnx_shape;
 
+/* A value for an input, known at load: the input becomes a constant (an initializer), so what
+ * it decides (a Reshape's shape, a Slice's starts, a Trilu's k) is folded, and it is no longer an
+ * input of the graph (onnxruntime's AddInitializer). The type must be the input's. */
+typedef struct clrun_onnx_constant {
+    const char *input;         /* the input's ONNX name (or its clrun name) */
+    clrun_tensor_type type;
+    const void *data;          /* clrun_tensor_bytes(&type) bytes, copied */
+} clrun_onnx_constant;
+
 typedef struct clrun_onnx_options {
     const clrun_onnx_dim *dims;     /* dim_count entries (may be NULL when 0) */
     int dim_count;
@@ -56,6 +65,8 @@ typedef struct clrun_onnx_options {
      * (onnxruntime's free dimension override for all of them at once); 0: such a dimension is
      * an error naming the input and the dimension. */
     int64_t default_dim;
+    const clrun_onnx_constant *constants; /* constant_count entries (may be NULL when 0) */
+    int constant_count;
     /* Where external data files (data_location = EXTERNAL) are read from; NULL: the folder of
      * the model file (the current folder for clrun_graph_load_onnx_memory). */
     const char *external_data_dir;

@@ -302,6 +302,47 @@ static clrun_status add_input(clrun__imp *im, const Onnx__ValueInfoProto *info, 
     return CLRUN_OK;
 }
 
+static const clrun_onnx_constant *constant_option(clrun__imp *im, const clrun__value *v)
+{
+    for (int i = 0; im->options && i < im->options->constant_count; i++) {
+        const char *name = im->options->constants[i].input;
+        if (name && (strcmp(name, v->onnx_name) == 0 || strcmp(name, v->name) == 0))
+            return &im->options->constants[i];
+    }
+    return NULL;
+}
+
+/* An input the caller fixed: a constant of the model's element type, with a shape the model's
+ * allows. */
+static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index,
+                                       const clrun_onnx_constant *fixed)
+{
+    clrun__value *v = im->values[index];
+    const Onnx__TypeProto *tp = info->type;
+    int elem = clrun__onnx_dtype_elem(fixed->type.dtype);
+    char a[32], b[32];
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+        tp->tensor_type->has_elem_type && tp->tensor_type->elem_type != elem)
+        return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' is %s, the "
+                               "model's input is %s", v->onnx_name, clrun__onnx_elem_name(elem, a, sizeof a),
+                               clrun__onnx_elem_name(tp->tensor_type->elem_type, b, sizeof b));
+    const Onnx__TensorShapeProto *shape = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                                                  tp->tensor_type ? tp->tensor_type->shape : NULL;
+    bool fits = !shape || (int)shape->n_dim == fixed->type.rank;
+    for (size_t d = 0; fits && shape && d < shape->n_dim; d++)
+        fits = shape->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+               shape->dim[d]->dim_value == fixed->type.shape[d];
+    uint64_t bytes = clrun_tensor_bytes(&fixed->type);
+    if (!fits || bytes == 0 || (fixed->data == NULL))
+        return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' does not "
+                               "have the model's shape", v->onnx_name);
+    if (!clrun__otensor_alloc(&v->c, elem, fixed->type.rank, fixed->type.shape))
+        return CLRUN__OOM(im);
+    memcpy(v->c.data, fixed->data, (size_t)bytes);
+    v->kind = CLRUN__VALUE_CONST;
+    return CLRUN_OK;
+}
+
 /* Every --shape and --dim must name something of the model: a typo is an error, not a no-op. */
 static clrun_status check_options_used(clrun__imp *im, const Onnx__GraphProto *g)
 {
@@ -316,6 +357,17 @@ static clrun_status check_options_used(clrun__imp *im, const Onnx__GraphProto *g
         if (!found)
             return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
                                    "a shape is given for '%s', which is not an input of the model", name);
+    }
+    for (int i = 0; o && i < o->constant_count; i++) {
+        const char *name = o->constants[i].input ? o->constants[i].input : "";
+        bool found = false;
+        for (size_t k = 0; k < g->n_input && !found; k++) {
+            int32_t v = g->input[k]->name ? find_onnx(im, g->input[k]->name) : -1;
+            found = v >= 0 && (strcmp(im->values[v]->onnx_name, name) == 0 || strcmp(im->values[v]->name, name) == 0);
+        }
+        if (!found)
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "a value is given for '%s', which is not an input of the model", name);
     }
     for (int i = 0; o && i < o->dim_count; i++) {
         const char *name = o->dims[i].name ? o->dims[i].name : "";
@@ -610,10 +662,20 @@ static clrun_status declare_all(clrun__imp *im, const Onnx__GraphProto *g, int32
     for (size_t i = 0; s == CLRUN_OK && i < g->n_input; i++) {
         const char *name = g->input[i]->name;
         int32_t index = name ? find_onnx(im, name) : -1;
-        if (index >= 0 && im->values[index]->kind == CLRUN__VALUE_CONST)
+        if (index >= 0 && im->values[index]->kind == CLRUN__VALUE_CONST) {
+            /* An initializer listed as an input: a default the caller may replace. */
+            const clrun_onnx_constant *fixed = constant_option(im, im->values[index]);
+            if (fixed) {
+                clrun__otensor_free(&im->values[index]->c);
+                s = add_input_constant(im, g->input[i], index, fixed);
+            }
             continue;
+        }
         s = declare(im, name, "an input", &index);
-        if (s == CLRUN_OK)
+        const clrun_onnx_constant *fixed = s == CLRUN_OK ? constant_option(im, im->values[index]) : NULL;
+        if (fixed)
+            s = add_input_constant(im, g->input[i], index, fixed);
+        else if (s == CLRUN_OK)
             s = add_input(im, g->input[i], index);
     }
     for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++) {
