@@ -11,9 +11,38 @@
 
 char *clrun__imp_temp_name(clrun__imp *im, const clrun__onode *n, int32_t index);
 
+#define MAX_EMIT 64
+
 bool clrun__graph_has_op(const char *op)
 {
     return clrun__op_find(op) != NULL;
+}
+
+bool clrun__op_accepts(const char *op, clrun__value *const *inputs, int n_inputs, const clrun_attr *attrs,
+                       int n_attrs)
+{
+    const clrun__op *o = clrun__op_find(op);
+    clrun_tensor_type types[MAX_EMIT + 8];
+    char why[256];
+    if (o == NULL || n_inputs > MAX_EMIT || n_inputs < o->min_inputs || n_inputs > o->max_inputs)
+        return false;
+    for (int i = 0; i < n_inputs; i++) {
+        if (inputs[i]->kind == CLRUN__VALUE_CONST) {
+            if (!clrun__otensor_clrun_type(&inputs[i]->c, &types[i], why, sizeof why))
+                return false;
+            continue;
+        }
+        memset(&types[i], 0, sizeof types[i]);
+        if (!clrun__onnx_elem_dtype(inputs[i]->c.elem, &types[i].dtype))
+            return false;
+        types[i].rank = inputs[i]->c.rank;
+        memcpy(types[i].shape, inputs[i]->c.dims, sizeof types[i].shape);
+    }
+    clrun__op_call call = {.inputs = types, .input_count = n_inputs, .outputs = types + n_inputs,
+                           .output_count = o->outputs, .attrs = attrs, .attr_count = n_attrs};
+    if (o->outputs > 8)
+        return false;
+    return o->infer(&call, types + n_inputs, NULL, 0) == CLRUN_OK;
 }
 
 clrun_attr clrun__mk_int(const char *name, int64_t value)
@@ -78,7 +107,6 @@ clrun_status clrun__device_id(clrun__imp *im, clrun__value *v, clrun_tensor_id *
     return CLRUN_OK;
 }
 
-#define MAX_EMIT 64
 
 clrun_status clrun__emit(clrun__imp *im, const clrun__onode *n, const char *op,
                          clrun__value *const *inputs, int n_inputs, const clrun_attr *attrs,

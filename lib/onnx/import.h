@@ -140,6 +140,11 @@ clrun_attr clrun__mk_ints(const char *name, const int64_t *values, int count);
 
 /* Whether the graph op exists (a mapping may prefer one op and fall back to a composition). */
 bool clrun__graph_has_op(const char *op);
+/* Whether the graph op exists and its type rule accepts these inputs and attributes: a mapping
+ * uses an op's newer attributes (asymmetric pads, an axis) where this build has them, and an
+ * exact composition of older ops otherwise. Changes nothing. */
+bool clrun__op_accepts(const char *op, clrun__value *const *inputs, int n_inputs, const clrun_attr *attrs,
+                       int n_attrs);
 
 /* ---- attributes of the ONNX node (attrs.c) ---- */
 

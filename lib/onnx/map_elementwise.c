@@ -390,7 +390,7 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
             hi = clrun__otensor_get_real(&hi_v->c, 0), has_hi = true, hi_v = NULL;
         }
     }
-    if (!lo_v && !hi_v && clrun__graph_has_op("clip") && clrun__onnx_elem_is_float(x->c.elem)) {
+    if (!lo_v && !hi_v) {
         clrun_attr a[2];
         int k = 0;
         if (has_lo)
@@ -398,8 +398,9 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
         if (has_hi)
             a[k++] = clrun__mk_float("max", hi);
         if (k == 0)
-            return clrun__emit_copy(im, n, x, 0, NULL);
-        return clrun__emit1(im, n, "clip", &x, 1, a, k, 0, NULL);
+            return clrun__define_alias(im, n, 0, x);
+        if (clrun__op_accepts("clip", &x, 1, a, k))
+            return clrun__emit1(im, n, "clip", &x, 1, a, k, 0, NULL);
     }
     /* min(max(x, lo), hi) with the bounds as scalars (or the given tensors). */
     if (has_lo && (lo_v = scalar_like(im, x, lo)) == NULL)

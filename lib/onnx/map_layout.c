@@ -3,6 +3,7 @@
  * device (GatherElements, Trilu, CumSum). Each computes the ONNX semantics of its opset version
  * here, on the host, then moves data with move.c, which folds constants. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,12 +369,14 @@ clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n)
         int d = changed[i], out = i == k - 1 ? 0 : -1;
         if (step[d] == 1) {
             s = clrun__mv_slice(im, n, cur, d, first[d], count[d], out, &cur);
-        } else {
+        } else { /* the graph slice's ONNX form; an end before index 0 is "to the start" */
             if (count[d] < 1)
                 return clrun__unsupported(im, "the result would be empty");
-            clrun_attr a[4] = {clrun__mk_int("axis", d), clrun__mk_int("start", first[d]),
-                               clrun__mk_int("end", first[d] + step[d] * count[d]),
-                               clrun__mk_int("step", step[d])};
+            int64_t end = first[d] + step[d] * count[d], axis = d;
+            if (end < 0)
+                end = INT64_MIN;
+            clrun_attr a[4] = {clrun__mk_ints("starts", &first[d], 1), clrun__mk_ints("ends", &end, 1),
+                               clrun__mk_ints("axes", &axis, 1), clrun__mk_ints("steps", &step[d], 1)};
             s = clrun__emit1(im, n, "slice", &cur, 1, a, 4, out, &cur);
         }
         if (s != CLRUN_OK)
@@ -714,6 +717,13 @@ clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
             last = d;
     if (last < 0)
         return clrun__define_alias(im, n, 0, x);
+    if (!clrun__is_const(x)) {
+        clrun_attr at[3] = {clrun__mk_ints("pads", pads, count),
+                            clrun__mk_int("mode", strcmp(mode, "reflect") == 0 ? 1 : strcmp(mode, "edge") == 0 ? 2 : 0),
+                            clrun__mk_float("value", value)};
+        if (clrun__op_accepts("pad", &x, 1, at, 3))
+            return clrun__emit1(im, n, "pad", &x, 1, at, 3, 0, NULL);
+    }
     clrun__value *cur = x;
     for (int d = 0; d <= last; d++) {
         if (pads[d] == 0 && pads[d + rank] == 0)
@@ -768,6 +778,13 @@ clrun_status clrun__map_depth_space(clrun__imp *im, clrun__onode *n)
         memcpy(perm, p, sizeof perm);
         memcpy(four, o, sizeof four);
     }
+    if (!clrun__is_const(x)) {
+        clrun_attr at[2] = {clrun__mk_int("blocksize", b), clrun__mk_int("mode", strcmp(mode, "CRD") == 0)};
+        const char *op = to_space ? "depth_to_space" : "space_to_depth";
+        int k = to_space ? 2 : 1;
+        if (clrun__op_accepts(op, &x, 1, at, k))
+            return clrun__emit1(im, n, op, &x, 1, at, k, 0, NULL);
+    }
     clrun__value *t;
     s = clrun__mv_reshape(im, n, x, 6, six, -1, &t);
     if (s == CLRUN_OK)
@@ -819,7 +836,105 @@ clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n)
     return clrun__emit1(im, n, "cumsum", &x, 1, at, 3, 0, NULL);
 }
 
+/* ---- Resize, Upsample ---- */
+
+static int code_of(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
 clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
 {
-    return clrun__unsupported(im, "%s is not supported yet", n->op);
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                                         "tf_half_pixel_for_nn"};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    clrun_status s = need_input(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int rank = x->c.rank;
+    bool legacy = strcmp(n->op, "Upsample") == 0 || n->version < 11;
+    char mode[32], coord[32] = "asymmetric", near[32] = "floor";
+    double a = -0.75, scales[CLRUN__ONNX_MAX_RANK];
+    int64_t exclude = 0, sizes[CLRUN__ONNX_MAX_RANK];
+    int n_scales = -1, n_sizes = -1;
+    s = clrun__oattr_string(im, n, "mode", "nearest", mode, sizeof mode);
+    if (s == CLRUN_OK && legacy) {
+        /* Upsample and Resize-10: asymmetric coordinates, floor for nearest; scales from the
+         * attribute (Upsample-7) or input 1. */
+        if (strcmp(n->op, "Upsample") == 0 && n->version < 9) {
+            s = clrun__oattr_floats(im, n, "scales", scales, CLRUN__ONNX_MAX_RANK, &n_scales);
+        } else {
+            const clrun__otensor *t;
+            s = clrun__const_input(im, n, 1, false, &t);
+            if (s == CLRUN_OK) {
+                n_scales = (int)clrun__otensor_count(t);
+                for (int i = 0; i < n_scales && i < CLRUN__ONNX_MAX_RANK; i++)
+                    scales[i] = clrun__otensor_get_real(t, (uint64_t)i);
+            }
+        }
+    } else if (s == CLRUN_OK) {
+        double extrapolation;
+        s = clrun__oattr_string(im, n, "coordinate_transformation_mode", "half_pixel", coord, sizeof coord);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_string(im, n, "nearest_mode", "round_prefer_floor", near, sizeof near);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "cubic_coeff_a", -0.75, &a);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_int(im, n, "exclude_outside", 0, &exclude);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "extrapolation_value", 0, &extrapolation);
+        const clrun__otensor *t = NULL;
+        if (s == CLRUN_OK && n->n_in > 3 && n->in[3])
+            s = clrun__const_ints(im, n, 3, true, sizes, CLRUN__ONNX_MAX_RANK, &n_sizes);
+        if (s == CLRUN_OK && n->n_in > 2 && n->in[2])
+            s = clrun__const_input(im, n, 2, true, &t);
+        if (s == CLRUN_OK && t && clrun__otensor_count(t) > 0) {
+            n_scales = (int)clrun__otensor_count(t);
+            for (int i = 0; i < n_scales && i < CLRUN__ONNX_MAX_RANK; i++)
+                scales[i] = clrun__otensor_get_real(t, (uint64_t)i);
+        }
+        if (n_sizes == 0)
+            n_sizes = -1;
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (strcmp(coord, "tf_crop_and_resize") == 0)
+        return clrun__unsupported(im, "coordinate_transformation_mode=tf_crop_and_resize is not supported");
+    int m = code_of(modes, 3, strcmp(mode, "bilinear") == 0 ? "linear" : mode), c = code_of(coords, 5, coord),
+        r = code_of(nearest, 4, near);
+    if (m < 0 || c < 0 || r < 0)
+        return clrun__unsupported(im, "mode %s, coordinates %s, nearest_mode %s: not supported", mode, coord, near);
+    if ((n_sizes >= 0) == (n_scales >= 0))
+        return clrun__invalid(im, "exactly one of scales and sizes must be given");
+    if ((n_sizes >= 0 ? n_sizes : n_scales) != rank)
+        return clrun__invalid(im, "%s has %d entries for rank %d", n_sizes >= 0 ? "sizes" : "scales",
+                              n_sizes >= 0 ? n_sizes : n_scales, rank);
+    bool same = true;
+    for (int d = 0; d < rank; d++) {
+        if (n_scales >= 0) {
+            if (!(scales[d] > 0))
+                return clrun__invalid(im, "scale %d is %g", d, scales[d]);
+            sizes[d] = (int64_t)floor((double)x->c.dims[d] * scales[d]);
+        }
+        same = same && sizes[d] == x->c.dims[d] && (n_scales < 0 || scales[d] == 1);
+    }
+    if (same)
+        return clrun__define_alias(im, n, 0, x);
+    clrun_attr at[6 + CLRUN__ONNX_MAX_RANK];
+    int k = 0;
+    static const char *const scale_names[] = {"scale0", "scale1", "scale2", "scale3", "scale4", "scale5"};
+    at[k++] = clrun__mk_ints("sizes", sizes, rank);
+    at[k++] = clrun__mk_int("mode", m);
+    at[k++] = clrun__mk_int("coordinate_transformation_mode", c);
+    at[k++] = clrun__mk_int("nearest_mode", r);
+    at[k++] = clrun__mk_float("cubic_coeff_a", a);
+    at[k++] = clrun__mk_int("exclude_outside", exclude != 0);
+    for (int d = 0; n_scales >= 0 && d < rank && d < 6; d++)
+        at[k++] = clrun__mk_float(scale_names[d], scales[d]);
+    return clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
 }

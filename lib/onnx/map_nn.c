@@ -273,13 +273,19 @@ clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
         w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
         w.spatial = 1; /* for finish_window; the arrays now hold the 2-D view */
     }
-    int64_t sym[2];
-    s = pad_extra(im, n, x, &w, 0, sym, &x);
-    if (s != CLRUN_OK)
-        return s;
-    clrun_attr at[4] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pad", sym, 2),
-                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group)};
+    /* Asymmetric pads as the op's 'pads' where this build has them, else the extra side padded
+     * with zeros explicitly. */
+    int64_t sym[2], pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
     clrun__value *in[3] = {x, wt, bias}, *y;
+    clrun_attr at[4] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
+                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group)};
+    bool symmetric = pads[0] == pads[2] && pads[1] == pads[3];
+    if (symmetric || !clrun__op_accepts("conv2d", in, bias ? 3 : 2, at, 4)) {
+        s = pad_extra(im, n, x, &w, 0, sym, &in[0]);
+        if (s != CLRUN_OK)
+            return s;
+        at[1] = clrun__mk_ints("pad", sym, 2);
+    }
     s = clrun__emit(im, n, "conv2d", in, bias ? 3 : 2, at, 4, (int[]){w.spatial == 2 ? 0 : -1}, 1, &y);
     if (s != CLRUN_OK || w.spatial == 2)
         return s;
@@ -288,47 +294,101 @@ clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
 
 /* ---- ConvTranspose ---- */
 
+/* ONNX's padding of ConvTranspose for one axis: from output_shape or auto_pad (total padding
+ * split by SAME_UPPER, else the larger half first), or the pads as given. */
+static clrun_status transpose_pads(clrun__imp *im, const char *mode, int64_t in, int64_t k, int64_t stride,
+                                   int64_t dilation, int64_t out_pad, int64_t wanted, int64_t *begin, int64_t *end)
+{
+    bool same = strncmp(mode, "SAME_", 5) == 0;
+    if (strcmp(mode, "VALID") == 0) {
+        *begin = *end = 0;
+        return CLRUN_OK;
+    }
+    if (wanted < 0 && !same)
+        return CLRUN_OK; /* the pads as given */
+    if (wanted < 0)
+        wanted = in * stride;
+    int64_t total = stride * (in - 1) + out_pad + (k - 1) * dilation + 1 - wanted;
+    if (total < 0)
+        return clrun__unsupported(im, "an output larger than the full transposed convolution (padding %" PRId64 ")",
+                                  total);
+    bool upper = strcmp(mode, "SAME_UPPER") == 0;
+    *begin = upper ? total / 2 : total - total / 2;
+    *end = total - *begin;
+    return CLRUN_OK;
+}
+
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = need(im, n, 2);
-    window w = {.spatial = 2};
-    if (s == CLRUN_OK && n->in[0]->c.rank != 4)
-        return clrun__unsupported(im, "only 2-D ConvTranspose is supported");
+    window w = {0};
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
     if (s != CLRUN_OK)
         return s;
     clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
+    if (wt->c.rank != x->c.rank)
+        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
+    int sp = w.spatial, count, shape_count;
+    int64_t v[8], out_pad[2] = {0, 0}, out_shape[8];
+    char mode[16];
     s = kernel_of(im, n, &wt->c, &w);
-    int64_t v[8], out_pad[2] = {0, 0};
-    int count, shape_count;
-    char pad_mode[16];
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "group", 1, &w.group);
-    /* auto_pad and output_shape change how the pads follow; only explicit pads are mapped. */
     if (s == CLRUN_OK)
-        s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", pad_mode, sizeof pad_mode);
-    if (s == CLRUN_OK && strcmp(pad_mode, "NOTSET"))
-        return clrun__unsupported(im, "auto_pad=%s is not supported", pad_mode);
+        s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", mode, sizeof mode);
     if (s == CLRUN_OK)
-        s = clrun__oattr_ints(im, n, "output_shape", v, 8, &shape_count);
-    if (s == CLRUN_OK && shape_count >= 0)
-        return clrun__unsupported(im, "output_shape is not supported (give pads)");
-    if (s == CLRUN_OK)
-        s = window_attrs(im, n, &x->c, &w, true);
+        s = clrun__oattr_ints(im, n, "output_shape", out_shape, 8, &shape_count);
     if (s == CLRUN_OK && (s = clrun__oattr_ints(im, n, "output_padding", v, 8, &count)) == CLRUN_OK &&
         count >= 0) {
-        if (count != 2)
+        if (count != sp)
             return clrun__invalid(im, "output_padding has %d entries", count);
-        out_pad[0] = v[0], out_pad[1] = v[1];
+        for (int i = 0; i < sp; i++)
+            out_pad[i] = v[i];
+    }
+    if (s == CLRUN_OK) { /* strides, dilations, explicit pads (auto_pad is ConvTranspose's own) */
+        window plain = w;
+        s = window_attrs(im, n, &x->c, &plain, true);
+        memcpy(w.stride, plain.stride, sizeof w.stride);
+        memcpy(w.dilation, plain.dilation, sizeof w.dilation);
+        if (strcmp(mode, "NOTSET") == 0) {
+            memcpy(w.pad_begin, plain.pad_begin, sizeof w.pad_begin);
+            memcpy(w.pad_end, plain.pad_end, sizeof w.pad_end);
+        }
+    }
+    if (s == CLRUN_OK && shape_count >= 0 && shape_count != sp && shape_count != sp + 2)
+        return clrun__invalid(im, "output_shape has %d entries", shape_count);
+    for (int i = 0; s == CLRUN_OK && i < sp; i++) {
+        int64_t wanted = shape_count >= 0 ? out_shape[shape_count - sp + i] : -1;
+        s = transpose_pads(im, mode, x->c.dims[2 + i], w.kernel[i], w.stride[i], w.dilation[i], out_pad[i],
+                           wanted, &w.pad_begin[i], &w.pad_end[i]);
     }
     if (s != CLRUN_OK)
         return s;
-    if (w.pad_begin[0] != w.pad_end[0] || w.pad_begin[1] != w.pad_end[1])
-        return clrun__unsupported(im, "asymmetric pads are not supported");
-    clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pad", w.pad_begin, 2),
+    if (sp == 1) {
+        s = as_image(im, n, x, &x);
+        if (s == CLRUN_OK)
+            s = as_image(im, n, wt, &wt);
+        if (s != CLRUN_OK)
+            return s;
+        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
+        w.stride[1] = w.stride[0], w.stride[0] = 1;
+        w.dilation[1] = w.dilation[0], w.dilation[0] = 1;
+        w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
+        w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
+        out_pad[1] = out_pad[0], out_pad[0] = 0;
+    }
+    int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+    clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
                         clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group),
                         clrun__mk_ints("output_padding", out_pad, 2)};
-    clrun__value *in[3] = {x, wt, bias};
-    return clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, (int[]){0}, 1, NULL);
+    if (pads[0] == pads[2] && pads[1] == pads[3])
+        at[1] = clrun__mk_ints("pad", pads, 2);
+    clrun__value *in[3] = {x, wt, bias}, *y;
+    s = clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, (int[]){sp == 2 ? 0 : -1}, 1, &y);
+    if (s != CLRUN_OK || sp == 2)
+        return s;
+    return finish_window(im, n, &w, y);
 }
 
 /* ---- MaxPool, AveragePool ---- */
@@ -368,6 +428,44 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
         w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
         w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
     }
+    /* ceil_mode counts ceil((in + pads - span) / stride) + 1 windows (ONNX, onnxruntime); one
+     * that would start past the input and its front padding (which PyTorch drops) is refused. */
+    for (int i = 0; ceil_mode && i < 2; i++) {
+        int64_t in = x->c.dims[2 + i], span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+        int64_t room = in + w.pad_begin[i] + w.pad_end[i] - span;
+        if (room < 0)
+            continue;
+        int64_t out = (room + w.stride[i] - 1) / w.stride[i] + 1;
+        if ((out - 1) * w.stride[i] >= in + w.pad_begin[i])
+            return clrun__unsupported(im, "ceil_mode=1 with a last window entirely in the padding");
+    }
+    /* The op with ONNX's attributes where this build takes them (only those that differ from
+     * the defaults, so older builds still take plain pools). */
+    {
+        int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+        clrun_attr at[6];
+        int k = 0;
+        at[k++] = clrun__mk_ints("kernel", w.kernel, 2);
+        at[k++] = clrun__mk_ints("stride", w.stride, 2);
+        if (pads[0] == pads[2] && pads[1] == pads[3])
+            at[k++] = clrun__mk_ints("pad", pads, 2);
+        else
+            at[k++] = clrun__mk_ints("pads", pads, 4);
+        if (ceil_mode)
+            at[k++] = clrun__mk_int("ceil_mode", 1);
+        if (w.dilation[0] != 1 || w.dilation[1] != 1)
+            at[k++] = clrun__mk_ints("dilation", w.dilation, 2);
+        if (!max && include_pad)
+            at[k++] = clrun__mk_int("count_include_pad", 1);
+        const char *op = max ? "maxpool2d" : "avgpool2d";
+        if (clrun__op_accepts(op, &x, 1, at, k)) {
+            clrun__value *y;
+            s = clrun__emit1(im, n, op, &x, 1, at, k, w.spatial == 2 ? 0 : -1, &y);
+            if (s != CLRUN_OK || w.spatial == 2)
+                return s;
+            return finish_window(im, n, &w, y);
+        }
+    }
     if (ceil_mode) {
         /* ceil((in + pads - span) / stride) + 1 outputs: extra padding at the end gives them, and
          * is exact for max pools (-inf never wins a window that starts inside). */
@@ -379,9 +477,6 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
             if (in < span)
                 continue;
             int64_t out = (in - span + w.stride[i] - 1) / w.stride[i] + 1;
-            /* The last window must start inside the input or the front padding. */
-            if ((out - 1) * w.stride[i] >= x->c.dims[2 + i] + w.pad_begin[i])
-                out--;
             int64_t needed = (out - 1) * w.stride[i] + span - in;
             if (needed > 0)
                 w.pad_end[i] += needed;
@@ -481,6 +576,12 @@ clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n)
     int rank = x->c.rank;
     if (rank < 2)
         return clrun__invalid(im, "BatchNormalization needs [N, C, ...]");
+    /* The graph's batchnorm where this build has it: a later pass can fold it into a convolution
+     * before it. */
+    clrun__value *all[5] = {x, scale, bias, mean, var};
+    clrun_attr e_at = clrun__mk_float("eps", eps);
+    if (spatial && clrun__op_accepts("batchnorm", all, 5, &e_at, 1))
+        return clrun__emit1(im, n, "batchnorm", all, 5, &e_at, 1, 0, NULL);
     /* y = (x - mean) · s + B with s = scale / sqrt(var + eps): folded on the host in double when
      * the statistics are constants (as in every exported model), else computed on the device. */
     clrun__value *s_v;
@@ -588,9 +689,32 @@ clrun_status clrun__map_layernorm(clrun__imp *im, clrun__onode *n)
         return s;
     if (stash != 1)
         return clrun__unsupported(im, "stash_type=%" PRId64 " is not supported", stash);
-    if (clrun__out(im, n, 1) || clrun__out(im, n, 2))
-        return clrun__unsupported(im, "the Mean and InvStdDev outputs are not supported");
-    return layernorm_rows(im, n, n->in[0], a, n->in[1], n->n_in > 2 ? n->in[2] : NULL, eps, 0, NULL);
+    s = layernorm_rows(im, n, n->in[0], a, n->in[1], n->n_in > 2 ? n->in[2] : NULL, eps, 0, NULL);
+    if (s != CLRUN_OK || (!clrun__out(im, n, 1) && !clrun__out(im, n, 2)))
+        return s;
+    /* The statistics, as the training graph reads them: the mean and 1 / sqrt(var + eps) over the
+     * normalised dims, kept as dims of 1. */
+    clrun__value *x = n->in[0], *mean, *d, *var, *t, *one, *e;
+    int64_t axes[CLRUN__ONNX_MAX_RANK];
+    for (int k = a; k < x->c.rank; k++)
+        axes[k - a] = k;
+    clrun_attr at[2] = {clrun__mk_ints("axes", axes, x->c.rank - a), clrun__mk_int("keepdims", 1)};
+    s = clrun__emit1(im, n, "reduce_mean", &x, 1, at, 2, clrun__out(im, n, 1) ? 1 : -1, &mean);
+    if (s != CLRUN_OK || !clrun__out(im, n, 2))
+        return s;
+    if (!(one = clrun__scalar_value(im, x->c.elem, 1, x->c.rank)) ||
+        !(e = clrun__scalar_value(im, x->c.elem, eps, x->c.rank)))
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    s = binary(im, n, "sub", x, mean, -1, &d);
+    if (s == CLRUN_OK)
+        s = binary(im, n, "mul", d, d, -1, &t);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "reduce_mean", &t, 1, at, 2, -1, &var);
+    if (s == CLRUN_OK)
+        s = binary(im, n, "add", var, e, -1, &t);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "sqrt", &t, 1, NULL, 0, -1, &t);
+    return s == CLRUN_OK ? binary(im, n, "div", one, t, 2, NULL) : s;
 }
 
 clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n)
@@ -607,6 +731,10 @@ clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n)
     int rank = x->c.rank;
     if (rank < 3)
         return clrun__invalid(im, "InstanceNormalization needs [N, C, D...]");
+    clrun__value *all[3] = {x, n->in[1], n->in[2]};
+    clrun_attr e_at = clrun__mk_float("eps", eps);
+    if (clrun__op_accepts("instancenorm", all, 3, &e_at, 1))
+        return clrun__emit1(im, n, "instancenorm", all, 3, &e_at, 1, 0, NULL);
     /* Each (n, c) row normalised over the spatial dims, then the channel's scale and bias. */
     s = layernorm_rows(im, n, x, 2, NULL, NULL, eps, -1, &y);
     if (s == CLRUN_OK)
@@ -645,6 +773,9 @@ clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n)
     }
     if (a == x->c.rank - 1)
         return clrun__emit1(im, n, op, &x, 1, NULL, 0, 0, NULL);
+    clrun_attr at = clrun__mk_int("axis", a);
+    if (clrun__op_accepts(op, &x, 1, &at, 1))
+        return clrun__emit1(im, n, op, &x, 1, &at, 1, 0, NULL);
     int perm[CLRUN__ONNX_MAX_RANK];
     for (int d = 0; d < x->c.rank; d++)
         perm[d] = d;
