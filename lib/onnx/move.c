@@ -3,7 +3,7 @@
  * compositions other mappings build from them) fold for free. */
 #include <string.h>
 
-#include "graph/op_geometry.h"
+#include "graph/op.h"
 #include "onnx/fold.h"
 #include "onnx/map.h"
 
@@ -127,10 +127,12 @@ clrun_status clrun__mv_concat(clrun__imp *im, clrun__onode *n, clrun__value *con
     if (k == 1)
         return clrun__mv_same(im, n, parts[0], out, r);
     /* In groups the graph op takes, joined again until one is left. */
-    while (k > CLRUN__MAX_CONCAT) {
+    const clrun__op *op = clrun__op_find("concat");
+    int most = op && op->max_inputs >= 2 ? op->max_inputs : 2;
+    while (k > most) {
         int groups = 0;
-        for (int i = 0; i < k; i += CLRUN__MAX_CONCAT) {
-            int m = k - i < CLRUN__MAX_CONCAT ? k - i : CLRUN__MAX_CONCAT;
+        for (int i = 0; i < k; i += most) {
+            int m = k - i < most ? k - i : most;
             clrun__value *joined = parts[i];
             if (m > 1) {
                 clrun_attr a = clrun__mk_int("axis", axis);
