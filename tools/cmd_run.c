@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "run.h"
 
 static void print_help(void)
@@ -73,6 +74,9 @@ static int parse_args(int argc, char **argv, run_args *a)
     return 0;
 }
 
+/* Why making an input failed, when the failure is the tool's own (not the library's). */
+static char input_error[512];
+
 /* Fills an input like a seeded constant: uniform in [-1, 1) for floats, [0, 16) for ints,
  * [0, 2) for bools. */
 static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t index, uint64_t seed,
@@ -86,8 +90,12 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
     double high = integral ? 16 : type->dtype == CLRUN_BOOL ? 2 : 1;
     uint64_t bytes = clrun_tensor_bytes(type);
     void *host = malloc((size_t)bytes);
-    if (host == NULL)
+    if (host == NULL) {
+        char text[32];
+        snprintf(input_error, sizeof input_error, "out of host memory for input '%s' (%s)",
+                 clrun_graph_tensor_name(g, ids[index]), clrun_format_bytes(bytes, text, sizeof text));
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
     clrun_status status = clrun_fill_values(type, CLRUN_FILL_UNIFORM, low, high,
                                             seed * 1000003u + (uint64_t)index, host, bytes);
     if (status == CLRUN_OK)
@@ -149,7 +157,7 @@ static clrun_status checksum_outputs(clrun_exec *exec, const clrun_graph *g, cha
 }
 
 /* Warm-up, then `repeat` timed runs; fills r. */
-static int run_graph(const run_args *a, clrun_context *ctx, clrun_graph *g, run_result *r)
+static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result *r)
 {
     clrun_exec_options options;
     clrun_exec_options_init(&options);
@@ -160,8 +168,18 @@ static int run_graph(const run_args *a, clrun_context *ctx, clrun_graph *g, run_
     int32_t inputs_n = clrun_graph_inputs(g, &ids);
     clrun_buffer *inputs = calloc((size_t)inputs_n + 1, sizeof *inputs);
     clrun_exec *exec = NULL;
+    char what[300];
+    snprintf(what, sizeof what, "clrun run %s", a->path);
+    clrun_progress *progress = clrun_progress_start(what, !a->json);
+    clrun_progress_phase(progress, "compiling kernels, uploading weights, planning");
     clrun_status status = inputs ? clrun_exec_create(ctx, g, &options, &exec) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     for (int i = -1; status == CLRUN_OK && i < a->repeat; i++) { /* i = -1: warm-up */
+        char phase[64];
+        if (i < 0)
+            snprintf(phase, sizeof phase, "warm-up run");
+        else
+            snprintf(phase, sizeof phase, "run %d of %d", i + 1, a->repeat);
+        clrun_progress_phase(progress, phase);
         status = prepare_inputs(ctx, g, a->seed, inputs, i == -1);
         if (status == CLRUN_OK)
             status = clrun_exec_run(exec, inputs, inputs_n);
@@ -172,12 +190,15 @@ static int run_graph(const run_args *a, clrun_context *ctx, clrun_graph *g, run_
     }
     if (status == CLRUN_OK)
         status = checksum_outputs(exec, g, r->checksums);
+    clrun_progress_stop(progress);
     int rc = 0;
     if (status != CLRUN_OK) {
-        fprintf(stderr, "clrun run: %s: %s\n", a->path, clrun_last_error(ctx));
+        fprintf(stderr, "clrun run: %s: %s\n", a->path,
+                input_error[0] ? input_error : clrun_last_error(ctx));
         rc = 1;
     } else if (a->trace) {
-        rc = clrun_run_write_trace(a->trace, exec);
+        rc = clrun_run_write_trace(a->trace_file, a->trace, exec, g, ctx);
+        a->trace_file = NULL;
     }
     clrun_exec_destroy(exec);
     if (inputs)
@@ -203,12 +224,18 @@ int clrun_cli_run(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return status == CLRUN_ERROR_IO ? 1 : 2;
     }
+    if (a.trace && (a.trace_file = clrun_run_open_trace(a.trace)) == NULL) {
+        clrun_graph_destroy(g);
+        return 1;
+    }
     clrun_context_options copt;
     clrun_context_options_init(&copt);
     copt.allocator = a.allocator;
     clrun_context *ctx = NULL;
     if (clrun_context_create(&copt, &ctx) != CLRUN_OK) {
         fprintf(stderr, "clrun run: %s\n", clrun_last_error(NULL));
+        if (a.trace_file)
+            fclose(a.trace_file);
         clrun_graph_destroy(g);
         return 1;
     }
@@ -233,6 +260,8 @@ int clrun_cli_run(int argc, char **argv)
     }
     free(r.times);
     free(r.checksums);
+    if (a.trace_file) /* the run failed before the trace was written */
+        fclose(a.trace_file);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
     return rc;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <clrun/clrun.h>
 
@@ -14,6 +15,7 @@ typedef struct run_args {
     int repeat;
     bool json;
     const char *trace;
+    FILE *trace_file;       /* opened before the work */
     uint64_t seed;
     double plan_time_limit; /* < 0: the executor's default */
 } run_args;
@@ -31,8 +33,13 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
 void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clrun_graph *g,
                           const run_result *r);
 
-/* Writes the Chrome/Perfetto trace of the executor's last (profiled) run to path; 0 on success,
- * else 1 after a message saying why. */
-int clrun_run_write_trace(const char *path, const clrun_exec *exec);
+/* Opens the trace file before any work, so that an unwritable path fails at once, with the
+ * reason; NULL after a message. */
+FILE *clrun_run_open_trace(const char *path);
+
+/* Writes the Chrome/Perfetto trace of the executor's last (profiled) run to out (opened by
+ * clrun_run_open_trace, closed here); 0 on success, else 1 after a message saying why. */
+int clrun_run_write_trace(FILE *out, const char *path, const clrun_exec *exec,
+                          const clrun_graph *graph, const clrun_context *ctx);
 
 #endif

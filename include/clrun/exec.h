@@ -68,6 +68,12 @@ clrun_status clrun_exec_run(clrun_exec *exec, const clrun_buffer *inputs, int32_
  * the next run or clrun_exec_destroy. */
 clrun_status clrun_exec_output(const clrun_exec *exec, int32_t i, cl_mem *mem, uint64_t *bytes);
 
+/* Hands the i-th output of the last run to the caller as a buffer of its own (to keep on the
+ * device, free, or pass to a later run, donated or not): the executor's block itself in pooled
+ * mode, a device copy in the other modes and for outputs that are inputs or constants. The
+ * executor forgets it: clrun_exec_output(i) fails until the next run. */
+clrun_status clrun_exec_take_output(clrun_exec *exec, int32_t i, clrun_buffer *out);
+
 /* Copies the i-th output of the last run to host memory of `bytes` (its exact size). */
 clrun_status clrun_exec_read_output(clrun_exec *exec, int32_t i, void *host, uint64_t bytes);
 

@@ -1,4 +1,4 @@
-/* Every CLRUN_* environment variable, read in one place from one table (lib/options.c). */
+/* Every CLRUN_* environment variable, read in one place from one table (lib/core/options.c). */
 #ifndef CLRUN_LIB_OPTIONS_H
 #define CLRUN_LIB_OPTIONS_H
 

@@ -55,3 +55,19 @@ bool clrun__grow(void **array, size_t *capacity, size_t needed, size_t size)
     *capacity = next;
     return true;
 }
+
+clrun__c_numeric clrun__c_numeric_enter(void)
+{
+    clrun__c_numeric scope = {newlocale(LC_NUMERIC_MASK, "C", (locale_t)0), (locale_t)0};
+    if (scope.c)
+        scope.previous = uselocale(scope.c);
+    return scope;
+}
+
+void clrun__c_numeric_leave(clrun__c_numeric scope)
+{
+    if (!scope.c)
+        return;
+    uselocale(scope.previous);
+    freelocale(scope.c);
+}

@@ -69,6 +69,43 @@ static clrun_status prepare_nodes(clrun_exec *e)
     return CLRUN_OK;
 }
 
+static const char *kind_name(const clrun__tensor *t)
+{
+    return t->kind == CLRUN__TENSOR_INPUT ? "input" : t->kind == CLRUN__TENSOR_CONSTANT ? "constant" : "tensor";
+}
+
+/* Refuses a tensor no device allocation can hold, or weights larger than the pool may reserve,
+ * before anything is made on the host or the device (a 32 GiB input was filled on the host for
+ * seconds before). */
+static clrun_status check_sizes(clrun_exec *e)
+{
+    const clrun_device_info *d = &e->ctx->info;
+    clrun__pool_config pc;
+    clrun__context_pool_config(e->ctx, &pc);
+    uint64_t weights = 0;
+    char type[CLRUN__TYPE_TEXT], bytes[CLRUN__BYTES_TEXT], limit[CLRUN__BYTES_TEXT];
+    for (int32_t t = 0; t < e->graph->tensor_count; t++) {
+        const clrun__tensor *tensor = &e->graph->tensors[t];
+        uint64_t size = clrun_tensor_bytes(&tensor->type);
+        if (tensor->kind == CLRUN__TENSOR_CONSTANT)
+            weights += size;
+        if (size > d->max_alloc)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_SIZE,
+                               "%s '%s' is %s (%s): more than the device's largest allocation, %s",
+                               kind_name(tensor), tensor->name,
+                               clrun__type_format(&tensor->type, type, sizeof type),
+                               clrun__format_bytes(size, bytes, sizeof bytes),
+                               clrun__format_bytes(d->max_alloc, limit, sizeof limit));
+    }
+    if (weights > pc.limit)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "the constants of graph '%s' need %s, more than the pool may reserve (%s: "
+                           "CLRUN_POOL_LIMIT, or CLRUN_MEM_FRACTION of the device's memory)",
+                           e->graph->name ? e->graph->name : "", clrun__format_bytes(weights, bytes, sizeof bytes),
+                           clrun__format_bytes(pc.limit, limit, sizeof limit));
+    return CLRUN_OK;
+}
+
 static clrun_status build_schedules(clrun_exec *e)
 {
     char err[512];
@@ -93,9 +130,11 @@ static void report_unused_donations(clrun_exec *e)
     e->unused_names = calloc((size_t)s->unused_donated_count + 1, sizeof *e->unused_names);
     for (int32_t i = 0; e->unused_names && i < s->unused_donated_count; i++) {
         e->unused_names[i] = clrun__exec_tensor_name(e, s->unused_donated[i]);
+        char why[512];
+        clrun__schedule_unused_reason(e->graph, s, s->unused_donated[i], why, sizeof why);
         clrun__log(CLRUN_LOG_WARN,
-                   "donated input '%s' could not be used: no alias-safe node of the same size reads it last "
-                   "(it is still freed after its last use)", e->unused_names[i]);
+                   "donated input '%s' could not be used: %s (it is still freed after its last use)",
+                   e->unused_names[i], why);
     }
 }
 
@@ -128,7 +167,9 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                limit);
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
     }
-    clrun_status status = build_schedules(e);
+    clrun_status status = check_sizes(e);
+    if (status == CLRUN_OK)
+        status = build_schedules(e);
     if (status == CLRUN_OK) {
         e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
         e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
@@ -158,6 +199,7 @@ void clrun__exec_release_outputs(clrun_exec *e)
     for (int32_t b = 0; b < e->schedule.buffer_count; b++)
         if (e->buffers[b].live)
             clrun__exec_give_back(e, b);
+    clrun__exec_release_regions(e);
     clrun__exec_drop_pending(e);
     e->have_outputs = false;
 }
@@ -174,7 +216,7 @@ void clrun_exec_destroy(clrun_exec *e)
             e->kernels[i]->release(e->node_states[i]);
     for (int32_t t = 0; e->constants && t < e->graph->tensor_count; t++)
         if (e->constants[t].mem)
-            clrun_free(e->ctx, &e->constants[t]);
+            clrun__pool_free_owned(e->ctx, &e->constants[t]);
     for (int32_t b = 0; e->arena_views && b < e->schedule.buffer_count; b++)
         if (e->arena_views[b])
             clrun__cl.ReleaseMemObject(e->arena_views[b]);
@@ -194,7 +236,8 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->buffers);
     free(e->arena_views);
     free(e->arena_offsets);
-    free(e->consumed);
+    free(e->host_of);
+    free(e->region_views);
     free(e->unused_names);
     free(e->pending);
     free(e->spans);
@@ -211,10 +254,60 @@ clrun_status clrun_exec_output(const clrun_exec *e, int32_t i, cl_mem *mem, uint
                            "output %d does not exist (graph has %d outputs%s)", (int)i,
                            e ? (int)e->graph->output_count : 0, e && !e->have_outputs ? ", no run yet" : "");
     int32_t t = e->graph->outputs[i];
+    cl_mem held = clrun__exec_tensor_mem(e, t);
+    if (held == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "output '%s' was taken by clrun_exec_take_output after the last run",
+                           clrun__exec_tensor_name(e, t));
     if (mem)
-        *mem = clrun__exec_tensor_mem(e, t);
+        *mem = held;
     if (bytes)
         *bytes = clrun_tensor_bytes(&e->graph->tensors[t].type);
+    return CLRUN_OK;
+}
+
+/* A new block of the caller's holding a copy of the output's bytes. */
+static clrun_status copy_output(clrun_exec *e, int32_t t, cl_mem from, clrun_buffer *out)
+{
+    uint64_t bytes = clrun_tensor_bytes(&e->graph->tensors[t].type);
+    clrun_status status = clrun_alloc_ex(e->ctx, bytes, 0, clrun__exec_tensor_name(e, t), out);
+    if (status != CLRUN_OK)
+        return status;
+    cl_int error = clrun__cl.EnqueueCopyBuffer(e->ctx->queue, from, out->mem, 0, 0, (size_t)bytes, 0,
+                                               NULL, NULL);
+    if (error == CL_SUCCESS)
+        error = clrun__cl.Finish(e->ctx->queue); /* the copy is complete on any queue */
+    if (error != CL_SUCCESS) {
+        clrun_free(e->ctx, out);
+        memset(out, 0, sizeof *out);
+        return clrun__fail_cl(e->ctx, error, "clEnqueueCopyBuffer", "taking output '%s'",
+                              clrun__exec_tensor_name(e, t));
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun_exec_take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
+{
+    if (out == NULL)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_exec_take_output: out is NULL");
+    memset(out, 0, sizeof *out);
+    cl_mem mem;
+    clrun_status status = clrun_exec_output(e, i, &mem, NULL);
+    if (status != CLRUN_OK)
+        return status;
+    int32_t t = e->graph->outputs[i];
+    buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+    bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE &&
+                     e->options.mode == CLRUN_EXEC_POOLED && s->live;
+    if (!own_block)
+        return copy_output(e, t, mem, out);
+    status = clrun__pool_hand_over(e->ctx, &s->block, out);
+    if (status != CLRUN_OK)
+        return status;
+    clrun__exec_drop_events(s);
+    s->live = false;
+    s->mem = NULL;
     return CLRUN_OK;
 }
 
@@ -226,8 +319,10 @@ clrun_status clrun_exec_read_output(clrun_exec *e, int32_t i, void *host, uint64
     if (status != CLRUN_OK)
         return status;
     if (bytes != size || host == NULL)
-        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "output '%s' has %llu bytes, %llu asked",
-                           clrun__exec_tensor_name(e, e->graph->outputs[i]), (unsigned long long)size, (unsigned long long)bytes);
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "output '%s' has %llu bytes, %llu asked (or host is NULL)",
+                           clrun__exec_tensor_name(e, e->graph->outputs[i]), (unsigned long long)size,
+                           (unsigned long long)bytes);
     cl_int error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, (size_t)size, host, 0, NULL, NULL);
     if (error != CL_SUCCESS)
         return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "output '%s'", clrun__exec_tensor_name(e, e->graph->outputs[i]));

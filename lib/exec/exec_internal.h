@@ -32,9 +32,10 @@ typedef struct buffer_state {
     uint64_t range_offset;
     uint64_t range_size;
     bool live;            /* holds memory in this run */
+    bool hosting;         /* planned: a donated input whose block holds later buffers */
     cl_event *events;     /* out-of-order: writer and readers so far in this run */
     int32_t event_count;
-    int32_t event_capacity;
+    size_t event_capacity;
 } buffer_state;
 
 struct clrun_exec {
@@ -52,14 +53,17 @@ struct clrun_exec {
     buffer_state *buffers;         /* per schedule buffer */
     cl_mem arena;                  /* planned mode */
     cl_mem *arena_views;           /* planned mode: per schedule buffer, NULL outside the arena */
-    uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena */
+    uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena, or
+                                      in its host's block */
     uint64_t arena_bytes;
+    int32_t *host_of;              /* planned mode: per schedule buffer, the donated input whose
+                                      block holds it after that input's last use, or -1 */
+    cl_mem *region_views;          /* planned mode: per run, the views into hosts' blocks */
     bool have_outputs;             /* outputs of the last run are held */
-    struct { uint32_t slot, generation; int32_t tensor; } *consumed; /* donated inputs taken */
-    int32_t consumed_count, consumed_capacity;
     const char **unused_names;     /* donated inputs no output could take */
     pending_free *pending;         /* out-of-order queues */
-    int32_t pending_count, pending_capacity;
+    int32_t pending_count;
+    size_t pending_capacity;
     clrun_exec_span *spans;        /* per step, with profiling */
     cl_event *step_events;         /* per step, with profiling */
     int32_t span_count;
@@ -98,8 +102,15 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
 /* Uploads every constant into its own pool block. */
 clrun_status clrun__exec_upload_constants(clrun_exec *e);
-/* Planned mode: the arena, its plan and one sub-buffer per schedule buffer. */
+/* ---- planned mode: exec_planned.c ---- */
+
+/* The plan: buffers that fit a donated input's block after its last use go there, the others
+ * to one arena with a sub-buffer per buffer. */
 clrun_status clrun__exec_prepare_arena(clrun_exec *e);
+/* Views into the blocks of this run's donated inputs, once they are bound. */
+clrun_status clrun__exec_bind_regions(clrun_exec *e);
+/* Gives back the hosting donated inputs and their views (end of outputs, or a failed run). */
+void clrun__exec_release_regions(clrun_exec *e);
 
 /* ---- exec.c ---- */
 

@@ -15,14 +15,10 @@ bool clrun__exec_add_event(buffer_state *b, cl_event event)
 {
     if (event == NULL)
         return true;
-    if (b->event_count == b->event_capacity) {
-        int32_t capacity = b->event_capacity ? b->event_capacity * 2 : 4;
-        cl_event *grown = realloc(b->events, (size_t)capacity * sizeof *grown);
-        if (grown == NULL)
-            return false;
-        b->events = grown;
-        b->event_capacity = capacity;
-    }
+    void *events = b->events;
+    if (!clrun__grow(&events, &b->event_capacity, (size_t)b->event_count + 1, sizeof *b->events))
+        return false;
+    b->events = events;
     clrun__cl.RetainEvent(event);
     b->events[b->event_count++] = event;
     return true;
@@ -49,19 +45,32 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
     buffer_state *s = &e->buffers[b];
     const clrun__sched_buffer *sb = &e->schedule.buffers[b];
     if (e->options.mode == CLRUN_EXEC_PLANNED) {
-        s->mem = e->arena_views[b];
-        s->range_chunk = ARENA;
-        s->range_offset = e->arena_offsets[b];
+        int32_t host = e->host_of ? e->host_of[b] : -1;
+        if (host >= 0) { /* in a donated input's block, bound to this run's block */
+            const clrun_buffer *block = &e->buffers[host].block;
+            s->mem = e->region_views[b];
+            s->range_chunk = block->chunk;
+            s->range_offset = block->offset + e->arena_offsets[b];
+        } else {
+            s->mem = e->arena_views[b];
+            s->range_chunk = ARENA;
+            s->range_offset = e->arena_offsets[b];
+        }
         s->range_size = sb->bytes;
     } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
         cl_int error = CL_SUCCESS;
         s->mem = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)sb->bytes, NULL, &error);
         if (s->mem == NULL)
-            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "naive buffer of %llu bytes for '%s'",
-                                  (unsigned long long)sb->bytes, clrun__exec_tensor_name(e, sb->root));
+        {
+            char bytes[CLRUN__BYTES_TEXT];
+            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "'%s': a naive buffer of %s",
+                                  clrun__exec_tensor_name(e, sb->root),
+                                  clrun__format_bytes(sb->bytes, bytes, sizeof bytes));
+        }
         (*driver_allocs)++;
     } else {
-        clrun_status status = clrun_alloc_ex(e->ctx, sb->bytes, 0, clrun__exec_tensor_name(e, sb->root), &s->block);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
+                                                      clrun__exec_tensor_name(e, sb->root), &s->block);
         if (status != CLRUN_OK)
             return status;
         s->mem = s->block.mem;
@@ -76,14 +85,11 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
 /* Out-of-order: the marker that says every user of buffer b is done, kept with its range. */
 static clrun_status remember_pending(clrun_exec *e, buffer_state *s)
 {
-    if (e->pending_count == e->pending_capacity) {
-        int32_t capacity = e->pending_capacity ? e->pending_capacity * 2 : 16;
-        pending_free *grown = realloc(e->pending, (size_t)capacity * sizeof *grown);
-        if (grown == NULL)
-            return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pending frees");
-        e->pending = grown;
-        e->pending_capacity = capacity;
-    }
+    void *pending = e->pending;
+    if (!clrun__grow(&pending, &e->pending_capacity, (size_t)e->pending_count + 1,
+                     sizeof *e->pending))
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pending frees");
+    e->pending = pending;
     cl_event marker = NULL;
     cl_int error = clrun__cl.EnqueueMarkerWithWaitList(e->ctx->queue, (cl_uint)s->event_count,
                                                        s->event_count ? s->events : NULL, &marker);
@@ -99,21 +105,55 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     if (!s->live)
         return CLRUN_OK;
     clrun_status status = CLRUN_OK;
-    /* Out of order: whoever next takes these bytes (a pool block or an arena range) must wait
-     * for every command that used them. */
+    /* Out of order: whoever next takes these bytes (a pool block, an arena range, or a range in
+     * a donated input's block) must wait for every command that used them. */
     if (e->ctx->out_of_order && s->event_count)
         status = remember_pending(e, s);
+    if (s->hosting) { /* a donated input holding later buffers: its block stays to the end */
+        clrun__exec_drop_events(s);
+        return status;
+    }
     bool is_input = e->schedule.buffers[b].is_input;
     if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
         clrun__cl.ReleaseMemObject(s->mem);
     } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
-        clrun_status freed = clrun_free(e->ctx, &s->block);
+        clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
         if (status == CLRUN_OK)
             status = freed;
     }
     clrun__exec_drop_events(s);
     s->live = false;
     s->mem = NULL;
+    return status;
+}
+
+/* Constants filled from a seed are made on the host in pieces of this many bytes at most, so
+ * that a large one never needs its whole size in host memory. */
+#define FILL_PIECE (16u << 20)
+
+/* Uploads one constant into its block: data straight from the graph, a fill piece by piece. */
+static clrun_status upload_constant(clrun_exec *e, const clrun__tensor *tensor, clrun_buffer *block)
+{
+    uint64_t bytes = clrun_tensor_bytes(&tensor->type);
+    if (tensor->data)
+        return clrun__buffer_write_owned(e->ctx, block, tensor->data);
+    size_t size = clrun_dtype_size(tensor->type.dtype);
+    uint64_t per_piece = FILL_PIECE / size, elements = bytes / size;
+    uint64_t piece = elements < per_piece ? elements : per_piece;
+    void *host = malloc((size_t)(piece * size));
+    if (host == NULL) {
+        char text[CLRUN__BYTES_TEXT];
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                           "out of host memory filling constant '%s' (%s at a time)", tensor->name,
+                           clrun__format_bytes(piece * size, text, sizeof text));
+    }
+    clrun_status status = CLRUN_OK;
+    for (uint64_t first = 0; status == CLRUN_OK && first < elements; first += piece) {
+        uint64_t count = elements - first < piece ? elements - first : piece;
+        clrun__constant_values_range(tensor, first, count, host);
+        status = clrun__buffer_write_range(e->ctx, block, first * size, count * size, host);
+    }
+    free(host);
     return status;
 }
 
@@ -128,73 +168,11 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
         if (tensor->kind != CLRUN__TENSOR_CONSTANT)
             continue;
         uint64_t bytes = clrun_tensor_bytes(&tensor->type);
-        void *host = malloc((size_t)bytes);
-        if (host == NULL)
-            return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                               "out of host memory filling constant '%s' (%llu bytes)", tensor->name,
-                               (unsigned long long)bytes);
-        clrun__constant_values(tensor, host);
-        clrun_status status = clrun_alloc_ex(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
         if (status == CLRUN_OK)
-            status = clrun_buffer_write(e->ctx, &e->constants[t], host);
-        free(host);
+            status = upload_constant(e, tensor, &e->constants[t]);
         if (status != CLRUN_OK)
             return status;
     }
     return CLRUN_OK;
-}
-
-/* Planned mode: the intermediates and outputs (buffers the run creates) laid out in one arena. */
-clrun_status clrun__exec_prepare_arena(clrun_exec *e)
-{
-    clrun_plan_buffer *items = NULL;
-    int32_t *which = NULL;
-    size_t n = 0;
-    uint64_t *offsets = NULL;
-    clrun_status status = clrun__schedule_plan_items(&e->schedule, false, &items, &which, &n);
-    if (status == CLRUN_OK) {
-        offsets = calloc(n + 1, sizeof *offsets);
-        e->arena_views = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->arena_views);
-    }
-    if (status != CLRUN_OK || !offsets || !e->arena_views)
-        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
-    clrun_plan_result result;
-    clrun_plan_options options = CLRUN_PLAN_OPTIONS_DEFAULT;
-    options.alignment = e->ctx->info.base_addr_align;
-    options.time_limit_s = e->options.plan_time_limit_s;
-    if (status == CLRUN_OK && n > 0) {
-        status = clrun_plan_solve(items, n, &options, offsets, &result);
-        if (status != CLRUN_OK)
-            clrun__fail(e->ctx, status, "planner failed on %zu buffers (alignment %llu): %s", n,
-                        (unsigned long long)options.alignment, clrun_strerror(status));
-    }
-    e->arena_bytes = n > 0 && status == CLRUN_OK ? result.peak_bytes : 0;
-    if (status == CLRUN_OK && e->arena_bytes > e->ctx->info.max_alloc)
-        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
-                             "planned arena of %llu bytes exceeds the device's maximum allocation of %llu bytes",
-                             (unsigned long long)e->arena_bytes, (unsigned long long)e->ctx->info.max_alloc);
-    if (status == CLRUN_OK && e->arena_bytes > 0) {
-        cl_int error = CL_SUCCESS;
-        e->arena = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)e->arena_bytes, NULL, &error);
-        if (e->arena == NULL)
-            status = clrun__fail_cl(e->ctx, error, "clCreateBuffer", "planned arena of %llu bytes",
-                                    (unsigned long long)e->arena_bytes);
-    }
-    e->arena_offsets = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->arena_offsets);
-    if (status == CLRUN_OK && e->arena_offsets == NULL)
-        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
-    for (size_t i = 0; status == CLRUN_OK && i < n; i++) {
-        e->arena_offsets[which[i]] = offsets[i];
-        cl_buffer_region region = {(size_t)offsets[i], (size_t)items[i].size};
-        cl_int error = CL_SUCCESS;
-        e->arena_views[which[i]] = clrun__cl.CreateSubBuffer(e->arena, CL_MEM_READ_WRITE,
-                                                             CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
-        if (e->arena_views[which[i]] == NULL)
-            status = clrun__fail_cl(e->ctx, error, "clCreateSubBuffer", "arena view at %llu",
-                                    (unsigned long long)offsets[i]);
-    }
-    free(items);
-    free(which);
-    free(offsets);
-    return status;
 }

@@ -10,77 +10,79 @@
 
 /* ---- running -------------------------------------------------------------------------------- */
 
-static bool was_consumed(const clrun_exec *e, const clrun_buffer *b, int32_t *tensor)
+/* The input of graph index i as messages name it. */
+static const char *input_name(const clrun_exec *e, int32_t i)
 {
-    for (int32_t i = 0; i < e->consumed_count; i++)
-        if (e->consumed[i].slot == b->slot && e->consumed[i].generation == b->generation) {
-            *tensor = e->consumed[i].tensor;
-            return true;
-        }
-    return false;
+    return clrun__exec_tensor_name(e, e->graph->inputs[i]);
 }
 
-static clrun_status remember_consumed(clrun_exec *e, const clrun_buffer *b, int32_t tensor)
-{
-    /* One record per pool slot: a newer consumption of the same slot replaces the older (whose
-     * generation can never be live again), so the table stays as small as the pool's. */
-    for (int32_t i = 0; i < e->consumed_count; i++)
-        if (e->consumed[i].slot == b->slot) {
-            e->consumed[i].generation = b->generation;
-            e->consumed[i].tensor = tensor;
-            return CLRUN_OK;
-        }
-    if (e->consumed_count == e->consumed_capacity) {
-        int32_t capacity = e->consumed_capacity ? e->consumed_capacity * 2 : 8;
-        void *grown = realloc(e->consumed, (size_t)capacity * sizeof *e->consumed);
-        if (grown == NULL)
-            return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        e->consumed = grown;
-        e->consumed_capacity = capacity;
-    }
-    e->consumed[e->consumed_count].slot = b->slot;
-    e->consumed[e->consumed_count].generation = b->generation;
-    e->consumed[e->consumed_count++].tensor = tensor;
-    return CLRUN_OK;
-}
-
-static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32_t count, uint64_t *held)
+/* Every input checked before anything changes, so a refused run leaves the executor, its
+ * outputs and the caller's buffers as they were: the count, each buffer live and the caller's
+ * (a donated one is dead, an executor's is not the caller's), its size, and no buffer given
+ * twice where one of the two is donated (an output written in place would change the other).
+ * Two kept inputs on one buffer are fine: both are only read. */
+static clrun_status check_inputs(clrun_exec *e, const clrun_buffer *inputs, int32_t count)
 {
     const clrun_graph *g = e->graph;
-    if (count != g->input_count || (count > 0 && inputs == NULL))
+    if (count > 0 && inputs == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_exec_run: inputs is NULL for graph '%s', which takes %d",
+                           g->name ? g->name : "", (int)g->input_count);
+    if (count != g->input_count)
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "graph '%s' takes %d inputs, %d given",
                            g->name ? g->name : "", (int)g->input_count, (int)count);
     for (int32_t i = 0; i < count; i++) {
-        int32_t t = g->inputs[i], earlier;
+        int32_t t = g->inputs[i];
+        char what[CLRUN__GRAPH_NAME_MAX + 16];
+        snprintf(what, sizeof what, "input '%s'", input_name(e, i));
+        clrun_status status = clrun__pool_check_caller(e->ctx, &inputs[i], what);
+        if (status != CLRUN_OK)
+            return status;
         uint64_t bytes = clrun_tensor_bytes(&g->tensors[t].type);
-        if (was_consumed(e, &inputs[i], &earlier))
-            return clrun__fail(e->ctx, CLRUN_ERROR_DONATED,
-                               "input '%s': its buffer was donated to an earlier run (as input '%s') and "
-                               "has been deleted; allocate a new one", clrun__exec_tensor_name(e, t), clrun__exec_tensor_name(e, earlier));
-        if (inputs[i].mem == NULL || inputs[i].size != bytes)
+        if (inputs[i].size != bytes) {
+            char type[CLRUN__TYPE_TEXT], asked[CLRUN__BYTES_TEXT], got[CLRUN__BYTES_TEXT];
             return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
-                               "input '%s' needs a buffer of %llu bytes (%s), got %llu", clrun__exec_tensor_name(e, t),
-                               (unsigned long long)bytes, clrun_dtype_name(g->tensors[t].type.dtype),
-                               (unsigned long long)inputs[i].size);
-        if (!clrun__pool_is_live(e->ctx, &inputs[i]))
-            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
-                               "input '%s': the buffer is not live in this context (freed already, or "
-                               "allocated from another context)", clrun__exec_tensor_name(e, t));
+                               "input '%s' needs a buffer of %s (%s), got %s", input_name(e, i),
+                               clrun__format_bytes(bytes, asked, sizeof asked),
+                               clrun__type_format(&g->tensors[t].type, type, sizeof type),
+                               clrun__format_bytes(inputs[i].size, got, sizeof got));
+        }
+        for (int32_t j = 0; j < i; j++)
+            if (inputs[j].slot == inputs[i].slot && inputs[j].generation == inputs[i].generation &&
+                (g->tensors[t].donated || g->tensors[g->inputs[j]].donated))
+                return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "inputs '%s' and '%s' are the same buffer, and one of them is "
+                                   "donated: give each its own buffer", input_name(e, j),
+                                   input_name(e, i));
     }
+    return CLRUN_OK;
+}
+
+/* Binds checked inputs to their schedule buffers; a donated one is adopted by the executor, so
+ * that the caller's handle is dead to every call from here on. */
+static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32_t count, uint64_t *held)
+{
+    const clrun_graph *g = e->graph;
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
         s->block = inputs[i];
-        s->mem = inputs[i].mem;
-        s->range_chunk = inputs[i].chunk;
-        s->range_offset = inputs[i].offset;
-        s->range_size = inputs[i].size;
+        if (g->tensors[t].donated) {
+            char as[2 * CLRUN__GRAPH_NAME_MAX + 32];
+            snprintf(as, sizeof as, "input '%s' of graph '%s'", input_name(e, i),
+                     g->name ? g->name : "");
+            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &s->block);
+            if (status != CLRUN_OK)
+                return status;
+        }
+        s->mem = s->block.mem;
+        s->range_chunk = s->block.chunk;
+        s->range_offset = s->block.offset;
+        s->range_size = s->block.size;
         s->live = true;
-        *held += inputs[i].size;
-        if (g->tensors[t].donated && remember_consumed(e, &inputs[i], t) != CLRUN_OK)
-            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        *held += s->block.size;
     }
-    return CLRUN_OK;
+    return e->options.mode == CLRUN_EXEC_PLANNED ? clrun__exec_bind_regions(e) : CLRUN_OK;
 }
 
 /* The memory of tensor t in this run. */
@@ -132,21 +134,26 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH,
                            "node '%s' (%s) has %d inputs and %d outputs; the executor takes at most 64 and 16",
                            clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, node->input_count, node->output_count);
+    bool arena = e->options.mode == CLRUN_EXEC_PLANNED; /* held all along: counted at bind */
     for (int o = 0; o < node->output_count; o++) {
         int32_t b = s->buffer_of[node->outputs[o]];
         if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
             clrun_status status = clrun__exec_take_memory(e, b, driver_allocs);
             if (status != CLRUN_OK)
                 return status;
-            *held += s->buffers[b].bytes;
+            if (!arena)
+                *held += s->buffers[b].bytes;
         }
         out_mems[o] = e->buffers[b].mem;
     }
     if (*held > *peak)
         *peak = *held;
+    e->spans[step].bytes_in_use = *held; /* the most this step holds: its outputs and inputs */
     for (int k = 0; k < node->input_count; k++)
         in_mems[k] = clrun__exec_tensor_mem(e, node->inputs[k]);
 
+    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)", (int)step,
+               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
     cl_event *waits;
     cl_uint wait_count;
     clrun_status status = gather_waits(e, node, &waits, &wait_count);
@@ -180,12 +187,14 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         int32_t b = s->release_list[i];
         if (!e->buffers[b].live)
             continue;
-        *held -= s->buffers[b].bytes;
+        /* In planned mode only a donated input's own block goes (unless it hosts buffers). */
+        if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting)
+            *held -= s->buffers[b].bytes;
         status = clrun__exec_give_back(e, b);
         if (status != CLRUN_OK)
             return status;
     }
-    e->spans[step].bytes_in_use = *held;
+    e->spans[step].bytes_after = *held;
     return CLRUN_OK;
 }
 
@@ -235,6 +244,7 @@ static void abandon_run(clrun_exec *e)
             clrun__cl.ReleaseEvent(e->step_events[i]);
             e->step_events[i] = NULL;
         }
+    clrun__exec_release_regions(e);
     clrun__exec_drop_pending(e);
 }
 
@@ -274,7 +284,7 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
         st->reserved_bytes = after.reserved_peak + (own_peak - input_bytes);
         break;
     case CLRUN_EXEC_PLANNED:
-        st->peak_bytes = e->arena_bytes + input_bytes;
+        st->peak_bytes = own_peak; /* the arena and the inputs, as long as each is held */
         st->reserved_bytes = after.reserved_peak + e->arena_bytes;
         break;
     case CLRUN_EXEC_CONTEXT: /* resolved at creation */
@@ -286,9 +296,12 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
 {
     if (e == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_run: NULL executor");
+    clrun_status status = check_inputs(e, inputs, input_count);
+    if (status != CLRUN_OK)
+        return status;
     clrun__exec_release_outputs(e);
     clrun_memory_stats before;
-    clrun_status status = clrun_memory_stats_get(e->ctx, &before);
+    status = clrun_memory_stats_get(e->ctx, &before);
     if (status != CLRUN_OK)
         return status;
     clrun_memory_reset_peaks(e->ctx);
@@ -296,6 +309,8 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
     double start = (clrun__now() * 1e3);
     status = bind_inputs(e, inputs, input_count, &held);
     uint64_t held_at_start = held;
+    if (e->options.mode == CLRUN_EXEC_PLANNED)
+        held += e->arena_bytes;
     peak = held;
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++)
         status = run_step(e, step, &held, &peak, &driver_allocs);

@@ -59,9 +59,12 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         clrun__sched_buffer *b = &s->buffers[s->buffer_count];
         /* An input nobody reads is still released (if donated) after the first step. */
         int32_t last = s->last_use[t] < 0 && s->steps > 0 ? 0 : s->last_use[t];
-        *b = (clrun__sched_buffer){clrun_tensor_bytes(&tensor->type), -1, last, t,
-                                   tensor->kind == CLRUN__TENSOR_INPUT,
-                                   tensor->kind == CLRUN__TENSOR_CONSTANT, tensor->is_output};
+        *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&tensor->type), .first = -1,
+                                   .last = last, .root = t,
+                                   .is_input = tensor->kind == CLRUN__TENSOR_INPUT,
+                                   .is_donated = tensor->kind == CLRUN__TENSOR_INPUT && tensor->donated,
+                                   .is_constant = tensor->kind == CLRUN__TENSOR_CONSTANT,
+                                   .is_output = tensor->is_output};
         s->buffer_of[t] = s->buffer_count++;
     }
     for (int32_t step = 0; step < s->steps; step++) {
@@ -69,21 +72,25 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         for (int o = 0; o < node->output_count; o++) {
             int32_t out = node->outputs[o];
             s->buffer_of[out] = -1;
-            for (int k = 0; reuse && node->op->alias_safe && k < node->input_count; k++) {
-                int32_t in = node->inputs[k];
-                if (may_donate(g, s, in, out, step, taken)) {
-                    s->alias_of[out] = in;
-                    s->buffer_of[out] = s->buffer_of[in];
-                    taken[s->buffer_of[in]] = true;
-                    s->donations++;
-                    break;
+            /* A donated graph input first: it is the caller's explicit request, and an
+             * intermediate that dies here is freed anyway. Then the others, in operand order. */
+            for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
+                for (int k = 0; reuse && node->op->alias_safe && k < node->input_count; k++) {
+                    int32_t in = node->inputs[k];
+                    bool donated_input = g->tensors[in].kind == CLRUN__TENSOR_INPUT;
+                    if (donated_input == (pass == 0) && may_donate(g, s, in, out, step, taken)) {
+                        s->alias_of[out] = in;
+                        s->buffer_of[out] = s->buffer_of[in];
+                        taken[s->buffer_of[in]] = true;
+                        s->donations++;
+                        break;
+                    }
                 }
-            }
             clrun__sched_buffer *b;
             if (s->buffer_of[out] < 0) {
                 b = &s->buffers[s->buffer_count];
-                *b = (clrun__sched_buffer){clrun_tensor_bytes(&g->tensors[out].type), step, step, out,
-                                           false, false, false};
+                *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&g->tensors[out].type),
+                                           .first = step, .last = step, .root = out};
                 s->buffer_of[out] = s->buffer_count++;
             }
             b = &s->buffers[s->buffer_of[out]];
@@ -136,8 +143,13 @@ bool clrun__schedule_alive(const clrun__schedule *s, int32_t b, int32_t step)
     return buf->first <= step && step <= buf->last;
 }
 
-/* Largest live non-constant total over steps, by a sweep over buffer start/end events. A
- * buffer is live from the step that creates it (step 0 for inputs) through its last reader. */
+/* A graph input the caller keeps: its buffer stays the caller's for the whole run. */
+static bool kept_input(const clrun__sched_buffer *buf) { return buf->is_input && !buf->is_donated; }
+
+/* Largest live non-constant total over steps, by a sweep over buffer start/end events: what
+ * any executor must hold at once, so an achievable bound. A buffer is live from the step that
+ * creates it (step 0 for inputs) through its last reader; an input the caller keeps, through
+ * the whole run. */
 static bool compute_bounds(clrun__schedule *s)
 {
     int32_t steps = s->steps > 0 ? s->steps : 1;
@@ -152,6 +164,8 @@ static bool compute_bounds(clrun__schedule *s)
         }
         int32_t from = buf->first < 0 ? 0 : buf->first;
         int32_t to = buf->last < from ? from : buf->last;
+        if (kept_input(buf))
+            to = steps - 1; /* the caller holds it through the whole run */
         if (to > steps - 1)
             to = steps - 1;
         delta[from] += (int64_t)buf->bytes;
@@ -194,6 +208,45 @@ static bool collect_unused_donations(const clrun_graph *g, clrun__schedule *s)
     return true;
 }
 
+void clrun__schedule_unused_reason(const clrun_graph *g, const clrun__schedule *s, int32_t input,
+                                   char *why, size_t size)
+{
+    const clrun__tensor *in = &g->tensors[input];
+    if (!s->reuse) {
+        snprintf(why, size, "the naive mode gives every tensor a buffer of its own");
+        return;
+    }
+    if (in->is_output) {
+        snprintf(why, size, "it is also a graph output, so its buffer must hold it to the end");
+        return;
+    }
+    if (s->last_use[input] < 0) {
+        snprintf(why, size, "no node reads it");
+        return;
+    }
+    const clrun__node *last = &g->nodes[s->order[s->last_use[input]]];
+    const char *name = g->tensors[last->outputs[0]].name;
+    if (!last->op->alias_safe) {
+        snprintf(why, size, "its last reader '%s' (%s) cannot write its output in place", name,
+                 last->op->name);
+        return;
+    }
+    uint64_t bytes = clrun_tensor_bytes(&in->type);
+    for (int o = 0; o < last->output_count; o++) {
+        int32_t out = last->outputs[o];
+        if (clrun_tensor_bytes(&g->tensors[out].type) != bytes)
+            continue;
+        int32_t taker = s->alias_of[out];
+        snprintf(why, size, "the output '%s' of its last reader (%s) took the buffer of '%s'",
+                 g->tensors[out].name, last->op->name, taker >= 0 ? g->tensors[taker].name : "?");
+        return;
+    }
+    char have[CLRUN__TYPE_TEXT], want[CLRUN__TYPE_TEXT];
+    snprintf(why, size, "its last reader '%s' (%s) writes %s, a different size than its %s", name,
+             last->op->name, clrun__type_format(&g->tensors[last->outputs[0]].type, have, sizeof have),
+             clrun__type_format(&in->type, want, sizeof want));
+}
+
 static void compute_last_uses(const clrun_graph *g, clrun__schedule *s)
 {
     for (int32_t t = 0; t < g->tensor_count; t++) {
@@ -217,6 +270,7 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     clrun__schedule s;
     memset(&s, 0, sizeof s);
     s.steps = g->node_count;
+    s.reuse = reuse;
     size_t nt = (size_t)g->tensor_count + 1, nn = (size_t)g->node_count + 1;
     s.order = calloc(nn, sizeof *s.order);
     s.step_of_node = calloc(nn, sizeof *s.step_of_node);
@@ -298,6 +352,8 @@ clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inpu
             continue;
         int32_t first = sb->first < 0 ? 0 : sb->first;
         int32_t last = sb->last < first ? first : sb->last;
+        if (kept_input(sb))
+            last = s->steps; /* kept by the caller through the whole run */
         if (last >= s->steps && s->steps > 0)
             last = s->steps - 1; /* outputs: alive to the end */
         items[n] = (clrun_plan_buffer){sb->bytes, (uint64_t)first, (uint64_t)last + 1};

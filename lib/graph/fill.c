@@ -110,46 +110,54 @@ static int32_t fill_int(const clrun__tensor *tensor, uint64_t key, uint64_t inde
     return (int32_t)(low + (int64_t)((draw * range) >> 32));
 }
 
-void clrun__constant_values(const clrun__tensor *tensor, void *out)
+void clrun__constant_values_range(const clrun__tensor *tensor, uint64_t first, uint64_t count,
+                                  void *out)
 {
-    uint64_t elements = clrun_tensor_elements(&tensor->type);
+    size_t size = clrun_dtype_size(tensor->type.dtype);
     if (tensor->data) {
-        memcpy(out, tensor->data, (size_t)clrun_tensor_bytes(&tensor->type));
+        memcpy(out, (const char *)tensor->data + first * size, (size_t)(count * size));
         return;
     }
     uint64_t key = clrun__splitmix64_mix(tensor->seed);
-    for (uint64_t i = 0; i < elements; i++) {
+    for (uint64_t n = 0; n < count; n++) {
+        uint64_t i = first + n;
+        char *slot = (char *)out + n * size;
         switch (tensor->type.dtype) {
         case CLRUN_I32: {
             int32_t value = fill_int(tensor, key, i);
-            memcpy((char *)out + i * 4, &value, 4);
+            memcpy(slot, &value, 4);
             break;
         }
         case CLRUN_F32: {
             float value = (float)fill_value(tensor, key, i);
-            memcpy((char *)out + i * 4, &value, 4);
+            memcpy(slot, &value, 4);
             break;
         }
         case CLRUN_F16: {
             uint16_t value = clrun__f32_to_f16((float)fill_value(tensor, key, i));
-            memcpy((char *)out + i * 2, &value, 2);
+            memcpy(slot, &value, 2);
             break;
         }
         case CLRUN_I64: {
             int64_t value = fill_int(tensor, key, i);
-            memcpy((char *)out + i * 8, &value, 8);
+            memcpy(slot, &value, 8);
             break;
         }
         case CLRUN_BOOL:
-            ((unsigned char *)out)[i] = (unsigned char)fill_int(tensor, key, i);
+            *(unsigned char *)slot = (unsigned char)fill_int(tensor, key, i);
             break;
         case CLRUN_F64: {
             double value = fill_value(tensor, key, i);
-            memcpy((char *)out + i * 8, &value, 8);
+            memcpy(slot, &value, 8);
             break;
         }
         }
     }
+}
+
+void clrun__constant_values(const clrun__tensor *tensor, void *out)
+{
+    clrun__constant_values_range(tensor, 0, clrun_tensor_elements(&tensor->type), out);
 }
 
 clrun_status clrun_fill_values(const clrun_tensor_type *type, clrun_fill fill, double a, double b,

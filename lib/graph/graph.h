@@ -1,5 +1,5 @@
-/* The graph's insides, shared by the builder (lib/graph.c), the text format (lib/graph_io.c)
- * and the executor (lib/schedule.c, lib/exec.c). */
+/* The graph's insides, shared by the builder (graph.c and its helpers), the text format
+ * (graph_read.h, graph_write.c) and the executor (lib/exec/). */
 #ifndef CLRUN_LIB_GRAPH_H
 #define CLRUN_LIB_GRAPH_H
 
@@ -89,6 +89,10 @@ void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_t
 /* Fills `out` (clrun_tensor_bytes of the type) with the constant's values: its data, or its
  * deterministic fill. Same bits on every machine. */
 void clrun__constant_values(const clrun__tensor *tensor, void *out);
+/* The same for elements [first, first + count) only, so that a large constant can be made in
+ * pieces (the fill is counter-based: any element alone). */
+void clrun__constant_values_range(const clrun__tensor *tensor, uint64_t first, uint64_t count,
+                                  void *out);
 
 /* ---- shared by the builder, the text format and the tools ---- */
 
