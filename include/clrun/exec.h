@@ -106,7 +106,10 @@ typedef struct clrun_exec_span {
     const char *name;        /* its first output's name */
     uint64_t start_ns;       /* device clock, relative to the run's first node start */
     uint64_t end_ns;
-    uint64_t bytes_in_use;   /* executor-held bytes right after the node was enqueued */
+    uint64_t bytes_in_use;   /* bytes the run holds while the node runs (its inputs and its
+                                outputs, and in planned mode the arena): the run's peak is the
+                                largest of these */
+    uint64_t bytes_after;    /* the same once the buffers the node read last are given back */
 } clrun_exec_span;
 
 /* The spans of the last run in schedule order; 0 when profiling was off. */
