@@ -279,13 +279,10 @@ clrun_status clrun_npy_save(const char *path, const clrun_tensor_type *type, con
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, path ? path : "<npy>", "no valid tensor to write");
     char header[256];
     int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    /* "(5,)" for one dimension, as numpy writes it; "(2, 3)" for more; "()" for a scalar. */
     for (int d = 0; d < type->rank; d++)
         len += snprintf(header + len, sizeof header - (size_t)len, "%" PRId64 "%s", type->shape[d],
-                        type->rank == 1 || d + 1 < type->rank ? ", " : "");
-    if (type->rank == 1) /* "(5, )" would read, but numpy writes "(5,)" */
-        len -= 1;
-    else if (type->rank > 1)
-        len -= 2;
+                        type->rank == 1 ? "," : d + 1 < type->rank ? ", " : "");
     len += snprintf(header + len, sizeof header - (size_t)len, "), }");
     /* Spaces then '\n', so that magic + version + length + header is a multiple of 64. */
     int total = 10 + len + 1;
