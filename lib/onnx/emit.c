@@ -26,6 +26,9 @@ bool clrun__op_accepts(const char *op, clrun__value *const *inputs, int n_inputs
     char why[256];
     if (o == NULL || n_inputs > MAX_EMIT || n_inputs < o->min_inputs || n_inputs > o->max_inputs)
         return false;
+    for (int i = 0; i < n_attrs; i++) /* what the builder refuses before any type rule sees it */
+        if (attrs[i].kind == CLRUN_ATTR_INTS && (attrs[i].count < 0 || attrs[i].count > CLRUN_MAX_ATTR_INTS))
+            return false;
     for (int i = 0; i < n_inputs; i++) {
         if (inputs[i]->kind == CLRUN__VALUE_CONST) {
             if (!clrun__otensor_clrun_type(&inputs[i]->c, &types[i], why, sizeof why))

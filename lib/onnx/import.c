@@ -100,13 +100,18 @@ static const char *value_onnx_name_of(const void *owner, int32_t entry)
     return ((const clrun__imp *)owner)->values[entry]->onnx_name;
 }
 
-/* A clrun name not taken yet, from base: base, base.1, base.2, ... (owned). */
+/* A clrun name not taken yet, from base: base, else base.1, base.2, ... The search for a free
+ * suffix starts at the count of names with a suffix so far, so that many ONNX names that map to
+ * one clrun name cost one probe each, not one per earlier collision. (owned) */
 static char *unique_name(clrun__imp *im, const char *base)
 {
     char name[CLRUN__GRAPH_NAME_MAX + 1];
     snprintf(name, sizeof name, "%s", base);
-    for (int32_t k = 1; clrun__name_index_find(&im->clrun_names, name, value_name_of, im) >= 0; k++)
+    for (int32_t k = 1; clrun__name_index_find(&im->clrun_names, name, value_name_of, im) >= 0; k++) {
+        if (k == 1)
+            k = ++im->collisions;
         snprintf(name, sizeof name, "%.240s.%" PRId32, base, k);
+    }
     size_t len = strlen(name) + 1;
     char *copy = malloc(len);
     if (copy)
@@ -396,49 +401,80 @@ static clrun_status check_options_used(clrun__imp *im, const Onnx__GraphProto *g
 /* ---- nodes ---- */
 
 /* The nodes in an order where every value is produced before it is read: the model's order when
- * it is already topological (as ONNX requires), else Kahn's algorithm, stable. */
+ * it is already topological (as ONNX requires), else Kahn's algorithm, taking the lowest index
+ * that is ready each time (stable), in O((nodes + edges) log nodes). */
 static clrun_status node_order(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer,
                                size_t *order)
 {
-    size_t n = g->n_node, done = 0;
-    /* Passes over the unplaced nodes, each placing those whose producers are placed: one pass for
-     * a sorted model (as ONNX requires), more only for unsorted ones. */
-    bool *placed = calloc(n + 1, sizeof *placed);
-    if (!placed)
-        return CLRUN__OOM(im);
-    bool progress = true;
-    while (done < n && progress) {
-        progress = false;
+    size_t n = g->n_node, edges = 0, done = 0;
+    for (size_t i = 0; i < n; i++)
+        edges += g->node[i]->n_input;
+    size_t *waiting = calloc(n + 1, sizeof *waiting);    /* inputs not yet produced, per node */
+    size_t *start = calloc(n + 2, sizeof *start);        /* readers of node i: reader[start[i]..] */
+    size_t *reader = malloc((edges + 1) * sizeof *reader);
+    size_t *heap = malloc((n + 1) * sizeof *heap), heap_n = 0;
+    clrun_status s = waiting && start && reader && heap ? CLRUN_OK : CLRUN__OOM(im);
+    /* The producer of each input that a node produces (self-reads are cycles, kept). */
+    for (int pass = 0; s == CLRUN_OK && pass < 2; pass++) {
         for (size_t i = 0; i < n; i++) {
-            if (placed[i])
-                continue;
             const Onnx__NodeProto *node = g->node[i];
-            bool ready = true;
-            for (size_t k = 0; k < node->n_input && ready; k++) {
+            for (size_t k = 0; k < node->n_input; k++) {
                 const char *name = node->input[k];
-                if (!name || !name[0])
+                int32_t v = name && name[0] ? find_onnx(im, name) : -1;
+                if (v < 0 || producer[v] < 0)
                     continue;
-                int32_t v = find_onnx(im, name);
-                ready = v < 0 || producer[v] < 0 || placed[producer[v]];
+                size_t p = (size_t)producer[v];
+                if (pass == 0) {
+                    start[p + 1]++;
+                    waiting[i]++;
+                } else {
+                    reader[start[p]++] = i;
+                }
             }
-            if (ready) {
-                placed[i] = true;
-                order[done++] = i;
-                progress = true;
+        }
+        if (pass == 0)
+            for (size_t i = 0; i < n; i++)
+                start[i + 1] += start[i];
+    }
+    /* start[p] now ends node p's readers; they begin at the previous node's end. */
+    for (size_t i = 0; s == CLRUN_OK && i < n; i++)
+        if (waiting[i] == 0)
+            heap[heap_n++] = i; /* ascending: already a heap */
+    while (s == CLRUN_OK && heap_n) {
+        size_t top = heap[0];
+        heap[0] = heap[--heap_n];
+        for (size_t j = 0;;) { /* sift down */
+            size_t l = 2 * j + 1, m = j;
+            if (l < heap_n && heap[l] < heap[m]) m = l;
+            if (l + 1 < heap_n && heap[l + 1] < heap[m]) m = l + 1;
+            if (m == j) break;
+            size_t t = heap[j]; heap[j] = heap[m]; heap[m] = t;
+            j = m;
+        }
+        order[done++] = top;
+        for (size_t e = top ? start[top - 1] : 0; e < start[top]; e++) {
+            size_t r = reader[e];
+            if (--waiting[r] == 0) { /* sift up */
+                size_t j = heap_n++;
+                heap[j] = r;
+                while (j && heap[(j - 1) / 2] > heap[j]) {
+                    size_t t = heap[j]; heap[j] = heap[(j - 1) / 2]; heap[(j - 1) / 2] = t;
+                    j = (j - 1) / 2;
+                }
             }
         }
     }
-    clrun_status s = CLRUN_OK;
-    if (done < n) {
-        for (size_t i = 0; i < n; i++)
-            if (!placed[i]) {
-                s = clrun__invalid(im, "node %zu '%s' (%s) is part of a cycle", i,
-                                   g->node[i]->name ? g->node[i]->name : "",
-                                   g->node[i]->op_type ? g->node[i]->op_type : "");
-                break;
-            }
-    }
-    free(placed);
+    for (size_t i = 0; s == CLRUN_OK && done < n && i < n; i++)
+        if (waiting[i]) {
+            s = clrun__invalid(im, "node %zu '%s' (%s) is part of a cycle", i,
+                               g->node[i]->name ? g->node[i]->name : "",
+                               g->node[i]->op_type ? g->node[i]->op_type : "");
+            break;
+        }
+    free(waiting);
+    free(start);
+    free(reader);
+    free(heap);
     return s;
 }
 

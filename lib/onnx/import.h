@@ -65,6 +65,7 @@ typedef struct clrun__imp {
     clrun__name_index onnx_names;  /* onnx name -> value index (ONNX values only) */
     clrun__name_index clrun_names; /* clrun name -> value index (every value with a name) */
     int32_t temp_counter;
+    int32_t collisions;      /* ONNX names whose clrun form was taken (see unique_name) */
     clrun__onode *node;      /* the node being imported, for messages; NULL outside nodes */
     char message[CLRUN__ERROR_MAX];
 } clrun__imp;

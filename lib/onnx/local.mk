@@ -1,22 +1,27 @@
 # onnx: the ONNX importer (clrun_graph_load_onnx), over graph. The protobuf parser is C that
 # protoc-c generates at build time from Debian's onnx.proto (ONNX_PROTO, found by configure):
 # never committed, never distributed.
-ONNX_SOURCES = \
-	lib/onnx/import.c lib/onnx/import.h \
+ONNX_C_SOURCES = \
+	lib/onnx/import.c \
 	lib/onnx/emit.c \
 	lib/onnx/attrs.c \
-	lib/onnx/wire.c lib/onnx/wire.h \
-	lib/onnx/tensor.c lib/onnx/tensor.h \
+	lib/onnx/wire.c \
+	lib/onnx/tensor.c \
 	lib/onnx/tensor_file.c \
 	lib/onnx/ops.c \
-	lib/onnx/fold.c lib/onnx/fold.h \
+	lib/onnx/fold.c \
 	lib/onnx/fold_ops.c \
 	lib/onnx/move.c \
 	lib/onnx/map_elementwise.c \
 	lib/onnx/map_layout.c \
 	lib/onnx/map_nn.c \
 	lib/onnx/map_reduce.c \
-	lib/onnx/map_misc.c \
+	lib/onnx/map_misc.c
+ONNX_SOURCES = $(ONNX_C_SOURCES) \
+	lib/onnx/import.h \
+	lib/onnx/wire.h \
+	lib/onnx/tensor.h \
+	lib/onnx/fold.h \
 	lib/onnx/map.h
 ONNX_GENERATED = lib/onnx/onnx.pb-c.c lib/onnx/onnx.pb-c.h
 
@@ -33,4 +38,61 @@ lib/onnx/onnx.pb-c.c: $(ONNX_PROTO)
 lib/onnx/onnx.pb-c.h: lib/onnx/onnx.pb-c.c
 	@test -f $@ || { rm -f lib/onnx/onnx.pb-c.c; $(MAKE) $(AM_MAKEFLAGS) lib/onnx/onnx.pb-c.c; }
 
-EXTRA_DIST += docs/onnx.md
+# A seed corpus for the fuzz target: small models of the ONNX test suite (libonnx-testdata).
+EXTRA_DIST += docs/onnx.md tests/fuzz/fuzz_onnx.c \
+	tests/fuzz/corpus/onnx/test_Conv2d.onnx \
+	tests/fuzz/corpus/onnx/test_PReLU_2d.onnx \
+	tests/fuzz/corpus/onnx/test_add.onnx \
+	tests/fuzz/corpus/onnx/test_argmax_default_axis_example.onnx \
+	tests/fuzz/corpus/onnx/test_averagepool_2d_ceil.onnx \
+	tests/fuzz/corpus/onnx/test_batchnorm_example.onnx \
+	tests/fuzz/corpus/onnx/test_cast_FLOAT_to_DOUBLE.onnx \
+	tests/fuzz/corpus/onnx/test_clip.onnx \
+	tests/fuzz/corpus/onnx/test_concat_1d_axis_0.onnx \
+	tests/fuzz/corpus/onnx/test_constant.onnx \
+	tests/fuzz/corpus/onnx/test_constantofshape_int_zeros.onnx \
+	tests/fuzz/corpus/onnx/test_conv_with_strides_padding.onnx \
+	tests/fuzz/corpus/onnx/test_convtranspose.onnx \
+	tests/fuzz/corpus/onnx/test_cumsum_1d.onnx \
+	tests/fuzz/corpus/onnx/test_depthtospace_example.onnx \
+	tests/fuzz/corpus/onnx/test_dropout_default.onnx \
+	tests/fuzz/corpus/onnx/test_expand_dim_changed.onnx \
+	tests/fuzz/corpus/onnx/test_expand_shape_model1.onnx \
+	tests/fuzz/corpus/onnx/test_flatten_axis0.onnx \
+	tests/fuzz/corpus/onnx/test_gather_0.onnx \
+	tests/fuzz/corpus/onnx/test_gemm_all_attributes.onnx \
+	tests/fuzz/corpus/onnx/test_identity.onnx \
+	tests/fuzz/corpus/onnx/test_layer_normalization_2d_axis0_expanded.onnx \
+	tests/fuzz/corpus/onnx/test_matmul_2d.onnx \
+	tests/fuzz/corpus/onnx/test_maxpool_2d_pads.onnx \
+	tests/fuzz/corpus/onnx/test_operator_params.onnx \
+	tests/fuzz/corpus/onnx/test_operator_view.onnx \
+	tests/fuzz/corpus/onnx/test_pow.onnx \
+	tests/fuzz/corpus/onnx/test_range_float_type_positive_delta_expanded.onnx \
+	tests/fuzz/corpus/onnx/test_reduce_sum_keepdims_example.onnx \
+	tests/fuzz/corpus/onnx/test_reshape_reordered_all_dims.onnx \
+	tests/fuzz/corpus/onnx/test_resize_upsample_scales_nearest.onnx \
+	tests/fuzz/corpus/onnx/test_shape_start_1.onnx \
+	tests/fuzz/corpus/onnx/test_size.onnx \
+	tests/fuzz/corpus/onnx/test_slice.onnx \
+	tests/fuzz/corpus/onnx/test_softmax_axis_0.onnx \
+	tests/fuzz/corpus/onnx/test_split_equal_parts_1d.onnx \
+	tests/fuzz/corpus/onnx/test_squeeze.onnx \
+	tests/fuzz/corpus/onnx/test_tile.onnx \
+	tests/fuzz/corpus/onnx/test_transpose_default.onnx \
+	tests/fuzz/corpus/onnx/test_triu.onnx \
+	tests/fuzz/corpus/onnx/test_unsqueeze_axis_0.onnx \
+	tests/fuzz/corpus/onnx/test_where_example.onnx
+
+# The fuzz target compiles the importer into itself, instrumented (FUZZ_CFLAGS), with host
+# tensors limited to 64 MiB so that libFuzzer's memory limit is never the finding; the generated
+# parser and the library copies stay uninstrumented.
+if HAVE_FUZZ
+EXTRA_PROGRAMS += tests/fuzz/fuzz_onnx
+FUZZ_LIST += tests/fuzz/fuzz_onnx
+tests_fuzz_fuzz_onnx_SOURCES = tests/fuzz/fuzz_onnx.c $(ONNX_C_SOURCES)
+tests_fuzz_fuzz_onnx_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN__ONNX_MAX_TENSOR_BYTES='((uint64_t)1 << 26)'
+tests_fuzz_fuzz_onnx_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_onnx_LDFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_onnx_LDADD = libclrun-internal.la
+endif
