@@ -348,32 +348,33 @@ static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProt
     return CLRUN_OK;
 }
 
-/* Every --shape and --dim must name something of the model: a typo is an error, not a no-op. */
+/* True when `name` is the ONNX name of a graph input, or its clrun form. */
+static bool names_input(const Onnx__GraphProto *g, const char *name)
+{
+    char mapped[CLRUN_ONNX_NAME_MAX + 2];
+    for (size_t k = 0; name && k < g->n_input; k++) {
+        const char *in = g->input[k]->name ? g->input[k]->name : "";
+        if (strcmp(in, name) == 0 || strcmp(clrun_onnx_name(in, mapped, sizeof mapped), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Every --shape, --dim and constant must name something of the model: a typo is an error, not
+ * a no-op. */
 static clrun_status check_options_used(clrun__imp *im, const Onnx__GraphProto *g)
 {
     const clrun_onnx_options *o = im->options;
-    for (int i = 0; o && i < o->shape_count; i++) {
-        const char *name = o->shapes[i].input ? o->shapes[i].input : "";
-        bool found = false;
-        for (int32_t k = 0; k < im->value_count && !found; k++) {
-            const clrun__value *v = im->values[k];
-            found = v->graph_input && (strcmp(v->onnx_name, name) == 0 || strcmp(v->name, name) == 0);
-        }
-        if (!found)
+    for (int i = 0; o && i < o->shape_count; i++)
+        if (!names_input(g, o->shapes[i].input))
             return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "a shape is given for '%s', which is not an input of the model", name);
-    }
-    for (int i = 0; o && i < o->constant_count; i++) {
-        const char *name = o->constants[i].input ? o->constants[i].input : "";
-        bool found = false;
-        for (size_t k = 0; k < g->n_input && !found; k++) {
-            int32_t v = g->input[k]->name ? find_onnx(im, g->input[k]->name) : -1;
-            found = v >= 0 && (strcmp(im->values[v]->onnx_name, name) == 0 || strcmp(im->values[v]->name, name) == 0);
-        }
-        if (!found)
+                                   "a shape is given for '%s', which is not an input of the model",
+                                   o->shapes[i].input ? o->shapes[i].input : "");
+    for (int i = 0; o && i < o->constant_count; i++)
+        if (!names_input(g, o->constants[i].input))
             return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "a value is given for '%s', which is not an input of the model", name);
-    }
+                                   "a value is given for '%s', which is not an input of the model",
+                                   o->constants[i].input ? o->constants[i].input : "");
     for (int i = 0; o && i < o->dim_count; i++) {
         const char *name = o->dims[i].name ? o->dims[i].name : "";
         bool found = false;
@@ -754,9 +755,9 @@ static clrun_status import_graph(clrun__imp *im)
     for (size_t i = 0; s == CLRUN_OK && i < names + 1; i++)
         producer[i] = -1;
     if (s == CLRUN_OK)
-        s = declare_all(im, g, producer);
-    if (s == CLRUN_OK)
         s = check_options_used(im, g);
+    if (s == CLRUN_OK)
+        s = declare_all(im, g, producer);
     if (s == CLRUN_OK)
         s = node_order(im, g, producer, order);
     for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++)

@@ -96,3 +96,11 @@ tests_fuzz_fuzz_onnx_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_onnx_LDFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_onnx_LDADD = libclrun-internal.la
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_onnx
+TESTS += tests/test_onnx
+tests_test_onnx_SOURCES = tests/test_onnx.c tests/onnx_builder.h
+tests_test_onnx_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_LDADD = $(TEST_LDADD)
+endif
