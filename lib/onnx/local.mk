@@ -104,3 +104,10 @@ tests_test_onnx_SOURCES = tests/test_onnx.c tests/onnx_builder.h
 tests_test_onnx_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_LDADD = $(TEST_LDADD)
 endif
+
+# The conformance suite and the real models (tests/onnx_suite.sh, tests/onnx_models.sh): the
+# CLI over the installed ONNX test cases and over models built at test time with python3-onnx.
+AM_TESTS_ENVIRONMENT += ONNX_TESTDATA='$(ONNX_TESTDATA)'; export ONNX_TESTDATA; \
+	ONNX_PYTHON='$(ONNX_PYTHON)'; export ONNX_PYTHON;
+TESTS += tests/onnx_suite.sh
+EXTRA_DIST += tests/onnx_suite.sh
