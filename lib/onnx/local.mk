@@ -109,5 +109,5 @@ endif
 # CLI over the installed ONNX test cases and over models built at test time with python3-onnx.
 AM_TESTS_ENVIRONMENT += ONNX_TESTDATA='$(ONNX_TESTDATA)'; export ONNX_TESTDATA; \
 	ONNX_PYTHON='$(ONNX_PYTHON)'; export ONNX_PYTHON;
-TESTS += tests/onnx_suite.sh
-EXTRA_DIST += tests/onnx_suite.sh
+TESTS += tests/onnx_suite.sh tests/onnx_models.sh tests/cli_onnx.sh
+EXTRA_DIST += tests/onnx_suite.sh tests/onnx_models.sh tests/onnx_models.py tests/cli_onnx.sh
