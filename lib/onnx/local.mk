@@ -111,3 +111,9 @@ AM_TESTS_ENVIRONMENT += ONNX_TESTDATA='$(ONNX_TESTDATA)'; export ONNX_TESTDATA; 
 	ONNX_PYTHON='$(ONNX_PYTHON)'; export ONNX_PYTHON;
 TESTS += tests/onnx_suite.sh tests/onnx_models.sh tests/cli_onnx.sh
 EXTRA_DIST += tests/onnx_suite.sh tests/onnx_models.sh tests/onnx_models.py tests/cli_onnx.sh
+
+# Loading a 10 MB, 700-node model: import, folding, planning (measured, never asserted).
+EXTRA_PROGRAMS += bench/bench_onnx_load
+BENCH_LIST += bench/bench_onnx_load
+bench_bench_onnx_load_SOURCES = bench/bench_onnx_load.c tests/onnx_builder.h
+bench_bench_onnx_load_LDADD = libclrun-internal.la
