@@ -146,10 +146,11 @@ clrun_status clrun__oattr_string(clrun__imp *im, const clrun__onode *n, const ch
         snprintf(buf, size, "%s", fallback ? fallback : "");
         return CLRUN_OK;
     }
-    if (a->s.len >= size || memchr(a->s.data, '\0', a->s.len))
+    if (a->s.len >= size || (a->s.len && memchr(a->s.data, '\0', a->s.len)))
         return clrun__unsupported(im, "attribute '%s' is a string of %zu bytes that clrun does not know",
                                   name, a->s.len);
-    memcpy(buf, a->s.data, a->s.len);
+    if (a->s.len)
+        memcpy(buf, a->s.data, a->s.len);
     buf[a->s.len] = '\0';
     return CLRUN_OK;
 }
