@@ -9,7 +9,6 @@
 #include "graph/op.h"
 #include "onnx/import.h"
 
-char *clrun__imp_temp_name(clrun__imp *im, const clrun__onode *n, int32_t index);
 
 #define MAX_EMIT 64
 
@@ -165,6 +164,27 @@ clrun_status clrun__emit1(clrun__imp *im, const clrun__onode *n, const char *op,
     if (s == CLRUN_OK && result)
         *result = r;
     return s;
+}
+
+clrun_status clrun__need_inputs(clrun__imp *im, const clrun__onode *n, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (i >= n->n_in || n->in[i] == NULL)
+            return clrun__invalid(im, "%s needs input %d", n->op, i);
+    return CLRUN_OK;
+}
+
+clrun_status clrun__emit_binary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *a,
+                                clrun__value *b, int out, clrun__value **r)
+{
+    clrun__value *in[2] = {a, b};
+    return clrun__emit1(im, n, op, in, 2, NULL, 0, out, r);
+}
+
+clrun_status clrun__emit_unary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *x,
+                               int out, clrun__value **r)
+{
+    return clrun__emit1(im, n, op, &x, 1, NULL, 0, out, r);
 }
 
 clrun__value *clrun__const_value(clrun__imp *im, clrun__otensor *t)

@@ -28,377 +28,6 @@ void clrun_onnx_options_init(clrun_onnx_options *options)
         memset(options, 0, sizeof *options);
 }
 
-const char *clrun_onnx_name(const char *onnx_name, char *buf, size_t size)
-{
-    if (size == 0)
-        return buf;
-    size_t used = 0, limit = size - 1 < 240 ? size - 1 : 240; /* room for ".N" after it */
-    const char *p = onnx_name ? onnx_name : "";
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_') && used < limit)
-        buf[used++] = '_';
-    for (; *p && used < limit; p++)
-        buf[used++] = clrun__name_char(*p) ? *p : '_';
-    buf[used] = '\0';
-    return buf;
-}
-
-/* ---- failures ---- */
-
-static const char *domain_text(const Onnx__NodeProto *node)
-{
-    const char *d = node->domain ? node->domain : "";
-    return strcmp(d, "ai.onnx") == 0 ? "" : d;
-}
-
-static int64_t domain_opset(const clrun__imp *im, const char *domain)
-{
-    for (size_t i = 0; i < im->model->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = im->model->opset_import[i];
-        const char *d = o->domain ? o->domain : "";
-        if (strcmp(d, "ai.onnx") == 0)
-            d = "";
-        if (strcmp(d, domain) == 0)
-            return o->has_version ? o->version : 1;
-    }
-    return -1;
-}
-
-clrun_status clrun__imp_fail(clrun__imp *im, clrun_status status, const char *format, ...)
-{
-    char text[CLRUN__ERROR_MAX - 512];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    if (im->node == NULL) {
-        snprintf(im->message, sizeof im->message, "%s: %s", im->filename, text);
-        return status;
-    }
-    const Onnx__NodeProto *node = im->node->proto;
-    const char *domain = domain_text(node);
-    char opset[96];
-    int64_t version = domain_opset(im, domain);
-    if (domain[0])
-        snprintf(opset, sizeof opset, "domain %.40s, opset %" PRId64, domain, version);
-    else
-        snprintf(opset, sizeof opset, "opset %" PRId64, version);
-    snprintf(im->message, sizeof im->message, "%s: node %d '%.200s' (%.100s, %s): %s", im->filename,
-             im->node->index, node->name ? node->name : "", node->op_type ? node->op_type : "",
-             opset, text);
-    return status;
-}
-
-/* ---- values and names ---- */
-
-static const char *value_name_of(const void *owner, int32_t entry)
-{
-    return ((const clrun__imp *)owner)->values[entry]->name;
-}
-
-static const char *value_onnx_name_of(const void *owner, int32_t entry)
-{
-    return ((const clrun__imp *)owner)->values[entry]->onnx_name;
-}
-
-/* A clrun name not taken yet, from base: base, else base.1, base.2, ... The search for a free
- * suffix starts at the count of names with a suffix so far, so that many ONNX names that map to
- * one clrun name cost one probe each, not one per earlier collision. (owned) */
-static char *unique_name(clrun__imp *im, const char *base)
-{
-    char name[CLRUN__GRAPH_NAME_MAX + 1];
-    snprintf(name, sizeof name, "%s", base);
-    for (int32_t k = 1; clrun__name_index_find(&im->clrun_names, name, value_name_of, im) >= 0; k++) {
-        if (k == 1)
-            k = ++im->collisions;
-        snprintf(name, sizeof name, "%.240s.%" PRId32, base, k);
-    }
-    size_t len = strlen(name) + 1;
-    char *copy = malloc(len);
-    if (copy)
-        memcpy(copy, name, len);
-    return copy;
-}
-
-int32_t clrun__imp_new_value(clrun__imp *im, const char *onnx_name)
-{
-    if (!clrun__grow((void **)&im->values, &im->value_capacity, (size_t)im->value_count + 1,
-                     sizeof *im->values) ||
-        clrun__name_index_reserve(&im->clrun_names, im->value_count + 1, value_name_of, im) != CLRUN_OK ||
-        clrun__name_index_reserve(&im->onnx_names, im->value_count + 1, value_onnx_name_of, im) != CLRUN_OK)
-        return -1;
-    clrun__value *v = calloc(1, sizeof *v);
-    if (v == NULL)
-        return -1;
-    v->id = -1;
-    v->onnx_name = onnx_name;
-    if (onnx_name) {
-        char base[CLRUN_ONNX_NAME_MAX + 2];
-        v->name = unique_name(im, clrun_onnx_name(onnx_name, base, sizeof base));
-        if (v->name == NULL) {
-            free(v);
-            return -1;
-        }
-    }
-    int32_t index = im->value_count++;
-    im->values[index] = v;
-    if (onnx_name) {
-        clrun__name_index_add(&im->clrun_names, v->name, index);
-        clrun__name_index_add(&im->onnx_names, onnx_name, index);
-    }
-    return index;
-}
-
-/* Names a temporary (at its first emission): after the node's first named output. */
-char *clrun__imp_temp_name(clrun__imp *im, const clrun__onode *n, int32_t index);
-char *clrun__imp_temp_name(clrun__imp *im, const clrun__onode *n, int32_t index)
-{
-    char base[CLRUN__GRAPH_NAME_MAX + 1];
-    const char *stem = "tmp";
-    for (int i = 0; n && i < n->n_out; i++)
-        if (n->out[i] >= 0) {
-            stem = im->values[n->out[i]]->name;
-            break;
-        }
-    snprintf(base, sizeof base, "%.200s.t%" PRId32, stem, ++im->temp_counter);
-    char *name = unique_name(im, base);
-    if (name && clrun__name_index_reserve(&im->clrun_names, im->value_count + 1, value_name_of, im) == CLRUN_OK) {
-        im->values[index]->name = name;
-        clrun__name_index_add(&im->clrun_names, name, index);
-        return name;
-    }
-    free(name);
-    return NULL;
-}
-
-static int32_t find_onnx(clrun__imp *im, const char *onnx_name)
-{
-    return clrun__name_index_find(&im->onnx_names, onnx_name, value_onnx_name_of, im);
-}
-
-static void free_values(clrun__imp *im)
-{
-    for (int32_t i = 0; i < im->value_count; i++) {
-        clrun__otensor_free(&im->values[i]->c);
-        free(im->values[i]->name);
-        free(im->values[i]);
-    }
-    free(im->values);
-    clrun__name_index_free(&im->onnx_names);
-    clrun__name_index_free(&im->clrun_names);
-}
-
-/* A new ONNX value for a name the model defines; refuses a name defined twice. */
-static clrun_status declare(clrun__imp *im, const char *onnx_name, const char *what, int32_t *index)
-{
-    if (onnx_name == NULL || onnx_name[0] == '\0')
-        return clrun__invalid(im, "%s has an empty name", what);
-    if (find_onnx(im, onnx_name) >= 0)
-        return clrun__invalid(im, "'%s' (%s) is defined twice", onnx_name, what);
-    *index = clrun__imp_new_value(im, onnx_name);
-    return *index < 0 ? CLRUN__OOM(im) : CLRUN_OK;
-}
-
-/* ---- inputs ---- */
-
-static const clrun_onnx_shape *shape_option(clrun__imp *im, const clrun__value *v)
-{
-    for (int i = 0; im->options && i < im->options->shape_count; i++) {
-        const char *name = im->options->shapes[i].input;
-        if (name && (strcmp(name, v->onnx_name) == 0 || strcmp(name, v->name) == 0))
-            return &im->options->shapes[i];
-    }
-    return NULL;
-}
-
-static bool dim_option(clrun__imp *im, const char *param, int64_t *value)
-{
-    for (int i = 0; im->options && i < im->options->dim_count; i++)
-        if (im->options->dims[i].name && strcmp(im->options->dims[i].name, param) == 0) {
-            *value = im->options->dims[i].value;
-            return true;
-        }
-    return false;
-}
-
-/* The dimensions of input v from the model, the caller's --shape and --dim. */
-static clrun_status bind_dims(clrun__imp *im, clrun__value *v, const Onnx__TensorShapeProto *shape,
-                              clrun_tensor_type *type)
-{
-    const clrun_onnx_shape *given = shape_option(im, v);
-    int model_rank = shape ? (int)shape->n_dim : -1;
-    if (given) {
-        if (given->rank < 0 || given->rank > CLRUN_MAX_DIMS)
-            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the shape given for input '%s' has rank %d",
-                                   v->onnx_name, given->rank);
-        if (model_rank >= 0 && given->rank != model_rank)
-            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "the shape given for input '%s' has %d dimensions, the model's has %d",
-                                   v->onnx_name, given->rank, model_rank);
-    } else if (model_rank < 0) {
-        return clrun__invalid(im, "input '%s' has no shape in the model: give it (--shape %s=D0xD1...)",
-                              v->onnx_name, v->onnx_name);
-    }
-    int rank = given ? given->rank : model_rank;
-    if (rank > CLRUN_MAX_DIMS)
-        return clrun__unsupported(im, "input '%s' has %d dimensions (clrun tensors have at most %d)",
-                                  v->onnx_name, rank, CLRUN_MAX_DIMS);
-    type->rank = rank;
-    for (int d = 0; d < rank; d++) {
-        const Onnx__TensorShapeProto__Dimension *dim = shape ? shape->dim[d] : NULL;
-        bool fixed = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        const char *param = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                                    dim->dim_param && dim->dim_param[0] ? dim->dim_param : NULL;
-        int64_t value = fixed ? dim->dim_value : 0;
-        if (fixed && value < 0)
-            return clrun__invalid(im, "input '%s' dimension %d is %" PRId64, v->onnx_name, d, value);
-        if (given) {
-            if (fixed && given->dims[d] != value)
-                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                       "the shape given for input '%s' has %" PRId64 " in dimension %d, "
-                                       "which the model fixes at %" PRId64, v->onnx_name, given->dims[d], d, value);
-            value = given->dims[d];
-        } else if (!fixed && !(param && dim_option(im, param, &value))) {
-            if (im->options && im->options->default_dim > 0)
-                value = im->options->default_dim;
-            else if (param)
-                return clrun__invalid(im, "input '%s' dimension %d ('%s') is not bound: give --dim %s=N "
-                                      "or --shape %s=...", v->onnx_name, d, param, param, v->onnx_name);
-            else
-                return clrun__invalid(im, "input '%s' dimension %d has no size in the model: give "
-                                      "--shape %s=...", v->onnx_name, d, v->onnx_name);
-        }
-        if (value < 1)
-            return value == 0 ? clrun__unsupported(im, "input '%s' dimension %d is 0 (clrun tensors "
-                                                   "have no empty dimensions)", v->onnx_name, d)
-                              : clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                                "input '%s' dimension %d is bound to %" PRId64,
-                                                v->onnx_name, d, value);
-        type->shape[d] = value;
-    }
-    return CLRUN_OK;
-}
-
-static clrun_status add_input(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index)
-{
-    clrun__value *v = im->values[index];
-    const Onnx__TypeProto *tp = info->type;
-    char elem_name[32];
-    if (tp == NULL || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || tp->tensor_type == NULL)
-        return tp == NULL ? clrun__invalid(im, "input '%s' has no type", v->onnx_name)
-                          : clrun__unsupported(im, "input '%s' is not a tensor (sequences, maps and "
-                                               "optionals are not supported)", v->onnx_name);
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    int elem = tt->has_elem_type ? tt->elem_type : CLRUN__ONNX_UNDEFINED;
-    clrun_tensor_type type = {0};
-    if (!clrun__onnx_elem_dtype(elem, &type.dtype))
-        return clrun__unsupported(im, "input '%s' is %s: clrun has no such tensors", v->onnx_name,
-                                  clrun__onnx_elem_name(elem, elem_name, sizeof elem_name));
-    clrun_status s = bind_dims(im, v, tt->shape, &type);
-    if (s != CLRUN_OK)
-        return s;
-    s = clrun_graph_add_input(im->graph, v->name, &type, false, &v->id);
-    if (s != CLRUN_OK)
-        return clrun__imp_fail(im, s, "input '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
-    v->kind = CLRUN__VALUE_DEVICE;
-    v->graph_input = true;
-    v->c.elem = elem;
-    v->c.rank = type.rank;
-    memcpy(v->c.dims, type.shape, sizeof type.shape);
-    return CLRUN_OK;
-}
-
-static const clrun_onnx_constant *constant_option(clrun__imp *im, const clrun__value *v)
-{
-    for (int i = 0; im->options && i < im->options->constant_count; i++) {
-        const char *name = im->options->constants[i].input;
-        if (name && (strcmp(name, v->onnx_name) == 0 || strcmp(name, v->name) == 0))
-            return &im->options->constants[i];
-    }
-    return NULL;
-}
-
-/* An input the caller fixed: a constant of the model's element type, with a shape the model's
- * allows. */
-static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index,
-                                       const clrun_onnx_constant *fixed)
-{
-    clrun__value *v = im->values[index];
-    const Onnx__TypeProto *tp = info->type;
-    int elem = clrun__onnx_dtype_elem(fixed->type.dtype);
-    char a[32], b[32];
-    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
-        tp->tensor_type->has_elem_type && tp->tensor_type->elem_type != elem)
-        return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' is %s, the "
-                               "model's input is %s", v->onnx_name, clrun__onnx_elem_name(elem, a, sizeof a),
-                               clrun__onnx_elem_name(tp->tensor_type->elem_type, b, sizeof b));
-    const Onnx__TensorShapeProto *shape = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
-                                                  tp->tensor_type ? tp->tensor_type->shape : NULL;
-    bool fits = !shape || (int)shape->n_dim == fixed->type.rank;
-    for (size_t d = 0; fits && shape && d < shape->n_dim; d++)
-        fits = shape->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-               shape->dim[d]->dim_value == fixed->type.shape[d];
-    uint64_t bytes = clrun_tensor_bytes(&fixed->type);
-    if (!fits || bytes == 0 || (fixed->data == NULL))
-        return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' does not "
-                               "have the model's shape", v->onnx_name);
-    if (!clrun__otensor_alloc(&v->c, elem, fixed->type.rank, fixed->type.shape))
-        return CLRUN__OOM(im);
-    memcpy(v->c.data, fixed->data, (size_t)bytes);
-    v->kind = CLRUN__VALUE_CONST;
-    return CLRUN_OK;
-}
-
-/* True when `name` is the ONNX name of a graph input, or its clrun form. */
-static bool names_input(const Onnx__GraphProto *g, const char *name)
-{
-    char mapped[CLRUN_ONNX_NAME_MAX + 2];
-    for (size_t k = 0; name && k < g->n_input; k++) {
-        const char *in = g->input[k]->name ? g->input[k]->name : "";
-        if (strcmp(in, name) == 0 || strcmp(clrun_onnx_name(in, mapped, sizeof mapped), name) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Every --shape, --dim and constant must name something of the model: a typo is an error, not
- * a no-op. */
-static clrun_status check_options_used(clrun__imp *im, const Onnx__GraphProto *g)
-{
-    const clrun_onnx_options *o = im->options;
-    for (int i = 0; o && i < o->shape_count; i++)
-        if (!names_input(g, o->shapes[i].input))
-            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "a shape is given for '%s', which is not an input of the model",
-                                   o->shapes[i].input ? o->shapes[i].input : "");
-    for (int i = 0; o && i < o->constant_count; i++)
-        if (!names_input(g, o->constants[i].input))
-            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "a value is given for '%s', which is not an input of the model",
-                                   o->constants[i].input ? o->constants[i].input : "");
-    for (int i = 0; o && i < o->dim_count; i++) {
-        const char *name = o->dims[i].name ? o->dims[i].name : "";
-        bool found = false;
-        for (size_t k = 0; k < g->n_input && !found; k++) {
-            const Onnx__TypeProto *tp = g->input[k]->type;
-            if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
-                !tp->tensor_type->shape)
-                continue;
-            const Onnx__TensorShapeProto *shape = tp->tensor_type->shape;
-            for (size_t d = 0; d < shape->n_dim && !found; d++)
-                found = shape->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                        shape->dim[d]->dim_param && strcmp(shape->dim[d]->dim_param, name) == 0;
-        }
-        if (!found)
-            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "a value is given for dimension '%s', which no input of the model has", name);
-        if (o->dims[i].value < 1)
-            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                   "dimension '%s' is bound to %" PRId64 " (dimensions are >= 1)", name,
-                                   o->dims[i].value);
-    }
-    return CLRUN_OK;
-}
-
 /* ---- nodes ---- */
 
 /* The nodes in an order where every value is produced before it is read: the model's order when
@@ -421,7 +50,7 @@ static clrun_status node_order(clrun__imp *im, const Onnx__GraphProto *g, int32_
             const Onnx__NodeProto *node = g->node[i];
             for (size_t k = 0; k < node->n_input; k++) {
                 const char *name = node->input[k];
-                int32_t v = name && name[0] ? find_onnx(im, name) : -1;
+                int32_t v = name && name[0] ? clrun__imp_find(im, name) : -1;
                 if (v < 0 || producer[v] < 0)
                     continue;
                 size_t p = (size_t)producer[v];
@@ -478,17 +107,11 @@ static clrun_status node_order(clrun__imp *im, const Onnx__GraphProto *g, int32_
     free(heap);
     return s;
 }
-
-clrun__value *clrun__out(clrun__imp *im, const clrun__onode *n, int i)
-{
-    return i < n->n_out && n->out[i] >= 0 ? im->values[n->out[i]] : NULL;
-}
-
 static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int index)
 {
     clrun__onode n = {.proto = node, .index = index, .op = node->op_type ? node->op_type : ""};
     im->node = &n;
-    const char *domain = domain_text(node);
+    const char *domain = clrun__imp_domain(node);
     if (domain[0]) {
         im->node = &n;
         return clrun__unsupported(im, "operators of domain '%s' are not supported", domain);
@@ -515,7 +138,7 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
         const char *name = node->input[i];
         if (name == NULL || name[0] == '\0')
             continue;
-        int32_t v = find_onnx(im, name);
+        int32_t v = clrun__imp_find(im, name);
         if (v < 0 || im->values[v]->kind == CLRUN__VALUE_ABSENT)
             s = clrun__invalid(im, "input %d '%s' is produced by no node, input or initializer", i, name);
         else
@@ -524,7 +147,7 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     }
     for (int i = 0; s == CLRUN_OK && i < n.n_out; i++) {
         const char *name = node->output[i];
-        n.out[i] = name && name[0] ? find_onnx(im, name) : -1;
+        n.out[i] = name && name[0] ? clrun__imp_find(im, name) : -1;
     }
     if (s == CLRUN_OK && op->fold && all_const) {
         s = op->fold(im, &n);
@@ -636,7 +259,7 @@ static clrun_status add_outputs(clrun__imp *im, const Onnx__GraphProto *g)
         return clrun__invalid(im, "the graph has no outputs");
     for (size_t i = 0; i < g->n_output; i++) {
         const char *name = g->output[i]->name;
-        int32_t index = name ? find_onnx(im, name) : -1;
+        int32_t index = name ? clrun__imp_find(im, name) : -1;
         if (index < 0 || im->values[index]->kind == CLRUN__VALUE_ABSENT)
             return clrun__invalid(im, "output '%s' is produced by no node, input or initializer",
                                   name ? name : "");
@@ -661,7 +284,7 @@ static clrun_status add_outputs(clrun__imp *im, const Onnx__GraphProto *g)
 static clrun_status read_opset(clrun__imp *im)
 {
     const Onnx__ModelProto *m = im->model;
-    int64_t v = domain_opset(im, "");
+    int64_t v = clrun__imp_domain_opset(im, "");
     if (v < 0) {
         if (m->n_opset_import || (m->has_ir_version && m->ir_version >= 3))
             return clrun__invalid(im, "the model imports no version of the default operator set");
@@ -675,63 +298,6 @@ static clrun_status read_opset(clrun__imp *im)
     im->opset = v;
     return CLRUN_OK;
 }
-
-/* Reserves a value (and clrun name) for every ONNX name: inputs, initializers, node outputs. An
- * input that is also an initializer is the initializer (a constant with a default, as exporters
- * before IR 4 wrote every weight). */
-static clrun_status declare_all(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer)
-{
-    clrun_status s = CLRUN_OK;
-    for (size_t i = 0; s == CLRUN_OK && i < g->n_initializer; i++) {
-        int32_t index;
-        s = declare(im, g->initializer[i]->name, "an initializer", &index);
-        if (s == CLRUN_OK) {
-            char why[512];
-            clrun__value *v = im->values[index];
-            clrun_status d = clrun__otensor_decode(g->initializer[i], im->dir, &v->c, why, sizeof why);
-            if (d != CLRUN_OK)
-                return clrun__imp_fail(im, d, "initializer '%s' %s", v->onnx_name, why);
-            v->kind = CLRUN__VALUE_CONST;
-        }
-    }
-    if (s == CLRUN_OK && g->n_sparse_initializer)
-        return clrun__unsupported(im, "sparse initializers are not supported");
-    for (size_t i = 0; s == CLRUN_OK && i < g->n_input; i++) {
-        const char *name = g->input[i]->name;
-        int32_t index = name ? find_onnx(im, name) : -1;
-        if (index >= 0 && im->values[index]->kind == CLRUN__VALUE_CONST) {
-            /* An initializer listed as an input: a default the caller may replace. */
-            const clrun_onnx_constant *fixed = constant_option(im, im->values[index]);
-            if (fixed) {
-                clrun__otensor_free(&im->values[index]->c);
-                s = add_input_constant(im, g->input[i], index, fixed);
-            }
-            continue;
-        }
-        s = declare(im, name, "an input", &index);
-        const clrun_onnx_constant *fixed = s == CLRUN_OK ? constant_option(im, im->values[index]) : NULL;
-        if (fixed)
-            s = add_input_constant(im, g->input[i], index, fixed);
-        else if (s == CLRUN_OK)
-            s = add_input(im, g->input[i], index);
-    }
-    for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++) {
-        const Onnx__NodeProto *node = g->node[i];
-        for (size_t k = 0; s == CLRUN_OK && k < node->n_output; k++) {
-            const char *name = node->output[k];
-            if (name == NULL || name[0] == '\0')
-                continue;
-            int32_t index;
-            char what[64];
-            snprintf(what, sizeof what, "output %zu of node %zu", k, i);
-            s = declare(im, name, what, &index);
-            if (s == CLRUN_OK)
-                producer[index] = (int32_t)i;
-        }
-    }
-    return s;
-}
-
 static clrun_status import_graph(clrun__imp *im)
 {
     const Onnx__GraphProto *g = im->model->graph;
@@ -755,9 +321,9 @@ static clrun_status import_graph(clrun__imp *im)
     for (size_t i = 0; s == CLRUN_OK && i < names + 1; i++)
         producer[i] = -1;
     if (s == CLRUN_OK)
-        s = check_options_used(im, g);
+        s = clrun__imp_check_options(im, g);
     if (s == CLRUN_OK)
-        s = declare_all(im, g, producer);
+        s = clrun__imp_declare_all(im, g, producer);
     if (s == CLRUN_OK)
         s = node_order(im, g, producer, order);
     for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++)
@@ -795,7 +361,7 @@ static clrun_status finish(clrun__imp *im, clrun_status s, clrun_graph **out)
         if (im->options && im->options->err && im->options->errlen)
             snprintf(im->options->err, im->options->errlen, "%s", im->message);
     }
-    free_values(im);
+    clrun__imp_free_values(im);
     free(im->dir);
     return s;
 }

@@ -82,6 +82,30 @@ clrun_status clrun__imp_fail(clrun__imp *im, clrun_status status, const char *fo
 #define clrun__unsupported(im, ...) clrun__imp_fail((im), CLRUN_ERROR_UNSUPPORTED, __VA_ARGS__)
 #define clrun__invalid(im, ...) clrun__imp_fail((im), CLRUN_ERROR_INVALID_GRAPH, __VA_ARGS__)
 
+/* ---- values (values.c) ---- */
+
+/* The value of an ONNX name, or -1. */
+int32_t clrun__imp_find(clrun__imp *im, const char *onnx_name);
+/* A new ONNX value for a name the model defines; refuses a name defined twice. `what` says
+ * which ("an input"). */
+clrun_status clrun__imp_declare(clrun__imp *im, const char *onnx_name, const char *what, int32_t *index);
+/* Names a temporary at its first emission, after the node's first named output; NULL when out
+ * of memory. */
+char *clrun__imp_temp_name(clrun__imp *im, const clrun__onode *n, int32_t index);
+void clrun__imp_free_values(clrun__imp *im);
+/* The node's domain ("" for the default) and the opset the model imports for a domain (-1:
+ * none). */
+const char *clrun__imp_domain(const Onnx__NodeProto *node);
+int64_t clrun__imp_domain_opset(const clrun__imp *im, const char *domain);
+
+/* ---- inputs (inputs.c) ---- */
+
+/* Refuses a --dim, --shape or constant that names nothing of the model. */
+clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g);
+/* Declares every ONNX value (inputs, initializers decoded, node outputs, whose producing node
+ * goes to producer[value]) and adds the graph inputs with their bound dimensions. */
+clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer);
+
 /* ---- values ---- */
 
 /* A new temporary value (no ONNX name); its index, or -1 when out of memory. */
@@ -119,6 +143,14 @@ clrun_status clrun__emit(clrun__imp *im, const clrun__onode *n, const char *op,
 clrun_status clrun__emit1(clrun__imp *im, const clrun__onode *n, const char *op,
                           clrun__value *const *inputs, int n_inputs, const clrun_attr *attrs,
                           int n_attrs, int out, clrun__value **result);
+
+/* A refusal unless inputs 0..count-1 of the node are present. */
+clrun_status clrun__need_inputs(clrun__imp *im, const clrun__onode *n, int count);
+/* op(a, b) and op(x) without attributes, into output `out` or a temporary (-1, *r). */
+clrun_status clrun__emit_binary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *a,
+                                clrun__value *b, int out, clrun__value **r);
+clrun_status clrun__emit_unary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *x,
+                               int out, clrun__value **r);
 
 /* A temporary host constant made from t (taken over); NULL when out of memory (failure
  * recorded). */

@@ -3,6 +3,8 @@
 # never committed, never distributed.
 ONNX_C_SOURCES = \
 	lib/onnx/import.c \
+	lib/onnx/values.c \
+	lib/onnx/inputs.c \
 	lib/onnx/emit.c \
 	lib/onnx/attrs.c \
 	lib/onnx/wire.c \
@@ -13,8 +15,10 @@ ONNX_C_SOURCES = \
 	lib/onnx/fold_ops.c \
 	lib/onnx/move.c \
 	lib/onnx/map_elementwise.c \
-	lib/onnx/map_layout.c \
+	lib/onnx/map_shape.c \
+	lib/onnx/map_index.c \
 	lib/onnx/map_nn.c \
+	lib/onnx/map_norm.c \
 	lib/onnx/map_reduce.c \
 	lib/onnx/map_misc.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \

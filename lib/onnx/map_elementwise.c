@@ -45,19 +45,6 @@ static clrun__value *scalar_like(clrun__imp *im, const clrun__value *x, double v
     return clrun__scalar_value(im, x->c.elem, value, x->c.rank);
 }
 
-static clrun_status binary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *a,
-                           clrun__value *b, int out, clrun__value **r)
-{
-    clrun__value *in[2] = {a, b};
-    return clrun__emit1(im, n, op, in, 2, NULL, 0, out, r);
-}
-
-static clrun_status unary(clrun__imp *im, const clrun__onode *n, const char *op, clrun__value *x,
-                          int out, clrun__value **r)
-{
-    return clrun__emit1(im, n, op, &x, 1, NULL, 0, out, r);
-}
-
 /* max(0, min(1, alpha·x + beta)) from scale, maximum and minimum. */
 static clrun_status hard_sigmoid_composed(clrun__imp *im, const clrun__onode *n, clrun__value *x,
                                           double alpha, double beta, int out, clrun__value **r)
@@ -68,9 +55,9 @@ static clrun_status hard_sigmoid_composed(clrun__imp *im, const clrun__onode *n,
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     clrun_status s = clrun__emit1(im, n, "scale", &x, 1, a, 2, -1, &t);
     if (s == CLRUN_OK)
-        s = binary(im, n, "maximum", t, zero, -1, &lo);
+        s = clrun__emit_binary(im, n, "maximum", t, zero, -1, &lo);
     if (s == CLRUN_OK)
-        s = binary(im, n, "minimum", lo, one, out, r);
+        s = clrun__emit_binary(im, n, "minimum", lo, one, out, r);
     return s;
 }
 
@@ -85,27 +72,27 @@ clrun_status clrun__map_unary(clrun__imp *im, clrun__onode *n)
     if (op == NULL)
         return clrun__unsupported(im, "no graph op for %s", n->op);
     if (clrun__graph_has_op(op))
-        return unary(im, n, op, x, 0, NULL);
+        return clrun__emit_unary(im, n, op, x, 0, NULL);
     clrun__value *t, *one;
     if (strcmp(n->op, "Reciprocal") == 0) {
         if ((one = scalar_like(im, x, 1)) == NULL)
             return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        return binary(im, n, "div", one, x, 0, NULL);
+        return clrun__emit_binary(im, n, "div", one, x, 0, NULL);
     }
     if (strcmp(n->op, "Softsign") == 0) { /* x / (1 + |x|) */
         clrun__value *d;
         if ((one = scalar_like(im, x, 1)) == NULL)
             return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        clrun_status s = unary(im, n, "abs", x, -1, &t);
+        clrun_status s = clrun__emit_unary(im, n, "abs", x, -1, &t);
         if (s == CLRUN_OK)
-            s = binary(im, n, "add", t, one, -1, &d);
-        return s == CLRUN_OK ? binary(im, n, "div", x, d, 0, NULL) : s;
+            s = clrun__emit_binary(im, n, "add", t, one, -1, &d);
+        return s == CLRUN_OK ? clrun__emit_binary(im, n, "div", x, d, 0, NULL) : s;
     }
     if (strcmp(n->op, "HardSwish") == 0) { /* x · hard_sigmoid(x; 1/6, 1/2) */
         clrun_status s = hard_sigmoid_composed(im, n, x, 1.0 / 6.0, 0.5, -1, &t);
-        return s == CLRUN_OK ? binary(im, n, "mul", x, t, 0, NULL) : s;
+        return s == CLRUN_OK ? clrun__emit_binary(im, n, "mul", x, t, 0, NULL) : s;
     }
-    return unary(im, n, op, x, 0, NULL); /* refused by name */
+    return clrun__emit_unary(im, n, op, x, 0, NULL); /* refused by name */
 }
 
 clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clrun__value *a,
@@ -190,7 +177,7 @@ clrun_status clrun__map_binary(clrun__imp *im, clrun__onode *n)
     }
     clrun__value *b;
     clrun_status s = legacy_operand(im, n, n->in[0], n->in[1], &b);
-    return s == CLRUN_OK ? binary(im, n, op, n->in[0], b, 0, NULL) : s;
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, op, n->in[0], b, 0, NULL) : s;
 }
 
 clrun_status clrun__map_pow(clrun__imp *im, clrun__onode *n)
@@ -204,7 +191,7 @@ clrun_status clrun__map_pow(clrun__imp *im, clrun__onode *n)
             return s;
     }
     if (clrun__graph_has_op("pow"))
-        return binary(im, n, "pow", x, y, 0, NULL);
+        return clrun__emit_binary(im, n, "pow", x, y, 0, NULL);
     /* Without a pow kernel: a constant exponent of 1 or 2 (as x·x, which pow rounds the same). */
     if (clrun__is_const(y) && clrun__otensor_count(&y->c) == 1 && y->c.rank <= x->c.rank &&
         clrun__onnx_elem_is_float(x->c.elem)) {
@@ -212,9 +199,9 @@ clrun_status clrun__map_pow(clrun__imp *im, clrun__onode *n)
         if (e == 1)
             return clrun__emit_copy(im, n, x, 0, NULL);
         if (e == 2)
-            return binary(im, n, "mul", x, x, 0, NULL);
+            return clrun__emit_binary(im, n, "mul", x, x, 0, NULL);
     }
-    return binary(im, n, "pow", x, y, 0, NULL); /* refused by name */
+    return clrun__emit_binary(im, n, "pow", x, y, 0, NULL); /* refused by name */
 }
 
 clrun_status clrun__map_variadic(clrun__imp *im, clrun__onode *n)
@@ -233,14 +220,14 @@ clrun_status clrun__map_variadic(clrun__imp *im, clrun__onode *n)
     clrun__value *acc = n->in[0];
     for (int i = 1; i < n->n_in; i++) {
         bool last = i == n->n_in - 1 && !mean;
-        clrun_status s = binary(im, n, op, acc, n->in[i], last ? 0 : -1, &acc);
+        clrun_status s = clrun__emit_binary(im, n, op, acc, n->in[i], last ? 0 : -1, &acc);
         if (s != CLRUN_OK)
             return s;
     }
     if (!mean)
         return CLRUN_OK;
     clrun__value *count = scalar_like(im, acc, n->n_in);
-    return count ? binary(im, n, "div", acc, count, 0, NULL) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    return count ? clrun__emit_binary(im, n, "div", acc, count, 0, NULL) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 }
 
 clrun_status clrun__map_activation(clrun__imp *im, clrun__onode *n)
@@ -291,12 +278,12 @@ clrun_status clrun__map_activation(clrun__imp *im, clrun__onode *n)
         clrun_attr a = clrun__mk_float("alpha", alpha);
         if (zero == NULL)
             return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        s = unary(im, n, "relu", x, -1, &pos);
+        s = clrun__emit_unary(im, n, "relu", x, -1, &pos);
         if (s == CLRUN_OK)
-            s = binary(im, n, "minimum", x, zero, -1, &neg);
+            s = clrun__emit_binary(im, n, "minimum", x, zero, -1, &neg);
         if (s == CLRUN_OK)
             s = clrun__emit1(im, n, "scale", &neg, 1, &a, 1, -1, &scaled);
-        return s == CLRUN_OK ? binary(im, n, "add", pos, scaled, 0, NULL) : s;
+        return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", pos, scaled, 0, NULL) : s;
     }
     return clrun__emit1(im, n, op, &x, 1, attrs, n_attrs, 0, NULL); /* refused by name */
 }
@@ -347,16 +334,16 @@ clrun_status clrun__map_prelu(clrun__imp *im, clrun__onode *n)
                               clrun__onnx_dims_text(x->c.rank, x->c.dims, dx, sizeof dx));
     }
     if (clrun__graph_has_op("prelu"))
-        return binary(im, n, "prelu", x, slope, 0, NULL);
+        return clrun__emit_binary(im, n, "prelu", x, slope, 0, NULL);
     clrun__value *pos, *neg, *scaled, *zero = scalar_like(im, x, 0); /* relu(x) + slope·min(x, 0) */
     if (zero == NULL)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    s = unary(im, n, "relu", x, -1, &pos);
+    s = clrun__emit_unary(im, n, "relu", x, -1, &pos);
     if (s == CLRUN_OK)
-        s = binary(im, n, "minimum", x, zero, -1, &neg);
+        s = clrun__emit_binary(im, n, "minimum", x, zero, -1, &neg);
     if (s == CLRUN_OK)
-        s = binary(im, n, "mul", neg, slope, -1, &scaled);
-    return s == CLRUN_OK ? binary(im, n, "add", pos, scaled, 0, NULL) : s;
+        s = clrun__emit_binary(im, n, "mul", neg, slope, -1, &scaled);
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", pos, scaled, 0, NULL) : s;
 }
 
 clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
@@ -409,9 +396,9 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     clrun__value *t = x;
     if (lo_v)
-        s = binary(im, n, "maximum", t, lo_v, hi_v ? -1 : 0, &t);
+        s = clrun__emit_binary(im, n, "maximum", t, lo_v, hi_v ? -1 : 0, &t);
     if (s == CLRUN_OK && hi_v)
-        s = binary(im, n, "minimum", t, hi_v, 0, &t);
+        s = clrun__emit_binary(im, n, "minimum", t, hi_v, 0, &t);
     if (s == CLRUN_OK && !lo_v && !hi_v)
         s = clrun__emit_copy(im, n, x, 0, NULL);
     return s;

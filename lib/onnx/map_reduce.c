@@ -27,19 +27,6 @@ static clrun_status reduce_op(clrun__imp *im, clrun__onode *n, const char *op, c
     return clrun__emit1(im, n, op, &x, 1, at, 2, out, r);
 }
 
-static clrun_status unary(clrun__imp *im, clrun__onode *n, const char *op, clrun__value *x, int out,
-                          clrun__value **r)
-{
-    return clrun__emit1(im, n, op, &x, 1, NULL, 0, out, r);
-}
-
-static clrun_status binary(clrun__imp *im, clrun__onode *n, const char *op, clrun__value *a,
-                           clrun__value *b, int out, clrun__value **r)
-{
-    clrun__value *in[2] = {a, b};
-    return clrun__emit1(im, n, op, in, 2, NULL, 0, out, r);
-}
-
 static clrun_status fold_reduce(clrun__imp *im, clrun__onode *n, const bool *reduced, int64_t keepdims)
 {
     static const struct { const char *op; clrun__host_reduce_op code; } host[] = {
@@ -111,40 +98,40 @@ clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n)
         return reduce_op(im, n, row->graph, x, list, k, keepdims, 0, NULL);
     clrun__value *t;
     if (strcmp(n->op, "ReduceMin") == 0) {
-        s = unary(im, n, "neg", x, -1, &t);
+        s = clrun__emit_unary(im, n, "neg", x, -1, &t);
         if (s == CLRUN_OK)
             s = reduce_op(im, n, "reduce_max", t, list, k, keepdims, -1, &t);
-        return s == CLRUN_OK ? unary(im, n, "neg", t, 0, NULL) : s;
+        return s == CLRUN_OK ? clrun__emit_unary(im, n, "neg", t, 0, NULL) : s;
     }
     if (strcmp(n->op, "ReduceL1") == 0) {
-        s = unary(im, n, "abs", x, -1, &t);
+        s = clrun__emit_unary(im, n, "abs", x, -1, &t);
         return s == CLRUN_OK ? reduce_op(im, n, "reduce_sum", t, list, k, keepdims, 0, NULL) : s;
     }
     if (strcmp(n->op, "ReduceL2") == 0 || strcmp(n->op, "ReduceSumSquare") == 0) {
         bool l2 = n->op[6] == 'L';
-        s = binary(im, n, "mul", x, x, -1, &t);
+        s = clrun__emit_binary(im, n, "mul", x, x, -1, &t);
         if (s == CLRUN_OK)
             s = reduce_op(im, n, "reduce_sum", t, list, k, keepdims, l2 ? -1 : 0, &t);
-        return s == CLRUN_OK && l2 ? unary(im, n, "sqrt", t, 0, NULL) : s;
+        return s == CLRUN_OK && l2 ? clrun__emit_unary(im, n, "sqrt", t, 0, NULL) : s;
     }
     if (strcmp(n->op, "ReduceLogSum") == 0) {
         s = reduce_op(im, n, "reduce_sum", x, list, k, keepdims, -1, &t);
-        return s == CLRUN_OK ? unary(im, n, "log", t, 0, NULL) : s;
+        return s == CLRUN_OK ? clrun__emit_unary(im, n, "log", t, 0, NULL) : s;
     }
     if (strcmp(n->op, "ReduceLogSumExp") == 0) {
         clrun__value *m, *mk;
         s = reduce_op(im, n, "reduce_max", x, list, k, 1, -1, &mk);
         if (s == CLRUN_OK)
-            s = binary(im, n, "sub", x, mk, -1, &t);
+            s = clrun__emit_binary(im, n, "sub", x, mk, -1, &t);
         if (s == CLRUN_OK)
-            s = unary(im, n, "exp", t, -1, &t);
+            s = clrun__emit_unary(im, n, "exp", t, -1, &t);
         if (s == CLRUN_OK)
             s = reduce_op(im, n, "reduce_sum", t, list, k, keepdims, -1, &t);
         if (s == CLRUN_OK)
-            s = unary(im, n, "log", t, -1, &t);
+            s = clrun__emit_unary(im, n, "log", t, -1, &t);
         if (s == CLRUN_OK)
             s = clrun__mv_reshape(im, n, mk, t->c.rank, t->c.dims, -1, &m);
-        return s == CLRUN_OK ? binary(im, n, "add", t, m, 0, NULL) : s;
+        return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", t, m, 0, NULL) : s;
     }
     return reduce_op(im, n, row->graph, x, list, k, keepdims, 0, NULL); /* refused by name */
 }
