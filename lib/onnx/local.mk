@@ -20,7 +20,8 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_nn.c \
 	lib/onnx/map_norm.c \
 	lib/onnx/map_reduce.c \
-	lib/onnx/map_misc.c
+	lib/onnx/map_misc.c \
+	lib/onnx/map_extra.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \
 	lib/onnx/wire.h \

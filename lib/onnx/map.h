@@ -44,6 +44,18 @@ clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_layernorm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n);    /* Softmax LogSoftmax */
+/* (Log)softmax of x over one axis (opset 13's semantics), into output `out` or a temporary. */
+clrun_status clrun__emit_softmax(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, bool log, int out,
+                                 clrun__value **r);
+
+/* map_extra.c: operators beyond the core list, as compositions */
+clrun_status clrun__map_shrink(clrun__imp *im, clrun__onode *n);        /* Shrink ThresholdedRelu */
+clrun_status clrun__map_isnan(clrun__imp *im, clrun__onode *n);         /* IsNaN IsInf */
+clrun_status clrun__map_eyelike(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_hardmax(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_mvn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
+                                                                          SoftmaxCrossEntropyLoss */
 
 /* map_reduce.c */
 clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n);

@@ -190,6 +190,33 @@ clrun_status clrun__map_pow(clrun__imp *im, clrun__onode *n)
         if (s != CLRUN_OK)
             return s;
     }
+    if (y->c.elem != x->c.elem) {
+        /* Pow-12 takes an exponent of another type: as x's type (exact for the small integral
+         * exponents models use; a constant one with a fraction for an integer base is refused). */
+        clrun_dtype dtype;
+        if (clrun__is_const(y)) {
+            clrun__otensor t;
+            for (uint64_t i = 0; !clrun__onnx_elem_is_float(x->c.elem) && i < clrun__otensor_count(&y->c); i++) {
+                double e = clrun__otensor_get_real(&y->c, i);
+                if (e != floor(e))
+                    return clrun__unsupported(im, "an integer base with a fractional exponent is not supported");
+            }
+            if (!clrun__host_cast(&y->c, x->c.elem, &t))
+                return CLRUN__OOM(im);
+            if ((y = clrun__const_value(im, &t)) == NULL)
+                return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        } else if (clrun__onnx_elem_is_float(x->c.elem) && !clrun__onnx_elem_is_float(y->c.elem) &&
+                   clrun__onnx_elem_dtype(x->c.elem, &dtype)) {
+            clrun_attr to = clrun__mk_int("to", (int64_t)dtype);
+            clrun_status s = clrun__emit1(im, n, "cast", &y, 1, &to, 1, -1, &y);
+            if (s != CLRUN_OK)
+                return s;
+        } else {
+            return clrun__unsupported(im, "Pow of %s by a computed %s exponent is not supported",
+                                      clrun__onnx_elem_is_float(x->c.elem) ? "a float" : "an integer",
+                                      clrun__onnx_elem_is_float(y->c.elem) ? "float" : "integer");
+        }
+    }
     if (clrun__graph_has_op("pow"))
         return clrun__emit_binary(im, n, "pow", x, y, 0, NULL);
     /* Without a pow kernel: a constant exponent of 1 or 2 (as x·x, which pow rounds the same). */
@@ -492,10 +519,16 @@ clrun_status clrun__map_identity(clrun__imp *im, clrun__onode *n)
             clrun__oattr_ignore(im, n, "consumed_inputs");
         if (n->n_in > 2 && n->in[2]) {
             const clrun__otensor *mode;
+            double ratio = 0.5;
+            bool given = false;
             clrun_status s = clrun__const_input(im, n, 2, false, &mode);
+            if (s == CLRUN_OK && n->n_in > 1 && n->in[1])
+                s = clrun__const_real(im, n, 1, &ratio, &given);
             if (s != CLRUN_OK)
                 return s;
-            if (clrun__otensor_count(mode) != 1 || clrun__otensor_get_int(mode, 0) != 0)
+            /* Training mode drops at random, except with a ratio of 0: the input as it is. */
+            if (clrun__otensor_count(mode) != 1 ||
+                (clrun__otensor_get_int(mode, 0) != 0 && !(given && ratio == 0)))
                 return clrun__unsupported(im, "training mode (random dropout) is not supported");
         }
         clrun__value *mask = clrun__out(im, n, 1);

@@ -21,14 +21,80 @@ static clrun_status per_channel(clrun__imp *im, clrun__onode *n, clrun__value *v
     return clrun__mv_reshape(im, n, v, k, dims, -1, r);
 }
 
+/* A per-channel vector [C] as [C, 1, ...] against an input of rank `rank` (channels at 1). */
+static clrun_status per_channel(clrun__imp *im, clrun__onode *n, clrun__value *v, int rank, clrun__value **r);
+
+/* Training mode (opset 14): the statistics of this batch normalise it, and the running ones
+ * move toward them: running = input · momentum + current · (1 - momentum), the variance the
+ * biased one (the ONNX reference's). */
+static clrun_status batchnorm_training(clrun__imp *im, clrun__onode *n, double eps, double momentum)
+{
+    clrun__value *x = n->in[0], *scale = n->in[1], *bias = n->in[2], *mean = n->in[3], *var = n->in[4];
+    int rank = x->c.rank;
+    if (rank < 2)
+        return clrun__invalid(im, "BatchNormalization needs [N, C, ...]");
+    int64_t axes[CLRUN__ONNX_MAX_RANK];
+    int k = 0;
+    for (int d = 0; d < rank; d++)
+        if (d != 1)
+            axes[k++] = d;
+    clrun_attr keep[2] = {clrun__mk_ints("axes", axes, k), clrun__mk_int("keepdims", 1)};
+    clrun_attr flat[2] = {clrun__mk_ints("axes", axes, k), clrun__mk_int("keepdims", 0)};
+    clrun__value *cm, *cmk, *d, *sq, *cv, *cvk, *den, *y, *s_r, *b_r, *t;
+    clrun__value *e = clrun__scalar_value(im, x->c.elem, eps, rank);
+    if (e == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun_status s = clrun__emit1(im, n, "reduce_mean", &x, 1, keep, 2, -1, &cmk);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "sub", x, cmk, -1, &d);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "mul", d, d, -1, &sq);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "reduce_mean", &sq, 1, keep, 2, -1, &cvk);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "add", cvk, e, -1, &den);
+    if (s == CLRUN_OK)
+        s = clrun__emit_unary(im, n, "sqrt", den, -1, &den);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "div", d, den, -1, &y);
+    if (s == CLRUN_OK)
+        s = per_channel(im, n, scale, rank, &s_r);
+    if (s == CLRUN_OK)
+        s = per_channel(im, n, bias, rank, &b_r);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "mul", y, s_r, -1, &y);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "add", y, b_r, 0, NULL);
+    for (int out = 1; s == CLRUN_OK && out < 3; out++) {
+        if (!clrun__out(im, n, out))
+            continue;
+        clrun__value *input = out == 1 ? mean : var, *m = clrun__scalar_value(im, x->c.elem, momentum, 1),
+                     *rest = clrun__scalar_value(im, x->c.elem, 1 - momentum, 1);
+        if (!m || !rest)
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        s = clrun__emit1(im, n, "reduce_mean", out == 1 ? &x : &sq, 1, flat, 2, -1, out == 1 ? &cm : &cv);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "mul", input, m, -1, &t);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "mul", out == 1 ? cm : cv, rest, -1, &input);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "add", t, input, out, NULL);
+    }
+    for (int out = 3; s == CLRUN_OK && out < n->n_out; out++)
+        if (clrun__out(im, n, out))
+            s = clrun__unsupported(im, "output %d (saved statistics of opset < 14) is not supported", out);
+    return s;
+}
+
 clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 5);
-    double eps;
+    double eps, momentum;
     int64_t spatial = 1, training = 0;
     if (s == CLRUN_OK)
         s = clrun__oattr_float(im, n, "epsilon", 1e-5, &eps);
-    clrun__oattr_ignore(im, n, "momentum");
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "momentum", 0.9, &momentum);
     if (s == CLRUN_OK && n->version < 9 && n->version >= 7)
         s = clrun__oattr_int(im, n, "spatial", 1, &spatial);
     if (s == CLRUN_OK && n->version < 7) {
@@ -42,7 +108,7 @@ clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n)
     if (s != CLRUN_OK)
         return s;
     if (training)
-        return clrun__unsupported(im, "training_mode=1 is not supported (inference only)");
+        return batchnorm_training(im, n, eps, momentum);
     for (int i = 1; i < n->n_out; i++)
         if (clrun__out(im, n, i))
             return clrun__unsupported(im, "the running statistics outputs (training) are not supported");
@@ -222,13 +288,33 @@ clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n)
 
 /* ---- Softmax, LogSoftmax ---- */
 
+clrun_status clrun__emit_softmax(clrun__imp *im, clrun__onode *n, clrun__value *x, int a, bool log, int out,
+                                 clrun__value **r)
+{
+    const char *op = log ? "logsoftmax" : "softmax";
+    clrun__value *y;
+    if (a == x->c.rank - 1)
+        return clrun__emit1(im, n, op, &x, 1, NULL, 0, out, r);
+    clrun_attr at = clrun__mk_int("axis", a);
+    if (clrun__op_accepts(op, &x, 1, &at, 1))
+        return clrun__emit1(im, n, op, &x, 1, &at, 1, out, r);
+    int perm[CLRUN__ONNX_MAX_RANK];
+    for (int d = 0; d < x->c.rank; d++)
+        perm[d] = d;
+    perm[a] = x->c.rank - 1;
+    perm[x->c.rank - 1] = a; /* a swap is its own inverse */
+    clrun_status s = clrun__mv_transpose(im, n, x, perm, -1, &y);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, op, &y, 1, NULL, 0, -1, &y);
+    return s == CLRUN_OK ? clrun__mv_transpose(im, n, y, perm, out, r) : s;
+}
+
 clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 1);
     int64_t axis;
     int a;
     bool log = strcmp(n->op, "LogSoftmax") == 0;
-    const char *op = log ? "logsoftmax" : "softmax";
     clrun__value *x = n->in[0], *y;
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "axis", n->version >= 13 ? -1 : 1, &axis);
@@ -242,21 +328,8 @@ clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n)
             rows[d < a ? 0 : 1] *= x->c.dims[d];
         s = clrun__mv_reshape(im, n, x, 2, rows, -1, &y);
         if (s == CLRUN_OK)
-            s = clrun__emit1(im, n, op, &y, 1, NULL, 0, -1, &y);
+            s = clrun__emit_softmax(im, n, y, 1, log, -1, &y);
         return s == CLRUN_OK ? clrun__mv_reshape(im, n, y, x->c.rank, x->c.dims, 0, NULL) : s;
     }
-    if (a == x->c.rank - 1)
-        return clrun__emit1(im, n, op, &x, 1, NULL, 0, 0, NULL);
-    clrun_attr at = clrun__mk_int("axis", a);
-    if (clrun__op_accepts(op, &x, 1, &at, 1))
-        return clrun__emit1(im, n, op, &x, 1, &at, 1, 0, NULL);
-    int perm[CLRUN__ONNX_MAX_RANK];
-    for (int d = 0; d < x->c.rank; d++)
-        perm[d] = d;
-    perm[a] = x->c.rank - 1;
-    perm[x->c.rank - 1] = a; /* a swap is its own inverse */
-    s = clrun__mv_transpose(im, n, x, perm, -1, &y);
-    if (s == CLRUN_OK)
-        s = clrun__emit1(im, n, op, &y, 1, NULL, 0, -1, &y);
-    return s == CLRUN_OK ? clrun__mv_transpose(im, n, y, perm, 0, NULL) : s;
+    return clrun__emit_softmax(im, n, x, a, log, 0, NULL);
 }

@@ -107,6 +107,16 @@ static const clrun__onnx_op ops[] = {
     {"CumSum", V(11, 14), NULL, clrun__map_cumsum},
     {"Resize", V(10, 11, 13), NULL, clrun__map_resize},
     {"Upsample", V(7, 9), NULL, clrun__map_resize},
+    /* beyond the core list: compositions (map_extra.c) */
+    {"Shrink", V(9), NULL, clrun__map_shrink},
+    {"ThresholdedRelu", V(10), NULL, clrun__map_shrink},
+    {"IsNaN", V(9, 13), NULL, clrun__map_isnan},
+    {"IsInf", V(10), NULL, clrun__map_isnan},
+    {"EyeLike", V(9), NULL, clrun__map_eyelike},
+    {"Hardmax", V(1, 11, 13), NULL, clrun__map_hardmax},
+    {"MeanVarianceNormalization", V(9, 13), NULL, clrun__map_mvn},
+    {"NegativeLogLikelihoodLoss", V(12, 13), NULL, clrun__map_nll},
+    {"SoftmaxCrossEntropyLoss", V(12, 13), NULL, clrun__map_nll},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},
