@@ -333,15 +333,15 @@ static void test_conv_refusals(void **state)
 {
     (void)state;
     onnx_builder b;
-    static const int64_t x5[5] = {1, 2, 4, 4, 4}, w5[5] = {2, 2, 1, 1, 1};
+    static const int64_t x6[6] = {1, 2, 2, 2, 2, 2}, w6[6] = {2, 2, 1, 1, 1, 1};
     float w[4] = {1, 2, 3, 4};
     ob_init(&b, 11);
-    ob_input(&b, "x", F32, 5, x5, NULL);
-    ob_initializer(&b, "w", F32, 5, w5, w, sizeof w);
-    ob_node(&b, "Conv", "Conv_3d", "x,w", "y");
+    ob_input(&b, "x", F32, 6, x6, NULL);
+    ob_initializer(&b, "w", F32, 6, w6, w, sizeof w);
+    ob_node(&b, "Conv", "Conv_4d", "x,w", "y");
     ob_output(&b, "y", F32, -1, NULL);
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
-                   "model.onnx: node 0 'Conv_3d' (Conv, opset 11): 3-D windows are not supported");
+                   "model.onnx: node 0 'Conv_4d' (Conv, opset 11): 4-D windows are not supported (1-D, 2-D and 3-D are)");
     /* auto_pad that is not one of the four */
     static const int64_t x4[4] = {1, 2, 4, 4}, w4[4] = {2, 2, 1, 1};
     ob_init(&b, 11);

@@ -344,9 +344,21 @@ static clrun_status load_case(const char *model, const tensor_file *inputs, int 
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(known - open), open);
         int k = test_input(inputs, n_inputs, name);
-        if (k < 0 || frozen[k])
+        if (k >= 0 && !frozen[k]) {
+            frozen[k] = true;
+            s = CLRUN_OK;
+            continue;
+        }
+        /* A value computed from inputs (a Cast of a size, say): fix the small integer inputs,
+         * the ones that can decide shapes. */
+        bool more = false;
+        for (int i = 0; i < n_inputs; i++) {
+            clrun_dtype d = inputs[i].type.dtype;
+            if (!frozen[i] && (d == CLRUN_I64 || d == CLRUN_I32) && clrun_tensor_elements(&inputs[i].type) <= 64)
+                frozen[i] = more = true;
+        }
+        if (!more)
             break;
-        frozen[k] = true;
         s = CLRUN_OK;
     }
     free(shapes);

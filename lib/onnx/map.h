@@ -33,7 +33,23 @@ clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n);     /* Resize Upsample */
 
-/* map_nn.c */
+/* map_nn.c: a convolution's or pool's window; 2-D cores, which 1-D and 3-D build on */
+typedef struct clrun__window {
+    int spatial;               /* 1, 2 or 3 */
+    int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+    int64_t group;
+    bool ceil_mode;
+} clrun__window;
+clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                clrun__value *bias, const clrun__window *w, int out, clrun__value **r);
+clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w,
+                                bool max, bool include_pad, int out, clrun__value **r);
+/* map_window3d.c: 3-D convolutions and pools as sums and maxima of 2-D ones over depth. */
+clrun_status clrun__conv3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                           clrun__value *bias, const clrun__window *w);
+clrun_status clrun__pool3d(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w, bool max,
+                           bool include_pad);
+
 clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n);
@@ -54,6 +70,8 @@ clrun_status clrun__map_isnan(clrun__imp *im, clrun__onode *n);         /* IsNaN
 clrun_status clrun__map_eyelike(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_hardmax(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_mvn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_window(clrun__imp *im, clrun__onode *n);        /* Hann, Hamming, Blackman */
+clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
                                                                           SoftmaxCrossEntropyLoss */
 

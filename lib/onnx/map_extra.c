@@ -293,3 +293,100 @@ clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n)
     s = clrun__emit1(im, n, "reduce_sum", &wt, 1, all, 2, -1, &weights);
     return s == CLRUN_OK ? clrun__emit_binary(im, n, "div", total, weights, 0, NULL) : s;
 }
+
+/* HannWindow, HammingWindow, BlackmanWindow (opset 17): functions of the size alone, computed on
+ * the host in double: w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic)
+ * or size - 1. */
+clrun_status clrun__map_window(clrun__imp *im, clrun__onode *n)
+{
+    double size_r;
+    bool present;
+    int64_t periodic, dtype;
+    clrun_status s = clrun__const_real(im, n, 0, &size_r, &present);
+    if (s == CLRUN_OK && !present)
+        s = clrun__invalid(im, "%s needs a size", n->op);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "periodic", 1, &periodic);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "output_datatype", CLRUN__ONNX_FLOAT, &dtype);
+    if (s != CLRUN_OK)
+        return s;
+    double a0 = 0.5, a1 = 0.5, a2 = 0;
+    if (strcmp(n->op, "HammingWindow") == 0)
+        a0 = 25.0 / 46.0, a1 = 1 - a0;
+    else if (strcmp(n->op, "BlackmanWindow") == 0)
+        a0 = 0.42, a1 = 0.5, a2 = 0.08;
+    int64_t size = (int64_t)size_r;
+    clrun__otensor t;
+    if (size < 0 || clrun__onnx_elem_size((int)dtype) == 0 || !clrun__otensor_alloc(&t, (int)dtype, 1, &size))
+        return clrun__unsupported(im, "a window of size %" PRId64 " and data type %" PRId64 " is not supported",
+                                  size, dtype);
+    double N = periodic ? (double)size : (double)(size - 1);
+    for (int64_t i = 0; i < size; i++) {
+        double x = N > 0 ? 2 * M_PI * (double)i / N : 0;
+        clrun__otensor_set_real(&t, (uint64_t)i, a0 - a1 * cos(x) + a2 * cos(2 * x));
+    }
+    return clrun__define_const(im, n, 0, &t);
+}
+
+/* OneHot: on where an index (negatives counted from depth) equals the position along the new
+ * axis, off elsewhere: indices as int64 compared with the positions [0, depth). */
+clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 3);
+    int64_t axis;
+    double depth_r;
+    bool present;
+    const clrun__otensor *values;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "axis", -1, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__const_real(im, n, 1, &depth_r, &present);
+    if (s == CLRUN_OK)
+        s = clrun__const_input(im, n, 2, false, &values);
+    if (s != CLRUN_OK)
+        return s;
+    if (clrun__otensor_count(values) != 2)
+        return clrun__invalid(im, "values must be [off, on]");
+    clrun__value *idx = n->in[0];
+    int rank = idx->c.rank + 1, a;
+    if ((s = clrun__norm_axis(im, axis, rank, "axis", &a)) != CLRUN_OK)
+        return s;
+    int64_t depth = (int64_t)depth_r;
+    if (depth < 1 || rank > CLRUN_MAX_DIMS)
+        return clrun__unsupported(im, "a depth of %" PRId64 " and rank %d are not supported", depth, rank);
+    clrun__value *zero = clrun__scalar_value(im, CLRUN__ONNX_INT64, 0, idx->c.rank),
+                 *dep = clrun__scalar_value(im, CLRUN__ONNX_INT64, (double)depth, idx->c.rank);
+    clrun__value *off = clrun__scalar_value(im, values->elem, clrun__otensor_get_real(values, 0), rank),
+                 *on = clrun__scalar_value(im, values->elem, clrun__otensor_get_real(values, 1), rank);
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+        dims[d] = d == a ? depth : 1;
+    clrun__otensor pos;
+    if (!zero || !dep || !off || !on || !clrun__otensor_alloc(&pos, CLRUN__ONNX_INT64, rank, dims))
+        return CLRUN__OOM(im);
+    for (int64_t i = 0; i < depth; i++)
+        clrun__otensor_set_int(&pos, (uint64_t)i, i);
+    clrun__value *positions = clrun__const_value(im, &pos), *neg, *wrapped, *eq;
+    if (positions == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (idx->c.elem != CLRUN__ONNX_INT64) {
+        clrun_attr to = clrun__mk_int("to", CLRUN_I64);
+        if ((s = clrun__emit1(im, n, "cast", &idx, 1, &to, 1, -1, &idx)) != CLRUN_OK)
+            return s;
+    }
+    s = clrun__emit_binary(im, n, "less", idx, zero, -1, &neg);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "add", idx, dep, -1, &wrapped);
+    clrun__value *w_in[3] = {neg, wrapped, idx};
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "where", w_in, 3, NULL, 0, -1, &idx);
+    for (int d = 0, k = 0; d < rank; d++)
+        dims[d] = d == a ? 1 : idx->c.dims[k++];
+    if (s == CLRUN_OK)
+        s = clrun__mv_reshape(im, n, idx, rank, dims, -1, &idx);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "equal", idx, positions, -1, &eq);
+    clrun__value *o_in[3] = {eq, on, off};
+    return s == CLRUN_OK ? clrun__emit1(im, n, "where", o_in, 3, NULL, 0, 0, NULL) : s;
+}

@@ -99,12 +99,7 @@ clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n)
 
 /* ---- geometry of convolutions and pools ---- */
 
-typedef struct window {
-    int spatial;              /* 1 or 2 */
-    int64_t kernel[2], stride[2], dilation[2], pad_begin[2], pad_end[2];
-    int64_t group;
-    bool ceil_mode;
-} window;
+typedef clrun__window window;
 
 /* strides, dilations, pads and auto_pad of a node for a given input and kernel extent. */
 static clrun_status window_attrs(clrun__imp *im, clrun__onode *n, const clrun__otensor *x, window *w,
@@ -218,13 +213,43 @@ static clrun_status finish_window(clrun__imp *im, clrun__onode *n, const window 
 
 static clrun_status spatial_of(clrun__imp *im, const clrun__value *x, int *spatial)
 {
-    if (x->c.rank != 3 && x->c.rank != 4)
-        return clrun__unsupported(im, "%d-D windows are not supported (1-D and 2-D are)", x->c.rank - 2);
+    if (x->c.rank < 3 || x->c.rank > 5)
+        return clrun__unsupported(im, "%d-D windows are not supported (1-D, 2-D and 3-D are)", x->c.rank - 2);
     *spatial = x->c.rank - 2;
     return CLRUN_OK;
 }
 
+/* The 2-D view of a 1-D window: height 1. */
+static void as_2d(window *w)
+{
+    w->kernel[1] = w->kernel[0], w->kernel[0] = 1;
+    w->stride[1] = w->stride[0], w->stride[0] = 1;
+    w->dilation[1] = w->dilation[0], w->dilation[0] = 1;
+    w->pad_begin[1] = w->pad_begin[0], w->pad_begin[0] = 0;
+    w->pad_end[1] = w->pad_end[0], w->pad_end[0] = 0;
+}
+
 /* ---- Conv ---- */
+
+clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                clrun__value *bias, const clrun__window *w2, int out, clrun__value **r)
+{
+    /* Asymmetric pads as the op's 'pads' where this build has them, else the extra side padded
+     * with zeros explicitly. */
+    window w = *w2;
+    int64_t sym[2], pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+    clrun__value *in[3] = {x, wt, bias};
+    clrun_attr at[4] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
+                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group)};
+    bool symmetric = pads[0] == pads[2] && pads[1] == pads[3];
+    if (symmetric || !clrun__op_accepts("conv2d", in, bias ? 3 : 2, at, 4)) {
+        clrun_status s = pad_extra(im, n, x, &w, 0, sym, &in[0]);
+        if (s != CLRUN_OK)
+            return s;
+        at[1] = clrun__mk_ints("pad", sym, 2);
+    }
+    return clrun__emit(im, n, "conv2d", in, bias ? 3 : 2, at, 4, &out, 1, r);
+}
 
 clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
 {
@@ -234,7 +259,7 @@ clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
         s = spatial_of(im, n->in[0], &w.spatial);
     if (s != CLRUN_OK)
         return s;
-    clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
+    clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL, *y;
     if (wt->c.rank != x->c.rank)
         return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
     s = kernel_of(im, n, &wt->c, &w);
@@ -244,37 +269,19 @@ clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
         s = clrun__oattr_int(im, n, "group", 1, &w.group);
     if (s != CLRUN_OK)
         return s;
-    if (w.spatial == 1) {
-        s = as_image(im, n, x, &x);
-        if (s == CLRUN_OK)
-            s = as_image(im, n, wt, &wt);
-        if (s != CLRUN_OK)
-            return s;
-        w.spatial = 2;
-        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
-        w.stride[1] = w.stride[0], w.stride[0] = 1;
-        w.dilation[1] = w.dilation[0], w.dilation[0] = 1;
-        w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
-        w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
-        w.spatial = 1; /* for finish_window; the arrays now hold the 2-D view */
-    }
-    /* Asymmetric pads as the op's 'pads' where this build has them, else the extra side padded
-     * with zeros explicitly. */
-    int64_t sym[2], pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
-    clrun__value *in[3] = {x, wt, bias}, *y;
-    clrun_attr at[4] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
-                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group)};
-    bool symmetric = pads[0] == pads[2] && pads[1] == pads[3];
-    if (symmetric || !clrun__op_accepts("conv2d", in, bias ? 3 : 2, at, 4)) {
-        s = pad_extra(im, n, x, &w, 0, sym, &in[0]);
-        if (s != CLRUN_OK)
-            return s;
-        at[1] = clrun__mk_ints("pad", sym, 2);
-    }
-    s = clrun__emit(im, n, "conv2d", in, bias ? 3 : 2, at, 4, (int[]){w.spatial == 2 ? 0 : -1}, 1, &y);
-    if (s != CLRUN_OK || w.spatial == 2)
+    if (w.spatial == 3)
+        return clrun__conv3d(im, n, x, wt, bias, &w);
+    if (w.spatial == 2)
+        return clrun__conv2d_core(im, n, x, wt, bias, &w, 0, NULL);
+    s = as_image(im, n, x, &x);
+    if (s == CLRUN_OK)
+        s = as_image(im, n, wt, &wt);
+    if (s != CLRUN_OK)
         return s;
-    return finish_window(im, n, &w, y);
+    as_2d(&w);
+    s = clrun__conv2d_core(im, n, x, wt, bias, &w, -1, &y);
+    w.spatial = 1;
+    return s == CLRUN_OK ? finish_window(im, n, &w, y) : s;
 }
 
 /* ---- ConvTranspose ---- */
@@ -315,6 +322,8 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
     if (wt->c.rank != x->c.rank)
         return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
     int sp = w.spatial, count, shape_count;
+    if (sp == 3)
+        return clrun__unsupported(im, "3-D ConvTranspose is not supported (1-D and 2-D are)");
     int64_t v[8], out_pad[2] = {0, 0}, out_shape[8];
     char mode[16];
     s = kernel_of(im, n, &wt->c, &w);
@@ -356,11 +365,7 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
             s = as_image(im, n, wt, &wt);
         if (s != CLRUN_OK)
             return s;
-        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
-        w.stride[1] = w.stride[0], w.stride[0] = 1;
-        w.dilation[1] = w.dilation[0], w.dilation[0] = 1;
-        w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
-        w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
+        as_2d(&w);
         out_pad[1] = out_pad[0], out_pad[0] = 0;
     }
     int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
@@ -404,15 +409,26 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
         return s;
     if (max && clrun__out(im, n, 1))
         return clrun__unsupported(im, "the Indices output of MaxPool is not supported");
-    if (w.spatial == 1) {
-        if ((s = as_image(im, n, x, &x)) != CLRUN_OK)
-            return s;
-        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
-        w.stride[1] = w.stride[0], w.stride[0] = 1;
-        w.dilation[1] = w.dilation[0], w.dilation[0] = 1;
-        w.pad_begin[1] = w.pad_begin[0], w.pad_begin[0] = 0;
-        w.pad_end[1] = w.pad_end[0], w.pad_end[0] = 0;
-    }
+    w.ceil_mode = ceil_mode != 0;
+    if (w.spatial == 3)
+        return clrun__pool3d(im, n, x, &w, max, include_pad != 0);
+    if (w.spatial == 2)
+        return clrun__pool2d_core(im, n, x, &w, max, include_pad != 0, 0, NULL);
+    clrun__value *y;
+    if ((s = as_image(im, n, x, &x)) != CLRUN_OK)
+        return s;
+    as_2d(&w);
+    s = clrun__pool2d_core(im, n, x, &w, max, include_pad != 0, -1, &y);
+    w.spatial = 1;
+    return s == CLRUN_OK ? finish_window(im, n, &w, y) : s;
+}
+
+clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w2,
+                                bool max, bool include_pad, int out, clrun__value **r)
+{
+    window w = *w2;
+    bool ceil_mode = w.ceil_mode;
+    clrun_status s;
     /* ceil_mode counts ceil((in + pads - span) / stride) + 1 windows (ONNX, onnxruntime); one
      * that would start past the input and its front padding (which PyTorch drops) is refused. */
     for (int i = 0; ceil_mode && i < 2; i++) {
@@ -420,8 +436,8 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
         int64_t room = in + w.pad_begin[i] + w.pad_end[i] - span;
         if (room < 0)
             continue;
-        int64_t out = (room + w.stride[i] - 1) / w.stride[i] + 1;
-        if ((out - 1) * w.stride[i] >= in + w.pad_begin[i])
+        int64_t windows = (room + w.stride[i] - 1) / w.stride[i] + 1;
+        if ((windows - 1) * w.stride[i] >= in + w.pad_begin[i])
             return clrun__unsupported(im, "ceil_mode=1 with a last window entirely in the padding");
     }
     /* The op with ONNX's attributes where this build takes them (only those that differ from
@@ -444,11 +460,7 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
             at[k++] = clrun__mk_int("count_include_pad", 1);
         const char *op = max ? "maxpool2d" : "avgpool2d";
         if (clrun__op_accepts(op, &x, 1, at, k)) {
-            clrun__value *y;
-            s = clrun__emit1(im, n, op, &x, 1, at, k, w.spatial == 2 ? 0 : -1, &y);
-            if (s != CLRUN_OK || w.spatial == 2)
-                return s;
-            return finish_window(im, n, &w, y);
+            return clrun__emit1(im, n, op, &x, 1, at, k, out, r);
         }
     }
     if (ceil_mode) {
@@ -461,8 +473,8 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
             int64_t span = (w.kernel[i] - 1) * w.dilation[i] + 1;
             if (in < span)
                 continue;
-            int64_t out = (in - span + w.stride[i] - 1) / w.stride[i] + 1;
-            int64_t needed = (out - 1) * w.stride[i] + span - in;
+            int64_t windows = (in - span + w.stride[i] - 1) / w.stride[i] + 1;
+            int64_t needed = (windows - 1) * w.stride[i] + span - in;
             if (needed > 0)
                 w.pad_end[i] += needed;
         }
@@ -496,12 +508,9 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
     clrun_attr at[4] = {clrun__mk_ints("kernel", w.kernel, 2), clrun__mk_ints("stride", w.stride, 2),
                         clrun__mk_ints("pad", sym, 2), clrun__mk_ints("dilation", w.dilation, 2)};
     int n_at = w.dilation[0] != 1 || w.dilation[1] != 1 ? 4 : 3;
-    clrun__value *y;
-    s = clrun__emit1(im, n, max ? "maxpool2d" : "avgpool2d", &x, 1, at, n_at, w.spatial == 2 ? 0 : -1, &y);
-    if (s != CLRUN_OK || w.spatial == 2)
-        return s;
-    return finish_window(im, n, &w, y);
+    return clrun__emit1(im, n, max ? "maxpool2d" : "avgpool2d", &x, 1, at, n_at, out, r);
 }
+
 
 clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n)
 {

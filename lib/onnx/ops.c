@@ -117,6 +117,10 @@ static const clrun__onnx_op ops[] = {
     {"MeanVarianceNormalization", V(9, 13), NULL, clrun__map_mvn},
     {"NegativeLogLikelihoodLoss", V(12, 13), NULL, clrun__map_nll},
     {"SoftmaxCrossEntropyLoss", V(12, 13), NULL, clrun__map_nll},
+    {"HannWindow", V(17), NULL, clrun__map_window},
+    {"HammingWindow", V(17), NULL, clrun__map_window},
+    {"BlackmanWindow", V(17), NULL, clrun__map_window},
+    {"OneHot", V(9, 11), NULL, clrun__map_onehot},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},
