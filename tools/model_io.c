@@ -134,7 +134,7 @@ int clrun_cli_load_model(const char *command, const char *path, const clrun_cli_
     }
     if (s != CLRUN_OK) {
         fprintf(stderr, "%s\n", err);
-        return s == CLRUN_ERROR_IO || s == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? 1 : 2;
+        return clrun_cli_input_exit(s);
     }
     return 0;
 }
