@@ -28,7 +28,7 @@ clrun_status clrun__map_shrink(clrun__imp *im, clrun__onode *n)
         s = clrun__oattr_float(im, n, "alpha", 1, &alpha);
     if (s != CLRUN_OK)
         return s;
-    clrun__value *x = n->in[0], *zero = scalar_like(im, x, 0), *c, *t, *u;
+    clrun__value *x = n->in[0], *zero = scalar_like(im, x, 0), *c = NULL, *t = NULL, *u = NULL;
     if (zero == NULL)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     if (!shrink) {
@@ -42,7 +42,7 @@ clrun_status clrun__map_shrink(clrun__imp *im, clrun__onode *n)
     clrun__value *lo = scalar_like(im, x, -l), *hi = scalar_like(im, x, l), *b = scalar_like(im, x, bias);
     if (!lo || !hi || !b)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    clrun__value *below, *above;
+    clrun__value *below = NULL, *above = NULL;
     s = clrun__emit_binary(im, n, "greater", x, hi, -1, &above);
     if (s == CLRUN_OK)
         s = clrun__emit_binary(im, n, "sub", x, b, -1, &t);
@@ -151,7 +151,7 @@ clrun_status clrun__map_hardmax(clrun__imp *im, clrun__onode *n)
     s = clrun__emit1(im, n, "argmax", &v, 1, at, 2, -1, &arg);
     if (s == CLRUN_OK)
         s = clrun__emit_binary(im, n, "equal", arg, positions, -1, &hit);
-    clrun_dtype dtype;
+    clrun_dtype dtype = CLRUN_F32;
     if (s == CLRUN_OK && !clrun__onnx_elem_dtype(x->c.elem, &dtype))
         s = clrun__unsupported(im, "Hardmax of this data type is not supported");
     clrun_attr to = clrun__mk_int("to", (int64_t)dtype);
@@ -367,7 +367,7 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n)
         return CLRUN__OOM(im);
     for (int64_t i = 0; i < depth; i++)
         clrun__otensor_set_int(&pos, (uint64_t)i, i);
-    clrun__value *positions = clrun__const_value(im, &pos), *neg, *wrapped, *eq;
+    clrun__value *positions = clrun__const_value(im, &pos), *neg = NULL, *wrapped = NULL, *eq = NULL;
     if (positions == NULL)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     if (idx->c.elem != CLRUN__ONNX_INT64) {
