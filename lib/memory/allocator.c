@@ -41,13 +41,12 @@ struct clrun__allocator {
     uint64_t driver_frees;
 };
 
-static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
 
 clrun_status clrun__allocator_create(const clrun__allocator_config *config, clrun__allocator **out,
                                      char *err, size_t errlen)
 {
     *out = NULL;
-    if (config->ops == NULL || !is_power_of_two(config->min_align) || config->max_chunk == 0) {
+    if (config->ops == NULL || !clrun__is_power_of_two(config->min_align) || config->max_chunk == 0) {
         snprintf(err, errlen, "allocator: invalid configuration (alignment %llu, max chunk %llu)",
                  (unsigned long long)config->min_align, (unsigned long long)config->max_chunk);
         return CLRUN_ERROR_INVALID_ARGUMENT;
@@ -259,7 +258,7 @@ static clrun_status check_request(const clrun__allocator *a, uint64_t size, uint
         snprintf(err, errlen, "invalid size 0: clrun does not allocate empty blocks");
         return CLRUN_ERROR_INVALID_SIZE;
     }
-    if (!is_power_of_two(align) || align > a->config.max_chunk) {
+    if (!clrun__is_power_of_two(align) || align > a->config.max_chunk) {
         snprintf(err, errlen, "invalid alignment %llu: it must be a power of two no larger than %llu",
                  (unsigned long long)align, (unsigned long long)a->config.max_chunk);
         return CLRUN_ERROR_INVALID_ALIGNMENT;

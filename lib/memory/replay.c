@@ -10,6 +10,7 @@
  *  - ns per operation (timed): further passes that make only the allocator's calls, on the same
  *    allocator with its chunks already reserved, so the time is the strategy's own work. */
 #include "memory/replay_internal.h"
+#include "core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +24,6 @@
 
 #define DEFAULT_ALIGNMENT 256
 #define DEFAULT_MAX_CHUNK (UINT64_C(1) << 30)
-
-double clrun__replay_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /* ---- the trace in replay order ---------------------------------------------------------------- */
 
@@ -227,7 +221,7 @@ static clrun_status time_strategy(const clrun__replay_trace *t, clrun__allocator
     double total = 0.0;
     unsigned passes = 0;
     do {
-        double start = clrun__replay_now_ns();
+        double start = (clrun__now() * 1e9);
         for (size_t i = 0; i < t->event_count; i++) {
             const clrun__replay_event *e = &t->events[i];
             uint64_t size = t->sizes[e->row];
@@ -237,7 +231,7 @@ static clrun_status time_strategy(const clrun__replay_trace *t, clrun__allocator
             if (status != CLRUN_OK)
                 return status;
         }
-        total += clrun__replay_now_ns() - start;
+        total += (clrun__now() * 1e9) - start;
         passes++;
     } while (total < CLRUN__REPLAY_TIMED_NS_MIN && passes < CLRUN__REPLAY_TIMED_PASSES_MAX);
     *ns_per_op = t->event_count ? total / passes / (double)t->event_count : 0.0;
@@ -335,7 +329,6 @@ const char *clrun_replay_allocator_name(size_t i)
     return i < sizeof baselines / sizeof baselines[0] ? baselines[i] : NULL;
 }
 
-static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
 
 clrun_status clrun_replay(const clrun_lifetime *rows, size_t count, const char *allocator,
                           const clrun_replay_options *options, clrun_replay_result *out,
@@ -365,7 +358,7 @@ clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const c
         o.alignment = DEFAULT_ALIGNMENT;
     if (o.max_chunk == 0)
         o.max_chunk = DEFAULT_MAX_CHUNK;
-    if (!is_power_of_two(o.alignment)) {
+    if (!clrun__is_power_of_two(o.alignment)) {
         snprintf(err, errlen, "alignment %llu is not a power of two", (unsigned long long)o.alignment);
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }

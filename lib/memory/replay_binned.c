@@ -6,6 +6,7 @@
  * only, never given back. Every block being its own buffer, its footprint is the lower bound;
  * what it costs is `reserved`. */
 #include "memory/replay_internal.h"
+#include "core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static bool binned_pass(const clrun__replay_trace *t, uint32_t *blocks, clrun_re
         return false;
     uint64_t held = 0, asked = 0;
     bool ok = true;
-    double start = clrun__replay_now_ns();
+    double start = (clrun__now() * 1e9);
     for (size_t i = 0; ok && i < t->event_count; i++) {
         const clrun__replay_event *e = &t->events[i];
         uint64_t size = t->sizes[e->row], h;
@@ -118,7 +119,7 @@ static bool binned_pass(const clrun__replay_trace *t, uint32_t *blocks, clrun_re
         }
     }
     if (ns)
-        *ns += clrun__replay_now_ns() - start;
+        *ns += (clrun__now() * 1e9) - start;
     if (out) {
         out->reserved = p->reserved;
         out->footprint = t->lower_bound; /* every block is its own buffer */

@@ -34,9 +34,6 @@ clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const c
                                const clrun_replay_options *options, bool previous_growth,
                                clrun_replay_result *out, char *err, size_t errlen);
 
-/* Nanoseconds of CLOCK_MONOTONIC. */
-double clrun__replay_now_ns(void);
-
 /* PyOpenCL's MemoryPool over the trace (replay_binned.c). */
 clrun_status clrun__replay_binned(const clrun__replay_trace *t, bool timed, clrun_replay_result *out,
                                   char *err, size_t errlen);
