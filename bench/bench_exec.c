@@ -20,6 +20,7 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 #include "exec/schedule.h"
+#include "../tests/node_memory.h"
 
 static double now_ms(void)
 {
@@ -79,6 +80,7 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
     clrun__op_call *calls = calloc((size_t)g->node_count, sizeof *calls);
     clrun_tensor_type **type_store = calloc((size_t)g->node_count, sizeof *type_store);
     void **states = calloc((size_t)g->node_count, sizeof *states);
+    node_memory *memory = calloc((size_t)g->node_count + 1, sizeof *memory);
     free(types);
     for (int32_t t = 0; t < g->tensor_count; t++) {
         cl_int e;
@@ -100,8 +102,15 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
         const clrun__node *node = &g->nodes[i];
         type_store[i] = calloc((size_t)(node->input_count + node->output_count), sizeof **type_store);
         clrun__node_call(g, node, type_store[i], &calls[i]);
-        if (clrun__op_kernels_find(node->op)->prepare(ctx, node->op, &calls[i], &states[i]) != CLRUN_OK)
+        const clrun__op_kernels *kernels = clrun__op_kernels_find(node->op);
+        if (kernels->prepare(ctx, node->op, &calls[i], &states[i]) != CLRUN_OK)
             die("prepare", ctx);
+        cl_mem in[64];
+        for (int k = 0; k < node->input_count && k < 64; k++)
+            in[k] = mem[node->inputs[k]];
+        /* Weights packed once and scratch of its own per node, made once like the buffers. */
+        if (node_memory_make(ctx, kernels, states[i], &calls[i], in, &memory[i]) != CL_SUCCESS)
+            die("pack or scratch", ctx);
     }
     double *times = calloc((size_t)repeat + 1, sizeof *times);
     for (int r = -1; r < repeat; r++) {
@@ -114,7 +123,8 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
                 in[k] = mem[node->inputs[k]];
             for (int o = 0; o < node->output_count; o++)
                 out[o] = mem[node->outputs[o]];
-            if (clrun__op_kernels_find(node->op)->enqueue(ctx, states[n], &calls[n], in, out, 0, NULL,
+            const cl_mem *outs = node_memory_outputs(&memory[n], out, node->output_count);
+            if (clrun__op_kernels_find(node->op)->enqueue(ctx, states[n], &calls[n], in, outs, 0, NULL,
                                                         NULL) != CLRUN_OK)
                 die("enqueue", ctx);
         }
@@ -125,12 +135,14 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
     double ms = median(times, repeat);
     for (int32_t i = 0; i < g->node_count; i++) {
         clrun__op_kernels_find(g->nodes[i].op)->release(states[i]);
+        node_memory_free(&memory[i]);
         free(type_store[i]);
     }
     for (int32_t t = 0; t < g->tensor_count; t++)
         clReleaseMemObject(mem[t]);
     free(times);
     free(states);
+    free(memory);
     free(type_store);
     free(calls);
     free(mem);

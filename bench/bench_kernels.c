@@ -132,7 +132,7 @@ static double time_op(const char *name, int inputs, const clrun_tensor_type *in,
     double t[64];
     for (int r = -1; r < repeat; r++) {
         cl_event done;
-        if (kernels->enqueue(ctx, state, &call, buffers, node_memory_outputs(&memory, result), 0,
+        if (kernels->enqueue(ctx, state, &call, buffers, node_memory_outputs(&memory, &result, 1), 0,
                              NULL, &done) != CLRUN_OK)
             die(name);
         double s = event_seconds(done);

@@ -3,7 +3,7 @@
  * and once the inputs hold their values, node_memory_make packs the constant inputs as an
  * executor does when it is created (on the host, from the values they have then: so a constant
  * B is packed once) and makes the node's scratch; node_memory_outputs gives enqueue's outputs:
- * the node's output, then its scratch. */
+ * the node's outputs, then its scratch. */
 #ifndef CLRUN_TESTS_NODE_MEMORY_H
 #define CLRUN_TESTS_NODE_MEMORY_H
 
@@ -18,7 +18,7 @@ typedef struct node_memory {
     cl_mem packed;                        /* the node's packed constants, or NULL */
     cl_mem scratch[CLRUN__SCRATCH_MAX];   /* its scratch */
     int parts;
-    cl_mem outputs[1 + CLRUN__SCRATCH_MAX];
+    cl_mem outputs[16 + CLRUN__SCRATCH_MAX];
 } node_memory;
 
 /* CL_SUCCESS, or the first error (CL_INVALID_OPERATION when pack fails). */
@@ -69,12 +69,13 @@ static inline cl_int node_memory_make(clrun_context *ctx, const clrun__op_kernel
     return CL_SUCCESS;
 }
 
-/* enqueue's outputs: `out`, then the scratch. */
-static inline const cl_mem *node_memory_outputs(node_memory *m, cl_mem out)
+/* enqueue's outputs: outs[0..count) (at most 16), then the scratch. */
+static inline const cl_mem *node_memory_outputs(node_memory *m, const cl_mem *outs, int count)
 {
-    m->outputs[0] = out;
+    for (int o = 0; o < count && o < 16; o++)
+        m->outputs[o] = outs[o];
     for (int j = 0; j < m->parts; j++)
-        m->outputs[1 + j] = m->scratch[j];
+        m->outputs[count + j] = m->scratch[j];
     return m->outputs;
 }
 

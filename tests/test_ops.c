@@ -165,7 +165,7 @@ static void run_on(clrun_context *c, node *n, int runs)
         cl_event poisoned = NULL, done = NULL;
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(c), out, &poison, 4, 0, size, 0,
                                              NULL, &poisoned), CL_SUCCESS);
-        s = kernels->enqueue(c, state, &call, in, node_memory_outputs(&memory, out), 1, &poisoned,
+        s = kernels->enqueue(c, state, &call, in, node_memory_outputs(&memory, &out, 1), 1, &poisoned,
                              &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(c));

@@ -168,7 +168,7 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(ctx), out, &poison, 4, 0, size,
                                              0, NULL, NULL), CL_SUCCESS);
         cl_event done = NULL;
-        s = kernels->enqueue(ctx, state, &call, in, node_memory_outputs(&memory, out), 0, NULL,
+        s = kernels->enqueue(ctx, state, &call, in, node_memory_outputs(&memory, &out, 1), 0, NULL,
                              &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(ctx));
