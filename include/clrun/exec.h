@@ -47,8 +47,10 @@ void clrun_exec_options_init(clrun_exec_options *options);
 
 typedef struct clrun_exec clrun_exec;
 
-/* Prepares `graph` (validated here) for ctx: schedule, kernels, constants uploaded (and, in
- * planned mode, the plan and its arena). The graph must outlive the executor. On failure *out is
+/* Prepares `graph` (validated here) for ctx: kernels, constants uploaded (those a node keeps in
+ * its kernels' layout uploaded as that packed copy only), schedule (and, in planned mode, the
+ * plan and its arena). Every byte of device memory it takes comes from ctx's pool, counted in
+ * clrun_memory_stats and held to its limit. The graph must outlive the executor. On failure *out is
  * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL: the defaults
  * of clrun_exec_options_init. */
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
@@ -91,9 +93,14 @@ typedef struct clrun_exec_stats {
     uint64_t peak_bytes;        /* last run: most bytes of non-constant tensors held at once */
     uint64_t reserved_bytes;    /* last run: most bytes reserved from the driver (pool chunks,
                                    naive buffers, or the planned arena) */
-    uint64_t lower_bound_bytes; /* largest total of live non-constant bytes at any step */
-    uint64_t naive_bytes;       /* every non-constant tensor in its own buffer */
-    uint64_t constant_bytes;    /* resident weights */
+    uint64_t lower_bound_bytes; /* largest total of live non-constant bytes at any step, the
+                                   nodes' scratch included */
+    uint64_t naive_bytes;       /* every non-constant tensor and every node's scratch in its
+                                   own buffer */
+    uint64_t constant_bytes;    /* the graph's constants (weights), as they weigh: resident for
+                                   the executor's life, as the kernels' packed copy where one
+                                   replaces them (matmul, conv2d on CPUs; a copy rounds N up
+                                   to whole panels) */
     uint64_t driver_allocs;     /* last run: driver allocations (chunks or buffers) made */
     int32_t donations;          /* outputs written in place of a dying input, per run */
     int32_t unused_donations;   /* inputs marked donated that no output could take */

@@ -204,6 +204,7 @@ class ExecBufferInfo(ctypes.Structure):
         ("last_step", c_int32),
         ("is_input", c_bool),
         ("is_output", c_bool),
+        ("is_scratch", c_bool),
         ("offset", c_uint64),
     ]
 

@@ -289,8 +289,9 @@ class Model:
         """The memory layout: one dict per buffer (constants excluded) in schedule order, with
         tensor (the first tensor that owns it; others may take it over in place), bytes, first
         and last (the steps that write it and last read it; -1 for inputs, `steps` for outputs),
-        is_input, is_output, and offset: its byte offset in the arena in planned mode, None in
-        the other modes (whose blocks come from the pool at run time) and for inputs."""
+        is_input, is_output, is_scratch (a node's scratch, alive at its step alone; tensor names
+        its node's first output), and offset: its byte offset in the arena in planned mode, None
+        in the other modes (whose blocks come from the pool at run time) and for inputs."""
         executor = self._exec()
         pointer = self._context._pointer()
         count = _lib.c_int32()
@@ -299,6 +300,7 @@ class Model:
         check(_lib.exec_layout(executor, entries, count.value, _lib.byref(count)), pointer)
         return [{"tensor": _lib.text(e.tensor), "bytes": e.bytes, "first": e.first_step,
                  "last": e.last_step, "is_input": e.is_input, "is_output": e.is_output,
+                 "is_scratch": e.is_scratch,
                  "offset": None if e.offset == _lib.NO_OFFSET else e.offset}
                 for e in entries[:count.value]]
 
