@@ -315,6 +315,72 @@ static void padded_convolutions_reuse_one_scratch(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
+/* Scratch reused from node to node must never change a bit, on an out-of-order queue too,
+ * where only the pool's stream-ordered frees keep a node's padding from overwriting the scratch
+ * its predecessor still reads: a chain of padded convolutions and a chain of products over a B
+ * that is not constant (packed into scratch at every run) give the naive mode's bits under
+ * every strategy, planned, in order and out of order. */
+static void scratch_reuse_never_changes_a_bit(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    clrun_graph *products = NULL;
+    assert_int_equal(clrun_graph_create("products", &products), CLRUN_OK);
+    clrun_tensor_type ta = matrix(24, 40), tb = matrix(40, 40);
+    int32_t h, b;
+    assert_int_equal(clrun_graph_add_input(products, "x", &ta, false, &h), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(products, "b", &tb, false, &b), CLRUN_OK);
+    for (int i = 1; i <= 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        const char *names[] = {name};
+        int32_t in[2] = {h, b};
+        assert_int_equal(clrun_graph_add_node(products, "matmul", in, 2, names, 1, NULL, 0, &h), CLRUN_OK);
+    }
+    assert_int_equal(clrun_graph_mark_output(products, h), CLRUN_OK);
+    clrun_graph *graphs[2] = {conv_chain(4), products};
+    const struct {
+        const char *allocator;
+        bool out_of_order;
+    } modes[] = {{"naive", false}, {"tlsf", false}, {"tlsf", true},   {"slab", true},
+                 {"buddy", true},  {"bump", true},  {"planned", true}};
+    for (int k = 0; k < 2; k++) {
+        const clrun_graph *g = graphs[k];
+        const clrun_tensor_id *ids;
+        int32_t n_in = clrun_graph_inputs(g, &ids);
+        float *reference = NULL;
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            clrun_context *ctx = context(modes[m].allocator, modes[m].out_of_order, 0);
+            clrun_exec *exec = executor(ctx, g);
+            clrun_buffer inputs[2];
+            for (int32_t i = 0; i < n_in; i++)
+                inputs[i] = input(ctx, g, clrun_graph_tensor_name(g, ids[i]));
+            uint64_t bytes = 0;
+            for (int run = 0; run < 3; run++) {
+                if (clrun_exec_run(exec, inputs, n_in) != CLRUN_OK)
+                    fail_msg("%s: run: %s", modes[m].allocator, clrun_last_error(ctx));
+                float *got = output(exec, &bytes);
+                if (reference == NULL) {
+                    reference = got;
+                    continue;
+                }
+                if (memcmp(got, reference, (size_t)bytes) != 0)
+                    fail_msg("graph %d, %s%s, run %d: differs from naive", k, modes[m].allocator,
+                             modes[m].out_of_order ? " out of order" : "", run + 1);
+                free(got);
+            }
+            for (int32_t i = 0; i < n_in; i++)
+                clrun_free(ctx, &inputs[i]);
+            clrun_exec_destroy(exec);
+            clrun_context_destroy(ctx);
+        }
+        free(reference);
+    }
+    clrun_graph_destroy(graphs[0]);
+    clrun_graph_destroy(graphs[1]);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
 /* ---- packed weights ---------------------------------------------------------------------- */
 
 /* x [16, 64] -> matmul w1 -> h1 -> matmul w2 -> h2 (the output), w1 and w2 [64, 64] constants
@@ -542,6 +608,7 @@ int main(void)
         cmocka_unit_test(scratch_is_in_the_schedule),
         cmocka_unit_test(a_non_constant_b_is_packed_into_scratch),
         cmocka_unit_test(padded_convolutions_reuse_one_scratch),
+        cmocka_unit_test(scratch_reuse_never_changes_a_bit),
         cmocka_unit_test(packed_weights_replace_the_originals),
         cmocka_unit_test(a_constant_read_through_a_view_stays),
         cmocka_unit_test(the_limit_covers_packed_weights),
