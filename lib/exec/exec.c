@@ -464,7 +464,8 @@ clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out,
             out[n] = (clrun_exec_buffer_info){
                 .tensor = clrun__exec_tensor_name(e, buf->root), .bytes = buf->bytes, .first_step = buf->first,
                 .last_step = buf->last, .is_input = buf->is_input, .is_output = buf->is_output,
-                .is_scratch = buf->is_scratch, .offset = in_arena ? e->arena_offsets[b] : CLRUN_NO_OFFSET};
+                .is_scratch = buf->is_scratch,
+                .offset = in_arena ? e->arena_offsets[b] : CLRUN_NO_OFFSET};
         }
         n++;
     }

@@ -61,16 +61,15 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
     } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
         /* A driver buffer of its own, but counted by the pool and held to its limit. */
         char label[CLRUN__EXEC_LABEL];
-        clrun_status status = clrun__pool_create_raw(e->ctx, sb->bytes,
-                                                     clrun__exec_buffer_label(e, b, label, sizeof label), &s->mem);
+        const char *name = clrun__exec_buffer_label(e, b, label, sizeof label);
+        clrun_status status = clrun__pool_create_raw(e->ctx, sb->bytes, name, &s->mem);
         if (status != CLRUN_OK)
             return status;
     } else {
         clrun_buffer block;
         char label[CLRUN__EXEC_LABEL];
-        clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
-                                                      clrun__exec_buffer_label(e, b, label, sizeof label),
-                                                      &block);
+        const char *name = clrun__exec_buffer_label(e, b, label, sizeof label);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0, name, &block);
         /* Out of order: the earlier owners of these bytes, from this executor or another, may
          * still run; the writer waits for them (gather_waits takes the buffer's events). */
         cl_event wait = NULL;

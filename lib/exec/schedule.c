@@ -328,8 +328,9 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     return clrun__schedule_build_with_scratch(g, reuse, NULL, out, err, errlen);
 }
 
-clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse, const uint64_t *scratch,
-                                                clrun__schedule *out, char *err, size_t errlen)
+clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse,
+                                                const uint64_t *scratch, clrun__schedule *out,
+                                                char *err, size_t errlen)
 {
     clrun__schedule s;
     memset(&s, 0, sizeof s);
@@ -358,8 +359,8 @@ clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse
     for (int32_t st = 0; st < s.steps; st++)
         s.step_of_node[s.order[st]] = st;
     compute_last_uses(g, &s);
-    if (!assign_buffers(g, &s, reuse, scratch) || !build_release_lists(g, &s, reuse) || !collect_unused_donations(g, &s) ||
-        !compute_bounds(&s)) {
+    if (!assign_buffers(g, &s, reuse, scratch) || !build_release_lists(g, &s, reuse) ||
+        !collect_unused_donations(g, &s) || !compute_bounds(&s)) {
         clrun__schedule_free(&s);
         snprintf(err, errlen, "out of host memory scheduling the graph");
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;

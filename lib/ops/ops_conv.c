@@ -4,11 +4,12 @@
  * conv2d runs as a product over (image, group) of the image patches and the weights, gathered
  * on the fly (implicit GEMM: no patch matrix): on devices without real local memory the
  * register-blocked core (constant weights packed once into panels, on the host, when the
- * executor is created, others at every run into the node's scratch; the variant tuned once per shape; a
- * 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x with its
- * padding as zeros into the node's scratch, a little larger than x, so that the product never
- * checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise convolutions take their own kernel, vectorised along rows; groups too narrow
- * for a tile on a GPU take the direct kernel. conv2d takes an epilogue (lib/ops/ops.h). */
+ * executor is created, others at every run into the node's scratch; the variant tuned once per
+ * shape; a 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x
+ * with its padding as zeros into the node's scratch, a little larger than x, so that the
+ * product never checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise
+ * convolutions take their own kernel, vectorised along rows; groups too narrow for a tile on a
+ * GPU take the direct kernel. conv2d takes an epilogue (lib/ops/ops.h). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
