@@ -105,11 +105,13 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
         const clrun__op_kernels *kernels = clrun__op_kernels_find(node->op);
         if (kernels->prepare(ctx, node->op, &calls[i], &states[i]) != CLRUN_OK)
             die("prepare", ctx);
-        cl_mem in[64];
+        cl_mem in[64], out[16];
         for (int k = 0; k < node->input_count && k < 64; k++)
             in[k] = mem[node->inputs[k]];
+        for (int o = 0; o < node->output_count && o < 16; o++)
+            out[o] = mem[node->outputs[o]];
         /* Weights packed once and scratch of its own per node, made once like the buffers. */
-        if (node_memory_make(ctx, kernels, states[i], &calls[i], in, &memory[i]) != CL_SUCCESS)
+        if (node_memory_make(ctx, kernels, states[i], &calls[i], in, out, &memory[i]) != CL_SUCCESS)
             die("pack or scratch", ctx);
     }
     double *times = calloc((size_t)repeat + 1, sizeof *times);
@@ -118,12 +120,10 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
         for (int32_t step = 0; step < s.steps; step++) {
             int32_t n = s.order[step];
             const clrun__node *node = &g->nodes[n];
-            cl_mem in[64], out[16];
+            cl_mem in[64];
             for (int k = 0; k < node->input_count; k++)
                 in[k] = mem[node->inputs[k]];
-            for (int o = 0; o < node->output_count; o++)
-                out[o] = mem[node->outputs[o]];
-            const cl_mem *outs = node_memory_outputs(&memory[n], out, node->output_count);
+            const cl_mem *outs = node_memory_outputs(&memory[n]);
             if (clrun__op_kernels_find(node->op)->enqueue(ctx, states[n], &calls[n], in, outs, 0, NULL,
                                                         NULL) != CLRUN_OK)
                 die("enqueue", ctx);
@@ -135,7 +135,7 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
     double ms = median(times, repeat);
     for (int32_t i = 0; i < g->node_count; i++) {
         clrun__op_kernels_find(g->nodes[i].op)->release(states[i]);
-        node_memory_free(&memory[i]);
+        node_memory_free(ctx, &memory[i]);
         free(type_store[i]);
     }
     for (int32_t t = 0; t < g->tensor_count; t++)

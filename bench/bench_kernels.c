@@ -127,12 +127,12 @@ static double time_op(const char *name, int inputs, const clrun_tensor_type *in,
     for (int i = 0; i < inputs; i++)
         buffers[i] = device_buffer(bytes_of(&in[i]), i == 4 ? 1.0f : 0.5f);
     node_memory memory; /* constants packed as an executor packs them, scratch */
-    if (node_memory_make(ctx, kernels, state, &call, buffers, &memory) != CL_SUCCESS)
+    if (node_memory_make(ctx, kernels, state, &call, buffers, &result, &memory) != CL_SUCCESS)
         die(name);
     double t[64];
     for (int r = -1; r < repeat; r++) {
         cl_event done;
-        if (kernels->enqueue(ctx, state, &call, buffers, node_memory_outputs(&memory, &result, 1), 0,
+        if (kernels->enqueue(ctx, state, &call, buffers, node_memory_outputs(&memory), 0,
                              NULL, &done) != CLRUN_OK)
             die(name);
         double s = event_seconds(done);
@@ -140,7 +140,7 @@ static double time_op(const char *name, int inputs, const clrun_tensor_type *in,
             t[r] = s;
     }
     kernels->release(state);
-    node_memory_free(&memory);
+    node_memory_free(ctx, &memory);
     for (int i = 0; i < inputs; i++)
         clReleaseMemObject(buffers[i]);
     clReleaseMemObject(result);

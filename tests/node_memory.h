@@ -2,8 +2,8 @@
  * node beside its tensors (lib/ops/ops.h), made here with plain driver buffers. After prepare
  * and once the inputs hold their values, node_memory_make packs the constant inputs as an
  * executor does when it is created (on the host, from the values they have then: so a constant
- * B is packed once) and makes the node's scratch; node_memory_outputs gives enqueue's outputs:
- * the node's outputs, then its scratch. */
+ * B is packed once) and makes the node's scratch (clrun__node_run); node_memory_outputs gives
+ * enqueue's outputs: the node's outputs, then its scratch. */
 #ifndef CLRUN_TESTS_NODE_MEMORY_H
 #define CLRUN_TESTS_NODE_MEMORY_H
 
@@ -15,16 +15,14 @@
 #include "ops/ops.h"
 
 typedef struct node_memory {
-    cl_mem packed;                        /* the node's packed constants, or NULL */
-    cl_mem scratch[CLRUN__SCRATCH_MAX];   /* its scratch */
-    int parts;
-    cl_mem outputs[16 + CLRUN__SCRATCH_MAX];
+    cl_mem packed;        /* the node's packed constants, or NULL */
+    clrun__node_run run;  /* its outputs, then its scratch (counted by the pool) */
 } node_memory;
 
-/* CL_SUCCESS, or the first error (CL_INVALID_OPERATION when pack fails). */
+/* CL_SUCCESS, or the first error (CL_INVALID_OPERATION when pack or the scratch fails). */
 static inline cl_int node_memory_make(clrun_context *ctx, const clrun__op_kernels *kernels,
                                       void *state, const clrun__op_call *call,
-                                      const cl_mem *inputs, node_memory *m)
+                                      const cl_mem *inputs, const cl_mem *outputs, node_memory *m)
 {
     memset(m, 0, sizeof *m);
     cl_int err = CL_SUCCESS;
@@ -58,35 +56,23 @@ static inline cl_int node_memory_make(clrun_context *ctx, const clrun__op_kernel
         if (err != CL_SUCCESS)
             return err;
     }
-    uint64_t bytes[CLRUN__SCRATCH_MAX] = {0};
-    m->parts = kernels->scratch ? kernels->scratch(state, bytes) : 0;
-    for (int j = 0; j < m->parts; j++) {
-        m->scratch[j] = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, (size_t)bytes[j],
-                                       NULL, &err);
-        if (m->scratch[j] == NULL)
-            return err;
-    }
+    if (clrun__node_run_begin(ctx, kernels, state, outputs, call->output_count, &m->run) != CLRUN_OK)
+        return CL_INVALID_OPERATION;
     return CL_SUCCESS;
 }
 
-/* enqueue's outputs: outs[0..count) (at most 16), then the scratch. */
-static inline const cl_mem *node_memory_outputs(node_memory *m, const cl_mem *outs, int count)
+/* enqueue's outputs: the node's, then its scratch. */
+static inline const cl_mem *node_memory_outputs(const node_memory *m)
 {
-    for (int o = 0; o < count && o < 16; o++)
-        m->outputs[o] = outs[o];
-    for (int j = 0; j < m->parts; j++)
-        m->outputs[count + j] = m->scratch[j];
-    return m->outputs;
+    return m->run.outputs;
 }
 
-/* After the node's state is released. */
-static inline void node_memory_free(node_memory *m)
+/* After the node's state is released and its commands are complete. */
+static inline void node_memory_free(clrun_context *ctx, node_memory *m)
 {
     if (m->packed)
         clReleaseMemObject(m->packed);
-    for (int j = 0; j < CLRUN__SCRATCH_MAX; j++)
-        if (m->scratch[j])
-            clReleaseMemObject(m->scratch[j]);
+    clrun__node_run_end(ctx, &m->run);
     memset(m, 0, sizeof *m);
 }
 

@@ -153,7 +153,7 @@ static void run_on(clrun_context *c, node *n, int runs)
     out = clCreateBuffer(clrun_context_cl(c), CL_MEM_READ_WRITE, size, NULL, &e);
     assert_int_equal(e, CL_SUCCESS);
     node_memory memory;
-    if (node_memory_make(c, kernels, state, &call, in, &memory) != CL_SUCCESS)
+    if (node_memory_make(c, kernels, state, &call, in, &out, &memory) != CL_SUCCESS)
         fail_msg("%s pack or scratch: %s", n->op, clrun_last_error(c));
     n->result = malloc(size);
     void *first = malloc(size);
@@ -165,8 +165,7 @@ static void run_on(clrun_context *c, node *n, int runs)
         cl_event poisoned = NULL, done = NULL;
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(c), out, &poison, 4, 0, size, 0,
                                              NULL, &poisoned), CL_SUCCESS);
-        s = kernels->enqueue(c, state, &call, in, node_memory_outputs(&memory, &out, 1), 1, &poisoned,
-                             &done);
+        s = kernels->enqueue(c, state, &call, in, node_memory_outputs(&memory), 1, &poisoned, &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(c));
         assert_non_null(done);
@@ -181,7 +180,7 @@ static void run_on(clrun_context *c, node *n, int runs)
     }
     free(first);
     kernels->release(state);
-    node_memory_free(&memory);
+    node_memory_free(c, &memory);
     for (int i = 0; i < n->input_count; i++)
         clReleaseMemObject(in[i]);
     clReleaseMemObject(out);

@@ -158,7 +158,7 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
     out = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, size, NULL, &e);
     assert_int_equal(e, CL_SUCCESS);
     node_memory memory;
-    if (node_memory_make(ctx, kernels, state, &call, in, &memory) != CL_SUCCESS)
+    if (node_memory_make(ctx, kernels, state, &call, in, &out, &memory) != CL_SUCCESS)
         fail_msg("%s pack or scratch: %s", n->op, clrun_last_error(ctx));
     n->result = malloc(size);
     for (int r = 0; r < runs; r++) {
@@ -168,8 +168,7 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(ctx), out, &poison, 4, 0, size,
                                              0, NULL, NULL), CL_SUCCESS);
         cl_event done = NULL;
-        s = kernels->enqueue(ctx, state, &call, in, node_memory_outputs(&memory, &out, 1), 0, NULL,
-                             &done);
+        s = kernels->enqueue(ctx, state, &call, in, node_memory_outputs(&memory), 0, NULL, &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(ctx));
         assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(ctx), out, CL_TRUE, 0, size,
@@ -177,7 +176,7 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
         clReleaseEvent(done);
     }
     kernels->release(state);
-    node_memory_free(&memory);
+    node_memory_free(ctx, &memory);
     for (int i = 0; i < total; i++)
         clReleaseMemObject(in[i]);
     clReleaseMemObject(out);

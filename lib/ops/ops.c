@@ -8,6 +8,7 @@
 #include <clrun/program.h>
 
 #include "device/cl.h"
+#include "memory/pool.h"
 #include "ops/ops_internal.h"
 
 clrun__kernel_choice clrun__ops_kernels = CLRUN__KERNELS_AUTO;
@@ -40,6 +41,39 @@ clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op)
             if (strcmp(k->op, op->name) == 0)
                 return k->prepare;
     return NULL;
+}
+
+/* ---- a node run on its own ----------------------------------------------------------------- */
+
+clrun_status clrun__node_run_begin(clrun_context *ctx, const clrun__op_kernels *kernels,
+                                   const void *state, const cl_mem *outputs, int output_count,
+                                   clrun__node_run *run)
+{
+    memset(run, 0, sizeof *run);
+    if (output_count < 0 || output_count > 16)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "a node run: %d outputs (at most 16)",
+                           output_count);
+    for (int o = 0; o < output_count; o++)
+        run->outputs[o] = outputs[o];
+    int parts = kernels->scratch ? kernels->scratch(state, run->bytes) : 0;
+    for (int j = 0; j < parts && j < CLRUN__SCRATCH_MAX; j++) {
+        clrun_status s = clrun__pool_create_raw(ctx, run->bytes[j], "the scratch of a node run alone",
+                                                &run->scratch[j]);
+        if (s != CLRUN_OK) {
+            clrun__node_run_end(ctx, run);
+            return s;
+        }
+        run->parts++;
+        run->outputs[output_count + j] = run->scratch[j];
+    }
+    return CLRUN_OK;
+}
+
+void clrun__node_run_end(clrun_context *ctx, clrun__node_run *run)
+{
+    for (int j = 0; j < run->parts; j++)
+        clrun__pool_release_raw(ctx, run->scratch[j], run->bytes[j]);
+    memset(run, 0, sizeof *run);
 }
 
 /* ---- kernels and launches ---------------------------------------------------------------- */

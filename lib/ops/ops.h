@@ -81,6 +81,27 @@ typedef struct clrun__op_kernels {
                          cl_mem packed);
 } clrun__op_kernels;
 
+/* Running one node outside an executor (constant folding at load, tests, benchmarks): the
+ * scratch its kernels ask for, as driver buffers that the context's pool counts and holds to
+ * its limit (clrun__pool_create_raw), set after the node's outputs: `outputs` is what enqueue
+ * takes as its outputs. A constant input is then packed at that enqueue, into scratch, like
+ * any other (pack is for executors, which keep the packed copy). End it once the node's
+ * commands are complete. */
+typedef struct clrun__node_run {
+    cl_mem outputs[16 + CLRUN__SCRATCH_MAX]; /* the node's outputs, then its scratch */
+    cl_mem scratch[CLRUN__SCRATCH_MAX];
+    uint64_t bytes[CLRUN__SCRATCH_MAX];
+    int parts;
+} clrun__node_run;
+
+/* Fills *run for a prepared node (`state` of `kernels`) with `output_count` (at most 16)
+ * outputs; on failure nothing stays allocated. */
+clrun_status clrun__node_run_begin(clrun_context *ctx, const clrun__op_kernels *kernels,
+                                   const void *state, const cl_mem *outputs, int output_count,
+                                   clrun__node_run *run);
+/* Gives the scratch back. */
+void clrun__node_run_end(clrun_context *ctx, clrun__node_run *run);
+
 /* The kernels of `op`; NULL for an op no kernel runs (a test checks that none is missing). */
 const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op);
 
