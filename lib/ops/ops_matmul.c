@@ -80,6 +80,7 @@ typedef struct mm_tuning {
     const clrun__matmul_dims *d;
     unsigned nr;
     cl_mem a, packed, out, table;
+    int extra;                   /* an epilogue's inputs: the scratch output stands in for them */
     clrun__tune_buffers buffers; /* a, packed and out */
 } mm_tuning;
 
@@ -139,6 +140,8 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     const cl_mem buffers[3] = {t->a, t->packed, t->a};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
+    for (int x = 0; s == CLRUN_OK && x < t->extra; x++) /* reads at most the output's extent */
+        s = clrun__arg(ctx, kernel, 13 + (cl_uint)x, sizeof t->out, &t->out);
     size_t global[3], local[3];
     core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -150,7 +153,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* Chooses the core's variant for d, timing the candidates once per (device, shape). */
 static clrun_status choose_variant(clrun_context *ctx, cl_program program,
-                                   const clrun__matmul_dims *d, unsigned nr,
+                                   const clrun__matmul_dims *d, unsigned nr, int extra,
                                    const clrun__core_variant **out)
 {
     size_t count;
@@ -160,7 +163,7 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program,
     char key[160];
     snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u",
              d->M, d->N, d->K, d->ta, nr);
-    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL, {.what = key}};
+    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL, extra, {.what = key}};
     size_t chosen = 0;
     clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
     if (t.table)
@@ -196,7 +199,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     free(sources);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, program, d, nr, &v);
+        s = choose_variant(ctx, program, d, nr, st->extra, &v);
     float alpha = (float)clrun__attr_float_or(call, "alpha", 1.0);
     if (s == CLRUN_OK)
         s = core_kernel(ctx, program, d, v, alpha, st->has_bias, st->ks.table, &st->ks.kernel);
