@@ -3,7 +3,9 @@ libclrun_internal_la_SOURCES += \
 	lib/lifetimes.c \
 	lib/plan.c \
 	lib/plan_greedy.c \
-	lib/plan_exact.c \
+	lib/plan_parts.c \
+	lib/plan_decide.c \
+	lib/plan_complete.c \
 	lib/plan_search.c \
 	lib/plan_skyline.c \
 	lib/plan_svg.c \

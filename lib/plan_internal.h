@@ -84,7 +84,11 @@ typedef struct clrun__plan_decoder {
     uint64_t *tree;                   /* 2*leaves nodes; leaf = last if placed, else 0 */
     size_t leaves;                    /* power of two >= n */
     clrun__plan_span *spans;          /* scratch for one gap scan, n entries */
+    uint64_t work;                    /* spans gathered since the clock was last read */
 } clrun__plan_decoder;
+
+/* Spans a decoder gathers between clock reads: a few milliseconds of gap scans. */
+#define CLRUN__PLAN_DECODER_CLOCK_WORK 65536
 
 clrun_status clrun__plan_decoder_init(clrun__plan_decoder *d, const clrun_plan_buffer *buffers,
                                       size_t n, uint64_t align);
@@ -96,8 +100,13 @@ uint64_t clrun__plan_decoder_fit(clrun__plan_decoder *d, uint32_t b);
 /* Marks b placed at `offset` / unplaced. */
 void clrun__plan_decoder_insert(clrun__plan_decoder *d, uint32_t b, uint64_t offset);
 void clrun__plan_decoder_remove(clrun__plan_decoder *d, uint32_t b);
-/* Clears, then places order[0..n) one by one; offsets[b] gets each offset. Returns the peak. */
-uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, uint64_t *offsets);
+/* Clears, then places order[0..n) one by one; offsets[b] gets each offset. Returns the peak,
+ * or UINT64_MAX when the deadline came first. */
+uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, double deadline,
+                                 uint64_t *offsets);
+/* True when enough gap scans were done since the last look at the clock and it is past the
+ * deadline (each scan costs in proportion to the buffers it meets, which can be thousands). */
+bool clrun__plan_decoder_late(clrun__plan_decoder *d, double deadline);
 
 /* ---- lowest-offset-first construction (plan_skyline.c) ---- */
 
@@ -122,6 +131,7 @@ typedef struct clrun__plan_skyline {
     struct clrun__plan_sky_entry *heap; /* candidates by (lowest offset, priority) */
     double *priority;                   /* per buffer: higher goes first on a tie */
     double *trial;                      /* per buffer: perturbed priorities being tried */
+    bool stacked;                       /* the last run was cut short and stacked the rest */
 } clrun__plan_skyline;
 
 clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,
@@ -132,9 +142,11 @@ void clrun__plan_skyline_rank(clrun__plan_skyline *s, clrun__plan_rank rank);
 const char *clrun__plan_rank_name(clrun__plan_rank rank);
 /* Places every buffer, each time the one that fits lowest (ties: higher priority[] first).
  * Offsets go to offsets[]. Stops early, returning UINT64_MAX, once the peak would exceed
- * `cutoff`. Returns the peak. */
+ * `cutoff`. At the deadline (read every 1024 looks) it stops too: returning UINT64_MAX, or
+ * with stack_late, stacking the buffers not yet placed on top (s->stacked is then set) and
+ * returning that plan's peak. Returns the peak. */
 uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
-                                 uint64_t *offsets);
+                                 double deadline, bool stack_late, uint64_t *offsets);
 /* Randomised rebuilds until the deadline, max_trials rebuilds or the lower bound: priorities
  * of the current plan are perturbed at random and a trial kept when its peak is no worse. On a
  * strictly better plan, offsets and *best_peak are updated. s->priority holds the start;
@@ -143,16 +155,95 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
                                 uint64_t max_trials, uint64_t seed, uint64_t *best_peak,
                                 uint64_t *offsets, uint64_t *trials, uint64_t *scratch);
 
-/* ---- searches (plan_exact.c, plan_search.c) ---- */
+/* ---- independent parts (plan_parts.c) ---- */
 
-/* Branch and bound over canonical plans, for n <= 64. Looks for a plan with peak below
- * *best_peak; when it finds one it writes it to offsets and lowers *best_peak. *complete is set
- * when the search space was exhausted before the deadline and within max_nodes nodes (then
- * *best_peak is optimal). *nodes counts the nodes visited (<= max_nodes). */
-clrun_status clrun__plan_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                               uint64_t lower_bound, double deadline, uint64_t max_nodes,
-                               uint64_t *best_peak, uint64_t *offsets, bool *complete,
-                               uint64_t *nodes);
+/* The instance cut where no buffer is alive across a moment, and the best placement of each
+ * part found so far. Parts are numbered in time order. */
+typedef struct clrun__plan_parts {
+    size_t count;          /* parts (0 for an empty instance) */
+    uint32_t *member;      /* buffer indices, grouped by part, sorted by first within each */
+    size_t *start;         /* part q is member[start[q] .. start[q + 1]) */
+    uint32_t *part_of;     /* buffer -> its part */
+    uint64_t *lower_bound; /* per part: clrun_plan_lower_bound of its buffers */
+    uint64_t *best_peak;   /* per part: peak of the best placement kept; UINT64_MAX before any */
+    const char **method;   /* per part: what produced it */
+} clrun__plan_parts;
+
+clrun_status clrun__plan_parts_build(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                                     clrun__plan_parts *parts);
+void clrun__plan_parts_free(clrun__plan_parts *parts);
+/* Peak of part q in a plan. */
+uint64_t clrun__plan_parts_part_peak(const clrun__plan_parts *parts,
+                                     const clrun_plan_buffer *buffers, size_t q,
+                                     const uint64_t *offsets);
+/* Copies part q of `plan` into best[] when its peak beats the part's best kept; true if so. */
+bool clrun__plan_parts_merge_part(clrun__plan_parts *parts, const clrun_plan_buffer *buffers,
+                                  size_t q, const uint64_t *plan, const char *method,
+                                  uint64_t *best);
+/* Copies into best[] each part of `plan` whose peak beats the part's best kept; true when one
+ * did. */
+bool clrun__plan_parts_merge(clrun__plan_parts *parts, const clrun_plan_buffer *buffers,
+                             const uint64_t *plan, const char *method, uint64_t *best);
+/* Stacks, into best[], every part whose buffers are all alive at one moment (optimal for it:
+ * its peak is its lower bound) and keeps that; returns how many parts were. */
+size_t clrun__plan_parts_stack(clrun__plan_parts *parts, const clrun_plan_buffer *buffers,
+                               uint64_t align, uint64_t *best);
+/* Peak of the plan of kept parts (the largest best_peak), and *method (may be NULL) the method
+ * of the part that defines it. */
+uint64_t clrun__plan_parts_peak(const clrun__plan_parts *parts, const char **method);
+
+/* ---- the complete search (plan_decide.c, plan_complete.c) ---- */
+
+/* Static orders the decision search breaks ties with; restarts cycle through them. */
+#define CLRUN__PLAN_RANKINGS 4
+
+/* How a decision ended. */
+typedef enum clrun__plan_outcome {
+    CLRUN__PLAN_FOUND = 0,  /* a plan under the capacity was written */
+    CLRUN__PLAN_INFEASIBLE, /* the search space was exhausted: none exists */
+    CLRUN__PLAN_LIMIT,      /* the node limit or the deadline came first */
+    CLRUN__PLAN_NO_MEMORY   /* host memory ran out */
+} clrun__plan_outcome;
+
+/* The decision search over one part (opaque). */
+typedef struct clrun__plan_decide clrun__plan_decide;
+
+/* Builds the search tables for the m buffers buffers[member[0..m)] (member must outlive the
+ * search). *out is left NULL, with CLRUN_OK, when the part is too dense to search (more than
+ * ~32M overlapping pairs or buffer-moments). */
+clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint32_t *member,
+                                    size_t m, uint64_t align, clrun__plan_decide **out);
+void clrun__plan_decide_free(clrun__plan_decide *d);
+/* Searches for offsets of the part with every end at or below `capacity`, ties broken by the
+ * static order `ranking`, visiting at most max_nodes nodes (placements) and stopping at the
+ * deadline (read every 64 nodes). On FOUND, offsets[member[i]] are written (and nothing else).
+ * *nodes gets the nodes visited. */
+clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capacity, int ranking,
+                                           uint64_t max_nodes, double deadline,
+                                           uint64_t *offsets, uint64_t *nodes);
+
+/* What the optimisation by decisions did (plan_complete.c). */
+typedef struct clrun__plan_complete_result {
+    bool optimal;             /* the kept plan's peak is proven optimal */
+    uint64_t proven_above;    /* every plan's peak is at least this (>= the lower bound) */
+    clrun_plan_verdict verdict; /* against the capacity, when one was given */
+    uint64_t steps;           /* nodes visited */
+} clrun__plan_complete_result;
+
+/* Minimises the peak of the kept plan (parts->best_peak, offsets in best[]) by a sequence of
+ * decisions: first the capacity (when nonzero and the kept plan exceeds it), then the lower
+ * bound, then bisection between the lowest capacity not proven infeasible and the kept peak,
+ * each decision trying, on every part whose kept peak exceeds it, the static orders in turn
+ * with doubling node limits (restarts), and each round of bisection given four times the
+ * nodes of the last. Parts of more than max_part buffers are not searched. Stops at the
+ * deadline, after max_steps nodes, or once the peak is proven optimal (or the capacity proven
+ * out of reach). scratch has room for n offsets. */
+clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                                  clrun__plan_parts *parts, uint64_t capacity, size_t max_part,
+                                  double deadline, uint64_t max_steps, uint64_t *best,
+                                  uint64_t *scratch, clrun__plan_complete_result *out);
+
+/* ---- improvement searches (plan_search.c) ---- */
 
 /* Iterated local search over greedy orders, starting from `order` (whose plan has peak
  * *best_peak). Until the deadline, max_moves moves or the lower bound, it moves buffers that

@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Heap looks between clock reads. */
+#define SKYLINE_CLOCK_EVERY 1024
+
 typedef struct clrun__plan_sky_entry {
     uint64_t offset; /* raised heap: the offset the buffer fitted at when last looked at */
     double priority; /* floor heap: higher first */
@@ -235,11 +238,27 @@ static uint64_t lowest_offset(const clrun__plan_skyline *s, uint32_t b, uint64_t
     return clrun__plan_align_up(top > floor ? top : floor, s->align);
 }
 
-uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
-                                 uint64_t *offsets)
+/* Places the buffers still in the heaps on top of everything, one above the other: always
+ * valid, since every placed buffer ends at or below `peak`. Returns the new peak. */
+static uint64_t stack_rest(const clrun__plan_skyline *s, const sky_entry *heap, size_t count,
+                           uint64_t peak, uint64_t *offsets)
 {
-    size_t n = s->n, at_floor = n, raised = 0;
+    uint64_t top = clrun__plan_align_up(peak, s->align);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t b = heap[i].index;
+        offsets[b] = top;
+        peak = top + s->buffers[b].size;
+        top = clrun__plan_align_up(peak, s->align);
+    }
+    return peak;
+}
+
+uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
+                                 double deadline, bool stack_late, uint64_t *offsets)
+{
+    size_t n = s->n, at_floor = n, raised = 0, looks = 0;
     sky_entry *floor_heap = s->heap, *raised_heap = s->heap + n;
+    s->stacked = false;
     memset(s->whole, 0, 2 * s->leaves * sizeof *s->whole);
     memset(s->below, 0, 2 * s->leaves * sizeof *s->below);
     /* At first everything fits at offset 0, the floor. */
@@ -249,6 +268,15 @@ uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority,
         sift_down(floor_heap, at_floor, i, true);
     uint64_t peak = 0, floor = 0;
     while (at_floor > 0 || raised > 0) {
+        /* A look is O(log n), but when many buffers are alive at once most looks find their
+         * buffer raised again (O(n^2) looks in all): the clock bounds that. */
+        if (++looks % SKYLINE_CLOCK_EVERY == 0 && clrun__plan_now() > deadline) {
+            if (!stack_late)
+                return UINT64_MAX;
+            s->stacked = true;
+            peak = stack_rest(s, floor_heap, at_floor, peak, offsets);
+            return stack_rest(s, raised_heap, raised, peak, offsets);
+        }
         if (at_floor == 0) {
             /* Nothing fits at the floor: raise it to the lowest raised buffer, checking its
              * key first (keys are lower bounds), and let every buffer keyed that low try. */
@@ -313,7 +341,10 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
     size_t n = s->n;
     uint64_t rng = seed ^ 0x5851F42D4C957F2Du;
     *trials = 0;
-    uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, scratch);
+    uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, deadline, false,
+                                               scratch);
+    if (current == UINT64_MAX)
+        return; /* the deadline came during the first rebuild */
     if (current < *best_peak) {
         *best_peak = current;
         memcpy(offsets, scratch, n * sizeof *offsets);
@@ -321,7 +352,7 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
     while (current > lower_bound && *trials < max_trials && clrun__plan_now() < deadline) {
         (*trials)++;
         perturb(s, n, &rng);
-        uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, scratch);
+        uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, deadline, false, scratch);
         if (peak == UINT64_MAX)
             continue;
         double *keep = s->priority;

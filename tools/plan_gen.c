@@ -44,12 +44,23 @@ const char *clrun_plan_gen_family_name(clrun_plan_gen_family family)
         return "balanced";
     case CLRUN_PLAN_GEN_UNET:
         return "unet";
+    case CLRUN_PLAN_GEN_CHAIN:
+        return "chain";
+    case CLRUN_PLAN_GEN_WIDE:
+        return "wide";
     default:
         return "unknown";
     }
 }
 
 /* ---- random ---- */
+
+/* Log-uniform over [64 B, 4 MiB]. */
+static uint64_t random_size(uint64_t *rng)
+{
+    double log_size = log(64.0) + random_unit(rng) * (log(4194304.0) - log(64.0));
+    return (uint64_t)exp(log_size);
+}
 
 static void gen_random(size_t n, uint64_t *rng, clrun_plan_buffer *out)
 {
@@ -58,9 +69,29 @@ static void gen_random(size_t n, uint64_t *rng, clrun_plan_buffer *out)
         uint64_t first = random_below(rng, n);
         /* geometric lifetime via the inverse of the exponential's distribution */
         uint64_t life = 1 + (uint64_t)(-log(1.0 - random_unit(rng)) * mean_life);
-        double log_size = log(64.0) + random_unit(rng) * (log(4194304.0) - log(64.0));
-        out[i] = (clrun_plan_buffer){.size = (uint64_t)exp(log_size), .first = first,
-                                     .last = first + life};
+        uint64_t size = random_size(rng);
+        out[i] = (clrun_plan_buffer){.size = size, .first = first, .last = first + life};
+    }
+}
+
+/* ---- graph shapes ---- */
+
+static void gen_chain(size_t n, uint64_t *rng, clrun_plan_buffer *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = (clrun_plan_buffer){.size = random_size(rng), .first = i, .last = i + 2};
+}
+
+static void gen_wide(size_t n, uint64_t *rng, clrun_plan_buffer *out)
+{
+    uint64_t join = n > 1 ? n - 1 : 1; /* the join's step */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t first = i, last = join + 1; /* the input (step 0) and the branches */
+        if (i + 1 == n && n > 1) {
+            first = join; /* the join's output */
+            last = join + 1;
+        }
+        out[i] = (clrun_plan_buffer){.size = random_size(rng), .first = first, .last = last};
     }
 }
 
@@ -206,6 +237,12 @@ clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t see
         return CLRUN_OK;
     case CLRUN_PLAN_GEN_UNET:
         gen_unet(n, &rng, out);
+        return CLRUN_OK;
+    case CLRUN_PLAN_GEN_CHAIN:
+        gen_chain(n, &rng, out);
+        return CLRUN_OK;
+    case CLRUN_PLAN_GEN_WIDE:
+        gen_wide(n, &rng, out);
         return CLRUN_OK;
     default:
         return gen_packing(family, n, &rng, out, known_optimum);
