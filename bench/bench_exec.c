@@ -15,10 +15,11 @@
 
 #include <clrun/clrun.h>
 
-#include "cl.h"
-#include "context.h"
-#include "graph.h"
-#include "schedule.h"
+#include "device/cl.h"
+#include "device/context.h"
+#include "graph/graph.h"
+#include "ops/ops.h"
+#include "exec/schedule.h"
 
 static double now_ms(void)
 {
@@ -99,7 +100,7 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
         const clrun__node *node = &g->nodes[i];
         type_store[i] = calloc((size_t)(node->input_count + node->output_count), sizeof **type_store);
         clrun__node_call(g, node, type_store[i], &calls[i]);
-        if (node->op->prepare(ctx, &calls[i], &states[i]) != CLRUN_OK)
+        if (clrun__op_kernels_find(node->op)->prepare(ctx, node->op, &calls[i], &states[i]) != CLRUN_OK)
             die("prepare", ctx);
     }
     double *times = calloc((size_t)repeat + 1, sizeof *times);
@@ -113,7 +114,8 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
                 in[k] = mem[node->inputs[k]];
             for (int o = 0; o < node->output_count; o++)
                 out[o] = mem[node->outputs[o]];
-            if (node->op->enqueue(ctx, states[n], &calls[n], in, out, 0, NULL, NULL) != CLRUN_OK)
+            if (clrun__op_kernels_find(node->op)->enqueue(ctx, states[n], &calls[n], in, out, 0, NULL,
+                                                        NULL) != CLRUN_OK)
                 die("enqueue", ctx);
         }
         clFinish(ctx->queue);
@@ -122,7 +124,7 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
     }
     double ms = median(times, repeat);
     for (int32_t i = 0; i < g->node_count; i++) {
-        g->nodes[i].op->release(states[i]);
+        clrun__op_kernels_find(g->nodes[i].op)->release(states[i]);
         free(type_store[i]);
     }
     for (int32_t t = 0; t < g->tensor_count; t++)
@@ -151,7 +153,9 @@ static mode_result run_mode(const clrun_graph *g, const char *name, clrun_exec_m
     clrun_context *ctx = NULL;
     if (clrun_context_create(&o, &ctx) != CLRUN_OK)
         die("context", NULL);
-    clrun_exec_options eo = {.mode = mode};
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.mode = mode;
     clrun_exec *exec = NULL;
     if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK)
         die("executor", ctx);

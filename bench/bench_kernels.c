@@ -14,7 +14,7 @@
 
 #include <clrun/clrun.h>
 
-#include "ops.h"
+#include "ops/ops.h"
 
 static clrun_context *ctx;
 static int repeat = 5;
@@ -95,8 +95,9 @@ static double time_op(const char *name, int inputs, const clrun_tensor_type *in,
         fprintf(stderr, "bench_kernels: %s: %s\n", name, err);
         exit(1);
     }
+    const clrun__op_kernels *kernels = clrun__op_kernels_find(op);
     void *state;
-    if (op->prepare(ctx, &call, &state) != CLRUN_OK)
+    if (kernels == NULL || kernels->prepare(ctx, op, &call, &state) != CLRUN_OK)
         die(name);
     cl_mem buffers[8], result = device_buffer(bytes_of(&out), 0);
     for (int i = 0; i < inputs; i++)
@@ -104,13 +105,13 @@ static double time_op(const char *name, int inputs, const clrun_tensor_type *in,
     double t[64];
     for (int r = -1; r < repeat; r++) {
         cl_event done;
-        if (op->enqueue(ctx, state, &call, buffers, &result, 0, NULL, &done) != CLRUN_OK)
+        if (kernels->enqueue(ctx, state, &call, buffers, &result, 0, NULL, &done) != CLRUN_OK)
             die(name);
         double s = event_seconds(done);
         if (r >= 0)
             t[r] = s;
     }
-    op->release(state);
+    kernels->release(state);
     for (int i = 0; i < inputs; i++)
         clReleaseMemObject(buffers[i]);
     clReleaseMemObject(result);

@@ -18,9 +18,9 @@
 #include <clrun/clrun.h>
 #include <clrun/plan.h>
 
-#include "allocator.h"
-#include "graph.h"
-#include "schedule.h"
+#include "memory/allocator.h"
+#include "graph/graph.h"
+#include "exec/schedule.h"
 
 static clrun_status reserve_nothing(void *user, uint32_t chunk, uint64_t size, char *err, size_t errlen)
 {

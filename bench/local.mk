@@ -1,14 +1,6 @@
-# Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.
-EXTRA_PROGRAMS += bench/bench_exec
-BENCH_LIST += bench/bench_exec
-bench_bench_exec_SOURCES = bench/bench_exec.c
-bench_bench_exec_LDADD = libclrun-internal.la
-
-EXTRA_PROGRAMS += bench/bench_models
-BENCH_LIST += bench/bench_models
-bench_bench_models_SOURCES = bench/bench_models.c
-bench_bench_models_LDADD = libclrun-internal.la
-
+# 'make bench' and 'make fuzz': the benchmarks and libFuzzer targets that the areas list in
+# BENCH_LIST and FUZZ_LIST, built on request only, never run as tests.
+EXTRA_DIST += bench/bench_cache.sh
 CLEANFILES += $(BENCH_LIST) $(FUZZ_LIST)
 
 bench: $(BENCH_LIST)

@@ -5,5 +5,7 @@ clruninclude_HEADERS += \
 	include/clrun/context.h \
 	include/clrun/program.h \
 	include/clrun/memory.h \
+	include/clrun/memory_stats.h \
+	include/clrun/options.h \
 	include/clrun/exec.h \
 	include/clrun/strategy.h

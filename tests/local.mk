@@ -1,23 +1,18 @@
-# Unit tests (pure) and device tests (POCL in CI), all cmocka.
+# What every test shares; each area's local.mk lists its own tests and benchmarks.
 AM_TESTS_ENVIRONMENT = LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0" ; export LSAN_OPTIONS ;
 EXTRA_DIST += tests/lsan.supp tests/device_test.h
 
 if HAVE_CMOCKA
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 TEST_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
-
-check_PROGRAMS += tests/test_options tests/test_context tests/test_exec
-TESTS += tests/test_options tests/test_context tests/test_exec
-
-tests_test_options_SOURCES = tests/test_options.c
-tests_test_options_CFLAGS = $(TEST_CFLAGS)
-tests_test_options_LDADD = $(TEST_LDADD)
-
-tests_test_context_SOURCES = tests/test_context.c tests/device_test.h
-tests_test_context_CFLAGS = $(TEST_CFLAGS)
-tests_test_context_LDADD = $(TEST_LDADD)
-
-tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h
-tests_test_exec_CFLAGS = $(TEST_CFLAGS)
-tests_test_exec_LDADD = $(TEST_LDADD)
 endif
+
+# After `make install`: a client built with nothing but pkg-config (warnings are errors, so the
+# OpenCL target version must come with the flags) enqueues its own kernel on clrun's queue.
+EXTRA_DIST += tests/client/enqueue.c
+installcheck-local:
+	@PKG_CONFIG_PATH="$(DESTDIR)$(libdir)/pkgconfig" ; export PKG_CONFIG_PATH ; \
+	flags=`$(PKG_CONFIG) --define-variable=prefix="$(DESTDIR)$(prefix)" --cflags --libs clrun` && \
+	$(CC) -std=c11 -Wall -Wextra -Werror -o installcheck-client $(srcdir)/tests/client/enqueue.c $$flags && \
+	LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" POCL_DEVICES=pthread ./installcheck-client && \
+	rm -f installcheck-client

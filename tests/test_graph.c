@@ -19,7 +19,7 @@
 #include <clrun/graph.h>
 
 #include "../examples/models.h"
-#include "graph.h"
+#include "graph/graph.h"
 
 /* ---- helpers ---- */
 
@@ -198,6 +198,12 @@ static void dtype_names_and_sizes(void **state)
     assert_int_equal(clrun_dtype_size(CLRUN_F32), 4);
     assert_int_equal(clrun_dtype_size(CLRUN_I32), 4);
     assert_int_equal(clrun_dtype_size(CLRUN_F16), 2);
+    assert_string_equal(clrun_dtype_name(CLRUN_I64), "i64");
+    assert_string_equal(clrun_dtype_name(CLRUN_BOOL), "bool");
+    assert_string_equal(clrun_dtype_name(CLRUN_F64), "f64");
+    assert_int_equal(clrun_dtype_size(CLRUN_I64), 8);
+    assert_int_equal(clrun_dtype_size(CLRUN_BOOL), 1);
+    assert_int_equal(clrun_dtype_size(CLRUN_F64), 8);
     assert_int_equal(clrun_dtype_size((clrun_dtype)7), 0);
 }
 
@@ -718,6 +724,41 @@ static void keeps_attribute_kinds_and_bits(void **state)
     clrun_graph_destroy(graph);
 }
 
+/* i64, bool and f64 data read as values, written back as values (or bit patterns where a value
+ * has no decimal spelling), with the same bits. */
+static void wide_and_bool_data_round_trip(void **state)
+{
+    (void)state;
+    clrun_graph *graph = parse_ok("const i: i64[3] data=[-9223372036854775808, 0, 4294967296]\n"
+                                  "const b: bool[3] data=[1, 0, 1]\n"
+                                  "const d: f64[2] data=[0.1, -1e300]\n"
+                                  "const n: f64[1] bits=[0x7ff8000000000001]\n"
+                                  "output i, b, d, n\n");
+    const int64_t *ints = graph->tensors[0].data;
+    assert_true(ints[0] == INT64_MIN && ints[1] == 0 && ints[2] == 4294967296LL);
+    const unsigned char *bools = graph->tensors[1].data;
+    assert_true(bools[0] == 1 && bools[1] == 0 && bools[2] == 1);
+    const double *reals = graph->tensors[2].data;
+    assert_true(reals[0] == 0.1 && reals[1] == -1e300);
+    uint64_t nan_bits;
+    memcpy(&nan_bits, graph->tensors[3].data, 8);
+    assert_true(nan_bits == 0x7ff8000000000001ull);
+    char *text = write_text(graph);
+    assert_non_null(strstr(text, "data=[-9223372036854775808, 0, 4294967296]"));
+    assert_non_null(strstr(text, "data=[0.1, -1e+300]"));
+    assert_non_null(strstr(text, "bits=[0x7ff8000000000001]"));
+    free(text);
+    assert_round_trip(graph);
+    clrun_graph_destroy(graph);
+    char err[512];
+    assert_int_equal(parse("const b: bool[1] data=[2]\noutput b\n", &graph, err, sizeof err),
+                     CLRUN_ERROR_PARSE);
+    assert_string_equal(err, "t.graph:1:24: '2' does not fit a bool (0 or 1)");
+    assert_int_equal(parse("const b: bool[1] normal(0, 1)\noutput b\n", &graph, err, sizeof err),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "normal fill needs a float dtype, not bool"));
+}
+
 static void seeds_above_int64_read_back(void **state)
 {
     (void)state;
@@ -794,9 +835,9 @@ static void small_error_buffers_are_terminated(void **state)
     clrun_graph *graph = NULL;
     char err[8];
     memset(err, 'x', sizeof err);
-    assert_int_equal(parse("input x: f64[4]\n", &graph, err, sizeof err), CLRUN_ERROR_PARSE);
+    assert_int_equal(parse("input x: c64[4]\n", &graph, err, sizeof err), CLRUN_ERROR_PARSE);
     assert_string_equal(err, "t.graph");
-    assert_int_equal(parse("input x: f64[4]\n", &graph, NULL, 0), CLRUN_ERROR_PARSE);
+    assert_int_equal(parse("input x: c64[4]\n", &graph, NULL, 0), CLRUN_ERROR_PARSE);
 }
 
 static void reports_statement_errors_at_their_place(void **state)
@@ -1140,6 +1181,7 @@ int main(void)
         cmocka_unit_test(checks_annotations),
         cmocka_unit_test(reads_scalars_and_every_dtype),
         cmocka_unit_test(keeps_attribute_kinds_and_bits),
+        cmocka_unit_test(wide_and_bool_data_round_trip),
         cmocka_unit_test(seeds_above_int64_read_back),
         cmocka_unit_test(writes_the_documented_text),
         cmocka_unit_test(writes_bits_for_values_without_decimals),

@@ -20,10 +20,11 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "rng.h"
 #include "op_reference.h"
-#include "ops.h"
-#include "ops_internal.h"
-#include "program.h"
+#include "ops/ops.h"
+#include "ops/ops_internal.h"
+#include "device/program.h"
 
 static char cache_dir[512];
 static clrun_context *ctx;          /* in-order queue */
@@ -43,21 +44,13 @@ static const struct {
 
 /* ---- data -------------------------------------------------------------------------------- */
 
-/* splitmix64: the same numbers on every machine. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static float *random_floats(uint64_t n, double lo, double hi, uint64_t seed)
 {
     float *x = malloc(n * sizeof *x + 1);
     uint64_t state = seed;
     for (uint64_t i = 0; i < n; i++)
-        x[i] = (float)(lo + (hi - lo) * (double)(next_random(&state) >> 11) / 9007199254740992.0);
+        x[i] = (float)(lo + (hi - lo) * (double)(rng_next(&state) >> 11) / 9007199254740992.0);
     return x;
 }
 
@@ -66,7 +59,7 @@ static int32_t *random_ints(uint64_t n, int32_t lo, int32_t hi, uint64_t seed)
     int32_t *x = malloc(n * sizeof *x + 1);
     uint64_t state = seed;
     for (uint64_t i = 0; i < n; i++)
-        x[i] = (int32_t)(lo + (int64_t)(next_random(&state) % (uint64_t)((int64_t)hi - lo + 1)));
+        x[i] = (int32_t)(lo + (int64_t)(rng_next(&state) % (uint64_t)((int64_t)hi - lo + 1)));
     return x;
 }
 
@@ -141,9 +134,11 @@ static void run_on(clrun_context *c, node *n, int runs)
     if (s != CLRUN_OK)
         fail_msg("%s refused: %s", n->op, err);
     const clrun__op *op = clrun__op_find(n->op);
+    const clrun__op_kernels *kernels = clrun__op_kernels_find(op);
+    assert_non_null(kernels);
     clrun__op_call call = call_of(n);
     void *state = NULL;
-    s = op->prepare(c, &call, &state);
+    s = kernels->prepare(c, op, &call, &state);
     if (s != CLRUN_OK)
         fail_msg("%s prepare: %s", n->op, clrun_last_error(c));
     cl_mem in[8], out;
@@ -166,7 +161,7 @@ static void run_on(clrun_context *c, node *n, int runs)
         cl_event poisoned = NULL, done = NULL;
         assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(c), out, &poison, 4, 0, size, 0,
                                              NULL, &poisoned), CL_SUCCESS);
-        s = op->enqueue(c, state, &call, in, &out, 1, &poisoned, &done);
+        s = kernels->enqueue(c, state, &call, in, &out, 1, &poisoned, &done);
         if (s != CLRUN_OK)
             fail_msg("%s enqueue: %s", n->op, clrun_last_error(c));
         assert_non_null(done);
@@ -180,7 +175,7 @@ static void run_on(clrun_context *c, node *n, int runs)
             fail_msg("%s: run %d differs from run 1", n->op, r + 1);
     }
     free(first);
-    op->release(state);
+    kernels->release(state);
     for (int i = 0; i < n->input_count; i++)
         clReleaseMemObject(in[i]);
     clReleaseMemObject(out);
@@ -245,33 +240,67 @@ static void expect_type(const node *n, const char *dims)
 
 /* ---- the registry ------------------------------------------------------------------------ */
 
-static const char *const documented_ops[] = {
-    "neg", "abs", "relu", "gelu", "gelu_erf", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
-    "copy", "scale", "add", "sub", "mul", "div", "maximum", "minimum", "matmul", "softmax",
-    "layernorm", "reduce_sum", "reduce_mean", "reduce_max", "transpose", "reshape", "concat",
-    "slice", "gather", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool",
-};
+/* The ops docs/ops.md documents: every `name` in the first cell of a row of its op table. The
+ * document is the source of truth, so a new op is documented or this test fails. */
+#define MAX_DOCUMENTED 256
+static int documented_ops(char names[][64])
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/docs/ops.md", CLRUN_TOP_SRCDIR);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot read %s", path);
+    char line[8192];
+    int count = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "| `", 3) != 0)
+            continue;
+        char *end = strchr(line + 1, '|'); /* the first cell ends here */
+        for (char *c = line + 1; end && c < end && count < MAX_DOCUMENTED; c++) {
+            if (*c != '`')
+                continue;
+            char *close = strchr(c + 1, '`');
+            if (close == NULL || close > end || close - c - 1 >= 64)
+                break;
+            snprintf(names[count++], 64, "%.*s", (int)(close - c - 1), c + 1);
+            c = close;
+        }
+    }
+    fclose(f);
+    return count;
+}
 
 static void every_documented_op_is_in_the_table(void **state)
 {
     (void)state;
+    static char names[MAX_DOCUMENTED][64];
+    int documented = documented_ops(names);
     size_t count = 0;
     const clrun__op *const *ops = clrun__op_list(&count);
-    assert_int_equal(count, sizeof documented_ops / sizeof documented_ops[0]);
-    for (size_t i = 0; i < count; i++) {
-        const clrun__op *op = clrun__op_find(documented_ops[i]);
+    assert_int_equal(count, (size_t)documented);
+    for (int i = 0; i < documented; i++) {
+        const clrun__op *op = clrun__op_find(names[i]);
         if (op == NULL)
-            fail_msg("op '%s' is missing", documented_ops[i]);
-        assert_string_equal(op->name, documented_ops[i]);
+            fail_msg("op '%s' (docs/ops.md) is missing from the table", names[i]);
+        assert_string_equal(op->name, names[i]);
+        if (clrun__op_kernels_find(op) == NULL)
+            fail_msg("op '%s' has no kernels", names[i]);
+    }
+    for (size_t i = 0; i < count; i++) {
+        bool found = false;
+        for (int j = 0; j < documented && !found; j++)
+            found = strcmp(names[j], ops[i]->name) == 0;
+        if (!found)
+            fail_msg("op '%s' is not documented in docs/ops.md", ops[i]->name);
         assert_true(ops[i]->min_inputs >= 1 && ops[i]->min_inputs <= ops[i]->max_inputs);
-        assert_int_equal(ops[i]->outputs, 1);
+        assert_true(ops[i]->outputs >= 1);
     }
     assert_null(clrun__op_find("no_such_op"));
 }
 
 /* ---- kernel geometry --------------------------------------------------------------------- */
 
-/* The host's geometry indices (lib/ops_internal.h), which the kernels repeat as #defines. */
+/* The host's geometry indices (lib/ops/ops_internal.h), which the kernels repeat as #defines. */
 typedef struct geometry_index {
     const char *name;
     long value;
@@ -319,7 +348,7 @@ static size_t check_geometry_defines(const clrun__kernel_source *src, size_t f)
         while (i < count && strcmp(want[i].name, name) != 0)
             i++;
         if (i == count)
-            fail_msg("%s.cl defines %s, which lib/ops_internal.h does not know", src->name, name);
+            fail_msg("%s.cl defines %s, which lib/ops/ops_internal.h does not know", src->name, name);
         if (value != want[i].value)
             fail_msg("%s.cl: %s is %ld, the host's index is %ld", src->name, name, value,
                      want[i].value);
@@ -417,7 +446,7 @@ static void copy_keeps_every_bit(void **state)
     uint32_t words[63];
     uint64_t s = current_seed;
     for (int i = 0; i < 63; i++)
-        words[i] = (uint32_t)next_random(&s);
+        words[i] = (uint32_t)rng_next(&s);
     words[0] = 0x7fc00001; /* a NaN with payload */
     words[1] = 0x00000001; /* a denormal */
     n.data[0] = words;
@@ -737,7 +766,7 @@ static uint32_t *random_words(uint64_t n, uint64_t seed)
     uint32_t *x = malloc(n * sizeof *x + 1);
     uint64_t state = seed;
     for (uint64_t i = 0; i < n; i++)
-        x[i] = (uint32_t)next_random(&state);
+        x[i] = (uint32_t)rng_next(&state);
     return x;
 }
 
@@ -1042,7 +1071,7 @@ static void matmul_refuses_different_inner_dimensions(void **state)
     (void)state;
     node n = {.op = "matmul", .input_count = 2,
               .in = {type(CLRUN_F32, "8,784"), type(CLRUN_F32, "512,10")}};
-    expect_refusal(&n, "matmul: inner dimensions differ", "f32[8,784]", "f32[512,10]", NULL);
+    expect_refusal(&n, "matmul: inner dimensions differ", "f32[8, 784]", "f32[512, 10]", NULL);
 }
 
 static void matmul_refuses_a_bias_of_the_wrong_length(void **state)
@@ -1058,7 +1087,7 @@ static void matmul_refuses_batches_that_do_not_broadcast(void **state)
     (void)state;
     node n = {.op = "matmul", .input_count = 2,
               .in = {type(CLRUN_F32, "2,8,16"), type(CLRUN_F32, "3,16,10")}};
-    expect_refusal(&n, "batch dimensions do not broadcast", "f32[2,8,16]", NULL);
+    expect_refusal(&n, "batch dimensions do not broadcast", "f32[2, 8, 16]", NULL);
 }
 
 static void matmul_refuses_a_transpose_flag_other_than_0_or_1(void **state)
@@ -1083,7 +1112,7 @@ static void binary_refuses_shapes_that_do_not_broadcast(void **state)
     (void)state;
     node n = {.op = "add", .input_count = 2,
               .in = {type(CLRUN_F32, "4,3"), type(CLRUN_F32, "4")}};
-    expect_refusal(&n, "add: shapes do not broadcast", "f32[4,3]", "f32[4]", NULL);
+    expect_refusal(&n, "add: shapes do not broadcast", "f32[4, 3]", "f32[4]", NULL);
 }
 
 static void binary_refuses_mixed_dtypes(void **state)
@@ -1152,7 +1181,7 @@ static void transpose_refuses_a_perm_that_is_not_a_permutation(void **state)
     expect_refusal(&n, "transpose: perm is not a permutation", NULL);
     node m = {.op = "transpose", .input_count = 1, .in = {type(CLRUN_F32, "2,3,4")},
               .attrs = {attr_ints("perm", 2, perm)}, .attr_count = 1};
-    expect_refusal(&m, "perm has 2 entries", "f32[2,3,4]", NULL);
+    expect_refusal(&m, "perm has 2 entries", "f32[2, 3, 4]", NULL);
 }
 
 static void required_attributes_are_refused_when_missing(void **state)
@@ -1172,7 +1201,7 @@ static void reshape_refuses_a_different_element_count(void **state)
     const int64_t shape[2] = {5, -1};
     node n = {.op = "reshape", .input_count = 1, .in = {type(CLRUN_F32, "2,3,4")},
               .attrs = {attr_ints("shape", 2, shape)}, .attr_count = 1};
-    expect_refusal(&n, "reshape: cannot reshape f32[2,3,4] (24 elements)", NULL);
+    expect_refusal(&n, "reshape: cannot reshape f32[2, 3, 4] (24 elements)", NULL);
 }
 
 static void concat_refuses_inputs_that_disagree_off_the_axis(void **state)
@@ -1181,11 +1210,11 @@ static void concat_refuses_inputs_that_disagree_off_the_axis(void **state)
     node n = {.op = "concat", .input_count = 2,
               .in = {type(CLRUN_F32, "2,3"), type(CLRUN_F32, "3,3")},
               .attrs = {attr_int("axis", 1)}, .attr_count = 1};
-    expect_refusal(&n, "concat: input 1 is f32[3,3], input 0 is f32[2,3]", NULL);
+    expect_refusal(&n, "concat: input 1 is f32[3, 3], input 0 is f32[2, 3]", NULL);
     node m = {.op = "concat", .input_count = 2,
               .in = {type(CLRUN_F32, "2,3"), type(CLRUN_F32, "2,3")},
               .attrs = {attr_int("axis", 2)}, .attr_count = 1};
-    expect_refusal(&m, "concat: axis 2 is out of range for f32[2,3]", NULL);
+    expect_refusal(&m, "concat: axis 2 is out of range for f32[2, 3]", NULL);
 }
 
 static void slice_refuses_a_range_outside_the_axis(void **state)
@@ -1194,7 +1223,7 @@ static void slice_refuses_a_range_outside_the_axis(void **state)
     node n = {.op = "slice", .input_count = 1, .in = {type(CLRUN_F32, "4,5")},
               .attrs = {attr_int("axis", 1), attr_int("start", 2), attr_int("end", 6)},
               .attr_count = 3};
-    expect_refusal(&n, "slice: range [2, 6)", "f32[4,5]", NULL);
+    expect_refusal(&n, "slice: range [2, 6)", "f32[4, 5]", NULL);
     node e = {.op = "slice", .input_count = 1, .in = {type(CLRUN_F32, "4,5")},
               .attrs = {attr_int("axis", 0), attr_int("start", 3), attr_int("end", 3)},
               .attr_count = 3};
@@ -1223,7 +1252,7 @@ static void reductions_refuse_bad_axes(void **state)
     const int64_t out_of_range[1] = {3}, twice[2] = {1, -1};
     node n = {.op = "reduce_sum", .input_count = 1, .in = {type(CLRUN_F32, "2,8")},
               .attrs = {attr_ints("axes", 1, out_of_range)}, .attr_count = 1};
-    expect_refusal(&n, "reduce_sum: axis 3 is out of range for f32[2,8]", NULL);
+    expect_refusal(&n, "reduce_sum: axis 3 is out of range for f32[2, 8]", NULL);
     node m = {.op = "reduce_max", .input_count = 1, .in = {type(CLRUN_F32, "2,8")},
               .attrs = {attr_ints("axes", 2, twice)}, .attr_count = 1};
     expect_refusal(&m, "reduce_max: axis -1 given twice", NULL);
@@ -1243,7 +1272,7 @@ static void conv2d_refuses_channels_that_do_not_match_groups(void **state)
     node n = {.op = "conv2d", .input_count = 2,
               .in = {type(CLRUN_F32, "1,6,8,8"), type(CLRUN_F32, "4,3,3,3")},
               .attrs = {attr_int("groups", 4)}, .attr_count = 1};
-    expect_refusal(&n, "conv2d: x is f32[1,6,8,8], w is f32[4,3,3,3], groups 4", NULL);
+    expect_refusal(&n, "conv2d: x is f32[1, 6, 8, 8], w is f32[4, 3, 3, 3], groups 4", NULL);
     node m = {.op = "conv2d", .input_count = 2,
               .in = {type(CLRUN_F32, "1,3,8,8"), type(CLRUN_F32, "4,3,3,3")},
               .attrs = {attr_int("stride", 0)}, .attr_count = 1};
@@ -1255,7 +1284,7 @@ static void conv2d_refuses_a_kernel_larger_than_the_padded_image(void **state)
     (void)state;
     node n = {.op = "conv2d", .input_count = 2,
               .in = {type(CLRUN_F32, "1,3,4,4"), type(CLRUN_F32, "4,3,5,5")}};
-    expect_refusal(&n, "conv2d: the kernel of w f32[4,3,5,5]", "does not fit", NULL);
+    expect_refusal(&n, "conv2d: the kernel of w f32[4, 3, 5, 5]", "does not fit", NULL);
 }
 
 static void pools_refuse_padding_over_half_the_kernel(void **state)
@@ -1272,7 +1301,7 @@ static void images_must_be_four_dimensional(void **state)
 {
     (void)state;
     node n = {.op = "global_avgpool", .input_count = 1, .in = {type(CLRUN_F32, "3,8,8")}};
-    expect_refusal(&n, "global_avgpool: x is f32[3,8,8]: expected [N, C, H, W]", NULL);
+    expect_refusal(&n, "global_avgpool: x is f32[3, 8, 8]: expected [N, C, H, W]", NULL);
 }
 
 /* ---- main -------------------------------------------------------------------------------- */

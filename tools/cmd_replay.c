@@ -3,7 +3,7 @@
  * The trace is the buffer-lifetime CSV of published memory-planner benchmarks (id,lower,upper,
  * size): each buffer is allocated at moment `lower` and freed at `upper`; at equal moments the
  * frees come first, then the allocations, each group in file order. The replay drives the
- * allocator core (lib/allocator.c) with a backing that reserves nothing, so chunk growth, the
+ * allocator core (lib/memory/allocator.c) with a backing that reserves nothing, so chunk growth, the
  * strategy's rounding and its placement are exactly those of a device pool, offsets only.
  *
  * Measured, per allocator:
@@ -35,10 +35,10 @@
 #include <clrun/lifetimes.h>
 #include <clrun/strategy.h>
 
-#include "allocator.h"
+#include "memory/allocator.h"
 #include "cli.h"
-#include "context.h"
-#include "options.h"
+#include "device/context.h"
+#include "core/options.h"
 
 #define DEFAULT_MAX_CHUNK (UINT64_C(1) << 30) /* without a device: 1 GiB */
 #define DEFAULT_ALIGNMENT 256                 /* without a device */

@@ -23,9 +23,12 @@ typedef enum clrun_dtype {
     CLRUN_F32 = 0, /* 32-bit IEEE float */
     CLRUN_I32 = 1, /* 32-bit signed integer */
     CLRUN_F16 = 2, /* 16-bit IEEE float: only on devices with cl_khr_fp16 */
+    CLRUN_I64 = 3, /* 64-bit signed integer (indices, shapes) */
+    CLRUN_BOOL = 4, /* one byte, 0 or 1 (masks, comparisons) */
+    CLRUN_F64 = 5, /* 64-bit IEEE float: only on devices with cl_khr_fp64 */
 } clrun_dtype;
 
-/* "f32", "i32", "f16". */
+/* "f32", "i32", "f16", "i64", "bool", "f64". */
 const char *clrun_dtype_name(clrun_dtype dtype);
 /* Bytes per element. */
 size_t clrun_dtype_size(clrun_dtype dtype);
@@ -48,8 +51,9 @@ uint64_t clrun_tensor_bytes(const clrun_tensor_type *type);
 typedef enum clrun_fill {
     CLRUN_FILL_ZEROS = 0,
     CLRUN_FILL_ONES = 1,
-    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b), a < b, before rounding to the dtype; for i32,
-                               integers a, b within [-2^31, 2^31] and integer values */
+    CLRUN_FILL_UNIFORM = 2, /* uniform in [a, b), a < b, before rounding to the dtype; for i32
+                               and i64, integers a, b within [-2^31, 2^31] and integer values;
+                               for bool, a = 0 and b = 2 */
     CLRUN_FILL_NORMAL = 3,  /* mean a, standard deviation b >= 0 (float dtypes only); tails end
                                at 6 standard deviations */
 } clrun_fill;
@@ -57,7 +61,7 @@ typedef enum clrun_fill {
 /* One attribute of a node: an integer, a float, or a list of integers. */
 typedef enum clrun_attr_kind { CLRUN_ATTR_INT, CLRUN_ATTR_FLOAT, CLRUN_ATTR_INTS } clrun_attr_kind;
 
-#define CLRUN_MAX_ATTR_INTS 8
+#define CLRUN_MAX_ATTR_INTS 16
 
 typedef struct clrun_attr {
     const char *name;  /* e.g. "axis", "stride" */
@@ -133,6 +137,16 @@ const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun
 /* The graph's inputs / outputs in declaration order. */
 int32_t clrun_graph_inputs(const clrun_graph *graph, const clrun_tensor_id **ids);
 int32_t clrun_graph_outputs(const clrun_graph *graph, const clrun_tensor_id **ids);
+/* True for an input the graph marks donated (false for any other tensor or id). */
+bool clrun_graph_tensor_donated(const clrun_graph *graph, clrun_tensor_id id);
+
+/* Fills `bytes` bytes at out (exactly the type's size) with the values a constant of `type`
+ * filled by `fill` with parameters a, b from `seed` has: the same bits on every machine. The
+ * parameters are checked as clrun_graph_add_constant checks them (CLRUN_ERROR_INVALID_ARGUMENT,
+ * or CLRUN_ERROR_INVALID_SIZE for a type no tensor may have or the wrong byte count, with the
+ * reason in clrun_last_error(NULL)). Programs use it to seed inputs reproducibly. */
+clrun_status clrun_fill_values(const clrun_tensor_type *type, clrun_fill fill, double a, double b,
+                               uint64_t seed, void *out, uint64_t bytes);
 
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);

@@ -16,9 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* clrun's API is OpenCL 1.2: say so before the headers do (they otherwise warn and pick 3.0). */
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include <clrun/context.h>
+#include <clrun/memory_stats.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +58,13 @@ clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignmen
  * mode, CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
 clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
 
+/* Uploads host data into a buffer / downloads it (blocking; exactly buffer->size bytes). */
+clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host);
+clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host);
+
+/* The calls below that take a context refuse a NULL one with CLRUN_ERROR_INVALID_ARGUMENT
+ * (clrun_memory_reset_peaks does nothing). */
+
 /* Gives every chunk that holds no live block back to the driver; *released (may be NULL) gets
  * the bytes returned. */
 clrun_status clrun_pool_trim(clrun_context *ctx, uint64_t *released);
@@ -66,24 +78,6 @@ clrun_status clrun_pool_reset(clrun_context *ctx);
  * intact or guard mode is off. */
 clrun_status clrun_pool_check(clrun_context *ctx);
 
-/* What the pool holds, as PyTorch's memory_stats and RMM's statistics adaptor report it. */
-typedef struct clrun_memory_stats {
-    const char *strategy;     /* "buddy", "slab" or "bump" */
-    uint64_t in_use;          /* bytes of live blocks, as asked for */
-    uint64_t in_use_peak;     /* highest in_use since creation or the last peak reset */
-    uint64_t held;            /* bytes the strategy holds for live blocks (rounding, red zones) */
-    uint64_t reserved;        /* bytes of chunks reserved from the driver: what a user pays */
-    uint64_t reserved_peak;   /* highest reserved */
-    uint64_t alloc_count;     /* successful allocations */
-    uint64_t free_count;      /* successful frees */
-    uint64_t driver_allocs;   /* chunks reserved from the driver, ever */
-    uint64_t driver_frees;    /* chunks given back */
-    uint32_t chunks;          /* chunks reserved now */
-    uint64_t free_bytes;      /* bytes of chunks not covered by live blocks */
-    uint64_t largest_free;    /* largest block that would be handed out without growing */
-    double fragmentation;     /* 1 - largest_free / free_bytes (0 when nothing is free) */
-    uint64_t limit;           /* bytes the pool may reserve (CLRUN_POOL_LIMIT, CLRUN_MEM_FRACTION) */
-} clrun_memory_stats;
 
 /* Fills *out (zeros and the strategy's name when nothing was allocated yet). */
 clrun_status clrun_memory_stats_get(clrun_context *ctx, clrun_memory_stats *out);

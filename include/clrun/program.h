@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+/* clrun's API is OpenCL 1.2: say so before the headers do (they otherwise warn and pick 3.0). */
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include <clrun/context.h>
@@ -36,7 +40,7 @@ typedef struct clrun_program_stats {
     unsigned long cache_writes;       /* entries written */
 } clrun_program_stats;
 
-/* Fills *out with the context's counters. */
+/* Fills *out with the context's counters (zeros for a NULL context; nothing for a NULL out). */
 void clrun_program_stats_get(clrun_context *ctx, clrun_program_stats *out);
 
 /* The names of the embedded programs (NULL-terminated), e.g. for `clrun info`. */

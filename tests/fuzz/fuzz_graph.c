@@ -11,7 +11,7 @@
 
 #include <clrun/graph.h>
 
-#include "graph.h"
+#include "graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

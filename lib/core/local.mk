@@ -1,0 +1,17 @@
+# core: status codes, failure helpers, log, options (the CLRUN_* table), version, small
+# utilities. Depends on nothing else of clrun.
+libclrun_internal_la_SOURCES += \
+	lib/core/status.c \
+	lib/core/error.c lib/core/error.h \
+	lib/core/util.c lib/core/util.h \
+	lib/core/log.c lib/core/log.h \
+	lib/core/options.c lib/core/options.h \
+	lib/core/version.c
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_options
+TESTS += tests/test_options
+tests_test_options_SOURCES = tests/test_options.c
+tests_test_options_CFLAGS = $(TEST_CFLAGS)
+tests_test_options_LDADD = $(TEST_LDADD)
+endif

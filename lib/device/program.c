@@ -1,0 +1,282 @@
+/* Building programs: embedded sources are built once per context, through the binary cache. */
+#include "device/program.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cache.h"
+#include "device/cl.h"
+#include "device/context.h"
+
+struct clrun__programs {
+    pthread_mutex_t lock;       /* one build at a time; guards built[] and stats */
+    cl_program *built;          /* per embedded source, NULL until first use */
+    clrun_program_stats stats;  /* what the cache did */
+    char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
+    bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
+    bool cache_warned;          /* the unwritable-cache warning was given */
+};
+
+clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out)
+{
+    struct clrun__programs *p = calloc(1, sizeof *p);
+    cl_program *built = calloc(clrun__kernel_source_count + 1, sizeof *built);
+    if (p == NULL || built == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        free(built);
+        return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for programs");
+    }
+    p->built = built;
+    if (ctx->options.cache.enabled && !clrun__cache_dir(ctx->options.cache_dir, p->cache_dir, sizeof p->cache_dir)) {
+        clrun__log(CLRUN_LOG_WARN, "no cache directory (set CLRUN_CACHE_DIR, XDG_CACHE_HOME or HOME): binary cache off");
+        p->cache_dir[0] = '\0';
+    }
+    /* POCL compiles programs lazily, kernel by kernel, and keeps what it compiled in its own
+     * cache; asking it for a program's binary compiles every kernel of the program first (12 to
+     * 16 s of gpt2_block's cold first run, against 2.8 s for the builds). So by default clrun
+     * writes no binaries there and lets POCL's cache serve the next process. */
+    bool lazy_driver = strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
+    p->cache_writes = ctx->options.cache.always || !lazy_driver;
+    *out = p;
+    return CLRUN_OK;
+}
+
+void clrun__programs_destroy(struct clrun__programs *p)
+{
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        if (p->built[i])
+            clrun__cl.ReleaseProgram(p->built[i]);
+    pthread_mutex_destroy(&p->lock);
+    free(p->built);
+    free(p);
+}
+
+static void build_options(const clrun_context *ctx, char *out, size_t size)
+{
+    /* -cl-std only where the device's OpenCL C is at least 1.2; no fast-math: results must equal
+     * the C reference and be the same in every allocator mode. */
+    unsigned major = 1, minor = 0;
+    sscanf(ctx->info.c_version, "OpenCL C %u.%u", &major, &minor);
+    snprintf(out, size, "%s%s", (major > 1 || minor >= 2) ? "-cl-std=CL1.2" : "",
+             ctx->info.fp16 ? " -DCLRUN_HAVE_FP16=1" : "");
+}
+
+static void cache_key(const clrun_context *ctx, const char *options, const char *source,
+                      size_t length, char *out, size_t size)
+{
+    snprintf(out, size,
+             "clrun-cache-v1\nplatform=%s\nplatform-version=%s\ndevice=%s\nvendor=%s\n"
+             "device-version=%s\ndriver=%s\noptions=%s\nsource=%016llx\n",
+             ctx->info.platform_name, ctx->info.platform_version, ctx->info.name, ctx->info.vendor,
+             ctx->info.version, ctx->info.driver_version, options, clrun__hash64(source, length));
+}
+
+/* The build log, or an explanation of why there is none; caller frees. */
+static char *build_log(clrun_context *ctx, cl_program program)
+{
+    size_t size = 0;
+    if (clrun__cl.GetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) != CL_SUCCESS)
+        return NULL;
+    char *log = malloc(size + 1);
+    if (log == NULL)
+        return NULL;
+    if (clrun__cl.GetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) != CL_SUCCESS)
+        size = 0;
+    log[size] = '\0';
+    return log;
+}
+
+static clrun_status build_from_source(clrun_context *ctx, const char *name, const char *source,
+                                      size_t length, const char *options, cl_program *out)
+{
+    cl_int err = CL_SUCCESS;
+    cl_program program = clrun__cl.CreateProgramWithSource(ctx->cl, 1, &source, &length, &err);
+    if (program == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateProgramWithSource", "program '%s'", name);
+    err = clrun__cl.BuildProgram(program, 1, &ctx->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char *log = build_log(ctx, program);
+        clrun_status status = err == CL_BUILD_PROGRAM_FAILURE
+            ? clrun__fail(ctx, CLRUN_ERROR_BUILD_FAILED, "program '%s' failed to build for '%s' (%s):\n%s",
+                          name, ctx->info.name, clrun_cl_error_name(err), log ? log : "(no build log)")
+            : clrun__fail_cl(ctx, err, "clBuildProgram", "program '%s'", name);
+        free(log);
+        clrun__cl.ReleaseProgram(program);
+        return status;
+    }
+    *out = program;
+    return CLRUN_OK;
+}
+
+static cl_program build_from_binary(clrun_context *ctx, const unsigned char *binary, size_t size,
+                                    const char *options)
+{
+    cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+    cl_program program = clrun__cl.CreateProgramWithBinary(ctx->cl, 1, &ctx->device, &size,
+                                                           &binary, &binary_status, &err);
+    if (program == NULL)
+        return NULL;
+    if (binary_status != CL_SUCCESS ||
+        clrun__cl.BuildProgram(program, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
+        clrun__cl.ReleaseProgram(program);
+        return NULL;
+    }
+    return program;
+}
+
+/* Writes the program's binary to the cache; a failure is a warning only. */
+static void store_binary(struct clrun__programs *p, cl_program program,
+                         const char *path, const char *key)
+{
+    size_t size = 0;
+    if (clrun__cl.GetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0)
+        return;
+    unsigned char *binary = malloc(size);
+    if (binary == NULL)
+        return;
+    char why[4600];
+    if (clrun__cl.GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) == CL_SUCCESS) {
+        if (clrun__cache_store(p->cache_dir, path, key, binary, size, why, sizeof why))
+            p->stats.cache_writes++;
+        else if (!p->cache_warned) {
+            p->cache_warned = true; /* once per context: the next builds would say the same */
+            clrun__log(CLRUN_LOG_WARN, "%s (kernel binary cache not written; builds go on)", why);
+        }
+    }
+    free(binary);
+}
+
+/* Caller holds p->lock. */
+static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                 const char *source, size_t length, cl_program *out)
+{
+    char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
+    build_options(ctx, options, sizeof options);
+    cache_key(ctx, options, source, length, key, sizeof key);
+    bool cached = p->cache_dir[0] != '\0';
+    if (cached) {
+        clrun__cache_path(p->cache_dir, name, key, path, sizeof path);
+        unsigned char *binary = NULL;
+        size_t size = 0;
+        clrun__cache_result r = clrun__cache_load(path, key, &binary, &size);
+        if (r == CLRUN__CACHE_HIT) {
+            cl_program program = build_from_binary(ctx, binary, size, options);
+            free(binary);
+            if (program) {
+                p->stats.cache_hits++;
+                *out = program;
+                return CLRUN_OK;
+            }
+            r = CLRUN__CACHE_CORRUPT; /* the driver refused it: rebuild and overwrite */
+        }
+        if (r == CLRUN__CACHE_CORRUPT) {
+            p->stats.cache_rejected++;
+            clrun__log(CLRUN_LOG_INFO, "cache entry %s is damaged or stale: rebuilding", path);
+        } else {
+            p->stats.cache_misses++;
+        }
+    }
+    clrun_status status = build_from_source(ctx, name, source, length, options, out);
+    if (status != CLRUN_OK)
+        return status;
+    p->stats.builds_from_source++;
+    clrun__log(CLRUN_LOG_INFO, "built program '%s' for '%s'", name, ctx->info.name);
+    if (cached && p->cache_writes)
+        store_binary(p, *out, path, key);
+    return CLRUN_OK;
+}
+
+static bool valid_program_name(const char *name)
+{
+    if (name == NULL || name[0] == '\0' || strlen(name) > 64)
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-'))
+            return false;
+    return true;
+}
+
+clrun_status clrun_program_build(clrun_context *ctx, const char *name, const char *source,
+                                 size_t length, cl_program *out)
+{
+    if (ctx == NULL || source == NULL || out == NULL || length == 0)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_program_build: NULL or empty argument");
+    if (!valid_program_name(name))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "program name '%s' must be 1-64 letters, digits, '_' or '-'", name ? name : "(null)");
+    struct clrun__programs *p = ctx->programs;
+    pthread_mutex_lock(&p->lock);
+    clrun_status status = build_locked(ctx, p, name, source, length, out);
+    pthread_mutex_unlock(&p->lock);
+    return status;
+}
+
+static size_t find_source(const char *name)
+{
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        if (strcmp(clrun__kernel_sources[i].name, name) == 0)
+            return i;
+    return clrun__kernel_source_count;
+}
+
+static clrun_status get_program(clrun_context *ctx, size_t index, cl_program *out)
+{
+    struct clrun__programs *p = ctx->programs;
+    const clrun__kernel_source *src = &clrun__kernel_sources[index];
+    clrun_status status = CLRUN_OK;
+    pthread_mutex_lock(&p->lock);
+    if (p->built[index] == NULL)
+        status = build_locked(ctx, p, src->name, src->text, src->length, &p->built[index]);
+    *out = p->built[index];
+    pthread_mutex_unlock(&p->lock);
+    return status;
+}
+
+clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out)
+{
+    size_t index = find_source(name);
+    if (index == clrun__kernel_source_count)
+        return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "no embedded program named '%s'", name);
+    return get_program(ctx, index, out);
+}
+
+clrun_status clrun_kernel_create(clrun_context *ctx, const char *kernel_name, cl_kernel *out)
+{
+    if (ctx == NULL || kernel_name == NULL || out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_kernel_create: NULL argument");
+    for (size_t i = 0; i < clrun__kernel_source_count; i++) {
+        for (const char *const *k = clrun__kernel_sources[i].kernels; *k; k++) {
+            if (strcmp(*k, kernel_name) != 0)
+                continue;
+            cl_program program;
+            clrun_status status = get_program(ctx, i, &program);
+            if (status != CLRUN_OK)
+                return status;
+            cl_int err = CL_SUCCESS;
+            *out = clrun__cl.CreateKernel(program, kernel_name, &err);
+            if (*out == NULL)
+                return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", kernel_name);
+            return CLRUN_OK;
+        }
+    }
+    return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "no kernel named '%s' in clrun's programs", kernel_name);
+}
+
+void clrun_program_stats_get(clrun_context *ctx, clrun_program_stats *out)
+{
+    if (out == NULL)
+        return;
+    if (ctx == NULL) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    pthread_mutex_lock(&ctx->programs->lock);
+    *out = ctx->programs->stats;
+    pthread_mutex_unlock(&ctx->programs->lock);
+}
+
+const char *const *clrun_program_names(void) { return clrun__kernel_program_names; }

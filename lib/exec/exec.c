@@ -1,0 +1,361 @@
+/* The executor: runs a scheduled graph on a context in one of three memory modes.
+ *
+ * Pooled: each intermediate takes a pool block at the step that writes it and gives it back
+ * right after its last reader is enqueued. On an in-order queue that is safe at once: every
+ * command that reads the old owner precedes every command of the new owner. On an out-of-order
+ * queue the freed block carries a marker event over its readers, and the next node whose output
+ * overlaps it waits for that marker (stream-ordered reuse, as cudaMallocAsync does).
+ * Naive: one clCreateBuffer per tensor per run, all released when the run ends.
+ * Planned: one arena, offsets from the static planner, sub-buffers made once at creation. */
+#include <clrun/exec.h>
+#include <clrun/plan.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+_Static_assert((int)CLRUN_EXEC_POOLED == (int)CLRUN__EXEC_POOLED &&
+                   (int)CLRUN_EXEC_NAIVE == (int)CLRUN__EXEC_NAIVE &&
+                   (int)CLRUN_EXEC_PLANNED == (int)CLRUN__EXEC_PLANNED,
+               "CLRUN_ALLOCATOR's executor modes are clrun_exec_mode values");
+
+void clrun_exec_options_init(clrun_exec_options *options)
+{
+    if (options)
+        *options = (clrun_exec_options){.mode = CLRUN_EXEC_CONTEXT, .plan_time_limit_s = 1.0};
+}
+
+const char *clrun_exec_mode_name(clrun_exec_mode mode)
+{
+    switch (mode) {
+    case CLRUN_EXEC_CONTEXT: return "context";
+    case CLRUN_EXEC_POOLED: return "pooled";
+    case CLRUN_EXEC_NAIVE: return "naive";
+    case CLRUN_EXEC_PLANNED: return "planned";
+    }
+    return "unknown";
+}
+
+/* ---- creation ----------------------------------------------------------------------------- */
+
+static clrun_status prepare_nodes(clrun_exec *e)
+{
+    const clrun_graph *g = e->graph;
+    int32_t n = g->node_count;
+    size_t type_total = 0;
+    for (int32_t i = 0; i < n; i++)
+        type_total += (size_t)g->nodes[i].input_count + (size_t)g->nodes[i].output_count;
+    e->types = calloc(type_total + 1, sizeof *e->types);
+    e->calls = calloc((size_t)n + 1, sizeof *e->calls);
+    e->node_states = calloc((size_t)n + 1, sizeof *e->node_states);
+    e->kernels = calloc((size_t)n + 1, sizeof *e->kernels);
+    if (!e->types || !e->calls || !e->node_states || !e->kernels)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory preparing nodes");
+    size_t used = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const clrun__node *node = &g->nodes[i];
+        clrun__node_call(g, node, e->types + used, &e->calls[i]);
+        used += (size_t)node->input_count + (size_t)node->output_count;
+        e->kernels[i] = clrun__op_kernels_find(node->op);
+        if (e->kernels[i] == NULL)
+            return clrun__fail(e->ctx, CLRUN_ERROR_UNSUPPORTED, "node %d (%s): no kernel runs this op",
+                               (int)i, node->op->name);
+        clrun_status status = e->kernels[i]->prepare(e->ctx, node->op, &e->calls[i],
+                                                     &e->node_states[i]);
+        if (status != CLRUN_OK)
+            return status;
+    }
+    return CLRUN_OK;
+}
+
+static const char *kind_name(const clrun__tensor *t)
+{
+    return t->kind == CLRUN__TENSOR_INPUT ? "input" : t->kind == CLRUN__TENSOR_CONSTANT ? "constant" : "tensor";
+}
+
+/* Refuses a tensor no device allocation can hold, or weights larger than the pool may reserve,
+ * before anything is made on the host or the device (a 32 GiB input was filled on the host for
+ * seconds before). */
+static clrun_status check_sizes(clrun_exec *e)
+{
+    const clrun_device_info *d = &e->ctx->info;
+    clrun__pool_config pc;
+    clrun__context_pool_config(e->ctx, &pc);
+    uint64_t weights = 0;
+    char type[CLRUN__TYPE_TEXT], bytes[CLRUN__BYTES_TEXT], limit[CLRUN__BYTES_TEXT];
+    for (int32_t t = 0; t < e->graph->tensor_count; t++) {
+        const clrun__tensor *tensor = &e->graph->tensors[t];
+        uint64_t size = clrun_tensor_bytes(&tensor->type);
+        if (tensor->kind == CLRUN__TENSOR_CONSTANT)
+            weights += size;
+        if (size > d->max_alloc)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_SIZE,
+                               "%s '%s' is %s (%s): more than the device's largest allocation, %s",
+                               kind_name(tensor), tensor->name,
+                               clrun__type_format(&tensor->type, type, sizeof type),
+                               clrun__format_bytes(size, bytes, sizeof bytes),
+                               clrun__format_bytes(d->max_alloc, limit, sizeof limit));
+    }
+    if (weights > pc.limit)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "the constants of graph '%s' need %s, more than the pool may reserve (%s: "
+                           "CLRUN_POOL_LIMIT, or CLRUN_MEM_FRACTION of the device's memory)",
+                           e->graph->name ? e->graph->name : "", clrun__format_bytes(weights, bytes, sizeof bytes),
+                           clrun__format_bytes(pc.limit, limit, sizeof limit));
+    return CLRUN_OK;
+}
+
+static clrun_status build_schedules(clrun_exec *e)
+{
+    char err[512];
+    clrun__schedule reusing;
+    clrun_status status = clrun__schedule_build(e->graph, true, &reusing, err, sizeof err);
+    if (status != CLRUN_OK)
+        return clrun__fail(e->ctx, status, "%s", err);
+    e->lower_bound = reusing.lower_bound;
+    e->donations = reusing.donations;
+    if (e->options.mode != CLRUN_EXEC_NAIVE) {
+        e->schedule = reusing;
+        return CLRUN_OK;
+    }
+    clrun__schedule_free(&reusing);
+    status = clrun__schedule_build(e->graph, false, &e->schedule, err, sizeof err);
+    return status == CLRUN_OK ? CLRUN_OK : clrun__fail(e->ctx, status, "%s", err);
+}
+
+static void report_unused_donations(clrun_exec *e)
+{
+    const clrun__schedule *s = &e->schedule;
+    e->unused_names = calloc((size_t)s->unused_donated_count + 1, sizeof *e->unused_names);
+    for (int32_t i = 0; e->unused_names && i < s->unused_donated_count; i++) {
+        e->unused_names[i] = clrun__exec_tensor_name(e, s->unused_donated[i]);
+        char why[512];
+        clrun__schedule_unused_reason(e->graph, s, s->unused_donated[i], why, sizeof why);
+        clrun__log(CLRUN_LOG_WARN,
+                   "donated input '%s' could not be used: %s (it is still freed after its last use)",
+                   e->unused_names[i], why);
+    }
+}
+
+clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
+                               const clrun_exec_options *options, clrun_exec **out)
+{
+    if (ctx == NULL || graph == NULL || out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_create: NULL argument");
+    *out = NULL;
+    if (clrun_graph_validate((clrun_graph *)graph) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "%s", clrun_graph_last_error(graph));
+    clrun_exec *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    e->ctx = ctx;
+    e->graph = graph;
+    if (options)
+        e->options = *options;
+    else
+        clrun_exec_options_init(&e->options);
+    if (e->options.mode == CLRUN_EXEC_CONTEXT)
+        e->options.mode = (clrun_exec_mode)ctx->options.allocator.mode;
+    clrun_exec_mode mode = e->options.mode;
+    double limit = e->options.plan_time_limit_s;
+    if (mode < CLRUN_EXEC_POOLED || mode > CLRUN_EXEC_PLANNED || !(limit >= 0 && limit <= 1e9)) {
+        free(e);
+        if (!(limit >= 0 && limit <= 1e9))
+            return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                               "plan_time_limit_s is %g: seconds from 0 (constructions only) to 1e9",
+                               limit);
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
+    }
+    clrun_status status = check_sizes(e);
+    if (status == CLRUN_OK)
+        status = build_schedules(e);
+    if (status == CLRUN_OK) {
+        e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
+        e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
+        e->step_events = calloc((size_t)e->schedule.steps + 1, sizeof *e->step_events);
+        if (!e->buffers || !e->spans || !e->step_events)
+            status = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    }
+    if (status == CLRUN_OK)
+        status = prepare_nodes(e);
+    if (status == CLRUN_OK)
+        status = clrun__exec_upload_constants(e);
+    if (status == CLRUN_OK && e->options.mode == CLRUN_EXEC_PLANNED)
+        status = clrun__exec_prepare_arena(e);
+    if (status != CLRUN_OK) {
+        clrun_exec_destroy(e);
+        return status;
+    }
+    report_unused_donations(e);
+    *out = e;
+    return CLRUN_OK;
+}
+
+void clrun__exec_release_outputs(clrun_exec *e)
+{
+    if (!e->have_outputs)
+        return;
+    for (int32_t b = 0; b < e->schedule.buffer_count; b++)
+        if (e->buffers[b].live)
+            clrun__exec_give_back(e, b);
+    clrun__exec_release_regions(e);
+    clrun__exec_drop_pending(e);
+    e->have_outputs = false;
+}
+
+void clrun_exec_destroy(clrun_exec *e)
+{
+    if (e == NULL)
+        return;
+    if (e->ctx->queue)
+        clFinish(e->ctx->queue); /* not counted: teardown must not be made to fail */
+    clrun__exec_release_outputs(e);
+    for (int32_t i = 0; e->node_states && e->kernels && i < e->graph->node_count; i++)
+        if (e->kernels[i])
+            e->kernels[i]->release(e->node_states[i]);
+    for (int32_t t = 0; e->constants && t < e->graph->tensor_count; t++)
+        if (e->constants[t].mem)
+            clrun__pool_free_owned(e->ctx, &e->constants[t]);
+    for (int32_t b = 0; e->arena_views && b < e->schedule.buffer_count; b++)
+        if (e->arena_views[b])
+            clrun__cl.ReleaseMemObject(e->arena_views[b]);
+    if (e->arena)
+        clrun__cl.ReleaseMemObject(e->arena);
+    for (int32_t b = 0; e->buffers && b < e->schedule.buffer_count; b++)
+        free(e->buffers[b].events);
+    for (int32_t i = 0; e->step_events && i < e->schedule.steps; i++)
+        if (e->step_events[i])
+            clrun__cl.ReleaseEvent(e->step_events[i]);
+    clrun__schedule_free(&e->schedule);
+    free(e->types);
+    free(e->calls);
+    free(e->node_states);
+    free(e->kernels);
+    free(e->constants);
+    free(e->buffers);
+    free(e->arena_views);
+    free(e->arena_offsets);
+    free(e->host_of);
+    free(e->region_views);
+    free(e->unused_names);
+    free(e->pending);
+    free(e->spans);
+    free(e->step_events);
+    free(e);
+}
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+clrun_status clrun_exec_output(const clrun_exec *e, int32_t i, cl_mem *mem, uint64_t *bytes)
+{
+    if (e == NULL || i < 0 || i >= e->graph->output_count || !e->have_outputs)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "output %d does not exist (graph has %d outputs%s)", (int)i,
+                           e ? (int)e->graph->output_count : 0, e && !e->have_outputs ? ", no run yet" : "");
+    int32_t t = e->graph->outputs[i];
+    cl_mem held = clrun__exec_tensor_mem(e, t);
+    if (held == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "output '%s' was taken by clrun_exec_take_output after the last run",
+                           clrun__exec_tensor_name(e, t));
+    if (mem)
+        *mem = held;
+    if (bytes)
+        *bytes = clrun_tensor_bytes(&e->graph->tensors[t].type);
+    return CLRUN_OK;
+}
+
+/* A new block of the caller's holding a copy of the output's bytes. */
+static clrun_status copy_output(clrun_exec *e, int32_t t, cl_mem from, clrun_buffer *out)
+{
+    uint64_t bytes = clrun_tensor_bytes(&e->graph->tensors[t].type);
+    clrun_status status = clrun_alloc_ex(e->ctx, bytes, 0, clrun__exec_tensor_name(e, t), out);
+    if (status != CLRUN_OK)
+        return status;
+    cl_int error = clrun__cl.EnqueueCopyBuffer(e->ctx->queue, from, out->mem, 0, 0, (size_t)bytes, 0,
+                                               NULL, NULL);
+    if (error == CL_SUCCESS)
+        error = clrun__cl.Finish(e->ctx->queue); /* the copy is complete on any queue */
+    if (error != CL_SUCCESS) {
+        clrun_free(e->ctx, out);
+        memset(out, 0, sizeof *out);
+        return clrun__fail_cl(e->ctx, error, "clEnqueueCopyBuffer", "taking output '%s'",
+                              clrun__exec_tensor_name(e, t));
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun_exec_take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
+{
+    if (out == NULL)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_exec_take_output: out is NULL");
+    memset(out, 0, sizeof *out);
+    cl_mem mem;
+    clrun_status status = clrun_exec_output(e, i, &mem, NULL);
+    if (status != CLRUN_OK)
+        return status;
+    int32_t t = e->graph->outputs[i];
+    buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+    bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE &&
+                     e->options.mode == CLRUN_EXEC_POOLED && s->live;
+    if (!own_block)
+        return copy_output(e, t, mem, out);
+    status = clrun__pool_hand_over(e->ctx, &s->block, out);
+    if (status != CLRUN_OK)
+        return status;
+    clrun__exec_drop_events(s);
+    s->live = false;
+    s->mem = NULL;
+    return CLRUN_OK;
+}
+
+clrun_status clrun_exec_read_output(clrun_exec *e, int32_t i, void *host, uint64_t bytes)
+{
+    cl_mem mem;
+    uint64_t size;
+    clrun_status status = clrun_exec_output(e, i, &mem, &size);
+    if (status != CLRUN_OK)
+        return status;
+    if (bytes != size || host == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "output '%s' has %llu bytes, %llu asked (or host is NULL)",
+                           clrun__exec_tensor_name(e, e->graph->outputs[i]), (unsigned long long)size,
+                           (unsigned long long)bytes);
+    cl_int error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, (size_t)size, host, 0, NULL, NULL);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "output '%s'", clrun__exec_tensor_name(e, e->graph->outputs[i]));
+    return CLRUN_OK;
+}
+
+clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
+{
+    if (e == NULL || out == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_stats_get: NULL argument");
+    *out = e->stats;
+    out->mode = clrun_exec_mode_name(e->options.mode);
+    out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? e->ctx->options.allocator.strategy->name
+                                                          : out->mode;
+    out->steps = e->schedule.steps;
+    out->lower_bound_bytes = e->lower_bound;
+    out->naive_bytes = e->schedule.naive_bytes;
+    out->constant_bytes = e->schedule.constant_bytes;
+    out->donations = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donations;
+    out->unused_donations = e->schedule.unused_donated_count;
+    return CLRUN_OK;
+}
+
+int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **names)
+{
+    if (names)
+        *names = e ? e->unused_names : NULL;
+    return e && e->unused_names ? e->schedule.unused_donated_count : 0;
+}
+
+int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
+{
+    if (spans)
+        *spans = e ? e->spans : NULL;
+    return e ? e->span_count : 0;
+}

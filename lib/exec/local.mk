@@ -1,0 +1,27 @@
+# exec: the schedule (order, last uses, reuse and donation choices, bounds) and the executor
+# (pooled, naive and planned modes). Depends on everything below it.
+libclrun_internal_la_SOURCES += \
+	lib/exec/schedule.c lib/exec/schedule.h \
+	lib/exec/exec.c lib/exec/exec_internal.h \
+	lib/exec/exec_memory.c \
+	lib/exec/exec_run.c \
+	lib/exec/exec_planned.c
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_exec tests/test_handles
+TESTS += tests/test_exec tests/test_handles
+tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h tests/rng.h
+tests_test_exec_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_LDADD = $(TEST_LDADD)
+tests_test_handles_SOURCES = tests/test_handles.c tests/device_test.h
+tests_test_handles_CFLAGS = $(TEST_CFLAGS)
+tests_test_handles_LDADD = $(TEST_LDADD)
+endif
+
+# Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.
+EXTRA_PROGRAMS += bench/bench_exec bench/bench_models
+BENCH_LIST += bench/bench_exec bench/bench_models
+bench_bench_exec_SOURCES = bench/bench_exec.c
+bench_bench_exec_LDADD = libclrun-internal.la
+bench_bench_models_SOURCES = bench/bench_models.c
+bench_bench_models_LDADD = libclrun-internal.la

@@ -1,0 +1,366 @@
+/* Schedule: topological order, last uses, in-place reuse, buffers and bounds.
+ *
+ * Reuse rule (the same in every mode, so every mode computes the same values): an output of an
+ * alias-safe node takes the buffer of one of the node's inputs when that input's last use is
+ * this node, its bytes equal the output's, it is not a graph output, not a constant, and either
+ * produced by a node or a graph input the caller donated. Every work-item of an alias-safe
+ * kernel reads its element before writing it, so the result is the same bits as with separate
+ * buffers. */
+#include "exec/schedule.h"
+
+#include <clrun/exec.h>
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clrun__schedule_free(clrun__schedule *s)
+{
+    free(s->order);
+    free(s->step_of_node);
+    free(s->last_use);
+    free(s->producer_step);
+    free(s->alias_of);
+    free(s->buffer_of);
+    free(s->buffers);
+    free(s->release_start);
+    free(s->release_list);
+    free(s->unused_donated);
+    memset(s, 0, sizeof *s);
+}
+
+static bool may_donate(const clrun_graph *g, const clrun__schedule *s, int32_t input, int32_t output,
+                       int32_t step, const bool *taken)
+{
+    const clrun__tensor *in = &g->tensors[input];
+    if (taken[s->buffer_of[input]] || s->last_use[input] != step || in->is_output)
+        return false;
+    if (in->kind == CLRUN__TENSOR_CONSTANT || (in->kind == CLRUN__TENSOR_INPUT && !in->donated))
+        return false;
+    return clrun_tensor_bytes(&in->type) == clrun_tensor_bytes(&g->tensors[output].type);
+}
+
+/* Gives every tensor a buffer, sharing the input's where the reuse rule allows. */
+static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
+{
+    int32_t nt = g->tensor_count;
+    s->buffers = calloc((size_t)nt + 1, sizeof *s->buffers);
+    bool *taken = calloc((size_t)nt + 1, sizeof *taken); /* buffer already taken at this step */
+    if (s->buffers == NULL || taken == NULL) {
+        free(taken);
+        return false;
+    }
+    for (int32_t t = 0; t < nt; t++) {
+        const clrun__tensor *tensor = &g->tensors[t];
+        if (tensor->kind == CLRUN__TENSOR_INTERMEDIATE)
+            continue;
+        clrun__sched_buffer *b = &s->buffers[s->buffer_count];
+        /* An input nobody reads is still released (if donated) after the first step. */
+        int32_t last = s->last_use[t] < 0 && s->steps > 0 ? 0 : s->last_use[t];
+        *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&tensor->type), .first = -1,
+                                   .last = last, .root = t,
+                                   .is_input = tensor->kind == CLRUN__TENSOR_INPUT,
+                                   .is_donated = tensor->kind == CLRUN__TENSOR_INPUT && tensor->donated,
+                                   .is_constant = tensor->kind == CLRUN__TENSOR_CONSTANT,
+                                   .is_output = tensor->is_output};
+        s->buffer_of[t] = s->buffer_count++;
+    }
+    for (int32_t step = 0; step < s->steps; step++) {
+        const clrun__node *node = &g->nodes[s->order[step]];
+        for (int o = 0; o < node->output_count; o++) {
+            int32_t out = node->outputs[o];
+            s->buffer_of[out] = -1;
+            /* A donated graph input first: it is the caller's explicit request, and an
+             * intermediate that dies here is freed anyway. Then the others, in operand order. */
+            for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
+                for (int k = 0; reuse && node->op->alias_safe && k < node->input_count; k++) {
+                    int32_t in = node->inputs[k];
+                    bool donated_input = g->tensors[in].kind == CLRUN__TENSOR_INPUT;
+                    if (donated_input == (pass == 0) && may_donate(g, s, in, out, step, taken)) {
+                        s->alias_of[out] = in;
+                        s->buffer_of[out] = s->buffer_of[in];
+                        taken[s->buffer_of[in]] = true;
+                        s->donations++;
+                        break;
+                    }
+                }
+            clrun__sched_buffer *b;
+            if (s->buffer_of[out] < 0) {
+                b = &s->buffers[s->buffer_count];
+                *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&g->tensors[out].type),
+                                           .first = step, .last = step, .root = out};
+                s->buffer_of[out] = s->buffer_count++;
+            }
+            b = &s->buffers[s->buffer_of[out]];
+            b->last = s->last_use[out] > b->last ? s->last_use[out] : b->last;
+            if (s->last_use[out] == -2)
+                b->last = step; /* produced, never read, not an output: dies at once */
+            b->is_output = g->tensors[out].is_output;
+        }
+        for (int k = 0; k < node->input_count; k++)
+            taken[s->buffer_of[node->inputs[k]]] = false;
+    }
+    free(taken);
+    return true;
+}
+
+/* A buffer is released after its last step unless the caller owns it (a non-donated input) or
+ * it is resident (constant) or handed back (output). */
+static bool build_release_lists(const clrun_graph *g, clrun__schedule *s, bool reuse)
+{
+    s->release_start = calloc((size_t)s->steps + 2, sizeof *s->release_start);
+    s->release_list = calloc((size_t)s->buffer_count + 1, sizeof *s->release_list);
+    if (s->release_start == NULL || s->release_list == NULL)
+        return false;
+    int32_t *counts = calloc((size_t)s->steps + 1, sizeof *counts);
+    if (counts == NULL)
+        return false;
+    for (int32_t b = 0; b < s->buffer_count; b++) {
+        const clrun__sched_buffer *buf = &s->buffers[b];
+        bool owned_by_caller = buf->is_input && !g->tensors[buf->root].donated;
+        if (!buf->is_constant && !buf->is_output && !owned_by_caller && buf->last >= 0 && buf->last < s->steps)
+            counts[reuse ? buf->last : s->steps - 1]++;
+    }
+    for (int32_t st = 0; st < s->steps; st++)
+        s->release_start[st + 1] = s->release_start[st] + counts[st];
+    memset(counts, 0, (size_t)s->steps * sizeof *counts);
+    for (int32_t b = 0; b < s->buffer_count; b++) {
+        const clrun__sched_buffer *buf = &s->buffers[b];
+        bool owned_by_caller = buf->is_input && !g->tensors[buf->root].donated;
+        int32_t when = reuse ? buf->last : s->steps - 1; /* naive: all at the end */
+        if (!buf->is_constant && !buf->is_output && !owned_by_caller && buf->last >= 0 && buf->last < s->steps)
+            s->release_list[s->release_start[when] + counts[when]++] = b;
+    }
+    free(counts);
+    return true;
+}
+
+bool clrun__schedule_alive(const clrun__schedule *s, int32_t b, int32_t step)
+{
+    const clrun__sched_buffer *buf = &s->buffers[b];
+    return buf->first <= step && step <= buf->last;
+}
+
+/* A graph input the caller keeps: its buffer stays the caller's for the whole run. */
+static bool kept_input(const clrun__sched_buffer *buf) { return buf->is_input && !buf->is_donated; }
+
+/* Largest live non-constant total over steps, by a sweep over buffer start/end events: what
+ * any executor must hold at once, so an achievable bound. A buffer is live from the step that
+ * creates it (step 0 for inputs) through its last reader; an input the caller keeps, through
+ * the whole run. */
+static bool compute_bounds(clrun__schedule *s)
+{
+    int32_t steps = s->steps > 0 ? s->steps : 1;
+    int64_t *delta = calloc((size_t)steps + 1, sizeof *delta);
+    if (delta == NULL)
+        return false;
+    for (int32_t b = 0; b < s->buffer_count; b++) {
+        const clrun__sched_buffer *buf = &s->buffers[b];
+        if (buf->is_constant) {
+            s->constant_bytes += buf->bytes;
+            continue;
+        }
+        int32_t from = buf->first < 0 ? 0 : buf->first;
+        int32_t to = buf->last < from ? from : buf->last;
+        if (kept_input(buf))
+            to = steps - 1; /* the caller holds it through the whole run */
+        if (to > steps - 1)
+            to = steps - 1;
+        delta[from] += (int64_t)buf->bytes;
+        delta[to + 1] -= (int64_t)buf->bytes;
+    }
+    int64_t live = 0;
+    uint64_t best = 0;
+    for (int32_t st = 0; st < steps; st++) {
+        live += delta[st];
+        if ((uint64_t)live > best)
+            best = (uint64_t)live;
+    }
+    s->lower_bound = best;
+    free(delta);
+    return true;
+}
+
+static void count_naive(const clrun_graph *g, clrun__schedule *s)
+{
+    for (int32_t t = 0; t < g->tensor_count; t++)
+        if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT)
+            s->naive_bytes += clrun_tensor_bytes(&g->tensors[t].type);
+}
+
+static bool collect_unused_donations(const clrun_graph *g, clrun__schedule *s)
+{
+    s->unused_donated = calloc((size_t)g->input_count + 1, sizeof *s->unused_donated);
+    if (s->unused_donated == NULL)
+        return false;
+    for (int32_t i = 0; i < g->input_count; i++) {
+        int32_t t = g->inputs[i];
+        if (!g->tensors[t].donated)
+            continue;
+        bool taken = false;
+        for (int32_t u = 0; u < g->tensor_count && !taken; u++)
+            taken = s->alias_of[u] == t;
+        if (!taken)
+            s->unused_donated[s->unused_donated_count++] = t;
+    }
+    return true;
+}
+
+void clrun__schedule_unused_reason(const clrun_graph *g, const clrun__schedule *s, int32_t input,
+                                   char *why, size_t size)
+{
+    const clrun__tensor *in = &g->tensors[input];
+    if (!s->reuse) {
+        snprintf(why, size, "the naive mode gives every tensor a buffer of its own");
+        return;
+    }
+    if (in->is_output) {
+        snprintf(why, size, "it is also a graph output, so its buffer must hold it to the end");
+        return;
+    }
+    if (s->last_use[input] < 0) {
+        snprintf(why, size, "no node reads it");
+        return;
+    }
+    const clrun__node *last = &g->nodes[s->order[s->last_use[input]]];
+    const char *name = g->tensors[last->outputs[0]].name;
+    if (!last->op->alias_safe) {
+        snprintf(why, size, "its last reader '%s' (%s) cannot write its output in place", name,
+                 last->op->name);
+        return;
+    }
+    uint64_t bytes = clrun_tensor_bytes(&in->type);
+    for (int o = 0; o < last->output_count; o++) {
+        int32_t out = last->outputs[o];
+        if (clrun_tensor_bytes(&g->tensors[out].type) != bytes)
+            continue;
+        int32_t taker = s->alias_of[out];
+        snprintf(why, size, "the output '%s' of its last reader (%s) took the buffer of '%s'",
+                 g->tensors[out].name, last->op->name, taker >= 0 ? g->tensors[taker].name : "?");
+        return;
+    }
+    char have[CLRUN__TYPE_TEXT], want[CLRUN__TYPE_TEXT];
+    snprintf(why, size, "its last reader '%s' (%s) writes %s, a different size than its %s", name,
+             last->op->name, clrun__type_format(&g->tensors[last->outputs[0]].type, have, sizeof have),
+             clrun__type_format(&in->type, want, sizeof want));
+}
+
+static void compute_last_uses(const clrun_graph *g, clrun__schedule *s)
+{
+    for (int32_t t = 0; t < g->tensor_count; t++) {
+        s->last_use[t] = g->tensors[t].is_output ? s->steps : -2;
+        s->producer_step[t] = g->tensors[t].producer >= 0 ? s->step_of_node[g->tensors[t].producer] : -1;
+        s->alias_of[t] = -1;
+    }
+    for (int32_t step = 0; step < s->steps; step++) {
+        const clrun__node *node = &g->nodes[s->order[step]];
+        for (int k = 0; k < node->input_count; k++) {
+            int32_t t = node->inputs[k];
+            if (s->last_use[t] < step)
+                s->last_use[t] = step;
+        }
+    }
+}
+
+clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__schedule *out, char *err,
+                                   size_t errlen)
+{
+    clrun__schedule s;
+    memset(&s, 0, sizeof s);
+    s.steps = g->node_count;
+    s.reuse = reuse;
+    size_t nt = (size_t)g->tensor_count + 1, nn = (size_t)g->node_count + 1;
+    s.order = calloc(nn, sizeof *s.order);
+    s.step_of_node = calloc(nn, sizeof *s.step_of_node);
+    s.last_use = calloc(nt, sizeof *s.last_use);
+    s.producer_step = calloc(nt, sizeof *s.producer_step);
+    s.alias_of = calloc(nt, sizeof *s.alias_of);
+    s.buffer_of = calloc(nt, sizeof *s.buffer_of);
+    if (!s.order || !s.step_of_node || !s.last_use || !s.producer_step || !s.alias_of || !s.buffer_of) {
+        clrun__schedule_free(&s);
+        snprintf(err, errlen, "out of host memory scheduling the graph");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    clrun_status ordered = clrun__graph_order(g, s.order);
+    if (ordered != CLRUN_OK) {
+        clrun__schedule_free(&s);
+        snprintf(err, errlen, ordered == CLRUN_ERROR_INVALID_GRAPH
+                                  ? "the graph has a cycle: no schedule exists"
+                                  : "out of host memory scheduling the graph");
+        return ordered;
+    }
+    for (int32_t st = 0; st < s.steps; st++)
+        s.step_of_node[s.order[st]] = st;
+    compute_last_uses(g, &s);
+    if (!assign_buffers(g, &s, reuse) || !build_release_lists(g, &s, reuse) || !collect_unused_donations(g, &s) ||
+        !compute_bounds(&s)) {
+        clrun__schedule_free(&s);
+        snprintf(err, errlen, "out of host memory scheduling the graph");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    count_naive(g, &s);
+    *out = s;
+    return CLRUN_OK;
+}
+
+clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
+                                      clrun_plan_buffer **buffers, size_t *count, char *err,
+                                      size_t errlen)
+{
+    char why[512] = "";
+    clrun_status status = CLRUN_ERROR_INVALID_ARGUMENT;
+    if (graph == NULL || buffers == NULL || count == NULL) {
+        snprintf(why, sizeof why, "clrun_graph_plan_buffers: NULL argument");
+    } else if ((status = clrun_graph_validate((clrun_graph *)graph)) != CLRUN_OK) {
+        snprintf(why, sizeof why, "%s", clrun_graph_last_error(graph));
+    } else {
+        clrun__schedule schedule;
+        status = clrun__schedule_build(graph, true, &schedule, why, sizeof why);
+        int32_t *which = NULL;
+        if (status == CLRUN_OK) {
+            status = clrun__schedule_plan_items(&schedule, with_inputs, buffers, &which, count);
+            clrun__schedule_free(&schedule);
+            if (status != CLRUN_OK)
+                snprintf(why, sizeof why, "out of host memory listing the buffers");
+        }
+        free(which);
+    }
+    if (status != CLRUN_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", why);
+        clrun__error_set(NULL, status, "%s", why);
+    }
+    return status;
+}
+
+clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inputs, clrun_plan_buffer **items_out,
+                                        int32_t **which_out, size_t *count)
+{
+    clrun_plan_buffer *items = calloc((size_t)s->buffer_count + 1, sizeof *items);
+    int32_t *which = calloc((size_t)s->buffer_count + 1, sizeof *which);
+    if (items == NULL || which == NULL) {
+        free(items);
+        free(which);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    size_t n = 0;
+    for (int32_t b = 0; b < s->buffer_count; b++) {
+        const clrun__sched_buffer *sb = &s->buffers[b];
+        if (sb->is_constant || (sb->first < 0 && !(with_inputs && sb->is_input)))
+            continue;
+        int32_t first = sb->first < 0 ? 0 : sb->first;
+        int32_t last = sb->last < first ? first : sb->last;
+        if (kept_input(sb))
+            last = s->steps; /* kept by the caller through the whole run */
+        if (last >= s->steps && s->steps > 0)
+            last = s->steps - 1; /* outputs: alive to the end */
+        items[n] = (clrun_plan_buffer){sb->bytes, (uint64_t)first, (uint64_t)last + 1};
+        which[n++] = b;
+    }
+    *items_out = items;
+    *which_out = which;
+    *count = n;
+    return CLRUN_OK;
+}

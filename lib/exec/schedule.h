@@ -1,0 +1,70 @@
+/* The schedule of a graph, computed before it runs (pure C, no OpenCL): the order of the nodes,
+ * each tensor's last use, which outputs take the buffer of a dying input (donation and in-place
+ * reuse), the buffers that result, and the accounting that every mode is measured against. */
+#ifndef CLRUN_LIB_SCHEDULE_H
+#define CLRUN_LIB_SCHEDULE_H
+
+#include <clrun/plan.h>
+
+#include "graph/graph.h"
+
+/* A buffer: the memory of one or more tensors that follow each other in place. */
+typedef struct clrun__sched_buffer {
+    uint64_t bytes;       /* of every tensor in it */
+    int32_t first;        /* step that creates it; -1 for graph inputs and constants */
+    int32_t last;         /* last step that reads it; `steps` for graph outputs */
+    int32_t root;         /* the first tensor that owns it */
+    bool is_input;        /* holds a graph input (the caller's buffer) */
+    bool is_donated;      /* that input is donated: the executor frees it after its last use */
+    bool is_constant;     /* holds a constant */
+    bool is_output;       /* ends as a graph output */
+} clrun__sched_buffer;
+
+typedef struct clrun__schedule {
+    int32_t steps;            /* nodes, in `order` */
+    bool reuse;               /* outputs may take dying inputs' buffers (false: naive) */
+    int32_t *order;           /* node index of each step */
+    int32_t *step_of_node;    /* inverse of order */
+    int32_t *last_use;        /* per tensor: last step that reads it, `steps` for outputs, -2
+                                 when nothing reads it */
+    int32_t *producer_step;   /* per tensor: the step that writes it, -1 for inputs/constants */
+    int32_t *alias_of;        /* per tensor: the input whose buffer it takes, or -1 */
+    int32_t *buffer_of;       /* per tensor: index into buffers */
+    clrun__sched_buffer *buffers;
+    int32_t buffer_count;
+    int32_t *release_start;   /* buffers released after step s: release_list[release_start[s] ..
+                                 release_start[s + 1]) (steps + 1 entries) */
+    int32_t *release_list;
+    int32_t donations;        /* outputs that took an input's buffer */
+    int32_t *unused_donated;  /* graph inputs marked donated whose buffer no output took */
+    int32_t unused_donated_count;
+    uint64_t lower_bound;     /* largest total of live non-constant buffer bytes at any step */
+    uint64_t naive_bytes;     /* every non-constant tensor in its own buffer, all at once */
+    uint64_t constant_bytes;  /* resident weights */
+} clrun__schedule;
+
+/* Computes the schedule of a validated graph. reuse false gives every tensor its own buffer,
+ * none released before the run ends (the naive baseline). On error, err says why and *out is
+ * untouched. */
+clrun_status clrun__schedule_build(const clrun_graph *graph, bool reuse, clrun__schedule *out,
+                                   char *err, size_t errlen);
+
+/* The buffers the static planner lays out: every buffer a run creates, alive over
+ * [first step, last step + 1), and with `with_inputs` the graph inputs too, alive from 0. *items
+ * and *which (the schedule buffer of each item) are malloc'd; *count gets their number. */
+clrun_status clrun__schedule_plan_items(const clrun__schedule *schedule, bool with_inputs,
+                                        clrun_plan_buffer **items, int32_t **which, size_t *count);
+
+/* Why the donated graph input `input` is in unused_donated, as a clause ("its last reader 'y'
+ * (matmul) cannot write its output in place") into why. */
+void clrun__schedule_unused_reason(const clrun_graph *graph, const clrun__schedule *schedule,
+                                   int32_t input, char *why, size_t size);
+
+/* Frees what build allocated. */
+void clrun__schedule_free(clrun__schedule *schedule);
+
+/* True when buffer b is alive at step s: created at or before s (inputs and constants from the
+ * start) and read at or after s. */
+bool clrun__schedule_alive(const clrun__schedule *schedule, int32_t b, int32_t s);
+
+#endif

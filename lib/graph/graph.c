@@ -1,0 +1,541 @@
+/* clrun: the graph builder and its readers (validation: validate.c; names: names.c; the fill of
+ * constants: fill.c; comparison: compare.c).
+ *
+ * A graph is three growing arrays (tensors, nodes, the input and output lists) and a hash index
+ * of tensor names. Every builder function checks everything and reserves every allocation it
+ * will need before it changes anything, so a failure leaves the graph exactly as it was.
+ *
+ * Nodes reference only tensors that already exist and create new ones, so a graph built here is
+ * acyclic and in topological order by construction; clrun_graph_validate still checks the whole
+ * structure, because the executor relies on it and tests (and future code) may assemble graphs
+ * by other routes. */
+#include "graph/graph.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/util.h"
+
+static const char *tensor_name_of(const void *owner, int32_t entry)
+{
+    return ((const clrun_graph *)owner)->tensors[entry].name;
+}
+
+/* ---- errors ---- */
+
+clrun_status clrun__graph_fail(clrun_graph *graph, clrun_status status, const char *format, ...)
+{
+    char message[sizeof graph->last_error];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    if (graph)
+        memcpy(graph->last_error, message, sizeof message);
+    return clrun__error_set(NULL, status, "%s", message);
+}
+
+/* ---- growth ---- */
+
+/* Makes room for `extra` more elements of `size` bytes in *array (count used of *capacity). */
+static bool reserve(void **array, int32_t *capacity, int32_t count, int32_t extra, size_t size)
+{
+    if (extra < 0 || count > INT32_MAX - extra)
+        return false;
+    int32_t needed = count + extra;
+    if (needed <= *capacity)
+        return true;
+    int64_t grown = *capacity ? (int64_t)*capacity * 2 : 16;
+    if (grown < needed)
+        grown = needed;
+    if (grown > INT32_MAX)
+        grown = INT32_MAX;
+    if ((uint64_t)grown > SIZE_MAX / size)
+        return false;
+    void *bigger = realloc(*array, (size_t)grown * size);
+    if (!bigger)
+        return false;
+    *array = bigger;
+    *capacity = (int32_t)grown;
+    return true;
+}
+
+static bool reserve_tensors(clrun_graph *graph, int32_t extra)
+{
+    void *array = graph->tensors;
+    bool ok = reserve(&array, &graph->tensor_capacity, graph->tensor_count, extra,
+                      sizeof *graph->tensors);
+    graph->tensors = array;
+    return ok && clrun__name_index_reserve(&graph->names, graph->tensor_count + extra,
+                                           tensor_name_of, graph) == CLRUN_OK;
+}
+
+static bool reserve_ids(clrun_tensor_id **ids, int32_t *capacity, int32_t count)
+{
+    void *array = *ids;
+    bool ok = reserve(&array, capacity, count, 1, sizeof **ids);
+    *ids = array;
+    return ok;
+}
+
+static char *copy_string(const char *text)
+{
+    size_t length = strlen(text) + 1;
+    char *copy = malloc(length);
+    if (copy)
+        memcpy(copy, text, length);
+    return copy;
+}
+
+/* ---- creation ---- */
+
+clrun_status clrun_graph_create(const char *name, clrun_graph **out)
+{
+    if (!out)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_create: out is NULL");
+    *out = NULL;
+    if (name && !clrun__name_valid(name))
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "graph name '%.64s' is not a name (letters, digits, '_' and '.', "
+                           "not starting with a digit or '.', at most %d bytes)",
+                           name, CLRUN__GRAPH_NAME_MAX);
+    clrun_graph *graph = calloc(1, sizeof *graph);
+    if (!graph)
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (name && !(graph->name = copy_string(name))) {
+        free(graph);
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    *out = graph;
+    return CLRUN_OK;
+}
+
+static void free_attrs(clrun_attr *attrs, int count)
+{
+    for (int i = 0; attrs && i < count; i++)
+        free((char *)attrs[i].name);
+    free(attrs);
+}
+
+void clrun_graph_destroy(clrun_graph *graph)
+{
+    if (!graph)
+        return;
+    for (int32_t t = 0; t < graph->tensor_count; t++) {
+        free(graph->tensors[t].name);
+        free(graph->tensors[t].data);
+    }
+    for (int32_t n = 0; n < graph->node_count; n++) {
+        free(graph->nodes[n].inputs);
+        free(graph->nodes[n].outputs);
+        free_attrs(graph->nodes[n].attrs, graph->nodes[n].attr_count);
+    }
+    clrun__name_index_free(&graph->names);
+    free(graph->tensors);
+    free(graph->nodes);
+    free(graph->inputs);
+    free(graph->outputs);
+    free(graph->name);
+    free(graph);
+}
+
+/* ---- builder checks ---- */
+
+/* A new tensor name: valid and not taken. */
+static clrun_status check_new_name(clrun_graph *graph, const char *name)
+{
+    if (!name)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "tensor name is NULL");
+    if (!clrun__name_valid(name))
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                          "'%.64s' is not a name (letters, digits, '_' and '.', not starting "
+                          "with a digit or '.', at most %d bytes)",
+                          name, CLRUN__GRAPH_NAME_MAX);
+    if (clrun_graph_find(graph, name) >= 0)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s' is already defined", name);
+    return CLRUN_OK;
+}
+
+static clrun_status check_type(clrun_graph *graph, const clrun_tensor_type *type, const char *name)
+{
+    if (!type)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s': type is NULL", name);
+    char reason[256];
+    clrun_status status = clrun__type_check(type, reason, sizeof reason);
+    if (status != CLRUN_OK)
+        return clrun__graph_fail(graph, status, "'%s': %s", name, reason);
+    return CLRUN_OK;
+}
+
+/* ---- builder ---- */
+
+/* Appends a tensor; the caller reserved room in tensors and names. */
+static clrun_tensor_id append_tensor(clrun_graph *graph, const clrun__tensor *tensor)
+{
+    clrun_tensor_id id = graph->tensor_count++;
+    graph->tensors[id] = *tensor;
+    clrun__name_index_add(&graph->names, tensor->name, id);
+    return id;
+}
+
+clrun_status clrun_graph_add_input(clrun_graph *graph, const char *name,
+                                   const clrun_tensor_type *type, bool donated,
+                                   clrun_tensor_id *id)
+{
+    if (!graph)
+        return clrun__graph_fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "graph is NULL");
+    clrun_status status = check_new_name(graph, name);
+    if (status == CLRUN_OK)
+        status = check_type(graph, type, name);
+    if (status != CLRUN_OK)
+        return status;
+    clrun__tensor tensor = {.type = *type, .kind = CLRUN__TENSOR_INPUT, .donated = donated,
+                            .producer = -1};
+    if (!reserve_tensors(graph, 1) ||
+        !reserve_ids(&graph->inputs, &graph->input_capacity, graph->input_count) ||
+        !(tensor.name = copy_string(name)))
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    clrun_tensor_id new_id = append_tensor(graph, &tensor);
+    graph->inputs[graph->input_count++] = new_id;
+    if (id)
+        *id = new_id;
+    return CLRUN_OK;
+}
+
+clrun_status clrun_graph_add_constant(clrun_graph *graph, const char *name,
+                                      const clrun_tensor_type *type, const void *data,
+                                      clrun_fill fill, double a, double b, uint64_t seed,
+                                      clrun_tensor_id *id)
+{
+    if (!graph)
+        return clrun__graph_fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "graph is NULL");
+    clrun_status status = check_new_name(graph, name);
+    if (status == CLRUN_OK)
+        status = check_type(graph, type, name);
+    if (status == CLRUN_OK && !data)
+        status = clrun__check_fill(graph, name, type->dtype, fill, a, b);
+    if (status != CLRUN_OK)
+        return status;
+    /* Only what the constant's values depend on is kept, so two graphs that give the same values
+     * compare equal and the text format (which writes nothing else) reads back identical. */
+    clrun__tensor tensor = {.type = *type, .kind = CLRUN__TENSOR_CONSTANT, .producer = -1,
+                            .fill = data ? CLRUN_FILL_ZEROS : fill};
+    if (!data && (fill == CLRUN_FILL_UNIFORM || fill == CLRUN_FILL_NORMAL)) {
+        tensor.fill_a = a;
+        tensor.fill_b = b;
+        tensor.seed = seed;
+    }
+    uint64_t bytes = clrun_tensor_bytes(type);
+    if (data && bytes > SIZE_MAX)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_SIZE, "'%s': data too large", name);
+    if (data && !(tensor.data = malloc((size_t)bytes)))
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (!reserve_tensors(graph, 1) || !(tensor.name = copy_string(name))) {
+        free(tensor.data);
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    if (data)
+        memcpy(tensor.data, data, (size_t)bytes);
+    clrun_tensor_id new_id = append_tensor(graph, &tensor);
+    if (id)
+        *id = new_id;
+    return CLRUN_OK;
+}
+
+static bool attr_name_taken(const clrun_attr *attrs, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(attrs[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Attributes the text format can write and read back: names, kinds, list lengths, finite floats,
+ * each name once. Whether the op accepts them is the op's infer. */
+static clrun_status check_attrs(clrun_graph *graph, const char *op, const clrun_attr *attrs,
+                                int count)
+{
+    if (count < 0 || (count > 0 && !attrs))
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "%s: bad attribute array", op);
+    for (int i = 0; i < count; i++) {
+        const clrun_attr *attr = &attrs[i];
+        if (!attr->name || !clrun__name_valid(attr->name))
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                              "%s: attribute %d has no valid name", op, i);
+        if (attr_name_taken(attrs, i, attr->name))
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                              "%s: attribute '%s' given twice", op, attr->name);
+        if (attr->kind == CLRUN_ATTR_FLOAT && !isfinite(attr->f))
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                              "%s: attribute '%s' is not finite", op, attr->name);
+        if (attr->kind == CLRUN_ATTR_INTS && (attr->count < 0 || attr->count > CLRUN_MAX_ATTR_INTS))
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                              "%s: attribute '%s' has %d values (at most %d)", op, attr->name,
+                              attr->count, CLRUN_MAX_ATTR_INTS);
+        if (attr->kind != CLRUN_ATTR_INT && attr->kind != CLRUN_ATTR_FLOAT &&
+            attr->kind != CLRUN_ATTR_INTS)
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                              "%s: attribute '%s' has unknown kind %d", op, attr->name,
+                              (int)attr->kind);
+    }
+    return CLRUN_OK;
+}
+
+/* Inputs that exist, as many as the op takes. */
+static clrun_status check_inputs(clrun_graph *graph, const clrun__op *op,
+                                 const clrun_tensor_id *inputs, int count)
+{
+    if (count < op->min_inputs || count > op->max_inputs) {
+        if (op->min_inputs == op->max_inputs)
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH, "%s takes %d input%s, got %d",
+                              op->name, op->min_inputs, op->min_inputs == 1 ? "" : "s", count);
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH, "%s takes %d to %d inputs, got %d",
+                          op->name, op->min_inputs, op->max_inputs, count);
+    }
+    if (count > 0 && !inputs)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "%s: inputs is NULL", op->name);
+    for (int i = 0; i < count; i++)
+        if (inputs[i] < 0 || inputs[i] >= graph->tensor_count)
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                              "%s: input %d is not a tensor of this graph (id %d)", op->name, i,
+                              (int)inputs[i]);
+    return CLRUN_OK;
+}
+
+/* Output names: as many as the op gives, new, and distinct from each other. */
+static clrun_status check_output_names(clrun_graph *graph, const clrun__op *op,
+                                       const char *const *names, int count)
+{
+    if (count != op->outputs)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH, "%s gives %d output%s, %d named",
+                          op->name, op->outputs, op->outputs == 1 ? "" : "s", count);
+    if (count > 0 && !names)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "%s: output_names is NULL",
+                          op->name);
+    for (int i = 0; i < count; i++) {
+        clrun_status status = check_new_name(graph, names[i]);
+        if (status != CLRUN_OK)
+            return status;
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                  "'%s' is named twice among the outputs", names[i]);
+    }
+    return CLRUN_OK;
+}
+
+/* Runs the op's type rules; out_types gets op->outputs entries. */
+static clrun_status infer_outputs(clrun_graph *graph, const clrun__op *op,
+                                  const clrun_tensor_id *inputs, int input_count,
+                                  const char *const *names, const clrun_attr *attrs,
+                                  int attr_count, clrun_tensor_type *out_types)
+{
+    clrun_tensor_type *in_types = calloc((size_t)input_count + 1, sizeof *in_types);
+    if (!in_types)
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (int i = 0; i < input_count; i++)
+        in_types[i] = graph->tensors[inputs[i]].type;
+    memset(out_types, 0, (size_t)op->outputs * sizeof *out_types);
+    clrun__op_call call = {in_types, input_count, out_types, op->outputs, attrs, attr_count};
+    char reason[sizeof graph->last_error] = "";
+    clrun_status status = op->infer(&call, out_types, reason, sizeof reason);
+    free(in_types);
+    if (status != CLRUN_OK)
+        return clrun__graph_fail(graph, status, "%s", reason[0] ? reason : "refused by the op");
+    for (int o = 0; o < op->outputs; o++)
+        if (clrun__type_check(&out_types[o], reason, sizeof reason) != CLRUN_OK)
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH, "%s: output '%s': %s", op->name,
+                              names[o], reason);
+    return CLRUN_OK;
+}
+
+/* A node's own copies of its lists; false (nothing allocated) when out of memory. */
+static bool copy_node_lists(clrun__node *node, const clrun_tensor_id *inputs, int input_count,
+                            int output_count, const clrun_attr *attrs, int attr_count)
+{
+    node->inputs = malloc(((size_t)input_count + 1) * sizeof *node->inputs);
+    node->outputs = malloc(((size_t)output_count + 1) * sizeof *node->outputs);
+    node->attrs = calloc((size_t)attr_count + 1, sizeof *node->attrs);
+    bool ok = node->inputs && node->outputs && node->attrs;
+    for (int i = 0; ok && i < attr_count; i++) {
+        node->attrs[i] = attrs[i];
+        ok = (node->attrs[i].name = copy_string(attrs[i].name)) != NULL;
+    }
+    if (!ok) {
+        free(node->inputs);
+        free(node->outputs);
+        free_attrs(node->attrs, attr_count);
+        return false;
+    }
+    if (input_count)
+        memcpy(node->inputs, inputs, (size_t)input_count * sizeof *inputs);
+    node->input_count = input_count;
+    node->output_count = output_count;
+    node->attr_count = attr_count;
+    return true;
+}
+
+static void free_names(char **names, int count)
+{
+    for (int i = 0; names && i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+clrun_status clrun_graph_add_node(clrun_graph *graph, const char *op_name,
+                                  const clrun_tensor_id *inputs, int input_count,
+                                  const char *const *output_names, int output_count,
+                                  const clrun_attr *attrs, int attr_count,
+                                  clrun_tensor_id *outputs)
+{
+    if (!graph)
+        return clrun__graph_fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "graph is NULL");
+    if (!op_name)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "op is NULL");
+    const clrun__op *op = clrun__op_find(op_name);
+    if (!op)
+        return clrun__graph_fail(graph, CLRUN_ERROR_UNKNOWN_KERNEL, "unknown op '%.64s'", op_name);
+    clrun_status status = check_inputs(graph, op, inputs, input_count);
+    if (status == CLRUN_OK)
+        status = check_output_names(graph, op, output_names, output_count);
+    if (status == CLRUN_OK)
+        status = check_attrs(graph, op->name, attrs, attr_count);
+    if (status != CLRUN_OK)
+        return status;
+    clrun_tensor_type *types = calloc((size_t)output_count + 1, sizeof *types);
+    char **names = calloc((size_t)output_count + 1, sizeof *names);
+    if (!types || !names) {
+        free(types);
+        free(names);
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    status = infer_outputs(graph, op, inputs, input_count, output_names, attrs, attr_count, types);
+    clrun__node node = {.op = op};
+    bool ok = status == CLRUN_OK;
+    for (int o = 0; ok && o < output_count; o++)
+        ok = (names[o] = copy_string(output_names[o])) != NULL;
+    void *node_array = graph->nodes;
+    ok = ok && reserve(&node_array, &graph->node_capacity, graph->node_count, 1, sizeof node);
+    graph->nodes = node_array;
+    ok = ok && reserve_tensors(graph, output_count) &&
+         copy_node_lists(&node, inputs, input_count, output_count, attrs, attr_count);
+    if (!ok) {
+        free(types);
+        free_names(names, output_count);
+        return status != CLRUN_OK
+                   ? status
+                   : clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    int32_t index = graph->node_count++;
+    for (int o = 0; o < output_count; o++) {
+        clrun__tensor tensor = {.name = names[o], .type = types[o],
+                                .kind = CLRUN__TENSOR_INTERMEDIATE, .producer = index};
+        node.outputs[o] = append_tensor(graph, &tensor);
+        if (outputs)
+            outputs[o] = node.outputs[o];
+    }
+    graph->nodes[index] = node;
+    free(types);
+    free(names); /* the strings now belong to the tensors */
+    return CLRUN_OK;
+}
+
+clrun_status clrun_graph_mark_output(clrun_graph *graph, clrun_tensor_id id)
+{
+    if (!graph)
+        return clrun__graph_fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "graph is NULL");
+    if (id < 0 || id >= graph->tensor_count)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                          "output: %d is not a tensor of this graph", (int)id);
+    if (graph->tensors[id].is_output)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s' is already an output",
+                          graph->tensors[id].name);
+    if (!reserve_ids(&graph->outputs, &graph->output_capacity, graph->output_count))
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    graph->tensors[id].is_output = true;
+    graph->outputs[graph->output_count++] = id;
+    return CLRUN_OK;
+}
+
+/* ---- reading ---- */
+
+const char *clrun_graph_name(const clrun_graph *graph)
+{
+    return graph ? graph->name : NULL;
+}
+
+int32_t clrun_graph_tensor_count(const clrun_graph *graph)
+{
+    return graph ? graph->tensor_count : 0;
+}
+
+int32_t clrun_graph_node_count(const clrun_graph *graph)
+{
+    return graph ? graph->node_count : 0;
+}
+
+clrun_tensor_id clrun_graph_find(const clrun_graph *graph, const char *name)
+{
+    if (!graph || !name)
+        return -1;
+    return clrun__name_index_find(&graph->names, name, tensor_name_of, graph);
+}
+
+static const clrun__tensor *tensor_at(const clrun_graph *graph, clrun_tensor_id id)
+{
+    return graph && id >= 0 && id < graph->tensor_count ? &graph->tensors[id] : NULL;
+}
+
+const char *clrun_graph_tensor_name(const clrun_graph *graph, clrun_tensor_id id)
+{
+    const clrun__tensor *tensor = tensor_at(graph, id);
+    return tensor ? tensor->name : NULL;
+}
+
+const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun_tensor_id id)
+{
+    const clrun__tensor *tensor = tensor_at(graph, id);
+    return tensor ? &tensor->type : NULL;
+}
+
+int32_t clrun_graph_inputs(const clrun_graph *graph, const clrun_tensor_id **ids)
+{
+    if (ids)
+        *ids = graph ? graph->inputs : NULL;
+    return graph ? graph->input_count : 0;
+}
+
+int32_t clrun_graph_outputs(const clrun_graph *graph, const clrun_tensor_id **ids)
+{
+    if (ids)
+        *ids = graph ? graph->outputs : NULL;
+    return graph ? graph->output_count : 0;
+}
+
+bool clrun_graph_tensor_donated(const clrun_graph *graph, clrun_tensor_id id)
+{
+    const clrun__tensor *tensor = tensor_at(graph, id);
+    return tensor && tensor->kind == CLRUN__TENSOR_INPUT && tensor->donated;
+}
+
+const char *clrun_graph_last_error(const clrun_graph *graph)
+{
+    return graph ? graph->last_error : "graph is NULL";
+}
+
+/* ---- for the executor ---- */
+
+void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_tensor_type *types,
+                      clrun__op_call *call)
+{
+    for (int i = 0; i < node->input_count; i++)
+        types[i] = graph->tensors[node->inputs[i]].type;
+    for (int o = 0; o < node->output_count; o++)
+        types[node->input_count + o] = graph->tensors[node->outputs[o]].type;
+    *call = (clrun__op_call){types, node->input_count, types + node->input_count,
+                             node->output_count, node->attrs, node->attr_count};
+}
+

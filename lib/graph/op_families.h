@@ -1,0 +1,16 @@
+/* The op definitions of each family (lib/graph/infer_*.c), collected by the registry in
+ * lib/graph/op.c. */
+#ifndef CLRUN_LIB_GRAPH_OP_FAMILIES_H
+#define CLRUN_LIB_GRAPH_OP_FAMILIES_H
+
+#include "graph/op.h"
+
+extern const clrun__op *const clrun__ops_elementwise[];
+extern const clrun__op *const clrun__ops_matmul[];
+extern const clrun__op *const clrun__ops_norm[];
+extern const clrun__op *const clrun__ops_layout[];
+extern const clrun__op *const clrun__ops_conv[];
+extern const clrun__op *const clrun__ops_index[];
+extern const clrun__op *const clrun__ops_resize[];
+
+#endif

@@ -1,0 +1,46 @@
+/* What a node's type rule derives and its kernels need too: the dimensions of a product, the
+ * geometry of a convolution or pooling window, the reduced axes. Computed from
+ * the op call by the same code that checks it, so the kernels can never disagree with infer. */
+#ifndef CLRUN_LIB_GRAPH_OP_GEOMETRY_H
+#define CLRUN_LIB_GRAPH_OP_GEOMETRY_H
+
+#include "graph/op.h"
+
+/* matmul: the product's dimensions as read from the inputs' types and the transpose flags.
+ * Refuses inner dimensions that differ and batches that do not broadcast. */
+typedef struct clrun__matmul_dims {
+    bool ta, tb;
+    uint64_t M, N, K;
+    clrun_tensor_type batch_a, batch_b, batch; /* batch dimensions: a's, b's, broadcast */
+} clrun__matmul_dims;
+clrun_status clrun__matmul_dims_of(const clrun__op_call *call, clrun__matmul_dims *d,
+                                   const clrun__infer_error *err);
+
+/* conv2d: attributes (stride, pad, dilation, groups) and the output extent. */
+typedef struct clrun__conv_geometry {
+    int64_t stride[2], pad[2], dilation[2], groups;
+    int64_t oh, ow;
+} clrun__conv_geometry;
+clrun_status clrun__conv_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
+                                     const clrun__infer_error *err);
+
+/* maxpool2d, avgpool2d: window, stride, padding and the output extent. */
+typedef struct clrun__pool_geometry {
+    int64_t kernel[2], stride[2], pad[2], oh, ow;
+} clrun__pool_geometry;
+clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geometry *g,
+                                     const clrun__infer_error *err);
+
+/* Reductions: the reduced axes of the call as a mask over input 0's dims (no axes, or an empty
+ * list: all of them); refuses axes out of range or given twice. */
+clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,
+                                 const clrun__infer_error *err);
+
+/* An axis counted from the end when negative. The layout ops' geometry is in
+ * graph/layout_geometry.h. */
+static inline int64_t clrun__normalize_axis(int64_t axis, int rank)
+{
+    return axis < 0 ? axis + rank : axis;
+}
+
+#endif

@@ -1,0 +1,36 @@
+/* The one vocabulary of tensor types: dtype names and sizes, element counts, the text form
+ * ("f32[8, 784]") that messages and the .graph format share, and the checks every tensor type
+ * passes. Pure C: no OpenCL. */
+#ifndef CLRUN_LIB_GRAPH_TYPES_H
+#define CLRUN_LIB_GRAPH_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/graph.h>
+
+/* True for f32, f16 and f64. */
+bool clrun__dtype_is_float(clrun_dtype dtype);
+
+/* The dtype spelled text[0..length) ("f32"), false if none. */
+bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);
+
+/* "f32[8, 784]" into buf; returns buf. CLRUN__TYPE_TEXT bytes always suffice. */
+#define CLRUN__TYPE_TEXT 160
+const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t size);
+
+bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b);
+
+/* CLRUN_OK for a type a tensor may have (known dtype, rank 0..CLRUN_MAX_DIMS, dims >= 1, byte
+ * size within 64 bits); otherwise the reason in err. */
+clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t errlen);
+
+/* The product of dims [from, to) of a type that passed clrun__type_check (so it cannot
+ * overflow); clrun_tensor_elements is the checked count of the whole type. */
+uint64_t clrun__dims_product(const clrun_tensor_type *type, int from, int to);
+
+/* IEEE half from float, rounding to nearest even (integer arithmetic only). */
+uint16_t clrun__f32_to_f16(float value);
+
+#endif

@@ -1,0 +1,337 @@
+/* The allocator core: growth policy, limits and statistics around a strategy.
+ *
+ * Growth: when the strategy has no room, a chunk of max(request, reserved / 2, min_chunk) bytes
+ * is reserved, capped by the device's maximum allocation and by what the limit leaves, then
+ * rounded by the strategy (a power of two for buddy). Growing by half of what is reserved keeps
+ * the number of chunks logarithmic in the footprint while a small workload reserves little: a
+ * 10 MiB workload never reserves 1 GiB. */
+#include "memory/allocator.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+#define DEFAULT_MIN_CHUNK ((uint64_t)1 << 20)
+
+struct clrun__allocator {
+    clrun__allocator_config config; /* as given, min_chunk defaulted */
+    void *state;                    /* the strategy's */
+    uint64_t *chunk_sizes;          /* by chunk id; 0 = id free */
+    uint32_t chunk_slots;           /* entries in chunk_sizes */
+    uint32_t chunks;                /* ids in use */
+    uint64_t reserved;              /* sum of chunk sizes */
+    uint64_t reserved_peak;
+    uint64_t in_use;                /* bytes asked for by live blocks */
+    uint64_t in_use_peak;
+    uint64_t alloc_count;
+    uint64_t free_count;
+    uint64_t driver_allocs;
+    uint64_t driver_frees;
+};
+
+static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+
+clrun_status clrun__allocator_create(const clrun__allocator_config *config, clrun__allocator **out,
+                                     char *err, size_t errlen)
+{
+    *out = NULL;
+    if (config->ops == NULL || !is_power_of_two(config->min_align) || config->max_chunk == 0) {
+        snprintf(err, errlen, "allocator: invalid configuration (alignment %llu, max chunk %llu)",
+                 (unsigned long long)config->min_align, (unsigned long long)config->max_chunk);
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    }
+    clrun__allocator *a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        snprintf(err, errlen, "out of host memory creating the allocator");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    a->config = *config;
+    if (a->config.min_chunk == 0)
+        a->config.min_chunk = DEFAULT_MIN_CHUNK;
+    clrun_strategy_config sc = {.min_align = config->min_align, .max_chunk = config->max_chunk};
+    clrun_status status = config->ops->create(&sc, &a->state);
+    if (status != CLRUN_OK) {
+        snprintf(err, errlen, "strategy '%s' could not start: %s", config->ops->name, clrun_strerror(status));
+        free(a);
+        return status;
+    }
+    *out = a;
+    return CLRUN_OK;
+}
+
+static void release_chunk(clrun__allocator *a, uint32_t id)
+{
+    a->config.backing.release(a->config.backing.user, id);
+    a->reserved -= a->chunk_sizes[id];
+    a->chunk_sizes[id] = 0;
+    a->chunks--;
+    a->driver_frees++;
+}
+
+void clrun__allocator_destroy(clrun__allocator *a)
+{
+    if (a == NULL)
+        return;
+    for (uint32_t id = 0; id < a->chunk_slots; id++)
+        if (a->chunk_sizes[id])
+            release_chunk(a, id);
+    a->config.ops->destroy(a->state);
+    free(a->chunk_sizes);
+    free(a);
+}
+
+/* A free chunk id, growing the table; UINT32_MAX when host memory runs out. */
+static uint32_t free_chunk_id(clrun__allocator *a)
+{
+    for (uint32_t id = 0; id < a->chunk_slots; id++)
+        if (a->chunk_sizes[id] == 0)
+            return id;
+    uint32_t slots = a->chunk_slots ? a->chunk_slots * 2 : 16;
+    uint64_t *grown = realloc(a->chunk_sizes, slots * sizeof *grown);
+    if (grown == NULL)
+        return UINT32_MAX;
+    memset(grown + a->chunk_slots, 0, (slots - a->chunk_slots) * sizeof *grown);
+    a->chunk_sizes = grown;
+    uint32_t id = a->chunk_slots;
+    a->chunk_slots = slots;
+    return id;
+}
+
+static uint64_t room_under_limit(const clrun__allocator *a)
+{
+    if (a->config.limit == 0)
+        return UINT64_MAX;
+    return a->config.limit > a->reserved ? a->config.limit - a->reserved : 0;
+}
+
+/* Reserves one chunk of exactly `size` bytes and hands it to the strategy. */
+static clrun_status add_chunk(clrun__allocator *a, uint64_t size, char *err, size_t errlen)
+{
+    uint32_t id = free_chunk_id(a);
+    if (id == UINT32_MAX) {
+        snprintf(err, errlen, "out of host memory for the chunk table");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    clrun_status status = a->config.backing.reserve(a->config.backing.user, id, size, err, errlen);
+    if (status != CLRUN_OK)
+        return status;
+    status = a->config.ops->add_chunk(a->state, id, size);
+    if (status != CLRUN_OK) {
+        a->config.backing.release(a->config.backing.user, id);
+        snprintf(err, errlen, "strategy '%s' could not take a chunk of %llu bytes: %s",
+                 a->config.ops->name, (unsigned long long)size, clrun_strerror(status));
+        return status;
+    }
+    a->chunk_sizes[id] = size;
+    a->chunks++;
+    a->reserved += size;
+    if (a->reserved > a->reserved_peak)
+        a->reserved_peak = a->reserved;
+    a->driver_allocs++;
+    return CLRUN_OK;
+}
+
+/* One attempt to reserve a chunk in which `size` at `align` fits. */
+static clrun_status grow(clrun__allocator *a, uint64_t size, uint64_t align, char *err, size_t errlen)
+{
+    uint64_t wanted = size;
+    if (a->reserved / 2 > wanted)
+        wanted = a->reserved / 2;
+    if (a->config.min_chunk > wanted)
+        wanted = a->config.min_chunk;
+    if (wanted > a->config.max_chunk)
+        wanted = a->config.max_chunk;
+    uint64_t room = room_under_limit(a);
+    if (wanted > room)
+        wanted = room;
+    char bytes[CLRUN__BYTES_TEXT];
+    if (wanted < size) {
+        snprintf(err, errlen, "the pool limit leaves %s", clrun__format_bytes(room, bytes, sizeof bytes));
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    }
+    uint64_t chunk = a->config.ops->chunk_size(a->state, size, align, wanted);
+    if (chunk == 0 || chunk < size || chunk > room) {
+        snprintf(err, errlen, "strategy '%s' has no chunk size for it within %s", a->config.ops->name,
+                 clrun__format_bytes(room < a->config.max_chunk ? room : a->config.max_chunk, bytes,
+                                     sizeof bytes));
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    }
+    return add_chunk(a, chunk, err, errlen);
+}
+
+uint64_t clrun__allocator_trim(clrun__allocator *a)
+{
+    uint64_t released = 0;
+    for (uint32_t id = 0; id < a->chunk_slots; id++) {
+        if (a->chunk_sizes[id] == 0 || !a->config.ops->chunk_is_empty(a->state, id))
+            continue;
+        if (a->config.ops->remove_chunk(a->state, id) != CLRUN_OK)
+            continue;
+        released += a->chunk_sizes[id];
+        release_chunk(a, id);
+    }
+    return released;
+}
+
+static void describe_exhaustion(const clrun__allocator *a, uint64_t size, uint64_t align,
+                                const char *why, char *err, size_t errlen)
+{
+    clrun_memory_stats s;
+    clrun__allocator_stats(a, &s);
+    char asked[32], in_use[32], reserved[32], largest[32], limit[32], max_chunk[32];
+    snprintf(err, errlen,
+             "out of memory: asked for %s (alignment %llu) with strategy '%s'; in use %s, "
+             "reserved %s in %u chunks, largest free block %s, limit %s, device max allocation %s (%s)",
+             clrun__format_bytes(size, asked, sizeof asked), (unsigned long long)align, s.strategy,
+             clrun__format_bytes(s.in_use, in_use, sizeof in_use),
+             clrun__format_bytes(s.reserved, reserved, sizeof reserved), s.chunks,
+             clrun__format_bytes(s.largest_free, largest, sizeof largest),
+             a->config.limit ? clrun__format_bytes(a->config.limit, limit, sizeof limit) : "none",
+             clrun__format_bytes(a->config.max_chunk, max_chunk, sizeof max_chunk), why);
+}
+
+static clrun_status check_request(const clrun__allocator *a, uint64_t size, uint64_t align,
+                                  char *err, size_t errlen)
+{
+    char max_chunk[32];
+    if (size == 0) {
+        snprintf(err, errlen, "invalid size 0: clrun does not allocate empty blocks");
+        return CLRUN_ERROR_INVALID_SIZE;
+    }
+    if (!is_power_of_two(align) || align > a->config.max_chunk) {
+        snprintf(err, errlen, "invalid alignment %llu: it must be a power of two no larger than %llu",
+                 (unsigned long long)align, (unsigned long long)a->config.max_chunk);
+        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    }
+    if (size > a->config.max_chunk) {
+        snprintf(err, errlen,
+                 "invalid size %llu bytes: above the device's maximum allocation of %s "
+                 "(CL_DEVICE_MAX_MEM_ALLOC_SIZE); a block never spans two chunks",
+                 (unsigned long long)size, clrun__format_bytes(a->config.max_chunk, max_chunk, sizeof max_chunk));
+        return CLRUN_ERROR_INVALID_SIZE;
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun__allocator_alloc(clrun__allocator *a, uint64_t size, uint64_t align,
+                                    clrun_block *out, char *err, size_t errlen)
+{
+    return clrun__allocator_alloc_charged(a, size, align, size, out, err, errlen);
+}
+
+clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, uint64_t align,
+                                            uint64_t charged, clrun_block *out, char *err,
+                                            size_t errlen)
+{
+    if (align < a->config.min_align)
+        align = a->config.min_align;
+    clrun_status status = check_request(a, size, align, err, errlen);
+    if (status != CLRUN_OK)
+        return status;
+    status = a->config.ops->alloc(a->state, size, align, out);
+    if (status == CLRUN_ERROR_OUT_OF_MEMORY) {
+        char why[512] = "the strategy found no room in the new chunk"; /* grow() only writes on failure */
+        status = grow(a, size, align, why, sizeof why);
+        if (status == CLRUN_ERROR_OUT_OF_MEMORY && clrun__allocator_trim(a) > 0)
+            status = grow(a, size, align, why, sizeof why); /* the one retry */
+        bool grew = status == CLRUN_OK;
+        if (grew)
+            status = a->config.ops->alloc(a->state, size, align, out);
+        if (status == CLRUN_ERROR_OUT_OF_MEMORY)
+            describe_exhaustion(a, size, align, why, err, errlen);
+        else if (status != CLRUN_OK && grew)
+            snprintf(err, errlen, "strategy '%s' refused %llu bytes after growing: %s", a->config.ops->name,
+                     (unsigned long long)size, clrun_strerror(status));
+        else if (status != CLRUN_OK)
+            snprintf(err, errlen, "%s", why);
+    } else if (status != CLRUN_OK) {
+        snprintf(err, errlen, "strategy '%s' refused %llu bytes: %s", a->config.ops->name,
+                 (unsigned long long)size, clrun_strerror(status));
+    }
+    if (status != CLRUN_OK)
+        return status;
+    a->alloc_count++;
+    a->in_use += charged;
+    if (a->in_use > a->in_use_peak)
+        a->in_use_peak = a->in_use;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__allocator_free(clrun__allocator *a, uint32_t chunk, uint64_t offset,
+                                   uint64_t size, char *err, size_t errlen)
+{
+    clrun_status status = a->config.ops->free(a->state, chunk, offset);
+    if (status != CLRUN_OK) {
+        snprintf(err, errlen, "free of chunk %u offset %llu: %s", (unsigned)chunk,
+                 (unsigned long long)offset, clrun_strerror(status));
+        return status;
+    }
+    a->free_count++;
+    a->in_use -= size;
+    return CLRUN_OK;
+}
+
+void clrun__allocator_reset(clrun__allocator *a)
+{
+    a->config.ops->reset(a->state);
+    a->in_use = 0;
+}
+
+clrun_status clrun__allocator_preallocate(clrun__allocator *a, uint64_t bytes, char *err, size_t errlen)
+{
+    while (a->reserved < bytes) {
+        uint64_t want = bytes - a->reserved;
+        if (want > a->config.max_chunk)
+            want = a->config.max_chunk;
+        if (want > room_under_limit(a))
+            want = room_under_limit(a);
+        /* Round down to what the strategy takes (a power of two for buddy) so we never pass
+         * the target; stop when nothing useful fits. */
+        uint64_t chunk = a->config.ops->chunk_size(a->state, a->config.min_align, a->config.min_align, want);
+        while (chunk > want && chunk > a->config.min_align)
+            chunk /= 2;
+        if (chunk < a->config.min_chunk || chunk > want)
+            break;
+        clrun_status status = add_chunk(a, chunk, err, errlen);
+        if (status != CLRUN_OK)
+            return status;
+    }
+    return CLRUN_OK;
+}
+
+void clrun__allocator_stats(const clrun__allocator *a, clrun_memory_stats *out)
+{
+    clrun_strategy_stats s;
+    a->config.ops->stats(a->state, &s);
+    memset(out, 0, sizeof *out);
+    out->strategy = a->config.ops->name;
+    out->in_use = a->in_use;
+    out->in_use_peak = a->in_use_peak;
+    out->held = s.held_bytes;
+    out->reserved = a->reserved;
+    out->reserved_peak = a->reserved_peak;
+    out->alloc_count = a->alloc_count;
+    out->free_count = a->free_count;
+    out->driver_allocs = a->driver_allocs;
+    out->driver_frees = a->driver_frees;
+    out->chunks = a->chunks;
+    out->free_bytes = s.free_bytes;
+    out->largest_free = s.largest_free;
+    out->fragmentation = s.free_bytes ? 1.0 - (double)s.largest_free / (double)s.free_bytes : 0.0;
+    out->limit = a->config.limit;
+}
+
+void clrun__allocator_reset_peaks(clrun__allocator *a)
+{
+    a->in_use_peak = a->in_use;
+    a->reserved_peak = a->reserved;
+}
+
+uint64_t clrun__allocator_chunk_size(const clrun__allocator *a, uint32_t chunk)
+{
+    return chunk < a->chunk_slots ? a->chunk_sizes[chunk] : 0;
+}
+
+uint32_t clrun__allocator_chunk_slots(const clrun__allocator *a) { return a->chunk_slots; }

@@ -1,0 +1,149 @@
+/* What the kernel families (lib/ops/ops_*.c) share: kernel creation and arguments, constant
+ * tables, node states and launches chained by events. Defined in lib/ops/ops.c. */
+#ifndef CLRUN_LIB_OPS_INTERNAL_H
+#define CLRUN_LIB_OPS_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "device/context.h"
+#include "graph/op_geometry.h"
+#include "graph/types.h"
+#include "ops/ops.h"
+
+/* The kernels of each family, found by lib/ops/ops.c: every op of an elementwise kind runs on
+ * the elementwise kernels, the others by name. */
+extern const clrun__op_kernels clrun__elementwise_kernels;
+typedef struct clrun__named_kernels {
+    const char *op;
+    const clrun__op_kernels *kernels;
+} clrun__named_kernels;
+extern const clrun__named_kernels clrun__kernels_matmul[];
+extern const clrun__named_kernels clrun__kernels_norm[];
+extern const clrun__named_kernels clrun__kernels_layout[];
+extern const clrun__named_kernels clrun__kernels_conv[];
+extern const clrun__named_kernels clrun__kernels_index[];
+extern const clrun__named_kernels clrun__kernels_resize[];
+
+/* Which kernels matmul and conv2d use. AUTO picks by device: VECTOR on CPUs (matmul), TILED
+ * elsewhere, SIMPLE (one output per work-item) where work-groups of 16 x 16 do not fit. Tests
+ * force the others so every kernel runs on the test device; set it before prepare, from one
+ * thread. */
+typedef enum clrun__kernel_choice {
+    CLRUN__KERNELS_AUTO = 0,
+    CLRUN__KERNELS_TILED,
+    CLRUN__KERNELS_VECTOR,
+    CLRUN__KERNELS_SIMPLE,
+} clrun__kernel_choice;
+extern clrun__kernel_choice clrun__ops_kernels;
+
+/* The int geometry tables of conv2d and the pools: the index of each entry. Each kernel file
+ * is built alone and cannot include this header, so kernels/conv.cl (G_*, P_*) and
+ * kernels/matmul.cl (G_*, for clrun_conv2d_gemm) repeat the indices as `#define G_C 0` ...;
+ * tests/test_ops.c checks every such #define of the embedded sources against these lists, so
+ * a mismatch fails the tests instead of corrupting results. Change them together. */
+#define CLRUN__CONV_GEOMETRY(X)                                                                    \
+    X(G_C) X(G_H) X(G_W) X(G_O) X(G_KH) X(G_KW) X(G_OH) X(G_OW) X(G_SH) X(G_SW) X(G_PH) X(G_PW)    \
+    X(G_DH) X(G_DW) X(G_GROUPS)
+#define CLRUN__POOL_GEOMETRY(X)                                                                    \
+    X(P_H) X(P_W) X(P_OH) X(P_OW) X(P_KH) X(P_KW) X(P_SH) X(P_SW) X(P_PH) X(P_PW)
+#define CLRUN__GEOMETRY_INDEX(name) CLRUN__##name,
+/* Convolution: {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}. */
+enum { CLRUN__CONV_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__G_COUNT };
+/* Pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW}. */
+enum { CLRUN__POOL_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
+
+/* A work-group size for a 1-D kernel: the largest power of two <= min(want, the kernel's limit
+ * on ctx's device), at least 1. */
+clrun_status clrun__local_size(clrun_context *ctx, cl_kernel kernel, size_t want, size_t *out);
+
+/* `n` rounded up to a multiple of `multiple`. */
+size_t clrun__round_up(size_t n, size_t multiple);
+
+/* Creates kernel `name` into *out (NULL-safe to release on failure paths). */
+clrun_status clrun__kernel(clrun_context *ctx, const char *name, cl_kernel *out);
+
+/* Sets argument `index` of `kernel`, failing with the kernel and argument named. */
+clrun_status clrun__arg(clrun_context *ctx, cl_kernel kernel, cl_uint index, size_t size,
+                        const void *value);
+
+/* A read-only device buffer holding a copy of `bytes` bytes of `values`: the shapes, strides
+ * and offsets a node's kernels read (uint64_t arrays are ulong in kernels: cl_ulong is 64-bit). */
+clrun_status clrun__table_buffer(clrun_context *ctx, const void *values, size_t bytes,
+                                 cl_mem *out);
+
+/* Sets buffers[0..count-1] as arguments 0..count-1 of `kernel` and `output` as argument
+ * `count`: the buffer arguments every kernel here takes first. */
+clrun_status clrun__buffer_args(clrun_context *ctx, cl_kernel kernel, const cl_mem *buffers,
+                                cl_uint count, cl_mem output);
+
+/* What most nodes keep from prepare to enqueue: one kernel, the read-only table its constant
+ * arguments point at, and its launch geometry. A family's node state is one, or puts one first,
+ * so that clrun__kernel_state_release serves as the op's release. */
+typedef struct clrun__kernel_state {
+    cl_kernel kernel;
+    cl_mem table;      /* shape, geometry or offset table, or NULL */
+    cl_uint inputs;    /* buffer arguments 0..inputs-1; the output follows */
+    cl_uint dims;      /* 1 to 3: entries of global and local in use */
+    size_t global[3];
+    size_t local[3];
+    const char *what;  /* names the launch in a failure */
+} clrun__kernel_state;
+
+/* Releases the kernel and table of a node state that begins with a clrun__kernel_state, then
+ * frees the state. NULL-safe, so it also serves failure paths of prepare. */
+void clrun__kernel_state_release(void *state);
+
+/* Hands st to *state, or releases it when s is an error; returns s. */
+clrun_status clrun__kernel_state_done(void *st, clrun_status s, void **state);
+
+/* Sets buffers[0..ks->inputs) and output as the buffer arguments (clrun__buffer_args) and
+ * launches ks's kernel over its geometry. */
+clrun_status clrun__kernel_state_enqueue(clrun_context *ctx, const clrun__kernel_state *ks,
+                                         const cl_mem *buffers, cl_mem output, cl_uint wait_count,
+                                         const cl_event *wait_list, cl_event *done);
+
+/* The enqueue of an op whose state is a clrun__kernel_state that takes the node's inputs as
+ * they come, then its output. */
+clrun_status clrun__kernel_state_op_enqueue(clrun_context *ctx, void *state,
+                                            const clrun__op_call *call, const cl_mem *inputs,
+                                            const cl_mem *outputs, cl_uint wait_count,
+                                            const cl_event *wait_list, cl_event *done);
+
+/* The launches of one node. The first launch waits for the node's wait list; on an out-of-order
+ * queue each later one waits for the one before. `done` (may be NULL) receives the last
+ * launch's event. Use: clrun__chain_begin, clrun__chain_launch..., clrun__chain_end. */
+typedef struct clrun__chain {
+    clrun_context *ctx;
+    cl_uint wait_count;
+    const cl_event *wait_list;
+    cl_event last;     /* event of the previous launch, when one is needed */
+    bool need_events;  /* out-of-order queue, or the caller wants `done` */
+    cl_event *done;
+} clrun__chain;
+
+void clrun__chain_begin(clrun__chain *chain, clrun_context *ctx, cl_uint wait_count,
+                        const cl_event *wait_list, cl_event *done);
+/* Enqueues `kernel` over `dims` dimensions; local may be NULL. On failure the chain's events
+ * are released. */
+clrun_status clrun__chain_launch(clrun__chain *chain, cl_kernel kernel, cl_uint dims,
+                                 const size_t *global, const size_t *local, const char *what);
+/* Hands the last event to *done (or releases it). With no launch made, *done gets a marker. */
+clrun_status clrun__chain_end(clrun__chain *chain);
+/* Drops the chain after a failed launch: releases what it holds, hands out nothing. */
+void clrun__chain_abort(clrun__chain *chain);
+
+/* Single-launch shorthand. */
+clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
+                           const size_t *global, const size_t *local, cl_uint wait_count,
+                           const cl_event *wait_list, cl_event *done, const char *what);
+
+/* Reductions (lib/ops/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
+ * `reduced`; code 0 sums, 1 averages, 2 takes the maximum. */
+clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
+                                   const bool *reduced, int code, void **state);
+clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                   const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
+                                   const cl_event *wait_list, cl_event *done);
+void clrun__reduce_release(void *state);
+
+#endif

@@ -1,0 +1,519 @@
+/* clrun: the planner's entry points: instance checks, the lower bound, and clrun_plan_solve,
+ * which runs the constructions (plan_greedy.c, plan_skyline.c), the complete search
+ * (plan_complete.c over plan_decide.c) and the improvement searches (plan_skyline.c,
+ * plan_search.c) in turn, keeping the best placement of each independent part (plan_parts.c).
+ *
+ * Why this order: the constructions cost O(n log n) each and already hit the lower bound on
+ * many real instances, which proves them optimal at once. The complete search proves the
+ * optimum of packing-like instances of hundreds of buffers, and of every small part of a large
+ * trace; given the constructions' peak as its first bound it asks only below it. The
+ * improvement searches get what is left: on parts of thousands of buffers they are what
+ * improves on the constructions within a second. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "plan/plan_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Share of the time limit after which no further construction starts (without a step limit;
+ * with one, every construction runs). */
+#define PLAN_BUILD_SHARE 0.5
+/* Share of the time left after the constructions, and of the steps left, given to the
+ * complete search before the improvement searches. */
+#ifndef PLAN_COMPLETE_SHARE
+#define PLAN_COMPLETE_SHARE 0.5
+#endif
+/* Share of the improvement time, and of the steps left, given to lowest-first rebuilds; the
+ * rest goes to the local search over best-fit orders. */
+#ifndef PLAN_LOWEST_FIRST_SHARE
+#define PLAN_LOWEST_FIRST_SHARE 0.7
+#endif
+
+double clrun__plan_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
+                                       uint32_t *from, uint32_t *to, size_t *distinct)
+{
+    size_t m = 2 * n;
+    uint64_t *times = malloc(m * sizeof *times);
+    if (!times)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        times[2 * i] = buffers[i].first;
+        times[2 * i + 1] = buffers[i].last;
+    }
+    qsort(times, m, sizeof *times, compare_u64);
+    size_t count = 0;
+    for (size_t i = 0; i < m; i++)
+        if (count == 0 || times[count - 1] != times[i])
+            times[count++] = times[i];
+    for (size_t i = 0; i < n; i++) {
+        from[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].first);
+        to[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].last);
+    }
+    free(times);
+    *distinct = count;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__plan_check(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
+                               uint64_t *align)
+{
+    uint64_t a = alignment ? alignment : 1;
+    if ((a & (a - 1)) != 0)
+        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    if (n > 0 && !buffers)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    /* Indices are 32-bit inside the planner to halve its memory. */
+    if (n >= UINT32_MAX)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    /* The total of aligned sizes bounds every offset + size of every plan the planner makes
+     * (and of its lower bound), so checking it once rules out overflow everywhere. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const clrun_plan_buffer *b = &buffers[i];
+        if (b->size == 0 || b->last <= b->first)
+            return CLRUN_ERROR_INVALID_ARGUMENT;
+        if (b->size > UINT64_MAX - (a - 1))
+            return CLRUN_ERROR_INVALID_ARGUMENT;
+        uint64_t aligned = clrun__plan_align_up(b->size, a);
+        if (aligned > UINT64_MAX - total)
+            return CLRUN_ERROR_INVALID_ARGUMENT;
+        total += aligned;
+    }
+    *align = a;
+    return CLRUN_OK;
+}
+
+/* ---- lower bound ---- */
+
+typedef struct time_key {
+    uint64_t time;  /* first or last */
+    uint64_t value; /* aligned size, or buffer index */
+} time_key;
+
+static int compare_time(const void *a, const void *b)
+{
+    const time_key *x = a, *y = b;
+    return (x->time > y->time) - (x->time < y->time);
+}
+
+/* A max-heap of paddings; entries of buffers already dead are dropped lazily at the top. */
+typedef struct pad_entry {
+    uint64_t pad;  /* aligned size - size */
+    uint64_t last; /* when the buffer dies */
+} pad_entry;
+
+static void heap_push(pad_entry *heap, size_t *count, pad_entry e)
+{
+    size_t i = (*count)++;
+    while (i > 0 && heap[(i - 1) / 2].pad < e.pad) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = e;
+}
+
+static void heap_pop(pad_entry *heap, size_t *count)
+{
+    pad_entry e = heap[--*count];
+    size_t i = 0;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= *count)
+            break;
+        if (child + 1 < *count && heap[child + 1].pad > heap[child].pad)
+            child++;
+        if (heap[child].pad <= e.pad)
+            break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    if (*count > 0)
+        heap[i] = e;
+}
+
+/* Sweeps the starts in time order; the bound peaks just after some buffer starts. */
+static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                                  time_key *starts, time_key *ends, pad_entry *heap)
+{
+    for (size_t i = 0; i < n; i++) {
+        starts[i] = (time_key){buffers[i].first, i};
+        ends[i] = (time_key){buffers[i].last, clrun__plan_align_up(buffers[i].size, align)};
+    }
+    qsort(starts, n, sizeof *starts, compare_time);
+    qsort(ends, n, sizeof *ends, compare_time);
+
+    uint64_t live = 0, best = 0;
+    size_t next_end = 0, heap_count = 0;
+    for (size_t i = 0; i < n;) {
+        uint64_t t = starts[i].time;
+        while (next_end < n && ends[next_end].time <= t)
+            live -= ends[next_end++].value;
+        for (; i < n && starts[i].time == t; i++) {
+            const clrun_plan_buffer *b = &buffers[starts[i].value];
+            uint64_t aligned = clrun__plan_align_up(b->size, align);
+            live += aligned;
+            heap_push(heap, &heap_count, (pad_entry){aligned - b->size, b->last});
+        }
+        while (heap_count > 0 && heap[0].last <= t)
+            heap_pop(heap, &heap_count);
+        /* The buffer on top needs only its own size, not its padding: let it be the one with
+         * the most padding. */
+        uint64_t bound = live - heap[0].pad;
+        if (bound > best)
+            best = bound;
+    }
+    return best;
+}
+
+clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
+                                    uint64_t *lower_bound)
+{
+    uint64_t align;
+    clrun_status st = clrun__plan_check(buffers, n, alignment, &align);
+    if (st != CLRUN_OK)
+        return st;
+    if (!lower_bound)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    size_t m = n ? n : 1;
+    time_key *starts = malloc(m * sizeof *starts);
+    time_key *ends = malloc(m * sizeof *ends);
+    pad_entry *heap = malloc(m * sizeof *heap);
+    if (starts && ends && heap)
+        *lower_bound = sweep_lower_bound(buffers, n, align, starts, ends, heap);
+    else
+        st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    free(starts);
+    free(ends);
+    free(heap);
+    return st;
+}
+
+/* ---- solve ---- */
+
+/* Everything clrun_plan_solve works with, freed in one place. */
+typedef struct solve_state {
+    const clrun_plan_buffer *buffers; /* the instance */
+    size_t n;
+    uint64_t align;
+    const clrun_plan_options *options;
+    clrun__plan_decoder decoder; /* interval queries over the instance */
+    bool decoder_ready;          /* decoder needs freeing */
+    clrun__plan_skyline skyline; /* lowest-first construction scratch */
+    clrun__plan_parts parts;     /* independent parts and the best placement of each */
+    uint32_t *order;             /* scratch: one greedy order */
+    uint32_t *best_order;        /* the best-fit order whose plan is best among the orders */
+    uint64_t *trial;             /* scratch offsets of one construction */
+    uint64_t *found;             /* the best plan of an improvement search */
+    clrun__plan_rank best_rank;  /* the lowest-first ranking whose plan is best among those */
+    uint64_t best_best_fit;      /* peak of best_order's plan; UINT64_MAX before any */
+    uint64_t best_lowest_first;  /* peak of best_rank's plan; UINT64_MAX before any */
+    uint64_t *offsets;           /* the caller's array: the kept plan, part by part */
+    clrun_plan_result *result;
+} solve_state;
+
+static void solve_state_free(solve_state *s)
+{
+    if (s->decoder_ready)
+        clrun__plan_decoder_free(&s->decoder);
+    clrun__plan_skyline_free(&s->skyline);
+    clrun__plan_parts_free(&s->parts);
+    free(s->order);
+    free(s->best_order);
+    free(s->trial);
+    free(s->found);
+}
+
+static clrun_status check_options(const clrun_plan_options *options)
+{
+    if (isnan(options->time_limit_s) || options->time_limit_s < 0)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    return CLRUN_OK;
+}
+
+const char *clrun_plan_verdict_name(clrun_plan_verdict verdict)
+{
+    switch (verdict) {
+    case CLRUN_PLAN_FITS:
+        return "fits";
+    case CLRUN_PLAN_INFEASIBLE:
+        return "infeasible";
+    default:
+        return "unknown";
+    }
+}
+
+/* Keeps, part by part, what `plan` does better than the kept plan; refreshes the result. */
+static void keep_parts(solve_state *s, const uint64_t *plan, const char *method)
+{
+    if (clrun__plan_parts_merge(&s->parts, s->buffers, plan, method, s->offsets))
+        s->result->peak_bytes = clrun__plan_parts_peak(&s->parts, &s->result->method);
+}
+
+static bool at_bound(const solve_state *s)
+{
+    return s->result->peak_bytes == s->result->lower_bound_bytes;
+}
+
+/* What the searches may still do: a deadline and a total of result->steps. */
+typedef struct budget {
+    double deadline;    /* monotonic seconds; INFINITY for none */
+    uint64_t max_steps; /* result->steps may reach this; UINT64_MAX for no limit */
+} budget;
+
+/* Steps left before result->steps reaches `until`. */
+static uint64_t steps_left(const clrun_plan_result *result, uint64_t until)
+{
+    return result->steps < until ? until - result->steps : 0;
+}
+
+/* The step count `share` of the way from result->steps to `until` (UINT64_MAX stays so). */
+static uint64_t steps_share(const clrun_plan_result *result, uint64_t until, double share)
+{
+    if (until == UINT64_MAX)
+        return UINT64_MAX;
+    return result->steps + (uint64_t)(share * (double)steps_left(result, until));
+}
+
+/* The deadline `share` of the way from now to `deadline` (INFINITY stays so). */
+static double time_share(double deadline, double share)
+{
+    double now = clrun__plan_now();
+    return now + share * (deadline - now);
+}
+
+static bool spent(const solve_state *s, const budget *b)
+{
+    return at_bound(s) || clrun__plan_now() > b->deadline ||
+           steps_left(s->result, b->max_steps) == 0;
+}
+
+/* The constructions in the order they are tried: lowest-first by area first (the best and,
+ * on dense instances, the fastest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500
+ * alive at once), then the TFLite baseline, then the rest. */
+typedef struct construction {
+    bool lowest_first; /* plan_skyline.c, else a best-fit order of plan_greedy.c */
+    int which;         /* clrun__plan_rank or clrun_plan_order */
+} construction;
+
+static const construction constructions[] = {
+    {true, CLRUN__PLAN_RANK_AREA},      {false, CLRUN_PLAN_ORDER_SIZE},
+    {true, CLRUN__PLAN_RANK_SIZE},      {false, CLRUN_PLAN_ORDER_SPATIAL},
+    {false, CLRUN_PLAN_ORDER_TEMPORAL}, {false, CLRUN_PLAN_ORDER_AREA},
+    {true, CLRUN__PLAN_RANK_SPAN},
+};
+
+/* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
+ * deadline cut it short (the first is then finished by stacking instead); remembers the best
+ * best-fit order and the best lowest-first ranking for the searches that follow. */
+static clrun_status build(solve_state *s, const construction *c, bool first, double deadline,
+                          uint64_t *peak, const char **method)
+{
+    if (c->lowest_first) {
+        clrun__plan_skyline_rank(&s->skyline, (clrun__plan_rank)c->which);
+        *peak = clrun__plan_skyline_run(&s->skyline, s->skyline.priority, UINT64_MAX, deadline,
+                                        first, s->trial);
+        *method = s->skyline.stacked ? "stacked" : clrun__plan_rank_name((clrun__plan_rank)c->which);
+        if (*peak < s->best_lowest_first && !s->skyline.stacked) {
+            s->best_lowest_first = *peak;
+            s->best_rank = (clrun__plan_rank)c->which;
+        }
+        return CLRUN_OK;
+    }
+    clrun_status st = clrun__plan_order_fill(s->buffers, s->n, (clrun_plan_order)c->which, s->order);
+    if (st != CLRUN_OK)
+        return st;
+    *peak = clrun__plan_decoder_run(&s->decoder, s->order, deadline, s->trial);
+    *method = clrun_plan_order_name((clrun_plan_order)c->which);
+    if (*peak < s->best_best_fit) {
+        s->best_best_fit = *peak;
+        memcpy(s->best_order, s->order, s->n * sizeof *s->order);
+    }
+    return CLRUN_OK;
+}
+
+/* Runs the constructions: the first always (bounded by `deadline`), the others only before
+ * `start_by`; stops at the lower bound. */
+static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
+{
+    s->best_best_fit = s->best_lowest_first = UINT64_MAX;
+    for (size_t i = 0; i < sizeof constructions / sizeof constructions[0]; i++) {
+        if (i > 0 && (at_bound(s) || clrun__plan_now() > start_by))
+            break;
+        uint64_t peak;
+        const char *method;
+        clrun_status st = build(s, &constructions[i], i == 0, deadline, &peak, &method);
+        if (st != CLRUN_OK)
+            return st;
+        s->result->steps++;
+        if (peak != UINT64_MAX)
+            keep_parts(s, s->trial, method);
+    }
+    return CLRUN_OK;
+}
+
+/* The complete search on the parts above the bound; may prove the plan optimal or the
+ * capacity out of reach. */
+static clrun_status run_complete(solve_state *s, const budget *b, uint64_t *proven_above)
+{
+    clrun__plan_complete_result cr = {.proven_above = *proven_above,
+                                      .verdict = CLRUN_PLAN_UNKNOWN};
+    clrun_status st = clrun__plan_complete(
+        s->buffers, s->n, s->align, &s->parts, s->options->capacity,
+        s->options->search_max_buffers, b->deadline, steps_left(s->result, b->max_steps),
+        s->offsets, s->trial, &cr);
+    s->result->steps += cr.steps;
+    s->result->peak_bytes = clrun__plan_parts_peak(&s->parts, &s->result->method);
+    *proven_above = cr.proven_above;
+    return st;
+}
+
+/* The improvement searches share what time and steps are left: first the randomised
+ * lowest-first rebuilds (from the best ranking; the default one if none was built in time),
+ * then the local search over best-fit orders, which on some instances finds what the rebuilds
+ * miss. Their plans are kept part by part. */
+static clrun_status run_improvement(solve_state *s, const budget *b)
+{
+    clrun_plan_result *result = s->result;
+    budget first = {time_share(b->deadline, PLAN_LOWEST_FIRST_SHARE),
+                    steps_share(result, b->max_steps, PLAN_LOWEST_FIRST_SHARE)};
+    uint64_t steps = 0, peak = UINT64_MAX;
+    clrun__plan_skyline_rank(&s->skyline, s->best_rank);
+    clrun__plan_skyline_search(&s->skyline, result->lower_bound_bytes, first.deadline,
+                               steps_left(result, first.max_steps), s->options->seed, &peak,
+                               s->found, &steps, s->trial);
+    result->steps += steps;
+    if (peak != UINT64_MAX)
+        keep_parts(s, s->found, "lowest-first-search");
+    if (spent(s, b))
+        return CLRUN_OK;
+    steps = 0;
+    peak = UINT64_MAX;
+    clrun_status st = clrun__plan_local_search(
+        &s->decoder, s->best_order, result->lower_bound_bytes, b->deadline,
+        steps_left(result, b->max_steps), s->options->seed, &peak, s->found, &steps);
+    result->steps += steps;
+    if (st == CLRUN_OK && peak != UINT64_MAX)
+        keep_parts(s, s->found, "local-search");
+    return st;
+}
+
+static clrun_status solve_init(solve_state *s)
+{
+    size_t n = s->n;
+    clrun_status st = clrun_plan_lower_bound(s->buffers, n, s->align, &s->result->lower_bound_bytes);
+    if (st != CLRUN_OK)
+        return st;
+    s->order = malloc(n * sizeof *s->order);
+    s->best_order = malloc(n * sizeof *s->best_order);
+    s->trial = malloc(n * sizeof *s->trial);
+    s->found = malloc(n * sizeof *s->found);
+    if (!s->order || !s->best_order || !s->trial || !s->found)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    /* The local search starts from best_order even when the deadline came before any best-fit
+     * order was built: it must hold a permutation from the start. */
+    for (size_t i = 0; i < n; i++)
+        s->best_order[i] = (uint32_t)i;
+    st = clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
+    if (st == CLRUN_OK)
+        st = clrun__plan_skyline_init(&s->skyline, s->buffers, n, s->align);
+    if (st != CLRUN_OK)
+        return st;
+    st = clrun__plan_decoder_init(&s->decoder, s->buffers, n, s->align);
+    s->decoder_ready = st == CLRUN_OK;
+    return st;
+}
+
+static clrun_status solve(solve_state *s, double start)
+{
+    const clrun_plan_options *options = s->options;
+    clrun_plan_result *result = s->result;
+    clrun_status st = solve_init(s);
+    if (st != CLRUN_OK)
+        return st;
+
+    /* A zero limit asks for the constructions only, all of them. */
+    double limit = options->time_limit_s;
+    bool step_limited = options->step_limit > 0;
+    budget all = {limit > 0 ? start + limit : INFINITY,
+                  step_limited ? options->step_limit : UINT64_MAX};
+    /* Constructions may start during half the time; the searches improve on the best of them
+     * more than the slower remaining constructions would. With a step limit they all run (as
+     * long as the time allows), so that the plan does not depend on the machine's speed. */
+    double start_by = limit > 0 && !step_limited ? start + PLAN_BUILD_SHARE * limit : all.deadline;
+    /* Parts alive all at once (a wide graph's branches waiting for their join) are optimal
+     * stacked, and would cost the constructions O(n^2): when all are so, nothing else runs. */
+    uint64_t capacity = options->capacity, proven_above = result->lower_bound_bytes;
+    if (clrun__plan_parts_stack(&s->parts, s->buffers, s->align, s->offsets) == s->parts.count) {
+        result->peak_bytes = clrun__plan_parts_peak(&s->parts, &result->method);
+        goto verdict;
+    }
+    /* A capacity below the bound is answered at once: only the first construction runs. */
+    if (capacity > 0 && proven_above > capacity)
+        start_by = -INFINITY;
+    st = run_constructions(s, start_by, all.deadline);
+    if (st != CLRUN_OK || (capacity > 0 && proven_above > capacity) || limit == 0 ||
+        spent(s, &all))
+        goto verdict;
+    if (options->search_max_buffers > 0) {
+        budget complete = {time_share(all.deadline, PLAN_COMPLETE_SHARE),
+                           steps_share(result, all.max_steps, PLAN_COMPLETE_SHARE)};
+        st = run_complete(s, &complete, &proven_above);
+        if (st != CLRUN_OK || proven_above >= result->peak_bytes ||
+            (capacity > 0 && proven_above > capacity) || spent(s, &all))
+            goto verdict;
+    }
+    st = run_improvement(s, &all);
+verdict:
+    result->optimal = st == CLRUN_OK && proven_above >= result->peak_bytes;
+    if (capacity > 0 && result->peak_bytes > capacity)
+        result->verdict = proven_above > capacity ? CLRUN_PLAN_INFEASIBLE : CLRUN_PLAN_UNKNOWN;
+    return st;
+}
+
+clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,
+                              const clrun_plan_options *options, uint64_t *offsets,
+                              clrun_plan_result *result)
+{
+    double start = clrun__plan_now();
+    clrun_plan_options defaults = CLRUN_PLAN_OPTIONS_DEFAULT;
+    if (!options)
+        options = &defaults;
+    if (!result || (n > 0 && !offsets))
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    memset(result, 0, sizeof *result);
+    result->method = "empty";
+    result->verdict = CLRUN_PLAN_FITS;
+    uint64_t align;
+    clrun_status st = check_options(options);
+    if (st == CLRUN_OK)
+        st = clrun__plan_check(buffers, n, options->alignment, &align);
+    if (st != CLRUN_OK)
+        return st;
+
+    if (n > 0) {
+        solve_state s = {.buffers = buffers, .n = n, .align = align, .options = options,
+                         .offsets = offsets, .result = result};
+        st = solve(&s, start);
+        solve_state_free(&s);
+    } else {
+        result->optimal = true;
+    }
+    result->planner_ms = (clrun__plan_now() - start) * 1e3;
+    return st;
+}
