@@ -222,6 +222,10 @@ static clrun_plan_options options_with_steps(uint64_t steps, uint64_t align)
     return o;
 }
 
+/* The constructions clrun_plan_solve builds: the time sweep, three lowest-first rankings and
+ * the four best-fit orders. */
+#define CONSTRUCTIONS (1 + 3 + CLRUN_PLAN_ORDER_COUNT)
+
 /* Steps enough for the complete search to finish on every instance of up to 10 buffers the
  * tests use (the hardest takes a few hundred nodes). */
 #define EXACT_STEPS 100000
@@ -771,20 +775,20 @@ static void step_limit_runs_every_construction(void **state)
     size_t n = 300;
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 3, NULL);
     uint64_t *offsets = malloc(n * sizeof *offsets);
-    clrun_plan_options o = options_with_steps(CLRUN_PLAN_ORDER_COUNT + 3, 1);
+    clrun_plan_options o = options_with_steps(CONSTRUCTIONS, 1);
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    /* four best-fit orders and three lowest-first rankings, nothing else */
-    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT + 3);
+    assert_int_equal(r.steps, CONSTRUCTIONS); /* nothing else */
     assert_false(r.optimal);
     check_plan("balanced", 3, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
     free(offsets);
     free(b);
 }
 
-/* The time limit bounds even the first construction: past it, the buffers it has not placed
- * yet are stacked on top, so a plan is returned at once, valid, whatever the step limit. (The
- * clock is read after 1024 heap looks, long past a limit of a nanosecond: deterministic.) */
+/* The time limit bounds even the first construction: past it, each buffer it has not placed
+ * yet is dropped at the lowest offset above those alive with it, so a plan is returned at
+ * once, valid, whatever the step limit. (The clock is read after 1024 heap looks, long past a
+ * limit of a nanosecond: deterministic.) */
 static void time_limit_cuts_the_first_construction_short(void **state)
 {
     (void)state;
@@ -796,7 +800,7 @@ static void time_limit_cuts_the_first_construction_short(void **state)
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
     check_plan("balanced", 4, b, n, 64, offsets, r.peak_bytes, r.lower_bound_bytes);
-    assert_string_equal(r.method, "stacked");
+    assert_string_equal(r.method, "cut-short");
     assert_int_equal(r.steps, 1);
     free(offsets);
     free(b);
@@ -811,8 +815,7 @@ static void zero_time_limit_runs_the_constructions_only(void **state)
     clrun_plan_options o = options_with(0, 1);
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    /* four best-fit orders and three lowest-first rankings, nothing else */
-    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT + 3);
+    assert_int_equal(r.steps, CONSTRUCTIONS); /* nothing else */
     check_plan("perfect", 2, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
     assert_true(r.peak_bytes <= best_greedy_peak(b, n, offsets));
     free(offsets);
@@ -833,7 +836,7 @@ static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
     assert_int_equal(r.peak_bytes, 180);
     assert_int_equal(r.lower_bound_bytes, 180);
     assert_int_equal(r.steps, 1);
-    assert_string_equal(r.method, "lowest-first-area");
+    assert_string_equal(r.method, "time-sweep");
 }
 
 /* ---- edge cases ---- */

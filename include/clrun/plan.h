@@ -57,7 +57,8 @@ typedef struct clrun_plan_options {
                                      few milliseconds (the clock is read inside every
                                      construction and search; a construction cut short by it
                                      is dropped, except the first, whose unplaced buffers are
-                                     then stacked on top so that a plan always exists). 0 runs
+                                     then each dropped at the lowest offset above the buffers
+                                     alive with it, so that a plan always exists). 0 runs
                                      every construction to the end, with no search and no time
                                      bound. Returns early once a plan is proven optimal. */
     uint64_t alignment;           /* every offset is a multiple of it; a power of two, 0 means 1 */
@@ -114,8 +115,10 @@ typedef struct clrun_plan_result {
                                    "xla-temporal", "greedy-area"), a lowest-first construction
                                    ("lowest-first-size", "lowest-first-area",
                                    "lowest-first-lifetime"), "complete-search",
-                                   "lowest-first-search", "local-search", "stacked" (the first
-                                   construction cut short by the time limit), or "empty" */
+                                   "lowest-first-search", "local-search", "stacked" (buffers all
+                                   alive at once, stacked: optimal), "cut-short" (the first
+                                   construction cut short by the time limit, its unplaced
+                                   buffers dropped onto the plan), or "empty" */
     uint64_t steps;             /* effort: constructions built, plus search nodes, rebuilds and
                                    moves tried */
     clrun_plan_verdict verdict; /* against options.capacity; CLRUN_PLAN_FITS without one */

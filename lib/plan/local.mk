@@ -8,6 +8,7 @@ libclrun_internal_la_SOURCES += \
 	lib/plan/plan_complete.c \
 	lib/plan/plan_search.c \
 	lib/plan/plan_skyline.c \
+	lib/plan/plan_sweep.c \
 	lib/plan/plan_svg.c \
 	lib/plan/plan_internal.h
 clruninclude_HEADERS += \

@@ -303,33 +303,45 @@ static bool spent(const solve_state *s, const budget *b)
            steps_left(s->result, b->max_steps) == 0;
 }
 
-/* The constructions in the order they are tried: lowest-first by area first (the best and,
- * on dense instances, the fastest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500
- * alive at once), then the TFLite baseline, then the rest. */
+/* The constructions in the order they are tried: first the time sweep, always fast and sane
+ * (O(n k) with a small constant for k alive at once), so that a plan exists early whatever the
+ * instance; then lowest-first by area (the best, and on dense instances the fastest of the
+ * rest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500 alive at once), then the
+ * TFLite baseline, then the others. */
+typedef enum construction_kind { SWEEP, LOWEST_FIRST, BEST_FIT } construction_kind;
+
 typedef struct construction {
-    bool lowest_first; /* plan_skyline.c, else a best-fit order of plan_greedy.c */
-    int which;         /* clrun__plan_rank or clrun_plan_order */
+    construction_kind kind; /* plan_sweep.c, plan_skyline.c or a best-fit order (plan_greedy.c) */
+    int which;              /* clrun__plan_rank or clrun_plan_order */
 } construction;
 
 static const construction constructions[] = {
-    {true, CLRUN__PLAN_RANK_AREA},      {false, CLRUN_PLAN_ORDER_SIZE},
-    {true, CLRUN__PLAN_RANK_SIZE},      {false, CLRUN_PLAN_ORDER_SPATIAL},
-    {false, CLRUN_PLAN_ORDER_TEMPORAL}, {false, CLRUN_PLAN_ORDER_AREA},
-    {true, CLRUN__PLAN_RANK_SPAN},
+    {SWEEP, 0},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA}, {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE}, {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},
+    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN},
 };
 
 /* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
- * deadline cut it short (the first is then finished by stacking instead); remembers the best
+ * deadline cut it short (the sweep then stacks the rest: its plan is kept); remembers the best
  * best-fit order and the best lowest-first ranking for the searches that follow. */
-static clrun_status build(solve_state *s, const construction *c, bool first, double deadline,
+static clrun_status build(solve_state *s, const construction *c, double deadline,
                           uint64_t *peak, const char **method)
 {
-    if (c->lowest_first) {
+    if (c->kind == SWEEP) {
+        bool cut;
+        clrun_status st;
+        *peak = clrun__plan_sweep(s->buffers, s->n, s->align, deadline, s->trial, &cut, &st);
+        *method = cut ? "cut-short" : "time-sweep";
+        return st;
+    }
+    if (c->kind == LOWEST_FIRST) {
         clrun__plan_skyline_rank(&s->skyline, (clrun__plan_rank)c->which);
         *peak = clrun__plan_skyline_run(&s->skyline, s->skyline.priority, UINT64_MAX, deadline,
-                                        first, s->trial);
-        *method = s->skyline.stacked ? "stacked" : clrun__plan_rank_name((clrun__plan_rank)c->which);
-        if (*peak < s->best_lowest_first && !s->skyline.stacked) {
+                                        s->trial);
+        *method = clrun__plan_rank_name((clrun__plan_rank)c->which);
+        if (*peak < s->best_lowest_first) {
             s->best_lowest_first = *peak;
             s->best_rank = (clrun__plan_rank)c->which;
         }
@@ -347,8 +359,21 @@ static clrun_status build(solve_state *s, const construction *c, bool first, dou
     return CLRUN_OK;
 }
 
-/* Runs the constructions: the first always (bounded by `deadline`), the others only before
- * `start_by`; stops at the lower bound. */
+/* The skyline and the decoder, built after the first construction (each a sort of the
+ * instance): the sweep's plan exists before. */
+static clrun_status solve_tools(solve_state *s)
+{
+    if (s->decoder_ready)
+        return CLRUN_OK;
+    clrun_status st = clrun__plan_skyline_init(&s->skyline, s->buffers, s->n, s->align);
+    if (st == CLRUN_OK)
+        st = clrun__plan_decoder_init(&s->decoder, s->buffers, s->n, s->align);
+    s->decoder_ready = st == CLRUN_OK;
+    return st;
+}
+
+/* Runs the constructions: the first always, the others only before `start_by`, each bounded
+ * by `deadline`; stops at the lower bound. */
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
@@ -357,7 +382,9 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
             break;
         uint64_t peak;
         const char *method;
-        clrun_status st = build(s, &constructions[i], i == 0, deadline, &peak, &method);
+        clrun_status st = constructions[i].kind == SWEEP ? CLRUN_OK : solve_tools(s);
+        if (st == CLRUN_OK)
+            st = build(s, &constructions[i], deadline, &peak, &method);
         if (st != CLRUN_OK)
             return st;
         s->result->steps++;
@@ -429,14 +456,7 @@ static clrun_status solve_init(solve_state *s)
      * order was built: it must hold a permutation from the start. */
     for (size_t i = 0; i < n; i++)
         s->best_order[i] = (uint32_t)i;
-    st = clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
-    if (st == CLRUN_OK)
-        st = clrun__plan_skyline_init(&s->skyline, s->buffers, n, s->align);
-    if (st != CLRUN_OK)
-        return st;
-    st = clrun__plan_decoder_init(&s->decoder, s->buffers, n, s->align);
-    s->decoder_ready = st == CLRUN_OK;
-    return st;
+    return clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
 }
 
 static clrun_status solve(solve_state *s, double start)
@@ -478,7 +498,9 @@ static clrun_status solve(solve_state *s, double start)
             (capacity > 0 && proven_above > capacity) || spent(s, &all))
             goto verdict;
     }
-    st = run_improvement(s, &all);
+    st = solve_tools(s);
+    if (st == CLRUN_OK && !spent(s, &all))
+        st = run_improvement(s, &all);
 verdict:
     result->optimal = st == CLRUN_OK && proven_above >= result->peak_bytes;
     if (capacity > 0 && result->peak_bytes > capacity)

@@ -19,8 +19,9 @@
 /* Nodes per decision in the first round: a few dives through the largest part. */
 #define COMPLETE_FIRST_NODES(m) (4 * (uint64_t)(m) + 2048)
 /* Above this many buffers in the largest part to decide, a dive is costly (thousands of
- * buffers alive with each) and the lower bound rarely within reach: the first round descends
- * from the kept peak in steps of an eighth of the gap, one dive per decision. */
+ * buffers alive with each) and the lower bound rarely within reach: the first round gives the
+ * bound one dive, then descends from the kept peak in steps of an eighth of the gap, one dive
+ * per decision. */
 #define COMPLETE_LARGE_PART 2000
 #define COMPLETE_LARGE_FIRST_NODES(m) ((uint64_t)(m) + (uint64_t)(m) / 2 + 256)
 /* Node limit of the first restart of a decision, per buffer of the part. */
@@ -61,8 +62,9 @@ static clrun_status part_search(complete *c, size_t q, clrun__plan_decide **out)
         c->built[q] = true;
         size_t m = c->parts->start[q + 1] - c->parts->start[q];
         if (m <= c->max_part) {
-            clrun_status st = clrun__plan_decide_new(
-                c->buffers, c->parts->member + c->parts->start[q], m, c->align, &c->search[q]);
+            clrun_status st =
+                clrun__plan_decide_new(c->buffers, c->parts->member + c->parts->start[q], m,
+                                       c->align, c->deadline, &c->search[q]);
             if (st != CLRUN_OK)
                 return st;
         }
@@ -151,7 +153,7 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
     for (uint64_t budget = first_budget; lo < hi && !out_of_budget(c); budget *= 4) {
         bool descend = large && budget == first_budget;
         uint64_t search_lo = lo;
-        bool tried_low = descend;
+        bool tried_low = false;
         while (search_lo < hi && !out_of_budget(c)) {
             uint64_t target;
             if (capacity_open) {

@@ -37,9 +37,11 @@
 
 /* Nodes between clock reads. */
 #define DECIDE_CLOCK_EVERY 64
-/* Beyond these many overlap pairs or buffer-moments a part is not searched (memory). */
-#define DECIDE_MAX_OVERLAPS (UINT64_C(1) << 25)
-#define DECIDE_MAX_SECTION_ENTRIES (UINT64_C(1) << 25)
+/* Beyond these many overlap pairs or buffer-moments a part is not searched (32 MB each). */
+#define DECIDE_MAX_OVERLAPS (UINT64_C(1) << 22)
+#define DECIDE_MAX_SECTION_ENTRIES (UINT64_C(1) << 23)
+/* Steps of the table building between clock reads. */
+#define DECIDE_BUILD_CLOCK_EVERY 65536
 /* Floors per moment are kept only while a placement's share of that work (the moments of the
  * buffers it raises) stays under this on average: beyond, the floor is L alone. Both are lower
  * bounds: the search stays complete, only its pruning is weaker. */
@@ -117,8 +119,9 @@ static uint64_t tree_leaf(const min_tree *t, size_t i)
 
 /* ---- the search state ---- */
 
-/* What a trail entry restores: a buffer's minimum offset (END), its candidate key (KEY), or a
- * moment's floor with its holders (FLOOR) or only the holders (HOLDERS). */
+/* What a trail entry restores: a raised buffer's minimum offset and key (END: aux is 1 when the
+ * key was NONE, else the key was a(b)), a candidate key alone (KEY), or a moment's floor with
+ * its holders (FLOOR) or only the holders (HOLDERS). */
 enum { TRAIL_END, TRAIL_KEY, TRAIL_FLOOR, TRAIL_HOLDERS };
 
 typedef struct trail_entry {
@@ -175,6 +178,7 @@ struct clrun__plan_decide {
     frame *frames;                /* m + 1 */
     uint32_t *touched;            /* moments whose floor must be recomputed (each once) */
     bool floors;                  /* floor_at is kept (else only L is the floor) */
+    double build_deadline;        /* building the tables gives up after it */
     size_t placed_count;
     uint64_t floor;               /* L */
 };
@@ -237,35 +241,55 @@ static int compare_sort_key(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The static orders that break ties among the candidates at the lowest offset. Each goes
- * along time from one end: the earliest-starting first, or the latest-ending first, then the
+/* The static orders that break ties among the candidates at the lowest offset. The first four
+ * go along time from one end: the earliest-starting first, or the latest-ending first, then the
  * larger (or the longer-lived). With such an order the first candidate is the one at the edge
  * of the lowest gap, so the moment it starts at (or ends before: its anchor) is decided first:
- * which buffer fills it there, or none, which the floor check sees at once. */
+ * which buffer fills it there, or none, which the floor check sees at once. That is what solves
+ * packings. The last two are the best constructions' priorities (larger area, larger size
+ * first): on loose instances a dive in that order is that construction, with backtracking
+ * where the capacity is reached. */
 static bool ranking_from_end(int r)
 {
-    return r % 2 == 1;
+    return r == 1 || r == 3;
 }
 
-static clrun_status build_rankings(clrun__plan_decide *d, sort_key *keys)
+/* Builds static order r on first use (each is a sort of the part: not paid for orders the
+ * restarts never reach). */
+static clrun_status build_ranking(clrun__plan_decide *d, int r)
 {
-    for (int r = 0; r < CLRUN__PLAN_RANKINGS; r++) {
-        d->rank[r] = malloc(d->m * sizeof *d->rank[r]);
-        d->by_rank[r] = malloc(d->m * sizeof *d->by_rank[r]);
-        if (!d->rank[r] || !d->by_rank[r])
-            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        for (uint32_t i = 0; i < d->m; i++) {
-            uint64_t size = d->size[i], span = d->to[i] - d->from[i];
+    if (d->rank[r])
+        return CLRUN_OK;
+    sort_key *keys = malloc(d->m * sizeof *keys);
+    d->rank[r] = malloc(d->m * sizeof *d->rank[r]);
+    d->by_rank[r] = malloc(d->m * sizeof *d->by_rank[r]);
+    if (!keys || !d->rank[r] || !d->by_rank[r]) {
+        free(keys);
+        free(d->rank[r]);
+        free(d->by_rank[r]);
+        d->rank[r] = d->by_rank[r] = NULL;
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (uint32_t i = 0; i < d->m; i++) {
+        uint64_t size = d->size[i], span = d->to[i] - d->from[i];
+        double area = (double)size * (double)span;
+        uint64_t area_key = area >= 1.8e19 ? UINT64_MAX : (uint64_t)area;
+        if (r < 4) {
             uint64_t along = ranking_from_end(r) ? UINT64_MAX - d->to[i] : d->from[i];
             uint64_t second = r < 2 ? UINT64_MAX - size : UINT64_MAX - span;
             keys[i] = (sort_key){along, second, i};
-        }
-        qsort(keys, d->m, sizeof *keys, compare_sort_key);
-        for (uint32_t p = 0; p < d->m; p++) {
-            d->by_rank[r][p] = keys[p].index;
-            d->rank[r][keys[p].index] = p;
+        } else if (r == 4) {
+            keys[i] = (sort_key){UINT64_MAX - area_key, UINT64_MAX - size, i};
+        } else {
+            keys[i] = (sort_key){UINT64_MAX - size, UINT64_MAX - span, i};
         }
     }
+    qsort(keys, d->m, sizeof *keys, compare_sort_key);
+    for (uint32_t p = 0; p < d->m; p++) {
+        d->by_rank[r][p] = keys[p].index;
+        d->rank[r][keys[p].index] = p;
+    }
+    free(keys);
     return CLRUN_OK;
 }
 
@@ -279,7 +303,7 @@ static clrun_status build_overlaps(clrun__plan_decide *d, sort_key *keys)
     d->ov_start = calloc(m + 1, sizeof *d->ov_start);
     if (!d->ov_start)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    uint64_t pairs = 0;
+    uint64_t pairs = 0, steps = 0;
     for (size_t i = 0; i < m; i++) {
         uint32_t a = keys[i].index;
         for (size_t j = i + 1; j < m && d->from[keys[j].index] < d->to[a]; j++) {
@@ -287,6 +311,12 @@ static clrun_status build_overlaps(clrun__plan_decide *d, sort_key *keys)
             d->ov_start[keys[j].index]++;
             if (++pairs > DECIDE_MAX_OVERLAPS)
                 return CLRUN_ERROR_UNSUPPORTED; /* too dense to search */
+        }
+        steps += 1 + d->ov_start[a];
+        if (steps > DECIDE_BUILD_CLOCK_EVERY) {
+            steps = 0;
+            if (clrun__plan_now() > d->build_deadline)
+                return CLRUN_ERROR_UNSUPPORTED; /* no time left to search it */
         }
     }
     uint32_t total = 0;
@@ -375,11 +405,13 @@ static clrun_status decide_init(clrun__plan_decide *d, const clrun_plan_buffer *
         d->moments = distinct - 1;
     }
     if (st == CLRUN_OK)
-        st = build_rankings(d, keys);
-    if (st == CLRUN_OK)
         st = build_overlaps(d, keys);
+    if (st == CLRUN_OK && clrun__plan_now() > d->build_deadline)
+        st = CLRUN_ERROR_UNSUPPORTED;
     if (st == CLRUN_OK)
         st = build_sections(d);
+    if (st == CLRUN_OK && clrun__plan_now() > d->build_deadline)
+        st = CLRUN_ERROR_UNSUPPORTED;
     if (st == CLRUN_OK) {
         uint64_t work = 0; /* moments of the neighbours of every buffer */
         for (size_t i = 0; i < m; i++)
@@ -413,7 +445,8 @@ static clrun_status decide_init(clrun__plan_decide *d, const clrun_plan_buffer *
 }
 
 clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint32_t *member,
-                                    size_t m, uint64_t align, clrun__plan_decide **out)
+                                    size_t m, uint64_t align, double deadline,
+                                    clrun__plan_decide **out)
 {
     *out = NULL;
     if (m == 0 || m >= (UINT32_C(1) << 29)) /* moments and holders fit in 30 bits */
@@ -424,6 +457,7 @@ clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint
     d->m = m;
     d->member = member;
     d->align = align;
+    d->build_deadline = deadline;
     clrun_status st = decide_init(d, buffers);
     if (st != CLRUN_OK) {
         clrun__plan_decide_free(d);
@@ -517,6 +551,7 @@ static void undo_to(clrun__plan_decide *d, size_t mark)
             d->end[e->index] = e->value;
             d->low[e->index] = align_up(d, e->value);
             tree_set(&d->dead, e->index, d->low[e->index] + d->size[e->index]);
+            tree_set(&d->key, d->cur_rank[e->index], TRAIL_AUX(e) ? NONE : d->low[e->index]);
             break;
         case TRAIL_FLOOR:
             d->floor_at[e->index] = e->value;
@@ -598,13 +633,15 @@ static bool raise_neighbours(clrun__plan_decide *d, uint32_t b, uint64_t top, si
         if (d->placed[j] || d->end[j] >= top)
             continue;
         uint64_t old_a = d->low[j];
-        if (!trail_push(d, TRAIL_END, j, d->end[j], 0) || !set_key(d, j, new_a) ||
+        uint32_t was_none = key_of(d, j) == NONE;
+        if (!trail_push(d, TRAIL_END, j, d->end[j], was_none) ||
             (new_a != old_a && !leave_floors(d, j, old_a, touched))) {
             *oom = true;
             return false;
         }
         d->end[j] = top;
         d->low[j] = new_a;
+        tree_set(&d->key, d->cur_rank[j], new_a);
         tree_set(&d->dead, j, new_a + d->size[j]);
         if (new_a + d->size[j] > d->capacity)
             fits = false;
@@ -757,6 +794,9 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
                                            uint64_t *offsets, uint64_t *nodes)
 {
     *nodes = 0;
+    int r = ranking % CLRUN__PLAN_RANKINGS;
+    if (build_ranking(d, r) != CLRUN_OK)
+        return CLRUN__PLAN_NO_MEMORY;
     d->capacity = capacity;
     d->cur_rank = d->rank[ranking % CLRUN__PLAN_RANKINGS];
     d->cur_by_rank = d->by_rank[ranking % CLRUN__PLAN_RANKINGS];

@@ -131,7 +131,6 @@ typedef struct clrun__plan_skyline {
     struct clrun__plan_sky_entry *heap; /* candidates by (lowest offset, priority) */
     double *priority;                   /* per buffer: higher goes first on a tie */
     double *trial;                      /* per buffer: perturbed priorities being tried */
-    bool stacked;                       /* the last run was cut short and stacked the rest */
 } clrun__plan_skyline;
 
 clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,
@@ -142,11 +141,19 @@ void clrun__plan_skyline_rank(clrun__plan_skyline *s, clrun__plan_rank rank);
 const char *clrun__plan_rank_name(clrun__plan_rank rank);
 /* Places every buffer, each time the one that fits lowest (ties: higher priority[] first).
  * Offsets go to offsets[]. Stops early, returning UINT64_MAX, once the peak would exceed
- * `cutoff`. At the deadline (read every 1024 looks) it stops too: returning UINT64_MAX, or
- * with stack_late, stacking the buffers not yet placed on top (s->stacked is then set) and
- * returning that plan's peak. Returns the peak. */
+ * `cutoff`, or at the deadline (read every 1024 heap looks). Returns the peak. */
 uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
-                                 double deadline, bool stack_late, uint64_t *offsets);
+                                 double deadline, uint64_t *offsets);
+
+/* ---- the time-sweep construction (plan_sweep.c) ---- */
+
+/* Places the buffers in order of first (larger first on a tie), each at the best-fitting gap
+ * among those alive at its first moment, or on top; O(n k) for k alive at once. Past the
+ * deadline (read every 256 buffers) the rest are stacked above everything and *cut is set.
+ * Returns the peak; UINT64_MAX with *status set when host memory runs out. */
+uint64_t clrun__plan_sweep(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                           double deadline, uint64_t *offsets, bool *cut, clrun_status *status);
+
 /* Randomised rebuilds until the deadline, max_trials rebuilds or the lower bound: priorities
  * of the current plan are perturbed at random and a trial kept when its peak is no worse. On a
  * strictly better plan, offsets and *best_peak are updated. s->priority holds the start;
@@ -195,7 +202,7 @@ uint64_t clrun__plan_parts_peak(const clrun__plan_parts *parts, const char **met
 /* ---- the complete search (plan_decide.c, plan_complete.c) ---- */
 
 /* Static orders the decision search breaks ties with; restarts cycle through them. */
-#define CLRUN__PLAN_RANKINGS 4
+#define CLRUN__PLAN_RANKINGS 6
 
 /* How a decision ended. */
 typedef enum clrun__plan_outcome {
@@ -210,9 +217,10 @@ typedef struct clrun__plan_decide clrun__plan_decide;
 
 /* Builds the search tables for the m buffers buffers[member[0..m)] (member must outlive the
  * search). *out is left NULL, with CLRUN_OK, when the part is too dense to search (more than
- * ~32M overlapping pairs or buffer-moments). */
+ * 4M overlapping pairs or 8M buffer-moments) or the deadline comes while building. */
 clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint32_t *member,
-                                    size_t m, uint64_t align, clrun__plan_decide **out);
+                                    size_t m, uint64_t align, double deadline,
+                                    clrun__plan_decide **out);
 void clrun__plan_decide_free(clrun__plan_decide *d);
 /* Searches for offsets of the part with every end at or below `capacity`, ties broken by the
  * static order `ranking`, visiting at most max_nodes nodes (placements) and stopping at the

@@ -238,27 +238,11 @@ static uint64_t lowest_offset(const clrun__plan_skyline *s, uint32_t b, uint64_t
     return clrun__plan_align_up(top > floor ? top : floor, s->align);
 }
 
-/* Places the buffers still in the heaps on top of everything, one above the other: always
- * valid, since every placed buffer ends at or below `peak`. Returns the new peak. */
-static uint64_t stack_rest(const clrun__plan_skyline *s, const sky_entry *heap, size_t count,
-                           uint64_t peak, uint64_t *offsets)
-{
-    uint64_t top = clrun__plan_align_up(peak, s->align);
-    for (size_t i = 0; i < count; i++) {
-        uint32_t b = heap[i].index;
-        offsets[b] = top;
-        peak = top + s->buffers[b].size;
-        top = clrun__plan_align_up(peak, s->align);
-    }
-    return peak;
-}
-
 uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
-                                 double deadline, bool stack_late, uint64_t *offsets)
+                                 double deadline, uint64_t *offsets)
 {
     size_t n = s->n, at_floor = n, raised = 0, looks = 0;
     sky_entry *floor_heap = s->heap, *raised_heap = s->heap + n;
-    s->stacked = false;
     memset(s->whole, 0, 2 * s->leaves * sizeof *s->whole);
     memset(s->below, 0, 2 * s->leaves * sizeof *s->below);
     /* At first everything fits at offset 0, the floor. */
@@ -270,13 +254,8 @@ uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority,
     while (at_floor > 0 || raised > 0) {
         /* A look is O(log n), but when many buffers are alive at once most looks find their
          * buffer raised again (O(n^2) looks in all): the clock bounds that. */
-        if (++looks % SKYLINE_CLOCK_EVERY == 0 && clrun__plan_now() > deadline) {
-            if (!stack_late)
-                return UINT64_MAX;
-            s->stacked = true;
-            peak = stack_rest(s, floor_heap, at_floor, peak, offsets);
-            return stack_rest(s, raised_heap, raised, peak, offsets);
-        }
+        if (++looks % SKYLINE_CLOCK_EVERY == 0 && clrun__plan_now() > deadline)
+            return UINT64_MAX;
         if (at_floor == 0) {
             /* Nothing fits at the floor: raise it to the lowest raised buffer, checking its
              * key first (keys are lower bounds), and let every buffer keyed that low try. */
@@ -289,8 +268,19 @@ uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority,
             }
             floor = at;
             heap_push(floor_heap, &at_floor, e, true);
-            while (raised > 0 && raised_heap[0].offset <= floor)
-                heap_push(floor_heap, &at_floor, heap_pop(raised_heap, &raised, false), true);
+            /* the others keyed this low: those still fitting join the floor heap, the rest go
+             * back with their true offset (no round trip through the floor heap) */
+            while (raised > 0 && raised_heap[0].offset <= floor) {
+                sky_entry r = heap_pop(raised_heap, &raised, false);
+                uint64_t at_r = lowest_offset(s, r.index, floor);
+                if (at_r > floor) {
+                    r.offset = at_r;
+                    heap_push(raised_heap, &raised, r, false);
+                } else {
+                    heap_push(floor_heap, &at_floor, r, true);
+                }
+                looks++;
+            }
             continue;
         }
         sky_entry e = heap_pop(floor_heap, &at_floor, true);
@@ -341,8 +331,7 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
     size_t n = s->n;
     uint64_t rng = seed ^ 0x5851F42D4C957F2Du;
     *trials = 0;
-    uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, deadline, false,
-                                               scratch);
+    uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, deadline, scratch);
     if (current == UINT64_MAX)
         return; /* the deadline came during the first rebuild */
     if (current < *best_peak) {
@@ -352,7 +341,7 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
     while (current > lower_bound && *trials < max_trials && clrun__plan_now() < deadline) {
         (*trials)++;
         perturb(s, n, &rng);
-        uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, deadline, false, scratch);
+        uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, deadline, scratch);
         if (peak == UINT64_MAX)
             continue;
         double *keep = s->priority;
