@@ -5,6 +5,8 @@ libclrun_internal_la_SOURCES += \
 	lib/plan/plan_greedy.c \
 	lib/plan/plan_parts.c \
 	lib/plan/plan_decide.c \
+	lib/plan/plan_decide.h \
+	lib/plan/plan_decide_tables.c \
 	lib/plan/plan_complete.c \
 	lib/plan/plan_search.c \
 	lib/plan/plan_skyline.c \
