@@ -18,7 +18,9 @@ clruninclude_HEADERS += \
 	include/clrun/plan.h
 
 
-EXTRA_DIST += \
+# `clrun plan --capacity`, from the command line (the harness exports srcdir).
+TESTS += tests/cli_plan.sh
+EXTRA_DIST += tests/cli_plan.sh \
 	tests/data/lifetimes/small_crlf.csv \
 	tests/data/lifetimes/small_planned.csv \
 	tests/fuzz/corpus/lifetimes/valid \

@@ -24,6 +24,8 @@
  * per decision. */
 #define COMPLETE_LARGE_PART 2000
 #define COMPLETE_LARGE_FIRST_NODES(m) ((uint64_t)(m) + (uint64_t)(m) / 2 + 256)
+/* Nodes the decisions at the bound and at the capacity get, in decisions of the round. */
+#define COMPLETE_BOUND_SHARE 8
 /* Node limit of the first restart of a decision, per buffer of the part. */
 #define COMPLETE_RESTART_NODES(m) (2 * (uint64_t)(m) + 256)
 
@@ -33,6 +35,8 @@ typedef struct complete {
     clrun__plan_parts *parts;
     clrun__plan_decide **search; /* per part, built when first needed; NULL when not searchable */
     bool *built;                 /* per part: search[q] was attempted */
+    int *bound_run;              /* per part: the next restart of its decision at the bound */
+    int *capacity_run;           /* per part: the next restart of its decision at the capacity */
     size_t max_part;
     double deadline;
     uint64_t steps, max_steps;   /* nodes so far and the most allowed */
@@ -47,6 +51,8 @@ static void complete_free(complete *c)
             clrun__plan_decide_free(c->search[q]);
     free(c->search);
     free(c->built);
+    free(c->bound_run);
+    free(c->capacity_run);
     free(c->order);
 }
 
@@ -73,10 +79,15 @@ static clrun_status part_search(complete *c, size_t q, clrun__plan_decide **out)
     return CLRUN_OK;
 }
 
+/* Which restart sequence a decision continues: the decisions at the lower bound and at the
+ * caller's capacity are asked again every round, so each part's restarts there go on where
+ * they stopped (longer and longer runs) instead of starting over; a bisection target is new. */
+typedef enum target_kind { TARGET_BISECTION, TARGET_BOUND, TARGET_CAPACITY } target_kind;
+
 /* One decision on part q under `capacity` with at most `budget` nodes: restarts over the
  * static orders with doubling limits. A plan found is merged into the kept one. */
 static clrun_status decide_part(complete *c, size_t q, uint64_t capacity, uint64_t budget,
-                                clrun__plan_outcome *outcome)
+                                target_kind kind, clrun__plan_outcome *outcome)
 {
     *outcome = CLRUN__PLAN_LIMIT;
     if (c->parts->lower_bound[q] > capacity) {
@@ -88,10 +99,14 @@ static clrun_status decide_part(complete *c, size_t q, uint64_t capacity, uint64
     if (st != CLRUN_OK || !d)
         return st;
     size_t m = c->parts->start[q + 1] - c->parts->start[q];
+    int first = 0, *next = kind == TARGET_BOUND      ? &c->bound_run[q]
+                         : kind == TARGET_CAPACITY ? &c->capacity_run[q]
+                                                   : &first;
     uint64_t spent = 0;
-    for (int run = 0; spent < budget && !out_of_budget(c); run++) {
-        uint64_t limit = COMPLETE_RESTART_NODES(m) << (run / CLRUN__PLAN_RANKINGS > 40 ? 40 : run / CLRUN__PLAN_RANKINGS);
-        uint64_t left = budget - spent, steps_left = c->max_steps - c->steps;
+    for (int run = *next; spent < budget && !out_of_budget(c); run++) {
+        int doubling = run / CLRUN__PLAN_RANKINGS;
+        uint64_t whole = COMPLETE_RESTART_NODES(m) << (doubling > 40 ? 40 : doubling);
+        uint64_t limit = whole, left = budget - spent, steps_left = c->max_steps - c->steps;
         if (limit > left)
             limit = left;
         if (limit > steps_left)
@@ -101,6 +116,8 @@ static clrun_status decide_part(complete *c, size_t q, uint64_t capacity, uint64
             clrun__plan_decide_run(d, capacity, run, limit, c->deadline, c->scratch, &nodes);
         spent += nodes;
         c->steps += nodes;
+        if (nodes == whole)
+            *next = run + 1; /* a run cut short by the budget is tried again, whole, next time */
         if (o == CLRUN__PLAN_NO_MEMORY)
             return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         if (o == CLRUN__PLAN_FOUND)
@@ -117,7 +134,7 @@ static clrun_status decide_part(complete *c, size_t q, uint64_t capacity, uint64
 /* Is there a plan under `capacity`? Each part above it is asked, the largest first (the part
  * that decides, usually), the others in time order. */
 static clrun_status decide_all(complete *c, uint64_t capacity, uint64_t budget,
-                               clrun__plan_outcome *outcome)
+                               target_kind kind, clrun__plan_outcome *outcome)
 {
     size_t count = 0;
     for (size_t q = 0; q < c->parts->count; q++)
@@ -131,7 +148,7 @@ static clrun_status decide_all(complete *c, uint64_t capacity, uint64_t budget,
     *outcome = CLRUN__PLAN_FOUND;
     for (size_t i = 0; i < count; i++) {
         clrun__plan_outcome o;
-        clrun_status st = decide_part(c, c->order[i], capacity, budget, &o);
+        clrun_status st = decide_part(c, c->order[i], capacity, budget, kind, &o);
         if (st != CLRUN_OK)
             return st;
         if (o != CLRUN__PLAN_FOUND) {
@@ -156,19 +173,25 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
         bool tried_low = false;
         while (search_lo < hi && !out_of_budget(c)) {
             uint64_t target;
+            target_kind kind = TARGET_BISECTION;
             if (capacity_open) {
                 target = capacity;
+                kind = TARGET_CAPACITY;
             } else if (!tried_low) {
                 target = search_lo;
                 tried_low = true;
+                kind = TARGET_BOUND;
             } else if (descend) {
                 uint64_t step = (hi - search_lo) / 8;
                 target = hi - 1 - step;
             } else {
                 target = search_lo + (hi - search_lo) / 2;
             }
+            /* the bound gets as many nodes as the bisection after it (about eight decisions): on
+             * packing-like instances it is the optimum, and nothing else proves optimality */
             clrun__plan_outcome o;
-            clrun_status st = decide_all(c, target, budget, &o);
+            uint64_t nodes = kind == TARGET_BISECTION ? budget : COMPLETE_BOUND_SHARE * budget;
+            clrun_status st = decide_all(c, target, nodes, kind, &o);
             if (st != CLRUN_OK)
                 return st;
             if (capacity_open) {
@@ -220,9 +243,11 @@ clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, ui
     size_t count = parts->count ? parts->count : 1;
     c.search = calloc(count, sizeof *c.search);
     c.built = calloc(count, sizeof *c.built);
+    c.bound_run = calloc(count, sizeof *c.bound_run);
+    c.capacity_run = calloc(count, sizeof *c.capacity_run);
     c.order = malloc(count * sizeof *c.order);
     clrun_status st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    if (c.search && c.built && c.order)
+    if (c.search && c.built && c.bound_run && c.capacity_run && c.order)
         st = largest > COMPLETE_LARGE_PART
                  ? bisect(&c, capacity, COMPLETE_LARGE_FIRST_NODES(largest), true, out)
                  : bisect(&c, capacity, COMPLETE_FIRST_NODES(largest), false, out);
