@@ -395,6 +395,19 @@ static bool section_can_stack(const clrun__plan_decide *d, uint32_t t)
     return low + (NONE - stack_leaf(d, t)) <= d->capacity;
 }
 
+/* After candidate c is ruled out at its level: can the moments it would have covered still
+ * stack what is left? Its anchor (the moment at the edge of the gap it was tried in) always;
+ * all of its moments where that is cheap (the parts whose floors are kept). */
+static bool tried_leaves_room(const clrun__plan_decide *d, uint32_t c)
+{
+    if (!d->floors)
+        return section_can_stack(d, d->from_end ? d->to[c] - 1 : d->from[c]);
+    for (uint32_t t = d->from[c]; t < d->to[c]; t++)
+        if (!section_can_stack(d, t))
+            return false;
+    return true;
+}
+
 /* The next candidate of the node, or NO_CHILD when none is left; those that cannot come next
  * are marked tried on the way. *x gets its offset. */
 static uint32_t next_candidate(clrun__plan_decide *d, uint64_t *x, bool *oom)
@@ -455,7 +468,7 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
                 oom = true;
                 goto fail;
             }
-            if (!section_can_stack(d, d->from_end ? d->to[c] - 1 : d->from[c]))
+            if (!tried_leaves_room(d, c))
                 goto fail;
         }
         uint64_t x = 0;
