@@ -2,15 +2,18 @@
  *
  * The peak of a plan is the largest peak of its independent parts (plan_parts.c), so "is there
  * a plan under C?" is asked only of the parts whose kept plan exceeds C, largest first; one
- * part proven unable to fit answers no for the whole. The capacities asked: the caller's
- * capacity first (when the kept plan exceeds it), then the lower bound (on packing-like
- * instances the optimum, found at once), then bisection between the lowest capacity not yet
- * proven infeasible and the kept peak. A decision that runs out of nodes counts as "no, for
- * now": the bisection goes on above it, and when it has nothing left between its bounds a new
- * round starts from the proven bound with four times the nodes per decision, so a capacity
- * left undecided is asked again with more effort. Within one decision on one part, the search
- * restarts with each static order in turn, the node limit doubling after each full turn: a
- * bad early choice in one order costs only its limit. Every plan found is kept per part. */
+ * part proven unable to fit answers no for the whole. The capacities asked, in rounds: the
+ * caller's capacity first (when the kept plan exceeds it), then the lowest capacity not proven
+ * infeasible (at first the lower bound: on packing-like instances the optimum), then bisection
+ * between it and the kept peak; on parts of thousands of buffers, where a dive is dear and the
+ * bound rarely in reach, the first round descends from the kept peak by eighths of the gap
+ * instead. A decision that runs out of nodes counts as "no, for now": the bisection goes on
+ * above it, and the next round starts again from the proven bound with four times the nodes
+ * per decision. Within one decision on one part the search restarts with each static order in
+ * turn, the node limit doubling after each full turn, so a bad early choice in one order costs
+ * only its limit; the decisions at the bound and at the capacity, asked every round, get eight
+ * decisions' nodes and carry their restarts over from round to round. Every plan found is kept
+ * per part, so the kept peak only falls. */
 #include "plan/plan_internal.h"
 
 #include <stdlib.h>
