@@ -4,12 +4,13 @@ clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c too
 	tools/run.h tools/run_report.c tools/run_trace.c tools/progress.c tools/progress.h \
 	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h tools/plan_gen.c tools/plan_gen.h
 clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
-clrun_LDADD = libclrun-internal.la $(JSONC_LIBS) $(XXHASH_LIBS)
+# The CLI is a client of the public API: it links the installed library, as users do.
+clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
-TESTS += tests/cli_replay.sh tests/cli_run.sh
-EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh \
+TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh
+EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh \
 	tests/data/traces/gen_traces.py \
 	tests/data/traces/tiny.csv \
 	tests/data/traces/malformed.csv \
@@ -17,3 +18,9 @@ EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh \
 	tests/data/traces/resnet50_infer.csv \
 	tests/data/traces/growing.csv \
 	tests/data/traces/random.csv
+
+# The LD_PRELOAD library of tests/cli_oom.sh: fails the Nth allocation of a process.
+check_LTLIBRARIES = tests/malloc_fail.la
+tests_malloc_fail_la_SOURCES = tests/malloc_fail.c
+tests_malloc_fail_la_CFLAGS = $(CLRUN_WARN_CFLAGS)
+tests_malloc_fail_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere

@@ -9,13 +9,23 @@
 #include "device/cl.h"
 #include "device/context.h"
 
+/* A program built from generated source, kept for the context's life. */
+typedef struct generated_program {
+    unsigned long long hash;    /* of the source */
+    char *source;               /* a copy, compared in full on a hash match */
+    cl_program program;
+} generated_program;
+
 struct clrun__programs {
-    pthread_mutex_t lock;       /* one build at a time; guards built[] and stats */
+    pthread_mutex_t lock;       /* one build at a time; guards built[], generated[] and stats */
     cl_program *built;          /* per embedded source, NULL until first use */
+    generated_program *generated; /* clrun__program_generated's, in build order */
+    size_t generated_count, generated_capacity;
     clrun_program_stats stats;  /* what the cache did */
     char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
     bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
     bool cache_warned;          /* the unwritable-cache warning was given */
+    bool refusal_warned;        /* the refused-entry warning was given */
 };
 
 clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out)
@@ -30,6 +40,12 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
     p->built = built;
     if (ctx->options.cache.enabled && !clrun__cache_dir(ctx->options.cache_dir, p->cache_dir, sizeof p->cache_dir)) {
         clrun__log(CLRUN_LOG_WARN, "no cache directory (set CLRUN_CACHE_DIR, XDG_CACHE_HOME or HOME): binary cache off");
+        p->cache_dir[0] = '\0';
+    }
+    char why[1024] = "";
+    if (p->cache_dir[0] && clrun__cache_check_dir(p->cache_dir, why, sizeof why) == CLRUN__CACHE_UNTRUSTED) {
+        clrun__log(CLRUN_LOG_WARN, "kernel binary cache off: %s (it could hold another user's code)",
+                   why[0] ? why : p->cache_dir);
         p->cache_dir[0] = '\0';
     }
     /* POCL compiles programs lazily, kernel by kernel, and keeps what it compiled in its own
@@ -49,6 +65,11 @@ void clrun__programs_destroy(struct clrun__programs *p)
     for (size_t i = 0; i < clrun__kernel_source_count; i++)
         if (p->built[i])
             clrun__cl.ReleaseProgram(p->built[i]);
+    for (size_t i = 0; i < p->generated_count; i++) {
+        clrun__cl.ReleaseProgram(p->generated[i].program);
+        free(p->generated[i].source);
+    }
+    free(p->generated);
     pthread_mutex_destroy(&p->lock);
     free(p->built);
     free(p);
@@ -161,7 +182,12 @@ static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, 
         clrun__cache_path(p->cache_dir, name, key, path, sizeof path);
         unsigned char *binary = NULL;
         size_t size = 0;
-        clrun__cache_result r = clrun__cache_load(path, key, &binary, &size);
+        char why[1024];
+        clrun__cache_result r = clrun__cache_load(path, key, &binary, &size, why, sizeof why);
+        if (r == CLRUN__CACHE_REFUSED && !p->refusal_warned) {
+            p->refusal_warned = true; /* once per context */
+            clrun__log(CLRUN_LOG_WARN, "kernel binary cache entry not read: %s; rebuilding", why);
+        }
         if (r == CLRUN__CACHE_HIT) {
             cl_program program = build_from_binary(ctx, binary, size, options);
             free(binary);
@@ -172,7 +198,7 @@ static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, 
             }
             r = CLRUN__CACHE_CORRUPT; /* the driver refused it: rebuild and overwrite */
         }
-        if (r == CLRUN__CACHE_CORRUPT) {
+        if (r == CLRUN__CACHE_CORRUPT || r == CLRUN__CACHE_REFUSED) {
             p->stats.cache_rejected++;
             clrun__log(CLRUN_LOG_INFO, "cache entry %s is damaged or stale: rebuilding", path);
         } else {
@@ -211,6 +237,55 @@ clrun_status clrun_program_build(clrun_context *ctx, const char *name, const cha
     struct clrun__programs *p = ctx->programs;
     pthread_mutex_lock(&p->lock);
     clrun_status status = build_locked(ctx, p, name, source, length, out);
+    pthread_mutex_unlock(&p->lock);
+    return status;
+}
+
+/* Caller holds p->lock. */
+static clrun_status generated_locked(clrun_context *ctx, struct clrun__programs *p,
+                                     const char *name, const char *source, size_t length,
+                                     cl_program *out)
+{
+    unsigned long long hash = clrun__hash64(source, length);
+    for (size_t i = 0; i < p->generated_count; i++) {
+        const generated_program *g = &p->generated[i];
+        if (g->hash == hash && strlen(g->source) == length && memcmp(g->source, source, length) == 0) {
+            *out = g->program;
+            return CLRUN_OK;
+        }
+    }
+    if (p->generated_count == p->generated_capacity) {
+        size_t capacity = p->generated_capacity ? 2 * p->generated_capacity : 8;
+        generated_program *grown = realloc(p->generated, capacity * sizeof *grown);
+        if (grown == NULL)
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", name);
+        p->generated = grown;
+        p->generated_capacity = capacity;
+    }
+    char *copy = malloc(length + 1);
+    if (copy == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", name);
+    memcpy(copy, source, length);
+    copy[length] = '\0';
+    cl_program program = NULL;
+    clrun_status status = build_locked(ctx, p, name, source, length, &program);
+    if (status != CLRUN_OK) {
+        free(copy);
+        return status;
+    }
+    p->generated[p->generated_count++] = (generated_program){hash, copy, program};
+    *out = program;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
+                                      size_t length, cl_program *out)
+{
+    if (!valid_program_name(name))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program name '%s' is not valid", name);
+    struct clrun__programs *p = ctx->programs;
+    pthread_mutex_lock(&p->lock);
+    clrun_status status = generated_locked(ctx, p, name, source, length, out);
     pthread_mutex_unlock(&p->lock);
     return status;
 }

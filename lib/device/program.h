@@ -24,4 +24,11 @@ void clrun__programs_destroy(struct clrun__programs *programs);
 /* The built program of embedded source `name` (the context keeps ownership). */
 clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out);
 
+/* The program built from generated OpenCL C `source` (kernels specialised by the ops, fused
+ * groups), once per context: a second call with the same text gives the same program, through the
+ * binary cache like the embedded sources. The context keeps ownership (released with it). `name` names it in
+ * messages and cache files, as for clrun_program_build. */
+clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
+                                      size_t length, cl_program *out);
+
 #endif

@@ -39,6 +39,7 @@ typedef struct buffer_state {
 } buffer_state;
 
 struct clrun_exec {
+    pthread_mutex_t lock;          /* one call at a time: a run and the reading of its results */
     clrun_context *ctx;
     const clrun_graph *graph;
     clrun_exec_options options;
@@ -75,6 +76,16 @@ static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t
     return e->graph->tensors[t].name;
 }
 
+/* Buffer s now holds pool block `block`: its memory and its bytes' range. */
+static inline void clrun__exec_hold_block(buffer_state *s, const clrun_buffer *block)
+{
+    s->block = *block;
+    s->mem = block->mem;
+    s->range_chunk = block->chunk;
+    s->range_offset = block->offset;
+    s->range_size = block->size;
+}
+
 /* The memory kernels get for tensor t in this run. */
 static inline cl_mem clrun__exec_tensor_mem(const clrun_exec *e, int32_t t)
 {
@@ -96,7 +107,7 @@ void clrun__exec_drop_pending(clrun_exec *e);
 
 /* Gives buffer b memory for this run in the executor's mode; *driver_allocs counts the naive
  * mode's driver allocations. */
-clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_allocs);
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b);
 /* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
  * queues). */
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);

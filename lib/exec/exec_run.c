@@ -66,19 +66,16 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
-        s->block = inputs[i];
+        clrun_buffer block = inputs[i];
         if (g->tensors[t].donated) {
             char as[2 * CLRUN__GRAPH_NAME_MAX + 32];
             snprintf(as, sizeof as, "input '%s' of graph '%s'", input_name(e, i),
                      g->name ? g->name : "");
-            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &s->block);
+            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &block);
             if (status != CLRUN_OK)
                 return status;
         }
-        s->mem = s->block.mem;
-        s->range_chunk = s->block.chunk;
-        s->range_offset = s->block.offset;
-        s->range_size = s->block.size;
+        clrun__exec_hold_block(s, &block);
         s->live = true;
         *held += s->block.size;
     }
@@ -93,11 +90,14 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
     *count = 0;
     if (!e->ctx->out_of_order)
         return CLRUN_OK;
-    /* Each output may overlap every pending range; each input brings its users' events. */
+    /* Each output may overlap every pending range; each input brings its users' events, and so
+     * does each output (for a new pool block: the earlier owners of its bytes). */
     size_t capacity = (size_t)e->pending_count * (size_t)node->output_count + 8;
     for (int k = 0; k < node->input_count; k++)
         if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT)
             capacity += (size_t)e->buffers[e->schedule.buffer_of[node->inputs[k]]].event_count;
+    for (int o = 0; o < node->output_count; o++)
+        capacity += (size_t)e->buffers[e->schedule.buffer_of[node->outputs[o]]].event_count;
     cl_event *waits = malloc(capacity * sizeof *waits);
     if (waits == NULL)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -110,9 +110,11 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
         for (int32_t i = 0; i < s->event_count; i++)
             waits[(*count)++] = s->events[i];
     }
-    /* Outputs in blocks freed earlier in this run: the old owner's users. */
+    /* Outputs in ranges freed earlier in this run: the old owner's users. */
     for (int o = 0; o < node->output_count; o++) {
         const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->outputs[o]]];
+        for (int32_t i = 0; i < s->event_count; i++)
+            waits[(*count)++] = s->events[i];
         for (int32_t i = 0; i < e->pending_count; i++) {
             const pending_free *p = &e->pending[i];
             if (p->chunk == s->range_chunk && p->offset < s->range_offset + s->range_size &&
@@ -124,7 +126,7 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
     return CLRUN_OK;
 }
 
-static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak, uint64_t *driver_allocs)
+static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak)
 {
     const clrun__schedule *s = &e->schedule;
     int32_t node_index = s->order[step];
@@ -138,7 +140,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     for (int o = 0; o < node->output_count; o++) {
         int32_t b = s->buffer_of[node->outputs[o]];
         if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
-            clrun_status status = clrun__exec_take_memory(e, b, driver_allocs);
+            clrun_status status = clrun__exec_take_memory(e, b);
             if (status != CLRUN_OK)
                 return status;
             if (!arena)
@@ -249,17 +251,18 @@ static void abandon_run(clrun_exec *e)
 }
 
 /* Inputs the caller keeps are not the executor's: forget them once the run is over (keeping
- * the memory of one that is also a graph output, so it can be read back). */
+ * the memory of one that is also a graph output, or whose view is, so it can be read back). */
 static void unbind_caller_inputs(clrun_exec *e)
 {
     for (int32_t i = 0; i < e->graph->input_count; i++) {
         int32_t t = e->graph->inputs[i];
         if (e->graph->tensors[t].donated)
             continue;
-        buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+        int32_t b = e->schedule.buffer_of[t];
+        buffer_state *s = &e->buffers[b];
         clrun__exec_drop_events(s);
         s->live = false;
-        if (!e->graph->tensors[t].is_output)
+        if (!e->schedule.buffers[b].is_output) /* the input, or a view of it, is an output */
             s->mem = NULL;
     }
 }
@@ -267,35 +270,45 @@ static void unbind_caller_inputs(clrun_exec *e)
 /* Figures of a finished run. Pooled figures come from the pool's own statistics, not from the
  * executor's bookkeeping: what was really held and reserved. */
 static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64_t input_bytes,
-                         uint64_t own_peak, uint64_t naive_allocs, double wall)
+                         uint64_t own_peak, double wall)
 {
     clrun_memory_stats after;
     clrun_memory_stats_get(e->ctx, &after);
     clrun_exec_stats *st = &e->stats;
     st->wall_ms = wall;
-    st->driver_allocs = after.driver_allocs - before->driver_allocs + naive_allocs;
+    st->driver_allocs = after.driver_allocs - before->driver_allocs; /* naive buffers included */
     switch (e->options.mode) {
     case CLRUN_EXEC_POOLED:
         st->peak_bytes = after.in_use_peak - before->in_use + input_bytes;
         st->reserved_bytes = after.reserved_peak;
         break;
-    case CLRUN_EXEC_NAIVE:
+    case CLRUN_EXEC_NAIVE: /* the pool counts naive buffers and the arena in what it reserves */
         st->peak_bytes = own_peak;
-        st->reserved_bytes = after.reserved_peak + (own_peak - input_bytes);
+        st->reserved_bytes = after.reserved_peak;
         break;
     case CLRUN_EXEC_PLANNED:
         st->peak_bytes = own_peak; /* the arena and the inputs, as long as each is held */
-        st->reserved_bytes = after.reserved_peak + e->arena_bytes;
+        st->reserved_bytes = after.reserved_peak;
         break;
     case CLRUN_EXEC_CONTEXT: /* resolved at creation */
         break;
     }
 }
 
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count);
+
 clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
 {
     if (e == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_run: NULL executor");
+    pthread_mutex_lock(&e->lock);
+    clrun_status status = run_locked(e, inputs, input_count);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
+{
     clrun_status status = check_inputs(e, inputs, input_count);
     if (status != CLRUN_OK)
         return status;
@@ -305,7 +318,7 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
     if (status != CLRUN_OK)
         return status;
     clrun_memory_reset_peaks(e->ctx);
-    uint64_t held = 0, peak = 0, driver_allocs = 0;
+    uint64_t held = 0, peak = 0;
     double start = (clrun__now() * 1e3);
     status = bind_inputs(e, inputs, input_count, &held);
     uint64_t held_at_start = held;
@@ -313,7 +326,7 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
         held += e->arena_bytes;
     peak = held;
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++)
-        status = run_step(e, step, &held, &peak, &driver_allocs);
+        status = run_step(e, step, &held, &peak);
     if (status == CLRUN_OK) {
         cl_int error = clrun__cl.Finish(e->ctx->queue);
         if (error != CL_SUCCESS)
@@ -330,7 +343,7 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
         collect_profile(e);
     e->have_outputs = true;
 
-    record_stats(e, &before, held_at_start, peak, driver_allocs, wall);
+    record_stats(e, &before, held_at_start, peak, wall);
     return CLRUN_OK;
 }
 

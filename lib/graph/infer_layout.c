@@ -311,7 +311,8 @@ static const clrun__op op_transpose = {.name = "transpose", .min_inputs = 1, .ma
                                        .outputs = 1, .infer = transpose_infer};
 /* A reshape moves nothing when its output takes its input's buffer. */
 static const clrun__op op_reshape = {.name = "reshape", .min_inputs = 1, .max_inputs = 1,
-                                     .outputs = 1, .alias_safe = true, .infer = reshape_infer};
+                                     .outputs = 1, .alias_safe = true, .view = true,
+                                     .infer = reshape_infer};
 static const clrun__op op_concat = {.name = "concat", .min_inputs = 1,
                                     .max_inputs = CLRUN__MAX_CONCAT, .outputs = 1,
                                     .infer = concat_infer};

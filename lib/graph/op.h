@@ -22,6 +22,10 @@ typedef struct clrun__op_call {
     int output_count;
     const clrun_attr *attrs;          /* attr_count entries */
     int attr_count;
+    /* Bit i set: input i is a constant of the graph (its bytes never change while an executor
+     * holds it), so kernels may transform it once (matmul packs constant weights at the first
+     * run). 0 when unknown. */
+    uint64_t constant_inputs;
 } clrun__op_call;
 
 /* The shape of an op's work, for passes that treat ops by kind (the kernels read it too). */
@@ -41,6 +45,9 @@ typedef struct clrun__op {
     /* Output 0 may be written into the buffer of an input of the same byte size: every work-item
      * reads all it needs of its element before writing it (elementwise ops). Matmul is not. */
     bool alias_safe;
+    /* Output 0 is input 0's elements in the same order under another shape (reshape): the
+     * schedule makes it a view of the input's buffer, with no memory and no copy. */
+    bool view;
     clrun__op_kind kind;
     int code;              /* family-specific: the binary op or reduction the kernels compute */
     /* Checks input types and attributes (unknown attribute names are errors too) and fills

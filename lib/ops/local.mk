@@ -2,7 +2,7 @@
 libclrun_internal_la_SOURCES += \
 	lib/ops/ops.c lib/ops/ops.h lib/ops/ops_internal.h \
 	lib/ops/ops_elementwise.c \
-	lib/ops/ops_matmul.c \
+	lib/ops/ops_matmul.c lib/ops/matmul_core.c lib/ops/matmul_core.h \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c lib/ops/ops_data.h \
 	lib/ops/ops_index.c \
@@ -12,6 +12,7 @@ libclrun_internal_la_SOURCES += \
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
 	kernels/matmul.cl \
+	kernels/matmul_core.cl \
 	kernels/norm.cl \
 	kernels/layout.cl \
 	kernels/index.cl \
@@ -28,6 +29,12 @@ tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_referenc
 tests_test_ops_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_ops_kernels
+TESTS += tests/test_ops_kernels
+tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/rng.h
+tests_test_ops_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ops_kernels_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
 if HAVE_CMOCKA
