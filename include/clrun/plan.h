@@ -55,12 +55,12 @@ typedef enum clrun_plan_order {
 typedef struct clrun_plan_options {
     double time_limit_s;          /* wall-clock budget, >= 0: the call returns within it plus a
                                      few milliseconds (the clock is read inside every
-                                     construction and search; a construction cut short by it
-                                     is dropped, except the first, whose unplaced buffers are
-                                     then each dropped at the lowest offset above the buffers
-                                     alive with it, so that a plan always exists). 0 runs
-                                     every construction to the end, with no search and no time
-                                     bound. Returns early once a plan is proven optimal. */
+                                     construction, table build and search; a construction cut
+                                     short by it is dropped, except the first, the time sweep,
+                                     which then stacks the buffers it has not placed on top,
+                                     so that a plan always exists). 0 runs every construction
+                                     to the end, with no search and no time bound. Returns
+                                     early once a plan is proven optimal. */
     uint64_t alignment;           /* every offset is a multiple of it; a power of two, 0 means 1 */
     uint64_t seed;                /* seeds the randomised search: same seed, same instance and
                                      same work done gives the same plan */
@@ -78,10 +78,13 @@ typedef struct clrun_plan_options {
     uint64_t capacity;            /* bytes the arena may take; 0 = no budget. With a budget the
                                      planner still minimises the peak, but answers first
                                      whether any plan fits (clrun_plan_result.verdict): at once
-                                     when the lower bound exceeds it; otherwise, when the
-                                     constructions exceed it, the complete search is asked
-                                     about this capacity before any other, and it stops as
-                                     soon as that is proven impossible. */
+                                     when the lower bound exceeds it (one construction runs,
+                                     for the plan returned); otherwise, when the constructions
+                                     exceed it, the complete search is asked about this
+                                     capacity before any other, and the call returns as soon
+                                     as that is proven impossible. With time_limit_s 0 there
+                                     is no search: above the constructions' peak the verdict is
+                                     then CLRUN_PLAN_UNKNOWN. */
 } clrun_plan_options;
 
 /* One second, no step limit, byte alignment, seed 1, the complete search on every part, no
@@ -111,14 +114,14 @@ typedef struct clrun_plan_result {
     double planner_ms;          /* wall-clock time spent in the call */
     const char *method;         /* static name of what produced the plan (of the independent
                                    part that defines the peak, when parts come from different
-                                   methods): a best-fit order ("greedy-size", "xla-spatial",
-                                   "xla-temporal", "greedy-area"), a lowest-first construction
-                                   ("lowest-first-size", "lowest-first-area",
-                                   "lowest-first-lifetime"), "complete-search",
-                                   "lowest-first-search", "local-search", "stacked" (buffers all
-                                   alive at once, stacked: optimal), "cut-short" (the first
-                                   construction cut short by the time limit, its unplaced
-                                   buffers dropped onto the plan), or "empty" */
+                                   methods): "time-sweep", a best-fit order ("greedy-size",
+                                   "xla-spatial", "xla-temporal", "greedy-area"), a
+                                   lowest-first construction ("lowest-first-size",
+                                   "lowest-first-area", "lowest-first-lifetime"),
+                                   "complete-search", "lowest-first-search", "local-search",
+                                   "stacked" (buffers all alive at once, stacked: optimal),
+                                   "cut-short" (the time sweep cut short by the time limit,
+                                   the buffers it had not placed stacked on top), or "empty" */
     uint64_t steps;             /* effort: constructions built, plus search nodes, rebuilds and
                                    moves tried */
     clrun_plan_verdict verdict; /* against options.capacity; CLRUN_PLAN_FITS without one */
@@ -150,12 +153,15 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
 clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
                                clrun_plan_order order, uint64_t *offsets, uint64_t *peak);
 
-/* The planner. In turn, while time (and steps, with a step limit) remain:
- *  1. constructions: the best-fit orders above, and "lowest first": the plan is built from
- *     offset 0 up, each step placing the buffer that fits lowest (ties: largest size, area or
- *     lifetime), found with a segment tree over time in O(log n) per look. The instance is cut
- *     where no buffer is alive across a moment, and each independent part keeps the best
- *     placement any construction gave it;
+/* The planner. The instance is cut where no buffer is alive across a moment; each independent
+ * part keeps the best placement any method gives it, and a part whose buffers are all alive at
+ * one moment (a wide graph's branches waiting for their join) is stacked at once (optimal). In
+ * turn, while time (and steps, with a step limit) remain:
+ *  1. constructions: first the time sweep (buffers in order of first, each into the best gap
+ *     among those alive then: O(n k) for k alive at once, a valid plan early on every input),
+ *     then "lowest first": the plan is built from offset 0 up, each step placing the buffer
+ *     that fits lowest (ties: largest size, area or lifetime), found with a segment tree over
+ *     time in O(log n) per look, and the best-fit orders above;
  *  2. the complete search, on every part of at most search_max_buffers buffers whose plan is
  *     above the lower bound: optimisation as a sequence of decisions ("does everything fit
  *     under C?": the capacity, the lower bound, then bisection up to the best peak), each a
@@ -175,7 +181,17 @@ clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint6
  * With options.capacity (a budget such as the device's memory): result.verdict is
  * CLRUN_PLAN_FITS when the plan returned fits, CLRUN_PLAN_INFEASIBLE when no plan can (the
  * lower bound exceeds it, or the complete search proved it), CLRUN_PLAN_UNKNOWN when the
- * limits ran out first; the status is CLRUN_OK in all three cases.
+ * limits ran out first; the status is CLRUN_OK in all three cases. For instance:
+ *
+ *     clrun_plan_options o = CLRUN_PLAN_OPTIONS_DEFAULT;
+ *     o.alignment = base_addr_align;
+ *     o.capacity = budget;                  // e.g. the device memory the arena may take
+ *     st = clrun_plan_solve(items, n, &o, offsets, &r);
+ *     if (st == CLRUN_OK && r.verdict == CLRUN_PLAN_INFEASIBLE)
+ *         ... no plan fits: at least r.lower_bound_bytes are alive at once, or the search
+ *             proved that even that much is not enough ...
+ *     else if (st == CLRUN_OK && r.verdict == CLRUN_PLAN_UNKNOWN)
+ *         ... none found within the limit: the best needs r.peak_bytes ...
  *
  * CLRUN_ERROR_INVALID_ARGUMENT: NULL buffers/offsets/result with n > 0, n >= 2^32, a buffer
  * with size 0 or last <= first, a negative or NaN time limit, or an instance whose total

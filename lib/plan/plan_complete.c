@@ -25,7 +25,9 @@
  * buffers alive with each) and the lower bound rarely within reach: the first round gives the
  * bound one dive, then descends from the kept peak in steps of an eighth of the gap, one dive
  * per decision. */
+#ifndef COMPLETE_LARGE_PART
 #define COMPLETE_LARGE_PART 2000
+#endif
 #define COMPLETE_LARGE_FIRST_NODES(m) ((uint64_t)(m) + (uint64_t)(m) / 2 + 256)
 /* Nodes the decisions at the bound and at the capacity get, in decisions of the round. */
 #define COMPLETE_BOUND_SHARE 8
