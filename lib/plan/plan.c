@@ -225,6 +225,9 @@ typedef struct solve_state {
     uint64_t best_lowest_first;  /* peak of best_rank's plan; UINT64_MAX before any */
     uint64_t *offsets;           /* the caller's array: the kept plan, part by part */
     clrun_plan_result *result;
+    double setup_s;              /* what the bound and the parts took: a few sorts of the
+                                    instance, as the skyline's and the decoder's setup, or a
+                                    part's search tables per buffer, will */
 } solve_state;
 
 static void solve_state_free(solve_state *s)
@@ -382,7 +385,10 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
             break;
         uint64_t peak;
         const char *method;
-        clrun_status st = constructions[i].kind == SWEEP ? CLRUN_OK : solve_tools(s);
+        bool sweep = constructions[i].kind == SWEEP;
+        if (!sweep && !s->decoder_ready && clrun__plan_now() + s->setup_s > deadline)
+            break; /* the skyline's and decoder's setup would end past the limit */
+        clrun_status st = sweep ? CLRUN_OK : solve_tools(s);
         if (st == CLRUN_OK)
             st = build(s, &constructions[i], deadline, &peak, &method);
         if (st != CLRUN_OK)
@@ -403,7 +409,7 @@ static clrun_status run_complete(solve_state *s, const budget *b, uint64_t *prov
     clrun_status st = clrun__plan_complete(
         s->buffers, s->n, s->align, &s->parts, s->options->capacity,
         s->options->search_max_buffers, b->deadline, steps_left(s->result, b->max_steps),
-        s->offsets, s->trial, &cr);
+        s->setup_s / (double)s->n, s->offsets, s->trial, &cr);
     s->result->steps += cr.steps;
     s->result->peak_bytes = clrun__plan_parts_peak(&s->parts, &s->result->method);
     *proven_above = cr.proven_above;
@@ -464,6 +470,7 @@ static clrun_status solve(solve_state *s, double start)
     const clrun_plan_options *options = s->options;
     clrun_plan_result *result = s->result;
     clrun_status st = solve_init(s);
+    s->setup_s = clrun__plan_now() - start;
     if (st != CLRUN_OK)
         return st;
 
@@ -498,7 +505,11 @@ static clrun_status solve(solve_state *s, double start)
             (capacity > 0 && proven_above > capacity) || spent(s, &all))
             goto verdict;
     }
-    st = solve_tools(s);
+    /* the searches' setup is a few sorts: not started when it would end past the limit */
+    if (!spent(s, &all) && clrun__plan_now() + s->setup_s <= all.deadline)
+        st = solve_tools(s);
+    else
+        goto verdict;
     if (st == CLRUN_OK && !spent(s, &all))
         st = run_improvement(s, &all);
 verdict:

@@ -44,6 +44,7 @@ typedef struct complete {
     int *capacity_run;           /* per part: the next restart of its decision at the capacity */
     size_t max_part;
     double deadline;
+    double setup_per_buffer;     /* seconds a part's tables take per buffer, about */
     uint64_t steps, max_steps;   /* nodes so far and the most allowed */
     uint64_t *best, *scratch;
     size_t *order;               /* scratch: parts to decide, largest kept peak first */
@@ -72,7 +73,9 @@ static clrun_status part_search(complete *c, size_t q, clrun__plan_decide **out)
     if (!c->built[q]) {
         c->built[q] = true;
         size_t m = c->parts->start[q + 1] - c->parts->start[q];
-        if (m <= c->max_part) {
+        /* not built when it would end past the deadline (it would be useless then) */
+        if (m <= c->max_part &&
+            clrun__plan_now() + c->setup_per_buffer * (double)m <= c->deadline) {
             clrun_status st =
                 clrun__plan_decide_new(c->buffers, c->parts->member + c->parts->start[q], m,
                                        c->align, c->deadline, &c->search[q]);
@@ -228,8 +231,9 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
 
 clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
                                   clrun__plan_parts *parts, uint64_t capacity, size_t max_part,
-                                  double deadline, uint64_t max_steps, uint64_t *best,
-                                  uint64_t *scratch, clrun__plan_complete_result *out)
+                                  double deadline, uint64_t max_steps, double setup_per_buffer,
+                                  uint64_t *best, uint64_t *scratch,
+                                  clrun__plan_complete_result *out)
 {
     (void)n;
     uint64_t lower_bound = 0;
@@ -243,8 +247,8 @@ clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, ui
     if (out->proven_above < lower_bound)
         out->proven_above = lower_bound;
     complete c = {.buffers = buffers, .align = align, .parts = parts, .max_part = max_part,
-                  .deadline = deadline, .max_steps = max_steps, .best = best,
-                  .scratch = scratch};
+                  .deadline = deadline, .setup_per_buffer = setup_per_buffer,
+                  .max_steps = max_steps, .best = best, .scratch = scratch};
     size_t count = parts->count ? parts->count : 1;
     c.search = calloc(count, sizeof *c.search);
     c.built = calloc(count, sizeof *c.built);

@@ -293,6 +293,8 @@ clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint
     *out = NULL;
     if (m == 0 || m >= (UINT32_C(1) << 29)) /* moments and holders fit in 30 bits */
         return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (clrun__plan_now() > deadline)
+        return CLRUN_OK; /* no time to build it, let alone search it */
     clrun__plan_decide *d = calloc(1, sizeof *d);
     if (!d)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;

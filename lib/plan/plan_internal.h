@@ -245,13 +245,15 @@ typedef struct clrun__plan_complete_result {
  * bound, then bisection between the lowest capacity not proven infeasible and the kept peak,
  * each decision trying, on every part whose kept peak exceeds it, the static orders in turn
  * with doubling node limits (restarts), and each round of bisection given four times the
- * nodes of the last. Parts of more than max_part buffers are not searched. Stops at the
- * deadline, after max_steps nodes, or once the peak is proven optimal (or the capacity proven
- * out of reach). scratch has room for n offsets. */
+ * nodes of the last. Parts of more than max_part buffers are not searched, nor those whose
+ * tables (about setup_per_buffer seconds a buffer) would not be built by the deadline. Stops
+ * at the deadline, after max_steps nodes, or once the peak is proven optimal (or the capacity
+ * proven out of reach). scratch has room for n offsets. */
 clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
                                   clrun__plan_parts *parts, uint64_t capacity, size_t max_part,
-                                  double deadline, uint64_t max_steps, uint64_t *best,
-                                  uint64_t *scratch, clrun__plan_complete_result *out);
+                                  double deadline, uint64_t max_steps, double setup_per_buffer,
+                                  uint64_t *best, uint64_t *scratch,
+                                  clrun__plan_complete_result *out);
 
 /* ---- improvement searches (plan_search.c) ---- */
 
