@@ -176,7 +176,7 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
     uint64_t hi = clrun__plan_parts_peak(c->parts, NULL);
     bool capacity_open = capacity > 0 && hi > capacity && capacity >= lo;
     for (uint64_t budget = first_budget; lo < hi && !out_of_budget(c); budget *= 4) {
-        bool descend = large && budget == first_budget;
+        bool descend = large && budget == first_budget, found = false;
         uint64_t search_lo = lo;
         bool tried_low = false;
         while (search_lo < hi && !out_of_budget(c)) {
@@ -209,6 +209,7 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
                 out->verdict = o == CLRUN__PLAN_FOUND ? CLRUN_PLAN_FITS : CLRUN_PLAN_INFEASIBLE;
             }
             if (o == CLRUN__PLAN_FOUND) {
+                found = true;
                 hi = clrun__plan_parts_peak(c->parts, NULL);
             } else if (o == CLRUN__PLAN_INFEASIBLE) {
                 lo = target + 1;
@@ -221,6 +222,10 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
             }
         }
         if (out->verdict == CLRUN_PLAN_INFEASIBLE && capacity > 0 && lo > capacity)
+            break;
+        /* on large parts a round of dives that improved nothing leaves the time to the
+         * improvement searches, which do better there */
+        if (large && !found && !capacity_open)
             break;
         if (budget > UINT64_MAX / 8)
             break;
