@@ -21,6 +21,10 @@
 /* Share of the time limit after which no further construction starts (without a step limit;
  * with one, every construction runs). */
 #define PLAN_BUILD_SHARE 0.5
+/* Where a part of more than CLRUN__PLAN_LARGE_PART buffers is above the bound, the share of
+ * the time and steps left that the improvement searches take first (the complete search gets
+ * the rest after them). */
+#define PLAN_LARGE_IMPROVE_SHARE 0.75
 /* Share of the time left after the constructions, and of the steps left, given to the
  * complete search before the improvement searches. */
 #ifndef PLAN_COMPLETE_SHARE
@@ -400,6 +404,18 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
     return CLRUN_OK;
 }
 
+/* Buffers in the largest part whose kept plan is above the lower bound. */
+static size_t largest_open_part(const solve_state *s)
+{
+    size_t largest = 0;
+    for (size_t q = 0; q < s->parts.count; q++) {
+        size_t m = s->parts.start[q + 1] - s->parts.start[q];
+        if (s->parts.best_peak[q] > s->result->lower_bound_bytes && m > largest)
+            largest = m;
+    }
+    return largest;
+}
+
 /* The complete search on the parts above the bound; may prove the plan optimal or the
  * capacity out of reach. */
 static clrun_status run_complete(solve_state *s, const budget *b, uint64_t *proven_above)
@@ -497,7 +513,11 @@ static clrun_status solve(solve_state *s, double start)
     if (st != CLRUN_OK || (capacity > 0 && proven_above > capacity) || limit == 0 ||
         spent(s, &all))
         goto verdict;
-    if (options->search_max_buffers > 0) {
+    /* On parts of thousands of buffers a dive is dear and the improvement searches find their
+     * gains late: they go first there, and the complete search's dives start from their peak. */
+    bool complete_on = options->search_max_buffers > 0;
+    bool large = largest_open_part(s) > CLRUN__PLAN_LARGE_PART;
+    if (complete_on && !large) {
         budget complete = {time_share(all.deadline, PLAN_COMPLETE_SHARE),
                            steps_share(result, all.max_steps, PLAN_COMPLETE_SHARE)};
         st = run_complete(s, &complete, &proven_above);
@@ -510,8 +530,15 @@ static clrun_status solve(solve_state *s, double start)
         st = solve_tools(s);
     else
         goto verdict;
-    if (st == CLRUN_OK && !spent(s, &all))
-        st = run_improvement(s, &all);
+    if (st == CLRUN_OK && !spent(s, &all)) {
+        budget improve = all;
+        if (complete_on && large)
+            improve = (budget){time_share(all.deadline, PLAN_LARGE_IMPROVE_SHARE),
+                               steps_share(result, all.max_steps, PLAN_LARGE_IMPROVE_SHARE)};
+        st = run_improvement(s, &improve);
+    }
+    if (st == CLRUN_OK && complete_on && large && !spent(s, &all))
+        st = run_complete(s, &all, &proven_above);
 verdict:
     result->optimal = st == CLRUN_OK && proven_above >= result->peak_bytes;
     if (capacity > 0 && result->peak_bytes > capacity)

@@ -21,14 +21,12 @@
 
 /* Nodes per decision in the first round: a few dives through the largest part. */
 #define COMPLETE_FIRST_NODES(m) (4 * (uint64_t)(m) + 2048)
-/* Above this many buffers in the largest part to decide, a dive is costly (thousands of
- * buffers alive with each) and the lower bound rarely within reach: the first round gives the
- * bound one dive, then descends from the kept peak in steps of an eighth of the gap, one dive
- * per decision. */
-#ifndef COMPLETE_LARGE_PART
-#define COMPLETE_LARGE_PART 2000
-#endif
+/* Above CLRUN__PLAN_LARGE_PART buffers in the largest part to decide, a dive is costly
+ * (thousands of buffers alive with each) and the lower bound rarely within reach: the first
+ * round gives the bound one dive, then descends from the kept peak in steps of an eighth of the
+ * gap, one dive per decision. */
 #define COMPLETE_LARGE_FIRST_NODES(m) ((uint64_t)(m) + (uint64_t)(m) / 2 + 256)
+#define COMPLETE_LARGE_DECISION_SHARE 0.25
 /* Nodes the decisions at the bound and at the capacity get, in decisions of the round. */
 #define COMPLETE_BOUND_SHARE 8
 /* Node limit of the first restart of a decision, per buffer of the part. */
@@ -44,6 +42,7 @@ typedef struct complete {
     int *capacity_run;           /* per part: the next restart of its decision at the capacity */
     size_t max_part;
     double deadline;
+    double until;                /* the current decision stops then (<= deadline) */
     double setup_per_buffer;     /* seconds a part's tables take per buffer, about */
     uint64_t steps, max_steps;   /* nodes so far and the most allowed */
     uint64_t *best, *scratch;
@@ -64,7 +63,7 @@ static void complete_free(complete *c)
 
 static bool out_of_budget(const complete *c)
 {
-    return c->steps >= c->max_steps || clrun__plan_now() > c->deadline;
+    return c->steps >= c->max_steps || clrun__plan_now() > c->until;
 }
 
 /* The search of part q, built on first use; NULL when the part cannot be searched. */
@@ -121,7 +120,7 @@ static clrun_status decide_part(complete *c, size_t q, uint64_t capacity, uint64
             limit = steps_left;
         uint64_t nodes = 0;
         clrun__plan_outcome o =
-            clrun__plan_decide_run(d, capacity, run, limit, c->deadline, c->scratch, &nodes);
+            clrun__plan_decide_run(d, capacity, run, limit, c->until, c->scratch, &nodes);
         spent += nodes;
         c->steps += nodes;
         if (nodes == whole)
@@ -196,10 +195,16 @@ static clrun_status bisect(complete *c, uint64_t capacity, uint64_t first_budget
                 target = search_lo + (hi - search_lo) / 2;
             }
             /* the bound gets as many nodes as the bisection after it (about eight decisions): on
-             * packing-like instances it is the optimum, and nothing else proves optimality */
+             * packing-like instances it is the optimum, and nothing else proves optimality. On
+             * large parts, where a node can cost a hundred microseconds, a decision also gets at
+             * most a quarter of the time left. */
             clrun__plan_outcome o;
             uint64_t nodes = kind == TARGET_BISECTION ? budget : COMPLETE_BOUND_SHARE * budget;
+            double now = clrun__plan_now();
+            c->until = large ? now + COMPLETE_LARGE_DECISION_SHARE * (c->deadline - now)
+                             : c->deadline;
             clrun_status st = decide_all(c, target, nodes, kind, &o);
+            c->until = c->deadline;
             if (st != CLRUN_OK)
                 return st;
             if (capacity_open) {
@@ -252,7 +257,7 @@ clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, ui
     if (out->proven_above < lower_bound)
         out->proven_above = lower_bound;
     complete c = {.buffers = buffers, .align = align, .parts = parts, .max_part = max_part,
-                  .deadline = deadline, .setup_per_buffer = setup_per_buffer,
+                  .deadline = deadline, .until = deadline, .setup_per_buffer = setup_per_buffer,
                   .max_steps = max_steps, .best = best, .scratch = scratch};
     size_t count = parts->count ? parts->count : 1;
     c.search = calloc(count, sizeof *c.search);
@@ -262,7 +267,7 @@ clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, ui
     c.order = malloc(count * sizeof *c.order);
     clrun_status st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     if (c.search && c.built && c.bound_run && c.capacity_run && c.order)
-        st = largest > COMPLETE_LARGE_PART
+        st = largest > CLRUN__PLAN_LARGE_PART
                  ? bisect(&c, capacity, COMPLETE_LARGE_FIRST_NODES(largest), true, out)
                  : bisect(&c, capacity, COMPLETE_FIRST_NODES(largest), false, out);
     out->steps += c.steps;
