@@ -21,15 +21,13 @@
 /* Share of the time limit after which no further construction starts (without a step limit;
  * with one, every construction runs). */
 #define PLAN_BUILD_SHARE 0.5
-/* Where a part of more than CLRUN__PLAN_LARGE_PART buffers is above the bound, the share of
- * the time and steps left that the improvement searches take first (the complete search gets
- * the rest after them). */
-#define PLAN_LARGE_IMPROVE_SHARE 0.75
 /* Share of the time left after the constructions, and of the steps left, given to the
  * complete search before the improvement searches. */
 #ifndef PLAN_COMPLETE_SHARE
 #define PLAN_COMPLETE_SHARE 0.5
 #endif
+/* The same where a part of more than CLRUN__PLAN_LARGE_PART buffers is above the bound. */
+#define PLAN_LARGE_COMPLETE_SHARE 0.25
 /* Share of the improvement time, and of the steps left, given to lowest-first rebuilds; the
  * rest goes to the local search over best-fit orders. */
 #ifndef PLAN_LOWEST_FIRST_SHARE
@@ -514,12 +512,12 @@ static clrun_status solve(solve_state *s, double start)
         spent(s, &all))
         goto verdict;
     /* On parts of thousands of buffers a dive is dear and the improvement searches find their
-     * gains late: they go first there, and the complete search's dives start from their peak. */
-    bool complete_on = options->search_max_buffers > 0;
-    bool large = largest_open_part(s) > CLRUN__PLAN_LARGE_PART;
-    if (complete_on && !large) {
-        budget complete = {time_share(all.deadline, PLAN_COMPLETE_SHARE),
-                           steps_share(result, all.max_steps, PLAN_COMPLETE_SHARE)};
+     * gains late: the complete search gets a quarter of the time there, not half. */
+    if (options->search_max_buffers > 0) {
+        double share = largest_open_part(s) > CLRUN__PLAN_LARGE_PART ? PLAN_LARGE_COMPLETE_SHARE
+                                                                     : PLAN_COMPLETE_SHARE;
+        budget complete = {time_share(all.deadline, share),
+                           steps_share(result, all.max_steps, share)};
         st = run_complete(s, &complete, &proven_above);
         if (st != CLRUN_OK || proven_above >= result->peak_bytes ||
             (capacity > 0 && proven_above > capacity) || spent(s, &all))
@@ -530,15 +528,8 @@ static clrun_status solve(solve_state *s, double start)
         st = solve_tools(s);
     else
         goto verdict;
-    if (st == CLRUN_OK && !spent(s, &all)) {
-        budget improve = all;
-        if (complete_on && large)
-            improve = (budget){time_share(all.deadline, PLAN_LARGE_IMPROVE_SHARE),
-                               steps_share(result, all.max_steps, PLAN_LARGE_IMPROVE_SHARE)};
-        st = run_improvement(s, &improve);
-    }
-    if (st == CLRUN_OK && complete_on && large && !spent(s, &all))
-        st = run_complete(s, &all, &proven_above);
+    if (st == CLRUN_OK && !spent(s, &all))
+        st = run_improvement(s, &all);
 verdict:
     result->optimal = st == CLRUN_OK && proven_above >= result->peak_bytes;
     if (capacity > 0 && result->peak_bytes > capacity)
