@@ -26,7 +26,7 @@
 #ifndef PLAN_COMPLETE_SHARE
 #define PLAN_COMPLETE_SHARE 0.5
 #endif
-/* The same where a part of more than CLRUN__PLAN_LARGE_PART buffers is above the bound. */
+/* The same where a large part (CLRUN__PLAN_LARGE_WORK) is above the bound. */
 #define PLAN_LARGE_COMPLETE_SHARE 0.25
 /* Share of the improvement time, and of the steps left, given to lowest-first rebuilds; the
  * rest goes to the local search over best-fit orders. */
@@ -402,14 +402,14 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
     return CLRUN_OK;
 }
 
-/* Buffers in the largest part whose kept plan is above the lower bound. */
-static size_t largest_open_part(const solve_state *s)
+/* The most work (buffers x alive at once) among the parts whose kept plan is above the bound. */
+static uint64_t largest_open_work(const solve_state *s)
 {
-    size_t largest = 0;
+    uint64_t largest = 0;
     for (size_t q = 0; q < s->parts.count; q++) {
-        size_t m = s->parts.start[q + 1] - s->parts.start[q];
-        if (s->parts.best_peak[q] > s->result->lower_bound_bytes && m > largest)
-            largest = m;
+        uint64_t work = clrun__plan_parts_work(&s->parts, q);
+        if (s->parts.best_peak[q] > s->result->lower_bound_bytes && work > largest)
+            largest = work;
     }
     return largest;
 }
@@ -514,7 +514,7 @@ static clrun_status solve(solve_state *s, double start)
     /* On parts of thousands of buffers a dive is dear and the improvement searches find their
      * gains late: the complete search gets a quarter of the time there, not half. */
     if (options->search_max_buffers > 0) {
-        double share = largest_open_part(s) > CLRUN__PLAN_LARGE_PART ? PLAN_LARGE_COMPLETE_SHARE
+        double share = largest_open_work(s) > CLRUN__PLAN_LARGE_WORK ? PLAN_LARGE_COMPLETE_SHARE
                                                                      : PLAN_COMPLETE_SHARE;
         budget complete = {time_share(all.deadline, share),
                            steps_share(result, all.max_steps, share)};

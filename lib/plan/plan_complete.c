@@ -21,10 +21,9 @@
 
 /* Nodes per decision in the first round: a few dives through the largest part. */
 #define COMPLETE_FIRST_NODES(m) (4 * (uint64_t)(m) + 2048)
-/* Above CLRUN__PLAN_LARGE_PART buffers in the largest part to decide, a dive is costly
- * (thousands of buffers alive with each) and the lower bound rarely within reach: the first
- * round gives the bound one dive, then descends from the kept peak in steps of an eighth of the
- * gap, one dive per decision. */
+/* On large parts (CLRUN__PLAN_LARGE_WORK) a dive is costly and the lower bound rarely within
+ * reach: the first round gives the bound one dive, then descends from the kept peak in steps
+ * of an eighth of the gap, one dive per decision. */
 #define COMPLETE_LARGE_FIRST_NODES(m) ((uint64_t)(m) + (uint64_t)(m) / 2 + 256)
 #define COMPLETE_LARGE_DECISION_SHARE 0.25
 /* Nodes the decisions at the bound and at the capacity get, in decisions of the round. */
@@ -246,13 +245,15 @@ clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, ui
                                   clrun__plan_complete_result *out)
 {
     (void)n;
-    uint64_t lower_bound = 0;
+    uint64_t lower_bound = 0, work = 0;
     size_t largest = 0;
     for (size_t q = 0; q < parts->count; q++) {
         if (parts->lower_bound[q] > lower_bound)
             lower_bound = parts->lower_bound[q];
         if (parts->start[q + 1] - parts->start[q] > largest)
             largest = parts->start[q + 1] - parts->start[q];
+        if (clrun__plan_parts_work(parts, q) > work)
+            work = clrun__plan_parts_work(parts, q);
     }
     if (out->proven_above < lower_bound)
         out->proven_above = lower_bound;
@@ -267,7 +268,7 @@ clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, ui
     c.order = malloc(count * sizeof *c.order);
     clrun_status st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     if (c.search && c.built && c.bound_run && c.capacity_run && c.order)
-        st = largest > CLRUN__PLAN_LARGE_PART
+        st = work > CLRUN__PLAN_LARGE_WORK
                  ? bisect(&c, capacity, COMPLETE_LARGE_FIRST_NODES(largest), true, out)
                  : bisect(&c, capacity, COMPLETE_FIRST_NODES(largest), false, out);
     out->steps += c.steps;

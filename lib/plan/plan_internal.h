@@ -174,6 +174,7 @@ typedef struct clrun__plan_parts {
     size_t *start;         /* part q is member[start[q] .. start[q + 1]) */
     uint32_t *part_of;     /* buffer -> its part */
     uint64_t *lower_bound; /* per part: clrun_plan_lower_bound of its buffers */
+    uint32_t *max_alive;   /* per part: the most of its buffers alive at once */
     uint64_t *best_peak;   /* per part: peak of the best placement kept; UINT64_MAX before any */
     const char **method;   /* per part: what produced it */
 } clrun__plan_parts;
@@ -181,6 +182,9 @@ typedef struct clrun__plan_parts {
 clrun_status clrun__plan_parts_build(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
                                      clrun__plan_parts *parts);
 void clrun__plan_parts_free(clrun__plan_parts *parts);
+/* Buffers times the most alive at once in part q: what one dive of the complete search costs
+ * it, about (each placement updates the buffers alive with it). */
+uint64_t clrun__plan_parts_work(const clrun__plan_parts *parts, size_t q);
 /* Peak of part q in a plan. */
 uint64_t clrun__plan_parts_part_peak(const clrun__plan_parts *parts,
                                      const clrun_plan_buffer *buffers, size_t q,
@@ -203,10 +207,12 @@ uint64_t clrun__plan_parts_peak(const clrun__plan_parts *parts, const char **met
 
 /* ---- the complete search (plan_decide.c, plan_complete.c) ---- */
 
-/* Parts of more buffers than this are "large" for the complete search: dives there cost
- * enough (thousands alive with each buffer) that it descends from the best peak in a few dives
- * rather than bisecting from the bound, and gets a quarter of the time, not half. */
-#define CLRUN__PLAN_LARGE_PART 2000
+/* Parts whose work (clrun__plan_parts_work: buffers x most alive at once) exceeds this are
+ * "large" for the complete search: a dive there costs enough (thousands of buffers, hundreds
+ * alive with each) that it descends from the best peak in a few dives rather than bisecting
+ * from the bound, and gets a quarter of the time, not half. A chain of 100k buffers is not
+ * large (two alive at once); a packing of 10k with 300 alive is. */
+#define CLRUN__PLAN_LARGE_WORK 1000000
 
 /* Static orders the decision search breaks ties with; restarts cycle through them. */
 #define CLRUN__PLAN_RANKINGS 6

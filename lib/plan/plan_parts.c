@@ -27,6 +27,7 @@ static int compare_first(const void *a, const void *b)
 
 void clrun__plan_parts_free(clrun__plan_parts *p)
 {
+    free(p->max_alive);
     free(p->member);
     free(p->start);
     free(p->part_of);
@@ -36,7 +37,34 @@ void clrun__plan_parts_free(clrun__plan_parts *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Each part's lower bound, computed on a gathered copy of its buffers. */
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The most buffers alive at once in part q (its members are sorted by first): a sweep of the
+ * starts against the sorted ends. `lasts` has room for the part. */
+static uint32_t part_max_alive(const clrun__plan_parts *p, const clrun_plan_buffer *buffers,
+                               size_t q, uint64_t *lasts)
+{
+    size_t m = p->start[q + 1] - p->start[q];
+    const uint32_t *member = p->member + p->start[q];
+    for (size_t i = 0; i < m; i++)
+        lasts[i] = buffers[member[i]].last;
+    qsort(lasts, m, sizeof *lasts, compare_u64);
+    size_t ended = 0, most = 0;
+    for (size_t i = 0; i < m; i++) {
+        while (ended < m && lasts[ended] <= buffers[member[i]].first)
+            ended++;
+        if (i + 1 - ended > most)
+            most = i + 1 - ended;
+    }
+    return (uint32_t)most;
+}
+
+/* Each part's lower bound, computed on a gathered copy of its buffers, and the most buffers
+ * alive in it at once. */
 static clrun_status part_bounds(clrun__plan_parts *p, const clrun_plan_buffer *buffers,
                                 uint64_t align)
 {
@@ -45,16 +73,17 @@ static clrun_status part_bounds(clrun__plan_parts *p, const clrun_plan_buffer *b
         if (p->start[q + 1] - p->start[q] > largest)
             largest = p->start[q + 1] - p->start[q];
     clrun_plan_buffer *copy = malloc((largest ? largest : 1) * sizeof *copy);
-    if (!copy)
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    clrun_status st = CLRUN_OK;
+    uint64_t *lasts = malloc((largest ? largest : 1) * sizeof *lasts);
+    clrun_status st = copy && lasts ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     for (size_t q = 0; q < p->count && st == CLRUN_OK; q++) {
         size_t m = p->start[q + 1] - p->start[q];
         for (size_t i = 0; i < m; i++)
             copy[i] = buffers[p->member[p->start[q] + i]];
         st = clrun_plan_lower_bound(copy, m, align, &p->lower_bound[q]);
+        p->max_alive[q] = part_max_alive(p, buffers, q, lasts);
     }
     free(copy);
+    free(lasts);
     return st;
 }
 
@@ -89,9 +118,10 @@ clrun_status clrun__plan_parts_build(const clrun_plan_buffer *buffers, size_t n,
     free(keys);
     size_t parts = p->count ? p->count : 1;
     p->lower_bound = calloc(parts, sizeof *p->lower_bound);
+    p->max_alive = calloc(parts, sizeof *p->max_alive);
     p->best_peak = malloc(parts * sizeof *p->best_peak);
     p->method = malloc(parts * sizeof *p->method);
-    if (!p->lower_bound || !p->best_peak || !p->method) {
+    if (!p->lower_bound || !p->max_alive || !p->best_peak || !p->method) {
         clrun__plan_parts_free(p);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
@@ -103,6 +133,11 @@ clrun_status clrun__plan_parts_build(const clrun_plan_buffer *buffers, size_t n,
     if (st != CLRUN_OK)
         clrun__plan_parts_free(p);
     return st;
+}
+
+uint64_t clrun__plan_parts_work(const clrun__plan_parts *p, size_t q)
+{
+    return (uint64_t)(p->start[q + 1] - p->start[q]) * p->max_alive[q];
 }
 
 uint64_t clrun__plan_parts_part_peak(const clrun__plan_parts *p, const clrun_plan_buffer *buffers,
