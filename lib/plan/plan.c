@@ -149,9 +149,11 @@ static void heap_pop(pad_entry *heap, size_t *count)
         heap[i] = e;
 }
 
-/* Sweeps the starts in time order; the bound peaks just after some buffer starts. */
+/* Sweeps the starts in time order; the bound (and the count alive) peaks just after some
+ * buffer starts. */
 static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                                  time_key *starts, time_key *ends, pad_entry *heap)
+                                  time_key *starts, time_key *ends, pad_entry *heap,
+                                  uint32_t *max_alive)
 {
     for (size_t i = 0; i < n; i++) {
         starts[i] = (time_key){buffers[i].first, i};
@@ -161,7 +163,7 @@ static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, ui
     qsort(ends, n, sizeof *ends, compare_time);
 
     uint64_t live = 0, best = 0;
-    size_t next_end = 0, heap_count = 0;
+    size_t next_end = 0, heap_count = 0, most = 0;
     for (size_t i = 0; i < n;) {
         uint64_t t = starts[i].time;
         while (next_end < n && ends[next_end].time <= t)
@@ -179,8 +181,31 @@ static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, ui
         uint64_t bound = live - heap[0].pad;
         if (bound > best)
             best = bound;
+        if (i - next_end > most)
+            most = i - next_end;
     }
+    *max_alive = (uint32_t)most;
     return best;
+}
+
+clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                               uint64_t *lower_bound, uint32_t *max_alive)
+{
+    size_t m = n ? n : 1;
+    time_key *starts = malloc(m * sizeof *starts);
+    time_key *ends = malloc(m * sizeof *ends);
+    pad_entry *heap = malloc(m * sizeof *heap);
+    clrun_status st = CLRUN_OK;
+    *lower_bound = 0;
+    *max_alive = 0;
+    if (starts && ends && heap)
+        *lower_bound = sweep_lower_bound(buffers, n, align, starts, ends, heap, max_alive);
+    else
+        st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    free(starts);
+    free(ends);
+    free(heap);
+    return st;
 }
 
 clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
@@ -192,18 +217,8 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
         return st;
     if (!lower_bound)
         return CLRUN_ERROR_INVALID_ARGUMENT;
-    size_t m = n ? n : 1;
-    time_key *starts = malloc(m * sizeof *starts);
-    time_key *ends = malloc(m * sizeof *ends);
-    pad_entry *heap = malloc(m * sizeof *heap);
-    if (starts && ends && heap)
-        *lower_bound = sweep_lower_bound(buffers, n, align, starts, ends, heap);
-    else
-        st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    free(starts);
-    free(ends);
-    free(heap);
-    return st;
+    uint32_t max_alive;
+    return clrun__plan_bound(buffers, n, align, lower_bound, &max_alive);
 }
 
 /* ---- solve ---- */
@@ -463,9 +478,6 @@ static clrun_status run_improvement(solve_state *s, const budget *b)
 static clrun_status solve_init(solve_state *s)
 {
     size_t n = s->n;
-    clrun_status st = clrun_plan_lower_bound(s->buffers, n, s->align, &s->result->lower_bound_bytes);
-    if (st != CLRUN_OK)
-        return st;
     s->order = malloc(n * sizeof *s->order);
     s->best_order = malloc(n * sizeof *s->best_order);
     s->trial = malloc(n * sizeof *s->trial);
@@ -476,7 +488,12 @@ static clrun_status solve_init(solve_state *s)
      * order was built: it must hold a permutation from the start. */
     for (size_t i = 0; i < n; i++)
         s->best_order[i] = (uint32_t)i;
-    return clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
+    /* The instance's bound is the largest of its parts' (they never meet). */
+    clrun_status st = clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
+    for (size_t q = 0; st == CLRUN_OK && q < s->parts.count; q++)
+        if (s->parts.lower_bound[q] > s->result->lower_bound_bytes)
+            s->result->lower_bound_bytes = s->parts.lower_bound[q];
+    return st;
 }
 
 static clrun_status solve(solve_state *s, double start)

@@ -49,6 +49,11 @@ static inline size_t clrun__plan_lower_bound(const uint64_t *sorted, size_t coun
 clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *from, uint32_t *to, size_t *distinct);
 
+/* clrun_plan_lower_bound on a checked instance (align a power of two), with the most buffers
+ * alive at once in *max_alive: one sweep, two sorts. */
+clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                               uint64_t *lower_bound, uint32_t *max_alive);
+
 /* Seconds on a monotonic clock. */
 double clrun__plan_now(void);
 

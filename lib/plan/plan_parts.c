@@ -37,32 +37,6 @@ void clrun__plan_parts_free(clrun__plan_parts *p)
     memset(p, 0, sizeof *p);
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The most buffers alive at once in part q (its members are sorted by first): a sweep of the
- * starts against the sorted ends. `lasts` has room for the part. */
-static uint32_t part_max_alive(const clrun__plan_parts *p, const clrun_plan_buffer *buffers,
-                               size_t q, uint64_t *lasts)
-{
-    size_t m = p->start[q + 1] - p->start[q];
-    const uint32_t *member = p->member + p->start[q];
-    for (size_t i = 0; i < m; i++)
-        lasts[i] = buffers[member[i]].last;
-    qsort(lasts, m, sizeof *lasts, compare_u64);
-    size_t ended = 0, most = 0;
-    for (size_t i = 0; i < m; i++) {
-        while (ended < m && lasts[ended] <= buffers[member[i]].first)
-            ended++;
-        if (i + 1 - ended > most)
-            most = i + 1 - ended;
-    }
-    return (uint32_t)most;
-}
-
 /* Each part's lower bound, computed on a gathered copy of its buffers, and the most buffers
  * alive in it at once. */
 static clrun_status part_bounds(clrun__plan_parts *p, const clrun_plan_buffer *buffers,
@@ -73,17 +47,14 @@ static clrun_status part_bounds(clrun__plan_parts *p, const clrun_plan_buffer *b
         if (p->start[q + 1] - p->start[q] > largest)
             largest = p->start[q + 1] - p->start[q];
     clrun_plan_buffer *copy = malloc((largest ? largest : 1) * sizeof *copy);
-    uint64_t *lasts = malloc((largest ? largest : 1) * sizeof *lasts);
-    clrun_status st = copy && lasts ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun_status st = copy ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     for (size_t q = 0; q < p->count && st == CLRUN_OK; q++) {
         size_t m = p->start[q + 1] - p->start[q];
         for (size_t i = 0; i < m; i++)
             copy[i] = buffers[p->member[p->start[q] + i]];
-        st = clrun_plan_lower_bound(copy, m, align, &p->lower_bound[q]);
-        p->max_alive[q] = part_max_alive(p, buffers, q, lasts);
+        st = clrun__plan_bound(copy, m, align, &p->lower_bound[q], &p->max_alive[q]);
     }
     free(copy);
-    free(lasts);
     return st;
 }
 
