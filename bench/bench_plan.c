@@ -25,7 +25,7 @@
 
 #include <clrun/plan.h>
 
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 static double now_s(void)
 {

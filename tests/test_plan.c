@@ -20,7 +20,7 @@
 
 #include <clrun/plan.h>
 
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 /* ---- the independent checker ---- */
 

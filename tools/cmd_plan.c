@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "cmd_plan.h"
 #include "model_io.h"
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 /* Generated instances are capped so that a typo cannot ask for terabytes. */
 #define PLAN_GEN_MAX (UINT64_C(1) << 26)

@@ -4,6 +4,8 @@
 
 #include <clrun/plan.h>
 
+#include "core/util.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,14 +17,8 @@ static inline uint64_t clrun__plan_align_up(uint64_t v, uint64_t align)
     return (v + (align - 1)) & ~(align - 1);
 }
 
-/* splitmix64: a small, fast, well-mixed generator; the planner's only source of randomness. */
-static inline uint64_t clrun__plan_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
+/* The planner's only source of randomness: splitmix64 (core/util.h). */
+static inline uint64_t clrun__plan_random(uint64_t *state) { return clrun__splitmix64(state); }
 
 /* Uniform in [0, bound), bound > 0 (the modulo bias is irrelevant at these bounds). */
 static inline uint64_t clrun__plan_random_below(uint64_t *state, uint64_t bound)
@@ -54,8 +50,8 @@ clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t 
 clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
                                uint64_t *lower_bound, uint32_t *max_alive);
 
-/* Seconds on a monotonic clock. */
-double clrun__plan_now(void);
+/* Seconds on the monotonic clock. */
+static inline double clrun__plan_now(void) { return clrun__now(); }
 
 /* Checks an instance: pointers, sizes, intervals, alignment (0 becomes 1, stored in *align),
  * n below 2^32 and the total aligned size within 64 bits. */

@@ -1,4 +1,4 @@
-/* clrun: memory-planning instance generators (see plan_gen.h).
+/* clrun: memory-planning instance generators (see clrun/plan_gen.h).
  *
  * The packing families start from a full rectangle, time [0, T) by space [0, H), and cut it
  * into n pieces with guillotine cuts (each along time or space with even odds, at a uniform
@@ -7,30 +7,23 @@
  * rebuilds the rectangle reaches it: the optimum is known, and a planner's gap to it is its
  * true loss. Best-fit greedy orders miss it by about 30% (perfect) and 40% (balanced), as
  * measured on real instances by MiniMalloc's authors. */
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
+
+#include "core/util.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* splitmix64, as in the planner: fixed output on every platform. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
 static uint64_t random_below(uint64_t *state, uint64_t bound)
 {
-    return next_random(state) % bound;
+    return clrun__splitmix64(state) % bound;
 }
 
 /* Uniform in [0, 1). */
 static double random_unit(uint64_t *state)
 {
-    return (double)(next_random(state) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(clrun__splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 const char *clrun_plan_gen_family_name(clrun_plan_gen_family family)

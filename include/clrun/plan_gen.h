@@ -1,4 +1,5 @@
-/* clrun: generators of memory-planning instances, for the benchmark, the tests and `clrun plan`.
+/* clrun: generators of memory-planning instances (`clrun plan --gen`), for benchmarks and tests
+ * of planners, clrun's or others'.
  * Deterministic: the same family, size and seed give the same buffers (the random and unet
  * families use libm's exp/log, so another libm may round a size differently). */
 #ifndef CLRUN_PLAN_GEN_H
@@ -9,6 +10,13 @@
 
 #include <clrun/plan.h>
 #include <clrun/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+#endif
 
 /* Sizes of the packing families are multiples of this, so any alignment up to it keeps their
  * known optimum. */
@@ -50,4 +58,7 @@ clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t see
 /* "random", "perfect", "balanced", "unet", "chain", "wide"; "unknown" out of range. */
 const char *clrun_plan_gen_family_name(clrun_plan_gen_family family);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
