@@ -1,14 +1,21 @@
 /* bench_plan: quality and speed of the static memory planner.
  *
  * Part 1, quality: for each instance family and size, the peak over the lower bound of the
- * greedy baselines (TFLite greedy by size, XLA's spatial and temporal orders) and of
- * clrun_plan_solve within its time limit, averaged over seeds, with clrun's planner time and
- * how many of its plans were proven optimal.
- * Part 2, speed: how the lower bound, one greedy pass and clrun_plan_solve with its default
- * 1 s limit grow with n = 1k, 10k, 50k, beside the most buffers alive at once.
+ * greedy baselines (TFLite greedy by size, XLA's spatial and temporal orders), of the planner
+ * without its complete search (search_max_buffers = 0: the constructions and improvement
+ * searches alone, which is the planner as it was before the complete search for instances of
+ * more than 64 buffers) and of clrun_plan_solve, both within the same time limit, averaged over
+ * seeds, with clrun's planner time and how many of its plans were proven optimal.
+ * Part 2, hard packings: the perfect family (optimum = lower bound) at 150, 300 and 500 buffers,
+ * each seed, within 2 s: the ratio, the time to the answer and whether it is proven.
+ * Part 3, growth: how the lower bound, one greedy pass, the planner's constructions alone (time
+ * limit 0) and clrun_plan_solve with a 1 s limit grow with n, beside the most buffers alive at
+ * once, for the generated families at 1k, 10k, 50k and for chains and wide graphs (all
+ * branches alive until one join) at 10k, 30k, 100k; "late" flags a call that took more than
+ * its limit plus 10 %.
  *
- * usage: bench_plan [--seeds K] [--time-limit S] [--quick]
- * (--quick: sizes 100 and 1000 only, and growth up to 10k) */
+ * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3]
+ * (--quick: sizes 100 and 1000 only, growth up to 10k) */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -18,7 +25,7 @@
 
 #include <clrun/plan.h>
 
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 static double now_s(void)
 {
@@ -82,8 +89,21 @@ static size_t max_alive(const clrun_plan_buffer *b, size_t n)
     return best;
 }
 
+/* clrun_plan_solve with the limit and seed, the complete search on or off. */
+static int solve(const clrun_plan_buffer *b, size_t n, double time_limit, uint64_t seed,
+                 bool complete, uint64_t *offsets, clrun_plan_result *r)
+{
+    clrun_plan_options opts = CLRUN_PLAN_OPTIONS_DEFAULT;
+    opts.time_limit_s = time_limit;
+    opts.seed = seed;
+    if (!complete)
+        opts.search_max_buffers = 0;
+    return clrun_plan_solve(b, n, &opts, offsets, r) == CLRUN_OK ? 0 : 1;
+}
+
 typedef struct quality_row {
     double greedy[3]; /* summed ratios: size, spatial, temporal */
+    double baseline;  /* summed ratio without the complete search */
     double clrun;     /* summed ratio of clrun_plan_solve */
     double ms;        /* summed planner time */
     int optimal;      /* plans proven optimal */
@@ -94,39 +114,96 @@ static int run_quality(clrun_plan_gen_family family, size_t n, int seeds, double
 {
     clrun_plan_buffer *b = malloc(n * sizeof *b);
     uint64_t *offsets = malloc(n * sizeof *offsets);
+    int rc = 1;
     if (!b || !offsets)
-        goto oom;
+        goto done;
     memset(row, 0, sizeof *row);
     for (int seed = 1; seed <= seeds; seed++) {
         if (clrun_plan_gen(family, n, (uint64_t)seed, b, NULL) != CLRUN_OK)
-            goto oom;
+            goto done;
         uint64_t lb, peak;
         if (clrun_plan_lower_bound(b, n, 1, &lb) != CLRUN_OK)
-            goto oom;
+            goto done;
         const clrun_plan_order orders[3] = {CLRUN_PLAN_ORDER_SIZE, CLRUN_PLAN_ORDER_SPATIAL,
                                             CLRUN_PLAN_ORDER_TEMPORAL};
         for (int o = 0; o < 3; o++) {
             if (clrun_plan_greedy(b, n, 1, orders[o], offsets, &peak) != CLRUN_OK)
-                goto oom;
+                goto done;
             row->greedy[o] += (double)peak / (double)lb;
         }
-        clrun_plan_options opts = CLRUN_PLAN_OPTIONS_DEFAULT;
-        opts.time_limit_s = time_limit;
-        opts.seed = (uint64_t)seed;
         clrun_plan_result r;
-        if (clrun_plan_solve(b, n, &opts, offsets, &r) != CLRUN_OK)
-            goto oom;
+        if (solve(b, n, time_limit, (uint64_t)seed, false, offsets, &r) != 0)
+            goto done;
+        row->baseline += (double)r.peak_bytes / (double)r.lower_bound_bytes;
+        if (solve(b, n, time_limit, (uint64_t)seed, true, offsets, &r) != 0)
+            goto done;
         row->clrun += (double)r.peak_bytes / (double)r.lower_bound_bytes;
         row->ms += r.planner_ms;
         row->optimal += r.optimal;
     }
+    rc = 0;
+done:
     free(b);
     free(offsets);
+    return rc;
+}
+
+static int part_quality(int seeds, double time_limit, int quick)
+{
+    const size_t sizes[] = {100, 1000, 10000};
+    size_t size_count = quick ? 2 : 3;
+    printf("1. peak / lower bound, mean over seeds 1..%d, time limit %g s (1.000 = optimal)\n",
+           seeds, time_limit);
+    printf("%-9s %6s %12s %12s %12s %9s %9s %9s %7s\n", "family", "n", "greedy-size",
+           "xla-spatial", "xla-temporal", "baseline", "clrun", "clrun ms", "proven");
+    for (int f = 0; f <= CLRUN_PLAN_GEN_UNET; f++) {
+        for (size_t s = 0; s < size_count; s++) {
+            quality_row row;
+            if (run_quality((clrun_plan_gen_family)f, sizes[s], seeds, time_limit, &row) != 0)
+                return 1;
+            printf("%-9s %6zu %12.3f %12.3f %12.3f %9.3f %9.3f %9.1f %5d/%d\n",
+                   clrun_plan_gen_family_name((clrun_plan_gen_family)f), sizes[s],
+                   row.greedy[0] / seeds, row.greedy[1] / seeds, row.greedy[2] / seeds,
+                   row.baseline / seeds, row.clrun / seeds, row.ms / seeds, row.optimal, seeds);
+        }
+    }
     return 0;
-oom:
-    free(b);
-    free(offsets);
-    return 1;
+}
+
+static int part_packings(int seeds)
+{
+    const size_t sizes[] = {150, 300, 500};
+    const double limit = 2.0;
+    printf("\n2. perfect packings (optimum = lower bound), time limit %g s, each seed\n", limit);
+    printf("%-9s %6s %5s %9s %9s %12s %7s  %s\n", "family", "n", "seed", "baseline", "clrun",
+           "clrun ms", "proven", "method");
+    for (size_t s = 0; s < 3; s++) {
+        size_t n = sizes[s];
+        clrun_plan_buffer *b = malloc(n * sizeof *b);
+        uint64_t *offsets = malloc(n * sizeof *offsets);
+        if (!b || !offsets) {
+            free(b);
+            free(offsets);
+            return 1;
+        }
+        for (int seed = 1; seed <= seeds; seed++) {
+            clrun_plan_result base, r;
+            if (clrun_plan_gen(CLRUN_PLAN_GEN_PERFECT, n, (uint64_t)seed, b, NULL) != CLRUN_OK ||
+                solve(b, n, limit, (uint64_t)seed, false, offsets, &base) != 0 ||
+                solve(b, n, limit, (uint64_t)seed, true, offsets, &r) != 0) {
+                free(b);
+                free(offsets);
+                return 1;
+            }
+            printf("%-9s %6zu %5d %9.3f %9.3f %12.1f %7s  %s\n", "perfect", n, seed,
+                   (double)base.peak_bytes / (double)base.lower_bound_bytes,
+                   (double)r.peak_bytes / (double)r.lower_bound_bytes, r.planner_ms,
+                   r.optimal ? "yes" : "no", r.method);
+        }
+        free(b);
+        free(offsets);
+    }
+    return 0;
 }
 
 static int run_growth(clrun_plan_gen_family family, size_t n)
@@ -141,16 +218,24 @@ static int run_growth(clrun_plan_gen_family family, size_t n)
     if (clrun_plan_lower_bound(b, n, 1, &lb) != CLRUN_OK)
         goto done;
     double t1 = now_s();
-    if (clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &peak) != CLRUN_OK)
+    /* best fit is O(n^2) when everything is alive at once: not run on wide graphs */
+    bool greedy = family != CLRUN_PLAN_GEN_WIDE;
+    if (greedy && clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &peak) != CLRUN_OK)
         goto done;
     double t2 = now_s();
-    clrun_plan_result r;
-    if (clrun_plan_solve(b, n, NULL, offsets, &r) != CLRUN_OK)
+    clrun_plan_result r, built;
+    if (solve(b, n, 0, 1, true, offsets, &built) != 0 ||
+        clrun_plan_solve(b, n, NULL, offsets, &r) != CLRUN_OK)
         goto done;
-    printf("%-9s %7zu %6zu %10.2f %10.2f %8.3f %12.1f %8.3f  %s\n",
-           clrun_plan_gen_family_name(family), n, max_alive(b, n), (t1 - t0) * 1e3,
-           (t2 - t1) * 1e3, (double)peak / (double)lb, r.planner_ms,
-           (double)r.peak_bytes / (double)r.lower_bound_bytes, r.method);
+    char greedy_ms[16], greedy_ratio[16];
+    snprintf(greedy_ms, sizeof greedy_ms, greedy ? "%.2f" : "-", (t2 - t1) * 1e3);
+    snprintf(greedy_ratio, sizeof greedy_ratio, greedy ? "%.3f" : "-", (double)peak / (double)lb);
+    printf("%-9s %7zu %6zu %9.2f %9s %7s %9.1f %8.4f %9.1f %8.4f %5s  %s\n",
+           clrun_plan_gen_family_name(family), n, max_alive(b, n), (t1 - t0) * 1e3, greedy_ms,
+           greedy_ratio, built.planner_ms,
+           (double)built.peak_bytes / (double)built.lower_bound_bytes, r.planner_ms,
+           (double)r.peak_bytes / (double)r.lower_bound_bytes, r.planner_ms > 1100 ? "late" : "ok",
+           r.method);
     rc = 0;
 done:
     free(b);
@@ -158,20 +243,43 @@ done:
     return rc;
 }
 
+static int part_growth(int quick)
+{
+    printf("\n3. time growth (seed 1): lower bound, one greedy-size pass, clrun_plan_solve with\n"
+           "   time limit 0 (every construction, no search: the cost that grows with n) and 1 s\n"
+           "   (anytime: it uses its limit unless it proves a plan optimal)\n");
+    printf("%-9s %7s %6s %9s %9s %7s %9s %8s %9s %8s %5s  %s\n", "family", "n", "alive",
+           "bound ms", "greedy ms", "ratio", "build ms", "ratio", "clrun ms", "ratio", "limit",
+           "method");
+    const size_t growth[] = {1000, 10000, 50000}, shapes[] = {10000, 30000, 100000};
+    size_t count = quick ? 2 : 3;
+    for (int f = 0; f <= CLRUN_PLAN_GEN_UNET; f++)
+        for (size_t s = 0; s < count; s++)
+            if (run_growth((clrun_plan_gen_family)f, growth[s]) != 0)
+                return 1;
+    for (int f = CLRUN_PLAN_GEN_CHAIN; f <= CLRUN_PLAN_GEN_WIDE; f++)
+        for (size_t s = 0; s < count; s++)
+            if (run_growth((clrun_plan_gen_family)f, shapes[s]) != 0)
+                return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int seeds = 3;
+    int seeds = 3, quick = 0, part = 0;
     double time_limit = 1.0;
-    int quick = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
             seeds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--time-limit") == 0 && i + 1 < argc)
             time_limit = atof(argv[++i]);
+        else if (strcmp(argv[i], "--part") == 0 && i + 1 < argc)
+            part = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else {
-            fprintf(stderr, "usage: bench_plan [--seeds K] [--time-limit S] [--quick]\n");
+            fprintf(stderr, "usage: bench_plan [--seeds K] [--time-limit S] [--quick] "
+                            "[--part 1|2|3]\n");
             return 2;
         }
     }
@@ -180,40 +288,19 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows show up as they are measured */
     char cpu[128];
     cpu_name(cpu, sizeof cpu);
-    printf("bench_plan: seeds 1..%d, time limit %g s, alignment 1, CPU %s (one thread)\n", seeds,
-           time_limit, cpu);
+    printf("bench_plan: alignment 1, CPU %s (one thread)\n", cpu);
     printf("families: random (uniform starts, geometric lifetimes, log-uniform sizes), perfect and\n"
-           "balanced (guillotine-cut full rectangles: optimum = lower bound), unet (U-Net-like graphs)\n\n");
-
-    const size_t sizes[] = {100, 1000, 10000};
-    size_t size_count = quick ? 2 : 3;
-    printf("peak / lower bound, mean over seeds (1.000 = optimal)\n");
-    printf("%-9s %6s %12s %12s %12s %12s %12s %8s\n", "family", "n", "greedy-size", "xla-spatial",
-           "xla-temporal", "clrun", "clrun ms", "proven");
-    for (int f = 0; f < CLRUN_PLAN_GEN_COUNT; f++) {
-        for (size_t s = 0; s < size_count; s++) {
-            quality_row row;
-            if (run_quality((clrun_plan_gen_family)f, sizes[s], seeds, time_limit, &row) != 0) {
-                fprintf(stderr, "bench_plan: out of memory\n");
-                return 1;
-            }
-            printf("%-9s %6zu %12.3f %12.3f %12.3f %12.3f %12.1f %5d/%d\n",
-                   clrun_plan_gen_family_name((clrun_plan_gen_family)f), sizes[s],
-                   row.greedy[0] / seeds, row.greedy[1] / seeds, row.greedy[2] / seeds,
-                   row.clrun / seeds, row.ms / seeds, row.optimal, seeds);
-        }
-    }
-
-    printf("\ntime growth (seed 1): lower bound, one greedy-size pass, clrun_plan_solve (1 s limit)\n");
-    printf("%-9s %7s %6s %10s %10s %8s %12s %8s  %s\n", "family", "n", "alive", "bound ms",
-           "greedy ms", "ratio", "clrun ms", "ratio", "method");
-    const size_t growth[] = {1000, 10000, 50000};
-    size_t growth_count = quick ? 2 : 3;
-    for (int f = 0; f < CLRUN_PLAN_GEN_COUNT; f++)
-        for (size_t s = 0; s < growth_count; s++)
-            if (run_growth((clrun_plan_gen_family)f, growth[s]) != 0) {
-                fprintf(stderr, "bench_plan: out of memory\n");
-                return 1;
-            }
-    return 0;
+           "balanced (guillotine-cut full rectangles: optimum = lower bound), unet (U-Net-like\n"
+           "graphs), chain and wide (graph shapes); baseline: the planner without its complete\n"
+           "search (search_max_buffers = 0), in the same run\n\n");
+    int rc = 0;
+    if (rc == 0 && (part == 0 || part == 1))
+        rc = part_quality(seeds, time_limit, quick);
+    if (rc == 0 && (part == 0 || part == 2))
+        rc = part_packings(seeds);
+    if (rc == 0 && (part == 0 || part == 3))
+        rc = part_growth(quick);
+    if (rc != 0)
+        fprintf(stderr, "bench_plan: out of memory\n");
+    return rc;
 }

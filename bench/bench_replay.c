@@ -21,7 +21,7 @@
 #include <clrun/strategy.h>
 
 #include "memory/replay_internal.h"
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)

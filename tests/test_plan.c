@@ -20,7 +20,7 @@
 
 #include <clrun/plan.h>
 
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 /* ---- the independent checker ---- */
 
@@ -171,6 +171,29 @@ static void tiny_instance(uint64_t seed, size_t n, clrun_plan_buffer *b)
     }
 }
 
+/* Instances whose optimum is above the lower bound are rare among small random ones (none in
+ * millions with the sizes of tiny_instance): these two, of 7 buffers with bound 4 and optimum
+ * 5, were found by sampling sizes 1..2 over 8 moments. Variant v scales their sizes by 1, 3 or
+ * 8 and mirrors time when v >= 3, which keeps optimum > bound. */
+#define ABOVE_VARIANTS 6
+static void above_bound_instance(int which, int v, clrun_plan_buffer b[7])
+{
+    static const clrun_plan_buffer base[2][7] = {
+        {{2, 0, 1}, {2, 5, 6}, {1, 2, 4}, {1, 3, 5}, {1, 2, 5}, {2, 0, 3}, {2, 4, 7}},
+        {{1, 2, 4}, {1, 1, 4}, {2, 4, 5}, {2, 3, 5}, {2, 0, 2}, {1, 1, 3}, {2, 0, 1}},
+    };
+    static const uint64_t scale[3] = {1, 3, 8};
+    for (size_t i = 0; i < 7; i++) {
+        b[i] = base[which][i];
+        b[i].size *= scale[v % 3];
+        if (v >= 3) {
+            uint64_t first = 8 - b[i].last;
+            b[i].last = 8 - b[i].first;
+            b[i].first = first;
+        }
+    }
+}
+
 /* Instance of a family; the caller frees. */
 static clrun_plan_buffer *family_instance(clrun_plan_gen_family family, size_t n, uint64_t seed,
                                           uint64_t *known)
@@ -199,8 +222,12 @@ static clrun_plan_options options_with_steps(uint64_t steps, uint64_t align)
     return o;
 }
 
-/* Steps enough for the exact search to finish on every instance of up to 10 buffers the tests
- * use (the hardest takes a few hundred nodes). */
+/* The constructions clrun_plan_solve builds: the time sweep, three lowest-first rankings and
+ * the four best-fit orders. */
+#define CONSTRUCTIONS (1 + 3 + CLRUN_PLAN_ORDER_COUNT)
+
+/* Steps enough for the complete search to finish on every instance of up to 10 buffers the
+ * tests use (the hardest takes a few hundred nodes). */
 #define EXACT_STEPS 100000
 
 /* ---- valid plans ---- */
@@ -325,7 +352,7 @@ static void optimal_claims_match_exhaustive_search_on_tiny_instances(void **stat
     }
 }
 
-static void exact_search_proves_tiny_instances_optimal(void **state)
+static void complete_search_proves_tiny_instances_optimal(void **state)
 {
     (void)state;
     for (uint64_t seed = 1; seed <= 200; seed++) {
@@ -399,7 +426,7 @@ static void lower_bound_of_perfect_packing_is_its_height(void **state)
     }
 }
 
-static void exact_search_rebuilds_small_perfect_packings(void **state)
+static void complete_search_rebuilds_small_perfect_packings(void **state)
 {
     (void)state;
     for (uint64_t seed = 1; seed <= 10; seed++) {
@@ -483,6 +510,196 @@ static void improvement_search_beats_the_constructions(void **state)
     free(b);
 }
 
+/* ---- the complete search, independent parts, capacity ---- */
+
+/* Perfect packings of 150 buffers (optimum = lower bound by construction, far below what the
+ * constructions reach) are rebuilt to the optimum and proven so, within a step budget. */
+static void complete_search_proves_perfect_packings_of_150_optimal(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        size_t n = 150;
+        uint64_t known;
+        clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, &known);
+        uint64_t *offsets = malloc(n * sizeof *offsets);
+        clrun_plan_options o = options_with_steps(200000, 1);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+        if (r.peak_bytes != known || !r.optimal) {
+            print_message("perfect 150 seed %llu: peak %llu, optimum %llu (%s, %llu steps)\n",
+                          (unsigned long long)seed, (unsigned long long)r.peak_bytes,
+                          (unsigned long long)known, r.method, (unsigned long long)r.steps);
+            fail();
+        }
+        free(offsets);
+        free(b);
+    }
+}
+
+/* Where the optimum is above the lower bound, optimality is proven by the complete search
+ * showing that nothing fits under it, checked against the exhaustive search. */
+static void complete_search_proves_optima_above_the_bound(void **state)
+{
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        for (int v = 0; v < ABOVE_VARIANTS; v++) {
+            clrun_plan_buffer b[7];
+            uint64_t offsets[7], lb;
+            above_bound_instance(which, v, b);
+            assert_int_equal(clrun_plan_lower_bound(b, 7, 1, &lb), CLRUN_OK);
+            uint64_t optimum = exhaustive_optimum(b, 7, 1);
+            assert_true(optimum > lb); /* the test means something */
+            clrun_plan_options o = options_with_steps(EXACT_STEPS, 1);
+            clrun_plan_result r;
+            assert_int_equal(clrun_plan_solve(b, 7, &o, offsets, &r), CLRUN_OK);
+            check_plan("above the bound", (uint64_t)v, b, 7, 1, offsets, r.peak_bytes,
+                       r.lower_bound_bytes);
+            if (!r.optimal || r.peak_bytes != optimum) {
+                print_message("instance %d variant %d: peak %llu (optimal %d), optimum %llu > "
+                              "bound %llu\n",
+                              which, v, (unsigned long long)r.peak_bytes, r.optimal,
+                              (unsigned long long)optimum, (unsigned long long)lb);
+                print_instance(b, 7, offsets);
+                fail();
+            }
+        }
+    }
+}
+
+/* Two perfect packings one after the other in time are two independent parts: each is solved
+ * on its own and the plan is optimal, proven, though their heights differ. */
+static void independent_parts_are_planned_apart(void **state)
+{
+    (void)state;
+    size_t n = 240;
+    uint64_t known_a, known_b;
+    clrun_plan_buffer *b = malloc(n * sizeof *b);
+    assert_int_equal(clrun_plan_gen(CLRUN_PLAN_GEN_PERFECT, 120, 5, b, &known_a), CLRUN_OK);
+    assert_int_equal(clrun_plan_gen(CLRUN_PLAN_GEN_BALANCED, 120, 6, b + 120, &known_b),
+                     CLRUN_OK);
+    for (size_t i = 120; i < n; i++) { /* the second starts after the first ends */
+        b[i].first += 10000;
+        b[i].last += 10000;
+    }
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options o = options_with_steps(200000, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_plan("two parts", 5, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_int_equal(r.peak_bytes, known_a > known_b ? known_a : known_b);
+    assert_true(r.optimal);
+    free(offsets);
+    free(b);
+}
+
+/* A wide graph (every branch alive until one join) is optimal stacked, and planned so at once:
+ * no construction runs (best fit would cost O(n^2) on it). */
+static void buffers_all_alive_at_once_are_stacked(void **state)
+{
+    (void)state;
+    size_t n = 5000;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_WIDE, n, 2, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options o = options_with_steps(1000, 256);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_plan("wide", 2, b, n, 256, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_int_equal(r.peak_bytes, r.lower_bound_bytes);
+    assert_true(r.optimal);
+    assert_string_equal(r.method, "stacked");
+    assert_int_equal(r.steps, 0);
+    free(offsets);
+    free(b);
+}
+
+static clrun_plan_result solve_with_capacity(const clrun_plan_buffer *b, size_t n,
+                                             uint64_t capacity, uint64_t steps, uint64_t seed)
+{
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    assert_non_null(offsets);
+    clrun_plan_options o = options_with_steps(steps, 1);
+    o.capacity = capacity;
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_plan("capacity", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    if (r.verdict == CLRUN_PLAN_FITS)
+        assert_true(r.peak_bytes <= capacity);
+    else
+        assert_true(r.peak_bytes > capacity);
+    free(offsets);
+    return r;
+}
+
+/* Below the lower bound: infeasible, proven at once (one construction for the plan returned). */
+static void capacity_below_the_bound_is_infeasible_at_once(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 2, NULL);
+    uint64_t lb;
+    assert_int_equal(clrun_plan_lower_bound(b, n, 1, &lb), CLRUN_OK);
+    clrun_plan_result r = solve_with_capacity(b, n, lb - 1, 100000, 2);
+    assert_int_equal(r.verdict, CLRUN_PLAN_INFEASIBLE);
+    assert_int_equal(r.steps, 1);
+    assert_string_equal(clrun_plan_verdict_name(r.verdict), "infeasible");
+    free(b);
+}
+
+/* At the optimum of a perfect packing, far below every construction: the complete search finds
+ * a plan that fits. Above the constructions: fits at once. */
+static void capacity_at_the_optimum_fits(void **state)
+{
+    (void)state;
+    size_t n = 150;
+    uint64_t known;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, 2, &known);
+    clrun_plan_result r = solve_with_capacity(b, n, known, 200000, 2);
+    assert_int_equal(r.verdict, CLRUN_PLAN_FITS);
+    r = solve_with_capacity(b, n, 4 * known, 10, 2);
+    assert_int_equal(r.verdict, CLRUN_PLAN_FITS);
+    assert_string_equal(clrun_plan_verdict_name(r.verdict), "fits");
+    free(b);
+}
+
+/* Between the bound and the optimum: proven infeasible by the complete search (checked against
+ * the exhaustive optimum); at the optimum itself: fits. */
+static void capacity_below_the_optimum_is_proven_infeasible(void **state)
+{
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        for (int v = 0; v < ABOVE_VARIANTS; v++) {
+            clrun_plan_buffer b[7];
+            above_bound_instance(which, v, b);
+            uint64_t optimum = exhaustive_optimum(b, 7, 1);
+            clrun_plan_result r = solve_with_capacity(b, 7, optimum - 1, EXACT_STEPS, (uint64_t)v);
+            if (r.verdict != CLRUN_PLAN_INFEASIBLE) {
+                print_message("instance %d variant %d: capacity %llu below the optimum %llu: %s\n",
+                              which, v, (unsigned long long)(optimum - 1),
+                              (unsigned long long)optimum, clrun_plan_verdict_name(r.verdict));
+                fail();
+            }
+            assert_int_equal(solve_with_capacity(b, 7, optimum, EXACT_STEPS, (uint64_t)v).verdict,
+                             CLRUN_PLAN_FITS);
+        }
+    }
+}
+
+/* When the steps run out before either answer: unknown, with the best plan (above the
+ * capacity) returned. */
+static void capacity_undecided_within_the_steps_is_unknown(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 3, NULL);
+    uint64_t lb;
+    assert_int_equal(clrun_plan_lower_bound(b, n, 1, &lb), CLRUN_OK);
+    clrun_plan_result r = solve_with_capacity(b, n, lb, 50, 3);
+    assert_int_equal(r.verdict, CLRUN_PLAN_UNKNOWN);
+    assert_string_equal(clrun_plan_verdict_name(r.verdict), "unknown");
+    free(b);
+}
+
 /* ---- limits ---- */
 
 /* A contract check of the time limit, not a speed test: a slow machine only makes the call
@@ -514,15 +731,16 @@ static void time_limit_is_used_and_obeyed(void **state)
 }
 
 /* Two step-limited solves of an instance give the same plan, found with the same steps, and
- * never take more steps than allowed. Covers the rebuilds and the local search (300 buffers)
- * and the exact search stopped by the limit before them (40 buffers). */
+ * never take more steps than allowed. Covers the complete search stopped by the limit, then
+ * the rebuilds and the local search (120 and 300 buffers, neither solved in 400 steps). */
 static void step_limited_solve_is_deterministic(void **state)
 {
     (void)state;
-    const size_t sizes[] = {40, 300};
+    const size_t sizes[] = {120, 300};
+    const uint64_t seeds[] = {7, 3};
     for (size_t i = 0; i < 2; i++) {
         size_t n = sizes[i];
-        uint64_t seed = 3;
+        uint64_t seed = seeds[i];
         clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, seed, NULL);
         uint64_t *first = malloc(n * sizeof *first), *second = malloc(n * sizeof *second);
         assert_non_null(first);
@@ -549,22 +767,41 @@ static void step_limited_solve_is_deterministic(void **state)
     }
 }
 
-/* With a step limit every construction runs, however short the time limit, and the searches
- * get only the steps left: here none. */
-static void step_limit_runs_every_construction_whatever_the_time(void **state)
+/* With a step limit every construction runs (the time limit being far), and the searches get
+ * only the steps left: here none. */
+static void step_limit_runs_every_construction(void **state)
 {
     (void)state;
     size_t n = 300;
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 3, NULL);
     uint64_t *offsets = malloc(n * sizeof *offsets);
-    clrun_plan_options o = options_with(1e-9, 1);
-    o.step_limit = CLRUN_PLAN_ORDER_COUNT + 3;
+    clrun_plan_options o = options_with_steps(CONSTRUCTIONS, 1);
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    /* four best-fit orders and three lowest-first rankings, nothing else */
-    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT + 3);
+    assert_int_equal(r.steps, CONSTRUCTIONS); /* nothing else */
     assert_false(r.optimal);
     check_plan("balanced", 3, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    free(offsets);
+    free(b);
+}
+
+/* The time limit bounds even the first construction: past it, each buffer it has not placed
+ * yet is dropped at the lowest offset above those alive with it, so a plan is returned at
+ * once, valid, whatever the step limit. (The clock is read after 1024 heap looks, long past a
+ * limit of a nanosecond: deterministic.) */
+static void time_limit_cuts_the_first_construction_short(void **state)
+{
+    (void)state;
+    size_t n = 3000;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 4, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options o = options_with(1e-9, 64);
+    o.step_limit = 1000000;
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_plan("balanced", 4, b, n, 64, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_string_equal(r.method, "cut-short");
+    assert_int_equal(r.steps, 1);
     free(offsets);
     free(b);
 }
@@ -578,8 +815,7 @@ static void zero_time_limit_runs_the_constructions_only(void **state)
     clrun_plan_options o = options_with(0, 1);
     clrun_plan_result r;
     assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    /* four best-fit orders and three lowest-first rankings, nothing else */
-    assert_int_equal(r.steps, CLRUN_PLAN_ORDER_COUNT + 3);
+    assert_int_equal(r.steps, CONSTRUCTIONS); /* nothing else */
     check_plan("perfect", 2, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
     assert_true(r.peak_bytes <= best_greedy_peak(b, n, offsets));
     free(offsets);
@@ -589,16 +825,18 @@ static void zero_time_limit_runs_the_constructions_only(void **state)
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
-    /* Three buffers that stack exactly: the first construction reaches the bound. */
-    const clrun_plan_buffer b[] = {{100, 0, 4}, {50, 1, 3}, {30, 2, 6}};
-    uint64_t offsets[3];
+    /* Three buffers that stack exactly and a fourth after the first: the first construction
+     * reaches the bound (not all are alive at once, so it is not a plain stack). */
+    const clrun_plan_buffer b[] = {{100, 0, 4}, {50, 1, 3}, {30, 2, 6}, {120, 4, 8}};
+    uint64_t offsets[4];
     clrun_plan_result r;
-    assert_int_equal(clrun_plan_solve(b, 3, NULL, offsets, &r), CLRUN_OK);
+    assert_int_equal(clrun_plan_solve(b, 4, NULL, offsets, &r), CLRUN_OK);
+    check_plan("four", 0, b, 4, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
     assert_true(r.optimal);
     assert_int_equal(r.peak_bytes, 180);
     assert_int_equal(r.lower_bound_bytes, 180);
     assert_int_equal(r.steps, 1);
-    assert_string_equal(r.method, "lowest-first-area");
+    assert_string_equal(r.method, "time-sweep");
 }
 
 /* ---- edge cases ---- */
@@ -766,16 +1004,25 @@ int main(void)
         cmocka_unit_test(solved_plans_are_valid_on_small_instances_searched_exactly),
         cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),
         cmocka_unit_test(optimal_claims_match_exhaustive_search_on_tiny_instances),
-        cmocka_unit_test(exact_search_proves_tiny_instances_optimal),
+        cmocka_unit_test(complete_search_proves_tiny_instances_optimal),
         cmocka_unit_test(lower_bound_never_exceeds_true_optimum),
         cmocka_unit_test(lower_bound_matches_naive_sweep),
         cmocka_unit_test(lower_bound_of_perfect_packing_is_its_height),
-        cmocka_unit_test(exact_search_rebuilds_small_perfect_packings),
+        cmocka_unit_test(complete_search_rebuilds_small_perfect_packings),
         cmocka_unit_test(solve_beats_every_greedy_order_on_packings),
         cmocka_unit_test(improvement_search_beats_the_constructions),
+        cmocka_unit_test(complete_search_proves_perfect_packings_of_150_optimal),
+        cmocka_unit_test(complete_search_proves_optima_above_the_bound),
+        cmocka_unit_test(independent_parts_are_planned_apart),
+        cmocka_unit_test(buffers_all_alive_at_once_are_stacked),
+        cmocka_unit_test(capacity_below_the_bound_is_infeasible_at_once),
+        cmocka_unit_test(capacity_at_the_optimum_fits),
+        cmocka_unit_test(capacity_below_the_optimum_is_proven_infeasible),
+        cmocka_unit_test(capacity_undecided_within_the_steps_is_unknown),
         cmocka_unit_test(time_limit_is_used_and_obeyed),
         cmocka_unit_test(step_limited_solve_is_deterministic),
-        cmocka_unit_test(step_limit_runs_every_construction_whatever_the_time),
+        cmocka_unit_test(step_limit_runs_every_construction),
+        cmocka_unit_test(time_limit_cuts_the_first_construction_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "cmd_plan.h"
 #include "model_io.h"
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
 
 /* Generated instances are capped so that a typo cannot ask for terabytes. */
 #define PLAN_GEN_MAX (UINT64_C(1) << 26)
@@ -34,7 +34,8 @@ static void print_help(void)
            "                     step 0, in-place reuse applied, constants left out)\n"
            "  --csv FILE         buffers as CSV: header id,lower,upper,size, one buffer per line,\n"
            "                     alive over [lower, upper), size in bytes\n"
-           "  --gen FAMILY:N[:SEED]  generated buffers: random, perfect, balanced or unet\n"
+           "  --gen FAMILY:N[:SEED]  generated buffers: random, perfect, balanced, unet, chain\n"
+           "                     or wide\n"
            "  --json             one JSON object instead of the report\n"
            "  --out FILE         write the buffers with an offset column (CSV)\n"
            "  --svg FILE         write the plan as a picture\n"
@@ -42,7 +43,12 @@ static void print_help(void)
            "  --alignment BYTES  offsets are multiples of it (power of two; K/M/G suffixes)\n"
            "  --seed N           seed of the randomised search (default 1)\n"
            "  --step-limit N     stop the searches after N steps: the same plan on any machine\n"
-           "                     (0, the default: no limit but the time)\n");
+           "                     (0, the default: no limit but the time)\n"
+           "  --capacity BYTES   does a plan fit in BYTES (K/M/G suffixes)? The report ends with\n"
+           "                     the answer: a plan that fits, 'infeasible: proven' (no plan can:\n"
+           "                     the lower bound or the complete search shows it), or 'unknown'\n"
+           "                     (the time ran out first). Exit status 0 only when it fits;\n"
+           "                     --out and --svg are written only then\n");
     clrun_cli_io_help(false);
 }
 
@@ -113,6 +119,10 @@ static void print_json(const struct clrun_cli_plan_args *args, size_t n, const c
     json_object_object_add(o, "search_steps", json_object_new_int64((int64_t)(r->steps)));
     json_object_object_add(o, "alignment", json_object_new_int64((int64_t)(args->options.alignment ? args->options.alignment : 1)));
     json_object_object_add(o, "time_limit_s", json_object_new_double(args->options.time_limit_s));
+    if (args->options.capacity > 0) {
+        json_object_object_add(o, "capacity_bytes", json_object_new_int64((int64_t)args->options.capacity));
+        json_object_object_add(o, "verdict", json_object_new_string(clrun_plan_verdict_name(r->verdict)));
+    }
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
 }
@@ -131,6 +141,15 @@ static void print_human(const struct clrun_cli_plan_args *args, size_t n, const 
     printf("  method        %s\n", r->method);
     printf("  planner time  %.1f ms (%" PRIu64 " search steps, limit %g s)\n", r->planner_ms,
            r->steps, args->options.time_limit_s);
+    if (args->options.capacity > 0) {
+        char capacity[32];
+        clrun_format_bytes(args->options.capacity, capacity, sizeof capacity);
+        printf("  capacity      %s (%" PRIu64 " B): %s\n", capacity, args->options.capacity,
+               r->verdict == CLRUN_PLAN_FITS         ? "the plan fits"
+               : r->verdict == CLRUN_PLAN_INFEASIBLE ? "infeasible: proven"
+                                                     : "unknown (no plan fits yet, nor a proof "
+                                                       "that none does)");
+    }
 }
 
 int clrun_cli_plan_report(const clrun_plan_buffer *buffers, size_t n,
@@ -157,9 +176,16 @@ int clrun_cli_plan_report(const clrun_plan_buffer *buffers, size_t n,
             print_json(args, n, &r);
         else
             print_human(args, n, &r);
-        if (args->out_path && write_out_csv(args->out_path, buffers, n, offsets, args->ids) != 0)
+        bool fits = r.verdict == CLRUN_PLAN_FITS;
+        if (!fits) {
             rc = 1;
-        if (args->svg_path && write_svg(args, buffers, n, offsets, &r) != 0)
+            if (args->out_path || args->svg_path)
+                fprintf(stderr, "clrun plan: %s: no plan within the capacity: --out and --svg not "
+                                "written\n", args->source);
+        }
+        if (fits && args->out_path && write_out_csv(args->out_path, buffers, n, offsets, args->ids) != 0)
+            rc = 1;
+        if (fits && args->svg_path && write_svg(args, buffers, n, offsets, &r) != 0)
             rc = 1;
     }
     free(offsets);
@@ -230,7 +256,7 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
         if (strcmp(family_name, clrun_plan_gen_family_name((clrun_plan_gen_family)f)) == 0)
             family = f;
     if (family < 0)
-        return clrun_cli_usage_error("plan", "unknown family '%s' (random, perfect, balanced, unet)",
+        return clrun_cli_usage_error("plan", "unknown family '%s' (random, perfect, balanced, unet, chain, wide)",
                                      family_name);
     char count_text[32];
     const char *seed_text = strchr(colon + 1, ':');
@@ -325,6 +351,13 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
             if (!clrun_parse_size(v, &align) || align == 0 || (align & (align - 1)))
                 return clrun_cli_usage_error("plan", "--alignment wants a power of two, not '%s'", v);
             cli->args.options.alignment = align;
+        } else if (strcmp(a, "--capacity") == 0) {
+            if (!(v = option_value(argc, argv, &i)))
+                return 2;
+            uint64_t capacity;
+            if (!clrun_parse_size(v, &capacity) || capacity == 0)
+                return clrun_cli_usage_error("plan", "--capacity wants a size in bytes > 0, not '%s'", v);
+            cli->args.options.capacity = capacity;
         } else if (strcmp(a, "--step-limit") == 0) {
             if (!(v = option_value(argc, argv, &i)))
                 return 2;

@@ -18,6 +18,7 @@
 #include <clrun/options.h>
 #include <clrun/lifetimes.h>
 #include <clrun/plan.h>
+#include <clrun/plan_gen.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -53,54 +53,82 @@ typedef enum clrun_plan_order {
 
 /* How clrun_plan_solve may work. Start from CLRUN_PLAN_OPTIONS_DEFAULT. */
 typedef struct clrun_plan_options {
-    double time_limit_s;          /* wall-clock budget, >= 0. 0 runs every construction and
-                                     no search. Otherwise the first construction always runs
-                                     (all of them with a step_limit), the others and the
-                                     searches only while time remains; the clock is read
-                                     between steps, so the call may overrun by one
-                                     construction (0.2 s for 50k buffers with ~30 alive at
-                                     once, 0.8 s for the first and up to 2.4 s for another with
-                                     ~500 alive at once). Returns early once a plan is proven
-                                     optimal. */
+    double time_limit_s;          /* wall-clock budget, >= 0: the call returns within it plus a
+                                     few milliseconds (the clock is read inside every
+                                     construction, table build and search; a construction cut
+                                     short by it is dropped, except the first, the time sweep,
+                                     which then stacks the buffers it has not placed on top,
+                                     so that a plan always exists). 0 runs every construction
+                                     to the end, with no search and no time bound. Returns
+                                     early once a plan is proven optimal. */
     uint64_t alignment;           /* every offset is a multiple of it; a power of two, 0 means 1 */
     uint64_t seed;                /* seeds the randomised search: same seed, same instance and
                                      same work done gives the same plan */
-    size_t exact_max_buffers;     /* run the exact branch-and-bound search only when n <= this;
-                                     0 disables it */
-    uint64_t step_limit;          /* stop the searches after this many search steps (the
-                                     `steps` the result reports: search nodes plus moves and
-                                     rebuilds tried, the constructions counted too); 0 = no
-                                     limit. With a step limit every construction runs, the
-                                     exact search may take the steps up to half the limit and
-                                     the improvement searches the rest, so with a time limit
-                                     too long to be reached the plan depends only on the
-                                     instance, the options and the seed: the same on any
-                                     machine. Whichever limit comes first stops a search. */
+    size_t search_max_buffers;    /* run the complete search on the independent parts of at most
+                                     this many buffers; 0 disables it */
+    uint64_t step_limit;          /* stop the searches after this many steps (the `steps` the
+                                     result reports: constructions, complete-search nodes, and
+                                     the rebuilds and moves tried); 0 = no limit. With a step
+                                     limit every construction runs (unless the time limit
+                                     comes first), the complete search may take half the steps
+                                     left and the improvement searches the rest, so with a
+                                     time limit too long to be reached the plan depends only
+                                     on the instance, the options and the seed: the same on
+                                     any machine. Whichever limit comes first stops a search. */
+    uint64_t capacity;            /* bytes the arena may take; 0 = no budget. With a budget the
+                                     planner still minimises the peak, but answers first
+                                     whether any plan fits (clrun_plan_result.verdict): at once
+                                     when the lower bound exceeds it (one construction runs,
+                                     for the plan returned); otherwise, when the constructions
+                                     exceed it, the complete search is asked about this
+                                     capacity before any other, and the call returns as soon
+                                     as that is proven impossible. With time_limit_s 0 there
+                                     is no search: above the constructions' peak the verdict is
+                                     then CLRUN_PLAN_UNKNOWN. */
 } clrun_plan_options;
 
-/* One second, no step limit, byte alignment, seed 1, exact search up to 64 buffers. */
+/* One second, no step limit, byte alignment, seed 1, the complete search on every part, no
+ * capacity. */
 #define CLRUN_PLAN_OPTIONS_DEFAULT                                                                 \
     ((clrun_plan_options){.time_limit_s = 1.0,                                                     \
                           .alignment = 1,                                                          \
                           .seed = 1,                                                               \
-                          .exact_max_buffers = 64,                                                 \
-                          .step_limit = 0})
+                          .search_max_buffers = SIZE_MAX,                                          \
+                          .step_limit = 0,                                                         \
+                          .capacity = 0})
+
+/* Whether the plan fits clrun_plan_options.capacity. */
+typedef enum clrun_plan_verdict {
+    CLRUN_PLAN_FITS = 0,   /* the plan returned fits (always so without a capacity) */
+    CLRUN_PLAN_INFEASIBLE, /* proven: no plan fits; the plan returned is the best found */
+    CLRUN_PLAN_UNKNOWN     /* the limits came before a plan that fits or a proof that none does;
+                              the plan returned is the best found, above the capacity */
+} clrun_plan_verdict;
 
 /* What clrun_plan_solve found. */
 typedef struct clrun_plan_result {
     uint64_t peak_bytes;        /* max over buffers of offset + size: the arena size needed */
     uint64_t lower_bound_bytes; /* clrun_plan_lower_bound: no plan can have a smaller peak */
-    bool optimal;               /* proven: peak == lower bound, or the exact search finished */
+    bool optimal;               /* proven: peak == lower bound, or the complete search proved
+                                   that no plan has a smaller peak */
     double planner_ms;          /* wall-clock time spent in the call */
-    const char *method;         /* static name of what produced the plan: a best-fit order
-                                   ("greedy-size", "xla-spatial", "xla-temporal",
-                                   "greedy-area"), a lowest-first construction
-                                   ("lowest-first-size", "lowest-first-area",
-                                   "lowest-first-lifetime"), "branch-and-bound",
-                                   "lowest-first-search", "local-search", or "empty" */
+    const char *method;         /* static name of what produced the plan (of the independent
+                                   part that defines the peak, when parts come from different
+                                   methods): "time-sweep", a best-fit order ("greedy-size",
+                                   "xla-spatial", "xla-temporal", "greedy-area"), a
+                                   lowest-first construction ("lowest-first-size",
+                                   "lowest-first-area", "lowest-first-lifetime"),
+                                   "complete-search", "lowest-first-search", "local-search",
+                                   "stacked" (buffers all alive at once, stacked: optimal),
+                                   "cut-short" (the time sweep cut short by the time limit,
+                                   the buffers it had not placed stacked on top), or "empty" */
     uint64_t steps;             /* effort: constructions built, plus search nodes, rebuilds and
                                    moves tried */
+    clrun_plan_verdict verdict; /* against options.capacity; CLRUN_PLAN_FITS without one */
 } clrun_plan_result;
+
+/* The name of a verdict: "fits", "infeasible", "unknown" ("unknown" out of range too). */
+const char *clrun_plan_verdict_name(clrun_plan_verdict verdict);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Planning                                                                                     */
@@ -125,19 +153,45 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
 clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
                                clrun_plan_order order, uint64_t *offsets, uint64_t *peak);
 
-/* The planner. In turn, while time (and steps, with a step limit) remain:
- *  1. constructions: the best-fit orders above, and "lowest first": the plan is built from
- *     offset 0 up, each step placing the buffer that fits lowest (ties: largest size, area or
- *     lifetime), found with a segment tree over time in O(log n) per look;
- *  2. for n <= exact_max_buffers (at most 64): exact branch and bound over canonical plans
- *     (buffers placed in non-decreasing offset order, each as low as the buffers below allow;
- *     pruned by a per-moment lower bound), given half the time limit and half the steps;
+/* The planner. The instance is cut where no buffer is alive across a moment; each independent
+ * part keeps the best placement any method gives it, and a part whose buffers are all alive at
+ * one moment (a wide graph's branches waiting for their join) is stacked at once (optimal). In
+ * turn, while time (and steps, with a step limit) remain:
+ *  1. constructions: first the time sweep (buffers in order of first, each into the best gap
+ *     among those alive then: O(n k) for k alive at once, a valid plan early on every input),
+ *     then "lowest first": the plan is built from offset 0 up, each step placing the buffer
+ *     that fits lowest (ties: largest size, area or lifetime), found with a segment tree over
+ *     time in O(log n) per look, and the best-fit orders above;
+ *  2. the complete search, on every part of at most search_max_buffers buffers whose plan is
+ *     above the lower bound: optimisation as a sequence of decisions ("does everything fit
+ *     under C?": the capacity, the lower bound, then bisection up to the best peak), each a
+ *     depth-first search over canonical plans (MiniMalloc's: buffers placed in offset order,
+ *     each as low as the others allow, lowest candidate first, pruned where some moment
+ *     cannot stack its unplaced buffers under C, or a placement leaves a gap an unplaced
+ *     buffer would fall into; restarts with other tie-break orders and doubling node limits).
+ *     It proves optimality when no plan fits under the best peak less one; given half the
+ *     time and steps left;
  *  3. improvement: randomised rebuilds of the best lowest-first plan with perturbed priorities,
  *     then an iterated local search that moves the buffers defining the peak earlier in the
  *     best best-fit order; a change is kept when the peak does not grow.
  * It stops as soon as a plan reaches the lower bound. Anytime: the best plan so far is what is
- * returned. Fills offsets[0..n) and *result (both may be written even on error). `options`
- * may be NULL for CLRUN_PLAN_OPTIONS_DEFAULT.
+ * returned, always a valid plan. Fills offsets[0..n) and *result (both may be written even on
+ * error). `options` may be NULL for CLRUN_PLAN_OPTIONS_DEFAULT.
+ *
+ * With options.capacity (a budget such as the device's memory): result.verdict is
+ * CLRUN_PLAN_FITS when the plan returned fits, CLRUN_PLAN_INFEASIBLE when no plan can (the
+ * lower bound exceeds it, or the complete search proved it), CLRUN_PLAN_UNKNOWN when the
+ * limits ran out first; the status is CLRUN_OK in all three cases. For instance:
+ *
+ *     clrun_plan_options o = CLRUN_PLAN_OPTIONS_DEFAULT;
+ *     o.alignment = base_addr_align;
+ *     o.capacity = budget;                  // e.g. the device memory the arena may take
+ *     st = clrun_plan_solve(items, n, &o, offsets, &r);
+ *     if (st == CLRUN_OK && r.verdict == CLRUN_PLAN_INFEASIBLE)
+ *         ... no plan fits: at least r.lower_bound_bytes are alive at once, or the search
+ *             proved that even that much is not enough ...
+ *     else if (st == CLRUN_OK && r.verdict == CLRUN_PLAN_UNKNOWN)
+ *         ... none found within the limit: the best needs r.peak_bytes ...
  *
  * CLRUN_ERROR_INVALID_ARGUMENT: NULL buffers/offsets/result with n > 0, n >= 2^32, a buffer
  * with size 0 or last <= first, a negative or NaN time limit, or an instance whose total

@@ -41,6 +41,5 @@ endif
 # Built by `make bench`, never run as a test: what allocators reserve on traces, in one run.
 EXTRA_PROGRAMS += bench/bench_replay
 BENCH_LIST += bench/bench_replay
-bench_bench_replay_SOURCES = bench/bench_replay.c tools/plan_gen.c tools/plan_gen.h
-bench_bench_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+bench_bench_replay_SOURCES = bench/bench_replay.c
 bench_bench_replay_LDADD = libclrun-internal.la

@@ -2,18 +2,27 @@
 libclrun_internal_la_SOURCES += \
 	lib/plan/lifetimes.c \
 	lib/plan/plan.c \
+	lib/plan/plan_gen.c \
 	lib/plan/plan_greedy.c \
-	lib/plan/plan_exact.c \
+	lib/plan/plan_parts.c \
+	lib/plan/plan_decide.c \
+	lib/plan/plan_decide.h \
+	lib/plan/plan_decide_tables.c \
+	lib/plan/plan_complete.c \
 	lib/plan/plan_search.c \
 	lib/plan/plan_skyline.c \
+	lib/plan/plan_sweep.c \
 	lib/plan/plan_svg.c \
 	lib/plan/plan_internal.h
 clruninclude_HEADERS += \
 	include/clrun/lifetimes.h \
-	include/clrun/plan.h
+	include/clrun/plan.h \
+	include/clrun/plan_gen.h
 
 
-EXTRA_DIST += \
+# `clrun plan --capacity`, from the command line (the harness exports srcdir).
+TESTS += tests/cli_plan.sh
+EXTRA_DIST += tests/cli_plan.sh \
 	tests/data/lifetimes/small_crlf.csv \
 	tests/data/lifetimes/small_planned.csv \
 	tests/fuzz/corpus/lifetimes/valid \
@@ -28,8 +37,7 @@ TESTS += tests/test_lifetimes tests/test_plan
 tests_test_lifetimes_SOURCES = tests/test_lifetimes.c
 tests_test_lifetimes_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_lifetimes_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
-tests_test_plan_SOURCES = tests/test_plan.c tools/plan_gen.c tools/plan_gen.h
-tests_test_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_test_plan_SOURCES = tests/test_plan.c
 tests_test_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_plan_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
@@ -37,8 +45,7 @@ endif
 # `make bench`: quality and speed table of the planner.
 BENCH_LIST += bench/bench_plan
 EXTRA_PROGRAMS += bench/bench_plan
-bench_bench_plan_SOURCES = bench/bench_plan.c tools/plan_gen.c tools/plan_gen.h
-bench_bench_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+bench_bench_plan_SOURCES = bench/bench_plan.c
 bench_bench_plan_LDADD = libclrun-internal.la
 
 if HAVE_FUZZ

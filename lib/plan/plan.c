@@ -1,12 +1,14 @@
 /* clrun: the planner's entry points: instance checks, the lower bound, and clrun_plan_solve,
- * which runs the greedy orders (plan_greedy.c), the exact search (plan_exact.c) and the local
- * search (plan_search.c) in turn and keeps the best plan.
+ * which runs the constructions (plan_greedy.c, plan_skyline.c), the complete search
+ * (plan_complete.c over plan_decide.c) and the improvement searches (plan_skyline.c,
+ * plan_search.c) in turn, keeping the best placement of each independent part (plan_parts.c).
  *
- * Why this order: the greedy passes cost O(n log n) each and already hit the lower bound on
- * many real instances, which proves them optimal at once. The exact search only pays off while
- * the instance is small; given the greedy peak as its incumbent it prunes hard. The local search
- * gets whatever time is left, and on large instances it is the only thing that can improve on
- * the greedy plan within a second. */
+ * Why this order: the constructions cost O(n log n) each and already hit the lower bound on
+ * many real instances, which proves them optimal at once. The complete search proves the
+ * optimum of packing-like instances of hundreds of buffers, and of every small part of a large
+ * trace; given the constructions' peak as its first bound it asks only below it. The
+ * improvement searches get what is left: on parts of thousands of buffers they are what
+ * improves on the constructions within a second. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "plan/plan_internal.h"
@@ -19,21 +21,18 @@
 /* Share of the time limit after which no further construction starts (without a step limit;
  * with one, every construction runs). */
 #define PLAN_BUILD_SHARE 0.5
-/* Share of the time limit, and of the step limit, the exact search may use (counted from the
- * start of the call) before the improvement searches. */
-#define PLAN_EXACT_SHARE 0.5
+/* Share of the time left after the constructions, and of the steps left, given to the
+ * complete search before the improvement searches. */
+#ifndef PLAN_COMPLETE_SHARE
+#define PLAN_COMPLETE_SHARE 0.5
+#endif
+/* The same where a large part (CLRUN__PLAN_LARGE_WORK) is above the bound. */
+#define PLAN_LARGE_COMPLETE_SHARE 0.25
 /* Share of the improvement time, and of the steps left, given to lowest-first rebuilds; the
  * rest goes to the local search over best-fit orders. */
 #ifndef PLAN_LOWEST_FIRST_SHARE
 #define PLAN_LOWEST_FIRST_SHARE 0.7
 #endif
-
-double clrun__plan_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int compare_u64(const void *a, const void *b)
 {
@@ -143,9 +142,11 @@ static void heap_pop(pad_entry *heap, size_t *count)
         heap[i] = e;
 }
 
-/* Sweeps the starts in time order; the bound peaks just after some buffer starts. */
+/* Sweeps the starts in time order; the bound (and the count alive) peaks just after some
+ * buffer starts. */
 static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                                  time_key *starts, time_key *ends, pad_entry *heap)
+                                  time_key *starts, time_key *ends, pad_entry *heap,
+                                  uint32_t *max_alive)
 {
     for (size_t i = 0; i < n; i++) {
         starts[i] = (time_key){buffers[i].first, i};
@@ -155,7 +156,7 @@ static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, ui
     qsort(ends, n, sizeof *ends, compare_time);
 
     uint64_t live = 0, best = 0;
-    size_t next_end = 0, heap_count = 0;
+    size_t next_end = 0, heap_count = 0, most = 0;
     for (size_t i = 0; i < n;) {
         uint64_t t = starts[i].time;
         while (next_end < n && ends[next_end].time <= t)
@@ -173,8 +174,31 @@ static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, ui
         uint64_t bound = live - heap[0].pad;
         if (bound > best)
             best = bound;
+        if (i - next_end > most)
+            most = i - next_end;
     }
+    *max_alive = (uint32_t)most;
     return best;
+}
+
+clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                               uint64_t *lower_bound, uint32_t *max_alive)
+{
+    size_t m = n ? n : 1;
+    time_key *starts = malloc(m * sizeof *starts);
+    time_key *ends = malloc(m * sizeof *ends);
+    pad_entry *heap = malloc(m * sizeof *heap);
+    clrun_status st = CLRUN_OK;
+    *lower_bound = 0;
+    *max_alive = 0;
+    if (starts && ends && heap)
+        *lower_bound = sweep_lower_bound(buffers, n, align, starts, ends, heap, max_alive);
+    else
+        st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    free(starts);
+    free(ends);
+    free(heap);
+    return st;
 }
 
 clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
@@ -186,33 +210,34 @@ clrun_status clrun_plan_lower_bound(const clrun_plan_buffer *buffers, size_t n, 
         return st;
     if (!lower_bound)
         return CLRUN_ERROR_INVALID_ARGUMENT;
-    size_t m = n ? n : 1;
-    time_key *starts = malloc(m * sizeof *starts);
-    time_key *ends = malloc(m * sizeof *ends);
-    pad_entry *heap = malloc(m * sizeof *heap);
-    if (starts && ends && heap)
-        *lower_bound = sweep_lower_bound(buffers, n, align, starts, ends, heap);
-    else
-        st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    free(starts);
-    free(ends);
-    free(heap);
-    return st;
+    uint32_t max_alive;
+    return clrun__plan_bound(buffers, n, align, lower_bound, &max_alive);
 }
 
 /* ---- solve ---- */
 
-/* Everything clrun_plan_solve allocates, freed in one place. */
+/* Everything clrun_plan_solve works with, freed in one place. */
 typedef struct solve_state {
+    const clrun_plan_buffer *buffers; /* the instance */
+    size_t n;
+    uint64_t align;
+    const clrun_plan_options *options;
     clrun__plan_decoder decoder; /* interval queries over the instance */
     bool decoder_ready;          /* decoder needs freeing */
     clrun__plan_skyline skyline; /* lowest-first construction scratch */
+    clrun__plan_parts parts;     /* independent parts and the best placement of each */
     uint32_t *order;             /* scratch: one greedy order */
     uint32_t *best_order;        /* the best-fit order whose plan is best among the orders */
     uint64_t *trial;             /* scratch offsets of one construction */
+    uint64_t *found;             /* the best plan of an improvement search */
     clrun__plan_rank best_rank;  /* the lowest-first ranking whose plan is best among those */
     uint64_t best_best_fit;      /* peak of best_order's plan; UINT64_MAX before any */
     uint64_t best_lowest_first;  /* peak of best_rank's plan; UINT64_MAX before any */
+    uint64_t *offsets;           /* the caller's array: the kept plan, part by part */
+    clrun_plan_result *result;
+    double setup_s;              /* what the bound and the parts took: a few sorts of the
+                                    instance, as the skyline's and the decoder's setup, or a
+                                    part's search tables per buffer, will */
 } solve_state;
 
 static void solve_state_free(solve_state *s)
@@ -220,9 +245,11 @@ static void solve_state_free(solve_state *s)
     if (s->decoder_ready)
         clrun__plan_decoder_free(&s->decoder);
     clrun__plan_skyline_free(&s->skyline);
+    clrun__plan_parts_free(&s->parts);
     free(s->order);
     free(s->best_order);
     free(s->trial);
+    free(s->found);
 }
 
 static clrun_status check_options(const clrun_plan_options *options)
@@ -232,22 +259,28 @@ static clrun_status check_options(const clrun_plan_options *options)
     return CLRUN_OK;
 }
 
-/* Keeps the plan in s->trial when it beats the best so far. */
-static bool keep_if_better(solve_state *s, size_t n, uint64_t peak, const char *method,
-                           uint64_t *offsets, clrun_plan_result *result)
+const char *clrun_plan_verdict_name(clrun_plan_verdict verdict)
 {
-    result->steps++;
-    if (peak >= result->peak_bytes)
-        return false;
-    result->peak_bytes = peak;
-    result->method = method;
-    memcpy(offsets, s->trial, n * sizeof *offsets);
-    return true;
+    switch (verdict) {
+    case CLRUN_PLAN_FITS:
+        return "fits";
+    case CLRUN_PLAN_INFEASIBLE:
+        return "infeasible";
+    default:
+        return "unknown";
+    }
 }
 
-static bool done(const clrun_plan_result *result, double deadline)
+/* Keeps, part by part, what `plan` does better than the kept plan; refreshes the result. */
+static void keep_parts(solve_state *s, const uint64_t *plan, const char *method)
 {
-    return result->peak_bytes == result->lower_bound_bytes || clrun__plan_now() > deadline;
+    if (clrun__plan_parts_merge(&s->parts, s->buffers, plan, method, s->offsets))
+        s->result->peak_bytes = clrun__plan_parts_peak(&s->parts, &s->result->method);
+}
+
+static bool at_bound(const solve_state *s)
+{
+    return s->result->peak_bytes == s->result->lower_bound_bytes;
 }
 
 /* What the searches may still do: a deadline and a total of result->steps. */
@@ -270,34 +303,56 @@ static uint64_t steps_share(const clrun_plan_result *result, uint64_t until, dou
     return result->steps + (uint64_t)(share * (double)steps_left(result, until));
 }
 
-static bool spent(const clrun_plan_result *result, const budget *b)
+/* The deadline `share` of the way from now to `deadline` (INFINITY stays so). */
+static double time_share(double deadline, double share)
 {
-    return done(result, b->deadline) || steps_left(result, b->max_steps) == 0;
+    double now = clrun__plan_now();
+    return now + share * (deadline - now);
 }
 
-/* The constructions in the order they are tried: lowest-first by area first (the best and,
- * on dense instances, the fastest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500
- * alive at once), then the TFLite baseline, then the rest. */
+static bool spent(const solve_state *s, const budget *b)
+{
+    return at_bound(s) || clrun__plan_now() > b->deadline ||
+           steps_left(s->result, b->max_steps) == 0;
+}
+
+/* The constructions in the order they are tried: first the time sweep, always fast and sane
+ * (O(n k) with a small constant for k alive at once), so that a plan exists early whatever the
+ * instance; then lowest-first by area (the best, and on dense instances the fastest of the
+ * rest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500 alive at once), then the
+ * TFLite baseline, then the others. */
+typedef enum construction_kind { SWEEP, LOWEST_FIRST, BEST_FIT } construction_kind;
+
 typedef struct construction {
-    bool lowest_first; /* plan_skyline.c, else a best-fit order of plan_greedy.c */
-    int which;         /* clrun__plan_rank or clrun_plan_order */
+    construction_kind kind; /* plan_sweep.c, plan_skyline.c or a best-fit order (plan_greedy.c) */
+    int which;              /* clrun__plan_rank or clrun_plan_order */
 } construction;
 
 static const construction constructions[] = {
-    {true, CLRUN__PLAN_RANK_AREA},      {false, CLRUN_PLAN_ORDER_SIZE},
-    {true, CLRUN__PLAN_RANK_SIZE},      {false, CLRUN_PLAN_ORDER_SPATIAL},
-    {false, CLRUN_PLAN_ORDER_TEMPORAL}, {false, CLRUN_PLAN_ORDER_AREA},
-    {true, CLRUN__PLAN_RANK_SPAN},
+    {SWEEP, 0},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA}, {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE}, {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},
+    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN},
 };
 
-/* Builds one construction's plan into s->trial and returns its peak; remembers the best
+/* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
+ * deadline cut it short (the sweep then stacks the rest: its plan is kept); remembers the best
  * best-fit order and the best lowest-first ranking for the searches that follow. */
-static clrun_status build(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
-                          const construction *c, uint64_t *peak, const char **method)
+static clrun_status build(solve_state *s, const construction *c, double deadline,
+                          uint64_t *peak, const char **method)
 {
-    if (c->lowest_first) {
+    if (c->kind == SWEEP) {
+        bool cut;
+        clrun_status st;
+        *peak = clrun__plan_sweep(s->buffers, s->n, s->align, deadline, s->trial, &cut, &st);
+        *method = cut ? "cut-short" : "time-sweep";
+        return st;
+    }
+    if (c->kind == LOWEST_FIRST) {
         clrun__plan_skyline_rank(&s->skyline, (clrun__plan_rank)c->which);
-        *peak = clrun__plan_skyline_run(&s->skyline, s->skyline.priority, UINT64_MAX, s->trial);
+        *peak = clrun__plan_skyline_run(&s->skyline, s->skyline.priority, UINT64_MAX, deadline,
+                                        s->trial);
         *method = clrun__plan_rank_name((clrun__plan_rank)c->which);
         if (*peak < s->best_lowest_first) {
             s->best_lowest_first = *peak;
@@ -305,143 +360,191 @@ static clrun_status build(solve_state *s, const clrun_plan_buffer *buffers, size
         }
         return CLRUN_OK;
     }
-    clrun_status st = clrun__plan_order_fill(buffers, n, (clrun_plan_order)c->which, s->order);
+    clrun_status st = clrun__plan_order_fill(s->buffers, s->n, (clrun_plan_order)c->which, s->order);
     if (st != CLRUN_OK)
         return st;
-    *peak = clrun__plan_decoder_run(&s->decoder, s->order, s->trial);
+    *peak = clrun__plan_decoder_run(&s->decoder, s->order, deadline, s->trial);
     *method = clrun_plan_order_name((clrun_plan_order)c->which);
     if (*peak < s->best_best_fit) {
         s->best_best_fit = *peak;
-        memcpy(s->best_order, s->order, n * sizeof *s->order);
+        memcpy(s->best_order, s->order, s->n * sizeof *s->order);
     }
     return CLRUN_OK;
 }
 
-/* Runs the constructions, the first always, the others only before the deadline (one pass
- * over a dense instance of 50k buffers can take a second; INFINITY runs them all). Stops at
- * the lower bound. */
-static clrun_status run_constructions(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
-                                      double deadline, uint64_t *offsets,
-                                      clrun_plan_result *result)
+/* The skyline and the decoder, built after the first construction (each a sort of the
+ * instance): the sweep's plan exists before. */
+static clrun_status solve_tools(solve_state *s)
 {
-    result->peak_bytes = UINT64_MAX;
+    if (s->decoder_ready)
+        return CLRUN_OK;
+    clrun_status st = clrun__plan_skyline_init(&s->skyline, s->buffers, s->n, s->align);
+    if (st == CLRUN_OK)
+        st = clrun__plan_decoder_init(&s->decoder, s->buffers, s->n, s->align);
+    s->decoder_ready = st == CLRUN_OK;
+    return st;
+}
+
+/* Runs the constructions: the first always, the others only before `start_by`, each bounded
+ * by `deadline`; stops at the lower bound. */
+static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
+{
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
     for (size_t i = 0; i < sizeof constructions / sizeof constructions[0]; i++) {
+        if (i > 0 && (at_bound(s) || clrun__plan_now() > start_by))
+            break;
         uint64_t peak;
         const char *method;
-        clrun_status st = build(s, buffers, n, &constructions[i], &peak, &method);
+        bool sweep = constructions[i].kind == SWEEP;
+        if (!sweep && !s->decoder_ready && clrun__plan_now() + s->setup_s > deadline)
+            break; /* the skyline's and decoder's setup would end past the limit */
+        clrun_status st = sweep ? CLRUN_OK : solve_tools(s);
+        if (st == CLRUN_OK)
+            st = build(s, &constructions[i], deadline, &peak, &method);
         if (st != CLRUN_OK)
             return st;
-        keep_if_better(s, n, peak, method, offsets, result);
-        if (done(result, deadline))
-            break;
+        s->result->steps++;
+        if (peak != UINT64_MAX)
+            keep_parts(s, s->trial, method);
     }
     return CLRUN_OK;
 }
 
-/* The exact search, for small instances; true when it proved the result optimal. */
-static clrun_status run_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                              const budget *b, uint64_t *offsets, clrun_plan_result *result,
-                              bool *proven)
+/* The most work (buffers x alive at once) among the parts whose kept plan is above the bound. */
+static uint64_t largest_open_work(const solve_state *s)
 {
-    uint64_t nodes = 0, peak = result->peak_bytes;
-    clrun_status st = clrun__plan_exact(buffers, n, align, result->lower_bound_bytes,
-                                        b->deadline, steps_left(result, b->max_steps), &peak,
-                                        offsets, proven, &nodes);
-    result->steps += nodes;
-    if (st == CLRUN_OK && peak < result->peak_bytes) {
-        result->peak_bytes = peak;
-        result->method = "branch-and-bound";
+    uint64_t largest = 0;
+    for (size_t q = 0; q < s->parts.count; q++) {
+        uint64_t work = clrun__plan_parts_work(&s->parts, q);
+        if (s->parts.best_peak[q] > s->result->lower_bound_bytes && work > largest)
+            largest = work;
     }
+    return largest;
+}
+
+/* The complete search on the parts above the bound; may prove the plan optimal or the
+ * capacity out of reach. */
+static clrun_status run_complete(solve_state *s, const budget *b, uint64_t *proven_above)
+{
+    clrun__plan_complete_result cr = {.proven_above = *proven_above,
+                                      .verdict = CLRUN_PLAN_UNKNOWN};
+    clrun_status st = clrun__plan_complete(
+        s->buffers, s->n, s->align, &s->parts, s->options->capacity,
+        s->options->search_max_buffers, b->deadline, steps_left(s->result, b->max_steps),
+        s->setup_s / (double)s->n, s->offsets, s->trial, &cr);
+    s->result->steps += cr.steps;
+    s->result->peak_bytes = clrun__plan_parts_peak(&s->parts, &s->result->method);
+    *proven_above = cr.proven_above;
     return st;
 }
 
 /* The improvement searches share what time and steps are left: first the randomised
  * lowest-first rebuilds (from the best ranking; the default one if none was built in time),
  * then the local search over best-fit orders, which on some instances finds what the rebuilds
- * miss. */
-static clrun_status run_improvement(solve_state *s, const clrun_plan_options *options,
-                                    const budget *b, uint64_t *offsets, clrun_plan_result *result)
+ * miss. Their plans are kept part by part. */
+static clrun_status run_improvement(solve_state *s, const budget *b)
 {
-    double now = clrun__plan_now();
-    budget first = {now + PLAN_LOWEST_FIRST_SHARE * (b->deadline - now),
+    clrun_plan_result *result = s->result;
+    budget first = {time_share(b->deadline, PLAN_LOWEST_FIRST_SHARE),
                     steps_share(result, b->max_steps, PLAN_LOWEST_FIRST_SHARE)};
-    uint64_t steps = 0, peak = result->peak_bytes;
+    uint64_t steps = 0, peak = UINT64_MAX;
     clrun__plan_skyline_rank(&s->skyline, s->best_rank);
     clrun__plan_skyline_search(&s->skyline, result->lower_bound_bytes, first.deadline,
-                               steps_left(result, first.max_steps), options->seed, &peak,
-                               offsets, &steps, s->trial);
+                               steps_left(result, first.max_steps), s->options->seed, &peak,
+                               s->found, &steps, s->trial);
     result->steps += steps;
-    if (peak < result->peak_bytes) {
-        result->peak_bytes = peak;
-        result->method = "lowest-first-search";
-    }
-    if (spent(result, b))
+    if (peak != UINT64_MAX)
+        keep_parts(s, s->found, "lowest-first-search");
+    if (spent(s, b))
         return CLRUN_OK;
     steps = 0;
+    peak = UINT64_MAX;
     clrun_status st = clrun__plan_local_search(
         &s->decoder, s->best_order, result->lower_bound_bytes, b->deadline,
-        steps_left(result, b->max_steps), options->seed, &peak, offsets, &steps);
+        steps_left(result, b->max_steps), s->options->seed, &peak, s->found, &steps);
     result->steps += steps;
-    if (st == CLRUN_OK && peak < result->peak_bytes) {
-        result->peak_bytes = peak;
-        result->method = "local-search";
-    }
+    if (st == CLRUN_OK && peak != UINT64_MAX)
+        keep_parts(s, s->found, "local-search");
     return st;
 }
 
-static clrun_status solve(solve_state *s, const clrun_plan_buffer *buffers, size_t n,
-                          const clrun_plan_options *options, uint64_t align, double start,
-                          uint64_t *offsets, clrun_plan_result *result)
+static clrun_status solve_init(solve_state *s)
 {
-    clrun_status st = clrun_plan_lower_bound(buffers, n, align, &result->lower_bound_bytes);
-    if (st != CLRUN_OK)
-        return st;
+    size_t n = s->n;
     s->order = malloc(n * sizeof *s->order);
     s->best_order = malloc(n * sizeof *s->best_order);
     s->trial = malloc(n * sizeof *s->trial);
-    if (!s->order || !s->best_order || !s->trial)
+    s->found = malloc(n * sizeof *s->found);
+    if (!s->order || !s->best_order || !s->trial || !s->found)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     /* The local search starts from best_order even when the deadline came before any best-fit
      * order was built: it must hold a permutation from the start. */
     for (size_t i = 0; i < n; i++)
         s->best_order[i] = (uint32_t)i;
-    st = clrun__plan_skyline_init(&s->skyline, buffers, n, align);
+    /* The instance's bound is the largest of its parts' (they never meet). */
+    clrun_status st = clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
+    for (size_t q = 0; st == CLRUN_OK && q < s->parts.count; q++)
+        if (s->parts.lower_bound[q] > s->result->lower_bound_bytes)
+            s->result->lower_bound_bytes = s->parts.lower_bound[q];
+    return st;
+}
+
+static clrun_status solve(solve_state *s, double start)
+{
+    const clrun_plan_options *options = s->options;
+    clrun_plan_result *result = s->result;
+    clrun_status st = solve_init(s);
+    s->setup_s = clrun__plan_now() - start;
     if (st != CLRUN_OK)
         return st;
-    st = clrun__plan_decoder_init(&s->decoder, buffers, n, align);
-    if (st != CLRUN_OK)
-        return st;
-    s->decoder_ready = true;
 
     /* A zero limit asks for the constructions only, all of them. */
     double limit = options->time_limit_s;
     bool step_limited = options->step_limit > 0;
     budget all = {limit > 0 ? start + limit : INFINITY,
                   step_limited ? options->step_limit : UINT64_MAX};
-    /* Constructions may use half the time; the searches improve on the best of them more
-     * than the slower remaining constructions would. With a step limit they all run, so that
-     * the plan does not depend on the machine's speed. */
-    double build_deadline =
-        limit > 0 && !step_limited ? start + PLAN_BUILD_SHARE * limit : INFINITY;
-    st = run_constructions(s, buffers, n, build_deadline, offsets, result);
-    if (st != CLRUN_OK || limit == 0 || spent(result, &all))
-        return st;
-    if (n <= options->exact_max_buffers && n <= 64) {
-        bool proven = false;
-        /* Half the time and half the steps, both counted from the start. */
-        budget exact = {start + PLAN_EXACT_SHARE * limit,
-                        step_limited ? (uint64_t)(PLAN_EXACT_SHARE * (double)options->step_limit)
-                                     : UINT64_MAX};
-        st = run_exact(buffers, n, align, &exact, offsets, result, &proven);
-        if (st != CLRUN_OK || proven) {
-            result->optimal = proven;
-            return st;
-        }
+    /* Constructions may start during half the time; the searches improve on the best of them
+     * more than the slower remaining constructions would. With a step limit they all run (as
+     * long as the time allows), so that the plan does not depend on the machine's speed. */
+    double start_by = limit > 0 && !step_limited ? start + PLAN_BUILD_SHARE * limit : all.deadline;
+    /* Parts alive all at once (a wide graph's branches waiting for their join) are optimal
+     * stacked, and would cost the constructions O(n^2): when all are so, nothing else runs. */
+    uint64_t capacity = options->capacity, proven_above = result->lower_bound_bytes;
+    if (clrun__plan_parts_stack(&s->parts, s->buffers, s->align, s->offsets) == s->parts.count) {
+        result->peak_bytes = clrun__plan_parts_peak(&s->parts, &result->method);
+        goto verdict;
     }
-    if (spent(result, &all))
-        return CLRUN_OK;
-    return run_improvement(s, options, &all, offsets, result);
+    /* A capacity below the bound is answered at once: only the first construction runs. */
+    if (capacity > 0 && proven_above > capacity)
+        start_by = -INFINITY;
+    st = run_constructions(s, start_by, all.deadline);
+    if (st != CLRUN_OK || (capacity > 0 && proven_above > capacity) || limit == 0 ||
+        spent(s, &all))
+        goto verdict;
+    /* On parts of thousands of buffers a dive is dear and the improvement searches find their
+     * gains late: the complete search gets a quarter of the time there, not half. */
+    if (options->search_max_buffers > 0) {
+        double share = largest_open_work(s) > CLRUN__PLAN_LARGE_WORK ? PLAN_LARGE_COMPLETE_SHARE
+                                                                     : PLAN_COMPLETE_SHARE;
+        budget complete = {time_share(all.deadline, share),
+                           steps_share(result, all.max_steps, share)};
+        st = run_complete(s, &complete, &proven_above);
+        if (st != CLRUN_OK || proven_above >= result->peak_bytes ||
+            (capacity > 0 && proven_above > capacity) || spent(s, &all))
+            goto verdict;
+    }
+    /* the searches' setup is a few sorts: not started when it would end past the limit */
+    if (!spent(s, &all) && clrun__plan_now() + s->setup_s <= all.deadline)
+        st = solve_tools(s);
+    else
+        goto verdict;
+    if (st == CLRUN_OK && !spent(s, &all))
+        st = run_improvement(s, &all);
+verdict:
+    result->optimal = st == CLRUN_OK && proven_above >= result->peak_bytes;
+    if (capacity > 0 && result->peak_bytes > capacity)
+        result->verdict = proven_above > capacity ? CLRUN_PLAN_INFEASIBLE : CLRUN_PLAN_UNKNOWN;
+    return st;
 }
 
 clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,
@@ -456,6 +559,7 @@ clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,
         return CLRUN_ERROR_INVALID_ARGUMENT;
     memset(result, 0, sizeof *result);
     result->method = "empty";
+    result->verdict = CLRUN_PLAN_FITS;
     uint64_t align;
     clrun_status st = check_options(options);
     if (st == CLRUN_OK)
@@ -464,12 +568,13 @@ clrun_status clrun_plan_solve(const clrun_plan_buffer *buffers, size_t n,
         return st;
 
     if (n > 0) {
-        solve_state s = {0};
-        st = solve(&s, buffers, n, options, align, start, offsets, result);
+        solve_state s = {.buffers = buffers, .n = n, .align = align, .options = options,
+                         .offsets = offsets, .result = result};
+        st = solve(&s, start);
         solve_state_free(&s);
-    }
-    if (st == CLRUN_OK && result->peak_bytes == result->lower_bound_bytes)
+    } else {
         result->optimal = true;
+    }
     result->planner_ms = (clrun__plan_now() - start) * 1e3;
     return st;
 }

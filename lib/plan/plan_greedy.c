@@ -13,6 +13,7 @@
  * once. The same decoder, with insert/remove, drives the local search (plan_search.c). */
 #include "plan/plan_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +276,7 @@ static size_t overlapping_spans(clrun__plan_decoder *d, uint32_t b)
     size_t limit = count_first_below(d, buf->last);
     size_t k = collect(d, 1, 0, d->leaves, limit, buf->first, 0);
     sort_spans(d->spans, k);
+    d->work += k + 1;
     return k;
 }
 
@@ -302,11 +304,22 @@ uint64_t clrun__plan_decoder_fit(clrun__plan_decoder *d, uint32_t b)
     return clrun__plan_align_up(top, d->align);
 }
 
-uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, uint64_t *offsets)
+bool clrun__plan_decoder_late(clrun__plan_decoder *d, double deadline)
+{
+    if (d->work < CLRUN__PLAN_DECODER_CLOCK_WORK)
+        return false;
+    d->work = 0;
+    return clrun__plan_now() > deadline;
+}
+
+uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, double deadline,
+                                 uint64_t *offsets)
 {
     clrun__plan_decoder_clear(d);
     uint64_t peak = 0;
     for (size_t i = 0; i < d->n; i++) {
+        if (clrun__plan_decoder_late(d, deadline))
+            return UINT64_MAX;
         uint32_t b = order[i];
         uint64_t offset = clrun__plan_decoder_fit(d, b);
         clrun__plan_decoder_insert(d, b, offset);
@@ -334,7 +347,7 @@ clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint6
     if (st == CLRUN_OK)
         st = clrun__plan_decoder_init(&d, buffers, n, align);
     if (st == CLRUN_OK) {
-        *peak = clrun__plan_decoder_run(&d, indices, offsets);
+        *peak = clrun__plan_decoder_run(&d, indices, INFINITY, offsets);
         clrun__plan_decoder_free(&d);
     }
     free(indices);

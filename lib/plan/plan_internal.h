@@ -4,6 +4,8 @@
 
 #include <clrun/plan.h>
 
+#include "core/util.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,14 +17,8 @@ static inline uint64_t clrun__plan_align_up(uint64_t v, uint64_t align)
     return (v + (align - 1)) & ~(align - 1);
 }
 
-/* splitmix64: a small, fast, well-mixed generator; the planner's only source of randomness. */
-static inline uint64_t clrun__plan_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
+/* The planner's only source of randomness: splitmix64 (core/util.h). */
+static inline uint64_t clrun__plan_random(uint64_t *state) { return clrun__splitmix64(state); }
 
 /* Uniform in [0, bound), bound > 0 (the modulo bias is irrelevant at these bounds). */
 static inline uint64_t clrun__plan_random_below(uint64_t *state, uint64_t bound)
@@ -49,8 +45,13 @@ static inline size_t clrun__plan_lower_bound(const uint64_t *sorted, size_t coun
 clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *from, uint32_t *to, size_t *distinct);
 
-/* Seconds on a monotonic clock. */
-double clrun__plan_now(void);
+/* clrun_plan_lower_bound on a checked instance (align a power of two), with the most buffers
+ * alive at once in *max_alive: one sweep, two sorts. */
+clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                               uint64_t *lower_bound, uint32_t *max_alive);
+
+/* Seconds on the monotonic clock. */
+static inline double clrun__plan_now(void) { return clrun__now(); }
 
 /* Checks an instance: pointers, sizes, intervals, alignment (0 becomes 1, stored in *align),
  * n below 2^32 and the total aligned size within 64 bits. */
@@ -84,7 +85,11 @@ typedef struct clrun__plan_decoder {
     uint64_t *tree;                   /* 2*leaves nodes; leaf = last if placed, else 0 */
     size_t leaves;                    /* power of two >= n */
     clrun__plan_span *spans;          /* scratch for one gap scan, n entries */
+    uint64_t work;                    /* spans gathered since the clock was last read */
 } clrun__plan_decoder;
+
+/* Spans a decoder gathers between clock reads: a few milliseconds of gap scans. */
+#define CLRUN__PLAN_DECODER_CLOCK_WORK 65536
 
 clrun_status clrun__plan_decoder_init(clrun__plan_decoder *d, const clrun_plan_buffer *buffers,
                                       size_t n, uint64_t align);
@@ -96,8 +101,13 @@ uint64_t clrun__plan_decoder_fit(clrun__plan_decoder *d, uint32_t b);
 /* Marks b placed at `offset` / unplaced. */
 void clrun__plan_decoder_insert(clrun__plan_decoder *d, uint32_t b, uint64_t offset);
 void clrun__plan_decoder_remove(clrun__plan_decoder *d, uint32_t b);
-/* Clears, then places order[0..n) one by one; offsets[b] gets each offset. Returns the peak. */
-uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, uint64_t *offsets);
+/* Clears, then places order[0..n) one by one; offsets[b] gets each offset. Returns the peak,
+ * or UINT64_MAX when the deadline came first. */
+uint64_t clrun__plan_decoder_run(clrun__plan_decoder *d, const uint32_t *order, double deadline,
+                                 uint64_t *offsets);
+/* True when enough gap scans were done since the last look at the clock and it is past the
+ * deadline (each scan costs in proportion to the buffers it meets, which can be thousands). */
+bool clrun__plan_decoder_late(clrun__plan_decoder *d, double deadline);
 
 /* ---- lowest-offset-first construction (plan_skyline.c) ---- */
 
@@ -122,6 +132,8 @@ typedef struct clrun__plan_skyline {
     struct clrun__plan_sky_entry *heap; /* candidates by (lowest offset, priority) */
     double *priority;                   /* per buffer: higher goes first on a tie */
     double *trial;                      /* per buffer: perturbed priorities being tried */
+    uint32_t *order;                    /* scratch: buffers by priority, highest first */
+    void *keys;                         /* scratch for sorting them */
 } clrun__plan_skyline;
 
 clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,
@@ -132,9 +144,19 @@ void clrun__plan_skyline_rank(clrun__plan_skyline *s, clrun__plan_rank rank);
 const char *clrun__plan_rank_name(clrun__plan_rank rank);
 /* Places every buffer, each time the one that fits lowest (ties: higher priority[] first).
  * Offsets go to offsets[]. Stops early, returning UINT64_MAX, once the peak would exceed
- * `cutoff`. Returns the peak. */
+ * `cutoff`, or at the deadline (read every 1024 heap looks). Returns the peak. */
 uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
-                                 uint64_t *offsets);
+                                 double deadline, uint64_t *offsets);
+
+/* ---- the time-sweep construction (plan_sweep.c) ---- */
+
+/* Places the buffers in order of first (larger first on a tie), each at the best-fitting gap
+ * among those alive at its first moment, or on top; O(n k) for k alive at once. Past the
+ * deadline (read every 256 buffers) the rest are stacked above everything and *cut is set.
+ * Returns the peak; UINT64_MAX with *status set when host memory runs out. */
+uint64_t clrun__plan_sweep(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                           double deadline, uint64_t *offsets, bool *cut, clrun_status *status);
+
 /* Randomised rebuilds until the deadline, max_trials rebuilds or the lower bound: priorities
  * of the current plan are perturbed at random and a trial kept when its peak is no worse. On a
  * strictly better plan, offsets and *best_peak are updated. s->priority holds the start;
@@ -143,16 +165,109 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
                                 uint64_t max_trials, uint64_t seed, uint64_t *best_peak,
                                 uint64_t *offsets, uint64_t *trials, uint64_t *scratch);
 
-/* ---- searches (plan_exact.c, plan_search.c) ---- */
+/* ---- independent parts (plan_parts.c) ---- */
 
-/* Branch and bound over canonical plans, for n <= 64. Looks for a plan with peak below
- * *best_peak; when it finds one it writes it to offsets and lowers *best_peak. *complete is set
- * when the search space was exhausted before the deadline and within max_nodes nodes (then
- * *best_peak is optimal). *nodes counts the nodes visited (<= max_nodes). */
-clrun_status clrun__plan_exact(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                               uint64_t lower_bound, double deadline, uint64_t max_nodes,
-                               uint64_t *best_peak, uint64_t *offsets, bool *complete,
-                               uint64_t *nodes);
+/* The instance cut where no buffer is alive across a moment, and the best placement of each
+ * part found so far. Parts are numbered in time order. */
+typedef struct clrun__plan_parts {
+    size_t count;          /* parts (0 for an empty instance) */
+    uint32_t *member;      /* buffer indices, grouped by part, sorted by first within each */
+    size_t *start;         /* part q is member[start[q] .. start[q + 1]) */
+    uint32_t *part_of;     /* buffer -> its part */
+    uint64_t *lower_bound; /* per part: clrun_plan_lower_bound of its buffers */
+    uint32_t *max_alive;   /* per part: the most of its buffers alive at once */
+    uint64_t *best_peak;   /* per part: peak of the best placement kept; UINT64_MAX before any */
+    const char **method;   /* per part: what produced it */
+} clrun__plan_parts;
+
+clrun_status clrun__plan_parts_build(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                                     clrun__plan_parts *parts);
+void clrun__plan_parts_free(clrun__plan_parts *parts);
+/* Buffers times the most alive at once in part q: what one dive of the complete search costs
+ * it, about (each placement updates the buffers alive with it). */
+uint64_t clrun__plan_parts_work(const clrun__plan_parts *parts, size_t q);
+/* Peak of part q in a plan. */
+uint64_t clrun__plan_parts_part_peak(const clrun__plan_parts *parts,
+                                     const clrun_plan_buffer *buffers, size_t q,
+                                     const uint64_t *offsets);
+/* Copies part q of `plan` into best[] when its peak beats the part's best kept; true if so. */
+bool clrun__plan_parts_merge_part(clrun__plan_parts *parts, const clrun_plan_buffer *buffers,
+                                  size_t q, const uint64_t *plan, const char *method,
+                                  uint64_t *best);
+/* Copies into best[] each part of `plan` whose peak beats the part's best kept; true when one
+ * did. */
+bool clrun__plan_parts_merge(clrun__plan_parts *parts, const clrun_plan_buffer *buffers,
+                             const uint64_t *plan, const char *method, uint64_t *best);
+/* Stacks, into best[], every part whose buffers are all alive at one moment (optimal for it:
+ * its peak is its lower bound) and keeps that; returns how many parts were. */
+size_t clrun__plan_parts_stack(clrun__plan_parts *parts, const clrun_plan_buffer *buffers,
+                               uint64_t align, uint64_t *best);
+/* Peak of the plan of kept parts (the largest best_peak), and *method (may be NULL) the method
+ * of the part that defines it. */
+uint64_t clrun__plan_parts_peak(const clrun__plan_parts *parts, const char **method);
+
+/* ---- the complete search (plan_decide.c, plan_complete.c) ---- */
+
+/* Parts whose work (clrun__plan_parts_work: buffers x most alive at once) exceeds this are
+ * "large" for the complete search: a dive there costs enough (thousands of buffers, hundreds
+ * alive with each) that it descends from the best peak in a few dives rather than bisecting
+ * from the bound, and gets a quarter of the time, not half. A chain of 100k buffers is not
+ * large (two alive at once); a packing of 10k with 300 alive is. */
+#define CLRUN__PLAN_LARGE_WORK 1000000
+
+/* Static orders the decision search breaks ties with; restarts cycle through them. */
+#define CLRUN__PLAN_RANKINGS 6
+
+/* How a decision ended. */
+typedef enum clrun__plan_outcome {
+    CLRUN__PLAN_FOUND = 0,  /* a plan under the capacity was written */
+    CLRUN__PLAN_INFEASIBLE, /* the search space was exhausted: none exists */
+    CLRUN__PLAN_LIMIT,      /* the node limit or the deadline came first */
+    CLRUN__PLAN_NO_MEMORY   /* host memory ran out */
+} clrun__plan_outcome;
+
+/* The decision search over one part (opaque). */
+typedef struct clrun__plan_decide clrun__plan_decide;
+
+/* Builds the search tables for the m buffers buffers[member[0..m)] (member must outlive the
+ * search). *out is left NULL, with CLRUN_OK, when the part is too dense to search (more than
+ * 4M overlapping pairs or 8M buffer-moments) or the deadline comes while building. */
+clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint32_t *member,
+                                    size_t m, uint64_t align, double deadline,
+                                    clrun__plan_decide **out);
+void clrun__plan_decide_free(clrun__plan_decide *d);
+/* Searches for offsets of the part with every end at or below `capacity`, ties broken by the
+ * static order `ranking`, visiting at most max_nodes nodes (placements) and stopping at the
+ * deadline (read every 64 nodes). On FOUND, offsets[member[i]] are written (and nothing else).
+ * *nodes gets the nodes visited. */
+clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capacity, int ranking,
+                                           uint64_t max_nodes, double deadline,
+                                           uint64_t *offsets, uint64_t *nodes);
+
+/* What the optimisation by decisions did (plan_complete.c). */
+typedef struct clrun__plan_complete_result {
+    bool optimal;             /* the kept plan's peak is proven optimal */
+    uint64_t proven_above;    /* every plan's peak is at least this (>= the lower bound) */
+    clrun_plan_verdict verdict; /* against the capacity, when one was given */
+    uint64_t steps;           /* nodes visited */
+} clrun__plan_complete_result;
+
+/* Minimises the peak of the kept plan (parts->best_peak, offsets in best[]) by a sequence of
+ * decisions: first the capacity (when nonzero and the kept plan exceeds it), then the lower
+ * bound, then bisection between the lowest capacity not proven infeasible and the kept peak,
+ * each decision trying, on every part whose kept peak exceeds it, the static orders in turn
+ * with doubling node limits (restarts), and each round of bisection given four times the
+ * nodes of the last. Parts of more than max_part buffers are not searched, nor those whose
+ * tables (about setup_per_buffer seconds a buffer) would not be built by the deadline. Stops
+ * at the deadline, after max_steps nodes, or once the peak is proven optimal (or the capacity
+ * proven out of reach). scratch has room for n offsets. */
+clrun_status clrun__plan_complete(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
+                                  clrun__plan_parts *parts, uint64_t capacity, size_t max_part,
+                                  double deadline, uint64_t max_steps, double setup_per_buffer,
+                                  uint64_t *best, uint64_t *scratch,
+                                  clrun__plan_complete_result *out);
+
+/* ---- improvement searches (plan_search.c) ---- */
 
 /* Iterated local search over greedy orders, starting from `order` (whose plan has peak
  * *best_peak). Until the deadline, max_moves moves or the lower bound, it moves buffers that

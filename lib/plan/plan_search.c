@@ -31,6 +31,7 @@ typedef struct local {
     uint32_t *saved;         /* order[lo..hi] before the move, to undo it */
     uint64_t peak;           /* current plan's peak */
     uint64_t rng;            /* random state */
+    double deadline;         /* monotonic seconds */
 } local;
 
 static uint64_t end_of(const local *s, uint32_t b)
@@ -114,6 +115,10 @@ static bool decode_suffix(local *s, uint32_t lo, uint32_t *stop)
 {
     uint64_t peak = s->prefix_peak[lo];
     for (uint32_t i = lo; i < s->n; i++) {
+        if (clrun__plan_decoder_late(s->d, s->deadline)) {
+            *stop = i; /* out of time: the move is dropped */
+            return false;
+        }
         uint32_t b = s->order[i];
         uint64_t at = clrun__plan_decoder_fit(s->d, b);
         clrun__plan_decoder_insert(s->d, b, at);
@@ -170,13 +175,16 @@ static void local_free(local *s)
     free(s->saved);
 }
 
-/* Places the starting order in the decoder and fills the tables. */
-static void local_start(local *s, const uint32_t *order)
+/* Places the starting order in the decoder and fills the tables; false when the deadline came
+ * first. */
+static bool local_start(local *s, const uint32_t *order)
 {
     memcpy(s->order, order, s->n * sizeof *order);
     clrun__plan_decoder_clear(s->d);
     s->prefix_peak[0] = 0;
     for (uint32_t i = 0; i < s->n; i++) {
+        if (clrun__plan_decoder_late(s->d, s->deadline))
+            return false;
         uint32_t b = s->order[i];
         s->position[b] = i;
         uint64_t at = clrun__plan_decoder_fit(s->d, b);
@@ -186,6 +194,7 @@ static void local_start(local *s, const uint32_t *order)
         s->prefix_peak[i + 1] = end > s->prefix_peak[i] ? end : s->prefix_peak[i];
     }
     s->peak = s->prefix_peak[s->n];
+    return true;
 }
 
 clrun_status clrun__plan_local_search(clrun__plan_decoder *d, const uint32_t *order,
@@ -197,7 +206,7 @@ clrun_status clrun__plan_local_search(clrun__plan_decoder *d, const uint32_t *or
     *moves = 0;
     if (n < 2)
         return CLRUN_OK;
-    local s = {.d = d, .buffers = d->buffers, .n = n, .rng = seed};
+    local s = {.d = d, .buffers = d->buffers, .n = n, .rng = seed, .deadline = deadline};
     s.order = malloc(n * sizeof *s.order);
     s.position = malloc(n * sizeof *s.position);
     s.offset = malloc(n * sizeof *s.offset);
@@ -208,8 +217,8 @@ clrun_status clrun__plan_local_search(clrun__plan_decoder *d, const uint32_t *or
         local_free(&s);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    local_start(&s, order);
-    while (s.peak > lower_bound && *moves < max_moves && clrun__plan_now() < deadline) {
+    bool started = local_start(&s, order);
+    while (started && s.peak > lower_bound && *moves < max_moves && clrun__plan_now() < deadline) {
         (*moves)++;
         if (try_move(&s) && s.peak < *best_peak) {
             *best_peak = s.peak;

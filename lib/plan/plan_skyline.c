@@ -14,12 +14,12 @@
  * compressed time axis answers it and takes each placement as a range "raise to" update, both
  * in O(log n), with no gap scan at all.
  *
- * Two heaps hold the unplaced buffers: those that may fit at the floor L, by priority, and
- * those that fit only higher, by the offset they fitted at when last looked at. Placements only
- * ever raise that offset, so it is a lower bound, checked again when the buffer comes up. When
- * nothing fits at the floor, the floor rises to the lowest raised buffer. O(n log n) per build
- * plus O(log n) for each buffer found raised by a placement (at most its k overlapping
- * placements, usually few).
+ * One heap holds the unplaced buffers, keyed by (the offset each fitted at when last looked
+ * at, priority rank). Placements only ever raise a buffer's offset, so a key is a lower bound:
+ * the top is looked at again, and placed if its key is exact (nothing fits lower, nor as low
+ * with a higher priority), else re-keyed in place. O(n log n) per build plus O(log n) for each
+ * time a buffer is found raised: once per placement under it at most, usually a few, but tens
+ * per buffer where hundreds are alive at once (then 1 s at 50k buffers).
  *
  * The search perturbs the priorities of the current plan (a few buffers strongly, or all of
  * them slightly), rebuilds, and keeps the perturbation when the peak does not grow; a rebuild
@@ -30,59 +30,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Heap looks between clock reads. */
+#define SKYLINE_CLOCK_EVERY 1024
+
 typedef struct clrun__plan_sky_entry {
-    uint64_t offset; /* raised heap: the offset the buffer fitted at when last looked at */
-    double priority; /* floor heap: higher first */
+    uint64_t offset; /* its key: the offset it fitted at when last looked at (a lower bound) */
+    uint32_t rank;   /* the buffer's place in priority order: lower goes first */
     uint32_t index;  /* the buffer */
 } sky_entry;
 
-/* Two heaps share this code: the "raised" heap of buffers that fit only above the floor,
- * lowest offset first, and the "floor" heap of buffers that may fit at the floor, highest
- * priority first. */
-static bool goes_before(const sky_entry *a, const sky_entry *b, bool by_priority)
+/* The heap of unplaced buffers: lowest key first, then lowest rank (highest priority). It is
+ * 4-ary: half the depth of a binary heap, a node's children in one cache line, and on dense
+ * instances the looks at it are half the work. */
+static bool goes_before(const sky_entry *a, const sky_entry *b)
 {
-    if (!by_priority && a->offset != b->offset)
+    if (a->offset != b->offset)
         return a->offset < b->offset;
-    if (a->priority != b->priority)
-        return a->priority > b->priority;
-    return a->index < b->index;
+    return a->rank < b->rank;
 }
 
-static void sift_down(sky_entry *heap, size_t count, size_t i, bool by_priority)
+static void sift_down(sky_entry *heap, size_t count, size_t i)
 {
     sky_entry e = heap[i];
     for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= count)
+        size_t first = 4 * i + 1, best = first;
+        if (first >= count)
             break;
-        if (child + 1 < count && goes_before(&heap[child + 1], &heap[child], by_priority))
-            child++;
-        if (!goes_before(&heap[child], &e, by_priority))
+        size_t last = first + 4 < count ? first + 4 : count;
+        for (size_t c = first + 1; c < last; c++)
+            if (goes_before(&heap[c], &heap[best]))
+                best = c;
+        if (!goes_before(&heap[best], &e))
             break;
-        heap[i] = heap[child];
-        i = child;
+        heap[i] = heap[best];
+        i = best;
     }
     heap[i] = e;
 }
 
-static void heap_push(sky_entry *heap, size_t *count, sky_entry e, bool by_priority)
-{
-    size_t i = (*count)++;
-    while (i > 0 && goes_before(&e, &heap[(i - 1) / 2], by_priority)) {
-        heap[i] = heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    heap[i] = e;
-}
-
-static sky_entry heap_pop(sky_entry *heap, size_t *count, bool by_priority)
-{
-    sky_entry top = heap[0];
-    heap[0] = heap[--*count];
-    if (*count > 0)
-        sift_down(heap, *count, 0, by_priority);
-    return top;
-}
+typedef struct priority_key {
+    double priority;
+    uint32_t index;
+} priority_key;
 
 /* Maps every first and last onto its rank among the distinct times; one leaf per moment. */
 static clrun_status compress_time(clrun__plan_skyline *s)
@@ -110,8 +99,10 @@ clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_b
     s->heap = malloc(2 * m * sizeof *s->heap); /* the floor heap, then the raised heap */
     s->priority = malloc(m * sizeof *s->priority);
     s->trial = malloc(m * sizeof *s->trial);
+    s->order = malloc(m * sizeof *s->order);
+    s->keys = malloc(m * sizeof(priority_key));
     clrun_status st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    if (s->from && s->to && s->heap && s->priority && s->trial)
+    if (s->from && s->to && s->heap && s->priority && s->trial && s->order && s->keys)
         st = compress_time(s);
     if (st == CLRUN_OK) {
         s->whole = malloc(2 * s->leaves * sizeof *s->whole);
@@ -133,6 +124,8 @@ void clrun__plan_skyline_free(clrun__plan_skyline *s)
     free(s->heap);
     free(s->priority);
     free(s->trial);
+    free(s->order);
+    free(s->keys);
     memset(s, 0, sizeof *s);
 }
 
@@ -228,6 +221,25 @@ static uint64_t tree_max(const clrun__plan_skyline *s, size_t lo, size_t hi)
     return best;
 }
 
+static int compare_priority(const void *a, const void *b)
+{
+    const priority_key *x = a, *y = b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* s->order gets the buffers by priority, highest first (ties by index). */
+static void rank_by_priority(clrun__plan_skyline *s, const double *priority)
+{
+    priority_key *keys = s->keys;
+    for (size_t i = 0; i < s->n; i++)
+        keys[i] = (priority_key){priority[i], (uint32_t)i};
+    qsort(keys, s->n, sizeof *keys, compare_priority);
+    for (size_t i = 0; i < s->n; i++)
+        s->order[i] = keys[i].index;
+}
+
 /* The lowest offset for b at or above the floor. */
 static uint64_t lowest_offset(const clrun__plan_skyline *s, uint32_t b, uint64_t floor)
 {
@@ -236,45 +248,40 @@ static uint64_t lowest_offset(const clrun__plan_skyline *s, uint32_t b, uint64_t
 }
 
 uint64_t clrun__plan_skyline_run(clrun__plan_skyline *s, const double *priority, uint64_t cutoff,
-                                 uint64_t *offsets)
+                                 double deadline, uint64_t *offsets)
 {
-    size_t n = s->n, at_floor = n, raised = 0;
-    sky_entry *floor_heap = s->heap, *raised_heap = s->heap + n;
+    size_t n = s->n, count = n, looks = 0;
+    sky_entry *heap = s->heap;
     memset(s->whole, 0, 2 * s->leaves * sizeof *s->whole);
     memset(s->below, 0, 2 * s->leaves * sizeof *s->below);
-    /* At first everything fits at offset 0, the floor. */
+    /* Priorities become ranks (ties by index): one integer compare per heap step. At first
+     * everything fits at offset 0; sorted by rank, the heap is a heap already. */
+    rank_by_priority(s, priority);
     for (size_t i = 0; i < n; i++)
-        floor_heap[i] = (sky_entry){.offset = 0, .priority = priority[i], .index = (uint32_t)i};
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(floor_heap, at_floor, i, true);
-    uint64_t peak = 0, floor = 0;
-    while (at_floor > 0 || raised > 0) {
-        if (at_floor == 0) {
-            /* Nothing fits at the floor: raise it to the lowest raised buffer, checking its
-             * key first (keys are lower bounds), and let every buffer keyed that low try. */
-            sky_entry e = heap_pop(raised_heap, &raised, false);
-            uint64_t at = lowest_offset(s, e.index, floor);
-            if (at > e.offset) {
-                e.offset = at;
-                heap_push(raised_heap, &raised, e, false);
-                continue;
-            }
-            floor = at;
-            heap_push(floor_heap, &at_floor, e, true);
-            while (raised > 0 && raised_heap[0].offset <= floor)
-                heap_push(floor_heap, &at_floor, heap_pop(raised_heap, &raised, false), true);
+        heap[i] = (sky_entry){.offset = 0, .rank = (uint32_t)i, .index = s->order[i]};
+    uint64_t peak = 0;
+    while (count > 0) {
+        /* A look is O(log n), but where hundreds are alive at once most looks find their buffer
+         * raised again (tens of looks per buffer): the clock bounds that. */
+        if (++looks % SKYLINE_CLOCK_EVERY == 0 && clrun__plan_now() > deadline)
+            return UINT64_MAX;
+        /* The lowest key, and among those the highest priority. Keys are lower bounds that
+         * only grow: if this one is exact, no buffer fits lower, nor as low with a higher
+         * priority. Otherwise it is raised in place. */
+        sky_entry *e = &heap[0];
+        uint64_t at = lowest_offset(s, e->index, e->offset);
+        if (at > e->offset) {
+            e->offset = at;
+            sift_down(heap, count, 0);
             continue;
         }
-        sky_entry e = heap_pop(floor_heap, &at_floor, true);
-        uint64_t at = lowest_offset(s, e.index, floor);
-        if (at > floor) {
-            e.offset = at; /* a placement since covered the floor over its lifetime */
-            heap_push(raised_heap, &raised, e, false);
-            continue;
-        }
-        uint64_t end = at + s->buffers[e.index].size;
-        tree_raise(s, s->from[e.index], s->to[e.index], end);
-        offsets[e.index] = at;
+        uint32_t b = e->index;
+        heap[0] = heap[--count];
+        if (count > 0)
+            sift_down(heap, count, 0);
+        uint64_t end = at + s->buffers[b].size;
+        tree_raise(s, s->from[b], s->to[b], end);
+        offsets[b] = at;
         if (end > peak)
             peak = end;
         if (peak > cutoff)
@@ -313,7 +320,9 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
     size_t n = s->n;
     uint64_t rng = seed ^ 0x5851F42D4C957F2Du;
     *trials = 0;
-    uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, scratch);
+    uint64_t current = clrun__plan_skyline_run(s, s->priority, UINT64_MAX, deadline, scratch);
+    if (current == UINT64_MAX)
+        return; /* the deadline came during the first rebuild */
     if (current < *best_peak) {
         *best_peak = current;
         memcpy(offsets, scratch, n * sizeof *offsets);
@@ -321,7 +330,7 @@ void clrun__plan_skyline_search(clrun__plan_skyline *s, uint64_t lower_bound, do
     while (current > lower_bound && *trials < max_trials && clrun__plan_now() < deadline) {
         (*trials)++;
         perturb(s, n, &rng);
-        uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, scratch);
+        uint64_t peak = clrun__plan_skyline_run(s, s->trial, current, deadline, scratch);
         if (peak == UINT64_MAX)
             continue;
         double *keep = s->priority;

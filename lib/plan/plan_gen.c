@@ -1,4 +1,4 @@
-/* clrun: memory-planning instance generators (see plan_gen.h).
+/* clrun: memory-planning instance generators (see clrun/plan_gen.h).
  *
  * The packing families start from a full rectangle, time [0, T) by space [0, H), and cut it
  * into n pieces with guillotine cuts (each along time or space with even odds, at a uniform
@@ -7,30 +7,23 @@
  * rebuilds the rectangle reaches it: the optimum is known, and a planner's gap to it is its
  * true loss. Best-fit greedy orders miss it by about 30% (perfect) and 40% (balanced), as
  * measured on real instances by MiniMalloc's authors. */
-#include "plan_gen.h"
+#include <clrun/plan_gen.h>
+
+#include "core/util.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* splitmix64, as in the planner: fixed output on every platform. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
 static uint64_t random_below(uint64_t *state, uint64_t bound)
 {
-    return next_random(state) % bound;
+    return clrun__splitmix64(state) % bound;
 }
 
 /* Uniform in [0, 1). */
 static double random_unit(uint64_t *state)
 {
-    return (double)(next_random(state) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(clrun__splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 const char *clrun_plan_gen_family_name(clrun_plan_gen_family family)
@@ -44,12 +37,23 @@ const char *clrun_plan_gen_family_name(clrun_plan_gen_family family)
         return "balanced";
     case CLRUN_PLAN_GEN_UNET:
         return "unet";
+    case CLRUN_PLAN_GEN_CHAIN:
+        return "chain";
+    case CLRUN_PLAN_GEN_WIDE:
+        return "wide";
     default:
         return "unknown";
     }
 }
 
 /* ---- random ---- */
+
+/* Log-uniform over [64 B, 4 MiB]. */
+static uint64_t random_size(uint64_t *rng)
+{
+    double log_size = log(64.0) + random_unit(rng) * (log(4194304.0) - log(64.0));
+    return (uint64_t)exp(log_size);
+}
 
 static void gen_random(size_t n, uint64_t *rng, clrun_plan_buffer *out)
 {
@@ -58,9 +62,29 @@ static void gen_random(size_t n, uint64_t *rng, clrun_plan_buffer *out)
         uint64_t first = random_below(rng, n);
         /* geometric lifetime via the inverse of the exponential's distribution */
         uint64_t life = 1 + (uint64_t)(-log(1.0 - random_unit(rng)) * mean_life);
-        double log_size = log(64.0) + random_unit(rng) * (log(4194304.0) - log(64.0));
-        out[i] = (clrun_plan_buffer){.size = (uint64_t)exp(log_size), .first = first,
-                                     .last = first + life};
+        uint64_t size = random_size(rng);
+        out[i] = (clrun_plan_buffer){.size = size, .first = first, .last = first + life};
+    }
+}
+
+/* ---- graph shapes ---- */
+
+static void gen_chain(size_t n, uint64_t *rng, clrun_plan_buffer *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = (clrun_plan_buffer){.size = random_size(rng), .first = i, .last = i + 2};
+}
+
+static void gen_wide(size_t n, uint64_t *rng, clrun_plan_buffer *out)
+{
+    uint64_t join = n > 1 ? n - 1 : 1; /* the join's step */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t first = i, last = join + 1; /* the input (step 0) and the branches */
+        if (i + 1 == n && n > 1) {
+            first = join; /* the join's output */
+            last = join + 1;
+        }
+        out[i] = (clrun_plan_buffer){.size = random_size(rng), .first = first, .last = last};
     }
 }
 
@@ -206,6 +230,12 @@ clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t see
         return CLRUN_OK;
     case CLRUN_PLAN_GEN_UNET:
         gen_unet(n, &rng, out);
+        return CLRUN_OK;
+    case CLRUN_PLAN_GEN_CHAIN:
+        gen_chain(n, &rng, out);
+        return CLRUN_OK;
+    case CLRUN_PLAN_GEN_WIDE:
+        gen_wide(n, &rng, out);
         return CLRUN_OK;
     default:
         return gen_packing(family, n, &rng, out, known_optimum);

@@ -1,4 +1,5 @@
-/* clrun: generators of memory-planning instances, for the benchmark, the tests and `clrun plan`.
+/* clrun: generators of memory-planning instances (`clrun plan --gen`), for benchmarks and tests
+ * of planners, clrun's or others'.
  * Deterministic: the same family, size and seed give the same buffers (the random and unet
  * families use libm's exp/log, so another libm may round a size differently). */
 #ifndef CLRUN_PLAN_GEN_H
@@ -9,6 +10,13 @@
 
 #include <clrun/plan.h>
 #include <clrun/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+#endif
 
 /* Sizes of the packing families are multiples of this, so any alignment up to it keeps their
  * known optimum. */
@@ -30,6 +38,14 @@ typedef enum clrun_plan_gen_family {
      * mirrored decoder level uses them (skip connections), with short-lived temporaries
      * between; several such networks one after another until n buffers. Optimum unknown. */
     CLRUN_PLAN_GEN_UNET,
+    /* A chain of operations as the executor schedules it: step i writes buffer i, which step
+     * i + 1 reads, so buffer i is alive over [i, i + 2); sizes as in random. Two alive at once. */
+    CLRUN_PLAN_GEN_CHAIN,
+    /* A wide graph: step 0 writes an input that n - 2 branches (steps 1 .. n - 2) read, each
+     * writing one buffer that a final join reads; the join's output follows. Every branch
+     * output stays alive until the join, so all n are alive at once at its step: the optimum is
+     * the total (sizes as in random). The adversarial case for best fit, O(n^2). */
+    CLRUN_PLAN_GEN_WIDE,
     CLRUN_PLAN_GEN_COUNT /* number of families; not a family */
 } clrun_plan_gen_family;
 
@@ -39,7 +55,10 @@ typedef enum clrun_plan_gen_family {
 clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t seed,
                             clrun_plan_buffer *out, uint64_t *known_optimum);
 
-/* "random", "perfect", "balanced", "unet"; "unknown" out of range. */
+/* "random", "perfect", "balanced", "unet", "chain", "wide"; "unknown" out of range. */
 const char *clrun_plan_gen_family_name(clrun_plan_gen_family family);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
