@@ -24,4 +24,20 @@ void clrun__programs_destroy(struct clrun__programs *programs);
 /* The built program of embedded source `name` (the context keeps ownership). */
 clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out);
 
+/* How clrun__program_generated keeps and reports a program. */
+enum {
+    CLRUN__PROGRAM_KEEP = 1,  /* keep it for the life of the context (an op's unfused kernels) */
+    CLRUN__PROGRAM_QUIET = 2, /* a build failure is only a warning in the log, not the context's
+                                 error: the caller has a fallback (a fused group) */
+};
+
+/* A program built from generated OpenCL C (lib/ops/ew_source.c, lib/fuse/): built once per
+ * context for each distinct text (compared in full) through the binary cache, keyed by a hash of
+ * the text like the embedded sources. *out is the caller's reference, given back with
+ * clrun__program_generated_release; a program no caller holds is released then, unless it was
+ * built with CLRUN__PROGRAM_KEEP. `name` names it in messages and cache files. */
+clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *text,
+                                      size_t length, unsigned flags, cl_program *out);
+void clrun__program_generated_release(clrun_context *ctx, cl_program program);
+
 #endif

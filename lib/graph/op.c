@@ -17,9 +17,9 @@ static const clrun__op *const *const families[] = {
     clrun__ops_elementwise, clrun__ops_matmul, clrun__ops_norm, clrun__ops_layout, clrun__ops_conv,
 };
 
-/* Every family's entries in one flat array, built on first use; 64 is well above the ops
+/* Every family's entries in one flat array, built on first use; 256 is well above the ops
  * docs/ops.md lists (an assert-like clamp keeps a longer list from overflowing). */
-#define MAX_OPS 64
+#define MAX_OPS 256
 static const clrun__op *all_ops[MAX_OPS];
 static size_t all_count;
 static pthread_once_t all_once = PTHREAD_ONCE_INIT;

@@ -1,6 +1,7 @@
 # Ops: the op table the executor runs (lib/ops/*.c) and their kernels (kernels/*.cl).
 libclrun_internal_la_SOURCES += \
 	lib/ops/ops.c lib/ops/ops.h lib/ops/ops_internal.h \
+	lib/ops/ew_source.c lib/ops/ew_source.h \
 	lib/ops/ops_elementwise.c \
 	lib/ops/ops_matmul.c \
 	lib/ops/ops_norm.c \
@@ -9,6 +10,7 @@ libclrun_internal_la_SOURCES += \
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
+	kernels/ew_functions.cl \
 	kernels/matmul.cl \
 	kernels/norm.cl \
 	kernels/layout.cl \
@@ -29,3 +31,11 @@ EXTRA_PROGRAMS += bench/bench_kernels
 BENCH_LIST += bench/bench_kernels
 bench_bench_kernels_SOURCES = bench/bench_kernels.c
 bench_bench_kernels_LDADD = libclrun-internal.la
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_elementwise
+TESTS += tests/test_ops_elementwise
+tests_test_ops_elementwise_SOURCES = tests/test_ops_elementwise.c tests/device_test.h tests/rng.h
+tests_test_ops_elementwise_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_elementwise_LDADD = $(TEST_LDADD)
+endif
