@@ -3,6 +3,7 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops.c lib/ops/ops.h lib/ops/ops_internal.h \
 	lib/ops/ew_source.c lib/ops/ew_source.h \
 	lib/ops/ops_elementwise.c \
+	lib/ops/fused.h lib/ops/ops_fused.c \
 	lib/ops/ops_matmul.c \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c \

@@ -1,0 +1,56 @@
+/* A fused node: elementwise ops that lib/fuse/ joined into one generated kernel. Each fused
+ * node of a rewritten graph has its own op (kind CLRUN__OP_FUSED), which carries the group's
+ * description and names it after the ops it holds ("fused:add+gelu"), so that traces and
+ * messages say what ran. The kernels here only launch what lib/fuse/ generated and built; the
+ * rewrite decides. Pure description: no OpenCL. */
+#ifndef CLRUN_LIB_OPS_FUSED_H
+#define CLRUN_LIB_OPS_FUSED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/elementwise.h"
+
+/* One op of the group, computed per output element. */
+typedef struct clrun__fused_step {
+    const clrun__op *op;           /* an elementwise op */
+    const clrun__ew_def *def;      /* its table row */
+    const clrun_attr *attrs;       /* its node's attributes (the original graph's) */
+    int attr_count;
+    /* Operands: >= 0 the value of an earlier step; < 0 the fused node's input -1 - arg. */
+    int args[CLRUN__EW_MAX_INPUTS];
+    clrun_tensor_type arg_types[CLRUN__EW_MAX_INPUTS]; /* their types, as the op saw them */
+    clrun_tensor_type type;        /* its output type */
+    int32_t node;                  /* its node in the graph the group came from */
+} clrun__fused_step;
+
+/* How the kernel is launched: the NDRange it was generated for. */
+typedef struct clrun__fused_launch {
+    unsigned dims;                 /* 1: n[0] elements, rounded up; 3: n[0] rounded up x n[1] x n[2] */
+    uint64_t n[3];
+} clrun__fused_launch;
+
+typedef struct clrun__fused_op {
+    clrun__op op;                  /* first, so the op's address is the group's */
+    char name[160];                /* op.name: "fused:add+gelu" */
+    clrun__fused_step *steps;      /* in order; the last one's value is the output */
+    int step_count;
+    int input_count;               /* inputs of the fused node */
+    clrun__fused_launch launch;
+    char kernel[48];               /* "clrun_fused_3" */
+    const char *source;            /* the program that defines it (shared by a graph's groups) */
+    size_t source_length;
+} clrun__fused_op;
+
+/* The group behind a fused op, NULL for any other op. */
+static inline const clrun__fused_op *clrun__fused_of(const clrun__op *op)
+{
+    return op && op->kind == CLRUN__OP_FUSED ? (const clrun__fused_op *)(const void *)op : NULL;
+}
+
+/* The type rule every fused op has: its output type is fixed by the fusion pass, so it gives
+ * back the node's stored output type (and refuses a call without one). */
+clrun_status clrun__fused_infer(const clrun__op_call *call, clrun_tensor_type *outputs, char *err,
+                                size_t errlen);
+
+#endif
