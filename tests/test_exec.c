@@ -349,7 +349,9 @@ static void donated_input_is_written_in_place_and_unusable_afterwards(void **sta
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    /* unfused: the chain's two nodes are the two donations under test */
+    clrun_exec_options unfused = {.mode = CLRUN_EXEC_POOLED, .fusion = -1};
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
     assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
@@ -377,7 +379,9 @@ static void kept_input_is_never_written(void **state)
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    /* unfused: the chain's two nodes are the two donations under test */
+    clrun_exec_options unfused = {.mode = CLRUN_EXEC_POOLED, .fusion = -1};
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 9, &x);
     float before[256], after[256];

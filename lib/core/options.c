@@ -55,6 +55,8 @@ static const option_row option_table[] = {
      KIND_DEBUG, FIELD(guard)},
     {{"CLRUN_QUEUE", "in-order|out-of-order", "in-order", "command queue kind (out-of-order only where the device has it)"},
      KIND_QUEUE, FIELD(out_of_order)},
+    {{"CLRUN_FUSION", "BOOL", "1", "executors fuse groups of elementwise nodes into one generated kernel each"},
+     KIND_BOOL, FIELD(fusion)},
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])

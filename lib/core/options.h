@@ -25,6 +25,7 @@ typedef struct clrun__options {
     uint64_t pool_limit;             /* CLRUN_POOL_LIMIT in bytes; 0 = none */
     bool guard;                      /* CLRUN_DEBUG=guard */
     bool out_of_order;               /* CLRUN_QUEUE=out-of-order */
+    bool fusion;                     /* CLRUN_FUSION */
 } clrun__options;
 
 /* One row per variable, for README-style listings (`clrun info --env`). */

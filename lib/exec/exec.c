@@ -16,6 +16,7 @@
 
 #include "device/cl.h"
 #include "device/context.h"
+#include "fuse/fuse.h"
 #include "graph/graph.h"
 #include "memory/pool.h"
 #include "ops/ops.h"
@@ -47,7 +48,8 @@ typedef struct buffer_state {
 
 struct clrun_exec {
     clrun_context *ctx;
-    const clrun_graph *graph;
+    const clrun_graph *graph;      /* what runs: the caller's graph as fusion rewrote it */
+    clrun__fusion fusion;          /* the rewrite (lib/fuse/) and what it made */
     clrun_exec_options options;
     clrun__schedule schedule;      /* what runs: with reuse, or without (naive) */
     uint64_t lower_bound;          /* always from the reusing schedule */
@@ -369,7 +371,12 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
         free(e);
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)options->mode);
     }
-    clrun_status status = build_schedules(e);
+    bool fuse = e->options.fusion ? e->options.fusion > 0 : ctx->options.fusion;
+    clrun_status status = clrun__fuse(ctx, graph, fuse, &e->fusion);
+    if (status == CLRUN_OK)
+        e->graph = e->fusion.graph;
+    if (status == CLRUN_OK)
+        status = build_schedules(e);
     if (status == CLRUN_OK) {
         e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
         e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
@@ -440,6 +447,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->pending);
     free(e->spans);
     free(e->step_events);
+    clrun__fusion_free(e->ctx, &e->fusion);
     free(e);
 }
 
@@ -797,6 +805,10 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->mode = clrun_exec_mode_name(e->options.mode);
     out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? clrun__context_strategy(e->ctx) : out->mode;
     out->steps = e->schedule.steps;
+    out->graph_nodes = e->fusion.nodes_before;
+    out->kernels = e->schedule.steps;
+    out->fused_groups = e->fusion.group_count;
+    out->fused_nodes = e->fusion.fused_nodes;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;
@@ -810,6 +822,13 @@ int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **nam
     if (names)
         *names = e->unused_names;
     return e->unused_names ? e->schedule.unused_donated_count : 0;
+}
+
+int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **groups)
+{
+    if (groups)
+        *groups = e ? e->fusion.groups : NULL;
+    return e ? e->fusion.group_count : 0;
 }
 
 int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
