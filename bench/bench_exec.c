@@ -153,7 +153,9 @@ static mode_result run_mode(const clrun_graph *g, const char *name, clrun_exec_m
     clrun_context *ctx = NULL;
     if (clrun_context_create(&o, &ctx) != CLRUN_OK)
         die("context", NULL);
-    clrun_exec_options eo = {.mode = mode};
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.mode = mode;
     clrun_exec *exec = NULL;
     if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK)
         die("executor", ctx);

@@ -6,5 +6,6 @@ clruninclude_HEADERS += \
 	include/clrun/program.h \
 	include/clrun/memory.h \
 	include/clrun/memory_stats.h \
+	include/clrun/options.h \
 	include/clrun/exec.h \
 	include/clrun/strategy.h

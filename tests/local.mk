@@ -6,3 +6,13 @@ if HAVE_CMOCKA
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 TEST_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
+
+# After `make install`: a client built with nothing but pkg-config (warnings are errors, so the
+# OpenCL target version must come with the flags) enqueues its own kernel on clrun's queue.
+EXTRA_DIST += tests/client/enqueue.c
+installcheck-local:
+	@PKG_CONFIG_PATH="$(DESTDIR)$(libdir)/pkgconfig" ; export PKG_CONFIG_PATH ; \
+	flags=`$(PKG_CONFIG) --define-variable=prefix="$(DESTDIR)$(prefix)" --cflags --libs clrun` && \
+	$(CC) -std=c11 -Wall -Wextra -Werror -o installcheck-client $(srcdir)/tests/client/enqueue.c $$flags && \
+	LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" POCL_DEVICES=pthread ./installcheck-client && \
+	rm -f installcheck-client

@@ -1,4 +1,4 @@
-/* Tests of the allocator core (lib/allocator.c) with no device: a fake backing records every
+/* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records every
  * chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk sizes
  * (the minimum chunk, half of what is reserved, the device maximum, buddy's powers of two), the
  * limit, giving back empty chunks and retrying once on exhaustion, the out-of-memory message,
@@ -365,7 +365,7 @@ static void out_of_memory_says_what_was_asked_in_use_reserved_largest_free_limit
     assert_non_null(strstr(err, "in use 1.50 MiB"));
     assert_non_null(strstr(err, "reserved 1.50 MiB"));
     assert_non_null(strstr(err, "largest free block 0 B"));
-    assert_non_null(strstr(err, "leaves 524288 bytes")); /* why no chunk could be added */
+    assert_non_null(strstr(err, "leaves 512.00 KiB")); /* why no chunk could be added */
     assert_non_null(strstr(err, "limit 2.00 MiB"));
     assert_non_null(strstr(err, "strategy 'bump'"));
     clrun__allocator_destroy(a);

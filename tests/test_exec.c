@@ -14,6 +14,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "rng.h"
 #include "graph/graph.h"
 #include "memory/pool.h"
 #include "device/cl.h"
@@ -21,17 +22,8 @@
 static char cache_root[512];
 static uint64_t base_seed;
 
-/* ---- a tiny deterministic generator (the test's own, independent of the library's) ---- */
 
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int pick(uint64_t *state, int n) { return (int)(next_random(state) % (uint64_t)n); }
+static int pick(uint64_t *state, int n) { return (int)(rng_next(state) % (uint64_t)n); }
 
 /* ---- random graphs ------------------------------------------------------------------------ */
 
@@ -212,7 +204,7 @@ static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint
     assert_non_null(host);
     uint64_t rng = seed;
     for (uint64_t i = 0; i < bytes / 4; i++)
-        host[i] = (float)((int)(next_random(&rng) % 2001) - 1000) / 500.0f;
+        host[i] = (float)((int)(rng_next(&rng) % 2001) - 1000) / 500.0f;
     assert_int_equal(clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, t), out), CLRUN_OK);
     assert_int_equal(clrun_buffer_write(ctx, out, host), CLRUN_OK);
     free(host);
@@ -366,7 +358,10 @@ static void donated_input_is_written_in_place_and_unusable_afterwards(void **sta
     const char *msg = clrun_last_error(ctx);
     assert_non_null(strstr(msg, "input 'x'"));
     assert_non_null(strstr(msg, "donated"));
-    assert_int_equal(clrun_free(ctx, &x), CLRUN_ERROR_INVALID_FREE);
+    /* The block is the executor's now: freeing the caller's old handle is refused by name and
+     * changes nothing (it used to free the output's block). */
+    assert_int_equal(clrun_free(ctx, &x), CLRUN_ERROR_DONATED);
+    assert_non_null(strstr(clrun_last_error(ctx), "input 'x'"));
     clrun_exec_destroy(exec);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
@@ -422,12 +417,198 @@ static void unusable_donation_is_reported(void **state)
     clrun_buffer xb;
     fill_input(ctx, g, x, 3, &xb);
     assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
-    assert_int_equal(clrun_free(ctx, &xb), CLRUN_ERROR_INVALID_FREE); /* consumed all the same */
+    assert_int_equal(clrun_free(ctx, &xb), CLRUN_ERROR_DONATED); /* consumed all the same */
     clrun_memory_stats ms;
     clrun_exec_destroy(exec);
     assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
     assert_int_equal(ms.in_use, 0); /* nothing leaked: x freed after its last use */
     clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* h + res with res donated: res's block takes the sum whichever operand comes first, though the
+ * intermediate a = relu(h) dies at the same node (it used to win when it came first). */
+static void donation_does_not_depend_on_operand_order(void **state)
+{
+    (void)state;
+    for (int res_first = 0; res_first < 2; res_first++) {
+        clrun_graph *g = NULL;
+        assert_int_equal(clrun_graph_create("order", &g), CLRUN_OK);
+        clrun_tensor_type t = matrix(4, 8);
+        int32_t h, res, a, y;
+        assert_int_equal(clrun_graph_add_input(g, "h", &t, false, &h), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_input(g, "res", &t, true, &res), CLRUN_OK);
+        const char *na[] = {"a"}, *ny[] = {"y"};
+        assert_int_equal(clrun_graph_add_node(g, "relu", &h, 1, na, 1, NULL, 0, &a), CLRUN_OK);
+        int32_t in[2] = {res_first ? res : a, res_first ? a : res};
+        assert_int_equal(clrun_graph_add_node(g, "add", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+        assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+        clrun_context *ctx = NULL;
+        assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+        const char *const *names;
+        assert_int_equal(clrun_exec_unused_donations(exec, &names), 0);
+        clrun_buffer inputs[2];
+        fill_input(ctx, g, h, 1, &inputs[0]);
+        fill_input(ctx, g, res, 2, &inputs[1]);
+        cl_mem res_mem = inputs[1].mem, out;
+        assert_int_equal(clrun_exec_run(exec, inputs, 2), CLRUN_OK);
+        assert_int_equal(clrun_exec_output(exec, 0, &out, NULL), CLRUN_OK);
+        assert_ptr_equal(out, res_mem);
+        clrun_exec_destroy(exec);
+        assert_int_equal(clrun_free(ctx, &inputs[0]), CLRUN_OK);
+        clrun_context_destroy(ctx);
+        clrun_graph_destroy(g);
+    }
+}
+
+static char logged[2048];
+static void keep_log(clrun_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level == CLRUN_LOG_WARN)
+        snprintf(logged, sizeof logged, "%s", message);
+}
+
+/* What CLRUN_LOG=debug promises: every allocation, step and kernel launch. */
+typedef struct debug_log {
+    int allocs, frees, steps, launches, total;
+} debug_log;
+
+static void count_debug(clrun_log_level level, const char *message, void *user)
+{
+    debug_log *log = user;
+    log->total++;
+    if (level != CLRUN_LOG_DEBUG)
+        return;
+    log->allocs += strncmp(message, "alloc '", 7) == 0;
+    log->frees += strncmp(message, "free '", 6) == 0;
+    log->steps += strncmp(message, "step ", 5) == 0;
+    log->launches += strncmp(message, "launch ", 7) == 0;
+}
+
+static void debug_logging_shows_every_allocation_and_launch(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
+    debug_log quiet = {0}, loud = {0};
+    clrun_log_set_handler(count_debug, &quiet);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_log_set_handler(count_debug, &loud);
+    clrun_log_set_level(CLRUN_LOG_DEBUG);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    clrun_log_set_handler(NULL, NULL);
+    assert_int_equal(quiet.total, 0);
+    assert_int_equal(loud.steps, 2);      /* relu, neg */
+    assert_true(loud.launches >= 2);
+    assert_true(loud.allocs >= 1 && loud.frees >= 1); /* a's block, and the last outputs' */
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &x), CLRUN_OK);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* The warning says why a donation went unused, not a fixed guess. */
+static void unused_donation_says_why(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("why", &g), CLRUN_OK);
+    clrun_tensor_type t = matrix(4, 8), w = matrix(8, 8);
+    int32_t x, wt, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, true, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &w, NULL, CLRUN_FILL_ONES, 0, 0, 1, &wt), CLRUN_OK);
+    int32_t in[2] = {x, wt};
+    const char *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_log_set_level(CLRUN_LOG_WARN);
+    clrun_log_set_handler(keep_log, NULL);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    assert_non_null(strstr(logged, "donated input 'x' could not be used: its last reader 'y' "
+                                   "(matmul) cannot write its output in place"));
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* A kept input is alive for the whole run, so an achievable bound counts it throughout: x, a and
+ * the transposed c are live at the last step, and the pooled run reaches the bound. */
+static void the_lower_bound_counts_kept_inputs_for_the_whole_run(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("kept", &g), CLRUN_OK);
+    clrun_tensor_type t = matrix(16, 16);
+    int32_t x, a, b, c;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, false, &x), CLRUN_OK);
+    const char *na[] = {"a"}, *nb[] = {"b"}, *nc[] = {"c"};
+    clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
+    assert_int_equal(clrun_graph_add_node(g, "relu", &x, 1, na, 1, NULL, 0, &a), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "neg", &a, 1, nb, 1, NULL, 0, &b), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "transpose", &b, 1, nc, 1, &perm, 1, &c), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, c), CLRUN_OK);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer xb;
+    fill_input(ctx, g, x, 4, &xb);
+    assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+    clrun_exec_stats s;
+    assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+    assert_int_equal(s.lower_bound_bytes, 3 * 1024);
+    assert_int_equal(s.peak_bytes, s.lower_bound_bytes);
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &xb), CLRUN_OK);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* An MLP whose donated input dies at the first product: pooled mode reuses its block for a later
+ * layer, and planned mode plans that layer into the same block, so it holds no more (it held the
+ * input's bytes more, 1.40x, before). */
+static void planned_mode_holds_no_more_than_pooled_with_a_donated_input(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("mlp", &g), CLRUN_OK);
+    clrun_tensor_type xt = matrix(64, 96), w1t = matrix(96, 64), w2t = matrix(64, 64);
+    int32_t x, w1, w2, h1, a1, h2, a2;
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, true, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w1", &w1t, NULL, CLRUN_FILL_UNIFORM, -1, 1, 1, &w1), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w2", &w2t, NULL, CLRUN_FILL_UNIFORM, -1, 1, 2, &w2), CLRUN_OK);
+    const char *nh1[] = {"h1"}, *na1[] = {"a1"}, *nh2[] = {"h2"}, *na2[] = {"a2"};
+    int32_t m1[2] = {x, w1};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", m1, 2, nh1, 1, NULL, 0, &h1), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "relu", &h1, 1, na1, 1, NULL, 0, &a1), CLRUN_OK);
+    int32_t m2[2] = {a1, w2};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", m2, 2, nh2, 1, NULL, 0, &h2), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "relu", &h2, 1, na2, 1, NULL, 0, &a2), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, a2), CLRUN_OK);
+    run_outcome pooled = run_mode(g, CLRUN_EXEC_POOLED, "buddy", false, 3);
+    run_outcome planned = run_mode(g, CLRUN_EXEC_PLANNED, "buddy", false, 3);
+    run_outcome planned_ooo = run_mode(g, CLRUN_EXEC_PLANNED, "buddy", true, 3);
+    assert_true(planned.hashes[0] == pooled.hashes[0] && planned_ooo.hashes[0] == pooled.hashes[0]);
+    assert_int_equal(pooled.stats.peak_bytes, pooled.stats.lower_bound_bytes);
+    assert_true(planned.stats.peak_bytes <= pooled.stats.peak_bytes);
+    free(pooled.hashes);
+    free(planned.hashes);
+    free(planned_ooo.hashes);
     clrun_graph_destroy(g);
 }
 
@@ -442,7 +623,7 @@ static void wrong_inputs_are_refused_by_name(void **state)
     clrun_buffer small;
     assert_int_equal(clrun_alloc(ctx, 100, &small), CLRUN_OK);
     assert_int_equal(clrun_exec_run(exec, &small, 1), CLRUN_ERROR_INVALID_ARGUMENT);
-    assert_non_null(strstr(clrun_last_error(ctx), "input 'x' needs a buffer of 1024 bytes"));
+    assert_non_null(strstr(clrun_last_error(ctx), "input 'x' needs a buffer of 1.00 KiB (f32[16, 16]), got 100 B"));
     assert_int_equal(clrun_exec_run(exec, NULL, 0), CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clrun_exec_output(exec, 0, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT); /* no run yet */
     clrun_free(ctx, &small);
@@ -507,6 +688,11 @@ int main(void)
         cmocka_unit_test(donated_input_is_written_in_place_and_unusable_afterwards),
         cmocka_unit_test(kept_input_is_never_written),
         cmocka_unit_test(unusable_donation_is_reported),
+        cmocka_unit_test(donation_does_not_depend_on_operand_order),
+        cmocka_unit_test(unused_donation_says_why),
+        cmocka_unit_test(debug_logging_shows_every_allocation_and_launch),
+        cmocka_unit_test(the_lower_bound_counts_kept_inputs_for_the_whole_run),
+        cmocka_unit_test(planned_mode_holds_no_more_than_pooled_with_a_donated_input),
         cmocka_unit_test(wrong_inputs_are_refused_by_name),
         cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
     };

@@ -20,6 +20,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "rng.h"
 #include "op_reference.h"
 #include "ops/ops.h"
 #include "ops/ops_internal.h"
@@ -43,21 +44,13 @@ static const struct {
 
 /* ---- data -------------------------------------------------------------------------------- */
 
-/* splitmix64: the same numbers on every machine. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static float *random_floats(uint64_t n, double lo, double hi, uint64_t seed)
 {
     float *x = malloc(n * sizeof *x + 1);
     uint64_t state = seed;
     for (uint64_t i = 0; i < n; i++)
-        x[i] = (float)(lo + (hi - lo) * (double)(next_random(&state) >> 11) / 9007199254740992.0);
+        x[i] = (float)(lo + (hi - lo) * (double)(rng_next(&state) >> 11) / 9007199254740992.0);
     return x;
 }
 
@@ -66,7 +59,7 @@ static int32_t *random_ints(uint64_t n, int32_t lo, int32_t hi, uint64_t seed)
     int32_t *x = malloc(n * sizeof *x + 1);
     uint64_t state = seed;
     for (uint64_t i = 0; i < n; i++)
-        x[i] = (int32_t)(lo + (int64_t)(next_random(&state) % (uint64_t)((int64_t)hi - lo + 1)));
+        x[i] = (int32_t)(lo + (int64_t)(rng_next(&state) % (uint64_t)((int64_t)hi - lo + 1)));
     return x;
 }
 
@@ -279,7 +272,7 @@ static void every_documented_op_is_in_the_table(void **state)
 
 /* ---- kernel geometry --------------------------------------------------------------------- */
 
-/* The host's geometry indices (lib/ops_internal.h), which the kernels repeat as #defines. */
+/* The host's geometry indices (lib/ops/ops_internal.h), which the kernels repeat as #defines. */
 typedef struct geometry_index {
     const char *name;
     long value;
@@ -327,7 +320,7 @@ static size_t check_geometry_defines(const clrun__kernel_source *src, size_t f)
         while (i < count && strcmp(want[i].name, name) != 0)
             i++;
         if (i == count)
-            fail_msg("%s.cl defines %s, which lib/ops_internal.h does not know", src->name, name);
+            fail_msg("%s.cl defines %s, which lib/ops/ops_internal.h does not know", src->name, name);
         if (value != want[i].value)
             fail_msg("%s.cl: %s is %ld, the host's index is %ld", src->name, name, value,
                      want[i].value);
@@ -425,7 +418,7 @@ static void copy_keeps_every_bit(void **state)
     uint32_t words[63];
     uint64_t s = current_seed;
     for (int i = 0; i < 63; i++)
-        words[i] = (uint32_t)next_random(&s);
+        words[i] = (uint32_t)rng_next(&s);
     words[0] = 0x7fc00001; /* a NaN with payload */
     words[1] = 0x00000001; /* a denormal */
     n.data[0] = words;
@@ -745,7 +738,7 @@ static uint32_t *random_words(uint64_t n, uint64_t seed)
     uint32_t *x = malloc(n * sizeof *x + 1);
     uint64_t state = seed;
     for (uint64_t i = 0; i < n; i++)
-        x[i] = (uint32_t)next_random(&state);
+        x[i] = (uint32_t)rng_next(&state);
     return x;
 }
 

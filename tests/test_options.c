@@ -93,7 +93,8 @@ static void defaults_hold_when_nothing_is_set(void **state)
     clrun__options o;
     char err[256];
     assert_int_equal(clrun__options_load(&o, err, sizeof err), CLRUN_OK);
-    assert_string_equal(o.allocator, "buddy");
+    assert_string_equal(clrun__allocator_choice_name(&o.allocator), clrun_strategy_default()->name);
+    assert_int_equal(o.allocator.mode, CLRUN__EXEC_POOLED);
     assert_true(o.cache_enabled);
     assert_false(o.preallocate);
     assert_false(o.guard);
@@ -115,7 +116,7 @@ static void environment_values_are_parsed(void **state)
     clrun__options o;
     char err[256];
     assert_int_equal(clrun__options_load(&o, err, sizeof err), CLRUN_OK);
-    assert_string_equal(o.allocator, "slab");
+    assert_string_equal(clrun__allocator_choice_name(&o.allocator), "slab");
     assert_int_equal(o.pool_limit, 64u << 20);
     assert_false(o.cache_enabled);
     assert_true(o.guard);

@@ -1,4 +1,4 @@
-/* The device memory pool (lib/pool.c) on a real device (POCL in CI): blocks of every strategy
+/* The device memory pool (lib/memory/pool.c) on a real device (POCL in CI): blocks of every strategy
  * written by a kernel and read back, edge cases of sizes, frees and alignment, every failing
  * OpenCL call of a pool workload (as SQLite's OOM tests), guard mode, out-of-memory messages,
  * chunk growth, trim, preallocation and statistics. */

@@ -946,12 +946,31 @@ static void test_registry_finds_each_strategy_by_name(void **state)
     assert_ptr_equal(clrun_strategy_find("slab"), &clrun_strategy_slab);
     assert_ptr_equal(clrun_strategy_find("bump"), &clrun_strategy_bump);
     assert_string_equal(clrun_strategy_names(), "buddy|slab|bump");
+    /* Names match in any case, as device names do. */
+    assert_ptr_equal(clrun_strategy_find("Buddy"), &clrun_strategy_buddy);
+    assert_ptr_equal(clrun_strategy_find("SLAB"), &clrun_strategy_slab);
+}
+
+/* Every list of names comes from the one table. */
+static void test_registry_lists_every_strategy_once(void **state)
+{
+    (void)state;
+    char joined[256] = "";
+    for (size_t i = 0; i < clrun_strategy_count(); i++) {
+        const clrun_allocator_ops *ops = clrun_strategy_at(i);
+        assert_ptr_equal(clrun_strategy_find(ops->name), ops);
+        snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", i ? "|" : "",
+                 ops->name);
+    }
+    assert_null(clrun_strategy_at(clrun_strategy_count()));
+    assert_string_equal(joined, clrun_strategy_names());
+    assert_ptr_equal(clrun_strategy_default(), clrun_strategy_at(0));
 }
 
 static void test_registry_rejects_unknown_names(void **state)
 {
     (void)state;
-    assert_null(clrun_strategy_find("Buddy"));
+    assert_null(clrun_strategy_find("budy"));
     assert_null(clrun_strategy_find(""));
     assert_null(clrun_strategy_find(NULL));
 }
@@ -1030,6 +1049,7 @@ int main(void)
     };
     const struct CMUnitTest registry[] = {
         cmocka_unit_test(test_registry_finds_each_strategy_by_name),
+        cmocka_unit_test(test_registry_lists_every_strategy_once),
         cmocka_unit_test(test_registry_rejects_unknown_names),
     };
     int failed = 0;

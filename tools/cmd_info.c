@@ -7,8 +7,6 @@
 #include <clrun/clrun.h>
 
 #include "cli.h"
-#include "device/context.h"
-#include "core/options.h"
 
 static void print_help(void)
 {
@@ -20,16 +18,39 @@ static void print_help(void)
            "  --env    list the CLRUN_* environment variables, their values and defaults\n");
 }
 
-static void print_env(void)
+/* Every CLRUN_* variable with its current value; an invalid one is flagged with the reason,
+ * and makes the exit status 1. */
+static int print_env(void)
 {
+    int invalid = 0;
     printf("%-20s %-32s %-10s %s\n", "variable", "accepted", "default", "current");
-    for (size_t i = 0; i < clrun__options_count(); i++) {
-        const clrun__option_doc *d = clrun__options_doc(i);
-        const char *value = getenv(d->name);
-        printf("%-20s %-32s %-10s %s\n", d->name, d->accepted, d->fallback[0] ? d->fallback : "-",
-               value ? value : "(unset)");
-        printf("    %s\n", d->help);
+    for (size_t i = 0; i < clrun_option_count(); i++) {
+        clrun_option_info d;
+        clrun_option_get(i, &d);
+        printf("%-20s %-32s %-10s %s%s\n", d.name, d.accepted, d.fallback[0] ? d.fallback : "-",
+               d.value ? d.value : "(unset)", d.valid ? "" : "  (invalid)");
+        printf("    %s\n", d.help);
+        if (!d.valid) {
+            fprintf(stderr, "clrun info: %s\n", d.problem);
+            invalid = 1;
+        }
     }
+    return invalid;
+}
+
+/* Says on stderr what is wrong with each invalid CLRUN_* variable; true when all are valid. */
+static bool check_env(void)
+{
+    bool valid = true;
+    for (size_t i = 0; i < clrun_option_count(); i++) {
+        clrun_option_info d;
+        clrun_option_get(i, &d);
+        if (!d.valid) {
+            fprintf(stderr, "clrun info: %s\n", d.problem);
+            valid = false;
+        }
+    }
+    return valid;
 }
 
 static void print_device(const clrun_device_info *d, int selected)
@@ -39,9 +60,9 @@ static void print_device(const clrun_device_info *d, int selected)
     printf("      type %s, vendor %s\n", d->type, d->vendor);
     printf("      %s, driver %s, %s\n", d->version, d->driver_version, d->c_version);
     printf("      global memory %s, max allocation %s, local memory %s\n",
-           clrun__format_bytes(d->global_mem, global, sizeof global),
-           clrun__format_bytes(d->max_alloc, max_alloc, sizeof max_alloc),
-           clrun__format_bytes(d->local_mem, local, sizeof local));
+           clrun_format_bytes(d->global_mem, global, sizeof global),
+           clrun_format_bytes(d->max_alloc, max_alloc, sizeof max_alloc),
+           clrun_format_bytes(d->local_mem, local, sizeof local));
     printf("      sub-buffer alignment %llu B, %u compute units, work-group up to %zu\n",
            (unsigned long long)d->base_addr_align, d->compute_units, d->max_work_group);
     printf("      profiling %s, out-of-order queues %s, fp16 %s, fp64 %s\n", d->profiling ? "yes" : "no",
@@ -88,23 +109,19 @@ int clrun_cli_info(int argc, char **argv)
             return clrun_cli_usage_error("info", "unknown option '%s'", argv[i]);
         }
     }
-    if (env) {
-        print_env();
-        return 0;
-    }
-    clrun__options options;
-    char err[1024];
-    if (clrun__options_load(&options, err, sizeof err) != CLRUN_OK) {
-        fprintf(stderr, "clrun info: %s\n", err);
-        return 1;
-    }
+    if (env)
+        return print_env();
+    /* The devices are listed whatever the settings say; every invalid setting is flagged and
+     * makes the exit status 1, as a selector that matches no device does. */
+    bool settings_valid = check_env();
     clrun_device_info *list = NULL;
     size_t count = 0, chosen = (size_t)-1;
     if (clrun_device_list(&list, &count) != CLRUN_OK) {
         fprintf(stderr, "clrun info: %s\n", clrun_last_error(NULL));
         return 1;
     }
-    clrun_status selection = clrun_device_select(list, count, options.platform, options.device, &chosen);
+    clrun_status selection = clrun_device_select(list, count, getenv("CLRUN_PLATFORM"),
+                                                 getenv("CLRUN_DEVICE"), &chosen);
     if (json) {
         json_object *root = json_object_new_object();
         json_object *devices = json_object_new_array();
@@ -131,5 +148,5 @@ int clrun_cli_info(int argc, char **argv)
     if (selection != CLRUN_OK)
         fprintf(stderr, "clrun info: %s\n", clrun_last_error(NULL));
     clrun_device_list_free(list);
-    return selection == CLRUN_OK ? 0 : 1;
+    return selection == CLRUN_OK && settings_valid ? 0 : 1;
 }

@@ -11,15 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <clrun/lifetimes.h>
-#include <clrun/plan.h>
+#include <clrun/clrun.h>
 
 #include "cli.h"
 #include "cmd_plan.h"
-#include "device/context.h"
-#include "core/options.h"
 #include "plan_gen.h"
-#include "exec/schedule.h"
 
 /* Generated instances are capped so that a typo cannot ask for terabytes. */
 #define PLAN_GEN_MAX (UINT64_C(1) << 26)
@@ -121,8 +117,8 @@ static void print_json(const struct clrun_cli_plan_args *args, size_t n, const c
 static void print_human(const struct clrun_cli_plan_args *args, size_t n, const clrun_plan_result *r)
 {
     char peak[32], bound[32];
-    clrun__format_bytes(r->peak_bytes, peak, sizeof peak);
-    clrun__format_bytes(r->lower_bound_bytes, bound, sizeof bound);
+    clrun_format_bytes(r->peak_bytes, peak, sizeof peak);
+    clrun_format_bytes(r->lower_bound_bytes, bound, sizeof bound);
     printf("plan of %s\n", args->source);
     printf("  buffers       %zu\n", n);
     printf("  peak          %s (%" PRIu64 " B)\n", peak, r->peak_bytes);
@@ -268,16 +264,7 @@ static int load_graph(const char *path, clrun_plan_buffer **buffers, size_t *n)
         fprintf(stderr, "%s\n", err);
         return status == CLRUN_ERROR_IO ? 1 : 2;
     }
-    clrun__schedule schedule;
-    status = clrun__schedule_build(graph, true, &schedule, err, sizeof err);
-    int32_t *which = NULL;
-    if (status == CLRUN_OK) {
-        status = clrun__schedule_plan_items(&schedule, true, buffers, &which, n);
-        clrun__schedule_free(&schedule);
-        if (status != CLRUN_OK)
-            snprintf(err, sizeof err, "%s", clrun_strerror(status));
-    }
-    free(which);
+    status = clrun_graph_plan_buffers(graph, true, buffers, n, err, sizeof err);
     clrun_graph_destroy(graph);
     if (status != CLRUN_OK) {
         fprintf(stderr, "clrun plan: %s: %s\n", path, err);
@@ -331,7 +318,7 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
             if (!(v = option_value(argc, argv, &i)))
                 return 2;
             uint64_t align;
-            if (!clrun__parse_size(v, &align) || align == 0 || (align & (align - 1)))
+            if (!clrun_parse_size(v, &align) || align == 0 || (align & (align - 1)))
                 return clrun_cli_usage_error("plan", "--alignment wants a power of two, not '%s'", v);
             cli->args.options.alignment = align;
         } else if (strcmp(a, "--step-limit") == 0) {

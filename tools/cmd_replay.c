@@ -3,7 +3,7 @@
  * The trace is the buffer-lifetime CSV of published memory-planner benchmarks (id,lower,upper,
  * size): each buffer is allocated at moment `lower` and freed at `upper`; at equal moments the
  * frees come first, then the allocations, each group in file order. The replay drives the
- * allocator core (lib/allocator.c) with a backing that reserves nothing, so chunk growth, the
+ * allocator core (lib/memory/allocator.c) with a backing that reserves nothing, so chunk growth, the
  * strategy's rounding and its placement are exactly those of a device pool, offsets only.
  *
  * Measured, per allocator:

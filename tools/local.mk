@@ -1,14 +1,15 @@
 # The clrun CLI: one file per command.
 bin_PROGRAMS += clrun
 clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c tools/cmd_run.c \
+	tools/run.h tools/run_report.c tools/run_trace.c tools/progress.c tools/progress.h \
 	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h tools/plan_gen.c tools/plan_gen.h
-clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-clrun_LDADD = libclrun-internal.la $(JSONC_LIBS)
+clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
+clrun_LDADD = libclrun-internal.la $(JSONC_LIBS) $(XXHASH_LIBS)
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
-TESTS += tests/cli_replay.sh
-EXTRA_DIST += tests/cli_replay.sh \
+TESTS += tests/cli_replay.sh tests/cli_run.sh
+EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh \
 	tests/data/traces/gen_traces.py \
 	tests/data/traces/tiny.csv \
 	tests/data/traces/malformed.csv \

@@ -13,6 +13,9 @@
 #include <clrun/graph.h>
 #include <clrun/exec.h>
 #include <clrun/strategy.h>
+#include <clrun/options.h>
+#include <clrun/lifetimes.h>
+#include <clrun/plan.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* clrun's API is OpenCL 1.2: say so before the headers do (they otherwise warn and pick 3.0). */
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include <clrun/status.h>
@@ -63,7 +67,8 @@ clrun_status clrun_device_select(const clrun_device_info *list, size_t count, co
 typedef struct clrun_context_options {
     const char *platform;  /* platform selector; NULL = CLRUN_PLATFORM */
     const char *device;    /* device selector; NULL = CLRUN_DEVICE */
-    const char *allocator; /* "buddy", "slab", "bump"; NULL = CLRUN_ALLOCATOR */
+    const char *allocator; /* a strategy ("buddy", "slab", "bump") or an executor mode ("naive",
+                              "planned"), any case, as CLRUN_ALLOCATOR; NULL = CLRUN_ALLOCATOR */
     int out_of_order;      /* 1 = ask for an out-of-order queue, -1 = in-order, 0 = CLRUN_QUEUE */
     int guard;             /* 1 = guard mode on, -1 = off, 0 = CLRUN_DEBUG */
     int cache;             /* 1 = binary cache on, -1 = off, 0 = CLRUN_CACHE */

@@ -16,6 +16,7 @@
 #include <clrun/context.h>
 #include <clrun/graph.h>
 #include <clrun/memory.h>
+#include <clrun/plan.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,25 +27,32 @@ typedef enum clrun_exec_mode {
     CLRUN_EXEC_NAIVE = 1,   /* one clCreateBuffer per tensor per run, nothing reused: the baseline */
     CLRUN_EXEC_PLANNED = 2, /* one arena laid out ahead by the static planner: no allocator call
                                during a run */
+    CLRUN_EXEC_CONTEXT = 3, /* the mode the context's allocator names (its option, else
+                               CLRUN_ALLOCATOR): naive, planned, or pooled for a strategy */
 } clrun_exec_mode;
 
-/* "pooled", "naive", "planned". */
+/* "pooled", "naive", "planned" ("context" for CLRUN_EXEC_CONTEXT). */
 const char *clrun_exec_mode_name(clrun_exec_mode mode);
 
 typedef struct clrun_exec_options {
-    clrun_exec_mode mode;
+    clrun_exec_mode mode;        /* clrun_exec_options_init sets CLRUN_EXEC_CONTEXT */
     bool profile;                /* record each node's device start/end (OpenCL profiling) */
-    double plan_time_limit_s;    /* planned mode: the planner's budget; 0 = its default (1 s) */
+    double plan_time_limit_s;    /* planned mode: the planner's budget in seconds, as in
+                                    clrun_plan_options (0: the constructions only); 1 after
+                                    clrun_exec_options_init */
     int fusion;                  /* 1: fuse groups of elementwise nodes into one kernel each, -1:
                                     run every node alone, 0: as CLRUN_FUSION says (default on) */
 } clrun_exec_options;
+
+/* Every option at its default: the context's mode, no profiling, the planner's own budget. */
+void clrun_exec_options_init(clrun_exec_options *options);
 
 typedef struct clrun_exec clrun_exec;
 
 /* Prepares `graph` (validated here) for ctx: schedule, kernels, constants uploaded (and, in
  * planned mode, the plan and its arena). The graph must outlive the executor. On failure *out is
- * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL: the mode then
- * follows CLRUN_ALLOCATOR (naive, planned, or pooled for a strategy name), without profiling. */
+ * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL: the defaults
+ * of clrun_exec_options_init. */
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out);
 
@@ -61,6 +69,12 @@ clrun_status clrun_exec_run(clrun_exec *exec, const clrun_buffer *inputs, int32_
 /* The i-th output of the last run (clrun_graph_outputs order): its memory and bytes. Valid until
  * the next run or clrun_exec_destroy. */
 clrun_status clrun_exec_output(const clrun_exec *exec, int32_t i, cl_mem *mem, uint64_t *bytes);
+
+/* Hands the i-th output of the last run to the caller as a buffer of its own (to keep on the
+ * device, free, or pass to a later run, donated or not): the executor's block itself in pooled
+ * mode, a device copy in the other modes and for outputs that are inputs or constants. The
+ * executor forgets it: clrun_exec_output(i) fails until the next run. */
+clrun_status clrun_exec_take_output(clrun_exec *exec, int32_t i, clrun_buffer *out);
 
 /* Copies the i-th output of the last run to host memory of `bytes` (its exact size). */
 clrun_status clrun_exec_read_output(clrun_exec *exec, int32_t i, void *host, uint64_t bytes);
@@ -117,9 +131,14 @@ typedef struct clrun_exec_span {
 /* The spans of the last run in schedule order; 0 when profiling was off. */
 int32_t clrun_exec_profile(const clrun_exec *exec, const clrun_exec_span **spans);
 
-/* Uploads host data into a buffer / downloads it (blocking; exactly buffer->size bytes). */
-clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host);
-clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host);
+/* The buffers a run of `graph` creates, as the static planner sees them (clrun_plan_buffer,
+ * plan.h): the schedule's buffers after in-place reuse, each alive over [first step, last step
+ * + 1), and, with `with_inputs`, the graph inputs, alive from step 0. *buffers is malloc'd (the
+ * caller frees it); *count gets their number. On failure the reason goes to err (may be NULL)
+ * and clrun_last_error(NULL). */
+clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
+                                      clrun_plan_buffer **buffers, size_t *count, char *err,
+                                      size_t errlen);
 
 #ifdef __cplusplus
 }

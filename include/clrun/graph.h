@@ -137,6 +137,16 @@ const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun
 /* The graph's inputs / outputs in declaration order. */
 int32_t clrun_graph_inputs(const clrun_graph *graph, const clrun_tensor_id **ids);
 int32_t clrun_graph_outputs(const clrun_graph *graph, const clrun_tensor_id **ids);
+/* True for an input the graph marks donated (false for any other tensor or id). */
+bool clrun_graph_tensor_donated(const clrun_graph *graph, clrun_tensor_id id);
+
+/* Fills `bytes` bytes at out (exactly the type's size) with the values a constant of `type`
+ * filled by `fill` with parameters a, b from `seed` has: the same bits on every machine. The
+ * parameters are checked as clrun_graph_add_constant checks them (CLRUN_ERROR_INVALID_ARGUMENT,
+ * or CLRUN_ERROR_INVALID_SIZE for a type no tensor may have or the wrong byte count, with the
+ * reason in clrun_last_error(NULL)). Programs use it to seed inputs reproducibly. */
+clrun_status clrun_fill_values(const clrun_tensor_type *type, clrun_fill fill, double a, double b,
+                               uint64_t seed, void *out, uint64_t bytes);
 
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);

@@ -12,7 +12,7 @@ typedef enum clrun_log_level {
     CLRUN_LOG_ERROR = 1, /* a call failed */
     CLRUN_LOG_WARN = 2,  /* something degraded but went on (cache not writable, donation unused) */
     CLRUN_LOG_INFO = 3,  /* device chosen, programs built, pool growth */
-    CLRUN_LOG_DEBUG = 4, /* every allocation and kernel launch */
+    CLRUN_LOG_DEBUG = 4, /* every allocation, free, executor step and kernel launch */
 } clrun_log_level;
 
 /* Receives each message at or below the current level; `message` has no trailing newline. */

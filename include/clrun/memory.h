@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* clrun's API is OpenCL 1.2: say so before the headers do (they otherwise warn and pick 3.0). */
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include <clrun/context.h>
@@ -53,6 +57,10 @@ clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignmen
  * block that is not live: freed already, from another context, or never allocated. In guard
  * mode, CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
 clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
+
+/* Uploads host data into a buffer / downloads it (blocking; exactly buffer->size bytes). */
+clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host);
+clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host);
 
 /* Gives every chunk that holds no live block back to the driver; *released (may be NULL) gets
  * the bytes returned. */

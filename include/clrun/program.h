@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+/* clrun's API is OpenCL 1.2: say so before the headers do (they otherwise warn and pick 3.0). */
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 
 #include <clrun/context.h>

@@ -10,6 +10,7 @@
 #define CLRUN_STRATEGY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <clrun/status.h>
@@ -82,8 +83,16 @@ extern const clrun_allocator_ops clrun_strategy_buddy;
 extern const clrun_allocator_ops clrun_strategy_slab;
 extern const clrun_allocator_ops clrun_strategy_bump;
 
-/* The strategy called `name` (case-sensitive: "buddy", "slab", "bump"), or NULL. */
+/* The strategy called `name` ("buddy", "slab", "bump"; any case), or NULL. */
 const clrun_allocator_ops *clrun_strategy_find(const char *name);
+
+/* The shipped strategies: how many, and the i-th (NULL past the end), in the order
+ * clrun_strategy_names() lists them. */
+size_t clrun_strategy_count(void);
+const clrun_allocator_ops *clrun_strategy_at(size_t i);
+
+/* The strategy a pool uses when none is named. */
+const clrun_allocator_ops *clrun_strategy_default(void);
 
 /* The names of every shipped strategy separated by '|' ("buddy|slab|bump"), for messages. */
 const char *clrun_strategy_names(void);

@@ -60,9 +60,14 @@ const char *clrun_log_level_name(clrun_log_level level)
     return "unknown";
 }
 
+bool clrun__log_enabled(clrun_log_level level)
+{
+    return level != CLRUN_LOG_NONE && (int)level <= (int)clrun_log_get_level();
+}
+
 void clrun__log(clrun_log_level level, const char *format, ...)
 {
-    if (level == CLRUN_LOG_NONE || (int)level > (int)clrun_log_get_level())
+    if (!clrun__log_enabled(level))
         return;
     char message[2048];
     va_list args;

@@ -2,6 +2,8 @@
  * error naming the variable and the values it accepts, never silently replaced by the default. */
 #include "core/options.h"
 
+#include <clrun/options.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -10,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <clrun/strategy.h>
+#include <pthread.h>
 
 typedef enum option_kind {
     KIND_TEXT,     /* any text up to the field's size */
@@ -32,7 +34,9 @@ typedef struct option_row {
 
 #define FIELD(f) offsetof(clrun__options, f), sizeof(((clrun__options *)0)->f)
 
-static const option_row option_table[] = {
+/* Not const: the allocator row's accepted names and default come from the strategy registry,
+ * filled in once (fill_registry_names) before any reader sees the table. */
+static option_row option_table[] = {
     {{"CLRUN_PLATFORM", "INDEX|NAME", "", "platform: index or case-insensitive name substring"},
      KIND_TEXT, FIELD(platform)},
     {{"CLRUN_DEVICE", "INDEX|NAME", "", "device: index or case-insensitive name substring; default: first GPU, else first device"},
@@ -43,7 +47,8 @@ static const option_row option_table[] = {
      KIND_BOOL, FIELD(cache_enabled)},
     {{"CLRUN_CACHE_DIR", "PATH", "", "cache directory; default $XDG_CACHE_HOME/clrun, else ~/.cache/clrun"},
      KIND_TEXT, FIELD(cache_dir)},
-    {{"CLRUN_ALLOCATOR", "buddy|slab|bump|naive|planned", "buddy", "pool strategy (naive and planned are executor modes)"},
+    {{"CLRUN_ALLOCATOR", NULL /* the registry's names */, NULL /* the registry's default */,
+      "pool strategy (naive and planned are executor modes)"},
      KIND_ALLOC, FIELD(allocator)},
     {{"CLRUN_PREALLOCATE", "BOOL", "0", "reserve CLRUN_MEM_FRACTION of device memory when the pool starts"},
      KIND_BOOL, FIELD(preallocate)},
@@ -61,10 +66,66 @@ static const option_row option_table[] = {
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 
+/* ---- the allocator choice ---------------------------------------------------------------- */
+
+static const char *const mode_names[] = {[CLRUN__EXEC_NAIVE] = "naive",
+                                         [CLRUN__EXEC_PLANNED] = "planned"};
+
+bool clrun__allocator_choice_parse(const char *text, clrun__allocator_choice *out)
+{
+    const clrun_allocator_ops *strategy = clrun_strategy_find(text);
+    if (strategy) {
+        *out = (clrun__allocator_choice){strategy, CLRUN__EXEC_POOLED};
+        return true;
+    }
+    for (int mode = CLRUN__EXEC_NAIVE; mode <= CLRUN__EXEC_PLANNED; mode++)
+        if (text && strcasecmp(text, mode_names[mode]) == 0) {
+            *out = (clrun__allocator_choice){clrun_strategy_default(), (clrun__exec_choice)mode};
+            return true;
+        }
+    return false;
+}
+
+const char *clrun__allocator_choice_name(const clrun__allocator_choice *choice)
+{
+    return choice->mode == CLRUN__EXEC_POOLED ? choice->strategy->name : mode_names[choice->mode];
+}
+
+static char choice_names[320];
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+
+static void fill_registry_names(void)
+{
+    snprintf(choice_names, sizeof choice_names, "%s|%s|%s", clrun_strategy_names(),
+             mode_names[CLRUN__EXEC_NAIVE], mode_names[CLRUN__EXEC_PLANNED]);
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        if (option_table[i].kind == KIND_ALLOC) {
+            option_table[i].doc.accepted = choice_names;
+            option_table[i].doc.fallback = clrun_strategy_default()->name;
+        }
+}
+
+const char *clrun__allocator_choice_names(void)
+{
+    pthread_once(&registry_once, fill_registry_names);
+    return choice_names;
+}
+
+bool clrun_allocator_valid(const char *name)
+{
+    clrun__allocator_choice choice;
+    return clrun__allocator_choice_parse(name, &choice);
+}
+
+const char *clrun_allocator_names(void) { return clrun__allocator_choice_names(); }
+
+/* ---- the table --------------------------------------------------------------------------- */
+
 size_t clrun__options_count(void) { return OPTION_COUNT; }
 
 const clrun__option_doc *clrun__options_doc(size_t i)
 {
+    pthread_once(&registry_once, fill_registry_names);
     return i < OPTION_COUNT ? &option_table[i].doc : NULL;
 }
 
@@ -142,14 +203,6 @@ static bool parse_log(const char *text, clrun_log_level *out)
     return false;
 }
 
-static bool parse_allocator(const char *text, char *out, size_t size)
-{
-    if (clrun_strategy_find(text) == NULL && strcmp(text, "naive") != 0 && strcmp(text, "planned") != 0)
-        return false;
-    snprintf(out, size, "%s", text);
-    return true;
-}
-
 static bool parse_text(const char *text, char *out, size_t size)
 {
     if (strlen(text) >= size)
@@ -167,7 +220,7 @@ static bool parse_value(const option_row *row, const char *text, clrun__options 
     case KIND_SIZE: return clrun__parse_size(text, field);
     case KIND_FRACTION: return parse_fraction(text, field);
     case KIND_LOG: return parse_log(text, field);
-    case KIND_ALLOC: return parse_allocator(text, field, row->size);
+    case KIND_ALLOC: return clrun__allocator_choice_parse(text, field);
     case KIND_DEBUG:
         if (strcasecmp(text, "guard") == 0 || strcasecmp(text, "none") == 0 || text[0] == '\0') {
             *(bool *)field = strcasecmp(text, "guard") == 0;
@@ -184,8 +237,39 @@ static bool parse_value(const option_row *row, const char *text, clrun__options 
     return false;
 }
 
+/* Why `text` is not a valid value of row, naming the variable and what it accepts. */
+static void describe_invalid(const option_row *row, const char *text, char *err, size_t errlen)
+{
+    if (row->kind == KIND_BOOL)
+        snprintf(err, errlen, "%s='%s' is not valid: accepted values are 1|0|true|false|yes|no|on|off",
+                 row->doc.name, text);
+    else if (row->kind == KIND_SIZE)
+        snprintf(err, errlen, "%s='%s' is not valid: accepted values are a byte count with an "
+                 "optional K, M, G or T suffix (e.g. 512M)", row->doc.name, text);
+    else if (row->kind == KIND_TEXT)
+        snprintf(err, errlen, "%s is too long (at most %zu characters)", row->doc.name,
+                 row->size - 1);
+    else
+        snprintf(err, errlen, "%s='%s' is not valid: accepted values are %s", row->doc.name, text,
+                 row->doc.accepted);
+}
+
+/* Parses row's variable from the environment into options (the default when unset or set
+ * empty); false with the reason in err when its value is not valid. */
+static bool load_row(const option_row *row, clrun__options *options, char *err, size_t errlen)
+{
+    const char *text = getenv(row->doc.name);
+    if (text == NULL || (text[0] == '\0' && row->kind != KIND_TEXT))
+        return true;
+    if (parse_value(row, text, options))
+        return true;
+    describe_invalid(row, text, err, errlen);
+    return false;
+}
+
 clrun_status clrun__options_load(clrun__options *out, char *err, size_t errlen)
 {
+    pthread_once(&registry_once, fill_registry_names);
     clrun__options options;
     memset(&options, 0, sizeof options);
     for (size_t i = 0; i < OPTION_COUNT; i++) {
@@ -194,31 +278,34 @@ clrun_status clrun__options_load(clrun__options *out, char *err, size_t errlen)
             snprintf(err, errlen, "internal: default of %s does not parse", row->doc.name);
             return CLRUN_ERROR_INVALID_OPTION;
         }
-        const char *text = getenv(row->doc.name);
-        if (text == NULL || (text[0] == '\0' && row->kind != KIND_TEXT))
-            continue; /* unset, or set empty: the default */
-        if (!parse_value(row, text, &options)) {
-            const char *accepted = row->kind == KIND_ALLOC ? NULL : row->doc.accepted;
-            if (accepted == NULL) {
-                snprintf(err, errlen, "%s='%s' is not valid: accepted values are %s|naive|planned",
-                         row->doc.name, text, clrun_strategy_names());
-            } else if (row->kind == KIND_BOOL) {
-                snprintf(err, errlen, "%s='%s' is not valid: accepted values are 1|0|true|false|yes|no|on|off",
-                         row->doc.name, text);
-            } else if (row->kind == KIND_SIZE) {
-                snprintf(err, errlen, "%s='%s' is not valid: accepted values are a byte count with an optional K, M, G or T suffix (e.g. 512M)",
-                         row->doc.name, text);
-            } else if (row->kind == KIND_TEXT) {
-                snprintf(err, errlen, "%s is too long (at most %zu characters)", row->doc.name, row->size - 1);
-            } else {
-                snprintf(err, errlen, "%s='%s' is not valid: accepted values are %s", row->doc.name, text, accepted);
-            }
+        if (!load_row(row, &options, err, errlen))
             return CLRUN_ERROR_INVALID_OPTION;
-        }
     }
     *out = options;
     return CLRUN_OK;
 }
+
+/* ---- the public listing ------------------------------------------------------------------- */
+
+size_t clrun_option_count(void) { return OPTION_COUNT; }
+
+clrun_status clrun_option_get(size_t i, clrun_option_info *out)
+{
+    if (out == NULL || i >= OPTION_COUNT)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    pthread_once(&registry_once, fill_registry_names);
+    const option_row *row = &option_table[i];
+    clrun__options scratch;
+    memset(&scratch, 0, sizeof scratch);
+    *out = (clrun_option_info){row->doc.name, row->doc.accepted, row->doc.fallback,
+                               row->doc.help, getenv(row->doc.name), true, ""};
+    out->valid = load_row(row, &scratch, out->problem, sizeof out->problem);
+    return CLRUN_OK;
+}
+
+bool clrun_parse_bool(const char *text, bool *out) { return text && clrun__parse_bool(text, out); }
+
+bool clrun_parse_size(const char *text, uint64_t *out) { return text && clrun__parse_size(text, out); }
 
 clrun_log_level clrun__options_env_log_level(void)
 {

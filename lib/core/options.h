@@ -1,4 +1,4 @@
-/* Every CLRUN_* environment variable, read in one place from one table (lib/options.c). */
+/* Every CLRUN_* environment variable, read in one place from one table (lib/core/options.c). */
 #ifndef CLRUN_LIB_OPTIONS_H
 #define CLRUN_LIB_OPTIONS_H
 
@@ -8,9 +8,32 @@
 
 #include <clrun/log.h>
 #include <clrun/status.h>
+#include <clrun/strategy.h>
 
 #define CLRUN__NAME_MAX 256
 #define CLRUN__PATH_MAX 4096
+
+/* What CLRUN_ALLOCATOR (or the context option) names: a pool strategy, or an executor mode that
+ * keeps the default strategy for inputs and constants. */
+typedef enum clrun__exec_choice {
+    CLRUN__EXEC_POOLED = 0, /* the values of clrun_exec_mode (exec.h checks they agree) */
+    CLRUN__EXEC_NAIVE = 1,
+    CLRUN__EXEC_PLANNED = 2,
+} clrun__exec_choice;
+
+typedef struct clrun__allocator_choice {
+    const clrun_allocator_ops *strategy; /* the pool's strategy */
+    clrun__exec_choice mode;             /* the executor mode when none is asked for */
+} clrun__allocator_choice;
+
+/* Parses a strategy name (clrun_strategy_names()) or "naive" or "planned", in any case. */
+bool clrun__allocator_choice_parse(const char *text, clrun__allocator_choice *out);
+
+/* The name of a choice: its strategy's for pooled, else "naive" or "planned". */
+const char *clrun__allocator_choice_name(const clrun__allocator_choice *choice);
+
+/* Every accepted name, '|'-separated, from the strategy registry: "buddy|slab|bump|naive|planned". */
+const char *clrun__allocator_choice_names(void);
 
 /* The values of all options, defaults filled in. */
 typedef struct clrun__options {
@@ -19,7 +42,7 @@ typedef struct clrun__options {
     clrun_log_level log_level;       /* CLRUN_LOG */
     bool cache_enabled;              /* CLRUN_CACHE */
     char cache_dir[CLRUN__PATH_MAX]; /* CLRUN_CACHE_DIR; "" = $XDG_CACHE_HOME/clrun */
-    char allocator[CLRUN__NAME_MAX]; /* CLRUN_ALLOCATOR */
+    clrun__allocator_choice allocator; /* CLRUN_ALLOCATOR */
     bool preallocate;                /* CLRUN_PREALLOCATE */
     double mem_fraction;             /* CLRUN_MEM_FRACTION, in (0, 1] */
     uint64_t pool_limit;             /* CLRUN_POOL_LIMIT in bytes; 0 = none */
@@ -31,7 +54,7 @@ typedef struct clrun__options {
 /* One row per variable, for README-style listings (`clrun info --env`). */
 typedef struct clrun__option_doc {
     const char *name;     /* "CLRUN_ALLOCATOR" */
-    const char *accepted; /* "buddy|slab|bump" */
+    const char *accepted; /* "in-order|out-of-order" */
     const char *fallback; /* the default, as text */
     const char *help;     /* one line */
 } clrun__option_doc;
@@ -48,8 +71,6 @@ const clrun__option_doc *clrun__options_doc(size_t i);
  * (bytes with an optional K/M/G/T suffix, binary multiples, optional trailing B or iB). */
 bool clrun__parse_bool(const char *text, bool *out);
 bool clrun__parse_size(const char *text, uint64_t *out);
-
-
 
 /* CLRUN_LOG alone, for the logger's first use (an invalid value gives CLRUN_LOG_NONE here; it
  * is reported as an error when a context reads all options). */

@@ -1,6 +1,8 @@
 /* Small utilities: see util.h. */
 #include "core/util.h"
 
+#include <clrun/options.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,6 +31,11 @@ const char *clrun__format_bytes(uint64_t bytes, char *buf, size_t size)
     return buf;
 }
 
+const char *clrun_format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    return buf && size ? clrun__format_bytes(bytes, buf, size) : buf;
+}
+
 bool clrun__grow(void **array, size_t *capacity, size_t needed, size_t size)
 {
     if (needed <= *capacity)
@@ -47,4 +54,20 @@ bool clrun__grow(void **array, size_t *capacity, size_t needed, size_t size)
     *array = grown;
     *capacity = next;
     return true;
+}
+
+clrun__c_numeric clrun__c_numeric_enter(void)
+{
+    clrun__c_numeric scope = {newlocale(LC_NUMERIC_MASK, "C", (locale_t)0), (locale_t)0};
+    if (scope.c)
+        scope.previous = uselocale(scope.c);
+    return scope;
+}
+
+void clrun__c_numeric_leave(clrun__c_numeric scope)
+{
+    if (!scope.c)
+        return;
+    uselocale(scope.previous);
+    freelocale(scope.c);
 }

@@ -31,6 +31,16 @@ double clrun__now(void);
 #define CLRUN__BYTES_TEXT 32
 const char *clrun__format_bytes(uint64_t bytes, char *buf, size_t size);
 
+/* Numbers read and written in the C locale whatever the program's locale says (the text
+ * formats must read back everywhere): enter switches this thread's numeric locale, leave
+ * restores it. */
+#include <locale.h>
+typedef struct clrun__c_numeric {
+    locale_t c, previous;
+} clrun__c_numeric;
+clrun__c_numeric clrun__c_numeric_enter(void);
+void clrun__c_numeric_leave(clrun__c_numeric scope);
+
 /* Makes room for `needed` elements of `size` bytes in *array (capacity *capacity), growing
  * geometrically. False, with *array unchanged, when memory runs out or the size overflows. */
 bool clrun__grow(void **array, size_t *capacity, size_t needed, size_t size);

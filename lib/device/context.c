@@ -5,7 +5,6 @@
 #include "device/cl.h"
 #include "device/context.h"
 #include "device/device.h"
-#include "memory/pool.h"
 #include "device/program.h"
 
 #include <clrun/strategy.h>
@@ -36,13 +35,10 @@ static clrun_status apply_api_options(clrun__options *o, const clrun_context_opt
         strcpy(o->device, api->device);
     if (api->cache_dir)
         strcpy(o->cache_dir, api->cache_dir);
-    if (api->allocator) {
-        if (clrun_strategy_find(api->allocator) == NULL)
-            return clrun__fail(NULL, CLRUN_ERROR_UNKNOWN_ALLOCATOR,
-                               "unknown allocator '%s': valid names are %s", api->allocator,
-                               clrun_strategy_names());
-        strcpy(o->allocator, api->allocator); /* strategy names are short */
-    }
+    if (api->allocator && !clrun__allocator_choice_parse(api->allocator, &o->allocator))
+        return clrun__fail(NULL, CLRUN_ERROR_UNKNOWN_ALLOCATOR,
+                           "unknown allocator '%s': valid names are %s", api->allocator,
+                           clrun__allocator_choice_names());
     if (api->out_of_order)
         o->out_of_order = api->out_of_order > 0;
     if (api->guard)
@@ -108,7 +104,8 @@ static clrun_status open_device(clrun_context *ctx)
 
 static void release_context(clrun_context *ctx)
 {
-    clrun__pool_destroy(ctx->pool);
+    if (ctx->pool)
+        ctx->pool_destroy(ctx->pool);
     clrun__programs_destroy(ctx->programs);
     if (ctx->queue) {
         clFinish(ctx->queue); /* not counted: teardown must not be made to fail */
@@ -172,9 +169,18 @@ void clrun_context_destroy(clrun_context *ctx)
         release_context(ctx);
 }
 
-const char *clrun__context_strategy(const clrun_context *ctx)
+void clrun__context_pool_config(const clrun_context *ctx, clrun__pool_config *out)
 {
-    return clrun_strategy_find(ctx->options.allocator) ? ctx->options.allocator : "buddy";
+    uint64_t by_fraction = (uint64_t)((double)ctx->info.global_mem * ctx->options.mem_fraction);
+    uint64_t limit = ctx->options.pool_limit;
+    *out = (clrun__pool_config){
+        .strategy = ctx->options.allocator.strategy,
+        .alignment = ctx->info.base_addr_align,
+        .max_chunk = ctx->info.max_alloc,
+        .limit = limit && limit < by_fraction ? limit : by_fraction,
+        .preallocate = ctx->options.preallocate,
+        .guard = ctx->options.guard,
+    };
 }
 
 const clrun_device_info *clrun_context_device(const clrun_context *ctx) { return &ctx->info; }

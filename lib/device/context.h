@@ -11,8 +11,8 @@
 #include "core/options.h"
 #include "core/util.h"
 
-struct clrun__programs; /* lib/program.c */
-struct clrun_pool;      /* lib/pool.c */
+struct clrun__programs; /* lib/device/program.c */
+struct clrun_pool;      /* lib/memory/pool.c: the area above hangs its pool here */
 
 struct clrun_context {
     clrun_device_info info;          /* facts of the chosen device */
@@ -26,7 +26,8 @@ struct clrun_context {
     pthread_mutex_t pool_init;       /* held while the pool is created: one pool per context */
     clrun__error_record error;       /* message of the last failure */
     struct clrun__programs *programs; /* built programs, one slot per embedded source */
-    struct clrun_pool *pool;         /* created on first allocation */
+    struct clrun_pool *pool;         /* created on first allocation by the memory area */
+    void (*pool_destroy)(struct clrun_pool *pool); /* set with pool; called at teardown */
 };
 
 /* Records a failure: formats the message into ctx's error record (or, ctx NULL, this thread's),
@@ -38,8 +39,17 @@ clrun_status clrun__fail(clrun_context *ctx, clrun_status status, const char *fo
 clrun_status clrun__fail_cl(clrun_context *ctx, cl_int error, const char *what, const char *format,
                             ...) CLRUN__PRINTF(4, 5);
 
-/* The pool strategy of the context: CLRUN_ALLOCATOR's when it names one, else "buddy" (the
- * executor modes naive and planned still keep inputs and constants in a pool). */
-const char *clrun__context_strategy(const clrun_context *ctx);
+/* What the memory pool needs of its context, decided here from the device's facts and the
+ * options; the pool reads nothing else of them. */
+typedef struct clrun__pool_config {
+    const clrun_allocator_ops *strategy; /* CLRUN_ALLOCATOR's, or the default for executor modes */
+    uint64_t alignment;   /* sub-buffer origins: CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes */
+    uint64_t max_chunk;   /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    uint64_t limit;       /* most bytes to reserve: CLRUN_POOL_LIMIT within CLRUN_MEM_FRACTION */
+    bool preallocate;     /* CLRUN_PREALLOCATE */
+    bool guard;           /* CLRUN_DEBUG=guard */
+} clrun__pool_config;
+
+void clrun__context_pool_config(const clrun_context *ctx, clrun__pool_config *out);
 
 #endif

@@ -2,14 +2,20 @@
 # (pooled, naive and planned modes). Depends on everything below it.
 libclrun_internal_la_SOURCES += \
 	lib/exec/schedule.c lib/exec/schedule.h \
-	lib/exec/exec.c
+	lib/exec/exec.c lib/exec/exec_internal.h \
+	lib/exec/exec_memory.c \
+	lib/exec/exec_run.c \
+	lib/exec/exec_planned.c
 
 if HAVE_CMOCKA
-check_PROGRAMS += tests/test_exec
-TESTS += tests/test_exec
-tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h
+check_PROGRAMS += tests/test_exec tests/test_handles
+TESTS += tests/test_exec tests/test_handles
+tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h tests/rng.h
 tests_test_exec_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_LDADD = $(TEST_LDADD)
+tests_test_handles_SOURCES = tests/test_handles.c tests/device_test.h
+tests_test_handles_CFLAGS = $(TEST_CFLAGS)
+tests_test_handles_LDADD = $(TEST_LDADD)
 endif
 
 # Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.

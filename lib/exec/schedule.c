@@ -8,6 +8,10 @@
  * buffers. */
 #include "exec/schedule.h"
 
+#include <clrun/exec.h>
+
+#include "core/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,48 +29,6 @@ void clrun__schedule_free(clrun__schedule *s)
     free(s->release_list);
     free(s->unused_donated);
     memset(s, 0, sizeof *s);
-}
-
-/* Kahn's algorithm, always taking the ready node declared first: for a graph written in order
- * the schedule is the declaration order, which is what a reader of the .graph file expects. */
-static bool topological_order(const clrun_graph *g, int32_t *order)
-{
-    int32_t n = g->node_count;
-    int32_t *pending = calloc((size_t)n + 1, sizeof *pending);
-    bool *done = calloc((size_t)n + 1, sizeof *done);
-    bool ok = pending && done;
-    for (int32_t i = 0; ok && i < n; i++)
-        for (int k = 0; k < g->nodes[i].input_count; k++)
-            if (g->tensors[g->nodes[i].inputs[k]].producer >= 0)
-                pending[i]++;
-    int32_t placed = 0;
-    /* O(n^2) in the worst case, O(n) for graphs in declaration order: the scan restarts at the
-     * first not-yet-placed node. */
-    for (int32_t start = 0; ok && placed < n;) {
-        int32_t pick = -1;
-        for (int32_t i = start; i < n; i++)
-            if (!done[i] && pending[i] == 0) {
-                pick = i;
-                break;
-            }
-        if (pick < 0) {
-            ok = false; /* a cycle: validation should have refused the graph */
-            break;
-        }
-        done[pick] = true;
-        order[placed++] = pick;
-        const clrun__node *node = &g->nodes[pick];
-        for (int o = 0; o < node->output_count; o++)
-            for (int32_t j = 0; j < n; j++)
-                for (int k = 0; k < g->nodes[j].input_count; k++)
-                    if (g->nodes[j].inputs[k] == node->outputs[o])
-                        pending[j]--;
-        while (start < n && done[start])
-            start++;
-    }
-    free(pending);
-    free(done);
-    return ok;
 }
 
 static bool may_donate(const clrun_graph *g, const clrun__schedule *s, int32_t input, int32_t output,
@@ -97,9 +59,12 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         clrun__sched_buffer *b = &s->buffers[s->buffer_count];
         /* An input nobody reads is still released (if donated) after the first step. */
         int32_t last = s->last_use[t] < 0 && s->steps > 0 ? 0 : s->last_use[t];
-        *b = (clrun__sched_buffer){clrun_tensor_bytes(&tensor->type), -1, last, t,
-                                   tensor->kind == CLRUN__TENSOR_INPUT,
-                                   tensor->kind == CLRUN__TENSOR_CONSTANT, tensor->is_output};
+        *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&tensor->type), .first = -1,
+                                   .last = last, .root = t,
+                                   .is_input = tensor->kind == CLRUN__TENSOR_INPUT,
+                                   .is_donated = tensor->kind == CLRUN__TENSOR_INPUT && tensor->donated,
+                                   .is_constant = tensor->kind == CLRUN__TENSOR_CONSTANT,
+                                   .is_output = tensor->is_output};
         s->buffer_of[t] = s->buffer_count++;
     }
     for (int32_t step = 0; step < s->steps; step++) {
@@ -107,21 +72,25 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         for (int o = 0; o < node->output_count; o++) {
             int32_t out = node->outputs[o];
             s->buffer_of[out] = -1;
-            for (int k = 0; reuse && node->op->alias_safe && k < node->input_count; k++) {
-                int32_t in = node->inputs[k];
-                if (may_donate(g, s, in, out, step, taken)) {
-                    s->alias_of[out] = in;
-                    s->buffer_of[out] = s->buffer_of[in];
-                    taken[s->buffer_of[in]] = true;
-                    s->donations++;
-                    break;
+            /* A donated graph input first: it is the caller's explicit request, and an
+             * intermediate that dies here is freed anyway. Then the others, in operand order. */
+            for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
+                for (int k = 0; reuse && node->op->alias_safe && k < node->input_count; k++) {
+                    int32_t in = node->inputs[k];
+                    bool donated_input = g->tensors[in].kind == CLRUN__TENSOR_INPUT;
+                    if (donated_input == (pass == 0) && may_donate(g, s, in, out, step, taken)) {
+                        s->alias_of[out] = in;
+                        s->buffer_of[out] = s->buffer_of[in];
+                        taken[s->buffer_of[in]] = true;
+                        s->donations++;
+                        break;
+                    }
                 }
-            }
             clrun__sched_buffer *b;
             if (s->buffer_of[out] < 0) {
                 b = &s->buffers[s->buffer_count];
-                *b = (clrun__sched_buffer){clrun_tensor_bytes(&g->tensors[out].type), step, step, out,
-                                           false, false, false};
+                *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&g->tensors[out].type),
+                                           .first = step, .last = step, .root = out};
                 s->buffer_of[out] = s->buffer_count++;
             }
             b = &s->buffers[s->buffer_of[out]];
@@ -174,8 +143,13 @@ bool clrun__schedule_alive(const clrun__schedule *s, int32_t b, int32_t step)
     return buf->first <= step && step <= buf->last;
 }
 
-/* Largest live non-constant total over steps, by a sweep over buffer start/end events. A
- * buffer is live from the step that creates it (step 0 for inputs) through its last reader. */
+/* A graph input the caller keeps: its buffer stays the caller's for the whole run. */
+static bool kept_input(const clrun__sched_buffer *buf) { return buf->is_input && !buf->is_donated; }
+
+/* Largest live non-constant total over steps, by a sweep over buffer start/end events: what
+ * any executor must hold at once, so an achievable bound. A buffer is live from the step that
+ * creates it (step 0 for inputs) through its last reader; an input the caller keeps, through
+ * the whole run. */
 static bool compute_bounds(clrun__schedule *s)
 {
     int32_t steps = s->steps > 0 ? s->steps : 1;
@@ -190,6 +164,8 @@ static bool compute_bounds(clrun__schedule *s)
         }
         int32_t from = buf->first < 0 ? 0 : buf->first;
         int32_t to = buf->last < from ? from : buf->last;
+        if (kept_input(buf))
+            to = steps - 1; /* the caller holds it through the whole run */
         if (to > steps - 1)
             to = steps - 1;
         delta[from] += (int64_t)buf->bytes;
@@ -232,6 +208,45 @@ static bool collect_unused_donations(const clrun_graph *g, clrun__schedule *s)
     return true;
 }
 
+void clrun__schedule_unused_reason(const clrun_graph *g, const clrun__schedule *s, int32_t input,
+                                   char *why, size_t size)
+{
+    const clrun__tensor *in = &g->tensors[input];
+    if (!s->reuse) {
+        snprintf(why, size, "the naive mode gives every tensor a buffer of its own");
+        return;
+    }
+    if (in->is_output) {
+        snprintf(why, size, "it is also a graph output, so its buffer must hold it to the end");
+        return;
+    }
+    if (s->last_use[input] < 0) {
+        snprintf(why, size, "no node reads it");
+        return;
+    }
+    const clrun__node *last = &g->nodes[s->order[s->last_use[input]]];
+    const char *name = g->tensors[last->outputs[0]].name;
+    if (!last->op->alias_safe) {
+        snprintf(why, size, "its last reader '%s' (%s) cannot write its output in place", name,
+                 last->op->name);
+        return;
+    }
+    uint64_t bytes = clrun_tensor_bytes(&in->type);
+    for (int o = 0; o < last->output_count; o++) {
+        int32_t out = last->outputs[o];
+        if (clrun_tensor_bytes(&g->tensors[out].type) != bytes)
+            continue;
+        int32_t taker = s->alias_of[out];
+        snprintf(why, size, "the output '%s' of its last reader (%s) took the buffer of '%s'",
+                 g->tensors[out].name, last->op->name, taker >= 0 ? g->tensors[taker].name : "?");
+        return;
+    }
+    char have[CLRUN__TYPE_TEXT], want[CLRUN__TYPE_TEXT];
+    snprintf(why, size, "its last reader '%s' (%s) writes %s, a different size than its %s", name,
+             last->op->name, clrun__type_format(&g->tensors[last->outputs[0]].type, have, sizeof have),
+             clrun__type_format(&in->type, want, sizeof want));
+}
+
 static void compute_last_uses(const clrun_graph *g, clrun__schedule *s)
 {
     for (int32_t t = 0; t < g->tensor_count; t++) {
@@ -255,6 +270,7 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     clrun__schedule s;
     memset(&s, 0, sizeof s);
     s.steps = g->node_count;
+    s.reuse = reuse;
     size_t nt = (size_t)g->tensor_count + 1, nn = (size_t)g->node_count + 1;
     s.order = calloc(nn, sizeof *s.order);
     s.step_of_node = calloc(nn, sizeof *s.step_of_node);
@@ -267,10 +283,13 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
         snprintf(err, errlen, "out of host memory scheduling the graph");
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    if (!topological_order(g, s.order)) {
+    clrun_status ordered = clrun__graph_order(g, s.order);
+    if (ordered != CLRUN_OK) {
         clrun__schedule_free(&s);
-        snprintf(err, errlen, "the graph has a cycle: no schedule exists");
-        return CLRUN_ERROR_INVALID_GRAPH;
+        snprintf(err, errlen, ordered == CLRUN_ERROR_INVALID_GRAPH
+                                  ? "the graph has a cycle: no schedule exists"
+                                  : "out of host memory scheduling the graph");
+        return ordered;
     }
     for (int32_t st = 0; st < s.steps; st++)
         s.step_of_node[s.order[st]] = st;
@@ -284,6 +303,36 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     count_naive(g, &s);
     *out = s;
     return CLRUN_OK;
+}
+
+clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
+                                      clrun_plan_buffer **buffers, size_t *count, char *err,
+                                      size_t errlen)
+{
+    char why[512] = "";
+    clrun_status status = CLRUN_ERROR_INVALID_ARGUMENT;
+    if (graph == NULL || buffers == NULL || count == NULL) {
+        snprintf(why, sizeof why, "clrun_graph_plan_buffers: NULL argument");
+    } else if ((status = clrun_graph_validate((clrun_graph *)graph)) != CLRUN_OK) {
+        snprintf(why, sizeof why, "%s", clrun_graph_last_error(graph));
+    } else {
+        clrun__schedule schedule;
+        status = clrun__schedule_build(graph, true, &schedule, why, sizeof why);
+        int32_t *which = NULL;
+        if (status == CLRUN_OK) {
+            status = clrun__schedule_plan_items(&schedule, with_inputs, buffers, &which, count);
+            clrun__schedule_free(&schedule);
+            if (status != CLRUN_OK)
+                snprintf(why, sizeof why, "out of host memory listing the buffers");
+        }
+        free(which);
+    }
+    if (status != CLRUN_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", why);
+        clrun__error_set(NULL, status, "%s", why);
+    }
+    return status;
 }
 
 clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inputs, clrun_plan_buffer **items_out,
@@ -303,6 +352,8 @@ clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inpu
             continue;
         int32_t first = sb->first < 0 ? 0 : sb->first;
         int32_t last = sb->last < first ? first : sb->last;
+        if (kept_input(sb))
+            last = s->steps; /* kept by the caller through the whole run */
         if (last >= s->steps && s->steps > 0)
             last = s->steps - 1; /* outputs: alive to the end */
         items[n] = (clrun_plan_buffer){sb->bytes, (uint64_t)first, (uint64_t)last + 1};

@@ -15,12 +15,14 @@ typedef struct clrun__sched_buffer {
     int32_t last;         /* last step that reads it; `steps` for graph outputs */
     int32_t root;         /* the first tensor that owns it */
     bool is_input;        /* holds a graph input (the caller's buffer) */
+    bool is_donated;      /* that input is donated: the executor frees it after its last use */
     bool is_constant;     /* holds a constant */
     bool is_output;       /* ends as a graph output */
 } clrun__sched_buffer;
 
 typedef struct clrun__schedule {
     int32_t steps;            /* nodes, in `order` */
+    bool reuse;               /* outputs may take dying inputs' buffers (false: naive) */
     int32_t *order;           /* node index of each step */
     int32_t *step_of_node;    /* inverse of order */
     int32_t *last_use;        /* per tensor: last step that reads it, `steps` for outputs, -2
@@ -52,6 +54,11 @@ clrun_status clrun__schedule_build(const clrun_graph *graph, bool reuse, clrun__
  * and *which (the schedule buffer of each item) are malloc'd; *count gets their number. */
 clrun_status clrun__schedule_plan_items(const clrun__schedule *schedule, bool with_inputs,
                                         clrun_plan_buffer **items, int32_t **which, size_t *count);
+
+/* Why the donated graph input `input` is in unused_donated, as a clause ("its last reader 'y'
+ * (matmul) cannot write its output in place") into why. */
+void clrun__schedule_unused_reason(const clrun_graph *graph, const clrun__schedule *schedule,
+                                   int32_t input, char *why, size_t size);
 
 /* Frees what build allocated. */
 void clrun__schedule_free(clrun__schedule *schedule);

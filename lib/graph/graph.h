@@ -1,5 +1,5 @@
-/* The graph's insides, shared by the builder (lib/graph.c), the text format (lib/graph_io.c)
- * and the executor (lib/schedule.c, lib/exec.c). */
+/* The graph's insides, shared by the builder (graph.c and its helpers), the text format
+ * (graph_read.h, graph_write.c) and the executor (lib/exec/). */
 #ifndef CLRUN_LIB_GRAPH_H
 #define CLRUN_LIB_GRAPH_H
 
@@ -67,6 +67,21 @@ struct clrun_graph {
     char last_error[1024];
 };
 
+/* Records the reason on the graph (may be NULL) and as this thread's last error; returns
+ * status. */
+clrun_status clrun__graph_fail(clrun_graph *graph, clrun_status status, const char *format, ...)
+    CLRUN__PRINTF(3, 4);
+
+/* Refuses fill parameters that do not describe a real distribution for the dtype, naming the
+ * tensor `name`, through clrun__graph_fail. */
+clrun_status clrun__check_fill(clrun_graph *graph, const char *name, clrun_dtype dtype,
+                               clrun_fill fill, double a, double b);
+
+/* A topological order of the nodes into order[0..node_count): declaration order when that is
+ * one (as for every graph the builder makes), else Kahn's algorithm; O(N + E).
+ * CLRUN_ERROR_INVALID_GRAPH for a cycle, CLRUN_ERROR_OUT_OF_HOST_MEMORY. */
+clrun_status clrun__graph_order(const clrun_graph *graph, int32_t *order);
+
 /* The op call view of a node (types pointed into a caller array of size >= inputs+outputs). */
 void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_tensor_type *types,
                       clrun__op_call *call);
@@ -74,6 +89,10 @@ void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_t
 /* Fills `out` (clrun_tensor_bytes of the type) with the constant's values: its data, or its
  * deterministic fill. Same bits on every machine. */
 void clrun__constant_values(const clrun__tensor *tensor, void *out);
+/* The same for elements [first, first + count) only, so that a large constant can be made in
+ * pieces (the fill is counter-based: any element alone). */
+void clrun__constant_values_range(const clrun__tensor *tensor, uint64_t first, uint64_t count,
+                                  void *out);
 
 /* ---- shared by the builder, the text format and the tools ---- */
 

@@ -9,7 +9,15 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/infer_layout.c \
 	lib/graph/infer_conv.c \
 	lib/graph/graph.c lib/graph/graph.h \
-	lib/graph/graph_io.c
+	lib/graph/names.c \
+	lib/graph/validate.c \
+	lib/graph/fill.c \
+	lib/graph/compare.c \
+	lib/graph/graph_read.h \
+	lib/graph/graph_lex.c \
+	lib/graph/graph_parse.c \
+	lib/graph/graph_build.c \
+	lib/graph/graph_write.c
 clruninclude_HEADERS += \
 	include/clrun/graph.h
 
@@ -67,7 +75,9 @@ endif
 if HAVE_FUZZ
 EXTRA_PROGRAMS += tests/fuzz/fuzz_graph
 FUZZ_LIST += tests/fuzz/fuzz_graph
-tests_fuzz_fuzz_graph_SOURCES = tests/fuzz/fuzz_graph.c lib/graph/graph.c lib/graph/graph_io.c
+tests_fuzz_fuzz_graph_SOURCES = tests/fuzz/fuzz_graph.c lib/graph/graph.c lib/graph/names.c \
+	lib/graph/validate.c lib/graph/fill.c lib/graph/graph_lex.c lib/graph/graph_parse.c \
+	lib/graph/graph_build.c lib/graph/graph_write.c
 tests_fuzz_fuzz_graph_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_graph_LDFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_graph_LDADD = libclrun-internal.la

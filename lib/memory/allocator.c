@@ -146,14 +146,16 @@ static clrun_status grow(clrun__allocator *a, uint64_t size, uint64_t align, cha
     uint64_t room = room_under_limit(a);
     if (wanted > room)
         wanted = room;
+    char bytes[CLRUN__BYTES_TEXT];
     if (wanted < size) {
-        snprintf(err, errlen, "the pool limit leaves %llu bytes", (unsigned long long)room);
+        snprintf(err, errlen, "the pool limit leaves %s", clrun__format_bytes(room, bytes, sizeof bytes));
         return CLRUN_ERROR_OUT_OF_MEMORY;
     }
     uint64_t chunk = a->config.ops->chunk_size(a->state, size, align, wanted);
     if (chunk == 0 || chunk < size || chunk > room) {
-        snprintf(err, errlen, "strategy '%s' has no chunk size for it within %llu bytes",
-                 a->config.ops->name, (unsigned long long)(room < a->config.max_chunk ? room : a->config.max_chunk));
+        snprintf(err, errlen, "strategy '%s' has no chunk size for it within %s", a->config.ops->name,
+                 clrun__format_bytes(room < a->config.max_chunk ? room : a->config.max_chunk, bytes,
+                                     sizeof bytes));
         return CLRUN_ERROR_OUT_OF_MEMORY;
     }
     return add_chunk(a, chunk, err, errlen);

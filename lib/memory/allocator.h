@@ -1,6 +1,6 @@
 /* The allocator core: a strategy plus the pool's policy, with no OpenCL in it. It decides when
  * to reserve a chunk and how large, enforces the limit, gives back empty chunks on exhaustion and
- * keeps the statistics. What a chunk *is* belongs to the backing: device buffers in lib/pool.c,
+ * keeps the statistics. What a chunk *is* belongs to the backing: device buffers in lib/memory/pool.c,
  * nothing at all in `clrun replay`'s simulation. Not thread-safe: the pool holds its lock. */
 #ifndef CLRUN_LIB_ALLOCATOR_H
 #define CLRUN_LIB_ALLOCATOR_H

@@ -1,25 +1,39 @@
-/* Copies between host memory and pool blocks. */
-#include <clrun/exec.h>
+/* Copies between host memory and the caller's pool blocks. */
+#include <clrun/memory.h>
 
 #include "device/cl.h"
 #include "device/context.h"
+#include "memory/pool.h"
 
+/* Only a live block of the caller's: a stale copy would hand a released cl_mem to the driver,
+ * or write into the block's next owner. */
 static clrun_status check(clrun_context *ctx, const clrun_buffer *buffer, const void *host, const char *what)
 {
-    if (ctx == NULL || buffer == NULL || host == NULL || buffer->mem == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: NULL argument or empty buffer", what);
-    return CLRUN_OK;
+    if (ctx == NULL || buffer == NULL || host == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: NULL argument", what);
+    return clrun__pool_check_caller(ctx, buffer, what);
 }
 
 clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host)
 {
     clrun_status status = check(ctx, buffer, host, "clrun_buffer_write");
-    if (status != CLRUN_OK)
-        return status;
-    cl_int error = clrun__cl.EnqueueWriteBuffer(ctx->queue, buffer->mem, CL_TRUE, 0, (size_t)buffer->size, host,
-                                                0, NULL, NULL);
+    return status == CLRUN_OK ? clrun__buffer_write_owned(ctx, buffer, host) : status;
+}
+
+clrun_status clrun__buffer_write_owned(clrun_context *ctx, const clrun_buffer *buffer,
+                                       const void *host)
+{
+    return clrun__buffer_write_range(ctx, buffer, 0, buffer->size, host);
+}
+
+clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *buffer,
+                                       uint64_t offset, uint64_t bytes, const void *host)
+{
+    cl_int error = clrun__cl.EnqueueWriteBuffer(ctx->queue, buffer->mem, CL_TRUE, (size_t)offset,
+                                                (size_t)bytes, host, 0, NULL, NULL);
     if (error != CL_SUCCESS)
-        return clrun__fail_cl(ctx, error, "clEnqueueWriteBuffer", "%llu bytes", (unsigned long long)buffer->size);
+        return clrun__fail_cl(ctx, error, "clEnqueueWriteBuffer", "%llu bytes at %llu",
+                              (unsigned long long)bytes, (unsigned long long)offset);
     return CLRUN_OK;
 }
 

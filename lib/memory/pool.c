@@ -33,6 +33,12 @@ typedef struct block_record {
     uint64_t size;          /* bytes asked for */
     cl_mem mem;             /* the sub-buffer */
     char label[LABEL_MAX];  /* the caller's name for it, or "" */
+    clrun__block_owner owner; /* who may pass it to public calls */
+    /* The last donation of this slot: a caller's handle of that generation names it. Kept
+     * until the slot is donated again, so a donated handle is told apart from a freed one. */
+    bool donated;
+    uint32_t donated_generation;
+    char donated_as[LABEL_MAX];
 } block_record;
 
 struct clrun_pool {
@@ -75,7 +81,11 @@ static clrun_status reserve_chunk(void *user, uint32_t chunk, uint64_t size, cha
         return error == CL_OUT_OF_HOST_MEMORY ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : CLRUN_ERROR_OUT_OF_MEMORY;
     }
     pool->chunk_mem[chunk] = mem;
-    clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %llu bytes", chunk, (unsigned long long)size);
+    if (clrun__log_enabled(CLRUN_LOG_INFO)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_INFO, "pool: reserved chunk %u of %s", chunk,
+                   clrun__format_bytes(size, bytes, sizeof bytes));
+    }
     return CLRUN_OK;
 }
 
@@ -85,13 +95,6 @@ static void release_chunk(void *user, uint32_t chunk)
     clrun__cl.ReleaseMemObject(pool->chunk_mem[chunk]);
     pool->chunk_mem[chunk] = NULL;
     clrun__log(CLRUN_LOG_INFO, "pool: released chunk %u", chunk);
-}
-
-static uint64_t pool_limit(const clrun_context *ctx)
-{
-    uint64_t by_fraction = (uint64_t)((double)ctx->info.global_mem * ctx->options.mem_fraction);
-    uint64_t limit = ctx->options.pool_limit;
-    return limit && limit < by_fraction ? limit : by_fraction;
 }
 
 static void destroy_pool(struct clrun_pool *pool)
@@ -121,17 +124,19 @@ static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating the pool");
     }
     pool->ctx = ctx;
-    pool->red_zone = ctx->options.guard ? ctx->info.base_addr_align : 0;
+    clrun__pool_config pc;
+    clrun__context_pool_config(ctx, &pc);
+    pool->red_zone = pc.guard ? pc.alignment : 0;
     clrun__allocator_config config = {
-        .ops = clrun_strategy_find(clrun__context_strategy(ctx)),
-        .min_align = ctx->info.base_addr_align,
-        .max_chunk = ctx->info.max_alloc,
-        .limit = pool_limit(ctx),
+        .ops = pc.strategy,
+        .min_align = pc.alignment,
+        .max_chunk = pc.max_chunk,
+        .limit = pc.limit,
         .backing = {.user = pool, .reserve = reserve_chunk, .release = release_chunk},
     };
     char err[1024];
     clrun_status status = clrun__allocator_create(&config, &pool->allocator, err, sizeof err);
-    if (status == CLRUN_OK && ctx->options.preallocate)
+    if (status == CLRUN_OK && pc.preallocate)
         status = clrun__allocator_preallocate(pool->allocator, config.limit, err, sizeof err);
     if (status != CLRUN_OK) {
         destroy_pool(pool);
@@ -162,6 +167,7 @@ static clrun_status get_pool(clrun_context *ctx, struct clrun_pool **out)
         if (status == CLRUN_OK) {
             pthread_mutex_lock(&ctx->lock);
             ctx->pool = pool;
+            ctx->pool_destroy = clrun__pool_destroy;
             pthread_mutex_unlock(&ctx->lock);
         }
     }
@@ -219,7 +225,7 @@ static clrun_status paint_red_zones(struct clrun_pool *pool, const block_record 
 
 /* Allocates under pool->lock. */
 static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_t alignment,
-                                 const char *label, clrun_buffer *out)
+                                 const char *label, clrun__block_owner owner, clrun_buffer *out)
 {
     clrun_context *ctx = pool->ctx;
     char err[1536];
@@ -236,6 +242,8 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
                                                          err, sizeof err);
     if (status != CLRUN_OK) {
         pool->free_slots[pool->free_slot_count++] = slot;
+        if (label && label[0])
+            return clrun__fail(ctx, status, "'%s': %s", label, err);
         return clrun__fail(ctx, status, "%s", err);
     }
     block_record *r = &pool->records[slot];
@@ -263,13 +271,20 @@ static clrun_status alloc_locked(struct clrun_pool *pool, uint64_t size, uint64_
         return status;
     }
     r->live = true;
+    r->owner = owner;
     notify(pool, true, r);
+    if (clrun__log_enabled(CLRUN_LOG_DEBUG)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_DEBUG, "alloc '%s': %s at chunk %u offset %llu (slot %u)", r->label,
+                   clrun__format_bytes(size, bytes, sizeof bytes), r->chunk,
+                   (unsigned long long)r->data_offset, slot);
+    }
     *out = (clrun_buffer){r->mem, size, r->chunk, r->data_offset, slot, r->generation};
     return CLRUN_OK;
 }
 
-clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignment,
-                            const char *label, clrun_buffer *out)
+static clrun_status alloc_as(clrun_context *ctx, uint64_t size, uint64_t alignment,
+                             const char *label, clrun__block_owner owner, clrun_buffer *out)
 {
     if (ctx == NULL || out == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_alloc: NULL argument");
@@ -286,9 +301,21 @@ clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignmen
     if (status != CLRUN_OK)
         return status;
     pthread_mutex_lock(&pool->lock);
-    status = alloc_locked(pool, size, alignment, label, out);
+    status = alloc_locked(pool, size, alignment, label, owner, out);
     pthread_mutex_unlock(&pool->lock);
     return status;
+}
+
+clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignment,
+                            const char *label, clrun_buffer *out)
+{
+    return alloc_as(ctx, size, alignment, label, CLRUN__OWNER_CALLER, out);
+}
+
+clrun_status clrun__pool_alloc_owned(clrun_context *ctx, uint64_t size, uint64_t alignment,
+                                     const char *label, clrun_buffer *out)
+{
+    return alloc_as(ctx, size, alignment, label, CLRUN__OWNER_EXECUTOR, out);
 }
 
 clrun_status clrun_alloc(clrun_context *ctx, uint64_t size, clrun_buffer *out)
@@ -351,24 +378,78 @@ static bool record_matches(const struct clrun_pool *pool, const clrun_buffer *b)
            r->data_offset == b->offset;
 }
 
-clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer)
+/* What a handle is to the pool. */
+typedef enum handle_state {
+    HANDLE_LIVE,     /* a live block: its record is pool->records[b->slot] */
+    HANDLE_EMPTY,    /* a zeroed clrun_buffer: never allocated */
+    HANDLE_FREED,    /* freed already (a double free, or a stale copy) */
+    HANDLE_DONATED,  /* given to an executor as a donated input: the record says as what */
+    HANDLE_FOREIGN,  /* no block of this pool: another context's, or made up */
+} handle_state;
+
+static handle_state handle_state_of(const struct clrun_pool *pool, const clrun_buffer *b)
 {
-    if (ctx == NULL || buffer == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_free: NULL argument");
+    if (b->mem == NULL && b->size == 0 && b->slot == 0 && b->generation == 0)
+        return HANDLE_EMPTY;
+    if (pool == NULL || b->slot >= pool->record_capacity)
+        return HANDLE_FOREIGN;
+    if (record_matches(pool, b))
+        return HANDLE_LIVE;
+    const block_record *r = &pool->records[b->slot];
+    if (r->donated && r->donated_generation == b->generation)
+        return HANDLE_DONATED;
+    /* A freed handle keeps its slot and generation (clrun_free clears only its memory); the
+     * slot's generation has moved past it since. */
+    return b->generation < r->generation ? HANDLE_FREED : HANDLE_FOREIGN;
+}
+
+/* CLRUN_OK when b is a live block a caller may use; otherwise the failure, with a message
+ * that says what the handle is, prefixed by `what` ("clrun_free"). Under pool->lock. */
+static clrun_status check_caller_handle(struct clrun_pool *pool, clrun_context *ctx,
+                                        const clrun_buffer *b, const char *what,
+                                        clrun_status invalid)
+{
+    switch (handle_state_of(pool, b)) {
+    case HANDLE_LIVE:
+        if (pool->records[b->slot].owner == CLRUN__OWNER_CALLER)
+            return CLRUN_OK;
+        return clrun__fail(ctx, invalid,
+                           "%s: block '%s' (%llu bytes) belongs to an executor (a constant, an "
+                           "intermediate or an output); only the executor may free or reuse it",
+                           what, pool->records[b->slot].label, (unsigned long long)b->size);
+    case HANDLE_DONATED:
+        return clrun__fail(ctx, CLRUN_ERROR_DONATED,
+                           "%s: this buffer (%llu bytes) was donated to a run as %s and belongs to "
+                           "the executor now; allocate a new one",
+                           what, (unsigned long long)b->size, pool->records[b->slot].donated_as);
+    case HANDLE_EMPTY:
+        return clrun__fail(ctx, invalid, "%s: an empty clrun_buffer (never allocated, or zeroed)",
+                           what);
+    case HANDLE_FREED:
+        return clrun__fail(ctx, invalid,
+                           "%s: a buffer of %llu bytes that was freed already (a double free, or "
+                           "a copy of a freed handle)", what, (unsigned long long)b->size);
+    case HANDLE_FOREIGN:
+        break;
+    }
+    return clrun__fail(ctx, invalid,
+                       "%s: a buffer this context never allocated (%llu bytes at chunk %u offset "
+                       "%llu): from another context, or made up", what,
+                       (unsigned long long)b->size, b->chunk, (unsigned long long)b->offset);
+}
+
+/* The context's pool if it exists yet, else NULL. */
+static struct clrun_pool *existing_pool(clrun_context *ctx)
+{
     pthread_mutex_lock(&ctx->lock);
     struct clrun_pool *pool = ctx->pool;
     pthread_mutex_unlock(&ctx->lock);
-    if (pool == NULL || buffer->mem == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_FREE,
-                           "free of a buffer this context never allocated (no live block)");
-    pthread_mutex_lock(&pool->lock);
-    if (!record_matches(pool, buffer)) {
-        pthread_mutex_unlock(&pool->lock);
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_FREE,
-                           "free of a buffer that is not live in this context (%llu bytes at chunk %u "
-                           "offset %llu): freed already, or from another context",
-                           (unsigned long long)buffer->size, buffer->chunk, (unsigned long long)buffer->offset);
-    }
+    return pool;
+}
+
+/* Frees the live block b under pool->lock. */
+static clrun_status free_locked(struct clrun_pool *pool, clrun_buffer *buffer)
+{
     block_record *r = &pool->records[buffer->slot];
     clrun_status guard = CLRUN_OK;
     if (pool->red_zone) {
@@ -377,19 +458,106 @@ clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer)
     }
     char err[512];
     clrun_status status = clrun__allocator_free(pool->allocator, r->chunk, r->block_offset, r->size, err, sizeof err);
-    if (status == CLRUN_OK) {
-        notify(pool, false, r);
-        clrun__cl.ReleaseMemObject(r->mem);
-        r->live = false;
-        r->mem = NULL;
+    if (status != CLRUN_OK)
+        return clrun__fail(pool->ctx, status, "%s", err);
+    notify(pool, false, r);
+    if (clrun__log_enabled(CLRUN_LOG_DEBUG)) {
+        char bytes[CLRUN__BYTES_TEXT];
+        clrun__log(CLRUN_LOG_DEBUG, "free '%s': %s at chunk %u offset %llu", r->label,
+                   clrun__format_bytes(r->size, bytes, sizeof bytes), r->chunk,
+                   (unsigned long long)r->data_offset);
+    }
+    clrun__cl.ReleaseMemObject(r->mem);
+    r->live = false;
+    r->mem = NULL;
+    r->generation++;
+    pool->free_slots[pool->free_slot_count++] = buffer->slot;
+    /* The handle keeps slot, generation and size, so that a second free says "freed already". */
+    buffer->mem = NULL;
+    return guard;
+}
+
+clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer)
+{
+    if (ctx == NULL || buffer == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_free: NULL argument");
+    struct clrun_pool *pool = existing_pool(ctx);
+    if (pool == NULL)
+        return check_caller_handle(NULL, ctx, buffer, "clrun_free", CLRUN_ERROR_INVALID_FREE);
+    pthread_mutex_lock(&pool->lock);
+    clrun_status status = check_caller_handle(pool, ctx, buffer, "clrun_free", CLRUN_ERROR_INVALID_FREE);
+    if (status == CLRUN_OK)
+        status = free_locked(pool, buffer);
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+clrun_status clrun__pool_free_owned(clrun_context *ctx, clrun_buffer *buffer)
+{
+    struct clrun_pool *pool = existing_pool(ctx);
+    if (pool == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_FREE, "internal: free of an owned block without a pool");
+    pthread_mutex_lock(&pool->lock);
+    clrun_status status = record_matches(pool, buffer)
+                              ? free_locked(pool, buffer)
+                              : clrun__fail(ctx, CLRUN_ERROR_INVALID_FREE,
+                                            "internal: free of an owned block that is not live");
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+clrun_status clrun__pool_check_caller(clrun_context *ctx, const clrun_buffer *buffer,
+                                      const char *what)
+{
+    if (ctx == NULL || buffer == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: NULL argument", what);
+    struct clrun_pool *pool = existing_pool(ctx);
+    if (pool == NULL)
+        return check_caller_handle(NULL, ctx, buffer, what, CLRUN_ERROR_INVALID_ARGUMENT);
+    pthread_mutex_lock(&pool->lock);
+    clrun_status status = check_caller_handle(pool, ctx, buffer, what, CLRUN_ERROR_INVALID_ARGUMENT);
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+/* Re-issues the live block of `from` to the other owner under a new generation, so that the
+ * old handle is dead to every call; a donation remembers what it was donated as. */
+static clrun_status transfer(clrun_context *ctx, const clrun_buffer *from, clrun__block_owner to,
+                             const char *donated_as, clrun_buffer *out)
+{
+    struct clrun_pool *pool = existing_pool(ctx);
+    if (pool == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "internal: transfer without a pool");
+    pthread_mutex_lock(&pool->lock);
+    clrun_status status = CLRUN_OK;
+    if (!record_matches(pool, from)) {
+        status = clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                             "internal: transfer of a block that is not live");
+    } else {
+        block_record *r = &pool->records[from->slot];
+        if (donated_as) {
+            r->donated = true;
+            r->donated_generation = r->generation;
+            snprintf(r->donated_as, sizeof r->donated_as, "%s", donated_as);
+        }
         r->generation++;
-        pool->free_slots[pool->free_slot_count++] = buffer->slot;
+        r->owner = to;
+        *out = *from;
+        out->generation = r->generation;
     }
     pthread_mutex_unlock(&pool->lock);
-    if (status != CLRUN_OK)
-        return clrun__fail(ctx, status, "%s", err);
-    memset(buffer, 0, sizeof *buffer);
-    return guard;
+    return status;
+}
+
+clrun_status clrun__pool_adopt(clrun_context *ctx, const clrun_buffer *given, const char *donated_as,
+                               clrun_buffer *out)
+{
+    return transfer(ctx, given, CLRUN__OWNER_EXECUTOR, donated_as, out);
+}
+
+clrun_status clrun__pool_hand_over(clrun_context *ctx, const clrun_buffer *owned, clrun_buffer *out)
+{
+    return transfer(ctx, owned, CLRUN__OWNER_CALLER, NULL, out);
 }
 
 clrun_status clrun_pool_trim(clrun_context *ctx, uint64_t *released)
@@ -413,6 +581,13 @@ clrun_status clrun_pool_reset(clrun_context *ctx)
     if (status != CLRUN_OK)
         return status;
     pthread_mutex_lock(&pool->lock);
+    for (uint32_t i = 0; i < pool->record_capacity; i++)
+        if (pool->records[i].live && pool->records[i].owner == CLRUN__OWNER_EXECUTOR) {
+            pthread_mutex_unlock(&pool->lock);
+            return clrun__fail(ctx, CLRUN_ERROR_BUSY,
+                               "clrun_pool_reset: block '%s' belongs to an executor; destroy every "
+                               "executor of the context before a reset", pool->records[i].label);
+        }
     for (uint32_t i = 0; i < pool->record_capacity; i++) {
         block_record *r = &pool->records[i];
         if (!r->live)
@@ -493,9 +668,7 @@ cl_mem clrun__pool_chunk_mem(clrun_context *ctx, uint32_t chunk)
 
 bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer)
 {
-    pthread_mutex_lock(&ctx->lock);
-    struct clrun_pool *pool = ctx->pool;
-    pthread_mutex_unlock(&ctx->lock);
+    struct clrun_pool *pool = ctx ? existing_pool(ctx) : NULL;
     if (pool == NULL || buffer == NULL)
         return false;
     pthread_mutex_lock(&pool->lock);

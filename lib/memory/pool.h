@@ -1,4 +1,4 @@
-/* The device memory pool of a context (lib/pool.c): chunks are cl_mem buffers, blocks are
+/* The device memory pool of a context (lib/memory/pool.c): chunks are cl_mem buffers, blocks are
  * sub-buffers, the policy is the allocator core's. */
 #ifndef CLRUN_LIB_POOL_H
 #define CLRUN_LIB_POOL_H
@@ -24,6 +24,40 @@ typedef void (*clrun__pool_observer)(const clrun__pool_event *event, void *user)
 
 /* Installs (or, NULL, removes) the context's pool observer, called under the pool lock. */
 clrun_status clrun__pool_observe(clrun_context *ctx, clrun__pool_observer observer, void *user);
+
+/* Who may pass a block to the public calls (clrun_free, clrun_buffer_read/write, inputs of a
+ * run): the caller's blocks, not an executor's. */
+typedef enum clrun__block_owner {
+    CLRUN__OWNER_CALLER = 0,   /* clrun_alloc's */
+    CLRUN__OWNER_EXECUTOR = 1, /* constants, intermediates, outputs, adopted donated inputs */
+} clrun__block_owner;
+
+/* A block owned by an executor: clrun_free and clrun_pool_reset refuse it. */
+clrun_status clrun__pool_alloc_owned(clrun_context *ctx, uint64_t size, uint64_t alignment,
+                                     const char *label, clrun_buffer *out);
+/* Frees a live block of any owner (the executor's own). */
+clrun_status clrun__pool_free_owned(clrun_context *ctx, clrun_buffer *buffer);
+
+/* A donated input taken by an executor: the caller's block, live, re-issued as the executor's
+ * under a new generation into *out, so that the caller's handle is dead to every call, which
+ * then fails with CLRUN_ERROR_DONATED naming `donated_as` ("input 'x'"). */
+clrun_status clrun__pool_adopt(clrun_context *ctx, const clrun_buffer *given, const char *donated_as,
+                               clrun_buffer *out);
+/* The reverse: an executor's live block handed to the caller under a new generation. */
+clrun_status clrun__pool_hand_over(clrun_context *ctx, const clrun_buffer *owned, clrun_buffer *out);
+
+/* CLRUN_OK when `buffer` is a live block of ctx's pool that the caller owns; otherwise the
+ * reason, prefixed by `what`: CLRUN_ERROR_DONATED for a donated one, else
+ * CLRUN_ERROR_INVALID_ARGUMENT (freed already, an executor's, another context's, empty). */
+clrun_status clrun__pool_check_caller(clrun_context *ctx, const clrun_buffer *buffer,
+                                      const char *what);
+
+/* clrun_buffer_write without the ownership check, for the executor's own blocks; and the same
+ * for `bytes` bytes at `offset` in the block (blocking: host may be reused at once). */
+clrun_status clrun__buffer_write_owned(clrun_context *ctx, const clrun_buffer *buffer,
+                                       const void *host);
+clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *buffer,
+                                       uint64_t offset, uint64_t bytes, const void *host);
 
 /* True when `buffer` is a live block of ctx's pool (not freed, not a stale copy, not foreign). */
 bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer);

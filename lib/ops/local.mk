@@ -23,7 +23,7 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops
 TESTS += tests/test_ops
 tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_reference.h \
-	tests/device_test.h
+	tests/device_test.h tests/rng.h
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif

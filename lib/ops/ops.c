@@ -118,6 +118,10 @@ clrun_status clrun__chain_launch(clrun__chain *chain, cl_kernel kernel, cl_uint 
         return clrun__fail_cl(chain->ctx, err, "clEnqueueNDRangeKernel", "%s, global %zu x %zu",
                               what, global[0], dims > 1 ? global[1] : 1);
     }
+    clrun__log(CLRUN_LOG_DEBUG, "launch %s: global %zu x %zu x %zu, local %zu x %zu x %zu", what,
+               global[0], dims > 1 ? global[1] : 1, dims > 2 ? global[2] : 1,
+               local ? local[0] : 0, local && dims > 1 ? local[1] : 0,
+               local && dims > 2 ? local[2] : 0);
     return CLRUN_OK;
 }
 

@@ -136,7 +136,7 @@ clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
                            const size_t *global, const size_t *local, cl_uint wait_count,
                            const cl_event *wait_list, cl_event *done, const char *what);
 
-/* Reductions (lib/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
+/* Reductions (lib/ops/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
  * `reduced`; code 0 sums, 1 averages, 2 takes the maximum. */
 clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
                                    const bool *reduced, int code, void **state);

@@ -1,4 +1,4 @@
-/* clrun: what the planner's files share (lib/plan*.c). Not installed. */
+/* clrun: what the planner's files share (lib/plan/). Not installed. */
 #ifndef CLRUN_PLAN_INTERNAL_H
 #define CLRUN_PLAN_INTERNAL_H
 

@@ -1,0 +1,122 @@
+/* The executor's insides, shared by its files: creation and accessors (exec.c), the memory of
+ * each buffer in every mode (exec_memory.c), and runs (exec_run.c). */
+#ifndef CLRUN_LIB_EXEC_INTERNAL_H
+#define CLRUN_LIB_EXEC_INTERNAL_H
+
+#include <clrun/exec.h>
+
+#include "core/util.h"
+#include "device/cl.h"
+#include "device/context.h"
+#include "fuse/fuse.h"
+#include "graph/graph.h"
+#include "memory/pool.h"
+#include "ops/ops.h"
+#include "exec/schedule.h"
+
+/* The planned arena in pending-free ranges (pool chunks have small ids). */
+#define ARENA UINT32_MAX
+
+/* A freed block whose readers may still run (out-of-order queues only). */
+typedef struct pending_free {
+    uint32_t chunk;
+    uint64_t offset;
+    uint64_t size;
+    cl_event done; /* all of the old owner's readers and its writer have finished */
+} pending_free;
+
+/* Run-time state of one schedule buffer. */
+typedef struct buffer_state {
+    clrun_buffer block;   /* pooled (and inputs): the pool block */
+    cl_mem mem;           /* what kernels get: block.mem, a naive buffer or an arena view */
+    uint32_t range_chunk; /* where its bytes are, for ordering reuse: a pool chunk, or ARENA */
+    uint64_t range_offset;
+    uint64_t range_size;
+    bool live;            /* holds memory in this run */
+    bool hosting;         /* planned: a donated input whose block holds later buffers */
+    cl_event *events;     /* out-of-order: writer and readers so far in this run */
+    int32_t event_count;
+    size_t event_capacity;
+} buffer_state;
+
+struct clrun_exec {
+    clrun_context *ctx;
+    const clrun_graph *graph;      /* what runs: the caller's graph as fusion rewrote it */
+    clrun__fusion fusion;          /* the rewrite (lib/fuse/) and what it made */
+    clrun_exec_options options;
+    clrun__schedule schedule;      /* what runs: with reuse, or without (naive) */
+    uint64_t lower_bound;          /* always from the reusing schedule */
+    int32_t donations;             /* per run, from the reusing schedule */
+    clrun_tensor_type *types;      /* per node: input then output types (op calls point here) */
+    clrun__op_call *calls;         /* per node */
+    const clrun__op_kernels **kernels; /* per node: what runs its op */
+    void **node_states;            /* per node: what the kernels' prepare made */
+    clrun_buffer *constants;       /* per tensor (only constants set) */
+    buffer_state *buffers;         /* per schedule buffer */
+    cl_mem arena;                  /* planned mode */
+    cl_mem *arena_views;           /* planned mode: per schedule buffer, NULL outside the arena */
+    uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena, or
+                                      in its host's block */
+    uint64_t arena_bytes;
+    int32_t *host_of;              /* planned mode: per schedule buffer, the donated input whose
+                                      block holds it after that input's last use, or -1 */
+    cl_mem *region_views;          /* planned mode: per run, the views into hosts' blocks */
+    bool have_outputs;             /* outputs of the last run are held */
+    const char **unused_names;     /* donated inputs no output could take */
+    pending_free *pending;         /* out-of-order queues */
+    int32_t pending_count;
+    size_t pending_capacity;
+    clrun_exec_span *spans;        /* per step, with profiling */
+    cl_event *step_events;         /* per step, with profiling */
+    int32_t span_count;
+    clrun_exec_stats stats;
+};
+
+static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t)
+{
+    return e->graph->tensors[t].name;
+}
+
+/* The memory kernels get for tensor t in this run. */
+static inline cl_mem clrun__exec_tensor_mem(const clrun_exec *e, int32_t t)
+{
+    if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
+        return e->constants[t].mem;
+    return e->buffers[e->schedule.buffer_of[t]].mem;
+}
+
+/* ---- events (out-of-order queues): exec_memory.c ---- */
+
+/* Adds `event` (retained; NULL is a no-op) to the buffer's events; false when out of memory. */
+bool clrun__exec_add_event(buffer_state *b, cl_event event);
+/* Releases the buffer's events. */
+void clrun__exec_drop_events(buffer_state *b);
+/* Releases every pending free's event. */
+void clrun__exec_drop_pending(clrun_exec *e);
+
+/* ---- memory of buffers: exec_memory.c ---- */
+
+/* Gives buffer b memory for this run in the executor's mode; *driver_allocs counts the naive
+ * mode's driver allocations. */
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_allocs);
+/* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
+ * queues). */
+clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
+/* Uploads every constant into its own pool block. */
+clrun_status clrun__exec_upload_constants(clrun_exec *e);
+/* ---- planned mode: exec_planned.c ---- */
+
+/* The plan: buffers that fit a donated input's block after its last use go there, the others
+ * to one arena with a sub-buffer per buffer. */
+clrun_status clrun__exec_prepare_arena(clrun_exec *e);
+/* Views into the blocks of this run's donated inputs, once they are bound. */
+clrun_status clrun__exec_bind_regions(clrun_exec *e);
+/* Gives back the hosting donated inputs and their views (end of outputs, or a failed run). */
+void clrun__exec_release_regions(clrun_exec *e);
+
+/* ---- exec.c ---- */
+
+/* Frees the outputs of the last run, if any. */
+void clrun__exec_release_outputs(clrun_exec *e);
+
+#endif

@@ -1,0 +1,178 @@
+/* The memory of each schedule buffer in the executor's three modes: a pool block (pooled), a
+ * driver buffer per run (naive), or a view of the planned arena (planned); constants in pool
+ * blocks of their own; and, on out-of-order queues, the events that order reuse. */
+#include <clrun/exec.h>
+#include <clrun/plan.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+/* ---- events (out-of-order queues) ---------------------------------------------------------- */
+
+bool clrun__exec_add_event(buffer_state *b, cl_event event)
+{
+    if (event == NULL)
+        return true;
+    void *events = b->events;
+    if (!clrun__grow(&events, &b->event_capacity, (size_t)b->event_count + 1, sizeof *b->events))
+        return false;
+    b->events = events;
+    clrun__cl.RetainEvent(event);
+    b->events[b->event_count++] = event;
+    return true;
+}
+
+void clrun__exec_drop_events(buffer_state *b)
+{
+    for (int32_t i = 0; i < b->event_count; i++)
+        clrun__cl.ReleaseEvent(b->events[i]);
+    b->event_count = 0;
+}
+
+void clrun__exec_drop_pending(clrun_exec *e)
+{
+    for (int32_t i = 0; i < e->pending_count; i++)
+        clrun__cl.ReleaseEvent(e->pending[i].done);
+    e->pending_count = 0;
+}
+
+/* ---- memory of one buffer --------------------------------------------------------------------- */
+
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_allocs)
+{
+    buffer_state *s = &e->buffers[b];
+    const clrun__sched_buffer *sb = &e->schedule.buffers[b];
+    if (e->options.mode == CLRUN_EXEC_PLANNED) {
+        int32_t host = e->host_of ? e->host_of[b] : -1;
+        if (host >= 0) { /* in a donated input's block, bound to this run's block */
+            const clrun_buffer *block = &e->buffers[host].block;
+            s->mem = e->region_views[b];
+            s->range_chunk = block->chunk;
+            s->range_offset = block->offset + e->arena_offsets[b];
+        } else {
+            s->mem = e->arena_views[b];
+            s->range_chunk = ARENA;
+            s->range_offset = e->arena_offsets[b];
+        }
+        s->range_size = sb->bytes;
+    } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
+        cl_int error = CL_SUCCESS;
+        s->mem = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)sb->bytes, NULL, &error);
+        if (s->mem == NULL)
+        {
+            char bytes[CLRUN__BYTES_TEXT];
+            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "'%s': a naive buffer of %s",
+                                  clrun__exec_tensor_name(e, sb->root),
+                                  clrun__format_bytes(sb->bytes, bytes, sizeof bytes));
+        }
+        (*driver_allocs)++;
+    } else {
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
+                                                      clrun__exec_tensor_name(e, sb->root), &s->block);
+        if (status != CLRUN_OK)
+            return status;
+        s->mem = s->block.mem;
+        s->range_chunk = s->block.chunk;
+        s->range_offset = s->block.offset;
+        s->range_size = s->block.size;
+    }
+    s->live = true;
+    return CLRUN_OK;
+}
+
+/* Out-of-order: the marker that says every user of buffer b is done, kept with its range. */
+static clrun_status remember_pending(clrun_exec *e, buffer_state *s)
+{
+    void *pending = e->pending;
+    if (!clrun__grow(&pending, &e->pending_capacity, (size_t)e->pending_count + 1,
+                     sizeof *e->pending))
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for pending frees");
+    e->pending = pending;
+    cl_event marker = NULL;
+    cl_int error = clrun__cl.EnqueueMarkerWithWaitList(e->ctx->queue, (cl_uint)s->event_count,
+                                                       s->event_count ? s->events : NULL, &marker);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clEnqueueMarkerWithWaitList", "ordering a free");
+    e->pending[e->pending_count++] = (pending_free){s->range_chunk, s->range_offset, s->range_size, marker};
+    return CLRUN_OK;
+}
+
+clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
+{
+    buffer_state *s = &e->buffers[b];
+    if (!s->live)
+        return CLRUN_OK;
+    clrun_status status = CLRUN_OK;
+    /* Out of order: whoever next takes these bytes (a pool block, an arena range, or a range in
+     * a donated input's block) must wait for every command that used them. */
+    if (e->ctx->out_of_order && s->event_count)
+        status = remember_pending(e, s);
+    if (s->hosting) { /* a donated input holding later buffers: its block stays to the end */
+        clrun__exec_drop_events(s);
+        return status;
+    }
+    bool is_input = e->schedule.buffers[b].is_input;
+    if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
+        clrun__cl.ReleaseMemObject(s->mem);
+    } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
+        clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
+        if (status == CLRUN_OK)
+            status = freed;
+    }
+    clrun__exec_drop_events(s);
+    s->live = false;
+    s->mem = NULL;
+    return status;
+}
+
+/* Constants filled from a seed are made on the host in pieces of this many bytes at most, so
+ * that a large one never needs its whole size in host memory. */
+#define FILL_PIECE (16u << 20)
+
+/* Uploads one constant into its block: data straight from the graph, a fill piece by piece. */
+static clrun_status upload_constant(clrun_exec *e, const clrun__tensor *tensor, clrun_buffer *block)
+{
+    uint64_t bytes = clrun_tensor_bytes(&tensor->type);
+    if (tensor->data)
+        return clrun__buffer_write_owned(e->ctx, block, tensor->data);
+    size_t size = clrun_dtype_size(tensor->type.dtype);
+    uint64_t per_piece = FILL_PIECE / size, elements = bytes / size;
+    uint64_t piece = elements < per_piece ? elements : per_piece;
+    void *host = malloc((size_t)(piece * size));
+    if (host == NULL) {
+        char text[CLRUN__BYTES_TEXT];
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                           "out of host memory filling constant '%s' (%s at a time)", tensor->name,
+                           clrun__format_bytes(piece * size, text, sizeof text));
+    }
+    clrun_status status = CLRUN_OK;
+    for (uint64_t first = 0; status == CLRUN_OK && first < elements; first += piece) {
+        uint64_t count = elements - first < piece ? elements - first : piece;
+        clrun__constant_values_range(tensor, first, count, host);
+        status = clrun__buffer_write_range(e->ctx, block, first * size, count * size, host);
+    }
+    free(host);
+    return status;
+}
+
+clrun_status clrun__exec_upload_constants(clrun_exec *e)
+{
+    const clrun_graph *g = e->graph;
+    e->constants = calloc((size_t)g->tensor_count + 1, sizeof *e->constants);
+    if (e->constants == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
+    for (int32_t t = 0; t < g->tensor_count; t++) {
+        const clrun__tensor *tensor = &g->tensors[t];
+        if (tensor->kind != CLRUN__TENSOR_CONSTANT)
+            continue;
+        uint64_t bytes = clrun_tensor_bytes(&tensor->type);
+        clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
+        if (status == CLRUN_OK)
+            status = upload_constant(e, tensor, &e->constants[t]);
+        if (status != CLRUN_OK)
+            return status;
+    }
+    return CLRUN_OK;
+}

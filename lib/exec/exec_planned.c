@@ -1,0 +1,237 @@
+/* Planned mode: memory laid out before the first run. The buffers a run creates get offsets from
+ * the static planner in one arena, made once with a sub-buffer per buffer. A donated input is
+ * the caller's block, outside the arena, but it is free after its last reader: buffers born
+ * after that which fit in it are planned into it instead (a region per donated input), so that
+ * planned mode holds no more than the pooled modes, which reuse that block too. Region views are
+ * made per run, since each run's donated block is another. */
+#include <clrun/plan.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+/* Items of a plan with the schedule buffer each stands for. */
+typedef struct plan_items {
+    clrun_plan_buffer *items;
+    int32_t *which;
+    size_t count;
+} plan_items;
+
+/* Insertion sort of idx[0..n) by the items' sizes, largest first (n is small: one graph's
+ * buffers born after one input dies). */
+static void sort_by_size(size_t *idx, size_t n, const clrun_plan_buffer *items)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && items[idx[j - 1]].size < items[idx[j]].size; j--) {
+            size_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+}
+
+/* Peak of the plan of items idx[0..n) (constructions only), offsets into out. */
+static clrun_status plan_subset(const plan_items *all, const size_t *idx, size_t n,
+                                uint64_t alignment, clrun_plan_buffer *scratch, uint64_t *out,
+                                uint64_t *peak)
+{
+    for (size_t i = 0; i < n; i++)
+        scratch[i] = all->items[idx[i]];
+    clrun_plan_options options = CLRUN_PLAN_OPTIONS_DEFAULT;
+    options.time_limit_s = 0;
+    options.alignment = alignment;
+    clrun_plan_result result;
+    clrun_status status = clrun_plan_solve(scratch, n, &options, out, &result);
+    *peak = result.peak_bytes;
+    return status;
+}
+
+/* Fills donated input `host` (its block free from step `free_from`) with what fits of the
+ * unplaced items born then or later, largest first. */
+static clrun_status fill_region(clrun_exec *e, const plan_items *all, int32_t host,
+                                bool *placed, size_t *idx, clrun_plan_buffer *scratch,
+                                uint64_t *offsets)
+{
+    const clrun__sched_buffer *hb = &e->schedule.buffers[host];
+    uint64_t free_from = (uint64_t)hb->last + 1, alignment = e->ctx->info.base_addr_align;
+    size_t candidates = 0, chosen = 0;
+    for (size_t i = 0; i < all->count; i++)
+        if (!placed[i] && all->items[i].first >= free_from && all->items[i].size <= hb->bytes)
+            idx[candidates++] = i;
+    sort_by_size(idx, candidates, all->items);
+    for (size_t c = 0; c < candidates; c++) {
+        size_t keep = idx[c];
+        idx[c] = idx[chosen];
+        idx[chosen] = keep;
+        uint64_t peak;
+        clrun_status status = plan_subset(all, idx, chosen + 1, alignment, scratch, offsets, &peak);
+        if (status != CLRUN_OK)
+            return status;
+        if (peak <= hb->bytes)
+            chosen++;
+    }
+    if (chosen == 0)
+        return CLRUN_OK;
+    uint64_t peak;
+    clrun_status status = plan_subset(all, idx, chosen, alignment, scratch, offsets, &peak);
+    for (size_t i = 0; status == CLRUN_OK && i < chosen; i++) {
+        int32_t b = all->which[idx[i]];
+        placed[idx[i]] = true;
+        e->host_of[b] = host;
+        e->arena_offsets[b] = offsets[i];
+    }
+    return status;
+}
+
+/* Every donated input that is not a graph output (whose block must hold it to the end) hosts
+ * what fits after its last reader. */
+static clrun_status plan_regions(clrun_exec *e, const plan_items *all, bool *placed)
+{
+    size_t *idx = calloc(all->count + 1, sizeof *idx);
+    clrun_plan_buffer *scratch = calloc(all->count + 1, sizeof *scratch);
+    uint64_t *offsets = calloc(all->count + 1, sizeof *offsets);
+    clrun_status status = idx && scratch && offsets ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (int32_t h = 0; status == CLRUN_OK && h < e->schedule.buffer_count; h++) {
+        const clrun__sched_buffer *hb = &e->schedule.buffers[h];
+        if (hb->is_donated && !hb->is_output && hb->last < e->schedule.steps)
+            status = fill_region(e, all, h, placed, idx, scratch, offsets);
+    }
+    free(idx);
+    free(scratch);
+    free(offsets);
+    return status;
+}
+
+/* The arena's plan of every item no region took; offsets go to e->arena_offsets. */
+static clrun_status plan_arena(clrun_exec *e, const plan_items *all, const bool *placed)
+{
+    clrun_plan_buffer *items = calloc(all->count + 1, sizeof *items);
+    uint64_t *offsets = calloc(all->count + 1, sizeof *offsets);
+    int32_t *which = calloc(all->count + 1, sizeof *which);
+    if (!items || !offsets || !which) {
+        free(items), free(offsets), free(which);
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < all->count; i++)
+        if (!placed[i]) {
+            items[n] = all->items[i];
+            which[n++] = all->which[i];
+        }
+    clrun_plan_options options = CLRUN_PLAN_OPTIONS_DEFAULT;
+    options.alignment = e->ctx->info.base_addr_align;
+    options.time_limit_s = e->options.plan_time_limit_s;
+    clrun_plan_result result = {0};
+    clrun_status status = n > 0 ? clrun_plan_solve(items, n, &options, offsets, &result) : CLRUN_OK;
+    if (status != CLRUN_OK)
+        clrun__fail(e->ctx, status, "planner failed on %zu buffers (alignment %llu): %s", n,
+                    (unsigned long long)options.alignment, clrun_strerror(status));
+    for (size_t i = 0; status == CLRUN_OK && i < n; i++)
+        e->arena_offsets[which[i]] = offsets[i];
+    e->arena_bytes = status == CLRUN_OK ? result.peak_bytes : 0;
+    free(items), free(offsets), free(which);
+    return status;
+}
+
+/* The arena and one sub-buffer per buffer in it. */
+static clrun_status make_arena(clrun_exec *e)
+{
+    char bytes[CLRUN__BYTES_TEXT], most[CLRUN__BYTES_TEXT];
+    clrun__format_bytes(e->arena_bytes, bytes, sizeof bytes);
+    if (e->arena_bytes > e->ctx->info.max_alloc)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "the planned arena of graph '%s' needs %s, more than the device's largest "
+                           "allocation, %s", e->graph->name ? e->graph->name : "", bytes,
+                           clrun__format_bytes(e->ctx->info.max_alloc, most, sizeof most));
+    if (e->arena_bytes == 0)
+        return CLRUN_OK;
+    cl_int error = CL_SUCCESS;
+    e->arena = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)e->arena_bytes, NULL, &error);
+    if (e->arena == NULL)
+        return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "the planned arena of graph '%s' (%s)",
+                              e->graph->name ? e->graph->name : "", bytes);
+    for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
+        const clrun__sched_buffer *sb = &e->schedule.buffers[b];
+        bool created = !sb->is_constant && !sb->is_input && sb->first >= 0;
+        if (!created || e->host_of[b] >= 0)
+            continue;
+        cl_buffer_region region = {(size_t)e->arena_offsets[b], (size_t)sb->bytes};
+        e->arena_views[b] = clrun__cl.CreateSubBuffer(e->arena, CL_MEM_READ_WRITE,
+                                                      CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+        if (e->arena_views[b] == NULL)
+            return clrun__fail_cl(e->ctx, error, "clCreateSubBuffer", "arena view at %llu",
+                                  (unsigned long long)e->arena_offsets[b]);
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun__exec_prepare_arena(clrun_exec *e)
+{
+    size_t slots = (size_t)e->schedule.buffer_count + 1;
+    e->arena_views = calloc(slots, sizeof *e->arena_views);
+    e->arena_offsets = calloc(slots, sizeof *e->arena_offsets);
+    e->host_of = malloc(slots * sizeof *e->host_of);
+    e->region_views = calloc(slots, sizeof *e->region_views);
+    plan_items all = {NULL, NULL, 0};
+    clrun_status status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (e->arena_views && e->arena_offsets && e->host_of && e->region_views)
+        status = clrun__schedule_plan_items(&e->schedule, false, &all.items, &all.which, &all.count);
+    bool *placed = status == CLRUN_OK ? calloc(all.count + 1, sizeof *placed) : NULL;
+    if (placed == NULL) {
+        free(all.items), free(all.which);
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning");
+    }
+    for (size_t b = 0; b < slots; b++)
+        e->host_of[b] = -1;
+    status = plan_regions(e, &all, placed);
+    if (status != CLRUN_OK)
+        clrun__fail(e->ctx, status, "out of host memory planning the donated inputs' blocks");
+    if (status == CLRUN_OK)
+        status = plan_arena(e, &all, placed);
+    if (status == CLRUN_OK)
+        status = make_arena(e);
+    free(placed);
+    free(all.items);
+    free(all.which);
+    return status;
+}
+
+clrun_status clrun__exec_bind_regions(clrun_exec *e)
+{
+    for (int32_t b = 0; e->host_of && b < e->schedule.buffer_count; b++) {
+        int32_t host = e->host_of[b];
+        if (host < 0)
+            continue;
+        buffer_state *h = &e->buffers[host];
+        h->hosting = true;
+        cl_mem chunk = clrun__pool_chunk_mem(e->ctx, h->block.chunk);
+        cl_buffer_region region = {(size_t)(h->block.offset + e->arena_offsets[b]),
+                                   (size_t)e->schedule.buffers[b].bytes};
+        cl_int error = CL_INVALID_MEM_OBJECT;
+        e->region_views[b] = chunk ? clrun__cl.CreateSubBuffer(chunk, CL_MEM_READ_WRITE,
+                                                               CL_BUFFER_CREATE_TYPE_REGION,
+                                                               &region, &error)
+                                   : NULL;
+        if (e->region_views[b] == NULL)
+            return clrun__fail_cl(e->ctx, error, "clCreateSubBuffer",
+                                  "a view into donated input '%s' for '%s'",
+                                  clrun__exec_tensor_name(e, e->schedule.buffers[host].root),
+                                  clrun__exec_tensor_name(e, e->schedule.buffers[b].root));
+    }
+    return CLRUN_OK;
+}
+
+void clrun__exec_release_regions(clrun_exec *e)
+{
+    for (int32_t b = 0; e->host_of && b < e->schedule.buffer_count; b++) {
+        if (e->region_views[b]) {
+            clrun__cl.ReleaseMemObject(e->region_views[b]);
+            e->region_views[b] = NULL;
+        }
+        int32_t host = e->host_of[b];
+        if (host >= 0 && e->buffers[host].hosting) {
+            e->buffers[host].hosting = false;
+            clrun__exec_give_back(e, host);
+        }
+    }
+}

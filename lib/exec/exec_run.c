@@ -1,0 +1,336 @@
+/* Running a graph: inputs bound (donated ones consumed), each step's outputs given memory, its
+ * kernels enqueued behind what they wait for, buffers given back at their last use, profile and
+ * statistics collected; a failed run is abandoned without changing what the caller holds. */
+#include <clrun/exec.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+/* ---- running -------------------------------------------------------------------------------- */
+
+/* The input of graph index i as messages name it. */
+static const char *input_name(const clrun_exec *e, int32_t i)
+{
+    return clrun__exec_tensor_name(e, e->graph->inputs[i]);
+}
+
+/* Every input checked before anything changes, so a refused run leaves the executor, its
+ * outputs and the caller's buffers as they were: the count, each buffer live and the caller's
+ * (a donated one is dead, an executor's is not the caller's), its size, and no buffer given
+ * twice where one of the two is donated (an output written in place would change the other).
+ * Two kept inputs on one buffer are fine: both are only read. */
+static clrun_status check_inputs(clrun_exec *e, const clrun_buffer *inputs, int32_t count)
+{
+    const clrun_graph *g = e->graph;
+    if (count > 0 && inputs == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_exec_run: inputs is NULL for graph '%s', which takes %d",
+                           g->name ? g->name : "", (int)g->input_count);
+    if (count != g->input_count)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "graph '%s' takes %d inputs, %d given",
+                           g->name ? g->name : "", (int)g->input_count, (int)count);
+    for (int32_t i = 0; i < count; i++) {
+        int32_t t = g->inputs[i];
+        char what[CLRUN__GRAPH_NAME_MAX + 16];
+        snprintf(what, sizeof what, "input '%s'", input_name(e, i));
+        clrun_status status = clrun__pool_check_caller(e->ctx, &inputs[i], what);
+        if (status != CLRUN_OK)
+            return status;
+        uint64_t bytes = clrun_tensor_bytes(&g->tensors[t].type);
+        if (inputs[i].size != bytes) {
+            char type[CLRUN__TYPE_TEXT], asked[CLRUN__BYTES_TEXT], got[CLRUN__BYTES_TEXT];
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                               "input '%s' needs a buffer of %s (%s), got %s", input_name(e, i),
+                               clrun__format_bytes(bytes, asked, sizeof asked),
+                               clrun__type_format(&g->tensors[t].type, type, sizeof type),
+                               clrun__format_bytes(inputs[i].size, got, sizeof got));
+        }
+        for (int32_t j = 0; j < i; j++)
+            if (inputs[j].slot == inputs[i].slot && inputs[j].generation == inputs[i].generation &&
+                (g->tensors[t].donated || g->tensors[g->inputs[j]].donated))
+                return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "inputs '%s' and '%s' are the same buffer, and one of them is "
+                                   "donated: give each its own buffer", input_name(e, j),
+                                   input_name(e, i));
+    }
+    return CLRUN_OK;
+}
+
+/* Binds checked inputs to their schedule buffers; a donated one is adopted by the executor, so
+ * that the caller's handle is dead to every call from here on. */
+static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32_t count, uint64_t *held)
+{
+    const clrun_graph *g = e->graph;
+    for (int32_t i = 0; i < count; i++) {
+        int32_t t = g->inputs[i];
+        buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+        s->block = inputs[i];
+        if (g->tensors[t].donated) {
+            char as[2 * CLRUN__GRAPH_NAME_MAX + 32];
+            snprintf(as, sizeof as, "input '%s' of graph '%s'", input_name(e, i),
+                     g->name ? g->name : "");
+            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &s->block);
+            if (status != CLRUN_OK)
+                return status;
+        }
+        s->mem = s->block.mem;
+        s->range_chunk = s->block.chunk;
+        s->range_offset = s->block.offset;
+        s->range_size = s->block.size;
+        s->live = true;
+        *held += s->block.size;
+    }
+    return e->options.mode == CLRUN_EXEC_PLANNED ? clrun__exec_bind_regions(e) : CLRUN_OK;
+}
+
+/* The memory of tensor t in this run. */
+/* Out-of-order: what node `step` must wait for. Caller frees *list. */
+static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_event **list, cl_uint *count)
+{
+    *list = NULL;
+    *count = 0;
+    if (!e->ctx->out_of_order)
+        return CLRUN_OK;
+    /* Each output may overlap every pending range; each input brings its users' events. */
+    size_t capacity = (size_t)e->pending_count * (size_t)node->output_count + 8;
+    for (int k = 0; k < node->input_count; k++)
+        if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT)
+            capacity += (size_t)e->buffers[e->schedule.buffer_of[node->inputs[k]]].event_count;
+    cl_event *waits = malloc(capacity * sizeof *waits);
+    if (waits == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    /* Inputs: their writer (and, for an input this node overwrites in place, its other readers:
+     * all of them are in the buffer's event list). */
+    for (int k = 0; k < node->input_count; k++) {
+        if (e->graph->tensors[node->inputs[k]].kind == CLRUN__TENSOR_CONSTANT)
+            continue;
+        const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->inputs[k]]];
+        for (int32_t i = 0; i < s->event_count; i++)
+            waits[(*count)++] = s->events[i];
+    }
+    /* Outputs in blocks freed earlier in this run: the old owner's users. */
+    for (int o = 0; o < node->output_count; o++) {
+        const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->outputs[o]]];
+        for (int32_t i = 0; i < e->pending_count; i++) {
+            const pending_free *p = &e->pending[i];
+            if (p->chunk == s->range_chunk && p->offset < s->range_offset + s->range_size &&
+                s->range_offset < p->offset + p->size)
+                waits[(*count)++] = p->done;
+        }
+    }
+    *list = waits;
+    return CLRUN_OK;
+}
+
+static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak, uint64_t *driver_allocs)
+{
+    const clrun__schedule *s = &e->schedule;
+    int32_t node_index = s->order[step];
+    const clrun__node *node = &e->graph->nodes[node_index];
+    cl_mem in_mems[64], out_mems[16];
+    if (node->input_count > 64 || node->output_count > 16)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH,
+                           "node '%s' (%s) has %d inputs and %d outputs; the executor takes at most 64 and 16",
+                           clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, node->input_count, node->output_count);
+    bool arena = e->options.mode == CLRUN_EXEC_PLANNED; /* held all along: counted at bind */
+    for (int o = 0; o < node->output_count; o++) {
+        int32_t b = s->buffer_of[node->outputs[o]];
+        if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
+            clrun_status status = clrun__exec_take_memory(e, b, driver_allocs);
+            if (status != CLRUN_OK)
+                return status;
+            if (!arena)
+                *held += s->buffers[b].bytes;
+        }
+        out_mems[o] = e->buffers[b].mem;
+    }
+    if (*held > *peak)
+        *peak = *held;
+    e->spans[step].bytes_in_use = *held; /* the most this step holds: its outputs and inputs */
+    for (int k = 0; k < node->input_count; k++)
+        in_mems[k] = clrun__exec_tensor_mem(e, node->inputs[k]);
+
+    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)", (int)step,
+               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
+    cl_event *waits;
+    cl_uint wait_count;
+    clrun_status status = gather_waits(e, node, &waits, &wait_count);
+    if (status != CLRUN_OK)
+        return status;
+    bool want_event = e->options.profile || e->ctx->out_of_order;
+    cl_event done = NULL;
+    status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
+                                             &e->calls[node_index], in_mems, out_mems, wait_count,
+                                             waits, want_event ? &done : NULL);
+    free(waits);
+    if (status != CLRUN_OK)
+        return status;
+    if (e->ctx->out_of_order) {
+        for (int k = 0; k < node->input_count; k++)
+            if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT &&
+                !clrun__exec_add_event(&e->buffers[s->buffer_of[node->inputs[k]]], done))
+                status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        for (int o = 0; o < node->output_count; o++)
+            if (!clrun__exec_add_event(&e->buffers[s->buffer_of[node->outputs[o]]], done))
+                status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    if (e->options.profile) {
+        e->step_events[step] = done;
+    } else if (done) {
+        clrun__cl.ReleaseEvent(done);
+    }
+    if (status != CLRUN_OK)
+        return clrun__fail(e->ctx, status, "out of host memory recording events");
+    for (int32_t i = s->release_start[step]; i < s->release_start[step + 1]; i++) {
+        int32_t b = s->release_list[i];
+        if (!e->buffers[b].live)
+            continue;
+        /* In planned mode only a donated input's own block goes (unless it hosts buffers). */
+        if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting)
+            *held -= s->buffers[b].bytes;
+        status = clrun__exec_give_back(e, b);
+        if (status != CLRUN_OK)
+            return status;
+    }
+    e->spans[step].bytes_after = *held;
+    return CLRUN_OK;
+}
+
+static void collect_profile(clrun_exec *e)
+{
+    uint64_t origin = 0;
+    e->span_count = 0;
+    for (int32_t step = 0; step < e->schedule.steps; step++) {
+        cl_event ev = e->step_events[step];
+        const clrun__node *node = &e->graph->nodes[e->schedule.order[step]];
+        cl_ulong start = 0, end = 0;
+        if (ev) {
+            clrun__cl.GetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+            clrun__cl.GetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+            clrun__cl.ReleaseEvent(ev);
+            e->step_events[step] = NULL;
+        }
+        if (step == 0 || (start && start < origin))
+            origin = start;
+        e->spans[step].op = node->op->name;
+        e->spans[step].name = clrun__exec_tensor_name(e, node->outputs[0]);
+        e->spans[step].start_ns = start;
+        e->spans[step].end_ns = end;
+    }
+    for (int32_t step = 0; step < e->schedule.steps; step++) {
+        e->spans[step].start_ns = e->spans[step].start_ns >= origin ? e->spans[step].start_ns - origin : 0;
+        e->spans[step].end_ns = e->spans[step].end_ns >= origin ? e->spans[step].end_ns - origin : 0;
+    }
+    e->span_count = e->schedule.steps;
+}
+
+/* After a failed run: give everything of this run back (donated inputs included: they were
+ * consumed), so the executor can run again. */
+static void abandon_run(clrun_exec *e)
+{
+    clFinish(e->ctx->queue); /* not counted: cleanup must not be made to fail */
+    for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
+        buffer_state *s = &e->buffers[b];
+        bool callers = e->schedule.buffers[b].is_input && !e->graph->tensors[e->schedule.buffers[b].root].donated;
+        if (s->live && !callers)
+            clrun__exec_give_back(e, b);
+        clrun__exec_drop_events(s);
+        s->live = false;
+    }
+    for (int32_t i = 0; i < e->schedule.steps; i++)
+        if (e->step_events[i]) {
+            clrun__cl.ReleaseEvent(e->step_events[i]);
+            e->step_events[i] = NULL;
+        }
+    clrun__exec_release_regions(e);
+    clrun__exec_drop_pending(e);
+}
+
+/* Inputs the caller keeps are not the executor's: forget them once the run is over (keeping
+ * the memory of one that is also a graph output, so it can be read back). */
+static void unbind_caller_inputs(clrun_exec *e)
+{
+    for (int32_t i = 0; i < e->graph->input_count; i++) {
+        int32_t t = e->graph->inputs[i];
+        if (e->graph->tensors[t].donated)
+            continue;
+        buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+        clrun__exec_drop_events(s);
+        s->live = false;
+        if (!e->graph->tensors[t].is_output)
+            s->mem = NULL;
+    }
+}
+
+/* Figures of a finished run. Pooled figures come from the pool's own statistics, not from the
+ * executor's bookkeeping: what was really held and reserved. */
+static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64_t input_bytes,
+                         uint64_t own_peak, uint64_t naive_allocs, double wall)
+{
+    clrun_memory_stats after;
+    clrun_memory_stats_get(e->ctx, &after);
+    clrun_exec_stats *st = &e->stats;
+    st->wall_ms = wall;
+    st->driver_allocs = after.driver_allocs - before->driver_allocs + naive_allocs;
+    switch (e->options.mode) {
+    case CLRUN_EXEC_POOLED:
+        st->peak_bytes = after.in_use_peak - before->in_use + input_bytes;
+        st->reserved_bytes = after.reserved_peak;
+        break;
+    case CLRUN_EXEC_NAIVE:
+        st->peak_bytes = own_peak;
+        st->reserved_bytes = after.reserved_peak + (own_peak - input_bytes);
+        break;
+    case CLRUN_EXEC_PLANNED:
+        st->peak_bytes = own_peak; /* the arena and the inputs, as long as each is held */
+        st->reserved_bytes = after.reserved_peak + e->arena_bytes;
+        break;
+    case CLRUN_EXEC_CONTEXT: /* resolved at creation */
+        break;
+    }
+}
+
+clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
+{
+    if (e == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_run: NULL executor");
+    clrun_status status = check_inputs(e, inputs, input_count);
+    if (status != CLRUN_OK)
+        return status;
+    clrun__exec_release_outputs(e);
+    clrun_memory_stats before;
+    status = clrun_memory_stats_get(e->ctx, &before);
+    if (status != CLRUN_OK)
+        return status;
+    clrun_memory_reset_peaks(e->ctx);
+    uint64_t held = 0, peak = 0, driver_allocs = 0;
+    double start = (clrun__now() * 1e3);
+    status = bind_inputs(e, inputs, input_count, &held);
+    uint64_t held_at_start = held;
+    if (e->options.mode == CLRUN_EXEC_PLANNED)
+        held += e->arena_bytes;
+    peak = held;
+    for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++)
+        status = run_step(e, step, &held, &peak, &driver_allocs);
+    if (status == CLRUN_OK) {
+        cl_int error = clrun__cl.Finish(e->ctx->queue);
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clFinish", "end of run of graph '%s'", e->graph->name);
+    }
+    double wall = (clrun__now() * 1e3) - start;
+    if (status != CLRUN_OK) {
+        abandon_run(e);
+        return status;
+    }
+    clrun__exec_drop_pending(e);
+    unbind_caller_inputs(e);
+    if (e->options.profile)
+        collect_profile(e);
+    e->have_outputs = true;
+
+    record_stats(e, &before, held_at_start, peak, driver_allocs, wall);
+    return CLRUN_OK;
+}
+

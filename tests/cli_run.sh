@@ -1,0 +1,74 @@
+#!/bin/sh
+# clrun run and clrun info from the command line: configuration errors follow one rule (every
+# command lists what it can and flags each invalid setting; names match in any case), sizes are
+# checked against the device before anything is filled, failures name what failed, an
+# unwritable trace fails before the work, and the trace's counter agrees with the peak. Run by
+# `make check` from the build directory; CLRUN_BIN overrides the tool (default ./clrun).
+set -u
+CLRUN=${CLRUN_BIN:-./clrun}
+EXAMPLES=${srcdir:-.}/examples
+tmp=${TMPDIR:-/tmp}/clrun-run-test.$$
+mkdir -p "$tmp" || exit 99
+trap 'rm -rf "$tmp"' EXIT
+export POCL_DEVICES=${POCL_DEVICES:-pthread}
+export CLRUN_CACHE_DIR="$tmp/cache"
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect RC PATTERN FILE: the last command's status was RC and FILE holds PATTERN.
+expect() {
+    [ "$rc" = "$1" ] || fail "$4: exit status $rc, expected $1"
+    grep -q -- "$2" "$3" || fail "$4: '$2' not in $(cat "$3")"
+}
+
+# An invalid allocator: info still lists the devices, flags the variable, and exits 1, as it does
+# for a device selector that matches nothing.
+CLRUN_ALLOCATOR=budy "$CLRUN" info >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "CLRUN_ALLOCATOR='budy' is not valid: accepted values are buddy|" "$tmp/err" "info, bad allocator"
+grep -q "device 0" "$tmp/out" || fail "info with a bad allocator lists no device"
+CLRUN_DEVICE=99 "$CLRUN" info >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "CLRUN_DEVICE" "$tmp/err" "info, no such device"
+grep -q "device 0" "$tmp/out" || fail "info with a bad device lists no device"
+CLRUN_ALLOCATOR=budy "$CLRUN" info --env >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "budy  (invalid)" "$tmp/out" "info --env flags the value"
+
+# Names in any case, in the variable and the option alike; planned through the variable too.
+CLRUN_ALLOCATOR=Slab "$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 '"allocator": *"slab"' "$tmp/out" "CLRUN_ALLOCATOR=Slab"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --allocator PLANNED --time-limit 0 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 '"mode": *"planned"' "$tmp/out" "--allocator PLANNED --time-limit 0"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --allocator firstfit >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 2 "unknown allocator 'firstfit': valid names are buddy|" "$tmp/err" "unknown --allocator"
+
+# A tensor larger than any device allocation is refused at once, named, before any host filling.
+printf 'input x: f32[8192, 1024, 1024]\nnode y = relu(x)\noutput y\n' >"$tmp/huge.graph"
+"$CLRUN" run "$tmp/huge.graph" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "input 'x' is f32\[8192, 1024, 1024\] (32.00 GiB): more than the device's largest allocation" "$tmp/err" "huge input"
+printf 'const w: f32[4096, 1024, 1024] ones\ninput x: f32[4]\nnode y = relu(x)\noutput y, w\n' >"$tmp/weights.graph"
+"$CLRUN" run "$tmp/weights.graph" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "constant 'w' is f32\[4096, 1024, 1024\] (16.00 GiB)" "$tmp/err" "huge constant"
+
+# Out of memory names the tensor it was for.
+CLRUN_POOL_LIMIT=3M "$CLRUN" run "$EXAMPLES/mlp.graph" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "'w2': out of memory: asked for 1.00 MiB" "$tmp/err" "out of memory under a pool limit"
+
+# An unwritable trace fails before the work, with the reason.
+"$CLRUN" run "$EXAMPLES/mlp.graph" --trace "$tmp/no/such/dir/t.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "cannot write the trace '$tmp/no/such/dir/t.json': No such file or directory" "$tmp/err" "unwritable trace"
+grep -q "time" "$tmp/out" && fail "unwritable trace: the graph ran anyway"
+
+# The trace names the process and the queue, and its counter peaks at the reported peak.
+"$CLRUN" run "$EXAMPLES/gpt2_block.graph" --repeat 1 --json --trace "$tmp/t.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 '"peak_bytes"' "$tmp/out" "trace run"
+grep -q '"process_name"' "$tmp/t.json" || fail "trace: no process name"
+grep -q '"thread_name"' "$tmp/t.json" || fail "trace: no thread name"
+peak=$(sed -n 's/^ *"peak_bytes": *\([0-9]*\),*$/\1/p' "$tmp/out")
+top=$(tr '{' '\n' <"$tmp/t.json" | sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' | sort -n | tail -n 1)
+[ -n "$peak" ] && [ "$peak" = "$top" ] || fail "trace counter peaks at '$top', the run reports '$peak'"
+
+[ $failures = 0 ] || exit 1
+echo "cli_run: all passed"

@@ -1,0 +1,86 @@
+/* clrun run's report: for a person, or one JSON object for a program. */
+#include <json-c/json.h>
+#include <stdio.h>
+
+#include "run.h"
+
+static void shape_text(const clrun_tensor_type *t, char *out, size_t size)
+{
+    size_t used = (size_t)snprintf(out, size, "%s[", clrun_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank && used < size; d++)
+        used += (size_t)snprintf(out + used, size - used, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    if (used < size)
+        snprintf(out + used, size - used, "]");
+}
+
+void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clrun_graph *g,
+                          const run_result *r)
+{
+    const clrun_exec_stats *s = &r->stats;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "graph", json_object_new_string(clrun_graph_name(g) ? clrun_graph_name(g) : a->path));
+    json_object_object_add(o, "allocator", json_object_new_string(s->allocator));
+    json_object_object_add(o, "mode", json_object_new_string(s->mode));
+    json_object_object_add(o, "device", json_object_new_string(clrun_context_device(ctx)->name));
+    json_object_object_add(o, "nodes", json_object_new_int(s->steps));
+    json_object_object_add(o, "repeat", json_object_new_int(a->repeat));
+    json_object_object_add(o, "wall_ms", json_object_new_double(r->median));
+    json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)s->peak_bytes));
+    json_object_object_add(o, "reserved_bytes", json_object_new_int64((int64_t)s->reserved_bytes));
+    json_object_object_add(o, "lower_bound_bytes", json_object_new_int64((int64_t)s->lower_bound_bytes));
+    json_object_object_add(o, "naive_bytes", json_object_new_int64((int64_t)s->naive_bytes));
+    json_object_object_add(o, "constant_bytes", json_object_new_int64((int64_t)s->constant_bytes));
+    json_object_object_add(o, "driver_allocs", json_object_new_int64((int64_t)s->driver_allocs));
+    json_object_object_add(o, "donations", json_object_new_int(s->donations));
+    json_object_object_add(o, "unused_donations", json_object_new_int(s->unused_donations));
+    json_object *outputs = json_object_new_array();
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < n; i++) {
+        const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
+        json_object *out = json_object_new_object();
+        json_object_object_add(out, "name", json_object_new_string(clrun_graph_tensor_name(g, ids[i])));
+        json_object_object_add(out, "dtype", json_object_new_string(clrun_dtype_name(t->dtype)));
+        json_object *shape = json_object_new_array();
+        for (int d = 0; d < t->rank; d++)
+            json_object_array_add(shape, json_object_new_int64(t->shape[d]));
+        json_object_object_add(out, "shape", shape);
+        json_object_object_add(out, "checksum", json_object_new_string(r->checksums[i]));
+        json_object_array_add(outputs, out);
+    }
+    json_object_object_add(o, "outputs", outputs);
+    printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const clrun_graph *g,
+                            const run_result *r)
+{
+    const clrun_exec_stats *s = &r->stats;
+    char peak[32], reserved[32], bound[32], naive[32], constants[32];
+    const clrun_device_info *d = clrun_context_device(ctx);
+    printf("graph       %s (%s): %d nodes, %d tensors, weights %s\n", clrun_graph_name(g) ? clrun_graph_name(g) : "",
+           a->path, (int)s->steps, (int)clrun_graph_tensor_count(g),
+           clrun_format_bytes(s->constant_bytes, constants, sizeof constants));
+    printf("device      %s (%s)\n", d->name, d->platform_name);
+    printf("allocator   %s\n", s->allocator);
+    double lo = r->times[0], hi = r->times[a->repeat - 1];
+    printf("time        %.3f ms per run (median of %d; min %.3f, max %.3f)\n", r->median, a->repeat, lo, hi);
+    printf("peak        %s in use, %s reserved from the driver (%llu driver allocations in the last run)\n",
+           clrun_format_bytes(s->peak_bytes, peak, sizeof peak),
+           clrun_format_bytes(s->reserved_bytes, reserved, sizeof reserved), (unsigned long long)s->driver_allocs);
+    printf("bounds      lower bound %s (peak is %.2fx), naive %s (saving %.1f%%)\n",
+           clrun_format_bytes(s->lower_bound_bytes, bound, sizeof bound),
+           s->lower_bound_bytes ? (double)s->peak_bytes / (double)s->lower_bound_bytes : 0.0,
+           clrun_format_bytes(s->naive_bytes, naive, sizeof naive),
+           s->naive_bytes ? 100.0 * (1.0 - (double)s->peak_bytes / (double)s->naive_bytes) : 0.0);
+    printf("donations   %d in place%s\n", (int)s->donations,
+           s->unused_donations ? ", some donated inputs unused (see CLRUN_LOG=warn)" : "");
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < n; i++) {
+        char type[128];
+        shape_text(clrun_graph_tensor_type(g, ids[i]), type, sizeof type);
+        printf("output      %s %s checksum %s\n", clrun_graph_tensor_name(g, ids[i]), type, r->checksums[i]);
+    }
+}

@@ -1,0 +1,89 @@
+/* clrun run --trace: the last run as a Chrome/Perfetto trace (ui.perfetto.dev): the process and
+ * queue named, a span per kernel, and a counter of the bytes the run holds, which rises to each
+ * node's peak when it starts and falls when the buffers it read last are given back, so that the
+ * counter's maximum is the run's reported peak. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run.h"
+
+static json_object *metadata(const char *what, const char *name)
+{
+    json_object *event = json_object_new_object();
+    json_object_object_add(event, "name", json_object_new_string(what));
+    json_object_object_add(event, "ph", json_object_new_string("M"));
+    json_object_object_add(event, "pid", json_object_new_int(1));
+    json_object_object_add(event, "tid", json_object_new_int(1));
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "name", json_object_new_string(name));
+    json_object_object_add(event, "args", args);
+    return event;
+}
+
+static json_object *counter(uint64_t ns, uint64_t bytes)
+{
+    json_object *event = json_object_new_object();
+    json_object_object_add(event, "name", json_object_new_string("bytes in use"));
+    json_object_object_add(event, "ph", json_object_new_string("C"));
+    json_object_object_add(event, "ts", json_object_new_double((double)ns / 1e3));
+    json_object_object_add(event, "pid", json_object_new_int(1));
+    json_object *value = json_object_new_object();
+    json_object_object_add(value, "bytes", json_object_new_int64((int64_t)bytes));
+    json_object_object_add(event, "args", value);
+    return event;
+}
+
+static json_object *span(const clrun_exec_span *s)
+{
+    json_object *event = json_object_new_object();
+    json_object_object_add(event, "name", json_object_new_string(s->op));
+    json_object_object_add(event, "cat", json_object_new_string("kernel"));
+    json_object_object_add(event, "ph", json_object_new_string("X"));
+    json_object_object_add(event, "ts", json_object_new_double((double)s->start_ns / 1e3));
+    json_object_object_add(event, "dur", json_object_new_double((double)(s->end_ns - s->start_ns) / 1e3));
+    json_object_object_add(event, "pid", json_object_new_int(1));
+    json_object_object_add(event, "tid", json_object_new_int(1));
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "output", json_object_new_string(s->name));
+    json_object_object_add(args, "bytes_in_use", json_object_new_int64((int64_t)s->bytes_in_use));
+    json_object_object_add(event, "args", args);
+    return event;
+}
+
+FILE *clrun_run_open_trace(const char *path)
+{
+    FILE *out = fopen(path, "w");
+    if (out == NULL)
+        fprintf(stderr, "clrun run: cannot write the trace '%s': %s\n", path, strerror(errno));
+    return out;
+}
+
+int clrun_run_write_trace(FILE *out, const char *path, const clrun_exec *exec,
+                          const clrun_graph *graph, const clrun_context *ctx)
+{
+    const clrun_exec_span *spans;
+    int32_t n = clrun_exec_profile(exec, &spans);
+    json_object *events = json_object_new_array();
+    char process[512], thread[512];
+    snprintf(process, sizeof process, "clrun run %s", clrun_graph_name(graph) ? clrun_graph_name(graph) : path);
+    snprintf(thread, sizeof thread, "queue of %s", clrun_context_device(ctx)->name);
+    json_object_array_add(events, metadata("process_name", process));
+    json_object_array_add(events, metadata("thread_name", thread));
+    for (int32_t i = 0; i < n; i++) {
+        json_object_array_add(events, span(&spans[i]));
+        json_object_array_add(events, counter(spans[i].start_ns, spans[i].bytes_in_use));
+        json_object_array_add(events, counter(spans[i].end_ns, spans[i].bytes_after));
+    }
+    json_object *root = json_object_new_object();
+    json_object_object_add(root, "traceEvents", events);
+    json_object_object_add(root, "displayTimeUnit", json_object_new_string("ms"));
+    const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+    int rc = fputs(text, out) < 0 || fputc('\n', out) == EOF;
+    rc |= fclose(out) != 0;
+    if (rc)
+        fprintf(stderr, "clrun run: writing the trace '%s' failed: %s\n", path, strerror(errno));
+    json_object_put(root);
+    return rc ? 1 : 0;
+}
