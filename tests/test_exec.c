@@ -342,7 +342,9 @@ static void donated_input_is_written_in_place_and_unusable_afterwards(void **sta
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
     /* unfused: the chain's two nodes are the two donations under test */
-    clrun_exec_options unfused = {.mode = CLRUN_EXEC_POOLED, .fusion = -1};
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
     assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
@@ -375,7 +377,9 @@ static void kept_input_is_never_written(void **state)
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
     /* unfused: the chain's two nodes are the two donations under test */
-    clrun_exec_options unfused = {.mode = CLRUN_EXEC_POOLED, .fusion = -1};
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
     assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 9, &x);
@@ -495,7 +499,11 @@ static void debug_logging_shows_every_allocation_and_launch(void **state)
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    /* unfused: the chain's two nodes are the two steps it counts */
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
     debug_log quiet = {0}, loud = {0};

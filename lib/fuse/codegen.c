@@ -22,6 +22,21 @@ static void name_group(clrun__fused_op *f)
     }
 }
 
+/* The output may take the buffer of an input of its byte size when every such input is read
+ * only at the work-item's own element: when it has the output's element count (inputs of
+ * fewer elements are read broadcast, at other elements). */
+static bool alias_safe(const clrun_graph *g, const clrun__fused_op *f, const int32_t *inputs)
+{
+    const clrun_tensor_type *out = &f->steps[f->step_count - 1].type;
+    uint64_t bytes = clrun_tensor_bytes(out), elements = clrun_tensor_elements(out);
+    for (int i = 0; i < f->input_count; i++) {
+        const clrun_tensor_type *t = &g->tensors[inputs[i]].type;
+        if (clrun_tensor_bytes(t) == bytes && clrun_tensor_elements(t) != elements)
+            return false;
+    }
+    return true;
+}
+
 clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
                                       const clrun__fuse_plan *plan, int32_t group,
                                       int32_t **inputs_out)
@@ -65,8 +80,8 @@ clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
         }
     }
     f->op = (clrun__op){.name = f->name, .min_inputs = f->input_count, .max_inputs = f->input_count,
-                        .outputs = 1, .kind = CLRUN__OP_FUSED, .code = group,
-                        .infer = clrun__fused_infer};
+                        .outputs = 1, .alias_safe = alias_safe(g, f, inputs), .kind = CLRUN__OP_FUSED,
+                        .code = group, .infer = clrun__fused_infer};
     snprintf(f->kernel, sizeof f->kernel, "clrun_fused_%d", (int)group);
     name_group(f);
     *inputs_out = inputs;
