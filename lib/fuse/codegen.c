@@ -314,7 +314,8 @@ static bool emit_kernel(clrun__strbuf *b, clrun__fused_op *f, bool poisoned)
         emit_step(b, f, g, s);
     clrun__strbuf_printf(b, "    out[");
     emit_offset(b, g, g->out_strides);
-    clrun__strbuf_printf(b, "] = t%d;\n}\n", f->step_count - 1);
+    clrun__strbuf_printf(b, "] = %s(t%d);\n}\n", clrun__ew_store_function(last->type.dtype),
+                         f->step_count - 1);
     free(g);
     return true;
 }

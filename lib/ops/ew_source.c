@@ -118,6 +118,11 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
     emit_dtype_unmacros(b);
 }
 
+const char *clrun__ew_store_function(clrun_dtype dtype)
+{
+    return dtype == CLRUN_F32 ? "clrun_canon_f32" : dtype == CLRUN_F64 ? "clrun_canon_f64" : "";
+}
+
 void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value)
 {
     if (dtype == CLRUN_F32 || dtype == CLRUN_F64) {
@@ -185,13 +190,14 @@ static void emit_params(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype 
         clrun__strbuf_printf(b, ", const %s p%d", clrun__cl_type(data), p);
 }
 
-/* "ew_add_f32(in0[o0], in1[o1], p0)" with each input's offset named by `offset` ("i", "o%d"). */
+/* "clrun_canon_f32(ew_add_f32(in0[o0], in1[o1], p0))": each input read at the output's index
+ * (own_index) or at its offset o<k>, the result through the store function. */
 static void emit_call(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                       clrun_dtype result, bool own_index)
 {
     char name[64];
     clrun__ew_function_name(def, data, result, name, sizeof name);
-    clrun__strbuf_printf(b, "%s(", name);
+    clrun__strbuf_printf(b, "%s(%s(", clrun__ew_store_function(result), name);
     for (int i = 0; i < def->arity; i++) {
         if (own_index)
             clrun__strbuf_printf(b, "%sin%d[i]", i ? ", " : "", i);
@@ -200,7 +206,7 @@ static void emit_call(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype da
     }
     for (int p = 0; p < def->param_count; p++)
         clrun__strbuf_printf(b, ", p%d", p);
-    clrun__strbuf_printf(b, ")");
+    clrun__strbuf_printf(b, "))");
 }
 
 static void emit_flat(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data, clrun_dtype result)

@@ -25,6 +25,10 @@ void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_d
 void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                              clrun_dtype result);
 
+/* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
+ * kernels/ew_functions.cl) for floats, "" for the others. */
+const char *clrun__ew_store_function(clrun_dtype dtype);
+
 /* `value` as an OpenCL C constant of `dtype`, exactly: 0x1.99999ap-3f, (-INFINITY), 7L. */
 void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value);
 
