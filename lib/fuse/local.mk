@@ -6,3 +6,19 @@ libclrun_internal_la_SOURCES += \
 	lib/fuse/group.c lib/fuse/group.h \
 	lib/fuse/codegen.c lib/fuse/codegen.h \
 	lib/fuse/fuse.c lib/fuse/fuse.h
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_fuse
+TESTS += tests/test_fuse
+tests_test_fuse_SOURCES = tests/test_fuse.c tests/device_test.h tests/rng.h examples/models.c \
+	examples/models.h
+tests_test_fuse_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_test_fuse_CFLAGS = $(TEST_CFLAGS)
+tests_test_fuse_LDADD = $(TEST_LDADD)
+endif
+
+# bench_fusion: fused against unfused executors on the same graphs, alternating, in one run.
+EXTRA_PROGRAMS += bench/bench_fusion
+BENCH_LIST += bench/bench_fusion
+bench_bench_fusion_SOURCES = bench/bench_fusion.c examples/models.c examples/models.h tests/rng.h
+bench_bench_fusion_LDADD = libclrun-internal.la
