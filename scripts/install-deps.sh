@@ -6,7 +6,8 @@ set -eu
 packages="build-essential autoconf automake libtool pkg-config \
 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd \
 libxxhash-dev libjson-c-dev libcmocka-dev \
-clang libclang-rt-dev"
+clang libclang-rt-dev \
+python3 python3-numpy"
 
 missing=""
 for p in $packages; do

@@ -70,5 +70,10 @@ peak=$(sed -n 's/^ *"peak_bytes": *\([0-9]*\),*$/\1/p' "$tmp/out")
 top=$(tr '{' '\n' <"$tmp/t.json" | sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' | sort -n | tail -n 1)
 [ -n "$peak" ] && [ "$peak" = "$top" ] || fail "trace counter peaks at '$top', the run reports '$peak'"
 
+# The plan picture names each buffer after its tensor.
+"$CLRUN" plan "$EXAMPLES/mlp.graph" --time-limit 0 --svg "$tmp/p.svg" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "<title>h1: " "$tmp/p.svg" "plan --svg tooltips"
+grep -q "<title>buffer " "$tmp/p.svg" && fail "plan --svg: a tooltip says 'buffer N' for a graph's tensor"
+
 [ $failures = 0 ] || exit 1
 echo "cli_run: all passed"

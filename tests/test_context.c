@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -212,12 +213,12 @@ static void entry_path(const char *dir, const char *name, char *out, size_t size
     pclose(p);
 }
 
-static clrun_program_stats build_once(const char *dir, const char *source)
+static clrun_program_stats build_with(const char *dir, const char *source, int cache)
 {
     clrun_context_options o;
     clrun_context_options_init(&o);
     o.cache_dir = dir;
-    o.cache = 1;
+    o.cache = cache;
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
     cl_program p = NULL;
@@ -231,6 +232,120 @@ static clrun_program_stats build_once(const char *dir, const char *source)
     clrun_program_stats_get(ctx, &s);
     clrun_context_destroy(ctx);
     return s;
+}
+
+/* CLRUN_CACHE=1 (the option's 1): binaries are written on every driver. */
+static clrun_program_stats build_once(const char *dir, const char *source)
+{
+    return build_with(dir, source, 1);
+}
+
+/* By default (auto) POCL gets no binaries written: asking it for one compiles every kernel of
+ * the program, which made the cold first run 3x slower than with no cache; its own kernel
+ * cache serves the next process. Entries that exist are still read. */
+static void auto_cache_writes_no_binaries_on_pocl(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/auto", cache_root);
+    const char *source = "__kernel void cached_kernel(__global int *x) { x[get_global_id(0)] += 5; }\n";
+    clrun_program_stats s = build_with(dir, source, 0);
+    assert_int_equal(s.cache_misses, 1);
+    assert_int_equal(s.cache_writes, 0);
+    s = build_with(dir, source, 1); /* written when asked for */
+    assert_int_equal(s.cache_writes, 1);
+    s = build_with(dir, source, 0);
+    assert_int_equal(s.cache_hits, 1);
+}
+
+/* ---- a cache another local user could have written is never read ---- */
+
+static const char *trusted_source =
+    "__kernel void cached_kernel(__global int *x) { x[get_global_id(0)] += 9; }\n";
+
+/* A fresh cache directory under the test's root with one entry written; its path into entry. */
+static void cache_with_entry(const char *name, char *dir, size_t dir_size, char *entry,
+                             size_t entry_size)
+{
+    snprintf(dir, dir_size, "%s/%s", cache_root, name);
+    clrun_program_stats s = build_once(dir, trusted_source);
+    assert_int_equal(s.cache_writes, 1);
+    entry_path(dir, "cached", entry, entry_size);
+    assert_true(entry[0] != '\0');
+}
+
+static void a_new_cache_directory_and_its_entries_are_private(void **state)
+{
+    (void)state;
+    char dir[600], entry[1024];
+    cache_with_entry("private", dir, sizeof dir, entry, sizeof entry);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(stat(entry, &st), 0);
+    assert_int_equal(st.st_mode & 077, 0);
+}
+
+/* A directory others may write: the cache is off (no read, no write), with a warning. */
+static void a_cache_directory_others_can_write_is_not_used(void **state)
+{
+    (void)state;
+    char dir[600], entry[1024];
+    cache_with_entry("shared", dir, sizeof dir, entry, sizeof entry);
+    assert_int_equal(chmod(dir, 0777), 0);
+    clrun_program_stats s = build_once(dir, trusted_source);
+    assert_int_equal(s.cache_hits + s.cache_misses + s.cache_writes, 0);
+    assert_int_equal(s.builds_from_source, 1);
+    assert_int_equal(chmod(dir, 0700), 0);
+    if (geteuid() == 0) { /* another user's directory (root can make one; CI runs as root) */
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        s = build_once(dir, trusted_source);
+        assert_int_equal(s.cache_hits + s.cache_misses + s.cache_writes, 0);
+        assert_int_equal(chown(dir, 0, 0), 0);
+    }
+}
+
+/* Entries that are not this user's regular, private files are refused, rebuilt and replaced. */
+static void entries_that_are_not_private_regular_files_are_refused(void **state)
+{
+    (void)state;
+    char dir[600], entry[1024];
+    cache_with_entry("entries", dir, sizeof dir, entry, sizeof entry);
+    /* writable by others */
+    assert_int_equal(chmod(entry, 0666), 0);
+    clrun_program_stats s = build_once(dir, trusted_source);
+    assert_int_equal(s.cache_hits, 0);
+    assert_int_equal(s.cache_rejected, 1);
+    assert_int_equal(s.cache_writes, 1); /* replaced by our own build */
+    assert_int_equal(build_once(dir, trusted_source).cache_hits, 1);
+    /* a FIFO: refused at once, never waited on */
+    assert_int_equal(unlink(entry), 0);
+    assert_int_equal(mkfifo(entry, 0600), 0);
+    s = build_once(dir, trusted_source);
+    assert_int_equal(s.cache_rejected, 1);
+    /* a symbolic link to a real entry */
+    char target[1100];
+    snprintf(target, sizeof target, "%s.target", entry);
+    assert_int_equal(rename(entry, target), 0);
+    assert_int_equal(symlink(target, entry), 0);
+    s = build_once(dir, trusted_source);
+    assert_int_equal(s.cache_rejected, 1);
+    /* a 4 GiB sparse file: refused by its size, not read */
+    assert_int_equal(unlink(entry), 0);
+    int fd = open(entry, O_CREAT | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)4 << 30), 0);
+    close(fd);
+    s = build_once(dir, trusted_source);
+    assert_int_equal(s.cache_rejected, 1);
+    assert_int_equal(s.cache_writes, 1);
+    /* owned by another user (needs root to make one: CI runs as root) */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(entry, 65534, 65534), 0);
+        s = build_once(dir, trusted_source);
+        assert_int_equal(s.cache_hits, 0);
+        assert_int_equal(s.cache_rejected, 1);
+    }
 }
 
 static void cache_goes_miss_hit_corrupt_rebuilt(void **state)
@@ -374,6 +489,10 @@ int main(void)
         cmocka_unit_test(unknown_kernel_is_a_clear_error),
         cmocka_unit_test(failing_build_surfaces_its_build_log),
         cmocka_unit_test(cache_goes_miss_hit_corrupt_rebuilt),
+        cmocka_unit_test(auto_cache_writes_no_binaries_on_pocl),
+        cmocka_unit_test(a_new_cache_directory_and_its_entries_are_private),
+        cmocka_unit_test(a_cache_directory_others_can_write_is_not_used),
+        cmocka_unit_test(entries_that_are_not_private_regular_files_are_refused),
         cmocka_unit_test(changed_source_is_a_different_key),
         cmocka_unit_test(unwritable_cache_is_a_warning_not_a_failure),
         cmocka_unit_test(cache_off_never_touches_the_disk),

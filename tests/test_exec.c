@@ -95,7 +95,7 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
         int32_t a = r.tensors[pick(&rng, r.count)];
         const clrun_tensor_type *ta = clrun_graph_tensor_type(r.graph, a);
         int64_t cols = ta->shape[1];
-        int kind = pick(&rng, 7);
+        int kind = pick(&rng, 8);
         if (kind == 0) {
             add_node(&r, unary[pick(&rng, 7)], &a, 1, NULL, 0);
         } else if (kind == 1) {
@@ -126,6 +126,16 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
             clrun_attr attrs[2] = {{.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 0.5},
                                    {.name = "beta", .kind = CLRUN_ATTR_FLOAT, .f = 0.25}};
             add_node(&r, "scale", &a, 1, attrs, 2);
+        } else if (kind == 7) { /* views: flattened, then back to [rows, cols], or as it is */
+            clrun_attr flat = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {rows * cols}, .count = 1};
+            clrun_attr back = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {rows, cols}, .count = 2};
+            if (pick(&rng, 2)) {
+                int32_t v = add_node(&r, "reshape", &a, 1, &flat, 1);
+                r.count--; /* [rows * cols]: no later node may pick it */
+                add_node(&r, "reshape", &v, 1, &back, 1);
+            } else {
+                add_node(&r, "reshape", &a, 1, &back, 1);
+            }
         } else { /* transpose twice to stay [rows, cols] */
             clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
             int32_t t = add_node(&r, "transpose", &a, 1, &perm, 1);
@@ -398,19 +408,28 @@ static void kept_input_is_never_written(void **state)
     clrun_graph_destroy(g);
 }
 
-static void unusable_donation_is_reported(void **state)
+/* y = matmul(x, w) with x donated: no output can take x's block (a product cannot write in
+ * place), so the donation goes unused. */
+static clrun_graph *donated_product(const char *name, int32_t *x)
 {
-    (void)state;
     clrun_graph *g = NULL;
-    assert_int_equal(clrun_graph_create("unused", &g), CLRUN_OK);
+    assert_int_equal(clrun_graph_create(name, &g), CLRUN_OK);
     clrun_tensor_type t = matrix(4, 8), w = matrix(8, 3);
-    int32_t x, wt, y;
-    assert_int_equal(clrun_graph_add_input(g, "x", &t, true, &x), CLRUN_OK);
+    int32_t wt, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, true, x), CLRUN_OK);
     assert_int_equal(clrun_graph_add_constant(g, "w", &w, NULL, CLRUN_FILL_ONES, 0, 0, 1, &wt), CLRUN_OK);
-    int32_t in[2] = {x, wt};
+    int32_t in[2] = {*x, wt};
     const char *ny[] = {"y"};
     assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
     assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    return g;
+}
+
+static void unusable_donation_is_reported(void **state)
+{
+    (void)state;
+    int32_t x;
+    clrun_graph *g = donated_product("unused", &x);
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
@@ -529,16 +548,8 @@ static void debug_logging_shows_every_allocation_and_launch(void **state)
 static void unused_donation_says_why(void **state)
 {
     (void)state;
-    clrun_graph *g = NULL;
-    assert_int_equal(clrun_graph_create("why", &g), CLRUN_OK);
-    clrun_tensor_type t = matrix(4, 8), w = matrix(8, 8);
-    int32_t x, wt, y;
-    assert_int_equal(clrun_graph_add_input(g, "x", &t, true, &x), CLRUN_OK);
-    assert_int_equal(clrun_graph_add_constant(g, "w", &w, NULL, CLRUN_FILL_ONES, 0, 0, 1, &wt), CLRUN_OK);
-    int32_t in[2] = {x, wt};
-    const char *ny[] = {"y"};
-    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
-    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    int32_t x;
+    clrun_graph *g = donated_product("why", &x);
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_log_set_level(CLRUN_LOG_WARN);

@@ -274,6 +274,77 @@ static void a_reset_with_a_live_executor_is_refused(void **state)
     clrun_context_destroy(ctx);
 }
 
+/* A view of a kept input is the caller's buffer, read-only: an elementwise op after it writes its
+ * output elsewhere, and the view itself costs no memory. */
+static void a_view_of_a_kept_input_is_never_written(void **state)
+{
+    (void)state;
+    clrun_context *ctx = context();
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("view", &g), CLRUN_OK);
+    clrun_tensor_type t = vector_type();
+    clrun_tensor_id x, v, y;
+    clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {8, 8}, .count = 2};
+    const char *nv[] = {"v"}, *ny[] = {"y"};
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "reshape", &x, 1, nv, 1, &shape, 1, &v), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "neg", &v, 1, ny, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    clrun_buffer xb = counting_buffer(ctx, 1);
+    assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+    assert_output_counts(exec, -1, -1);
+    float host[N];
+    assert_int_equal(clrun_buffer_read(ctx, &xb, host), CLRUN_OK);
+    for (int i = 0; i < N; i++)
+        assert_true(host[i] == 1.0f + (float)i);
+    clrun_exec_stats s;
+    assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
+    assert_int_equal(s.views, 1);
+    assert_int_equal(s.peak_bytes, 2 * N * sizeof(float)); /* x and y; v is x's bytes */
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &xb), CLRUN_OK);
+    clrun_graph_destroy(g);
+    clrun_context_destroy(ctx);
+}
+
+/* Every public call that takes a handle answers NULL with an error or a neutral value. */
+static void public_calls_take_null(void **state)
+{
+    (void)state;
+    assert_null(clrun_context_cl(NULL));
+    assert_null(clrun_context_cl_device(NULL));
+    assert_null(clrun_context_device(NULL));
+    assert_false(clrun_context_out_of_order(NULL));
+    assert_null(clrun_context_queue(NULL));
+    assert_int_equal(clrun_pool_check(NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_pool_reset(NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_pool_trim(NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_memory_reset_peaks(NULL);
+    const clrun_exec_span *spans = (const clrun_exec_span *)&spans;
+    assert_int_equal(clrun_exec_profile(NULL, &spans), 0);
+    assert_null(spans);
+    const char *const *names = (const char *const *)&names;
+    assert_int_equal(clrun_exec_unused_donations(NULL, &names), 0);
+    assert_null(names);
+    clrun_program_stats stats;
+    memset(&stats, 0xff, sizeof stats);
+    clrun_program_stats_get(NULL, &stats);
+    assert_int_equal(stats.cache_hits, 0);
+    clrun_program_stats_get(NULL, NULL);
+    clrun_memory_stats ms;
+    assert_int_equal(clrun_memory_stats_get(NULL, &ms), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_exec_run(NULL, NULL, 0), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_exec_stats_get(NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_buffer b;
+    assert_int_equal(clrun_exec_take_output(NULL, 0, &b), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_free(NULL, &b), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_buffer_read(NULL, &b, &ms), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_exec_destroy(NULL);
+    clrun_context_destroy(NULL);
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
@@ -286,6 +357,8 @@ int main(void)
         cmocka_unit_test(a_taken_output_can_be_donated_to_the_next_run),
         cmocka_unit_test(a_taken_output_holds_the_output_in_every_mode),
         cmocka_unit_test(a_reset_with_a_live_executor_is_refused),
+        cmocka_unit_test(a_view_of_a_kept_input_is_never_written),
+        cmocka_unit_test(public_calls_take_null),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);

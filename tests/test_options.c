@@ -95,7 +95,8 @@ static void defaults_hold_when_nothing_is_set(void **state)
     assert_int_equal(clrun__options_load(&o, err, sizeof err), CLRUN_OK);
     assert_string_equal(clrun__allocator_choice_name(&o.allocator), clrun_strategy_default()->name);
     assert_int_equal(o.allocator.mode, CLRUN__EXEC_POOLED);
-    assert_true(o.cache_enabled);
+    assert_true(o.cache.enabled);
+    assert_false(o.cache.always);
     assert_false(o.preallocate);
     assert_false(o.guard);
     assert_int_equal(o.pool_limit, 0);
@@ -118,7 +119,7 @@ static void environment_values_are_parsed(void **state)
     assert_int_equal(clrun__options_load(&o, err, sizeof err), CLRUN_OK);
     assert_string_equal(clrun__allocator_choice_name(&o.allocator), "slab");
     assert_int_equal(o.pool_limit, 64u << 20);
-    assert_false(o.cache_enabled);
+    assert_false(o.cache.enabled);
     assert_true(o.guard);
     assert_true(o.mem_fraction == 0.5);
     assert_int_equal(o.log_level, CLRUN_LOG_DEBUG);

@@ -15,6 +15,13 @@ int clrun_cli_usage_error(const char *command, const char *format, ...)
 #endif
     ;
 
+#include <clrun/status.h>
+
+/* The exit status for a failure to load an input file: 2 when the input is malformed (syntax,
+ * an invalid graph, an unknown op, a size no tensor may have), 1 when it could not be read
+ * (I/O, out of host memory). */
+int clrun_cli_input_exit(clrun_status status);
+
 /* True when argv[i] is "--help" or "-h". */
 int clrun_cli_wants_help(int argc, char **argv);
 

@@ -44,6 +44,19 @@ int clrun_cli_usage_error(const char *command_name, const char *format, ...)
     return 2;
 }
 
+int clrun_cli_input_exit(clrun_status status)
+{
+    switch (status) {
+    case CLRUN_ERROR_PARSE:
+    case CLRUN_ERROR_INVALID_GRAPH:
+    case CLRUN_ERROR_UNKNOWN_KERNEL:
+    case CLRUN_ERROR_INVALID_SIZE:
+        return 2; /* the input is malformed */
+    default:
+        return 1; /* it could not be read: I/O, host memory, ... */
+    }
+}
+
 int clrun_cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)

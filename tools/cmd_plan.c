@@ -83,7 +83,8 @@ static int write_svg(const struct clrun_cli_plan_args *args, const clrun_plan_bu
     char title[512];
     snprintf(title, sizeof title, "clrun plan: %s (%s%s)", args->source, r->method,
              r->optimal ? ", optimal" : "");
-    clrun_status st = clrun_plan_write_svg(out, buffers, n, offsets, r->lower_bound_bytes, title);
+    clrun_status st = clrun_plan_write_svg_named(out, buffers, args->names, n, offsets,
+                                                 r->lower_bound_bytes, title);
     if (fclose(out) != 0 || st != CLRUN_OK) {
         fprintf(stderr, "clrun plan: %s: %s\n", args->svg_path, clrun_strerror(st ? st : CLRUN_ERROR_IO));
         return 1;
@@ -255,16 +256,16 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
 }
 
 /* A graph's buffers: its schedule (last uses, in-place reuse) turned into lifetimes. */
-static int load_graph(const char *path, clrun_plan_buffer **buffers, size_t *n)
+static int load_graph(const char *path, clrun_plan_buffer **buffers, size_t *n, char ***names)
 {
     char err[2048];
     clrun_graph *graph = NULL;
     clrun_status status = clrun_graph_load(path, &graph, err, sizeof err);
     if (status != CLRUN_OK) {
         fprintf(stderr, "%s\n", err);
-        return status == CLRUN_ERROR_IO ? 1 : 2;
+        return clrun_cli_input_exit(status);
     }
-    status = clrun_graph_plan_buffers(graph, true, buffers, n, err, sizeof err);
+    status = clrun_graph_plan_buffers(graph, true, buffers, n, names, err, sizeof err);
     clrun_graph_destroy(graph);
     if (status != CLRUN_OK) {
         fprintf(stderr, "clrun plan: %s: %s\n", path, err);
@@ -354,10 +355,12 @@ int clrun_cli_plan(int argc, char **argv)
         return rc;
     clrun_plan_buffer *buffers = NULL;
     uint64_t *ids = NULL;
+    char **names = NULL;
     size_t n = 0;
     if (cli.graph) {
         cli.args.source = cli.graph;
-        rc = load_graph(cli.graph, &buffers, &n);
+        rc = load_graph(cli.graph, &buffers, &n, &names);
+        cli.args.names = (const char *const *)names;
     } else if (cli.csv) {
         cli.args.source = cli.csv;
         rc = load_csv(cli.csv, &buffers, &ids, &n);
@@ -371,5 +374,6 @@ int clrun_cli_plan(int argc, char **argv)
     }
     free(buffers);
     free(ids);
+    free(names);
     return rc;
 }

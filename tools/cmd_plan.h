@@ -17,6 +17,7 @@ struct clrun_cli_plan_args {
     const char *svg_path;       /* --svg: the picture, or NULL */
     clrun_plan_options options; /* time limit, alignment, seed */
     const uint64_t *ids;        /* id of each buffer for --out, or NULL for 0..n-1 */
+    const char *const *names;   /* name of each buffer for --svg, or NULL */
 };
 
 /* `clrun plan ...`: returns the exit status (0 ok, 1 failure, 2 usage or malformed input). */

@@ -77,18 +77,15 @@ static int parse_args(int argc, char **argv, run_args *a)
 /* Why making an input failed, when the failure is the tool's own (not the library's). */
 static char input_error[512];
 
-/* Fills an input like a seeded constant: uniform in [-1, 1) for floats, [0, 16) for ints,
- * [0, 2) for bools. */
+/* Fills an input with clrun_graph_example_input's values (seeded, uniform in [-1, 1) for
+ * floats, [0, 16) for ints, [0, 2) for bools), which programs and the Python binding use to
+ * reproduce a run. */
 static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t index, uint64_t seed,
                                clrun_buffer *out)
 {
     const clrun_tensor_id *ids;
     clrun_graph_inputs(g, &ids);
-    const clrun_tensor_type *type = clrun_graph_tensor_type(g, ids[index]);
-    bool integral = type->dtype == CLRUN_I32 || type->dtype == CLRUN_I64;
-    double low = integral || type->dtype == CLRUN_BOOL ? 0 : -1;
-    double high = integral ? 16 : type->dtype == CLRUN_BOOL ? 2 : 1;
-    uint64_t bytes = clrun_tensor_bytes(type);
+    uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[index]));
     void *host = malloc((size_t)bytes);
     if (host == NULL) {
         char text[32];
@@ -96,8 +93,7 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
                  clrun_graph_tensor_name(g, ids[index]), clrun_format_bytes(bytes, text, sizeof text));
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    clrun_status status = clrun_fill_values(type, CLRUN_FILL_UNIFORM, low, high,
-                                            seed * 1000003u + (uint64_t)index, host, bytes);
+    clrun_status status = clrun_graph_example_input(g, index, seed, host, bytes);
     if (status == CLRUN_OK)
         status = clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, ids[index]), out);
     if (status == CLRUN_OK)
@@ -222,7 +218,7 @@ int clrun_cli_run(int argc, char **argv)
     clrun_status status = clrun_graph_load(a.path, &g, err, sizeof err);
     if (status != CLRUN_OK) {
         fprintf(stderr, "%s\n", err);
-        return status == CLRUN_ERROR_IO ? 1 : 2;
+        return clrun_cli_input_exit(status);
     }
     if (a.trace && (a.trace_file = clrun_run_open_trace(a.trace)) == NULL) {
         clrun_graph_destroy(g);

@@ -8,8 +8,8 @@ clrun_LDADD = libclrun-internal.la $(JSONC_LIBS) $(XXHASH_LIBS)
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
-TESTS += tests/cli_replay.sh tests/cli_run.sh
-EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh \
+TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh
+EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh \
 	tests/data/traces/gen_traces.py \
 	tests/data/traces/tiny.csv \
 	tests/data/traces/malformed.csv \
@@ -17,3 +17,9 @@ EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh \
 	tests/data/traces/resnet50_infer.csv \
 	tests/data/traces/growing.csv \
 	tests/data/traces/random.csv
+
+# The LD_PRELOAD library of tests/cli_oom.sh: fails the Nth allocation of a process.
+check_LTLIBRARIES = tests/malloc_fail.la
+tests_malloc_fail_la_SOURCES = tests/malloc_fail.c
+tests_malloc_fail_la_CFLAGS = $(CLRUN_WARN_CFLAGS)
+tests_malloc_fail_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere

@@ -88,15 +88,16 @@ clrun_status clrun_context_create(const clrun_context_options *options, clrun_co
  * allocated from the pool are released with it and must not be used afterwards. */
 void clrun_context_destroy(clrun_context *ctx);
 
-/* The facts of the context's device. */
+/* The facts of the context's device (NULL for a NULL context). */
 const clrun_device_info *clrun_context_device(const clrun_context *ctx);
 
-/* The underlying OpenCL objects, for applications that enqueue their own work. */
+/* The underlying OpenCL objects, for applications that enqueue their own work (NULL for a NULL
+ * context). */
 cl_context clrun_context_cl(const clrun_context *ctx);
 cl_command_queue clrun_context_queue(const clrun_context *ctx);
 cl_device_id clrun_context_cl_device(const clrun_context *ctx);
 
-/* True when the context's queue executes out of order. */
+/* True when the context's queue executes out of order (false for a NULL context). */
 bool clrun_context_out_of_order(const clrun_context *ctx);
 
 /* The message of the last failure on ctx, from whichever thread (with details: the OpenCL

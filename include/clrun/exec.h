@@ -56,7 +56,13 @@ typedef struct clrun_exec clrun_exec;
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out);
 
-/* Frees the executor, its constants and any outputs it still holds. NULL is accepted. */
+/* Frees the executor, its constants and any outputs it still holds. NULL is accepted. No other
+ * call on the executor may run meanwhile or after.
+ *
+ * Threads: the calls below may come from several threads; they are serialised per executor (a
+ * run waits for a run of the same executor in another thread, and the reading calls see one
+ * run's results whole). Executors of one context run concurrently. Pointers the reading calls
+ * hand out (spans, names, output memory) stay valid until the next run of the executor. */
 void clrun_exec_destroy(clrun_exec *exec);
 
 /* Runs the graph once and waits for it. inputs[i] is the buffer of the graph's i-th input
@@ -98,12 +104,14 @@ typedef struct clrun_exec_stats {
     int32_t donations;          /* outputs written in place of a dying input, per run */
     int32_t unused_donations;   /* inputs marked donated that no output could take */
     double wall_ms;             /* last run, host wall clock, submit to finish */
+    int32_t views;              /* outputs that are views of their input's buffer (reshape):
+                                   no memory, no kernel */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
 
 /* The names of donated inputs no output could take (they are still freed after their last
- * use); *names points into the graph. */
+ * use); *names points into the graph. 0 (and NULL) for a NULL executor. */
 int32_t clrun_exec_unused_donations(const clrun_exec *exec, const char *const **names);
 
 /* A group of elementwise nodes that runs as one generated kernel (fusion: CLRUN_FUSION, the
@@ -125,20 +133,45 @@ typedef struct clrun_exec_span {
     const char *name;        /* its first output's name */
     uint64_t start_ns;       /* device clock, relative to the run's first node start */
     uint64_t end_ns;
-    uint64_t bytes_in_use;   /* executor-held bytes right after the node was enqueued */
+    uint64_t bytes_in_use;   /* bytes the run holds while the node runs (its inputs and its
+                                outputs, and in planned mode the arena): the run's peak is the
+                                largest of these */
+    uint64_t bytes_after;    /* the same once the buffers the node read last are given back */
 } clrun_exec_span;
 
-/* The spans of the last run in schedule order; 0 when profiling was off. */
+/* The spans of the last run in schedule order; 0 when profiling was off (and for NULL). */
 int32_t clrun_exec_profile(const clrun_exec *exec, const clrun_exec_span **spans);
 
 /* The buffers a run of `graph` creates, as the static planner sees them (clrun_plan_buffer,
  * plan.h): the schedule's buffers after in-place reuse, each alive over [first step, last step
- * + 1), and, with `with_inputs`, the graph inputs, alive from step 0. *buffers is malloc'd (the
- * caller frees it); *count gets their number. On failure the reason goes to err (may be NULL)
- * and clrun_last_error(NULL). */
+ * + 1), and, with `with_inputs`, the graph inputs, alive from step 0 (to the end when the caller
+ * keeps them). *buffers is malloc'd (the caller frees it); *count gets their number. names (may
+ * be NULL) gets each buffer's name (its first tensor's) in one malloc'd block: free(*names) frees
+ * them all. On failure the reason goes to err (may be NULL) and clrun_last_error(NULL). */
 clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
-                                      clrun_plan_buffer **buffers, size_t *count, char *err,
-                                      size_t errlen);
+                                      clrun_plan_buffer **buffers, size_t *count, char ***names,
+                                      char *err, size_t errlen);
+
+/* One buffer of an executor's memory layout: the memory of a tensor and of those that take it
+ * over in place after it. Constants (resident for the executor's life) are not listed. */
+typedef struct clrun_exec_buffer_info {
+    const char *tensor;  /* the first tensor that owns it; points into the graph */
+    uint64_t bytes;
+    int32_t first_step;  /* the step that writes it; -1 for a graph input */
+    int32_t last_step;   /* the last step that reads it; `steps` when it ends as a graph output */
+    bool is_input;       /* holds a graph input (the caller's buffer, or a donated one) */
+    bool is_output;      /* ends as a graph output */
+    uint64_t offset;     /* planned mode: its byte offset in the arena; CLRUN_NO_OFFSET for inputs
+                            and in the other modes, whose blocks come from the pool at run time */
+} clrun_exec_buffer_info;
+
+#define CLRUN_NO_OFFSET UINT64_MAX
+
+/* The executor's buffers in schedule order, as the planner sees them: with out NULL, *count gets
+ * how many there are; otherwise the first min(capacity, count) go to out and *count gets the
+ * total. CLRUN_ERROR_INVALID_ARGUMENT for a NULL exec or count. */
+clrun_status clrun_exec_layout(const clrun_exec *exec, clrun_exec_buffer_info *out, int32_t capacity,
+                               int32_t *count);
 
 #ifdef __cplusplus
 }

@@ -148,6 +148,22 @@ bool clrun_graph_tensor_donated(const clrun_graph *graph, clrun_tensor_id id);
 clrun_status clrun_fill_values(const clrun_tensor_type *type, clrun_fill fill, double a, double b,
                                uint64_t seed, void *out, uint64_t bytes);
 
+/* Marks graph input `id` donated or not, as clrun_graph_add_input's flag does: for a graph read
+ * from a file or imported, whose caller decides which buffers it gives up (a binding's
+ * `donate=` list). An executor decides its in-place reuse when it is created and reads the flag
+ * on every run, so call this only while no executor of the graph exists.
+ * CLRUN_ERROR_INVALID_ARGUMENT, with the graph unchanged, when id is not a graph input. */
+clrun_status clrun_graph_set_donated(clrun_graph *graph, clrun_tensor_id id, bool donated);
+
+/* Fills `host` (`bytes`: exactly the input's size) with the deterministic values that
+ * `clrun run --seed SEED` feeds the graph's input number `index` (clrun_graph_inputs order):
+ * clrun_fill_values' uniform fill with seed SEED * 1000003 + index over [-1, 1) for float
+ * dtypes, [0, 16) for integers and [0, 2) for bool. So a program or a binding can reproduce a
+ * CLI run bit for bit. CLRUN_ERROR_INVALID_ARGUMENT for an index out of range, NULL host or a
+ * wrong size, with the reason in clrun_last_error(NULL). */
+clrun_status clrun_graph_example_input(const clrun_graph *graph, int32_t index, uint64_t seed,
+                                       void *host, uint64_t bytes);
+
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);
 

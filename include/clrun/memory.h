@@ -62,6 +62,9 @@ clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
 clrun_status clrun_buffer_write(clrun_context *ctx, const clrun_buffer *buffer, const void *host);
 clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host);
 
+/* The calls below that take a context refuse a NULL one with CLRUN_ERROR_INVALID_ARGUMENT
+ * (clrun_memory_reset_peaks does nothing). */
+
 /* Gives every chunk that holds no live block back to the driver; *released (may be NULL) gets
  * the bytes returned. */
 clrun_status clrun_pool_trim(clrun_context *ctx, uint64_t *released);

@@ -166,6 +166,13 @@ clrun_status clrun_plan_write_svg(FILE *out, const clrun_plan_buffer *buffers, s
                                   const uint64_t *offsets, uint64_t lower_bound,
                                   const char *title);
 
+/* The same, with each buffer's name (names[i], or "buffer i" where names or names[i] is NULL)
+ * in its tooltip. */
+clrun_status clrun_plan_write_svg_named(FILE *out, const clrun_plan_buffer *buffers,
+                                        const char *const *names, size_t n,
+                                        const uint64_t *offsets, uint64_t lower_bound,
+                                        const char *title);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,7 +40,7 @@ typedef struct clrun_program_stats {
     unsigned long cache_writes;       /* entries written */
 } clrun_program_stats;
 
-/* Fills *out with the context's counters. */
+/* Fills *out with the context's counters (zeros for a NULL context; nothing for a NULL out). */
 void clrun_program_stats_get(clrun_context *ctx, clrun_program_stats *out);
 
 /* The names of the embedded programs (NULL-terminated), e.g. for `clrun info`. */

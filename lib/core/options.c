@@ -23,6 +23,7 @@ typedef enum option_kind {
     KIND_ALLOC,    /* an allocator strategy name (or "naive"/"planned", executor modes) */
     KIND_DEBUG,    /* "guard" or "none" */
     KIND_QUEUE,    /* "in-order" or "out-of-order" */
+    KIND_CACHE,    /* "auto" or a boolean */
 } option_kind;
 
 typedef struct option_row {
@@ -43,8 +44,8 @@ static option_row option_table[] = {
      KIND_TEXT, FIELD(device)},
     {{"CLRUN_LOG", "none|error|warn|info|debug", "none", "messages written to stderr (or to the application's handler)"},
      KIND_LOG, FIELD(log_level)},
-    {{"CLRUN_CACHE", "BOOL", "1", "on-disk cache of compiled kernel binaries"},
-     KIND_BOOL, FIELD(cache_enabled)},
+    {{"CLRUN_CACHE", "auto|BOOL", "auto", "on-disk cache of compiled kernel binaries; auto writes none on POCL, whose own kernel cache makes them cost more than they save"},
+     KIND_CACHE, FIELD(cache)},
     {{"CLRUN_CACHE_DIR", "PATH", "", "cache directory; default $XDG_CACHE_HOME/clrun, else ~/.cache/clrun"},
      KIND_TEXT, FIELD(cache_dir)},
     {{"CLRUN_ALLOCATOR", NULL /* the registry's names */, NULL /* the registry's default */,
@@ -227,6 +228,18 @@ static bool parse_value(const option_row *row, const char *text, clrun__options 
             return true;
         }
         return false;
+    case KIND_CACHE: {
+        clrun__cache_mode *mode = field;
+        bool on;
+        if (strcasecmp(text, "auto") == 0) {
+            *mode = (clrun__cache_mode){true, false};
+            return true;
+        }
+        if (!clrun__parse_bool(text, &on))
+            return false;
+        *mode = (clrun__cache_mode){on, on};
+        return true;
+    }
     case KIND_QUEUE:
         if (strcasecmp(text, "in-order") == 0 || strcasecmp(text, "out-of-order") == 0) {
             *(bool *)field = strcasecmp(text, "out-of-order") == 0;
@@ -240,9 +253,9 @@ static bool parse_value(const option_row *row, const char *text, clrun__options 
 /* Why `text` is not a valid value of row, naming the variable and what it accepts. */
 static void describe_invalid(const option_row *row, const char *text, char *err, size_t errlen)
 {
-    if (row->kind == KIND_BOOL)
-        snprintf(err, errlen, "%s='%s' is not valid: accepted values are 1|0|true|false|yes|no|on|off",
-                 row->doc.name, text);
+    if (row->kind == KIND_BOOL || row->kind == KIND_CACHE)
+        snprintf(err, errlen, "%s='%s' is not valid: accepted values are %s1|0|true|false|yes|no|on|off",
+                 row->doc.name, text, row->kind == KIND_CACHE ? "auto|" : "");
     else if (row->kind == KIND_SIZE)
         snprintf(err, errlen, "%s='%s' is not valid: accepted values are a byte count with an "
                  "optional K, M, G or T suffix (e.g. 512M)", row->doc.name, text);

@@ -35,12 +35,20 @@ const char *clrun__allocator_choice_name(const clrun__allocator_choice *choice);
 /* Every accepted name, '|'-separated, from the strategy registry: "buddy|slab|bump|naive|planned". */
 const char *clrun__allocator_choice_names(void);
 
+/* CLRUN_CACHE: on, off, or auto (the default): on, except that no binary is written where the
+ * driver keeps compiled kernels itself and asking it for a binary costs a compile of every
+ * kernel (POCL). */
+typedef struct clrun__cache_mode {
+    bool enabled; /* read (and write) the cache */
+    bool always;  /* write binaries on every driver (CLRUN_CACHE=1) */
+} clrun__cache_mode;
+
 /* The values of all options, defaults filled in. */
 typedef struct clrun__options {
     char platform[CLRUN__NAME_MAX];  /* CLRUN_PLATFORM: index or name substring; "" = default */
     char device[CLRUN__NAME_MAX];    /* CLRUN_DEVICE: index or name substring; "" = default */
     clrun_log_level log_level;       /* CLRUN_LOG */
-    bool cache_enabled;              /* CLRUN_CACHE */
+    clrun__cache_mode cache;         /* CLRUN_CACHE */
     char cache_dir[CLRUN__PATH_MAX]; /* CLRUN_CACHE_DIR; "" = $XDG_CACHE_HOME/clrun */
     clrun__allocator_choice allocator; /* CLRUN_ALLOCATOR */
     bool preallocate;                /* CLRUN_PREALLOCATE */

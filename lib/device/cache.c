@@ -4,6 +4,7 @@
 #include "device/cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 
 static const char magic[8] = {'C', 'L', 'R', 'U', 'N', 'B', 'C', '1'};
 #define HEADER_SIZE (8 + 4 + 8 + 8)
-#define MAX_ENTRY ((uint64_t)1 << 32) /* a binary larger than 4 GiB is not a real entry */
+/* Largest entry read: program binaries are a few MiB; anything larger is not an entry of ours,
+ * and reading it would cost time and memory before the checksum refuses it. */
+#define MAX_ENTRY ((uint64_t)256 << 20)
 
 unsigned long long clrun__hash64(const void *data, size_t size)
 {
@@ -70,37 +73,82 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-/* The whole file, or NULL; *missing tells "no file" from "unreadable". */
-static unsigned char *read_file(const char *path, size_t *size, bool *missing)
+/* Owned by this user and writable by nobody else: what another local user could not have
+ * planted or changed. A program binary is native code on CPU drivers. */
+static bool trusted_mode(const struct stat *st, char *why, size_t size, const char *path)
 {
-    *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        *missing = errno == ENOENT;
+    if (st->st_uid != geteuid()) {
+        snprintf(why, size, "'%s' is owned by uid %u, not by this user", path, (unsigned)st->st_uid);
+        return false;
+    }
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, size, "'%s' is writable by its group or by others (mode %03o)", path,
+                 (unsigned)(st->st_mode & 0777));
+        return false;
+    }
+    return true;
+}
+
+clrun__cache_trust clrun__cache_check_dir(const char *dir, char *why, size_t size)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return errno == ENOENT ? CLRUN__CACHE_ABSENT : CLRUN__CACHE_UNTRUSTED;
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, size, "'%s' is not a directory", dir);
+        return CLRUN__CACHE_UNTRUSTED;
+    }
+    return trusted_mode(&st, why, size, dir) ? CLRUN__CACHE_TRUSTED : CLRUN__CACHE_UNTRUSTED;
+}
+
+/* The whole entry, or NULL with *state MISS (no file) or REFUSED (why says what it is). Never
+ * follows a link, never blocks on a FIFO or device, reads only a regular file of this user's,
+ * not writable by others, of a bounded size. */
+static unsigned char *read_entry(const char *path, size_t *size, clrun__cache_result *state,
+                                 char *why, size_t why_size)
+{
+    *state = CLRUN__CACHE_REFUSED;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            *state = CLRUN__CACHE_MISS;
+        else
+            snprintf(why, why_size, "cannot open '%s': %s", path,
+                     errno == ELOOP ? "it is a symbolic link" : strerror(errno));
         return NULL;
     }
-    unsigned char *data = NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size <= MAX_ENTRY) {
-        data = malloc((size_t)st.st_size + 1);
-        if (data && fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-            free(data);
-            data = NULL;
-        }
-        *size = (size_t)st.st_size;
+    unsigned char *data = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        snprintf(why, why_size, "'%s' is not a regular file", path);
+    else if (!trusted_mode(&st, why, why_size, path))
+        ; /* why says whose it is */
+    else if ((uint64_t)st.st_size > MAX_ENTRY)
+        snprintf(why, why_size, "'%s' is %llu bytes, more than an entry can be", path,
+                 (unsigned long long)st.st_size);
+    else if ((data = malloc((size_t)st.st_size + 1)) == NULL)
+        snprintf(why, why_size, "out of host memory reading '%s'", path);
+    if (data) {
+        size_t got = 0;
+        ssize_t n = 1;
+        while (got < (size_t)st.st_size && (n = read(fd, data + got, (size_t)st.st_size - got)) > 0)
+            got += (size_t)n;
+        *size = got;
+        *state = CLRUN__CACHE_CORRUPT; /* read: the caller checks what it holds */
     }
-    fclose(f);
+    close(fd);
     return data;
 }
 
 clrun__cache_result clrun__cache_load(const char *path, const char *key, unsigned char **out,
-                                      size_t *out_size)
+                                      size_t *out_size, char *why, size_t why_size)
 {
     size_t size = 0;
-    bool missing;
-    unsigned char *data = read_file(path, &size, &missing);
+    clrun__cache_result state;
+    why[0] = '\0';
+    unsigned char *data = read_entry(path, &size, &state, why, why_size);
     if (data == NULL)
-        return missing ? CLRUN__CACHE_MISS : CLRUN__CACHE_CORRUPT;
+        return state;
     size_t key_len = strlen(key);
     clrun__cache_result result = CLRUN__CACHE_CORRUPT;
     if (size >= HEADER_SIZE && memcmp(data, magic, sizeof magic) == 0) {
@@ -122,7 +170,8 @@ clrun__cache_result clrun__cache_load(const char *path, const char *key, unsigne
     return result;
 }
 
-/* mkdir -p; true when the directory exists afterwards. */
+/* mkdir -p with mode 0700 for what it creates (the cache holds native code); true when the
+ * directory exists afterwards. */
 static bool make_directories(const char *dir)
 {
     char path[4096];
@@ -132,11 +181,11 @@ static bool make_directories(const char *dir)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
             return false;
         *p = '/';
     }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
         return false;
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -149,6 +198,8 @@ bool clrun__cache_store(const char *dir, const char *path, const char *key,
         snprintf(why, why_size, "cannot create cache directory '%s': %s", dir, strerror(errno));
         return false;
     }
+    if (clrun__cache_check_dir(dir, why, why_size) != CLRUN__CACHE_TRUSTED)
+        return false; /* made by someone else between the check and here */
     size_t key_len = strlen(key);
     unsigned char header[HEADER_SIZE];
     memcpy(header, magic, sizeof magic);

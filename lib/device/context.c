@@ -44,7 +44,7 @@ static clrun_status apply_api_options(clrun__options *o, const clrun_context_opt
     if (api->guard)
         o->guard = api->guard > 0;
     if (api->cache)
-        o->cache_enabled = api->cache > 0;
+        o->cache = (clrun__cache_mode){api->cache > 0, api->cache > 0};
     if (api->pool_limit)
         o->pool_limit = api->pool_limit;
     return CLRUN_OK;
@@ -183,8 +183,9 @@ void clrun__context_pool_config(const clrun_context *ctx, clrun__pool_config *ou
     };
 }
 
-const clrun_device_info *clrun_context_device(const clrun_context *ctx) { return &ctx->info; }
-cl_context clrun_context_cl(const clrun_context *ctx) { return ctx->cl; }
-cl_command_queue clrun_context_queue(const clrun_context *ctx) { return ctx->queue; }
-cl_device_id clrun_context_cl_device(const clrun_context *ctx) { return ctx->device; }
-bool clrun_context_out_of_order(const clrun_context *ctx) { return ctx->out_of_order; }
+/* The readers take NULL and answer with a neutral value: NULL, or false. */
+const clrun_device_info *clrun_context_device(const clrun_context *ctx) { return ctx ? &ctx->info : NULL; }
+cl_context clrun_context_cl(const clrun_context *ctx) { return ctx ? ctx->cl : NULL; }
+cl_command_queue clrun_context_queue(const clrun_context *ctx) { return ctx ? ctx->queue : NULL; }
+cl_device_id clrun_context_cl_device(const clrun_context *ctx) { return ctx ? ctx->device : NULL; }
+bool clrun_context_out_of_order(const clrun_context *ctx) { return ctx && ctx->out_of_order; }

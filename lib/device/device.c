@@ -2,6 +2,7 @@
 #include "device/device.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,11 @@ static clrun_status enumerate_platform(cl_platform_id platform, unsigned platfor
 
     if ((err = clrun__cl.GetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, *ids + *count, NULL)))
         return clrun__fail_cl(NULL, err, "clGetDeviceIDs", "platform %u", platform_index);
+    for (cl_uint i = 0; i < n; i++)
+        if ((*ids)[*count + i] == NULL)
+            return clrun__fail(NULL, CLRUN_ERROR_OPENCL,
+                               "clGetDeviceIDs of platform %u (%s) gave a NULL device %u of %u: "
+                               "the driver is broken", platform_index, platform_name, i, n);
     for (cl_uint i = 0; i < n; i++) {
         clrun_device_info *info = &(*list)[*count];
         memset(info, 0, sizeof *info);
@@ -153,7 +159,23 @@ static clrun_status enumerate_platform(cl_platform_id platform, unsigned platfor
     return CLRUN_OK;
 }
 
+/* Platform and device discovery, one thread at a time in the process: POCL's first
+ * clGetDeviceIDs, called from several threads at once, can hand out NULL devices. */
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static clrun_status enumerate_locked(clrun_device_info **list_out, cl_platform_id **platforms_out,
+                                     cl_device_id **ids_out, size_t *count_out);
+
 clrun_status clrun__device_enumerate(clrun_device_info **list_out, cl_platform_id **platforms_out,
+                                     cl_device_id **ids_out, size_t *count_out)
+{
+    pthread_mutex_lock(&discovery_lock);
+    clrun_status status = enumerate_locked(list_out, platforms_out, ids_out, count_out);
+    pthread_mutex_unlock(&discovery_lock);
+    return status;
+}
+
+static clrun_status enumerate_locked(clrun_device_info **list_out, cl_platform_id **platforms_out,
                                      cl_device_id **ids_out, size_t *count_out)
 {
     *list_out = NULL;
@@ -176,6 +198,11 @@ clrun_status clrun__device_enumerate(clrun_device_info **list_out, cl_platform_i
     clrun_status status = CLRUN_OK;
     if ((err = clrun__cl.GetPlatformIDs(n, platform_ids, NULL)))
         status = clrun__fail_cl(NULL, err, "clGetPlatformIDs", "%s", "");
+    for (cl_uint p = 0; status == CLRUN_OK && p < n; p++)
+        if (platform_ids[p] == NULL)
+            status = clrun__fail(NULL, CLRUN_ERROR_OPENCL,
+                                 "clGetPlatformIDs gave a NULL platform %u of %u: the ICD loader "
+                                 "or a driver is broken", p, n);
 
     clrun_device_info *list = NULL;
     cl_platform_id *platforms = NULL;

@@ -147,8 +147,10 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
     if (clrun_graph_validate((clrun_graph *)graph) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "%s", clrun_graph_last_error(graph));
     clrun_exec *e = calloc(1, sizeof *e);
-    if (e == NULL)
+    if (e == NULL || pthread_mutex_init(&e->lock, NULL) != 0) {
+        free(e);
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    }
     e->ctx = ctx;
     e->graph = graph;
     if (options)
@@ -248,12 +250,16 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->spans);
     free(e->step_events);
     clrun__fusion_free(e->ctx, &e->fusion);
+    pthread_mutex_destroy(&e->lock);
     free(e);
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
-clrun_status clrun_exec_output(const clrun_exec *e, int32_t i, cl_mem *mem, uint64_t *bytes)
+/* The executor's lock, for calls that take a const executor: it is not part of its value. */
+static pthread_mutex_t *lock_of(const clrun_exec *e) { return &((clrun_exec *)e)->lock; }
+
+static clrun_status output_of(const clrun_exec *e, int32_t i, cl_mem *mem, uint64_t *bytes)
 {
     if (e == NULL || i < 0 || i >= e->graph->output_count || !e->have_outputs)
         return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
@@ -292,14 +298,20 @@ static clrun_status copy_output(clrun_exec *e, int32_t t, cl_mem from, clrun_buf
     return CLRUN_OK;
 }
 
-clrun_status clrun_exec_take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
+clrun_status clrun_exec_output(const clrun_exec *e, int32_t i, cl_mem *mem, uint64_t *bytes)
 {
-    if (out == NULL)
-        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
-                           "clrun_exec_take_output: out is NULL");
-    memset(out, 0, sizeof *out);
+    if (e == NULL)
+        return output_of(e, i, mem, bytes);
+    pthread_mutex_lock(lock_of(e));
+    clrun_status status = output_of(e, i, mem, bytes);
+    pthread_mutex_unlock(lock_of(e));
+    return status;
+}
+
+static clrun_status take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
+{
     cl_mem mem;
-    clrun_status status = clrun_exec_output(e, i, &mem, NULL);
+    clrun_status status = output_of(e, i, &mem, NULL);
     if (status != CLRUN_OK)
         return status;
     int32_t t = e->graph->outputs[i];
@@ -317,11 +329,23 @@ clrun_status clrun_exec_take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
     return CLRUN_OK;
 }
 
-clrun_status clrun_exec_read_output(clrun_exec *e, int32_t i, void *host, uint64_t bytes)
+clrun_status clrun_exec_take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
+{
+    if (out == NULL || e == NULL)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_exec_take_output: NULL argument");
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&e->lock);
+    clrun_status status = take_output(e, i, out);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+static clrun_status read_output(clrun_exec *e, int32_t i, void *host, uint64_t bytes)
 {
     cl_mem mem;
     uint64_t size;
-    clrun_status status = clrun_exec_output(e, i, &mem, &size);
+    clrun_status status = output_of(e, i, &mem, &size);
     if (status != CLRUN_OK)
         return status;
     if (bytes != size || host == NULL)
@@ -335,11 +359,23 @@ clrun_status clrun_exec_read_output(clrun_exec *e, int32_t i, void *host, uint64
     return CLRUN_OK;
 }
 
+clrun_status clrun_exec_read_output(clrun_exec *e, int32_t i, void *host, uint64_t bytes)
+{
+    if (e == NULL)
+        return output_of(e, i, NULL, NULL);
+    pthread_mutex_lock(&e->lock);
+    clrun_status status = read_output(e, i, host, bytes);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
 clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
 {
     if (e == NULL || out == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_stats_get: NULL argument");
+    pthread_mutex_lock(lock_of(e));
     *out = e->stats;
+    pthread_mutex_unlock(lock_of(e));
     out->mode = clrun_exec_mode_name(e->options.mode);
     out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? e->ctx->options.allocator.strategy->name
                                                           : out->mode;
@@ -353,14 +389,15 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->constant_bytes = e->schedule.constant_bytes;
     out->donations = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donations;
     out->unused_donations = e->schedule.unused_donated_count;
+    out->views = e->schedule.views;
     return CLRUN_OK;
 }
 
 int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **names)
 {
     if (names)
-        *names = e->unused_names;
-    return e->unused_names ? e->schedule.unused_donated_count : 0;
+        *names = e ? e->unused_names : NULL;
+    return e && e->unused_names ? e->schedule.unused_donated_count : 0;
 }
 
 int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **groups)
@@ -373,6 +410,34 @@ int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **g
 int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
 {
     if (spans)
-        *spans = e->spans;
-    return e->span_count;
+        *spans = e ? e->spans : NULL;
+    if (e == NULL)
+        return 0;
+    pthread_mutex_lock(lock_of(e));
+    int32_t count = e->span_count;
+    pthread_mutex_unlock(lock_of(e));
+    return count;
+}
+
+clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out, int32_t capacity,
+                               int32_t *count)
+{
+    if (e == NULL || count == NULL)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_layout: NULL argument");
+    int32_t n = 0;
+    for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
+        const clrun__sched_buffer *buf = &e->schedule.buffers[b];
+        if (buf->is_constant)
+            continue;
+        if (out && n < capacity) {
+            bool in_arena = e->arena_views && e->arena_views[b];
+            out[n] = (clrun_exec_buffer_info){
+                .tensor = clrun__exec_tensor_name(e, buf->root), .bytes = buf->bytes, .first_step = buf->first,
+                .last_step = buf->last, .is_input = buf->is_input, .is_output = buf->is_output,
+                .offset = in_arena ? e->arena_offsets[b] : CLRUN_NO_OFFSET};
+        }
+        n++;
+    }
+    *count = n;
+    return CLRUN_OK;
 }

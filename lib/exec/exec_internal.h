@@ -40,6 +40,7 @@ typedef struct buffer_state {
 } buffer_state;
 
 struct clrun_exec {
+    pthread_mutex_t lock;          /* one call at a time: a run and the reading of its results */
     clrun_context *ctx;
     const clrun_graph *graph;      /* what runs: the caller's graph as fusion rewrote it */
     clrun__fusion fusion;          /* the rewrite (lib/fuse/) and what it made */
@@ -75,6 +76,16 @@ struct clrun_exec {
 static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t)
 {
     return e->graph->tensors[t].name;
+}
+
+/* Buffer s now holds pool block `block`: its memory and its bytes' range. */
+static inline void clrun__exec_hold_block(buffer_state *s, const clrun_buffer *block)
+{
+    s->block = *block;
+    s->mem = block->mem;
+    s->range_chunk = block->chunk;
+    s->range_offset = block->offset;
+    s->range_size = block->size;
 }
 
 /* The memory kernels get for tensor t in this run. */

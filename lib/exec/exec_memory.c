@@ -69,14 +69,12 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
         }
         (*driver_allocs)++;
     } else {
+        clrun_buffer block;
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
-                                                      clrun__exec_tensor_name(e, sb->root), &s->block);
+                                                      clrun__exec_tensor_name(e, sb->root), &block);
         if (status != CLRUN_OK)
             return status;
-        s->mem = s->block.mem;
-        s->range_chunk = s->block.chunk;
-        s->range_offset = s->block.offset;
-        s->range_size = s->block.size;
+        clrun__exec_hold_block(s, &block);
     }
     s->live = true;
     return CLRUN_OK;
@@ -173,6 +171,7 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
             status = upload_constant(e, tensor, &e->constants[t]);
         if (status != CLRUN_OK)
             return status;
+        e->buffers[e->schedule.buffer_of[t]].mem = e->constants[t].mem; /* for views of it */
     }
     return CLRUN_OK;
 }

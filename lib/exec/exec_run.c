@@ -66,19 +66,16 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
-        s->block = inputs[i];
+        clrun_buffer block = inputs[i];
         if (g->tensors[t].donated) {
             char as[2 * CLRUN__GRAPH_NAME_MAX + 32];
             snprintf(as, sizeof as, "input '%s' of graph '%s'", input_name(e, i),
                      g->name ? g->name : "");
-            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &s->block);
+            clrun_status status = clrun__pool_adopt(e->ctx, &inputs[i], as, &block);
             if (status != CLRUN_OK)
                 return status;
         }
-        s->mem = s->block.mem;
-        s->range_chunk = s->block.chunk;
-        s->range_offset = s->block.offset;
-        s->range_size = s->block.size;
+        clrun__exec_hold_block(s, &block);
         s->live = true;
         *held += s->block.size;
     }
@@ -249,17 +246,18 @@ static void abandon_run(clrun_exec *e)
 }
 
 /* Inputs the caller keeps are not the executor's: forget them once the run is over (keeping
- * the memory of one that is also a graph output, so it can be read back). */
+ * the memory of one that is also a graph output, or whose view is, so it can be read back). */
 static void unbind_caller_inputs(clrun_exec *e)
 {
     for (int32_t i = 0; i < e->graph->input_count; i++) {
         int32_t t = e->graph->inputs[i];
         if (e->graph->tensors[t].donated)
             continue;
-        buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+        int32_t b = e->schedule.buffer_of[t];
+        buffer_state *s = &e->buffers[b];
         clrun__exec_drop_events(s);
         s->live = false;
-        if (!e->graph->tensors[t].is_output)
+        if (!e->schedule.buffers[b].is_output) /* the input, or a view of it, is an output */
             s->mem = NULL;
     }
 }
@@ -292,10 +290,20 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
     }
 }
 
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count);
+
 clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
 {
     if (e == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_run: NULL executor");
+    pthread_mutex_lock(&e->lock);
+    clrun_status status = run_locked(e, inputs, input_count);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
+{
     clrun_status status = check_inputs(e, inputs, input_count);
     if (status != CLRUN_OK)
         return status;

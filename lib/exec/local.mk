@@ -8,19 +8,30 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec_planned.c
 
 if HAVE_CMOCKA
-check_PROGRAMS += tests/test_exec tests/test_handles
-TESTS += tests/test_exec tests/test_handles
+check_PROGRAMS += tests/test_exec tests/test_handles tests/test_threads
+TESTS += tests/test_exec tests/test_handles tests/test_threads
 tests_test_exec_SOURCES = tests/test_exec.c tests/device_test.h tests/rng.h
 tests_test_exec_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_LDADD = $(TEST_LDADD)
 tests_test_handles_SOURCES = tests/test_handles.c tests/device_test.h
 tests_test_handles_CFLAGS = $(TEST_CFLAGS)
 tests_test_handles_LDADD = $(TEST_LDADD)
+tests_test_threads_SOURCES = tests/test_threads.c tests/device_test.h tests/rng.h
+tests_test_threads_CFLAGS = $(TEST_CFLAGS)
+tests_test_threads_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/test_exec_layout
+TESTS += tests/test_exec_layout
+tests_test_exec_layout_SOURCES = tests/test_exec_layout.c tests/device_test.h
+tests_test_exec_layout_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_layout_LDADD = $(TEST_LDADD)
 endif
 
 # Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.
-EXTRA_PROGRAMS += bench/bench_exec bench/bench_models
-BENCH_LIST += bench/bench_exec bench/bench_models
+EXTRA_PROGRAMS += bench/bench_exec bench/bench_models bench/bench_schedule
+BENCH_LIST += bench/bench_exec bench/bench_models bench/bench_schedule
+bench_bench_schedule_SOURCES = bench/bench_schedule.c
+bench_bench_schedule_LDADD = libclrun-internal.la
 bench_bench_exec_SOURCES = bench/bench_exec.c
 bench_bench_exec_LDADD = libclrun-internal.la
 bench_bench_models_SOURCES = bench/bench_models.c

@@ -31,15 +31,34 @@ void clrun__schedule_free(clrun__schedule *s)
     memset(s, 0, sizeof *s);
 }
 
+/* The tensor whose kind decides what a buffer may become: the first that owned it (a view or
+ * an in-place output is its base's buffer). */
+static const clrun__tensor *buffer_root(const clrun_graph *g, const clrun__schedule *s, int32_t t)
+{
+    return &g->tensors[s->buffers[s->buffer_of[t]].root];
+}
+
+/* Whether `output` may be written into the buffer of `input`, which this node reads: the
+ * buffer's every tensor dies here (a view keeps its base's buffer alive), it is not held to the
+ * end (an output), not the caller's (a kept input, or a view of one) and not a constant's, and
+ * the sizes agree. */
 static bool may_donate(const clrun_graph *g, const clrun__schedule *s, int32_t input, int32_t output,
                        int32_t step, const bool *taken)
 {
-    const clrun__tensor *in = &g->tensors[input];
-    if (taken[s->buffer_of[input]] || s->last_use[input] != step || in->is_output)
+    const clrun__sched_buffer *b = &s->buffers[s->buffer_of[input]];
+    const clrun__tensor *root = buffer_root(g, s, input);
+    if (taken[s->buffer_of[input]] || s->last_use[input] != step || b->last != step || b->is_output)
         return false;
-    if (in->kind == CLRUN__TENSOR_CONSTANT || (in->kind == CLRUN__TENSOR_INPUT && !in->donated))
+    if (root->kind == CLRUN__TENSOR_CONSTANT || (root->kind == CLRUN__TENSOR_INPUT && !root->donated))
         return false;
-    return clrun_tensor_bytes(&in->type) == clrun_tensor_bytes(&g->tensors[output].type);
+    return b->bytes == clrun_tensor_bytes(&g->tensors[output].type);
+}
+
+/* A view (reshape: the same elements in the same order) is its input's buffer: no memory of its
+ * own, no copy. Its base's buffer lives as long as the view is read. */
+static bool is_view(const clrun__node *node, bool reuse)
+{
+    return reuse && node->op->view && node->input_count == 1 && node->output_count == 1;
 }
 
 /* Gives every tensor a buffer, sharing the input's where the reuse rule allows. */
@@ -72,6 +91,11 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
         for (int o = 0; o < node->output_count; o++) {
             int32_t out = node->outputs[o];
             s->buffer_of[out] = -1;
+            if (is_view(node, reuse)) {
+                s->alias_of[out] = node->inputs[0];
+                s->buffer_of[out] = s->buffer_of[node->inputs[0]];
+                s->views++;
+            }
             /* A donated graph input first: it is the caller's explicit request, and an
              * intermediate that dies here is freed anyway. Then the others, in operand order. */
             for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
@@ -94,10 +118,10 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse)
                 s->buffer_of[out] = s->buffer_count++;
             }
             b = &s->buffers[s->buffer_of[out]];
-            b->last = s->last_use[out] > b->last ? s->last_use[out] : b->last;
-            if (s->last_use[out] == -2)
-                b->last = step; /* produced, never read, not an output: dies at once */
-            b->is_output = g->tensors[out].is_output;
+            int32_t last = s->last_use[out] == -2 ? step : s->last_use[out]; /* -2: never read */
+            if (last > b->last)
+                b->last = last;
+            b->is_output = b->is_output || g->tensors[out].is_output;
         }
         for (int k = 0; k < node->input_count; k++)
             taken[s->buffer_of[node->inputs[k]]] = false;
@@ -190,21 +214,24 @@ static void count_naive(const clrun_graph *g, clrun__schedule *s)
             s->naive_bytes += clrun_tensor_bytes(&g->tensors[t].type);
 }
 
+/* The donated inputs whose buffer no output took: one pass over the tensors marks the taken. */
 static bool collect_unused_donations(const clrun_graph *g, clrun__schedule *s)
 {
     s->unused_donated = calloc((size_t)g->input_count + 1, sizeof *s->unused_donated);
-    if (s->unused_donated == NULL)
+    bool *taken = calloc((size_t)g->tensor_count + 1, sizeof *taken);
+    if (s->unused_donated == NULL || taken == NULL) {
+        free(taken);
         return false;
+    }
+    for (int32_t u = 0; u < g->tensor_count; u++)
+        if (s->alias_of[u] >= 0)
+            taken[s->alias_of[u]] = true;
     for (int32_t i = 0; i < g->input_count; i++) {
         int32_t t = g->inputs[i];
-        if (!g->tensors[t].donated)
-            continue;
-        bool taken = false;
-        for (int32_t u = 0; u < g->tensor_count && !taken; u++)
-            taken = s->alias_of[u] == t;
-        if (!taken)
+        if (g->tensors[t].donated && !taken[t])
             s->unused_donated[s->unused_donated_count++] = t;
     }
+    free(taken);
     return true;
 }
 
@@ -305,12 +332,36 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     return CLRUN_OK;
 }
 
+/* The names of the tensors that own buffers which[0..n), in one block: the pointers, then the
+ * strings. NULL when memory runs out. */
+static char **buffer_names(const clrun_graph *g, const clrun__schedule *s, const int32_t *which,
+                           size_t n)
+{
+    size_t bytes = (n + 1) * sizeof(char *);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(g->tensors[s->buffers[which[i]].root].name) + 1;
+    char **names = malloc(bytes);
+    if (names == NULL)
+        return NULL;
+    char *text = (char *)(names + n + 1);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = g->tensors[s->buffers[which[i]].root].name;
+        size_t length = strlen(name) + 1;
+        names[i] = memcpy(text, name, length);
+        text += length;
+    }
+    names[n] = NULL;
+    return names;
+}
+
 clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs,
-                                      clrun_plan_buffer **buffers, size_t *count, char *err,
-                                      size_t errlen)
+                                      clrun_plan_buffer **buffers, size_t *count, char ***names,
+                                      char *err, size_t errlen)
 {
     char why[512] = "";
     clrun_status status = CLRUN_ERROR_INVALID_ARGUMENT;
+    if (names)
+        *names = NULL;
     if (graph == NULL || buffers == NULL || count == NULL) {
         snprintf(why, sizeof why, "clrun_graph_plan_buffers: NULL argument");
     } else if ((status = clrun_graph_validate((clrun_graph *)graph)) != CLRUN_OK) {
@@ -321,6 +372,11 @@ clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs
         int32_t *which = NULL;
         if (status == CLRUN_OK) {
             status = clrun__schedule_plan_items(&schedule, with_inputs, buffers, &which, count);
+            if (status == CLRUN_OK && names && (*names = buffer_names(graph, &schedule, which, *count)) == NULL) {
+                free(*buffers);
+                *buffers = NULL;
+                status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+            }
             clrun__schedule_free(&schedule);
             if (status != CLRUN_OK)
                 snprintf(why, sizeof why, "out of host memory listing the buffers");

@@ -36,6 +36,7 @@ typedef struct clrun__schedule {
                                  release_start[s + 1]) (steps + 1 entries) */
     int32_t *release_list;
     int32_t donations;        /* outputs that took an input's buffer */
+    int32_t views;            /* outputs that are views of their input's buffer (reshape) */
     int32_t *unused_donated;  /* graph inputs marked donated whose buffer no output took */
     int32_t unused_donated_count;
     uint64_t lower_bound;     /* largest total of live non-constant buffer bytes at any step */

@@ -249,6 +249,10 @@ clrun_status clrun_graph_parse(const char *text, size_t length, const char *file
     return status;
 }
 
+/* The most text the reader takes: a .graph file holds structure and seeded fills, and a larger
+ * one (or a device, /dev/zero) is refused before it fills the host's memory. */
+#define GRAPH_TEXT_MAX ((size_t)256 << 20)
+
 /* The whole file in memory: *text (owned, NUL-terminated) and its length. */
 static clrun_status read_file(const char *path, char **text, size_t *length)
 {
@@ -259,6 +263,10 @@ static clrun_status read_file(const char *path, char **text, size_t *length)
     char *buffer = malloc(capacity);
     clrun_status status = buffer ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     while (status == CLRUN_OK) {
+        if (used >= GRAPH_TEXT_MAX) {
+            status = CLRUN_ERROR_INVALID_SIZE;
+            break;
+        }
         if (capacity - used < 2) {
             char *bigger = capacity <= SIZE_MAX / 2 ? realloc(buffer, capacity * 2) : NULL;
             if (!bigger) {
@@ -301,8 +309,12 @@ clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, si
     clrun_status status = read_file(path, &text, &length);
     if (status != CLRUN_OK) {
         char message[1024];
-        snprintf(message, sizeof message, "%s: cannot read: %s", path,
-                 status == CLRUN_ERROR_IO && errno ? strerror(errno) : clrun_strerror(status));
+        if (status == CLRUN_ERROR_INVALID_SIZE)
+            snprintf(message, sizeof message, "%s: cannot read: more than the %zu MiB a .graph "
+                     "file may hold", path, GRAPH_TEXT_MAX >> 20);
+        else
+            snprintf(message, sizeof message, "%s: cannot read: %s", path,
+                     status == CLRUN_ERROR_IO && errno ? strerror(errno) : clrun_strerror(status));
         if (err && errlen)
             snprintf(err, errlen, "%s", message);
         return clrun__error_set(NULL, status, "%s", message);

@@ -498,14 +498,15 @@ static clrun_status parse_node(parser *p)
     s->op_col = p->tok.col;
     if ((status = clrun__gio_advance(p)) == CLRUN_OK)
         status = parse_node_inputs(p, s);
-    if (status == CLRUN_OK)
-        s->attrs = calloc(MAX_NODE_ATTRS, sizeof *s->attrs);
-    if (status == CLRUN_OK && !s->attrs)
-        return clrun__gio_out_of_memory(p);
+    int32_t capacity = 0; /* the attributes grow as they come: most nodes have few or none */
     while (status == CLRUN_OK && !clrun__gio_at_line_end(p)) {
         if (s->attr_count == MAX_NODE_ATTRS)
             return clrun__gio_fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE,
                            "too many attributes (at most %d)", MAX_NODE_ATTRS);
+        clrun_attr *attrs = clrun__gio_grow(s->attrs, &capacity, s->attr_count, sizeof *attrs);
+        if (attrs == NULL)
+            return clrun__gio_out_of_memory(p);
+        s->attrs = attrs;
         status = parse_attribute(p, s);
     }
     return status;

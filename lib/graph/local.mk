@@ -7,8 +7,12 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/infer_matmul.c \
 	lib/graph/infer_norm.c \
 	lib/graph/infer_layout.c \
+	lib/graph/infer_slice.c lib/graph/layout_view.c lib/graph/layout_geometry.h \
+	lib/graph/infer_index.c \
+	lib/graph/infer_resize.c \
 	lib/graph/infer_conv.c \
 	lib/graph/graph.c lib/graph/graph.h \
+	lib/graph/graph_inputs.c \
 	lib/graph/names.c \
 	lib/graph/validate.c \
 	lib/graph/fill.c \
@@ -68,6 +72,12 @@ tests_test_graph_SOURCES = tests/test_graph.c examples/models.c examples/models.
 tests_test_graph_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_graph_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_graph_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_graph_inputs
+TESTS += tests/test_graph_inputs
+tests_test_graph_inputs_SOURCES = tests/test_graph_inputs.c
+tests_test_graph_inputs_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_graph_inputs_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
 # The graph sources are compiled into the target itself so that libFuzzer's coverage

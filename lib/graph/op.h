@@ -43,6 +43,9 @@ typedef struct clrun__op {
     /* Output 0 may be written into the buffer of an input of the same byte size: every work-item
      * reads all it needs of its element before writing it (elementwise ops). Matmul is not. */
     bool alias_safe;
+    /* Output 0 is input 0's elements in the same order under another shape (reshape): the
+     * schedule makes it a view of the input's buffer, with no memory and no copy. */
+    bool view;
     clrun__op_kind kind;
     int code;              /* family-specific: the binary op or reduction the kernels compute */
     /* Checks input types and attributes (unknown attribute names are errors too) and fills

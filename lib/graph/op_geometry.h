@@ -1,5 +1,5 @@
 /* What a node's type rule derives and its kernels need too: the dimensions of a product, the
- * geometry of a convolution or pooling window, the reduced axes, a slice's range. Computed from
+ * geometry of a convolution or pooling window, the reduced axes. Computed from
  * the op call by the same code that checks it, so the kernels can never disagree with infer. */
 #ifndef CLRUN_LIB_GRAPH_OP_GEOMETRY_H
 #define CLRUN_LIB_GRAPH_OP_GEOMETRY_H
@@ -36,13 +36,11 @@ clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geo
 clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,
                                  const clrun__infer_error *err);
 
-/* Layout: an axis counted from the end when negative; concat's most inputs; a slice's axis and
- * [start, end) after negatives are counted from the end. */
+/* An axis counted from the end when negative. The layout ops' geometry is in
+ * graph/layout_geometry.h. */
 static inline int64_t clrun__normalize_axis(int64_t axis, int rank)
 {
     return axis < 0 ? axis + rank : axis;
 }
-#define CLRUN__MAX_CONCAT 8
-void clrun__slice_range(const clrun__op_call *call, int64_t *axis, int64_t *start, int64_t *end);
 
 #endif

@@ -150,6 +150,8 @@ static clrun_status create_pool(clrun_context *ctx, struct clrun_pool **out)
  * device) happens under pool_init, apart from ctx->lock, under which failures are recorded. */
 static clrun_status get_pool(clrun_context *ctx, struct clrun_pool **out)
 {
+    if (ctx == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "NULL context");
     pthread_mutex_lock(&ctx->lock);
     struct clrun_pool *pool = ctx->pool;
     pthread_mutex_unlock(&ctx->lock);

@@ -6,7 +6,9 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/fused.h lib/ops/ops_fused.c \
 	lib/ops/ops_matmul.c \
 	lib/ops/ops_norm.c \
-	lib/ops/ops_layout.c \
+	lib/ops/ops_layout.c lib/ops/ops_data.h \
+	lib/ops/ops_index.c \
+	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c
 
 CLRUN_KERNEL_FILES += \
@@ -15,6 +17,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/matmul.cl \
 	kernels/norm.cl \
 	kernels/layout.cl \
+	kernels/index.cl \
+	kernels/resize.cl \
 	kernels/conv.cl
 
 EXTRA_DIST += docs/ops.md
@@ -24,8 +28,18 @@ check_PROGRAMS += tests/test_ops
 TESTS += tests/test_ops
 tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_reference.h \
 	tests/device_test.h tests/rng.h
+tests_test_ops_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_layout
+TESTS += tests/test_ops_layout
+tests_test_ops_layout_SOURCES = tests/test_ops_layout.c tests/layout_reference.c \
+	tests/layout_reference.h tests/device_test.h tests/rng.h
+tests_test_ops_layout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ops_layout_LDADD = libclrun-internal.la $(CMOCKA_LIBS) -lm
 endif
 
 EXTRA_PROGRAMS += bench/bench_kernels

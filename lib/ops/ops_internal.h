@@ -22,6 +22,8 @@ extern const clrun__named_kernels clrun__kernels_matmul[];
 extern const clrun__named_kernels clrun__kernels_norm[];
 extern const clrun__named_kernels clrun__kernels_layout[];
 extern const clrun__named_kernels clrun__kernels_conv[];
+extern const clrun__named_kernels clrun__kernels_index[];
+extern const clrun__named_kernels clrun__kernels_resize[];
 
 /* Which kernels matmul and conv2d use. AUTO picks by device: VECTOR on CPUs (matmul), TILED
  * elsewhere, SIMPLE (one output per work-item) where work-groups of 16 x 16 do not fit. Tests

@@ -1,71 +1,222 @@
-/* Kernels of the layout ops (kernels/layout.cl): transpose, reshape, concat, slice, gather. They move 32-bit
- * words, so one kernel serves f32 and i32. Concat is one launch per input, chained. */
+/* Kernels of the layout ops (kernels/layout.cl). Every op that copies one input through a fixed
+ * index map (transpose, reshape, slice, split, expand, tile, depth_to_space, space_to_depth)
+ * runs its strided view (graph/layout_geometry.h): as row copies when the view is whole runs of
+ * the input, else as one element per work-item through a table of dims and strides. Concat is
+ * one row copy per input, chained. Kernels exist per element size, so every dtype moves. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cl.h"
+#include "graph/layout_geometry.h"
+#include "ops/ops_data.h"
 #include "ops/ops_internal.h"
 
-/* Up to CLRUN__MAX_CONCAT launches of one kernel; each has its own constant arguments, so each gets
- * its own cl_kernel (hence no clrun__kernel_state). */
-typedef struct layout_state {
+/* ---- what the element-moving families share ---------------------------------------------- */
+
+const char *clrun__element_suffix(clrun_dtype dtype)
+{
+    switch (clrun_dtype_size(dtype)) {
+    case 1: return "u8";
+    case 2: return "u16";
+    case 8: return "u64";
+    default: return "u32";
+    }
+}
+
+void clrun__element_kernel_name(const char *prefix, clrun_dtype dtype, const char *index_suffix,
+                                char *buf, size_t size)
+{
+    snprintf(buf, size, "%s_%s%s%s", prefix, clrun__element_suffix(dtype),
+             index_suffix ? "_" : "", index_suffix ? index_suffix : "");
+}
+
+clrun_status clrun__element_kernel(clrun_context *ctx, const char *prefix, clrun_dtype dtype,
+                                   const char *index_suffix, cl_kernel *out)
+{
+    char name[96];
+    clrun__element_kernel_name(prefix, dtype, index_suffix, name, sizeof name);
+    return clrun__kernel(ctx, name, out);
+}
+
+clrun_status clrun__flat_launch(clrun_context *ctx, clrun__kernel_state *st, uint64_t n)
+{
+    st->dims = 1;
+    clrun_status s = clrun__local_size(ctx, st->kernel, 256, &st->local[0]);
+    if (s == CLRUN_OK)
+        st->global[0] = clrun__round_up((size_t)n, st->local[0]);
+    return s;
+}
+
+/* ---- views ------------------------------------------------------------------------------- */
+
+/* Runs at least this long go through copy_rows, which needs no division per element; shorter
+ * ones would leave work-groups nearly empty. */
+#define ROW_COPY_MIN 32
+
+/* Sets a copy_rows kernel's sizes: rows runs of length elements, from src (pitch, offset) to
+ * dst; global and local are the launch's. */
+static clrun_status copy_rows_args(clrun_context *ctx, cl_kernel kernel, cl_ulong length,
+                                   cl_ulong rows, cl_ulong src_pitch, cl_ulong src_offset,
+                                   cl_ulong dst_pitch, cl_ulong dst_offset, size_t *global,
+                                   size_t *local)
+{
+    const cl_ulong values[6] = {length, rows, src_pitch, src_offset, dst_pitch, dst_offset};
+    clrun_status s = clrun__local_size(ctx, kernel, length < 256 ? (size_t)length : 256, &local[0]);
+    for (cl_uint i = 0; i < 6 && s == CLRUN_OK; i++)
+        s = clrun__arg(ctx, kernel, 2 + i, sizeof values[i], &values[i]);
+    local[1] = 1;
+    global[0] = clrun__round_up((size_t)length, local[0]);
+    global[1] = (size_t)rows;
+    return s;
+}
+
+/* A view of one or two dims whose last is contiguous: rows of the input. */
+static bool is_rows(const clrun__view *v)
+{
+    return v->strides[v->rank - 1] == 1 && v->dims[v->rank - 1] >= ROW_COPY_MIN &&
+           (v->rank == 1 || (v->rank == 2 && v->strides[0] >= 0));
+}
+
+static clrun_status rows_state(clrun_context *ctx, const clrun__view *v, clrun_dtype dtype,
+                               clrun__kernel_state *st)
+{
+    cl_ulong rows = v->rank == 2 ? (cl_ulong)v->dims[0] : 1;
+    cl_ulong length = (cl_ulong)v->dims[v->rank - 1];
+    cl_ulong pitch = v->rank == 2 ? (cl_ulong)v->strides[0] : 0;
+    st->dims = 2;
+    clrun_status s = clrun__element_kernel(ctx, "clrun_copy_rows", dtype, NULL, &st->kernel);
+    if (s == CLRUN_OK)
+        s = copy_rows_args(ctx, st->kernel, length, rows, pitch, (cl_ulong)v->base, length, 0,
+                           st->global, st->local);
+    return s;
+}
+
+static clrun_status strided_state(clrun_context *ctx, const clrun__view *v, clrun_dtype dtype,
+                                  clrun__kernel_state *st)
+{
+    int64_t meta[1 + 2 * CLRUN__VIEW_MAX_RANK];
+    uint64_t n = 1;
+    meta[0] = v->rank;
+    for (int d = 0; d < v->rank; d++) {
+        meta[1 + d] = v->dims[d];
+        meta[1 + v->rank + d] = v->strides[d];
+        n *= (uint64_t)v->dims[d];
+    }
+    cl_ulong count = n;
+    cl_long base = v->base;
+    clrun_status s = clrun__element_kernel(ctx, "clrun_strided", dtype, NULL, &st->kernel);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, meta, (size_t)(1 + 2 * v->rank) * sizeof meta[0], &st->table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, 2, sizeof count, &count);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, 3, sizeof st->table, &st->table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, 4, sizeof base, &base);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, n);
+    return s;
+}
+
+static clrun_status view_prepare(clrun_context *ctx, const clrun__op *op,
+                                 const clrun__op_call *call, void **state)
+{
+    clrun__kernel_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    st->inputs = 1;
+    st->what = op->name;
+    clrun__view v;
+    clrun_status s;
+    if (!clrun__view_of(op->name, call, &v))
+        s = clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: not a view op", op->name);
+    else if (is_rows(&v))
+        s = rows_state(ctx, &v, call->inputs[0].dtype, st);
+    else
+        s = strided_state(ctx, &v, call->inputs[0].dtype, st);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* A reshape moves no data when its output takes its input's buffer; otherwise it is a copy. */
+static clrun_status reshape_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                    const cl_mem *inputs, const cl_mem *outputs,
+                                    cl_uint wait_count, const cl_event *wait_list, cl_event *done)
+{
+    if (inputs[0] != outputs[0])
+        return clrun__kernel_state_op_enqueue(ctx, state, call, inputs, outputs, wait_count,
+                                              wait_list, done);
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    return clrun__chain_end(&chain);
+}
+
+/* ---- concat ------------------------------------------------------------------------------ */
+
+/* One copy_rows launch per input; each has its own constant arguments, so its own cl_kernel. */
+typedef struct concat_state {
     cl_kernel kernels[CLRUN__MAX_CONCAT];
     int launches;
-    cl_mem meta;               /* transpose: the shape table */
-    int inputs;                /* buffer arguments per launch: input (or all for gather), out */
-    cl_uint dims;              /* 1 or 2 */
     size_t global[CLRUN__MAX_CONCAT][2];
-    size_t local[2];
-} layout_state;
+    size_t local[CLRUN__MAX_CONCAT][2];
+} concat_state;
 
-static void layout_release(void *opaque)
+static void concat_release(void *opaque)
 {
-    layout_state *st = opaque;
+    concat_state *st = opaque;
     if (st == NULL)
         return;
     for (int i = 0; i < CLRUN__MAX_CONCAT; i++)
         if (st->kernels[i])
             clrun__cl.ReleaseKernel(st->kernels[i]);
-    if (st->meta)
-        clrun__cl.ReleaseMemObject(st->meta);
     free(st);
 }
 
-static clrun_status layout_alloc(clrun_context *ctx, const char *op, layout_state **out)
+static clrun_status concat_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
 {
-    *out = calloc(1, sizeof **out);
-    if (*out == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op);
-    return CLRUN_OK;
-}
-
-static clrun_status layout_done(layout_state *st, clrun_status s, void **state)
-{
+    (void)op;
+    concat_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "concat: node state");
+    const clrun_tensor_type *y = &call->outputs[0];
+    int axis = (int)clrun__normalize_axis(clrun__attr_int_or(call, "axis", 0), y->rank);
+    uint64_t outer = clrun__dims_product(y, 0, axis), inner = clrun__dims_product(y, axis + 1, y->rank);
+    uint64_t total = (uint64_t)y->shape[axis] * inner, before = 0;
+    clrun_status s = CLRUN_OK;
+    st->launches = call->input_count;
+    for (int i = 0; i < call->input_count && s == CLRUN_OK; i++) {
+        uint64_t length = (uint64_t)call->inputs[i].shape[axis] * inner;
+        s = clrun__element_kernel(ctx, "clrun_copy_rows", y->dtype, NULL, &st->kernels[i]);
+        if (s == CLRUN_OK)
+            s = copy_rows_args(ctx, st->kernels[i], length, outer, length, 0, total, before,
+                               st->global[i], st->local[i]);
+        before += length;
+    }
     if (s != CLRUN_OK) {
-        layout_release(st);
+        concat_release(st);
         return s;
     }
     *state = st;
     return CLRUN_OK;
 }
 
-/* Launch i of a concat reads input i; every other op has one launch over all its inputs. */
-static clrun_status layout_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
+/* Launch i reads input i. */
+static clrun_status concat_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                    const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                    const cl_event *wait_list, cl_event *done)
 {
     (void)call;
-    layout_state *st = opaque;
+    concat_state *st = opaque;
     clrun__chain chain;
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     clrun_status s = CLRUN_OK;
     for (int l = 0; l < st->launches && s == CLRUN_OK; l++) {
-        cl_kernel k = st->kernels[l];
-        const cl_mem *in = st->launches > 1 ? &inputs[l] : inputs;
-        s = clrun__buffer_args(ctx, k, in, (cl_uint)st->inputs, outputs[0]);
+        s = clrun__buffer_args(ctx, st->kernels[l], &inputs[l], 1, outputs[0]);
         if (s == CLRUN_OK)
-            s = clrun__chain_launch(&chain, k, st->dims, st->global[l], st->local, "layout");
+            s = clrun__chain_launch(&chain, st->kernels[l], 2, st->global[l], st->local[l],
+                                    "concat");
     }
     if (s != CLRUN_OK) {
         clrun__chain_abort(&chain);
@@ -74,222 +225,23 @@ static clrun_status layout_enqueue(clrun_context *ctx, void *opaque, const clrun
     return clrun__chain_end(&chain);
 }
 
-
-/* ---- transpose --------------------------------------------------------------------------- */
-
-/* The shape table: output dims with the input strides they walk, size-1 dims dropped and
- * neighbours merged where the input walks them as one. */
-static size_t transpose_table(const clrun__op_call *call, uint64_t *meta)
-{
-    const clrun_tensor_type *x = &call->inputs[0];
-    int64_t perm[CLRUN_MAX_ATTR_INTS];
-    clrun__attr_list(call, "perm", perm, CLRUN_MAX_ATTR_INTS);
-    uint64_t in_stride[CLRUN_MAX_DIMS], s = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        in_stride[d] = s;
-        s *= (uint64_t)x->shape[d];
-    }
-    uint64_t dims[CLRUN_MAX_DIMS], strides[CLRUN_MAX_DIMS];
-    int rank = 0;
-    for (int d = 0; d < x->rank; d++) {
-        uint64_t n = (uint64_t)x->shape[perm[d]], stride = in_stride[perm[d]];
-        if (n == 1)
-            continue;
-        if (rank > 0 && strides[rank - 1] == stride * n) {
-            dims[rank - 1] *= n;
-            strides[rank - 1] = stride;
-            continue;
-        }
-        dims[rank] = n;
-        strides[rank++] = stride;
-    }
-    if (rank == 0) {
-        dims[0] = 1;
-        strides[0] = 0;
-        rank = 1;
-    }
-    meta[0] = (uint64_t)rank;
-    for (int d = 0; d < rank; d++) {
-        meta[1 + d] = dims[d];
-        meta[1 + rank + d] = strides[d];
-    }
-    return 1 + 2 * (size_t)rank;
-}
-
-/* A one-launch, 1-D state over `n` elements of kernel `name`. */
-static clrun_status flat_begin(clrun_context *ctx, const char *name, uint64_t n, layout_state *st)
-{
-    st->launches = 1;
-    st->inputs = 1;
-    st->dims = 1;
-    clrun_status s = clrun__kernel(ctx, name, &st->kernels[0]);
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernels[0], 256, &st->local[0]);
-    if (s == CLRUN_OK) {
-        st->global[0][0] = clrun__round_up((size_t)n, st->local[0]);
-        cl_ulong count = n;
-        s = clrun__arg(ctx, st->kernels[0], 2, sizeof count, &count);
-    }
-    return s;
-}
-
-static clrun_status transpose_prepare(clrun_context *ctx, const clrun__op *op,
-                                      const clrun__op_call *call, void **state)
-{
-    (void)op;
-    layout_state *st;
-    clrun_status s = layout_alloc(ctx, "transpose", &st);
-    if (s != CLRUN_OK)
-        return s;
-    uint64_t meta[1 + 2 * CLRUN_MAX_DIMS];
-    size_t count = transpose_table(call, meta);
-    s = flat_begin(ctx, "clrun_transpose_u32", clrun_tensor_elements(&call->inputs[0]), st);
-    if (s == CLRUN_OK)
-        s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->meta);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernels[0], 3, sizeof st->meta, &st->meta);
-    return layout_done(st, s, state);
-}
-
-/* ---- reshape ----------------------------------------------------------------------------- */
-
-/* A reshape moves no data when its output takes its input's buffer; otherwise it is a copy. */
-static clrun_status reshape_prepare(clrun_context *ctx, const clrun__op *op,
-                                    const clrun__op_call *call, void **state)
-{
-    (void)op;
-    layout_state *st;
-    clrun_status s = layout_alloc(ctx, "reshape", &st);
-    if (s == CLRUN_OK)
-        s = flat_begin(ctx, "clrun_copy_u32", clrun_tensor_elements(&call->inputs[0]), st);
-    return layout_done(st, s, state);
-}
-
-static clrun_status reshape_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
-                                    const cl_mem *inputs, const cl_mem *outputs,
-                                    cl_uint wait_count, const cl_event *wait_list, cl_event *done)
-{
-    if (inputs[0] != outputs[0])
-        return layout_enqueue(ctx, opaque, call, inputs, outputs, wait_count, wait_list, done);
-    clrun__chain chain;
-    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
-    return clrun__chain_end(&chain);
-}
-
-/* ---- concat and slice -------------------------------------------------------------------- */
-
-/* Sets a copy_rows kernel's sizes: rows runs of length words, from src (pitch, offset) to dst. */
-static clrun_status copy_rows_args(clrun_context *ctx, layout_state *st, int l, cl_ulong length,
-                                   cl_ulong rows, cl_ulong src_pitch, cl_ulong src_offset,
-                                   cl_ulong dst_pitch, cl_ulong dst_offset)
-{
-    const cl_ulong values[6] = {length, rows, src_pitch, src_offset, dst_pitch, dst_offset};
-    clrun_status s = CLRUN_OK;
-    for (cl_uint i = 0; i < 6 && s == CLRUN_OK; i++)
-        s = clrun__arg(ctx, st->kernels[l], 2 + i, sizeof values[i], &values[i]);
-    st->global[l][0] = clrun__round_up((size_t)length, st->local[0]);
-    st->global[l][1] = (size_t)rows;
-    return s;
-}
-
-/* A state of `launches` copy_rows kernels whose runs are about `length` words long. */
-static clrun_status copy_rows_begin(clrun_context *ctx, int launches, uint64_t length,
-                                    layout_state *st)
-{
-    st->launches = launches;
-    st->inputs = 1;
-    st->dims = 2;
-    st->local[1] = 1;
-    clrun_status s = CLRUN_OK;
-    for (int l = 0; l < launches && s == CLRUN_OK; l++)
-        s = clrun__kernel(ctx, "clrun_copy_rows_u32", &st->kernels[l]);
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernels[0], length < 256 ? (size_t)length : 256,
-                              &st->local[0]);
-    return s;
-}
-
-static clrun_status concat_prepare(clrun_context *ctx, const clrun__op *op,
-                                   const clrun__op_call *call, void **state)
-{
-    (void)op;
-    layout_state *st;
-    clrun_status s = layout_alloc(ctx, "concat", &st);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *y = &call->outputs[0];
-    int axis = (int)clrun__normalize_axis(clrun__attr_int_or(call, "axis", 0), y->rank);
-    uint64_t outer = clrun__dims_product(y, 0, axis), inner = clrun__dims_product(y, axis + 1, y->rank);
-    uint64_t total = (uint64_t)y->shape[axis] * inner, before = 0;
-    s = copy_rows_begin(ctx, call->input_count, (uint64_t)call->inputs[0].shape[axis] * inner, st);
-    for (int i = 0; i < call->input_count && s == CLRUN_OK; i++) {
-        uint64_t length = (uint64_t)call->inputs[i].shape[axis] * inner;
-        s = copy_rows_args(ctx, st, i, length, outer, length, 0, total, before);
-        before += length;
-    }
-    return layout_done(st, s, state);
-}
-
-static clrun_status slice_prepare(clrun_context *ctx, const clrun__op *op,
-                                  const clrun__op_call *call, void **state)
-{
-    (void)op;
-    layout_state *st;
-    clrun_status s = layout_alloc(ctx, "slice", &st);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *x = &call->inputs[0];
-    int64_t axis, start, end;
-    clrun__slice_range(call, &axis, &start, &end);
-    uint64_t outer = clrun__dims_product(x, 0, (int)axis);
-    uint64_t inner = clrun__dims_product(x, (int)axis + 1, x->rank);
-    uint64_t length = (uint64_t)(end - start) * inner;
-    s = copy_rows_begin(ctx, 1, length, st);
-    if (s == CLRUN_OK)
-        s = copy_rows_args(ctx, st, 0, length, outer, (uint64_t)x->shape[axis] * inner,
-                           (uint64_t)start * inner, length, 0);
-    return layout_done(st, s, state);
-}
-
-/* ---- gather ------------------------------------------------------------------------------ */
-
-static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
-                                   const clrun__op_call *call, void **state)
-{
-    (void)op;
-    layout_state *st;
-    clrun_status s = layout_alloc(ctx, "gather", &st);
-    if (s != CLRUN_OK)
-        return s;
-    const clrun_tensor_type *table = &call->inputs[0];
-    cl_ulong V = (cl_ulong)table->shape[0], D = (cl_ulong)table->shape[1];
-    cl_ulong count = clrun_tensor_elements(&call->inputs[1]);
-    st->launches = 1;
-    st->inputs = 2;
-    st->dims = 2;
-    st->local[1] = 1;
-    s = clrun__kernel(ctx, "clrun_gather_u32", &st->kernels[0]);
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernels[0], D < 256 ? (size_t)D : 256, &st->local[0]);
-    const cl_ulong values[3] = {V, D, count};
-    for (cl_uint i = 0; i < 3 && s == CLRUN_OK; i++)
-        s = clrun__arg(ctx, st->kernels[0], 3 + i, sizeof values[i], &values[i]);
-    st->global[0][0] = clrun__round_up((size_t)D, st->local[0] ? st->local[0] : 1);
-    st->global[0][1] = (size_t)count;
-    return layout_done(st, s, state);
-}
-
 /* ---- the table --------------------------------------------------------------------------- */
 
-static const clrun__op_kernels transpose_kernels = {transpose_prepare, layout_enqueue,
-                                                    layout_release};
-static const clrun__op_kernels reshape_kernels = {reshape_prepare, reshape_enqueue, layout_release};
-static const clrun__op_kernels concat_kernels = {concat_prepare, layout_enqueue, layout_release};
-static const clrun__op_kernels slice_kernels = {slice_prepare, layout_enqueue, layout_release};
-static const clrun__op_kernels gather_kernels = {gather_prepare, layout_enqueue, layout_release};
+static const clrun__op_kernels view_kernels = {view_prepare, clrun__kernel_state_op_enqueue,
+                                               clrun__kernel_state_release};
+static const clrun__op_kernels reshape_kernels = {view_prepare, reshape_enqueue,
+                                                  clrun__kernel_state_release};
+static const clrun__op_kernels concat_kernels = {concat_prepare, concat_enqueue, concat_release};
 
 const clrun__named_kernels clrun__kernels_layout[] = {
-    {"transpose", &transpose_kernels}, {"reshape", &reshape_kernels},
-    {"concat", &concat_kernels},       {"slice", &slice_kernels},
-    {"gather", &gather_kernels},       {NULL, NULL},
+    {"transpose", &view_kernels},
+    {"reshape", &reshape_kernels},
+    {"concat", &concat_kernels},
+    {"slice", &view_kernels},
+    {"split", &view_kernels},
+    {"expand", &view_kernels},
+    {"tile", &view_kernels},
+    {"depth_to_space", &view_kernels},
+    {"space_to_depth", &view_kernels},
+    {NULL, NULL},
 };

@@ -1,7 +1,7 @@
 /* clrun: reader and writer of the buffer-lifetime CSV format (see clrun/lifetimes.h).
  *
- * The reader takes one line at a time with getline(), so a line may be of any length and may
- * hold NUL bytes (they make the field non-numeric rather than cutting the line short). Every
+ * The reader takes one line at a time, at most LIFETIMES_LINE_MAX bytes, and a line may hold NUL
+ * bytes (they make the field non-numeric rather than cutting the line short). Every
  * failure is turned into one `FILE:LINE: message` line; the message texts are part of the
  * interface: tests compare them exactly. */
 #define _POSIX_C_SOURCE 200809L
@@ -17,6 +17,9 @@
 #define LIFETIMES_HEADER "id,lower,upper,size"
 #define LIFETIMES_HEADER_OFFSET "id,lower,upper,size,offset"
 #define LIFETIMES_MAX_FIELDS 5
+/* Longest line: a row is five 20-digit numbers; a longer one (or /dev/zero, which has no line
+ * end at all) is refused before it fills the host's memory. */
+#define LIFETIMES_LINE_MAX 4096
 /* A bad field is quoted in its message up to this many bytes, then "...". */
 #define LIFETIMES_QUOTE_MAX 32
 
@@ -194,6 +197,27 @@ static clrun_status parse_row(const reader *r, const char *line, size_t len, siz
     return CLRUN_OK;
 }
 
+/* One line into line (LIFETIMES_LINE_MAX + 1 bytes), its '\n' kept: its length, or -1 at the end
+ * of the stream. A longer line sets *too_long (the rest is not read). */
+static ssize_t read_line(FILE *in, char *line, bool *too_long)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(in)) != EOF) {
+        if (n == LIFETIMES_LINE_MAX) {
+            *too_long = true;
+            return (ssize_t)n;
+        }
+        line[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (n == 0 && c == EOF)
+        return -1;
+    line[n] = '\0';
+    return (ssize_t)n;
+}
+
 clrun_status clrun_lifetimes_read(FILE *in, const char *filename, clrun_lifetimes *out, char *err,
                                   size_t errlen)
 {
@@ -205,21 +229,22 @@ clrun_status clrun_lifetimes_read(FILE *in, const char *filename, clrun_lifetime
         return CLRUN_ERROR_INVALID_ARGUMENT;
     clrun_lifetimes_init(out);
 
-    char *line = NULL;
-    size_t line_cap = 0;
+    char *line = malloc(LIFETIMES_LINE_MAX + 1);
     size_t fields = 0; /* 0 until the header has been read */
-    clrun_status st = CLRUN_OK;
-    for (;;) {
-        errno = 0;
-        ssize_t got = getline(&line, &line_cap, in);
+    clrun_status st = line ? CLRUN_OK : fail(&r, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    while (st == CLRUN_OK) {
+        bool too_long = false;
+        ssize_t got = read_line(in, line, &too_long);
         if (got < 0) {
             if (ferror(in))
                 st = fail(&r, CLRUN_ERROR_IO, "read error");
-            else if (errno == ENOMEM)
-                st = fail(&r, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
             break;
         }
         r.line++;
+        if (too_long) {
+            st = fail(&r, CLRUN_ERROR_PARSE, "line longer than %d bytes", LIFETIMES_LINE_MAX);
+            break;
+        }
         size_t len = content_length(line, (size_t)got);
         if (is_blank(line, len))
             continue;

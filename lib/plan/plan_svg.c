@@ -14,7 +14,7 @@
 #define SVG_WIDTH 1200.0
 #define SVG_HEIGHT 720.0
 #define SVG_LEFT 96.0   /* room for offset tick labels */
-#define SVG_RIGHT 24.0
+#define SVG_RIGHT 170.0 /* the peak and bound labels, clear of every block */
 #define SVG_TOP 64.0    /* title and subtitle */
 #define SVG_BOTTOM 56.0 /* time tick labels and axis name */
 #define SVG_MAX_RECTS 20000
@@ -172,8 +172,8 @@ static void write_axes(FILE *out, const frame *f)
     fprintf(out, "</g>\n");
 }
 
-static size_t write_buffers(FILE *out, const clrun_plan_buffer *buffers, size_t n,
-                            const uint64_t *offsets, const frame *f, double threshold)
+static size_t write_buffers(FILE *out, const clrun_plan_buffer *buffers, const char *const *names,
+                            size_t n, const uint64_t *offsets, const frame *f, double threshold)
 {
     size_t skipped = 0;
     fprintf(out, "<g stroke=\"#222\" stroke-width=\"%s\">\n", n > 2000 ? "0.2" : "0.6");
@@ -195,8 +195,13 @@ static size_t write_buffers(FILE *out, const clrun_plan_buffer *buffers, size_t 
         if (n <= SVG_TOOLTIP_MAX) {
             char size[32];
             format_bytes((double)b->size, size);
-            fprintf(out, "><title>buffer %zu: %s, [%llu, %llu), offset %llu</title></rect>\n", i,
-                    size, (unsigned long long)b->first, (unsigned long long)b->last,
+            fputs("><title>", out);
+            if (names && names[i])
+                write_escaped(out, names[i]);
+            else
+                fprintf(out, "buffer %zu", i);
+            fprintf(out, ": %s, [%llu, %llu), offset %llu</title></rect>\n", size,
+                    (unsigned long long)b->first, (unsigned long long)b->last,
                     (unsigned long long)offsets[i]);
         } else {
             fprintf(out, "/>\n");
@@ -206,8 +211,8 @@ static size_t write_buffers(FILE *out, const clrun_plan_buffer *buffers, size_t 
     return skipped;
 }
 
-/* The bound (dashed) and the peak (solid) with their labels; when they nearly coincide the
- * bound's label goes under its line so the two do not overprint. */
+/* The bound (dashed) and the peak (solid) across the plot, labelled in the right margin, where
+ * no block is drawn; when the two nearly coincide their labels move apart. */
 static void write_levels(FILE *out, const frame *f, uint64_t peak, uint64_t lower_bound)
 {
     char text[32];
@@ -217,13 +222,13 @@ static void write_levels(FILE *out, const frame *f, uint64_t peak, uint64_t lowe
     format_bytes((double)lower_bound, text);
     fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"8 5\"/>\n",
             x0, yl, x1, yl);
-    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#c00\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">lower bound %s</text>\n",
-            x0 + 6, close ? yl + 16 : yl - 5, text);
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#c00\">lower bound %s</text>\n",
+            x1 + 6, close ? yl + 14 : yl + 4, text);
     format_bytes((double)peak, text);
     fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"1.5\"/>\n",
             x0, yp, x1, yp);
-    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"end\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">peak %s</text>\n",
-            x1 - 6, yp - 5, text);
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\">peak %s</text>\n", x1 + 6,
+            close ? yp - 2 : yp + 4, text);
 }
 
 static void write_title(FILE *out, const char *title, size_t n, uint64_t peak,
@@ -247,6 +252,14 @@ static void write_title(FILE *out, const char *title, size_t n, uint64_t peak,
 clrun_status clrun_plan_write_svg(FILE *out, const clrun_plan_buffer *buffers, size_t n,
                                   const uint64_t *offsets, uint64_t lower_bound,
                                   const char *title)
+{
+    return clrun_plan_write_svg_named(out, buffers, NULL, n, offsets, lower_bound, title);
+}
+
+clrun_status clrun_plan_write_svg_named(FILE *out, const clrun_plan_buffer *buffers,
+                                        const char *const *names, size_t n,
+                                        const uint64_t *offsets, uint64_t lower_bound,
+                                        const char *title)
 {
     if (!out || (n > 0 && (!buffers || !offsets)))
         return CLRUN_ERROR_INVALID_ARGUMENT;
@@ -274,7 +287,7 @@ clrun_status clrun_plan_write_svg(FILE *out, const clrun_plan_buffer *buffers, s
             SVG_WIDTH, SVG_HEIGHT, SVG_WIDTH, SVG_HEIGHT);
     fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
     write_axes(out, &f);
-    size_t skipped = write_buffers(out, buffers, n, offsets, &f, threshold);
+    size_t skipped = write_buffers(out, buffers, names, n, offsets, &f, threshold);
     write_levels(out, &f, peak, lower_bound);
     write_title(out, title, n, peak, lower_bound, skipped);
     fprintf(out, "</svg>\n");

@@ -1,0 +1,314 @@
+/* Type rules of the ops that pick elements by index or position: gather, gather_elements, pad,
+ * trilu, cumsum. All but cumsum move elements of any dtype. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "graph/layout_geometry.h"
+#include "graph/op.h"
+#include "graph/op_families.h"
+#include "graph/op_geometry.h"
+#include "graph/types.h"
+
+static clrun_status begin(const clrun__op_call *call, int inputs, const clrun__attr_spec *specs,
+                          int spec_count, const clrun__infer_error *err)
+{
+    clrun_status s = clrun__check_input_count(call, inputs, inputs, err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, specs, spec_count, err);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_any_dtype(call, i, err);
+    return s;
+}
+
+/* Refuses an axis outside [-rank, rank); *axis gets it counted from the front. */
+static clrun_status axis_of(const clrun__op_call *call, const clrun_tensor_type *x,
+                            int64_t *axis, const clrun__infer_error *err)
+{
+    int64_t given = clrun__attr_int_or(call, "axis", 0);
+    *axis = clrun__normalize_axis(given, x->rank);
+    if (*axis >= 0 && *axis < x->rank)
+        return CLRUN_OK;
+    char sx[CLRUN__TYPE_TEXT];
+    return clrun__refuse(err, "axis %" PRId64 " is out of range for %s", given,
+                         clrun__type_format(x, sx, sizeof sx));
+}
+
+static clrun_status check_indices(const clrun_tensor_type *indices, const clrun__infer_error *err)
+{
+    if (indices->dtype == CLRUN_I32 || indices->dtype == CLRUN_I64)
+        return CLRUN_OK;
+    char si[CLRUN__TYPE_TEXT];
+    return clrun__refuse(err, "indices are %s: expected i32 or i64",
+                         clrun__type_format(indices, si, sizeof si));
+}
+
+/* ---- gather ------------------------------------------------------------------------------ */
+
+static const clrun__attr_spec gather_attrs[] = {{"axis", CLRUN__WANT_INT, false}};
+
+/* Without axis: the embedding form, table [V, D] and i32 indices, any index outside [0, V)
+ * giving a row of zeros. */
+static clrun_status embedding_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                    const clrun__infer_error *err)
+{
+    const clrun_tensor_type *table = &call->inputs[0], *indices = &call->inputs[1];
+    char st[CLRUN__TYPE_TEXT], si[CLRUN__TYPE_TEXT];
+    if (table->rank != 2)
+        return clrun__refuse(err, "table is %s: expected [V, D]", clrun__type_format(table, st, sizeof st));
+    if (indices->dtype != CLRUN_I32)
+        return clrun__refuse(err, "indices are %s: expected i32", clrun__type_format(indices, si, sizeof si));
+    if (indices->rank >= CLRUN_MAX_DIMS)
+        return clrun__refuse(err, "indices %s have rank %d: the output would exceed %d "
+                             "dimensions", clrun__type_format(indices, si, sizeof si), indices->rank,
+                             CLRUN_MAX_DIMS);
+    out[0] = *indices;
+    out[0].dtype = table->dtype;
+    out[0].shape[out[0].rank++] = table->shape[1];
+    return CLRUN_OK;
+}
+
+/* With axis: ONNX Gather, data[:axis] + indices + data[axis+1:]. */
+static clrun_status gather_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
+                                 size_t errlen)
+{
+    const clrun__infer_error err = {"gather", errbuf, errlen};
+    clrun_status s = begin(call, 2, gather_attrs, 1, &err);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t given;
+    if (!clrun__attr_int(call, "axis", &given))
+        return embedding_infer(call, out, &err);
+    const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
+    char sd[CLRUN__TYPE_TEXT], si[CLRUN__TYPE_TEXT];
+    int64_t axis;
+    s = axis_of(call, data, &axis, &err);
+    if (s == CLRUN_OK)
+        s = check_indices(indices, &err);
+    if (s != CLRUN_OK)
+        return s;
+    int rank = data->rank - 1 + indices->rank;
+    if (rank > CLRUN_MAX_DIMS)
+        return clrun__refuse(&err, "indices %s on axis %" PRId64 " of %s give %d dimensions (at "
+                             "most %d)", clrun__type_format(indices, si, sizeof si), axis,
+                             clrun__type_format(data, sd, sizeof sd), rank, CLRUN_MAX_DIMS);
+    out[0].dtype = data->dtype;
+    out[0].rank = 0;
+    for (int d = 0; d < axis; d++)
+        out[0].shape[out[0].rank++] = data->shape[d];
+    for (int d = 0; d < indices->rank; d++)
+        out[0].shape[out[0].rank++] = indices->shape[d];
+    for (int d = (int)axis + 1; d < data->rank; d++)
+        out[0].shape[out[0].rank++] = data->shape[d];
+    return CLRUN_OK;
+}
+
+/* ---- gather_elements --------------------------------------------------------------------- */
+
+static clrun_status gather_elements_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                          char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {"gather_elements", errbuf, errlen};
+    clrun_status s = begin(call, 2, gather_attrs, 1, &err);
+    const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
+    int64_t axis = 0;
+    if (s == CLRUN_OK)
+        s = axis_of(call, data, &axis, &err);
+    if (s == CLRUN_OK)
+        s = check_indices(indices, &err);
+    if (s != CLRUN_OK)
+        return s;
+    char sd[CLRUN__TYPE_TEXT], si[CLRUN__TYPE_TEXT];
+    bool fits = indices->rank == data->rank;
+    for (int d = 0; fits && d < data->rank; d++)
+        fits = d == axis || indices->shape[d] <= data->shape[d];
+    if (!fits)
+        return clrun__refuse(&err, "indices %s do not fit data %s: same rank, and no larger off "
+                             "axis %" PRId64, clrun__type_format(indices, si, sizeof si),
+                             clrun__type_format(data, sd, sizeof sd), axis);
+    out[0] = *indices;
+    out[0].dtype = data->dtype;
+    return CLRUN_OK;
+}
+
+/* ---- pad --------------------------------------------------------------------------------- */
+
+static const clrun__attr_spec pad_attrs[] = {
+    {"pads", CLRUN__WANT_INTS, true},
+    {"mode", CLRUN__WANT_INT, false},
+    {"value", CLRUN__WANT_FLOAT, false},
+};
+
+int64_t clrun__pad_source(int64_t c, int64_t begin, int64_t n, int mode)
+{
+    int64_t i = c - begin;
+    if (i >= 0 && i < n)
+        return i;
+    if (mode == CLRUN__PAD_EDGE)
+        return i < 0 ? 0 : n - 1;
+    if (mode != CLRUN__PAD_REFLECT)
+        return -1;
+    if (n == 1)
+        return 0;
+    int64_t period = 2 * (n - 1), m = i % period;
+    if (m < 0)
+        m += period;
+    return m < n ? m : period - m;
+}
+
+/* The value as x's dtype, or why it cannot be one. */
+static clrun_status check_pad_value(const clrun__op_call *call, const clrun__infer_error *err)
+{
+    double v = clrun__attr_float_or(call, "value", 0);
+    clrun_dtype dtype = call->inputs[0].dtype;
+    bool integral = v == floor(v);
+    bool fits = dtype == CLRUN_I32    ? integral && v >= -2147483648.0 && v <= 2147483647.0
+                : dtype == CLRUN_I64  ? integral && v >= -9223372036854775808.0 &&
+                                           v < 9223372036854775808.0
+                : dtype == CLRUN_BOOL ? v == 0 || v == 1
+                                      : true;
+    if (fits)
+        return CLRUN_OK;
+    char sx[CLRUN__TYPE_TEXT];
+    return clrun__refuse(err, "value %.17g does not fit %s", v,
+                         clrun__type_format(&call->inputs[0], sx, sizeof sx));
+}
+
+uint64_t clrun__pad_value_bits(const clrun__op_call *call)
+{
+    double v = clrun__attr_float_or(call, "value", 0);
+    switch (call->inputs[0].dtype) {
+    case CLRUN_F32: {
+        float f = (float)v;
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        return bits;
+    }
+    case CLRUN_F64: {
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        return bits;
+    }
+    case CLRUN_F16: return clrun__f32_to_f16((float)v);
+    case CLRUN_I32: return (uint32_t)(int32_t)v;
+    case CLRUN_I64: return (uint64_t)(int64_t)v;
+    case CLRUN_BOOL: return v != 0;
+    }
+    return 0;
+}
+
+static clrun_status pad_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
+                              size_t errlen)
+{
+    const clrun__infer_error err = {"pad", errbuf, errlen};
+    clrun_status s = begin(call, 1, pad_attrs, 3, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_int_range(call, "mode", 0, 2, &err);
+    if (s == CLRUN_OK)
+        s = check_pad_value(call, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *x = &call->inputs[0];
+    int64_t pads[CLRUN_MAX_ATTR_INTS];
+    int n = clrun__attr_list(call, "pads", pads, CLRUN_MAX_ATTR_INTS);
+    char sx[CLRUN__TYPE_TEXT];
+    if (n != 2 * x->rank)
+        return clrun__refuse(&err, "pads has %d entries for x %s of rank %d: expected %d "
+                             "([begin..., end...])", n, clrun__type_format(x, sx, sizeof sx),
+                             x->rank, 2 * x->rank);
+    out[0] = *x;
+    for (int d = 0; d < x->rank; d++) {
+        int64_t b = pads[d], e = pads[x->rank + d];
+        const int64_t limit = INT64_MAX / 4; /* dims of real tensors are far below it */
+        if (b > limit || b < -limit || e > limit || e < -limit)
+            return clrun__refuse(&err, "pads [%" PRId64 ", %" PRId64 "] of axis %d are too large",
+                                 b, e, d);
+        int64_t dim = x->shape[d] + b + e;
+        if (dim < 1)
+            return clrun__refuse(&err, "pads [%" PRId64 ", %" PRId64 "] leave axis %d of %s with %"
+                                 PRId64 " elements (at least 1)", b, e, d,
+                                 clrun__type_format(x, sx, sizeof sx), dim);
+        out[0].shape[d] = dim;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- trilu ------------------------------------------------------------------------------- */
+
+static const clrun__attr_spec trilu_attrs[] = {
+    {"upper", CLRUN__WANT_INT, false},
+    {"k", CLRUN__WANT_INT, false},
+};
+
+static clrun_status trilu_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
+                                size_t errlen)
+{
+    const clrun__infer_error err = {"trilu", errbuf, errlen};
+    clrun_status s = begin(call, 1, trilu_attrs, 2, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_int_range(call, "upper", 0, 1, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *x = &call->inputs[0];
+    char sx[CLRUN__TYPE_TEXT];
+    if (x->rank < 2)
+        return clrun__refuse(&err, "x is %s: expected [..., M, N]", clrun__type_format(x, sx, sizeof sx));
+    out[0] = *x;
+    return CLRUN_OK;
+}
+
+/* ---- cumsum ------------------------------------------------------------------------------ */
+
+static const clrun__attr_spec cumsum_attrs[] = {
+    {"axis", CLRUN__WANT_INT, true},
+    {"exclusive", CLRUN__WANT_INT, false},
+    {"reverse", CLRUN__WANT_INT, false},
+};
+
+static clrun_status cumsum_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
+                                 size_t errlen)
+{
+    const clrun__infer_error err = {"cumsum", errbuf, errlen};
+    clrun_status s = begin(call, 1, cumsum_attrs, 3, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_int_range(call, "exclusive", 0, 1, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_int_range(call, "reverse", 0, 1, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *x = &call->inputs[0];
+    char sx[CLRUN__TYPE_TEXT];
+    clrun_dtype t = x->dtype;
+    if (t != CLRUN_F32 && t != CLRUN_F64 && t != CLRUN_I32 && t != CLRUN_I64)
+        return clrun__refuse(&err, "input 0 is %s: expected f32, f64, i32 or i64",
+                             clrun__type_format(x, sx, sizeof sx));
+    int64_t axis;
+    if (x->rank == 0)
+        return clrun__refuse(&err, "x is %s: a scalar has no axis", clrun__type_format(x, sx, sizeof sx));
+    s = axis_of(call, x, &axis, &err);
+    if (s != CLRUN_OK)
+        return s;
+    out[0] = *x;
+    return CLRUN_OK;
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+static const clrun__op op_gather = {.name = "gather", .min_inputs = 2, .max_inputs = 2,
+                                    .outputs = 1, .infer = gather_infer};
+static const clrun__op op_gather_elements = {.name = "gather_elements", .min_inputs = 2,
+                                             .max_inputs = 2, .outputs = 1,
+                                             .infer = gather_elements_infer};
+static const clrun__op op_pad = {.name = "pad", .min_inputs = 1, .max_inputs = 1, .outputs = 1,
+                                 .infer = pad_infer};
+/* Each work-item reads the one element it writes. */
+static const clrun__op op_trilu = {.name = "trilu", .min_inputs = 1, .max_inputs = 1,
+                                   .outputs = 1, .alias_safe = true, .infer = trilu_infer};
+/* Each work-item runs along one line, reading every element before it writes it, and no
+ * work-item touches another's line. */
+static const clrun__op op_cumsum = {.name = "cumsum", .min_inputs = 1, .max_inputs = 1,
+                                    .outputs = 1, .alias_safe = true, .infer = cumsum_infer};
+
+const clrun__op *const clrun__ops_index[] = {
+    &op_gather, &op_gather_elements, &op_pad, &op_trilu, &op_cumsum, NULL,
+};

@@ -1,0 +1,215 @@
+/* Kernels of the index ops (kernels/index.cl): gather, gather_elements, pad, trilu, cumsum. One
+ * launch each, one work-item per output element (per line for cumsum), with a table of dims and
+ * strides where the rank varies. */
+#include <stdlib.h>
+
+#include "device/cl.h"
+#include "graph/layout_geometry.h"
+#include "ops/ops_data.h"
+#include "ops/ops_internal.h"
+
+/* One constant kernel argument: its index, size and value. */
+typedef struct arg {
+    cl_uint index;
+    size_t size;
+    const void *value;
+} arg;
+
+static clrun_status set_args(clrun_context *ctx, cl_kernel kernel, const arg *args, int count)
+{
+    clrun_status s = CLRUN_OK;
+    for (int i = 0; i < count && s == CLRUN_OK; i++)
+        s = clrun__arg(ctx, kernel, args[i].index, args[i].size, args[i].value);
+    return s;
+}
+
+static clrun_status new_state(clrun_context *ctx, const clrun__op *op, cl_uint inputs,
+                              clrun__kernel_state **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    (*out)->inputs = inputs;
+    (*out)->what = op->name;
+    return CLRUN_OK;
+}
+
+static const char *index_suffix(const clrun_tensor_type *indices)
+{
+    return indices->dtype == CLRUN_I64 ? "i64" : "i32";
+}
+
+/* ---- gather ------------------------------------------------------------------------------ */
+
+/* Without an axis attribute, the embedding form: axis 0 of a [V, D] table, negative indices
+ * out of range. */
+static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
+{
+    clrun__kernel_state *st;
+    clrun_status s = new_state(ctx, op, 2, &st);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
+    int64_t given;
+    cl_int wrap = clrun__attr_int(call, "axis", &given);
+    int axis = wrap ? (int)clrun__normalize_axis(given, data->rank) : 0;
+    cl_ulong axis_dim = (cl_ulong)data->shape[axis], count = clrun_tensor_elements(indices);
+    cl_ulong inner = clrun__dims_product(data, axis + 1, data->rank);
+    cl_ulong n = clrun__dims_product(data, 0, axis) * count * inner;
+    const arg args[] = {{3, sizeof n, &n}, {4, sizeof axis_dim, &axis_dim},
+                        {5, sizeof count, &count}, {6, sizeof inner, &inner},
+                        {7, sizeof wrap, &wrap}};
+    s = clrun__element_kernel(ctx, "clrun_gather", data->dtype, index_suffix(indices), &st->kernel);
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->kernel, args, 5);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, n);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- gather_elements --------------------------------------------------------------------- */
+
+static clrun_status gather_elements_prepare(clrun_context *ctx, const clrun__op *op,
+                                            const clrun__op_call *call, void **state)
+{
+    clrun__kernel_state *st;
+    clrun_status s = new_state(ctx, op, 2, &st);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
+    int rank = data->rank;
+    int axis = (int)clrun__normalize_axis(clrun__attr_int_or(call, "axis", 0), rank);
+    uint64_t meta[3 + 2 * CLRUN_MAX_DIMS], stride = 1;
+    meta[0] = (uint64_t)rank;
+    meta[1] = (uint64_t)axis;
+    for (int d = rank - 1; d >= 0; d--) {
+        meta[2 + d] = (uint64_t)indices->shape[d];
+        meta[2 + rank + d] = stride;
+        stride *= (uint64_t)data->shape[d];
+    }
+    meta[2 + 2 * rank] = (uint64_t)data->shape[axis];
+    cl_ulong n = clrun_tensor_elements(indices);
+    s = clrun__element_kernel(ctx, "clrun_gather_elements", data->dtype, index_suffix(indices),
+                              &st->kernel);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, meta, (size_t)(3 + 2 * rank) * sizeof meta[0], &st->table);
+    const arg args[] = {{3, sizeof n, &n}, {4, sizeof st->table, &st->table}};
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->kernel, args, 2);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, n);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- pad --------------------------------------------------------------------------------- */
+
+static clrun_status pad_prepare(clrun_context *ctx, const clrun__op *op,
+                                const clrun__op_call *call, void **state)
+{
+    clrun__kernel_state *st;
+    clrun_status s = new_state(ctx, op, 1, &st);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *x = &call->inputs[0], *y = &call->outputs[0];
+    int rank = x->rank;
+    int64_t pads[CLRUN_MAX_ATTR_INTS], meta[1 + 4 * CLRUN_MAX_DIMS], stride = 1;
+    clrun__attr_list(call, "pads", pads, CLRUN_MAX_ATTR_INTS);
+    meta[0] = rank;
+    for (int d = rank - 1; d >= 0; d--) {
+        meta[1 + d] = y->shape[d];
+        meta[1 + rank + d] = x->shape[d];
+        meta[1 + 2 * rank + d] = pads[d];
+        meta[1 + 3 * rank + d] = stride;
+        stride *= x->shape[d];
+    }
+    cl_ulong n = clrun_tensor_elements(y), value = clrun__pad_value_bits(call);
+    cl_int mode = (cl_int)clrun__attr_int_or(call, "mode", CLRUN__PAD_CONSTANT);
+    s = clrun__element_kernel(ctx, "clrun_pad", x->dtype, NULL, &st->kernel);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, meta, (size_t)(1 + 4 * rank) * sizeof meta[0], &st->table);
+    const arg args[] = {{2, sizeof n, &n}, {3, sizeof st->table, &st->table},
+                        {4, sizeof mode, &mode}, {5, sizeof value, &value}};
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->kernel, args, 4);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, n);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- trilu ------------------------------------------------------------------------------- */
+
+static clrun_status trilu_prepare(clrun_context *ctx, const clrun__op *op,
+                                  const clrun__op_call *call, void **state)
+{
+    clrun__kernel_state *st;
+    clrun_status s = new_state(ctx, op, 1, &st);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *x = &call->inputs[0];
+    cl_ulong n = clrun_tensor_elements(x);
+    cl_ulong rows = (cl_ulong)x->shape[x->rank - 2], cols = (cl_ulong)x->shape[x->rank - 1];
+    cl_long k = clrun__attr_int_or(call, "k", 0);
+    cl_int upper = (cl_int)clrun__attr_int_or(call, "upper", 1);
+    const arg args[] = {{2, sizeof n, &n}, {3, sizeof rows, &rows}, {4, sizeof cols, &cols},
+                        {5, sizeof k, &k}, {6, sizeof upper, &upper}};
+    s = clrun__element_kernel(ctx, "clrun_trilu", x->dtype, NULL, &st->kernel);
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->kernel, args, 5);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, n);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- cumsum ------------------------------------------------------------------------------ */
+
+static clrun_status cumsum_prepare(clrun_context *ctx, const clrun__op *op,
+                                   const clrun__op_call *call, void **state)
+{
+    const clrun_tensor_type *x = &call->inputs[0];
+    if (x->dtype == CLRUN_F64 && !ctx->info.fp64)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "cumsum: f64 needs a device with cl_khr_fp64, and %s has none",
+                           ctx->info.name);
+    clrun__kernel_state *st;
+    clrun_status s = new_state(ctx, op, 1, &st);
+    if (s != CLRUN_OK)
+        return s;
+    int axis = (int)clrun__normalize_axis(clrun__attr_int_or(call, "axis", 0), x->rank);
+    cl_ulong len = (cl_ulong)x->shape[axis], inner = clrun__dims_product(x, axis + 1, x->rank);
+    cl_ulong lines = clrun__dims_product(x, 0, axis) * inner;
+    cl_int exclusive = (cl_int)clrun__attr_int_or(call, "exclusive", 0);
+    cl_int reverse = (cl_int)clrun__attr_int_or(call, "reverse", 0);
+    const arg args[] = {{2, sizeof lines, &lines}, {3, sizeof len, &len},
+                        {4, sizeof inner, &inner}, {5, sizeof exclusive, &exclusive},
+                        {6, sizeof reverse, &reverse}};
+    const char *name = x->dtype == CLRUN_F64   ? "clrun_cumsum_f64"
+                       : x->dtype == CLRUN_I32 ? "clrun_cumsum_i32"
+                       : x->dtype == CLRUN_I64 ? "clrun_cumsum_i64"
+                                               : "clrun_cumsum_f32";
+    s = clrun__kernel(ctx, name, &st->kernel);
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->kernel, args, 5);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, lines);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+static const clrun__op_kernels gather_kernels = {gather_prepare, clrun__kernel_state_op_enqueue,
+                                                 clrun__kernel_state_release};
+static const clrun__op_kernels gather_elements_kernels = {
+    gather_elements_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+static const clrun__op_kernels pad_kernels = {pad_prepare, clrun__kernel_state_op_enqueue,
+                                              clrun__kernel_state_release};
+static const clrun__op_kernels trilu_kernels = {trilu_prepare, clrun__kernel_state_op_enqueue,
+                                                clrun__kernel_state_release};
+static const clrun__op_kernels cumsum_kernels = {cumsum_prepare, clrun__kernel_state_op_enqueue,
+                                                 clrun__kernel_state_release};
+
+const clrun__named_kernels clrun__kernels_index[] = {
+    {"gather", &gather_kernels}, {"gather_elements", &gather_elements_kernels},
+    {"pad", &pad_kernels},       {"trilu", &trilu_kernels},
+    {"cumsum", &cumsum_kernels}, {NULL, NULL},
+};

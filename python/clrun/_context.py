@@ -1,0 +1,437 @@
+"""Devices, contexts and device arrays."""
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _lib
+from .errors import InvalidArgumentError, DonatedError, check, error, INVALID_ARGUMENT, DONATED
+
+# clrun dtypes (clrun_dtype) and their numpy counterparts.
+DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32), 2: np.dtype(np.float16),
+          3: np.dtype(np.int64), 4: np.dtype(np.bool_), 5: np.dtype(np.float64)}
+DTYPE_CODES = {dtype: code for code, dtype in DTYPES.items()}
+
+
+_KINDS = "float32, float16, float64, int32, int64 or bool"
+
+
+def numpy_dtype(dtype):
+    """The numpy dtype given, when clrun tensors can have it (float32, float16, float64, int32,
+    int64, bool)."""
+    dtype = np.dtype(dtype)
+    if dtype not in DTYPE_CODES:
+        raise InvalidArgumentError(INVALID_ARGUMENT, "clrun tensors are %s, not %s" % (_KINDS, dtype))
+    return dtype
+
+
+def _device_dtype(array):
+    """The dtype an array keeps on the device: its own when clrun has it, else the clrun dtype of
+    its kind (other integers: int32 or int64 by size; other floats: float32)."""
+    if array.dtype in DTYPE_CODES:
+        return array.dtype
+    if array.dtype.kind in "iu":
+        return np.dtype(np.int64 if array.dtype.itemsize > 4 else np.int32)
+    if array.dtype.kind == "f":
+        return np.dtype(np.float32)
+    raise InvalidArgumentError(INVALID_ARGUMENT, "clrun tensors are %s; cannot convert %s"
+                               % (_KINDS, array.dtype))
+
+
+def as_host_array(value, dtype, what):
+    """`value` as a C-contiguous numpy array of `dtype`, converting only within a kind
+    (float64 -> float32, int64 -> int32 when every value fits)."""
+    array = np.asarray(value)
+    if array.dtype != dtype:
+        if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+            raise InvalidArgumentError(INVALID_ARGUMENT, "%s: needs %s values, got %s"
+                                       % (what, dtype, array.dtype))
+        if dtype.kind == "i" and array.size and array.dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if array.min() < info.min or array.max() > info.max:
+                raise InvalidArgumentError(INVALID_ARGUMENT, "%s: values outside the range of %s"
+                                           % (what, dtype))
+        array = array.astype(dtype)
+    return np.ascontiguousarray(array)
+
+
+# ---- devices ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Device:
+    """An OpenCL device, with the facts clrun uses (clrun_device_info).
+
+    ``default`` is true for the device a :class:`Context` chooses without a selector
+    (CLRUN_PLATFORM and CLRUN_DEVICE apply). Pass a Device as ``Context(device=...)``.
+    """
+    index: int            # position among every device of every platform
+    platform_index: int
+    name: str
+    vendor: str
+    type: str             # "GPU", "CPU", "accelerator", "custom" or "other"
+    platform_name: str
+    version: str          # CL_DEVICE_VERSION
+    driver_version: str
+    opencl_c_version: str
+    global_mem: int       # bytes
+    max_alloc: int        # bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE
+    local_mem: int
+    base_addr_align: int  # bytes a sub-buffer origin must be a multiple of
+    compute_units: int
+    max_work_group: int
+    profiling: bool
+    out_of_order: bool
+    fp16: bool
+    fp64: bool
+    default: bool = False
+
+
+def _device(info, default=False):
+    return Device(
+        index=info.device_index, platform_index=info.platform_index, name=_lib.text(info.name),
+        vendor=_lib.text(info.vendor), type=_lib.text(info.type),
+        platform_name=_lib.text(info.platform_name), version=_lib.text(info.version),
+        driver_version=_lib.text(info.driver_version), opencl_c_version=_lib.text(info.c_version),
+        global_mem=info.global_mem, max_alloc=info.max_alloc, local_mem=info.local_mem,
+        base_addr_align=info.base_addr_align, compute_units=info.compute_units,
+        max_work_group=info.max_work_group, profiling=info.profiling,
+        out_of_order=info.out_of_order, fp16=info.fp16, fp64=info.fp64, default=default)
+
+
+def devices():
+    """Every OpenCL device of every platform, in loader order, as :class:`Device` values.
+
+    Raises :class:`clrun.NoPlatformError` when no OpenCL platform is installed.
+    """
+    listing = _lib.POINTER(_lib.DeviceInfo)()
+    count = _lib.c_size_t()
+    check(_lib.device_list(_lib.byref(listing), _lib.byref(count)))
+    try:
+        chosen = _lib.c_size_t(count.value)
+        platform = os.environ.get("CLRUN_PLATFORM", "").encode() or None
+        device = os.environ.get("CLRUN_DEVICE", "").encode() or None
+        if _lib.device_select(listing, count, platform, device, _lib.byref(chosen)) != 0:
+            chosen.value = count.value  # the selection matches nothing: no default
+        return [_device(listing[i], i == chosen.value) for i in range(count.value)]
+    finally:
+        _lib.device_list_free(listing)
+
+
+# ---- lifetimes --------------------------------------------------------------------------------
+#
+# The C objects live in small state objects, not in the user-facing wrappers, so that a
+# finalizer can free them without keeping the wrapper alive. A context's state knows the states
+# of everything made from it (arrays, models) and frees them first when it closes, so closing a
+# context, or the interpreter exiting, never frees the context under a live child.
+
+
+class _ContextState:
+    def __init__(self, pointer):
+        self.pointer = pointer
+        self.children = set()
+        self.lock = threading.Lock()
+
+    def adopt(self, child):
+        with self.lock:
+            self.children.add(child)
+
+    def forget(self, child):
+        with self.lock:
+            self.children.discard(child)
+
+    def require_open(self):
+        if self.pointer is None:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "the context is closed")
+
+    def close(self):
+        if self.pointer is None:
+            return
+        with self.lock:
+            children = list(self.children)
+        for child in children:
+            child.close()
+        _lib.context_destroy(self.pointer)
+        self.pointer = None
+
+
+class _ArrayState:
+    def __init__(self, context, buffer):
+        self.context = context
+        self.buffer = buffer
+        self.freed = False
+        self.consumed_by = None  # the model (its state) whose run took the memory, when donated
+        self.consumed_as = None  # the input name it was donated as
+
+    def require_live(self):
+        if self.freed or self.context.pointer is None:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "this device array was freed (or its "
+                                       "context closed)")
+
+    def donated_error(self, status, message):
+        """The error for a use of this consumed array: the library's own donation error when it
+        gave one, else the binding's (the library no longer knows the block once its executor
+        freed it and the pool handed it to a new owner)."""
+        if status == DONATED:
+            return error(DONATED, message)
+        return DonatedError(DONATED, "this device array was donated to a run of model '%s' (as "
+                            "input '%s') and its memory belongs to the model; upload a new one "
+                            "with ctx.array()" % (self.consumed_by.name, self.consumed_as))
+
+    def consume(self, model, name):
+        """The run of `model` took this buffer: the model frees it, never this array."""
+        self.consumed_by = model
+        self.consumed_as = name
+        self.context.forget(self)
+
+    def close(self):
+        if self.freed:
+            return
+        self.freed = True
+        if self.consumed_by is None and self.context.pointer is not None:
+            _lib.free(self.context.pointer, _lib.byref(self.buffer))
+        self.context.forget(self)
+
+
+# ---- device arrays ----------------------------------------------------------------------------
+
+
+class DeviceArray:
+    """An array in device memory, a block of the context's pool.
+
+    Made by :meth:`Context.array`; read back with :meth:`numpy` (or ``np.asarray``). Passing it
+    to a model avoids the upload, so repeated runs do not copy through the host. When passed for
+    an input the model donates, its memory goes to the run: any later use raises
+    :class:`clrun.DonatedError`. Freed by :meth:`free`, by garbage collection, or with its
+    context.
+    """
+
+    def __init__(self, context, buffer, shape, dtype):
+        self._context = context  # keeps the context open while the array lives
+        self._state = _ArrayState(context._state, buffer)
+        context._state.adopt(self._state)
+        self._finalizer = weakref.finalize(self, _ArrayState.close, self._state)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    @property
+    def nbytes(self):
+        """Bytes of device memory the array holds."""
+        return self._state.buffer.size
+
+    @property
+    def size(self):
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def donated(self):
+        """True once a run consumed the array (it can no longer be used)."""
+        return self._state.consumed_by is not None
+
+    @property
+    def context(self):
+        """The :class:`Context` the memory belongs to."""
+        return self._context
+
+    def numpy(self):
+        """Copies the array to host memory as a new numpy array."""
+        state = self._state
+        state.require_live()
+        out = np.empty(self.shape, self.dtype)
+        context = state.context.pointer
+        status = _lib.buffer_read(context, _lib.byref(state.buffer), out.ctypes.data)
+        if state.consumed_by is not None:  # the library refuses it: its bytes are not ours
+            raise state.donated_error(status, _lib.text(_lib.last_error(context)))
+        check(status, context)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def free(self):
+        """Returns the memory to the pool now (also done by garbage collection). A donated
+        array's memory belongs to the model: freeing it does nothing more."""
+        self._finalizer()
+
+    def __repr__(self):
+        state = "donated" if self.donated else "freed" if self._state.freed else "%d bytes" % self.nbytes
+        return "DeviceArray(shape=%s, dtype=%s, %s)" % (self.shape, self.dtype, state)
+
+
+# ---- contexts ---------------------------------------------------------------------------------
+
+
+def _tristate(value):
+    """The C options' convention: 1 on, -1 off, 0 from the environment."""
+    return 0 if value is None else (1 if value else -1)
+
+
+def _selector(value):
+    if value is None:
+        return None
+    if isinstance(value, Device):
+        return str(value.index).encode()
+    return str(value).encode()
+
+
+class Context:
+    """One device with its OpenCL context and queue, its built kernels and its memory pool.
+
+    Arguments left as None take their value from the environment (CLRUN_PLATFORM, CLRUN_DEVICE,
+    CLRUN_ALLOCATOR, CLRUN_QUEUE, CLRUN_DEBUG, CLRUN_CACHE, CLRUN_CACHE_DIR, CLRUN_POOL_LIMIT):
+
+    Args:
+        device: a :class:`Device`, a device index, or a case-insensitive substring of its name.
+        allocator: the pool strategy, "buddy", "slab" or "bump", or an executor mode, "naive"
+            or "planned", that models loaded without mode= then use.
+        pool_limit: the most bytes the pool may reserve from the driver (an int > 0).
+        platform: a platform index or name substring.
+        guard: True for guard mode (red zones checked on free and by :meth:`check`).
+        cache: False to turn off the on-disk cache of compiled kernels.
+        cache_dir: where that cache lives.
+        out_of_order: True to ask for an out-of-order queue.
+
+    Use it as a context manager (``with clrun.Context() as ctx:``) or call :meth:`close`;
+    garbage collection closes it too. Closing frees every array and model made from it.
+    """
+
+    def __init__(self, device=None, allocator=None, pool_limit=None, *, platform=None,
+                 guard=None, cache=None, cache_dir=None, out_of_order=None):
+        options = _lib.ContextOptions()
+        _lib.context_options_init(_lib.byref(options))
+        options.platform = _selector(platform)
+        options.device = _selector(device)
+        options.allocator = allocator.encode() if allocator is not None else None
+        options.out_of_order = _tristate(out_of_order)
+        options.guard = _tristate(guard)
+        options.cache = _tristate(cache)
+        options.cache_dir = os.fsencode(cache_dir) if cache_dir is not None else None
+        if pool_limit is not None:
+            if int(pool_limit) <= 0:
+                raise InvalidArgumentError(INVALID_ARGUMENT, "pool_limit must be a number of "
+                                           "bytes above 0, not %r" % (pool_limit,))
+            options.pool_limit = int(pool_limit)
+        pointer = _lib.context_p()
+        check(_lib.context_create(_lib.byref(options), _lib.byref(pointer)))
+        self._state = _ContextState(pointer)
+        self._finalizer = weakref.finalize(self, _ContextState.close, self._state)
+
+    # -- lifetime --
+
+    def close(self):
+        """Frees every model and device array of the context, then the context itself."""
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def closed(self):
+        return self._state.pointer is None
+
+    def _pointer(self):
+        self._state.require_open()
+        return self._state.pointer
+
+    # -- facts --
+
+    @property
+    def device(self):
+        """The context's :class:`Device`."""
+        return _device(_lib.context_device(self._pointer()).contents)
+
+    @property
+    def cl_context(self):
+        """The underlying cl_context handle, as an int (for OpenCL interoperation)."""
+        return _lib.context_cl(self._pointer())
+
+    # -- memory --
+
+    def array(self, value, dtype=None, label=None):
+        """Uploads `value` (a numpy array or anything np.asarray takes) once and returns a
+        :class:`DeviceArray` of the same dtype, or of `dtype` (converted within a kind: float64
+        to float32, int64 to int32 when every value fits). Unsigned integers become int32 or
+        int64, float128 float32. `label` names the block in guard reports and the allocation
+        log."""
+        host = np.asarray(value)
+        dtype = numpy_dtype(dtype) if dtype is not None else _device_dtype(host)
+        host = as_host_array(host, dtype, label or "array")
+        pointer = self._pointer()
+        buffer = _lib.Buffer()
+        check(_lib.alloc_ex(pointer, host.nbytes, 0, label.encode() if label else None,
+                            _lib.byref(buffer)), pointer)
+        status = _lib.buffer_write(pointer, _lib.byref(buffer), host.ctypes.data)
+        if status != 0:
+            message = _lib.text(_lib.last_error(pointer))
+            _lib.free(pointer, _lib.byref(buffer))
+            check(status, message=message)
+        return DeviceArray(self, buffer, host.shape, dtype)
+
+    def memory_stats(self):
+        """What the pool holds, as a dict of the C statistics (clrun_memory_stats): strategy,
+        in_use, in_use_peak, held, reserved, reserved_peak, alloc_count, free_count,
+        driver_allocs, driver_frees, chunks, free_bytes, largest_free, fragmentation, limit."""
+        pointer = self._pointer()
+        stats = _lib.MemoryStats()
+        check(_lib.memory_stats_get(pointer, _lib.byref(stats)), pointer)
+        out = {name: getattr(stats, name) for name in _lib.fields(_lib.MemoryStats)}
+        out["strategy"] = _lib.text(stats.strategy)
+        return out
+
+    def reset_peaks(self):
+        """Starts in_use_peak and reserved_peak again from the current values."""
+        _lib.memory_reset_peaks(self._pointer())
+
+    def trim(self):
+        """Gives every chunk that holds no live block back to the driver; returns the bytes."""
+        pointer = self._pointer()
+        released = _lib.c_uint64()
+        check(_lib.pool_trim(pointer, _lib.byref(released)), pointer)
+        return released.value
+
+    def check(self):
+        """Guard mode: checks every live block's red zones now (raises clrun.GuardError)."""
+        pointer = self._pointer()
+        check(_lib.pool_check(pointer), pointer)
+
+    # -- models --
+
+    def load(self, path, *, dims=None, fusion=None, mode=None, donate=None, profile=False,
+             plan_time_limit=None):
+        """Loads a model and prepares it for this context; returns a :class:`clrun.Model`.
+
+        Args:
+            path: a ``.graph`` file (docs/graph-format.md) or an ``.onnx`` model.
+            dims: ONNX only: values of symbolic dimensions, e.g. ``{"batch": 8}``.
+            fusion: fuse elementwise chains (None: the library's default). Pending: this
+                library has no fusion yet, so every value runs the same kernels.
+            mode: "pooled" (blocks from the pool), "planned" (one arena laid out ahead by the
+                static planner) or "naive" (one driver buffer per tensor); None: the mode the
+                context's allocator names (Context(allocator=...), else CLRUN_ALLOCATOR: naive,
+                planned, or pooled for a strategy).
+            donate: names of the inputs whose device memory each run may consume (XLA's
+                donate_argnums); None keeps what the file says.
+            profile: record each node's device time, for :meth:`clrun.Model.trace`.
+            plan_time_limit: planned mode: the planner's budget in seconds (default 1; 0 runs
+                its constructions only).
+        """
+        from ._model import Model
+        return Model(self, path, dims=dims, fusion=fusion, mode=mode, donate=donate,
+                     profile=profile, plan_time_limit=plan_time_limit)
+
+    def __repr__(self):
+        if self.closed:
+            return "Context(closed)"
+        return "Context(device=%r)" % self.device.name

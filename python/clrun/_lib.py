@@ -1,0 +1,291 @@
+"""The C library through ctypes: finding libclrun.so, its structures and its prototypes.
+
+Only the public API of libclrun (include/clrun/*.h) is used. Every structure here mirrors its C
+declaration field for field; the two must change together.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+# ---- finding the library ----------------------------------------------------------------------
+
+
+def _candidates():
+    """Where libclrun may be, most specific first."""
+    explicit = os.environ.get("CLRUN_LIBRARY")
+    if explicit:
+        yield explicit
+        return
+    try:
+        from . import _paths  # written by `make install`: where the library was installed
+    except ImportError:
+        _paths = None
+    if _paths is not None:
+        yield _paths.LIBRARY
+    found = ctypes.util.find_library("clrun")
+    if found:
+        yield found
+    yield "libclrun.so.0"
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path)
+        except OSError as error:
+            tried.append("%s (%s)" % (path, error))
+    raise ImportError(
+        "clrun: cannot load libclrun; tried " + "; ".join(tried) +
+        ". Install clrun (make install), or set CLRUN_LIBRARY to the path of libclrun.so")
+
+
+lib = _load()
+
+# ---- structures (include/clrun/*.h) -----------------------------------------------------------
+
+MAX_DIMS = 6  # CLRUN_MAX_DIMS
+NO_OFFSET = 2**64 - 1  # CLRUN_NO_OFFSET
+
+c_bool = ctypes.c_bool
+c_char_p = ctypes.c_char_p
+c_double = ctypes.c_double
+c_int = ctypes.c_int
+c_int32 = ctypes.c_int32
+c_int64 = ctypes.c_int64
+c_size_t = ctypes.c_size_t
+c_uint = ctypes.c_uint
+c_uint32 = ctypes.c_uint32
+c_uint64 = ctypes.c_uint64
+c_void_p = ctypes.c_void_p
+POINTER = ctypes.POINTER
+byref = ctypes.byref
+
+
+# Structures the library fills (an *_init function, a *_get) carry room beyond their last known
+# field: a library newer than this binding that appends a field then writes into that room
+# instead of past the end, and an options structure set up by its *_init keeps the new field's
+# default. Fields other code reads are those listed.
+ROOM = ("_room", ctypes.c_uint8 * 256)
+
+
+def fields(structure):
+    """The names of a structure's fields, without the room."""
+    return [name for name, _ in structure._fields_ if not name.startswith("_")]
+
+
+class DeviceInfo(ctypes.Structure):
+    """clrun_device_info (context.h)."""
+    _fields_ = [
+        ("platform_index", c_uint),
+        ("device_index", c_uint),
+        ("platform_name", ctypes.c_char * 256),
+        ("platform_version", ctypes.c_char * 256),
+        ("name", ctypes.c_char * 256),
+        ("vendor", ctypes.c_char * 256),
+        ("version", ctypes.c_char * 256),
+        ("driver_version", ctypes.c_char * 256),
+        ("c_version", ctypes.c_char * 256),
+        ("cl_major", c_uint),
+        ("cl_minor", c_uint),
+        ("type", c_char_p),
+        ("base_addr_align", c_uint64),
+        ("max_alloc", c_uint64),
+        ("global_mem", c_uint64),
+        ("local_mem", c_uint64),
+        ("compute_units", c_uint32),
+        ("max_work_group", c_size_t),
+        ("profiling", c_bool),
+        ("out_of_order", c_bool),
+        ("fp16", c_bool),
+        ("fp64", c_bool),
+    ]
+
+
+class ContextOptions(ctypes.Structure):
+    """clrun_context_options (context.h)."""
+    _fields_ = [
+        ("platform", c_char_p),
+        ("device", c_char_p),
+        ("allocator", c_char_p),
+        ("out_of_order", c_int),
+        ("guard", c_int),
+        ("cache", c_int),
+        ("cache_dir", c_char_p),
+        ("pool_limit", c_uint64),
+        ROOM,
+    ]
+
+
+class TensorType(ctypes.Structure):
+    """clrun_tensor_type (graph.h)."""
+    _fields_ = [("dtype", c_int), ("rank", c_int), ("shape", c_int64 * MAX_DIMS)]
+
+
+class Buffer(ctypes.Structure):
+    """clrun_buffer (memory.h): a block of device memory, a value."""
+    _fields_ = [
+        ("mem", c_void_p),
+        ("size", c_uint64),
+        ("chunk", c_uint32),
+        ("offset", c_uint64),
+        ("slot", c_uint32),
+        ("generation", c_uint32),
+    ]
+
+
+class MemoryStats(ctypes.Structure):
+    """clrun_memory_stats (memory.h)."""
+    _fields_ = [
+        ("strategy", c_char_p),
+        ("in_use", c_uint64),
+        ("in_use_peak", c_uint64),
+        ("held", c_uint64),
+        ("reserved", c_uint64),
+        ("reserved_peak", c_uint64),
+        ("alloc_count", c_uint64),
+        ("free_count", c_uint64),
+        ("driver_allocs", c_uint64),
+        ("driver_frees", c_uint64),
+        ("chunks", c_uint32),
+        ("free_bytes", c_uint64),
+        ("largest_free", c_uint64),
+        ("fragmentation", c_double),
+        ("limit", c_uint64),
+        ROOM,
+    ]
+
+
+class ExecOptions(ctypes.Structure):
+    """clrun_exec_options (exec.h)."""
+    _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double), ROOM]
+
+
+class ExecStats(ctypes.Structure):
+    """clrun_exec_stats (exec.h)."""
+    _fields_ = [
+        ("mode", c_char_p),
+        ("allocator", c_char_p),
+        ("steps", c_int32),
+        ("peak_bytes", c_uint64),
+        ("reserved_bytes", c_uint64),
+        ("lower_bound_bytes", c_uint64),
+        ("naive_bytes", c_uint64),
+        ("constant_bytes", c_uint64),
+        ("driver_allocs", c_uint64),
+        ("donations", c_int32),
+        ("unused_donations", c_int32),
+        ("wall_ms", c_double),
+        ROOM,
+    ]
+
+
+class ExecSpan(ctypes.Structure):
+    """clrun_exec_span (exec.h)."""
+    _fields_ = [
+        ("op", c_char_p),
+        ("name", c_char_p),
+        ("start_ns", c_uint64),
+        ("end_ns", c_uint64),
+        ("bytes_in_use", c_uint64),
+        ("bytes_after", c_uint64),
+    ]
+
+
+class ExecBufferInfo(ctypes.Structure):
+    """clrun_exec_buffer_info (exec.h)."""
+    _fields_ = [
+        ("tensor", c_char_p),
+        ("bytes", c_uint64),
+        ("first_step", c_int32),
+        ("last_step", c_int32),
+        ("is_input", c_bool),
+        ("is_output", c_bool),
+        ("offset", c_uint64),
+    ]
+
+
+# Opaque handles are plain void pointers.
+context_p = c_void_p
+graph_p = c_void_p
+exec_p = c_void_p
+
+# ---- prototypes -------------------------------------------------------------------------------
+
+
+def _proto(name, restype, *argtypes):
+    function = getattr(lib, name)
+    function.restype = restype
+    function.argtypes = list(argtypes)
+    return function
+
+
+def optional(name, restype, *argtypes):
+    """A function that newer libraries have, or None (e.g. clrun_graph_load_onnx)."""
+    try:
+        return _proto(name, restype, *argtypes)
+    except AttributeError:
+        return None
+
+
+version = _proto("clrun_version", c_char_p)
+strerror = _proto("clrun_strerror", c_char_p, c_int)
+status_name = _proto("clrun_status_name", c_char_p, c_int)
+last_error = _proto("clrun_last_error", c_char_p, context_p)
+
+device_list = _proto("clrun_device_list", c_int, POINTER(POINTER(DeviceInfo)), POINTER(c_size_t))
+device_list_free = _proto("clrun_device_list_free", None, POINTER(DeviceInfo))
+device_select = _proto("clrun_device_select", c_int, POINTER(DeviceInfo), c_size_t, c_char_p,
+                       c_char_p, POINTER(c_size_t))
+
+context_options_init = _proto("clrun_context_options_init", None, POINTER(ContextOptions))
+context_create = _proto("clrun_context_create", c_int, POINTER(ContextOptions), POINTER(context_p))
+context_destroy = _proto("clrun_context_destroy", None, context_p)
+context_device = _proto("clrun_context_device", POINTER(DeviceInfo), context_p)
+context_cl = _proto("clrun_context_cl", c_void_p, context_p)
+
+alloc_ex = _proto("clrun_alloc_ex", c_int, context_p, c_uint64, c_uint64, c_char_p, POINTER(Buffer))
+free = _proto("clrun_free", c_int, context_p, POINTER(Buffer))
+buffer_write = _proto("clrun_buffer_write", c_int, context_p, POINTER(Buffer), c_void_p)
+buffer_read = _proto("clrun_buffer_read", c_int, context_p, POINTER(Buffer), c_void_p)
+pool_trim = _proto("clrun_pool_trim", c_int, context_p, POINTER(c_uint64))
+pool_check = _proto("clrun_pool_check", c_int, context_p)
+memory_stats_get = _proto("clrun_memory_stats_get", c_int, context_p, POINTER(MemoryStats))
+memory_reset_peaks = _proto("clrun_memory_reset_peaks", None, context_p)
+
+dtype_name = _proto("clrun_dtype_name", c_char_p, c_int)
+graph_load = _proto("clrun_graph_load", c_int, c_char_p, POINTER(graph_p), c_char_p, c_size_t)
+graph_destroy = _proto("clrun_graph_destroy", None, graph_p)
+graph_name = _proto("clrun_graph_name", c_char_p, graph_p)
+graph_inputs = _proto("clrun_graph_inputs", c_int32, graph_p, POINTER(POINTER(c_int32)))
+graph_outputs = _proto("clrun_graph_outputs", c_int32, graph_p, POINTER(POINTER(c_int32)))
+graph_tensor_name = _proto("clrun_graph_tensor_name", c_char_p, graph_p, c_int32)
+graph_tensor_type = _proto("clrun_graph_tensor_type", POINTER(TensorType), graph_p, c_int32)
+graph_tensor_donated = _proto("clrun_graph_tensor_donated", c_bool, graph_p, c_int32)
+graph_set_donated = _proto("clrun_graph_set_donated", c_int, graph_p, c_int32, c_bool)
+graph_example_input = _proto("clrun_graph_example_input", c_int, graph_p, c_int32, c_uint64,
+                             c_void_p, c_uint64)
+graph_last_error = _proto("clrun_graph_last_error", c_char_p, graph_p)
+# ONNX import arrives in a later library; ctx.load reports its absence clearly.
+graph_load_onnx = optional("clrun_graph_load_onnx", c_int, c_char_p, c_void_p, POINTER(graph_p))
+
+exec_options_init = _proto("clrun_exec_options_init", None, POINTER(ExecOptions))
+exec_create = _proto("clrun_exec_create", c_int, context_p, graph_p, POINTER(ExecOptions),
+                     POINTER(exec_p))
+exec_destroy = _proto("clrun_exec_destroy", None, exec_p)
+exec_run = _proto("clrun_exec_run", c_int, exec_p, POINTER(Buffer), c_int32)
+exec_read_output = _proto("clrun_exec_read_output", c_int, exec_p, c_int32, c_void_p, c_uint64)
+exec_stats_get = _proto("clrun_exec_stats_get", c_int, exec_p, POINTER(ExecStats))
+exec_unused_donations = _proto("clrun_exec_unused_donations", c_int32, exec_p,
+                               POINTER(POINTER(c_char_p)))
+exec_profile = _proto("clrun_exec_profile", c_int32, exec_p, POINTER(POINTER(ExecSpan)))
+exec_layout = _proto("clrun_exec_layout", c_int, exec_p, POINTER(ExecBufferInfo), c_int32,
+                     POINTER(c_int32))
+
+EXEC_MODES = {"pooled": 0, "naive": 1, "planned": 2, "context": 3}  # clrun_exec_mode
+
+
+def text(value):
+    """A C string from the library as str ('' for NULL)."""
+    return value.decode("utf-8", "replace") if value else ""
