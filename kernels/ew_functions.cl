@@ -8,15 +8,16 @@
  * CPU compilers (POCL) vectorize the loop over its work-items. Only the last group checks. */
 #define WHOLE_GROUP(n) ((get_group_id(0) + 1) * get_local_size(0) <= (n))
 
-/* Every float an elementwise kernel stores goes through these: a NaN is stored as the one quiet
- * NaN of positive sign, whatever sign and payload the operations gave it. IEEE 754 leaves those
+/* Every float an elementwise kernel stores goes through these: a NaN is stored as IEEE's default
+ * quiet NaN (0x7fc00000, 0x7ff8000000000000: what C's NAN is on common hosts; OpenCL's NAN macro
+ * may have another payload), whatever sign and payload the operations gave it. IEEE 754 leaves those
  * to the implementation, and a compiler may pick differently in a fused kernel than in the
  * unfused ones (x86's invalid operations make a negative NaN, library code a positive one), so
  * without this a NaN could differ in its bits between the two. Which values are NaN never
  * depends on a NaN's bits, so with it every stored result is the same. */
-float clrun_canon_f32(const float v) { return isnan(v) ? NAN : v; }
+float clrun_canon_f32(const float v) { return isnan(v) ? as_float(0x7fc00000u) : v; }
 #ifdef CLRUN_HAVE_FP64
-double clrun_canon_f64(const double v) { return isnan(v) ? (double)NAN : v; }
+double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff8000000000000ul) : v; }
 #endif
 
 /* ---- erf and erfc in float ---------------------------------------------------------------

@@ -97,15 +97,16 @@ typedef struct clrun_exec_stats {
     uint64_t naive_bytes;       /* every non-constant tensor in its own buffer */
     uint64_t constant_bytes;    /* resident weights */
     uint64_t driver_allocs;     /* last run: driver allocations (chunks or buffers) made */
-    int32_t graph_nodes;        /* nodes of the graph as given */
-    int32_t kernels;            /* nodes that run after fusion, each one kernel (= steps) */
-    int32_t fused_groups;       /* groups of nodes fused into one kernel each */
-    int32_t fused_nodes;        /* nodes of the graph inside those groups */
     int32_t donations;          /* outputs written in place of a dying input, per run */
     int32_t unused_donations;   /* inputs marked donated that no output could take */
     double wall_ms;             /* last run, host wall clock, submit to finish */
     int32_t views;              /* outputs that are views of their input's buffer (reshape):
                                    no memory, no kernel */
+    /* fusion (appended: bindings leave room after the fields they know) */
+    int32_t graph_nodes;        /* nodes of the graph as given */
+    int32_t kernels;            /* nodes that run a kernel after fusion: steps less views */
+    int32_t fused_groups;       /* groups of nodes fused into one kernel each */
+    int32_t fused_nodes;        /* nodes of the graph inside those groups */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

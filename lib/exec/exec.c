@@ -381,7 +381,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
                                                           : out->mode;
     out->steps = e->schedule.steps;
     out->graph_nodes = e->fusion.nodes_before ? e->fusion.nodes_before : e->graph->node_count;
-    out->kernels = e->schedule.steps;
+    out->kernels = e->schedule.steps - e->schedule.views;
     out->fused_groups = e->fusion.group_count;
     out->fused_nodes = e->fusion.fused_nodes;
     out->lower_bound_bytes = e->lower_bound;
