@@ -4,6 +4,7 @@
  * generators; fusion holds no more memory than the unfused run and its naive total drops by the
  * bytes of exactly the intermediates it fused away; one program per executor; a kernel that does
  * not build falls back to the unfused kernels; traces and stats name what was fused. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "device_test.h"
 #include "fuse/fuse.h"
 #include "fuse/group.h"
+#include "graph/op.h"
 #include "graph/graph.h"
 #include "rng.h"
 
@@ -470,7 +472,8 @@ static void random_fusible_graphs_give_the_same_bits_in_every_mode(void **state)
             snprintf(what, sizeof what, "%s/%s%s fused", clrun_exec_mode_name(every_mode[m].mode),
                      every_mode[m].allocator, every_mode[m].out_of_order ? " out-of-order" : "");
             expect_same_bits(r.graph, &o, &base, what, seed);
-            assert_int_equal(o.stats.kernels, base.stats.kernels - o.stats.fused_nodes + o.stats.fused_groups);
+            assert_int_equal(o.stats.kernels, base.stats.kernels - o.stats.fused_nodes + o.stats.fused_groups -
+                                                  o.stats.folded_nodes);
             fused += o.groups > 0;
         }
         clrun_graph_destroy(r.graph);
@@ -528,7 +531,8 @@ static void check_model(const clrun_graph *g, const char *what, bool planned_too
                      (unsigned long long)b.stats.peak_bytes, (unsigned long long)a.stats.peak_bytes);
         assert_int_equal(a.stats.naive_bytes - b.stats.naive_bytes, away);
         assert_int_equal(b.stats.graph_nodes, a.stats.kernels);
-        assert_int_equal(b.stats.kernels, a.stats.kernels - b.stats.fused_nodes + b.stats.fused_groups);
+        assert_int_equal(b.stats.kernels, a.stats.kernels - b.stats.fused_nodes + b.stats.fused_groups -
+                                              b.stats.folded_nodes);
         if (m == 0)
             fprintf(stderr, "%s: %d groups, %d nodes -> %d kernels, naive %llu -> %llu bytes\n", what,
                     b.stats.fused_groups, b.stats.graph_nodes, b.stats.kernels,
@@ -752,6 +756,92 @@ static void every_dtype_fuses_with_the_same_bits(void **state)
     }
 }
 
+/* ---- constant folding -------------------------------------------------------------------- */
+
+static void constant_nodes_run_once_into_constants_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("folds", &g), CLRUN_OK);
+    const int64_t d[2] = {16, 24}, sq[2] = {24, 24};
+    int32_t a = constant(g, "a", shape_of(CLRUN_F32, 2, d), 1), b = constant(g, "b", shape_of(CLRUN_F32, 2, sq), 2);
+    int32_t m = binary(g, "matmul", "m", a, b);
+    int32_t e = unary(g, "gelu_erf", "e", m);          /* folded, and a graph output */
+    int32_t s = unary(g, "softmax", "s", e);           /* folded */
+    clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {24, 16}, .count = 2};
+    int32_t r = node(g, "reshape", "r", 1, &s, &shape, 1); /* a view: left alone */
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, (int64_t[]){24, 16}));
+    int32_t y = binary(g, "add", "y", x, r);
+    int32_t z = unary(g, "tanh", "z", y);
+    clrun_attr big = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {512, 1024}, .count = 2};
+    int32_t one = constant(g, "one", shape_of(CLRUN_F32, 1, (int64_t[]){1}), 3);
+    int32_t wide = node(g, "expand", "wide", 1, &one, &big, 1); /* 2 MiB from 4 bytes: left alone */
+    clrun_graph_mark_output(g, e);
+    clrun_graph_mark_output(g, z);
+    clrun_graph_mark_output(g, wide);
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+    outcome base = run_graph(g, off, 4);
+    for (size_t m_ = 0; m_ < sizeof every_mode / sizeof every_mode[0]; m_++) {
+        outcome o = run_graph(g, every_mode[m_], 4);
+        expect_same_bits(g, &o, &base, "folds", 4);
+        assert_int_equal(o.stats.folded_nodes, 3);
+        assert_int_equal(o.stats.fused_groups, 1); /* add+tanh */
+        assert_int_equal(o.stats.graph_nodes, 7);
+        assert_int_equal(o.stats.kernels + o.stats.views, 3); /* reshape, the fused group, expand */
+    }
+    clrun_graph_destroy(g);
+}
+
+/* conv2d -> batchnorm with constant parameters folds into one conv2d, within 1e-5 relative. */
+static void batch_norm_folds_into_the_convolution_before_it(void **state)
+{
+    (void)state;
+    if (clrun__op_find("batchnorm") == NULL) {
+        fprintf(stderr, "note: no batchnorm op in this build: nothing to fold into a convolution\n");
+        skip();
+    }
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("bn", &g), CLRUN_OK);
+    const int64_t xd[4] = {1, 8, 12, 12}, wd[4] = {16, 8, 3, 3}, c[1] = {16};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 4, xd));
+    int32_t w = constant(g, "w", shape_of(CLRUN_F32, 4, wd), 5), b = constant(g, "b", shape_of(CLRUN_F32, 1, c), 6);
+    int32_t in[3] = {x, w, b};
+    clrun_attr pad = {.name = "pad", .kind = CLRUN_ATTR_INTS, .ints = {1, 1}, .count = 2};
+    int32_t y = node(g, "conv2d", "y", 3, in, &pad, 1);
+    int32_t var;
+    clrun_tensor_type ct = shape_of(CLRUN_F32, 1, c);
+    assert_int_equal(clrun_graph_add_constant(g, "var", &ct, NULL, CLRUN_FILL_UNIFORM, 0.5, 2, 7, &var), CLRUN_OK);
+    int32_t bn_in[5] = {y, constant(g, "scale", ct, 8), constant(g, "shift", ct, 9), constant(g, "mean", ct, 10), var};
+    clrun_attr eps = {.name = "eps", .kind = CLRUN_ATTR_FLOAT, .f = 1e-3};
+    int32_t z = node(g, "batchnorm", "z", 5, bn_in, &eps, 1);
+    clrun_graph_mark_output(g, unary(g, "relu", "out", z));
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    float got[2][16 * 12 * 12];
+    for (int k = 0; k < 2; k++) {
+        clrun_exec_options eo;
+        clrun_exec_options_init(&eo);
+        eo.fusion = k ? 1 : -1;
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+        clrun_buffer xb;
+        fill_input(ctx, g, x, 12, &xb);
+        assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+        assert_int_equal(clrun_exec_read_output(exec, 0, got[k], sizeof got[k]), CLRUN_OK);
+        clrun_exec_stats s;
+        clrun_exec_stats_get(exec, &s);
+        assert_int_equal(s.folded_nodes, k ? 1 : 0);
+        assert_int_equal(s.kernels, k ? 2 : 3); /* conv2d (bn in its weights), relu */
+        clrun_free(ctx, &xb);
+        clrun_exec_destroy(exec);
+    }
+    for (size_t i = 0; i < 16 * 12 * 12; i++)
+        if (!(fabsf(got[1][i] - got[0][i]) <= 1e-5f * fabsf(got[0][i]) + 1e-6f))
+            fail_msg("element %zu: folded %.9g, unfolded %.9g", i, got[1][i], got[0][i]);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* ---- set-up ------------------------------------------------------------------------------ */
 
 int main(void)
@@ -774,6 +864,8 @@ int main(void)
         cmocka_unit_test(a_kernel_that_does_not_build_runs_unfused),
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test(clrun_fusion_0_turns_it_off),
+        cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),
+        cmocka_unit_test(batch_norm_folds_into_the_convolution_before_it),
         cmocka_unit_test(example_graphs_keep_their_bits_and_memory),
         cmocka_unit_test(generated_models_keep_their_bits_and_memory),
     };

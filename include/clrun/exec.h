@@ -107,6 +107,8 @@ typedef struct clrun_exec_stats {
     int32_t kernels;            /* nodes that run a kernel after fusion: steps less views */
     int32_t fused_groups;       /* groups of nodes fused into one kernel each */
     int32_t fused_nodes;        /* nodes of the graph inside those groups */
+    int32_t folded_nodes;       /* nodes whose inputs are all constants, run once at creation
+                                   into constants (batch norms folded into convolutions too) */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

@@ -384,6 +384,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->kernels = e->schedule.steps - e->schedule.views;
     out->fused_groups = e->fusion.group_count;
     out->fused_nodes = e->fusion.fused_nodes;
+    out->folded_nodes = e->fusion.folded_nodes;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;

@@ -10,6 +10,7 @@
 #include "device/context.h"
 #include "device/program.h"
 #include "fuse/codegen.h"
+#include "fuse/fold.h"
 #include "fuse/group.h"
 
 const char *clrun__fuse_test_poison;
@@ -151,14 +152,21 @@ clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool enab
     out->nodes_before = graph->node_count;
     if (!enabled)
         return CLRUN_OK;
-    clrun_graph *draft = clrun__draft_begin(&out->arena, graph, 0, 0);
+    /* room for the folded weights and bias of every batch norm */
+    clrun_graph *draft = clrun__draft_begin(&out->arena, graph, 2 * graph->node_count, 0);
     if (draft == NULL) {
         clrun__fusion_free(ctx, out);
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory rewriting graph '%s'",
                            graph->name ? graph->name : "");
     }
-    clrun_status s = fuse_groups(ctx, out, draft);
-    if (s == CLRUN_OK && out->group_count > 0) {
+    int32_t bn_folded = 0;
+    clrun_status s = clrun__fold_constants(ctx, &out->arena, draft, &out->folded_nodes);
+    if (s == CLRUN_OK && clrun__fold_batchnorm(&out->arena, draft, &bn_folded) != CLRUN_OK)
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory folding batch norms");
+    out->folded_nodes += bn_folded;
+    if (s == CLRUN_OK)
+        s = fuse_groups(ctx, out, draft);
+    if (s == CLRUN_OK && (out->group_count > 0 || out->folded_nodes > 0)) {
         const clrun_graph *rewritten = clrun__draft_finish(&out->arena, draft);
         if (rewritten == NULL)
             s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory rewriting graph '%s'",

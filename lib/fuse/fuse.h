@@ -1,5 +1,6 @@
-/* The rewrites an executor applies to a graph once, at creation: elementwise fusion (groups of
- * elementwise ops become one generated kernel each; group.h decides, codegen.h writes them).
+/* The rewrites an executor applies to a graph once, at creation: constant folding and batch
+ * norms folded into convolutions (fold.h), then elementwise fusion (groups of elementwise ops
+ * become one generated kernel each; group.h decides, codegen.h writes them).
  * The generated kernels are built here, in one clBuildProgram per executor (cached on disk,
  * keyed by a hash of their text); a program that does not build is retried group by group, and
  * a group that still does not build runs unfused, with a warning in the log: never a failed
@@ -20,6 +21,8 @@ typedef struct clrun__fusion {
     int32_t nodes_before;      /* nodes of the original graph */
     int32_t group_count;       /* fused groups that run */
     int32_t fused_nodes;       /* nodes of the original graph inside them */
+    int32_t folded_nodes;      /* nodes evaluated at load into constants (batch norms folded
+                                  into convolutions among them) */
     clrun_fused_group *groups; /* what each group holds, for clrun_exec_fused_groups */
     cl_program *programs;      /* the built programs of the groups, held until free */
     int32_t program_count;

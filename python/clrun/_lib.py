@@ -183,6 +183,7 @@ class ExecStats(ctypes.Structure):
         ("kernels", c_int32),
         ("fused_groups", c_int32),
         ("fused_nodes", c_int32),
+        ("folded_nodes", c_int32),
         ROOM,
     ]
 
