@@ -9,8 +9,9 @@
  *  - mixed: random sizes (mostly small, some large), random frees, a steady live set;
  *  - tensor: a training-step-like trace: per layer a long-lived activation kept until the
  *    backward pass plus stack-like temporaries, sizes drawn from a few dozen tensor shapes.
- * Strategies start with no chunk and add chunks on demand the way the pool does: a new chunk
- * is chunk_size(request, align, max(request, reserved / 2, 1 MiB)), at most 1 GiB.
+ * Strategies start with no chunk and add chunks on demand the way the pool does: empty chunks
+ * are given back, then a new chunk is chunk_size(request, align, max(request rounded up to
+ * 16 KiB, reserved / 16, the bytes given back)), at most 1 GiB.
  * Time: CLOCK_MONOTONIC around the whole replay, median of REPEATS runs, reported as ns per
  * alloc+free pair. Memory (mixed workload, a separate untimed replay): peak held bytes and peak
  * chunk bytes over the peak of requested bytes live.
@@ -35,6 +36,7 @@
 #define REPEATS 7
 #define MIN_ALIGN 256
 #define MAX_CHUNK GiB
+#define MAX_BENCH_CHUNKS 4096 /* chunk ids a replay may use */
 
 /* One step of a trace: allocate into a slot, or free the slot. */
 typedef struct trace_op {
@@ -217,6 +219,8 @@ static double replay_strategy(const clrun_allocator_ops *ops, const trace *t, cl
         die("create failed");
     uint64_t reserved = 0, held = 0, live_requested = 0;
     uint32_t next_chunk = 0;
+    static uint64_t chunk_bytes[MAX_BENCH_CHUNKS]; /* by chunk id; 0: given back */
+    memset(chunk_bytes, 0, sizeof chunk_bytes);
     double start = now_ns();
     for (size_t i = 0; i < t->n; i++) {
         const trace_op *o = &t->ops[i];
@@ -231,14 +235,25 @@ static double replay_strategy(const clrun_allocator_ops *ops, const trace *t, cl
         }
         clrun_status rc = ops->alloc(st, o->size, 1, &slots[o->slot]);
         if (rc == CLRUN_ERROR_OUT_OF_MEMORY) {
-            uint64_t wanted = o->size;
-            if (reserved / 2 > wanted)
-                wanted = reserved / 2;
-            if (MiB > wanted)
-                wanted = MiB;
+            /* The pool's growth rule (lib/memory/allocator.c): empty chunks back, then one chunk
+             * of max(request rounded to 16 KiB, reserved / 16, what was given back). */
+            uint64_t given_back = 0;
+            for (uint32_t c = 0; c < next_chunk; c++) {
+                if (chunk_bytes[c] && ops->chunk_is_empty(st, c) && ops->remove_chunk(st, c) == CLRUN_OK) {
+                    given_back += chunk_bytes[c];
+                    reserved -= chunk_bytes[c];
+                    chunk_bytes[c] = 0;
+                }
+            }
+            uint64_t wanted = (o->size + 16 * KiB - 1) / (16 * KiB) * (16 * KiB);
+            if (reserved / 16 > wanted)
+                wanted = reserved / 16;
+            if (given_back > wanted)
+                wanted = given_back;
             uint64_t cs = ops->chunk_size(st, o->size, 1, wanted);
-            if (cs == 0 || ops->add_chunk(st, next_chunk++, cs) != CLRUN_OK)
+            if (cs == 0 || next_chunk == MAX_BENCH_CHUNKS || ops->add_chunk(st, next_chunk, cs) != CLRUN_OK)
                 die("add_chunk failed");
+            chunk_bytes[next_chunk++] = cs;
             reserved += cs;
             rc = ops->alloc(st, o->size, 1, &slots[o->slot]);
         }
@@ -348,8 +363,8 @@ int main(int argc, char **argv)
     const size_t tensor_steps = 2000 / scale;
     const uint32_t mixed_live = 1000, tensor_layers = 48;
     const clrun_allocator_ops *strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
-                                               &clrun_strategy_bump};
-    enum { NSTRAT = 3 };
+                                               &clrun_strategy_bump, &clrun_strategy_tlsf};
+    enum { NSTRAT = 4 };
 
     rng = seed;
     trace traces[] = {

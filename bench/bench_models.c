@@ -1,6 +1,6 @@
 /* Memory of real model graphs (not a test). For each .graph given, in one run: the executor's
- * alloc/free sequence (its schedule: last uses, in-place reuse) replayed through buddy, slab and
- * bump on a simulated pool (the allocator core, offsets only), greedy-by-size, and the static
+ * alloc/free sequence (its schedule: last uses, in-place reuse) replayed through every strategy
+ * on a simulated pool (the allocator core, offsets only), greedy-by-size, and the static
  * planner, each as peak / lower bound, plus the planner's time.
  *
  * For a strategy two figures: footprint (the largest total over chunks of each chunk's highest
@@ -130,8 +130,10 @@ int main(int argc, char **argv)
     printf("# bench_models: peak / lower bound; alignment %llu B, planner limit %.1f s, 1 GiB max chunk; %s",
            (unsigned long long)alignment, time_limit, ctime(&now));
     printf("# strategy columns: footprint/bound (reserved/bound); lower bound = largest live total\n");
-    printf("%-22s %6s %11s %15s %15s %15s %8s %8s %10s\n", "graph", "bufs", "bound MiB", "buddy", "slab", "bump",
-           "greedy", "planner", "plan ms");
+    printf("%-22s %6s %11s", "graph", "bufs", "bound MiB");
+    for (size_t k = 0; clrun_strategy_at(k); k++)
+        printf(" %15s", clrun_strategy_at(k)->name);
+    printf(" %8s %8s %10s\n", "greedy", "planner", "plan ms");
     for (int f = first; f < argc; f++) {
         char err[2048];
         clrun_graph *g = NULL;
@@ -159,9 +161,8 @@ int main(int argc, char **argv)
         clrun_plan_solve(items, n, &o, offsets, &pr);
         const char *name = strrchr(argv[f], '/') ? strrchr(argv[f], '/') + 1 : argv[f];
         printf("%-22s %6zu %11.2f", name, n, (double)bound / 1048576.0);
-        const clrun_allocator_ops *strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab, &clrun_strategy_bump};
-        for (int k = 0; k < 3; k++) {
-            replay_result r = replay(&s, strategies[k], alignment);
+        for (size_t k = 0; clrun_strategy_at(k); k++) {
+            replay_result r = replay(&s, clrun_strategy_at(k), alignment);
             char cell[32];
             snprintf(cell, sizeof cell, "%.2f (%.2f)", (double)r.footprint / (double)bound,
                      (double)r.reserved / (double)bound);

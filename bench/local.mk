@@ -10,3 +10,7 @@ fuzz: $(FUZZ_LIST)
 	@echo "built: $(FUZZ_LIST)"
 
 .PHONY: bench fuzz
+
+# Whole models against onnxruntime (bench/bench_models_ort.sh, run by hand: it needs
+# onnxruntime-node installed outside the tree).
+EXTRA_DIST += bench/bench_models_ort.sh bench/graph_to_onnx.py bench/ort_time.js

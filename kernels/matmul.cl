@@ -5,16 +5,37 @@
  * neighbouring work-items touch neighbouring columns (coalesced on GPUs, one vector across
  * work-items on POCL). K advances 16 at a time through two local tiles, As[k][m] and Bs[k][n];
  * loads past the edges of the matrices read zeros, stores past them are skipped, so any M, N,
- * K work. Each output is one fixed sequence of mads: the same bits on every run.
+ * K work. Each output is one fma chain, k ascending: the same bits on every run, and the same as
+ * matmul_core.cl's.
  *
  * clrun_matmul: out[z] = alpha * A[z] B[z] (+ bias[n]) where A and B are addressed through
  * strides, which covers row-major and transposed inputs, and z picks a batch whose A and B
  * offsets (in elements) come from `batch` (pairs), so any broadcasting of batch dimensions works.
  * clrun_conv2d_gemm: a convolution as the same product (implicit GEMM): A is one group's weights
  * [O/groups, C/groups*KH*KW], B the image patches gathered on the fly, output rows are channels.
- * clrun_matmul_vec: the same product for CPU devices, in registers and float8 (see there).
+ * CPUs take the register-blocked core of matmul_core.cl instead.
  * clrun_matmul_naive: one output per work-item, for devices whose work-groups are too small for
  * the tiled kernel. */
+
+#pragma OPENCL FP_CONTRACT OFF
+
+/* The epilogue (lib/ops/ops.h): the host defines CLRUN_EPILOGUE and EPILOGUE_PARAMS before
+ * this file when a node has one. */
+#ifdef CLRUN_EPILOGUE
+#define EPILOGUE(v, i, c) CLRUN_EPILOGUE(v, i, c)
+#else
+#define EPILOGUE_PARAMS
+#define EPILOGUE(v, i, c) (v)
+#endif
+
+/* The value stored for accumulator acc of column (or channel) c at index i: the same steps, in
+ * the same order, as matmul_core.cl. */
+float mm_finish(const float acc, const float alpha, const int has_bias, __global const float *bias,
+                const uint c)
+{
+    const float v = alpha * acc;
+    return has_bias ? v + bias[c] : v;
+}
 
 #define TS 64  /* output tile: rows and columns per work-group */
 #define TK 16  /* K per step */
@@ -33,7 +54,7 @@ void mm_accumulate(__local const float *As, __local const float *Bs, const int t
             b[j] = Bs[k * LDS + tx + RTS * j];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++)
-                acc[i][j] = mad(a[i], b[j], acc[i][j]);
+                acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
 }
 
@@ -63,7 +84,7 @@ __kernel void clrun_matmul(__global const float *a, __global const float *b,
                            __global const float *bias, __global float *out,
                            __global const ulong *batch, const uint M, const uint N, const uint K,
                            const ulong a_ms, const ulong a_ks, const ulong b_ks, const ulong b_ns,
-                           const int has_bias, const float alpha)
+                           const int has_bias, const float alpha EPILOGUE_PARAMS)
 {
     __local float As[TK * LDS];
     __local float Bs[TK * LDS];
@@ -72,7 +93,6 @@ __kernel void clrun_matmul(__global const float *a, __global const float *b,
     const size_t z = get_global_id(2);
     __global const float *az = a + batch[2 * z];
     __global const float *bz = b + batch[2 * z + 1];
-    __global float *oz = out + (ulong)z * M * N;
 
     float acc[4][4];
     for (int i = 0; i < 4; i++)
@@ -89,8 +109,9 @@ __kernel void clrun_matmul(__global const float *a, __global const float *b,
         const uint m = m0 + ty + RTS * i;
         for (int j = 0; j < 4; j++) {
             const uint n = n0 + tx + RTS * j;
+            const ulong at = (ulong)z * M * N + (ulong)m * N + n;
             if (m < M && n < N)
-                oz[(ulong)m * N + n] = alpha * acc[i][j] + (has_bias ? bias[n] : 0.0f);
+                out[at] = EPILOGUE(mm_finish(acc[i][j], alpha, has_bias, bias, n), at, n);
         }
     }
 }
@@ -100,7 +121,7 @@ __kernel void clrun_matmul_naive(__global const float *a, __global const float *
                                  __global const ulong *batch, const uint M, const uint N,
                                  const uint K, const ulong a_ms, const ulong a_ks,
                                  const ulong b_ks, const ulong b_ns, const int has_bias,
-                                 const float alpha)
+                                 const float alpha EPILOGUE_PARAMS)
 {
     const uint n = get_global_id(0), m = get_global_id(1);
     const size_t z = get_global_id(2);
@@ -110,77 +131,9 @@ __kernel void clrun_matmul_naive(__global const float *a, __global const float *
     __global const float *bz = b + batch[2 * z + 1] + n * b_ns;
     float acc = 0.0f;
     for (uint k = 0; k < K; k++)
-        acc = mad(az[k * a_ks], bz[k * b_ks], acc);
-    out[(ulong)z * M * N + (ulong)m * N + n] = alpha * acc + (has_bias ? bias[n] : 0.0f);
-}
-
-/* For CPUs (POCL above all), where local memory is ordinary cache and barriers split a kernel
- * into loops over work-items: no local memory, and explicit vectors instead. Each work-item
- * computes rows m0..m0+3 by columns n0..n0+7 of the output as four float8 accumulators; a row
- * or column past the edge reads a clamped (valid) index and is not stored. */
-__kernel void clrun_matmul_vec(__global const float *a, __global const float *b,
-                               __global const float *bias, __global float *out,
-                               __global const ulong *batch, const uint M, const uint N,
-                               const uint K, const ulong a_ms, const ulong a_ks, const ulong b_ks,
-                               const ulong b_ns, const int has_bias, const float alpha)
-{
-    const uint n0 = get_global_id(0) * 8, m0 = get_global_id(1) * 4;
-    const size_t z = get_global_id(2);
-    if (n0 >= N || m0 >= M)
-        return;
-    __global const float *bz = b + batch[2 * z + 1];
-    __global float *oz = out + (ulong)z * M * N;
-    __global const float *a0 = a + batch[2 * z] + min(m0, M - 1) * a_ms;
-    __global const float *a1 = a + batch[2 * z] + min(m0 + 1, M - 1) * a_ms;
-    __global const float *a2 = a + batch[2 * z] + min(m0 + 2, M - 1) * a_ms;
-    __global const float *a3 = a + batch[2 * z] + min(m0 + 3, M - 1) * a_ms;
-    float8 acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
-    const bool full_columns = n0 + 8 <= N;
-    if (b_ns == 1 && full_columns) {
-        for (uint k = 0; k < K; k++) {
-            const float8 bk = vload8(0, bz + k * b_ks + n0);
-            const ulong ak = k * a_ks;
-            acc0 = mad((float8)a0[ak], bk, acc0);
-            acc1 = mad((float8)a1[ak], bk, acc1);
-            acc2 = mad((float8)a2[ak], bk, acc2);
-            acc3 = mad((float8)a3[ak], bk, acc3);
-        }
-    } else {
-        ulong col[8];
-        for (int j = 0; j < 8; j++)
-            col[j] = min(n0 + j, N - 1) * b_ns;
-        for (uint k = 0; k < K; k++) {
-            __global const float *bk_row = bz + k * b_ks;
-            const float8 bk = (float8)(bk_row[col[0]], bk_row[col[1]], bk_row[col[2]],
-                                       bk_row[col[3]], bk_row[col[4]], bk_row[col[5]],
-                                       bk_row[col[6]], bk_row[col[7]]);
-            const ulong ak = k * a_ks;
-            acc0 = mad((float8)a0[ak], bk, acc0);
-            acc1 = mad((float8)a1[ak], bk, acc1);
-            acc2 = mad((float8)a2[ak], bk, acc2);
-            acc3 = mad((float8)a3[ak], bk, acc3);
-        }
-    }
-    float8 add = 0.0f;
-    if (has_bias)
-        add = full_columns ? vload8(0, bias + n0)
-                           : (float8)(bias[min(n0, N - 1)], bias[min(n0 + 1, N - 1)],
-                                      bias[min(n0 + 2, N - 1)], bias[min(n0 + 3, N - 1)],
-                                      bias[min(n0 + 4, N - 1)], bias[min(n0 + 5, N - 1)],
-                                      bias[min(n0 + 6, N - 1)], bias[min(n0 + 7, N - 1)]);
-    const float8 rows[4] = {alpha * acc0 + add, alpha * acc1 + add, alpha * acc2 + add,
-                            alpha * acc3 + add};
-    for (int i = 0; i < 4 && m0 + i < M; i++) {
-        __global float *o = oz + (ulong)(m0 + i) * N + n0;
-        if (full_columns) {
-            vstore8(rows[i], 0, o);
-        } else {
-            float v[8];
-            vstore8(rows[i], 0, v);
-            for (uint j = 0; n0 + j < N; j++)
-                o[j] = v[j];
-        }
-    }
+        acc = fma(az[k * a_ks], bz[k * b_ks], acc);
+    const ulong at = (ulong)z * M * N + (ulong)m * N + n;
+    out[at] = EPILOGUE(mm_finish(acc, alpha, has_bias, bias, n), at, n);
 }
 
 /* The shape of a convolution: input [N, C, H, W], weights [O, C/groups, KH, KW], output
@@ -231,7 +184,7 @@ void conv_load_patches(__global const float *x, __constant const int *g, const u
 __attribute__((reqd_work_group_size(16, 16, 1)))
 __kernel void clrun_conv2d_gemm(__global const float *x, __global const float *w,
                                 __global const float *bias, __global float *out,
-                                __constant const int *g, const int has_bias)
+                                __constant const int *g, const int has_bias EPILOGUE_PARAMS)
 {
     __local float As[TK * LDS];
     __local float Bs[TK * LDS];
@@ -243,7 +196,6 @@ __kernel void clrun_conv2d_gemm(__global const float *x, __global const float *w
     const uint Kc = Cg * g[G_KH] * g[G_KW], P = g[G_OH] * g[G_OW];
     __global const float *xz = x + ((ulong)image * g[G_C] + group * Cg) * g[G_H] * g[G_W];
     __global const float *wz = w + (ulong)group * Og * Kc;
-    __global float *oz = out + ((ulong)image * g[G_O] + group * Og) * P;
 
     float acc[4][4];
     for (int i = 0; i < 4; i++)
@@ -258,11 +210,12 @@ __kernel void clrun_conv2d_gemm(__global const float *x, __global const float *w
     }
     for (int i = 0; i < 4; i++) {
         const uint m = m0 + ty + RTS * i;
-        const float add = has_bias && m < Og ? bias[group * Og + m] : 0.0f;
+        const uint o = group * Og + m;
         for (int j = 0; j < 4; j++) {
             const uint p = p0 + tx + RTS * j;
+            const ulong at = ((ulong)image * g[G_O] + o) * P + p;
             if (m < Og && p < P)
-                oz[(ulong)m * P + p] = acc[i][j] + add;
+                out[at] = EPILOGUE(has_bias ? acc[i][j] + bias[o] : acc[i][j], at, o);
         }
     }
 }

@@ -1,9 +1,28 @@
-/* Row-wise ops: softmax, layer normalisation and reductions. One work-group handles one row (one
- * output of a reduction): its work-items stride through the row, then combine their partial
- * results with a tree in local memory. The host picks a power-of-two work-group size of at most
- * MAX_GROUP, so the combination order depends only on that size: the same bits on every run. */
+/* Row ops (softmax, logsoftmax, layernorm, instancenorm, batchnorm), reductions and
+ * argmax/argmin.
+ *
+ * Two shapes of the row kernels (lib/ops/ops_norm.c picks by device). On devices with real
+ * local memory one work-group handles one row: its work-items stride through it and combine
+ * partial results with a tree in local memory (the group size is a power of two fixed by the
+ * host, so the order is fixed: the same bits on every run). On CPUs one work-item handles one
+ * row with vector loads of VW floats (the host defines VW, the device's width): VW partial
+ * results, combined in a fixed tree, then the tail. Either way each element's exp is computed
+ * once. Rows along an axis that is not the last (softmax over axis 1 of [N, C, H, W]) are
+ * strided: one work-item per row there, neighbouring work-items on neighbouring elements. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifndef VW
+#define VW 8
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC CAT(float, VW)
+#define VLOAD CAT(vload, VW)
+#define VSTORE CAT(vstore, VW)
 
 #define MAX_GROUP 256
+
+/* ---- combining partial results ------------------------------------------------------------ */
 
 /* The sum over the work-group of each work-item's v, in a fixed tree order. */
 float group_sum(__local float *buf, const float v)
@@ -36,11 +55,168 @@ float group_max(__local float *buf, const float v)
     return total;
 }
 
-/* Softmax over rows of N; with causal, row r (the (r mod M)-th of its [M, N] matrix) keeps
- * columns j <= (r mod M) + N - M and writes 0 to the others; a row with nothing kept is all 0.
- * Subtracting the row's maximum keeps exp from overflowing. */
+/* The lanes of a vector combined pairwise: lo half with hi half, down to one. */
+float vec_sum(const VEC v)
+{
+#if VW == 16
+    const float8 a = v.lo + v.hi;
+    const float4 b = a.lo + a.hi;
+#elif VW == 8
+    const float4 b = v.lo + v.hi;
+#else
+    const float4 b = v;
+#endif
+    const float2 c = b.lo + b.hi;
+    return c.x + c.y;
+}
+
+float vec_max(const VEC v)
+{
+#if VW == 16
+    const float8 a = fmax(v.lo, v.hi);
+    const float4 b = fmax(a.lo, a.hi);
+#elif VW == 8
+    const float4 b = fmax(v.lo, v.hi);
+#else
+    const float4 b = v;
+#endif
+    const float2 c = fmax(b.lo, b.hi);
+    return fmax(c.x, c.y);
+}
+
+/* ---- one work-item per contiguous row (CPUs) ---------------------------------------------- */
+
+float row_max(__global const float *x, const ulong n)
+{
+    VEC m = -INFINITY;
+    ulong j = 0;
+    for (; j + VW <= n; j += VW)
+        m = fmax(m, VLOAD(0, x + j));
+    float r = vec_max(m);
+    for (; j < n; j++)
+        r = fmax(r, x[j]);
+    return r;
+}
+
+/* Sum of exp(x - m) over the row; with y, each exp is stored there too. */
+float row_exp_sum(__global const float *x, __global float *y, const ulong n, const float m)
+{
+    VEC s = 0.0f;
+    ulong j = 0;
+    for (; j + VW <= n; j += VW) {
+        const VEC e = exp(VLOAD(0, x + j) - m);
+        if (y)
+            VSTORE(e, 0, y + j);
+        s += e;
+    }
+    float r = vec_sum(s);
+    for (; j < n; j++) {
+        const float e = exp(x[j] - m);
+        if (y)
+            y[j] = e;
+        r += e;
+    }
+    return r;
+}
+
+float row_sum(__global const float *x, const ulong n)
+{
+    VEC s = 0.0f;
+    ulong j = 0;
+    for (; j + VW <= n; j += VW)
+        s += VLOAD(0, x + j);
+    float r = vec_sum(s);
+    for (; j < n; j++)
+        r += x[j];
+    return r;
+}
+
+float row_square_dev(__global const float *x, const ulong n, const float mean)
+{
+    VEC s = 0.0f;
+    ulong j = 0;
+    for (; j + VW <= n; j += VW) {
+        const VEC d = VLOAD(0, x + j) - mean;
+        s += d * d;
+    }
+    float r = vec_sum(s);
+    for (; j < n; j++) {
+        const float d = x[j] - mean;
+        r += d * d;
+    }
+    return r;
+}
+
+/* Softmax (log_form 0) or logsoftmax (1) of rows of N; with causal, row r (the (r mod M)-th
+ * of its [M, N] matrix) keeps columns j <= (r mod M) + N - M and writes 0 to the others (a row
+ * with nothing kept is all 0). Subtracting the row's maximum keeps exp from overflowing. */
+__kernel void clrun_softmax_rows(__global const float *x, __global float *y, const ulong N,
+                                 const ulong M, const int causal, const int log_form)
+{
+    const size_t row = get_global_id(0);
+    __global const float *xr = x + row * N;
+    __global float *yr = y + row * N;
+    ulong kept = N;
+    if (causal) {
+        const ulong i = row % M;
+        kept = i + N < M ? 0 : min(N, i + N - M + 1);
+    }
+    const float m = row_max(xr, kept);
+    if (log_form) {
+        const float shift = m + log(row_exp_sum(xr, NULL, kept, m));
+        ulong j = 0;
+        for (; j + VW <= kept; j += VW)
+            VSTORE(VLOAD(0, xr + j) - shift, 0, yr + j);
+        for (; j < kept; j++)
+            yr[j] = xr[j] - shift;
+    } else {
+        const float s = row_exp_sum(xr, yr, kept, m);
+        ulong j = 0;
+        for (; j + VW <= kept; j += VW)
+            VSTORE(VLOAD(0, yr + j) / s, 0, yr + j);
+        for (; j < kept; j++)
+            yr[j] = yr[j] / s;
+    }
+    for (ulong j = kept; j < N; j++)
+        yr[j] = 0.0f;
+}
+
+/* y = (x - mean) / sqrt(var + eps) * gamma + beta over rows of D; the variance is taken around
+ * the mean in a second pass (no cancellation of E[x^2] - E[x]^2). gamma and beta are per
+ * column, or (per_row, instancenorm) per channel: row r's is entry r mod C. No beta: 0. */
+__kernel void clrun_layernorm_rows(__global const float *x, __global const float *gamma,
+                                   __global const float *beta, __global float *y, const ulong D,
+                                   const float eps, const int per_row, const ulong C,
+                                   const int has_beta)
+{
+    const size_t row = get_global_id(0);
+    __global const float *xr = x + row * D;
+    __global float *yr = y + row * D;
+    const float mean = row_sum(xr, D) / (float)D;
+    const float inv = rsqrt(row_square_dev(xr, D, mean) / (float)D + eps);
+    if (per_row) {
+        const ulong c = row % C;
+        const float g = gamma[c], b = has_beta ? beta[c] : 0.0f;
+        ulong j = 0;
+        for (; j + VW <= D; j += VW)
+            VSTORE((VLOAD(0, xr + j) - mean) * inv * g + b, 0, yr + j);
+        for (; j < D; j++)
+            yr[j] = (xr[j] - mean) * inv * g + b;
+        return;
+    }
+    ulong j = 0;
+    for (; j + VW <= D; j += VW) {
+        const VEC b = has_beta ? VLOAD(0, beta + j) : (VEC)0.0f;
+        VSTORE((VLOAD(0, xr + j) - mean) * inv * VLOAD(0, gamma + j) + b, 0, yr + j);
+    }
+    for (; j < D; j++)
+        yr[j] = (xr[j] - mean) * inv * gamma[j] + (has_beta ? beta[j] : 0.0f);
+}
+
+/* ---- one work-group per row (devices with local memory) ----------------------------------- */
+
 __kernel void clrun_softmax_f32(__global const float *x, __global float *y, const ulong N,
-                                const ulong M, const int causal)
+                                const ulong M, const int causal, const int log_form)
 {
     __local float buf[MAX_GROUP];
     const size_t row = get_group_id(0);
@@ -57,18 +233,22 @@ __kernel void clrun_softmax_f32(__global const float *x, __global float *y, cons
         m = fmax(m, xr[j]);
     m = group_max(buf, m);
     float s = 0.0f;
-    for (ulong j = lid; j < kept; j += size)
-        s += exp(xr[j] - m);
+    for (ulong j = lid; j < kept; j += size) {
+        const float e = exp(xr[j] - m);
+        if (!log_form)
+            yr[j] = e;
+        s += e;
+    }
     s = group_sum(buf, s);
+    const float shift = m + log(s);
     for (ulong j = lid; j < N; j += size)
-        yr[j] = j < kept ? exp(xr[j] - m) / s : 0.0f;
+        yr[j] = j >= kept ? 0.0f : log_form ? xr[j] - shift : yr[j] / s;
 }
 
-/* y = (x - mean) / sqrt(var + eps) * gamma + beta over rows of D; the variance is taken around
- * the mean in a second pass (no cancellation of E[x^2] - E[x]^2). */
 __kernel void clrun_layernorm_f32(__global const float *x, __global const float *gamma,
                                   __global const float *beta, __global float *y, const ulong D,
-                                  const float eps)
+                                  const float eps, const int per_row, const ulong C,
+                                  const int has_beta)
 {
     __local float buf[MAX_GROUP];
     const size_t row = get_group_id(0);
@@ -85,14 +265,84 @@ __kernel void clrun_layernorm_f32(__global const float *x, __global const float 
         v += d * d;
     }
     const float inv = rsqrt(group_sum(buf, v) / (float)D + eps);
-    for (ulong j = lid; j < D; j += size)
-        yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
+    const ulong c = row % C;
+    for (ulong j = lid; j < D; j += size) {
+        const ulong p = per_row ? c : j;
+        yr[j] = (xr[j] - mean) * inv * gamma[p] + (has_beta ? beta[p] : 0.0f);
+    }
 }
 
-/* Reduction codes; lib/ops_norm.c uses the same numbers. */
+/* ---- rows along an inner axis: [outer, D, inner], one work-item per (outer, inner) -------- */
+
+__kernel void clrun_softmax_strided(__global const float *x, __global float *y, const ulong D,
+                                    const ulong inner, const int log_form)
+{
+    const size_t id = get_global_id(0);
+    const ulong o = id / inner, i = id % inner;
+    __global const float *xr = x + o * D * inner + i;
+    __global float *yr = y + o * D * inner + i;
+    float m = -INFINITY;
+    for (ulong d = 0; d < D; d++)
+        m = fmax(m, xr[d * inner]);
+    float s = 0.0f;
+    for (ulong d = 0; d < D; d++) {
+        const float e = exp(xr[d * inner] - m);
+        if (!log_form)
+            yr[d * inner] = e;
+        s += e;
+    }
+    const float shift = m + log(s);
+    for (ulong d = 0; d < D; d++)
+        yr[d * inner] = log_form ? xr[d * inner] - shift : yr[d * inner] / s;
+}
+
+/* argmax (is_min 0) or argmin (1) along the middle axis of [outer, D, inner]: the first index
+ * of the extreme value, or the last with select_last. */
+__kernel void clrun_arg_extreme(__global const float *x, __global long *y, const ulong D,
+                                const ulong inner, const int is_min, const int select_last)
+{
+    const size_t id = get_global_id(0);
+    const ulong o = id / inner, i = id % inner;
+    __global const float *xr = x + o * D * inner + i;
+    float best = xr[0];
+    long at = 0;
+    for (ulong d = 1; d < D; d++) {
+        const float v = xr[d * inner];
+        const bool better = is_min ? (select_last ? v <= best : v < best)
+                                   : (select_last ? v >= best : v > best);
+        if (better) {
+            best = v;
+            at = (long)d;
+        }
+    }
+    y[id] = at;
+}
+
+/* batchnorm (inference) over [N, C, inner]: work-item (i, plane = n * C + c). */
+__kernel void clrun_batchnorm(__global const float *x, __global const float *scale,
+                              __global const float *bias, __global const float *mean,
+                              __global const float *var, __global float *y, const ulong C,
+                              const ulong inner, const float eps)
+{
+    const size_t i = get_global_id(0), plane = get_global_id(1);
+    if (i >= inner)
+        return;
+    const ulong c = plane % C;
+    const float a = scale[c] / sqrt(var[c] + eps);
+    const ulong at = plane * inner + i;
+    y[at] = (x[at] - mean[c]) * a + bias[c];
+}
+
+/* ---- reductions --------------------------------------------------------------------------- */
+
+/* Reduction codes; CLRUN__REDUCE_* in lib/ops/ops_internal.h use the same numbers. */
 #define REDUCE_SUM 0
 #define REDUCE_MEAN 1
 #define REDUCE_MAX 2
+#define REDUCE_MIN 3
+#define REDUCE_PROD 4
+#define REDUCE_L2 5
+#define REDUCE_SUM_SQUARE 6
 
 /* The offset of element i of a box of `rank` dims (dims[d], strides[d] in elements). */
 ulong box_offset(__global const ulong *dims, __global const ulong *strides, const uint rank,
@@ -108,6 +358,42 @@ ulong box_offset(__global const ulong *dims, __global const ulong *strides, cons
     return offset;
 }
 
+float reduce_start(const int op)
+{
+    return op == REDUCE_MAX ? -INFINITY : op == REDUCE_MIN ? INFINITY : op == REDUCE_PROD ? 1.0f : 0.0f;
+}
+
+float reduce_step(const int op, const float acc, const float v)
+{
+    switch (op) {
+    case REDUCE_MAX: return fmax(acc, v);
+    case REDUCE_MIN: return fmin(acc, v);
+    case REDUCE_PROD: return acc * v;
+    case REDUCE_L2:
+    case REDUCE_SUM_SQUARE: return acc + v * v;
+    default: return acc + v;
+    }
+}
+
+/* Combines partial results over the work-group in a fixed tree. */
+float group_reduce(__local float *buf, const int op, const float v)
+{
+    const uint lid = get_local_id(0);
+    buf[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint step = get_local_size(0) / 2; step > 0; step /= 2) {
+        if (lid < step) {
+            const float a = buf[lid], b = buf[lid + step];
+            buf[lid] = op == REDUCE_MAX ? fmax(a, b) : op == REDUCE_MIN ? fmin(a, b)
+                     : op == REDUCE_PROD ? a * b : a + b;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float total = buf[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
 /* Output o of a reduction: the kept dimensions locate the box of reduced elements that made it.
  * meta = [kept_rank, reduced_rank, count, kept dims, kept strides, reduced dims, reduced
  * strides], count being the elements per output. */
@@ -121,13 +407,12 @@ __kernel void clrun_reduce_f32(__global const float *x, __global float *y,
     const ulong count = meta[2];
     __global const ulong *kept = meta + 3, *reduced = kept + 2 * kept_rank;
     const ulong base = kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0;
-    float acc = op == REDUCE_MAX ? -INFINITY : 0.0f;
+    float acc = reduce_start(op);
     for (ulong r = lid; r < count; r += size) {
         const ulong at = reduced_rank ? box_offset(reduced, reduced + reduced_rank, reduced_rank, r) : 0;
-        const float v = x[base + at];
-        acc = op == REDUCE_MAX ? fmax(acc, v) : acc + v;
+        acc = reduce_step(op, acc, x[base + at]);
     }
-    acc = op == REDUCE_MAX ? group_max(buf, acc) : group_sum(buf, acc);
+    acc = group_reduce(buf, op, acc);
     if (lid == 0)
-        y[o] = op == REDUCE_MEAN ? acc / (float)count : acc;
+        y[o] = op == REDUCE_MEAN ? acc / (float)count : op == REDUCE_L2 ? sqrt(acc) : acc;
 }

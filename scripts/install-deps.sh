@@ -6,6 +6,7 @@ set -eu
 packages="build-essential autoconf automake libtool pkg-config \
 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd \
 libxxhash-dev libjson-c-dev libcmocka-dev \
+libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
 clang libclang-rt-dev \
 python3 python3-numpy"
 

@@ -38,6 +38,7 @@
  */
 #include <clrun/strategy.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,8 @@ typedef struct buddy_state {
 
 static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 {
+    /* A block of order k starts at a multiple of 2^k atoms and lies inside the chunk. */
+    assert(k < BUDDY_ORDERS && (i & ((UINT32_C(1) << k) - 1)) == 0 && (uint64_t)i + (UINT64_C(1) << k) <= c->atoms);
     uint32_t first = c->head[k];
     c->next[i] = first;
     c->prev[i] = BUDDY_NIL;
@@ -95,6 +98,7 @@ static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 
 static void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 {
+    assert(c->ctrl[i] == (CTRL_FREE | k) && (c->order_mask >> k & 1)); /* listed on list k */
     uint32_t n = c->next[i], p = c->prev[i];
     if (p != BUDDY_NIL)
         c->next[p] = n;
@@ -229,8 +233,7 @@ static void chunk_flush_held(buddy_chunk *c)
 
 static clrun_status buddy_create(const clrun_strategy_config *config, void **state)
 {
-    if (!config || !state)
-        return CLRUN_ERROR_INVALID_ARGUMENT;
+    assert(config && state);
     if (!is_pow2_u64(config->min_align))
         return CLRUN_ERROR_INVALID_ALIGNMENT;
     buddy_state *s = calloc(1, sizeof *s);
@@ -320,6 +323,7 @@ static bool buddy_chunk_is_empty(const void *state, uint32_t chunk)
 /* Hands out block i of order k of chunk number n (its index in s->chunks). */
 static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, clrun_block *out)
 {
+    assert(n < s->chunks.count);
     buddy_chunk *c = s->chunks.items[n];
     uint64_t block = UINT64_C(1) << (c->atom_log + k);
     c->ctrl[i] = (uint8_t)(CTRL_LIVE | k);
@@ -346,10 +350,7 @@ static uint32_t split_from(buddy_chunk *c, unsigned j, unsigned k)
 static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     buddy_state *s = state;
-    if (size == 0)
-        return CLRUN_ERROR_INVALID_SIZE;
-    if (!is_pow2_u64(align))
-        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     uint64_t need = size > align ? size : align; /* blocks are aligned to their size */
     if (need > (UINT64_C(1) << 63))
         return CLRUN_ERROR_OUT_OF_MEMORY;
@@ -424,6 +425,7 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
 
     uint32_t i = (uint32_t)at;
     unsigned k = c->ctrl[i] & CTRL_ORDER;
+    assert(c->live > 0 && s->live_blocks > 0 && s->held_bytes >= UINT64_C(1) << (c->atom_log + k));
     s->held_bytes -= UINT64_C(1) << (c->atom_log + k);
     s->live_blocks--;
     c->live--;

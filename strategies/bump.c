@@ -27,6 +27,7 @@
  */
 #include <clrun/strategy.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,18 +109,19 @@ static bool chunk_fits(const bump_chunk *c, uint64_t size, uint64_t align, uint6
 /* Lowers the top after the last entry was freed: drop it and every dead entry under it. */
 static void chunk_pop(bump_chunk *c)
 {
+    assert(c->count > 0);
     c->count--;
     while (c->count && c->entries[c->count - 1].dead)
         c->count--;
     c->top = c->count ? c->entries[c->count - 1].offset + c->entries[c->count - 1].size : 0;
+    assert(c->top <= c->size); /* and the top entry, if any, is live */
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
 
 static clrun_status bump_create(const clrun_strategy_config *config, void **state)
 {
-    if (!config || !state)
-        return CLRUN_ERROR_INVALID_ARGUMENT;
+    assert(config && state);
     if (!is_pow2_u64(config->min_align))
         return CLRUN_ERROR_INVALID_ALIGNMENT;
     bump_state *s = calloc(1, sizeof *s);
@@ -208,10 +210,7 @@ static bool bump_chunk_is_empty(const void *state, uint32_t chunk)
 static clrun_status bump_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     bump_state *s = state;
-    if (size == 0)
-        return CLRUN_ERROR_INVALID_SIZE;
-    if (!is_pow2_u64(align))
-        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     if (align < s->min_align)
         align = s->min_align;
     uint64_t bsize = round_up_u64(size, s->min_align);
@@ -238,6 +237,8 @@ static clrun_status bump_alloc(void *state, uint64_t size, uint64_t align, clrun
     if (!entry_reserve(c))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 
+    /* Offsets only grow below the top: the entries stay sorted and the newest is the top. */
+    assert(c->count == 0 || c->entries[c->count - 1].offset + c->entries[c->count - 1].size <= offset);
     c->entries[c->count++] = (bump_entry){.offset = offset, .size = bsize, .dead = false};
     c->top = offset + bsize;
     c->live++;

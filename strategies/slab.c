@@ -1,9 +1,9 @@
 /* clrun strategy "slab": size classes carved from slabs, and a page-run allocator beneath.
  *
- * Algorithm. Each chunk is cut into pages of P = max(64 KiB, min_align) bytes (bytes past the
+ * Algorithm. Each chunk is cut into pages of P = max(4 KiB, min_align) bytes (bytes past the
  * last whole page are never handed out). Every page belongs to exactly one run of contiguous
  * pages, which is free, a large block, or a slab:
- *  - Requests up to 8P (512 KiB) take a slot of a size class. Classes are multiples of the
+ *  - Requests up to 8P (32 KiB) take a slot of a size class. Classes are multiples of the
  *    granule g = max(min_align, 16): g, 2g, ..., 8g, then 8 steps per power of two (9g, 10g,
  *    ..., 16g, 18g, 20g, ..., 32g, 36g, ...). A slab is a run of n pages cut into equal slots
  *    of one class, n chosen so that it holds at least 4 slots and its unusable tail is small.
@@ -16,19 +16,13 @@
  *    paying: above it, rounding to a page wastes at most 1/8 of the request, as a class does.
  *    A small request whose slab cannot be placed (a chunk smaller than the slab) also takes a
  *    run of pages when rounding to pages wastes at most 1/8 of it.
- * Free runs are coalesced with their neighbours when a run is returned (boundary tags: the
- * page map records the run at its first and last page) and are kept in 64 lists by
- * floor(log2(pages)); allocation is first fit from the smallest list that can hold the request.
- * When no run fits, the held-back runs (below) are merged and the search repeated, then the
- * cached empty slabs are returned and the search repeated again, so an OUT_OF_MEMORY answer
- * may still have merged those (no block and no count changes; only largest_free may grow).
- *
- * Each chunk holds back its most recently freed large block unmerged (the one held before is
- * merged then), as buddy does: a large request of exactly its page count and alignment takes it
- * back in O(1), so an alloc/free pair of one large size does not carve, merge and recycle run
- * nodes each time. The held run is merged whenever no free run fits a request, and when its
- * chunk is removed; stats count it as merged with its free neighbours and reset forgets it, so
- * nothing observable differs from merging at once.
+ * The page runs beneath (strategies/page_runs.c) coalesce free runs with their neighbours,
+ * search first fit in 64 lists by floor(log2(pages)), and hold back each chunk's most recently
+ * freed large run unmerged, as buddy does: a large request of exactly its page count and
+ * alignment takes it back in O(1). When no run fits, the held-back runs are merged and the
+ * search repeated, then the cached empty slabs are returned and the search repeated again, so
+ * an OUT_OF_MEMORY answer may still have merged those (no block and no count changes; only
+ * largest_free may grow). Stats count a held run as merged, and reset forgets it.
  *
  * Finding the slab of an offset is O(1): each chunk has a page map (one pointer per page) that
  * names the run at every page of a slab and at the first and last page of other runs, so
@@ -40,7 +34,7 @@
  * Large alloc: O(h) over the held-back runs h (at most one per chunk, newest first), then,
  * unless one is taken back, O(r) over the free runs r in the lists searched (first fit); large
  * free: O(1) merges (of the run held before). stats: O(h) plus the largest size list. Host
- * memory: 8 bytes per page of every chunk (1/8192 of its size), 80 bytes per run, plus at most
+ * memory: 8 bytes per page of every chunk (1/512 of its size), 80 bytes per run, plus at most
  * 512 bytes of bitmap per slab.
  *
  * Worst-case waste. Internal: above 8g a class wastes less than 1/9 of its size (at most 1/8
@@ -52,52 +46,20 @@
  */
 #include <clrun/strategy.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chunk_index.h"
+#include "page_runs.h"
 
-#define SLAB_PAGE_MIN (UINT64_C(64) << 10)   /* smallest page: 64 KiB */
+#define SLAB_PAGE_MIN (UINT64_C(4) << 10)    /* smallest page: 4 KiB (64 KiB made a 1 MiB
+                                              * workload reserve 2-8x: a slab per class) */
 #define SLAB_GRANULE_MIN 16u                 /* smallest class, whatever min_align is */
 #define SLAB_LARGEST_PAGES 8u                /* classes up to 8 pages; above, page runs */
 #define SLAB_MAX_CLASSES 128u                /* 8 + 8 per doubling from 8g to 8P: 104 at most */
 #define SLAB_MIN_SLOTS 4u                    /* a slab holds at least this many slots */
 #define SLAB_MAX_SLOTS 4096u                 /* 64 bitmap words under one summary word */
-#define SLAB_BINS 64u                        /* free-run lists by floor(log2(pages)) */
-#define SLAB_SPARE_MAX 256u                  /* plain run nodes kept for reuse */
-
-enum run_kind { RUN_FREE, RUN_LARGE, RUN_SLAB, RUN_HELD };
-
-typedef struct slab_chunk slab_chunk;
-
-/* A run of pages: free, one large block, a slab, or a freed large block held back unmerged. */
-typedef struct run {
-    slab_chunk *chunk;   /* the chunk it lies in */
-    uint64_t first;      /* its first page */
-    uint64_t pages;      /* its length in pages */
-    struct run *next;    /* free: next in its size list; slab: next partly used slab; held:
-                          * next held-back run */
-    struct run *prev;    /* the previous one in the same list */
-    uint8_t kind;        /* enum run_kind */
-    bool in_partial;     /* slab: on its class's list of partly used slabs */
-    uint16_t cls;        /* slab: its size class */
-    uint32_t nwords;     /* bitmap words allocated with this node (0: a plain node) */
-    uint32_t slots;      /* slab: slots it holds */
-    uint32_t free_slots; /* slab: slots not in use */
-    uint64_t summary;    /* slab: bit w set when words[w] has a free slot */
-    uint64_t words[];    /* slab: bit i of the bitmap set when slot i is free */
-} run;
-
-/* One chunk. */
-struct slab_chunk {
-    uint32_t id;         /* the pool's id for it */
-    uint64_t size;       /* bytes the pool gave us */
-    uint64_t pages;      /* whole pages in it */
-    uint64_t live;       /* live blocks inside */
-    run *held;           /* its held-back freed large run (kind RUN_HELD), or NULL */
-    run **map;           /* map[p]: the run at page p (every page of a slab; first and last
-                          * page of other runs; NULL elsewhere) */
-};
 
 /* The whole state of one slab allocator. */
 typedef struct slab_state {
@@ -114,234 +76,18 @@ typedef struct slab_state {
     run *partial[SLAB_MAX_CLASSES];        /* partly used slabs of each class */
     run *empty[SLAB_MAX_CLASSES];          /* one cached empty slab of each class (still on
                                             * its partial list), or NULL */
-    run *bins[SLAB_BINS];                  /* free runs by floor(log2(pages)) */
-    run *held;                             /* held-back runs of every chunk, newest first */
-    uint64_t bin_mask;                     /* bit b set: bins[b] is not empty */
-    run *spare;                            /* plain run nodes kept for reuse (linked by next) */
-    uint32_t nspare;                       /* nodes on spare */
+    page_runs runs;                        /* the page runs of every chunk, beneath the slabs */
     chunk_index chunks;                    /* chunk id -> slab_chunk */
     uint64_t total_bytes;                  /* sum of the sizes of all chunks */
     uint64_t held_bytes;                   /* sum of the sizes of live blocks */
     uint64_t live_blocks;                  /* blocks allocated and not freed */
 } slab_state;
 
-/* ---- run nodes ------------------------------------------------------------------------------ */
-
-/* A node without a bitmap, or NULL when host memory runs out. */
-static run *node_plain(slab_state *s)
-{
-    run *r = s->spare;
-    if (r) {
-        s->spare = r->next;
-        s->nspare--;
-    } else {
-        r = malloc(sizeof *r);
-        if (!r)
-            return NULL;
-    }
-    memset(r, 0, sizeof *r);
-    return r;
-}
-
-static void node_drop(slab_state *s, run *r)
-{
-    if (r->nwords == 0 && s->nspare < SLAB_SPARE_MAX) {
-        r->next = s->spare;
-        s->spare = r;
-        s->nspare++;
-    } else {
-        free(r);
-    }
-}
-
-/* ---- free runs ------------------------------------------------------------------------------ */
-
-static void bin_insert(slab_state *s, run *r)
-{
-    unsigned b = log2_floor_u64(r->pages);
-    r->prev = NULL;
-    r->next = s->bins[b];
-    if (r->next)
-        r->next->prev = r;
-    s->bins[b] = r;
-    s->bin_mask |= UINT64_C(1) << b;
-}
-
-static void bin_unlink(slab_state *s, run *r)
-{
-    unsigned b = log2_floor_u64(r->pages);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->bins[b] = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    if (!s->bins[b])
-        s->bin_mask &= ~(UINT64_C(1) << b);
-}
-
-/* Records r as free over [first, first + pages): boundary tags and its size list. */
-static void run_set_free(slab_state *s, run *r, uint64_t first, uint64_t pages)
-{
-    r->kind = RUN_FREE;
-    r->first = first;
-    r->pages = pages;
-    r->chunk->map[first] = r;
-    r->chunk->map[first + pages - 1] = r;
-    bin_insert(s, r);
-}
-
-/* Where a block of `pages` pages aligned to `align` pages would start in free run r; false if
- * it does not fit. */
-static bool run_fits(const run *r, uint64_t pages, uint64_t align, uint64_t *start)
-{
-    uint64_t at = round_up_u64(r->first, align);
-    if (at < r->first) /* overflow */
-        return false;
-    uint64_t end = r->first + r->pages;
-    if (at > end || pages > end - at)
-        return false;
-    *start = at;
-    return true;
-}
-
-/* The first free run that holds `pages` pages aligned to `align` pages, or NULL. */
-static run *free_run_find(const slab_state *s, uint64_t pages, uint64_t align, uint64_t *start)
-{
-    uint64_t mask = s->bin_mask & (~UINT64_C(0) << log2_floor_u64(pages));
-    while (mask) {
-        unsigned b = (unsigned)__builtin_ctzll(mask);
-        for (run *r = s->bins[b]; r; r = r->next)
-            if (run_fits(r, pages, align, start))
-                return r;
-        mask &= mask - 1;
-    }
-    return NULL;
-}
-
-/* Cuts [start, start + pages) out of free run r and gives it to `to` (which gets chunk, first
- * and pages); what is left of r on either side stays free. r itself and `extra` (a plain node)
- * become those leftovers; whichever is not needed is recycled. */
-static void free_run_carve(slab_state *s, run *r, uint64_t start, uint64_t pages, run *to,
-                           run *extra)
-{
-    slab_chunk *c = r->chunk;
-    uint64_t first = r->first, end = r->first + r->pages, back = start + pages;
-    run *nodes[2] = {r, extra};
-    unsigned used = 0;
-    bin_unlink(s, r);
-    c->map[first] = NULL;
-    c->map[end - 1] = NULL;
-    if (start > first)
-        run_set_free(s, nodes[used++], first, start - first);
-    if (end > back) {
-        nodes[used]->chunk = c;
-        run_set_free(s, nodes[used++], back, end - back);
-    }
-    while (used < 2)
-        node_drop(s, nodes[used++]);
-    to->chunk = c;
-    to->first = start;
-    to->pages = pages;
-}
-
-/* Returns the pages of run r (a large block or an empty slab) to the free runs, merging with
- * free neighbours. Reuses r as the free run's node, so it never needs host memory. */
-static void run_release(slab_state *s, run *r)
-{
-    slab_chunk *c = r->chunk;
-    uint64_t first = r->first, end = r->first + r->pages;
-    if (r->kind == RUN_SLAB) {
-        for (uint64_t p = first; p < end; p++)
-            c->map[p] = NULL;
-    } else {
-        c->map[first] = NULL;
-        c->map[end - 1] = NULL;
-    }
-    if (first > 0 && c->map[first - 1] && c->map[first - 1]->kind == RUN_FREE) {
-        run *left = c->map[first - 1];
-        bin_unlink(s, left);
-        c->map[left->first] = NULL;
-        c->map[first - 1] = NULL;
-        first = left->first;
-        node_drop(s, left);
-    }
-    if (end < c->pages && c->map[end] && c->map[end]->kind == RUN_FREE) {
-        run *right = c->map[end];
-        uint64_t right_end = right->first + right->pages;
-        bin_unlink(s, right);
-        c->map[end] = NULL;
-        c->map[right_end - 1] = NULL;
-        end = right_end;
-        node_drop(s, right);
-    }
-    r->in_partial = false;
-    run_set_free(s, r, first, end - first);
-}
-
-/* ---- held-back runs ------------------------------------------------------------------------- */
-
-static void held_unlink(slab_state *s, run *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->held = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->chunk->held = NULL;
-}
-
-/* Holds back large run r, just freed, unmerged; the run its chunk held before is merged. */
-static void held_push(slab_state *s, run *r)
-{
-    slab_chunk *c = r->chunk;
-    if (c->held) {
-        run *old = c->held;
-        held_unlink(s, old);
-        run_release(s, old);
-    }
-    r->kind = RUN_HELD;
-    r->prev = NULL;
-    r->next = s->held;
-    if (r->next)
-        r->next->prev = r;
-    s->held = r;
-    c->held = r;
-}
-
-/* Merges the held-back runs (of chunk `only`, or of all chunks when NULL); true when there was
- * one. */
-static bool release_held_runs(slab_state *s, const slab_chunk *only)
-{
-    bool any = false;
-    for (run *r = s->held, *next; r; r = next) {
-        next = r->next;
-        if (!only || r->chunk == only) {
-            held_unlink(s, r);
-            run_release(s, r);
-            any = true;
-        }
-    }
-    return any;
-}
-
-/* Pages of held run r once merged with its free neighbours, as run_release would make it. */
-static uint64_t held_merged_pages(const run *r)
-{
-    const slab_chunk *c = r->chunk;
-    uint64_t pages = r->pages, end = r->first + r->pages;
-    if (r->first > 0 && c->map[r->first - 1] && c->map[r->first - 1]->kind == RUN_FREE)
-        pages += c->map[r->first - 1]->pages;
-    if (end < c->pages && c->map[end] && c->map[end]->kind == RUN_FREE)
-        pages += c->map[end]->pages;
-    return pages;
-}
-
 /* ---- slabs ---------------------------------------------------------------------------------- */
 
 static void partial_push(slab_state *s, run *r)
 {
+    assert(r->kind == RUN_SLAB && !r->in_partial && r->free_slots > 0);
     r->prev = NULL;
     r->next = s->partial[r->cls];
     if (r->next)
@@ -384,7 +130,7 @@ static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
             s->empty[k] = NULL;
             if (r->in_partial)
                 partial_unlink(s, r);
-            run_release(s, r);
+            clrun__runs_release(&s->runs, r);
             any = true;
         }
     }
@@ -396,11 +142,11 @@ static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
  * followed by a new search. */
 static run *free_run_find_or_merge(slab_state *s, uint64_t pages, uint64_t align, uint64_t *start)
 {
-    run *fr = free_run_find(s, pages, align, start);
-    if (!fr && release_held_runs(s, NULL))
-        fr = free_run_find(s, pages, align, start);
+    run *fr = clrun__runs_find(&s->runs, pages, align, start);
+    if (!fr && clrun__runs_release_held(&s->runs, NULL))
+        fr = clrun__runs_find(&s->runs, pages, align, start);
     if (!fr && release_cached_slabs(s, NULL))
-        fr = free_run_find(s, pages, align, start);
+        fr = clrun__runs_find(&s->runs, pages, align, start);
     return fr;
 }
 
@@ -414,16 +160,16 @@ static clrun_status slab_new(slab_state *s, unsigned cls, run **out)
     if (!fr)
         return CLRUN_ERROR_OUT_OF_MEMORY;
     run *r = malloc(sizeof *r + (size_t)nwords * sizeof r->words[0]);
-    run *extra = node_plain(s);
+    run *extra = clrun__runs_node(&s->runs);
     if (!r || !extra) {
         free(r);
         if (extra)
-            node_drop(s, extra);
+            clrun__runs_node_drop(&s->runs, extra);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     memset(r, 0, sizeof *r);
     r->nwords = nwords;
-    free_run_carve(s, fr, start, pages, r, extra);
+    clrun__runs_carve(&s->runs, fr, start, pages, r, extra);
     r->kind = RUN_SLAB;
     r->cls = (uint16_t)cls;
     r->slots = slots;
@@ -466,7 +212,9 @@ static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
     }
     if (s->empty[cls] == r)
         s->empty[cls] = NULL; /* the cached empty slab is in use again */
+    assert(r->free_slots > 0 && r->summary != 0); /* a partly used slab has a free slot */
     unsigned w = (unsigned)__builtin_ctzll(r->summary);
+    assert(r->words[w] != 0);
     unsigned bit = (unsigned)__builtin_ctzll(r->words[w]);
     r->words[w] &= r->words[w] - 1;
     if (!r->words[w])
@@ -507,9 +255,9 @@ static clrun_status alloc_large(slab_state *s, uint64_t size, uint64_t align, cl
         return CLRUN_ERROR_OUT_OF_MEMORY;
     uint64_t pages = bytes >> s->page_log;
     uint64_t align_pages = align > page ? align >> s->page_log : 1;
-    for (run *h = s->held; h; h = h->next) {
+    for (run *h = s->runs.held; h; h = h->next) {
         if (h->pages == pages && (h->first & (align_pages - 1)) == 0) {
-            held_unlink(s, h);
+            clrun__runs_held_unlink(&s->runs, h);
             h->kind = RUN_LARGE; /* its page map entries are already in place */
             return take_large(s, h, out);
         }
@@ -518,15 +266,15 @@ static clrun_status alloc_large(slab_state *s, uint64_t size, uint64_t align, cl
     run *fr = free_run_find_or_merge(s, pages, align_pages, &start);
     if (!fr)
         return CLRUN_ERROR_OUT_OF_MEMORY;
-    run *r = node_plain(s), *extra = node_plain(s);
+    run *r = clrun__runs_node(&s->runs), *extra = clrun__runs_node(&s->runs);
     if (!r || !extra) {
         if (r)
-            node_drop(s, r);
+            clrun__runs_node_drop(&s->runs, r);
         if (extra)
-            node_drop(s, extra);
+            clrun__runs_node_drop(&s->runs, extra);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    free_run_carve(s, fr, start, pages, r, extra);
+    clrun__runs_carve(&s->runs, fr, start, pages, r, extra);
     r->kind = RUN_LARGE;
     r->chunk->map[r->first] = r;
     r->chunk->map[r->first + pages - 1] = r;
@@ -553,7 +301,7 @@ static void chunk_drop_runs(slab_state *s, slab_chunk *c, run **keep)
         if (!*keep)
             *keep = r;
         else
-            node_drop(s, r);
+            clrun__runs_node_drop(&s->runs, r);
     }
 }
 
@@ -619,8 +367,7 @@ static void build_classes(slab_state *s)
 
 static clrun_status slab_create(const clrun_strategy_config *config, void **state)
 {
-    if (!config || !state)
-        return CLRUN_ERROR_INVALID_ARGUMENT;
+    assert(config && state);
     if (!is_pow2_u64(config->min_align))
         return CLRUN_ERROR_INVALID_ALIGNMENT;
     slab_state *s = calloc(1, sizeof *s);
@@ -650,9 +397,9 @@ static void slab_destroy(void *state)
             free(keep);
         chunk_free_memory(c);
     }
-    while (s->spare) {
-        run *r = s->spare;
-        s->spare = r->next;
+    while (s->runs.spare) {
+        run *r = s->runs.spare;
+        s->runs.spare = r->next;
         free(r);
     }
     chunk_index_release(&s->chunks);
@@ -697,13 +444,13 @@ static clrun_status slab_add_chunk(void *state, uint32_t chunk, uint64_t size)
     if (chunk_index_reserve(&s->chunks) != 0)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     slab_chunk *c = calloc(1, sizeof *c);
-    run *r = pages ? node_plain(s) : NULL;
+    run *r = pages ? clrun__runs_node(&s->runs) : NULL;
     run **map = pages ? calloc((size_t)pages, sizeof *map) : NULL;
     if (!c || (pages && (!r || !map))) {
         free(c);
         free(map);
         if (r)
-            node_drop(s, r);
+            clrun__runs_node_drop(&s->runs, r);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     c->id = chunk;
@@ -712,7 +459,7 @@ static clrun_status slab_add_chunk(void *state, uint32_t chunk, uint64_t size)
     c->map = map;
     if (r) {
         r->chunk = c;
-        run_set_free(s, r, 0, pages);
+        clrun__runs_set_free(&s->runs, r, 0, pages);
     }
     chunk_index_insert(&s->chunks, chunk, c);
     s->total_bytes += size;
@@ -728,11 +475,11 @@ static clrun_status slab_remove_chunk(void *state, uint32_t chunk)
     if (c->live)
         return CLRUN_ERROR_BUSY;
     release_cached_slabs(s, c);
-    release_held_runs(s, c);
+    clrun__runs_release_held(&s->runs, c);
     if (c->pages) { /* no live block, cached slab or held run: one free run covers the chunk */
         run *r = c->map[0];
-        bin_unlink(s, r);
-        node_drop(s, r);
+        clrun__runs_unlink_free(&s->runs, r);
+        clrun__runs_node_drop(&s->runs, r);
     }
     s->total_bytes -= c->size;
     chunk_index_erase(&s->chunks, chunk);
@@ -750,10 +497,7 @@ static bool slab_chunk_is_empty(const void *state, uint32_t chunk)
 static clrun_status slab_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     slab_state *s = state;
-    if (size == 0)
-        return CLRUN_ERROR_INVALID_SIZE;
-    if (!is_pow2_u64(align))
-        return CLRUN_ERROR_INVALID_ALIGNMENT;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     int cls = s->nclasses ? class_for(s, size, align) : -1;
     if (cls < 0)
         return alloc_large(s, size, align, out);
@@ -797,7 +541,7 @@ static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
         c->live--;
         /* Hold it back unmerged (merging the one held before): a request of the same size,
          * the common case, then takes it back in O(1). */
-        held_push(s, r);
+        clrun__runs_hold(&s->runs, r);
         return CLRUN_OK;
     }
     if (r->kind != RUN_SLAB)
@@ -823,7 +567,7 @@ static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
         /* empty, and its class already caches one: back to the free pages */
         if (r->in_partial)
             partial_unlink(s, r);
-        run_release(s, r);
+        clrun__runs_release(&s->runs, r);
         return CLRUN_OK;
     }
     if (r->free_slots == r->slots)
@@ -841,9 +585,9 @@ static void slab_reset(void *state)
         s->empty[k] = NULL;
     }
     for (unsigned b = 0; b < SLAB_BINS; b++)
-        s->bins[b] = NULL;
-    s->bin_mask = 0;
-    s->held = NULL;
+        s->runs.bins[b] = NULL;
+    s->runs.bin_mask = 0;
+    s->runs.held = NULL;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         slab_chunk *c = s->chunks.items[n];
         run *keep;
@@ -854,7 +598,7 @@ static void slab_reset(void *state)
             continue;
         memset(c->map, 0, (size_t)c->pages * sizeof *c->map);
         keep->in_partial = false;
-        run_set_free(s, keep, 0, c->pages); /* keep may carry a bitmap: harmless when free */
+        clrun__runs_set_free(&s->runs, keep, 0, c->pages); /* keep may carry a bitmap: harmless when free */
     }
     s->held_bytes = 0;
     s->live_blocks = 0;
@@ -864,14 +608,14 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
 {
     const slab_state *s = state;
     uint64_t largest = 0;
-    if (s->bin_mask) {
-        unsigned b = log2_floor_u64(s->bin_mask);
-        for (const run *r = s->bins[b]; r; r = r->next)
+    if (s->runs.bin_mask) {
+        unsigned b = log2_floor_u64(s->runs.bin_mask);
+        for (const run *r = s->runs.bins[b]; r; r = r->next)
             if (r->pages > largest)
                 largest = r->pages;
     }
-    for (const run *h = s->held; h; h = h->next) { /* what alloc would make of it by merging */
-        uint64_t pages = held_merged_pages(h);
+    for (const run *h = s->runs.held; h; h = h->next) { /* what alloc would make of it by merging */
+        uint64_t pages = clrun__runs_held_merged_pages(h);
         if (pages > largest)
             largest = pages;
     }
@@ -892,7 +636,7 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
 
 const clrun_allocator_ops clrun_strategy_slab = {
     .name = "slab",
-    .description = "size classes (< 1/8 waste above 8 granules) carved from slabs; page runs above 512 KiB",
+    .description = "size classes (< 1/8 waste above 8 granules) carved from slabs; page runs above 32 KiB",
     .create = slab_create,
     .destroy = slab_destroy,
     .chunk_size = slab_chunk_size,

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The include rule: areas depend one way, lowest first,
-#   core <- device <- memory, graph <- ops, plan <- exec <- tools
+#   core <- device <- memory, graph <- ops, plan, onnx <- exec <- tools
 # (strategies/ sit with core: pure offset managers that see only <clrun/strategy.h>). A file may
 # include its own area's headers and those of lower areas, never a sibling's or a higher one's.
 # Pure code (graph, plan, strategies, the allocator core) includes no OpenCL header, directly or
@@ -16,7 +16,7 @@ level() {
     core | strategies) echo 0 ;;
     device) echo 1 ;;
     memory | graph) echo 2 ;;
-    ops | plan) echo 3 ;;
+    ops | plan | onnx) echo 3 ;;
     exec) echo 4 ;;
     tools) echo 5 ;;
     *) echo "" ;;
@@ -28,7 +28,7 @@ opencl_public='clrun/clrun.h clrun/context.h clrun/memory.h clrun/program.h clru
 
 pure_file() {
     case "$1" in
-    lib/graph/* | lib/plan/* | strategies/* | lib/memory/allocator.[ch]) return 0 ;;
+    lib/graph/* | lib/plan/* | lib/onnx/* | strategies/* | lib/memory/allocator.[ch]) return 0 ;;
     esac
     return 1
 }

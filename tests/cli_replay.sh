@@ -22,7 +22,7 @@ field() {
 }
 
 # tiny.csv: live bytes are 1000, 4000, 5548 (at moment 2, after buffer 0 is freed), 500, 100.
-for a in buddy slab bump binned; do
+for a in buddy slab bump tlsf binned best-fit; do
     out=$tmp/$a.json
     "$CLRUN" replay --csv "$TRACES/tiny.csv" --allocator "$a" --alignment 256 --chunk-size 1M --json >"$out" 2>"$tmp/err"
     rc=$?
@@ -51,7 +51,7 @@ done
 
 # The comparison table names every allocator and the lower bound.
 if "$CLRUN" replay --csv "$TRACES/tiny.csv" --alignment 256 --chunk-size 1M >"$tmp/table" 2>"$tmp/err"; then
-    for a in buddy slab bump binned; do
+    for a in buddy slab bump tlsf binned best-fit; do
         grep -q "^$a " "$tmp/table" || fail "table: no row for $a"
     done
     grep -q "lower bound 5.42 KiB" "$tmp/table" || fail "table: no lower bound line: $(head -n 1 "$tmp/table")"
@@ -74,7 +74,7 @@ grep -q "malformed.csv:3: " "$tmp/err" || fail "malformed: no FILE:LINE: in '$(c
 "$CLRUN" replay --csv "$TRACES/tiny.csv" --allocator firstfit >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc = 2 ] || fail "unknown allocator: exit status $rc, expected 2"
-grep -q "buddy|slab|bump|binned|all" "$tmp/err" || fail "unknown allocator: names not listed in '$(cat "$tmp/err")'"
+grep -q "buddy|slab|bump|tlsf|binned|best-fit|all" "$tmp/err" || fail "unknown allocator: names not listed in '$(cat "$tmp/err")'"
 
 # No --csv: a usage error.
 "$CLRUN" replay --allocator buddy >"$tmp/out" 2>"$tmp/err"
@@ -88,14 +88,14 @@ rc=$?
 grep -q "buffer 1 " "$tmp/err" || fail "oversized buffer: buffer not named in '$(cat "$tmp/err")'"
 
 # On an adversarial trace every strategy reserves less than the binned pool.
-# 'all' gives {"results": [buddy, slab, bump, binned]}.
+# 'all' gives {"results": [buddy, slab, bump, tlsf, binned, best-fit]}.
 if "$CLRUN" replay --csv "$TRACES/growing.csv" --alignment 256 --json >"$tmp/growing.json" 2>"$tmp/err"; then
-    names=$(sed -n 's/^ *"allocator": *"\([a-z]*\)",*$/\1/p' "$tmp/growing.json" | tr '\n' ' ')
-    [ "$names" = "buddy slab bump binned " ] || fail "growing: results for '$names'"
+    names=$(sed -n 's/^ *"allocator": *"\([a-z-]*\)",*$/\1/p' "$tmp/growing.json" | tr '\n' ' ')
+    [ "$names" = "buddy slab bump tlsf binned best-fit " ] || fail "growing: results for '$names'"
     set -- $(sed -n 's/^ *"reserved_bytes": *\([0-9]*\),*$/\1/p' "$tmp/growing.json")
-    [ $# = 4 ] || fail "growing: $# reserved_bytes fields"
-    for r in "$1" "$2" "$3"; do
-        [ "$r" -lt "$4" ] || fail "growing: a strategy reserves $r bytes, binned only $4"
+    [ $# = 6 ] || fail "growing: $# reserved_bytes fields"
+    for r in "$1" "$2" "$3" "$4"; do
+        [ "$r" -lt "$5" ] || fail "growing: a strategy reserves $r bytes, binned $5"
     done
 else
     fail "growing: failed ($(cat "$tmp/err"))"

@@ -1,8 +1,9 @@
-/* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records every
- * chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk sizes
- * (the minimum chunk, half of what is reserved, the device maximum, buddy's powers of two), the
- * limit, giving back empty chunks and retrying once on exhaustion, the out-of-memory message,
- * statistics and peaks, invalid requests, and that destroy gives every chunk back. */
+/* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records
+ * every chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk
+ * sizes (the request rounded to 16 KiB, a sixteenth of what is reserved, empty chunks merged into
+ * the new one, the device maximum, buddy's powers of two), the limit, asking again for just the
+ * request when the device refuses, the out-of-memory message, statistics and peaks, invalid
+ * requests, and that destroy gives every chunk back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,12 +94,12 @@ static void release(clrun__allocator *a, const clrun_block *b, uint64_t size)
 static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
 
 static const clrun_allocator_ops *const all_strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
-                                                            &clrun_strategy_bump};
+                                                            &clrun_strategy_bump, &clrun_strategy_tlsf};
 #define STRATEGY_COUNT (sizeof all_strategies / sizeof all_strategies[0])
 
 /* ---- growth ---- */
 
-static void first_chunk_of_a_small_request_is_the_minimum_chunk(void **state)
+static void a_small_request_reserves_a_small_chunk(void **state)
 {
     (void)state;
     for (size_t s = 0; s < STRATEGY_COUNT; s++) {
@@ -108,7 +109,7 @@ static void first_chunk_of_a_small_request_is_the_minimum_chunk(void **state)
         clrun_block block;
         assert_int_equal(alloc(a, 1000, &block), CLRUN_OK);
         assert_int_equal(b.granted, 1);
-        assert_int_equal(b.history[0], MiB); /* the default minimum chunk */
+        assert_int_equal(b.history[0], 16 * KiB); /* the request rounded up to the 16 KiB granule */
         clrun__allocator_destroy(a);
     }
 }
@@ -125,27 +126,78 @@ static void a_request_above_the_minimum_chunk_gets_a_chunk_that_holds_it(void **
         assert_int_equal(b.granted, 1);
         assert_true(b.history[0] >= 5 * MiB + 3);
         assert_true(b.history[0] <= 2 * (5 * MiB + 3)); /* no more than buddy's rounding */
+        if (all_strategies[s] != &clrun_strategy_buddy)
+            assert_true(b.history[0] <= 5 * MiB + 16 * KiB); /* the others round to 16 KiB */
         clrun__allocator_destroy(a);
     }
 }
 
-static void a_new_chunk_is_at_least_half_of_what_is_reserved(void **state)
+static void a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved(void **state)
 {
     (void)state;
     fake_backing b = {0};
     clrun__allocator_config c = config_for(&clrun_strategy_bump, &b);
     clrun__allocator *a = make(&c);
     clrun_block x;
-    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);  /* 8 */
-    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);  /* max(8, 8/2) = 8 */
-    assert_int_equal(alloc(a, 9 * MiB, &x), CLRUN_OK);  /* max(9, 16/2) = 9 */
-    assert_int_equal(alloc(a, 1 * MiB, &x), CLRUN_OK);  /* max(1, 25/2) = 12.5 */
+    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* 8 */
+    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* max(8, 8/16) = 8 */
+    assert_int_equal(alloc(a, 9 * MiB, &x), CLRUN_OK);      /* max(9, 16/16) = 9 */
+    assert_int_equal(alloc(a, 100 * KiB, &x), CLRUN_OK);    /* max(112 KiB, 25/16 MiB) */
+    assert_int_equal(alloc(a, 30 * KiB + 1, &x), CLRUN_OK); /* fits beside it: no chunk */
     assert_int_equal(b.granted, 4);
     assert_int_equal(b.history[0], 8 * MiB);
     assert_int_equal(b.history[1], 8 * MiB);
     assert_int_equal(b.history[2], 9 * MiB);
-    assert_int_equal(b.history[3], 25 * MiB / 2);
+    assert_int_equal(b.history[3], 25 * MiB / 16);
     clrun__allocator_destroy(a);
+}
+
+/* A growing workload reserves about what it holds: a sixteenth and a granule above, at most. */
+static void reserved_stays_close_to_what_is_held(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *exact[] = {&clrun_strategy_bump, &clrun_strategy_tlsf};
+    for (size_t s = 0; s < 2; s++) {
+        fake_backing b = {0};
+        clrun__allocator_config c = config_for(exact[s], &b);
+        clrun__allocator *a = make(&c);
+        clrun_block x;
+        for (uint64_t size = 1000; size < 4 * MiB; size = size * 11 / 10)
+            assert_int_equal(alloc(a, size, &x), CLRUN_OK);
+        clrun_memory_stats st;
+        clrun__allocator_stats(a, &st);
+        assert_true(st.reserved_peak <= st.in_use_peak + st.in_use_peak / 16 + 64 * KiB);
+        clrun__allocator_destroy(a);
+    }
+}
+
+/* Empty chunks too small for a request are given back and their bytes merged into the new one. */
+static void empty_chunks_are_given_back_and_merged_into_the_new_chunk(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < STRATEGY_COUNT; s++) {
+        fake_backing b = {0};
+        clrun__allocator_config c = config_for(all_strategies[s], &b);
+        clrun__allocator *a = make(&c);
+        clrun_block x[3];
+        assert_int_equal(alloc(a, 100 * KiB, &x[0]), CLRUN_OK);
+        assert_int_equal(alloc(a, 200 * KiB, &x[1]), CLRUN_OK);
+        assert_int_equal(alloc(a, 400 * KiB, &x[2]), CLRUN_OK);
+        uint64_t reserved = b.held;
+        assert_true(b.granted >= 2);
+        release(a, &x[0], 100 * KiB);
+        release(a, &x[1], 200 * KiB);
+        release(a, &x[2], 400 * KiB);
+        clrun_block big;
+        assert_int_equal(alloc(a, 600 * KiB, &big), CLRUN_OK);
+        clrun_memory_stats st;
+        clrun__allocator_stats(a, &st);
+        assert_int_equal(st.chunks, 1);                   /* every empty chunk went back */
+        assert_int_equal(b.release_calls, b.granted - 1);
+        assert_true(b.held >= reserved);                  /* their bytes are in the new chunk */
+        assert_true(b.held <= 2 * reserved);
+        clrun__allocator_destroy(a);
+    }
 }
 
 static void buddy_chunks_are_powers_of_two(void **state)
@@ -243,37 +295,33 @@ static void the_last_chunk_shrinks_to_what_the_limit_leaves(void **state)
     (void)state;
     fake_backing b = {0};
     clrun__allocator_config c = config_for(&clrun_strategy_bump, &b);
-    c.limit = 3 * MiB / 2;
+    c.limit = MiB + 302 * KiB;
     clrun__allocator *a = make(&c);
     clrun_block x;
     assert_int_equal(alloc(a, MiB, &x), CLRUN_OK);
-    assert_int_equal(alloc(a, 300 * KiB, &x), CLRUN_OK);
+    assert_int_equal(alloc(a, 300 * KiB + 1, &x), CLRUN_OK);
     assert_int_equal(b.granted, 2);
-    assert_int_equal(b.history[1], 512 * KiB); /* not the 1 MiB minimum chunk */
+    assert_int_equal(b.history[1], 302 * KiB); /* not the 304 KiB of the granule */
     clrun__allocator_destroy(a);
 }
 
-/* ---- exhaustion: give back empty chunks, retry once ---- */
+/* ---- exhaustion: ask again for just the request, once ---- */
 
-static void when_the_device_refuses_empty_chunks_are_given_back_and_it_retries(void **state)
+static void when_the_device_refuses_it_asks_again_for_just_the_request(void **state)
 {
     (void)state;
     for (size_t s = 0; s < STRATEGY_COUNT; s++) {
-        fake_backing b = {.capacity = 9 * MiB / 2};
+        fake_backing b = {0};
         clrun__allocator_config c = config_for(all_strategies[s], &b);
         clrun__allocator *a = make(&c);
-        clrun_block x;
-        assert_int_equal(alloc(a, 1000, &x), CLRUN_OK); /* a 1 MiB chunk */
-        release(a, &x, 1000);                          /* now empty */
+        clrun_block x, y;
+        assert_int_equal(alloc(a, 4 * MiB, &x), CLRUN_OK); /* stays live */
+        b.capacity = b.held + 200 * KiB;                   /* room for the request, not for 4/16 MiB */
         unsigned calls = b.reserve_calls;
-        assert_int_equal(alloc(a, 4 * MiB, &x), CLRUN_OK); /* 1 + 4 > 4.5: refused, then 4 */
-        assert_int_equal(b.release_calls, 1);            /* the empty chunk went back */
-        assert_int_equal(b.reserve_calls, calls + 2);    /* refused, then granted */
-        clrun_memory_stats st;
-        clrun__allocator_stats(a, &st);
-        assert_int_equal(st.chunks, 1);
-        assert_int_equal(st.driver_frees, 1);
-        assert_int_equal(st.in_use, 4 * MiB);
+        assert_int_equal(alloc(a, 100 * KiB, &y), CLRUN_OK);
+        assert_int_equal(b.reserve_calls, calls + 2);       /* refused, then granted */
+        assert_true(b.history[b.granted - 1] < 256 * KiB);
+        assert_int_equal(b.release_calls, 0);
         clrun__allocator_destroy(a);
     }
 }
@@ -291,21 +339,6 @@ static void it_retries_only_once(void **state)
     assert_int_equal(alloc(a, 2 * MiB, &x), CLRUN_ERROR_OUT_OF_MEMORY);
     assert_int_equal(b.reserve_calls, 3); /* the first chunk, one attempt, one retry */
     assert_int_equal(b.release_calls, 1);
-    clrun__allocator_destroy(a);
-}
-
-static void without_empty_chunks_there_is_no_retry(void **state)
-{
-    (void)state;
-    fake_backing b = {0};
-    clrun__allocator_config c = config_for(&clrun_strategy_buddy, &b);
-    clrun__allocator *a = make(&c);
-    clrun_block x;
-    assert_int_equal(alloc(a, 1000, &x), CLRUN_OK); /* stays live */
-    b.refuse_from = b.reserve_calls + 1;
-    assert_int_equal(alloc(a, 2 * MiB, &x), CLRUN_ERROR_OUT_OF_MEMORY);
-    assert_int_equal(b.reserve_calls, 2);
-    assert_int_equal(b.release_calls, 0);
     clrun__allocator_destroy(a);
 }
 
@@ -622,17 +655,18 @@ static void destroy_gives_every_chunk_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(first_chunk_of_a_small_request_is_the_minimum_chunk),
+        cmocka_unit_test(a_small_request_reserves_a_small_chunk),
         cmocka_unit_test(a_request_above_the_minimum_chunk_gets_a_chunk_that_holds_it),
-        cmocka_unit_test(a_new_chunk_is_at_least_half_of_what_is_reserved),
+        cmocka_unit_test(a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved),
+        cmocka_unit_test(reserved_stays_close_to_what_is_held),
+        cmocka_unit_test(empty_chunks_are_given_back_and_merged_into_the_new_chunk),
         cmocka_unit_test(buddy_chunks_are_powers_of_two),
         cmocka_unit_test(no_chunk_is_larger_than_the_device_maximum),
         cmocka_unit_test(a_ten_mib_workload_does_not_reserve_a_gib),
         cmocka_unit_test(the_limit_is_never_exceeded_and_then_out_of_memory),
         cmocka_unit_test(the_last_chunk_shrinks_to_what_the_limit_leaves),
-        cmocka_unit_test(when_the_device_refuses_empty_chunks_are_given_back_and_it_retries),
+        cmocka_unit_test(when_the_device_refuses_it_asks_again_for_just_the_request),
         cmocka_unit_test(it_retries_only_once),
-        cmocka_unit_test(without_empty_chunks_there_is_no_retry),
         cmocka_unit_test(a_refusal_leaves_the_allocator_usable),
         cmocka_unit_test(a_backing_error_other_than_out_of_memory_is_returned_with_its_message),
         cmocka_unit_test(out_of_memory_says_what_was_asked_in_use_reserved_largest_free_limit_and_strategy),

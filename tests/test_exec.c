@@ -303,8 +303,9 @@ static void outputs_are_bit_identical_in_every_mode(void **state)
             const char *allocator;
             bool out_of_order;
         } modes[] = {{CLRUN_EXEC_POOLED, "buddy", false}, {CLRUN_EXEC_POOLED, "slab", false},
-                     {CLRUN_EXEC_POOLED, "bump", false},  {CLRUN_EXEC_PLANNED, "buddy", false},
-                     {CLRUN_EXEC_POOLED, "buddy", true},  {CLRUN_EXEC_POOLED, "slab", true},
+                     {CLRUN_EXEC_POOLED, "bump", false},  {CLRUN_EXEC_POOLED, "tlsf", false},
+                     {CLRUN_EXEC_PLANNED, "buddy", false}, {CLRUN_EXEC_POOLED, "buddy", true},
+                     {CLRUN_EXEC_POOLED, "slab", true},   {CLRUN_EXEC_POOLED, "tlsf", true},
                      {CLRUN_EXEC_PLANNED, "buddy", true}};
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
             run_outcome o = run_mode(r.graph, modes[m].mode, modes[m].allocator, modes[m].out_of_order, seed);

@@ -111,7 +111,7 @@ static size_t bytes_of(const clrun_tensor_type *t) { return (size_t)ref_elements
 
 static clrun__op_call call_of(node *n)
 {
-    clrun__op_call call = {n->in, n->input_count, &n->out, 1, n->attrs, n->attr_count};
+    clrun__op_call call = {n->in, n->input_count, &n->out, 1, n->attrs, n->attr_count, 0};
     return call;
 }
 

@@ -112,7 +112,7 @@ typedef struct node {
 
 static clrun__op_call call_of(node *n)
 {
-    clrun__op_call call = {n->in, n->input_count, &n->out, 1, n->attrs, n->attr_count};
+    clrun__op_call call = {n->in, n->input_count, &n->out, 1, n->attrs, n->attr_count, 0};
     return call;
 }
 
@@ -307,7 +307,7 @@ static void concat_joins_every_dtype_and_many_inputs(void **state)
             /* The node struct holds 4 inputs; run through a call of its own. */
             const clrun__op *op = clrun__op_find("concat");
             clrun_tensor_type out;
-            clrun__op_call call = {types, count, &out, 1, n.attrs, 1};
+            clrun__op_call call = {types, count, &out, 1, n.attrs, 1, 0};
             char err[256];
             if (op->infer(&call, &out, err, sizeof err) != CLRUN_OK)
                 fail_msg("concat refused: %s", err);
@@ -1012,7 +1012,7 @@ static void views_merge_what_the_input_walks_as_one(void **state)
     (void)state;
     clrun_tensor_type x = type(CLRUN_F32, "2,3,4"), y;
     clrun_attr keep = INTS("perm", 0, 1, 2), heads = INTS("perm", 1, 0, 2);
-    clrun__op_call call = {&x, 1, &y, 1, &keep, 1};
+    clrun__op_call call = {&x, 1, &y, 1, &keep, 1, 0};
     char err[256];
     clrun__view v;
     assert_int_equal(clrun__op_find("transpose")->infer(&call, &y, err, sizeof err), CLRUN_OK);
@@ -1029,7 +1029,7 @@ static void views_merge_what_the_input_walks_as_one(void **state)
     /* a reversed axis: a negative stride from the last element */
     clrun_attr rev[4] = {INTS("starts", -1), INTS("ends", INT64_MIN), INTS("axes", 2),
                          INTS("steps", -1)};
-    clrun__op_call sc = {&x, 1, &y, 1, rev, 4};
+    clrun__op_call sc = {&x, 1, &y, 1, rev, 4, 0};
     assert_int_equal(clrun__op_find("slice")->infer(&sc, &y, err, sizeof err), CLRUN_OK);
     assert_true(clrun__view_of("slice", &sc, &v));
     assert_int_equal(v.rank, 2);

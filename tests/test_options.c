@@ -129,11 +129,11 @@ static void environment_values_are_parsed(void **state)
 static void unknown_allocator_names_the_variable_and_the_valid_names(void **state)
 {
     (void)state;
-    setenv("CLRUN_ALLOCATOR", "tlsf", 1);
+    setenv("CLRUN_ALLOCATOR", "firstfit", 1);
     clrun__options o;
     char err[256];
     assert_int_equal(clrun__options_load(&o, err, sizeof err), CLRUN_ERROR_INVALID_OPTION);
-    assert_non_null(strstr(err, "CLRUN_ALLOCATOR='tlsf'"));
+    assert_non_null(strstr(err, "CLRUN_ALLOCATOR='firstfit'"));
     assert_non_null(strstr(err, "buddy|slab|bump"));
 }
 

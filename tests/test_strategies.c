@@ -110,17 +110,6 @@ static void test_destroy_accepts_null(void **state)
     ops_of(state)->destroy(NULL);
 }
 
-static void test_alloc_of_zero_bytes_is_invalid_size(void **state)
-{
-    const clrun_allocator_ops *ops = ops_of(state);
-    void *st = make_with_chunk(ops);
-    clrun_strategy_stats before = stats_of(ops, st);
-    clrun_block b;
-    assert_int_equal(ops->alloc(st, 0, 1, &b), CLRUN_ERROR_INVALID_SIZE);
-    assert_true(stats_equal(before, stats_of(ops, st)));
-    ops->destroy(st);
-}
-
 static void test_alloc_of_huge_size_is_out_of_memory(void **state)
 {
     const clrun_allocator_ops *ops = ops_of(state);
@@ -473,6 +462,38 @@ static uint64_t model_free_bytes(const model *m)
     return free_bytes;
 }
 
+/* Whether strategy `name` is exact: its largest_free is the largest gap between live blocks, and
+ * it answers OUT_OF_MEMORY only when no gap holds the request (tlsf; buddy and slab have
+ * structure that can leave a gap unusable, bump never reuses gaps below its top). */
+static bool model_is_exact(const model *m)
+{
+    return strcmp(m->ops->name, "tlsf") == 0;
+}
+
+/* Whether some gap between live blocks (or a chunk's ends) holds `size` bytes at an offset that
+ * is a multiple of `align`; *largest (may be NULL) gets the largest gap. */
+static bool model_gap_fits(const model *m, uint64_t size, uint64_t align, uint64_t *largest)
+{
+    bool fits = false;
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < m->nchunks; i++) {
+        const mchunk *c = &m->chunks[i];
+        uint64_t usable = c->size / m->min_align * m->min_align;
+        for (size_t k = 0; k <= c->n; k++) {
+            uint64_t from = k ? c->iv[k - 1].offset + c->iv[k - 1].size : 0;
+            uint64_t to = k < c->n ? c->iv[k].offset : usable;
+            if (to - from > best)
+                best = to - from;
+            uint64_t at = (from + align - 1) / align * align;
+            if (at >= from && at <= to && to - at >= size)
+                fits = true;
+        }
+    }
+    if (largest)
+        *largest = best;
+    return fits;
+}
+
 static void model_check_stats(const model *m)
 {
     clrun_strategy_stats s = stats_of(m->ops, m->st);
@@ -481,6 +502,11 @@ static void model_check_stats(const model *m)
     CHECK(s.chunks == m->nchunks);
     CHECK(s.free_bytes == model_free_bytes(m));
     CHECK(s.largest_free <= s.free_bytes);
+    if (model_is_exact(m)) {
+        uint64_t largest;
+        model_gap_fits(m, 1, 1, &largest);
+        CHECK(s.largest_free == largest);
+    }
 }
 
 /* A request size: mostly small, some near powers of two, a few large. */
@@ -535,6 +561,9 @@ static void model_alloc(model *m)
     clrun_status rc = m->ops->alloc(m->st, size, align, &b);
     if (rc == CLRUN_ERROR_OUT_OF_MEMORY) {
         CHECK(stats_unchanged_by_oom(m->ops, before, stats_of(m->ops, m->st)));
+        uint64_t rounded = (size + m->min_align - 1) / m->min_align * m->min_align;
+        CHECK(!model_is_exact(m) || rounded < size ||
+              !model_gap_fits(m, rounded, align > m->min_align ? align : m->min_align, NULL));
         m->ooms++;
         if (!model_grow(m, size, align))
             return;
@@ -608,7 +637,7 @@ static void model_busy_remove(model *m)
     }
 }
 
-/* Checks the pool is empty: every chunk empty, nothing held, buddy fully coalesced. */
+/* Checks the pool is empty: every chunk empty, nothing held, buddy and tlsf fully coalesced. */
 static void model_check_empty(model *m)
 {
     clrun_strategy_stats s = stats_of(m->ops, m->st);
@@ -621,7 +650,7 @@ static void model_check_empty(model *m)
     CHECK(s.live_blocks == 0);
     CHECK(s.held_bytes == 0);
     CHECK(s.free_bytes == m->total);
-    if (strcmp(m->ops->name, "buddy") == 0 || strcmp(m->ops->name, "bump") == 0)
+    if (strcmp(m->ops->name, "slab") != 0) /* slab may keep empty slabs cached */
         CHECK(s.largest_free == largest_chunk);
 }
 
@@ -937,6 +966,165 @@ static void test_bump_inner_free_is_held_until_the_blocks_above_go(void **state)
     ops->destroy(st);
 }
 
+/* ---- tlsf ----------------------------------------------------------------------------------- */
+
+static void test_tlsf_blocks_are_the_request_rounded_to_the_granule(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    uint64_t used = 0;
+    for (uint64_t size = 1; size <= 4 * MiB; size = size * 3 + 1) {
+        clrun_block b;
+        assert_int_equal(ops->alloc(st, size, 1, &b), CLRUN_OK);
+        assert_int_equal(b.size, (size + 255) / 256 * 256);
+        assert_int_equal(b.offset, used); /* packed from the bottom of the chunk, no gaps */
+        used += b.size;
+    }
+    assert_int_equal(stats_of(ops, st).held_bytes, used);
+    ops->destroy(st);
+}
+
+static void test_tlsf_coalesces_fully_when_empty(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    clrun_block b[300];
+    for (int i = 0; i < 300; i++)
+        assert_int_equal(ops->alloc(st, rand_range(1, 40 * KiB), 1, &b[i]), CLRUN_OK);
+    for (int i = 0; i < 300; i += 2) /* every other block: holes that cannot merge yet */
+        assert_int_equal(ops->free(st, b[i].chunk, b[i].offset), CLRUN_OK);
+    assert_true(stats_of(ops, st).largest_free < 16 * MiB);
+    for (int i = 299; i > 0; i -= 2)
+        assert_int_equal(ops->free(st, b[i].chunk, b[i].offset), CLRUN_OK);
+    clrun_strategy_stats s = stats_of(ops, st);
+    assert_int_equal(s.largest_free, 16 * MiB);
+    assert_int_equal(s.free_bytes, 16 * MiB);
+    clrun_block whole;
+    assert_int_equal(ops->alloc(st, 16 * MiB, 1, &whole), CLRUN_OK);
+    assert_int_equal(whole.offset, 0);
+    ops->destroy(st);
+}
+
+/* Holes of 64, 20 and 40 KiB between live blocks: a 17 KiB request takes the 20 KiB hole and a
+ * 33 KiB one the 40 KiB hole, not the chunk's free tail nor a larger hole. */
+static void test_tlsf_takes_the_tightest_hole_before_the_free_tail(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    const uint64_t hole_sizes[] = {64 * KiB, 20 * KiB, 40 * KiB};
+    clrun_block hole[3], wall[3], b;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ops->alloc(st, hole_sizes[i], 1, &hole[i]), CLRUN_OK);
+        assert_int_equal(ops->alloc(st, 4 * KiB, 1, &wall[i]), CLRUN_OK);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ops->free(st, hole[i].chunk, hole[i].offset), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 17 * KiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, hole[1].offset);
+    assert_int_equal(ops->alloc(st, 33 * KiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, hole[2].offset);
+    assert_int_equal(ops->alloc(st, 64 * KiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, hole[0].offset);
+    assert_int_equal(ops->alloc(st, 1 * KiB, 1, &b), CLRUN_OK); /* the 3 KiB left of the 20 KiB hole */
+    assert_int_equal(b.offset, hole[1].offset + 17 * KiB);
+    ops->destroy(st);
+}
+
+static void test_tlsf_fits_across_chunks(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make(ops, 256, GiB);
+    assert_int_equal(ops->add_chunk(st, 3, 8 * MiB), CLRUN_OK);
+    assert_int_equal(ops->add_chunk(st, 5, 1 * MiB), CLRUN_OK);
+    clrun_block b;
+    assert_int_equal(ops->alloc(st, MiB, 1, &b), CLRUN_OK); /* fills chunk 5 exactly */
+    assert_int_equal(b.chunk, 5);
+    assert_int_equal(ops->alloc(st, 7 * MiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.chunk, 3);
+    assert_int_equal(ops->alloc(st, 2 * MiB, 1, &b), CLRUN_ERROR_OUT_OF_MEMORY);
+    ops->destroy(st);
+}
+
+static void test_tlsf_a_hole_is_taken_by_the_next_request_of_its_size(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    clrun_block a, b, c;
+    assert_int_equal(ops->alloc(st, 5000, 1, &a), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 5000, 1, &b), CLRUN_OK);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 5000, 1, &c), CLRUN_OK);
+    assert_int_equal(c.offset, a.offset);
+    /* b joins the chunk's free tail at once. */
+    assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_OK);
+    assert_int_equal(stats_of(ops, st).largest_free, 16 * MiB - c.size);
+    assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_ERROR_INVALID_FREE);
+    ops->destroy(st);
+}
+
+/* Wilderness last: a request that a hole holds goes there, even when the chunk's free tail is
+ * a tighter fit, as best fit in one unbounded arena places it. */
+static void test_tlsf_the_free_tail_is_cut_only_when_no_hole_fits(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    clrun_block hole, wall, fill, b;
+    assert_int_equal(ops->alloc(st, MiB, 1, &hole), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 4 * KiB, 1, &wall), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 15 * MiB - 4 * KiB - 100 * KiB, 1, &fill), CLRUN_OK);
+    assert_int_equal(ops->free(st, hole.chunk, hole.offset), CLRUN_OK); /* a 1 MiB hole, a 100 KiB tail */
+    assert_int_equal(ops->alloc(st, 50 * KiB, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, hole.offset);
+    assert_int_equal(ops->alloc(st, MiB - 50 * KiB, 1, &b), CLRUN_OK); /* the rest of the hole */
+    assert_int_equal(b.offset, hole.offset + 50 * KiB);
+    assert_int_equal(ops->alloc(st, 100 * KiB, 1, &b), CLRUN_OK); /* now the tail */
+    assert_int_equal(b.offset, 16 * MiB - 100 * KiB);
+    assert_int_equal(ops->alloc(st, 1, 1, &b), CLRUN_ERROR_OUT_OF_MEMORY);
+    ops->destroy(st);
+}
+
+static void test_tlsf_alignment_gap_stays_free(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    clrun_block small, aligned, gap;
+    assert_int_equal(ops->alloc(st, 1000, 1, &small), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 3000, MiB, &aligned), CLRUN_OK);
+    assert_int_equal(aligned.offset, MiB);
+    assert_int_equal(aligned.size, 3072);
+    assert_int_equal(ops->alloc(st, MiB - 1024, 1, &gap), CLRUN_OK); /* exactly the gap */
+    assert_int_equal(gap.offset, 1024);
+    clrun_strategy_stats s = stats_of(ops, st);
+    assert_int_equal(s.free_bytes, 16 * MiB - s.held_bytes);
+    assert_int_equal(s.largest_free, 15 * MiB - 3072);
+    ops->destroy(st);
+}
+
+static void test_tlsf_reset_forgets_every_block(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    void *st = make_with_chunk(ops);
+    clrun_block a, b, whole;
+    assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 2 * MiB, 1, &b), CLRUN_OK);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_OK);
+    ops->reset(st);
+    assert_int_equal(stats_of(ops, st).largest_free, 16 * MiB);
+    assert_int_equal(ops->free(st, a.chunk, a.offset), CLRUN_ERROR_INVALID_FREE);
+    assert_int_equal(ops->free(st, b.chunk, b.offset), CLRUN_ERROR_INVALID_FREE);
+    assert_int_equal(ops->alloc(st, 16 * MiB, 1, &whole), CLRUN_OK);
+    assert_int_equal(whole.offset, 0);
+    ops->destroy(st);
+}
+
 /* ---- registry ------------------------------------------------------------------------------- */
 
 static void test_registry_finds_each_strategy_by_name(void **state)
@@ -945,7 +1133,8 @@ static void test_registry_finds_each_strategy_by_name(void **state)
     assert_ptr_equal(clrun_strategy_find("buddy"), &clrun_strategy_buddy);
     assert_ptr_equal(clrun_strategy_find("slab"), &clrun_strategy_slab);
     assert_ptr_equal(clrun_strategy_find("bump"), &clrun_strategy_bump);
-    assert_string_equal(clrun_strategy_names(), "buddy|slab|bump");
+    assert_ptr_equal(clrun_strategy_find("tlsf"), &clrun_strategy_tlsf);
+    assert_string_equal(clrun_strategy_names(), "buddy|slab|bump|tlsf");
     /* Names match in any case, as device names do. */
     assert_ptr_equal(clrun_strategy_find("Buddy"), &clrun_strategy_buddy);
     assert_ptr_equal(clrun_strategy_find("SLAB"), &clrun_strategy_slab);
@@ -964,7 +1153,7 @@ static void test_registry_lists_every_strategy_once(void **state)
     }
     assert_null(clrun_strategy_at(clrun_strategy_count()));
     assert_string_equal(joined, clrun_strategy_names());
-    assert_ptr_equal(clrun_strategy_default(), clrun_strategy_at(0));
+    assert_ptr_equal(clrun_strategy_default(), &clrun_strategy_tlsf); /* chosen by measurement */
 }
 
 static void test_registry_rejects_unknown_names(void **state)
@@ -981,8 +1170,6 @@ static void test_registry_rejects_unknown_names(void **state)
     {"create_rejects_min_align_not_power_of_two", test_create_rejects_min_align_not_power_of_two, \
      NULL, NULL, (void *)&ops},                                                                    \
     {"destroy_accepts_null", test_destroy_accepts_null, NULL, NULL, (void *)&ops},                \
-    {"alloc_of_zero_bytes_is_invalid_size", test_alloc_of_zero_bytes_is_invalid_size, NULL,     \
-     NULL, (void *)&ops},                                                                          \
     {"alloc_of_huge_size_is_out_of_memory", test_alloc_of_huge_size_is_out_of_memory, NULL,     \
      NULL, (void *)&ops},                                                                          \
     {"alloc_without_chunks_is_out_of_memory", test_alloc_without_chunks_is_out_of_memory, NULL, \
@@ -1047,6 +1234,17 @@ int main(void)
         cmocka_unit_test(test_bump_lifo_frees_lower_the_top),
         cmocka_unit_test(test_bump_inner_free_is_held_until_the_blocks_above_go),
     };
+    const struct CMUnitTest tlsf[] = {
+        SHARED_TESTS(clrun_strategy_tlsf),
+        cmocka_unit_test(test_tlsf_blocks_are_the_request_rounded_to_the_granule),
+        cmocka_unit_test(test_tlsf_coalesces_fully_when_empty),
+        cmocka_unit_test(test_tlsf_takes_the_tightest_hole_before_the_free_tail),
+        cmocka_unit_test(test_tlsf_fits_across_chunks),
+        cmocka_unit_test(test_tlsf_a_hole_is_taken_by_the_next_request_of_its_size),
+        cmocka_unit_test(test_tlsf_the_free_tail_is_cut_only_when_no_hole_fits),
+        cmocka_unit_test(test_tlsf_alignment_gap_stays_free),
+        cmocka_unit_test(test_tlsf_reset_forgets_every_block),
+    };
     const struct CMUnitTest registry[] = {
         cmocka_unit_test(test_registry_finds_each_strategy_by_name),
         cmocka_unit_test(test_registry_lists_every_strategy_once),
@@ -1056,6 +1254,7 @@ int main(void)
     failed += cmocka_run_group_tests_name("buddy", buddy, NULL, NULL);
     failed += cmocka_run_group_tests_name("slab", slab, NULL, NULL);
     failed += cmocka_run_group_tests_name("bump", bump, NULL, NULL);
+    failed += cmocka_run_group_tests_name("tlsf", tlsf, NULL, NULL);
     failed += cmocka_run_group_tests_name("registry", registry, NULL, NULL);
     if (failed)
         printf("test_strategies: %d failed; replay with CLRUN_TEST_SEED=%llu\n", failed,

@@ -19,6 +19,7 @@ static const command commands[] = {
     {"run", clrun_cli_run, "run a .graph file and report time, memory and output checksums"},
     {"smoke", clrun_cli_smoke, "run a kernel on the chosen device and check it against C"},
     {"plan", clrun_cli_plan, "lay out a graph's or a CSV's buffers ahead of time (static planner)"},
+    {"onnx-test", clrun_cli_onnx_test, "run ONNX backend test cases and compare with their outputs"},
     {"replay", clrun_cli_replay, "replay an allocation trace (CSV) through a strategy, no device needed"},
 };
 
@@ -28,7 +29,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: clrun [--help] [--version] COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'clrun COMMAND --help' describes a command. The CLRUN_* environment variables\n"
                  "(see 'clrun info --env') choose the device, allocator and logging.\n");
 }

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cmd_plan.h"
+#include "model_io.h"
 #include "plan_gen.h"
 
 /* Generated instances are capped so that a typo cannot ask for terabytes. */
@@ -22,7 +23,7 @@
 
 static void print_help(void)
 {
-    printf("usage: clrun plan FILE.graph [options]\n"
+    printf("usage: clrun plan (FILE.graph | MODEL.onnx [--dim NAME=V] [--shape IN=AxB]) [options]\n"
            "       clrun plan --csv FILE.csv [options]\n"
            "       clrun plan --gen FAMILY:N[:SEED] [options]\n\n"
            "Lays out buffers whose lifetimes are known ahead of time in one arena, so that no two\n"
@@ -42,6 +43,7 @@ static void print_help(void)
            "  --seed N           seed of the randomised search (default 1)\n"
            "  --step-limit N     stop the searches after N steps: the same plan on any machine\n"
            "                     (0, the default: no limit but the time)\n");
+    clrun_cli_io_help(false);
 }
 
 /* ---- reporting ---- */
@@ -256,16 +258,15 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
 }
 
 /* A graph's buffers: its schedule (last uses, in-place reuse) turned into lifetimes. */
-static int load_graph(const char *path, clrun_plan_buffer **buffers, size_t *n, char ***names)
+static int load_graph(const char *path, const clrun_cli_io *io, clrun_plan_buffer **buffers, size_t *n,
+                      char ***names)
 {
     char err[2048];
     clrun_graph *graph = NULL;
-    clrun_status status = clrun_graph_load(path, &graph, err, sizeof err);
-    if (status != CLRUN_OK) {
-        fprintf(stderr, "%s\n", err);
-        return clrun_cli_input_exit(status);
-    }
-    status = clrun_graph_plan_buffers(graph, true, buffers, n, names, err, sizeof err);
+    int rc = clrun_cli_load_model("plan", path, io, &graph);
+    if (rc)
+        return rc;
+    clrun_status status = clrun_graph_plan_buffers(graph, true, buffers, n, names, err, sizeof err);
     clrun_graph_destroy(graph);
     if (status != CLRUN_OK) {
         fprintf(stderr, "clrun plan: %s: %s\n", path, err);
@@ -280,7 +281,8 @@ typedef struct plan_cli {
     struct clrun_cli_plan_args args;
     const char *csv;  /* --csv */
     const char *gen;  /* --gen */
-    const char *graph; /* FILE.graph */
+    const char *graph; /* FILE.graph or MODEL.onnx */
+    clrun_cli_io io;   /* --dim, --shape */
 } plan_cli;
 
 /* The value of option argv[*i], advancing past it; NULL (after a usage message) when missing. */
@@ -298,6 +300,7 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int taken;
         if (strcmp(a, "--json") == 0) {
             cli->args.json = true;
         } else if (strcmp(a, "--csv") == 0 || strcmp(a, "--gen") == 0 || strcmp(a, "--out") == 0 ||
@@ -332,6 +335,9 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
                 return 2;
             if (!parse_u64(v, &cli->args.options.seed))
                 return clrun_cli_usage_error("plan", "--seed wants an unsigned integer, not '%s'", v);
+        } else if ((taken = clrun_cli_io_option("plan", argc, argv, &i, &cli->io, false)) != 0) {
+            if (taken == 2)
+                return 2;
         } else if (a[0] != '-' && cli->graph == NULL) {
             cli->graph = a;
         } else {
@@ -359,7 +365,7 @@ int clrun_cli_plan(int argc, char **argv)
     size_t n = 0;
     if (cli.graph) {
         cli.args.source = cli.graph;
-        rc = load_graph(cli.graph, &buffers, &n, &names);
+        rc = load_graph(cli.graph, &cli.io, &buffers, &n, &names);
         cli.args.names = (const char *const *)names;
     } else if (cli.csv) {
         cli.args.source = cli.csv;

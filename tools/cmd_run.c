@@ -13,8 +13,9 @@
 
 static void print_help(void)
 {
-    printf("usage: clrun run FILE.graph [--allocator NAME] [--repeat N]\n"
-           "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n\n"
+    printf("usage: clrun run (FILE.graph | MODEL.onnx) [--allocator NAME] [--repeat N]\n"
+           "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
+           "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--output-dir DIR]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -28,6 +29,7 @@ static void print_help(void)
            "  --time-limit planner budget in seconds for --allocator planned (default 1; 0 runs\n"
            "               the constructions only, as in clrun plan)\n",
            clrun_strategy_names());
+    clrun_cli_io_help(true);
 }
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -36,6 +38,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
+        int taken;
         if (strcmp(arg, "--json") == 0) {
             a->json = true;
         } else if (strcmp(arg, "--allocator") == 0 && has_value) {
@@ -59,6 +62,9 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (end == argv[i] || *end || !(a->plan_time_limit >= 0) || a->plan_time_limit > 1e9)
                 return clrun_cli_usage_error("run", "--time-limit takes seconds >= 0, not '%s'",
                                              argv[i]);
+        } else if ((taken = clrun_cli_io_option("run", argc, argv, &i, &a->io, true)) != 0) {
+            if (taken == 2)
+                return 2;
         } else if (arg[0] == '-') {
             return clrun_cli_usage_error("run", "unknown option or missing value: '%s'", arg);
         } else if (a->path == NULL) {
@@ -80,9 +86,9 @@ static char input_error[512];
 
 /* Fills an input with clrun_graph_example_input's values (seeded, uniform in [-1, 1) for
  * floats, [0, 16) for ints, [0, 2) for bools), which programs and the Python binding use to
- * reproduce a run. */
+ * reproduce a run; or with its --input file's. */
 static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t index, uint64_t seed,
-                               clrun_buffer *out)
+                               const clrun_cli_io *io, clrun_buffer *out)
 {
     const clrun_tensor_id *ids;
     clrun_graph_inputs(g, &ids);
@@ -94,7 +100,9 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
                  clrun_graph_tensor_name(g, ids[index]), clrun_format_bytes(bytes, text, sizeof text));
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    clrun_status status = clrun_graph_example_input(g, index, seed, host, bytes);
+    const void *given = clrun_cli_io_input(io, index);
+    clrun_status status = given ? (memcpy(host, given, (size_t)bytes), CLRUN_OK)
+                                : clrun_graph_example_input(g, index, seed, host, bytes);
     if (status == CLRUN_OK)
         status = clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, ids[index]), out);
     if (status == CLRUN_OK)
@@ -104,15 +112,15 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
 }
 
 /* Inputs for one run; donated ones are consumed by it, so they are made anew each time. */
-static clrun_status prepare_inputs(clrun_context *ctx, const clrun_graph *g, uint64_t seed, clrun_buffer *inputs,
-                                   bool first)
+static clrun_status prepare_inputs(clrun_context *ctx, const clrun_graph *g, uint64_t seed,
+                                   const clrun_cli_io *io, clrun_buffer *inputs, bool first)
 {
     const clrun_tensor_id *ids;
     int32_t n = clrun_graph_inputs(g, &ids);
     for (int32_t i = 0; i < n; i++) {
         if (!first && !clrun_graph_tensor_donated(g, ids[i]))
             continue;
-        clrun_status status = make_input(ctx, g, i, seed, &inputs[i]);
+        clrun_status status = make_input(ctx, g, i, seed, io, &inputs[i]);
         if (status != CLRUN_OK)
             return status;
     }
@@ -177,7 +185,7 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
         else
             snprintf(phase, sizeof phase, "run %d of %d", i + 1, a->repeat);
         clrun_progress_phase(progress, phase);
-        status = prepare_inputs(ctx, g, a->seed, inputs, i == -1);
+        status = prepare_inputs(ctx, g, a->seed, &a->io, inputs, i == -1);
         if (status == CLRUN_OK)
             status = clrun_exec_run(exec, inputs, inputs_n);
         if (status == CLRUN_OK && i >= 0) {
@@ -203,6 +211,8 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
         rc = clrun_run_write_trace(a->trace_file, a->trace, exec, g, ctx);
         a->trace_file = NULL;
     }
+    if (rc == 0)
+        rc = clrun_cli_io_write_outputs("run", &a->io, exec, g);
     clrun_exec_destroy(exec);
     if (inputs)
         free_kept_inputs(ctx, g, inputs);
@@ -220,15 +230,17 @@ int clrun_cli_run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    char err[2048];
     clrun_graph *g = NULL;
-    clrun_status status = clrun_graph_load(a.path, &g, err, sizeof err);
-    if (status != CLRUN_OK) {
-        fprintf(stderr, "%s\n", err);
-        return clrun_cli_input_exit(status);
+    if ((rc = clrun_cli_load_model("run", a.path, &a.io, &g)) != 0)
+        return rc;
+    if ((rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
+        clrun_cli_io_free(&a.io);
+        clrun_graph_destroy(g);
+        return rc;
     }
     if (a.trace && (a.trace_file = clrun_run_open_trace(a.trace)) == NULL) {
         clrun_graph_destroy(g);
+        clrun_cli_io_free(&a.io);
         return 1;
     }
     clrun_context_options copt;
@@ -240,6 +252,7 @@ int clrun_cli_run(int argc, char **argv)
         if (a.trace_file)
             fclose(a.trace_file);
         clrun_graph_destroy(g);
+        clrun_cli_io_free(&a.io);
         return 1;
     }
     const clrun_tensor_id *ids;
@@ -268,5 +281,6 @@ int clrun_cli_run(int argc, char **argv)
         fclose(a.trace_file);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
+    clrun_cli_io_free(&a.io);
     return rc;
 }

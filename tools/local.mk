@@ -2,9 +2,11 @@
 bin_PROGRAMS += clrun
 clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c tools/cmd_run.c \
 	tools/run.h tools/run_report.c tools/run_trace.c tools/progress.c tools/progress.h \
-	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h tools/plan_gen.c tools/plan_gen.h
+	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h tools/plan_gen.c tools/plan_gen.h \
+	tools/cmd_onnx_test.c tools/model_io.c tools/model_io.h
 clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
-clrun_LDADD = libclrun-internal.la $(JSONC_LIBS) $(XXHASH_LIBS)
+# The CLI is a client of the public API: it links the installed library, as users do.
+clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.

@@ -9,6 +9,8 @@
 
 #include <clrun/clrun.h>
 
+#include "model_io.h"
+
 typedef struct run_args {
     const char *path;
     const char *allocator; /* a strategy, naive or planned; NULL = CLRUN_ALLOCATOR */
@@ -18,6 +20,7 @@ typedef struct run_args {
     FILE *trace_file;       /* opened before the work */
     uint64_t seed;
     double plan_time_limit; /* < 0: the executor's default */
+    clrun_cli_io io;        /* --dim, --shape, --input, --output-dir (tools/model_io.h) */
 } run_args;
 
 typedef struct run_result {

@@ -12,6 +12,8 @@
 #include <clrun/memory.h>
 #include <clrun/graph.h>
 #include <clrun/exec.h>
+#include <clrun/npy.h>
+#include <clrun/onnx.h>
 #include <clrun/strategy.h>
 #include <clrun/options.h>
 #include <clrun/lifetimes.h>

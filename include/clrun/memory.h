@@ -2,8 +2,8 @@
  *
  * The pool reserves large backing buffers (chunks, each at most CL_DEVICE_MAX_MEM_ALLOC_SIZE)
  * from the driver as demand grows and carves blocks out of them with the context's strategy
- * (CLRUN_ALLOCATOR: buddy, slab or bump). Each block is handed out as a cl_mem sub-buffer whose
- * origin is aligned to the device's base-address alignment. A block never straddles chunks and
+ * (CLRUN_ALLOCATOR: tlsf, the default, buddy, slab or bump). Each block is handed out as a
+ * cl_mem sub-buffer whose origin is aligned to the device's base-address alignment. A block never straddles chunks and
  * a sub-buffer is never made from a sub-buffer.
  *
  * Sizes: a size of 0 is rejected with CLRUN_ERROR_INVALID_SIZE (OpenCL has no empty buffers,
@@ -52,10 +52,13 @@ clrun_status clrun_alloc_ex(clrun_context *ctx, uint64_t size, uint64_t alignmen
 /* Returns a block to the pool, which may hand it out again at once. On an in-order queue (the
  * default) work already enqueued that uses the block stays valid, since whatever a new owner
  * enqueues runs after it. On an out-of-order queue (CLRUN_QUEUE=out-of-order) free a block only
- * once the commands using it are complete (clFinish, or their events); the executor orders its
- * own reuse with events and needs no such care. CLRUN_ERROR_INVALID_FREE, with nothing changed, for a
- * block that is not live: freed already, from another context, or never allocated. In guard
- * mode, CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
+ * once the commands using it are complete (clFinish, or their events). Executors give their
+ * blocks back in stream order instead: the pool keeps each block's last commands, and every
+ * later owner of those bytes waits for them (an executor's first command that uses them; a
+ * clrun_alloc, which hands them out only once they are complete), so executors sharing one
+ * context need no such care. CLRUN_ERROR_INVALID_FREE, with nothing changed, for a block that
+ * is not live: freed already, from another context, or never allocated. In guard mode,
+ * CLRUN_ERROR_GUARD when its red zones were overwritten (the block is still freed). */
 clrun_status clrun_free(clrun_context *ctx, clrun_buffer *buffer);
 
 /* Uploads host data into a buffer / downloads it (blocking; exactly buffer->size bytes). */

@@ -42,7 +42,7 @@ typedef struct clrun_strategy_stats {
 } clrun_strategy_stats;
 
 typedef struct clrun_allocator_ops {
-    const char *name;        /* "buddy", "slab", "bump": what CLRUN_ALLOCATOR names */
+    const char *name;        /* "buddy", "slab", "bump", "tlsf": what CLRUN_ALLOCATOR names */
     const char *description; /* one line for `clrun info` and error messages */
 
     /* New empty state (no chunks). CLRUN_ERROR_INVALID_ALIGNMENT for a min_align that is not a
@@ -65,9 +65,11 @@ typedef struct clrun_allocator_ops {
      * not count as live). */
     bool (*chunk_is_empty)(const void *state, uint32_t chunk);
 
-    /* A block of at least `size` bytes (size >= 1) whose offset is a multiple of
-     * max(align, min_align); `align` is a power of two. CLRUN_ERROR_OUT_OF_MEMORY when no chunk
-     * has room: nothing is changed then. */
+    /* A block of at least `size` bytes whose offset is a multiple of max(align, min_align).
+     * Preconditions, checked once by the allocator core and only asserted by the strategies
+     * (in builds without NDEBUG): size >= 1 and `align` a power of two. CLRUN_ERROR_OUT_OF_MEMORY
+     * when no chunk has room (a size no chunk could hold included): nothing observable is
+     * changed then; CLRUN_ERROR_OUT_OF_HOST_MEMORY when the bookkeeping cannot grow. */
     clrun_status (*alloc)(void *state, uint64_t size, uint64_t align, clrun_block *out);
     /* Returns the block that starts at (chunk, offset). CLRUN_ERROR_INVALID_FREE, with nothing
      * changed, when no live block starts there (double free, foreign or interior pointer). */
@@ -82,8 +84,9 @@ typedef struct clrun_allocator_ops {
 extern const clrun_allocator_ops clrun_strategy_buddy;
 extern const clrun_allocator_ops clrun_strategy_slab;
 extern const clrun_allocator_ops clrun_strategy_bump;
+extern const clrun_allocator_ops clrun_strategy_tlsf;
 
-/* The strategy called `name` ("buddy", "slab", "bump"; any case), or NULL. */
+/* The strategy called `name` ("buddy", "slab", "bump", "tlsf"; any case), or NULL. */
 const clrun_allocator_ops *clrun_strategy_find(const char *name);
 
 /* The shipped strategies: how many, and the i-th (NULL past the end), in the order
@@ -94,7 +97,7 @@ const clrun_allocator_ops *clrun_strategy_at(size_t i);
 /* The strategy a pool uses when none is named. */
 const clrun_allocator_ops *clrun_strategy_default(void);
 
-/* The names of every shipped strategy separated by '|' ("buddy|slab|bump"), for messages. */
+/* The names of every shipped strategy separated by '|' ("buddy|slab|bump|tlsf"), for messages. */
 const char *clrun_strategy_names(void);
 
 #ifdef __cplusplus

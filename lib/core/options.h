@@ -56,6 +56,7 @@ typedef struct clrun__options {
     uint64_t pool_limit;             /* CLRUN_POOL_LIMIT in bytes; 0 = none */
     bool guard;                      /* CLRUN_DEBUG=guard */
     bool out_of_order;               /* CLRUN_QUEUE=out-of-order */
+    bool tune;                       /* CLRUN_TUNE: time kernel variants once per shape */
     bool fusion;                     /* CLRUN_FUSION */
 } clrun__options;
 

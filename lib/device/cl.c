@@ -223,6 +223,12 @@ static cl_int get_event_profiling_info(cl_event e, cl_profiling_info i, size_t s
     return clGetEventProfilingInfo(e, i, s, v, r);
 }
 
+static cl_int get_event_info(cl_event e, cl_event_info i, size_t s, void *v, size_t *r)
+{
+    FAIL_STATUS();
+    return clGetEventInfo(e, i, s, v, r);
+}
+
 const clrun__cl_api clrun__cl = {
     .GetPlatformIDs = get_platform_ids,
     .GetPlatformInfo = get_platform_info,
@@ -256,6 +262,7 @@ const clrun__cl_api clrun__cl = {
     .Flush = flush,
     .WaitForEvents = wait_for_events,
     .GetEventProfilingInfo = get_event_profiling_info,
+    .GetEventInfo = get_event_info,
     .ReleaseEvent = clReleaseEvent,
     .RetainEvent = clRetainEvent,
 };

@@ -56,6 +56,7 @@ typedef struct clrun__cl_api {
     cl_int (*Flush)(cl_command_queue);
     cl_int (*WaitForEvents)(cl_uint, const cl_event *);
     cl_int (*GetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
+    cl_int (*GetEventInfo)(cl_event, cl_event_info, size_t, void *, size_t *);
     cl_int (*ReleaseEvent)(cl_event);
     cl_int (*RetainEvent)(cl_event);
 } clrun__cl_api;

@@ -293,8 +293,8 @@ static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p,
     return CLRUN_OK;
 }
 
-clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *text,
-                                      size_t length, unsigned flags, cl_program *out)
+clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, const char *text,
+                                         size_t length, unsigned flags, cl_program *out)
 {
     *out = NULL;
     if (!valid_program_name(name) || text == NULL || length == 0)
@@ -314,6 +314,12 @@ clrun_status clrun__program_generated(clrun_context *ctx, const char *name, cons
     }
     pthread_mutex_unlock(&p->lock);
     return status;
+}
+
+clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
+                                      size_t length, cl_program *out)
+{
+    return clrun__program_generated_ex(ctx, name, source, length, CLRUN__PROGRAM_KEEP, out);
 }
 
 void clrun__program_generated_release(clrun_context *ctx, cl_program program)

@@ -24,20 +24,26 @@ void clrun__programs_destroy(struct clrun__programs *programs);
 /* The built program of embedded source `name` (the context keeps ownership). */
 clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out);
 
-/* How clrun__program_generated keeps and reports a program. */
+/* The program built from generated OpenCL C `source` (kernels specialised by the ops, fused
+ * groups), once per context: a second call with the same text gives the same program, through the
+ * binary cache like the embedded sources. The context keeps ownership (released with it). `name` names it in
+ * messages and cache files, as for clrun_program_build. */
+clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
+                                      size_t length, cl_program *out);
+
+/* How clrun__program_generated_ex keeps and reports a program. */
 enum {
-    CLRUN__PROGRAM_KEEP = 1,  /* keep it for the life of the context (an op's unfused kernels) */
+    CLRUN__PROGRAM_KEEP = 1,  /* keep it for the life of the context (clrun__program_generated) */
     CLRUN__PROGRAM_QUIET = 2, /* a build failure is only a warning in the log, not the context's
                                  error: the caller has a fallback (a fused group) */
 };
 
-/* A program built from generated OpenCL C (lib/ops/ew_source.c, lib/fuse/): built once per
- * context for each distinct text (compared in full) through the binary cache, keyed by a hash of
- * the text like the embedded sources. *out is the caller's reference, given back with
+/* clrun__program_generated with a reference: *out is the caller's, given back with
  * clrun__program_generated_release; a program no caller holds is released then, unless it was
- * built with CLRUN__PROGRAM_KEEP. `name` names it in messages and cache files. */
-clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *text,
-                                      size_t length, unsigned flags, cl_program *out);
+ * ever asked for with CLRUN__PROGRAM_KEEP (or by clrun__program_generated). Fused groups are
+ * built this way, so that an executor's kernels go with it. */
+clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, const char *text,
+                                         size_t length, unsigned flags, cl_program *out);
 void clrun__program_generated_release(clrun_context *ctx, cl_program program);
 
 #endif

@@ -228,7 +228,7 @@ void clrun_exec_destroy(clrun_exec *e)
         if (e->arena_views[b])
             clrun__cl.ReleaseMemObject(e->arena_views[b]);
     if (e->arena)
-        clrun__cl.ReleaseMemObject(e->arena);
+        clrun__pool_release_raw(e->ctx, e->arena, e->arena_bytes);
     for (int32_t b = 0; e->buffers && b < e->schedule.buffer_count; b++)
         free(e->buffers[b].events);
     for (int32_t i = 0; e->step_events && i < e->schedule.steps; i++)

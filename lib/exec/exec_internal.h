@@ -109,7 +109,7 @@ void clrun__exec_drop_pending(clrun_exec *e);
 
 /* Gives buffer b memory for this run in the executor's mode; *driver_allocs counts the naive
  * mode's driver allocations. */
-clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_allocs);
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b);
 /* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
  * queues). */
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);

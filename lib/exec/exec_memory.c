@@ -40,7 +40,7 @@ void clrun__exec_drop_pending(clrun_exec *e)
 
 /* ---- memory of one buffer --------------------------------------------------------------------- */
 
-clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_allocs)
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
 {
     buffer_state *s = &e->buffers[b];
     const clrun__sched_buffer *sb = &e->schedule.buffers[b];
@@ -58,22 +58,31 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *driver_
         }
         s->range_size = sb->bytes;
     } else if (e->options.mode == CLRUN_EXEC_NAIVE) {
-        cl_int error = CL_SUCCESS;
-        s->mem = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)sb->bytes, NULL, &error);
-        if (s->mem == NULL)
-        {
-            char bytes[CLRUN__BYTES_TEXT];
-            return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "'%s': a naive buffer of %s",
-                                  clrun__exec_tensor_name(e, sb->root),
-                                  clrun__format_bytes(sb->bytes, bytes, sizeof bytes));
-        }
-        (*driver_allocs)++;
+        /* A driver buffer of its own, but counted by the pool and held to its limit. */
+        clrun_status status = clrun__pool_create_raw(e->ctx, sb->bytes, clrun__exec_tensor_name(e, sb->root),
+                                                     &s->mem);
+        if (status != CLRUN_OK)
+            return status;
     } else {
         clrun_buffer block;
         clrun_status status = clrun__pool_alloc_owned(e->ctx, sb->bytes, 0,
                                                       clrun__exec_tensor_name(e, sb->root), &block);
-        if (status != CLRUN_OK)
+        /* Out of order: the earlier owners of these bytes, from this executor or another, may
+         * still run; the writer waits for them (gather_waits takes the buffer's events). */
+        cl_event wait = NULL;
+        if (status == CLRUN_OK)
+            status = clrun__pool_take_wait(e->ctx, &block, &wait);
+        if (wait) {
+            if (!clrun__exec_add_event(s, wait))
+                status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            clrun__cl.ReleaseEvent(wait);
+        }
+        if (status != CLRUN_OK) {
+            if (block.mem)
+                clrun__pool_free_owned(e->ctx, &block);
+            clrun__exec_drop_events(s);
             return status;
+        }
         clrun__exec_hold_block(s, &block);
     }
     s->live = true;
@@ -103,19 +112,22 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     if (!s->live)
         return CLRUN_OK;
     clrun_status status = CLRUN_OK;
-    /* Out of order: whoever next takes these bytes (a pool block, an arena range, or a range in
-     * a donated input's block) must wait for every command that used them. */
-    if (e->ctx->out_of_order && s->event_count)
+    bool is_input = e->schedule.buffers[b].is_input;
+    bool to_pool = !s->hosting && (e->options.mode == CLRUN_EXEC_POOLED || is_input);
+    /* Out of order: whoever next takes these bytes must wait for every command that used them.
+     * A pool block is freed in stream order through the pool, so that every later owner waits,
+     * from this executor or another; an arena range or a range in a donated input's block is
+     * this executor's alone, and it orders their reuse itself. */
+    if (e->ctx->out_of_order && s->event_count && !to_pool)
         status = remember_pending(e, s);
     if (s->hosting) { /* a donated input holding later buffers: its block stays to the end */
         clrun__exec_drop_events(s);
         return status;
     }
-    bool is_input = e->schedule.buffers[b].is_input;
     if (e->options.mode == CLRUN_EXEC_NAIVE && !is_input) {
-        clrun__cl.ReleaseMemObject(s->mem);
-    } else if (e->options.mode == CLRUN_EXEC_POOLED || is_input) {
-        clrun_status freed = clrun__pool_free_owned(e->ctx, &s->block);
+        clrun__pool_release_raw(e->ctx, s->mem, e->schedule.buffers[b].bytes);
+    } else if (to_pool) {
+        clrun_status freed = clrun__pool_free_owned_after(e->ctx, &s->block, (cl_uint)s->event_count, s->events);
         if (status == CLRUN_OK)
             status = freed;
     }
@@ -159,19 +171,34 @@ clrun_status clrun__exec_upload_constants(clrun_exec *e)
 {
     const clrun_graph *g = e->graph;
     e->constants = calloc((size_t)g->tensor_count + 1, sizeof *e->constants);
-    if (e->constants == NULL)
-        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
-    for (int32_t t = 0; t < g->tensor_count; t++) {
-        const clrun__tensor *tensor = &g->tensors[t];
-        if (tensor->kind != CLRUN__TENSOR_CONSTANT)
+    uint64_t *sizes = calloc((size_t)g->tensor_count + 1, sizeof *sizes);
+    const char **labels = calloc((size_t)g->tensor_count + 1, sizeof *labels);
+    clrun_buffer *blocks = calloc((size_t)g->tensor_count + 1, sizeof *blocks);
+    int32_t *which = calloc((size_t)g->tensor_count + 1, sizeof *which);
+    clrun_status status = CLRUN_OK;
+    if (!e->constants || !sizes || !labels || !blocks || !which)
+        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
+    /* Every constant in the pool's resident region, packed exactly, apart from the strategy
+     * that serves the intermediates: weights never pay its rounding or its growth. */
+    size_t count = 0;
+    for (int32_t t = 0; status == CLRUN_OK && t < g->tensor_count; t++) {
+        if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT)
             continue;
-        uint64_t bytes = clrun_tensor_bytes(&tensor->type);
-        clrun_status status = clrun__pool_alloc_owned(e->ctx, bytes, 0, tensor->name, &e->constants[t]);
-        if (status == CLRUN_OK)
-            status = upload_constant(e, tensor, &e->constants[t]);
-        if (status != CLRUN_OK)
-            return status;
-        e->buffers[e->schedule.buffer_of[t]].mem = e->constants[t].mem; /* for views of it */
+        sizes[count] = clrun_tensor_bytes(&g->tensors[t].type);
+        labels[count] = g->tensors[t].name;
+        which[count++] = t;
     }
-    return CLRUN_OK;
+    if (status == CLRUN_OK && count)
+        status = clrun__pool_alloc_resident(e->ctx, sizes, labels, count, blocks);
+    for (size_t i = 0; status == CLRUN_OK && i < count; i++) {
+        e->constants[which[i]] = blocks[i];
+        e->buffers[e->schedule.buffer_of[which[i]]].mem = blocks[i].mem; /* for views of it */
+    }
+    for (size_t i = 0; status == CLRUN_OK && i < count; i++)
+        status = upload_constant(e, &g->tensors[which[i]], &e->constants[which[i]]);
+    free(sizes);
+    free(labels);
+    free(blocks);
+    free(which);
+    return status;
 }

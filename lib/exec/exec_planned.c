@@ -145,11 +145,11 @@ static clrun_status make_arena(clrun_exec *e)
                            clrun__format_bytes(e->ctx->info.max_alloc, most, sizeof most));
     if (e->arena_bytes == 0)
         return CLRUN_OK;
+    /* A driver buffer of its own, counted by the pool and held to its limit. */
+    clrun_status status = clrun__pool_create_raw(e->ctx, e->arena_bytes, "the planned arena", &e->arena);
+    if (status != CLRUN_OK)
+        return status;
     cl_int error = CL_SUCCESS;
-    e->arena = clrun__cl.CreateBuffer(e->ctx->cl, CL_MEM_READ_WRITE, (size_t)e->arena_bytes, NULL, &error);
-    if (e->arena == NULL)
-        return clrun__fail_cl(e->ctx, error, "clCreateBuffer", "the planned arena of graph '%s' (%s)",
-                              e->graph->name ? e->graph->name : "", bytes);
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         const clrun__sched_buffer *sb = &e->schedule.buffers[b];
         bool created = !sb->is_constant && !sb->is_input && sb->first >= 0;

@@ -90,11 +90,14 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
     *count = 0;
     if (!e->ctx->out_of_order)
         return CLRUN_OK;
-    /* Each output may overlap every pending range; each input brings its users' events. */
+    /* Each output may overlap every pending range; each input brings its users' events, and so
+     * does each output (for a new pool block: the earlier owners of its bytes). */
     size_t capacity = (size_t)e->pending_count * (size_t)node->output_count + 8;
     for (int k = 0; k < node->input_count; k++)
         if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT)
             capacity += (size_t)e->buffers[e->schedule.buffer_of[node->inputs[k]]].event_count;
+    for (int o = 0; o < node->output_count; o++)
+        capacity += (size_t)e->buffers[e->schedule.buffer_of[node->outputs[o]]].event_count;
     cl_event *waits = malloc(capacity * sizeof *waits);
     if (waits == NULL)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -107,9 +110,11 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
         for (int32_t i = 0; i < s->event_count; i++)
             waits[(*count)++] = s->events[i];
     }
-    /* Outputs in blocks freed earlier in this run: the old owner's users. */
+    /* Outputs in ranges freed earlier in this run: the old owner's users. */
     for (int o = 0; o < node->output_count; o++) {
         const buffer_state *s = &e->buffers[e->schedule.buffer_of[node->outputs[o]]];
+        for (int32_t i = 0; i < s->event_count; i++)
+            waits[(*count)++] = s->events[i];
         for (int32_t i = 0; i < e->pending_count; i++) {
             const pending_free *p = &e->pending[i];
             if (p->chunk == s->range_chunk && p->offset < s->range_offset + s->range_size &&
@@ -121,7 +126,7 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, cl_even
     return CLRUN_OK;
 }
 
-static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak, uint64_t *driver_allocs)
+static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak)
 {
     const clrun__schedule *s = &e->schedule;
     int32_t node_index = s->order[step];
@@ -135,7 +140,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     for (int o = 0; o < node->output_count; o++) {
         int32_t b = s->buffer_of[node->outputs[o]];
         if (s->alias_of[node->outputs[o]] < 0 && !e->buffers[b].live) {
-            clrun_status status = clrun__exec_take_memory(e, b, driver_allocs);
+            clrun_status status = clrun__exec_take_memory(e, b);
             if (status != CLRUN_OK)
                 return status;
             if (!arena)
@@ -265,25 +270,25 @@ static void unbind_caller_inputs(clrun_exec *e)
 /* Figures of a finished run. Pooled figures come from the pool's own statistics, not from the
  * executor's bookkeeping: what was really held and reserved. */
 static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64_t input_bytes,
-                         uint64_t own_peak, uint64_t naive_allocs, double wall)
+                         uint64_t own_peak, double wall)
 {
     clrun_memory_stats after;
     clrun_memory_stats_get(e->ctx, &after);
     clrun_exec_stats *st = &e->stats;
     st->wall_ms = wall;
-    st->driver_allocs = after.driver_allocs - before->driver_allocs + naive_allocs;
+    st->driver_allocs = after.driver_allocs - before->driver_allocs; /* naive buffers included */
     switch (e->options.mode) {
     case CLRUN_EXEC_POOLED:
         st->peak_bytes = after.in_use_peak - before->in_use + input_bytes;
         st->reserved_bytes = after.reserved_peak;
         break;
-    case CLRUN_EXEC_NAIVE:
+    case CLRUN_EXEC_NAIVE: /* the pool counts naive buffers and the arena in what it reserves */
         st->peak_bytes = own_peak;
-        st->reserved_bytes = after.reserved_peak + (own_peak - input_bytes);
+        st->reserved_bytes = after.reserved_peak;
         break;
     case CLRUN_EXEC_PLANNED:
         st->peak_bytes = own_peak; /* the arena and the inputs, as long as each is held */
-        st->reserved_bytes = after.reserved_peak + e->arena_bytes;
+        st->reserved_bytes = after.reserved_peak;
         break;
     case CLRUN_EXEC_CONTEXT: /* resolved at creation */
         break;
@@ -313,7 +318,7 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
     if (status != CLRUN_OK)
         return status;
     clrun_memory_reset_peaks(e->ctx);
-    uint64_t held = 0, peak = 0, driver_allocs = 0;
+    uint64_t held = 0, peak = 0;
     double start = (clrun__now() * 1e3);
     status = bind_inputs(e, inputs, input_count, &held);
     uint64_t held_at_start = held;
@@ -321,7 +326,7 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         held += e->arena_bytes;
     peak = held;
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++)
-        status = run_step(e, step, &held, &peak, &driver_allocs);
+        status = run_step(e, step, &held, &peak);
     if (status == CLRUN_OK) {
         cl_int error = clrun__cl.Finish(e->ctx->queue);
         if (error != CL_SUCCESS)
@@ -338,7 +343,7 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         collect_profile(e);
     e->have_outputs = true;
 
-    record_stats(e, &before, held_at_start, peak, driver_allocs, wall);
+    record_stats(e, &before, held_at_start, peak, wall);
     return CLRUN_OK;
 }
 

@@ -56,7 +56,7 @@ static clrun_status build(clrun_context *ctx, clrun__fusion *f, clrun__fused_op 
     if (kept == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory generating fused kernels");
     size_t length = strlen(kept);
-    clrun_status s = clrun__program_generated(ctx, "fused", kept, length, CLRUN__PROGRAM_QUIET, program);
+    clrun_status s = clrun__program_generated_ex(ctx, "fused", kept, length, CLRUN__PROGRAM_QUIET, program);
     if (s != CLRUN_OK)
         return s;
     if (!hold(f, *program)) {

@@ -339,7 +339,7 @@ static clrun_status infer_outputs(clrun_graph *graph, const clrun__op *op,
     for (int i = 0; i < input_count; i++)
         in_types[i] = graph->tensors[inputs[i]].type;
     memset(out_types, 0, (size_t)op->outputs * sizeof *out_types);
-    clrun__op_call call = {in_types, input_count, out_types, op->outputs, attrs, attr_count};
+    clrun__op_call call = {in_types, input_count, out_types, op->outputs, attrs, attr_count, 0};
     char reason[sizeof graph->last_error] = "";
     clrun_status status = op->infer(&call, out_types, reason, sizeof reason);
     free(in_types);
@@ -535,7 +535,11 @@ void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_t
         types[i] = graph->tensors[node->inputs[i]].type;
     for (int o = 0; o < node->output_count; o++)
         types[node->input_count + o] = graph->tensors[node->outputs[o]].type;
+    uint64_t constants = 0;
+    for (int i = 0; i < node->input_count && i < 64; i++)
+        if (graph->tensors[node->inputs[i]].kind == CLRUN__TENSOR_CONSTANT)
+            constants |= UINT64_C(1) << i;
     *call = (clrun__op_call){types, node->input_count, types + node->input_count,
-                             node->output_count, node->attrs, node->attr_count};
+                             node->output_count, node->attrs, node->attr_count, constants};
 }
 

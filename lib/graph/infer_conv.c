@@ -1,6 +1,7 @@
 /* Type rules of convolution and pooling over NCHW images. */
 #include <inttypes.h>
 #include <limits.h>
+#include <string.h>
 
 #include "graph/op.h"
 #include "graph/op_families.h"
@@ -30,11 +31,54 @@ static clrun_status pair_attr(const clrun__op_call *call, const char *name, cons
     return CLRUN_OK;
 }
 
-/* The output extent of a window sweep: (in + 2 pad - span) / stride + 1, or 0 if none fits. */
-static int64_t out_extent(int64_t in, int64_t pad, int64_t span, int64_t stride)
+/* The output extent of a window sweep over in + pad + pad_end: floor((room) / stride) + 1, or
+ * with ceil_mode rounded up, less a last window that would start past the input and the
+ * leading pad (PyTorch's rule, which ONNX's exporters follow); 0 if no window fits. */
+static int64_t out_extent(int64_t in, int64_t pad, int64_t pad_end, int64_t span, int64_t stride,
+                          bool ceil_mode)
 {
-    int64_t room = in + 2 * pad - span;
-    return room < 0 ? 0 : room / stride + 1;
+    int64_t room = in + pad + pad_end - span;
+    if (room < 0)
+        return 0;
+    int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad)
+        out--;
+    return out;
+}
+
+/* Padding from "pad" ([h, w] or one value, both sides) or "pads" ([top, left, bottom, right]);
+ * both at once is refused. */
+static clrun_status pads_attr(const clrun__op_call *call, int64_t *begin, int64_t *end,
+                              const clrun__infer_error *err)
+{
+    static const int64_t zeros[2] = {0, 0};
+    int64_t v[CLRUN_MAX_ATTR_INTS];
+    int n = clrun__attr_list(call, "pads", v, CLRUN_MAX_ATTR_INTS);
+    if (n == 0) {
+        clrun_status s = pair_attr(call, "pad", zeros, 0, begin, err);
+        end[0] = begin[0], end[1] = begin[1];
+        return s;
+    }
+    if (clrun__attr_list(call, "pad", v + 4, 2) > 0)
+        return clrun__refuse(err, "attributes 'pad' and 'pads' given together");
+    if (n != 4)
+        return clrun__refuse(err, "attribute 'pads' needs 4 values [top, left, bottom, right], got %d", n);
+    for (int i = 0; i < 4; i++)
+        if (v[i] < 0 || v[i] > INT_MAX)
+            return clrun__refuse(err, "attribute 'pads' has %" PRId64 ": must be >= 0", v[i]);
+    begin[0] = v[0], begin[1] = v[1], end[0] = v[2], end[1] = v[3];
+    return CLRUN_OK;
+}
+
+/* A 0/1 flag attribute. */
+static clrun_status flag_attr(const clrun__op_call *call, const char *name, bool *out,
+                              const clrun__infer_error *err)
+{
+    int64_t v = clrun__attr_int_or(call, name, 0);
+    if (v != 0 && v != 1)
+        return clrun__refuse(err, "attribute '%s' must be 0 or 1, not %" PRId64, name, v);
+    *out = v == 1;
+    return CLRUN_OK;
 }
 
 /* Refuses an image that is not 4-D, or too large for the kernels' int indexing. */
@@ -55,8 +99,10 @@ static clrun_status check_image(const clrun_tensor_type *x, const char *what,
 static const clrun__attr_spec conv_attrs[] = {
     {"stride", CLRUN__WANT_INTS, false},
     {"pad", CLRUN__WANT_INTS, false},
+    {"pads", CLRUN__WANT_INTS, false},
     {"dilation", CLRUN__WANT_INTS, false},
     {"groups", CLRUN__WANT_INT, false},
+    {"output_padding", CLRUN__WANT_INTS, false}, /* conv_transpose2d only */
 };
 
 static clrun_status conv_attrs_of(const clrun__op_call *call, clrun__conv_geometry *g,
@@ -65,9 +111,11 @@ static clrun_status conv_attrs_of(const clrun__op_call *call, clrun__conv_geomet
     static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
     clrun_status s = pair_attr(call, "stride", ones, 1, g->stride, err);
     if (s == CLRUN_OK)
-        s = pair_attr(call, "pad", zeros, 0, g->pad, err);
+        s = pads_attr(call, g->pad, g->pad_end, err);
     if (s == CLRUN_OK)
         s = pair_attr(call, "dilation", ones, 1, g->dilation, err);
+    if (s == CLRUN_OK)
+        s = pair_attr(call, "output_padding", zeros, 0, g->output_padding, err);
     if (s != CLRUN_OK)
         return s;
     g->groups = clrun__attr_int_or(call, "groups", 1);
@@ -95,12 +143,15 @@ static clrun_status conv_shapes(const clrun__op_call *call, clrun__conv_geometry
     if (call->input_count == 3 && (call->inputs[2].rank != 1 || call->inputs[2].shape[0] != O))
         return clrun__refuse(err, "bias is %s: expected f32[%" PRId64 "] (O)",
                              clrun__type_format(&call->inputs[2], sx, sizeof sx), O);
-    g->oh = out_extent(x->shape[2], g->pad[0], g->dilation[0] * (w->shape[2] - 1) + 1, g->stride[0]);
-    g->ow = out_extent(x->shape[3], g->pad[1], g->dilation[1] * (w->shape[3] - 1) + 1, g->stride[1]);
+    g->oh = out_extent(x->shape[2], g->pad[0], g->pad_end[0], g->dilation[0] * (w->shape[2] - 1) + 1,
+                       g->stride[0], false);
+    g->ow = out_extent(x->shape[3], g->pad[1], g->pad_end[1], g->dilation[1] * (w->shape[3] - 1) + 1,
+                       g->stride[1], false);
     if (g->oh < 1 || g->ow < 1)
         return clrun__refuse(err, "the kernel of w %s (dilated) does not fit x %s with padding "
-                             "[%" PRId64 ", %" PRId64 "]", clrun__type_format(w, sw, sizeof sw),
-                             clrun__type_format(x, sx, sizeof sx), g->pad[0], g->pad[1]);
+                             "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]",
+                             clrun__type_format(w, sw, sizeof sw), clrun__type_format(x, sx, sizeof sx),
+                             g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]);
     if (clrun__dims_product(w, 0, 4) > INT_MAX || (uint64_t)O * (uint64_t)(g->oh * g->ow) > INT_MAX)
         return clrun__refuse(err, "x %s, w %s: too large for one convolution",
                              clrun__type_format(x, sx, sizeof sx), clrun__type_format(w, sw, sizeof sw));
@@ -111,6 +162,8 @@ clrun_status clrun__conv_geometry_of(const clrun__op_call *call, clrun__conv_geo
                                      const clrun__infer_error *err)
 {
     clrun_status s = conv_attrs_of(call, g, err);
+    if (s == CLRUN_OK && (g->output_padding[0] || g->output_padding[1]))
+        return clrun__refuse(err, "attribute 'output_padding' is for conv_transpose2d");
     return s == CLRUN_OK ? conv_shapes(call, g, err) : s;
 }
 
@@ -120,7 +173,7 @@ static clrun_status conv_infer(const clrun__op_call *call, clrun_tensor_type *ou
     const clrun__infer_error err = {"conv2d", errbuf, errlen};
     clrun_status s = clrun__check_input_count(call, 2, 3, &err);
     if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, conv_attrs, 4, &err);
+        s = clrun__check_attrs(call, conv_attrs, 6, &err);
     for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
         s = clrun__check_dtype(call, i, false, &err);
     clrun__conv_geometry g;
@@ -136,37 +189,119 @@ static clrun_status conv_infer(const clrun__op_call *call, clrun_tensor_type *ou
     return CLRUN_OK;
 }
 
+/* ---- conv_transpose2d: the gradient of conv2d with respect to its input --------------------
+ * x [N, C, H, W], w [C, O/groups, KH, KW]: out[n, o, oh, ow] sums x[n, c, ih, iw] w[c, o', kh, kw]
+ * over the group's c and every (kh, kw) with oh = ih * sh - pad_top + kh * dh (and likewise
+ * for w), so OH = sh (H - 1) + dh (KH - 1) + 1 - pad_top - pad_bottom + output_padding. */
+
+clrun_status clrun__conv_transpose_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
+                                               const clrun__infer_error *err)
+{
+    clrun_status s = conv_attrs_of(call, g, err);
+    const clrun_tensor_type *x = &call->inputs[0], *w = &call->inputs[1];
+    char sx[CLRUN__TYPE_TEXT], sw[CLRUN__TYPE_TEXT];
+    if (s == CLRUN_OK)
+        s = check_image(x, "x", err);
+    if (s != CLRUN_OK)
+        return s;
+    if (w->rank != 4)
+        return clrun__refuse(err, "w is %s: expected [C, O/groups, KH, KW]", clrun__type_format(w, sw, sizeof sw));
+    int64_t C = x->shape[1], O = w->shape[1] * g->groups;
+    if (w->shape[0] != C || C % g->groups)
+        return clrun__refuse(err, "x is %s, w is %s, groups %" PRId64 ": w's first dimension must "
+                             "be C and C divide by groups", clrun__type_format(x, sx, sizeof sx),
+                             clrun__type_format(w, sw, sizeof sw), g->groups);
+    if (call->input_count == 3 && (call->inputs[2].rank != 1 || call->inputs[2].shape[0] != O))
+        return clrun__refuse(err, "bias is %s: expected f32[%" PRId64 "] (O)",
+                             clrun__type_format(&call->inputs[2], sx, sizeof sx), O);
+    for (int i = 0; i < 2; i++)
+        if (g->output_padding[i] >= g->stride[i] && g->output_padding[i] >= g->dilation[i])
+            return clrun__refuse(err, "output_padding [%" PRId64 ", %" PRId64 "] must be below the "
+                                 "stride or the dilation", g->output_padding[0], g->output_padding[1]);
+    int64_t extent[2];
+    for (int i = 0; i < 2; i++)
+        extent[i] = g->stride[i] * (x->shape[2 + i] - 1) + g->dilation[i] * (w->shape[2 + i] - 1) + 1 -
+                    g->pad[i] - g->pad_end[i] + g->output_padding[i];
+    g->oh = extent[0], g->ow = extent[1];
+    if (g->oh < 1 || g->ow < 1)
+        return clrun__refuse(err, "x %s, w %s: the padding leaves no output", clrun__type_format(x, sx, sizeof sx),
+                             clrun__type_format(w, sw, sizeof sw));
+    if (clrun__dims_product(w, 0, 4) > INT_MAX || (uint64_t)O * (uint64_t)(g->oh * g->ow) > INT_MAX)
+        return clrun__refuse(err, "x %s, w %s: too large for one convolution",
+                             clrun__type_format(x, sx, sizeof sx), clrun__type_format(w, sw, sizeof sw));
+    return CLRUN_OK;
+}
+
+static clrun_status conv_transpose_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                         char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {"conv_transpose2d", errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, 2, 3, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, conv_attrs, 6, &err);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dtype(call, i, false, &err);
+    clrun__conv_geometry g;
+    if (s == CLRUN_OK)
+        s = clrun__conv_transpose_geometry_of(call, &g, &err);
+    if (s != CLRUN_OK)
+        return s;
+    out[0] = call->inputs[0];
+    out[0].shape[1] = call->inputs[1].shape[1] * g.groups;
+    out[0].shape[2] = g.oh;
+    out[0].shape[3] = g.ow;
+    return CLRUN_OK;
+}
+
 /* ---- pooling ----------------------------------------------------------------------------- */
 
 static const clrun__attr_spec pool_attrs[] = {
     {"kernel", CLRUN__WANT_INTS, true},
     {"stride", CLRUN__WANT_INTS, false},
     {"pad", CLRUN__WANT_INTS, false},
+    {"pads", CLRUN__WANT_INTS, false},
+    {"ceil_mode", CLRUN__WANT_INT, false},
+    {"dilation", CLRUN__WANT_INTS, false},          /* maxpool2d */
+    {"count_include_pad", CLRUN__WANT_INT, false},  /* avgpool2d */
 };
 
 clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geometry *g,
                                      const clrun__infer_error *err)
 {
-    static const int64_t zeros[2] = {0, 0};
+    static const int64_t zeros[2] = {0, 0}, ones[2] = {1, 1};
     clrun_status s = pair_attr(call, "kernel", zeros, 1, g->kernel, err);
     if (s == CLRUN_OK)
         s = pair_attr(call, "stride", g->kernel, 1, g->stride, err);
     if (s == CLRUN_OK)
-        s = pair_attr(call, "pad", zeros, 0, g->pad, err);
+        s = pads_attr(call, g->pad, g->pad_end, err);
+    if (s == CLRUN_OK)
+        s = pair_attr(call, "dilation", ones, 1, g->dilation, err);
+    if (s == CLRUN_OK)
+        s = flag_attr(call, "ceil_mode", &g->ceil_mode, err);
+    if (s == CLRUN_OK)
+        s = flag_attr(call, "count_include_pad", &g->count_include_pad, err);
     if (s == CLRUN_OK)
         s = check_image(&call->inputs[0], "x", err);
     if (s != CLRUN_OK)
         return s;
-    /* With pad <= kernel / 2 every window holds an element of the image, so max and average
-     * are always defined. */
-    for (int i = 0; i < 2; i++)
-        if (2 * g->pad[i] > g->kernel[i])
-            return clrun__refuse(err, "pad [%" PRId64 ", %" PRId64 "] exceeds half the kernel [%"
-                                 PRId64 ", %" PRId64 "]", g->pad[0], g->pad[1], g->kernel[0],
-                                 g->kernel[1]);
+    /* With each pad <= half the (dilated) window every window holds an element of the image, so
+     * max and average are always defined. */
+    int64_t span[2];
+    for (int i = 0; i < 2; i++) {
+        span[i] = g->dilation[i] * (g->kernel[i] - 1) + 1;
+        if (2 * g->pad[i] > span[i] || 2 * g->pad_end[i] > span[i]) {
+            if (g->pad[i] == g->pad_end[i] && g->pad[1 - i] == g->pad_end[1 - i])
+                return clrun__refuse(err, "pad [%" PRId64 ", %" PRId64 "] exceeds half the kernel [%"
+                                     PRId64 ", %" PRId64 "]", g->pad[0], g->pad[1], g->kernel[0],
+                                     g->kernel[1]);
+            return clrun__refuse(err, "pads [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "] exceed "
+                                 "half the kernel [%" PRId64 ", %" PRId64 "]", g->pad[0], g->pad[1],
+                                 g->pad_end[0], g->pad_end[1], g->kernel[0], g->kernel[1]);
+        }
+    }
     const clrun_tensor_type *x = &call->inputs[0];
-    g->oh = out_extent(x->shape[2], g->pad[0], g->kernel[0], g->stride[0]);
-    g->ow = out_extent(x->shape[3], g->pad[1], g->kernel[1], g->stride[1]);
+    g->oh = out_extent(x->shape[2], g->pad[0], g->pad_end[0], span[0], g->stride[0], g->ceil_mode);
+    g->ow = out_extent(x->shape[3], g->pad[1], g->pad_end[1], span[1], g->stride[1], g->ceil_mode);
     if (g->oh < 1 || g->ow < 1) {
         char sx[CLRUN__TYPE_TEXT];
         return clrun__refuse(err, "kernel [%" PRId64 ", %" PRId64 "] does not fit x %s",
@@ -179,9 +314,14 @@ static clrun_status pool_infer_as(const char *name, const clrun__op_call *call,
                                   clrun_tensor_type *out, char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {name, errbuf, errlen};
+    bool is_max = name[0] == 'm';
     clrun_status s = clrun__check_input_count(call, 1, 1, &err);
+    /* maxpool2d takes dilation, avgpool2d count_include_pad: the last entry of the other's. */
+    clrun__attr_spec attrs[6];
+    memcpy(attrs, pool_attrs, 5 * sizeof attrs[0]);
+    attrs[5] = pool_attrs[is_max ? 5 : 6];
     if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, pool_attrs, 3, &err);
+        s = clrun__check_attrs(call, attrs, 6, &err);
     if (s == CLRUN_OK)
         s = clrun__check_dtype(call, 0, false, &err);
     clrun__pool_geometry g;
@@ -209,10 +349,10 @@ static clrun_status avgpool_infer(const clrun__op_call *call, clrun_tensor_type 
 
 /* ---- global_avgpool: a mean over H and W ------------------------------------------------- */
 
-static clrun_status global_avgpool_infer(const clrun__op_call *call, clrun_tensor_type *out,
-                                         char *errbuf, size_t errlen)
+static clrun_status global_pool_infer_as(const char *name, const clrun__op_call *call,
+                                         clrun_tensor_type *out, char *errbuf, size_t errlen)
 {
-    const clrun__infer_error err = {"global_avgpool", errbuf, errlen};
+    const clrun__infer_error err = {name, errbuf, errlen};
     clrun_status s = clrun__check_input_count(call, 1, 1, &err);
     if (s == CLRUN_OK)
         s = clrun__check_attrs(call, NULL, 0, &err);
@@ -227,6 +367,18 @@ static clrun_status global_avgpool_infer(const clrun__op_call *call, clrun_tenso
     return CLRUN_OK;
 }
 
+static clrun_status global_avgpool_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                         char *err, size_t errlen)
+{
+    return global_pool_infer_as("global_avgpool", call, out, err, errlen);
+}
+
+static clrun_status global_maxpool_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                         char *err, size_t errlen)
+{
+    return global_pool_infer_as("global_maxpool", call, out, err, errlen);
+}
+
 static const clrun__op op_conv2d = {.name = "conv2d", .min_inputs = 2, .max_inputs = 3,
                                     .outputs = 1, .infer = conv_infer};
 static const clrun__op op_maxpool2d = {.name = "maxpool2d", .min_inputs = 1, .max_inputs = 1,
@@ -236,7 +388,14 @@ static const clrun__op op_avgpool2d = {.name = "avgpool2d", .min_inputs = 1, .ma
 static const clrun__op op_global_avgpool = {.name = "global_avgpool", .min_inputs = 1,
                                             .max_inputs = 1, .outputs = 1,
                                             .infer = global_avgpool_infer};
+static const clrun__op op_global_maxpool = {.name = "global_maxpool", .min_inputs = 1,
+                                            .max_inputs = 1, .outputs = 1,
+                                            .infer = global_maxpool_infer};
+static const clrun__op op_conv_transpose2d = {.name = "conv_transpose2d", .min_inputs = 2,
+                                              .max_inputs = 3, .outputs = 1,
+                                              .infer = conv_transpose_infer};
 
 const clrun__op *const clrun__ops_conv[] = {
-    &op_conv2d, &op_maxpool2d, &op_avgpool2d, &op_global_avgpool, NULL,
+    &op_conv2d, &op_conv_transpose2d, &op_maxpool2d, &op_avgpool2d, &op_global_avgpool,
+    &op_global_maxpool, NULL,
 };

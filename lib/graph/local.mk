@@ -92,3 +92,8 @@ tests_fuzz_fuzz_graph_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_graph_LDFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_graph_LDADD = libclrun-internal.la
 endif
+
+# .npy files (include/clrun/npy.h): real inputs and outputs for the CLI and the bindings.
+libclrun_internal_la_SOURCES += lib/graph/npy.c
+clruninclude_HEADERS += include/clrun/npy.h
+EXTRA_DIST += docs/npy.md

@@ -22,6 +22,10 @@ typedef struct clrun__op_call {
     int output_count;
     const clrun_attr *attrs;          /* attr_count entries */
     int attr_count;
+    /* Bit i set: input i is a constant of the graph (its bytes never change while an executor
+     * holds it), so kernels may transform it once (matmul packs constant weights at the first
+     * run). 0 when unknown. */
+    uint64_t constant_inputs;
 } clrun__op_call;
 
 /* The shape of an op's work, for passes that treat ops by kind (the kernels read it too). */

@@ -16,17 +16,24 @@ typedef struct clrun__matmul_dims {
 clrun_status clrun__matmul_dims_of(const clrun__op_call *call, clrun__matmul_dims *d,
                                    const clrun__infer_error *err);
 
-/* conv2d: attributes (stride, pad, dilation, groups) and the output extent. */
+/* conv2d and conv_transpose2d: attributes and the output extent. pad is the padding before
+ * (top, left), pad_end after (bottom, right): "pad" [h, w] pads both sides alike, ONNX's "pads"
+ * [top, left, bottom, right] each side alone. */
 typedef struct clrun__conv_geometry {
-    int64_t stride[2], pad[2], dilation[2], groups;
+    int64_t stride[2], pad[2], pad_end[2], dilation[2], groups;
+    int64_t output_padding[2]; /* conv_transpose2d: added after the bottom and right */
     int64_t oh, ow;
 } clrun__conv_geometry;
 clrun_status clrun__conv_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
                                      const clrun__infer_error *err);
+clrun_status clrun__conv_transpose_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
+                                               const clrun__infer_error *err);
 
-/* maxpool2d, avgpool2d: window, stride, padding and the output extent. */
+/* maxpool2d, avgpool2d: window, stride, padding before and after, dilation (maxpool), ceil_mode
+ * and count_include_pad (avgpool), and the output extent. */
 typedef struct clrun__pool_geometry {
-    int64_t kernel[2], stride[2], pad[2], oh, ow;
+    int64_t kernel[2], stride[2], pad[2], pad_end[2], dilation[2], oh, ow;
+    bool ceil_mode, count_include_pad;
 } clrun__pool_geometry;
 clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geometry *g,
                                      const clrun__infer_error *err);
@@ -35,6 +42,11 @@ clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geo
  * list: all of them); refuses axes out of range or given twice. */
 clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,
                                  const clrun__infer_error *err);
+
+/* The "axis" attribute of a call (fallback when absent), counted from the end when negative,
+ * into *axis; refuses one out of range for input 0. */
+clrun_status clrun__op_axis(const clrun__op_call *call, int64_t fallback, int *axis,
+                            const clrun__infer_error *err);
 
 /* An axis counted from the end when negative. The layout ops' geometry is in
  * graph/layout_geometry.h. */

@@ -1,19 +1,30 @@
 /* The allocator core: growth policy, limits and statistics around a strategy.
  *
- * Growth: when the strategy has no room, a chunk of max(request, reserved / 2, min_chunk) bytes
+ * Growth. When the strategy has no room for a request, every empty chunk is given back first
+ * (none could hold the request, or the strategy would have used it), then one chunk of
+ *     max(the request rounded up to 16 KiB, reserved / 16, the bytes just given back)
  * is reserved, capped by the device's maximum allocation and by what the limit leaves, then
- * rounded by the strategy (a power of two for buddy). Growing by half of what is reserved keeps
- * the number of chunks logarithmic in the footprint while a small workload reserves little: a
- * 10 MiB workload never reserves 1 GiB. */
+ * rounded by the strategy (a power of two for buddy). So a new chunk is as large as what is
+ * missing, reserved exceeds what the workload holds by at most a sixteenth at the moment of
+ * growth (plus the strategy's rounding), the sixteenth keeps the number of chunks logarithmic
+ * when many small requests arrive, and empty chunks that are too small are merged into the new
+ * one rather than kept beside it. A small workload reserves about what it uses: 1 MiB of live
+ * data is not a 1 MiB minimum chunk plus another. If the device refuses that chunk, the core
+ * asks once more for just the request. (The previous rule, max(request, reserved / 2, 1 MiB)
+ * without giving back, reserved up to 2x the lower bound on the traces of tests/data/traces;
+ * `clrun replay` compares.) With min_chunk = max_chunk every chunk has that one size and
+ * nothing is given back on growth. */
 #include "memory/allocator.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 
-#define DEFAULT_MIN_CHUNK ((uint64_t)1 << 20)
+#define GROWTH_GRANULE (UINT64_C(16) << 10) /* requests are rounded up to it, and the default minimum chunk */
+#define GROWTH_FRACTION 16                   /* a new chunk is at least reserved / GROWTH_FRACTION */
 
 struct clrun__allocator {
     clrun__allocator_config config; /* as given, min_chunk defaulted */
@@ -22,22 +33,20 @@ struct clrun__allocator {
     uint32_t chunk_slots;           /* entries in chunk_sizes */
     uint32_t chunks;                /* ids in use */
     uint64_t reserved;              /* sum of chunk sizes */
-    uint64_t reserved_peak;
-    uint64_t in_use;                /* bytes asked for by live blocks */
-    uint64_t in_use_peak;
+    clrun__account own;             /* the account when none is shared */
+    clrun__account *account;        /* config.account or &own */
     uint64_t alloc_count;
     uint64_t free_count;
     uint64_t driver_allocs;
     uint64_t driver_frees;
 };
 
-static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
 
 clrun_status clrun__allocator_create(const clrun__allocator_config *config, clrun__allocator **out,
                                      char *err, size_t errlen)
 {
     *out = NULL;
-    if (config->ops == NULL || !is_power_of_two(config->min_align) || config->max_chunk == 0) {
+    if (config->ops == NULL || !clrun__is_power_of_two(config->min_align) || config->max_chunk == 0) {
         snprintf(err, errlen, "allocator: invalid configuration (alignment %llu, max chunk %llu)",
                  (unsigned long long)config->min_align, (unsigned long long)config->max_chunk);
         return CLRUN_ERROR_INVALID_ARGUMENT;
@@ -48,8 +57,10 @@ clrun_status clrun__allocator_create(const clrun__allocator_config *config, clru
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     a->config = *config;
+    a->own.limit = config->limit;
+    a->account = config->account ? config->account : &a->own;
     if (a->config.min_chunk == 0)
-        a->config.min_chunk = DEFAULT_MIN_CHUNK;
+        a->config.min_chunk = GROWTH_GRANULE;
     clrun_strategy_config sc = {.min_align = config->min_align, .max_chunk = config->max_chunk};
     clrun_status status = config->ops->create(&sc, &a->state);
     if (status != CLRUN_OK) {
@@ -65,6 +76,7 @@ static void release_chunk(clrun__allocator *a, uint32_t id)
 {
     a->config.backing.release(a->config.backing.user, id);
     a->reserved -= a->chunk_sizes[id];
+    clrun__account_discharge(a->account, a->chunk_sizes[id], 0);
     a->chunk_sizes[id] = 0;
     a->chunks--;
     a->driver_frees++;
@@ -99,12 +111,34 @@ static uint32_t free_chunk_id(clrun__allocator *a)
     return id;
 }
 
-static uint64_t room_under_limit(const clrun__allocator *a)
+uint64_t clrun__account_room(const clrun__account *a)
 {
-    if (a->config.limit == 0)
+    if (a->limit == 0)
         return UINT64_MAX;
-    return a->config.limit > a->reserved ? a->config.limit - a->reserved : 0;
+    return a->limit > a->reserved ? a->limit - a->reserved : 0;
 }
+
+bool clrun__account_charge(clrun__account *a, uint64_t reserve, uint64_t use)
+{
+    if (reserve > clrun__account_room(a))
+        return false;
+    a->reserved += reserve;
+    if (a->reserved > a->reserved_peak)
+        a->reserved_peak = a->reserved;
+    a->in_use += use;
+    if (a->in_use > a->in_use_peak)
+        a->in_use_peak = a->in_use;
+    return true;
+}
+
+void clrun__account_discharge(clrun__account *a, uint64_t reserve, uint64_t use)
+{
+    assert(a->reserved >= reserve && a->in_use >= use); /* only what was charged comes back */
+    a->reserved -= reserve;
+    a->in_use -= use;
+}
+
+static uint64_t room_under_limit(const clrun__allocator *a) { return clrun__account_room(a->account); }
 
 /* Reserves one chunk of exactly `size` bytes and hands it to the strategy. */
 static clrun_status add_chunk(clrun__allocator *a, uint64_t size, char *err, size_t errlen)
@@ -124,23 +158,47 @@ static clrun_status add_chunk(clrun__allocator *a, uint64_t size, char *err, siz
                  a->config.ops->name, (unsigned long long)size, clrun_strerror(status));
         return status;
     }
+    bool charged = clrun__account_charge(a->account, size, 0);
+    assert(charged); /* grow and preallocate asked for no more than the room */
+    (void)charged;
     a->chunk_sizes[id] = size;
     a->chunks++;
     a->reserved += size;
-    if (a->reserved > a->reserved_peak)
-        a->reserved_peak = a->reserved;
     a->driver_allocs++;
     return CLRUN_OK;
 }
 
-/* One attempt to reserve a chunk in which `size` at `align` fits. */
-static clrun_status grow(clrun__allocator *a, uint64_t size, uint64_t align, char *err, size_t errlen)
+static bool fixed_chunks(const clrun__allocator *a) { return a->config.min_chunk >= a->config.max_chunk; }
+
+/* What the growth rule above asks for, before the limit and the strategy's rounding. */
+static uint64_t chunk_wanted(const clrun__allocator *a, uint64_t size, uint64_t given_back, bool just_the_request)
 {
-    uint64_t wanted = size;
-    if (a->reserved / 2 > wanted)
-        wanted = a->reserved / 2;
+    if (fixed_chunks(a))
+        return a->config.max_chunk;
+    if (a->config.previous_growth && !just_the_request) {
+        uint64_t wanted = a->reserved / 2 > size ? a->reserved / 2 : size;
+        return wanted > (UINT64_C(1) << 20) ? wanted : UINT64_C(1) << 20;
+    }
+    uint64_t wanted = size > UINT64_MAX - GROWTH_GRANULE ? size : (size + GROWTH_GRANULE - 1) & ~(GROWTH_GRANULE - 1);
+    if (just_the_request)
+        return wanted;
+    if (a->reserved / GROWTH_FRACTION > wanted)
+        wanted = a->reserved / GROWTH_FRACTION;
+    if (given_back > wanted)
+        wanted = given_back;
     if (a->config.min_chunk > wanted)
         wanted = a->config.min_chunk;
+    return wanted;
+}
+
+/* One attempt to reserve a chunk in which `size` at `align` fits: sized by the growth rule, or
+ * just large enough for the request. */
+static clrun_status grow(clrun__allocator *a, uint64_t size, uint64_t align, bool just_the_request, char *err,
+                         size_t errlen)
+{
+    bool give_back = !fixed_chunks(a) && !just_the_request && !a->config.previous_growth;
+    uint64_t given_back = give_back ? clrun__allocator_trim(a) : 0;
+    uint64_t wanted = chunk_wanted(a, size, given_back, just_the_request);
     if (wanted > a->config.max_chunk)
         wanted = a->config.max_chunk;
     uint64_t room = room_under_limit(a);
@@ -188,7 +246,7 @@ static void describe_exhaustion(const clrun__allocator *a, uint64_t size, uint64
              clrun__format_bytes(s.in_use, in_use, sizeof in_use),
              clrun__format_bytes(s.reserved, reserved, sizeof reserved), s.chunks,
              clrun__format_bytes(s.largest_free, largest, sizeof largest),
-             a->config.limit ? clrun__format_bytes(a->config.limit, limit, sizeof limit) : "none",
+             a->account->limit ? clrun__format_bytes(a->account->limit, limit, sizeof limit) : "none",
              clrun__format_bytes(a->config.max_chunk, max_chunk, sizeof max_chunk), why);
 }
 
@@ -200,7 +258,7 @@ static clrun_status check_request(const clrun__allocator *a, uint64_t size, uint
         snprintf(err, errlen, "invalid size 0: clrun does not allocate empty blocks");
         return CLRUN_ERROR_INVALID_SIZE;
     }
-    if (!is_power_of_two(align) || align > a->config.max_chunk) {
+    if (!clrun__is_power_of_two(align) || align > a->config.max_chunk) {
         snprintf(err, errlen, "invalid alignment %llu: it must be a power of two no larger than %llu",
                  (unsigned long long)align, (unsigned long long)a->config.max_chunk);
         return CLRUN_ERROR_INVALID_ALIGNMENT;
@@ -233,9 +291,11 @@ clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, 
     status = a->config.ops->alloc(a->state, size, align, out);
     if (status == CLRUN_ERROR_OUT_OF_MEMORY) {
         char why[512] = "the strategy found no room in the new chunk"; /* grow() only writes on failure */
-        status = grow(a, size, align, why, sizeof why);
-        if (status == CLRUN_ERROR_OUT_OF_MEMORY && clrun__allocator_trim(a) > 0)
-            status = grow(a, size, align, why, sizeof why); /* the one retry */
+        status = grow(a, size, align, false, why, sizeof why);
+        if (status == CLRUN_ERROR_OUT_OF_MEMORY) { /* the one retry: empty chunks back, just the request */
+            clrun__allocator_trim(a);
+            status = grow(a, size, align, true, why, sizeof why);
+        }
         bool grew = status == CLRUN_OK;
         if (grew)
             status = a->config.ops->alloc(a->state, size, align, out);
@@ -253,9 +313,7 @@ clrun_status clrun__allocator_alloc_charged(clrun__allocator *a, uint64_t size, 
     if (status != CLRUN_OK)
         return status;
     a->alloc_count++;
-    a->in_use += charged;
-    if (a->in_use > a->in_use_peak)
-        a->in_use_peak = a->in_use;
+    clrun__account_charge(a->account, 0, charged);
     return CLRUN_OK;
 }
 
@@ -269,14 +327,14 @@ clrun_status clrun__allocator_free(clrun__allocator *a, uint32_t chunk, uint64_t
         return status;
     }
     a->free_count++;
-    a->in_use -= size;
+    clrun__account_discharge(a->account, 0, size);
     return CLRUN_OK;
 }
 
 void clrun__allocator_reset(clrun__allocator *a)
 {
     a->config.ops->reset(a->state);
-    a->in_use = 0;
+    a->account->in_use = 0;
 }
 
 clrun_status clrun__allocator_preallocate(clrun__allocator *a, uint64_t bytes, char *err, size_t errlen)
@@ -307,11 +365,11 @@ void clrun__allocator_stats(const clrun__allocator *a, clrun_memory_stats *out)
     a->config.ops->stats(a->state, &s);
     memset(out, 0, sizeof *out);
     out->strategy = a->config.ops->name;
-    out->in_use = a->in_use;
-    out->in_use_peak = a->in_use_peak;
+    out->in_use = a->account->in_use;
+    out->in_use_peak = a->account->in_use_peak;
     out->held = s.held_bytes;
-    out->reserved = a->reserved;
-    out->reserved_peak = a->reserved_peak;
+    out->reserved = a->account->reserved;
+    out->reserved_peak = a->account->reserved_peak;
     out->alloc_count = a->alloc_count;
     out->free_count = a->free_count;
     out->driver_allocs = a->driver_allocs;
@@ -320,13 +378,13 @@ void clrun__allocator_stats(const clrun__allocator *a, clrun_memory_stats *out)
     out->free_bytes = s.free_bytes;
     out->largest_free = s.largest_free;
     out->fragmentation = s.free_bytes ? 1.0 - (double)s.largest_free / (double)s.free_bytes : 0.0;
-    out->limit = a->config.limit;
+    out->limit = a->account->limit;
 }
 
 void clrun__allocator_reset_peaks(clrun__allocator *a)
 {
-    a->in_use_peak = a->in_use;
-    a->reserved_peak = a->reserved;
+    a->account->in_use_peak = a->account->in_use;
+    a->account->reserved_peak = a->account->reserved;
 }
 
 uint64_t clrun__allocator_chunk_size(const clrun__allocator *a, uint32_t chunk)

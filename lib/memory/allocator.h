@@ -20,12 +20,38 @@ typedef struct clrun__backing {
     void (*release)(void *user, uint32_t chunk);
 } clrun__backing;
 
+/* What a pool reserves and uses in all, held to one limit: the strategy's chunks and whatever
+ * else the pool reserves beside them (a resident region, buffers of their own). The allocator
+ * core and the pool share it; the pool's lock guards both. */
+typedef struct clrun__account {
+    uint64_t limit;         /* most bytes to reserve in all; 0 = no limit */
+    uint64_t reserved;      /* bytes reserved from the driver now */
+    uint64_t reserved_peak; /* highest reserved since creation or the last peak reset */
+    uint64_t in_use;        /* bytes of live blocks, as asked for */
+    uint64_t in_use_peak;   /* highest in_use */
+} clrun__account;
+
+/* Bytes the limit still allows to reserve (UINT64_MAX without a limit). */
+uint64_t clrun__account_room(const clrun__account *a);
+
+/* Counts `reserve` more bytes reserved and `use` more in use; false, with nothing counted, when
+ * the reservation would pass the limit. */
+bool clrun__account_charge(clrun__account *a, uint64_t reserve, uint64_t use);
+
+/* Counts them back. */
+void clrun__account_discharge(clrun__account *a, uint64_t reserve, uint64_t use);
+
 typedef struct clrun__allocator_config {
     const clrun_allocator_ops *ops; /* the strategy */
     uint64_t min_align;             /* device base-address alignment, power of two */
     uint64_t max_chunk;             /* device maximum allocation */
-    uint64_t limit;                 /* most bytes to reserve in all; 0 = no limit */
-    uint64_t min_chunk;             /* smallest chunk worth reserving; 0 = 1 MiB */
+    uint64_t limit;                 /* most bytes to reserve in all; 0 = no limit (without account) */
+    clrun__account *account;        /* shared with the pool, its limit used; NULL: one of its own */
+    bool previous_growth;           /* the rule before issue 12, max(request, reserved / 2, 1 MiB)
+                                     * and no giving back, kept only so that bench_replay measures
+                                     * the present rule against it in one run */
+    uint64_t min_chunk;             /* smallest chunk worth reserving; 0 = 16 KiB; = max_chunk:
+                                     * every chunk that size */
     clrun__backing backing;
 } clrun__allocator_config;
 
@@ -65,7 +91,9 @@ void clrun__allocator_reset(clrun__allocator *a);
 clrun_status clrun__allocator_preallocate(clrun__allocator *a, uint64_t bytes, char *err,
                                           size_t errlen);
 
-/* Statistics; `strategy` points at the strategy's name. */
+/* Statistics; `strategy` points at the strategy's name. in_use, reserved, their peaks and the
+ * limit are the account's (everything the pool holds, when it is shared); the rest is the
+ * strategy's chunks'. */
 void clrun__allocator_stats(const clrun__allocator *a, clrun_memory_stats *out);
 void clrun__allocator_reset_peaks(clrun__allocator *a);
 

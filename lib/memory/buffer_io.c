@@ -29,8 +29,16 @@ clrun_status clrun__buffer_write_owned(clrun_context *ctx, const clrun_buffer *b
 clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *buffer,
                                        uint64_t offset, uint64_t bytes, const void *host)
 {
+    /* An executor's block may still carry the earlier owners of its bytes (out-of-order queues):
+     * the write waits for them. A caller's block never does: clrun_alloc waited already. */
+    cl_event wait = NULL;
+    clrun_status status = clrun__pool_take_wait(ctx, buffer, &wait);
+    if (status != CLRUN_OK)
+        return status;
     cl_int error = clrun__cl.EnqueueWriteBuffer(ctx->queue, buffer->mem, CL_TRUE, (size_t)offset,
-                                                (size_t)bytes, host, 0, NULL, NULL);
+                                                (size_t)bytes, host, wait ? 1 : 0, wait ? &wait : NULL, NULL);
+    if (wait)
+        clrun__cl.ReleaseEvent(wait);
     if (error != CL_SUCCESS)
         return clrun__fail_cl(ctx, error, "clEnqueueWriteBuffer", "%llu bytes at %llu",
                               (unsigned long long)bytes, (unsigned long long)offset);

@@ -38,6 +38,38 @@ clrun_status clrun__pool_alloc_owned(clrun_context *ctx, uint64_t size, uint64_t
 /* Frees a live block of any owner (the executor's own). */
 clrun_status clrun__pool_free_owned(clrun_context *ctx, clrun_buffer *buffer);
 
+/* Stream-ordered free, as cudaFreeAsync: frees a live block of any owner whose last commands
+ * (its writer and readers, `events`) may still be running on an out-of-order queue. The pool
+ * keeps the range with a marker over `events`, and every later owner of any of those bytes
+ * waits for it, whoever allocates them: a block from clrun_alloc is handed out only once the
+ * marker is complete (the call waits on the host); a block of an executor carries the marker,
+ * which the executor takes with clrun__pool_take_wait and puts in the wait list of the first
+ * command that uses the block. On an in-order queue (or with no events) this is
+ * clrun__pool_free_owned: the queue orders reuse by itself. */
+clrun_status clrun__pool_free_owned_after(clrun_context *ctx, clrun_buffer *buffer, cl_uint event_count,
+                                          const cl_event *events);
+
+/* The event that the first command using the executor's block `buffer` must wait for (the
+ * earlier owners of its bytes, still running), or NULL: the caller owns it (release it) and the
+ * block carries it no more. Only on out-of-order queues is it ever non-NULL. */
+clrun_status clrun__pool_take_wait(clrun_context *ctx, const clrun_buffer *buffer, cl_event *out);
+
+/* Weights and constants, apart from the strategy: `count` blocks of sizes[i] bytes (labels may be
+ * NULL) packed one after another, each rounded only to the device alignment, in resident regions
+ * (driver buffers) reserved to measure for this batch, so that a model reserves about its
+ * weights whatever the strategy. The blocks are the executor's (clrun__pool_free_owned frees
+ * them; a region goes back to the driver with its last block) and count against the pool's
+ * limit. On failure nothing stays allocated and *out is zeroed. */
+clrun_status clrun__pool_alloc_resident(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
+                                        size_t count, clrun_buffer *out);
+
+/* A driver buffer of its own of `size` bytes, counted in the pool's reserved bytes and held to
+ * its limit (empty chunks of the pool are given back first when the limit would refuse it):
+ * the executor's naive-mode buffers and planned arena. `label` names it in the out-of-memory
+ * message. Release it with clrun__pool_release_raw. */
+clrun_status clrun__pool_create_raw(clrun_context *ctx, uint64_t size, const char *label, cl_mem *out);
+void clrun__pool_release_raw(clrun_context *ctx, cl_mem mem, uint64_t size);
+
 /* A donated input taken by an executor: the caller's block, live, re-issued as the executor's
  * under a new generation into *out, so that the caller's handle is dead to every call, which
  * then fails with CLRUN_ERROR_DONATED naming `donated_as` ("input 'x'"). */

@@ -4,7 +4,7 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ew_source.c lib/ops/ew_source.h \
 	lib/ops/ops_elementwise.c \
 	lib/ops/fused.h lib/ops/ops_fused.c \
-	lib/ops/ops_matmul.c \
+	lib/ops/ops_matmul.c lib/ops/matmul_core.c lib/ops/matmul_core.h \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c lib/ops/ops_data.h \
 	lib/ops/ops_index.c \
@@ -15,6 +15,7 @@ CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
 	kernels/ew_functions.cl \
 	kernels/matmul.cl \
+	kernels/matmul_core.cl \
 	kernels/norm.cl \
 	kernels/layout.cl \
 	kernels/index.cl \
@@ -31,6 +32,12 @@ tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_referenc
 tests_test_ops_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_ops_kernels
+TESTS += tests/test_ops_kernels
+tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/rng.h
+tests_test_ops_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ops_kernels_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
 if HAVE_CMOCKA

@@ -34,6 +34,16 @@ const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op)
     return NULL;
 }
 
+clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op)
+{
+    static const clrun__named_epilogue *const lists[] = {clrun__epilogue_matmul, clrun__epilogue_conv};
+    for (size_t f = 0; op && f < sizeof lists / sizeof lists[0]; f++)
+        for (const clrun__named_epilogue *k = lists[f]; k->op; k++)
+            if (strcmp(k->op, op->name) == 0)
+                return k->prepare;
+    return NULL;
+}
+
 /* ---- kernels and launches ---------------------------------------------------------------- */
 
 clrun_status clrun__kernel(clrun_context *ctx, const char *name, cl_kernel *out)

@@ -1,50 +1,271 @@
-/* Kernels of convolution and pooling over NCHW images (kernels/conv.cl, and clrun_conv2d_gemm in
- * kernels/matmul.cl). A convolution with at least GEMM_MIN_ROWS output channels per group runs
- * as a tiled product over (image, group) of the weights [O/groups, C/groups*KH*KW] and the
- * image patches, gathered on the fly (implicit GEMM, no scratch buffer). Narrower ones
- * (depthwise above all) take the direct kernel, where a 64-row tile would sit mostly idle. */
+/* Kernels of convolution and pooling over NCHW images (kernels/conv.cl, kernels/matmul_core.cl,
+ * and clrun_conv2d_gemm in kernels/matmul.cl).
+ *
+ * conv2d runs as a product over (image, group) of the image patches and the weights, gathered
+ * on the fly (implicit GEMM: no patch matrix): on devices without real local memory the
+ * register-blocked core (weights packed once into panels, the variant tuned once per shape; a
+ * 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x with its
+ * padding as zeros into the node's own buffer, a little larger than x, so that the product
+ * never checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise convolutions take their own kernel, vectorised along rows; groups too narrow
+ * for a tile on a GPU take the direct kernel. conv2d takes an epilogue (lib/ops/ops.h). */
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cl.h"
-#include "ops/ops_internal.h"
+#include "ops/matmul_core.h"
 
 #define GEMM_MIN_ROWS 16
 
 typedef struct conv_state {
     clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
+    clrun__packing pack;    /* the core: the weights in panels */
+    cl_kernel pad;          /* the core of a padded convolution: x with its padding as zeros */
+    cl_mem padded;          /* ... into this, [N, C, HP, WP] */
+    size_t pad_global[3];
+    bool core;
     bool has_bias;
-    bool conv;              /* conv2d: x, w[, bias] -> out; pool: x -> out */
+    bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
+    int extra;              /* epilogue inputs after the node's own */
+    cl_uint extra_index;    /* the first epilogue argument */
 } conv_state;
+
+static void conv_release(void *opaque)
+{
+    conv_state *st = opaque;
+    if (st == NULL)
+        return;
+    clrun__packing_release(&st->pack);
+    if (st->pad)
+        clrun__cl.ReleaseKernel(st->pad);
+    if (st->padded)
+        clrun__cl.ReleaseMemObject(st->padded);
+    clrun__kernel_state_release(st);
+}
 
 static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                  const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                  const cl_event *wait_list, cl_event *done)
 {
-    (void)call;
-    const conv_state *st = opaque;
+    conv_state *st = opaque;
+    if (!st->conv)
+        return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
+                                           wait_list, done);
     /* Without a bias the kernel never reads it; x stands in. */
-    const cl_mem conv_inputs[3] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0]};
-    return clrun__kernel_state_enqueue(ctx, &st->ks, st->conv ? conv_inputs : inputs, outputs[0],
-                                       wait_count, wait_list, done);
+    const cl_mem buffers[3] = {st->padded ? st->padded : inputs[0],
+                               st->core ? st->pack.packed : inputs[1],
+                               st->has_bias ? inputs[2] : inputs[0]};
+    clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
+    if (s == CLRUN_OK && st->pad)
+        s = clrun__arg(ctx, st->pad, 0, sizeof inputs[0], &inputs[0]);
+    if (s == CLRUN_OK)
+        s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, inputs + call->input_count,
+                                 st->extra);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    if (st->core)
+        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], &chain);
+    if (s == CLRUN_OK && st->pad)
+        s = clrun__chain_launch(&chain, st->pad, 3, st->pad_global, NULL, "conv2d padding");
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
+                                st->ks.what);
+    if (s != CLRUN_OK) {
+        clrun__chain_abort(&chain);
+        return s;
+    }
+    return clrun__chain_end(&chain);
 }
 
-/* ---- conv2d ------------------------------------------------------------------------------ */
+/* ---- conv2d on the core ------------------------------------------------------------------ */
 
-/* Picks the tiled product or the direct kernel and its work sizes. */
-static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t images,
-                                conv_state *st)
+typedef struct conv_tuning {
+    cl_program program;
+    const clrun__core_variant *variants;
+    const cl_int *geo;
+    unsigned nr;
+    cl_uint hp, wp;
+    cl_mem x, packed, out, table;
+} conv_tuning;
+
+/* The image the core reads: x itself without padding (HP x WP = H x W), else the padded copy,
+ * HP x WP = what the windows reach. */
+static bool padded_extent(const cl_int *geo, const clrun__conv_geometry *g, cl_uint *hp, cl_uint *wp)
+{
+    bool pad = g->pad[0] || g->pad[1] || g->pad_end[0] || g->pad_end[1];
+    if (!pad) {
+        *hp = (cl_uint)geo[CLRUN__G_H];
+        *wp = (cl_uint)geo[CLRUN__G_W];
+        return false;
+    }
+    *hp = (cl_uint)((geo[CLRUN__G_OH] - 1) * geo[CLRUN__G_SH] + (geo[CLRUN__G_KH] - 1) * geo[CLRUN__G_DH] + 1);
+    *wp = (cl_uint)((geo[CLRUN__G_OW] - 1) * geo[CLRUN__G_SW] + (geo[CLRUN__G_KW] - 1) * geo[CLRUN__G_DW] + 1);
+    return true;
+}
+
+static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsigned nr,
+                          size_t planes, size_t *global, size_t *local)
 {
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
-    int Og = geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS];
+    size_t Og = (size_t)(geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS]);
+    size_t blocks = (P + v->mr - 1) / v->mr;
+    local[0] = v->lm < blocks ? v->lm : blocks;
+    local[1] = local[2] = 1;
+    global[0] = clrun__round_up(blocks, local[0]);
+    global[1] = (Og + nr - 1) / nr;
+    global[2] = planes;
+}
+
+static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__core_variant *v,
+                                cl_mem table, bool has_bias, cl_uint hp, cl_uint wp,
+                                cl_kernel *kernel)
+{
+    cl_int bias = has_bias;
+    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_core", v->mr, kernel);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 5, sizeof bias, &bias);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 6, sizeof hp, &hp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 7, sizeof wp, &wp);
+    return s;
+}
+
+static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, double *seconds)
+{
+    conv_tuning *t = user;
+    cl_kernel kernel = NULL;
+    clrun_status s = core_kernel(ctx, t->program, &t->variants[i], t->table, false, t->hp, t->wp,
+                                 &kernel);
+    const cl_mem buffers[3] = {t->x, t->packed, t->x};
+    if (s == CLRUN_OK)
+        s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
+    size_t global[3], local[3];
+    core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
+    if (s == CLRUN_OK)
+        s = clrun__time_launch(ctx, kernel, global, local, seconds);
+    if (kernel)
+        clrun__cl.ReleaseKernel(kernel);
+    return s;
+}
+
+/* The variant for this geometry, timed once per (device, shape) over one image and group. */
+static clrun_status choose_variant(clrun_context *ctx, cl_program program, const cl_int *geo,
+                                   unsigned nr, cl_uint hp, cl_uint wp,
+                                   const clrun__core_variant **out)
+{
+    uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
+    uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
+    uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
+    size_t count;
+    const clrun__core_variant *variants = clrun__core_candidates(P, &count);
+    double flops = 2.0 * (double)P * (double)Og * (double)Kc;
+    char key[256];
+    int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
+    for (int i = 0; i < CLRUN__G_COUNT && used > 0 && (size_t)used < sizeof key; i++)
+        used += snprintf(key + used, sizeof key - (size_t)used, " %d", (int)geo[i]);
+    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL};
+    uint64_t image = (uint64_t)geo[CLRUN__G_C] * hp * wp;
+    clrun_status s = clrun__tune_buffer(ctx, (size_t)image * 4, &t.x);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, (size_t)clrun__packed_elements(groups, Kc, Og, nr) * 4, &t.packed);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, (size_t)(P * (uint64_t)geo[CLRUN__G_O] * 4), &t.out);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, geo, CLRUN__G_COUNT * sizeof *geo, &t.table);
+    size_t chosen = 0;
+    if (s == CLRUN_OK)
+        s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
+    const cl_mem scratch[] = {t.x, t.packed, t.out, t.table};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
+        if (scratch[i])
+            clrun__cl.ReleaseMemObject(scratch[i]);
+    *out = &variants[chosen];
+    return s;
+}
+
+static clrun_status prepare_padding(clrun_context *ctx, cl_program program, const cl_int *geo,
+                                    uint64_t images, cl_uint hp, cl_uint wp, conv_state *st)
+{
+    uint64_t planes = images * (uint64_t)geo[CLRUN__G_C], bytes = planes * hp * wp * 4;
+    cl_int err = CL_SUCCESS;
+    st->padded = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (st->padded == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateBuffer", "conv2d: padded image of %" PRIu64 " bytes", bytes);
+    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_pad", 0, &st->pad);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 1, sizeof st->padded, &st->padded);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 2, sizeof st->ks.table, &st->ks.table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 3, sizeof hp, &hp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->pad, 4, sizeof wp, &wp);
+    st->pad_global[0] = wp;
+    st->pad_global[1] = hp;
+    st->pad_global[2] = (size_t)planes;
+    return s;
+}
+
+static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, const cl_int *geo,
+                                 const clrun__conv_geometry *g, uint64_t images, unsigned vw,
+                                 const clrun__epilogue *ep, conv_state *st)
+{
+    cl_uint hp, wp;
+    bool padded = padded_extent(geo, g, &hp, &wp);
+    unsigned nr = 2 * vw;
+    uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
+    uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
+    uint64_t *sources = calloc(groups, sizeof *sources);
+    if (sources == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d: %" PRIu64 " groups", groups);
+    for (uint64_t i = 0; i < groups; i++)
+        sources[i] = i * Og * Kc;
+    cl_program program = NULL;
+    clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, ep, &program);
+    /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant. */
+    if (s == CLRUN_OK)
+        s = clrun__packing_prepare(ctx, program, groups, sources, Kc, Og, 1, Kc, nr,
+                                   (call->constant_inputs >> 1) & 1, &st->pack);
+    free(sources);
+    if (s == CLRUN_OK && padded)
+        s = prepare_padding(ctx, program, geo, images, hp, wp, st);
+    const clrun__core_variant *v = NULL;
+    if (s == CLRUN_OK)
+        s = choose_variant(ctx, program, geo, nr, hp, wp, &v);
+    if (s == CLRUN_OK)
+        s = core_kernel(ctx, program, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
+    if (s == CLRUN_OK)
+        core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
+    st->extra_index = 8;
+    return s;
+}
+
+/* ---- conv2d elsewhere: tiles, the direct kernel, depthwise ------------------------------- */
+
+static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_t images,
+                                  const clrun__core_device *dev, const clrun__epilogue *ep,
+                                  conv_state *st)
+{
+    size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
+    int groups = geo[CLRUN__G_GROUPS], Og = geo[CLRUN__G_O] / groups;
+    bool depthwise = geo[CLRUN__G_C] == groups && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
+                     (dev->registers || Og < GEMM_MIN_ROWS);
+    bool gemm = !depthwise && !dev->registers &&
+                (clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
+                                                           : clrun__ops_kernels == CLRUN__KERNELS_TILED);
+    cl_program program = NULL;
+    clrun_status s = clrun__ops_program(ctx, gemm ? "matmul" : "conv", dev->vw, ep, &program);
     size_t limit = 0;
-    clrun_status s = CLRUN_OK;
-    bool gemm = clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
-                                                          : clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
-    if (gemm) {
-        s = clrun__kernel(ctx, "clrun_conv2d_gemm", &st->ks.kernel);
+    st->extra_index = 6;
+    if (s == CLRUN_OK && gemm) {
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_gemm", 0, &st->ks.kernel);
         if (s == CLRUN_OK)
             s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
         if (s != CLRUN_OK)
@@ -53,13 +274,35 @@ static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t 
             st->ks.local[0] = st->ks.local[1] = 16, st->ks.local[2] = 1;
             st->ks.global[0] = (P + 63) / 64 * 16;
             st->ks.global[1] = ((size_t)Og + 63) / 64 * 16;
-            st->ks.global[2] = (size_t)images * (size_t)geo[CLRUN__G_GROUPS];
+            st->ks.global[2] = (size_t)images * (size_t)groups;
             return CLRUN_OK;
         }
         clrun__cl.ReleaseKernel(st->ks.kernel);
         st->ks.kernel = NULL;
+        s = clrun__ops_program(ctx, "conv", dev->vw, ep, &program);
     }
-    s = clrun__kernel(ctx, "clrun_conv2d_direct", &st->ks.kernel);
+    if (s == CLRUN_OK && depthwise) {
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise", 0, &st->ks.kernel);
+        /* A work-group of whole rows of blocks, up to 64 work-items: groups of one work-item
+         * would cost POCL more to schedule than to run. */
+        size_t blocks = (size_t)(geo[CLRUN__G_OW] + 7) / 8, rows = (size_t)geo[CLRUN__G_OH];
+        st->ks.local[0] = blocks <= 64 ? blocks : 1;
+        st->ks.local[1] = 1;
+        for (size_t d = 1; d <= rows && st->ks.local[0] * d <= 64; d++)
+            if (rows % d == 0)
+                st->ks.local[1] = d;
+        st->ks.local[2] = 1;
+        st->ks.global[0] = blocks;
+        st->ks.global[1] = rows;
+        st->ks.global[2] = (size_t)images * (size_t)geo[CLRUN__G_O];
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, st->ks.kernel, st->ks.local[0] * st->ks.local[1], &limit);
+        if (s == CLRUN_OK && limit < st->ks.local[0] * st->ks.local[1])
+            st->ks.local[0] = st->ks.local[1] = 1;
+        return s;
+    }
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_direct", 0, &st->ks.kernel);
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     st->ks.local[1] = st->ks.local[2] = 1;
@@ -69,8 +312,26 @@ static clrun_status conv_kernel(clrun_context *ctx, const cl_int *geo, uint64_t 
     return s;
 }
 
-static clrun_status conv_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
-                                void **state)
+static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_geometry *g,
+                                int64_t in_channels, int64_t out_channels, cl_int *geo)
+{
+    const clrun_tensor_type *x = &call->inputs[0], *w = &call->inputs[1];
+    const cl_int values[CLRUN__G_COUNT] = {
+        [CLRUN__G_C] = (cl_int)in_channels, [CLRUN__G_H] = (cl_int)x->shape[2],
+        [CLRUN__G_W] = (cl_int)x->shape[3], [CLRUN__G_O] = (cl_int)out_channels,
+        [CLRUN__G_KH] = (cl_int)w->shape[2], [CLRUN__G_KW] = (cl_int)w->shape[3],
+        [CLRUN__G_OH] = (cl_int)g->oh, [CLRUN__G_OW] = (cl_int)g->ow,
+        [CLRUN__G_SH] = (cl_int)g->stride[0], [CLRUN__G_SW] = (cl_int)g->stride[1],
+        [CLRUN__G_PH] = (cl_int)g->pad[0], [CLRUN__G_PW] = (cl_int)g->pad[1],
+        [CLRUN__G_DH] = (cl_int)g->dilation[0], [CLRUN__G_DW] = (cl_int)g->dilation[1],
+        [CLRUN__G_GROUPS] = (cl_int)g->groups,
+    };
+    memcpy(geo, values, sizeof values);
+}
+
+static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
+                                          const clrun__op_call *call, const clrun__epilogue *ep,
+                                          void **state)
 {
     (void)op;
     *state = NULL;
@@ -78,17 +339,12 @@ static clrun_status conv_prepare(clrun_context *ctx, const clrun__op *op, const 
     const clrun__infer_error quiet = {"conv2d", NULL, 0};
     if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "conv2d: prepare on types infer refuses");
-    const clrun_tensor_type *x = &call->inputs[0], *w = &call->inputs[1];
-    const cl_int geo[CLRUN__G_COUNT] = {
-        [CLRUN__G_C] = (cl_int)x->shape[1], [CLRUN__G_H] = (cl_int)x->shape[2],
-        [CLRUN__G_W] = (cl_int)x->shape[3], [CLRUN__G_O] = (cl_int)w->shape[0],
-        [CLRUN__G_KH] = (cl_int)w->shape[2], [CLRUN__G_KW] = (cl_int)w->shape[3],
-        [CLRUN__G_OH] = (cl_int)g.oh, [CLRUN__G_OW] = (cl_int)g.ow,
-        [CLRUN__G_SH] = (cl_int)g.stride[0], [CLRUN__G_SW] = (cl_int)g.stride[1],
-        [CLRUN__G_PH] = (cl_int)g.pad[0], [CLRUN__G_PW] = (cl_int)g.pad[1],
-        [CLRUN__G_DH] = (cl_int)g.dilation[0], [CLRUN__G_DW] = (cl_int)g.dilation[1],
-        [CLRUN__G_GROUPS] = (cl_int)g.groups,
-    };
+    cl_int geo[CLRUN__G_COUNT];
+    conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
+    clrun__core_device dev;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    if (s != CLRUN_OK)
+        return s;
     conv_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d: node state");
@@ -97,15 +353,74 @@ static clrun_status conv_prepare(clrun_context *ctx, const clrun__op *op, const 
     st->ks.dims = 3;
     st->ks.what = "conv2d";
     st->has_bias = call->input_count == 3;
+    st->extra = ep ? ep->extra_inputs : 0;
     cl_int has_bias = st->has_bias;
-    clrun_status s = conv_kernel(ctx, geo, (uint64_t)x->shape[0], st);
+    uint64_t images = (uint64_t)call->inputs[0].shape[0];
+    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS];
+    st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
+    s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
+    if (s == CLRUN_OK)
+        s = st->core ? prepare_core(ctx, call, geo, &g, images, dev.vw, ep, st)
+                     : prepare_other(ctx, geo, images, &dev, ep, st);
+    if (s == CLRUN_OK && !st->core)
+        s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
+    if (s == CLRUN_OK && !st->core)
+        s = clrun__arg(ctx, st->ks.kernel, 5, sizeof has_bias, &has_bias);
+    if (s != CLRUN_OK) {
+        conv_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+static clrun_status conv_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
+                                 void **state)
+{
+    return conv_prepare_epilogue(ctx, op, call, NULL, state);
+}
+
+/* ---- conv_transpose2d: one output per work-item ------------------------------------------ */
+
+static clrun_status conv_transpose_prepare(clrun_context *ctx, const clrun__op *op,
+                                           const clrun__op_call *call, void **state)
+{
+    (void)op;
+    *state = NULL;
+    clrun__conv_geometry g;
+    const clrun__infer_error quiet = {"conv_transpose2d", NULL, 0};
+    if (clrun__conv_transpose_geometry_of(call, &g, &quiet) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "conv_transpose2d: prepare on types infer refuses");
+    cl_int geo[CLRUN__G_COUNT];
+    conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[1] * g.groups, geo);
+    conv_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv_transpose2d: node state");
+    st->conv = true;
+    st->ks.inputs = 3;
+    st->ks.dims = 3;
+    st->ks.what = "conv_transpose2d";
+    st->has_bias = call->input_count == 3;
+    cl_int has_bias = st->has_bias;
+    clrun_status s = clrun__kernel(ctx, "clrun_conv_transpose2d", &st->ks.kernel);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->ks.kernel, 5, sizeof has_bias, &has_bias);
-    return clrun__kernel_state_done(st, s, state);
+    st->ks.local[1] = st->ks.local[2] = 1;
+    st->ks.global[0] = clrun__round_up((size_t)(g.oh * g.ow), st->ks.local[0] ? st->ks.local[0] : 1);
+    st->ks.global[1] = (size_t)geo[CLRUN__G_O];
+    st->ks.global[2] = (size_t)call->inputs[0].shape[0];
+    if (s != CLRUN_OK) {
+        conv_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
 }
 
 /* ---- pooling ----------------------------------------------------------------------------- */
@@ -127,6 +442,9 @@ static clrun_status pool_prepare(clrun_context *ctx, const clrun__op *op, const 
         [CLRUN__P_KH] = (cl_int)g.kernel[0], [CLRUN__P_KW] = (cl_int)g.kernel[1],
         [CLRUN__P_SH] = (cl_int)g.stride[0], [CLRUN__P_SW] = (cl_int)g.stride[1],
         [CLRUN__P_PH] = (cl_int)g.pad[0], [CLRUN__P_PW] = (cl_int)g.pad[1],
+        [CLRUN__P_PHE] = (cl_int)g.pad_end[0], [CLRUN__P_PWE] = (cl_int)g.pad_end[1],
+        [CLRUN__P_DH] = (cl_int)g.dilation[0], [CLRUN__P_DW] = (cl_int)g.dilation[1],
+        [CLRUN__P_INCLUDE_PAD] = g.count_include_pad,
     };
     conv_state *st = calloc(1, sizeof *st);
     if (st == NULL)
@@ -153,29 +471,34 @@ static clrun_status pool_prepare(clrun_context *ctx, const clrun__op *op, const 
     return clrun__kernel_state_done(st, s, state);
 }
 
-/* ---- global_avgpool: a mean over H and W ------------------------------------------------- */
+/* ---- global_avgpool, global_maxpool: a mean or maximum over H and W ---------------------- */
 
-static clrun_status global_avgpool_prepare(clrun_context *ctx, const clrun__op *op,
-                                           const clrun__op_call *call, void **state)
+static clrun_status global_pool_prepare(clrun_context *ctx, const clrun__op *op,
+                                        const clrun__op_call *call, void **state)
 {
-    (void)op;
     static const bool over_h_and_w[4] = {false, false, true, true};
-    return clrun__reduce_prepare(ctx, &call->inputs[0], over_h_and_w, 1, state);
+    bool is_max = strcmp(op->name, "global_maxpool") == 0;
+    return clrun__reduce_prepare(ctx, &call->inputs[0], over_h_and_w,
+                                 is_max ? CLRUN__REDUCE_MAX : CLRUN__REDUCE_MEAN, state);
 }
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-static const clrun__op_kernels conv_kernels = {conv_prepare, conv_enqueue,
-                                               clrun__kernel_state_release};
-static const clrun__op_kernels pool_kernels = {pool_prepare, conv_enqueue,
-                                               clrun__kernel_state_release};
-static const clrun__op_kernels global_avgpool_kernels = {
-    global_avgpool_prepare, clrun__reduce_enqueue, clrun__reduce_release};
+static const clrun__op_kernels conv_kernels = {conv_prepare, conv_enqueue, conv_release};
+static const clrun__op_kernels conv_transpose_kernels = {conv_transpose_prepare, conv_enqueue,
+                                                         conv_release};
+static const clrun__op_kernels pool_kernels = {pool_prepare, conv_enqueue, conv_release};
+static const clrun__op_kernels global_pool_kernels = {
+    global_pool_prepare, clrun__reduce_enqueue, clrun__reduce_release};
+
+const clrun__named_epilogue clrun__epilogue_conv[] = {{"conv2d", conv_prepare_epilogue}, {NULL, NULL}};
 
 const clrun__named_kernels clrun__kernels_conv[] = {
     {"conv2d", &conv_kernels},
+    {"conv_transpose2d", &conv_transpose_kernels},
     {"maxpool2d", &pool_kernels},
     {"avgpool2d", &pool_kernels},
-    {"global_avgpool", &global_avgpool_kernels},
+    {"global_avgpool", &global_pool_kernels},
+    {"global_maxpool", &global_pool_kernels},
     {NULL, NULL},
 };

@@ -199,14 +199,12 @@ static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def,
     if (text == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: kernel source", def->name);
     cl_program program = NULL;
-    clrun_status s = clrun__program_generated(ctx, program_name, text, strlen(text),
-                                              CLRUN__PROGRAM_KEEP, &program);
+    clrun_status s = clrun__program_generated(ctx, program_name, text, strlen(text), &program);
     free(text);
     if (s != CLRUN_OK)
         return s;
     cl_int err = CL_SUCCESS;
     *out = clrun__cl.CreateKernel(program, kernel_name, &err);
-    clrun__program_generated_release(ctx, program); /* kept: the context holds it */
     if (*out == NULL)
         return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", kernel_name);
     return CLRUN_OK;

@@ -41,7 +41,7 @@ static clrun_status fused_prepare(clrun_context *ctx, const clrun__op *op, const
     st->inputs = (cl_uint)f->input_count;
     st->what = op->name;
     cl_program program = NULL;
-    clrun_status s = clrun__program_generated(ctx, "fused", f->source, f->source_length, 0, &program);
+    clrun_status s = clrun__program_generated_ex(ctx, "fused", f->source, f->source_length, 0, &program);
     if (s == CLRUN_OK) {
         cl_int err = CL_SUCCESS;
         st->kernel = clrun__cl.CreateKernel(program, f->kernel, &err);

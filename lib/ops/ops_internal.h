@@ -24,6 +24,13 @@ extern const clrun__named_kernels clrun__kernels_layout[];
 extern const clrun__named_kernels clrun__kernels_conv[];
 extern const clrun__named_kernels clrun__kernels_index[];
 extern const clrun__named_kernels clrun__kernels_resize[];
+/* The ops that take an epilogue (ops.h), by name. */
+typedef struct clrun__named_epilogue {
+    const char *op;
+    clrun__prepare_epilogue_fn prepare;
+} clrun__named_epilogue;
+extern const clrun__named_epilogue clrun__epilogue_matmul[];
+extern const clrun__named_epilogue clrun__epilogue_conv[];
 
 /* Which kernels matmul and conv2d use. AUTO picks by device: VECTOR on CPUs (matmul), TILED
  * elsewhere, SIMPLE (one output per work-item) where work-groups of 16 x 16 do not fit. Tests
@@ -46,11 +53,13 @@ extern clrun__kernel_choice clrun__ops_kernels;
     X(G_C) X(G_H) X(G_W) X(G_O) X(G_KH) X(G_KW) X(G_OH) X(G_OW) X(G_SH) X(G_SW) X(G_PH) X(G_PW)    \
     X(G_DH) X(G_DW) X(G_GROUPS)
 #define CLRUN__POOL_GEOMETRY(X)                                                                    \
-    X(P_H) X(P_W) X(P_OH) X(P_OW) X(P_KH) X(P_KW) X(P_SH) X(P_SW) X(P_PH) X(P_PW)
+    X(P_H) X(P_W) X(P_OH) X(P_OW) X(P_KH) X(P_KW) X(P_SH) X(P_SW) X(P_PH) X(P_PW) X(P_PHE)         \
+    X(P_PWE) X(P_DH) X(P_DW) X(P_INCLUDE_PAD)
 #define CLRUN__GEOMETRY_INDEX(name) CLRUN__##name,
 /* Convolution: {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}. */
 enum { CLRUN__CONV_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__G_COUNT };
-/* Pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW}. */
+/* Pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW (pads before), PHE, PWE (after), DH, DW,
+ * count_include_pad}. */
 enum { CLRUN__POOL_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
 
 /* A work-group size for a 1-D kernel: the largest power of two <= min(want, the kernel's limit
@@ -138,8 +147,19 @@ clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
                            const size_t *global, const size_t *local, cl_uint wait_count,
                            const cl_event *wait_list, cl_event *done, const char *what);
 
-/* Reductions (lib/ops/ops_norm.c), shared with global_avgpool: reduces x over the axes set in
- * `reduced`; code 0 sums, 1 averages, 2 takes the maximum. */
+/* Reductions: the op codes of lib/graph/infer_norm.c and REDUCE_* in kernels/norm.cl. */
+enum {
+    CLRUN__REDUCE_SUM = 0,
+    CLRUN__REDUCE_MEAN = 1,
+    CLRUN__REDUCE_MAX = 2,
+    CLRUN__REDUCE_MIN = 3,
+    CLRUN__REDUCE_PROD = 4,
+    CLRUN__REDUCE_L2 = 5,
+    CLRUN__REDUCE_SUM_SQUARE = 6,
+};
+
+/* Reductions (lib/ops/ops_norm.c), shared with the global pools: reduces x over the axes set in
+ * `reduced` with reduction `code` (CLRUN__REDUCE_*). */
 clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
                                    const bool *reduced, int code, void **state);
 clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,

@@ -1,30 +1,56 @@
-/* Kernels of matmul (kernels/matmul.cl): batched, broadcast over batch dimensions, with transposes, an
- * optional bias over the output's columns, and a scale. GPUs and other devices get the kernel
- * tiled in local memory (work-groups of 16 x 16; a device that cannot run those gets one output
- * per work-item); CPUs get the one blocked in registers with float8, which suits them better
- * (see kernels/matmul.cl). */
+/* Kernels of matmul: batched, broadcast over batch dimensions, with transposes, an optional bias
+ * over the output's columns, a scale, and an optional epilogue (lib/ops/ops.h).
+ *
+ * Devices without real local memory (CPUs) run the register-blocked core (kernels/
+ * matmul_core.cl): B packed into panels (a constant B, the weights, once per executor, at the
+ * first run; any other B at every run), MR x NR blocks per work-item, the variant tuned once
+ * per (device, shape). Devices with local memory run 64 x 64 tiles in local memory
+ * (kernels/matmul.cl), or one output per work-item where work-groups of 16 x 16 do not fit. All
+ * sum each output in one fma chain, k ascending: every kernel and variant gives the same bits. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cl.h"
-#include "ops/ops_internal.h"
+#include "ops/matmul_core.h"
 
 typedef struct mm_state {
-    clrun__kernel_state ks; /* table: per batch entry, A and B offsets in elements; 3-D */
+    clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
+    clrun__packing pack;    /* the core's B in panels */
+    bool core;              /* the register-blocked core (else tiles or one output per item) */
     bool has_bias;
+    int extra;              /* epilogue inputs after the node's own */
 } mm_state;
 
-/* Offsets of A and B for every batch entry, or, when B has no batch and A is not transposed,
- * one entry: A's batch folds into M (a [B, M, K] is a [B*M, K] matrix), one big product. */
-static clrun_status batch_offsets(clrun_context *ctx, clrun__matmul_dims *d, mm_state *st, size_t *batches)
+static void mm_release(void *opaque)
+{
+    mm_state *st = opaque;
+    if (st == NULL)
+        return;
+    clrun__packing_release(&st->pack);
+    clrun__kernel_state_release(st);
+}
+
+/* Batch entries: the product's dimensions with A's batch folded into M where B has none and A is
+ * not transposed (a [B, M, K] is a [B*M, K] matrix: one big product). */
+static uint64_t fold_batches(clrun__matmul_dims *d)
 {
     uint64_t count = clrun_tensor_elements(&d->batch);
     if (clrun_tensor_elements(&d->batch_b) == 1 && !d->ta && d->M * count <= UINT32_MAX) {
         d->M *= count;
         count = 1;
     }
+    return count;
+}
+
+/* Element offsets of A and B for each batch entry z: offsets[2z], offsets[2z + 1]. The caller
+ * frees *out. */
+static clrun_status batch_offsets(clrun_context *ctx, const clrun__matmul_dims *d, uint64_t count,
+                                  uint64_t **out)
+{
     uint64_t *offsets = calloc(2 * count, sizeof *offsets);
+    *out = offsets;
     if (offsets == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: %" PRIu64 " batches", count);
     uint64_t sa[CLRUN_MAX_DIMS], sb[CLRUN_MAX_DIMS];
@@ -41,56 +67,168 @@ static clrun_status batch_offsets(clrun_context *ctx, clrun__matmul_dims *d, mm_
         offsets[2 * z] = oa * d->M * d->K;
         offsets[2 * z + 1] = ob * d->K * d->N;
     }
-    clrun_status s = clrun__table_buffer(ctx, offsets, 2 * count * sizeof *offsets,
-                                         &st->ks.table);
-    free(offsets);
-    *batches = (size_t)count;
+    return CLRUN_OK;
+}
+
+/* ---- the core ---------------------------------------------------------------------------- */
+
+/* Timing of the candidates over scratch buffers of one batch entry. */
+typedef struct mm_tuning {
+    cl_program program;
+    const clrun__core_variant *variants;
+    const clrun__matmul_dims *d;
+    unsigned nr;
+    cl_mem a, packed, out, table;
+} mm_tuning;
+
+static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__matmul_dims *d,
+                                const clrun__core_variant *v, float alpha, bool has_bias,
+                                cl_mem table, cl_kernel *kernel)
+{
+    cl_uint M = (cl_uint)d->M, N = (cl_uint)d->N, K = (cl_uint)d->K;
+    cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
+    cl_int bias = has_bias;
+    cl_uint sp = v->sp;
+    clrun_status s = clrun__program_kernel(ctx, program, "clrun_mm_core", v->mr, kernel);
+    struct { size_t size; const void *value; } args[] = {
+        {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
+        {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
+        {sizeof sp, &sp},
+    };
+    for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
+        s = clrun__arg(ctx, *kernel, 4 + i, args[i].size, args[i].value);
     return s;
 }
 
-/* The kernel for this device (or the one tests force). */
-static clrun__kernel_choice matmul_choice(clrun_context *ctx)
+static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant *v, unsigned nr,
+                          size_t batches, size_t *global, size_t *local)
 {
-    if (clrun__ops_kernels != CLRUN__KERNELS_AUTO)
-        return clrun__ops_kernels;
-    return strcmp(ctx->info.type, "CPU") == 0 ? CLRUN__KERNELS_VECTOR : CLRUN__KERNELS_TILED;
+    size_t blocks = (size_t)((d->M + v->mr - 1) / v->mr);
+    local[0] = v->lm < blocks ? v->lm : blocks;
+    local[1] = local[2] = 1;
+    global[0] = clrun__round_up(blocks, local[0]);
+    global[1] = clrun__round_up((size_t)((d->N + nr - 1) / nr), v->sp);
+    global[2] = batches;
 }
 
-/* Work sizes: tiled, 16 x 16 groups over 64 x 64 tiles; vector, 8 x 8 groups of 4 x 8 blocks;
- * simple, a square-ish group within the device's limit over single outputs. The tiled kernel
- * falls back to the simple one where its groups do not fit. */
-static clrun_status pick_kernel(clrun_context *ctx, const clrun__matmul_dims *d, size_t batches, mm_state *st)
+static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, double *seconds)
 {
-    static const char *const names[] = {
-        [CLRUN__KERNELS_TILED] = "clrun_matmul",
-        [CLRUN__KERNELS_VECTOR] = "clrun_matmul_vec",
-        [CLRUN__KERNELS_SIMPLE] = "clrun_matmul_naive",
-    };
-    clrun__kernel_choice choice = matmul_choice(ctx);
+    mm_tuning *t = user;
+    cl_kernel kernel = NULL;
+    clrun_status s = core_kernel(ctx, t->program, t->d, &t->variants[i], 1.0f, false, t->table,
+                                 &kernel);
+    const cl_mem buffers[3] = {t->a, t->packed, t->a};
+    if (s == CLRUN_OK)
+        s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
+    size_t global[3], local[3];
+    core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
+    if (s == CLRUN_OK)
+        s = clrun__time_launch(ctx, kernel, global, local, seconds);
+    if (kernel)
+        clrun__cl.ReleaseKernel(kernel);
+    return s;
+}
+
+/* Chooses the core's variant for d, timing the candidates once per (device, shape). */
+static clrun_status choose_variant(clrun_context *ctx, cl_program program,
+                                   const clrun__matmul_dims *d, unsigned nr,
+                                   const clrun__core_variant **out)
+{
+    size_t count;
+    const clrun__core_variant *variants = clrun__core_candidates(d->M, &count);
+    *out = &variants[0];
+    double flops = 2.0 * (double)d->M * (double)d->N * (double)d->K;
+    char key[160];
+    snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u",
+             d->M, d->N, d->K, d->ta, nr);
+    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL};
+    const uint64_t zero[2] = {0, 0};
+    clrun_status s = clrun__tune_buffer(ctx, (size_t)(d->M * d->K * 4), &t.a);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, (size_t)clrun__packed_elements(1, d->K, d->N, nr) * 4, &t.packed);
+    if (s == CLRUN_OK)
+        s = clrun__tune_buffer(ctx, (size_t)(d->M * d->N * 4), &t.out);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, zero, sizeof zero, &t.table);
+    size_t chosen = 0;
+    if (s == CLRUN_OK)
+        s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
+    const cl_mem scratch[] = {t.a, t.packed, t.out, t.table};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
+        if (scratch[i])
+            clrun__cl.ReleaseMemObject(scratch[i]);
+    *out = &variants[chosen];
+    return s;
+}
+
+/* The core's state: packing of B, batch table of (A offset, packed B offset), kernel. */
+static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, cl_program program,
+                                 unsigned vw, clrun__matmul_dims *d, mm_state *st)
+{
+    unsigned nr = 2 * vw;
+    uint64_t batches = fold_batches(d), *offsets = NULL;
+    uint64_t b_batches = clrun_tensor_elements(&d->batch_b);
+    clrun_status s = batch_offsets(ctx, d, batches, &offsets);
+    uint64_t *sources = s == CLRUN_OK ? calloc(b_batches, sizeof *sources) : NULL;
+    if (s == CLRUN_OK && sources == NULL)
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: %" PRIu64 " batches", b_batches);
+    uint64_t panel_elements = clrun__packed_elements(1, d->K, d->N, nr);
+    for (uint64_t zb = 0; s == CLRUN_OK && zb < b_batches; zb++)
+        sources[zb] = zb * d->K * d->N;
+    for (uint64_t z = 0; s == CLRUN_OK && z < batches; z++)
+        offsets[2 * z + 1] = offsets[2 * z + 1] / (d->K * d->N) * panel_elements;
+    bool constant = (call->constant_inputs >> 1) & 1;
+    if (s == CLRUN_OK)
+        s = clrun__packing_prepare(ctx, program, b_batches, sources, d->K, d->N, d->tb ? 1 : d->N,
+                                   d->tb ? d->K : 1, nr, constant, &st->pack);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, offsets, (size_t)(2 * batches * sizeof *offsets), &st->ks.table);
+    free(offsets);
+    free(sources);
+    const clrun__core_variant *v = NULL;
+    if (s == CLRUN_OK)
+        s = choose_variant(ctx, program, d, nr, &v);
+    float alpha = (float)clrun__attr_float_or(call, "alpha", 1.0);
+    if (s == CLRUN_OK)
+        s = core_kernel(ctx, program, d, v, alpha, st->has_bias, st->ks.table, &st->ks.kernel);
+    if (s == CLRUN_OK)
+        core_geometry(d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
+    return s;
+}
+
+/* ---- tiles in local memory, or one output per work-item ---------------------------------- */
+
+static clrun_status prepare_tiled(clrun_context *ctx, const clrun__op_call *call, cl_program program,
+                                  clrun__matmul_dims *d, mm_state *st)
+{
+    uint64_t batches = fold_batches(d), *offsets = NULL;
+    clrun_status s = batch_offsets(ctx, d, batches, &offsets);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, offsets, (size_t)(2 * batches * sizeof *offsets), &st->ks.table);
+    free(offsets);
+    bool tiled = clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
     size_t limit = 0;
-    clrun_status s = clrun__kernel(ctx, names[choice], &st->ks.kernel);
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, tiled ? "clrun_matmul" : "clrun_matmul_naive", 0,
+                                  &st->ks.kernel);
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
-    if (s == CLRUN_OK && choice == CLRUN__KERNELS_TILED && limit < 256) {
+    if (s == CLRUN_OK && tiled && limit < 256) {
         clrun__cl.ReleaseKernel(st->ks.kernel);
         st->ks.kernel = NULL;
-        choice = CLRUN__KERNELS_SIMPLE;
-        s = clrun__kernel(ctx, names[choice], &st->ks.kernel);
+        tiled = false;
+        s = clrun__program_kernel(ctx, program, "clrun_matmul_naive", 0, &st->ks.kernel);
         if (s == CLRUN_OK)
             s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
     }
     if (s != CLRUN_OK)
         return s;
     size_t cols = (size_t)d->N, rows = (size_t)d->M;
-    if (choice == CLRUN__KERNELS_TILED) {
+    if (tiled) {
         st->ks.local[0] = st->ks.local[1] = 16;
         cols = (cols + 63) / 64 * 16;
         rows = (rows + 63) / 64 * 16;
     } else {
-        if (choice == CLRUN__KERNELS_VECTOR) {
-            cols = (cols + 7) / 8;
-            rows = (rows + 3) / 4;
-        }
         st->ks.local[0] = 1;
         while (st->ks.local[0] * st->ks.local[0] < limit && st->ks.local[0] < 8)
             st->ks.local[0] *= 2;
@@ -99,13 +237,7 @@ static clrun_status pick_kernel(clrun_context *ctx, const clrun__matmul_dims *d,
     st->ks.local[2] = 1;
     st->ks.global[0] = clrun__round_up(cols, st->ks.local[0]);
     st->ks.global[1] = clrun__round_up(rows, st->ks.local[1]);
-    st->ks.global[2] = batches;
-    return CLRUN_OK;
-}
-
-static clrun_status set_constant_args(clrun_context *ctx, const clrun__matmul_dims *d,
-                                      const clrun__op_call *call, mm_state *st)
-{
+    st->ks.global[2] = (size_t)batches;
     cl_uint M = (cl_uint)d->M, N = (cl_uint)d->N, K = (cl_uint)d->K;
     /* Strides in elements along m and k of A, k and n of B (a transposed input is stored as
      * [K, M] or [N, K]). */
@@ -118,14 +250,16 @@ static clrun_status set_constant_args(clrun_context *ctx, const clrun__matmul_di
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof b_ks, &b_ks}, {sizeof b_ns, &b_ns},
         {sizeof has_bias, &has_bias}, {sizeof alpha, &alpha},
     };
-    clrun_status s = CLRUN_OK;
     for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
         s = clrun__arg(ctx, st->ks.kernel, 4 + i, args[i].size, args[i].value);
     return s;
 }
 
-static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
-                              void **state)
+/* ---- the op ------------------------------------------------------------------------------ */
+
+static clrun_status mm_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
+                                        const clrun__op_call *call, const clrun__epilogue *ep,
+                                        void **state)
 {
     (void)op;
     *state = NULL;
@@ -133,35 +267,67 @@ static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const cl
     const clrun__infer_error quiet = {"matmul", NULL, 0};
     if (clrun__matmul_dims_of(call, &d, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "matmul: prepare on types infer refuses");
+    clrun__core_device dev;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    if (s != CLRUN_OK)
+        return s;
     mm_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: node state");
     st->has_bias = call->input_count == 3;
+    st->extra = ep ? ep->extra_inputs : 0;
+    st->core = dev.registers;
     st->ks.inputs = 3;
     st->ks.dims = 3;
     st->ks.what = "matmul";
-    size_t batches = 1;
-    clrun_status s = batch_offsets(ctx, &d, st, &batches);
+    cl_program program = NULL;
+    s = clrun__ops_program(ctx, st->core ? "matmul_core" : "matmul", dev.vw, ep, &program);
     if (s == CLRUN_OK)
-        s = pick_kernel(ctx, &d, batches, st);
-    if (s == CLRUN_OK)
-        s = set_constant_args(ctx, &d, call, st);
-    return clrun__kernel_state_done(st, s, state);
+        s = st->core ? prepare_core(ctx, call, program, dev.vw, &d, st)
+                     : prepare_tiled(ctx, call, program, &d, st);
+    if (s != CLRUN_OK) {
+        mm_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
+                               void **state)
+{
+    return mm_prepare_epilogue(ctx, op, call, NULL, state);
 }
 
 static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *done)
 {
-    (void)call;
-    const mm_state *st = opaque;
-    /* Without a bias the kernel never reads argument 2; A stands in for it. */
-    const cl_mem buffers[3] = {inputs[0], inputs[1], st->has_bias ? inputs[2] : inputs[0]};
-    return clrun__kernel_state_enqueue(ctx, &st->ks, buffers, outputs[0], wait_count, wait_list,
-                                       done);
+    mm_state *st = opaque;
+    /* Without a bias the kernels never read argument 2; A stands in for it. */
+    const cl_mem bias = st->has_bias ? inputs[2] : inputs[0];
+    const cl_mem buffers[3] = {inputs[0], st->core ? st->pack.packed : inputs[1], bias};
+    clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
+    if (s == CLRUN_OK)
+        s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? 13 : 14,
+                                 inputs + call->input_count, st->extra);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    if (st->core)
+        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], &chain);
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
+                                st->ks.what);
+    if (s != CLRUN_OK) {
+        clrun__chain_abort(&chain);
+        return s;
+    }
+    return clrun__chain_end(&chain);
 }
 
-static const clrun__op_kernels matmul_kernels = {mm_prepare, mm_enqueue,
-                                                 clrun__kernel_state_release};
+static const clrun__op_kernels matmul_kernels = {mm_prepare, mm_enqueue, mm_release};
 
 const clrun__named_kernels clrun__kernels_matmul[] = {{"matmul", &matmul_kernels}, {NULL, NULL}};
+const clrun__named_epilogue clrun__epilogue_matmul[] = {{"matmul", mm_prepare_epilogue}, {NULL, NULL}};

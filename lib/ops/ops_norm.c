@@ -1,38 +1,63 @@
-/* Row-wise ops (kernels/norm.cl): softmax, layernorm, and the reductions reduce_sum,
- * reduce_mean, reduce_max (which global_avgpool in ops_conv.c shares). Each launches one
- * work-group per row or output; the group size is a power of two no larger than the row needs. */
+/* Row ops (kernels/norm.cl): softmax, logsoftmax, layernorm, instancenorm, batchnorm; the
+ * reductions (which the global pools in ops_conv.c share); argmax and argmin. Rows that are
+ * contiguous run one work-item per row with vector loads on devices without real local memory
+ * (CPUs), one work-group per row elsewhere; rows along an inner axis run one work-item each. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cl.h"
-#include "ops/ops_internal.h"
+#include "ops/matmul_core.h"
 
 /* Work-group size limit the kernels' local arrays are sized for (MAX_GROUP in norm.cl). */
 #define MAX_GROUP 256
 
+/* The norm program for ctx's device (VW its vector width), and whether rows take one work-item
+ * (CPUs) rather than one work-group. */
+static clrun_status norm_program(clrun_context *ctx, cl_program *program, bool *per_item)
+{
+    clrun__core_device dev;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    if (s == CLRUN_OK)
+        s = clrun__ops_program(ctx, "norm", dev.vw, NULL, program);
+    *per_item = dev.registers;
+    return s;
+}
 
-/* A node's state with `name`'s kernel, one dimension over `rows` rows of `length` elements (a
- * work-group per row); reductions add their shape table. */
+/* A node state with kernel `name` of the norm program. One dimension: `items` work-items in
+ * groups of up to 16 (per_item), or `rows` work-groups of a power-of-two size that the row's
+ * `length` fills (a group per row). */
 static clrun_status row_begin(clrun_context *ctx, const char *name, int inputs, uint64_t rows,
-                              uint64_t length, clrun__kernel_state **out)
+                              uint64_t length, bool per_item, clrun__kernel_state **out)
 {
     *out = NULL;
+    cl_program program = NULL;
+    bool cpu = false;
+    clrun_status s = norm_program(ctx, &program, &cpu);
+    if (s != CLRUN_OK)
+        return s;
     clrun__kernel_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", name);
     st->inputs = (cl_uint)inputs;
     st->dims = 1;
-    st->what = "row op";
-    clrun_status s = clrun__kernel(ctx, name, &st->kernel);
-    if (s == CLRUN_OK)
+    st->what = name;
+    s = clrun__program_kernel(ctx, program, name, 0, &st->kernel);
+    if (s == CLRUN_OK && per_item) {
+        size_t local = 1;
+        while (local < 16 && rows % (local * 2) == 0)
+            local *= 2;
+        st->local[0] = local;
+        st->global[0] = (size_t)rows;
+    } else if (s == CLRUN_OK) {
         s = clrun__local_size(ctx, st->kernel, length < MAX_GROUP ? (size_t)length : MAX_GROUP,
                               &st->local[0]);
+        st->global[0] = (size_t)rows * st->local[0];
+    }
     if (s != CLRUN_OK) {
         clrun__kernel_state_release(st);
         return s;
     }
-    st->global[0] = (size_t)rows * st->local[0];
     *out = st;
     return CLRUN_OK;
 }
@@ -52,38 +77,139 @@ static clrun_status row_args(clrun_context *ctx, clrun__kernel_state *st, int co
     return s;
 }
 
-/* ---- softmax ----------------------------------------------------------------------------- */
+/* Whether this device runs rows one per work-item. */
+static clrun_status rows_per_item(clrun_context *ctx, bool *per_item)
+{
+    clrun__core_device dev;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    *per_item = dev.registers;
+    return s;
+}
+
+/* [outer, D, inner] of x around `axis`. */
+static void around_axis(const clrun_tensor_type *x, int axis, uint64_t *outer, uint64_t *D,
+                        uint64_t *inner)
+{
+    *outer = clrun__dims_product(x, 0, axis);
+    *D = (uint64_t)x->shape[axis];
+    *inner = clrun__dims_product(x, axis + 1, x->rank);
+}
+
+/* ---- softmax, logsoftmax ----------------------------------------------------------------- */
 
 static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op *op,
-                                   const clrun__op_call *call, void **state)
+                                    const clrun__op_call *call, void **state)
 {
-    (void)op;
     const clrun_tensor_type *x = &call->inputs[0];
-    cl_ulong N = (cl_ulong)x->shape[x->rank - 1];
-    cl_ulong M = x->rank >= 2 ? (cl_ulong)x->shape[x->rank - 2] : 1;
-    cl_int causal = (cl_int)clrun__attr_int_or(call, "causal", 0);
+    int axis = x->rank - 1;
+    const clrun__infer_error quiet = {op->name, NULL, 0};
+    if (clrun__op_axis(call, -1, &axis, &quiet) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "%s: prepare on an axis infer refuses", op->name);
+    uint64_t outer, D, inner;
+    around_axis(x, axis, &outer, &D, &inner);
+    cl_int log_form = op->code == 1;
+    cl_ulong n = D;
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_softmax_f32", 1, clrun_tensor_elements(x) / N, N, &st);
+    bool per_item = false;
+    clrun_status s = rows_per_item(ctx, &per_item);
+    if (s == CLRUN_OK && inner > 1) {
+        cl_ulong in = inner;
+        s = row_begin(ctx, "clrun_softmax_strided", 1, outer * inner, D, true, &st);
+        if (s == CLRUN_OK)
+            s = row_args(ctx, st, 3, sizeof n, &n, sizeof in, &in, sizeof log_form, &log_form);
+        else
+            return s;
+        return clrun__kernel_state_done(st, s, state);
+    }
     if (s != CLRUN_OK)
         return s;
-    s = row_args(ctx, st, 3, sizeof N, &N, sizeof M, &M, sizeof causal, &causal);
+    cl_ulong M = x->rank >= 2 ? (cl_ulong)x->shape[x->rank - 2] : 1;
+    cl_int causal = (cl_int)clrun__attr_int_or(call, "causal", 0);
+    s = row_begin(ctx, per_item ? "clrun_softmax_rows" : "clrun_softmax_f32", 1, outer, D,
+                  per_item, &st);
+    if (s != CLRUN_OK)
+        return s;
+    s = row_args(ctx, st, 4, sizeof n, &n, sizeof M, &M, sizeof causal, &causal, sizeof log_form,
+                 &log_form);
     return clrun__kernel_state_done(st, s, state);
 }
 
-/* ---- layernorm --------------------------------------------------------------------------- */
+/* ---- layernorm, instancenorm ------------------------------------------------------------- */
+
+/* Rows of D normalised; gamma (and beta) per column, or per channel (per_row) for C channels. */
+static clrun_status norm_rows_prepare(clrun_context *ctx, uint64_t rows, uint64_t D, float eps,
+                                      bool per_row, uint64_t C, bool has_beta, void **state)
+{
+    bool per_item = false;
+    clrun_status s = rows_per_item(ctx, &per_item);
+    clrun__kernel_state *st = NULL;
+    if (s == CLRUN_OK)
+        s = row_begin(ctx, per_item ? "clrun_layernorm_rows" : "clrun_layernorm_f32", 3, rows, D,
+                      per_item, &st);
+    if (s != CLRUN_OK)
+        return s;
+    cl_ulong d = D, c = C;
+    cl_int row_flag = per_row, beta_flag = has_beta;
+    s = row_args(ctx, st, 5, sizeof d, &d, sizeof eps, &eps, sizeof row_flag, &row_flag,
+                 sizeof c, &c, sizeof beta_flag, &beta_flag);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* x, gamma[, beta]: without beta, gamma stands in for the buffer the kernel does not read. */
+static clrun_status norm_rows_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                      const cl_mem *inputs, const cl_mem *outputs,
+                                      cl_uint wait_count, const cl_event *wait_list, cl_event *done)
+{
+    const cl_mem buffers[3] = {inputs[0], inputs[1], call->input_count > 2 ? inputs[2] : inputs[1]};
+    return clrun__kernel_state_enqueue(ctx, state, buffers, outputs[0], wait_count, wait_list,
+                                       done);
+}
 
 static clrun_status layernorm_prepare(clrun_context *ctx, const clrun__op *op,
-                                     const clrun__op_call *call, void **state)
+                                      const clrun__op_call *call, void **state)
+{
+    const clrun_tensor_type *x = &call->inputs[0];
+    int axis = x->rank - 1;
+    const clrun__infer_error quiet = {op->name, NULL, 0};
+    if (clrun__op_axis(call, -1, &axis, &quiet) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "layernorm: prepare on an axis infer refuses");
+    uint64_t D = clrun__dims_product(x, axis, x->rank);
+    float eps = (float)clrun__attr_float_or(call, "eps", 1e-5);
+    return norm_rows_prepare(ctx, clrun_tensor_elements(x) / D, D, eps, false, 1,
+                             call->input_count > 2, state);
+}
+
+static clrun_status instancenorm_prepare(clrun_context *ctx, const clrun__op *op,
+                                         const clrun__op_call *call, void **state)
 {
     (void)op;
     const clrun_tensor_type *x = &call->inputs[0];
-    cl_ulong D = (cl_ulong)x->shape[x->rank - 1];
+    uint64_t D = clrun__dims_product(x, 2, x->rank);
+    float eps = (float)clrun__attr_float_or(call, "eps", 1e-5);
+    return norm_rows_prepare(ctx, clrun__dims_product(x, 0, 2), D, eps, true,
+                             (uint64_t)x->shape[1], true, state);
+}
+
+/* ---- batchnorm --------------------------------------------------------------------------- */
+
+static clrun_status batchnorm_prepare(clrun_context *ctx, const clrun__op *op,
+                                      const clrun__op_call *call, void **state)
+{
+    (void)op;
+    const clrun_tensor_type *x = &call->inputs[0];
+    cl_ulong C = (cl_ulong)x->shape[1], inner = clrun__dims_product(x, 2, x->rank);
     cl_float eps = (cl_float)clrun__attr_float_or(call, "eps", 1e-5);
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_layernorm_f32", 3, clrun_tensor_elements(x) / D, D, &st);
+    clrun_status s = row_begin(ctx, "clrun_batchnorm", 5, 1, 1, true, &st);
     if (s != CLRUN_OK)
         return s;
-    s = row_args(ctx, st, 2, sizeof D, &D, sizeof eps, &eps);
+    st->dims = 2;
+    s = clrun__local_size(ctx, st->kernel, inner < 64 ? (size_t)inner : 64, &st->local[0]);
+    st->local[1] = 1;
+    st->global[0] = clrun__round_up((size_t)inner, st->local[0] ? st->local[0] : 1);
+    st->global[1] = (size_t)clrun__dims_product(x, 0, 2);
+    if (s == CLRUN_OK)
+        s = row_args(ctx, st, 3, sizeof C, &C, sizeof inner, &inner, sizeof eps, &eps);
     return clrun__kernel_state_done(st, s, state);
 }
 
@@ -136,7 +262,7 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     for (int i = 0; i < red; i++) meta[n++] = rd[i];
     for (int i = 0; i < red; i++) meta[n++] = rs[i];
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_reduce_f32", 1, outputs, count, &st);
+    clrun_status s = row_begin(ctx, "clrun_reduce_f32", 1, outputs, count, false, &st);
     if (s != CLRUN_OK)
         return s;
     s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->table);
@@ -156,7 +282,7 @@ clrun_status clrun__reduce_enqueue(clrun_context *ctx, void *state, const clrun_
 
 void clrun__reduce_release(void *state) { clrun__kernel_state_release(state); }
 
-/* reduce_sum, reduce_mean and reduce_max: op->code is the reduction (REDUCE_* in norm.cl). */
+/* The reductions: op->code is the reduction (CLRUN__REDUCE_*). */
 static clrun_status reduce_prepare(clrun_context *ctx, const clrun__op *op,
                                    const clrun__op_call *call, void **state)
 {
@@ -167,15 +293,49 @@ static clrun_status reduce_prepare(clrun_context *ctx, const clrun__op *op,
     return clrun__reduce_prepare(ctx, &call->inputs[0], reduced, op->code, state);
 }
 
+/* ---- argmax, argmin ---------------------------------------------------------------------- */
+
+static clrun_status arg_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
+                                void **state)
+{
+    const clrun_tensor_type *x = &call->inputs[0];
+    int axis = 0;
+    const clrun__infer_error quiet = {op->name, NULL, 0};
+    if (clrun__op_axis(call, 0, &axis, &quiet) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "%s: prepare on an axis infer refuses", op->name);
+    uint64_t outer, D, inner;
+    around_axis(x, axis, &outer, &D, &inner);
+    clrun__kernel_state *st;
+    clrun_status s = row_begin(ctx, "clrun_arg_extreme", 1, outer * inner, D, true, &st);
+    if (s != CLRUN_OK)
+        return s;
+    cl_ulong d = D, in = inner;
+    cl_int is_min = op->code == 1, last = (cl_int)clrun__attr_int_or(call, "select_last_index", 0);
+    s = row_args(ctx, st, 4, sizeof d, &d, sizeof in, &in, sizeof is_min, &is_min, sizeof last,
+                 &last);
+    return clrun__kernel_state_done(st, s, state);
+}
+
 static const clrun__op_kernels softmax_kernels = {
     softmax_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
 static const clrun__op_kernels layernorm_kernels = {
-    layernorm_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+    layernorm_prepare, norm_rows_enqueue, clrun__kernel_state_release};
+static const clrun__op_kernels instancenorm_kernels = {
+    instancenorm_prepare, norm_rows_enqueue, clrun__kernel_state_release};
+static const clrun__op_kernels batchnorm_kernels = {
+    batchnorm_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
 static const clrun__op_kernels reduce_kernels = {
     reduce_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
+static const clrun__op_kernels arg_kernels = {
+    arg_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release};
 
 const clrun__named_kernels clrun__kernels_norm[] = {
-    {"softmax", &softmax_kernels},       {"layernorm", &layernorm_kernels},
-    {"reduce_sum", &reduce_kernels},     {"reduce_mean", &reduce_kernels},
-    {"reduce_max", &reduce_kernels},     {NULL, NULL},
+    {"softmax", &softmax_kernels},        {"logsoftmax", &softmax_kernels},
+    {"layernorm", &layernorm_kernels},    {"instancenorm", &instancenorm_kernels},
+    {"batchnorm", &batchnorm_kernels},    {"reduce_sum", &reduce_kernels},
+    {"reduce_mean", &reduce_kernels},     {"reduce_max", &reduce_kernels},
+    {"reduce_min", &reduce_kernels},      {"reduce_prod", &reduce_kernels},
+    {"reduce_l2", &reduce_kernels},       {"reduce_sum_square", &reduce_kernels},
+    {"argmax", &arg_kernels},             {"argmin", &arg_kernels},
+    {NULL, NULL},
 };

@@ -291,7 +291,7 @@ class Context:
 
     Args:
         device: a :class:`Device`, a device index, or a case-insensitive substring of its name.
-        allocator: the pool strategy, "buddy", "slab" or "bump", or an executor mode, "naive"
+        allocator: the pool strategy, "tlsf", "buddy", "slab" or "bump", or an executor mode, "naive"
             or "planned", that models loaded without mode= then use.
         pool_limit: the most bytes the pool may reserve from the driver (an int > 0).
         platform: a platform index or name substring.
@@ -382,7 +382,8 @@ class Context:
     def memory_stats(self):
         """What the pool holds, as a dict of the C statistics (clrun_memory_stats): strategy,
         in_use, in_use_peak, held, reserved, reserved_peak, alloc_count, free_count,
-        driver_allocs, driver_frees, chunks, free_bytes, largest_free, fragmentation, limit."""
+        driver_allocs, driver_frees, chunks, free_bytes, largest_free, fragmentation, limit,
+        resident, raw."""
         pointer = self._pointer()
         stats = _lib.MemoryStats()
         check(_lib.memory_stats_get(pointer, _lib.byref(stats)), pointer)

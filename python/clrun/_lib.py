@@ -153,6 +153,8 @@ class MemoryStats(ctypes.Structure):
         ("largest_free", c_uint64),
         ("fragmentation", c_double),
         ("limit", c_uint64),
+        ("resident", c_uint64),
+        ("raw", c_uint64),
         ROOM,
     ]
 

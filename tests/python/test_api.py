@@ -86,7 +86,7 @@ class DeviceArrays(unittest.TestCase):
                     "alloc_count", "free_count", "driver_allocs", "driver_frees", "chunks",
                     "free_bytes", "largest_free", "fragmentation", "limit"):
             self.assertIn(key, stats)
-        self.assertIn(stats["strategy"], ("buddy", "slab", "bump"))
+        self.assertIn(stats["strategy"], ("buddy", "slab", "bump", "tlsf"))
 
 
 class Models(GraphFiles):

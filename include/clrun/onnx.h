@@ -1,0 +1,110 @@
+/* clrun: ONNX models in. clrun_graph_load_onnx reads a model (protobuf, as every exporter writes
+ * it) into a clrun graph: initializers become constants with their real values, inputs with
+ * symbolic dimensions are bound by the caller, shape computations (Shape, Gather, Concat,
+ * Reshape, ConstantOfShape, Range...) are evaluated at load so they never reach the device, and
+ * every other node becomes graph nodes (docs/onnx.md lists the operators and their limits).
+ *
+ * Tensor names. A clrun name is letters, digits, '_' and '.', starting with a letter or '_'. An
+ * ONNX name that is not one is rewritten: every other character becomes '_', a leading digit or
+ * '.' gets a '_' in front, and a name already taken gets ".1", ".2"... appended (in the order the
+ * model declares its inputs, then its initializers, then node outputs). clrun_onnx_name does the
+ * first two steps, so a caller can find an input or output by its ONNX name.
+ *
+ * Errors. A model clrun cannot run is refused as a whole (nothing is returned, nothing leaks),
+ * with a message naming the file and, for a node, its index in the model's node list, its name,
+ * operator, domain and opset: "model.onnx: node 17 'Conv_12' (Conv, opset 11): auto_pad=VALID
+ * with dilations > 1 is not supported". Statuses: CLRUN_ERROR_IO (the file or an external data
+ * file cannot be read), CLRUN_ERROR_PARSE (not a well-formed ONNX protobuf), CLRUN_ERROR_INVALID_GRAPH
+ * (a well-formed model that is wrong: a value used before it is produced, shapes that do not fit
+ * an operator, a dimension left unbound), CLRUN_ERROR_UNSUPPORTED (an operator, attribute value,
+ * data type or opset clrun does not run), CLRUN_ERROR_INVALID_ARGUMENT (bad options),
+ * CLRUN_ERROR_OUT_OF_HOST_MEMORY. */
+#ifndef CLRUN_ONNX_H
+#define CLRUN_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/graph.h>
+#include <clrun/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A value for a symbolic dimension (a dim_param such as "batch" or "sequence"), wherever it
+ * appears in the model's inputs. */
+typedef struct clrun_onnx_dim {
+    const char *name;
+    int64_t value; /* >= 1 */
+} clrun_onnx_dim;
+
+/* The whole shape of one input, overriding what the model declares: its rank must match, and
+ * every dimension the model fixes must agree. */
+typedef struct clrun_onnx_shape {
+    const char *input; /* the input's ONNX name (or its clrun name) */
+    int rank;          /* 0..CLRUN_MAX_DIMS */
+    int64_t dims[CLRUN_MAX_DIMS];
+} clrun_onnx_shape;
+
+/* A value for an input, known at load: the input becomes a constant (an initializer), so what
+ * it decides (a Reshape's shape, a Slice's starts, a Trilu's k) is folded, and it is no longer an
+ * input of the graph (onnxruntime's AddInitializer). The type must be the input's. */
+typedef struct clrun_onnx_constant {
+    const char *input;         /* the input's ONNX name (or its clrun name) */
+    clrun_tensor_type type;
+    const void *data;          /* clrun_tensor_bytes(&type) bytes, copied */
+} clrun_onnx_constant;
+
+typedef struct clrun_onnx_options {
+    const clrun_onnx_dim *dims;     /* dim_count entries (may be NULL when 0) */
+    int dim_count;
+    const clrun_onnx_shape *shapes; /* shape_count entries (may be NULL when 0) */
+    int shape_count;
+    /* A value for every symbolic or unknown dimension that dims and shapes leave unbound
+     * (onnxruntime's free dimension override for all of them at once); 0: such a dimension is
+     * an error naming the input and the dimension. */
+    int64_t default_dim;
+    const clrun_onnx_constant *constants; /* constant_count entries (may be NULL when 0) */
+    int constant_count;
+    /* Where external data files (data_location = EXTERNAL) are read from; NULL: the folder of
+     * the model file (the current folder for clrun_graph_load_onnx_memory). */
+    const char *external_data_dir;
+    /* The error message also goes here when not NULL (always terminated, cut to errlen). */
+    char *err;
+    size_t errlen;
+} clrun_onnx_options;
+
+/* Options with every field empty: no bindings, unbound dimensions are errors. */
+void clrun_onnx_options_init(clrun_onnx_options *options);
+
+/* Reads the ONNX model at `path` into a new graph (*out; NULL on failure). options may be NULL.
+ * The graph's inputs are the model's inputs that are not initializers, in the model's order; its
+ * outputs are the model's outputs, in order. The message of a failure is in clrun_last_error(NULL)
+ * (and options->err). */
+clrun_status clrun_graph_load_onnx(const char *path, const clrun_onnx_options *options,
+                                   clrun_graph **out);
+
+/* The same from a model in memory (`size` bytes at `data`); `filename` names it in messages
+ * (NULL: "<memory>"). */
+clrun_status clrun_graph_load_onnx_memory(const void *data, size_t size, const char *filename,
+                                          const clrun_onnx_options *options, clrun_graph **out);
+
+/* The clrun form of an ONNX name, before any ".N" that tells apart names that collide (see the
+ * top of this header): into buf (size bytes, at most CLRUN_ONNX_NAME_MAX + 2 needed); returns
+ * buf. */
+#define CLRUN_ONNX_NAME_MAX 255
+const char *clrun_onnx_name(const char *onnx_name, char *buf, size_t size);
+
+/* Reads an ONNX TensorProto file (the input_N.pb / output_N.pb of the ONNX test cases) into a
+ * type and a malloc'ed buffer of clrun_tensor_bytes(type) bytes (*data, freed by the caller), and
+ * the tensor's name into name (may be NULL; "" when it has none). Data types without a clrun
+ * dtype, empty tensors and ranks above CLRUN_MAX_DIMS are refused (CLRUN_ERROR_UNSUPPORTED); the
+ * message is in clrun_last_error(NULL) and err (may be NULL). */
+clrun_status clrun_onnx_tensor_load(const char *path, clrun_tensor_type *type, void **data,
+                                    char *name, size_t name_size, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,255 @@
+/* The matrix-product core for devices without real local memory (CPUs: POCL, Intel's and
+ * Arm's CPU runtimes), shared by matmul and conv2d (lib/ops/matmul_core.c builds it).
+ *
+ * C[m, n] = sum over k of A[m, k] B[k, n]. B is packed first into panels of NR columns:
+ * panel j holds B[k, j*NR .. j*NR+NR-1] for k = 0..K-1, NR floats per k, contiguous, columns
+ * past N zero (clrun_mm_pack). Constant B (weights) is packed once per executor. A work-item
+ * computes MR rows by one panel: MR x NR/VW accumulators of VW floats in registers, one fma
+ * chain per output, k ascending from 0, so each output is exactly
+ *     acc = fma(A[m, K-1], B[K-1, n], ... fma(A[m, 0], B[0, n], 0))
+ * whatever MR, the work-group size or the device: every variant gives the same bits (the tests
+ * check it). Then v = alpha * acc, v = v + bias[n], v = EPILOGUE(v, i, c), one store.
+ * Rows past M read a clamped (valid) row and are not stored: edge tiles run the same code.
+ *
+ * The host builds this file as: the head (to the PER-MR BODY line) once, then the body once for
+ * each MR it may run, each time after `#define MR m` and `#define KSUFFIX(name) name##_m`, so
+ * that one program holds every variant. The head gets VW (the device's float vector width),
+ * NR, and optionally CLRUN_EPILOGUE(v, i, c) with EPILOGUE_PARAMS (extra kernel arguments it
+ * reads: `, __global const float *x0, ...`). The kernels are declared over two lines so that
+ * kernels/embed.sh does not list them: they exist only in the generated program. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifndef VW
+#define VW 8
+#endif
+#ifndef NR
+#define NR (2 * VW)
+#endif
+#ifdef CLRUN_EPILOGUE
+#define EPILOGUE(v, i, c) CLRUN_EPILOGUE(v, i, c)
+#else
+#define EPILOGUE_PARAMS
+#define EPILOGUE(v, i, c) (v)
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC CAT(float, VW)
+#define VLOAD CAT(vload, VW)
+#define VSTORE CAT(vstore, VW)
+#define NV (NR / VW)
+
+/* The geometry of a convolution (as in conv.cl and matmul.cl); CLRUN__CONV_GEOMETRY in
+ * lib/ops/ops_internal.h holds the host's indices, tests/test_ops.c checks these. */
+#define G_C 0
+#define G_H 1
+#define G_W 2
+#define G_O 3
+#define G_KH 4
+#define G_KW 5
+#define G_OH 6
+#define G_OW 7
+#define G_SH 8
+#define G_SW 9
+#define G_PH 10
+#define G_PW 11
+#define G_DH 12
+#define G_DW 13
+#define G_GROUPS 14
+
+/* Packs B (batch z at offsets[z]; element (k, n) at b[k * b_ks + n * b_ns]) into panels:
+ * bp[z][n / NR][k][n % NR]. Work-item (n, k, z) over n < the panels' padded width. */
+__kernel
+void clrun_mm_pack(__global const float *b, __global float *bp, __global const ulong *offsets,
+                   const uint N, const uint K, const ulong b_ks, const ulong b_ns)
+{
+    const uint n = get_global_id(0), k = get_global_id(1);
+    const size_t z = get_global_id(2);
+    const uint panels = (N + NR - 1) / NR;
+    if (n >= panels * NR || k >= K)
+        return;
+    const ulong at = ((ulong)z * panels + n / NR) * K * NR + (ulong)k * NR + n % NR;
+    bp[at] = n < N ? b[offsets[z] + k * b_ks + n * b_ns] : 0.0f;
+}
+
+/* The padded image of a convolution: xp[plane][ih][iw] = x[plane][ih - PH][iw - PW] inside x,
+ * 0 outside, over HP x WP (what the output's windows reach). Work-item (iw, ih, plane). */
+__kernel
+void clrun_conv_pad(__global const float *x, __global float *xp, __constant const int *g,
+                    const uint HP, const uint WP)
+{
+    const uint iw = get_global_id(0), ih = get_global_id(1);
+    const size_t plane = get_global_id(2);
+    if (iw >= WP || ih >= HP)
+        return;
+    const int h = (int)ih - g[G_PH], w = (int)iw - g[G_PW];
+    const bool inside = h >= 0 && h < g[G_H] && w >= 0 && w < g[G_W];
+    xp[(plane * HP + ih) * WP + iw] = inside ? x[(plane * g[G_H] + h) * g[G_W] + w] : 0.0f;
+}
+
+/* Repetition over rows (RM_n) and over the vectors of a panel (COLS). */
+#define RM_1(X) X(0)
+#define RM_2(X) RM_1(X) X(1)
+#define RM_3(X) RM_2(X) X(2)
+#define RM_4(X) RM_3(X) X(3)
+#define RM_5(X) RM_4(X) X(4)
+#define RM_6(X) RM_5(X) X(5)
+#define RM_7(X) RM_6(X) X(6)
+#define RM_8(X) RM_7(X) X(7)
+#define RM_9(X) RM_8(X) X(8)
+#define RM_10(X) RM_9(X) X(9)
+#define RM_11(X) RM_10(X) X(10)
+#define RM_12(X) RM_11(X) X(11)
+#if NV == 1
+#define COLS(X, r) X(r, 0)
+#define LOAD_B(p) const VEC bv0 = VLOAD(0, p);
+#else
+#define COLS(X, r) X(r, 0) X(r, 1)
+#define LOAD_B(p) const VEC bv0 = VLOAD(0, p), bv1 = VLOAD(0, (p) + VW);
+#endif
+#define ACC(r, v) CAT(CAT(acc, r), CAT(_, v))
+#define DECL_ACC(r, v) VEC ACC(r, v) = 0.0f;
+#define FMA_ACC(r, v) ACC(r, v) = fma(CAT(av, r), CAT(bv, v), ACC(r, v));
+/* One k step of row r, whose A element is `value`. */
+#define STEP_ROW(r, value) { const VEC CAT(av, r) = (VEC)(value); COLS(FMA_ACC, r) }
+#define SPILL_ACC(r, v) VSTORE(ACC(r, v), 0, t + v * VW);
+
+/* ---- PER-MR BODY ---- */
+
+#ifndef MR /* the file built alone, as kernels/embed.sh's program: one variant */
+#define MR 8
+#define KSUFFIX(name) name
+#endif
+#define ROWS(X) CAT(RM_, MR)(X)
+
+/* ---- matmul: out[z] = alpha * A[z] B[z] (+ bias) ----
+ * Work-item (row block, panel, z); batch[2z], batch[2z+1]: A's offset and the packed B's, in
+ * elements. A's element (m, k) is at a[m * a_ms + k * a_ks]. Work-groups are taken in blocks
+ * of `sp` panels: the groups of one block of rows run its sp panels one after the other, so
+ * the rows stay in cache over sp panels and the sp panels over every block of rows (A is read
+ * N / (NR sp) times instead of N / NR). The grid's second dimension is padded to a multiple
+ * of sp; groups past the last panel do nothing. */
+#define MM_DECL(r) COLS(DECL_ACC, r) \
+    const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
+/* Row-major A: row r's elements run along k. Transposed: each k's rows sit together. Either
+ * way one add per load, no multiply (a 64-bit multiply per load halves the rate). */
+#define MM_STEP(r) STEP_ROW(r, az[CAT(ao, r) + k])
+#define MM_STEP_T(r) STEP_ROW(r, ak[CAT(ao, r)])
+#define MM_STORE(r)                                                                            \
+    if (m0 + r < M) {                                                                          \
+        float t[NR];                                                                           \
+        COLS(SPILL_ACC, r)                                                                     \
+        const ulong row = oz + (ulong)(m0 + r) * N;                                            \
+        for (uint j = 0; j < NR && n0 + j < N; j++) {                                          \
+            float v = alpha * t[j];                                                            \
+            if (has_bias)                                                                      \
+                v = v + bias[n0 + j];                                                          \
+            out[row + n0 + j] = EPILOGUE(v, row + n0 + j, n0 + j);                             \
+        }                                                                                      \
+    }
+
+__kernel
+void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
+                            __global const float *bias, __global float *out,
+                            __global const ulong *batch, const uint M, const uint N,
+                            const uint K, const ulong a_ms, const ulong a_ks, const int has_bias,
+                            const float alpha, const uint sp EPILOGUE_PARAMS)
+{
+    const uint groups = get_num_groups(0), span = groups * sp;
+    const uint linear = get_group_id(1) * groups + get_group_id(0);
+    const uint panel = linear / span * sp + linear % span % sp;
+    const uint m0 = ((linear % span / sp) * get_local_size(0) + get_local_id(0)) * MR;
+    const size_t z = get_global_id(2);
+    if (m0 >= M || panel * NR >= N)
+        return;
+    __global const float *az = a + batch[2 * z];
+    __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * K * NR;
+    const ulong oz = (ulong)z * M * N;
+    const uint n0 = panel * NR;
+    ROWS(MM_DECL)
+    if (a_ks == 1) {
+        for (uint k = 0; k < K; k++) {
+            LOAD_B(b + (ulong)k * NR)
+            ROWS(MM_STEP)
+        }
+    } else {
+        __global const float *ak = az;
+        for (uint k = 0; k < K; k++, ak += a_ks) {
+            LOAD_B(b + (ulong)k * NR)
+            ROWS(MM_STEP_T)
+        }
+    }
+    ROWS(MM_STORE)
+}
+
+/* ---- conv2d as a product: rows are output positions p of one image and group, columns the
+ * group's output channels, k runs over (c, kh, kw) of the group's input channels. The packed
+ * B holds the weights transposed (B[k, o] = w[o, k]); A is read from the image through per-row
+ * offsets, so no patch matrix is ever stored. The image is x itself when the convolution has
+ * no padding, else a copy with its padding written as zeros (clrun_conv_pad, the only scratch:
+ * one image plane per input channel, a little larger than x): every tap is then in bounds, and
+ * the inner loop has no check. xp is [N, C, HP, WP]. A pointwise convolution (1 x 1, stride 1,
+ * no padding) reads A straight from x: a plain product of w and x. Work-item (position block,
+ * panel, image * groups + group). */
+#define CV_DECL(r) COLS(DECL_ACC, r)                                                          \
+    const uint CAT(pos, r) = min(p0 + r, P - 1);                                                 \
+    const uint CAT(base, r) = CAT(pos, r) / OW * g[G_SH] * WP + CAT(pos, r) % OW * g[G_SW];
+#define CV_STEP_POINTWISE(r) STEP_ROW(r, xk[CAT(pos, r)])
+#define CV_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
+#define CV_STORE(r)                                                                            \
+    if (p0 + r < P) {                                                                          \
+        float t[NR];                                                                           \
+        COLS(SPILL_ACC, r)                                                                     \
+        for (uint j = 0; j < NR && n0 + j < Og; j++) {                                         \
+            const uint o = group * Og + n0 + j;                                                \
+            const ulong at = ((ulong)image * g[G_O] + o) * P + p0 + r;                         \
+            float v = t[j];                                                                    \
+            if (has_bias)                                                                      \
+                v = v + bias[o];                                                               \
+            out[at] = EPILOGUE(v, at, o);                                                      \
+        }                                                                                      \
+    }
+
+__kernel
+void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp,
+                              __global const float *bias, __global float *out,
+                              __constant const int *g, const int has_bias, const uint HP,
+                              const uint WP EPILOGUE_PARAMS)
+{
+    const uint OW = g[G_OW], P = g[G_OH] * OW;
+    const uint p0 = get_global_id(0) * MR, panel = get_global_id(1);
+    const uint groups = g[G_GROUPS], z = get_global_id(2);
+    if (p0 >= P)
+        return;
+    const uint image = z / groups, group = z % groups;
+    const uint Cg = g[G_C] / groups, Og = g[G_O] / groups;
+    const uint KH = g[G_KH], KW = g[G_KW], Kc = Cg * KH * KW;
+    const uint panels = (Og + NR - 1) / NR, n0 = panel * NR;
+    const uint plane = HP * WP, DH = g[G_DH] * WP, DW = g[G_DW];
+    __global const float *xz = xp + ((ulong)image * g[G_C] + group * Cg) * plane;
+    __global const float *b = wp + ((ulong)group * panels + panel) * Kc * NR;
+    ROWS(CV_DECL)
+    const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
+    if (pointwise) {
+        for (uint k = 0; k < Kc; k++) {
+            __global const float *xk = xz + (ulong)k * P;
+            LOAD_B(b + (ulong)k * NR)
+            ROWS(CV_STEP_POINTWISE)
+        }
+    } else {
+        uint k = 0;
+        for (uint c = 0; c < Cg; c++) {
+            for (uint kh = 0; kh < KH; kh++) {
+                __global const float *xh = xz + (ulong)c * plane + kh * DH;
+                for (uint kw = 0; kw < KW; kw++, k++) {
+                    __global const float *xt = xh + kw * DW;
+                    LOAD_B(b + (ulong)k * NR)
+                    ROWS(CV_STEP)
+                }
+            }
+        }
+    }
+    ROWS(CV_STORE)
+}
+
+#undef ROWS

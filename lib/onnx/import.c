@@ -1,0 +1,463 @@
+/* clrun_graph_load_onnx: the driver of the ONNX importer.
+ *
+ * The bytes are checked at the wire level (wire.c) and unpacked by protobuf-c (code generated at
+ * build time from Debian's onnx.proto). Then, in order: the opset of the default domain; a clrun
+ * name for every ONNX value (inputs, initializers, node outputs), so temporaries never take one;
+ * initializers decoded as host constants; inputs with every dimension bound; the nodes in
+ * topological order, each folded on the host when all its inputs are host constants and its
+ * operator can be evaluated there, else mapped onto graph nodes (map_*.c); the outputs, checked
+ * against the types the model declares. Any failure destroys the half-built graph: a model is
+ * loaded whole or not at all. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "onnx/import.h"
+#include "onnx/wire.h"
+
+/* The newest opset whose operator semantics this importer knows. */
+#define NEWEST_OPSET 17
+
+void clrun_onnx_options_init(clrun_onnx_options *options)
+{
+    if (options)
+        memset(options, 0, sizeof *options);
+}
+
+/* ---- nodes ---- */
+
+/* The nodes in an order where every value is produced before it is read: the model's order when
+ * it is already topological (as ONNX requires), else Kahn's algorithm, taking the lowest index
+ * that is ready each time (stable), in O((nodes + edges) log nodes). */
+static clrun_status node_order(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer,
+                               size_t *order)
+{
+    size_t n = g->n_node, edges = 0, done = 0;
+    for (size_t i = 0; i < n; i++)
+        edges += g->node[i]->n_input;
+    size_t *waiting = calloc(n + 1, sizeof *waiting);    /* inputs not yet produced, per node */
+    size_t *start = calloc(n + 2, sizeof *start);        /* readers of node i: reader[start[i]..] */
+    size_t *reader = malloc((edges + 1) * sizeof *reader);
+    size_t *heap = malloc((n + 1) * sizeof *heap), heap_n = 0;
+    clrun_status s = waiting && start && reader && heap ? CLRUN_OK : CLRUN__OOM(im);
+    /* The producer of each input that a node produces (self-reads are cycles, kept). */
+    for (int pass = 0; s == CLRUN_OK && pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            const Onnx__NodeProto *node = g->node[i];
+            for (size_t k = 0; k < node->n_input; k++) {
+                const char *name = node->input[k];
+                int32_t v = name && name[0] ? clrun__imp_find(im, name) : -1;
+                if (v < 0 || producer[v] < 0)
+                    continue;
+                size_t p = (size_t)producer[v];
+                if (pass == 0) {
+                    start[p + 1]++;
+                    waiting[i]++;
+                } else {
+                    reader[start[p]++] = i;
+                }
+            }
+        }
+        if (pass == 0)
+            for (size_t i = 0; i < n; i++)
+                start[i + 1] += start[i];
+    }
+    /* start[p] now ends node p's readers; they begin at the previous node's end. */
+    for (size_t i = 0; s == CLRUN_OK && i < n; i++)
+        if (waiting[i] == 0)
+            heap[heap_n++] = i; /* ascending: already a heap */
+    while (s == CLRUN_OK && heap_n) {
+        size_t top = heap[0];
+        heap[0] = heap[--heap_n];
+        for (size_t j = 0;;) { /* sift down */
+            size_t l = 2 * j + 1, m = j;
+            if (l < heap_n && heap[l] < heap[m]) m = l;
+            if (l + 1 < heap_n && heap[l + 1] < heap[m]) m = l + 1;
+            if (m == j) break;
+            size_t t = heap[j]; heap[j] = heap[m]; heap[m] = t;
+            j = m;
+        }
+        order[done++] = top;
+        for (size_t e = top ? start[top - 1] : 0; e < start[top]; e++) {
+            size_t r = reader[e];
+            if (--waiting[r] == 0) { /* sift up */
+                size_t j = heap_n++;
+                heap[j] = r;
+                while (j && heap[(j - 1) / 2] > heap[j]) {
+                    size_t t = heap[j]; heap[j] = heap[(j - 1) / 2]; heap[(j - 1) / 2] = t;
+                    j = (j - 1) / 2;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; s == CLRUN_OK && done < n && i < n; i++)
+        if (waiting[i]) {
+            s = clrun__invalid(im, "node %zu '%s' (%s) is part of a cycle", i,
+                               g->node[i]->name ? g->node[i]->name : "",
+                               g->node[i]->op_type ? g->node[i]->op_type : "");
+            break;
+        }
+    free(waiting);
+    free(start);
+    free(reader);
+    free(heap);
+    return s;
+}
+static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int index)
+{
+    clrun__onode n = {.proto = node, .index = index, .op = node->op_type ? node->op_type : ""};
+    im->node = &n;
+    const char *domain = clrun__imp_domain(node);
+    if (domain[0]) {
+        im->node = &n;
+        return clrun__unsupported(im, "operators of domain '%s' are not supported", domain);
+    }
+    const clrun__onnx_op *op = clrun__onnx_op_find(n.op);
+    if (op == NULL)
+        return clrun__unsupported(im, "operator %s is not supported", n.op[0] ? n.op : "''");
+    n.version = clrun__onnx_op_version(op, im->opset);
+    if (n.version == 0)
+        return clrun__invalid(im, "operator %s does not exist in opset %" PRId64, n.op, im->opset);
+    clrun_status s = CLRUN_OK;
+    n.n_in = (int)node->n_input;
+    n.n_out = (int)node->n_output;
+    if (node->n_input > 1024 || node->n_output > 1024 || node->n_attribute > 1024)
+        return clrun__unsupported(im, "the node has %zu inputs, %zu outputs and %zu attributes (at most "
+                                  "1024 each)", node->n_input, node->n_output, node->n_attribute);
+    n.in = calloc((size_t)n.n_in + 1, sizeof *n.in);
+    n.out = calloc((size_t)n.n_out + 1, sizeof *n.out);
+    n.attr_used = calloc(node->n_attribute + 1, sizeof *n.attr_used);
+    if (!n.in || !n.out || !n.attr_used)
+        s = CLRUN__OOM(im);
+    bool all_const = true;
+    for (int i = 0; s == CLRUN_OK && i < n.n_in; i++) {
+        const char *name = node->input[i];
+        if (name == NULL || name[0] == '\0')
+            continue;
+        int32_t v = clrun__imp_find(im, name);
+        if (v < 0 || im->values[v]->kind == CLRUN__VALUE_ABSENT)
+            s = clrun__invalid(im, "input %d '%s' is produced by no node, input or initializer", i, name);
+        else
+            n.in[i] = im->values[v];
+        all_const = all_const && s == CLRUN_OK && n.in[i]->kind == CLRUN__VALUE_CONST;
+    }
+    for (int i = 0; s == CLRUN_OK && i < n.n_out; i++) {
+        const char *name = node->output[i];
+        n.out[i] = name && name[0] ? clrun__imp_find(im, name) : -1;
+    }
+    if (s == CLRUN_OK && op->fold && all_const) {
+        s = op->fold(im, &n);
+        if (s == CLRUN__NOT_FOLDED) {
+            memset(n.attr_used, 0, node->n_attribute * sizeof *n.attr_used);
+            for (int i = 0; i < n.n_out; i++)
+                if (n.out[i] >= 0) {
+                    clrun__value *v = im->values[n.out[i]];
+                    clrun__otensor_free(&v->c);
+                    v->kind = CLRUN__VALUE_ABSENT;
+                }
+            s = op->map(im, &n);
+        }
+    } else if (s == CLRUN_OK) {
+        s = op->map(im, &n);
+    }
+    for (size_t a = 0; s == CLRUN_OK && a < node->n_attribute; a++)
+        if (!n.attr_used[a])
+            s = clrun__unsupported(im, "attribute '%s' is not supported",
+                                   node->attribute[a]->name ? node->attribute[a]->name : "");
+    for (int i = 0; s == CLRUN_OK && i < n.n_out; i++)
+        if (n.out[i] >= 0 && im->values[n.out[i]]->kind == CLRUN__VALUE_ABSENT)
+            s = clrun__unsupported(im, "output %d '%s' is not supported", i, node->output[i]);
+    free(n.in);
+    free(n.out);
+    free(n.attr_used);
+    im->node = NULL;
+    return s;
+}
+
+/* ---- outputs ---- */
+
+static clrun_status check_declared(clrun__imp *im, const Onnx__ValueInfoProto *info, const clrun__value *v)
+{
+    const Onnx__TypeProto *tp = info->type;
+    if (tp == NULL || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || tp->tensor_type == NULL)
+        return tp == NULL || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET
+                   ? CLRUN_OK
+                   : clrun__unsupported(im, "output '%s' is not a tensor", v->onnx_name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    char a[32], b[32], da[160], db[160];
+    if (tt->has_elem_type && tt->elem_type != CLRUN__ONNX_UNDEFINED && tt->elem_type != v->c.elem)
+        return clrun__invalid(im, "output '%s' is %s, but the model declares %s", v->onnx_name,
+                              clrun__onnx_elem_name(v->c.elem, a, sizeof a),
+                              clrun__onnx_elem_name(tt->elem_type, b, sizeof b));
+    if (tt->shape == NULL)
+        return CLRUN_OK;
+    bool differ = (int)tt->shape->n_dim != v->c.rank;
+    for (size_t d = 0; !differ && d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        differ = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                 dim->dim_value != v->c.dims[d];
+    }
+    if (!differ)
+        return CLRUN_OK;
+    int64_t declared[CLRUN__ONNX_MAX_RANK] = {0};
+    for (size_t d = 0; d < tt->shape->n_dim && d < CLRUN__ONNX_MAX_RANK; d++)
+        declared[d] = tt->shape->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                          ? tt->shape->dim[d]->dim_value : -1;
+    return clrun__invalid(im, "output '%s' has shape %s, but the model declares %s (-1: symbolic)",
+                          v->onnx_name, clrun__onnx_dims_text(v->c.rank, v->c.dims, da, sizeof da),
+                          clrun__onnx_dims_text((int)(tt->shape->n_dim < CLRUN__ONNX_MAX_RANK ? tt->shape->n_dim
+                                                                                              : CLRUN__ONNX_MAX_RANK),
+                                                declared, db, sizeof db));
+}
+
+/* A graph output of the ONNX output value v, named as v: v's own tensor when it is a node's
+ * output under v's name and not yet an output; otherwise (an alias of another value, a graph
+ * input, a constant, an output listed twice) a copy under v's name, so that every output is its
+ * own tensor and carries the model's name. */
+static clrun_status add_output(clrun__imp *im, clrun__value *v)
+{
+    clrun_tensor_id id;
+    const clrun_tensor_id *marked;
+    int32_t n_marked = clrun_graph_outputs(im->graph, &marked);
+    bool own = v->kind == CLRUN__VALUE_DEVICE && !v->graph_input &&
+               strcmp(clrun_graph_tensor_name(im->graph, v->id), v->name) == 0;
+    for (int32_t k = 0; k < n_marked && own; k++)
+        own = marked[k] != v->id;
+    clrun_status s = CLRUN_OK;
+    if (own) {
+        id = v->id;
+    } else if (v->kind == CLRUN__VALUE_CONST && v->id < 0 &&
+               clrun_graph_find(im->graph, v->name) < 0) {
+        /* A folded output: the constant itself, under its name. */
+        s = clrun__device_id(im, v, &id);
+    } else {
+        clrun_tensor_id src;
+        s = clrun__device_id(im, v, &src);
+        const char *name = v->name;
+        char other[CLRUN__GRAPH_NAME_MAX + 1];
+        for (int k = 0; s == CLRUN_OK && clrun_graph_find(im->graph, name) >= 0; k++) {
+            snprintf(other, sizeof other, "%.240s.out%d", v->name, k);
+            name = other;
+        }
+        if (s == CLRUN_OK)
+            s = clrun_graph_add_node(im->graph, "copy", &src, 1, &name, 1, NULL, 0, &id);
+        if (s != CLRUN_OK && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY && im->message[0] == '\0')
+            return clrun__unsupported(im, "output '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
+    }
+    if (s == CLRUN_OK && (s = clrun_graph_mark_output(im->graph, id)) != CLRUN_OK)
+        return clrun__imp_fail(im, s, "output '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
+    return s == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? CLRUN__OOM(im) : s;
+}
+
+static clrun_status add_outputs(clrun__imp *im, const Onnx__GraphProto *g)
+{
+    if (g->n_output == 0)
+        return clrun__invalid(im, "the graph has no outputs");
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *name = g->output[i]->name;
+        int32_t index = name ? clrun__imp_find(im, name) : -1;
+        if (index < 0 || im->values[index]->kind == CLRUN__VALUE_ABSENT)
+            return clrun__invalid(im, "output '%s' is produced by no node, input or initializer",
+                                  name ? name : "");
+        clrun__value *v = im->values[index];
+        clrun_status s = check_declared(im, g->output[i], v);
+        if (s == CLRUN_OK && v->kind == CLRUN__VALUE_CONST) {
+            char why[256];
+            clrun_tensor_type type;
+            if (!clrun__otensor_clrun_type(&v->c, &type, why, sizeof why))
+                return clrun__unsupported(im, "output '%s' (a constant): %s", name, why);
+        }
+        if (s == CLRUN_OK)
+            s = add_output(im, v);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- the model ---- */
+
+static clrun_status read_opset(clrun__imp *im)
+{
+    const Onnx__ModelProto *m = im->model;
+    int64_t v = clrun__imp_domain_opset(im, "");
+    if (v < 0) {
+        if (m->n_opset_import || (m->has_ir_version && m->ir_version >= 3))
+            return clrun__invalid(im, "the model imports no version of the default operator set");
+        v = 1; /* IR versions before 3 imply opset 1 */
+    }
+    if (v < 1)
+        return clrun__invalid(im, "the model imports opset %" PRId64 " of the default domain", v);
+    if (v > NEWEST_OPSET)
+        return clrun__unsupported(im, "opset %" PRId64 " of the default domain is newer than clrun "
+                                  "knows (up to %d)", v, NEWEST_OPSET);
+    im->opset = v;
+    return CLRUN_OK;
+}
+static clrun_status import_graph(clrun__imp *im)
+{
+    const Onnx__GraphProto *g = im->model->graph;
+    if (g == NULL)
+        return clrun__invalid(im, "the model has no graph");
+    clrun_status s = read_opset(im);
+    char gname[CLRUN_ONNX_NAME_MAX + 2];
+    if (s == CLRUN_OK) {
+        s = clrun_graph_create(g->name && g->name[0] ? clrun_onnx_name(g->name, gname, sizeof gname) : NULL,
+                               &im->graph);
+        if (s != CLRUN_OK)
+            return CLRUN__OOM(im);
+    }
+    size_t names = g->n_input + g->n_initializer;
+    for (size_t i = 0; i < g->n_node; i++)
+        names += g->node[i]->n_output;
+    int32_t *producer = s == CLRUN_OK ? malloc((names + 1) * sizeof *producer) : NULL;
+    size_t *order = s == CLRUN_OK ? malloc((g->n_node + 1) * sizeof *order) : NULL;
+    if (s == CLRUN_OK && (!producer || !order))
+        s = CLRUN__OOM(im);
+    for (size_t i = 0; s == CLRUN_OK && i < names + 1; i++)
+        producer[i] = -1;
+    if (s == CLRUN_OK)
+        s = clrun__imp_check_options(im, g);
+    if (s == CLRUN_OK)
+        s = clrun__imp_declare_all(im, g, producer);
+    if (s == CLRUN_OK)
+        s = node_order(im, g, producer, order);
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++)
+        s = import_node(im, g->node[order[i]], (int)order[i]);
+    if (s == CLRUN_OK)
+        s = add_outputs(im, g);
+    if (s == CLRUN_OK && clrun_graph_validate(im->graph) != CLRUN_OK)
+        s = clrun__invalid(im, "%s", clrun_graph_last_error(im->graph));
+    free(producer);
+    free(order);
+    return s;
+}
+
+static char *folder_of(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (slash == NULL)
+        return NULL;
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    char *dir = malloc(len + 1);
+    if (dir) {
+        memcpy(dir, path, len);
+        dir[len] = '\0';
+    }
+    return dir;
+}
+
+static clrun_status finish(clrun__imp *im, clrun_status s, clrun_graph **out)
+{
+    if (s == CLRUN_OK) {
+        *out = im->graph;
+    } else {
+        clrun_graph_destroy(im->graph);
+        clrun__error_set(NULL, s, "%s", im->message);
+        if (im->options && im->options->err && im->options->errlen)
+            snprintf(im->options->err, im->options->errlen, "%s", im->message);
+    }
+    clrun__imp_free_values(im);
+    free(im->dir);
+    return s;
+}
+
+clrun_status clrun_graph_load_onnx_memory(const void *data, size_t size, const char *filename,
+                                          const clrun_onnx_options *options, clrun_graph **out)
+{
+    clrun__imp im = {.filename = filename ? filename : "<memory>", .options = options};
+    clrun_status s = CLRUN_OK;
+    if (out)
+        *out = NULL;
+    if (out == NULL || (data == NULL && size))
+        return finish(&im, clrun__imp_fail(&im, CLRUN_ERROR_INVALID_ARGUMENT, "no model or no place for the graph"), out);
+    if (options && options->external_data_dir) {
+        size_t len = strlen(options->external_data_dir) + 1;
+        im.dir = malloc(len);
+        if (im.dir == NULL)
+            return finish(&im, CLRUN__OOM(&im), out);
+        memcpy(im.dir, options->external_data_dir, len);
+    } else if (filename) {
+        im.dir = folder_of(filename);
+    }
+    switch (clrun__onnx_wire_check(data, size)) {
+    case CLRUN__WIRE_OK: break;
+    case CLRUN__WIRE_MALFORMED:
+        return finish(&im, clrun__imp_fail(&im, CLRUN_ERROR_PARSE, "not an ONNX model: malformed or truncated protobuf"), out);
+    case CLRUN__WIRE_TOO_DEEP:
+        return finish(&im, clrun__imp_fail(&im, CLRUN_ERROR_PARSE, "messages nested deeper than %d levels",
+                                           CLRUN__ONNX_MAX_DEPTH), out);
+    }
+    Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, data);
+    if (model == NULL)
+        return finish(&im, clrun__imp_fail(&im, CLRUN_ERROR_PARSE, "not an ONNX model: malformed protobuf"), out);
+    im.model = model;
+    s = import_graph(&im);
+    s = finish(&im, s, out);
+    onnx__model_proto__free_unpacked(model, NULL);
+    return s;
+}
+
+/* The whole file into memory; NULL with the reason in why. */
+void *clrun__onnx_read_file(const char *path, size_t *size, char *why, size_t whylen);
+void *clrun__onnx_read_file(const char *path, size_t *size, char *why, size_t whylen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(why, whylen, "%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t capacity = 1 << 16, used = 0;
+    unsigned char *buf = malloc(capacity);
+    while (buf) {
+        used += fread(buf + used, 1, capacity - used, f);
+        if (used < capacity)
+            break;
+        unsigned char *grown = capacity < ((size_t)1 << 40) ? realloc(buf, capacity * 2) : NULL;
+        if (grown == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        capacity *= 2;
+    }
+    if (buf && ferror(f)) {
+        snprintf(why, whylen, "%s: cannot read: %s", path, strerror(errno));
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    if (buf == NULL)
+        snprintf(why, whylen, "%s: out of host memory", path);
+    *size = used;
+    return buf;
+}
+
+clrun_status clrun_graph_load_onnx(const char *path, const clrun_onnx_options *options, clrun_graph **out)
+{
+    if (out)
+        *out = NULL;
+    char why[1024];
+    size_t size = 0;
+    void *data = path && out ? clrun__onnx_read_file(path, &size, why, sizeof why) : NULL;
+    if (data == NULL) {
+        if (!path || !out)
+            snprintf(why, sizeof why, "clrun_graph_load_onnx: no path or no place for the graph");
+        clrun_status s = !path || !out ? CLRUN_ERROR_INVALID_ARGUMENT
+                                       : strstr(why, "out of host memory") ? CLRUN_ERROR_OUT_OF_HOST_MEMORY
+                                                                           : CLRUN_ERROR_IO;
+        clrun__error_set(NULL, s, "%s", why);
+        if (options && options->err && options->errlen)
+            snprintf(options->err, options->errlen, "%s", why);
+        return s;
+    }
+    clrun_status s = clrun_graph_load_onnx_memory(data, size, path, options, out);
+    free(data);
+    return s;
+}

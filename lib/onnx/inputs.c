@@ -1,0 +1,266 @@
+/* The importer's inputs: each graph input's dimensions from the model and the caller's bindings
+ * (--dim, --shape, the constants that fix an input), the checks that every binding names
+ * something of the model, and the declaration of every ONNX value with its initializer decoded. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/import.h"
+
+/* ---- inputs ---- */
+
+static const clrun_onnx_shape *shape_option(clrun__imp *im, const clrun__value *v)
+{
+    for (int i = 0; im->options && i < im->options->shape_count; i++) {
+        const char *name = im->options->shapes[i].input;
+        if (name && (strcmp(name, v->onnx_name) == 0 || strcmp(name, v->name) == 0))
+            return &im->options->shapes[i];
+    }
+    return NULL;
+}
+
+static bool dim_option(clrun__imp *im, const char *param, int64_t *value)
+{
+    for (int i = 0; im->options && i < im->options->dim_count; i++)
+        if (im->options->dims[i].name && strcmp(im->options->dims[i].name, param) == 0) {
+            *value = im->options->dims[i].value;
+            return true;
+        }
+    return false;
+}
+
+/* The dimensions of input v from the model, the caller's --shape and --dim. */
+static clrun_status bind_dims(clrun__imp *im, clrun__value *v, const Onnx__TensorShapeProto *shape,
+                              clrun_tensor_type *type)
+{
+    const clrun_onnx_shape *given = shape_option(im, v);
+    int model_rank = shape ? (int)shape->n_dim : -1;
+    if (given) {
+        if (given->rank < 0 || given->rank > CLRUN_MAX_DIMS)
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the shape given for input '%s' has rank %d",
+                                   v->onnx_name, given->rank);
+        if (model_rank >= 0 && given->rank != model_rank)
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "the shape given for input '%s' has %d dimensions, the model's has %d",
+                                   v->onnx_name, given->rank, model_rank);
+    } else if (model_rank < 0) {
+        return clrun__invalid(im, "input '%s' has no shape in the model: give it (--shape %s=D0xD1...)",
+                              v->onnx_name, v->onnx_name);
+    }
+    int rank = given ? given->rank : model_rank;
+    if (rank > CLRUN_MAX_DIMS)
+        return clrun__unsupported(im, "input '%s' has %d dimensions (clrun tensors have at most %d)",
+                                  v->onnx_name, rank, CLRUN_MAX_DIMS);
+    type->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = shape ? shape->dim[d] : NULL;
+        bool fixed = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        const char *param = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                                    dim->dim_param && dim->dim_param[0] ? dim->dim_param : NULL;
+        int64_t value = fixed ? dim->dim_value : 0;
+        if (fixed && value < 0)
+            return clrun__invalid(im, "input '%s' dimension %d is %" PRId64, v->onnx_name, d, value);
+        if (given) {
+            if (fixed && given->dims[d] != value)
+                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                       "the shape given for input '%s' has %" PRId64 " in dimension %d, "
+                                       "which the model fixes at %" PRId64, v->onnx_name, given->dims[d], d, value);
+            value = given->dims[d];
+        } else if (!fixed && !(param && dim_option(im, param, &value))) {
+            if (im->options && im->options->default_dim > 0)
+                value = im->options->default_dim;
+            else if (param)
+                return clrun__invalid(im, "input '%s' dimension %d ('%s') is not bound: give --dim %s=N "
+                                      "or --shape %s=...", v->onnx_name, d, param, param, v->onnx_name);
+            else
+                return clrun__invalid(im, "input '%s' dimension %d has no size in the model: give "
+                                      "--shape %s=...", v->onnx_name, d, v->onnx_name);
+        }
+        if (value < 1)
+            return value == 0 ? clrun__unsupported(im, "input '%s' dimension %d is 0 (clrun tensors "
+                                                   "have no empty dimensions)", v->onnx_name, d)
+                              : clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                                "input '%s' dimension %d is bound to %" PRId64,
+                                                v->onnx_name, d, value);
+        type->shape[d] = value;
+    }
+    return CLRUN_OK;
+}
+
+static clrun_status add_input(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index)
+{
+    clrun__value *v = im->values[index];
+    const Onnx__TypeProto *tp = info->type;
+    char elem_name[32];
+    if (tp == NULL || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || tp->tensor_type == NULL)
+        return tp == NULL ? clrun__invalid(im, "input '%s' has no type", v->onnx_name)
+                          : clrun__unsupported(im, "input '%s' is not a tensor (sequences, maps and "
+                                               "optionals are not supported)", v->onnx_name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    int elem = tt->has_elem_type ? tt->elem_type : CLRUN__ONNX_UNDEFINED;
+    clrun_tensor_type type = {0};
+    if (!clrun__onnx_elem_dtype(elem, &type.dtype))
+        return clrun__unsupported(im, "input '%s' is %s: clrun has no such tensors", v->onnx_name,
+                                  clrun__onnx_elem_name(elem, elem_name, sizeof elem_name));
+    clrun_status s = bind_dims(im, v, tt->shape, &type);
+    if (s != CLRUN_OK)
+        return s;
+    s = clrun_graph_add_input(im->graph, v->name, &type, false, &v->id);
+    if (s != CLRUN_OK)
+        return clrun__imp_fail(im, s, "input '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
+    v->kind = CLRUN__VALUE_DEVICE;
+    v->graph_input = true;
+    v->c.elem = elem;
+    v->c.rank = type.rank;
+    memcpy(v->c.dims, type.shape, sizeof type.shape);
+    return CLRUN_OK;
+}
+
+static const clrun_onnx_constant *constant_option(clrun__imp *im, const clrun__value *v)
+{
+    for (int i = 0; im->options && i < im->options->constant_count; i++) {
+        const char *name = im->options->constants[i].input;
+        if (name && (strcmp(name, v->onnx_name) == 0 || strcmp(name, v->name) == 0))
+            return &im->options->constants[i];
+    }
+    return NULL;
+}
+
+/* An input the caller fixed: a constant of the model's element type, with a shape the model's
+ * allows. */
+static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index,
+                                       const clrun_onnx_constant *fixed)
+{
+    clrun__value *v = im->values[index];
+    const Onnx__TypeProto *tp = info->type;
+    int elem = clrun__onnx_dtype_elem(fixed->type.dtype);
+    char a[32], b[32];
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+        tp->tensor_type->has_elem_type && tp->tensor_type->elem_type != elem)
+        return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' is %s, the "
+                               "model's input is %s", v->onnx_name, clrun__onnx_elem_name(elem, a, sizeof a),
+                               clrun__onnx_elem_name(tp->tensor_type->elem_type, b, sizeof b));
+    const Onnx__TensorShapeProto *shape = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                                                  tp->tensor_type ? tp->tensor_type->shape : NULL;
+    bool fits = !shape || (int)shape->n_dim == fixed->type.rank;
+    for (size_t d = 0; fits && shape && d < shape->n_dim; d++)
+        fits = shape->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+               shape->dim[d]->dim_value == fixed->type.shape[d];
+    uint64_t bytes = clrun_tensor_bytes(&fixed->type);
+    if (!fits || bytes == 0 || (fixed->data == NULL))
+        return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' does not "
+                               "have the model's shape", v->onnx_name);
+    if (!clrun__otensor_alloc(&v->c, elem, fixed->type.rank, fixed->type.shape))
+        return CLRUN__OOM(im);
+    memcpy(v->c.data, fixed->data, (size_t)bytes);
+    v->kind = CLRUN__VALUE_CONST;
+    return CLRUN_OK;
+}
+
+/* True when `name` is the ONNX name of a graph input, or its clrun form. */
+static bool names_input(const Onnx__GraphProto *g, const char *name)
+{
+    char mapped[CLRUN_ONNX_NAME_MAX + 2];
+    for (size_t k = 0; name && k < g->n_input; k++) {
+        const char *in = g->input[k]->name ? g->input[k]->name : "";
+        if (strcmp(in, name) == 0 || strcmp(clrun_onnx_name(in, mapped, sizeof mapped), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Every --shape, --dim and constant must name something of the model: a typo is an error, not
+ * a no-op. */
+clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g)
+{
+    const clrun_onnx_options *o = im->options;
+    for (int i = 0; o && i < o->shape_count; i++)
+        if (!names_input(g, o->shapes[i].input))
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "a shape is given for '%s', which is not an input of the model",
+                                   o->shapes[i].input ? o->shapes[i].input : "");
+    for (int i = 0; o && i < o->constant_count; i++)
+        if (!names_input(g, o->constants[i].input))
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "a value is given for '%s', which is not an input of the model",
+                                   o->constants[i].input ? o->constants[i].input : "");
+    for (int i = 0; o && i < o->dim_count; i++) {
+        const char *name = o->dims[i].name ? o->dims[i].name : "";
+        bool found = false;
+        for (size_t k = 0; k < g->n_input && !found; k++) {
+            const Onnx__TypeProto *tp = g->input[k]->type;
+            if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+                !tp->tensor_type->shape)
+                continue;
+            const Onnx__TensorShapeProto *shape = tp->tensor_type->shape;
+            for (size_t d = 0; d < shape->n_dim && !found; d++)
+                found = shape->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                        shape->dim[d]->dim_param && strcmp(shape->dim[d]->dim_param, name) == 0;
+        }
+        if (!found)
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "a value is given for dimension '%s', which no input of the model has", name);
+        if (o->dims[i].value < 1)
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "dimension '%s' is bound to %" PRId64 " (dimensions are >= 1)", name,
+                                   o->dims[i].value);
+    }
+    return CLRUN_OK;
+}
+
+/* Reserves a value (and clrun name) for every ONNX name: inputs, initializers, node outputs. An
+ * input that is also an initializer is the initializer (a constant with a default, as exporters
+ * before IR 4 wrote every weight). */
+clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer)
+{
+    clrun_status s = CLRUN_OK;
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_initializer; i++) {
+        int32_t index;
+        s = clrun__imp_declare(im, g->initializer[i]->name, "an initializer", &index);
+        if (s == CLRUN_OK) {
+            char why[512];
+            clrun__value *v = im->values[index];
+            clrun_status d = clrun__otensor_decode(g->initializer[i], im->dir, &v->c, why, sizeof why);
+            if (d != CLRUN_OK)
+                return clrun__imp_fail(im, d, "initializer '%s' %s", v->onnx_name, why);
+            v->kind = CLRUN__VALUE_CONST;
+        }
+    }
+    if (s == CLRUN_OK && g->n_sparse_initializer)
+        return clrun__unsupported(im, "sparse initializers are not supported");
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_input; i++) {
+        const char *name = g->input[i]->name;
+        int32_t index = name ? clrun__imp_find(im, name) : -1;
+        if (index >= 0 && im->values[index]->kind == CLRUN__VALUE_CONST) {
+            /* An initializer listed as an input: a default the caller may replace. */
+            const clrun_onnx_constant *fixed = constant_option(im, im->values[index]);
+            if (fixed) {
+                clrun__otensor_free(&im->values[index]->c);
+                s = add_input_constant(im, g->input[i], index, fixed);
+            }
+            continue;
+        }
+        s = clrun__imp_declare(im, name, "an input", &index);
+        const clrun_onnx_constant *fixed = s == CLRUN_OK ? constant_option(im, im->values[index]) : NULL;
+        if (fixed)
+            s = add_input_constant(im, g->input[i], index, fixed);
+        else if (s == CLRUN_OK)
+            s = add_input(im, g->input[i], index);
+    }
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++) {
+        const Onnx__NodeProto *node = g->node[i];
+        for (size_t k = 0; s == CLRUN_OK && k < node->n_output; k++) {
+            const char *name = node->output[k];
+            if (name == NULL || name[0] == '\0')
+                continue;
+            int32_t index;
+            char what[64];
+            snprintf(what, sizeof what, "output %zu of node %zu", k, i);
+            s = clrun__imp_declare(im, name, what, &index);
+            if (s == CLRUN_OK)
+                producer[index] = (int32_t)i;
+        }
+    }
+    return s;
+}

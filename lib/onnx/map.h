@@ -1,0 +1,122 @@
+/* The operator mappings (map_*.c) and host evaluators (fold_ops.c) that the operator table
+ * (ops.c) names. Each takes the node being imported and defines its outputs. */
+#ifndef CLRUN_LIB_ONNX_MAP_H
+#define CLRUN_LIB_ONNX_MAP_H
+
+#include "onnx/import.h"
+
+/* map_elementwise.c */
+clrun_status clrun__map_unary(clrun__imp *im, clrun__onode *n);      /* Relu Exp ... */
+clrun_status clrun__map_binary(clrun__imp *im, clrun__onode *n);     /* Add Sub ... comparisons */
+clrun_status clrun__map_variadic(clrun__imp *im, clrun__onode *n);   /* Min Max Sum Mean */
+clrun_status clrun__map_activation(clrun__imp *im, clrun__onode *n); /* LeakyRelu Elu HardSigmoid ... */
+clrun_status clrun__map_prelu(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_where(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_cast(clrun__imp *im, clrun__onode *n);       /* Cast CastLike */
+clrun_status clrun__map_identity(clrun__imp *im, clrun__onode *n);   /* Identity Dropout */
+clrun_status clrun__map_pow(clrun__imp *im, clrun__onode *n);
+
+/* map_layout.c */
+clrun_status clrun__map_reshape(clrun__imp *im, clrun__onode *n);    /* Reshape Flatten Squeeze Unsqueeze */
+clrun_status clrun__map_transpose(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_concat(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_split(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gather(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gather_elements(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_tile(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_depth_space(clrun__imp *im, clrun__onode *n); /* DepthToSpace SpaceToDepth */
+clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n);     /* Resize Upsample */
+
+/* map_nn.c: a convolution's or pool's window; 2-D cores, which 1-D and 3-D build on */
+typedef struct clrun__window {
+    int spatial;               /* 1, 2 or 3 */
+    int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+    int64_t group;
+    bool ceil_mode;
+} clrun__window;
+clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                clrun__value *bias, const clrun__window *w, int out, clrun__value **r);
+clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w,
+                                bool max, bool include_pad, int out, clrun__value **r);
+/* map_window3d.c: 3-D convolutions and pools as sums and maxima of 2-D ones over depth. */
+clrun_status clrun__conv3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                           clrun__value *bias, const clrun__window *w);
+clrun_status clrun__pool3d(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w, bool max,
+                           bool include_pad);
+
+clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n);       /* MaxPool AveragePool */
+clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_layernorm(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n);    /* Softmax LogSoftmax */
+/* (Log)softmax of x over one axis (opset 13's semantics), into output `out` or a temporary. */
+clrun_status clrun__emit_softmax(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, bool log, int out,
+                                 clrun__value **r);
+
+/* map_extra.c: operators beyond the core list, as compositions */
+clrun_status clrun__map_shrink(clrun__imp *im, clrun__onode *n);        /* Shrink ThresholdedRelu */
+clrun_status clrun__map_isnan(clrun__imp *im, clrun__onode *n);         /* IsNaN IsInf */
+clrun_status clrun__map_eyelike(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_hardmax(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_mvn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_window(clrun__imp *im, clrun__onode *n);        /* Hann, Hamming, Blackman */
+clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
+                                                                          SoftmaxCrossEntropyLoss */
+
+/* map_reduce.c */
+clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_arg(clrun__imp *im, clrun__onode *n);        /* ArgMax ArgMin */
+
+/* map_misc.c: what needs no device at all */
+clrun_status clrun__map_constant(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_shape(clrun__imp *im, clrun__onode *n);      /* Shape Size */
+clrun_status clrun__map_constant_of_shape(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_range(clrun__imp *im, clrun__onode *n);
+/* Refuses: the operator needs inputs known at load (Range, ConstantOfShape...) or has no device
+ * mapping (used as the map of ops that only fold). */
+clrun_status clrun__map_host_only(clrun__imp *im, clrun__onode *n);
+
+/* fold_ops.c: host evaluation, when every input is a host constant */
+clrun_status clrun__fold(clrun__imp *im, clrun__onode *n);
+
+/* move.c: data movement on either kind of value. With a host constant the result is a host
+ * constant (folded), with a device value a graph node; into output `out` of the node (>= 0) or a
+ * temporary (-1, *r). */
+clrun_status clrun__mv_reshape(clrun__imp *im, clrun__onode *n, clrun__value *x, int rank,
+                               const int64_t *dims, int out, clrun__value **r);
+clrun_status clrun__mv_transpose(clrun__imp *im, clrun__onode *n, clrun__value *x, const int *perm,
+                                 int out, clrun__value **r);
+/* One axis, elements [start, start + count) (count >= 1 on the device). */
+clrun_status clrun__mv_slice(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t start,
+                             int64_t count, int out, clrun__value **r);
+/* Joins xs[0..count) on axis (pieces with nothing on the axis are dropped). */
+clrun_status clrun__mv_concat(clrun__imp *im, clrun__onode *n, clrun__value *const *xs, int count,
+                              int axis, int out, clrun__value **r);
+/* x itself as output `out` (an alias), or x when out is -1. */
+clrun_status clrun__mv_same(clrun__imp *im, clrun__onode *n, clrun__value *x, int out, clrun__value **r);
+/* A host tensor as output `out` or a temporary constant (t taken over). */
+clrun_status clrun__mv_const(clrun__imp *im, clrun__onode *n, clrun__otensor *t, int out, clrun__value **r);
+
+/* map_layout.c: x with `before` and `after` elements added on axis (negative: removed), in Pad's
+ * mode "constant" (with value), "reflect" or "edge". */
+clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t before,
+                             int64_t after, const char *mode, double value, int out, clrun__value **r);
+
+/* Shared by mappings: opset-6 style broadcasting of b against a (Add-1/6 with broadcast=1 and
+ * axis) as the numpy broadcasting shape of b; map_elementwise.c. */
+clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clrun__value *a,
+                                     const clrun__value *b, int *rank, int64_t *dims, bool *legacy);
+
+#endif

@@ -1,0 +1,564 @@
+/* Indexing and layout operators: Gather, GatherElements, Expand, Tile, Pad, DepthToSpace,
+ * SpaceToDepth, Trilu, CumSum, Resize and Upsample. The graph's op where this build takes the
+ * attributes, else an exact composition of moves (move.c), which fold host constants. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/fold.h"
+#include "onnx/map.h"
+
+/* ---- Gather ---- */
+
+/* Indices of a constant tensor, normalised into [0, dim); a refusal for one out of range. */
+static clrun_status normalized_indices(clrun__imp *im, const clrun__otensor *idx, int64_t dim,
+                                       int elem, clrun__otensor *out)
+{
+    if (clrun__onnx_elem_is_float(idx->elem) || idx->elem == CLRUN__ONNX_BOOL)
+        return clrun__invalid(im, "indices must be integers");
+    if (!clrun__otensor_alloc(out, elem, idx->rank, idx->dims))
+        return CLRUN__OOM(im);
+    uint64_t count = clrun__otensor_count(idx);
+    for (uint64_t i = 0; i < count; i++) {
+        int64_t j = clrun__otensor_get_int(idx, i);
+        if (j < -dim || j >= dim) {
+            clrun__otensor_free(out);
+            return clrun__invalid(im, "index %" PRId64 " is out of range for a dimension of %" PRId64, j, dim);
+        }
+        clrun__otensor_set_int(out, i, j < 0 ? j + dim : j);
+    }
+    return CLRUN_OK;
+}
+
+/* Gather of constant indices on a device value: a slice for one index, otherwise the graph's
+ * gather of rows: data moved so that axis leads and the rest is one row, then back. */
+static clrun_status gather_const_indices(clrun__imp *im, clrun__onode *n, clrun__value *data,
+                                         clrun__otensor *idx, int axis)
+{
+    const clrun__otensor *d = &data->c;
+    int64_t out_dims[CLRUN__ONNX_MAX_RANK];
+    int out_rank = 0;
+    for (int k = 0; k < axis; k++)
+        out_dims[out_rank++] = d->dims[k];
+    for (int k = 0; k < idx->rank; k++)
+        out_dims[out_rank++] = idx->dims[k];
+    for (int k = axis + 1; k < d->rank; k++)
+        out_dims[out_rank++] = d->dims[k];
+    clrun_status s;
+    clrun__value *cur;
+    if (clrun__otensor_count(idx) == 1) {
+        s = clrun__mv_slice(im, n, data, axis, clrun__otensor_get_int(idx, 0), 1, -1, &cur);
+        clrun__otensor_free(idx);
+        return s == CLRUN_OK ? clrun__mv_reshape(im, n, cur, out_rank, out_dims, 0, NULL) : s;
+    }
+    /* Bring axis to the front: [V, rest...], then rows [V, R]. */
+    int perm[CLRUN__ONNX_MAX_RANK], k = 0;
+    perm[k++] = axis;
+    for (int j = 0; j < d->rank; j++)
+        if (j != axis)
+            perm[k++] = j;
+    int64_t rows[2] = {d->dims[axis], (int64_t)(clrun__otensor_count(d) / (uint64_t)d->dims[axis])};
+    clrun__value *ids = clrun__const_value(im, idx);
+    if (ids == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    s = clrun__mv_transpose(im, n, data, perm, -1, &cur);
+    if (s == CLRUN_OK)
+        s = clrun__mv_reshape(im, n, cur, 2, rows, -1, &cur);
+    clrun__value *in[2] = {cur, ids}, *g;
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "gather", in, 2, NULL, 0, -1, &g);
+    if (s != CLRUN_OK)
+        return s;
+    /* g is [indices..., R]: as [indices..., dims before axis..., dims after...], then move the
+     * dims before axis in front. */
+    int64_t mid[CLRUN__ONNX_MAX_RANK];
+    int r = 0;
+    for (int j = 0; j < idx->rank; j++)
+        mid[r++] = idx->dims[j];
+    for (int j = 0; j < d->rank; j++)
+        if (j != axis)
+            mid[r++] = d->dims[j];
+    if (r > CLRUN_MAX_DIMS)
+        return clrun__unsupported(im, "the gathered tensor would have %d dimensions", r);
+    s = clrun__mv_reshape(im, n, g, r, mid, axis == 0 ? 0 : -1, &cur);
+    if (s != CLRUN_OK || axis == 0)
+        return s;
+    int back[CLRUN__ONNX_MAX_RANK];
+    k = 0;
+    for (int j = 0; j < axis; j++)
+        back[k++] = idx->rank + j;
+    for (int j = 0; j < idx->rank; j++)
+        back[k++] = j;
+    for (int j = idx->rank + axis; j < r; j++)
+        back[k++] = j;
+    return clrun__mv_transpose(im, n, cur, back, 0, NULL);
+}
+
+clrun_status clrun__map_gather(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *data = n->in[0], *indices = n->in[1];
+    int64_t axis;
+    int a;
+    s = clrun__oattr_int(im, n, "axis", 0, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, data->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    if (clrun__is_const(indices)) {
+        clrun__otensor idx;
+        bool on_host = clrun__is_const(data);
+        s = normalized_indices(im, &indices->c, data->c.dims[a],
+                               on_host ? CLRUN__ONNX_INT64 : CLRUN__ONNX_INT32, &idx);
+        if (s != CLRUN_OK)
+            return s;
+        if (!on_host)
+            return gather_const_indices(im, n, data, &idx, a);
+        clrun__otensor t;
+        bool ok = clrun__host_gather(&data->c, &idx, a, &t);
+        clrun__otensor_free(&idx);
+        return ok ? clrun__define_const(im, n, 0, &t) : CLRUN__OOM(im);
+    }
+    /* Indices computed on the device: the graph's gather with ONNX semantics (int64 indices,
+     * negatives from the end). */
+    if (indices->c.elem != CLRUN__ONNX_INT64)
+        return clrun__unsupported(im, "indices computed on the device must be int64");
+    clrun__value *in[2] = {data, indices};
+    clrun_attr at = clrun__mk_int("axis", a);
+    return clrun__emit1(im, n, "gather", in, 2, &at, 1, 0, NULL);
+}
+
+clrun_status clrun__map_gather_elements(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t axis;
+    int a;
+    s = clrun__oattr_int(im, n, "axis", 0, &axis);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, axis, n->in[0]->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *in[2] = {n->in[0], n->in[1]};
+    clrun_attr at = clrun__mk_int("axis", a);
+    return clrun__emit1(im, n, "gather_elements", in, 2, &at, 1, 0, NULL);
+}
+
+/* ---- Expand, Tile ---- */
+
+clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t shape[CLRUN__ONNX_MAX_RANK], dims[CLRUN__ONNX_MAX_RANK];
+    int count, rank;
+    s = clrun__const_ints(im, n, 1, false, shape, CLRUN__ONNX_MAX_RANK, &count);
+    if (s != CLRUN_OK)
+        return s;
+    if (!clrun__broadcast_dims(x->c.rank, x->c.dims, count, shape, &rank, dims)) {
+        char dx[128], ds[128];
+        return clrun__invalid(im, "%s does not broadcast to %s",
+                              clrun__onnx_dims_text(x->c.rank, x->c.dims, dx, sizeof dx),
+                              clrun__onnx_dims_text(count, shape, ds, sizeof ds));
+    }
+    if (clrun__is_const(x)) {
+        clrun__otensor t;
+        if (!clrun__host_expand(&x->c, rank, dims, &t))
+            return CLRUN__OOM(im);
+        return clrun__define_const(im, n, 0, &t);
+    }
+    if (rank == x->c.rank && memcmp(dims, x->c.dims, (size_t)rank * sizeof dims[0]) == 0)
+        return clrun__define_alias(im, n, 0, x);
+    if (clrun__graph_has_op("expand")) {
+        clrun_attr a = clrun__mk_ints("shape", dims, rank);
+        return clrun__emit1(im, n, "expand", &x, 1, &a, 1, 0, NULL);
+    }
+    /* x · ones of the target shape: the same values (x · 1 is exact) */
+    if (x->c.elem != CLRUN__ONNX_FLOAT && x->c.elem != CLRUN__ONNX_INT32)
+        return clrun__unsupported(im, "needs graph op 'expand', which this build of clrun does not have");
+    clrun__otensor ones;
+    if (!clrun__otensor_alloc(&ones, x->c.elem, rank, dims))
+        return CLRUN__OOM(im);
+    for (uint64_t i = 0; i < clrun__otensor_count(&ones); i++)
+        clrun__otensor_set_int(&ones, i, 1);
+    clrun__value *one = clrun__const_value(im, &ones);
+    if (one == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun__value *in[2] = {x, one};
+    return clrun__emit1(im, n, "mul", in, 2, NULL, 0, 0, NULL);
+}
+
+clrun_status clrun__map_tile(clrun__imp *im, clrun__onode *n)
+{
+    if (n->version < 6)
+        return clrun__unsupported(im, "Tile before opset 6 (tiles and axis inputs) is not supported");
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t repeats[CLRUN__ONNX_MAX_RANK];
+    int count;
+    s = clrun__const_ints(im, n, 1, false, repeats, CLRUN__ONNX_MAX_RANK, &count);
+    if (s != CLRUN_OK)
+        return s;
+    if (count != x->c.rank)
+        return clrun__invalid(im, "repeats has %d entries for rank %d", count, x->c.rank);
+    for (int d = 0; d < count; d++)
+        if (repeats[d] < 0)
+            return clrun__invalid(im, "repeat %d is %" PRId64, d, repeats[d]);
+    if (clrun__is_const(x)) {
+        clrun__otensor t;
+        if (!clrun__host_tile(&x->c, repeats, &t))
+            return CLRUN__OOM(im);
+        return clrun__define_const(im, n, 0, &t);
+    }
+    if (clrun__graph_has_op("tile")) {
+        clrun_attr a = clrun__mk_ints("repeats", repeats, count);
+        return clrun__emit1(im, n, "tile", &x, 1, &a, 1, 0, NULL);
+    }
+    int last = -1;
+    for (int d = 0; d < count; d++) {
+        if (repeats[d] == 0)
+            return clrun__unsupported(im, "the result would be empty");
+        if (repeats[d] > 1)
+            last = d;
+    }
+    if (last < 0)
+        return clrun__define_alias(im, n, 0, x);
+    clrun__value *cur = x;
+    for (int d = 0; d <= last; d++) {
+        if (repeats[d] == 1)
+            continue;
+        if (repeats[d] > 64)
+            return clrun__unsupported(im, "a repeat of %" PRId64 " without a tile kernel", repeats[d]);
+        clrun__value *copies[64];
+        for (int64_t k = 0; k < repeats[d]; k++)
+            copies[k] = cur;
+        s = clrun__mv_concat(im, n, copies, (int)repeats[d], d, d == last ? 0 : -1, &cur);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- Pad ---- */
+
+clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t before,
+                             int64_t after, const char *mode, double value, int out, clrun__value **r)
+{
+    int64_t dim = x->c.dims[axis];
+    clrun_status s = CLRUN_OK;
+    if (before < 0 || after < 0) { /* negative pads crop */
+        int64_t start = before < 0 ? -before : 0, end = dim - (after < 0 ? -after : 0);
+        if (end - start < 1)
+            return clrun__unsupported(im, "the result would be empty");
+        s = clrun__mv_slice(im, n, x, axis, start, end - start, before <= 0 && after <= 0 ? out : -1, &x);
+        if (s != CLRUN_OK || (before <= 0 && after <= 0))
+            return s;
+        before = before < 0 ? 0 : before;
+        after = after < 0 ? 0 : after;
+        dim = x->c.dims[axis];
+    }
+    if (before == 0 && after == 0)
+        return clrun__mv_same(im, n, x, out, r);
+    bool reflect = strcmp(mode, "reflect") == 0, edge = strcmp(mode, "edge") == 0;
+    if (reflect && (before >= dim || after >= dim))
+        return clrun__invalid(im, "reflect pads of %" PRId64 " and %" PRId64 " on an axis of %" PRId64,
+                              before, after, dim);
+    if (before + after + 1 > 64 && !(!reflect && !edge))
+        return clrun__unsupported(im, "pads of %" PRId64 " in %s mode", before + after, mode);
+    clrun__value *parts[66];
+    int k = 0;
+    for (int side = 0; side < 2; side++) {
+        int64_t width = side == 0 ? before : after;
+        if (width == 0)
+            goto middle;
+        if (!reflect && !edge) { /* one block of the value */
+            clrun__otensor block;
+            int64_t dims[CLRUN__ONNX_MAX_RANK];
+            memcpy(dims, x->c.dims, sizeof dims);
+            dims[axis] = width;
+            if (!clrun__otensor_alloc(&block, x->c.elem, x->c.rank, dims))
+                return CLRUN__OOM(im);
+            for (uint64_t i = 0; i < clrun__otensor_count(&block); i++)
+                clrun__otensor_set_real(&block, i, value);
+            if ((parts[k++] = clrun__const_value(im, &block)) == NULL)
+                return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        } else {
+            for (int64_t j = 0; j < width; j++) {
+                /* before: outermost first; reflect mirrors around the edge element */
+                int64_t src = side == 0 ? (edge ? 0 : width - j) : (edge ? dim - 1 : dim - 2 - j);
+                s = clrun__mv_slice(im, n, x, axis, src, 1, -1, &parts[k++]);
+                if (s != CLRUN_OK)
+                    return s;
+            }
+        }
+    middle:
+        if (side == 0)
+            parts[k++] = x;
+    }
+    return clrun__mv_concat(im, n, parts, k, axis, out, r);
+}
+
+clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int rank = x->c.rank, count;
+    int64_t pads[2 * CLRUN__ONNX_MAX_RANK];
+    double value = 0;
+    char mode[16];
+    s = clrun__oattr_string(im, n, "mode", "constant", mode, sizeof mode);
+    if (s != CLRUN_OK)
+        return s;
+    if (n->version < 11) {
+        s = clrun__oattr_ints(im, n, n->version < 2 ? "paddings" : "pads", pads, 2 * CLRUN__ONNX_MAX_RANK, &count);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "value", 0, &value);
+    } else {
+        bool present;
+        s = clrun__const_ints(im, n, 1, false, pads, 2 * CLRUN__ONNX_MAX_RANK, &count);
+        if (s == CLRUN_OK)
+            s = clrun__const_real(im, n, 2, &value, &present);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return clrun__unsupported(im, "mode '%s' is not supported", mode);
+    if (count != 2 * rank)
+        return clrun__invalid(im, "pads has %d entries for rank %d", count, rank);
+    int last = -1;
+    for (int d = 0; d < rank; d++)
+        if (pads[d] || pads[d + rank])
+            last = d;
+    if (last < 0)
+        return clrun__define_alias(im, n, 0, x);
+    if (!clrun__is_const(x)) {
+        clrun_attr at[3] = {clrun__mk_ints("pads", pads, count),
+                            clrun__mk_int("mode", strcmp(mode, "reflect") == 0 ? 1 : strcmp(mode, "edge") == 0 ? 2 : 0),
+                            clrun__mk_float("value", value)};
+        if (clrun__op_accepts("pad", &x, 1, at, 3))
+            return clrun__emit1(im, n, "pad", &x, 1, at, 3, 0, NULL);
+    }
+    clrun__value *cur = x;
+    for (int d = 0; d <= last; d++) {
+        if (pads[d] == 0 && pads[d + rank] == 0)
+            continue;
+        s = clrun__pad_axis(im, n, cur, d, pads[d], pads[d + rank], mode, value, d == last ? 0 : -1, &cur);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* ---- DepthToSpace, SpaceToDepth: a reshape, a transpose and a reshape ---- */
+
+clrun_status clrun__map_depth_space(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int64_t b;
+    char mode[8] = "DCR";
+    bool to_space = strcmp(n->op, "DepthToSpace") == 0;
+    s = clrun__oattr_int(im, n, "blocksize", 0, &b);
+    if (s == CLRUN_OK && to_space && n->version >= 11)
+        s = clrun__oattr_string(im, n, "mode", "DCR", mode, sizeof mode);
+    if (s != CLRUN_OK)
+        return s;
+    const int64_t *d = x->c.dims;
+    if (x->c.rank != 4 || b < 1)
+        return clrun__invalid(im, "needs a rank-4 input and a blocksize >= 1");
+    int64_t N = d[0], C = d[1], H = d[2], W = d[3], six[6], four[4];
+    int perm[6];
+    if (to_space) {
+        if (C % (b * b))
+            return clrun__invalid(im, "channels %" PRId64 " are not a multiple of blocksize² %" PRId64, C, b * b);
+        bool crd = strcmp(mode, "CRD") == 0;
+        if (!crd && strcmp(mode, "DCR"))
+            return clrun__invalid(im, "mode '%s' is neither DCR nor CRD", mode);
+        int64_t c = C / (b * b);
+        int64_t dcr[6] = {N, b, b, c, H, W}, crd6[6] = {N, c, b, b, H, W};
+        int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(six, crd ? crd6 : dcr, sizeof six);
+        memcpy(perm, crd ? pc : pd, sizeof perm);
+        int64_t o[4] = {N, c, H * b, W * b};
+        memcpy(four, o, sizeof four);
+    } else {
+        if (H % b || W % b)
+            return clrun__invalid(im, "height and width must be multiples of the blocksize");
+        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, C * b * b, H / b, W / b};
+        int p[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(six, s6, sizeof six);
+        memcpy(perm, p, sizeof perm);
+        memcpy(four, o, sizeof four);
+    }
+    if (!clrun__is_const(x)) {
+        clrun_attr at[2] = {clrun__mk_int("blocksize", b), clrun__mk_int("mode", strcmp(mode, "CRD") == 0)};
+        const char *op = to_space ? "depth_to_space" : "space_to_depth";
+        int k = to_space ? 2 : 1;
+        if (clrun__op_accepts(op, &x, 1, at, k))
+            return clrun__emit1(im, n, op, &x, 1, at, k, 0, NULL);
+    }
+    clrun__value *t;
+    s = clrun__mv_reshape(im, n, x, 6, six, -1, &t);
+    if (s == CLRUN_OK)
+        s = clrun__mv_transpose(im, n, t, perm, -1, &t);
+    return s == CLRUN_OK ? clrun__mv_reshape(im, n, t, 4, four, 0, NULL) : s;
+}
+
+/* ---- device-only ---- */
+
+clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    int64_t upper, k = 0;
+    bool present = false;
+    double kr = 0;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "upper", 1, &upper);
+    if (s == CLRUN_OK)
+        s = clrun__const_real(im, n, 1, &kr, &present);
+    if (s != CLRUN_OK)
+        return s;
+    if (present)
+        k = (int64_t)kr;
+    clrun__value *x = n->in[0];
+    clrun_attr a[2] = {clrun__mk_int("upper", upper), clrun__mk_int("k", k)};
+    return clrun__emit1(im, n, "trilu", &x, 1, a, 2, 0, NULL);
+}
+
+clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    int64_t exclusive, reverse;
+    double axis_r;
+    bool present;
+    int a;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "exclusive", 0, &exclusive);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "reverse", 0, &reverse);
+    if (s == CLRUN_OK)
+        s = clrun__const_real(im, n, 1, &axis_r, &present);
+    if (s == CLRUN_OK)
+        s = clrun__norm_axis(im, (int64_t)axis_r, n->in[0]->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    clrun_attr at[3] = {clrun__mk_int("axis", a), clrun__mk_int("exclusive", exclusive),
+                        clrun__mk_int("reverse", reverse)};
+    return clrun__emit1(im, n, "cumsum", &x, 1, at, 3, 0, NULL);
+}
+
+/* ---- Resize, Upsample ---- */
+
+static int code_of(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
+{
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                                         "tf_half_pixel_for_nn"};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    int rank = x->c.rank;
+    bool legacy = strcmp(n->op, "Upsample") == 0 || n->version < 11;
+    char mode[32], coord[32] = "asymmetric", near[32] = "floor";
+    double a = -0.75, scales[CLRUN__ONNX_MAX_RANK];
+    int64_t exclude = 0, sizes[CLRUN__ONNX_MAX_RANK];
+    int n_scales = -1, n_sizes = -1;
+    s = clrun__oattr_string(im, n, "mode", "nearest", mode, sizeof mode);
+    if (s == CLRUN_OK && legacy) {
+        /* Upsample and Resize-10: asymmetric coordinates, floor for nearest; scales from the
+         * attribute (Upsample-7) or input 1. */
+        if (strcmp(n->op, "Upsample") == 0 && n->version < 9) {
+            s = clrun__oattr_floats(im, n, "scales", scales, CLRUN__ONNX_MAX_RANK, &n_scales);
+        } else {
+            const clrun__otensor *t;
+            s = clrun__const_input(im, n, 1, false, &t);
+            if (s == CLRUN_OK) {
+                n_scales = (int)clrun__otensor_count(t);
+                for (int i = 0; i < n_scales && i < CLRUN__ONNX_MAX_RANK; i++)
+                    scales[i] = clrun__otensor_get_real(t, (uint64_t)i);
+            }
+        }
+    } else if (s == CLRUN_OK) {
+        double extrapolation;
+        s = clrun__oattr_string(im, n, "coordinate_transformation_mode", "half_pixel", coord, sizeof coord);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_string(im, n, "nearest_mode", "round_prefer_floor", near, sizeof near);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "cubic_coeff_a", -0.75, &a);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_int(im, n, "exclude_outside", 0, &exclude);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "extrapolation_value", 0, &extrapolation);
+        const clrun__otensor *t = NULL;
+        if (s == CLRUN_OK && n->n_in > 3 && n->in[3])
+            s = clrun__const_ints(im, n, 3, true, sizes, CLRUN__ONNX_MAX_RANK, &n_sizes);
+        if (s == CLRUN_OK && n->n_in > 2 && n->in[2])
+            s = clrun__const_input(im, n, 2, true, &t);
+        if (s == CLRUN_OK && t && clrun__otensor_count(t) > 0) {
+            n_scales = (int)clrun__otensor_count(t);
+            for (int i = 0; i < n_scales && i < CLRUN__ONNX_MAX_RANK; i++)
+                scales[i] = clrun__otensor_get_real(t, (uint64_t)i);
+        }
+        if (n_sizes == 0)
+            n_sizes = -1;
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (strcmp(coord, "tf_crop_and_resize") == 0)
+        return clrun__unsupported(im, "coordinate_transformation_mode=tf_crop_and_resize is not supported");
+    int m = code_of(modes, 3, strcmp(mode, "bilinear") == 0 ? "linear" : mode), c = code_of(coords, 5, coord),
+        r = code_of(nearest, 4, near);
+    if (m < 0 || c < 0 || r < 0)
+        return clrun__unsupported(im, "mode %s, coordinates %s, nearest_mode %s: not supported", mode, coord, near);
+    if ((n_sizes >= 0) == (n_scales >= 0))
+        return clrun__invalid(im, "exactly one of scales and sizes must be given");
+    if ((n_sizes >= 0 ? n_sizes : n_scales) != rank)
+        return clrun__invalid(im, "%s has %d entries for rank %d", n_sizes >= 0 ? "sizes" : "scales",
+                              n_sizes >= 0 ? n_sizes : n_scales, rank);
+    bool same = true;
+    for (int d = 0; d < rank; d++) {
+        if (n_scales >= 0) {
+            if (!(scales[d] > 0))
+                return clrun__invalid(im, "scale %d is %g", d, scales[d]);
+            sizes[d] = (int64_t)floor((double)x->c.dims[d] * scales[d]);
+        }
+        same = same && sizes[d] == x->c.dims[d] && (n_scales < 0 || scales[d] == 1);
+    }
+    if (same)
+        return clrun__define_alias(im, n, 0, x);
+    clrun_attr at[6 + CLRUN__ONNX_MAX_RANK];
+    int k = 0;
+    static const char *const scale_names[] = {"scale0", "scale1", "scale2", "scale3", "scale4", "scale5"};
+    at[k++] = clrun__mk_ints("sizes", sizes, rank);
+    at[k++] = clrun__mk_int("mode", m);
+    at[k++] = clrun__mk_int("coordinate_transformation_mode", c);
+    at[k++] = clrun__mk_int("nearest_mode", r);
+    at[k++] = clrun__mk_float("cubic_coeff_a", a);
+    at[k++] = clrun__mk_int("exclude_outside", exclude != 0);
+    for (int d = 0; n_scales >= 0 && d < rank && d < 6; d++)
+        at[k++] = clrun__mk_float(scale_names[d], scales[d]);
+    return clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
+}

@@ -1,0 +1,530 @@
+/* Network operators: MatMul, Gemm, Conv, ConvTranspose, the pools. 1-D
+ * convolutions and pools run as 2-D ones of height 1; padding the graph ops cannot express (one
+ * side larger than the other) is added explicitly, with zeros for convolutions and -inf for max
+ * pools, which gives the same values. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "onnx/fold.h"
+#include "onnx/map.h"
+
+/* ---- MatMul, Gemm ---- */
+
+clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *a = n->in[0], *b = n->in[1];
+    int ra = a->c.rank, rb = b->c.rank;
+    if (ra < 1 || rb < 1)
+        return clrun__invalid(im, "MatMul inputs need at least one dimension");
+    if (ra >= 2 && rb >= 2)
+        return clrun__emit_binary(im, n, "matmul", a, b, 0, NULL);
+    /* numpy: a vector a is a row [1, K] whose row is dropped after, a vector b a column [K, 1]. */
+    int64_t da[2] = {1, a->c.dims[0]}, db[2] = {b->c.dims[0], 1};
+    if (ra == 1 && (s = clrun__mv_reshape(im, n, a, 2, da, -1, &a)) != CLRUN_OK)
+        return s;
+    if (rb == 1 && (s = clrun__mv_reshape(im, n, b, 2, db, -1, &b)) != CLRUN_OK)
+        return s;
+    clrun__value *y;
+    s = clrun__emit_binary(im, n, "matmul", a, b, -1, &y);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    int rank = 0;
+    for (int d = 0; d < y->c.rank; d++) {
+        if ((ra == 1 && d == y->c.rank - 2) || (rb == 1 && d == y->c.rank - 1))
+            continue;
+        dims[rank++] = y->c.dims[d];
+    }
+    return clrun__mv_reshape(im, n, y, rank, dims, 0, NULL);
+}
+
+clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    double alpha, beta;
+    int64_t ta, tb, broadcast = 1;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "alpha", 1, &alpha);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "beta", 1, &beta);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "transA", 0, &ta);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "transB", 0, &tb);
+    if (s == CLRUN_OK && n->version < 7)
+        s = clrun__oattr_int(im, n, "broadcast", 0, &broadcast);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *a = n->in[0], *b = n->in[1], *c = n->n_in > 2 ? n->in[2] : NULL;
+    if (a->c.rank != 2 || b->c.rank != 2)
+        return clrun__invalid(im, "Gemm takes matrices");
+    int64_t M = ta ? a->c.dims[1] : a->c.dims[0], N = tb ? b->c.dims[0] : b->c.dims[1];
+    if (c && !broadcast && !(c->c.rank == 2 && c->c.dims[0] == M && c->c.dims[1] == N))
+        return clrun__invalid(im, "without broadcast, C must be [M, N]");
+    clrun_attr at[3] = {clrun__mk_int("transpose_a", ta != 0), clrun__mk_int("transpose_b", tb != 0),
+                        clrun__mk_float("alpha", alpha)};
+    if (c == NULL || beta == 0)
+        return clrun__emit(im, n, "matmul", (clrun__value *[]){a, b}, 2, at, 3, (int[]){0}, 1, NULL);
+    /* beta·C: scaled on the host when constant. A [N] or [1, N] C is the matmul's bias. */
+    if (beta != 1) {
+        if (clrun__is_const(c)) {
+            clrun__otensor t;
+            if (!clrun__otensor_copy(&t, &c->c))
+                return CLRUN__OOM(im);
+            for (uint64_t i = 0; i < clrun__otensor_count(&t); i++)
+                clrun__otensor_set_real(&t, i, beta * clrun__otensor_get_real(&t, i));
+            if ((c = clrun__const_value(im, &t)) == NULL)
+                return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        } else {
+            clrun_attr sc = clrun__mk_float("alpha", beta);
+            if ((s = clrun__emit1(im, n, "scale", &c, 1, &sc, 1, -1, &c)) != CLRUN_OK)
+                return s;
+        }
+    }
+    bool row = (c->c.rank == 1 && c->c.dims[0] == N) || (c->c.rank == 2 && c->c.dims[0] == 1 && c->c.dims[1] == N);
+    if (row) {
+        int64_t dn = N;
+        if (c->c.rank == 2 && (s = clrun__mv_reshape(im, n, c, 1, &dn, -1, &c)) != CLRUN_OK)
+            return s;
+        return clrun__emit(im, n, "matmul", (clrun__value *[]){a, b, c}, 3, at, 3, (int[]){0}, 1, NULL);
+    }
+    clrun__value *y;
+    s = clrun__emit(im, n, "matmul", (clrun__value *[]){a, b}, 2, at, 3, NULL, 1, &y);
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", y, c, 0, NULL) : s;
+}
+
+/* ---- geometry of convolutions and pools ---- */
+
+typedef clrun__window window;
+
+/* strides, dilations, pads and auto_pad of a node for a given input and kernel extent. */
+static clrun_status window_attrs(clrun__imp *im, clrun__onode *n, const clrun__otensor *x, window *w,
+                                 bool dilations)
+{
+    int64_t v[8];
+    int count;
+    int sp = w->spatial;
+    for (int i = 0; i < sp; i++)
+        w->stride[i] = w->dilation[i] = 1, w->pad_begin[i] = w->pad_end[i] = 0;
+    clrun_status s = clrun__oattr_ints(im, n, "strides", v, 8, &count);
+    if (s == CLRUN_OK && count >= 0) {
+        if (count != sp)
+            return clrun__invalid(im, "strides has %d entries for %d spatial dimensions", count, sp);
+        for (int i = 0; i < sp; i++)
+            w->stride[i] = v[i];
+    }
+    if (s == CLRUN_OK && dilations && (s = clrun__oattr_ints(im, n, "dilations", v, 8, &count)) == CLRUN_OK &&
+        count >= 0) {
+        if (count != sp)
+            return clrun__invalid(im, "dilations has %d entries for %d spatial dimensions", count, sp);
+        for (int i = 0; i < sp; i++)
+            w->dilation[i] = v[i];
+    }
+    if (s != CLRUN_OK)
+        return s;
+    for (int i = 0; i < sp; i++)
+        if (w->stride[i] < 1 || w->dilation[i] < 1 || w->kernel[i] < 1)
+            return clrun__invalid(im, "strides, dilations and kernel sizes must be >= 1");
+    char pad_mode[16];
+    if ((s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", pad_mode, sizeof pad_mode)) != CLRUN_OK)
+        return s;
+    if ((s = clrun__oattr_ints(im, n, "pads", v, 8, &count)) != CLRUN_OK)
+        return s;
+    if (strcmp(pad_mode, "NOTSET") == 0) {
+        if (count >= 0 && count != 2 * sp)
+            return clrun__invalid(im, "pads has %d entries for %d spatial dimensions", count, sp);
+        for (int i = 0; count >= 0 && i < sp; i++) {
+            w->pad_begin[i] = v[i], w->pad_end[i] = v[i + sp];
+            if (v[i] < 0 || v[i + sp] < 0)
+                return clrun__invalid(im, "negative pads");
+        }
+    } else if (strcmp(pad_mode, "SAME_UPPER") == 0 || strcmp(pad_mode, "SAME_LOWER") == 0) {
+        /* The output is ceil(in / stride); the padding it needs, the odd one at the end (UPPER)
+         * or the beginning (LOWER). */
+        for (int i = 0; i < sp; i++) {
+            int64_t in = x->dims[2 + i], out = (in + w->stride[i] - 1) / w->stride[i];
+            int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
+            int64_t total = (out - 1) * w->stride[i] + span - in;
+            total = total < 0 ? 0 : total;
+            w->pad_begin[i] = pad_mode[5] == 'U' ? total / 2 : total - total / 2;
+            w->pad_end[i] = total - w->pad_begin[i];
+        }
+    } else if (strcmp(pad_mode, "VALID") != 0) {
+        return clrun__invalid(im, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", pad_mode);
+    }
+    return CLRUN_OK;
+}
+
+/* A [N, C, W] value as [N, C, 1, W] (and back), for 1-D windows. */
+static clrun_status as_image(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value **r)
+{
+    int64_t dims[4] = {x->c.dims[0], x->c.dims[1], 1, x->c.dims[2]};
+    return clrun__mv_reshape(im, n, x, 4, dims, -1, r);
+}
+
+/* x [N, C, H, W] padded explicitly by what the symmetric padding leaves over (pad_end beyond
+ * pad_begin or the reverse); w's pads then become symmetric. */
+static clrun_status pad_extra(clrun__imp *im, clrun__onode *n, clrun__value *x, window *w, double value,
+                              int64_t *sym, clrun__value **r)
+{
+    *r = x;
+    for (int i = 0; i < 2; i++) {
+        int64_t lo = w->pad_begin[i] < w->pad_end[i] ? w->pad_begin[i] : w->pad_end[i];
+        sym[i] = lo;
+        int64_t before = w->pad_begin[i] - lo, after = w->pad_end[i] - lo;
+        if (before == 0 && after == 0)
+            continue;
+        clrun_status s = clrun__pad_axis(im, n, *r, 2 + i, before, after, "constant", value, -1, r);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+/* The kernel extents from W [M, C/g, k...] or kernel_shape. */
+static clrun_status kernel_of(clrun__imp *im, clrun__onode *n, const clrun__otensor *wt, window *w)
+{
+    int64_t v[8];
+    int count;
+    clrun_status s = clrun__oattr_ints(im, n, "kernel_shape", v, 8, &count);
+    if (s != CLRUN_OK)
+        return s;
+    for (int i = 0; i < w->spatial; i++) {
+        int64_t k = wt ? wt->dims[2 + i] : (count > i ? v[i] : 0);
+        if (count >= 0 && (count != w->spatial || v[i] != k))
+            return clrun__invalid(im, "kernel_shape does not match the %s", wt ? "weights" : "rank");
+        w->kernel[i] = k;
+    }
+    return CLRUN_OK;
+}
+
+/* The last step of a windowed op: back to [N, C, W] for 1-D. */
+static clrun_status finish_window(clrun__imp *im, clrun__onode *n, const window *w, clrun__value *y)
+{
+    if (w->spatial == 2)
+        return clrun__define_alias(im, n, 0, y);
+    int64_t dims[3] = {y->c.dims[0], y->c.dims[1], y->c.dims[3]};
+    return clrun__mv_reshape(im, n, y, 3, dims, 0, NULL);
+}
+
+static clrun_status spatial_of(clrun__imp *im, const clrun__value *x, int *spatial)
+{
+    if (x->c.rank < 3 || x->c.rank > 5)
+        return clrun__unsupported(im, "%d-D windows are not supported (1-D, 2-D and 3-D are)", x->c.rank - 2);
+    *spatial = x->c.rank - 2;
+    return CLRUN_OK;
+}
+
+/* The 2-D view of a 1-D window: height 1. */
+static void as_2d(window *w)
+{
+    w->kernel[1] = w->kernel[0], w->kernel[0] = 1;
+    w->stride[1] = w->stride[0], w->stride[0] = 1;
+    w->dilation[1] = w->dilation[0], w->dilation[0] = 1;
+    w->pad_begin[1] = w->pad_begin[0], w->pad_begin[0] = 0;
+    w->pad_end[1] = w->pad_end[0], w->pad_end[0] = 0;
+}
+
+/* ---- Conv ---- */
+
+clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                clrun__value *bias, const clrun__window *w2, int out, clrun__value **r)
+{
+    /* Asymmetric pads as the op's 'pads' where this build has them, else the extra side padded
+     * with zeros explicitly. */
+    window w = *w2;
+    int64_t sym[2], pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+    clrun__value *in[3] = {x, wt, bias};
+    clrun_attr at[4] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
+                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group)};
+    bool symmetric = pads[0] == pads[2] && pads[1] == pads[3];
+    if (symmetric || !clrun__op_accepts("conv2d", in, bias ? 3 : 2, at, 4)) {
+        clrun_status s = pad_extra(im, n, x, &w, 0, sym, &in[0]);
+        if (s != CLRUN_OK)
+            return s;
+        at[1] = clrun__mk_ints("pad", sym, 2);
+    }
+    return clrun__emit(im, n, "conv2d", in, bias ? 3 : 2, at, 4, &out, 1, r);
+}
+
+clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    window w = {0};
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL, *y;
+    if (wt->c.rank != x->c.rank)
+        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
+    s = kernel_of(im, n, &wt->c, &w);
+    if (s == CLRUN_OK)
+        s = window_attrs(im, n, &x->c, &w, true);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "group", 1, &w.group);
+    if (s != CLRUN_OK)
+        return s;
+    if (w.spatial == 3)
+        return clrun__conv3d(im, n, x, wt, bias, &w);
+    if (w.spatial == 2)
+        return clrun__conv2d_core(im, n, x, wt, bias, &w, 0, NULL);
+    s = as_image(im, n, x, &x);
+    if (s == CLRUN_OK)
+        s = as_image(im, n, wt, &wt);
+    if (s != CLRUN_OK)
+        return s;
+    as_2d(&w);
+    s = clrun__conv2d_core(im, n, x, wt, bias, &w, -1, &y);
+    w.spatial = 1;
+    return s == CLRUN_OK ? finish_window(im, n, &w, y) : s;
+}
+
+/* ---- ConvTranspose ---- */
+
+/* ONNX's padding of ConvTranspose for one axis: from output_shape or auto_pad (total padding
+ * split by SAME_UPPER, else the larger half first), or the pads as given. */
+static clrun_status transpose_pads(clrun__imp *im, const char *mode, int64_t in, int64_t k, int64_t stride,
+                                   int64_t dilation, int64_t out_pad, int64_t wanted, int64_t *begin, int64_t *end)
+{
+    bool same = strncmp(mode, "SAME_", 5) == 0;
+    if (strcmp(mode, "VALID") == 0) {
+        *begin = *end = 0;
+        return CLRUN_OK;
+    }
+    if (wanted < 0 && !same)
+        return CLRUN_OK; /* the pads as given */
+    if (wanted < 0)
+        wanted = in * stride;
+    int64_t total = stride * (in - 1) + out_pad + (k - 1) * dilation + 1 - wanted;
+    if (total < 0)
+        return clrun__unsupported(im, "an output larger than the full transposed convolution (padding %" PRId64 ")",
+                                  total);
+    bool upper = strcmp(mode, "SAME_UPPER") == 0;
+    *begin = upper ? total / 2 : total - total / 2;
+    *end = total - *begin;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    window w = {0};
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
+    if (wt->c.rank != x->c.rank)
+        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
+    int sp = w.spatial, count, shape_count;
+    if (sp == 3)
+        return clrun__unsupported(im, "3-D ConvTranspose is not supported (1-D and 2-D are)");
+    int64_t v[8], out_pad[2] = {0, 0}, out_shape[8];
+    char mode[16];
+    s = kernel_of(im, n, &wt->c, &w);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "group", 1, &w.group);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", mode, sizeof mode);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_ints(im, n, "output_shape", out_shape, 8, &shape_count);
+    if (s == CLRUN_OK && (s = clrun__oattr_ints(im, n, "output_padding", v, 8, &count)) == CLRUN_OK &&
+        count >= 0) {
+        if (count != sp)
+            return clrun__invalid(im, "output_padding has %d entries", count);
+        for (int i = 0; i < sp; i++)
+            out_pad[i] = v[i];
+    }
+    if (s == CLRUN_OK) { /* strides, dilations, explicit pads (auto_pad is ConvTranspose's own) */
+        window plain = w;
+        s = window_attrs(im, n, &x->c, &plain, true);
+        memcpy(w.stride, plain.stride, sizeof w.stride);
+        memcpy(w.dilation, plain.dilation, sizeof w.dilation);
+        if (strcmp(mode, "NOTSET") == 0) {
+            memcpy(w.pad_begin, plain.pad_begin, sizeof w.pad_begin);
+            memcpy(w.pad_end, plain.pad_end, sizeof w.pad_end);
+        }
+    }
+    if (s == CLRUN_OK && shape_count >= 0 && shape_count != sp && shape_count != sp + 2)
+        return clrun__invalid(im, "output_shape has %d entries", shape_count);
+    for (int i = 0; s == CLRUN_OK && i < sp; i++) {
+        int64_t wanted = shape_count >= 0 ? out_shape[shape_count - sp + i] : -1;
+        s = transpose_pads(im, mode, x->c.dims[2 + i], w.kernel[i], w.stride[i], w.dilation[i], out_pad[i],
+                           wanted, &w.pad_begin[i], &w.pad_end[i]);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    if (sp == 1) {
+        s = as_image(im, n, x, &x);
+        if (s == CLRUN_OK)
+            s = as_image(im, n, wt, &wt);
+        if (s != CLRUN_OK)
+            return s;
+        as_2d(&w);
+        out_pad[1] = out_pad[0], out_pad[0] = 0;
+    }
+    int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+    clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
+                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group),
+                        clrun__mk_ints("output_padding", out_pad, 2)};
+    if (pads[0] == pads[2] && pads[1] == pads[3])
+        at[1] = clrun__mk_ints("pad", pads, 2);
+    clrun__value *in[3] = {x, wt, bias}, *y;
+    s = clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, (int[]){sp == 2 ? 0 : -1}, 1, &y);
+    if (s != CLRUN_OK || sp == 2)
+        return s;
+    return finish_window(im, n, &w, y);
+}
+
+/* ---- MaxPool, AveragePool ---- */
+
+clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    window w = {0};
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
+    if (s != CLRUN_OK)
+        return s;
+    bool max = strcmp(n->op, "MaxPool") == 0;
+    clrun__value *x = n->in[0];
+    int64_t ceil_mode = 0, include_pad = 0, storage = 0;
+    s = kernel_of(im, n, NULL, &w);
+    if (s == CLRUN_OK && w.kernel[0] == 0)
+        s = clrun__invalid(im, "kernel_shape is required");
+    if (s == CLRUN_OK)
+        s = window_attrs(im, n, &x->c, &w, max && n->version >= 10);
+    if (s == CLRUN_OK && n->version >= 10)
+        s = clrun__oattr_int(im, n, "ceil_mode", 0, &ceil_mode);
+    if (s == CLRUN_OK && !max && n->version >= 7)
+        s = clrun__oattr_int(im, n, "count_include_pad", 0, &include_pad);
+    if (s == CLRUN_OK && max && n->version >= 8)
+        s = clrun__oattr_int(im, n, "storage_order", 0, &storage);
+    if (s != CLRUN_OK)
+        return s;
+    if (max && clrun__out(im, n, 1))
+        return clrun__unsupported(im, "the Indices output of MaxPool is not supported");
+    w.ceil_mode = ceil_mode != 0;
+    if (w.spatial == 3)
+        return clrun__pool3d(im, n, x, &w, max, include_pad != 0);
+    if (w.spatial == 2)
+        return clrun__pool2d_core(im, n, x, &w, max, include_pad != 0, 0, NULL);
+    clrun__value *y;
+    if ((s = as_image(im, n, x, &x)) != CLRUN_OK)
+        return s;
+    as_2d(&w);
+    s = clrun__pool2d_core(im, n, x, &w, max, include_pad != 0, -1, &y);
+    w.spatial = 1;
+    return s == CLRUN_OK ? finish_window(im, n, &w, y) : s;
+}
+
+clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w2,
+                                bool max, bool include_pad, int out, clrun__value **r)
+{
+    window w = *w2;
+    bool ceil_mode = w.ceil_mode;
+    clrun_status s;
+    /* ceil_mode counts ceil((in + pads - span) / stride) + 1 windows (ONNX, onnxruntime); one
+     * that would start past the input and its front padding (which PyTorch drops) is refused. */
+    for (int i = 0; ceil_mode && i < 2; i++) {
+        int64_t in = x->c.dims[2 + i], span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+        int64_t room = in + w.pad_begin[i] + w.pad_end[i] - span;
+        if (room < 0)
+            continue;
+        int64_t windows = (room + w.stride[i] - 1) / w.stride[i] + 1;
+        if ((windows - 1) * w.stride[i] >= in + w.pad_begin[i])
+            return clrun__unsupported(im, "ceil_mode=1 with a last window entirely in the padding");
+    }
+    /* The op with ONNX's attributes where this build takes them (only those that differ from
+     * the defaults, so older builds still take plain pools). */
+    {
+        int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+        clrun_attr at[6];
+        int k = 0;
+        at[k++] = clrun__mk_ints("kernel", w.kernel, 2);
+        at[k++] = clrun__mk_ints("stride", w.stride, 2);
+        if (pads[0] == pads[2] && pads[1] == pads[3])
+            at[k++] = clrun__mk_ints("pad", pads, 2);
+        else
+            at[k++] = clrun__mk_ints("pads", pads, 4);
+        if (ceil_mode)
+            at[k++] = clrun__mk_int("ceil_mode", 1);
+        if (w.dilation[0] != 1 || w.dilation[1] != 1)
+            at[k++] = clrun__mk_ints("dilation", w.dilation, 2);
+        if (!max && include_pad)
+            at[k++] = clrun__mk_int("count_include_pad", 1);
+        const char *op = max ? "maxpool2d" : "avgpool2d";
+        if (clrun__op_accepts(op, &x, 1, at, k)) {
+            return clrun__emit1(im, n, op, &x, 1, at, k, out, r);
+        }
+    }
+    if (ceil_mode) {
+        /* ceil((in + pads - span) / stride) + 1 outputs: extra padding at the end gives them, and
+         * is exact for max pools (-inf never wins a window that starts inside). */
+        if (!max)
+            return clrun__unsupported(im, "ceil_mode=1 for AveragePool is not supported");
+        for (int i = 0; i < 2; i++) {
+            int64_t in = x->c.dims[2 + i] + w.pad_begin[i] + w.pad_end[i];
+            int64_t span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+            if (in < span)
+                continue;
+            int64_t windows = (in - span + w.stride[i] - 1) / w.stride[i] + 1;
+            int64_t needed = (windows - 1) * w.stride[i] + span - in;
+            if (needed > 0)
+                w.pad_end[i] += needed;
+        }
+    }
+    int64_t sym[2] = {w.pad_begin[0], w.pad_begin[1]};
+    bool symmetric = w.pad_begin[0] == w.pad_end[0] && w.pad_begin[1] == w.pad_end[1];
+    bool fits = 2 * sym[0] <= w.kernel[0] && 2 * sym[1] <= w.kernel[1];
+    if (max && (!symmetric || !fits)) {
+        /* Explicit -inf padding, never the max of a window that has any element of x. */
+        for (int i = 0; i < 2; i++) {
+            if (w.pad_begin[i] == 0 && w.pad_end[i] == 0)
+                continue;
+            s = clrun__pad_axis(im, n, x, 2 + i, w.pad_begin[i], w.pad_end[i], "constant", -INFINITY, -1, &x);
+            if (s != CLRUN_OK)
+                return s;
+        }
+        sym[0] = sym[1] = 0;
+    } else if (!max && include_pad) {
+        /* Zeros that count: explicit padding, then a pool without any. */
+        for (int i = 0; i < 2; i++) {
+            if (w.pad_begin[i] == 0 && w.pad_end[i] == 0)
+                continue;
+            s = clrun__pad_axis(im, n, x, 2 + i, w.pad_begin[i], w.pad_end[i], "constant", 0, -1, &x);
+            if (s != CLRUN_OK)
+                return s;
+        }
+        sym[0] = sym[1] = 0;
+    } else if (!max && !symmetric) {
+        return clrun__unsupported(im, "asymmetric pads for AveragePool without count_include_pad are not supported");
+    }
+    clrun_attr at[4] = {clrun__mk_ints("kernel", w.kernel, 2), clrun__mk_ints("stride", w.stride, 2),
+                        clrun__mk_ints("pad", sym, 2), clrun__mk_ints("dilation", w.dilation, 2)};
+    int n_at = w.dilation[0] != 1 || w.dilation[1] != 1 ? 4 : 3;
+    return clrun__emit1(im, n, max ? "maxpool2d" : "avgpool2d", &x, 1, at, n_at, out, r);
+}
+
+
+clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0];
+    if (x->c.rank < 3)
+        return clrun__invalid(im, "%s needs [N, C, D...]", n->op);
+    int64_t axes[CLRUN__ONNX_MAX_RANK];
+    for (int d = 2; d < x->c.rank; d++)
+        axes[d - 2] = d;
+    clrun_attr at[2] = {clrun__mk_ints("axes", axes, x->c.rank - 2), clrun__mk_int("keepdims", 1)};
+    const char *op = strcmp(n->op, "GlobalMaxPool") == 0 ? "reduce_max" : "reduce_mean";
+    return clrun__emit1(im, n, op, &x, 1, at, 2, 0, NULL);
+}
+

@@ -1,0 +1,521 @@
+/* Host tensors: element types, conversions and TensorProto decoding. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "onnx/onnx.pb-c.h"
+#include "onnx/tensor.h"
+
+typedef struct elem_row {
+    int elem;
+    const char *name;
+    size_t size;
+} elem_row;
+
+static const elem_row elem_rows[] = {
+    {CLRUN__ONNX_FLOAT, "float", 4},       {CLRUN__ONNX_UINT8, "uint8", 1},
+    {CLRUN__ONNX_INT8, "int8", 1},         {CLRUN__ONNX_UINT16, "uint16", 2},
+    {CLRUN__ONNX_INT16, "int16", 2},       {CLRUN__ONNX_INT32, "int32", 4},
+    {CLRUN__ONNX_INT64, "int64", 8},       {CLRUN__ONNX_STRING, "string", 0},
+    {CLRUN__ONNX_BOOL, "bool", 1},         {CLRUN__ONNX_FLOAT16, "float16", 2},
+    {CLRUN__ONNX_DOUBLE, "double", 8},     {CLRUN__ONNX_UINT32, "uint32", 4},
+    {CLRUN__ONNX_UINT64, "uint64", 8},     {CLRUN__ONNX_COMPLEX64, "complex64", 0},
+    {CLRUN__ONNX_COMPLEX128, "complex128", 0}, {CLRUN__ONNX_BFLOAT16, "bfloat16", 2},
+};
+
+static const elem_row *elem_row_of(int elem)
+{
+    for (size_t i = 0; i < sizeof elem_rows / sizeof elem_rows[0]; i++)
+        if (elem_rows[i].elem == elem)
+            return &elem_rows[i];
+    return NULL;
+}
+
+const char *clrun__onnx_elem_name(int elem, char *buf, size_t size)
+{
+    const elem_row *row = elem_row_of(elem);
+    if (row)
+        return row->name;
+    snprintf(buf, size, "data type %d", elem);
+    return buf;
+}
+
+size_t clrun__onnx_elem_size(int elem)
+{
+    const elem_row *row = elem_row_of(elem);
+    return row ? row->size : 0;
+}
+
+bool clrun__onnx_elem_dtype(int elem, clrun_dtype *out)
+{
+    switch (elem) {
+    case CLRUN__ONNX_FLOAT: *out = CLRUN_F32; return true;
+    case CLRUN__ONNX_INT32: *out = CLRUN_I32; return true;
+    case CLRUN__ONNX_INT64: *out = CLRUN_I64; return true;
+    case CLRUN__ONNX_BOOL: *out = CLRUN_BOOL; return true;
+    case CLRUN__ONNX_DOUBLE: *out = CLRUN_F64; return true;
+    case CLRUN__ONNX_FLOAT16: *out = CLRUN_F16; return true;
+    default: return false;
+    }
+}
+
+int clrun__onnx_dtype_elem(clrun_dtype dtype)
+{
+    switch (dtype) {
+    case CLRUN_F32: return CLRUN__ONNX_FLOAT;
+    case CLRUN_I32: return CLRUN__ONNX_INT32;
+    case CLRUN_I64: return CLRUN__ONNX_INT64;
+    case CLRUN_BOOL: return CLRUN__ONNX_BOOL;
+    case CLRUN_F64: return CLRUN__ONNX_DOUBLE;
+    case CLRUN_F16: return CLRUN__ONNX_FLOAT16;
+    }
+    return CLRUN__ONNX_UNDEFINED;
+}
+
+bool clrun__onnx_elem_is_float(int elem)
+{
+    return elem == CLRUN__ONNX_FLOAT || elem == CLRUN__ONNX_DOUBLE ||
+           elem == CLRUN__ONNX_FLOAT16 || elem == CLRUN__ONNX_BFLOAT16;
+}
+
+/* ---- counts and storage ---- */
+
+/* Product of dims, or UINT64_MAX when it exceeds 2^62 (so callers can refuse it). */
+static uint64_t dims_count(int rank, const int64_t *dims)
+{
+    uint64_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0)
+            return UINT64_MAX;
+        if (dims[d] == 0)
+            return 0;
+    }
+    for (int d = 0; d < rank; d++) {
+        if ((uint64_t)dims[d] > ((uint64_t)1 << 62) / n)
+            return UINT64_MAX;
+        n *= (uint64_t)dims[d];
+    }
+    return n;
+}
+
+uint64_t clrun__otensor_count(const clrun__otensor *t)
+{
+    return dims_count(t->rank, t->dims);
+}
+
+uint64_t clrun__otensor_bytes(const clrun__otensor *t)
+{
+    return clrun__otensor_count(t) * clrun__onnx_elem_size(t->elem);
+}
+
+bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims)
+{
+    memset(t, 0, sizeof *t);
+    size_t size = clrun__onnx_elem_size(elem);
+    uint64_t count = rank >= 0 && rank <= CLRUN__ONNX_MAX_RANK ? dims_count(rank, dims) : UINT64_MAX;
+    if (size == 0 || count == UINT64_MAX || count > CLRUN__ONNX_MAX_TENSOR_BYTES / size)
+        return false;
+    t->elem = elem;
+    t->rank = rank;
+    if (rank)
+        memcpy(t->dims, dims, (size_t)rank * sizeof dims[0]);
+    if (count) {
+        t->data = calloc((size_t)count, size);
+        if (t->data == NULL) {
+            memset(t, 0, sizeof *t);
+            return false;
+        }
+    }
+    return true;
+}
+
+void clrun__otensor_free(clrun__otensor *t)
+{
+    if (t) {
+        free(t->data);
+        memset(t, 0, sizeof *t);
+    }
+}
+
+bool clrun__otensor_copy(clrun__otensor *dst, const clrun__otensor *src)
+{
+    if (!clrun__otensor_alloc(dst, src->elem, src->rank, src->dims))
+        return false;
+    uint64_t bytes = clrun__otensor_bytes(src);
+    if (bytes)
+        memcpy(dst->data, src->data, (size_t)bytes);
+    return true;
+}
+
+/* ---- element access ---- */
+
+float clrun__onnx_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
+    if (exp == 0x1F) {
+        bits = sign | 0x7F800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while ((man & 0x400) == 0);
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t clrun__onnx_float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xFF, man = x & 0x7FFFFF;
+    if (exp == 0xFF)
+        return (uint16_t)(sign | 0x7C00 | (man ? 0x200 | (man >> 13) : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 0x1F)
+        return (uint16_t)(sign | 0x7C00);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        man |= 0x800000;
+        int shift = 14 - e;
+        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1FFF;
+    if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+        half++; /* may carry into the exponent, up to infinity: right */
+    return (uint16_t)(sign | half);
+}
+
+static float bf16_to_float(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static uint16_t float_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7FFFFFFF) > 0x7F800000)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7FFF + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+int64_t clrun__otensor_get_int(const clrun__otensor *t, uint64_t i)
+{
+    size_t size = clrun__onnx_elem_size(t->elem);
+    const unsigned char *p = (const unsigned char *)t->data + i * size;
+    switch (t->elem) {
+    case CLRUN__ONNX_UINT8: return *p;
+    case CLRUN__ONNX_INT8: return (int8_t)*p;
+    case CLRUN__ONNX_BOOL: return *p != 0;
+    case CLRUN__ONNX_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case CLRUN__ONNX_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case CLRUN__ONNX_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case CLRUN__ONNX_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case CLRUN__ONNX_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case CLRUN__ONNX_UINT64: { uint64_t v; memcpy(&v, p, 8); return (int64_t)v; }
+    default: {
+        double r = clrun__otensor_get_real(t, i);
+        if (isnan(r))
+            return 0;
+        if (r >= 9.2233720368547758e18)
+            return INT64_MAX;
+        if (r <= -9.2233720368547758e18)
+            return INT64_MIN;
+        return (int64_t)r;
+    }
+    }
+}
+
+double clrun__otensor_get_real(const clrun__otensor *t, uint64_t i)
+{
+    size_t size = clrun__onnx_elem_size(t->elem);
+    const unsigned char *p = (const unsigned char *)t->data + i * size;
+    switch (t->elem) {
+    case CLRUN__ONNX_FLOAT: { float v; memcpy(&v, p, 4); return v; }
+    case CLRUN__ONNX_DOUBLE: { double v; memcpy(&v, p, 8); return v; }
+    case CLRUN__ONNX_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return clrun__onnx_half_to_float(v); }
+    case CLRUN__ONNX_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return bf16_to_float(v); }
+    case CLRUN__ONNX_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+    default: return (double)clrun__otensor_get_int(t, i);
+    }
+}
+
+/* A double into an integer type as a C cast of an in-range value would; out of range values
+ * (undefined in C) saturate instead, NaN becomes 0. */
+static int64_t real_to_int(double r)
+{
+    if (isnan(r))
+        return 0;
+    if (r >= 9.2233720368547758e18)
+        return INT64_MAX;
+    if (r <= -9.2233720368547758e18)
+        return INT64_MIN;
+    return (int64_t)r;
+}
+
+void clrun__otensor_set_int(clrun__otensor *t, uint64_t i, int64_t value)
+{
+    size_t size = clrun__onnx_elem_size(t->elem);
+    unsigned char *p = (unsigned char *)t->data + i * size;
+    switch (t->elem) {
+    case CLRUN__ONNX_UINT8: case CLRUN__ONNX_INT8: *p = (unsigned char)value; break;
+    case CLRUN__ONNX_BOOL: *p = value != 0; break;
+    case CLRUN__ONNX_UINT16: case CLRUN__ONNX_INT16: { uint16_t v = (uint16_t)value; memcpy(p, &v, 2); break; }
+    case CLRUN__ONNX_INT32: case CLRUN__ONNX_UINT32: { uint32_t v = (uint32_t)value; memcpy(p, &v, 4); break; }
+    case CLRUN__ONNX_INT64: case CLRUN__ONNX_UINT64: memcpy(p, &value, 8); break;
+    default: clrun__otensor_set_real(t, i, (double)value); break;
+    }
+}
+
+void clrun__otensor_set_real(clrun__otensor *t, uint64_t i, double value)
+{
+    size_t size = clrun__onnx_elem_size(t->elem);
+    unsigned char *p = (unsigned char *)t->data + i * size;
+    switch (t->elem) {
+    case CLRUN__ONNX_FLOAT: { float v = (float)value; memcpy(p, &v, 4); break; }
+    case CLRUN__ONNX_DOUBLE: memcpy(p, &value, 8); break;
+    case CLRUN__ONNX_FLOAT16: { uint16_t v = clrun__onnx_float_to_half((float)value); memcpy(p, &v, 2); break; }
+    case CLRUN__ONNX_BFLOAT16: { uint16_t v = float_to_bf16((float)value); memcpy(p, &v, 2); break; }
+    case CLRUN__ONNX_BOOL: *p = value != 0; break;
+    case CLRUN__ONNX_UINT64: {
+        uint64_t v = isnan(value) || value <= 0 ? 0 : value >= 1.8446744073709552e19 ? UINT64_MAX : (uint64_t)value;
+        memcpy(p, &v, 8);
+        break;
+    }
+    default: clrun__otensor_set_int(t, i, real_to_int(value)); break;
+    }
+}
+
+bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, char *why,
+                               size_t whylen)
+{
+    char name[32];
+    memset(out, 0, sizeof *out);
+    if (!clrun__onnx_elem_dtype(t->elem, &out->dtype)) {
+        snprintf(why, whylen, "clrun has no %s tensors", clrun__onnx_elem_name(t->elem, name, sizeof name));
+        return false;
+    }
+    if (t->rank > CLRUN_MAX_DIMS) {
+        snprintf(why, whylen, "rank %d is above clrun's %d dimensions", t->rank, CLRUN_MAX_DIMS);
+        return false;
+    }
+    out->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d] == 0) {
+            char dims[128];
+            snprintf(why, whylen, "shape %s is empty (clrun tensors have no empty dimensions)",
+                     clrun__onnx_dims_text(t->rank, t->dims, dims, sizeof dims));
+            return false;
+        }
+        out->shape[d] = t->dims[d];
+    }
+    return true;
+}
+
+const char *clrun__onnx_dims_text(int rank, const int64_t *dims, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < rank && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, d ? ", " : "", dims[d]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+/* ---- decoding ---- */
+
+CLRUN__PRINTF(4, 5)
+static clrun_status fail(char *why, size_t whylen, clrun_status status, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(why, whylen, format, args);
+    va_end(args);
+    return status;
+}
+
+/* The value of key in the external_data entries, or NULL. */
+static const char *external_entry(const Onnx__TensorProto *proto, const char *key)
+{
+    for (size_t i = 0; i < proto->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = proto->external_data[i];
+        if (e->key && strcmp(e->key, key) == 0)
+            return e->value ? e->value : "";
+    }
+    return NULL;
+}
+
+static bool parse_u64(const char *text, uint64_t *out)
+{
+    if (text == NULL || *text < '0' || *text > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A location inside the model's folder: relative, without ".." components. */
+static bool location_safe(const char *location)
+{
+    if (location[0] == '\0' || location[0] == '/')
+        return false;
+    for (const char *p = location; *p;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 2 && p[0] == '.' && p[1] == '.')
+            return false;
+        p += len + (slash != NULL);
+    }
+    return true;
+}
+
+static clrun_status read_external(const Onnx__TensorProto *proto, const char *dir, void *data,
+                                  uint64_t bytes, char *why, size_t whylen)
+{
+    const char *location = external_entry(proto, "location");
+    const char *offset_text = external_entry(proto, "offset");
+    const char *length_text = external_entry(proto, "length");
+    uint64_t offset = 0, length = bytes;
+    if (location == NULL)
+        return fail(why, whylen, CLRUN_ERROR_PARSE, "external data without a location");
+    if (!location_safe(location))
+        return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED,
+                    "external data location '%s' is not a relative path inside the model's folder",
+                    location);
+    if (offset_text && !parse_u64(offset_text, &offset))
+        return fail(why, whylen, CLRUN_ERROR_PARSE, "external data offset '%s' is not a number",
+                    offset_text);
+    if (length_text && !parse_u64(length_text, &length))
+        return fail(why, whylen, CLRUN_ERROR_PARSE, "external data length '%s' is not a number",
+                    length_text);
+    if (length != bytes)
+        return fail(why, whylen, CLRUN_ERROR_PARSE,
+                    "external data length %" PRIu64 " differs from the %" PRIu64 " bytes of its shape",
+                    length, bytes);
+    size_t pathlen = (dir ? strlen(dir) + 1 : 0) + strlen(location) + 1;
+    char *path = malloc(pathlen);
+    if (path == NULL)
+        return fail(why, whylen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    snprintf(path, pathlen, "%s%s%s", dir ? dir : "", dir ? "/" : "", location);
+    clrun_status status = CLRUN_OK;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        status = fail(why, whylen, CLRUN_ERROR_IO, "cannot open external data '%s': %s", path,
+                      strerror(errno));
+    } else if (offset > (uint64_t)LLONG_MAX || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+        status = fail(why, whylen, CLRUN_ERROR_IO, "cannot seek to offset %" PRIu64 " of '%s'",
+                      offset, path);
+    } else if (bytes && fread(data, 1, (size_t)bytes, f) != bytes) {
+        status = fail(why, whylen, CLRUN_ERROR_IO,
+                      "external data '%s' ends before offset %" PRIu64 " + %" PRIu64 " bytes", path,
+                      offset, bytes);
+    }
+    if (f)
+        fclose(f);
+    free(path);
+    return status;
+}
+
+/* The typed field of the tensor's type: its values and count. */
+static clrun_status decode_typed(const Onnx__TensorProto *proto, clrun__otensor *t, uint64_t count,
+                                 char *why, size_t whylen)
+{
+    size_t n;
+    switch (t->elem) {
+    case CLRUN__ONNX_FLOAT: n = proto->n_float_data; break;
+    case CLRUN__ONNX_DOUBLE: n = proto->n_double_data; break;
+    case CLRUN__ONNX_INT64: n = proto->n_int64_data; break;
+    case CLRUN__ONNX_UINT32: case CLRUN__ONNX_UINT64: n = proto->n_uint64_data; break;
+    default: n = proto->n_int32_data; break;
+    }
+    if (n != count)
+        return fail(why, whylen, CLRUN_ERROR_PARSE, "has %zu values for %" PRIu64 " elements", n,
+                    count);
+    for (uint64_t i = 0; i < count; i++) {
+        switch (t->elem) {
+        case CLRUN__ONNX_FLOAT: memcpy((float *)t->data + i, &proto->float_data[i], 4); break;
+        case CLRUN__ONNX_DOUBLE: memcpy((double *)t->data + i, &proto->double_data[i], 8); break;
+        case CLRUN__ONNX_INT64: clrun__otensor_set_int(t, i, proto->int64_data[i]); break;
+        case CLRUN__ONNX_UINT32: case CLRUN__ONNX_UINT64:
+            clrun__otensor_set_int(t, i, (int64_t)proto->uint64_data[i]);
+            break;
+        case CLRUN__ONNX_FLOAT16: case CLRUN__ONNX_BFLOAT16: {
+            uint16_t bits = (uint16_t)proto->int32_data[i]; /* the bit pattern, as onnx.proto says */
+            memcpy((uint16_t *)t->data + i, &bits, 2);
+            break;
+        }
+        default: clrun__otensor_set_int(t, i, proto->int32_data[i]); break;
+        }
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun__otensor_decode(const Onnx__TensorProto *proto, const char *dir,
+                                   clrun__otensor *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof *out);
+    char name[32];
+    int elem = proto->has_data_type ? proto->data_type : CLRUN__ONNX_UNDEFINED;
+    if (elem == CLRUN__ONNX_UNDEFINED)
+        return fail(why, whylen, CLRUN_ERROR_PARSE, "has no data type");
+    if (clrun__onnx_elem_size(elem) == 0)
+        return fail(why, whylen, elem_row_of(elem) ? CLRUN_ERROR_UNSUPPORTED : CLRUN_ERROR_PARSE,
+                    "is of %s, which clrun does not read", clrun__onnx_elem_name(elem, name, sizeof name));
+    if (proto->n_dims > CLRUN__ONNX_MAX_RANK)
+        return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED, "has %zu dimensions (at most %d)",
+                    proto->n_dims, CLRUN__ONNX_MAX_RANK);
+    for (size_t d = 0; d < proto->n_dims; d++)
+        if (proto->dims[d] < 0)
+            return fail(why, whylen, CLRUN_ERROR_PARSE, "has dimension %zu of %" PRId64, d,
+                        proto->dims[d]);
+    if (proto->segment)
+        return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED, "is segmented");
+    if (!clrun__otensor_alloc(out, elem, (int)proto->n_dims, proto->dims)) {
+        char dims[128];
+        return fail(why, whylen, CLRUN_ERROR_INVALID_SIZE, "of shape %s is too large",
+                    clrun__onnx_dims_text((int)proto->n_dims, proto->dims, dims, sizeof dims));
+    }
+    uint64_t count = clrun__otensor_count(out), bytes = clrun__otensor_bytes(out);
+    clrun_status status = CLRUN_OK;
+    if (proto->has_data_location && proto->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        status = read_external(proto, dir, out->data, bytes, why, whylen);
+    } else if (proto->has_raw_data) {
+        if (proto->raw_data.len != bytes)
+            status = fail(why, whylen, CLRUN_ERROR_PARSE,
+                          "has %zu bytes of raw data for %" PRIu64 " elements of %s (%" PRIu64 " bytes)",
+                          proto->raw_data.len, count, clrun__onnx_elem_name(elem, name, sizeof name), bytes);
+        else if (bytes)
+            memcpy(out->data, proto->raw_data.data, (size_t)bytes);
+    } else {
+        status = decode_typed(proto, out, count, why, whylen);
+    }
+    if (status != CLRUN_OK)
+        clrun__otensor_free(out);
+    return status;
+}

@@ -1,0 +1,106 @@
+/* Host tensors of the ONNX importer: initializers, Constant values and everything folded at load
+ * time, in ONNX's own element types (TensorProto.DataType), with dimensions that may be 0 (ONNX
+ * shape computations make empty tensors; the device never sees them). Decoding of TensorProto
+ * (raw_data, the typed fields, external data files) lives here too. Pure C: no OpenCL. */
+#ifndef CLRUN_LIB_ONNX_TENSOR_H
+#define CLRUN_LIB_ONNX_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/graph.h>
+#include <clrun/status.h>
+
+/* ONNX TensorProto.DataType values (onnx.proto), the ones the importer names. */
+enum {
+    CLRUN__ONNX_UNDEFINED = 0,
+    CLRUN__ONNX_FLOAT = 1,
+    CLRUN__ONNX_UINT8 = 2,
+    CLRUN__ONNX_INT8 = 3,
+    CLRUN__ONNX_UINT16 = 4,
+    CLRUN__ONNX_INT16 = 5,
+    CLRUN__ONNX_INT32 = 6,
+    CLRUN__ONNX_INT64 = 7,
+    CLRUN__ONNX_STRING = 8,
+    CLRUN__ONNX_BOOL = 9,
+    CLRUN__ONNX_FLOAT16 = 10,
+    CLRUN__ONNX_DOUBLE = 11,
+    CLRUN__ONNX_UINT32 = 12,
+    CLRUN__ONNX_UINT64 = 13,
+    CLRUN__ONNX_COMPLEX64 = 14,
+    CLRUN__ONNX_COMPLEX128 = 15,
+    CLRUN__ONNX_BFLOAT16 = 16,
+};
+
+/* Host tensors may have more dimensions than device ones (shape computations reshape freely). */
+#define CLRUN__ONNX_MAX_RANK 8
+
+/* Largest host tensor the importer makes (initializer, Constant or folded value): 4 GiB, about
+ * the largest single weight of models that fit a device. The fuzz target builds with less. */
+#ifndef CLRUN__ONNX_MAX_TENSOR_BYTES
+#define CLRUN__ONNX_MAX_TENSOR_BYTES ((uint64_t)1 << 32)
+#endif
+
+typedef struct clrun__otensor {
+    int elem;                              /* CLRUN__ONNX_* */
+    int rank;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];    /* each >= 0 */
+    void *data;                            /* count * size bytes, little-endian (owned; may be
+                                              NULL when count is 0) */
+} clrun__otensor;
+
+/* "float", "int64", ... ("type 42" style text for unknown values goes to buf). */
+const char *clrun__onnx_elem_name(int elem, char *buf, size_t size);
+/* Bytes per element for the fixed-size types the importer handles; 0 for others (string,
+ * complex, undefined, unknown). */
+size_t clrun__onnx_elem_size(int elem);
+/* The clrun dtype of an element type; false when clrun has none (uint8, string, ...). */
+bool clrun__onnx_elem_dtype(int elem, clrun_dtype *out);
+/* The element type of a clrun dtype. */
+int clrun__onnx_dtype_elem(clrun_dtype dtype);
+
+/* Elements of t (product of dims, 1 for rank 0). */
+uint64_t clrun__otensor_count(const clrun__otensor *t);
+uint64_t clrun__otensor_bytes(const clrun__otensor *t);
+
+/* A new tensor of the type and shape with zeroed data; false when out of memory or over
+ * CLRUN__ONNX_MAX_TENSOR_BYTES (*t then empty). */
+bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims);
+void clrun__otensor_free(clrun__otensor *t);
+/* A deep copy; false when out of memory. */
+bool clrun__otensor_copy(clrun__otensor *dst, const clrun__otensor *src);
+
+/* Element i as int64 / double (integers, bool and floats; float16 is converted). */
+int64_t clrun__otensor_get_int(const clrun__otensor *t, uint64_t i);
+double clrun__otensor_get_real(const clrun__otensor *t, uint64_t i);
+/* Stores value into element i, converted as a C cast would (ONNX Cast semantics for the
+ * numeric types: floats to integers truncate, out-of-range values wrap). */
+void clrun__otensor_set_int(clrun__otensor *t, uint64_t i, int64_t value);
+void clrun__otensor_set_real(clrun__otensor *t, uint64_t i, double value);
+bool clrun__onnx_elem_is_float(int elem);
+
+/* The clrun type of a host tensor (for a device tensor made of it); false when the element type
+ * has no dtype, the rank is above CLRUN_MAX_DIMS or a dimension is 0, with the reason in why. */
+bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, char *why,
+                               size_t whylen);
+/* Data in clrun's layout for that type (the same bytes: both are little-endian row-major). */
+
+/* float16 <-> float (IEEE binary16, round to nearest even). */
+float clrun__onnx_half_to_float(uint16_t h);
+uint16_t clrun__onnx_float_to_half(float f);
+
+/* "[2, 3, 4]" into buf; returns buf. */
+const char *clrun__onnx_dims_text(int rank, const int64_t *dims, char *buf, size_t size);
+
+struct Onnx__TensorProto;
+
+/* Decodes a TensorProto: raw_data, the typed field of its type, or external data (location
+ * relative to dir, which may be NULL for the current folder; offset and length honoured). On
+ * failure the status (CLRUN_ERROR_PARSE for a malformed tensor, CLRUN_ERROR_IO for an external
+ * file that cannot be read, CLRUN_ERROR_UNSUPPORTED for strings and complex numbers) and the
+ * reason in why (without the tensor's name: the caller says which tensor). */
+clrun_status clrun__otensor_decode(const struct Onnx__TensorProto *proto, const char *dir,
+                                   clrun__otensor *out, char *why, size_t whylen);
+
+#endif

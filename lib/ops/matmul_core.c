@@ -1,0 +1,378 @@
+/* The matrix-product core: device traits, specialised programs, variants with their one-time
+ * tuning (remembered in the cache directory beside the kernel binaries), and B's packing. */
+#include "ops/matmul_core.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device/cache.h"
+#include "device/cl.h"
+#include "device/program.h"
+
+int clrun__ops_variant = -1;
+_Atomic unsigned long clrun__tune_timings = 0;
+
+/* ---- the device -------------------------------------------------------------------------- */
+
+clrun_status clrun__core_device_of(clrun_context *ctx, clrun__core_device *out)
+{
+    cl_device_local_mem_type type = CL_LOCAL;
+    cl_uint preferred = 0, native = 0;
+    cl_int err = clrun__cl.GetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_TYPE, sizeof type,
+                                         &type, NULL);
+    if (err == CL_SUCCESS)
+        err = clrun__cl.GetDeviceInfo(ctx->device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT,
+                                      sizeof preferred, &preferred, NULL);
+    if (err == CL_SUCCESS)
+        err = clrun__cl.GetDeviceInfo(ctx->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
+                                      sizeof native, &native, NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clGetDeviceInfo", "local memory type and vector widths");
+    unsigned width = preferred > native ? preferred : native;
+    out->vw = width >= 16 ? 16 : width >= 8 ? 8 : 4;
+    out->registers = type != CL_LOCAL;
+    if (clrun__ops_kernels == CLRUN__KERNELS_VECTOR)
+        out->registers = true;
+    else if (clrun__ops_kernels != CLRUN__KERNELS_AUTO)
+        out->registers = false;
+    return CLRUN_OK;
+}
+
+/* ---- variants ---------------------------------------------------------------------------- */
+
+/* The MR values compiled into every core program (matmul_core.cl's RM_n go to 12). */
+static const unsigned core_mrs[] = {8, 6, 4, 2, 1};
+
+static const clrun__core_variant wide[] = {{8, 4, 8}, {8, 4, 1}, {6, 4, 8}, {8, 16, 4}};
+static const clrun__core_variant four[] = {{4, 4, 8}, {2, 4, 8}};
+static const clrun__core_variant two[] = {{2, 4, 8}, {1, 4, 8}};
+static const clrun__core_variant one[] = {{1, 4, 8}};
+
+const clrun__core_variant *clrun__core_candidates(uint64_t rows, size_t *count)
+{
+#define PICK(list) (*count = sizeof list / sizeof list[0], list)
+    if (rows >= 8)
+        return PICK(wide);
+    if (rows >= 4)
+        return PICK(four);
+    return rows >= 2 ? PICK(two) : PICK(one);
+#undef PICK
+}
+
+/* ---- programs ---------------------------------------------------------------------------- */
+
+static const clrun__kernel_source *embedded(const char *name)
+{
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        if (strcmp(clrun__kernel_sources[i].name, name) == 0)
+            return &clrun__kernel_sources[i];
+    return NULL;
+}
+
+/* Appends text to a growing buffer; false when out of memory (the buffer is then freed). */
+typedef struct text {
+    char *data;
+    size_t length, capacity;
+} text;
+
+static bool append(text *t, const char *s, size_t n)
+{
+    if (t->length + n + 1 > t->capacity) {
+        size_t capacity = (t->length + n + 1) * 2;
+        char *grown = realloc(t->data, capacity);
+        if (grown == NULL) {
+            free(t->data);
+            t->data = NULL;
+            return false;
+        }
+        t->data = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->data + t->length, s, n);
+    t->length += n;
+    t->data[t->length] = '\0';
+    return true;
+}
+
+static bool appendf(text *t, const char *format, ...) CLRUN__PRINTF(2, 3);
+static bool appendf(text *t, const char *format, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(buf, sizeof buf, format, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < sizeof buf && append(t, buf, (size_t)n);
+}
+
+static bool epilogue_prefix(text *t, const clrun__epilogue *ep)
+{
+    if (ep == NULL || ep->expression == NULL)
+        return true;
+    bool ok = true;
+    if (ep->helpers)
+        ok = append(t, ep->helpers, strlen(ep->helpers)) && append(t, "\n", 1);
+    ok = ok && append(t, "#define EPILOGUE_PARAMS", 23);
+    for (int j = 0; ok && j < ep->extra_inputs; j++)
+        ok = appendf(t, " , __global const float *x%d", j);
+    ok = ok && append(t, "\n#define CLRUN_EPILOGUE(v, i, c) (", 34) &&
+         append(t, ep->expression, strlen(ep->expression)) && append(t, ")\n", 2);
+    return ok;
+}
+
+static const char body_marker[] = "/* ---- PER-MR BODY ---- */";
+
+clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
+                                const clrun__epilogue *ep, cl_program *out)
+{
+    const clrun__kernel_source *src = embedded(source);
+    if (src == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "no embedded program named '%s'", source);
+    if (ep && (ep->extra_inputs < 0 || ep->extra_inputs > CLRUN__EPILOGUE_MAX_EXTRA))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "epilogue: %d extra inputs (at most %d)",
+                           ep->extra_inputs, CLRUN__EPILOGUE_MAX_EXTRA);
+    text t = {0};
+    bool ok = appendf(&t, "#define VW %u\n", vw) && epilogue_prefix(&t, ep);
+    const char *body = strcmp(source, "matmul_core") == 0 ? strstr(src->text, body_marker) : NULL;
+    if (body == NULL) {
+        ok = ok && append(&t, src->text, src->length);
+    } else {
+        ok = ok && append(&t, src->text, (size_t)(body - src->text));
+        size_t body_length = src->length - (size_t)(body - src->text);
+        for (size_t i = 0; ok && i < sizeof core_mrs / sizeof core_mrs[0]; i++)
+            ok = appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n", core_mrs[i],
+                         core_mrs[i]) &&
+                 append(&t, body, body_length) && append(&t, "#undef MR\n#undef KSUFFIX\n", 25);
+    }
+    if (!ok)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", source, ep && ep->expression ? "-epilogue" : "");
+    clrun_status s = clrun__program_generated(ctx, name, t.data, t.length, out);
+    free(t.data);
+    return s;
+}
+
+clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const char *name,
+                                   unsigned mr, cl_kernel *out)
+{
+    char full[96];
+    if (mr)
+        snprintf(full, sizeof full, "%s_%u", name, mr);
+    else
+        snprintf(full, sizeof full, "%s", name);
+    cl_int err = CL_SUCCESS;
+    *out = clrun__cl.CreateKernel(program, full, &err);
+    if (*out == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", full);
+    return CLRUN_OK;
+}
+
+clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint index,
+                                  const cl_mem *extra, int count)
+{
+    clrun_status s = CLRUN_OK;
+    for (int j = 0; s == CLRUN_OK && j < count; j++)
+        s = clrun__arg(ctx, kernel, index + (cl_uint)j, sizeof(cl_mem), &extra[j]);
+    return s;
+}
+
+/* ---- tuning ------------------------------------------------------------------------------ */
+
+/* Products below this many flops take the default: a few microseconds either way. */
+#define TUNE_MIN_FLOPS 2.0e7
+/* Seconds of timed runs per shape at most. */
+#define TUNE_BUDGET 0.5
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The key of a tuning result: the device, its driver, the core's source (a changed kernel is
+ * tuned again) and the shape. */
+static void tune_key(const clrun_context *ctx, const char *key, char *out, size_t size)
+{
+    const clrun__kernel_source *src = embedded("matmul_core");
+    unsigned long long source = src ? clrun__hash64(src->text, src->length) : 0;
+    snprintf(out, size, "clrun-tune-v1\ndevice=%s\ndriver=%s\nplatform=%s\nsource=%016llx\n%s\n",
+             ctx->info.name, ctx->info.driver_version, ctx->info.platform_version, source, key);
+}
+
+/* The variant remembered for key, or false. */
+static bool remembered(const char *path, const char *key, size_t count, size_t *chosen)
+{
+    unsigned char *data = NULL;
+    size_t size = 0;
+    char why[256];
+    if (clrun__cache_load(path, key, &data, &size, why, sizeof why) != CLRUN__CACHE_HIT)
+        return false;
+    char buf[32] = "";
+    snprintf(buf, sizeof buf, "%.*s", (int)(size < 31 ? size : 31), (const char *)data);
+    free(data);
+    char *end;
+    unsigned long v = strtoul(buf, &end, 10);
+    if (end == buf || v >= count)
+        return false;
+    *chosen = (size_t)v;
+    return true;
+}
+
+clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops, size_t count,
+                              clrun__variant_timer time, void *user, size_t *chosen)
+{
+    *chosen = 0;
+    if (clrun__ops_variant >= 0) {
+        *chosen = (size_t)clrun__ops_variant < count ? (size_t)clrun__ops_variant : count - 1;
+        return CLRUN_OK;
+    }
+    if (!ctx->options.tune || count < 2 || flops < TUNE_MIN_FLOPS)
+        return CLRUN_OK;
+    char dir[CLRUN__PATH_MAX] = "", full_key[1024], path[CLRUN__PATH_MAX + 512];
+    bool cached = ctx->options.cache.enabled && clrun__cache_dir(ctx->options.cache_dir, dir, sizeof dir);
+    tune_key(ctx, key, full_key, sizeof full_key);
+    if (cached) {
+        clrun__cache_path(dir, "tune", full_key, path, sizeof path);
+        if (remembered(path, full_key, count, chosen))
+            return CLRUN_OK;
+    }
+    /* The budget counts the timed runs, not the first launch of each variant, which compiles it
+     * (a cold driver cache costs far more than the timing): so tuning finishes, and is
+     * remembered, on the first process. */
+    double spent = 0, best = 0;
+    size_t timed = 0;
+    for (size_t v = 0; v < count && spent <= TUNE_BUDGET; v++, timed++) {
+        double t = 0;
+        clrun__tune_timings++;
+        clrun_status s = time(ctx, user, v, &t);
+        if (s != CLRUN_OK)
+            return s;
+        spent += 3 * t;
+        if (v == 0 || t < best) {
+            best = t;
+            *chosen = v;
+        }
+    }
+    clrun__log(CLRUN_LOG_INFO, "tuned %s: variant %zu (%.3f ms), %zu of %zu timed", key, *chosen,
+               best * 1e3, timed, count);
+    /* Only a choice among every candidate is remembered: one cut short by the budget (a product
+     * slow enough to need over TUNE_BUDGET for its runs) is tried again by the next process. */
+    if (cached && timed == count) {
+        char value[16], why[256];
+        int n = snprintf(value, sizeof value, "%zu", *chosen);
+        if (!clrun__cache_store(dir, path, full_key, (const unsigned char *)value, (size_t)n, why,
+                                sizeof why))
+            clrun__log(CLRUN_LOG_WARN, "%s (tuning result not remembered)", why);
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun__time_launch(clrun_context *ctx, cl_kernel kernel, const size_t *global,
+                                const size_t *local, double *seconds)
+{
+    *seconds = 0;
+    for (int run = 0; run < 3; run++) {
+        double start = seconds_now();
+        cl_int err = clrun__cl.EnqueueNDRangeKernel(ctx->queue, kernel, 3, NULL, global, local, 0,
+                                                    NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clrun__cl.Finish(ctx->queue);
+        if (err != CL_SUCCESS)
+            return clrun__fail_cl(ctx, err, "clEnqueueNDRangeKernel", "tuning run, global %zu x %zu x %zu",
+                                  global[0], global[1], global[2]);
+        double t = seconds_now() - start;
+        if (run == 1 || (run == 2 && t < *seconds))
+            *seconds = t;
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun__tune_buffer(clrun_context *ctx, size_t bytes, cl_mem *out)
+{
+    cl_int err = CL_SUCCESS;
+    *out = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (*out == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateBuffer", "tuning buffer of %zu bytes", bytes);
+    const cl_float half = 0.5f;
+    err = clrun__cl.EnqueueFillBuffer(ctx->queue, *out, &half, sizeof half, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clrun__cl.ReleaseMemObject(*out);
+        *out = NULL;
+        return clrun__fail_cl(ctx, err, "clEnqueueFillBuffer", "tuning buffer of %zu bytes", bytes);
+    }
+    return CLRUN_OK;
+}
+
+/* ---- packing ----------------------------------------------------------------------------- */
+
+uint64_t clrun__packed_elements(uint64_t batches, uint64_t K, uint64_t N, unsigned nr)
+{
+    return batches * ((N + nr - 1) / nr) * nr * K;
+}
+
+clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint64_t batches,
+                                    const uint64_t *offsets, uint64_t K, uint64_t N,
+                                    uint64_t b_ks, uint64_t b_ns, unsigned nr, bool constant,
+                                    clrun__packing *p)
+{
+    memset(p, 0, sizeof *p);
+    p->constant = constant;
+    uint64_t elements = clrun__packed_elements(batches, K, N, nr);
+    cl_int err = CL_SUCCESS;
+    p->packed = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)elements * 4, NULL, &err);
+    if (p->packed == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateBuffer", "packed matrix of %" PRIu64 " bytes",
+                              elements * 4);
+    clrun_status s = clrun__table_buffer(ctx, offsets, (size_t)batches * sizeof *offsets, &p->table);
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, "clrun_mm_pack", 0, &p->kernel);
+    cl_uint n = (cl_uint)N, k = (cl_uint)K;
+    cl_ulong ks = b_ks, ns = b_ns;
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 1, sizeof p->packed, &p->packed);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 2, sizeof p->table, &p->table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 3, sizeof n, &n);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 4, sizeof k, &k);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 5, sizeof ks, &ks);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 6, sizeof ns, &ns);
+    p->global[0] = (size_t)((N + nr - 1) / nr * nr);
+    p->global[1] = (size_t)K;
+    p->global[2] = (size_t)batches;
+    if (s != CLRUN_OK)
+        clrun__packing_release(p);
+    return s;
+}
+
+clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b,
+                                    clrun__chain *chain)
+{
+    if (p->constant && p->packed_once)
+        return CLRUN_OK;
+    clrun_status s = clrun__arg(ctx, p->kernel, 0, sizeof b, &b);
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(chain, p->kernel, 3, p->global, NULL, "packing of B");
+    if (s == CLRUN_OK)
+        p->packed_once = true;
+    return s;
+}
+
+void clrun__packing_release(clrun__packing *p)
+{
+    if (p->kernel)
+        clrun__cl.ReleaseKernel(p->kernel);
+    if (p->table)
+        clrun__cl.ReleaseMemObject(p->table);
+    if (p->packed)
+        clrun__cl.ReleaseMemObject(p->packed);
+    memset(p, 0, sizeof *p);
+}

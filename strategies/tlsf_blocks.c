@@ -1,0 +1,238 @@
+/* clrun strategy "tlsf": blocks split, merged and found (see tlsf.c for the algorithm). */
+#include "tlsf_internal.h"
+
+/* Adds a slab of spare nodes; false when host memory runs out (nothing changed). */
+bool clrun__tlsf_nodes_grow(tlsf_state *s)
+{
+    node_slab *slab = malloc(sizeof *slab);
+    if (!slab)
+        return false;
+    slab->next = s->slabs;
+    s->slabs = slab;
+    for (uint32_t i = 0; i < TLSF_NODES_PER_SLAB; i++) {
+        slab->nodes[i].next_free = s->spare;
+        s->spare = &slab->nodes[i];
+    }
+    s->nspare += TLSF_NODES_PER_SLAB;
+    return true;
+}
+
+/* ---- blocks --------------------------------------------------------------------------------- */
+
+
+/* Makes live block b free, merged at once with its free neighbours: a neighbour absorbs it
+ * (a hole keeping its list place when its class stays); at the chunk's end it joins the tail or
+ * becomes it. */
+void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b)
+{
+    tlsf_chunk *c = b->chunk;
+    tlsf_block *prev = b->prev_phys, *next = b->next_phys;
+    if (prev && prev->state == BLOCK_HOLE) { /* the hole below absorbs b */
+        uint64_t size = prev->size + b->size;
+        clrun__tlsf_block_unlink(s, b);
+        if (!next || next->state == BLOCK_TAIL) { /* and then joins the tail, or becomes it */
+            list_remove(s, prev);
+            if (next) {
+                next->offset = prev->offset;
+                next->size += size;
+                clrun__tlsf_block_unlink(s, prev);
+            } else {
+                prev->size = size;
+                prev->state = BLOCK_TAIL;
+                c->tail = prev;
+            }
+        } else if (next->state == BLOCK_HOLE) {
+            size += next->size;
+            list_remove(s, next);
+            clrun__tlsf_block_unlink(s, next);
+            list_resize(s, prev, prev->offset, size);
+        } else {
+            list_resize(s, prev, prev->offset, size);
+        }
+    } else if (!next) {
+        b->state = BLOCK_TAIL;
+        c->tail = b;
+    } else if (next->state == BLOCK_TAIL) {
+        next->offset = b->offset;
+        next->size += b->size;
+        clrun__tlsf_block_unlink(s, b);
+    } else if (next->state == BLOCK_HOLE) {
+        uint64_t offset = b->offset, size = b->size + next->size;
+        clrun__tlsf_block_unlink(s, b);
+        list_resize(s, next, offset, size);
+    } else {
+        list_insert(s, b);
+    }
+}
+
+/* A new node for [offset, offset + size) of b's chunk, linked into the physical order just
+ * above b (or just below it), live until the caller says otherwise. */
+static tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size, bool above)
+{
+    tlsf_block *n = node_take(s);
+    n->offset = offset;
+    n->size = size;
+    n->chunk = b->chunk;
+    n->state = BLOCK_LIVE;
+    if (above) {
+        n->prev_phys = b;
+        n->next_phys = b->next_phys;
+        if (n->next_phys)
+            n->next_phys->prev_phys = n;
+        b->next_phys = n;
+    } else {
+        n->next_phys = b;
+        n->prev_phys = b->prev_phys;
+        if (n->prev_phys)
+            n->prev_phys->next_phys = n;
+        else
+            b->chunk->first = n;
+        b->prev_phys = n;
+    }
+    return n;
+}
+
+/* b's node keeps what is left below the block, or else what is left above it; a tail cut at
+ * its low end stays the tail. */
+tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes)
+{
+    assert(b->state != BLOCK_LIVE && at >= b->offset && at - b->offset + bytes <= b->size);
+    tlsf_chunk *c = b->chunk;
+    uint64_t below = at - b->offset, above = b->size - below - bytes;
+    bool tail = b->state == BLOCK_TAIL;
+    tlsf_block *live;
+    if (!below && !above) {
+        if (tail)
+            c->tail = NULL;
+        else
+            list_remove(s, b);
+        live = b;
+    } else if (!below) {
+        live = block_split_off(s, b, at, bytes, false);
+        if (tail) {
+            b->offset = at + bytes;
+            b->size = above;
+        } else {
+            list_resize(s, b, at + bytes, above);
+        }
+    } else {
+        live = block_split_off(s, b, at, bytes, true);
+        if (above) {
+            tlsf_block *rest = block_split_off(s, live, at + bytes, above, true);
+            if (tail) {
+                rest->state = BLOCK_TAIL;
+                c->tail = rest;
+            } else {
+                list_insert(s, rest);
+            }
+        } else if (tail) {
+            c->tail = NULL;
+        }
+        if (tail) {
+            b->size = below;
+            list_insert(s, b);
+        } else {
+            list_resize(s, b, b->offset, below);
+        }
+    }
+    live->state = BLOCK_LIVE;
+    c->live++;
+    s->held_bytes += bytes;
+    return live;
+}
+
+/* Whether free block a is a better fit than b (NULL): smaller, or as large and lower (the lower
+ * chunk id, then the lower offset), as address-ordered best fit chooses. */
+static bool better_fit(const tlsf_block *a, const tlsf_block *b)
+{
+    if (!b || a->size != b->size)
+        return !b || a->size < b->size;
+    if (a->chunk != b->chunk)
+        return a->chunk->id < b->chunk->id;
+    return a->offset < b->offset;
+}
+
+/* The best fit for `bytes` among the first `limit` holes of list `head` (limit 0: all). */
+static tlsf_block *list_best(tlsf_block *head, uint64_t bytes, uint32_t limit, bool *truncated)
+{
+    tlsf_block *best = NULL;
+    uint32_t seen = 0;
+    *truncated = false;
+    for (tlsf_block *b = head; b; b = b->next_free) {
+        if (limit && seen++ == limit) {
+            *truncated = true;
+            break;
+        }
+        if (b->size >= bytes && better_fit(b, best))
+            best = b;
+    }
+    return best;
+}
+
+/* The smallest tail of at least `bytes` (the lowest chunk id on ties), or NULL. */
+static tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
+{
+    tlsf_block *best = NULL;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        tlsf_block *t = ((tlsf_chunk *)s->chunks.items[n])->tail;
+        if (t && t->size >= bytes && (!best || t->size < best->size))
+            best = t;
+    }
+    return best;
+}
+
+/* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
+tlsf_block *clrun__tlsf_find_fit(tlsf_state *s, uint64_t bytes)
+{
+    unsigned fl, sl;
+    class_of(bytes >> s->granule_log, &fl, &sl);
+    bool truncated, unused;
+    tlsf_block *b = list_best(s->lists[fl][sl], bytes, TLSF_SCAN, &truncated);
+    if (b)
+        return b;
+    unsigned up_fl = fl, up_sl = sl;
+    if (class_above(s, &up_fl, &up_sl))
+        return list_best(s->lists[up_fl][up_sl], bytes, TLSF_SCAN_ABOVE, &unused);
+    if (truncated && (b = list_best(s->lists[fl][sl], bytes, 0, &unused)) != NULL)
+        return b;
+    return tail_best(s, bytes);
+}
+
+/* Where `bytes` aligned to `align` would start in free block b; false when it does not fit. */
+static bool aligned_fit(const tlsf_block *b, uint64_t bytes, uint64_t align, uint64_t *at)
+{
+    uint64_t start = b->offset ? round_up_u64(b->offset, align) : 0;
+    if (b->offset && start == 0)
+        return false; /* overflow */
+    uint64_t end = b->offset + b->size;
+    if (start > end || end - start < bytes)
+        return false;
+    *at = start;
+    return true;
+}
+
+/* A free block with room for `bytes` aligned to `align` (> granule): the first hole that has it,
+ * walking the lists upward from the request's own class, else the smallest tail; NULL when no
+ * free block has it. */
+tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at)
+{
+    unsigned fl, sl;
+    class_of(bytes >> s->granule_log, &fl, &sl);
+    do {
+        for (tlsf_block *b = s->lists[fl][sl]; b; b = b->next_free)
+            if (aligned_fit(b, bytes, align, at))
+                return b;
+    } while (class_above(s, &fl, &sl));
+    tlsf_block *best = NULL;
+    uint64_t best_at = 0;
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        tlsf_block *t = ((tlsf_chunk *)s->chunks.items[n])->tail;
+        uint64_t t_at;
+        if (t && aligned_fit(t, bytes, align, &t_at) && (!best || t->size < best->size)) {
+            best = t;
+            best_at = t_at;
+        }
+    }
+    *at = best_at;
+    return best;
+}

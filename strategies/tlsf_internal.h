@@ -1,0 +1,237 @@
+/* clrun strategy "tlsf": what its two files share (strategies/tlsf.c: the state, the vtable and
+ * its fast paths, the live blocks by offset; strategies/tlsf_blocks.c: blocks split, merged and
+ * found). The algorithm is described at the top of tlsf.c. */
+#ifndef CLRUN_STRATEGIES_TLSF_INTERNAL_H
+#define CLRUN_STRATEGIES_TLSF_INTERNAL_H
+
+#include <clrun/strategy.h>
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk_index.h"
+
+#define TLSF_SLI 5u                         /* log2 of the second-level lists per power of two */
+#define TLSF_SL_COUNT (1u << TLSF_SLI)      /* 32 */
+#define TLSF_FL_COUNT 64u                   /* first-level entries (60 used at most) */
+#define TLSF_SCAN 8u                        /* holes read in the request's own list */
+#define TLSF_SCAN_ABOVE 4u                  /* holes read in the first list above it */
+#define TLSF_NODES_PER_SLAB 255u            /* block nodes allocated together */
+#define TLSF_LIVE_MIN 64u                   /* smallest live hash table */
+#define TLSF_RECENT 8u                      /* newest live blocks kept out of the hash table */
+
+/* LIVE: handed out; HOLE: free, listed; TAIL: free, at its chunk's end, in no list. */
+enum block_state { BLOCK_LIVE, BLOCK_HOLE, BLOCK_TAIL };
+
+typedef struct tlsf_chunk tlsf_chunk;
+
+/* A block: a range of granules of one chunk. */
+typedef struct tlsf_block {
+    uint64_t offset;                /* of its first byte in the chunk */
+    uint64_t size;                  /* bytes, a multiple of the granule */
+    struct tlsf_block *prev_phys;   /* the block just below it, NULL at the chunk's start */
+    struct tlsf_block *next_phys;   /* the block just above it, NULL at the chunk's end */
+    tlsf_chunk *chunk;              /* where it lies (not beside prev_phys: see take_again) */
+    struct tlsf_block *prev_free;   /* hole: previous in its list */
+    struct tlsf_block *next_free;   /* hole: next in its list; spare node: next spare */
+    uint8_t state;                  /* enum block_state */
+    uint8_t fl, sl;                 /* hole: the class of its list */
+} tlsf_block;
+
+/* One chunk. */
+struct tlsf_chunk {
+    uint32_t id;                    /* the pool's id for it */
+    uint64_t size;                  /* bytes the pool gave us */
+    uint64_t usable;                /* size rounded down to the granule: what blocks cover */
+    uint64_t live;                  /* live blocks inside */
+    tlsf_block *first;              /* the block at offset 0, NULL when usable is 0 */
+    tlsf_block *tail;               /* the free block at its end, NULL when that one is live */
+};
+
+/* A slot of the live-block hash table (open addressing, linear probing). */
+typedef struct live_slot {
+    uint64_t offset;                /* the block's offset */
+    uint32_t chunk;                 /* its chunk's id */
+    uint32_t hash;                  /* live_hash of both: the home slot, masked */
+    tlsf_block *block;              /* NULL: the slot is empty */
+} live_slot;
+
+/* Block nodes are allocated in slabs, linked for destroy. */
+typedef struct node_slab {
+    struct node_slab *next;
+    tlsf_block nodes[TLSF_NODES_PER_SLAB];
+} node_slab;
+
+/* The whole state of one TLSF allocator. */
+typedef struct tlsf_state {
+    unsigned granule_log;                       /* log2 of the granule (min_align) */
+    uint64_t max_chunk;                         /* the largest chunk the pool can add */
+    uint64_t fl_bitmap;                         /* bit f set: some list of first level f is not empty */
+    uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of entry f set: lists[f][s] is not empty */
+    tlsf_block *lists[TLSF_FL_COUNT][TLSF_SL_COUNT]; /* holes by class, newest first */
+    live_slot *live;                            /* live blocks by (chunk, offset), but the recent */
+    live_slot recent[TLSF_RECENT];              /* [0, nrecent): the newest live blocks, not in live */
+    unsigned nrecent;                           /* entries in recent */
+    unsigned evict;                             /* the next entry of a full recent to move to live */
+    unsigned newest;                            /* the entry of the newest live block */
+    tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
+    tlsf_block *again_tail;                     /* that tail once the newest was freed, nothing since */
+    uint64_t again_bytes;                       /* the size of that freed block */
+    uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
+    uint64_t live_blocks;                       /* blocks allocated and not freed */
+    tlsf_block *spare;                          /* unused nodes, linked by next_free */
+    uint32_t nspare;                            /* nodes on spare */
+    node_slab *slabs;                           /* every node slab, for destroy */
+    chunk_index chunks;                         /* chunk id -> tlsf_chunk */
+    uint64_t total_bytes;                       /* sum of the sizes of all chunks */
+    uint64_t held_bytes;                        /* sum of the sizes of live blocks */
+} tlsf_state;
+
+/* ---- size classes --------------------------------------------------------------------------- */
+
+/* The list of free blocks of `granules` (>= 1) granules. */
+static inline void class_of(uint64_t granules, unsigned *fl, unsigned *sl)
+{
+    assert(granules >= 1);
+    if (granules < TLSF_SL_COUNT) {
+        *fl = 0;
+        *sl = (unsigned)granules;
+        return;
+    }
+    unsigned top = log2_floor_u64(granules);
+    *fl = top - TLSF_SLI + 1;
+    *sl = (unsigned)(granules >> (top - TLSF_SLI)) - TLSF_SL_COUNT;
+}
+
+/* The first non-empty list strictly above class (fl, sl); false when there is none. */
+static inline bool class_above(const tlsf_state *s, unsigned *fl, unsigned *sl)
+{
+    uint32_t sl_map = *sl + 1 < TLSF_SL_COUNT ? s->sl_bitmap[*fl] & (~UINT32_C(0) << (*sl + 1)) : 0;
+    if (!sl_map) {
+        uint64_t fl_map = *fl + 1 < TLSF_FL_COUNT ? s->fl_bitmap & (~UINT64_C(0) << (*fl + 1)) : 0;
+        if (!fl_map)
+            return false;
+        *fl = (unsigned)__builtin_ctzll(fl_map);
+        sl_map = s->sl_bitmap[*fl];
+        assert(sl_map);
+    }
+    *sl = (unsigned)__builtin_ctz(sl_map);
+    return true;
+}
+
+/* ---- free lists ----------------------------------------------------------------------------- */
+
+/* Lists hole b in class (fl, sl), its class. */
+static inline void list_insert_at(tlsf_state *s, tlsf_block *b, unsigned fl, unsigned sl)
+{
+    /* Free blocks are always merged with their free neighbours, and a hole is never last. */
+    assert(!b->prev_phys || b->prev_phys->state == BLOCK_LIVE);
+    assert(b->next_phys && b->next_phys->state == BLOCK_LIVE);
+    b->state = BLOCK_HOLE;
+    b->fl = (uint8_t)fl;
+    b->sl = (uint8_t)sl;
+    b->prev_free = NULL;
+    b->next_free = s->lists[fl][sl];
+    if (b->next_free)
+        b->next_free->prev_free = b;
+    s->lists[fl][sl] = b;
+    s->sl_bitmap[fl] |= UINT32_C(1) << sl;
+    s->fl_bitmap |= UINT64_C(1) << fl;
+}
+
+static inline void list_insert(tlsf_state *s, tlsf_block *b)
+{
+    unsigned fl, sl;
+    class_of(b->size >> s->granule_log, &fl, &sl);
+    list_insert_at(s, b, fl, sl);
+}
+
+static inline void list_remove(tlsf_state *s, tlsf_block *b)
+{
+    assert(b->state == BLOCK_HOLE);
+    unsigned fl = b->fl, sl = b->sl;
+    if (b->prev_free)
+        b->prev_free->next_free = b->next_free;
+    else
+        s->lists[fl][sl] = b->next_free;
+    if (b->next_free)
+        b->next_free->prev_free = b->prev_free;
+    if (!s->lists[fl][sl]) {
+        s->sl_bitmap[fl] &= ~(UINT32_C(1) << sl);
+        if (!s->sl_bitmap[fl])
+            s->fl_bitmap &= ~(UINT64_C(1) << fl);
+    }
+}
+
+/* Gives hole b a new range; it keeps its place in its list when its class stays. */
+static inline void list_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
+{
+    unsigned fl, sl;
+    class_of(size >> s->granule_log, &fl, &sl);
+    b->offset = offset;
+    b->size = size;
+    if (fl == b->fl && sl == b->sl)
+        return;
+    list_remove(s, b);
+    list_insert_at(s, b, fl, sl);
+}
+
+/* ---- block nodes ---------------------------------------------------------------------------- */
+
+/* Adds a slab of spare nodes; false when host memory runs out (nothing changed). */
+bool clrun__tlsf_nodes_grow(tlsf_state *s);
+
+/* Makes sure `count` (<= TLSF_NODES_PER_SLAB) spare nodes exist; false when host memory runs
+ * out (nothing changed). */
+static inline bool nodes_reserve(tlsf_state *s, uint32_t count)
+{
+    return s->nspare >= count || clrun__tlsf_nodes_grow(s);
+}
+
+/* A spare node (nodes_reserve made sure there is one). */
+static inline tlsf_block *node_take(tlsf_state *s)
+{
+    assert(s->spare && s->nspare);
+    tlsf_block *b = s->spare;
+    s->spare = b->next_free;
+    s->nspare--;
+    return b;
+}
+
+static inline void node_drop(tlsf_state *s, tlsf_block *b)
+{
+    b->next_free = s->spare;
+    s->spare = b;
+    s->nspare++;
+}
+
+/* ---- blocks (tlsf_blocks.c) ---------------------------------------------------------------- */
+
+/* Unlinks block b from its chunk's physical order and recycles its node. */
+static inline void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
+{
+    if (b->prev_phys)
+        b->prev_phys->next_phys = b->next_phys;
+    else
+        b->chunk->first = b->next_phys;
+    if (b->next_phys)
+        b->next_phys->prev_phys = b->prev_phys;
+    node_drop(s, b);
+}
+
+/* Makes live block b free, merged at once with its free neighbours. */
+void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b);
+
+/* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes reserved);
+ * the caller records the live block. Returns it. */
+tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes);
+
+/* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
+tlsf_block *clrun__tlsf_find_fit(tlsf_state *s, uint64_t bytes);
+
+/* A free block with room for `bytes` aligned to `align` (> granule), *at its place; NULL when
+ * no free block has it. */
+tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at);
+
+#endif

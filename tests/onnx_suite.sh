@@ -1,0 +1,39 @@
+#!/bin/sh
+# The ONNX backend conformance suite (Debian's libonnx-testdata) through `clrun onnx-test`: every
+# case of node, pytorch-converted, pytorch-operator and simple under the buddy allocator, and
+# node again in planned mode. Fails on any FAIL (a wrong answer); cases clrun refuses are
+# UNSUPPORTED and counted. Skipped (exit 77) when the suite is not installed. Run by `make check`
+# from the build directory; CLRUN_BIN overrides the tool (default ./clrun), ONNX_TESTDATA the
+# suite's folder.
+set -u
+CLRUN=${CLRUN_BIN:-./clrun}
+DATA=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
+if [ ! -d "$DATA/node" ]; then
+    echo "SKIP: the ONNX test cases are not at $DATA (apt-get install libonnx-testdata)"
+    exit 77
+fi
+tmp=${TMPDIR:-/tmp}/clrun-onnx-suite.$$
+mkdir -p "$tmp" || exit 99
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+run() { # mode label folders...
+    mode=$1
+    label=$2
+    shift 2
+    "$CLRUN" onnx-test --allocator "$mode" --quiet "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    summary=$(tail -n 1 "$tmp/out")
+    echo "onnx-test $label ($mode): $summary"
+    grep '^FAIL' "$tmp/out"
+    if [ $rc != 0 ] || ! echo "$summary" | grep -q ' 0 failed'; then
+        echo "FAIL: onnx-test $label ($mode) exited $rc: $(cat "$tmp/err")" >&2
+        failures=$((failures + 1))
+    fi
+}
+
+for folder in node pytorch-converted pytorch-operator simple; do
+    [ -d "$DATA/$folder" ] && run buddy "$folder" "$DATA/$folder"
+done
+run planned node "$DATA/node"
+[ $failures = 0 ]

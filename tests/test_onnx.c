@@ -1,0 +1,720 @@
+/* The ONNX importer without a device: what it builds (constant folding of shape subgraphs,
+ * symbolic dims, initializers from every encoding and from external files, names), what it
+ * refuses and how it says so, and that malformed bytes are errors (every prefix of a model,
+ * deep nesting). Models are built in C (tests/onnx_builder.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "onnx_builder.h"
+
+enum { F32 = 1, I64 = 7, I32 = 6, BOOL = 9, F64 = 11, U8 = 2 };
+
+typedef struct loaded {
+    clrun_status status;
+    clrun_graph *graph;
+    char err[2048];
+} loaded;
+
+static loaded load_with(onnx_builder *b, clrun_onnx_options *o)
+{
+    loaded r = {0};
+    size_t size;
+    uint8_t *bytes = ob_pack(b, &size);
+    clrun_onnx_options plain;
+    if (o == NULL) {
+        clrun_onnx_options_init(&plain);
+        o = &plain;
+    }
+    o->err = r.err;
+    o->errlen = sizeof r.err;
+    r.status = clrun_graph_load_onnx_memory(bytes, size, "model.onnx", o, &r.graph);
+    free(bytes);
+    return r;
+}
+
+static loaded load(onnx_builder *b)
+{
+    return load_with(b, NULL);
+}
+
+static void expect_refusal(onnx_builder *b, clrun_status status, const char *message)
+{
+    loaded r = load(b);
+    if (r.status != status || strstr(r.err, message) == NULL)
+        fail_msg("expected %s with \"%s\", got %s: %s", clrun_status_name(status), message,
+                 clrun_status_name(r.status), r.err);
+    assert_null(r.graph);
+    ob_free(b);
+}
+
+/* ---- building ---- */
+
+/* x [batch, 3, 4] reshaped by a shape computed from Shape(x): Shape -> Gather -> Unsqueeze ->
+ * Concat with a constant -> Reshape. Everything but the reshape folds at load. */
+static void build_shape_chain(onnx_builder *b)
+{
+    static const int64_t dims[3] = {-1, 3, 4}, one = 1, zero = 0, minus_one = -1;
+    static const char *const params[3] = {"batch", NULL, NULL};
+    ob_init(b, 13);
+    ob_input(b, "x", F32, 3, dims, params);
+    ob_initializer(b, "idx", I64, 0, NULL, &zero, 8);
+    ob_initializer(b, "axes", I64, 1, &one, &zero, 8);
+    ob_initializer(b, "rest", I64, 1, &one, &minus_one, 8);
+    ob_node(b, "Shape", "shape", "x", "s");
+    ob_node(b, "Gather", "first", "s,idx", "n");
+    ob_node(b, "Unsqueeze", "unsq", "n,axes", "n1");
+    Onnx__NodeProto *c = ob_node(b, "Concat", "cat", "n1,rest", "target");
+    ob_attr_int(b, c, "axis", 0);
+    ob_node(b, "Reshape", "reshape", "x,target", "y");
+    ob_node(b, "Relu", "relu", "y", "z");
+    int64_t out[2] = {-1, 12};
+    ob_output(b, "z", F32, 2, out);
+}
+
+static void test_shape_subgraph_folds_at_load(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    build_shape_chain(&b);
+    clrun_onnx_dim dim = {"batch", 5};
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.dims = &dim;
+    o.dim_count = 1;
+    loaded r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_OK);
+    /* Only the reshape and the relu reach the graph. */
+    assert_int_equal(clrun_graph_node_count(r.graph), 2);
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 1);
+    const clrun_tensor_type *t = clrun_graph_tensor_type(r.graph, outs[0]);
+    assert_int_equal(t->rank, 2);
+    assert_int_equal(t->shape[0], 5);
+    assert_int_equal(t->shape[1], 12);
+    assert_string_equal(clrun_graph_tensor_name(r.graph, outs[0]), "z");
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_unbound_dim_names_input_and_dimension(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    build_shape_chain(&b);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "model.onnx: input 'x' dimension 0 ('batch') is not bound");
+}
+
+static void test_whole_shape_binds_an_input(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    build_shape_chain(&b);
+    clrun_onnx_shape shape = {.input = "x", .rank = 3, .dims = {7, 3, 4}};
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.shapes = &shape;
+    o.shape_count = 1;
+    loaded r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_OK);
+    const clrun_tensor_id *ins;
+    clrun_graph_inputs(r.graph, &ins);
+    assert_int_equal(clrun_graph_tensor_type(r.graph, ins[0])->shape[0], 7);
+    clrun_graph_destroy(r.graph);
+    /* A shape that contradicts a fixed dim, a wrong rank, and names that match nothing. */
+    shape.dims[1] = 9;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "which the model fixes at 3"));
+    shape.dims[1] = 3;
+    shape.rank = 2;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "has 2 dimensions, the model's has 3"));
+    shape.rank = 3;
+    shape.input = "nope";
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "'nope', which is not an input"));
+    clrun_onnx_dim dim = {"bacth", 2};
+    clrun_onnx_options_init(&o);
+    o.dims = &dim;
+    o.dim_count = 1;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "dimension 'bacth', which no input of the model has"));
+    /* default_dim binds whatever is left. */
+    clrun_onnx_options_init(&o);
+    o.default_dim = 2;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_OK);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_initializers_in_every_encoding(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    ob_init(&b, 13);
+    int64_t two = 2;
+    /* typed fields: float_data, int64_data, int32_data (bool), double_data */
+    Onnx__TensorProto *f = ob_initializer(&b, "f", F32, 1, &two, NULL, 0);
+    float fv[2] = {1.5f, -2.25f};
+    f->n_float_data = 2;
+    f->float_data = fv;
+    Onnx__TensorProto *i = ob_initializer(&b, "i", I64, 1, &two, NULL, 0);
+    int64_t iv[2] = {-7, 1ll << 40};
+    i->n_int64_data = 2;
+    i->int64_data = iv;
+    Onnx__TensorProto *bo = ob_initializer(&b, "bo", BOOL, 1, &two, NULL, 0);
+    int32_t bv[2] = {1, 0};
+    bo->n_int32_data = 2;
+    bo->int32_data = bv;
+    Onnx__TensorProto *d = ob_initializer(&b, "d", F64, 1, &two, NULL, 0);
+    double dv[2] = {0.1, 1e300};
+    d->n_double_data = 2;
+    d->double_data = dv;
+    float raw[2] = {3, 4};
+    ob_initializer(&b, "r", F32, 1, &two, raw, sizeof raw);
+    ob_output(&b, "f", F32, 1, &two);
+    ob_output(&b, "i", I64, 1, &two);
+    ob_output(&b, "bo", BOOL, 1, &two);
+    ob_output(&b, "d", F64, 1, &two);
+    ob_output(&b, "r", F32, 1, &two);
+    loaded r = load(&b);
+    assert_int_equal(r.status, CLRUN_OK);
+    assert_int_equal(clrun_graph_tensor_count(r.graph), 5); /* constants as outputs, no copies */
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 5);
+    assert_int_equal(clrun_graph_tensor_type(r.graph, outs[1])->dtype, CLRUN_I64);
+    assert_int_equal(clrun_graph_tensor_type(r.graph, outs[2])->dtype, CLRUN_BOOL);
+    assert_int_equal(clrun_graph_tensor_type(r.graph, outs[3])->dtype, CLRUN_F64);
+    clrun_graph_destroy(r.graph);
+    /* a raw_data size that does not fit the shape */
+    ob_initializer(&b, "bad", F32, 1, &two, raw, 4);
+    ob_output(&b, "bad", F32, 1, &two);
+    expect_refusal(&b, CLRUN_ERROR_PARSE, "initializer 'bad' has 4 bytes of raw data for 2 elements of float (8 bytes)");
+}
+
+/* A model whose initializer w lives in an external file. */
+static void build_external(onnx_builder *b, const char *location, const char *offset, const char *length)
+{
+    static const int64_t dims[1] = {4};
+    ob_init(b, 13);
+    ob_input(b, "x", F32, 1, dims, NULL);
+    Onnx__TensorProto *w = ob_initializer(b, "w", F32, 1, dims, NULL, 0);
+    w->has_data_location = 1;
+    w->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    const char *keys[3] = {"location", "offset", "length"}, *values[3] = {location, offset, length};
+    for (int k = 0; k < 3; k++) {
+        if (!values[k])
+            continue;
+        Onnx__StringStringEntryProto *e = ob_alloc(b, sizeof *e);
+        Onnx__StringStringEntryProto ei = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+        *e = ei;
+        e->key = ob_str(b, keys[k]);
+        e->value = ob_str(b, values[k]);
+        ob_push(b, (void ***)&w->external_data, &w->n_external_data, e);
+    }
+    ob_node(b, "Add", "add", "x,w", "y");
+    ob_output(b, "y", F32, 1, dims);
+}
+
+static void test_external_data_relative_to_the_model(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/clrun-onnx-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/weights.bin", dir);
+    FILE *f = fopen(path, "wb");
+    float junk[2] = {99, 99}, w[4] = {1, 2, 3, 4};
+    fwrite(junk, 4, 2, f);
+    fwrite(w, 4, 4, f);
+    fclose(f);
+    onnx_builder b;
+    build_external(&b, "weights.bin", "8", "16");
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.external_data_dir = dir;
+    loaded r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_OK);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    /* from the model file's folder */
+    build_external(&b, "weights.bin", "8", NULL);
+    size_t size;
+    uint8_t *bytes = ob_pack(&b, &size);
+    char model[256];
+    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    f = fopen(model, "wb");
+    fwrite(bytes, 1, size, f);
+    fclose(f);
+    free(bytes);
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_load_onnx(model, NULL, &g), CLRUN_OK);
+    clrun_graph_destroy(g);
+    ob_free(&b);
+    /* missing file, a path outside the folder, a length that does not fit, a short file */
+    build_external(&b, "missing.bin", NULL, NULL);
+    o.external_data_dir = dir;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_IO);
+    assert_non_null(strstr(r.err, "initializer 'w' cannot open external data"));
+    ob_free(&b);
+    build_external(&b, "../weights.bin", NULL, NULL);
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(r.err, "not a relative path inside the model's folder"));
+    ob_free(&b);
+    build_external(&b, "weights.bin", "0", "12");
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_PARSE);
+    assert_non_null(strstr(r.err, "length 12 differs from the 16 bytes"));
+    ob_free(&b);
+    build_external(&b, "weights.bin", "16", NULL);
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_IO);
+    assert_non_null(strstr(r.err, "ends before offset 16 + 16 bytes"));
+    ob_free(&b);
+    unlink(path);
+    unlink(model);
+    rmdir(dir);
+}
+
+/* ---- refusals ---- */
+
+static void build_one_node(onnx_builder *b, int64_t opset, const char *op)
+{
+    static const int64_t dims[2] = {2, 3};
+    ob_init(b, opset);
+    ob_input(b, "x", F32, 2, dims, NULL);
+    ob_node(b, "Relu", "first", "x", "h");
+    ob_node(b, op, "Op_12", "h", "y");
+    ob_output(b, "y", F32, 2, dims);
+}
+
+static void test_refusals_name_node_op_and_opset(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    build_one_node(&b, 13, "FancyOp");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "model.onnx: node 1 'Op_12' (FancyOp, opset 13): operator FancyOp is not supported");
+    build_one_node(&b, 11, "Relu");
+    ob_attr_int(&b, b.graph.node[1], "fancy", 1);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "model.onnx: node 1 'Op_12' (Relu, opset 11): attribute 'fancy' is not supported");
+    build_one_node(&b, 13, "Relu");
+    b.graph.node[1]->domain = ob_str(&b, "com.microsoft");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "(Relu, domain com.microsoft, opset -1): operators of domain 'com.microsoft' are not supported");
+    build_one_node(&b, 18, "Relu");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "model.onnx: opset 18 of the default domain is newer than clrun knows");
+    build_one_node(&b, 13, "HardSwish");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(HardSwish, opset 13): operator HardSwish does not exist in opset 13");
+    /* a wrong attribute type */
+    build_one_node(&b, 13, "LeakyRelu");
+    ob_attr_string(&b, b.graph.node[1], "alpha", "big");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "attribute 'alpha' is a string, expected a float");
+}
+
+static void test_conv_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t x6[6] = {1, 2, 2, 2, 2, 2}, w6[6] = {2, 2, 1, 1, 1, 1};
+    float w[4] = {1, 2, 3, 4};
+    ob_init(&b, 11);
+    ob_input(&b, "x", F32, 6, x6, NULL);
+    ob_initializer(&b, "w", F32, 6, w6, w, sizeof w);
+    ob_node(&b, "Conv", "Conv_4d", "x,w", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "model.onnx: node 0 'Conv_4d' (Conv, opset 11): 4-D windows are not supported (1-D, 2-D and 3-D are)");
+    /* auto_pad that is not one of the four */
+    static const int64_t x4[4] = {1, 2, 4, 4}, w4[4] = {2, 2, 1, 1};
+    ob_init(&b, 11);
+    ob_input(&b, "x", F32, 4, x4, NULL);
+    ob_initializer(&b, "w", F32, 4, w4, w, sizeof w);
+    Onnx__NodeProto *n = ob_node(&b, "Conv", "Conv_12", "x,w", "y");
+    ob_attr_string(&b, n, "auto_pad", "SOMETIMES");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(Conv, opset 11): auto_pad 'SOMETIMES' is not");
+}
+
+static void test_model_errors(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t dims[1] = {3};
+    /* a value read before anything produces it */
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 1, dims, NULL);
+    ob_node(&b, "Add", "add", "x,ghost", "y");
+    ob_output(&b, "y", F32, 1, dims);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "input 1 'ghost' is produced by no node, input or initializer");
+    /* produced twice */
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 1, dims, NULL);
+    ob_node(&b, "Relu", "a", "x", "y");
+    ob_node(&b, "Relu", "b", "x", "y");
+    ob_output(&b, "y", F32, 1, dims);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "'y' (output 0 of node 1) is defined twice");
+    /* a cycle */
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 1, dims, NULL);
+    ob_node(&b, "Add", "a", "x,q", "p");
+    ob_node(&b, "Relu", "b", "p", "q");
+    ob_output(&b, "q", F32, 1, dims);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "node 0 'a' (Add) is part of a cycle");
+    /* an output type that differs from what the model declares */
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 1, dims, NULL);
+    ob_node(&b, "Relu", "a", "x", "y");
+    static const int64_t wrong[1] = {4};
+    ob_output(&b, "y", F32, 1, wrong);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "output 'y' has shape [3], but the model declares [4]");
+    /* an unsupported input type */
+    ob_init(&b, 13);
+    ob_input(&b, "x", U8, 1, dims, NULL);
+    ob_node(&b, "Identity", "a", "x", "y");
+    ob_output(&b, "y", U8, 1, dims);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "input 'x' is uint8: clrun has no such tensors");
+}
+
+/* Nodes out of order load in dependency order; a sorted model keeps its order. */
+static void test_unsorted_nodes_are_sorted(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t dims[1] = {3};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 1, dims, NULL);
+    ob_node(&b, "Neg", "second", "h", "y");
+    ob_node(&b, "Relu", "first", "x", "h");
+    ob_output(&b, "y", F32, 1, dims);
+    loaded r = load(&b);
+    assert_int_equal(r.status, CLRUN_OK);
+    assert_int_equal(clrun_graph_node_count(r.graph), 2);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_names_become_clrun_names(void **state)
+{
+    (void)state;
+    char buf[300];
+    assert_string_equal(clrun_onnx_name("input:0", buf, sizeof buf), "input_0");
+    assert_string_equal(clrun_onnx_name("1", buf, sizeof buf), "_1");
+    assert_string_equal(clrun_onnx_name("onnx::Add_3", buf, sizeof buf), "onnx__Add_3");
+    assert_string_equal(clrun_onnx_name("", buf, sizeof buf), "_");
+    onnx_builder b;
+    static const int64_t dims[1] = {3};
+    ob_init(&b, 13);
+    ob_input(&b, "a:b", F32, 1, dims, NULL);
+    ob_input(&b, "a;b", F32, 1, dims, NULL);
+    ob_node(&b, "Add", "add", "a:b,a;b", "out/0");
+    ob_output(&b, "out/0", F32, 1, dims);
+    ob_output(&b, "a:b", F32, 1, dims); /* an input as an output: its own copy */
+    loaded r = load(&b);
+    assert_int_equal(r.status, CLRUN_OK);
+    const clrun_tensor_id *ins, *outs;
+    assert_int_equal(clrun_graph_inputs(r.graph, &ins), 2);
+    assert_string_equal(clrun_graph_tensor_name(r.graph, ins[0]), "a_b");
+    assert_string_equal(clrun_graph_tensor_name(r.graph, ins[1]), "a_b.1");
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 2);
+    assert_string_equal(clrun_graph_tensor_name(r.graph, outs[0]), "out_0");
+    assert_true(outs[1] != ins[0]);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+/* An input fixed at load becomes a constant: what it decides folds. */
+static void test_constant_inputs_fold(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t xd[2] = {2, 6}, sd[1] = {2}, yd[2] = {3, 4};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, xd, NULL);
+    ob_input(&b, "shape", I64, 1, sd, NULL);
+    ob_node(&b, "Reshape", "r", "x,shape", "y");
+    ob_output(&b, "y", F32, 2, yd);
+    loaded r = load(&b);
+    assert_int_equal(r.status, CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(r.err, "input 1 'shape' must be known at load time"));
+    int64_t shape[2] = {3, 4};
+    clrun_onnx_constant c = {.input = "shape", .type = {.dtype = CLRUN_I64, .rank = 1, .shape = {2}}, .data = shape};
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.constants = &c;
+    o.constant_count = 1;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_OK);
+    const clrun_tensor_id *ins;
+    assert_int_equal(clrun_graph_inputs(r.graph, &ins), 1);
+    clrun_graph_destroy(r.graph);
+    c.type.dtype = CLRUN_I32;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "the value given for input 'shape' is int32, the model's input is int64"));
+    ob_free(&b);
+}
+
+/* ---- malformed bytes ---- */
+
+static void test_every_prefix_is_an_error_or_the_model(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    build_shape_chain(&b);
+    size_t size;
+    uint8_t *bytes = ob_pack(&b, &size);
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.default_dim = 2;
+    char err[512];
+    o.err = err;
+    o.errlen = sizeof err;
+    for (size_t n = 0; n <= size; n++) {
+        clrun_graph *g = NULL;
+        uint8_t *copy = malloc(n + 1); /* exactly n bytes readable under ASan */
+        memcpy(copy, bytes, n);
+        clrun_status s = clrun_graph_load_onnx_memory(copy, n, "cut.onnx", &o, &g);
+        free(copy);
+        if (n == size) {
+            assert_int_equal(s, CLRUN_OK);
+        } else {
+            assert_int_not_equal(s, CLRUN_OK);
+            assert_null(g);
+            assert_memory_equal(err, "cut.onnx: ", 10);
+        }
+        clrun_graph_destroy(g);
+    }
+    free(bytes);
+    ob_free(&b);
+    /* not protobuf at all, and empty */
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_load_onnx_memory("\xff\xff\xff", 3, "junk.onnx", &o, &g), CLRUN_ERROR_PARSE);
+    assert_non_null(strstr(err, "junk.onnx: not an ONNX model"));
+    assert_int_equal(clrun_graph_load_onnx_memory("", 0, "empty.onnx", &o, &g), CLRUN_ERROR_INVALID_GRAPH);
+    assert_non_null(strstr(err, "the model has no graph"));
+}
+
+/* Graphs nested in attributes 1000 deep: refused before the recursive unpacking sees them. */
+static void test_deep_nesting_is_refused(void **state)
+{
+    (void)state;
+    /* Innermost first: a GraphProto is (field 1: NodeProto (field 5: AttributeProto (field 6:
+     * GraphProto ...))). */
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *buf = malloc(cap), *tmp = malloc(cap);
+    for (int level = 0; level < 1000; level++) {
+        /* wrap buf as field `field` of a message, three times: attribute.g, node.attribute, graph.node */
+        static const uint8_t fields[3] = {6, 5, 1};
+        for (int k = 0; k < 3; k++) {
+            size_t n = 0;
+            tmp[n++] = (uint8_t)(fields[k] << 3 | 2);
+            size_t v = len;
+            do {
+                tmp[n++] = (uint8_t)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+                v >>= 7;
+            } while (v);
+            memcpy(tmp + n, buf, len);
+            len += n;
+            memcpy(buf, tmp, len);
+            assert_true(len + 16 < cap);
+        }
+    }
+    /* model.graph = that graph */
+    size_t n = 0;
+    tmp[n++] = 7 << 3 | 2;
+    size_t v = len;
+    do {
+        tmp[n++] = (uint8_t)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    memcpy(tmp + n, buf, len);
+    clrun_graph *g = NULL;
+    char err[256];
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.err = err;
+    o.errlen = sizeof err;
+    assert_int_equal(clrun_graph_load_onnx_memory(tmp, n + len, "deep.onnx", &o, &g), CLRUN_ERROR_PARSE);
+    assert_non_null(strstr(err, "nested deeper than 100 levels"));
+    free(buf);
+    free(tmp);
+}
+
+/* ---- tensor files ---- */
+
+static void test_tensor_pb_files(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    ob_init(&b, 13);
+    int64_t dims[2] = {2, 2};
+    int32_t values[4] = {1, -2, 3, 4};
+    Onnx__TensorProto *t = ob_tensor(&b, "ids", I32, 2, dims, values, sizeof values);
+    size_t size = onnx__tensor_proto__get_packed_size(t);
+    uint8_t *bytes = malloc(size);
+    onnx__tensor_proto__pack(t, bytes);
+    char path[] = "/tmp/clrun-tensor-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, bytes, size), (ssize_t)size);
+    close(fd);
+    clrun_tensor_type type;
+    void *data = NULL;
+    char name[32], err[256];
+    assert_int_equal(clrun_onnx_tensor_load(path, &type, &data, name, sizeof name, err, sizeof err), CLRUN_OK);
+    assert_string_equal(name, "ids");
+    assert_int_equal(type.dtype, CLRUN_I32);
+    assert_int_equal(type.rank, 2);
+    assert_memory_equal(data, values, sizeof values);
+    free(data);
+    /* uint8 has no clrun dtype; a truncated file is malformed */
+    t->data_type = U8;
+    t->raw_data.len = 4;
+    size = onnx__tensor_proto__get_packed_size(t);
+    onnx__tensor_proto__pack(t, bytes);
+    FILE *f = fopen(path, "wb");
+    fwrite(bytes, 1, size, f);
+    fclose(f);
+    assert_int_equal(clrun_onnx_tensor_load(path, &type, &data, NULL, 0, err, sizeof err), CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "clrun has no uint8 tensors"));
+    f = fopen(path, "wb");
+    fwrite(bytes, 1, size - 2, f);
+    fclose(f);
+    assert_int_equal(clrun_onnx_tensor_load(path, &type, &data, NULL, 0, err, sizeof err), CLRUN_ERROR_PARSE);
+    assert_null(data);
+    unlink(path);
+    free(bytes);
+    ob_free(&b);
+}
+
+/* ---- .npy ---- */
+
+static void test_npy_round_trips_every_dtype(void **state)
+{
+    (void)state;
+    static const clrun_dtype dtypes[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_F16};
+    char path[] = "/tmp/clrun-npy-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++)
+        for (int rank = 0; rank <= CLRUN_MAX_DIMS; rank++) {
+            clrun_tensor_type t = {.dtype = dtypes[k], .rank = rank};
+            for (int d = 0; d < rank; d++)
+                t.shape[d] = d + 1;
+            uint64_t bytes = clrun_tensor_bytes(&t);
+            unsigned char *data = malloc(bytes);
+            for (uint64_t i = 0; i < bytes; i++)
+                data[i] = dtypes[k] == CLRUN_BOOL ? (unsigned char)(i % 2) : (unsigned char)(i * 37 + k);
+            char err[256];
+            assert_int_equal(clrun_npy_save(path, &t, data, err, sizeof err), CLRUN_OK);
+            clrun_tensor_type back;
+            void *read = NULL;
+            assert_int_equal(clrun_npy_load(path, &back, &read, err, sizeof err), CLRUN_OK);
+            assert_int_equal(back.dtype, t.dtype);
+            assert_int_equal(back.rank, t.rank);
+            for (int d = 0; d < rank; d++)
+                assert_int_equal(back.shape[d], t.shape[d]);
+            assert_memory_equal(read, data, bytes);
+            /* numpy's rule: the header ends on a 64-byte boundary, with a newline */
+            FILE *f = fopen(path, "rb");
+            unsigned char head[10];
+            assert_int_equal(fread(head, 1, 10, f), 10);
+            fclose(f);
+            size_t header = (size_t)head[8] | (size_t)head[9] << 8;
+            assert_int_equal((10 + header) % 64, 0);
+            free(read);
+            free(data);
+        }
+    unlink(path);
+}
+
+static clrun_status parse_npy(const char *header, size_t data_bytes, char *err, size_t errlen)
+{
+    size_t hl = strlen(header);
+    size_t size = 10 + hl + data_bytes;
+    unsigned char *bytes = calloc(1, size);
+    memcpy(bytes, "\x93NUMPY\x01\x00", 8);
+    bytes[8] = (unsigned char)(hl & 0xFF);
+    bytes[9] = (unsigned char)(hl >> 8);
+    memcpy(bytes + 10, header, hl);
+    clrun_tensor_type t;
+    void *data = NULL;
+    clrun_status s = clrun_npy_parse(bytes, size, "x.npy", &t, &data, err, errlen);
+    free(data);
+    free(bytes);
+    return s;
+}
+
+static void test_npy_variants_clrun_does_not_read(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 24, err, sizeof err), CLRUN_OK);
+    assert_int_equal(parse_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n", 24, err, sizeof err),
+                     CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "x.npy: Fortran-order arrays are not supported"));
+    assert_int_equal(parse_npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", 16, err, sizeof err),
+                     CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "object arrays are not supported"));
+    assert_int_equal(parse_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8, err, sizeof err),
+                     CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "big-endian"));
+    assert_int_equal(parse_npy("{'descr': '<u1', 'fortran_order': False, 'shape': (2,), }\n", 2, err, sizeof err),
+                     CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "dtype '<u1' is not supported"));
+    assert_int_equal(parse_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n", 8, err,
+                               sizeof err), CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "structured arrays"));
+    assert_int_equal(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }\n", 0, err, sizeof err),
+                     CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "empty arrays"));
+    assert_int_equal(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 20, err, sizeof err),
+                     CLRUN_ERROR_PARSE);
+    assert_non_null(strstr(err, "20 bytes of data for a shape of 24 bytes"));
+    assert_int_equal(parse_npy("{'descr': '<f4', 'shape': (2, 3), }\n", 24, err, sizeof err), CLRUN_ERROR_PARSE);
+    clrun_tensor_type t;
+    void *data;
+    assert_int_equal(clrun_npy_parse("PK\x03\x04", 4, "x.npz", &t, &data, err, sizeof err), CLRUN_ERROR_PARSE);
+    assert_non_null(strstr(err, "not a .npy file"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shape_subgraph_folds_at_load),
+        cmocka_unit_test(test_unbound_dim_names_input_and_dimension),
+        cmocka_unit_test(test_whole_shape_binds_an_input),
+        cmocka_unit_test(test_initializers_in_every_encoding),
+        cmocka_unit_test(test_external_data_relative_to_the_model),
+        cmocka_unit_test(test_refusals_name_node_op_and_opset),
+        cmocka_unit_test(test_conv_refusals),
+        cmocka_unit_test(test_model_errors),
+        cmocka_unit_test(test_unsorted_nodes_are_sorted),
+        cmocka_unit_test(test_names_become_clrun_names),
+        cmocka_unit_test(test_constant_inputs_fold),
+        cmocka_unit_test(test_every_prefix_is_an_error_or_the_model),
+        cmocka_unit_test(test_deep_nesting_is_refused),
+        cmocka_unit_test(test_tensor_pb_files),
+        cmocka_unit_test(test_npy_round_trips_every_dtype),
+        cmocka_unit_test(test_npy_variants_clrun_does_not_read),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
