@@ -180,7 +180,7 @@ static values run_op(const char *opname, const values *inputs, int count, const 
     clrun_tensor_type in[4], out;
     for (int k = 0; k < count; k++)
         in[k] = inputs[k].type;
-    clrun__op_call call = {in, count, &out, 1, attrs, attr_count};
+    clrun__op_call call = {in, count, &out, 1, attrs, attr_count, 0};
     char err[512] = "";
     if (op->infer(&call, &out, err, sizeof err) != CLRUN_OK)
         fail_msg("%s refused: %s", opname, err);
@@ -886,7 +886,7 @@ static void expect_refusal(const char *opname, const clrun_tensor_type *in, int 
 {
     const clrun__op *op = clrun__op_find(opname);
     clrun_tensor_type out;
-    clrun__op_call call = {in, count, &out, 1, attrs, attr_count};
+    clrun__op_call call = {in, count, &out, 1, attrs, attr_count, 0};
     char err[512] = "";
     assert_int_equal(op->infer(&call, &out, err, sizeof err), CLRUN_ERROR_INVALID_GRAPH);
     if (strstr(err, want) == NULL)

@@ -257,7 +257,7 @@ static void emit_coordinates(clrun__strbuf *b, const geometry *g, clrun__fused_o
 static clrun__op_call step_call(const clrun__fused_step *step)
 {
     return (clrun__op_call){step->arg_types, step->def->arity, &step->type, 1, step->attrs,
-                            step->attr_count};
+                            step->attr_count, 0};
 }
 
 static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry *g, int s)

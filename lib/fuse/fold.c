@@ -9,6 +9,8 @@
  * it is needed (an expand of a scalar to a large tensor is cheaper to recompute). */
 #include "fuse/fold.h"
 
+#include <clrun/context.h>
+
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,9 +6,11 @@
 #ifndef CLRUN_LIB_FUSE_FOLD_H
 #define CLRUN_LIB_FUSE_FOLD_H
 
-#include <clrun/context.h>
+#include <clrun/status.h>
 
 #include "fuse/draft.h"
+
+typedef struct clrun_context clrun_context; /* <clrun/context.h>: no OpenCL in this header */
 
 /* Folds the draft's constant nodes; *folded gets how many. Errors (a failed OpenCL call, host
  * memory) go to ctx. */

@@ -53,7 +53,7 @@ static bool fold_pair(clrun__arena *arena, clrun_graph *d, int32_t c, int32_t n)
     const clrun__tensor *w = &d->tensors[conv->inputs[1]];
     int64_t O = w->type.shape[0];
     uint64_t per_channel = clrun_tensor_elements(&w->type) / (uint64_t)O;
-    clrun__op_call call = {NULL, 0, NULL, 0, bn->attrs, bn->attr_count};
+    clrun__op_call call = {NULL, 0, NULL, 0, bn->attrs, bn->attr_count, 0};
     double eps = clrun__attr_float_or(&call, "eps", 1e-5);
     float *wv = values_of(w), *bv = conv->input_count == 3 ? values_of(&d->tensors[conv->inputs[2]]) : NULL;
     float *p[4];
