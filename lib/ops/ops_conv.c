@@ -90,6 +90,7 @@ typedef struct conv_tuning {
     unsigned nr;
     cl_uint hp, wp;
     cl_mem x, packed, out, table;
+    int extra;              /* an epilogue's inputs: the scratch output stands in for them */
 } conv_tuning;
 
 /* The image the core reads: x itself without padding (HP x WP = H x W), else the padded copy,
@@ -146,6 +147,8 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     const cl_mem buffers[3] = {t->x, t->packed, t->x};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
+    for (int x = 0; s == CLRUN_OK && x < t->extra; x++) /* reads at most the output's extent */
+        s = clrun__arg(ctx, kernel, 8 + (cl_uint)x, sizeof t->out, &t->out);
     size_t global[3], local[3];
     core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -157,7 +160,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* The variant for this geometry, timed once per (device, shape) over one image and group. */
 static clrun_status choose_variant(clrun_context *ctx, cl_program program, const cl_int *geo,
-                                   unsigned nr, cl_uint hp, cl_uint wp,
+                                   unsigned nr, cl_uint hp, cl_uint wp, int extra,
                                    const clrun__core_variant **out)
 {
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
@@ -170,7 +173,7 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program, const
     int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
     for (int i = 0; i < CLRUN__G_COUNT && used > 0 && (size_t)used < sizeof key; i++)
         used += snprintf(key + used, sizeof key - (size_t)used, " %d", (int)geo[i]);
-    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL};
+    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL, extra};
     uint64_t image = (uint64_t)geo[CLRUN__G_C] * hp * wp;
     clrun_status s = clrun__tune_buffer(ctx, (size_t)image * 4, &t.x);
     if (s == CLRUN_OK)
@@ -238,7 +241,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         s = prepare_padding(ctx, program, geo, images, hp, wp, st);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, program, geo, nr, hp, wp, &v);
+        s = choose_variant(ctx, program, geo, nr, hp, wp, st->extra, &v);
     if (s == CLRUN_OK)
         s = core_kernel(ctx, program, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
     if (s == CLRUN_OK)

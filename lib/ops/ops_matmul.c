@@ -79,6 +79,7 @@ typedef struct mm_tuning {
     const clrun__matmul_dims *d;
     unsigned nr;
     cl_mem a, packed, out, table;
+    int extra;              /* an epilogue's inputs: the scratch output stands in for them */
 } mm_tuning;
 
 static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__matmul_dims *d,
@@ -120,6 +121,8 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     const cl_mem buffers[3] = {t->a, t->packed, t->a};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
+    for (int x = 0; s == CLRUN_OK && x < t->extra; x++) /* reads at most the output's extent */
+        s = clrun__arg(ctx, kernel, 13 + (cl_uint)x, sizeof t->out, &t->out);
     size_t global[3], local[3];
     core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -131,7 +134,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* Chooses the core's variant for d, timing the candidates once per (device, shape). */
 static clrun_status choose_variant(clrun_context *ctx, cl_program program,
-                                   const clrun__matmul_dims *d, unsigned nr,
+                                   const clrun__matmul_dims *d, unsigned nr, int extra,
                                    const clrun__core_variant **out)
 {
     size_t count;
@@ -141,7 +144,7 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program,
     char key[160];
     snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u",
              d->M, d->N, d->K, d->ta, nr);
-    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL};
+    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL, extra};
     const uint64_t zero[2] = {0, 0};
     clrun_status s = clrun__tune_buffer(ctx, (size_t)(d->M * d->K * 4), &t.a);
     if (s == CLRUN_OK)
@@ -187,7 +190,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     free(sources);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, program, d, nr, &v);
+        s = choose_variant(ctx, program, d, nr, st->extra, &v);
     float alpha = (float)clrun__attr_float_or(call, "alpha", 1.0);
     if (s == CLRUN_OK)
         s = core_kernel(ctx, program, d, v, alpha, st->has_bias, st->ks.table, &st->ks.kernel);
