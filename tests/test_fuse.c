@@ -530,7 +530,8 @@ static void check_model(const clrun_graph *g, const char *what, bool planned_too
             fail_msg("%s (%s): fused peak %llu above unfused %llu", what, clrun_exec_mode_name(modes[m]),
                      (unsigned long long)b.stats.peak_bytes, (unsigned long long)a.stats.peak_bytes);
         assert_int_equal(a.stats.naive_bytes - b.stats.naive_bytes, away);
-        assert_int_equal(b.stats.graph_nodes, a.stats.kernels);
+        assert_int_equal(b.stats.graph_nodes, a.stats.kernels + a.stats.views);
+        assert_int_equal(b.stats.views, a.stats.views);
         assert_int_equal(b.stats.kernels, a.stats.kernels - b.stats.fused_nodes + b.stats.fused_groups -
                                               b.stats.folded_nodes);
         if (m == 0)
@@ -756,6 +757,52 @@ static void every_dtype_fuses_with_the_same_bits(void **state)
     }
 }
 
+/* ---- epilogues ---------------------------------------------------------------------------- */
+
+static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("epilogues", &g), CLRUN_OK);
+    /* matmul + bias, then a residual, gelu, a column scale (read at i / 40): one epilogue */
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, (int64_t[]){20, 33}));
+    int32_t w = constant(g, "w", shape_of(CLRUN_F32, 2, (int64_t[]){33, 40}), 1);
+    int32_t b = constant(g, "b", shape_of(CLRUN_F32, 1, (int64_t[]){40}), 2);
+    int32_t r = input(g, "r", shape_of(CLRUN_F32, 2, (int64_t[]){20, 40}));
+    int32_t col = constant(g, "col", shape_of(CLRUN_F32, 2, (int64_t[]){20, 1}), 3);
+    int32_t m = node(g, "matmul", "m", 3, (int32_t[]){x, w, b}, NULL, 0);
+    int32_t t = binary(g, "add", "t", m, r);
+    t = unary(g, "gelu", "u", t);
+    clrun_graph_mark_output(g, binary(g, "mul", "y1", t, col));
+    /* conv2d, a per-channel shift (read at (i / 49) % 8), relu6: one epilogue */
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){2, 3, 9, 9}));
+    int32_t k = constant(g, "k", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4);
+    int32_t shift = constant(g, "shift", shape_of(CLRUN_F32, 3, (int64_t[]){8, 1, 1}), 5);
+    clrun_attr six = {.name = "max", .kind = CLRUN_ATTR_FLOAT, .f = 6.0};
+    int32_t c = node(g, "conv2d", "c", 2, (int32_t[]){im, k}, NULL, 0);
+    int32_t cs = binary(g, "add", "cs", c, shift);
+    int32_t cr = unary(g, "relu", "cr", cs);
+    clrun_graph_mark_output(g, node(g, "clip", "y2", 1, &cr, &six, 1));
+    /* a bool input is no float extra: where stays a kernel of its own */
+    int32_t cond = input(g, "cond", shape_of(CLRUN_BOOL, 2, (int64_t[]){20, 40}));
+    int32_t m2 = node(g, "matmul", "m2", 2, (int32_t[]){x, w}, NULL, 0);
+    clrun_graph_mark_output(g, node(g, "where", "y3", 3, (int32_t[]){cond, m2, r}, NULL, 0));
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+    outcome base = run_graph(g, off, 8);
+    const how modes[] = {{CLRUN_EXEC_POOLED, "buddy", false, 1, false},
+                         {CLRUN_EXEC_PLANNED, "buddy", false, 1, false},
+                         {CLRUN_EXEC_NAIVE, "buddy", true, 1, false}};
+    for (size_t i = 0; i < 3; i++) {
+        outcome o = run_graph(g, modes[i], 8);
+        expect_same_bits(g, &o, &base, "epilogues", 8);
+        assert_int_equal(o.groups, 2);
+        assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
+        assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
+        assert_int_equal(o.stats.kernels, 4); /* the two epilogues, matmul m2, where */
+    }
+    clrun_graph_destroy(g);
+}
+
 /* ---- constant folding -------------------------------------------------------------------- */
 
 static void constant_nodes_run_once_into_constants_with_the_same_bits(void **state)
@@ -831,7 +878,7 @@ static void batch_norm_folds_into_the_convolution_before_it(void **state)
         clrun_exec_stats s;
         clrun_exec_stats_get(exec, &s);
         assert_int_equal(s.folded_nodes, k ? 1 : 0);
-        assert_int_equal(s.kernels, k ? 2 : 3); /* conv2d (bn in its weights), relu */
+        assert_int_equal(s.kernels, k ? 1 : 3); /* conv2d, its bn in its weights, relu its epilogue */
         clrun_free(ctx, &xb);
         clrun_exec_destroy(exec);
     }
@@ -870,6 +917,7 @@ int main(void)
         cmocka_unit_test(a_kernel_that_does_not_build_runs_unfused),
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test(clrun_fusion_0_turns_it_off),
+        cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
         cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),
         cmocka_unit_test(batch_norm_folds_into_the_convolution_before_it),
         cmocka_unit_test(example_graphs_keep_their_bits_and_memory),

@@ -37,19 +37,16 @@ static bool alias_safe(const clrun_graph *g, const clrun__fused_op *f, const int
     return true;
 }
 
-clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
-                                      const clrun__fuse_plan *plan, int32_t group,
-                                      int32_t **inputs_out)
+/* The steps of members[0..count) into f, in order; a tensor from outside becomes one of f's
+ * inputs from `first_extra` on (the ones before are an epilogue's base inputs, which its steps
+ * cannot read), and tensor v (-1: none) the epilogue's value. */
+static bool describe_steps(clrun__arena *arena, const clrun_graph *g, const int32_t *members,
+                           int32_t count, int32_t v, int first_extra, clrun__fused_op *f,
+                           int32_t *inputs)
 {
-    int32_t first = plan->member_start[group], count = plan->member_start[group + 1] - first;
-    const int32_t *members = plan->members + first;
-    clrun__fused_op *f = clrun__arena_alloc(arena, sizeof *f);
-    int32_t *inputs = clrun__arena_alloc(arena, ((size_t)count * CLRUN__EW_MAX_INPUTS + 1) * sizeof *inputs);
-    if (f == NULL || inputs == NULL)
-        return NULL;
     f->steps = clrun__arena_alloc(arena, (size_t)count * sizeof *f->steps);
     if (f->steps == NULL)
-        return NULL;
+        return false;
     f->step_count = count;
     for (int32_t s = 0; s < count; s++) {
         const clrun__node *node = &g->nodes[members[s]];
@@ -67,11 +64,11 @@ clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
             for (int32_t j = 0; p >= 0 && j < s; j++)
                 if (members[j] == p)
                     earlier = j;
-            if (earlier >= 0) {
-                step->args[k] = earlier;
+            if (earlier >= 0 || t == v) {
+                step->args[k] = t == v ? CLRUN__FUSED_ARG_V : earlier;
                 continue;
             }
-            int at = 0;
+            int at = first_extra;
             while (at < f->input_count && inputs[at] != t)
                 at++;
             if (at == f->input_count)
@@ -79,11 +76,58 @@ clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
             step->args[k] = -1 - at;
         }
     }
+    return true;
+}
+
+clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
+                                      const clrun__fuse_plan *plan, int32_t group,
+                                      int32_t **inputs_out)
+{
+    int32_t first = plan->member_start[group], count = plan->member_start[group + 1] - first;
+    clrun__fused_op *f = clrun__arena_alloc(arena, sizeof *f);
+    int32_t *inputs = clrun__arena_alloc(arena, ((size_t)count * CLRUN__EW_MAX_INPUTS + 1) * sizeof *inputs);
+    if (f == NULL || inputs == NULL || !describe_steps(arena, g, plan->members + first, count, -1, 0, f, inputs))
+        return NULL;
     f->op = (clrun__op){.name = f->name, .min_inputs = f->input_count, .max_inputs = f->input_count,
                         .outputs = 1, .alias_safe = alias_safe(g, f, inputs), .kind = CLRUN__OP_FUSED,
                         .code = group, .infer = clrun__fused_infer};
     snprintf(f->kernel, sizeof f->kernel, "clrun_fused_%d", (int)group);
     name_group(f);
+    *inputs_out = inputs;
+    return f;
+}
+
+clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_graph *g,
+                                               int32_t base, const int32_t *members, int32_t count,
+                                               int32_t **inputs_out)
+{
+    const clrun__node *b = &g->nodes[base];
+    clrun__fused_op *f = clrun__arena_alloc(arena, sizeof *f);
+    int32_t *inputs = clrun__arena_alloc(arena, ((size_t)count * CLRUN__EW_MAX_INPUTS + (size_t)b->input_count + 1) *
+                                                    sizeof *inputs);
+    clrun__epilogue_base *e = clrun__arena_alloc(arena, sizeof *e);
+    if (f == NULL || inputs == NULL || e == NULL || b->input_count > CLRUN__EPILOGUE_BASE_INPUTS)
+        return NULL;
+    e->op = b->op;
+    e->attrs = b->attrs;
+    e->attr_count = b->attr_count;
+    e->input_count = b->input_count;
+    for (int k = 0; k < b->input_count; k++) {
+        inputs[k] = b->inputs[k];
+        e->types[k] = g->tensors[b->inputs[k]].type;
+    }
+    e->types[b->input_count] = g->tensors[b->outputs[0]].type;
+    f->input_count = b->input_count;
+    f->epilogue = e;
+    if (!describe_steps(arena, g, members, count, b->outputs[0], b->input_count, f, inputs))
+        return NULL;
+    e->extra_inputs = f->input_count - b->input_count;
+    f->op = (clrun__op){.name = f->name, .min_inputs = f->input_count, .max_inputs = f->input_count,
+                        .outputs = 1, .alias_safe = false, .kind = CLRUN__OP_FUSED, .code = -1,
+                        .infer = clrun__fused_infer};
+    size_t used = (size_t)snprintf(f->name, sizeof f->name, "fused:%s", b->op->name);
+    for (int s = 0; s < f->step_count && used + 8 < sizeof f->name; s++)
+        used += (size_t)snprintf(f->name + used, sizeof f->name - used, "+%s", f->steps[s].op->name);
     *inputs_out = inputs;
     return f;
 }
@@ -180,7 +224,7 @@ static bool build_geometry(const clrun__fused_op *f, geometry *g)
         const clrun__fused_step *step = &f->steps[s];
         for (int k = 0; k < step->def->arity; k++) {
             g->arg_load[s][k] = -1;
-            if (step->args[k] >= 0)
+            if (step->args[k] >= 0 || step->args[k] == CLRUN__FUSED_ARG_V)
                 continue;
             uint64_t strides[CLRUN_MAX_DIMS];
             if (squeezed_strides(&step->arg_types[k], &step->type, strides) != g->rank)
@@ -271,6 +315,8 @@ static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry
     for (int k = 0; k < step->def->arity; k++) {
         if (step->args[k] >= 0)
             clrun__strbuf_printf(b, "%st%d", k ? ", " : "", step->args[k]);
+        else if (step->args[k] == CLRUN__FUSED_ARG_V)
+            clrun__strbuf_printf(b, "%sv", k ? ", " : "");
         else
             clrun__strbuf_printf(b, "%sv%d", k ? ", " : "", g->arg_load[s][k]);
     }
@@ -365,4 +411,83 @@ char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, con
         return NULL;
     }
     return clrun__strbuf_take(&b);
+}
+
+/* ---- epilogues --------------------------------------------------------------------------- */
+
+/* The offset of a load at output index i: i itself where it reads the output's own element,
+ * else its coordinates from i by division by literals, times its strides. */
+static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint64_t *strides)
+{
+    if (memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) == 0) {
+        clrun__strbuf_printf(b, "i");
+        return;
+    }
+    bool any = false;
+    for (int d = 0; d < g->rank; d++) {
+        if (strides[d] == 0)
+            continue;
+        clrun__strbuf_printf(b, "%s", any ? " + " : "");
+        if (d == 0)
+            clrun__strbuf_printf(b, "i / %lluul", (unsigned long long)g->out_strides[0]);
+        else
+            clrun__strbuf_printf(b, "(i / %lluul) %% %lluul", (unsigned long long)g->out_strides[d],
+                                 (unsigned long long)g->dims[d]);
+        if (strides[d] != 1)
+            clrun__strbuf_printf(b, " * %lluul", (unsigned long long)strides[d]);
+        any = true;
+    }
+    if (!any)
+        clrun__strbuf_printf(b, "0");
+}
+
+bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64)
+{
+    clrun__epilogue_base *e = f->epilogue;
+    int arg_load[64][CLRUN__EW_MAX_INPUTS];
+    geometry *g = calloc(1, sizeof *g);
+    char (*done)[64] = calloc(64, sizeof *done);
+    bool ok = g && done && f->step_count <= 64;
+    if (ok) {
+        g->arg_load = arg_load;
+        ok = build_geometry(f, g);
+    }
+    clrun__strbuf b = {0};
+    int done_count = 0;
+    if (ok) {
+        clrun__ew_emit_prelude(&b, fp64);
+        for (int s = 0; s < f->step_count; s++)
+            emit_function_once(&b, &f->steps[s], done, &done_count, 64);
+        clrun__strbuf_printf(&b, "\n/* %s */\nfloat clrun_epilogue_fn(const float v, const ulong i, const uint c",
+                             f->name);
+        for (int x = 0; x < e->extra_inputs; x++)
+            clrun__strbuf_printf(&b, ", __global const float *x%d", x);
+        clrun__strbuf_printf(&b, ")\n{\n");
+        for (int l = 0; l < g->load_count; l++) {
+            clrun__strbuf_printf(&b, "    const float v%d = x%d[", l, g->loads[l].input - e->input_count);
+            emit_epilogue_offset(&b, g, g->loads[l].strides);
+            clrun__strbuf_printf(&b, "];\n");
+        }
+        for (int s = 0; s < f->step_count; s++)
+            emit_step(&b, f, g, s);
+        clrun__strbuf_printf(&b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
+    }
+    free(g);
+    free(done);
+    char *helpers = ok ? clrun__strbuf_take(&b) : NULL;
+    if (!ok)
+        clrun__strbuf_free(&b);
+    clrun__strbuf expression = {0};
+    clrun__strbuf_printf(&expression, "clrun_epilogue_fn(v, (ulong)(i), (uint)(c)");
+    for (int x = 0; x < e->extra_inputs; x++)
+        clrun__strbuf_printf(&expression, ", x%d", x);
+    clrun__strbuf_printf(&expression, ")");
+    char *text = clrun__strbuf_take(&expression);
+    e->helpers = helpers ? clrun__arena_strdup(arena, helpers) : NULL;
+    e->expression = text ? clrun__arena_strdup(arena, text) : NULL;
+    free(helpers);
+    free(text);
+    if (e->helpers == NULL || e->expression == NULL)
+        return false;
+    return true;
 }

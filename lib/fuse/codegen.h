@@ -21,6 +21,20 @@ clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *gr
                                       const clrun__fuse_plan *plan, int32_t group,
                                       int32_t **inputs);
 
+/* The group members[0..count) (graph order, root last) applied as an epilogue to node `base`
+ * (a matmul or conv2d whose output only the group reads): a fused op in the arena whose inputs
+ * (into *inputs) are base's then the group's other inputs; NULL when out of memory or base has
+ * more inputs than an epilogue base keeps. Its source is made by clrun__fuse_epilogue_source. */
+clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_graph *graph,
+                                               int32_t base, const int32_t *members, int32_t count,
+                                               int32_t **inputs);
+
+/* The epilogue's OpenCL C (into f->epilogue->helpers and ->expression, arena memory): the
+ * prelude, the element functions and clrun_epilogue_fn(v, i, c, x0, ...), which computes the
+ * steps from the base op's value v at output index i and returns what the group's last op
+ * stores. False when out of memory. */
+bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64);
+
 /* One program with the kernels of ops[0..count): the prelude, each element function once, the
  * kernels. malloc'd; NULL when out of memory. `poison`, for tests only, names an op whose
  * groups get a kernel that does not compile. */

@@ -10,6 +10,7 @@
 #include "device/context.h"
 #include "device/program.h"
 #include "fuse/codegen.h"
+#include "fuse/epilogue.h"
 #include "fuse/fold.h"
 #include "fuse/group.h"
 
@@ -118,27 +119,39 @@ static clrun_status fuse_groups(clrun_context *ctx, clrun__fusion *f, clrun_grap
     int32_t count = plan.group_count;
     clrun__fused_op **ops = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *ops);
     int32_t **inputs = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *inputs);
-    f->groups = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *f->groups);
-    s = ops && inputs && f->groups ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    for (int32_t g = 0; s == CLRUN_OK && g < count; g++)
-        if ((ops[g] = clrun__fuse_describe(&f->arena, draft, &plan, g, &inputs[g])) == NULL)
-            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    bool *taken = clrun__arena_alloc(&f->arena, (size_t)count + 1);
+    f->groups = clrun__arena_alloc(&f->arena, ((size_t)count + (size_t)draft->node_count + 1) * sizeof *f->groups);
+    s = ops && inputs && taken && f->groups ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     if (s != CLRUN_OK) {
         clrun__fuse_plan_free(&plan);
         return clrun__fail(ctx, s, "out of host memory describing fused groups");
     }
-    s = count > 0 ? build_all(ctx, f, ops, count) : CLRUN_OK;
+    s = clrun__fuse_epilogues(ctx, &f->arena, draft, &plan, taken, f);
+    int32_t built = 0; /* the groups left for generated kernels, in ops[0..built) */
+    int32_t *group_of_op = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *group_of_op);
+    if (s == CLRUN_OK && group_of_op == NULL)
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory describing fused groups");
     for (int32_t g = 0; s == CLRUN_OK && g < count; g++) {
-        if (ops[g]->source == NULL)
+        if (taken[g])
+            continue;
+        if ((ops[built] = clrun__fuse_describe(&f->arena, draft, &plan, g, &inputs[built])) == NULL)
+            s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory describing fused groups");
+        group_of_op[built++] = g;
+    }
+    if (s == CLRUN_OK && built > 0)
+        s = build_all(ctx, f, ops, built);
+    for (int32_t k = 0; s == CLRUN_OK && k < built; k++) {
+        int32_t g = group_of_op[k];
+        if (ops[k]->source == NULL)
             continue;
         int32_t output = draft->nodes[plan.members[plan.member_start[g + 1] - 1]].outputs[0];
-        if (!replace_group(&f->arena, draft, &plan, g, ops[g], inputs[g])) {
+        if (!replace_group(&f->arena, draft, &plan, g, ops[k], inputs[k])) {
             s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory rewriting the graph");
             break;
         }
-        f->groups[f->group_count++] = (clrun_fused_group){ops[g]->name, draft->tensors[output].name,
-                                                          ops[g]->step_count};
-        f->fused_nodes += ops[g]->step_count;
+        f->groups[f->group_count++] = (clrun_fused_group){ops[k]->name, draft->tensors[output].name,
+                                                          ops[k]->step_count};
+        f->fused_nodes += ops[k]->step_count;
     }
     clrun__fuse_plan_free(&plan);
     return s;

@@ -11,13 +11,17 @@
 
 #include "graph/elementwise.h"
 
+/* A step operand that is an epilogue's value v: the matmul's or conv2d's own output. */
+#define CLRUN__FUSED_ARG_V (-1000000)
+
 /* One op of the group, computed per output element. */
 typedef struct clrun__fused_step {
     const clrun__op *op;           /* an elementwise op */
     const clrun__ew_def *def;      /* its table row */
     const clrun_attr *attrs;       /* its node's attributes (the original graph's) */
     int attr_count;
-    /* Operands: >= 0 the value of an earlier step; < 0 the fused node's input -1 - arg. */
+    /* Operands: >= 0 the value of an earlier step; CLRUN__FUSED_ARG_V the epilogue's value;
+     * otherwise < 0, the fused node's input -1 - arg. */
     int args[CLRUN__EW_MAX_INPUTS];
     clrun_tensor_type arg_types[CLRUN__EW_MAX_INPUTS]; /* their types, as the op saw them */
     clrun_tensor_type type;        /* its output type */
@@ -30,6 +34,22 @@ typedef struct clrun__fused_launch {
     uint64_t n[3];
 } clrun__fused_launch;
 
+/* An epilogue group: the steps run inside a matmul's or conv2d's kernel (lib/ops/ops.h's
+ * epilogue interface) on each value it computes, before its one store. The fused node's inputs
+ * are the base op's, then the steps' extra inputs (x0, x1, ... of the expression). */
+#define CLRUN__EPILOGUE_BASE_INPUTS 4
+typedef struct clrun__epilogue_base {
+    const clrun__op *op;           /* matmul or conv2d */
+    const clrun_attr *attrs;       /* its node's attributes */
+    int attr_count;
+    int input_count;               /* its inputs: the fused node's first ones */
+    clrun_tensor_type types[CLRUN__EPILOGUE_BASE_INPUTS + 1]; /* its inputs', then its output's */
+    int extra_inputs;              /* the steps' other inputs */
+    char *helpers;                 /* OpenCL C before its kernels: the element functions and
+                                      clrun_epilogue_fn */
+    const char *expression;        /* "clrun_epilogue_fn(v, i, c, x0)" */
+} clrun__epilogue_base;
+
 typedef struct clrun__fused_op {
     clrun__op op;                  /* first, so the op's address is the group's */
     char name[160];                /* op.name: "fused:add+gelu" */
@@ -40,6 +60,7 @@ typedef struct clrun__fused_op {
     char kernel[48];               /* "clrun_fused_3" */
     const char *source;            /* the program that defines it (shared by a graph's groups) */
     size_t source_length;
+    clrun__epilogue_base *epilogue; /* an epilogue group, else NULL (then `kernel` runs it) */
 } clrun__fused_op;
 
 /* The group behind a fused op, NULL for any other op. */

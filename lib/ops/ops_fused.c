@@ -1,6 +1,8 @@
-/* Kernels of fused nodes (ops/fused.h): the group's kernel from the program lib/fuse/ generated
- * for the graph, which it has built already, so prepare finds it in the context's table of
- * generated programs. One launch per run, inputs then the output as its buffer arguments. */
+/* Kernels of fused nodes (ops/fused.h). A group of elementwise ops is the kernel that lib/fuse/
+ * generated and built for the graph, which prepare finds in the context's table of generated
+ * programs: one launch, inputs then the output as its buffer arguments. An epilogue group is its
+ * base op (matmul, conv2d) prepared with the group as its epilogue and run by the base op's own
+ * kernels, the group's extra inputs after the base's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,28 @@ clrun_status clrun__fused_infer(const clrun__op_call *call, clrun_tensor_type *o
     return CLRUN_OK;
 }
 
+/* What a fused node keeps: its generated kernel, or its base op's state. */
+typedef struct fused_state {
+    clrun__kernel_state ks;                /* a generated kernel (epilogue == NULL) */
+    const clrun__epilogue_base *epilogue;
+    const clrun__op_kernels *base;         /* the base op's kernels */
+    void *base_state;
+    clrun__op_call call;                   /* the base op's call */
+    clrun_tensor_type types[CLRUN__EPILOGUE_BASE_INPUTS + 1];
+} fused_state;
+
+static void fused_release(void *state)
+{
+    fused_state *st = state;
+    if (st == NULL)
+        return;
+    if (st->epilogue && st->base && st->base_state)
+        st->base->release(st->base_state);
+    if (st->ks.kernel)
+        clrun__cl.ReleaseKernel(st->ks.kernel);
+    free(st);
+}
+
 static size_t group_for(uint64_t n)
 {
     size_t g = 1;
@@ -27,42 +51,83 @@ static size_t group_for(uint64_t n)
     return g;
 }
 
-static clrun_status fused_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
-                                  void **state)
+static clrun_status prepare_generated(clrun_context *ctx, const clrun__fused_op *f, fused_state *st)
 {
-    (void)call;
-    *state = NULL;
-    const clrun__fused_op *f = clrun__fused_of(op);
-    if (f == NULL || f->source == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED, "%s: not a fused op with a kernel", op->name);
-    clrun__kernel_state *st = calloc(1, sizeof *st);
-    if (st == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
-    st->inputs = (cl_uint)f->input_count;
-    st->what = op->name;
+    if (f->source == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED, "%s: no kernel was built for it", f->name);
+    clrun__kernel_state *ks = &st->ks;
+    ks->inputs = (cl_uint)f->input_count;
+    ks->what = f->name;
     cl_program program = NULL;
     clrun_status s = clrun__program_generated_ex(ctx, "fused", f->source, f->source_length, 0, &program);
     if (s == CLRUN_OK) {
         cl_int err = CL_SUCCESS;
-        st->kernel = clrun__cl.CreateKernel(program, f->kernel, &err);
+        ks->kernel = clrun__cl.CreateKernel(program, f->kernel, &err);
         clrun__program_generated_release(ctx, program); /* the kernel holds the program */
-        if (st->kernel == NULL)
-            s = clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s' of %s", f->kernel, op->name);
+        if (ks->kernel == NULL)
+            s = clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s' of %s", f->kernel, f->name);
     }
     uint64_t n0 = f->launch.n[0];
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, f->launch.dims == 1 ? 256 : group_for(n0), &st->local[0]);
+        s = clrun__local_size(ctx, ks->kernel, f->launch.dims == 1 ? 256 : group_for(n0), &ks->local[0]);
     if (s == CLRUN_OK) {
-        st->dims = f->launch.dims;
-        st->global[0] = clrun__round_up((size_t)n0, st->local[0]);
-        for (unsigned d = 1; d < st->dims; d++) {
-            st->global[d] = (size_t)f->launch.n[d];
-            st->local[d] = 1;
+        ks->dims = f->launch.dims;
+        ks->global[0] = clrun__round_up((size_t)n0, ks->local[0]);
+        for (unsigned d = 1; d < ks->dims; d++) {
+            ks->global[d] = (size_t)f->launch.n[d];
+            ks->local[d] = 1;
         }
     }
-    return clrun__kernel_state_done(st, s, state);
+    return s;
 }
 
-const clrun__op_kernels clrun__fused_kernels = {
-    fused_prepare, clrun__kernel_state_op_enqueue, clrun__kernel_state_release,
-};
+static clrun_status prepare_epilogue(clrun_context *ctx, const clrun__fused_op *f,
+                                     const clrun__op_call *call, fused_state *st)
+{
+    const clrun__epilogue_base *e = f->epilogue;
+    clrun__prepare_epilogue_fn prepare = clrun__op_epilogue_prepare(e->op);
+    st->base = clrun__op_kernels_find(e->op);
+    if (prepare == NULL || st->base == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED, "%s: %s takes no epilogue", f->name, e->op->name);
+    memcpy(st->types, call->inputs, (size_t)e->input_count * sizeof *st->types);
+    st->types[e->input_count] = call->outputs[0];
+    uint64_t mask = (UINT64_C(1) << e->input_count) - 1;
+    st->call = (clrun__op_call){st->types, e->input_count, st->types + e->input_count, 1, e->attrs,
+                                e->attr_count, call->constant_inputs & mask};
+    clrun__epilogue ep = {e->expression, e->helpers, e->extra_inputs};
+    return prepare(ctx, e->op, &st->call, &ep, &st->base_state);
+}
+
+static clrun_status fused_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
+                                  void **state)
+{
+    *state = NULL;
+    const clrun__fused_op *f = clrun__fused_of(op);
+    if (f == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED, "%s: not a fused op", op->name);
+    fused_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    st->epilogue = f->epilogue;
+    clrun_status s = f->epilogue ? prepare_epilogue(ctx, f, call, st) : prepare_generated(ctx, f, st);
+    if (s != CLRUN_OK) {
+        fused_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+static clrun_status fused_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                  const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
+                                  const cl_event *wait_list, cl_event *done)
+{
+    fused_state *st = state;
+    if (st->epilogue) /* inputs: the base op's, then the epilogue's extra ones */
+        return st->base->enqueue(ctx, st->base_state, &st->call, inputs, outputs, wait_count,
+                                 wait_list, done);
+    return clrun__kernel_state_op_enqueue(ctx, &st->ks, call, inputs, outputs, wait_count, wait_list,
+                                          done);
+}
+
+const clrun__op_kernels clrun__fused_kernels = {fused_prepare, fused_enqueue, fused_release};
