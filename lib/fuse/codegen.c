@@ -6,131 +6,7 @@
 #include <string.h>
 
 #include "ops/ew_source.h"
-
-/* ---- describing a group ------------------------------------------------------------------ */
-
-static void name_group(clrun__fused_op *f)
-{
-    size_t used = (size_t)snprintf(f->name, sizeof f->name, "fused:");
-    for (int s = 0; s < f->step_count; s++) {
-        const char *op = f->steps[s].op->name;
-        if (used + strlen(op) + 6 >= sizeof f->name) {
-            snprintf(f->name + used, sizeof f->name - used, "+...");
-            return;
-        }
-        used += (size_t)snprintf(f->name + used, sizeof f->name - used, "%s%s", s ? "+" : "", op);
-    }
-}
-
-/* The output may take the buffer of an input of its byte size when every such input is read
- * only at the work-item's own element: when it has the output's element count (inputs of
- * fewer elements are read broadcast, at other elements). */
-static bool alias_safe(const clrun_graph *g, const clrun__fused_op *f, const int32_t *inputs)
-{
-    const clrun_tensor_type *out = &f->steps[f->step_count - 1].type;
-    uint64_t bytes = clrun_tensor_bytes(out), elements = clrun_tensor_elements(out);
-    for (int i = 0; i < f->input_count; i++) {
-        const clrun_tensor_type *t = &g->tensors[inputs[i]].type;
-        if (clrun_tensor_bytes(t) == bytes && clrun_tensor_elements(t) != elements)
-            return false;
-    }
-    return true;
-}
-
-/* The steps of members[0..count) into f, in order; a tensor from outside becomes one of f's
- * inputs from `first_extra` on (the ones before are an epilogue's base inputs, which its steps
- * cannot read), and tensor v (-1: none) the epilogue's value. */
-static bool describe_steps(clrun__arena *arena, const clrun_graph *g, const int32_t *members,
-                           int32_t count, int32_t v, int first_extra, clrun__fused_op *f,
-                           int32_t *inputs)
-{
-    f->steps = clrun__arena_alloc(arena, (size_t)count * sizeof *f->steps);
-    if (f->steps == NULL)
-        return false;
-    f->step_count = count;
-    for (int32_t s = 0; s < count; s++) {
-        const clrun__node *node = &g->nodes[members[s]];
-        clrun__fused_step *step = &f->steps[s];
-        step->op = node->op;
-        step->def = clrun__ew_def_of(node->op);
-        step->attrs = node->attrs;
-        step->attr_count = node->attr_count;
-        step->type = g->tensors[node->outputs[0]].type;
-        step->node = members[s];
-        for (int k = 0; k < node->input_count; k++) {
-            int32_t t = node->inputs[k], p = g->tensors[t].producer;
-            step->arg_types[k] = g->tensors[t].type;
-            int earlier = -1;
-            for (int32_t j = 0; p >= 0 && j < s; j++)
-                if (members[j] == p)
-                    earlier = j;
-            if (earlier >= 0 || t == v) {
-                step->args[k] = t == v ? CLRUN__FUSED_ARG_V : earlier;
-                continue;
-            }
-            int at = first_extra;
-            while (at < f->input_count && inputs[at] != t)
-                at++;
-            if (at == f->input_count)
-                inputs[f->input_count++] = t;
-            step->args[k] = -1 - at;
-        }
-    }
-    return true;
-}
-
-clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *g,
-                                      const clrun__fuse_plan *plan, int32_t group,
-                                      int32_t **inputs_out)
-{
-    int32_t first = plan->member_start[group], count = plan->member_start[group + 1] - first;
-    clrun__fused_op *f = clrun__arena_alloc(arena, sizeof *f);
-    int32_t *inputs = clrun__arena_alloc(arena, ((size_t)count * CLRUN__EW_MAX_INPUTS + 1) * sizeof *inputs);
-    if (f == NULL || inputs == NULL || !describe_steps(arena, g, plan->members + first, count, -1, 0, f, inputs))
-        return NULL;
-    f->op = (clrun__op){.name = f->name, .min_inputs = f->input_count, .max_inputs = f->input_count,
-                        .outputs = 1, .alias_safe = alias_safe(g, f, inputs), .kind = CLRUN__OP_FUSED,
-                        .code = group, .infer = clrun__fused_infer};
-    snprintf(f->kernel, sizeof f->kernel, "clrun_fused_%d", (int)group);
-    name_group(f);
-    *inputs_out = inputs;
-    return f;
-}
-
-clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_graph *g,
-                                               int32_t base, const int32_t *members, int32_t count,
-                                               int32_t **inputs_out)
-{
-    const clrun__node *b = &g->nodes[base];
-    clrun__fused_op *f = clrun__arena_alloc(arena, sizeof *f);
-    int32_t *inputs = clrun__arena_alloc(arena, ((size_t)count * CLRUN__EW_MAX_INPUTS + (size_t)b->input_count + 1) *
-                                                    sizeof *inputs);
-    clrun__epilogue_base *e = clrun__arena_alloc(arena, sizeof *e);
-    if (f == NULL || inputs == NULL || e == NULL || b->input_count > CLRUN__EPILOGUE_BASE_INPUTS)
-        return NULL;
-    e->op = b->op;
-    e->attrs = b->attrs;
-    e->attr_count = b->attr_count;
-    e->input_count = b->input_count;
-    for (int k = 0; k < b->input_count; k++) {
-        inputs[k] = b->inputs[k];
-        e->types[k] = g->tensors[b->inputs[k]].type;
-    }
-    e->types[b->input_count] = g->tensors[b->outputs[0]].type;
-    f->input_count = b->input_count;
-    f->epilogue = e;
-    if (!describe_steps(arena, g, members, count, b->outputs[0], b->input_count, f, inputs))
-        return NULL;
-    e->extra_inputs = f->input_count - b->input_count;
-    f->op = (clrun__op){.name = f->name, .min_inputs = f->input_count, .max_inputs = f->input_count,
-                        .outputs = 1, .alias_safe = false, .kind = CLRUN__OP_FUSED, .code = -1,
-                        .infer = clrun__fused_infer};
-    size_t used = (size_t)snprintf(f->name, sizeof f->name, "fused:%s", b->op->name);
-    for (int s = 0; s < f->step_count && used + 8 < sizeof f->name; s++)
-        used += (size_t)snprintf(f->name + used, sizeof f->name - used, "+%s", f->steps[s].op->name);
-    *inputs_out = inputs;
-    return f;
-}
+#include "ops/fused.h"
 
 /* ---- geometry ---------------------------------------------------------------------------- */
 
@@ -138,6 +14,7 @@ clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_
 typedef struct load {
     int input;
     clrun_dtype dtype;
+    bool chained;   /* read through the input's chain of moves, at the output's own element */
     uint64_t strides[CLRUN_MAX_DIMS];
 } load;
 
@@ -150,6 +27,7 @@ typedef struct geometry {
     load loads[MAX_LOADS];
     int load_count;
     int (*arg_load)[CLRUN__EW_MAX_INPUTS]; /* per step and operand: its load, -1 for a step */
+    int output_load[CLRUN__FUSED_MAX_OUTPUTS]; /* an output that stores a load: which */
     bool wide;                          /* offsets need 64 bits */
 } geometry;
 
@@ -165,16 +43,19 @@ static int squeezed_strides(const clrun_tensor_type *t, const clrun_tensor_type 
     return r;
 }
 
-static int find_load(geometry *g, int input, clrun_dtype dtype, const uint64_t *strides, int rank)
+static int find_load(geometry *g, int input, clrun_dtype dtype, bool chained, const uint64_t *strides,
+                     int rank)
 {
     for (int i = 0; i < g->load_count; i++)
-        if (g->loads[i].input == input && memcmp(g->loads[i].strides, strides, (size_t)rank * sizeof *strides) == 0)
+        if (g->loads[i].input == input &&
+            (chained || memcmp(g->loads[i].strides, strides, (size_t)rank * sizeof *strides) == 0))
             return i;
     if (g->load_count == MAX_LOADS)
         return -1;
     load *l = &g->loads[g->load_count];
     l->input = input;
     l->dtype = dtype;
+    l->chained = chained;
     memcpy(l->strides, strides, (size_t)rank * sizeof *strides);
     return g->load_count++;
 }
@@ -187,8 +68,8 @@ static void merge_dims(geometry *g)
         bool joins = r > 0;
         uint64_t n = g->dims[d];
         joins = joins && g->out_strides[r - 1] == g->out_strides[d] * n;
-        for (int i = 0; joins && i < g->load_count; i++)
-            joins = g->loads[i].strides[r - 1] == g->loads[i].strides[d] * n;
+        for (int i = 0; joins && i < g->load_count; i++) /* a chained read goes by the index */
+            joins = g->loads[i].chained || g->loads[i].strides[r - 1] == g->loads[i].strides[d] * n;
         if (joins) {
             g->dims[r - 1] *= n;
             g->out_strides[r - 1] = g->out_strides[d];
@@ -207,7 +88,7 @@ static void merge_dims(geometry *g)
 
 static bool build_geometry(const clrun__fused_op *f, geometry *g)
 {
-    const clrun_tensor_type *out = &f->steps[f->step_count - 1].type;
+    const clrun_tensor_type *out = &f->output;
     g->rank = 0;
     g->load_count = 0;
     for (int d = 0; d < out->rank; d++)
@@ -226,15 +107,26 @@ static bool build_geometry(const clrun__fused_op *f, geometry *g)
             g->arg_load[s][k] = -1;
             if (step->args[k] >= 0 || step->args[k] == CLRUN__FUSED_ARG_V)
                 continue;
+            int input = -1 - step->args[k];
+            const clrun__fused_input *in = &f->inputs[input];
             uint64_t strides[CLRUN_MAX_DIMS];
             if (squeezed_strides(&step->arg_types[k], &step->type, strides) != g->rank)
                 return false; /* the planner's shape rule was broken */
-            g->arg_load[s][k] = find_load(g, -1 - step->args[k], step->arg_types[k].dtype, strides, g->rank);
+            if (in->view_count > 0 && memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) != 0)
+                return false; /* a chain is read at the output's own element */
+            g->arg_load[s][k] = find_load(g, input, in->dtype, in->view_count > 0, strides, g->rank);
             if (g->arg_load[s][k] < 0)
                 return false;
             g->wide = g->wide || clrun_tensor_elements(&step->arg_types[k]) >= limit;
         }
     }
+    for (int o = 0; o < f->output_count; o++) /* an output of moves alone: its input's chain */
+        if (f->output_of[o] < 0) {
+            int input = -1 - f->output_of[o];
+            g->output_load[o] = find_load(g, input, f->inputs[input].dtype, true, g->out_strides, g->rank);
+            if (g->output_load[o] < 0)
+                return false;
+        }
     merge_dims(g);
     if (g->rank == 0) {
         g->rank = 1;
@@ -327,6 +219,27 @@ static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry
     clrun__strbuf_printf(b, ");\n");
 }
 
+/* A chained read: the output index o taken back through each view of the input's chain
+ * (views[0] first) to an index of the input. */
+static void emit_chain(clrun__strbuf *b, const clrun__fused_input *in, int at)
+{
+    clrun__strbuf_printf(b, "    long l%d = (long)o;\n", at);
+    for (int k = 0; k < in->view_count; k++) {
+        const clrun__view *v = &in->views[k];
+        clrun__strbuf_printf(b, "    {\n        long r = l%d;\n        l%d = %lldL;\n", at, at,
+                             (long long)v->base);
+        for (int d = v->rank - 1; d >= 0; d--) {
+            if (d == 0) {
+                clrun__strbuf_printf(b, "        l%d += r * %lldL;\n", at, (long long)v->strides[d]);
+                break;
+            }
+            clrun__strbuf_printf(b, "        l%d += (r %% %lldL) * %lldL;\n        r /= %lldL;\n", at,
+                                 (long long)v->dims[d], (long long)v->strides[d], (long long)v->dims[d]);
+        }
+        clrun__strbuf_printf(b, "    }\n");
+    }
+}
+
 static bool emit_kernel(clrun__strbuf *b, clrun__fused_op *f, bool poisoned)
 {
     int arg_load[64][CLRUN__EW_MAX_INPUTS];
@@ -340,28 +253,41 @@ static bool emit_kernel(clrun__strbuf *b, clrun__fused_op *f, bool poisoned)
         free(g);
         return false;
     }
-    clrun_dtype input_dtype[256];
-    for (int i = 0; i < g->load_count; i++)
-        input_dtype[g->loads[i].input] = g->loads[i].dtype;
     clrun__strbuf_printf(b, "\n/* %s */\n__kernel void %s(", f->name, f->kernel);
     for (int i = 0; i < f->input_count; i++)
-        clrun__strbuf_printf(b, "__global const %s *in%d, ", clrun__cl_type(input_dtype[i]), i);
-    const clrun__fused_step *last = &f->steps[f->step_count - 1];
-    clrun__strbuf_printf(b, "__global %s *out)\n{\n", clrun__cl_type(last->type.dtype));
+        clrun__strbuf_printf(b, "__global const %s *in%d, ", clrun__cl_type(f->inputs[i].dtype), i);
+    for (int o = 0; o < f->output_count; o++)
+        clrun__strbuf_printf(b, "%s__global %s *out%d", o ? ", " : "", clrun__cl_type(f->output_dtype[o]), o);
+    clrun__strbuf_printf(b, ")\n{\n");
     if (poisoned)
         clrun__strbuf_printf(b, "    this does not compile;\n");
     emit_coordinates(b, g, f);
+    clrun__strbuf_printf(b, "    const %s o = ", g->wide ? "ulong" : "uint");
+    emit_offset(b, g, g->out_strides);
+    clrun__strbuf_printf(b, ";\n");
     for (int i = 0; i < g->load_count; i++) {
-        clrun__strbuf_printf(b, "    const %s v%d = in%d[", clrun__cl_type(g->loads[i].dtype), i, g->loads[i].input);
-        emit_offset(b, g, g->loads[i].strides);
+        const load *l = &g->loads[i];
+        if (l->chained)
+            emit_chain(b, &f->inputs[l->input], i);
+        clrun__strbuf_printf(b, "    const %s v%d = in%d[", clrun__cl_type(l->dtype), i, l->input);
+        if (l->chained)
+            clrun__strbuf_printf(b, "l%d", i);
+        else if (memcmp(l->strides, g->out_strides, (size_t)g->rank * sizeof l->strides[0]) == 0)
+            clrun__strbuf_printf(b, "o");
+        else
+            emit_offset(b, g, l->strides);
         clrun__strbuf_printf(b, "];\n");
     }
     for (int s = 0; s < f->step_count; s++)
         emit_step(b, f, g, s);
-    clrun__strbuf_printf(b, "    out[");
-    emit_offset(b, g, g->out_strides);
-    clrun__strbuf_printf(b, "] = %s(t%d);\n}\n", clrun__ew_store_function(last->type.dtype),
-                         f->step_count - 1);
+    for (int o = 0; o < f->output_count; o++) {
+        if (f->output_of[o] < 0) /* moves alone keep every bit */
+            clrun__strbuf_printf(b, "    out%d[o] = v%d;\n", o, g->output_load[o]);
+        else
+            clrun__strbuf_printf(b, "    out%d[o] = %s(t%d);\n", o, clrun__ew_store_function(f->output_dtype[o]),
+                                 f->output_of[o]);
+    }
+    clrun__strbuf_printf(b, "}\n");
     free(g);
     return true;
 }

@@ -114,6 +114,20 @@ bool clrun__draft_set_node(clrun__arena *arena, clrun_graph *d, int32_t node, co
     return true;
 }
 
+bool clrun__draft_set_node_outputs(clrun__arena *arena, clrun_graph *d, int32_t node,
+                                   const clrun__op *op, const int32_t *inputs, int input_count,
+                                   const int32_t *outputs, int output_count)
+{
+    int32_t *in = copy_ids(arena, inputs, input_count), *out = copy_ids(arena, outputs, output_count);
+    if (in == NULL || out == NULL)
+        return false;
+    clrun__draft_remove_node(d, node);
+    d->nodes[node] = (clrun__node){op, in, input_count, out, output_count, NULL, 0, d->nodes[node].line};
+    for (int o = 0; o < output_count; o++)
+        d->tensors[outputs[o]].producer = node;
+    return true;
+}
+
 int32_t clrun__draft_add_constant(clrun_graph *d, const char *name, const clrun_tensor_type *type,
                                   void *data)
 {

@@ -43,6 +43,11 @@ bool clrun__draft_set_node(clrun__arena *arena, clrun_graph *draft, int32_t node
                            const int32_t *inputs, int input_count, int32_t output,
                            const clrun_attr *attrs, int attr_count);
 
+/* The same with several outputs (outputs[0..output_count)). */
+bool clrun__draft_set_node_outputs(clrun__arena *arena, clrun_graph *draft, int32_t node,
+                                   const clrun__op *op, const int32_t *inputs, int input_count,
+                                   const int32_t *outputs, int output_count);
+
 /* A new constant tensor of `type` holding `data` (arena memory, or the caller's for the life of
  * the draft); -1 without room. */
 int32_t clrun__draft_add_constant(clrun_graph *draft, const char *name, const clrun_tensor_type *type,

@@ -13,6 +13,7 @@
 #include "fuse/epilogue.h"
 #include "fuse/fold.h"
 #include "fuse/group.h"
+#include "fuse/siblings.h"
 
 const char *clrun__fuse_test_poison;
 
@@ -47,10 +48,15 @@ static bool hold(clrun__fusion *f, cl_program program)
     return true;
 }
 
-/* Builds the program of ops[0..count); on success every op's source is it. */
-static clrun_status build(clrun_context *ctx, clrun__fusion *f, clrun__fused_op **ops, int count,
+/* Builds the program of units[0..count); on success every unit's source is it. */
+static clrun_status build(clrun_context *ctx, clrun__fusion *f, clrun__fuse_unit *units, int count,
                           cl_program *program)
 {
+    clrun__fused_op **ops = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *ops);
+    if (ops == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory generating fused kernels");
+    for (int i = 0; i < count; i++)
+        ops[i] = units[i].op;
     char *text = clrun__fuse_program(ops, count, ctx->info.fp64, clrun__fuse_test_poison);
     char *kept = text ? clrun__arena_strdup(&f->arena, text) : NULL;
     free(text);
@@ -71,21 +77,21 @@ static clrun_status build(clrun_context *ctx, clrun__fusion *f, clrun__fused_op 
     return CLRUN_OK;
 }
 
-/* One program for every group; when it does not build, one per group, and groups whose own
- * program does not build either are left out (ops[g]->source stays NULL). */
-static clrun_status build_all(clrun_context *ctx, clrun__fusion *f, clrun__fused_op **ops, int count)
+/* One program for every unit; when it does not build, one per unit, and units whose own
+ * program does not build either are left out (their op's source stays NULL). */
+static clrun_status build_all(clrun_context *ctx, clrun__fusion *f, clrun__fuse_unit *units, int count)
 {
     cl_program program;
-    clrun_status s = build(ctx, f, ops, count, &program);
+    clrun_status s = build(ctx, f, units, count, &program);
     if (s != CLRUN_ERROR_BUILD_FAILED && s != CLRUN_ERROR_OPENCL)
         return s;
     clrun__log(CLRUN_LOG_WARN, "the %d fused kernels of graph '%s' did not build as one program: "
                "building them one by one", count, f->graph->name ? f->graph->name : "");
     for (int i = 0; i < count; i++) {
-        s = build(ctx, f, &ops[i], 1, &program);
+        s = build(ctx, f, &units[i], 1, &program);
         if (s == CLRUN_ERROR_BUILD_FAILED || s == CLRUN_ERROR_OPENCL) {
-            clrun__log(CLRUN_LOG_WARN, "fused kernel %s (%s, %d nodes) did not build: its nodes run "
-                       "unfused", ops[i]->kernel, ops[i]->name, ops[i]->step_count);
+            clrun__log(CLRUN_LOG_WARN, "fused kernel %s (%s) did not build: its nodes run unfused",
+                       units[i].op->kernel, units[i].op->name);
             continue;
         }
         if (s != CLRUN_OK)
@@ -94,21 +100,52 @@ static clrun_status build_all(clrun_context *ctx, clrun__fusion *f, clrun__fused
     return CLRUN_OK;
 }
 
-/* Replaces group g's nodes in the draft by one node of its fused op. */
-static bool replace_group(clrun__arena *arena, clrun_graph *draft, const clrun__fuse_plan *plan,
-                          int32_t g, clrun__fused_op *op, const int32_t *inputs)
+/* Replaces the nodes of a unit's groups in the draft by one node of its fused op, in the place
+ * of the last root. */
+static bool replace_unit(clrun__arena *arena, clrun_graph *draft, const clrun__fuse_plan *plan,
+                         const clrun__fuse_unit *u)
 {
-    int32_t first = plan->member_start[g], last = plan->member_start[g + 1] - 1;
-    int32_t root = plan->members[last];
-    int32_t output = draft->nodes[root].outputs[0];
-    for (int32_t m = first; m < last; m++)
-        clrun__draft_remove_node(draft, plan->members[m]);
-    return clrun__draft_set_node(arena, draft, root, &op->op, inputs, op->input_count, output, NULL, 0);
+    for (int k = 0; k < u->group_count; k++)
+        for (int32_t m = plan->member_start[u->groups[k]]; m < plan->member_start[u->groups[k] + 1]; m++)
+            if (plan->members[m] != u->root)
+                clrun__draft_remove_node(draft, plan->members[m]);
+    return clrun__draft_set_node_outputs(arena, draft, u->root, &u->op->op, u->inputs,
+                                         u->op->input_count, u->outputs, u->op->output_count);
+}
+
+static int32_t unit_nodes(const clrun__fuse_plan *plan, const clrun__fuse_unit *u)
+{
+    int32_t n = 0;
+    for (int k = 0; k < u->group_count; k++)
+        n += plan->member_start[u->groups[k] + 1] - plan->member_start[u->groups[k]];
+    return n;
+}
+
+/* The plan's groups (those no epilogue took) as units, then siblings merged. */
+static clrun_status describe_units(clrun_context *ctx, clrun__fusion *f, const clrun_graph *draft,
+                                   const clrun__fuse_plan *plan, const bool *taken, int max_buffers,
+                                   clrun__fuse_unit *units, int *count)
+{
+    *count = 0;
+    for (int32_t g = 0; g < plan->group_count; g++) {
+        if (taken[g])
+            continue;
+        clrun__fuse_unit *u = &units[(*count)++];
+        *u = (clrun__fuse_unit){.group_count = 1, .groups = {g}};
+        u->root = plan->members[plan->member_start[g + 1] - 1];
+        u->outputs[0] = draft->nodes[u->root].outputs[0];
+        if ((u->op = clrun__fuse_describe(&f->arena, draft, plan, g, &u->inputs)) == NULL)
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory describing fused groups");
+    }
+    *count = clrun__fuse_merge_siblings(&f->arena, draft, units, *count, max_buffers);
+    if (*count < 0)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory merging fused groups");
+    return CLRUN_OK;
 }
 
 static clrun_status fuse_groups(clrun_context *ctx, clrun__fusion *f, clrun_graph *draft)
 {
-    clrun__fuse_limits limits = {0, MAX_STEPS, ctx->info.fp64, NULL};
+    clrun__fuse_limits limits = {.max_steps = MAX_STEPS, .fp64 = ctx->info.fp64, .layout = true};
     clrun_status s = buffer_limit(ctx, &limits.max_buffers);
     if (s != CLRUN_OK || limits.max_buffers < 3)
         return s;
@@ -117,41 +154,30 @@ static clrun_status fuse_groups(clrun_context *ctx, clrun__fusion *f, clrun_grap
     if (s != CLRUN_OK)
         return clrun__fail(ctx, s, "out of host memory planning fused groups");
     int32_t count = plan.group_count;
-    clrun__fused_op **ops = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *ops);
-    int32_t **inputs = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *inputs);
+    clrun__fuse_unit *units = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *units);
     bool *taken = clrun__arena_alloc(&f->arena, (size_t)count + 1);
     f->groups = clrun__arena_alloc(&f->arena, ((size_t)count + (size_t)draft->node_count + 1) * sizeof *f->groups);
-    s = ops && inputs && taken && f->groups ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    if (s != CLRUN_OK) {
+    if (!units || !taken || !f->groups) {
         clrun__fuse_plan_free(&plan);
-        return clrun__fail(ctx, s, "out of host memory describing fused groups");
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory describing fused groups");
     }
     s = clrun__fuse_epilogues(ctx, &f->arena, draft, &plan, taken, f);
-    int32_t built = 0; /* the groups left for generated kernels, in ops[0..built) */
-    int32_t *group_of_op = clrun__arena_alloc(&f->arena, ((size_t)count + 1) * sizeof *group_of_op);
-    if (s == CLRUN_OK && group_of_op == NULL)
-        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory describing fused groups");
-    for (int32_t g = 0; s == CLRUN_OK && g < count; g++) {
-        if (taken[g])
-            continue;
-        if ((ops[built] = clrun__fuse_describe(&f->arena, draft, &plan, g, &inputs[built])) == NULL)
-            s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory describing fused groups");
-        group_of_op[built++] = g;
-    }
+    int built = 0;
+    if (s == CLRUN_OK)
+        s = describe_units(ctx, f, draft, &plan, taken, limits.max_buffers, units, &built);
     if (s == CLRUN_OK && built > 0)
-        s = build_all(ctx, f, ops, built);
-    for (int32_t k = 0; s == CLRUN_OK && k < built; k++) {
-        int32_t g = group_of_op[k];
-        if (ops[k]->source == NULL)
+        s = build_all(ctx, f, units, built);
+    for (int k = 0; s == CLRUN_OK && k < built; k++) {
+        const clrun__fuse_unit *u = &units[k];
+        if (u->op->source == NULL)
             continue;
-        int32_t output = draft->nodes[plan.members[plan.member_start[g + 1] - 1]].outputs[0];
-        if (!replace_group(&f->arena, draft, &plan, g, ops[k], inputs[k])) {
+        if (!replace_unit(&f->arena, draft, &plan, u)) {
             s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory rewriting the graph");
             break;
         }
-        f->groups[f->group_count++] = (clrun_fused_group){ops[k]->name, draft->tensors[output].name,
-                                                          ops[k]->step_count};
-        f->fused_nodes += ops[k]->step_count;
+        int32_t nodes = unit_nodes(&plan, u);
+        f->groups[f->group_count++] = (clrun_fused_group){u->op->name, draft->tensors[u->outputs[0]].name, nodes};
+        f->fused_nodes += nodes;
     }
     clrun__fuse_plan_free(&plan);
     return s;

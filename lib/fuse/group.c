@@ -26,18 +26,31 @@ static bool dtype_runs(clrun_dtype dtype, bool fp64)
     return clrun__ew_dtype_supported(dtype) && (dtype != CLRUN_F64 || fp64);
 }
 
-/* An elementwise node whose dtypes the device runs. */
-static bool fusible(const clrun_graph *g, int32_t n, const clrun__fuse_limits *limits)
+bool clrun__fuse_is_layout(const clrun__op *op)
+{
+    static const char *const moves[] = {"transpose", "reshape", "slice", "split", "expand", "tile",
+                                        "depth_to_space", "space_to_depth"};
+    for (size_t i = 0; op && i < sizeof moves / sizeof moves[0]; i++)
+        if (strcmp(op->name, moves[i]) == 0)
+            return true;
+    return false;
+}
+
+typedef enum member_kind { NOT_FUSIBLE = 0, ELEMENTWISE, LAYOUT } member_kind;
+
+/* An elementwise node, or a layout node of one input, whose dtypes the device runs. */
+static member_kind kind_of(const clrun_graph *g, int32_t n, const clrun__fuse_limits *limits)
 {
     const clrun__node *node = &g->nodes[n];
-    if (node->op == NULL || clrun__ew_def_of(node->op) == NULL || node->output_count != 1)
-        return false;
-    if (limits->excluded && limits->excluded[n])
-        return false;
-    for (int k = 0; k < node->input_count; k++)
+    if (node->op == NULL || node->output_count != 1 || (limits->excluded && limits->excluded[n]))
+        return NOT_FUSIBLE;
+    member_kind kind = clrun__ew_def_of(node->op) ? ELEMENTWISE : NOT_FUSIBLE;
+    if (kind == NOT_FUSIBLE && limits->layout && node->input_count == 1 && clrun__fuse_is_layout(node->op))
+        kind = LAYOUT;
+    for (int k = 0; kind && k < node->input_count; k++)
         if (!dtype_runs(g->tensors[node->inputs[k]].type.dtype, limits->fp64))
-            return false;
-    return dtype_runs(g->tensors[node->outputs[0]].type.dtype, limits->fp64);
+            return NOT_FUSIBLE;
+    return kind && dtype_runs(g->tensors[node->outputs[0]].type.dtype, limits->fp64) ? kind : NOT_FUSIBLE;
 }
 
 /* What the planner keeps per group while it grows (indexed by root). */
@@ -45,6 +58,8 @@ typedef struct growing {
     int32_t *externals; /* distinct input tensors from outside the group */
     int count;          /* entries of externals */
     int steps;          /* nodes */
+    int kernels;        /* nodes that would run a kernel of their own (not reshape, a view) */
+    bool layout_only;   /* every node moves elements: a chain the group's reads go through */
 } growing;
 
 static bool has(const int32_t *list, int count, int32_t t)
@@ -90,7 +105,8 @@ static bool grow(const clrun_graph *g, const clrun__fuse_limits *limits, int32_t
         return false;
     for (int32_t n = 0; n < g->node_count; n++) {
         root_of[n] = -1;
-        if (!fusible(g, n, limits))
+        member_kind kind = kind_of(g, n, limits);
+        if (kind == NOT_FUSIBLE)
             continue;
         const clrun__node *node = &g->nodes[n];
         growing *mine = &groups[n];
@@ -101,6 +117,8 @@ static bool grow(const clrun_graph *g, const clrun__fuse_limits *limits, int32_t
         }
         root_of[n] = n;
         mine->steps = 1;
+        mine->layout_only = kind == LAYOUT;
+        mine->kernels = strcmp(node->op->name, "reshape") != 0;
         for (int k = 0; k < node->input_count; k++)
             if (!has(mine->externals, mine->count, node->inputs[k]))
                 mine->externals[mine->count++] = node->inputs[k];
@@ -112,7 +130,11 @@ static bool grow(const clrun_graph *g, const clrun__fuse_limits *limits, int32_t
             int slots = 0;
             for (int j = 0; j < node->input_count; j++)
                 slots += node->inputs[j] == t;
-            if (reads[t] != slots || !clrun__same_iteration_space(&g->tensors[t].type, space))
+            /* A layout node takes in only chains of layout nodes, and an elementwise one reads
+             * what it takes in at its own element: layout nodes are the leaves of a group. */
+            if (reads[t] != slots || (kind == LAYOUT && !groups[p].layout_only))
+                continue;
+            if (kind == ELEMENTWISE && !clrun__same_iteration_space(&g->tensors[t].type, space))
                 continue;
             if (mine->steps + groups[p].steps > limits->max_steps)
                 continue;
@@ -122,6 +144,8 @@ static bool grow(const clrun_graph *g, const clrun__fuse_limits *limits, int32_t
             memcpy(mine->externals, scratch, (size_t)count * sizeof *scratch);
             mine->count = count;
             mine->steps += groups[p].steps;
+            mine->kernels += groups[p].kernels;
+            mine->layout_only = mine->layout_only && groups[p].layout_only;
             root_of[p] = n; /* a union-find link: members of p's group reach n through p */
         }
     }
@@ -158,7 +182,7 @@ static clrun_status collect(const clrun_graph *g, int32_t *root_of, const growin
             root_of[n] = find_root(root_of, n);
     for (int32_t n = 0; n < nn; n++) {
         index_of_root[n] = -1;
-        if (root_of[n] == n && groups[n].steps >= 2) {
+        if (root_of[n] == n && groups[n].kernels >= 2) { /* a group saves a kernel at least */
             index_of_root[n] = count++;
             total += groups[n].steps;
         }

@@ -1,5 +1,10 @@
 /* Which elementwise nodes run as one kernel: the decision of elementwise fusion, pure C.
  *
+ * Layout nodes of one input (transpose, slice, reshape, expand...) may join a group too, as its
+ * leaves: chains of them that a group reads through (index arithmetic on its loads), or a
+ * group of them alone (one copy for a chain of moves). A group forms when it saves a kernel
+ * (two members that are not reshape, which is a view of its input anyway).
+ *
  * A group grows from its root, the node whose output leaves the group, by taking in the
  * producer of one of its inputs when that input is read by the group alone (by one node: each
  * inner intermediate has a single consumer), is not a graph output, and has the root's shape up
@@ -21,6 +26,7 @@ typedef struct clrun__fuse_limits {
     int max_buffers;      /* inputs plus the output of one fused kernel (>= 3) */
     int max_steps;        /* ops in one group */
     bool fp64;            /* the device runs f64: groups may hold f64 ops */
+    bool layout;          /* layout ops (transpose, slice, reshape...) may be a group's leaves */
     const bool *excluded; /* per node: never fused (a group that did not build); may be NULL */
 } clrun__fuse_limits;
 
@@ -37,6 +43,10 @@ typedef struct clrun__fuse_plan {
 clrun_status clrun__fuse_plan_groups(const clrun_graph *graph, const clrun__fuse_limits *limits,
                                      clrun__fuse_plan *out);
 void clrun__fuse_plan_free(clrun__fuse_plan *plan);
+
+/* True for the ops that only move the elements of their one input, each output element one
+ * input element (graph/layout_geometry.h's views): they may lead a group's reads. */
+bool clrun__fuse_is_layout(const clrun__op *op);
 
 /* True when a and b have the same dimensions once those of 1 are dropped: the same elements in
  * the same row-major order. */

@@ -37,7 +37,7 @@
     /* ---- unary ---- */                                                                          \
     X(neg, UNARY, true, 1, false, NUMS, SAME, P0, "-x", "AS_T((UT)0 - AS_U(x))", NULL)             \
     X(abs, UNARY, true, 1, false, NUMS, SAME, P0, "fabs(x)", "AS_T(abs(x))", NULL)                 \
-    X(relu, UNARY, true, 1, false, NUMS, SAME, P0, "fmax(x, F(0.0))", "max(x, (T)0)", NULL)        \
+    X(relu, UNARY, true, 1, false, NUMS, SAME, P0, "x > F(0.0) ? x : F(0.0)", "max(x, (T)0)", NULL) \
     X(gelu, UNARY, true, 1, false, FLOATS, SAME, P0,                                               \
       "F(0.5) * x * (F(1.0) + tanh(F(0.7978845608028654) * (x + F(0.044715) * x * x * x)))",       \
       NULL, NULL)                                                                                  \

@@ -91,8 +91,9 @@ static const char *cast_expression(clrun_dtype from, clrun_dtype to)
     switch (to) {
     case CLRUN_F32: return "convert_float(x)";
     case CLRUN_F64: return "convert_double(x)";
-    case CLRUN_I32: return from_float ? "convert_int_sat_rtz(x)" : "as_int((uint)as_ulong(x))";
-    case CLRUN_I64: return from_float ? "convert_long_sat_rtz(x)" : "(long)x";
+    /* NaN gives 0, as OpenCL's _sat says; said again because not every implementation does */
+    case CLRUN_I32: return from_float ? "isnan(x) ? 0 : convert_int_sat_rtz(x)" : "as_int((uint)as_ulong(x))";
+    case CLRUN_I64: return from_float ? "isnan(x) ? 0L : convert_long_sat_rtz(x)" : "(long)x";
     default: return "x";
     }
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "graph/elementwise.h"
+#include "graph/layout_geometry.h"
 
 /* A step operand that is an epilogue's value v: the matmul's or conv2d's own output. */
 #define CLRUN__FUSED_ARG_V (-1000000)
@@ -27,6 +28,18 @@ typedef struct clrun__fused_step {
     clrun_tensor_type type;        /* its output type */
     int32_t node;                  /* its node in the graph the group came from */
 } clrun__fused_step;
+
+/* What a fused node's input is to its steps: the input itself, or read through a chain of
+ * layout nodes (transpose, slice, reshape...) that the group took in: views[0] maps an element
+ * of what the steps read to one of the next view's input, and so on to the node's input. */
+#define CLRUN__FUSED_MAX_VIEWS 8
+#define CLRUN__FUSED_MAX_OUTPUTS 8
+typedef struct clrun__fused_input {
+    int view_count;
+    clrun__view views[CLRUN__FUSED_MAX_VIEWS];
+    clrun_tensor_type type;        /* what the steps read: the chain's output, or the input */
+    clrun_dtype dtype;             /* the node's input's dtype (the chain keeps it) */
+} clrun__fused_input;
 
 /* How the kernel is launched: the NDRange it was generated for. */
 typedef struct clrun__fused_launch {
@@ -53,9 +66,18 @@ typedef struct clrun__epilogue_base {
 typedef struct clrun__fused_op {
     clrun__op op;                  /* first, so the op's address is the group's */
     char name[160];                /* op.name: "fused:add+gelu" */
-    clrun__fused_step *steps;      /* in order; the last one's value is the output */
+    clrun__fused_step *steps;      /* in order */
     int step_count;
     int input_count;               /* inputs of the fused node */
+    clrun__fused_input *inputs;    /* input_count entries */
+    clrun_tensor_type output;      /* the first output's type: every output has its elements */
+    /* What each output stores: >= 0 the value of that step (a float made canonical, see
+     * ew_source.h), < 0 input -1 - k read through its chain, bit for bit (a group of layout
+     * nodes alone). Groups that share reads and their iteration space run as one kernel with
+     * an output each (sibling fusion). */
+    int output_count;
+    int output_of[CLRUN__FUSED_MAX_OUTPUTS];
+    clrun_dtype output_dtype[CLRUN__FUSED_MAX_OUTPUTS];
     clrun__fused_launch launch;
     char kernel[48];               /* "clrun_fused_3" */
     const char *source;            /* the program that defines it (shared by a graph's groups) */
@@ -69,8 +91,8 @@ static inline const clrun__fused_op *clrun__fused_of(const clrun__op *op)
     return op && op->kind == CLRUN__OP_FUSED ? (const clrun__fused_op *)(const void *)op : NULL;
 }
 
-/* The type rule every fused op has: its output type is fixed by the fusion pass, so it gives
- * back the node's stored output type (and refuses a call without one). */
+/* The type rule every fused op has: its output types are fixed by the fusion pass, so it gives
+ * back the node's stored ones (and refuses a call without them). */
 clrun_status clrun__fused_infer(const clrun__op_call *call, clrun_tensor_type *outputs, char *err,
                                 size_t errlen);
 

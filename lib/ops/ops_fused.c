@@ -15,9 +15,10 @@ clrun_status clrun__fused_infer(const clrun__op_call *call, clrun_tensor_type *o
                                 size_t errlen)
 {
     const clrun__infer_error e = {"fused", err, errlen};
-    if (call->output_count != 1 || call->outputs == NULL)
-        return clrun__refuse(&e, "a fused node is made by the fusion pass, with its output type");
-    outputs[0] = call->outputs[0];
+    if (call->output_count < 1 || call->outputs == NULL)
+        return clrun__refuse(&e, "a fused node is made by the fusion pass, with its output types");
+    for (int o = 0; o < call->output_count; o++)
+        outputs[o] = call->outputs[o];
     return CLRUN_OK;
 }
 
@@ -126,8 +127,16 @@ static clrun_status fused_enqueue(clrun_context *ctx, void *state, const clrun__
     if (st->epilogue) /* inputs: the base op's, then the epilogue's extra ones */
         return st->base->enqueue(ctx, st->base_state, &st->call, inputs, outputs, wait_count,
                                  wait_list, done);
-    return clrun__kernel_state_op_enqueue(ctx, &st->ks, call, inputs, outputs, wait_count, wait_list,
-                                          done);
+    /* the inputs, then every output */
+    clrun_status s = CLRUN_OK;
+    for (int k = 0; s == CLRUN_OK && k < call->input_count; k++)
+        s = clrun__arg(ctx, st->ks.kernel, (cl_uint)k, sizeof inputs[k], &inputs[k]);
+    for (int o = 0; s == CLRUN_OK && o < call->output_count; o++)
+        s = clrun__arg(ctx, st->ks.kernel, (cl_uint)(call->input_count + o), sizeof outputs[o], &outputs[o]);
+    if (s != CLRUN_OK)
+        return s;
+    return clrun__launch(ctx, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local, wait_count,
+                         wait_list, done, st->ks.what);
 }
 
 const clrun__op_kernels clrun__fused_kernels = {fused_prepare, fused_enqueue, fused_release};
