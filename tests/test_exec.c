@@ -352,7 +352,11 @@ static void donated_input_is_written_in_place_and_unusable_afterwards(void **sta
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    /* unfused: the chain's two nodes are the two donations under test */
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
     assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
@@ -383,7 +387,11 @@ static void kept_input_is_never_written(void **state)
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    /* unfused: the chain's two nodes are the two donations under test */
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 9, &x);
     float before[256], after[256];
@@ -511,7 +519,11 @@ static void debug_logging_shows_every_allocation_and_launch(void **state)
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
+    /* unfused: the chain's two nodes are the two steps it counts */
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
     debug_log quiet = {0}, loud = {0};

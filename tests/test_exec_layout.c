@@ -60,7 +60,8 @@ static void planned_layout_has_disjoint_offsets_for_overlapping_lifetimes(void *
     clrun_graph *g = small_graph();
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    clrun_exec_options o = {.mode = CLRUN_EXEC_PLANNED, .plan_time_limit_s = 0.1};
+    /* unfused, so that every tensor of the graph is laid out */
+    clrun_exec_options o = {.mode = CLRUN_EXEC_PLANNED, .plan_time_limit_s = 0.1, .fusion = -1};
     clrun_exec *exec = NULL;
     assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
     int32_t n;
@@ -103,7 +104,7 @@ static void pooled_layout_has_lifetimes_but_no_offsets(void **state)
     clrun_graph *g = small_graph();
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    clrun_exec_options o = {.mode = CLRUN_EXEC_POOLED};
+    clrun_exec_options o = {.mode = CLRUN_EXEC_POOLED, .fusion = -1};
     clrun_exec *exec = NULL;
     assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
     int32_t n;

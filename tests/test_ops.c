@@ -1131,9 +1131,9 @@ static void binary_refuses_mixed_dtypes(void **state)
 static void float_only_ops_refuse_i32(void **state)
 {
     (void)state;
-    node n = {.op = "div", .input_count = 2,
+    node n = {.op = "prelu", .input_count = 2,
               .in = {type(CLRUN_I32, "4"), type(CLRUN_I32, "4")}};
-    expect_refusal(&n, "div", "i32[4]", "expected f32", NULL);
+    expect_refusal(&n, "prelu", "i32[4]", "expected f32", NULL);
     node g = {.op = "gelu", .input_count = 1, .in = {type(CLRUN_I32, "4")}};
     expect_refusal(&g, "gelu", "expected f32", NULL);
     node e = {.op = "gelu_erf", .input_count = 1, .in = {type(CLRUN_I32, "4")}};

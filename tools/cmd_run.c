@@ -20,7 +20,8 @@ static void print_help(void)
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
            "XXH64 checksum of each output. Inputs are filled from --seed (default 1), so the\n"
-           "checksums of a graph are the same in every allocator mode.\n\n"
+           "checksums of a graph are the same in every allocator mode, and with fusion on or off\n"
+           "(CLRUN_FUSION=0 runs every node as its own kernel; the report says which were fused).\n\n"
            "  --allocator  a pool strategy (%s), naive (one buffer per tensor) or\n"
            "               planned (one arena from the static planner); default CLRUN_ALLOCATOR\n"
            "  --json       one JSON object instead of the report\n"
@@ -194,6 +195,12 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
     }
     if (status == CLRUN_OK)
         status = checksum_outputs(exec, g, r->checksums);
+    const clrun_fused_group *groups = NULL;
+    int32_t fused = status == CLRUN_OK ? clrun_exec_fused_groups(exec, &groups) : 0;
+    r->fused = calloc((size_t)fused + 1, sizeof *r->fused);
+    for (int32_t i = 0; r->fused && i < fused; i++)
+        snprintf(r->fused[i], sizeof r->fused[i], "%s", groups[i].name);
+    r->fused_count = r->fused ? fused : 0;
     clrun_progress_stop(progress);
     int rc = 0;
     if (status != CLRUN_OK) {
@@ -269,6 +276,7 @@ int clrun_cli_run(int argc, char **argv)
     }
     free(r.times);
     free(r.checksums);
+    free(r.fused);
     if (a.trace_file) /* the run failed before the trace was written */
         fclose(a.trace_file);
     clrun_context_destroy(ctx);

@@ -28,6 +28,8 @@ typedef struct run_result {
     double median;            /* of times */
     clrun_exec_stats stats;   /* of the last run */
     char (*checksums)[17];    /* per output: XXH64 of its bytes, in hexadecimal */
+    char (*fused)[160];       /* names of the fused groups ("fused:add+gelu") */
+    int32_t fused_count;
 } run_result;
 
 /* The report for a person, or (--json) one JSON object, on stdout. */

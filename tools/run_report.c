@@ -22,7 +22,14 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     json_object_object_add(o, "allocator", json_object_new_string(s->allocator));
     json_object_object_add(o, "mode", json_object_new_string(s->mode));
     json_object_object_add(o, "device", json_object_new_string(clrun_context_device(ctx)->name));
-    json_object_object_add(o, "nodes", json_object_new_int(s->steps));
+    json_object_object_add(o, "nodes", json_object_new_int(s->graph_nodes));
+    json_object_object_add(o, "kernels", json_object_new_int(s->kernels));
+    json_object_object_add(o, "fused_groups", json_object_new_int(s->fused_groups));
+    json_object_object_add(o, "fused_nodes", json_object_new_int(s->fused_nodes));
+    json_object *fused = json_object_new_array();
+    for (int32_t i = 0; i < r->fused_count; i++)
+        json_object_array_add(fused, json_object_new_string(r->fused[i]));
+    json_object_object_add(o, "fused", fused);
     json_object_object_add(o, "repeat", json_object_new_int(a->repeat));
     json_object_object_add(o, "wall_ms", json_object_new_double(r->median));
     json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)s->peak_bytes));
@@ -60,8 +67,10 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
     char peak[32], reserved[32], bound[32], naive[32], constants[32];
     const clrun_device_info *d = clrun_context_device(ctx);
     printf("graph       %s (%s): %d nodes, %d tensors, weights %s\n", clrun_graph_name(g) ? clrun_graph_name(g) : "",
-           a->path, (int)s->steps, (int)clrun_graph_tensor_count(g),
+           a->path, (int)s->graph_nodes, (int)clrun_graph_tensor_count(g),
            clrun_format_bytes(s->constant_bytes, constants, sizeof constants));
+    printf("fused       %d groups, %d nodes -> %d kernels\n", (int)s->fused_groups, (int)s->graph_nodes,
+           (int)s->kernels);
     printf("device      %s (%s)\n", d->name, d->platform_name);
     printf("allocator   %s\n", s->allocator);
     double lo = r->times[0], hi = r->times[a->repeat - 1];

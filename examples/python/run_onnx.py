@@ -63,8 +63,8 @@ def parse_args(argv):
 def report(ctx, model, times):
     s = model.stats()
     m = ctx.memory_stats()
-    print("model       %s (%d nodes) on %s, mode %s, allocator %s"
-          % (model.name, s["steps"], ctx.device.name, s["mode"], s["allocator"]))
+    print("model       %s (%d nodes, %d kernels) on %s, mode %s, allocator %s"
+          % (model.name, s["graph_nodes"], s["kernels"], ctx.device.name, s["mode"], s["allocator"]))
     for info in model.inputs:
         print("input       %s %s%s%s" % (info.name, info.dtype, list(info.shape),
                                          " donated" if info.donated else ""))

@@ -40,6 +40,8 @@ typedef struct clrun_exec_options {
     double plan_time_limit_s;    /* planned mode: the planner's budget in seconds, as in
                                     clrun_plan_options (0: the constructions only); 1 after
                                     clrun_exec_options_init */
+    int fusion;                  /* 1: fuse groups of elementwise nodes into one kernel each, -1:
+                                    run every node alone, 0: as CLRUN_FUSION says (default on) */
 } clrun_exec_options;
 
 /* Every option at its default: the context's mode, no profiling, the planner's own budget. */
@@ -107,6 +109,13 @@ typedef struct clrun_exec_stats {
     double wall_ms;             /* last run, host wall clock, submit to finish */
     int32_t views;              /* outputs that are views of their input's buffer (reshape):
                                    no memory, no kernel */
+    /* fusion (appended: bindings leave room after the fields they know) */
+    int32_t graph_nodes;        /* nodes of the graph as given */
+    int32_t kernels;            /* nodes that run a kernel after fusion: steps less views */
+    int32_t fused_groups;       /* groups of nodes fused into one kernel each */
+    int32_t fused_nodes;        /* nodes of the graph inside those groups */
+    int32_t folded_nodes;       /* nodes whose inputs are all constants, run once at creation
+                                   into constants (batch norms folded into convolutions too) */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
@@ -115,9 +124,22 @@ clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out)
  * use); *names points into the graph. 0 (and NULL) for a NULL executor. */
 int32_t clrun_exec_unused_donations(const clrun_exec *exec, const char *const **names);
 
+/* A group of elementwise nodes that runs as one generated kernel (fusion: CLRUN_FUSION, the
+ * `fusion` option). Every op of the group is computed by the same operations as its own kernel
+ * would, so fusion never changes a result. */
+typedef struct clrun_fused_group {
+    const char *name;       /* "fused:add+gelu": its ops in order, also its spans' op */
+    const char *output;     /* the tensor it writes */
+    int32_t nodes;          /* nodes of the graph it holds */
+} clrun_fused_group;
+
+/* The fused groups of the executor (in schedule order); *groups stays valid as long as the
+ * executor. 0 with fusion off or nothing to fuse. */
+int32_t clrun_exec_fused_groups(const clrun_exec *exec, const clrun_fused_group **groups);
+
 /* One node of the last run, with profiling on. */
 typedef struct clrun_exec_span {
-    const char *op;          /* "matmul" */
+    const char *op;          /* "matmul", or for a fused group "fused:add+gelu" */
     const char *name;        /* its first output's name */
     uint64_t start_ns;       /* device clock, relative to the run's first node start */
     uint64_t end_ns;

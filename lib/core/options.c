@@ -63,6 +63,8 @@ static option_row option_table[] = {
      KIND_QUEUE, FIELD(out_of_order)},
     {{"CLRUN_TUNE", "BOOL", "1", "time matmul/conv2d kernel variants once per (device, shape), remembered in the cache directory"},
      KIND_BOOL, FIELD(tune)},
+    {{"CLRUN_FUSION", "BOOL", "1", "executors fuse groups of elementwise nodes into one generated kernel each"},
+     KIND_BOOL, FIELD(fusion)},
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])

@@ -9,17 +9,20 @@
 #include "device/cl.h"
 #include "device/context.h"
 
-/* A program built from generated source, kept for the context's life. */
+/* A program built from generated text. */
 typedef struct generated_program {
-    unsigned long long hash;    /* of the source */
-    char *source;               /* a copy, compared in full on a hash match */
+    char *text;                 /* its source (owned), compared in full on lookup */
+    size_t length;
+    unsigned long long hash;    /* of the text, checked first */
     cl_program program;
+    unsigned users;             /* references handed out and not given back */
+    bool keep;                  /* kept until the context goes, whatever users says */
 } generated_program;
 
 struct clrun__programs {
     pthread_mutex_t lock;       /* one build at a time; guards built[], generated[] and stats */
     cl_program *built;          /* per embedded source, NULL until first use */
-    generated_program *generated; /* clrun__program_generated's, in build order */
+    generated_program *generated; /* programs of generated source */
     size_t generated_count, generated_capacity;
     clrun_program_stats stats;  /* what the cache did */
     char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
@@ -67,7 +70,7 @@ void clrun__programs_destroy(struct clrun__programs *p)
             clrun__cl.ReleaseProgram(p->built[i]);
     for (size_t i = 0; i < p->generated_count; i++) {
         clrun__cl.ReleaseProgram(p->generated[i].program);
-        free(p->generated[i].source);
+        free(p->generated[i].text);
     }
     free(p->generated);
     pthread_mutex_destroy(&p->lock);
@@ -111,7 +114,8 @@ static char *build_log(clrun_context *ctx, cl_program program)
 }
 
 static clrun_status build_from_source(clrun_context *ctx, const char *name, const char *source,
-                                      size_t length, const char *options, cl_program *out)
+                                      size_t length, const char *options, bool quiet,
+                                      cl_program *out)
 {
     cl_int err = CL_SUCCESS;
     cl_program program = clrun__cl.CreateProgramWithSource(ctx->cl, 1, &source, &length, &err);
@@ -120,10 +124,17 @@ static clrun_status build_from_source(clrun_context *ctx, const char *name, cons
     err = clrun__cl.BuildProgram(program, 1, &ctx->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         char *log = build_log(ctx, program);
-        clrun_status status = err == CL_BUILD_PROGRAM_FAILURE
-            ? clrun__fail(ctx, CLRUN_ERROR_BUILD_FAILED, "program '%s' failed to build for '%s' (%s):\n%s",
-                          name, ctx->info.name, clrun_cl_error_name(err), log ? log : "(no build log)")
-            : clrun__fail_cl(ctx, err, "clBuildProgram", "program '%s'", name);
+        clrun_status status;
+        if (quiet) {
+            status = err == CL_BUILD_PROGRAM_FAILURE ? CLRUN_ERROR_BUILD_FAILED : CLRUN_ERROR_OPENCL;
+            clrun__log(CLRUN_LOG_WARN, "program '%s' failed to build for '%s' (%s):\n%s", name,
+                       ctx->info.name, clrun_cl_error_name(err), log ? log : "(no build log)");
+        } else if (err == CL_BUILD_PROGRAM_FAILURE) {
+            status = clrun__fail(ctx, CLRUN_ERROR_BUILD_FAILED, "program '%s' failed to build for '%s' (%s):\n%s",
+                                 name, ctx->info.name, clrun_cl_error_name(err), log ? log : "(no build log)");
+        } else {
+            status = clrun__fail_cl(ctx, err, "clBuildProgram", "program '%s'", name);
+        }
         free(log);
         clrun__cl.ReleaseProgram(program);
         return status;
@@ -172,7 +183,7 @@ static void store_binary(struct clrun__programs *p, cl_program program,
 
 /* Caller holds p->lock. */
 static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                 const char *source, size_t length, cl_program *out)
+                                 const char *source, size_t length, bool quiet, cl_program *out)
 {
     char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
     build_options(ctx, options, sizeof options);
@@ -205,7 +216,7 @@ static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, 
             p->stats.cache_misses++;
         }
     }
-    clrun_status status = build_from_source(ctx, name, source, length, options, out);
+    clrun_status status = build_from_source(ctx, name, source, length, options, quiet, out);
     if (status != CLRUN_OK)
         return status;
     p->stats.builds_from_source++;
@@ -236,58 +247,101 @@ clrun_status clrun_program_build(clrun_context *ctx, const char *name, const cha
                            "program name '%s' must be 1-64 letters, digits, '_' or '-'", name ? name : "(null)");
     struct clrun__programs *p = ctx->programs;
     pthread_mutex_lock(&p->lock);
-    clrun_status status = build_locked(ctx, p, name, source, length, out);
+    clrun_status status = build_locked(ctx, p, name, source, length, false, out);
     pthread_mutex_unlock(&p->lock);
     return status;
 }
 
-/* Caller holds p->lock. */
-static clrun_status generated_locked(clrun_context *ctx, struct clrun__programs *p,
-                                     const char *name, const char *source, size_t length,
-                                     cl_program *out)
+/* ---- programs of generated source ---------------------------------------------------------- */
+
+static generated_program *find_generated(struct clrun__programs *p, const char *text, size_t length,
+                                         unsigned long long hash)
 {
-    unsigned long long hash = clrun__hash64(source, length);
     for (size_t i = 0; i < p->generated_count; i++) {
-        const generated_program *g = &p->generated[i];
-        if (g->hash == hash && strlen(g->source) == length && memcmp(g->source, source, length) == 0) {
-            *out = g->program;
-            return CLRUN_OK;
-        }
+        generated_program *g = &p->generated[i];
+        if (g->hash == hash && g->length == length && memcmp(g->text, text, length) == 0)
+            return g;
     }
-    if (p->generated_count == p->generated_capacity) {
-        size_t capacity = p->generated_capacity ? 2 * p->generated_capacity : 8;
-        generated_program *grown = realloc(p->generated, capacity * sizeof *grown);
-        if (grown == NULL)
-            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", name);
-        p->generated = grown;
-        p->generated_capacity = capacity;
-    }
+    return NULL;
+}
+
+/* Caller holds p->lock. Builds `text` and records it with one user. */
+static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                  const char *text, size_t length, unsigned long long hash,
+                                  unsigned flags, cl_program *out)
+{
+    void *array = p->generated;
     char *copy = malloc(length + 1);
-    if (copy == NULL)
-        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", name);
-    memcpy(copy, source, length);
+    if (copy == NULL || !clrun__grow(&array, &p->generated_capacity, p->generated_count + 1,
+                                     sizeof *p->generated)) {
+        free(copy);
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for program '%s'", name);
+    }
+    p->generated = array;
+    memcpy(copy, text, length);
     copy[length] = '\0';
     cl_program program = NULL;
-    clrun_status status = build_locked(ctx, p, name, source, length, &program);
+    clrun_status status = build_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0,
+                                       &program);
     if (status != CLRUN_OK) {
         free(copy);
         return status;
     }
-    p->generated[p->generated_count++] = (generated_program){hash, copy, program};
+    p->generated[p->generated_count++] =
+        (generated_program){copy, length, hash, program, 1, (flags & CLRUN__PROGRAM_KEEP) != 0};
     *out = program;
     return CLRUN_OK;
+}
+
+clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, const char *text,
+                                         size_t length, unsigned flags, cl_program *out)
+{
+    *out = NULL;
+    if (!valid_program_name(name) || text == NULL || length == 0)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "generated program '%s': bad name or empty text",
+                           name ? name : "(null)");
+    struct clrun__programs *p = ctx->programs;
+    unsigned long long hash = clrun__hash64(text, length);
+    pthread_mutex_lock(&p->lock);
+    clrun_status status = CLRUN_OK;
+    generated_program *g = find_generated(p, text, length, hash);
+    if (g) {
+        g->users++;
+        g->keep |= (flags & CLRUN__PROGRAM_KEEP) != 0;
+        *out = g->program;
+    } else {
+        status = add_generated(ctx, p, name, text, length, hash, flags, out);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return status;
 }
 
 clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
                                       size_t length, cl_program *out)
 {
-    if (!valid_program_name(name))
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program name '%s' is not valid", name);
+    return clrun__program_generated_ex(ctx, name, source, length, CLRUN__PROGRAM_KEEP, out);
+}
+
+void clrun__program_generated_release(clrun_context *ctx, cl_program program)
+{
+    if (ctx == NULL || program == NULL)
+        return;
     struct clrun__programs *p = ctx->programs;
     pthread_mutex_lock(&p->lock);
-    clrun_status status = generated_locked(ctx, p, name, source, length, out);
+    for (size_t i = 0; i < p->generated_count; i++) {
+        generated_program *g = &p->generated[i];
+        if (g->program != program)
+            continue;
+        if (g->users > 0)
+            g->users--;
+        if (g->users == 0 && !g->keep) {
+            clrun__cl.ReleaseProgram(g->program);
+            free(g->text);
+            p->generated[i] = p->generated[--p->generated_count];
+        }
+        break;
+    }
     pthread_mutex_unlock(&p->lock);
-    return status;
 }
 
 static size_t find_source(const char *name)
@@ -305,7 +359,7 @@ static clrun_status get_program(clrun_context *ctx, size_t index, cl_program *ou
     clrun_status status = CLRUN_OK;
     pthread_mutex_lock(&p->lock);
     if (p->built[index] == NULL)
-        status = build_locked(ctx, p, src->name, src->text, src->length, &p->built[index]);
+        status = build_locked(ctx, p, src->name, src->text, src->length, false, &p->built[index]);
     *out = p->built[index];
     pthread_mutex_unlock(&p->lock);
     return status;

@@ -31,4 +31,19 @@ clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program
 clrun_status clrun__program_generated(clrun_context *ctx, const char *name, const char *source,
                                       size_t length, cl_program *out);
 
+/* How clrun__program_generated_ex keeps and reports a program. */
+enum {
+    CLRUN__PROGRAM_KEEP = 1,  /* keep it for the life of the context (clrun__program_generated) */
+    CLRUN__PROGRAM_QUIET = 2, /* a build failure is only a warning in the log, not the context's
+                                 error: the caller has a fallback (a fused group) */
+};
+
+/* clrun__program_generated with a reference: *out is the caller's, given back with
+ * clrun__program_generated_release; a program no caller holds is released then, unless it was
+ * ever asked for with CLRUN__PROGRAM_KEEP (or by clrun__program_generated). Fused groups are
+ * built this way, so that an executor's kernels go with it. */
+clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, const char *text,
+                                         size_t length, unsigned flags, cl_program *out);
+void clrun__program_generated_release(clrun_context *ctx, cl_program program);
+
 #endif

@@ -218,6 +218,11 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
     }
     clrun_status status = check_sizes(e);
+    bool fuse = e->options.fusion ? e->options.fusion > 0 : ctx->options.fusion;
+    if (status == CLRUN_OK)
+        status = clrun__fuse(ctx, graph, fuse, &e->fusion);
+    if (status == CLRUN_OK)
+        e->graph = e->fusion.graph;
     if (status == CLRUN_OK)
         status = prepare_nodes(e);
     if (status == CLRUN_OK)
@@ -291,6 +296,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->pending);
     free(e->spans);
     free(e->step_events);
+    clrun__fusion_free(e->ctx, &e->fusion);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
@@ -421,6 +427,11 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->allocator = e->options.mode == CLRUN_EXEC_POOLED ? e->ctx->options.allocator.strategy->name
                                                           : out->mode;
     out->steps = e->schedule.steps;
+    out->graph_nodes = e->fusion.nodes_before ? e->fusion.nodes_before : e->graph->node_count;
+    out->kernels = e->schedule.steps - e->schedule.views;
+    out->fused_groups = e->fusion.group_count;
+    out->fused_nodes = e->fusion.fused_nodes;
+    out->folded_nodes = e->fusion.folded_nodes;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;
@@ -435,6 +446,13 @@ int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **nam
     if (names)
         *names = e ? e->unused_names : NULL;
     return e && e->unused_names ? e->schedule.unused_donated_count : 0;
+}
+
+int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **groups)
+{
+    if (groups)
+        *groups = e ? e->fusion.groups : NULL;
+    return e ? e->fusion.group_count : 0;
 }
 
 int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)

@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "device/cl.h"
 #include "device/context.h"
+#include "fuse/fuse.h"
 #include "graph/graph.h"
 #include "memory/pool.h"
 #include "ops/ops.h"
@@ -42,7 +43,8 @@ typedef struct buffer_state {
 struct clrun_exec {
     pthread_mutex_t lock;          /* one call at a time: a run and the reading of its results */
     clrun_context *ctx;
-    const clrun_graph *graph;
+    const clrun_graph *graph;      /* what runs: the caller's graph as fusion rewrote it */
+    clrun__fusion fusion;          /* the rewrite (lib/fuse/) and what it made */
     clrun_exec_options options;
     clrun__schedule schedule;      /* what runs: with reuse, or without (naive) */
     uint64_t lower_bound;          /* always from the reusing schedule */

@@ -1,81 +1,334 @@
-/* Type rules of the elementwise ops: unary functions, scale, copy, and binary ops with numpy
- * broadcasting. Each keeps its input's type, a binary op the broadcast of both. */
-#include "graph/op.h"
+/* The elementwise family (graph/elementwise.h): its table of expressions, the op entries made
+ * from it, and their one type rule. Unary ops keep their input's shape; binary and ternary ops
+ * broadcast their inputs as numpy does. Every data input has the same dtype; the result is that
+ * dtype, bool (comparisons, logic) or the dtype `to` names (cast). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/elementwise.h"
 #include "graph/op_families.h"
 #include "graph/types.h"
 
-static const clrun__attr_spec scale_attrs[] = {
-    {"alpha", CLRUN__WANT_FLOAT, false},
-    {"beta", CLRUN__WANT_FLOAT, false},
-};
+#define FLOATS (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64))
+#define INTS (CLRUN__DT(CLRUN_I32) | CLRUN__DT(CLRUN_I64))
+#define NUMS (FLOATS | INTS)
+#define BOOLS CLRUN__DT(CLRUN_BOOL)
+#define ALL (NUMS | BOOLS)
 
-static clrun_status ew_infer(const char *name, clrun__op_kind kind, bool i32,
-                             const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
-                             size_t errlen)
+/* Parameter lists of a row: a count, then the specs. */
+#define P0 0, {{0}}
+#define P1(a) 1, {a}
+#define P2(a, b) 2, {a, b}
+#define NUM(name, fallback) {name, false, fallback, CLRUN__EW_TRUNC}
+#define LOWER(name, fallback) {name, false, fallback, CLRUN__EW_CEIL}
+#define UPPER(name, fallback) {name, false, fallback, CLRUN__EW_FLOOR}
+#define INT(name, fallback) {name, true, fallback, CLRUN__EW_TRUNC}
+
+/* ONNX's defaults for Selu, as float32 values. */
+#define SELU_ALPHA 1.67326319217681884765625
+#define SELU_GAMMA 1.05070102214813232421875
+
+/* X(id, kind, alias-safe, arity, condition, dtypes, result, params, floats, ints, bools): one
+ * row per op. Comparisons are not alias-safe: a bool output has the bytes of an f32 input of a
+ * quarter of its elements, which it reads broadcast, at other elements than its own. */
+#define EW_TABLE(X)                                                                                \
+    /* ---- unary ---- */                                                                          \
+    X(neg, UNARY, true, 1, false, NUMS, SAME, P0, "-x", "AS_T((UT)0 - AS_U(x))", NULL)             \
+    X(abs, UNARY, true, 1, false, NUMS, SAME, P0, "fabs(x)", "AS_T(abs(x))", NULL)                 \
+    X(relu, UNARY, true, 1, false, NUMS, SAME, P0, "x > F(0.0) ? x : F(0.0)", "max(x, (T)0)", NULL) \
+    X(gelu, UNARY, true, 1, false, FLOATS, SAME, P0,                                               \
+      "F(0.5) * x * (F(1.0) + tanh(F(0.7978845608028654) * (x + F(0.044715) * x * x * x)))",       \
+      NULL, NULL)                                                                                  \
+    X(gelu_erf, UNARY, true, 1, false, FLOATS, SAME, P0,                                           \
+      "F(0.5) * x * ERFC(F(-0.7071067811865476) * x)", NULL, NULL)                                 \
+    X(sigmoid, UNARY, true, 1, false, FLOATS, SAME, P0, "F(1.0) / (F(1.0) + exp(-x))", NULL, NULL) \
+    X(tanh, UNARY, true, 1, false, FLOATS, SAME, P0, "tanh(x)", NULL, NULL)                        \
+    X(exp, UNARY, true, 1, false, FLOATS, SAME, P0, "exp(x)", NULL, NULL)                          \
+    X(log, UNARY, true, 1, false, FLOATS, SAME, P0, "log(x)", NULL, NULL)                          \
+    X(sqrt, UNARY, true, 1, false, FLOATS, SAME, P0, "sqrt(x)", NULL, NULL)                        \
+    X(rsqrt, UNARY, true, 1, false, FLOATS, SAME, P0, "rsqrt(x)", NULL, NULL)                      \
+    X(reciprocal, UNARY, true, 1, false, FLOATS, SAME, P0, "F(1.0) / x", NULL, NULL)               \
+    X(floor, UNARY, true, 1, false, FLOATS, SAME, P0, "floor(x)", NULL, NULL)                      \
+    X(ceil, UNARY, true, 1, false, FLOATS, SAME, P0, "ceil(x)", NULL, NULL)                        \
+    X(round, UNARY, true, 1, false, FLOATS, SAME, P0, "rint(x)", NULL, NULL)                       \
+    X(sign, UNARY, true, 1, false, NUMS, SAME, P0,                                                 \
+      "x > F(0.0) ? F(1.0) : x < F(0.0) ? F(-1.0) : x", "(T)((x > (T)0) - (x < (T)0))", NULL)      \
+    X(sin, UNARY, true, 1, false, FLOATS, SAME, P0, "sin(x)", NULL, NULL)                          \
+    X(cos, UNARY, true, 1, false, FLOATS, SAME, P0, "cos(x)", NULL, NULL)                          \
+    X(erf, UNARY, true, 1, false, FLOATS, SAME, P0, "ERF(x)", NULL, NULL)                          \
+    X(softplus, UNARY, true, 1, false, FLOATS, SAME, P0, "x > F(40.0) ? x : log1p(exp(x))", NULL,  \
+      NULL)                                                                                        \
+    X(softsign, UNARY, true, 1, false, FLOATS, SAME, P0, "x / (F(1.0) + fabs(x))", NULL, NULL)     \
+    X(hard_sigmoid, UNARY, true, 1, false, FLOATS, SAME, P2(NUM("alpha", 0.2), NUM("beta", 0.5)),  \
+      "CLIP(p0 * x + p1, F(0.0), F(1.0))", NULL, NULL)                                             \
+    X(hard_swish, UNARY, true, 1, false, FLOATS, SAME, P0,                                         \
+      "x * CLIP(x / F(6.0) + F(0.5), F(0.0), F(1.0))", NULL, NULL)                                 \
+    X(leaky_relu, UNARY, true, 1, false, FLOATS, SAME, P1(NUM("alpha", 0.01)),                     \
+      "x < F(0.0) ? p0 * x : x", NULL, NULL)                                                       \
+    X(elu, UNARY, true, 1, false, FLOATS, SAME, P1(NUM("alpha", 1.0)),                             \
+      "x < F(0.0) ? p0 * expm1(x) : x", NULL, NULL)                                                \
+    X(selu, UNARY, true, 1, false, FLOATS, SAME,                                                   \
+      P2(NUM("alpha", SELU_ALPHA), NUM("gamma", SELU_GAMMA)),                                      \
+      "x > F(0.0) ? p1 * x : p1 * (p0 * expm1(x))", NULL, NULL)                                    \
+    X(celu, UNARY, true, 1, false, FLOATS, SAME, P1(NUM("alpha", 1.0)),                            \
+      "x > F(0.0) ? x : p0 * expm1(x / p0)", NULL, NULL)                                           \
+    X(clip, UNARY, true, 1, false, NUMS, SAME, P2(LOWER("min", -INFINITY), UPPER("max", INFINITY)), \
+      "CLIP(x, p0, p1)", "CLIP(x, p0, p1)", NULL)                                                  \
+    X(not, UNARY, true, 1, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)(x == 0)")                  \
+    X(cast, UNARY, true, 1, false, ALL, CAST, P0, NULL, NULL, NULL)                                \
+    X(copy, COPY, true, 1, false, ALL, SAME, P0, "x", "x", "x")                                    \
+    X(scale, SCALE, true, 1, false, FLOATS, SAME, P2(NUM("alpha", 1.0), NUM("beta", 0.0)),         \
+      "p0 * x + p1", NULL, NULL)                                                                   \
+    /* ---- binary ---- */                                                                         \
+    X(add, BINARY, true, 2, false, NUMS, SAME, P0, "a + b", "AS_T(AS_U(a) + AS_U(b))", NULL)       \
+    X(sub, BINARY, true, 2, false, NUMS, SAME, P0, "a - b", "AS_T(AS_U(a) - AS_U(b))", NULL)       \
+    X(mul, BINARY, true, 2, false, NUMS, SAME, P0, "a * b", "AS_T(AS_U(a) * AS_U(b))", NULL)       \
+    X(div, BINARY, true, 2, false, NUMS, SAME, P0, "a / b", "IDIV(a, b)", NULL)                    \
+    X(pow, BINARY, true, 2, false, NUMS, SAME, P0, "pow(a, b)", "IPOW(a, b)", NULL)                \
+    X(maximum, BINARY, true, 2, false, NUMS, SAME, P0, "fmax(a, b)", "max(a, b)", NULL)            \
+    X(minimum, BINARY, true, 2, false, NUMS, SAME, P0, "fmin(a, b)", "min(a, b)", NULL)            \
+    X(prelu, BINARY, true, 2, false, FLOATS, SAME, P0, "a < F(0.0) ? b * a : a", NULL, NULL)       \
+    X(mod, BINARY, true, 2, false, NUMS, SAME, P1(INT("fmod", 0)), "MOD(a, b, p0)",                \
+      "MOD(a, b, p0)", NULL)                                                                       \
+    X(equal, BINARY, false, 2, false, ALL, BOOL, P0, "(uchar)(a == b)", "(uchar)(a == b)",         \
+      "(uchar)((a != 0) == (b != 0))")                                                             \
+    X(less, BINARY, false, 2, false, NUMS, BOOL, P0, "(uchar)(a < b)", "(uchar)(a < b)", NULL)     \
+    X(greater, BINARY, false, 2, false, NUMS, BOOL, P0, "(uchar)(a > b)", "(uchar)(a > b)", NULL)  \
+    X(less_equal, BINARY, false, 2, false, NUMS, BOOL, P0, "(uchar)(a <= b)", "(uchar)(a <= b)",   \
+      NULL)                                                                                        \
+    X(greater_equal, BINARY, false, 2, false, NUMS, BOOL, P0, "(uchar)(a >= b)",                   \
+      "(uchar)(a >= b)", NULL)                                                                     \
+    X(and, BINARY, true, 2, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)((a != 0) & (b != 0))")    \
+    X(or, BINARY, true, 2, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)((a != 0) | (b != 0))")     \
+    X(xor, BINARY, true, 2, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)((a != 0) != (b != 0))")   \
+    /* ---- ternary ---- */                                                                        \
+    X(where, TERNARY, true, 3, true, ALL, SAME, P0, "c != 0 ? a : b", "c != 0 ? a : b",            \
+      "c != 0 ? a : b")
+
+#define EW_ID(id, ...) EW_##id,
+enum { EW_TABLE(EW_ID) EW_COUNT };
+
+#define EW_ROW(id, kind_, alias_, arity_, cond_, dtypes_, result_, params_, floats_, ints_, bools_) \
+    [EW_##id] = {#id, arity_, cond_, dtypes_, CLRUN__EW_##result_, params_, floats_, ints_, bools_},
+static const clrun__ew_def ew_defs[EW_COUNT] = {EW_TABLE(EW_ROW)};
+
+const clrun__ew_def *clrun__ew_defs(size_t *count)
 {
-    const clrun__infer_error err = {name, errbuf, errlen};
-    int inputs = kind == CLRUN__OP_BINARY ? 2 : 1;
-    clrun_status s = clrun__check_input_count(call, inputs, inputs, &err);
-    if (s == CLRUN_OK)
-        s = kind == CLRUN__OP_SCALE ? clrun__check_attrs(call, scale_attrs, 2, &err)
-                                    : clrun__check_attrs(call, NULL, 0, &err);
-    for (int i = 0; s == CLRUN_OK && i < inputs; i++)
-        s = clrun__check_dtype(call, i, i32, &err);
-    if (s != CLRUN_OK)
-        return s;
-    if (kind != CLRUN__OP_BINARY) {
-        out[0] = call->inputs[0];
-        return CLRUN_OK;
-    }
-    const clrun_tensor_type *a = &call->inputs[0], *b = &call->inputs[1];
-    if (a->dtype != b->dtype) {
-        char sa[CLRUN__TYPE_TEXT], sb[CLRUN__TYPE_TEXT];
-        return clrun__refuse(&err, "dtypes differ: a is %s, b is %s",
-                             clrun__type_format(a, sa, sizeof sa),
-                             clrun__type_format(b, sb, sizeof sb));
-    }
-    return clrun__broadcast_shape(a, b, &out[0], &err);
+    *count = EW_COUNT;
+    return ew_defs;
 }
 
-/* One entry per op. CODE is the binary op code of the broadcasting kernels (OP_* in
- * kernels/elementwise.cl). */
-#define EW_OP(ID, KIND, I32, CODE)                                                                 \
-    static clrun_status infer_##ID(const clrun__op_call *call, clrun_tensor_type *out, char *err,  \
+const clrun__ew_def *clrun__ew_def_of(const clrun__op *op)
+{
+    if (op == NULL || op->kind == CLRUN__OP_OTHER || op->code < 0 || op->code >= EW_COUNT)
+        return NULL;
+    return strcmp(ew_defs[op->code].name, op->name) == 0 ? &ew_defs[op->code] : NULL;
+}
+
+const char *clrun__ew_expression(const clrun__ew_def *def, clrun_dtype dtype)
+{
+    if (!(def->dtypes & CLRUN__DT(dtype)))
+        return NULL;
+    switch (dtype) {
+    case CLRUN_F32:
+    case CLRUN_F64: return def->floats;
+    case CLRUN_I32:
+    case CLRUN_I64: return def->ints;
+    case CLRUN_BOOL: return def->bools;
+    default: return NULL;
+    }
+}
+
+bool clrun__ew_dtype_supported(clrun_dtype dtype)
+{
+    return dtype == CLRUN_F32 || dtype == CLRUN_F64 || dtype == CLRUN_I32 || dtype == CLRUN_I64 ||
+           dtype == CLRUN_BOOL;
+}
+
+clrun_dtype clrun__ew_data_dtype(const clrun__ew_def *def, const clrun__op_call *call)
+{
+    int data = def->condition ? 1 : 0;
+    return data < call->input_count ? call->inputs[data].dtype : CLRUN_F32;
+}
+
+clrun_dtype clrun__ew_result_dtype(const clrun__ew_def *def, const clrun__op_call *call,
+                                   clrun_dtype data)
+{
+    switch (def->result) {
+    case CLRUN__EW_BOOL: return CLRUN_BOOL;
+    case CLRUN__EW_CAST: return (clrun_dtype)clrun__attr_int_or(call, "to", CLRUN_F32);
+    default: return data;
+    }
+}
+
+/* The range of an integer dtype, as doubles. */
+static void int_range(clrun_dtype dtype, double *lo, double *hi)
+{
+    if (dtype == CLRUN_I64) {
+        *lo = -9223372036854775808.0;
+        *hi = 9223372036854775807.0; /* rounds to 2^63: clamped below by the caller's cast */
+    } else {
+        *lo = -2147483648.0;
+        *hi = 2147483647.0;
+    }
+}
+
+double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *call, int i,
+                             clrun_dtype data)
+{
+    const clrun__ew_param *p = &def->params[i];
+    double v = clrun__attr_float_or(call, p->name, p->fallback);
+    if (data != CLRUN_I32 && data != CLRUN_I64)
+        return v;
+    if (p->round == CLRUN__EW_CEIL)
+        v = ceil(v);
+    else if (p->round == CLRUN__EW_FLOOR)
+        v = floor(v);
+    else
+        v = trunc(v);
+    double lo, hi;
+    int_range(data, &lo, &hi);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* ---- the type rule ----------------------------------------------------------------------- */
+
+/* "f32, f64, i32 or i64": the dtypes of a set, for refusals. */
+static void dtype_list(unsigned set, char *buf, size_t size)
+{
+    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+    int total = 0, done = 0;
+    for (size_t k = 0; k < 5; k++)
+        total += (set & CLRUN__DT(order[k])) != 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < 5 && used < size; k++) {
+        if (!(set & CLRUN__DT(order[k])))
+            continue;
+        const char *sep = done == 0 ? "" : done == total - 1 ? " or " : ", ";
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", sep, clrun_dtype_name(order[k]));
+        done++;
+    }
+}
+
+static clrun_status check_dims(const clrun__op_call *call, int i, const clrun__infer_error *err)
+{
+    const clrun_tensor_type *t = &call->inputs[i];
+    char s[CLRUN__TYPE_TEXT];
+    if (t->rank < 0 || t->rank > CLRUN_MAX_DIMS)
+        return clrun__refuse(err, "input %d has rank %d (at most %d)", i, t->rank, CLRUN_MAX_DIMS);
+    for (int d = 0; d < t->rank; d++)
+        if (t->shape[d] <= 0)
+            return clrun__refuse(err, "input %d is %s: every dimension must be at least 1", i,
+                                 clrun__type_format(t, s, sizeof s));
+    return CLRUN_OK;
+}
+
+static clrun_status check_input_dtype(const clrun__ew_def *def, const clrun__op_call *call, int i,
+                                      const clrun__infer_error *err)
+{
+    const clrun_tensor_type *t = &call->inputs[i];
+    char s[CLRUN__TYPE_TEXT], list[64];
+    bool cond = def->condition && i == 0;
+    unsigned set = cond ? BOOLS : def->dtypes;
+    if (set & CLRUN__DT(t->dtype))
+        return CLRUN_OK;
+    if (t->dtype == CLRUN_F16)
+        return clrun__refuse(err, "input %d is %s: f16 kernels do not exist yet", i,
+                             clrun__type_format(t, s, sizeof s));
+    dtype_list(set, list, sizeof list);
+    return clrun__refuse(err, "input %d is %s: expected %s%s", i, clrun__type_format(t, s, sizeof s),
+                         list, cond ? " (the condition)" : "");
+}
+
+static clrun_status check_cast_target(const clrun__op_call *call, const clrun__infer_error *err)
+{
+    int64_t to = clrun__attr_int_or(call, "to", -1);
+    if (to >= 0 && to <= 16 && clrun__ew_dtype_supported((clrun_dtype)to))
+        return CLRUN_OK;
+    return clrun__refuse(err, "attribute 'to' is %lld: not a dtype clrun casts to (f32 = %d, "
+                         "i32 = %d, i64 = %d, bool = %d, f64 = %d)", (long long)to, CLRUN_F32,
+                         CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_F64);
+}
+
+static clrun_status check_attributes(const clrun__ew_def *def, const clrun__op_call *call,
+                                     const clrun__infer_error *err)
+{
+    clrun__attr_spec specs[CLRUN__EW_MAX_PARAMS + 1];
+    int count = 0;
+    for (int i = 0; i < def->param_count; i++)
+        specs[count++] = (clrun__attr_spec){def->params[i].name,
+                                            def->params[i].integer ? CLRUN__WANT_INT
+                                                                   : CLRUN__WANT_FLOAT, false};
+    if (def->result == CLRUN__EW_CAST)
+        specs[count++] = (clrun__attr_spec){"to", CLRUN__WANT_INT, true};
+    clrun_status s = clrun__check_attrs(call, specs, count, err);
+    if (s == CLRUN_OK && def->result == CLRUN__EW_CAST)
+        s = check_cast_target(call, err);
+    return s;
+}
+
+static clrun_status same_dtypes(const clrun_tensor_type *a, const clrun_tensor_type *b,
+                                const clrun__infer_error *err)
+{
+    if (a->dtype == b->dtype)
+        return CLRUN_OK;
+    char sa[CLRUN__TYPE_TEXT], sb[CLRUN__TYPE_TEXT];
+    return clrun__refuse(err, "dtypes differ: a is %s, b is %s", clrun__type_format(a, sa, sizeof sa),
+                         clrun__type_format(b, sb, sizeof sb));
+}
+
+static clrun_status ew_infer(const clrun__ew_def *def, const clrun__op_call *call,
+                             clrun_tensor_type *out, char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {def->name, errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, def->arity, def->arity, &err);
+    if (s == CLRUN_OK)
+        s = check_attributes(def, call, &err);
+    for (int i = 0; s == CLRUN_OK && i < def->arity; i++)
+        s = check_dims(call, i, &err);
+    for (int i = 0; s == CLRUN_OK && i < def->arity; i++)
+        s = check_input_dtype(def, call, i, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *in = call->inputs;
+    out[0] = in[0];
+    if (def->arity == 2) {
+        s = same_dtypes(&in[0], &in[1], &err);
+        if (s == CLRUN_OK)
+            s = clrun__broadcast_shape(&in[0], &in[1], &out[0], &err);
+    } else if (def->arity == 3) {
+        clrun_tensor_type ca;
+        s = same_dtypes(&in[1], &in[2], &err);
+        if (s == CLRUN_OK)
+            s = clrun__broadcast_shape(&in[1], &in[2], &ca, &err);
+        if (s == CLRUN_OK)
+            s = clrun__broadcast_shape(&ca, &in[0], &out[0], &err);
+    }
+    if (s == CLRUN_OK)
+        out[0].dtype = clrun__ew_result_dtype(def, call, clrun__ew_data_dtype(def, call));
+    return s;
+}
+
+/* ---- the op entries ---------------------------------------------------------------------- */
+
+#define EW_OP(id, kind_, alias_, arity_, ...)                                                       \
+    static clrun_status infer_##id(const clrun__op_call *call, clrun_tensor_type *out, char *err,  \
                                    size_t errlen)                                                  \
     {                                                                                              \
-        return ew_infer(#ID, KIND, I32, call, out, err, errlen);                                   \
+        return ew_infer(&ew_defs[EW_##id], call, out, err, errlen);                                \
     }                                                                                              \
-    static const clrun__op op_##ID = {.name = #ID,                                                 \
-                                      .min_inputs = KIND == CLRUN__OP_BINARY ? 2 : 1,              \
-                                      .max_inputs = KIND == CLRUN__OP_BINARY ? 2 : 1,              \
+    static const clrun__op op_##id = {.name = #id,                                                 \
+                                      .min_inputs = arity_,                                        \
+                                      .max_inputs = arity_,                                        \
                                       .outputs = 1,                                                \
-                                      .alias_safe = true,                                          \
-                                      .kind = KIND,                                                \
-                                      .code = CODE,                                                \
-                                      .infer = infer_##ID};
+                                      .alias_safe = alias_,                                        \
+                                      .kind = CLRUN__OP_##kind_,                                   \
+                                      .code = EW_##id,                                             \
+                                      .infer = infer_##id};
+EW_TABLE(EW_OP)
 
-EW_OP(neg, CLRUN__OP_UNARY, true, 0)
-EW_OP(abs, CLRUN__OP_UNARY, true, 0)
-EW_OP(relu, CLRUN__OP_UNARY, true, 0)
-EW_OP(gelu, CLRUN__OP_UNARY, false, 0)
-EW_OP(gelu_erf, CLRUN__OP_UNARY, false, 0)
-EW_OP(sigmoid, CLRUN__OP_UNARY, false, 0)
-EW_OP(tanh, CLRUN__OP_UNARY, false, 0)
-EW_OP(exp, CLRUN__OP_UNARY, false, 0)
-EW_OP(log, CLRUN__OP_UNARY, false, 0)
-EW_OP(sqrt, CLRUN__OP_UNARY, false, 0)
-EW_OP(rsqrt, CLRUN__OP_UNARY, false, 0)
-EW_OP(copy, CLRUN__OP_COPY, true, 0)
-EW_OP(scale, CLRUN__OP_SCALE, false, 0)
-EW_OP(add, CLRUN__OP_BINARY, true, 0)
-EW_OP(sub, CLRUN__OP_BINARY, true, 1)
-EW_OP(mul, CLRUN__OP_BINARY, true, 2)
-EW_OP(div, CLRUN__OP_BINARY, false, 3)
-EW_OP(maximum, CLRUN__OP_BINARY, true, 4)
-EW_OP(minimum, CLRUN__OP_BINARY, true, 5)
-
-const clrun__op *const clrun__ops_elementwise[] = {
-    &op_neg,  &op_abs,  &op_relu,  &op_gelu,    &op_gelu_erf, &op_sigmoid, &op_tanh,
-    &op_exp,  &op_log,  &op_sqrt,  &op_rsqrt,   &op_copy,     &op_scale,   &op_add,
-    &op_sub,  &op_mul,  &op_div,   &op_maximum, &op_minimum,  NULL,
-};
+#define EW_ENTRY(id, ...) &op_##id,
+const clrun__op *const clrun__ops_elementwise[] = {EW_TABLE(EW_ENTRY) NULL};

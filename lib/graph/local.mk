@@ -3,7 +3,7 @@
 libclrun_internal_la_SOURCES += \
 	lib/graph/types.c lib/graph/types.h \
 	lib/graph/op.c lib/graph/op.h lib/graph/op_families.h lib/graph/op_geometry.h \
-	lib/graph/infer_elementwise.c \
+	lib/graph/elementwise.h lib/graph/infer_elementwise.c \
 	lib/graph/infer_matmul.c \
 	lib/graph/infer_norm.c \
 	lib/graph/infer_layout.c \

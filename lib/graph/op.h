@@ -35,6 +35,8 @@ typedef enum clrun__op_kind {
     CLRUN__OP_SCALE,     /* y = alpha * x + beta */
     CLRUN__OP_COPY,      /* y = x, bit for bit */
     CLRUN__OP_BINARY,    /* y = a (op) b, numpy broadcasting */
+    CLRUN__OP_TERNARY,   /* y = f(c, a, b), numpy broadcasting (where) */
+    CLRUN__OP_FUSED,     /* elementwise ops joined into one kernel by lib/fuse/ (ops/fused.h) */
 } clrun__op_kind;
 
 typedef struct clrun__op {

@@ -1,7 +1,9 @@
 # Ops: the op table the executor runs (lib/ops/*.c) and their kernels (kernels/*.cl).
 libclrun_internal_la_SOURCES += \
 	lib/ops/ops.c lib/ops/ops.h lib/ops/ops_internal.h \
+	lib/ops/ew_source.c lib/ops/ew_source.h \
 	lib/ops/ops_elementwise.c \
+	lib/ops/fused.h lib/ops/ops_fused.c \
 	lib/ops/ops_matmul.c lib/ops/matmul_core.c lib/ops/matmul_core.h \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c lib/ops/ops_data.h \
@@ -11,6 +13,7 @@ libclrun_internal_la_SOURCES += \
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
+	kernels/ew_functions.cl \
 	kernels/matmul.cl \
 	kernels/matmul_core.cl \
 	kernels/norm.cl \
@@ -51,3 +54,11 @@ EXTRA_PROGRAMS += bench/bench_kernels
 BENCH_LIST += bench/bench_kernels
 bench_bench_kernels_SOURCES = bench/bench_kernels.c tests/node_memory.h
 bench_bench_kernels_LDADD = libclrun-internal.la
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_elementwise
+TESTS += tests/test_ops_elementwise
+tests_test_ops_elementwise_SOURCES = tests/test_ops_elementwise.c tests/device_test.h tests/rng.h
+tests_test_ops_elementwise_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_elementwise_LDADD = $(TEST_LDADD)
+endif

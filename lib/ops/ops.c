@@ -24,6 +24,8 @@ const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op)
 {
     if (op == NULL)
         return NULL;
+    if (op->kind == CLRUN__OP_FUSED)
+        return &clrun__fused_kernels;
     if (op->kind != CLRUN__OP_OTHER)
         return &clrun__elementwise_kernels;
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)

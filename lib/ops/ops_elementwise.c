@@ -1,137 +1,270 @@
-/* Kernels of the elementwise ops (kernels/elementwise.cl): unary functions, scale, copy, and
- * binary ops with numpy broadcasting. Inputs of identical shapes take a kernel that reads both at the output's
- * index; otherwise the shapes are merged into as few dimensions as possible and one kernel per
- * dtype computes each input's offset from the output's index. */
+/* The unfused kernels of the elementwise ops. Each op's kernels are generated from its table
+ * expression (ops/ew_source.h) into one program per op, built once per context on first use and
+ * cached on disk like the embedded kernels. A node whose inputs all have its output's element
+ * count reads them at the output's index; otherwise the shapes are merged into as few dimensions
+ * as possible (dimensions of 1 dropped, neighbours every input walks as one joined), and up to
+ * three of them are the NDRange's, so no work-item divides; more take a table and divide.
+ * copy moves bits with the embedded clrun_copy_* kernels. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cl.h"
+#include "device/program.h"
+#include "ops/ew_source.h"
 #include "ops/ops_internal.h"
 
-/* ---- prepare ----------------------------------------------------------------------------- */
+/* ---- broadcast geometry ------------------------------------------------------------------ */
 
-static bool same_shape(const clrun_tensor_type *a, const clrun_tensor_type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->shape[i] != b->shape[i])
-            return false;
-    return true;
-}
+/* The merged broadcast of a node: `rank` dimensions, outermost first, and each input's element
+ * strides along them (0 where it is broadcast). */
+typedef struct ew_geometry {
+    int rank;
+    uint64_t dims[CLRUN_MAX_DIMS];
+    uint64_t strides[CLRUN__EW_MAX_INPUTS][CLRUN_MAX_DIMS];
+} ew_geometry;
 
-/* The shape table of a broadcast: dimensions of 1 dropped, and neighbours merged where both
- * inputs walk them as one (stride of the outer = stride of the inner x its size). */
-static size_t broadcast_table(const clrun__op_call *call, uint64_t *meta)
+static void merge_geometry(const clrun__op_call *call, ew_geometry *g)
 {
     const clrun_tensor_type *out = &call->outputs[0];
-    uint64_t sa[CLRUN_MAX_DIMS], sb[CLRUN_MAX_DIMS];
-    clrun__broadcast_strides(&call->inputs[0], out, sa);
-    clrun__broadcast_strides(&call->inputs[1], out, sb);
-    uint64_t dims[CLRUN_MAX_DIMS], ma[CLRUN_MAX_DIMS], mb[CLRUN_MAX_DIMS];
-    int rank = 0;
+    uint64_t s[CLRUN__EW_MAX_INPUTS][CLRUN_MAX_DIMS];
+    int inputs = call->input_count;
+    for (int k = 0; k < inputs; k++)
+        clrun__broadcast_strides(&call->inputs[k], out, s[k]);
+    g->rank = 0;
     for (int d = 0; d < out->rank; d++) {
         uint64_t n = (uint64_t)out->shape[d];
         if (n == 1)
             continue;
-        if (rank > 0 && ma[rank - 1] == sa[d] * n && mb[rank - 1] == sb[d] * n) {
-            dims[rank - 1] *= n;
-            ma[rank - 1] = sa[d];
-            mb[rank - 1] = sb[d];
+        bool joins = g->rank > 0;
+        for (int k = 0; joins && k < inputs; k++)
+            joins = g->strides[k][g->rank - 1] == s[k][d] * n;
+        if (joins) {
+            g->dims[g->rank - 1] *= n;
+            for (int k = 0; k < inputs; k++)
+                g->strides[k][g->rank - 1] = s[k][d];
             continue;
         }
-        dims[rank] = n;
-        ma[rank] = sa[d];
-        mb[rank] = sb[d];
-        rank++;
+        g->dims[g->rank] = n;
+        for (int k = 0; k < inputs; k++)
+            g->strides[k][g->rank] = s[k][d];
+        g->rank++;
     }
-    if (rank == 0) {
-        dims[0] = 1;
-        ma[0] = mb[0] = 0;
-        rank = 1;
+    if (g->rank == 0) {
+        g->dims[0] = 1;
+        for (int k = 0; k < inputs; k++)
+            g->strides[k][0] = 0;
+        g->rank = 1;
     }
-    meta[0] = (uint64_t)rank;
-    for (int d = 0; d < rank; d++) {
-        meta[1 + d] = dims[d];
-        meta[1 + rank + d] = ma[d];
-        meta[1 + 2 * rank + d] = mb[d];
-    }
-    return 1 + 3 * (size_t)rank;
 }
 
-static const char *dtype_suffix(clrun_dtype dtype) { return dtype == CLRUN_I32 ? "i32" : "f32"; }
-
-static void kernel_name(const clrun__op *op, const clrun__op_call *call, bool broadcast,
-                        char *name, size_t size)
+static bool reads_own_index(const clrun__op_call *call)
 {
-    const char *suffix = dtype_suffix(call->inputs[0].dtype);
-    if (op->kind == CLRUN__OP_COPY)
-        snprintf(name, size, "clrun_copy_u32");
-    else if (broadcast)
-        snprintf(name, size, "clrun_broadcast_%s", suffix);
-    else
-        snprintf(name, size, "clrun_%s_%s", op->name, suffix);
+    uint64_t n = clrun_tensor_elements(&call->outputs[0]);
+    for (int k = 0; k < call->input_count; k++)
+        if (clrun_tensor_elements(&call->inputs[k]) != n)
+            return false;
+    return true;
 }
 
-/* The arguments after the buffers, which stay the same for every run. */
-static clrun_status set_constant_args(clrun_context *ctx, const clrun__op *op,
-                                      const clrun__op_call *call, clrun__kernel_state *st,
-                                      cl_ulong n)
+/* ---- arguments --------------------------------------------------------------------------- */
+
+static clrun_status set_ulong(clrun_context *ctx, cl_kernel kernel, cl_uint *next, uint64_t v)
 {
-    cl_uint next = st->inputs + 1;
-    clrun_status s = clrun__arg(ctx, st->kernel, next++, sizeof n, &n);
-    if (s == CLRUN_OK && op->kind == CLRUN__OP_SCALE) {
-        cl_float alpha = (cl_float)clrun__attr_float_or(call, "alpha", 1.0);
-        cl_float beta = (cl_float)clrun__attr_float_or(call, "beta", 0.0);
-        s = clrun__arg(ctx, st->kernel, next++, sizeof alpha, &alpha);
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->kernel, next++, sizeof beta, &beta);
+    cl_ulong value = v;
+    return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+}
+
+/* A parameter in the data dtype's type. */
+static clrun_status set_param(clrun_context *ctx, cl_kernel kernel, cl_uint *next, clrun_dtype dtype,
+                              double v)
+{
+    switch (dtype) {
+    case CLRUN_F64: {
+        cl_double value = v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
     }
-    if (s == CLRUN_OK && st->table) {
-        cl_int code = op->code;
-        s = clrun__arg(ctx, st->kernel, next++, sizeof st->table, &st->table);
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->kernel, next++, sizeof code, &code);
+    case CLRUN_I32: {
+        cl_int value = (cl_int)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
     }
+    case CLRUN_I64: {
+        cl_long value = v >= 9223372036854775807.0 ? INT64_MAX : (cl_long)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    default: {
+        cl_float value = (cl_float)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    }
+}
+
+static clrun_status set_params(clrun_context *ctx, const clrun__ew_def *def,
+                               const clrun__op_call *call, cl_kernel kernel, cl_uint *next)
+{
+    clrun_dtype data = clrun__ew_data_dtype(def, call);
+    clrun_status s = CLRUN_OK;
+    for (int p = 0; s == CLRUN_OK && p < def->param_count; p++)
+        s = set_param(ctx, kernel, next, data, clrun__ew_param_value(def, call, p, data));
     return s;
 }
 
-/* The node's state is a clrun__kernel_state: the broadcasting shape table (or none), one
- * dimension over the elements rounded up to the work-group size. */
+/* ---- prepare ----------------------------------------------------------------------------- */
+
+/* The largest power of two <= n, at most 256: a work-group that wastes little on a short row. */
+static size_t group_for(uint64_t n)
+{
+    size_t g = 1;
+    while (g < 256 && g < n)
+        g *= 2;
+    return g;
+}
+
+static clrun_status prepare_flat(clrun_context *ctx, const clrun__ew_def *def,
+                                 const clrun__op_call *call, clrun__kernel_state *st)
+{
+    uint64_t n = clrun_tensor_elements(&call->outputs[0]);
+    cl_uint next = st->inputs + 1;
+    clrun_status s = clrun__local_size(ctx, st->kernel, 256, &st->local[0]);
+    if (s == CLRUN_OK)
+        s = set_ulong(ctx, st->kernel, &next, n);
+    if (s == CLRUN_OK && def)
+        s = set_params(ctx, def, call, st->kernel, &next);
+    st->dims = 1;
+    st->global[0] = clrun__round_up((size_t)n, st->local[0]);
+    return s;
+}
+
+static clrun_status prepare_broadcast3(clrun_context *ctx, const clrun__ew_def *def,
+                                       const clrun__op_call *call, const ew_geometry *g,
+                                       clrun__kernel_state *st)
+{
+    int r = g->rank;
+    uint64_t n[3] = {g->dims[r - 1], r > 1 ? g->dims[r - 2] : 1, r > 2 ? g->dims[r - 3] : 1};
+    cl_uint next = st->inputs + 1;
+    clrun_status s = clrun__local_size(ctx, st->kernel, group_for(n[0]), &st->local[0]);
+    if (s == CLRUN_OK)
+        s = set_ulong(ctx, st->kernel, &next, n[0]);
+    if (s == CLRUN_OK)
+        s = set_ulong(ctx, st->kernel, &next, n[1]);
+    for (int k = 0; k < call->input_count; k++)
+        for (int d = 0; s == CLRUN_OK && d < 3; d++)
+            s = set_ulong(ctx, st->kernel, &next, r - 1 - d >= 0 ? g->strides[k][r - 1 - d] : 0);
+    if (s == CLRUN_OK)
+        s = set_params(ctx, def, call, st->kernel, &next);
+    st->dims = 3;
+    st->global[0] = clrun__round_up((size_t)n[0], st->local[0]);
+    st->global[1] = (size_t)n[1];
+    st->global[2] = (size_t)n[2];
+    st->local[1] = st->local[2] = 1;
+    return s;
+}
+
+static clrun_status prepare_broadcast_n(clrun_context *ctx, const clrun__ew_def *def,
+                                        const clrun__op_call *call, const ew_geometry *g,
+                                        clrun__kernel_state *st)
+{
+    uint64_t table[1 + (1 + CLRUN__EW_MAX_INPUTS) * CLRUN_MAX_DIMS];
+    size_t used = 0;
+    table[used++] = (uint64_t)g->rank;
+    for (int d = 0; d < g->rank; d++)
+        table[used++] = g->dims[d];
+    for (int k = 0; k < call->input_count; k++)
+        for (int d = 0; d < g->rank; d++)
+            table[used++] = g->strides[k][d];
+    uint64_t n = clrun_tensor_elements(&call->outputs[0]);
+    cl_uint next = st->inputs + 1;
+    clrun_status s = clrun__table_buffer(ctx, table, used * sizeof table[0], &st->table);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->kernel, 256, &st->local[0]);
+    if (s == CLRUN_OK)
+        s = set_ulong(ctx, st->kernel, &next, n);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, next++, sizeof st->table, &st->table);
+    if (s == CLRUN_OK)
+        s = set_params(ctx, def, call, st->kernel, &next);
+    st->dims = 1;
+    st->global[0] = clrun__round_up((size_t)n, st->local[0]);
+    return s;
+}
+
+/* The kernel of a node from its op's program (built on first use). */
+static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def, clrun_dtype data,
+                                   clrun_dtype result, const char *variant, cl_kernel *out)
+{
+    char program_name[64], kernel_name[96];
+    clrun__ew_library_name(def, program_name, sizeof program_name);
+    clrun__ew_kernel_name(def, data, result, variant, kernel_name, sizeof kernel_name);
+    char *text = clrun__ew_library_source(def, ctx->info.fp64);
+    if (text == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: kernel source", def->name);
+    cl_program program = NULL;
+    clrun_status s = clrun__program_generated(ctx, program_name, text, strlen(text), &program);
+    free(text);
+    if (s != CLRUN_OK)
+        return s;
+    cl_int err = CL_SUCCESS;
+    *out = clrun__cl.CreateKernel(program, kernel_name, &err);
+    if (*out == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", kernel_name);
+    return CLRUN_OK;
+}
+
+static const char *copy_kernel(clrun_dtype dtype)
+{
+    size_t size = clrun_dtype_size(dtype);
+    return size == 1 ? "clrun_copy_u8" : size == 8 ? "clrun_copy_u64" : "clrun_copy_u32";
+}
+
+static bool needs_fp64(const clrun__op_call *call)
+{
+    for (int k = 0; k < call->input_count; k++)
+        if (call->inputs[k].dtype == CLRUN_F64)
+            return true;
+    return call->outputs[0].dtype == CLRUN_F64;
+}
+
+/* The node's state is a clrun__kernel_state: its kernel with every argument after the buffers
+ * set, and its launch geometry. */
 static clrun_status ew_prepare(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
                                void **state)
 {
     *state = NULL;
+    const clrun__ew_def *def = clrun__ew_def_of(op);
+    if (def == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED, "%s: not an elementwise op", op->name);
+    if (needs_fp64(call) && !ctx->info.fp64)
+        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED,
+                           "%s: f64 needs cl_khr_fp64, which '%s' does not have", op->name, ctx->info.name);
     clrun__kernel_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
-    st->inputs = op->kind == CLRUN__OP_BINARY ? 2 : 1;
-    st->dims = 1;
-    st->what = "elementwise";
-    bool broadcast = op->kind == CLRUN__OP_BINARY && !(same_shape(&call->inputs[0], &call->outputs[0]) &&
-                                                same_shape(&call->inputs[1], &call->outputs[0]));
-    char name[64];
-    kernel_name(op, call, broadcast, name, sizeof name);
-    uint64_t n = clrun_tensor_elements(&call->outputs[0]);
-    clrun_status s = clrun__kernel(ctx, name, &st->kernel);
-    if (s == CLRUN_OK && broadcast) {
-        uint64_t meta[1 + 3 * CLRUN_MAX_DIMS];
-        size_t count = broadcast_table(call, meta);
-        s = clrun__table_buffer(ctx, meta, count * sizeof meta[0], &st->table);
+    st->inputs = (cl_uint)call->input_count;
+    st->what = op->name;
+    clrun_dtype data = clrun__ew_data_dtype(def, call), result = call->outputs[0].dtype;
+    clrun_status s;
+    if (op->kind == CLRUN__OP_COPY) {
+        s = clrun__kernel(ctx, copy_kernel(data), &st->kernel);
+        if (s == CLRUN_OK)
+            s = prepare_flat(ctx, NULL, call, st);
+    } else if (reads_own_index(call)) {
+        s = library_kernel(ctx, def, data, result, "", &st->kernel);
+        if (s == CLRUN_OK)
+            s = prepare_flat(ctx, def, call, st);
+    } else {
+        ew_geometry g;
+        merge_geometry(call, &g);
+        s = library_kernel(ctx, def, data, result, g.rank <= 3 ? "_bc" : "_bcn", &st->kernel);
+        if (s == CLRUN_OK)
+            s = g.rank <= 3 ? prepare_broadcast3(ctx, def, call, &g, st)
+                            : prepare_broadcast_n(ctx, def, call, &g, st);
     }
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, 256, &st->local[0]);
-    if (s == CLRUN_OK)
-        s = set_constant_args(ctx, op, call, st, n);
-    if (s == CLRUN_OK)
-        st->global[0] = clrun__round_up((size_t)n, st->local[0]);
     return clrun__kernel_state_done(st, s, state);
 }
 
 /* ---- the entry points ------------------------------------------------------------------- */
 
-/* Every op of an elementwise kind (unary, scale, copy, binary) runs here. */
+/* Every op of an elementwise kind (unary, scale, copy, binary, ternary) runs here. */
 const clrun__op_kernels clrun__elementwise_kernels = {
     .prepare = ew_prepare,
     .enqueue = clrun__kernel_state_op_enqueue,

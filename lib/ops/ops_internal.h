@@ -13,6 +13,7 @@
 /* The kernels of each family, found by lib/ops/ops.c: every op of an elementwise kind runs on
  * the elementwise kernels, the others by name. */
 extern const clrun__op_kernels clrun__elementwise_kernels;
+extern const clrun__op_kernels clrun__fused_kernels; /* every op of kind CLRUN__OP_FUSED */
 typedef struct clrun__named_kernels {
     const char *op;
     const clrun__op_kernels *kernels;

@@ -416,8 +416,8 @@ class Context:
         Args:
             path: a ``.graph`` file (docs/graph-format.md) or an ``.onnx`` model.
             dims: ONNX only: values of symbolic dimensions, e.g. ``{"batch": 8}``.
-            fusion: fuse elementwise chains (None: the library's default). Pending: this
-                library has no fusion yet, so every value runs the same kernels.
+            fusion: fuse groups of elementwise nodes into one generated kernel each (True,
+                False; None: CLRUN_FUSION, default on). Never changes a result.
             mode: "pooled" (blocks from the pool), "planned" (one arena laid out ahead by the
                 static planner) or "naive" (one driver buffer per tensor); None: the mode the
                 context's allocator names (Context(allocator=...), else CLRUN_ALLOCATOR: naive,

@@ -161,7 +161,8 @@ class MemoryStats(ctypes.Structure):
 
 class ExecOptions(ctypes.Structure):
     """clrun_exec_options (exec.h)."""
-    _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double), ROOM]
+    _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double),
+                ("fusion", c_int), ROOM]
 
 
 class ExecStats(ctypes.Structure):
@@ -179,6 +180,12 @@ class ExecStats(ctypes.Structure):
         ("donations", c_int32),
         ("unused_donations", c_int32),
         ("wall_ms", c_double),
+        ("views", c_int32),
+        ("graph_nodes", c_int32),
+        ("kernels", c_int32),
+        ("fused_groups", c_int32),
+        ("fused_nodes", c_int32),
+        ("folded_nodes", c_int32),
         ROOM,
     ]
 

@@ -110,6 +110,8 @@ class Model:
             options.profile = bool(profile)
             if plan_time_limit is not None:
                 options.plan_time_limit_s = float(plan_time_limit)
+            if fusion is not None:
+                options.fusion = 1 if fusion else -1
             executor = _lib.exec_p()
             check(_lib.exec_create(pointer, graph, _lib.byref(options), _lib.byref(executor)),
                   pointer)
@@ -269,7 +271,7 @@ class Model:
         """The executor's accounting of its last run (clrun_exec_stats) as a dict: mode,
         allocator, steps, peak_bytes, reserved_bytes, lower_bound_bytes, naive_bytes,
         constant_bytes, driver_allocs, donations, unused_donations (with their names in
-        unused_donated), wall_ms, and the ratios peak_over_lower_bound and saving_over_naive
+        unused_donated), wall_ms, views, graph_nodes, kernels, fused_groups, fused_nodes, and the ratios peak_over_lower_bound and saving_over_naive
         (1 - peak / naive)."""
         executor = self._exec()
         stats = _lib.ExecStats()

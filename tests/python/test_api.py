@@ -128,7 +128,9 @@ class Models(GraphFiles):
         model = self.ctx.load(example("mlp.graph"))
         model(model.example_inputs())
         stats = model.stats()
-        self.assertEqual(stats["steps"], 6)
+        self.assertEqual(stats["graph_nodes"], 6)
+        self.assertEqual(stats["steps"], stats["kernels"])  # fused groups run as one step each
+        self.assertLess(stats["kernels"], 6)
         self.assertGreater(stats["peak_bytes"], 0)
         self.assertGreaterEqual(stats["peak_bytes"], stats["lower_bound_bytes"])
         self.assertGreater(stats["naive_bytes"], stats["peak_bytes"])
@@ -157,7 +159,7 @@ class Models(GraphFiles):
         self.assertTrue(all(b["offset"] is None for b in plan))
 
     def test_trace_is_a_chrome_trace_with_a_span_per_node(self):
-        model = self.ctx.load(self.graph(CHAIN), profile=True)
+        model = self.ctx.load(self.graph(CHAIN), profile=True, fusion=False)
         with self.assertRaises(clrun.InvalidArgumentError):
             model.trace(self.path("early.json"))  # nothing ran yet
         model(x=np.ones((4, 8), np.float32))
@@ -218,9 +220,17 @@ class Models(GraphFiles):
 
     def test_fusion_flag_is_accepted_and_changes_no_bits(self):
         x = np.ones((4, 8), np.float32)
-        on = self.ctx.load(self.graph(CHAIN), fusion=True)(x=x)["y"]
-        off = self.ctx.load(self.graph(CHAIN), fusion=False)(x=x)["y"]
+        fused = self.ctx.load(self.graph(CHAIN), fusion=True, profile=True)
+        unfused = self.ctx.load(self.graph(CHAIN), fusion=False)
+        on, off = fused(x=x)["y"], unfused(x=x)["y"]
         self.assertEqual(on.tobytes(), off.tobytes())
+        stats = fused.stats()
+        self.assertEqual((stats["fused_groups"], stats["graph_nodes"], stats["kernels"]), (1, 3, 1))
+        self.assertEqual(unfused.stats()["kernels"], 3)
+        fused.trace(self.path("fused.json"))
+        with open(self.path("fused.json")) as f:
+            spans = [e["name"] for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+        self.assertEqual(spans, ["fused:add+relu+neg"])
 
     def test_closing_the_context_frees_its_models_and_arrays(self):
         ctx = clrun.Context()

@@ -1,0 +1,192 @@
+/* Fusion against no fusion, in the same process, on the same device and inputs: for each graph
+ * two executors (fusion on, CLRUN_FUSION=0's off) in one context, a warm-up run of each, then
+ * `repeat` rounds that run both, in alternating order, so that a machine's load falls on both
+ * alike. Prints per graph the groups and kernels, the median wall time of a run (submit to
+ * finish) of each and their ratio fused / unfused, with the spread of the per-round ratios,
+ * and whether every output has the same bits both ways. Not a test: nothing is asserted.
+ *
+ * Usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...
+ *   MODEL is one of examples/models.h's: resnet50, mobilenetv2, bert-base, gpt2. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clrun/clrun.h>
+
+#include "../examples/models.h"
+#include "../tests/rng.h"
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static clrun_graph *load(const char *what)
+{
+    char err[512];
+    clrun_graph *g = NULL;
+    size_t length = strlen(what);
+    if (length > 6 && strcmp(what + length - 6, ".graph") == 0) {
+        if (clrun_graph_load(what, &g, err, sizeof err) != CLRUN_OK)
+            fprintf(stderr, "bench_fusion: %s\n", err);
+        return g;
+    }
+    char model[64];
+    int batch = 1, seq = 0;
+    if (sscanf(what, "%63[^:]:%d:%d", model, &batch, &seq) < 1)
+        return NULL;
+    gen_model_options options = {.batch = batch, .seq = seq};
+    if (gen_model(model, &options, &g, err, sizeof err) != CLRUN_OK)
+        fprintf(stderr, "bench_fusion: %s: %s\n", what, err);
+    return g;
+}
+
+/* Seeded inputs, the same for both executors. */
+static int make_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buffer *inputs)
+{
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_inputs(g, &ids);
+    for (int32_t i = 0; i < n; i++) {
+        const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
+        uint64_t bytes = clrun_tensor_bytes(t);
+        unsigned char *host = malloc((size_t)bytes);
+        if (host == NULL)
+            return -1;
+        uint64_t state = 1 + (uint64_t)i;
+        for (uint64_t k = 0; k + 4 <= bytes; k += 4) {
+            float v = (float)((int)(rng_next(&state) % 2001) - 1000) / 1000.0f;
+            if (t->dtype == CLRUN_F32)
+                memcpy(host + k, &v, 4);
+            else
+                memset(host + k, 0, 4);
+        }
+        if (clrun_alloc(ctx, bytes, &inputs[i]) != CLRUN_OK || clrun_buffer_write(ctx, &inputs[i], host) != CLRUN_OK) {
+            free(host);
+            return -1;
+        }
+        free(host);
+    }
+    return (int)n;
+}
+
+/* Runs exec once; its wall time in ms, or a negative number on failure. */
+static double run_once(clrun_context *ctx, clrun_exec *exec, const clrun_buffer *inputs, int n)
+{
+    if (clrun_exec_run(exec, inputs, n) != CLRUN_OK) {
+        fprintf(stderr, "bench_fusion: run: %s\n", clrun_last_error(ctx));
+        return -1;
+    }
+    clrun_exec_stats s;
+    clrun_exec_stats_get(exec, &s);
+    return s.wall_ms;
+}
+
+/* True when every output of a and b has the same bytes. */
+static bool same_outputs(clrun_exec *a, clrun_exec *b, const clrun_graph *g)
+{
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_outputs(g, &ids);
+    bool same = true;
+    for (int32_t i = 0; same && i < n; i++) {
+        uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
+        unsigned char *x = malloc((size_t)bytes), *y = malloc((size_t)bytes);
+        same = x && y && clrun_exec_read_output(a, i, x, bytes) == CLRUN_OK &&
+               clrun_exec_read_output(b, i, y, bytes) == CLRUN_OK && memcmp(x, y, (size_t)bytes) == 0;
+        free(x);
+        free(y);
+    }
+    return same;
+}
+
+static int bench(clrun_context *ctx, const char *what, int repeat)
+{
+    clrun_graph *g = load(what);
+    if (g == NULL)
+        return 1;
+    clrun_exec *exec[2] = {NULL, NULL}; /* fused, unfused */
+    clrun_buffer inputs[64];
+    int n = clrun_graph_inputs(g, NULL) <= 64 ? make_inputs(ctx, g, inputs) : -1;
+    for (int k = 0; n >= 0 && k < 2; k++) {
+        clrun_exec_options eo;
+        clrun_exec_options_init(&eo);
+        eo.fusion = k == 0 ? 1 : -1;
+        if (clrun_exec_create(ctx, g, &eo, &exec[k]) != CLRUN_OK) {
+            fprintf(stderr, "bench_fusion: %s: %s\n", what, clrun_last_error(ctx));
+            n = -1;
+        }
+    }
+    double *t[2] = {calloc((size_t)repeat, sizeof(double)), calloc((size_t)repeat, sizeof(double))};
+    double *ratio = calloc((size_t)repeat, sizeof(double));
+    int rc = n < 0 || !t[0] || !t[1] || !ratio;
+    for (int k = 0; !rc && k < 2; k++) /* warm-up: kernels compiled at first launch */
+        rc = run_once(ctx, exec[k], inputs, n) < 0;
+    bool same = !rc && same_outputs(exec[0], exec[1], g);
+    for (int r = 0; !rc && r < repeat; r++) {
+        for (int j = 0; !rc && j < 2; j++) {
+            int k = (r + j) % 2; /* alternate which runs first */
+            t[k][r] = run_once(ctx, exec[k], inputs, n);
+            rc = t[k][r] < 0;
+        }
+        ratio[r] = rc ? 0 : t[0][r] / t[1][r];
+    }
+    if (!rc) {
+        clrun_exec_stats on, off;
+        clrun_exec_stats_get(exec[0], &on);
+        clrun_exec_stats_get(exec[1], &off);
+        double lo = ratio[0], hi = ratio[0];
+        for (int r = 1; r < repeat; r++) {
+            lo = ratio[r] < lo ? ratio[r] : lo;
+            hi = ratio[r] > hi ? ratio[r] : hi;
+        }
+        double fused = median(t[0], repeat), unfused = median(t[1], repeat);
+        printf("%-34s fused: %d groups, %d nodes -> %d kernels\n", what, on.fused_groups, on.graph_nodes, on.kernels);
+        printf("%-34s   time %.3f ms fused, %.3f ms unfused (medians of %d): ratio %.3f (per-round %.3f..%.3f, median %.3f)\n",
+               "", fused, unfused, repeat, fused / unfused, lo, hi, median(ratio, repeat));
+        printf("%-34s   peak %llu vs %llu bytes, naive %llu vs %llu bytes, outputs %s\n", "",
+               (unsigned long long)on.peak_bytes, (unsigned long long)off.peak_bytes,
+               (unsigned long long)on.naive_bytes, (unsigned long long)off.naive_bytes,
+               same ? "bit-identical" : "DIFFER");
+        fflush(stdout);
+    }
+    for (int k = 0; k < 2; k++)
+        clrun_exec_destroy(exec[k]);
+    for (int i = 0; i < n; i++)
+        clrun_free(ctx, &inputs[i]);
+    free(t[0]);
+    free(t[1]);
+    free(ratio);
+    clrun_graph_destroy(g);
+    return rc || !same;
+}
+
+int main(int argc, char **argv)
+{
+    int repeat = 10, first = 1;
+    if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
+        repeat = atoi(argv[2]);
+        first = 3;
+    }
+    if (first >= argc || repeat < 1) {
+        fprintf(stderr, "usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...\n");
+        return 2;
+    }
+    clrun_context *ctx = NULL;
+    if (clrun_context_create(NULL, &ctx) != CLRUN_OK) {
+        fprintf(stderr, "bench_fusion: %s\n", clrun_last_error(NULL));
+        return 1;
+    }
+    printf("device: %s; wall time per run, fused and unfused executors alternating, %d rounds\n",
+           clrun_context_device(ctx)->name, repeat);
+    int rc = 0;
+    for (int i = first; i < argc; i++)
+        rc |= bench(ctx, argv[i], repeat);
+    clrun_context_destroy(ctx);
+    return rc;
+}

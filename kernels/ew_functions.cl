@@ -1,0 +1,143 @@
+/* Functions the generated elementwise kernels share. lib/ops/ew_source.c puts this text, after
+ * `#pragma OPENCL FP_CONTRACT OFF` (and, where the device has fp64, CLRUN_HAVE_FP64 and its
+ * extension), in front of every program it generates, unfused and fused alike; it defines no
+ * kernel. Integer arithmetic that could overflow goes through unsigned types, which wrap. */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* A work-group wholly inside [0, n) skips the per-element check: without a branch per element,
+ * CPU compilers (POCL) vectorize the loop over its work-items. Only the last group checks. */
+#define WHOLE_GROUP(n) ((get_group_id(0) + 1) * get_local_size(0) <= (n))
+
+/* Every float an elementwise kernel stores goes through these: a NaN is stored as IEEE's default
+ * quiet NaN (0x7fc00000, 0x7ff8000000000000: what C's NAN is on common hosts; OpenCL's NAN macro
+ * may have another payload), whatever sign and payload the operations gave it. IEEE 754 leaves those
+ * to the implementation, and a compiler may pick differently in a fused kernel than in the
+ * unfused ones (x86's invalid operations make a negative NaN, library code a positive one), so
+ * without this a NaN could differ in its bits between the two. Which values are NaN never
+ * depends on a NaN's bits, so with it every stored result is the same. */
+float clrun_canon_f32(const float v) { return isnan(v) ? as_float(0x7fc00000u) : v; }
+#ifdef CLRUN_HAVE_FP64
+double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff8000000000000ul) : v; }
+#endif
+
+/* ---- erf and erfc in float ---------------------------------------------------------------
+ * Two fits made for clrun (least squares, relative error weighted): erf(a) = a P(a^2) below 1
+ * (relative error under 1.8e-7), and erfc(a) = exp(-a^2) Q(t), t = 1 / (1 + a/2), from 1 up
+ * (relative error under 4e-6, most of it the rounding of a*a before exp). No branch and no
+ * library call but exp, so that CPU compilers vectorize them, as they do tanh. */
+
+float clrun_erf_below_one_f32(float a)
+{
+    const float s = a * a;
+    float p = 7.971016748e-05f;
+    p = p * s + -8.043363923e-04f;
+    p = p * s + 5.191832315e-03f;
+    p = p * s + -2.685550787e-02f;
+    p = p * s + 1.128362194e-01f;
+    p = p * s + -3.761262894e-01f;
+    p = p * s + 1.128379107e+00f;
+    return a * p;
+}
+
+float clrun_erfc_above_one_f32(float a)
+{
+    const float t = 1.0f / (1.0f + 0.5f * a);
+    float q = 9.347555786e-02f;
+    q = q * t + -2.246883661e-01f;
+    q = q * t + 7.821960747e-02f;
+    q = q * t + 6.579141319e-02f;
+    q = q * t + 1.758735031e-01f;
+    q = q * t + 2.479848564e-01f;
+    q = q * t + 2.818325460e-01f;
+    q = q * t + 2.821208239e-01f;
+    q = q * t + -9.991342722e-07f;
+    return exp(-(a * a)) * q;
+}
+
+float clrun_erf_f32(float x)
+{
+    const float a = fabs(x);
+    const float near = clrun_erf_below_one_f32(x);
+    const float far = copysign(1.0f - clrun_erfc_above_one_f32(a), x);
+    return a < 1.0f ? near : far;
+}
+
+float clrun_erfc_f32(float x)
+{
+    const float a = fabs(x);
+    const float e = a < 1.0f ? 1.0f - clrun_erf_below_one_f32(a) : clrun_erfc_above_one_f32(a);
+    return x < 0.0f ? 2.0f - e : e;
+}
+
+/* ---- clip, integer division, power and modulo -------------------------------------------- */
+
+/* lo where v < lo, else hi where v > hi, else v: NaN stays NaN, and lo > hi gives hi (numpy). */
+#define CLRUN_CLIP(T, SUFFIX)                                                                      \
+    T clrun_clip_##SUFFIX(T v, const T lo, const T hi)                                             \
+    {                                                                                              \
+        v = v < lo ? lo : v;                                                                       \
+        return v > hi ? hi : v;                                                                    \
+    }
+
+/* Division truncating toward zero (C, ONNX's Div); b = 0 gives 0, and MIN / -1 wraps to MIN,
+ * instead of the trap either would be on a CPU. */
+#define CLRUN_IDIV(T, UT, AS_T, AS_U, SUFFIX)                                                      \
+    T clrun_div_##SUFFIX(const T a, const T b)                                                     \
+    {                                                                                              \
+        const T safe = (b == 0 || b == -1) ? (T)1 : b;                                             \
+        const T q = a / safe;                                                                      \
+        return b == 0 ? (T)0 : b == -1 ? AS_T((UT)0 - AS_U(a)) : q;                                \
+    }
+
+/* a to the power b by squaring, wrapping; a negative b gives the truncated 1 / a^-b (0 unless
+ * a is 1 or -1). */
+#define CLRUN_IPOW(T, UT, AS_T, AS_U, SUFFIX)                                                      \
+    T clrun_pow_##SUFFIX(const T a, const T b)                                                     \
+    {                                                                                              \
+        if (b < 0)                                                                                 \
+            return a == 1 ? (T)1 : a == -1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;                      \
+        UT r = 1, base = AS_U(a), e = AS_U(b);                                                     \
+        while (e != 0) {                                                                           \
+            if (e & 1)                                                                             \
+                r *= base;                                                                         \
+            base *= base;                                                                          \
+            e >>= 1;                                                                               \
+        }                                                                                          \
+        return AS_T(r);                                                                            \
+    }
+
+/* ONNX's Mod: with c_fmod the remainder of C (the sign of a), else of Python (the sign of b);
+ * b = 0 gives 0. */
+#define CLRUN_IMOD(T, SUFFIX)                                                                      \
+    T clrun_mod_##SUFFIX(const T a, const T b, const T c_fmod)                                     \
+    {                                                                                              \
+        const bool zero = b == 0 || b == -1;                                                       \
+        const T r = zero ? (T)0 : a % (zero ? (T)1 : b);                                           \
+        const T floored = (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                           \
+        return c_fmod ? r : floored;                                                               \
+    }
+
+/* The same for floats: fmod, or numpy's mod (a zero result takes the sign of b). */
+#define CLRUN_FMOD(T, SUFFIX)                                                                      \
+    T clrun_mod_##SUFFIX(const T a, const T b, const T c_fmod)                                     \
+    {                                                                                              \
+        const T r = fmod(a, b);                                                                    \
+        const T floored = r == (T)0 ? copysign((T)0, b) : ((r < (T)0) != (b < (T)0)) ? r + b : r; \
+        return c_fmod != (T)0 ? r : floored;                                                       \
+    }
+
+CLRUN_CLIP(float, f32)
+CLRUN_CLIP(int, i32)
+CLRUN_CLIP(long, i64)
+CLRUN_IDIV(int, uint, as_int, as_uint, i32)
+CLRUN_IDIV(long, ulong, as_long, as_ulong, i64)
+CLRUN_IPOW(int, uint, as_int, as_uint, i32)
+CLRUN_IPOW(long, ulong, as_long, as_ulong, i64)
+CLRUN_IMOD(int, i32)
+CLRUN_IMOD(long, i64)
+CLRUN_FMOD(float, f32)
+
+#ifdef CLRUN_HAVE_FP64
+CLRUN_CLIP(double, f64)
+CLRUN_FMOD(double, f64)
+#endif

@@ -1,0 +1,419 @@
+/* Generating fused kernels: see codegen.h. */
+#include "fuse/codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ew_source.h"
+#include "ops/fused.h"
+
+/* ---- geometry ---------------------------------------------------------------------------- */
+
+/* A read: input `input` with its strides over the group's merged dimensions. */
+typedef struct load {
+    int input;
+    clrun_dtype dtype;
+    bool chained;   /* read through the input's chain of moves, at the output's own element */
+    uint64_t strides[CLRUN_MAX_DIMS];
+} load;
+
+#define MAX_LOADS 128
+
+typedef struct geometry {
+    int rank;                           /* merged dimensions, outermost first */
+    uint64_t dims[CLRUN_MAX_DIMS];
+    uint64_t out_strides[CLRUN_MAX_DIMS];
+    load loads[MAX_LOADS];
+    int load_count;
+    int (*arg_load)[CLRUN__EW_MAX_INPUTS]; /* per step and operand: its load, -1 for a step */
+    int output_load[CLRUN__FUSED_MAX_OUTPUTS]; /* an output that stores a load: which */
+    bool wide;                          /* offsets need 64 bits */
+} geometry;
+
+/* The strides of `t` broadcast to `m`, over m's dimensions that are not 1. */
+static int squeezed_strides(const clrun_tensor_type *t, const clrun_tensor_type *m, uint64_t *out)
+{
+    uint64_t full[CLRUN_MAX_DIMS];
+    clrun__broadcast_strides(t, m, full);
+    int r = 0;
+    for (int d = 0; d < m->rank; d++)
+        if (m->shape[d] != 1)
+            out[r++] = full[d];
+    return r;
+}
+
+static int find_load(geometry *g, int input, clrun_dtype dtype, bool chained, const uint64_t *strides,
+                     int rank)
+{
+    for (int i = 0; i < g->load_count; i++)
+        if (g->loads[i].input == input &&
+            (chained || memcmp(g->loads[i].strides, strides, (size_t)rank * sizeof *strides) == 0))
+            return i;
+    if (g->load_count == MAX_LOADS)
+        return -1;
+    load *l = &g->loads[g->load_count];
+    l->input = input;
+    l->dtype = dtype;
+    l->chained = chained;
+    memcpy(l->strides, strides, (size_t)rank * sizeof *strides);
+    return g->load_count++;
+}
+
+/* Joins neighbouring dimensions that every read and the store walk as one. */
+static void merge_dims(geometry *g)
+{
+    int r = 0;
+    for (int d = 0; d < g->rank; d++) {
+        bool joins = r > 0;
+        uint64_t n = g->dims[d];
+        joins = joins && g->out_strides[r - 1] == g->out_strides[d] * n;
+        for (int i = 0; joins && i < g->load_count; i++) /* a chained read goes by the index */
+            joins = g->loads[i].chained || g->loads[i].strides[r - 1] == g->loads[i].strides[d] * n;
+        if (joins) {
+            g->dims[r - 1] *= n;
+            g->out_strides[r - 1] = g->out_strides[d];
+            for (int i = 0; i < g->load_count; i++)
+                g->loads[i].strides[r - 1] = g->loads[i].strides[d];
+            continue;
+        }
+        g->dims[r] = n;
+        g->out_strides[r] = g->out_strides[d];
+        for (int i = 0; i < g->load_count; i++)
+            g->loads[i].strides[r] = g->loads[i].strides[d];
+        r++;
+    }
+    g->rank = r;
+}
+
+static bool build_geometry(const clrun__fused_op *f, geometry *g)
+{
+    const clrun_tensor_type *out = &f->output;
+    g->rank = 0;
+    g->load_count = 0;
+    for (int d = 0; d < out->rank; d++)
+        if (out->shape[d] != 1)
+            g->dims[g->rank++] = (uint64_t)out->shape[d];
+    uint64_t stride = 1;
+    for (int d = g->rank - 1; d >= 0; d--) {
+        g->out_strides[d] = stride;
+        stride *= g->dims[d];
+    }
+    uint64_t limit = (uint64_t)1 << 31;
+    g->wide = stride >= limit;
+    for (int s = 0; s < f->step_count; s++) {
+        const clrun__fused_step *step = &f->steps[s];
+        for (int k = 0; k < step->def->arity; k++) {
+            g->arg_load[s][k] = -1;
+            if (step->args[k] >= 0 || step->args[k] == CLRUN__FUSED_ARG_V)
+                continue;
+            int input = -1 - step->args[k];
+            const clrun__fused_input *in = &f->inputs[input];
+            uint64_t strides[CLRUN_MAX_DIMS];
+            if (squeezed_strides(&step->arg_types[k], &step->type, strides) != g->rank)
+                return false; /* the planner's shape rule was broken */
+            if (in->view_count > 0 && memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) != 0)
+                return false; /* a chain is read at the output's own element */
+            g->arg_load[s][k] = find_load(g, input, in->dtype, in->view_count > 0, strides, g->rank);
+            if (g->arg_load[s][k] < 0)
+                return false;
+            g->wide = g->wide || clrun_tensor_elements(&step->arg_types[k]) >= limit;
+        }
+    }
+    for (int o = 0; o < f->output_count; o++) /* an output of moves alone: its input's chain */
+        if (f->output_of[o] < 0) {
+            int input = -1 - f->output_of[o];
+            g->output_load[o] = find_load(g, input, f->inputs[input].dtype, true, g->out_strides, g->rank);
+            if (g->output_load[o] < 0)
+                return false;
+        }
+    merge_dims(g);
+    if (g->rank == 0) {
+        g->rank = 1;
+        g->dims[0] = 1;
+        g->out_strides[0] = 0;
+        for (int i = 0; i < g->load_count; i++)
+            g->loads[i].strides[0] = 0;
+    }
+    return true;
+}
+
+/* ---- emitting ---------------------------------------------------------------------------- */
+
+/* sum of c_k * stride over the merged dimensions (c0 the innermost). */
+static void emit_offset(clrun__strbuf *b, const geometry *g, const uint64_t *strides)
+{
+    const char *suffix = g->wide ? "ul" : "u";
+    bool any = false;
+    for (int d = g->rank - 1; d >= 0; d--) {
+        int c = g->rank - 1 - d;
+        if (strides[d] == 0)
+            continue;
+        if (strides[d] == 1)
+            clrun__strbuf_printf(b, "%sc%d", any ? " + " : "", c);
+        else
+            clrun__strbuf_printf(b, "%sc%d * %llu%s", any ? " + " : "", c,
+                                 (unsigned long long)strides[d], suffix);
+        any = true;
+    }
+    if (!any)
+        clrun__strbuf_printf(b, "0");
+}
+
+static void emit_coordinates(clrun__strbuf *b, const geometry *g, clrun__fused_op *f)
+{
+    const char *it = g->wide ? "ulong" : "uint", *suffix = g->wide ? "ul" : "u";
+    int r = g->rank;
+    if (r == 1) {
+        f->launch = (clrun__fused_launch){1, {g->dims[0], 1, 1}};
+        clrun__strbuf_printf(b, "    const %s c0 = get_global_id(0);\n"
+                                "    if (!(WHOLE_GROUP(%llu%s) || c0 < %llu%s))\n        return;\n",
+                             it, (unsigned long long)g->dims[0], suffix, (unsigned long long)g->dims[0], suffix);
+        return;
+    }
+    uint64_t outer = 1;
+    for (int d = 0; d <= r - 3; d++)
+        outer *= g->dims[d];
+    f->launch = (clrun__fused_launch){3, {g->dims[r - 1], g->dims[r - 2], outer}};
+    clrun__strbuf_printf(b, "    const %s c0 = get_global_id(0);\n    if (c0 >= %llu%s)\n        return;\n"
+                            "    const %s c1 = get_global_id(1);\n",
+                         it, (unsigned long long)g->dims[r - 1], suffix, it);
+    if (r == 3)
+        clrun__strbuf_printf(b, "    const %s c2 = get_global_id(2);\n", it);
+    if (r > 3) {
+        clrun__strbuf_printf(b, "    %s rest = get_global_id(2);\n", it);
+        for (int c = 2; c < r - 1; c++)
+            clrun__strbuf_printf(b, "    const %s c%d = rest %% %llu%s;\n    rest /= %llu%s;\n", it, c,
+                                 (unsigned long long)g->dims[r - 1 - c], suffix,
+                                 (unsigned long long)g->dims[r - 1 - c], suffix);
+        clrun__strbuf_printf(b, "    const %s c%d = rest;\n", it, r - 1);
+    }
+}
+
+static clrun__op_call step_call(const clrun__fused_step *step)
+{
+    return (clrun__op_call){step->arg_types, step->def->arity, &step->type, 1, step->attrs,
+                            step->attr_count, 0};
+}
+
+static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry *g, int s)
+{
+    const clrun__fused_step *step = &f->steps[s];
+    clrun__op_call call = step_call(step);
+    clrun_dtype data = clrun__ew_data_dtype(step->def, &call);
+    char name[64];
+    clrun__ew_function_name(step->def, data, step->type.dtype, name, sizeof name);
+    clrun__strbuf_printf(b, "    const %s t%d = %s(", clrun__cl_type(step->type.dtype), s, name);
+    for (int k = 0; k < step->def->arity; k++) {
+        if (step->args[k] >= 0)
+            clrun__strbuf_printf(b, "%st%d", k ? ", " : "", step->args[k]);
+        else if (step->args[k] == CLRUN__FUSED_ARG_V)
+            clrun__strbuf_printf(b, "%sv", k ? ", " : "");
+        else
+            clrun__strbuf_printf(b, "%sv%d", k ? ", " : "", g->arg_load[s][k]);
+    }
+    for (int p = 0; p < step->def->param_count; p++) {
+        clrun__strbuf_printf(b, ", ");
+        clrun__ew_emit_literal(b, data, clrun__ew_param_value(step->def, &call, p, data));
+    }
+    clrun__strbuf_printf(b, ");\n");
+}
+
+/* A chained read: the output index o taken back through each view of the input's chain
+ * (views[0] first) to an index of the input. */
+static void emit_chain(clrun__strbuf *b, const clrun__fused_input *in, int at)
+{
+    clrun__strbuf_printf(b, "    long l%d = (long)o;\n", at);
+    for (int k = 0; k < in->view_count; k++) {
+        const clrun__view *v = &in->views[k];
+        clrun__strbuf_printf(b, "    {\n        long r = l%d;\n        l%d = %lldL;\n", at, at,
+                             (long long)v->base);
+        for (int d = v->rank - 1; d >= 0; d--) {
+            if (d == 0) {
+                clrun__strbuf_printf(b, "        l%d += r * %lldL;\n", at, (long long)v->strides[d]);
+                break;
+            }
+            clrun__strbuf_printf(b, "        l%d += (r %% %lldL) * %lldL;\n        r /= %lldL;\n", at,
+                                 (long long)v->dims[d], (long long)v->strides[d], (long long)v->dims[d]);
+        }
+        clrun__strbuf_printf(b, "    }\n");
+    }
+}
+
+static bool emit_kernel(clrun__strbuf *b, clrun__fused_op *f, bool poisoned)
+{
+    int arg_load[64][CLRUN__EW_MAX_INPUTS];
+    geometry *g = calloc(1, sizeof *g);
+    if (g == NULL || f->step_count > 64) {
+        free(g);
+        return false;
+    }
+    g->arg_load = arg_load;
+    if (!build_geometry(f, g)) {
+        free(g);
+        return false;
+    }
+    clrun__strbuf_printf(b, "\n/* %s */\n__kernel void %s(", f->name, f->kernel);
+    for (int i = 0; i < f->input_count; i++)
+        clrun__strbuf_printf(b, "__global const %s *in%d, ", clrun__cl_type(f->inputs[i].dtype), i);
+    for (int o = 0; o < f->output_count; o++)
+        clrun__strbuf_printf(b, "%s__global %s *out%d", o ? ", " : "", clrun__cl_type(f->output_dtype[o]), o);
+    clrun__strbuf_printf(b, ")\n{\n");
+    if (poisoned)
+        clrun__strbuf_printf(b, "    this does not compile;\n");
+    emit_coordinates(b, g, f);
+    clrun__strbuf_printf(b, "    const %s o = ", g->wide ? "ulong" : "uint");
+    emit_offset(b, g, g->out_strides);
+    clrun__strbuf_printf(b, ";\n");
+    for (int i = 0; i < g->load_count; i++) {
+        const load *l = &g->loads[i];
+        if (l->chained)
+            emit_chain(b, &f->inputs[l->input], i);
+        clrun__strbuf_printf(b, "    const %s v%d = in%d[", clrun__cl_type(l->dtype), i, l->input);
+        if (l->chained)
+            clrun__strbuf_printf(b, "l%d", i);
+        else if (memcmp(l->strides, g->out_strides, (size_t)g->rank * sizeof l->strides[0]) == 0)
+            clrun__strbuf_printf(b, "o");
+        else
+            emit_offset(b, g, l->strides);
+        clrun__strbuf_printf(b, "];\n");
+    }
+    for (int s = 0; s < f->step_count; s++)
+        emit_step(b, f, g, s);
+    for (int o = 0; o < f->output_count; o++) {
+        if (f->output_of[o] < 0) /* moves alone keep every bit */
+            clrun__strbuf_printf(b, "    out%d[o] = v%d;\n", o, g->output_load[o]);
+        else
+            clrun__strbuf_printf(b, "    out%d[o] = %s(t%d);\n", o, clrun__ew_store_function(f->output_dtype[o]),
+                                 f->output_of[o]);
+    }
+    clrun__strbuf_printf(b, "}\n");
+    free(g);
+    return true;
+}
+
+/* Emits the element function of a step unless an earlier one had the same name. */
+static void emit_function_once(clrun__strbuf *b, const clrun__fused_step *step, char (*done)[64],
+                               int *done_count, int max)
+{
+    clrun__op_call call = step_call(step);
+    clrun_dtype data = clrun__ew_data_dtype(step->def, &call);
+    char name[64];
+    clrun__ew_function_name(step->def, data, step->type.dtype, name, sizeof name);
+    for (int i = 0; i < *done_count; i++)
+        if (strcmp(done[i], name) == 0)
+            return;
+    if (*done_count < max)
+        memcpy(done[(*done_count)++], name, sizeof name);
+    clrun__ew_emit_function(b, step->def, data, step->type.dtype);
+}
+
+static bool has_op(const clrun__fused_op *f, const char *op)
+{
+    for (int s = 0; op && s < f->step_count; s++)
+        if (strcmp(f->steps[s].op->name, op) == 0)
+            return true;
+    return false;
+}
+
+char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, const char *poison)
+{
+    enum { MAX_FUNCTIONS = 512 };
+    char (*done)[64] = calloc(MAX_FUNCTIONS, sizeof *done);
+    if (done == NULL)
+        return NULL;
+    int done_count = 0;
+    clrun__strbuf b = {0};
+    clrun__ew_emit_prelude(&b, fp64);
+    for (int i = 0; i < count; i++)
+        for (int s = 0; s < ops[i]->step_count; s++)
+            emit_function_once(&b, &ops[i]->steps[s], done, &done_count, MAX_FUNCTIONS);
+    bool ok = true;
+    for (int i = 0; ok && i < count; i++)
+        ok = emit_kernel(&b, ops[i], has_op(ops[i], poison));
+    free(done);
+    if (!ok) {
+        clrun__strbuf_free(&b);
+        return NULL;
+    }
+    return clrun__strbuf_take(&b);
+}
+
+/* ---- epilogues --------------------------------------------------------------------------- */
+
+/* The offset of a load at output index i: i itself where it reads the output's own element,
+ * else its coordinates from i by division by literals, times its strides. */
+static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint64_t *strides)
+{
+    if (memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) == 0) {
+        clrun__strbuf_printf(b, "i");
+        return;
+    }
+    bool any = false;
+    for (int d = 0; d < g->rank; d++) {
+        if (strides[d] == 0)
+            continue;
+        clrun__strbuf_printf(b, "%s", any ? " + " : "");
+        if (d == 0)
+            clrun__strbuf_printf(b, "i / %lluul", (unsigned long long)g->out_strides[0]);
+        else
+            clrun__strbuf_printf(b, "(i / %lluul) %% %lluul", (unsigned long long)g->out_strides[d],
+                                 (unsigned long long)g->dims[d]);
+        if (strides[d] != 1)
+            clrun__strbuf_printf(b, " * %lluul", (unsigned long long)strides[d]);
+        any = true;
+    }
+    if (!any)
+        clrun__strbuf_printf(b, "0");
+}
+
+bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64)
+{
+    clrun__epilogue_base *e = f->epilogue;
+    int arg_load[64][CLRUN__EW_MAX_INPUTS];
+    geometry *g = calloc(1, sizeof *g);
+    char (*done)[64] = calloc(64, sizeof *done);
+    bool ok = g && done && f->step_count <= 64;
+    if (ok) {
+        g->arg_load = arg_load;
+        ok = build_geometry(f, g);
+    }
+    clrun__strbuf b = {0};
+    int done_count = 0;
+    if (ok) {
+        clrun__ew_emit_prelude(&b, fp64);
+        for (int s = 0; s < f->step_count; s++)
+            emit_function_once(&b, &f->steps[s], done, &done_count, 64);
+        clrun__strbuf_printf(&b, "\n/* %s */\nfloat clrun_epilogue_fn(const float v, const ulong i, const uint c",
+                             f->name);
+        for (int x = 0; x < e->extra_inputs; x++)
+            clrun__strbuf_printf(&b, ", __global const float *x%d", x);
+        clrun__strbuf_printf(&b, ")\n{\n");
+        for (int l = 0; l < g->load_count; l++) {
+            clrun__strbuf_printf(&b, "    const float v%d = x%d[", l, g->loads[l].input - e->input_count);
+            emit_epilogue_offset(&b, g, g->loads[l].strides);
+            clrun__strbuf_printf(&b, "];\n");
+        }
+        for (int s = 0; s < f->step_count; s++)
+            emit_step(&b, f, g, s);
+        clrun__strbuf_printf(&b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
+    }
+    free(g);
+    free(done);
+    char *helpers = ok ? clrun__strbuf_take(&b) : NULL;
+    if (!ok)
+        clrun__strbuf_free(&b);
+    clrun__strbuf expression = {0};
+    clrun__strbuf_printf(&expression, "clrun_epilogue_fn(v, (ulong)(i), (uint)(c)");
+    for (int x = 0; x < e->extra_inputs; x++)
+        clrun__strbuf_printf(&expression, ", x%d", x);
+    clrun__strbuf_printf(&expression, ")");
+    char *text = clrun__strbuf_take(&expression);
+    e->helpers = helpers ? clrun__arena_strdup(arena, helpers) : NULL;
+    e->expression = text ? clrun__arena_strdup(arena, text) : NULL;
+    free(helpers);
+    free(text);
+    if (e->helpers == NULL || e->expression == NULL)
+        return false;
+    return true;
+}

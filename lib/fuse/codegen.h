@@ -1,0 +1,43 @@
+/* The OpenCL C of fused groups. Each group is one kernel, one work-item per output element:
+ * the group's iteration space (its output's shape without dimensions of 1) is merged into as
+ * few dimensions as every read allows; up to three are the NDRange's dimensions (no division),
+ * more fold into the third by division by constants. Every distinct read (an input and how it
+ * is broadcast) is one load; every op is one call of the same element function the unfused
+ * kernel calls (ops/ew_source.h), its attributes as exact literals; the output is the one store.
+ * Shapes and strides are literals, so offsets cost a multiply-add by constants, in 32 bits where
+ * every offset fits. Text only: nothing is built here. */
+#ifndef CLRUN_LIB_FUSE_CODEGEN_H
+#define CLRUN_LIB_FUSE_CODEGEN_H
+
+#include "fuse/draft.h"
+#include "fuse/group.h"
+#include "ops/fused.h"
+
+/* Group `group` of the plan as a fused op in the arena: its steps in member order, its inputs
+ * (the distinct tensors it reads from outside, in order of first read) into *inputs, its name
+ * ("fused:add+gelu"), kernel name "clrun_fused_<group>", and its launch. NULL when out of
+ * memory. */
+clrun__fused_op *clrun__fuse_describe(clrun__arena *arena, const clrun_graph *graph,
+                                      const clrun__fuse_plan *plan, int32_t group,
+                                      int32_t **inputs);
+
+/* The group members[0..count) (graph order, root last) applied as an epilogue to node `base`
+ * (a matmul or conv2d whose output only the group reads): a fused op in the arena whose inputs
+ * (into *inputs) are base's then the group's other inputs; NULL when out of memory or base has
+ * more inputs than an epilogue base keeps. Its source is made by clrun__fuse_epilogue_source. */
+clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_graph *graph,
+                                               int32_t base, const int32_t *members, int32_t count,
+                                               int32_t **inputs);
+
+/* The epilogue's OpenCL C (into f->epilogue->helpers and ->expression, arena memory): the
+ * prelude, the element functions and clrun_epilogue_fn(v, i, c, x0, ...), which computes the
+ * steps from the base op's value v at output index i and returns what the group's last op
+ * stores. False when out of memory. */
+bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64);
+
+/* One program with the kernels of ops[0..count): the prelude, each element function once, the
+ * kernels. malloc'd; NULL when out of memory. `poison`, for tests only, names an op whose
+ * groups get a kernel that does not compile. */
+char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, const char *poison);
+
+#endif

@@ -1,0 +1,123 @@
+/* Epilogues: a matmul or conv2d whose output only an elementwise group reads (a bias, an
+ * activation, a residual add, a clip: the group the planner made there, or the one node) runs
+ * that group inside its own kernel, on each value before its single store (lib/ops/ops.h's
+ * epilogue interface), so the product never makes a round trip through memory. The group must
+ * cover the product's elements in its order (the same iteration space), end in f32, and read
+ * at most CLRUN__EPILOGUE_MAX_EXTRA other tensors, all f32. Each epilogue is built once here
+ * (the base op's program with it), and one that does not build is left unfused, with a
+ * warning. */
+#include "fuse/epilogue.h"
+
+#include <string.h>
+
+#include "device/context.h"
+#include "fuse/codegen.h"
+#include "ops/ops.h"
+
+/* The node that reads tensor t (reads[t] == 1), or -1. */
+static int32_t reader_of(const clrun_graph *d, int32_t t, int32_t after)
+{
+    for (int32_t n = after + 1; n < d->node_count; n++)
+        if (d->nodes[n].op)
+            for (int k = 0; k < d->nodes[n].input_count; k++)
+                if (d->nodes[n].inputs[k] == t)
+                    return n;
+    return -1;
+}
+
+/* Whether the fused op may run as an epilogue of its base: types and extra inputs. */
+static bool fits(const clrun_graph *d, const clrun__fused_op *f, const int32_t *inputs, int32_t t)
+{
+    const clrun__epilogue_base *e = f->epilogue;
+    const clrun_tensor_type *out = &f->steps[f->step_count - 1].type;
+    if (out->dtype != CLRUN_F32 || !clrun__same_iteration_space(out, &d->tensors[t].type))
+        return false;
+    if (e->extra_inputs > CLRUN__EPILOGUE_MAX_EXTRA)
+        return false;
+    for (int x = e->input_count; x < f->input_count; x++)
+        if (d->tensors[inputs[x]].type.dtype != CLRUN_F32)
+            return false;
+    for (int s = 0; s < f->step_count; s++)
+        for (int k = 0; k < f->steps[s].def->arity; k++)
+            if (f->steps[s].args[k] == CLRUN__FUSED_ARG_V && !clrun__type_equal(&f->steps[s].arg_types[k], &d->tensors[t].type))
+                return false;
+    return true;
+}
+
+/* The base op's call, as the executor will make it for the fused node's first inputs. */
+static clrun__op_call base_call(const clrun_graph *d, const clrun__epilogue_base *e,
+                                const int32_t *inputs)
+{
+    uint64_t constants = 0;
+    for (int k = 0; k < e->input_count; k++)
+        if (d->tensors[inputs[k]].kind == CLRUN__TENSOR_CONSTANT)
+            constants |= UINT64_C(1) << k;
+    return (clrun__op_call){e->types, e->input_count, e->types + e->input_count, 1, e->attrs,
+                            e->attr_count, constants};
+}
+
+/* Builds the base op's kernels with the epilogue once: the program is then in the context for
+ * the executor's own prepare. */
+static bool builds(clrun_context *ctx, const clrun_graph *d, const clrun__fused_op *f,
+                   const int32_t *inputs)
+{
+    const clrun__epilogue_base *e = f->epilogue;
+    clrun__prepare_epilogue_fn prepare = clrun__op_epilogue_prepare(e->op);
+    const clrun__op_kernels *kernels = clrun__op_kernels_find(e->op);
+    clrun__op_call call = base_call(d, e, inputs);
+    clrun__epilogue ep = {e->expression, e->helpers, e->extra_inputs};
+    void *state = NULL;
+    if (prepare == NULL || kernels == NULL || prepare(ctx, e->op, &call, &ep, &state) != CLRUN_OK) {
+        clrun__log(CLRUN_LOG_WARN, "epilogue %s did not build (%s): its nodes run unfused", f->name,
+                   clrun_last_error(ctx));
+        return false;
+    }
+    kernels->release(state);
+    return true;
+}
+
+clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clrun_graph *d,
+                                   const clrun__fuse_plan *plan, bool *taken, clrun__fusion *f)
+{
+    int32_t *reads = clrun__arena_alloc(arena, ((size_t)d->tensor_count + 1) * sizeof *reads);
+    if (reads == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+    clrun__draft_count_reads(d, reads);
+    for (int32_t m = 0; m < d->node_count; m++) {
+        const clrun__node *base = &d->nodes[m];
+        if (base->op == NULL || base->output_count != 1 || clrun__op_epilogue_prepare(base->op) == NULL)
+            continue;
+        int32_t t = base->outputs[0];
+        if (reads[t] != 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
+            continue;
+        int32_t n = reader_of(d, t, m);
+        if (n < 0 || clrun__ew_def_of(d->nodes[n].op) == NULL)
+            continue;
+        int32_t g = plan->group_of[n], single = n;
+        if (g >= 0 && taken[g])
+            continue;
+        const int32_t *members = g >= 0 ? plan->members + plan->member_start[g] : &single;
+        int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
+        int32_t *inputs = NULL;
+        clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, members, count, &inputs);
+        if (op == NULL)
+            continue; /* a base with more inputs than an epilogue keeps */
+        if (!fits(d, op, inputs, t))
+            continue;
+        if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+        if (!builds(ctx, d, op, inputs))
+            continue;
+        int32_t root = members[count - 1], output = d->nodes[root].outputs[0];
+        for (int32_t k = 0; k < count - 1; k++)
+            clrun__draft_remove_node(d, members[k]);
+        clrun__draft_remove_node(d, m);
+        if (!clrun__draft_set_node(arena, d, root, &op->op, inputs, op->input_count, output, NULL, 0))
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+        if (g >= 0)
+            taken[g] = true;
+        f->groups[f->group_count++] = (clrun_fused_group){op->name, d->tensors[output].name, count + 1};
+        f->fused_nodes += count + 1;
+    }
+    return CLRUN_OK;
+}

@@ -1,0 +1,51 @@
+/* OpenCL C generated from the elementwise table (graph/elementwise.h): the function that computes
+ * one element of an op, and the programs of unfused kernels built from it. The fused kernels of
+ * lib/fuse/ call the same functions, so both compute every op with the same operations. Text
+ * generation only: no OpenCL call is made here. */
+#ifndef CLRUN_LIB_OPS_EW_SOURCE_H
+#define CLRUN_LIB_OPS_EW_SOURCE_H
+
+#include <stdbool.h>
+
+#include "core/strbuf.h"
+#include "graph/elementwise.h"
+
+/* The OpenCL C type of a dtype's elements: float, double, int, long, uchar. */
+const char *clrun__cl_type(clrun_dtype dtype);
+
+/* The start of every generated elementwise program: FP_CONTRACT OFF, fp64 where the device has
+ * it, and the shared functions of kernels/ew_functions.cl. */
+void clrun__ew_emit_prelude(clrun__strbuf *b, bool fp64);
+
+/* The element function of def over data dtype `data` giving `result` (they differ for
+ * comparisons and casts): "ew_gelu_f32", "ew_cast_i64_f32". Its parameters are the inputs (the
+ * condition first for where, as uchar) then the op's parameters, of the data dtype. */
+void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+                             char *buf, size_t size);
+void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
+                             clrun_dtype result);
+
+/* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
+ * kernels/ew_functions.cl) for floats, "" for the others. */
+const char *clrun__ew_store_function(clrun_dtype dtype);
+
+/* `value` as an OpenCL C constant of `dtype`, exactly: 0x1.99999ap-3f, (-INFINITY), 7L. */
+void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value);
+
+/* The unfused kernels of an op, for each dtype it takes (f64 only with fp64), in one program
+ * (malloc'd text, NULL when out of memory). Per dtype, clrun__ew_kernel_name with variant:
+ *   ""     inputs of the output's element count, read at its index, 1-D:
+ *          (inputs..., out, ulong n, params...)
+ *   "_bc"  broadcast over 3 dimensions, innermost first, one per NDRange dimension:
+ *          (inputs..., out, ulong n0, ulong n1, then per input ulong s0, s1, s2, params...)
+ *   "_bcn" broadcast over more dimensions, 1-D, from the table [rank, dims (outermost first),
+ *          per input its strides]: (inputs..., out, ulong n, __global ulong *table, params...)
+ * Unary ops and casts have only the first. */
+char *clrun__ew_library_source(const clrun__ew_def *def, bool fp64);
+void clrun__ew_kernel_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+                           const char *variant, char *buf, size_t size);
+
+/* "ew_NAME": the program name of an op's unfused kernels. */
+void clrun__ew_library_name(const clrun__ew_def *def, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,1013 @@
+/* Elementwise fusion: the planner's rules (pure, no device), and on a real device the sacred
+ * invariant: every graph gives the same bits fused and unfused, in every allocator mode, on
+ * random fusible DAGs with broadcasting and mixed dtypes, the example graphs and the model
+ * generators; fusion holds no more memory than the unfused run and its naive total drops by the
+ * bytes of exactly the intermediates it fused away; one program per executor; a kernel that does
+ * not build falls back to the unfused kernels; traces and stats name what was fused. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "../examples/models.h"
+#include "device_test.h"
+#include "fuse/fuse.h"
+#include "fuse/group.h"
+#include "graph/op.h"
+#include "graph/graph.h"
+#include "rng.h"
+
+static char cache_root[512];
+static uint64_t base_seed;
+
+static int pick(uint64_t *state, int n) { return (int)(rng_next(state) % (uint64_t)n); }
+
+static const char *source_dir(void)
+{
+    const char *srcdir = getenv("srcdir");
+    return srcdir && srcdir[0] ? srcdir : CLRUN_TOP_SRCDIR;
+}
+
+/* ---- building graphs --------------------------------------------------------------------- */
+
+static clrun_tensor_type shape_of(clrun_dtype dtype, int rank, const int64_t *dims)
+{
+    clrun_tensor_type t = {dtype, rank, {0}};
+    for (int d = 0; d < rank; d++)
+        t.shape[d] = dims[d];
+    return t;
+}
+
+static int32_t input(clrun_graph *g, const char *name, clrun_tensor_type t)
+{
+    int32_t id;
+    assert_int_equal(clrun_graph_add_input(g, name, &t, false, &id), CLRUN_OK);
+    return id;
+}
+
+static int32_t constant(clrun_graph *g, const char *name, clrun_tensor_type t, uint64_t seed)
+{
+    int32_t id;
+    assert_int_equal(clrun_graph_add_constant(g, name, &t, NULL, CLRUN_FILL_UNIFORM, -2, 2, seed, &id),
+                     CLRUN_OK);
+    return id;
+}
+
+static int32_t node(clrun_graph *g, const char *op, const char *name, int count, const int32_t *in,
+                    const clrun_attr *attrs, int attr_count)
+{
+    const char *names[] = {name};
+    int32_t out = -1;
+    if (clrun_graph_add_node(g, op, in, count, names, 1, attrs, attr_count, &out) != CLRUN_OK)
+        fail_msg("add %s: %s", op, clrun_graph_last_error(g));
+    return out;
+}
+
+static int32_t unary(clrun_graph *g, const char *op, const char *name, int32_t x)
+{
+    return node(g, op, name, 1, &x, NULL, 0);
+}
+
+static int32_t binary(clrun_graph *g, const char *op, const char *name, int32_t a, int32_t b)
+{
+    int32_t in[2] = {a, b};
+    return node(g, op, name, 2, in, NULL, 0);
+}
+
+/* ---- the planner (pure) ------------------------------------------------------------------ */
+
+static clrun__fuse_plan plan_of(const clrun_graph *g, int max_buffers, const bool *excluded)
+{
+    clrun__fuse_limits limits = {.max_buffers = max_buffers, .max_steps = 48, .fp64 = true,
+                                 .layout = true, .excluded = excluded};
+    clrun__fuse_plan plan;
+    assert_int_equal(clrun__fuse_plan_groups(g, &limits, &plan), CLRUN_OK);
+    return plan;
+}
+
+static int group_size(const clrun__fuse_plan *p, int32_t g)
+{
+    return p->member_start[g + 1] - p->member_start[g];
+}
+
+static void a_chain_of_single_use_ops_is_one_group(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("chain", &g), CLRUN_OK);
+    const int64_t d[2] = {4, 8};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, d)), b = constant(g, "b", shape_of(CLRUN_F32, 1, d + 1), 1);
+    int32_t t = binary(g, "add", "t", x, b);
+    t = unary(g, "gelu", "u", t);
+    t = binary(g, "mul", "v", t, x); /* x read twice: by add and by mul */
+    clrun_graph_mark_output(g, t);
+    clrun__fuse_plan p = plan_of(g, 32, NULL);
+    assert_int_equal(p.group_count, 1);
+    assert_int_equal(group_size(&p, 0), 3);
+    for (int32_t n = 0; n < 3; n++)
+        assert_int_equal(p.group_of[n], 0);
+    assert_int_equal(p.members[2], 2); /* the root is last */
+    clrun__fuse_plan_free(&p);
+    clrun_graph_destroy(g);
+}
+
+static void an_intermediate_read_twice_or_an_output_ends_a_group(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("fan", &g), CLRUN_OK);
+    const int64_t d[1] = {16};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 1, d));
+    int32_t a = unary(g, "relu", "a", x);   /* read by b and c: stays a kernel of its own */
+    int32_t b = unary(g, "neg", "b", a);
+    int32_t c = unary(g, "exp", "c", a);
+    int32_t e = binary(g, "add", "e", b, c); /* takes b and c in */
+    int32_t f = unary(g, "abs", "f", e);     /* e is an output: f cannot take it in */
+    clrun_graph_mark_output(g, e);
+    clrun_graph_mark_output(g, f);
+    clrun__fuse_plan p = plan_of(g, 32, NULL);
+    assert_int_equal(p.group_count, 1);
+    assert_int_equal(p.group_of[0], -1);
+    assert_int_equal(p.group_of[1], 0);
+    assert_int_equal(p.group_of[2], 0);
+    assert_int_equal(p.group_of[3], 0);
+    assert_int_equal(p.group_of[4], -1);
+    clrun__fuse_plan_free(&p);
+    clrun_graph_destroy(g);
+}
+
+static void a_smaller_producer_is_not_recomputed_per_element(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("bias", &g), CLRUN_OK);
+    const int64_t d[3] = {1, 4, 8}, row[1] = {8};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, d + 1)), b = input(g, "b", shape_of(CLRUN_F32, 1, row));
+    int32_t s = unary(g, "sigmoid", "s", b);       /* [8]: would be computed 4 times */
+    int32_t y = binary(g, "add", "y", x, s);
+    int32_t z = node(g, "relu", "z", 1, &y, NULL, 0);
+    int32_t one = input(g, "one", shape_of(CLRUN_F32, 3, d));
+    int32_t w = binary(g, "mul", "w", z, one);     /* [1, 4, 8]: the same elements as z */
+    clrun_graph_mark_output(g, w);
+    clrun__fuse_plan p = plan_of(g, 32, NULL);
+    assert_int_equal(p.group_count, 1);
+    assert_int_equal(p.group_of[0], -1);
+    assert_int_equal(group_size(&p, 0), 3);
+    clrun__fuse_plan_free(&p);
+    clrun_graph_destroy(g);
+}
+
+static void groups_stay_within_the_buffer_limit(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("wide", &g), CLRUN_OK);
+    const int64_t d[1] = {32};
+    int32_t acc = input(g, "x0", shape_of(CLRUN_F32, 1, d));
+    for (int i = 1; i < 12; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        int32_t x = input(g, name, shape_of(CLRUN_F32, 1, d));
+        snprintf(name, sizeof name, "s%d", i);
+        acc = binary(g, "add", name, acc, x);
+    }
+    clrun_graph_mark_output(g, acc);
+    for (int limit = 4; limit <= 13; limit += 3) {
+        clrun__fuse_plan p = plan_of(g, limit, NULL);
+        assert_true(p.group_count >= 1);
+        for (int32_t k = 0; k < p.group_count; k++) {
+            /* a chain of n adds reads n + 1 tensors */
+            assert_true(group_size(&p, k) + 1 + 1 <= limit);
+        }
+        if (limit == 13)
+            assert_int_equal(group_size(&p, 0), 11);
+        else
+            assert_true(p.group_count >= 2);
+        clrun__fuse_plan_free(&p);
+    }
+    clrun_graph_destroy(g);
+}
+
+static void other_ops_and_exclusions_end_groups(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("mixed", &g), CLRUN_OK);
+    const int64_t d[2] = {8, 8};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, d)), w = constant(g, "w", shape_of(CLRUN_F32, 2, d), 2);
+    int32_t a = unary(g, "relu", "a", x);
+    int32_t m = binary(g, "matmul", "m", a, w);
+    int32_t b = unary(g, "tanh", "b", m);
+    int32_t c = unary(g, "neg", "c", b);
+    clrun_graph_mark_output(g, c);
+    clrun__fuse_plan p = plan_of(g, 32, NULL);
+    assert_int_equal(p.group_count, 1);
+    assert_int_equal(p.group_of[0], -1); /* relu alone: matmul reads it */
+    assert_int_equal(p.group_of[1], -1);
+    assert_int_equal(p.group_of[2], 0);
+    assert_int_equal(p.group_of[3], 0);
+    clrun__fuse_plan_free(&p);
+    bool excluded[4] = {false, false, false, true};
+    p = plan_of(g, 32, excluded);
+    assert_int_equal(p.group_count, 0);
+    clrun__fuse_plan_free(&p);
+    clrun_graph_destroy(g);
+}
+
+static void layout_nodes_lead_groups_as_their_leaves(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("moves", &g), CLRUN_OK);
+    const int64_t d[2] = {6, 10};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, d));
+    clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
+    clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {60}, .count = 1};
+    int32_t t = node(g, "transpose", "t", 1, &x, &perm, 1);  /* 0: read through by relu */
+    int32_t r = unary(g, "relu", "r", t);                     /* 1 */
+    int32_t u = node(g, "transpose", "u", 1, &r, &perm, 1);  /* 2: cannot take relu in */
+    int32_t v = node(g, "reshape", "v", 1, &u, &shape, 1);   /* 3: with u, one kernel: no group */
+    int32_t w = node(g, "transpose", "w", 1, &x, &perm, 1);  /* 4 */
+    int32_t w2 = node(g, "transpose", "w2", 1, &w, &perm, 1); /* 5: two moves, one copy */
+    clrun_graph_mark_output(g, v);
+    clrun_graph_mark_output(g, w2);
+    clrun__fuse_plan p = plan_of(g, 32, NULL);
+    assert_int_equal(p.group_count, 2);
+    assert_int_equal(p.group_of[0], p.group_of[1]);
+    assert_true(p.group_of[0] >= 0);
+    assert_int_equal(p.group_of[2], -1);
+    assert_int_equal(p.group_of[3], -1);
+    assert_int_equal(p.group_of[4], p.group_of[5]);
+    assert_true(p.group_of[4] >= 0 && p.group_of[4] != p.group_of[0]);
+    clrun__fuse_plan_free(&p);
+    clrun_graph_destroy(g);
+}
+
+static void iteration_spaces_ignore_dimensions_of_one(void **state)
+{
+    (void)state;
+    clrun_tensor_type a = {CLRUN_F32, 3, {1, 4, 8}}, b = {CLRUN_F32, 2, {4, 8}},
+                      c = {CLRUN_F32, 4, {4, 1, 8, 1}}, d = {CLRUN_F32, 2, {8, 4}},
+                      s = {CLRUN_F32, 0, {0}}, one = {CLRUN_F32, 2, {1, 1}};
+    assert_true(clrun__same_iteration_space(&a, &b));
+    assert_true(clrun__same_iteration_space(&a, &c));
+    assert_false(clrun__same_iteration_space(&a, &d));
+    assert_true(clrun__same_iteration_space(&s, &one));
+    assert_false(clrun__same_iteration_space(&s, &b));
+}
+
+/* ---- running ----------------------------------------------------------------------------- */
+
+typedef struct outcome {
+    uint64_t hashes[64];     /* per output: FNV-1a of its bytes */
+    int outputs;
+    clrun_exec_stats stats;
+    int groups;
+    char group_names[8][160];
+} outcome;
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Inputs from a seed: floats in [-2, 2], integers in [-9, 9], bools 0/1. */
+static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint64_t seed, clrun_buffer *out)
+{
+    const clrun_tensor_type *type = clrun_graph_tensor_type(g, t);
+    uint64_t bytes = clrun_tensor_bytes(type), n = clrun_tensor_elements(type);
+    unsigned char *host = malloc((size_t)bytes + 8);
+    assert_non_null(host);
+    uint64_t rng = seed;
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t r = (int64_t)(rng_next(&rng) % 2001) - 1000;
+        switch (type->dtype) {
+        case CLRUN_F32: { float v = (float)r / 500.0f; memcpy(host + i * 4, &v, 4); break; }
+        case CLRUN_F64: { double v = (double)r / 500.0; memcpy(host + i * 8, &v, 8); break; }
+        case CLRUN_I32: { int32_t v = (int32_t)(r % 10); memcpy(host + i * 4, &v, 4); break; }
+        case CLRUN_I64: { int64_t v = r % 10; memcpy(host + i * 8, &v, 8); break; }
+        default: host[i] = (unsigned char)(r & 1); break;
+        }
+    }
+    assert_int_equal(clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, t), out), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, out, host), CLRUN_OK);
+    free(host);
+}
+
+typedef struct how {
+    clrun_exec_mode mode;
+    const char *allocator;
+    bool out_of_order;
+    int fusion;
+    bool profile;
+} how;
+
+/* Runs g once as `how` says and returns the outputs' hashes, its stats and groups. */
+static outcome run_graph(const clrun_graph *g, how h, uint64_t seed)
+{
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = h.allocator;
+    o.out_of_order = h.out_of_order ? 1 : -1;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.mode = h.mode;
+    eo.fusion = h.fusion;
+    eo.profile = h.profile;
+    eo.plan_time_limit_s = 0.05;
+    clrun_exec *exec = NULL;
+    if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK)
+        fail_msg("exec_create: %s", clrun_last_error(ctx));
+    const clrun_tensor_id *ins, *outs;
+    int32_t n_in = clrun_graph_inputs(g, &ins), n_out = clrun_graph_outputs(g, &outs);
+    assert_true(n_in <= 16 && n_out <= 64);
+    outcome r = {.outputs = n_out};
+    clrun_buffer inputs[16];
+    for (int32_t i = 0; i < n_in; i++)
+        fill_input(ctx, g, ins[i], seed + (uint64_t)i, &inputs[i]);
+    if (clrun_exec_run(exec, inputs, n_in) != CLRUN_OK)
+        fail_msg("run: %s", clrun_last_error(ctx));
+    for (int32_t i = 0; i < n_out; i++) {
+        uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, outs[i]));
+        unsigned char *host = malloc((size_t)bytes);
+        assert_non_null(host);
+        assert_int_equal(clrun_exec_read_output(exec, i, host, bytes), CLRUN_OK);
+        r.hashes[i] = fnv1a(host, (size_t)bytes);
+        free(host);
+    }
+    for (int32_t i = 0; i < n_in; i++)
+        if (!g->tensors[ins[i]].donated)
+            assert_int_equal(clrun_free(ctx, &inputs[i]), CLRUN_OK);
+    assert_int_equal(clrun_exec_stats_get(exec, &r.stats), CLRUN_OK);
+    const clrun_fused_group *groups;
+    r.groups = clrun_exec_fused_groups(exec, &groups);
+    for (int i = 0; i < r.groups && i < 8; i++)
+        snprintf(r.group_names[i], sizeof r.group_names[i], "%s", groups[i].name);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    return r;
+}
+
+/* Writes g where a failure's reader can rerun it (clrun run FILE). */
+static void keep_failing_graph(const clrun_graph *g, char *path, size_t size)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, size, "%s/test_fuse_failing.graph", tmp && tmp[0] ? tmp : "/tmp");
+    FILE *f = fopen(path, "w");
+    if (f == NULL || clrun_graph_write(g, f) != CLRUN_OK)
+        snprintf(path, size, "(could not be written)");
+    if (f)
+        fclose(f);
+}
+
+/* Every node of the graph is a kernel, a view, a fold, or in a fused group (one kernel each). */
+static void expect_kernel_count(const clrun_exec_stats *fused, const clrun_exec_stats *unfused)
+{
+    assert_int_equal(unfused->graph_nodes, unfused->kernels + unfused->views + unfused->folded_nodes);
+    assert_int_equal(fused->graph_nodes, unfused->graph_nodes);
+    assert_int_equal(fused->kernels + fused->views, fused->graph_nodes - fused->folded_nodes -
+                                                        fused->fused_nodes + fused->fused_groups);
+}
+
+static void expect_same_bits(const clrun_graph *g, const outcome *a, const outcome *b,
+                                const char *what, uint64_t seed)
+{
+    assert_int_equal(a->outputs, b->outputs);
+    for (int i = 0; i < a->outputs; i++)
+        if (a->hashes[i] != b->hashes[i]) {
+            char path[512];
+            keep_failing_graph(g, path, sizeof path);
+            fail_msg("%s (seed %llu): output %d differs from the unfused run; the graph is %s",
+                     what, (unsigned long long)seed, i, path);
+        }
+}
+
+
+/* ---- random fusible graphs --------------------------------------------------------------- */
+
+typedef struct dag {
+    clrun_graph *graph;
+    int32_t tensors[256];
+    int count;
+    int names;
+    int64_t full[3]; /* the biggest shape; every tensor's shape is a sub-shape of it */
+} dag;
+
+static int32_t dag_node(dag *r, const char *op, const int32_t *in, int n, const clrun_attr *attrs, int count)
+{
+    char name[16];
+    snprintf(name, sizeof name, "t%d", r->names++);
+    int32_t out = node(r->graph, op, name, n, in, attrs, count);
+    if (clrun_graph_tensor_type(r->graph, out)->dtype == CLRUN_F32)
+        r->tensors[r->count++] = out;
+    return out;
+}
+
+/* A float tensor, preferring the newest (chains are what fuses). */
+static int32_t recent(dag *r, uint64_t *rng)
+{
+    int back = pick(rng, 3) == 0 ? pick(rng, r->count) : pick(rng, r->count < 3 ? r->count : 3);
+    return r->tensors[r->count - 1 - back];
+}
+
+/* A random sub-shape of full: each dimension kept, made 1, or dropped from the left. */
+static clrun_tensor_type sub_shape(dag *r, uint64_t *rng)
+{
+    clrun_tensor_type t = {CLRUN_F32, 3, {r->full[0], r->full[1], r->full[2]}};
+    for (int d = 0; d < 3; d++)
+        if (pick(rng, 3) == 0)
+            t.shape[d] = 1;
+    int drop = pick(rng, 4);
+    if (drop > 0 && drop < 3) {
+        t.rank = 3 - drop;
+        memmove(t.shape, t.shape + drop, (size_t)t.rank * sizeof t.shape[0]);
+    }
+    return t;
+}
+
+static dag make_dag(uint64_t seed, int nodes)
+{
+    dag r = {0};
+    uint64_t rng = seed;
+    assert_int_equal(clrun_graph_create("fusible", &r.graph), CLRUN_OK);
+    for (int d = 0; d < 3; d++)
+        r.full[d] = 1 + pick(&rng, 9);
+    clrun_tensor_type full = {CLRUN_F32, 3, {r.full[0], r.full[1], r.full[2]}};
+    r.tensors[r.count++] = input(r.graph, "x", full);
+    r.tensors[r.count++] = input(r.graph, "y", sub_shape(&r, &rng));
+    r.tensors[r.count++] = constant(r.graph, "c", sub_shape(&r, &rng), seed);
+    static const char *const unaries[] = {"relu", "neg", "tanh", "sigmoid", "gelu", "gelu_erf", "abs",
+                                          "softsign", "hard_swish", "erf", "sin", "round", "copy"};
+    static const char *const binaries[] = {"add", "sub", "mul", "div", "maximum", "minimum", "prelu", "pow"};
+    static const char *const compares[] = {"less", "greater", "equal", "greater_equal"};
+    for (int n = 0; n < nodes && r.count < 240; n++) {
+        int32_t a = recent(&r, &rng);
+        int kind = pick(&rng, 10);
+        if (kind < 4) {
+            dag_node(&r, unaries[pick(&rng, 13)], &a, 1, NULL, 0);
+        } else if (kind < 7) {
+            int32_t in[2] = {a, r.tensors[pick(&rng, r.count)]};
+            if (pick(&rng, 2))
+                in[0] = in[1], in[1] = a;
+            dag_node(&r, binaries[pick(&rng, 8)], in, 2, NULL, 0);
+        } else if (kind == 7) { /* a bool in the middle: where(a < b, a, b) */
+            int32_t in[2] = {a, r.tensors[pick(&rng, r.count)]};
+            int32_t c = dag_node(&r, compares[pick(&rng, 4)], in, 2, NULL, 0);
+            int32_t w[3] = {c, in[pick(&rng, 2)], r.tensors[pick(&rng, r.count)]};
+            dag_node(&r, "where", w, 3, NULL, 0);
+        } else if (kind == 8) { /* through integers and back */
+            clrun_attr to_i32 = {.name = "to", .kind = CLRUN_ATTR_INT, .i = CLRUN_I32};
+            clrun_attr to_f32 = {.name = "to", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32};
+            clrun_attr sc[2] = {{.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 4.5},
+                                {.name = "beta", .kind = CLRUN_ATTR_FLOAT, .f = -0.25}};
+            int32_t s = dag_node(&r, "scale", &a, 1, sc, 2);
+            int32_t i = dag_node(&r, "cast", &s, 1, &to_i32, 1);
+            int32_t j = dag_node(&r, "mul", (int32_t[2]){i, i}, 2, NULL, 0);
+            dag_node(&r, "cast", &j, 1, &to_f32, 1);
+        } else { /* a kernel fusion stops at */
+            dag_node(&r, "softmax", &a, 1, NULL, 0);
+        }
+    }
+    for (int i = 3; i < r.count; i++)
+        if (pick(&rng, 6) == 0 || i == r.count - 1)
+            assert_int_equal(clrun_graph_mark_output(r.graph, r.tensors[i]), CLRUN_OK);
+    assert_int_equal(clrun_graph_validate(r.graph), CLRUN_OK);
+    return r;
+}
+
+static const how every_mode[] = {
+    {CLRUN_EXEC_NAIVE, "buddy", false, 1, false},   {CLRUN_EXEC_POOLED, "buddy", false, 1, false},
+    {CLRUN_EXEC_POOLED, "slab", false, 1, false},   {CLRUN_EXEC_POOLED, "bump", false, 1, false},
+    {CLRUN_EXEC_PLANNED, "buddy", false, 1, false}, {CLRUN_EXEC_POOLED, "buddy", true, 1, false},
+    {CLRUN_EXEC_PLANNED, "slab", true, 1, false},
+};
+
+static void random_fusible_graphs_give_the_same_bits_in_every_mode(void **state)
+{
+    (void)state;
+    int fused = 0;
+    for (int k = 0; k < 10; k++) {
+        uint64_t seed = base_seed * 1000 + (uint64_t)k;
+        dag r = make_dag(seed, 10 + (int)(seed % 30));
+        how reference = {CLRUN_EXEC_NAIVE, "buddy", false, -1, false};
+        outcome base = run_graph(r.graph, reference, seed);
+        assert_int_equal(base.groups, 0);
+        for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
+            outcome o = run_graph(r.graph, every_mode[m], seed);
+            char what[96];
+            snprintf(what, sizeof what, "%s/%s%s fused", clrun_exec_mode_name(every_mode[m].mode),
+                     every_mode[m].allocator, every_mode[m].out_of_order ? " out-of-order" : "");
+            expect_same_bits(r.graph, &o, &base, what, seed);
+            expect_kernel_count(&o.stats, &base.stats);
+            fused += o.groups > 0;
+        }
+        clrun_graph_destroy(r.graph);
+    }
+    assert_true(fused > 0); /* the generator makes graphs that fuse */
+}
+
+/* ---- example graphs and generated models ------------------------------------------------- */
+
+/* The bytes of the caller's intermediates that the rewrite fused away; *groups gets the groups
+ * it made (with none, the executor runs the caller's graph itself). */
+static uint64_t fused_away_bytes(const clrun_graph *g, int *groups)
+{
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun__fusion f;
+    assert_int_equal(clrun__fuse(ctx, g, true, &f), CLRUN_OK);
+    uint64_t bytes = 0;
+    for (int32_t t = 0; t < g->tensor_count; t++) {
+        bool kept = false;
+        for (int32_t u = 0; u < f.graph->tensor_count && !kept; u++)
+            kept = strcmp(f.graph->tensors[u].name, g->tensors[t].name) == 0;
+        if (!kept) {
+            assert_int_equal(g->tensors[t].kind, CLRUN__TENSOR_INTERMEDIATE);
+            assert_false(g->tensors[t].is_output);
+            bytes += clrun_tensor_bytes(&g->tensors[t].type);
+        }
+    }
+    assert_int_equal(clrun_graph_validate((clrun_graph *)f.graph), CLRUN_OK);
+    *groups = f.group_count;
+    if (f.group_count == 0)
+        assert_ptr_equal(f.graph, g);
+    clrun__fusion_free(ctx, &f);
+    clrun_context_destroy(ctx);
+    return bytes;
+}
+
+/* Fused against unfused, pooled (and planned): same bits, no more peak, and a naive total
+ * smaller by exactly the fused-away intermediates. A graph with nothing to fuse runs as it is. */
+static void check_model(const clrun_graph *g, const char *what, bool planned_too)
+{
+    int groups;
+    uint64_t away = fused_away_bytes(g, &groups);
+    if (groups == 0) {
+        fprintf(stderr, "%s: nothing to fuse\n", what);
+        return;
+    }
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_POOLED, CLRUN_EXEC_PLANNED};
+    for (int m = 0; m < (planned_too ? 2 : 1); m++) {
+        how off = {modes[m], "buddy", false, -1, false}, on = {modes[m], "buddy", false, 1, false};
+        outcome a = run_graph(g, off, 11), b = run_graph(g, on, 11);
+        expect_same_bits(g, &b, &a, what, 11);
+        if (b.stats.peak_bytes > a.stats.peak_bytes)
+            fail_msg("%s (%s): fused peak %llu above unfused %llu", what, clrun_exec_mode_name(modes[m]),
+                     (unsigned long long)b.stats.peak_bytes, (unsigned long long)a.stats.peak_bytes);
+        assert_int_equal(a.stats.naive_bytes - b.stats.naive_bytes, away);
+        expect_kernel_count(&b.stats, &a.stats);
+        if (m == 0)
+            fprintf(stderr, "%s: %d groups, %d nodes -> %d kernels, naive %llu -> %llu bytes\n", what,
+                    b.stats.fused_groups, b.stats.graph_nodes, b.stats.kernels,
+                    (unsigned long long)a.stats.naive_bytes, (unsigned long long)b.stats.naive_bytes);
+    }
+}
+
+static void example_graphs_keep_their_bits_and_memory(void **state)
+{
+    (void)state;
+    static const char *const examples[] = {"mlp", "gpt2_block", "resnet_block"};
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        char path[4200], err[512];
+        snprintf(path, sizeof path, "%s/examples/%s.graph", source_dir(), examples[i]);
+        clrun_graph *g = NULL;
+        if (clrun_graph_load(path, &g, err, sizeof err) != CLRUN_OK)
+            fail_msg("%s", err);
+        check_model(g, examples[i], true);
+        clrun_graph_destroy(g);
+    }
+}
+
+/* The generators' models at batch 1, sequences shortened to 32 tokens (the layers and their
+ * fusion are those of the full models; bench/bench_fusion runs those). */
+static void generated_models_keep_their_bits_and_memory(void **state)
+{
+    (void)state;
+    for (const char *const *model = gen_model_names; *model; model++) {
+        gen_model_options options = {.batch = 1, .seq = gen_model_default_seq(*model) ? 32 : 0};
+        clrun_graph *g = NULL;
+        char err[512];
+        if (gen_model(*model, &options, &g, err, sizeof err) != CLRUN_OK)
+            fail_msg("%s: %s", *model, err);
+        check_model(g, *model, false);
+        clrun_graph_destroy(g);
+    }
+}
+
+/* ---- building, falling back, naming ------------------------------------------------------ */
+
+/* x [32, 48] -> add(b) -> gelu -> mul(x) -> relu: one group of four, then a softmax. */
+static clrun_graph *chain4(void)
+{
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("chain4", &g), CLRUN_OK);
+    const int64_t d[2] = {32, 48};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, d)), b = constant(g, "b", shape_of(CLRUN_F32, 1, d + 1), 3);
+    int32_t t = binary(g, "add", "t", x, b);
+    t = unary(g, "gelu", "u", t);
+    t = binary(g, "mul", "v", t, x);
+    t = unary(g, "relu", "w", t);
+    t = unary(g, "softmax", "y", t);
+    clrun_graph_mark_output(g, t);
+    return g;
+}
+
+static void one_program_is_built_per_executor(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain4();
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.fusion = -1;
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK); /* the unfused programs */
+    clrun_exec_destroy(exec);
+    clrun_program_stats before, after;
+    clrun_program_stats_get(ctx, &before);
+    eo.fusion = 1;
+    assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+    clrun_program_stats_get(ctx, &after);
+    assert_int_equal((after.builds_from_source + after.cache_hits) -
+                         (before.builds_from_source + before.cache_hits), 1);
+    clrun_exec_stats s;
+    clrun_exec_stats_get(exec, &s);
+    assert_int_equal(s.graph_nodes, 5);
+    assert_int_equal(s.kernels, 2);
+    assert_int_equal(s.fused_groups, 1);
+    assert_int_equal(s.fused_nodes, 4);
+    const clrun_fused_group *groups;
+    assert_int_equal(clrun_exec_fused_groups(exec, &groups), 1);
+    assert_string_equal(groups[0].name, "fused:add+gelu+mul+relu");
+    assert_string_equal(groups[0].output, "w");
+    assert_int_equal(groups[0].nodes, 4);
+    clrun_exec_destroy(exec);
+    /* A second executor of the same graph finds the program built. */
+    clrun_program_stats_get(ctx, &before);
+    assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+    clrun_exec *second = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &eo, &second), CLRUN_OK);
+    clrun_program_stats_get(ctx, &after);
+    assert_true(after.builds_from_source + after.cache_hits - before.builds_from_source - before.cache_hits <= 1);
+    clrun_exec_destroy(second);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static char warning[2048];
+static void keep_warning(clrun_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level == CLRUN_LOG_WARN && strstr(message, "did not build:"))
+        snprintf(warning, sizeof warning, "%s", message);
+}
+
+static void a_kernel_that_does_not_build_runs_unfused(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain4();
+    /* a second group, which builds: x * 2 -> exp */
+    int32_t x = clrun_graph_find(g, "x");
+    clrun_attr two[1] = {{.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 2.0}};
+    int32_t s = node(g, "scale", "s2", 1, &x, two, 1);
+    clrun_graph_mark_output(g, unary(g, "exp", "e2", s));
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false}, on = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
+    outcome a = run_graph(g, off, 5);
+    warning[0] = '\0';
+    clrun_log_set_handler(keep_warning, NULL);
+    clrun_log_set_level(CLRUN_LOG_WARN);
+    clrun__fuse_test_poison = "gelu";
+    outcome b = run_graph(g, on, 5);
+    clrun__fuse_test_poison = NULL;
+    clrun_log_set_level(CLRUN_LOG_NONE);
+    clrun_log_set_handler(NULL, NULL);
+    expect_same_bits(g, &b, &a, "poisoned gelu group", 5);
+    assert_int_equal(b.groups, 1);
+    assert_string_equal(b.group_names[0], "fused:scale+exp");
+    assert_non_null(strstr(warning, "fused:add+gelu+mul+relu"));
+    assert_non_null(strstr(warning, "its nodes run unfused"));
+    clrun_graph_destroy(g);
+}
+
+static void spans_name_fused_kernels_after_their_ops(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain4();
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.profile = true;
+    eo.fusion = 1;
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+    clrun_buffer x;
+    fill_input(ctx, g, clrun_graph_find(g, "x"), 1, &x);
+    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+    const clrun_exec_span *spans;
+    assert_int_equal(clrun_exec_profile(exec, &spans), 2);
+    assert_string_equal(spans[0].op, "fused:add+gelu+mul+relu");
+    assert_string_equal(spans[0].name, "w");
+    assert_string_equal(spans[1].op, "softmax");
+    clrun_exec_destroy(exec);
+    clrun_free(ctx, &x);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void clrun_fusion_0_turns_it_off(void **state)
+{
+    (void)state;
+    clrun_graph *g = chain4();
+    setenv("CLRUN_FUSION", "0", 1);
+    how context = {CLRUN_EXEC_POOLED, "buddy", false, 0, false}, forced = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
+    outcome a = run_graph(g, context, 3), b = run_graph(g, forced, 3);
+    setenv("CLRUN_FUSION", "yes", 1);
+    outcome c = run_graph(g, context, 3);
+    unsetenv("CLRUN_FUSION");
+    assert_int_equal(a.groups, 0);
+    assert_int_equal(a.stats.kernels, 5);
+    assert_int_equal(b.groups, 1); /* the option overrides the environment */
+    assert_int_equal(c.groups, 1);
+    expect_same_bits(g, &b, &a, "chain4", 3);
+    clrun_graph_destroy(g);
+}
+
+/* Chains in every dtype the ops take: integers, bools, f64 where the device has it. */
+static void every_dtype_fuses_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_device_info *list;
+    size_t count, chosen;
+    assert_int_equal(clrun_device_list(&list, &count), CLRUN_OK);
+    assert_int_equal(clrun_device_select(list, count, NULL, NULL, &chosen), CLRUN_OK);
+    bool fp64 = list[chosen].fp64;
+    clrun_device_list_free(list);
+    const clrun_dtype dtypes[] = {CLRUN_I32, CLRUN_I64, CLRUN_F64};
+    for (int k = 0; k < (fp64 ? 3 : 2); k++) {
+        clrun_graph *g;
+        assert_int_equal(clrun_graph_create("typed", &g), CLRUN_OK);
+        const int64_t d[3] = {3, 5, 7};
+        clrun_dtype dt = dtypes[k];
+        int32_t x = input(g, "x", shape_of(dt, 3, d)), y = input(g, "y", shape_of(dt, 2, d + 1));
+        clrun_attr fmod0 = {.name = "fmod", .kind = CLRUN_ATTR_INT, .i = 0};
+        clrun_attr lo = {.name = "min", .kind = CLRUN_ATTR_FLOAT, .f = -4};
+        int32_t t = binary(g, "mul", "t", x, y);
+        t = binary(g, "sub", "t2", t, x);
+        int32_t in[2] = {t, y};
+        t = node(g, "mod", "t3", 2, in, &fmod0, 1);
+        t = node(g, "clip", "t4", 1, &t, &lo, 1);
+        int32_t c = binary(g, "less", "c", t, x);
+        int32_t nc = unary(g, "not", "nc", c);
+        int32_t w[3] = {nc, t, y};
+        t = node(g, "where", "w", 3, w, NULL, 0);
+        clrun_attr to_bool = {.name = "to", .kind = CLRUN_ATTR_INT, .i = CLRUN_BOOL};
+        int32_t bt = node(g, "cast", "b", 1, &t, &to_bool, 1);
+        int32_t xo = binary(g, "xor", "xo", bt, nc);
+        clrun_graph_mark_output(g, t);
+        clrun_graph_mark_output(g, xo);
+        how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+        outcome a = run_graph(g, off, 9);
+        for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
+            outcome b = run_graph(g, every_mode[m], 9);
+            expect_same_bits(g, &b, &a, clrun_dtype_name(dt), 9);
+            assert_true(b.groups >= 1);
+        }
+        clrun_graph_destroy(g);
+    }
+}
+
+/* ---- epilogues ---------------------------------------------------------------------------- */
+
+static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("epilogues", &g), CLRUN_OK);
+    /* matmul + bias, then a residual, gelu, a column scale (read at i / 40): one epilogue */
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, (int64_t[]){20, 33}));
+    int32_t w = constant(g, "w", shape_of(CLRUN_F32, 2, (int64_t[]){33, 40}), 1);
+    int32_t b = constant(g, "b", shape_of(CLRUN_F32, 1, (int64_t[]){40}), 2);
+    int32_t r = input(g, "r", shape_of(CLRUN_F32, 2, (int64_t[]){20, 40}));
+    int32_t col = constant(g, "col", shape_of(CLRUN_F32, 2, (int64_t[]){20, 1}), 3);
+    int32_t m = node(g, "matmul", "m", 3, (int32_t[]){x, w, b}, NULL, 0);
+    int32_t t = binary(g, "add", "t", m, r);
+    t = unary(g, "gelu", "u", t);
+    clrun_graph_mark_output(g, binary(g, "mul", "y1", t, col));
+    /* conv2d, a per-channel shift (read at (i / 49) % 8), relu6: one epilogue */
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){2, 3, 9, 9}));
+    int32_t k = constant(g, "k", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4);
+    int32_t shift = constant(g, "shift", shape_of(CLRUN_F32, 3, (int64_t[]){8, 1, 1}), 5);
+    clrun_attr six = {.name = "max", .kind = CLRUN_ATTR_FLOAT, .f = 6.0};
+    int32_t c = node(g, "conv2d", "c", 2, (int32_t[]){im, k}, NULL, 0);
+    int32_t cs = binary(g, "add", "cs", c, shift);
+    int32_t cr = unary(g, "relu", "cr", cs);
+    clrun_graph_mark_output(g, node(g, "clip", "y2", 1, &cr, &six, 1));
+    /* a bool input is no float extra: where stays a kernel of its own */
+    int32_t cond = input(g, "cond", shape_of(CLRUN_BOOL, 2, (int64_t[]){20, 40}));
+    int32_t m2 = node(g, "matmul", "m2", 2, (int32_t[]){x, w}, NULL, 0);
+    clrun_graph_mark_output(g, node(g, "where", "y3", 3, (int32_t[]){cond, m2, r}, NULL, 0));
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+    outcome base = run_graph(g, off, 8);
+    const how modes[] = {{CLRUN_EXEC_POOLED, "buddy", false, 1, false},
+                         {CLRUN_EXEC_PLANNED, "buddy", false, 1, false},
+                         {CLRUN_EXEC_NAIVE, "buddy", true, 1, false}};
+    for (size_t i = 0; i < 3; i++) {
+        outcome o = run_graph(g, modes[i], 8);
+        expect_same_bits(g, &o, &base, "epilogues", 8);
+        assert_int_equal(o.groups, 2);
+        assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
+        assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
+        assert_int_equal(o.stats.kernels, 4); /* the two epilogues, matmul m2, where */
+    }
+    clrun_graph_destroy(g);
+}
+
+/* Heads cut from one projection: slice, reshape (a view), transpose for each, the three in one
+ * kernel with three outputs; a transposed read under an elementwise op; all bit for bit. */
+static void moves_and_siblings_fuse_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("heads", &g), CLRUN_OK);
+    int32_t qkv = input(g, "qkv", shape_of(CLRUN_F32, 2, (int64_t[]){10, 36}));
+    const char *names[3][3] = {{"q", "q3", "qh"}, {"k", "k3", "kh"}, {"v", "v3", "vh"}};
+    int32_t heads[3];
+    for (int h = 0; h < 3; h++) {
+        clrun_attr cut[3] = {{.name = "axis", .kind = CLRUN_ATTR_INT, .i = 1},
+                             {.name = "start", .kind = CLRUN_ATTR_INT, .i = 12 * h},
+                             {.name = "end", .kind = CLRUN_ATTR_INT, .i = 12 * h + 12}};
+        clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {10, 3, 4}, .count = 3};
+        clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0, 2}, .count = 3};
+        int32_t sl = node(g, "slice", names[h][0], 1, &qkv, cut, 3);
+        int32_t rs = node(g, "reshape", names[h][1], 1, &sl, &shape, 1);
+        heads[h] = node(g, "transpose", names[h][2], 1, &rs, &perm, 1);
+    }
+    clrun_attr tb = {.name = "transpose_b", .kind = CLRUN_ATTR_INT, .i = 1};
+    int32_t scores = node(g, "matmul", "scores", 2, (int32_t[]){heads[0], heads[1]}, &tb, 1);
+    clrun_graph_mark_output(g, node(g, "matmul", "ctx", 2, (int32_t[]){scores, heads[2]}, NULL, 0));
+    /* a transposed read under elementwise ops: add(transpose(a), b) -> exp */
+    int32_t a = input(g, "a", shape_of(CLRUN_F32, 2, (int64_t[]){7, 5}));
+    int32_t b = input(g, "b", shape_of(CLRUN_F32, 2, (int64_t[]){5, 7}));
+    clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
+    int32_t at = node(g, "transpose", "at", 1, &a, &perm, 1);
+    clrun_graph_mark_output(g, unary(g, "exp", "e", binary(g, "add", "s", at, b)));
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+    outcome base = run_graph(g, off, 6);
+    for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
+        outcome o = run_graph(g, every_mode[m], 6);
+        expect_same_bits(g, &o, &base, "heads", 6);
+        assert_int_equal(o.groups, 2);
+        assert_string_equal(o.group_names[0],
+                            "fused:slice+reshape+transpose, slice+reshape+transpose, slice+reshape+transpose");
+        assert_string_equal(o.group_names[1], "fused:transpose+add+exp");
+        assert_int_equal(o.stats.kernels, 4); /* the heads, two matmuls, the transposed add */
+    }
+    clrun_graph_destroy(g);
+}
+
+/* ---- constant folding -------------------------------------------------------------------- */
+
+static void constant_nodes_run_once_into_constants_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("folds", &g), CLRUN_OK);
+    const int64_t d[2] = {16, 24}, sq[2] = {24, 24};
+    int32_t a = constant(g, "a", shape_of(CLRUN_F32, 2, d), 1), b = constant(g, "b", shape_of(CLRUN_F32, 2, sq), 2);
+    int32_t m = binary(g, "matmul", "m", a, b);
+    int32_t e = unary(g, "gelu_erf", "e", m);          /* folded, and a graph output */
+    int32_t s = unary(g, "softmax", "s", e);           /* folded */
+    clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {24, 16}, .count = 2};
+    int32_t r = node(g, "reshape", "r", 1, &s, &shape, 1); /* a view: left alone */
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, (int64_t[]){24, 16}));
+    int32_t y = binary(g, "add", "y", x, r);
+    int32_t z = unary(g, "tanh", "z", y);
+    clrun_attr big = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {512, 1024}, .count = 2};
+    int32_t one = constant(g, "one", shape_of(CLRUN_F32, 1, (int64_t[]){1}), 3);
+    int32_t wide = node(g, "expand", "wide", 1, &one, &big, 1); /* 2 MiB from 4 bytes: left alone */
+    clrun_graph_mark_output(g, e);
+    clrun_graph_mark_output(g, z);
+    clrun_graph_mark_output(g, wide);
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+    outcome base = run_graph(g, off, 4);
+    for (size_t m_ = 0; m_ < sizeof every_mode / sizeof every_mode[0]; m_++) {
+        outcome o = run_graph(g, every_mode[m_], 4);
+        expect_same_bits(g, &o, &base, "folds", 4);
+        assert_int_equal(o.stats.folded_nodes, 3);
+        assert_int_equal(o.stats.fused_groups, 1);
+        assert_int_equal(o.stats.graph_nodes, 7);
+        assert_int_equal(o.stats.kernels, 2); /* reshape+add+tanh (the reshape of a constant read
+                                                 through), and expand */
+        assert_int_equal(o.stats.fused_nodes, 3);
+    }
+    clrun_graph_destroy(g);
+}
+
+/* conv2d -> batchnorm with constant parameters folds into one conv2d, within 1e-5 relative. */
+static void batch_norm_folds_into_the_convolution_before_it(void **state)
+{
+    (void)state;
+    if (clrun__op_find("batchnorm") == NULL) {
+        fprintf(stderr, "note: no batchnorm op in this build: nothing to fold into a convolution\n");
+        skip();
+    }
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("bn", &g), CLRUN_OK);
+    const int64_t xd[4] = {1, 8, 12, 12}, wd[4] = {16, 8, 3, 3}, c[1] = {16};
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 4, xd));
+    int32_t w = constant(g, "w", shape_of(CLRUN_F32, 4, wd), 5), b = constant(g, "b", shape_of(CLRUN_F32, 1, c), 6);
+    int32_t in[3] = {x, w, b};
+    clrun_attr pad = {.name = "pad", .kind = CLRUN_ATTR_INTS, .ints = {1, 1}, .count = 2};
+    int32_t y = node(g, "conv2d", "y", 3, in, &pad, 1);
+    int32_t var;
+    clrun_tensor_type ct = shape_of(CLRUN_F32, 1, c);
+    assert_int_equal(clrun_graph_add_constant(g, "var", &ct, NULL, CLRUN_FILL_UNIFORM, 0.5, 2, 7, &var), CLRUN_OK);
+    int32_t bn_in[5] = {y, constant(g, "scale", ct, 8), constant(g, "shift", ct, 9), constant(g, "mean", ct, 10), var};
+    clrun_attr eps = {.name = "eps", .kind = CLRUN_ATTR_FLOAT, .f = 1e-3};
+    int32_t z = node(g, "batchnorm", "z", 5, bn_in, &eps, 1);
+    clrun_graph_mark_output(g, unary(g, "relu", "out", z));
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    float got[2][16 * 12 * 12];
+    for (int k = 0; k < 2; k++) {
+        clrun_exec_options eo;
+        clrun_exec_options_init(&eo);
+        eo.fusion = k ? 1 : -1;
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+        clrun_buffer xb;
+        fill_input(ctx, g, x, 12, &xb);
+        assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+        assert_int_equal(clrun_exec_read_output(exec, 0, got[k], sizeof got[k]), CLRUN_OK);
+        clrun_exec_stats s;
+        clrun_exec_stats_get(exec, &s);
+        assert_int_equal(s.folded_nodes, k ? 1 : 0);
+        assert_int_equal(s.kernels, k ? 1 : 3); /* conv2d, its bn in its weights, relu its epilogue */
+        clrun_free(ctx, &xb);
+        clrun_exec_destroy(exec);
+    }
+    /* Relative to the output's magnitude: an element near 0 is the difference of terms of that
+     * size, so its own relative error says nothing about the fold. */
+    float largest = 0;
+    for (size_t i = 0; i < 16 * 12 * 12; i++)
+        largest = fabsf(got[0][i]) > largest ? fabsf(got[0][i]) : largest;
+    assert_true(largest > 0.1f);
+    for (size_t i = 0; i < 16 * 12 * 12; i++)
+        if (!(fabsf(got[1][i] - got[0][i]) <= 1e-5f * largest))
+            fail_msg("element %zu: folded %.9g, unfolded %.9g (largest %.9g)", i, got[1][i], got[0][i], largest);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    unsetenv("CLRUN_FUSION");
+    const char *seed = getenv("CLRUN_TEST_SEED");
+    base_seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL);
+    fprintf(stderr, "test_fuse: seed %llu (set CLRUN_TEST_SEED to repeat)\n", (unsigned long long)base_seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_chain_of_single_use_ops_is_one_group),
+        cmocka_unit_test(an_intermediate_read_twice_or_an_output_ends_a_group),
+        cmocka_unit_test(a_smaller_producer_is_not_recomputed_per_element),
+        cmocka_unit_test(groups_stay_within_the_buffer_limit),
+        cmocka_unit_test(other_ops_and_exclusions_end_groups),
+        cmocka_unit_test(layout_nodes_lead_groups_as_their_leaves),
+        cmocka_unit_test(iteration_spaces_ignore_dimensions_of_one),
+        cmocka_unit_test(random_fusible_graphs_give_the_same_bits_in_every_mode),
+        cmocka_unit_test(every_dtype_fuses_with_the_same_bits),
+        cmocka_unit_test(one_program_is_built_per_executor),
+        cmocka_unit_test(a_kernel_that_does_not_build_runs_unfused),
+        cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
+        cmocka_unit_test(clrun_fusion_0_turns_it_off),
+        cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
+        cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
+        cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),
+        cmocka_unit_test(batch_norm_folds_into_the_convolution_before_it),
+        cmocka_unit_test(example_graphs_keep_their_bits_and_memory),
+        cmocka_unit_test(generated_models_keep_their_bits_and_memory),
+    };
+    if (getenv("CLRUN_TEST_FILTER")) /* e.g. "random_*": run only the tests that match */
+        cmocka_set_test_filter(getenv("CLRUN_TEST_FILTER"));
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}

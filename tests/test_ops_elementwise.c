@@ -1,0 +1,968 @@
+/* The elementwise family on a real device against plain C references written here: every op of
+ * the table, every dtype it takes (f64 where the device has fp64), every kernel variant (own
+ * index, broadcast over three dimensions, broadcast over more), special values, attributes, and
+ * the refusals of the type rule.
+ *
+ * Exactness. Integer, bool, comparison, cast, copy and the IEEE-exact float ops (add, sub, mul,
+ * div, maximum, minimum, prelu, mod, neg, abs, relu, floor, ceil, round, sign, clip, where) must
+ * match bit for bit: their references are computed in the element's own type. The other float
+ * functions pass when |d - r| <= tol (|r| + |x|), r computed in double: tol 1e-5 for f32 (OpenCL
+ * allows a few ulp, and the fitted erf is within 4e-6), 1e-12 for f64. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device/program.h"
+#include "device_test.h"
+#include "graph/elementwise.h"
+#include "graph/types.h"
+#include "ops/ops.h"
+#include "rng.h"
+
+static char cache_dir[512];
+static clrun_context *ctx;
+static bool have_fp64;
+
+/* ---- values of any dtype ----------------------------------------------------------------- */
+
+/* A tensor's elements, kept both as bytes of its dtype and as doubles / integers. */
+typedef struct values {
+    clrun_tensor_type type;
+    uint64_t n;
+    unsigned char *bytes;
+} values;
+
+static bool is_float(clrun_dtype d) { return d == CLRUN_F32 || d == CLRUN_F64; }
+
+static double get_f(const values *v, uint64_t i)
+{
+    if (v->type.dtype == CLRUN_F32) {
+        float f;
+        memcpy(&f, v->bytes + i * 4, 4);
+        return f;
+    }
+    double d;
+    memcpy(&d, v->bytes + i * 8, 8);
+    return d;
+}
+
+static int64_t get_i(const values *v, uint64_t i)
+{
+    switch (v->type.dtype) {
+    case CLRUN_I32: {
+        int32_t x;
+        memcpy(&x, v->bytes + i * 4, 4);
+        return x;
+    }
+    case CLRUN_I64: {
+        int64_t x;
+        memcpy(&x, v->bytes + i * 8, 8);
+        return x;
+    }
+    case CLRUN_BOOL: return v->bytes[i];
+    default: return (int64_t)get_f(v, i);
+    }
+}
+
+static void set_f(values *v, uint64_t i, double x)
+{
+    if (v->type.dtype == CLRUN_F32) {
+        float f = (float)x;
+        memcpy(v->bytes + i * 4, &f, 4);
+    } else {
+        memcpy(v->bytes + i * 8, &x, 8);
+    }
+}
+
+static void set_i(values *v, uint64_t i, int64_t x)
+{
+    switch (v->type.dtype) {
+    case CLRUN_I32: {
+        int32_t y = (int32_t)(uint32_t)(uint64_t)x;
+        memcpy(v->bytes + i * 4, &y, 4);
+        break;
+    }
+    case CLRUN_I64: memcpy(v->bytes + i * 8, &x, 8); break;
+    case CLRUN_BOOL: v->bytes[i] = (unsigned char)(x != 0); break;
+    default: set_f(v, i, (double)x);
+    }
+}
+
+static clrun_tensor_type type_of(clrun_dtype dtype, const char *dims)
+{
+    clrun_tensor_type t = {dtype, 0, {0}};
+    for (const char *p = dims; *p;) {
+        char *end;
+        t.shape[t.rank++] = strtoll(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return t;
+}
+
+static values make(clrun_dtype dtype, const char *dims)
+{
+    values v = {type_of(dtype, dims), 0, NULL};
+    v.n = clrun_tensor_elements(&v.type);
+    v.bytes = calloc(v.n * 8 + 8, 1);
+    return v;
+}
+
+/* Random values: floats uniform in [lo, hi), integers in [lo, hi], bools 0/1. */
+static values random_values(clrun_dtype dtype, const char *dims, double lo, double hi, uint64_t seed)
+{
+    values v = make(dtype, dims);
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < v.n; i++) {
+        double u = (double)(rng_next(&s) >> 11) / 9007199254740992.0;
+        if (is_float(dtype))
+            set_f(&v, i, lo + (hi - lo) * u);
+        else if (dtype == CLRUN_BOOL)
+            set_i(&v, i, (int64_t)(u * 2));
+        else
+            set_i(&v, i, (int64_t)floor(lo + (hi - lo + 1) * u));
+    }
+    return v;
+}
+
+static void values_free(values *v)
+{
+    free(v->bytes);
+    v->bytes = NULL;
+}
+
+/* The offset in t (right-aligned against out) of out's element i. */
+static uint64_t offset_in(const clrun_tensor_type *t, const clrun_tensor_type *out, uint64_t i)
+{
+    uint64_t offset = 0, stride = 1;
+    for (int d = out->rank - 1; d >= 0; d--) {
+        uint64_t c = i % (uint64_t)out->shape[d];
+        i /= (uint64_t)out->shape[d];
+        int j = d - (out->rank - t->rank);
+        if (j < 0)
+            continue;
+        if (t->shape[j] != 1)
+            offset += c * stride;
+        stride *= (uint64_t)t->shape[j];
+    }
+    return offset;
+}
+
+/* ---- running one node -------------------------------------------------------------------- */
+
+static clrun_attr attr_f(const char *name, double v)
+{
+    clrun_attr a = {name, CLRUN_ATTR_FLOAT, 0, v, {0}, 0};
+    return a;
+}
+
+static clrun_attr attr_i(const char *name, int64_t v)
+{
+    clrun_attr a = {name, CLRUN_ATTR_INT, v, 0, {0}, 0};
+    return a;
+}
+
+/* Runs op on inputs[0..count) with attrs; returns the output (its type from infer). */
+static values run_op(const char *opname, const values *inputs, int count, const clrun_attr *attrs,
+                     int attr_count)
+{
+    const clrun__op *op = clrun__op_find(opname);
+    if (op == NULL)
+        fail_msg("no op '%s'", opname);
+    clrun_tensor_type in[4], out;
+    for (int k = 0; k < count; k++)
+        in[k] = inputs[k].type;
+    clrun__op_call call = {in, count, &out, 1, attrs, attr_count, 0};
+    char err[512] = "";
+    if (op->infer(&call, &out, err, sizeof err) != CLRUN_OK)
+        fail_msg("%s refused: %s", opname, err);
+    const clrun__op_kernels *kernels = clrun__op_kernels_find(op);
+    assert_non_null(kernels);
+    void *state = NULL;
+    if (kernels->prepare(ctx, op, &call, &state) != CLRUN_OK)
+        fail_msg("%s prepare: %s", opname, clrun_last_error(ctx));
+    cl_mem mems[4], result;
+    cl_int e;
+    for (int k = 0; k < count; k++) {
+        mems[k] = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                 (size_t)clrun_tensor_bytes(&in[k]), inputs[k].bytes, &e);
+        assert_int_equal(e, CL_SUCCESS);
+    }
+    values o = {out, clrun_tensor_elements(&out), NULL};
+    size_t size = (size_t)clrun_tensor_bytes(&out);
+    o.bytes = calloc(o.n * 8 + 8, 1);
+    result = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, size, NULL, &e);
+    assert_int_equal(e, CL_SUCCESS);
+    const unsigned char poison = 0xA5; /* a run that writes nothing cannot pass */
+    assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(ctx), result, &poison, 1, 0, size, 0,
+                                         NULL, NULL), CL_SUCCESS);
+    cl_event done = NULL;
+    if (kernels->enqueue(ctx, state, &call, mems, &result, 0, NULL, &done) != CLRUN_OK)
+        fail_msg("%s enqueue: %s", opname, clrun_last_error(ctx));
+    assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(ctx), result, CL_TRUE, 0, size,
+                                         o.bytes, 1, &done, NULL), CL_SUCCESS);
+    clReleaseEvent(done);
+    kernels->release(state);
+    for (int k = 0; k < count; k++)
+        clReleaseMemObject(mems[k]);
+    clReleaseMemObject(result);
+    return o;
+}
+
+static const char *dims_text(const clrun_tensor_type *t, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "%s[", clrun_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+/* ---- comparing --------------------------------------------------------------------------- */
+
+static bool same_float(double got, double want, clrun_dtype dtype)
+{
+    if (isnan(got) || isnan(want))
+        return isnan(got) && isnan(want);
+    if (dtype == CLRUN_F32)
+        return (float)got == (float)want && !signbit(got) == !signbit((float)want);
+    return got == want && !signbit(got) == !signbit(want);
+}
+
+static void fail_at(const char *op, const values *out, uint64_t i, const char *got, const char *want,
+                    const char *input)
+{
+    char t[96];
+    fail_msg("%s -> %s: element %llu is %s, reference %s (input %s)", op,
+             dims_text(&out->type, t, sizeof t), (unsigned long long)i, got, want, input);
+}
+
+/* ---- references -------------------------------------------------------------------------- */
+
+/* Rounds to the element's float type, through a volatile so no excess precision survives. */
+static double rounded(double x, clrun_dtype dtype)
+{
+    volatile float f = (float)x;
+    return dtype == CLRUN_F32 ? (double)f : x;
+}
+
+static double clip(double v, double lo, double hi)
+{
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
+/* The float functions computed in double (the device's result is compared with a tolerance). */
+static double ref_float_function(const char *op, double x, double p0, double p1)
+{
+    if (!strcmp(op, "gelu")) return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    if (!strcmp(op, "gelu_erf")) return 0.5 * x * erfc(-x / sqrt(2));
+    if (!strcmp(op, "sigmoid")) return 1 / (1 + exp(-x));
+    if (!strcmp(op, "tanh")) return tanh(x);
+    if (!strcmp(op, "exp")) return exp(x);
+    if (!strcmp(op, "log")) return log(x);
+    if (!strcmp(op, "sqrt")) return sqrt(x);
+    if (!strcmp(op, "rsqrt")) return 1 / sqrt(x);
+    if (!strcmp(op, "reciprocal")) return 1 / x;
+    if (!strcmp(op, "sin")) return sin(x);
+    if (!strcmp(op, "cos")) return cos(x);
+    if (!strcmp(op, "erf")) return erf(x);
+    if (!strcmp(op, "softplus")) return log1p(exp(x));
+    if (!strcmp(op, "softsign")) return x / (1 + fabs(x));
+    if (!strcmp(op, "hard_sigmoid")) return clip(p0 * x + p1, 0, 1);
+    if (!strcmp(op, "hard_swish")) return x * clip(x / 6 + 0.5, 0, 1);
+    if (!strcmp(op, "leaky_relu")) return x < 0 ? p0 * x : x;
+    if (!strcmp(op, "elu")) return x < 0 ? p0 * expm1(x) : x;
+    if (!strcmp(op, "selu")) return x > 0 ? p1 * x : p1 * p0 * expm1(x);
+    if (!strcmp(op, "celu")) return x > 0 ? x : p0 * expm1(x / p0);
+    if (!strcmp(op, "scale")) return p0 * x + p1;
+    fail_msg("no float reference for %s", op);
+    return 0;
+}
+
+/* The exact float ops, in the element's type. */
+static bool ref_float_exact(const char *op, double x, double p0, double p1, clrun_dtype dt, double *r)
+{
+    if (!strcmp(op, "neg")) *r = -x;
+    else if (!strcmp(op, "abs")) *r = fabs(x);
+    else if (!strcmp(op, "relu")) *r = isnan(x) ? 0 : x > 0 ? x : 0.0;
+    else if (!strcmp(op, "floor")) *r = floor(x);
+    else if (!strcmp(op, "ceil")) *r = ceil(x);
+    else if (!strcmp(op, "round")) *r = nearbyint(x); /* the default mode: half to even */
+    else if (!strcmp(op, "sign")) *r = x > 0 ? 1 : x < 0 ? -1 : x;
+    else if (!strcmp(op, "clip")) *r = clip(x, rounded(p0, dt), rounded(p1, dt));
+    else if (!strcmp(op, "copy")) *r = x;
+    else return false;
+    return true;
+}
+
+/* Integers wrap at the dtype's width. */
+static int64_t wrap(uint64_t u, clrun_dtype dt)
+{
+    return dt == CLRUN_I32 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+}
+
+static int64_t ref_int_unary(const char *op, int64_t x, double p0, double p1, clrun_dtype dt)
+{
+    if (!strcmp(op, "neg")) return wrap(0 - (uint64_t)x, dt);
+    if (!strcmp(op, "abs")) return x < 0 ? wrap(0 - (uint64_t)x, dt) : x;
+    if (!strcmp(op, "relu")) return x > 0 ? x : 0;
+    if (!strcmp(op, "sign")) return (x > 0) - (x < 0);
+    if (!strcmp(op, "clip")) {
+        double min = dt == CLRUN_I32 ? -2147483648.0 : -9223372036854775808.0;
+        double max = dt == CLRUN_I32 ? 2147483647.0 : 9223372036854775807.0;
+        int64_t lo = ceil(p0) <= min ? (int64_t)min : (int64_t)ceil(p0);
+        int64_t hi = floor(p1) >= max ? (dt == CLRUN_I32 ? INT32_MAX : INT64_MAX) : (int64_t)floor(p1);
+        x = x < lo ? lo : x;
+        return x > hi ? hi : x;
+    }
+    if (!strcmp(op, "copy")) return x;
+    fail_msg("no integer reference for %s", op);
+    return 0;
+}
+
+static double ref_float_binary(const char *op, double a, double b, double p0, clrun_dtype dt)
+{
+    volatile double r;
+    if (!strcmp(op, "add")) r = rounded(a + b, dt);
+    else if (!strcmp(op, "sub")) r = rounded(a - b, dt);
+    else if (!strcmp(op, "mul")) r = rounded(a * b, dt);
+    else if (!strcmp(op, "div")) r = rounded(a / b, dt);
+    else if (!strcmp(op, "maximum")) r = fmax(a, b);
+    else if (!strcmp(op, "minimum")) r = fmin(a, b);
+    else if (!strcmp(op, "prelu")) r = a < 0 ? rounded(b * a, dt) : a;
+    else if (!strcmp(op, "mod")) {
+        double m = dt == CLRUN_F32 ? (double)fmodf((float)a, (float)b) : fmod(a, b);
+        if (p0 == 0)
+            m = m == 0 ? copysign(0, b) : ((m < 0) != (b < 0)) ? rounded(m + b, dt) : m;
+        r = m;
+    } else if (!strcmp(op, "pow")) r = pow(a, b);
+    else fail_msg("no float reference for %s", op);
+    return r;
+}
+
+static int64_t ref_int_binary(const char *op, int64_t a, int64_t b, double p0, clrun_dtype dt)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    if (!strcmp(op, "add")) return wrap(ua + ub, dt);
+    if (!strcmp(op, "sub")) return wrap(ua - ub, dt);
+    if (!strcmp(op, "mul")) return wrap(ua * ub, dt);
+    if (!strcmp(op, "maximum")) return a > b ? a : b;
+    if (!strcmp(op, "minimum")) return a < b ? a : b;
+    if (!strcmp(op, "div")) return b == 0 ? 0 : b == -1 ? wrap(0 - ua, dt) : a / b;
+    if (!strcmp(op, "mod")) {
+        int64_t r = (b == 0 || b == -1) ? 0 : a % b;
+        return p0 != 0 ? r : (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+    if (!strcmp(op, "pow")) {
+        if (b < 0)
+            return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+        uint64_t r = 1;
+        for (int64_t k = 0; k < b; k++)
+            r *= ua;
+        return wrap(r, dt);
+    }
+    fail_msg("no integer reference for %s", op);
+    return 0;
+}
+
+static int ref_compare(const char *op, double a, double b)
+{
+    if (!strcmp(op, "equal")) return a == b;
+    if (!strcmp(op, "less")) return a < b;
+    if (!strcmp(op, "greater")) return a > b;
+    if (!strcmp(op, "less_equal")) return a <= b;
+    if (!strcmp(op, "greater_equal")) return a >= b;
+    fail_msg("no comparison %s", op);
+    return 0;
+}
+
+static int ref_compare_int(const char *op, int64_t a, int64_t b)
+{
+    if (!strcmp(op, "equal")) return a == b;
+    if (!strcmp(op, "less")) return a < b;
+    if (!strcmp(op, "greater")) return a > b;
+    if (!strcmp(op, "less_equal")) return a <= b;
+    return a >= b;
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+static int def_param_count(const char *op)
+{
+    return clrun__ew_def_of(clrun__op_find(op))->param_count;
+}
+
+static double param(const char *op, int i, const clrun_attr *attrs, int count)
+{
+    const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(op));
+    for (int k = 0; k < count; k++)
+        if (!strcmp(attrs[k].name, def->params[i].name))
+            return attrs[k].kind == CLRUN_ATTR_INT ? (double)attrs[k].i : attrs[k].f;
+    return def->params[i].fallback;
+}
+
+/* Checks a unary op's output against its reference. */
+static void check_unary(const char *op, const values *x, const values *y, const clrun_attr *attrs,
+                        int count)
+{
+    clrun_dtype dt = x->type.dtype;
+    double p0 = def_param_count(op) > 0 ? param(op, 0, attrs, count) : 0;
+    double p1 = def_param_count(op) > 1 ? param(op, 1, attrs, count) : 0;
+    char got[64], want[64], in[64];
+    for (uint64_t i = 0; i < y->n; i++) {
+        if (!is_float(dt)) {
+            int64_t r = ref_int_unary(op, get_i(x, i), p0, p1, dt), d = get_i(y, i);
+            if (r != d) {
+                snprintf(got, sizeof got, "%lld", (long long)d);
+                snprintf(want, sizeof want, "%lld", (long long)r);
+                snprintf(in, sizeof in, "%lld", (long long)get_i(x, i));
+                fail_at(op, y, i, got, want, in);
+            }
+            continue;
+        }
+        double v = get_f(x, i), d = get_f(y, i), r;
+        bool ok;
+        if (ref_float_exact(op, v, p0, p1, dt, &r)) {
+            ok = same_float(d, r, dt);
+        } else {
+            r = ref_float_function(op, v, rounded(p0, dt), rounded(p1, dt));
+            double tol = dt == CLRUN_F32 ? 1e-5 : 1e-12;
+            ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * (fabs(r) + fabs(v)) ||
+                 (isinf(r) && d == r);
+        }
+        if (!ok) {
+            snprintf(got, sizeof got, "%.17g", d);
+            snprintf(want, sizeof want, "%.17g", r);
+            snprintf(in, sizeof in, "%.9g", v);
+            fail_at(op, y, i, got, want, in);
+        }
+    }
+}
+
+/* Checks a binary op's output (broadcast) against its reference. */
+static void check_binary(const char *op, const values *a, const values *b, const values *y,
+                         const clrun_attr *attrs, int count)
+{
+    clrun_dtype dt = a->type.dtype;
+    const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(op));
+    double p0 = def->param_count > 0 ? param(op, 0, attrs, count) : 0;
+    char got[64], want[64], in[96];
+    for (uint64_t i = 0; i < y->n; i++) {
+        uint64_t ia = offset_in(&a->type, &y->type, i), ib = offset_in(&b->type, &y->type, i);
+        bool ok;
+        if (def->result == CLRUN__EW_BOOL || dt == CLRUN_BOOL) {
+            int r;
+            if (!strcmp(op, "and")) r = (get_i(a, ia) != 0) & (get_i(b, ib) != 0);
+            else if (!strcmp(op, "or")) r = (get_i(a, ia) != 0) | (get_i(b, ib) != 0);
+            else if (!strcmp(op, "xor")) r = (get_i(a, ia) != 0) != (get_i(b, ib) != 0);
+            else if (dt == CLRUN_BOOL) r = (get_i(a, ia) != 0) == (get_i(b, ib) != 0);
+            else if (is_float(dt)) r = ref_compare(op, get_f(a, ia), get_f(b, ib));
+            else r = ref_compare_int(op, get_i(a, ia), get_i(b, ib));
+            ok = get_i(y, i) == r;
+            snprintf(want, sizeof want, "%d", r);
+            snprintf(got, sizeof got, "%lld", (long long)get_i(y, i));
+        } else if (!is_float(dt)) {
+            int64_t r = ref_int_binary(op, get_i(a, ia), get_i(b, ib), p0, dt);
+            ok = get_i(y, i) == r;
+            snprintf(want, sizeof want, "%lld", (long long)r);
+            snprintf(got, sizeof got, "%lld", (long long)get_i(y, i));
+        } else {
+            double r = ref_float_binary(op, get_f(a, ia), get_f(b, ib), p0, dt), d = get_f(y, i);
+            if (!strcmp(op, "pow")) {
+                double tol = dt == CLRUN_F32 ? 2e-6 : 1e-13;
+                ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * fabs(r) || d == r;
+            } else {
+                ok = same_float(d, r, dt);
+            }
+            snprintf(want, sizeof want, "%.17g", r);
+            snprintf(got, sizeof got, "%.17g", d);
+        }
+        if (!ok) {
+            if (is_float(dt))
+                snprintf(in, sizeof in, "%.9g, %.9g", get_f(a, ia), get_f(b, ib));
+            else
+                snprintf(in, sizeof in, "%lld, %lld", (long long)get_i(a, ia), (long long)get_i(b, ib));
+            fail_at(op, y, i, got, want, in);
+        }
+    }
+}
+
+/* The dtypes to run: those op takes, f64 only with fp64. */
+static int dtypes_of(const char *op, clrun_dtype *out)
+{
+    static const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+    const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(op));
+    int n = 0;
+    for (size_t k = 0; k < 5; k++)
+        if ((def->dtypes & CLRUN__DT(all[k])) && (all[k] != CLRUN_F64 || have_fp64))
+            out[n++] = all[k];
+    return n;
+}
+
+/* ---- unary ------------------------------------------------------------------------------- */
+
+static bool positive_domain(const char *op)
+{
+    return !strcmp(op, "log") || !strcmp(op, "sqrt") || !strcmp(op, "rsqrt") || !strcmp(op, "reciprocal");
+}
+
+static void unary_ops_match_reference_in_every_dtype(void **state)
+{
+    (void)state;
+    size_t count;
+    const clrun__ew_def *defs = clrun__ew_defs(&count);
+    for (size_t k = 0; k < count; k++) {
+        const clrun__ew_def *def = &defs[k];
+        if (def->arity != 1 || def->result != CLRUN__EW_SAME || def->dtypes == CLRUN__DT(CLRUN_BOOL))
+            continue;
+        clrun_dtype dts[5];
+        int n = dtypes_of(def->name, dts);
+        for (int t = 0; t < n; t++) {
+            if (dts[t] == CLRUN_BOOL)
+                continue;
+            double lo = positive_domain(def->name) ? 0.01 : is_float(dts[t]) ? -8 : -100000;
+            double hi = is_float(dts[t]) ? 8 : 100000;
+            values x = random_values(dts[t], "3,5,67", lo, hi, 1000 + k * 10 + (uint64_t)t);
+            if (!is_float(dts[t])) {
+                set_i(&x, 0, dts[t] == CLRUN_I32 ? INT32_MIN : INT64_MIN);
+                set_i(&x, 1, dts[t] == CLRUN_I32 ? INT32_MAX : INT64_MAX);
+                set_i(&x, 2, 0);
+            }
+            values y = run_op(def->name, &x, 1, NULL, 0);
+            assert_int_equal(y.type.dtype, dts[t]);
+            check_unary(def->name, &x, &y, NULL, 0);
+            values_free(&x), values_free(&y);
+        }
+    }
+}
+
+static void special_values_keep_their_meaning(void **state)
+{
+    (void)state;
+    const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -1e-40, 0.5, -0.5,
+                               1.5, 2.5, -2.5, 3.0, -7.25, 1e30, -1e30, 88.0, -104.0};
+    const size_t n = sizeof specials / sizeof specials[0];
+    const char *const ops[] = {"neg", "abs", "relu", "floor", "ceil", "round", "sign", "clip",
+                               "sigmoid", "tanh", "exp", "softplus", "softsign", "erf", "gelu_erf",
+                               "hard_sigmoid", "hard_swish", "leaky_relu", "elu", "selu", "celu"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        for (int f64 = 0; f64 <= (int)have_fp64; f64++) {
+            char dims[16];
+            snprintf(dims, sizeof dims, "%zu", n);
+            values x = make(f64 ? CLRUN_F64 : CLRUN_F32, dims);
+            for (size_t i = 0; i < n; i++)
+                set_f(&x, i, specials[i]);
+            values y = run_op(ops[k], &x, 1, NULL, 0);
+            check_unary(ops[k], &x, &y, NULL, 0);
+            values_free(&x), values_free(&y);
+        }
+    }
+}
+
+static void round_goes_half_to_even(void **state)
+{
+    (void)state;
+    const double in[] = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 8388609.0};
+    const double out[] = {0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 0.0, 8388609.0};
+    values x = make(CLRUN_F32, "8");
+    for (int i = 0; i < 8; i++)
+        set_f(&x, (uint64_t)i, in[i]);
+    values y = run_op("round", &x, 1, NULL, 0);
+    for (int i = 0; i < 8; i++)
+        if (!same_float(get_f(&y, (uint64_t)i), out[i], CLRUN_F32))
+            fail_msg("round(%.9g) is %.9g, expected %.9g", in[i], get_f(&y, (uint64_t)i), out[i]);
+    values_free(&x), values_free(&y);
+}
+
+static void attributes_set_the_parameters(void **state)
+{
+    (void)state;
+    struct { const char *op; clrun_attr attrs[2]; int count; } cases[] = {
+        {"leaky_relu", {attr_f("alpha", 0.25)}, 1},
+        {"elu", {attr_f("alpha", 2.0)}, 1},
+        {"celu", {attr_f("alpha", 0.5)}, 1},
+        {"selu", {attr_f("alpha", 1.5), attr_f("gamma", 2.0)}, 2},
+        {"hard_sigmoid", {attr_f("alpha", 0.1), attr_i("beta", 1)}, 2},
+        {"clip", {attr_f("min", -1.5)}, 1},
+        {"clip", {attr_f("max", 2.25)}, 1},
+        {"clip", {attr_f("min", 3), attr_f("max", -1)}, 2}, /* min > max gives max, as numpy */
+        {"scale", {attr_f("alpha", -2.5), attr_i("beta", 3)}, 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        values x = random_values(CLRUN_F32, "257", -5, 5, 2000 + k);
+        values y = run_op(cases[k].op, &x, 1, cases[k].attrs, cases[k].count);
+        check_unary(cases[k].op, &x, &y, cases[k].attrs, cases[k].count);
+        values_free(&x), values_free(&y);
+    }
+}
+
+static void integer_clip_rounds_its_bounds_inward(void **state)
+{
+    (void)state;
+    const clrun_attr attrs[] = {attr_f("min", -2.5), attr_f("max", 3.5)};
+    for (int dt = 0; dt < 2; dt++) {
+        values x = make(dt ? CLRUN_I64 : CLRUN_I32, "6");
+        const int64_t in[] = {-5, -3, -2, 3, 4, 9};
+        const int64_t want[] = {-2, -2, -2, 3, 3, 3};
+        for (int i = 0; i < 6; i++)
+            set_i(&x, (uint64_t)i, in[i]);
+        values y = run_op("clip", &x, 1, attrs, 2);
+        for (int i = 0; i < 6; i++)
+            if (get_i(&y, (uint64_t)i) != want[i])
+                fail_msg("clip(%lld) in [-2.5, 3.5] is %lld, expected %lld", (long long)in[i],
+                         (long long)get_i(&y, (uint64_t)i), (long long)want[i]);
+        values_free(&x), values_free(&y);
+    }
+}
+
+static void erf_is_accurate_near_zero_and_in_the_tails(void **state)
+{
+    (void)state;
+    /* relative accuracy near 0 (1e-5 of |x| would hide a constant error), and erfc's tails */
+    values x = make(CLRUN_F32, "2001");
+    for (uint64_t i = 0; i < x.n; i++)
+        set_f(&x, i, (i < 1000 ? 1e-4 : 1.0) * ((double)i - 1000.0) / 100.0);
+    values y = run_op("erf", &x, 1, NULL, 0);
+    for (uint64_t i = 0; i < x.n; i++) {
+        double v = get_f(&x, i), r = erf(v), d = get_f(&y, i);
+        if (fabs(d - r) > 4e-7 * fabs(r) + 1e-7 * (fabs(v) > 1))
+            fail_msg("erf(%.9g) is %.9g, reference %.9g", v, d, r);
+    }
+    values g = run_op("gelu_erf", &x, 1, NULL, 0);
+    for (uint64_t i = 0; i < x.n; i++) {
+        double v = get_f(&x, i), r = 0.5 * v * erfc(-v / sqrt(2)), d = get_f(&g, i);
+        if (fabs(d - r) > 5e-6 * fabs(r) + 1e-30)
+            fail_msg("gelu_erf(%.9g) is %.9g, reference %.9g (relative)", v, d, r);
+    }
+    values_free(&x), values_free(&y), values_free(&g);
+}
+
+/* ---- binary ------------------------------------------------------------------------------ */
+
+/* Shapes that take each kernel variant: own index, 3-D broadcast, many-dimension broadcast, and
+ * a scalar. */
+static const char *const shape_cases[][2] = {
+    {"3,7,11", "3,7,11"}, {"4,1,5", "3,1"}, {"2,3,37", "37"},
+    {"2,1,3,1,2,1", "1,4,1,3,1,5"}, {"", "5,7"},
+};
+
+static values binary_operand(const char *op, clrun_dtype dt, const char *dims, int which, uint64_t seed)
+{
+    if (dt == CLRUN_BOOL)
+        return random_values(dt, dims, 0, 1, seed);
+    if (is_float(dt)) {
+        bool positive_base = !strcmp(op, "pow") && which == 0;
+        return random_values(dt, dims, positive_base ? 0.1 : -4, 4, seed);
+    }
+    if (!strcmp(op, "pow"))
+        return random_values(dt, dims, which ? -2 : -5, which ? 12 : 5, seed);
+    return random_values(dt, dims, -50, 50, seed); /* zeros included: div and mod by 0 */
+}
+
+static void binary_ops_match_reference_on_every_broadcast(void **state)
+{
+    (void)state;
+    size_t count;
+    const clrun__ew_def *defs = clrun__ew_defs(&count);
+    for (size_t k = 0; k < count; k++) {
+        const clrun__ew_def *def = &defs[k];
+        if (def->arity != 2)
+            continue;
+        clrun_dtype dts[5];
+        int n = dtypes_of(def->name, dts);
+        for (int t = 0; t < n; t++)
+            for (size_t c = 0; c < sizeof shape_cases / sizeof shape_cases[0]; c++)
+                for (int fmod_ = 0; fmod_ <= (def->param_count > 0); fmod_++) {
+                    uint64_t seed = 3000 + k * 100 + (uint64_t)t * 10 + c;
+                    values a = binary_operand(def->name, dts[t], shape_cases[c][0], 0, seed);
+                    values b = binary_operand(def->name, dts[t], shape_cases[c][1], 1, seed + 7);
+                    values ab[2] = {a, b};
+                    clrun_attr attr = attr_i("fmod", fmod_);
+                    values y = run_op(def->name, ab, 2, &attr, def->param_count ? 1 : 0);
+                    check_binary(def->name, &a, &b, &y, &attr, def->param_count ? 1 : 0);
+                    values_free(&a), values_free(&b), values_free(&y);
+                }
+    }
+}
+
+static void integer_division_truncates_and_survives_zero(void **state)
+{
+    (void)state;
+    const int64_t a[] = {7, -7, 7, -7, 5, INT32_MIN, INT32_MIN, 0, 1};
+    const int64_t b[] = {2, 2, -2, -2, 0, -1, 1, 0, 3};
+    const int64_t q[] = {3, -3, -3, 3, 0, INT32_MIN, INT32_MIN, 0, 0};
+    const int64_t m[] = {1, 1, -1, -1, 0, 0, 0, 0, 1};   /* Python's sign: that of b */
+    const int64_t f[] = {1, -1, 1, -1, 0, 0, 0, 0, 1};   /* C's: that of a */
+    values va = make(CLRUN_I32, "9"), vb = make(CLRUN_I32, "9");
+    for (int i = 0; i < 9; i++)
+        set_i(&va, (uint64_t)i, a[i]), set_i(&vb, (uint64_t)i, b[i]);
+    values ab[2] = {va, vb};
+    values vq = run_op("div", ab, 2, NULL, 0);
+    clrun_attr floor_mod = attr_i("fmod", 0), c_mod = attr_i("fmod", 1);
+    values vm = run_op("mod", ab, 2, &floor_mod, 1), vf = run_op("mod", ab, 2, &c_mod, 1);
+    for (int i = 0; i < 9; i++) {
+        if (get_i(&vq, (uint64_t)i) != q[i])
+            fail_msg("div(%lld, %lld) is %lld, expected %lld", (long long)a[i], (long long)b[i],
+                     (long long)get_i(&vq, (uint64_t)i), (long long)q[i]);
+        if (get_i(&vm, (uint64_t)i) != m[i] || get_i(&vf, (uint64_t)i) != f[i])
+            fail_msg("mod(%lld, %lld) is %lld / fmod %lld, expected %lld / %lld", (long long)a[i],
+                     (long long)b[i], (long long)get_i(&vm, (uint64_t)i),
+                     (long long)get_i(&vf, (uint64_t)i), (long long)m[i], (long long)f[i]);
+    }
+    values_free(&va), values_free(&vb), values_free(&vq), values_free(&vm), values_free(&vf);
+}
+
+static void comparisons_see_nan_as_unordered(void **state)
+{
+    (void)state;
+    values a = make(CLRUN_F32, "4"), b = make(CLRUN_F32, "4");
+    const double av[] = {NAN, 1, -0.0, INFINITY}, bv[] = {NAN, NAN, 0.0, INFINITY};
+    for (int i = 0; i < 4; i++)
+        set_f(&a, (uint64_t)i, av[i]), set_f(&b, (uint64_t)i, bv[i]);
+    values ab[2] = {a, b};
+    const char *const ops[] = {"equal", "less", "greater", "less_equal", "greater_equal"};
+    for (size_t k = 0; k < 5; k++) {
+        values y = run_op(ops[k], ab, 2, NULL, 0);
+        assert_int_equal(y.type.dtype, CLRUN_BOOL);
+        check_binary(ops[k], &a, &b, &y, NULL, 0);
+        values_free(&y);
+    }
+    values_free(&a), values_free(&b);
+}
+
+/* ---- where and cast ---------------------------------------------------------------------- */
+
+static void where_broadcasts_all_three(void **state)
+{
+    (void)state;
+    const char *const cases[][4] = {
+        {"4,3,5", "4,3,5", "4,3,5", "4,3,5"}, {"4,1,5", "3,1", "1", "4,3,5"},
+        {"2,1,3,1,2,1", "1,4,1,3,1,5", "2,4,1,1,1,1", "2,4,3,3,2,5"}, {"", "6", "", "6"},
+    };
+    clrun_dtype dts[5];
+    int n = dtypes_of("where", dts);
+    for (int t = 0; t < n; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            uint64_t seed = 5000 + (uint64_t)t * 10 + c;
+            values in[3] = {random_values(CLRUN_BOOL, cases[c][0], 0, 1, seed),
+                            random_values(dts[t], cases[c][1], -100, 100, seed + 1),
+                            random_values(dts[t], cases[c][2], -100, 100, seed + 2)};
+            values y = run_op("where", in, 3, NULL, 0);
+            char t1[96], t2[96];
+            clrun_tensor_type want = type_of(dts[t], cases[c][3]);
+            if (!clrun__type_equal(&y.type, &want))
+                fail_msg("where -> %s, expected %s", dims_text(&y.type, t1, sizeof t1),
+                         dims_text(&want, t2, sizeof t2));
+            for (uint64_t i = 0; i < y.n; i++) {
+                bool cond = get_i(&in[0], offset_in(&in[0].type, &y.type, i)) != 0;
+                const values *src = cond ? &in[1] : &in[2];
+                uint64_t o = offset_in(&src->type, &y.type, i);
+                size_t size = clrun_dtype_size(dts[t]);
+                if (memcmp(y.bytes + i * size, src->bytes + o * size, size) != 0)
+                    fail_msg("where (%s, case %zu): element %llu is not the %s input's",
+                             clrun_dtype_name(dts[t]), c, (unsigned long long)i, cond ? "a" : "b");
+            }
+            values_free(&in[0]), values_free(&in[1]), values_free(&in[2]), values_free(&y);
+        }
+}
+
+/* What cast gives for one value, as docs/ops.md says. */
+static void ref_cast(const values *x, uint64_t i, values *y, uint64_t j)
+{
+    clrun_dtype from = x->type.dtype, to = y->type.dtype;
+    if (to == CLRUN_BOOL) {
+        set_i(y, j, is_float(from) ? get_f(x, i) != 0 || isnan(get_f(x, i)) : get_i(x, i) != 0);
+    } else if (is_float(to)) {
+        if (is_float(from))
+            set_f(y, j, get_f(x, i));
+        else
+            set_f(y, j, to == CLRUN_F32 ? (double)(float)get_i(x, i) : (double)get_i(x, i));
+    } else if (is_float(from)) {
+        double v = trunc(get_f(x, i));
+        double lo = to == CLRUN_I32 ? -2147483648.0 : -9223372036854775808.0;
+        double hi = to == CLRUN_I32 ? 2147483647.0 : 9223372036854775807.0;
+        int64_t r = isnan(v) ? 0 : v <= lo ? (int64_t)lo : v >= hi ? (to == CLRUN_I32 ? INT32_MAX : INT64_MAX)
+                                                                   : (int64_t)v;
+        set_i(y, j, r);
+    } else {
+        set_i(y, j, get_i(x, i)); /* set_i wraps into i32 */
+    }
+}
+
+static void cast_converts_between_every_dtype(void **state)
+{
+    (void)state;
+    const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+    const double floats[] = {0.0, -0.0, 1.5, -1.5, 2.5, -2.99, 16777217.0, 3e9, -3e9, 1e19, -1e19,
+                             INFINITY, -INFINITY, NAN, 1e-40, 123456.789};
+    const int64_t ints[] = {0, 1, -1, 2, INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 3, INT64_MIN,
+                            INT64_MAX, 16777217, -16777217, 9007199254740993LL, 255, 256, -129, 7};
+    for (int f = 0; f < 5; f++)
+        for (int t = 0; t < 5; t++) {
+            if ((all[f] == CLRUN_F64 || all[t] == CLRUN_F64) && !have_fp64)
+                continue;
+            values x = make(all[f], "16");
+            for (uint64_t i = 0; i < 16; i++) {
+                if (is_float(all[f]))
+                    set_f(&x, i, floats[i]);
+                else
+                    set_i(&x, i, ints[i]);
+            }
+            clrun_attr to = attr_i("to", all[t]);
+            values y = run_op("cast", &x, 1, &to, 1);
+            assert_int_equal(y.type.dtype, all[t]);
+            values want = make(all[t], "16");
+            for (uint64_t i = 0; i < 16; i++)
+                ref_cast(&x, i, &want, i);
+            size_t size = clrun_dtype_size(all[t]);
+            for (uint64_t i = 0; i < 16; i++)
+                if (memcmp(y.bytes + i * size, want.bytes + i * size, size) != 0) {
+                    bool fx = is_float(all[f]), fy = is_float(all[t]);
+                    fail_msg("cast %s -> %s of element %llu (%.17g / %lld): got %.17g / %lld, "
+                             "expected %.17g / %lld", clrun_dtype_name(all[f]), clrun_dtype_name(all[t]),
+                             (unsigned long long)i, fx ? get_f(&x, i) : 0, fx ? 0 : (long long)get_i(&x, i),
+                             fy ? get_f(&y, i) : 0, fy ? 0 : (long long)get_i(&y, i),
+                             fy ? get_f(&want, i) : 0, fy ? 0 : (long long)get_i(&want, i));
+                }
+            values_free(&x), values_free(&y), values_free(&want);
+        }
+}
+
+static void logic_reads_any_nonzero_byte_as_true(void **state)
+{
+    (void)state;
+    values a = make(CLRUN_BOOL, "4"), b = make(CLRUN_BOOL, "4");
+    const unsigned char av[] = {0, 2, 0, 255}, bv[] = {0, 0, 7, 1};
+    memcpy(a.bytes, av, 4), memcpy(b.bytes, bv, 4);
+    values ab[2] = {a, b};
+    const char *const ops[] = {"and", "or", "xor", "equal"};
+    const int want[4][4] = {{0, 0, 0, 1}, {0, 1, 1, 1}, {0, 1, 1, 0}, {1, 0, 0, 1}};
+    for (int k = 0; k < 4; k++) {
+        values y = run_op(ops[k], ab, 2, NULL, 0);
+        for (int i = 0; i < 4; i++)
+            if (y.bytes[i] != want[k][i])
+                fail_msg("%s(%d, %d) is %d, expected %d", ops[k], av[i], bv[i], y.bytes[i], want[k][i]);
+        values_free(&y);
+    }
+    values y = run_op("not", &a, 1, NULL, 0);
+    const unsigned char nots[] = {1, 0, 1, 0};
+    assert_memory_equal(y.bytes, nots, 4);
+    values_free(&y), values_free(&a), values_free(&b);
+}
+
+/* ---- programs ---------------------------------------------------------------------------- */
+
+static void each_op_is_built_once_per_context(void **state)
+{
+    (void)state;
+    clrun_program_stats before, after;
+    values x = random_values(CLRUN_F32, "100", -1, 1, 7);
+    values y = run_op("softsign", &x, 1, NULL, 0); /* first use of softsign here: one build */
+    clrun_program_stats_get(ctx, &before);
+    for (int i = 0; i < 3; i++) {
+        values z = run_op("softsign", &x, 1, NULL, 0);
+        assert_memory_equal(z.bytes, y.bytes, 400);
+        values_free(&z);
+    }
+    clrun_program_stats_get(ctx, &after);
+    assert_int_equal(after.builds_from_source + after.cache_hits,
+                     before.builds_from_source + before.cache_hits);
+    values_free(&x), values_free(&y);
+}
+
+/* ---- refusals ---------------------------------------------------------------------------- */
+
+static void expect_refusal(const char *opname, const clrun_tensor_type *in, int count,
+                           const clrun_attr *attrs, int attr_count, const char *want)
+{
+    const clrun__op *op = clrun__op_find(opname);
+    clrun_tensor_type out;
+    clrun__op_call call = {in, count, &out, 1, attrs, attr_count, 0};
+    char err[512] = "";
+    assert_int_equal(op->infer(&call, &out, err, sizeof err), CLRUN_ERROR_INVALID_GRAPH);
+    if (strstr(err, want) == NULL)
+        fail_msg("%s: message \"%s\" lacks \"%s\"", opname, err, want);
+}
+
+static void the_type_rule_refuses_what_no_kernel_takes(void **state)
+{
+    (void)state;
+    clrun_tensor_type f = type_of(CLRUN_F32, "4"), i = type_of(CLRUN_I32, "4"),
+                      b = type_of(CLRUN_BOOL, "4"), h = type_of(CLRUN_F16, "4");
+    clrun_tensor_type where_in[3] = {f, f, f};
+    expect_refusal("where", where_in, 3, NULL, 0,
+                   "where: input 0 is f32[4]: expected bool (the condition)");
+    clrun_tensor_type mixed[3] = {b, f, i};
+    expect_refusal("where", mixed, 3, NULL, 0, "where: dtypes differ: a is f32[4], b is i32[4]");
+    clrun_tensor_type logic[2] = {f, f};
+    expect_refusal("and", logic, 2, NULL, 0, "and: input 0 is f32[4]: expected bool");
+    expect_refusal("not", &i, 1, NULL, 0, "not: input 0 is i32[4]: expected bool");
+    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32 or f64");
+    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, i32 or i64");
+    expect_refusal("relu", &h, 1, NULL, 0, "f16 kernels do not exist yet");
+    clrun_attr to_f16 = attr_i("to", CLRUN_F16), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
+    expect_refusal("cast", &f, 1, &to_f16, 1, "cast: attribute 'to' is 2: not a dtype clrun casts to");
+    expect_refusal("cast", &f, 1, &to_bad, 1, "attribute 'to' is 99");
+    expect_refusal("cast", &f, 1, NULL, 0, "cast: missing required attribute 'to'");
+    clrun_tensor_type two[2] = {f, f};
+    expect_refusal("mod", two, 2, &fmod_f, 1, "mod: attribute 'fmod' must be an integer");
+    clrun_tensor_type shapes[3] = {b, type_of(CLRUN_F32, "3"), f};
+    expect_refusal("where", shapes, 3, NULL, 0, "where: shapes do not broadcast");
+}
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+static int setup(void **state)
+{
+    (void)state;
+    if (clrun_context_create(NULL, &ctx) != CLRUN_OK) {
+        fprintf(stderr, "no context: %s\n", clrun_last_error(NULL));
+        return -1;
+    }
+    have_fp64 = clrun_context_device(ctx)->fp64;
+    if (!have_fp64)
+        fprintf(stderr, "note: the device has no fp64: f64 kernels are not run\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    clrun_context_destroy(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_dir, sizeof cache_dir);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(unary_ops_match_reference_in_every_dtype),
+        cmocka_unit_test(special_values_keep_their_meaning),
+        cmocka_unit_test(round_goes_half_to_even),
+        cmocka_unit_test(attributes_set_the_parameters),
+        cmocka_unit_test(integer_clip_rounds_its_bounds_inward),
+        cmocka_unit_test(erf_is_accurate_near_zero_and_in_the_tails),
+        cmocka_unit_test(binary_ops_match_reference_on_every_broadcast),
+        cmocka_unit_test(integer_division_truncates_and_survives_zero),
+        cmocka_unit_test(comparisons_see_nan_as_unordered),
+        cmocka_unit_test(where_broadcasts_all_three),
+        cmocka_unit_test(cast_converts_between_every_dtype),
+        cmocka_unit_test(logic_reads_any_nonzero_byte_as_true),
+        cmocka_unit_test(each_op_is_built_once_per_context),
+        cmocka_unit_test(the_type_rule_refuses_what_no_kernel_takes),
+    };
+    if (getenv("CLRUN_TEST_FILTER")) /* e.g. "cast_*": run only the tests that match */
+        cmocka_set_test_filter(getenv("CLRUN_TEST_FILTER"));
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    clrun_test_remove_dir(cache_dir);
+    return failed;
+}
