@@ -160,12 +160,25 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 
 /* An alloc cut from the bottom of a tail and freed before anything else happens (a scratch
  * buffer, a tight loop) leaves the state exactly as it was before the alloc, so an alloc of the
- * same size next makes the same choice: it takes that tail again without searching. Any other
- * call forgets this. */
-static void forget_again(tlsf_state *s)
+ * same size next makes the same choice: that block again. So the free does not merge it at
+ * once: the block stays a node of its own, linked below the tail, a ghost that is free in all
+ * but form (counted free in held_bytes, its chunk's live and live_blocks; its bytes belong to
+ * the tail above it, whose node is not yet grown over it), and an alloc of its size revives it
+ * with no list or link work at all. Every other call settles it first: the tail takes it in, as
+ * the free would have done. Only tlsf_stats, which may not change the state, reads a ghost's
+ * tail as grown over it. */
+static void settle(tlsf_state *s)
 {
     s->undo_tail = NULL;
-    s->again_tail = NULL;
+    tlsf_block *g = s->ghost;
+    if (!g)
+        return;
+    tlsf_block *tail = g->next_phys;
+    assert(tail && tail->state == BLOCK_TAIL && (!g->prev_phys || g->prev_phys->state == BLOCK_LIVE));
+    tail->offset = g->offset;
+    tail->size += g->size;
+    s->ghost = NULL;
+    clrun__tlsf_block_unlink(s, g);
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
@@ -246,7 +259,7 @@ static uint64_t tlsf_chunk_size(const void *state, uint64_t request, uint64_t al
 static clrun_status tlsf_add_chunk(void *state, uint32_t chunk, uint64_t size)
 {
     tlsf_state *s = state;
-    forget_again(s); /* a new tail may fit better */
+    settle(s); /* a new tail may fit better */
     if (size == 0 || s->total_bytes > UINT64_MAX - size)
         return CLRUN_ERROR_INVALID_SIZE;
     if (chunk_index_find(&s->chunks, chunk))
@@ -268,7 +281,7 @@ static clrun_status tlsf_add_chunk(void *state, uint32_t chunk, uint64_t size)
 static clrun_status tlsf_remove_chunk(void *state, uint32_t chunk)
 {
     tlsf_state *s = state;
-    forget_again(s);
+    settle(s);
     tlsf_chunk *c = chunk_index_find(&s->chunks, chunk);
     if (!c)
         return CLRUN_ERROR_INVALID_ARGUMENT;
@@ -288,36 +301,6 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
 {
     const tlsf_chunk *c = chunk_index_find(&((const tlsf_state *)state)->chunks, chunk);
     return !c || c->live == 0;
-}
-
-/* The fast path of an alloc that repeats one just freed (see forget_again): a new node cut from
- * the bottom of the same tail, which stays the tail. */
-static void take_again(tlsf_state *s, tlsf_block *tail, uint64_t bytes, clrun_block *out)
-{
-    /* Field by field, for the reason given in live_insert. */
-    tlsf_chunk *c = tail->chunk;
-    tlsf_block *b = node_take(s), *below = tail->prev_phys;
-    uint64_t offset = tail->offset;
-    b->offset = offset;
-    b->size = bytes;
-    b->chunk = c;
-    b->prev_phys = below;
-    b->next_phys = tail;
-    b->state = BLOCK_LIVE;
-    if (below)
-        below->next_phys = b;
-    else
-        c->first = b;
-    tail->prev_phys = b;
-    tail->offset = offset + bytes;
-    tail->size -= bytes;
-    c->live++;
-    s->held_bytes += bytes;
-    live_insert(s, b);
-    s->undo_tail = tail;
-    out->chunk = c->id;
-    out->offset = offset;
-    out->size = bytes;
 }
 
 /* Everything but the fast path: a search, then a cut. Kept out of line so that the fast path
@@ -341,30 +324,59 @@ __attribute__((noinline)) static clrun_status alloc_searching(tlsf_state *s, uin
     return CLRUN_OK;
 }
 
-static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
+/* Everything but the fast path: the ghost settled, room made, then a search and a cut. */
+__attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t size, uint64_t align,
+                                                         clrun_block *out)
 {
-    tlsf_state *s = state;
-    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     uint64_t granule = UINT64_C(1) << s->granule_log;
     uint64_t bytes = round_up_u64(size, granule);
     if (bytes == 0)
         return CLRUN_ERROR_OUT_OF_MEMORY;
     if (align < granule)
         align = granule;
+    settle(s);
     if (!live_reserve(s) || !nodes_reserve(s, 2))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    tlsf_block *again = s->again_tail;
-    forget_again(s);
-    if (again && bytes == s->again_bytes && align == granule && again->size > bytes) {
-        take_again(s, again, bytes, out);
-        return CLRUN_OK;
-    }
     return alloc_searching(s, bytes, align, out);
 }
 
-/* Everything but the fast path: a lookup, then merges. */
-__attribute__((noinline)) static clrun_status free_searching(tlsf_state *s, uint32_t chunk, uint64_t offset)
+/* The fast path is an alloc that repeats the one just freed (see settle): the ghost, live
+ * again, recorded among the recent live blocks. It calls nothing, so it saves no registers;
+ * everything else is one tail call away. */
+static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
+    tlsf_state *s = state;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
+    tlsf_block *g = s->ghost;
+    uint64_t granule_mask = (UINT64_C(1) << s->granule_log) - 1;
+    /* Rounded up to the granule; a size that wraps around gives 0, which no block has. */
+    uint64_t bytes = (size + granule_mask) & ~granule_mask;
+    unsigned i = s->nrecent;
+    if (!g || g->size != bytes || align > granule_mask + 1 || i == TLSF_RECENT ||
+        (s->live_blocks + 1) * 4 > s->live_capacity)
+        return alloc_slow(s, size, align, out);
+    tlsf_chunk *c = g->chunk;
+    s->ghost = NULL;
+    s->undo_tail = g->next_phys;
+    c->live++;
+    s->held_bytes += bytes;
+    s->live_blocks++;
+    /* Field by field, for the reason given in live_insert. */
+    s->nrecent = i + 1;
+    s->newest = i;
+    s->recent[i].offset = g->offset;
+    s->recent[i].chunk = c->id;
+    s->recent[i].block = g;
+    out->chunk = c->id;
+    out->offset = g->offset;
+    out->size = bytes;
+    return CLRUN_OK;
+}
+
+/* Everything but the fast path: the ghost settled, a lookup, then merges. */
+__attribute__((noinline)) static clrun_status free_slow(tlsf_state *s, uint32_t chunk, uint64_t offset)
+{
+    settle(s);
     tlsf_block *b = live_take(s, chunk, offset);
     if (!b)
         return CLRUN_ERROR_INVALID_FREE;
@@ -374,35 +386,29 @@ __attribute__((noinline)) static clrun_status free_searching(tlsf_state *s, uint
     return CLRUN_OK;
 }
 
+/* The fast path frees the block just cut from the bottom of undo_tail, nothing done since: it
+ * becomes the ghost (see settle), and the state is as it was before that alloc. */
 static clrun_status tlsf_free(void *state, uint32_t chunk, uint64_t offset)
 {
     tlsf_state *s = state;
     tlsf_block *undo_tail = s->undo_tail;
-    const live_slot *newest = &s->recent[s->newest];
-    forget_again(s);
-    if (undo_tail && newest->offset == offset && newest->chunk == chunk) {
-        tlsf_block *recent = newest->block;
-        /* Freeing the block just cut from the bottom of undo_tail, nothing done since: the tail
-         * takes it back, and is as it was before that alloc. */
-        assert(recent->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL);
-        uint64_t size = recent->size;
-        recent_drop(s, s->newest);
-        s->held_bytes -= size;
-        recent->chunk->live--;
-        undo_tail->offset = offset;
-        undo_tail->size += size;
-        s->again_tail = undo_tail;
-        s->again_bytes = size;
-        clrun__tlsf_block_unlink(s, recent);
-        return CLRUN_OK;
-    }
-    return free_searching(s, chunk, offset);
+    unsigned i = s->newest;
+    if (!undo_tail || s->recent[i].offset != offset || s->recent[i].chunk != chunk)
+        return free_slow(s, chunk, offset);
+    tlsf_block *b = s->recent[i].block;
+    assert(b->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL && !s->ghost);
+    recent_drop(s, i);
+    s->held_bytes -= b->size;
+    b->chunk->live--;
+    s->undo_tail = NULL;
+    s->ghost = b;
+    return CLRUN_OK;
 }
 
 static void tlsf_reset(void *state)
 {
     tlsf_state *s = state;
-    forget_again(s);
+    settle(s);
     for (uint32_t n = 0; n < s->chunks.count; n++)
         chunk_drop_blocks(s, s->chunks.items[n]);
     memset(s->lists, 0, sizeof s->lists);
@@ -431,8 +437,11 @@ static void tlsf_stats(const void *state, clrun_strategy_stats *out)
     }
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const tlsf_block *t = ((const tlsf_chunk *)s->chunks.items[n])->tail;
-        if (t && t->size > largest)
-            largest = t->size;
+        uint64_t size = t ? t->size : 0;
+        if (t && s->ghost && s->ghost->next_phys == t)
+            size += s->ghost->size; /* the ghost is the tail's, not yet merged (see settle) */
+        if (size > largest)
+            largest = size;
     }
     out->held_bytes = s->held_bytes;
     out->free_bytes = s->total_bytes - s->held_bytes;

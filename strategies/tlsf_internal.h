@@ -76,8 +76,7 @@ typedef struct tlsf_state {
     unsigned evict;                             /* the next entry of a full recent to move to live */
     unsigned newest;                            /* the entry of the newest live block */
     tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
-    tlsf_block *again_tail;                     /* that tail once the newest was freed, nothing since */
-    uint64_t again_bytes;                       /* the size of that freed block */
+    tlsf_block *ghost;                          /* that block once freed, nothing done since: see settle */
     uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
     uint64_t live_blocks;                       /* blocks allocated and not freed */
     tlsf_block *spare;                          /* unused nodes, linked by next_free */
