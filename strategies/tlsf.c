@@ -126,7 +126,7 @@ static void recent_drop(tlsf_state *s, unsigned i)
  * from the hash table shifts the following entries back, so no tombstones accumulate. */
 static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
-    for (unsigned i = 0; i < s->nrecent; i++) {
+    for (unsigned i = s->nrecent; i-- > 0;) { /* newest first: temporaries die young */
         if (s->recent[i].offset == offset && s->recent[i].chunk == chunk) {
             tlsf_block *r = s->recent[i].block;
             recent_drop(s, i);
@@ -167,25 +167,30 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
  * with no list or link work at all. Every other call settles it first: the tail takes it in, as
  * the free would have done. Only tlsf_stats, which may not change the state, reads a ghost's
  * tail as grown over it. */
-static void settle(tlsf_state *s)
+__attribute__((noinline)) static void settle_ghost(tlsf_state *s)
 {
-    s->undo_tail = NULL;
-    tlsf_block *g = s->ghost;
-    if (!g)
-        return;
-    tlsf_block *tail = g->next_phys;
+    tlsf_block *g = s->ghost, *tail = g->next_phys;
     assert(tail && tail->state == BLOCK_TAIL && (!g->prev_phys || g->prev_phys->state == BLOCK_LIVE));
-    tail->offset = g->offset;
-    tail->size += g->size;
+    tail_resize(s, tail, g->offset, tail->size + g->size);
     s->ghost = NULL;
     clrun__tlsf_block_unlink(s, g);
 }
 
+static inline void settle(tlsf_state *s)
+{
+    s->undo_tail = NULL;
+    if (s->ghost)
+        settle_ghost(s);
+}
+
 /* ---- chunks --------------------------------------------------------------------------------- */
 
-/* Gives chunk c's blocks back to the spare nodes. */
-static void chunk_drop_blocks(tlsf_state *s, tlsf_chunk *c)
+/* Gives chunk c's blocks back to the spare nodes (its tail out of the tail lists first, unless
+ * every list is about to be cleared). */
+static void chunk_drop_blocks(tlsf_state *s, tlsf_chunk *c, bool unlist_tail)
 {
+    if (c->tail && unlist_tail)
+        tail_remove(s, c->tail);
     for (tlsf_block *b = c->first, *next; b; b = next) {
         next = b->next_phys;
         node_drop(s, b);
@@ -202,9 +207,9 @@ static void chunk_make_empty(tlsf_state *s, tlsf_chunk *c)
     if (!c->usable)
         return;
     tlsf_block *b = node_take(s);
-    *b = (tlsf_block){.offset = 0, .size = c->usable, .chunk = c, .state = BLOCK_TAIL};
+    *b = (tlsf_block){.offset = 0, .size = c->usable, .chunk = c};
     c->first = b;
-    c->tail = b;
+    tail_insert(s, b);
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -289,7 +294,7 @@ static clrun_status tlsf_remove_chunk(void *state, uint32_t chunk)
         return CLRUN_ERROR_BUSY;
     /* No live block: the tail covers the whole chunk. */
     assert(c->first == c->tail && (!c->tail || (!c->tail->prev_phys && c->tail->size == c->usable)));
-    chunk_drop_blocks(s, c);
+    chunk_drop_blocks(s, c, true);
     s->total_bytes -= c->size;
     chunk_index_erase(&s->chunks, chunk);
     free(c);
@@ -303,28 +308,8 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
     return !c || c->live == 0;
 }
 
-/* Everything but the fast path: a search, then a cut. Kept out of line so that the fast path
- * saves no registers for it. */
-__attribute__((noinline)) static clrun_status alloc_searching(tlsf_state *s, uint64_t bytes, uint64_t align,
-                                                              clrun_block *out)
-{
-    uint64_t at = 0;
-    bool plain = align == UINT64_C(1) << s->granule_log;
-    tlsf_block *b = plain ? clrun__tlsf_find_fit(s, bytes) : clrun__tlsf_find_aligned(s, bytes, align, &at);
-    if (!b)
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    if (plain)
-        at = b->offset;
-    bool from_tail_bottom = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes;
-    tlsf_block *live = clrun__tlsf_block_take(s, b, at, bytes);
-    live_insert(s, live);
-    *out = (clrun_block){.chunk = live->chunk->id, .offset = live->offset, .size = bytes};
-    if (from_tail_bottom)
-        s->undo_tail = b;
-    return CLRUN_OK;
-}
-
-/* Everything but the fast path: the ghost settled, room made, then a search and a cut. */
+/* Everything but the fast path: the ghost settled, room made, then a search and a cut. Kept out
+ * of line so that the fast path saves no registers for it. */
 __attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t size, uint64_t align,
                                                          clrun_block *out)
 {
@@ -332,12 +317,29 @@ __attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t
     uint64_t bytes = round_up_u64(size, granule);
     if (bytes == 0)
         return CLRUN_ERROR_OUT_OF_MEMORY;
-    if (align < granule)
-        align = granule;
     settle(s);
     if (!live_reserve(s) || !nodes_reserve(s, 2))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    return alloc_searching(s, bytes, align, out);
+    uint64_t at;
+    tlsf_block *b;
+    if (align <= granule) {
+        b = clrun__tlsf_find_fit(s, bytes);
+        at = b ? b->offset : 0;
+    } else {
+        b = clrun__tlsf_find_aligned(s, bytes, align, &at);
+    }
+    if (!b)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    bool from_tail_bottom = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes;
+    tlsf_block *live = clrun__tlsf_block_take(s, b, at, bytes);
+    live_insert(s, live);
+    /* Field by field, for the reason given in live_insert. */
+    out->chunk = live->chunk->id;
+    out->offset = at;
+    out->size = bytes;
+    if (from_tail_bottom)
+        s->undo_tail = b;
+    return CLRUN_OK;
 }
 
 /* The fast path is an alloc that repeats the one just freed (see settle): the ghost, live
@@ -410,10 +412,10 @@ static void tlsf_reset(void *state)
     tlsf_state *s = state;
     settle(s);
     for (uint32_t n = 0; n < s->chunks.count; n++)
-        chunk_drop_blocks(s, s->chunks.items[n]);
-    memset(s->lists, 0, sizeof s->lists);
-    memset(s->sl_bitmap, 0, sizeof s->sl_bitmap);
-    s->fl_bitmap = 0;
+        chunk_drop_blocks(s, s->chunks.items[n], false);
+    memset(&s->holes, 0, sizeof s->holes);
+    memset(s->tails, 0, sizeof s->tails);
+    s->tail_bitmap = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++)
         chunk_make_empty(s, s->chunks.items[n]); /* the nodes just dropped suffice */
     if (s->live)
@@ -428,10 +430,10 @@ static void tlsf_stats(const void *state, clrun_strategy_stats *out)
 {
     const tlsf_state *s = state;
     uint64_t largest = 0;
-    if (s->fl_bitmap) {
-        unsigned fl = log2_floor_u64(s->fl_bitmap);
-        unsigned sl = 31u - (unsigned)__builtin_clz(s->sl_bitmap[fl]);
-        for (const tlsf_block *b = s->lists[fl][sl]; b; b = b->next_free)
+    if (s->holes.fl_bitmap) {
+        unsigned fl = log2_floor_u64(s->holes.fl_bitmap);
+        unsigned sl = 31u - (unsigned)__builtin_clz(s->holes.sl_bitmap[fl]);
+        for (const tlsf_block *b = s->holes.heads[fl][sl]; b; b = b->next_free)
             if (b->size > largest)
                 largest = b->size;
     }
