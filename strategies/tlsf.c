@@ -43,16 +43,21 @@
 
 /* ---- live blocks by (chunk, offset) --------------------------------------------------------- */
 
-/* Fibonacci hashing: the high half of the product; the table masks its low bits. */
+/* Fibonacci hashing: the high half of the product, whose top bits are a slot (see live_home).
+ * Every bit of the key reaches them, the chunk id too; the low bits of the product would drop
+ * the chunk id altogether, and blocks at one offset of different chunks would collide. */
 static uint32_t live_hash(const tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
     uint64_t key = (offset >> s->granule_log) ^ ((uint64_t)chunk << 40) ^ ((uint64_t)chunk >> 24);
     return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
 }
 
-static void live_place(live_slot *slots, uint64_t mask, live_slot entry)
+/* The home slot of `hash` in a table of 2^(32 - shift) slots: its top bits. */
+static inline uint64_t live_home(uint32_t hash, unsigned shift) { return hash >> shift; }
+
+static void live_place(live_slot *slots, uint64_t mask, unsigned shift, live_slot entry)
 {
-    uint64_t i = entry.hash & mask;
+    uint64_t i = live_home(entry.hash, shift);
     while (slots[i].block)
         i = (i + 1) & mask;
     slots[i] = entry;
@@ -62,17 +67,19 @@ static void live_place(live_slot *slots, uint64_t mask, live_slot entry)
 __attribute__((noinline)) static bool live_grow(tlsf_state *s)
 {
     uint64_t capacity = s->live_capacity ? s->live_capacity * 2 : TLSF_LIVE_MIN;
-    if (capacity > SIZE_MAX / sizeof(live_slot))
+    if (capacity > (UINT64_C(1) << 31) || capacity > SIZE_MAX / sizeof(live_slot))
         return false;
     live_slot *slots = calloc((size_t)capacity, sizeof *slots);
     if (!slots)
         return false;
+    unsigned shift = 32 - log2_floor_u64(capacity);
     for (uint64_t i = 0; i < s->live_capacity; i++)
         if (s->live[i].block)
-            live_place(slots, capacity - 1, s->live[i]);
+            live_place(slots, capacity - 1, shift, s->live[i]);
     free(s->live);
     s->live = slots;
     s->live_capacity = capacity;
+    s->live_shift = shift;
     return true;
 }
 
@@ -88,7 +95,7 @@ static void recent_evict(tlsf_state *s, unsigned i)
 {
     live_slot e = s->recent[i];
     e.hash = live_hash(s, e.chunk, e.offset);
-    live_place(s->live, s->live_capacity - 1, e);
+    live_place(s->live, s->live_capacity - 1, s->live_shift, e);
 }
 
 /* Records live block b (live_reserve made room). The newest live blocks wait outside the hash
@@ -136,7 +143,7 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
     if (!s->live_capacity)
         return NULL;
     uint64_t mask = s->live_capacity - 1;
-    uint64_t i = live_hash(s, chunk, offset) & mask;
+    uint64_t i = live_home(live_hash(s, chunk, offset), s->live_shift);
     while (s->live[i].block && (s->live[i].offset != offset || s->live[i].chunk != chunk))
         i = (i + 1) & mask;
     tlsf_block *found = s->live[i].block;
@@ -144,7 +151,7 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
         return NULL;
     uint64_t hole = i;
     for (uint64_t j = (i + 1) & mask; s->live[j].block; j = (j + 1) & mask) {
-        uint64_t home = s->live[j].hash & mask;
+        uint64_t home = live_home(s->live[j].hash, s->live_shift);
         /* Entry j may fill the hole unless its home lies cyclically in (hole, j]. */
         bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
         if (!stays) {
@@ -320,25 +327,16 @@ __attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t
     settle(s);
     if (!live_reserve(s) || !nodes_reserve(s, 2))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    uint64_t at;
-    tlsf_block *b;
-    if (align <= granule) {
-        b = clrun__tlsf_find_fit(s, bytes);
-        at = b ? b->offset : 0;
-    } else {
-        b = clrun__tlsf_find_aligned(s, bytes, align, &at);
-    }
-    if (!b)
+    tlsf_block *undo_tail;
+    tlsf_block *live = clrun__tlsf_place(s, bytes, align, &undo_tail);
+    if (!live)
         return CLRUN_ERROR_OUT_OF_MEMORY;
-    bool from_tail_bottom = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes;
-    tlsf_block *live = clrun__tlsf_block_take(s, b, at, bytes);
     live_insert(s, live);
     /* Field by field, for the reason given in live_insert. */
     out->chunk = live->chunk->id;
-    out->offset = at;
+    out->offset = live->offset;
     out->size = bytes;
-    if (from_tail_bottom)
-        s->undo_tail = b;
+    s->undo_tail = undo_tail;
     return CLRUN_OK;
 }
 

@@ -87,9 +87,10 @@ TLSF_INLINE tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t o
     return n;
 }
 
-/* b's node keeps what is left below the block, or else what is left above it; a tail cut at
- * its low end stays the tail. */
-tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes)
+/* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes reserved);
+ * the caller records the live block. b's node keeps what is left below the block, or else what
+ * is left above it; a tail cut at its low end stays the tail. */
+static tlsf_block *block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes)
 {
     assert(b->state != BLOCK_LIVE && at >= b->offset && at - b->offset + bytes <= b->size);
     tlsf_chunk *c = b->chunk;
@@ -189,7 +190,7 @@ static tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
 }
 
 /* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
-tlsf_block *clrun__tlsf_find_fit(tlsf_state *s, uint64_t bytes)
+static tlsf_block *find_fit(tlsf_state *s, uint64_t bytes)
 {
     unsigned fl, sl;
     class_of(bytes >> s->granule_log, &fl, &sl);
@@ -221,7 +222,8 @@ static bool aligned_fit(const tlsf_block *b, uint64_t bytes, uint64_t align, uin
 /* A free block with room for `bytes` aligned to `align` (> granule): the first hole that has it,
  * walking the lists upward from the request's own class, else the smallest tail; NULL when no
  * free block has it. */
-tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at)
+__attribute__((noinline)) static tlsf_block *find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align,
+                                                          uint64_t *at)
 {
     unsigned fl, sl;
     class_of(bytes >> s->granule_log, &fl, &sl);
@@ -242,4 +244,21 @@ tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t ali
     }
     *at = best_at;
     return best;
+}
+
+/* The live block for `bytes` at alignment `align` (two spare nodes reserved): found, then cut
+ * from the free block that holds it. One function, so that the alloc path pays one call. */
+tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail)
+{
+    uint64_t at;
+    tlsf_block *b;
+    if (align <= (UINT64_C(1) << s->granule_log)) {
+        if (!(b = find_fit(s, bytes)))
+            return NULL;
+        at = b->offset;
+    } else if (!(b = find_aligned(s, bytes, align, &at))) {
+        return NULL;
+    }
+    *undo_tail = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes ? b : NULL;
+    return block_take(s, b, at, bytes);
 }

@@ -53,7 +53,7 @@ struct tlsf_chunk {
 typedef struct live_slot {
     uint64_t offset;                /* the block's offset */
     uint32_t chunk;                 /* its chunk's id */
-    uint32_t hash;                  /* live_hash of both: the home slot, masked */
+    uint32_t hash;                  /* live_hash of both: its top bits are the home slot */
     tlsf_block *block;              /* NULL: the slot is empty */
 } live_slot;
 
@@ -88,6 +88,7 @@ typedef struct tlsf_state {
     tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
     tlsf_block *ghost;                          /* that block once freed, nothing done since: see settle */
     uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
+    unsigned live_shift;                        /* 32 - log2(live_capacity): see live_home */
     uint64_t live_blocks;                       /* blocks allocated and not freed */
     tlsf_block *spare;                          /* unused nodes, linked by next_free */
     uint32_t nspare;                            /* nodes on spare */
@@ -315,15 +316,11 @@ TLSF_INLINE void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
 /* Makes live block b free, merged at once with its free neighbours. */
 void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b);
 
-/* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes reserved);
- * the caller records the live block. Returns it. */
-tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes);
-
-/* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
-tlsf_block *clrun__tlsf_find_fit(tlsf_state *s, uint64_t bytes);
-
-/* A free block with room for `bytes` aligned to `align` (> granule), *at its place; NULL when
- * no free block has it. */
-tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at);
+/* The live block for `bytes` (a multiple of the granule) at alignment `align` (a power of two),
+ * two spare nodes reserved: the good fit among the holes, else the smallest tail, cut at the
+ * low end of the free block (above the granule, at its first aligned place, the gap before it
+ * staying a hole); the caller records it. NULL, nothing changed, when no free block holds it.
+ * *undo_tail: the tail it was cut from the bottom of when that tail stays, else NULL. */
+tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail);
 
 #endif
