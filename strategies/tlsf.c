@@ -43,16 +43,21 @@
 
 /* ---- live blocks by (chunk, offset) --------------------------------------------------------- */
 
-/* Fibonacci hashing: the high half of the product; the table masks its low bits. */
+/* Fibonacci hashing: the high half of the product, whose top bits are a slot (see live_home).
+ * Every bit of the key reaches them, the chunk id too; the low bits of the product would drop
+ * the chunk id altogether, and blocks at one offset of different chunks would collide. */
 static uint32_t live_hash(const tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
     uint64_t key = (offset >> s->granule_log) ^ ((uint64_t)chunk << 40) ^ ((uint64_t)chunk >> 24);
     return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
 }
 
-static void live_place(live_slot *slots, uint64_t mask, live_slot entry)
+/* The home slot of `hash` in a table of 2^(32 - shift) slots: its top bits. */
+static inline uint64_t live_home(uint32_t hash, unsigned shift) { return hash >> shift; }
+
+static void live_place(live_slot *slots, uint64_t mask, unsigned shift, live_slot entry)
 {
-    uint64_t i = entry.hash & mask;
+    uint64_t i = live_home(entry.hash, shift);
     while (slots[i].block)
         i = (i + 1) & mask;
     slots[i] = entry;
@@ -62,17 +67,19 @@ static void live_place(live_slot *slots, uint64_t mask, live_slot entry)
 __attribute__((noinline)) static bool live_grow(tlsf_state *s)
 {
     uint64_t capacity = s->live_capacity ? s->live_capacity * 2 : TLSF_LIVE_MIN;
-    if (capacity > SIZE_MAX / sizeof(live_slot))
+    if (capacity > (UINT64_C(1) << 31) || capacity > SIZE_MAX / sizeof(live_slot))
         return false;
     live_slot *slots = calloc((size_t)capacity, sizeof *slots);
     if (!slots)
         return false;
+    unsigned shift = 32 - log2_floor_u64(capacity);
     for (uint64_t i = 0; i < s->live_capacity; i++)
         if (s->live[i].block)
-            live_place(slots, capacity - 1, s->live[i]);
+            live_place(slots, capacity - 1, shift, s->live[i]);
     free(s->live);
     s->live = slots;
     s->live_capacity = capacity;
+    s->live_shift = shift;
     return true;
 }
 
@@ -88,7 +95,7 @@ static void recent_evict(tlsf_state *s, unsigned i)
 {
     live_slot e = s->recent[i];
     e.hash = live_hash(s, e.chunk, e.offset);
-    live_place(s->live, s->live_capacity - 1, e);
+    live_place(s->live, s->live_capacity - 1, s->live_shift, e);
 }
 
 /* Records live block b (live_reserve made room). The newest live blocks wait outside the hash
@@ -126,7 +133,7 @@ static void recent_drop(tlsf_state *s, unsigned i)
  * from the hash table shifts the following entries back, so no tombstones accumulate. */
 static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 {
-    for (unsigned i = 0; i < s->nrecent; i++) {
+    for (unsigned i = s->nrecent; i-- > 0;) { /* newest first: temporaries die young */
         if (s->recent[i].offset == offset && s->recent[i].chunk == chunk) {
             tlsf_block *r = s->recent[i].block;
             recent_drop(s, i);
@@ -136,7 +143,7 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
     if (!s->live_capacity)
         return NULL;
     uint64_t mask = s->live_capacity - 1;
-    uint64_t i = live_hash(s, chunk, offset) & mask;
+    uint64_t i = live_home(live_hash(s, chunk, offset), s->live_shift);
     while (s->live[i].block && (s->live[i].offset != offset || s->live[i].chunk != chunk))
         i = (i + 1) & mask;
     tlsf_block *found = s->live[i].block;
@@ -144,7 +151,7 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
         return NULL;
     uint64_t hole = i;
     for (uint64_t j = (i + 1) & mask; s->live[j].block; j = (j + 1) & mask) {
-        uint64_t home = s->live[j].hash & mask;
+        uint64_t home = live_home(s->live[j].hash, s->live_shift);
         /* Entry j may fill the hole unless its home lies cyclically in (hole, j]. */
         bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
         if (!stays) {
@@ -160,19 +167,37 @@ static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
 
 /* An alloc cut from the bottom of a tail and freed before anything else happens (a scratch
  * buffer, a tight loop) leaves the state exactly as it was before the alloc, so an alloc of the
- * same size next makes the same choice: it takes that tail again without searching. Any other
- * call forgets this. */
-static void forget_again(tlsf_state *s)
+ * same size next makes the same choice: that block again. So the free does not merge it at
+ * once: the block stays a node of its own, linked below the tail, a ghost that is free in all
+ * but form (counted free in held_bytes, its chunk's live and live_blocks; its bytes belong to
+ * the tail above it, whose node is not yet grown over it), and an alloc of its size revives it
+ * with no list or link work at all. Every other call settles it first: the tail takes it in, as
+ * the free would have done. Only tlsf_stats, which may not change the state, reads a ghost's
+ * tail as grown over it. */
+__attribute__((noinline)) static void settle_ghost(tlsf_state *s)
+{
+    tlsf_block *g = s->ghost, *tail = g->next_phys;
+    assert(tail && tail->state == BLOCK_TAIL && (!g->prev_phys || g->prev_phys->state == BLOCK_LIVE));
+    tail_resize(s, tail, g->offset, tail->size + g->size);
+    s->ghost = NULL;
+    clrun__tlsf_block_unlink(s, g);
+}
+
+static inline void settle(tlsf_state *s)
 {
     s->undo_tail = NULL;
-    s->again_tail = NULL;
+    if (s->ghost)
+        settle_ghost(s);
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
 
-/* Gives chunk c's blocks back to the spare nodes. */
-static void chunk_drop_blocks(tlsf_state *s, tlsf_chunk *c)
+/* Gives chunk c's blocks back to the spare nodes (its tail out of the tail lists first, unless
+ * every list is about to be cleared). */
+static void chunk_drop_blocks(tlsf_state *s, tlsf_chunk *c, bool unlist_tail)
 {
+    if (c->tail && unlist_tail)
+        tail_remove(s, c->tail);
     for (tlsf_block *b = c->first, *next; b; b = next) {
         next = b->next_phys;
         node_drop(s, b);
@@ -189,9 +214,9 @@ static void chunk_make_empty(tlsf_state *s, tlsf_chunk *c)
     if (!c->usable)
         return;
     tlsf_block *b = node_take(s);
-    *b = (tlsf_block){.offset = 0, .size = c->usable, .chunk = c, .state = BLOCK_TAIL};
+    *b = (tlsf_block){.offset = 0, .size = c->usable, .chunk = c};
     c->first = b;
-    c->tail = b;
+    tail_insert(s, b);
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -246,7 +271,7 @@ static uint64_t tlsf_chunk_size(const void *state, uint64_t request, uint64_t al
 static clrun_status tlsf_add_chunk(void *state, uint32_t chunk, uint64_t size)
 {
     tlsf_state *s = state;
-    forget_again(s); /* a new tail may fit better */
+    settle(s); /* a new tail may fit better */
     if (size == 0 || s->total_bytes > UINT64_MAX - size)
         return CLRUN_ERROR_INVALID_SIZE;
     if (chunk_index_find(&s->chunks, chunk))
@@ -268,7 +293,7 @@ static clrun_status tlsf_add_chunk(void *state, uint32_t chunk, uint64_t size)
 static clrun_status tlsf_remove_chunk(void *state, uint32_t chunk)
 {
     tlsf_state *s = state;
-    forget_again(s);
+    settle(s);
     tlsf_chunk *c = chunk_index_find(&s->chunks, chunk);
     if (!c)
         return CLRUN_ERROR_INVALID_ARGUMENT;
@@ -276,7 +301,7 @@ static clrun_status tlsf_remove_chunk(void *state, uint32_t chunk)
         return CLRUN_ERROR_BUSY;
     /* No live block: the tail covers the whole chunk. */
     assert(c->first == c->tail && (!c->tail || (!c->tail->prev_phys && c->tail->size == c->usable)));
-    chunk_drop_blocks(s, c);
+    chunk_drop_blocks(s, c, true);
     s->total_bytes -= c->size;
     chunk_index_erase(&s->chunks, chunk);
     free(c);
@@ -290,81 +315,68 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
     return !c || c->live == 0;
 }
 
-/* The fast path of an alloc that repeats one just freed (see forget_again): a new node cut from
- * the bottom of the same tail, which stays the tail. */
-static void take_again(tlsf_state *s, tlsf_block *tail, uint64_t bytes, clrun_block *out)
+/* Everything but the fast path: the ghost settled, room made, then a search and a cut. Kept out
+ * of line so that the fast path saves no registers for it. */
+__attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t size, uint64_t align,
+                                                         clrun_block *out)
 {
-    /* Field by field, for the reason given in live_insert. */
-    tlsf_chunk *c = tail->chunk;
-    tlsf_block *b = node_take(s), *below = tail->prev_phys;
-    uint64_t offset = tail->offset;
-    b->offset = offset;
-    b->size = bytes;
-    b->chunk = c;
-    b->prev_phys = below;
-    b->next_phys = tail;
-    b->state = BLOCK_LIVE;
-    if (below)
-        below->next_phys = b;
-    else
-        c->first = b;
-    tail->prev_phys = b;
-    tail->offset = offset + bytes;
-    tail->size -= bytes;
-    c->live++;
-    s->held_bytes += bytes;
-    live_insert(s, b);
-    s->undo_tail = tail;
-    out->chunk = c->id;
-    out->offset = offset;
-    out->size = bytes;
-}
-
-/* Everything but the fast path: a search, then a cut. Kept out of line so that the fast path
- * saves no registers for it. */
-__attribute__((noinline)) static clrun_status alloc_searching(tlsf_state *s, uint64_t bytes, uint64_t align,
-                                                              clrun_block *out)
-{
-    uint64_t at = 0;
-    bool plain = align == UINT64_C(1) << s->granule_log;
-    tlsf_block *b = plain ? clrun__tlsf_find_fit(s, bytes) : clrun__tlsf_find_aligned(s, bytes, align, &at);
-    if (!b)
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    if (plain)
-        at = b->offset;
-    bool from_tail_bottom = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes;
-    tlsf_block *live = clrun__tlsf_block_take(s, b, at, bytes);
-    live_insert(s, live);
-    *out = (clrun_block){.chunk = live->chunk->id, .offset = live->offset, .size = bytes};
-    if (from_tail_bottom)
-        s->undo_tail = b;
-    return CLRUN_OK;
-}
-
-static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
-{
-    tlsf_state *s = state;
-    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
     uint64_t granule = UINT64_C(1) << s->granule_log;
     uint64_t bytes = round_up_u64(size, granule);
     if (bytes == 0)
         return CLRUN_ERROR_OUT_OF_MEMORY;
-    if (align < granule)
-        align = granule;
+    settle(s);
     if (!live_reserve(s) || !nodes_reserve(s, 2))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    tlsf_block *again = s->again_tail;
-    forget_again(s);
-    if (again && bytes == s->again_bytes && align == granule && again->size > bytes) {
-        take_again(s, again, bytes, out);
-        return CLRUN_OK;
-    }
-    return alloc_searching(s, bytes, align, out);
+    tlsf_block *undo_tail;
+    tlsf_block *live = clrun__tlsf_place(s, bytes, align, &undo_tail);
+    if (!live)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    live_insert(s, live);
+    /* Field by field, for the reason given in live_insert. */
+    out->chunk = live->chunk->id;
+    out->offset = live->offset;
+    out->size = bytes;
+    s->undo_tail = undo_tail;
+    return CLRUN_OK;
 }
 
-/* Everything but the fast path: a lookup, then merges. */
-__attribute__((noinline)) static clrun_status free_searching(tlsf_state *s, uint32_t chunk, uint64_t offset)
+/* The fast path is an alloc that repeats the one just freed (see settle): the ghost, live
+ * again, recorded among the recent live blocks. It calls nothing, so it saves no registers;
+ * everything else is one tail call away. */
+static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
+    tlsf_state *s = state;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
+    tlsf_block *g = s->ghost;
+    uint64_t granule_mask = (UINT64_C(1) << s->granule_log) - 1;
+    /* Rounded up to the granule; a size that wraps around gives 0, which no block has. */
+    uint64_t bytes = (size + granule_mask) & ~granule_mask;
+    unsigned i = s->nrecent;
+    if (!g || g->size != bytes || align > granule_mask + 1 || i == TLSF_RECENT ||
+        (s->live_blocks + 1) * 4 > s->live_capacity)
+        return alloc_slow(s, size, align, out);
+    tlsf_chunk *c = g->chunk;
+    s->ghost = NULL;
+    s->undo_tail = g->next_phys;
+    c->live++;
+    s->held_bytes += bytes;
+    s->live_blocks++;
+    /* Field by field, for the reason given in live_insert. */
+    s->nrecent = i + 1;
+    s->newest = i;
+    s->recent[i].offset = g->offset;
+    s->recent[i].chunk = c->id;
+    s->recent[i].block = g;
+    out->chunk = c->id;
+    out->offset = g->offset;
+    out->size = bytes;
+    return CLRUN_OK;
+}
+
+/* Everything but the fast path: the ghost settled, a lookup, then merges. */
+__attribute__((noinline)) static clrun_status free_slow(tlsf_state *s, uint32_t chunk, uint64_t offset)
+{
+    settle(s);
     tlsf_block *b = live_take(s, chunk, offset);
     if (!b)
         return CLRUN_ERROR_INVALID_FREE;
@@ -374,40 +386,34 @@ __attribute__((noinline)) static clrun_status free_searching(tlsf_state *s, uint
     return CLRUN_OK;
 }
 
+/* The fast path frees the block just cut from the bottom of undo_tail, nothing done since: it
+ * becomes the ghost (see settle), and the state is as it was before that alloc. */
 static clrun_status tlsf_free(void *state, uint32_t chunk, uint64_t offset)
 {
     tlsf_state *s = state;
     tlsf_block *undo_tail = s->undo_tail;
-    const live_slot *newest = &s->recent[s->newest];
-    forget_again(s);
-    if (undo_tail && newest->offset == offset && newest->chunk == chunk) {
-        tlsf_block *recent = newest->block;
-        /* Freeing the block just cut from the bottom of undo_tail, nothing done since: the tail
-         * takes it back, and is as it was before that alloc. */
-        assert(recent->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL);
-        uint64_t size = recent->size;
-        recent_drop(s, s->newest);
-        s->held_bytes -= size;
-        recent->chunk->live--;
-        undo_tail->offset = offset;
-        undo_tail->size += size;
-        s->again_tail = undo_tail;
-        s->again_bytes = size;
-        clrun__tlsf_block_unlink(s, recent);
-        return CLRUN_OK;
-    }
-    return free_searching(s, chunk, offset);
+    unsigned i = s->newest;
+    if (!undo_tail || s->recent[i].offset != offset || s->recent[i].chunk != chunk)
+        return free_slow(s, chunk, offset);
+    tlsf_block *b = s->recent[i].block;
+    assert(b->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL && !s->ghost);
+    recent_drop(s, i);
+    s->held_bytes -= b->size;
+    b->chunk->live--;
+    s->undo_tail = NULL;
+    s->ghost = b;
+    return CLRUN_OK;
 }
 
 static void tlsf_reset(void *state)
 {
     tlsf_state *s = state;
-    forget_again(s);
+    settle(s);
     for (uint32_t n = 0; n < s->chunks.count; n++)
-        chunk_drop_blocks(s, s->chunks.items[n]);
-    memset(s->lists, 0, sizeof s->lists);
-    memset(s->sl_bitmap, 0, sizeof s->sl_bitmap);
-    s->fl_bitmap = 0;
+        chunk_drop_blocks(s, s->chunks.items[n], false);
+    memset(&s->holes, 0, sizeof s->holes);
+    memset(s->tails, 0, sizeof s->tails);
+    s->tail_bitmap = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++)
         chunk_make_empty(s, s->chunks.items[n]); /* the nodes just dropped suffice */
     if (s->live)
@@ -422,17 +428,20 @@ static void tlsf_stats(const void *state, clrun_strategy_stats *out)
 {
     const tlsf_state *s = state;
     uint64_t largest = 0;
-    if (s->fl_bitmap) {
-        unsigned fl = log2_floor_u64(s->fl_bitmap);
-        unsigned sl = 31u - (unsigned)__builtin_clz(s->sl_bitmap[fl]);
-        for (const tlsf_block *b = s->lists[fl][sl]; b; b = b->next_free)
+    if (s->holes.fl_bitmap) {
+        unsigned fl = log2_floor_u64(s->holes.fl_bitmap);
+        unsigned sl = 31u - (unsigned)__builtin_clz(s->holes.sl_bitmap[fl]);
+        for (const tlsf_block *b = s->holes.heads[fl][sl]; b; b = b->next_free)
             if (b->size > largest)
                 largest = b->size;
     }
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const tlsf_block *t = ((const tlsf_chunk *)s->chunks.items[n])->tail;
-        if (t && t->size > largest)
-            largest = t->size;
+        uint64_t size = t ? t->size : 0;
+        if (t && s->ghost && s->ghost->next_phys == t)
+            size += s->ghost->size; /* the ghost is the tail's, not yet merged (see settle) */
+        if (size > largest)
+            largest = size;
     }
     out->held_bytes = s->held_bytes;
     out->free_bytes = s->total_bytes - s->held_bytes;

@@ -25,7 +25,6 @@ bool clrun__tlsf_nodes_grow(tlsf_state *s)
  * becomes it. */
 void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b)
 {
-    tlsf_chunk *c = b->chunk;
     tlsf_block *prev = b->prev_phys, *next = b->next_phys;
     if (prev && prev->state == BLOCK_HOLE) { /* the hole below absorbs b */
         uint64_t size = prev->size + b->size;
@@ -33,13 +32,11 @@ void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b)
         if (!next || next->state == BLOCK_TAIL) { /* and then joins the tail, or becomes it */
             list_remove(s, prev);
             if (next) {
-                next->offset = prev->offset;
-                next->size += size;
+                tail_resize(s, next, prev->offset, next->size + size);
                 clrun__tlsf_block_unlink(s, prev);
             } else {
                 prev->size = size;
-                prev->state = BLOCK_TAIL;
-                c->tail = prev;
+                tail_insert(s, prev);
             }
         } else if (next->state == BLOCK_HOLE) {
             size += next->size;
@@ -50,11 +47,9 @@ void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b)
             list_resize(s, prev, prev->offset, size);
         }
     } else if (!next) {
-        b->state = BLOCK_TAIL;
-        c->tail = b;
+        tail_insert(s, b);
     } else if (next->state == BLOCK_TAIL) {
-        next->offset = b->offset;
-        next->size += b->size;
+        tail_resize(s, next, b->offset, next->size + b->size);
         clrun__tlsf_block_unlink(s, b);
     } else if (next->state == BLOCK_HOLE) {
         uint64_t offset = b->offset, size = b->size + next->size;
@@ -67,7 +62,7 @@ void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b)
 
 /* A new node for [offset, offset + size) of b's chunk, linked into the physical order just
  * above b (or just below it), live until the caller says otherwise. */
-static tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size, bool above)
+TLSF_INLINE tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size, bool above)
 {
     tlsf_block *n = node_take(s);
     n->offset = offset;
@@ -92,9 +87,10 @@ static tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t offset
     return n;
 }
 
-/* b's node keeps what is left below the block, or else what is left above it; a tail cut at
- * its low end stays the tail. */
-tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes)
+/* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes reserved);
+ * the caller records the live block. b's node keeps what is left below the block, or else what
+ * is left above it; a tail cut at its low end stays the tail. */
+static tlsf_block *block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes)
 {
     assert(b->state != BLOCK_LIVE && at >= b->offset && at - b->offset + bytes <= b->size);
     tlsf_chunk *c = b->chunk;
@@ -103,30 +99,26 @@ tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, ui
     tlsf_block *live;
     if (!below && !above) {
         if (tail)
-            c->tail = NULL;
+            tail_remove(s, b);
         else
             list_remove(s, b);
         live = b;
     } else if (!below) {
         live = block_split_off(s, b, at, bytes, false);
-        if (tail) {
-            b->offset = at + bytes;
-            b->size = above;
-        } else {
+        if (tail)
+            tail_resize(s, b, at + bytes, above);
+        else
             list_resize(s, b, at + bytes, above);
-        }
     } else {
+        if (tail)
+            tail_remove(s, b);
         live = block_split_off(s, b, at, bytes, true);
         if (above) {
             tlsf_block *rest = block_split_off(s, live, at + bytes, above, true);
-            if (tail) {
-                rest->state = BLOCK_TAIL;
-                c->tail = rest;
-            } else {
+            if (tail)
+                tail_insert(s, rest);
+            else
                 list_insert(s, rest);
-            }
-        } else if (tail) {
-            c->tail = NULL;
         }
         if (tail) {
             b->size = below;
@@ -169,31 +161,47 @@ static tlsf_block *list_best(tlsf_block *head, uint64_t bytes, uint32_t limit, b
     return best;
 }
 
-/* The smallest tail of at least `bytes` (the lowest chunk id on ties), or NULL. */
+/* Whether tail a is a better fit than tail b (NULL): smaller, or as large and in the chunk of
+ * the lower id. */
+static bool better_tail(const tlsf_block *a, const tlsf_block *b)
+{
+    if (!b || a->size != b->size)
+        return !b || a->size < b->size;
+    return a->chunk->id < b->chunk->id;
+}
+
+/* The smallest tail of at least `bytes` (the lowest chunk id on ties), or NULL: the best of its
+ * own list, else the best of the first non-empty list above, every tail of which fits and is
+ * smaller than any further above. */
 static tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
 {
+    unsigned f = tail_class(bytes);
     tlsf_block *best = NULL;
-    for (uint32_t n = 0; n < s->chunks.count; n++) {
-        tlsf_block *t = ((tlsf_chunk *)s->chunks.items[n])->tail;
-        if (t && t->size >= bytes && (!best || t->size < best->size))
+    for (tlsf_block *t = s->tails[f]; t; t = t->next_free)
+        if (t->size >= bytes && better_tail(t, best))
             best = t;
-    }
+    uint64_t above = f + 1 < 64 ? s->tail_bitmap & (~UINT64_C(0) << (f + 1)) : 0;
+    if (best || !above)
+        return best;
+    for (tlsf_block *t = s->tails[__builtin_ctzll(above)]; t; t = t->next_free)
+        if (better_tail(t, best))
+            best = t;
     return best;
 }
 
 /* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
-tlsf_block *clrun__tlsf_find_fit(tlsf_state *s, uint64_t bytes)
+static tlsf_block *find_fit(tlsf_state *s, uint64_t bytes)
 {
     unsigned fl, sl;
     class_of(bytes >> s->granule_log, &fl, &sl);
-    bool truncated, unused;
-    tlsf_block *b = list_best(s->lists[fl][sl], bytes, TLSF_SCAN, &truncated);
-    if (b)
+    bool truncated = false, unused;
+    tlsf_block *b = s->holes.heads[fl][sl];
+    if (b && (b = list_best(b, bytes, TLSF_SCAN, &truncated)) != NULL)
         return b;
     unsigned up_fl = fl, up_sl = sl;
-    if (class_above(s, &up_fl, &up_sl))
-        return list_best(s->lists[up_fl][up_sl], bytes, TLSF_SCAN_ABOVE, &unused);
-    if (truncated && (b = list_best(s->lists[fl][sl], bytes, 0, &unused)) != NULL)
+    if (class_above(&s->holes, &up_fl, &up_sl))
+        return list_best(s->holes.heads[up_fl][up_sl], bytes, TLSF_SCAN_ABOVE, &unused);
+    if (truncated && (b = list_best(s->holes.heads[fl][sl], bytes, 0, &unused)) != NULL)
         return b;
     return tail_best(s, bytes);
 }
@@ -214,15 +222,16 @@ static bool aligned_fit(const tlsf_block *b, uint64_t bytes, uint64_t align, uin
 /* A free block with room for `bytes` aligned to `align` (> granule): the first hole that has it,
  * walking the lists upward from the request's own class, else the smallest tail; NULL when no
  * free block has it. */
-tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at)
+__attribute__((noinline)) static tlsf_block *find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align,
+                                                          uint64_t *at)
 {
     unsigned fl, sl;
     class_of(bytes >> s->granule_log, &fl, &sl);
     do {
-        for (tlsf_block *b = s->lists[fl][sl]; b; b = b->next_free)
+        for (tlsf_block *b = s->holes.heads[fl][sl]; b; b = b->next_free)
             if (aligned_fit(b, bytes, align, at))
                 return b;
-    } while (class_above(s, &fl, &sl));
+    } while (class_above(&s->holes, &fl, &sl));
     tlsf_block *best = NULL;
     uint64_t best_at = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
@@ -235,4 +244,21 @@ tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t ali
     }
     *at = best_at;
     return best;
+}
+
+/* The live block for `bytes` at alignment `align` (two spare nodes reserved): found, then cut
+ * from the free block that holds it. One function, so that the alloc path pays one call. */
+tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail)
+{
+    uint64_t at;
+    tlsf_block *b;
+    if (align <= (UINT64_C(1) << s->granule_log)) {
+        if (!(b = find_fit(s, bytes)))
+            return NULL;
+        at = b->offset;
+    } else if (!(b = find_aligned(s, bytes, align, &at))) {
+        return NULL;
+    }
+    *undo_tail = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes ? b : NULL;
+    return block_take(s, b, at, bytes);
 }

@@ -53,7 +53,7 @@ struct tlsf_chunk {
 typedef struct live_slot {
     uint64_t offset;                /* the block's offset */
     uint32_t chunk;                 /* its chunk's id */
-    uint32_t hash;                  /* live_hash of both: the home slot, masked */
+    uint32_t hash;                  /* live_hash of both: its top bits are the home slot */
     tlsf_block *block;              /* NULL: the slot is empty */
 } live_slot;
 
@@ -63,22 +63,32 @@ typedef struct node_slab {
     tlsf_block nodes[TLSF_NODES_PER_SLAB];
 } node_slab;
 
+/* Free blocks by size class (see class_of), each list newest first, with the two bitmaps that
+ * say which lists are not empty. */
+typedef struct tlsf_lists {
+    uint64_t fl_bitmap;                         /* bit f set: some list of first level f is not empty */
+    uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of entry f set: heads[f][s] is not empty */
+    tlsf_block *heads[TLSF_FL_COUNT][TLSF_SL_COUNT];
+} tlsf_lists;
+
 /* The whole state of one TLSF allocator. */
 typedef struct tlsf_state {
     unsigned granule_log;                       /* log2 of the granule (min_align) */
     uint64_t max_chunk;                         /* the largest chunk the pool can add */
-    uint64_t fl_bitmap;                         /* bit f set: some list of first level f is not empty */
-    uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of entry f set: lists[f][s] is not empty */
-    tlsf_block *lists[TLSF_FL_COUNT][TLSF_SL_COUNT]; /* holes by class, newest first */
+    tlsf_lists holes;                           /* the holes: where allocs look first */
+    uint64_t tail_bitmap;                       /* bit f set: tails[f] is not empty */
+    tlsf_block *tails[64];                      /* the tails by floor(log2(size)), newest first,
+                                                 * so that the smallest that fits is found
+                                                 * without reading every chunk */
     live_slot *live;                            /* live blocks by (chunk, offset), but the recent */
     live_slot recent[TLSF_RECENT];              /* [0, nrecent): the newest live blocks, not in live */
     unsigned nrecent;                           /* entries in recent */
     unsigned evict;                             /* the next entry of a full recent to move to live */
     unsigned newest;                            /* the entry of the newest live block */
     tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
-    tlsf_block *again_tail;                     /* that tail once the newest was freed, nothing since */
-    uint64_t again_bytes;                       /* the size of that freed block */
+    tlsf_block *ghost;                          /* that block once freed, nothing done since: see settle */
     uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
+    unsigned live_shift;                        /* 32 - log2(live_capacity): see live_home */
     uint64_t live_blocks;                       /* blocks allocated and not freed */
     tlsf_block *spare;                          /* unused nodes, linked by next_free */
     uint32_t nspare;                            /* nodes on spare */
@@ -88,10 +98,14 @@ typedef struct tlsf_state {
     uint64_t held_bytes;                        /* sum of the sizes of live blocks */
 } tlsf_state;
 
+/* The helpers below sit on every alloc and free path, most of them several times over: inlined
+ * always, whatever the compiler's size heuristics say, so the paths pay no calls for them. */
+#define TLSF_INLINE static inline __attribute__((always_inline))
+
 /* ---- size classes --------------------------------------------------------------------------- */
 
 /* The list of free blocks of `granules` (>= 1) granules. */
-static inline void class_of(uint64_t granules, unsigned *fl, unsigned *sl)
+TLSF_INLINE void class_of(uint64_t granules, unsigned *fl, unsigned *sl)
 {
     assert(granules >= 1);
     if (granules < TLSF_SL_COUNT) {
@@ -104,16 +118,16 @@ static inline void class_of(uint64_t granules, unsigned *fl, unsigned *sl)
     *sl = (unsigned)(granules >> (top - TLSF_SLI)) - TLSF_SL_COUNT;
 }
 
-/* The first non-empty list strictly above class (fl, sl); false when there is none. */
-static inline bool class_above(const tlsf_state *s, unsigned *fl, unsigned *sl)
+/* The first non-empty list of `l` strictly above class (fl, sl); false when there is none. */
+TLSF_INLINE bool class_above(const tlsf_lists *l, unsigned *fl, unsigned *sl)
 {
-    uint32_t sl_map = *sl + 1 < TLSF_SL_COUNT ? s->sl_bitmap[*fl] & (~UINT32_C(0) << (*sl + 1)) : 0;
+    uint32_t sl_map = *sl + 1 < TLSF_SL_COUNT ? l->sl_bitmap[*fl] & (~UINT32_C(0) << (*sl + 1)) : 0;
     if (!sl_map) {
-        uint64_t fl_map = *fl + 1 < TLSF_FL_COUNT ? s->fl_bitmap & (~UINT64_C(0) << (*fl + 1)) : 0;
+        uint64_t fl_map = *fl + 1 < TLSF_FL_COUNT ? l->fl_bitmap & (~UINT64_C(0) << (*fl + 1)) : 0;
         if (!fl_map)
             return false;
         *fl = (unsigned)__builtin_ctzll(fl_map);
-        sl_map = s->sl_bitmap[*fl];
+        sl_map = l->sl_bitmap[*fl];
         assert(sl_map);
     }
     *sl = (unsigned)__builtin_ctz(sl_map);
@@ -122,50 +136,39 @@ static inline bool class_above(const tlsf_state *s, unsigned *fl, unsigned *sl)
 
 /* ---- free lists ----------------------------------------------------------------------------- */
 
-/* Lists hole b in class (fl, sl), its class. */
-static inline void list_insert_at(tlsf_state *s, tlsf_block *b, unsigned fl, unsigned sl)
+/* Puts free block b at the head of list (fl, sl) of `l`, its class. */
+TLSF_INLINE void lists_push(tlsf_lists *l, tlsf_block *b, unsigned fl, unsigned sl)
 {
-    /* Free blocks are always merged with their free neighbours, and a hole is never last. */
-    assert(!b->prev_phys || b->prev_phys->state == BLOCK_LIVE);
-    assert(b->next_phys && b->next_phys->state == BLOCK_LIVE);
-    b->state = BLOCK_HOLE;
     b->fl = (uint8_t)fl;
     b->sl = (uint8_t)sl;
     b->prev_free = NULL;
-    b->next_free = s->lists[fl][sl];
+    b->next_free = l->heads[fl][sl];
     if (b->next_free)
         b->next_free->prev_free = b;
-    s->lists[fl][sl] = b;
-    s->sl_bitmap[fl] |= UINT32_C(1) << sl;
-    s->fl_bitmap |= UINT64_C(1) << fl;
+    l->heads[fl][sl] = b;
+    l->sl_bitmap[fl] |= UINT32_C(1) << sl;
+    l->fl_bitmap |= UINT64_C(1) << fl;
 }
 
-static inline void list_insert(tlsf_state *s, tlsf_block *b)
+/* Takes free block b out of its list of `l`. */
+TLSF_INLINE void lists_unlink(tlsf_lists *l, tlsf_block *b)
 {
-    unsigned fl, sl;
-    class_of(b->size >> s->granule_log, &fl, &sl);
-    list_insert_at(s, b, fl, sl);
-}
-
-static inline void list_remove(tlsf_state *s, tlsf_block *b)
-{
-    assert(b->state == BLOCK_HOLE);
     unsigned fl = b->fl, sl = b->sl;
     if (b->prev_free)
         b->prev_free->next_free = b->next_free;
     else
-        s->lists[fl][sl] = b->next_free;
+        l->heads[fl][sl] = b->next_free;
     if (b->next_free)
         b->next_free->prev_free = b->prev_free;
-    if (!s->lists[fl][sl]) {
-        s->sl_bitmap[fl] &= ~(UINT32_C(1) << sl);
-        if (!s->sl_bitmap[fl])
-            s->fl_bitmap &= ~(UINT64_C(1) << fl);
+    if (!l->heads[fl][sl]) {
+        l->sl_bitmap[fl] &= ~(UINT32_C(1) << sl);
+        if (!l->sl_bitmap[fl])
+            l->fl_bitmap &= ~(UINT64_C(1) << fl);
     }
 }
 
-/* Gives hole b a new range; it keeps its place in its list when its class stays. */
-static inline void list_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
+/* Gives free block b of `l` a new range; it keeps its place in its list when its class stays. */
+TLSF_INLINE void lists_resize(tlsf_state *s, tlsf_lists *l, tlsf_block *b, uint64_t offset, uint64_t size)
 {
     unsigned fl, sl;
     class_of(size >> s->granule_log, &fl, &sl);
@@ -173,8 +176,98 @@ static inline void list_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, ui
     b->size = size;
     if (fl == b->fl && sl == b->sl)
         return;
-    list_remove(s, b);
+    lists_unlink(l, b);
+    lists_push(l, b, fl, sl);
+}
+
+/* Lists hole b in class (fl, sl), its class. */
+TLSF_INLINE void list_insert_at(tlsf_state *s, tlsf_block *b, unsigned fl, unsigned sl)
+{
+    /* Free blocks are always merged with their free neighbours, and a hole is never last. */
+    assert(!b->prev_phys || b->prev_phys->state == BLOCK_LIVE);
+    assert(b->next_phys && b->next_phys->state == BLOCK_LIVE);
+    b->state = BLOCK_HOLE;
+    lists_push(&s->holes, b, fl, sl);
+}
+
+TLSF_INLINE void list_insert(tlsf_state *s, tlsf_block *b)
+{
+    unsigned fl, sl;
+    class_of(b->size >> s->granule_log, &fl, &sl);
     list_insert_at(s, b, fl, sl);
+}
+
+TLSF_INLINE void list_remove(tlsf_state *s, tlsf_block *b)
+{
+    assert(b->state == BLOCK_HOLE);
+    lists_unlink(&s->holes, b);
+}
+
+/* Gives hole b a new range; it keeps its place in its list when its class stays. */
+TLSF_INLINE void list_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
+{
+    assert(b->state == BLOCK_HOLE);
+    lists_resize(s, &s->holes, b, offset, size);
+}
+
+/* ---- tails ---------------------------------------------------------------------------------- */
+
+/* Tails are listed by power of two only: there are few of them (one a chunk at most), and their
+ * sizes change with nearly every alloc and free at the top of a chunk, so a coarse class
+ * changes seldom. */
+TLSF_INLINE unsigned tail_class(uint64_t size) { return log2_floor_u64(size); }
+
+/* Puts tail b at the head of the list of its class. */
+TLSF_INLINE void tail_list(tlsf_state *s, tlsf_block *b)
+{
+    unsigned f = tail_class(b->size);
+    b->fl = (uint8_t)f;
+    b->prev_free = NULL;
+    b->next_free = s->tails[f];
+    if (b->next_free)
+        b->next_free->prev_free = b;
+    s->tails[f] = b;
+    s->tail_bitmap |= UINT64_C(1) << f;
+}
+
+/* Makes free block b, the last of its chunk and in no list, the chunk's tail. */
+TLSF_INLINE void tail_insert(tlsf_state *s, tlsf_block *b)
+{
+    assert(!b->next_phys && (!b->prev_phys || b->prev_phys->state == BLOCK_LIVE));
+    b->state = BLOCK_TAIL;
+    b->chunk->tail = b;
+    tail_list(s, b);
+}
+
+/* Takes tail b out of its list. */
+TLSF_INLINE void tail_unlist(tlsf_state *s, tlsf_block *b)
+{
+    if (b->prev_free)
+        b->prev_free->next_free = b->next_free;
+    else if (!(s->tails[b->fl] = b->next_free))
+        s->tail_bitmap &= ~(UINT64_C(1) << b->fl);
+    if (b->next_free)
+        b->next_free->prev_free = b->prev_free;
+}
+
+/* Block b is no longer its chunk's tail (it is about to be live, a hole or gone). */
+TLSF_INLINE void tail_remove(tlsf_state *s, tlsf_block *b)
+{
+    assert(b->state == BLOCK_TAIL && b->chunk->tail == b);
+    tail_unlist(s, b);
+    b->chunk->tail = NULL;
+}
+
+/* Gives tail b a new range, still up to its chunk's end. */
+TLSF_INLINE void tail_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
+{
+    assert(b->state == BLOCK_TAIL && offset + size == b->chunk->usable);
+    b->offset = offset;
+    b->size = size;
+    if (tail_class(size) == b->fl)
+        return;
+    tail_unlist(s, b);
+    tail_list(s, b);
 }
 
 /* ---- block nodes ---------------------------------------------------------------------------- */
@@ -184,13 +277,13 @@ bool clrun__tlsf_nodes_grow(tlsf_state *s);
 
 /* Makes sure `count` (<= TLSF_NODES_PER_SLAB) spare nodes exist; false when host memory runs
  * out (nothing changed). */
-static inline bool nodes_reserve(tlsf_state *s, uint32_t count)
+TLSF_INLINE bool nodes_reserve(tlsf_state *s, uint32_t count)
 {
     return s->nspare >= count || clrun__tlsf_nodes_grow(s);
 }
 
 /* A spare node (nodes_reserve made sure there is one). */
-static inline tlsf_block *node_take(tlsf_state *s)
+TLSF_INLINE tlsf_block *node_take(tlsf_state *s)
 {
     assert(s->spare && s->nspare);
     tlsf_block *b = s->spare;
@@ -199,7 +292,7 @@ static inline tlsf_block *node_take(tlsf_state *s)
     return b;
 }
 
-static inline void node_drop(tlsf_state *s, tlsf_block *b)
+TLSF_INLINE void node_drop(tlsf_state *s, tlsf_block *b)
 {
     b->next_free = s->spare;
     s->spare = b;
@@ -209,7 +302,7 @@ static inline void node_drop(tlsf_state *s, tlsf_block *b)
 /* ---- blocks (tlsf_blocks.c) ---------------------------------------------------------------- */
 
 /* Unlinks block b from its chunk's physical order and recycles its node. */
-static inline void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
+TLSF_INLINE void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
 {
     if (b->prev_phys)
         b->prev_phys->next_phys = b->next_phys;
@@ -223,15 +316,11 @@ static inline void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
 /* Makes live block b free, merged at once with its free neighbours. */
 void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b);
 
-/* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes reserved);
- * the caller records the live block. Returns it. */
-tlsf_block *clrun__tlsf_block_take(tlsf_state *s, tlsf_block *b, uint64_t at, uint64_t bytes);
-
-/* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
-tlsf_block *clrun__tlsf_find_fit(tlsf_state *s, uint64_t bytes);
-
-/* A free block with room for `bytes` aligned to `align` (> granule), *at its place; NULL when
- * no free block has it. */
-tlsf_block *clrun__tlsf_find_aligned(tlsf_state *s, uint64_t bytes, uint64_t align, uint64_t *at);
+/* The live block for `bytes` (a multiple of the granule) at alignment `align` (a power of two),
+ * two spare nodes reserved: the good fit among the holes, else the smallest tail, cut at the
+ * low end of the free block (above the granule, at its first aligned place, the gap before it
+ * staying a hole); the caller records it. NULL, nothing changed, when no free block holds it.
+ * *undo_tail: the tail it was cut from the bottom of when that tail stays, else NULL. */
+tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail);
 
 #endif
