@@ -212,7 +212,8 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     printf("# bench_exec: median of %d runs after one warm-up, on %s (%s), %s", repeat,
            clrun_context_device(probe)->name, clrun_context_device(probe)->platform_name, ctime(&now));
-    printf("# raw = the same kernels enqueued over buffers preallocated once; ratios < 1 are faster\n");
+    printf("# raw = the graph's kernels, unfused, enqueued over buffers preallocated once; the modes\n"
+           "# fuse unless CLRUN_FUSION=0 (set it to compare like with like); ratios < 1 are faster\n");
     for (int f = first; f < argc; f++) {
         char err[2048];
         clrun_graph *g = NULL;
