@@ -57,8 +57,11 @@ static int make_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buffer *i
         const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
         uint64_t bytes = clrun_tensor_bytes(t);
         unsigned char *host = malloc((size_t)bytes);
-        if (host == NULL)
+        if (host == NULL) {
+            for (int32_t k = 0; k < i; k++)
+                clrun_free(ctx, &inputs[k]);
             return -1;
+        }
         uint64_t state = 1 + (uint64_t)i;
         for (uint64_t k = 0; k + 4 <= bytes; k += 4) {
             float v = (float)((int)(rng_next(&state) % 2001) - 1000) / 1000.0f;
