@@ -60,7 +60,6 @@ typedef struct clrun__ew_def {
     const char *floats;       /* the expression for f32 and f64 */
     const char *ints;         /* for i32 and i64 */
     const char *bools;        /* for bool */
-    bool cheap;               /* a few instructions: worth recomputing rather than storing */
 } clrun__ew_def;
 
 /* The definition of an elementwise op (op->kind is not CLRUN__OP_OTHER), else NULL. */
