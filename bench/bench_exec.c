@@ -21,24 +21,13 @@
 #include "ops/ops.h"
 #include "exec/schedule.h"
 #include "../tests/node_memory.h"
+#include "timing.h"
 
 static double now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void die(const char *what, clrun_context *ctx)
@@ -132,7 +121,7 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
         if (r >= 0)
             times[r] = now_ms() - start;
     }
-    double ms = median(times, repeat);
+    double ms = bench_median(times, repeat);
     for (int32_t i = 0; i < g->node_count; i++) {
         clrun__op_kernels_find(g->nodes[i].op)->release(states[i]);
         node_memory_free(ctx, &memory[i]);
@@ -187,7 +176,7 @@ static mode_result run_mode(const clrun_graph *g, const char *name, clrun_exec_m
             if (!g->tensors[g->inputs[k]].donated)
                 clrun_free(ctx, &inputs[k]);
     }
-    r.ms = median(times, repeat);
+    r.ms = bench_median(times, repeat);
     clrun_exec_destroy(exec);
     clrun_context_destroy(ctx);
     free(inputs);
@@ -197,11 +186,7 @@ static mode_result run_mode(const clrun_graph *g, const char *name, clrun_exec_m
 
 int main(int argc, char **argv)
 {
-    int repeat = 10, first = 1;
-    if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
-        repeat = atoi(argv[2]);
-        first = 3;
-    }
+    int repeat = 10, first = bench_repeat_arg(argc, argv, &repeat);
     if (first >= argc || repeat < 1) {
         fprintf(stderr, "usage: bench_exec [--repeat N] FILE.graph...\n");
         return 2;

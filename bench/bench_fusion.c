@@ -15,18 +15,7 @@
 
 #include "../examples/models.h"
 #include "../tests/rng.h"
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "timing.h"
 
 static clrun_graph *load(const char *what)
 {
@@ -164,10 +153,10 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
             lo = ratio[r] < lo ? ratio[r] : lo;
             hi = ratio[r] > hi ? ratio[r] : hi;
         }
-        double fused = median(t[0], repeat), unfused = median(t[1], repeat);
+        double fused = bench_median(t[0], repeat), unfused = bench_median(t[1], repeat);
         printf("%-34s fused: %d groups, %d nodes -> %d kernels\n", what, on.fused_groups, on.graph_nodes, on.kernels);
         printf("%-34s   time %.3f ms fused, %.3f ms unfused (medians of %d): ratio %.3f (per-round %.3f..%.3f, median %.3f)\n",
-               "", fused, unfused, repeat, fused / unfused, lo, hi, median(ratio, repeat));
+               "", fused, unfused, repeat, fused / unfused, lo, hi, bench_median(ratio, repeat));
         printf("%-34s   peak %llu vs %llu bytes, naive %llu vs %llu bytes, outputs %s\n", "",
                (unsigned long long)on.peak_bytes, (unsigned long long)off.peak_bytes,
                (unsigned long long)on.naive_bytes, (unsigned long long)off.naive_bytes,
@@ -185,11 +174,7 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
 
 int main(int argc, char **argv)
 {
-    int repeat = 10, first = 1;
-    if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
-        repeat = atoi(argv[2]);
-        first = 3;
-    }
+    int repeat = 10, first = bench_repeat_arg(argc, argv, &repeat);
     if (first >= argc || repeat < 1) {
         fprintf(stderr, "usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...\n");
         return 2;

@@ -27,6 +27,7 @@
 #include <clrun/clrun.h>
 
 #include "../tests/onnx_builder.h"
+#include "timing.h"
 
 enum { F32 = 1, I64 = 7 };
 
@@ -187,18 +188,6 @@ static void build(gen *g, int layers, int64_t d)
     ob_output(&g->b, h, F32, -1, NULL);
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
     int layers = 12, repeat = 7;
@@ -287,8 +276,8 @@ int main(int argc, char **argv)
         free(buffers);
         clrun_graph_destroy(graph);
     }
-    double unpack = median(t_unpack, repeat), load = median(t_load, repeat), cload = median(c_load, repeat);
-    double plan = median(t_plan, repeat), total = median(c_total, repeat);
+    double unpack = bench_median(t_unpack, repeat), load = bench_median(t_load, repeat), cload = bench_median(c_load, repeat);
+    double plan = bench_median(t_plan, repeat), total = bench_median(c_total, repeat);
     char wb[32], pb[32], lb[32];
     printf("bench_onnx_load: a %d-layer transformer encoder of width %" PRId64 ", exported-style, batch 1, sequence 128\n",
            layers, width);

@@ -4,20 +4,9 @@
 # --output-dir and its errors; --dim/--shape; .graph files with --input. Cases are made with
 # python3-onnx; skipped (exit 77) without it. CLRUN_BIN overrides the tool (default ./clrun).
 set -u
-CLRUN=${CLRUN_BIN:-./clrun}
-PYTHON=${ONNX_PYTHON:-/usr/bin/python3}
-if ! "$PYTHON" -c 'import onnx, numpy' >/dev/null 2>&1; then
-    echo "SKIP: $PYTHON lacks the onnx or numpy module (apt-get install python3-onnx python3-numpy)"
-    exit 77
-fi
-tmp=${TMPDIR:-/tmp}/clrun-cli-onnx.$$
-mkdir -p "$tmp" || exit 99
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+. "${srcdir:-.}/tests/cli_common.sh"
+need_onnx_python
+make_tmp cli-onnx
 
 # Three cases: relu (right answer), relu_wrong (expected output off at one element), and a
 # refused operator; plus a model with a symbolic batch.

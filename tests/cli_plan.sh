@@ -5,22 +5,8 @@
 # malformed capacity as a usage error (exit 2). Step limits make every answer the same on any
 # machine. Run by `make check` from the build directory; CLRUN_BIN overrides the tool.
 set -u
-CLRUN=${CLRUN_BIN:-./clrun}
-tmp=${TMPDIR:-/tmp}/clrun-plan-test.$$
-mkdir -p "$tmp" || exit 99
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect RC PATTERN FILE WHAT: the last command's status was RC and FILE holds PATTERN.
-expect() {
-    [ "$rc" = "$1" ] || fail "$4: exit status $rc, expected $1"
-    grep -q -- "$2" "$3" || fail "$4: '$2' not in $(cat "$3")"
-}
+. "${srcdir:-.}/tests/cli_common.sh"
+make_tmp plan-test
 
 # perfect:150:2 packs exactly into 4 * 150 granules of 256 B: its optimum is 153600 bytes.
 steps="--step-limit 200000 --time-limit 3600"

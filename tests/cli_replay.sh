@@ -4,17 +4,9 @@
 # allocator listing the valid names. Run by `make check` from the build directory; CLRUN_BIN
 # overrides the tool (default ./clrun), srcdir (exported by the harness) locates the traces.
 set -u
-CLRUN=${CLRUN_BIN:-./clrun}
+. "${srcdir:-.}/tests/cli_common.sh"
 TRACES=${srcdir:-.}/tests/data/traces
-tmp=${TMPDIR:-/tmp}/clrun-replay-test.$$
-mkdir -p "$tmp" || exit 99
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+make_tmp replay-test
 
 # The integer value of "key" in the pretty JSON of file $1 (json-c writes "key":value).
 field() {

@@ -5,25 +5,11 @@
 # unwritable trace fails before the work, and the trace's counter agrees with the peak. Run by
 # `make check` from the build directory; CLRUN_BIN overrides the tool (default ./clrun).
 set -u
-CLRUN=${CLRUN_BIN:-./clrun}
+. "${srcdir:-.}/tests/cli_common.sh"
 EXAMPLES=${srcdir:-.}/examples
-tmp=${TMPDIR:-/tmp}/clrun-run-test.$$
-mkdir -p "$tmp" || exit 99
-trap 'rm -rf "$tmp"' EXIT
+make_tmp run-test
 export POCL_DEVICES=${POCL_DEVICES:-pthread}
 export CLRUN_CACHE_DIR="$tmp/cache"
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect RC PATTERN FILE: the last command's status was RC and FILE holds PATTERN.
-expect() {
-    [ "$rc" = "$1" ] || fail "$4: exit status $rc, expected $1"
-    grep -q -- "$2" "$3" || fail "$4: '$2' not in $(cat "$3")"
-}
 
 # An invalid allocator: info still lists the devices, flags the variable, and exits 1, as it does
 # for a device selector that matches nothing.

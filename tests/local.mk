@@ -25,3 +25,6 @@ installcheck-local:
 # API): tests/check-includes.sh names every include against it.
 TESTS += tests/check-includes.sh
 EXTRA_DIST += tests/check-includes.sh
+
+# What the CLI test scripts share (sourced by them, not a test of its own).
+EXTRA_DIST += tests/cli_common.sh

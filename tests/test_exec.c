@@ -345,18 +345,25 @@ static clrun_graph *chain_graph(bool donate)
     return g;
 }
 
+/* g's executor with fusion off: a chain's two nodes stay the two steps a test counts. */
+static clrun_exec *unfused_exec(clrun_context *ctx, const clrun_graph *g)
+{
+    clrun_exec_options unfused;
+    clrun_exec_options_init(&unfused);
+    unfused.fusion = -1;
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
+    return exec;
+}
+
 static void donated_input_is_written_in_place_and_unusable_afterwards(void **state)
 {
     (void)state;
     clrun_graph *g = chain_graph(true);
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    clrun_exec *exec = NULL;
-    /* unfused: the chain's two nodes are the two donations under test */
-    clrun_exec_options unfused;
-    clrun_exec_options_init(&unfused);
-    unfused.fusion = -1;
-    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
+    /* the chain's two nodes are the two donations under test */
+    clrun_exec *exec = unfused_exec(ctx, g);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
     assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
@@ -386,12 +393,8 @@ static void kept_input_is_never_written(void **state)
     clrun_graph *g = chain_graph(false);
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    clrun_exec *exec = NULL;
-    /* unfused: the chain's two nodes are the two donations under test */
-    clrun_exec_options unfused;
-    clrun_exec_options_init(&unfused);
-    unfused.fusion = -1;
-    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
+    /* the chain's two nodes are the two donations under test */
+    clrun_exec *exec = unfused_exec(ctx, g);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 9, &x);
     float before[256], after[256];
@@ -518,12 +521,8 @@ static void debug_logging_shows_every_allocation_and_launch(void **state)
     clrun_graph *g = chain_graph(false);
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    clrun_exec *exec = NULL;
-    /* unfused: the chain's two nodes are the two steps it counts */
-    clrun_exec_options unfused;
-    clrun_exec_options_init(&unfused);
-    unfused.fusion = -1;
-    assert_int_equal(clrun_exec_create(ctx, g, &unfused, &exec), CLRUN_OK);
+    /* the chain's two nodes are the two steps it counts */
+    clrun_exec *exec = unfused_exec(ctx, g);
     clrun_buffer x;
     fill_input(ctx, g, clrun_graph_find(g, "x"), 7, &x);
     debug_log quiet = {0}, loud = {0};

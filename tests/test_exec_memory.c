@@ -63,6 +63,28 @@ static clrun_graph *conv_chain(int convs)
     return g;
 }
 
+/* a [rows, k] -> matmul b -> p1 -> matmul b -> ... -> p<count>, the last an output, with
+ * b [k, cols] an input (cols == k for a chain): a B that is not constant, so every product
+ * packs it into its scratch at every run. */
+static clrun_graph *products_by_input_b(int64_t rows, int64_t k, int64_t cols, int count)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("products", &g), CLRUN_OK);
+    clrun_tensor_type ta = matrix(rows, k), tb = matrix(k, cols);
+    int32_t h, b;
+    assert_int_equal(clrun_graph_add_input(g, "a", &ta, false, &h), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "b", &tb, false, &b), CLRUN_OK);
+    for (int i = 1; i <= count; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        const char *names[] = {name};
+        int32_t in[2] = {h, b};
+        assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, names, 1, NULL, 0, &h), CLRUN_OK);
+    }
+    assert_int_equal(clrun_graph_mark_output(g, h), CLRUN_OK);
+    return g;
+}
+
 static clrun_context *context(const char *allocator, bool out_of_order, uint64_t limit)
 {
     clrun_context_options o;
@@ -215,16 +237,7 @@ static void a_non_constant_b_is_packed_into_scratch(void **state)
 {
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
-    clrun_graph *g = NULL;
-    assert_int_equal(clrun_graph_create("product", &g), CLRUN_OK);
-    clrun_tensor_type ta = matrix(16, 24), tb = matrix(24, 40);
-    int32_t a, b, y;
-    assert_int_equal(clrun_graph_add_input(g, "a", &ta, false, &a), CLRUN_OK);
-    assert_int_equal(clrun_graph_add_input(g, "b", &tb, false, &b), CLRUN_OK);
-    int32_t in[2] = {a, b};
-    const char *ny[] = {"y"};
-    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, ny, 1, NULL, 0, &y), CLRUN_OK);
-    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_graph *g = products_by_input_b(16, 24, 40, 1);
     clrun_context *ctx = context("tlsf", false, 0);
     clrun_exec *exec = executor(ctx, g);
     int32_t count;
@@ -324,21 +337,7 @@ static void scratch_reuse_never_changes_a_bit(void **state)
 {
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
-    clrun_graph *products = NULL;
-    assert_int_equal(clrun_graph_create("products", &products), CLRUN_OK);
-    clrun_tensor_type ta = matrix(24, 40), tb = matrix(40, 40);
-    int32_t h, b;
-    assert_int_equal(clrun_graph_add_input(products, "x", &ta, false, &h), CLRUN_OK);
-    assert_int_equal(clrun_graph_add_input(products, "b", &tb, false, &b), CLRUN_OK);
-    for (int i = 1; i <= 4; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "p%d", i);
-        const char *names[] = {name};
-        int32_t in[2] = {h, b};
-        assert_int_equal(clrun_graph_add_node(products, "matmul", in, 2, names, 1, NULL, 0, &h), CLRUN_OK);
-    }
-    assert_int_equal(clrun_graph_mark_output(products, h), CLRUN_OK);
-    clrun_graph *graphs[2] = {conv_chain(4), products};
+    clrun_graph *graphs[2] = {conv_chain(4), products_by_input_b(24, 40, 40, 4)};
     const struct {
         const char *allocator;
         bool out_of_order;

@@ -363,6 +363,13 @@ static outcome run_graph(const clrun_graph *g, how h, uint64_t seed)
     return r;
 }
 
+/* The run a fused one is compared with: pooled on buddy, in order, fusion off. */
+static outcome run_unfused(const clrun_graph *g, uint64_t seed)
+{
+    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
+    return run_graph(g, off, seed);
+}
+
 /* Writes g where a failure's reader can rerun it (clrun run FILE). */
 static void keep_failing_graph(const clrun_graph *g, char *path, size_t size)
 {
@@ -688,8 +695,8 @@ static void a_kernel_that_does_not_build_runs_unfused(void **state)
     clrun_attr two[1] = {{.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 2.0}};
     int32_t s = node(g, "scale", "s2", 1, &x, two, 1);
     clrun_graph_mark_output(g, unary(g, "exp", "e2", s));
-    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false}, on = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
-    outcome a = run_graph(g, off, 5);
+    how on = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
+    outcome a = run_unfused(g, 5);
     warning[0] = '\0';
     clrun_log_set_handler(keep_warning, NULL);
     clrun_log_set_level(CLRUN_LOG_WARN);
@@ -783,8 +790,7 @@ static void every_dtype_fuses_with_the_same_bits(void **state)
         int32_t xo = binary(g, "xor", "xo", bt, nc);
         clrun_graph_mark_output(g, t);
         clrun_graph_mark_output(g, xo);
-        how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
-        outcome a = run_graph(g, off, 9);
+        outcome a = run_unfused(g, 9);
         for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
             outcome b = run_graph(g, every_mode[m], 9);
             expect_same_bits(g, &b, &a, clrun_dtype_name(dt), 9);
@@ -824,8 +830,7 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     int32_t cond = input(g, "cond", shape_of(CLRUN_BOOL, 2, (int64_t[]){20, 40}));
     int32_t m2 = node(g, "matmul", "m2", 2, (int32_t[]){x, w}, NULL, 0);
     clrun_graph_mark_output(g, node(g, "where", "y3", 3, (int32_t[]){cond, m2, r}, NULL, 0));
-    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
-    outcome base = run_graph(g, off, 8);
+    outcome base = run_unfused(g, 8);
     const how modes[] = {{CLRUN_EXEC_POOLED, "buddy", false, 1, false},
                          {CLRUN_EXEC_PLANNED, "buddy", false, 1, false},
                          {CLRUN_EXEC_NAIVE, "buddy", true, 1, false}};
@@ -881,8 +886,7 @@ static void moves_and_siblings_fuse_with_the_same_bits(void **state)
     clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
     int32_t at = node(g, "transpose", "at", 1, &a, &perm, 1);
     clrun_graph_mark_output(g, unary(g, "exp", "e", binary(g, "add", "s", at, b)));
-    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
-    outcome base = run_graph(g, off, 6);
+    outcome base = run_unfused(g, 6);
     for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
         outcome o = run_graph(g, every_mode[m], 6);
         expect_same_bits(g, &o, &base, "heads", 6);
@@ -918,8 +922,7 @@ static void constant_nodes_run_once_into_constants_with_the_same_bits(void **sta
     clrun_graph_mark_output(g, e);
     clrun_graph_mark_output(g, z);
     clrun_graph_mark_output(g, wide);
-    how off = {CLRUN_EXEC_POOLED, "buddy", false, -1, false};
-    outcome base = run_graph(g, off, 4);
+    outcome base = run_unfused(g, 4);
     for (size_t m_ = 0; m_ < sizeof every_mode / sizeof every_mode[0]; m_++) {
         outcome o = run_graph(g, every_mode[m_], 4);
         expect_same_bits(g, &o, &base, "folds", 4);

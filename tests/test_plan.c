@@ -222,6 +222,17 @@ static clrun_plan_options options_with_steps(uint64_t steps, uint64_t align)
     return o;
 }
 
+/* Solves b[0..n) under o into offsets, asserting it succeeds and that the plan is valid
+ * (check_plan, at o's alignment). */
+static clrun_plan_result solve_checked(const char *what, uint64_t seed, const clrun_plan_buffer *b,
+                                       size_t n, const clrun_plan_options *o, uint64_t *offsets)
+{
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, o, offsets, &r), CLRUN_OK);
+    check_plan(what, seed, b, n, o->alignment, offsets, r.peak_bytes, r.lower_bound_bytes);
+    return r;
+}
+
 /* The constructions clrun_plan_solve builds: the time sweep, three lowest-first rankings and
  * the four best-fit orders. */
 #define CONSTRUCTIONS (1 + 3 + CLRUN_PLAN_ORDER_COUNT)
@@ -266,10 +277,8 @@ static void solved_plans_are_valid_on_every_family(void **state)
             clrun_plan_buffer *b = family_instance((clrun_plan_gen_family)f, n, seed, NULL);
             uint64_t *offsets = malloc(n * sizeof *offsets);
             clrun_plan_options o = options_with(0.1, seed == 3 ? 128 : 1);
-            clrun_plan_result r;
-            assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-            check_plan(clrun_plan_gen_family_name((clrun_plan_gen_family)f), seed, b, n,
-                       o.alignment, offsets, r.peak_bytes, r.lower_bound_bytes);
+            solve_checked(clrun_plan_gen_family_name((clrun_plan_gen_family)f), seed, b, n, &o,
+                          offsets);
             free(offsets);
             free(b);
         }
@@ -285,10 +294,7 @@ static void solved_plans_are_valid_on_small_instances_searched_exactly(void **st
         clrun_plan_buffer *b = family_instance(f, n, seed, NULL);
         uint64_t offsets[64];
         clrun_plan_options o = options_with(0.05, seed % 2 ? 1 : 32);
-        clrun_plan_result r;
-        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-        check_plan(clrun_plan_gen_family_name(f), seed, b, n, o.alignment, offsets, r.peak_bytes,
-                   r.lower_bound_bytes);
+        solve_checked(clrun_plan_gen_family_name(f), seed, b, n, &o, offsets);
         free(b);
     }
 }
@@ -336,9 +342,7 @@ static void optimal_claims_match_exhaustive_search_on_tiny_instances(void **stat
         uint64_t offsets[8];
         tiny_instance(seed, n, b);
         clrun_plan_options o = options_with_steps(EXACT_STEPS, align);
-        clrun_plan_result r;
-        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-        check_plan("tiny", seed, b, n, align, offsets, r.peak_bytes, r.lower_bound_bytes);
+        clrun_plan_result r = solve_checked("tiny", seed, b, n, &o, offsets);
         uint64_t optimum = exhaustive_optimum(b, n, align);
         if (r.peak_bytes < optimum || (r.optimal && r.peak_bytes != optimum)) {
             print_message("tiny seed %llu n %zu align %llu: peak %llu (optimal %d, %s), true "
@@ -434,9 +438,7 @@ static void complete_search_rebuilds_small_perfect_packings(void **state)
         uint64_t known, offsets[10];
         clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, &known);
         clrun_plan_options o = options_with_steps(EXACT_STEPS, 1);
-        clrun_plan_result r;
-        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-        check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+        clrun_plan_result r = solve_checked("perfect", seed, b, n, &o, offsets);
         if (r.peak_bytes != known || !r.optimal) {
             print_message("perfect seed %llu: peak %llu, optimum %llu (%s)\n",
                           (unsigned long long)seed, (unsigned long long)r.peak_bytes,
@@ -471,9 +473,7 @@ static void solve_beats_every_greedy_order_on_packings(void **state)
         uint64_t *offsets = malloc(n * sizeof *offsets);
         uint64_t greedy = best_greedy_peak(b, n, offsets);
         clrun_plan_options o = options_with_steps(300, 1);
-        clrun_plan_result r;
-        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-        check_plan("packing", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+        clrun_plan_result r = solve_checked("packing", seed, b, n, &o, offsets);
         if (r.peak_bytes >= greedy) {
             print_message("%s seed %llu: solve %llu did not beat greedy %llu\n",
                           clrun_plan_gen_family_name((clrun_plan_gen_family)f),
@@ -523,9 +523,7 @@ static void complete_search_proves_perfect_packings_of_150_optimal(void **state)
         clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, seed, &known);
         uint64_t *offsets = malloc(n * sizeof *offsets);
         clrun_plan_options o = options_with_steps(200000, 1);
-        clrun_plan_result r;
-        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-        check_plan("perfect", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+        clrun_plan_result r = solve_checked("perfect", seed, b, n, &o, offsets);
         if (r.peak_bytes != known || !r.optimal) {
             print_message("perfect 150 seed %llu: peak %llu, optimum %llu (%s, %llu steps)\n",
                           (unsigned long long)seed, (unsigned long long)r.peak_bytes,
@@ -584,9 +582,7 @@ static void independent_parts_are_planned_apart(void **state)
     }
     uint64_t *offsets = malloc(n * sizeof *offsets);
     clrun_plan_options o = options_with_steps(200000, 1);
-    clrun_plan_result r;
-    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    check_plan("two parts", 5, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    clrun_plan_result r = solve_checked("two parts", 5, b, n, &o, offsets);
     assert_int_equal(r.peak_bytes, known_a > known_b ? known_a : known_b);
     assert_true(r.optimal);
     free(offsets);
@@ -602,9 +598,7 @@ static void buffers_all_alive_at_once_are_stacked(void **state)
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_WIDE, n, 2, NULL);
     uint64_t *offsets = malloc(n * sizeof *offsets);
     clrun_plan_options o = options_with_steps(1000, 256);
-    clrun_plan_result r;
-    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    check_plan("wide", 2, b, n, 256, offsets, r.peak_bytes, r.lower_bound_bytes);
+    clrun_plan_result r = solve_checked("wide", 2, b, n, &o, offsets);
     assert_int_equal(r.peak_bytes, r.lower_bound_bytes);
     assert_true(r.optimal);
     assert_string_equal(r.method, "stacked");
@@ -620,9 +614,7 @@ static clrun_plan_result solve_with_capacity(const clrun_plan_buffer *b, size_t 
     assert_non_null(offsets);
     clrun_plan_options o = options_with_steps(steps, 1);
     o.capacity = capacity;
-    clrun_plan_result r;
-    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    check_plan("capacity", seed, b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    clrun_plan_result r = solve_checked("capacity", seed, b, n, &o, offsets);
     if (r.verdict == CLRUN_PLAN_FITS)
         assert_true(r.peak_bytes <= capacity);
     else
@@ -797,9 +789,7 @@ static void time_limit_cuts_the_first_construction_short(void **state)
     uint64_t *offsets = malloc(n * sizeof *offsets);
     clrun_plan_options o = options_with(1e-9, 64);
     o.step_limit = 1000000;
-    clrun_plan_result r;
-    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
-    check_plan("balanced", 4, b, n, 64, offsets, r.peak_bytes, r.lower_bound_bytes);
+    clrun_plan_result r = solve_checked("balanced", 4, b, n, &o, offsets);
     assert_string_equal(r.method, "cut-short");
     assert_int_equal(r.steps, 1);
     free(offsets);

@@ -158,6 +158,18 @@ static clrun_status conv_shapes(const clrun__op_call *call, clrun__conv_geometry
     return CLRUN_OK;
 }
 
+/* What conv2d and conv_transpose2d check before their geometry: x, w and an optional bias, all
+ * f32, and the attributes they share. */
+static clrun_status check_conv_call(const clrun__op_call *call, const clrun__infer_error *err)
+{
+    clrun_status s = clrun__check_input_count(call, 2, 3, err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, conv_attrs, 6, err);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dtype(call, i, false, err);
+    return s;
+}
+
 clrun_status clrun__conv_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
                                      const clrun__infer_error *err)
 {
@@ -171,12 +183,8 @@ static clrun_status conv_infer(const clrun__op_call *call, clrun_tensor_type *ou
                                size_t errlen)
 {
     const clrun__infer_error err = {"conv2d", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 2, 3, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, conv_attrs, 6, &err);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dtype(call, i, false, &err);
     clrun__conv_geometry g;
+    clrun_status s = check_conv_call(call, &err);
     if (s == CLRUN_OK)
         s = clrun__conv_geometry_of(call, &g, &err);
     if (s != CLRUN_OK)
@@ -236,12 +244,8 @@ static clrun_status conv_transpose_infer(const clrun__op_call *call, clrun_tenso
                                          char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {"conv_transpose2d", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 2, 3, &err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, conv_attrs, 6, &err);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dtype(call, i, false, &err);
     clrun__conv_geometry g;
+    clrun_status s = check_conv_call(call, &err);
     if (s == CLRUN_OK)
         s = clrun__conv_transpose_geometry_of(call, &g, &err);
     if (s != CLRUN_OK)

@@ -213,19 +213,6 @@ static void dtype_list(unsigned set, char *buf, size_t size)
     }
 }
 
-static clrun_status check_dims(const clrun__op_call *call, int i, const clrun__infer_error *err)
-{
-    const clrun_tensor_type *t = &call->inputs[i];
-    char s[CLRUN__TYPE_TEXT];
-    if (t->rank < 0 || t->rank > CLRUN_MAX_DIMS)
-        return clrun__refuse(err, "input %d has rank %d (at most %d)", i, t->rank, CLRUN_MAX_DIMS);
-    for (int d = 0; d < t->rank; d++)
-        if (t->shape[d] <= 0)
-            return clrun__refuse(err, "input %d is %s: every dimension must be at least 1", i,
-                                 clrun__type_format(t, s, sizeof s));
-    return CLRUN_OK;
-}
-
 static clrun_status check_input_dtype(const clrun__ew_def *def, const clrun__op_call *call, int i,
                                       const clrun__infer_error *err)
 {
@@ -288,7 +275,7 @@ static clrun_status ew_infer(const clrun__ew_def *def, const clrun__op_call *cal
     if (s == CLRUN_OK)
         s = check_attributes(def, call, &err);
     for (int i = 0; s == CLRUN_OK && i < def->arity; i++)
-        s = check_dims(call, i, &err);
+        s = clrun__check_dims(call, i, &err);
     for (int i = 0; s == CLRUN_OK && i < def->arity; i++)
         s = check_input_dtype(def, call, i, &err);
     if (s != CLRUN_OK)

@@ -10,17 +10,6 @@
 #include "graph/op_geometry.h"
 #include "graph/types.h"
 
-static clrun_status begin(const clrun__op_call *call, int inputs, const clrun__attr_spec *specs,
-                          int spec_count, const clrun__infer_error *err)
-{
-    clrun_status s = clrun__check_input_count(call, inputs, inputs, err);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, specs, spec_count, err);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_any_dtype(call, i, err);
-    return s;
-}
-
 /* Refuses an axis outside [-rank, rank); *axis gets it counted from the front. */
 static clrun_status axis_of(const clrun__op_call *call, const clrun_tensor_type *x,
                             int64_t *axis, const clrun__infer_error *err)
@@ -73,7 +62,7 @@ static clrun_status gather_infer(const clrun__op_call *call, clrun_tensor_type *
                                  size_t errlen)
 {
     const clrun__infer_error err = {"gather", errbuf, errlen};
-    clrun_status s = begin(call, 2, gather_attrs, 1, &err);
+    clrun_status s = clrun__check_any_call(call, 2, 2, gather_attrs, 1, &err);
     if (s != CLRUN_OK)
         return s;
     int64_t given;
@@ -109,7 +98,7 @@ static clrun_status gather_elements_infer(const clrun__op_call *call, clrun_tens
                                           char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {"gather_elements", errbuf, errlen};
-    clrun_status s = begin(call, 2, gather_attrs, 1, &err);
+    clrun_status s = clrun__check_any_call(call, 2, 2, gather_attrs, 1, &err);
     const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
     int64_t axis = 0;
     if (s == CLRUN_OK)
@@ -201,7 +190,7 @@ static clrun_status pad_infer(const clrun__op_call *call, clrun_tensor_type *out
                               size_t errlen)
 {
     const clrun__infer_error err = {"pad", errbuf, errlen};
-    clrun_status s = begin(call, 1, pad_attrs, 3, &err);
+    clrun_status s = clrun__check_any_call(call, 1, 1, pad_attrs, 3, &err);
     if (s == CLRUN_OK)
         s = clrun__check_int_range(call, "mode", 0, 2, &err);
     if (s == CLRUN_OK)
@@ -244,7 +233,7 @@ static clrun_status trilu_infer(const clrun__op_call *call, clrun_tensor_type *o
                                 size_t errlen)
 {
     const clrun__infer_error err = {"trilu", errbuf, errlen};
-    clrun_status s = begin(call, 1, trilu_attrs, 2, &err);
+    clrun_status s = clrun__check_any_call(call, 1, 1, trilu_attrs, 2, &err);
     if (s == CLRUN_OK)
         s = clrun__check_int_range(call, "upper", 0, 1, &err);
     if (s != CLRUN_OK)
@@ -269,7 +258,7 @@ static clrun_status cumsum_infer(const clrun__op_call *call, clrun_tensor_type *
                                  size_t errlen)
 {
     const clrun__infer_error err = {"cumsum", errbuf, errlen};
-    clrun_status s = begin(call, 1, cumsum_attrs, 3, &err);
+    clrun_status s = clrun__check_any_call(call, 1, 1, cumsum_attrs, 3, &err);
     if (s == CLRUN_OK)
         s = clrun__check_int_range(call, "exclusive", 0, 1, &err);
     if (s == CLRUN_OK)

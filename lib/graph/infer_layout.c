@@ -13,14 +13,10 @@
 clrun_status clrun__check_any_dtype(const clrun__op_call *call, int i,
                                     const clrun__infer_error *err)
 {
+    clrun_status s = clrun__check_dims(call, i, err);
+    if (s != CLRUN_OK)
+        return s;
     const clrun_tensor_type *t = &call->inputs[i];
-    char s[CLRUN__TYPE_TEXT];
-    if (t->rank < 0 || t->rank > CLRUN_MAX_DIMS)
-        return clrun__refuse(err, "input %d has rank %d (at most %d)", i, t->rank, CLRUN_MAX_DIMS);
-    for (int d = 0; d < t->rank; d++)
-        if (t->shape[d] <= 0)
-            return clrun__refuse(err, "input %d is %s: every dimension must be at least 1", i,
-                                 clrun__type_format(t, s, sizeof s));
     if (clrun_dtype_size(t->dtype) == 0)
         return clrun__refuse(err, "input %d has an unknown dtype (%d)", i, (int)t->dtype);
     return CLRUN_OK;
@@ -36,11 +32,9 @@ clrun_status clrun__check_int_range(const clrun__op_call *call, const char *name
                          name, v, lo, hi);
 }
 
-/* The checks every op here starts with: input count, attribute names and kinds, input 0's
- * type. */
-static clrun_status begin(const clrun__op_call *call, int min_inputs, int max_inputs,
-                          const clrun__attr_spec *specs, int spec_count,
-                          const clrun__infer_error *err)
+clrun_status clrun__check_any_call(const clrun__op_call *call, int min_inputs, int max_inputs,
+                                   const clrun__attr_spec *specs, int spec_count,
+                                   const clrun__infer_error *err)
 {
     clrun_status s = clrun__check_input_count(call, min_inputs, max_inputs, err);
     if (s == CLRUN_OK)
@@ -58,7 +52,7 @@ static clrun_status transpose_infer(const clrun__op_call *call, clrun_tensor_typ
                                     char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {"transpose", errbuf, errlen};
-    clrun_status s = begin(call, 1, 1, transpose_attrs, 1, &err);
+    clrun_status s = clrun__check_any_call(call, 1, 1, transpose_attrs, 1, &err);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *x = &call->inputs[0];
@@ -82,21 +76,33 @@ static clrun_status transpose_infer(const clrun__op_call *call, clrun_tensor_typ
 
 /* ---- reshape ----------------------------------------------------------------------------- */
 
-static const clrun__attr_spec reshape_attrs[] = {{"shape", CLRUN__WANT_INTS, true}};
+/* The start of reshape and expand, which both take x and a target "shape": the common checks,
+ * then the shape into shape[0..*n), refused beyond CLRUN_MAX_DIMS. */
+static const clrun__attr_spec shape_attrs[] = {{"shape", CLRUN__WANT_INTS, true}};
+
+static clrun_status shape_begin(const clrun__op_call *call, int64_t *shape, int *n,
+                                const clrun__infer_error *err)
+{
+    clrun_status s = clrun__check_any_call(call, 1, 1, shape_attrs, 1, err);
+    if (s != CLRUN_OK)
+        return s;
+    *n = clrun__attr_list(call, "shape", shape, CLRUN_MAX_ATTR_INTS);
+    if (*n > CLRUN_MAX_DIMS)
+        return clrun__refuse(err, "shape has %d dimensions (at most %d)", *n, CLRUN_MAX_DIMS);
+    return CLRUN_OK;
+}
 
 static clrun_status reshape_infer(const clrun__op_call *call, clrun_tensor_type *out,
                                   char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {"reshape", errbuf, errlen};
-    clrun_status s = begin(call, 1, 1, reshape_attrs, 1, &err);
+    int64_t shape[CLRUN_MAX_ATTR_INTS];
+    int n;
+    clrun_status s = shape_begin(call, shape, &n, &err);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *x = &call->inputs[0];
-    int64_t shape[CLRUN_MAX_ATTR_INTS];
-    int n = clrun__attr_list(call, "shape", shape, CLRUN_MAX_ATTR_INTS);
     char sx[CLRUN__TYPE_TEXT];
-    if (n > CLRUN_MAX_DIMS)
-        return clrun__refuse(&err, "shape has %d dimensions (at most %d)", n, CLRUN_MAX_DIMS);
     int wild = -1;
     uint64_t known = 1, total = clrun_tensor_elements(x);
     for (int d = 0; d < n; d++) {
@@ -142,7 +148,7 @@ static clrun_status concat_infer(const clrun__op_call *call, clrun_tensor_type *
                                  char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {"concat", errbuf, errlen};
-    clrun_status s = begin(call, 1, CLRUN__MAX_CONCAT, concat_attrs, 1, &err);
+    clrun_status s = clrun__check_any_call(call, 1, CLRUN__MAX_CONCAT, concat_attrs, 1, &err);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *x0 = &call->inputs[0];
@@ -165,23 +171,19 @@ static clrun_status concat_infer(const clrun__op_call *call, clrun_tensor_type *
 
 /* ---- expand ------------------------------------------------------------------------------ */
 
-static const clrun__attr_spec expand_attrs[] = {{"shape", CLRUN__WANT_INTS, true}};
-
 /* numpy broadcasting of x against `shape`, as ONNX Expand: the output may keep x's larger dims
  * where shape has 1. */
 static clrun_status expand_infer(const clrun__op_call *call, clrun_tensor_type *out,
                                  char *errbuf, size_t errlen)
 {
     const clrun__infer_error err = {"expand", errbuf, errlen};
-    clrun_status s = begin(call, 1, 1, expand_attrs, 1, &err);
+    int64_t shape[CLRUN_MAX_ATTR_INTS];
+    int n;
+    clrun_status s = shape_begin(call, shape, &n, &err);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *x = &call->inputs[0];
-    int64_t shape[CLRUN_MAX_ATTR_INTS];
-    int n = clrun__attr_list(call, "shape", shape, CLRUN_MAX_ATTR_INTS);
     char sx[CLRUN__TYPE_TEXT];
-    if (n > CLRUN_MAX_DIMS)
-        return clrun__refuse(&err, "shape has %d dimensions (at most %d)", n, CLRUN_MAX_DIMS);
     int rank = n > x->rank ? n : x->rank;
     out[0].dtype = x->dtype;
     out[0].rank = rank;
@@ -208,7 +210,7 @@ static clrun_status tile_infer(const clrun__op_call *call, clrun_tensor_type *ou
                                size_t errlen)
 {
     const clrun__infer_error err = {"tile", errbuf, errlen};
-    clrun_status s = begin(call, 1, 1, tile_attrs, 1, &err);
+    clrun_status s = clrun__check_any_call(call, 1, 1, tile_attrs, 1, &err);
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *x = &call->inputs[0];
@@ -242,7 +244,7 @@ static const clrun__attr_spec depth_to_space_attrs[] = {
 static clrun_status block_begin(const clrun__op_call *call, int spec_count,
                                 const clrun__infer_error *err, int64_t *b)
 {
-    clrun_status s = begin(call, 1, 1, depth_to_space_attrs, spec_count, err);
+    clrun_status s = clrun__check_any_call(call, 1, 1, depth_to_space_attrs, spec_count, err);
     if (s == CLRUN_OK)
         s = clrun__check_int_range(call, "mode", 0, 1, err);
     if (s != CLRUN_OK)

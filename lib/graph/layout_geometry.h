@@ -15,6 +15,12 @@
 clrun_status clrun__check_any_dtype(const clrun__op_call *call, int i,
                                     const clrun__infer_error *err);
 
+/* The checks every layout and index op starts with: the input count in [min_inputs,
+ * max_inputs], the attributes against specs, then every input with clrun__check_any_dtype. */
+clrun_status clrun__check_any_call(const clrun__op_call *call, int min_inputs, int max_inputs,
+                                   const clrun__attr_spec *specs, int spec_count,
+                                   const clrun__infer_error *err);
+
 /* Refuses an integer attribute `name` outside [lo, hi] ("attribute 'mode' is 3: must be 0 to
  * 2"); absent is fine. */
 clrun_status clrun__check_int_range(const clrun__op_call *call, const char *name, int64_t lo,

@@ -213,8 +213,7 @@ clrun_status clrun__check_input_count(const clrun__op_call *call, int min, int m
     return clrun__refuse(err, "takes %d to %d inputs, got %d", min, max, call->input_count);
 }
 
-clrun_status clrun__check_dtype(const clrun__op_call *call, int i, bool i32_ok,
-                                const clrun__infer_error *err)
+clrun_status clrun__check_dims(const clrun__op_call *call, int i, const clrun__infer_error *err)
 {
     const clrun_tensor_type *t = &call->inputs[i];
     char s[CLRUN__TYPE_TEXT];
@@ -224,6 +223,17 @@ clrun_status clrun__check_dtype(const clrun__op_call *call, int i, bool i32_ok,
         if (t->shape[d] <= 0)
             return clrun__refuse(err, "input %d is %s: every dimension must be at least 1", i,
                                  clrun__type_format(t, s, sizeof s));
+    return CLRUN_OK;
+}
+
+clrun_status clrun__check_dtype(const clrun__op_call *call, int i, bool i32_ok,
+                                const clrun__infer_error *err)
+{
+    clrun_status st = clrun__check_dims(call, i, err);
+    if (st != CLRUN_OK)
+        return st;
+    const clrun_tensor_type *t = &call->inputs[i];
+    char s[CLRUN__TYPE_TEXT];
     if (t->dtype == CLRUN_F32 || (i32_ok && t->dtype == CLRUN_I32))
         return CLRUN_OK;
     if (t->dtype == CLRUN_F16)

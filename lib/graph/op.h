@@ -118,7 +118,12 @@ clrun_status clrun__check_attrs(const clrun__op_call *call, const clrun__attr_sp
 clrun_status clrun__check_input_count(const clrun__op_call *call, int min, int max,
                                       const clrun__infer_error *err);
 
-/* Refuses input i unless its dtype is f32, or (i32_ok) i32. f16 gets its own message. */
+/* Refuses input i unless its type can exist: rank 0..CLRUN_MAX_DIMS, every dim >= 1. The
+ * dtype checks of every op family start with it, so the messages agree. */
+clrun_status clrun__check_dims(const clrun__op_call *call, int i, const clrun__infer_error *err);
+
+/* Refuses input i as clrun__check_dims does, then unless its dtype is f32, or (i32_ok) i32.
+ * f16 gets its own message. */
 clrun_status clrun__check_dtype(const clrun__op_call *call, int i, bool i32_ok,
                                 const clrun__infer_error *err);
 

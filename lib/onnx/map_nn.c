@@ -251,17 +251,28 @@ clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x
     return clrun__emit(im, n, "conv2d", in, bias ? 3 : 2, at, 4, &out, 1, r);
 }
 
-clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
+/* What Conv and ConvTranspose check first: X and W (B optional), X's spatial rank into
+ * w->spatial, and W of X's rank. */
+static clrun_status conv_operands(clrun__imp *im, clrun__onode *n, window *w)
 {
     clrun_status s = clrun__need_inputs(im, n, 2);
-    window w = {0};
     if (s == CLRUN_OK)
-        s = spatial_of(im, n->in[0], &w.spatial);
+        s = spatial_of(im, n->in[0], &w->spatial);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun__otensor *x = &n->in[0]->c, *wt = &n->in[1]->c;
+    if (wt->rank != x->rank)
+        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->rank, x->rank);
+    return CLRUN_OK;
+}
+
+clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
+{
+    window w = {0};
+    clrun_status s = conv_operands(im, n, &w);
     if (s != CLRUN_OK)
         return s;
     clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL, *y;
-    if (wt->c.rank != x->c.rank)
-        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
     s = kernel_of(im, n, &wt->c, &w);
     if (s == CLRUN_OK)
         s = window_attrs(im, n, &x->c, &w, true);
@@ -312,15 +323,11 @@ static clrun_status transpose_pads(clrun__imp *im, const char *mode, int64_t in,
 
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
 {
-    clrun_status s = clrun__need_inputs(im, n, 2);
     window w = {0};
-    if (s == CLRUN_OK)
-        s = spatial_of(im, n->in[0], &w.spatial);
+    clrun_status s = conv_operands(im, n, &w);
     if (s != CLRUN_OK)
         return s;
     clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
-    if (wt->c.rank != x->c.rank)
-        return clrun__invalid(im, "W has rank %d for an input of rank %d", wt->c.rank, x->c.rank);
     int sp = w.spatial, count, shape_count;
     if (sp == 3)
         return clrun__unsupported(im, "3-D ConvTranspose is not supported (1-D and 2-D are)");

@@ -116,6 +116,21 @@ static int compare_first(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
+clrun_status clrun__plan_sort_by_first(const clrun_plan_buffer *buffers, size_t n,
+                                       uint32_t *indices)
+{
+    first_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    if (!keys)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (first_key){buffers[i].first, (uint32_t)i};
+    qsort(keys, n, sizeof *keys, compare_first);
+    for (size_t i = 0; i < n; i++)
+        indices[i] = keys[i].index;
+    free(keys);
+    return CLRUN_OK;
+}
+
 clrun_status clrun__plan_decoder_init(clrun__plan_decoder *d, const clrun_plan_buffer *buffers,
                                       size_t n, uint64_t align)
 {
@@ -133,22 +148,15 @@ clrun_status clrun__plan_decoder_init(clrun__plan_decoder *d, const clrun_plan_b
     d->rank = malloc(m * sizeof *d->rank);
     d->tree = calloc(2 * d->leaves, sizeof *d->tree);
     d->spans = malloc(m * sizeof *d->spans);
-    first_key *keys = malloc(m * sizeof *keys);
     if (!d->offset || !d->by_first || !d->sorted_first || !d->rank || !d->tree || !d->spans ||
-        !keys) {
-        free(keys);
+        clrun__plan_sort_by_first(buffers, n, d->by_first) != CLRUN_OK) {
         clrun__plan_decoder_free(d);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    for (size_t i = 0; i < n; i++)
-        keys[i] = (first_key){buffers[i].first, (uint32_t)i};
-    qsort(keys, n, sizeof *keys, compare_first);
     for (size_t i = 0; i < n; i++) {
-        d->by_first[i] = keys[i].index;
-        d->sorted_first[i] = keys[i].first;
-        d->rank[keys[i].index] = (uint32_t)i;
+        d->sorted_first[i] = buffers[d->by_first[i]].first;
+        d->rank[d->by_first[i]] = (uint32_t)i;
     }
-    free(keys);
     return CLRUN_OK;
 }
 

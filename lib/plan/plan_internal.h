@@ -62,6 +62,11 @@ clrun_status clrun__plan_check(const clrun_plan_buffer *buffers, size_t n, uint6
 clrun_status clrun__plan_order_fill(const clrun_plan_buffer *buffers, size_t n,
                                     clrun_plan_order order, uint32_t *indices);
 
+/* Fills indices[0..n) with the buffer indices sorted by first, ties by index: the order the
+ * decoder's segment tree and the part decomposition both sweep time in (plan_greedy.c). */
+clrun_status clrun__plan_sort_by_first(const clrun_plan_buffer *buffers, size_t n,
+                                       uint32_t *indices);
+
 /* ---- the best-fit decoder: places buffers one at a time (plan_greedy.c) ---- */
 
 /* A placed buffer's bytes, as the gap scan sees them. */

@@ -12,19 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct first_key {
-    uint64_t first;
-    uint32_t index;
-} first_key;
-
-static int compare_first(const void *a, const void *b)
-{
-    const first_key *x = a, *y = b;
-    if (x->first != y->first)
-        return x->first < y->first ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
 void clrun__plan_parts_free(clrun__plan_parts *p)
 {
     free(p->max_alive);
@@ -63,30 +50,24 @@ clrun_status clrun__plan_parts_build(const clrun_plan_buffer *buffers, size_t n,
 {
     memset(p, 0, sizeof *p);
     size_t m = n ? n : 1;
-    first_key *keys = malloc(m * sizeof *keys);
     p->member = malloc(m * sizeof *p->member);
     p->part_of = malloc(m * sizeof *p->part_of);
     p->start = malloc((m + 1) * sizeof *p->start);
-    if (!keys || !p->member || !p->part_of || !p->start) {
-        free(keys);
+    if (!p->member || !p->part_of || !p->start ||
+        clrun__plan_sort_by_first(buffers, n, p->member) != CLRUN_OK) {
         clrun__plan_parts_free(p);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    for (size_t i = 0; i < n; i++)
-        keys[i] = (first_key){buffers[i].first, (uint32_t)i};
-    qsort(keys, n, sizeof *keys, compare_first);
     uint64_t reach = 0; /* largest last of the current part */
     for (size_t i = 0; i < n; i++) {
-        const clrun_plan_buffer *b = &buffers[keys[i].index];
+        const clrun_plan_buffer *b = &buffers[p->member[i]];
         if (i == 0 || b->first >= reach)
             p->start[p->count++] = i;
         if (i == 0 || b->last > reach)
             reach = b->last;
-        p->member[i] = keys[i].index;
-        p->part_of[keys[i].index] = (uint32_t)(p->count - 1);
+        p->part_of[p->member[i]] = (uint32_t)(p->count - 1);
     }
     p->start[p->count] = n;
-    free(keys);
     size_t parts = p->count ? p->count : 1;
     p->lower_bound = calloc(parts, sizeof *p->lower_bound);
     p->max_alive = calloc(parts, sizeof *p->max_alive);
