@@ -331,7 +331,7 @@ static int64_t ref_int_unary(const char *op, int64_t x, double p0, double p1, cl
 
 static double ref_float_binary(const char *op, double a, double b, double p0, clrun_dtype dt)
 {
-    volatile double r;
+    volatile double r = 0;
     if (!strcmp(op, "add")) r = rounded(a + b, dt);
     else if (!strcmp(op, "sub")) r = rounded(a - b, dt);
     else if (!strcmp(op, "mul")) r = rounded(a * b, dt);
@@ -461,8 +461,8 @@ static void check_binary(const char *op, const values *a, const values *b, const
         bool ok;
         if (def->result == CLRUN__EW_BOOL || dt == CLRUN_BOOL) {
             int r;
-            if (!strcmp(op, "and")) r = (get_i(a, ia) != 0) & (get_i(b, ib) != 0);
-            else if (!strcmp(op, "or")) r = (get_i(a, ia) != 0) | (get_i(b, ib) != 0);
+            if (!strcmp(op, "and")) r = (get_i(a, ia) != 0) && (get_i(b, ib) != 0);
+            else if (!strcmp(op, "or")) r = (get_i(a, ia) != 0) || (get_i(b, ib) != 0);
             else if (!strcmp(op, "xor")) r = (get_i(a, ia) != 0) != (get_i(b, ib) != 0);
             else if (dt == CLRUN_BOOL) r = (get_i(a, ia) != 0) == (get_i(b, ib) != 0);
             else if (is_float(dt)) r = ref_compare(op, get_f(a, ia), get_f(b, ib));
