@@ -25,3 +25,8 @@ installcheck-local:
 # API): tests/check-includes.sh names every include against it.
 TESTS += tests/check-includes.sh
 EXTRA_DIST += tests/check-includes.sh
+
+# The device tests under oclgrind (invalid accesses, data races, API errors): opt-in, being
+# slow (CLRUN_OCLGRIND=1); skipped otherwise and when oclgrind is not installed.
+TESTS += tests/oclgrind.sh
+EXTRA_DIST += tests/oclgrind.sh

@@ -135,6 +135,7 @@ int main(void)
         cmocka_unit_test(planned_layout_has_disjoint_offsets_for_overlapping_lifetimes),
         cmocka_unit_test(pooled_layout_has_lifetimes_but_no_offsets),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);
     return failed;
