@@ -150,6 +150,8 @@ static double raw_loop_ms(clrun_context *ctx, const clrun_graph *g, int repeat)
     return ms;
 }
 
+#define MAX_MODES 16
+
 typedef struct mode_result {
     const char *name;
     double ms;
@@ -210,7 +212,8 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     printf("# bench_exec: median of %d runs after one warm-up, on %s (%s), %s", repeat,
            clrun_context_device(probe)->name, clrun_context_device(probe)->platform_name, ctime(&now));
-    printf("# raw = the same kernels enqueued over buffers preallocated once; ratios < 1 are faster\n");
+    printf("# raw = the graph's kernels, unfused, enqueued over buffers preallocated once; the modes\n"
+           "# fuse unless CLRUN_FUSION=0 (set it to compare like with like); ratios < 1 are faster\n");
     for (int f = first; f < argc; f++) {
         char err[2048];
         clrun_graph *g = NULL;
@@ -219,20 +222,22 @@ int main(int argc, char **argv)
             return 2;
         }
         double raw = raw_loop_ms(probe, g, repeat);
-        mode_result modes[] = {
-            run_mode(g, "naive", CLRUN_EXEC_NAIVE, NULL, repeat),
-            run_mode(g, "buddy", CLRUN_EXEC_POOLED, "buddy", repeat),
-            run_mode(g, "slab", CLRUN_EXEC_POOLED, "slab", repeat),
-            run_mode(g, "bump", CLRUN_EXEC_POOLED, "bump", repeat),
-            run_mode(g, "planned", CLRUN_EXEC_PLANNED, NULL, repeat),
-        };
+        /* naive, every strategy of the registry pooled, planned */
+        mode_result modes[MAX_MODES];
+        size_t mode_count = 0;
+        modes[mode_count++] = run_mode(g, "naive", CLRUN_EXEC_NAIVE, NULL, repeat);
+        for (size_t k = 0; k < clrun_strategy_count() && mode_count < MAX_MODES - 1; k++) {
+            const char *strategy = clrun_strategy_at(k)->name;
+            modes[mode_count++] = run_mode(g, strategy, CLRUN_EXEC_POOLED, strategy, repeat);
+        }
+        modes[mode_count++] = run_mode(g, "planned", CLRUN_EXEC_PLANNED, NULL, repeat);
         const mode_result *naive = &modes[0];
         printf("\n%s: %d nodes, lower bound %.2f MiB, naive %.2f MiB, raw loop %.3f ms\n", argv[f],
                (int)g->node_count, (double)naive->stats.lower_bound_bytes / 1048576.0,
                (double)naive->stats.naive_bytes / 1048576.0, raw);
         printf("%-8s %10s %8s %8s %12s %10s %10s %12s\n", "mode", "ms/run", "vs raw", "vs naive", "peak MiB",
                "vs naive", "vs bound", "reserved MiB");
-        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        for (size_t m = 0; m < mode_count; m++) {
             const mode_result *r = &modes[m];
             printf("%-8s %10.3f %8.3f %8.3f %12.2f %10.3f %10.3f %12.2f\n", r->name, r->ms, r->ms / raw,
                    r->ms / naive->ms, (double)r->stats.peak_bytes / 1048576.0,

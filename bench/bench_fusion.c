@@ -57,8 +57,11 @@ static int make_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buffer *i
         const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
         uint64_t bytes = clrun_tensor_bytes(t);
         unsigned char *host = malloc((size_t)bytes);
-        if (host == NULL)
+        if (host == NULL) {
+            for (int32_t k = 0; k < i; k++)
+                clrun_free(ctx, &inputs[k]);
             return -1;
+        }
         uint64_t state = 1 + (uint64_t)i;
         for (uint64_t k = 0; k + 4 <= bytes; k += 4) {
             float v = (float)((int)(rng_next(&state) % 2001) - 1000) / 1000.0f;
@@ -67,8 +70,11 @@ static int make_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buffer *i
             else
                 memset(host + k, 0, 4);
         }
-        if (clrun_alloc(ctx, bytes, &inputs[i]) != CLRUN_OK || clrun_buffer_write(ctx, &inputs[i], host) != CLRUN_OK) {
+        bool made = clrun_alloc(ctx, bytes, &inputs[i]) == CLRUN_OK;
+        if (!made || clrun_buffer_write(ctx, &inputs[i], host) != CLRUN_OK) {
             free(host);
+            for (int32_t k = 0; k < i + (made ? 1 : 0); k++)
+                clrun_free(ctx, &inputs[k]);
             return -1;
         }
         free(host);
@@ -76,16 +82,30 @@ static int make_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buffer *i
     return (int)n;
 }
 
-/* Runs exec once; its wall time in ms, or a negative number on failure. */
-static double run_once(clrun_context *ctx, clrun_exec *exec, const clrun_buffer *inputs, int n)
+/* Runs exec once over fresh inputs (a donated input is consumed by the run, so every run gets
+ * new ones, written outside the timed run); its wall time in ms, or a negative number. */
+static double run_once(clrun_context *ctx, clrun_exec *exec, const clrun_graph *g)
 {
-    if (clrun_exec_run(exec, inputs, n) != CLRUN_OK) {
-        fprintf(stderr, "bench_fusion: run: %s\n", clrun_last_error(ctx));
+    clrun_buffer inputs[64];
+    int n = make_inputs(ctx, g, inputs);
+    if (n < 0) {
+        fprintf(stderr, "bench_fusion: inputs: %s\n", clrun_last_error(ctx));
         return -1;
     }
-    clrun_exec_stats s;
-    clrun_exec_stats_get(exec, &s);
-    return s.wall_ms;
+    double ms = -1;
+    if (clrun_exec_run(exec, inputs, n) != CLRUN_OK)
+        fprintf(stderr, "bench_fusion: run: %s\n", clrun_last_error(ctx));
+    else {
+        clrun_exec_stats s;
+        clrun_exec_stats_get(exec, &s);
+        ms = s.wall_ms;
+    }
+    const clrun_tensor_id *ids;
+    clrun_graph_inputs(g, &ids);
+    for (int i = 0; i < n; i++) /* a consumed donated one is the executor's now */
+        if (ms < 0 || !clrun_graph_tensor_donated(g, ids[i]))
+            clrun_free(ctx, &inputs[i]);
+    return ms;
 }
 
 /* True when every output of a and b has the same bytes. */
@@ -111,8 +131,7 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
     if (g == NULL)
         return 1;
     clrun_exec *exec[2] = {NULL, NULL}; /* fused, unfused */
-    clrun_buffer inputs[64];
-    int n = clrun_graph_inputs(g, NULL) <= 64 ? make_inputs(ctx, g, inputs) : -1;
+    int n = clrun_graph_inputs(g, NULL) <= 64 ? 0 : -1;
     for (int k = 0; n >= 0 && k < 2; k++) {
         clrun_exec_options eo;
         clrun_exec_options_init(&eo);
@@ -126,12 +145,12 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
     double *ratio = calloc((size_t)repeat, sizeof(double));
     int rc = n < 0 || !t[0] || !t[1] || !ratio;
     for (int k = 0; !rc && k < 2; k++) /* warm-up: kernels compiled at first launch */
-        rc = run_once(ctx, exec[k], inputs, n) < 0;
+        rc = run_once(ctx, exec[k], g) < 0;
     bool same = !rc && same_outputs(exec[0], exec[1], g);
     for (int r = 0; !rc && r < repeat; r++) {
         for (int j = 0; !rc && j < 2; j++) {
             int k = (r + j) % 2; /* alternate which runs first */
-            t[k][r] = run_once(ctx, exec[k], inputs, n);
+            t[k][r] = run_once(ctx, exec[k], g);
             rc = t[k][r] < 0;
         }
         ratio[r] = rc ? 0 : t[0][r] / t[1][r];
@@ -157,8 +176,6 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
     }
     for (int k = 0; k < 2; k++)
         clrun_exec_destroy(exec[k]);
-    for (int i = 0; i < n; i++)
-        clrun_free(ctx, &inputs[i]);
     free(t[0]);
     free(t[1]);
     free(ratio);

@@ -4,7 +4,8 @@
 libclrun_internal_la_SOURCES += \
 	strategies/chunk_index.h \
 	strategies/buddy.c \
-	strategies/slab.c strategies/page_runs.c strategies/page_runs.h \
+	strategies/slab.c strategies/slab_classes.c strategies/slab_classes.h \
+	strategies/page_runs.c strategies/page_runs.h \
 	strategies/bump.c \
 	strategies/tlsf.c strategies/tlsf_blocks.c strategies/tlsf_internal.h \
 	strategies/registry.c

@@ -52,14 +52,11 @@
 
 #include "chunk_index.h"
 #include "page_runs.h"
+#include "slab_classes.h"
 
 #define SLAB_PAGE_MIN (UINT64_C(4) << 10)    /* smallest page: 4 KiB (64 KiB made a 1 MiB
                                               * workload reserve 2-8x: a slab per class) */
 #define SLAB_GRANULE_MIN 16u                 /* smallest class, whatever min_align is */
-#define SLAB_LARGEST_PAGES 8u                /* classes up to 8 pages; above, page runs */
-#define SLAB_MAX_CLASSES 128u                /* 8 + 8 per doubling from 8g to 8P: 104 at most */
-#define SLAB_MIN_SLOTS 4u                    /* a slab holds at least this many slots */
-#define SLAB_MAX_SLOTS 4096u                 /* 64 bitmap words under one summary word */
 
 /* The whole state of one slab allocator. */
 typedef struct slab_state {
@@ -67,12 +64,7 @@ typedef struct slab_state {
     unsigned page_log;                     /* log2 of the page size P */
     unsigned granule_log;                  /* log2 of the granule g, the smallest class */
     uint64_t max_pages;                    /* whole pages in the largest possible chunk */
-    uint32_t nclasses;                     /* classes in use (fewer when max_chunk is small) */
-    uint64_t class_size[SLAB_MAX_CLASSES]; /* bytes of a slot of each class */
-    uint64_t class_pages[SLAB_MAX_CLASSES];/* pages of a slab of each class */
-    uint32_t class_slots[SLAB_MAX_CLASSES];/* slots in a slab of each class */
-    uint64_t slab_align_pages[SLAB_MAX_CLASSES]; /* slab start alignment, keeps slots aligned */
-    uint64_t class_inverse[SLAB_MAX_CLASSES];/* floor(2^64 / size) + 1, or 0: divide instead */
+    slab_classes classes;                  /* the size classes and their slabs' geometry */
     run *partial[SLAB_MAX_CLASSES];        /* partly used slabs of each class */
     run *empty[SLAB_MAX_CLASSES];          /* one cached empty slab of each class (still on
                                             * its partial list), or NULL */
@@ -124,7 +116,7 @@ static void slab_fill_bitmap(run *r)
 static bool release_cached_slabs(slab_state *s, const slab_chunk *only)
 {
     bool any = false;
-    for (unsigned k = 0; k < s->nclasses; k++) {
+    for (unsigned k = 0; k < s->classes.count; k++) {
         run *r = s->empty[k];
         if (r && (!only || r->chunk == only)) {
             s->empty[k] = NULL;
@@ -153,10 +145,10 @@ static run *free_run_find_or_merge(slab_state *s, uint64_t pages, uint64_t align
 /* A new empty slab of class `cls`. OUT_OF_MEMORY when no free run holds it. */
 static clrun_status slab_new(slab_state *s, unsigned cls, run **out)
 {
-    uint64_t pages = s->class_pages[cls], start;
-    uint32_t slots = s->class_slots[cls];
+    uint64_t pages = s->classes.pages[cls], start;
+    uint32_t slots = s->classes.slots[cls];
     uint32_t nwords = (slots + 63) / 64;
-    run *fr = free_run_find_or_merge(s, pages, s->slab_align_pages[cls], &start);
+    run *fr = free_run_find_or_merge(s, pages, s->classes.align_pages[cls], &start);
     if (!fr)
         return CLRUN_ERROR_OUT_OF_MEMORY;
     run *r = malloc(sizeof *r + (size_t)nwords * sizeof r->words[0]);
@@ -178,27 +170,6 @@ static clrun_status slab_new(slab_state *s, unsigned cls, run **out)
         r->chunk->map[p] = r;
     *out = r;
     return CLRUN_OK;
-}
-
-/* The class for `size` bytes at alignment `align`, or -1 when it takes the large path. */
-static int class_for(const slab_state *s, uint64_t size, uint64_t align)
-{
-    if (align > size)
-        size = align; /* a class that is a multiple of align is at least align */
-    if (size > s->class_size[s->nclasses - 1])
-        return -1;
-    uint64_t u = (size + (UINT64_C(1) << s->granule_log) - 1) >> s->granule_log;
-    unsigned k;
-    if (u <= 8) {
-        k = (unsigned)u - 1;
-    } else {
-        unsigned b = log2_floor_u64(u - 1);
-        unsigned step_log = b - 3;
-        k = 8 * (b - 2) + (unsigned)((u + (UINT64_C(1) << step_log) - 1) >> step_log) - 9;
-    }
-    while (k < s->nclasses && (s->class_size[k] & (align - 1)))
-        k++; /* a slot offset is a multiple of its class size, so the class must be aligned */
-    return k < s->nclasses ? (int)k : -1;
 }
 
 static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
@@ -223,7 +194,7 @@ static clrun_status alloc_small(slab_state *s, unsigned cls, clrun_block *out)
         partial_unlink(s, r);
     r->chunk->live++;
 
-    uint64_t size = s->class_size[cls];
+    uint64_t size = s->classes.size[cls];
     s->held_bytes += size;
     s->live_blocks++;
     out->chunk = r->chunk->id;
@@ -307,64 +278,6 @@ static void chunk_drop_runs(slab_state *s, slab_chunk *c, run **keep)
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
 
-/* Fills the class table: sizes, slab pages, slots, alignment. */
-static void build_classes(slab_state *s)
-{
-    uint64_t g = UINT64_C(1) << s->granule_log;
-    uint64_t page = UINT64_C(1) << s->page_log;
-    uint64_t largest = (uint64_t)SLAB_LARGEST_PAGES << s->page_log;
-    s->nclasses = 0;
-    for (unsigned k = 0; k < SLAB_MAX_CLASSES; k++) {
-        uint64_t units;
-        if (k < 8) {
-            units = k + 1;
-        } else {
-            unsigned q = k - 8;
-            units = (uint64_t)(9 + q % 8) << (q / 8);
-        }
-        uint64_t size = units * g;
-        if (size > largest)
-            break;
-        /* The fewest pages holding SLAB_MIN_SLOTS slots, then up to twice that if it cuts the
-         * tail to 1/32 of the slab; never more than a chunk can hold. */
-        if (size > (UINT64_MAX - page) / (2 * SLAB_MIN_SLOTS))
-            break; /* a huge min_align: leave such sizes to the large path */
-        uint64_t min_pages = (SLAB_MIN_SLOTS * size + page - 1) >> s->page_log;
-        uint64_t best = min_pages, best_tail = UINT64_MAX;
-        for (uint64_t n = min_pages; n <= 2 * min_pages; n++) {
-            uint64_t bytes = n << s->page_log;
-            uint64_t tail = bytes % size;
-            if (best_tail == UINT64_MAX || tail * best < best_tail * n) {
-                best = n; /* the smallest tail fraction so far */
-                best_tail = tail;
-            }
-            if (tail * 32 <= bytes)
-                break;
-        }
-        if (best > s->max_pages) {
-            best = s->max_pages; /* a small max_chunk: fewer slots per slab */
-            if ((best << s->page_log) < size)
-                break; /* not even one slot fits in a chunk: the large path takes over */
-        }
-        uint64_t slots = (best << s->page_log) / size;
-        if (slots > SLAB_MAX_SLOTS)
-            slots = SLAB_MAX_SLOTS;
-        uint64_t natural = size & (~size + 1); /* largest power of two dividing the size */
-        s->class_size[k] = size;
-        s->class_pages[k] = best;
-        s->class_slots[k] = (uint32_t)slots;
-        s->slab_align_pages[k] = natural > page ? natural >> s->page_log : 1;
-        /* Offset-to-slot division by multiplication is exact for offsets and sizes below
-         * 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019). */
-        s->class_inverse[k] = 0;
-#ifdef __SIZEOF_INT128__
-        if ((best << s->page_log) <= UINT32_MAX)
-            s->class_inverse[k] = UINT64_MAX / size + 1;
-#endif
-        s->nclasses = k + 1;
-    }
-}
-
 static clrun_status slab_create(const clrun_strategy_config *config, void **state)
 {
     assert(config && state);
@@ -379,7 +292,7 @@ static clrun_status slab_create(const clrun_strategy_config *config, void **stat
     s->page_log = log2_floor_u64(page);
     s->granule_log = log2_floor_u64(granule);
     s->max_pages = config->max_chunk >> s->page_log;
-    build_classes(s);
+    slab_classes_build(&s->classes, s->granule_log, s->page_log, s->max_pages);
     *state = s;
     return CLRUN_OK;
 }
@@ -415,9 +328,9 @@ static uint64_t slab_chunk_size(const void *state, uint64_t request, uint64_t al
     if (request == 0 || cap == 0)
         return 0;
     uint64_t need;
-    int cls = s->nclasses ? class_for(s, request, align) : -1;
+    int cls = s->classes.count ? slab_class_for(&s->classes, request, align) : -1;
     if (cls >= 0)
-        need = s->class_pages[cls] << s->page_log; /* room for a whole slab */
+        need = s->classes.pages[cls] << s->page_log; /* room for a whole slab */
     else
         need = round_up_u64(request, page);
     if (need == 0 || need > cap)
@@ -498,7 +411,7 @@ static clrun_status slab_alloc(void *state, uint64_t size, uint64_t align, clrun
 {
     slab_state *s = state;
     assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
-    int cls = s->nclasses ? class_for(s, size, align) : -1;
+    int cls = s->classes.count ? slab_class_for(&s->classes, size, align) : -1;
     if (cls < 0)
         return alloc_large(s, size, align, out);
     clrun_status rc = alloc_small(s, (unsigned)cls, out);
@@ -510,16 +423,6 @@ static clrun_status slab_alloc(void *state, uint64_t size, uint64_t align, clrun
             rc = alloc_large(s, size, align, out);
     }
     return rc;
-}
-
-/* rel / class_size[cls], by a multiplication when the class allows it. */
-static uint64_t slot_of(const slab_state *s, unsigned cls, uint64_t rel)
-{
-#ifdef __SIZEOF_INT128__
-    if (s->class_inverse[cls])
-        return (uint64_t)(((unsigned __int128)rel * s->class_inverse[cls]) >> 64);
-#endif
-    return rel / s->class_size[cls];
 }
 
 static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
@@ -547,9 +450,9 @@ static clrun_status slab_free(void *state, uint32_t chunk, uint64_t offset)
     if (r->kind != RUN_SLAB)
         return CLRUN_ERROR_INVALID_FREE;
 
-    uint64_t size = s->class_size[r->cls];
+    uint64_t size = s->classes.size[r->cls];
     uint64_t rel = offset - (r->first << s->page_log);
-    uint64_t slot = slot_of(s, r->cls, rel);
+    uint64_t slot = slab_slot_of(&s->classes, r->cls, rel);
     if (slot * size != rel || slot >= r->slots)
         return CLRUN_ERROR_INVALID_FREE;
     uint64_t bit = UINT64_C(1) << (slot % 64);
@@ -620,10 +523,10 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
             largest = pages;
     }
     largest <<= s->page_log;
-    for (unsigned k = s->nclasses; k-- > 0;) {
+    for (unsigned k = s->classes.count; k-- > 0;) {
         if (s->partial[k] || s->empty[k]) {
-            if (s->class_size[k] > largest)
-                largest = s->class_size[k];
+            if (s->classes.size[k] > largest)
+                largest = s->classes.size[k];
             break;
         }
     }

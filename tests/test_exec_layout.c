@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -128,12 +129,74 @@ static void pooled_layout_has_lifetimes_but_no_offsets(void **state)
     clrun_graph_destroy(g);
 }
 
+/* x (kept, 256 KiB) -> a = neg(x), b = neg(a), c = matmul(a, b): a, b and c are alive at once (a matmul
+ * writes no input in place), so
+ * no arena is smaller than 768 KiB (and the matmul's scratch). */
+static clrun_graph *three_alive_graph(void)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("three", &g), CLRUN_OK);
+    clrun_tensor_type t = {CLRUN_F32, 2, {256, 256}};
+    clrun_tensor_id x, a, b, c;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, false, &x), CLRUN_OK);
+    const char *an[] = {"a"}, *bn[] = {"b"}, *cn[] = {"c"};
+    assert_int_equal(clrun_graph_add_node(g, "neg", &x, 1, an, 1, NULL, 0, &a), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "neg", &a, 1, bn, 1, NULL, 0, &b), CLRUN_OK);
+    clrun_tensor_id ab[2] = {a, b};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", ab, 2, cn, 1, NULL, 0, &c), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, c), CLRUN_OK);
+    return g;
+}
+
+static clrun_context *limited_context(uint64_t limit)
+{
+    clrun_context_options co;
+    clrun_context_options_init(&co);
+    co.pool_limit = limit;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+    return ctx;
+}
+
+/* The pool's limit is the planner's capacity: below the lower bound the executor is refused at
+ * creation with the bound in the message, leaving nothing held; above it, it runs. */
+static void planned_mode_plans_within_the_pool_limit(void **state)
+{
+    (void)state;
+    setenv("CLRUN_TUNE", "0", 1); /* tuning's own buffers would meet the limit first */
+    clrun_graph *g = three_alive_graph();
+    clrun_exec_options o = {.mode = CLRUN_EXEC_PLANNED, .plan_time_limit_s = 0.1, .fusion = -1};
+    clrun_context *ctx = limited_context(512 * 1024);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    const char *why = clrun_last_error(ctx);
+    assert_non_null(strstr(why, "no plan of graph 'three' fits the 512.00 KiB"));
+    assert_non_null(strstr(why, "(the lower bound)")); /* 768 KiB and the matmul's scratch */
+    clrun_memory_stats m;
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_int_equal(m.in_use, 0);
+    assert_int_equal(m.reserved, 0);
+    clrun_context_destroy(ctx);
+
+    ctx = limited_context(2 * 1024 * 1024);
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_true(st.peak_bytes <= 2 * 1024 * 1024);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    unsetenv("CLRUN_TUNE");
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(planned_layout_has_disjoint_offsets_for_overlapping_lifetimes),
         cmocka_unit_test(pooled_layout_has_lifetimes_but_no_offsets),
+        cmocka_unit_test(planned_mode_plans_within_the_pool_limit),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

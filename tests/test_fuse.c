@@ -272,6 +272,7 @@ typedef struct outcome {
     clrun_exec_stats stats;
     int groups;
     char group_names[8][160];
+    char device_type[16]; /* clrun_device_info.type of the device it ran on */
 } outcome;
 
 static uint64_t fnv1a(const unsigned char *p, size_t n)
@@ -335,6 +336,7 @@ static outcome run_graph(const clrun_graph *g, how h, uint64_t seed)
     int32_t n_in = clrun_graph_inputs(g, &ins), n_out = clrun_graph_outputs(g, &outs);
     assert_true(n_in <= 16 && n_out <= 64);
     outcome r = {.outputs = n_out};
+    snprintf(r.device_type, sizeof r.device_type, "%s", clrun_context_device(ctx)->type);
     clrun_buffer inputs[16];
     for (int32_t i = 0; i < n_in; i++)
         fill_input(ctx, g, ins[i], seed + (uint64_t)i, &inputs[i]);
@@ -827,6 +829,7 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     const how modes[] = {{CLRUN_EXEC_POOLED, "buddy", false, 1, false},
                          {CLRUN_EXEC_PLANNED, "buddy", false, 1, false},
                          {CLRUN_EXEC_NAIVE, "buddy", true, 1, false}};
+    clrun__fuse_every_epilogue = true; /* gelu too, which a CPU leaves to its own kernel */
     for (size_t i = 0; i < 3; i++) {
         outcome o = run_graph(g, modes[i], 8);
         expect_same_bits(g, &o, &base, "epilogues", 8);
@@ -835,6 +838,17 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
         assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
         assert_int_equal(o.stats.kernels, 4); /* the two epilogues, matmul m2, where */
     }
+    clrun__fuse_every_epilogue = false;
+    /* By the device's rule: on a CPU the group with gelu is one elementwise kernel after the
+     * matmul; the convolution's arithmetic epilogue stays. Same bits either way. */
+    outcome o = run_graph(g, modes[0], 8);
+    expect_same_bits(g, &o, &base, "epilogues by the device's rule", 8);
+    bool cpu = strcmp(o.device_type, "CPU") == 0;
+    assert_int_equal(o.groups, 2);
+    /* epilogues are named first, then the elementwise groups */
+    assert_string_equal(o.group_names[0], cpu ? "fused:conv2d+add+relu+clip" : "fused:matmul+add+gelu+mul");
+    assert_string_equal(o.group_names[1], cpu ? "fused:add+gelu+mul" : "fused:conv2d+add+relu+clip");
+    assert_int_equal(o.stats.kernels, cpu ? 5 : 4);
     clrun_graph_destroy(g);
 }
 

@@ -103,6 +103,54 @@ static clrun_status plan_regions(clrun_exec *e, const plan_items *all, bool *pla
 }
 
 /* The arena's plan of every item no region took; offsets go to e->arena_offsets. */
+/* The most bytes the arena may take: the device's largest allocation, and what the pool's limit
+ * leaves beside the blocks it holds now (resident weights, raw buffers, live blocks; the empty
+ * chunks it would give back first are not counted). Lenient where the statistics are: the
+ * arena's own allocation is still held to the limit. */
+static uint64_t arena_budget(clrun_exec *e, uint64_t *held_now)
+{
+    clrun_memory_stats m;
+    uint64_t budget = e->ctx->info.max_alloc;
+    *held_now = 0;
+    if (clrun_memory_stats_get(e->ctx, &m) != CLRUN_OK || m.limit == 0)
+        return budget;
+    uint64_t fixed = m.resident + m.raw;
+    *held_now = m.held > fixed ? m.held : fixed;
+    uint64_t left = m.limit > *held_now ? m.limit - *held_now : 0;
+    return left < budget ? left : budget;
+}
+
+/* The planner's verdict against the budget as the executor's error: a proof that no plan
+ * fits, or limits that came first. */
+static clrun_status refuse_plan(clrun_exec *e, const clrun_plan_result *r, uint64_t budget,
+                                uint64_t held_now, size_t n)
+{
+    char need[CLRUN__BYTES_TEXT], bound[CLRUN__BYTES_TEXT], may[CLRUN__BYTES_TEXT],
+        held[CLRUN__BYTES_TEXT];
+    clrun__format_bytes(r->peak_bytes, need, sizeof need);
+    clrun__format_bytes(r->lower_bound_bytes, bound, sizeof bound);
+    clrun__format_bytes(budget, may, sizeof may);
+    clrun__format_bytes(held_now, held, sizeof held);
+    const char *graph = e->graph->name ? e->graph->name : "";
+    if (r->verdict == CLRUN_PLAN_INFEASIBLE)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "no plan of graph '%s' fits the %s its arena may take (the device's "
+                           "largest allocation, or the pool's limit less the %s it holds): its "
+                           "%zu buffers need at least %s (%s)%s%s",
+                           graph, may, held, n,
+                           r->lower_bound_bytes > budget ? bound : need,
+                           r->lower_bound_bytes > budget ? "the lower bound"
+                                                         : "proven by the complete search",
+                           r->lower_bound_bytes > budget ? "" : "; the best plan found needs ",
+                           r->lower_bound_bytes > budget ? "" : need);
+    return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                       "the best plan of graph '%s' found in %.3g s needs %s, more than the %s its "
+                       "arena may take (the pool's limit less the %s it holds, or the device's "
+                       "largest allocation); the lower bound is %s, so a plan may fit: try a longer "
+                       "plan_time_limit_s (clrun run --time-limit), or a pooled mode",
+                       graph, e->options.plan_time_limit_s, need, may, held, bound);
+}
+
 static clrun_status plan_arena(clrun_exec *e, const plan_items *all, const bool *placed)
 {
     clrun_plan_buffer *items = calloc(all->count + 1, sizeof *items);
@@ -118,14 +166,18 @@ static clrun_status plan_arena(clrun_exec *e, const plan_items *all, const bool 
             items[n] = all->items[i];
             which[n++] = all->which[i];
         }
+    uint64_t held_now = 0;
     clrun_plan_options options = CLRUN_PLAN_OPTIONS_DEFAULT;
     options.alignment = e->ctx->info.base_addr_align;
     options.time_limit_s = e->options.plan_time_limit_s;
+    options.capacity = arena_budget(e, &held_now);
     clrun_plan_result result = {0};
     clrun_status status = n > 0 ? clrun_plan_solve(items, n, &options, offsets, &result) : CLRUN_OK;
     if (status != CLRUN_OK)
         clrun__fail(e->ctx, status, "planner failed on %zu buffers (alignment %llu): %s", n,
                     (unsigned long long)options.alignment, clrun_strerror(status));
+    else if (n > 0 && result.verdict != CLRUN_PLAN_FITS)
+        status = refuse_plan(e, &result, options.capacity, held_now, n);
     for (size_t i = 0; status == CLRUN_OK && i < n; i++)
         e->arena_offsets[which[i]] = offsets[i];
     e->arena_bytes = status == CLRUN_OK ? result.peak_bytes : 0;

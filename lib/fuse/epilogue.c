@@ -5,14 +5,46 @@
  * cover the product's elements in its order (the same iteration space), end in f32, and read
  * at most CLRUN__EPILOGUE_MAX_EXTRA other tensors, all f32. Each epilogue is built once here
  * (the base op's program with it), and one that does not build is left unfused, with a
- * warning. */
+ * warning.
+ *
+ * On a CPU device an epilogue that calls into the math library is left to its own kernel: the
+ * base's store loop computes one element at a time, where an elementwise kernel runs a vector
+ * of work-items, so there a tanh or an exp per element costs more than the pass it saves
+ * (bench_fusion on POCL: matmul+gelu 1.05-1.16x the unfused pair, matmul+add 1.0x). A GPU's
+ * store is the expensive part, and takes every epilogue. */
 #include "fuse/epilogue.h"
 
 #include <string.h>
 
 #include "device/context.h"
 #include "fuse/codegen.h"
+#include "fuse/fuse.h"
 #include "ops/ops.h"
+
+bool clrun__fuse_every_epilogue;
+
+/* Elementwise ops whose element is a math-library call (exp, log, tanh, erf, sin, pow), not a
+ * few instructions. */
+static bool calls_math_library(const clrun__op *op)
+{
+    static const char *const calls[] = {"gelu", "gelu_erf", "sigmoid", "tanh", "exp",  "log",  "sin",
+                                        "cos",  "erf",      "softplus", "elu", "selu", "celu", "pow"};
+    for (size_t i = 0; op && i < sizeof calls / sizeof calls[0]; i++)
+        if (strcmp(op->name, calls[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether an epilogue of these group members pays on ctx's device (see the top comment). */
+static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const int32_t *members, int32_t count)
+{
+    if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
+        return true;
+    for (int32_t k = 0; k < count; k++)
+        if (calls_math_library(d->nodes[members[k]].op))
+            return false;
+    return true;
+}
 
 /* The node that reads tensor t (reads[t] == 1), or -1. */
 static int32_t reader_of(const clrun_graph *d, int32_t t, int32_t after)
@@ -98,6 +130,8 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         const int32_t *members = g >= 0 ? plan->members + plan->member_start[g] : &single;
         int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
+        if (!pays_on(ctx, d, members, count))
+            continue;
         int32_t *inputs = NULL;
         clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, members, count, &inputs);
         if (op == NULL)

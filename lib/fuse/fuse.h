@@ -39,5 +39,8 @@ void clrun__fusion_free(clrun_context *ctx, clrun__fusion *fusion);
 /* Tests only: a group holding an op of this name is generated with a kernel that does not
  * compile, so that the fallback runs. Set from one thread, before creating executors. */
 extern const char *clrun__fuse_test_poison;
+/* Tests: true takes every epilogue, also those the device's cost rule leaves to their own kernel
+ * (math-library calls on a CPU, lib/fuse/epilogue.c), so that their bits are checked on POCL. */
+extern bool clrun__fuse_every_epilogue;
 
 #endif
