@@ -21,6 +21,16 @@ static inline void clrun_test_device_environment(char *cache_dir, size_t size)
     setenv("CLRUN_CACHE_DIR", cache_dir, 1);
 }
 
+/* CLRUN_TEST_FILTER and CLRUN_TEST_SKIP, cmocka patterns ("conv2d_*"): run only the tests that
+ * match the one, leave out those that match the other. Expands where <cmocka.h> is included. */
+#define CLRUN_TEST_FILTERS_FROM_ENVIRONMENT()                                                      \
+    do {                                                                                           \
+        if (getenv("CLRUN_TEST_FILTER"))                                                           \
+            cmocka_set_test_filter(getenv("CLRUN_TEST_FILTER"));                                   \
+        if (getenv("CLRUN_TEST_SKIP"))                                                             \
+            cmocka_set_skip_filter(getenv("CLRUN_TEST_SKIP"));                                     \
+    } while (0)
+
 /* rm -r of the test's cache directory (files one level deep, then the directory). */
 static inline void clrun_test_remove_dir(const char *dir)
 {

@@ -28,3 +28,8 @@ EXTRA_DIST += tests/check-includes.sh
 
 # What the CLI test scripts share (sourced by them, not a test of its own).
 EXTRA_DIST += tests/cli_common.sh
+
+# The device tests under oclgrind (invalid accesses, data races, API errors): opt-in, being
+# slow (CLRUN_OCLGRIND=1); skipped otherwise and when oclgrind is not installed.
+TESTS += tests/oclgrind.sh
+EXTRA_DIST += tests/oclgrind.sh

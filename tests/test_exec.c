@@ -715,6 +715,7 @@ int main(void)
         cmocka_unit_test(wrong_inputs_are_refused_by_name),
         cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);
     return failed;

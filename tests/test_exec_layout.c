@@ -198,6 +198,7 @@ int main(void)
         cmocka_unit_test(pooled_layout_has_lifetimes_but_no_offsets),
         cmocka_unit_test(planned_mode_plans_within_the_pool_limit),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);
     return failed;

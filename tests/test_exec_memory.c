@@ -614,6 +614,7 @@ int main(void)
         cmocka_unit_test(the_limit_covers_packed_weights),
         cmocka_unit_test(the_limit_covers_scratch_in_naive_mode),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);
     return failed;

@@ -1022,8 +1022,7 @@ int main(void)
         cmocka_unit_test(example_graphs_keep_their_bits_and_memory),
         cmocka_unit_test(generated_models_keep_their_bits_and_memory),
     };
-    if (getenv("CLRUN_TEST_FILTER")) /* e.g. "random_*": run only the tests that match */
-        cmocka_set_test_filter(getenv("CLRUN_TEST_FILTER"));
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);
     return failed;

@@ -1404,6 +1404,7 @@ int main(void)
         cmocka_unit_test(pools_refuse_padding_over_half_the_kernel),
         cmocka_unit_test(images_must_be_four_dimensional),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_dir);
     return failed;

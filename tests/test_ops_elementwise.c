@@ -960,8 +960,7 @@ int main(void)
         cmocka_unit_test(each_op_is_built_once_per_context),
         cmocka_unit_test(the_type_rule_refuses_what_no_kernel_takes),
     };
-    if (getenv("CLRUN_TEST_FILTER")) /* e.g. "cast_*": run only the tests that match */
-        cmocka_set_test_filter(getenv("CLRUN_TEST_FILTER"));
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_dir);
     return failed;

@@ -1138,6 +1138,7 @@ int main(void)
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_dir);
     return failed;

@@ -1303,6 +1303,7 @@ int main(void)
         cmocka_unit_test(pad_refuses_bad_pads_modes_and_values),
         cmocka_unit_test(resize_refuses_modes_and_sizes_it_lacks),
     };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_dir);
     return failed;

@@ -1,0 +1,90 @@
+#!/bin/sh
+# The device tests under `oclgrind --check-api --data-races`: every kernel they launch is
+# simulated work-item by work-item, and any invalid access, data race or OpenCL API error
+# oclgrind reports fails the test, as does a test that fails. Opt-in, being slow (minutes per
+# binary): CLRUN_OCLGRIND=1 make check TESTS=tests/oclgrind.sh. CLRUN_OCLGRIND_TESTS names the
+# binaries (default below), CLRUN_TEST_FILTER picks tests inside them (cmocka's pattern, e.g.
+# "conv2d_*"), OCLGRIND_FLAGS adds oclgrind options (e.g. --uninitialized), CLRUN_OCLGRIND_LOGS
+# names a directory to keep each binary's output and oclgrind log in. Skipped, with a line
+# saying so, when oclgrind is not installed and in sanitizer builds (oclgrind's runtime is
+# preloaded, and the sanitizers' must come first).
+set -u
+TESTS_DIR=${CLRUN_TESTS_DIR:-./tests}
+BINARIES=${CLRUN_OCLGRIND_TESTS:-"test_ops test_ops_elementwise test_ops_kernels test_ops_layout test_fuse test_exec test_exec_memory test_exec_layout"}
+
+if [ "${CLRUN_OCLGRIND:-0}" != 1 ]; then
+    echo "SKIP: oclgrind: opt-in, being slow; run with CLRUN_OCLGRIND=1"
+    exit 77
+fi
+if ! command -v oclgrind >/dev/null 2>&1; then
+    echo "SKIP: oclgrind: not installed (Debian package oclgrind)"
+    exit 77
+fi
+# Tests that build a broken kernel on purpose, and the error oclgrind reports for it (on stderr,
+# not in its log): the only API errors allowed.
+EXPECTED_BUILD_FAILURES="epilogue_that_does_not_build_is_a_clean_error a_kernel_that_does_not_build_runs_unfused"
+# The models of test_fuse take hours simulated; their kernels are the ones the other tests run.
+DEFAULT_SKIP_test_fuse="*_keep_their_bits_and_memory"
+
+# unexpected_api_errors OUTPUT: the API errors oclgrind printed, but for the expected ones: as
+# "test: function: error" lines.
+unexpected_api_errors() {
+    awk -v expected=" $EXPECTED_BUILD_FAILURES " '
+        /^\[ RUN +\] / { test = $NF }
+        /^Oclgrind - OpenCL runtime error detected/ { pending = 1; function_name = ""; next }
+        pending && $1 == "Function:" { function_name = $2; next }
+        pending && $1 == "Error:" {
+            pending = 0
+            if (function_name == "clBuildProgram" && $2 == "CL_BUILD_PROGRAM_FAILURE" &&
+                index(expected, " " test " "))
+                next
+            print test ": " function_name ": " $2
+        }' "$1"
+}
+
+tmp=${TMPDIR:-/tmp}/clrun-oclgrind-test.$$
+mkdir -p "$tmp" || exit 99
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+for name in $BINARIES; do
+    program=$TESTS_DIR/$name
+    [ -x "$program" ] || { echo "oclgrind: $program not built" >&2; exit 99; }
+    # A libtool wrapper script: run the program it wraps, with its library directory.
+    if head -c 2 "$program" | grep -q '#!'; then
+        libs=$(cd "$TESTS_DIR" && pwd)/.libs
+        for real in "$libs/lt-$name" "$libs/$name"; do [ -x "$real" ] && break; done
+        program=$real
+        LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        export LD_LIBRARY_PATH
+    fi
+    if ldd "$program" 2>/dev/null | grep -q -e libasan -e libtsan -e libubsan; then
+        echo "SKIP: oclgrind: a sanitizer build; oclgrind's runtime cannot be preloaded"
+        exit 77
+    fi
+    log=$tmp/$name.oclgrind.log
+    start=$(date +%s)
+    # shellcheck disable=SC2086 # OCLGRIND_FLAGS is a list of options
+    skip=${CLRUN_TEST_SKIP-$(eval echo "\"\${DEFAULT_SKIP_$name:-}\"")}
+    oclgrind --check-api --data-races --log "$log" ${OCLGRIND_FLAGS:-} \
+        env CLRUN_LOG=info ${skip:+CLRUN_TEST_SKIP="$skip"} "$program" >"$tmp/$name.out" 2>&1
+    rc=$?
+    seconds=$(($(date +%s) - start))
+    # The device the tests ran on: oclgrind's, or it checked nothing.
+    if ! grep -q "device 0: Oclgrind" "$tmp/$name.out"; then
+        echo "FAIL: $name did not run on oclgrind's device (${seconds}s):"
+        tail -n 20 "$tmp/$name.out"
+        failures=$((failures + 1))
+    elif [ $rc -ne 0 ] || [ -s "$log" ] || unexpected_api_errors "$tmp/$name.out" | grep -q .; then
+        echo "FAIL: $name under oclgrind (exit $rc, ${seconds}s):"
+        grep -e FAILED -e '^\[  ERROR' "$tmp/$name.out" | head -n 20
+        unexpected_api_errors "$tmp/$name.out" | head -n 20
+        head -n 60 "$log"
+        failures=$((failures + 1))
+    else
+        echo "ok: $name under oclgrind (${seconds}s)"
+    fi
+    [ -n "${CLRUN_OCLGRIND_LOGS:-}" ] && mkdir -p "$CLRUN_OCLGRIND_LOGS" &&
+        cp "$log" "$tmp/$name.out" "$CLRUN_OCLGRIND_LOGS/" 2>/dev/null
+done
+[ $failures -eq 0 ]
