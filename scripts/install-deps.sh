@@ -8,7 +8,7 @@ ocl-icd-opencl-dev opencl-headers pocl-opencl-icd \
 libxxhash-dev libjson-c-dev libcmocka-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
 clang libclang-rt-dev \
-python3 python3-numpy"
+python3 python3-numpy oclgrind"
 
 missing=""
 for p in $packages; do
