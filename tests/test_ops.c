@@ -20,6 +20,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "op_args.h"
 #include "node_memory.h"
 #include "rng.h"
 #include "op_reference.h"
@@ -67,32 +68,7 @@ static int32_t *random_ints(uint64_t n, int32_t lo, int32_t hi, uint64_t seed)
 /* A type from a dims string: type(CLRUN_F32, "2,3,4"); "" is a scalar. */
 static clrun_tensor_type type(clrun_dtype dtype, const char *dims)
 {
-    clrun_tensor_type t = {dtype, 0, {0}};
-    for (const char *p = dims; *p;) {
-        char *end;
-        t.shape[t.rank++] = strtoll(p, &end, 10);
-        p = *end == ',' ? end + 1 : end;
-    }
-    return t;
-}
-
-static clrun_attr attr_int(const char *name, int64_t v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_INT, v, 0, {0}, 0};
-    return a;
-}
-
-static clrun_attr attr_float(const char *name, double v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_FLOAT, 0, v, {0}, 0};
-    return a;
-}
-
-static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_INTS, 0, 0, {0}, count};
-    memcpy(a.ints, v, (size_t)count * sizeof *v);
-    return a;
+    return shape_type(dtype, dims);
 }
 
 /* ---- running one node -------------------------------------------------------------------- */

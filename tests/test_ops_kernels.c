@@ -21,6 +21,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "op_args.h"
 #include "node_memory.h"
 #include "ops/matmul_core.h"
 #include "ops/ops.h"
@@ -52,13 +53,7 @@ static float *random_small(uint64_t n, int range, uint64_t seed)
 
 static clrun_tensor_type type(const char *dims)
 {
-    clrun_tensor_type t = {CLRUN_F32, 0, {0}};
-    for (const char *p = dims; *p;) {
-        char *end;
-        t.shape[t.rank++] = strtoll(p, &end, 10);
-        p = *end == ',' ? end + 1 : end;
-    }
-    return t;
+    return shape_type(CLRUN_F32, dims);
 }
 
 static uint64_t elements(const clrun_tensor_type *t)
@@ -67,25 +62,6 @@ static uint64_t elements(const clrun_tensor_type *t)
     for (int i = 0; i < t->rank; i++)
         n *= (uint64_t)t->shape[i];
     return n;
-}
-
-static clrun_attr attr_int(const char *name, int64_t v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_INT, v, 0, {0}, 0};
-    return a;
-}
-
-static clrun_attr attr_float(const char *name, double v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_FLOAT, 0, v, {0}, 0};
-    return a;
-}
-
-static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_INTS, 0, 0, {0}, count};
-    memcpy(a.ints, v, (size_t)count * sizeof *v);
-    return a;
 }
 
 /* ---- running one node -------------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "op_args.h"
 #include "graph/layout_geometry.h"
 #include "graph/types.h"
 #include "layout_reference.h"
@@ -36,33 +37,9 @@ static const clrun_dtype every_dtype[] = {CLRUN_F32, CLRUN_I32, CLRUN_F16,
 /* type(CLRUN_F32, "2,3,4"); "" is a scalar. */
 static clrun_tensor_type type(clrun_dtype dtype, const char *dims)
 {
-    clrun_tensor_type t = {dtype, 0, {0}};
-    for (const char *p = dims; *p;) {
-        char *end;
-        t.shape[t.rank++] = strtoll(p, &end, 10);
-        p = *end == ',' ? end + 1 : end;
-    }
-    return t;
+    return shape_type(dtype, dims);
 }
 
-static clrun_attr attr_int(const char *name, int64_t v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_INT, v, 0, {0}, 0};
-    return a;
-}
-
-static clrun_attr attr_float(const char *name, double v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_FLOAT, 0, v, {0}, 0};
-    return a;
-}
-
-static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
-{
-    clrun_attr a = {name, CLRUN_ATTR_INTS, 0, 0, {0}, count};
-    memcpy(a.ints, v, (size_t)count * sizeof *v);
-    return a;
-}
 #define INTS(name, ...) \
     attr_ints(name, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 

@@ -28,14 +28,14 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops
 TESTS += tests/test_ops
 tests_test_ops_SOURCES = tests/test_ops.c tests/op_reference.c tests/op_reference.h \
-	tests/device_test.h tests/node_memory.h tests/rng.h
+	tests/device_test.h tests/node_memory.h tests/rng.h tests/op_args.h
 tests_test_ops_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/test_ops_kernels
 TESTS += tests/test_ops_kernels
-tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/node_memory.h \
+tests_test_ops_kernels_SOURCES = tests/test_ops_kernels.c tests/device_test.h tests/node_memory.h tests/op_args.h \
 	tests/rng.h
 tests_test_ops_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_kernels_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
@@ -45,7 +45,7 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops_layout
 TESTS += tests/test_ops_layout
 tests_test_ops_layout_SOURCES = tests/test_ops_layout.c tests/layout_reference.c \
-	tests/layout_reference.h tests/device_test.h tests/rng.h
+	tests/layout_reference.h tests/device_test.h tests/rng.h tests/op_args.h
 tests_test_ops_layout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_layout_LDADD = libclrun-internal.la $(CMOCKA_LIBS) -lm
 endif
