@@ -501,7 +501,8 @@ static const how every_mode[] = {
     {CLRUN_EXEC_NAIVE, "buddy", false, 1, false},   {CLRUN_EXEC_POOLED, "buddy", false, 1, false},
     {CLRUN_EXEC_POOLED, "slab", false, 1, false},   {CLRUN_EXEC_POOLED, "bump", false, 1, false},
     {CLRUN_EXEC_PLANNED, "buddy", false, 1, false}, {CLRUN_EXEC_POOLED, "buddy", true, 1, false},
-    {CLRUN_EXEC_PLANNED, "slab", true, 1, false},
+    {CLRUN_EXEC_PLANNED, "slab", true, 1, false},   {CLRUN_EXEC_POOLED, "tlsf", false, 1, false},
+    {CLRUN_EXEC_POOLED, "tlsf", true, 1, false},
 };
 
 static void random_fusible_graphs_give_the_same_bits_in_every_mode(void **state)
@@ -936,6 +937,29 @@ static void constant_nodes_run_once_into_constants_with_the_same_bits(void **sta
     clrun_graph_destroy(g);
 }
 
+/* A product of constants large enough for the matmul core, which packs B into scratch when no
+ * executor packed it first: the fold runs the node with that scratch (it failed with "kernel
+ * argument 1: no buffer" when folding gave the node only its outputs). */
+static void a_folded_product_gets_its_scratch(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("folded_product", &g), CLRUN_OK);
+    int32_t a = constant(g, "a", shape_of(CLRUN_F32, 2, (int64_t[]){64, 80}), 1);
+    int32_t b = constant(g, "b", shape_of(CLRUN_F32, 2, (int64_t[]){80, 96}), 2);
+    int32_t m = binary(g, "matmul", "m", a, b);
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, (int64_t[]){64, 96}));
+    clrun_graph_mark_output(g, binary(g, "add", "y", m, x));
+    outcome base = run_unfused(g, 5);
+    for (size_t k = 0; k < sizeof every_mode / sizeof every_mode[0]; k++) {
+        outcome o = run_graph(g, every_mode[k], 5);
+        expect_same_bits(g, &o, &base, "folded product", 5);
+        assert_int_equal(o.stats.folded_nodes, 1);
+        assert_int_equal(o.stats.kernels, 1);
+    }
+    clrun_graph_destroy(g);
+}
+
 /* conv2d -> batchnorm with constant parameters folds into one conv2d, within 1e-5 relative. */
 static void batch_norm_folds_into_the_convolution_before_it(void **state)
 {
@@ -1018,6 +1042,7 @@ int main(void)
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),
+        cmocka_unit_test(a_folded_product_gets_its_scratch),
         cmocka_unit_test(batch_norm_folds_into_the_convolution_before_it),
         cmocka_unit_test(example_graphs_keep_their_bits_and_memory),
         cmocka_unit_test(generated_models_keep_their_bits_and_memory),
