@@ -67,8 +67,9 @@ clrun_status clrun_device_select(const clrun_device_info *list, size_t count, co
 typedef struct clrun_context_options {
     const char *platform;  /* platform selector; NULL = CLRUN_PLATFORM */
     const char *device;    /* device selector; NULL = CLRUN_DEVICE */
-    const char *allocator; /* a strategy ("tlsf", "buddy", "slab", "bump") or an executor mode ("naive",
-                              "planned"), any case, as CLRUN_ALLOCATOR; NULL = CLRUN_ALLOCATOR */
+    const char *allocator; /* a strategy ("tlsf", "buddy", "slab", "bump") or an executor
+                              mode ("naive", "planned"), any case, as CLRUN_ALLOCATOR;
+                              NULL = CLRUN_ALLOCATOR */
     int out_of_order;      /* 1 = ask for an out-of-order queue, -1 = in-order, 0 = CLRUN_QUEUE */
     int guard;             /* 1 = guard mode on, -1 = off, 0 = CLRUN_DEBUG */
     int cache;             /* 1 = binary cache on, -1 = off, 0 = CLRUN_CACHE */

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 typedef enum clrun_exec_mode {
-    CLRUN_EXEC_POOLED = 0,  /* blocks from the context's pool (its strategy: buddy, slab, bump) */
+    CLRUN_EXEC_POOLED = 0,  /* blocks from the context's pool (its strategy: tlsf, buddy, ...) */
     CLRUN_EXEC_NAIVE = 1,   /* one clCreateBuffer per tensor per run, nothing reused: the baseline */
     CLRUN_EXEC_PLANNED = 2, /* one arena laid out ahead by the static planner: no allocator call
                                during a run */
