@@ -132,17 +132,19 @@ static clrun_status refuse_plan(clrun_exec *e, const clrun_plan_result *r, uint6
     clrun__format_bytes(budget, may, sizeof may);
     clrun__format_bytes(held_now, held, sizeof held);
     const char *graph = e->graph->name ? e->graph->name : "";
-    if (r->verdict == CLRUN_PLAN_INFEASIBLE)
+    if (r->verdict == CLRUN_PLAN_INFEASIBLE && r->lower_bound_bytes > budget)
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "no plan of graph '%s' fits the %s its arena may take (the device's "
                            "largest allocation, or the pool's limit less the %s it holds): its "
-                           "%zu buffers need at least %s (%s)%s%s",
-                           graph, may, held, n,
-                           r->lower_bound_bytes > budget ? bound : need,
-                           r->lower_bound_bytes > budget ? "the lower bound"
-                                                         : "proven by the complete search",
-                           r->lower_bound_bytes > budget ? "" : "; the best plan found needs ",
-                           r->lower_bound_bytes > budget ? "" : need);
+                           "%zu buffers need at least %s (the lower bound)",
+                           graph, may, held, n, bound);
+    if (r->verdict == CLRUN_PLAN_INFEASIBLE)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "no plan of graph '%s' fits the %s its arena may take (the device's "
+                           "largest allocation, or the pool's limit less the %s it holds), as the "
+                           "complete search proved for its %zu buffers; the lower bound is %s, the "
+                           "best plan found needs %s",
+                           graph, may, held, n, bound, need);
     return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                        "the best plan of graph '%s' found in %.3g s needs %s, more than the %s its "
                        "arena may take (the pool's limit less the %s it holds, or the device's "

@@ -97,10 +97,9 @@ static clrun_status fold_node(clrun_context *ctx, clrun__arena *arena, clrun_gra
         s = ev.kernels->prepare(ctx, node->op, &call, &ev.state);
     cl_event done = NULL; /* the reads wait for it: the queue may run out of order */
     clrun__node_run run; /* the outputs, then the scratch the node's kernels ask for */
-    bool running = false;
     if (s == CLRUN_OK)
         s = clrun__node_run_begin(ctx, ev.kernels, ev.state, ev.outputs, node->output_count, &run);
-    running = s == CLRUN_OK;
+    bool running = s == CLRUN_OK;
     if (s == CLRUN_OK)
         s = ev.kernels->enqueue(ctx, ev.state, &call, ev.inputs, run.outputs, 0, NULL, &done);
     void *values[16] = {NULL};
