@@ -820,28 +820,41 @@ static void layernorm_over_an_axis_with_and_without_beta(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
-static void instancenorm_and_batchnorm_per_channel_once(void)
+/* Planes of 30 (between one vector and two) and of 99 (four-vector steps, single vectors and a
+ * tail), with their channels' gamma and beta. */
+static void instancenorm_matches_the_reference(const char *dims, uint64_t seed)
 {
-    node in = {.op = "instancenorm", .input_count = 3, .in = {type("2,3,5,6"), type("3"), type("3")}};
-    in.data[0] = random_floats(180, -2, 2, 950);
-    in.data[1] = random_floats(3, -1, 1, 951);
-    in.data[2] = random_floats(3, -1, 1, 952);
+    node in = {.op = "instancenorm", .input_count = 3, .in = {type(dims)}};
+    const int C = (int)in.in[0].shape[1], planes = (int)(in.in[0].shape[0] * C);
+    const int P = (int)(in.in[0].shape[2] * in.in[0].shape[3]);
+    in.in[1] = in.in[2] = type("1");
+    in.in[1].shape[0] = in.in[2].shape[0] = C;
+    in.data[0] = random_floats((uint64_t)(planes * P), -2, 2, seed);
+    in.data[1] = random_floats((uint64_t)C, -1, 1, seed + 1);
+    in.data[2] = random_floats((uint64_t)C, -1, 1, seed + 2);
     run_node(&in, 1, NULL);
-    double ref[180], scale[180];
-    for (int plane = 0; plane < 6; plane++) {
+    double *ref = malloc((size_t)(planes * P) * sizeof *ref), *scale = malloc((size_t)(planes * P) * sizeof *scale);
+    for (int plane = 0; plane < planes; plane++) {
         double mean, inv;
-        ref_normalise(in.data[0] + plane * 30, 30, 1e-5, &mean, &inv);
-        for (int j = 0; j < 30; j++) {
-            double x = in.data[0][plane * 30 + j], y = (x - mean) * inv * in.data[1][plane % 3];
-            ref[plane * 30 + j] = y + in.data[2][plane % 3];
-            scale[plane * 30 + j] = (fabs(x) + fabs(mean)) * inv * fabs(in.data[1][plane % 3]) * 4 +
-                                    fabs(in.data[2][plane % 3]);
+        ref_normalise(in.data[0] + plane * P, P, 1e-5, &mean, &inv);
+        for (int j = 0; j < P; j++) {
+            double x = in.data[0][plane * P + j], y = (x - mean) * inv * in.data[1][plane % C];
+            ref[plane * P + j] = y + in.data[2][plane % C];
+            scale[plane * P + j] = (fabs(x) + fabs(mean)) * inv * fabs(in.data[1][plane % C]) * 4 +
+                                   fabs(in.data[2][plane % C]);
         }
     }
     expect_close(&in, ref, scale, "instancenorm");
-    free(in.result);
+    free(ref), free(scale), free(in.result);
     free_node_data(&in, 3);
+}
 
+static void instancenorm_and_batchnorm_per_channel_once(void)
+{
+    instancenorm_matches_the_reference("2,3,5,6", 950);
+    instancenorm_matches_the_reference("1,2,9,11", 955);
+
+    double ref[120], scale[120];
     node bn = {.op = "batchnorm", .input_count = 5,
                .in = {type("2,4,3,5"), type("4"), type("4"), type("4"), type("4")}};
     bn.attrs[bn.attr_count++] = attr_float("eps", 1e-3);
@@ -875,6 +888,7 @@ static void softmax_and_logsoftmax_over_any_axis_once(void)
 {
     static const struct { const char *x; int64_t axis; } cases[] = {
         {"3,4,37", -1}, {"3,4,37", 1}, {"3,4,37", 0}, {"5,130", 1}, {"2,8,3,3", 1},
+        {"2,200", -1}, {"3,7", -1}, /* four-vector steps and a tail; rows shorter than a vector */
     };
     for (int log_form = 0; log_form < 2; log_form++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
