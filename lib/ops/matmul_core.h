@@ -36,11 +36,26 @@ extern int clrun__ops_variant;
  * atomic, as executors may be prepared on several threads. */
 extern _Atomic unsigned long clrun__tune_timings;
 
-/* The program of embedded source `source` ("matmul_core", "matmul" or "conv") for ctx, with VW
- * = vw and the epilogue ep (NULL: none) defined before the source; "matmul_core" holds every
- * MR of the candidates. Built once per context (lib/device/program.c keeps it). */
+/* The program of embedded source `source` ("matmul", "conv" or "norm") for ctx, with VW = vw
+ * and the epilogue ep (NULL: none) defined before the source; for "matmul_core", its head
+ * alone (packing and padding, no epilogue): its products come from clrun__core_kernel. Built
+ * once per context (lib/device/program.c keeps it). */
 clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
                                 const clrun__epilogue *ep, cl_program *out);
+
+/* Where a node's product kernels come from: the core of matmul (conv false) or of conv2d, for
+ * the device's VW and the node's epilogue (NULL: none). */
+typedef struct clrun__core_source {
+    bool conv;
+    unsigned vw;
+    const clrun__epilogue *ep;
+} clrun__core_source;
+
+/* The core's kernel at MR = mr for src ("clrun_mm_core_8", say), from a program of that one
+ * body, built on the first request in the context and kept: a cold process compiles only the
+ * variants it runs (each body costs POCL about a quarter of a second to build). */
+clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
+                                cl_kernel *out);
 
 /* Kernel `name` of `program`; for the core's kernels the variant's MR is appended ("_8"). */
 clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const char *name,
