@@ -17,7 +17,9 @@
  * least disturbed by other work, for both sides alike. Where /usr/bin/python3 or numpy is missing the BLAS
  * columns say so. Not a test: nothing is asserted.
  *
- * Usage: bench_kernels [--quick] [--repeat N] [--no-blas] */
+ * Usage: bench_kernels [--quick] [--repeat N] [--no-blas] [--variant V]
+ *   --variant V: every product runs candidate V of lib/ops/matmul_core.c's list for its rows,
+ *   untuned (to compare the variants; by default the tuner chooses). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,8 +527,10 @@ int main(int argc, char **argv)
             return first_call_child(i + 1 < argc && !strcmp(argv[i + 1], "floor"));
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
+            clrun__ops_variant = atoi(argv[++i]); /* every product takes this candidate */
         else {
-            fprintf(stderr, "usage: %s [--quick] [--repeat N] [--no-blas]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--repeat N] [--no-blas] [--variant V]\n", argv[0]);
             return 2;
         }
     }

@@ -69,9 +69,10 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 /* One-time choice among `count` variants: *chosen is the one remembered for `key` (device and
  * shape) in the cache directory, else the fastest by `time` (seconds per run of variant i),
  * which is then remembered. With CLRUN_TUNE=0, or a product too small to matter (`flops`), the
- * default (0). Bounded: timing stops once the timed runs took TUNE_BUDGET (0.5 s; the first
- * launch of each variant, which compiles it, is not counted), and a choice cut short is not
- * remembered. */
+ * default (0). The variants are timed in up to 3 rounds, each keeping its fastest run, so that
+ * a shared machine's load falls on all alike. Bounded: timing stops once the timed runs took
+ * TUNE_BUDGET (0.5 s; the first launch of each variant, which compiles it, is not counted), and
+ * a choice cut short before every variant was timed once is not remembered. */
 typedef clrun_status (*clrun__variant_timer)(clrun_context *ctx, void *user, size_t variant,
                                              double *seconds);
 clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops, size_t count,
