@@ -829,12 +829,15 @@ static void layernorm_over_an_axis_with_and_without_beta_once(void)
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
- * memory: both against the reference. */
+ * memory; forced VECTOR, the row per work-item everywhere (oclgrind checks it so): all against
+ * the reference. */
 static void layernorm_over_an_axis_with_and_without_beta(void **state)
 {
     (void)state;
     layernorm_over_an_axis_with_and_without_beta_once();
     clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    layernorm_over_an_axis_with_and_without_beta_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     layernorm_over_an_axis_with_and_without_beta_once();
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
@@ -893,12 +896,15 @@ static void instancenorm_and_batchnorm_per_channel_once(void)
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
- * memory: both against the reference. */
+ * memory; forced VECTOR, the row per work-item everywhere (oclgrind checks it so): all against
+ * the reference. */
 static void instancenorm_and_batchnorm_per_channel(void **state)
 {
     (void)state;
     instancenorm_and_batchnorm_per_channel_once();
     clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    instancenorm_and_batchnorm_per_channel_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     instancenorm_and_batchnorm_per_channel_once();
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
@@ -943,12 +949,15 @@ static void softmax_and_logsoftmax_over_any_axis_once(void)
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
- * memory: both against the reference. */
+ * memory; forced VECTOR, the row per work-item everywhere (oclgrind checks it so): all against
+ * the reference. */
 static void softmax_and_logsoftmax_over_any_axis(void **state)
 {
     (void)state;
     softmax_and_logsoftmax_over_any_axis_once();
     clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    softmax_and_logsoftmax_over_any_axis_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     softmax_and_logsoftmax_over_any_axis_once();
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
