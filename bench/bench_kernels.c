@@ -562,7 +562,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
             clrun__ops_variant = atoi(argv[++i]); /* every product takes this candidate */
         else {
-            fprintf(stderr, "usage: %s [--quick] [--repeat N] [--no-blas] [--variant V] [--only WORDS]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick] [--repeat N] [--no-blas] [--variant V] [--only WORDS]\n",
                     argv[0]);
             return 2;
         }

@@ -574,6 +574,12 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,12,9,9", "12,1,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 12, {0, 0}}, true},  /* depthwise */
         {"1,12,13,21", "24,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 12, {0, 0}}, true}, /* x2 */
         {"1,8,11,40", "8,1,5,5", {{2, 1}, {2, 2, 2, 2}, {1, 2}, 8, {0, 0}}, false},
+        /* depthwise 3x3 rows wide enough for vectors: stride 2, stride 3 (gathered), dilated,
+         * asymmetric padding */
+        {"1,4,7,45", "4,1,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 4, {0, 0}}, true},
+        {"1,3,6,70", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, false},
+        {"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true},
+        {"1,2,9,37", "2,1,3,3", {{1, 1}, {0, 2, 1, 0}, {1, 1}, 2, {0, 0}}, true},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
     };
@@ -855,7 +861,8 @@ static void instancenorm_matches_the_reference(const char *dims, uint64_t seed)
     in.data[1] = random_floats((uint64_t)C, -1, 1, seed + 1);
     in.data[2] = random_floats((uint64_t)C, -1, 1, seed + 2);
     run_node(&in, 1, NULL);
-    double *ref = malloc((size_t)(planes * P) * sizeof *ref), *scale = malloc((size_t)(planes * P) * sizeof *scale);
+    const size_t count = (size_t)(planes * P);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
     for (int plane = 0; plane < planes; plane++) {
         double mean, inv;
         ref_normalise(in.data[0] + plane * P, P, 1e-5, &mean, &inv);

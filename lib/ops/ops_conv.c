@@ -290,10 +290,10 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
 
 /* ---- conv2d elsewhere: tiles, the direct kernel, depthwise ------------------------------- */
 
-/* Depthwise: a work-item per block of rows of one plane, at least DEPTHWISE_OUTPUTS outputs
- * each where the plane has them (POCL spends a few microseconds on each work-group: the tiny
- * ones were most of the time), and work-groups of a few work-items, enough groups for
- * every core. */
+/* Depthwise: a work-item per block of rows of one plane, DEPTHWISE_OUTPUTS outputs or more
+ * where the plane has them (a small plane whole), so that the weights it holds in registers and
+ * its per-row bookkeeping serve many vectors; work-groups of one item (the kernel shares
+ * nothing between items, and each is already a few hundred vectors of work). */
 #define DEPTHWISE_OUTPUTS 2048
 static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *global, size_t *local)
 {
