@@ -1,6 +1,6 @@
 /* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records
  * every chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk
- * sizes (the request rounded to 16 KiB, a sixteenth of what is reserved, empty chunks merged into
+ * sizes (the request or a floor of a 64th or a 16th of what is reserved, empty chunks merged into
  * the new one, the device maximum, buddy's powers of two), the limit, asking again for just the
  * request when the device refuses, the out-of-memory message, statistics and peaks, invalid
  * requests, and that destroy gives every chunk back. */
@@ -109,7 +109,7 @@ static void a_small_request_reserves_a_small_chunk(void **state)
         clrun_block block;
         assert_int_equal(alloc(a, 1000, &block), CLRUN_OK);
         assert_int_equal(b.granted, 1);
-        assert_int_equal(b.history[0], 16 * KiB); /* the request rounded up to the 16 KiB granule */
+        assert_int_equal(b.history[0], 16 * KiB); /* the 16 KiB minimum chunk */
         clrun__allocator_destroy(a);
     }
 }
@@ -132,7 +132,7 @@ static void a_request_above_the_minimum_chunk_gets_a_chunk_that_holds_it(void **
     }
 }
 
-static void a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved(void **state)
+static void a_full_pool_grows_by_at_least_a_64th_of_what_is_reserved(void **state)
 {
     (void)state;
     fake_backing b = {0};
@@ -140,19 +140,38 @@ static void a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved(void **state
     clrun__allocator *a = make(&c);
     clrun_block x;
     assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* 8 */
-    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* max(8, 8/16) = 8 */
-    assert_int_equal(alloc(a, 9 * MiB, &x), CLRUN_OK);      /* max(9, 16/16) = 9 */
-    assert_int_equal(alloc(a, 100 * KiB, &x), CLRUN_OK);    /* max(112 KiB, 25/16 MiB) */
+    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* max(8, 8/64) = 8 */
+    assert_int_equal(alloc(a, 9 * MiB, &x), CLRUN_OK);      /* max(9, 16/64) = 9: just the request */
+    assert_int_equal(alloc(a, 100 * KiB, &x), CLRUN_OK);    /* nothing free: max(100 KiB, 25/64 MiB) */
     assert_int_equal(alloc(a, 30 * KiB + 1, &x), CLRUN_OK); /* fits beside it: no chunk */
     assert_int_equal(b.granted, 4);
     assert_int_equal(b.history[0], 8 * MiB);
     assert_int_equal(b.history[1], 8 * MiB);
     assert_int_equal(b.history[2], 9 * MiB);
-    assert_int_equal(b.history[3], 25 * MiB / 16);
+    assert_int_equal(b.history[3], 25 * MiB / 64);
     clrun__allocator_destroy(a);
 }
 
-/* A growing workload reserves about what it holds: a sixteenth and a granule above, at most. */
+static void a_pool_holding_free_fragments_grows_by_at_least_a_16th(void **state)
+{
+    (void)state;
+    fake_backing b = {0};
+    clrun__allocator_config c = config_for(&clrun_strategy_bump, &b);
+    c.min_chunk = MiB;
+    clrun__allocator *a = make(&c);
+    clrun_block x;
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(alloc(a, MiB, &x), CLRUN_OK);     /* full each time: 1 MiB chunks */
+    assert_int_equal(alloc(a, 512 * KiB, &x), CLRUN_OK);   /* the 1 MiB minimum: 512 KiB free */
+    assert_int_equal(b.granted, 21);
+    assert_int_equal(b.history[20], MiB);
+    assert_int_equal(alloc(a, 600 * KiB, &x), CLRUN_OK);   /* 512 KiB free > 21/64 MiB: not full */
+    assert_int_equal(b.granted, 22);
+    assert_int_equal(b.history[21], 21 * MiB / 16);
+    clrun__allocator_destroy(a);
+}
+
+/* A workload that only grows reserves about what it holds: a 64th and a granule above, at most. */
 static void reserved_stays_close_to_what_is_held(void **state)
 {
     (void)state;
@@ -166,7 +185,7 @@ static void reserved_stays_close_to_what_is_held(void **state)
             assert_int_equal(alloc(a, size, &x), CLRUN_OK);
         clrun_memory_stats st;
         clrun__allocator_stats(a, &st);
-        assert_true(st.reserved_peak <= st.in_use_peak + st.in_use_peak / 16 + 64 * KiB);
+        assert_true(st.reserved_peak <= st.in_use_peak + st.in_use_peak / 64 + 64 * KiB);
         clrun__allocator_destroy(a);
     }
 }
@@ -295,13 +314,13 @@ static void the_last_chunk_shrinks_to_what_the_limit_leaves(void **state)
     (void)state;
     fake_backing b = {0};
     clrun__allocator_config c = config_for(&clrun_strategy_bump, &b);
-    c.limit = MiB + 302 * KiB;
+    c.limit = MiB + 12 * KiB;
     clrun__allocator *a = make(&c);
     clrun_block x;
     assert_int_equal(alloc(a, MiB, &x), CLRUN_OK);
-    assert_int_equal(alloc(a, 300 * KiB + 1, &x), CLRUN_OK);
+    assert_int_equal(alloc(a, 10 * KiB, &x), CLRUN_OK);
     assert_int_equal(b.granted, 2);
-    assert_int_equal(b.history[1], 302 * KiB); /* not the 304 KiB of the granule */
+    assert_int_equal(b.history[1], 12 * KiB); /* not the 16 KiB minimum chunk */
     clrun__allocator_destroy(a);
 }
 
@@ -315,8 +334,8 @@ static void when_the_device_refuses_it_asks_again_for_just_the_request(void **st
         clrun__allocator_config c = config_for(all_strategies[s], &b);
         clrun__allocator *a = make(&c);
         clrun_block x, y;
-        assert_int_equal(alloc(a, 4 * MiB, &x), CLRUN_OK); /* stays live */
-        b.capacity = b.held + 200 * KiB;                   /* room for the request, not for 4/16 MiB */
+        assert_int_equal(alloc(a, 32 * MiB, &x), CLRUN_OK); /* stays live */
+        b.capacity = b.held + 200 * KiB;                    /* room for the request, not for 32/64 MiB */
         unsigned calls = b.reserve_calls;
         assert_int_equal(alloc(a, 100 * KiB, &y), CLRUN_OK);
         assert_int_equal(b.reserve_calls, calls + 2);       /* refused, then granted */
@@ -657,7 +676,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_small_request_reserves_a_small_chunk),
         cmocka_unit_test(a_request_above_the_minimum_chunk_gets_a_chunk_that_holds_it),
-        cmocka_unit_test(a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved),
+        cmocka_unit_test(a_full_pool_grows_by_at_least_a_64th_of_what_is_reserved),
+        cmocka_unit_test(a_pool_holding_free_fragments_grows_by_at_least_a_16th),
         cmocka_unit_test(reserved_stays_close_to_what_is_held),
         cmocka_unit_test(empty_chunks_are_given_back_and_merged_into_the_new_chunk),
         cmocka_unit_test(buddy_chunks_are_powers_of_two),
