@@ -1,7 +1,7 @@
 /* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records
  * every chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk
  * sizes (the request or a floor of a 64th or a 16th of what is reserved, empty chunks merged into
- * the new one, the device maximum, buddy's powers of two), the limit, asking again for just the
+ * the new one, the device maximum, buddy's atoms), the limit, asking again for just the
  * request when the device refuses, the out-of-memory message, statistics and peaks, invalid
  * requests, and that destroy gives every chunk back. */
 #include <setjmp.h>
@@ -90,8 +90,6 @@ static void release(clrun__allocator *a, const clrun_block *b, uint64_t size)
     char err[256];
     assert_int_equal(clrun__allocator_free(a, b->chunk, b->offset, size, err, sizeof err), CLRUN_OK);
 }
-
-static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
 
 static const clrun_allocator_ops *const all_strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
                                                             &clrun_strategy_bump, &clrun_strategy_tlsf};
@@ -219,12 +217,12 @@ static void empty_chunks_are_given_back_and_merged_into_the_new_chunk(void **sta
     }
 }
 
-static void buddy_chunks_are_powers_of_two(void **state)
+static void buddy_chunks_are_what_was_asked_rounded_to_the_atom(void **state)
 {
     (void)state;
     fake_backing b = {0};
     clrun__allocator_config c = config_for(&clrun_strategy_buddy, &b);
-    c.min_chunk = 3 * MiB; /* not a power of two: buddy rounds it */
+    c.min_chunk = 3 * MiB; /* not a power of two: buddy keeps it (its blocks trim) */
     clrun__allocator *a = make(&c);
     static const uint64_t sizes[] = {1000, 3 * MiB, 5 * MiB + 1, 700 * KiB, 12 * MiB, 33 * MiB, 100};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -232,8 +230,12 @@ static void buddy_chunks_are_powers_of_two(void **state)
         assert_int_equal(alloc(a, sizes[i], &x), CLRUN_OK);
     }
     assert_true(b.granted >= 4);
+    assert_int_equal(b.history[0], 3 * MiB);
     for (unsigned i = 0; i < b.granted; i++)
-        assert_true(is_power_of_two(b.history[i]));
+        assert_int_equal(b.history[i] % 256, 0);
+    clrun_memory_stats st;
+    clrun__allocator_stats(a, &st);
+    assert_true(st.reserved_peak <= 3 * MiB + 3 * MiB + 5 * MiB + 512 + 12 * MiB + 33 * MiB); /* no doubling */
     clrun__allocator_destroy(a);
 }
 
@@ -680,7 +682,7 @@ int main(void)
         cmocka_unit_test(a_pool_holding_free_fragments_grows_by_at_least_a_16th),
         cmocka_unit_test(reserved_stays_close_to_what_is_held),
         cmocka_unit_test(empty_chunks_are_given_back_and_merged_into_the_new_chunk),
-        cmocka_unit_test(buddy_chunks_are_powers_of_two),
+        cmocka_unit_test(buddy_chunks_are_what_was_asked_rounded_to_the_atom),
         cmocka_unit_test(no_chunk_is_larger_than_the_device_maximum),
         cmocka_unit_test(a_ten_mib_workload_does_not_reserve_a_gib),
         cmocka_unit_test(the_limit_is_never_exceeded_and_then_out_of_memory),
