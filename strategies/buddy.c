@@ -308,6 +308,13 @@ static unsigned held_merged_order(const buddy_chunk *c)
     unsigned k0 = c->held_order, k = k0 + 1;
     if (n == UINT32_C(1) << k0)
         return chunk_merged_order(c, i, k0);
+    if (n > UINT32_C(1) << k || (i & ((UINT32_C(1) << k) - 1))) { /* placed in a run: no trimmed shape */
+        unsigned largest = 0;
+        for (uint32_t at = i; at < i + n; at += UINT32_C(1) << (c->ctrl[at] & CTRL_ORDER))
+            if ((c->ctrl[at] & CTRL_ORDER) > largest)
+                largest = c->ctrl[at] & CTRL_ORDER; /* each piece merges at least to itself */
+        return largest;
+    }
     if ((uint64_t)i + (UINT64_C(1) << k) > c->atoms)
         return k0; /* it spans the chunk's top blocks: its first one never merges */
     for (uint32_t q = n; q < (UINT32_C(1) << k);) {
@@ -452,34 +459,114 @@ static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, uint3
     count_block(s, n, i, atoms, out);
 }
 
-/* Hands out the first `atoms` of empty chunk number n, more than its largest top block: its top
- * blocks taken whole from offset 0, the last one it needs split and trimmed (the request's
- * binary form, since it has the chunk's top bit). */
-static void take_prefix(buddy_state *s, uint32_t n, uint32_t atoms, clrun_block *out)
+/* ---- runs: a block across free blocks ------------------------------------------------------ */
+
+/* A run of free atoms of chunk c: maximal, in address order, over free blocks and the
+ * held-back block (free in all but form). */
+typedef struct buddy_run {
+    uint32_t at;   /* its first atom */
+    uint32_t len;  /* its atoms */
+} buddy_run;
+
+/* Calls visit(c, run, arg) for every run of c in address order; stops when it returns true. */
+static bool chunk_runs(const buddy_chunk *c, bool (*visit)(const buddy_chunk *, buddy_run, void *), void *arg)
+{
+    buddy_run run = {0, 0};
+    bool in_held = false; /* the pieces that follow belong to the held-back block */
+    for (uint32_t at = 0; at < c->atoms;) {
+        uint8_t ctrl = c->ctrl[at];
+        uint32_t len = UINT32_C(1) << (ctrl & CTRL_ORDER);
+        unsigned kind = ctrl & CTRL_KIND;
+        if (kind != CTRL_PART)
+            in_held = kind == CTRL_HELD;
+        if (kind == CTRL_FREE || in_held) {
+            if (!run.len)
+                run.at = at;
+            run.len += len;
+        } else if (run.len) {
+            if (visit(c, run, arg))
+                return true;
+            run.len = 0;
+        }
+        at += len;
+    }
+    return run.len && visit(c, run, arg);
+}
+
+/* What a search for a run asks and finds: the smallest run with room for `atoms` at a multiple
+ * of `align` atoms (the lowest on ties). */
+typedef struct run_search {
+    uint32_t atoms, align;  /* asked */
+    bool found;
+    uint32_t at, len;       /* where the block would start, and its run's length */
+} run_search;
+
+static bool visit_fit(const buddy_chunk *c, buddy_run run, void *arg)
+{
+    (void)c;
+    run_search *q = arg;
+    uint32_t at = (run.at + q->align - 1) & ~(q->align - 1);
+    if (at < run.at || at - run.at >= run.len || run.len - (at - run.at) < q->atoms)
+        return false;
+    if (!q->found || run.len < q->len) {
+        q->found = true;
+        q->at = at;
+        q->len = run.len;
+    }
+    return run.len == q->atoms; /* nothing fits tighter */
+}
+
+static bool visit_largest(const buddy_chunk *c, buddy_run run, void *arg)
+{
+    (void)c;
+    uint32_t *largest = arg;
+    if (run.len > *largest)
+        *largest = run.len;
+    return false;
+}
+
+/* Makes the piece of order b at atom q, inside free atoms, live (CTRL_LIVE when `head`, else
+ * CTRL_PART): the free block that holds it is split down to it, the other halves listed. */
+static void carve_piece(buddy_chunk *c, uint32_t q, unsigned b, bool head)
+{
+    unsigned j = b;
+    uint32_t start = q;
+    for (;; j++) {
+        start = q & ~((UINT32_C(1) << j) - 1);
+        if (c->ctrl[start] == (CTRL_FREE | j))
+            break;
+        assert(j < BUDDY_MAX_ATOMS_LOG + 1); /* the atoms are free: some block holds them */
+    }
+    list_unlink(c, start, j);
+    while (j > b) { /* keep the half with q, list the other one */
+        j--;
+        uint32_t half = UINT32_C(1) << j;
+        if (q & half) {
+            list_push(c, start, j);
+            start += half;
+        } else {
+            list_push(c, start + half, j);
+        }
+    }
+    c->ctrl[q] = (uint8_t)((head ? CTRL_LIVE : CTRL_PART) | b);
+}
+
+/* Hands out `atoms` at atom `at` of chunk number n, all of them free (the held-back block
+ * merged first): the aligned pieces that make up [at, at + atoms), each carved out of its
+ * free block. */
+static void take_run(buddy_state *s, uint32_t n, uint32_t at, uint32_t atoms, clrun_block *out)
 {
     buddy_chunk *c = s->chunks.items[n];
-    assert(c->live == 0 && !c->held && atoms <= c->atoms);
-    uint32_t at = 0, rest = atoms;
-    while (rest) {
-        unsigned a = c->ctrl[at] & CTRL_ORDER;
-        assert(c->ctrl[at] == (CTRL_FREE | a)); /* the top block at `at`, whole */
-        list_unlink(c, at, a);
-        if ((UINT32_C(1) << a) <= rest) {
-            c->ctrl[at] = (uint8_t)((at ? CTRL_PART : CTRL_LIVE) | a);
-            at += UINT32_C(1) << a;
-            rest -= UINT32_C(1) << a;
-            continue;
-        }
-        unsigned k = rest == 1 ? 0 : log2_floor_u64(rest - 1) + 1;
-        while (a > k) { /* keep the lower half, list the upper one */
-            a--;
-            list_push(c, at + (UINT32_C(1) << a), a);
-        }
-        mark_pieces(c, at, rest, at == 0);
-        free_tail(c, at, rest, k);
-        rest = 0;
+    chunk_flush_held(c);
+    uint32_t end = at + atoms;
+    for (uint32_t q = at; q < end;) {
+        unsigned b = log2_floor_u64(end - q);
+        if (q && (unsigned)__builtin_ctz(q) < b)
+            b = (unsigned)__builtin_ctz(q);
+        carve_piece(c, q, b, q == at);
+        q += UINT32_C(1) << b;
     }
-    count_block(s, n, 0, atoms, out);
+    count_block(s, n, at, atoms, out);
 }
 
 /* Takes the first free block of order j of chunk c and splits it down to order k. */
@@ -515,7 +602,9 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
         int k = chunk_order_for(c, need);
         if (k < 0)
             continue;
-        bool held = c->held && c->held_atoms == chunk_atoms_for(c, need);
+        uint64_t align_atoms = align >> c->atom_log; /* a block placed in a run may start anywhere */
+        bool held = c->held && c->held_atoms == chunk_atoms_for(c, need) &&
+                    (align_atoms <= 1 || (c->held_at & (align_atoms - 1)) == 0);
         int j = held ? k : chunk_free_order_from(c, k);
         if (j < 0)
             continue;
@@ -558,16 +647,26 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
         return CLRUN_OK;
     }
 
-    /* No block is large enough, but an empty chunk may be: its top blocks together. */
+    /* No block is large enough, but a run of free blocks side by side may be: the smallest. */
+    uint32_t best_run = BUDDY_NIL;
+    run_search found = {0};
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
-        if (c->live || chunk_order_for(c, need) < 0)
+        if (chunk_order_for(c, need) < 0)
             continue;
-        chunk_flush_held(c);
-        take_prefix(s, n, (uint32_t)chunk_atoms_for(c, need), out);
-        return CLRUN_OK;
+        uint64_t align_atoms = align >> c->atom_log;
+        run_search q = {.atoms = (uint32_t)chunk_atoms_for(c, need), .align = align_atoms > 1 ? (uint32_t)align_atoms : 1};
+        chunk_runs(c, visit_fit, &q);
+        if (q.found && (best_run == BUDDY_NIL || ((uint64_t)q.len << c->atom_log) <
+                                                     ((uint64_t)found.len << ((buddy_chunk *)s->chunks.items[best_run])->atom_log))) {
+            best_run = n;
+            found = q;
+        }
     }
-    return CLRUN_ERROR_OUT_OF_MEMORY;
+    if (best_run == BUDDY_NIL)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    take_run(s, best_run, found.at, found.atoms, out);
+    return CLRUN_OK;
 }
 
 static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
@@ -616,12 +715,16 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
     uint64_t largest = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const buddy_chunk *c = s->chunks.items[n];
-        if (!c->live) { /* an empty chunk gives all of it (take_prefix) */
+        if (!c->live) { /* an empty chunk gives all of it, as one run */
             uint64_t whole = (uint64_t)c->atoms << c->atom_log;
             if (whole > largest)
                 largest = whole;
             continue;
         }
+        uint32_t run = 0;
+        chunk_runs(c, visit_largest, &run);
+        if (((uint64_t)run << c->atom_log) > largest)
+            largest = (uint64_t)run << c->atom_log;
         unsigned top = 0;
         bool any = false;
         if (c->order_mask) {

@@ -799,7 +799,7 @@ static void test_buddy_trimmed_tail_serves_other_requests_and_merges_back(void *
     assert_int_equal(a.offset, 0);
     assert_int_equal(a.size, 5 * 256);
     assert_int_equal(stats_of(ops, st).free_bytes, 3 * 256);
-    assert_int_equal(stats_of(ops, st).largest_free, 2 * 256); /* the tail: 1 + 2 atoms */
+    assert_int_equal(stats_of(ops, st).largest_free, 3 * 256); /* the tail: one run of 1 + 2 atoms */
     assert_int_equal(ops->alloc(st, 2 * 256, 1, &b), CLRUN_OK);
     assert_int_equal(b.offset, 6 * 256);
     assert_int_equal(ops->alloc(st, 1, 1, &c), CLRUN_OK);
@@ -810,7 +810,7 @@ static void test_buddy_trimmed_tail_serves_other_requests_and_merges_back(void *
     assert_int_equal(ops->free(st, 1, b.offset), CLRUN_OK);
     assert_int_equal(ops->free(st, 1, a.offset), CLRUN_OK);
     assert_int_equal(ops->free(st, 1, a.offset), CLRUN_ERROR_INVALID_FREE); /* freed already */
-    assert_int_equal(stats_of(ops, st).largest_free, 4 * 256); /* c still splits the upper half */
+    assert_int_equal(stats_of(ops, st).largest_free, 5 * 256); /* the run below c, which splits the upper half */
     assert_int_equal(ops->free(st, 1, c.offset), CLRUN_OK);
     assert_int_equal(stats_of(ops, st).largest_free, 8 * 256);
     assert_int_equal(ops->alloc(st, 8 * 256, 1, &d), CLRUN_OK); /* merged back whole */
@@ -872,7 +872,11 @@ static void test_buddy_empty_chunk_takes_a_request_larger_than_its_top_block(voi
     assert_int_equal(ops->alloc(st, 512 * KiB, 1, &b), CLRUN_OK);        /* from its tail */
     assert_true(b.offset >= 11 * MiB + 256 && b.offset + b.size <= 12 * MiB);
     assert_int_equal(ops->free(st, 1, a.offset), CLRUN_OK);
-    assert_int_equal(ops->alloc(st, 9 * MiB, 1, &c), CLRUN_ERROR_OUT_OF_MEMORY); /* b is live */
+    assert_int_equal(ops->alloc(st, 11 * MiB + 512 * KiB + 1, 1, &c), CLRUN_ERROR_OUT_OF_MEMORY); /* b */
+    assert_int_equal(ops->alloc(st, 11 * MiB + 512 * KiB, 1, &c), CLRUN_OK); /* the run below b */
+    assert_int_equal(c.offset, 0);
+    assert_int_equal(ops->free(st, 1, 11 * MiB), CLRUN_ERROR_INVALID_FREE); /* a piece of c */
+    assert_int_equal(ops->free(st, 1, c.offset), CLRUN_OK);
     assert_int_equal(ops->free(st, 1, b.offset), CLRUN_OK);
     assert_int_equal(stats_of(ops, st).largest_free, 12 * MiB);
     assert_int_equal(ops->alloc(st, 12 * MiB, 1, &c), CLRUN_OK);
