@@ -77,6 +77,7 @@ typedef struct buddy_chunk {
     unsigned atom_log;            /* log2 of this chunk's atom (smallest block) in bytes */
     uint32_t atoms;               /* whole atoms in the chunk (< 2^21) */
     uint64_t live;                /* live blocks inside */
+    uint32_t live_atoms;          /* atoms of those blocks (a run search needs as many free) */
     uint64_t order_mask;          /* bit k set: free list k is not empty */
     bool held;                    /* a freed block is held back, not merged yet */
     uint32_t held_at;             /* its first atom */
@@ -135,6 +136,7 @@ static void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 static void chunk_make_empty(buddy_chunk *c)
 {
     c->live = 0;
+    c->live_atoms = 0;
     c->order_mask = 0;
     c->held = false;
     for (unsigned k = 0; k < BUDDY_ORDERS; k++)
@@ -441,6 +443,7 @@ static void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t atoms, 
     buddy_chunk *c = s->chunks.items[n];
     uint64_t bytes = (uint64_t)atoms << c->atom_log;
     c->live++;
+    c->live_atoms += atoms;
     s->held_bytes += bytes;
     s->live_blocks++;
     out->chunk = s->chunks.ids[n];
@@ -652,8 +655,8 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     run_search found = {0};
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
-        if (chunk_order_for(c, need) < 0)
-            continue;
+        if (chunk_order_for(c, need) < 0 || c->atoms - c->live_atoms < chunk_atoms_for(c, need))
+            continue; /* not even that many atoms free: no walk */
         uint64_t align_atoms = align >> c->atom_log;
         run_search q = {.atoms = (uint32_t)chunk_atoms_for(c, need), .align = align_atoms > 1 ? (uint32_t)align_atoms : 1};
         chunk_runs(c, visit_fit, &q);
@@ -689,6 +692,7 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
     s->held_bytes -= bytes;
     s->live_blocks--;
     c->live--;
+    c->live_atoms -= atoms;
     /* Hold this block back unmerged and merge the one held before: a request of the same
      * size, the common case, then takes it back in O(1) instead of splitting again. */
     chunk_flush_held(c);
