@@ -64,6 +64,7 @@
 #define BUDDY_MAX_ATOMS_LOG 20u       /* fewer than 2^(this+1) atoms per chunk (host memory) */
 #define BUDDY_ORDERS 64u              /* orders 0..63; real chunks use at most 0..20 */
 #define BUDDY_NIL UINT32_MAX          /* end of a free list */
+#define HELD_SLACK 8u                 /* the held-back block serves a request up to 1/8 smaller */
 #define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
 #define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
 #define CTRL_HELD (CTRL_LIVE | CTRL_FREE) /* control byte: the chunk's held-back free block */
@@ -606,7 +607,8 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
         if (k < 0)
             continue;
         uint64_t align_atoms = align >> c->atom_log; /* a block placed in a run may start anywhere */
-        bool held = c->held && c->held_atoms == chunk_atoms_for(c, need) &&
+        uint64_t atoms = chunk_atoms_for(c, need);
+        bool held = c->held && c->held_atoms >= atoms && c->held_atoms - atoms <= atoms / HELD_SLACK &&
                     (align_atoms <= 1 || (c->held_at & (align_atoms - 1)) == 0);
         int j = held ? k : chunk_free_order_from(c, k);
         if (j < 0)
