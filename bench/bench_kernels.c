@@ -21,7 +21,7 @@
  *   --variant V: every product runs candidate V of lib/ops/matmul_core.c's list for its rows,
  *   untuned (to compare the variants; by default the tuner chooses).
  *   --only WORDS: the copy baseline and the lines whose label contains WORDS ("softmax",
- *   "3x3/2", "gelu"). */
+ *   "3x3/2", "gelu", "tanh"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +455,19 @@ static void bench_gelu(int64_t n)
            8.0 * (double)n / erf_form * 1e-9, erf_form * 1e3, erf_form / tanh_form);
 }
 
+/* Unary ops whose element goes through exp (exp, sigmoid, tanh) against the copy bandwidth. */
+static void bench_exp_family(int64_t n)
+{
+    static const char *const ops[] = {"exp", "sigmoid", "tanh"};
+    clrun_tensor_type in[1] = {f32(1, &n)};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s [%lld]", ops[i], (long long)n);
+        if (wanted(label))
+            print_bandwidth(label, 4.0 * (double)n, 4.0 * (double)n, time_op(ops[i], 1, in, NULL, 0, 0));
+    }
+}
+
 /* ---- the first call of a new shape ------------------------------------------------------- */
 
 /* The driver's own floor, in the same kind of child: a one-line kernel built from source and
@@ -592,6 +605,7 @@ int main(int argc, char **argv)
     bench_depthwise(96, 112, 2);
     bench_rows();
     bench_gelu(quick ? (1 << 20) : (1 << 22));
+    bench_exp_family(quick ? (1 << 20) : (1 << 22));
     clrun_context_destroy(ctx);
     if (!quick && only == NULL)
         bench_first_call(argv[0]);
