@@ -11,6 +11,8 @@
  *   AS_T AS_U   reinterpretation between them (integer arithmetic wraps through UT)
  *   F(c)        a float literal of T: F(0.5) is 0.5f for f32 and 0.5 for f64
  *   ERF ERFC    erf and erfc of T (a vectorisable polynomial for f32)
+ *   EXP TANH    exp and tanh of T (for f32 kernels/ew_functions.cl's vectorisable ones, for f64
+ *               the OpenCL builtins)
  *   CLIP(v, lo, hi)  lo where v < lo, else hi where v > hi, else v (NaN stays NaN)
  *   IDIV IPOW IMOD FMOD  integer division (truncating, b = 0 gives 0), integer power, and
  *               the modulo of ONNX's Mod (third argument: 1 = C's fmod, 0 = Python's)

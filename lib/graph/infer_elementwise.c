@@ -39,13 +39,13 @@
     X(abs, UNARY, true, 1, false, NUMS, SAME, P0, "fabs(x)", "AS_T(abs(x))", NULL)                 \
     X(relu, UNARY, true, 1, false, NUMS, SAME, P0, "x > F(0.0) ? x : F(0.0)", "max(x, (T)0)", NULL) \
     X(gelu, UNARY, true, 1, false, FLOATS, SAME, P0,                                               \
-      "F(0.5) * x * (F(1.0) + tanh(F(0.7978845608028654) * (x + F(0.044715) * x * x * x)))",       \
+      "F(0.5) * x * (F(1.0) + TANH(F(0.7978845608028654) * (x + F(0.044715) * x * x * x)))",       \
       NULL, NULL)                                                                                  \
     X(gelu_erf, UNARY, true, 1, false, FLOATS, SAME, P0,                                           \
       "F(0.5) * x * ERFC(F(-0.7071067811865476) * x)", NULL, NULL)                                 \
-    X(sigmoid, UNARY, true, 1, false, FLOATS, SAME, P0, "F(1.0) / (F(1.0) + exp(-x))", NULL, NULL) \
-    X(tanh, UNARY, true, 1, false, FLOATS, SAME, P0, "tanh(x)", NULL, NULL)                        \
-    X(exp, UNARY, true, 1, false, FLOATS, SAME, P0, "exp(x)", NULL, NULL)                          \
+    X(sigmoid, UNARY, true, 1, false, FLOATS, SAME, P0, "F(1.0) / (F(1.0) + EXP(-x))", NULL, NULL) \
+    X(tanh, UNARY, true, 1, false, FLOATS, SAME, P0, "TANH(x)", NULL, NULL)                        \
+    X(exp, UNARY, true, 1, false, FLOATS, SAME, P0, "EXP(x)", NULL, NULL)                          \
     X(log, UNARY, true, 1, false, FLOATS, SAME, P0, "log(x)", NULL, NULL)                          \
     X(sqrt, UNARY, true, 1, false, FLOATS, SAME, P0, "sqrt(x)", NULL, NULL)                        \
     X(rsqrt, UNARY, true, 1, false, FLOATS, SAME, P0, "rsqrt(x)", NULL, NULL)                      \
@@ -58,7 +58,7 @@
     X(sin, UNARY, true, 1, false, FLOATS, SAME, P0, "sin(x)", NULL, NULL)                          \
     X(cos, UNARY, true, 1, false, FLOATS, SAME, P0, "cos(x)", NULL, NULL)                          \
     X(erf, UNARY, true, 1, false, FLOATS, SAME, P0, "ERF(x)", NULL, NULL)                          \
-    X(softplus, UNARY, true, 1, false, FLOATS, SAME, P0, "x > F(40.0) ? x : log1p(exp(x))", NULL,  \
+    X(softplus, UNARY, true, 1, false, FLOATS, SAME, P0, "x > F(40.0) ? x : log1p(EXP(x))", NULL,  \
       NULL)                                                                                        \
     X(softsign, UNARY, true, 1, false, FLOATS, SAME, P0, "x / (F(1.0) + fabs(x))", NULL, NULL)     \
     X(hard_sigmoid, UNARY, true, 1, false, FLOATS, SAME, P2(NUM("alpha", 0.2), NUM("beta", 0.5)),  \

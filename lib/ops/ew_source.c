@@ -47,9 +47,10 @@ static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
     clrun__strbuf_printf(b, "#define T %s\n", clrun__cl_type(dtype));
     if (dtype == CLRUN_F32 || dtype == CLRUN_F64) {
         clrun__strbuf_printf(b, "#define F(c) c%s\n", dtype == CLRUN_F32 ? "##f" : "");
-        clrun__strbuf_printf(b, "#define ERF %s\n#define ERFC %s\n",
-                             dtype == CLRUN_F32 ? "clrun_erf_f32" : "erf",
-                             dtype == CLRUN_F32 ? "clrun_erfc_f32" : "erfc");
+        bool f32 = dtype == CLRUN_F32;
+        clrun__strbuf_printf(b, "#define ERF %s\n#define ERFC %s\n#define EXP %s\n#define TANH %s\n",
+                             f32 ? "clrun_erf_f32" : "erf", f32 ? "clrun_erfc_f32" : "erfc",
+                             f32 ? "clrun_exp_f32" : "exp", f32 ? "clrun_tanh_f32" : "tanh");
     }
     if (dtype == CLRUN_I32 || dtype == CLRUN_I64) {
         const char *u = unsigned_type(dtype);
@@ -63,7 +64,8 @@ static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
 
 static void emit_dtype_unmacros(clrun__strbuf *b)
 {
-    clrun__strbuf_printf(b, "#undef T\n#undef F\n#undef ERF\n#undef ERFC\n#undef UT\n#undef AS_T\n"
+    clrun__strbuf_printf(b, "#undef T\n#undef F\n#undef ERF\n#undef ERFC\n#undef EXP\n#undef TANH\n"
+                            "#undef UT\n#undef AS_T\n"
                             "#undef AS_U\n#undef IDIV\n#undef IPOW\n#undef CLIP\n#undef MOD\n");
 }
 
