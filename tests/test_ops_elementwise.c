@@ -7,7 +7,8 @@
  * div, maximum, minimum, prelu, mod, neg, abs, relu, floor, ceil, round, sign, clip, where) must
  * match bit for bit: their references are computed in the element's own type. The other float
  * functions pass when |d - r| <= tol (|r| + |x|), r computed in double: tol 1e-5 for f32 (OpenCL
- * allows a few ulp, and the fitted erf is within 4e-6), 1e-12 for f64. */
+ * allows a few ulp, and the fitted erf is within 4e-6), 1e-12 for f64; f32 exp and tanh, fits of
+ * their own, are checked in ulp as well. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -649,6 +650,62 @@ static void erf_is_accurate_near_zero_and_in_the_tails(void **state)
     values_free(&x), values_free(&y), values_free(&g);
 }
 
+/* |d - r| in units in the last place of float at r (2^-149 below the normal range). */
+static double ulps_off(double d, double r)
+{
+    int e;
+    frexp(r, &e);
+    return fabs(d - r) / fmax(ldexp(1.0, e - 24), ldexp(1.0, -149));
+}
+
+static void exp_and_tanh_are_within_a_few_ulp(void **state)
+{
+    (void)state;
+    /* kernels/ew_functions.cl's float exp (under 1.02 ulp measured over every float) and tanh
+     * (under 2.5): a dense sweep of each one's range, and values at its edges. exp's results
+     * below 2^-126 are denormals, rounded once; below -103.97 it is 0, above 88.722 +inf. */
+    const double edges[] = {88.72283, 88.72284, -87.33654, -87.33655, -103.97, -103.972, -103.98,
+                            -100.5, -95.25, 1e-7, -1e-7, 1e-30, 0.34657359, -0.34657359};
+    const size_t sweep = 200000, edge_count = sizeof edges / sizeof edges[0];
+    values x = make(CLRUN_F32, "200014");
+    for (size_t i = 0; i < sweep; i++)
+        set_f(&x, i, -104.0 + 193.0 * (double)i / (double)sweep);
+    for (size_t i = 0; i < edge_count; i++)
+        set_f(&x, sweep + i, edges[i]);
+    values y = run_op("exp", &x, 1, NULL, 0);
+    for (uint64_t i = 0; i < x.n; i++) {
+        double v = get_f(&x, i), r = exp(v), d = get_f(&y, i);
+        if (!((isinf((float)r) && d == (float)r) || ulps_off(d, r) <= 1.05))
+            fail_msg("exp(%a) is %a, reference %a (%.2f ulp)", v, d, r, ulps_off(d, r));
+    }
+    for (size_t i = 0; i < sweep; i++)
+        set_f(&x, i, -10.0 + 20.0 * (double)i / (double)sweep);
+    values t = run_op("tanh", &x, 1, NULL, 0);
+    for (uint64_t i = 0; i < x.n; i++) {
+        double v = get_f(&x, i), r = tanh(v), d = get_f(&t, i);
+        if (ulps_off(d, r) > 2.5)
+            fail_msg("tanh(%a) is %a, reference %a (%.2f ulp)", v, d, r, ulps_off(d, r));
+    }
+    values_free(&x), values_free(&y), values_free(&t);
+
+    /* the specials exactly: exp(+-0) = 1, exp(-inf) = 0, exp(inf) = inf, tanh keeps the sign
+     * of zero and goes to +-1, NaN stays NaN */
+    const double in[] = {0.0, -0.0, -INFINITY, INFINITY, NAN, 89.0, -104.0, 1000.0, -1000.0};
+    const double exp_out[] = {1.0, 1.0, 0.0, INFINITY, NAN, INFINITY, 0.0, INFINITY, 0.0};
+    const double tanh_out[] = {0.0, -0.0, -1.0, 1.0, NAN, 1.0, -1.0, 1.0, -1.0};
+    values sx = make(CLRUN_F32, "9");
+    for (uint64_t i = 0; i < 9; i++)
+        set_f(&sx, i, in[i]);
+    values se = run_op("exp", &sx, 1, NULL, 0), st = run_op("tanh", &sx, 1, NULL, 0);
+    for (uint64_t i = 0; i < 9; i++) {
+        if (!same_float(get_f(&se, i), exp_out[i], CLRUN_F32))
+            fail_msg("exp(%g) is %g, expected %g", in[i], get_f(&se, i), exp_out[i]);
+        if (!same_float(get_f(&st, i), tanh_out[i], CLRUN_F32))
+            fail_msg("tanh(%g) is %g, expected %g", in[i], get_f(&st, i), tanh_out[i]);
+    }
+    values_free(&sx), values_free(&se), values_free(&st);
+}
+
 /* ---- binary ------------------------------------------------------------------------------ */
 
 /* Shapes that take each kernel variant: own index, 3-D broadcast, many-dimension broadcast, and
@@ -954,6 +1011,7 @@ int main(void)
         cmocka_unit_test(attributes_set_the_parameters),
         cmocka_unit_test(integer_clip_rounds_its_bounds_inward),
         cmocka_unit_test(erf_is_accurate_near_zero_and_in_the_tails),
+        cmocka_unit_test(exp_and_tanh_are_within_a_few_ulp),
         cmocka_unit_test(binary_ops_match_reference_on_every_broadcast),
         cmocka_unit_test(integer_division_truncates_and_survives_zero),
         cmocka_unit_test(comparisons_see_nan_as_unordered),
