@@ -35,8 +35,8 @@ double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff800000
  * parts, the first product exact, so r is exact but for the second part's rounding), |r| <=
  * ln2/2 (a hair more: n comes from a rounded product). e^r = 1 + r + r^2 q(r), q of degree 4 a
  * fit made for clrun (Lawson's weighted least squares toward the minimax of e^r's relative error:
- * 5.2e-9 with float coefficients, so the result's error is its roundings: under 1.02 ulp over
- * every float, measured against the double exp). n is rounded by adding 1.5 * 2^23 (the sum's low
+ * 5.2e-9 with float coefficients, so the result's error is its roundings: at most 1.035 ulp
+ * over every third float, measured against the double exp). n is rounded by adding 1.5 * 2^23 (the sum's low
  * bits are then n), and 2^n is built from exponent bits in two factors, 2^(n/2) and 2^(n - n/2),
  * both normal for n in [-150, 128]: p * 2^h1 is exact, and the one rounding of the second product
  * makes overflow +inf and a result below 2^-126 the denormal IEEE rounds to (no flush; a device
