@@ -12,40 +12,46 @@
  * block of 2^k atoms that holds it and gives the unused tail back at once: the live block is
  * the binary form of n laid out from the block's start, largest piece first (n = 5: 4 + 1),
  * and the tail is the aligned blocks that make up the rest (5 of 8: 1 + 2), listed free. The
- * tail's blocks cannot merge while the block lives (each one's buddy holds a live piece); the
- * free releases every piece, and they merge back with the tail as any freed blocks do. So a
- * block wastes less than an atom, not up to half of itself. The first piece's control byte
- * says live; the others say CTRL_PART, which no free accepts, and they follow the first
- * contiguously (no other block's piece can follow a block), so a free finds them by walking.
+ * tail's blocks cannot merge while the block lives (each one's buddy holds a live piece). So a
+ * block wastes less than an atom, not up to half of itself. The pieces are implicit: a live
+ * block records only its first atom (control byte) and its atom count (in next[], unused while
+ * a block is live); its pieces are the aligned blocks that [i, i + n) is made of, largest
+ * first from each position. Freeing merges as if every piece were freed in address order, but
+ * in one pass from the last piece up (see free_trimmed): the pieces before the last one could
+ * never merge on their own (each one's buddy holds the next piece), so they are listed only if
+ * the merge stops below them, and a tail all free comes back as the whole block at once.
  *
  * Chunks of any size. A chunk need not be a power of two of atoms: it is cut greedily into
  * decreasing powers of two (12 atoms = 8 + 4). A request larger than a chunk's largest free
  * block still fits an empty chunk as large as it: it takes the chunk's top blocks whole from
  * offset 0, the same binary form, trimming the last one it needs. So chunk_size answers the
- * request (or what the pool wants) rounded up to the atom, not to a power of two.
+ * request (or what the pool wants) rounded up to the atom, not to a power of two. When no
+ * block is large enough, the smallest run of free blocks side by side takes the request.
  *
  * Each chunk holds back its most recently freed block unmerged (the previous one is merged
- * then): a request of that exact order takes it back in O(1), so an alloc/free pair does not
- * split and merge all the way down and up each time. The held block is merged whenever that
- * would let a request succeed, and stats and chunk emptiness count it as merged, so nothing
- * observable differs from merging at once: an empty chunk still gives its largest block.
+ * then): a request of that size, or up to an eighth smaller, takes it back in O(1), so an
+ * alloc/free pair does not split and merge all the way down and up each time. The held block
+ * is merged whenever that would let a request succeed, and stats and chunk emptiness count it
+ * as merged, so nothing observable differs from merging at once: an empty chunk still gives
+ * its largest block.
  *
  * The buddy of each of a chunk's top blocks lies past the end of the chunk, so they never merge
  * with each other and the buddy rule needs no special case beyond "the buddy must lie inside
  * the chunk". Bytes past the last whole atom are never handed out.
  *
  * Bookkeeping, as in SQLite's mem5.c but kept on the host because device memory cannot hold
- * it: per chunk, one control byte per atom (at a block's first atom: free, live or a further
- * piece of a live block, and its order; 0 inside a block), doubly linked free lists per order whose links are two uint32
+ * it: per chunk, one control byte per atom (at a block's first atom: free, live or held, and
+ * an order; 0 anywhere else), doubly linked free lists per order whose links are two uint32
  * arrays indexed by atom, and a bit mask of the orders whose free list is not empty.
  * To bound that host memory a chunk has fewer than 2^21 atoms: a chunk of 2^20 minimum blocks
  * or more gets a larger atom (a 1 GiB chunk gets 1 KiB atoms). Host cost: 9 bytes per atom,
  * so under 18 MiB per chunk and at most 9/256 of the chunk's size.
  *
  * Complexity. alloc: O(c + log n) for c chunks (one mask test per chunk picks the chunk with
- * the smallest sufficient free block) and n atoms (splits, pieces and trimming); free: O(log c)
- * to find the chunk plus O(log^2 n) merges (at most log n pieces, each merging up to log n
- * times). add_chunk and reset: O(n) (clearing the control bytes).
+ * the smallest sufficient free block) and n atoms (splits and trimming); free: O(log c) to find
+ * the chunk plus O(log n) merges. A block placed across a run is O(n) to place (a walk over
+ * the chunk's blocks) and O(log^2 n) to free. add_chunk and reset: O(n) (clearing the control
+ * bytes).
  *
  * Worst-case waste. Internal: under one atom per block (trimming); a chunk wastes under one
  * atom at its end. External: by Robson's bound, a buddy heap needs
@@ -68,9 +74,8 @@
 #define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
 #define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
 #define CTRL_HELD (CTRL_LIVE | CTRL_FREE) /* control byte: the chunk's held-back free block */
-#define CTRL_PART 0x20u               /* control byte: a further piece of the live block before it */
-#define CTRL_KIND (CTRL_HELD | CTRL_PART) /* the bits above the order */
-#define CTRL_ORDER 0x1fu              /* control byte: the block's (or piece's) order, <= 21 */
+#define CTRL_KIND CTRL_HELD           /* the bits above the order */
+#define CTRL_ORDER 0x1fu              /* control byte: the block's (or first piece's) order, <= 20 */
 
 /* One chunk. */
 typedef struct buddy_chunk {
@@ -82,13 +87,14 @@ typedef struct buddy_chunk {
     uint64_t order_mask;          /* bit k set: free list k is not empty */
     bool held;                    /* a freed block is held back, not merged yet */
     uint32_t held_at;             /* its first atom */
-    unsigned held_order;          /* the order of its first piece */
-    uint32_t held_atoms;          /* its atoms, all pieces */
+    uint32_t held_atoms;          /* its atoms */
     uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
-    uint32_t *next;               /* next[i]: the free block after block i in its list */
-    uint32_t *prev;               /* prev[i]: the free block before block i in its list */
-    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE, CTRL_HELD or CTRL_PART | order
-                                   * at a block's (or piece's) first atom, 0 inside one */
+    uint32_t *next;               /* next[i]: the free block after free block i in its list; the
+                                   * atoms of live (or held) block i */
+    uint32_t *prev;               /* prev[i]: the free block before free block i in its list */
+    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE or CTRL_HELD | order at a
+                                   * block's first atom (a live block: of its first piece), 0
+                                   * anywhere else */
 } buddy_chunk;
 
 /* The whole state of one buddy allocator. */
@@ -106,7 +112,7 @@ typedef struct buddy_state {
 static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 {
     /* A block of order k starts at a multiple of 2^k atoms and lies inside the chunk. */
-    assert(k < BUDDY_ORDERS && (i & ((UINT32_C(1) << k) - 1)) == 0 && (uint64_t)i + (UINT64_C(1) << k) <= c->atoms);
+    assert(k <= BUDDY_MAX_ATOMS_LOG && !(i & ((UINT32_C(1) << k) - 1)) && i + (UINT32_C(1) << k) <= c->atoms);
     uint32_t first = c->head[k];
     c->next[i] = first;
     c->prev[i] = BUDDY_NIL;
@@ -117,18 +123,17 @@ static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
     c->ctrl[i] = (uint8_t)(CTRL_FREE | k);
 }
 
+/* Takes free block i of order k off its list; its control byte is left to the caller. */
 static void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 {
-    assert(c->ctrl[i] == (CTRL_FREE | k) && (c->order_mask >> k & 1)); /* listed on list k */
+    assert(c->ctrl[i] == (CTRL_FREE | k)); /* listed on list k */
     uint32_t n = c->next[i], p = c->prev[i];
     if (p != BUDDY_NIL)
         c->next[p] = n;
-    else
-        c->head[k] = n;
+    else if ((c->head[k] = n) == BUDDY_NIL)
+        c->order_mask &= ~(UINT64_C(1) << k);
     if (n != BUDDY_NIL)
         c->prev[n] = p;
-    if (c->head[k] == BUDDY_NIL)
-        c->order_mask &= ~(UINT64_C(1) << k);
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
@@ -190,28 +195,23 @@ static buddy_chunk *chunk_create(const buddy_state *s, uint64_t size)
     return c;
 }
 
-/* The order of the smallest block of chunk c that holds `need` bytes, or -1 if none could. */
-static int chunk_order_for(const buddy_chunk *c, uint64_t need)
+/* The atoms a request of `need` (>= 1) bytes takes in a chunk of atoms of 2^atom_log bytes. */
+static uint64_t atoms_for(uint64_t need, unsigned atom_log)
 {
-    uint64_t usable = (uint64_t)c->atoms << c->atom_log;
-    if (need > usable)
-        return -1;
-    if (need <= (UINT64_C(1) << c->atom_log))
-        return 0;
-    return (int)(log2_floor_u64(need - 1) + 1 - c->atom_log);
+    return ((need - 1) >> atom_log) + 1;
 }
 
-/* The atoms a request of `need` (>= 1) bytes takes in chunk c. */
-static uint64_t chunk_atoms_for(const buddy_chunk *c, uint64_t need)
+/* The order of the smallest block of at least `atoms` (>= 1) atoms. */
+static unsigned order_for(uint64_t atoms)
 {
-    return ((need - 1) >> c->atom_log) + 1;
+    return atoms <= 1 ? 0 : log2_floor_u64(atoms - 1) + 1;
 }
 
 /* The smallest order >= k with a free block in chunk c, or -1. */
-static int chunk_free_order_from(const buddy_chunk *c, int k)
+static int chunk_free_order_from(const buddy_chunk *c, unsigned k)
 {
     uint64_t m = c->order_mask >> k;
-    return m ? k + __builtin_ctzll(m) : -1;
+    return m ? (int)k + __builtin_ctzll(m) : -1;
 }
 
 /* Frees block i of order k for good: merges it with its buddy while that buddy is free,
@@ -226,8 +226,7 @@ static void chunk_merge_free(buddy_chunk *c, uint32_t i, unsigned k)
             break;
         list_unlink(c, buddy, k);
         c->ctrl[buddy] = 0;
-        if (buddy < i)
-            i = buddy;
+        i &= ~half;
         k++;
     }
     list_push(c, i, k);
@@ -242,26 +241,21 @@ static unsigned chunk_merged_order(const buddy_chunk *c, uint32_t i, unsigned k)
         uint32_t buddy = i ^ half;
         if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
             return k;
-        if (buddy < i)
-            i = buddy;
+        i &= ~half;
         k++;
     }
 }
 
-/* ---- pieces: a live block of n atoms as the binary form of n -------------------------------- */
+/* ---- pieces: a live block of n atoms at atom i, the aligned blocks [i, i + n) is made of ---- */
 
-/* Marks [i, i + n) live as the binary form of n, largest piece first: the first piece
- * CTRL_LIVE when `head` (else CTRL_PART, continuing a block that starts below i), the others
- * CTRL_PART. */
-static void mark_pieces(buddy_chunk *c, uint32_t i, uint32_t n, bool head)
+/* The order of the piece at atom q of a block that ends at atom `end` (> q): the largest
+ * aligned block that starts at q and fits. */
+static unsigned piece_order(uint32_t q, uint32_t end)
 {
-    for (unsigned b = log2_floor_u64(n) + 1; b-- > 0;) {
-        if (!(n >> b & 1))
-            continue;
-        c->ctrl[i] = (uint8_t)((head ? CTRL_LIVE : CTRL_PART) | b);
-        head = false;
-        i += UINT32_C(1) << b;
-    }
+    unsigned b = log2_floor_u64(end - q);
+    if (q && (unsigned)__builtin_ctz(q) < b)
+        b = (unsigned)__builtin_ctz(q);
+    return b;
 }
 
 /* Lists [i + n, i + 2^k) free, the block of order k at i minus its first n atoms (live), as
@@ -276,28 +270,59 @@ static void free_tail(buddy_chunk *c, uint32_t i, uint32_t n, unsigned k)
     }
 }
 
-/* The atoms of the block whose first piece, of order k, starts at i: the CTRL_PART pieces
- * that follow it belong to it (a piece only ever follows the pieces of its own block). */
-static uint32_t block_atoms(const buddy_chunk *c, uint32_t i, unsigned k)
+/* Frees the block of n atoms at i whose pieces are the binary form of n (i aligned to the
+ * block of order K = ceil(log2 n) that holds it, n not a power of two), with the result of
+ * freeing its pieces one by one in address order. The merge climbs from the last piece: at
+ * each order its buddy is either a piece of the block (below it: free now, never listed) or a
+ * block of the tail (above it: merged when listed whole). Where it stops, the pieces below are
+ * listed unmerged, each on its own list, as the piece-by-piece free leaves them; past order K
+ * it is an ordinary merge. */
+static void free_trimmed(buddy_chunk *c, uint32_t i, uint32_t n, unsigned K)
 {
-    uint32_t n = UINT32_C(1) << k, at = i + n;
-    while (at < c->atoms && (c->ctrl[at] & CTRL_KIND) == CTRL_PART) {
-        uint32_t len = UINT32_C(1) << (c->ctrl[at] & CTRL_ORDER);
-        n += len;
-        at += len;
+    unsigned b = (unsigned)__builtin_ctz(n);
+    uint32_t o = n - (UINT32_C(1) << b); /* where the climbing block starts, from i */
+    c->ctrl[i] = 0;
+    for (; b < K; b++) {
+        uint32_t half = UINT32_C(1) << b;
+        if (o & half) { /* its buddy is the piece of order b below it */
+            o -= half;
+            continue;
+        }
+        uint32_t buddy = i + o + half;
+        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | b))
+            break;
+        list_unlink(c, buddy, b);
+        c->ctrl[buddy] = 0;
     }
-    return n;
+    if (b == K) {
+        chunk_merge_free(c, i, K);
+        return;
+    }
+    list_push(c, i + o, b);
+    for (unsigned t = K; t-- > b + 1;) { /* the pieces above bit b of n, from i */
+        if (n >> t & 1) {
+            list_push(c, i, t);
+            i += UINT32_C(1) << t;
+        }
+    }
 }
 
-/* Frees every piece of the block at i (first piece of order k) for good, each merged. */
-static void free_pieces(buddy_chunk *c, uint32_t i, unsigned k)
+/* Frees the live (or held) block of n atoms at i for good, merged as if each piece were freed
+ * in address order. */
+static void free_block(buddy_chunk *c, uint32_t i, uint32_t n)
 {
-    uint32_t end = i + block_atoms(c, i, k);
-    while (i < end) {
-        unsigned b = c->ctrl[i] & CTRL_ORDER; /* merging a piece leaves the next one marked */
-        uint32_t next = i + (UINT32_C(1) << b);
-        chunk_merge_free(c, i, b);
-        i = next;
+    unsigned K = order_for(n);
+    if (!(i & ((UINT32_C(1) << K) - 1))) { /* the binary form of n */
+        if (n == UINT32_C(1) << K)
+            chunk_merge_free(c, i, K);
+        else
+            free_trimmed(c, i, n, K);
+        return;
+    }
+    for (uint32_t q = i, end = i + n; q < end;) { /* placed in a run: piece by piece */
+        unsigned b = piece_order(q, end);
+        chunk_merge_free(c, q, b);
+        q += UINT32_C(1) << b;
     }
 }
 
@@ -308,14 +333,17 @@ static void free_pieces(buddy_chunk *c, uint32_t i, unsigned k)
 static unsigned held_merged_order(const buddy_chunk *c)
 {
     uint32_t i = c->held_at, n = c->held_atoms;
-    unsigned k0 = c->held_order, k = k0 + 1;
+    unsigned k0 = c->ctrl[i] & CTRL_ORDER, k = k0 + 1;
     if (n == UINT32_C(1) << k0)
         return chunk_merged_order(c, i, k0);
     if (n > UINT32_C(1) << k || (i & ((UINT32_C(1) << k) - 1))) { /* placed in a run: no trimmed shape */
         unsigned largest = 0;
-        for (uint32_t at = i; at < i + n; at += UINT32_C(1) << (c->ctrl[at] & CTRL_ORDER))
-            if ((c->ctrl[at] & CTRL_ORDER) > largest)
-                largest = c->ctrl[at] & CTRL_ORDER; /* each piece merges at least to itself */
+        for (uint32_t at = i, end = i + n; at < end;) {
+            unsigned b = piece_order(at, end); /* each piece merges at least to itself */
+            if (b > largest)
+                largest = b;
+            at += UINT32_C(1) << b;
+        }
         return largest;
     }
     if ((uint64_t)i + (UINT64_C(1) << k) > c->atoms)
@@ -334,7 +362,7 @@ static void chunk_flush_held(buddy_chunk *c)
 {
     if (c->held) {
         c->held = false;
-        free_pieces(c, c->held_at, c->held_order);
+        free_block(c, c->held_at, c->held_atoms);
     }
 }
 
@@ -437,12 +465,13 @@ static bool buddy_chunk_is_empty(const void *state, uint32_t chunk)
 }
 
 /* Counts a live block of `atoms` at atom i of chunk number n (its index in s->chunks), its
- * pieces already marked, and describes it in *out. */
+ * first atom marked, and describes it in *out. */
 static void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t atoms, clrun_block *out)
 {
     assert(n < s->chunks.count);
     buddy_chunk *c = s->chunks.items[n];
     uint64_t bytes = (uint64_t)atoms << c->atom_log;
+    c->next[i] = atoms;
     c->live++;
     c->live_atoms += atoms;
     s->held_bytes += bytes;
@@ -458,7 +487,7 @@ static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, uint3
 {
     buddy_chunk *c = s->chunks.items[n];
     assert(atoms >= 1 && atoms <= UINT32_C(1) << k && (k == 0 || atoms > UINT32_C(1) << (k - 1)));
-    mark_pieces(c, i, atoms, true);
+    c->ctrl[i] = (uint8_t)(CTRL_LIVE | log2_floor_u64(atoms));
     free_tail(c, i, atoms, k);
     count_block(s, n, i, atoms, out);
 }
@@ -476,14 +505,12 @@ typedef struct buddy_run {
 static bool chunk_runs(const buddy_chunk *c, bool (*visit)(const buddy_chunk *, buddy_run, void *), void *arg)
 {
     buddy_run run = {0, 0};
-    bool in_held = false; /* the pieces that follow belong to the held-back block */
     for (uint32_t at = 0; at < c->atoms;) {
         uint8_t ctrl = c->ctrl[at];
-        uint32_t len = UINT32_C(1) << (ctrl & CTRL_ORDER);
         unsigned kind = ctrl & CTRL_KIND;
-        if (kind != CTRL_PART)
-            in_held = kind == CTRL_HELD;
-        if (kind == CTRL_FREE || in_held) {
+        uint32_t len = kind == CTRL_FREE ? UINT32_C(1) << (ctrl & CTRL_ORDER) : c->next[at];
+        assert(kind != 0 && len >= 1); /* blocks tile the chunk */
+        if (kind != CTRL_LIVE) {
             if (!run.len)
                 run.at = at;
             run.len += len;
@@ -496,7 +523,6 @@ static bool chunk_runs(const buddy_chunk *c, bool (*visit)(const buddy_chunk *, 
     }
     return run.len && visit(c, run, arg);
 }
-
 /* What a search for a run asks and finds: the smallest run with room for `atoms` at a multiple
  * of `align` atoms (the lowest on ties). */
 typedef struct run_search {
@@ -529,8 +555,8 @@ static bool visit_largest(const buddy_chunk *c, buddy_run run, void *arg)
     return false;
 }
 
-/* Makes the piece of order b at atom q, inside free atoms, live (CTRL_LIVE when `head`, else
- * CTRL_PART): the free block that holds it is split down to it, the other halves listed. */
+/* Makes the piece of order b at atom q, inside free atoms, live (the block's first atom when
+ * `head`): the free block that holds it is split down to it, the other halves listed. */
 static void carve_piece(buddy_chunk *c, uint32_t q, unsigned b, bool head)
 {
     unsigned j = b;
@@ -552,7 +578,7 @@ static void carve_piece(buddy_chunk *c, uint32_t q, unsigned b, bool head)
             list_push(c, start + half, j);
         }
     }
-    c->ctrl[q] = (uint8_t)((head ? CTRL_LIVE : CTRL_PART) | b);
+    c->ctrl[q] = (uint8_t)(head ? CTRL_LIVE | b : 0);
 }
 
 /* Hands out `atoms` at atom `at` of chunk number n, all of them free (the held-back block
@@ -562,11 +588,8 @@ static void take_run(buddy_state *s, uint32_t n, uint32_t at, uint32_t atoms, cl
 {
     buddy_chunk *c = s->chunks.items[n];
     chunk_flush_held(c);
-    uint32_t end = at + atoms;
-    for (uint32_t q = at; q < end;) {
-        unsigned b = log2_floor_u64(end - q);
-        if (q && (unsigned)__builtin_ctz(q) < b)
-            b = (unsigned)__builtin_ctz(q);
+    for (uint32_t q = at, end = at + atoms; q < end;) {
+        unsigned b = piece_order(q, end);
         carve_piece(c, q, b, q == at);
         q += UINT32_C(1) << b;
     }
@@ -592,32 +615,36 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     uint64_t need = size > align ? size : align; /* blocks are aligned to their size */
     if (need > (UINT64_C(1) << 63))
         return CLRUN_ERROR_OUT_OF_MEMORY;
-    uint64_t ideal = pow2_ceil_u64(need > s->min_block ? need : s->min_block);
-    unsigned ideal_log = log2_floor_u64(ideal);
+    unsigned ideal_log = log2_floor_u64(pow2_ceil_u64(need > s->min_block ? need : s->min_block));
 
     /* Best fit over chunks: the smallest free block that holds the request; a held-back block
-     * of exactly the right order is taken back as it is. */
+     * of the right size is taken back as it is. What the request takes in a chunk depends only
+     * on the chunk's atom, which nearly all chunks share: worked out once per atom. */
     uint32_t best = BUDDY_NIL;
-    int best_k = -1, best_j = -1;
+    unsigned best_k = 0, best_j = 0, best_log = 0;
     bool best_held = false;
-    unsigned best_log = 0;
+    unsigned atom_log = UINT32_MAX;
+    uint64_t atoms = 0, slack = 0, align_mask = 0;
+    unsigned k = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const buddy_chunk *c = s->chunks.items[n];
-        int k = chunk_order_for(c, need);
-        if (k < 0)
-            continue;
-        uint64_t align_atoms = align >> c->atom_log; /* a block placed in a run may start anywhere */
-        uint64_t atoms = chunk_atoms_for(c, need);
-        bool held = c->held && c->held_atoms >= atoms && c->held_atoms - atoms <= atoms / HELD_SLACK &&
-                    (align_atoms <= 1 || (c->held_at & (align_atoms - 1)) == 0);
-        int j = held ? k : chunk_free_order_from(c, k);
+        if (c->atom_log != atom_log) {
+            atom_log = c->atom_log;
+            atoms = atoms_for(need, atom_log);
+            k = order_for(atoms);
+            slack = atoms / HELD_SLACK;
+            uint64_t align_atoms = align >> atom_log; /* a block placed in a run may start anywhere */
+            align_mask = align_atoms > 1 ? align_atoms - 1 : 0;
+        }
+        bool held = c->held && (uint64_t)c->held_atoms - atoms <= slack && !(c->held_at & align_mask);
+        int j = held ? (int)k : chunk_free_order_from(c, k); /* none past the chunk's own atoms */
         if (j < 0)
             continue;
-        unsigned block_log = c->atom_log + (unsigned)j;
+        unsigned block_log = atom_log + (unsigned)j;
         if (best == BUDDY_NIL || block_log < best_log) {
             best = n;
             best_k = k;
-            best_j = j;
+            best_j = (unsigned)j;
             best_held = held;
             best_log = block_log;
             if (block_log == ideal_log)
@@ -626,13 +653,13 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     }
     if (best != BUDDY_NIL) {
         buddy_chunk *c = s->chunks.items[best];
-        if (best_held) { /* its pieces are still marked: only the first one changes */
+        if (best_held) { /* only its first atom changes */
             c->held = false;
-            c->ctrl[c->held_at] = (uint8_t)(CTRL_LIVE | c->held_order);
+            c->ctrl[c->held_at] ^= CTRL_FREE;
             count_block(s, best, c->held_at, c->held_atoms, out);
         } else {
-            uint32_t i = split_from(c, (unsigned)best_j, (unsigned)best_k);
-            take_block(s, best, i, (unsigned)best_k, (uint32_t)chunk_atoms_for(c, need), out);
+            uint32_t i = split_from(c, best_j, best_k);
+            take_block(s, best, i, best_k, (uint32_t)atoms_for(need, c->atom_log), out);
         }
         return CLRUN_OK;
     }
@@ -641,14 +668,13 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
      * does, so that an OUT_OF_MEMORY answer leaves everything as it was. */
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
-        int k = chunk_order_for(c, need);
-        if (k < 0 || !c->held || held_merged_order(c) < (unsigned)k)
+        uint64_t a = atoms_for(need, c->atom_log);
+        if (a > c->atoms || !c->held || held_merged_order(c) < order_for(a))
             continue;
         chunk_flush_held(c);
-        int j = chunk_free_order_from(c, k);
-        assert(j >= k);
-        take_block(s, n, split_from(c, (unsigned)j, (unsigned)k), (unsigned)k, (uint32_t)chunk_atoms_for(c, need),
-                   out);
+        int j = chunk_free_order_from(c, order_for(a));
+        assert(j >= 0);
+        take_block(s, n, split_from(c, (unsigned)j, order_for(a)), order_for(a), (uint32_t)a, out);
         return CLRUN_OK;
     }
 
@@ -657,10 +683,11 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     run_search found = {0};
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
-        if (chunk_order_for(c, need) < 0 || c->atoms - c->live_atoms < chunk_atoms_for(c, need))
+        uint64_t a = atoms_for(need, c->atom_log);
+        if (a > c->atoms - c->live_atoms)
             continue; /* not even that many atoms free: no walk */
         uint64_t align_atoms = align >> c->atom_log;
-        run_search q = {.atoms = (uint32_t)chunk_atoms_for(c, need), .align = align_atoms > 1 ? (uint32_t)align_atoms : 1};
+        run_search q = {.atoms = (uint32_t)a, .align = align_atoms > 1 ? (uint32_t)align_atoms : 1};
         chunk_runs(c, visit_fit, &q);
         if (q.found && (best_run == BUDDY_NIL || ((uint64_t)q.len << c->atom_log) <
                                                      ((uint64_t)found.len << ((buddy_chunk *)s->chunks.items[best_run])->atom_log))) {
@@ -674,21 +701,30 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     return CLRUN_OK;
 }
 
+/* The record of chunk `id`. The pool numbers its chunks from 0 and reuses the lowest free
+ * number, so the id is nearly always its own position: tried before the search. */
+static buddy_chunk *find_chunk(const buddy_state *s, uint32_t id)
+{
+    const chunk_index *ix = &s->chunks;
+    if (id < ix->count && ix->ids[id] == id)
+        return ix->items[id];
+    return chunk_index_find(ix, id);
+}
+
 static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
 {
     buddy_state *s = state;
-    buddy_chunk *c = chunk_index_find(&s->chunks, chunk);
+    buddy_chunk *c = find_chunk(s, chunk);
     if (!c)
         return CLRUN_ERROR_INVALID_FREE;
     if (offset & ((UINT64_C(1) << c->atom_log) - 1))
         return CLRUN_ERROR_INVALID_FREE;
     uint64_t at = offset >> c->atom_log;
-    if (at >= c->atoms || (c->ctrl[at] & CTRL_HELD) != CTRL_LIVE)
+    if (at >= c->atoms || (c->ctrl[at] & CTRL_KIND) != CTRL_LIVE)
         return CLRUN_ERROR_INVALID_FREE;
 
     uint32_t i = (uint32_t)at;
-    unsigned k = c->ctrl[i] & CTRL_ORDER;
-    uint32_t atoms = block_atoms(c, i, k);
+    uint32_t atoms = c->next[i];
     uint64_t bytes = (uint64_t)atoms << c->atom_log;
     assert(c->live > 0 && s->live_blocks > 0 && s->held_bytes >= bytes);
     s->held_bytes -= bytes;
@@ -700,9 +736,8 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
     chunk_flush_held(c);
     c->held = true;
     c->held_at = i;
-    c->held_order = k;
     c->held_atoms = atoms;
-    c->ctrl[i] = (uint8_t)(CTRL_HELD | k);
+    c->ctrl[i] |= CTRL_FREE;
     return CLRUN_OK;
 }
 
