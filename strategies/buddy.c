@@ -70,6 +70,7 @@
 #define BUDDY_MAX_ATOMS_LOG 20u       /* fewer than 2^(this+1) atoms per chunk (host memory) */
 #define BUDDY_ORDERS 64u              /* orders 0..63; real chunks use at most 0..20 */
 #define BUDDY_NIL UINT32_MAX          /* end of a free list */
+#define BUDDY_ID_MAP 65536u          /* chunk ids below this are found by direct lookup */
 #define HELD_SLACK 8u                 /* the held-back block serves a request up to 1/8 smaller */
 #define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
 #define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
@@ -85,9 +86,8 @@ typedef struct buddy_chunk {
     uint64_t live;                /* live blocks inside */
     uint32_t live_atoms;          /* atoms of those blocks (a run search needs as many free) */
     uint64_t order_mask;          /* bit k set: free list k is not empty */
-    bool held;                    /* a freed block is held back, not merged yet */
+    uint32_t held_atoms;          /* atoms of the freed block held back unmerged, 0 if none */
     uint32_t held_at;             /* its first atom */
-    uint32_t held_atoms;          /* its atoms */
     uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
     uint32_t *next;               /* next[i]: the free block after free block i in its list; the
                                    * atoms of live (or held) block i */
@@ -102,6 +102,8 @@ typedef struct buddy_state {
     uint64_t min_block;           /* smallest atom: max(min_align, BUDDY_MIN_BLOCK) */
     uint64_t max_chunk;           /* the largest chunk the pool can add */
     chunk_index chunks;           /* chunk id -> buddy_chunk */
+    buddy_chunk **by_id;          /* by_id[id]: chunk id (< by_id_len) or NULL, for the free path */
+    uint32_t by_id_len;           /* entries of by_id */
     uint64_t total_bytes;         /* sum of the sizes of all chunks */
     uint64_t held_bytes;          /* sum of the sizes of live blocks */
     uint64_t live_blocks;         /* blocks allocated and not freed */
@@ -112,7 +114,7 @@ typedef struct buddy_state {
 static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 {
     /* A block of order k starts at a multiple of 2^k atoms and lies inside the chunk. */
-    assert(k <= BUDDY_MAX_ATOMS_LOG && !(i & ((UINT32_C(1) << k) - 1)) && i + (UINT32_C(1) << k) <= c->atoms);
+    assert(!(i & ((UINT32_C(1) << k) - 1)) && i + (UINT32_C(1) << k) <= c->atoms);
     uint32_t first = c->head[k];
     c->next[i] = first;
     c->prev[i] = BUDDY_NIL;
@@ -144,7 +146,7 @@ static void chunk_make_empty(buddy_chunk *c)
     c->live = 0;
     c->live_atoms = 0;
     c->order_mask = 0;
-    c->held = false;
+    c->held_atoms = 0;
     for (unsigned k = 0; k < BUDDY_ORDERS; k++)
         c->head[k] = BUDDY_NIL;
     if (!c->atoms)
@@ -360,10 +362,36 @@ static unsigned held_merged_order(const buddy_chunk *c)
 /* Merges the held-back block of chunk c, if any. */
 static void chunk_flush_held(buddy_chunk *c)
 {
-    if (c->held) {
-        c->held = false;
+    if (c->held_atoms) {
         free_block(c, c->held_at, c->held_atoms);
+        c->held_atoms = 0;
     }
+}
+
+/* The record of chunk `id`, or NULL. Pools number chunks with small integers, so a table
+ * indexed by id answers at once; larger ids take the index's binary search. */
+static buddy_chunk *find_chunk(const buddy_state *s, uint32_t id)
+{
+    if (id < s->by_id_len)
+        return s->by_id[id];
+    return id < BUDDY_ID_MAP ? NULL : chunk_index_find(&s->chunks, id);
+}
+
+/* Makes room in by_id for chunk `id`; false when host memory runs out (nothing changed). */
+static bool reserve_id(buddy_state *s, uint32_t id)
+{
+    if (id < s->by_id_len || id >= BUDDY_ID_MAP)
+        return true;
+    uint32_t len = s->by_id_len ? s->by_id_len : 16;
+    while (len <= id)
+        len *= 2;
+    buddy_chunk **grown = realloc(s->by_id, (size_t)len * sizeof *grown);
+    if (!grown)
+        return false;
+    memset(grown + s->by_id_len, 0, (size_t)(len - s->by_id_len) * sizeof *grown);
+    s->by_id = grown;
+    s->by_id_len = len;
+    return true;
 }
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -390,6 +418,7 @@ static void buddy_destroy(void *state)
     for (uint32_t i = 0; i < s->chunks.count; i++)
         chunk_destroy(s->chunks.items[i]);
     chunk_index_release(&s->chunks);
+    free(s->by_id);
     free(s);
 }
 
@@ -433,12 +462,14 @@ static clrun_status buddy_add_chunk(void *state, uint32_t chunk, uint64_t size)
         return CLRUN_ERROR_INVALID_ARGUMENT;
     if (s->total_bytes > UINT64_MAX - size)
         return CLRUN_ERROR_INVALID_SIZE;
-    if (chunk_index_reserve(&s->chunks) != 0)
+    if (chunk_index_reserve(&s->chunks) != 0 || !reserve_id(s, chunk))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     buddy_chunk *c = chunk_create(s, size);
     if (!c)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     chunk_index_insert(&s->chunks, chunk, c);
+    if (chunk < s->by_id_len)
+        s->by_id[chunk] = c;
     s->total_bytes += size;
     return CLRUN_OK;
 }
@@ -453,6 +484,8 @@ static clrun_status buddy_remove_chunk(void *state, uint32_t chunk)
         return CLRUN_ERROR_BUSY;
     s->total_bytes -= c->size;
     chunk_index_erase(&s->chunks, chunk);
+    if (chunk < s->by_id_len)
+        s->by_id[chunk] = NULL;
     chunk_destroy(c);
     return CLRUN_OK;
 }
@@ -481,12 +514,11 @@ static void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t atoms, 
     out->size = bytes;
 }
 
-/* Hands out the first `atoms` of free block i of order k (already off its list) of chunk
- * number n, giving the rest back trimmed. */
+/* Hands out the first `atoms` of free block i of order k = order_for(atoms) (already off its
+ * list) of chunk number n, giving the rest back trimmed. */
 static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, uint32_t atoms, clrun_block *out)
 {
     buddy_chunk *c = s->chunks.items[n];
-    assert(atoms >= 1 && atoms <= UINT32_C(1) << k && (k == 0 || atoms > UINT32_C(1) << (k - 1)));
     c->ctrl[i] = (uint8_t)(CTRL_LIVE | log2_floor_u64(atoms));
     free_tail(c, i, atoms, k);
     count_block(s, n, i, atoms, out);
@@ -608,68 +640,16 @@ static uint32_t split_from(buddy_chunk *c, unsigned j, unsigned k)
     return i;
 }
 
-static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
+/* buddy_alloc when no free block holds `need` bytes at `align` as things are: a held-back
+ * block merged, or a run of free blocks. */
+static clrun_status alloc_merging(buddy_state *s, uint64_t need, uint64_t align, clrun_block *out)
 {
-    buddy_state *s = state;
-    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
-    uint64_t need = size > align ? size : align; /* blocks are aligned to their size */
-    if (need > (UINT64_C(1) << 63))
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    unsigned ideal_log = log2_floor_u64(pow2_ceil_u64(need > s->min_block ? need : s->min_block));
-
-    /* Best fit over chunks: the smallest free block that holds the request; a held-back block
-     * of the right size is taken back as it is. What the request takes in a chunk depends only
-     * on the chunk's atom, which nearly all chunks share: worked out once per atom. */
-    uint32_t best = BUDDY_NIL;
-    unsigned best_k = 0, best_j = 0, best_log = 0;
-    bool best_held = false;
-    unsigned atom_log = UINT32_MAX;
-    uint64_t atoms = 0, slack = 0, align_mask = 0;
-    unsigned k = 0;
-    for (uint32_t n = 0; n < s->chunks.count; n++) {
-        const buddy_chunk *c = s->chunks.items[n];
-        if (c->atom_log != atom_log) {
-            atom_log = c->atom_log;
-            atoms = atoms_for(need, atom_log);
-            k = order_for(atoms);
-            slack = atoms / HELD_SLACK;
-            uint64_t align_atoms = align >> atom_log; /* a block placed in a run may start anywhere */
-            align_mask = align_atoms > 1 ? align_atoms - 1 : 0;
-        }
-        bool held = c->held && (uint64_t)c->held_atoms - atoms <= slack && !(c->held_at & align_mask);
-        int j = held ? (int)k : chunk_free_order_from(c, k); /* none past the chunk's own atoms */
-        if (j < 0)
-            continue;
-        unsigned block_log = atom_log + (unsigned)j;
-        if (best == BUDDY_NIL || block_log < best_log) {
-            best = n;
-            best_k = k;
-            best_j = (unsigned)j;
-            best_held = held;
-            best_log = block_log;
-            if (block_log == ideal_log)
-                break; /* no chunk can offer a smaller block */
-        }
-    }
-    if (best != BUDDY_NIL) {
-        buddy_chunk *c = s->chunks.items[best];
-        if (best_held) { /* only its first atom changes */
-            c->held = false;
-            c->ctrl[c->held_at] ^= CTRL_FREE;
-            count_block(s, best, c->held_at, c->held_atoms, out);
-        } else {
-            uint32_t i = split_from(c, best_j, best_k);
-            take_block(s, best, i, best_k, (uint32_t)atoms_for(need, c->atom_log), out);
-        }
-        return CLRUN_OK;
-    }
-
-    /* Nothing fits as things are; merging a held-back block may make room. Merge only where it
+    /* Merging a held-back block may make room. Merge only where it
      * does, so that an OUT_OF_MEMORY answer leaves everything as it was. */
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
         uint64_t a = atoms_for(need, c->atom_log);
-        if (a > c->atoms || !c->held || held_merged_order(c) < order_for(a))
+        if (a > c->atoms || !c->held_atoms || held_merged_order(c) < order_for(a))
             continue;
         chunk_flush_held(c);
         int j = chunk_free_order_from(c, order_for(a));
@@ -701,14 +681,68 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     return CLRUN_OK;
 }
 
-/* The record of chunk `id`. The pool numbers its chunks from 0 and reuses the lowest free
- * number, so the id is nearly always its own position: tried before the search. */
-static buddy_chunk *find_chunk(const buddy_state *s, uint32_t id)
+static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
-    const chunk_index *ix = &s->chunks;
-    if (id < ix->count && ix->ids[id] == id)
-        return ix->items[id];
-    return chunk_index_find(ix, id);
+    buddy_state *s = state;
+    assert(size >= 1 && is_pow2_u64(align)); /* checked by the allocator core */
+    uint64_t need = size > align ? size : align; /* blocks are aligned to their size */
+    if (need > (UINT64_C(1) << 63))
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    unsigned ideal_log = need > s->min_block ? log2_floor_u64(need - 1) + 1 : log2_floor_u64(s->min_block);
+
+    /* Best fit over chunks: the smallest free block that holds the request; a held-back block
+     * of the right size is taken back as it is. What the request takes in a chunk depends only
+     * on the chunk's atom, which nearly all chunks share: worked out once per atom. */
+    uint32_t best = BUDDY_NIL;
+    unsigned best_log = UINT32_MAX;
+    bool best_held = false;
+    unsigned atom_log = UINT32_MAX;
+    uint64_t atoms = 0, slack = 0, align_mask = 0;
+    unsigned k = 0;
+    for (uint32_t n = 0, count = s->chunks.count; n < count; n++) {
+        const buddy_chunk *c = s->chunks.items[n];
+        if (c->atom_log != atom_log) {
+            atom_log = c->atom_log;
+            atoms = atoms_for(need, atom_log);
+            k = order_for(atoms);
+            slack = atoms / HELD_SLACK;
+            uint64_t align_atoms = align >> atom_log; /* a block placed in a run may start anywhere */
+            align_mask = align_atoms > 1 ? align_atoms - 1 : 0;
+        }
+        unsigned block_log;
+        bool held = (uint64_t)c->held_atoms - atoms <= slack && !(c->held_at & align_mask); /* none: wraps */
+        if (held) {
+            block_log = atom_log + k;
+        } else {
+            uint64_t m = c->order_mask >> k; /* none past the chunk's own atoms */
+            if (!m)
+                continue;
+            block_log = atom_log + k + (unsigned)__builtin_ctzll(m);
+        }
+        if (block_log < best_log) {
+            best = n;
+            best_held = held;
+            best_log = block_log;
+            if (block_log == ideal_log)
+                break; /* no chunk can offer a smaller block */
+        }
+    }
+    if (best != BUDDY_NIL) {
+        buddy_chunk *c = s->chunks.items[best];
+        if (best_held) { /* only its first atom changes */
+            c->ctrl[c->held_at] ^= CTRL_FREE;
+            count_block(s, best, c->held_at, c->held_atoms, out);
+            c->held_atoms = 0;
+        } else {
+            uint32_t a = (uint32_t)atoms_for(need, c->atom_log);
+            unsigned order = order_for(a);
+            uint32_t i = split_from(c, best_log - c->atom_log, order);
+            take_block(s, best, i, order, a, out);
+        }
+        return CLRUN_OK;
+    }
+
+    return alloc_merging(s, need, align, out);
 }
 
 static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
@@ -733,8 +767,8 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
     c->live_atoms -= atoms;
     /* Hold this block back unmerged and merge the one held before: a request of the same
      * size, the common case, then takes it back in O(1) instead of splitting again. */
-    chunk_flush_held(c);
-    c->held = true;
+    if (c->held_atoms)
+        free_block(c, c->held_at, c->held_atoms);
     c->held_at = i;
     c->held_atoms = atoms;
     c->ctrl[i] |= CTRL_FREE;
@@ -762,6 +796,8 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
                 largest = whole;
             continue;
         }
+        if (((uint64_t)(c->atoms - c->live_atoms) << c->atom_log) <= largest)
+            continue; /* every run of it is smaller: no walk */
         uint32_t run = 0;
         chunk_runs(c, visit_largest, &run);
         if (((uint64_t)run << c->atom_log) > largest)
@@ -772,7 +808,7 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
             top = log2_floor_u64(c->order_mask);
             any = true;
         }
-        if (c->held) { /* what alloc would make of it by merging */
+        if (c->held_atoms) { /* what alloc would make of it by merging */
             unsigned m = held_merged_order(c);
             if (!any || m > top)
                 top = m;
