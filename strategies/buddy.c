@@ -111,7 +111,7 @@ typedef struct buddy_state {
 
 /* ---- free lists ----------------------------------------------------------------------------- */
 
-static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
+static inline void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 {
     /* A block of order k starts at a multiple of 2^k atoms and lies inside the chunk. */
     assert(!(i & ((UINT32_C(1) << k) - 1)) && i + (UINT32_C(1) << k) <= c->atoms);
@@ -126,7 +126,7 @@ static void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 }
 
 /* Takes free block i of order k off its list; its control byte is left to the caller. */
-static void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
+static inline void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 {
     assert(c->ctrl[i] == (CTRL_FREE | k)); /* listed on list k */
     uint32_t n = c->next[i], p = c->prev[i];
@@ -499,7 +499,7 @@ static bool buddy_chunk_is_empty(const void *state, uint32_t chunk)
 
 /* Counts a live block of `atoms` at atom i of chunk number n (its index in s->chunks), its
  * first atom marked, and describes it in *out. */
-static void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t atoms, clrun_block *out)
+static inline void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t atoms, clrun_block *out)
 {
     assert(n < s->chunks.count);
     buddy_chunk *c = s->chunks.items[n];
