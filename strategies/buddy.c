@@ -140,7 +140,8 @@ static inline void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 
 /* ---- chunks --------------------------------------------------------------------------------- */
 
-/* Makes every atom free: the greedy cut into decreasing powers of two. */
+/* Makes every atom free, its control bytes all 0 already: the greedy cut into decreasing
+ * powers of two. */
 static void chunk_make_empty(buddy_chunk *c)
 {
     c->live = 0;
@@ -149,9 +150,6 @@ static void chunk_make_empty(buddy_chunk *c)
     c->held_atoms = 0;
     for (unsigned k = 0; k < BUDDY_ORDERS; k++)
         c->head[k] = BUDDY_NIL;
-    if (!c->atoms)
-        return;
-    memset(c->ctrl, 0, c->atoms);
     uint32_t at = 0;
     for (unsigned k = BUDDY_MAX_ATOMS_LOG + 1; k-- > 0;) {
         if (c->atoms & (UINT32_C(1) << k)) {
@@ -187,7 +185,7 @@ static buddy_chunk *chunk_create(const buddy_state *s, uint64_t size)
     if (c->atoms) {
         c->next = malloc((size_t)c->atoms * sizeof *c->next);
         c->prev = malloc((size_t)c->atoms * sizeof *c->prev);
-        c->ctrl = malloc(c->atoms);
+        c->ctrl = calloc(c->atoms, 1); /* fresh pages from the system need no clearing */
         if (!c->next || !c->prev || !c->ctrl) {
             chunk_destroy(c);
             return NULL;
@@ -274,39 +272,34 @@ static void free_tail(buddy_chunk *c, uint32_t i, uint32_t n, unsigned k)
 
 /* Frees the block of n atoms at i whose pieces are the binary form of n (i aligned to the
  * block of order K = ceil(log2 n) that holds it, n not a power of two), with the result of
- * freeing its pieces one by one in address order. The merge climbs from the last piece: at
- * each order its buddy is either a piece of the block (below it: free now, never listed) or a
- * block of the tail (above it: merged when listed whole). Where it stops, the pieces below are
- * listed unmerged, each on its own list, as the piece-by-piece free leaves them; past order K
- * it is an ordinary merge. */
+ * freeing its pieces one by one in address order. The merge climbs from the last piece. At an
+ * order where n has a 1 bit above the last piece, the buddy is a piece of the block (below
+ * it: free now, never listed); at the others, the bits of 2^K - n, it is the tail's block of
+ * that order (above it), merged when it is listed whole. Where the climb stops, the pieces
+ * below are listed unmerged, each on its own list, as the piece-by-piece free leaves them;
+ * past order K it is an ordinary merge. */
 static void free_trimmed(buddy_chunk *c, uint32_t i, uint32_t n, unsigned K)
 {
-    unsigned b = (unsigned)__builtin_ctz(n);
-    uint32_t o = n - (UINT32_C(1) << b); /* where the climbing block starts, from i */
     c->ctrl[i] = 0;
-    for (; b < K; b++) {
-        uint32_t half = UINT32_C(1) << b;
-        if (o & half) { /* its buddy is the piece of order b below it */
-            o -= half;
-            continue;
+    for (uint32_t tail = (UINT32_C(1) << K) - n; tail; tail &= tail - 1) {
+        unsigned t = (unsigned)__builtin_ctz(tail);
+        uint32_t half = UINT32_C(1) << t;
+        uint32_t at = i + (n & ~((half << 1) - 1)); /* the climbing block, of order t */
+        uint32_t buddy = at + half;
+        if (buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | t)) {
+            list_push(c, at, t);
+            for (uint32_t above = n & ~((half << 1) - 1); above;) {
+                unsigned p = log2_floor_u64(above); /* the pieces above it, from i */
+                list_push(c, i, p);
+                i += UINT32_C(1) << p;
+                above &= ~(UINT32_C(1) << p);
+            }
+            return;
         }
-        uint32_t buddy = i + o + half;
-        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | b))
-            break;
-        list_unlink(c, buddy, b);
+        list_unlink(c, buddy, t);
         c->ctrl[buddy] = 0;
     }
-    if (b == K) {
-        chunk_merge_free(c, i, K);
-        return;
-    }
-    list_push(c, i + o, b);
-    for (unsigned t = K; t-- > b + 1;) { /* the pieces above bit b of n, from i */
-        if (n >> t & 1) {
-            list_push(c, i, t);
-            i += UINT32_C(1) << t;
-        }
-    }
+    chunk_merge_free(c, i, K);
 }
 
 /* Frees the live (or held) block of n atoms at i for good, merged as if each piece were freed
@@ -778,8 +771,12 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
 static void buddy_reset(void *state)
 {
     buddy_state *s = state;
-    for (uint32_t n = 0; n < s->chunks.count; n++)
-        chunk_make_empty(s->chunks.items[n]);
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        buddy_chunk *c = s->chunks.items[n];
+        if (c->atoms)
+            memset(c->ctrl, 0, c->atoms);
+        chunk_make_empty(c);
+    }
     s->held_bytes = 0;
     s->live_blocks = 0;
 }
