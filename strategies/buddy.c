@@ -14,9 +14,9 @@
  * and the tail is the aligned blocks that make up the rest (5 of 8: 1 + 2), listed free. The
  * tail's blocks cannot merge while the block lives (each one's buddy holds a live piece). So a
  * block wastes less than an atom, not up to half of itself. The pieces are implicit: a live
- * block records only its first atom (control byte) and its atom count (in next[], unused while
- * a block is live); its pieces are the aligned blocks that [i, i + n) is made of, largest
- * first from each position. Freeing merges as if every piece were freed in address order, but
+ * block records only its first atom's control byte and its atom count (in its free-list link,
+ * unused while it is live); its pieces are the aligned blocks that [i, i + n) is made of,
+ * largest first from each position. Freeing merges as if every piece were freed in address order, but
  * in one pass from the last piece up (see free_trimmed): the pieces before the last one could
  * never merge on their own (each one's buddy holds the next piece), so they are listed only if
  * the merge stops below them, and a tail all free comes back as the whole block at once.
@@ -41,8 +41,8 @@
  *
  * Bookkeeping, as in SQLite's mem5.c but kept on the host because device memory cannot hold
  * it: per chunk, one control byte per atom (at a block's first atom: free, live or held, and
- * an order; 0 anywhere else), doubly linked free lists per order whose links are two uint32
- * arrays indexed by atom, and a bit mask of the orders whose free list is not empty.
+ * an order; 0 anywhere else), doubly linked free lists per order whose links (two uint32
+ * side by side) are an array indexed by atom, and a bit mask of the orders whose free list is not empty.
  * To bound that host memory a chunk has fewer than 2^21 atoms: a chunk of 2^20 minimum blocks
  * or more gets a larger atom (a 1 GiB chunk gets 1 KiB atoms). Host cost: 9 bytes per atom,
  * so under 18 MiB per chunk and at most 9/256 of the chunk's size.
@@ -78,6 +78,14 @@
 #define CTRL_KIND CTRL_HELD           /* the bits above the order */
 #define CTRL_ORDER 0x1fu              /* control byte: the block's (or first piece's) order, <= 20 */
 
+/* The links of the block that starts at an atom, side by side so that a list operation
+ * touches one cache line per block. */
+typedef struct buddy_link {
+    uint32_t next;  /* a free block: the next one in its list (or BUDDY_NIL); a live (or held)
+                     * block: its atoms */
+    uint32_t prev;  /* a free block: the one before it in its list (or BUDDY_NIL) */
+} buddy_link;
+
 /* One chunk. */
 typedef struct buddy_chunk {
     uint64_t size;                /* bytes the pool gave us */
@@ -89,9 +97,7 @@ typedef struct buddy_chunk {
     uint32_t held_atoms;          /* atoms of the freed block held back unmerged, 0 if none */
     uint32_t held_at;             /* its first atom */
     uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
-    uint32_t *next;               /* next[i]: the free block after free block i in its list; the
-                                   * atoms of live (or held) block i */
-    uint32_t *prev;               /* prev[i]: the free block before free block i in its list */
+    buddy_link *link;             /* link[i]: block i's free-list neighbours, or its atoms */
     uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE or CTRL_HELD | order at a
                                    * block's first atom (a live block: of its first piece), 0
                                    * anywhere else */
@@ -116,10 +122,10 @@ static inline void list_push(buddy_chunk *c, uint32_t i, unsigned k)
     /* A block of order k starts at a multiple of 2^k atoms and lies inside the chunk. */
     assert(!(i & ((UINT32_C(1) << k) - 1)) && i + (UINT32_C(1) << k) <= c->atoms);
     uint32_t first = c->head[k];
-    c->next[i] = first;
-    c->prev[i] = BUDDY_NIL;
+    c->link[i].next = first;
+    c->link[i].prev = BUDDY_NIL;
     if (first != BUDDY_NIL)
-        c->prev[first] = i;
+        c->link[first].prev = i;
     c->head[k] = i;
     c->order_mask |= UINT64_C(1) << k;
     c->ctrl[i] = (uint8_t)(CTRL_FREE | k);
@@ -129,13 +135,13 @@ static inline void list_push(buddy_chunk *c, uint32_t i, unsigned k)
 static inline void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 {
     assert(c->ctrl[i] == (CTRL_FREE | k)); /* listed on list k */
-    uint32_t n = c->next[i], p = c->prev[i];
+    uint32_t n = c->link[i].next, p = c->link[i].prev;
     if (p != BUDDY_NIL)
-        c->next[p] = n;
+        c->link[p].next = n;
     else if ((c->head[k] = n) == BUDDY_NIL)
         c->order_mask &= ~(UINT64_C(1) << k);
     if (n != BUDDY_NIL)
-        c->prev[n] = p;
+        c->link[n].prev = p;
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
@@ -163,8 +169,7 @@ static void chunk_destroy(buddy_chunk *c)
 {
     if (!c)
         return;
-    free(c->next);
-    free(c->prev);
+    free(c->link);
     free(c->ctrl);
     free(c);
 }
@@ -183,10 +188,9 @@ static buddy_chunk *chunk_create(const buddy_state *s, uint64_t size)
     c->atom_log = atom_log;
     c->atoms = (uint32_t)(size >> atom_log); /* < 2^21 by the choice of atom_log */
     if (c->atoms) {
-        c->next = malloc((size_t)c->atoms * sizeof *c->next);
-        c->prev = malloc((size_t)c->atoms * sizeof *c->prev);
+        c->link = malloc((size_t)c->atoms * sizeof *c->link);
         c->ctrl = calloc(c->atoms, 1); /* fresh pages from the system need no clearing */
-        if (!c->next || !c->prev || !c->ctrl) {
+        if (!c->link || !c->ctrl) {
             chunk_destroy(c);
             return NULL;
         }
@@ -497,7 +501,7 @@ static inline void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t 
     assert(n < s->chunks.count);
     buddy_chunk *c = s->chunks.items[n];
     uint64_t bytes = (uint64_t)atoms << c->atom_log;
-    c->next[i] = atoms;
+    c->link[i].next = atoms;
     c->live++;
     c->live_atoms += atoms;
     s->held_bytes += bytes;
@@ -533,7 +537,7 @@ static bool chunk_runs(const buddy_chunk *c, bool (*visit)(const buddy_chunk *, 
     for (uint32_t at = 0; at < c->atoms;) {
         uint8_t ctrl = c->ctrl[at];
         unsigned kind = ctrl & CTRL_KIND;
-        uint32_t len = kind == CTRL_FREE ? UINT32_C(1) << (ctrl & CTRL_ORDER) : c->next[at];
+        uint32_t len = kind == CTRL_FREE ? UINT32_C(1) << (ctrl & CTRL_ORDER) : c->link[at].next;
         assert(kind != 0 && len >= 1); /* blocks tile the chunk */
         if (kind != CTRL_LIVE) {
             if (!run.len)
@@ -751,7 +755,7 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
         return CLRUN_ERROR_INVALID_FREE;
 
     uint32_t i = (uint32_t)at;
-    uint32_t atoms = c->next[i];
+    uint32_t atoms = c->link[i].next;
     uint64_t bytes = (uint64_t)atoms << c->atom_log;
     assert(c->live > 0 && s->live_blocks > 0 && s->held_bytes >= bytes);
     s->held_bytes -= bytes;
