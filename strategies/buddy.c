@@ -45,11 +45,12 @@
  * side by side) are an array indexed by atom, and a bit mask of the orders whose free list is not empty.
  * To bound that host memory a chunk has fewer than 2^21 atoms: a chunk of 2^20 minimum blocks
  * or more gets a larger atom (a 1 GiB chunk gets 1 KiB atoms). Host cost: 9 bytes per atom,
- * so under 18 MiB per chunk and at most 9/256 of the chunk's size.
+ * so under 18 MiB per chunk and at most 9/256 of the chunk's size. Chunks are found by id in
+ * a table for ids below 65536 (a pointer per id up to the largest), else by binary search.
  *
  * Complexity. alloc: O(c + log n) for c chunks (one mask test per chunk picks the chunk with
- * the smallest sufficient free block) and n atoms (splits and trimming); free: O(log c) to find
- * the chunk plus O(log n) merges. A block placed across a run is O(n) to place (a walk over
+ * the smallest sufficient free block) and n atoms (splits and trimming); free: O(1) to find
+ * the chunk (O(log c) past the id table) plus O(log n) merges. A block placed across a run is O(n) to place (a walk over
  * the chunk's blocks) and O(log^2 n) to free. add_chunk and reset: O(n) (clearing the control
  * bytes).
  *
