@@ -65,44 +65,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunk_index.h"
+#include "buddy_chunk.h"
 
 #define BUDDY_MIN_BLOCK 256u          /* smallest atom, whatever min_align is */
-#define BUDDY_MAX_ATOMS_LOG 20u       /* fewer than 2^(this+1) atoms per chunk (host memory) */
-#define BUDDY_ORDERS 64u              /* orders 0..63; real chunks use at most 0..20 */
-#define BUDDY_NIL UINT32_MAX          /* end of a free list */
 #define BUDDY_ID_MAP 65536u          /* chunk ids below this are found by direct lookup */
 #define HELD_SLACK 8u                 /* the held-back block serves a request up to 1/8 smaller */
-#define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
-#define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
-#define CTRL_HELD (CTRL_LIVE | CTRL_FREE) /* control byte: the chunk's held-back free block */
-#define CTRL_KIND CTRL_HELD           /* the bits above the order */
-#define CTRL_ORDER 0x1fu              /* control byte: the block's (or first piece's) order, <= 20 */
-
-/* The links of the block that starts at an atom, side by side so that a list operation
- * touches one cache line per block. */
-typedef struct buddy_link {
-    uint32_t next;  /* a free block: the next one in its list (or BUDDY_NIL); a live (or held)
-                     * block: its atoms */
-    uint32_t prev;  /* a free block: the one before it in its list (or BUDDY_NIL) */
-} buddy_link;
-
-/* One chunk. */
-typedef struct buddy_chunk {
-    uint64_t size;                /* bytes the pool gave us */
-    unsigned atom_log;            /* log2 of this chunk's atom (smallest block) in bytes */
-    uint32_t atoms;               /* whole atoms in the chunk (< 2^21) */
-    uint64_t live;                /* live blocks inside */
-    uint32_t live_atoms;          /* atoms of those blocks (a run search needs as many free) */
-    uint64_t order_mask;          /* bit k set: free list k is not empty */
-    uint32_t held_atoms;          /* atoms of the freed block held back unmerged, 0 if none */
-    uint32_t held_at;             /* its first atom */
-    uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
-    buddy_link *link;             /* link[i]: block i's free-list neighbours, or its atoms */
-    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE or CTRL_HELD | order at a
-                                   * block's first atom (a live block: of its first piece), 0
-                                   * anywhere else */
-} buddy_chunk;
 
 /* The whole state of one buddy allocator. */
 typedef struct buddy_state {
@@ -115,256 +82,6 @@ typedef struct buddy_state {
     uint64_t held_bytes;          /* sum of the sizes of live blocks */
     uint64_t live_blocks;         /* blocks allocated and not freed */
 } buddy_state;
-
-/* ---- free lists ----------------------------------------------------------------------------- */
-
-static inline void list_push(buddy_chunk *c, uint32_t i, unsigned k)
-{
-    /* A block of order k starts at a multiple of 2^k atoms and lies inside the chunk. */
-    assert(!(i & ((UINT32_C(1) << k) - 1)) && i + (UINT32_C(1) << k) <= c->atoms);
-    uint32_t first = c->head[k];
-    c->link[i].next = first;
-    c->link[i].prev = BUDDY_NIL;
-    if (first != BUDDY_NIL)
-        c->link[first].prev = i;
-    c->head[k] = i;
-    c->order_mask |= UINT64_C(1) << k;
-    c->ctrl[i] = (uint8_t)(CTRL_FREE | k);
-}
-
-/* Takes free block i of order k off its list; its control byte is left to the caller. */
-static inline void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
-{
-    assert(c->ctrl[i] == (CTRL_FREE | k)); /* listed on list k */
-    uint32_t n = c->link[i].next, p = c->link[i].prev;
-    if (p != BUDDY_NIL)
-        c->link[p].next = n;
-    else if ((c->head[k] = n) == BUDDY_NIL)
-        c->order_mask &= ~(UINT64_C(1) << k);
-    if (n != BUDDY_NIL)
-        c->link[n].prev = p;
-}
-
-/* ---- chunks --------------------------------------------------------------------------------- */
-
-/* Makes every atom free, its control bytes all 0 already: the greedy cut into decreasing
- * powers of two. */
-static void chunk_make_empty(buddy_chunk *c)
-{
-    c->live = 0;
-    c->live_atoms = 0;
-    c->order_mask = 0;
-    c->held_atoms = 0;
-    for (unsigned k = 0; k < BUDDY_ORDERS; k++)
-        c->head[k] = BUDDY_NIL;
-    uint32_t at = 0;
-    for (unsigned k = BUDDY_MAX_ATOMS_LOG + 1; k-- > 0;) {
-        if (c->atoms & (UINT32_C(1) << k)) {
-            list_push(c, at, k);
-            at += UINT32_C(1) << k;
-        }
-    }
-}
-
-static void chunk_destroy(buddy_chunk *c)
-{
-    if (!c)
-        return;
-    free(c->link);
-    free(c->ctrl);
-    free(c);
-}
-
-/* A new empty chunk of `size` bytes, or NULL when host memory runs out. */
-static buddy_chunk *chunk_create(const buddy_state *s, uint64_t size)
-{
-    buddy_chunk *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    unsigned atom_log = log2_floor_u64(s->min_block);
-    unsigned size_log = log2_floor_u64(size); /* size >= 1 here */
-    if (size_log >= atom_log + BUDDY_MAX_ATOMS_LOG)
-        atom_log = size_log - BUDDY_MAX_ATOMS_LOG;
-    c->size = size;
-    c->atom_log = atom_log;
-    c->atoms = (uint32_t)(size >> atom_log); /* < 2^21 by the choice of atom_log */
-    if (c->atoms) {
-        c->link = malloc((size_t)c->atoms * sizeof *c->link);
-        c->ctrl = calloc(c->atoms, 1); /* fresh pages from the system need no clearing */
-        if (!c->link || !c->ctrl) {
-            chunk_destroy(c);
-            return NULL;
-        }
-    }
-    chunk_make_empty(c);
-    return c;
-}
-
-/* The atoms a request of `need` (>= 1) bytes takes in a chunk of atoms of 2^atom_log bytes. */
-static uint64_t atoms_for(uint64_t need, unsigned atom_log)
-{
-    return ((need - 1) >> atom_log) + 1;
-}
-
-/* The order of the smallest block of at least `atoms` (>= 1) atoms. */
-static unsigned order_for(uint64_t atoms)
-{
-    return atoms <= 1 ? 0 : log2_floor_u64(atoms - 1) + 1;
-}
-
-/* The smallest order >= k with a free block in chunk c, or -1. */
-static int chunk_free_order_from(const buddy_chunk *c, unsigned k)
-{
-    uint64_t m = c->order_mask >> k;
-    return m ? (int)k + __builtin_ctzll(m) : -1;
-}
-
-/* Frees block i of order k for good: merges it with its buddy while that buddy is free,
- * whole and inside the chunk, then lists the result. */
-static void chunk_merge_free(buddy_chunk *c, uint32_t i, unsigned k)
-{
-    c->ctrl[i] = 0;
-    for (;;) {
-        uint32_t half = UINT32_C(1) << k;
-        uint32_t buddy = i ^ half;
-        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
-            break;
-        list_unlink(c, buddy, k);
-        c->ctrl[buddy] = 0;
-        i &= ~half;
-        k++;
-    }
-    list_push(c, i, k);
-}
-
-/* The order block i of order k would reach if merged now; changes nothing. Since every listed
- * block is already merged as far as it goes, only the held-back block can grow this way. */
-static unsigned chunk_merged_order(const buddy_chunk *c, uint32_t i, unsigned k)
-{
-    for (;;) {
-        uint32_t half = UINT32_C(1) << k;
-        uint32_t buddy = i ^ half;
-        if ((uint64_t)buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | k))
-            return k;
-        i &= ~half;
-        k++;
-    }
-}
-
-/* ---- pieces: a live block of n atoms at atom i, the aligned blocks [i, i + n) is made of ---- */
-
-/* The order of the piece at atom q of a block that ends at atom `end` (> q): the largest
- * aligned block that starts at q and fits. */
-static unsigned piece_order(uint32_t q, uint32_t end)
-{
-    unsigned b = log2_floor_u64(end - q);
-    if (q && (unsigned)__builtin_ctz(q) < b)
-        b = (unsigned)__builtin_ctz(q);
-    return b;
-}
-
-/* Lists [i + n, i + 2^k) free, the block of order k at i minus its first n atoms (live), as
- * the aligned blocks it is made of, smallest first. None merges: each one's buddy holds a live
- * atom. */
-static void free_tail(buddy_chunk *c, uint32_t i, uint32_t n, unsigned k)
-{
-    for (uint32_t q = n; q < (UINT32_C(1) << k);) {
-        unsigned b = (unsigned)__builtin_ctz(q);
-        list_push(c, i + q, b);
-        q += UINT32_C(1) << b;
-    }
-}
-
-/* Frees the block of n atoms at i whose pieces are the binary form of n (i aligned to the
- * block of order K = ceil(log2 n) that holds it, n not a power of two), with the result of
- * freeing its pieces one by one in address order. The merge climbs from the last piece. At an
- * order where n has a 1 bit above the last piece, the buddy is a piece of the block (below
- * it: free now, never listed); at the others, the bits of 2^K - n, it is the tail's block of
- * that order (above it), merged when it is listed whole. Where the climb stops, the pieces
- * below are listed unmerged, each on its own list, as the piece-by-piece free leaves them;
- * past order K it is an ordinary merge. */
-static void free_trimmed(buddy_chunk *c, uint32_t i, uint32_t n, unsigned K)
-{
-    c->ctrl[i] = 0;
-    for (uint32_t tail = (UINT32_C(1) << K) - n; tail; tail &= tail - 1) {
-        unsigned t = (unsigned)__builtin_ctz(tail);
-        uint32_t half = UINT32_C(1) << t;
-        uint32_t at = i + (n & ~((half << 1) - 1)); /* the climbing block, of order t */
-        uint32_t buddy = at + half;
-        if (buddy + half > c->atoms || c->ctrl[buddy] != (CTRL_FREE | t)) {
-            list_push(c, at, t);
-            for (uint32_t above = n & ~((half << 1) - 1); above;) {
-                unsigned p = log2_floor_u64(above); /* the pieces above it, from i */
-                list_push(c, i, p);
-                i += UINT32_C(1) << p;
-                above &= ~(UINT32_C(1) << p);
-            }
-            return;
-        }
-        list_unlink(c, buddy, t);
-        c->ctrl[buddy] = 0;
-    }
-    chunk_merge_free(c, i, K);
-}
-
-/* Frees the live (or held) block of n atoms at i for good, merged as if each piece were freed
- * in address order. */
-static void free_block(buddy_chunk *c, uint32_t i, uint32_t n)
-{
-    unsigned K = order_for(n);
-    if (!(i & ((UINT32_C(1) << K) - 1))) { /* the binary form of n */
-        if (n == UINT32_C(1) << K)
-            chunk_merge_free(c, i, K);
-        else
-            free_trimmed(c, i, n, K);
-        return;
-    }
-    for (uint32_t q = i, end = i + n; q < end;) { /* placed in a run: piece by piece */
-        unsigned b = piece_order(q, end);
-        chunk_merge_free(c, q, b);
-        q += UINT32_C(1) << b;
-    }
-}
-
-/* The largest order that merging the held-back block of c would make; changes nothing. A
- * block of one piece merges as any block. A trimmed one (first piece of order k0, in the block
- * of order k0 + 1 at its start) merges whole, as that block, when every block of its tail is
- * free; otherwise its first piece cannot merge and the others stay smaller than it. */
-static unsigned held_merged_order(const buddy_chunk *c)
-{
-    uint32_t i = c->held_at, n = c->held_atoms;
-    unsigned k0 = c->ctrl[i] & CTRL_ORDER, k = k0 + 1;
-    if (n == UINT32_C(1) << k0)
-        return chunk_merged_order(c, i, k0);
-    if (n > UINT32_C(1) << k || (i & ((UINT32_C(1) << k) - 1))) { /* placed in a run: no trimmed shape */
-        unsigned largest = 0;
-        for (uint32_t at = i, end = i + n; at < end;) {
-            unsigned b = piece_order(at, end); /* each piece merges at least to itself */
-            if (b > largest)
-                largest = b;
-            at += UINT32_C(1) << b;
-        }
-        return largest;
-    }
-    if ((uint64_t)i + (UINT64_C(1) << k) > c->atoms)
-        return k0; /* it spans the chunk's top blocks: its first one never merges */
-    for (uint32_t q = n; q < (UINT32_C(1) << k);) {
-        unsigned b = (unsigned)__builtin_ctz(q);
-        if (c->ctrl[i + q] != (CTRL_FREE | b))
-            return k0;
-        q += UINT32_C(1) << b;
-    }
-    return chunk_merged_order(c, i, k);
-}
-
-/* Merges the held-back block of chunk c, if any. */
-static void chunk_flush_held(buddy_chunk *c)
-{
-    if (c->held_atoms) {
-        free_block(c, c->held_at, c->held_atoms);
-        c->held_atoms = 0;
-    }
-}
 
 /* The record of chunk `id`, or NULL. Pools number chunks with small integers, so a table
  * indexed by id answers at once; larger ids take the index's binary search. */
@@ -414,13 +131,13 @@ static void buddy_destroy(void *state)
     if (!s)
         return;
     for (uint32_t i = 0; i < s->chunks.count; i++)
-        chunk_destroy(s->chunks.items[i]);
+        clrun__buddy_chunk_destroy(s->chunks.items[i]);
     chunk_index_release(&s->chunks);
     free(s->by_id);
     free(s);
 }
 
-/* The log2 of the atom of a chunk of `size` bytes (chunk_create's choice). */
+/* The log2 of the atom of a chunk of `size` bytes (clrun__buddy_chunk_create's choice). */
 static unsigned atom_log_for(const buddy_state *s, uint64_t size)
 {
     unsigned atom_log = log2_floor_u64(s->min_block);
@@ -462,7 +179,7 @@ static clrun_status buddy_add_chunk(void *state, uint32_t chunk, uint64_t size)
         return CLRUN_ERROR_INVALID_SIZE;
     if (chunk_index_reserve(&s->chunks) != 0 || !reserve_id(s, chunk))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    buddy_chunk *c = chunk_create(s, size);
+    buddy_chunk *c = clrun__buddy_chunk_create(s->min_block, size);
     if (!c)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     chunk_index_insert(&s->chunks, chunk, c);
@@ -484,7 +201,7 @@ static clrun_status buddy_remove_chunk(void *state, uint32_t chunk)
     chunk_index_erase(&s->chunks, chunk);
     if (chunk < s->by_id_len)
         s->by_id[chunk] = NULL;
-    chunk_destroy(c);
+    clrun__buddy_chunk_destroy(c);
     return CLRUN_OK;
 }
 
@@ -518,97 +235,8 @@ static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, uint3
 {
     buddy_chunk *c = s->chunks.items[n];
     c->ctrl[i] = (uint8_t)(CTRL_LIVE | log2_floor_u64(atoms));
-    free_tail(c, i, atoms, k);
+    clrun__buddy_free_tail(c, i, atoms, k);
     count_block(s, n, i, atoms, out);
-}
-
-/* ---- runs: a block across free blocks ------------------------------------------------------ */
-
-/* A run of free atoms of chunk c: maximal, in address order, over free blocks and the
- * held-back block (free in all but form). */
-typedef struct buddy_run {
-    uint32_t at;   /* its first atom */
-    uint32_t len;  /* its atoms */
-} buddy_run;
-
-/* Calls visit(c, run, arg) for every run of c in address order; stops when it returns true. */
-static bool chunk_runs(const buddy_chunk *c, bool (*visit)(const buddy_chunk *, buddy_run, void *), void *arg)
-{
-    buddy_run run = {0, 0};
-    for (uint32_t at = 0; at < c->atoms;) {
-        uint8_t ctrl = c->ctrl[at];
-        unsigned kind = ctrl & CTRL_KIND;
-        uint32_t len = kind == CTRL_FREE ? UINT32_C(1) << (ctrl & CTRL_ORDER) : c->link[at].next;
-        assert(kind != 0 && len >= 1); /* blocks tile the chunk */
-        if (kind != CTRL_LIVE) {
-            if (!run.len)
-                run.at = at;
-            run.len += len;
-        } else if (run.len) {
-            if (visit(c, run, arg))
-                return true;
-            run.len = 0;
-        }
-        at += len;
-    }
-    return run.len && visit(c, run, arg);
-}
-/* What a search for a run asks and finds: the smallest run with room for `atoms` at a multiple
- * of `align` atoms (the lowest on ties). */
-typedef struct run_search {
-    uint32_t atoms, align;  /* asked */
-    bool found;
-    uint32_t at, len;       /* where the block would start, and its run's length */
-} run_search;
-
-static bool visit_fit(const buddy_chunk *c, buddy_run run, void *arg)
-{
-    (void)c;
-    run_search *q = arg;
-    uint32_t at = (run.at + q->align - 1) & ~(q->align - 1);
-    if (at < run.at || at - run.at >= run.len || run.len - (at - run.at) < q->atoms)
-        return false;
-    if (!q->found || run.len < q->len) {
-        q->found = true;
-        q->at = at;
-        q->len = run.len;
-    }
-    return run.len == q->atoms; /* nothing fits tighter */
-}
-
-static bool visit_largest(const buddy_chunk *c, buddy_run run, void *arg)
-{
-    (void)c;
-    uint32_t *largest = arg;
-    if (run.len > *largest)
-        *largest = run.len;
-    return false;
-}
-
-/* Makes the piece of order b at atom q, inside free atoms, live (the block's first atom when
- * `head`): the free block that holds it is split down to it, the other halves listed. */
-static void carve_piece(buddy_chunk *c, uint32_t q, unsigned b, bool head)
-{
-    unsigned j = b;
-    uint32_t start = q;
-    for (;; j++) {
-        start = q & ~((UINT32_C(1) << j) - 1);
-        if (c->ctrl[start] == (CTRL_FREE | j))
-            break;
-        assert(j < BUDDY_MAX_ATOMS_LOG + 1); /* the atoms are free: some block holds them */
-    }
-    list_unlink(c, start, j);
-    while (j > b) { /* keep the half with q, list the other one */
-        j--;
-        uint32_t half = UINT32_C(1) << j;
-        if (q & half) {
-            list_push(c, start, j);
-            start += half;
-        } else {
-            list_push(c, start + half, j);
-        }
-    }
-    c->ctrl[q] = (uint8_t)(head ? CTRL_LIVE | b : 0);
 }
 
 /* Hands out `atoms` at atom `at` of chunk number n, all of them free (the held-back block
@@ -617,25 +245,13 @@ static void carve_piece(buddy_chunk *c, uint32_t q, unsigned b, bool head)
 static void take_run(buddy_state *s, uint32_t n, uint32_t at, uint32_t atoms, clrun_block *out)
 {
     buddy_chunk *c = s->chunks.items[n];
-    chunk_flush_held(c);
+    clrun__buddy_flush_held(c);
     for (uint32_t q = at, end = at + atoms; q < end;) {
         unsigned b = piece_order(q, end);
-        carve_piece(c, q, b, q == at);
+        clrun__buddy_carve_piece(c, q, b, q == at);
         q += UINT32_C(1) << b;
     }
     count_block(s, n, at, atoms, out);
-}
-
-/* Takes the first free block of order j of chunk c and splits it down to order k. */
-static uint32_t split_from(buddy_chunk *c, unsigned j, unsigned k)
-{
-    uint32_t i = c->head[j];
-    list_unlink(c, i, j);
-    while (j > k) { /* keep the lower half, list the upper one */
-        j--;
-        list_push(c, i + (UINT32_C(1) << j), j);
-    }
-    return i;
 }
 
 /* buddy_alloc when no free block holds `need` bytes at `align` as things are: a held-back
@@ -647,12 +263,12 @@ static clrun_status alloc_merging(buddy_state *s, uint64_t need, uint64_t align,
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
         uint64_t a = atoms_for(need, c->atom_log);
-        if (a > c->atoms || !c->held_atoms || held_merged_order(c) < order_for(a))
+        if (a > c->atoms || !c->held_atoms || clrun__buddy_held_merged_order(c) < order_for(a))
             continue;
-        chunk_flush_held(c);
+        clrun__buddy_flush_held(c);
         int j = chunk_free_order_from(c, order_for(a));
         assert(j >= 0);
-        take_block(s, n, split_from(c, (unsigned)j, order_for(a)), order_for(a), (uint32_t)a, out);
+        take_block(s, n, clrun__buddy_split_from(c, (unsigned)j, order_for(a)), order_for(a), (uint32_t)a, out);
         return CLRUN_OK;
     }
 
@@ -666,7 +282,7 @@ static clrun_status alloc_merging(buddy_state *s, uint64_t need, uint64_t align,
             continue; /* not even that many atoms free: no walk */
         uint64_t align_atoms = align >> c->atom_log;
         run_search q = {.atoms = (uint32_t)a, .align = align_atoms > 1 ? (uint32_t)align_atoms : 1};
-        chunk_runs(c, visit_fit, &q);
+        clrun__buddy_chunk_runs(c, clrun__buddy_visit_fit, &q);
         if (q.found && (best_run == BUDDY_NIL || ((uint64_t)q.len << c->atom_log) <
                                                      ((uint64_t)found.len << ((buddy_chunk *)s->chunks.items[best_run])->atom_log))) {
             best_run = n;
@@ -734,7 +350,7 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
         } else {
             uint32_t a = (uint32_t)atoms_for(need, c->atom_log);
             unsigned order = order_for(a);
-            uint32_t i = split_from(c, best_log - c->atom_log, order);
+            uint32_t i = clrun__buddy_split_from(c, best_log - c->atom_log, order);
             take_block(s, best, i, order, a, out);
         }
         return CLRUN_OK;
@@ -766,7 +382,7 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
     /* Hold this block back unmerged and merge the one held before: a request of the same
      * size, the common case, then takes it back in O(1) instead of splitting again. */
     if (c->held_atoms)
-        free_block(c, c->held_at, c->held_atoms);
+        clrun__buddy_free_block(c, c->held_at, c->held_atoms);
     c->held_at = i;
     c->held_atoms = atoms;
     c->ctrl[i] |= CTRL_FREE;
@@ -780,7 +396,7 @@ static void buddy_reset(void *state)
         buddy_chunk *c = s->chunks.items[n];
         if (c->atoms)
             memset(c->ctrl, 0, c->atoms);
-        chunk_make_empty(c);
+        clrun__buddy_chunk_make_empty(c);
     }
     s->held_bytes = 0;
     s->live_blocks = 0;
@@ -801,7 +417,7 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
         if (((uint64_t)(c->atoms - c->live_atoms) << c->atom_log) <= largest)
             continue; /* every run of it is smaller: no walk */
         uint32_t run = 0;
-        chunk_runs(c, visit_largest, &run);
+        clrun__buddy_chunk_runs(c, clrun__buddy_visit_largest, &run);
         if (((uint64_t)run << c->atom_log) > largest)
             largest = (uint64_t)run << c->atom_log;
         unsigned top = 0;
@@ -811,7 +427,7 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
             any = true;
         }
         if (c->held_atoms) { /* what alloc would make of it by merging */
-            unsigned m = held_merged_order(c);
+            unsigned m = clrun__buddy_held_merged_order(c);
             if (!any || m > top)
                 top = m;
             any = true;
