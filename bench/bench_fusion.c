@@ -5,8 +5,11 @@
  * finish) of each and their ratio fused / unfused, with the spread of the per-round ratios,
  * and whether every output has the same bits both ways. Not a test: nothing is asserted.
  *
- * Usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...
- *   MODEL is one of examples/models.h's: resnet50, mobilenetv2, bert-base, gpt2. */
+ * Usage: bench_fusion [--repeat N] [--dim NAME=SIZE]... (FILE.graph | FILE.onnx | MODEL[:BATCH[:SEQ]])...
+ *   MODEL is one of examples/models.h's: resnet50, mobilenetv2, bert-base, gpt2 (written with
+ *   composite ops: layernorm, gelu_erf, matmul with bias). FILE.onnx is a model as exporters
+ *   write it (bench_onnx_load --out writes transformers of BERT's and GPT-2's shapes): each --dim
+ *   binds a symbolic dimension, and one left unbound is an error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +20,38 @@
 #include "../tests/rng.h"
 #include "timing.h"
 
+#define MAX_DIMS 16
+static clrun_onnx_dim dims[MAX_DIMS];
+static int dim_count;
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n > m && strcmp(s + n - m, tail) == 0;
+}
+
+static clrun_graph *load_onnx(const char *path)
+{
+    char err[2048];
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.dims = dims;
+    o.dim_count = dim_count;
+    o.err = err;
+    o.errlen = sizeof err;
+    clrun_graph *g = NULL;
+    if (clrun_graph_load_onnx(path, &o, &g) != CLRUN_OK)
+        fprintf(stderr, "bench_fusion: %s\n", err);
+    return g;
+}
+
 static clrun_graph *load(const char *what)
 {
     char err[512];
     clrun_graph *g = NULL;
-    size_t length = strlen(what);
-    if (length > 6 && strcmp(what + length - 6, ".graph") == 0) {
+    if (ends_with(what, ".onnx"))
+        return load_onnx(what);
+    if (ends_with(what, ".graph")) {
         if (clrun_graph_load(what, &g, err, sizeof err) != CLRUN_OK)
             fprintf(stderr, "bench_fusion: %s\n", err);
         return g;
@@ -172,11 +201,27 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
     return rc || !same;
 }
 
+/* Reads the --dim NAME=SIZE options from argv[first]; returns the index after them, or -1. */
+static int dim_args(int argc, char **argv, int first)
+{
+    while (first + 1 < argc && strcmp(argv[first], "--dim") == 0) {
+        char *arg = argv[first + 1], *eq = strchr(arg, '=');
+        long long v = eq ? atoll(eq + 1) : 0;
+        if (eq == NULL || eq == arg || v < 1 || dim_count == MAX_DIMS)
+            return -1;
+        *eq = '\0';
+        dims[dim_count++] = (clrun_onnx_dim){arg, v};
+        first += 2;
+    }
+    return first;
+}
+
 int main(int argc, char **argv)
 {
-    int repeat = 10, first = bench_repeat_arg(argc, argv, &repeat);
-    if (first >= argc || repeat < 1) {
-        fprintf(stderr, "usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...\n");
+    int repeat = 10, first = dim_args(argc, argv, bench_repeat_arg(argc, argv, &repeat));
+    if (first < 0 || first >= argc || repeat < 1) {
+        fprintf(stderr, "usage: bench_fusion [--repeat N] [--dim NAME=SIZE]... (FILE.graph | FILE.onnx | "
+                        "MODEL[:BATCH[:SEQ]])...\n");
         return 2;
     }
     clrun_context *ctx = NULL;
