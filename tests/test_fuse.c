@@ -818,7 +818,7 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     int32_t t = binary(g, "add", "t", m, r);
     t = unary(g, "gelu", "u", t);
     clrun_graph_mark_output(g, binary(g, "mul", "y1", t, col));
-    /* conv2d, a per-channel shift (read at (i / 49) % 8), relu6: one epilogue */
+    /* conv2d, a per-channel shift (read at c, the channel), relu6: one epilogue */
     int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){2, 3, 9, 9}));
     int32_t k = constant(g, "k", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4);
     int32_t shift = constant(g, "shift", shape_of(CLRUN_F32, 3, (int64_t[]){8, 1, 1}), 5);
