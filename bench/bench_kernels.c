@@ -8,7 +8,8 @@
  *   layernorm                      the input's bytes in the same run (the copy bandwidth at that
  *                                  size: small tensors stay in cache), and vs the large copy
  *   first call           s         a new shape in a fresh process with empty kernel caches
- *                                  (clrun's and POCL's): compile + tuning + run; then a second
+ *                                  (clrun's and POCL's): compile + tuning + run, vs the same
+ *                                  for a one-line kernel (the driver's floor); then a second
  *                                  process on the same caches, which must time no variant
  * Device times come from the queue's profiling counters: the best of the repetitions, after one
  * warm-up run (which also builds, packs and tunes). numpy's are the best of as many runs after a
@@ -16,7 +17,9 @@
  * least disturbed by other work, for both sides alike. Where /usr/bin/python3 or numpy is missing the BLAS
  * columns say so. Not a test: nothing is asserted.
  *
- * Usage: bench_kernels [--quick] [--repeat N] [--no-blas] */
+ * Usage: bench_kernels [--quick] [--repeat N] [--no-blas] [--variant V]
+ *   --variant V: every product runs candidate V of lib/ops/matmul_core.c's list for its rows,
+ *   untuned (to compare the variants; by default the tuner chooses). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,14 +427,49 @@ static void bench_rows(void)
 
 /* ---- the first call of a new shape ------------------------------------------------------- */
 
+/* The driver's own floor, in the same kind of child: a one-line kernel built from source and
+ * run once. On POCL most of it is loading and linking its kernel library into the first
+ * program a process builds, which no kernel of ours can avoid. */
+static int floor_child(void)
+{
+    static const char source[] = "__kernel void one(__global float *x) { x[get_global_id(0)] = 1.0f; }\n";
+    cl_program program = NULL;
+    cl_kernel kernel = NULL;
+    cl_mem x = device_buffer(4096, 0);
+    clrun_status s = clrun_program_build(ctx, "floor", source, sizeof source - 1, &program);
+    cl_int err = s == CLRUN_OK ? CL_SUCCESS : CL_BUILD_PROGRAM_FAILURE;
+    if (err == CL_SUCCESS)
+        kernel = clCreateKernel(program, "one", &err);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kernel, 0, sizeof x, &x);
+    size_t global = 1024;
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(clrun_context_queue(ctx), kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(clrun_context_queue(ctx));
+    if (kernel)
+        clReleaseKernel(kernel);
+    if (program)
+        clReleaseProgram(program);
+    clReleaseMemObject(x);
+    return err == CL_SUCCESS ? 0 : 1;
+}
+
 /* In a child process: context, prepare (compile + tuning) and one run of a matmul no cache has
- * seen, timed from before the context to the end of the run. */
-static int first_call_child(void)
+ * seen (or, with `floor`, the one-line kernel), timed from before the context to the end of
+ * the run. */
+static int first_call_child(bool floor)
 {
     double start = now_s();
     if (clrun_context_create(NULL, &ctx) != CLRUN_OK) {
         fprintf(stderr, "bench_kernels: %s\n", clrun_last_error(NULL));
         return 1;
+    }
+    if (floor) {
+        int r = floor_child();
+        printf("%.3f 0\n", now_s() - start);
+        clrun_context_destroy(ctx);
+        return r;
     }
     const int64_t da[2] = {192, 768}, db[2] = {768, 3072};
     clrun_tensor_type in[2] = {f32(2, da), f32(2, db)};
@@ -448,9 +486,12 @@ static void bench_first_call(const char *self)
     if (mkdtemp(dir) == NULL)
         return;
     char command[1024];
-    snprintf(command, sizeof command,
-             "CLRUN_CACHE_DIR=%s/clrun POCL_CACHE_DIR=%s/pocl %s --first-call-child", dir, dir, self);
-    for (int process = 0; process < 2; process++) {
+    for (int process = 0; process < 3; process++) {
+        /* The floor first, in caches of its own: it warms nothing the matmul uses. */
+        snprintf(command, sizeof command,
+                 "CLRUN_CACHE_DIR=%s/%s POCL_CACHE_DIR=%s/%s-pocl %s --first-call-child%s", dir,
+                 process ? "clrun" : "floor", dir, process ? "clrun" : "floor", self,
+                 process ? "" : " floor");
         FILE *p = popen(command, "r");
         double seconds = 0;
         unsigned long timed = 0;
@@ -461,9 +502,13 @@ static void bench_first_call(const char *self)
             break;
         }
         pclose(p);
-        printf("%-40s %8.3f s   variants timed: %lu\n",
-               process == 0 ? "first call, cold caches (192x768x3072)" : "same shape, second process",
-               seconds, timed);
+        static const char *const what[] = {"one-line kernel, cold caches (the floor)",
+                                           "first call, cold caches (192x768x3072)",
+                                           "same shape, second process"};
+        if (process == 0)
+            printf("%-40s %8.3f s\n", what[0], seconds);
+        else
+            printf("%-40s %8.3f s   variants timed: %lu\n", what[process], seconds, timed);
     }
     snprintf(command, sizeof command, "rm -rf '%s'", dir);
     if (system(command) != 0)
@@ -479,11 +524,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-blas"))
             use_blas = false;
         else if (!strcmp(argv[i], "--first-call-child"))
-            return first_call_child();
+            return first_call_child(i + 1 < argc && !strcmp(argv[i + 1], "floor"));
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
+            clrun__ops_variant = atoi(argv[++i]); /* every product takes this candidate */
         else {
-            fprintf(stderr, "usage: %s [--quick] [--repeat N] [--no-blas]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--repeat N] [--no-blas] [--variant V]\n", argv[0]);
             return 2;
         }
     }

@@ -11,9 +11,11 @@
  * check it). Then v = alpha * acc, v = v + bias[n], v = EPILOGUE(v, i, c), one store.
  * Rows past M read a clamped (valid) row and are not stored: edge tiles run the same code.
  *
- * The host builds this file as: the head (to the PER-MR BODY line) once, then the body once for
- * each MR it may run, each time after `#define MR m` and `#define KSUFFIX(name) name##_m`, so
- * that one program holds every variant. The head gets VW (the device's float vector width),
+ * The host builds this file in pieces: the head alone (to the PER-MR BODY line: packing and
+ * padding), and for each (kind, MR) a variant runs, the head and the body after `#define MR m`,
+ * `#define KSUFFIX(name) name##_m` and CORE_MM or CORE_CONV set to 1 (the other kind's kernel
+ * left out), so that a process compiles only the variants it runs: each body costs POCL about
+ * a quarter of a second to build. The head gets VW (the device's float vector width),
  * NR, and optionally CLRUN_EPILOGUE(v, i, c) with EPILOGUE_PARAMS (extra kernel arguments it
  * reads: `, __global const float *x0, ...`). The kernels are declared over two lines so that
  * kernels/embed.sh does not list them: they exist only in the generated program. */
@@ -116,9 +118,11 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
 
 /* ---- PER-MR BODY ---- */
 
-#ifndef MR /* the file built alone, as kernels/embed.sh's program: one variant */
+#ifndef MR /* the file built alone, as kernels/embed.sh's program: one variant of each kind */
 #define MR 8
 #define KSUFFIX(name) name
+#define CORE_MM 1
+#define CORE_CONV 1
 #endif
 #define ROWS(X) CAT(RM_, MR)(X)
 
@@ -129,6 +133,7 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
  * the rows stay in cache over sp panels and the sp panels over every block of rows (A is read
  * N / (NR sp) times instead of N / NR). The grid's second dimension is padded to a multiple
  * of sp; groups past the last panel do nothing. */
+#if CORE_MM
 #define MM_DECL(r) COLS(DECL_ACC, r) \
     const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
 /* Row-major A: row r's elements run along k. Transposed: each k's rows sit together. Either
@@ -197,6 +202,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     }
     ROWS(MM_STORE)
 }
+#endif /* CORE_MM */
 
 /* ---- conv2d as a product: rows are output positions p of one image and group, columns the
  * group's output channels, k runs over (c, kh, kw) of the group's input channels. The packed
@@ -207,6 +213,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
  * the inner loop has no check. xp is [N, C, HP, WP]. A pointwise convolution (1 x 1, stride 1,
  * no padding) reads A straight from x: a plain product of w and x. Work-item (position block,
  * panel, image * groups + group). */
+#if CORE_CONV
 #define CV_DECL(r) COLS(DECL_ACC, r)                                                          \
     const uint CAT(pos, r) = min(p0 + r, P - 1);                                                 \
     const uint CAT(base, r) = CAT(pos, r) / OW * g[G_SH] * WP + CAT(pos, r) % OW * g[G_SW];
@@ -291,5 +298,6 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     }
     CV_STORE
 }
+#endif /* CORE_CONV */
 
 #undef ROWS

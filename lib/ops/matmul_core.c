@@ -44,9 +44,6 @@ clrun_status clrun__core_device_of(clrun_context *ctx, clrun__core_device *out)
 
 /* ---- variants ---------------------------------------------------------------------------- */
 
-/* The MR values compiled into every core program (matmul_core.cl's RM_n go to 12). */
-static const unsigned core_mrs[] = {8, 6, 4, 2, 1};
-
 static const clrun__core_variant wide[] = {{8, 4, 8}, {8, 4, 1}, {6, 4, 8}, {8, 16, 4}};
 static const clrun__core_variant four[] = {{4, 4, 8}, {2, 4, 8}};
 static const clrun__core_variant two[] = {{2, 4, 8}, {1, 4, 8}};
@@ -126,8 +123,10 @@ static bool epilogue_prefix(text *t, const clrun__epilogue *ep)
 
 static const char body_marker[] = "/* ---- PER-MR BODY ---- */";
 
-clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
-                                const clrun__epilogue *ep, cl_program *out)
+/* Builds the program: VW, the epilogue, then the embedded text, or for the core (mr != 0) its
+ * head and one body, that of `kind` at MR = mr. */
+static clrun_status build_program(clrun_context *ctx, const char *source, const char *kind,
+                                  unsigned mr, unsigned vw, const clrun__epilogue *ep, cl_program *out)
 {
     const clrun__kernel_source *src = embedded(source);
     if (src == NULL)
@@ -135,25 +134,50 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
     if (ep && (ep->extra_inputs < 0 || ep->extra_inputs > CLRUN__EPILOGUE_MAX_EXTRA))
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "epilogue: %d extra inputs (at most %d)",
                            ep->extra_inputs, CLRUN__EPILOGUE_MAX_EXTRA);
+    const char *body = kind ? strstr(src->text, body_marker) : NULL;
+    if (kind && body == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "program '%s' has no per-MR body", source);
     text t = {0};
     bool ok = appendf(&t, "#define VW %u\n", vw) && epilogue_prefix(&t, ep);
-    const char *body = strcmp(source, "matmul_core") == 0 ? strstr(src->text, body_marker) : NULL;
     if (body == NULL) {
         ok = ok && append(&t, src->text, src->length);
     } else {
+        bool mm = strcmp(kind, "mm") == 0;
         ok = ok && append(&t, src->text, (size_t)(body - src->text));
-        size_t body_length = src->length - (size_t)(body - src->text);
-        for (size_t i = 0; ok && i < sizeof core_mrs / sizeof core_mrs[0]; i++)
-            ok = appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n", core_mrs[i],
-                         core_mrs[i]) &&
-                 append(&t, body, body_length) && append(&t, "#undef MR\n#undef KSUFFIX\n", 25);
+        if (mr)
+            ok = appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n#define CORE_MM %d\n"
+                             "#define CORE_CONV %d\n", mr, mr, mm, !mm) &&
+                 append(&t, body, src->length - (size_t)(body - src->text));
     }
     if (!ok)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
     char name[64];
-    snprintf(name, sizeof name, "%s%s", source, ep && ep->expression ? "-epilogue" : "");
+    if (kind && mr)
+        snprintf(name, sizeof name, "%s-%s%u%s", source, kind, mr, ep && ep->expression ? "-epilogue" : "");
+    else
+        snprintf(name, sizeof name, "%s%s%s", source, kind ? "-head" : "", ep && ep->expression ? "-epilogue" : "");
     clrun_status s = clrun__program_generated(ctx, name, t.data, t.length, out);
     free(t.data);
+    return s;
+}
+
+clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
+                                const clrun__epilogue *ep, cl_program *out)
+{
+    if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding */
+        return build_program(ctx, source, "head", 0, vw, NULL, out);
+    return build_program(ctx, source, NULL, 0, vw, ep, out);
+}
+
+clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
+                                cl_kernel *out)
+{
+    *out = NULL;
+    cl_program program = NULL;
+    clrun_status s = build_program(ctx, "matmul_core", src->conv ? "conv" : "mm", mr, src->vw,
+                                   src->ep, &program);
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, src->conv ? "clrun_conv_core" : "clrun_mm_core", mr, out);
     return s;
 }
 
@@ -185,8 +209,10 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 
 /* Products below this many flops take the default: a few microseconds either way. */
 #define TUNE_MIN_FLOPS 2.0e7
-/* Seconds of timed runs per shape at most. */
+/* Seconds of timed runs per shape at most, over at most TUNE_ROUNDS rounds of the variants. */
 #define TUNE_BUDGET 0.5
+#define TUNE_ROUNDS 3
+#define TUNE_MAX_VARIANTS 8
 
 static double seconds_now(void)
 {
@@ -242,25 +268,36 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
         if (remembered(path, full_key, count, chosen))
             return CLRUN_OK;
     }
-    /* The budget counts the timed runs, not the first launch of each variant, which compiles it
-     * (a cold driver cache costs far more than the timing): so tuning finishes, and is
-     * remembered, on the first process. */
-    double spent = 0, best = 0;
-    size_t timed = 0;
-    for (size_t v = 0; v < count && spent <= TUNE_BUDGET; v++, timed++) {
-        double t = 0;
-        clrun__tune_timings++;
-        clrun_status s = time(ctx, user, v, &t);
-        if (s != CLRUN_OK)
-            return s;
-        spent += 3 * t;
-        if (v == 0 || t < best) {
-            best = t;
-            *chosen = v;
+    /* Rounds over every variant, each keeping its fastest: load from other work on a shared
+     * machine then falls on every variant alike, where timing each variant once let one
+     * disturbed run decide. The budget counts the timed runs, not the first launch of each
+     * variant, which compiles it (a cold driver cache costs far more than the timing): so
+     * tuning finishes, and is remembered, on the first process. */
+    double spent = 0, fastest[TUNE_MAX_VARIANTS] = {0};
+    size_t timed = 0, rounds = 0;
+    if (count > TUNE_MAX_VARIANTS)
+        count = TUNE_MAX_VARIANTS;
+    for (; rounds < TUNE_ROUNDS && spent <= TUNE_BUDGET; rounds++) {
+        for (size_t v = 0; v < count && spent <= TUNE_BUDGET; v++) {
+            double t = 0;
+            if (rounds == 0)
+                clrun__tune_timings++;
+            clrun_status s = time(ctx, user, v, &t);
+            if (s != CLRUN_OK)
+                return s;
+            spent += 3 * t;
+            fastest[v] = rounds == 0 || t < fastest[v] ? t : fastest[v];
+            timed = rounds == 0 ? v + 1 : timed;
         }
     }
-    clrun__log(CLRUN_LOG_INFO, "tuned %s: variant %zu (%.3f ms), %zu of %zu timed", key, *chosen,
-               best * 1e3, timed, count);
+    double best = fastest[0];
+    for (size_t v = 1; v < timed; v++)
+        if (fastest[v] < best) {
+            best = fastest[v];
+            *chosen = v;
+        }
+    clrun__log(CLRUN_LOG_INFO, "tuned %s: variant %zu (%.3f ms), %zu of %zu timed, %zu round(s)", key,
+               *chosen, best * 1e3, timed, count, rounds);
     /* Only a choice among every candidate is remembered: one cut short by the budget (a product
      * slow enough to need over TUNE_BUDGET for its runs) is tried again by the next process. */
     if (cached && timed == count) {

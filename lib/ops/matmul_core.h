@@ -36,11 +36,26 @@ extern int clrun__ops_variant;
  * atomic, as executors may be prepared on several threads. */
 extern _Atomic unsigned long clrun__tune_timings;
 
-/* The program of embedded source `source` ("matmul_core", "matmul" or "conv") for ctx, with VW
- * = vw and the epilogue ep (NULL: none) defined before the source; "matmul_core" holds every
- * MR of the candidates. Built once per context (lib/device/program.c keeps it). */
+/* The program of embedded source `source` ("matmul", "conv" or "norm") for ctx, with VW = vw
+ * and the epilogue ep (NULL: none) defined before the source; for "matmul_core", its head
+ * alone (packing and padding, no epilogue): its products come from clrun__core_kernel. Built
+ * once per context (lib/device/program.c keeps it). */
 clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
                                 const clrun__epilogue *ep, cl_program *out);
+
+/* Where a node's product kernels come from: the core of matmul (conv false) or of conv2d, for
+ * the device's VW and the node's epilogue (NULL: none). */
+typedef struct clrun__core_source {
+    bool conv;
+    unsigned vw;
+    const clrun__epilogue *ep;
+} clrun__core_source;
+
+/* The core's kernel at MR = mr for src ("clrun_mm_core_8", say), from a program of that one
+ * body, built on the first request in the context and kept: a cold process compiles only the
+ * variants it runs (each body costs POCL about a quarter of a second to build). */
+clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
+                                cl_kernel *out);
 
 /* Kernel `name` of `program`; for the core's kernels the variant's MR is appended ("_8"). */
 clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const char *name,
@@ -54,9 +69,10 @@ clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint 
 /* One-time choice among `count` variants: *chosen is the one remembered for `key` (device and
  * shape) in the cache directory, else the fastest by `time` (seconds per run of variant i),
  * which is then remembered. With CLRUN_TUNE=0, or a product too small to matter (`flops`), the
- * default (0). Bounded: timing stops once the timed runs took TUNE_BUDGET (0.5 s; the first
- * launch of each variant, which compiles it, is not counted), and a choice cut short is not
- * remembered. */
+ * default (0). The variants are timed in up to 3 rounds, each keeping its fastest run, so that
+ * a shared machine's load falls on all alike. Bounded: timing stops once the timed runs took
+ * TUNE_BUDGET (0.5 s; the first launch of each variant, which compiles it, is not counted), and
+ * a choice cut short before every variant was timed once is not remembered. */
 typedef clrun_status (*clrun__variant_timer)(clrun_context *ctx, void *user, size_t variant,
                                              double *seconds);
 clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops, size_t count,

@@ -114,7 +114,7 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
 /* ---- conv2d on the core ------------------------------------------------------------------ */
 
 typedef struct conv_tuning {
-    cl_program program;
+    const clrun__core_source *src;
     const clrun__core_variant *variants;
     const cl_int *geo;
     unsigned nr;
@@ -152,12 +152,12 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
     global[2] = planes;
 }
 
-static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__core_variant *v,
+static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__core_variant *v,
                                 cl_mem table, bool has_bias, cl_uint hp, cl_uint wp,
                                 cl_kernel *kernel)
 {
     cl_int bias = has_bias;
-    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_core", v->mr, kernel);
+    clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
     if (s == CLRUN_OK)
@@ -195,7 +195,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     cl_kernel kernel = NULL;
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, t->program, &t->variants[i], t->table, false, t->hp, t->wp, &kernel);
+        s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->hp, t->wp, &kernel);
     const cl_mem buffers[3] = {t->x, t->packed, t->x};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
@@ -211,7 +211,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 }
 
 /* The variant for this geometry, timed once per (device, shape) over one image and group. */
-static clrun_status choose_variant(clrun_context *ctx, cl_program program, const cl_int *geo,
+static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source *src, const cl_int *geo,
                                    unsigned nr, cl_uint hp, cl_uint wp, int extra,
                                    const clrun__core_variant **out)
 {
@@ -225,7 +225,7 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program, const
     int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
     for (int i = 0; i < CLRUN__G_COUNT && used > 0 && (size_t)used < sizeof key; i++)
         used += snprintf(key + used, sizeof key - (size_t)used, " %d", (int)geo[i]);
-    conv_tuning t = {program, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL, extra, {.what = key}};
+    conv_tuning t = {src, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL, extra, {.what = key}};
     size_t chosen = 0;
     clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
     if (t.table)
@@ -267,8 +267,9 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d: %" PRIu64 " groups", groups);
     for (uint64_t i = 0; i < groups; i++)
         sources[i] = i * Og * Kc;
-    cl_program program = NULL;
-    clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, ep, &program);
+    const clrun__core_source src = {true, vw, ep};
+    cl_program program = NULL; /* the head: packing and padding */
+    clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
     /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant. */
     if (s == CLRUN_OK)
         s = clrun__packing_prepare(ctx, program, groups, sources, Kc, Og, 1, Kc, nr,
@@ -278,9 +279,9 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         s = prepare_padding(ctx, program, geo, images, hp, wp, st);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, program, geo, nr, hp, wp, st->extra, &v);
+        s = choose_variant(ctx, &src, geo, nr, hp, wp, st->extra, &v);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, program, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
+        s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
     st->extra_index = 8;

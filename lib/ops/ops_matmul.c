@@ -75,7 +75,7 @@ static clrun_status batch_offsets(clrun_context *ctx, const clrun__matmul_dims *
 
 /* Timing of the candidates over scratch buffers of one batch entry. */
 typedef struct mm_tuning {
-    cl_program program;
+    const clrun__core_source *src;
     const clrun__core_variant *variants;
     const clrun__matmul_dims *d;
     unsigned nr;
@@ -84,7 +84,7 @@ typedef struct mm_tuning {
     clrun__tune_buffers buffers; /* a, packed and out */
 } mm_tuning;
 
-static clrun_status core_kernel(clrun_context *ctx, cl_program program, const clrun__matmul_dims *d,
+static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__matmul_dims *d,
                                 const clrun__core_variant *v, float alpha, bool has_bias,
                                 cl_mem table, cl_kernel *kernel)
 {
@@ -92,7 +92,7 @@ static clrun_status core_kernel(clrun_context *ctx, cl_program program, const cl
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
     cl_int bias = has_bias;
     cl_uint sp = v->sp;
-    clrun_status s = clrun__program_kernel(ctx, program, "clrun_mm_core", v->mr, kernel);
+    clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
@@ -136,7 +136,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     cl_kernel kernel = NULL;
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, t->program, t->d, &t->variants[i], 1.0f, false, t->table, &kernel);
+        s = core_kernel(ctx, t->src, t->d, &t->variants[i], 1.0f, false, t->table, &kernel);
     const cl_mem buffers[3] = {t->a, t->packed, t->a};
     if (s == CLRUN_OK)
         s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
@@ -152,7 +152,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 }
 
 /* Chooses the core's variant for d, timing the candidates once per (device, shape). */
-static clrun_status choose_variant(clrun_context *ctx, cl_program program,
+static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source *src,
                                    const clrun__matmul_dims *d, unsigned nr, int extra,
                                    const clrun__core_variant **out)
 {
@@ -163,7 +163,7 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program,
     char key[160];
     snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u",
              d->M, d->N, d->K, d->ta, nr);
-    mm_tuning t = {program, variants, d, nr, NULL, NULL, NULL, NULL, extra, {.what = key}};
+    mm_tuning t = {src, variants, d, nr, NULL, NULL, NULL, NULL, extra, {.what = key}};
     size_t chosen = 0;
     clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
     if (t.table)
@@ -175,8 +175,10 @@ static clrun_status choose_variant(clrun_context *ctx, cl_program program,
 
 /* The core's state: packing of B, batch table of (A offset, packed B offset), kernel. */
 static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, cl_program program,
-                                 unsigned vw, clrun__matmul_dims *d, mm_state *st)
+                                 unsigned vw, const clrun__epilogue *ep, clrun__matmul_dims *d,
+                                 mm_state *st)
 {
+    const clrun__core_source src = {false, vw, ep};
     unsigned nr = 2 * vw;
     uint64_t batches = fold_batches(d), *offsets = NULL;
     uint64_t b_batches = clrun_tensor_elements(&d->batch_b);
@@ -199,10 +201,10 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     free(sources);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, program, d, nr, st->extra, &v);
+        s = choose_variant(ctx, &src, d, nr, st->extra, &v);
     float alpha = (float)clrun__attr_float_or(call, "alpha", 1.0);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, program, d, v, alpha, st->has_bias, st->ks.table, &st->ks.kernel);
+        s = core_kernel(ctx, &src, d, v, alpha, st->has_bias, st->ks.table, &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
     return s;
@@ -295,7 +297,7 @@ static clrun_status mm_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
     cl_program program = NULL;
     s = clrun__ops_program(ctx, st->core ? "matmul_core" : "matmul", dev.vw, ep, &program);
     if (s == CLRUN_OK)
-        s = st->core ? prepare_core(ctx, call, program, dev.vw, &d, st)
+        s = st->core ? prepare_core(ctx, call, program, dev.vw, ep, &d, st)
                      : prepare_tiled(ctx, call, program, &d, st);
     if (s != CLRUN_OK) {
         mm_release(st);
