@@ -219,41 +219,17 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     const uint CAT(base, r) = CAT(pos, r) / OW * g[G_SH] * WP + CAT(pos, r) % OW * g[G_SW];
 #define CV_STEP_POINTWISE(r) STEP_ROW(r, xk[CAT(pos, r)])
 #define CV_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
-/* The output is [image, channel, position]: a row (position) of the tile is NR channels P apart,
- * a column MR positions side by side. A full tile (MR positions by NR channels) is spilled
- * whole and stored column by column, in loops of MR steps with no exit that the compiler
- * vectorizes with the epilogue inlined (contiguous stores, the same operations per lane, so the
- * same bits); a tile at an edge goes element by element, row by row. */
-#define CV_SPILL_ROW(r) { float *t = tile + r * NR; COLS(SPILL_ACC, r) }
-#define CV_STORE_EDGE(r)                                                                       \
+#define CV_STORE(r)                                                                            \
     if (p0 + r < P) {                                                                          \
+        float t[NR];                                                                           \
+        COLS(SPILL_ACC, r)                                                                     \
         for (uint j = 0; j < NR && n0 + j < Og; j++) {                                         \
-            const ulong at = at0 + (ulong)j * P + r;                                           \
-            float v = tile[r * NR + j];                                                        \
+            const uint o = group * Og + n0 + j;                                                \
+            const ulong at = ((ulong)image * g[G_O] + o) * P + p0 + r;                         \
+            float v = t[j];                                                                    \
             if (has_bias)                                                                      \
-                v = v + bias[o0 + j];                                                          \
-            out[at] = EPILOGUE(v, at, o0 + j);                                                 \
-        }                                                                                      \
-    }
-#define CV_STORE                                                                               \
-    {                                                                                          \
-        float tile[MR * NR];                                                                   \
-        ROWS(CV_SPILL_ROW)                                                                     \
-        const uint o0 = group * Og + n0;                                                       \
-        const ulong at0 = ((ulong)image * g[G_O] + o0) * P + p0;                               \
-        if (p0 + MR <= P && n0 + NR <= Og) {                                                   \
-            for (uint j = 0; j < NR; j++) {                                                    \
-                const ulong col = at0 + (ulong)j * P;                                          \
-                const float b = has_bias ? bias[o0 + j] : 0.0f;                                \
-                for (uint r = 0; r < MR; r++) {                                                \
-                    float v = tile[r * NR + j];                                                \
-                    if (has_bias)                                                              \
-                        v = v + b;                                                             \
-                    out[col + r] = EPILOGUE(v, col + r, o0 + j);                               \
-                }                                                                              \
-            }                                                                                  \
-        } else {                                                                               \
-            ROWS(CV_STORE_EDGE)                                                                \
+                v = v + bias[o];                                                               \
+            out[at] = EPILOGUE(v, at, o);                                                      \
         }                                                                                      \
     }
 
@@ -296,7 +272,7 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
             }
         }
     }
-    CV_STORE
+    ROWS(CV_STORE)
 }
 #endif /* CORE_CONV */
 
