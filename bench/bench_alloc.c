@@ -10,8 +10,10 @@
  *  - tensor: a training-step-like trace: per layer a long-lived activation kept until the
  *    backward pass plus stack-like temporaries, sizes drawn from a few dozen tensor shapes.
  * Strategies start with no chunk and add chunks on demand the way the pool does: empty chunks
- * are given back, then a new chunk is chunk_size(request, align, max(request rounded up to
- * 16 KiB, reserved / 16, the bytes given back)), at most 1 GiB.
+ * are given back, then a new chunk is chunk_size(request, align, wanted) with wanted the request
+ * when it is at least the floor, else the floor, max(16 KiB, reserved / 64 when the strategy's
+ * free bytes are under a 64th of it, else reserved / 16), and at least the bytes given back;
+ * at most 1 GiB.
  * Time: CLOCK_MONOTONIC around the whole replay, median of REPEATS runs, reported as ns per
  * alloc+free pair. Memory (mixed workload, a separate untimed replay): peak held bytes and peak
  * chunk bytes over the peak of requested bytes live.
@@ -236,7 +238,7 @@ static double replay_strategy(const clrun_allocator_ops *ops, const trace *t, cl
         clrun_status rc = ops->alloc(st, o->size, 1, &slots[o->slot]);
         if (rc == CLRUN_ERROR_OUT_OF_MEMORY) {
             /* The pool's growth rule (lib/memory/allocator.c): empty chunks back, then one chunk
-             * of max(request rounded to 16 KiB, reserved / 16, what was given back). */
+             * of the request or the floor, whichever is larger, and at least what was given back. */
             uint64_t given_back = 0;
             for (uint32_t c = 0; c < next_chunk; c++) {
                 if (chunk_bytes[c] && ops->chunk_is_empty(st, c) && ops->remove_chunk(st, c) == CLRUN_OK) {
@@ -245,9 +247,12 @@ static double replay_strategy(const clrun_allocator_ops *ops, const trace *t, cl
                     chunk_bytes[c] = 0;
                 }
             }
-            uint64_t wanted = (o->size + 16 * KiB - 1) / (16 * KiB) * (16 * KiB);
-            if (reserved / 16 > wanted)
-                wanted = reserved / 16;
+            clrun_strategy_stats ss;
+            ops->stats(st, &ss);
+            uint64_t floor = reserved / (ss.free_bytes <= reserved / 64 ? 64 : 16);
+            if (floor < 16 * KiB)
+                floor = 16 * KiB;
+            uint64_t wanted = o->size >= floor ? o->size : floor;
             if (given_back > wanted)
                 wanted = given_back;
             uint64_t cs = ops->chunk_size(st, o->size, 1, wanted);

@@ -17,9 +17,11 @@
  * least disturbed by other work, for both sides alike. Where /usr/bin/python3 or numpy is missing the BLAS
  * columns say so. Not a test: nothing is asserted.
  *
- * Usage: bench_kernels [--quick] [--repeat N] [--no-blas] [--variant V]
+ * Usage: bench_kernels [--quick] [--repeat N] [--no-blas] [--variant V] [--only WORDS]
  *   --variant V: every product runs candidate V of lib/ops/matmul_core.c's list for its rows,
- *   untuned (to compare the variants; by default the tuner chooses). */
+ *   untuned (to compare the variants; by default the tuner chooses).
+ *   --only WORDS: the copy baseline and the lines whose label contains WORDS ("softmax",
+ *   "3x3/2", "gelu"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,9 @@
 static clrun_context *ctx;
 static int repeat = 5;
 static bool use_blas = true;
+static const char *only; /* --only: the labels to run */
+
+static bool wanted(const char *label) { return only == NULL || strstr(label, only) != NULL; }
 
 static void die(const char *what)
 {
@@ -397,32 +402,57 @@ static void bench_depthwise(int C, int HW, int stride)
                            {"groups", CLRUN_ATTR_INT, C, 0, {0}, 0}};
     memcpy(attrs[0].ints, pads, sizeof pads);
     memcpy(attrs[1].ints, strides, sizeof strides);
-    double t = time_op("conv2d", 2, in, attrs, 3, 2);
     int OH = (HW - 1) / stride + 1;
     char label[64];
     snprintf(label, sizeof label, "depthwise 3x3/%d %dx%dx%d", stride, C, HW, HW);
+    if (!wanted(label))
+        return;
+    double t = time_op("conv2d", 2, in, attrs, 3, 2);
     print_bandwidth(label, 4.0 * C * HW * HW, 4.0 * C * OH * OH, t);
 }
 
+typedef struct row_case {
+    const char *label, *op;
+    int64_t rows, length;
+    int inputs; /* layernorm: x, gamma, beta (constants) */
+} row_case;
+
+static const row_case row_cases[] = {
+    {"softmax [1536, 128] (BERT scores)", "softmax", 1536, 128, 1},
+    {"softmax [1024, 768]", "softmax", 1024, 768, 1},
+    {"layernorm [128, 768]", "layernorm", 128, 768, 3},
+    {"layernorm [1024, 768]", "layernorm", 1024, 768, 3},
+    {"softmax [64, 65536] (16 MiB)", "softmax", 64, 65536, 1},
+};
+
 static void bench_rows(void)
 {
-    const int64_t att[2] = {12 * 128, 128}, hid[2] = {128, 768}, big[2] = {1024, 768}, g[1] = {768};
-    clrun_tensor_type s_in[1] = {f32(2, att)};
-    print_bandwidth("softmax [1536, 128] (BERT scores)", 4.0 * 1536 * 128, 4.0 * 1536 * 128,
-                    time_op("softmax", 1, s_in, NULL, 0, 0));
-    clrun_tensor_type big_in[1] = {f32(2, big)};
-    print_bandwidth("softmax [1024, 768]", 4.0 * 1024 * 768, 4.0 * 1024 * 768,
-                    time_op("softmax", 1, big_in, NULL, 0, 0));
-    clrun_tensor_type l_in[3] = {f32(2, hid), f32(1, g), f32(1, g)};
-    print_bandwidth("layernorm [128, 768]", 4.0 * 128 * 768, 4.0 * 128 * 768,
-                    time_op("layernorm", 3, l_in, NULL, 0, 6));
-    clrun_tensor_type lb_in[3] = {f32(2, big), f32(1, g), f32(1, g)};
-    print_bandwidth("layernorm [1024, 768]", 4.0 * 1024 * 768, 4.0 * 1024 * 768,
-                    time_op("layernorm", 3, lb_in, NULL, 0, 6));
-    const int64_t wide[2] = {64, 65536};
-    clrun_tensor_type w_in[1] = {f32(2, wide)};
-    print_bandwidth("softmax [64, 65536] (16 MiB)", 4.0 * 64 * 65536, 4.0 * 64 * 65536,
-                    time_op("softmax", 1, w_in, NULL, 0, 0));
+    for (size_t i = 0; i < sizeof row_cases / sizeof row_cases[0]; i++) {
+        const row_case *r = &row_cases[i];
+        if (!wanted(r->label))
+            continue;
+        const int64_t dims[2] = {r->rows, r->length};
+        clrun_tensor_type in[3] = {f32(2, dims), f32(1, &dims[1]), f32(1, &dims[1])};
+        double bytes = 4.0 * (double)r->rows * (double)r->length;
+        print_bandwidth(r->label, bytes, bytes,
+                        time_op(r->op, r->inputs, in, NULL, 0, r->inputs == 3 ? 6 : 0));
+    }
+}
+
+/* gelu_erf (erf by a polynomial fit) against gelu (tanh) on the same tensor: the cost of erf. */
+static void bench_gelu(int64_t n)
+{
+    if (!wanted("gelu"))
+        return;
+    clrun_tensor_type in[1] = {f32(1, &n)};
+    double tanh_form = time_op("gelu", 1, in, NULL, 0, 0);
+    double erf_form = time_op("gelu_erf", 1, in, NULL, 0, 0);
+    char label[64];
+    snprintf(label, sizeof label, "gelu [%lld]", (long long)n);
+    print_bandwidth(label, 4.0 * (double)n, 4.0 * (double)n, tanh_form);
+    snprintf(label, sizeof label, "gelu_erf [%lld]", (long long)n);
+    printf("%-40s %8.2f GB/s  %8.3f ms  %5.2fx the time of gelu\n", label,
+           8.0 * (double)n / erf_form * 1e-9, erf_form * 1e3, erf_form / tanh_form);
 }
 
 /* ---- the first call of a new shape ------------------------------------------------------- */
@@ -525,12 +555,16 @@ int main(int argc, char **argv)
             use_blas = false;
         else if (!strcmp(argv[i], "--first-call-child"))
             return first_call_child(i + 1 < argc && !strcmp(argv[i + 1], "floor"));
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
             clrun__ops_variant = atoi(argv[++i]); /* every product takes this candidate */
         else {
-            fprintf(stderr, "usage: %s [--quick] [--repeat N] [--no-blas] [--variant V]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--quick] [--repeat N] [--no-blas] [--variant V] [--only WORDS]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -550,13 +584,16 @@ int main(int argc, char **argv)
            d->version, d->driver_version, d->compute_units, d->type);
     print_blas_version();
     bench_bandwidth(quick ? (1 << 22) : (1 << 24));
-    bench_matmul(quick);
-    bench_conv();
+    if (wanted("matmul"))
+        bench_matmul(quick);
+    if (wanted("conv2d"))
+        bench_conv();
     bench_depthwise(144, 56, 1);
     bench_depthwise(96, 112, 2);
     bench_rows();
+    bench_gelu(quick ? (1 << 20) : (1 << 22));
     clrun_context_destroy(ctx);
-    if (!quick)
+    if (!quick && only == NULL)
         bench_first_call(argv[0]);
     return 0;
 }

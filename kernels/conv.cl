@@ -65,54 +65,183 @@ __kernel void clrun_conv2d_direct(__global const float *x, __global const float 
     out[at] = EPILOGUE(has_bias ? acc + bias[o] : acc, at, o);
 }
 
-/* Depthwise (one input channel per group): work-item (ow block, oh, n * O + o) computes 8
- * neighbouring outputs of one row as a float8, the taps kh, kw ascending, one fma each. Rows
- * inside the image with stride 1 or 2 load a vector; the edges gather lane by lane (padding
- * reads 0, which adds nothing). */
+/* Depthwise (one input channel per group): work-item (row block, n * O + o) computes rows
+ * [b * R, b * R + R) of one output plane, R = ceil(OH / global size 0), every column. Columns
+ * whose taps all lie inside the row run DWN at a time as a vector (the last block may overlap
+ * the one before: it computes the same bits again); the columns at the edges run one at a time
+ * and skip the padding. Every output sums its taps kh, kw ascending, one fma each, skipping rows
+ * and columns outside the image, so every path gives the same bits. 3x3 kernels hold their
+ * weights in registers. */
+#if VW >= 16
+#define DWN 16
+#else
+#define DWN 8
+#endif
+#define DWVEC CAT(float, DWN)
+#define DWLOAD(p) CAT(vload, DWN)(0, (p))
+#define DWSTORE(v, p) CAT(vstore, DWN)((v), 0, (p))
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+/* DWN floats of a row from p at stride sw (1, 2 or more), reading nothing past the last. */
+DWVEC dw_load(__global const float *p, const int sw)
+{
+    if (sw == 1)
+        return DWLOAD(p);
+    if (sw == 2)
+        return (DWVEC)(DWLOAD(p).even, DWLOAD(p + DWN - 1).odd);
+    float lanes[DWN];
+    for (int j = 0; j < DWN; j++)
+        lanes[j] = p[j * sw];
+    return DWLOAD(lanes);
+}
+
+/* One output at column ow of a row: the taps inside the image, kh, kw ascending. */
+float dw_one(__global const float *xp, __global const float *wo, const int ih0, const int ow,
+             __constant const int *g)
+{
+    const int KH = g[G_KH], KW = g[G_KW], H = g[G_H], W = g[G_W];
+    const int iw0 = ow * g[G_SW] - g[G_PW];
+    float acc = 0.0f;
+    for (int kh = 0; kh < KH; kh++) {
+        const int ih = ih0 + kh * g[G_DH];
+        if (ih < 0 || ih >= H)
+            continue;
+        for (int kw = 0; kw < KW; kw++) {
+            const int iw = iw0 + kw * g[G_DW];
+            if (iw >= 0 && iw < W)
+                acc = fma(xp[(ulong)ih * W + iw], wo[kh * KW + kw], acc);
+        }
+    }
+    return acc;
+}
+
+/* Stores vector v of outputs from index at, through the epilogue (a macro: the epilogue's
+ * extra inputs are the kernel's parameters). */
+#ifdef CLRUN_EPILOGUE
+#define DW_STORE(v, at)                                                                            \
+    do {                                                                                           \
+        float lanes_[DWN];                                                                         \
+        DWSTORE((v), lanes_);                                                                      \
+        for (int j_ = 0; j_ < DWN; j_++)                                                           \
+            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
+    } while (0)
+#else
+#define DW_STORE(v, at) DWSTORE((v), out + (at))
+#endif
+
+/* The 3x3 paths of clrun_conv2d_depthwise (macros over its locals): one output at column ow,
+ * each tap inside the image or skipped; and the vectors over columns [lo, hi) at stride SW. */
+#define DW3_TAP(r, ok, iw, wt, acc)                                                                \
+    acc = (ok) && (iw) >= 0 && (iw) < W ? fma((r)[clamp((iw), 0, W - 1)], (wt), (acc)) : (acc)
+#define DW3_ONE(ow)                                                                                \
+    do {                                                                                           \
+        const int i_ = (ow) * sw - pw;                                                             \
+        float a_ = 0.0f;                                                                           \
+        DW3_TAP(r0, ok0, i_, w0, a_);                                                              \
+        DW3_TAP(r0, ok0, i_ + dw, w1, a_);                                                         \
+        DW3_TAP(r0, ok0, i_ + 2 * dw, w2, a_);                                                     \
+        DW3_TAP(r1, ok1, i_, w3, a_);                                                              \
+        DW3_TAP(r1, ok1, i_ + dw, w4, a_);                                                         \
+        DW3_TAP(r1, ok1, i_ + 2 * dw, w5, a_);                                                     \
+        DW3_TAP(r2, ok2, i_, w6, a_);                                                              \
+        DW3_TAP(r2, ok2, i_ + dw, w7, a_);                                                         \
+        DW3_TAP(r2, ok2, i_ + 2 * dw, w8, a_);                                                     \
+        out[at + (ow)] = EPILOGUE(has_bias ? a_ + add : a_, at + (ow), o);                         \
+    } while (0)
+#define DW3_ROW(r, ok, wa, wb, wc, SW)                                                             \
+    if (ok) {                                                                                      \
+        acc = fma(dw_load((r) + i, SW), (DWVEC)(wa), acc);                                         \
+        acc = fma(dw_load((r) + i + dw, SW), (DWVEC)(wb), acc);                                    \
+        acc = fma(dw_load((r) + i + 2 * dw, SW), (DWVEC)(wc), acc);                                \
+    }
+#define DW3_VECTORS(SW)                                                                            \
+    for (int ow = lo; vectors; ow += DWN) {                                                        \
+        ow = min(ow, hi - DWN);                                                                    \
+        const int i = ow * (SW) - pw;                                                              \
+        DWVEC acc = 0.0f;                                                                          \
+        DW3_ROW(r0, ok0, w0, w1, w2, SW)                                                           \
+        DW3_ROW(r1, ok1, w3, w4, w5, SW)                                                           \
+        DW3_ROW(r2, ok2, w6, w7, w8, SW)                                                           \
+        DW_STORE(has_bias ? acc + add : acc, at + ow);                                             \
+        if (ow + DWN >= hi)                                                                        \
+            break;                                                                                 \
+    }
+
 __kernel void clrun_conv2d_depthwise(__global const float *x, __global const float *w,
                                      __global const float *bias, __global float *out,
                                      __constant const int *g, const int has_bias EPILOGUE_PARAMS)
 {
     const int OW = g[G_OW], OH = g[G_OH], H = g[G_H], W = g[G_W];
-    const int ow0 = get_global_id(0) * 8, oh = get_global_id(1);
-    const size_t plane = get_global_id(2);
-    if (ow0 >= OW || oh >= OH)
-        return;
+    const int R = (OH + (int)get_global_size(0) - 1) / (int)get_global_size(0);
+    const int oh0 = (int)get_global_id(0) * R, oh1 = min(OH, oh0 + R);
+    const size_t plane = get_global_id(1);
     const int O = g[G_O], o = plane % O, c = o / (O / g[G_GROUPS]);
     const size_t n = plane / O;
-    const int KH = g[G_KH], KW = g[G_KW], sw = g[G_SW];
+    const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
+    const int dh = g[G_DH], dw = g[G_DW];
     __global const float *xp = x + ((ulong)n * g[G_C] + c) * H * W;
     __global const float *wo = w + (ulong)o * KH * KW;
-    float8 acc = 0.0f;
-    for (int kh = 0; kh < KH; kh++) {
-        const int ih = oh * g[G_SH] - g[G_PH] + kh * g[G_DH];
-        if (ih < 0 || ih >= H)
-            continue;
-        __global const float *row = xp + (ulong)ih * W;
-        for (int kw = 0; kw < KW; kw++) {
-            const int iw0 = ow0 * sw - g[G_PW] + kw * g[G_DW];
-            float8 v;
-            if (sw == 1 && iw0 >= 0 && iw0 + 8 <= W) {
-                v = vload8(0, row + iw0);
-            } else if (sw == 2 && iw0 >= 0 && iw0 + 16 <= W) {
-                v = vload16(0, row + iw0).even;
+    const float add = has_bias ? bias[o] : 0.0f;
+    const bool k3 = KH == 3 && KW == 3;
+    const float w0 = k3 ? wo[0] : 0, w1 = k3 ? wo[1] : 0, w2 = k3 ? wo[2] : 0;
+    const float w3 = k3 ? wo[3] : 0, w4 = k3 ? wo[4] : 0, w5 = k3 ? wo[5] : 0;
+    const float w6 = k3 ? wo[6] : 0, w7 = k3 ? wo[7] : 0, w8 = k3 ? wo[8] : 0;
+    /* Columns [lo, hi) have every tap inside the row; vectors cover them where DWN fit. */
+    const int lo = min(OW, (pw + sw - 1) / sw);
+    const int last = W - 1 + pw - (KW - 1) * dw;
+    const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
+    const bool vectors = hi - lo >= DWN;
+    for (int oh = oh0; oh < oh1; oh++) {
+        const int ih0 = oh * sh - ph;
+        const ulong at = (plane * OH + oh) * OW;
+        const int v_lo = vectors ? lo : OW, v_hi = vectors ? hi : OW;
+        if (k3) {
+            const bool ok0 = ih0 >= 0 && ih0 < H, ok1 = ih0 + dh >= 0 && ih0 + dh < H;
+            const bool ok2 = ih0 + 2 * dh >= 0 && ih0 + 2 * dh < H;
+            /* rows outside the image point at row 0: never summed, but read in range */
+            __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;
+            __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;
+            __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;
+            for (int ow = 0; ow < v_lo; ow++)
+                DW3_ONE(ow);
+            if (sw == 1) {
+                DW3_VECTORS(1)
+            } else if (sw == 2) {
+                DW3_VECTORS(2)
             } else {
-                float lanes[8];
-                for (int j = 0; j < 8; j++) {
-                    const int iw = iw0 + j * sw;
-                    lanes[j] = iw >= 0 && iw < W ? row[iw] : 0.0f;
-                }
-                v = vload8(0, lanes);
+                DW3_VECTORS(sw)
             }
-            acc = fma(v, (float8)(wo[kh * KW + kw]), acc);
+            for (int ow = v_hi; ow < OW; ow++)
+                DW3_ONE(ow);
+            continue;
+        }
+        for (int ow = 0; ow < v_lo; ow++) {
+            const float v = dw_one(xp, wo, ih0, ow, g);
+            out[at + ow] = EPILOGUE(has_bias ? v + add : v, at + ow, o);
+        }
+        if (vectors) {
+            for (int ow = lo;; ow += DWN) {
+                ow = min(ow, hi - DWN);
+                DWVEC acc = 0.0f;
+                for (int kh = 0; kh < KH; kh++) {
+                    const int ih = ih0 + kh * dh;
+                    if (ih < 0 || ih >= H)
+                        continue;
+                    __global const float *row = xp + (ulong)ih * W + ow * sw - pw;
+                    for (int kw = 0; kw < KW; kw++)
+                        acc = fma(dw_load(row + kw * dw, sw), (DWVEC)(wo[kh * KW + kw]), acc);
+                }
+                DW_STORE(has_bias ? acc + add : acc, at + ow);
+                if (ow + DWN >= hi)
+                    break;
+            }
+        }
+        for (int ow = v_hi; ow < OW; ow++) {
+            const float v = dw_one(xp, wo, ih0, ow, g);
+            out[at + ow] = EPILOGUE(has_bias ? v + add : v, at + ow, o);
         }
     }
-    const float add = has_bias ? bias[o] : 0.0f;
-    float lanes[8];
-    vstore8(has_bias ? acc + add : acc, 0, lanes);
-    const ulong base = (plane * OH + oh) * OW + ow0;
-    for (int j = 0; j < 8 && ow0 + j < OW; j++)
-        out[base + j] = EPILOGUE(lanes[j], base + j, o);
 }
 
 /* conv_transpose2d: work-item (p, o, n) gathers every (c, kh, kw) whose input position lands on

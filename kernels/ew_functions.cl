@@ -4,6 +4,16 @@
  * kernel. Integer arithmetic that could overflow goes through unsigned types, which wrap. */
 #pragma OPENCL FP_CONTRACT OFF
 
+/* Inlined where the compiler takes the hint (clang: POCL, oclgrind): a call left in a kernel
+ * stops POCL from vectorizing the loop over its work-items, and a function holding an exp
+ * (erfc, gelu_erf) is too large for the inliner's own choice once a program has several
+ * kernels calling it. The element functions the generator writes carry it too. */
+#ifdef __clang__
+#define CLRUN_INLINE __attribute__((always_inline))
+#else
+#define CLRUN_INLINE
+#endif
+
 /* A work-group wholly inside [0, n) skips the per-element check: without a branch per element,
  * CPU compilers (POCL) vectorize the loop over its work-items. Only the last group checks. */
 #define WHOLE_GROUP(n) ((get_group_id(0) + 1) * get_local_size(0) <= (n))
@@ -22,9 +32,11 @@ double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff800000
 
 /* ---- erf and erfc in float ---------------------------------------------------------------
  * Two fits made for clrun (least squares, relative error weighted): erf(a) = a P(a^2) below 1
- * (relative error under 1.8e-7), and erfc(a) = exp(-a^2) Q(t), t = 1 / (1 + a/2), from 1 up
- * (relative error under 4e-6, most of it the rounding of a*a before exp). No branch and no
- * library call but exp, so that CPU compilers vectorize them, as they do tanh. */
+ * (relative error under 1.8e-7), and erfc(a) = exp(-a^2) Q(t), t = 1 / (1 + a/2), for every
+ * a >= 0 (t in (0, 1]; relative error under 6e-7 in float, a^2 carried to double length so that
+ * its rounding does not grow the error in the tail). erfc is that one formula everywhere, erf
+ * the first below 1 and 1 - erfc above. No library call but exp and no data-dependent branch,
+ * so that CPU compilers vectorize them, as they do tanh. */
 
 float clrun_erf_below_one_f32(float a)
 {
@@ -39,33 +51,38 @@ float clrun_erf_below_one_f32(float a)
     return a * p;
 }
 
-float clrun_erfc_above_one_f32(float a)
+/* erfc(a) for a >= 0 (or NaN). Past a = 16 erfc is 0 in float, and a * a may overflow: the low
+ * part of a^2 is dropped there. */
+CLRUN_INLINE float clrun_erfc_nonnegative_f32(float a)
 {
     const float t = 1.0f / (1.0f + 0.5f * a);
-    float q = 9.347555786e-02f;
-    q = q * t + -2.246883661e-01f;
-    q = q * t + 7.821960747e-02f;
-    q = q * t + 6.579141319e-02f;
-    q = q * t + 1.758735031e-01f;
-    q = q * t + 2.479848564e-01f;
-    q = q * t + 2.818325460e-01f;
-    q = q * t + 2.821208239e-01f;
-    q = q * t + -9.991342722e-07f;
-    return exp(-(a * a)) * q;
+    float q = -2.512684651e-02f;
+    q = fma(q, t, 6.263521314e-02f);
+    q = fma(q, t, 3.428883851e-02f);
+    q = fma(q, t, -2.022796571e-01f);
+    q = fma(q, t, 8.180022240e-02f);
+    q = fma(q, t, 5.738471448e-02f);
+    q = fma(q, t, 1.806079298e-01f);
+    q = fma(q, t, 2.464892417e-01f);
+    q = fma(q, t, 2.821054757e-01f);
+    q = fma(q, t, 2.820947170e-01f);
+    q = q * t;
+    const float hi = a * a, lo = a < 16.0f ? fma(a, a, -hi) : 0.0f;
+    const float e = exp(-hi);
+    return fma(-e, lo, e) * q; /* exp(-hi - lo) = exp(-hi) (1 - lo) */
 }
 
-float clrun_erf_f32(float x)
+CLRUN_INLINE float clrun_erf_f32(float x)
 {
     const float a = fabs(x);
     const float near = clrun_erf_below_one_f32(x);
-    const float far = copysign(1.0f - clrun_erfc_above_one_f32(a), x);
+    const float far = copysign(1.0f - clrun_erfc_nonnegative_f32(a), x);
     return a < 1.0f ? near : far;
 }
 
-float clrun_erfc_f32(float x)
+CLRUN_INLINE float clrun_erfc_f32(float x)
 {
-    const float a = fabs(x);
-    const float e = a < 1.0f ? 1.0f - clrun_erf_below_one_f32(a) : clrun_erfc_above_one_f32(a);
+    const float e = clrun_erfc_nonnegative_f32(fabs(x));
     return x < 0.0f ? 2.0f - e : e;
 }
 

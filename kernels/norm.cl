@@ -86,13 +86,36 @@ float vec_max(const VEC v)
 
 /* ---- one work-item per contiguous row (CPUs) ---------------------------------------------- */
 
+/* The loops below take 4 vectors a step into 4 partial results (independent chains, so that a
+ * step does not wait on the one before), then single vectors, then the tail one float at a
+ * time; the partial results combine in a fixed order, so every run gives the same bits. */
+
+/* v where v > m, else m: the maximum that skips NaN (m is never NaN), one compare and blend. */
+VEC vec_keep_max(const VEC m, const VEC v) { return select(m, v, v > m); }
+
+/* v stored at p: one vector store where p is aligned to the vector, else vstore (which POCL
+ * writes as four 128-bit stores). The same bits either way. */
+void store_vec(const VEC v, __global float *p)
+{
+    if (((ulong)p & (sizeof(VEC) - 1)) == 0)
+        *(__global VEC *)p = v;
+    else
+        VSTORE(v, 0, p);
+}
+
 float row_max(__global const float *x, const ulong n)
 {
-    VEC m = -INFINITY;
+    VEC m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
     ulong j = 0;
+    for (; j + 4 * VW <= n; j += 4 * VW) {
+        m0 = vec_keep_max(m0, VLOAD(0, x + j));
+        m1 = vec_keep_max(m1, VLOAD(1, x + j));
+        m2 = vec_keep_max(m2, VLOAD(2, x + j));
+        m3 = vec_keep_max(m3, VLOAD(3, x + j));
+    }
     for (; j + VW <= n; j += VW)
-        m = fmax(m, VLOAD(0, x + j));
-    float r = vec_max(m);
+        m0 = vec_keep_max(m0, VLOAD(0, x + j));
+    float r = vec_max(fmax(fmax(m0, m1), fmax(m2, m3)));
     for (; j < n; j++)
         r = fmax(r, x[j]);
     return r;
@@ -101,15 +124,29 @@ float row_max(__global const float *x, const ulong n)
 /* Sum of exp(x - m) over the row; with y, each exp is stored there too. */
 float row_exp_sum(__global const float *x, __global float *y, const ulong n, const float m)
 {
-    VEC s = 0.0f;
+    VEC s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
     ulong j = 0;
+    for (; j + 4 * VW <= n; j += 4 * VW) {
+        const VEC e0 = exp(VLOAD(0, x + j) - m), e1 = exp(VLOAD(1, x + j) - m);
+        const VEC e2 = exp(VLOAD(2, x + j) - m), e3 = exp(VLOAD(3, x + j) - m);
+        if (y) {
+            store_vec(e0, y + j);
+            store_vec(e1, y + j + VW);
+            store_vec(e2, y + j + 2 * VW);
+            store_vec(e3, y + j + 3 * VW);
+        }
+        s0 += e0;
+        s1 += e1;
+        s2 += e2;
+        s3 += e3;
+    }
     for (; j + VW <= n; j += VW) {
         const VEC e = exp(VLOAD(0, x + j) - m);
         if (y)
-            VSTORE(e, 0, y + j);
-        s += e;
+            store_vec(e, y + j);
+        s0 += e;
     }
-    float r = vec_sum(s);
+    float r = vec_sum((s0 + s1) + (s2 + s3));
     for (; j < n; j++) {
         const float e = exp(x[j] - m);
         if (y)
@@ -119,37 +156,46 @@ float row_exp_sum(__global const float *x, __global float *y, const ulong n, con
     return r;
 }
 
-float row_sum(__global const float *x, const ulong n)
+/* Sum of (x - c)^2 over the row, or with square 0 of x - c. */
+float row_sum_around(__global const float *x, const ulong n, const float c, const int square)
 {
-    VEC s = 0.0f;
+    VEC s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
     ulong j = 0;
-    for (; j + VW <= n; j += VW)
-        s += VLOAD(0, x + j);
-    float r = vec_sum(s);
-    for (; j < n; j++)
-        r += x[j];
-    return r;
-}
-
-float row_square_dev(__global const float *x, const ulong n, const float mean)
-{
-    VEC s = 0.0f;
-    ulong j = 0;
-    for (; j + VW <= n; j += VW) {
-        const VEC d = VLOAD(0, x + j) - mean;
-        s += d * d;
+    if (square) {
+        for (; j + 4 * VW <= n; j += 4 * VW) {
+            const VEC d0 = VLOAD(0, x + j) - c, d1 = VLOAD(1, x + j) - c;
+            const VEC d2 = VLOAD(2, x + j) - c, d3 = VLOAD(3, x + j) - c;
+            s0 += d0 * d0;
+            s1 += d1 * d1;
+            s2 += d2 * d2;
+            s3 += d3 * d3;
+        }
+        for (; j + VW <= n; j += VW) {
+            const VEC d = VLOAD(0, x + j) - c;
+            s0 += d * d;
+        }
+    } else {
+        for (; j + 4 * VW <= n; j += 4 * VW) {
+            s0 += VLOAD(0, x + j) - c;
+            s1 += VLOAD(1, x + j) - c;
+            s2 += VLOAD(2, x + j) - c;
+            s3 += VLOAD(3, x + j) - c;
+        }
+        for (; j + VW <= n; j += VW)
+            s0 += VLOAD(0, x + j) - c;
     }
-    float r = vec_sum(s);
+    float r = vec_sum((s0 + s1) + (s2 + s3));
     for (; j < n; j++) {
-        const float d = x[j] - mean;
-        r += d * d;
+        const float d = x[j] - c;
+        r += square ? d * d : d;
     }
     return r;
 }
 
 /* Softmax (log_form 0) or logsoftmax (1) of rows of N; with causal, row r (the (r mod M)-th
  * of its [M, N] matrix) keeps columns j <= (r mod M) + N - M and writes 0 to the others (a row
- * with nothing kept is all 0). Subtracting the row's maximum keeps exp from overflowing. */
+ * with nothing kept is all 0). Subtracting the row's maximum keeps exp from overflowing; the
+ * exps are stored, then scaled by 1 / their sum. */
 __kernel void clrun_softmax_rows(__global const float *x, __global float *y, const ulong N,
                                  const ulong M, const int causal, const int log_form)
 {
@@ -166,16 +212,16 @@ __kernel void clrun_softmax_rows(__global const float *x, __global float *y, con
         const float shift = m + log(row_exp_sum(xr, NULL, kept, m));
         ulong j = 0;
         for (; j + VW <= kept; j += VW)
-            VSTORE(VLOAD(0, xr + j) - shift, 0, yr + j);
+            store_vec(VLOAD(0, xr + j) - shift, yr + j);
         for (; j < kept; j++)
             yr[j] = xr[j] - shift;
     } else {
-        const float s = row_exp_sum(xr, yr, kept, m);
+        const float r = 1.0f / row_exp_sum(xr, yr, kept, m);
         ulong j = 0;
         for (; j + VW <= kept; j += VW)
-            VSTORE(VLOAD(0, yr + j) / s, 0, yr + j);
+            store_vec(VLOAD(0, yr + j) * r, yr + j);
         for (; j < kept; j++)
-            yr[j] = yr[j] / s;
+            yr[j] = yr[j] * r;
     }
     for (ulong j = kept; j < N; j++)
         yr[j] = 0.0f;
@@ -192,14 +238,14 @@ __kernel void clrun_layernorm_rows(__global const float *x, __global const float
     const size_t row = get_global_id(0);
     __global const float *xr = x + row * D;
     __global float *yr = y + row * D;
-    const float mean = row_sum(xr, D) / (float)D;
-    const float inv = rsqrt(row_square_dev(xr, D, mean) / (float)D + eps);
+    const float mean = row_sum_around(xr, D, 0.0f, 0) / (float)D;
+    const float inv = rsqrt(row_sum_around(xr, D, mean, 1) / (float)D + eps);
     if (per_row) {
         const ulong c = row % C;
         const float g = gamma[c], b = has_beta ? beta[c] : 0.0f;
         ulong j = 0;
         for (; j + VW <= D; j += VW)
-            VSTORE((VLOAD(0, xr + j) - mean) * inv * g + b, 0, yr + j);
+            store_vec((VLOAD(0, xr + j) - mean) * inv * g + b, yr + j);
         for (; j < D; j++)
             yr[j] = (xr[j] - mean) * inv * g + b;
         return;
@@ -207,7 +253,7 @@ __kernel void clrun_layernorm_rows(__global const float *x, __global const float
     ulong j = 0;
     for (; j + VW <= D; j += VW) {
         const VEC b = has_beta ? VLOAD(0, beta + j) : (VEC)0.0f;
-        VSTORE((VLOAD(0, xr + j) - mean) * inv * VLOAD(0, gamma + j) + b, 0, yr + j);
+        store_vec((VLOAD(0, xr + j) - mean) * inv * VLOAD(0, gamma + j) + b, yr + j);
     }
     for (; j < D; j++)
         yr[j] = (xr[j] - mean) * inv * gamma[j] + (has_beta ? beta[j] : 0.0f);

@@ -8,31 +8,47 @@
  * for as long as that buddy is free and whole, so an empty chunk is always fully coalesced.
  * A request with an alignment larger than its size takes a block of the alignment's size.
  *
+ * Trimming (as Linux's alloc_pages_exact). A request of n atoms, not a power of two, takes the
+ * block of 2^k atoms that holds it and gives the unused tail back at once: the live block is
+ * the binary form of n laid out from the block's start, largest piece first (n = 5: 4 + 1),
+ * and the tail is the aligned blocks that make up the rest (5 of 8: 1 + 2), listed free. The
+ * tail's blocks cannot merge while the block lives (each one's buddy holds a live piece); the
+ * free releases every piece, and they merge back with the tail as any freed blocks do. So a
+ * block wastes less than an atom, not up to half of itself. The first piece's control byte
+ * says live; the others say CTRL_PART, which no free accepts, and they follow the first
+ * contiguously (no other block's piece can follow a block), so a free finds them by walking.
+ *
+ * Chunks of any size. A chunk need not be a power of two of atoms: it is cut greedily into
+ * decreasing powers of two (12 atoms = 8 + 4). A request larger than a chunk's largest free
+ * block still fits an empty chunk as large as it: it takes the chunk's top blocks whole from
+ * offset 0, the same binary form, trimming the last one it needs. So chunk_size answers the
+ * request (or what the pool wants) rounded up to the atom, not to a power of two.
+ *
  * Each chunk holds back its most recently freed block unmerged (the previous one is merged
  * then): a request of that exact order takes it back in O(1), so an alloc/free pair does not
  * split and merge all the way down and up each time. The held block is merged whenever that
  * would let a request succeed, and stats and chunk emptiness count it as merged, so nothing
  * observable differs from merging at once: an empty chunk still gives its largest block.
  *
- * A chunk whose size is not a power of two of atoms is cut greedily into decreasing powers of
- * two (12 atoms = 8 + 4); the buddy of each of those top blocks lies past the end of the chunk,
- * so they never merge with each other and the buddy rule needs no special case beyond "the
- * buddy must lie inside the chunk". Bytes past the last whole atom are never handed out.
+ * The buddy of each of a chunk's top blocks lies past the end of the chunk, so they never merge
+ * with each other and the buddy rule needs no special case beyond "the buddy must lie inside
+ * the chunk". Bytes past the last whole atom are never handed out.
  *
  * Bookkeeping, as in SQLite's mem5.c but kept on the host because device memory cannot hold
- * it: per chunk, one control byte per atom (at a block's first atom: free or live, and its
- * order; 0 inside a block), doubly linked free lists per order whose links are two uint32
+ * it: per chunk, one control byte per atom (at a block's first atom: free, live or a further
+ * piece of a live block, and its order; 0 inside a block), doubly linked free lists per order whose links are two uint32
  * arrays indexed by atom, and a bit mask of the orders whose free list is not empty.
  * To bound that host memory a chunk has fewer than 2^21 atoms: a chunk of 2^20 minimum blocks
  * or more gets a larger atom (a 1 GiB chunk gets 1 KiB atoms). Host cost: 9 bytes per atom,
  * so under 18 MiB per chunk and at most 9/256 of the chunk's size.
  *
  * Complexity. alloc: O(c + log n) for c chunks (one mask test per chunk picks the chunk with
- * the smallest sufficient free block) and n atoms (splits); free: O(log c) to find the chunk
- * plus O(log n) merges. add_chunk and reset: O(n) (clearing the control bytes).
+ * the smallest sufficient free block) and n atoms (splits, pieces and trimming); free: O(log c)
+ * to find the chunk plus O(log^2 n) merges (at most log n pieces, each merging up to log n
+ * times). add_chunk and reset: O(n) (clearing the control bytes).
  *
- * Worst-case waste. Internal: a block is less than twice the request (plus rounding to the
- * atom), so under 50% of a block is padding. External: by Robson's bound, a buddy heap needs
+ * Worst-case waste. Internal: under one atom per block (trimming); a chunk wastes under one
+ * atom at its end. External: by Robson's bound, a buddy heap needs
  * up to M * (1 + log2(n)) / 2 bytes to never fail on requests of at most n atoms with M bytes
  * live; in practice fragmentation stays well below that.
  */
@@ -48,10 +64,13 @@
 #define BUDDY_MAX_ATOMS_LOG 20u       /* fewer than 2^(this+1) atoms per chunk (host memory) */
 #define BUDDY_ORDERS 64u              /* orders 0..63; real chunks use at most 0..20 */
 #define BUDDY_NIL UINT32_MAX          /* end of a free list */
+#define HELD_SLACK 8u                 /* the held-back block serves a request up to 1/8 smaller */
 #define CTRL_LIVE 0x80u               /* control byte: a live block starts at this atom */
 #define CTRL_FREE 0x40u               /* control byte: a free block starts at this atom */
 #define CTRL_HELD (CTRL_LIVE | CTRL_FREE) /* control byte: the chunk's held-back free block */
-#define CTRL_ORDER 0x3fu              /* control byte: the block's order */
+#define CTRL_PART 0x20u               /* control byte: a further piece of the live block before it */
+#define CTRL_KIND (CTRL_HELD | CTRL_PART) /* the bits above the order */
+#define CTRL_ORDER 0x1fu              /* control byte: the block's (or piece's) order, <= 21 */
 
 /* One chunk. */
 typedef struct buddy_chunk {
@@ -59,15 +78,17 @@ typedef struct buddy_chunk {
     unsigned atom_log;            /* log2 of this chunk's atom (smallest block) in bytes */
     uint32_t atoms;               /* whole atoms in the chunk (< 2^21) */
     uint64_t live;                /* live blocks inside */
+    uint32_t live_atoms;          /* atoms of those blocks (a run search needs as many free) */
     uint64_t order_mask;          /* bit k set: free list k is not empty */
     bool held;                    /* a freed block is held back, not merged yet */
     uint32_t held_at;             /* its first atom */
-    unsigned held_order;          /* its order */
+    unsigned held_order;          /* the order of its first piece */
+    uint32_t held_atoms;          /* its atoms, all pieces */
     uint32_t head[BUDDY_ORDERS];  /* first free block of each order (atom index) or BUDDY_NIL */
     uint32_t *next;               /* next[i]: the free block after block i in its list */
     uint32_t *prev;               /* prev[i]: the free block before block i in its list */
-    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE or CTRL_HELD | order at a
-                                   * block's first atom, 0 inside a block */
+    uint8_t *ctrl;                /* ctrl[i]: CTRL_LIVE, CTRL_FREE, CTRL_HELD or CTRL_PART | order
+                                   * at a block's (or piece's) first atom, 0 inside one */
 } buddy_chunk;
 
 /* The whole state of one buddy allocator. */
@@ -116,6 +137,7 @@ static void list_unlink(buddy_chunk *c, uint32_t i, unsigned k)
 static void chunk_make_empty(buddy_chunk *c)
 {
     c->live = 0;
+    c->live_atoms = 0;
     c->order_mask = 0;
     c->held = false;
     for (unsigned k = 0; k < BUDDY_ORDERS; k++)
@@ -179,6 +201,12 @@ static int chunk_order_for(const buddy_chunk *c, uint64_t need)
     return (int)(log2_floor_u64(need - 1) + 1 - c->atom_log);
 }
 
+/* The atoms a request of `need` (>= 1) bytes takes in chunk c. */
+static uint64_t chunk_atoms_for(const buddy_chunk *c, uint64_t need)
+{
+    return ((need - 1) >> c->atom_log) + 1;
+}
+
 /* The smallest order >= k with a free block in chunk c, or -1. */
 static int chunk_free_order_from(const buddy_chunk *c, int k)
 {
@@ -220,12 +248,93 @@ static unsigned chunk_merged_order(const buddy_chunk *c, uint32_t i, unsigned k)
     }
 }
 
+/* ---- pieces: a live block of n atoms as the binary form of n -------------------------------- */
+
+/* Marks [i, i + n) live as the binary form of n, largest piece first: the first piece
+ * CTRL_LIVE when `head` (else CTRL_PART, continuing a block that starts below i), the others
+ * CTRL_PART. */
+static void mark_pieces(buddy_chunk *c, uint32_t i, uint32_t n, bool head)
+{
+    for (unsigned b = log2_floor_u64(n) + 1; b-- > 0;) {
+        if (!(n >> b & 1))
+            continue;
+        c->ctrl[i] = (uint8_t)((head ? CTRL_LIVE : CTRL_PART) | b);
+        head = false;
+        i += UINT32_C(1) << b;
+    }
+}
+
+/* Lists [i + n, i + 2^k) free, the block of order k at i minus its first n atoms (live), as
+ * the aligned blocks it is made of, smallest first. None merges: each one's buddy holds a live
+ * atom. */
+static void free_tail(buddy_chunk *c, uint32_t i, uint32_t n, unsigned k)
+{
+    for (uint32_t q = n; q < (UINT32_C(1) << k);) {
+        unsigned b = (unsigned)__builtin_ctz(q);
+        list_push(c, i + q, b);
+        q += UINT32_C(1) << b;
+    }
+}
+
+/* The atoms of the block whose first piece, of order k, starts at i: the CTRL_PART pieces
+ * that follow it belong to it (a piece only ever follows the pieces of its own block). */
+static uint32_t block_atoms(const buddy_chunk *c, uint32_t i, unsigned k)
+{
+    uint32_t n = UINT32_C(1) << k, at = i + n;
+    while (at < c->atoms && (c->ctrl[at] & CTRL_KIND) == CTRL_PART) {
+        uint32_t len = UINT32_C(1) << (c->ctrl[at] & CTRL_ORDER);
+        n += len;
+        at += len;
+    }
+    return n;
+}
+
+/* Frees every piece of the block at i (first piece of order k) for good, each merged. */
+static void free_pieces(buddy_chunk *c, uint32_t i, unsigned k)
+{
+    uint32_t end = i + block_atoms(c, i, k);
+    while (i < end) {
+        unsigned b = c->ctrl[i] & CTRL_ORDER; /* merging a piece leaves the next one marked */
+        uint32_t next = i + (UINT32_C(1) << b);
+        chunk_merge_free(c, i, b);
+        i = next;
+    }
+}
+
+/* The largest order that merging the held-back block of c would make; changes nothing. A
+ * block of one piece merges as any block. A trimmed one (first piece of order k0, in the block
+ * of order k0 + 1 at its start) merges whole, as that block, when every block of its tail is
+ * free; otherwise its first piece cannot merge and the others stay smaller than it. */
+static unsigned held_merged_order(const buddy_chunk *c)
+{
+    uint32_t i = c->held_at, n = c->held_atoms;
+    unsigned k0 = c->held_order, k = k0 + 1;
+    if (n == UINT32_C(1) << k0)
+        return chunk_merged_order(c, i, k0);
+    if (n > UINT32_C(1) << k || (i & ((UINT32_C(1) << k) - 1))) { /* placed in a run: no trimmed shape */
+        unsigned largest = 0;
+        for (uint32_t at = i; at < i + n; at += UINT32_C(1) << (c->ctrl[at] & CTRL_ORDER))
+            if ((c->ctrl[at] & CTRL_ORDER) > largest)
+                largest = c->ctrl[at] & CTRL_ORDER; /* each piece merges at least to itself */
+        return largest;
+    }
+    if ((uint64_t)i + (UINT64_C(1) << k) > c->atoms)
+        return k0; /* it spans the chunk's top blocks: its first one never merges */
+    for (uint32_t q = n; q < (UINT32_C(1) << k);) {
+        unsigned b = (unsigned)__builtin_ctz(q);
+        if (c->ctrl[i + q] != (CTRL_FREE | b))
+            return k0;
+        q += UINT32_C(1) << b;
+    }
+    return chunk_merged_order(c, i, k);
+}
+
 /* Merges the held-back block of chunk c, if any. */
 static void chunk_flush_held(buddy_chunk *c)
 {
     if (c->held) {
         c->held = false;
-        chunk_merge_free(c, c->held_at, c->held_order);
+        free_pieces(c, c->held_at, c->held_order);
     }
 }
 
@@ -256,28 +365,35 @@ static void buddy_destroy(void *state)
     free(s);
 }
 
+/* The log2 of the atom of a chunk of `size` bytes (chunk_create's choice). */
+static unsigned atom_log_for(const buddy_state *s, uint64_t size)
+{
+    unsigned atom_log = log2_floor_u64(s->min_block);
+    unsigned size_log = log2_floor_u64(size);
+    return size_log >= atom_log + BUDDY_MAX_ATOMS_LOG ? size_log - BUDDY_MAX_ATOMS_LOG : atom_log;
+}
+
+/* Any size fits an empty chunk as large as it (see "Chunks of any size"): the request, or what
+ * the pool wants, rounded up to the chunk's atom so that no byte of it goes unused. */
 static uint64_t buddy_chunk_size(const void *state, uint64_t request, uint64_t align,
                                  uint64_t wanted)
 {
     const buddy_state *s = state;
     if (request == 0 || s->max_chunk < s->min_block)
         return 0;
-    uint64_t cap = UINT64_C(1) << log2_floor_u64(s->max_chunk);
+    uint64_t cap = s->max_chunk & ~((UINT64_C(1) << atom_log_for(s, s->max_chunk)) - 1);
     uint64_t need = request;
     if (align > need)
-        need = align; /* a block is aligned to its own size */
+        need = align; /* offset 0 of a fresh chunk is aligned to anything, but keep the block whole */
     if (s->min_block > need)
         need = s->min_block;
-    uint64_t size = pow2_ceil_u64(need);
-    if (size == 0 || size > cap)
+    if (need > cap)
         return 0;
-    /* Round what the pool would like down to a power of two, so we never reserve more than it
-     * asked for beyond what the request itself needs. */
-    if (wanted > size) {
-        uint64_t w = UINT64_C(1) << log2_floor_u64(wanted);
-        size = w < cap ? w : cap;
-    }
-    return size;
+    uint64_t size = wanted > need ? wanted : need;
+    if (size >= cap)
+        return cap;
+    size = round_up_u64(size, UINT64_C(1) << atom_log_for(s, size));
+    return size < cap ? size : cap;
 }
 
 static clrun_status buddy_add_chunk(void *state, uint32_t chunk, uint64_t size)
@@ -320,19 +436,141 @@ static bool buddy_chunk_is_empty(const void *state, uint32_t chunk)
     return !c || c->live == 0;
 }
 
-/* Hands out block i of order k of chunk number n (its index in s->chunks). */
-static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, clrun_block *out)
+/* Counts a live block of `atoms` at atom i of chunk number n (its index in s->chunks), its
+ * pieces already marked, and describes it in *out. */
+static void count_block(buddy_state *s, uint32_t n, uint32_t i, uint32_t atoms, clrun_block *out)
 {
     assert(n < s->chunks.count);
     buddy_chunk *c = s->chunks.items[n];
-    uint64_t block = UINT64_C(1) << (c->atom_log + k);
-    c->ctrl[i] = (uint8_t)(CTRL_LIVE | k);
+    uint64_t bytes = (uint64_t)atoms << c->atom_log;
     c->live++;
-    s->held_bytes += block;
+    c->live_atoms += atoms;
+    s->held_bytes += bytes;
     s->live_blocks++;
     out->chunk = s->chunks.ids[n];
     out->offset = (uint64_t)i << c->atom_log;
-    out->size = block;
+    out->size = bytes;
+}
+
+/* Hands out the first `atoms` of free block i of order k (already off its list) of chunk
+ * number n, giving the rest back trimmed. */
+static void take_block(buddy_state *s, uint32_t n, uint32_t i, unsigned k, uint32_t atoms, clrun_block *out)
+{
+    buddy_chunk *c = s->chunks.items[n];
+    assert(atoms >= 1 && atoms <= UINT32_C(1) << k && (k == 0 || atoms > UINT32_C(1) << (k - 1)));
+    mark_pieces(c, i, atoms, true);
+    free_tail(c, i, atoms, k);
+    count_block(s, n, i, atoms, out);
+}
+
+/* ---- runs: a block across free blocks ------------------------------------------------------ */
+
+/* A run of free atoms of chunk c: maximal, in address order, over free blocks and the
+ * held-back block (free in all but form). */
+typedef struct buddy_run {
+    uint32_t at;   /* its first atom */
+    uint32_t len;  /* its atoms */
+} buddy_run;
+
+/* Calls visit(c, run, arg) for every run of c in address order; stops when it returns true. */
+static bool chunk_runs(const buddy_chunk *c, bool (*visit)(const buddy_chunk *, buddy_run, void *), void *arg)
+{
+    buddy_run run = {0, 0};
+    bool in_held = false; /* the pieces that follow belong to the held-back block */
+    for (uint32_t at = 0; at < c->atoms;) {
+        uint8_t ctrl = c->ctrl[at];
+        uint32_t len = UINT32_C(1) << (ctrl & CTRL_ORDER);
+        unsigned kind = ctrl & CTRL_KIND;
+        if (kind != CTRL_PART)
+            in_held = kind == CTRL_HELD;
+        if (kind == CTRL_FREE || in_held) {
+            if (!run.len)
+                run.at = at;
+            run.len += len;
+        } else if (run.len) {
+            if (visit(c, run, arg))
+                return true;
+            run.len = 0;
+        }
+        at += len;
+    }
+    return run.len && visit(c, run, arg);
+}
+
+/* What a search for a run asks and finds: the smallest run with room for `atoms` at a multiple
+ * of `align` atoms (the lowest on ties). */
+typedef struct run_search {
+    uint32_t atoms, align;  /* asked */
+    bool found;
+    uint32_t at, len;       /* where the block would start, and its run's length */
+} run_search;
+
+static bool visit_fit(const buddy_chunk *c, buddy_run run, void *arg)
+{
+    (void)c;
+    run_search *q = arg;
+    uint32_t at = (run.at + q->align - 1) & ~(q->align - 1);
+    if (at < run.at || at - run.at >= run.len || run.len - (at - run.at) < q->atoms)
+        return false;
+    if (!q->found || run.len < q->len) {
+        q->found = true;
+        q->at = at;
+        q->len = run.len;
+    }
+    return run.len == q->atoms; /* nothing fits tighter */
+}
+
+static bool visit_largest(const buddy_chunk *c, buddy_run run, void *arg)
+{
+    (void)c;
+    uint32_t *largest = arg;
+    if (run.len > *largest)
+        *largest = run.len;
+    return false;
+}
+
+/* Makes the piece of order b at atom q, inside free atoms, live (CTRL_LIVE when `head`, else
+ * CTRL_PART): the free block that holds it is split down to it, the other halves listed. */
+static void carve_piece(buddy_chunk *c, uint32_t q, unsigned b, bool head)
+{
+    unsigned j = b;
+    uint32_t start = q;
+    for (;; j++) {
+        start = q & ~((UINT32_C(1) << j) - 1);
+        if (c->ctrl[start] == (CTRL_FREE | j))
+            break;
+        assert(j < BUDDY_MAX_ATOMS_LOG + 1); /* the atoms are free: some block holds them */
+    }
+    list_unlink(c, start, j);
+    while (j > b) { /* keep the half with q, list the other one */
+        j--;
+        uint32_t half = UINT32_C(1) << j;
+        if (q & half) {
+            list_push(c, start, j);
+            start += half;
+        } else {
+            list_push(c, start + half, j);
+        }
+    }
+    c->ctrl[q] = (uint8_t)((head ? CTRL_LIVE : CTRL_PART) | b);
+}
+
+/* Hands out `atoms` at atom `at` of chunk number n, all of them free (the held-back block
+ * merged first): the aligned pieces that make up [at, at + atoms), each carved out of its
+ * free block. */
+static void take_run(buddy_state *s, uint32_t n, uint32_t at, uint32_t atoms, clrun_block *out)
+{
+    buddy_chunk *c = s->chunks.items[n];
+    chunk_flush_held(c);
+    uint32_t end = at + atoms;
+    for (uint32_t q = at; q < end;) {
+        unsigned b = log2_floor_u64(end - q);
+        if (q && (unsigned)__builtin_ctz(q) < b)
+            b = (unsigned)__builtin_ctz(q);
+        carve_piece(c, q, b, q == at);
+        q += UINT32_C(1) << b;
+    }
+    count_block(s, n, at, atoms, out);
 }
 
 /* Takes the first free block of order j of chunk c and splits it down to order k. */
@@ -368,7 +606,10 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
         int k = chunk_order_for(c, need);
         if (k < 0)
             continue;
-        bool held = c->held && c->held_order == (unsigned)k;
+        uint64_t align_atoms = align >> c->atom_log; /* a block placed in a run may start anywhere */
+        uint64_t atoms = chunk_atoms_for(c, need);
+        bool held = c->held && c->held_atoms >= atoms && c->held_atoms - atoms <= atoms / HELD_SLACK &&
+                    (align_atoms <= 1 || (c->held_at & (align_atoms - 1)) == 0);
         int j = held ? k : chunk_free_order_from(c, k);
         if (j < 0)
             continue;
@@ -385,14 +626,14 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     }
     if (best != BUDDY_NIL) {
         buddy_chunk *c = s->chunks.items[best];
-        uint32_t i;
-        if (best_held) {
+        if (best_held) { /* its pieces are still marked: only the first one changes */
             c->held = false;
-            i = c->held_at;
+            c->ctrl[c->held_at] = (uint8_t)(CTRL_LIVE | c->held_order);
+            count_block(s, best, c->held_at, c->held_atoms, out);
         } else {
-            i = split_from(c, (unsigned)best_j, (unsigned)best_k);
+            uint32_t i = split_from(c, (unsigned)best_j, (unsigned)best_k);
+            take_block(s, best, i, (unsigned)best_k, (uint32_t)chunk_atoms_for(c, need), out);
         }
-        take_block(s, best, i, (unsigned)best_k, out);
         return CLRUN_OK;
     }
 
@@ -401,14 +642,36 @@ static clrun_status buddy_alloc(void *state, uint64_t size, uint64_t align, clru
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         buddy_chunk *c = s->chunks.items[n];
         int k = chunk_order_for(c, need);
-        if (k < 0 || !c->held || chunk_merged_order(c, c->held_at, c->held_order) < (unsigned)k)
+        if (k < 0 || !c->held || held_merged_order(c) < (unsigned)k)
             continue;
         chunk_flush_held(c);
         int j = chunk_free_order_from(c, k);
-        take_block(s, n, split_from(c, (unsigned)j, (unsigned)k), (unsigned)k, out);
+        assert(j >= k);
+        take_block(s, n, split_from(c, (unsigned)j, (unsigned)k), (unsigned)k, (uint32_t)chunk_atoms_for(c, need),
+                   out);
         return CLRUN_OK;
     }
-    return CLRUN_ERROR_OUT_OF_MEMORY;
+
+    /* No block is large enough, but a run of free blocks side by side may be: the smallest. */
+    uint32_t best_run = BUDDY_NIL;
+    run_search found = {0};
+    for (uint32_t n = 0; n < s->chunks.count; n++) {
+        buddy_chunk *c = s->chunks.items[n];
+        if (chunk_order_for(c, need) < 0 || c->atoms - c->live_atoms < chunk_atoms_for(c, need))
+            continue; /* not even that many atoms free: no walk */
+        uint64_t align_atoms = align >> c->atom_log;
+        run_search q = {.atoms = (uint32_t)chunk_atoms_for(c, need), .align = align_atoms > 1 ? (uint32_t)align_atoms : 1};
+        chunk_runs(c, visit_fit, &q);
+        if (q.found && (best_run == BUDDY_NIL || ((uint64_t)q.len << c->atom_log) <
+                                                     ((uint64_t)found.len << ((buddy_chunk *)s->chunks.items[best_run])->atom_log))) {
+            best_run = n;
+            found = q;
+        }
+    }
+    if (best_run == BUDDY_NIL)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    take_run(s, best_run, found.at, found.atoms, out);
+    return CLRUN_OK;
 }
 
 static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
@@ -425,16 +688,20 @@ static clrun_status buddy_free(void *state, uint32_t chunk, uint64_t offset)
 
     uint32_t i = (uint32_t)at;
     unsigned k = c->ctrl[i] & CTRL_ORDER;
-    assert(c->live > 0 && s->live_blocks > 0 && s->held_bytes >= UINT64_C(1) << (c->atom_log + k));
-    s->held_bytes -= UINT64_C(1) << (c->atom_log + k);
+    uint32_t atoms = block_atoms(c, i, k);
+    uint64_t bytes = (uint64_t)atoms << c->atom_log;
+    assert(c->live > 0 && s->live_blocks > 0 && s->held_bytes >= bytes);
+    s->held_bytes -= bytes;
     s->live_blocks--;
     c->live--;
+    c->live_atoms -= atoms;
     /* Hold this block back unmerged and merge the one held before: a request of the same
-     * order, the common case, then takes it back in O(1) instead of splitting again. */
+     * size, the common case, then takes it back in O(1) instead of splitting again. */
     chunk_flush_held(c);
     c->held = true;
     c->held_at = i;
     c->held_order = k;
+    c->held_atoms = atoms;
     c->ctrl[i] = (uint8_t)(CTRL_HELD | k);
     return CLRUN_OK;
 }
@@ -454,6 +721,16 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
     uint64_t largest = 0;
     for (uint32_t n = 0; n < s->chunks.count; n++) {
         const buddy_chunk *c = s->chunks.items[n];
+        if (!c->live) { /* an empty chunk gives all of it, as one run */
+            uint64_t whole = (uint64_t)c->atoms << c->atom_log;
+            if (whole > largest)
+                largest = whole;
+            continue;
+        }
+        uint32_t run = 0;
+        chunk_runs(c, visit_largest, &run);
+        if (((uint64_t)run << c->atom_log) > largest)
+            largest = (uint64_t)run << c->atom_log;
         unsigned top = 0;
         bool any = false;
         if (c->order_mask) {
@@ -461,7 +738,7 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
             any = true;
         }
         if (c->held) { /* what alloc would make of it by merging */
-            unsigned m = chunk_merged_order(c, c->held_at, c->held_order);
+            unsigned m = held_merged_order(c);
             if (!any || m > top)
                 top = m;
             any = true;

@@ -145,7 +145,7 @@ static bool better_fit(const tlsf_block *a, const tlsf_block *b)
 }
 
 /* The best fit for `bytes` among the first `limit` holes of list `head` (limit 0: all). */
-static tlsf_block *list_best(tlsf_block *head, uint64_t bytes, uint32_t limit, bool *truncated)
+TLSF_INLINE tlsf_block *list_best(tlsf_block *head, uint64_t bytes, uint32_t limit, bool *truncated)
 {
     tlsf_block *best = NULL;
     uint32_t seen = 0;

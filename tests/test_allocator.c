@@ -1,7 +1,7 @@
 /* Tests of the allocator core (lib/memory/allocator.c) with no device: a fake backing records
  * every chunk it is asked for and can refuse, so the pool's policy is checked on its own: chunk
- * sizes (the request rounded to 16 KiB, a sixteenth of what is reserved, empty chunks merged into
- * the new one, the device maximum, buddy's powers of two), the limit, asking again for just the
+ * sizes (the request or a floor of a 64th or a 16th of what is reserved, empty chunks merged into
+ * the new one, the device maximum, buddy's atoms), the limit, asking again for just the
  * request when the device refuses, the out-of-memory message, statistics and peaks, invalid
  * requests, and that destroy gives every chunk back. */
 #include <setjmp.h>
@@ -91,8 +91,6 @@ static void release(clrun__allocator *a, const clrun_block *b, uint64_t size)
     assert_int_equal(clrun__allocator_free(a, b->chunk, b->offset, size, err, sizeof err), CLRUN_OK);
 }
 
-static bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
-
 static const clrun_allocator_ops *const all_strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
                                                             &clrun_strategy_bump, &clrun_strategy_tlsf};
 #define STRATEGY_COUNT (sizeof all_strategies / sizeof all_strategies[0])
@@ -109,7 +107,7 @@ static void a_small_request_reserves_a_small_chunk(void **state)
         clrun_block block;
         assert_int_equal(alloc(a, 1000, &block), CLRUN_OK);
         assert_int_equal(b.granted, 1);
-        assert_int_equal(b.history[0], 16 * KiB); /* the request rounded up to the 16 KiB granule */
+        assert_int_equal(b.history[0], 16 * KiB); /* the 16 KiB minimum chunk */
         clrun__allocator_destroy(a);
     }
 }
@@ -132,7 +130,7 @@ static void a_request_above_the_minimum_chunk_gets_a_chunk_that_holds_it(void **
     }
 }
 
-static void a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved(void **state)
+static void a_full_pool_grows_by_at_least_a_64th_of_what_is_reserved(void **state)
 {
     (void)state;
     fake_backing b = {0};
@@ -140,19 +138,38 @@ static void a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved(void **state
     clrun__allocator *a = make(&c);
     clrun_block x;
     assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* 8 */
-    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* max(8, 8/16) = 8 */
-    assert_int_equal(alloc(a, 9 * MiB, &x), CLRUN_OK);      /* max(9, 16/16) = 9 */
-    assert_int_equal(alloc(a, 100 * KiB, &x), CLRUN_OK);    /* max(112 KiB, 25/16 MiB) */
+    assert_int_equal(alloc(a, 8 * MiB, &x), CLRUN_OK);      /* max(8, 8/64) = 8 */
+    assert_int_equal(alloc(a, 9 * MiB, &x), CLRUN_OK);      /* max(9, 16/64) = 9: just the request */
+    assert_int_equal(alloc(a, 100 * KiB, &x), CLRUN_OK);    /* nothing free: max(100 KiB, 25/64 MiB) */
     assert_int_equal(alloc(a, 30 * KiB + 1, &x), CLRUN_OK); /* fits beside it: no chunk */
     assert_int_equal(b.granted, 4);
     assert_int_equal(b.history[0], 8 * MiB);
     assert_int_equal(b.history[1], 8 * MiB);
     assert_int_equal(b.history[2], 9 * MiB);
-    assert_int_equal(b.history[3], 25 * MiB / 16);
+    assert_int_equal(b.history[3], 25 * MiB / 64);
     clrun__allocator_destroy(a);
 }
 
-/* A growing workload reserves about what it holds: a sixteenth and a granule above, at most. */
+static void a_pool_holding_free_fragments_grows_by_at_least_a_16th(void **state)
+{
+    (void)state;
+    fake_backing b = {0};
+    clrun__allocator_config c = config_for(&clrun_strategy_bump, &b);
+    c.min_chunk = MiB;
+    clrun__allocator *a = make(&c);
+    clrun_block x;
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(alloc(a, MiB, &x), CLRUN_OK);     /* full each time: 1 MiB chunks */
+    assert_int_equal(alloc(a, 512 * KiB, &x), CLRUN_OK);   /* the 1 MiB minimum: 512 KiB free */
+    assert_int_equal(b.granted, 21);
+    assert_int_equal(b.history[20], MiB);
+    assert_int_equal(alloc(a, 600 * KiB, &x), CLRUN_OK);   /* 512 KiB free > 21/64 MiB: not full */
+    assert_int_equal(b.granted, 22);
+    assert_int_equal(b.history[21], 21 * MiB / 16);
+    clrun__allocator_destroy(a);
+}
+
+/* A workload that only grows reserves about what it holds: a 64th and a granule above, at most. */
 static void reserved_stays_close_to_what_is_held(void **state)
 {
     (void)state;
@@ -166,7 +183,7 @@ static void reserved_stays_close_to_what_is_held(void **state)
             assert_int_equal(alloc(a, size, &x), CLRUN_OK);
         clrun_memory_stats st;
         clrun__allocator_stats(a, &st);
-        assert_true(st.reserved_peak <= st.in_use_peak + st.in_use_peak / 16 + 64 * KiB);
+        assert_true(st.reserved_peak <= st.in_use_peak + st.in_use_peak / 64 + 64 * KiB);
         clrun__allocator_destroy(a);
     }
 }
@@ -200,12 +217,12 @@ static void empty_chunks_are_given_back_and_merged_into_the_new_chunk(void **sta
     }
 }
 
-static void buddy_chunks_are_powers_of_two(void **state)
+static void buddy_chunks_are_what_was_asked_rounded_to_the_atom(void **state)
 {
     (void)state;
     fake_backing b = {0};
     clrun__allocator_config c = config_for(&clrun_strategy_buddy, &b);
-    c.min_chunk = 3 * MiB; /* not a power of two: buddy rounds it */
+    c.min_chunk = 3 * MiB; /* not a power of two: buddy keeps it (its blocks trim) */
     clrun__allocator *a = make(&c);
     static const uint64_t sizes[] = {1000, 3 * MiB, 5 * MiB + 1, 700 * KiB, 12 * MiB, 33 * MiB, 100};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -213,8 +230,12 @@ static void buddy_chunks_are_powers_of_two(void **state)
         assert_int_equal(alloc(a, sizes[i], &x), CLRUN_OK);
     }
     assert_true(b.granted >= 4);
+    assert_int_equal(b.history[0], 3 * MiB);
     for (unsigned i = 0; i < b.granted; i++)
-        assert_true(is_power_of_two(b.history[i]));
+        assert_int_equal(b.history[i] % 256, 0);
+    clrun_memory_stats st;
+    clrun__allocator_stats(a, &st);
+    assert_true(st.reserved_peak <= 3 * MiB + 3 * MiB + 5 * MiB + 512 + 12 * MiB + 33 * MiB); /* no doubling */
     clrun__allocator_destroy(a);
 }
 
@@ -295,13 +316,13 @@ static void the_last_chunk_shrinks_to_what_the_limit_leaves(void **state)
     (void)state;
     fake_backing b = {0};
     clrun__allocator_config c = config_for(&clrun_strategy_bump, &b);
-    c.limit = MiB + 302 * KiB;
+    c.limit = MiB + 12 * KiB;
     clrun__allocator *a = make(&c);
     clrun_block x;
     assert_int_equal(alloc(a, MiB, &x), CLRUN_OK);
-    assert_int_equal(alloc(a, 300 * KiB + 1, &x), CLRUN_OK);
+    assert_int_equal(alloc(a, 10 * KiB, &x), CLRUN_OK);
     assert_int_equal(b.granted, 2);
-    assert_int_equal(b.history[1], 302 * KiB); /* not the 304 KiB of the granule */
+    assert_int_equal(b.history[1], 12 * KiB); /* not the 16 KiB minimum chunk */
     clrun__allocator_destroy(a);
 }
 
@@ -315,8 +336,8 @@ static void when_the_device_refuses_it_asks_again_for_just_the_request(void **st
         clrun__allocator_config c = config_for(all_strategies[s], &b);
         clrun__allocator *a = make(&c);
         clrun_block x, y;
-        assert_int_equal(alloc(a, 4 * MiB, &x), CLRUN_OK); /* stays live */
-        b.capacity = b.held + 200 * KiB;                   /* room for the request, not for 4/16 MiB */
+        assert_int_equal(alloc(a, 32 * MiB, &x), CLRUN_OK); /* stays live */
+        b.capacity = b.held + 200 * KiB;                    /* room for the request, not for 32/64 MiB */
         unsigned calls = b.reserve_calls;
         assert_int_equal(alloc(a, 100 * KiB, &y), CLRUN_OK);
         assert_int_equal(b.reserve_calls, calls + 2);       /* refused, then granted */
@@ -657,10 +678,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_small_request_reserves_a_small_chunk),
         cmocka_unit_test(a_request_above_the_minimum_chunk_gets_a_chunk_that_holds_it),
-        cmocka_unit_test(a_new_chunk_is_at_least_a_sixteenth_of_what_is_reserved),
+        cmocka_unit_test(a_full_pool_grows_by_at_least_a_64th_of_what_is_reserved),
+        cmocka_unit_test(a_pool_holding_free_fragments_grows_by_at_least_a_16th),
         cmocka_unit_test(reserved_stays_close_to_what_is_held),
         cmocka_unit_test(empty_chunks_are_given_back_and_merged_into_the_new_chunk),
-        cmocka_unit_test(buddy_chunks_are_powers_of_two),
+        cmocka_unit_test(buddy_chunks_are_what_was_asked_rounded_to_the_atom),
         cmocka_unit_test(no_chunk_is_larger_than_the_device_maximum),
         cmocka_unit_test(a_ten_mib_workload_does_not_reserve_a_gib),
         cmocka_unit_test(the_limit_is_never_exceeded_and_then_out_of_memory),

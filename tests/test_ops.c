@@ -657,6 +657,11 @@ static void softmax_causal_masks_the_future(void **state)
     check_softmax("2,7,7", true, 1300, 1);
     check_softmax("3,5,9", true, 1301, 1); /* more keys than queries: a cache */
     check_softmax("6,4", true, 1302, 1);   /* more queries than keys: some rows fully masked */
+    check_softmax("2,70,90", true, 1303, 1); /* kept lengths 21..90: vector steps and tails */
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR; /* the CPUs' row per work-item, on any device */
+    check_softmax("2,70,90", true, 1304, 1);
+    check_softmax("6,4", true, 1305, 1);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
 static void softmax_repeated_runs_are_bit_identical(void **state)

@@ -574,6 +574,12 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,12,9,9", "12,1,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 12, {0, 0}}, true},  /* depthwise */
         {"1,12,13,21", "24,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 12, {0, 0}}, true}, /* x2 */
         {"1,8,11,40", "8,1,5,5", {{2, 1}, {2, 2, 2, 2}, {1, 2}, 8, {0, 0}}, false},
+        /* depthwise 3x3 rows wide enough for vectors: stride 2, stride 3 (gathered), dilated,
+         * asymmetric padding */
+        {"1,4,7,45", "4,1,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 4, {0, 0}}, true},
+        {"1,3,6,70", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, false},
+        {"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true},
+        {"1,2,9,37", "2,1,3,3", {{1, 1}, {0, 2, 1, 0}, {1, 1}, 2, {0, 0}}, true},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
     };
@@ -829,38 +835,55 @@ static void layernorm_over_an_axis_with_and_without_beta_once(void)
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
- * memory: both against the reference. */
+ * memory; forced VECTOR, the row per work-item everywhere (oclgrind checks it so): all against
+ * the reference. */
 static void layernorm_over_an_axis_with_and_without_beta(void **state)
 {
     (void)state;
     layernorm_over_an_axis_with_and_without_beta_once();
     clrun__ops_kernels = CLRUN__KERNELS_TILED;
     layernorm_over_an_axis_with_and_without_beta_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    layernorm_over_an_axis_with_and_without_beta_once();
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* Planes of 30 (between one vector and two) and of 99 (four-vector steps, single vectors and a
+ * tail), with their channels' gamma and beta. */
+static void instancenorm_matches_the_reference(const char *dims, uint64_t seed)
+{
+    node in = {.op = "instancenorm", .input_count = 3, .in = {type(dims)}};
+    const int C = (int)in.in[0].shape[1], planes = (int)(in.in[0].shape[0] * C);
+    const int P = (int)(in.in[0].shape[2] * in.in[0].shape[3]);
+    in.in[1] = in.in[2] = type("1");
+    in.in[1].shape[0] = in.in[2].shape[0] = C;
+    in.data[0] = random_floats((uint64_t)(planes * P), -2, 2, seed);
+    in.data[1] = random_floats((uint64_t)C, -1, 1, seed + 1);
+    in.data[2] = random_floats((uint64_t)C, -1, 1, seed + 2);
+    run_node(&in, 1, NULL);
+    const size_t count = (size_t)(planes * P);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    for (int plane = 0; plane < planes; plane++) {
+        double mean, inv;
+        ref_normalise(in.data[0] + plane * P, P, 1e-5, &mean, &inv);
+        for (int j = 0; j < P; j++) {
+            double x = in.data[0][plane * P + j], y = (x - mean) * inv * in.data[1][plane % C];
+            ref[plane * P + j] = y + in.data[2][plane % C];
+            scale[plane * P + j] = (fabs(x) + fabs(mean)) * inv * fabs(in.data[1][plane % C]) * 4 +
+                                   fabs(in.data[2][plane % C]);
+        }
+    }
+    expect_close(&in, ref, scale, "instancenorm");
+    free(ref), free(scale), free(in.result);
+    free_node_data(&in, 3);
 }
 
 static void instancenorm_and_batchnorm_per_channel_once(void)
 {
-    node in = {.op = "instancenorm", .input_count = 3, .in = {type("2,3,5,6"), type("3"), type("3")}};
-    in.data[0] = random_floats(180, -2, 2, 950);
-    in.data[1] = random_floats(3, -1, 1, 951);
-    in.data[2] = random_floats(3, -1, 1, 952);
-    run_node(&in, 1, NULL);
-    double ref[180], scale[180];
-    for (int plane = 0; plane < 6; plane++) {
-        double mean, inv;
-        ref_normalise(in.data[0] + plane * 30, 30, 1e-5, &mean, &inv);
-        for (int j = 0; j < 30; j++) {
-            double x = in.data[0][plane * 30 + j], y = (x - mean) * inv * in.data[1][plane % 3];
-            ref[plane * 30 + j] = y + in.data[2][plane % 3];
-            scale[plane * 30 + j] = (fabs(x) + fabs(mean)) * inv * fabs(in.data[1][plane % 3]) * 4 +
-                                    fabs(in.data[2][plane % 3]);
-        }
-    }
-    expect_close(&in, ref, scale, "instancenorm");
-    free(in.result);
-    free_node_data(&in, 3);
+    instancenorm_matches_the_reference("2,3,5,6", 950);
+    instancenorm_matches_the_reference("1,2,9,11", 955);
 
+    double ref[120], scale[120];
     node bn = {.op = "batchnorm", .input_count = 5,
                .in = {type("2,4,3,5"), type("4"), type("4"), type("4"), type("4")}};
     bn.attrs[bn.attr_count++] = attr_float("eps", 1e-3);
@@ -880,12 +903,15 @@ static void instancenorm_and_batchnorm_per_channel_once(void)
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
- * memory: both against the reference. */
+ * memory; forced VECTOR, the row per work-item everywhere (oclgrind checks it so): all against
+ * the reference. */
 static void instancenorm_and_batchnorm_per_channel(void **state)
 {
     (void)state;
     instancenorm_and_batchnorm_per_channel_once();
     clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    instancenorm_and_batchnorm_per_channel_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     instancenorm_and_batchnorm_per_channel_once();
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
@@ -894,6 +920,7 @@ static void softmax_and_logsoftmax_over_any_axis_once(void)
 {
     static const struct { const char *x; int64_t axis; } cases[] = {
         {"3,4,37", -1}, {"3,4,37", 1}, {"3,4,37", 0}, {"5,130", 1}, {"2,8,3,3", 1},
+        {"2,200", -1}, {"3,7", -1}, /* four-vector steps and a tail; rows shorter than a vector */
     };
     for (int log_form = 0; log_form < 2; log_form++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -929,12 +956,15 @@ static void softmax_and_logsoftmax_over_any_axis_once(void)
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
- * memory: both against the reference. */
+ * memory; forced VECTOR, the row per work-item everywhere (oclgrind checks it so): all against
+ * the reference. */
 static void softmax_and_logsoftmax_over_any_axis(void **state)
 {
     (void)state;
     softmax_and_logsoftmax_over_any_axis_once();
     clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    softmax_and_logsoftmax_over_any_axis_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     softmax_and_logsoftmax_over_any_axis_once();
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }

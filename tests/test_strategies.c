@@ -750,31 +750,71 @@ static void test_random_operations_match_reference_model(void **state)
 
 /* ---- buddy ---------------------------------------------------------------------------------- */
 
-static void test_buddy_chunk_size_is_power_of_two(void **state)
+static uint64_t pow2_ceil(uint64_t x)
+{
+    uint64_t p = 1;
+    while (p < x)
+        p <<= 1;
+    return p;
+}
+
+static void test_buddy_chunk_size_is_the_request_rounded_to_the_atom(void **state)
 {
     (void)state;
     void *st = make(&clrun_strategy_buddy, 256, 3 * GiB);
-    for (uint64_t request = 1; request < 2 * GiB; request = request * 3 + 1) {
+    for (uint64_t request = 1; request < 3 * GiB; request = request * 3 + 1) {
         uint64_t cs = clrun_strategy_buddy.chunk_size(st, request, 1, request);
-        assert_true(cs >= request && (cs & (cs - 1)) == 0 && cs <= 2 * GiB);
+        uint64_t atom = request < 256 * MiB ? 256 : pow2_ceil(request) >> 20; /* < 2^21 atoms */
+        assert_true(cs >= request && cs <= 3 * GiB && cs - request < atom + 256);
+        assert_int_equal(cs % 256, 0);
     }
-    assert_int_equal(clrun_strategy_buddy.chunk_size(st, 2 * GiB + 1, 1, 2 * GiB + 1), 0);
-    assert_int_equal(clrun_strategy_buddy.chunk_size(st, MiB, 1, 3 * GiB), 2 * GiB);
+    assert_int_equal(clrun_strategy_buddy.chunk_size(st, 3 * GiB + 1, 1, 3 * GiB + 1), 0);
+    assert_int_equal(clrun_strategy_buddy.chunk_size(st, MiB, 1, 4 * GiB), 3 * GiB);
+    assert_int_equal(clrun_strategy_buddy.chunk_size(st, 100, 4096, 100), 4096); /* the alignment */
     clrun_strategy_buddy.destroy(st);
 }
 
-static void test_buddy_block_is_power_of_two_aligned_to_its_size(void **state)
+static void test_buddy_block_is_trimmed_to_the_atom_and_aligned_to_its_power_of_two(void **state)
 {
     (void)state;
     const clrun_allocator_ops *ops = &clrun_strategy_buddy;
     void *st = make_with_chunk(ops);
-    for (uint64_t size = 1; size <= MiB; size = size * 2 + 7) {
+    for (uint64_t size = 1; size <= MiB; size = size * 3 + 7) {
         clrun_block b;
         assert_int_equal(ops->alloc(st, size, 1, &b), CLRUN_OK);
-        assert_true((b.size & (b.size - 1)) == 0);
-        assert_true(b.size < 2 * size || b.size == 256);
-        assert_int_equal(b.offset % b.size, 0);
+        assert_int_equal(b.size, (size + 255) / 256 * 256);
+        assert_int_equal(b.offset % pow2_ceil(b.size), 0);
     }
+    ops->destroy(st);
+}
+
+static void test_buddy_trimmed_tail_serves_other_requests_and_merges_back(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    void *st = make(ops, 256, GiB);
+    assert_int_equal(ops->add_chunk(st, 1, 8 * 256), CLRUN_OK);
+    clrun_block a, b, c, d;
+    assert_int_equal(ops->alloc(st, 5 * 256 - 10, 1, &a), CLRUN_OK); /* 5 of 8 atoms: 4 + 1 */
+    assert_int_equal(a.offset, 0);
+    assert_int_equal(a.size, 5 * 256);
+    assert_int_equal(stats_of(ops, st).free_bytes, 3 * 256);
+    assert_int_equal(stats_of(ops, st).largest_free, 3 * 256); /* the tail: one run of 1 + 2 atoms */
+    assert_int_equal(ops->alloc(st, 2 * 256, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, 6 * 256);
+    assert_int_equal(ops->alloc(st, 1, 1, &c), CLRUN_OK);
+    assert_int_equal(c.offset, 5 * 256);
+    assert_int_equal(ops->alloc(st, 1, 1, &d), CLRUN_ERROR_OUT_OF_MEMORY);
+    /* The second piece of a is no block of its own. */
+    assert_int_equal(ops->free(st, 1, 4 * 256), CLRUN_ERROR_INVALID_FREE);
+    assert_int_equal(ops->free(st, 1, b.offset), CLRUN_OK);
+    assert_int_equal(ops->free(st, 1, a.offset), CLRUN_OK);
+    assert_int_equal(ops->free(st, 1, a.offset), CLRUN_ERROR_INVALID_FREE); /* freed already */
+    assert_int_equal(stats_of(ops, st).largest_free, 5 * 256); /* the run below c, which splits the upper half */
+    assert_int_equal(ops->free(st, 1, c.offset), CLRUN_OK);
+    assert_int_equal(stats_of(ops, st).largest_free, 8 * 256);
+    assert_int_equal(ops->alloc(st, 8 * 256, 1, &d), CLRUN_OK); /* merged back whole */
+    assert_int_equal(d.offset, 0);
     ops->destroy(st);
 }
 
@@ -802,7 +842,7 @@ static void test_buddy_chunk_not_power_of_two_is_cut_in_powers_of_two(void **sta
     const clrun_allocator_ops *ops = &clrun_strategy_buddy;
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 12 * MiB + 100), CLRUN_OK);
-    assert_int_equal(stats_of(ops, st).largest_free, 8 * MiB);
+    assert_int_equal(stats_of(ops, st).largest_free, 12 * MiB); /* empty: all of it */
     clrun_block a, b, c;
     assert_int_equal(ops->alloc(st, 8 * MiB, 1, &a), CLRUN_OK);
     assert_int_equal(ops->alloc(st, 4 * MiB, 1, &b), CLRUN_OK);
@@ -810,8 +850,38 @@ static void test_buddy_chunk_not_power_of_two_is_cut_in_powers_of_two(void **sta
     assert_int_equal(b.offset, 8 * MiB);
     assert_int_equal(ops->alloc(st, 256, 1, &c), CLRUN_ERROR_OUT_OF_MEMORY); /* 100 B tail */
     assert_int_equal(ops->free(st, 1, a.offset), CLRUN_OK);
+    assert_int_equal(stats_of(ops, st).largest_free, 8 * MiB); /* the top blocks never merge */
+    assert_int_equal(ops->alloc(st, 9 * MiB, 1, &c), CLRUN_ERROR_OUT_OF_MEMORY);
     assert_int_equal(ops->free(st, 1, b.offset), CLRUN_OK);
-    assert_int_equal(stats_of(ops, st).largest_free, 8 * MiB); /* they must not merge */
+    assert_int_equal(stats_of(ops, st).largest_free, 12 * MiB);
+    ops->destroy(st);
+}
+
+static void test_buddy_empty_chunk_takes_a_request_larger_than_its_top_block(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    void *st = make(ops, 256, GiB);
+    assert_int_equal(ops->add_chunk(st, 1, 12 * MiB), CLRUN_OK); /* 8 + 4 */
+    clrun_block a, b, c;
+    assert_int_equal(ops->alloc(st, 11 * MiB + 1, 1, &a), CLRUN_OK); /* 8 + 2 + 1 + an atom */
+    assert_int_equal(a.offset, 0);
+    assert_int_equal(a.size, 11 * MiB + 256);
+    assert_int_equal(stats_of(ops, st).free_bytes, MiB - 256);
+    assert_int_equal(ops->free(st, 1, 8 * MiB), CLRUN_ERROR_INVALID_FREE); /* a piece of a */
+    assert_int_equal(ops->alloc(st, 512 * KiB, 1, &b), CLRUN_OK);        /* from its tail */
+    assert_true(b.offset >= 11 * MiB + 256 && b.offset + b.size <= 12 * MiB);
+    assert_int_equal(ops->free(st, 1, a.offset), CLRUN_OK);
+    assert_int_equal(ops->alloc(st, 11 * MiB + 512 * KiB + 1, 1, &c), CLRUN_ERROR_OUT_OF_MEMORY); /* b */
+    assert_int_equal(ops->alloc(st, 11 * MiB + 512 * KiB, 1, &c), CLRUN_OK); /* the run below b */
+    assert_int_equal(c.offset, 0);
+    assert_int_equal(ops->free(st, 1, 11 * MiB), CLRUN_ERROR_INVALID_FREE); /* a piece of c */
+    assert_int_equal(ops->free(st, 1, c.offset), CLRUN_OK);
+    assert_int_equal(ops->free(st, 1, b.offset), CLRUN_OK);
+    assert_int_equal(stats_of(ops, st).largest_free, 12 * MiB);
+    assert_int_equal(ops->alloc(st, 12 * MiB, 1, &c), CLRUN_OK);
+    assert_int_equal(c.offset, 0);
+    assert_int_equal(ops->free(st, 1, c.offset), CLRUN_OK);
     ops->destroy(st);
 }
 
@@ -1215,10 +1285,12 @@ int main(void)
 
     const struct CMUnitTest buddy[] = {
         SHARED_TESTS(clrun_strategy_buddy),
-        cmocka_unit_test(test_buddy_chunk_size_is_power_of_two),
-        cmocka_unit_test(test_buddy_block_is_power_of_two_aligned_to_its_size),
+        cmocka_unit_test(test_buddy_chunk_size_is_the_request_rounded_to_the_atom),
+        cmocka_unit_test(test_buddy_block_is_trimmed_to_the_atom_and_aligned_to_its_power_of_two),
+        cmocka_unit_test(test_buddy_trimmed_tail_serves_other_requests_and_merges_back),
         cmocka_unit_test(test_buddy_coalesces_fully_when_empty),
         cmocka_unit_test(test_buddy_chunk_not_power_of_two_is_cut_in_powers_of_two),
+        cmocka_unit_test(test_buddy_empty_chunk_takes_a_request_larger_than_its_top_block),
     };
     const struct CMUnitTest slab[] = {
         SHARED_TESTS(clrun_strategy_slab),

@@ -9,8 +9,9 @@
  * Allocators: every shipped strategy (clrun_strategy_find's names) through the allocator core,
  * so that chunk growth, rounding and placement are exactly those of a device pool; "binned",
  * PyOpenCL's MemoryPool (each request rounded up to the top of its bin, with 16 bins per power
- * of two, each block its own driver allocation, a freed block kept for a later request of the
- * same bin, never given back); and "best-fit", a reference simulator of coalescing best fit in
+ * of two, each block its own driver allocation occupying its size rounded up to the alignment,
+ * as a driver's buffers start at multiples of the base-address alignment, a freed block kept
+ * for a later request of the same bin, never given back); and "best-fit", a reference simulator of coalescing best fit in
  * one unbounded arena (the smallest hole that holds the request, the lowest such hole on ties,
  * else the top of the arena), what XLA's BFC allocator approaches within one region. */
 #ifndef CLRUN_REPLAY_H

@@ -387,7 +387,7 @@ clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const c
     if (ops)
         status = replay_strategy(&t, ops, &o, previous_growth, out, err, errlen);
     else if (strcmp(baseline, "binned") == 0)
-        status = clrun__replay_binned(&t, o.timed, out, err, errlen);
+        status = clrun__replay_binned(&t, o.alignment, o.timed, out, err, errlen);
     else
         status = clrun__replay_best_fit(&t, o.alignment, out, err, errlen);
     out->lower_bound = t.lower_bound;

@@ -1,10 +1,17 @@
-/* The `binned` replay baseline: PyOpenCL's MemoryPool.
+/* The `binned` replay baseline: PyOpenCL's MemoryPool (src/mempool.hpp, memory_pool::allocate).
  *
  * A request is rounded up to the top of its bin (bins are powers of two split by the 4 leading
  * bits after the top one, PyOpenCL's default leading_bits_in_bin_id = 4), each block is its own
- * driver allocation, and a freed block is kept for reuse by a later request of the same bin
- * only, never given back. Every block being its own buffer, its footprint is the lower bound;
- * what it costs is `reserved`. */
+ * driver allocation (one clCreateBuffer of the bin's alloc_size), and a freed block is kept for
+ * reuse by a later request of the same bin only, never given back. Every block being its own
+ * buffer, its footprint is the lower bound; what it costs is `reserved`.
+ *
+ * What a block costs the device: its bin's size rounded up to the replay's alignment, the
+ * device's base-address alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN). A driver starts every buffer
+ * at an address that is a multiple of it, so no two buffers share an aligned granule, and a
+ * 1-byte clCreateBuffer occupies at least one granule of device memory: the same rounding the
+ * strategies' sub-buffers pay for their origins. (Real drivers round further, to pages or to
+ * their own suballocation granule; the model charges only what OpenCL itself requires.) */
 #include "memory/replay_internal.h"
 #include "core/util.h"
 
@@ -47,6 +54,7 @@ static uint64_t bin_alloc_size(uint32_t bin)
 }
 
 typedef struct binned_pool {
+    uint64_t alignment;          /* the device's base-address alignment, a power of two */
     uint32_t *cached[BIN_COUNT]; /* per bin, a stack of held free blocks (their ids) */
     uint32_t cached_count[BIN_COUNT];
     uint32_t cached_capacity[BIN_COUNT];
@@ -63,11 +71,18 @@ static void binned_release(binned_pool *p)
     free(p);
 }
 
+/* What one block of `bin` occupies on the device: its alloc_size, aligned (see the top). */
+static uint64_t bin_device_size(const binned_pool *p, uint32_t bin)
+{
+    uint64_t size = bin_alloc_size(bin);
+    return size > UINT64_MAX - (p->alignment - 1) ? size : (size + p->alignment - 1) & ~(p->alignment - 1);
+}
+
 /* Block id for `size`: a cached one of its bin, else a new driver allocation. */
 static void binned_alloc(binned_pool *p, uint64_t size, uint32_t *block, uint64_t *held)
 {
     uint32_t bin = bin_number(size);
-    *held = bin_alloc_size(bin);
+    *held = bin_device_size(p, bin);
     if (p->cached_count[bin]) {
         *block = p->cached[bin][--p->cached_count[bin]];
         return;
@@ -93,11 +108,13 @@ static bool binned_free(binned_pool *p, uint64_t size, uint32_t block)
 
 /* One pass over the trace on fresh pool p; *out gets the memory figures when given. Timed by
  * the caller when `ns` is not NULL (the loop only, not the pool's creation). */
-static bool binned_pass(const clrun__replay_trace *t, uint32_t *blocks, clrun_replay_result *out, double *ns)
+static bool binned_pass(const clrun__replay_trace *t, uint64_t alignment, uint32_t *blocks,
+                        clrun_replay_result *out, double *ns)
 {
     binned_pool *p = calloc(1, sizeof *p);
     if (p == NULL)
         return false;
+    p->alignment = alignment;
     uint64_t held = 0, asked = 0;
     bool ok = true;
     double start = (clrun__now() * 1e9);
@@ -106,7 +123,7 @@ static bool binned_pass(const clrun__replay_trace *t, uint32_t *blocks, clrun_re
         uint64_t size = t->sizes[e->row], h;
         if (!e->alloc) {
             ok = binned_free(p, size, blocks[e->row]);
-            held -= bin_alloc_size(bin_number(size));
+            held -= bin_device_size(p, bin_number(size));
             asked -= size;
             continue;
         }
@@ -129,16 +146,16 @@ static bool binned_pass(const clrun__replay_trace *t, uint32_t *blocks, clrun_re
     return ok;
 }
 
-clrun_status clrun__replay_binned(const clrun__replay_trace *t, bool timed, clrun_replay_result *out,
-                                  char *err, size_t errlen)
+clrun_status clrun__replay_binned(const clrun__replay_trace *t, uint64_t alignment, bool timed,
+                                  clrun_replay_result *out, char *err, size_t errlen)
 {
     out->allocator = "binned";
     uint32_t *blocks = calloc(t->count ? t->count : 1, sizeof *blocks);
-    bool ok = blocks && binned_pass(t, blocks, out, NULL);
+    bool ok = blocks && binned_pass(t, alignment, blocks, out, NULL);
     double total = 0.0;
     unsigned passes = 0;
     while (ok && timed && total < CLRUN__REPLAY_TIMED_NS_MIN && passes < CLRUN__REPLAY_TIMED_PASSES_MAX) {
-        ok = binned_pass(t, blocks, NULL, &total);
+        ok = binned_pass(t, alignment, blocks, NULL, &total);
         passes++;
     }
     free(blocks);

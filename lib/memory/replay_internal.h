@@ -34,9 +34,10 @@ clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const c
                                const clrun_replay_options *options, bool previous_growth,
                                clrun_replay_result *out, char *err, size_t errlen);
 
-/* PyOpenCL's MemoryPool over the trace (replay_binned.c). */
-clrun_status clrun__replay_binned(const clrun__replay_trace *t, bool timed, clrun_replay_result *out,
-                                  char *err, size_t errlen);
+/* PyOpenCL's MemoryPool over the trace, each block its own buffer on a device whose buffers
+ * start at multiples of `alignment` (replay_binned.c). */
+clrun_status clrun__replay_binned(const clrun__replay_trace *t, uint64_t alignment, bool timed,
+                                  clrun_replay_result *out, char *err, size_t errlen);
 
 /* Coalescing best fit in one unbounded arena, offsets a multiple of `alignment`
  * (replay_best_fit.c). */

@@ -108,7 +108,7 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
                                                            : clrun__ew_expression(def, data);
     emit_dtype_macros(b, data);
     clrun__strbuf_printf(b, "#define T_OUT %s\n", clrun__cl_type(result));
-    clrun__strbuf_printf(b, "%s %s(", clrun__cl_type(result), name);
+    clrun__strbuf_printf(b, "CLRUN_INLINE %s %s(", clrun__cl_type(result), name);
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "%sconst %s %s", i ? ", " : "",
                              def->condition && i == 0 ? "uchar" : clrun__cl_type(data),

@@ -290,6 +290,25 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
 
 /* ---- conv2d elsewhere: tiles, the direct kernel, depthwise ------------------------------- */
 
+/* Depthwise: a work-item per block of rows of one plane, DEPTHWISE_OUTPUTS outputs or more
+ * where the plane has them (a small plane whole), so that the weights it holds in registers and
+ * its per-row bookkeeping serve many vectors; work-groups of one item (the kernel shares
+ * nothing between items, and each is already a few hundred vectors of work). */
+#define DEPTHWISE_OUTPUTS 2048
+static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *global, size_t *local)
+{
+    size_t OH = (size_t)geo[CLRUN__G_OH], OW = (size_t)geo[CLRUN__G_OW];
+    size_t rows = (DEPTHWISE_OUTPUTS + OW - 1) / OW;
+    rows = rows < OH ? rows : OH;
+    size_t planes = (size_t)images * (size_t)geo[CLRUN__G_O];
+    global[0] = (OH + rows - 1) / rows;
+    global[1] = planes;
+    global[2] = 1;
+    local[0] = 1;
+    local[1] = 1;
+    local[2] = 1;
+}
+
 static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_t images,
                                   const clrun__core_device *dev, const clrun__epilogue *ep,
                                   conv_state *st)
@@ -324,22 +343,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && depthwise) {
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise", 0, &st->ks.kernel);
-        /* A work-group of whole rows of blocks, up to 64 work-items: groups of one work-item
-         * would cost POCL more to schedule than to run. */
-        size_t blocks = (size_t)(geo[CLRUN__G_OW] + 7) / 8, rows = (size_t)geo[CLRUN__G_OH];
-        st->ks.local[0] = blocks <= 64 ? blocks : 1;
-        st->ks.local[1] = 1;
-        for (size_t d = 1; d <= rows && st->ks.local[0] * d <= 64; d++)
-            if (rows % d == 0)
-                st->ks.local[1] = d;
-        st->ks.local[2] = 1;
-        st->ks.global[0] = blocks;
-        st->ks.global[1] = rows;
-        st->ks.global[2] = (size_t)images * (size_t)geo[CLRUN__G_O];
-        if (s == CLRUN_OK)
-            s = clrun__local_size(ctx, st->ks.kernel, st->ks.local[0] * st->ks.local[1], &limit);
-        if (s == CLRUN_OK && limit < st->ks.local[0] * st->ks.local[1])
-            st->ks.local[0] = st->ks.local[1] = 1;
+        depthwise_geometry(geo, images, st->ks.global, st->ks.local);
         return s;
     }
     if (s == CLRUN_OK)
