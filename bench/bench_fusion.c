@@ -3,26 +3,64 @@
  * `repeat` rounds that run both, in alternating order, so that a machine's load falls on both
  * alike. Prints per graph the groups and kernels, the median wall time of a run (submit to
  * finish) of each and their ratio fused / unfused, with the spread of the per-round ratios,
- * and whether every output has the same bits both ways. Not a test: nothing is asserted.
+ * the best time of each and their ratio (on a shared machine, the runs least disturbed), the
+ * median CPU time the process spent per run (every thread, a CPU device's included: what other
+ * load on a shared machine inflates least) and its ratio, and whether every output has the same bits both ways. Not a test: nothing is asserted.
  *
- * Usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...
- *   MODEL is one of examples/models.h's: resnet50, mobilenetv2, bert-base, gpt2. */
+ * Usage: bench_fusion [--repeat N] [--dim NAME=SIZE]... [--every-epilogue]
+ *                     (FILE.graph | FILE.onnx | MODEL[:BATCH[:SEQ]])...
+ *   --every-epilogue takes every epilogue, also those the device's cost rule leaves to their own
+ *   kernel (lib/fuse/epilogue.c), to measure that rule.
+ *   MODEL is one of examples/models.h's: resnet50, mobilenetv2, bert-base, gpt2 (written with
+ *   composite ops: layernorm, gelu_erf, matmul with bias). FILE.onnx is a model as exporters
+ *   write it (bench_onnx_load --out writes transformers of BERT's and GPT-2's shapes): each --dim
+ *   binds a symbolic dimension, and one left unbound is an error. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include <clrun/clrun.h>
 
 #include "../examples/models.h"
+#include "fuse/fuse.h"
 #include "../tests/rng.h"
 #include "timing.h"
+
+#define MAX_DIMS 16
+static clrun_onnx_dim dims[MAX_DIMS];
+static int dim_count;
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n > m && strcmp(s + n - m, tail) == 0;
+}
+
+static clrun_graph *load_onnx(const char *path)
+{
+    char err[2048];
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.dims = dims;
+    o.dim_count = dim_count;
+    o.err = err;
+    o.errlen = sizeof err;
+    clrun_graph *g = NULL;
+    if (clrun_graph_load_onnx(path, &o, &g) != CLRUN_OK)
+        fprintf(stderr, "bench_fusion: %s\n", err);
+    return g;
+}
 
 static clrun_graph *load(const char *what)
 {
     char err[512];
     clrun_graph *g = NULL;
-    size_t length = strlen(what);
-    if (length > 6 && strcmp(what + length - 6, ".graph") == 0) {
+    if (ends_with(what, ".onnx"))
+        return load_onnx(what);
+    if (ends_with(what, ".graph")) {
         if (clrun_graph_load(what, &g, err, sizeof err) != CLRUN_OK)
             fprintf(stderr, "bench_fusion: %s\n", err);
         return g;
@@ -71,9 +109,17 @@ static int make_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buffer *i
     return (int)n;
 }
 
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 /* Runs exec once over fresh inputs (a donated input is consumed by the run, so every run gets
- * new ones, written outside the timed run); its wall time in ms, or a negative number. */
-static double run_once(clrun_context *ctx, clrun_exec *exec, const clrun_graph *g)
+ * new ones, written outside the timed run); its wall time in ms, or a negative number, and the
+ * CPU time this process spent in the run (every thread: a CPU device's too) in *cpu. */
+static double run_once(clrun_context *ctx, clrun_exec *exec, const clrun_graph *g, double *cpu)
 {
     clrun_buffer inputs[64];
     int n = make_inputs(ctx, g, inputs);
@@ -81,8 +127,10 @@ static double run_once(clrun_context *ctx, clrun_exec *exec, const clrun_graph *
         fprintf(stderr, "bench_fusion: inputs: %s\n", clrun_last_error(ctx));
         return -1;
     }
-    double ms = -1;
-    if (clrun_exec_run(exec, inputs, n) != CLRUN_OK)
+    double ms = -1, cpu0 = cpu_ms();
+    clrun_status status = clrun_exec_run(exec, inputs, n);
+    *cpu = cpu_ms() - cpu0;
+    if (status != CLRUN_OK)
         fprintf(stderr, "bench_fusion: run: %s\n", clrun_last_error(ctx));
     else {
         clrun_exec_stats s;
@@ -131,15 +179,16 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
         }
     }
     double *t[2] = {calloc((size_t)repeat, sizeof(double)), calloc((size_t)repeat, sizeof(double))};
+    double *c[2] = {calloc((size_t)repeat, sizeof(double)), calloc((size_t)repeat, sizeof(double))};
     double *ratio = calloc((size_t)repeat, sizeof(double));
-    int rc = n < 0 || !t[0] || !t[1] || !ratio;
+    int rc = n < 0 || !t[0] || !t[1] || !c[0] || !c[1] || !ratio;
     for (int k = 0; !rc && k < 2; k++) /* warm-up: kernels compiled at first launch */
-        rc = run_once(ctx, exec[k], g) < 0;
+        rc = run_once(ctx, exec[k], g, &c[k][0]) < 0;
     bool same = !rc && same_outputs(exec[0], exec[1], g);
     for (int r = 0; !rc && r < repeat; r++) {
         for (int j = 0; !rc && j < 2; j++) {
             int k = (r + j) % 2; /* alternate which runs first */
-            t[k][r] = run_once(ctx, exec[k], g);
+            t[k][r] = run_once(ctx, exec[k], g, &c[k][r]);
             rc = t[k][r] < 0;
         }
         ratio[r] = rc ? 0 : t[0][r] / t[1][r];
@@ -153,10 +202,19 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
             lo = ratio[r] < lo ? ratio[r] : lo;
             hi = ratio[r] > hi ? ratio[r] : hi;
         }
+        double best[2] = {t[0][0], t[1][0]};
+        for (int k = 0; k < 2; k++)
+            for (int r = 1; r < repeat; r++)
+                best[k] = t[k][r] < best[k] ? t[k][r] : best[k];
         double fused = bench_median(t[0], repeat), unfused = bench_median(t[1], repeat);
+        double cpu[2] = {bench_median(c[0], repeat), bench_median(c[1], repeat)};
         printf("%-34s fused: %d groups, %d nodes -> %d kernels\n", what, on.fused_groups, on.graph_nodes, on.kernels);
         printf("%-34s   time %.3f ms fused, %.3f ms unfused (medians of %d): ratio %.3f (per-round %.3f..%.3f, median %.3f)\n",
                "", fused, unfused, repeat, fused / unfused, lo, hi, bench_median(ratio, repeat));
+        printf("%-34s   best %.3f ms fused, %.3f ms unfused: ratio %.3f (the runs least disturbed by other load)\n",
+               "", best[0], best[1], best[0] / best[1]);
+        printf("%-34s   CPU time %.3f ms fused, %.3f ms unfused (medians, every thread): ratio %.3f\n", "",
+               cpu[0], cpu[1], cpu[0] / cpu[1]);
         printf("%-34s   peak %llu vs %llu bytes, naive %llu vs %llu bytes, outputs %s\n", "",
                (unsigned long long)on.peak_bytes, (unsigned long long)off.peak_bytes,
                (unsigned long long)on.naive_bytes, (unsigned long long)off.naive_bytes,
@@ -165,18 +223,40 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
     }
     for (int k = 0; k < 2; k++)
         clrun_exec_destroy(exec[k]);
-    free(t[0]);
-    free(t[1]);
+    for (int k = 0; k < 2; k++) {
+        free(t[k]);
+        free(c[k]);
+    }
     free(ratio);
     clrun_graph_destroy(g);
     return rc || !same;
 }
 
+/* Reads the --dim NAME=SIZE options from argv[first]; returns the index after them, or -1. */
+static int dim_args(int argc, char **argv, int first)
+{
+    while (first + 1 < argc && strcmp(argv[first], "--dim") == 0) {
+        char *arg = argv[first + 1], *eq = strchr(arg, '=');
+        long long v = eq ? atoll(eq + 1) : 0;
+        if (eq == NULL || eq == arg || v < 1 || dim_count == MAX_DIMS)
+            return -1;
+        *eq = '\0';
+        dims[dim_count++] = (clrun_onnx_dim){arg, v};
+        first += 2;
+    }
+    return first;
+}
+
 int main(int argc, char **argv)
 {
-    int repeat = 10, first = bench_repeat_arg(argc, argv, &repeat);
-    if (first >= argc || repeat < 1) {
-        fprintf(stderr, "usage: bench_fusion [--repeat N] (FILE.graph | MODEL[:BATCH[:SEQ]])...\n");
+    int repeat = 10, first = dim_args(argc, argv, bench_repeat_arg(argc, argv, &repeat));
+    if (first > 0 && first < argc && strcmp(argv[first], "--every-epilogue") == 0) {
+        clrun__fuse_every_epilogue = true;
+        first++;
+    }
+    if (first < 0 || first >= argc || repeat < 1) {
+        fprintf(stderr, "usage: bench_fusion [--repeat N] [--dim NAME=SIZE]... [--every-epilogue]\n"
+                        "                    (FILE.graph | FILE.onnx | MODEL[:BATCH[:SEQ]])...\n");
         return 2;
     }
     clrun_context *ctx = NULL;
@@ -184,8 +264,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_fusion: %s\n", clrun_last_error(NULL));
         return 1;
     }
-    printf("device: %s; wall time per run, fused and unfused executors alternating, %d rounds\n",
-           clrun_context_device(ctx)->name, repeat);
+    printf("device: %s; wall time per run, fused and unfused executors alternating, %d rounds%s\n",
+           clrun_context_device(ctx)->name, repeat, clrun__fuse_every_epilogue ? ", every epilogue taken" : "");
     int rc = 0;
     for (int i = first; i < argc; i++)
         rc |= bench(ctx, argv[i], repeat);

@@ -3,9 +3,12 @@
  * The model is built here (tests/onnx_builder.h) the way PyTorch exports a transformer encoder:
  * L layers of attention and MLP with every Reshape's shape computed from Shape -> Gather ->
  * Unsqueeze -> Concat, LayerNorm decomposed into ReduceMean/Sub/Pow/Sqrt/Div, GELU in its tanh
- * form, and
- * random f32 weights as raw-data initializers. With the defaults (12 layers, width 132) it has
- * about 700 nodes and 10 MB of weights, the issue's yardstick.
+ * form (--gelu erf: BERT's Div/Erf form), a bias Add after every MatMul, and random f32 weights
+ * as raw-data initializers. With the defaults (12 layers, width 132, 4 heads, MLP 4x the width)
+ * it has about 700 nodes and 10 MB of weights, the issue's yardstick. --width 768 --heads 12
+ * --gelu erf is BERT-base's shape (MLP 3072); --gpt2 makes GPT-2's pre-LN decoder instead (a
+ * causal mask sliced from a bool buffer and applied with Where, a final LayerNorm). --out writes
+ * the model, with symbolic batch and sequence, for bench_fusion or the CLI.
  *
  * Measured per repetition, as this process's CPU time (what the host spends; the wall clock is
  * printed beside it, and is what other load on the machine inflates): the import (clrun_graph_load_onnx_memory:
@@ -15,10 +18,12 @@
  * run, protobuf-c's unpack of the same bytes alone, in CPU time too. Median of the repetitions;
  * nothing asserted.
  *
- * usage: bench_onnx_load [--layers L] [--width D] [--repeat N] [--out MODEL.onnx] */
+ * usage: bench_onnx_load [--layers L] [--width D] [--heads H] [--ff F] [--seq S] [--gelu tanh|erf]
+ *                        [--gpt2] [--repeat N] [--out MODEL.onnx] */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +34,7 @@
 #include "../tests/onnx_builder.h"
 #include "timing.h"
 
-enum { F32 = 1, I64 = 7 };
+enum { F32 = 1, BOOL = 9, I64 = 7 };
 
 static double wall_s(void)
 {
@@ -149,70 +154,153 @@ static const char *concat(gen *g, const char *const *parts, int n)
     return out;
 }
 
-static void build(gen *g, int layers, int64_t d)
+/* What the model is: BERT-style by default (post-LN), GPT-2-style with gpt2 (pre-LN blocks, a
+ * causal mask sliced from a [1, 1, max_seq, max_seq] bool buffer and applied with Where, a final
+ * LayerNorm, as transformers' GPT-2 exports). */
+typedef struct shape_options {
+    int layers;
+    int64_t width, heads, ff;
+    bool gelu_erf; /* GELU as x/sqrt(2) -> Erf (BERT's export), else the tanh form (GPT-2's) */
+    bool gpt2;
+} shape_options;
+
+/* GELU of f as the exporters write it. */
+static const char *gelu(gen *g, const char *f, bool erf_form)
 {
-    int64_t heads = 4, dh = d / heads, ff = 4 * d;
+    if (erf_form) { /* 0.5 x (1 + erf(x / sqrt(2))) */
+        const char *e = op(g, "Erf", op2(g, "Div", f, f32(g, 1.4142135381698608f)));
+        return op2(g, "Mul", op2(g, "Mul", f, op2(g, "Add", e, f32(g, 1))), f32(g, 0.5f));
+    }
+    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    const char *x3 = op2(g, "Mul", f, op2(g, "Mul", f, f));
+    const char *in = op2(g, "Mul", op2(g, "Add", f, op2(g, "Mul", x3, f32(g, 0.044715f))), f32(g, 0.7978845608f));
+    const char *e = op(g, "Tanh", in);
+    return op2(g, "Mul", op2(g, "Mul", f, op2(g, "Add", e, f32(g, 1))), f32(g, 0.5f));
+}
+
+/* The causal mask's bool buffer, [1, 1, max_seq, max_seq], true on and below the diagonal. */
+static const char *causal_buffer(gen *g, int64_t max_seq)
+{
+    int64_t dims[4] = {1, 1, max_seq, max_seq};
+    unsigned char *m = malloc((size_t)(max_seq * max_seq));
+    for (int64_t i = 0; i < max_seq; i++)
+        for (int64_t j = 0; j < max_seq; j++)
+            m[i * max_seq + j] = j <= i;
+    const char *name = fresh(g, "bias");
+    ob_initializer(&g->b, name, BOOL, 4, dims, m, (size_t)(max_seq * max_seq));
+    free(m);
+    return name;
+}
+
+/* Scores s [b, h, seq, seq] with the future masked as GPT-2's export does:
+ * Where(bias[:, :, :seq, :seq], s, -10000). */
+static const char *causal(gen *g, const char *s, const char *bias, const char *x)
+{
+    static const int64_t zeros[2] = {0, 0}, axes[2] = {2, 3};
+    const char *ns = dim(g, x, 1);
+    const char *ends[2] = {ns, ns};
+    char in[256];
+    snprintf(in, sizeof in, "%s,%s,%s,%s", bias, i64s(g, 2, zeros, false), concat(g, ends, 2), i64s(g, 2, axes, false));
+    const char *mask = op(g, "Slice", in);
+    snprintf(in, sizeof in, "%s,%s,%s", mask, s, f32(g, -10000.0f));
+    return op(g, "Where", in);
+}
+
+static const char *attention(gen *g, const char *h, const shape_options *o, const char *bias)
+{
+    int64_t d = o->width, heads = o->heads, dh = d / heads;
     static const int64_t perm[4] = {0, 2, 1, 3}, perm_k[4] = {0, 2, 3, 1};
+    const char *nb = dim(g, h, 0), *ns = dim(g, h, 1);
+    const char *split[4] = {nb, ns, i64s(g, 1, &heads, false), i64s(g, 1, &dh, false)};
+    const char *shape = concat(g, split, 4);
+    const char *q = op(g, "Transpose", op2(g, "Reshape", linear(g, h, d, d), shape));
+    ob_attr_ints(&g->b, last(g), "perm", perm, 4);
+    const char *k = op(g, "Transpose", op2(g, "Reshape", linear(g, h, d, d), shape));
+    ob_attr_ints(&g->b, last(g), "perm", perm_k, 4);
+    const char *v = op(g, "Transpose", op2(g, "Reshape", linear(g, h, d, d), shape));
+    ob_attr_ints(&g->b, last(g), "perm", perm, 4);
+    const char *s = op2(g, "Div", op2(g, "MatMul", q, k), f32(g, sqrtf((float)dh)));
+    if (bias)
+        s = causal(g, s, bias, h);
+    s = op(g, "Softmax", s);
+    ob_attr_int(&g->b, last(g), "axis", -1);
+    const char *a = op(g, "Transpose", op2(g, "MatMul", s, v));
+    ob_attr_ints(&g->b, last(g), "perm", perm, 4);
+    const char *merge[3] = {dim(g, h, 0), dim(g, h, 1), i64s(g, 1, &d, false)};
+    return linear(g, op2(g, "Reshape", a, concat(g, merge, 3)), d, d);
+}
+
+static const char *mlp(gen *g, const char *h, const shape_options *o)
+{
+    return linear(g, gelu(g, linear(g, h, o->width, o->ff), o->gelu_erf), o->ff, o->width);
+}
+
+static void build(gen *g, const shape_options *o)
+{
+    int64_t d = o->width;
     static const int64_t xdims[3] = {-1, -1, 0};
     int64_t xd[3] = {xdims[0], xdims[1], d};
     static const char *const params[3] = {"batch", "sequence", NULL};
     ob_init(&g->b, 14);
     ob_input(&g->b, "x", F32, 3, xd, params);
     const char *h = "x";
-    for (int l = 0; l < layers; l++) {
-        const char *nb = dim(g, h, 0), *ns = dim(g, h, 1);
-        const char *split[4] = {nb, ns, i64s(g, 1, &heads, false), i64s(g, 1, &dh, false)};
-        const char *shape = concat(g, split, 4);
-        const char *q = op(g, "Transpose", op2(g, "Reshape", linear(g, h, d, d), shape));
-        ob_attr_ints(&g->b, last(g), "perm", perm, 4);
-        const char *k = op(g, "Transpose", op2(g, "Reshape", linear(g, h, d, d), shape));
-        ob_attr_ints(&g->b, last(g), "perm", perm_k, 4);
-        const char *v = op(g, "Transpose", op2(g, "Reshape", linear(g, h, d, d), shape));
-        ob_attr_ints(&g->b, last(g), "perm", perm, 4);
-        const char *s = op2(g, "Div", op2(g, "MatMul", q, k), f32(g, (float)dh));
-        const char *a = op2(g, "MatMul", op(g, "Softmax", s), v);
-        ob_attr_int(&g->b, g->b.graph.node[g->b.graph.n_node - 2], "axis", -1);
-        a = op(g, "Transpose", a);
-        ob_attr_ints(&g->b, last(g), "perm", perm, 4);
-        const char *merge[3] = {dim(g, h, 0), dim(g, h, 1), i64s(g, 1, &d, false)};
-        a = linear(g, op2(g, "Reshape", a, concat(g, merge, 3)), d, d);
-        h = layernorm(g, op2(g, "Add", h, a), d);
-        const char *f = linear(g, h, d, ff);
-        /* GELU, tanh form (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-        const char *x3 = op2(g, "Mul", f, op2(g, "Mul", f, f));
-        const char *in = op2(g, "Mul", op2(g, "Add", f, op2(g, "Mul", x3, f32(g, 0.044715f))), f32(g, 0.7978845608f));
-        const char *e = op(g, "Tanh", in);
-        f = op2(g, "Mul", op2(g, "Mul", f, op2(g, "Add", e, f32(g, 1))), f32(g, 0.5f));
-        h = layernorm(g, op2(g, "Add", h, linear(g, f, ff, d)), d);
+    const char *bias = o->gpt2 ? causal_buffer(g, 1024) : NULL;
+    for (int l = 0; l < o->layers; l++) {
+        if (o->gpt2) {
+            h = op2(g, "Add", h, attention(g, layernorm(g, h, d), o, bias));
+            h = op2(g, "Add", h, mlp(g, layernorm(g, h, d), o));
+        } else {
+            h = layernorm(g, op2(g, "Add", h, attention(g, h, o, NULL)), d);
+            h = layernorm(g, op2(g, "Add", h, mlp(g, h, o)), d);
+        }
     }
+    if (o->gpt2)
+        h = layernorm(g, h, d);
     ob_output(&g->b, h, F32, -1, NULL);
 }
 
 int main(int argc, char **argv)
 {
-    int layers = 12, repeat = 7;
-    int64_t width = 132;
+    int repeat = 7;
+    int64_t seq = 128;
+    shape_options o = {.layers = 12, .width = 132, .heads = 4};
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--layers") == 0 && i + 1 < argc)
-            layers = atoi(argv[++i]);
+            o.layers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--width") == 0 && i + 1 < argc)
-            width = atoi(argv[++i]);
+            o.width = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--heads") == 0 && i + 1 < argc)
+            o.heads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--ff") == 0 && i + 1 < argc)
+            o.ff = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--seq") == 0 && i + 1 < argc)
+            seq = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--gelu") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "erf") == 0 || strcmp(argv[i + 1], "tanh") == 0))
+            o.gelu_erf = strcmp(argv[++i], "erf") == 0;
+        else if (strcmp(argv[i], "--gpt2") == 0)
+            o.gpt2 = true;
         else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
             repeat = atoi(argv[++i]);
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_onnx_load [--layers L] [--width D] [--repeat N] [--out MODEL.onnx]\n");
+            fprintf(stderr, "usage: bench_onnx_load [--layers L] [--width D] [--heads H] [--ff F] [--seq S]\n"
+                            "                       [--gelu tanh|erf] [--gpt2] [--repeat N] [--out MODEL.onnx]\n");
             return 2;
         }
     }
-    if (layers < 1 || width < 4 || width % 4 || repeat < 1 || repeat > 1000) {
-        fprintf(stderr, "bench_onnx_load: layers >= 1, width a multiple of 4, repeat 1..1000\n");
+    if (o.ff == 0)
+        o.ff = 4 * o.width;
+    if (o.layers < 1 || o.heads < 1 || o.width < o.heads || o.width % o.heads || o.ff < 1 || seq < 1 ||
+        seq > 1024 || repeat < 1 || repeat > 1000) {
+        fprintf(stderr, "bench_onnx_load: layers >= 1, width a multiple of heads, ff >= 1, seq 1..1024, "
+                        "repeat 1..1000\n");
         return 2;
     }
     gen g = {.state = 1};
-    build(&g, layers, width);
+    build(&g, &o);
     size_t size;
     uint8_t *bytes = ob_pack(&g.b, &size);
     size_t onnx_nodes = g.b.graph.n_node;
@@ -224,14 +312,14 @@ int main(int argc, char **argv)
         }
     }
     ob_free(&g.b);
-    static const clrun_onnx_dim dims[2] = {{"batch", 1}, {"sequence", 128}};
-    clrun_onnx_options o;
-    clrun_onnx_options_init(&o);
-    o.dims = dims;
-    o.dim_count = 2;
+    const clrun_onnx_dim dims[2] = {{"batch", 1}, {"sequence", seq}};
+    clrun_onnx_options oo;
+    clrun_onnx_options_init(&oo);
+    oo.dims = dims;
+    oo.dim_count = 2;
     char err[2048];
-    o.err = err;
-    o.errlen = sizeof err;
+    oo.err = err;
+    oo.errlen = sizeof err;
     double *t_unpack = calloc((size_t)repeat, sizeof(double)), *t_load = calloc((size_t)repeat, sizeof(double));
     double *c_load = calloc((size_t)repeat, sizeof(double)), *t_plan = calloc((size_t)repeat, sizeof(double));
     double *c_total = calloc((size_t)repeat, sizeof(double));
@@ -247,7 +335,7 @@ int main(int argc, char **argv)
         double c0 = cpu_s();
         double w0 = wall_s();
         clrun_graph *graph = NULL;
-        if (clrun_graph_load_onnx_memory(bytes, size, "bench.onnx", &o, &graph) != CLRUN_OK) {
+        if (clrun_graph_load_onnx_memory(bytes, size, "bench.onnx", &oo, &graph) != CLRUN_OK) {
             fprintf(stderr, "bench_onnx_load: %s\n", err);
             return 1;
         }
@@ -279,8 +367,10 @@ int main(int argc, char **argv)
     double unpack = bench_median(t_unpack, repeat), load = bench_median(t_load, repeat), cload = bench_median(c_load, repeat);
     double plan = bench_median(t_plan, repeat), total = bench_median(c_total, repeat);
     char wb[32], pb[32], lb[32];
-    printf("bench_onnx_load: a %d-layer transformer encoder of width %" PRId64 ", exported-style, batch 1, sequence 128\n",
-           layers, width);
+    printf("bench_onnx_load: a %d-layer %s of width %" PRId64 ", %" PRId64 " heads, MLP %" PRId64
+           ", GELU in %s form, exported-style, batch 1, sequence %" PRId64 "\n",
+           o.layers, o.gpt2 ? "GPT-2-style decoder" : "transformer encoder", o.width, o.heads, o.ff,
+           o.gelu_erf ? "erf" : "tanh", seq);
     printf("  model          %zu bytes, %zu ONNX nodes, %s of weights in %s\n", size, onnx_nodes,
            clrun_format_bytes(g.weight_bytes, wb, sizeof wb), "raw-data initializers");
     printf("  graph          %d nodes after folding (%zu ONNX nodes folded on the host), %zu buffers\n",

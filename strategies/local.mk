@@ -3,7 +3,7 @@
 
 libclrun_internal_la_SOURCES += \
 	strategies/chunk_index.h \
-	strategies/buddy.c \
+	strategies/buddy.c strategies/buddy_chunk.c strategies/buddy_chunk.h \
 	strategies/slab.c strategies/slab_classes.c strategies/slab_classes.h \
 	strategies/page_runs.c strategies/page_runs.h \
 	strategies/bump.c \

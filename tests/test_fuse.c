@@ -818,15 +818,19 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     int32_t t = binary(g, "add", "t", m, r);
     t = unary(g, "gelu", "u", t);
     clrun_graph_mark_output(g, binary(g, "mul", "y1", t, col));
-    /* conv2d, a per-channel shift (read at (i / 49) % 8), relu6: one epilogue */
+    /* conv2d, a per-channel shift (read at c, the channel), relu6: one epilogue */
     int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){2, 3, 9, 9}));
-    int32_t k = constant(g, "k", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4);
-    int32_t shift = constant(g, "shift", shape_of(CLRUN_F32, 3, (int64_t[]){8, 1, 1}), 5);
+    /* 40 channels of 49 positions: full tiles and tiles at both edges on every vector width */
+    int32_t k = constant(g, "k", shape_of(CLRUN_F32, 4, (int64_t[]){40, 3, 3, 3}), 4);
+    int32_t shift = constant(g, "shift", shape_of(CLRUN_F32, 3, (int64_t[]){40, 1, 1}), 5);
     clrun_attr six = {.name = "max", .kind = CLRUN_ATTR_FLOAT, .f = 6.0};
     int32_t c = node(g, "conv2d", "c", 2, (int32_t[]){im, k}, NULL, 0);
     int32_t cs = binary(g, "add", "cs", c, shift);
     int32_t cr = unary(g, "relu", "cr", cs);
     clrun_graph_mark_output(g, node(g, "clip", "y2", 1, &cr, &six, 1));
+    /* conv2d then tanh, a math-library call: an epilogue but on a CPU */
+    int32_t c3 = node(g, "conv2d", "c3", 2, (int32_t[]){im, k}, NULL, 0);
+    clrun_graph_mark_output(g, unary(g, "tanh", "y4", c3));
     /* a bool input is no float extra: where stays a kernel of its own */
     int32_t cond = input(g, "cond", shape_of(CLRUN_BOOL, 2, (int64_t[]){20, 40}));
     int32_t m2 = node(g, "matmul", "m2", 2, (int32_t[]){x, w}, NULL, 0);
@@ -839,22 +843,25 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     for (size_t i = 0; i < 3; i++) {
         outcome o = run_graph(g, modes[i], 8);
         expect_same_bits(g, &o, &base, "epilogues", 8);
-        assert_int_equal(o.groups, 2);
+        assert_int_equal(o.groups, 3);
         assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
         assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
-        assert_int_equal(o.stats.kernels, 4); /* the two epilogues, matmul m2, where */
+        assert_string_equal(o.group_names[2], "fused:conv2d+tanh");
+        assert_int_equal(o.stats.kernels, 5); /* the three epilogues, matmul m2, where */
     }
     clrun__fuse_every_epilogue = false;
-    /* By the device's rule: on a CPU the group with gelu is one elementwise kernel after the
-     * matmul; the convolution's arithmetic epilogue stays. Same bits either way. */
+    /* By the device's rule: on a CPU the tanh after the convolution is its own kernel; the
+     * matmul's epilogue with gelu and the convolution's arithmetic one stay. Same bits either
+     * way. */
     outcome o = run_graph(g, modes[0], 8);
     expect_same_bits(g, &o, &base, "epilogues by the device's rule", 8);
     bool cpu = strcmp(o.device_type, "CPU") == 0;
-    assert_int_equal(o.groups, 2);
-    /* epilogues are named first, then the elementwise groups */
-    assert_string_equal(o.group_names[0], cpu ? "fused:conv2d+add+relu+clip" : "fused:matmul+add+gelu+mul");
-    assert_string_equal(o.group_names[1], cpu ? "fused:add+gelu+mul" : "fused:conv2d+add+relu+clip");
-    assert_int_equal(o.stats.kernels, cpu ? 5 : 4);
+    assert_int_equal(o.groups, cpu ? 2 : 3);
+    assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
+    assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
+    if (!cpu)
+        assert_string_equal(o.group_names[2], "fused:conv2d+tanh");
+    assert_int_equal(o.stats.kernels, cpu ? 6 : 5);
     clrun_graph_destroy(g);
 }
 

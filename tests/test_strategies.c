@@ -818,6 +818,69 @@ static void test_buddy_trimmed_tail_serves_other_requests_and_merges_back(void *
     ops->destroy(st);
 }
 
+/* A trimmed block freed while a block of its tail is live: the pieces that cannot merge are
+ * free blocks of their own, each one served whole, and none is a block to free. */
+static void test_buddy_trimmed_block_freed_beside_its_live_tail_leaves_its_pieces_free(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    void *st = make(ops, 256, GiB);
+    assert_int_equal(ops->add_chunk(st, 3, 16 * 256), CLRUN_OK);
+    clrun_block a, b, c, x, y, z;
+    assert_int_equal(ops->alloc(st, 11 * 256, 1, &a), CLRUN_OK); /* 8 + 2 + 1; tail 1 + 4 */
+    assert_int_equal(a.offset, 0);
+    assert_int_equal(ops->alloc(st, 1, 1, &b), CLRUN_OK);
+    assert_int_equal(b.offset, 11 * 256); /* the tail's atom */
+    assert_int_equal(ops->alloc(st, 4 * 256, 1, &c), CLRUN_OK);
+    assert_int_equal(c.offset, 12 * 256);
+    assert_int_equal(ops->free(st, 3, 8 * 256), CLRUN_ERROR_INVALID_FREE); /* a piece of a */
+    assert_int_equal(ops->free(st, 3, a.offset), CLRUN_OK);
+    assert_int_equal(ops->free(st, 3, c.offset), CLRUN_OK); /* a merges now, as far as b lets it */
+    assert_int_equal(stats_of(ops, st).free_bytes, 15 * 256);
+    assert_int_equal(stats_of(ops, st).largest_free, 11 * 256); /* the run below b */
+    assert_int_equal(ops->alloc(st, 2 * 256, 1, &x), CLRUN_OK);
+    assert_int_equal(x.offset, 8 * 256); /* a's second piece, a block of its own */
+    assert_int_equal(ops->alloc(st, 8 * 256, 1, &y), CLRUN_OK);
+    assert_int_equal(y.offset, 0);
+    assert_int_equal(ops->alloc(st, 1, 1, &z), CLRUN_OK);
+    assert_int_equal(z.offset, 10 * 256);
+    clrun_block all[] = {x, y, z, b};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        assert_int_equal(ops->free(st, 3, all[i].offset), CLRUN_OK);
+    assert_int_equal(stats_of(ops, st).largest_free, 16 * 256);
+    assert_int_equal(ops->alloc(st, 16 * 256, 1, &a), CLRUN_OK); /* merged back whole */
+    assert_int_equal(a.offset, 0);
+    ops->destroy(st);
+}
+
+/* Chunk ids on both sides of the table buddy finds small ids in, and ids past its end. */
+static void test_buddy_chunk_ids_below_and_above_its_id_table(void **state)
+{
+    (void)state;
+    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    void *st = make(ops, 256, GiB);
+    const uint32_t ids[] = {65535, 65536, 40, 70000, 1};
+    clrun_block b[5];
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(ops->add_chunk(st, ids[i], 4 * KiB), CLRUN_OK);
+        assert_int_equal(ops->add_chunk(st, ids[i], 4 * KiB), CLRUN_ERROR_INVALID_ARGUMENT);
+    }
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(ops->alloc(st, 4 * KiB, 1, &b[i]), CLRUN_OK);
+        assert_false(ops->chunk_is_empty(st, b[i].chunk));
+    }
+    const uint32_t absent[] = {0, 2, 39, 41, 65534, 65537, 69999, 70001};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+        assert_int_equal(ops->free(st, absent[i], 0), CLRUN_ERROR_INVALID_FREE);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(ops->free(st, b[i].chunk, b[i].offset), CLRUN_OK);
+        assert_int_equal(ops->remove_chunk(st, b[i].chunk), CLRUN_OK);
+        assert_int_equal(ops->free(st, b[i].chunk, b[i].offset), CLRUN_ERROR_INVALID_FREE);
+    }
+    assert_int_equal(stats_of(ops, st).chunks, 0);
+    ops->destroy(st);
+}
+
 static void test_buddy_coalesces_fully_when_empty(void **state)
 {
     (void)state;
@@ -1288,6 +1351,8 @@ int main(void)
         cmocka_unit_test(test_buddy_chunk_size_is_the_request_rounded_to_the_atom),
         cmocka_unit_test(test_buddy_block_is_trimmed_to_the_atom_and_aligned_to_its_power_of_two),
         cmocka_unit_test(test_buddy_trimmed_tail_serves_other_requests_and_merges_back),
+        cmocka_unit_test(test_buddy_trimmed_block_freed_beside_its_live_tail_leaves_its_pieces_free),
+        cmocka_unit_test(test_buddy_chunk_ids_below_and_above_its_id_table),
         cmocka_unit_test(test_buddy_coalesces_fully_when_empty),
         cmocka_unit_test(test_buddy_chunk_not_power_of_two_is_cut_in_powers_of_two),
         cmocka_unit_test(test_buddy_empty_chunk_takes_a_request_larger_than_its_top_block),

@@ -341,12 +341,48 @@ char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, con
 
 /* ---- epilogues --------------------------------------------------------------------------- */
 
-/* The offset of a load at output index i: i itself where it reads the output's own element,
- * else its coordinates from i by division by literals, times its strides. */
-static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint64_t *strides)
+/* The output dimension that the base's c counts along (ops/ops.h: a matmul's column, the last
+ * dimension wherever B is a matrix; a convolution's channel, dimension 1), as a merged
+ * dimension of g: the one of that extent whose inner dimensions hold exactly the original's
+ * inner ones (every merged dimension is a run of original ones, each above 1, so the extents
+ * tell). -1 when there is none. */
+static int column_dim(const clrun__epilogue_base *e, const geometry *g)
+{
+    const clrun_tensor_type *out = &e->types[e->input_count];
+    int original = -1;
+    if (strcmp(e->op->name, "matmul") == 0 && e->input_count >= 2 && e->types[1].rank >= 2)
+        original = out->rank - 1;
+    else if (strcmp(e->op->name, "conv2d") == 0 && out->rank == 4)
+        original = 1;
+    if (original < 0 || out->shape[original] < 2)
+        return -1;
+    uint64_t inner = 1;
+    for (int d = original + 1; d < out->rank; d++)
+        inner *= (uint64_t)out->shape[d];
+    for (int d = 0; d < g->rank; d++)
+        if (g->dims[d] == (uint64_t)out->shape[original] && g->out_strides[d] == inner)
+            return d;
+    return -1;
+}
+
+/* The offset of a load at output index i: i itself where it reads the output's own element, c
+ * (times its stride) where it varies along the base's column alone (a bias: no division, and
+ * consecutive along a matmul's store loop), else its coordinates from i by division by
+ * literals, times its strides. */
+static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint64_t *strides, int column)
 {
     if (memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) == 0) {
         clrun__strbuf_printf(b, "i");
+        return;
+    }
+    bool by_column = column >= 0 && strides[column] != 0;
+    for (int d = 0; by_column && d < g->rank; d++)
+        by_column = d == column || strides[d] == 0;
+    if (by_column) {
+        if (strides[column] == 1)
+            clrun__strbuf_printf(b, "c");
+        else
+            clrun__strbuf_printf(b, "(ulong)c * %lluul", (unsigned long long)strides[column]);
         return;
     }
     bool any = false;
@@ -389,9 +425,10 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
         for (int x = 0; x < e->extra_inputs; x++)
             clrun__strbuf_printf(&b, ", __global const float *x%d", x);
         clrun__strbuf_printf(&b, ")\n{\n");
+        int column = column_dim(e, g);
         for (int l = 0; l < g->load_count; l++) {
             clrun__strbuf_printf(&b, "    const float v%d = x%d[", l, g->loads[l].input - e->input_count);
-            emit_epilogue_offset(&b, g, g->loads[l].strides);
+            emit_epilogue_offset(&b, g, g->loads[l].strides, column);
             clrun__strbuf_printf(&b, "];\n");
         }
         for (int s = 0; s < f->step_count; s++)
