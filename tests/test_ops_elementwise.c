@@ -662,8 +662,9 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
 {
     (void)state;
     /* kernels/ew_functions.cl's float exp (at most 1.035 ulp, measured over every third float)
-     * and tanh (at most 2.55, over every seventh): a dense sweep of each one's range, and values at its edges. exp's results
-     * below 2^-126 are denormals, rounded once; below -103.97 it is 0, above 88.722 +inf. */
+     * and tanh (at most 2.55, over every seventh): a dense sweep of each one's range, and values
+     * at its edges. exp's results below 2^-126 are denormals, rounded once; below -103.97 it is
+     * 0, above 88.722 +inf. */
     const double edges[] = {88.72283, 88.72284, -87.33654, -87.33655, -103.97, -103.972, -103.98,
                             -100.5, -95.25, 1e-7, -1e-7, 1e-30, 0.34657359, -0.34657359};
     const size_t sweep = 200000, edge_count = sizeof edges / sizeof edges[0];
