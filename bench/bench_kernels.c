@@ -464,7 +464,8 @@ static void bench_exp_family(int64_t n)
         char label[64];
         snprintf(label, sizeof label, "%s [%lld]", ops[i], (long long)n);
         if (wanted(label))
-            print_bandwidth(label, 4.0 * (double)n, 4.0 * (double)n, time_op(ops[i], 1, in, NULL, 0, 0));
+            print_bandwidth(label, 4.0 * (double)n, 4.0 * (double)n,
+                            time_op(ops[i], 1, in, NULL, 0, 0));
     }
 }
 

@@ -48,9 +48,10 @@ static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
     if (dtype == CLRUN_F32 || dtype == CLRUN_F64) {
         clrun__strbuf_printf(b, "#define F(c) c%s\n", dtype == CLRUN_F32 ? "##f" : "");
         bool f32 = dtype == CLRUN_F32;
-        clrun__strbuf_printf(b, "#define ERF %s\n#define ERFC %s\n#define EXP %s\n#define TANH %s\n",
-                             f32 ? "clrun_erf_f32" : "erf", f32 ? "clrun_erfc_f32" : "erfc",
-                             f32 ? "clrun_exp_f32" : "exp", f32 ? "clrun_tanh_f32" : "tanh");
+        clrun__strbuf_printf(b, "#define ERF %s\n#define ERFC %s\n", f32 ? "clrun_erf_f32" : "erf",
+                             f32 ? "clrun_erfc_f32" : "erfc");
+        clrun__strbuf_printf(b, "#define EXP %s\n#define TANH %s\n", f32 ? "clrun_exp_f32" : "exp",
+                             f32 ? "clrun_tanh_f32" : "tanh");
     }
     if (dtype == CLRUN_I32 || dtype == CLRUN_I64) {
         const char *u = unsigned_type(dtype);
