@@ -140,16 +140,19 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
  * way one add per load, no multiply (a 64-bit multiply per load halves the rate). */
 #define MM_STEP(r) STEP_ROW(r, az[CAT(ao, r) + k])
 #define MM_STEP_T(r) STEP_ROW(r, ak[CAT(ao, r)])
-/* A full panel (n0 + NR <= N) scales and adds the bias on whole vectors, then applies the
- * epilogue in a loop of NR steps with no exit, which the compiler vectorizes with the epilogue
- * inlined (the same operations per lane, so the same bits); the last panel of a row goes
- * element by element. */
+/* With an epilogue, a full panel (n0 + NR <= N) scales and adds the bias on whole vectors,
+ * then applies the epilogue in a loop of NR steps with no exit, which the compiler vectorizes
+ * with the epilogue inlined (the same operations per lane, so the same bits); the last panel
+ * of a row goes element by element. Without one, every panel goes element by element: the two
+ * paths measure the same there, and the second one costs POCL about 0.3 s more to compile
+ * each variant. */
 #define SCALE_SPILL(r, v) {                                                                    \
         VEC x = alpha * ACC(r, v);                                                             \
         if (has_bias)                                                                          \
             x = x + VLOAD(0, bias + n0 + v * VW);                                              \
         VSTORE(x, 0, t + v * VW);                                                              \
     }
+#ifdef CLRUN_EPILOGUE
 #define MM_STORE(r)                                                                            \
     if (m0 + r < M) {                                                                          \
         float t[NR];                                                                           \
@@ -168,6 +171,20 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
             }                                                                                  \
         }                                                                                      \
     }
+#else
+#define MM_STORE(r)                                                                            \
+    if (m0 + r < M) {                                                                          \
+        float t[NR];                                                                           \
+        COLS(SPILL_ACC, r)                                                                     \
+        const ulong row = oz + (ulong)(m0 + r) * N;                                            \
+        for (uint j = 0; j < NR && n0 + j < N; j++) {                                          \
+            float v = alpha * t[j];                                                            \
+            if (has_bias)                                                                      \
+                v = v + bias[n0 + j];                                                          \
+            out[row + n0 + j] = v;                                                             \
+        }                                                                                      \
+    }
+#endif
 
 __kernel
 void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
