@@ -152,6 +152,16 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
             x = x + VLOAD(0, bias + n0 + v * VW);                                              \
         VSTORE(x, 0, t + v * VW);                                                              \
     }
+/* Row r's outputs one element at a time: the last panel of a row, or every panel without an
+ * epilogue. */
+#define STORE_ELEMENTS(r)                                                                      \
+    COLS(SPILL_ACC, r)                                                                         \
+    for (uint j = 0; j < NR && n0 + j < N; j++) {                                              \
+        float v = alpha * t[j];                                                                \
+        if (has_bias)                                                                          \
+            v = v + bias[n0 + j];                                                              \
+        out[row + n0 + j] = EPILOGUE(v, row + n0 + j, n0 + j);                                 \
+    }
 #ifdef CLRUN_EPILOGUE
 #define MM_STORE(r)                                                                            \
     if (m0 + r < M) {                                                                          \
@@ -162,27 +172,15 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
             for (uint j = 0; j < NR; j++)                                                      \
                 out[row + n0 + j] = EPILOGUE(t[j], row + n0 + j, n0 + j);                      \
         } else {                                                                               \
-            COLS(SPILL_ACC, r)                                                                 \
-            for (uint j = 0; j < NR && n0 + j < N; j++) {                                      \
-                float v = alpha * t[j];                                                        \
-                if (has_bias)                                                                  \
-                    v = v + bias[n0 + j];                                                      \
-                out[row + n0 + j] = EPILOGUE(v, row + n0 + j, n0 + j);                         \
-            }                                                                                  \
+            STORE_ELEMENTS(r)                                                                  \
         }                                                                                      \
     }
 #else
 #define MM_STORE(r)                                                                            \
     if (m0 + r < M) {                                                                          \
         float t[NR];                                                                           \
-        COLS(SPILL_ACC, r)                                                                     \
         const ulong row = oz + (ulong)(m0 + r) * N;                                            \
-        for (uint j = 0; j < NR && n0 + j < N; j++) {                                          \
-            float v = alpha * t[j];                                                            \
-            if (has_bias)                                                                      \
-                v = v + bias[n0 + j];                                                          \
-            out[row + n0 + j] = v;                                                             \
-        }                                                                                      \
+        STORE_ELEMENTS(r)                                                                      \
     }
 #endif
 
