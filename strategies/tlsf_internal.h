@@ -33,8 +33,10 @@ typedef struct tlsf_block {
     struct tlsf_block *prev_phys;   /* the block just below it, NULL at the chunk's start */
     struct tlsf_block *next_phys;   /* the block just above it, NULL at the chunk's end */
     tlsf_chunk *chunk;              /* where it lies (not beside prev_phys: see take_again) */
-    struct tlsf_block *prev_free;   /* hole: previous in its list */
-    struct tlsf_block *next_free;   /* hole: next in its list; spare node: next spare */
+    struct tlsf_block **free_link;  /* free: the link that points at it (its list's head or
+                                     * the next_free of the block before it), so that taking it
+                                     * out of its list is the same wherever it stands */
+    struct tlsf_block *next_free;   /* free: next in its list; spare node: next spare */
     uint8_t state;                  /* enum block_state */
     uint8_t fl, sl;                 /* hole: the class of its list */
 } tlsf_block;
@@ -69,6 +71,7 @@ typedef struct tlsf_lists {
     uint64_t fl_bitmap;                         /* bit f set: some list of first level f is not empty */
     uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of entry f set: heads[f][s] is not empty */
     tlsf_block *heads[TLSF_FL_COUNT][TLSF_SL_COUNT];
+    tlsf_block **sink;                          /* see link_push */
 } tlsf_lists;
 
 /* The whole state of one TLSF allocator. */
@@ -108,14 +111,12 @@ typedef struct tlsf_state {
 TLSF_INLINE void class_of(uint64_t granules, unsigned *fl, unsigned *sl)
 {
     assert(granules >= 1);
-    if (granules < TLSF_SL_COUNT) {
-        *fl = 0;
-        *sl = (unsigned)granules;
-        return;
-    }
+    /* Without a branch: small and large sizes alternate at random in real workloads. */
+    bool small = granules < TLSF_SL_COUNT;
     unsigned top = log2_floor_u64(granules);
-    *fl = top - TLSF_SLI + 1;
-    *sl = (unsigned)(granules >> (top - TLSF_SLI)) - TLSF_SL_COUNT;
+    unsigned shift = small ? 0 : top - TLSF_SLI;
+    *fl = small ? 0 : top - TLSF_SLI + 1;
+    *sl = (unsigned)(granules >> shift) - (small ? 0 : TLSF_SL_COUNT);
 }
 
 /* The first non-empty list of `l` strictly above class (fl, sl); false when there is none. */
@@ -137,15 +138,38 @@ TLSF_INLINE bool class_above(const tlsf_lists *l, unsigned *fl, unsigned *sl)
 /* ---- free lists ----------------------------------------------------------------------------- */
 
 /* Puts free block b at the head of list (fl, sl) of `l`, its class. */
+/* Links free block b at the head of the list whose head is *head. The free_link of the block
+ * after it is written to *sink when there is no such block: a store to a dummy costs less than
+ * the branch that would skip it, whose outcome follows the workload's sizes and is mispredicted
+ * as often (the same in link_remove). */
+TLSF_INLINE void link_push(tlsf_block **head, tlsf_block *b, tlsf_block ***sink)
+{
+    tlsf_block *n = *head;
+    b->next_free = n;
+    b->free_link = head;
+    *(n ? &n->free_link : sink) = &b->next_free;
+    *head = b;
+}
+
+/* Unlinks free block b from its list. */
+TLSF_INLINE void link_remove(tlsf_block *b, tlsf_block ***sink)
+{
+    tlsf_block *n = b->next_free, **link = b->free_link;
+    *link = n;
+    *(n ? &n->free_link : sink) = link;
+}
+
+/* Whether free block b is alone in the list whose head is *head. */
+TLSF_INLINE bool link_alone(tlsf_block *const *head, const tlsf_block *b)
+{
+    return b->free_link == head && !b->next_free;
+}
+
 TLSF_INLINE void lists_push(tlsf_lists *l, tlsf_block *b, unsigned fl, unsigned sl)
 {
     b->fl = (uint8_t)fl;
     b->sl = (uint8_t)sl;
-    b->prev_free = NULL;
-    b->next_free = l->heads[fl][sl];
-    if (b->next_free)
-        b->next_free->prev_free = b;
-    l->heads[fl][sl] = b;
+    link_push(&l->heads[fl][sl], b, &l->sink);
     l->sl_bitmap[fl] |= UINT32_C(1) << sl;
     l->fl_bitmap |= UINT64_C(1) << fl;
 }
@@ -154,17 +178,12 @@ TLSF_INLINE void lists_push(tlsf_lists *l, tlsf_block *b, unsigned fl, unsigned 
 TLSF_INLINE void lists_unlink(tlsf_lists *l, tlsf_block *b)
 {
     unsigned fl = b->fl, sl = b->sl;
-    if (b->prev_free)
-        b->prev_free->next_free = b->next_free;
-    else
-        l->heads[fl][sl] = b->next_free;
-    if (b->next_free)
-        b->next_free->prev_free = b->prev_free;
-    if (!l->heads[fl][sl]) {
-        l->sl_bitmap[fl] &= ~(UINT32_C(1) << sl);
-        if (!l->sl_bitmap[fl])
-            l->fl_bitmap &= ~(UINT64_C(1) << fl);
-    }
+    uint32_t empty = link_alone(&l->heads[fl][sl], b);
+    link_remove(b, &l->sink);
+    /* Without branches, for the reason given at link_push. */
+    uint32_t sl_map = l->sl_bitmap[fl] & ~(empty << sl);
+    l->sl_bitmap[fl] = sl_map;
+    l->fl_bitmap &= ~((uint64_t)(sl_map == 0) << fl);
 }
 
 /* Gives free block b of `l` a new range; it keeps its place in its list when its class stays. */
@@ -222,11 +241,7 @@ TLSF_INLINE void tail_list(tlsf_state *s, tlsf_block *b)
 {
     unsigned f = tail_class(b->size);
     b->fl = (uint8_t)f;
-    b->prev_free = NULL;
-    b->next_free = s->tails[f];
-    if (b->next_free)
-        b->next_free->prev_free = b;
-    s->tails[f] = b;
+    link_push(&s->tails[f], b, &s->holes.sink);
     s->tail_bitmap |= UINT64_C(1) << f;
 }
 
@@ -242,12 +257,9 @@ TLSF_INLINE void tail_insert(tlsf_state *s, tlsf_block *b)
 /* Takes tail b out of its list. */
 TLSF_INLINE void tail_unlist(tlsf_state *s, tlsf_block *b)
 {
-    if (b->prev_free)
-        b->prev_free->next_free = b->next_free;
-    else if (!(s->tails[b->fl] = b->next_free))
-        s->tail_bitmap &= ~(UINT64_C(1) << b->fl);
-    if (b->next_free)
-        b->next_free->prev_free = b->prev_free;
+    uint64_t empty = link_alone(&s->tails[b->fl], b);
+    link_remove(b, &s->holes.sink);
+    s->tail_bitmap &= ~(empty << b->fl);
 }
 
 /* Block b is no longer its chunk's tail (it is about to be live, a hole or gone). */
