@@ -412,8 +412,7 @@ static void tlsf_reset(void *state)
     for (uint32_t n = 0; n < s->chunks.count; n++)
         chunk_drop_blocks(s, s->chunks.items[n], false);
     memset(&s->holes, 0, sizeof s->holes);
-    memset(s->tails, 0, sizeof s->tails);
-    s->tail_bitmap = 0;
+    memset(&s->tails, 0, sizeof s->tails);
     for (uint32_t n = 0; n < s->chunks.count; n++)
         chunk_make_empty(s, s->chunks.items[n]); /* the nodes just dropped suffice */
     if (s->live)

@@ -87,6 +87,58 @@ TLSF_INLINE tlsf_block *block_split_off(tlsf_state *s, tlsf_block *b, uint64_t o
     return n;
 }
 
+/* A new live node for the low `bytes` of free block b, linked just below it (a spare node
+ * reserved); b keeps the rest, its range for the caller to set. */
+TLSF_INLINE tlsf_block *block_split_low(tlsf_state *s, tlsf_block *b, uint64_t bytes)
+{
+    tlsf_block *n = node_take(s), *prev = b->prev_phys;
+    tlsf_chunk *c = b->chunk;
+    n->offset = b->offset;
+    n->size = bytes;
+    n->chunk = c;
+    n->state = BLOCK_LIVE;
+    n->next_phys = b;
+    n->prev_phys = prev;
+    *(prev ? &prev->next_phys : &c->first) = n; /* no branch: b starts a chunk at random */
+    b->prev_phys = n;
+    c->live++;
+    s->held_bytes += bytes;
+    return n;
+}
+
+/* Hands out the low `bytes` of hole b (a spare node reserved); the caller records the live
+ * block. b keeps what is left above it. */
+TLSF_INLINE tlsf_block *hole_take_low(tlsf_state *s, tlsf_block *b, uint64_t bytes)
+{
+    assert(b->state == BLOCK_HOLE && bytes <= b->size);
+    if (b->size == bytes) {
+        list_remove(s, b);
+        b->state = BLOCK_LIVE;
+        b->chunk->live++;
+        s->held_bytes += bytes;
+        return b;
+    }
+    tlsf_block *live = block_split_low(s, b, bytes);
+    list_resize(s, b, b->offset + bytes, b->size - bytes);
+    return live;
+}
+
+/* The same for tail b, which stays the tail when anything is left of it. */
+TLSF_INLINE tlsf_block *tail_take_low(tlsf_state *s, tlsf_block *b, uint64_t bytes)
+{
+    assert(b->state == BLOCK_TAIL && bytes <= b->size);
+    if (b->size == bytes) {
+        tail_remove(s, b);
+        b->state = BLOCK_LIVE;
+        b->chunk->live++;
+        s->held_bytes += bytes;
+        return b;
+    }
+    tlsf_block *live = block_split_low(s, b, bytes);
+    tail_resize(s, b, b->offset + bytes, b->size - bytes);
+    return live;
+}
+
 /* Hands out `bytes` at offset `at` of free block b, a hole or a tail (two spare nodes reserved);
  * the caller records the live block. b's node keeps what is left below the block, or else what
  * is left above it; a tail cut at its low end stays the tail. */
@@ -173,24 +225,24 @@ static bool better_tail(const tlsf_block *a, const tlsf_block *b)
 /* The smallest tail of at least `bytes` (the lowest chunk id on ties), or NULL: the best of its
  * own list, else the best of the first non-empty list above, every tail of which fits and is
  * smaller than any further above. */
-static tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
+TLSF_INLINE tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
 {
-    unsigned f = tail_class(bytes);
+    unsigned fl, sl;
+    class_of(bytes >> s->granule_log, &fl, &sl);
     tlsf_block *best = NULL;
-    for (tlsf_block *t = s->tails[f]; t; t = t->next_free)
+    for (tlsf_block *t = s->tails.heads[fl][sl]; t; t = t->next_free)
         if (t->size >= bytes && better_tail(t, best))
             best = t;
-    uint64_t above = f + 1 < 64 ? s->tail_bitmap & (~UINT64_C(0) << (f + 1)) : 0;
-    if (best || !above)
+    if (best || !class_above(&s->tails, &fl, &sl))
         return best;
-    for (tlsf_block *t = s->tails[__builtin_ctzll(above)]; t; t = t->next_free)
+    for (tlsf_block *t = s->tails.heads[fl][sl]; t; t = t->next_free)
         if (better_tail(t, best))
             best = t;
     return best;
 }
 
-/* A free block of at least `bytes` (good fit among the holes, then the tails), or NULL. */
-static tlsf_block *find_fit(tlsf_state *s, uint64_t bytes)
+/* A hole of at least `bytes` (good fit), or NULL. */
+TLSF_INLINE tlsf_block *find_hole(tlsf_state *s, uint64_t bytes)
 {
     unsigned fl, sl;
     class_of(bytes >> s->granule_log, &fl, &sl);
@@ -201,9 +253,9 @@ static tlsf_block *find_fit(tlsf_state *s, uint64_t bytes)
     unsigned up_fl = fl, up_sl = sl;
     if (class_above(&s->holes, &up_fl, &up_sl))
         return list_best(s->holes.heads[up_fl][up_sl], bytes, TLSF_SCAN_ABOVE, &unused);
-    if (truncated && (b = list_best(s->holes.heads[fl][sl], bytes, 0, &unused)) != NULL)
-        return b;
-    return tail_best(s, bytes);
+    if (truncated)
+        return list_best(s->holes.heads[fl][sl], bytes, 0, &unused);
+    return NULL;
 }
 
 /* Where `bytes` aligned to `align` would start in free block b; false when it does not fit. */
@@ -250,15 +302,20 @@ __attribute__((noinline)) static tlsf_block *find_aligned(tlsf_state *s, uint64_
  * from the free block that holds it. One function, so that the alloc path pays one call. */
 tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail)
 {
-    uint64_t at;
     tlsf_block *b;
-    if (align <= (UINT64_C(1) << s->granule_log)) {
-        if (!(b = find_fit(s, bytes)))
+    if (align <= (UINT64_C(1) << s->granule_log)) { /* the good fit among the holes, else a tail */
+        if ((b = find_hole(s, bytes)) != NULL) {
+            *undo_tail = NULL;
+            return hole_take_low(s, b, bytes);
+        }
+        if (!(b = tail_best(s, bytes)))
             return NULL;
-        at = b->offset;
-    } else if (!(b = find_aligned(s, bytes, align, &at))) {
-        return NULL;
+        *undo_tail = b->size > bytes ? b : NULL;
+        return tail_take_low(s, b, bytes);
     }
+    uint64_t at;
+    if (!(b = find_aligned(s, bytes, align, &at)))
+        return NULL;
     *undo_tail = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes ? b : NULL;
     return block_take(s, b, at, bytes);
 }

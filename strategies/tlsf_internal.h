@@ -79,10 +79,9 @@ typedef struct tlsf_state {
     unsigned granule_log;                       /* log2 of the granule (min_align) */
     uint64_t max_chunk;                         /* the largest chunk the pool can add */
     tlsf_lists holes;                           /* the holes: where allocs look first */
-    uint64_t tail_bitmap;                       /* bit f set: tails[f] is not empty */
-    tlsf_block *tails[64];                      /* the tails by floor(log2(size)), newest first,
-                                                 * so that the smallest that fits is found
-                                                 * without reading every chunk */
+    tlsf_lists tails;                           /* the tails, by the classes of the holes, so
+                                                 * that the smallest that fits is found without
+                                                 * reading every chunk */
     live_slot *live;                            /* live blocks by (chunk, offset), but the recent */
     live_slot recent[TLSF_RECENT];              /* [0, nrecent): the newest live blocks, not in live */
     unsigned nrecent;                           /* entries in recent */
@@ -111,12 +110,12 @@ typedef struct tlsf_state {
 TLSF_INLINE void class_of(uint64_t granules, unsigned *fl, unsigned *sl)
 {
     assert(granules >= 1);
-    /* Without a branch: small and large sizes alternate at random in real workloads. */
-    bool small = granules < TLSF_SL_COUNT;
-    unsigned top = log2_floor_u64(granules);
-    unsigned shift = small ? 0 : top - TLSF_SLI;
-    *fl = small ? 0 : top - TLSF_SLI + 1;
-    *sl = (unsigned)(granules >> shift) - (small ? 0 : TLSF_SL_COUNT);
+    /* Without a branch, small and large sizes alternating at random in real workloads: below
+     * TLSF_SL_COUNT granules, t is TLSF_SLI - 1 and the class is (0, granules). */
+    unsigned t = log2_floor_u64(granules | (TLSF_SL_COUNT - 1));
+    unsigned f = t - (TLSF_SLI - 1), large = f != 0;
+    *fl = f;
+    *sl = (unsigned)(granules >> (f - large)) - (large << TLSF_SLI);
 }
 
 /* The first non-empty list of `l` strictly above class (fl, sl); false when there is none. */
@@ -231,42 +230,28 @@ TLSF_INLINE void list_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint
 
 /* ---- tails ---------------------------------------------------------------------------------- */
 
-/* Tails are listed by power of two only: there are few of them (one a chunk at most), and their
- * sizes change with nearly every alloc and free at the top of a chunk, so a coarse class
- * changes seldom. */
-TLSF_INLINE unsigned tail_class(uint64_t size) { return log2_floor_u64(size); }
-
-/* Puts tail b at the head of the list of its class. */
-TLSF_INLINE void tail_list(tlsf_state *s, tlsf_block *b)
-{
-    unsigned f = tail_class(b->size);
-    b->fl = (uint8_t)f;
-    link_push(&s->tails[f], b, &s->holes.sink);
-    s->tail_bitmap |= UINT64_C(1) << f;
-}
+/* Tails have lists of their own, in the classes of the holes: there are few of them (one a
+ * chunk at most), so a list seldom holds more than one, and the smallest tail that fits is
+ * found with the bit scans of the holes' search, reading one or two tails. Their sizes change
+ * with nearly every alloc and free at the top of a chunk, and so most often their class, even
+ * in classes of a power of two: a finer class costs little more. */
 
 /* Makes free block b, the last of its chunk and in no list, the chunk's tail. */
 TLSF_INLINE void tail_insert(tlsf_state *s, tlsf_block *b)
 {
+    unsigned fl, sl;
     assert(!b->next_phys && (!b->prev_phys || b->prev_phys->state == BLOCK_LIVE));
     b->state = BLOCK_TAIL;
     b->chunk->tail = b;
-    tail_list(s, b);
-}
-
-/* Takes tail b out of its list. */
-TLSF_INLINE void tail_unlist(tlsf_state *s, tlsf_block *b)
-{
-    uint64_t empty = link_alone(&s->tails[b->fl], b);
-    link_remove(b, &s->holes.sink);
-    s->tail_bitmap &= ~(empty << b->fl);
+    class_of(b->size >> s->granule_log, &fl, &sl);
+    lists_push(&s->tails, b, fl, sl);
 }
 
 /* Block b is no longer its chunk's tail (it is about to be live, a hole or gone). */
 TLSF_INLINE void tail_remove(tlsf_state *s, tlsf_block *b)
 {
     assert(b->state == BLOCK_TAIL && b->chunk->tail == b);
-    tail_unlist(s, b);
+    lists_unlink(&s->tails, b);
     b->chunk->tail = NULL;
 }
 
@@ -274,12 +259,7 @@ TLSF_INLINE void tail_remove(tlsf_state *s, tlsf_block *b)
 TLSF_INLINE void tail_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
 {
     assert(b->state == BLOCK_TAIL && offset + size == b->chunk->usable);
-    b->offset = offset;
-    b->size = size;
-    if (tail_class(size) == b->fl)
-        return;
-    tail_unlist(s, b);
-    tail_list(s, b);
+    lists_resize(s, &s->tails, b, offset, size);
 }
 
 /* ---- block nodes ---------------------------------------------------------------------------- */
