@@ -317,12 +317,10 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
 
 /* Everything but the fast path: the ghost settled, room made, then a search and a cut. Kept out
  * of line so that the fast path saves no registers for it. */
-__attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t size, uint64_t align,
+__attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t bytes, uint64_t align,
                                                          clrun_block *out)
 {
-    uint64_t granule = UINT64_C(1) << s->granule_log;
-    uint64_t bytes = round_up_u64(size, granule);
-    if (bytes == 0)
+    if (bytes == 0) /* the size wrapped around when rounded up */
         return CLRUN_ERROR_OUT_OF_MEMORY;
     settle(s);
     if (!live_reserve(s) || !nodes_reserve(s, 2))
@@ -354,7 +352,7 @@ static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun
     unsigned i = s->nrecent;
     if (!g || g->size != bytes || align > granule_mask + 1 || i == TLSF_RECENT ||
         (s->live_blocks + 1) * 4 > s->live_capacity)
-        return alloc_slow(s, size, align, out);
+        return alloc_slow(s, bytes, align, out);
     tlsf_chunk *c = g->chunk;
     s->ghost = NULL;
     s->undo_tail = g->next_phys;

@@ -222,13 +222,11 @@ static bool better_tail(const tlsf_block *a, const tlsf_block *b)
     return a->chunk->id < b->chunk->id;
 }
 
-/* The smallest tail of at least `bytes` (the lowest chunk id on ties), or NULL: the best of its
- * own list, else the best of the first non-empty list above, every tail of which fits and is
+/* The smallest tail of at least `bytes`, of class (fl, sl) (the lowest chunk id on ties), or
+ * NULL: the best of its own list, else the best of the first non-empty list above, every tail of which fits and is
  * smaller than any further above. */
-TLSF_INLINE tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
+TLSF_INLINE tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes, unsigned fl, unsigned sl)
 {
-    unsigned fl, sl;
-    class_of(bytes >> s->granule_log, &fl, &sl);
     tlsf_block *best = NULL;
     for (tlsf_block *t = s->tails.heads[fl][sl]; t; t = t->next_free)
         if (t->size >= bytes && better_tail(t, best))
@@ -241,11 +239,9 @@ TLSF_INLINE tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes)
     return best;
 }
 
-/* A hole of at least `bytes` (good fit), or NULL. */
-TLSF_INLINE tlsf_block *find_hole(tlsf_state *s, uint64_t bytes)
+/* A hole of at least `bytes`, of class (fl, sl) (good fit), or NULL. */
+TLSF_INLINE tlsf_block *find_hole(tlsf_state *s, uint64_t bytes, unsigned fl, unsigned sl)
 {
-    unsigned fl, sl;
-    class_of(bytes >> s->granule_log, &fl, &sl);
     bool truncated = false, unused;
     tlsf_block *b = s->holes.heads[fl][sl];
     if (b && (b = list_best(b, bytes, TLSF_SCAN, &truncated)) != NULL)
@@ -304,11 +300,13 @@ tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tls
 {
     tlsf_block *b;
     if (align <= (UINT64_C(1) << s->granule_log)) { /* the good fit among the holes, else a tail */
-        if ((b = find_hole(s, bytes)) != NULL) {
+        unsigned fl, sl;
+        class_of(bytes >> s->granule_log, &fl, &sl);
+        if ((b = find_hole(s, bytes, fl, sl)) != NULL) {
             *undo_tail = NULL;
             return hole_take_low(s, b, bytes);
         }
-        if (!(b = tail_best(s, bytes)))
+        if (!(b = tail_best(s, bytes, fl, sl)))
             return NULL;
         *undo_tail = b->size > bytes ? b : NULL;
         return tail_take_low(s, b, bytes);
