@@ -4,7 +4,8 @@
 /* Adds a slab of spare nodes; false when host memory runs out (nothing changed). */
 bool clrun__tlsf_nodes_grow(tlsf_state *s)
 {
-    node_slab *slab = malloc(sizeof *slab);
+    size_t bytes = (sizeof(node_slab) + TLSF_LINE - 1) / TLSF_LINE * TLSF_LINE;
+    node_slab *slab = aligned_alloc(TLSF_LINE, bytes); /* each node in one line */
     if (!slab)
         return false;
     slab->next = s->slabs;

@@ -26,13 +26,14 @@ enum block_state { BLOCK_LIVE, BLOCK_HOLE, BLOCK_TAIL };
 
 typedef struct tlsf_chunk tlsf_chunk;
 
-/* A block: a range of granules of one chunk. */
+/* A block: a range of granules of one chunk. 64 bytes, and a node slab aligned to 64, so that
+ * every node lies in one cache line. */
 typedef struct tlsf_block {
     uint64_t offset;                /* of its first byte in the chunk */
     uint64_t size;                  /* bytes, a multiple of the granule */
     struct tlsf_block *prev_phys;   /* the block just below it, NULL at the chunk's start */
     struct tlsf_block *next_phys;   /* the block just above it, NULL at the chunk's end */
-    tlsf_chunk *chunk;              /* where it lies (not beside prev_phys: see take_again) */
+    tlsf_chunk *chunk;              /* where it lies */
     struct tlsf_block **free_link;  /* free: the link that points at it (its list's head or
                                      * the next_free of the block before it), so that taking it
                                      * out of its list is the same wherever it stands */
@@ -61,9 +62,12 @@ typedef struct live_slot {
 
 /* Block nodes are allocated in slabs, linked for destroy. */
 typedef struct node_slab {
-    struct node_slab *next;
     tlsf_block nodes[TLSF_NODES_PER_SLAB];
+    struct node_slab *next;
 } node_slab;
+
+#define TLSF_LINE 64u                       /* a cache line: the alignment of node slabs */
+_Static_assert(sizeof(tlsf_block) == TLSF_LINE, "a block node fills one cache line");
 
 /* Free blocks by size class (see class_of), each list newest first, with the two bitmaps that
  * say which lists are not empty. */
