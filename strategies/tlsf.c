@@ -41,155 +41,6 @@
  */
 #include "tlsf_internal.h"
 
-/* ---- live blocks by (chunk, offset) --------------------------------------------------------- */
-
-/* Fibonacci hashing: the high half of the product, whose top bits are a slot (see live_home).
- * Every bit of the key reaches them, the chunk id too; the low bits of the product would drop
- * the chunk id altogether, and blocks at one offset of different chunks would collide. */
-static uint32_t live_hash(const tlsf_state *s, uint32_t chunk, uint64_t offset)
-{
-    uint64_t key = (offset >> s->granule_log) ^ ((uint64_t)chunk << 40) ^ ((uint64_t)chunk >> 24);
-    return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
-}
-
-/* The home slot of `hash` in a table of 2^(32 - shift) slots: its top bits. */
-static inline uint64_t live_home(uint32_t hash, unsigned shift) { return hash >> shift; }
-
-static void live_place(live_slot *slots, uint64_t mask, unsigned shift, live_slot entry)
-{
-    uint64_t i = live_home(entry.hash, shift);
-    while (slots[i].block)
-        i = (i + 1) & mask;
-    slots[i] = entry;
-}
-
-/* Doubles the live table; false when host memory runs out (nothing changed). */
-__attribute__((noinline)) static bool live_grow(tlsf_state *s)
-{
-    uint64_t capacity = s->live_capacity ? s->live_capacity * 2 : TLSF_LIVE_MIN;
-    if (capacity > (UINT64_C(1) << 31) || capacity > SIZE_MAX / sizeof(live_slot))
-        return false;
-    live_slot *slots = calloc((size_t)capacity, sizeof *slots);
-    if (!slots)
-        return false;
-    unsigned shift = 32 - log2_floor_u64(capacity);
-    for (uint64_t i = 0; i < s->live_capacity; i++)
-        if (s->live[i].block)
-            live_place(slots, capacity - 1, shift, s->live[i]);
-    free(s->live);
-    s->live = slots;
-    s->live_capacity = capacity;
-    s->live_shift = shift;
-    return true;
-}
-
-/* Makes room for one more live block (load at most 1/4, so probes stay short); false when host
- * memory runs out. */
-static inline bool live_reserve(tlsf_state *s)
-{
-    return (s->live_blocks + 1) * 4 <= s->live_capacity || live_grow(s);
-}
-
-/* Moves entry i of recent into the hash table. */
-static void recent_evict(tlsf_state *s, unsigned i)
-{
-    live_slot e = s->recent[i];
-    e.hash = live_hash(s, e.chunk, e.offset);
-    live_place(s->live, s->live_capacity - 1, s->live_shift, e);
-}
-
-/* Records live block b (live_reserve made room). The newest live blocks wait outside the hash
- * table, so one freed within the next few allocs (a temporary, a scratch buffer) costs no
- * hashing at all; a full recent sends its entries to the table in turn. */
-static void live_insert(tlsf_state *s, tlsf_block *b)
-{
-    assert((s->live_blocks + 1) * 4 <= s->live_capacity);
-    unsigned i = s->nrecent;
-    if (i < TLSF_RECENT) {
-        s->nrecent++;
-    } else {
-        i = s->evict;
-        s->evict = (i + 1) % TLSF_RECENT;
-        recent_evict(s, i);
-    }
-    /* Field by field: a wide store here would stall the free that reads it next (no store
-     * forwarding from a vector store to a narrower load). */
-    s->recent[i].offset = b->offset;
-    s->recent[i].chunk = b->chunk->id;
-    s->recent[i].block = b;
-    s->newest = i;
-    s->live_blocks++;
-}
-
-/* Drops entry i of recent (the last entry takes its place). */
-static void recent_drop(tlsf_state *s, unsigned i)
-{
-    if (i != --s->nrecent)
-        s->recent[i] = s->recent[s->nrecent];
-    s->live_blocks--;
-}
-
-/* Removes and returns the live block at (chunk, offset), or NULL when there is none. Deletion
- * from the hash table shifts the following entries back, so no tombstones accumulate. */
-static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
-{
-    for (unsigned i = s->nrecent; i-- > 0;) { /* newest first: temporaries die young */
-        if (s->recent[i].offset == offset && s->recent[i].chunk == chunk) {
-            tlsf_block *r = s->recent[i].block;
-            recent_drop(s, i);
-            return r;
-        }
-    }
-    if (!s->live_capacity)
-        return NULL;
-    uint64_t mask = s->live_capacity - 1;
-    uint64_t i = live_home(live_hash(s, chunk, offset), s->live_shift);
-    while (s->live[i].block && (s->live[i].offset != offset || s->live[i].chunk != chunk))
-        i = (i + 1) & mask;
-    tlsf_block *found = s->live[i].block;
-    if (!found)
-        return NULL;
-    uint64_t hole = i;
-    for (uint64_t j = (i + 1) & mask; s->live[j].block; j = (j + 1) & mask) {
-        uint64_t home = live_home(s->live[j].hash, s->live_shift);
-        /* Entry j may fill the hole unless its home lies cyclically in (hole, j]. */
-        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-        if (!stays) {
-            s->live[hole] = s->live[j];
-            hole = j;
-        }
-    }
-    s->live[hole].block = NULL;
-    s->live_blocks--;
-    assert(found->state == BLOCK_LIVE);
-    return found;
-}
-
-/* An alloc cut from the bottom of a tail and freed before anything else happens (a scratch
- * buffer, a tight loop) leaves the state exactly as it was before the alloc, so an alloc of the
- * same size next makes the same choice: that block again. So the free does not merge it at
- * once: the block stays a node of its own, linked below the tail, a ghost that is free in all
- * but form (counted free in held_bytes, its chunk's live and live_blocks; its bytes belong to
- * the tail above it, whose node is not yet grown over it), and an alloc of its size revives it
- * with no list or link work at all. Every other call settles it first: the tail takes it in, as
- * the free would have done. Only tlsf_stats, which may not change the state, reads a ghost's
- * tail as grown over it. */
-__attribute__((noinline)) static void settle_ghost(tlsf_state *s)
-{
-    tlsf_block *g = s->ghost, *tail = g->next_phys;
-    assert(tail && tail->state == BLOCK_TAIL && (!g->prev_phys || g->prev_phys->state == BLOCK_LIVE));
-    tail_resize(s, tail, g->offset, tail->size + g->size);
-    s->ghost = NULL;
-    clrun__tlsf_block_unlink(s, g);
-}
-
-static inline void settle(tlsf_state *s)
-{
-    s->undo_tail = NULL;
-    if (s->ghost)
-        settle_ghost(s);
-}
-
 /* ---- chunks --------------------------------------------------------------------------------- */
 
 /* Gives chunk c's blocks back to the spare nodes (its tail out of the tail lists first, unless
@@ -315,32 +166,9 @@ static bool tlsf_chunk_is_empty(const void *state, uint32_t chunk)
     return !c || c->live == 0;
 }
 
-/* Everything but the fast path: the ghost settled, room made, then a search and a cut. Kept out
- * of line so that the fast path saves no registers for it. */
-__attribute__((noinline)) static clrun_status alloc_slow(tlsf_state *s, uint64_t bytes, uint64_t align,
-                                                         clrun_block *out)
-{
-    if (bytes == 0) /* the size wrapped around when rounded up */
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    settle(s);
-    if (!live_reserve(s) || !nodes_reserve(s, 2))
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    tlsf_block *undo_tail;
-    tlsf_block *live = clrun__tlsf_place(s, bytes, align, &undo_tail);
-    if (!live)
-        return CLRUN_ERROR_OUT_OF_MEMORY;
-    live_insert(s, live);
-    /* Field by field, for the reason given in live_insert. */
-    out->chunk = live->chunk->id;
-    out->offset = live->offset;
-    out->size = bytes;
-    s->undo_tail = undo_tail;
-    return CLRUN_OK;
-}
-
-/* The fast path is an alloc that repeats the one just freed (see settle): the ghost, live
- * again, recorded among the recent live blocks. It calls nothing, so it saves no registers;
- * everything else is one tail call away. */
+/* The fast path is an alloc that repeats the one just freed (see clrun__tlsf_settle_ghost):
+ * the ghost, live again, recorded among the recent live blocks. It calls nothing, so it saves
+ * no registers; everything else is one tail call away. */
 static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun_block *out)
 {
     tlsf_state *s = state;
@@ -352,7 +180,7 @@ static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun
     unsigned i = s->nrecent;
     if (!g || g->size != bytes || align > granule_mask + 1 || i == TLSF_RECENT ||
         (s->live_blocks + 1) * 4 > s->live_capacity)
-        return alloc_slow(s, bytes, align, out);
+        return clrun__tlsf_alloc_slow(s, bytes, align, out);
     tlsf_chunk *c = g->chunk;
     s->ghost = NULL;
     s->undo_tail = g->next_phys;
@@ -371,28 +199,16 @@ static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun
     return CLRUN_OK;
 }
 
-/* Everything but the fast path: the ghost settled, a lookup, then merges. */
-__attribute__((noinline)) static clrun_status free_slow(tlsf_state *s, uint32_t chunk, uint64_t offset)
-{
-    settle(s);
-    tlsf_block *b = live_take(s, chunk, offset);
-    if (!b)
-        return CLRUN_ERROR_INVALID_FREE;
-    s->held_bytes -= b->size;
-    b->chunk->live--;
-    clrun__tlsf_block_release(s, b);
-    return CLRUN_OK;
-}
-
 /* The fast path frees the block just cut from the bottom of undo_tail, nothing done since: it
- * becomes the ghost (see settle), and the state is as it was before that alloc. */
+ * becomes the ghost (see clrun__tlsf_settle_ghost), and the state is as it was before that
+ * alloc. */
 static clrun_status tlsf_free(void *state, uint32_t chunk, uint64_t offset)
 {
     tlsf_state *s = state;
     tlsf_block *undo_tail = s->undo_tail;
     unsigned i = s->newest;
     if (!undo_tail || s->recent[i].offset != offset || s->recent[i].chunk != chunk)
-        return free_slow(s, chunk, offset);
+        return clrun__tlsf_free_slow(s, chunk, offset);
     tlsf_block *b = s->recent[i].block;
     assert(b->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL && !s->ghost);
     recent_drop(s, i);
@@ -436,7 +252,7 @@ static void tlsf_stats(const void *state, clrun_strategy_stats *out)
         const tlsf_block *t = ((const tlsf_chunk *)s->chunks.items[n])->tail;
         uint64_t size = t ? t->size : 0;
         if (t && s->ghost && s->ghost->next_phys == t)
-            size += s->ghost->size; /* the ghost is the tail's, not yet merged (see settle) */
+            size += s->ghost->size; /* the tail's, not yet merged (see clrun__tlsf_settle_ghost) */
         if (size > largest)
             largest = size;
     }

@@ -1,4 +1,5 @@
-/* clrun strategy "tlsf": blocks split, merged and found (see tlsf.c for the algorithm). */
+/* clrun strategy "tlsf": the slow paths of alloc and free, with the live blocks by offset and
+ * the blocks split, merged and found (see tlsf.c for the algorithm). */
 #include "tlsf_internal.h"
 
 /* Adds a slab of spare nodes; false when host memory runs out (nothing changed). */
@@ -18,13 +19,147 @@ bool clrun__tlsf_nodes_grow(tlsf_state *s)
     return true;
 }
 
+/* ---- live blocks by (chunk, offset) --------------------------------------------------------- */
+
+/* Fibonacci hashing: the high half of the product, whose top bits are a slot (see live_home).
+ * Every bit of the key reaches them, the chunk id too; the low bits of the product would drop
+ * the chunk id altogether, and blocks at one offset of different chunks would collide. */
+static uint32_t live_hash(const tlsf_state *s, uint32_t chunk, uint64_t offset)
+{
+    uint64_t key = (offset >> s->granule_log) ^ ((uint64_t)chunk << 40) ^ ((uint64_t)chunk >> 24);
+    return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
+}
+
+/* The home slot of `hash` in a table of 2^(32 - shift) slots: its top bits. */
+static inline uint64_t live_home(uint32_t hash, unsigned shift) { return hash >> shift; }
+
+static void live_place(live_slot *slots, uint64_t mask, unsigned shift, live_slot entry)
+{
+    uint64_t i = live_home(entry.hash, shift);
+    while (slots[i].block)
+        i = (i + 1) & mask;
+    slots[i] = entry;
+}
+
+/* Doubles the live table; false when host memory runs out (nothing changed). */
+__attribute__((noinline)) static bool live_grow(tlsf_state *s)
+{
+    uint64_t capacity = s->live_capacity ? s->live_capacity * 2 : TLSF_LIVE_MIN;
+    if (capacity > (UINT64_C(1) << 31) || capacity > SIZE_MAX / sizeof(live_slot))
+        return false;
+    live_slot *slots = calloc((size_t)capacity, sizeof *slots);
+    if (!slots)
+        return false;
+    unsigned shift = 32 - log2_floor_u64(capacity);
+    for (uint64_t i = 0; i < s->live_capacity; i++)
+        if (s->live[i].block)
+            live_place(slots, capacity - 1, shift, s->live[i]);
+    free(s->live);
+    s->live = slots;
+    s->live_capacity = capacity;
+    s->live_shift = shift;
+    return true;
+}
+
+/* Makes room for one more live block (load at most 1/4, so probes stay short); false when host
+ * memory runs out. */
+static inline bool live_reserve(tlsf_state *s)
+{
+    return (s->live_blocks + 1) * 4 <= s->live_capacity || live_grow(s);
+}
+
+/* Moves entry i of recent into the hash table. */
+static void recent_evict(tlsf_state *s, unsigned i)
+{
+    live_slot e = s->recent[i];
+    e.hash = live_hash(s, e.chunk, e.offset);
+    live_place(s->live, s->live_capacity - 1, s->live_shift, e);
+}
+
+/* Records live block b (live_reserve made room). The newest live blocks wait outside the hash
+ * table, so one freed within the next few allocs (a temporary, a scratch buffer) costs no
+ * hashing at all; a full recent sends its entries to the table in turn. */
+static void live_insert(tlsf_state *s, tlsf_block *b)
+{
+    assert((s->live_blocks + 1) * 4 <= s->live_capacity);
+    unsigned i = s->nrecent;
+    if (i < TLSF_RECENT) {
+        s->nrecent++;
+    } else {
+        i = s->evict;
+        s->evict = (i + 1) % TLSF_RECENT;
+        recent_evict(s, i);
+    }
+    /* Field by field: a wide store here would stall the free that reads it next (no store
+     * forwarding from a vector store to a narrower load). */
+    s->recent[i].offset = b->offset;
+    s->recent[i].chunk = b->chunk->id;
+    s->recent[i].block = b;
+    s->newest = i;
+    s->live_blocks++;
+}
+
+/* Removes and returns the live block at (chunk, offset), or NULL when there is none. Deletion
+ * from the hash table shifts the following entries back, so no tombstones accumulate. */
+static tlsf_block *live_take(tlsf_state *s, uint32_t chunk, uint64_t offset)
+{
+    for (unsigned i = s->nrecent; i-- > 0;) { /* newest first: temporaries die young */
+        if (s->recent[i].offset == offset && s->recent[i].chunk == chunk) {
+            tlsf_block *r = s->recent[i].block;
+            recent_drop(s, i);
+            return r;
+        }
+    }
+    if (!s->live_capacity)
+        return NULL;
+    uint64_t mask = s->live_capacity - 1;
+    uint64_t i = live_home(live_hash(s, chunk, offset), s->live_shift);
+    while (s->live[i].block && (s->live[i].offset != offset || s->live[i].chunk != chunk))
+        i = (i + 1) & mask;
+    tlsf_block *found = s->live[i].block;
+    if (!found)
+        return NULL;
+    uint64_t hole = i;
+    for (uint64_t j = (i + 1) & mask; s->live[j].block; j = (j + 1) & mask) {
+        uint64_t home = live_home(s->live[j].hash, s->live_shift);
+        /* Entry j may fill the hole unless its home lies cyclically in (hole, j]. */
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (!stays) {
+            s->live[hole] = s->live[j];
+            hole = j;
+        }
+    }
+    s->live[hole].block = NULL;
+    s->live_blocks--;
+    assert(found->state == BLOCK_LIVE);
+    return found;
+}
+
+/* An alloc cut from the bottom of a tail and freed before anything else happens (a scratch
+ * buffer, a tight loop) leaves the state exactly as it was before the alloc, so an alloc of the
+ * same size next makes the same choice: that block again. So the free does not merge it at
+ * once: the block stays a node of its own, linked below the tail, a ghost that is free in all
+ * but form (counted free in held_bytes, its chunk's live and live_blocks; its bytes belong to
+ * the tail above it, whose node is not yet grown over it), and an alloc of its size revives it
+ * with no list or link work at all. Every other call settles it first: the tail takes it in, as
+ * the free would have done. Only tlsf_stats, which may not change the state, reads a ghost's
+ * tail as grown over it. */
+void clrun__tlsf_settle_ghost(tlsf_state *s)
+{
+    tlsf_block *g = s->ghost, *tail = g->next_phys;
+    assert(tail && tail->state == BLOCK_TAIL && (!g->prev_phys || g->prev_phys->state == BLOCK_LIVE));
+    tail_resize(s, tail, g->offset, tail->size + g->size);
+    s->ghost = NULL;
+    clrun__tlsf_block_unlink(s, g);
+}
+
 /* ---- blocks --------------------------------------------------------------------------------- */
 
 
 /* Makes live block b free, merged at once with its free neighbours: a neighbour absorbs it
  * (a hole keeping its list place when its class stays); at the chunk's end it joins the tail or
  * becomes it. */
-void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b)
+static void block_release(tlsf_state *s, tlsf_block *b)
 {
     tlsf_block *prev = b->prev_phys, *next = b->next_phys;
     if (prev && prev->state == BLOCK_HOLE) { /* the hole below absorbs b */
@@ -224,8 +359,8 @@ static bool better_tail(const tlsf_block *a, const tlsf_block *b)
 }
 
 /* The smallest tail of at least `bytes`, of class (fl, sl) (the lowest chunk id on ties), or
- * NULL: the best of its own list, else the best of the first non-empty list above, every tail of which fits and is
- * smaller than any further above. */
+ * NULL: the best of its own list, else the best of the first non-empty list above, every tail
+ * of which fits and is smaller than any further above. */
 TLSF_INLINE tlsf_block *tail_best(const tlsf_state *s, uint64_t bytes, unsigned fl, unsigned sl)
 {
     tlsf_block *best = NULL;
@@ -295,9 +430,12 @@ __attribute__((noinline)) static tlsf_block *find_aligned(tlsf_state *s, uint64_
     return best;
 }
 
-/* The live block for `bytes` at alignment `align` (two spare nodes reserved): found, then cut
- * from the free block that holds it. One function, so that the alloc path pays one call. */
-tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail)
+/* The live block for `bytes` (a multiple of the granule) at alignment `align` (a power of two),
+ * two spare nodes reserved: the good fit among the holes, else the smallest tail, cut at the
+ * low end of the free block (above the granule, at its first aligned place, the gap before it
+ * staying a hole); the caller records it. NULL, nothing changed, when no free block holds it.
+ * *undo_tail: the tail it was cut from the bottom of when that tail stays, else NULL. */
+static tlsf_block *place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail)
 {
     tlsf_block *b;
     if (align <= (UINT64_C(1) << s->granule_log)) { /* the good fit among the holes, else a tail */
@@ -317,4 +455,42 @@ tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tls
         return NULL;
     *undo_tail = b->state == BLOCK_TAIL && at == b->offset && b->size > bytes ? b : NULL;
     return block_take(s, b, at, bytes);
+}
+
+/* ---- the slow paths -------------------------------------------------------------------------- */
+
+/* The alloc path but its fast path (see tlsf_alloc in tlsf.c): the ghost settled, room made,
+ * then a search and a cut, all in one function so that it pays no calls. */
+clrun_status clrun__tlsf_alloc_slow(tlsf_state *s, uint64_t bytes, uint64_t align, clrun_block *out)
+{
+    if (bytes == 0) /* the size wrapped around when rounded up */
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    settle(s);
+    if (!live_reserve(s) || !nodes_reserve(s, 2))
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    tlsf_block *undo_tail;
+    tlsf_block *live = place(s, bytes, align, &undo_tail);
+    if (!live)
+        return CLRUN_ERROR_OUT_OF_MEMORY;
+    live_insert(s, live);
+    /* Field by field, for the reason given in live_insert. */
+    out->chunk = live->chunk->id;
+    out->offset = live->offset;
+    out->size = bytes;
+    s->undo_tail = undo_tail;
+    return CLRUN_OK;
+}
+
+/* The free path but its fast path (see tlsf_free in tlsf.c): the ghost settled, a lookup,
+ * then merges. */
+clrun_status clrun__tlsf_free_slow(tlsf_state *s, uint32_t chunk, uint64_t offset)
+{
+    settle(s);
+    tlsf_block *b = live_take(s, chunk, offset);
+    if (!b)
+        return CLRUN_ERROR_INVALID_FREE;
+    s->held_bytes -= b->size;
+    b->chunk->live--;
+    block_release(s, b);
+    return CLRUN_OK;
 }

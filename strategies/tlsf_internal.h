@@ -1,6 +1,7 @@
-/* clrun strategy "tlsf": what its two files share (strategies/tlsf.c: the state, the vtable and
- * its fast paths, the live blocks by offset; strategies/tlsf_blocks.c: blocks split, merged and
- * found). The algorithm is described at the top of tlsf.c. */
+/* clrun strategy "tlsf": what its two files share (strategies/tlsf.c: the state, the chunks,
+ * the vtable and its fast paths; strategies/tlsf_blocks.c: the slow paths, with the live blocks
+ * by offset and the blocks split, merged and found, in one file so that they pay no calls). The
+ * algorithm is described at the top of tlsf.c. */
 #ifndef CLRUN_STRATEGIES_TLSF_INTERNAL_H
 #define CLRUN_STRATEGIES_TLSF_INTERNAL_H
 
@@ -92,7 +93,8 @@ typedef struct tlsf_state {
     unsigned evict;                             /* the next entry of a full recent to move to live */
     unsigned newest;                            /* the entry of the newest live block */
     tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
-    tlsf_block *ghost;                          /* that block once freed, nothing done since: see settle */
+    tlsf_block *ghost;                          /* that block once freed, nothing done since
+                                                 * (see clrun__tlsf_settle_ghost) */
     uint64_t live_capacity;                     /* slots in live (a power of two, or 0) */
     unsigned live_shift;                        /* 32 - log2(live_capacity): see live_home */
     uint64_t live_blocks;                       /* blocks allocated and not freed */
@@ -295,7 +297,7 @@ TLSF_INLINE void node_drop(tlsf_state *s, tlsf_block *b)
     s->nspare++;
 }
 
-/* ---- blocks (tlsf_blocks.c) ---------------------------------------------------------------- */
+/* ---- blocks --------------------------------------------------------------------------------- */
 
 /* Unlinks block b from its chunk's physical order and recycles its node. */
 TLSF_INLINE void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
@@ -309,14 +311,33 @@ TLSF_INLINE void clrun__tlsf_block_unlink(tlsf_state *s, tlsf_block *b)
     node_drop(s, b);
 }
 
-/* Makes live block b free, merged at once with its free neighbours. */
-void clrun__tlsf_block_release(tlsf_state *s, tlsf_block *b);
+/* ---- the slow paths (tlsf_blocks.c) -------------------------------------------------------- */
 
-/* The live block for `bytes` (a multiple of the granule) at alignment `align` (a power of two),
- * two spare nodes reserved: the good fit among the holes, else the smallest tail, cut at the
- * low end of the free block (above the granule, at its first aligned place, the gap before it
- * staying a hole); the caller records it. NULL, nothing changed, when no free block holds it.
- * *undo_tail: the tail it was cut from the bottom of when that tail stays, else NULL. */
-tlsf_block *clrun__tlsf_place(tlsf_state *s, uint64_t bytes, uint64_t align, tlsf_block **undo_tail);
+/* Merges the ghost into the tail above it (see tlsf_blocks.c). */
+void clrun__tlsf_settle_ghost(tlsf_state *s);
+
+/* What every call but the fast paths does first: the last alloc can no longer be undone, and
+ * the ghost, if any, is merged. */
+TLSF_INLINE void settle(tlsf_state *s)
+{
+    s->undo_tail = NULL;
+    if (s->ghost)
+        clrun__tlsf_settle_ghost(s);
+}
+
+/* Drops entry i of recent (the last entry takes its place). */
+TLSF_INLINE void recent_drop(tlsf_state *s, unsigned i)
+{
+    if (i != --s->nrecent)
+        s->recent[i] = s->recent[s->nrecent];
+    s->live_blocks--;
+}
+
+/* The alloc of `bytes` (the size rounded up to the granule; 0 when that wrapped around) at
+ * alignment `align` that the fast path of tlsf_alloc did not serve. */
+clrun_status clrun__tlsf_alloc_slow(tlsf_state *s, uint64_t bytes, uint64_t align, clrun_block *out);
+
+/* The free of the live block at (chunk, offset) that the fast path of tlsf_free did not serve. */
+clrun_status clrun__tlsf_free_slow(tlsf_state *s, uint32_t chunk, uint64_t offset);
 
 #endif
