@@ -323,10 +323,17 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
     return CLRUN_OK;
 }
 
-clrun_status clrun__time_launch(clrun_context *ctx, cl_kernel kernel, const size_t *global,
-                                const size_t *local, double *seconds)
+clrun_status clrun__time_core_run(clrun_context *ctx, cl_kernel kernel, cl_mem a, cl_mem packed, cl_mem out,
+                                  cl_uint extra_at, int extra, const size_t *global, const size_t *local,
+                                  double *seconds)
 {
     *seconds = 0;
+    const cl_mem buffers[3] = {a, packed, a};
+    clrun_status s = clrun__buffer_args(ctx, kernel, buffers, 3, out);
+    for (int x = 0; s == CLRUN_OK && x < extra; x++)
+        s = clrun__arg(ctx, kernel, extra_at + (cl_uint)x, sizeof out, &out);
+    if (s != CLRUN_OK)
+        return s;
     for (int run = 0; run < 3; run++) {
         double start = seconds_now();
         cl_int err = clrun__cl.EnqueueNDRangeKernel(ctx->queue, kernel, 3, NULL, global, local, 0,
