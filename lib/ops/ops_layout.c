@@ -114,11 +114,13 @@ static clrun_status runs_state(clrun_context *ctx, const clrun__view *v, clrun_d
         s = clrun__arg(ctx, st->kernel, 2, sizeof length, &length);
     for (cl_uint i = 0; i < 3 && s == CLRUN_OK; i++)
         s = clrun__arg(ctx, st->kernel, 3 + i, sizeof values[i], &values[i]);
+    if (s != CLRUN_OK)
+        return s;
     st->local[1] = st->local[2] = 1;
     st->global[0] = clrun__round_up((size_t)length, st->local[0]);
     st->global[1] = (size_t)v->dims[1];
     st->global[2] = (size_t)v->dims[0];
-    return s;
+    return CLRUN_OK;
 }
 
 static clrun_status strided_state(clrun_context *ctx, const clrun__view *v, clrun_dtype dtype,
