@@ -5,7 +5,13 @@
  * finish) of each and their ratio fused / unfused, with the spread of the per-round ratios,
  * the best time of each and their ratio (on a shared machine, the runs least disturbed), the
  * median CPU time the process spent per run (every thread, a CPU device's included: what other
- * load on a shared machine inflates least) and its ratio, and whether every output has the same bits both ways. Not a test: nothing is asserted.
+ * load on a shared machine inflates least) and its ratio, and whether every output has the same bits both ways.
+ * Then what fusion can save, from one profiled unfused run: the device time of its elementwise
+ * and layout kernels (what fusion removes) against the rest (products, norms, softmax: what it
+ * leaves), and the ratio of the rest to the whole: where fusion removed every one of those
+ * kernels for free, the fused run's kernels would take that fraction of the time (fusion also
+ * saves each launch's gap on the host, which this does not count). Not a test: nothing is
+ * asserted.
  *
  * Usage: bench_fusion [--repeat N] [--dim NAME=SIZE]... [--every-epilogue]
  *                     (FILE.graph | FILE.onnx | MODEL[:BATCH[:SEQ]])...
@@ -26,6 +32,8 @@
 
 #include "../examples/models.h"
 #include "fuse/fuse.h"
+#include "fuse/group.h"
+#include "graph/elementwise.h"
 #include "../tests/rng.h"
 #include "timing.h"
 
@@ -162,6 +170,40 @@ static bool same_outputs(clrun_exec *a, clrun_exec *b, const clrun_graph *g)
     return same;
 }
 
+/* Whether fusion can take a node of this op out of the schedule: elementwise (into a group or an
+ * epilogue) or a move of elements (into a group's reads, or a view). */
+static bool fusible(const char *op_name)
+{
+    const clrun__op *op = clrun__op_find(op_name);
+    return op && (clrun__ew_def_of(op) || clrun__fuse_is_layout(op));
+}
+
+/* One profiled unfused run (after a warm-up): the device time of the kernels fusion can remove
+ * and of the others. */
+static int fusible_share(clrun_context *ctx, const clrun_graph *g, double *fusible_ms, double *rest_ms)
+{
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.fusion = -1;
+    eo.profile = true;
+    clrun_exec *exec = NULL;
+    double cpu;
+    if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK || run_once(ctx, exec, g, &cpu) < 0 ||
+        run_once(ctx, exec, g, &cpu) < 0) {
+        clrun_exec_destroy(exec);
+        return 1;
+    }
+    const clrun_exec_span *spans;
+    int32_t n = clrun_exec_profile(exec, &spans);
+    *fusible_ms = *rest_ms = 0;
+    for (int32_t i = 0; i < n; i++) {
+        double ms = (double)(spans[i].end_ns - spans[i].start_ns) * 1e-6;
+        *(fusible(spans[i].op) ? fusible_ms : rest_ms) += ms;
+    }
+    clrun_exec_destroy(exec);
+    return n > 0 ? 0 : 1;
+}
+
 static int bench(clrun_context *ctx, const char *what, int repeat)
 {
     clrun_graph *g = load(what);
@@ -219,6 +261,12 @@ static int bench(clrun_context *ctx, const char *what, int repeat)
                (unsigned long long)on.peak_bytes, (unsigned long long)off.peak_bytes,
                (unsigned long long)on.naive_bytes, (unsigned long long)off.naive_bytes,
                same ? "bit-identical" : "DIFFER");
+        double fusible_ms, rest_ms;
+        if (fusible_share(ctx, g, &fusible_ms, &rest_ms) == 0)
+            printf("%-34s   unfused kernels' device time %.3f ms: elementwise and layout %.3f ms (%.1f%%), the "
+                   "rest %.3f ms (ratio %.3f without the first; launch gaps aside)\n",
+                   "", fusible_ms + rest_ms, fusible_ms, 100.0 * fusible_ms / (fusible_ms + rest_ms), rest_ms,
+                   rest_ms / (fusible_ms + rest_ms));
         fflush(stdout);
     }
     for (int k = 0; k < 2; k++)

@@ -86,3 +86,38 @@ __kernel void clrun_copy_rows_u64(__global const ulong *src, __global ulong *dst
 {
     COPY_ROWS_BODY
 }
+
+/* Copies a view of three dims whose last is contiguous in the input (a transpose that keeps
+ * the innermost axis, as splitting or merging attention heads does; a slice of a 3-D tensor):
+ * dst is [outer, middle, length], dst[(o * middle + m) * length + r] = src[base + o * outer_stride
+ * + m * middle_stride + r]. Work-item (r, m, o): one element each, no division, and work-items
+ * next to each other along r read and write neighbouring elements. */
+#define COPY_RUNS_BODY                                                                             \
+    const size_t r = get_global_id(0), m = get_global_id(1), o = get_global_id(2);                 \
+    if (r < length)                                                                                \
+        dst[(o * get_global_size(1) + m) * length + r] =                                           \
+            src[base + (long)o * outer_stride + (long)m * middle_stride + (long)r];
+
+__kernel void clrun_copy_runs_u8(__global const uchar *src, __global uchar *dst, const ulong length,
+                                 const long outer_stride, const long middle_stride, const long base)
+{
+    COPY_RUNS_BODY
+}
+
+__kernel void clrun_copy_runs_u16(__global const ushort *src, __global ushort *dst, const ulong length,
+                                  const long outer_stride, const long middle_stride, const long base)
+{
+    COPY_RUNS_BODY
+}
+
+__kernel void clrun_copy_runs_u32(__global const uint *src, __global uint *dst, const ulong length,
+                                  const long outer_stride, const long middle_stride, const long base)
+{
+    COPY_RUNS_BODY
+}
+
+__kernel void clrun_copy_runs_u64(__global const ulong *src, __global ulong *dst, const ulong length,
+                                  const long outer_stride, const long middle_stride, const long base)
+{
+    COPY_RUNS_BODY
+}

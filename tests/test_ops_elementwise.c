@@ -546,6 +546,28 @@ static void unary_ops_match_reference_in_every_dtype(void **state)
     }
 }
 
+/* The fusion pass weighs epilogues by this: clrun's own exp and tanh apart from the math
+ * library, and both apart from plain arithmetic. */
+static void float_cost_follows_the_calls_of_the_expression(void **state)
+{
+    (void)state;
+    const char *const own[] = {"gelu", "sigmoid", "tanh", "exp"};
+    const char *const library[] = {"gelu_erf", "log", "sin", "cos", "erf", "softplus", "elu", "selu", "celu", "pow"};
+    const char *const arithmetic[] = {"add", "relu", "clip", "sqrt", "rsqrt", "mod", "hard_swish", "where", "scale",
+                                      "maximum", "sign", "round", "div"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        assert_int_equal(clrun__ew_float_cost(clrun__ew_def_of(clrun__op_find(own[i]))), CLRUN__EW_OWN_MATH);
+    for (size_t i = 0; i < sizeof library / sizeof library[0]; i++)
+        assert_int_equal(clrun__ew_float_cost(clrun__ew_def_of(clrun__op_find(library[i]))), CLRUN__EW_LIBRARY_MATH);
+    for (size_t i = 0; i < sizeof arithmetic / sizeof arithmetic[0]; i++)
+        assert_int_equal(clrun__ew_float_cost(clrun__ew_def_of(clrun__op_find(arithmetic[i]))), CLRUN__EW_ARITHMETIC);
+    size_t count;
+    const clrun__ew_def *defs = clrun__ew_defs(&count);
+    for (size_t k = 0; k < count; k++) /* ops without a float expression (not, and) cost nothing */
+        if (defs[k].floats == NULL)
+            assert_int_equal(clrun__ew_float_cost(&defs[k]), CLRUN__EW_ARITHMETIC);
+}
+
 static void special_values_keep_their_meaning(void **state)
 {
     (void)state;
@@ -1008,6 +1030,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unary_ops_match_reference_in_every_dtype),
         cmocka_unit_test(special_values_keep_their_meaning),
+        cmocka_unit_test(float_cost_follows_the_calls_of_the_expression),
         cmocka_unit_test(round_goes_half_to_even),
         cmocka_unit_test(attributes_set_the_parameters),
         cmocka_unit_test(integer_clip_rounds_its_bounds_inward),

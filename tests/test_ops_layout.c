@@ -242,6 +242,10 @@ static void transpose_moves_every_dtype(void **state)
         node c = {.op = "transpose", .input_count = 1, .in = {type(every_dtype[t], "37,65")},
                   .attrs = {INTS("perm", 1, 0)}, .attr_count = 1};
         check_moves(&c, transpose_ref, "65,37", 120 + t);
+        /* splitting attention heads: the innermost axis stays, run copies over two dims */
+        node d = {.op = "transpose", .input_count = 1, .in = {type(every_dtype[t], "5,7,40")},
+                  .attrs = {INTS("perm", 1, 0, 2)}, .attr_count = 1};
+        check_moves(&d, transpose_ref, "7,5,40", 130 + t);
     }
 }
 
@@ -374,6 +378,8 @@ static void slice_follows_onnx_clamping_and_steps(void **state)
         {"7,9", 1, {-100}, {3}, {0}, {1}, true, true, "3,9"},
         /* a long contiguous run (row copies) and a 6-D slice */
         {"3,1000", 1, {5}, {900}, {1}, {1}, true, true, "3,895"},
+        /* runs over two outer dims, one of them walked backwards */
+        {"4,10,40", 2, {3, 2}, {-5, 8}, {0, 1}, {-1, 1}, true, true, "4,6,40"},
         {"2,3,2,3,2,3", 3, {1, 0, -1}, {3, 2, -4}, {1, 3, 5}, {1, 1, -1}, true, true,
          "2,2,2,2,2,3"},
     };

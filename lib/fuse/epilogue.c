@@ -28,31 +28,6 @@
 
 bool clrun__fuse_every_epilogue;
 
-/* Elementwise ops whose element is a math-library call (exp, log, tanh, erf, sin, pow), not a
- * few instructions. */
-static bool calls_math_library(const clrun__op *op)
-{
-    static const char *const calls[] = {"gelu", "gelu_erf", "sigmoid", "tanh", "exp",  "log",  "sin",
-                                        "cos",  "erf",      "softplus", "elu", "selu", "celu", "pow"};
-    for (size_t i = 0; op && i < sizeof calls / sizeof calls[0]; i++)
-        if (strcmp(op->name, calls[i]) == 0)
-            return true;
-    return false;
-}
-
-/* Of those, the ones whose element is clrun's own branch-free exp or tanh
- * (kernels/ew_functions.cl), which a matmul's vectorized store loop takes at the rate of their
- * own pass. The others (erf's fits, the builtins' log1p, expm1, sin, pow) measured slower in
- * that loop: BERT-base with gelu_erf epilogues 1.12-1.19x the unfused run on POCL. */
-static bool vectorizes_in_store(const clrun__op *op)
-{
-    static const char *const calls[] = {"gelu", "sigmoid", "tanh", "exp"};
-    for (size_t i = 0; op && i < sizeof calls / sizeof calls[0]; i++)
-        if (strcmp(op->name, calls[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
 static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__op *base,
@@ -62,8 +37,9 @@ static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun_
         return true;
     bool conv = strcmp(base->name, "conv2d") == 0;
     for (int32_t k = 0; k < count; k++) {
-        const clrun__op *op = d->nodes[members[k]].op;
-        if (calls_math_library(op) && (conv || !vectorizes_in_store(op)))
+        const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
+        clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
+        if (cost == CLRUN__EW_LIBRARY_MATH || (conv && cost == CLRUN__EW_OWN_MATH))
             return false;
     }
     return true;

@@ -82,6 +82,17 @@ clrun_dtype clrun__ew_data_dtype(const clrun__ew_def *def, const clrun__op_call 
 double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *call, int i,
                              clrun_dtype data);
 
+/* What computing one float element of an op costs, from the calls its expression makes: the
+ * fusion pass weighs epilogues by it (lib/fuse/epilogue.c). */
+typedef enum clrun__ew_cost {
+    CLRUN__EW_ARITHMETIC = 0, /* a few instructions: arithmetic, compares, fabs, sqrt, CLIP */
+    CLRUN__EW_OWN_MATH,       /* clrun's branch-free EXP or TANH (kernels/ew_functions.cl) */
+    CLRUN__EW_LIBRARY_MATH,   /* the math library (log, sin, pow, expm1, ...) or erf's fits */
+} clrun__ew_cost;
+
+/* The cost of def's float expression: the dearest call in it (ARITHMETIC without one). */
+clrun__ew_cost clrun__ew_float_cost(const clrun__ew_def *def);
+
 /* True for a dtype the elementwise kernels can hold in a register (every dtype but f16). */
 bool clrun__ew_dtype_supported(clrun_dtype dtype);
 

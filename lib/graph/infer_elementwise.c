@@ -2,6 +2,7 @@
  * from it, and their one type rule. Unary ops keep their input's shape; binary and ternary ops
  * broadcast their inputs as numpy does. Every data input has the same dtype; the result is that
  * dtype, bool (comparisons, logic) or the dtype `to` names (cast). */
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,6 +140,42 @@ const char *clrun__ew_expression(const clrun__ew_def *def, clrun_dtype dtype)
     case CLRUN_BOOL: return def->bools;
     default: return NULL;
     }
+}
+
+/* The cost of one call, by the function's name (len bytes at name). */
+static clrun__ew_cost call_cost(const char *name, size_t len)
+{
+    static const char *const own[] = {"EXP", "TANH"};
+    /* A few instructions each, or builtins that compile to one (sqrt, rsqrt, rint). */
+    static const char *const cheap[] = {"fabs", "fmax", "fmin", "floor", "ceil", "rint", "sqrt", "rsqrt",
+                                        "CLIP", "MOD",  "abs",  "max",   "min",  "AS_T", "AS_U", "F",
+                                        "IDIV", "IPOW"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strlen(own[i]) == len && strncmp(name, own[i], len) == 0)
+            return CLRUN__EW_OWN_MATH;
+    for (size_t i = 0; i < sizeof cheap / sizeof cheap[0]; i++)
+        if (strlen(cheap[i]) == len && strncmp(name, cheap[i], len) == 0)
+            return CLRUN__EW_ARITHMETIC;
+    return CLRUN__EW_LIBRARY_MATH; /* log, log1p, expm1, sin, cos, pow, ERF, ERFC, any other */
+}
+
+clrun__ew_cost clrun__ew_float_cost(const clrun__ew_def *def)
+{
+    clrun__ew_cost cost = CLRUN__EW_ARITHMETIC;
+    const char *e = def->floats;
+    for (size_t i = 0; e && e[i]; i++) {
+        if (!(isalpha((unsigned char)e[i]) || e[i] == '_') || (i > 0 && (isalnum((unsigned char)e[i - 1]) || e[i - 1] == '_')))
+            continue;
+        size_t len = 0;
+        while (isalnum((unsigned char)e[i + len]) || e[i + len] == '_')
+            len++;
+        if (e[i + len] == '(') {
+            clrun__ew_cost c = call_cost(e + i, len);
+            cost = c > cost ? c : cost;
+        }
+        i += len - 1;
+    }
+    return cost;
 }
 
 bool clrun__ew_dtype_supported(clrun_dtype dtype)

@@ -123,10 +123,25 @@ static bool epilogue_prefix(text *t, const clrun__epilogue *ep)
 
 static const char body_marker[] = "/* ---- PER-MR BODY ---- */";
 
-/* Builds the program: VW, the epilogue, then the embedded text, or for the core (mr != 0) its
- * head and one body, that of `kind` at MR = mr. */
-static clrun_status build_program(clrun_context *ctx, const char *source, const char *kind,
-                                  unsigned mr, unsigned vw, const clrun__epilogue *ep, cl_program *out)
+/* Which text of an embedded program to build: all of it, or for the core (the file with the
+ * PER-MR BODY line) its head alone or the head and the body of one kind. */
+typedef enum program_part { PART_WHOLE, PART_CORE_HEAD, PART_CORE_MM, PART_CORE_CONV } program_part;
+
+/* The program's name in the caches and the log: "matmul_core-mm8-epilogue", "conv". */
+static void program_name(const char *source, program_part part, unsigned mr, bool epilogue, char *name,
+                         size_t size)
+{
+    static const char *const parts[] = {"", "-head", "-mm", "-conv"};
+    char rows[16] = "";
+    if (part == PART_CORE_MM || part == PART_CORE_CONV)
+        snprintf(rows, sizeof rows, "%u", mr);
+    snprintf(name, size, "%s%s%s%s", source, parts[part], rows, epilogue ? "-epilogue" : "");
+}
+
+/* Builds `part` of embedded program `source` after VW and the epilogue; the core's kinds at
+ * MR = mr (their kernels named NAME_mr). */
+static clrun_status build_program(clrun_context *ctx, const char *source, program_part part, unsigned mr,
+                                  unsigned vw, const clrun__epilogue *ep, cl_program *out)
 {
     const clrun__kernel_source *src = embedded(source);
     if (src == NULL)
@@ -134,28 +149,26 @@ static clrun_status build_program(clrun_context *ctx, const char *source, const 
     if (ep && (ep->extra_inputs < 0 || ep->extra_inputs > CLRUN__EPILOGUE_MAX_EXTRA))
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "epilogue: %d extra inputs (at most %d)",
                            ep->extra_inputs, CLRUN__EPILOGUE_MAX_EXTRA);
-    const char *body = kind ? strstr(src->text, body_marker) : NULL;
-    if (kind && body == NULL)
+    const char *body = part != PART_WHOLE ? strstr(src->text, body_marker) : NULL;
+    if (part != PART_WHOLE && body == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "program '%s' has no per-MR body", source);
     text t = {0};
     bool ok = appendf(&t, "#define VW %u\n", vw) && epilogue_prefix(&t, ep);
-    if (body == NULL) {
+    if (part == PART_WHOLE) {
         ok = ok && append(&t, src->text, src->length);
     } else {
-        bool mm = strcmp(kind, "mm") == 0;
         ok = ok && append(&t, src->text, (size_t)(body - src->text));
-        if (mr)
-            ok = appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n#define CORE_MM %d\n"
+        bool mm = part == PART_CORE_MM;
+        if (part != PART_CORE_HEAD)
+            ok = ok &&
+                 appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n#define CORE_MM %d\n"
                              "#define CORE_CONV %d\n", mr, mr, mm, !mm) &&
                  append(&t, body, src->length - (size_t)(body - src->text));
     }
     if (!ok)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
     char name[64];
-    if (kind && mr)
-        snprintf(name, sizeof name, "%s-%s%u%s", source, kind, mr, ep && ep->expression ? "-epilogue" : "");
-    else
-        snprintf(name, sizeof name, "%s%s%s", source, kind ? "-head" : "", ep && ep->expression ? "-epilogue" : "");
+    program_name(source, part, mr, ep && ep->expression, name, sizeof name);
     clrun_status s = clrun__program_generated(ctx, name, t.data, t.length, out);
     free(t.data);
     return s;
@@ -165,8 +178,8 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
                                 const clrun__epilogue *ep, cl_program *out)
 {
     if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding */
-        return build_program(ctx, source, "head", 0, vw, NULL, out);
-    return build_program(ctx, source, NULL, 0, vw, ep, out);
+        return build_program(ctx, source, PART_CORE_HEAD, 0, vw, NULL, out);
+    return build_program(ctx, source, PART_WHOLE, 0, vw, ep, out);
 }
 
 clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
@@ -174,8 +187,8 @@ clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *sr
 {
     *out = NULL;
     cl_program program = NULL;
-    clrun_status s = build_program(ctx, "matmul_core", src->conv ? "conv" : "mm", mr, src->vw,
-                                   src->ep, &program);
+    clrun_status s = build_program(ctx, "matmul_core", src->conv ? PART_CORE_CONV : PART_CORE_MM, mr,
+                                   src->vw, src->ep, &program);
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, src->conv ? "clrun_conv_core" : "clrun_mm_core", mr, out);
     return s;
@@ -310,10 +323,17 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
     return CLRUN_OK;
 }
 
-clrun_status clrun__time_launch(clrun_context *ctx, cl_kernel kernel, const size_t *global,
-                                const size_t *local, double *seconds)
+clrun_status clrun__time_core_run(clrun_context *ctx, cl_kernel kernel, cl_mem a, cl_mem packed, cl_mem out,
+                                  cl_uint extra_at, int extra, const size_t *global, const size_t *local,
+                                  double *seconds)
 {
     *seconds = 0;
+    const cl_mem buffers[3] = {a, packed, a};
+    clrun_status s = clrun__buffer_args(ctx, kernel, buffers, 3, out);
+    for (int x = 0; s == CLRUN_OK && x < extra; x++)
+        s = clrun__arg(ctx, kernel, extra_at + (cl_uint)x, sizeof out, &out);
+    if (s != CLRUN_OK)
+        return s;
     for (int run = 0; run < 3; run++) {
         double start = seconds_now();
         cl_int err = clrun__cl.EnqueueNDRangeKernel(ctx->queue, kernel, 3, NULL, global, local, 0,

@@ -78,10 +78,13 @@ typedef clrun_status (*clrun__variant_timer)(clrun_context *ctx, void *user, siz
 clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops, size_t count,
                               clrun__variant_timer time, void *user, size_t *chosen);
 
-/* Seconds of one launch of `kernel` (arguments set) over global/local: the best of two after a
- * warm-up run (which also compiles it), measured around clFinish. */
-clrun_status clrun__time_launch(clrun_context *ctx, cl_kernel kernel, const size_t *global,
-                                const size_t *local, double *seconds);
+/* Seconds of one run of a core variant's `kernel` (its own arguments set) over global/local on
+ * tuning buffers: a, the packed b, a again in place of the bias, then out, which also stands in
+ * for the epilogue's `extra` inputs from argument `extra_at` (they read at most its extent). The
+ * best of two after a warm-up run (which also compiles it), measured around clFinish. */
+clrun_status clrun__time_core_run(clrun_context *ctx, cl_kernel kernel, cl_mem a, cl_mem packed, cl_mem out,
+                                  cl_uint extra_at, int extra, const size_t *global, const size_t *local,
+                                  double *seconds);
 
 /* The buffers of one tuning (inputs and an output of one batch entry, filled with 0.5f): driver
  * buffers counted by the context's pool and held to its limit (clrun__pool_create_raw), given

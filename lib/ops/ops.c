@@ -97,7 +97,7 @@ clrun_status clrun__arg(clrun_context *ctx, cl_kernel kernel, cl_uint index, siz
 
 size_t clrun__round_up(size_t n, size_t multiple)
 {
-    return (n + multiple - 1) / multiple * multiple;
+    return multiple ? (n + multiple - 1) / multiple * multiple : n; /* 0: a failed size query */
 }
 
 clrun_status clrun__local_size(clrun_context *ctx, cl_kernel kernel, size_t want, size_t *out)

@@ -196,15 +196,10 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
         s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->hp, t->wp, &kernel);
-    const cl_mem buffers[3] = {t->x, t->packed, t->x};
-    if (s == CLRUN_OK)
-        s = clrun__buffer_args(ctx, kernel, buffers, 3, t->out);
-    for (int x = 0; s == CLRUN_OK && x < t->extra; x++) /* reads at most the output's extent */
-        s = clrun__arg(ctx, kernel, 8 + (cl_uint)x, sizeof t->out, &t->out);
     size_t global[3], local[3];
     core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
-        s = clrun__time_launch(ctx, kernel, global, local, seconds);
+        s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, 8, t->extra, global, local, seconds);
     if (kernel)
         clrun__cl.ReleaseKernel(kernel);
     return s;

@@ -66,7 +66,8 @@ enum { CLRUN__POOL_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
  * on ctx's device), at least 1. */
 clrun_status clrun__local_size(clrun_context *ctx, cl_kernel kernel, size_t want, size_t *out);
 
-/* `n` rounded up to a multiple of `multiple`. */
+/* `n` rounded up to a multiple of `multiple` (n itself for 0, which a failed local-size query
+ * leaves: the caller returns that failure, never dividing by it). */
 size_t clrun__round_up(size_t n, size_t multiple);
 
 /* Creates kernel `name` into *out (NULL-safe to release on failure paths). */

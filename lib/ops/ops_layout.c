@@ -1,7 +1,9 @@
 /* Kernels of the layout ops (kernels/layout.cl). Every op that copies one input through a fixed
  * index map (transpose, reshape, slice, split, expand, tile, depth_to_space, space_to_depth)
  * runs its strided view (graph/layout_geometry.h): as row copies when the view is whole runs of
- * the input, else as one element per work-item through a table of dims and strides. Concat is
+ * the input, as run copies over two outer dims when it is three dims with a contiguous last
+ * (the transposes that split and merge attention heads), else as one element per work-item
+ * through a table of dims and strides. Concat is
  * one row copy per input, chained. Kernels exist per element size, so every dtype moves. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -93,6 +95,34 @@ static clrun_status rows_state(clrun_context *ctx, const clrun__view *v, clrun_d
     return s;
 }
 
+/* A view of three dims whose last is contiguous: runs of the input over two outer dims. */
+static bool is_runs(const clrun__view *v)
+{
+    return v->rank == 3 && v->strides[2] == 1 && v->dims[2] >= ROW_COPY_MIN;
+}
+
+static clrun_status runs_state(clrun_context *ctx, const clrun__view *v, clrun_dtype dtype,
+                               clrun__kernel_state *st)
+{
+    const cl_ulong length = (cl_ulong)v->dims[2];
+    const cl_long values[3] = {v->strides[0], v->strides[1], v->base};
+    st->dims = 3;
+    clrun_status s = clrun__element_kernel(ctx, "clrun_copy_runs", dtype, NULL, &st->kernel);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->kernel, length < 256 ? (size_t)length : 256, &st->local[0]);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, 2, sizeof length, &length);
+    for (cl_uint i = 0; i < 3 && s == CLRUN_OK; i++)
+        s = clrun__arg(ctx, st->kernel, 3 + i, sizeof values[i], &values[i]);
+    if (s != CLRUN_OK)
+        return s;
+    st->local[1] = st->local[2] = 1;
+    st->global[0] = clrun__round_up((size_t)length, st->local[0]);
+    st->global[1] = (size_t)v->dims[1];
+    st->global[2] = (size_t)v->dims[0];
+    return CLRUN_OK;
+}
+
 static clrun_status strided_state(clrun_context *ctx, const clrun__view *v, clrun_dtype dtype,
                                   clrun__kernel_state *st)
 {
@@ -134,6 +164,8 @@ static clrun_status view_prepare(clrun_context *ctx, const clrun__op *op,
         s = clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: not a view op", op->name);
     else if (is_rows(&v))
         s = rows_state(ctx, &v, call->inputs[0].dtype, st);
+    else if (is_runs(&v))
+        s = runs_state(ctx, &v, call->inputs[0].dtype, st);
     else
         s = strided_state(ctx, &v, call->inputs[0].dtype, st);
     return clrun__kernel_state_done(st, s, state);
