@@ -9,28 +9,32 @@
  * floor(log2(granules)), the second cuts each power of two into 32 equal ranges (below 32
  * granules each size has its own list). One bitmap over the first level and one per first-level
  * entry over the second say which lists are non-empty, so the first non-empty list above a size
- * class is found with two bit scans.
+ * class is found with two bit scans. The tails have lists of their own, in the same classes.
  *  - alloc of n granules: the best fit (smallest, then lowest address) among the first 8 holes
  *    of n's own list; else the best among the first 4 of the first non-empty list above it,
  *    every hole of which fits (so within 1/32 of the class of the best fit in that list: good
  *    fit); else the rest of n's own list; and only when no hole fits, the smallest tail that
  *    does (wilderness last, as best fit in one unbounded arena places a block on top only when
- *    no hole holds it). OUT_OF_MEMORY means that no free block holds the request. The block is
- *    cut at the low end of the hole or tail; the rest stays free.
+ *    no hole holds it: the best of its own tail list, else of the first non-empty one above).
+ *    OUT_OF_MEMORY means that no free block holds the request. The block is cut at the low end
+ *    of the hole or tail; the rest stays free.
  *  - free: the block is found by (chunk, offset) in a hash table of the live blocks and merged
  *    with its free neighbours; next to its chunk's tail (or at the chunk's end) it joins the tail.
  *  - alignment above g: the lists are walked upward from n's own class until a hole holds an
  *    aligned placement, then the tails; the gap before the block becomes a hole of its own.
- * A hole cut at its low end, or grown by a neighbour, keeps its place in its list when its class
- * stays; a tail is in no list, so cutting a block off it or giving one back is list-free: an
- * alloc/free pair at the top of a chunk is O(1) with no list work at all.
+ * A hole or tail cut at its low end, or grown by a neighbour, keeps its place in its list when
+ * its class stays. An alloc/free pair at the bottom of a tail is O(1) with no list work at all:
+ * the free leaves the block as a ghost that the next alloc of its size revives (see
+ * clrun__tlsf_settle_ghost in tlsf_blocks.c).
  *
  * Complexity. alloc: O(1) (two bit scans, at most 12 list entries read, one split) from a hole;
- * O(c) over the c chunks when it goes to a tail; O(f) over the own list's f holes when neither
+ * when it goes to a tail, two more bit scans and the tails of two lists (O(c) over the c chunks
+ * at worst, one tail a list as a rule); O(f) over the own list's f holes when neither
  * its first 8 nor any higher list fits (then the pool is about to grow), and O(f) over all holes
  * for an alignment above g. free: O(1) expected (hash lookup, at most two merges). add_chunk:
  * O(1) plus O(c) in the chunk index; remove_chunk: O(c); reset: O(blocks + live blocks). Host
- * memory: 72 bytes per block, live or free, and 24 to 48 bytes per live block in the hash table.
+ * memory: 64 bytes per block, live or free, 24 to 48 bytes per live block in the hash table, and
+ * 33 KiB of list heads and bitmaps (holes and tails) per allocator.
  *
  * Worst-case waste. Internal: under one granule per block (the size rounded up to g); an
  * alignment gap stays free as a hole. External: good fit, not best fit (a tighter hole past the
