@@ -193,7 +193,6 @@ static clrun_status tlsf_alloc(void *state, uint64_t size, uint64_t align, clrun
     s->live_blocks++;
     /* Field by field, for the reason given in live_insert. */
     s->nrecent = i + 1;
-    s->newest = i;
     s->recent[i].offset = g->offset;
     s->recent[i].chunk = c->id;
     s->recent[i].block = g;
@@ -210,8 +209,10 @@ static clrun_status tlsf_free(void *state, uint32_t chunk, uint64_t offset)
 {
     tlsf_state *s = state;
     tlsf_block *undo_tail = s->undo_tail;
-    unsigned i = s->newest;
-    if (!undo_tail || s->recent[i].offset != offset || s->recent[i].chunk != chunk)
+    if (!undo_tail)
+        return clrun__tlsf_free_slow(s, chunk, offset);
+    unsigned i = s->nrecent - 1; /* the newest: the alloc that set undo_tail recorded it */
+    if (s->recent[i].offset != offset || s->recent[i].chunk != chunk)
         return clrun__tlsf_free_slow(s, chunk, offset);
     tlsf_block *b = s->recent[i].block;
     assert(b->next_phys == undo_tail && undo_tail->state == BLOCK_TAIL && !s->ghost);
@@ -236,7 +237,6 @@ static void tlsf_reset(void *state)
     if (s->live)
         memset(s->live, 0, (size_t)s->live_capacity * sizeof *s->live);
     s->nrecent = 0;
-    s->evict = 0;
     s->live_blocks = 0;
     s->held_bytes = 0;
 }

@@ -78,24 +78,23 @@ static void recent_evict(tlsf_state *s, unsigned i)
 
 /* Records live block b (live_reserve made room). The newest live blocks wait outside the hash
  * table, so one freed within the next few allocs (a temporary, a scratch buffer) costs no
- * hashing at all; a full recent sends its entries to the table in turn. */
+ * hashing at all; a full recent sends its oldest to the table. */
 static void live_insert(tlsf_state *s, tlsf_block *b)
 {
     assert((s->live_blocks + 1) * 4 <= s->live_capacity);
     unsigned i = s->nrecent;
-    if (i < TLSF_RECENT) {
-        s->nrecent++;
-    } else {
-        i = s->evict;
-        s->evict = (i + 1) % TLSF_RECENT;
-        recent_evict(s, i);
+    if (i == TLSF_RECENT) { /* the oldest goes to the table */
+        recent_evict(s, 0);
+        for (unsigned j = 0; j + 1 < TLSF_RECENT; j++)
+            recent_move(s, j, j + 1);
+        i--;
     }
+    s->nrecent = i + 1;
     /* Field by field: a wide store here would stall the free that reads it next (no store
      * forwarding from a vector store to a narrower load). */
     s->recent[i].offset = b->offset;
     s->recent[i].chunk = b->chunk->id;
     s->recent[i].block = b;
-    s->newest = i;
     s->live_blocks++;
 }
 

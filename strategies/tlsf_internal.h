@@ -88,10 +88,9 @@ typedef struct tlsf_state {
                                                  * that the smallest that fits is found without
                                                  * reading every chunk */
     live_slot *live;                            /* live blocks by (chunk, offset), but the recent */
-    live_slot recent[TLSF_RECENT];              /* [0, nrecent): the newest live blocks, not in live */
+    live_slot recent[TLSF_RECENT];              /* [0, nrecent): the newest live blocks, not in
+                                                 * live, oldest first (the newest is the last) */
     unsigned nrecent;                           /* entries in recent */
-    unsigned evict;                             /* the next entry of a full recent to move to live */
-    unsigned newest;                            /* the entry of the newest live block */
     tlsf_block *undo_tail;                      /* the tail the newest was cut from, nothing done since */
     tlsf_block *ghost;                          /* that block once freed, nothing done since
                                                  * (see clrun__tlsf_settle_ghost) */
@@ -325,11 +324,23 @@ TLSF_INLINE void settle(tlsf_state *s)
         clrun__tlsf_settle_ghost(s);
 }
 
-/* Drops entry i of recent (the last entry takes its place). */
+/* Entry `from` of recent moves to entry `to`, field by field (see live_insert). */
+TLSF_INLINE void recent_move(tlsf_state *s, unsigned to, unsigned from)
+{
+    s->recent[to].offset = s->recent[from].offset;
+    s->recent[to].chunk = s->recent[from].chunk;
+    s->recent[to].block = s->recent[from].block;
+}
+
+/* Drops entry i of recent; the newer ones move down, so that recent stays oldest first. A block
+ * freed soon is one of the newest (a temporary, or the one before an activation), so a search
+ * from the newest stops after one or two entries, in a pattern that repeats with the workload's
+ * steps, and this moves one entry or none. */
 TLSF_INLINE void recent_drop(tlsf_state *s, unsigned i)
 {
-    if (i != --s->nrecent)
-        s->recent[i] = s->recent[s->nrecent];
+    unsigned n = --s->nrecent;
+    for (; i < n; i++)
+        recent_move(s, i, i + 1);
     s->live_blocks--;
 }
 
