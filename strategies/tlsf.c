@@ -22,10 +22,11 @@
  *    with its free neighbours; next to its chunk's tail (or at the chunk's end) it joins the tail.
  *  - alignment above g: the lists are walked upward from n's own class until a hole holds an
  *    aligned placement, then the tails; the gap before the block becomes a hole of its own.
- * A hole or tail cut at its low end, or grown by a neighbour, keeps its place in its list when
- * its class stays. An alloc/free pair at the bottom of a tail is O(1) with no list work at all:
- * the free leaves the block as a ghost that the next alloc of its size revives (see
- * clrun__tlsf_settle_ghost in tlsf_blocks.c).
+ * A hole cut at its low end, or grown by a neighbour, keeps its place in its list when its class
+ * stays (a tail goes to the head of its list: their order does not matter). An alloc/free pair
+ * at the bottom of a tail is O(1) with no list work at all: the free leaves the block as a
+ * ghost that the next alloc of its size revives (see clrun__tlsf_settle_ghost in
+ * tlsf_blocks.c).
  *
  * Complexity. alloc: O(1) (two bit scans, at most 12 list entries read, one split) from a hole;
  * when it goes to a tail, two more bit scans and the tails of two lists (O(c) over the c chunks

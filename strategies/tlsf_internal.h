@@ -260,11 +260,19 @@ TLSF_INLINE void tail_remove(tlsf_state *s, tlsf_block *b)
     b->chunk->tail = NULL;
 }
 
-/* Gives tail b a new range, still up to its chunk's end. */
+/* Gives tail b a new range, still up to its chunk's end. It moves to the head of the list of its
+ * class even when that class stays: a tail's class changes on most resizes but not all, at
+ * random, so a test costs more than the move, and the order of a tail list does not matter
+ * (tail_best reads every tail of a list). */
 TLSF_INLINE void tail_resize(tlsf_state *s, tlsf_block *b, uint64_t offset, uint64_t size)
 {
     assert(b->state == BLOCK_TAIL && offset + size == b->chunk->usable);
-    lists_resize(s, &s->tails, b, offset, size);
+    unsigned fl, sl;
+    class_of(size >> s->granule_log, &fl, &sl);
+    b->offset = offset;
+    b->size = size;
+    lists_unlink(&s->tails, b);
+    lists_push(&s->tails, b, fl, sl);
 }
 
 /* ---- block nodes ---------------------------------------------------------------------------- */
