@@ -40,7 +40,7 @@ typedef struct tlsf_block {
                                      * out of its list is the same wherever it stands */
     struct tlsf_block *next_free;   /* free: next in its list; spare node: next spare */
     uint8_t state;                  /* enum block_state */
-    uint8_t fl, sl;                 /* hole: the class of its list */
+    uint8_t fl, sl;                 /* free: the class of its list */
 } tlsf_block;
 
 /* One chunk. */
@@ -141,7 +141,6 @@ TLSF_INLINE bool class_above(const tlsf_lists *l, unsigned *fl, unsigned *sl)
 
 /* ---- free lists ----------------------------------------------------------------------------- */
 
-/* Puts free block b at the head of list (fl, sl) of `l`, its class. */
 /* Links free block b at the head of the list whose head is *head. The free_link of the block
  * after it is written to *sink when there is no such block: a store to a dummy costs less than
  * the branch that would skip it, whose outcome follows the workload's sizes and is mispredicted
@@ -169,6 +168,7 @@ TLSF_INLINE bool link_alone(tlsf_block *const *head, const tlsf_block *b)
     return b->free_link == head && !b->next_free;
 }
 
+/* Puts free block b at the head of list (fl, sl) of `l`, its class. */
 TLSF_INLINE void lists_push(tlsf_lists *l, tlsf_block *b, unsigned fl, unsigned sl)
 {
     b->fl = (uint8_t)fl;
