@@ -241,6 +241,15 @@ TLSF_INLINE tlsf_block *block_split_low(tlsf_state *s, tlsf_block *b, uint64_t b
     return n;
 }
 
+/* Free block b, out of its list, handed out whole. */
+TLSF_INLINE tlsf_block *block_take_whole(tlsf_state *s, tlsf_block *b)
+{
+    b->state = BLOCK_LIVE;
+    b->chunk->live++;
+    s->held_bytes += b->size;
+    return b;
+}
+
 /* Hands out the low `bytes` of hole b (a spare node reserved); the caller records the live
  * block. b keeps what is left above it. */
 TLSF_INLINE tlsf_block *hole_take_low(tlsf_state *s, tlsf_block *b, uint64_t bytes)
@@ -248,10 +257,7 @@ TLSF_INLINE tlsf_block *hole_take_low(tlsf_state *s, tlsf_block *b, uint64_t byt
     assert(b->state == BLOCK_HOLE && bytes <= b->size);
     if (b->size == bytes) {
         list_remove(s, b);
-        b->state = BLOCK_LIVE;
-        b->chunk->live++;
-        s->held_bytes += bytes;
-        return b;
+        return block_take_whole(s, b);
     }
     tlsf_block *live = block_split_low(s, b, bytes);
     list_resize(s, b, b->offset + bytes, b->size - bytes);
@@ -264,10 +270,7 @@ TLSF_INLINE tlsf_block *tail_take_low(tlsf_state *s, tlsf_block *b, uint64_t byt
     assert(b->state == BLOCK_TAIL && bytes <= b->size);
     if (b->size == bytes) {
         tail_remove(s, b);
-        b->state = BLOCK_LIVE;
-        b->chunk->live++;
-        s->held_bytes += bytes;
-        return b;
+        return block_take_whole(s, b);
     }
     tlsf_block *live = block_split_low(s, b, bytes);
     tail_resize(s, b, b->offset + bytes, b->size - bytes);
