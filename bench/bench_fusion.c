@@ -188,8 +188,11 @@ static int fusible_share(clrun_context *ctx, const clrun_graph *g, double *fusib
     eo.profile = true;
     clrun_exec *exec = NULL;
     double cpu;
-    if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK || run_once(ctx, exec, g, &cpu) < 0 ||
-        run_once(ctx, exec, g, &cpu) < 0) {
+    if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK) {
+        fprintf(stderr, "bench_fusion: the profiled unfused executor: %s\n", clrun_last_error(ctx));
+        return 1;
+    }
+    if (run_once(ctx, exec, g, &cpu) < 0 || run_once(ctx, exec, g, &cpu) < 0) { /* it says why */
         clrun_exec_destroy(exec);
         return 1;
     }

@@ -346,7 +346,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     st->ks.local[1] = st->ks.local[2] = 1;
-    st->ks.global[0] = clrun__round_up(P, st->ks.local[0] ? st->ks.local[0] : 1);
+    st->ks.global[0] = clrun__round_up(P, st->ks.local[0]);
     st->ks.global[1] = (size_t)geo[CLRUN__G_O];
     st->ks.global[2] = (size_t)images;
     return s;
@@ -452,7 +452,7 @@ static clrun_status conv_transpose_prepare(clrun_context *ctx, const clrun__op *
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->ks.kernel, 5, sizeof has_bias, &has_bias);
     st->ks.local[1] = st->ks.local[2] = 1;
-    st->ks.global[0] = clrun__round_up((size_t)(g.oh * g.ow), st->ks.local[0] ? st->ks.local[0] : 1);
+    st->ks.global[0] = clrun__round_up((size_t)(g.oh * g.ow), st->ks.local[0]);
     st->ks.global[1] = (size_t)geo[CLRUN__G_O];
     st->ks.global[2] = (size_t)call->inputs[0].shape[0];
     if (s != CLRUN_OK) {

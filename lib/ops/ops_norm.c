@@ -206,7 +206,7 @@ static clrun_status batchnorm_prepare(clrun_context *ctx, const clrun__op *op,
     st->dims = 2;
     s = clrun__local_size(ctx, st->kernel, inner < 64 ? (size_t)inner : 64, &st->local[0]);
     st->local[1] = 1;
-    st->global[0] = clrun__round_up((size_t)inner, st->local[0] ? st->local[0] : 1);
+    st->global[0] = clrun__round_up((size_t)inner, st->local[0]);
     st->global[1] = (size_t)clrun__dims_product(x, 0, 2);
     if (s == CLRUN_OK)
         s = row_args(ctx, st, 3, sizeof C, &C, sizeof inner, &inner, sizeof eps, &eps);
