@@ -14,8 +14,10 @@
  * when it is at least the floor, else the floor, max(16 KiB, reserved / 64 when the strategy's
  * free bytes are under a 64th of it, else reserved / 16), and at least the bytes given back;
  * at most 1 GiB.
- * Time: CLOCK_MONOTONIC around the whole replay, median of REPEATS runs, reported as ns per
- * alloc+free pair. Memory (mixed workload, a separate untimed replay): peak held bytes and peak
+ * Time: CLOCK_MONOTONIC around the whole replay, reported as ns per alloc+free pair: the median
+ * of REPEATS rounds, each round running malloc and then every strategy once (interleaved, so
+ * that a slow spell of a shared machine falls on one round's allocators alike); the ratio (x)
+ * is the median over the rounds of the strategy's time over malloc's in the same round. Memory (mixed workload, a separate untimed replay): peak held bytes and peak
  * chunk bytes over the peak of requested bytes live.
  *
  * Usage: bench_alloc [seed]    (CLRUN_BENCH_QUICK=1 runs a tenth of the operations) */
@@ -316,26 +318,47 @@ static double pairs_strategy(const clrun_allocator_ops *ops, uint64_t size, size
     return ns;
 }
 
-/* Median over REPEATS runs of a workload; strategy NULL means malloc. A workload is a trace,
- * or, for fixed sizes (fixed_size != 0), a tight alloc+free loop. */
-static double median_ns(const clrun_allocator_ops *ops, const trace *t, uint64_t fixed_size,
-                        size_t pairs)
+/* One run of a workload, ns per pair; strategy NULL means malloc. A workload is a trace, or,
+ * for fixed sizes (fixed_size != 0), a tight alloc+free loop. */
+static double run_ns(const clrun_allocator_ops *ops, const trace *t, uint64_t fixed_size,
+                     size_t pairs, void **ptrs, clrun_block *blocks)
 {
-    double runs[REPEATS];
+    if (fixed_size)
+        return ops ? pairs_strategy(ops, fixed_size, pairs) : pairs_malloc(fixed_size, pairs);
+    return ops ? replay_strategy(ops, t, blocks, NULL, NULL) : replay_malloc(t, ptrs);
+}
+
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof v[0], cmp_double);
+    return v[n / 2];
+}
+
+/* REPEATS rounds of a workload, each running malloc and then every strategy once, so that a
+ * slow spell of a shared machine falls on the allocators of one round alike. ns[a] is the
+ * median time of allocator a (0 malloc, 1.. the strategies), ratio[a] the median over the
+ * rounds of its time over malloc's in the same round. */
+static void measure_workload(const clrun_allocator_ops *const *strategies, int nstrat,
+                             const trace *t, uint64_t fixed_size, size_t pairs, double *ns,
+                             double *ratio)
+{
+    double runs[1 + 8][REPEATS], ratios[1 + 8][REPEATS];
     void **ptrs = calloc(t->slots + 1, sizeof *ptrs);
     clrun_block *blocks = calloc(t->slots + 1, sizeof *blocks);
-    if (!ptrs || !blocks)
+    if (!ptrs || !blocks || nstrat > 8)
         die("out of host memory");
     for (int r = 0; r < REPEATS; r++) {
-        if (fixed_size)
-            runs[r] = ops ? pairs_strategy(ops, fixed_size, pairs) : pairs_malloc(fixed_size, pairs);
-        else
-            runs[r] = ops ? replay_strategy(ops, t, blocks, NULL, NULL) : replay_malloc(t, ptrs);
+        for (int a = 0; a <= nstrat; a++) {
+            runs[a][r] = run_ns(a ? strategies[a - 1] : NULL, t, fixed_size, pairs, ptrs, blocks);
+            ratios[a][r] = runs[a][r] / runs[0][r];
+        }
     }
     free(ptrs);
     free(blocks);
-    qsort(runs, REPEATS, sizeof runs[0], cmp_double);
-    return runs[REPEATS / 2];
+    for (int a = 0; a <= nstrat; a++) {
+        ns[a] = median_of(runs[a], REPEATS);
+        ratio[a] = median_of(ratios[a], REPEATS);
+    }
 }
 
 static void cpu_model(char *out, size_t len)
@@ -387,24 +410,23 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
     printf("# bench_alloc: clrun strategies vs glibc malloc/free, measured in the same run\n");
-    printf("# date %s; cpu %s; seed %llu; median of %d runs; min_align %d, max_chunk 1 GiB\n",
+    printf("# date %s; cpu %s; seed %llu; median of %d interleaved rounds; min_align %d, max_chunk 1 GiB\n",
            date, cpu, (unsigned long long)seed, REPEATS, MIN_ALIGN);
     printf("# fixed: %zu pairs each (tight loop); mixed: %zu allocs, ~%u live; tensor: %zu steps x %u "
            "layers (%llu allocs)\n",
            pairs, mixed_allocs, mixed_live, tensor_steps, tensor_layers,
            (unsigned long long)traces[4].allocs);
-    printf("# ns per alloc+free pair; (x) = ratio to malloc, lower is better\n\n");
+    printf("# ns per alloc+free pair; (x) = median of the rounds' ratios to malloc, lower is better\n\n");
     printf("%-12s %10s", "workload", "malloc");
     for (int s = 0; s < NSTRAT; s++)
         printf(" %10s %7s", strategies[s]->name, "(x)");
     printf("\n");
     for (size_t w = 0; w < ntraces; w++) {
-        double base = median_ns(NULL, &traces[w], fixed_sizes[w], pairs);
-        printf("%-12s %10.1f", traces[w].name, base);
-        for (int s = 0; s < NSTRAT; s++) {
-            double ns = median_ns(strategies[s], &traces[w], fixed_sizes[w], pairs);
-            printf(" %10.1f %7.2f", ns, ns / base);
-        }
+        double ns[1 + NSTRAT], ratio[1 + NSTRAT];
+        measure_workload(strategies, NSTRAT, &traces[w], fixed_sizes[w], pairs, ns, ratio);
+        printf("%-12s %10.1f", traces[w].name, ns[0]);
+        for (int s = 0; s < NSTRAT; s++)
+            printf(" %10.1f %7.2f", ns[1 + s], ratio[1 + s]);
         printf("\n");
     }
 
