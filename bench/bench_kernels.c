@@ -199,15 +199,45 @@ static const char numpy_prelude[] =
     "        s = time.perf_counter(); f(); t.append(time.perf_counter() - s)\n"
     "    return min(t)\n";
 
+/* The BLAS library numpy has loaded after a product (from /proc/self/maps, where the link is
+ * resolved), into out; "" when unknown. Debian's numpy goes through the libblas.so.3
+ * alternative: OpenBLAS's when installed (.../openblas-pthread/libblas.so.3), else the
+ * unoptimised reference BLAS (.../blas/libblas.so.3), which would make every ratio look far
+ * better. */
+static void numpy_blas_library(char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *p = popen("/usr/bin/python3 -c \"import numpy as np; a = np.ones((64, 64), np.float32); a @ a; "
+                    "print(next((l.split()[-1] for l in open('/proc/self/maps') "
+                    "if l.rsplit('/', 1)[-1].startswith(('libblas', 'libcblas', 'libmkl_rt'))), ''))\" 2>/dev/null",
+                    "r");
+    if (p == NULL)
+        return;
+    if (fgets(out, (int)size, p) == NULL)
+        out[0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    pclose(p);
+}
+
 static void print_blas_version(void)
 {
     double v[1];
-    if (numpy_times("import numpy\nprint(numpy.__version__.replace('.', ' ', 1).split()[0])\n", v, 1) == 1)
-        printf("# host BLAS: numpy %s under /usr/bin/python3%s\n",
-               "(see `python3 -c 'import numpy; numpy.show_config()'`)",
-               getenv("OPENBLAS_CORETYPE") ? "" : ", OPENBLAS_CORETYPE=SkylakeX where the CPU has AVX-512");
-    else
+    if (!use_blas) {
+        printf("# host BLAS: not measured (--no-blas)\n");
+        return;
+    }
+    if (numpy_times("import numpy\nprint(numpy.__version__.replace('.', ' ', 1).split()[0])\n", v, 1) != 1) {
         printf("# host BLAS: not available (/usr/bin/python3 with numpy not found): no BLAS columns\n");
+        return;
+    }
+    char library[512];
+    numpy_blas_library(library, sizeof library);
+    printf("# host BLAS: numpy under /usr/bin/python3 with %s%s\n", library[0] ? library : "an unknown BLAS",
+           getenv("OPENBLAS_CORETYPE") ? "" : ", OPENBLAS_CORETYPE=SkylakeX where the CPU has AVX-512");
+    if (strstr(library, "openblas") == NULL && strstr(library, "mkl") == NULL &&
+        strstr(library, "blis") == NULL)
+        printf("# WARNING: that is not a tuned BLAS (the reference BLAS runs at a few GFLOP/s): the "
+               "BLAS ratios are meaningless; install libopenblas0-pthread\n");
 }
 
 /* ---- bandwidth --------------------------------------------------------------------------- */
