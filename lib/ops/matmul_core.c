@@ -45,15 +45,17 @@ clrun_status clrun__core_device_of(clrun_context *ctx, clrun__core_device *out)
 /* ---- variants ---------------------------------------------------------------------------- */
 
 static const clrun__core_variant wide[] = {{8, 4, 8}, {8, 4, 1}, {6, 4, 8}, {8, 16, 4}};
+/* conv2d's kernel has no panel blocks (sp): wide's second entry would be its first again. */
+static const clrun__core_variant wide_conv[] = {{8, 4, 8}, {6, 4, 8}, {8, 16, 4}};
 static const clrun__core_variant four[] = {{4, 4, 8}, {2, 4, 8}};
 static const clrun__core_variant two[] = {{2, 4, 8}, {1, 4, 8}};
 static const clrun__core_variant one[] = {{1, 4, 8}};
 
-const clrun__core_variant *clrun__core_candidates(uint64_t rows, size_t *count)
+const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size_t *count)
 {
 #define PICK(list) (*count = sizeof list / sizeof list[0], list)
     if (rows >= 8)
-        return PICK(wide);
+        return conv ? PICK(wide_conv) : PICK(wide);
     if (rows >= 4)
         return PICK(four);
     return rows >= 2 ? PICK(two) : PICK(one);
@@ -235,12 +237,13 @@ static double seconds_now(void)
 }
 
 /* The key of a tuning result: the device, its driver, the core's source (a changed kernel is
- * tuned again) and the shape. */
+ * tuned again) and the shape. The version at its start counts changes of the candidate lists,
+ * whose indices the results are. */
 static void tune_key(const clrun_context *ctx, const char *key, char *out, size_t size)
 {
     const clrun__kernel_source *src = embedded("matmul_core");
     unsigned long long source = src ? clrun__hash64(src->text, src->length) : 0;
-    snprintf(out, size, "clrun-tune-v1\ndevice=%s\ndriver=%s\nplatform=%s\nsource=%016llx\n%s\n",
+    snprintf(out, size, "clrun-tune-v2\ndevice=%s\ndriver=%s\nplatform=%s\nsource=%016llx\n%s\n",
              ctx->info.name, ctx->info.driver_version, ctx->info.platform_version, source, key);
 }
 
@@ -419,7 +422,12 @@ clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint
         s = clrun__arg(ctx, p->kernel, 5, sizeof ks, &ks);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, p->kernel, 6, sizeof ns, &ns);
-    p->global[0] = (size_t)((N + nr - 1) / nr * nr);
+    /* A fixed local size, not the driver's per shape (POCL compiles one kernel per local
+     * size): nr is a power of two, so the padded width is a multiple of it. */
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, p->kernel, nr < 32 ? nr : 32, &p->local[0]);
+    p->local[1] = p->local[2] = 1;
+    p->global[0] = clrun__round_up((size_t)((N + nr - 1) / nr * nr), p->local[0]);
     p->global[1] = (size_t)K;
     p->global[2] = (size_t)batches;
     if (s != CLRUN_OK)
@@ -461,7 +469,7 @@ clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_me
 {
     clrun_status s = clrun__buffer_args(ctx, p->kernel, &b, 1, into);
     if (s == CLRUN_OK)
-        s = clrun__chain_launch(chain, p->kernel, 3, p->global, NULL, "packing of B");
+        s = clrun__chain_launch(chain, p->kernel, 3, p->global, p->local, "packing of B");
     return s;
 }
 

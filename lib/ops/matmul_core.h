@@ -25,8 +25,9 @@ typedef struct clrun__core_variant {
     unsigned mr, lm, sp;
 } clrun__core_variant;
 
-/* The variants worth trying for `rows` output rows: *count of them, the default first. */
-const clrun__core_variant *clrun__core_candidates(uint64_t rows, size_t *count);
+/* The variants worth trying for `rows` output rows of a matmul or (conv) a conv2d, whose
+ * kernel has no SP: *count of them, the default first, no two alike for the kernel. */
+const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size_t *count);
 
 /* Tests force variant i of the candidates (clamped to the last); -1 (the default) lets the
  * tuner choose. Set before prepare, from one thread. */
@@ -113,7 +114,7 @@ void clrun__tune_buffers_release(clrun_context *ctx, clrun__tune_buffers *tb);
 typedef struct clrun__packing {
     cl_kernel kernel;    /* clrun_mm_pack */
     cl_mem table;        /* its source offsets */
-    size_t global[3];
+    size_t global[3], local[3];
     uint64_t batches, K, N, b_ks, b_ns;
     unsigned nr;
     uint64_t *offsets;   /* the source offsets on the host (a constant B), or NULL */

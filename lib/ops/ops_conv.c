@@ -26,7 +26,7 @@ typedef struct conv_state {
     clrun__packing pack;    /* the core: the weights in panels, packed once or into scratch */
     cl_kernel pad;          /* the core of a padded convolution: x with its padding as zeros */
     uint64_t pad_bytes;     /* ... into scratch part 0 of this many bytes, [N, C, HP, WP] */
-    size_t pad_global[3];
+    size_t pad_global[3], pad_local[3];
     bool core;
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
@@ -100,7 +100,7 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     if (pack_now)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], w, &chain);
     if (s == CLRUN_OK && st->pad)
-        s = clrun__chain_launch(&chain, st->pad, 3, st->pad_global, NULL, "conv2d padding");
+        s = clrun__chain_launch(&chain, st->pad, 3, st->pad_global, st->pad_local, "conv2d padding");
     if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);
@@ -145,7 +145,9 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
     size_t Og = (size_t)(geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS]);
     size_t blocks = (P + v->mr - 1) / v->mr;
-    local[0] = v->lm < blocks ? v->lm : blocks;
+    /* The variant's own local size whatever the shape (blocks past P do nothing): POCL
+     * compiles a kernel once per local size it is launched with, at 0.3-0.6 s each. */
+    local[0] = v->lm;
     local[1] = local[2] = 1;
     global[0] = clrun__round_up(blocks, local[0]);
     global[1] = (Og + nr - 1) / nr;
@@ -214,7 +216,7 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
     uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
     size_t count;
-    const clrun__core_variant *variants = clrun__core_candidates(P, &count);
+    const clrun__core_variant *variants = clrun__core_candidates(P, true, &count);
     double flops = 2.0 * (double)P * (double)Og * (double)Kc;
     char key[256];
     int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
@@ -242,7 +244,12 @@ static clrun_status prepare_padding(clrun_context *ctx, cl_program program, cons
         s = clrun__arg(ctx, st->pad, 3, sizeof hp, &hp);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->pad, 4, sizeof wp, &wp);
-    st->pad_global[0] = wp;
+    /* A local size of its own, not the driver's choice for each shape (POCL compiles one
+     * kernel per local size, see core_geometry): rows of up to 32 work-items. */
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->pad, 32, &st->pad_local[0]);
+    st->pad_local[1] = st->pad_local[2] = 1;
+    st->pad_global[0] = clrun__round_up(wp, st->pad_local[0]);
     st->pad_global[1] = hp;
     st->pad_global[2] = (size_t)planes;
     return s;

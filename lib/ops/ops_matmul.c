@@ -107,7 +107,7 @@ static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant
                           size_t batches, size_t *global, size_t *local)
 {
     size_t blocks = (size_t)((d->M + v->mr - 1) / v->mr);
-    local[0] = v->lm < blocks ? v->lm : blocks;
+    local[0] = v->lm; /* whatever the shape: see conv2d's core_geometry */
     local[1] = local[2] = 1;
     global[0] = clrun__round_up(blocks, local[0]);
     global[1] = clrun__round_up((size_t)((d->N + nr - 1) / nr), v->sp);
@@ -152,7 +152,7 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
                                    const clrun__core_variant **out)
 {
     size_t count;
-    const clrun__core_variant *variants = clrun__core_candidates(d->M, &count);
+    const clrun__core_variant *variants = clrun__core_candidates(d->M, false, &count);
     *out = &variants[0];
     double flops = 2.0 * (double)d->M * (double)d->N * (double)d->K;
     char key[160];
