@@ -132,7 +132,8 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
  * of `sp` panels: the groups of one block of rows run its sp panels one after the other, so
  * the rows stay in cache over sp panels and the sp panels over every block of rows (A is read
  * N / (NR sp) times instead of N / NR). The grid's second dimension is padded to a multiple
- * of sp; groups past the last panel do nothing. */
+ * of sp; groups past the last panel do nothing. A group's work-items take `steps` row blocks
+ * each, one after the other (see conv's kernel below). */
 #if CORE_MM
 #define MM_DECL(r) COLS(DECL_ACC, r) \
     const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
@@ -189,33 +190,38 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
                             __global const float *bias, __global float *out,
                             __global const ulong *batch, const uint M, const uint N,
                             const uint K, const ulong a_ms, const ulong a_ks, const int has_bias,
-                            const float alpha, const uint sp EPILOGUE_PARAMS)
+                            const float alpha, const uint sp, const uint steps EPILOGUE_PARAMS)
 {
     const uint groups = get_num_groups(0), span = groups * sp;
     const uint linear = get_group_id(1) * groups + get_group_id(0);
     const uint panel = linear / span * sp + linear % span % sp;
-    const uint m0 = ((linear % span / sp) * get_local_size(0) + get_local_id(0)) * MR;
+    const uint first = linear % span / sp * steps; /* the group's first step of row blocks */
     const size_t z = get_global_id(2);
-    if (m0 >= M || panel * NR >= N)
+    if (panel * NR >= N)
         return;
     __global const float *az = a + batch[2 * z];
     __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * K * NR;
     const ulong oz = (ulong)z * M * N;
     const uint n0 = panel * NR;
-    ROWS(MM_DECL)
-    if (a_ks == 1) {
-        for (uint k = 0; k < K; k++) {
-            LOAD_B(b + (ulong)k * NR)
-            ROWS(MM_STEP)
+    for (uint step = 0; step < steps; step++) {
+        const uint m0 = ((first + step) * get_local_size(0) + get_local_id(0)) * MR;
+        if (m0 >= M)
+            break;
+        ROWS(MM_DECL)
+        if (a_ks == 1) {
+            for (uint k = 0; k < K; k++) {
+                LOAD_B(b + (ulong)k * NR)
+                ROWS(MM_STEP)
+            }
+        } else {
+            __global const float *ak = az;
+            for (uint k = 0; k < K; k++, ak += a_ks) {
+                LOAD_B(b + (ulong)k * NR)
+                ROWS(MM_STEP_T)
+            }
         }
-    } else {
-        __global const float *ak = az;
-        for (uint k = 0; k < K; k++, ak += a_ks) {
-            LOAD_B(b + (ulong)k * NR)
-            ROWS(MM_STEP_T)
-        }
+        ROWS(MM_STORE)
     }
-    ROWS(MM_STORE)
 }
 #endif /* CORE_MM */
 
@@ -227,7 +233,10 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
  * one image plane per input channel, a little larger than x): every tap is then in bounds, and
  * the inner loop has no check. xp is [N, C, HP, WP]. A pointwise convolution (1 x 1, stride 1,
  * no padding) reads A straight from x: a plain product of w and x. Work-item (position block,
- * panel, image * groups + group). */
+ * panel, image * groups + group); each work-item of a group takes `steps` position blocks,
+ * one after the other, strided by the group's size: a variant's LM row blocks per group are
+ * CLRUN__CORE_LOCAL work-items times steps, so that every variant launches with the same local
+ * size and POCL, which compiles a kernel once per local size, compiles each kernel once. */
 #if CORE_CONV
 #define CV_DECL(r) COLS(DECL_ACC, r)                                                          \
     const uint CAT(pos, r) = min(p0 + r, P - 1);                                                 \
@@ -252,13 +261,11 @@ __kernel
 void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp,
                               __global const float *bias, __global float *out,
                               __constant const int *g, const int has_bias, const uint HP,
-                              const uint WP EPILOGUE_PARAMS)
+                              const uint WP, const uint steps EPILOGUE_PARAMS)
 {
     const uint OW = g[G_OW], P = g[G_OH] * OW;
-    const uint p0 = get_global_id(0) * MR, panel = get_global_id(1);
+    const uint panel = get_global_id(1);
     const uint groups = g[G_GROUPS], z = get_global_id(2);
-    if (p0 >= P)
-        return;
     const uint image = z / groups, group = z % groups;
     const uint Cg = g[G_C] / groups, Og = g[G_O] / groups;
     const uint KH = g[G_KH], KW = g[G_KW], Kc = Cg * KH * KW;
@@ -266,28 +273,33 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     const uint plane = HP * WP, DH = g[G_DH] * WP, DW = g[G_DW];
     __global const float *xz = xp + ((ulong)image * g[G_C] + group * Cg) * plane;
     __global const float *b = wp + ((ulong)group * panels + panel) * Kc * NR;
-    ROWS(CV_DECL)
     const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
-    if (pointwise) {
-        for (uint k = 0; k < Kc; k++) {
-            __global const float *xk = xz + (ulong)k * P;
-            LOAD_B(b + (ulong)k * NR)
-            ROWS(CV_STEP_POINTWISE)
-        }
-    } else {
-        uint k = 0;
-        for (uint c = 0; c < Cg; c++) {
-            for (uint kh = 0; kh < KH; kh++) {
-                __global const float *xh = xz + (ulong)c * plane + kh * DH;
-                for (uint kw = 0; kw < KW; kw++, k++) {
-                    __global const float *xt = xh + kw * DW;
-                    LOAD_B(b + (ulong)k * NR)
-                    ROWS(CV_STEP)
+    for (uint step = 0; step < steps; step++) {
+        const uint p0 = ((get_group_id(0) * steps + step) * get_local_size(0) + get_local_id(0)) * MR;
+        if (p0 >= P)
+            break;
+        ROWS(CV_DECL)
+        if (pointwise) {
+            for (uint k = 0; k < Kc; k++) {
+                __global const float *xk = xz + (ulong)k * P;
+                LOAD_B(b + (ulong)k * NR)
+                ROWS(CV_STEP_POINTWISE)
+            }
+        } else {
+            uint k = 0;
+            for (uint c = 0; c < Cg; c++) {
+                for (uint kh = 0; kh < KH; kh++) {
+                    __global const float *xh = xz + (ulong)c * plane + kh * DH;
+                    for (uint kw = 0; kw < KW; kw++, k++) {
+                        __global const float *xt = xh + kw * DW;
+                        LOAD_B(b + (ulong)k * NR)
+                        ROWS(CV_STEP)
+                    }
                 }
             }
         }
+        ROWS(CV_STORE)
     }
-    ROWS(CV_STORE)
 }
 #endif /* CORE_CONV */
 

@@ -62,6 +62,14 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size
 #undef PICK
 }
 
+unsigned clrun__core_steps(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0)
+{
+    *local0 = v->lm < CLRUN__CORE_LOCAL ? v->lm : CLRUN__CORE_LOCAL;
+    unsigned steps = v->lm / (unsigned)*local0;
+    *global0 = clrun__round_up(blocks, v->lm) / steps;
+    return steps;
+}
+
 /* ---- programs ---------------------------------------------------------------------------- */
 
 static const clrun__kernel_source *embedded(const char *name)

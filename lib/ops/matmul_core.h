@@ -25,6 +25,17 @@ typedef struct clrun__core_variant {
     unsigned mr, lm, sp;
 } clrun__core_variant;
 
+/* Work-items per group of every variant. A variant's LM row blocks per group beyond it are
+ * steps of a loop in the kernel (clrun__core_steps): POCL compiles a kernel once for each local
+ * size it is launched with (0.3-0.6 s for these), so one local size compiles each kernel once,
+ * where LM as the local size compiled it once per LM. The blocks a group covers, and the order
+ * in which POCL runs them on one thread, are the same either way. */
+#define CLRUN__CORE_LOCAL 4u
+
+/* The loop steps of variant v's work-items (LM / CLRUN__CORE_LOCAL, at least 1), and the local
+ * and global size along dim 0 for `blocks` row blocks. */
+unsigned clrun__core_steps(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0);
+
 /* The variants worth trying for `rows` output rows of a matmul or (conv) a conv2d, whose
  * kernel has no SP: *count of them, the default first, no two alike for the kernel. */
 const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size_t *count);

@@ -145,20 +145,24 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
     size_t Og = (size_t)(geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS]);
     size_t blocks = (P + v->mr - 1) / v->mr;
-    /* The variant's own local size whatever the shape (blocks past P do nothing): POCL
-     * compiles a kernel once per local size it is launched with, at 0.3-0.6 s each. */
-    local[0] = v->lm;
+    /* One local size for every variant and shape (blocks past P do nothing): POCL compiles a
+     * kernel once per local size it is launched with. */
+    clrun__core_steps(v, blocks, &global[0], &local[0]);
     local[1] = local[2] = 1;
-    global[0] = clrun__round_up(blocks, local[0]);
     global[1] = (Og + nr - 1) / nr;
     global[2] = planes;
 }
+
+/* The conv core's first epilogue argument: after x, w, bias, out, g, has_bias, HP, WP, steps. */
+#define CONV_CORE_EXTRA_AT 9
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__core_variant *v,
                                 cl_mem table, bool has_bias, cl_uint hp, cl_uint wp,
                                 cl_kernel *kernel)
 {
     cl_int bias = has_bias;
+    size_t unused_global, unused_local;
+    cl_uint steps = clrun__core_steps(v, 1, &unused_global, &unused_local);
     clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
@@ -168,6 +172,8 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
         s = clrun__arg(ctx, *kernel, 6, sizeof hp, &hp);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 7, sizeof wp, &wp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 8, sizeof steps, &steps);
     return s;
 }
 
@@ -201,7 +207,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     size_t global[3], local[3];
     core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
-        s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, 8, t->extra, global, local, seconds);
+        s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, CONV_CORE_EXTRA_AT, t->extra, global, local, seconds);
     if (kernel)
         clrun__cl.ReleaseKernel(kernel);
     return s;
@@ -286,7 +292,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
-    st->extra_index = 8;
+    st->extra_index = CONV_CORE_EXTRA_AT;
     return s;
 }
 

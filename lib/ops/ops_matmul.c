@@ -16,6 +16,10 @@
 #include "device/cl.h"
 #include "ops/matmul_core.h"
 
+/* The first epilogue argument of both product kernels: the core's (a, packed B, bias, out,
+ * batch, M, N, K, a_ms, a_ks, has_bias, alpha, sp, steps) and matmul.cl's tiled kernel. */
+#define MM_EXTRA_AT 14
+
 typedef struct mm_state {
     clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
     clrun__packing pack;    /* the core's B in panels: packed once, or into scratch */
@@ -92,11 +96,13 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
     cl_int bias = has_bias;
     cl_uint sp = v->sp;
+    size_t unused_global, unused_local;
+    cl_uint steps = clrun__core_steps(v, 1, &unused_global, &unused_local);
     clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
-        {sizeof sp, &sp},
+        {sizeof sp, &sp}, {sizeof steps, &steps},
     };
     for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
         s = clrun__arg(ctx, *kernel, 4 + i, args[i].size, args[i].value);
@@ -107,9 +113,8 @@ static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant
                           size_t batches, size_t *global, size_t *local)
 {
     size_t blocks = (size_t)((d->M + v->mr - 1) / v->mr);
-    local[0] = v->lm; /* whatever the shape: see conv2d's core_geometry */
+    clrun__core_steps(v, blocks, &global[0], &local[0]); /* see conv2d's core_geometry */
     local[1] = local[2] = 1;
-    global[0] = clrun__round_up(blocks, local[0]);
     global[1] = clrun__round_up((size_t)((d->N + nr - 1) / nr), v->sp);
     global[2] = batches;
 }
@@ -140,7 +145,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     size_t global[3], local[3];
     core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
-        s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, 13, t->extra, global, local, seconds);
+        s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, MM_EXTRA_AT, t->extra, global, local, seconds);
     if (kernel)
         clrun__cl.ReleaseKernel(kernel);
     return s;
@@ -345,7 +350,7 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     const cl_mem buffers[3] = {inputs[0], b, bias};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK)
-        s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? 13 : 14,
+        s = clrun__epilogue_args(ctx, st->ks.kernel, MM_EXTRA_AT,
                                  inputs + call->input_count, st->extra);
     if (s != CLRUN_OK)
         return s;
