@@ -62,12 +62,17 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size
 #undef PICK
 }
 
-unsigned clrun__core_steps(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0)
+static unsigned core_local(const clrun__core_variant *v)
 {
-    *local0 = v->lm < CLRUN__CORE_LOCAL ? v->lm : CLRUN__CORE_LOCAL;
-    unsigned steps = v->lm / (unsigned)*local0;
-    *global0 = clrun__round_up(blocks, v->lm) / steps;
-    return steps;
+    return v->lm < CLRUN__CORE_LOCAL ? v->lm : CLRUN__CORE_LOCAL;
+}
+
+unsigned clrun__core_steps(const clrun__core_variant *v) { return v->lm / core_local(v); }
+
+void clrun__core_row_launch(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0)
+{
+    *local0 = core_local(v);
+    *global0 = clrun__round_up(blocks, v->lm) / clrun__core_steps(v);
 }
 
 /* ---- programs ---------------------------------------------------------------------------- */

@@ -32,9 +32,12 @@ typedef struct clrun__core_variant {
  * in which POCL runs them on one thread, are the same either way. */
 #define CLRUN__CORE_LOCAL 4u
 
-/* The loop steps of variant v's work-items (LM / CLRUN__CORE_LOCAL, at least 1), and the local
- * and global size along dim 0 for `blocks` row blocks. */
-unsigned clrun__core_steps(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0);
+/* The loop steps of variant v's work-items: LM / CLRUN__CORE_LOCAL, at least 1 (the kernels'
+ * `steps` argument). */
+unsigned clrun__core_steps(const clrun__core_variant *v);
+
+/* Variant v's local and global size along dim 0 for `blocks` row blocks. */
+void clrun__core_row_launch(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0);
 
 /* The variants worth trying for `rows` output rows of a matmul or (conv) a conv2d, whose
  * kernel has no SP: *count of them, the default first, no two alike for the kernel. */

@@ -147,7 +147,7 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
     size_t blocks = (P + v->mr - 1) / v->mr;
     /* One local size for every variant and shape (blocks past P do nothing): POCL compiles a
      * kernel once per local size it is launched with. */
-    clrun__core_steps(v, blocks, &global[0], &local[0]);
+    clrun__core_row_launch(v, blocks, &global[0], &local[0]);
     local[1] = local[2] = 1;
     global[1] = (Og + nr - 1) / nr;
     global[2] = planes;
@@ -161,8 +161,7 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
                                 cl_kernel *kernel)
 {
     cl_int bias = has_bias;
-    size_t unused_global, unused_local;
-    cl_uint steps = clrun__core_steps(v, 1, &unused_global, &unused_local);
+    cl_uint steps = clrun__core_steps(v);
     clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);

@@ -96,8 +96,7 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
     cl_int bias = has_bias;
     cl_uint sp = v->sp;
-    size_t unused_global, unused_local;
-    cl_uint steps = clrun__core_steps(v, 1, &unused_global, &unused_local);
+    cl_uint steps = clrun__core_steps(v);
     clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
@@ -113,7 +112,7 @@ static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant
                           size_t batches, size_t *global, size_t *local)
 {
     size_t blocks = (size_t)((d->M + v->mr - 1) / v->mr);
-    clrun__core_steps(v, blocks, &global[0], &local[0]); /* see conv2d's core_geometry */
+    clrun__core_row_launch(v, blocks, &global[0], &local[0]); /* see conv2d's core_geometry */
     local[1] = local[2] = 1;
     global[1] = clrun__round_up((size_t)((d->N + nr - 1) / nr), v->sp);
     global[2] = batches;
