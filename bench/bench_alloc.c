@@ -17,8 +17,9 @@
  * Time: CLOCK_MONOTONIC around the whole replay, reported as ns per alloc+free pair: the median
  * of REPEATS rounds, each round running malloc and then every strategy once (interleaved, so
  * that a slow spell of a shared machine falls on one round's allocators alike); the ratio (x)
- * is the median over the rounds of the strategy's time over malloc's in the same round. Memory (mixed workload, a separate untimed replay): peak held bytes and peak
- * chunk bytes over the peak of requested bytes live.
+ * is the median over the rounds of the strategy's time over malloc's in the same round.
+ * Memory (mixed workload, a separate untimed replay): peak held bytes and peak chunk bytes over
+ * the peak of requested bytes live.
  *
  * Usage: bench_alloc [seed]    (CLRUN_BENCH_QUICK=1 runs a tenth of the operations) */
 #define _POSIX_C_SOURCE 200809L
@@ -334,28 +335,31 @@ static double median_of(double *v, size_t n)
     return v[n / 2];
 }
 
+static const clrun_allocator_ops *const strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
+                                                        &clrun_strategy_bump, &clrun_strategy_tlsf};
+enum { NSTRAT = sizeof strategies / sizeof strategies[0] };
+
 /* REPEATS rounds of a workload, each running malloc and then every strategy once, so that a
  * slow spell of a shared machine falls on the allocators of one round alike. ns[a] is the
  * median time of allocator a (0 malloc, 1.. the strategies), ratio[a] the median over the
  * rounds of its time over malloc's in the same round. */
-static void measure_workload(const clrun_allocator_ops *const *strategies, int nstrat,
-                             const trace *t, uint64_t fixed_size, size_t pairs, double *ns,
-                             double *ratio)
+static void measure_workload(const trace *t, uint64_t fixed_size, size_t pairs,
+                             double ns[1 + NSTRAT], double ratio[1 + NSTRAT])
 {
-    double runs[1 + 8][REPEATS], ratios[1 + 8][REPEATS];
+    double runs[1 + NSTRAT][REPEATS], ratios[1 + NSTRAT][REPEATS];
     void **ptrs = calloc(t->slots + 1, sizeof *ptrs);
     clrun_block *blocks = calloc(t->slots + 1, sizeof *blocks);
-    if (!ptrs || !blocks || nstrat > 8)
+    if (!ptrs || !blocks)
         die("out of host memory");
     for (int r = 0; r < REPEATS; r++) {
-        for (int a = 0; a <= nstrat; a++) {
+        for (int a = 0; a <= NSTRAT; a++) {
             runs[a][r] = run_ns(a ? strategies[a - 1] : NULL, t, fixed_size, pairs, ptrs, blocks);
             ratios[a][r] = runs[a][r] / runs[0][r];
         }
     }
     free(ptrs);
     free(blocks);
-    for (int a = 0; a <= nstrat; a++) {
+    for (int a = 0; a <= NSTRAT; a++) {
         ns[a] = median_of(runs[a], REPEATS);
         ratio[a] = median_of(ratios[a], REPEATS);
     }
@@ -390,10 +394,6 @@ int main(int argc, char **argv)
     const size_t pairs = 1000000 / scale, mixed_allocs = 1000000 / scale;
     const size_t tensor_steps = 2000 / scale;
     const uint32_t mixed_live = 1000, tensor_layers = 48;
-    const clrun_allocator_ops *strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
-                                               &clrun_strategy_bump, &clrun_strategy_tlsf};
-    enum { NSTRAT = 4 };
-
     rng = seed;
     trace traces[] = {
         {.name = "fixed 256 B"},
@@ -423,7 +423,7 @@ int main(int argc, char **argv)
     printf("\n");
     for (size_t w = 0; w < ntraces; w++) {
         double ns[1 + NSTRAT], ratio[1 + NSTRAT];
-        measure_workload(strategies, NSTRAT, &traces[w], fixed_sizes[w], pairs, ns, ratio);
+        measure_workload(&traces[w], fixed_sizes[w], pairs, ns, ratio);
         printf("%-12s %10.1f", traces[w].name, ns[0]);
         for (int s = 0; s < NSTRAT; s++)
             printf(" %10.1f %7.2f", ns[1 + s], ratio[1 + s]);
