@@ -538,7 +538,7 @@ static uint64_t fused_away_bytes(const clrun_graph *g, int *groups)
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun__fusion f;
-    assert_int_equal(clrun__fuse(ctx, g, true, &f), CLRUN_OK);
+    assert_int_equal(clrun__fuse(ctx, g, true, true, &f), CLRUN_OK);
     uint64_t bytes = 0;
     for (int32_t t = 0; t < g->tensor_count; t++) {
         bool kept = false;
@@ -967,7 +967,8 @@ static void a_folded_product_gets_its_scratch(void **state)
     clrun_graph_destroy(g);
 }
 
-/* conv2d -> batchnorm with constant parameters folds into one conv2d, within 1e-5 relative. */
+/* conv2d -> batchnorm with constant parameters folds into one conv2d, within 1e-5 relative
+ * (`fold`, CLRUN_FOLD); fusion on or off never changes the bits, folded or not. */
 static void batch_norm_folds_into_the_convolution_before_it(void **state)
 {
     (void)state;
@@ -992,33 +993,52 @@ static void batch_norm_folds_into_the_convolution_before_it(void **state)
     clrun_graph_mark_output(g, unary(g, "relu", "out", z));
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    float got[2][16 * 12 * 12];
-    for (int k = 0; k < 2; k++) {
+    /* fusion, fold (1 on, -1 off, 0 the environment's); the last run has CLRUN_FOLD=0 */
+    enum { RUNS = 5 };
+    const int fusion[RUNS] = {1, -1, 1, -1, 1}, fold[RUNS] = {1, 1, -1, -1, 0};
+    const int kernels[RUNS] = {1, 2, 3, 3, 3}; /* conv2d (bn in its weights), bn, relu (epilogue) */
+    static float got[RUNS][16 * 12 * 12];
+    for (int k = 0; k < RUNS; k++) {
         clrun_exec_options eo;
         clrun_exec_options_init(&eo);
-        eo.fusion = k ? 1 : -1;
+        eo.fusion = fusion[k];
+        eo.fold = fold[k];
+        if (fold[k] == 0)
+            setenv("CLRUN_FOLD", "0", 1);
+        clrun_context *run_ctx = ctx;
+        if (fold[k] == 0) /* the environment is read when a context is made */
+            assert_int_equal(clrun_context_create(NULL, &run_ctx), CLRUN_OK);
+        unsetenv("CLRUN_FOLD");
         clrun_exec *exec = NULL;
-        assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+        assert_int_equal(clrun_exec_create(run_ctx, g, &eo, &exec), CLRUN_OK);
         clrun_buffer xb;
-        fill_input(ctx, g, x, 12, &xb);
+        fill_input(run_ctx, g, x, 12, &xb);
         assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
         assert_int_equal(clrun_exec_read_output(exec, 0, got[k], sizeof got[k]), CLRUN_OK);
         clrun_exec_stats s;
         clrun_exec_stats_get(exec, &s);
-        assert_int_equal(s.folded_nodes, k ? 1 : 0);
-        assert_int_equal(s.kernels, k ? 1 : 3); /* conv2d, its bn in its weights, relu its epilogue */
-        clrun_free(ctx, &xb);
+        bool folds = fold[k] > 0;
+        assert_int_equal(s.folded_batchnorms, folds ? 1 : 0);
+        assert_int_equal(s.folded_nodes, folds ? 1 : 0);
+        assert_int_equal(s.kernels, kernels[k]);
+        clrun_free(run_ctx, &xb);
         clrun_exec_destroy(exec);
+        if (run_ctx != ctx)
+            clrun_context_destroy(run_ctx);
     }
+    /* Fusion is bit-exact with the fold on, and with it off (then bn runs as its own op). */
+    assert_memory_equal(got[0], got[1], sizeof got[0]);
+    assert_memory_equal(got[2], got[3], sizeof got[2]);
+    assert_memory_equal(got[2], got[4], sizeof got[2]);
     /* Relative to the output's magnitude: an element near 0 is the difference of terms of that
      * size, so its own relative error says nothing about the fold. */
     float largest = 0;
     for (size_t i = 0; i < 16 * 12 * 12; i++)
-        largest = fabsf(got[0][i]) > largest ? fabsf(got[0][i]) : largest;
+        largest = fabsf(got[3][i]) > largest ? fabsf(got[3][i]) : largest;
     assert_true(largest > 0.1f);
     for (size_t i = 0; i < 16 * 12 * 12; i++)
-        if (!(fabsf(got[1][i] - got[0][i]) <= 1e-5f * largest))
-            fail_msg("element %zu: folded %.9g, unfolded %.9g (largest %.9g)", i, got[1][i], got[0][i], largest);
+        if (!(fabsf(got[0][i] - got[3][i]) <= 1e-5f * largest))
+            fail_msg("element %zu: folded %.9g, unfolded %.9g (largest %.9g)", i, got[0][i], got[3][i], largest);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
 }
@@ -1029,6 +1049,7 @@ int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
     unsetenv("CLRUN_FUSION");
+    unsetenv("CLRUN_FOLD");
     const char *seed = getenv("CLRUN_TEST_SEED");
     base_seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL);
     fprintf(stderr, "test_fuse: seed %llu (set CLRUN_TEST_SEED to repeat)\n", (unsigned long long)base_seed);

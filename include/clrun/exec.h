@@ -41,7 +41,13 @@ typedef struct clrun_exec_options {
                                     clrun_plan_options (0: the constructions only); 1 after
                                     clrun_exec_options_init */
     int fusion;                  /* 1: fuse groups of elementwise nodes into one kernel each, -1:
-                                    run every node alone, 0: as CLRUN_FUSION says (default on) */
+                                    run every node alone, 0: as CLRUN_FUSION says (default on).
+                                    Bit-exact: outputs are the same bits either way */
+    int fold;                    /* 1: fold at creation (nodes of constants run once into
+                                    constants; batch norms into the convolution before them),
+                                    -1: no folding, 0: as CLRUN_FOLD says (default on). Batch
+                                    norm folding changes bits (within 1e-5 of the output's
+                                    largest magnitude); constant folding does not */
 } clrun_exec_options;
 
 /* Every option at its default: the context's mode, no profiling, the planner's own budget. */
@@ -114,8 +120,12 @@ typedef struct clrun_exec_stats {
     int32_t kernels;            /* nodes that run a kernel after fusion: steps less views */
     int32_t fused_groups;       /* groups of nodes fused into one kernel each */
     int32_t fused_nodes;        /* nodes of the graph inside those groups */
-    int32_t folded_nodes;       /* nodes whose inputs are all constants, run once at creation
-                                   into constants (batch norms folded into convolutions too) */
+    int32_t folded_nodes;       /* nodes folded away at creation (the `fold` option): nodes whose
+                                   inputs are all constants, run once into constants, and
+                                   batch norms folded into convolutions (counted again below) */
+    /* folding (appended) */
+    int32_t folded_batchnorms;  /* batch norms folded into the convolution before them: the one
+                                   rewrite that changes bits (`fold` off keeps them) */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

@@ -65,6 +65,8 @@ static option_row option_table[] = {
      KIND_BOOL, FIELD(tune)},
     {{"CLRUN_FUSION", "BOOL", "1", "executors fuse groups of elementwise nodes into one generated kernel each"},
      KIND_BOOL, FIELD(fusion)},
+    {{"CLRUN_FOLD", "BOOL", "1", "executors fold constant nodes and batch norms after convolutions at load (batch norm folding: within 1e-5, not bit-exact)"},
+     KIND_BOOL, FIELD(fold)},
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])

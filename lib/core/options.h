@@ -58,6 +58,7 @@ typedef struct clrun__options {
     bool out_of_order;               /* CLRUN_QUEUE=out-of-order */
     bool tune;                       /* CLRUN_TUNE: time kernel variants once per shape */
     bool fusion;                     /* CLRUN_FUSION */
+    bool fold;                       /* CLRUN_FOLD */
 } clrun__options;
 
 /* One row per variable, for README-style listings (`clrun info --env`). */

@@ -219,8 +219,9 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
     }
     clrun_status status = check_sizes(e);
     bool fuse = e->options.fusion ? e->options.fusion > 0 : ctx->options.fusion;
+    bool fold = e->options.fold ? e->options.fold > 0 : ctx->options.fold;
     if (status == CLRUN_OK)
-        status = clrun__fuse(ctx, graph, fuse, &e->fusion);
+        status = clrun__fuse(ctx, graph, fuse, fold, &e->fusion);
     if (status == CLRUN_OK)
         e->graph = e->fusion.graph;
     if (status == CLRUN_OK)
@@ -432,6 +433,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->fused_groups = e->fusion.group_count;
     out->fused_nodes = e->fusion.fused_nodes;
     out->folded_nodes = e->fusion.folded_nodes;
+    out->folded_batchnorms = e->fusion.folded_batchnorms;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;

@@ -183,13 +183,13 @@ static clrun_status fuse_groups(clrun_context *ctx, clrun__fusion *f, clrun_grap
     return s;
 }
 
-clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool enabled,
+clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool fuse, bool fold,
                          clrun__fusion *out)
 {
     memset(out, 0, sizeof *out);
     out->graph = graph;
     out->nodes_before = graph->node_count;
-    if (!enabled)
+    if (!fuse && !fold)
         return CLRUN_OK;
     /* room for the folded weights and bias of every batch norm */
     clrun_graph *draft = clrun__draft_begin(&out->arena, graph, 2 * graph->node_count, 0);
@@ -198,12 +198,14 @@ clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool enab
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory rewriting graph '%s'",
                            graph->name ? graph->name : "");
     }
-    int32_t bn_folded = 0;
-    clrun_status s = clrun__fold_constants(ctx, &out->arena, draft, &out->folded_nodes);
-    if (s == CLRUN_OK && clrun__fold_batchnorm(&out->arena, draft, &bn_folded) != CLRUN_OK)
-        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory folding batch norms");
-    out->folded_nodes += bn_folded;
-    if (s == CLRUN_OK)
+    clrun_status s = CLRUN_OK;
+    if (fold) {
+        s = clrun__fold_constants(ctx, &out->arena, draft, &out->folded_nodes);
+        if (s == CLRUN_OK && clrun__fold_batchnorm(&out->arena, draft, &out->folded_batchnorms) != CLRUN_OK)
+            s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory folding batch norms");
+        out->folded_nodes += out->folded_batchnorms;
+    }
+    if (s == CLRUN_OK && fuse)
         s = fuse_groups(ctx, out, draft);
     if (s == CLRUN_OK && (out->group_count > 0 || out->folded_nodes > 0)) {
         const clrun_graph *rewritten = clrun__draft_finish(&out->arena, draft);

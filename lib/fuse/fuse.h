@@ -23,14 +23,17 @@ typedef struct clrun__fusion {
     int32_t fused_nodes;       /* nodes of the original graph inside them */
     int32_t folded_nodes;      /* nodes evaluated at load into constants (batch norms folded
                                   into convolutions among them) */
+    int32_t folded_batchnorms; /* of those, batch norms folded into convolutions */
     clrun_fused_group *groups; /* what each group holds, for clrun_exec_fused_groups */
     cl_program *programs;      /* the built programs of the groups, held until free */
     int32_t program_count;
 } clrun__fusion;
 
-/* Rewrites `graph` (validated) for ctx into *out; with `enabled` false, *out runs the graph as it
- * is. Errors (out of host memory, a failed OpenCL query) go to ctx. */
-clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool enabled,
+/* Rewrites `graph` (validated) for ctx into *out: with `fold`, constant nodes and batch norms
+ * after convolutions are folded; with `fuse`, groups of nodes become one kernel each; with
+ * neither, *out runs the graph as it is. Errors (out of host memory, a failed OpenCL query) go
+ * to ctx. */
+clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool fuse, bool fold,
                          clrun__fusion *out);
 
 /* Frees what the rewrite made. Safe on a zeroed or failed fusion. */
