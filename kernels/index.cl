@@ -6,8 +6,10 @@
 
 /* gather: the output is [outer, count, inner] over data [outer, axis_dim, inner]: element
  * (o, j, k) is data (o, indices[j], k). A negative index counts from the end when `wrap` (ONNX
- * Gather); an index outside the axis gives 0 (the embedding form's rule, and ONNX leaves it
- * undefined). */
+ * Gather). An index outside the axis gives 0; with `wrap` (ONNX Gather, where that is an error,
+ * unlike the embedding form's padding rule) it also lowers bad[0] to its position j (at most
+ * 0xfffffffe; it starts at 0xffffffff): the executor reads it after the run and fails the run,
+ * naming the node and the first bad position. */
 #define GATHER_BODY                                                                                \
     const size_t i = get_global_id(0);                                                             \
     if (i >= n)                                                                                    \
@@ -16,11 +18,17 @@
     long index = (long)indices[j];                                                                 \
     if (index < 0 && wrap)                                                                         \
         index += (long)axis_dim;                                                                   \
-    out[i] = index >= 0 && (ulong)index < axis_dim ? data[(o * axis_dim + (ulong)index) * inner + k] \
-                                                   : 0;
+    if (index >= 0 && (ulong)index < axis_dim) {                                                   \
+        out[i] = data[(o * axis_dim + (ulong)index) * inner + k];                                  \
+    } else {                                                                                       \
+        out[i] = 0;                                                                                \
+        if (wrap)                                                                                  \
+            atomic_min(bad, (uint)min(j, (ulong)0xfffffffe));                                      \
+    }
 
 #define GATHER_ARGS                                                                                \
-    const ulong n, const ulong axis_dim, const ulong count, const ulong inner, const int wrap
+    const ulong n, const ulong axis_dim, const ulong count, const ulong inner, const int wrap,      \
+        volatile __global uint *bad
 
 __kernel void clrun_gather_u8_i32(__global const uchar *data, __global const int *indices,
                                   __global uchar *out, GATHER_ARGS)
@@ -72,7 +80,7 @@ __kernel void clrun_gather_u64_i64(__global const ulong *data, __global const lo
 
 /* gather_elements: output element i, at coordinates c of the indices' dims, is data at c with
  * the axis coordinate replaced by indices[i] (negatives count from the end; outside the axis:
- * 0). meta = [rank, axis, index dims[rank], data strides[rank], data's axis length]. */
+ * 0, and bad[0] lowered to i, as gather). meta = [rank, axis, index dims[rank], data strides[rank], data's axis length]. */
 #define GATHER_ELEMENTS_BODY                                                                       \
     const size_t i = get_global_id(0);                                                             \
     if (i >= n)                                                                                    \
@@ -89,9 +97,14 @@ __kernel void clrun_gather_u64_i64(__global const ulong *data, __global const lo
     long index = (long)indices[i];                                                                 \
     if (index < 0)                                                                                 \
         index += axis_dim;                                                                         \
-    out[i] = index >= 0 && index < axis_dim ? data[offset + (ulong)index * meta[2 + rank + axis]] : 0;
+    if (index >= 0 && index < axis_dim) {                                                          \
+        out[i] = data[offset + (ulong)index * meta[2 + rank + axis]];                              \
+    } else {                                                                                       \
+        out[i] = 0;                                                                                \
+        atomic_min(bad, (uint)min((ulong)i, (ulong)0xfffffffe));                                   \
+    }
 
-#define GATHER_ELEMENTS_ARGS const ulong n, __global const ulong *meta
+#define GATHER_ELEMENTS_ARGS const ulong n, __global const ulong *meta, volatile __global uint *bad
 
 __kernel void clrun_gather_elements_u8_i32(__global const uchar *data, __global const int *indices,
                                            __global uchar *out, GATHER_ELEMENTS_ARGS)

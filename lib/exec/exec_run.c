@@ -315,6 +315,25 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
 
 static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count);
 
+/* Once the run's commands are complete: what the nodes' kernels found wrong in their inputs (an
+ * index outside its axis). Every node is asked, so that each forgets what it found; in reverse
+ * order, so that the message left is the first failing node's. */
+static clrun_status check_nodes(clrun_exec *e)
+{
+    clrun_status first = CLRUN_OK;
+    for (int32_t step = e->schedule.steps; step-- > 0;) {
+        int32_t n = e->schedule.order[step];
+        const clrun__op_kernels *k = e->kernels[n];
+        if (k == NULL || k->check == NULL)
+            continue;
+        const clrun__node *node = &e->graph->nodes[n];
+        clrun_status s = k->check(e->ctx, e->node_states[n], clrun__exec_tensor_name(e, node->outputs[0]));
+        if (s != CLRUN_OK)
+            first = s;
+    }
+    return first;
+}
+
 clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
 {
     if (e == NULL)
@@ -350,6 +369,8 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         if (error != CL_SUCCESS)
             status = clrun__fail_cl(e->ctx, error, "clFinish", "end of run of graph '%s'", e->graph->name);
     }
+    if (status == CLRUN_OK)
+        status = check_nodes(e);
     double wall = (clrun__now() * 1e3) - start;
     if (status != CLRUN_OK) {
         abandon_run(e);

@@ -43,3 +43,9 @@ bench_bench_exec_SOURCES = bench/bench_exec.c tests/node_memory.h
 bench_bench_exec_LDADD = libclrun-internal.la
 bench_bench_models_SOURCES = bench/bench_models.c
 bench_bench_models_LDADD = libclrun-internal.la
+
+check_PROGRAMS += tests/test_exec_index
+TESTS += tests/test_exec_index
+tests_test_exec_index_SOURCES = tests/test_exec_index.c tests/device_test.h
+tests_test_exec_index_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_index_LDADD = $(TEST_LDADD)

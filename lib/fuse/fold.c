@@ -116,6 +116,8 @@ static clrun_status fold_node(clrun_context *ctx, clrun__arena *arena, clrun_gra
             s = clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "folding node '%s' (%s)",
                                d->tensors[node->outputs[o]].name, node->op->name);
     }
+    if (s == CLRUN_OK && ev.kernels->check) /* an index outside its axis fails at load */
+        s = ev.kernels->check(ctx, ev.state, d->tensors[node->outputs[0]].name);
     if (s != CLRUN_OK)
         clFinish(ctx->queue); /* not counted: cleanup must not be made to fail */
     if (running) /* the blocking reads (or the finish) saw the node's commands complete */

@@ -79,6 +79,11 @@ typedef struct clrun__op_kernels {
      * so the products give the bits they give over a B packed on the device. */
     clrun_status (*pack)(clrun_context *ctx, void *state, const void *const *inputs, void *host,
                          cl_mem packed);
+    /* Optional (NULL: nothing to check). Called once the commands of the node's enqueues are
+     * complete: CLRUN_OK, or an error set on ctx (naming the node as `node`) when an enqueue
+     * since the last check met inputs its op refuses (an index outside its axis), which the
+     * kernels cannot report themselves. Forgets what it found, so the next check starts clean. */
+    clrun_status (*check)(clrun_context *ctx, void *state, const char *node);
 } clrun__op_kernels;
 
 /* Running one node outside an executor (constant folding at load, tests, benchmarks): the

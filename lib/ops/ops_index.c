@@ -39,6 +39,77 @@ static const char *index_suffix(const clrun_tensor_type *indices)
     return indices->dtype == CLRUN_I64 ? "i64" : "i32";
 }
 
+/* ---- indices outside their axis ---------------------------------------------------------- */
+
+/* The state of gather and gather_elements: the launch, and a device word the kernels lower to
+ * the position of an index outside the axis (NO_BAD_INDEX while there is none). */
+#define NO_BAD_INDEX 0xffffffffu
+
+typedef struct index_state {
+    clrun__kernel_state ks; /* first: clrun__kernel_state_op_enqueue takes the state as one */
+    cl_mem bad;             /* one cl_uint, NO_BAD_INDEX or the first bad position */
+    int64_t axis_dim;       /* the length of the axis the indices index */
+} index_state;
+
+static clrun_status new_index_state(clrun_context *ctx, const clrun__op *op, index_state **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    (*out)->ks.inputs = 2;
+    (*out)->ks.what = op->name;
+    const cl_uint none = NO_BAD_INDEX;
+    cl_int err = CL_SUCCESS;
+    (*out)->bad = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                         sizeof none, (void *)&none, &err);
+    if ((*out)->bad == NULL) {
+        free(*out);
+        *out = NULL;
+        return clrun__fail_cl(ctx, err, "clCreateBuffer", "%s: the word for bad indices", op->name);
+    }
+    return CLRUN_OK;
+}
+
+static void index_state_release(void *state)
+{
+    index_state *st = state;
+    if (st && st->bad)
+        clrun__cl.ReleaseMemObject(st->bad);
+    clrun__kernel_state_release(state);
+}
+
+static clrun_status index_state_done(index_state *st, clrun_status s, void **state)
+{
+    if (s != CLRUN_OK) {
+        index_state_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+static clrun_status index_check(clrun_context *ctx, void *state, const char *node)
+{
+    index_state *st = state;
+    cl_uint bad = NO_BAD_INDEX;
+    cl_int err = clrun__cl.EnqueueReadBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof bad, &bad, 0,
+                                             NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "%s: the word for bad indices", node);
+    if (bad == NO_BAD_INDEX)
+        return CLRUN_OK;
+    const cl_uint none = NO_BAD_INDEX;
+    err = clrun__cl.EnqueueWriteBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof none, &none, 0, NULL,
+                                       NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clEnqueueWriteBuffer", "%s: the word for bad indices", node);
+    return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                       "node '%s' (%s): the index at position %s%u of its indices is outside the "
+                       "axis of length %lld (valid: %lld to %lld); the run's outputs are discarded",
+                       node, st->ks.what, bad == NO_BAD_INDEX - 1 ? ">= " : "", (unsigned)bad,
+                       (long long)st->axis_dim, -(long long)st->axis_dim, (long long)st->axis_dim - 1);
+}
+
 /* ---- gather ------------------------------------------------------------------------------ */
 
 /* Without an axis attribute, the embedding form: axis 0 of a [V, D] table, negative indices
@@ -46,10 +117,11 @@ static const char *index_suffix(const clrun_tensor_type *indices)
 static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
                                    const clrun__op_call *call, void **state)
 {
-    clrun__kernel_state *st;
-    clrun_status s = new_state(ctx, op, 2, &st);
+    index_state *ist;
+    clrun_status s = new_index_state(ctx, op, &ist);
     if (s != CLRUN_OK)
         return s;
+    clrun__kernel_state *st = &ist->ks;
     const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
     int64_t given;
     cl_int wrap = clrun__attr_int(call, "axis", &given);
@@ -57,15 +129,16 @@ static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
     cl_ulong axis_dim = (cl_ulong)data->shape[axis], count = clrun_tensor_elements(indices);
     cl_ulong inner = clrun__dims_product(data, axis + 1, data->rank);
     cl_ulong n = clrun__dims_product(data, 0, axis) * count * inner;
+    ist->axis_dim = (int64_t)axis_dim;
     const arg args[] = {{3, sizeof n, &n}, {4, sizeof axis_dim, &axis_dim},
                         {5, sizeof count, &count}, {6, sizeof inner, &inner},
-                        {7, sizeof wrap, &wrap}};
+                        {7, sizeof wrap, &wrap}, {8, sizeof ist->bad, &ist->bad}};
     s = clrun__element_kernel(ctx, "clrun_gather", data->dtype, index_suffix(indices), &st->kernel);
     if (s == CLRUN_OK)
-        s = set_args(ctx, st->kernel, args, 5);
+        s = set_args(ctx, st->kernel, args, 6);
     if (s == CLRUN_OK)
         s = clrun__flat_launch(ctx, st, n);
-    return clrun__kernel_state_done(st, s, state);
+    return index_state_done(ist, s, state);
 }
 
 /* ---- gather_elements --------------------------------------------------------------------- */
@@ -73,10 +146,11 @@ static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
 static clrun_status gather_elements_prepare(clrun_context *ctx, const clrun__op *op,
                                             const clrun__op_call *call, void **state)
 {
-    clrun__kernel_state *st;
-    clrun_status s = new_state(ctx, op, 2, &st);
+    index_state *ist;
+    clrun_status s = new_index_state(ctx, op, &ist);
     if (s != CLRUN_OK)
         return s;
+    clrun__kernel_state *st = &ist->ks;
     const clrun_tensor_type *data = &call->inputs[0], *indices = &call->inputs[1];
     int rank = data->rank;
     int axis = (int)clrun__normalize_axis(clrun__attr_int_or(call, "axis", 0), rank);
@@ -94,12 +168,14 @@ static clrun_status gather_elements_prepare(clrun_context *ctx, const clrun__op 
                               &st->kernel);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, meta, (size_t)(3 + 2 * rank) * sizeof meta[0], &st->table);
-    const arg args[] = {{3, sizeof n, &n}, {4, sizeof st->table, &st->table}};
+    ist->axis_dim = data->shape[axis];
+    const arg args[] = {{3, sizeof n, &n}, {4, sizeof st->table, &st->table},
+                        {5, sizeof ist->bad, &ist->bad}};
     if (s == CLRUN_OK)
-        s = set_args(ctx, st->kernel, args, 2);
+        s = set_args(ctx, st->kernel, args, 3);
     if (s == CLRUN_OK)
         s = clrun__flat_launch(ctx, st, n);
-    return clrun__kernel_state_done(st, s, state);
+    return index_state_done(ist, s, state);
 }
 
 /* ---- pad --------------------------------------------------------------------------------- */
@@ -200,12 +276,14 @@ static clrun_status cumsum_prepare(clrun_context *ctx, const clrun__op *op,
 static const clrun__op_kernels gather_kernels = {
     .prepare = gather_prepare,
     .enqueue = clrun__kernel_state_op_enqueue,
-    .release = clrun__kernel_state_release,
+    .release = index_state_release,
+    .check = index_check,
 };
 static const clrun__op_kernels gather_elements_kernels = {
     .prepare = gather_elements_prepare,
     .enqueue = clrun__kernel_state_op_enqueue,
-    .release = clrun__kernel_state_release,
+    .release = index_state_release,
+    .check = index_check,
 };
 static const clrun__op_kernels pad_kernels = {
     .prepare = pad_prepare,
