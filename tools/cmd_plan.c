@@ -30,8 +30,11 @@ static void print_help(void)
            "buffers alive at once overlap, and reports the arena's peak beside the lower bound\n"
            "(the most bytes alive at any one moment). The plan is proven optimal when the peak\n"
            "equals the bound or an exhaustive search finished.\n\n"
-           "  FILE.graph         a graph: its buffers as the executor schedules them (inputs from\n"
-           "                     step 0, in-place reuse applied, constants left out)\n"
+           "  FILE.graph, MODEL.onnx  a model: the buffers of the graph that runs, as an executor\n"
+           "                     on the default device schedules them (after folding and fusion,\n"
+           "                     every node's scratch included, inputs from step 0, in-place reuse\n"
+           "                     applied, constants left out), at the device's alignment; what\n"
+           "                     `clrun run --allocator planned` lays out. CLRUN_* as for run\n"
            "  --csv FILE         buffers as CSV: header id,lower,upper,size, one buffer per line,\n"
            "                     alive over [lower, upper), size in bytes\n"
            "  --gen FAMILY:N[:SEED]  generated buffers: random, perfect, balanced, unet, chain\n"
@@ -40,7 +43,8 @@ static void print_help(void)
            "  --out FILE         write the buffers with an offset column (CSV)\n"
            "  --svg FILE         write the plan as a picture\n"
            "  --time-limit S     search time in seconds (default 1; 0: greedy only)\n"
-           "  --alignment BYTES  offsets are multiples of it (power of two; K/M/G suffixes)\n"
+           "  --alignment BYTES  offsets are multiples of it (power of two; K/M/G suffixes;\n"
+           "                     default: the device's for a model, 1 otherwise)\n"
            "  --seed N           seed of the randomised search (default 1)\n"
            "  --step-limit N     stop the searches after N steps: the same plan on any machine\n"
            "                     (0, the default: no limit but the time)\n"
@@ -119,6 +123,16 @@ static void print_json(const struct clrun_cli_plan_args *args, size_t n, const c
     json_object_object_add(o, "search_steps", json_object_new_int64((int64_t)(r->steps)));
     json_object_object_add(o, "alignment", json_object_new_int64((int64_t)(args->options.alignment ? args->options.alignment : 1)));
     json_object_object_add(o, "time_limit_s", json_object_new_double(args->options.time_limit_s));
+    if (args->device[0]) {
+        json_object *run = json_object_new_object();
+        json_object_object_add(run, "device", json_object_new_string(args->device));
+        json_object_object_add(run, "device_alignment", json_object_new_boolean(args->device_alignment));
+        json_object_object_add(run, "graph_nodes", json_object_new_int(args->graph_nodes));
+        json_object_object_add(run, "kernels", json_object_new_int(args->kernels));
+        json_object_object_add(run, "fused_groups", json_object_new_int(args->fused_groups));
+        json_object_object_add(run, "folded_nodes", json_object_new_int(args->folded_nodes));
+        json_object_object_add(o, "runs_as", run);
+    }
     if (args->options.capacity > 0) {
         json_object_object_add(o, "capacity_bytes", json_object_new_int64((int64_t)args->options.capacity));
         json_object_object_add(o, "verdict", json_object_new_string(clrun_plan_verdict_name(r->verdict)));
@@ -141,6 +155,12 @@ static void print_human(const struct clrun_cli_plan_args *args, size_t n, const 
     printf("  method        %s\n", r->method);
     printf("  planner time  %.1f ms (%" PRIu64 " search steps, limit %g s)\n", r->planner_ms,
            r->steps, args->options.time_limit_s);
+    if (args->device[0]) {
+        printf("  runs as       %d kernels for %d nodes (%d fused groups, %d folded) on %s\n",
+               args->kernels, args->graph_nodes, args->fused_groups, args->folded_nodes, args->device);
+        printf("  alignment     %" PRIu64 " B%s\n", args->options.alignment,
+               args->device_alignment ? " (the device's)" : "");
+    }
     if (args->options.capacity > 0) {
         char capacity[32];
         clrun_format_bytes(args->options.capacity, capacity, sizeof capacity);
@@ -283,22 +303,46 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
     return 0;
 }
 
-/* A graph's buffers: its schedule (last uses, in-place reuse) turned into lifetimes. */
-static int load_graph(const char *path, const clrun_cli_io *io, clrun_plan_buffer **buffers, size_t *n,
-                      char ***names)
+/* A model's buffers as a run lays them out: an executor for the default device (CLRUN_* as for
+ * `clrun run`) folds and fuses the graph, its schedule (last uses, in-place reuse, every node's
+ * scratch) turned into lifetimes; offsets at the device's alignment unless --alignment says. */
+static int load_graph(const char *path, const clrun_cli_io *io, struct clrun_cli_plan_args *args,
+                      clrun_plan_buffer **buffers, size_t *n, char ***names)
 {
-    char err[2048];
     clrun_graph *graph = NULL;
     int rc = clrun_cli_load_model("plan", path, io, &graph);
     if (rc)
         return rc;
-    clrun_status status = clrun_graph_plan_buffers(graph, true, buffers, n, names, err, sizeof err);
-    clrun_graph_destroy(graph);
-    if (status != CLRUN_OK) {
-        fprintf(stderr, "clrun plan: %s: %s\n", path, err);
-        return 1;
+    clrun_context *ctx = NULL;
+    clrun_exec *exec = NULL;
+    clrun_exec_options options;
+    clrun_exec_options_init(&options);
+    options.mode = CLRUN_EXEC_POOLED; /* the schedule planned mode lays out, without planning it */
+    clrun_status status = clrun_context_create(NULL, &ctx);
+    if (status == CLRUN_OK)
+        status = clrun_exec_create(ctx, graph, &options, &exec);
+    if (status == CLRUN_OK)
+        status = clrun_exec_plan_buffers(exec, true, buffers, n, names);
+    if (status == CLRUN_OK) {
+        clrun_exec_stats stats;
+        clrun_exec_stats_get(exec, &stats);
+        args->kernels = stats.kernels;
+        args->graph_nodes = stats.graph_nodes;
+        args->fused_groups = stats.fused_groups;
+        args->folded_nodes = stats.folded_nodes;
+        if (!args->alignment_given) {
+            args->options.alignment = clrun_context_device(ctx)->base_addr_align;
+            args->device_alignment = true;
+        }
+        snprintf(args->device, sizeof args->device, "%s", clrun_context_device(ctx)->name);
+    } else {
+        fprintf(stderr, "clrun plan: %s: %s\n", path, clrun_last_error(ctx));
+        rc = 1;
     }
-    return 0;
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(graph);
+    return rc;
 }
 
 /* ---- arguments ---- */
@@ -351,6 +395,7 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
             if (!clrun_parse_size(v, &align) || align == 0 || (align & (align - 1)))
                 return clrun_cli_usage_error("plan", "--alignment wants a power of two, not '%s'", v);
             cli->args.options.alignment = align;
+            cli->args.alignment_given = true;
         } else if (strcmp(a, "--capacity") == 0) {
             if (!(v = option_value(argc, argv, &i)))
                 return 2;
@@ -398,7 +443,7 @@ int clrun_cli_plan(int argc, char **argv)
     size_t n = 0;
     if (cli.graph) {
         cli.args.source = cli.graph;
-        rc = load_graph(cli.graph, &cli.io, &buffers, &n, &names);
+        rc = load_graph(cli.graph, &cli.io, &cli.args, &buffers, &n, &names);
         cli.args.names = (const char *const *)names;
     } else if (cli.csv) {
         cli.args.source = cli.csv;

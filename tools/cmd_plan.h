@@ -18,6 +18,14 @@ struct clrun_cli_plan_args {
     clrun_plan_options options; /* time limit, alignment, seed */
     const uint64_t *ids;        /* id of each buffer for --out, or NULL for 0..n-1 */
     const char *const *names;   /* name of each buffer for --svg, or NULL */
+    /* a model's (FILE.graph, MODEL.onnx): the graph that runs on device */
+    char device[256];           /* the device's name; "" for --csv and --gen */
+    bool alignment_given;       /* --alignment was given */
+    bool device_alignment;      /* the alignment is the device's (no --alignment) */
+    int32_t graph_nodes;        /* nodes of the graph as loaded */
+    int32_t kernels;            /* kernels that run after folding and fusion */
+    int32_t fused_groups;       /* fused groups among them */
+    int32_t folded_nodes;       /* nodes folded at load */
 };
 
 /* `clrun plan ...`: returns the exit status (0 ok, 1 failure, 2 usage or malformed input). */

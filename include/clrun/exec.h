@@ -172,6 +172,14 @@ clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs
                                       clrun_plan_buffer **buffers, size_t *count, char ***names,
                                       char *err, size_t errlen);
 
+/* The buffers a run of the executor creates, as clrun_graph_plan_buffers lists a graph's, but
+ * for the graph that runs: after folding and fusion, with every node's scratch (a convolution's
+ * padded image, say), as the executor's own planned mode lays them out (at the device's
+ * alignment, clrun_device_info.base_addr_align). What `clrun plan MODEL` plans. The executor's
+ * schedule in naive mode has no reuse: its buffers are listed as that mode holds them. */
+clrun_status clrun_exec_plan_buffers(const clrun_exec *exec, bool with_inputs,
+                                     clrun_plan_buffer **buffers, size_t *count, char ***names);
+
 /* One buffer of an executor's memory layout: the memory of a tensor and of those that take it
  * over in place after it, or the scratch of one node (bytes its kernels use during its step
  * alone: a convolution's padded image, say). Constants (resident for the executor's life) are

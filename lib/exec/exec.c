@@ -469,6 +469,19 @@ int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
     return count;
 }
 
+clrun_status clrun_exec_plan_buffers(const clrun_exec *e, bool with_inputs, clrun_plan_buffer **buffers,
+                                     size_t *count, char ***names)
+{
+    if (names)
+        *names = NULL;
+    if (e == NULL || buffers == NULL || count == NULL)
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_plan_buffers: NULL argument");
+    char why[256];
+    clrun_status s = clrun__schedule_plan_buffers(e->graph, &e->schedule, with_inputs, buffers, count, names,
+                                                  why, sizeof why);
+    return s == CLRUN_OK ? s : clrun__fail(e->ctx, s, "%s", why);
+}
+
 clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out, int32_t capacity,
                                int32_t *count)
 {

@@ -407,25 +407,34 @@ clrun_status clrun_graph_plan_buffers(const clrun_graph *graph, bool with_inputs
     } else {
         clrun__schedule schedule;
         status = clrun__schedule_build(graph, true, &schedule, why, sizeof why);
-        int32_t *which = NULL;
         if (status == CLRUN_OK) {
-            status = clrun__schedule_plan_items(&schedule, with_inputs, buffers, &which, count);
-            if (status == CLRUN_OK && names && (*names = buffer_names(graph, &schedule, which, *count)) == NULL) {
-                free(*buffers);
-                *buffers = NULL;
-                status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-            }
+            status = clrun__schedule_plan_buffers(graph, &schedule, with_inputs, buffers, count, names,
+                                                  why, sizeof why);
             clrun__schedule_free(&schedule);
-            if (status != CLRUN_OK)
-                snprintf(why, sizeof why, "out of host memory listing the buffers");
         }
-        free(which);
     }
     if (status != CLRUN_OK) {
         if (err && errlen)
             snprintf(err, errlen, "%s", why);
         clrun__error_set(NULL, status, "%s", why);
     }
+    return status;
+}
+
+clrun_status clrun__schedule_plan_buffers(const clrun_graph *graph, const clrun__schedule *schedule,
+                                          bool with_inputs, clrun_plan_buffer **buffers,
+                                          size_t *count, char ***names, char *why, size_t size)
+{
+    int32_t *which = NULL;
+    clrun_status status = clrun__schedule_plan_items(schedule, with_inputs, buffers, &which, count);
+    if (status == CLRUN_OK && names && (*names = buffer_names(graph, schedule, which, *count)) == NULL) {
+        free(*buffers);
+        *buffers = NULL;
+        status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    free(which);
+    if (status != CLRUN_OK)
+        snprintf(why, size, "out of host memory listing the buffers");
     return status;
 }
 

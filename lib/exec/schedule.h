@@ -77,6 +77,12 @@ clrun_status clrun__schedule_build_with_scratch(const clrun_graph *graph, bool r
 clrun_status clrun__schedule_plan_items(const clrun__schedule *schedule, bool with_inputs,
                                         clrun_plan_buffer **items, int32_t **which, size_t *count);
 
+/* The same items as clrun_plan_buffer rows with the names of their tensors (names may be NULL),
+ * as clrun_graph_plan_buffers hands them out; the reason of a failure goes to why. */
+clrun_status clrun__schedule_plan_buffers(const clrun_graph *graph, const clrun__schedule *schedule,
+                                          bool with_inputs, clrun_plan_buffer **buffers,
+                                          size_t *count, char ***names, char *why, size_t size);
+
 /* Why the donated graph input `input` is in unused_donated, as a clause ("its last reader 'y'
  * (matmul) cannot write its output in place") into why. */
 void clrun__schedule_unused_reason(const clrun_graph *graph, const clrun__schedule *schedule,
