@@ -217,6 +217,7 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                limit);
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
     }
+    clrun__context_hold(ctx); /* dropped by clrun_exec_destroy, on failure too */
     clrun_status status = check_sizes(e);
     bool fuse = e->options.fusion ? e->options.fusion > 0 : ctx->options.fusion;
     if (status == CLRUN_OK)
@@ -298,7 +299,9 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->step_events);
     clrun__fusion_free(e->ctx, &e->fusion);
     pthread_mutex_destroy(&e->lock);
+    clrun_context *ctx = e->ctx;
     free(e);
+    clrun__context_drop(ctx); /* last: it may finish a clrun_context_destroy */
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
