@@ -224,6 +224,11 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
         status = clrun__fuse(ctx, graph, fuse, &e->fusion);
     if (status == CLRUN_OK)
         e->graph = e->fusion.graph;
+    if (status == CLRUN_OK && (e->groups = calloc((size_t)e->fusion.group_count + 1, sizeof *e->groups)) == NULL)
+        status = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    for (int32_t i = 0; status == CLRUN_OK && i < e->fusion.group_count; i++)
+        e->groups[i] = (clrun_fused_group){e->fusion.groups[i].name, e->fusion.groups[i].output,
+                                           e->fusion.groups[i].nodes};
     if (status == CLRUN_OK)
         status = prepare_nodes(e);
     if (status == CLRUN_OK)
@@ -297,6 +302,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->pending);
     free(e->spans);
     free(e->step_events);
+    free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
     pthread_mutex_destroy(&e->lock);
     clrun_context *ctx = e->ctx;
@@ -454,7 +460,7 @@ int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **nam
 int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **groups)
 {
     if (groups)
-        *groups = e ? e->fusion.groups : NULL;
+        *groups = e ? e->groups : NULL;
     return e ? e->fusion.group_count : 0;
 }
 
