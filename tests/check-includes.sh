@@ -1,8 +1,13 @@
 #!/bin/sh
 # The include rule: areas depend one way, lowest first,
-#   core <- device <- memory, graph <- ops, plan, onnx <- fuse <- exec <- tools
-# (strategies/ sit with core: pure offset managers that see only <clrun/strategy.h>). A file may
-# include its own area's headers and those of lower areas, never a sibling's or a higher one's.
+#   strategies <- core <- device <- memory, graph <- ops, plan, onnx <- fuse <- exec <- tools
+# (strategies/ are pure offset managers that see only <clrun/strategy.h> and the status codes;
+# core's option table names them). A file may include its own area's headers and those of lower
+# areas, never a sibling's or a higher one's: internal "area/x.h" headers and public <clrun/x.h>
+# headers alike, each public header ranked by the area that owns it (public_owner below), and
+# the public headers themselves held to the same rule. <clrun/status.h>, the status codes, is
+# everyone's; the umbrella <clrun/clrun.h> is for clients (tools/) and lib/core/version.c, which
+# defines what it declares.
 # Pure code (graph, plan, strategies, the allocator core, fusion's decisions) includes no OpenCL header, directly or
 # through a public header that carries one. The CLI (tools/) is a client of the public API:
 # <clrun/...> and its own headers only. Run by `make check`; prints every violation.
@@ -13,14 +18,51 @@ cd "$top" || exit 1
 # level AREA: the area's rank in the order above (siblings share one).
 level() {
     case "$1" in
-    core | strategies) echo 0 ;;
-    device) echo 1 ;;
-    memory | graph) echo 2 ;;
-    ops | plan | onnx) echo 3 ;;
-    fuse) echo 4 ;;
-    exec) echo 5 ;;
-    tools) echo 6 ;;
+    strategies) echo 0 ;;
+    core) echo 1 ;;
+    device) echo 2 ;;
+    memory | graph) echo 3 ;;
+    ops | plan | onnx) echo 4 ;;
+    fuse) echo 5 ;;
+    exec) echo 6 ;;
+    tools) echo 7 ;;
     *) echo "" ;;
+    esac
+}
+
+# public_owner HEADER: the area that owns a public header (clrun/x.h); "any" for the status codes,
+# "umbrella" for clrun.h; empty for a header not listed here (itself a violation).
+public_owner() {
+    case "$1" in
+    clrun/status.h) echo any ;;
+    clrun/clrun.h) echo umbrella ;;
+    clrun/strategy.h) echo strategies ;;
+    clrun/log.h | clrun/options.h | clrun/lifetimes.h) echo core ;;
+    clrun/context.h | clrun/program.h) echo device ;;
+    clrun/memory.h | clrun/memory_stats.h | clrun/replay.h) echo memory ;;
+    clrun/graph.h | clrun/npy.h) echo graph ;;
+    clrun/plan.h | clrun/plan_gen.h) echo plan ;;
+    clrun/onnx.h) echo onnx ;;
+    clrun/exec.h) echo exec ;;
+    *) echo "" ;;
+    esac
+}
+
+# check_public WHERE FILE AREA TARGET: FILE (of AREA) includes the public header TARGET.
+check_public() {
+    owner=$(public_owner "$4")
+    case "$owner" in
+    "") echo "$1: <$4> has no owning area in tests/check-includes.sh (public_owner)" ;;
+    any) ;;
+    umbrella)
+        [ "$3" = tools ] || [ "$2" = lib/core/version.c ] ||
+            echo "$1: $3 includes the umbrella <$4>; include the headers it needs"
+        ;;
+    *)
+        if [ "$3" != tools ] && [ "$owner" != "$3" ] && [ "$(level "$owner")" -ge "$(level "$3")" ]; then
+            echo "$1: $3 includes <$4>, which $owner owns ($owner is not below $3)"
+        fi
+        ;;
     esac
 }
 
@@ -70,6 +112,7 @@ for file in $(find lib strategies tools -name '*.[ch]' ! -name 'kernels_embedded
                     [ "$target" = "$h" ] && echo "$where: pure code includes <$target>, which carries OpenCL"
                 done
             fi
+            check_public "$where" "$file" "$area" "$target"
             ;;
         */*)
             other=${target%%/*}
@@ -85,6 +128,19 @@ for file in $(find lib strategies tools -name '*.[ch]' ! -name 'kernels_embedded
         esac
     done
 done > check-includes.out 2>&1
+
+# The public headers: each may include those of its own area and of lower ones (the umbrella
+# includes them all).
+for file in include/clrun/*.h; do
+    header=clrun/${file##*/}
+    area=$(public_owner "$header")
+    [ -n "$area" ] || { echo "$file: no owning area in tests/check-includes.sh (public_owner)"; continue; }
+    [ "$area" = umbrella ] || [ "$area" = any ] && continue
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<clrun/' "$file" | while IFS= read -r line; do
+        target=$(echo "$line" | sed -n 's/.*<\(clrun\/[^>]*\)>.*/\1/p')
+        check_public "$file:${line%%:*}" "$file" "$area" "$target"
+    done
+done >> check-includes.out 2>&1
 violations=$(wc -l < check-includes.out)
 cat check-includes.out >&2
 rm -f check-includes.out

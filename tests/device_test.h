@@ -31,6 +31,21 @@ static inline void clrun_test_device_environment(char *cache_dir, size_t size)
             cmocka_set_skip_filter(getenv("CLRUN_TEST_SKIP"));                                     \
     } while (0)
 
+/* How many random graphs a test of random graphs runs: CLRUN_TEST_ROUNDS (a positive integer)
+ * when set, else `full`, the count CI runs. Developers set it lower for a quicker local run. */
+static inline int clrun_test_rounds(int full)
+{
+    const char *text = getenv("CLRUN_TEST_ROUNDS");
+    char *end = NULL;
+    long rounds = text ? strtol(text, &end, 10) : 0;
+    if (text == NULL || end == text || *end != '\0' || rounds < 1 || rounds > 1000000) {
+        if (text)
+            fprintf(stderr, "CLRUN_TEST_ROUNDS='%s' is not a positive integer: running %d rounds\n", text, full);
+        return full;
+    }
+    return (int)rounds;
+}
+
 /* rm -r of the test's cache directory (files one level deep, then the directory). */
 static inline void clrun_test_remove_dir(const char *dir)
 {

@@ -3,7 +3,8 @@
 # ("Tracer caught signal 11", a bogus DTLS range) under Debian 12's glibc: it does not track
 # __tls_get_addr here; static TLS and everything else are still scanned.
 AM_TESTS_ENVIRONMENT = LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0" ; export LSAN_OPTIONS ; \
-	ASAN_OPTIONS="intercept_tls_get_addr=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}" ; export ASAN_OPTIONS ;
+	ASAN_OPTIONS="intercept_tls_get_addr=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}" ; export ASAN_OPTIONS ; \
+	CXX="$(CXX)" ; OPENCL_CFLAGS="$(OPENCL_CFLAGS)" ; export CXX OPENCL_CFLAGS ;
 EXTRA_DIST += tests/lsan.supp tests/device_test.h
 
 if HAVE_CMOCKA
@@ -25,6 +26,11 @@ installcheck-local:
 # API): tests/check-includes.sh names every include against it.
 TESTS += tests/check-includes.sh
 EXTRA_DIST += tests/check-includes.sh
+
+# Every public header compiles as C++ (g++ -std=c++11 -Wall -Wextra -Werror), each alone and
+# the umbrella; skipped without a C++ compiler.
+TESTS += tests/check-cxx.sh
+EXTRA_DIST += tests/check-cxx.sh
 
 # What the CLI test scripts share (sourced by them, not a test of its own).
 EXTRA_DIST += tests/cli_common.sh

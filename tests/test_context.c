@@ -171,6 +171,38 @@ static void smoke_kernel_matches_c(void **state)
     clrun_context_destroy(ctx);
 }
 
+/* Executors hold their context: destroying the context first leaves them running, and the
+ * last clrun_exec_destroy releases it (ASan and LSan see any use after free or leak). */
+static void executors_outlive_a_destroyed_context(void **state)
+{
+    (void)state;
+    unset_selection();
+    static const char text[] = "graph g\ninput x: f32[5]\nnode y = relu(x)\nnode z = add(y, x)\noutput z\n";
+    clrun_graph *g = NULL;
+    char err[256];
+    assert_int_equal(clrun_graph_parse(text, sizeof text - 1, NULL, &g, err, sizeof err), CLRUN_OK);
+    for (int order = 0; order < 2; order++) {
+        clrun_context *ctx = NULL;
+        assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+        clrun_exec *first = NULL, *second = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, NULL, &first), CLRUN_OK);
+        assert_int_equal(clrun_exec_create(ctx, g, NULL, &second), CLRUN_OK);
+        const float x[5] = {-2, -1, 0, 1, 2}, want[5] = {-2, -1, 0, 2, 4};
+        clrun_buffer in;
+        assert_int_equal(clrun_alloc(ctx, sizeof x, &in), CLRUN_OK);
+        assert_int_equal(clrun_buffer_write(ctx, &in, x), CLRUN_OK);
+        clrun_context_destroy(ctx); /* deferred: two executors hold it */
+        clrun_exec *runs = order ? first : second, *other = order ? second : first;
+        clrun_exec_destroy(other);
+        float z[5];
+        assert_int_equal(clrun_exec_run(runs, &in, 1), CLRUN_OK);
+        assert_int_equal(clrun_exec_read_output(runs, 0, z, sizeof z), CLRUN_OK);
+        assert_memory_equal(z, want, sizeof z);
+        clrun_exec_destroy(runs); /* the last: releases the context, `in` with it */
+    }
+    clrun_graph_destroy(g);
+}
+
 static void unknown_kernel_is_a_clear_error(void **state)
 {
     (void)state;
@@ -486,6 +518,7 @@ int main(void)
         cmocka_unit_test(unknown_device_fails_listing_the_devices_that_exist),
         cmocka_unit_test(invalid_environment_fails_context_creation_with_its_name),
         cmocka_unit_test(smoke_kernel_matches_c),
+        cmocka_unit_test(executors_outlive_a_destroyed_context),
         cmocka_unit_test(unknown_kernel_is_a_clear_error),
         cmocka_unit_test(failing_build_surfaces_its_build_log),
         cmocka_unit_test(cache_goes_miss_hit_corrupt_rebuilt),

@@ -294,7 +294,7 @@ static uint64_t padded_naive_bytes(const clrun_graph *g)
 static void outputs_are_bit_identical_in_every_mode(void **state)
 {
     (void)state;
-    for (int g = 0; g < 12; g++) {
+    for (int g = 0, rounds = clrun_test_rounds(12); g < rounds; g++) {
         uint64_t seed = base_seed + (uint64_t)g;
         random_graph r = make_random_graph(seed, 8 + (int)(seed % 40));
         run_outcome naive = run_mode(r.graph, CLRUN_EXEC_NAIVE, "buddy", false, seed);

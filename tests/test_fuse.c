@@ -508,8 +508,8 @@ static const how every_mode[] = {
 static void random_fusible_graphs_give_the_same_bits_in_every_mode(void **state)
 {
     (void)state;
-    int fused = 0;
-    for (int k = 0; k < 10; k++) {
+    int fused = 0, rounds = clrun_test_rounds(10);
+    for (int k = 0; k < rounds; k++) {
         uint64_t seed = base_seed * 1000 + (uint64_t)k;
         dag r = make_dag(seed, 10 + (int)(seed % 30));
         how reference = {CLRUN_EXEC_NAIVE, "buddy", false, -1, false};
@@ -526,7 +526,8 @@ static void random_fusible_graphs_give_the_same_bits_in_every_mode(void **state)
         }
         clrun_graph_destroy(r.graph);
     }
-    assert_true(fused > 0); /* the generator makes graphs that fuse */
+    assert_true(fused > 0 || rounds < 10); /* the generator makes graphs that fuse (one of a few
+                                              rounds may not) */
 }
 
 /* ---- example graphs and generated models ------------------------------------------------- */

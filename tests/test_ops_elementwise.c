@@ -294,7 +294,7 @@ static bool ref_float_exact(const char *op, double x, double p0, double p1, clru
 {
     if (!strcmp(op, "neg")) *r = -x;
     else if (!strcmp(op, "abs")) *r = fabs(x);
-    else if (!strcmp(op, "relu")) *r = isnan(x) ? 0 : x > 0 ? x : 0.0;
+    else if (!strcmp(op, "relu")) *r = x < 0 ? 0.0 : x; /* onnxruntime: NaN and -0 stay */
     else if (!strcmp(op, "floor")) *r = floor(x);
     else if (!strcmp(op, "ceil")) *r = ceil(x);
     else if (!strcmp(op, "round")) *r = nearbyint(x); /* the default mode: half to even */
@@ -337,8 +337,8 @@ static double ref_float_binary(const char *op, double a, double b, double p0, cl
     else if (!strcmp(op, "sub")) r = rounded(a - b, dt);
     else if (!strcmp(op, "mul")) r = rounded(a * b, dt);
     else if (!strcmp(op, "div")) r = rounded(a / b, dt);
-    else if (!strcmp(op, "maximum")) r = fmax(a, b);
-    else if (!strcmp(op, "minimum")) r = fmin(a, b);
+    else if (!strcmp(op, "maximum")) r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; /* ONNX's Max */
+    else if (!strcmp(op, "minimum")) r = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
     else if (!strcmp(op, "prelu")) r = a < 0 ? rounded(b * a, dt) : a;
     else if (!strcmp(op, "mod")) {
         double m = dt == CLRUN_F32 ? (double)fmodf((float)a, (float)b) : fmod(a, b);
@@ -822,6 +822,55 @@ static void comparisons_see_nan_as_unordered(void **state)
     values_free(&a), values_free(&b);
 }
 
+/* ONNX's semantics, as onnxruntime has them and as the host's folding computes them: a NaN
+ * operand gives NaN in relu, maximum, minimum, clip and leaky_relu, relu of a negative is +0
+ * and -0 stays -0; of two equal operands maximum and minimum give the second (+-0). Spelled out
+ * here, not taken from the references above. */
+static void nan_propagates_through_relu_maximum_minimum_and_clip(void **state)
+{
+    (void)state;
+    const double x[] = {NAN, -3.0, 2.0, -0.0, -INFINITY};
+    const double relu[] = {NAN, 0.0, 2.0, -0.0, 0.0};
+    const double clipped[] = {NAN, -1.0, 1.0, -0.0, -1.0};
+    const double leaky[] = {NAN, -0.75, 2.0, -0.0, -INFINITY};
+    const double a[] = {NAN, 1.0, NAN, -0.0, 0.0, 2.0, -INFINITY};
+    const double b[] = {1.0, NAN, NAN, 0.0, -0.0, -INFINITY, NAN};
+    const double max[] = {NAN, NAN, NAN, 0.0, -0.0, 2.0, NAN};
+    const double min[] = {NAN, NAN, NAN, 0.0, -0.0, -INFINITY, NAN};
+    const clrun_attr clip_attrs[] = {attr_f("min", -1.0), attr_f("max", 1.0)};
+    const clrun_attr leaky_attrs[] = {attr_f("alpha", 0.25)};
+    struct { const char *op; const double *want; const clrun_attr *attrs; int count; } unary[] = {
+        {"relu", relu, NULL, 0}, {"clip", clipped, clip_attrs, 2}, {"leaky_relu", leaky, leaky_attrs, 1},
+    };
+    for (int f64 = 0; f64 <= (int)have_fp64; f64++) {
+        clrun_dtype dt = f64 ? CLRUN_F64 : CLRUN_F32;
+        values vx = make(dt, "5");
+        for (uint64_t i = 0; i < 5; i++)
+            set_f(&vx, i, x[i]);
+        for (size_t k = 0; k < sizeof unary / sizeof unary[0]; k++) {
+            values y = run_op(unary[k].op, &vx, 1, unary[k].attrs, unary[k].count);
+            for (uint64_t i = 0; i < 5; i++)
+                if (!same_float(get_f(&y, i), unary[k].want[i], dt))
+                    fail_msg("%s %s(%g) is %g, ONNX says %g", clrun_dtype_name(dt), unary[k].op, x[i],
+                             get_f(&y, i), unary[k].want[i]);
+            values_free(&y);
+        }
+        values ab[2] = {make(dt, "7"), make(dt, "7")};
+        for (uint64_t i = 0; i < 7; i++)
+            set_f(&ab[0], i, a[i]), set_f(&ab[1], i, b[i]);
+        values ymax = run_op("maximum", ab, 2, NULL, 0), ymin = run_op("minimum", ab, 2, NULL, 0);
+        for (uint64_t i = 0; i < 7; i++) {
+            if (!same_float(get_f(&ymax, i), max[i], dt))
+                fail_msg("%s maximum(%g, %g) is %g, ONNX says %g", clrun_dtype_name(dt), a[i], b[i],
+                         get_f(&ymax, i), max[i]);
+            if (!same_float(get_f(&ymin, i), min[i], dt))
+                fail_msg("%s minimum(%g, %g) is %g, ONNX says %g", clrun_dtype_name(dt), a[i], b[i],
+                         get_f(&ymin, i), min[i]);
+        }
+        values_free(&vx), values_free(&ab[0]), values_free(&ab[1]), values_free(&ymax), values_free(&ymin);
+    }
+}
+
 /* ---- where and cast ---------------------------------------------------------------------- */
 
 static void where_broadcasts_all_three(void **state)
@@ -1039,6 +1088,7 @@ int main(void)
         cmocka_unit_test(binary_ops_match_reference_on_every_broadcast),
         cmocka_unit_test(integer_division_truncates_and_survives_zero),
         cmocka_unit_test(comparisons_see_nan_as_unordered),
+        cmocka_unit_test(nan_propagates_through_relu_maximum_minimum_and_clip),
         cmocka_unit_test(where_broadcasts_all_three),
         cmocka_unit_test(cast_converts_between_every_dtype),
         cmocka_unit_test(logic_reads_any_nonzero_byte_as_true),

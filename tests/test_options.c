@@ -87,6 +87,24 @@ static void sizes_accept_binary_suffixes_and_reject_overflow(void **state)
     assert_false(clrun__parse_size("17179869184G", &v)); /* 2^34 GiB = 2^64: overflows */
 }
 
+/* The public parsers refuse NULL text and a NULL out-pointer instead of crashing. */
+static void public_parsers_refuse_null_pointers(void **state)
+{
+    (void)state;
+    bool b = true;
+    uint64_t size = 7;
+    assert_false(clrun_parse_bool("yes", NULL));
+    assert_false(clrun_parse_bool(NULL, &b));
+    assert_false(clrun_parse_size("1K", NULL));
+    assert_false(clrun_parse_size(NULL, &size));
+    assert_true(b);
+    assert_int_equal(size, 7);
+    assert_true(clrun_parse_bool("off", &b));
+    assert_false(b);
+    assert_true(clrun_parse_size("1K", &size));
+    assert_int_equal(size, 1024);
+}
+
 static void defaults_hold_when_nothing_is_set(void **state)
 {
     (void)state;
@@ -183,6 +201,7 @@ int main(void)
         cmocka_unit_test(opencl_codes_have_their_names),
         cmocka_unit_test(booleans_accept_every_documented_spelling),
         cmocka_unit_test(sizes_accept_binary_suffixes_and_reject_overflow),
+        cmocka_unit_test(public_parsers_refuse_null_pointers),
         cmocka_unit_test_setup(defaults_hold_when_nothing_is_set, reset_env),
         cmocka_unit_test_setup(environment_values_are_parsed, reset_env),
         cmocka_unit_test_setup(unknown_allocator_names_the_variable_and_the_valid_names, reset_env),

@@ -184,6 +184,24 @@ static void raw_buffers_count_against_the_limit(void **state)
     clrun_context_destroy(ctx);
 }
 
+/* The out-of-memory message counts the bytes outside the strategy's chunks apart: never
+ * "reserved 600.00 KiB in 0 chunks". */
+static void out_of_memory_says_what_is_reserved_outside_the_chunks(void **state)
+{
+    (void)state;
+    clrun_context *ctx = open_context("tlsf", 0, MiB);
+    cl_mem a = NULL;
+    assert_int_equal(clrun__pool_create_raw(ctx, 600 * KiB, "arena", &a), CLRUN_OK);
+    clrun_buffer x;
+    assert_int_equal(clrun_alloc(ctx, 600 * KiB, &x), CLRUN_ERROR_OUT_OF_MEMORY);
+    const char *err = clrun_last_error(ctx);
+    assert_null(strstr(err, "reserved 600.00 KiB in"));
+    if (strstr(err, "reserved 600.00 KiB (0 B in 0 chunks of the strategy, 600.00 KiB outside them") == NULL)
+        fail_msg("message: %s", err);
+    clrun__pool_release_raw(ctx, a, 600 * KiB);
+    clrun_context_destroy(ctx);
+}
+
 static void a_raw_buffer_under_the_limit_takes_the_room_of_empty_chunks(void **state)
 {
     (void)state;
@@ -347,6 +365,7 @@ int main(void)
         cmocka_unit_test(resident_blocks_count_against_the_limit_and_a_refusal_leaves_nothing),
         cmocka_unit_test(every_failing_opencl_call_of_a_resident_batch_leaves_nothing),
         cmocka_unit_test(raw_buffers_count_against_the_limit),
+        cmocka_unit_test(out_of_memory_says_what_is_reserved_outside_the_chunks),
         cmocka_unit_test(a_raw_buffer_under_the_limit_takes_the_room_of_empty_chunks),
         cmocka_unit_test(a_later_owner_of_bytes_freed_with_pending_users_waits_for_them),
         cmocka_unit_test(a_callers_block_is_handed_out_once_its_earlier_users_are_done),

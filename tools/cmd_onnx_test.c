@@ -4,7 +4,8 @@
  * mode, and each output compared with the expected one: floats within atol + rtol·|expected|
  * (the backend tests' rtol 1e-3, atol 1e-7 unless given), NaN matching NaN, integers and bools
  * exactly. One line per case (PASS, FAIL with the worst element, UNSUPPORTED with the refusal),
- * then "N passed, N failed, N unsupported"; exit status 1 if any case failed. */
+ * then "N passed, N failed, N unsupported"; exit status 1 if any case failed, and before any
+ * work when a folder given holds no case. */
 #include <dirent.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -51,7 +52,7 @@ static void print_help(void)
            "input_N.pb and output_N.pb, or is a folder of such cases (searched recursively).\n"
            "Prints one line per case: PASS, FAIL (the worst element: index, got, expected) or\n"
            "UNSUPPORTED (why clrun refuses it), then 'N passed, N failed, N unsupported'. Exit\n"
-           "status 1 if any case failed.\n\n"
+           "status 1 if any case failed, or (before running any) if a DIR holds no case.\n\n"
            "  --allocator  a pool strategy (%s), naive or planned; default CLRUN_ALLOCATOR\n"
            "  --json       one JSON object: every case and the counts\n"
            "  --quiet      lines for cases that do not pass only\n"
@@ -539,6 +540,24 @@ static void walk(const test_args *a, clrun_context *ctx, const char *dir, int de
         free_list(names, n);
 }
 
+/* Whether dir is a case or holds one, as walk searches. */
+static bool holds_a_case(const char *dir, int depth)
+{
+    char *model = join(dir, "model.onnx");
+    bool found = model && is_file(model);
+    free(model);
+    size_t n;
+    char **names = found || depth >= 6 ? NULL : list_dir(dir, NULL, &n);
+    for (size_t i = 0; names && i < n && !found; i++) {
+        char *sub = join(dir, names[i]);
+        found = sub && is_dir(sub) && holds_a_case(sub, depth + 1);
+        free(sub);
+    }
+    if (names)
+        free_list(names, n);
+    return found;
+}
+
 int clrun_cli_onnx_test(int argc, char **argv)
 {
     if (clrun_cli_wants_help(argc, argv)) {
@@ -556,6 +575,13 @@ int clrun_cli_onnx_test(int argc, char **argv)
             fprintf(stderr, "clrun onnx-test: %s is not a folder\n", a.dirs[i]);
             free(a.dirs);
             return 2;
+        }
+    for (int i = 0; i < a.dir_count; i++)
+        if (!holds_a_case(a.dirs[i], 0)) {
+            fprintf(stderr, "clrun onnx-test: no test cases found in %s (a case is a folder with model.onnx)\n",
+                    a.dirs[i]);
+            free(a.dirs);
+            return 1;
         }
     clrun_context_options copt;
     clrun_context_options_init(&copt);

@@ -11,6 +11,9 @@ clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
 TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh
+# clrun onnx-test on folders without a case: an error, before any work.
+TESTS += tests/cli_onnx_test_empty.sh
+EXTRA_DIST += tests/cli_onnx_test_empty.sh
 EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh \
 	tests/data/traces/gen_traces.py \
 	tests/data/traces/tiny.csv \

@@ -86,7 +86,10 @@ void clrun_context_options_init(clrun_context_options *options);
 clrun_status clrun_context_create(const clrun_context_options *options, clrun_context **out);
 
 /* Releases everything the context holds (pool, programs, queue). NULL is accepted. Blocks still
- * allocated from the pool are released with it and must not be used afterwards. */
+ * allocated from the pool are released with it and must not be used afterwards. Executors hold
+ * their context: while any is alive the release waits for the last clrun_exec_destroy (the
+ * executors keep running, on the blocks they are given), so the two may be destroyed in either
+ * order. The caller makes no other call on the context after this one. */
 void clrun_context_destroy(clrun_context *ctx);
 
 /* The facts of the context's device (NULL for a NULL context). */

@@ -65,7 +65,8 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out);
 
 /* Frees the executor, its constants and any outputs it still holds. NULL is accepted. No other
- * call on the executor may run meanwhile or after.
+ * call on the executor may run meanwhile or after. It may come after clrun_context_destroy of its
+ * context, which the last executor's destroy then finishes.
  *
  * Threads: the calls below may come from several threads; they are serialised per executor (a
  * run waits for a run of the same executor in another thread, and the reading calls see one

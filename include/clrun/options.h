@@ -33,7 +33,7 @@ clrun_status clrun_option_get(size_t i, clrun_option_info *out);
 
 /* The value parsers of the variables: booleans (1/0/true/false/yes/no/on/off, any case) and
  * sizes (bytes with an optional K/M/G/T suffix, binary multiples, optional trailing B or iB).
- * False, with *out unchanged, for text they do not accept. */
+ * False, with *out unchanged, for text they do not accept; false for a NULL text or out. */
 bool clrun_parse_bool(const char *text, bool *out);
 bool clrun_parse_size(const char *text, uint64_t *out);
 

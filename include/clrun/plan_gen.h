@@ -13,9 +13,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
 #endif
 
 /* Sizes of the packing families are multiples of this, so any alignment up to it keeps their

@@ -1,5 +1,6 @@
-# core: status codes, failure helpers, log, options (the CLRUN_* table), version, small
-# utilities. Depends on nothing else of clrun.
+# core: status codes, failure helpers, log, options (the CLRUN_* table), version, the lifetime
+# CSV format (read by the planner and by trace replay), small utilities. Depends on nothing else
+# of clrun but the strategies' registry, which names the allocators CLRUN_ALLOCATOR accepts.
 libclrun_internal_la_SOURCES += \
 	lib/core/status.c \
 	lib/core/error.c lib/core/error.h \
@@ -7,7 +8,9 @@ libclrun_internal_la_SOURCES += \
 	lib/core/strbuf.c lib/core/strbuf.h \
 	lib/core/log.c lib/core/log.h \
 	lib/core/options.c lib/core/options.h \
+	lib/core/lifetimes.c \
 	lib/core/version.c
+clruninclude_HEADERS += include/clrun/lifetimes.h
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_options

@@ -320,9 +320,12 @@ clrun_status clrun_option_get(size_t i, clrun_option_info *out)
     return CLRUN_OK;
 }
 
-bool clrun_parse_bool(const char *text, bool *out) { return text && clrun__parse_bool(text, out); }
+bool clrun_parse_bool(const char *text, bool *out) { return text && out && clrun__parse_bool(text, out); }
 
-bool clrun_parse_size(const char *text, uint64_t *out) { return text && clrun__parse_size(text, out); }
+bool clrun_parse_size(const char *text, uint64_t *out)
+{
+    return text && out && clrun__parse_size(text, out);
+}
 
 clrun_log_level clrun__options_env_log_level(void)
 {

@@ -165,7 +165,29 @@ clrun_status clrun_context_create(const clrun_context_options *api_options, clru
 
 void clrun_context_destroy(clrun_context *ctx)
 {
-    if (ctx)
+    if (ctx == NULL)
+        return;
+    pthread_mutex_lock(&ctx->lock);
+    bool held = ctx->executors > 0;
+    ctx->destroy_pending = held;
+    pthread_mutex_unlock(&ctx->lock);
+    if (!held)
+        release_context(ctx);
+}
+
+void clrun__context_hold(clrun_context *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ctx->executors++;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+void clrun__context_drop(clrun_context *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    bool last = --ctx->executors == 0 && ctx->destroy_pending;
+    pthread_mutex_unlock(&ctx->lock);
+    if (last)
         release_context(ctx);
 }
 

@@ -22,13 +22,21 @@ struct clrun_context {
     cl_command_queue queue;          /* in-order unless out_of_order */
     bool out_of_order;               /* the queue executes out of order */
     clrun__options options;          /* environment, overridden by the API's options */
-    pthread_mutex_t lock;            /* guards the pool pointer */
+    pthread_mutex_t lock;            /* guards the pool pointer, executors and destroy_pending */
     pthread_mutex_t pool_init;       /* held while the pool is created: one pool per context */
     clrun__error_record error;       /* message of the last failure */
     struct clrun__programs *programs; /* built programs, one slot per embedded source */
     struct clrun_pool *pool;         /* created on first allocation by the memory area */
     void (*pool_destroy)(struct clrun_pool *pool); /* set with pool; called at teardown */
+    int32_t executors;               /* live executors, which hold the context */
+    bool destroy_pending;            /* clrun_context_destroy came while executors lived: the
+                                        last one's clrun_exec_destroy finishes it */
 };
+
+/* Executors hold their context (clrun_exec_create takes a hold, clrun_exec_destroy drops it), so
+ * that destroying the context first is safe: it is released when the last hold is dropped. */
+void clrun__context_hold(clrun_context *ctx);
+void clrun__context_drop(clrun_context *ctx);
 
 /* Records a failure: formats the message into ctx's error record (or, ctx NULL, this thread's),
  * logs it at error level, and returns status so callers can `return clrun__fail(...)`. */

@@ -217,6 +217,7 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                limit);
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "unknown executor mode %d", (int)mode);
     }
+    clrun__context_hold(ctx); /* dropped by clrun_exec_destroy, on failure too */
     clrun_status status = check_sizes(e);
     bool fuse = e->options.fusion ? e->options.fusion > 0 : ctx->options.fusion;
     bool fold = e->options.fold ? e->options.fold > 0 : ctx->options.fold;
@@ -224,6 +225,11 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
         status = clrun__fuse(ctx, graph, fuse, fold, &e->fusion);
     if (status == CLRUN_OK)
         e->graph = e->fusion.graph;
+    if (status == CLRUN_OK && (e->groups = calloc((size_t)e->fusion.group_count + 1, sizeof *e->groups)) == NULL)
+        status = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    for (int32_t i = 0; status == CLRUN_OK && i < e->fusion.group_count; i++)
+        e->groups[i] = (clrun_fused_group){e->fusion.groups[i].name, e->fusion.groups[i].output,
+                                           e->fusion.groups[i].nodes};
     if (status == CLRUN_OK)
         status = prepare_nodes(e);
     if (status == CLRUN_OK)
@@ -297,9 +303,12 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->pending);
     free(e->spans);
     free(e->step_events);
+    free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
     pthread_mutex_destroy(&e->lock);
+    clrun_context *ctx = e->ctx;
     free(e);
+    clrun__context_drop(ctx); /* last: it may finish a clrun_context_destroy */
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
@@ -453,7 +462,7 @@ int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **nam
 int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **groups)
 {
     if (groups)
-        *groups = e ? e->fusion.groups : NULL;
+        *groups = e ? e->groups : NULL;
     return e ? e->fusion.group_count : 0;
 }
 

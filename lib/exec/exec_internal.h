@@ -45,6 +45,7 @@ struct clrun_exec {
     clrun_context *ctx;
     const clrun_graph *graph;      /* what runs: the caller's graph as fusion rewrote it */
     clrun__fusion fusion;          /* the rewrite (lib/fuse/) and what it made */
+    clrun_fused_group *groups;     /* fusion's groups as clrun_exec_fused_groups reports them */
     clrun_exec_options options;
     clrun__schedule schedule;      /* what runs: with reuse, or without (naive) */
     uint64_t lower_bound;          /* always from the reusing schedule */

@@ -149,7 +149,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
         if (g >= 0)
             taken[g] = true;
-        f->groups[f->group_count++] = (clrun_fused_group){op->name, d->tensors[output].name, count + 1};
+        f->groups[f->group_count++] = (clrun__fused_group){op->name, d->tensors[output].name, count + 1};
         f->fused_nodes += count + 1;
     }
     return CLRUN_OK;

@@ -176,7 +176,7 @@ static clrun_status fuse_groups(clrun_context *ctx, clrun__fusion *f, clrun_grap
             break;
         }
         int32_t nodes = unit_nodes(&plan, u);
-        f->groups[f->group_count++] = (clrun_fused_group){u->op->name, draft->tensors[u->outputs[0]].name, nodes};
+        f->groups[f->group_count++] = (clrun__fused_group){u->op->name, draft->tensors[u->outputs[0]].name, nodes};
         f->fused_nodes += nodes;
     }
     clrun__fuse_plan_free(&plan);

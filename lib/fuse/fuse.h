@@ -11,9 +11,18 @@
 
 #include <CL/cl.h>
 
-#include <clrun/exec.h>
+#include <clrun/context.h>
+#include <clrun/graph.h>
 
 #include "fuse/draft.h"
+
+/* A fused group as the executor reports it (its clrun_fused_group, <clrun/exec.h>, copies
+ * these fields: fusion sits below the executor and does not see its header). */
+typedef struct clrun__fused_group {
+    const char *name;   /* "fused:add+gelu" */
+    const char *output; /* the tensor it writes */
+    int32_t nodes;      /* nodes of the graph it holds */
+} clrun__fused_group;
 
 typedef struct clrun__fusion {
     const clrun_graph *graph;  /* what to run: the rewritten graph, or the original one */
@@ -24,7 +33,7 @@ typedef struct clrun__fusion {
     int32_t folded_nodes;      /* nodes evaluated at load into constants (batch norms folded
                                   into convolutions among them) */
     int32_t folded_batchnorms; /* of those, batch norms folded into convolutions */
-    clrun_fused_group *groups; /* what each group holds, for clrun_exec_fused_groups */
+    clrun__fused_group *groups; /* what each group holds, for clrun_exec_fused_groups */
     cl_program *programs;      /* the built programs of the groups, held until free */
     int32_t program_count;
 } clrun__fusion;

@@ -33,12 +33,15 @@
 
 /* X(id, kind, alias-safe, arity, condition, dtypes, result, params, floats, ints, bools): one
  * row per op. Comparisons are not alias-safe: a bool output has the bytes of an f32 input of a
- * quarter of its elements, which it reads broadcast, at other elements than its own. */
+ * quarter of its elements, which it reads broadcast, at other elements than its own.
+ * NaN as ONNX (onnxruntime) has it: a NaN operand gives NaN in relu, maximum, minimum, clip and
+ * the activations, and relu of a negative is +0, the same as the host's folding computes
+ * (lib/onnx/fold.c). */
 #define EW_TABLE(X)                                                                                \
     /* ---- unary ---- */                                                                          \
     X(neg, UNARY, true, 1, false, NUMS, SAME, P0, "-x", "AS_T((UT)0 - AS_U(x))", NULL)             \
     X(abs, UNARY, true, 1, false, NUMS, SAME, P0, "fabs(x)", "AS_T(abs(x))", NULL)                 \
-    X(relu, UNARY, true, 1, false, NUMS, SAME, P0, "x > F(0.0) ? x : F(0.0)", "max(x, (T)0)", NULL) \
+    X(relu, UNARY, true, 1, false, NUMS, SAME, P0, "x < F(0.0) ? F(0.0) : x", "max(x, (T)0)", NULL) \
     X(gelu, UNARY, true, 1, false, FLOATS, SAME, P0,                                               \
       "F(0.5) * x * (F(1.0) + TANH(F(0.7978845608028654) * (x + F(0.044715) * x * x * x)))",       \
       NULL, NULL)                                                                                  \
@@ -88,8 +91,10 @@
     X(mul, BINARY, true, 2, false, NUMS, SAME, P0, "a * b", "AS_T(AS_U(a) * AS_U(b))", NULL)       \
     X(div, BINARY, true, 2, false, NUMS, SAME, P0, "a / b", "IDIV(a, b)", NULL)                    \
     X(pow, BINARY, true, 2, false, NUMS, SAME, P0, "pow(a, b)", "IPOW(a, b)", NULL)                \
-    X(maximum, BINARY, true, 2, false, NUMS, SAME, P0, "fmax(a, b)", "max(a, b)", NULL)            \
-    X(minimum, BINARY, true, 2, false, NUMS, SAME, P0, "fmin(a, b)", "min(a, b)", NULL)            \
+    X(maximum, BINARY, true, 2, false, NUMS, SAME, P0, "a > b || isnan(a) ? a : b", "max(a, b)",   \
+      NULL)                                                                                        \
+    X(minimum, BINARY, true, 2, false, NUMS, SAME, P0, "a < b || isnan(a) ? a : b", "min(a, b)",   \
+      NULL)                                                                                        \
     X(prelu, BINARY, true, 2, false, FLOATS, SAME, P0, "a < F(0.0) ? b * a : a", NULL, NULL)       \
     X(mod, BINARY, true, 2, false, NUMS, SAME, P1(INT("fmod", 0)), "MOD(a, b, p0)",                \
       "MOD(a, b, p0)", NULL)                                                                       \
@@ -149,7 +154,7 @@ static clrun__ew_cost call_cost(const char *name, size_t len)
     /* A few instructions each, or builtins that compile to one (sqrt, rsqrt, rint). */
     static const char *const cheap[] = {"fabs", "fmax", "fmin", "floor", "ceil", "rint", "sqrt", "rsqrt",
                                         "CLIP", "MOD",  "abs",  "max",   "min",  "AS_T", "AS_U", "F",
-                                        "IDIV", "IPOW"};
+                                        "IDIV", "IPOW", "isnan"};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         if (strlen(own[i]) == len && strncmp(name, own[i], len) == 0)
             return CLRUN__EW_OWN_MATH;

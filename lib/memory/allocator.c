@@ -248,13 +248,22 @@ static void describe_exhaustion(const clrun__allocator *a, uint64_t size, uint64
 {
     clrun_memory_stats s;
     clrun__allocator_stats(a, &s);
-    char asked[32], in_use[32], reserved[32], largest[32], limit[32], max_chunk[32];
+    char asked[32], in_use[32], reserved[32], chunks[32], outside[32], largest[32], limit[32], max_chunk[32];
+    /* What the shared account reserves may lie outside the strategy's chunks (a pool's resident
+     * regions and raw buffers): say how much, so that "in N chunks" never claims it. */
+    char where[160];
+    if (s.reserved <= a->reserved)
+        snprintf(where, sizeof where, "in %u chunk%s", s.chunks, s.chunks == 1 ? "" : "s");
+    else
+        snprintf(where, sizeof where, "(%s in %u chunk%s of the strategy, %s outside them: resident weights, raw buffers)",
+                 clrun__format_bytes(a->reserved, chunks, sizeof chunks), s.chunks, s.chunks == 1 ? "" : "s",
+                 clrun__format_bytes(s.reserved - a->reserved, outside, sizeof outside));
     snprintf(err, errlen,
              "out of memory: asked for %s (alignment %llu) with strategy '%s'; in use %s, "
-             "reserved %s in %u chunks, largest free block %s, limit %s, device max allocation %s (%s)",
+             "reserved %s %s, largest free block %s, limit %s, device max allocation %s (%s)",
              clrun__format_bytes(size, asked, sizeof asked), (unsigned long long)align, s.strategy,
              clrun__format_bytes(s.in_use, in_use, sizeof in_use),
-             clrun__format_bytes(s.reserved, reserved, sizeof reserved), s.chunks,
+             clrun__format_bytes(s.reserved, reserved, sizeof reserved), where,
              clrun__format_bytes(s.largest_free, largest, sizeof largest),
              a->account->limit ? clrun__format_bytes(a->account->limit, limit, sizeof limit) : "none",
              clrun__format_bytes(a->config.max_chunk, max_chunk, sizeof max_chunk), why);

@@ -392,7 +392,7 @@ clrun__host_fold_result clrun__host_unary(clrun__host_unop op, const clrun__oten
             case CLRUN__H_CEIL: r = ceil(v); break;
             case CLRUN__H_ROUND: r = nearbyint(v); break; /* half to even (default rounding mode) */
             case CLRUN__H_SIGN: r = isnan(v) ? v : (v > 0) - (v < 0); break;
-            case CLRUN__H_RELU: r = v > 0 ? v : 0 * v; break;
+            case CLRUN__H_RELU: r = v < 0 ? 0 : v; break; /* NaN stays NaN, as on the device */
             case CLRUN__H_RECIPROCAL: r = 1.0 / v; break;
             default: break;
             }

@@ -109,6 +109,14 @@ TESTS += tests/test_onnx
 tests_test_onnx_SOURCES = tests/test_onnx.c tests/onnx_builder.h
 tests_test_onnx_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_LDADD = $(TEST_LDADD)
+
+# NaN and signed zeros in Relu, Max, Min, Clip, LeakyRelu: the device (fused and unfused) and the
+# host's folding at load give the same, ONNX's.
+check_PROGRAMS += tests/test_onnx_nan
+TESTS += tests/test_onnx_nan
+tests_test_onnx_nan_SOURCES = tests/test_onnx_nan.c tests/onnx_builder.h
+tests_test_onnx_nan_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_nan_LDADD = $(TEST_LDADD)
 endif
 
 # The conformance suite and the real models (tests/onnx_suite.sh, tests/onnx_models.sh): the

@@ -22,7 +22,7 @@ CLRUN_KERNEL_FILES += \
 	kernels/resize.cl \
 	kernels/conv.cl
 
-EXTRA_DIST += docs/ops.md
+EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops

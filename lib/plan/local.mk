@@ -1,6 +1,6 @@
-# Static memory planner and the lifetime CSV format (paths relative to the top of the tree).
+# Static memory planner (paths relative to the top of the tree); the lifetime CSV format it reads
+# is core's (lib/core/lifetimes.c), shared with trace replay.
 libclrun_internal_la_SOURCES += \
-	lib/plan/lifetimes.c \
 	lib/plan/plan.c \
 	lib/plan/plan_gen.c \
 	lib/plan/plan_greedy.c \
@@ -15,7 +15,6 @@ libclrun_internal_la_SOURCES += \
 	lib/plan/plan_svg.c \
 	lib/plan/plan_internal.h
 clruninclude_HEADERS += \
-	include/clrun/lifetimes.h \
 	include/clrun/plan.h \
 	include/clrun/plan_gen.h
 
@@ -52,7 +51,7 @@ if HAVE_FUZZ
 EXTRA_PROGRAMS += tests/fuzz/fuzz_lifetimes
 FUZZ_LIST += tests/fuzz/fuzz_lifetimes
 # The parser is compiled into the target itself: only instrumented code guides libFuzzer.
-tests_fuzz_fuzz_lifetimes_SOURCES = tests/fuzz/fuzz_lifetimes.c lib/plan/lifetimes.c
+tests_fuzz_fuzz_lifetimes_SOURCES = tests/fuzz/fuzz_lifetimes.c lib/core/lifetimes.c
 tests_fuzz_fuzz_lifetimes_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_lifetimes_LDFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_lifetimes_LDADD = libclrun-internal.la
