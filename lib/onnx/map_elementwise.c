@@ -387,11 +387,13 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
     if (n->version < 6)
         clrun__oattr_ignore(im, n, "consumed_inputs");
     if (n->version < 11) {
-        const Onnx__AttributeProto *a;
-        if ((a = clrun__oattr_find(im, n, "min")) != NULL)
-            lo = a->f, has_lo = true;
-        if ((a = clrun__oattr_find(im, n, "max")) != NULL)
-            hi = a->f, has_hi = true;
+        has_lo = clrun__oattr_find(im, n, "min") != NULL;
+        has_hi = clrun__oattr_find(im, n, "max") != NULL;
+        s = clrun__oattr_float(im, n, "min", -INFINITY, &lo);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "max", INFINITY, &hi);
+        if (s != CLRUN_OK)
+            return s;
     } else {
         lo_v = n->n_in > 1 ? n->in[1] : NULL;
         hi_v = n->n_in > 2 ? n->in[2] : NULL;
@@ -406,7 +408,16 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
             hi = clrun__otensor_get_real(&hi_v->c, 0), has_hi = true, hi_v = NULL;
         }
     }
-    if (!lo_v && !hi_v) {
+    if ((has_lo && isnan(lo)) || (has_hi && isnan(hi)))
+        return clrun__invalid(im, "%s is NaN", has_lo && isnan(lo) ? "min" : "max");
+    /* An infinite bound on its own side clips nothing (a mel front-end clips at +inf); one on
+     * the other side makes every element infinite, which the composition below gives. */
+    if (has_lo && lo == -INFINITY)
+        has_lo = false;
+    if (has_hi && hi == INFINITY)
+        has_hi = false;
+    bool finite = (!has_lo || isfinite(lo)) && (!has_hi || isfinite(hi));
+    if (!lo_v && !hi_v && finite) {
         clrun_attr a[2];
         int k = 0;
         if (has_lo)
@@ -429,7 +440,7 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
     if (s == CLRUN_OK && hi_v)
         s = clrun__emit_binary(im, n, "minimum", t, hi_v, 0, &t);
     if (s == CLRUN_OK && !lo_v && !hi_v)
-        s = clrun__emit_copy(im, n, x, 0, NULL);
+        s = clrun__define_alias(im, n, 0, x);
     return s;
 }
 
@@ -503,6 +514,12 @@ clrun_status clrun__map_cast(clrun__imp *im, clrun__onode *n)
     if (!clrun__onnx_elem_dtype(elem, &dtype))
         return clrun__unsupported(im, "cast to %s: clrun has no such tensors", clrun__onnx_elem_name(elem, name, sizeof name));
     clrun_attr a = clrun__mk_int("to", (int64_t)dtype);
+    if (!clrun__op_accepts("cast", &x, 1, &a, 1)) {
+        char from[32];
+        return clrun__unsupported(im, "cast from %s to %s is not supported on the device",
+                                  clrun__onnx_elem_name(x->c.elem, from, sizeof from),
+                                  clrun__onnx_elem_name(elem, name, sizeof name));
+    }
     return clrun__emit1(im, n, "cast", &x, 1, &a, 1, 0, NULL);
 }
 

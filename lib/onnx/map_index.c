@@ -120,8 +120,20 @@ clrun_status clrun__map_gather(clrun__imp *im, clrun__onode *n)
             return gather_const_indices(im, n, data, &idx, a);
         clrun__otensor t;
         bool ok = clrun__host_gather(&data->c, &idx, a, &t);
+        if (ok) {
+            clrun__otensor_free(&idx);
+            return clrun__define_const(im, n, 0, &t);
+        }
+        int64_t dims[2 * CLRUN__ONNX_MAX_RANK];
+        int r = 0;
+        for (int k = 0; k < data->c.rank; k++)
+            if (k != a)
+                dims[r++] = data->c.dims[k];
+            else
+                for (int j = 0; j < idx.rank; j++)
+                    dims[r++] = idx.dims[j];
         clrun__otensor_free(&idx);
-        return ok ? clrun__define_const(im, n, 0, &t) : CLRUN__OOM(im);
+        return clrun__host_result_failed(im, data->c.elem, r, dims);
     }
     /* Indices computed on the device: the graph's gather with ONNX semantics (int64 indices,
      * negatives from the end). */
@@ -171,7 +183,7 @@ clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n)
     if (clrun__is_const(x)) {
         clrun__otensor t;
         if (!clrun__host_expand(&x->c, rank, dims, &t))
-            return CLRUN__OOM(im);
+            return clrun__host_result_failed(im, x->c.elem, rank, dims);
         return clrun__define_const(im, n, 0, &t);
     }
     if (rank == x->c.rank && memcmp(dims, x->c.dims, (size_t)rank * sizeof dims[0]) == 0)
@@ -185,7 +197,7 @@ clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n)
         return clrun__unsupported(im, "needs graph op 'expand', which this build of clrun does not have");
     clrun__otensor ones;
     if (!clrun__otensor_alloc(&ones, x->c.elem, rank, dims))
-        return CLRUN__OOM(im);
+        return clrun__host_result_failed(im, x->c.elem, rank, dims);
     for (uint64_t i = 0; i < clrun__otensor_count(&ones); i++)
         clrun__otensor_set_int(&ones, i, 1);
     clrun__value *one = clrun__const_value(im, &ones);
@@ -223,7 +235,7 @@ clrun_status clrun__map_tile(clrun__imp *im, clrun__onode *n)
     if (clrun__is_const(x)) {
         clrun__otensor t;
         if (!clrun__host_tile(&x->c, repeats, &t))
-            return CLRUN__OOM(im);
+            return clrun__host_result_failed(im, x->c.elem, count, tiled);
         return clrun__define_const(im, n, 0, &t);
     }
     if (clrun__graph_has_op("tile")) {
@@ -301,7 +313,7 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
             memcpy(dims, x->c.dims, sizeof dims);
             dims[axis] = width;
             if (!clrun__otensor_alloc(&block, x->c.elem, x->c.rank, dims))
-                return CLRUN__OOM(im);
+                return clrun__host_result_failed(im, x->c.elem, x->c.rank, dims);
             for (uint64_t i = 0; i < clrun__otensor_count(&block); i++)
                 clrun__otensor_set_real(&block, i, value);
             if ((parts[k++] = clrun__const_value(im, &block)) == NULL)

@@ -344,7 +344,7 @@ clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n)
     if (clrun__is_const(x)) {
         clrun__otensor t;
         if (!clrun__host_slice(&x->c, first, step, count, &t))
-            return CLRUN__OOM(im);
+            return clrun__host_result_failed(im, x->c.elem, rank, count);
         return clrun__mv_const(im, n, &t, 0, NULL);
     }
     /* On the device: one slice per axis that changes, the last into the output. */
