@@ -102,9 +102,10 @@ clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clru
     if (n->version >= 7)
         return CLRUN_OK;
     int64_t broadcast, axis;
+    bool has_axis = clrun__oattr_find(im, n, "axis") != NULL;
     clrun_status s = clrun__oattr_int(im, n, "broadcast", 0, &broadcast);
     if (s == CLRUN_OK)
-        s = clrun__oattr_int(im, n, "axis", INT64_MIN, &axis);
+        s = clrun__oattr_int(im, n, "axis", 0, &axis);
     if (s != CLRUN_OK)
         return s;
     const clrun__otensor *ta = &a->c, *tb = &b->c;
@@ -120,10 +121,11 @@ clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clru
         return CLRUN_OK;
     }
     /* B's shape is a contiguous run of A's, starting at axis (by default, A's last dims). */
-    int64_t start = axis == INT64_MIN ? ta->rank - tb->rank : axis;
-    if (start < 0)
-        start += axis == INT64_MIN ? 0 : ta->rank;
-    if (tb->rank == 1 && tb->dims[0] == 1 && axis == INT64_MIN)
+    if (has_axis && (axis < -ta->rank || axis >= ta->rank))
+        return clrun__invalid(im, "axis %" PRId64 " is out of range for A %s", axis,
+                              clrun__onnx_dims_text(ta->rank, ta->dims, da, sizeof da));
+    int64_t start = !has_axis ? ta->rank - tb->rank : axis < 0 ? axis + ta->rank : axis;
+    if (tb->rank == 1 && tb->dims[0] == 1 && !has_axis)
         return CLRUN_OK; /* a scalar in a list: numpy broadcasting as it is */
     if (start < 0 || start + tb->rank > ta->rank)
         return clrun__invalid(im, "B %s does not fit A %s at axis %" PRId64,
@@ -464,9 +466,11 @@ static clrun_status cast_target(clrun__imp *im, clrun__onode *n, int *elem)
     if (n->version >= 6) {
         int64_t to;
         clrun_status s = clrun__oattr_int(im, n, "to", -1, &to);
-        if (s == CLRUN_OK && to < 0)
+        if (s == CLRUN_OK && to < 0 && clrun__oattr_find(im, n, "to") == NULL)
             s = clrun__invalid(im, "attribute 'to' is required");
-        *elem = (int)to;
+        else if (s == CLRUN_OK && (to < 0 || to > INT32_MAX))
+            s = clrun__invalid(im, "attribute 'to' is %" PRId64 ", not a data type", to);
+        *elem = s == CLRUN_OK ? (int)to : CLRUN__ONNX_UNDEFINED;
         return s;
     }
     static const struct { const char *name; int elem; } names[] = {
