@@ -62,7 +62,7 @@ clrun_status clrun__imp_fail(clrun__imp *im, clrun_status status, const char *fo
     if (version < 0 && !domain[0] && im->opset > 0)
         version = im->opset; /* implied by an IR version before 3 */
     if (domain[0] && version < 0)
-        snprintf(opset, sizeof opset, "domain %.40s, which the model imports no opset of", domain);
+        snprintf(opset, sizeof opset, "domain %.40s, no opset imported", domain);
     else if (domain[0])
         snprintf(opset, sizeof opset, "domain %.40s, opset %" PRId64, domain, version);
     else if (version < 0)
