@@ -249,6 +249,44 @@ static void test_conv_dilation_past_int64_is_refused(void **state)
                                                 "axis 0 are too large");
 }
 
+/* ---- Range: integer counts exact beyond 2^53 ---- */
+
+/* np.arange(0, 2**53 + 1, 2**53) == [0, 2**53] (a count through doubles rounds to 1); and
+ * np.arange(-2**63, 2**63 - 1, 2**62) == four values, whose steps overflow int64 on the way. */
+static void test_integer_range_counts_exactly(void **state)
+{
+    (void)state;
+    static const struct { int64_t start, limit, delta; int count; int64_t want[4]; } cases[] = {
+        {0, ((int64_t)1 << 53) + 1, (int64_t)1 << 53, 2, {0, (int64_t)1 << 53}},
+        {INT64_MIN, INT64_MAX, (int64_t)1 << 62, 4, {INT64_MIN, -((int64_t)1 << 62), 0, (int64_t)1 << 62}},
+        {INT64_MAX, INT64_MIN, INT64_MIN, 2, {INT64_MAX, -1}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        onnx_builder b;
+        ob_init(&b, 13);
+        ob_initializer(&b, "start", I64, 0, NULL, &cases[c].start, 8);
+        ob_initializer(&b, "limit", I64, 0, NULL, &cases[c].limit, 8);
+        ob_initializer(&b, "delta", I64, 0, NULL, &cases[c].delta, 8);
+        ob_output(&b, "y", I64, -1, NULL);
+        ob_node(&b, "Range", "r", "start,limit,delta", "y");
+        loaded r = load(&b);
+        ob_free(&b);
+        if (r.status != CLRUN_OK)
+            fail_msg("load: %s", r.err);
+        const clrun_tensor_id *outs;
+        assert_int_equal(clrun_graph_outputs(r.graph, &outs), 1);
+        const clrun__tensor *t = &r.graph->tensors[outs[0]];
+        assert_int_equal(t->kind, CLRUN__TENSOR_CONSTANT);
+        assert_int_equal(t->type.rank, 1);
+        assert_int_equal(t->type.shape[0], cases[c].count);
+        int64_t got[4];
+        clrun__constant_values(t, got);
+        for (int i = 0; i < cases[c].count; i++)
+            assert_true(got[i] == cases[c].want[i]);
+        clrun_graph_destroy(r.graph);
+    }
+}
+
 /* ---- Trilu ---- */
 
 static void trilu_model(onnx_builder *b, bool host, int64_t upper, int64_t k)
@@ -406,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_pads_whose_sum_wraps_are_refused),
         cmocka_unit_test(test_resize_scale_past_int64_is_refused),
         cmocka_unit_test(test_conv_dilation_past_int64_is_refused),
+        cmocka_unit_test(test_integer_range_counts_exactly),
         cmocka_unit_test(test_trilu_with_extreme_diagonals_keeps_all_or_nothing),
         cmocka_unit_test(test_clip_at_infinity_is_valid),
         cmocka_unit_test(test_clip_at_nan_is_refused),

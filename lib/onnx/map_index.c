@@ -492,18 +492,18 @@ clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n)
 clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 2);
-    int64_t exclusive, reverse;
-    double axis_r;
-    bool present;
-    int a;
+    int64_t exclusive, reverse, axis = 0;
+    int a, count = -1;
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "exclusive", 0, &exclusive);
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "reverse", 0, &reverse);
     if (s == CLRUN_OK)
-        s = clrun__const_real(im, n, 1, &axis_r, &present);
+        s = clrun__const_ints(im, n, 1, false, &axis, 1, &count);
+    if (s == CLRUN_OK && count != 1)
+        s = clrun__invalid(im, "input 'axis' must hold one integer");
     if (s == CLRUN_OK)
-        s = clrun__norm_axis(im, (int64_t)axis_r, n->in[0]->c.rank, "axis", &a);
+        s = clrun__norm_axis(im, axis, n->in[0]->c.rank, "axis", &a);
     if (s != CLRUN_OK)
         return s;
     clrun__value *x = n->in[0];
