@@ -321,7 +321,7 @@ clrun_status clrun__map_window(clrun__imp *im, clrun__onode *n)
     else if (strcmp(n->op, "BlackmanWindow") == 0)
         a0 = 0.42, a1 = 0.5, a2 = 0.08;
     if (!(size_r >= 0 && size_r < 0x1p62)) /* NaN, negative or far too large */
-        return clrun__invalid(im, "a window of size %g", size_r);
+        return clrun__invalid(im, "the window size %g is negative, NaN or too large", size_r);
     int64_t size = (int64_t)size_r;
     clrun__otensor t;
     if (dtype < 0 || dtype > INT32_MAX || clrun__onnx_elem_size((int)dtype) == 0)
@@ -360,7 +360,7 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n)
     if ((s = clrun__norm_axis(im, axis, rank, "axis", &a)) != CLRUN_OK)
         return s;
     if (!present || !(depth_r >= 1 && depth_r < 0x1p62))
-        return clrun__invalid(im, "a depth of %g", present ? depth_r : 0.0);
+        return clrun__invalid(im, "depth %g is not a count from 1 to 2^62", present ? depth_r : 0.0);
     int64_t depth = (int64_t)depth_r;
     if (depth < 1 || rank > CLRUN_MAX_DIMS)
         return clrun__unsupported(im, "a depth of %" PRId64 " and rank %d are not supported", depth, rank);

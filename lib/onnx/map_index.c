@@ -298,7 +298,7 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
     int64_t padded;
     if (!clrun__add_i64(before, after, &padded) || !clrun__add_i64(padded, dim, &padded))
         return clrun__unsupported(im, "pads of %" PRId64 " and %" PRId64 " make axis %d of size %" PRId64
-                                  " larger than 2^63 - 1", before, after, axis, dim);
+                                  " out of the int64 range", before, after, axis, dim);
     if ((before > 63 || after > 63 || before + after + 1 > 64) && (reflect || edge))
         return clrun__unsupported(im, "pads of %" PRId64 " and %" PRId64 " in %s mode", before, after, mode);
     clrun__value *parts[66];
@@ -368,7 +368,7 @@ clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
         int64_t dim;
         if (!clrun__add_i64(x->c.dims[d], pads[d], &dim) || !clrun__add_i64(dim, pads[d + rank], &dim))
             return clrun__unsupported(im, "pads of %" PRId64 " and %" PRId64 " make axis %d of size %" PRId64
-                                      " larger than 2^63 - 1", pads[d], pads[d + rank], d, x->c.dims[d]);
+                                      " out of the int64 range", pads[d], pads[d + rank], d, x->c.dims[d]);
         if (dim < 0)
             return clrun__invalid(im, "pads of %" PRId64 " and %" PRId64 " remove more than axis %d of "
                                   "size %" PRId64 " holds", pads[d], pads[d + rank], d, x->c.dims[d]);

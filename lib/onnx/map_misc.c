@@ -118,7 +118,7 @@ clrun_status clrun__map_constant_of_shape(clrun__imp *im, clrun__onode *n)
     int elem = found ? value.elem : CLRUN__ONNX_FLOAT;
     if (!clrun__otensor_alloc(&out, elem, rank, dims)) {
         clrun__otensor_free(&value);
-        return clrun__unsupported(im, "a constant of shape %s is too large", "requested");
+        return clrun__host_result_failed(im, elem, rank, dims);
     }
     size_t size = clrun__onnx_elem_size(elem);
     uint64_t count = clrun__otensor_count(&out);
