@@ -26,9 +26,12 @@ static clrun_status pair_attr(const clrun__op_call *call, const char *name, cons
         return clrun__refuse(err, "attribute '%s' needs 2 values [h, w], got %d", name, n);
     }
     for (int i = 0; i < 2; i++)
-        if (out[i] < min || out[i] > INT_MAX)
-            return clrun__refuse(err, "attribute '%s' has %" PRId64 ": must be %" PRId64 " to %d", name,
-                                 out[i], min, INT_MAX);
+        if (out[i] < min)
+            return clrun__refuse(err, "attribute '%s' has %" PRId64 ": must be >= %" PRId64, name,
+                                 out[i], min);
+        else if (out[i] > INT_MAX)
+            return clrun__refuse(err, "attribute '%s' has %" PRId64 ": must be at most %d", name, out[i],
+                                 INT_MAX);
     return CLRUN_OK;
 }
 
@@ -72,8 +75,10 @@ static clrun_status pads_attr(const clrun__op_call *call, int64_t *begin, int64_
     if (n != 4)
         return clrun__refuse(err, "attribute 'pads' needs 4 values [top, left, bottom, right], got %d", n);
     for (int i = 0; i < 4; i++)
-        if (v[i] < 0 || v[i] > INT_MAX)
-            return clrun__refuse(err, "attribute 'pads' has %" PRId64 ": must be 0 to %d", v[i], INT_MAX);
+        if (v[i] < 0)
+            return clrun__refuse(err, "attribute 'pads' has %" PRId64 ": must be >= 0", v[i]);
+        else if (v[i] > INT_MAX)
+            return clrun__refuse(err, "attribute 'pads' has %" PRId64 ": must be at most %d", v[i], INT_MAX);
     begin[0] = v[0], begin[1] = v[1], end[0] = v[2], end[1] = v[3];
     return CLRUN_OK;
 }
@@ -127,8 +132,10 @@ static clrun_status conv_attrs_of(const clrun__op_call *call, clrun__conv_geomet
     if (s != CLRUN_OK)
         return s;
     g->groups = clrun__attr_int_or(call, "groups", 1);
-    if (g->groups < 1 || g->groups > INT_MAX)
-        return clrun__refuse(err, "attribute 'groups' is %" PRId64 ": must be 1 to %d", g->groups, INT_MAX);
+    if (g->groups < 1)
+        return clrun__refuse(err, "attribute 'groups' is %" PRId64 ": must be >= 1", g->groups);
+    if (g->groups > INT_MAX)
+        return clrun__refuse(err, "attribute 'groups' is %" PRId64 ": must be at most %d", g->groups, INT_MAX);
     return CLRUN_OK;
 }
 

@@ -272,9 +272,6 @@ static clrun_status check_cast_target(const clrun__op_call *call, const clrun__i
     int64_t to = clrun__attr_int_or(call, "to", -1);
     if (to >= 0 && to <= 16 && clrun__ew_dtype_supported((clrun_dtype)to))
         return CLRUN_OK;
-    if (to >= 0 && to <= 16 && clrun_dtype_size((clrun_dtype)to) != 0)
-        return clrun__refuse(err, "attribute 'to' is %lld (%s): clrun does not cast to %s yet", (long long)to,
-                             clrun_dtype_name((clrun_dtype)to), clrun_dtype_name((clrun_dtype)to));
     return clrun__refuse(err, "attribute 'to' is %lld: not a dtype clrun casts to (f32 = %d, "
                          "i32 = %d, i64 = %d, bool = %d, f64 = %d)", (long long)to, CLRUN_F32,
                          CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_F64);
