@@ -287,6 +287,42 @@ static void test_integer_range_counts_exactly(void **state)
     }
 }
 
+/* ---- a corpus of single-node models with one hostile attribute ---- */
+
+static void test_hostile_attributes_are_refused_by_name(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *op;
+        int rank;
+        int64_t dims[5];
+        const char *attr;
+        int count; /* 0: an int */
+        int64_t values[2];
+        clrun_status status;
+        const char *message;
+    } cases[] = {
+        {"MaxPool", 4, {1, 1, 4, 4}, "kernel_shape", 2, {INT64_MAX, INT64_MAX}, CLRUN_ERROR_UNSUPPORTED,
+         "kernel 9223372036854775807, dilation 1 and stride 1 of spatial axis 0 are too large"},
+        {"Cast", 1, {4}, "to", 0, {((int64_t)1 << 32) + 1}, CLRUN_ERROR_INVALID_GRAPH,
+         "attribute 'to' is 4294967297, not a data type"},
+        {"EyeLike", 2, {2, 2}, "dtype", 0, {((int64_t)1 << 32) + 1}, CLRUN_ERROR_UNSUPPORTED,
+         "EyeLike of data type 4294967297 is not supported"},
+        {"SpaceToDepth", 4, {1, 4, 2, 2}, "blocksize", 0, {INT64_MIN}, CLRUN_ERROR_INVALID_GRAPH,
+         "attribute 'blocksize' is -9223372036854775808: must be >= 1"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        onnx_builder b;
+        with_x(&b, 13, false, cases[c].rank, cases[c].dims, NULL, 0);
+        Onnx__NodeProto *n = ob_node(&b, cases[c].op, "n", "x", "y");
+        if (cases[c].count)
+            ob_attr_ints(&b, n, cases[c].attr, cases[c].values, (size_t)cases[c].count);
+        else
+            ob_attr_int(&b, n, cases[c].attr, cases[c].values[0]);
+        expect_refusal(&b, cases[c].status, cases[c].message);
+    }
+}
+
 /* ---- Trilu ---- */
 
 static void trilu_model(onnx_builder *b, bool host, int64_t upper, int64_t k)
@@ -445,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_resize_scale_past_int64_is_refused),
         cmocka_unit_test(test_conv_dilation_past_int64_is_refused),
         cmocka_unit_test(test_integer_range_counts_exactly),
+        cmocka_unit_test(test_hostile_attributes_are_refused_by_name),
         cmocka_unit_test(test_trilu_with_extreme_diagonals_keeps_all_or_nothing),
         cmocka_unit_test(test_clip_at_infinity_is_valid),
         cmocka_unit_test(test_clip_at_nan_is_refused),
