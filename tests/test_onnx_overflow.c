@@ -351,7 +351,44 @@ static void test_trilu_with_extreme_diagonals_keeps_all_or_nothing(void **state)
     expect_output(&b, x, 9, zeros, 9);
 }
 
-/* ---- Clip with infinite bounds (item 8) ---- */
+/* ---- resize through the graph API: a scale that maps past int64 ---- */
+
+/* Output coordinates c map to (c + 0.5) / 1e-300 - 0.5 (half_pixel): far past the axis, so each
+ * takes its last element. That coordinate used to be converted to int64 unchecked (undefined; on
+ * x86 INT64_MIN, so the first element). */
+static void test_resize_coordinate_past_int64_takes_the_edge(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("resize", &g), CLRUN_OK);
+    clrun_tensor_type t = {.dtype = CLRUN_F32, .rank = 2, .shape = {1, 4}};
+    clrun_tensor_id x, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &t, false, &x), CLRUN_OK);
+    clrun_attr at[2] = {{.name = "sizes", .kind = CLRUN_ATTR_INTS, .ints = {1, 3}, .count = 2},
+                        {.name = "scale1", .kind = CLRUN_ATTR_FLOAT, .f = 1e-300}};
+    const char *names[1] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "resize", &x, 1, names, 1, at, 2, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    if (ctx == NULL && clrun_context_create(NULL, &ctx) != CLRUN_OK)
+        fail_msg("no OpenCL device: %s", clrun_last_error(NULL));
+    clrun_exec *exec = NULL;
+    if (clrun_exec_create(ctx, g, NULL, &exec) != CLRUN_OK)
+        fail_msg("exec_create: %s", clrun_last_error(ctx));
+    static const float in[4] = {1, 2, 3, 4};
+    float out[3] = {0};
+    clrun_buffer xb;
+    assert_int_equal(clrun_alloc_ex(ctx, sizeof in, 0, "x", &xb), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, &xb, in), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &xb, 1), CLRUN_OK);
+    assert_int_equal(clrun_exec_read_output(exec, 0, out, sizeof out), CLRUN_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(out[i] == 4);
+    clrun_exec_destroy(exec);
+    assert_int_equal(clrun_free(ctx, &xb), CLRUN_OK);
+    clrun_graph_destroy(g);
+}
+
+/* ---- Clip with infinite bounds ---- */
 
 static const float wide[5] = {-1e30f, -2, 0, 3, 1e30f};
 static const int64_t five[1] = {5};
@@ -404,7 +441,7 @@ static void test_cast_to_float16_is_refused_by_the_types_name(void **state)
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "cast from float to float16 is not supported");
 }
 
-/* ---- messages that say what is wrong (item 18) ---- */
+/* ---- messages that say what is wrong ---- */
 
 static void test_stride_too_large_says_the_range(void **state)
 {
@@ -483,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_integer_range_counts_exactly),
         cmocka_unit_test(test_hostile_attributes_are_refused_by_name),
         cmocka_unit_test(test_trilu_with_extreme_diagonals_keeps_all_or_nothing),
+        cmocka_unit_test(test_resize_coordinate_past_int64_takes_the_edge),
         cmocka_unit_test(test_clip_at_infinity_is_valid),
         cmocka_unit_test(test_clip_at_nan_is_refused),
         cmocka_unit_test(test_cast_to_float16_is_refused_by_the_types_name),
