@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "graph/op.h"
 #include "graph/op_families.h"
 #include "graph/op_geometry.h"
@@ -25,10 +26,20 @@ static clrun_status pair_attr(const clrun__op_call *call, const char *name, cons
         return clrun__refuse(err, "attribute '%s' needs 2 values [h, w], got %d", name, n);
     }
     for (int i = 0; i < 2; i++)
-        if (out[i] < min || out[i] > INT_MAX)
+        if (out[i] < min)
             return clrun__refuse(err, "attribute '%s' has %" PRId64 ": must be >= %" PRId64, name,
                                  out[i], min);
+        else if (out[i] > INT_MAX)
+            return clrun__refuse(err, "attribute '%s' has %" PRId64 ": must be at most %d", name, out[i],
+                                 INT_MAX);
     return CLRUN_OK;
+}
+
+/* O * oh * ow within INT_MAX (the kernels' index range), without overflowing on the way. */
+static bool fits_int(int64_t O, int64_t oh, int64_t ow)
+{
+    int64_t p;
+    return clrun__mul_i64(O, oh, &p) && clrun__mul_i64(p, ow, &p) && p <= INT_MAX;
 }
 
 /* The output extent of a window sweep over in + pad + pad_end: floor((room) / stride) + 1, or
@@ -64,8 +75,10 @@ static clrun_status pads_attr(const clrun__op_call *call, int64_t *begin, int64_
     if (n != 4)
         return clrun__refuse(err, "attribute 'pads' needs 4 values [top, left, bottom, right], got %d", n);
     for (int i = 0; i < 4; i++)
-        if (v[i] < 0 || v[i] > INT_MAX)
+        if (v[i] < 0)
             return clrun__refuse(err, "attribute 'pads' has %" PRId64 ": must be >= 0", v[i]);
+        else if (v[i] > INT_MAX)
+            return clrun__refuse(err, "attribute 'pads' has %" PRId64 ": must be at most %d", v[i], INT_MAX);
     begin[0] = v[0], begin[1] = v[1], end[0] = v[2], end[1] = v[3];
     return CLRUN_OK;
 }
@@ -121,6 +134,8 @@ static clrun_status conv_attrs_of(const clrun__op_call *call, clrun__conv_geomet
     g->groups = clrun__attr_int_or(call, "groups", 1);
     if (g->groups < 1)
         return clrun__refuse(err, "attribute 'groups' is %" PRId64 ": must be >= 1", g->groups);
+    if (g->groups > INT_MAX)
+        return clrun__refuse(err, "attribute 'groups' is %" PRId64 ": must be at most %d", g->groups, INT_MAX);
     return CLRUN_OK;
 }
 
@@ -143,16 +158,20 @@ static clrun_status conv_shapes(const clrun__op_call *call, clrun__conv_geometry
     if (call->input_count == 3 && (call->inputs[2].rank != 1 || call->inputs[2].shape[0] != O))
         return clrun__refuse(err, "bias is %s: expected f32[%" PRId64 "] (O)",
                              clrun__type_format(&call->inputs[2], sx, sizeof sx), O);
-    g->oh = out_extent(x->shape[2], g->pad[0], g->pad_end[0], g->dilation[0] * (w->shape[2] - 1) + 1,
-                       g->stride[0], false);
-    g->ow = out_extent(x->shape[3], g->pad[1], g->pad_end[1], g->dilation[1] * (w->shape[3] - 1) + 1,
-                       g->stride[1], false);
+    int64_t span[2];
+    for (int i = 0; i < 2; i++)
+        if (!clrun__mul_i64(g->dilation[i], w->shape[2 + i] - 1, &span[i]) || span[i] > INT64_MAX / 4 ||
+            x->shape[2 + i] > INT64_MAX / 4)
+            return clrun__refuse(err, "x %s, w %s: too large for one convolution",
+                                 clrun__type_format(x, sx, sizeof sx), clrun__type_format(w, sw, sizeof sw));
+    g->oh = out_extent(x->shape[2], g->pad[0], g->pad_end[0], span[0] + 1, g->stride[0], false);
+    g->ow = out_extent(x->shape[3], g->pad[1], g->pad_end[1], span[1] + 1, g->stride[1], false);
     if (g->oh < 1 || g->ow < 1)
         return clrun__refuse(err, "the kernel of w %s (dilated) does not fit x %s with padding "
                              "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]",
                              clrun__type_format(w, sw, sizeof sw), clrun__type_format(x, sx, sizeof sx),
                              g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]);
-    if (clrun__dims_product(w, 0, 4) > INT_MAX || (uint64_t)O * (uint64_t)(g->oh * g->ow) > INT_MAX)
+    if (clrun__dims_product(w, 0, 4) > INT_MAX || !fits_int(O, g->oh, g->ow))
         return clrun__refuse(err, "x %s, w %s: too large for one convolution",
                              clrun__type_format(x, sx, sizeof sx), clrun__type_format(w, sw, sizeof sw));
     return CLRUN_OK;
@@ -214,7 +233,10 @@ clrun_status clrun__conv_transpose_geometry_of(const clrun__op_call *call, clrun
         return s;
     if (w->rank != 4)
         return clrun__refuse(err, "w is %s: expected [C, O/groups, KH, KW]", clrun__type_format(w, sw, sizeof sw));
-    int64_t C = x->shape[1], O = w->shape[1] * g->groups;
+    int64_t C = x->shape[1], O;
+    if (!clrun__mul_i64(w->shape[1], g->groups, &O))
+        return clrun__refuse(err, "w is %s, groups %" PRId64 ": too many output channels",
+                             clrun__type_format(w, sw, sizeof sw), g->groups);
     if (w->shape[0] != C || C % g->groups)
         return clrun__refuse(err, "x is %s, w is %s, groups %" PRId64 ": w's first dimension must "
                              "be C and C divide by groups", clrun__type_format(x, sx, sizeof sx),
@@ -227,14 +249,20 @@ clrun_status clrun__conv_transpose_geometry_of(const clrun__op_call *call, clrun
             return clrun__refuse(err, "output_padding [%" PRId64 ", %" PRId64 "] must be below the "
                                  "stride or the dilation", g->output_padding[0], g->output_padding[1]);
     int64_t extent[2];
-    for (int i = 0; i < 2; i++)
-        extent[i] = g->stride[i] * (x->shape[2 + i] - 1) + g->dilation[i] * (w->shape[2 + i] - 1) + 1 -
-                    g->pad[i] - g->pad_end[i] + g->output_padding[i];
+    for (int i = 0; i < 2; i++) {
+        int64_t grown, span; /* stride (in - 1) + dilation (k - 1) + 1, then the pads */
+        if (!clrun__mul_i64(g->stride[i], x->shape[2 + i] - 1, &grown) ||
+            !clrun__mul_i64(g->dilation[i], w->shape[2 + i] - 1, &span) || !clrun__add_i64(grown, span, &grown) ||
+            !clrun__add_i64(grown, 1 + g->output_padding[i], &grown))
+            return clrun__refuse(err, "x %s, w %s: too large for one convolution",
+                                 clrun__type_format(x, sx, sizeof sx), clrun__type_format(w, sw, sizeof sw));
+        extent[i] = grown - g->pad[i] - g->pad_end[i]; /* pads <= INT_MAX each */
+    }
     g->oh = extent[0], g->ow = extent[1];
     if (g->oh < 1 || g->ow < 1)
         return clrun__refuse(err, "x %s, w %s: the padding leaves no output", clrun__type_format(x, sx, sizeof sx),
                              clrun__type_format(w, sw, sizeof sw));
-    if (clrun__dims_product(w, 0, 4) > INT_MAX || (uint64_t)O * (uint64_t)(g->oh * g->ow) > INT_MAX)
+    if (clrun__dims_product(w, 0, 4) > INT_MAX || !fits_int(O, g->oh, g->ow))
         return clrun__refuse(err, "x %s, w %s: too large for one convolution",
                              clrun__type_format(x, sx, sizeof sx), clrun__type_format(w, sw, sizeof sw));
     return CLRUN_OK;

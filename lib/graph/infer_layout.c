@@ -255,8 +255,10 @@ static clrun_status block_begin(const clrun__op_call *call, int spec_count,
         return clrun__refuse(err, "x is %s: expected [N, C, H, W]",
                              clrun__type_format(x, sx, sizeof sx));
     *b = clrun__attr_int_or(call, "blocksize", 1);
-    if (*b < 1 || *b > INT32_MAX)
+    if (*b < 1)
         return clrun__refuse(err, "attribute 'blocksize' is %" PRId64 ": must be >= 1", *b);
+    if (*b > INT32_MAX)
+        return clrun__refuse(err, "attribute 'blocksize' is %" PRId64 ": must be at most %d", *b, INT32_MAX);
     return CLRUN_OK;
 }
 

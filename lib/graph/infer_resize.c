@@ -118,6 +118,12 @@ void clrun__resize_taps_of(const clrun__op_call *call, int axis, int64_t c, clru
 {
     int64_t n = call->inputs[0].shape[axis];
     double x = source_coordinate(call, axis, c);
+    /* A scale that disagrees with sizes can map far outside the axis (or to NaN): every such
+     * coordinate lands on an edge anyway, and must convert to int64 without overflow. */
+    if (!(x > -0x1p60))
+        x = -0x1p60;
+    else if (x > 0x1p60)
+        x = 0x1p60;
     int64_t mode = clrun__attr_int_or(call, "mode", CLRUN__RESIZE_NEAREST);
     if (mode == CLRUN__RESIZE_NEAREST) {
         t->count = 1;

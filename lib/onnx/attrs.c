@@ -45,17 +45,29 @@ static Onnx__AttributeProto__AttributeType attr_type(const Onnx__AttributeProto 
     return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
 }
 
-const Onnx__AttributeProto *clrun__oattr_find(clrun__imp *im, const clrun__onode *n, const char *name)
+/* The first attribute called name; every one of that name is marked read (a second one is
+ * refused by the readers, not reported as unknown). */
+static const Onnx__AttributeProto *find(const clrun__onode *n, const char *name, int *copies)
 {
-    (void)im;
+    const Onnx__AttributeProto *first = NULL;
+    *copies = 0;
     for (size_t i = 0; i < n->proto->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->proto->attribute[i];
         if (a->name && strcmp(a->name, name) == 0) {
             n->attr_used[i] = true;
-            return a;
+            (*copies)++;
+            if (first == NULL)
+                first = a;
         }
     }
-    return NULL;
+    return first;
+}
+
+const Onnx__AttributeProto *clrun__oattr_find(clrun__imp *im, const clrun__onode *n, const char *name)
+{
+    (void)im;
+    int copies;
+    return find(n, name, &copies);
 }
 
 void clrun__oattr_ignore(clrun__imp *im, const clrun__onode *n, const char *name)
@@ -68,10 +80,13 @@ void clrun__oattr_ignore(clrun__imp *im, const clrun__onode *n, const char *name
 static clrun_status lookup(clrun__imp *im, const clrun__onode *n, const char *name,
                            Onnx__AttributeProto__AttributeType want, const Onnx__AttributeProto **out)
 {
-    const Onnx__AttributeProto *a = clrun__oattr_find(im, n, name);
+    int copies;
+    const Onnx__AttributeProto *a = find(n, name, &copies);
     *out = NULL;
     if (a == NULL)
         return CLRUN_OK;
+    if (copies > 1)
+        return clrun__invalid(im, "attribute '%s' is given %d times", name, copies);
     if (a->ref_attr_name && a->ref_attr_name[0])
         return clrun__unsupported(im, "attribute '%s' refers to '%s' of a function", name, a->ref_attr_name);
     Onnx__AttributeProto__AttributeType t = attr_type(a);

@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
+#include "core/util.h"
 #include "graph/op.h"
 #include "onnx/import.h"
+#include "onnx/map.h"
 
 
 #define MAX_EMIT 64
@@ -338,4 +341,18 @@ clrun_status clrun__norm_axis(clrun__imp *im, int64_t axis, int rank, const char
         return clrun__invalid(im, "%s %" PRId64 " is out of range for rank %d", what, axis, rank);
     *out = (int)(axis < 0 ? axis + (rank > 0 ? rank : 1) : axis);
     return CLRUN_OK;
+}
+
+clrun_status clrun__host_result_failed(clrun__imp *im, int elem, int rank, const int64_t *dims)
+{
+    uint64_t bytes = clrun__onnx_elem_size(elem);
+    bool fits = true;
+    for (int d = 0; d < rank && fits; d++)
+        fits = dims[d] >= 0 && clrun__mul_u64(bytes, (uint64_t)dims[d], &bytes);
+    if (fits && bytes <= CLRUN__ONNX_MAX_TENSOR_BYTES)
+        return CLRUN__OOM(im);
+    char text[128], limit[CLRUN__BYTES_TEXT];
+    return clrun__unsupported(im, "a constant of shape %s is too large to compute on the host (at most %s)",
+                              clrun__onnx_dims_text(rank, dims, text, sizeof text),
+                              clrun__format_bytes(CLRUN__ONNX_MAX_TENSOR_BYTES, limit, sizeof limit));
 }

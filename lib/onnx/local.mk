@@ -117,6 +117,14 @@ TESTS += tests/test_onnx_nan
 tests_test_onnx_nan_SOURCES = tests/test_onnx_nan.c tests/onnx_builder.h
 tests_test_onnx_nan_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_nan_LDADD = $(TEST_LDADD)
+
+# Hostile attribute and shape values (overflow, infinities), on the device and folded; the
+# sanitizer build turns any overflow left into a failure.
+check_PROGRAMS += tests/test_onnx_overflow
+TESTS += tests/test_onnx_overflow
+tests_test_onnx_overflow_SOURCES = tests/test_onnx_overflow.c tests/onnx_builder.h tests/device_test.h
+tests_test_onnx_overflow_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_overflow_LDADD = $(TEST_LDADD)
 endif
 
 # The conformance suite and the real models (tests/onnx_suite.sh, tests/onnx_models.sh): the

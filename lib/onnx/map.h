@@ -114,6 +114,10 @@ clrun_status clrun__mv_const(clrun__imp *im, clrun__onode *n, clrun__otensor *t,
 clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t before,
                              int64_t after, const char *mode, double value, int out, clrun__value **r);
 
+/* The failure of a host result of this element type and shape (emit.c): a refusal saying it is
+ * too large when it is over the host tensor limit (or its size overflows), else out of memory. */
+clrun_status clrun__host_result_failed(clrun__imp *im, int elem, int rank, const int64_t *dims);
+
 /* Shared by mappings: opset-6 style broadcasting of b against a (Add-1/6 with broadcast=1 and
  * axis) as the numpy broadcasting shape of b; map_elementwise.c. */
 clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clrun__value *a,

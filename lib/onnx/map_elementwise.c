@@ -102,9 +102,10 @@ clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clru
     if (n->version >= 7)
         return CLRUN_OK;
     int64_t broadcast, axis;
+    bool has_axis = clrun__oattr_find(im, n, "axis") != NULL;
     clrun_status s = clrun__oattr_int(im, n, "broadcast", 0, &broadcast);
     if (s == CLRUN_OK)
-        s = clrun__oattr_int(im, n, "axis", INT64_MIN, &axis);
+        s = clrun__oattr_int(im, n, "axis", 0, &axis);
     if (s != CLRUN_OK)
         return s;
     const clrun__otensor *ta = &a->c, *tb = &b->c;
@@ -120,10 +121,11 @@ clrun_status clrun__legacy_broadcast(clrun__imp *im, clrun__onode *n, const clru
         return CLRUN_OK;
     }
     /* B's shape is a contiguous run of A's, starting at axis (by default, A's last dims). */
-    int64_t start = axis == INT64_MIN ? ta->rank - tb->rank : axis;
-    if (start < 0)
-        start += axis == INT64_MIN ? 0 : ta->rank;
-    if (tb->rank == 1 && tb->dims[0] == 1 && axis == INT64_MIN)
+    if (has_axis && (axis < -ta->rank || axis >= ta->rank))
+        return clrun__invalid(im, "axis %" PRId64 " is out of range for A %s", axis,
+                              clrun__onnx_dims_text(ta->rank, ta->dims, da, sizeof da));
+    int64_t start = !has_axis ? ta->rank - tb->rank : axis < 0 ? axis + ta->rank : axis;
+    if (tb->rank == 1 && tb->dims[0] == 1 && !has_axis)
         return CLRUN_OK; /* a scalar in a list: numpy broadcasting as it is */
     if (start < 0 || start + tb->rank > ta->rank)
         return clrun__invalid(im, "B %s does not fit A %s at axis %" PRId64,
@@ -387,11 +389,13 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
     if (n->version < 6)
         clrun__oattr_ignore(im, n, "consumed_inputs");
     if (n->version < 11) {
-        const Onnx__AttributeProto *a;
-        if ((a = clrun__oattr_find(im, n, "min")) != NULL)
-            lo = a->f, has_lo = true;
-        if ((a = clrun__oattr_find(im, n, "max")) != NULL)
-            hi = a->f, has_hi = true;
+        has_lo = clrun__oattr_find(im, n, "min") != NULL;
+        has_hi = clrun__oattr_find(im, n, "max") != NULL;
+        s = clrun__oattr_float(im, n, "min", -INFINITY, &lo);
+        if (s == CLRUN_OK)
+            s = clrun__oattr_float(im, n, "max", INFINITY, &hi);
+        if (s != CLRUN_OK)
+            return s;
     } else {
         lo_v = n->n_in > 1 ? n->in[1] : NULL;
         hi_v = n->n_in > 2 ? n->in[2] : NULL;
@@ -406,7 +410,16 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
             hi = clrun__otensor_get_real(&hi_v->c, 0), has_hi = true, hi_v = NULL;
         }
     }
-    if (!lo_v && !hi_v) {
+    if ((has_lo && isnan(lo)) || (has_hi && isnan(hi)))
+        return clrun__invalid(im, "%s is NaN", has_lo && isnan(lo) ? "min" : "max");
+    /* An infinite bound on its own side clips nothing (a mel front-end clips at +inf); one on
+     * the other side makes every element infinite, which the composition below gives. */
+    if (has_lo && lo == -INFINITY)
+        has_lo = false;
+    if (has_hi && hi == INFINITY)
+        has_hi = false;
+    bool finite = (!has_lo || isfinite(lo)) && (!has_hi || isfinite(hi));
+    if (!lo_v && !hi_v && finite) {
         clrun_attr a[2];
         int k = 0;
         if (has_lo)
@@ -429,7 +442,7 @@ clrun_status clrun__map_clip(clrun__imp *im, clrun__onode *n)
     if (s == CLRUN_OK && hi_v)
         s = clrun__emit_binary(im, n, "minimum", t, hi_v, 0, &t);
     if (s == CLRUN_OK && !lo_v && !hi_v)
-        s = clrun__emit_copy(im, n, x, 0, NULL);
+        s = clrun__define_alias(im, n, 0, x);
     return s;
 }
 
@@ -453,9 +466,11 @@ static clrun_status cast_target(clrun__imp *im, clrun__onode *n, int *elem)
     if (n->version >= 6) {
         int64_t to;
         clrun_status s = clrun__oattr_int(im, n, "to", -1, &to);
-        if (s == CLRUN_OK && to < 0)
+        if (s == CLRUN_OK && to < 0 && clrun__oattr_find(im, n, "to") == NULL)
             s = clrun__invalid(im, "attribute 'to' is required");
-        *elem = (int)to;
+        else if (s == CLRUN_OK && (to < 0 || to > INT32_MAX))
+            s = clrun__invalid(im, "attribute 'to' is %" PRId64 ", not a data type", to);
+        *elem = s == CLRUN_OK ? (int)to : CLRUN__ONNX_UNDEFINED;
         return s;
     }
     static const struct { const char *name; int elem; } names[] = {
@@ -503,6 +518,12 @@ clrun_status clrun__map_cast(clrun__imp *im, clrun__onode *n)
     if (!clrun__onnx_elem_dtype(elem, &dtype))
         return clrun__unsupported(im, "cast to %s: clrun has no such tensors", clrun__onnx_elem_name(elem, name, sizeof name));
     clrun_attr a = clrun__mk_int("to", (int64_t)dtype);
+    if (!clrun__op_accepts("cast", &x, 1, &a, 1)) {
+        char from[32];
+        return clrun__unsupported(im, "cast from %s to %s is not supported on the device",
+                                  clrun__onnx_elem_name(x->c.elem, from, sizeof from),
+                                  clrun__onnx_elem_name(elem, name, sizeof name));
+    }
     return clrun__emit1(im, n, "cast", &x, 1, &a, 1, 0, NULL);
 }
 

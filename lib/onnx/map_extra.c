@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "onnx/fold.h"
+#include "core/checked.h"
 #include "onnx/map.h"
 
 static clrun__value *scalar_like(clrun__imp *im, const clrun__value *x, double value)
@@ -105,11 +106,14 @@ clrun_status clrun__map_eyelike(clrun__imp *im, clrun__onode *n)
     if (x->rank != 2)
         return clrun__invalid(im, "EyeLike takes a matrix");
     clrun__otensor t;
-    if (clrun__onnx_elem_size((int)dtype) == 0 || !clrun__otensor_alloc(&t, (int)dtype, 2, x->dims))
+    if (dtype < 0 || dtype > INT32_MAX || clrun__onnx_elem_size((int)dtype) == 0)
         return clrun__unsupported(im, "EyeLike of data type %" PRId64 " is not supported", dtype);
+    if (!clrun__otensor_alloc(&t, (int)dtype, 2, x->dims))
+        return clrun__host_result_failed(im, (int)dtype, 2, x->dims);
+    int64_t j;
     for (int64_t i = 0; i < x->dims[0]; i++)
-        if (i + k >= 0 && i + k < x->dims[1])
-            clrun__otensor_set_int(&t, (uint64_t)(i * x->dims[1] + i + k), 1);
+        if (clrun__add_i64(i, k, &j) && j >= 0 && j < x->dims[1])
+            clrun__otensor_set_int(&t, (uint64_t)(i * x->dims[1] + j), 1);
     return clrun__define_const(im, n, 0, &t);
 }
 
@@ -316,11 +320,14 @@ clrun_status clrun__map_window(clrun__imp *im, clrun__onode *n)
         a0 = 25.0 / 46.0, a1 = 1 - a0;
     else if (strcmp(n->op, "BlackmanWindow") == 0)
         a0 = 0.42, a1 = 0.5, a2 = 0.08;
+    if (!(size_r >= 0 && size_r < 0x1p62)) /* NaN, negative or far too large */
+        return clrun__invalid(im, "the window size %g is negative, NaN or too large", size_r);
     int64_t size = (int64_t)size_r;
     clrun__otensor t;
-    if (size < 0 || clrun__onnx_elem_size((int)dtype) == 0 || !clrun__otensor_alloc(&t, (int)dtype, 1, &size))
-        return clrun__unsupported(im, "a window of size %" PRId64 " and data type %" PRId64 " is not supported",
-                                  size, dtype);
+    if (dtype < 0 || dtype > INT32_MAX || clrun__onnx_elem_size((int)dtype) == 0)
+        return clrun__unsupported(im, "a window of data type %" PRId64 " is not supported", dtype);
+    if (!clrun__otensor_alloc(&t, (int)dtype, 1, &size))
+        return clrun__host_result_failed(im, (int)dtype, 1, &size);
     double N = periodic ? (double)size : (double)(size - 1);
     for (int64_t i = 0; i < size; i++) {
         double x = N > 0 ? 2 * M_PI * (double)i / N : 0;
@@ -352,6 +359,8 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n)
     int rank = idx->c.rank + 1, a;
     if ((s = clrun__norm_axis(im, axis, rank, "axis", &a)) != CLRUN_OK)
         return s;
+    if (!present || !(depth_r >= 1 && depth_r < 0x1p62))
+        return clrun__invalid(im, "depth %g is not a count from 1 to 2^62", present ? depth_r : 0.0);
     int64_t depth = (int64_t)depth_r;
     if (depth < 1 || rank > CLRUN_MAX_DIMS)
         return clrun__unsupported(im, "a depth of %" PRId64 " and rank %d are not supported", depth, rank);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "onnx/fold.h"
 #include "onnx/map.h"
 
@@ -119,8 +120,20 @@ clrun_status clrun__map_gather(clrun__imp *im, clrun__onode *n)
             return gather_const_indices(im, n, data, &idx, a);
         clrun__otensor t;
         bool ok = clrun__host_gather(&data->c, &idx, a, &t);
+        if (ok) {
+            clrun__otensor_free(&idx);
+            return clrun__define_const(im, n, 0, &t);
+        }
+        int64_t dims[2 * CLRUN__ONNX_MAX_RANK];
+        int r = 0;
+        for (int k = 0; k < data->c.rank; k++)
+            if (k != a)
+                dims[r++] = data->c.dims[k];
+            else
+                for (int j = 0; j < idx.rank; j++)
+                    dims[r++] = idx.dims[j];
         clrun__otensor_free(&idx);
-        return ok ? clrun__define_const(im, n, 0, &t) : CLRUN__OOM(im);
+        return clrun__host_result_failed(im, data->c.elem, r, dims);
     }
     /* Indices computed on the device: the graph's gather with ONNX semantics (int64 indices,
      * negatives from the end). */
@@ -170,7 +183,7 @@ clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n)
     if (clrun__is_const(x)) {
         clrun__otensor t;
         if (!clrun__host_expand(&x->c, rank, dims, &t))
-            return CLRUN__OOM(im);
+            return clrun__host_result_failed(im, x->c.elem, rank, dims);
         return clrun__define_const(im, n, 0, &t);
     }
     if (rank == x->c.rank && memcmp(dims, x->c.dims, (size_t)rank * sizeof dims[0]) == 0)
@@ -184,7 +197,7 @@ clrun_status clrun__map_expand(clrun__imp *im, clrun__onode *n)
         return clrun__unsupported(im, "needs graph op 'expand', which this build of clrun does not have");
     clrun__otensor ones;
     if (!clrun__otensor_alloc(&ones, x->c.elem, rank, dims))
-        return CLRUN__OOM(im);
+        return clrun__host_result_failed(im, x->c.elem, rank, dims);
     for (uint64_t i = 0; i < clrun__otensor_count(&ones); i++)
         clrun__otensor_set_int(&ones, i, 1);
     clrun__value *one = clrun__const_value(im, &ones);
@@ -209,13 +222,20 @@ clrun_status clrun__map_tile(clrun__imp *im, clrun__onode *n)
         return s;
     if (count != x->c.rank)
         return clrun__invalid(im, "repeats has %d entries for rank %d", count, x->c.rank);
-    for (int d = 0; d < count; d++)
+    int64_t tiled[CLRUN__ONNX_MAX_RANK], total;
+    for (int d = 0; d < count; d++) {
         if (repeats[d] < 0)
             return clrun__invalid(im, "repeat %d is %" PRId64, d, repeats[d]);
+        if (!clrun__mul_i64(x->c.dims[d], repeats[d], &tiled[d]))
+            return clrun__unsupported(im, "repeat %d (%" PRId64 ") makes axis %d of size %" PRId64
+                                      " larger than 2^63 - 1", d, repeats[d], d, x->c.dims[d]);
+    }
+    if (!clrun__product_i64(tiled, count, &total))
+        return clrun__unsupported(im, "the repeats make a result of more than 2^63 - 1 elements");
     if (clrun__is_const(x)) {
         clrun__otensor t;
         if (!clrun__host_tile(&x->c, repeats, &t))
-            return CLRUN__OOM(im);
+            return clrun__host_result_failed(im, x->c.elem, count, tiled);
         return clrun__define_const(im, n, 0, &t);
     }
     if (clrun__graph_has_op("tile")) {
@@ -255,7 +275,11 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
     int64_t dim = x->c.dims[axis];
     clrun_status s = CLRUN_OK;
     if (before < 0 || after < 0) { /* negative pads crop */
-        int64_t start = before < 0 ? -before : 0, end = dim - (after < 0 ? -after : 0);
+        /* either side removing the whole axis empties it; otherwise -before and dim + after
+         * are in range */
+        if (before <= -dim || after <= -dim)
+            return clrun__unsupported(im, "the result would be empty");
+        int64_t start = before < 0 ? -before : 0, end = after < 0 ? dim + after : dim;
         if (end - start < 1)
             return clrun__unsupported(im, "the result would be empty");
         s = clrun__mv_slice(im, n, x, axis, start, end - start, before <= 0 && after <= 0 ? out : -1, &x);
@@ -271,8 +295,12 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
     if (reflect && (before >= dim || after >= dim))
         return clrun__invalid(im, "reflect pads of %" PRId64 " and %" PRId64 " on an axis of %" PRId64,
                               before, after, dim);
-    if (before + after + 1 > 64 && !(!reflect && !edge))
-        return clrun__unsupported(im, "pads of %" PRId64 " in %s mode", before + after, mode);
+    int64_t padded;
+    if (!clrun__add_i64(before, after, &padded) || !clrun__add_i64(padded, dim, &padded))
+        return clrun__unsupported(im, "pads of %" PRId64 " and %" PRId64 " make axis %d of size %" PRId64
+                                  " out of the int64 range", before, after, axis, dim);
+    if ((before > 63 || after > 63 || before + after + 1 > 64) && (reflect || edge))
+        return clrun__unsupported(im, "pads of %" PRId64 " and %" PRId64 " in %s mode", before, after, mode);
     clrun__value *parts[66];
     int k = 0;
     for (int side = 0; side < 2; side++) {
@@ -285,7 +313,7 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
             memcpy(dims, x->c.dims, sizeof dims);
             dims[axis] = width;
             if (!clrun__otensor_alloc(&block, x->c.elem, x->c.rank, dims))
-                return CLRUN__OOM(im);
+                return clrun__host_result_failed(im, x->c.elem, x->c.rank, dims);
             for (uint64_t i = 0; i < clrun__otensor_count(&block); i++)
                 clrun__otensor_set_real(&block, i, value);
             if ((parts[k++] = clrun__const_value(im, &block)) == NULL)
@@ -336,9 +364,17 @@ clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
     if (count != 2 * rank)
         return clrun__invalid(im, "pads has %d entries for rank %d", count, rank);
     int last = -1;
-    for (int d = 0; d < rank; d++)
+    for (int d = 0; d < rank; d++) {
+        int64_t dim;
+        if (!clrun__add_i64(x->c.dims[d], pads[d], &dim) || !clrun__add_i64(dim, pads[d + rank], &dim))
+            return clrun__unsupported(im, "pads of %" PRId64 " and %" PRId64 " make axis %d of size %" PRId64
+                                      " out of the int64 range", pads[d], pads[d + rank], d, x->c.dims[d]);
+        if (dim < 0)
+            return clrun__invalid(im, "pads of %" PRId64 " and %" PRId64 " remove more than axis %d of "
+                                  "size %" PRId64 " holds", pads[d], pads[d + rank], d, x->c.dims[d]);
         if (pads[d] || pads[d + rank])
             last = d;
+    }
     if (last < 0)
         return clrun__define_alias(im, n, 0, x);
     if (!clrun__is_const(x)) {
@@ -376,27 +412,36 @@ clrun_status clrun__map_depth_space(clrun__imp *im, clrun__onode *n)
     if (s != CLRUN_OK)
         return s;
     const int64_t *d = x->c.dims;
-    if (x->c.rank != 4 || b < 1)
-        return clrun__invalid(im, "needs a rank-4 input and a blocksize >= 1");
-    int64_t N = d[0], C = d[1], H = d[2], W = d[3], six[6], four[4];
+    if (clrun__oattr_find(im, n, "blocksize") == NULL)
+        return clrun__invalid(im, "attribute 'blocksize' is required");
+    if (x->c.rank != 4)
+        return clrun__invalid(im, "needs a rank-4 input, not rank %d", x->c.rank);
+    if (b < 1)
+        return clrun__invalid(im, "attribute 'blocksize' is %" PRId64 ": must be >= 1", b);
+    int64_t N = d[0], C = d[1], H = d[2], W = d[3], six[6], four[4], bb, hb, wb, cbb;
+    /* b² and the grown dims: an overflow is a blocksize too large for this input */
+    bool fits = clrun__mul_i64(b, b, &bb) &&
+                (to_space ? clrun__mul_i64(H, b, &hb) && clrun__mul_i64(W, b, &wb)
+                          : clrun__mul_i64(C, bb, &cbb));
+    if (!fits || (to_space && C % bb) || (!to_space && (H % b || W % b))) {
+        char dx[128];
+        return clrun__invalid(im, "attribute 'blocksize' is %" PRId64 ": does not fit input %s", b,
+                              clrun__onnx_dims_text(x->c.rank, x->c.dims, dx, sizeof dx));
+    }
     int perm[6];
     if (to_space) {
-        if (C % (b * b))
-            return clrun__invalid(im, "channels %" PRId64 " are not a multiple of blocksize² %" PRId64, C, b * b);
         bool crd = strcmp(mode, "CRD") == 0;
         if (!crd && strcmp(mode, "DCR"))
             return clrun__invalid(im, "mode '%s' is neither DCR nor CRD", mode);
-        int64_t c = C / (b * b);
+        int64_t c = C / bb;
         int64_t dcr[6] = {N, b, b, c, H, W}, crd6[6] = {N, c, b, b, H, W};
         int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
         memcpy(six, crd ? crd6 : dcr, sizeof six);
         memcpy(perm, crd ? pc : pd, sizeof perm);
-        int64_t o[4] = {N, c, H * b, W * b};
+        int64_t o[4] = {N, c, hb, wb};
         memcpy(four, o, sizeof four);
     } else {
-        if (H % b || W % b)
-            return clrun__invalid(im, "height and width must be multiples of the blocksize");
-        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, C * b * b, H / b, W / b};
+        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, cbb, H / b, W / b};
         int p[6] = {0, 3, 5, 1, 2, 4};
         memcpy(six, s6, sizeof six);
         memcpy(perm, p, sizeof perm);
@@ -422,17 +467,24 @@ clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 1);
     int64_t upper, k = 0;
-    bool present = false;
-    double kr = 0;
+    int count = -1;
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "upper", 1, &upper);
     if (s == CLRUN_OK)
-        s = clrun__const_real(im, n, 1, &kr, &present);
+        s = clrun__const_ints(im, n, 1, true, &k, 1, &count);
     if (s != CLRUN_OK)
         return s;
-    if (present)
-        k = (int64_t)kr;
+    if (count == 0)
+        return clrun__invalid(im, "input 'k' is empty");
+    if (count < 0)
+        k = 0;
     clrun__value *x = n->in[0];
+    if (x->c.rank < 2)
+        return clrun__invalid(im, "needs an input of rank >= 2, not %d", x->c.rank);
+    /* Diagonals beyond the matrix keep all or nothing: clamped to [-rows, cols] the same, and
+     * small enough for any kernel's index arithmetic. */
+    int64_t rows = x->c.dims[x->c.rank - 2], cols = x->c.dims[x->c.rank - 1];
+    k = k < -rows ? -rows : k > cols ? cols : k;
     clrun_attr a[2] = {clrun__mk_int("upper", upper), clrun__mk_int("k", k)};
     return clrun__emit1(im, n, "trilu", &x, 1, a, 2, 0, NULL);
 }
@@ -440,18 +492,18 @@ clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n)
 clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 2);
-    int64_t exclusive, reverse;
-    double axis_r;
-    bool present;
-    int a;
+    int64_t exclusive, reverse, axis = 0;
+    int a, count = -1;
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "exclusive", 0, &exclusive);
     if (s == CLRUN_OK)
         s = clrun__oattr_int(im, n, "reverse", 0, &reverse);
     if (s == CLRUN_OK)
-        s = clrun__const_real(im, n, 1, &axis_r, &present);
+        s = clrun__const_ints(im, n, 1, false, &axis, 1, &count);
+    if (s == CLRUN_OK && count != 1)
+        s = clrun__invalid(im, "input 'axis' must hold one integer");
     if (s == CLRUN_OK)
-        s = clrun__norm_axis(im, (int64_t)axis_r, n->in[0]->c.rank, "axis", &a);
+        s = clrun__norm_axis(im, axis, n->in[0]->c.rank, "axis", &a);
     if (s != CLRUN_OK)
         return s;
     clrun__value *x = n->in[0];
@@ -541,10 +593,16 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
     bool same = true;
     for (int d = 0; d < rank; d++) {
         if (n_scales >= 0) {
-            if (!(scales[d] > 0))
+            if (!(scales[d] > 0) || !isfinite(scales[d]))
                 return clrun__invalid(im, "scale %d is %g", d, scales[d]);
-            sizes[d] = (int64_t)floor((double)x->c.dims[d] * scales[d]);
+            double size = floor((double)x->c.dims[d] * scales[d]);
+            if (!(size < 0x1p63)) /* 2^63 itself does not convert */
+                return clrun__unsupported(im, "scale %d (%g) makes axis %d of size %" PRId64 " larger "
+                                          "than 2^63 - 1", d, scales[d], d, x->c.dims[d]);
+            sizes[d] = (int64_t)size;
         }
+        if (sizes[d] < 0)
+            return clrun__invalid(im, "sizes entry %d is %" PRId64, d, sizes[d]);
         same = same && sizes[d] == x->c.dims[d] && (n_scales < 0 || scales[d] == 1);
     }
     if (same)

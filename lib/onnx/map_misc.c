@@ -118,7 +118,7 @@ clrun_status clrun__map_constant_of_shape(clrun__imp *im, clrun__onode *n)
     int elem = found ? value.elem : CLRUN__ONNX_FLOAT;
     if (!clrun__otensor_alloc(&out, elem, rank, dims)) {
         clrun__otensor_free(&value);
-        return clrun__unsupported(im, "a constant of shape %s is too large", "requested");
+        return clrun__host_result_failed(im, elem, rank, dims);
     }
     size_t size = clrun__onnx_elem_size(elem);
     uint64_t count = clrun__otensor_count(&out);
@@ -158,12 +158,18 @@ clrun_status clrun__map_range(clrun__imp *im, clrun__onode *n)
                 delta = clrun__otensor_get_int(t[2], 0);
         if (delta == 0)
             return clrun__invalid(im, "Range needs a delta other than 0");
-        double c = ceil(((double)limit - (double)start) / (double)delta);
-        count = c > 0 ? (c > 1e12 ? -1 : (int64_t)c) : 0;
+        /* exact: the span and the step as magnitudes in uint64 (no int64 overflow, no rounding) */
+        bool up = delta > 0;
+        uint64_t span = up ? (limit > start ? (uint64_t)limit - (uint64_t)start : 0)
+                           : (start > limit ? (uint64_t)start - (uint64_t)limit : 0);
+        uint64_t step = up ? (uint64_t)delta : 0 - (uint64_t)delta;
+        uint64_t c = span == 0 ? 0 : (span - 1) / step + 1;
+        count = c > (uint64_t)1e12 ? -1 : (int64_t)c;
         if (count < 0 || !clrun__otensor_alloc(&out, elem, 1, &count))
-            return clrun__unsupported(im, "a range of %g elements is too large", c);
+            return clrun__unsupported(im, "a range of %" PRIu64 " elements is too large", c);
+        /* start + i * delta stays inside [start, limit): computed modulo 2^64, it is exact */
         for (int64_t i = 0; i < count; i++)
-            clrun__otensor_set_int(&out, (uint64_t)i, start + i * delta);
+            clrun__otensor_set_int(&out, (uint64_t)i, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
     }
     return clrun__define_const(im, n, 0, &out);
 }

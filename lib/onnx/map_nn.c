@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "onnx/fold.h"
 #include "onnx/map.h"
 
@@ -129,6 +130,16 @@ static clrun_status window_attrs(clrun__imp *im, clrun__onode *n, const clrun__o
     for (int i = 0; i < sp; i++)
         if (w->stride[i] < 1 || w->dilation[i] < 1 || w->kernel[i] < 1)
             return clrun__invalid(im, "strides, dilations and kernel sizes must be >= 1");
+    /* The window's span and a stride past the input must stay in range for the arithmetic of
+     * every output size here and in the graph's type rules. */
+    for (int i = 0; i < sp; i++) {
+        int64_t span, reach;
+        if (!clrun__mul_i64(w->kernel[i] - 1, w->dilation[i], &span) || !clrun__add_i64(span, 1, &span) ||
+            !clrun__add_i64(span, x->dims[2 + i], &reach) || !clrun__add_i64(reach, w->stride[i], &reach))
+            return clrun__unsupported(im, "kernel %" PRId64 ", dilation %" PRId64 " and stride %" PRId64
+                                      " of spatial axis %d are too large", w->kernel[i], w->dilation[i],
+                                      w->stride[i], i);
+    }
     char pad_mode[16];
     if ((s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", pad_mode, sizeof pad_mode)) != CLRUN_OK)
         return s;
@@ -141,6 +152,10 @@ static clrun_status window_attrs(clrun__imp *im, clrun__onode *n, const clrun__o
             w->pad_begin[i] = v[i], w->pad_end[i] = v[i + sp];
             if (v[i] < 0 || v[i + sp] < 0)
                 return clrun__invalid(im, "negative pads");
+            int64_t reach = (w->kernel[i] - 1) * w->dilation[i] + 1 + x->dims[2 + i] + w->stride[i];
+            if (!clrun__add_i64(reach, v[i], &reach) || !clrun__add_i64(reach, v[i + sp], &reach))
+                return clrun__unsupported(im, "pads %" PRId64 " and %" PRId64 " of spatial axis %d are too large",
+                                          v[i], v[i + sp], i);
         }
     } else if (strcmp(pad_mode, "SAME_UPPER") == 0 || strcmp(pad_mode, "SAME_LOWER") == 0) {
         /* The output is ceil(in / stride); the padding it needs, the odd one at the end (UPPER)
@@ -309,9 +324,14 @@ static clrun_status transpose_pads(clrun__imp *im, const char *mode, int64_t in,
     }
     if (wanted < 0 && !same)
         return CLRUN_OK; /* the pads as given */
-    if (wanted < 0)
-        wanted = in * stride;
-    int64_t total = stride * (in - 1) + out_pad + (k - 1) * dilation + 1 - wanted;
+    if (out_pad < 0)
+        return clrun__invalid(im, "output_padding %" PRId64 " is negative", out_pad);
+    int64_t full, total; /* the full output: stride * (in - 1) + out_pad + (k - 1) * dilation + 1 */
+    if (!clrun__mul_i64(stride, in - 1, &full) || !clrun__add_i64(full, out_pad, &full) ||
+        !clrun__add_i64(full, (k - 1) * dilation + 1, &full) || (wanted < 0 && !clrun__mul_i64(in, stride, &wanted)))
+        return clrun__unsupported(im, "strides, output_padding and the kernel make an output larger than "
+                                  "2^63 - 1");
+    total = full - wanted; /* both >= 0 */
     if (total < 0)
         return clrun__unsupported(im, "an output larger than the full transposed convolution (padding %" PRId64 ")",
                                   total);
@@ -488,7 +508,7 @@ clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x
     }
     int64_t sym[2] = {w.pad_begin[0], w.pad_begin[1]};
     bool symmetric = w.pad_begin[0] == w.pad_end[0] && w.pad_begin[1] == w.pad_end[1];
-    bool fits = 2 * sym[0] <= w.kernel[0] && 2 * sym[1] <= w.kernel[1];
+    bool fits = sym[0] <= w.kernel[0] / 2 && sym[1] <= w.kernel[1] / 2; /* 2 * sym <= kernel */
     if (max && (!symmetric || !fits)) {
         /* Explicit -inf padding, never the max of a window that has any element of x. */
         for (int i = 0; i < 2; i++) {

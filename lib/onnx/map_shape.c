@@ -5,16 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "onnx/fold.h"
 #include "onnx/map.h"
-
-static uint64_t product(const int64_t *dims, int from, int to)
-{
-    uint64_t p = 1;
-    for (int d = from; d < to; d++)
-        p *= (uint64_t)dims[d];
-    return p;
-}
 
 /* ---- Reshape, Flatten, Squeeze, Unsqueeze ---- */
 
@@ -38,6 +31,7 @@ static clrun_status reshape_target(clrun__imp *im, clrun__onode *n, const clrun_
         return s;
     int wild = -1;
     uint64_t known = 1, total = clrun__otensor_count(x);
+    char dx[128], ds[128];
     for (int d = 0; d < count; d++) {
         if (shape[d] == 0 && !allowzero) {
             if (d >= x->rank)
@@ -50,7 +44,10 @@ static clrun_status reshape_target(clrun__imp *im, clrun__onode *n, const clrun_
         }
         if (shape[d] < 0)
             return clrun__invalid(im, "shape entry %d is %" PRId64, d, shape[d]);
-        known *= (uint64_t)shape[d];
+        if (!clrun__mul_u64(known, (uint64_t)shape[d], &known) || known > INT64_MAX)
+            return clrun__invalid(im, "cannot reshape %s to %s: more than 2^63 elements",
+                                  clrun__onnx_dims_text(x->rank, x->dims, dx, sizeof dx),
+                                  clrun__onnx_dims_text(count, shape, ds, sizeof ds));
     }
     if (wild >= 0) {
         if (known == 0 || total % known)
@@ -59,7 +56,6 @@ static clrun_status reshape_target(clrun__imp *im, clrun__onode *n, const clrun_
         shape[wild] = (int64_t)(total / known);
         known = total;
     }
-    char dx[128], ds[128];
     if (known != total)
         return clrun__invalid(im, "cannot reshape %s (%" PRIu64 " elements) to %s",
                               clrun__onnx_dims_text(x->rank, x->dims, dx, sizeof dx), total,
@@ -149,11 +145,10 @@ clrun_status clrun__map_reshape(clrun__imp *im, clrun__onode *n)
             a = x->c.rank;
         else if (s == CLRUN_OK)
             s = clrun__norm_axis(im, axis, x->c.rank, "axis", &a);
-        if (s == CLRUN_OK) {
-            rank = 2;
-            dims[0] = (int64_t)product(x->c.dims, 0, a);
-            dims[1] = (int64_t)product(x->c.dims, a, x->c.rank);
-        }
+        rank = 2;
+        if (s == CLRUN_OK && (!clrun__product_i64(x->c.dims, a, &dims[0]) ||
+                              !clrun__product_i64(x->c.dims + a, x->c.rank - a, &dims[1])))
+            s = clrun__invalid(im, "the flattened dimensions exceed 2^63 - 1");
     } else if (strcmp(n->op, "Squeeze") == 0) {
         s = squeeze_target(im, n, &x->c, &rank, dims);
     } else {
@@ -203,8 +198,8 @@ clrun_status clrun__map_concat(clrun__imp *im, clrun__onode *n)
         return s;
     int64_t axis;
     int a;
-    s = clrun__oattr_int(im, n, "axis", n->version < 4 ? 1 : INT64_MIN, &axis);
-    if (s == CLRUN_OK && axis == INT64_MIN)
+    s = clrun__oattr_int(im, n, "axis", 1, &axis);
+    if (s == CLRUN_OK && n->version >= 4 && clrun__oattr_find(im, n, "axis") == NULL)
         s = clrun__invalid(im, "attribute 'axis' is required");
     const clrun__otensor *x0 = &n->in[0]->c;
     if (s == CLRUN_OK)
@@ -255,7 +250,8 @@ clrun_status clrun__map_split(clrun__imp *im, clrun__onode *n)
     for (int i = 0; i < count; i++) {
         if (split[i] < 0)
             return clrun__invalid(im, "split entry %d is %" PRId64, i, split[i]);
-        total += split[i];
+        if (!clrun__add_i64(total, split[i], &total) || total > dim)
+            return clrun__invalid(im, "split sizes add up to more than axis %d of size %" PRId64, a, dim);
     }
     if (count != n->n_out || total != dim)
         return clrun__invalid(im, "split sizes (%d parts, %" PRId64 " in all) do not fit %d outputs of axis "
@@ -273,22 +269,26 @@ clrun_status clrun__map_split(clrun__imp *im, clrun__onode *n)
 
 /* ---- Slice ---- */
 
-/* ONNX's clamping of one axis' start/end/step into a first index and a count. */
+/* ONNX's clamping of one axis' start/end/step into a first index and a count; no intermediate
+ * overflows for any int64 values (a step of INT64_MIN or INT64_MAX takes one element). */
 static void slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *count)
 {
     if (start < 0)
         start = start < -dim ? 0 - (step < 0) : start + dim;
     if (end < 0)
         end = end < -dim ? -1 : end + dim;
+    uint64_t span; /* the distance covered, in [0, dim] after clamping */
     if (step > 0) {
         start = start < 0 ? 0 : start > dim ? dim : start;
         end = end < 0 ? 0 : end > dim ? dim : end;
-        *count = end > start ? (end - start + step - 1) / step : 0;
+        span = end > start ? (uint64_t)(end - start) : 0;
     } else {
         start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
         end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-        *count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+        span = start > end ? (uint64_t)(start - end) : 0;
     }
+    uint64_t magnitude = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
+    *count = span == 0 ? 0 : (int64_t)(1 + (span - 1) / magnitude);
     *first = start;
 }
 
@@ -344,7 +344,7 @@ clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n)
     if (clrun__is_const(x)) {
         clrun__otensor t;
         if (!clrun__host_slice(&x->c, first, step, count, &t))
-            return CLRUN__OOM(im);
+            return clrun__host_result_failed(im, x->c.elem, rank, count);
         return clrun__mv_const(im, n, &t, 0, NULL);
     }
     /* On the device: one slice per axis that changes, the last into the output. */
@@ -362,7 +362,8 @@ clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n)
         } else { /* the graph slice's ONNX form; an end before index 0 is "to the start" */
             if (count[d] < 1)
                 return clrun__unsupported(im, "the result would be empty");
-            int64_t end = first[d] + step[d] * count[d], axis = d;
+            /* saturated: the graph's slice clamps an end past the axis, as ONNX does */
+            int64_t end = clrun__add_sat_i64(first[d], clrun__mul_sat_i64(step[d], count[d])), axis = d;
             if (end < 0)
                 end = INT64_MIN;
             clrun_attr a[4] = {clrun__mk_ints("starts", &first[d], 1), clrun__mk_ints("ends", &end, 1),

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "onnx/map.h"
 
 /* The depth window geometry: output depths and, for output od and tap k, the input depth (or
@@ -88,8 +89,10 @@ clrun_status clrun__conv3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clr
     clrun_status s = depth_of(im, x, w, false, &d);
     if (s != CLRUN_OK)
         return s;
-    if (d.out * d.k > 1024)
-        return clrun__unsupported(im, "a 3-D convolution of %" PRId64 " 2-D ones (at most 1024)", d.out * d.k);
+    int64_t planes;
+    if (!clrun__mul_i64(d.out, d.k, &planes) || planes > 1024)
+        return clrun__unsupported(im, "a 3-D convolution of %" PRId64 " output depths by %" PRId64
+                                  " taps (at most 1024 2-D ones)", d.out, d.k);
     clrun__window plane = plane_of(w);
     clrun__value **taps = calloc((size_t)d.k, sizeof *taps), **slices = calloc((size_t)d.out, sizeof *slices);
     if (!taps || !slices)

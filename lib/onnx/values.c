@@ -59,8 +59,14 @@ clrun_status clrun__imp_fail(clrun__imp *im, clrun_status status, const char *fo
     const char *domain = clrun__imp_domain(node);
     char opset[96];
     int64_t version = clrun__imp_domain_opset(im, domain);
-    if (domain[0])
+    if (version < 0 && !domain[0] && im->opset > 0)
+        version = im->opset; /* implied by an IR version before 3 */
+    if (domain[0] && version < 0)
+        snprintf(opset, sizeof opset, "domain %.40s, no opset imported", domain);
+    else if (domain[0])
         snprintf(opset, sizeof opset, "domain %.40s, opset %" PRId64, domain, version);
+    else if (version < 0)
+        snprintf(opset, sizeof opset, "no opset imported");
     else
         snprintf(opset, sizeof opset, "opset %" PRId64, version);
     snprintf(im->message, sizeof im->message, "%s: node %d '%.200s' (%.100s, %s): %s", im->filename,
