@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/file.h"
 #include "core/log.h"
 #include "onnx/onnx.pb-c.h"
 #include "onnx/tensor.h"
@@ -380,34 +382,19 @@ static bool parse_u64(const char *text, uint64_t *out)
     return true;
 }
 
-/* A location inside the model's folder: relative, without ".." components. */
-static bool location_safe(const char *location)
-{
-    if (location[0] == '\0' || location[0] == '/')
-        return false;
-    for (const char *p = location; *p;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len == 2 && p[0] == '.' && p[1] == '.')
-            return false;
-        p += len + (slash != NULL);
-    }
-    return true;
-}
-
+/* The bytes of external data: location is a relative path inside the model's folder (dir),
+ * reached without following a symbolic link, naming a regular file (never a FIFO or a device:
+ * the open does not block) that holds offset + bytes bytes. */
 static clrun_status read_external(const Onnx__TensorProto *proto, const char *dir, void *data,
                                   uint64_t bytes, char *why, size_t whylen)
 {
     const char *location = external_entry(proto, "location");
     const char *offset_text = external_entry(proto, "offset");
     const char *length_text = external_entry(proto, "length");
-    uint64_t offset = 0, length = bytes;
+    uint64_t offset = 0, length = bytes, size = 0;
+    char reason[1024];
     if (location == NULL)
         return fail(why, whylen, CLRUN_ERROR_PARSE, "external data without a location");
-    if (!location_safe(location))
-        return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED,
-                    "external data location '%s' is not a relative path inside the model's folder",
-                    location);
     if (offset_text && !parse_u64(offset_text, &offset))
         return fail(why, whylen, CLRUN_ERROR_PARSE, "external data offset '%s' is not a number",
                     offset_text);
@@ -418,27 +405,19 @@ static clrun_status read_external(const Onnx__TensorProto *proto, const char *di
         return fail(why, whylen, CLRUN_ERROR_PARSE,
                     "external data length %" PRIu64 " differs from the %" PRIu64 " bytes of its shape",
                     length, bytes);
-    size_t pathlen = (dir ? strlen(dir) + 1 : 0) + strlen(location) + 1;
-    char *path = malloc(pathlen);
-    if (path == NULL)
-        return fail(why, whylen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    snprintf(path, pathlen, "%s%s%s", dir ? dir : "", dir ? "/" : "", location);
     clrun_status status = CLRUN_OK;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        status = fail(why, whylen, CLRUN_ERROR_IO, "cannot open external data '%s': %s", path,
-                      strerror(errno));
-    } else if (offset > (uint64_t)LLONG_MAX || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
-        status = fail(why, whylen, CLRUN_ERROR_IO, "cannot seek to offset %" PRIu64 " of '%s'",
-                      offset, path);
-    } else if (bytes && fread(data, 1, (size_t)bytes, f) != bytes) {
+    int fd = clrun__file_open_inside(dir, location, &size, &status, reason, sizeof reason);
+    if (fd < 0)
+        return fail(why, whylen, status, "cannot open external data '%s%s%s': %s", dir ? dir : "",
+                    dir ? "/" : "", location, reason);
+    if (offset > size || bytes > size - offset)
         status = fail(why, whylen, CLRUN_ERROR_IO,
-                      "external data '%s' ends before offset %" PRIu64 " + %" PRIu64 " bytes", path,
-                      offset, bytes);
-    }
-    if (f)
-        fclose(f);
-    free(path);
+                      "external data '%s' ends before offset %" PRIu64 " + %" PRIu64 " bytes (it has %" PRIu64 ")",
+                      location, offset, bytes, size);
+    else if (bytes && !clrun__file_read_at(fd, data, bytes, offset))
+        status = fail(why, whylen, CLRUN_ERROR_IO, "external data '%s' cannot be read at offset %" PRIu64 ": %s",
+                      location, offset, strerror(errno));
+    close(fd);
     return status;
 }
 
