@@ -120,8 +120,9 @@ endif
 # CLI over the installed ONNX test cases and over models built at test time with python3-onnx.
 AM_TESTS_ENVIRONMENT += ONNX_TESTDATA='$(ONNX_TESTDATA)'; export ONNX_TESTDATA; \
 	ONNX_PYTHON='$(ONNX_PYTHON)'; export ONNX_PYTHON;
-TESTS += tests/onnx_suite.sh tests/onnx_models.sh tests/cli_onnx.sh
-EXTRA_DIST += tests/onnx_suite.sh tests/onnx_models.sh tests/onnx_models.py tests/cli_onnx.sh
+TESTS += tests/onnx_suite.sh tests/onnx_models.sh tests/cli_onnx.sh tests/cli_files.sh
+EXTRA_DIST += tests/onnx_suite.sh tests/onnx_models.sh tests/onnx_models.py tests/cli_onnx.sh \
+	tests/cli_files.sh
 
 # Loading a 10 MB, 700-node model: import, folding, planning (measured, never asserted).
 EXTRA_PROGRAMS += bench/bench_onnx_load
