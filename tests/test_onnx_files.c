@@ -3,7 +3,9 @@
  * directory where a file should be (never waited on: each test runs under an alarm, so a read
  * that blocks fails the test instead of hanging it), the same for Constant tensors and for .pb
  * test inputs with external data, and .npy / .pb readers given a device or a FIFO. Every link
- * and FIFO is made in a fresh temporary folder and removed. */
+ * and FIFO is made in a fresh temporary folder and removed. And host folding's budget: a model
+ * of a few bytes cannot make the importer build gigabytes. */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +20,10 @@
 
 #include <clrun/clrun.h>
 
+#include "onnx/tensor.h"
 #include "onnx_builder.h"
 
-enum { F32 = 1 };
+enum { F32 = 1, I64 = 7 };
 
 /* A read that blocks ends the test (SIGALRM) instead of hanging it. */
 #define WATCHDOG_SECONDS 20
@@ -340,6 +343,89 @@ static void test_npy_reads_regular_files_only(void **state)
     unlink(path);
 }
 
+/* c = ConstantOfShape([count]) of 1.0, then `adds` Adds (a_k = a_{k-1} + c), y = x + a_last. */
+static void build_folding(onnx_builder *b, int64_t count, int adds)
+{
+    static const int64_t one = 1;
+    static const float value = 1;
+    ob_init(b, 13);
+    ob_input(b, "x", F32, 1, &count, NULL);
+    ob_initializer(b, "shape", I64, 1, &one, &count, 8);
+    Onnx__NodeProto *c = ob_node(b, "ConstantOfShape", "cos", "shape", "a0");
+    ob_attr_tensor(b, c, "value", ob_tensor(b, "value", F32, 1, &one, &value, 4));
+    char ins[64], out[16];
+    for (int k = 1; k <= adds; k++) {
+        snprintf(ins, sizeof ins, "a%d,a0", k - 1);
+        snprintf(out, sizeof out, "a%d", k);
+        ob_node(b, "Add", out, ins, out);
+    }
+    snprintf(ins, sizeof ins, "x,a%d", adds);
+    ob_node(b, "Add", "y", ins, "y");
+    ob_output(b, "y", F32, 1, &count);
+}
+
+static loaded load_memory(onnx_builder *b, clrun_graph **g)
+{
+    loaded r = {0};
+    size_t size;
+    uint8_t *bytes = ob_pack(b, &size);
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.err = r.err;
+    o.errlen = sizeof r.err;
+    r.status = clrun_graph_load_onnx_memory(bytes, size, "model.onnx", &o, g);
+    free(bytes);
+    return r;
+}
+
+/* The attack of the report: ConstantOfShape of 2^29 floats (2 GiB) and a chain of Adds folded
+ * 12.6 GB before failing, and one of 2^28 + 1024 (just over 1 GiB) folded and loaded. Both are
+ * refused at once now, before any of it is made. */
+static void test_folding_a_huge_constant_is_refused(void **state)
+{
+    (void)state;
+    static const int64_t counts[2] = {((int64_t)1 << 28) + 1024, (int64_t)1 << 29};
+    for (int k = 0; k < 2; k++) {
+        onnx_builder b;
+        clrun_graph *g = NULL;
+        build_folding(&b, counts[k], k ? 6 : 0);
+        loaded r = load_memory(&b, &g);
+        if (g)
+            fail_msg("%" PRId64 " floats: loaded with %d nodes", counts[k], (int)clrun_graph_node_count(g));
+        expect_refused(r, CLRUN_ERROR_UNSUPPORTED, "node 0 'cos' (ConstantOfShape, opset 13): a constant of shape");
+        assert_int_equal(clrun__fold_budget_used(), 0);
+        ob_free(&b);
+    }
+}
+
+/* Past the budget, what would be folded is left to the device: the Adds become graph nodes over
+ * the constants folded so far, and every byte counted is returned after the load. */
+static void test_folding_past_the_budget_is_left_to_the_device(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    clrun_graph *g = NULL;
+    build_folding(&b, 4096, 6); /* 16 KiB a tensor */
+    uint64_t old = clrun__fold_budget_set(64 << 10);
+    loaded r = load_memory(&b, &g);
+    clrun__fold_budget_set(old);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s", r.err);
+    /* a0, a1 and a2 fold (with a copy and a result alive while a3 is computed: 64 KiB); a3 to
+     * a6 and y run on the device */
+    assert_int_equal(clrun_graph_node_count(g), 5);
+    assert_int_equal(clrun__fold_budget_used(), 0);
+    clrun_graph_destroy(g);
+    ob_free(&b);
+    /* with the default budget the whole chain folds: y's Add alone reaches the device */
+    build_folding(&b, 4096, 6);
+    r = load_memory(&b, &g);
+    assert_int_equal(r.status, CLRUN_OK);
+    assert_int_equal(clrun_graph_node_count(g), 1);
+    clrun_graph_destroy(g);
+    ob_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +434,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_external_data_that_is_not_a_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pb_inputs_follow_the_same_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_npy_reads_regular_files_only, setup, teardown),
+        cmocka_unit_test(test_folding_a_huge_constant_is_refused),
+        cmocka_unit_test(test_folding_past_the_budget_is_left_to_the_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

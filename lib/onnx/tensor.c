@@ -116,13 +116,41 @@ uint64_t clrun__otensor_bytes(const clrun__otensor *t)
     return clrun__otensor_count(t) * clrun__onnx_elem_size(t->elem);
 }
 
-bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims)
+/* The folding budget of this thread: bytes made and alive, bytes decoded and alive (which raise
+ * the budget), the budget itself (0: the default), and why the last allocation failed. */
+static _Thread_local uint64_t budget_used, budget_decoded, budget_limit;
+static _Thread_local bool budget_refused;
+
+bool clrun__fold_budget_refused(void)
+{
+    return budget_refused;
+}
+
+uint64_t clrun__fold_budget_set(uint64_t bytes)
+{
+    uint64_t old = budget_limit ? budget_limit : CLRUN__ONNX_FOLD_BUDGET;
+    budget_limit = bytes;
+    return old;
+}
+
+uint64_t clrun__fold_budget_used(void)
+{
+    return budget_used;
+}
+
+/* made: counted in the budget (refused past it); else decoded, raising it. */
+static bool alloc_tensor(clrun__otensor *t, int elem, int rank, const int64_t *dims, bool made)
 {
     memset(t, 0, sizeof *t);
     size_t size = clrun__onnx_elem_size(elem);
     uint64_t count = rank >= 0 && rank <= CLRUN__ONNX_MAX_RANK ? dims_count(rank, dims) : UINT64_MAX;
+    budget_refused = true;
     if (size == 0 || count == UINT64_MAX || count > CLRUN__ONNX_MAX_TENSOR_BYTES / size)
         return false;
+    uint64_t bytes = count * size, limit = budget_limit ? budget_limit : CLRUN__ONNX_FOLD_BUDGET;
+    if (made && budget_used + bytes > limit + budget_decoded)
+        return false;
+    budget_refused = false;
     t->elem = elem;
     t->rank = rank;
     if (rank)
@@ -134,12 +162,26 @@ bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *
             return false;
         }
     }
+    t->counted = made ? (int64_t)bytes : -(int64_t)bytes;
+    if (made)
+        budget_used += bytes;
+    else
+        budget_decoded += bytes;
     return true;
+}
+
+bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims)
+{
+    return alloc_tensor(t, elem, rank, dims, true);
 }
 
 void clrun__otensor_free(clrun__otensor *t)
 {
     if (t) {
+        /* Saturating: a tensor freed on another thread than its own must not wrap the count. */
+        uint64_t *count = t->counted > 0 ? &budget_used : &budget_decoded;
+        uint64_t bytes = t->counted > 0 ? (uint64_t)t->counted : (uint64_t)0 - (uint64_t)t->counted;
+        *count = *count > bytes ? *count - bytes : 0;
         free(t->data);
         memset(t, 0, sizeof *t);
     }
@@ -475,7 +517,7 @@ clrun_status clrun__otensor_decode(const Onnx__TensorProto *proto, const char *d
                         proto->dims[d]);
     if (proto->segment)
         return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED, "is segmented");
-    if (!clrun__otensor_alloc(out, elem, (int)proto->n_dims, proto->dims)) {
+    if (!alloc_tensor(out, elem, (int)proto->n_dims, proto->dims, false)) {
         char dims[128];
         return fail(why, whylen, CLRUN_ERROR_INVALID_SIZE, "of shape %s is too large",
                     clrun__onnx_dims_text((int)proto->n_dims, proto->dims, dims, sizeof dims));
