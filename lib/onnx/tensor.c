@@ -456,9 +456,9 @@ static clrun_status read_external(const Onnx__TensorProto *proto, const char *di
         status = fail(why, whylen, CLRUN_ERROR_IO,
                       "external data '%s' ends before offset %" PRIu64 " + %" PRIu64 " bytes (it has %" PRIu64 ")",
                       location, offset, bytes, size);
-    else if (bytes && !clrun__file_read_at(fd, data, bytes, offset))
+    else if (bytes && (errno = 0, !clrun__file_read_at(fd, data, bytes, offset)))
         status = fail(why, whylen, CLRUN_ERROR_IO, "external data '%s' cannot be read at offset %" PRIu64 ": %s",
-                      location, offset, strerror(errno));
+                      location, offset, errno ? strerror(errno) : "it ended early");
     close(fd);
     return status;
 }
