@@ -6,6 +6,7 @@ libclrun_internal_la_SOURCES += \
 	lib/core/error.c lib/core/error.h \
 	lib/core/util.c lib/core/util.h \
 	lib/core/checked.h \
+	lib/core/file.c lib/core/file.h \
 	lib/core/strbuf.c lib/core/strbuf.h \
 	lib/core/log.c lib/core/log.h \
 	lib/core/options.c lib/core/options.h \

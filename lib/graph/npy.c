@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "graph/types.h"
 
@@ -125,15 +127,11 @@ static bool shape_tuple(cursor *c, clrun_tensor_type *type, bool *empty, bool *t
     return take(c, ')');
 }
 
-clrun_status clrun_npy_parse(const void *bytes, size_t size, const char *name, clrun_tensor_type *type,
-                             void **data, char *err, size_t errlen)
+/* The magic, version, header length and header of b[0..size): the type, and the offset where
+ * the data starts. */
+static clrun_status parse_header(const unsigned char *b, size_t size, const char *name, clrun_tensor_type *type,
+                                 size_t *offset, char *err, size_t errlen)
 {
-    const unsigned char *b = bytes;
-    name = name ? name : "<npy>";
-    if (data)
-        *data = NULL;
-    if (!type || !data || (!bytes && size))
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, name, "no file, type or data");
     if (size < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
         return fail(CLRUN_ERROR_PARSE, err, errlen, name, "not a .npy file (no \\x93NUMPY magic)");
     unsigned major = b[6];
@@ -213,10 +211,49 @@ clrun_status clrun_npy_parse(const void *bytes, size_t size, const char *name, c
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "more than %d dimensions", CLRUN_MAX_DIMS);
     if (empty)
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "empty arrays are not supported");
-    uint64_t nbytes = clrun_tensor_bytes(&t);
-    if (nbytes == 0)
+    if (clrun_tensor_bytes(&t) == 0)
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "the array is too large");
-    size_t offset = start + header_len;
+    *type = t;
+    *offset = start + header_len;
+    return CLRUN_OK;
+}
+
+/* What the header of a file that starts with b[0..size) spans (magic, version, length and
+ * header); size itself when the prefix says nothing (the parse then says what is wrong). */
+static uint64_t header_extent(const unsigned char *b, size_t size)
+{
+    if (size < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
+        return size;
+    if (b[6] == 1)
+        return 10 + ((uint64_t)b[8] | (uint64_t)b[9] << 8);
+    if ((b[6] == 2 || b[6] == 3) && size >= 12)
+        return 12 + ((uint64_t)b[8] | (uint64_t)b[9] << 8 | (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24);
+    return size;
+}
+
+/* Bool data as 0 or 1: numpy stores 0/1, but be exact about what the device sees. */
+static void normalise(const clrun_tensor_type *t, unsigned char *data, uint64_t nbytes)
+{
+    if (t->dtype == CLRUN_BOOL)
+        for (uint64_t i = 0; i < nbytes; i++)
+            data[i] = data[i] != 0;
+}
+
+clrun_status clrun_npy_parse(const void *bytes, size_t size, const char *name, clrun_tensor_type *type,
+                             void **data, char *err, size_t errlen)
+{
+    const unsigned char *b = bytes;
+    name = name ? name : "<npy>";
+    if (data)
+        *data = NULL;
+    if (!type || !data || (!bytes && size))
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, name, "no file, type or data");
+    clrun_tensor_type t;
+    size_t offset;
+    clrun_status s = parse_header(b, size, name, &t, &offset, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    uint64_t nbytes = clrun_tensor_bytes(&t);
     if (size - offset != nbytes)
         return fail(CLRUN_ERROR_PARSE, err, errlen, name, "%zu bytes of data for a shape of %" PRIu64 " bytes",
                     size - offset, nbytes);
@@ -224,46 +261,78 @@ clrun_status clrun_npy_parse(const void *bytes, size_t size, const char *name, c
     if (copy == NULL)
         return fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, name, "out of host memory");
     memcpy(copy, b + offset, (size_t)nbytes);
-    if (t.dtype == CLRUN_BOOL) /* numpy stores 0/1, but be exact about what the device sees */
-        for (uint64_t i = 0; i < nbytes; i++)
-            ((unsigned char *)copy)[i] = ((unsigned char *)copy)[i] != 0;
+    normalise(&t, copy, nbytes);
     *type = t;
     *data = copy;
     return CLRUN_OK;
 }
 
+/* Largest header read: numpy writes a few hundred bytes (and reads at most 10,000 by default). */
+#define MAX_HEADER ((uint64_t)1 << 20)
+
 clrun_status clrun_npy_load(const char *path, clrun_tensor_type *type, void **data, char *err,
                             size_t errlen)
 {
-    if (path == NULL)
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, "<npy>", "no path");
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return fail(CLRUN_ERROR_IO, err, errlen, path, "cannot read: %s", strerror(errno));
-    size_t capacity = 1 << 16, used = 0;
-    unsigned char *buf = malloc(capacity);
-    while (buf) {
-        used += fread(buf + used, 1, capacity - used, f);
-        if (used < capacity)
-            break;
-        unsigned char *grown = realloc(buf, capacity * 2);
-        if (grown == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        capacity *= 2;
+    if (data)
+        *data = NULL;
+    if (path == NULL || !type || !data)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, path ? path : "<npy>", "no path, type or data");
+    /* A regular file only (never a FIFO or a device such as /dev/zero, which could block or never
+     * end), read no further than its header declares: the header, then exactly the data. */
+    char why[1024];
+    clrun_status s = CLRUN_OK;
+    uint64_t size = 0;
+    int fd = clrun__file_open(path, &size, &s, why, sizeof why);
+    if (fd < 0)
+        return fail(s, err, errlen, path, "%s", why);
+    unsigned char prefix[12], *head = NULL, *copy = NULL;
+    size_t got = size < sizeof prefix ? (size_t)size : sizeof prefix;
+    uint64_t extent = 0, nbytes = 0;
+    size_t offset = 0;
+    clrun_tensor_type t;
+    if (!clrun__file_read_at(fd, prefix, got, 0)) {
+        s = fail(CLRUN_ERROR_IO, err, errlen, path, "cannot read");
+        goto done;
     }
-    bool bad = ferror(f);
-    fclose(f);
-    if (buf == NULL || bad) {
-        free(buf);
-        return fail(bad ? CLRUN_ERROR_IO : CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, path,
-                    bad ? "cannot read" : "out of host memory");
+    extent = header_extent(prefix, got);
+    if (extent > MAX_HEADER) {
+        s = fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, path, "a header of %" PRIu64 " bytes (at most %" PRIu64 ")",
+                 extent, MAX_HEADER);
+        goto done;
     }
-    clrun_status s = clrun_npy_parse(buf, used, path, type, data, err, errlen);
-    free(buf);
+    if (extent > size)
+        extent = size; /* the parse says that the header runs past the end */
+    if ((head = malloc((size_t)extent + 1)) == NULL) {
+        s = fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, path, "out of host memory");
+        goto done;
+    }
+    if (!clrun__file_read_at(fd, head, extent, 0)) {
+        s = fail(CLRUN_ERROR_IO, err, errlen, path, "cannot read");
+        goto done;
+    }
+    if ((s = parse_header(head, (size_t)extent, path, &t, &offset, err, errlen)) != CLRUN_OK)
+        goto done;
+    nbytes = clrun_tensor_bytes(&t);
+    if (size - offset != nbytes) {
+        s = fail(CLRUN_ERROR_PARSE, err, errlen, path, "%" PRIu64 " bytes of data for a shape of %" PRIu64 " bytes",
+                 size - offset, nbytes);
+        goto done;
+    }
+    if (nbytes >= SIZE_MAX || (copy = malloc((size_t)nbytes)) == NULL) {
+        s = fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, path, "out of host memory");
+        goto done;
+    }
+    if (!clrun__file_read_at(fd, copy, nbytes, offset)) {
+        s = fail(CLRUN_ERROR_IO, err, errlen, path, "cannot read");
+        free(copy);
+        goto done;
+    }
+    normalise(&t, copy, nbytes);
+    *type = t;
+    *data = copy;
+done:
+    free(head);
+    close(fd);
     return s;
 }
 

@@ -232,6 +232,13 @@ bool clrun__host_tile(const clrun__otensor *x, const int64_t *repeats, clrun__ot
 
 /* ---- arithmetic ---- */
 
+/* Why a result could not be made: too large to fold (the size limit or the folding budget: the
+ * device then computes it) or out of memory. */
+static clrun__host_fold_result no_room(void)
+{
+    return clrun__fold_budget_refused() ? CLRUN__FOLD_CANNOT : CLRUN__FOLD_NO_MEMORY;
+}
+
 static bool is_integral(int elem)
 {
     return !clrun__onnx_elem_is_float(elem);
@@ -326,7 +333,7 @@ clrun__host_fold_result clrun__host_binary(clrun__host_binop op, const clrun__ot
     if (logic && a->elem != CLRUN__ONNX_BOOL)
         return CLRUN__FOLD_CANNOT;
     if (!clrun__otensor_alloc(out, bool_result(op) ? CLRUN__ONNX_BOOL : a->elem, rank, dims))
-        return CLRUN__FOLD_NO_MEMORY;
+        return no_room();
     walk w = {.rank = rank, .dims = out->dims, .operands = 2};
     broadcast_strides(a, rank, dims, w.strides[0]);
     broadcast_strides(b, rank, dims, w.strides[1]);
@@ -368,7 +375,7 @@ clrun__host_fold_result clrun__host_unary(clrun__host_unop op, const clrun__oten
     if (!integral && op == CLRUN__H_RECIPROCAL && x->elem != CLRUN__ONNX_FLOAT && x->elem != CLRUN__ONNX_DOUBLE)
         return CLRUN__FOLD_CANNOT;
     if (!clrun__otensor_alloc(out, x->elem, x->rank, x->dims))
-        return CLRUN__FOLD_NO_MEMORY;
+        return no_room();
     uint64_t count = clrun__otensor_count(x);
     for (uint64_t i = 0; i < count; i++) {
         if (integral) {
@@ -440,7 +447,7 @@ clrun__host_fold_result clrun__host_reduce(clrun__host_reduce_op op, const clrun
             dims[rank++] = kept[d];
     }
     if (!clrun__otensor_alloc(out, x->elem, rank, dims))
-        return CLRUN__FOLD_NO_MEMORY;
+        return no_room();
     uint64_t n_out = clrun__otensor_count(out), n_in = clrun__otensor_count(x);
     bool integral = is_integral(x->elem);
     double *acc = calloc((size_t)n_out + 1, sizeof *acc);

@@ -3,7 +3,9 @@
  * arithmetic and comparisons on int64 shapes). Data movement is exact for every element type;
  * arithmetic is done in int64 for integers and in double, then rounded once to the element type,
  * for floats (the correctly rounded result for + - * / and sqrt: what an IEEE device gives).
- * Each returns false when out of memory or over the host tensor limit (out then empty). */
+ * Each returns false when out of memory, over the host tensor limit or over the folding budget
+ * (tensor.h; out then empty); the arithmetic ones say CLRUN__FOLD_CANNOT for a result too large
+ * to fold, so that the device computes it. */
 #ifndef CLRUN_LIB_ONNX_FOLD_H
 #define CLRUN_LIB_ONNX_FOLD_H
 
@@ -47,7 +49,8 @@ typedef enum clrun__host_unop {
 typedef enum clrun__host_fold_result {
     CLRUN__FOLD_OK,
     CLRUN__FOLD_NO_MEMORY,
-    CLRUN__FOLD_CANNOT,     /* an element type or case the host does not evaluate */
+    CLRUN__FOLD_CANNOT,     /* an element type or case the host does not evaluate, or a result
+                               too large to fold (the folding budget) */
     CLRUN__FOLD_DIV_ZERO,   /* integer division by zero */
 } clrun__host_fold_result;
 

@@ -76,7 +76,7 @@ static clrun_status fold_binary(clrun__imp *im, clrun__onode *n, clrun__host_bin
     }
     clrun__otensor acc;
     if (!clrun__otensor_copy(&acc, &n->in[0]->c))
-        return CLRUN__OOM(im);
+        return clrun__fold_budget_refused() ? CLRUN__NOT_FOLDED : CLRUN__OOM(im);
     for (int i = 1; i < n->n_in; i++) {
         if (n->in[i] == NULL) {
             clrun__otensor_free(&acc);

@@ -326,8 +326,13 @@ static clrun_status import_graph(clrun__imp *im)
         s = clrun__imp_declare_all(im, g, producer);
     if (s == CLRUN_OK)
         s = node_order(im, g, producer, order);
+    int32_t *readers = NULL, counted = im->value_count;
+    if (s == CLRUN_OK)
+        s = clrun__imp_count_readers(im, g, &readers);
     for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++)
-        s = import_node(im, g->node[order[i]], (int)order[i]);
+        if ((s = import_node(im, g->node[order[i]], (int)order[i])) == CLRUN_OK)
+            clrun__imp_release_inputs(im, g->node[order[i]], readers, counted);
+    free(readers);
     if (s == CLRUN_OK)
         s = add_outputs(im, g);
     if (s == CLRUN_OK && clrun_graph_validate(im->graph) != CLRUN_OK)

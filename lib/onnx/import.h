@@ -105,6 +105,12 @@ clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g)
 /* Declares every ONNX value (inputs, initializers decoded, node outputs, whose producing node
  * goes to producer[value]) and adds the graph inputs with their bound dimensions. */
 clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer);
+/* Dead folded constants: the readers of every value declared so far (nodes' inputs; a graph
+ * output never dies) into *readers (malloc'ed, value_count entries); and, after a node, the
+ * host data of the constants made at import (folded, copied) that it read last, freed. */
+clrun_status clrun__imp_count_readers(clrun__imp *im, const Onnx__GraphProto *g, int32_t **readers);
+void clrun__imp_release_inputs(clrun__imp *im, const Onnx__NodeProto *node, int32_t *readers,
+                               int32_t counted);
 
 /* ---- values ---- */
 

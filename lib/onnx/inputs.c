@@ -264,3 +264,43 @@ clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, i
     }
     return s;
 }
+
+clrun_status clrun__imp_count_readers(clrun__imp *im, const Onnx__GraphProto *g, int32_t **readers)
+{
+    int32_t *count = calloc((size_t)im->value_count + 1, sizeof *count);
+    *readers = count;
+    if (count == NULL)
+        return CLRUN__OOM(im);
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t k = 0; k < g->node[i]->n_input; k++) {
+            const char *name = g->node[i]->input[k];
+            int32_t v = name && name[0] ? clrun__imp_find(im, name) : -1;
+            if (v >= 0 && count[v] < INT32_MAX)
+                count[v]++;
+        }
+    for (size_t i = 0; i < g->n_output; i++) { /* read when the outputs are marked: never dead */
+        int32_t v = g->output[i]->name ? clrun__imp_find(im, g->output[i]->name) : -1;
+        if (v >= 0)
+            count[v] = INT32_MAX;
+    }
+    return CLRUN_OK;
+}
+
+void clrun__imp_release_inputs(clrun__imp *im, const Onnx__NodeProto *node, int32_t *readers,
+                               int32_t counted)
+{
+    for (size_t k = 0; k < node->n_input; k++) {
+        const char *name = node->input[k];
+        int32_t index = name && name[0] ? clrun__imp_find(im, name) : -1;
+        if (index < 0 || index >= counted || readers[index] == INT32_MAX || readers[index] == 0 ||
+            --readers[index] > 0)
+            continue;
+        clrun__value *v = im->values[index];
+        /* Made at import (folded, copied): its bytes count in the folding budget. A decoded
+         * initializer stays, as the bytes the model brings. */
+        if (v->kind == CLRUN__VALUE_CONST && v->c.counted > 0) {
+            clrun__otensor_free(&v->c);
+            v->kind = CLRUN__VALUE_ABSENT;
+        }
+    }
+}

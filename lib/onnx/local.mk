@@ -125,14 +125,20 @@ TESTS += tests/test_onnx_overflow
 tests_test_onnx_overflow_SOURCES = tests/test_onnx_overflow.c tests/onnx_builder.h tests/device_test.h
 tests_test_onnx_overflow_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_overflow_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/test_onnx_files
+TESTS += tests/test_onnx_files
+tests_test_onnx_files_SOURCES = tests/test_onnx_files.c tests/onnx_builder.h
+tests_test_onnx_files_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_files_LDADD = $(TEST_LDADD)
 endif
 
 # The conformance suite and the real models (tests/onnx_suite.sh, tests/onnx_models.sh): the
 # CLI over the installed ONNX test cases and over models built at test time with python3-onnx.
 AM_TESTS_ENVIRONMENT += ONNX_TESTDATA='$(ONNX_TESTDATA)'; export ONNX_TESTDATA; \
 	ONNX_PYTHON='$(ONNX_PYTHON)'; export ONNX_PYTHON;
-TESTS += tests/onnx_suite.sh tests/onnx_models.sh tests/cli_onnx.sh
-EXTRA_DIST += tests/onnx_suite.sh tests/onnx_models.sh tests/onnx_models.py tests/cli_onnx.sh
+TESTS += tests/onnx_suite.sh tests/onnx_models.sh tests/cli_onnx.sh tests/cli_files.sh
+EXTRA_DIST += tests/onnx_suite.sh tests/onnx_models.sh tests/onnx_models.py tests/cli_onnx.sh \
+	tests/cli_files.sh
 
 # Loading a 10 MB, 700-node model: import, folding, planning (measured, never asserted).
 EXTRA_PROGRAMS += bench/bench_onnx_load

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/file.h"
 #include "core/log.h"
 #include "onnx/onnx.pb-c.h"
 #include "onnx/tensor.h"
@@ -114,13 +116,41 @@ uint64_t clrun__otensor_bytes(const clrun__otensor *t)
     return clrun__otensor_count(t) * clrun__onnx_elem_size(t->elem);
 }
 
-bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims)
+/* The folding budget of this thread: bytes made and alive, bytes decoded and alive (which raise
+ * the budget), the budget itself (0: the default), and why the last allocation failed. */
+static _Thread_local uint64_t budget_used, budget_decoded, budget_limit;
+static _Thread_local bool budget_refused;
+
+bool clrun__fold_budget_refused(void)
+{
+    return budget_refused;
+}
+
+uint64_t clrun__fold_budget_set(uint64_t bytes)
+{
+    uint64_t old = budget_limit ? budget_limit : CLRUN__ONNX_FOLD_BUDGET;
+    budget_limit = bytes;
+    return old;
+}
+
+uint64_t clrun__fold_budget_used(void)
+{
+    return budget_used;
+}
+
+/* made: counted in the budget (refused past it); else decoded, raising it. */
+static bool alloc_tensor(clrun__otensor *t, int elem, int rank, const int64_t *dims, bool made)
 {
     memset(t, 0, sizeof *t);
     size_t size = clrun__onnx_elem_size(elem);
     uint64_t count = rank >= 0 && rank <= CLRUN__ONNX_MAX_RANK ? dims_count(rank, dims) : UINT64_MAX;
+    budget_refused = true;
     if (size == 0 || count == UINT64_MAX || count > CLRUN__ONNX_MAX_TENSOR_BYTES / size)
         return false;
+    uint64_t bytes = count * size, limit = budget_limit ? budget_limit : CLRUN__ONNX_FOLD_BUDGET;
+    if (made && budget_used + bytes > limit + budget_decoded)
+        return false;
+    budget_refused = false;
     t->elem = elem;
     t->rank = rank;
     if (rank)
@@ -132,12 +162,26 @@ bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *
             return false;
         }
     }
+    t->counted = made ? (int64_t)bytes : -(int64_t)bytes;
+    if (made)
+        budget_used += bytes;
+    else
+        budget_decoded += bytes;
     return true;
+}
+
+bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims)
+{
+    return alloc_tensor(t, elem, rank, dims, true);
 }
 
 void clrun__otensor_free(clrun__otensor *t)
 {
     if (t) {
+        /* Saturating: a tensor freed on another thread than its own must not wrap the count. */
+        uint64_t *count = t->counted > 0 ? &budget_used : &budget_decoded;
+        uint64_t bytes = t->counted > 0 ? (uint64_t)t->counted : (uint64_t)0 - (uint64_t)t->counted;
+        *count = *count > bytes ? *count - bytes : 0;
         free(t->data);
         memset(t, 0, sizeof *t);
     }
@@ -380,34 +424,19 @@ static bool parse_u64(const char *text, uint64_t *out)
     return true;
 }
 
-/* A location inside the model's folder: relative, without ".." components. */
-static bool location_safe(const char *location)
-{
-    if (location[0] == '\0' || location[0] == '/')
-        return false;
-    for (const char *p = location; *p;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len == 2 && p[0] == '.' && p[1] == '.')
-            return false;
-        p += len + (slash != NULL);
-    }
-    return true;
-}
-
+/* The bytes of external data: location is a relative path inside the model's folder (dir),
+ * reached without following a symbolic link, naming a regular file (never a FIFO or a device:
+ * the open does not block) that holds offset + bytes bytes. */
 static clrun_status read_external(const Onnx__TensorProto *proto, const char *dir, void *data,
                                   uint64_t bytes, char *why, size_t whylen)
 {
     const char *location = external_entry(proto, "location");
     const char *offset_text = external_entry(proto, "offset");
     const char *length_text = external_entry(proto, "length");
-    uint64_t offset = 0, length = bytes;
+    uint64_t offset = 0, length = bytes, size = 0;
+    char reason[1024];
     if (location == NULL)
         return fail(why, whylen, CLRUN_ERROR_PARSE, "external data without a location");
-    if (!location_safe(location))
-        return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED,
-                    "external data location '%s' is not a relative path inside the model's folder",
-                    location);
     if (offset_text && !parse_u64(offset_text, &offset))
         return fail(why, whylen, CLRUN_ERROR_PARSE, "external data offset '%s' is not a number",
                     offset_text);
@@ -418,27 +447,19 @@ static clrun_status read_external(const Onnx__TensorProto *proto, const char *di
         return fail(why, whylen, CLRUN_ERROR_PARSE,
                     "external data length %" PRIu64 " differs from the %" PRIu64 " bytes of its shape",
                     length, bytes);
-    size_t pathlen = (dir ? strlen(dir) + 1 : 0) + strlen(location) + 1;
-    char *path = malloc(pathlen);
-    if (path == NULL)
-        return fail(why, whylen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    snprintf(path, pathlen, "%s%s%s", dir ? dir : "", dir ? "/" : "", location);
     clrun_status status = CLRUN_OK;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        status = fail(why, whylen, CLRUN_ERROR_IO, "cannot open external data '%s': %s", path,
-                      strerror(errno));
-    } else if (offset > (uint64_t)LLONG_MAX || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
-        status = fail(why, whylen, CLRUN_ERROR_IO, "cannot seek to offset %" PRIu64 " of '%s'",
-                      offset, path);
-    } else if (bytes && fread(data, 1, (size_t)bytes, f) != bytes) {
+    int fd = clrun__file_open_inside(dir, location, &size, &status, reason, sizeof reason);
+    if (fd < 0)
+        return fail(why, whylen, status, "cannot open external data '%s%s%s': %s", dir ? dir : "",
+                    dir ? "/" : "", location, reason);
+    if (offset > size || bytes > size - offset)
         status = fail(why, whylen, CLRUN_ERROR_IO,
-                      "external data '%s' ends before offset %" PRIu64 " + %" PRIu64 " bytes", path,
-                      offset, bytes);
-    }
-    if (f)
-        fclose(f);
-    free(path);
+                      "external data '%s' ends before offset %" PRIu64 " + %" PRIu64 " bytes (it has %" PRIu64 ")",
+                      location, offset, bytes, size);
+    else if (bytes && (errno = 0, !clrun__file_read_at(fd, data, bytes, offset)))
+        status = fail(why, whylen, CLRUN_ERROR_IO, "external data '%s' cannot be read at offset %" PRIu64 ": %s",
+                      location, offset, errno ? strerror(errno) : "it ended early");
+    close(fd);
     return status;
 }
 
@@ -496,7 +517,7 @@ clrun_status clrun__otensor_decode(const Onnx__TensorProto *proto, const char *d
                         proto->dims[d]);
     if (proto->segment)
         return fail(why, whylen, CLRUN_ERROR_UNSUPPORTED, "is segmented");
-    if (!clrun__otensor_alloc(out, elem, (int)proto->n_dims, proto->dims)) {
+    if (!alloc_tensor(out, elem, (int)proto->n_dims, proto->dims, false)) {
         char dims[128];
         return fail(why, whylen, CLRUN_ERROR_INVALID_SIZE, "of shape %s is too large",
                     clrun__onnx_dims_text((int)proto->n_dims, proto->dims, dims, sizeof dims));

@@ -42,12 +42,27 @@ enum {
 #define CLRUN__ONNX_MAX_TENSOR_BYTES ((uint64_t)1 << 32)
 #endif
 
+/* The host folding budget: the host tensors the importer makes (folded values, copies, the
+ * constants mappings build: whatever clrun__otensor_alloc and _copy give) may hold at most this
+ * many bytes at once more than the tensors decoded from the model (initializers, Constant
+ * values) hold, counted per thread (an import runs on one). Past it, an allocation is refused as
+ * too large to fold: host evaluation then leaves the node to the device, or the importer refuses
+ * it. A model of a few bytes cannot make the host build gigabytes. */
+#ifndef CLRUN__ONNX_FOLD_BUDGET
+#define CLRUN__ONNX_FOLD_BUDGET \
+    (CLRUN__ONNX_MAX_TENSOR_BYTES < ((uint64_t)1 << 30) ? CLRUN__ONNX_MAX_TENSOR_BYTES : ((uint64_t)1 << 30))
+#endif
+
 typedef struct clrun__otensor {
     int elem;                              /* CLRUN__ONNX_* */
     int rank;
     int64_t dims[CLRUN__ONNX_MAX_RANK];    /* each >= 0 */
     void *data;                            /* count * size bytes, little-endian (owned; may be
                                               NULL when count is 0) */
+    int64_t counted;                       /* bytes this tensor counts in the folding budget:
+                                              > 0 made (alloc, copy), < 0 decoded (raising the
+                                              budget); returned by clrun__otensor_free. The tensor
+                                              is moved as a whole struct, never duplicated */
 } clrun__otensor;
 
 /* "float", "int64", ... ("type 42" style text for unknown values goes to buf). */
@@ -64,12 +79,22 @@ int clrun__onnx_dtype_elem(clrun_dtype dtype);
 uint64_t clrun__otensor_count(const clrun__otensor *t);
 uint64_t clrun__otensor_bytes(const clrun__otensor *t);
 
-/* A new tensor of the type and shape with zeroed data; false when out of memory or over
- * CLRUN__ONNX_MAX_TENSOR_BYTES (*t then empty). */
+/* A new tensor of the type and shape with zeroed data; false when out of memory, over
+ * CLRUN__ONNX_MAX_TENSOR_BYTES or over the folding budget (*t then empty;
+ * clrun__fold_budget_refused says which). */
 bool clrun__otensor_alloc(clrun__otensor *t, int elem, int rank, const int64_t *dims);
 void clrun__otensor_free(clrun__otensor *t);
-/* A deep copy; false when out of memory. */
+/* A deep copy; false as clrun__otensor_alloc. */
 bool clrun__otensor_copy(clrun__otensor *dst, const clrun__otensor *src);
+
+/* Whether the last clrun__otensor_alloc or _copy of this thread failed because the result was
+ * too large (the size limit or the folding budget), not for want of memory. */
+bool clrun__fold_budget_refused(void);
+/* Sets this thread's folding budget (bytes beyond the decoded tensors; 0: the default,
+ * CLRUN__ONNX_FOLD_BUDGET) and returns the previous one. For tests. */
+uint64_t clrun__fold_budget_set(uint64_t bytes);
+/* Bytes made (alloc, copy) and still alive on this thread. */
+uint64_t clrun__fold_budget_used(void);
 
 /* Element i as int64 / double (integers, bool and floats; float16 is converted). */
 int64_t clrun__otensor_get_int(const clrun__otensor *t, uint64_t i);

@@ -1,15 +1,18 @@
-/* clrun_onnx_tensor_load: a TensorProto file (the test cases' input_N.pb and output_N.pb). */
+/* clrun_onnx_tensor_load: a TensorProto file (the test cases' input_N.pb and output_N.pb), its
+ * external data read from the file's folder under the importer's rules (tensor.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include <clrun/onnx.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "onnx/onnx.pb-c.h"
 #include "onnx/tensor.h"
 #include "onnx/wire.h"
 
-void *clrun__onnx_read_file(const char *path, size_t *size, char *why, size_t whylen);
+/* Largest TensorProto file read: protobuf's own limit on a message (2 GiB). */
+#define MAX_TENSOR_FILE ((uint64_t)1 << 31)
 
 static char *folder_of(const char *path)
 {
@@ -40,9 +43,10 @@ clrun_status clrun_onnx_tensor_load(const char *path, clrun_tensor_type *type, v
         snprintf(message, sizeof message, "clrun_onnx_tensor_load: no path, type or data");
         goto done;
     }
-    if ((bytes = clrun__onnx_read_file(path, &size, why, sizeof why)) == NULL) {
-        s = strstr(why, "out of host memory") ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : CLRUN_ERROR_IO;
-        snprintf(message, sizeof message, "%s", why);
+    /* A regular file only (never a FIFO or a device, which could block or never end), read up
+     * to the size it has. */
+    if ((bytes = clrun__file_read(path, MAX_TENSOR_FILE, &size, &s, why, sizeof why)) == NULL) {
+        snprintf(message, sizeof message, "%s: %s", path, why);
         goto done;
     }
     if (clrun__onnx_wire_check_tensor(bytes, size) != CLRUN__WIRE_OK ||
