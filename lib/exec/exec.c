@@ -99,7 +99,7 @@ static clrun_status check_sizes(clrun_exec *e)
         if (size > d->max_alloc)
             return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_SIZE,
                                "%s '%s' is %s (%s): more than the device's largest allocation, %s",
-                               kind_name(tensor), tensor->name,
+                               kind_name(tensor), clrun__tensor_label(tensor),
                                clrun__type_format(&tensor->type, type, sizeof type),
                                clrun__format_bytes(size, bytes, sizeof bytes),
                                clrun__format_bytes(d->max_alloc, limit, sizeof limit));
