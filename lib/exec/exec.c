@@ -310,8 +310,9 @@ static clrun_status output_of(const clrun_exec *e, int32_t i, cl_mem *mem, uint6
 {
     if (e == NULL || i < 0 || i >= e->graph->output_count || !e->have_outputs)
         return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
-                           "output %d does not exist (graph has %d outputs%s)", (int)i,
-                           e ? (int)e->graph->output_count : 0, e && !e->have_outputs ? ", no run yet" : "");
+                           "output %d does not exist (graph has %d output%s%s)", (int)i,
+                           e ? (int)e->graph->output_count : 0, e && e->graph->output_count == 1 ? "" : "s",
+                           e && !e->have_outputs ? ", no run yet" : "");
     int32_t t = e->graph->outputs[i];
     cl_mem held = clrun__exec_tensor_mem(e, t);
     if (held == NULL)

@@ -212,8 +212,33 @@ static const clrun_onnx_constant *constant_option(clrun__imp *im, const clrun__v
     return NULL;
 }
 
-/* An input the caller fixed: a constant of the model's element type, with a shape the model's
- * allows. */
+/* Element i of f64 values as `dtype` into out; false when it does not convert exactly. */
+static bool convert_exactly(double x, clrun_dtype dtype, void *out, uint64_t i)
+{
+    switch (dtype) {
+    case CLRUN_F64: ((double *)out)[i] = x; return true;
+    case CLRUN_F32: ((float *)out)[i] = (float)x; return x != x || (double)(float)x == x;
+    case CLRUN_I32:
+        if (!(x >= -2147483648.0 && x <= 2147483647.0) || x != (double)(int32_t)x)
+            return false;
+        ((int32_t *)out)[i] = (int32_t)x;
+        return true;
+    case CLRUN_I64:
+        if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0) || x != (double)(int64_t)x)
+            return false;
+        ((int64_t *)out)[i] = (int64_t)x;
+        return true;
+    case CLRUN_BOOL:
+        if (x != 0 && x != 1)
+            return false;
+        ((uint8_t *)out)[i] = (uint8_t)x;
+        return true;
+    default: return false;
+    }
+}
+
+/* An input the caller fixed: a constant of the model's element type (or f64 values that convert
+ * exactly to it), with a shape the model's allows (one value fits a shape of ones). */
 static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index,
                                        const clrun_onnx_constant *fixed)
 {
@@ -221,24 +246,48 @@ static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProt
     const Onnx__TypeProto *tp = info->type;
     int elem = clrun__onnx_dtype_elem(fixed->type.dtype);
     char a[32], b[32];
-    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
-        tp->tensor_type->has_elem_type && tp->tensor_type->elem_type != elem)
+    bool typed = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+                 tp->tensor_type->has_elem_type;
+    clrun_dtype model_dtype = fixed->type.dtype;
+    bool convert = typed && tp->tensor_type->elem_type != elem && fixed->type.dtype == CLRUN_F64 &&
+                   clrun__onnx_elem_dtype(tp->tensor_type->elem_type, &model_dtype);
+    if (typed && tp->tensor_type->elem_type != elem && !convert)
         return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' is %s, the "
                                "model's input is %s", v->onnx_name, clrun__onnx_elem_name(elem, a, sizeof a),
                                clrun__onnx_elem_name(tp->tensor_type->elem_type, b, sizeof b));
     const Onnx__TensorShapeProto *shape = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
                                                   tp->tensor_type ? tp->tensor_type->shape : NULL;
-    bool fits = !shape || (int)shape->n_dim == fixed->type.rank;
+    clrun_tensor_type type = fixed->type;
+    bool ones = shape && clrun_tensor_elements(&type) == 1 && (int)shape->n_dim <= CLRUN_MAX_DIMS;
+    for (size_t d = 0; ones && d < shape->n_dim; d++)
+        ones = shape->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+               shape->dim[d]->dim_value == 1;
+    if (ones) { /* 16000 for an input of shape [1] */
+        type.rank = (int)shape->n_dim;
+        for (int d = 0; d < type.rank; d++)
+            type.shape[d] = 1;
+    }
+    bool fits = !shape || (int)shape->n_dim == type.rank;
     for (size_t d = 0; fits && shape && d < shape->n_dim; d++)
         fits = shape->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-               shape->dim[d]->dim_value == fixed->type.shape[d];
-    uint64_t bytes = clrun_tensor_bytes(&fixed->type);
+               shape->dim[d]->dim_value == type.shape[d];
+    uint64_t bytes = clrun_tensor_bytes(&type);
     if (!fits || bytes == 0 || (fixed->data == NULL))
         return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' does not "
                                "have the model's shape", v->onnx_name);
-    if (!clrun__otensor_alloc(&v->c, elem, fixed->type.rank, fixed->type.shape))
+    int model_elem = convert ? tp->tensor_type->elem_type : elem;
+    if (!clrun__otensor_alloc(&v->c, model_elem, type.rank, type.shape))
         return CLRUN__OOM(im);
-    memcpy(v->c.data, fixed->data, (size_t)bytes);
+    if (!convert) {
+        memcpy(v->c.data, fixed->data, (size_t)bytes);
+    } else {
+        uint64_t n = clrun_tensor_elements(&type);
+        for (uint64_t i = 0; i < n; i++)
+            if (!convert_exactly(((const double *)fixed->data)[i], model_dtype, v->c.data, i))
+                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' "
+                                       "(%.17g) is no %s", v->onnx_name, ((const double *)fixed->data)[i],
+                                       clrun__onnx_elem_name(model_elem, a, sizeof a));
+    }
     v->kind = CLRUN__VALUE_CONST;
     return CLRUN_OK;
 }
