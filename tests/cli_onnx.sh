@@ -167,6 +167,19 @@ assert [o['name'] for o in d['outputs']] == ['39', 'dense/Relu:0', '\"q\"'], d['
 "$CLRUN" run "$tmp/no-such-model.onnx" --output-dir "$tmp/afile" >"$tmp/out" 2>"$tmp/err"
 [ $? = 1 ] && grep -q "is not a folder" "$tmp/err" || fail "--output-dir a file: $(cat "$tmp/err")"
 
+# Two outputs whose safe file names collide are refused before the work, not overwritten.
+"$PYTHON" -c "
+import onnx
+from onnx import TensorProto, helper
+g = helper.make_graph([helper.make_node('Relu', ['x'], ['a/b']), helper.make_node('Neg', ['x'], ['a_b'])], 'c',
+    [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3])],
+    [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ('a/b', 'a_b')])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), '$tmp/collide.onnx')
+"
+"$CLRUN" run "$tmp/collide.onnx" --output-dir "$tmp/col" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "outputs 'a/b' and 'a_b' would both be written as $tmp/col/a_b.npy" "$tmp/err" ||
+    fail "colliding output files: $(cat "$tmp/err")"
+
 # --const fixes an input at load (item 12): the shape it decides folds.
 "$CLRUN" run "$tmp/sr.onnx" --repeat 1 >"$tmp/out" 2>"$tmp/err"
 [ $? = 1 ] && grep -q "must be known at load time" "$tmp/err" || fail "sr unfixed: $(cat "$tmp/err")"

@@ -248,7 +248,8 @@ int clrun_cli_run(int argc, char **argv)
     clrun_cli_consts_free(&a.consts);
     if (rc)
         return rc;
-    if ((rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
+    if ((rc = clrun_cli_check_output_files("run", &a.io, g)) != 0 ||
+        (rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
         clrun_cli_io_free(&a.io);
         clrun_graph_destroy(g);
         return rc;

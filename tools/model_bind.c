@@ -206,3 +206,34 @@ int clrun_cli_load_bound(const char *command, const char *path, clrun_cli_io *io
                 command);
     return s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : clrun_cli_input_exit(s);
 }
+
+const char *clrun_cli_output_file_name(const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", name);
+    for (char *p = buf; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            *p = '_';
+    return buf;
+}
+
+int clrun_cli_check_output_files(const char *command, const clrun_cli_io *io, const clrun_graph *g)
+{
+    if (io->output_dir == NULL)
+        return 0;
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = 0; j < i; j++) {
+            char a[CLRUN_GRAPH_MODEL_NAME_MAX + 1], b[CLRUN_GRAPH_MODEL_NAME_MAX + 1];
+            clrun_cli_output_file_name(clrun_graph_tensor_name(g, ids[i]), a, sizeof a);
+            clrun_cli_output_file_name(clrun_graph_tensor_name(g, ids[j]), b, sizeof b);
+            if (strcmp(a, b) == 0) {
+                fprintf(stderr, "clrun %s: outputs '%s' and '%s' would both be written as %s/%s.npy\n",
+                        command, clrun_graph_tensor_name(g, ids[j]), clrun_graph_tensor_name(g, ids[i]),
+                        io->output_dir, a);
+                return 2;
+            }
+        }
+    return 0;
+}

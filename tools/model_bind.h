@@ -6,6 +6,7 @@
 #define CLRUN_TOOLS_MODEL_BIND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <clrun/clrun.h>
 
@@ -30,6 +31,14 @@ void clrun_cli_consts_free(clrun_cli_consts *c);
 /* Makes DIR and its missing parents, and checks that it is a folder this process can write;
  * prints why not and returns 1, else 0. */
 int clrun_cli_prepare_output_dir(const char *command, const char *dir);
+
+/* The file --output-dir writes for an output name: every character outside [A-Za-z0-9._-]
+ * becomes '_' (into buf; returns buf). */
+const char *clrun_cli_output_file_name(const char *name, char *buf, size_t size);
+
+/* Refuses, before the work, two outputs whose file names under --output-dir would be the same
+ * (one would overwrite the other); prints why and returns 2, else 0. */
+int clrun_cli_check_output_files(const char *command, const clrun_cli_io *io, const clrun_graph *g);
 
 /* Loads the model as clrun_cli_load_model does, first binding the shape of every --input file
  * (unless --shape gives that input's) so that its symbolic dimensions need no --dim, and fixing
