@@ -114,7 +114,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 root = sys.argv[1]
-g = helper.make_graph([helper.make_node("Relu", ["input:0"], ["dense/Relu:0"]),
+g = helper.make_graph([helper.make_node("Relu", ["input:0"], ["dense/Relu:0"], name="dense/Relu"),
                        helper.make_node("Add", ["dense/Relu:0", "dense/Relu:0"], ["39"]),
                        helper.make_node("Neg", ["39"], ['"q"'])], "names",
     [helper.make_tensor_value_info("input:0", TensorProto.FLOAT, ["batch", 3])],
@@ -152,6 +152,14 @@ import json
 d = json.load(open('$tmp/out'))
 assert [o['name'] for o in d['outputs']] == ['39', 'dense/Relu:0', '\"q\"'], d['outputs']
 " || fail "--json renames outputs: $(cat "$tmp/out")"
+# the trace carries the model's node names and output names
+"$CLRUN" run "$tmp/names.onnx" --dim batch=2 --repeat 1 --trace "$tmp/names.json" >/dev/null 2>"$tmp/err" ||
+    fail "names --trace: $(cat "$tmp/err")"
+"$PYTHON" -c "
+import json
+ev = [e for e in json.load(open('$tmp/names.json'))['traceEvents'] if e.get('ph') == 'X']
+assert ('dense/Relu', 'dense/Relu:0') in [(e['args'].get('node'), e['args']['output']) for e in ev], ev
+" || fail "trace node names: $(cat "$tmp/names.json")"
 # conflicting bindings are refused, naming both
 "$CLRUN" run "$tmp/names.onnx" --dim batch=2 --dim batch=3 >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "dims bind dimension 'batch' twice, to 2 and to 3" "$tmp/err" || fail "--dim twice: $(cat "$tmp/err")"

@@ -171,6 +171,23 @@ static void test_set_model_name_rules(void **state)
     clrun_graph_destroy(g);
 }
 
+/* Graph nodes carry the name of the model's node they come from (traces show it). */
+static void test_nodes_keep_the_models_node_names(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    build_named(&b);
+    loaded r = load_with(&b, NULL);
+    assert_int_equal(r.status, CLRUN_OK);
+    assert_int_equal(clrun_graph_node_count(r.graph), 3);
+    assert_string_equal(clrun_graph_node_model_name(r.graph, 0), "dense/Relu");
+    assert_string_equal(clrun_graph_node_model_name(r.graph, 1), "add_39");
+    assert_string_equal(clrun_graph_node_model_name(r.graph, 2), "neg");
+    assert_null(clrun_graph_node_model_name(r.graph, 3));
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
 /* x [batch, 3] and m [batch]: a shape fed for x binds 'batch' for m too. */
 static void build_two_batched(onnx_builder *b)
 {
@@ -266,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_model_name_wins_over_an_identifier),
         cmocka_unit_test(test_an_input_as_output_shares_the_name),
         cmocka_unit_test(test_set_model_name_rules),
+        cmocka_unit_test(test_nodes_keep_the_models_node_names),
         cmocka_unit_test(test_a_fed_shape_binds_its_dims_everywhere),
         cmocka_unit_test(test_conflicting_bindings_are_refused),
         cmocka_unit_test(test_unbound_message_names_the_options),

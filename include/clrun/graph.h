@@ -179,6 +179,11 @@ clrun_status clrun_graph_example_input(const clrun_graph *graph, int32_t index, 
  * CLRUN_ERROR_INVALID_ARGUMENT, with the graph unchanged, otherwise. */
 #define CLRUN_GRAPH_MODEL_NAME_MAX 4096
 clrun_status clrun_graph_set_model_name(clrun_graph *graph, clrun_tensor_id id, const char *name);
+/* The same for node number `node` (declaration order): the model's node it comes from ("Conv_12",
+ * "/encoder/layer.0/Add"; several graph nodes may share one), which traces and profiles show.
+ * Given again, it replaces the last. clrun_graph_node_model_name: NULL when it has none. */
+clrun_status clrun_graph_set_node_model_name(clrun_graph *graph, int32_t node, const char *name);
+const char *clrun_graph_node_model_name(const clrun_graph *graph, int32_t node);
 
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);

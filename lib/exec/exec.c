@@ -456,6 +456,13 @@ int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **g
     return e ? e->fusion.group_count : 0;
 }
 
+const char *clrun_exec_span_node(const clrun_exec *e, int32_t step)
+{
+    if (e == NULL || step < 0 || step >= e->span_count)
+        return NULL;
+    return e->graph->nodes[e->schedule.order[step]].model_name;
+}
+
 int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)
 {
     if (spans)

@@ -138,6 +138,7 @@ void clrun_graph_destroy(clrun_graph *graph)
         free(graph->nodes[n].inputs);
         free(graph->nodes[n].outputs);
         free_attrs(graph->nodes[n].attrs, graph->nodes[n].attr_count);
+        free(graph->nodes[n].model_name);
     }
     clrun__name_index_free(&graph->names);
     clrun__name_index_free(&graph->model_names);
@@ -514,6 +515,28 @@ const char *clrun_graph_tensor_ident(const clrun_graph *graph, clrun_tensor_id i
 {
     const clrun__tensor *tensor = tensor_at(graph, id);
     return tensor ? tensor->name : NULL;
+}
+
+clrun_status clrun_graph_set_node_model_name(clrun_graph *graph, int32_t node, const char *name)
+{
+    if (!graph)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_set_node_model_name: graph is NULL");
+    if (node < 0 || node >= graph->node_count)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "no node %d", (int)node);
+    if (!name || !name[0] || strlen(name) > CLRUN_GRAPH_MODEL_NAME_MAX)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "node %d: a model name has 1 to %d bytes", (int)node, CLRUN_GRAPH_MODEL_NAME_MAX);
+    char *copy = copy_string(name);
+    if (!copy)
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    free(graph->nodes[node].model_name);
+    graph->nodes[node].model_name = copy;
+    return CLRUN_OK;
+}
+
+const char *clrun_graph_node_model_name(const clrun_graph *graph, int32_t node)
+{
+    return graph && node >= 0 && node < graph->node_count ? graph->nodes[node].model_name : NULL;
 }
 
 clrun_status clrun_graph_set_model_name(clrun_graph *graph, clrun_tensor_id id, const char *name)

@@ -38,6 +38,7 @@ typedef struct clrun__node {
     clrun_attr *attrs;       /* names owned by the node */
     int attr_count;
     int line;                /* where it was declared in a .graph file; 0 from the API */
+    char *model_name;        /* the model's node it comes from (owned by the graph), or NULL */
 } clrun__node;
 
 /* An open-addressing hash index from names to entries (small integers: tensor ids, parser

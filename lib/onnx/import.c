@@ -123,6 +123,7 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     if (n.version == 0)
         return clrun__invalid(im, "operator %s does not exist in opset %" PRId64, n.op, im->opset);
     clrun_status s = CLRUN_OK;
+    int32_t first_node = clrun_graph_node_count(im->graph); /* the graph nodes it becomes */
     n.n_in = (int)node->n_input;
     n.n_out = (int)node->n_output;
     if (node->n_input > 1024 || node->n_output > 1024 || node->n_attribute > 1024)
@@ -171,6 +172,11 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     for (int i = 0; s == CLRUN_OK && i < n.n_out; i++)
         if (n.out[i] >= 0 && im->values[n.out[i]]->kind == CLRUN__VALUE_ABSENT)
             s = clrun__unsupported(im, "output %d '%s' is not supported", i, node->output[i]);
+    /* Traces and profiles show the model's node names. */
+    for (int32_t k = first_node; s == CLRUN_OK && node->name && node->name[0] &&
+                                 k < clrun_graph_node_count(im->graph); k++)
+        if (clrun_graph_set_node_model_name(im->graph, k, node->name) != CLRUN_OK)
+            s = CLRUN__OOM(im);
     free(n.in);
     free(n.out);
     free(n.attr_used);
