@@ -164,7 +164,8 @@ assert ('dense/Relu', 'dense/Relu:0') in [(e['args'].get('node'), e['args']['out
 "$CLRUN" run "$tmp/names.onnx" --dim batch=2 --dim batch=3 >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "dims bind dimension 'batch' twice, to 2 and to 3" "$tmp/err" || fail "--dim twice: $(cat "$tmp/err")"
 "$CLRUN" run "$tmp/names.onnx" --dim batch=2 --input "input:0=$tmp/x5.npy" >"$tmp/out" 2>"$tmp/err"
-[ $? = 2 ] && grep -q "has 5 in dimension 0 ('batch'), but dims bind 'batch' to 2" "$tmp/err" ||
+[ $? = 2 ] && grep -q "has 5 in dimension 0 ('batch'), but dims bind 'batch' to 2" "$tmp/err" &&
+    grep -q "the shape of input 'input:0' is that of its --input file $tmp/x5.npy" "$tmp/err" ||
     fail "--dim against a fed shape: $(cat "$tmp/err")"
 
 # A bad --output-dir fails before the work (item 7): before the model is even read.

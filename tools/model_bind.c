@@ -200,6 +200,14 @@ int clrun_cli_load_bound(const char *command, const char *path, clrun_cli_io *io
         fprintf(stderr, "clrun %s: %s\n", command, err);
     else
         fprintf(stderr, "%s\n", err);
+    /* The library speaks of shapes given; say which came from a file. */
+    for (int j = 0; j < io->input_count; j++) {
+        char given[600];
+        snprintf(given, sizeof given, "the shape given for input '%.500s'", io->inputs[j].name);
+        if (strstr(err, given) && !shape_given(io, io->inputs[j].name))
+            fprintf(stderr, "clrun %s: (the shape of input '%s' is that of its --input file %s)\n", command,
+                    io->inputs[j].name, io->inputs[j].path);
+    }
     if (strstr(err, "is not bound") || strstr(err, "has no size in the model") ||
         strstr(err, "has no shape in the model"))
         fprintf(stderr, "clrun %s: bind it with --dim NAME=V, --shape INPUT=AxB or --input INPUT=FILE\n",
