@@ -74,13 +74,14 @@ for d in ('o1', 'o2'):
 " || fail "--output-dir y.npy is not relu(x)"
 # errors: an unknown input, a wrong dtype, Fortran order, an unbound dim, a bad --shape
 "$CLRUN" run "$cases/relu/model.onnx" --input "z=$tmp/x.npy" >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q "names 'z', which is not an input of the graph (inputs: x)" "$tmp/err" || fail "unknown input: $(cat "$tmp/err")"
+[ $? = 2 ] && grep -q "names 'z', which is not an input of the model" "$tmp/err" || fail "unknown input: $(cat "$tmp/err")"
 "$CLRUN" run "$cases/relu/model.onnx" --input "x=$tmp/x64.npy" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "holds f64\[2, 3\], but input 'x' is f32\[2, 3\]" "$tmp/err" || fail "wrong dtype: $(cat "$tmp/err")"
 "$CLRUN" run "$cases/relu/model.onnx" --input "x=$tmp/xf.npy" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "Fortran-order arrays are not supported" "$tmp/err" || fail "Fortran order: $(cat "$tmp/err")"
 "$CLRUN" run "$cases/batch/model.onnx" >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q "input 'x' dimension 0 ('N') is not bound: give --dim N=" "$tmp/err" || fail "unbound dim: $(cat "$tmp/err")"
+[ $? = 2 ] && grep -q "input 'x' dimension 0 ('N') is not bound" "$tmp/err" &&
+    grep -q "bind it with --dim NAME=V, --shape INPUT=AxB or --input INPUT=FILE" "$tmp/err" || fail "unbound dim: $(cat "$tmp/err")"
 "$CLRUN" run "$cases/batch/model.onnx" --dim N=2 --repeat 1 >/dev/null 2>"$tmp/err" || fail "--dim: $(cat "$tmp/err")"
 "$CLRUN" run "$cases/batch/model.onnx" --shape x=2x3 --repeat 1 >/dev/null 2>"$tmp/err" || fail "--shape: $(cat "$tmp/err")"
 "$CLRUN" run "$cases/batch/model.onnx" --shape x=2x4 >/dev/null 2>"$tmp/err"
@@ -102,4 +103,105 @@ G
 import numpy as np
 assert (np.load('$tmp/o3/y.npy') == np.maximum(np.load('$tmp/x.npy'), 0)).all()
 " || fail ".graph --output-dir"
+
+# The model's own names (issue 23, item 1): outputs "39", "dense/Relu:0" and '"q"' keep them in
+# the report and the JSON; only the file names of --output-dir are made safe ([A-Za-z0-9._-]
+# kept, anything else '_'); --input takes the model's name. The fed file's shape binds 'batch'
+# (item 2), and --output-dir's missing parents are made.
+"$PYTHON" - "$tmp" <<'PY'
+import os, sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+root = sys.argv[1]
+g = helper.make_graph([helper.make_node("Relu", ["input:0"], ["dense/Relu:0"], name="dense/Relu"),
+                       helper.make_node("Add", ["dense/Relu:0", "dense/Relu:0"], ["39"]),
+                       helper.make_node("Neg", ["39"], ['"q"'])], "names",
+    [helper.make_tensor_value_info("input:0", TensorProto.FLOAT, ["batch", 3])],
+    [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 3]) for n in ("39", "dense/Relu:0", '"q"')])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(root, "names.onnx"))
+np.save(os.path.join(root, "x5.npy"), np.arange(15, dtype=np.float32).reshape(5, 3) - 7)
+# a sample rate that decides a shape: y = reshape(x, [sr / 8000, -1])
+g = helper.make_graph([helper.make_node("Div", ["sr", "k"], ["hop"]),
+                       helper.make_node("Unsqueeze", ["hop", "ax"], ["hop1"]),
+                       helper.make_node("Concat", ["hop1", "rest"], ["target"], axis=0),
+                       helper.make_node("Reshape", ["x", "target"], ["y"])], "sr",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+     helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    initializer=[helper.make_tensor("k", TensorProto.INT64, [], [8000]),
+                 helper.make_tensor("ax", TensorProto.INT64, [1], [0]),
+                 helper.make_tensor("rest", TensorProto.INT64, [1], [-1])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(root, "sr.onnx"))
+np.save(os.path.join(root, "sr.npy"), np.array(24000, np.int64))
+PY
+"$CLRUN" run "$tmp/names.onnx" --input "input:0=$tmp/x5.npy" --output-dir "$tmp/deep/er/out" --repeat 1 \
+    >"$tmp/out" 2>"$tmp/err" || fail "names model with --input: $(cat "$tmp/err")"
+grep -q "^output      39 f32\[5,3\]" "$tmp/out" || fail "the report renames output 39: $(cat "$tmp/out")"
+grep -q "^output      dense/Relu:0 " "$tmp/out" || fail "the report renames dense/Relu:0: $(cat "$tmp/out")"
+"$PYTHON" -c "
+import numpy as np
+x = np.load('$tmp/x5.npy')
+r = np.maximum(x, 0)
+for f, want in (('39', r + r), ('dense_Relu_0', r), ('_q_', -(r + r))):
+    assert (np.load('$tmp/deep/er/out/' + f + '.npy') == want).all(), f
+" || fail "--output-dir files of the model's names: $(ls "$tmp/deep/er/out" 2>&1)"
+"$CLRUN" run "$tmp/names.onnx" --dim batch=2 --repeat 1 --json >"$tmp/out" 2>"$tmp/err" || fail "names --json: $(cat "$tmp/err")"
+"$PYTHON" -c "
+import json
+d = json.load(open('$tmp/out'))
+assert [o['name'] for o in d['outputs']] == ['39', 'dense/Relu:0', '\"q\"'], d['outputs']
+" || fail "--json renames outputs: $(cat "$tmp/out")"
+# the trace carries the model's node names and output names
+"$CLRUN" run "$tmp/names.onnx" --dim batch=2 --repeat 1 --trace "$tmp/names.json" >/dev/null 2>"$tmp/err" ||
+    fail "names --trace: $(cat "$tmp/err")"
+"$PYTHON" -c "
+import json
+ev = [e for e in json.load(open('$tmp/names.json'))['traceEvents'] if e.get('ph') == 'X']
+assert ('dense/Relu', 'dense/Relu:0') in [(e['args'].get('node'), e['args']['output']) for e in ev], ev
+" || fail "trace node names: $(cat "$tmp/names.json")"
+# conflicting bindings are refused, naming both
+"$CLRUN" run "$tmp/names.onnx" --dim batch=2 --dim batch=3 >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "dims bind dimension 'batch' twice, to 2 and to 3" "$tmp/err" || fail "--dim twice: $(cat "$tmp/err")"
+"$CLRUN" run "$tmp/names.onnx" --dim batch=2 --input "input:0=$tmp/x5.npy" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "has 5 in dimension 0 ('batch'), but dims bind 'batch' to 2" "$tmp/err" &&
+    grep -q "the shape of input 'input:0' is that of its --input file $tmp/x5.npy" "$tmp/err" ||
+    fail "--dim against a fed shape: $(cat "$tmp/err")"
+
+# A bad --output-dir fails before the work (item 7): before the model is even read.
+: >"$tmp/afile"
+"$CLRUN" run "$tmp/no-such-model.onnx" --output-dir "$tmp/afile/sub" >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] && grep -q "output-dir $tmp/afile/sub: $tmp/afile is not a folder" "$tmp/err" ||
+    fail "--output-dir under a file: $(cat "$tmp/err")"
+"$CLRUN" run "$tmp/no-such-model.onnx" --output-dir "$tmp/afile" >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] && grep -q "is not a folder" "$tmp/err" || fail "--output-dir a file: $(cat "$tmp/err")"
+
+# Two outputs whose safe file names collide are refused before the work, not overwritten.
+"$PYTHON" -c "
+import onnx
+from onnx import TensorProto, helper
+g = helper.make_graph([helper.make_node('Relu', ['x'], ['a/b']), helper.make_node('Neg', ['x'], ['a_b'])], 'c',
+    [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3])],
+    [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ('a/b', 'a_b')])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), '$tmp/collide.onnx')
+"
+"$CLRUN" run "$tmp/collide.onnx" --output-dir "$tmp/col" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "outputs 'a/b' and 'a_b' would both be written as $tmp/col/a_b.npy" "$tmp/err" ||
+    fail "colliding output files: $(cat "$tmp/err")"
+
+# --const fixes an input at load (item 12): the shape it decides folds.
+"$CLRUN" run "$tmp/sr.onnx" --repeat 1 >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] && grep -q "must be known at load time" "$tmp/err" || fail "sr unfixed: $(cat "$tmp/err")"
+"$CLRUN" run "$tmp/sr.onnx" --const sr=16000 --input "x=$tmp/x.npy" --output-dir "$tmp/sr1" --repeat 1 \
+    >"$tmp/out" 2>"$tmp/err" || fail "--const sr=16000: $(cat "$tmp/err")"
+"$CLRUN" run "$tmp/sr.onnx" --const "sr=$tmp/sr.npy" --output-dir "$tmp/sr2" --repeat 1 \
+    >"$tmp/out" 2>"$tmp/err" || fail "--const sr=FILE.npy: $(cat "$tmp/err")"
+"$PYTHON" -c "
+import numpy as np
+assert np.load('$tmp/sr1/y.npy').shape == (2, 3)
+assert np.load('$tmp/sr2/y.npy').shape == (3, 2)
+" || fail "--const does not decide the shape"
+"$CLRUN" run "$tmp/sr.onnx" --const sr=16000.5 >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "the value given for input 'sr' (16000.5) is no int64" "$tmp/err" || fail "--const inexact: $(cat "$tmp/err")"
+"$CLRUN" plan "$tmp/sr.onnx" --const sr=16000 >"$tmp/out" 2>"$tmp/err" || fail "plan --const: $(cat "$tmp/err")"
 [ $failures = 0 ]

@@ -63,5 +63,35 @@ top=$(tr '{' '\n' <"$tmp/t.json" | sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' | sort
 expect 0 "<title>h1: " "$tmp/p.svg" "plan --svg tooltips"
 grep -q "<title>buffer " "$tmp/p.svg" && fail "plan --svg: a tooltip says 'buffer N' for a graph's tensor"
 
+# Reports say what they claim (issue 23, item 11): each fused kernel is listed with its ops, its
+# node count and what it writes; --json gives the median as wall_ms and wall_ms_median, with
+# wall_ms_min and wall_ms_max, and each fused group as an object; counts take the right plural.
+cat >"$tmp/fuse.graph" <<'G'
+graph fuse
+input x: f32[4, 8]
+node y: f32[4, 8] = add(x, x)
+node z: f32[4, 8] = relu(y)
+output z
+G
+"$CLRUN" run "$tmp/fuse.graph" --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "^fused       1 group, 2 nodes -> 1 kernel\$" "$tmp/out" "fused counts with plurals"
+expect 0 "^            fused:add+relu: 2 nodes into one kernel, writing z\$" "$tmp/out" "the fused group listed"
+expect 0 "median of 1 run;" "$tmp/out" "one run, singular"
+"$CLRUN" run "$tmp/fuse.graph" --repeat 3 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 '"wall_ms_median"' "$tmp/out" "--json wall_ms_median"
+python3 -c "
+import json, sys
+d = json.load(open('$tmp/out'))
+assert d['wall_ms'] == d['wall_ms_median'], d
+assert d['wall_ms_min'] <= d['wall_ms_median'] <= d['wall_ms_max'], d
+assert d['fused'] == [{'kernel': 'fused:add+relu', 'nodes': 2, 'output': 'z'}], d['fused']
+" || fail "--json timing and fused groups: $(cat "$tmp/out")"
+# info --env: every row's columns start where the header's do.
+"$CLRUN" info --env >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "^CLRUN_ALLOCATOR " "$tmp/out" "info --env"
+cols=$(grep -E "^(variable|CLRUN_)" "$tmp/out" | awk '{ n = split($0, c, ""); s = ""; w = 0
+    for (i = 2; i <= n; i++) if (c[i] != " " && c[i - 1] == " " && c[i - 2] == " ") s = s " " i; print s }' | sort -u)
+[ "$(printf '%s\n' "$cols" | wc -l)" = 1 ] || fail "info --env columns misaligned: $cols"
+
 [ $failures = 0 ] || exit 1
 echo "cli_run: all passed"

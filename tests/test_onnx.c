@@ -431,10 +431,10 @@ static void test_names_become_clrun_names(void **state)
     assert_int_equal(r.status, CLRUN_OK);
     const clrun_tensor_id *ins, *outs;
     assert_int_equal(clrun_graph_inputs(r.graph, &ins), 2);
-    assert_string_equal(clrun_graph_tensor_name(r.graph, ins[0]), "a_b");
-    assert_string_equal(clrun_graph_tensor_name(r.graph, ins[1]), "a_b.1");
+    assert_string_equal(clrun_graph_tensor_ident(r.graph, ins[0]), "a_b");
+    assert_string_equal(clrun_graph_tensor_ident(r.graph, ins[1]), "a_b.1");
     assert_int_equal(clrun_graph_outputs(r.graph, &outs), 2);
-    assert_string_equal(clrun_graph_tensor_name(r.graph, outs[0]), "out_0");
+    assert_string_equal(clrun_graph_tensor_ident(r.graph, outs[0]), "out_0");
     assert_true(outs[1] != ins[0]);
     clrun_graph_destroy(r.graph);
     ob_free(&b);

@@ -23,12 +23,21 @@ static void print_help(void)
 static int print_env(void)
 {
     int invalid = 0;
-    printf("%-20s %-32s %-10s %s\n", "variable", "accepted", "default", "current");
+    /* Columns as wide as their longest entry, so that every row lines up. */
+    int wname = (int)strlen("variable"), waccepted = (int)strlen("accepted"), wdefault = (int)strlen("default");
     for (size_t i = 0; i < clrun_option_count(); i++) {
         clrun_option_info d;
         clrun_option_get(i, &d);
-        printf("%-20s %-32s %-10s %s%s\n", d.name, d.accepted, d.fallback[0] ? d.fallback : "-",
-               d.value ? d.value : "(unset)", d.valid ? "" : "  (invalid)");
+        wname = (int)strlen(d.name) > wname ? (int)strlen(d.name) : wname;
+        waccepted = (int)strlen(d.accepted) > waccepted ? (int)strlen(d.accepted) : waccepted;
+        wdefault = (int)strlen(d.fallback) > wdefault ? (int)strlen(d.fallback) : wdefault;
+    }
+    printf("%-*s  %-*s  %-*s  %s\n", wname, "variable", waccepted, "accepted", wdefault, "default", "current");
+    for (size_t i = 0; i < clrun_option_count(); i++) {
+        clrun_option_info d;
+        clrun_option_get(i, &d);
+        printf("%-*s  %-*s  %-*s  %s%s\n", wname, d.name, waccepted, d.accepted, wdefault,
+               d.fallback[0] ? d.fallback : "-", d.value ? d.value : "(unset)", d.valid ? "" : "  (invalid)");
         printf("    %s\n", d.help);
         if (!d.valid) {
             fprintf(stderr, "clrun info: %s\n", d.problem);

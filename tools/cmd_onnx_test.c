@@ -382,8 +382,8 @@ static void run_set(const test_args *a, clrun_context *ctx, const clrun_graph *g
             inputs[n_in++] = &all_inputs[i];
     if (gi != n_in || go != n_out) {
         o->v = V_UNSUPPORTED;
-        snprintf(o->message, sizeof o->message, "the test gives %d inputs and %d outputs, the graph has %d and %d",
-                 n_in, n_out, (int)gi, (int)go);
+        snprintf(o->message, sizeof o->message, "the test gives %d input%s and %d output%s, the graph has "
+                 "%d and %d", n_in, n_in == 1 ? "" : "s", n_out, n_out == 1 ? "" : "s", (int)gi, (int)go);
         return;
     }
     clrun_buffer *buffers = calloc((size_t)gi + 1, sizeof *buffers);

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cmd_plan.h"
+#include "model_bind.h"
 #include "model_io.h"
 #include <clrun/plan_gen.h>
 
@@ -23,7 +24,7 @@
 
 static void print_help(void)
 {
-    printf("usage: clrun plan (FILE.graph | MODEL.onnx [--dim NAME=V] [--shape IN=AxB]) [options]\n"
+    printf("usage: clrun plan (FILE.graph | MODEL.onnx [--dim NAME=V] [--shape IN=AxB] [--const NAME=V]) [options]\n"
            "       clrun plan --csv FILE.csv [options]\n"
            "       clrun plan --gen FAMILY:N[:SEED] [options]\n\n"
            "Lays out buffers whose lifetimes are known ahead of time in one arena, so that no two\n"
@@ -54,6 +55,7 @@ static void print_help(void)
            "                     (the time ran out first). Exit status 0 only when it fits;\n"
            "                     --out and --svg are written only then\n");
     clrun_cli_io_help(false);
+    clrun_cli_const_help();
 }
 
 /* ---- reporting ---- */
@@ -306,11 +308,12 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
 /* A model's buffers as a run lays them out: an executor for the default device (CLRUN_* as for
  * `clrun run`) folds and fuses the graph, its schedule (last uses, in-place reuse, every node's
  * scratch) turned into lifetimes; offsets at the device's alignment unless --alignment says. */
-static int load_graph(const char *path, const clrun_cli_io *io, struct clrun_cli_plan_args *args,
+static int load_graph(const char *path, clrun_cli_io *io, const clrun_cli_consts *consts,
+                      struct clrun_cli_plan_args *args,
                       clrun_plan_buffer **buffers, size_t *n, char ***names)
 {
     clrun_graph *graph = NULL;
-    int rc = clrun_cli_load_model("plan", path, io, &graph);
+    int rc = clrun_cli_load_bound("plan", path, io, consts, &graph);
     if (rc)
         return rc;
     clrun_context *ctx = NULL;
@@ -353,6 +356,7 @@ typedef struct plan_cli {
     const char *gen;  /* --gen */
     const char *graph; /* FILE.graph or MODEL.onnx */
     clrun_cli_io io;   /* --dim, --shape */
+    clrun_cli_consts consts; /* --const */
 } plan_cli;
 
 /* The value of option argv[*i], advancing past it; NULL (after a usage message) when missing. */
@@ -416,6 +420,9 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
         } else if ((taken = clrun_cli_io_option("plan", argc, argv, &i, &cli->io, false)) != 0) {
             if (taken == 2)
                 return 2;
+        } else if ((taken = clrun_cli_const_option("plan", argc, argv, &i, &cli->consts)) != 0) {
+            if (taken != 1)
+                return taken;
         } else if (a[0] != '-' && cli->graph == NULL) {
             cli->graph = a;
         } else {
@@ -435,15 +442,17 @@ int clrun_cli_plan(int argc, char **argv)
     }
     plan_cli cli = {.args = {.options = CLRUN_PLAN_OPTIONS_DEFAULT}};
     int rc = parse_arguments(argc, argv, &cli);
-    if (rc >= 0)
+    if (rc >= 0) {
+        clrun_cli_consts_free(&cli.consts);
         return rc;
+    }
     clrun_plan_buffer *buffers = NULL;
     uint64_t *ids = NULL;
     char **names = NULL;
     size_t n = 0;
     if (cli.graph) {
         cli.args.source = cli.graph;
-        rc = load_graph(cli.graph, &cli.io, &cli.args, &buffers, &n, &names);
+        rc = load_graph(cli.graph, &cli.io, &cli.consts, &cli.args, &buffers, &n, &names);
         cli.args.names = (const char *const *)names;
     } else if (cli.csv) {
         cli.args.source = cli.csv;
@@ -452,6 +461,7 @@ int clrun_cli_plan(int argc, char **argv)
         cli.args.source = cli.gen;
         rc = load_generated(cli.gen, &buffers, &n);
     }
+    clrun_cli_consts_free(&cli.consts);
     if (rc == 0) {
         cli.args.ids = ids;
         rc = clrun_cli_plan_report(buffers, n, &cli.args);

@@ -15,21 +15,26 @@ static void print_help(void)
 {
     printf("usage: clrun run (FILE.graph | MODEL.onnx) [--allocator NAME] [--repeat N]\n"
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
-           "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--output-dir DIR]\n\n"
+           "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
+           "                 [--output-dir DIR]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
            "XXH64 checksum of each output. Inputs are filled from --seed (default 1), so the\n"
            "checksums of a graph are the same in every allocator mode, and with fusion on or off\n"
-           "(CLRUN_FUSION=0 runs every node as its own kernel; the report says which were fused).\n\n"
+           "(CLRUN_FUSION=0 runs every node as its own kernel; the report lists each fused kernel with\n"
+           "its ops, its node count and the tensor it writes). An --input file's shape binds the\n"
+           "model's symbolic dimensions it covers.\n\n"
            "  --allocator  a pool strategy (%s), naive (one buffer per tensor) or\n"
            "               planned (one arena from the static planner); default CLRUN_ALLOCATOR\n"
-           "  --json       one JSON object instead of the report\n"
+           "  --json       one JSON object instead of the report (wall_ms: the median, with\n"
+           "               wall_ms_min and wall_ms_max)\n"
            "  --trace F    Chrome/Perfetto trace of the last run (open in ui.perfetto.dev)\n"
            "  --time-limit planner budget in seconds for --allocator planned (default 1; 0 runs\n"
            "               the constructions only, as in clrun plan)\n",
            clrun_strategy_names());
     clrun_cli_io_help(true);
+    clrun_cli_const_help();
 }
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -65,6 +70,9 @@ static int parse_args(int argc, char **argv, run_args *a)
         } else if ((taken = clrun_cli_io_option("run", argc, argv, &i, &a->io, true)) != 0) {
             if (taken == 2)
                 return 2;
+        } else if ((taken = clrun_cli_const_option("run", argc, argv, &i, &a->consts)) != 0) {
+            if (taken != 1)
+                return taken;
         } else if (arg[0] == '-') {
             return clrun_cli_usage_error("run", "unknown option or missing value: '%s'", arg);
         } else if (a->path == NULL) {
@@ -198,8 +206,11 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
     const clrun_fused_group *groups = NULL;
     int32_t fused = status == CLRUN_OK ? clrun_exec_fused_groups(exec, &groups) : 0;
     r->fused = calloc((size_t)fused + 1, sizeof *r->fused);
-    for (int32_t i = 0; r->fused && i < fused; i++)
-        snprintf(r->fused[i], sizeof r->fused[i], "%s", groups[i].name);
+    for (int32_t i = 0; r->fused && i < fused; i++) {
+        snprintf(r->fused[i].kernel, sizeof r->fused[i].kernel, "%s", groups[i].name);
+        snprintf(r->fused[i].output, sizeof r->fused[i].output, "%s", groups[i].output ? groups[i].output : "");
+        r->fused[i].nodes = groups[i].nodes;
+    }
     r->fused_count = r->fused ? fused : 0;
     clrun_progress_stop(progress);
     int rc = 0;
@@ -228,12 +239,17 @@ int clrun_cli_run(int argc, char **argv)
     }
     run_args a;
     int rc = parse_args(argc, argv, &a);
+    /* A bad --output-dir fails before the work, not after it. */
+    if (rc == 0)
+        rc = clrun_cli_prepare_output_dir("run", a.io.output_dir);
+    clrun_graph *g = NULL;
+    if (rc == 0)
+        rc = clrun_cli_load_bound("run", a.path, &a.io, &a.consts, &g);
+    clrun_cli_consts_free(&a.consts);
     if (rc)
         return rc;
-    clrun_graph *g = NULL;
-    if ((rc = clrun_cli_load_model("run", a.path, &a.io, &g)) != 0)
-        return rc;
-    if ((rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
+    if ((rc = clrun_cli_check_output_files("run", &a.io, g)) != 0 ||
+        (rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
         clrun_cli_io_free(&a.io);
         clrun_graph_destroy(g);
         return rc;

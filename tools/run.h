@@ -9,6 +9,7 @@
 
 #include <clrun/clrun.h>
 
+#include "model_bind.h"
 #include "model_io.h"
 
 typedef struct run_args {
@@ -21,14 +22,22 @@ typedef struct run_args {
     uint64_t seed;
     double plan_time_limit; /* < 0: the executor's default */
     clrun_cli_io io;        /* --dim, --shape, --input, --output-dir (tools/model_io.h) */
+    clrun_cli_consts consts; /* --const (tools/model_bind.h) */
 } run_args;
+
+/* One fused group, copied from the executor before it goes. */
+typedef struct run_fused {
+    char kernel[160];         /* "fused:add+gelu": its ops in order */
+    char output[256];         /* the tensor it writes */
+    int32_t nodes;            /* nodes of the graph it holds */
+} run_fused;
 
 typedef struct run_result {
     double *times;            /* per repeat, sorted once the runs are done */
-    double median;            /* of times */
+    double median;            /* of times (min: times[0], max: times[repeat - 1]) */
     clrun_exec_stats stats;   /* of the last run */
     char (*checksums)[17];    /* per output: XXH64 of its bytes, in hexadecimal */
-    char (*fused)[160];       /* names of the fused groups ("fused:add+gelu") */
+    run_fused *fused;         /* the fused groups, in schedule order */
     int32_t fused_count;
 } run_result;
 

@@ -27,11 +27,20 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     json_object_object_add(o, "fused_groups", json_object_new_int(s->fused_groups));
     json_object_object_add(o, "fused_nodes", json_object_new_int(s->fused_nodes));
     json_object *fused = json_object_new_array();
-    for (int32_t i = 0; i < r->fused_count; i++)
-        json_object_array_add(fused, json_object_new_string(r->fused[i]));
+    for (int32_t i = 0; i < r->fused_count; i++) {
+        json_object *group = json_object_new_object();
+        json_object_object_add(group, "kernel", json_object_new_string(r->fused[i].kernel));
+        json_object_object_add(group, "nodes", json_object_new_int(r->fused[i].nodes));
+        json_object_object_add(group, "output", json_object_new_string(r->fused[i].output));
+        json_object_array_add(fused, group);
+    }
     json_object_object_add(o, "fused", fused);
     json_object_object_add(o, "repeat", json_object_new_int(a->repeat));
+    /* wall_ms is the median of the timed runs (its documented name, kept); min and max too */
     json_object_object_add(o, "wall_ms", json_object_new_double(r->median));
+    json_object_object_add(o, "wall_ms_median", json_object_new_double(r->median));
+    json_object_object_add(o, "wall_ms_min", json_object_new_double(r->times[0]));
+    json_object_object_add(o, "wall_ms_max", json_object_new_double(r->times[a->repeat - 1]));
     json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)s->peak_bytes));
     json_object_object_add(o, "reserved_bytes", json_object_new_int64((int64_t)s->reserved_bytes));
     json_object_object_add(o, "lower_bound_bytes", json_object_new_int64((int64_t)s->lower_bound_bytes));
@@ -69,12 +78,17 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
     printf("graph       %s (%s): %d nodes, %d tensors, weights %s\n", clrun_graph_name(g) ? clrun_graph_name(g) : "",
            a->path, (int)s->graph_nodes, (int)clrun_graph_tensor_count(g),
            clrun_format_bytes(s->constant_bytes, constants, sizeof constants));
-    printf("fused       %d groups, %d nodes -> %d kernels\n", (int)s->fused_groups, (int)s->graph_nodes,
-           (int)s->kernels);
+    printf("fused       %d group%s, %d node%s -> %d kernel%s\n", (int)s->fused_groups,
+           s->fused_groups == 1 ? "" : "s", (int)s->graph_nodes, s->graph_nodes == 1 ? "" : "s",
+           (int)s->kernels, s->kernels == 1 ? "" : "s");
+    for (int32_t i = 0; i < r->fused_count; i++)
+        printf("            %s: %d node%s into one kernel, writing %s\n", r->fused[i].kernel,
+               (int)r->fused[i].nodes, r->fused[i].nodes == 1 ? "" : "s", r->fused[i].output);
     printf("device      %s (%s)\n", d->name, d->platform_name);
     printf("allocator   %s\n", s->allocator);
     double lo = r->times[0], hi = r->times[a->repeat - 1];
-    printf("time        %.3f ms per run (median of %d; min %.3f, max %.3f)\n", r->median, a->repeat, lo, hi);
+    printf("time        %.3f ms per run (median of %d run%s; min %.3f, max %.3f)\n", r->median, a->repeat,
+           a->repeat == 1 ? "" : "s", lo, hi);
     printf("peak        %s in use, %s reserved from the driver (%llu driver allocations in the last run)\n",
            clrun_format_bytes(s->peak_bytes, peak, sizeof peak),
            clrun_format_bytes(s->reserved_bytes, reserved, sizeof reserved), (unsigned long long)s->driver_allocs);

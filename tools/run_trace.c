@@ -35,7 +35,7 @@ static json_object *counter(uint64_t ns, uint64_t bytes)
     return event;
 }
 
-static json_object *span(const clrun_exec_span *s)
+static json_object *span(const clrun_exec_span *s, const char *node)
 {
     json_object *event = json_object_new_object();
     json_object_object_add(event, "name", json_object_new_string(s->op));
@@ -47,6 +47,8 @@ static json_object *span(const clrun_exec_span *s)
     json_object_object_add(event, "tid", json_object_new_int(1));
     json_object *args = json_object_new_object();
     json_object_object_add(args, "output", json_object_new_string(s->name));
+    if (node) /* the model's node (an imported model's) */
+        json_object_object_add(args, "node", json_object_new_string(node));
     json_object_object_add(args, "bytes_in_use", json_object_new_int64((int64_t)s->bytes_in_use));
     json_object_object_add(event, "args", args);
     return event;
@@ -72,7 +74,7 @@ int clrun_run_write_trace(FILE *out, const char *path, const clrun_exec *exec,
     json_object_array_add(events, metadata("process_name", process));
     json_object_array_add(events, metadata("thread_name", thread));
     for (int32_t i = 0; i < n; i++) {
-        json_object_array_add(events, span(&spans[i]));
+        json_object_array_add(events, span(&spans[i], clrun_exec_span_node(exec, i)));
         json_object_array_add(events, counter(spans[i].start_ns, spans[i].bytes_in_use));
         json_object_array_add(events, counter(spans[i].end_ns, spans[i].bytes_after));
     }

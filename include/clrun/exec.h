@@ -160,6 +160,10 @@ typedef struct clrun_exec_span {
     uint64_t bytes_after;    /* the same once the buffers the node read last are given back */
 } clrun_exec_span;
 
+/* The model's node that span `step` of the last profile ran (clrun_graph_node_model_name: an
+ * imported model's node name), NULL when it has none (a fused group, a graph built by hand). */
+const char *clrun_exec_span_node(const clrun_exec *exec, int32_t step);
+
 /* The spans of the last run in schedule order; 0 when profiling was off (and for NULL). */
 int32_t clrun_exec_profile(const clrun_exec *exec, const clrun_exec_span **spans);
 

@@ -130,9 +130,14 @@ clrun_status clrun_graph_validate(clrun_graph *graph);
 const char *clrun_graph_name(const clrun_graph *graph);
 int32_t clrun_graph_tensor_count(const clrun_graph *graph);
 int32_t clrun_graph_node_count(const clrun_graph *graph);
-/* The id of the tensor called `name`, or -1. */
+/* The id of the tensor called `name`: a model name (see clrun_graph_set_model_name) first,
+ * else a tensor's identifier; -1 when neither. */
 clrun_tensor_id clrun_graph_find(const clrun_graph *graph, const char *name);
+/* The name a person sees: the tensor's model name when it has one (an imported model's input
+ * or output keeps the model's own name, "39" or "dense/Relu:0"), else its identifier. */
 const char *clrun_graph_tensor_name(const clrun_graph *graph, clrun_tensor_id id);
+/* The tensor's identifier: the name the builder was given and the text format writes. */
+const char *clrun_graph_tensor_ident(const clrun_graph *graph, clrun_tensor_id id);
 const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun_tensor_id id);
 /* The graph's inputs / outputs in declaration order. */
 int32_t clrun_graph_inputs(const clrun_graph *graph, const clrun_tensor_id **ids);
@@ -163,6 +168,22 @@ clrun_status clrun_graph_set_donated(clrun_graph *graph, clrun_tensor_id id, boo
  * wrong size, with the reason in clrun_last_error(NULL). */
 clrun_status clrun_graph_example_input(const clrun_graph *graph, int32_t index, uint64_t seed,
                                        void *host, uint64_t bytes);
+
+/* Model names. An importer gives a tensor the name the model uses for it when that is no
+ * identifier ("39", "dense/Relu:0", any bytes but NUL): clrun_graph_tensor_name returns it and
+ * clrun_graph_find finds it, so every interface speaks of the model's names (as onnxruntime
+ * does), while the identifier stays what the text format writes (clrun_graph_write writes
+ * identifiers only: a model name does not survive the text format). A model name has 1 to
+ * CLRUN_GRAPH_MODEL_NAME_MAX bytes and is given once per tensor; two tensors may share one (an
+ * output that is also an input), and clrun_graph_find then gives the first tensor given it.
+ * CLRUN_ERROR_INVALID_ARGUMENT, with the graph unchanged, otherwise. */
+#define CLRUN_GRAPH_MODEL_NAME_MAX 4096
+clrun_status clrun_graph_set_model_name(clrun_graph *graph, clrun_tensor_id id, const char *name);
+/* The same for node number `node` (declaration order): the model's node it comes from ("Conv_12",
+ * "/encoder/layer.0/Add"; several graph nodes may share one), which traces and profiles show.
+ * Given again, it replaces the last. clrun_graph_node_model_name: NULL when it has none. */
+clrun_status clrun_graph_set_node_model_name(clrun_graph *graph, int32_t node, const char *name);
+const char *clrun_graph_node_model_name(const clrun_graph *graph, int32_t node);
 
 /* The message of the last failure on this graph (builder, validation, parser). */
 const char *clrun_graph_last_error(const clrun_graph *graph);

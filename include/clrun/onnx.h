@@ -4,11 +4,15 @@
  * Reshape, ConstantOfShape, Range...) are evaluated at load so they never reach the device, and
  * every other node becomes graph nodes (docs/onnx.md lists the operators and their limits).
  *
- * Tensor names. A clrun name is letters, digits, '_' and '.', starting with a letter or '_'. An
+ * Tensor names. Every input and output (and every other tensor that is an ONNX value) keeps the
+ * model's own name as its model name (clrun_graph_set_model_name): clrun_graph_tensor_name
+ * returns "39" or "dense/Relu:0" as the model has it, and clrun_graph_find finds it, as
+ * onnxruntime does. Its identifier, what the .graph text format writes
+ * (clrun_graph_tensor_ident), is letters, digits, '_' and '.', starting with a letter or '_': an
  * ONNX name that is not one is rewritten: every other character becomes '_', a leading digit or
  * '.' gets a '_' in front, and a name already taken gets ".1", ".2"... appended (in the order the
  * model declares its inputs, then its initializers, then node outputs). clrun_onnx_name does the
- * first two steps, so a caller can find an input or output by its ONNX name.
+ * first two steps. Options name inputs by their ONNX name or their identifier.
  *
  * Errors. A model clrun cannot run is refused as a whole (nothing is returned, nothing leaks),
  * with a message naming the file and, for a node, its index in the model's node list, its name,
@@ -40,7 +44,8 @@ typedef struct clrun_onnx_dim {
 } clrun_onnx_dim;
 
 /* The whole shape of one input, overriding what the model declares: its rank must match, and
- * every dimension the model fixes must agree. */
+ * every dimension the model fixes must agree. It also binds each symbolic dimension it covers,
+ * for every input that has it (the shape of a fed array says what 'batch' is), as dims do. */
 typedef struct clrun_onnx_shape {
     const char *input; /* the input's ONNX name (or its clrun name) */
     int rank;          /* 0..CLRUN_MAX_DIMS */
@@ -49,13 +54,18 @@ typedef struct clrun_onnx_shape {
 
 /* A value for an input, known at load: the input becomes a constant (an initializer), so what
  * it decides (a Reshape's shape, a Slice's starts, a Trilu's k) is folded, and it is no longer an
- * input of the graph (onnxruntime's AddInitializer). The type must be the input's. */
+ * input of the graph (onnxruntime's AddInitializer). The type must be the input's, with two
+ * conveniences for a caller that does not know it: values given as CLRUN_F64 are converted to
+ * the input's element type when each converts exactly (16000 for an int64 sample rate; else
+ * CLRUN_ERROR_INVALID_ARGUMENT), and a single value fits an input whose shape is all ones. */
 typedef struct clrun_onnx_constant {
     const char *input;         /* the input's ONNX name (or its clrun name) */
     clrun_tensor_type type;
     const void *data;          /* clrun_tensor_bytes(&type) bytes, copied */
 } clrun_onnx_constant;
 
+/* Bindings must agree: a dimension given twice with two values, or given one value by dims and
+ * another by a shape (or by two shapes), is CLRUN_ERROR_INVALID_ARGUMENT naming both. */
 typedef struct clrun_onnx_options {
     const clrun_onnx_dim *dims;     /* dim_count entries (may be NULL when 0) */
     int dim_count;

@@ -99,7 +99,7 @@ static clrun_status check_sizes(clrun_exec *e)
         if (size > d->max_alloc)
             return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_SIZE,
                                "%s '%s' is %s (%s): more than the device's largest allocation, %s",
-                               kind_name(tensor), tensor->name,
+                               kind_name(tensor), clrun__tensor_label(tensor),
                                clrun__type_format(&tensor->type, type, sizeof type),
                                clrun__format_bytes(size, bytes, sizeof bytes),
                                clrun__format_bytes(d->max_alloc, limit, sizeof limit));
@@ -320,8 +320,9 @@ static clrun_status output_of(const clrun_exec *e, int32_t i, cl_mem *mem, uint6
 {
     if (e == NULL || i < 0 || i >= e->graph->output_count || !e->have_outputs)
         return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
-                           "output %d does not exist (graph has %d outputs%s)", (int)i,
-                           e ? (int)e->graph->output_count : 0, e && !e->have_outputs ? ", no run yet" : "");
+                           "output %d does not exist (graph has %d output%s%s)", (int)i,
+                           e ? (int)e->graph->output_count : 0, e && e->graph->output_count == 1 ? "" : "s",
+                           e && !e->have_outputs ? ", no run yet" : "");
     int32_t t = e->graph->outputs[i];
     cl_mem held = clrun__exec_tensor_mem(e, t);
     if (held == NULL)
@@ -464,6 +465,13 @@ int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **g
     if (groups)
         *groups = e ? e->groups : NULL;
     return e ? e->fusion.group_count : 0;
+}
+
+const char *clrun_exec_span_node(const clrun_exec *e, int32_t step)
+{
+    if (e == NULL || step < 0 || step >= e->span_count)
+        return NULL;
+    return e->graph->nodes[e->schedule.order[step]].model_name;
 }
 
 int32_t clrun_exec_profile(const clrun_exec *e, const clrun_exec_span **spans)

@@ -80,7 +80,7 @@ struct clrun_exec {
 
 static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t)
 {
-    return e->graph->tensors[t].name;
+    return clrun__tensor_label(&e->graph->tensors[t]);
 }
 
 /* Buffer s now holds pool block `block`: its memory and its bytes' range. */

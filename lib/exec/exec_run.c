@@ -29,8 +29,9 @@ static clrun_status check_inputs(clrun_exec *e, const clrun_buffer *inputs, int3
                            "clrun_exec_run: inputs is NULL for graph '%s', which takes %d",
                            g->name ? g->name : "", (int)g->input_count);
     if (count != g->input_count)
-        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "graph '%s' takes %d inputs, %d given",
-                           g->name ? g->name : "", (int)g->input_count, (int)count);
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "graph '%s' takes %d input%s, %d given",
+                           g->name ? g->name : "", (int)g->input_count, g->input_count == 1 ? "" : "s",
+                           (int)count);
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         char what[CLRUN__GRAPH_NAME_MAX + 16];

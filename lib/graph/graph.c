@@ -24,6 +24,11 @@ static const char *tensor_name_of(const void *owner, int32_t entry)
     return ((const clrun_graph *)owner)->tensors[entry].name;
 }
 
+static const char *tensor_model_name_of(const void *owner, int32_t entry)
+{
+    return ((const clrun_graph *)owner)->tensors[entry].model_name;
+}
+
 /* ---- errors ---- */
 
 clrun_status clrun__graph_fail(clrun_graph *graph, clrun_status status, const char *format, ...)
@@ -126,14 +131,17 @@ void clrun_graph_destroy(clrun_graph *graph)
         return;
     for (int32_t t = 0; t < graph->tensor_count; t++) {
         free(graph->tensors[t].name);
+        free(graph->tensors[t].model_name);
         free(graph->tensors[t].data);
     }
     for (int32_t n = 0; n < graph->node_count; n++) {
         free(graph->nodes[n].inputs);
         free(graph->nodes[n].outputs);
         free_attrs(graph->nodes[n].attrs, graph->nodes[n].attr_count);
+        free(graph->nodes[n].model_name);
     }
     clrun__name_index_free(&graph->names);
+    clrun__name_index_free(&graph->model_names);
     free(graph->tensors);
     free(graph->nodes);
     free(graph->inputs);
@@ -154,7 +162,7 @@ static clrun_status check_new_name(clrun_graph *graph, const char *name)
                           "'%.64s' is not a name (letters, digits, '_' and '.', not starting "
                           "with a digit or '.', at most %d bytes)",
                           name, CLRUN__GRAPH_NAME_MAX);
-    if (clrun_graph_find(graph, name) >= 0)
+    if (clrun__graph_find_ident(graph, name) >= 0)
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s' is already defined", name);
     return CLRUN_OK;
 }
@@ -477,11 +485,19 @@ int32_t clrun_graph_node_count(const clrun_graph *graph)
     return graph ? graph->node_count : 0;
 }
 
-clrun_tensor_id clrun_graph_find(const clrun_graph *graph, const char *name)
+clrun_tensor_id clrun__graph_find_ident(const clrun_graph *graph, const char *name)
 {
     if (!graph || !name)
         return -1;
     return clrun__name_index_find(&graph->names, name, tensor_name_of, graph);
+}
+
+clrun_tensor_id clrun_graph_find(const clrun_graph *graph, const char *name)
+{
+    if (!graph || !name)
+        return -1;
+    clrun_tensor_id id = clrun__name_index_find(&graph->model_names, name, tensor_model_name_of, graph);
+    return id >= 0 ? id : clrun__graph_find_ident(graph, name);
 }
 
 static const clrun__tensor *tensor_at(const clrun_graph *graph, clrun_tensor_id id)
@@ -492,7 +508,65 @@ static const clrun__tensor *tensor_at(const clrun_graph *graph, clrun_tensor_id 
 const char *clrun_graph_tensor_name(const clrun_graph *graph, clrun_tensor_id id)
 {
     const clrun__tensor *tensor = tensor_at(graph, id);
+    return tensor ? clrun__tensor_label(tensor) : NULL;
+}
+
+const char *clrun_graph_tensor_ident(const clrun_graph *graph, clrun_tensor_id id)
+{
+    const clrun__tensor *tensor = tensor_at(graph, id);
     return tensor ? tensor->name : NULL;
+}
+
+clrun_status clrun_graph_set_node_model_name(clrun_graph *graph, int32_t node, const char *name)
+{
+    if (!graph)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_set_node_model_name: graph is NULL");
+    if (node < 0 || node >= graph->node_count)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "no node %d", (int)node);
+    if (!name || !name[0] || strlen(name) > CLRUN_GRAPH_MODEL_NAME_MAX)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "node %d: a model name has 1 to %d bytes", (int)node, CLRUN_GRAPH_MODEL_NAME_MAX);
+    char *copy = copy_string(name);
+    if (!copy)
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    free(graph->nodes[node].model_name);
+    graph->nodes[node].model_name = copy;
+    return CLRUN_OK;
+}
+
+const char *clrun_graph_node_model_name(const clrun_graph *graph, int32_t node)
+{
+    return graph && node >= 0 && node < graph->node_count ? graph->nodes[node].model_name : NULL;
+}
+
+clrun_status clrun_graph_set_model_name(clrun_graph *graph, clrun_tensor_id id, const char *name)
+{
+    if (!graph)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_set_model_name: graph is NULL");
+    clrun__tensor *tensor = id >= 0 && id < graph->tensor_count ? &graph->tensors[id] : NULL;
+    if (!tensor)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "no tensor has id %d", (int)id);
+    if (!name || !name[0] || strlen(name) > CLRUN_GRAPH_MODEL_NAME_MAX)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "'%s': a model name has 1 to %d bytes", tensor->name,
+                                 CLRUN_GRAPH_MODEL_NAME_MAX);
+    if (tensor->model_name)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "'%s' already has the model name '%.200s'", tensor->name,
+                                 tensor->model_name);
+    char *copy = copy_string(name);
+    if (!copy || clrun__name_index_reserve(&graph->model_names, graph->model_names.count + 1,
+                                           tensor_model_name_of, graph) != CLRUN_OK) {
+        free(copy);
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    /* A name two tensors share (an output that is also an input, an output listed twice) is
+     * found as the first tensor given it. */
+    bool taken = clrun__name_index_find(&graph->model_names, name, tensor_model_name_of, graph) >= 0;
+    tensor->model_name = copy;
+    if (!taken)
+        clrun__name_index_add(&graph->model_names, copy, id);
+    return CLRUN_OK;
 }
 
 const clrun_tensor_type *clrun_graph_tensor_type(const clrun_graph *graph, clrun_tensor_id id)

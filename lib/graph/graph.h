@@ -15,7 +15,8 @@ typedef enum clrun__tensor_kind {
 } clrun__tensor_kind;
 
 typedef struct clrun__tensor {
-    char *name;              /* unique in the graph */
+    char *name;              /* unique in the graph: the text format's identifier */
+    char *model_name;        /* the name in the model it came from (owned), NULL: name */
     clrun_tensor_type type;
     clrun__tensor_kind kind;
     bool donated;            /* input only: the caller gives its buffer up */
@@ -37,6 +38,7 @@ typedef struct clrun__node {
     clrun_attr *attrs;       /* names owned by the node */
     int attr_count;
     int line;                /* where it was declared in a .graph file; 0 from the API */
+    char *model_name;        /* the model's node it comes from (owned by the graph), or NULL */
 } clrun__node;
 
 /* An open-addressing hash index from names to entries (small integers: tensor ids, parser
@@ -64,8 +66,18 @@ struct clrun_graph {
     int32_t input_capacity;   /* allocated entries of inputs */
     int32_t output_capacity;  /* allocated entries of outputs */
     clrun__name_index names;  /* tensor name -> id */
+    clrun__name_index model_names; /* model name -> id (the first tensor given it) */
     char last_error[1024];
 };
+
+/* What a person sees for a tensor: its model name, else its name. */
+static inline const char *clrun__tensor_label(const clrun__tensor *tensor)
+{
+    return tensor->model_name ? tensor->model_name : tensor->name;
+}
+
+/* The tensor whose identifier (not model name) is `name`, or -1. */
+clrun_tensor_id clrun__graph_find_ident(const clrun_graph *graph, const char *name);
 
 /* Records the reason on the graph (may be NULL) and as this thread's last error; returns
  * status. */

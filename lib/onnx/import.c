@@ -123,6 +123,7 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     if (n.version == 0)
         return clrun__invalid(im, "operator %s does not exist in opset %" PRId64, n.op, im->opset);
     clrun_status s = CLRUN_OK;
+    int32_t first_node = clrun_graph_node_count(im->graph); /* the graph nodes it becomes */
     n.n_in = (int)node->n_input;
     n.n_out = (int)node->n_output;
     if (node->n_input > 1024 || node->n_output > 1024 || node->n_attribute > 1024)
@@ -171,6 +172,11 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     for (int i = 0; s == CLRUN_OK && i < n.n_out; i++)
         if (n.out[i] >= 0 && im->values[n.out[i]]->kind == CLRUN__VALUE_ABSENT)
             s = clrun__unsupported(im, "output %d '%s' is not supported", i, node->output[i]);
+    /* Traces and profiles show the model's node names. */
+    for (int32_t k = first_node; s == CLRUN_OK && node->name && node->name[0] &&
+                                 k < clrun_graph_node_count(im->graph); k++)
+        if (clrun_graph_set_node_model_name(im->graph, k, node->name) != CLRUN_OK)
+            s = CLRUN__OOM(im);
     free(n.in);
     free(n.out);
     free(n.attr_used);
@@ -214,6 +220,44 @@ static clrun_status check_declared(clrun__imp *im, const Onnx__ValueInfoProto *i
                                                 declared, db, sizeof db));
 }
 
+/* The model's own name on graph tensor id (once: a tensor named already keeps its name). */
+static clrun_status give_model_name(clrun__imp *im, clrun_tensor_id id, const char *onnx_name)
+{
+    if (im->graph->tensors[id].model_name)
+        return CLRUN_OK;
+    clrun_status s = clrun_graph_set_model_name(im->graph, id, onnx_name);
+    return s == CLRUN_OK || s == CLRUN_ERROR_OUT_OF_HOST_MEMORY
+               ? s : clrun__imp_fail(im, s, "'%.200s': %s", onnx_name, clrun_graph_last_error(im->graph));
+}
+
+/* Every graph input keeps the model's name, before the outputs, so that a name an input and
+ * an output share finds the input. */
+static clrun_status name_inputs(clrun__imp *im)
+{
+    clrun_status s = CLRUN_OK;
+    for (int32_t i = 0; s == CLRUN_OK && i < im->value_count; i++) {
+        const clrun__value *v = im->values[i];
+        if (v->graph_input && v->onnx_name && v->id >= 0)
+            s = give_model_name(im, v->id, v->onnx_name);
+    }
+    return s;
+}
+
+/* The other tensors that are ONNX values under their own name keep the model's name when it is
+ * no identifier, so that messages and traces speak of "/layer.0/Add_output_0". */
+static clrun_status name_intermediates(clrun__imp *im)
+{
+    clrun_status s = CLRUN_OK;
+    for (int32_t i = 0; s == CLRUN_OK && i < im->value_count; i++) {
+        const clrun__value *v = im->values[i];
+        if (v->onnx_name && v->id >= 0 && v->kind != CLRUN__VALUE_ABSENT &&
+            strcmp(v->onnx_name, v->name) != 0 &&
+            strcmp(clrun_graph_tensor_ident(im->graph, v->id), v->name) == 0)
+            s = give_model_name(im, v->id, v->onnx_name);
+    }
+    return s;
+}
+
 /* A graph output of the ONNX output value v, named as v: v's own tensor when it is a node's
  * output under v's name and not yet an output; otherwise (an alias of another value, a graph
  * input, a constant, an output listed twice) a copy under v's name, so that every output is its
@@ -224,14 +268,14 @@ static clrun_status add_output(clrun__imp *im, clrun__value *v)
     const clrun_tensor_id *marked;
     int32_t n_marked = clrun_graph_outputs(im->graph, &marked);
     bool own = v->kind == CLRUN__VALUE_DEVICE && !v->graph_input &&
-               strcmp(clrun_graph_tensor_name(im->graph, v->id), v->name) == 0;
+               strcmp(clrun_graph_tensor_ident(im->graph, v->id), v->name) == 0;
     for (int32_t k = 0; k < n_marked && own; k++)
         own = marked[k] != v->id;
     clrun_status s = CLRUN_OK;
     if (own) {
         id = v->id;
     } else if (v->kind == CLRUN__VALUE_CONST && v->id < 0 &&
-               clrun_graph_find(im->graph, v->name) < 0) {
+               clrun__graph_find_ident(im->graph, v->name) < 0) {
         /* A folded output: the constant itself, under its name. */
         s = clrun__device_id(im, v, &id);
     } else {
@@ -239,7 +283,7 @@ static clrun_status add_output(clrun__imp *im, clrun__value *v)
         s = clrun__device_id(im, v, &src);
         const char *name = v->name;
         char other[CLRUN__GRAPH_NAME_MAX + 1];
-        for (int k = 0; s == CLRUN_OK && clrun_graph_find(im->graph, name) >= 0; k++) {
+        for (int k = 0; s == CLRUN_OK && clrun__graph_find_ident(im->graph, name) >= 0; k++) {
             snprintf(other, sizeof other, "%.240s.out%d", v->name, k);
             name = other;
         }
@@ -250,6 +294,8 @@ static clrun_status add_output(clrun__imp *im, clrun__value *v)
     }
     if (s == CLRUN_OK && (s = clrun_graph_mark_output(im->graph, id)) != CLRUN_OK)
         return clrun__imp_fail(im, s, "output '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
+    if (s == CLRUN_OK)
+        s = give_model_name(im, id, v->onnx_name);
     return s == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? CLRUN__OOM(im) : s;
 }
 
@@ -257,6 +303,9 @@ static clrun_status add_outputs(clrun__imp *im, const Onnx__GraphProto *g)
 {
     if (g->n_output == 0)
         return clrun__invalid(im, "the graph has no outputs");
+    clrun_status named = name_inputs(im);
+    if (named != CLRUN_OK)
+        return named == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? CLRUN__OOM(im) : named;
     for (size_t i = 0; i < g->n_output; i++) {
         const char *name = g->output[i]->name;
         int32_t index = name ? clrun__imp_find(im, name) : -1;
@@ -276,7 +325,8 @@ static clrun_status add_outputs(clrun__imp *im, const Onnx__GraphProto *g)
         if (s != CLRUN_OK)
             return s;
     }
-    return CLRUN_OK;
+    clrun_status s = name_intermediates(im);
+    return s == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? CLRUN__OOM(im) : s;
 }
 
 /* ---- the model ---- */

@@ -100,7 +100,8 @@ int64_t clrun__imp_domain_opset(const clrun__imp *im, const char *domain);
 
 /* ---- inputs (inputs.c) ---- */
 
-/* Refuses a --dim, --shape or constant that names nothing of the model. */
+/* Refuses a dim, shape or constant of the options that names nothing of the model, and
+ * bindings that disagree. */
 clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g);
 /* Declares every ONNX value (inputs, initializers decoded, node outputs, whose producing node
  * goes to producer[value]) and adds the graph inputs with their bound dimensions. */

@@ -1,5 +1,5 @@
 /* The importer's inputs: each graph input's dimensions from the model and the caller's bindings
- * (--dim, --shape, the constants that fix an input), the checks that every binding names
+ * (the options' dims, shapes and the constants that fix an input), the checks that every binding names
  * something of the model, and the declaration of every ONNX value with its initializer decoded. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,7 +30,90 @@ static bool dim_option(clrun__imp *im, const char *param, int64_t *value)
     return false;
 }
 
-/* The dimensions of input v from the model, the caller's --shape and --dim. */
+/* The model's declared shape of graph input `info`, NULL when it has none. */
+static const Onnx__TensorShapeProto *declared_shape(const Onnx__ValueInfoProto *info)
+{
+    const Onnx__TypeProto *tp = info ? info->type : NULL;
+    return tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
+               ? tp->tensor_type->shape : NULL;
+}
+
+static const char *dim_param(const Onnx__TensorShapeProto *shape, int d)
+{
+    const Onnx__TensorShapeProto__Dimension *dim = shape->dim[d];
+    return dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
+                   dim->dim_param[0] ? dim->dim_param : NULL;
+}
+
+/* The model's graph input named `name` (its ONNX name or clrun form), or NULL. */
+static const Onnx__ValueInfoProto *input_named(const Onnx__GraphProto *g, const char *name)
+{
+    char mapped[CLRUN_ONNX_NAME_MAX + 2];
+    for (size_t k = 0; name && k < g->n_input; k++) {
+        const char *in = g->input[k]->name ? g->input[k]->name : "";
+        if (strcmp(in, name) == 0 || strcmp(clrun_onnx_name(in, mapped, sizeof mapped), name) == 0)
+            return g->input[k];
+    }
+    return NULL;
+}
+
+/* A symbolic dimension bound by a shape the caller gives for an input that has it (a shape
+ * binds every dim_param it covers, for every input: a fed batch of 3 makes 'batch' 3). The
+ * first such shape's value, and its input, or false. */
+static bool shape_binds(const clrun__imp *im, const char *param, int64_t *value, const char **input)
+{
+    const clrun_onnx_options *o = im->options;
+    for (int i = 0; o && i < o->shape_count; i++) {
+        const Onnx__TensorShapeProto *shape = declared_shape(input_named(im->model->graph, o->shapes[i].input));
+        if (shape == NULL || (int)shape->n_dim != o->shapes[i].rank)
+            continue;
+        for (int d = 0; d < o->shapes[i].rank; d++) {
+            const char *p = dim_param(shape, d);
+            if (p && strcmp(p, param) == 0) {
+                *value = o->shapes[i].dims[d];
+                *input = o->shapes[i].input;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Bindings that disagree: a dimension given twice with two values, a shape that gives a
+ * dimension another value than dims, two shapes that give one dimension two values. */
+static clrun_status check_conflicts(clrun__imp *im)
+{
+    const clrun_onnx_options *o = im->options;
+    for (int i = 0; o && i < o->dim_count; i++)
+        for (int j = 0; j < i; j++)
+            if (o->dims[i].name && o->dims[j].name && strcmp(o->dims[i].name, o->dims[j].name) == 0 &&
+                o->dims[i].value != o->dims[j].value)
+                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                       "dims bind dimension '%s' twice, to %" PRId64 " and to %" PRId64,
+                                       o->dims[i].name, o->dims[j].value, o->dims[i].value);
+    for (int i = 0; o && i < o->shape_count; i++) {
+        const Onnx__TensorShapeProto *shape = declared_shape(input_named(im->model->graph, o->shapes[i].input));
+        if (shape == NULL || (int)shape->n_dim != o->shapes[i].rank)
+            continue;
+        for (int d = 0; d < o->shapes[i].rank; d++) {
+            const char *p = dim_param(shape, d), *other;
+            int64_t want = o->shapes[i].dims[d], bound;
+            if (p && dim_option(im, p, &bound) && bound != want)
+                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                       "the shape given for input '%s' has %" PRId64 " in dimension %d "
+                                       "('%s'), but dims bind '%s' to %" PRId64, o->shapes[i].input, want,
+                                       d, p, p, bound);
+            if (p && shape_binds(im, p, &bound, &other) && bound != want)
+                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                       "the shape given for input '%s' has %" PRId64 " in dimension %d "
+                                       "('%s'), but the shape given for input '%s' makes '%s' %" PRId64,
+                                       o->shapes[i].input, want, d, p, other, p, bound);
+        }
+    }
+    return CLRUN_OK;
+}
+
+/* The dimensions of input v from the model and the caller's shapes and dims. */
 static clrun_status bind_dims(clrun__imp *im, clrun__value *v, const Onnx__TensorShapeProto *shape,
                               clrun_tensor_type *type)
 {
@@ -45,8 +128,8 @@ static clrun_status bind_dims(clrun__imp *im, clrun__value *v, const Onnx__Tenso
                                    "the shape given for input '%s' has %d dimensions, the model's has %d",
                                    v->onnx_name, given->rank, model_rank);
     } else if (model_rank < 0) {
-        return clrun__invalid(im, "input '%s' has no shape in the model: give it (--shape %s=D0xD1...)",
-                              v->onnx_name, v->onnx_name);
+        return clrun__invalid(im, "input '%s' has no shape in the model: give its shape (the "
+                              "options' shapes)", v->onnx_name);
     }
     int rank = given ? given->rank : model_rank;
     if (rank > CLRUN_MAX_DIMS)
@@ -67,15 +150,17 @@ static clrun_status bind_dims(clrun__imp *im, clrun__value *v, const Onnx__Tenso
                                        "the shape given for input '%s' has %" PRId64 " in dimension %d, "
                                        "which the model fixes at %" PRId64, v->onnx_name, given->dims[d], d, value);
             value = given->dims[d];
-        } else if (!fixed && !(param && dim_option(im, param, &value))) {
+        } else if (!fixed && !(param && dim_option(im, param, &value)) &&
+                   !(param && shape_binds(im, param, &value, &(const char *){NULL}))) {
             if (im->options && im->options->default_dim > 0)
                 value = im->options->default_dim;
             else if (param)
-                return clrun__invalid(im, "input '%s' dimension %d ('%s') is not bound: give --dim %s=N "
-                                      "or --shape %s=...", v->onnx_name, d, param, param, v->onnx_name);
+                return clrun__invalid(im, "input '%s' dimension %d ('%s') is not bound: give '%s' a "
+                                      "value (the options' dims) or the input's shape (shapes)",
+                                      v->onnx_name, d, param, param);
             else
-                return clrun__invalid(im, "input '%s' dimension %d has no size in the model: give "
-                                      "--shape %s=...", v->onnx_name, d, v->onnx_name);
+                return clrun__invalid(im, "input '%s' dimension %d has no size in the model: give the "
+                                      "input's shape (the options' shapes)", v->onnx_name, d);
         }
         if (value < 1)
             return value == 0 ? clrun__unsupported(im, "input '%s' dimension %d is 0 (clrun tensors "
@@ -127,8 +212,33 @@ static const clrun_onnx_constant *constant_option(clrun__imp *im, const clrun__v
     return NULL;
 }
 
-/* An input the caller fixed: a constant of the model's element type, with a shape the model's
- * allows. */
+/* Element i of f64 values as `dtype` into out; false when it does not convert exactly. */
+static bool convert_exactly(double x, clrun_dtype dtype, void *out, uint64_t i)
+{
+    switch (dtype) {
+    case CLRUN_F64: ((double *)out)[i] = x; return true;
+    case CLRUN_F32: ((float *)out)[i] = (float)x; return x != x || (double)(float)x == x;
+    case CLRUN_I32:
+        if (!(x >= -2147483648.0 && x <= 2147483647.0) || x != (double)(int32_t)x)
+            return false;
+        ((int32_t *)out)[i] = (int32_t)x;
+        return true;
+    case CLRUN_I64:
+        if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0) || x != (double)(int64_t)x)
+            return false;
+        ((int64_t *)out)[i] = (int64_t)x;
+        return true;
+    case CLRUN_BOOL:
+        if (x != 0 && x != 1)
+            return false;
+        ((uint8_t *)out)[i] = (uint8_t)x;
+        return true;
+    default: return false;
+    }
+}
+
+/* An input the caller fixed: a constant of the model's element type (or f64 values that convert
+ * exactly to it), with a shape the model's allows (one value fits a shape of ones). */
 static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index,
                                        const clrun_onnx_constant *fixed)
 {
@@ -136,24 +246,48 @@ static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProt
     const Onnx__TypeProto *tp = info->type;
     int elem = clrun__onnx_dtype_elem(fixed->type.dtype);
     char a[32], b[32];
-    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
-        tp->tensor_type->has_elem_type && tp->tensor_type->elem_type != elem)
+    bool typed = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+                 tp->tensor_type->has_elem_type;
+    clrun_dtype model_dtype = fixed->type.dtype;
+    bool convert = typed && tp->tensor_type->elem_type != elem && fixed->type.dtype == CLRUN_F64 &&
+                   clrun__onnx_elem_dtype(tp->tensor_type->elem_type, &model_dtype);
+    if (typed && tp->tensor_type->elem_type != elem && !convert)
         return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' is %s, the "
                                "model's input is %s", v->onnx_name, clrun__onnx_elem_name(elem, a, sizeof a),
                                clrun__onnx_elem_name(tp->tensor_type->elem_type, b, sizeof b));
     const Onnx__TensorShapeProto *shape = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
                                                   tp->tensor_type ? tp->tensor_type->shape : NULL;
-    bool fits = !shape || (int)shape->n_dim == fixed->type.rank;
+    clrun_tensor_type type = fixed->type;
+    bool ones = shape && clrun_tensor_elements(&type) == 1 && (int)shape->n_dim <= CLRUN_MAX_DIMS;
+    for (size_t d = 0; ones && d < shape->n_dim; d++)
+        ones = shape->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+               shape->dim[d]->dim_value == 1;
+    if (ones) { /* 16000 for an input of shape [1] */
+        type.rank = (int)shape->n_dim;
+        for (int d = 0; d < type.rank; d++)
+            type.shape[d] = 1;
+    }
+    bool fits = !shape || (int)shape->n_dim == type.rank;
     for (size_t d = 0; fits && shape && d < shape->n_dim; d++)
         fits = shape->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-               shape->dim[d]->dim_value == fixed->type.shape[d];
-    uint64_t bytes = clrun_tensor_bytes(&fixed->type);
+               shape->dim[d]->dim_value == type.shape[d];
+    uint64_t bytes = clrun_tensor_bytes(&type);
     if (!fits || bytes == 0 || (fixed->data == NULL))
         return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' does not "
                                "have the model's shape", v->onnx_name);
-    if (!clrun__otensor_alloc(&v->c, elem, fixed->type.rank, fixed->type.shape))
+    int model_elem = convert ? tp->tensor_type->elem_type : elem;
+    if (!clrun__otensor_alloc(&v->c, model_elem, type.rank, type.shape))
         return CLRUN__OOM(im);
-    memcpy(v->c.data, fixed->data, (size_t)bytes);
+    if (!convert) {
+        memcpy(v->c.data, fixed->data, (size_t)bytes);
+    } else {
+        uint64_t n = clrun_tensor_elements(&type);
+        for (uint64_t i = 0; i < n; i++)
+            if (!convert_exactly(((const double *)fixed->data)[i], model_dtype, v->c.data, i))
+                return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' "
+                                       "(%.17g) is no %s", v->onnx_name, ((const double *)fixed->data)[i],
+                                       clrun__onnx_elem_name(model_elem, a, sizeof a));
+    }
     v->kind = CLRUN__VALUE_CONST;
     return CLRUN_OK;
 }
@@ -170,8 +304,8 @@ static bool names_input(const Onnx__GraphProto *g, const char *name)
     return false;
 }
 
-/* Every --shape, --dim and constant must name something of the model: a typo is an error, not
- * a no-op. */
+/* Every shape, dim and constant must name something of the model: a typo is an error, not
+ * a no-op; and bindings must agree. */
 clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g)
 {
     const clrun_onnx_options *o = im->options;
@@ -206,7 +340,7 @@ clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g)
                                    "dimension '%s' is bound to %" PRId64 " (dimensions are >= 1)", name,
                                    o->dims[i].value);
     }
-    return CLRUN_OK;
+    return check_conflicts(im);
 }
 
 /* Reserves a value (and clrun name) for every ONNX name: inputs, initializers, node outputs. An

@@ -130,6 +130,11 @@ TESTS += tests/test_onnx_files
 tests_test_onnx_files_SOURCES = tests/test_onnx_files.c tests/onnx_builder.h
 tests_test_onnx_files_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_files_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/test_onnx_names
+TESTS += tests/test_onnx_names
+tests_test_onnx_names_SOURCES = tests/test_onnx_names.c tests/onnx_builder.h
+tests_test_onnx_names_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_names_LDADD = $(TEST_LDADD)
 endif
 
 # The conformance suite and the real models (tests/onnx_suite.sh, tests/onnx_models.sh): the
