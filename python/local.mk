@@ -7,7 +7,8 @@ CLRUN_PY_SOURCES = \
 	python/clrun/_lib.py \
 	python/clrun/errors.py \
 	python/clrun/_context.py \
-	python/clrun/_model.py
+	python/clrun/_model.py \
+	python/clrun/_onnx.py
 
 if HAVE_PYTHON
 clrunpydir = $(pythondir)/clrun
@@ -39,7 +40,10 @@ CLRUN_PY_TESTS = \
 	tests/python/test_donation.py \
 	tests/python/test_errors.py \
 	tests/python/test_leak.py \
-	tests/python/test_example.py
+	tests/python/test_example.py \
+	tests/python/test_onnx_dims.py \
+	tests/python/test_threads.py \
+	tests/python/test_mistakes.py
 TESTS += $(CLRUN_PY_TESTS)
 TEST_EXTENSIONS = .py
 PY_LOG_COMPILER = env PYTHON='$(PYTHON)' CLRUN_HAVE_NUMPY='$(CLRUN_HAVE_NUMPY)' CC='$(CC)' \

@@ -311,7 +311,7 @@ class Model:
                               "their" if n > 1 else "its"))
                 if self._strict_donation:
                     raise InvalidArgumentError(INVALID_ARGUMENT, message + " (strict_donation)")
-                warnings.warn(message, UnusedDonationWarning, stacklevel=stacklevel + 1)
+                warnings.warn(message, UnusedDonationWarning, stacklevel=stacklevel)
         except BaseException:
             prepared.close()
             raise
