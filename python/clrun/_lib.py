@@ -27,6 +27,7 @@ def _candidates():
     if found:
         yield found
     yield "libclrun.so.0"
+    yield "/usr/local/lib/libclrun.so.0"  # make install's default prefix, before ldconfig ran
 
 
 def _load():
@@ -38,7 +39,7 @@ def _load():
             tried.append("%s (%s)" % (path, error))
     raise ImportError(
         "clrun: cannot load libclrun; tried " + "; ".join(tried) +
-        ". Install clrun (make install), or set CLRUN_LIBRARY to the path of libclrun.so")
+        ". Install clrun (make install), or set CLRUN_LIBRARY to the path of libclrun.so.0")
 
 
 lib = _load()
