@@ -366,10 +366,10 @@ class Model:
 
     # -- running --
 
-    def __call__(self, inputs=None, /, **named):
+    def __call__(self, inputs=None, **named):
         return self.run(inputs, **named)
 
-    def run(self, inputs=None, /, **named):
+    def run(self, inputs=None, **named):
         """Runs the model once and returns its outputs, a dict of numpy arrays by name.
 
         `inputs` (a dict by input name) and keyword arguments give every input, as numpy arrays
