@@ -243,7 +243,10 @@ class Model:
             return None
         free = {}
         for name, _, dims in inputs:
-            if name in self._shapes or dims is None:
+            if name in self._shapes:
+                continue
+            if dims is None:  # no shape in the model: the whole shape comes from the array
+                free[name] = None
                 continue
             dims = tuple(self._dims.get(d, d) if isinstance(d, str) else d for d in dims)
             if not all(isinstance(d, int) for d in dims):
@@ -358,7 +361,7 @@ class Model:
     def _free_names(self):
         names = []
         for dims in (self._free or {}).values():
-            for d in dims:
+            for d in dims or (None,):
                 label = "'%s'" % d if isinstance(d, str) else "an unnamed one"
                 if not isinstance(d, int) and label not in names:
                     names.append(label)
@@ -400,6 +403,9 @@ class Model:
         bound, where, shapes = {}, {}, {}
         for name, declared in self._free.items():
             shape = tuple(int(d) for d in np.shape(given[name]))
+            if declared is None:
+                shapes[name] = shape
+                continue
             if len(shape) != len(declared):
                 raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' has %d dimensions %s, "
                                            "%s given" % (name, len(declared), _show(declared),

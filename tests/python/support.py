@@ -92,10 +92,13 @@ ONNX_FLOAT, ONNX_INT32, ONNX_INT64 = 1, 6, 7
 
 
 def onnx_value(name, elem, dims):
-    """A ValueInfoProto: dims are ints (fixed) or strings (symbolic)."""
-    shape = b"".join(_field(1, _field(1, d) if isinstance(d, int) else _field(2, d))
-                     for d in dims)
-    tensor = _field(1, elem) + _field(2, shape)
+    """A ValueInfoProto: dims are ints (fixed), strings (symbolic) or None (unknown); None for
+    no shape at all."""
+    tensor = _field(1, elem)
+    if dims is not None:
+        tensor += _field(2, b"".join(_field(1, b"" if d is None else _field(1, d)
+                                            if isinstance(d, int) else _field(2, d))
+                                     for d in dims))
     return _field(1, name) + _field(2, _field(1, tensor))
 
 

@@ -76,12 +76,27 @@ class SymbolicDims(GraphFiles):
         with self.assertRaisesRegex(clrun.InvalidArgumentError,
                                     "dimension 'batch' is 2 in input 'a' and 3 in input 'b'"):
             model(a=a, b=b)
-        with self.assertRaisesRegex(clrun.InvalidArgumentError, r"input 'a' has shape \(batch, 4\)"):
+        with self.assertRaisesRegex(clrun.InvalidArgumentError,
+                                    r"input 'a' has shape \(batch, 4\)"):
             model(a=np.zeros((2, 5), np.float32), b=np.zeros((2, 5), np.float32))
         with self.assertRaisesRegex(clrun.InvalidArgumentError, "has 2 dimensions"):
             model(a=np.zeros(4, np.float32), b=np.zeros(4, np.float32))
         self.assertEqual(len(model._state.executors), 0)
         self.assertEqual(self.ctx.memory_stats()["in_use"], 0)
+
+    def test_unknown_dims_and_shapes_are_taken_from_the_fed_arrays(self):
+        model = self.ctx.load(onnx_model(
+            [onnx_node("Relu", ["x"], ["y"]), onnx_node("Neg", ["u"], ["v"])],
+            [onnx_value("x", ONNX_FLOAT, None), onnx_value("u", ONNX_FLOAT, [None, 2])],
+            [onnx_value("y", ONNX_FLOAT, None), onnx_value("v", ONNX_FLOAT, [None, 2])]))
+        self.assertEqual([i.shape for i in model.inputs], [None, (None, 2)])
+        for shape in ((2, 3), (5,), (2, 3)):
+            x = np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+            u = np.ones((shape[0], 2), np.float32)
+            out = model(x=x, u=u)
+            np.testing.assert_array_equal(out["y"], np.maximum(x, 0))
+            np.testing.assert_array_equal(out["v"], -u)
+        self.assertEqual(len(model._state.executors), 2)
 
     def test_a_model_loads_from_bytes(self):
         for data in (ADD, bytearray(ADD), memoryview(ADD)):
