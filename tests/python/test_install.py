@@ -65,6 +65,10 @@ class Install(unittest.TestCase):
         shutil.copytree(os.path.join(SRCDIR, "python", "clrun"),
                         os.path.join(source, "python", "clrun"),
                         ignore=shutil.ignore_patterns("__pycache__", "_paths.py"))
+        for top, dirs, files in os.walk(source):  # a read-only source tree (make distcheck)
+            for name in dirs + files:
+                path = os.path.join(top, name)
+                os.chmod(path, os.stat(path).st_mode | 0o200)
         venv = os.path.join(self.tmp, "venv")
         # --system-site-packages: numpy (and pip, setuptools) from the system, as offline.
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
