@@ -241,6 +241,17 @@ class Model:
             inputs, outputs = _onnx.signature(self._source)
         except Exception:  # not readable here: the library's import says what is wrong
             return None
+        params = [d for _, _, dims in inputs for d in dims or () if isinstance(d, str)]
+        for name in self._dims:
+            if name not in params:
+                raise InvalidArgumentError(INVALID_ARGUMENT, "dims: no input of the model has a "
+                                           "dimension '%s' (its symbolic dimensions: %s)"
+                                           % (name, ", ".join(sorted(set(params))) or "none"))
+        for name in self._shapes:
+            if name not in [i[0] for i in inputs]:
+                raise InvalidArgumentError(INVALID_ARGUMENT, "shapes: the model has no input "
+                                           "'%s' (its inputs: %s)"
+                                           % (name, ", ".join(i[0] for i in inputs)))
         free = {}
         for name, _, dims in inputs:
             if name in self._shapes:

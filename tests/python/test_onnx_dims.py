@@ -52,6 +52,12 @@ class SymbolicDims(GraphFiles):
             self.ctx.load(self.onnx, dims={"batch": 2, "bacth": 2})
         with self.assertRaisesRegex(clrun.InvalidArgumentError, "int >= 1"):
             self.ctx.load(self.onnx, dims={"batch": 0})
+        # refused at load even where the model then takes its batch from the arrays
+        with self.assertRaisesRegex(clrun.InvalidArgumentError,
+                                    "no input of the model has a dimension 'bacth'.*: batch"):
+            self.ctx.load(self.onnx, dims={"bacth": 2})
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "no input 'c'"):
+            self.ctx.load(self.onnx, shapes={"c": (2, 4)})
 
     def test_unbound_dims_are_taken_from_the_fed_arrays(self):
         model = self.ctx.load(self.onnx)
