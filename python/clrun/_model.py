@@ -465,14 +465,14 @@ class Model:
             # the run then leaks at worst (until the context closes), never frees the executor's
             # memory. A refused run gives it back.
             taken = [(i, state) for i, state, before in devices if plan[i][4] and not before]
-            for i, state in taken:
-                state.consume(self._state, plan[i][0])
             uploads = [i for i in temporary if plan[i][4]]
-            temporary[:] = [i for i in temporary if not plan[i][4]]
             with executor.lock:
                 if executor.exec is None:
                     raise InvalidArgumentError(INVALID_ARGUMENT, "model '%s' is closed"
                                                % self.name)
+                for i, state in taken:
+                    state.consume(self._state, plan[i][0])
+                temporary[:] = [i for i in temporary if not plan[i][4]]
                 status = _lib.exec_run(executor.exec, buffers, len(plan))
                 if status != 0:
                     message = _lib.text(_lib.last_error(pointer))
