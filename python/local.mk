@@ -7,7 +7,8 @@ CLRUN_PY_SOURCES = \
 	python/clrun/_lib.py \
 	python/clrun/errors.py \
 	python/clrun/_context.py \
-	python/clrun/_model.py
+	python/clrun/_model.py \
+	python/clrun/_onnx.py
 
 if HAVE_PYTHON
 clrunpydir = $(pythondir)/clrun
@@ -39,14 +40,18 @@ CLRUN_PY_TESTS = \
 	tests/python/test_donation.py \
 	tests/python/test_errors.py \
 	tests/python/test_leak.py \
-	tests/python/test_example.py
+	tests/python/test_example.py \
+	tests/python/test_onnx_dims.py \
+	tests/python/test_threads.py \
+	tests/python/test_mistakes.py \
+	tests/python/test_install.py
 TESTS += $(CLRUN_PY_TESTS)
 TEST_EXTENSIONS = .py
 PY_LOG_COMPILER = env PYTHON='$(PYTHON)' CLRUN_HAVE_NUMPY='$(CLRUN_HAVE_NUMPY)' CC='$(CC)' \
 	SANITIZER_CFLAGS='$(SANITIZER_CFLAGS)' top_builddir='$(abs_top_builddir)' \
 	top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/python/run.sh
-EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py docs/python.md \
-	examples/python/run_onnx.py
+EXTRA_DIST += $(CLRUN_PY_TESTS) tests/python/run.sh tests/python/support.py pyproject.toml \
+	setup.py
 
 # bench/bench_python.py: the binding's call overhead against the same calls from C, made by
 # bench/bench_call.c, a module of the public API loaded into the benchmark's own process and

@@ -8,7 +8,7 @@ ocl-icd-opencl-dev opencl-headers pocl-opencl-icd \
 libxxhash-dev libjson-c-dev libcmocka-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
 clang libclang-rt-dev \
-python3 python3-numpy oclgrind \
+python3 python3-numpy python3-venv python3-setuptools python3-pip oclgrind \
 libopenblas0-pthread"
 # libopenblas0-pthread: the tuned BLAS that numpy then uses, bench_kernels' baseline (without it
 # numpy falls back on the reference BLAS, a few GFLOP/s).

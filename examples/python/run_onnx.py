@@ -49,7 +49,7 @@ def parse_args(argv):
     p.add_argument("--dims", action="append", metavar="NAME=N", help="an ONNX symbolic dimension")
     p.add_argument("--mode", choices=("pooled", "planned", "naive"), help="executor mode")
     p.add_argument("--allocator", help="pool strategy: buddy, slab or bump")
-    p.add_argument("--pool-limit", type=int, help="most bytes the pool may reserve")
+    p.add_argument("--pool-limit", help="most bytes the pool may reserve (4096, 64M, 1GiB)")
     p.add_argument("--donate", action="append", metavar="NAME", help="an input each run consumes")
     p.add_argument("--repeat", type=int, default=1, help="runs to time (default 1)")
     p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace of the last run")
@@ -112,7 +112,9 @@ def main(argv):
         with clrun.Context(allocator=a.allocator, pool_limit=a.pool_limit) as ctx:
             model = ctx.load(a.model, dims=dims or None, mode=a.mode, donate=a.donate,
                              profile=a.trace is not None)
-            inputs = model.example_inputs(a.seed)
+            # Every input given: a model with symbolic dimensions takes them from the arrays.
+            inputs = {} if set(given) == {i.name for i in model.inputs} else \
+                model.example_inputs(a.seed)
             inputs.update(given)
             times = []
             for _ in range(max(1, a.repeat)):

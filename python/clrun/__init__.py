@@ -23,7 +23,7 @@ from .errors import (Error, InvalidArgumentError, InvalidOptionError, NoPlatform
                      InvalidSizeError, InvalidAlignmentError, InvalidFreeError, BuildFailedError,
                      UnsupportedError, UnsupportedOpError, UnknownAllocatorError,
                      InputOutputError, ParseError, InvalidGraphError, DonatedError, GuardError,
-                     BusyError)
+                     BusyError, InvalidArgumentTypeError, UnusedDonationWarning)
 
 __version__ = _lib.text(_lib.version())
 
@@ -33,5 +33,6 @@ __all__ = [
     "OpenCLError", "OutOfMemoryError", "OutOfHostMemoryError", "InvalidSizeError",
     "InvalidAlignmentError", "InvalidFreeError", "BuildFailedError", "UnsupportedError",
     "UnsupportedOpError", "UnknownAllocatorError", "InputOutputError", "ParseError",
-    "InvalidGraphError", "DonatedError", "GuardError", "BusyError",
+    "InvalidGraphError", "DonatedError", "GuardError", "BusyError", "InvalidArgumentTypeError",
+    "UnusedDonationWarning",
 ]

@@ -8,20 +8,34 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _lib
-from .errors import InvalidArgumentError, DonatedError, check, error, INVALID_ARGUMENT, DONATED
+from .errors import (InvalidArgumentError, DonatedError, check, error, type_error,
+                     INVALID_ARGUMENT, DONATED)
 
-# clrun dtypes (clrun_dtype) and their numpy counterparts.
-DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32), 2: np.dtype(np.float16),
-          3: np.dtype(np.int64), 4: np.dtype(np.bool_), 5: np.dtype(np.float64)}
+
+def _numpy_of(name, size):
+    """The numpy dtype of a clrun dtype name ("f32" float32, "i64" int64, "bool" bool)."""
+    if name == "bool":
+        dtype = np.dtype(np.bool_)
+    elif name[:1] in ("f", "i") and name[1:].isdigit():
+        dtype = np.dtype(("float" if name[0] == "f" else "int") + name[1:])
+    else:
+        return None
+    return dtype if dtype.itemsize == size else None
+
+
+# clrun dtypes (clrun_dtype) and their numpy counterparts, read from the library.
+DTYPES = {code: dtype for code, dtype in ((code, _numpy_of(name, size))
+                                          for code, (name, size) in _lib.dtypes().items())
+          if dtype is not None}
 DTYPE_CODES = {dtype: code for code, dtype in DTYPES.items()}
 
 
-_KINDS = "float32, float16, float64, int32, int64 or bool"
+_KINDS = ", ".join(str(d) for d in DTYPES.values())
 
 
 def numpy_dtype(dtype):
-    """The numpy dtype given, when clrun tensors can have it (float32, float16, float64, int32,
-    int64, bool)."""
+    """The numpy dtype given, when clrun tensors can have it (DTYPES: float32, float16,
+    float64, int32, int64, bool)."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPE_CODES:
         raise InvalidArgumentError(INVALID_ARGUMENT, "clrun tensors are %s, not %s" % (_KINDS, dtype))
@@ -41,21 +55,38 @@ def _device_dtype(array):
                                % (_KINDS, array.dtype))
 
 
+def _same_kind(source, dtype):
+    """True when values of `source` may become `dtype` by the binding's rule: within a kind
+    (floats to floats, signed or unsigned integers to integers, bool to bool)."""
+    kinds = {"f": "f", "i": "iu", "b": "b"}
+    return source.kind in kinds.get(dtype.kind, dtype.kind)
+
+
 def as_host_array(value, dtype, what):
-    """`value` as a C-contiguous numpy array of `dtype`, converting only within a kind
-    (float64 -> float32, int64 -> int32 when every value fits)."""
+    """`value` as a C-contiguous numpy array of `dtype` (0-d stays 0-d), converting only within
+    a kind (float64 -> float32, int64 -> int32 when every value fits). A numpy array or scalar
+    of another kind (int32 for a float32 input) is refused with a TypeError, as onnxruntime
+    refuses it; plain Python numbers and lists, which have no dtype of their own, take
+    `dtype`."""
+    typed = isinstance(value, (np.ndarray, np.generic))
     array = np.asarray(value)
     if array.dtype != dtype:
-        if not np.can_cast(array.dtype, dtype, casting="same_kind"):
-            raise InvalidArgumentError(INVALID_ARGUMENT, "%s: needs %s values, got %s"
-                                       % (what, dtype, array.dtype))
+        if typed:
+            convertible = _same_kind(array.dtype, dtype)
+        else:
+            convertible = array.dtype.kind in "biuf" and np.can_cast(array.dtype, dtype,
+                                                                     casting="same_kind")
+        if not convertible:
+            raise type_error("%s: needs %s values, got %s" % (what, dtype, array.dtype))
         if dtype.kind == "i" and array.size and array.dtype.kind in "iu":
             info = np.iinfo(dtype)
             if array.min() < info.min or array.max() > info.max:
                 raise InvalidArgumentError(INVALID_ARGUMENT, "%s: values outside the range of %s"
                                            % (what, dtype))
         array = array.astype(dtype)
-    return np.ascontiguousarray(array)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array).reshape(array.shape)  # 0-d stays 0-d
+    return array
 
 
 # ---- devices ----------------------------------------------------------------------------------
@@ -187,11 +218,17 @@ class _ArrayState:
         self.consumed_as = name
         self.context.forget(self)
 
+    def unconsume(self):
+        """The run refused its inputs before taking any: the buffer is this array's again."""
+        self.consumed_by = None
+        self.consumed_as = None
+        self.context.adopt(self)
+
     def close(self):
         if self.freed:
             return
         self.freed = True
-        if self.consumed_by is None and self.context.pointer is not None:
+        if self.consumed_by is None and self.context.pointer is not None and self.buffer.mem:
             _lib.free(self.context.pointer, _lib.byref(self.buffer))
         self.context.forget(self)
 
@@ -209,10 +246,9 @@ class DeviceArray:
     context.
     """
 
-    def __init__(self, context, buffer, shape, dtype):
+    def __init__(self, context, state, shape, dtype):
         self._context = context  # keeps the context open while the array lives
-        self._state = _ArrayState(context._state, buffer)
-        context._state.adopt(self._state)
+        self._state = state      # adopted by the context, its buffer allocated
         self._finalizer = weakref.finalize(self, _ArrayState.close, self._state)
         self.shape = tuple(shape)
         self.dtype = dtype
@@ -283,6 +319,25 @@ def _selector(value):
     return str(value).encode()
 
 
+def _size(value, what):
+    """A number of bytes above 0: an int, or text as CLRUN_POOL_LIMIT takes it ("64M", "1GiB",
+    "4096"), parsed by the library (clrun_parse_size)."""
+    if isinstance(value, str):
+        parsed = _lib.c_uint64()
+        if not _lib.parse_size(value.encode(), _lib.byref(parsed)) or parsed.value == 0:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "%s: %r is not a size above 0 (bytes, "
+                                       "with an optional K, M, G or T suffix: '64M', '1GiB')"
+                                       % (what, value))
+        return parsed.value
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise type_error("%s is a number of bytes (an int, or text such as '64M'), not %r"
+                         % (what, value))
+    if value <= 0:
+        raise InvalidArgumentError(INVALID_ARGUMENT, "%s must be a number of bytes above 0, not "
+                                   "%r" % (what, value))
+    return int(value)
+
+
 class Context:
     """One device with its OpenCL context and queue, its built kernels and its memory pool.
 
@@ -293,7 +348,8 @@ class Context:
         device: a :class:`Device`, a device index, or a case-insensitive substring of its name.
         allocator: the pool strategy, "tlsf", "buddy", "slab" or "bump", or an executor mode, "naive"
             or "planned", that models loaded without mode= then use.
-        pool_limit: the most bytes the pool may reserve from the driver (an int > 0).
+        pool_limit: the most bytes the pool may reserve from the driver: an int > 0, or text
+            with a size suffix as CLRUN_POOL_LIMIT takes it ("64M", "1GiB").
         platform: a platform index or name substring.
         guard: True for guard mode (red zones checked on free and by :meth:`check`).
         cache: False to turn off the on-disk cache of compiled kernels.
@@ -316,10 +372,7 @@ class Context:
         options.cache = _tristate(cache)
         options.cache_dir = os.fsencode(cache_dir) if cache_dir is not None else None
         if pool_limit is not None:
-            if int(pool_limit) <= 0:
-                raise InvalidArgumentError(INVALID_ARGUMENT, "pool_limit must be a number of "
-                                           "bytes above 0, not %r" % (pool_limit,))
-            options.pool_limit = int(pool_limit)
+            options.pool_limit = _size(pool_limit, "pool_limit")
         pointer = _lib.context_p()
         check(_lib.context_create(_lib.byref(options), _lib.byref(pointer)))
         self._state = _ContextState(pointer)
@@ -369,15 +422,19 @@ class Context:
         dtype = numpy_dtype(dtype) if dtype is not None else _device_dtype(host)
         host = as_host_array(host, dtype, label or "array")
         pointer = self._pointer()
-        buffer = _lib.Buffer()
-        check(_lib.alloc_ex(pointer, host.nbytes, 0, label.encode() if label else None,
-                            _lib.byref(buffer)), pointer)
-        status = _lib.buffer_write(pointer, _lib.byref(buffer), host.ctypes.data)
-        if status != 0:
-            message = _lib.text(_lib.last_error(pointer))
-            _lib.free(pointer, _lib.byref(buffer))
-            check(status, message=message)
-        return DeviceArray(self, buffer, host.shape, dtype)
+        # The array's state owns the buffer before the library fills it, so that an exception
+        # (a KeyboardInterrupt) anywhere from here frees the block at once.
+        state = _ArrayState(self._state, _lib.Buffer())
+        self._state.adopt(state)
+        try:
+            check(_lib.alloc_ex(pointer, host.nbytes, 0, label.encode() if label else None,
+                                _lib.byref(state.buffer)), pointer)
+            check(_lib.buffer_write(pointer, _lib.byref(state.buffer), host.ctypes.data),
+                  pointer)
+            return DeviceArray(self, state, host.shape, dtype)
+        except BaseException:
+            state.close()
+            raise
 
     def memory_stats(self):
         """What the pool holds, as a dict of the C statistics (clrun_memory_stats): strategy,
@@ -409,13 +466,17 @@ class Context:
 
     # -- models --
 
-    def load(self, path, *, dims=None, fusion=None, mode=None, donate=None, profile=False,
-             plan_time_limit=None):
+    def load(self, source, *, dims=None, shapes=None, fusion=None, mode=None, donate=None,
+             profile=False, plan_time_limit=None, strict_donation=False):
         """Loads a model and prepares it for this context; returns a :class:`clrun.Model`.
 
         Args:
-            path: a ``.graph`` file (docs/graph-format.md) or an ``.onnx`` model.
-            dims: ONNX only: values of symbolic dimensions, e.g. ``{"batch": 8}``.
+            source: a ``.graph`` file (docs/graph-format.md), an ``.onnx`` model, or the bytes
+                of an ONNX model (as onnxruntime.InferenceSession takes them).
+            dims: ONNX only: values of symbolic dimensions, e.g. ``{"batch": 8}``. Dimensions
+                left unbound are taken from the arrays each run is fed (one executor per
+                distinct binding, prepared on first use and kept).
+            shapes: ONNX only: whole input shapes, e.g. ``{"x": (8, 3, 224, 224)}``.
             fusion: fuse groups of elementwise nodes into one generated kernel each (True,
                 False; None: CLRUN_FUSION, default on). Never changes a result.
             mode: "pooled" (blocks from the pool), "planned" (one arena laid out ahead by the
@@ -427,10 +488,13 @@ class Context:
             profile: record each node's device time, for :meth:`clrun.Model.trace`.
             plan_time_limit: planned mode: the planner's budget in seconds (default 1; 0 runs
                 its constructions only).
+            strict_donation: a donated input that no output can take is an error
+                (clrun.InvalidArgumentError) instead of a clrun.UnusedDonationWarning.
         """
         from ._model import Model
-        return Model(self, path, dims=dims, fusion=fusion, mode=mode, donate=donate,
-                     profile=profile, plan_time_limit=plan_time_limit)
+        return Model(self, source, dims=dims, shapes=shapes, fusion=fusion, mode=mode,
+                     donate=donate, profile=profile, plan_time_limit=plan_time_limit,
+                     strict_donation=strict_donation)
 
     def __repr__(self):
         if self.closed:

@@ -27,6 +27,7 @@ def _candidates():
     if found:
         yield found
     yield "libclrun.so.0"
+    yield "/usr/local/lib/libclrun.so.0"  # make install's default prefix, before ldconfig ran
 
 
 def _load():
@@ -38,7 +39,7 @@ def _load():
             tried.append("%s (%s)" % (path, error))
     raise ImportError(
         "clrun: cannot load libclrun; tried " + "; ".join(tried) +
-        ". Install clrun (make install), or set CLRUN_LIBRARY to the path of libclrun.so")
+        ". Install clrun (make install), or set CLRUN_LIBRARY to the path of libclrun.so.0")
 
 
 lib = _load()
@@ -216,6 +217,33 @@ class ExecBufferInfo(ctypes.Structure):
     ]
 
 
+class OnnxDim(ctypes.Structure):
+    """clrun_onnx_dim (onnx.h)."""
+    _fields_ = [("name", c_char_p), ("value", c_int64)]
+
+
+class OnnxShape(ctypes.Structure):
+    """clrun_onnx_shape (onnx.h)."""
+    _fields_ = [("input", c_char_p), ("rank", c_int), ("dims", c_int64 * MAX_DIMS)]
+
+
+class OnnxOptions(ctypes.Structure):
+    """clrun_onnx_options (onnx.h); the constants are not used by the binding."""
+    _fields_ = [
+        ("dims", POINTER(OnnxDim)),
+        ("dim_count", c_int),
+        ("shapes", POINTER(OnnxShape)),
+        ("shape_count", c_int),
+        ("default_dim", c_int64),
+        ("constants", c_void_p),
+        ("constant_count", c_int),
+        ("external_data_dir", c_char_p),
+        ("err", c_char_p),
+        ("errlen", c_size_t),
+        ROOM,
+    ]
+
+
 # Opaque handles are plain void pointers.
 context_p = c_void_p
 graph_p = c_void_p
@@ -243,6 +271,7 @@ version = _proto("clrun_version", c_char_p)
 strerror = _proto("clrun_strerror", c_char_p, c_int)
 status_name = _proto("clrun_status_name", c_char_p, c_int)
 last_error = _proto("clrun_last_error", c_char_p, context_p)
+parse_size = _proto("clrun_parse_size", c_bool, c_char_p, POINTER(c_uint64))
 
 device_list = _proto("clrun_device_list", c_int, POINTER(POINTER(DeviceInfo)), POINTER(c_size_t))
 device_list_free = _proto("clrun_device_list_free", None, POINTER(DeviceInfo))
@@ -265,6 +294,7 @@ memory_stats_get = _proto("clrun_memory_stats_get", c_int, context_p, POINTER(Me
 memory_reset_peaks = _proto("clrun_memory_reset_peaks", None, context_p)
 
 dtype_name = _proto("clrun_dtype_name", c_char_p, c_int)
+dtype_size = _proto("clrun_dtype_size", c_size_t, c_int)
 graph_load = _proto("clrun_graph_load", c_int, c_char_p, POINTER(graph_p), c_char_p, c_size_t)
 graph_destroy = _proto("clrun_graph_destroy", None, graph_p)
 graph_name = _proto("clrun_graph_name", c_char_p, graph_p)
@@ -277,8 +307,12 @@ graph_set_donated = _proto("clrun_graph_set_donated", c_int, graph_p, c_int32, c
 graph_example_input = _proto("clrun_graph_example_input", c_int, graph_p, c_int32, c_uint64,
                              c_void_p, c_uint64)
 graph_last_error = _proto("clrun_graph_last_error", c_char_p, graph_p)
-# ONNX import arrives in a later library; ctx.load reports its absence clearly.
-graph_load_onnx = optional("clrun_graph_load_onnx", c_int, c_char_p, c_void_p, POINTER(graph_p))
+# ONNX import (onnx.h): a library built without it lacks these; ctx.load says so clearly.
+graph_load_onnx = optional("clrun_graph_load_onnx", c_int, c_char_p, POINTER(OnnxOptions),
+                           POINTER(graph_p))
+graph_load_onnx_memory = optional("clrun_graph_load_onnx_memory", c_int, c_void_p, c_size_t,
+                                  c_char_p, POINTER(OnnxOptions), POINTER(graph_p))
+onnx_options_init = optional("clrun_onnx_options_init", None, POINTER(OnnxOptions))
 
 exec_options_init = _proto("clrun_exec_options_init", None, POINTER(ExecOptions))
 exec_create = _proto("clrun_exec_create", c_int, context_p, graph_p, POINTER(ExecOptions),
@@ -294,6 +328,34 @@ exec_layout = _proto("clrun_exec_layout", c_int, exec_p, POINTER(ExecBufferInfo)
                      POINTER(c_int32))
 
 EXEC_MODES = {"pooled": 0, "naive": 1, "planned": 2, "context": 3}  # clrun_exec_mode
+
+
+def statuses():
+    """Every status the library has, {code: name}, read from the library (clrun_status_name):
+    the codes run down from -1 without a gap (CLRUN_STATUS_TABLE in status.h)."""
+    out = {}
+    code = -1
+    while code > -1000:
+        name = text(status_name(code))
+        if not name.startswith("CLRUN_ERROR_"):
+            return out
+        out[code] = name
+        code -= 1
+    return out
+
+
+def dtypes():
+    """Every dtype the library has, {code: (name, bytes)}, read from the library
+    (clrun_dtype_name, clrun_dtype_size): the codes run up from 0 without a gap."""
+    out = {}
+    code = 0
+    while code < 1000:
+        size = dtype_size(code)
+        if not size:
+            return out
+        out[code] = (text(dtype_name(code)), size)
+        code += 1
+    return out
 
 
 def text(value):

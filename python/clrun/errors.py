@@ -116,33 +116,57 @@ class BusyError(Error):
     """CLRUN_ERROR_BUSY: the resource is still in use."""
 
 
-# Status code -> class; the codes are those of CLRUN_STATUS_TABLE in include/clrun/status.h.
-_BY_STATUS = {
-    -1: InvalidArgumentError,
-    -2: InvalidOptionError,
-    -3: NoPlatformError,
-    -4: NoDeviceError,
-    -5: OpenCLError,
-    -6: OutOfMemoryError,
-    -7: OutOfHostMemoryError,
-    -8: InvalidSizeError,
-    -9: InvalidAlignmentError,
-    -10: InvalidFreeError,
-    -11: BuildFailedError,
-    -12: UnsupportedOpError,
-    -13: UnknownAllocatorError,
-    -14: InputOutputError,
-    -15: ParseError,
-    -16: InvalidGraphError,
-    -17: DonatedError,
-    -18: GuardError,
-    -19: UnsupportedError,
-    -20: BusyError,
-}
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """CLRUN_ERROR_INVALID_ARGUMENT raised by the binding for a value of the wrong type (an
+    int32 array for a float32 input, a positional array): also a TypeError, as onnxruntime and
+    numpy raise."""
 
-INVALID_ARGUMENT = -1
-DONATED = -17
-UNSUPPORTED = -19
+
+class UnusedDonationWarning(UserWarning):
+    """A model donates inputs that no output can take (JAX: "Some donated buffers were not
+    usable"): their memory is freed after their last use, never reused in place. Load with
+    strict_donation=True to make it an error."""
+
+
+# The library's statuses by name; the codes come from the library itself (clrun_status_name),
+# so a status added to CLRUN_STATUS_TABLE needs no number copied here (without a class of its
+# own it raises Error).
+_BY_NAME = {
+    "CLRUN_ERROR_INVALID_ARGUMENT": InvalidArgumentError,
+    "CLRUN_ERROR_INVALID_OPTION": InvalidOptionError,
+    "CLRUN_ERROR_NO_PLATFORM": NoPlatformError,
+    "CLRUN_ERROR_NO_DEVICE": NoDeviceError,
+    "CLRUN_ERROR_OPENCL": OpenCLError,
+    "CLRUN_ERROR_OUT_OF_MEMORY": OutOfMemoryError,
+    "CLRUN_ERROR_OUT_OF_HOST_MEMORY": OutOfHostMemoryError,
+    "CLRUN_ERROR_INVALID_SIZE": InvalidSizeError,
+    "CLRUN_ERROR_INVALID_ALIGNMENT": InvalidAlignmentError,
+    "CLRUN_ERROR_INVALID_FREE": InvalidFreeError,
+    "CLRUN_ERROR_BUILD_FAILED": BuildFailedError,
+    "CLRUN_ERROR_UNKNOWN_KERNEL": UnsupportedOpError,
+    "CLRUN_ERROR_UNKNOWN_ALLOCATOR": UnknownAllocatorError,
+    "CLRUN_ERROR_IO": InputOutputError,
+    "CLRUN_ERROR_PARSE": ParseError,
+    "CLRUN_ERROR_INVALID_GRAPH": InvalidGraphError,
+    "CLRUN_ERROR_DONATED": DonatedError,
+    "CLRUN_ERROR_GUARD": GuardError,
+    "CLRUN_ERROR_UNSUPPORTED": UnsupportedError,
+    "CLRUN_ERROR_BUSY": BusyError,
+}
+STATUSES = _lib.statuses()  # {code: "CLRUN_ERROR_..."}
+_CODES = {name: code for code, name in STATUSES.items()}
+_BY_STATUS = {code: _BY_NAME.get(name, Error) for code, name in STATUSES.items()}
+
+INVALID_ARGUMENT = _CODES["CLRUN_ERROR_INVALID_ARGUMENT"]
+DONATED = _CODES["CLRUN_ERROR_DONATED"]
+UNSUPPORTED = _CODES["CLRUN_ERROR_UNSUPPORTED"]
+IO = _CODES["CLRUN_ERROR_IO"]
+
+
+def type_error(message):
+    """The binding's error for a value of the wrong type: an InvalidArgumentError that is also a
+    TypeError."""
+    return InvalidArgumentTypeError(INVALID_ARGUMENT, message)
 
 
 def error(status, message=None):

@@ -66,3 +66,49 @@ class GraphFiles(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self._dir.name, name)
+
+
+# ---- ONNX models written by hand (no onnx module needed): the protobuf fields of onnx.proto --
+
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _field(number, value):
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+ONNX_FLOAT, ONNX_INT32, ONNX_INT64 = 1, 6, 7
+
+
+def onnx_value(name, elem, dims):
+    """A ValueInfoProto: dims are ints (fixed), strings (symbolic) or None (unknown); None for
+    no shape at all."""
+    tensor = _field(1, elem)
+    if dims is not None:
+        tensor += _field(2, b"".join(_field(1, b"" if d is None else _field(1, d)
+                                            if isinstance(d, int) else _field(2, d))
+                                     for d in dims))
+    return _field(1, name) + _field(2, _field(1, tensor))
+
+
+def onnx_node(op, inputs, outputs, name=""):
+    return (b"".join(_field(1, i) for i in inputs) + b"".join(_field(2, o) for o in outputs) +
+            _field(3, name or outputs[0]) + _field(4, op))
+
+
+def onnx_model(nodes, inputs, outputs, name="g", opset=13):
+    """The bytes of an ONNX model: nodes from onnx_node, inputs and outputs from onnx_value."""
+    graph = (b"".join(_field(1, n) for n in nodes) + _field(2, name) +
+             b"".join(_field(11, i) for i in inputs) + b"".join(_field(12, o) for o in outputs))
+    return (_field(1, 8) + _field(8, _field(1, "") + _field(2, opset)) + _field(7, graph))

@@ -34,6 +34,21 @@ class Classes(unittest.TestCase):
             seen.add(type(e))
         self.assertEqual(len(seen), 20)
 
+    def test_the_tables_are_the_librarys(self):
+        from clrun import _context, errors
+        codes, code = {}, -1
+        while _lib.text(_lib.status_name(code)) != "CLRUN_UNKNOWN":
+            codes[code] = _lib.text(_lib.status_name(code))
+            code -= 1
+        self.assertEqual(errors.STATUSES, codes)
+        self.assertEqual(errors.INVALID_ARGUMENT, -1)
+        self.assertEqual(sorted(_context.DTYPES), list(range(len(_context.DTYPES))))
+        for code, dtype in _context.DTYPES.items():
+            self.assertEqual(dtype.itemsize, _lib.lib.clrun_dtype_size(code))
+            name = _lib.text(_lib.dtype_name(code))  # "f32", "i64", "bool"
+            self.assertEqual(name, "bool" if dtype == np.bool_ else
+                             "%s%d" % (dtype.kind, dtype.itemsize * 8))
+
     def test_python_kinds(self):
         self.assertTrue(issubclass(clrun.OutOfMemoryError, MemoryError))
         self.assertTrue(issubclass(clrun.InvalidGraphError, ValueError))
