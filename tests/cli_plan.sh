@@ -48,5 +48,34 @@ for bad in 0 abc -5 12Q; do
     expect 2 "capacity" "$tmp/out" "--capacity $bad"
 done
 
+# A model's plan is the graph that runs (it planned the unfused graph without the convolution's
+# scratch at alignment 1, and reported less than the run held): its peak is at least what
+# `clrun run --allocator planned` holds, and a capacity below that is never "fits".
+cat >"$tmp/scratch.graph" <<'GRAPH'
+graph scratchy
+input x: f32[1, 3, 9, 9]
+const w: f32[5, 3, 3, 3] normal(0, 0.1) seed=1
+node y: f32[1, 5, 9, 9] = conv2d(x, w) pad=[1, 1]
+node a: f32[1, 5, 9, 9] = relu(y)
+node z: f32[1, 5, 9, 9] = neg(a)
+node s: f32[1, 5] = reduce_sum(z) axes=[2, 3]
+output s
+GRAPH
+"$CLRUN" plan "$tmp/scratch.graph" --json >"$tmp/model-plan.json" 2>&1
+rc=$?
+expect 0 '"device_alignment":true' "$tmp/model-plan.json" "plan of a model"
+"$CLRUN" run "$tmp/scratch.graph" --allocator planned --json >"$tmp/model-run.json" 2>"$tmp/err"
+rc=$?
+expect 0 '"peak_bytes"' "$tmp/model-run.json" "planned run of a model"
+planned=$(sed -n 's/.*"peak_bytes": *\([0-9]*\).*/\1/p' "$tmp/model-plan.json" | head -n 1)
+held=$(sed -n 's/.*"peak_bytes": *\([0-9]*\).*/\1/p' "$tmp/model-run.json" | head -n 1)
+if [ -z "$planned" ] || [ -z "$held" ] || [ "$planned" -lt "$held" ]; then
+    fail "plan of a model: peak ${planned:-?} below the planned run's ${held:-?}"
+fi
+if [ -n "$held" ]; then
+    "$CLRUN" plan "$tmp/scratch.graph" --capacity $((held - 1)) >"$tmp/out" 2>&1
+    grep -q "the plan fits" "$tmp/out" && fail "plan of a model: fits in $((held - 1)) B, under what the run holds"
+fi
+
 [ "$failures" = 0 ] || exit 1
 echo "cli_plan: all checks passed"
