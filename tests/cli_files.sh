@@ -39,4 +39,13 @@ printf '\000\000\200\277\000\000\000\100' >>"$tmp/x.npy"
 ln -s "$tmp/x.npy" "$tmp/link.npy"
 run_input "$tmp/link.npy"
 [ $rc = 0 ] || fail "--input through a link to a .npy file: exit $rc: $(cat "$tmp/err")"
+# The model file itself: a FIFO named as the model is refused at once, as a .graph and as .onnx.
+mkfifo "$tmp/fifo.graph" "$tmp/fifo.onnx" || exit 99
+for model in "$tmp/fifo.graph" "$tmp/fifo.onnx"; do
+    timeout 60 "$CLRUN" run "$model" >/dev/null 2>"$tmp/err"
+    rc=$?
+    [ $rc = 1 ] || fail "model $model (a FIFO): exit $rc, expected 1"
+    grep -q "FIFO" "$tmp/err" || fail "model $model (a FIFO): '$(cat "$tmp/err")' does not say so"
+done
+
 [ $failures = 0 ]

@@ -64,7 +64,7 @@ int clrun__file_open(const char *path, uint64_t *size, clrun_status *status, cha
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         char text[160];
-        snprintf(text, sizeof text, "cannot be opened: %s", strerror(errno));
+        snprintf(text, sizeof text, "cannot read: %s", strerror(errno));
         return refuse(-1, status, CLRUN_ERROR_IO, why, whylen, text);
     }
     return regular(fd, size, status, why, whylen);

@@ -149,7 +149,7 @@ static clrun_status refuse_plan(clrun_exec *e, const clrun_plan_result *r, uint6
                        "the best plan of graph '%s' found in %.3g s needs %s, more than the %s its "
                        "arena may take (the pool's limit less the %s it holds, or the device's "
                        "largest allocation); the lower bound is %s, so a plan may fit: try a longer "
-                       "plan_time_limit_s (clrun run --time-limit), or a pooled mode",
+                       "plan_time_limit_s (an executor option), or a pooled mode",
                        graph, e->options.plan_time_limit_s, need, may, held, bound);
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/util.h"
 
 /* ---- building ---- */
@@ -253,48 +254,6 @@ clrun_status clrun_graph_parse(const char *text, size_t length, const char *file
  * one (or a device, /dev/zero) is refused before it fills the host's memory. */
 #define GRAPH_TEXT_MAX ((size_t)256 << 20)
 
-/* The whole file in memory: *text (owned, NUL-terminated) and its length. */
-static clrun_status read_file(const char *path, char **text, size_t *length)
-{
-    FILE *file = fopen(path, "rb");
-    if (!file)
-        return CLRUN_ERROR_IO;
-    size_t used = 0, capacity = 4096;
-    char *buffer = malloc(capacity);
-    clrun_status status = buffer ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    while (status == CLRUN_OK) {
-        if (used >= GRAPH_TEXT_MAX) {
-            status = CLRUN_ERROR_INVALID_SIZE;
-            break;
-        }
-        if (capacity - used < 2) {
-            char *bigger = capacity <= SIZE_MAX / 2 ? realloc(buffer, capacity * 2) : NULL;
-            if (!bigger) {
-                status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-                break;
-            }
-            buffer = bigger;
-            capacity *= 2;
-        }
-        size_t got = fread(buffer + used, 1, capacity - used - 1, file);
-        used += got;
-        if (got == 0) {
-            if (ferror(file))
-                status = CLRUN_ERROR_IO;
-            break;
-        }
-    }
-    fclose(file);
-    if (status != CLRUN_OK) {
-        free(buffer);
-        return status;
-    }
-    buffer[used] = '\0';
-    *text = buffer;
-    *length = used;
-    return CLRUN_OK;
-}
-
 clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, size_t errlen)
 {
     if (err && errlen)
@@ -305,16 +264,26 @@ clrun_status clrun_graph_load(const char *path, clrun_graph **out, char *err, si
     *out = NULL;
     char *text = NULL;
     size_t length = 0;
-    errno = 0;
-    clrun_status status = read_file(path, &text, &length);
-    if (status != CLRUN_OK) {
-        char message[1024];
-        if (status == CLRUN_ERROR_INVALID_SIZE)
-            snprintf(message, sizeof message, "%s: cannot read: more than the %zu MiB a .graph "
-                     "file may hold", path, GRAPH_TEXT_MAX >> 20);
-        else
-            snprintf(message, sizeof message, "%s: cannot read: %s", path,
-                     status == CLRUN_ERROR_IO && errno ? strerror(errno) : clrun_strerror(status));
+    /* A regular file only (a FIFO or a device is refused, never waited on), read to its size. */
+    clrun_status status = CLRUN_OK;
+    char message[1024];
+    char why[768] = "";
+    void *data = clrun__file_read(path, GRAPH_TEXT_MAX, &length, &status, why, sizeof why);
+    snprintf(message, sizeof message, "%s: %s", path, why);
+    if (data != NULL) {
+        text = realloc(data, length + 1);
+        if (text == NULL) {
+            free(data);
+            status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+            snprintf(message, sizeof message, "%s: out of host memory reading it", path);
+        } else {
+            text[length] = '\0';
+        }
+    } else if (status == CLRUN_ERROR_INVALID_SIZE) {
+        snprintf(message, sizeof message, "%s: cannot read: more than the %zu MiB a .graph file may hold",
+                 path, GRAPH_TEXT_MAX >> 20);
+    }
+    if (text == NULL) {
         if (err && errlen)
             snprintf(err, errlen, "%s", message);
         return clrun__error_set(NULL, status, "%s", message);

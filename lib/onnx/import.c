@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "core/file.h"
 #include "onnx/import.h"
 #include "onnx/wire.h"
 
@@ -457,60 +458,26 @@ clrun_status clrun_graph_load_onnx_memory(const void *data, size_t size, const c
     return s;
 }
 
-/* The whole file into memory; NULL with the reason in why. */
-void *clrun__onnx_read_file(const char *path, size_t *size, char *why, size_t whylen);
-void *clrun__onnx_read_file(const char *path, size_t *size, char *why, size_t whylen)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(why, whylen, "%s: cannot read: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t capacity = 1 << 16, used = 0;
-    unsigned char *buf = malloc(capacity);
-    while (buf) {
-        used += fread(buf + used, 1, capacity - used, f);
-        if (used < capacity)
-            break;
-        unsigned char *grown = capacity < ((size_t)1 << 40) ? realloc(buf, capacity * 2) : NULL;
-        if (grown == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        capacity *= 2;
-    }
-    if (buf && ferror(f)) {
-        snprintf(why, whylen, "%s: cannot read: %s", path, strerror(errno));
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    if (buf == NULL)
-        snprintf(why, whylen, "%s: out of host memory", path);
-    *size = used;
-    return buf;
-}
-
 clrun_status clrun_graph_load_onnx(const char *path, const clrun_onnx_options *options, clrun_graph **out)
 {
     if (out)
         *out = NULL;
     char why[1024];
     size_t size = 0;
-    void *data = path && out ? clrun__onnx_read_file(path, &size, why, sizeof why) : NULL;
+    /* A model is one protobuf message: at most 2 GiB (its weights beyond that are external
+     * data). A regular file only: a FIFO or a device is refused, never waited on. */
+    clrun_status read_status = CLRUN_ERROR_INVALID_ARGUMENT;
+    char reason[768] = "";
+    void *data = path && out ? clrun__file_read(path, (uint64_t)1 << 31, &size, &read_status, reason, sizeof reason)
+                             : NULL;
     if (data == NULL) {
+        snprintf(why, sizeof why, "%s: %s", path ? path : "", reason);
         if (!path || !out)
             snprintf(why, sizeof why, "clrun_graph_load_onnx: no path or no place for the graph");
-        clrun_status s = !path || !out ? CLRUN_ERROR_INVALID_ARGUMENT
-                                       : strstr(why, "out of host memory") ? CLRUN_ERROR_OUT_OF_HOST_MEMORY
-                                                                           : CLRUN_ERROR_IO;
-        clrun__error_set(NULL, s, "%s", why);
+        clrun__error_set(NULL, read_status, "%s", why);
         if (options && options->err && options->errlen)
             snprintf(options->err, options->errlen, "%s", why);
-        return s;
+        return read_status;
     }
     clrun_status s = clrun_graph_load_onnx_memory(data, size, path, options, out);
     free(data);
