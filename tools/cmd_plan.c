@@ -40,6 +40,9 @@ static void print_help(void)
            "                     alive over [lower, upper), size in bytes\n"
            "  --gen FAMILY:N[:SEED]  generated buffers: random, perfect, balanced, unet, chain\n"
            "                     or wide\n"
+           "  --as-written       a model's graph as written, without a device: no folding, no\n"
+           "                     fusion, no scratch, alignment 1 unless --alignment says (what\n"
+           "                     runs may need more)\n"
            "  --json             one JSON object instead of the report\n"
            "  --out FILE         write the buffers with an offset column (CSV)\n"
            "  --svg FILE         write the plan as a picture\n"
@@ -316,6 +319,16 @@ static int load_graph(const char *path, clrun_cli_io *io, const clrun_cli_consts
     int rc = clrun_cli_load_bound("plan", path, io, consts, &graph);
     if (rc)
         return rc;
+    if (args->as_written) { /* no device: the graph as written, unfolded, unfused, no scratch */
+        char err[2048];
+        clrun_status status = clrun_graph_plan_buffers(graph, true, buffers, n, names, err, sizeof err);
+        clrun_graph_destroy(graph);
+        if (status != CLRUN_OK) {
+            fprintf(stderr, "clrun plan: %s: %s\n", path, err);
+            return 1;
+        }
+        return 0;
+    }
     clrun_context *ctx = NULL;
     clrun_exec *exec = NULL;
     clrun_exec_options options;
@@ -377,6 +390,8 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
         int taken;
         if (strcmp(a, "--json") == 0) {
             cli->args.json = true;
+        } else if (strcmp(a, "--as-written") == 0) {
+            cli->args.as_written = true;
         } else if (strcmp(a, "--csv") == 0 || strcmp(a, "--gen") == 0 || strcmp(a, "--out") == 0 ||
                    strcmp(a, "--svg") == 0) {
             if (!(v = option_value(argc, argv, &i)))

@@ -21,6 +21,7 @@ struct clrun_cli_plan_args {
     /* a model's (FILE.graph, MODEL.onnx): the graph that runs on device */
     char device[256];           /* the device's name; "" for --csv and --gen */
     bool alignment_given;       /* --alignment was given */
+    bool as_written;            /* --as-written: the graph as written, no device */
     bool device_alignment;      /* the alignment is the device's (no --alignment) */
     int32_t graph_nodes;        /* nodes of the graph as loaded */
     int32_t kernels;            /* kernels that run after folding and fusion */

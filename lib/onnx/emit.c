@@ -349,9 +349,18 @@ clrun_status clrun__host_result_failed(clrun__imp *im, int elem, int rank, const
     bool fits = true;
     for (int d = 0; d < rank && fits; d++)
         fits = dims[d] >= 0 && clrun__mul_u64(bytes, (uint64_t)dims[d], &bytes);
-    if (fits && bytes <= CLRUN__ONNX_MAX_TENSOR_BYTES)
-        return CLRUN__OOM(im);
     char text[128], limit[CLRUN__BYTES_TEXT];
+    if (fits && bytes <= CLRUN__ONNX_MAX_TENSOR_BYTES) {
+        if (!clrun__fold_budget_refused())
+            return CLRUN__OOM(im);
+        /* the host's folding budget (tensor.h): what a model may make the host build at once */
+        uint64_t budget = clrun__fold_budget_set(0);
+        clrun__fold_budget_set(budget);
+        return clrun__unsupported(im, "a constant of shape %s is too large to compute on the host (over "
+                                  "the %s that folding may hold at once)",
+                                  clrun__onnx_dims_text(rank, dims, text, sizeof text),
+                                  clrun__format_bytes(budget ? budget : CLRUN__ONNX_FOLD_BUDGET, limit, sizeof limit));
+    }
     return clrun__unsupported(im, "a constant of shape %s is too large to compute on the host (at most %s)",
                               clrun__onnx_dims_text(rank, dims, text, sizeof text),
                               clrun__format_bytes(CLRUN__ONNX_MAX_TENSOR_BYTES, limit, sizeof limit));
