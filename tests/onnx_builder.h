@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clrun/onnx.h>
+
 #include "onnx/onnx.pb-c.h"
 
 typedef struct onnx_builder {
@@ -251,6 +253,32 @@ static inline void ob_free(onnx_builder *b)
         free(b->allocs[i]);
     free(b->allocs);
     memset(b, 0, sizeof *b);
+}
+
+/* What loading a built model gave: the status, the graph (NULL on failure) and the message. */
+typedef struct ob_loaded {
+    clrun_status status;
+    clrun_graph *graph;
+    char err[2048];
+} ob_loaded;
+
+/* Loads b's model from memory (as "model.onnx") with options o (NULL: the defaults; its err and
+ * errlen are set to the result's). */
+static inline ob_loaded ob_load(onnx_builder *b, clrun_onnx_options *o)
+{
+    ob_loaded r = {0};
+    size_t size;
+    uint8_t *bytes = ob_pack(b, &size);
+    clrun_onnx_options plain;
+    if (o == NULL) {
+        clrun_onnx_options_init(&plain);
+        o = &plain;
+    }
+    o->err = r.err;
+    o->errlen = sizeof r.err;
+    r.status = clrun_graph_load_onnx_memory(bytes, size, "model.onnx", o, &r.graph);
+    free(bytes);
+    return r;
 }
 
 #endif

@@ -133,10 +133,7 @@ static void build_model(onnx_builder *b, const char *location, bool constant)
     ob_output(b, "y", F32, 1, dims);
 }
 
-typedef struct loaded {
-    clrun_status status;
-    char err[2048];
-} loaded;
+typedef ob_loaded loaded; /* the graph is destroyed at once where a test does not take it */
 
 /* Loads the model from dir/model.onnx (its external data relative to dir). */
 static loaded load_from(const char *dir, onnx_builder *b)
@@ -366,15 +363,9 @@ static void build_folding(onnx_builder *b, int64_t count, int adds)
 
 static loaded load_memory(onnx_builder *b, clrun_graph **g)
 {
-    loaded r = {0};
-    size_t size;
-    uint8_t *bytes = ob_pack(b, &size);
-    clrun_onnx_options o;
-    clrun_onnx_options_init(&o);
-    o.err = r.err;
-    o.errlen = sizeof r.err;
-    r.status = clrun_graph_load_onnx_memory(bytes, size, "model.onnx", &o, g);
-    free(bytes);
+    loaded r = ob_load(b, NULL);
+    *g = r.graph;
+    r.graph = NULL;
     return r;
 }
 

@@ -18,27 +18,11 @@
 
 enum { F32 = 1 };
 
-typedef struct loaded {
-    clrun_status status;
-    clrun_graph *graph;
-    char err[2048];
-} loaded;
+typedef ob_loaded loaded;
 
 static loaded load_with(onnx_builder *b, clrun_onnx_options *o)
 {
-    loaded r = {0};
-    size_t size;
-    uint8_t *bytes = ob_pack(b, &size);
-    clrun_onnx_options plain;
-    if (o == NULL) {
-        clrun_onnx_options_init(&plain);
-        o = &plain;
-    }
-    o->err = r.err;
-    o->errlen = sizeof r.err;
-    r.status = clrun_graph_load_onnx_memory(bytes, size, "model.onnx", o, &r.graph);
-    free(bytes);
-    return r;
+    return ob_load(b, o);
 }
 
 /* input "input:0" -> Relu "dense/Relu:0" -> Add with itself "39" (outputs "39", "dense/Relu:0",

@@ -27,24 +27,11 @@ enum { F32 = 1, F16 = 10, I64 = 7 };
 static char cache_root[4096];
 static clrun_context *ctx;
 
-typedef struct loaded {
-    clrun_status status;
-    clrun_graph *graph;
-    char err[2048];
-} loaded;
+typedef ob_loaded loaded;
 
 static loaded load(onnx_builder *b)
 {
-    loaded r = {0};
-    size_t size;
-    uint8_t *bytes = ob_pack(b, &size);
-    clrun_onnx_options o;
-    clrun_onnx_options_init(&o);
-    o.err = r.err;
-    o.errlen = sizeof r.err;
-    r.status = clrun_graph_load_onnx_memory(bytes, size, "model.onnx", &o, &r.graph);
-    free(bytes);
-    return r;
+    return ob_load(b, NULL);
 }
 
 /* The model loads with `status` and a message holding `message`; b is freed. */

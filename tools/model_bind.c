@@ -172,15 +172,9 @@ int clrun_cli_load_bound(const char *command, const char *path, clrun_cli_io *io
     }
     char err[4096];
     clrun_onnx_options o;
-    clrun_onnx_options_init(&o);
-    o.dims = io->dims;
-    o.dim_count = io->dim_count;
-    o.shapes = io->shapes;
-    o.shape_count = io->shape_count;
+    clrun_cli_onnx_options(io, err, sizeof err, &o);
     o.constants = consts->items;
     o.constant_count = consts->count;
-    o.err = err;
-    o.errlen = sizeof err;
     clrun_status s = clrun_graph_load_onnx(path, &o, out);
     io->shape_count = shapes_before;
     if (s == CLRUN_OK)

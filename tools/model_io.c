@@ -107,19 +107,24 @@ int clrun_cli_io_option(const char *command, int argc, char **argv, int *i, clru
     return 1;
 }
 
+void clrun_cli_onnx_options(const clrun_cli_io *io, char *err, size_t errlen, clrun_onnx_options *o)
+{
+    clrun_onnx_options_init(o);
+    o->dims = io->dims;
+    o->dim_count = io->dim_count;
+    o->shapes = io->shapes;
+    o->shape_count = io->shape_count;
+    o->err = err;
+    o->errlen = errlen;
+}
+
 int clrun_cli_load_model(const char *command, const char *path, const clrun_cli_io *io, clrun_graph **out)
 {
     char err[4096];
     clrun_status s;
     if (clrun_cli_is_onnx(path)) {
         clrun_onnx_options o;
-        clrun_onnx_options_init(&o);
-        o.dims = io->dims;
-        o.dim_count = io->dim_count;
-        o.shapes = io->shapes;
-        o.shape_count = io->shape_count;
-        o.err = err;
-        o.errlen = sizeof err;
+        clrun_cli_onnx_options(io, err, sizeof err, &o);
         s = clrun_graph_load_onnx(path, &o, out);
         if (s == CLRUN_ERROR_INVALID_ARGUMENT) {
             fprintf(stderr, "clrun %s: %s\n", command, err);

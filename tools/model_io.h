@@ -43,6 +43,9 @@ bool clrun_cli_is_onnx(const char *path);
 
 /* Loads a .graph or .onnx file; on failure prints the message and returns the exit status (1
  * for I/O, 2 for a malformed or refused model), else 0. */
+/* ONNX load options from the --dim and --shape bindings, the message going to err. */
+void clrun_cli_onnx_options(const clrun_cli_io *io, char *err, size_t errlen, clrun_onnx_options *o);
+
 int clrun_cli_load_model(const char *command, const char *path, const clrun_cli_io *io, clrun_graph **out);
 
 /* Reads every --input file and checks it against the graph input it names (dtype and shape);
