@@ -26,6 +26,8 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     json_object_object_add(o, "kernels", json_object_new_int(s->kernels));
     json_object_object_add(o, "fused_groups", json_object_new_int(s->fused_groups));
     json_object_object_add(o, "fused_nodes", json_object_new_int(s->fused_nodes));
+    json_object_object_add(o, "folded_nodes", json_object_new_int(s->folded_nodes));
+    json_object_object_add(o, "folded_batchnorms", json_object_new_int(s->folded_batchnorms));
     json_object *fused = json_object_new_array();
     for (int32_t i = 0; i < r->fused_count; i++) {
         json_object *group = json_object_new_object();
@@ -84,6 +86,11 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
     for (int32_t i = 0; i < r->fused_count; i++)
         printf("            %s: %d node%s into one kernel, writing %s\n", r->fused[i].kernel,
                (int)r->fused[i].nodes, r->fused[i].nodes == 1 ? "" : "s", r->fused[i].output);
+    if (s->folded_nodes > 0)
+        printf("folded      %d node%s at load (CLRUN_FOLD), %d of them batch norm%s into a convolution%s\n",
+               (int)s->folded_nodes, s->folded_nodes == 1 ? "" : "s", (int)s->folded_batchnorms,
+               s->folded_batchnorms == 1 ? "" : "s",
+               s->folded_batchnorms ? " (within 1e-5, not bit-exact)" : "");
     printf("device      %s (%s)\n", d->name, d->platform_name);
     printf("allocator   %s\n", s->allocator);
     double lo = r->times[0], hi = r->times[a->repeat - 1];

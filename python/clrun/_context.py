@@ -467,7 +467,7 @@ class Context:
     # -- models --
 
     def load(self, source, *, dims=None, shapes=None, fusion=None, mode=None, donate=None,
-             profile=False, plan_time_limit=None, strict_donation=False):
+             profile=False, plan_time_limit=None, strict_donation=False, fold=None):
         """Loads a model and prepares it for this context; returns a :class:`clrun.Model`.
 
         Args:
@@ -479,6 +479,9 @@ class Context:
             shapes: ONNX only: whole input shapes, e.g. ``{"x": (8, 3, 224, 224)}``.
             fusion: fuse groups of elementwise nodes into one generated kernel each (True,
                 False; None: CLRUN_FUSION, default on). Never changes a result.
+            fold: fold at load: nodes of constants into constants, batch norms into the
+                convolution before them (True, False; None: CLRUN_FOLD, default on). Batch
+                norm folding changes bits (within 1e-5 of the output's largest magnitude).
             mode: "pooled" (blocks from the pool), "planned" (one arena laid out ahead by the
                 static planner) or "naive" (one driver buffer per tensor); None: the mode the
                 context's allocator names (Context(allocator=...), else CLRUN_ALLOCATOR: naive,
@@ -494,7 +497,7 @@ class Context:
         from ._model import Model
         return Model(self, source, dims=dims, shapes=shapes, fusion=fusion, mode=mode,
                      donate=donate, profile=profile, plan_time_limit=plan_time_limit,
-                     strict_donation=strict_donation)
+                     strict_donation=strict_donation, fold=fold)
 
     def __repr__(self):
         if self.closed:

@@ -163,7 +163,7 @@ class MemoryStats(ctypes.Structure):
 class ExecOptions(ctypes.Structure):
     """clrun_exec_options (exec.h)."""
     _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double),
-                ("fusion", c_int), ROOM]
+                ("fusion", c_int), ("fold", c_int), ROOM]
 
 
 class ExecStats(ctypes.Structure):
@@ -187,6 +187,7 @@ class ExecStats(ctypes.Structure):
         ("fused_groups", c_int32),
         ("fused_nodes", c_int32),
         ("folded_nodes", c_int32),
+        ("folded_batchnorms", c_int32),
         ROOM,
     ]
 

@@ -194,12 +194,16 @@ class Model:
     """
 
     def __init__(self, context, source, dims=None, shapes=None, fusion=None, mode=None,
-                 donate=None, profile=False, plan_time_limit=None, strict_donation=False):
+                 donate=None, profile=False, plan_time_limit=None, strict_donation=False,
+                 fold=None):
         self._context = context
         context._pointer()
         self._requested_mode = _mode(mode)
         if fusion is not None and not isinstance(fusion, bool):
             raise InvalidArgumentError(INVALID_ARGUMENT, "fusion is True, False or None")
+        if fold is not None and not isinstance(fold, bool):
+            raise InvalidArgumentError(INVALID_ARGUMENT, "fold is True, False or None")
+        self._fold = fold
         if _is_bytes(source):
             self._source, what = bytes(source), "<bytes>"
         elif isinstance(source, (str, bytes, os.PathLike)):
@@ -303,6 +307,8 @@ class Model:
                 options.plan_time_limit_s = float(self._plan_time_limit)
             if self._fusion is not None:
                 options.fusion = 1 if self._fusion else -1
+            if self._fold is not None:
+                options.fold = 1 if self._fold else -1
             executor = _lib.exec_p()
             check(_lib.exec_create(pointer, graph, _lib.byref(options), _lib.byref(executor)),
                   pointer)
@@ -562,7 +568,7 @@ class Model:
         allocator, steps, peak_bytes, reserved_bytes, lower_bound_bytes, naive_bytes,
         constant_bytes, driver_allocs, donations, unused_donations (with their names in
         unused_donated), wall_ms, views, graph_nodes, kernels, fused_groups, fused_nodes,
-        folded_nodes, and the ratios peak_over_lower_bound and saving_over_naive
+        folded_nodes, folded_batchnorms, and the ratios peak_over_lower_bound and saving_over_naive
         (1 - peak / naive). A model that takes dimensions from its inputs reports the executor
         of its last run."""
         return self._stats(self._current())

@@ -18,6 +18,20 @@ output y
 """
 
 
+CONV_BN = """graph conv_bn
+input x: f32[1, 3, 8, 8]
+const w: f32[4, 3, 3, 3] uniform(-1, 1) seed=1
+const scale: f32[4] uniform(0.5, 2) seed=2
+const shift: f32[4] uniform(-1, 1) seed=3
+const mean: f32[4] uniform(-1, 1) seed=4
+const var: f32[4] uniform(0.5, 2) seed=5
+node y: f32[1, 4, 8, 8] = conv2d(x, w) pad=[1, 1]
+node z: f32[1, 4, 8, 8] = batchnorm(y, scale, shift, mean, var) eps=0.001
+node out: f32[1, 4, 8, 8] = relu(z)
+output out
+"""
+
+
 class Devices(unittest.TestCase):
     def test_lists_devices_with_one_default(self):
         devices = clrun.devices()
@@ -100,6 +114,22 @@ class Models(GraphFiles):
         self.assertEqual(model.name, "mlp")
         self.assertEqual(model.inputs, [clrun.TensorInfo("x", np.dtype(np.float32), (64, 784), True)])
         self.assertEqual(model.outputs, [clrun.TensorInfo("y", np.dtype(np.float32), (64, 10), False)])
+
+    def test_fold_is_its_own_switch_and_fusion_keeps_the_bits(self):
+        x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
+        path = self.graph(CONV_BN)
+        outs = {}
+        for fold in (True, False):
+            for fusion in (True, False):
+                model = self.ctx.load(path, fold=fold, fusion=fusion)
+                outs[fold, fusion] = model(x=x)["out"]
+                self.assertEqual(model.stats()["folded_batchnorms"], 1 if fold else 0)
+        for fold in (True, False):
+            self.assertEqual(outs[fold, True].tobytes(), outs[fold, False].tobytes())
+        largest = np.abs(outs[False, False]).max()
+        self.assertLessEqual(np.abs(outs[True, True] - outs[False, False]).max(), 1e-5 * largest)
+        with self.assertRaises(clrun.InvalidArgumentError):
+            self.ctx.load(path, fold=1)
 
     def test_numpy_and_device_inputs_give_the_same_bits(self):
         model = self.ctx.load(self.graph(CHAIN))
