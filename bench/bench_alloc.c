@@ -215,7 +215,7 @@ typedef struct mem_peaks {
 
 /* Replays the trace on a fresh strategy, adding chunks like the pool; ns per pair. Fills
  * *peaks when asked (that replay is slower and is not timed). */
-static double replay_strategy(const clrun_allocator_ops *ops, const trace *t, clrun_block *slots,
+static double replay_strategy(const clrun_strategy_ops *ops, const trace *t, clrun_block *slots,
                               uint64_t *requested, mem_peaks *peaks)
 {
     clrun_strategy_config config = {.min_align = MIN_ALIGN, .max_chunk = MAX_CHUNK};
@@ -299,7 +299,7 @@ static double pairs_malloc(uint64_t size, size_t pairs)
 }
 
 /* The same for a strategy, with one chunk already added (as a warm pool has). */
-static double pairs_strategy(const clrun_allocator_ops *ops, uint64_t size, size_t pairs)
+static double pairs_strategy(const clrun_strategy_ops *ops, uint64_t size, size_t pairs)
 {
     clrun_strategy_config config = {.min_align = MIN_ALIGN, .max_chunk = MAX_CHUNK};
     void *st;
@@ -321,7 +321,7 @@ static double pairs_strategy(const clrun_allocator_ops *ops, uint64_t size, size
 
 /* One run of a workload, ns per pair; strategy NULL means malloc. A workload is a trace, or,
  * for fixed sizes (fixed_size != 0), a tight alloc+free loop. */
-static double run_ns(const clrun_allocator_ops *ops, const trace *t, uint64_t fixed_size,
+static double run_ns(const clrun_strategy_ops *ops, const trace *t, uint64_t fixed_size,
                      size_t pairs, void **ptrs, clrun_block *blocks)
 {
     if (fixed_size)
@@ -335,7 +335,7 @@ static double median_of(double *v, size_t n)
     return v[n / 2];
 }
 
-static const clrun_allocator_ops *const strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
+static const clrun_strategy_ops *const strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
                                                         &clrun_strategy_bump, &clrun_strategy_tlsf};
 enum { NSTRAT = sizeof strategies / sizeof strategies[0] };
 

@@ -57,7 +57,7 @@ static uint64_t footprint_now(const live_block *live, const bool *is_live, int32
     return total;
 }
 
-static replay_result replay(const clrun__schedule *s, const clrun_allocator_ops *ops, uint64_t alignment)
+static replay_result replay(const clrun__schedule *s, const clrun_strategy_ops *ops, uint64_t alignment)
 {
     /* A 1 GiB chunk limit as on POCL, raised to the largest buffer's power of two where a model
      * has a larger one (GPT-2's logits at batch 8), which a device with a larger maximum

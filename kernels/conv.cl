@@ -280,7 +280,7 @@ __kernel void clrun_conv_transpose2d(__global const float *x, __global const flo
 }
 
 /* Geometry of a pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW, PHE, PWE, DH, DW,
- * count_include_pad}. The host's indices are CLRUN__POOL_GEOMETRY in lib/ops_internal.h;
+ * count_include_pad}. The host's indices are CLRUN__POOLING_GEOMETRY in lib/ops_internal.h;
  * tests/test_ops.c checks these against them. */
 #define P_H 0
 #define P_W 1

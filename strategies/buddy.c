@@ -442,7 +442,7 @@ static void buddy_stats(const void *state, clrun_strategy_stats *out)
     out->chunks = s->chunks.count;
 }
 
-const clrun_allocator_ops clrun_strategy_buddy = {
+const clrun_strategy_ops clrun_strategy_buddy = {
     .name = "buddy",
     .description = "power-of-two buddy blocks per chunk, split on alloc and merged on free",
     .create = buddy_create,

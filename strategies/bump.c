@@ -306,7 +306,7 @@ static void bump_stats(const void *state, clrun_strategy_stats *out)
     out->chunks = s->chunks.count;
 }
 
-const clrun_allocator_ops clrun_strategy_bump = {
+const clrun_strategy_ops clrun_strategy_bump = {
     .name = "bump",
     .description = "monotonic offset per chunk; frees return memory in LIFO order or at reset",
     .create = bump_create,

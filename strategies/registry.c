@@ -9,7 +9,7 @@
 #include <strings.h>
 
 /* Every shipped strategy, in the order clrun_strategy_names() lists them. */
-static const clrun_allocator_ops *const strategies[] = {
+static const clrun_strategy_ops *const strategies[] = {
     &clrun_strategy_buddy,
     &clrun_strategy_slab,
     &clrun_strategy_bump,
@@ -20,7 +20,7 @@ static const clrun_allocator_ops *const strategies[] = {
 
 size_t clrun_strategy_count(void) { return STRATEGY_COUNT; }
 
-const clrun_allocator_ops *clrun_strategy_at(size_t i)
+const clrun_strategy_ops *clrun_strategy_at(size_t i)
 {
     return i < STRATEGY_COUNT ? strategies[i] : NULL;
 }
@@ -30,9 +30,9 @@ const clrun_allocator_ops *clrun_strategy_at(size_t i)
  * the general-purpose strategies on every one and less than PyOpenCL's binned pool on every
  * one; over the model graphs it reserves the least or ties; its alloc+free costs about what
  * glibc malloc's does. */
-const clrun_allocator_ops *clrun_strategy_default(void) { return &clrun_strategy_tlsf; }
+const clrun_strategy_ops *clrun_strategy_default(void) { return &clrun_strategy_tlsf; }
 
-const clrun_allocator_ops *clrun_strategy_find(const char *name)
+const clrun_strategy_ops *clrun_strategy_find(const char *name)
 {
     if (!name)
         return NULL;

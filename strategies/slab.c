@@ -537,7 +537,7 @@ static void slab_stats(const void *state, clrun_strategy_stats *out)
     out->chunks = s->chunks.count;
 }
 
-const clrun_allocator_ops clrun_strategy_slab = {
+const clrun_strategy_ops clrun_strategy_slab = {
     .name = "slab",
     .description = "size classes (< 1/8 waste above 8 granules) carved from slabs; page runs above 32 KiB",
     .create = slab_create,

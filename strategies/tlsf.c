@@ -268,7 +268,7 @@ static void tlsf_stats(const void *state, clrun_strategy_stats *out)
     out->chunks = s->chunks.count;
 }
 
-const clrun_allocator_ops clrun_strategy_tlsf = {
+const clrun_strategy_ops clrun_strategy_tlsf = {
     .name = "tlsf",
     .description = "two-level segregated good fit with immediate coalescing, O(1) alloc and free",
     .create = tlsf_create,

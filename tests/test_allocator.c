@@ -60,7 +60,7 @@ static void fake_release(void *user, uint32_t chunk)
     b->release_calls++;
 }
 
-static clrun__allocator_config config_for(const clrun_allocator_ops *ops, fake_backing *b)
+static clrun__allocator_config config_for(const clrun_strategy_ops *ops, fake_backing *b)
 {
     return (clrun__allocator_config){
         .ops = ops,
@@ -91,7 +91,7 @@ static void release(clrun__allocator *a, const clrun_block *b, uint64_t size)
     assert_int_equal(clrun__allocator_free(a, b->chunk, b->offset, size, err, sizeof err), CLRUN_OK);
 }
 
-static const clrun_allocator_ops *const all_strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
+static const clrun_strategy_ops *const all_strategies[] = {&clrun_strategy_buddy, &clrun_strategy_slab,
                                                             &clrun_strategy_bump, &clrun_strategy_tlsf};
 #define STRATEGY_COUNT (sizeof all_strategies / sizeof all_strategies[0])
 
@@ -173,7 +173,7 @@ static void a_pool_holding_free_fragments_grows_by_at_least_a_16th(void **state)
 static void reserved_stays_close_to_what_is_held(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *exact[] = {&clrun_strategy_bump, &clrun_strategy_tlsf};
+    const clrun_strategy_ops *exact[] = {&clrun_strategy_bump, &clrun_strategy_tlsf};
     for (size_t s = 0; s < 2; s++) {
         fake_backing b = {0};
         clrun__allocator_config c = config_for(exact[s], &b);
@@ -444,7 +444,7 @@ static clrun_status never_alloc(void *s, uint64_t size, uint64_t align, clrun_bl
 static clrun_status never_free(void *s, uint32_t chunk, uint64_t offset) { (void)s, (void)chunk, (void)offset; return CLRUN_ERROR_INVALID_FREE; }
 static void never_reset(void *s) { (void)s; }
 static void never_stats(const void *s, clrun_strategy_stats *out) { (void)s; memset(out, 0, sizeof *out); }
-static const clrun_allocator_ops never_room = {
+static const clrun_strategy_ops never_room = {
     "never", "has no room even in a new chunk", never_create, never_destroy, never_chunk_size, never_add,
     never_remove, never_empty, never_alloc, never_free, never_reset, never_stats,
 };

@@ -289,7 +289,7 @@ typedef struct geometry_index {
 
 #define GEOMETRY_ENTRY(name) {#name, CLRUN__##name},
 static const geometry_index conv_geometry[] = {CLRUN__CONV_GEOMETRY(GEOMETRY_ENTRY)};
-static const geometry_index pool_geometry[] = {CLRUN__POOL_GEOMETRY(GEOMETRY_ENTRY)};
+static const geometry_index pooling_geometry[] = {CLRUN__POOLING_GEOMETRY(GEOMETRY_ENTRY)};
 
 static const struct {
     const char *prefix;
@@ -297,7 +297,7 @@ static const struct {
     size_t count;
 } geometry_families[] = {
     {"G_", conv_geometry, sizeof conv_geometry / sizeof conv_geometry[0]},
-    {"P_", pool_geometry, sizeof pool_geometry / sizeof pool_geometry[0]},
+    {"P_", pooling_geometry, sizeof pooling_geometry / sizeof pooling_geometry[0]},
 };
 
 /* Checks the `#define PREFIX... n` lines of one embedded source against family f: each names a

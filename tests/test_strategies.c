@@ -45,12 +45,12 @@ static uint64_t rand_range(uint64_t lo, uint64_t hi) { return rng_range(&rng, lo
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-static const clrun_allocator_ops *ops_of(void **state)
+static const clrun_strategy_ops *ops_of(void **state)
 {
     return *state;
 }
 
-static void *make(const clrun_allocator_ops *ops, uint64_t min_align, uint64_t max_chunk)
+static void *make(const clrun_strategy_ops *ops, uint64_t min_align, uint64_t max_chunk)
 {
     clrun_strategy_config config = {.min_align = min_align, .max_chunk = max_chunk};
     void *st = NULL;
@@ -59,7 +59,7 @@ static void *make(const clrun_allocator_ops *ops, uint64_t min_align, uint64_t m
     return st;
 }
 
-static clrun_strategy_stats stats_of(const clrun_allocator_ops *ops, void *st)
+static clrun_strategy_stats stats_of(const clrun_strategy_ops *ops, void *st)
 {
     clrun_strategy_stats s;
     memset(&s, 0, sizeof s);
@@ -76,7 +76,7 @@ static bool stats_equal(clrun_strategy_stats a, clrun_strategy_stats b)
 
 /* After an OUT_OF_MEMORY answer: slab may have returned its cached empty slabs to the free
  * pages before giving up, which can only make largest_free grow. */
-static bool stats_unchanged_by_oom(const clrun_allocator_ops *ops, clrun_strategy_stats a,
+static bool stats_unchanged_by_oom(const clrun_strategy_ops *ops, clrun_strategy_stats a,
                                    clrun_strategy_stats b)
 {
     if (strcmp(ops->name, "slab") == 0 && b.largest_free >= a.largest_free)
@@ -85,7 +85,7 @@ static bool stats_unchanged_by_oom(const clrun_allocator_ops *ops, clrun_strateg
 }
 
 /* A strategy with one 16 MiB chunk (id 1) and min_align 256. */
-static void *make_with_chunk(const clrun_allocator_ops *ops)
+static void *make_with_chunk(const clrun_strategy_ops *ops)
 {
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 16 * MiB), CLRUN_OK);
@@ -96,7 +96,7 @@ static void *make_with_chunk(const clrun_allocator_ops *ops)
 
 static void test_create_rejects_min_align_not_power_of_two(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = NULL;
     clrun_strategy_config bad[] = {{.min_align = 0, .max_chunk = GiB},
                                    {.min_align = 3, .max_chunk = GiB},
@@ -112,7 +112,7 @@ static void test_destroy_accepts_null(void **state)
 
 static void test_alloc_of_huge_size_is_out_of_memory(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_strategy_stats before = stats_of(ops, st);
     uint64_t huge[] = {SIZE_MAX,           UINT64_MAX,      UINT64_MAX - 255,
@@ -134,7 +134,7 @@ static void test_alloc_of_huge_size_is_out_of_memory(void **state)
 
 static void test_alloc_without_chunks_is_out_of_memory(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make(ops, 256, GiB);
     clrun_block b;
     assert_int_equal(ops->alloc(st, 1, 1, &b), CLRUN_ERROR_OUT_OF_MEMORY);
@@ -143,7 +143,7 @@ static void test_alloc_without_chunks_is_out_of_memory(void **state)
 
 static void test_alloc_fills_block_inside_its_chunk(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block b;
     assert_int_equal(ops->alloc(st, 1000, 1, &b), CLRUN_OK);
@@ -160,7 +160,7 @@ static void test_alloc_fills_block_inside_its_chunk(void **state)
 
 static void test_alloc_honors_alignment_above_min_align(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block b;
     /* Allocate small blocks between aligned ones so that a misaligned offset would show. */
@@ -175,7 +175,7 @@ static void test_alloc_honors_alignment_above_min_align(void **state)
 
 static void test_double_free_is_invalid_and_changes_nothing(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block a, b;
     assert_int_equal(ops->alloc(st, 4096, 1, &a), CLRUN_OK);
@@ -191,7 +191,7 @@ static void test_double_free_is_invalid_and_changes_nothing(void **state)
 
 static void test_free_in_unknown_chunk_is_invalid(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block b;
     assert_int_equal(ops->alloc(st, 4096, 1, &b), CLRUN_OK);
@@ -205,7 +205,7 @@ static void test_free_in_unknown_chunk_is_invalid(void **state)
 
 static void test_free_of_interior_offset_is_invalid(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     uint64_t sizes[] = {300, 5000, 3 * MiB};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -223,7 +223,7 @@ static void test_free_of_interior_offset_is_invalid(void **state)
 
 static void test_free_of_never_allocated_offset_is_invalid(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block b;
     assert_int_equal(ops->alloc(st, 4096, 1, &b), CLRUN_OK);
@@ -238,7 +238,7 @@ static void test_free_of_never_allocated_offset_is_invalid(void **state)
 
 static void test_remove_chunk_with_live_block_is_busy(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block b;
     assert_int_equal(ops->alloc(st, 4096, 1, &b), CLRUN_OK);
@@ -255,7 +255,7 @@ static void test_remove_chunk_with_live_block_is_busy(void **state)
 
 static void test_remove_unknown_chunk_is_invalid_argument(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     assert_int_equal(ops->remove_chunk(st, 2), CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(ops->remove_chunk(st, 1), CLRUN_OK);
@@ -265,7 +265,7 @@ static void test_remove_unknown_chunk_is_invalid_argument(void **state)
 
 static void test_add_chunk_with_id_in_use_is_invalid_argument(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     assert_int_equal(ops->add_chunk(st, 1, 16 * MiB), CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(stats_of(ops, st).chunks, 1);
@@ -275,7 +275,7 @@ static void test_add_chunk_with_id_in_use_is_invalid_argument(void **state)
 
 static void test_sparse_chunk_ids_are_kept_apart(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make(ops, 256, GiB);
     uint32_t ids[] = {UINT32_MAX, 7, 1000000, 0};
     for (size_t i = 0; i < 4; i++)
@@ -296,7 +296,7 @@ static void test_sparse_chunk_ids_are_kept_apart(void **state)
 
 static void test_reset_empties_every_chunk(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 16 * MiB), CLRUN_OK);
     assert_int_equal(ops->add_chunk(st, 2, 16 * MiB), CLRUN_OK);
@@ -324,7 +324,7 @@ static void test_reset_empties_every_chunk(void **state)
  * frees of them are refused after it, and the whole chunk is one free block again. */
 static void test_reset_forgets_every_block(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make_with_chunk(ops);
     clrun_block a, b, whole;
     assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
@@ -341,7 +341,7 @@ static void test_reset_forgets_every_block(void **state)
 
 static void test_chunk_size_holds_the_request_within_max_chunk(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     const uint64_t max_chunk = 3 * GiB + 12345;
     void *probe = make(ops, 512, max_chunk);
     for (int i = 0; i < 300; i++) {
@@ -364,7 +364,7 @@ static void test_chunk_size_holds_the_request_within_max_chunk(void **state)
 
 static void test_chunk_size_is_zero_when_request_exceeds_max_chunk(void **state)
 {
-    const clrun_allocator_ops *ops = ops_of(state);
+    const clrun_strategy_ops *ops = ops_of(state);
     void *st = make(ops, 256, 64 * MiB);
     assert_int_equal(ops->chunk_size(st, 64 * MiB + 1, 1, 64 * MiB + 1), 0);
     assert_int_equal(ops->chunk_size(st, UINT64_MAX, 1, UINT64_MAX), 0);
@@ -395,7 +395,7 @@ typedef struct mlive {
 } mlive;
 
 typedef struct model {
-    const clrun_allocator_ops *ops;
+    const clrun_strategy_ops *ops;
     void *st;
     uint64_t min_align;
     uint64_t reserve_limit;          /* the model pool never reserves more than this */
@@ -796,7 +796,7 @@ static void test_buddy_chunk_size_is_the_request_rounded_to_the_atom(void **stat
 static void test_buddy_block_is_trimmed_to_the_atom_and_aligned_to_its_power_of_two(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make_with_chunk(ops);
     for (uint64_t size = 1; size <= MiB; size = size * 3 + 7) {
         clrun_block b;
@@ -810,7 +810,7 @@ static void test_buddy_block_is_trimmed_to_the_atom_and_aligned_to_its_power_of_
 static void test_buddy_trimmed_tail_serves_other_requests_and_merges_back(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 8 * 256), CLRUN_OK);
     clrun_block a, b, c, d;
@@ -842,7 +842,7 @@ static void test_buddy_trimmed_tail_serves_other_requests_and_merges_back(void *
 static void test_buddy_trimmed_block_freed_beside_its_live_tail_leaves_its_pieces_free(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 3, 16 * 256), CLRUN_OK);
     clrun_block a, b, c, x, y, z;
@@ -876,7 +876,7 @@ static void test_buddy_trimmed_block_freed_beside_its_live_tail_leaves_its_piece
 static void test_buddy_chunk_ids_below_and_above_its_id_table(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make(ops, 256, GiB);
     const uint32_t ids[] = {65535, 65536, 40, 70000, 1};
     clrun_block b[5];
@@ -903,7 +903,7 @@ static void test_buddy_chunk_ids_below_and_above_its_id_table(void **state)
 static void test_buddy_coalesces_fully_when_empty(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make_with_chunk(ops);
     clrun_block b[64];
     for (int i = 0; i < 64; i++)
@@ -921,7 +921,7 @@ static void test_buddy_coalesces_fully_when_empty(void **state)
 static void test_buddy_chunk_not_power_of_two_is_cut_in_powers_of_two(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 12 * MiB + 100), CLRUN_OK);
     assert_int_equal(stats_of(ops, st).largest_free, 12 * MiB); /* empty: all of it */
@@ -942,7 +942,7 @@ static void test_buddy_chunk_not_power_of_two_is_cut_in_powers_of_two(void **sta
 static void test_buddy_empty_chunk_takes_a_request_larger_than_its_top_block(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_buddy;
+    const clrun_strategy_ops *ops = &clrun_strategy_buddy;
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 12 * MiB), CLRUN_OK); /* 8 + 4 */
     clrun_block a, b, c;
@@ -972,7 +972,7 @@ static void test_buddy_empty_chunk_takes_a_request_larger_than_its_top_block(voi
 static void test_slab_small_classes_waste_at_most_an_eighth(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    const clrun_strategy_ops *ops = &clrun_strategy_slab;
     void *st = make(ops, 16, GiB);
     assert_int_equal(ops->add_chunk(st, 1, 256 * MiB), CLRUN_OK);
     for (uint64_t size = 128; size <= 4 * MiB; size += 1 + size / 61) {
@@ -988,7 +988,7 @@ static void test_slab_small_classes_waste_at_most_an_eighth(void **state)
 static void test_slab_empty_slabs_return_to_the_chunk(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    const clrun_strategy_ops *ops = &clrun_strategy_slab;
     void *st = make_with_chunk(ops);
     static clrun_block b[20000];
     size_t n = 0;
@@ -1008,7 +1008,7 @@ static void test_slab_empty_slabs_return_to_the_chunk(void **state)
 static void test_slab_large_request_shares_the_chunks(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    const clrun_strategy_ops *ops = &clrun_strategy_slab;
     void *st = make_with_chunk(ops);
     clrun_block small, large;
     assert_int_equal(ops->alloc(st, 300, 1, &small), CLRUN_OK);
@@ -1022,7 +1022,7 @@ static void test_slab_large_request_shares_the_chunks(void **state)
 static void test_slab_freed_large_block_is_taken_back_by_the_same_size(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    const clrun_strategy_ops *ops = &clrun_strategy_slab;
     void *st = make_with_chunk(ops);
     clrun_block a, b;
     assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
@@ -1037,7 +1037,7 @@ static void test_slab_freed_large_block_is_taken_back_by_the_same_size(void **st
 static void test_slab_freed_large_block_counts_as_merged(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_slab;
+    const clrun_strategy_ops *ops = &clrun_strategy_slab;
     void *st = make_with_chunk(ops);
     clrun_block a, b, c, whole;
     assert_int_equal(ops->alloc(st, MiB, 1, &a), CLRUN_OK);
@@ -1067,7 +1067,7 @@ static void test_slab_freed_large_block_counts_as_merged(void **state)
 static void test_bump_lifo_frees_lower_the_top(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_bump;
+    const clrun_strategy_ops *ops = &clrun_strategy_bump;
     void *st = make_with_chunk(ops);
     clrun_block a, b, c, d;
     assert_int_equal(ops->alloc(st, 1000, 1, &a), CLRUN_OK);
@@ -1083,7 +1083,7 @@ static void test_bump_lifo_frees_lower_the_top(void **state)
 static void test_bump_inner_free_is_held_until_the_blocks_above_go(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_bump;
+    const clrun_strategy_ops *ops = &clrun_strategy_bump;
     void *st = make_with_chunk(ops);
     clrun_block a, b, c;
     assert_int_equal(ops->alloc(st, 1 * MiB, 1, &a), CLRUN_OK);
@@ -1106,7 +1106,7 @@ static void test_bump_inner_free_is_held_until_the_blocks_above_go(void **state)
 static void test_tlsf_blocks_are_the_request_rounded_to_the_granule(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make_with_chunk(ops);
     uint64_t used = 0;
     for (uint64_t size = 1; size <= 4 * MiB; size = size * 3 + 1) {
@@ -1123,7 +1123,7 @@ static void test_tlsf_blocks_are_the_request_rounded_to_the_granule(void **state
 static void test_tlsf_coalesces_fully_when_empty(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make_with_chunk(ops);
     clrun_block b[300];
     for (int i = 0; i < 300; i++)
@@ -1147,7 +1147,7 @@ static void test_tlsf_coalesces_fully_when_empty(void **state)
 static void test_tlsf_takes_the_tightest_hole_before_the_free_tail(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make_with_chunk(ops);
     const uint64_t hole_sizes[] = {64 * KiB, 20 * KiB, 40 * KiB};
     clrun_block hole[3], wall[3], b;
@@ -1171,7 +1171,7 @@ static void test_tlsf_takes_the_tightest_hole_before_the_free_tail(void **state)
 static void test_tlsf_fits_across_chunks(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make(ops, 256, GiB);
     assert_int_equal(ops->add_chunk(st, 3, 8 * MiB), CLRUN_OK);
     assert_int_equal(ops->add_chunk(st, 5, 1 * MiB), CLRUN_OK);
@@ -1187,7 +1187,7 @@ static void test_tlsf_fits_across_chunks(void **state)
 static void test_tlsf_a_hole_is_taken_by_the_next_request_of_its_size(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make_with_chunk(ops);
     clrun_block a, b, c;
     assert_int_equal(ops->alloc(st, 5000, 1, &a), CLRUN_OK);
@@ -1207,7 +1207,7 @@ static void test_tlsf_a_hole_is_taken_by_the_next_request_of_its_size(void **sta
 static void test_tlsf_the_free_tail_is_cut_only_when_no_hole_fits(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make_with_chunk(ops);
     clrun_block hole, wall, fill, b;
     assert_int_equal(ops->alloc(st, MiB, 1, &hole), CLRUN_OK);
@@ -1227,7 +1227,7 @@ static void test_tlsf_the_free_tail_is_cut_only_when_no_hole_fits(void **state)
 static void test_tlsf_alignment_gap_stays_free(void **state)
 {
     (void)state;
-    const clrun_allocator_ops *ops = &clrun_strategy_tlsf;
+    const clrun_strategy_ops *ops = &clrun_strategy_tlsf;
     void *st = make_with_chunk(ops);
     clrun_block small, aligned, gap;
     assert_int_equal(ops->alloc(st, 1000, 1, &small), CLRUN_OK);
@@ -1263,7 +1263,7 @@ static void test_registry_lists_every_strategy_once(void **state)
     (void)state;
     char joined[256] = "";
     for (size_t i = 0; i < clrun_strategy_count(); i++) {
-        const clrun_allocator_ops *ops = clrun_strategy_at(i);
+        const clrun_strategy_ops *ops = clrun_strategy_at(i);
         assert_ptr_equal(clrun_strategy_find(ops->name), ops);
         snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", i ? "|" : "",
                  ops->name);

@@ -41,7 +41,7 @@ typedef struct clrun_strategy_stats {
     uint32_t chunks;        /* chunks currently added */
 } clrun_strategy_stats;
 
-typedef struct clrun_allocator_ops {
+typedef struct clrun_strategy_ops {
     const char *name;        /* "buddy", "slab", "bump", "tlsf": what CLRUN_ALLOCATOR names */
     const char *description; /* one line for `clrun info` and error messages */
 
@@ -78,24 +78,24 @@ typedef struct clrun_allocator_ops {
     void (*reset)(void *state);
     /* Fills *out. */
     void (*stats)(const void *state, clrun_strategy_stats *out);
-} clrun_allocator_ops;
+} clrun_strategy_ops;
 
 /* The strategies shipped with clrun. */
-extern const clrun_allocator_ops clrun_strategy_buddy;
-extern const clrun_allocator_ops clrun_strategy_slab;
-extern const clrun_allocator_ops clrun_strategy_bump;
-extern const clrun_allocator_ops clrun_strategy_tlsf;
+extern const clrun_strategy_ops clrun_strategy_buddy;
+extern const clrun_strategy_ops clrun_strategy_slab;
+extern const clrun_strategy_ops clrun_strategy_bump;
+extern const clrun_strategy_ops clrun_strategy_tlsf;
 
 /* The strategy called `name` ("buddy", "slab", "bump", "tlsf"; any case), or NULL. */
-const clrun_allocator_ops *clrun_strategy_find(const char *name);
+const clrun_strategy_ops *clrun_strategy_find(const char *name);
 
 /* The shipped strategies: how many, and the i-th (NULL past the end), in the order
  * clrun_strategy_names() lists them. */
 size_t clrun_strategy_count(void);
-const clrun_allocator_ops *clrun_strategy_at(size_t i);
+const clrun_strategy_ops *clrun_strategy_at(size_t i);
 
 /* The strategy a pool uses when none is named. */
-const clrun_allocator_ops *clrun_strategy_default(void);
+const clrun_strategy_ops *clrun_strategy_default(void);
 
 /* The names of every shipped strategy separated by '|' ("buddy|slab|bump|tlsf"), for messages. */
 const char *clrun_strategy_names(void);

@@ -78,7 +78,7 @@ static const char *const mode_names[] = {[CLRUN__EXEC_NAIVE] = "naive",
 
 bool clrun__allocator_choice_parse(const char *text, clrun__allocator_choice *out)
 {
-    const clrun_allocator_ops *strategy = clrun_strategy_find(text);
+    const clrun_strategy_ops *strategy = clrun_strategy_find(text);
     if (strategy) {
         *out = (clrun__allocator_choice){strategy, CLRUN__EXEC_POOLED};
         return true;

@@ -22,7 +22,7 @@ typedef enum clrun__exec_choice {
 } clrun__exec_choice;
 
 typedef struct clrun__allocator_choice {
-    const clrun_allocator_ops *strategy; /* the pool's strategy */
+    const clrun_strategy_ops *strategy; /* the pool's strategy */
     clrun__exec_choice mode;             /* the executor mode when none is asked for */
 } clrun__allocator_choice;
 

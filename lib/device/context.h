@@ -50,7 +50,7 @@ clrun_status clrun__fail_cl(clrun_context *ctx, cl_int error, const char *what, 
 /* What the memory pool needs of its context, decided here from the device's facts and the
  * options; the pool reads nothing else of them. */
 typedef struct clrun__pool_config {
-    const clrun_allocator_ops *strategy; /* CLRUN_ALLOCATOR's, or the default for executor modes */
+    const clrun_strategy_ops *strategy; /* CLRUN_ALLOCATOR's, or the default for executor modes */
     uint64_t alignment;   /* sub-buffer origins: CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes */
     uint64_t max_chunk;   /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     uint64_t limit;       /* most bytes to reserve: CLRUN_POOL_LIMIT within CLRUN_MEM_FRACTION */

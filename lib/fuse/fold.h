@@ -1,4 +1,4 @@
-/* Constant folding at load (fold.c): nodes whose inputs are all constants, run once on the
+/* Constant folding at load (fold_constants.c): nodes whose inputs are all constants, run once on the
  * device with their own kernels, become constants with the values they computed (the same bits
  * as at every run); and batch normalization after a convolution folded into the convolution's
  * weights and bias (fold_bn.c), the one rewrite that changes bits: computed on the host in

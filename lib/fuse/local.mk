@@ -1,4 +1,4 @@
-# fuse: the rewrites an executor applies at creation: constant folding on the device (fold.c)
+# fuse: the rewrites an executor applies at creation: constant folding on the device (fold_constants.c)
 # and of batch norms into convolutions (fold_bn.c), elementwise groups (group.c decides, pure
 # C), their generated kernels (codegen.c, text only), and the rewrite that builds them and puts
 # fused nodes in a draft of the graph (fuse.c, draft.c). Depends on graph, device and ops.
@@ -6,7 +6,7 @@ libclrun_internal_la_SOURCES += \
 	lib/fuse/draft.c lib/fuse/draft.h \
 	lib/fuse/group.c lib/fuse/group.h \
 	lib/fuse/describe.c lib/fuse/codegen.c lib/fuse/codegen.h \
-	lib/fuse/fold.c lib/fuse/fold_bn.c lib/fuse/fold.h \
+	lib/fuse/fold_constants.c lib/fuse/fold_bn.c lib/fuse/fold.h \
 	lib/fuse/epilogue.c lib/fuse/epilogue.h \
 	lib/fuse/siblings.c lib/fuse/siblings.h \
 	lib/fuse/fuse.c lib/fuse/fuse.h

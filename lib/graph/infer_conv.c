@@ -297,7 +297,7 @@ static const clrun__attr_spec pool_attrs[] = {
     {"count_include_pad", CLRUN__WANT_INT, false},  /* avgpool2d */
 };
 
-clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geometry *g,
+clrun_status clrun__pooling_geometry_of(const clrun__op_call *call, clrun__pooling_geometry *g,
                                      const clrun__infer_error *err)
 {
     static const int64_t zeros[2] = {0, 0}, ones[2] = {1, 1};
@@ -356,9 +356,9 @@ static clrun_status pool_infer_as(const char *name, const clrun__op_call *call,
         s = clrun__check_attrs(call, attrs, 6, &err);
     if (s == CLRUN_OK)
         s = clrun__check_dtype(call, 0, false, &err);
-    clrun__pool_geometry g;
+    clrun__pooling_geometry g;
     if (s == CLRUN_OK)
-        s = clrun__pool_geometry_of(call, &g, &err);
+        s = clrun__pooling_geometry_of(call, &g, &err);
     if (s != CLRUN_OK)
         return s;
     out[0] = call->inputs[0];

@@ -36,7 +36,7 @@
  * quarter of its elements, which it reads broadcast, at other elements than its own.
  * NaN as ONNX (onnxruntime) has it: a NaN operand gives NaN in relu, maximum, minimum, clip and
  * the activations, and relu of a negative is +0, the same as the host's folding computes
- * (lib/onnx/fold.c). */
+ * (lib/onnx/host_eval.c). */
 #define EW_TABLE(X)                                                                                \
     /* ---- unary ---- */                                                                          \
     X(neg, UNARY, true, 1, false, NUMS, SAME, P0, "-x", "AS_T((UT)0 - AS_U(x))", NULL)             \

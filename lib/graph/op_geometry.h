@@ -31,11 +31,11 @@ clrun_status clrun__conv_transpose_geometry_of(const clrun__op_call *call, clrun
 
 /* maxpool2d, avgpool2d: window, stride, padding before and after, dilation (maxpool), ceil_mode
  * and count_include_pad (avgpool), and the output extent. */
-typedef struct clrun__pool_geometry {
+typedef struct clrun__pooling_geometry {
     int64_t kernel[2], stride[2], pad[2], pad_end[2], dilation[2], oh, ow;
     bool ceil_mode, count_include_pad;
-} clrun__pool_geometry;
-clrun_status clrun__pool_geometry_of(const clrun__op_call *call, clrun__pool_geometry *g,
+} clrun__pooling_geometry;
+clrun_status clrun__pooling_geometry_of(const clrun__op_call *call, clrun__pooling_geometry *g,
                                      const clrun__infer_error *err);
 
 /* Reductions: the reduced axes of the call as a mask over input 0's dims (no axes, or an empty

@@ -42,7 +42,7 @@ bool clrun__account_charge(clrun__account *a, uint64_t reserve, uint64_t use);
 void clrun__account_discharge(clrun__account *a, uint64_t reserve, uint64_t use);
 
 typedef struct clrun__allocator_config {
-    const clrun_allocator_ops *ops; /* the strategy */
+    const clrun_strategy_ops *ops; /* the strategy */
     uint64_t min_align;             /* device base-address alignment, power of two */
     uint64_t max_chunk;             /* device maximum allocation */
     uint64_t limit;                 /* most bytes to reserve in all; 0 = no limit (without account) */

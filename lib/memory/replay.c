@@ -238,7 +238,7 @@ static clrun_status time_strategy(const clrun__replay_trace *t, clrun__allocator
     return CLRUN_OK;
 }
 
-static clrun_status replay_strategy(const clrun__replay_trace *t, const clrun_allocator_ops *ops,
+static clrun_status replay_strategy(const clrun__replay_trace *t, const clrun_strategy_ops *ops,
                                     const clrun_replay_options *o, bool previous_growth,
                                     clrun_replay_result *out, char *err, size_t errlen)
 {
@@ -321,7 +321,7 @@ static const char *const baselines[] = {"binned", "best-fit"};
 
 const char *clrun_replay_allocator_name(size_t i)
 {
-    const clrun_allocator_ops *ops = clrun_strategy_at(i);
+    const clrun_strategy_ops *ops = clrun_strategy_at(i);
     if (ops)
         return ops->name;
     for (size_t k = 0; clrun_strategy_at(k); k++)
@@ -367,7 +367,7 @@ clrun_status clrun__replay_run(const clrun_lifetime *rows, size_t count, const c
                  (unsigned long long)o.chunk_size, (unsigned long long)o.alignment);
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }
-    const clrun_allocator_ops *ops = NULL;
+    const clrun_strategy_ops *ops = NULL;
     const char *baseline = NULL;
     for (size_t i = 0; !ops && !baseline && clrun_replay_allocator_name(i); i++) {
         if (strcasecmp(allocator, clrun_replay_allocator_name(i)) != 0)

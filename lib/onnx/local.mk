@@ -11,8 +11,8 @@ ONNX_C_SOURCES = \
 	lib/onnx/tensor.c \
 	lib/onnx/tensor_file.c \
 	lib/onnx/ops.c \
-	lib/onnx/fold.c \
-	lib/onnx/fold_ops.c \
+	lib/onnx/host_eval.c \
+	lib/onnx/host_eval_ops.c \
 	lib/onnx/move.c \
 	lib/onnx/map_elementwise.c \
 	lib/onnx/map_shape.c \
@@ -27,7 +27,7 @@ ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \
 	lib/onnx/wire.h \
 	lib/onnx/tensor.h \
-	lib/onnx/fold.h \
+	lib/onnx/host_eval.h \
 	lib/onnx/map.h
 ONNX_GENERATED = lib/onnx/onnx.pb-c.c lib/onnx/onnx.pb-c.h
 

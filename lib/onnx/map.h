@@ -1,4 +1,4 @@
-/* The operator mappings (map_*.c) and host evaluators (fold_ops.c) that the operator table
+/* The operator mappings (map_*.c) and host evaluators (host_eval_ops.c) that the operator table
  * (ops.c) names. Each takes the node being imported and defines its outputs. */
 #ifndef CLRUN_LIB_ONNX_MAP_H
 #define CLRUN_LIB_ONNX_MAP_H
@@ -88,7 +88,7 @@ clrun_status clrun__map_range(clrun__imp *im, clrun__onode *n);
  * mapping (used as the map of ops that only fold). */
 clrun_status clrun__map_host_only(clrun__imp *im, clrun__onode *n);
 
-/* fold_ops.c: host evaluation, when every input is a host constant */
+/* host_eval_ops.c: host evaluation, when every input is a host constant */
 clrun_status clrun__fold(clrun__imp *im, clrun__onode *n);
 
 /* move.c: data movement on either kind of value. With a host constant the result is a host

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "onnx/fold.h"
+#include "onnx/host_eval.h"
 #include "onnx/map.h"
 
 typedef struct op_pair {

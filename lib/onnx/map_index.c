@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/checked.h"
-#include "onnx/fold.h"
+#include "onnx/host_eval.h"
 #include "onnx/map.h"
 
 /* ---- Gather ---- */

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "onnx/fold.h"
+#include "onnx/host_eval.h"
 #include "onnx/map.h"
 
 /* ---- normalisations ---- */

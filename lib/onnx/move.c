@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "graph/op.h"
-#include "onnx/fold.h"
+#include "onnx/host_eval.h"
 #include "onnx/map.h"
 
 clrun_status clrun__mv_const(clrun__imp *im, clrun__onode *n, clrun__otensor *t, int out, clrun__value **r)

@@ -483,9 +483,9 @@ static clrun_status pool_prepare(clrun_context *ctx, const clrun__op *op, const 
 {
     bool is_max = op->code == 1;
     *state = NULL;
-    clrun__pool_geometry g;
+    clrun__pooling_geometry g;
     const clrun__infer_error quiet = {"pool", NULL, 0};
-    if (clrun__pool_geometry_of(call, &g, &quiet) != CLRUN_OK)
+    if (clrun__pooling_geometry_of(call, &g, &quiet) != CLRUN_OK)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "pool: prepare on types infer refuses");
     const clrun_tensor_type *x = &call->inputs[0];
     const cl_int geo[CLRUN__P_COUNT] = {

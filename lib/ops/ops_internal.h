@@ -52,7 +52,7 @@ extern clrun__kernel_choice clrun__ops_kernels;
 #define CLRUN__CONV_GEOMETRY(X)                                                                    \
     X(G_C) X(G_H) X(G_W) X(G_O) X(G_KH) X(G_KW) X(G_OH) X(G_OW) X(G_SH) X(G_SW) X(G_PH) X(G_PW)    \
     X(G_DH) X(G_DW) X(G_GROUPS)
-#define CLRUN__POOL_GEOMETRY(X)                                                                    \
+#define CLRUN__POOLING_GEOMETRY(X)                                                                    \
     X(P_H) X(P_W) X(P_OH) X(P_OW) X(P_KH) X(P_KW) X(P_SH) X(P_SW) X(P_PH) X(P_PW) X(P_PHE)         \
     X(P_PWE) X(P_DH) X(P_DW) X(P_INCLUDE_PAD)
 #define CLRUN__GEOMETRY_INDEX(name) CLRUN__##name,
@@ -60,7 +60,7 @@ extern clrun__kernel_choice clrun__ops_kernels;
 enum { CLRUN__CONV_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__G_COUNT };
 /* Pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW (pads before), PHE, PWE (after), DH, DW,
  * count_include_pad}. */
-enum { CLRUN__POOL_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
+enum { CLRUN__POOLING_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
 
 /* A work-group size for a 1-D kernel: the largest power of two <= min(want, the kernel's limit
  * on ctx's device), at least 1. */

@@ -4,7 +4,7 @@
  * a constant, Pow of floats) reaches the device as a node over constants. */
 #include <string.h>
 
-#include "onnx/fold.h"
+#include "onnx/host_eval.h"
 #include "onnx/map.h"
 
 typedef struct binop_row {

@@ -6,8 +6,8 @@
  * Each returns false when out of memory, over the host tensor limit or over the folding budget
  * (tensor.h; out then empty); the arithmetic ones say CLRUN__FOLD_CANNOT for a result too large
  * to fold, so that the device computes it. */
-#ifndef CLRUN_LIB_ONNX_FOLD_H
-#define CLRUN_LIB_ONNX_FOLD_H
+#ifndef CLRUN_LIB_ONNX_HOST_EVAL_H
+#define CLRUN_LIB_ONNX_HOST_EVAL_H
 
 #include <stdbool.h>
 #include <stdint.h>

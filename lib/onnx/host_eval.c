@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx/fold.h"
+#include "onnx/host_eval.h"
 
 bool clrun__broadcast_dims(int ra, const int64_t *a, int rb, const int64_t *b, int *rank,
                            int64_t *dims)
