@@ -44,6 +44,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_onnx_dims.py \
 	tests/python/test_threads.py \
 	tests/python/test_mistakes.py \
+	tests/python/test_onnx_constants.py \
 	tests/python/test_install.py
 TESTS += $(CLRUN_PY_TESTS)
 TEST_EXTENSIONS = .py

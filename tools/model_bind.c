@@ -202,6 +202,8 @@ int clrun_cli_load_bound(const char *command, const char *path, clrun_cli_io *io
             fprintf(stderr, "clrun %s: (the shape of input '%s' is that of its --input file %s)\n", command,
                     io->inputs[j].name, io->inputs[j].path);
     }
+    if (strstr(err, "the `constants` load option"))
+        fprintf(stderr, "clrun %s: fix an input at load with --const NAME=VALUE or --const NAME=FILE\n", command);
     if (strstr(err, "is not bound") || strstr(err, "has no size in the model") ||
         strstr(err, "has no shape in the model"))
         fprintf(stderr, "clrun %s: bind it with --dim NAME=V, --shape INPUT=AxB or --input INPUT=FILE\n",

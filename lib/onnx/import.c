@@ -185,6 +185,25 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     return s;
 }
 
+/* ---- subgraphs ---- */
+
+clrun_status clrun__imp_inline_graph(clrun__imp *im, const Onnx__GraphProto *g)
+{
+    if (g->n_input)
+        return clrun__unsupported(im, "a subgraph with inputs (%zu) is not supported", g->n_input);
+    if (im->depth >= CLRUN__ONNX_MAX_NESTING)
+        return clrun__unsupported(im, "subgraphs nested more than %d deep are not supported",
+                                  CLRUN__ONNX_MAX_NESTING);
+    clrun__onode *outer = im->node;
+    im->depth++;
+    clrun_status s = clrun__imp_declare_all(im, g, NULL);
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++)
+        s = import_node(im, g->node[i], (int)i);
+    im->depth--;
+    im->node = outer; /* a failure's message, already written, names the subgraph's node */
+    return s;
+}
+
 /* ---- outputs ---- */
 
 static clrun_status check_declared(clrun__imp *im, const Onnx__ValueInfoProto *info, const clrun__value *v)

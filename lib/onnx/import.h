@@ -67,6 +67,7 @@ typedef struct clrun__imp {
     int32_t temp_counter;
     int32_t collisions;      /* ONNX names whose clrun form was taken (see unique_name) */
     clrun__onode *node;      /* the node being imported, for messages; NULL outside nodes */
+    int depth;               /* subgraphs being inlined (If's branch inside a branch...) */
     char message[CLRUN__ERROR_MAX];
 } clrun__imp;
 
@@ -104,7 +105,8 @@ int64_t clrun__imp_domain_opset(const clrun__imp *im, const char *domain);
  * bindings that disagree. */
 clrun_status clrun__imp_check_options(clrun__imp *im, const Onnx__GraphProto *g);
 /* Declares every ONNX value (inputs, initializers decoded, node outputs, whose producing node
- * goes to producer[value]) and adds the graph inputs with their bound dimensions. */
+ * goes to producer[value] unless producer is NULL) and adds the graph inputs with their bound
+ * dimensions. */
 clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, int32_t *producer);
 /* Dead folded constants: the readers of every value declared so far (nodes' inputs; a graph
  * output never dies) into *readers (malloc'ed, value_count entries); and, after a node, the
@@ -112,6 +114,17 @@ clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, i
 clrun_status clrun__imp_count_readers(clrun__imp *im, const Onnx__GraphProto *g, int32_t **readers);
 void clrun__imp_release_inputs(clrun__imp *im, const Onnx__NodeProto *node, int32_t *readers,
                                int32_t counted);
+
+/* ---- subgraphs (import.c) ---- */
+
+/* At most this many subgraphs inlined one inside another (a model cannot exhaust the stack). */
+#define CLRUN__ONNX_MAX_NESTING 16
+
+/* Imports subgraph g (the branch an If takes) where the node being imported stands: its
+ * initializers and node outputs become values (a subgraph's names are distinct from those of the
+ * scopes it sees, as ONNX requires), its nodes are imported in order. The caller then aliases
+ * the node's outputs to g's. */
+clrun_status clrun__imp_inline_graph(clrun__imp *im, const Onnx__GraphProto *g);
 
 /* ---- values ---- */
 

@@ -392,11 +392,37 @@ clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, i
             char what[64];
             snprintf(what, sizeof what, "output %zu of node %zu", k, i);
             s = clrun__imp_declare(im, name, what, &index);
-            if (s == CLRUN_OK)
+            if (s == CLRUN_OK && producer)
                 producer[index] = (int32_t)i;
         }
     }
     return s;
+}
+
+/* The values of the scopes it sees that a subgraph of node reads (an If's branches): never dead,
+ * since the count cannot tell when the subgraph runs. */
+static void count_captured(clrun__imp *im, const Onnx__NodeProto *node, int32_t *count, int depth)
+{
+    for (size_t a = 0; depth < CLRUN__ONNX_MAX_NESTING && a < node->n_attribute; a++) {
+        const Onnx__AttributeProto *attr = node->attribute[a];
+        for (size_t k = 0; k <= attr->n_graphs; k++) {
+            const Onnx__GraphProto *sub = k < attr->n_graphs ? attr->graphs[k] : attr->g;
+            for (size_t i = 0; sub && i < sub->n_node; i++) {
+                for (size_t j = 0; j < sub->node[i]->n_input; j++) {
+                    const char *name = sub->node[i]->input[j];
+                    int32_t v = name && name[0] ? clrun__imp_find(im, name) : -1;
+                    if (v >= 0)
+                        count[v] = INT32_MAX;
+                }
+                count_captured(im, sub->node[i], count, depth + 1);
+            }
+            for (size_t i = 0; sub && i < sub->n_output; i++) { /* a branch may return them */
+                int32_t v = sub->output[i]->name ? clrun__imp_find(im, sub->output[i]->name) : -1;
+                if (v >= 0)
+                    count[v] = INT32_MAX;
+            }
+        }
+    }
 }
 
 clrun_status clrun__imp_count_readers(clrun__imp *im, const Onnx__GraphProto *g, int32_t **readers)
@@ -412,6 +438,8 @@ clrun_status clrun__imp_count_readers(clrun__imp *im, const Onnx__GraphProto *g,
             if (v >= 0 && count[v] < INT32_MAX)
                 count[v]++;
         }
+    for (size_t i = 0; i < g->n_node; i++)
+        count_captured(im, g->node[i], count, 0);
     for (size_t i = 0; i < g->n_output; i++) { /* read when the outputs are marked: never dead */
         int32_t v = g->output[i]->name ? clrun__imp_find(im, g->output[i]->name) : -1;
         if (v >= 0)

@@ -22,6 +22,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_window3d.c \
 	lib/onnx/map_reduce.c \
 	lib/onnx/map_misc.c \
+	lib/onnx/map_control.c \
 	lib/onnx/map_extra.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \

@@ -127,6 +127,7 @@ static const clrun__onnx_op ops[] = {
     {"Constant", V(1, 9, 11, 12, 13), NULL, clrun__map_constant},
     {"ConstantOfShape", V(9), NULL, clrun__map_constant_of_shape},
     {"Range", V(11), NULL, clrun__map_range},
+    {"If", V(1, 11, 13, 16), NULL, clrun__map_if},
 };
 
 const clrun__onnx_op *clrun__onnx_op_find(const char *name)

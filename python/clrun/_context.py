@@ -467,7 +467,8 @@ class Context:
     # -- models --
 
     def load(self, source, *, dims=None, shapes=None, fusion=None, mode=None, donate=None,
-             profile=False, plan_time_limit=None, strict_donation=False, fold=None):
+             profile=False, plan_time_limit=None, strict_donation=False, fold=None,
+             constants=None):
         """Loads a model and prepares it for this context; returns a :class:`clrun.Model`.
 
         Args:
@@ -477,6 +478,9 @@ class Context:
                 left unbound are taken from the arrays each run is fed (one executor per
                 distinct binding, prepared on first use and kept).
             shapes: ONNX only: whole input shapes, e.g. ``{"x": (8, 3, 224, 224)}``.
+            constants: ONNX only: inputs fixed at load, e.g. ``{"sr": 16000}`` (an array, or a
+                number the library converts exactly to the input's type); what they decide
+                (shapes, an If's branch) is settled at load. Such an input is no longer fed.
             fusion: fuse groups of elementwise nodes into one generated kernel each (True,
                 False; None: CLRUN_FUSION, default on). Never changes a result.
             fold: fold at load: nodes of constants into constants, batch norms into the
@@ -497,7 +501,7 @@ class Context:
         from ._model import Model
         return Model(self, source, dims=dims, shapes=shapes, fusion=fusion, mode=mode,
                      donate=donate, profile=profile, plan_time_limit=plan_time_limit,
-                     strict_donation=strict_donation, fold=fold)
+                     strict_donation=strict_donation, fold=fold, constants=constants)
 
     def __repr__(self):
         if self.closed:

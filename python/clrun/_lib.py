@@ -228,15 +228,20 @@ class OnnxShape(ctypes.Structure):
     _fields_ = [("input", c_char_p), ("rank", c_int), ("dims", c_int64 * MAX_DIMS)]
 
 
+class OnnxConstant(ctypes.Structure):
+    """clrun_onnx_constant (onnx.h): an input fixed at load."""
+    _fields_ = [("input", c_char_p), ("type", TensorType), ("data", c_void_p)]
+
+
 class OnnxOptions(ctypes.Structure):
-    """clrun_onnx_options (onnx.h); the constants are not used by the binding."""
+    """clrun_onnx_options (onnx.h)."""
     _fields_ = [
         ("dims", POINTER(OnnxDim)),
         ("dim_count", c_int),
         ("shapes", POINTER(OnnxShape)),
         ("shape_count", c_int),
         ("default_dim", c_int64),
-        ("constants", c_void_p),
+        ("constants", POINTER(OnnxConstant)),
         ("constant_count", c_int),
         ("external_data_dir", c_char_p),
         ("err", c_char_p),

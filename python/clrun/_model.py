@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _lib, _onnx
-from ._context import DTYPES, DeviceArray, as_host_array
+from ._context import DTYPE_CODES, DTYPES, DeviceArray, as_host_array
 from .errors import (InvalidArgumentError, UnsupportedError, UnusedDonationWarning, check,
                      error, type_error, INVALID_ARGUMENT, DONATED, UNSUPPORTED, IO)
 
@@ -82,9 +82,10 @@ def _is_bytes(source):
     return isinstance(source, (bytes, bytearray, memoryview))
 
 
-def _load_graph(source, dims, shapes, what):
+def _load_graph(source, dims, shapes, what, constants=None):
     """Parses a .graph file or imports an ONNX model (a path, or bytes) with its dimensions
-    bound by `dims` ({name: int}) and `shapes` ({input: tuple}); returns the C graph."""
+    bound by `dims` ({name: int}) and `shapes` ({input: tuple}) and inputs fixed by `constants`
+    ({input: numpy array}); returns the C graph."""
     graph = _lib.graph_p()
     if _is_bytes(source) or os.fspath(source).endswith(".onnx"):
         loader = _lib.graph_load_onnx_memory if _is_bytes(source) else _lib.graph_load_onnx
@@ -110,6 +111,17 @@ def _load_graph(source, dims, shapes, what):
                     entry.dims[d] = value
             options.shapes, options.shape_count = array, len(shapes)
             keep.append(array)
+        if constants:
+            array = (_lib.OnnxConstant * len(constants))()
+            for entry, (name, value) in zip(array, constants.items()):
+                entry.input = name.encode()
+                entry.type.dtype = DTYPE_CODES[value.dtype]
+                entry.type.rank = value.ndim
+                for d, size in enumerate(value.shape):
+                    entry.type.shape[d] = size
+                entry.data = value.ctypes.data
+            options.constants, options.constant_count = array, len(constants)
+            keep.append(array)
         if _is_bytes(source):
             data = bytes(source)
             status = loader(data, len(data), b"<bytes>", _lib.byref(options), _lib.byref(graph))
@@ -117,10 +129,9 @@ def _load_graph(source, dims, shapes, what):
             status = loader(os.fsencode(source), _lib.byref(options), _lib.byref(graph))
         check(status)
         return graph
-    if dims or shapes:
-        raise InvalidArgumentError(INVALID_ARGUMENT, "%s: dims= and shapes= bind the symbolic "
-                                   "dimensions of ONNX models; a .graph file has fixed shapes"
-                                   % what)
+    if dims or shapes or constants:
+        raise InvalidArgumentError(INVALID_ARGUMENT, "%s: dims=, shapes= and constants= apply to "
+                                   "ONNX models; a .graph file has fixed shapes and inputs" % what)
     message = _lib.ctypes.create_string_buffer(2048)
     status = _lib.graph_load(os.fsencode(source), _lib.byref(graph), message, len(message))
     check(status, message=_lib.text(message.value))
@@ -151,6 +162,33 @@ def _check_dims(dims):
             raise InvalidArgumentError(INVALID_ARGUMENT, "dims: dimension '%s' is bound to %r "
                                        "(an int >= 1)" % (name, value))
         out[str(name)] = int(value)
+    return out
+
+
+def _check_constants(constants):
+    """{input: value} as {input: C-contiguous numpy array}. A Python number goes as float64,
+    which the library converts to the input's type when it does so exactly."""
+    if constants is None:
+        return {}
+    if not isinstance(constants, Mapping):
+        raise type_error("constants is a dict of input values, {'sr': 16000}, not %r" % (constants,))
+    out = {}
+    for name, value in constants.items():
+        if isinstance(value, (bool, np.bool_)):
+            array = np.asarray(value, np.bool_)
+        elif isinstance(value, (int, float)):
+            array = np.asarray(value, np.float64)
+        else:
+            array = np.ascontiguousarray(np.asarray(value))
+        if array.dtype not in DTYPE_CODES:
+            raise type_error("constants: the value given for input '%s' is of dtype %s; clrun "
+                             "tensors are %s" % (name, array.dtype,
+                                                 ", ".join(str(d) for d in DTYPES.values())))
+        if array.ndim > _lib.MAX_DIMS:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "constants: the value given for input "
+                                       "'%s' has %d dims (at most %d)" % (name, array.ndim,
+                                                                          _lib.MAX_DIMS))
+        out[str(name)] = array
     return out
 
 
@@ -195,7 +233,7 @@ class Model:
 
     def __init__(self, context, source, dims=None, shapes=None, fusion=None, mode=None,
                  donate=None, profile=False, plan_time_limit=None, strict_donation=False,
-                 fold=None):
+                 fold=None, constants=None):
         self._context = context
         context._pointer()
         self._requested_mode = _mode(mode)
@@ -213,6 +251,7 @@ class Model:
                              % type(source).__name__)
         self._dims = _check_dims(dims)
         self._shapes = _check_shapes(shapes)
+        self._constants = _check_constants(constants)
         self._donate = [donate] if isinstance(donate, str) else donate
         self._fusion, self._profile_flag = fusion, bool(profile)
         self._plan_time_limit = plan_time_limit
@@ -287,7 +326,7 @@ class Model:
             bound = dict(self._shapes)
             bound.update(shapes)
             graph = _load_graph(self._source, self._dims, bound,
-                                self._state.name if shapes else self._state.name)
+                                self._state.name if shapes else self._state.name, self._constants)
             if not self._state.executors:
                 name = _lib.text(_lib.graph_name(graph))
                 if name or isinstance(self._source, str):
