@@ -58,6 +58,17 @@ peak=$(sed -n 's/^ *"peak_bytes": *\([0-9]*\),*$/\1/p' "$tmp/out")
 top=$(tr '{' '\n' <"$tmp/t.json" | sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' | sort -n | tail -n 1)
 [ -n "$peak" ] && [ "$peak" = "$top" ] || fail "trace counter peaks at '$top', the run reports '$peak'"
 
+# Unused donations are named (mlp.graph donates x, which no output can take), in the report and
+# in --json; --strict-donation makes them an error before any run.
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "donated but taken by no output (freed after its last use): 'x'" "$tmp/out" "unused donation named"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+tr -d ' \n' <"$tmp/out" | grep -q '"unused_donated":\["x"\]' || fail "--json unused_donated: $(cat "$tmp/out")"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --strict-donation >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "--strict-donation: input 'x' is donated, but no output can take its memory" "$tmp/err" "--strict-donation"
+"$CLRUN" run "$EXAMPLES/gpt2_block.graph" --strict-donation --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "donations" "$tmp/out" "--strict-donation with nothing unused"
+
 # The plan picture names each buffer after its tensor: as written, h1 (matmul) is a buffer; as
 # it runs, relu is the matmul's epilogue, and a1 owns that buffer.
 "$CLRUN" plan "$EXAMPLES/mlp.graph" --as-written --time-limit 0 --svg "$tmp/p.svg" >"$tmp/out" 2>"$tmp/err"; rc=$?

@@ -30,6 +30,8 @@ static void print_help(void)
            "  --json       one JSON object instead of the report (wall_ms: the median, with\n"
            "               wall_ms_min and wall_ms_max)\n"
            "  --trace F    Chrome/Perfetto trace of the last run (open in ui.perfetto.dev)\n"
+           "  --strict-donation  a donated input that no output can take is an error (exit 1)\n"
+           "               before any run, not a line of the report\n"
            "  --time-limit planner budget in seconds for --allocator planned (default 1; 0 runs\n"
            "               the constructions only, as in clrun plan)\n",
            clrun_strategy_names());
@@ -46,6 +48,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         int taken;
         if (strcmp(arg, "--json") == 0) {
             a->json = true;
+        } else if (strcmp(arg, "--strict-donation") == 0) {
+            a->strict_donation = true;
         } else if (strcmp(arg, "--allocator") == 0 && has_value) {
             a->allocator = argv[++i];
         } else if (strcmp(arg, "--trace") == 0 && has_value) {
@@ -186,6 +190,12 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
     clrun_progress *progress = clrun_progress_start(what, !a->json);
     clrun_progress_phase(progress, "compiling kernels, uploading weights, planning");
     clrun_status status = inputs ? clrun_exec_create(ctx, g, &options, &exec) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    const char *const *unused_names = NULL;
+    if (status == CLRUN_OK && a->strict_donation && clrun_exec_unused_donations(exec, &unused_names) > 0) {
+        snprintf(input_error, sizeof input_error, "--strict-donation: input '%s' is donated, but no output "
+                 "can take its memory (CLRUN_LOG=warn says why)", unused_names[0]);
+        status = CLRUN_ERROR_INVALID_ARGUMENT;
+    }
     for (int i = -1; status == CLRUN_OK && i < a->repeat; i++) { /* i = -1: warm-up */
         char phase[64];
         if (i < 0)
@@ -212,6 +222,12 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
         r->fused[i].nodes = groups[i].nodes;
     }
     r->fused_count = r->fused ? fused : 0;
+    const char *const *unused = NULL;
+    int32_t unused_count = status == CLRUN_OK ? clrun_exec_unused_donations(exec, &unused) : 0;
+    r->unused = calloc((size_t)unused_count + 1, sizeof *r->unused);
+    for (int32_t i = 0; r->unused && i < unused_count; i++)
+        snprintf(r->unused[i], sizeof r->unused[i], "%s", unused[i]);
+    r->unused_count = r->unused ? unused_count : 0;
     clrun_progress_stop(progress);
     int rc = 0;
     if (status != CLRUN_OK) {
@@ -293,6 +309,7 @@ int clrun_cli_run(int argc, char **argv)
     free(r.times);
     free(r.checksums);
     free(r.fused);
+    free(r.unused);
     if (a.trace_file) /* the run failed before the trace was written */
         fclose(a.trace_file);
     clrun_context_destroy(ctx);

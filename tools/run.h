@@ -17,6 +17,7 @@ typedef struct run_args {
     const char *allocator; /* a strategy, naive or planned; NULL = CLRUN_ALLOCATOR */
     int repeat;
     bool json;
+    bool strict_donation;   /* --strict-donation: an unused donation is an error */
     const char *trace;
     FILE *trace_file;       /* opened before the work */
     uint64_t seed;
@@ -39,6 +40,8 @@ typedef struct run_result {
     char (*checksums)[17];    /* per output: XXH64 of its bytes, in hexadecimal */
     run_fused *fused;         /* the fused groups, in schedule order */
     int32_t fused_count;
+    char (*unused)[256];      /* the donated inputs no output could take */
+    int32_t unused_count;
 } run_result;
 
 /* The report for a person, or (--json) one JSON object, on stdout. */

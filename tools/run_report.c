@@ -51,6 +51,10 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     json_object_object_add(o, "driver_allocs", json_object_new_int64((int64_t)s->driver_allocs));
     json_object_object_add(o, "donations", json_object_new_int(s->donations));
     json_object_object_add(o, "unused_donations", json_object_new_int(s->unused_donations));
+    json_object *unused = json_object_new_array();
+    for (int32_t i = 0; i < r->unused_count; i++)
+        json_object_array_add(unused, json_object_new_string(r->unused[i]));
+    json_object_object_add(o, "unused_donated", unused);
     json_object *outputs = json_object_new_array();
     const clrun_tensor_id *ids;
     int32_t n = clrun_graph_outputs(g, &ids);
@@ -104,8 +108,11 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
            s->lower_bound_bytes ? (double)s->peak_bytes / (double)s->lower_bound_bytes : 0.0,
            clrun_format_bytes(s->naive_bytes, naive, sizeof naive),
            s->naive_bytes ? 100.0 * (1.0 - (double)s->peak_bytes / (double)s->naive_bytes) : 0.0);
-    printf("donations   %d in place%s\n", (int)s->donations,
-           s->unused_donations ? ", some donated inputs unused (see CLRUN_LOG=warn)" : "");
+    printf("donations   %d in place", (int)s->donations);
+    for (int32_t i = 0; i < r->unused_count; i++) /* CLRUN_LOG=warn says why */
+        printf("%s'%s'", i ? ", " : "; donated but taken by no output (freed after its last use): ",
+               r->unused[i]);
+    printf("\n");
     const clrun_tensor_id *ids;
     int32_t n = clrun_graph_outputs(g, &ids);
     for (int32_t i = 0; i < n; i++) {
