@@ -255,6 +255,26 @@ static inline void ob_free(onnx_builder *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Marks tensor t as stored in an external file: location, and offset and length when not NULL
+ * (ONNX's external_data entries, as text). */
+static inline void ob_external(onnx_builder *b, Onnx__TensorProto *t, const char *location,
+                               const char *offset, const char *length)
+{
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    const char *keys[3] = {"location", "offset", "length"}, *values[3] = {location, offset, length};
+    for (int k = 0; k < 3; k++) {
+        if (!values[k])
+            continue;
+        Onnx__StringStringEntryProto *e = ob_alloc(b, sizeof *e);
+        Onnx__StringStringEntryProto ei = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+        *e = ei;
+        e->key = ob_str(b, keys[k]);
+        e->value = ob_str(b, values[k]);
+        ob_push(b, (void ***)&t->external_data, &t->n_external_data, e);
+    }
+}
+
 /* What loading a built model gave: the status, the graph (NULL on failure) and the message. */
 typedef struct ob_loaded {
     clrun_status status;

@@ -197,19 +197,7 @@ static void build_external(onnx_builder *b, const char *location, const char *of
     ob_init(b, 13);
     ob_input(b, "x", F32, 1, dims, NULL);
     Onnx__TensorProto *w = ob_initializer(b, "w", F32, 1, dims, NULL, 0);
-    w->has_data_location = 1;
-    w->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    const char *keys[3] = {"location", "offset", "length"}, *values[3] = {location, offset, length};
-    for (int k = 0; k < 3; k++) {
-        if (!values[k])
-            continue;
-        Onnx__StringStringEntryProto *e = ob_alloc(b, sizeof *e);
-        Onnx__StringStringEntryProto ei = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
-        *e = ei;
-        e->key = ob_str(b, keys[k]);
-        e->value = ob_str(b, values[k]);
-        ob_push(b, (void ***)&w->external_data, &w->n_external_data, e);
-    }
+    ob_external(b, w, location, offset, length);
     ob_node(b, "Add", "add", "x,w", "y");
     ob_output(b, "y", F32, 1, dims);
 }

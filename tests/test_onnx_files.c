@@ -96,24 +96,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* external_data entries location (and offset, when given) on t. */
-static void set_external(onnx_builder *b, Onnx__TensorProto *t, const char *location, const char *offset)
-{
-    t->has_data_location = 1;
-    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    const char *keys[2] = {"location", "offset"}, *values[2] = {location, offset};
-    for (int k = 0; k < 2; k++) {
-        if (!values[k])
-            continue;
-        Onnx__StringStringEntryProto *e = ob_alloc(b, sizeof *e);
-        Onnx__StringStringEntryProto ei = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
-        *e = ei;
-        e->key = ob_str(b, keys[k]);
-        e->value = ob_str(b, values[k]);
-        ob_push(b, (void ***)&t->external_data, &t->n_external_data, e);
-    }
-}
-
 /* y = x + w, w a float[4] initializer (or a Constant node's value) in external data. */
 static void build_model(onnx_builder *b, const char *location, bool constant)
 {
@@ -128,7 +110,7 @@ static void build_model(onnx_builder *b, const char *location, bool constant)
     } else {
         w = ob_initializer(b, "w", F32, 1, dims, NULL, 0);
     }
-    set_external(b, w, location, NULL);
+    ob_external(b, w, location, NULL, NULL);
     ob_node(b, "Add", "add", "x,w", "y");
     ob_output(b, "y", F32, 1, dims);
 }
@@ -269,7 +251,7 @@ static void write_pb(const char *dir, const char *location)
     onnx_builder b;
     ob_init(&b, 13);
     Onnx__TensorProto *t = ob_tensor(&b, "x", F32, 1, dims, NULL, 0);
-    set_external(&b, t, location, NULL);
+    ob_external(&b, t, location, NULL, NULL);
     size_t size = onnx__tensor_proto__get_packed_size(t);
     uint8_t *bytes = malloc(size);
     onnx__tensor_proto__pack(t, bytes);
