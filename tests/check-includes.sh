@@ -1,6 +1,6 @@
 #!/bin/sh
 # The include rule: areas depend one way, lowest first,
-#   strategies <- core <- device <- memory, graph <- ops, plan, onnx <- fuse <- exec <- tools
+#   strategies <- core <- device <- memory, graph <- ops, plan, onnx, grad <- fuse <- exec <- train <- tools
 # (strategies/ are pure offset managers that see only <clrun/strategy.h> and the status codes;
 # core's option table names them). A file may include its own area's headers and those of lower
 # areas, never a sibling's or a higher one's: internal "area/x.h" headers and public <clrun/x.h>
@@ -22,10 +22,11 @@ level() {
     core) echo 1 ;;
     device) echo 2 ;;
     memory | graph) echo 3 ;;
-    ops | plan | onnx) echo 4 ;;
+    ops | plan | onnx | grad) echo 4 ;;
     fuse) echo 5 ;;
     exec) echo 6 ;;
-    tools) echo 7 ;;
+    train) echo 7 ;;
+    tools) echo 8 ;;
     *) echo "" ;;
     esac
 }
@@ -43,7 +44,9 @@ public_owner() {
     clrun/graph.h | clrun/npy.h) echo graph ;;
     clrun/plan.h | clrun/plan_gen.h) echo plan ;;
     clrun/onnx.h) echo onnx ;;
+    clrun/grad.h | clrun/train_graph.h) echo grad ;;
     clrun/exec.h) echo exec ;;
+    clrun/train.h) echo train ;;
     *) echo "" ;;
     esac
 }
@@ -67,11 +70,11 @@ check_public() {
 }
 
 # Public headers that carry OpenCL types.
-opencl_public='clrun/clrun.h clrun/context.h clrun/memory.h clrun/program.h clrun/exec.h'
+opencl_public='clrun/clrun.h clrun/context.h clrun/memory.h clrun/program.h clrun/exec.h clrun/train.h'
 
 pure_file() {
     case "$1" in
-    lib/graph/* | lib/plan/* | lib/onnx/* | strategies/* | lib/memory/allocator.[ch]) return 0 ;;
+    lib/graph/* | lib/plan/* | lib/onnx/* | lib/grad/* | strategies/* | lib/memory/allocator.[ch]) return 0 ;;
     lib/fuse/group.[ch] | lib/fuse/draft.[ch] | lib/fuse/codegen.[ch] | lib/fuse/describe.c | lib/fuse/siblings.[ch] | lib/fuse/fold_bn.c) return 0 ;;
     esac
     return 1

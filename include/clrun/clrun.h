@@ -12,6 +12,9 @@
 #include <clrun/memory.h>
 #include <clrun/graph.h>
 #include <clrun/exec.h>
+#include <clrun/grad.h>
+#include <clrun/train_graph.h>
+#include <clrun/train.h>
 #include <clrun/npy.h>
 #include <clrun/onnx.h>
 #include <clrun/strategy.h>

@@ -328,6 +328,51 @@ clrun_status clrun__schedule_build(const clrun_graph *g, bool reuse, clrun__sche
     return clrun__schedule_build_with_scratch(g, reuse, NULL, out, err, errlen);
 }
 
+static bool node_reads(const clrun__node *node, int32_t t)
+{
+    for (int i = 0; i < node->input_count; i++)
+        if (node->inputs[i] == t)
+            return true;
+    return false;
+}
+
+/* A node that could write in place of a donated input but is not its last reader (fusion moved
+ * a reader after it: a product with its epilogue runs where the epilogue ends) is moved to just
+ * after the last reader, when no node in between reads what it writes: donated state (a train
+ * step's parameters and moments) is then updated in place instead of held twice. The order
+ * stays topological: the moved node's inputs are all produced before its old place. */
+static void sink_donated_writers(const clrun_graph *g, int32_t *order, int32_t steps)
+{
+    for (int32_t i = 0; i < g->input_count; i++) {
+        int32_t t = g->inputs[i];
+        if (!g->tensors[t].donated)
+            continue;
+        uint64_t bytes = clrun_tensor_bytes(&g->tensors[t].type);
+        int32_t writer = -1, last = -1;
+        for (int32_t st = 0; st < steps; st++) {
+            const clrun__node *node = &g->nodes[order[st]];
+            if (!node_reads(node, t))
+                continue;
+            last = st;
+            if (writer < 0 && node->op->alias_safe && node->output_count > 0 &&
+                clrun_tensor_bytes(&g->tensors[node->outputs[0]].type) == bytes)
+                writer = st;
+        }
+        if (writer < 0 || writer == last)
+            continue;
+        const clrun__node *w = &g->nodes[order[writer]];
+        bool needed = false;
+        for (int32_t st = writer + 1; st <= last && !needed; st++)
+            for (int j = 0; j < w->output_count && !needed; j++)
+                needed = node_reads(&g->nodes[order[st]], w->outputs[j]);
+        if (needed)
+            continue;
+        int32_t moved = order[writer];
+        memmove(&order[writer], &order[writer + 1], sizeof *order * (size_t)(last - writer));
+        order[last] = moved;
+    }
+}
+
 clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse,
                                                 const uint64_t *scratch, clrun__schedule *out,
                                                 char *err, size_t errlen)
@@ -356,6 +401,8 @@ clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse
                                   : "out of host memory scheduling the graph");
         return ordered;
     }
+    if (reuse)
+        sink_donated_writers(g, s.order, s.steps);
     for (int32_t st = 0; st < s.steps; st++)
         s.step_of_node[s.order[st]] = st;
     compute_last_uses(g, &s);

@@ -1,0 +1,115 @@
+/* clrun: training. A trainer holds a model's train step (its graph: <clrun/train_graph.h> says
+ * what goes into it) prepared on a context, and the train state on the device: the parameters
+ * (at first the model's weights) and the optimizer's state (zeros at first). Each step donates
+ * the state to the step's executor and takes the updated values back in the same blocks, so no
+ * parameter and no moment ever exists twice on the device; each parameter is updated as soon as
+ * its gradient is complete, and that gradient dies there.
+ *
+ * A failed step (out of device memory, say) loses the state it had donated: the trainer then
+ * refuses further steps, naming the step that failed; bad feeds (a label out of range, a feed
+ * of the wrong size) are refused before anything is donated, so they lose nothing. */
+#ifndef CLRUN_TRAIN_H
+#define CLRUN_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <clrun/context.h>
+#include <clrun/exec.h>
+#include <clrun/graph.h>
+#include <clrun/train_graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clrun_train_options {
+    clrun_train_graph_options graph; /* loss, parameters, optimizer */
+    clrun_exec_options exec;         /* how the step runs (mode, fusion, profiling) */
+} clrun_train_options;
+
+/* clrun_train_graph_options_init and clrun_exec_options_init. */
+void clrun_train_options_init(clrun_train_options *options);
+
+typedef struct clrun_train clrun_train;
+
+/* Builds the step of `model` (which must outlive nothing: the trainer keeps its own graph) and
+ * prepares it on ctx; uploads the parameters and zeroes the optimizer state. On failure *out is
+ * NULL, nothing is leaked and clrun_last_error(ctx) says why (a bad loss or parameter, an op
+ * without a gradient rule, out of memory). */
+clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
+                                const clrun_train_options *options, clrun_train **out);
+
+/* Frees the trainer and its state. NULL is accepted. */
+void clrun_train_destroy(clrun_train *train);
+
+/* What a step is fed, in order: the model's inputs (clrun_graph_inputs order), then the labels
+ * (xent: integers [rows...]) or targets (mse: the predictions' type); none for a scalar loss. */
+int32_t clrun_train_feed_count(const clrun_train *train);
+/* Feed i's name and type. CLRUN_ERROR_INVALID_ARGUMENT for an index out of range. */
+clrun_status clrun_train_feed_info(const clrun_train *train, int32_t i, const char **name,
+                                   clrun_tensor_type *type);
+
+typedef struct clrun_train_step_result {
+    uint64_t step;   /* steps done, this one included */
+    double loss;     /* the step's loss (before its update) */
+    int64_t correct; /* xent: rows whose largest logit is the label's; -1 for other losses */
+    int64_t rows;    /* xent: rows of the batch; -1 for other losses */
+} clrun_train_step_result;
+
+/* One step on host data: feeds[i] holds feed i's bytes (clrun_train_feed_info's type). Labels
+ * are checked first (CLRUN_ERROR_INVALID_ARGUMENT naming the position and value of the first
+ * outside [0, classes)), so that a bad batch changes nothing. A loss that comes out NaN or
+ * infinite gives CLRUN_ERROR_INVALID_ARGUMENT naming the step (its update has been applied).
+ * result may be NULL. */
+clrun_status clrun_train_step(clrun_train *train, const void *const *feeds, int32_t count,
+                              clrun_train_step_result *result);
+
+/* The parameters, in the step graph's input order: their count, name (the model's) and type,
+ * and their current values copied to host memory of `bytes` (exactly the type's bytes). */
+int32_t clrun_train_param_count(const clrun_train *train);
+clrun_status clrun_train_param_info(const clrun_train *train, int32_t i, const char **name,
+                                    clrun_tensor_type *type);
+clrun_status clrun_train_read_param(clrun_train *train, int32_t i, void *host, uint64_t bytes);
+
+/* The train state (parameters, optimizer state, steps done, optimizer kind) to a file, and back.
+ * A state read back gives the same next step, bit for bit. Loading checks the whole file against
+ * the trainer before changing anything: CLRUN_ERROR_INVALID_ARGUMENT naming the first tensor that
+ * differs (a state of another model or optimizer), CLRUN_ERROR_PARSE for a damaged file,
+ * CLRUN_ERROR_IO when it cannot be read or written. */
+clrun_status clrun_train_save(clrun_train *train, const char *path);
+clrun_status clrun_train_load(clrun_train *train, const char *path);
+
+typedef struct clrun_train_stats {
+    uint64_t steps;              /* steps done */
+    int32_t params;              /* parameter tensors */
+    int32_t state_tensors;       /* optimizer state tensors */
+    uint64_t param_bytes;        /* the parameters' bytes */
+    uint64_t state_bytes;        /* the optimizer state's bytes */
+    uint64_t peak_bytes;         /* last step: most bytes held at once (state included) */
+    uint64_t activation_peak_bytes; /* peak_bytes less the parameters and state */
+    uint64_t lower_bound_bytes;  /* the step's lower bound (live bytes at its fullest step) */
+    uint64_t donated_bytes;      /* bytes of state written in place per step: what a step
+                                    without donation would hold twice */
+    int32_t donations;           /* outputs written in place of a dying input, per step */
+    int32_t unused_donations;    /* donated inputs no output could take (0 when it works) */
+    clrun_exec_stats exec;       /* the step executor's own figures */
+} clrun_train_stats;
+
+clrun_status clrun_train_stats_get(const clrun_train *train, clrun_train_stats *out);
+
+/* The names of donated state tensors that no output of the step could take in place (0 when
+ * donation works as it should; clrun_exec_unused_donations of the step's executor). */
+int32_t clrun_train_unused_donations(const clrun_train *train, const char *const **names);
+
+/* The step graph (for writing it out, or planning it); valid as long as the trainer. */
+const clrun_graph *clrun_train_step_graph(const clrun_train *train);
+
+/* Parameters asked for by name that the loss does not depend on: they stay as they are (and the
+ * log warns). *names points into the trainer. */
+int32_t clrun_train_frozen(const clrun_train *train, const char *const **names);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/* clrun: what a train step is made of: a loss on a model's tensor, the parameters it trains and
+ * the optimizer that updates them. Plain values; <clrun/train.h> runs steps with them. */
+#ifndef CLRUN_TRAIN_GRAPH_H
+#define CLRUN_TRAIN_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <clrun/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum clrun_loss_kind {
+    CLRUN_LOSS_XENT = 0,   /* softmax cross-entropy of logits [..., C] against integer labels [...]
+                              (the mean over rows), fused and stable; a label outside [0, C) fails
+                              the step naming it */
+    CLRUN_LOSS_MSE = 1,    /* mean squared error of predictions against targets of their type */
+    CLRUN_LOSS_SCALAR = 2, /* the model computes its loss: a tensor of one float element */
+} clrun_loss_kind;
+
+/* "xent", "mse", "scalar". */
+const char *clrun_loss_kind_name(clrun_loss_kind kind);
+
+typedef enum clrun_optimizer_kind {
+    CLRUN_OPTIMIZER_SGD = 0,   /* PyTorch's SGD: momentum, dampening 0, Nesterov, weight decay */
+    CLRUN_OPTIMIZER_ADAM = 1,  /* PyTorch's Adam (weight decay as L2 in the gradient) */
+    CLRUN_OPTIMIZER_ADAMW = 2, /* PyTorch's AdamW (decoupled weight decay) */
+} clrun_optimizer_kind;
+
+/* "sgd", "adam", "adamw". */
+const char *clrun_optimizer_kind_name(clrun_optimizer_kind kind);
+
+typedef struct clrun_optimizer {
+    clrun_optimizer_kind kind;
+    double lr;           /* learning rate > 0 */
+    double momentum;     /* SGD: 0 (none) .. < 1 */
+    bool nesterov;       /* SGD: Nesterov momentum (needs momentum > 0) */
+    double weight_decay; /* >= 0: SGD and Adam add weight_decay * p to the gradient; AdamW
+                            multiplies p by 1 - lr * weight_decay */
+    double beta1, beta2; /* Adam, AdamW: in [0, 1) */
+    double eps;          /* Adam, AdamW: > 0 */
+} clrun_optimizer;
+
+/* PyTorch's defaults for `kind`: lr 0.01 (SGD) or 0.001, momentum 0, betas 0.9 and 0.999,
+ * eps 1e-8, weight decay 0 (0.01 for AdamW). */
+void clrun_optimizer_init(clrun_optimizer *optimizer, clrun_optimizer_kind kind);
+
+typedef struct clrun_train_graph_options {
+    clrun_loss_kind loss;
+    const char *loss_tensor;       /* the model tensor the loss reads (logits, predictions) or,
+                                      for CLRUN_LOSS_SCALAR, the loss; a model name or identifier */
+    clrun_dtype label_dtype;       /* xent: CLRUN_I64 (the default) or CLRUN_I32 */
+    const char *const *params;     /* the parameters to train (constants of the model, by name);
+                                      NULL: every trainable weight (clrun_graph_trainable) */
+    int32_t param_count;
+    clrun_optimizer optimizer;
+} clrun_train_graph_options;
+
+/* Cross-entropy on no tensor yet, every trainable weight, Adam with PyTorch's defaults. */
+void clrun_train_graph_options_init(clrun_train_graph_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,553 @@
+/* Building the train step graph: the model with its loss, the parameters turned into donated
+ * inputs, the backward pass, and each parameter's optimizer update emitted where its gradient
+ * is complete. The updates are written with elementwise ops, in PyTorch's order of operations,
+ * so that fusion makes each one kernel and the results follow PyTorch's within rounding. */
+#include "grad/train_graph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "grad/grad.h"
+
+const char *clrun_loss_kind_name(clrun_loss_kind kind)
+{
+    switch (kind) {
+    case CLRUN_LOSS_XENT: return "xent";
+    case CLRUN_LOSS_MSE: return "mse";
+    case CLRUN_LOSS_SCALAR: return "scalar";
+    }
+    return "?";
+}
+
+const char *clrun_optimizer_kind_name(clrun_optimizer_kind kind)
+{
+    switch (kind) {
+    case CLRUN_OPTIMIZER_SGD: return "sgd";
+    case CLRUN_OPTIMIZER_ADAM: return "adam";
+    case CLRUN_OPTIMIZER_ADAMW: return "adamw";
+    }
+    return "?";
+}
+
+void clrun_optimizer_init(clrun_optimizer *o, clrun_optimizer_kind kind)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->lr = kind == CLRUN_OPTIMIZER_SGD ? 0.01 : 0.001;
+    o->beta1 = 0.9;
+    o->beta2 = 0.999;
+    o->eps = 1e-8;
+    o->weight_decay = kind == CLRUN_OPTIMIZER_ADAMW ? 0.01 : 0.0;
+}
+
+void clrun_train_graph_options_init(clrun_train_graph_options *options)
+{
+    memset(options, 0, sizeof *options);
+    options->loss = CLRUN_LOSS_XENT;
+    options->label_dtype = CLRUN_I64;
+    clrun_optimizer_init(&options->optimizer, CLRUN_OPTIMIZER_ADAM);
+}
+
+/* ---- building ---- */
+
+typedef struct builder {
+    const clrun_train_graph_options *options;
+    clrun__train_graph *tg;
+    clrun_graph *step;
+    clrun_tensor_id *param_ids;  /* the parameters, as tensors of the step */
+    int32_t param_count;
+    clrun_tensor_id hyper[CLRUN__HYPER_COUNT]; /* -1 when the optimizer has no use for it */
+    /* Per tensor of the step graph that is an input: its role (sized as the step grows). */
+    clrun__train_slot *by_id;
+    int32_t by_id_capacity;
+    int32_t outputs;             /* outputs marked so far */
+    char *err;
+    size_t errlen;
+} builder;
+
+static clrun_status failf(builder *b, clrun_status s, const char *format, ...) CLRUN__PRINTF(3, 4);
+static clrun_status failf(builder *b, clrun_status s, const char *format, ...)
+{
+    if (b->err && b->errlen && b->err[0] == '\0') {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(b->err, b->errlen, format, args);
+        va_end(args);
+    }
+    return s;
+}
+
+static clrun__train_slot *slot_for(builder *b, clrun_tensor_id id)
+{
+    if (id >= b->by_id_capacity) {
+        int32_t cap = b->by_id_capacity ? b->by_id_capacity : 64;
+        while (cap <= id)
+            cap *= 2;
+        clrun__train_slot *grown = realloc(b->by_id, sizeof *grown * (size_t)cap);
+        if (grown == NULL)
+            return NULL;
+        for (int32_t i = b->by_id_capacity; i < cap; i++) {
+            memset(&grown[i], 0, sizeof grown[i]);
+            grown[i].role = CLRUN__SLOT_DATA;
+            grown[i].output_index = -1;
+            grown[i].param = -1;
+        }
+        b->by_id = grown;
+        b->by_id_capacity = cap;
+    }
+    return &b->by_id[id];
+}
+
+static clrun_status mark(builder *b, clrun_tensor_id id, int32_t *index)
+{
+    clrun_status s = clrun_graph_mark_output(b->step, id);
+    if (s != CLRUN_OK)
+        return failf(b, s, "train: %s", clrun_graph_last_error(b->step));
+    if (index)
+        *index = b->outputs;
+    b->outputs++;
+    return CLRUN_OK;
+}
+
+/* A new input of the step called `name` (made unique with a counter), of `type`. */
+static clrun_status add_input(builder *b, const char *name, const clrun_tensor_type *type,
+                              bool donated, clrun_tensor_id *id)
+{
+    char unique[CLRUN__GRAPH_NAME_MAX + 1];
+    snprintf(unique, sizeof unique, "%s", name);
+    for (int k = 1; clrun__graph_find_ident(b->step, unique) >= 0; k++)
+        snprintf(unique, sizeof unique, "%.*s.%d", 200, name, k);
+    clrun_status s = clrun_graph_add_input(b->step, unique, type, donated, id);
+    if (s != CLRUN_OK)
+        return failf(b, s, "train: %s", clrun_graph_last_error(b->step));
+    return CLRUN_OK;
+}
+
+static clrun_status add_state(builder *b, int32_t param, const char *kind, clrun_tensor_id *id)
+{
+    clrun_tensor_id p = b->param_ids[param];
+    char name[CLRUN__GRAPH_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s.%s", 200, clrun_graph_tensor_ident(b->step, p), kind);
+    clrun_status s = add_input(b, name, clrun_graph_tensor_type(b->step, p), true, id);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__train_slot *slot = slot_for(b, *id);
+    if (slot == NULL)
+        return failf(b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    slot->role = CLRUN__SLOT_STATE;
+    slot->param = param;
+    snprintf(slot->state_kind, sizeof slot->state_kind, "%s", kind);
+    b->tg->state_count++;
+    return CLRUN_OK;
+}
+
+static clrun_status mark_state(builder *b, clrun_tensor_id state, clrun_tensor_id next)
+{
+    return mark(b, next, &slot_for(b, state)->output_index);
+}
+
+/* The update of parameter i from its complete gradient: PyTorch's single-tensor SGD, Adam and
+ * AdamW, operation by operation. */
+static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void *user)
+{
+    builder *b = user;
+    const clrun_optimizer *o = &b->options->optimizer;
+    clrun_tensor_id p = b->param_ids[i], gr = grad, next = -1;
+    clrun_status s = CLRUN_OK;
+    g->node = -1;
+    if (o->kind == CLRUN_OPTIMIZER_SGD) {
+        if (o->weight_decay != 0.0)
+            gr = clrun__gemit2(g, "add", gr, clrun__gscale(g, p, o->weight_decay, 0.0));
+        if (o->momentum != 0.0) {
+            clrun_tensor_id buf;
+            if ((s = add_state(b, i, "momentum", &buf)) != CLRUN_OK)
+                return s;
+            clrun_tensor_id buf1 = clrun__gemit2(g, "add", clrun__gscale(g, buf, o->momentum, 0.0), gr);
+            if (buf1 < 0 || (s = mark_state(b, buf, buf1)) != CLRUN_OK)
+                return s != CLRUN_OK ? s : CLRUN_ERROR_INVALID_GRAPH;
+            gr = o->nesterov ? clrun__gemit2(g, "add", gr, clrun__gscale(g, buf1, o->momentum, 0.0))
+                             : buf1;
+        }
+        next = clrun__gemit2(g, "sub", p, clrun__gemit2(g, "mul", gr, b->hyper[CLRUN__HYPER_LR]));
+    } else {
+        clrun_tensor_id p1 = p;
+        if (o->kind == CLRUN_OPTIMIZER_ADAMW && o->weight_decay != 0.0)
+            p1 = clrun__gemit2(g, "mul", p, b->hyper[CLRUN__HYPER_DECAY]);
+        else if (o->weight_decay != 0.0)
+            gr = clrun__gemit2(g, "add", gr, clrun__gscale(g, p, o->weight_decay, 0.0));
+        clrun_tensor_id m, v;
+        if ((s = add_state(b, i, "exp_avg", &m)) != CLRUN_OK ||
+            (s = add_state(b, i, "exp_avg_sq", &v)) != CLRUN_OK)
+            return s;
+        clrun_tensor_id m1 = clrun__gemit2(g, "add", clrun__gscale(g, m, o->beta1, 0.0),
+                                           clrun__gscale(g, gr, 1.0 - o->beta1, 0.0));
+        clrun_tensor_id v1 = clrun__gemit2(g, "add", clrun__gscale(g, v, o->beta2, 0.0),
+                                           clrun__gscale(g, clrun__gemit2(g, "mul", gr, gr),
+                                                         1.0 - o->beta2, 0.0));
+        if (m1 < 0 || v1 < 0)
+            return CLRUN_ERROR_INVALID_GRAPH;
+        if ((s = mark_state(b, m, m1)) != CLRUN_OK || (s = mark_state(b, v, v1)) != CLRUN_OK)
+            return s;
+        clrun_tensor_id denom = clrun__gscale(
+            g, clrun__gemit2(g, "div", clrun__gemit1(g, "sqrt", v1), b->hyper[CLRUN__HYPER_BC2_SQRT]),
+            1.0, o->eps);
+        clrun_tensor_id step = clrun__gemit2(g, "mul", clrun__gemit2(g, "div", m1, denom),
+                                             b->hyper[CLRUN__HYPER_STEP_SIZE]);
+        next = clrun__gemit2(g, "sub", p1, step);
+    }
+    if (next < 0)
+        return CLRUN_ERROR_INVALID_GRAPH;
+    return mark(b, next, &slot_for(b, p)->output_index);
+}
+
+static clrun_status check_optimizer(builder *b, const clrun_optimizer *o)
+{
+    if (o->kind != CLRUN_OPTIMIZER_SGD && o->kind != CLRUN_OPTIMIZER_ADAM &&
+        o->kind != CLRUN_OPTIMIZER_ADAMW)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: unknown optimizer %d", (int)o->kind);
+    if (!(o->lr > 0.0) || o->lr > 1e6)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: learning rate %g: must be > 0", o->lr);
+    if (!(o->weight_decay >= 0.0) || o->weight_decay > 1e6)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: weight decay %g: must be >= 0",
+                     o->weight_decay);
+    if (o->kind == CLRUN_OPTIMIZER_SGD) {
+        if (!(o->momentum >= 0.0 && o->momentum < 1.0))
+            return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: momentum %g: must be in [0, 1)",
+                         o->momentum);
+        if (o->nesterov && o->momentum == 0.0)
+            return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: Nesterov momentum needs a "
+                         "momentum above 0");
+        return CLRUN_OK;
+    }
+    if (!(o->beta1 >= 0.0 && o->beta1 < 1.0) || !(o->beta2 >= 0.0 && o->beta2 < 1.0))
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: betas (%g, %g): each must be in "
+                     "[0, 1)", o->beta1, o->beta2);
+    if (!(o->eps > 0.0) || o->eps > 1.0)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: eps %g: must be in (0, 1]", o->eps);
+    return CLRUN_OK;
+}
+
+/* A node of one output named by the builder, for the loss. */
+static clrun_tensor_id node(builder *b, clrun_graph *graph, const char *op, const char *name,
+                            const clrun_tensor_id *inputs, int count, const clrun_attr *attrs,
+                            int attr_count)
+{
+    char unique[CLRUN__GRAPH_NAME_MAX + 1];
+    snprintf(unique, sizeof unique, "%s", name);
+    for (int k = 1; clrun__graph_find_ident(graph, unique) >= 0; k++)
+        snprintf(unique, sizeof unique, "%s.%d", name, k);
+    const char *names[1] = {unique};
+    clrun_tensor_id id = -1;
+    if (clrun_graph_add_node(graph, op, inputs, count, names, 1, attrs, attr_count, &id) != CLRUN_OK) {
+        failf(b, CLRUN_ERROR_INVALID_GRAPH, "train: the loss: %s", clrun_graph_last_error(graph));
+        return -1;
+    }
+    return id;
+}
+
+/* Appends the loss (and for xent the count of correct rows) to `graph`, a copy of the model:
+ * *target gets the labels' or targets' input (-1 for a scalar loss). */
+static clrun_status add_loss(builder *b, clrun_graph *graph, clrun_tensor_id at,
+                             clrun_tensor_id *target, clrun_tensor_id *loss, clrun_tensor_id *correct)
+{
+    const clrun_train_graph_options *o = b->options;
+    const clrun_tensor_type *t = clrun_graph_tensor_type(graph, at);
+    char type_text[CLRUN__TYPE_TEXT];
+    clrun__type_format(t, type_text, sizeof type_text);
+    const char *label = clrun_graph_tensor_name(graph, at);
+    *target = -1;
+    *correct = -1;
+    if (o->loss == CLRUN_LOSS_SCALAR) {
+        if (t->dtype != CLRUN_F32 || clrun_tensor_elements(t) != 1)
+            return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: the loss %s is %s: a loss must "
+                         "be one f32 element (reduce it, or name logits with the xent loss)",
+                         label, type_text);
+        *loss = at;
+        return CLRUN_OK;
+    }
+    if (t->dtype != CLRUN_F32)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: %s loss on %s, which is %s: it "
+                     "needs f32", clrun_loss_kind_name(o->loss), label, type_text);
+    clrun_attr all[1] = {clrun__gattr_int("keepdims", 0)};
+    if (o->loss == CLRUN_LOSS_MSE) {
+        clrun_status s = clrun_graph_add_input(graph, "targets", t, false, target);
+        if (s != CLRUN_OK)
+            s = clrun_graph_add_input(graph, "train.targets", t, false, target);
+        if (s != CLRUN_OK)
+            return failf(b, s, "train: %s", clrun_graph_last_error(graph));
+        clrun_tensor_id in[2] = {at, *target};
+        clrun_tensor_id diff = node(b, graph, "sub", "train.error", in, 2, NULL, 0);
+        clrun_tensor_id sq[2] = {diff, diff};
+        clrun_tensor_id square = diff < 0 ? -1 : node(b, graph, "mul", "train.square", sq, 2, NULL, 0);
+        *loss = square < 0 ? -1 : node(b, graph, "reduce_mean", "loss", &square, 1, all, 1);
+        return *loss < 0 ? CLRUN_ERROR_INVALID_GRAPH : CLRUN_OK;
+    }
+    if (t->rank < 2)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: xent loss on %s, which is %s: "
+                     "logits are [..., classes] with at least one row dimension", label, type_text);
+    if (o->label_dtype != CLRUN_I64 && o->label_dtype != CLRUN_I32)
+        return failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: labels must be i32 or i64, not %s",
+                     clrun_dtype_name(o->label_dtype));
+    clrun_tensor_type lt = {.dtype = o->label_dtype, .rank = t->rank - 1};
+    for (int d = 0; d < lt.rank; d++)
+        lt.shape[d] = t->shape[d];
+    clrun_status s = clrun_graph_add_input(graph, "labels", &lt, false, target);
+    if (s != CLRUN_OK)
+        s = clrun_graph_add_input(graph, "train.labels", &lt, false, target);
+    if (s != CLRUN_OK)
+        return failf(b, s, "train: %s", clrun_graph_last_error(graph));
+    clrun_tensor_id in[2] = {at, *target};
+    clrun_tensor_id rows = node(b, graph, "softmax_xent", "train.xent", in, 2, NULL, 0);
+    *loss = rows < 0 ? -1 : node(b, graph, "reduce_mean", "loss", &rows, 1, all, 1);
+    if (*loss < 0)
+        return CLRUN_ERROR_INVALID_GRAPH;
+    clrun_attr am[2] = {clrun__gattr_int("axis", -1), clrun__gattr_int("keepdims", 0)};
+    clrun_tensor_id arg = node(b, graph, "argmax", "train.predicted", &at, 1, am, 2);
+    clrun_tensor_id labels64 = *target;
+    if (o->label_dtype == CLRUN_I32) {
+        clrun_attr to = clrun__gattr_int("to", CLRUN_I64);
+        labels64 = node(b, graph, "cast", "train.labels64", target, 1, &to, 1);
+    }
+    clrun_tensor_id eq_in[2] = {arg, labels64};
+    clrun_tensor_id eq = arg < 0 || labels64 < 0 ? -1 : node(b, graph, "equal", "train.hit", eq_in, 2, NULL, 0);
+    clrun_attr to_f32 = clrun__gattr_int("to", CLRUN_F32);
+    clrun_tensor_id hits = eq < 0 ? -1 : node(b, graph, "cast", "train.hits", &eq, 1, &to_f32, 1);
+    *correct = hits < 0 ? -1 : node(b, graph, "reduce_sum", "correct", &hits, 1, all, 1);
+    return *correct < 0 ? CLRUN_ERROR_INVALID_GRAPH : CLRUN_OK;
+}
+
+/* The parameters: those named, or every trainable weight of the loss. */
+static clrun_status choose_params(builder *b, const clrun_graph *lossg, clrun_tensor_id loss,
+                                  bool *promote)
+{
+    const clrun_train_graph_options *o = b->options;
+    int32_t n = lossg->tensor_count;
+    bool *reached = calloc((size_t)n, sizeof *reached);
+    if (reached == NULL)
+        return failf(b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    clrun__grad_reach(lossg, loss, reached);
+    clrun_status s = CLRUN_OK;
+    if (o->params == NULL) {
+        for (int32_t t = 0; t < n; t++) {
+            const clrun__tensor *ft = &lossg->tensors[t];
+            promote[t] = ft->kind == CLRUN__TENSOR_CONSTANT && ft->type.dtype == CLRUN_F32 &&
+                         ft->type.rank >= 1 && reached[t];
+        }
+    } else {
+        for (int32_t i = 0; i < o->param_count && s == CLRUN_OK; i++) {
+            const char *name = o->params[i] ? o->params[i] : "(null)";
+            clrun_tensor_id t = o->params[i] ? clrun_graph_find(lossg, name) : -1;
+            if (t < 0 || lossg->tensors[t].kind != CLRUN__TENSOR_CONSTANT ||
+                lossg->tensors[t].type.dtype != CLRUN_F32) {
+                s = failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: parameter %s is no f32 "
+                          "constant (weight) of the model", name);
+                break;
+            }
+            if (promote[t]) {
+                s = failf(b, CLRUN_ERROR_INVALID_ARGUMENT, "train: parameter %s named twice", name);
+                break;
+            }
+            if (!reached[t]) {
+                /* PyTorch leaves a parameter without a gradient alone: so does the step. */
+                clrun__log(CLRUN_LOG_WARN, "train: the loss does not depend on %s: it stays "
+                           "as it is", name);
+                char **grown = realloc(b->tg->frozen, sizeof *grown * (size_t)(b->tg->frozen_count + 1));
+                char *copy = grown ? strdup(name) : NULL;
+                if (grown)
+                    b->tg->frozen = grown;
+                if (copy == NULL) {
+                    s = failf(b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+                    break;
+                }
+                b->tg->frozen[b->tg->frozen_count++] = copy;
+                continue;
+            }
+            promote[t] = true;
+        }
+    }
+    free(reached);
+    return s;
+}
+
+static const char *const hyper_names[CLRUN__HYPER_COUNT] = {
+    "train.lr", "train.step_size", "train.bc2_sqrt", "train.decay", "train.seed",
+};
+
+clrun_status clrun__train_graph_build(const clrun_graph *model,
+                                      const clrun_train_graph_options *options,
+                                      clrun__train_graph *out, char *err, size_t errlen)
+{
+    char scratch[8];
+    if (err == NULL || errlen == 0)
+        err = scratch, errlen = sizeof scratch;
+    err[0] = '\0';
+    memset(out, 0, sizeof *out);
+    out->correct_output = -1;
+    builder b = {.options = options, .tg = out, .err = err, .errlen = errlen};
+    for (int h = 0; h < CLRUN__HYPER_COUNT; h++)
+        b.hyper[h] = -1;
+    clrun_graph *lossg = NULL, *fwd = NULL;
+    bool *promote = NULL;
+    clrun_tensor_id *grads = NULL;
+    clrun_status s = check_optimizer(&b, &options->optimizer);
+    if (s != CLRUN_OK)
+        goto fail;
+    if (options->loss != CLRUN_LOSS_XENT && options->loss != CLRUN_LOSS_MSE &&
+        options->loss != CLRUN_LOSS_SCALAR) {
+        s = failf(&b, CLRUN_ERROR_INVALID_ARGUMENT, "train: unknown loss %d", (int)options->loss);
+        goto fail;
+    }
+    clrun_tensor_id at = options->loss_tensor ? clrun_graph_find(model, options->loss_tensor) : -1;
+    if (at < 0) {
+        s = failf(&b, CLRUN_ERROR_INVALID_ARGUMENT, "train: the model has no tensor '%s' to "
+                  "take the loss of", options->loss_tensor ? options->loss_tensor : "(none given)");
+        goto fail;
+    }
+    /* The model and its loss, as the graph the gradients are taken of. */
+    if ((s = clrun_graph_create(model->name, &lossg)) != CLRUN_OK ||
+        (s = clrun__grad_copy(model, lossg, NULL, false, err, errlen)) != CLRUN_OK)
+        goto fail;
+    clrun_tensor_id target = -1, loss = -1, correct = -1;
+    if ((s = add_loss(&b, lossg, at, &target, &loss, &correct)) != CLRUN_OK)
+        goto fail;
+    promote = calloc((size_t)lossg->tensor_count, sizeof *promote);
+    if (promote == NULL) {
+        s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto fail;
+    }
+    if ((s = choose_params(&b, lossg, loss, promote)) != CLRUN_OK)
+        goto fail;
+    for (int32_t t = 0; t < lossg->tensor_count; t++)
+        b.param_count += promote[t];
+    if (b.param_count == 0) {
+        s = failf(&b, CLRUN_ERROR_INVALID_ARGUMENT, "train: the loss on %s depends on no weight "
+                  "to train (no f32 constant of rank >= 1 reaches it through a gradient)",
+                  clrun_graph_tensor_name(model, at));
+        goto fail;
+    }
+    b.param_ids = malloc(sizeof *b.param_ids * (size_t)b.param_count);
+    grads = malloc(sizeof *grads * (size_t)b.param_count);
+    if (b.param_ids == NULL || grads == NULL) {
+        s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto fail;
+    }
+    for (int32_t t = 0, i = 0; t < lossg->tensor_count; t++)
+        if (promote[t])
+            b.param_ids[i++] = t;
+    out->param_count = b.param_count;
+    /* The forward with the parameters as donated inputs, and the step built on a copy of it
+     * (the same ids: the gradient reads the one while it writes the other). */
+    if ((s = clrun_graph_create(model->name, &fwd)) != CLRUN_OK ||
+        (s = clrun__grad_copy(lossg, fwd, promote, true, err, errlen)) != CLRUN_OK ||
+        (s = clrun_graph_create(model->name, &b.step)) != CLRUN_OK ||
+        (s = clrun__grad_copy(fwd, b.step, NULL, false, err, errlen)) != CLRUN_OK)
+        goto fail;
+    clrun_graph_destroy(lossg);
+    lossg = NULL;
+    for (int32_t i = 0; i < b.param_count; i++) {
+        clrun__train_slot *slot = slot_for(&b, b.param_ids[i]);
+        if (slot == NULL) {
+            s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+            goto fail;
+        }
+        slot->role = CLRUN__SLOT_PARAM;
+    }
+    if (target >= 0) {
+        clrun__train_slot *slot = slot_for(&b, target);
+        if (slot == NULL) {
+            s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+            goto fail;
+        }
+        slot->role = CLRUN__SLOT_TARGET;
+    }
+    const clrun_optimizer *o = &options->optimizer;
+    bool use[CLRUN__HYPER_COUNT] = {
+        [CLRUN__HYPER_LR] = o->kind == CLRUN_OPTIMIZER_SGD,
+        [CLRUN__HYPER_STEP_SIZE] = o->kind != CLRUN_OPTIMIZER_SGD,
+        [CLRUN__HYPER_BC2_SQRT] = o->kind != CLRUN_OPTIMIZER_SGD,
+        [CLRUN__HYPER_DECAY] = o->kind == CLRUN_OPTIMIZER_ADAMW && o->weight_decay != 0.0,
+    };
+    for (int h = 0; h < CLRUN__HYPER_COUNT; h++) {
+        if (!use[h])
+            continue;
+        clrun_tensor_type scalar = {.dtype = h == CLRUN__HYPER_SEED ? CLRUN_I64 : CLRUN_F32, .rank = 0};
+        if ((s = add_input(&b, hyper_names[h], &scalar, false, &b.hyper[h])) != CLRUN_OK)
+            goto fail;
+        clrun__train_slot *slot = slot_for(&b, b.hyper[h]);
+        if (slot == NULL) {
+            s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+            goto fail;
+        }
+        slot->role = CLRUN__SLOT_HYPER;
+        slot->hyper = (clrun__hyper)h;
+    }
+    if ((s = mark(&b, loss, &out->loss_output)) != CLRUN_OK)
+        goto fail;
+    if (correct >= 0 && (s = mark(&b, correct, &out->correct_output)) != CLRUN_OK)
+        goto fail;
+    out->logits = at;
+    clrun__grad_spec spec = {.loss = loss, .wrt = b.param_ids, .wrt_count = b.param_count,
+                             .seed = -1, .done = update, .done_user = &b};
+    if ((s = clrun__grad_build(fwd, b.step, &spec, grads, NULL, err, errlen)) != CLRUN_OK)
+        goto fail;
+    /* The slots, in input order. */
+    const clrun_tensor_id *inputs;
+    int32_t count = clrun_graph_inputs(b.step, &inputs);
+    out->slots = calloc((size_t)(count ? count : 1), sizeof *out->slots);
+    if (out->slots == NULL) {
+        s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto fail;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        clrun__train_slot *slot = slot_for(&b, inputs[i]);
+        if (slot == NULL) {
+            s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+            goto fail;
+        }
+        out->slots[i] = *slot;
+        out->slots[i].input_index = i;
+        out->slots[i].input = inputs[i];
+        if (slot->role == CLRUN__SLOT_STATE) {
+            /* param: the parameter's slot, found by its tensor */
+            for (int32_t k = 0; k < count; k++)
+                if (inputs[k] == b.param_ids[slot->param])
+                    out->slots[i].param = k;
+        }
+    }
+    out->slot_count = count;
+    out->graph = b.step;
+    free(b.param_ids);
+    free(b.by_id);
+    free(grads);
+    free(promote);
+    clrun_graph_destroy(fwd);
+    return CLRUN_OK;
+fail:
+    if (err[0] == '\0')
+        snprintf(err, errlen, "train: %s", clrun_strerror(s));
+    clrun_graph_destroy(b.step);
+    free(b.param_ids);
+    free(b.by_id);
+    free(grads);
+    free(promote);
+    clrun_graph_destroy(lossg);
+    clrun_graph_destroy(fwd);
+    clrun__train_graph_free(out);
+    return s;
+}
+
+void clrun__train_graph_free(clrun__train_graph *tg)
+{
+    if (tg == NULL)
+        return;
+    clrun_graph_destroy(tg->graph);
+    free(tg->slots);
+    for (int32_t i = 0; i < tg->frozen_count; i++)
+        free(tg->frozen[i]);
+    free(tg->frozen);
+    memset(tg, 0, sizeof *tg);
+    tg->correct_output = -1;
+}

@@ -1,0 +1,15 @@
+# train: the trainer (a train step's executor and the train state between steps) and its state
+# files. Above exec; the step graph itself is built by lib/grad (pure).
+libclrun_internal_la_SOURCES += \
+	lib/train/train.c lib/train/train_internal.h \
+	lib/train/train_state.c
+clruninclude_HEADERS += \
+	include/clrun/train.h
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_train
+TESTS += tests/test_train
+tests_test_train_SOURCES = tests/test_train.c tests/device_test.h
+tests_test_train_CFLAGS = $(TEST_CFLAGS)
+tests_test_train_LDADD = $(TEST_LDADD)
+endif

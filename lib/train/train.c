@@ -1,0 +1,372 @@
+/* The trainer: the step graph's executor and the train state between steps. The state is a set
+ * of pool blocks that each step donates and takes back (clrun_exec_take_output hands the
+ * executor's block itself in pooled mode), so that the state never exists twice. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clrun/train.h>
+
+#include "core/error.h"
+#include "device/context.h"
+#include "graph/graph.h"
+#include "train/train_internal.h"
+
+
+void clrun_train_options_init(clrun_train_options *options)
+{
+    clrun_train_graph_options_init(&options->graph);
+    clrun_exec_options_init(&options->exec);
+}
+
+uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i)
+{
+    return clrun_tensor_bytes(clrun_graph_tensor_type(t->tg.graph, t->tg.slots[i].input));
+}
+
+void clrun_train_destroy(clrun_train *t)
+{
+    if (t == NULL)
+        return;
+    clrun_exec_destroy(t->exec);
+    for (int32_t i = 0; t->buffers && i < t->tg.slot_count; i++)
+        if (t->held[i])
+            clrun_free(t->ctx, &t->buffers[i]);
+    free(t->buffers);
+    free(t->held);
+    free(t->feeds);
+    free(t->params);
+    clrun__train_graph_free(&t->tg);
+    free(t);
+}
+
+/* A slot's first values: a parameter's are the model's weights, everything else zeros. */
+static clrun_status initial_values(clrun_train *t, const clrun_graph *model, int32_t i)
+{
+    const clrun__train_slot *slot = &t->tg.slots[i];
+    uint64_t bytes = clrun__train_slot_bytes(t, i);
+    clrun_status s = clrun_alloc_ex(t->ctx, bytes, 0, clrun_graph_tensor_ident(t->tg.graph, slot->input),
+                                    &t->buffers[i]);
+    if (s != CLRUN_OK)
+        return s;
+    t->held[i] = true;
+    if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
+        return CLRUN_OK;
+    void *host = calloc(1, (size_t)bytes);
+    if (host == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    if (slot->role == CLRUN__SLOT_PARAM)
+        clrun__constant_values(&model->tensors[slot->input], host);
+    s = clrun_buffer_write(t->ctx, &t->buffers[i], host);
+    free(host);
+    return s;
+}
+
+clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
+                                const clrun_train_options *options, clrun_train **out)
+{
+    if (out)
+        *out = NULL;
+    if (ctx == NULL || model == NULL || out == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_create: NULL context, "
+                           "model or out");
+    clrun_train *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    t->ctx = ctx;
+    t->label_slot = -1;
+    if (options)
+        t->options = *options;
+    else
+        clrun_train_options_init(&t->options);
+    char err[1024];
+    clrun_status s = clrun_graph_validate((clrun_graph *)model);
+    if (s != CLRUN_OK) {
+        clrun__fail(ctx, s, "train: %s", clrun_graph_last_error(model));
+        goto fail;
+    }
+    s = clrun__train_graph_build(model, &t->options.graph, &t->tg, err, sizeof err);
+    if (s != CLRUN_OK) {
+        clrun__fail(ctx, s, "%s", err);
+        goto fail;
+    }
+    t->options.graph.params = NULL; /* the caller's array is not ours to keep */
+    t->options.graph.param_count = 0;
+    t->options.graph.loss_tensor = NULL;
+    int32_t n = t->tg.slot_count;
+    t->buffers = calloc((size_t)n, sizeof *t->buffers);
+    t->held = calloc((size_t)n, sizeof *t->held);
+    t->feeds = calloc((size_t)n, sizeof *t->feeds);
+    t->params = calloc((size_t)n, sizeof *t->params);
+    if (!t->buffers || !t->held || !t->feeds || !t->params) {
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto fail;
+    }
+    int32_t params = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[i];
+        if (slot->role == CLRUN__SLOT_DATA || slot->role == CLRUN__SLOT_TARGET)
+            t->feeds[t->feed_count++] = i;
+        if (slot->role == CLRUN__SLOT_PARAM) {
+            t->params[params++] = i;
+            t->param_bytes += clrun__train_slot_bytes(t, i);
+        }
+        if (slot->role == CLRUN__SLOT_STATE)
+            t->state_bytes += clrun__train_slot_bytes(t, i);
+        if (slot->role == CLRUN__SLOT_TARGET && t->options.graph.loss == CLRUN_LOSS_XENT) {
+            t->label_slot = i;
+            const clrun_tensor_type *logits = clrun_graph_tensor_type(t->tg.graph, t->tg.logits);
+            t->classes = logits->shape[logits->rank - 1];
+        }
+    }
+    /* The labels come last among the feeds, after the model's inputs. */
+    for (int32_t k = 0; k + 1 < t->feed_count; k++)
+        if (t->tg.slots[t->feeds[k]].role == CLRUN__SLOT_TARGET) {
+            int32_t target = t->feeds[k];
+            memmove(&t->feeds[k], &t->feeds[k + 1], sizeof *t->feeds * (size_t)(t->feed_count - k - 1));
+            t->feeds[t->feed_count - 1] = target;
+            break;
+        }
+    s = clrun_exec_create(ctx, t->tg.graph, &t->options.exec, &t->exec);
+    if (s != CLRUN_OK)
+        goto fail;
+    for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
+        s = initial_values(t, model, i);
+    if (s != CLRUN_OK)
+        goto fail;
+    *out = t;
+    return CLRUN_OK;
+fail:
+    {
+        /* Keep the message of the failure past the cleanup's calls. */
+        char why[CLRUN__ERROR_MAX];
+        snprintf(why, sizeof why, "%s", clrun_last_error(ctx));
+        clrun_train_destroy(t);
+        return clrun__fail(ctx, s, "%s", why);
+    }
+}
+
+int32_t clrun_train_feed_count(const clrun_train *t)
+{
+    return t ? t->feed_count : 0;
+}
+
+clrun_status clrun_train_feed_info(const clrun_train *t, int32_t i, const char **name,
+                                   clrun_tensor_type *type)
+{
+    if (t == NULL || i < 0 || i >= t->feed_count)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_feed_info: no feed %d", i);
+    clrun_tensor_id id = t->tg.slots[t->feeds[i]].input;
+    if (name)
+        *name = clrun_graph_tensor_name(t->tg.graph, id);
+    if (type)
+        *type = *clrun_graph_tensor_type(t->tg.graph, id);
+    return CLRUN_OK;
+}
+
+/* Labels outside [0, classes) (ignoring nothing): refused before anything is donated. */
+static clrun_status check_labels(clrun_train *t, const void *labels)
+{
+    const clrun_tensor_type *type = clrun_graph_tensor_type(t->tg.graph, t->tg.slots[t->label_slot].input);
+    uint64_t n = clrun_tensor_elements(type);
+    for (uint64_t k = 0; k < n; k++) {
+        int64_t v;
+        if (type->dtype == CLRUN_I32) {
+            int32_t w;
+            memcpy(&w, (const char *)labels + 4 * k, 4);
+            v = w;
+        } else {
+            memcpy(&v, (const char *)labels + 8 * k, 8);
+        }
+        if (v < 0 || v >= t->classes)
+            return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: step %llu: label %lld "
+                               "at position %llu is outside [0, %lld) (the logits have %lld "
+                               "classes)", (unsigned long long)t->steps + 1, (long long)v,
+                               (unsigned long long)k, (long long)t->classes, (long long)t->classes);
+    }
+    return CLRUN_OK;
+}
+
+/* The scalars of step number `step` (1 for the first). */
+static clrun_status write_hypers(clrun_train *t, uint64_t step)
+{
+    const clrun_optimizer *o = &t->options.graph.optimizer;
+    for (int32_t i = 0; i < t->tg.slot_count; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[i];
+        if (slot->role != CLRUN__SLOT_HYPER)
+            continue;
+        double v = 0.0;
+        switch (slot->hyper) {
+        case CLRUN__HYPER_LR: v = o->lr; break;
+        case CLRUN__HYPER_STEP_SIZE: v = o->lr / (1.0 - pow(o->beta1, (double)step)); break;
+        case CLRUN__HYPER_BC2_SQRT: v = sqrt(1.0 - pow(o->beta2, (double)step)); break;
+        case CLRUN__HYPER_DECAY: v = 1.0 - o->lr * o->weight_decay; break;
+        default: break;
+        }
+        clrun_status s;
+        if (slot->hyper == CLRUN__HYPER_SEED) {
+            int64_t seed = (int64_t)step;
+            s = clrun_buffer_write(t->ctx, &t->buffers[i], &seed);
+        } else {
+            float f = (float)v;
+            s = clrun_buffer_write(t->ctx, &t->buffers[i], &f);
+        }
+        if (s != CLRUN_OK)
+            return s;
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t count,
+                              clrun_train_step_result *result)
+{
+    if (t == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
+    if (t->broken)
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: step %llu failed and "
+                           "its donated state is gone: create the trainer again (or load a "
+                           "saved state)", (unsigned long long)t->broken_step);
+    if (count != t->feed_count || (count > 0 && feeds == NULL))
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: a step takes %d feeds, "
+                           "%d given", t->feed_count, count);
+    for (int32_t k = 0; k < count; k++)
+        if (feeds[k] == NULL)
+            return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: feed %s is NULL",
+                               clrun_graph_tensor_name(t->tg.graph, t->tg.slots[t->feeds[k]].input));
+    clrun_status s;
+    if (t->label_slot >= 0) {
+        for (int32_t k = 0; k < count; k++)
+            if (t->feeds[k] == t->label_slot && (s = check_labels(t, feeds[k])) != CLRUN_OK)
+                return s;
+    }
+    for (int32_t k = 0; k < count; k++)
+        if ((s = clrun_buffer_write(t->ctx, &t->buffers[t->feeds[k]], feeds[k])) != CLRUN_OK)
+            return s;
+    if ((s = write_hypers(t, t->steps + 1)) != CLRUN_OK)
+        return s;
+    s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);
+    if (s != CLRUN_OK) {
+        t->broken = true;
+        t->broken_step = t->steps + 1;
+        for (int32_t i = 0; i < t->tg.slot_count; i++) {
+            clrun__slot_role role = t->tg.slots[i].role;
+            if (role == CLRUN__SLOT_PARAM || role == CLRUN__SLOT_STATE)
+                t->held[i] = false; /* consumed by the failed run */
+        }
+        return s;
+    }
+    /* The updated state: the same blocks, handed back. */
+    for (int32_t i = 0; i < t->tg.slot_count; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[i];
+        if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
+            continue;
+        clrun_status took = clrun_exec_take_output(t->exec, slot->output_index, &t->buffers[i]);
+        if (took != CLRUN_OK) {
+            t->held[i] = false;
+            t->broken = true;
+            t->broken_step = t->steps + 1;
+            s = s == CLRUN_OK ? took : s;
+        }
+    }
+    if (s != CLRUN_OK)
+        return s;
+    t->steps++;
+    float loss = 0.0f, correct = 0.0f;
+    s = clrun_exec_read_output(t->exec, t->tg.loss_output, &loss, sizeof loss);
+    if (s == CLRUN_OK && t->tg.correct_output >= 0)
+        s = clrun_exec_read_output(t->exec, t->tg.correct_output, &correct, sizeof correct);
+    if (s != CLRUN_OK)
+        return s;
+    if (result) {
+        result->step = t->steps;
+        result->loss = loss;
+        result->correct = t->tg.correct_output >= 0 ? (int64_t)correct : -1;
+        result->rows = -1;
+        if (t->label_slot >= 0)
+            result->rows = (int64_t)clrun_tensor_elements(
+                clrun_graph_tensor_type(t->tg.graph, t->tg.slots[t->label_slot].input));
+    }
+    if (!isfinite(loss))
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: step %llu gave a loss of "
+                           "%s", (unsigned long long)t->steps, isnan(loss) ? "NaN" : "infinity");
+    return CLRUN_OK;
+}
+
+int32_t clrun_train_param_count(const clrun_train *t)
+{
+    return t ? t->tg.param_count : 0;
+}
+
+clrun_status clrun_train_param_info(const clrun_train *t, int32_t i, const char **name,
+                                    clrun_tensor_type *type)
+{
+    if (t == NULL || i < 0 || i >= t->tg.param_count)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_param_info: no parameter %d", i);
+    clrun_tensor_id id = t->tg.slots[t->params[i]].input;
+    if (name)
+        *name = clrun_graph_tensor_name(t->tg.graph, id);
+    if (type)
+        *type = *clrun_graph_tensor_type(t->tg.graph, id);
+    return CLRUN_OK;
+}
+
+clrun_status clrun_train_read_param(clrun_train *t, int32_t i, void *host, uint64_t bytes)
+{
+    if (t == NULL || i < 0 || i >= t->tg.param_count || host == NULL)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_read_param: no parameter %d, or NULL host", i);
+    int32_t slot = t->params[i];
+    if (bytes != clrun__train_slot_bytes(t, slot))
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: parameter %s has %llu "
+                           "bytes, %llu asked", clrun_graph_tensor_name(t->tg.graph, t->tg.slots[slot].input),
+                           (unsigned long long)clrun__train_slot_bytes(t, slot), (unsigned long long)bytes);
+    if (!t->held[slot])
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: the state is gone (step "
+                           "%llu failed)", (unsigned long long)t->broken_step);
+    return clrun_buffer_read(t->ctx, &t->buffers[slot], host);
+}
+
+clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
+{
+    if (t == NULL || out == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_stats_get: NULL");
+    memset(out, 0, sizeof *out);
+    clrun_status s = clrun_exec_stats_get(t->exec, &out->exec);
+    if (s != CLRUN_OK)
+        return s;
+    out->steps = t->steps;
+    out->params = t->tg.param_count;
+    out->state_tensors = t->tg.state_count;
+    out->param_bytes = t->param_bytes;
+    out->state_bytes = t->state_bytes;
+    out->peak_bytes = out->exec.peak_bytes;
+    uint64_t state = t->param_bytes + t->state_bytes;
+    out->activation_peak_bytes = out->peak_bytes > state ? out->peak_bytes - state : 0;
+    out->lower_bound_bytes = out->exec.lower_bound_bytes;
+    out->donations = out->exec.donations;
+    out->unused_donations = out->exec.unused_donations;
+    out->donated_bytes = out->unused_donations == 0 ? state : 0;
+    return CLRUN_OK;
+}
+
+int32_t clrun_train_unused_donations(const clrun_train *t, const char *const **names)
+{
+    if (names)
+        *names = NULL;
+    return t ? clrun_exec_unused_donations(t->exec, names) : 0;
+}
+
+const clrun_graph *clrun_train_step_graph(const clrun_train *t)
+{
+    return t ? t->tg.graph : NULL;
+}
+
+int32_t clrun_train_frozen(const clrun_train *t, const char *const **names)
+{
+    if (names)
+        *names = t ? (const char *const *)t->tg.frozen : NULL;
+    return t ? t->tg.frozen_count : 0;
+}

@@ -1,0 +1,452 @@
+/* Training on POCL: the gradient of a small MLP against a plain C backward pass in double, the
+ * train step against a C reference of PyTorch's SGD and Adam, the state updated in place (the
+ * pool does not grow, every donation is used), the same bits under every allocator and with
+ * fusion on or off, state files resumed bit for bit, and bad input refused by name. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device_test.h"
+
+enum { N = 6, D = 5, H = 7, O = 3 };
+
+/* x [N, D] -> relu(x W1 + b1) W2 + b2 -> pred [N, O]; weights filled from seeds. */
+static clrun_graph *mlp(void)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("mlp", &g), CLRUN_OK);
+    clrun_tensor_type tx = {CLRUN_F32, 2, {N, D}}, tw1 = {CLRUN_F32, 2, {D, H}};
+    clrun_tensor_type tb1 = {CLRUN_F32, 1, {H}}, tw2 = {CLRUN_F32, 2, {H, O}}, tb2 = {CLRUN_F32, 1, {O}};
+    clrun_tensor_id x, w1, b1, w2, b2, h, a, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w1", &tw1, NULL, CLRUN_FILL_NORMAL, 0, 0.5, 1, &w1), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "b1", &tb1, NULL, CLRUN_FILL_UNIFORM, -0.1, 0.1, 2, &b1), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w2", &tw2, NULL, CLRUN_FILL_NORMAL, 0, 0.5, 3, &w2), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "b2", &tb2, NULL, CLRUN_FILL_UNIFORM, -0.1, 0.1, 4, &b2), CLRUN_OK);
+    const char *hn[] = {"h"}, *an[] = {"a"}, *yn[] = {"pred"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){x, w1, b1}, 3, hn, 1, NULL, 0, &h), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "relu", &h, 1, an, 1, NULL, 0, &a), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){a, w2, b2}, 3, yn, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    return g;
+}
+
+static float *values_of(const clrun_graph *g, const char *name)
+{
+    clrun_tensor_id id = clrun_graph_find(g, name);
+    const clrun_tensor_type *t = clrun_graph_tensor_type(g, id);
+    float *v = malloc(clrun_tensor_bytes(t));
+    assert_non_null(v);
+    /* the constants' fills, as clrun_fill_values gives them */
+    static const struct { const char *name; clrun_fill fill; double a, b; uint64_t seed; } fills[] = {
+        {"w1", CLRUN_FILL_NORMAL, 0, 0.5, 1}, {"b1", CLRUN_FILL_UNIFORM, -0.1, 0.1, 2},
+        {"w2", CLRUN_FILL_NORMAL, 0, 0.5, 3}, {"b2", CLRUN_FILL_UNIFORM, -0.1, 0.1, 4}};
+    for (size_t i = 0; i < sizeof fills / sizeof fills[0]; i++)
+        if (strcmp(fills[i].name, name) == 0)
+            assert_int_equal(clrun_fill_values(t, fills[i].fill, fills[i].a, fills[i].b, fills[i].seed, v,
+                                               clrun_tensor_bytes(t)), CLRUN_OK);
+    return v;
+}
+
+/* The model's forward and backward in double: loss = mean((pred - t)^2). Gradients into gw1.. */
+static double reference(const float *x, const float *t, const double *w1, const double *b1,
+                        const double *w2, const double *b2, double *gw1, double *gb1, double *gw2,
+                        double *gb2)
+{
+    double h[N][H], a[N][H], dp[N][O], da[N][H];
+    double loss = 0;
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < H; j++) {
+            double s = b1[j];
+            for (int k = 0; k < D; k++)
+                s += (double)x[n * D + k] * w1[k * H + j];
+            h[n][j] = s;
+            a[n][j] = s > 0 ? s : 0;
+        }
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            double s = b2[o];
+            for (int j = 0; j < H; j++)
+                s += a[n][j] * w2[j * O + o];
+            double e = s - t[n * O + o];
+            loss += e * e;
+            dp[n][o] = 2 * e / (N * O);
+        }
+    loss /= N * O;
+    if (gw1 == NULL)
+        return loss;
+    memset(gw1, 0, sizeof(double) * D * H);
+    memset(gb1, 0, sizeof(double) * H);
+    memset(gw2, 0, sizeof(double) * H * O);
+    memset(gb2, 0, sizeof(double) * O);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            gb2[o] += dp[n][o];
+            for (int j = 0; j < H; j++)
+                gw2[j * O + o] += a[n][j] * dp[n][o];
+        }
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < H; j++) {
+            double s = 0;
+            for (int o = 0; o < O; o++)
+                s += dp[n][o] * w2[j * O + o];
+            da[n][j] = h[n][j] > 0 ? s : 0;
+            gb1[j] += da[n][j];
+            for (int k = 0; k < D; k++)
+                gw1[k * H + j] += (double)x[n * D + k] * da[n][j];
+        }
+    return loss;
+}
+
+static void batch(uint64_t seed, float *x, float *t)
+{
+    clrun_tensor_type tx = {CLRUN_F32, 2, {N, D}}, tt = {CLRUN_F32, 2, {N, O}};
+    assert_int_equal(clrun_fill_values(&tx, CLRUN_FILL_UNIFORM, -1, 1, seed, x, sizeof(float) * N * D), CLRUN_OK);
+    assert_int_equal(clrun_fill_values(&tt, CLRUN_FILL_UNIFORM, -1, 1, seed + 7, t, sizeof(float) * N * O), CLRUN_OK);
+}
+
+static clrun_context *context(const char *allocator)
+{
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = allocator;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    return ctx;
+}
+
+static double *widen(const float *v, size_t n)
+{
+    double *d = malloc(sizeof *d * n);
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = v[i];
+    return d;
+}
+
+/* The gradient graph's outputs against the C backward pass. */
+static void mlp_gradients_match_reference(void **state)
+{
+    (void)state;
+    clrun_graph *g = mlp();
+    /* the loss, added by hand: mean((pred - t)^2) */
+    clrun_tensor_type tt = {CLRUN_F32, 2, {N, O}};
+    clrun_tensor_id t, e, sq, loss, pred = clrun_graph_find(g, "pred");
+    assert_int_equal(clrun_graph_add_input(g, "t", &tt, false, &t), CLRUN_OK);
+    const char *en[] = {"e"}, *sn[] = {"sq"}, *ln[] = {"loss"};
+    assert_int_equal(clrun_graph_add_node(g, "sub", (clrun_tensor_id[]){pred, t}, 2, en, 1, NULL, 0, &e), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "mul", (clrun_tensor_id[]){e, e}, 2, sn, 1, NULL, 0, &sq), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "reduce_mean", &sq, 1, ln, 1, NULL, 0, &loss), CLRUN_OK);
+    clrun_graph *gg = NULL;
+    char err[512];
+    assert_int_equal(clrun_graph_gradient(g, loss, NULL, 0, &gg, NULL, NULL, err, sizeof err), CLRUN_OK);
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(gg, &outs), 5);
+    assert_string_equal(clrun_graph_tensor_name(gg, outs[1]), "grad.w1");
+    assert_string_equal(clrun_graph_tensor_name(gg, outs[4]), "grad.b2");
+
+    clrun_context *ctx = context(NULL);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, gg, NULL, &exec), CLRUN_OK);
+    float x[N * D], target[N * O];
+    batch(11, x, target);
+    clrun_buffer in[2];
+    assert_int_equal(clrun_alloc(ctx, sizeof x, &in[0]), CLRUN_OK);
+    assert_int_equal(clrun_alloc(ctx, sizeof target, &in[1]), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, &in[0], x), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, &in[1], target), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, in, 2), CLRUN_OK);
+
+    float *w1 = values_of(g, "w1"), *b1 = values_of(g, "b1"), *w2 = values_of(g, "w2"), *b2 = values_of(g, "b2");
+    double *dw1 = widen(w1, D * H), *db1 = widen(b1, H), *dw2 = widen(w2, H * O), *db2 = widen(b2, O);
+    double gw1[D * H], gb1[H], gw2[H * O], gb2[O];
+    double ref_loss = reference(x, target, dw1, db1, dw2, db2, gw1, gb1, gw2, gb2);
+    float got_loss;
+    assert_int_equal(clrun_exec_read_output(exec, 0, &got_loss, sizeof got_loss), CLRUN_OK);
+    assert_true(fabs(got_loss - ref_loss) <= 1e-5 * fabs(ref_loss) + 1e-7);
+    const double *refs[4] = {gw1, gb1, gw2, gb2};
+    const size_t sizes[4] = {D * H, H, H * O, O};
+    for (int k = 0; k < 4; k++) {
+        float got[D * H];
+        assert_int_equal(clrun_exec_read_output(exec, 1 + k, got, sizeof(float) * sizes[k]), CLRUN_OK);
+        double scale = 0;
+        for (size_t i = 0; i < sizes[k]; i++)
+            scale = fmax(scale, fabs(refs[k][i]));
+        for (size_t i = 0; i < sizes[k]; i++)
+            if (fabs(got[i] - refs[k][i]) > 1e-5 * scale + 1e-7) {
+                fprintf(stderr, "gradient %d element %zu: %g, reference %g\n", k, i, got[i], refs[k][i]);
+                fail();
+            }
+    }
+    free(w1), free(b1), free(w2), free(b2), free(dw1), free(db1), free(dw2), free(db2);
+    clrun_free(ctx, &in[0]);
+    clrun_free(ctx, &in[1]);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(gg);
+    clrun_graph_destroy(g);
+}
+
+static clrun_train *trainer(clrun_context *ctx, const clrun_graph *g, clrun_optimizer_kind kind,
+                            int fusion)
+{
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    clrun_optimizer_init(&o.graph.optimizer, kind);
+    o.graph.optimizer.lr = kind == CLRUN_OPTIMIZER_SGD ? 0.05 : 0.01;
+    if (kind == CLRUN_OPTIMIZER_SGD) {
+        o.graph.optimizer.momentum = 0.9;
+        o.graph.optimizer.nesterov = true;
+        o.graph.optimizer.weight_decay = 1e-3;
+    }
+    o.exec.fusion = fusion;
+    o.exec.plan_time_limit_s = 0.05;
+    clrun_train *t = NULL;
+    if (clrun_train_create(ctx, g, &o, &t) != CLRUN_OK) {
+        fprintf(stderr, "train_create: %s\n", clrun_last_error(ctx));
+        fail();
+    }
+    return t;
+}
+
+static double step(clrun_train *t, uint64_t seed)
+{
+    float x[N * D], target[N * O];
+    batch(seed, x, target);
+    const void *feeds[2] = {x, target};
+    clrun_train_step_result r;
+    assert_int_equal(clrun_train_step(t, feeds, 2, &r), CLRUN_OK);
+    return r.loss;
+}
+
+/* Steps of SGD (Nesterov momentum, weight decay) against the same updates in double. */
+static void sgd_steps_follow_the_reference(void **state)
+{
+    (void)state;
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context(NULL);
+    clrun_train *t = trainer(ctx, g, CLRUN_OPTIMIZER_SGD, 0);
+    float *w1 = values_of(g, "w1"), *b1 = values_of(g, "b1"), *w2 = values_of(g, "w2"), *b2 = values_of(g, "b2");
+    double *p[4] = {widen(w1, D * H), widen(b1, H), widen(w2, H * O), widen(b2, O)};
+    double buf[4][D * H];
+    memset(buf, 0, sizeof buf);
+    const size_t sizes[4] = {D * H, H, H * O, O};
+    for (int s = 0; s < 20; s++) {
+        float x[N * D], target[N * O];
+        batch(100 + (uint64_t)s, x, target);
+        double gr[4][D * H];
+        double ref = reference(x, target, p[0], p[1], p[2], p[3], gr[0], gr[1], gr[2], gr[3]);
+        double got = step(t, 100 + (uint64_t)s);
+        assert_true(fabs(got - ref) <= 1e-4 * fabs(ref) + 1e-6);
+        for (int k = 0; k < 4; k++)
+            for (size_t i = 0; i < sizes[k]; i++) {
+                double d = gr[k][i] + 1e-3 * p[k][i];
+                buf[k][i] = 0.9 * buf[k][i] + d;
+                p[k][i] -= 0.05 * (d + 0.9 * buf[k][i]);
+            }
+    }
+    assert_int_equal(clrun_train_param_count(t), 4);
+    for (int k = 0; k < 4; k++) {
+        const char *name;
+        clrun_tensor_type type;
+        assert_int_equal(clrun_train_param_info(t, k, &name, &type), CLRUN_OK);
+        float got[D * H];
+        assert_int_equal(clrun_train_read_param(t, k, got, clrun_tensor_bytes(&type)), CLRUN_OK);
+        for (size_t i = 0; i < sizes[k]; i++)
+            assert_true(fabs(got[i] - p[k][i]) <= 1e-4 * (1 + fabs(p[k][i])));
+    }
+    for (int k = 0; k < 4; k++)
+        free(p[k]);
+    free(w1), free(b1), free(w2), free(b2);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* 100 steps: the pool reserves nothing more after the first, every donation is used, and the
+ * loss goes down. */
+static void state_is_updated_in_place(void **state)
+{
+    (void)state;
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context(NULL);
+    clrun_train *t = trainer(ctx, g, CLRUN_OPTIMIZER_ADAM, 0);
+    double first = step(t, 1);
+    clrun_memory_stats m0;
+    assert_int_equal(clrun_memory_stats_get(ctx, &m0), CLRUN_OK);
+    double last = first;
+    for (int s = 0; s < 100; s++)
+        last = step(t, 1); /* the same batch: the loss must fall */
+    clrun_memory_stats m1;
+    assert_int_equal(clrun_memory_stats_get(ctx, &m1), CLRUN_OK);
+    assert_true(m1.reserved <= m0.reserved);
+    assert_true(last < 0.5 * first);
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    if (st.unused_donations != 0) {
+        const char *const *names;
+        int32_t n = clrun_train_unused_donations(t, &names);
+        for (int32_t k = 0; k < n; k++)
+            fprintf(stderr, "unused: %s\n", names[k]);
+        fprintf(stderr, "unused donations: %d (%d), donations %d\n", st.unused_donations, n, st.donations);
+    }
+    assert_int_equal(st.unused_donations, 0);
+    assert_int_equal(st.params, 4);
+    assert_int_equal(st.state_tensors, 8);
+    assert_true(st.donations >= 12);
+    assert_int_equal(st.param_bytes, sizeof(float) * (D * H + H + H * O + O));
+    assert_int_equal(st.state_bytes, 2 * st.param_bytes);
+    assert_int_equal(st.steps, 101);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* The parameters after some steps, as bytes. */
+static void params_after(const char *allocator, int fusion, clrun_optimizer_kind kind, float *out)
+{
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context(allocator);
+    clrun_train *t = trainer(ctx, g, kind, fusion);
+    for (int s = 0; s < 8; s++)
+        step(t, 40 + (uint64_t)s);
+    size_t at = 0;
+    for (int k = 0; k < clrun_train_param_count(t); k++) {
+        clrun_tensor_type type;
+        assert_int_equal(clrun_train_param_info(t, k, NULL, &type), CLRUN_OK);
+        assert_int_equal(clrun_train_read_param(t, k, out + at, clrun_tensor_bytes(&type)), CLRUN_OK);
+        at += clrun_tensor_elements(&type);
+    }
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* The sacred invariant: every allocator, and fusion on or off, give the same bits. */
+static void every_allocator_gives_the_same_bits(void **state)
+{
+    (void)state;
+    enum { P = D * H + H + H * O + O };
+    static const char *const allocators[] = {"tlsf", "buddy", "slab", "bump", "naive", "planned"};
+    for (int kind = 0; kind < 3; kind++) {
+        float base[P], other[P];
+        params_after("tlsf", -1, (clrun_optimizer_kind)kind, base);
+        for (size_t a = 0; a < sizeof allocators / sizeof allocators[0]; a++)
+            for (int fusion = -1; fusion <= 1; fusion += 2) {
+                params_after(allocators[a], fusion, (clrun_optimizer_kind)kind, other);
+                if (memcmp(base, other, sizeof base) != 0) {
+                    fprintf(stderr, "%s, %s, fusion %d: different parameters\n", allocators[a],
+                            clrun_optimizer_kind_name((clrun_optimizer_kind)kind), fusion);
+                    fail();
+                }
+            }
+    }
+}
+
+/* A saved state resumed gives the same next loss and parameters, bit for bit; a state of another
+ * model is refused naming the tensor, and changes nothing. */
+static void saved_state_resumes_bit_for_bit(void **state)
+{
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/state.bin", getenv("CLRUN_CACHE_DIR"));
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context(NULL);
+    clrun_train *a = trainer(ctx, g, CLRUN_OPTIMIZER_ADAM, 0);
+    for (int s = 0; s < 5; s++)
+        step(a, 60 + (uint64_t)s);
+    assert_int_equal(clrun_train_save(a, path), CLRUN_OK);
+    double next_a = step(a, 99);
+    clrun_train *b = trainer(ctx, g, CLRUN_OPTIMIZER_ADAM, 0);
+    assert_int_equal(clrun_train_load(b, path), CLRUN_OK);
+    double next_b = step(b, 99);
+    assert_memory_equal(&next_a, &next_b, sizeof next_a);
+    float pa[D * H], pb[D * H];
+    assert_int_equal(clrun_train_read_param(a, 0, pa, sizeof pa), CLRUN_OK);
+    assert_int_equal(clrun_train_read_param(b, 0, pb, sizeof pb), CLRUN_OK);
+    assert_memory_equal(pa, pb, sizeof pa);
+    /* another optimizer's state, and a damaged file */
+    clrun_train *c = trainer(ctx, g, CLRUN_OPTIMIZER_SGD, 0);
+    assert_int_equal(clrun_train_load(c, path), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(ctx), "optimizer adam"));
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, 40, SEEK_SET);
+    fputc(0x5a, f);
+    fclose(f);
+    assert_int_equal(clrun_train_load(b, path), CLRUN_ERROR_PARSE);
+    assert_int_equal(clrun_train_read_param(b, 0, pa, sizeof pa), CLRUN_OK);
+    assert_memory_equal(pa, pb, sizeof pa); /* unchanged */
+    remove(path);
+    clrun_train_destroy(a);
+    clrun_train_destroy(b);
+    clrun_train_destroy(c);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void expect_refusal(const clrun_graph *g, clrun_loss_kind loss, const char *tensor,
+                           const char *const *params, int32_t count, const char *says)
+{
+    clrun_context *ctx = context(NULL);
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = loss;
+    o.graph.loss_tensor = tensor;
+    o.graph.params = params;
+    o.graph.param_count = count;
+    clrun_train *t = (clrun_train *)1;
+    assert_int_not_equal(clrun_train_create(ctx, g, &o, &t), CLRUN_OK);
+    assert_null(t);
+    if (strstr(clrun_last_error(ctx), says) == NULL) {
+        fprintf(stderr, "expected '%s' in: %s\n", says, clrun_last_error(ctx));
+        fail();
+    }
+    clrun_context_destroy(ctx);
+}
+
+static void bad_input_is_refused_by_name(void **state)
+{
+    (void)state;
+    clrun_graph *g = mlp();
+    expect_refusal(g, CLRUN_LOSS_SCALAR, "pred", NULL, 0, "pred is f32[6, 3]");
+    expect_refusal(g, CLRUN_LOSS_MSE, "nothing", NULL, 0, "no tensor 'nothing'");
+    expect_refusal(g, CLRUN_LOSS_MSE, "pred", (const char *const[]){"x"}, 1, "parameter x is no f32 constant");
+    expect_refusal(g, CLRUN_LOSS_MSE, "x", NULL, 0, "depends on no weight");
+    /* an op without a gradient rule, refused when the step is built */
+    clrun_tensor_id pred = clrun_graph_find(g, "pred"), c;
+    const char *cn[] = {"cum"};
+    clrun_attr axis = {.name = "axis", .kind = CLRUN_ATTR_INT, .i = 1};
+    assert_int_equal(clrun_graph_add_node(g, "cumsum", &pred, 1, cn, 1, &axis, 1, &c), CLRUN_OK);
+    expect_refusal(g, CLRUN_LOSS_MSE, "cum", NULL, 0, "op 'cumsum' (node writing cum) has no gradient rule");
+    clrun_graph_destroy(g);
+}
+
+int main(void)
+{
+    char cache[4096];
+    clrun_test_device_environment(cache, sizeof cache);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mlp_gradients_match_reference),
+        cmocka_unit_test(sgd_steps_follow_the_reference),
+        cmocka_unit_test(state_is_updated_in_place),
+        cmocka_unit_test(every_allocator_gives_the_same_bits),
+        cmocka_unit_test(saved_state_resumes_bit_for_bit),
+        cmocka_unit_test(bad_input_is_refused_by_name),
+    };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache);
+    return failed;
+}
