@@ -71,6 +71,9 @@ int32_t clrun_train_param_count(const clrun_train *train);
 clrun_status clrun_train_param_info(const clrun_train *train, int32_t i, const char **name,
                                     clrun_tensor_type *type);
 clrun_status clrun_train_read_param(clrun_train *train, int32_t i, void *host, uint64_t bytes);
+/* The gradient parameter i had in the last step, when the trainer was made with
+ * keep_gradients (CLRUN_ERROR_INVALID_ARGUMENT otherwise, or before the first step). */
+clrun_status clrun_train_read_gradient(clrun_train *train, int32_t i, void *host, uint64_t bytes);
 
 /* The train state (parameters, optimizer state, steps done, optimizer kind) to a file, and back.
  * A state read back gives the same next step, bit for bit. Loading checks the whole file against

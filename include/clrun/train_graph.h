@@ -56,6 +56,9 @@ typedef struct clrun_train_graph_options {
                                       NULL: every trainable weight (clrun_graph_trainable) */
     int32_t param_count;
     clrun_optimizer optimizer;
+    bool keep_gradients;           /* also output each parameter's gradient (kept to the end of
+                                      the step, so it costs memory): for checking them against
+                                      another framework; clrun_train_read_gradient reads them */
 } clrun_train_graph_options;
 
 /* Cross-entropy on no tensor yet, every trainable weight, Adam with PyTorch's defaults. */

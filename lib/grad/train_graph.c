@@ -94,6 +94,7 @@ static clrun__train_slot *slot_for(builder *b, clrun_tensor_id id)
             grown[i].role = CLRUN__SLOT_DATA;
             grown[i].output_index = -1;
             grown[i].param = -1;
+            grown[i].grad_output = -1;
         }
         b->by_id = grown;
         b->by_id_capacity = cap;
@@ -158,6 +159,9 @@ static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void
     clrun_tensor_id p = b->param_ids[i], gr = grad, next = -1;
     clrun_status s = CLRUN_OK;
     g->node = -1;
+    if (b->options->keep_gradients &&
+        (s = mark(b, grad, &slot_for(b, p)->grad_output)) != CLRUN_OK)
+        return s;
     if (o->kind == CLRUN_OPTIMIZER_SGD) {
         if (o->weight_decay != 0.0)
             gr = clrun__gemit2(g, "add", gr, clrun__gscale(g, p, o->weight_decay, 0.0));

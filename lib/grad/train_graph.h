@@ -35,6 +35,7 @@ typedef struct clrun__train_slot {
     int32_t input_index;  /* position among the step graph's inputs */
     clrun_tensor_id input;
     int32_t output_index; /* PARAM, STATE: position of the updated value among the outputs */
+    int32_t grad_output;  /* PARAM with keep_gradients: position of its gradient; else -1 */
     int32_t param;        /* STATE: the slot of its parameter; -1 otherwise */
     clrun__hyper hyper;   /* HYPER */
     char state_kind[16];  /* STATE: "momentum", "exp_avg", "exp_avg_sq" */

@@ -329,6 +329,20 @@ clrun_status clrun_train_read_param(clrun_train *t, int32_t i, void *host, uint6
     return clrun_buffer_read(t->ctx, &t->buffers[slot], host);
 }
 
+clrun_status clrun_train_read_gradient(clrun_train *t, int32_t i, void *host, uint64_t bytes)
+{
+    if (t == NULL || i < 0 || i >= t->tg.param_count || host == NULL)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_read_gradient: no parameter %d, or NULL host", i);
+    const clrun__train_slot *slot = &t->tg.slots[t->params[i]];
+    if (slot->grad_output < 0 || t->steps == 0)
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: no gradient of %s to read "
+                           "(%s)", clrun_graph_tensor_name(t->tg.graph, slot->input),
+                           slot->grad_output < 0 ? "the trainer keeps none: keep_gradients"
+                                                 : "no step has run");
+    return clrun_exec_read_output(t->exec, slot->grad_output, host, bytes);
+}
+
 clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
 {
     if (t == NULL || out == NULL)
