@@ -1,8 +1,9 @@
 /* Index ops: gather, gather_elements, pad and trilu move elements (one version per element size:
  * u8, u16, u32, u64) and are exact; cumsum adds along an axis (f32, f64, i32 and i64, integers
- * wrapping). One work-item per output element (per line for cumsum); global sizes are rounded
- * up and every kernel checks its index. (Each kernel is spelled out: the host finds kernels by
- * their `__kernel void NAME(` lines.) */
+ * wrapping); gather_grad adds f32 rows into the positions indices name; dropout keeps f32
+ * elements by a hash of their position. One work-item per output element (per line for cumsum,
+ * per column for gather_grad); global sizes are rounded up and every kernel checks its index.
+ * (Each kernel is spelled out: the host finds kernels by their `__kernel void NAME(` lines.) */
 
 /* gather: the output is [outer, count, inner] over data [outer, axis_dim, inner]: element
  * (o, j, k) is data (o, indices[j], k). A negative index counts from the end when `wrap` (ONNX
@@ -76,6 +77,70 @@ __kernel void clrun_gather_u64_i64(__global const ulong *data, __global const lo
                                    __global ulong *out, GATHER_ARGS)
 {
     GATHER_BODY
+}
+
+/* gather_grad: out [outer, size, inner] is zeroed (clrun_zero_f32, one element per work-item),
+ * then work-item c = (o, k) adds dy[o, j, k] into out[o, indices[j], k] for j = 0, 1, ... in
+ * order: a negative index counts from the end when `wrap` (ONNX Gather's form), and one outside
+ * [0, size) adds nothing. Each column of out belongs to one work-item, so there are no atomics
+ * and every run makes the same sums in the same order. */
+#define GATHER_GRAD_BODY                                                                           \
+    const size_t c = get_global_id(0);                                                             \
+    if (c >= columns)                                                                              \
+        return;                                                                                    \
+    const ulong o = c / inner, k = c % inner;                                                      \
+    __global float *col = out + o * size * inner + k;                                              \
+    __global const float *src = dy + o * count * inner + k;                                        \
+    for (ulong j = 0; j < count; j++) {                                                            \
+        long index = (long)indices[j];                                                             \
+        if (index < 0 && wrap)                                                                     \
+            index += (long)size;                                                                   \
+        if (index >= 0 && (ulong)index < size)                                                     \
+            col[(ulong)index * inner] += src[j * inner];                                           \
+    }
+
+#define GATHER_GRAD_ARGS                                                                           \
+    const ulong columns, const ulong size, const ulong count, const ulong inner, const int wrap
+
+__kernel void clrun_gather_grad_i32(__global const int *indices, __global const float *dy,
+                                    __global float *out, GATHER_GRAD_ARGS)
+{
+    GATHER_GRAD_BODY
+}
+
+__kernel void clrun_gather_grad_i64(__global const long *indices, __global const float *dy,
+                                    __global float *out, GATHER_GRAD_ARGS)
+{
+    GATHER_GRAD_BODY
+}
+
+__kernel void clrun_zero_f32(__global float *out, const ulong n)
+{
+    const size_t i = get_global_id(0);
+    if (i < n)
+        out[i] = 0.0f;
+}
+
+/* dropout: y[i] = x[i] * scale where the hash of i keeps it, else 0. The hash is splitmix64 of
+ * seed + 0x9E3779B97F4A7C15 * (stream + 1) + i (ulong arithmetic, wrapping), kept when its high
+ * 32 bits are >= threshold (floor(ratio * 2^32)): lib/graph/dropout_mask.c computes the same on
+ * the host, and docs/ops.md says it all. */
+ulong splitmix64(ulong z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    return z ^ (z >> 31);
+}
+
+__kernel void clrun_dropout(__global const float *x, __global const long *seed, __global float *y,
+                            const ulong n, const ulong stream, const uint threshold,
+                            const float scale)
+{
+    const size_t i = get_global_id(0);
+    if (i >= n)
+        return;
+    const ulong h = splitmix64((ulong)seed[0] + 0x9E3779B97F4A7C15UL * (stream + 1) + (ulong)i);
+    y[i] = (uint)(h >> 32) >= threshold ? x[i] * scale : 0.0f;
 }
 
 /* gather_elements: output element i, at coordinates c of the indices' dims, is data at c with

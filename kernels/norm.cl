@@ -1,5 +1,5 @@
-/* Row ops (softmax, logsoftmax, layernorm, instancenorm, batchnorm), reductions and
- * argmax/argmin.
+/* Row ops (softmax, logsoftmax, layernorm, instancenorm, batchnorm, softmax_xent and its
+ * gradient), reductions and argmax/argmin.
  *
  * Two shapes of the row kernels (lib/ops/ops_norm.c picks by device). On devices with real
  * local memory one work-group handles one row: its work-items stride through it and combine
@@ -257,6 +257,232 @@ __kernel void clrun_layernorm_rows(__global const float *x, __global const float
     }
     for (; j < D; j++)
         yr[j] = (xr[j] - mean) * inv * gamma[j] + (has_beta ? beta[j] : 0.0f);
+}
+
+/* ---- softmax_xent, softmax_xent_grad -------------------------------------------------------- */
+
+/* Rows of C logits with one label each (a kernel per label type, i32 and i64). A label equal
+ * to `ignore` (when has_ignore) gives a loss of 0 and a gradient row of 0s; one outside [0, C)
+ * gives NaN (the whole row for the gradient) and lowers bad[0] to the row (at most 0xfffffffe;
+ * it starts at 0xffffffff), after which clrun_bad_label_* records that row's label in bad[2]
+ * (low word) and bad[3] (high word) for the executor's report. Both ops take the row's maximum
+ * m and the sum s of exp(x - m) by the same code in the same order (the row functions above on
+ * CPUs, a work-group's tree elsewhere, with one group size for both ops), so that they agree:
+ * the loss is log(s) - (x[label] - m), the gradient (exp(x - m) * (1 / s) - onehot) * dloss. */
+#define LABEL_OK 0
+#define LABEL_IGNORED 1
+#define LABEL_BAD 2
+
+int label_kind(const long label, const ulong C, const int has_ignore, const long ignore)
+{
+    if (has_ignore && label == ignore)
+        return LABEL_IGNORED;
+    return label >= 0 && (ulong)label < C ? LABEL_OK : LABEL_BAD;
+}
+
+void note_bad_label(volatile __global uint *bad, const ulong row)
+{
+    atomic_min(bad, (uint)min(row, (ulong)0xfffffffe));
+}
+
+#define XENT_ARGS                                                                                  \
+    const ulong C, const int has_ignore, const long ignore, volatile __global uint *bad
+
+/* One work-item per row (CPUs). */
+float xent_row(__global const float *x, const long label, XENT_ARGS)
+{
+    const size_t row = get_global_id(0);
+    const int kind = label_kind(label, C, has_ignore, ignore);
+    if (kind == LABEL_IGNORED)
+        return 0.0f;
+    if (kind == LABEL_BAD) {
+        note_bad_label(bad, row);
+        return NAN;
+    }
+    __global const float *xr = x + row * C;
+    const float m = row_max(xr, C);
+    return log(row_exp_sum(xr, NULL, C, m)) - (xr[label] - m);
+}
+
+void xent_grad_row(__global const float *x, const long label, const float g, __global float *y,
+                   XENT_ARGS)
+{
+    const size_t row = get_global_id(0);
+    __global const float *xr = x + row * C;
+    __global float *yr = y + row * C;
+    const int kind = label_kind(label, C, has_ignore, ignore);
+    if (kind != LABEL_OK) {
+        if (kind == LABEL_BAD)
+            note_bad_label(bad, row);
+        const float v = kind == LABEL_BAD ? NAN : 0.0f;
+        ulong j = 0;
+        for (; j + VW <= C; j += VW)
+            store_vec((VEC)v, yr + j);
+        for (; j < C; j++)
+            yr[j] = v;
+        return;
+    }
+    const float m = row_max(xr, C);
+    const float r = 1.0f / row_exp_sum(xr, yr, C, m); /* the exps are in yr */
+    const float e_label = yr[label];
+    ulong j = 0;
+    for (; j + VW <= C; j += VW)
+        store_vec(VLOAD(0, yr + j) * r * g, yr + j);
+    for (; j < C; j++)
+        yr[j] = yr[j] * r * g;
+    yr[label] = (e_label * r - 1.0f) * g;
+}
+
+__kernel void clrun_softmax_xent_rows_i32(__global const float *x, __global const int *labels,
+                                          __global float *loss, XENT_ARGS)
+{
+    const size_t row = get_global_id(0);
+    loss[row] = xent_row(x, (long)labels[row], C, has_ignore, ignore, bad);
+}
+
+__kernel void clrun_softmax_xent_rows_i64(__global const float *x, __global const long *labels,
+                                          __global float *loss, XENT_ARGS)
+{
+    const size_t row = get_global_id(0);
+    loss[row] = xent_row(x, labels[row], C, has_ignore, ignore, bad);
+}
+
+__kernel void clrun_softmax_xent_grad_rows_i32(__global const float *x,
+                                               __global const int *labels,
+                                               __global const float *dloss, __global float *y,
+                                               XENT_ARGS)
+{
+    const size_t row = get_global_id(0);
+    xent_grad_row(x, (long)labels[row], dloss[row], y, C, has_ignore, ignore, bad);
+}
+
+__kernel void clrun_softmax_xent_grad_rows_i64(__global const float *x,
+                                               __global const long *labels,
+                                               __global const float *dloss, __global float *y,
+                                               XENT_ARGS)
+{
+    const size_t row = get_global_id(0);
+    xent_grad_row(x, labels[row], dloss[row], y, C, has_ignore, ignore, bad);
+}
+
+/* One work-group per row (devices with local memory). The label is the group's, so every
+ * work-item of a group takes the same branch and meets the same barriers. */
+float xent_group(__local float *buf, __global const float *x, const long label, XENT_ARGS)
+{
+    const size_t row = get_group_id(0);
+    const uint lid = get_local_id(0), size = get_local_size(0);
+    const int kind = label_kind(label, C, has_ignore, ignore);
+    if (kind == LABEL_IGNORED)
+        return 0.0f;
+    if (kind == LABEL_BAD) {
+        if (lid == 0)
+            note_bad_label(bad, row);
+        return NAN;
+    }
+    __global const float *xr = x + row * C;
+    float m = -INFINITY;
+    for (ulong j = lid; j < C; j += size)
+        m = fmax(m, xr[j]);
+    m = group_max(buf, m);
+    float s = 0.0f;
+    for (ulong j = lid; j < C; j += size)
+        s += exp(xr[j] - m);
+    s = group_sum(buf, s);
+    return log(s) - (xr[label] - m);
+}
+
+void xent_grad_group(__local float *buf, __global const float *x, const long label,
+                     const float g, __global float *y, XENT_ARGS)
+{
+    const size_t row = get_group_id(0);
+    const uint lid = get_local_id(0), size = get_local_size(0);
+    __global const float *xr = x + row * C;
+    __global float *yr = y + row * C;
+    const int kind = label_kind(label, C, has_ignore, ignore);
+    if (kind != LABEL_OK) {
+        if (kind == LABEL_BAD && lid == 0)
+            note_bad_label(bad, row);
+        const float v = kind == LABEL_BAD ? NAN : 0.0f;
+        for (ulong j = lid; j < C; j += size)
+            yr[j] = v;
+        return;
+    }
+    float m = -INFINITY;
+    for (ulong j = lid; j < C; j += size)
+        m = fmax(m, xr[j]);
+    m = group_max(buf, m);
+    float s = 0.0f;
+    for (ulong j = lid; j < C; j += size) {
+        const float e = exp(xr[j] - m);
+        yr[j] = e;
+        s += e;
+    }
+    const float r = 1.0f / group_sum(buf, s);
+    for (ulong j = lid; j < C; j += size)
+        yr[j] = (ulong)label == j ? (yr[j] * r - 1.0f) * g : yr[j] * r * g;
+}
+
+__kernel void clrun_softmax_xent_f32_i32(__global const float *x, __global const int *labels,
+                                         __global float *loss, XENT_ARGS)
+{
+    __local float buf[MAX_GROUP];
+    const size_t row = get_group_id(0);
+    const float v = xent_group(buf, x, (long)labels[row], C, has_ignore, ignore, bad);
+    if (get_local_id(0) == 0)
+        loss[row] = v;
+}
+
+__kernel void clrun_softmax_xent_f32_i64(__global const float *x, __global const long *labels,
+                                         __global float *loss, XENT_ARGS)
+{
+    __local float buf[MAX_GROUP];
+    const size_t row = get_group_id(0);
+    const float v = xent_group(buf, x, labels[row], C, has_ignore, ignore, bad);
+    if (get_local_id(0) == 0)
+        loss[row] = v;
+}
+
+__kernel void clrun_softmax_xent_grad_f32_i32(__global const float *x, __global const int *labels,
+                                              __global const float *dloss, __global float *y,
+                                              XENT_ARGS)
+{
+    __local float buf[MAX_GROUP];
+    const size_t row = get_group_id(0);
+    xent_grad_group(buf, x, (long)labels[row], dloss[row], y, C, has_ignore, ignore, bad);
+}
+
+__kernel void clrun_softmax_xent_grad_f32_i64(__global const float *x,
+                                              __global const long *labels,
+                                              __global const float *dloss, __global float *y,
+                                              XENT_ARGS)
+{
+    __local float buf[MAX_GROUP];
+    const size_t row = get_group_id(0);
+    xent_grad_group(buf, x, labels[row], dloss[row], y, C, has_ignore, ignore, bad);
+}
+
+/* After either op's kernel, one work-item: the label of the first bad row (bad[0], when one
+ * was found) into bad[2] and bad[3], so that the report can name it. */
+__kernel void clrun_bad_label_i32(__global const int *labels, volatile __global uint *bad,
+                                  const ulong rows)
+{
+    const uint at = bad[0];
+    if (at < 0xfffffffeu && at < rows) {
+        const ulong v = (ulong)(long)labels[at];
+        bad[2] = (uint)v;
+        bad[3] = (uint)(v >> 32);
+    }
+}
+
+__kernel void clrun_bad_label_i64(__global const long *labels, volatile __global uint *bad,
+                                  const ulong rows)
+{
+    const uint at = bad[0];
+    if (at < 0xfffffffeu && at < rows) {
+        const ulong v = (ulong)labels[at];
+        bad[2] = (uint)v;
+        bad[3] = (uint)(v >> 32);
+    }
 }
 
 /* ---- one work-group per row (devices with local memory) ----------------------------------- */

@@ -43,3 +43,14 @@ EXTRA_DIST += tests/cli_common.sh
 # slow (CLRUN_OCLGRIND=1); skipped otherwise and when oclgrind is not installed.
 TESTS += tests/oclgrind.sh
 EXTRA_DIST += tests/oclgrind.sh
+
+# The ops training needs beside the gradient transform (softmax_xent and its gradient,
+# gather_grad, dropout) on a real device, against tests/op_reference.c.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_grad_index
+TESTS += tests/test_ops_grad_index
+tests_test_ops_grad_index_SOURCES = tests/test_ops_grad_index.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/op_args.h tests/rng.h
+tests_test_ops_grad_index_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_grad_index_LDADD = $(TEST_LDADD) -lm
+endif

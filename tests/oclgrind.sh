@@ -10,7 +10,7 @@
 # preloaded, and the sanitizers' must come first).
 set -u
 TESTS_DIR=${CLRUN_TESTS_DIR:-./tests}
-BINARIES=${CLRUN_OCLGRIND_TESTS:-"test_ops test_ops_elementwise test_ops_kernels test_ops_layout test_fuse test_exec test_exec_memory test_exec_layout"}
+BINARIES=${CLRUN_OCLGRIND_TESTS:-"test_ops test_ops_elementwise test_ops_kernels test_ops_layout test_fuse test_exec test_exec_memory test_exec_layout test_ops_grad_index"}
 
 if [ "${CLRUN_OCLGRIND:-0}" != 1 ]; then
     echo "SKIP: oclgrind: opt-in, being slow; run with CLRUN_OCLGRIND=1"
@@ -25,6 +25,9 @@ fi
 EXPECTED_BUILD_FAILURES="epilogue_that_does_not_build_is_a_clean_error a_kernel_that_does_not_build_runs_unfused"
 # The models of test_fuse take hours simulated; their kernels are the ones the other tests run.
 DEFAULT_SKIP_test_fuse="*_keep_their_bits_and_memory"
+# The large cases (an embedding's gradient, 1e5 dropout elements) run the kernels the small
+# ones run.
+DEFAULT_SKIP_test_ops_grad_index="*_at_scale"
 
 # unexpected_api_errors OUTPUT: the API errors oclgrind printed, but for the expected ones: as
 # "test: function: error" lines.

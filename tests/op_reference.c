@@ -325,3 +325,91 @@ void ref_pool(bool max, const clrun_tensor_type *t, const float *x, const int *k
                 result[(p * OH + oh) * OW + ow] = max ? acc : acc / count;
             }
 }
+
+void ref_softmax_xent(const clrun_tensor_type *logits, const float *x, const int64_t *labels,
+                      bool has_ignore, int64_t ignore, double *loss, double *scale)
+{
+    int64_t C = logits->shape[logits->rank - 1];
+    uint64_t rows = ref_elements(logits) / (uint64_t)C;
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = x + r * (uint64_t)C;
+        int64_t label = labels[r];
+        scale[r] = 0;
+        if (has_ignore && label == ignore) {
+            loss[r] = 0;
+            continue;
+        }
+        if (label < 0 || label >= C) {
+            loss[r] = NAN;
+            continue;
+        }
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < C; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int64_t j = 0; j < C; j++)
+            sum += exp(row[j] - mx);
+        loss[r] = log(sum) - (row[label] - mx);
+        scale[r] = fabs(row[label] - mx) + log(sum) + 1;
+    }
+}
+
+void ref_softmax_xent_grad(const clrun_tensor_type *logits, const float *x,
+                           const int64_t *labels, const float *dloss, bool has_ignore,
+                           int64_t ignore, double *result, double *scale)
+{
+    int64_t C = logits->shape[logits->rank - 1];
+    uint64_t rows = ref_elements(logits) / (uint64_t)C;
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = x + r * (uint64_t)C;
+        double *y = result + r * (uint64_t)C, *s = scale + r * (uint64_t)C;
+        int64_t label = labels[r];
+        bool ignored = has_ignore && label == ignore, bad = !ignored && (label < 0 || label >= C);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < C; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int64_t j = 0; j < C; j++)
+            sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < C; j++) {
+            double p = exp(row[j] - mx) / sum, onehot = j == label ? 1 : 0;
+            y[j] = ignored ? 0 : bad ? NAN : (p - onehot) * dloss[r];
+            s[j] = ignored || bad ? 0 : (p + onehot) * fabs(dloss[r]);
+        }
+    }
+}
+
+void ref_gather_grad(const clrun_tensor_type *indices, const int64_t *index_values,
+                     const clrun_tensor_type *dy_type, const float *dy, bool with_axis, int axis,
+                     const clrun_tensor_type *out, double *result, double *scale)
+{
+    uint64_t n = ref_elements(out);
+    for (uint64_t i = 0; i < n; i++)
+        result[i] = scale[i] = 0;
+    if (!with_axis)
+        axis = 0;
+    int64_t size = out->shape[axis];
+    /* dy's coordinates [A..., J..., B...]: J the index's position, the output's [A..., v, B...] */
+    uint64_t count = ref_elements(dy_type);
+    for (uint64_t e = 0; e < count; e++) {
+        int64_t c[CLRUN_MAX_DIMS + 1];
+        uint64_t rest = e;
+        for (int d = dy_type->rank - 1; d >= 0; d--) {
+            c[d] = (int64_t)(rest % (uint64_t)dy_type->shape[d]);
+            rest /= (uint64_t)dy_type->shape[d];
+        }
+        uint64_t j = 0;
+        for (int d = 0; d < indices->rank; d++)
+            j = j * (uint64_t)indices->shape[d] + (uint64_t)c[axis + d];
+        int64_t v = index_values[j];
+        if (with_axis && v < 0)
+            v += size;
+        if (v < 0 || v >= size)
+            continue;
+        uint64_t at = 0;
+        for (int d = 0; d < out->rank; d++) {
+            int64_t coord = d < axis ? c[d] : d == axis ? v : c[d - 1 + indices->rank];
+            at = at * (uint64_t)out->shape[d] + (uint64_t)coord;
+        }
+        result[at] += dy[e];
+        scale[at] += fabs(dy[e]);
+    }
+}

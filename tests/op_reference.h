@@ -63,4 +63,24 @@ void ref_conv2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_
 void ref_pool(bool max, const clrun_tensor_type *t, const float *x, const int *kernel,
               const int *stride, const int *pad, const clrun_tensor_type *out, double *result);
 
+/* softmax_xent over rows of logits [..., C] with labels[row] (as int64): loss = log sum_j
+ * exp(x_j - m) - (x_label - m); 0 where has_ignore and the label is `ignore`; NaN for a label
+ * outside [0, C). scale: |x_label - m| + log of the sum + 1. */
+void ref_softmax_xent(const clrun_tensor_type *logits, const float *x, const int64_t *labels,
+                      bool has_ignore, int64_t ignore, double *loss, double *scale);
+
+/* softmax_xent_grad: (softmax(row) - onehot(label)) * dloss[row], rows of 0 for an ignored
+ * label, NaN for one outside [0, C). scale: (softmax + onehot) * |dloss|. */
+void ref_softmax_xent_grad(const clrun_tensor_type *logits, const float *x,
+                           const int64_t *labels, const float *dloss, bool has_ignore,
+                           int64_t ignore, double *result, double *scale);
+
+/* gather_grad: ddata (type `out`) from indices (as int64, type `indices`) and dy (type `dy`):
+ * without axis (with_axis false) the embedding form, with it ONNX Gather's along `axis` of the
+ * data (negative indices counting from the end); indices still outside add nothing. scale: the
+ * sum of |dy| of the terms. */
+void ref_gather_grad(const clrun_tensor_type *indices, const int64_t *index_values,
+                     const clrun_tensor_type *dy_type, const float *dy, bool with_axis, int axis,
+                     const clrun_tensor_type *out, double *result, double *scale);
+
 #endif

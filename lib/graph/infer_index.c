@@ -1,5 +1,7 @@
 /* Type rules of the ops that pick elements by index or position: gather, gather_elements, pad,
- * trilu, cumsum. All but cumsum move elements of any dtype. */
+ * trilu, cumsum, and for training gather_grad (gather's gradient for its data) and dropout
+ * (which keeps elements by their position: graph/dropout_mask.h). All but cumsum, gather_grad
+ * and dropout move elements of any dtype. */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -89,6 +91,118 @@ static clrun_status gather_infer(const clrun__op_call *call, clrun_tensor_type *
         out[0].shape[out[0].rank++] = indices->shape[d];
     for (int d = (int)axis + 1; d < data->rank; d++)
         out[0].shape[out[0].rank++] = data->shape[d];
+    return CLRUN_OK;
+}
+
+/* ---- gather_grad ------------------------------------------------------------------------- */
+
+static const clrun__attr_spec gather_grad_attrs[] = {
+    {"size", CLRUN__WANT_INT, true},
+    {"axis", CLRUN__WANT_INT, false},
+};
+
+/* dy's dims [from, from + indices' rank) must be the indices' dims. */
+static bool indices_dims_at(const clrun_tensor_type *dy, const clrun_tensor_type *indices,
+                            int from)
+{
+    if (from < 0 || from + indices->rank > dy->rank)
+        return false;
+    for (int d = 0; d < indices->rank; d++)
+        if (dy->shape[from + d] != indices->shape[d])
+            return false;
+    return true;
+}
+
+/* indices, dy -> the gradient of gather's data: without axis the embedding form (dy
+ * [indices..., D] -> [size, D]), with axis ONNX Gather's (dy [A..., indices..., B...] ->
+ * [A..., size, B...], the data having rank dy - indices + 1). */
+static clrun_status gather_grad_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                      char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {"gather_grad", errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, 2, 2, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, gather_grad_attrs, 2, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_any_dtype(call, 0, &err);
+    if (s == CLRUN_OK)
+        s = check_indices(&call->inputs[0], &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_dtype(call, 1, false, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *indices = &call->inputs[0], *dy = &call->inputs[1];
+    int64_t size = clrun__attr_int_or(call, "size", 0), given = 0;
+    if (size < 1)
+        return clrun__refuse(&err, "attribute 'size' is %" PRId64 ": must be at least 1", size);
+    char si[CLRUN__TYPE_TEXT], sd[CLRUN__TYPE_TEXT];
+    bool with_axis = clrun__attr_int(call, "axis", &given);
+    int data_rank = with_axis ? dy->rank - indices->rank + 1 : 2;
+    int64_t axis = with_axis ? clrun__normalize_axis(given, data_rank) : 0;
+    if (!with_axis && (dy->rank != indices->rank + 1 || !indices_dims_at(dy, indices, 0)))
+        return clrun__refuse(&err, "dy %s does not fit indices %s: expected [indices..., D]",
+                             clrun__type_format(dy, sd, sizeof sd),
+                             clrun__type_format(indices, si, sizeof si));
+    if (with_axis && data_rank < 1)
+        return clrun__refuse(&err, "dy %s has fewer dimensions than indices %s",
+                             clrun__type_format(dy, sd, sizeof sd),
+                             clrun__type_format(indices, si, sizeof si));
+    if (with_axis && data_rank > CLRUN_MAX_DIMS)
+        return clrun__refuse(&err, "dy %s and indices %s give data of rank %d (at most %d)",
+                             clrun__type_format(dy, sd, sizeof sd),
+                             clrun__type_format(indices, si, sizeof si), data_rank, CLRUN_MAX_DIMS);
+    if (with_axis && (axis < 0 || axis >= data_rank))
+        return clrun__refuse(&err, "axis %" PRId64 " is out of range for data of rank %d (dy %s, "
+                             "indices %s)", given, data_rank, clrun__type_format(dy, sd, sizeof sd),
+                             clrun__type_format(indices, si, sizeof si));
+    if (with_axis && !indices_dims_at(dy, indices, (int)axis))
+        return clrun__refuse(&err, "dy %s does not fit indices %s on axis %" PRId64 ": expected "
+                             "[A..., indices..., B...] with %" PRId64 " dims before them",
+                             clrun__type_format(dy, sd, sizeof sd),
+                             clrun__type_format(indices, si, sizeof si), given, axis);
+    out[0].dtype = CLRUN_F32;
+    out[0].rank = 0;
+    for (int d = 0; d < axis; d++)
+        out[0].shape[out[0].rank++] = dy->shape[d];
+    out[0].shape[out[0].rank++] = size;
+    for (int d = (int)axis + indices->rank; d < dy->rank; d++)
+        out[0].shape[out[0].rank++] = dy->shape[d];
+    return CLRUN_OK;
+}
+
+/* ---- dropout ----------------------------------------------------------------------------- */
+
+static const clrun__attr_spec dropout_attrs[] = {
+    {"ratio", CLRUN__WANT_FLOAT, false},
+    {"stream", CLRUN__WANT_INT, false},
+};
+
+/* x (f32), seed (i64, rank 0 or [1]) -> y, x's type. */
+static clrun_status dropout_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                  char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {"dropout", errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, 2, 2, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, dropout_attrs, 2, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_dtype(call, 0, false, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_any_dtype(call, 1, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *seed = &call->inputs[1];
+    char ss[CLRUN__TYPE_TEXT];
+    if (seed->dtype != CLRUN_I64 || seed->rank > 1 || (seed->rank == 1 && seed->shape[0] != 1))
+        return clrun__refuse(&err, "seed is %s: expected i64[] or i64[1]",
+                             clrun__type_format(seed, ss, sizeof ss));
+    double ratio = clrun__attr_float_or(call, "ratio", 0.5);
+    if (!(ratio >= 0 && ratio < 1))
+        return clrun__refuse(&err, "attribute 'ratio' is %g: must be in [0, 1)", ratio);
+    int64_t stream = clrun__attr_int_or(call, "stream", 0);
+    if (stream < 0)
+        return clrun__refuse(&err, "attribute 'stream' is %" PRId64 ": must be >= 0", stream);
+    out[0] = call->inputs[0];
     return CLRUN_OK;
 }
 
@@ -298,6 +412,13 @@ static const clrun__op op_trilu = {.name = "trilu", .min_inputs = 1, .max_inputs
 static const clrun__op op_cumsum = {.name = "cumsum", .min_inputs = 1, .max_inputs = 1,
                                     .outputs = 1, .alias_safe = true, .infer = cumsum_infer};
 
+static const clrun__op op_gather_grad = {.name = "gather_grad", .min_inputs = 2, .max_inputs = 2,
+                                         .outputs = 1, .infer = gather_grad_infer};
+/* Not alias safe: y may have the bytes of the seed, which every work-item reads. */
+static const clrun__op op_dropout = {.name = "dropout", .min_inputs = 2, .max_inputs = 2,
+                                     .outputs = 1, .infer = dropout_infer};
+
 const clrun__op *const clrun__ops_index[] = {
-    &op_gather, &op_gather_elements, &op_pad, &op_trilu, &op_cumsum, NULL,
+    &op_gather, &op_gather_elements, &op_pad,     &op_trilu,
+    &op_cumsum, &op_gather_grad,     &op_dropout, NULL,
 };

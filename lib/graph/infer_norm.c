@@ -1,5 +1,6 @@
 /* Type rules of the row ops (softmax, logsoftmax, layernorm, batchnorm, instancenorm), the
- * reductions and argmax/argmin, with ONNX's semantics (opset 13 and later for the axes). */
+ * reductions and argmax/argmin, with ONNX's semantics (opset 13 and later for the axes), and
+ * the cross-entropy of a softmax with its gradient (softmax_xent, softmax_xent_grad). */
 #include <inttypes.h>
 
 #include "graph/op.h"
@@ -82,6 +83,71 @@ static clrun_status logsoftmax_infer(const clrun__op_call *call, clrun_tensor_ty
                                      char *err, size_t errlen)
 {
     return softmax_infer_as("logsoftmax", false, call, out, err, errlen);
+}
+
+/* ---- softmax_xent, softmax_xent_grad: rows of the last axis, a label per row ------------- */
+
+static const clrun__attr_spec xent_attrs[] = {{"ignore_index", CLRUN__WANT_INT, false}};
+
+/* logits f32 [d0..dk, C] (rank >= 2), labels i32 or i64 [d0..dk], and for the gradient dloss
+ * f32 [d0..dk]. */
+static clrun_status xent_infer_as(const char *name, int inputs, const clrun__op_call *call,
+                                  clrun_tensor_type *out, char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {name, errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, inputs, inputs, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, xent_attrs, 1, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_dtype(call, 0, false, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_dims(call, 1, &err);
+    if (s == CLRUN_OK && inputs > 2)
+        s = clrun__check_dtype(call, 2, false, &err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *logits = &call->inputs[0], *labels = &call->inputs[1];
+    char sx[CLRUN__TYPE_TEXT], sl[CLRUN__TYPE_TEXT];
+    if (logits->rank < 2)
+        return clrun__refuse(&err, "logits are %s: expected [..., C], at least 2 dimensions",
+                             clrun__type_format(logits, sx, sizeof sx));
+    if (labels->dtype != CLRUN_I32 && labels->dtype != CLRUN_I64)
+        return clrun__refuse(&err, "labels are %s: expected i32 or i64",
+                             clrun__type_format(labels, sl, sizeof sl));
+    bool fits = labels->rank == logits->rank - 1;
+    for (int d = 0; fits && d < labels->rank; d++)
+        fits = labels->shape[d] == logits->shape[d];
+    if (!fits)
+        return clrun__refuse(&err, "labels %s do not fit logits %s: expected logits' dims but the "
+                             "last", clrun__type_format(labels, sl, sizeof sl),
+                             clrun__type_format(logits, sx, sizeof sx));
+    if (inputs > 2) {
+        const clrun_tensor_type *dloss = &call->inputs[2];
+        bool same = dloss->rank == labels->rank;
+        for (int d = 0; same && d < labels->rank; d++)
+            same = dloss->shape[d] == labels->shape[d];
+        if (!same)
+            return clrun__refuse(&err, "dloss %s does not fit labels %s: expected the same shape",
+                                 clrun__type_format(dloss, sx, sizeof sx),
+                                 clrun__type_format(labels, sl, sizeof sl));
+        out[0] = *logits;
+        return CLRUN_OK;
+    }
+    out[0] = *labels;
+    out[0].dtype = CLRUN_F32;
+    return CLRUN_OK;
+}
+
+static clrun_status softmax_xent_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                       char *err, size_t errlen)
+{
+    return xent_infer_as("softmax_xent", 2, call, out, err, errlen);
+}
+
+static clrun_status softmax_xent_grad_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                            char *err, size_t errlen)
+{
+    return xent_infer_as("softmax_xent_grad", 3, call, out, err, errlen);
 }
 
 /* ---- layernorm: over dims axis..rank-1, gamma and (optional) beta of those dims ----------- */
@@ -308,6 +374,12 @@ static const clrun__op op_softmax = {.name = "softmax", .min_inputs = 1, .max_in
                                      .outputs = 1, .infer = softmax_infer};
 static const clrun__op op_logsoftmax = {.name = "logsoftmax", .min_inputs = 1, .max_inputs = 1,
                                         .outputs = 1, .code = 1, .infer = logsoftmax_infer};
+static const clrun__op op_softmax_xent = {.name = "softmax_xent", .min_inputs = 2,
+                                          .max_inputs = 2, .outputs = 1,
+                                          .infer = softmax_xent_infer};
+static const clrun__op op_softmax_xent_grad = {.name = "softmax_xent_grad", .min_inputs = 3,
+                                               .max_inputs = 3, .outputs = 1, .code = 1,
+                                               .infer = softmax_xent_grad_infer};
 static const clrun__op op_layernorm = {.name = "layernorm", .min_inputs = 2, .max_inputs = 3,
                                        .outputs = 1, .infer = layernorm_infer};
 static const clrun__op op_batchnorm = {.name = "batchnorm", .min_inputs = 5, .max_inputs = 5,
@@ -321,7 +393,8 @@ static const clrun__op op_argmin = {.name = "argmin", .min_inputs = 1, .max_inpu
                                     .outputs = 1, .code = 1, .infer = argmin_infer};
 
 const clrun__op *const clrun__ops_norm[] = {
-    &op_softmax, &op_logsoftmax, &op_layernorm, &op_batchnorm, &op_instancenorm,
-    &op_reduce_sum, &op_reduce_mean, &op_reduce_max, &op_reduce_min, &op_reduce_prod,
-    &op_reduce_l2, &op_reduce_sum_square, &op_argmax, &op_argmin, NULL,
+    &op_softmax, &op_logsoftmax, &op_softmax_xent, &op_softmax_xent_grad, &op_layernorm,
+    &op_batchnorm, &op_instancenorm, &op_reduce_sum, &op_reduce_mean, &op_reduce_max,
+    &op_reduce_min, &op_reduce_prod, &op_reduce_l2, &op_reduce_sum_square, &op_argmax,
+    &op_argmin, NULL,
 };

@@ -1,9 +1,11 @@
-/* Kernels of the index ops (kernels/index.cl): gather, gather_elements, pad, trilu, cumsum. One
- * launch each, one work-item per output element (per line for cumsum), with a table of dims and
- * strides where the rank varies. */
+/* Kernels of the index ops (kernels/index.cl): gather, gather_elements, pad, trilu, cumsum,
+ * gather_grad, dropout. One launch each (two for gather_grad: zeroing, then the sums), one
+ * work-item per output element (per line for cumsum, per column for gather_grad), with a table
+ * of dims and strides where the rank varies. */
 #include <stdlib.h>
 
 #include "device/cl.h"
+#include "graph/dropout_mask.h"
 #include "graph/layout_geometry.h"
 #include "ops/ops_data.h"
 #include "ops/ops_internal.h"
@@ -271,6 +273,113 @@ static clrun_status cumsum_prepare(clrun_context *ctx, const clrun__op *op,
     return clrun__kernel_state_done(st, s, state);
 }
 
+/* ---- gather_grad ------------------------------------------------------------------------- */
+
+typedef struct gather_grad_state {
+    clrun__kernel_state ks; /* the sums: indices, dy, then the output; one work-item a column */
+    cl_kernel zero;         /* clrun_zero_f32 over the output first */
+    size_t zero_global, zero_local;
+} gather_grad_state;
+
+static void gather_grad_release(void *state)
+{
+    gather_grad_state *st = state;
+    if (st && st->zero)
+        clrun__cl.ReleaseKernel(st->zero);
+    clrun__kernel_state_release(state);
+}
+
+/* The output is the data's type: [outer, size, inner] around the gathered axis (0 without the
+ * axis attribute, the embedding form, where negative indices add nothing). */
+static clrun_status gather_grad_prepare(clrun_context *ctx, const clrun__op *op,
+                                        const clrun__op_call *call, void **state)
+{
+    gather_grad_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    st->ks.inputs = 2;
+    st->ks.what = op->name;
+    const clrun_tensor_type *indices = &call->inputs[0], *out = &call->outputs[0];
+    int64_t given;
+    cl_int wrap = clrun__attr_int(call, "axis", &given);
+    int axis = wrap ? (int)clrun__normalize_axis(given, out->rank) : 0;
+    cl_ulong size = (cl_ulong)out->shape[axis], count = clrun_tensor_elements(indices);
+    cl_ulong inner = clrun__dims_product(out, axis + 1, out->rank);
+    cl_ulong columns = clrun__dims_product(out, 0, axis) * inner, n = clrun_tensor_elements(out);
+    const arg args[] = {{3, sizeof columns, &columns}, {4, sizeof size, &size},
+                        {5, sizeof count, &count}, {6, sizeof inner, &inner},
+                        {7, sizeof wrap, &wrap}};
+    clrun_status s = clrun__kernel(ctx, indices->dtype == CLRUN_I64 ? "clrun_gather_grad_i64"
+                                                                    : "clrun_gather_grad_i32",
+                                   &st->ks.kernel);
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->ks.kernel, args, 5);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, &st->ks, columns);
+    if (s == CLRUN_OK)
+        s = clrun__kernel(ctx, "clrun_zero_f32", &st->zero);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->zero, 1, sizeof n, &n);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->zero, 256, &st->zero_local);
+    st->zero_global = clrun__round_up((size_t)n, st->zero_local);
+    if (s != CLRUN_OK) {
+        gather_grad_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+static clrun_status gather_grad_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                        const cl_mem *inputs, const cl_mem *outputs,
+                                        cl_uint wait_count, const cl_event *wait_list,
+                                        cl_event *done)
+{
+    (void)call;
+    gather_grad_state *st = state;
+    clrun_status s = clrun__buffer_arg(ctx, st->zero, 0, outputs[0]);
+    if (s == CLRUN_OK)
+        s = clrun__buffer_args(ctx, st->ks.kernel, inputs, st->ks.inputs, outputs[0]);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    s = clrun__chain_launch(&chain, st->zero, 1, &st->zero_global, &st->zero_local,
+                            "gather_grad: zeroing");
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
+                                st->ks.what);
+    if (s != CLRUN_OK)
+        return s;
+    return clrun__chain_end(&chain);
+}
+
+/* ---- dropout ----------------------------------------------------------------------------- */
+
+/* The threshold and scale come from graph/dropout_mask.h, the host's reference of the mask. */
+static clrun_status dropout_prepare(clrun_context *ctx, const clrun__op *op,
+                                    const clrun__op_call *call, void **state)
+{
+    clrun__kernel_state *st;
+    clrun_status s = new_state(ctx, op, 2, &st);
+    if (s != CLRUN_OK)
+        return s;
+    double ratio = clrun__attr_float_or(call, "ratio", 0.5);
+    cl_ulong n = clrun_tensor_elements(&call->inputs[0]);
+    cl_ulong stream = (cl_ulong)clrun__attr_int_or(call, "stream", 0);
+    cl_uint threshold = clrun__dropout_threshold(ratio);
+    cl_float scale = clrun__dropout_scale(ratio);
+    const arg args[] = {{3, sizeof n, &n}, {4, sizeof stream, &stream},
+                        {5, sizeof threshold, &threshold}, {6, sizeof scale, &scale}};
+    s = clrun__kernel(ctx, "clrun_dropout", &st->kernel);
+    if (s == CLRUN_OK)
+        s = set_args(ctx, st->kernel, args, 4);
+    if (s == CLRUN_OK)
+        s = clrun__flat_launch(ctx, st, n);
+    return clrun__kernel_state_done(st, s, state);
+}
+
 /* ---- the table --------------------------------------------------------------------------- */
 
 static const clrun__op_kernels gather_kernels = {
@@ -301,8 +410,20 @@ static const clrun__op_kernels cumsum_kernels = {
     .release = clrun__kernel_state_release,
 };
 
+static const clrun__op_kernels gather_grad_kernels = {
+    .prepare = gather_grad_prepare,
+    .enqueue = gather_grad_enqueue,
+    .release = gather_grad_release,
+};
+static const clrun__op_kernels dropout_kernels = {
+    .prepare = dropout_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
+
 const clrun__named_kernels clrun__kernels_index[] = {
-    {"gather", &gather_kernels}, {"gather_elements", &gather_elements_kernels},
-    {"pad", &pad_kernels},       {"trilu", &trilu_kernels},
-    {"cumsum", &cumsum_kernels}, {NULL, NULL},
+    {"gather", &gather_kernels},           {"gather_elements", &gather_elements_kernels},
+    {"pad", &pad_kernels},                 {"trilu", &trilu_kernels},
+    {"cumsum", &cumsum_kernels},           {"gather_grad", &gather_grad_kernels},
+    {"dropout", &dropout_kernels},         {NULL, NULL},
 };

@@ -1,8 +1,10 @@
-/* Row ops (kernels/norm.cl): softmax, logsoftmax, layernorm, instancenorm, batchnorm; the
- * reductions (which the global pools in ops_conv.c share); argmax and argmin. Rows that are
+/* Row ops (kernels/norm.cl): softmax, logsoftmax, layernorm, instancenorm, batchnorm,
+ * softmax_xent and its gradient; the reductions (which the global pools in ops_conv.c share);
+ * argmax and argmin. Rows that are
  * contiguous run one work-item per row with vector loads on devices without real local memory
  * (CPUs), one work-group per row elsewhere; rows along an inner axis run one work-item each. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +134,202 @@ static clrun_status softmax_prepare(clrun_context *ctx, const clrun__op *op,
     s = row_args(ctx, st, 4, sizeof n, &n, sizeof M, &M, sizeof causal, &causal, sizeof log_form,
                  &log_form);
     return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- softmax_xent, softmax_xent_grad ----------------------------------------------------- */
+
+/* bad[0] while no label was outside its row's classes; the kernels lower it to the first bad
+ * row, clrun_bad_label_* then copies that row's label into bad[2] (low word) and bad[3]. */
+#define NO_BAD_LABEL 0xffffffffu
+
+typedef struct xent_state {
+    clrun__kernel_state ks; /* the rows: logits, labels (, dloss), then the output */
+    cl_kernel record;       /* clrun_bad_label_*, one work-item after it */
+    cl_mem bad;             /* 4 cl_uints: the first bad row, 0, its label's low and high words */
+    clrun_tensor_type labels;
+    uint64_t classes;
+    bool has_ignore;
+    int64_t ignore;
+} xent_state;
+
+static void xent_release(void *state)
+{
+    xent_state *st = state;
+    if (st == NULL)
+        return;
+    if (st->record)
+        clrun__cl.ReleaseKernel(st->record);
+    if (st->bad)
+        clrun__cl.ReleaseMemObject(st->bad);
+    clrun__kernel_state_release(state);
+}
+
+/* The work-group size of the group-per-row kernels: the same for softmax_xent and its gradient
+ * (the largest both allow, up to MAX_GROUP and the row's length), so that their sums combine in
+ * the same tree and the two agree. */
+static clrun_status xent_group_size(clrun_context *ctx, cl_program program, const char *labels,
+                                    uint64_t C, size_t *out)
+{
+    *out = MAX_GROUP;
+    clrun_status s = CLRUN_OK;
+    for (int grad = 0; grad < 2 && s == CLRUN_OK; grad++) {
+        char name[64];
+        snprintf(name, sizeof name, "clrun_softmax_xent%s_f32_%s", grad ? "_grad" : "", labels);
+        cl_kernel kernel = NULL;
+        size_t local = 1;
+        s = clrun__program_kernel(ctx, program, name, 0, &kernel);
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, kernel, C < MAX_GROUP ? (size_t)C : MAX_GROUP, &local);
+        if (kernel)
+            clrun__cl.ReleaseKernel(kernel);
+        if (local < *out)
+            *out = local;
+    }
+    return s;
+}
+
+/* op->code: 0 the loss, 1 the gradient. */
+static clrun_status xent_prepare(clrun_context *ctx, const clrun__op *op,
+                                 const clrun__op_call *call, void **state)
+{
+    const clrun_tensor_type *logits = &call->inputs[0], *labels = &call->inputs[1];
+    bool grad = op->code == 1, per_item = false;
+    const char *suffix = labels->dtype == CLRUN_I64 ? "i64" : "i32";
+    cl_program program = NULL;
+    clrun_status s = norm_program(ctx, &program, &per_item);
+    if (s != CLRUN_OK)
+        return s;
+    xent_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    st->ks.inputs = grad ? 3 : 2;
+    st->ks.dims = 1;
+    st->ks.what = op->name;
+    st->labels = *labels;
+    st->classes = (uint64_t)logits->shape[logits->rank - 1];
+    st->has_ignore = clrun__attr_int(call, "ignore_index", &st->ignore);
+    cl_ulong C = st->classes, rows = clrun_tensor_elements(labels);
+    char name[64];
+    snprintf(name, sizeof name, "clrun_softmax_xent%s_%s_%s", grad ? "_grad" : "",
+             per_item ? "rows" : "f32", suffix);
+    s = clrun__program_kernel(ctx, program, name, 0, &st->ks.kernel);
+    if (s == CLRUN_OK) {
+        snprintf(name, sizeof name, "clrun_bad_label_%s", suffix);
+        s = clrun__program_kernel(ctx, program, name, 0, &st->record);
+    }
+    if (s == CLRUN_OK) {
+        const cl_uint none[4] = {NO_BAD_LABEL, 0, 0, 0};
+        cl_int err = CL_SUCCESS;
+        st->bad = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                         sizeof none, (void *)none, &err);
+        if (st->bad == NULL)
+            s = clrun__fail_cl(ctx, err, "clCreateBuffer", "%s: the words for bad labels",
+                               op->name);
+    }
+    if (s == CLRUN_OK && per_item) {
+        size_t local = 1;
+        while (local < 16 && rows % (local * 2) == 0)
+            local *= 2;
+        st->ks.local[0] = local;
+        st->ks.global[0] = (size_t)rows;
+    } else if (s == CLRUN_OK) {
+        s = xent_group_size(ctx, program, suffix, C, &st->ks.local[0]);
+        st->ks.global[0] = (size_t)rows * st->ks.local[0];
+    }
+    cl_int has_ignore = st->has_ignore;
+    cl_long ignore = st->ignore;
+    const cl_uint at = st->ks.inputs + 1;
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, at, sizeof C, &C);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, at + 1, sizeof has_ignore, &has_ignore);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, at + 2, sizeof ignore, &ignore);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, at + 3, sizeof st->bad, &st->bad);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->record, 1, sizeof st->bad, &st->bad);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->record, 2, sizeof rows, &rows);
+    if (s != CLRUN_OK) {
+        xent_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+static clrun_status xent_enqueue(clrun_context *ctx, void *state, const clrun__op_call *call,
+                                 const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
+                                 const cl_event *wait_list, cl_event *done)
+{
+    (void)call;
+    xent_state *st = state;
+    clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, inputs, st->ks.inputs, outputs[0]);
+    if (s == CLRUN_OK)
+        s = clrun__buffer_arg(ctx, st->record, 0, inputs[1]);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    s = clrun__chain_launch(&chain, st->ks.kernel, 1, st->ks.global, st->ks.local, st->ks.what);
+    const size_t one = 1;
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(&chain, st->record, 1, &one, &one, "the first bad label");
+    if (s != CLRUN_OK)
+        return s;
+    return clrun__chain_end(&chain);
+}
+
+/* "[1, 3]": the coordinates of element `at` of `type` into buf. */
+static void coordinates(const clrun_tensor_type *type, uint64_t at, char *buf, size_t size)
+{
+    uint64_t c[CLRUN_MAX_DIMS];
+    for (int d = type->rank - 1; d >= 0; d--) {
+        c[d] = at % (uint64_t)type->shape[d];
+        at /= (uint64_t)type->shape[d];
+    }
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < type->rank && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRIu64, d ? ", " : "", c[d]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+}
+
+static clrun_status xent_check(clrun_context *ctx, void *state, const char *node)
+{
+    xent_state *st = state;
+    cl_uint bad[4] = {NO_BAD_LABEL, 0, 0, 0};
+    cl_int err = clrun__cl.EnqueueReadBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof bad, bad, 0,
+                                             NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "%s: the words for bad labels",
+                              node);
+    if (bad[0] == NO_BAD_LABEL)
+        return CLRUN_OK;
+    const cl_uint none[4] = {NO_BAD_LABEL, 0, 0, 0};
+    err = clrun__cl.EnqueueWriteBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof none, none, 0, NULL,
+                                       NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clEnqueueWriteBuffer", "%s: the words for bad labels",
+                              node);
+    char type[CLRUN__TYPE_TEXT], where[160], ignore[64] = "";
+    clrun__type_format(&st->labels, type, sizeof type);
+    if (st->has_ignore)
+        snprintf(ignore, sizeof ignore, ", or ignore_index %" PRId64, st->ignore);
+    if (bad[0] == NO_BAD_LABEL - 1) /* a row beyond what the word holds */
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "node '%s' (%s): a label at position >= %u of labels %s is outside the "
+                           "%" PRIu64 " classes (valid: 0 to %" PRIu64 "%s); the run's outputs are "
+                           "discarded", node, st->ks.what, (unsigned)bad[0], type, st->classes,
+                           st->classes - 1, ignore);
+    coordinates(&st->labels, bad[0], where, sizeof where);
+    int64_t label = (int64_t)((uint64_t)bad[3] << 32 | bad[2]);
+    return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                       "node '%s' (%s): label %" PRId64 " at position %u %s of labels %s is "
+                       "outside the %" PRIu64 " classes (valid: 0 to %" PRIu64 "%s); the run's "
+                       "outputs are discarded", node, st->ks.what, label, (unsigned)bad[0], where,
+                       type, st->classes, st->classes - 1, ignore);
 }
 
 /* ---- layernorm, instancenorm ------------------------------------------------------------- */
@@ -321,6 +519,12 @@ static const clrun__op_kernels softmax_kernels = {
     .enqueue = clrun__kernel_state_op_enqueue,
     .release = clrun__kernel_state_release,
 };
+static const clrun__op_kernels xent_kernels = {
+    .prepare = xent_prepare,
+    .enqueue = xent_enqueue,
+    .release = xent_release,
+    .check = xent_check,
+};
 static const clrun__op_kernels layernorm_kernels = {
     .prepare = layernorm_prepare,
     .enqueue = norm_rows_enqueue,
@@ -349,6 +553,7 @@ static const clrun__op_kernels arg_kernels = {
 
 const clrun__named_kernels clrun__kernels_norm[] = {
     {"softmax", &softmax_kernels},        {"logsoftmax", &softmax_kernels},
+    {"softmax_xent", &xent_kernels},      {"softmax_xent_grad", &xent_kernels},
     {"layernorm", &layernorm_kernels},    {"instancenorm", &instancenorm_kernels},
     {"batchnorm", &batchnorm_kernels},    {"reduce_sum", &reduce_kernels},
     {"reduce_mean", &reduce_kernels},     {"reduce_max", &reduce_kernels},
