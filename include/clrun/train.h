@@ -65,6 +65,19 @@ typedef struct clrun_train_step_result {
 clrun_status clrun_train_step(clrun_train *train, const void *const *feeds, int32_t count,
                               clrun_train_step_result *result);
 
+typedef struct clrun_train_eval_result {
+    double loss;     /* the mean loss over the rows evaluated */
+    int64_t correct; /* xent: rows whose largest logit is the label's; -1 for other losses */
+    int64_t rows;    /* xent: the rows evaluated (elements of the labels); -1 for other losses */
+} clrun_train_eval_result;
+
+/* The model and its loss with the current parameters, nothing updated: feeds as for a step.
+ * For xent, only the first `rows` rows of the batch count (1 to the batch; the rest must still
+ * hold valid feeds, a copy of a real row, say), so that a last partial batch of a test set is
+ * evaluated exactly; other losses take whole batches (rows -1). */
+clrun_status clrun_train_evaluate(clrun_train *train, const void *const *feeds, int32_t count,
+                                  int64_t rows, clrun_train_eval_result *result);
+
 /* The parameters, in the step graph's input order: their count, name (the model's) and type,
  * and their current values copied to host memory of `bytes` (exactly the type's bytes). */
 int32_t clrun_train_param_count(const clrun_train *train);

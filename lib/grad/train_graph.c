@@ -255,8 +255,11 @@ static clrun_tensor_id node(builder *b, clrun_graph *graph, const char *op, cons
 /* Appends the loss (and for xent the count of correct rows) to `graph`, a copy of the model:
  * *target gets the labels' or targets' input (-1 for a scalar loss). */
 static clrun_status add_loss(builder *b, clrun_graph *graph, clrun_tensor_id at,
-                             clrun_tensor_id *target, clrun_tensor_id *loss, clrun_tensor_id *correct)
+                             clrun_tensor_id *target, clrun_tensor_id *loss, clrun_tensor_id *correct,
+                             clrun_tensor_id *rows_out, clrun_tensor_id *hits_out)
 {
+    *rows_out = -1;
+    *hits_out = -1;
     const clrun_train_graph_options *o = b->options;
     const clrun_tensor_type *t = clrun_graph_tensor_type(graph, at);
     char type_text[CLRUN__TYPE_TEXT];
@@ -320,6 +323,8 @@ static clrun_status add_loss(builder *b, clrun_graph *graph, clrun_tensor_id at,
     clrun_attr to_f32 = clrun__gattr_int("to", CLRUN_F32);
     clrun_tensor_id hits = eq < 0 ? -1 : node(b, graph, "cast", "train.hits", &eq, 1, &to_f32, 1);
     *correct = hits < 0 ? -1 : node(b, graph, "reduce_sum", "correct", &hits, 1, all, 1);
+    *rows_out = rows;
+    *hits_out = hits;
     return *correct < 0 ? CLRUN_ERROR_INVALID_GRAPH : CLRUN_OK;
 }
 
@@ -414,8 +419,8 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     if ((s = clrun_graph_create(model->name, &lossg)) != CLRUN_OK ||
         (s = clrun__grad_copy(model, lossg, NULL, false, err, errlen)) != CLRUN_OK)
         goto fail;
-    clrun_tensor_id target = -1, loss = -1, correct = -1;
-    if ((s = add_loss(&b, lossg, at, &target, &loss, &correct)) != CLRUN_OK)
+    clrun_tensor_id target = -1, loss = -1, correct = -1, rows = -1, hits = -1;
+    if ((s = add_loss(&b, lossg, at, &target, &loss, &correct, &rows, &hits)) != CLRUN_OK)
         goto fail;
     promote = calloc((size_t)lossg->tensor_count, sizeof *promote);
     if (promote == NULL) {
@@ -449,6 +454,16 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         (s = clrun_graph_create(model->name, &b.step)) != CLRUN_OK ||
         (s = clrun__grad_copy(fwd, b.step, NULL, false, err, errlen)) != CLRUN_OK)
         goto fail;
+    /* Evaluation: the same, the parameters kept by the caller. */
+    if ((s = clrun_graph_create(model->name, &out->eval)) != CLRUN_OK ||
+        (s = clrun__grad_copy(lossg, out->eval, promote, false, err, errlen)) != CLRUN_OK)
+        goto fail;
+    out->eval_per_row = rows >= 0;
+    if ((s = clrun_graph_mark_output(out->eval, rows >= 0 ? rows : loss)) != CLRUN_OK ||
+        (hits >= 0 && (s = clrun_graph_mark_output(out->eval, hits)) != CLRUN_OK)) {
+        failf(&b, s, "train: %s", clrun_graph_last_error(out->eval));
+        goto fail;
+    }
     clrun_graph_destroy(lossg);
     lossg = NULL;
     for (int32_t i = 0; i < b.param_count; i++) {
@@ -548,6 +563,7 @@ void clrun__train_graph_free(clrun__train_graph *tg)
     if (tg == NULL)
         return;
     clrun_graph_destroy(tg->graph);
+    clrun_graph_destroy(tg->eval);
     free(tg->slots);
     for (int32_t i = 0; i < tg->frozen_count; i++)
         free(tg->frozen[i]);

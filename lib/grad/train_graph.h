@@ -50,6 +50,12 @@ typedef struct clrun__train_graph {
     clrun_tensor_id logits;      /* the model tensor the loss reads (in the step graph) */
     int32_t param_count;
     int32_t state_count;
+    /* Evaluation: the model and its loss with the parameters as (kept) inputs, no update. Its
+     * inputs are tensors of the step graph with the same ids (data, target, parameters). Its
+     * outputs: the loss per row (xent: [rows...]) or the loss (others), then for xent the hits
+     * per row (f32 1 or 0). */
+    clrun_graph *eval;
+    bool eval_per_row;
     char **frozen;               /* parameters asked for that the loss does not depend on */
     int32_t frozen_count;
 } clrun__train_graph;

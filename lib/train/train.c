@@ -30,6 +30,8 @@ void clrun_train_destroy(clrun_train *t)
     if (t == NULL)
         return;
     clrun_exec_destroy(t->exec);
+    clrun_exec_destroy(t->eval);
+    free(t->eval_slots);
     for (int32_t i = 0; t->buffers && i < t->tg.slot_count; i++)
         if (t->held[i])
             clrun_free(t->ctx, &t->buffers[i]);
@@ -131,6 +133,29 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
     s = clrun_exec_create(ctx, t->tg.graph, &t->options.exec, &t->exec);
     if (s != CLRUN_OK)
         goto fail;
+    const clrun_tensor_id *eval_inputs;
+    int32_t eval_count = clrun_graph_inputs(t->tg.eval, &eval_inputs);
+    t->eval_slots = calloc((size_t)(eval_count ? eval_count : 1), sizeof *t->eval_slots);
+    if (t->eval_slots == NULL) {
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto fail;
+    }
+    for (int32_t k = 0; k < eval_count; k++) {
+        t->eval_slots[k] = -1;
+        for (int32_t i = 0; i < n; i++)
+            if (t->tg.slots[i].input == eval_inputs[k])
+                t->eval_slots[k] = i;
+        if (t->eval_slots[k] < 0) {
+            s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "train: evaluation input %s is no "
+                            "input of the step", clrun_graph_tensor_name(t->tg.eval, eval_inputs[k]));
+            goto fail;
+        }
+    }
+    clrun_exec_options eval_options = t->options.exec;
+    eval_options.profile = false;
+    s = clrun_exec_create(ctx, t->tg.eval, &eval_options, &t->eval);
+    if (s != CLRUN_OK)
+        goto fail;
     for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
         s = initial_values(t, model, i);
     if (s != CLRUN_OK)
@@ -219,11 +244,9 @@ static clrun_status write_hypers(clrun_train *t, uint64_t step)
     return CLRUN_OK;
 }
 
-clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t count,
-                              clrun_train_step_result *result)
+/* Checks the feeds (count, labels in range) and uploads them: nothing is donated yet. */
+static clrun_status write_feeds(clrun_train *t, const void *const *feeds, int32_t count)
 {
-    if (t == NULL)
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
     if (t->broken)
         return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: step %llu failed and "
                            "its donated state is gone: create the trainer again (or load a "
@@ -236,14 +259,77 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
             return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: feed %s is NULL",
                                clrun_graph_tensor_name(t->tg.graph, t->tg.slots[t->feeds[k]].input));
     clrun_status s;
-    if (t->label_slot >= 0) {
+    if (t->label_slot >= 0)
         for (int32_t k = 0; k < count; k++)
             if (t->feeds[k] == t->label_slot && (s = check_labels(t, feeds[k])) != CLRUN_OK)
                 return s;
-    }
     for (int32_t k = 0; k < count; k++)
         if ((s = clrun_buffer_write(t->ctx, &t->buffers[t->feeds[k]], feeds[k])) != CLRUN_OK)
             return s;
+    return CLRUN_OK;
+}
+
+clrun_status clrun_train_evaluate(clrun_train *t, const void *const *feeds, int32_t count,
+                                  int64_t rows, clrun_train_eval_result *result)
+{
+    if (t == NULL || result == NULL)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_evaluate: NULL trainer or result");
+    const clrun_graph *eg = t->tg.eval;
+    const clrun_tensor_id *outs;
+    clrun_graph_outputs(eg, &outs);
+    const clrun_tensor_type *lt = clrun_graph_tensor_type(eg, outs[0]);
+    int64_t batch = t->tg.eval_per_row ? lt->shape[0] : -1;
+    if (t->tg.eval_per_row ? (rows < 1 || rows > batch) : rows != -1)
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: evaluating %lld rows: %s",
+                           (long long)rows, t->tg.eval_per_row ? "give 1 to the batch's rows"
+                                                              : "this loss is evaluated on whole "
+                                                                "batches (rows -1)");
+    clrun_status s = write_feeds(t, feeds, count);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_id *inputs;
+    int32_t n = clrun_graph_inputs(eg, &inputs);
+    clrun_buffer *in = calloc((size_t)(n ? n : 1), sizeof *in);
+    if (in == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    for (int32_t k = 0; k < n; k++)
+        in[k] = t->buffers[t->eval_slots[k]];
+    s = clrun_exec_run(t->eval, in, n);
+    free(in);
+    if (s != CLRUN_OK)
+        return s;
+    uint64_t elements = clrun_tensor_elements(lt);
+    float *values = malloc(sizeof *values * (size_t)elements * 2);
+    if (values == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    s = clrun_exec_read_output(t->eval, 0, values, sizeof *values * elements);
+    if (s == CLRUN_OK && t->tg.eval_per_row)
+        s = clrun_exec_read_output(t->eval, 1, values + elements, sizeof *values * elements);
+    if (s == CLRUN_OK) {
+        /* the first `rows` rows of [batch, ...] */
+        uint64_t take = t->tg.eval_per_row ? elements / (uint64_t)batch * (uint64_t)rows : 1;
+        double loss = 0.0, hits = 0.0;
+        for (uint64_t k = 0; k < take; k++) {
+            loss += values[k];
+            hits += t->tg.eval_per_row ? values[elements + k] : 0.0;
+        }
+        result->loss = t->tg.eval_per_row ? loss / (double)take : loss;
+        result->correct = t->tg.eval_per_row ? (int64_t)hits : -1;
+        result->rows = t->tg.eval_per_row ? (int64_t)take : -1;
+    }
+    free(values);
+    return s;
+}
+
+clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t count,
+                              clrun_train_step_result *result)
+{
+    if (t == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
+    clrun_status s = write_feeds(t, feeds, count);
+    if (s != CLRUN_OK)
+        return s;
     if ((s = write_hypers(t, t->steps + 1)) != CLRUN_OK)
         return s;
     s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);

@@ -14,6 +14,8 @@ struct clrun_train {
     clrun_train_options options;
     clrun__train_graph tg;
     clrun_exec *exec;
+    clrun_exec *eval;            /* the model and loss alone, parameters kept */
+    int32_t *eval_slots;         /* per input of the eval graph: its slot */
     clrun_buffer *buffers;       /* per slot: the feed's, hyper's or state's block */
     bool *held;                  /* per slot: buffers[i] is live */
     int32_t *feeds;              /* feed i: its slot */
