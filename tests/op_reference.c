@@ -412,4 +412,75 @@ void ref_gather_grad(const clrun_tensor_type *indices, const int64_t *index_valu
         result[at] += dy[e];
         scale[at] += fabs(dy[e]);
     }
+void ref_conv2d_grad_weight(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tdy,
+                            const float *dy, const ref_conv *conv, const clrun_tensor_type *tdw,
+                            double *result, double *scale)
+{
+    int64_t N = tx->shape[0], C = tx->shape[1], H = tx->shape[2], W = tx->shape[3];
+    int64_t O = tdy->shape[1], OH = tdy->shape[2], OW = tdy->shape[3];
+    int64_t Cg = tdw->shape[1], KH = tdw->shape[2], KW = tdw->shape[3], Og = O / conv->groups;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t c = 0; c < Cg; c++)
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    double sum = 0, abs_sum = 0;
+                    for (int64_t n = 0; n < N; n++)
+                        for (int64_t oh = 0; oh < OH; oh++)
+                            for (int64_t ow = 0; ow < OW; ow++) {
+                                int64_t ih = oh * conv->stride[0] - conv->pad[0] + kh * conv->dilation[0];
+                                int64_t iw = ow * conv->stride[1] - conv->pad[1] + kw * conv->dilation[1];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                                    continue;
+                                double v = x[((n * C + o / Og * Cg + c) * H + ih) * W + iw];
+                                double d = dy[((n * O + o) * OH + oh) * OW + ow];
+                                sum += v * d;
+                                abs_sum += fabs(v * d);
+                            }
+                    int64_t i = ((o * Cg + c) * KH + kh) * KW + kw;
+                    result[i] = sum;
+                    scale[i] = abs_sum;
+                }
+}
+
+void ref_pool_grad(bool max, const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tdy,
+                   const float *dy, const ref_pool_window *p, double *result, double *scale)
+{
+    int64_t NC = tx->shape[0] * tx->shape[1], H = tx->shape[2], W = tx->shape[3];
+    int64_t OH = tdy->shape[2], OW = tdy->shape[3];
+    for (int64_t i = 0; i < NC * H * W; i++)
+        result[i] = scale[i] = 0;
+    /* scatter each window's dy onto its taps: every dx is a sum, so the order is no matter here */
+    for (int64_t plane = 0; plane < NC; plane++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                double d = dy[(plane * OH + oh) * OW + ow];
+                int64_t taps[64] = {0}, count = 0, padded = 0;
+                for (int kh = 0; kh < p->kernel[0]; kh++)
+                    for (int kw = 0; kw < p->kernel[1]; kw++) {
+                        int64_t ih = oh * p->stride[0] - p->pad[0] + kh * p->dilation[0];
+                        int64_t iw = ow * p->stride[1] - p->pad[1] + kw * p->dilation[1];
+                        if (ih < H + p->pad_end[0] && iw < W + p->pad_end[1])
+                            padded++;
+                        if (ih >= 0 && ih < H && iw >= 0 && iw < W && count < 64)
+                            taps[count++] = ih * W + iw;
+                    }
+                const float *xp = x ? x + plane * H * W : NULL;
+                if (count == 0) /* the pools' type rules leave no such window */
+                    continue;
+                if (max) {
+                    int64_t best = taps[0];
+                    double m = -INFINITY;
+                    for (int64_t t = 0; t < count; t++)
+                        if (xp[taps[t]] > m || isnan(xp[taps[t]]))
+                            m = xp[taps[t]], best = taps[t];
+                    result[plane * H * W + best] += d;
+                    scale[plane * H * W + best] += fabs(d);
+                    continue;
+                }
+                double share = d / (double)(p->count_include_pad ? padded : count);
+                for (int64_t t = 0; t < count; t++) {
+                    result[plane * H * W + taps[t]] += share;
+                    scale[plane * H * W + taps[t]] += fabs(share);
+                }
+            }
 }

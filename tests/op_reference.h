@@ -82,5 +82,25 @@ void ref_softmax_xent_grad(const clrun_tensor_type *logits, const float *x,
 void ref_gather_grad(const clrun_tensor_type *indices, const int64_t *index_values,
                      const clrun_tensor_type *dy_type, const float *dy, bool with_axis, int axis,
                      const clrun_tensor_type *out, double *result, double *scale);
+/* conv2d_grad_weight: dw [O, C/groups, KH, KW] (tdw) from x and dy [N, O, OH, OW], the gradient
+ * of sum(dy * conv2d(x, w)) with respect to w; conv->pad is the top and left padding (the
+ * bottom and right only decide OH and OW, which dy has). */
+void ref_conv2d_grad_weight(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tdy,
+                            const float *dy, const ref_conv *conv, const clrun_tensor_type *tdw,
+                            double *result, double *scale);
+
+/* A pooling window for ref_pool_grad: pad is before (top, left), pad_end after (bottom, right). */
+typedef struct ref_pool_window {
+    int kernel[2], stride[2], pad[2], pad_end[2], dilation[2];
+    bool count_include_pad;
+} ref_pool_window;
+
+/* The gradient of maxpool2d (max: each dy to its window's first tap inside the image, replaced
+ * by every later tap greater than the maximum so far or NaN, as PyTorch) or of avgpool2d (each dy
+ * over its window's taps inside the image, divided by their count, or with count_include_pad by
+ * the taps before the padded image's end) with respect to its input: dx [N, C, H, W] (tx's
+ * shape) from dy [N, C, OH, OW]; x is read for max only. */
+void ref_pool_grad(bool max, const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tdy,
+                   const float *dy, const ref_pool_window *p, double *result, double *scale);
 
 #endif

@@ -379,6 +379,139 @@ static clrun_status avgpool_infer(const clrun__op_call *call, clrun_tensor_type 
     return pool_infer_as("avgpool2d", call, out, err, errlen);
 }
 
+/* ---- gradients: conv2d_grad_weight, maxpool2d_grad, avgpool2d_grad -------------------------
+ * Each checks dy against the geometry of its forward op, computed by the forward op's own code
+ * (conv_shapes, clrun__pooling_geometry_of) over the types the forward op would have seen, so a
+ * gradient and its forward op can never disagree on a shape. */
+
+/* Refuses dy unless it is [N, C, OH, OW] for image x's N and the channels and extent given. */
+static clrun_status check_dy(const clrun_tensor_type *dy, const clrun_tensor_type *x, int64_t channels,
+                             int64_t oh, int64_t ow, const clrun__infer_error *err)
+{
+    char sd[CLRUN__TYPE_TEXT], sx[CLRUN__TYPE_TEXT];
+    if (dy->rank != 4)
+        return clrun__refuse(err, "dy is %s: expected [N, C, OH, OW]", clrun__type_format(dy, sd, sizeof sd));
+    if (dy->shape[0] != x->shape[0] || dy->shape[1] != channels || dy->shape[2] != oh || dy->shape[3] != ow)
+        return clrun__refuse(err, "dy is %s: the forward op's output for x %s with these attributes "
+                             "is [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]",
+                             clrun__type_format(dy, sd, sizeof sd), clrun__type_format(x, sx, sizeof sx),
+                             x->shape[0], channels, oh, ow);
+    return CLRUN_OK;
+}
+
+static const clrun__attr_spec conv_grad_weight_attrs[] = {
+    {"stride", CLRUN__WANT_INTS, false},
+    {"pad", CLRUN__WANT_INTS, false},
+    {"pads", CLRUN__WANT_INTS, false},
+    {"dilation", CLRUN__WANT_INTS, false},
+    {"groups", CLRUN__WANT_INT, false},
+    {"kernel", CLRUN__WANT_INTS, true},
+};
+
+clrun_status clrun__conv_grad_weight_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
+                                                 clrun_tensor_type *dw, const clrun__infer_error *err)
+{
+    static const int64_t zeros[2] = {0, 0};
+    const clrun_tensor_type *x = &call->inputs[0], *dy = &call->inputs[1];
+    char sx[CLRUN__TYPE_TEXT], sd[CLRUN__TYPE_TEXT];
+    int64_t kernel[2];
+    clrun_status s = pair_attr(call, "kernel", zeros, 1, kernel, err);
+    if (s == CLRUN_OK)
+        s = conv_attrs_of(call, g, err);
+    if (s == CLRUN_OK)
+        s = check_image(x, "x", err);
+    if (s != CLRUN_OK)
+        return s;
+    if (dy->rank != 4)
+        return clrun__refuse(err, "dy is %s: expected [N, O, OH, OW]", clrun__type_format(dy, sd, sizeof sd));
+    int64_t C = x->shape[1], O = dy->shape[1];
+    if (C % g->groups)
+        return clrun__refuse(err, "x is %s: its %" PRId64 " channels do not divide by groups %" PRId64,
+                             clrun__type_format(x, sx, sizeof sx), C, g->groups);
+    if (O % g->groups)
+        return clrun__refuse(err, "dy is %s: its %" PRId64 " channels (O) do not divide by groups %" PRId64,
+                             clrun__type_format(dy, sd, sizeof sd), O, g->groups);
+    /* conv2d's own check, over the w this gradient has the shape of */
+    *dw = *x;
+    dw->shape[0] = O, dw->shape[1] = C / g->groups, dw->shape[2] = kernel[0], dw->shape[3] = kernel[1];
+    const clrun_tensor_type forward[2] = {*x, *dw};
+    clrun__op_call conv = *call;
+    conv.inputs = forward;
+    conv.input_count = 2;
+    s = conv_shapes(&conv, g, err);
+    return s == CLRUN_OK ? check_dy(dy, x, O, g->oh, g->ow, err) : s;
+}
+
+static clrun_status conv_grad_weight_infer(const clrun__op_call *call, clrun_tensor_type *out,
+                                           char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {"conv2d_grad_weight", errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, 2, 2, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, conv_grad_weight_attrs, 6, &err);
+    for (int i = 0; s == CLRUN_OK && i < 2; i++)
+        s = clrun__check_dtype(call, i, false, &err);
+    clrun__conv_geometry g;
+    return s == CLRUN_OK ? clrun__conv_grad_weight_geometry_of(call, &g, &out[0], &err) : s;
+}
+
+clrun_status clrun__pooling_grad_geometry_of(const clrun__op_call *call, clrun__pooling_geometry *g,
+                                             clrun_tensor_type *x, const clrun__infer_error *err)
+{
+    const clrun_tensor_type *dy = &call->inputs[call->input_count - 1];
+    clrun__op_call pool = *call; /* the forward op's call: x alone */
+    pool.input_count = 1;
+    if (call->input_count == 2) { /* maxpool2d_grad: x, dy */
+        *x = call->inputs[0];
+    } else {                      /* avgpool2d_grad: dy and the image's size */
+        static const int64_t zeros[2] = {0, 0};
+        int64_t size[2];
+        char sd[CLRUN__TYPE_TEXT];
+        clrun_status s = pair_attr(call, "size", zeros, 1, size, err);
+        if (s != CLRUN_OK)
+            return s;
+        if (dy->rank != 4)
+            return clrun__refuse(err, "dy is %s: expected [N, C, OH, OW]", clrun__type_format(dy, sd, sizeof sd));
+        *x = *dy;
+        x->shape[2] = size[0], x->shape[3] = size[1];
+        pool.inputs = x;
+    }
+    clrun_status s = clrun__pooling_geometry_of(&pool, g, err);
+    return s == CLRUN_OK ? check_dy(dy, x, x->shape[1], g->oh, g->ow, err) : s;
+}
+
+static clrun_status pool_grad_infer_as(const char *name, const clrun__op_call *call,
+                                       clrun_tensor_type *out, char *errbuf, size_t errlen)
+{
+    const clrun__infer_error err = {name, errbuf, errlen};
+    bool is_max = name[0] == 'm';
+    int inputs = is_max ? 2 : 1;
+    clrun_status s = clrun__check_input_count(call, inputs, inputs, &err);
+    /* the forward op's attributes (as in pool_infer_as); avgpool2d_grad adds the image's size */
+    clrun__attr_spec attrs[7];
+    memcpy(attrs, pool_attrs, 5 * sizeof attrs[0]);
+    attrs[5] = pool_attrs[is_max ? 5 : 6];
+    attrs[6] = (clrun__attr_spec){"size", CLRUN__WANT_INTS, true};
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, attrs, is_max ? 6 : 7, &err);
+    for (int i = 0; s == CLRUN_OK && i < inputs; i++)
+        s = clrun__check_dtype(call, i, false, &err);
+    clrun__pooling_geometry g;
+    return s == CLRUN_OK ? clrun__pooling_grad_geometry_of(call, &g, &out[0], &err) : s;
+}
+
+static clrun_status maxpool_grad_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err,
+                                       size_t errlen)
+{
+    return pool_grad_infer_as("maxpool2d_grad", call, out, err, errlen);
+}
+
+static clrun_status avgpool_grad_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err,
+                                       size_t errlen)
+{
+    return pool_grad_infer_as("avgpool2d_grad", call, out, err, errlen);
+}
+
 /* ---- global_avgpool: a mean over H and W ------------------------------------------------- */
 
 static clrun_status global_pool_infer_as(const char *name, const clrun__op_call *call,
@@ -427,7 +560,17 @@ static const clrun__op op_conv_transpose2d = {.name = "conv_transpose2d", .min_i
                                               .max_inputs = 3, .outputs = 1,
                                               .infer = conv_transpose_infer};
 
+static const clrun__op op_conv2d_grad_weight = {.name = "conv2d_grad_weight", .min_inputs = 2,
+                                                .max_inputs = 2, .outputs = 1,
+                                                .infer = conv_grad_weight_infer};
+static const clrun__op op_maxpool2d_grad = {.name = "maxpool2d_grad", .min_inputs = 2,
+                                            .max_inputs = 2, .outputs = 1, .code = 1,
+                                            .infer = maxpool_grad_infer};
+static const clrun__op op_avgpool2d_grad = {.name = "avgpool2d_grad", .min_inputs = 1,
+                                            .max_inputs = 1, .outputs = 1, .code = 0,
+                                            .infer = avgpool_grad_infer};
+
 const clrun__op *const clrun__ops_conv[] = {
     &op_conv2d, &op_conv_transpose2d, &op_maxpool2d, &op_avgpool2d, &op_global_avgpool,
-    &op_global_maxpool, NULL,
+    &op_global_maxpool, &op_conv2d_grad_weight, &op_maxpool2d_grad, &op_avgpool2d_grad, NULL,
 };

@@ -38,6 +38,18 @@ typedef struct clrun__pooling_geometry {
 clrun_status clrun__pooling_geometry_of(const clrun__op_call *call, clrun__pooling_geometry *g,
                                      const clrun__infer_error *err);
 
+/* conv2d_grad_weight: x [N, C, H, W], dy [N, O, OH, OW], conv2d's attributes and "kernel"
+ * [KH, KW]. conv2d's geometry (the same code) for w [O, C/groups, KH, KW], that w's type into
+ * *dw (the gradient's), and dy checked to be conv2d's output. */
+clrun_status clrun__conv_grad_weight_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
+                                                 clrun_tensor_type *dw, const clrun__infer_error *err);
+
+/* maxpool2d_grad (x, dy) and avgpool2d_grad (dy alone, the image's extent in "size" [H, W]):
+ * the forward pool's geometry (the same code) over the image, whose type goes to *x (the
+ * gradient's), and dy checked to be the forward pool's output. */
+clrun_status clrun__pooling_grad_geometry_of(const clrun__op_call *call, clrun__pooling_geometry *g,
+                                             clrun_tensor_type *x, const clrun__infer_error *err);
+
 /* Reductions: the reduced axes of the call as a mask over input 0's dims (no axes, or an empty
  * list: all of them); refuses axes out of range or given twice. */
 clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,

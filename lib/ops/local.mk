@@ -9,7 +9,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_layout.c lib/ops/ops_data.h \
 	lib/ops/ops_index.c \
 	lib/ops/ops_resize.c \
-	lib/ops/ops_conv.c
+	lib/ops/ops_conv.c \
+	lib/ops/ops_conv_grad.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -20,7 +21,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/layout.cl \
 	kernels/index.cl \
 	kernels/resize.cl \
-	kernels/conv.cl
+	kernels/conv.cl \
+	kernels/conv_grad.cl
 
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
@@ -61,4 +63,13 @@ TESTS += tests/test_ops_elementwise
 tests_test_ops_elementwise_SOURCES = tests/test_ops_elementwise.c tests/device_test.h tests/rng.h
 tests_test_ops_elementwise_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_elementwise_LDADD = $(TEST_LDADD)
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_grad_conv
+TESTS += tests/test_ops_grad_conv
+tests_test_ops_grad_conv_SOURCES = tests/test_ops_grad_conv.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_grad_conv_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_grad_conv_LDADD = $(TEST_LDADD) -lm
 endif

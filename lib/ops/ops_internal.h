@@ -22,6 +22,7 @@ extern const clrun__named_kernels clrun__kernels_matmul[];
 extern const clrun__named_kernels clrun__kernels_norm[];
 extern const clrun__named_kernels clrun__kernels_layout[];
 extern const clrun__named_kernels clrun__kernels_conv[];
+extern const clrun__named_kernels clrun__kernels_conv_grad[];
 extern const clrun__named_kernels clrun__kernels_index[];
 extern const clrun__named_kernels clrun__kernels_resize[];
 /* The ops that take an epilogue (ops.h), by name. */

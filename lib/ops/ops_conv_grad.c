@@ -1,0 +1,206 @@
+/* Kernels of the gradients of convolution and pooling (kernels/conv_grad.cl): conv2d's with
+ * respect to its weights, one work-item per weight summing over the images and output positions
+ * eight columns at a time; the pools' with respect to their input, one work-item per row of dx
+ * adding in the windows that hold the row (maxpool2d_grad first writes each window's routing, the
+ * position of its maximum, into the node's scratch). No atomics: each output is one sum in a
+ * fixed order. The geometry is the forward ops' (lib/graph/infer_conv.c). */
+#include <stdlib.h>
+
+#include "device/cl.h"
+#include "ops/ops_internal.h"
+
+/* Creates kernel `kernel` into ks with its table, set as the argument after the buffers
+ * (`inputs` of them, then the output). */
+static clrun_status kernel_with_table(clrun_context *ctx, clrun__kernel_state *ks, const char *what,
+                                      const char *kernel, cl_uint inputs, const void *table,
+                                      size_t table_bytes)
+{
+    ks->inputs = inputs;
+    ks->what = what;
+    clrun_status s = clrun__kernel(ctx, kernel, &ks->kernel);
+    if (s == CLRUN_OK)
+        s = clrun__table_buffer(ctx, table, table_bytes, &ks->table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, ks->kernel, inputs + 1, sizeof ks->table, &ks->table);
+    return s;
+}
+
+/* ---- conv2d_grad_weight ------------------------------------------------------------------ */
+
+/* Work-groups of up to 32 weights: a group runs on one thread of a CPU, and a small gradient
+ * (a depthwise 3x3 has 9 weights per channel) still spreads over the cores. */
+#define GRAD_WEIGHT_GROUP 32
+
+static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op *op,
+                                             const clrun__op_call *call, void **state)
+{
+    (void)op;
+    *state = NULL;
+    clrun__conv_geometry g;
+    clrun_tensor_type dw;
+    const clrun__infer_error quiet = {"conv2d_grad_weight", NULL, 0};
+    if (clrun__conv_grad_weight_geometry_of(call, &g, &dw, &quiet) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH,
+                           "conv2d_grad_weight: prepare on types infer refuses");
+    const clrun_tensor_type *x = &call->inputs[0];
+    const cl_int geo[CLRUN__G_COUNT] = {
+        [CLRUN__G_C] = (cl_int)x->shape[1], [CLRUN__G_H] = (cl_int)x->shape[2],
+        [CLRUN__G_W] = (cl_int)x->shape[3], [CLRUN__G_O] = (cl_int)dw.shape[0],
+        [CLRUN__G_KH] = (cl_int)dw.shape[2], [CLRUN__G_KW] = (cl_int)dw.shape[3],
+        [CLRUN__G_OH] = (cl_int)g.oh, [CLRUN__G_OW] = (cl_int)g.ow,
+        [CLRUN__G_SH] = (cl_int)g.stride[0], [CLRUN__G_SW] = (cl_int)g.stride[1],
+        [CLRUN__G_PH] = (cl_int)g.pad[0], [CLRUN__G_PW] = (cl_int)g.pad[1],
+        [CLRUN__G_DH] = (cl_int)g.dilation[0], [CLRUN__G_DW] = (cl_int)g.dilation[1],
+        [CLRUN__G_GROUPS] = (cl_int)g.groups,
+    };
+    if (x->shape[0] > CL_INT_MAX)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "conv2d_grad_weight: %lld images, more than the kernel counts",
+                           (long long)x->shape[0]);
+    cl_int images = (cl_int)x->shape[0];
+    clrun__kernel_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: node state");
+    clrun_status s = kernel_with_table(ctx, st, "conv2d_grad_weight", "clrun_conv2d_grad_weight", 2,
+                                       geo, sizeof geo);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, 4, sizeof images, &images);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->kernel, GRAD_WEIGHT_GROUP, &st->local[0]);
+    st->dims = 1;
+    st->global[0] = clrun__round_up((size_t)clrun__dims_product(&dw, 0, 4), st->local[0]);
+    return clrun__kernel_state_done(st, s, state);
+}
+
+/* ---- maxpool2d_grad (code 1), avgpool2d_grad (code 0) ------------------------------------ */
+
+/* maxpool2d_grad launches twice: each window's routing (the position of its maximum) into the
+ * node's scratch, then the gather over it; avgpool2d_grad once, the gather alone. */
+typedef struct pool_grad_state {
+    clrun__kernel_state ks; /* first: the gather, (max: the routing and) dy in, dx out */
+    cl_kernel argmax;       /* maxpool2d_grad: x in, the routing out */
+    size_t argmax_global[2], argmax_local[2];
+    uint64_t routing_bytes; /* one int per window */
+} pool_grad_state;
+
+static void pool_grad_release(void *opaque)
+{
+    pool_grad_state *st = opaque;
+    if (st && st->argmax)
+        clrun__cl.ReleaseKernel(st->argmax);
+    clrun__kernel_state_release(st);
+}
+
+static int pool_grad_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
+{
+    const pool_grad_state *st = opaque;
+    if (st->argmax == NULL)
+        return 0;
+    bytes[0] = st->routing_bytes;
+    return 1;
+}
+
+static clrun_status pool_grad_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
+                                      const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
+                                      const cl_event *wait_list, cl_event *done)
+{
+    pool_grad_state *st = opaque;
+    if (st->argmax == NULL)
+        return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count, wait_list,
+                                           done);
+    const cl_mem routing = outputs[call->output_count];
+    const cl_mem gather[2] = {routing, inputs[1]};
+    clrun_status s = clrun__buffer_args(ctx, st->argmax, &inputs[0], 1, routing);
+    if (s == CLRUN_OK)
+        s = clrun__buffer_args(ctx, st->ks.kernel, gather, 2, outputs[0]);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    s = clrun__chain_launch(&chain, st->argmax, 2, st->argmax_global, st->argmax_local,
+                            "maxpool2d_grad routing");
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(&chain, st->ks.kernel, 2, st->ks.global, st->ks.local, st->ks.what);
+    if (s != CLRUN_OK) {
+        clrun__chain_abort(&chain);
+        return s;
+    }
+    return clrun__chain_end(&chain);
+}
+
+static clrun_status pool_grad_prepare(clrun_context *ctx, const clrun__op *op,
+                                      const clrun__op_call *call, void **state)
+{
+    bool is_max = op->code == 1;
+    *state = NULL;
+    clrun__pooling_geometry g;
+    clrun_tensor_type x;
+    const clrun__infer_error quiet = {op->name, NULL, 0};
+    if (clrun__pooling_grad_geometry_of(call, &g, &x, &quiet) != CLRUN_OK)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "%s: prepare on types infer refuses",
+                           op->name);
+    const cl_int geo[CLRUN__P_COUNT] = {
+        [CLRUN__P_H] = (cl_int)x.shape[2], [CLRUN__P_W] = (cl_int)x.shape[3],
+        [CLRUN__P_OH] = (cl_int)g.oh, [CLRUN__P_OW] = (cl_int)g.ow,
+        [CLRUN__P_KH] = (cl_int)g.kernel[0], [CLRUN__P_KW] = (cl_int)g.kernel[1],
+        [CLRUN__P_SH] = (cl_int)g.stride[0], [CLRUN__P_SW] = (cl_int)g.stride[1],
+        [CLRUN__P_PH] = (cl_int)g.pad[0], [CLRUN__P_PW] = (cl_int)g.pad[1],
+        [CLRUN__P_PHE] = (cl_int)g.pad_end[0], [CLRUN__P_PWE] = (cl_int)g.pad_end[1],
+        [CLRUN__P_DH] = (cl_int)g.dilation[0], [CLRUN__P_DW] = (cl_int)g.dilation[1],
+        [CLRUN__P_INCLUDE_PAD] = g.count_include_pad,
+    };
+    pool_grad_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
+    clrun_status s = kernel_with_table(ctx, &st->ks, op->name,
+                                       is_max ? "clrun_maxpool2d_grad" : "clrun_avgpool2d_grad",
+                                       is_max ? 2 : 1, geo, sizeof geo);
+    /* the gather: a work-item per row of dx, work-groups of one plane's rows (up to 16) */
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, st->ks.kernel, x.shape[2] < 16 ? (size_t)x.shape[2] : 16,
+                              &st->ks.local[0]);
+    size_t planes = (size_t)clrun__dims_product(&x, 0, 2);
+    st->ks.dims = 2;
+    st->ks.local[1] = 1;
+    st->ks.global[0] = clrun__round_up((size_t)x.shape[2], st->ks.local[0]);
+    st->ks.global[1] = planes;
+    if (s == CLRUN_OK && is_max) {
+        size_t windows = (size_t)(g.oh * g.ow);
+        st->routing_bytes = (uint64_t)planes * windows * sizeof(cl_int);
+        s = clrun__kernel(ctx, "clrun_maxpool2d_argmax", &st->argmax);
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->argmax, 2, sizeof st->ks.table, &st->ks.table);
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, st->argmax, 128, &st->argmax_local[0]);
+        st->argmax_local[1] = 1;
+        st->argmax_global[0] = clrun__round_up(windows, st->argmax_local[0]);
+        st->argmax_global[1] = planes;
+    }
+    if (s != CLRUN_OK) {
+        pool_grad_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+static const clrun__op_kernels conv_grad_weight_kernels = {
+    .prepare = conv_grad_weight_prepare,
+    .enqueue = clrun__kernel_state_op_enqueue,
+    .release = clrun__kernel_state_release,
+};
+static const clrun__op_kernels pool_grad_kernels = {
+    .prepare = pool_grad_prepare,
+    .enqueue = pool_grad_enqueue,
+    .release = pool_grad_release,
+    .scratch = pool_grad_scratch,
+};
+
+const clrun__named_kernels clrun__kernels_conv_grad[] = {
+    {"conv2d_grad_weight", &conv_grad_weight_kernels},
+    {"maxpool2d_grad", &pool_grad_kernels},
+    {"avgpool2d_grad", &pool_grad_kernels},
+    {NULL, NULL},
+};
