@@ -43,3 +43,14 @@ EXTRA_DIST += tests/cli_common.sh
 # slow (CLRUN_OCLGRIND=1); skipped otherwise and when oclgrind is not installed.
 TESTS += tests/oclgrind.sh
 EXTRA_DIST += tests/oclgrind.sh
+
+# The double-precision graph reference of the gradient tests (tests/graph_reference.{c,h}),
+# held to the device on every op it supports, and its finite differences to known gradients.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_graph_reference
+TESTS += tests/test_graph_reference
+tests_test_graph_reference_SOURCES = tests/test_graph_reference.c tests/graph_reference.c \
+	tests/graph_reference.h tests/device_test.h tests/rng.h
+tests_test_graph_reference_CFLAGS = $(TEST_CFLAGS)
+tests_test_graph_reference_LDADD = $(TEST_LDADD)
+endif
