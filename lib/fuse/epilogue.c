@@ -16,7 +16,8 @@
  * the compiler vectorizes over their columns, and take the epilogues built on clrun's own exp
  * and tanh (matmul+gelu 0.95-0.98x, matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar loop)
  * but not erf's and the library's others (gelu_erf measured slower fused); a GPU, whose store
- * is the expensive part, takes every epilogue. */
+ * is the expensive part, takes every epilogue. A group that reads a donated input of its size
+ * stays alone, so that it can write that input in place. */
 #include "fuse/epilogue.h"
 
 #include <string.h>
@@ -107,6 +108,24 @@ static bool builds(clrun_context *ctx, const clrun_graph *d, const clrun__fused_
     return true;
 }
 
+/* True when the group reads a donated graph input of its output's size: run alone, it writes
+ * that input's block in place (a train step's momentum, updated from a gradient a product makes);
+ * inside a product's kernel, which cannot write in place, the state would be held twice. */
+static bool updates_donated(const clrun_graph *d, const int32_t *members, int32_t count)
+{
+    const clrun__node *root = &d->nodes[members[count - 1]];
+    uint64_t bytes = clrun_tensor_bytes(&d->tensors[root->outputs[0]].type);
+    for (int32_t k = 0; k < count; k++) {
+        const clrun__node *n = &d->nodes[members[k]];
+        for (int i = 0; i < n->input_count; i++) {
+            const clrun__tensor *t = &d->tensors[n->inputs[i]];
+            if (t->kind == CLRUN__TENSOR_INPUT && t->donated && clrun_tensor_bytes(&t->type) == bytes)
+                return true;
+        }
+    }
+    return false;
+}
+
 clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clrun_graph *d,
                                    const clrun__fuse_plan *plan, bool *taken, clrun__fusion *f)
 {
@@ -129,7 +148,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         const int32_t *members = g >= 0 ? plan->members + plan->member_start[g] : &single;
         int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
-        if (!pays_on(ctx, d, base->op, members, count))
+        if (!pays_on(ctx, d, base->op, members, count) || updates_donated(d, members, count))
             continue;
         int32_t *inputs = NULL;
         clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, members, count, &inputs);

@@ -205,9 +205,15 @@ clrun_tensor_id clrun__gunbroadcast(clrun__grad *g, clrun_tensor_id x, const clr
         if (td < 0 || (type->shape[td] == 1 && tx->shape[d] != 1))
             axes[n++] = d;
     }
+    /* Only leading dimensions summed: the sum has type's shape as it is (no reshape after it,
+     * which a fused update would read through as a view and so not write in place). */
+    bool leading_only = true;
+    for (int k = 0; k < n; k++)
+        leading_only = leading_only && axes[k] < lead;
     clrun_tensor_id r = x;
     if (n > 0) {
-        clrun_attr attrs[2] = {clrun__gattr_ints("axes", axes, n), clrun__gattr_int("keepdims", 1)};
+        clrun_attr attrs[2] = {clrun__gattr_ints("axes", axes, n),
+                               clrun__gattr_int("keepdims", leading_only ? 0 : 1)};
         r = clrun__gemit(g, "reduce_sum", &x, 1, attrs, 2);
     }
     return clrun__greshape(g, r, type);

@@ -6,6 +6,10 @@ libclrun_internal_la_SOURCES += \
 clruninclude_HEADERS += \
 	include/clrun/train.h
 
+# clrun train on scikit-learn's digits from the command line (the harness exports srcdir).
+TESTS += tests/cli_train.sh
+EXTRA_DIST += tests/cli_train.sh tests/data/train/digits_mlp.graph tests/data/train/digits_cnn.graph
+
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_train
 TESTS += tests/test_train

@@ -1,0 +1,98 @@
+#!/bin/sh
+# clrun train from the command line, on real data: scikit-learn's bundled digits (1,797 8x8
+# images; a fixed split, the last 360 rows of a seeded shuffle for testing). An MLP and a small
+# CNN reach at least 95 % test accuracy; a run stopped after an epoch and resumed from its saved
+# state ends with the same state, bit for bit, as a run never stopped; bad labels and mismatched
+# files are refused before any step (exit 2). Run by `make check`; CLRUN_BIN overrides the tool.
+set -u
+. "${srcdir:-.}/tests/cli_common.sh"
+make_tmp train-test
+PYTHON=${ONNX_PYTHON:-/usr/bin/python3}
+if ! "$PYTHON" -c 'import sklearn, numpy' >/dev/null 2>&1; then
+    echo "SKIP: $PYTHON lacks scikit-learn or numpy (apt-get install python3-sklearn python3-numpy)"
+    exit 77
+fi
+data="${srcdir:-.}/tests/data/train"
+"$PYTHON" - "$tmp" <<'PY' || exit 99
+import sys
+import numpy as np
+from sklearn.datasets import load_digits
+out = sys.argv[1]
+d = load_digits()
+x = (d.data / 16.0).astype(np.float32)
+y = d.target.astype(np.int64)
+p = np.random.RandomState(0).permutation(len(x))
+x, y = x[p], y[p]
+np.save(out + "/xtr.npy", x[:-360]); np.save(out + "/ytr.npy", y[:-360])
+np.save(out + "/xte.npy", x[-360:]); np.save(out + "/yte.npy", y[-360:])
+np.save(out + "/itr.npy", x[:-360].reshape(-1, 1, 8, 8)); np.save(out + "/ite.npy", x[-360:].reshape(-1, 1, 8, 8))
+bad = y[:-360].copy(); bad[100] = 12
+np.save(out + "/bad.npy", bad); np.save(out + "/short.npy", y[:50])
+PY
+
+# test_accuracy FILE: the last line's "test_accuracy" (the --json report).
+test_accuracy() {
+    tail -n 1 "$1" | sed -n 's/.*"test_accuracy":\([0-9.e-]*\).*/\1/p'
+}
+at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" \
+    --test-data "$tmp/xte.npy" --test-labels "$tmp/yte.npy" --epochs 10 --lr 0.01 --json >"$tmp/mlp" 2>"$tmp/mlp.err"
+rc=$?
+expect 0 '"unused_donations":0' "$tmp/mlp" "digits MLP"
+acc=$(test_accuracy "$tmp/mlp")
+at_least "${acc:-0}" 0.95 || fail "digits MLP: test accuracy ${acc:-none} below 0.95"
+grep -q 'epoch 10/10 .*test accuracy' "$tmp/mlp.err" || fail "digits MLP: no line per epoch"
+
+"$CLRUN" train "$data/digits_cnn.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" \
+    --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 10 --lr 0.01 --json >"$tmp/cnn" 2>&1
+rc=$?
+expect 0 '"unused_donations":0' "$tmp/cnn" "digits CNN"
+acc=$(test_accuracy "$tmp/cnn")
+at_least "${acc:-0}" 0.95 || fail "digits CNN: test accuracy ${acc:-none} below 0.95"
+
+# Two epochs at once, or one, saved, and one more resumed: the same state, bit for bit.
+common="--loss xent:logits --labels $tmp/ytr.npy --optimizer sgd --lr 0.1 --momentum 0.9"
+"$CLRUN" train "$data/digits_mlp.graph" --data "$tmp/xtr.npy" $common --epochs 2 --save-state "$tmp/whole" >"$tmp/out" 2>&1
+rc=$?
+expect 0 "donation: 8 of 8 in place" "$tmp/out" "two epochs"
+"$CLRUN" train "$data/digits_mlp.graph" --data "$tmp/xtr.npy" $common --epochs 1 --save-state "$tmp/half" >"$tmp/out" 2>&1
+rc=$?
+expect 0 "epoch 1/1" "$tmp/out" "first epoch"
+"$CLRUN" train "$data/digits_mlp.graph" --data "$tmp/xtr.npy" $common --epochs 1 --resume "$tmp/half" --save-state "$tmp/resumed" >"$tmp/out" 2>&1
+rc=$?
+expect 0 "epoch 2/2" "$tmp/out" "resumed epoch"
+cmp -s "$tmp/whole" "$tmp/resumed" || fail "a resumed run ends in another state than a run never stopped"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" \
+    --resume "$tmp/half" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "optimizer sgd, this trainer's is adam" "$tmp/out" "state of another optimizer"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --resume "$tmp/half" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "a state of another model" "$tmp/out" "state of another model"
+
+# Bad input, refused before the first step.
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/bad.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "label 12 in row 100 is outside \[0, 10)" "$tmp/out" "label out of range"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/short.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "short.npy has 50 rows, the data before it 1437" "$tmp/out" "labels of the wrong length"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/xtr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "holds f32: i64 expected" "$tmp/out" "labels of the wrong dtype"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:nothing --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the model has no tensor 'nothing' to take the loss of" "$tmp/out" "unknown loss tensor"
+"$CLRUN" train "$data/digits_mlp.graph" --loss scalar:logits --data "$tmp/xtr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the loss logits is f32\[32, 10\]: a loss must be one f32 element" "$tmp/out" "non-scalar loss"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the xent loss needs --labels" "$tmp/out" "no labels"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "cli_train: ok"

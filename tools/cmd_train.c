@@ -1,0 +1,784 @@
+/* clrun train: trains a model (.graph or .onnx) on data from .npy files: a loss on one of its
+ * tensors, an optimizer, batches drawn from the data in a seeded order each epoch, a line per
+ * epoch, the train state saved and resumed, and a JSON report. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include <clrun/clrun.h>
+
+#include "cli.h"
+#include "model_io.h"
+
+#define MAX_DATA 16
+
+typedef struct named_file {
+    const char *name; /* the model input, or NULL for "the first one" */
+    const char *path;
+} named_file;
+
+typedef struct dataset {
+    clrun_tensor_type type[MAX_DATA + 1]; /* per feed: the file's type */
+    void *data[MAX_DATA + 1];
+    int count;                            /* feeds, the labels last */
+    int64_t rows;
+} dataset;
+
+typedef struct train_args {
+    const char *path;
+    clrun_cli_io io;
+    clrun_loss_kind loss;
+    const char *loss_tensor;
+    named_file data[MAX_DATA];
+    int data_count;
+    const char *labels;
+    named_file test_data[MAX_DATA];
+    int test_count;
+    const char *test_labels;
+    int64_t batch;
+    int epochs;
+    uint64_t shuffle_seed;
+    bool shuffle;
+    clrun_optimizer optimizer;
+    bool lr_given, wd_given;
+    const char *params_text;
+    const char *save_state, *resume, *write_step;
+    const char *allocator;
+    bool json;
+} train_args;
+
+static void help(void)
+{
+    printf("usage: clrun train MODEL --loss KIND:TENSOR --data [NAME=]X.npy [--labels Y.npy]\n"
+           "                   [--batch N] [--epochs E] [--optimizer sgd|adam|adamw] [--lr LR]\n"
+           "                   [--momentum M] [--nesterov] [--weight-decay W] [--betas B1,B2]\n"
+           "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
+           "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
+           "                   [--allocator NAME] [--json] [--dim NAME=V] [--shape INPUT=AxB]\n\n"
+           "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
+           "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
+           "out), and each step updates the parameters in place on the device.\n\n"
+           "  --loss xent:LOGITS   softmax cross-entropy of LOGITS [N, ..., C] against integer\n"
+           "                       labels (--labels: [rows, ...], i32 or i64); reports accuracy\n"
+           "  --loss mse:PRED      mean squared error of PRED against --labels (targets, f32)\n"
+           "  --loss scalar:LOSS   the model computes its own loss (one f32 element)\n"
+           "  --data X.npy         rows for the model's first input (NAME=X.npy for others)\n"
+           "  --batch N            rows per step (default: the model input's first dimension, or\n"
+           "                       32 when an ONNX model leaves it open)\n"
+           "  --epochs E           passes over the data (default 1)\n"
+           "  --optimizer          sgd, adam (default) or adamw, with PyTorch's semantics and\n"
+           "                       defaults (lr 0.01 for sgd, 0.001 otherwise)\n"
+           "  --params A,B         train only these weights (default: every f32 weight the loss\n"
+           "                       depends on)\n"
+           "  --test-data, --test-labels  evaluate on these rows after every epoch\n"
+           "  --save-state FILE    write the parameters and optimizer state at the end\n"
+           "  --resume FILE        start from a saved state (the same model and optimizer)\n"
+           "  --write-step FILE    write the train step's graph (.graph text) and go on\n"
+           "  --json               print the report as one JSON object on the last line\n");
+    clrun_cli_io_help(false);
+}
+
+static bool parse_double(const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_count(const char *text, int64_t max, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || v < 1 || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void named(const char *value, named_file *f)
+{
+    const char *eq = strchr(value, '=');
+    if (eq && !strchr(value, '/') ) {
+        static char names[2 * MAX_DATA][256];
+        static int used;
+        char *copy = names[used++ % (2 * MAX_DATA)];
+        snprintf(copy, 256, "%.*s", (int)(eq - value), value);
+        f->name = copy;
+        f->path = eq + 1;
+    } else {
+        f->name = NULL;
+        f->path = value;
+    }
+}
+
+static int parse_args(int argc, char **argv, train_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->epochs = 1;
+    a->shuffle = true;
+    a->shuffle_seed = 1;
+    a->loss = CLRUN_LOSS_XENT;
+    clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_ADAM);
+    double momentum = -1, b1 = -1, b2 = -1, eps = -1, lr = -1, wd = -1;
+    bool nesterov = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool v = i + 1 < argc;
+        int taken;
+        if (strcmp(arg, "--json") == 0) {
+            a->json = true;
+        } else if (strcmp(arg, "--nesterov") == 0) {
+            nesterov = true;
+        } else if (strcmp(arg, "--no-shuffle") == 0) {
+            a->shuffle = false;
+        } else if (strcmp(arg, "--loss") == 0 && v) {
+            const char *spec = argv[++i], *colon = strchr(spec, ':');
+            size_t kind = colon ? (size_t)(colon - spec) : strlen(spec);
+            if (colon == NULL || colon[1] == '\0')
+                return clrun_cli_usage_error("train", "--loss takes KIND:TENSOR (xent:logits, "
+                                             "mse:pred, scalar:loss), not '%s'", spec);
+            if (kind == 4 && strncmp(spec, "xent", 4) == 0)
+                a->loss = CLRUN_LOSS_XENT;
+            else if (kind == 3 && strncmp(spec, "mse", 3) == 0)
+                a->loss = CLRUN_LOSS_MSE;
+            else if (kind == 6 && strncmp(spec, "scalar", 6) == 0)
+                a->loss = CLRUN_LOSS_SCALAR;
+            else
+                return clrun_cli_usage_error("train", "unknown loss '%.*s' (xent, mse, scalar)",
+                                             (int)kind, spec);
+            a->loss_tensor = colon + 1;
+        } else if (strcmp(arg, "--data") == 0 && v) {
+            if (a->data_count == MAX_DATA)
+                return clrun_cli_usage_error("train", "at most %d --data files", MAX_DATA);
+            named(argv[++i], &a->data[a->data_count++]);
+        } else if (strcmp(arg, "--test-data") == 0 && v) {
+            if (a->test_count == MAX_DATA)
+                return clrun_cli_usage_error("train", "at most %d --test-data files", MAX_DATA);
+            named(argv[++i], &a->test_data[a->test_count++]);
+        } else if (strcmp(arg, "--labels") == 0 && v) {
+            a->labels = argv[++i];
+        } else if (strcmp(arg, "--test-labels") == 0 && v) {
+            a->test_labels = argv[++i];
+        } else if (strcmp(arg, "--batch") == 0 && v) {
+            if (!parse_count(argv[++i], INT32_MAX, &a->batch))
+                return clrun_cli_usage_error("train", "--batch takes a count >= 1, not '%s'", argv[i]);
+        } else if (strcmp(arg, "--epochs") == 0 && v) {
+            int64_t e;
+            if (!parse_count(argv[++i], 1000000, &e))
+                return clrun_cli_usage_error("train", "--epochs takes a count from 1 to 1000000, "
+                                             "not '%s'", argv[i]);
+            a->epochs = (int)e;
+        } else if (strcmp(arg, "--seed") == 0 && v) {
+            int64_t s;
+            if (!parse_count(argv[++i], INT64_MAX, &s))
+                return clrun_cli_usage_error("train", "--seed takes an integer >= 1, not '%s'", argv[i]);
+            a->shuffle_seed = (uint64_t)s;
+        } else if (strcmp(arg, "--optimizer") == 0 && v) {
+            const char *o = argv[++i];
+            if (strcmp(o, "sgd") == 0)
+                clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_SGD);
+            else if (strcmp(o, "adam") == 0)
+                clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_ADAM);
+            else if (strcmp(o, "adamw") == 0)
+                clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_ADAMW);
+            else
+                return clrun_cli_usage_error("train", "unknown optimizer '%s' (sgd, adam, adamw)", o);
+        } else if ((strcmp(arg, "--lr") == 0 || strcmp(arg, "--momentum") == 0 ||
+                    strcmp(arg, "--weight-decay") == 0 || strcmp(arg, "--eps") == 0) && v) {
+            double x;
+            if (!parse_double(argv[++i], &x))
+                return clrun_cli_usage_error("train", "%s takes a number, not '%s'", arg, argv[i]);
+            *(strcmp(arg, "--lr") == 0 ? &lr : strcmp(arg, "--momentum") == 0 ? &momentum
+                                        : strcmp(arg, "--eps") == 0 ? &eps : &wd) = x;
+        } else if (strcmp(arg, "--betas") == 0 && v) {
+            char *end;
+            b1 = strtod(argv[++i], &end);
+            if (*end != ',' || !parse_double(end + 1, &b2))
+                return clrun_cli_usage_error("train", "--betas takes B1,B2, not '%s'", argv[i]);
+        } else if (strcmp(arg, "--params") == 0 && v) {
+            a->params_text = argv[++i];
+        } else if (strcmp(arg, "--save-state") == 0 && v) {
+            a->save_state = argv[++i];
+        } else if (strcmp(arg, "--write-step") == 0 && v) {
+            a->write_step = argv[++i];
+        } else if (strcmp(arg, "--resume") == 0 && v) {
+            a->resume = argv[++i];
+        } else if (strcmp(arg, "--allocator") == 0 && v) {
+            a->allocator = argv[++i];
+        } else if ((taken = clrun_cli_io_option("train", argc, argv, &i, &a->io, false)) != 0) {
+            if (taken == 2)
+                return 2;
+        } else if (arg[0] == '-') {
+            return clrun_cli_usage_error("train", "unknown option or missing value: '%s'", arg);
+        } else if (a->path == NULL) {
+            a->path = arg;
+        } else {
+            return clrun_cli_usage_error("train", "one model only ('%s' is extra)", arg);
+        }
+    }
+    if (a->path == NULL)
+        return clrun_cli_usage_error("train", "no model given");
+    if (a->loss_tensor == NULL)
+        return clrun_cli_usage_error("train", "no --loss given (xent:LOGITS, mse:PRED or scalar:LOSS)");
+    if (a->data_count == 0)
+        return clrun_cli_usage_error("train", "no --data given");
+    if (a->loss != CLRUN_LOSS_SCALAR && a->labels == NULL)
+        return clrun_cli_usage_error("train", "the %s loss needs --labels",
+                                     clrun_loss_kind_name(a->loss));
+    if ((a->test_count > 0) != (a->test_labels != NULL && a->loss != CLRUN_LOSS_SCALAR) &&
+        !(a->test_count > 0 && a->loss == CLRUN_LOSS_SCALAR))
+        return clrun_cli_usage_error("train", "--test-data and --test-labels go together");
+    if (a->allocator && !clrun_allocator_valid(a->allocator))
+        return clrun_cli_usage_error("train", "unknown allocator '%s': valid names are %s",
+                                     a->allocator, clrun_allocator_names());
+    clrun_optimizer *o = &a->optimizer;
+    if (lr >= 0 || lr < -1)
+        o->lr = lr;
+    if (wd != -1)
+        o->weight_decay = wd;
+    if (momentum != -1)
+        o->momentum = momentum;
+    if (eps != -1)
+        o->eps = eps;
+    if (b1 != -1)
+        o->beta1 = b1, o->beta2 = b2;
+    o->nesterov = nesterov;
+    if (o->kind != CLRUN_OPTIMIZER_SGD && (momentum != -1 || nesterov))
+        return clrun_cli_usage_error("train", "--momentum and --nesterov are for --optimizer sgd");
+    if (o->kind == CLRUN_OPTIMIZER_SGD && (b1 != -1 || eps != -1))
+        return clrun_cli_usage_error("train", "--betas and --eps are for adam and adamw");
+    return 0;
+}
+
+/* Reads one file into ds slot k, converting f64 data to f32 and any integer labels to `want`. */
+static int read_file(const char *path, clrun_dtype want, dataset *ds, int k)
+{
+    char err[1024];
+    clrun_tensor_type t;
+    void *data = NULL;
+    clrun_status s = clrun_cli_read_tensor(path, &t, &data, err, sizeof err);
+    if (s != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", err);
+        return clrun_cli_input_exit(s);
+    }
+    uint64_t n = clrun_tensor_elements(&t);
+    if (want == CLRUN_F32 && t.dtype == CLRUN_F64) {
+        float *f = malloc(sizeof *f * (size_t)n);
+        for (uint64_t i = 0; f && i < n; i++)
+            f[i] = (float)((double *)data)[i];
+        free(data);
+        data = f;
+        t.dtype = CLRUN_F32;
+    } else if ((want == CLRUN_I64 || want == CLRUN_I32) && (t.dtype == CLRUN_I32 || t.dtype == CLRUN_I64) &&
+               t.dtype != want) {
+        void *c = malloc((size_t)n * clrun_dtype_size(want));
+        for (uint64_t i = 0; c && i < n; i++) {
+            int64_t v = t.dtype == CLRUN_I32 ? ((int32_t *)data)[i] : ((int64_t *)data)[i];
+            if (want == CLRUN_I64)
+                ((int64_t *)c)[i] = v;
+            else
+                ((int32_t *)c)[i] = (int32_t)v;
+        }
+        free(data);
+        data = c;
+        t.dtype = want;
+    }
+    if (data == NULL) {
+        fprintf(stderr, "clrun train: out of host memory reading %s\n", path);
+        return 1;
+    }
+    if (t.dtype != want) {
+        fprintf(stderr, "clrun train: %s holds %s: %s expected\n", path, clrun_dtype_name(t.dtype),
+                clrun_dtype_name(want));
+        free(data);
+        return 2;
+    }
+    if (t.rank < 1) {
+        fprintf(stderr, "clrun train: %s holds a scalar: rows expected\n", path);
+        free(data);
+        return 2;
+    }
+    ds->type[k] = t;
+    ds->data[k] = data;
+    return 0;
+}
+
+static void dataset_free(dataset *ds)
+{
+    for (int k = 0; k < ds->count; k++)
+        free(ds->data[k]);
+    memset(ds, 0, sizeof *ds);
+}
+
+/* Reads the files for every feed of the trainer and checks them against it: one row of each is
+ * one row of the feed's batch. */
+static int load_dataset(clrun_train *t, const named_file *files, int file_count,
+                        const char *labels, int64_t classes, dataset *ds)
+{
+    int32_t feeds = clrun_train_feed_count(t);
+    int32_t model_inputs = labels ? feeds - 1 : feeds;
+    ds->count = feeds;
+    for (int32_t k = 0; k < feeds; k++) {
+        const char *name;
+        clrun_tensor_type ft;
+        clrun_train_feed_info(t, k, &name, &ft);
+        const char *path = NULL;
+        if (k == model_inputs) {
+            path = labels;
+        } else {
+            for (int f = 0; f < file_count; f++)
+                if ((files[f].name == NULL && f == k) || (files[f].name && strcmp(files[f].name, name) == 0))
+                    path = files[f].path;
+        }
+        if (path == NULL) {
+            fprintf(stderr, "clrun train: no data for the model's input '%s' (give --data %s=FILE)\n",
+                    name, name);
+            return 2;
+        }
+        int rc = read_file(path, ft.dtype, ds, k);
+        if (rc != 0)
+            return rc;
+        clrun_tensor_type *dt = &ds->type[k];
+        bool same = dt->rank == ft.rank;
+        for (int d = 1; same && d < ft.rank; d++)
+            same = dt->shape[d] == ft.shape[d];
+        if (ft.rank == 0 || !same) {
+            char a[128], b[128];
+            fprintf(stderr, "clrun train: %s is %s: its rows do not fit '%s', which is %s a batch\n",
+                    path, clrun_cli_type_text(dt, a, sizeof a), name, clrun_cli_type_text(&ft, b, sizeof b));
+            return 2;
+        }
+        if (k > 0 && dt->shape[0] != ds->rows) {
+            fprintf(stderr, "clrun train: %s has %" PRId64 " rows, the data before it %" PRId64 "\n",
+                    path, dt->shape[0], ds->rows);
+            return 2;
+        }
+        ds->rows = dt->shape[0];
+        if (k == model_inputs && classes > 0) {
+            /* Every label in range before the first step: name the file's own row. */
+            uint64_t n = clrun_tensor_elements(dt), per_row = n / (uint64_t)ds->rows;
+            for (uint64_t e = 0; e < n; e++) {
+                int64_t v = dt->dtype == CLRUN_I32 ? ((int32_t *)ds->data[k])[e] : ((int64_t *)ds->data[k])[e];
+                if (v < 0 || v >= classes) {
+                    fprintf(stderr, "clrun train: %s: label %" PRId64 " in row %" PRIu64 " is outside "
+                            "[0, %" PRId64 "): the logits have %" PRId64 " classes\n", path, v,
+                            e / per_row, classes, classes);
+                    return 2;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Copies the rows order[first .. first + n) of every feed into batch buffers (n <= batch; the
+ * rest repeat the first row). */
+static void gather_batch(const dataset *ds, const int64_t *order, int64_t first, int64_t n,
+                         int64_t batch, void **out)
+{
+    for (int k = 0; k < ds->count; k++) {
+        size_t row = (size_t)(clrun_tensor_bytes(&ds->type[k]) / (uint64_t)ds->rows);
+        for (int64_t r = 0; r < batch; r++) {
+            int64_t src = order[first + (r < n ? r : 0)];
+            memcpy((char *)out[k] + (size_t)r * row, (const char *)ds->data[k] + (size_t)src * row, row);
+        }
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A seeded permutation (splitmix64 and Fisher-Yates): the same on every machine. */
+static void permute(int64_t *order, int64_t n, uint64_t seed, int epoch)
+{
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + (uint64_t)epoch;
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        z += 0x9E3779B97F4A7C15ull;
+        uint64_t x = z;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        x ^= x >> 31;
+        int64_t j = (int64_t)(x % (uint64_t)(i + 1));
+        int64_t tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+    }
+}
+
+typedef struct epoch_figures {
+    double loss, accuracy, test_loss, test_accuracy, samples_per_s;
+    bool has_accuracy, has_test;
+} epoch_figures;
+
+static int evaluate(clrun_train *t, const dataset *ds, int64_t batch, void **bufs, epoch_figures *f)
+{
+    int64_t *order = malloc(sizeof *order * (size_t)ds->rows);
+    if (order == NULL)
+        return 1;
+    for (int64_t i = 0; i < ds->rows; i++)
+        order[i] = i;
+    double loss = 0, rows = 0, correct = 0;
+    bool per_row = true;
+    for (int64_t first = 0; first < ds->rows; first += batch) {
+        int64_t n = ds->rows - first < batch ? ds->rows - first : batch;
+        gather_batch(ds, order, first, n, batch, bufs);
+        clrun_train_eval_result r;
+        clrun_status s = clrun_train_evaluate(t, (const void *const *)bufs, ds->count, n, &r);
+        if (s == CLRUN_ERROR_INVALID_ARGUMENT && n < batch) {
+            per_row = false; /* a loss evaluated on whole batches: the rest is left out */
+            break;
+        }
+        if (s == CLRUN_ERROR_INVALID_ARGUMENT && first == 0) {
+            s = clrun_train_evaluate(t, (const void *const *)bufs, ds->count, -1, &r);
+            per_row = false;
+        }
+        if (s != CLRUN_OK) {
+            fprintf(stderr, "clrun train: evaluating: %s\n", clrun_last_error(NULL));
+            free(order);
+            return s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+        }
+        double w = per_row ? (double)r.rows : 1.0;
+        loss += r.loss * w;
+        rows += w;
+        correct += r.correct > 0 ? (double)r.correct : 0.0;
+    }
+    free(order);
+    f->has_test = true;
+    f->test_loss = rows > 0 ? loss / rows : NAN;
+    f->test_accuracy = per_row && rows > 0 ? correct / rows : NAN;
+    return 0;
+}
+
+static json_object *report(const train_args *a, clrun_train *t, const epoch_figures *f, uint64_t steps)
+{
+    clrun_train_stats st;
+    clrun_train_stats_get(t, &st);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "graph", json_object_new_string(a->path));
+    json_object_object_add(o, "allocator", json_object_new_string(st.exec.allocator ? st.exec.allocator : ""));
+    json_object_object_add(o, "mode", json_object_new_string(st.exec.mode ? st.exec.mode : ""));
+    json_object_object_add(o, "loss_kind", json_object_new_string(clrun_loss_kind_name(a->loss)));
+    json_object_object_add(o, "optimizer", json_object_new_string(clrun_optimizer_kind_name(a->optimizer.kind)));
+    json_object_object_add(o, "lr", json_object_new_double(a->optimizer.lr));
+    json_object_object_add(o, "batch", json_object_new_int64(a->batch));
+    json_object_object_add(o, "epochs", json_object_new_int(a->epochs));
+    json_object_object_add(o, "steps", json_object_new_int64((int64_t)steps));
+    json_object_object_add(o, "total_steps", json_object_new_int64((int64_t)st.steps));
+    json_object_object_add(o, "loss", json_object_new_double(f->loss));
+    if (f->has_accuracy)
+        json_object_object_add(o, "accuracy", json_object_new_double(f->accuracy));
+    if (f->has_test) {
+        json_object_object_add(o, "test_loss", json_object_new_double(f->test_loss));
+        if (!isnan(f->test_accuracy))
+            json_object_object_add(o, "test_accuracy", json_object_new_double(f->test_accuracy));
+    }
+    json_object_object_add(o, "samples_per_s", json_object_new_double(f->samples_per_s));
+    json_object_object_add(o, "params", json_object_new_int(st.params));
+    json_object_object_add(o, "param_bytes", json_object_new_int64((int64_t)st.param_bytes));
+    json_object_object_add(o, "state_tensors", json_object_new_int(st.state_tensors));
+    json_object_object_add(o, "state_bytes", json_object_new_int64((int64_t)st.state_bytes));
+    json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)st.peak_bytes));
+    json_object_object_add(o, "activation_peak_bytes", json_object_new_int64((int64_t)st.activation_peak_bytes));
+    json_object_object_add(o, "lower_bound_bytes", json_object_new_int64((int64_t)st.lower_bound_bytes));
+    json_object_object_add(o, "reserved_bytes", json_object_new_int64((int64_t)st.exec.reserved_bytes));
+    json_object_object_add(o, "constant_bytes", json_object_new_int64((int64_t)st.exec.constant_bytes));
+    json_object_object_add(o, "donated_bytes", json_object_new_int64((int64_t)st.donated_bytes));
+    json_object_object_add(o, "donations", json_object_new_int(st.donations));
+    json_object_object_add(o, "unused_donations", json_object_new_int(st.unused_donations));
+    json_object_object_add(o, "kernels", json_object_new_int(st.exec.kernels));
+    json_object_object_add(o, "fused_groups", json_object_new_int(st.exec.fused_groups));
+    return o;
+}
+
+static const char *mib(uint64_t bytes, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
+int clrun_cli_train(int argc, char **argv)
+{
+    if (clrun_cli_wants_help(argc, argv)) {
+        help();
+        return 0;
+    }
+    train_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc;
+    /* Params list: split on commas into a static array of names. */
+    char *params_copy = NULL;
+    const char *param_names[256];
+    int32_t param_count = 0;
+    if (a.params_text) {
+        params_copy = strdup(a.params_text);
+        for (char *p = params_copy ? strtok(params_copy, ",") : NULL; p && param_count < 256;
+             p = strtok(NULL, ","))
+            param_names[param_count++] = p;
+    }
+    clrun_graph *g = NULL;
+    clrun_context *ctx = NULL;
+    clrun_train *t = NULL;
+    dataset train_set = {0}, test_set = {0};
+    void *bufs[MAX_DATA + 1] = {0};
+    int64_t *order = NULL;
+    /* An ONNX model whose batch is open: each named --data file binds its input's shape, the
+     * batch (--batch, or 32) first. The first input's file, unnamed, binds it after a first load. */
+    if (clrun_cli_is_onnx(a.path)) {
+        for (int k = 0; k < a.data_count && a.io.shape_count < CLRUN_CLI_MAX_BINDINGS; k++) {
+            if (a.data[k].name == NULL)
+                continue;
+            bool given = false;
+            for (int s = 0; s < a.io.shape_count; s++)
+                given = given || strcmp(a.io.shapes[s].input, a.data[k].name) == 0;
+            char err[512];
+            clrun_tensor_type pt;
+            void *pd = NULL;
+            if (given)
+                continue;
+            if (clrun_cli_read_tensor(a.data[k].path, &pt, &pd, err, sizeof err) != CLRUN_OK) {
+                fprintf(stderr, "clrun train: %s\n", err);
+                rc = 2;
+                goto done;
+            }
+            free(pd);
+            clrun_onnx_shape *sh = &a.io.shapes[a.io.shape_count++];
+            sh->input = a.data[k].name;
+            sh->rank = pt.rank;
+            sh->dims[0] = a.batch ? a.batch : 32;
+            for (int d = 1; d < pt.rank; d++)
+                sh->dims[d] = pt.shape[d];
+        }
+    }
+    rc = clrun_cli_load_model("train", a.path, &a.io, &g);
+    if (rc != 0)
+        goto done;
+    if (clrun_cli_is_onnx(a.path) && a.data_count > 0 && a.data[0].name == NULL) {
+        /* bind the first input's open batch through a reload with its shape */
+        const clrun_tensor_id *ids;
+        if (clrun_graph_inputs(g, &ids) > 0 && a.io.shape_count < CLRUN_CLI_MAX_BINDINGS) {
+            char err[512];
+            clrun_tensor_type pt;
+            void *pd = NULL;
+            if (clrun_cli_read_tensor(a.data[0].path, &pt, &pd, err, sizeof err) == CLRUN_OK) {
+                free(pd);
+                const clrun_tensor_type *it = clrun_graph_tensor_type(g, ids[0]);
+                int64_t b = a.batch ? a.batch : it->shape[0];
+                if (it->rank == pt.rank && it->shape[0] != b) {
+                    clrun_onnx_shape *sh = &a.io.shapes[a.io.shape_count++];
+                    static char first[4097];
+                    snprintf(first, sizeof first, "%s", clrun_graph_tensor_name(g, ids[0]));
+                    sh->input = first;
+                    sh->rank = pt.rank;
+                    sh->dims[0] = b;
+                    for (int d = 1; d < pt.rank; d++)
+                        sh->dims[d] = it->shape[d];
+                    clrun_graph_destroy(g);
+                    g = NULL;
+                    if ((rc = clrun_cli_load_model("train", a.path, &a.io, &g)) != 0)
+                        goto done;
+                }
+            }
+        }
+    }
+    {
+        const clrun_tensor_id *ids;
+        int32_t n = clrun_graph_inputs(g, &ids);
+        int64_t model_batch = n > 0 && clrun_graph_tensor_type(g, ids[0])->rank > 0
+                                  ? clrun_graph_tensor_type(g, ids[0])->shape[0] : 0;
+        if (a.batch && model_batch && a.batch != model_batch) {
+            fprintf(stderr, "clrun train: --batch %" PRId64 ", but the model's input '%s' takes "
+                    "batches of %" PRId64 " (a .graph file fixes its shapes)\n", a.batch,
+                    clrun_graph_tensor_name(g, ids[0]), model_batch);
+            rc = 2;
+            goto done;
+        }
+        a.batch = model_batch;
+    }
+    clrun_context_options copt;
+    clrun_context_options_init(&copt);
+    copt.allocator = a.allocator;
+    if (clrun_context_create(&copt, &ctx) != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", clrun_last_error(NULL));
+        rc = 1;
+        goto done;
+    }
+    clrun_train_options topt;
+    clrun_train_options_init(&topt);
+    topt.graph.loss = a.loss;
+    topt.graph.loss_tensor = a.loss_tensor;
+    topt.graph.optimizer = a.optimizer;
+    if (a.params_text) {
+        topt.graph.params = param_names;
+        topt.graph.param_count = param_count;
+    }
+    if (clrun_train_create(ctx, g, &topt, &t) != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
+        rc = 2;
+        goto done;
+    }
+    if (a.write_step) {
+        FILE *w = fopen(a.write_step, "w");
+        bool ok = w && clrun_graph_write(clrun_train_step_graph(t), w) == CLRUN_OK;
+        if (w && fclose(w) != 0)
+            ok = false;
+        if (!ok) {
+            fprintf(stderr, "clrun train: %s: cannot write the step graph\n", a.write_step);
+            rc = 1;
+            goto done;
+        }
+    }
+    {
+        const char *const *frozen;
+        int32_t nf = clrun_train_frozen(t, &frozen);
+        for (int32_t k = 0; k < nf; k++)
+            fprintf(stderr, "clrun train: warning: the loss does not depend on %s: it is not "
+                    "trained\n", frozen[k]);
+    }
+    int64_t classes = 0;
+    if (a.loss == CLRUN_LOSS_XENT) {
+        const clrun_tensor_type *lt = clrun_graph_tensor_type(g, clrun_graph_find(g, a.loss_tensor));
+        classes = lt && lt->rank > 0 ? lt->shape[lt->rank - 1] : 0;
+    }
+    if ((rc = load_dataset(t, a.data, a.data_count, a.labels, classes, &train_set)) != 0)
+        goto done;
+    if (a.test_count > 0 &&
+        (rc = load_dataset(t, a.test_data, a.test_count, a.test_labels, classes, &test_set)) != 0)
+        goto done;
+    if (train_set.rows < a.batch) {
+        fprintf(stderr, "clrun train: the data has %" PRId64 " rows, fewer than one batch of %"
+                PRId64 "\n", train_set.rows, a.batch);
+        rc = 2;
+        goto done;
+    }
+    if (a.resume && clrun_train_load(t, a.resume) != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
+        rc = 2;
+        goto done;
+    }
+    for (int k = 0; k < train_set.count; k++) {
+        clrun_tensor_type ft;
+        clrun_train_feed_info(t, k, NULL, &ft);
+        bufs[k] = malloc((size_t)clrun_tensor_bytes(&ft));
+        if (bufs[k] == NULL) {
+            fprintf(stderr, "clrun train: out of host memory\n");
+            rc = 1;
+            goto done;
+        }
+    }
+    order = malloc(sizeof *order * (size_t)train_set.rows);
+    if (order == NULL) {
+        fprintf(stderr, "clrun train: out of host memory\n");
+        rc = 1;
+        goto done;
+    }
+    epoch_figures f = {0};
+    uint64_t steps = 0;
+    int64_t per_epoch = train_set.rows / a.batch;
+    /* A resumed run goes on with the epoch after the saved one, in the order that epoch would
+     * have had: the same steps as a run never interrupted. */
+    clrun_train_stats before;
+    clrun_train_stats_get(t, &before);
+    int first_epoch = (int)(before.steps / (uint64_t)per_epoch);
+    for (int epoch = 0; epoch < a.epochs; epoch++) {
+        if (a.shuffle)
+            permute(order, train_set.rows, a.shuffle_seed, first_epoch + epoch);
+        else
+            for (int64_t i = 0; i < train_set.rows; i++)
+                order[i] = i;
+        double start = now_s(), loss = 0, correct = 0, rows = 0;
+        for (int64_t b = 0; b < per_epoch; b++) {
+            gather_batch(&train_set, order, b * a.batch, a.batch, a.batch, bufs);
+            clrun_train_step_result r;
+            clrun_status s = clrun_train_step(t, (const void *const *)bufs, train_set.count, &r);
+            if (s != CLRUN_OK) {
+                fprintf(stderr, "clrun train: epoch %d, batch %" PRId64 ": %s\n", epoch + 1, b + 1,
+                        clrun_last_error(ctx));
+                rc = s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+                goto done;
+            }
+            steps++;
+            loss += r.loss;
+            if (r.correct >= 0) {
+                correct += (double)r.correct;
+                rows += (double)r.rows;
+            }
+        }
+        double took = now_s() - start;
+        f.loss = loss / (double)per_epoch;
+        f.has_accuracy = rows > 0;
+        f.accuracy = rows > 0 ? correct / rows : 0;
+        f.samples_per_s = took > 0 ? (double)(per_epoch * a.batch) / took : 0;
+        if (test_set.count > 0 && (rc = evaluate(t, &test_set, a.batch, bufs, &f)) != 0)
+            goto done;
+        clrun_train_stats st;
+        clrun_train_stats_get(t, &st);
+        char peak[32];
+        FILE *out = a.json ? stderr : stdout;
+        fprintf(out, "epoch %d/%d  loss %.4f", first_epoch + epoch + 1, first_epoch + a.epochs, f.loss);
+        if (f.has_accuracy)
+            fprintf(out, "  accuracy %.2f%%", 100 * f.accuracy);
+        if (f.has_test) {
+            fprintf(out, "  test loss %.4f", f.test_loss);
+            if (!isnan(f.test_accuracy))
+                fprintf(out, "  test accuracy %.2f%%", 100 * f.test_accuracy);
+        }
+        fprintf(out, "  %.0f samples/s  peak %s\n", f.samples_per_s, mib(st.peak_bytes, peak, sizeof peak));
+        fflush(out);
+    }
+    if (a.save_state && clrun_train_save(t, a.save_state) != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
+        rc = 1;
+        goto done;
+    }
+    {
+        clrun_train_stats st;
+        clrun_train_stats_get(t, &st);
+        char b1[32], b2[32], b3[32], b4[32];
+        if (!a.json) {
+            printf("trained %d parameter tensors (%s) with %s, state %s; step peak %s (lower bound "
+                   "%s); donation: %d of %d in place\n", st.params, mib(st.param_bytes, b1, sizeof b1),
+                   clrun_optimizer_kind_name(a.optimizer.kind), mib(st.state_bytes, b2, sizeof b2),
+                   mib(st.peak_bytes, b3, sizeof b3), mib(st.lower_bound_bytes, b4, sizeof b4),
+                   st.donations, st.donations + st.unused_donations);
+            const char *const *names;
+            int32_t nu = clrun_train_unused_donations(t, &names);
+            for (int32_t k = 0; k < nu; k++)
+                printf("  not in place: %s (the step holds it twice)\n", names[k]);
+        } else {
+            json_object *o = report(&a, t, &f, steps);
+            printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+            json_object_put(o);
+        }
+    }
+    rc = 0;
+done:
+    for (int k = 0; k < MAX_DATA + 1; k++)
+        free(bufs[k]);
+    free(order);
+    dataset_free(&train_set);
+    dataset_free(&test_set);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    clrun_cli_io_free(&a.io);
+    free(params_copy);
+    return rc;
+}
