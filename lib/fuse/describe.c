@@ -24,13 +24,24 @@ static void name_group(clrun__fused_op *f, const clrun_graph *g, const int32_t *
 /* The output may take the buffer of an input of its byte size when every such input is read
  * only at the work-item's own element: when it has the output's element count and no chain of
  * moves (inputs of fewer elements are read broadcast, at other elements). */
+static bool identity_views(const clrun__fused_input *in)
+{
+    for (int v = 0; v < in->view_count; v++) {
+        const clrun__view *w = &in->views[v];
+        if (w->rank != 1 || w->strides[0] != 1 || w->base != 0)
+            return false;
+    }
+    return true;
+}
+
+/* (A chain of reshapes is such a read too: its view is the identity.) */
 static bool alias_safe(const clrun_graph *g, const clrun__fused_op *f, const int32_t *inputs)
 {
     uint64_t bytes = clrun_tensor_bytes(&f->output), elements = clrun_tensor_elements(&f->output);
     for (int i = 0; i < f->input_count; i++) {
         const clrun_tensor_type *t = &g->tensors[inputs[i]].type;
         if (clrun_tensor_bytes(t) == bytes &&
-            (clrun_tensor_elements(t) != elements || f->inputs[i].view_count > 0))
+            (clrun_tensor_elements(t) != elements || !identity_views(&f->inputs[i])))
             return false;
     }
     return true;

@@ -9,7 +9,8 @@ libclrun_internal_la_SOURCES += \
 	lib/grad/grad_layout.c \
 	lib/grad/grad_conv.c \
 	lib/grad/grad_index.c \
-	lib/grad/train_graph.c lib/grad/train_graph.h
+	lib/grad/train_graph.c lib/grad/train_graph.h \
+	lib/grad/train_bn.c lib/grad/train_bn.h
 clruninclude_HEADERS += \
 	include/clrun/grad.h \
 	include/clrun/train_graph.h

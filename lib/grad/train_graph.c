@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "grad/grad.h"
+#include "grad/train_bn.h"
 
 const char *clrun_loss_kind_name(clrun_loss_kind kind)
 {
@@ -381,6 +382,40 @@ static clrun_status choose_params(builder *b, const clrun_graph *lossg, clrun_te
     return s;
 }
 
+/* The evaluation graph: the model as given with its loss; every constant that is state of the
+ * step (a parameter or a running statistic, promote[] of lossg) an input fed from that state. */
+static clrun_status build_eval(builder *b, const clrun_graph *model, clrun_tensor_id at,
+                               const clrun_graph *lossg, const bool *promote, clrun_tensor_id *map)
+{
+    clrun__train_graph *out = b->tg;
+    clrun__train_bn *none = NULL;
+    int32_t none_count = 0;
+    clrun_graph *plain = NULL;
+    bool *as_input = NULL;
+    clrun_status s = clrun_graph_create(model->name, &plain);
+    if (s == CLRUN_OK)
+        s = clrun__train_copy_model(model, plain, false, map, &none, &none_count, b->err, b->errlen);
+    clrun_tensor_id target = -1, loss = -1, correct = -1, rows = -1, hits = -1;
+    if (s == CLRUN_OK)
+        s = add_loss(b, plain, map[at], &target, &loss, &correct, &rows, &hits);
+    if (s == CLRUN_OK && (as_input = calloc((size_t)plain->tensor_count, sizeof *as_input)) == NULL)
+        s = failf(b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    for (int32_t t = 0; s == CLRUN_OK && t < plain->tensor_count; t++) {
+        clrun_tensor_id same = clrun__graph_find_ident(lossg, plain->tensors[t].name);
+        as_input[t] = plain->tensors[t].kind == CLRUN__TENSOR_CONSTANT && same >= 0 && promote[same];
+    }
+    if (s == CLRUN_OK && (s = clrun_graph_create(model->name, &out->eval)) == CLRUN_OK)
+        s = clrun__grad_copy(plain, out->eval, as_input, false, b->err, b->errlen);
+    out->eval_per_row = rows >= 0;
+    if (s == CLRUN_OK && ((s = clrun_graph_mark_output(out->eval, rows >= 0 ? rows : loss)) != CLRUN_OK ||
+                          (hits >= 0 && (s = clrun_graph_mark_output(out->eval, hits)) != CLRUN_OK)))
+        failf(b, s, "train: %s", clrun_graph_last_error(out->eval));
+    free(none);
+    free(as_input);
+    clrun_graph_destroy(plain);
+    return s;
+}
+
 static const char *const hyper_names[CLRUN__HYPER_COUNT] = {
     "train.lr", "train.step_size", "train.bc2_sqrt", "train.decay", "train.seed",
 };
@@ -399,6 +434,9 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     for (int h = 0; h < CLRUN__HYPER_COUNT; h++)
         b.hyper[h] = -1;
     clrun_graph *lossg = NULL, *fwd = NULL;
+    clrun_tensor_id *map = NULL;
+    clrun__train_bn *bns = NULL;
+    int32_t bn_count = 0;
     bool *promote = NULL;
     clrun_tensor_id *grads = NULL;
     clrun_status s = check_optimizer(&b, &options->optimizer);
@@ -415,12 +453,18 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
                   "take the loss of", options->loss_tensor ? options->loss_tensor : "(none given)");
         goto fail;
     }
-    /* The model and its loss, as the graph the gradients are taken of. */
+    /* The model (batch norms in training mode) and its loss: what the gradients are taken of. */
+    map = malloc(sizeof *map * (size_t)(model->tensor_count ? model->tensor_count : 1));
+    if (map == NULL) {
+        s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto fail;
+    }
     if ((s = clrun_graph_create(model->name, &lossg)) != CLRUN_OK ||
-        (s = clrun__grad_copy(model, lossg, NULL, false, err, errlen)) != CLRUN_OK)
+        (s = clrun__train_copy_model(model, lossg, true, map, &bns, &bn_count, err, errlen)) != CLRUN_OK)
         goto fail;
     clrun_tensor_id target = -1, loss = -1, correct = -1, rows = -1, hits = -1;
-    if ((s = add_loss(&b, lossg, at, &target, &loss, &correct, &rows, &hits)) != CLRUN_OK)
+    out->logits = map[at];
+    if ((s = add_loss(&b, lossg, map[at], &target, &loss, &correct, &rows, &hits)) != CLRUN_OK)
         goto fail;
     promote = calloc((size_t)lossg->tensor_count, sizeof *promote);
     if (promote == NULL) {
@@ -447,6 +491,9 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         if (promote[t])
             b.param_ids[i++] = t;
     out->param_count = b.param_count;
+    /* The running statistics of batch norms are state too: donated inputs, updated. */
+    for (int32_t k = 0; k < bn_count; k++)
+        promote[bns[k].mean] = promote[bns[k].var] = true;
     /* The forward with the parameters as donated inputs, and the step built on a copy of it
      * (the same ids: the gradient reads the one while it writes the other). */
     if ((s = clrun_graph_create(model->name, &fwd)) != CLRUN_OK ||
@@ -454,16 +501,10 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         (s = clrun_graph_create(model->name, &b.step)) != CLRUN_OK ||
         (s = clrun__grad_copy(fwd, b.step, NULL, false, err, errlen)) != CLRUN_OK)
         goto fail;
-    /* Evaluation: the same, the parameters kept by the caller. */
-    if ((s = clrun_graph_create(model->name, &out->eval)) != CLRUN_OK ||
-        (s = clrun__grad_copy(lossg, out->eval, promote, false, err, errlen)) != CLRUN_OK)
+    /* Evaluation: the model as given (batch norms by their running statistics) and its loss,
+     * the parameters and statistics fed from the state, kept. */
+    if ((s = build_eval(&b, model, at, lossg, promote, map)) != CLRUN_OK)
         goto fail;
-    out->eval_per_row = rows >= 0;
-    if ((s = clrun_graph_mark_output(out->eval, rows >= 0 ? rows : loss)) != CLRUN_OK ||
-        (hits >= 0 && (s = clrun_graph_mark_output(out->eval, hits)) != CLRUN_OK)) {
-        failf(&b, s, "train: %s", clrun_graph_last_error(out->eval));
-        goto fail;
-    }
     clrun_graph_destroy(lossg);
     lossg = NULL;
     for (int32_t i = 0; i < b.param_count; i++) {
@@ -505,9 +546,25 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     }
     if ((s = mark(&b, loss, &out->loss_output)) != CLRUN_OK)
         goto fail;
+    for (int32_t k = 0; k < bn_count && s == CLRUN_OK; k++) {
+        for (int w = 0; w < 2 && s == CLRUN_OK; w++) {
+            clrun_tensor_id stat = w == 0 ? bns[k].mean : bns[k].var;
+            clrun__train_slot *slot = slot_for(&b, stat);
+            if (slot == NULL) {
+                s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+                break;
+            }
+            slot->role = CLRUN__SLOT_STATE;
+            slot->param = -1;
+            snprintf(slot->state_kind, sizeof slot->state_kind, "%s", w == 0 ? "running_mean" : "running_var");
+            out->state_count++;
+            s = mark(&b, w == 0 ? bns[k].new_mean : bns[k].new_var, &slot_for(&b, stat)->output_index);
+        }
+    }
+    if (s != CLRUN_OK)
+        goto fail;
     if (correct >= 0 && (s = mark(&b, correct, &out->correct_output)) != CLRUN_OK)
         goto fail;
-    out->logits = at;
     clrun__grad_spec spec = {.loss = loss, .wrt = b.param_ids, .wrt_count = b.param_count,
                              .seed = -1, .done = update, .done_user = &b};
     if ((s = clrun__grad_build(fwd, b.step, &spec, grads, NULL, err, errlen)) != CLRUN_OK)
@@ -542,6 +599,8 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     free(b.by_id);
     free(grads);
     free(promote);
+    free(map);
+    free(bns);
     clrun_graph_destroy(fwd);
     return CLRUN_OK;
 fail:
@@ -552,6 +611,8 @@ fail:
     free(b.by_id);
     free(grads);
     free(promote);
+    free(map);
+    free(bns);
     clrun_graph_destroy(lossg);
     clrun_graph_destroy(fwd);
     clrun__train_graph_free(out);

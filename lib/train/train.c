@@ -58,8 +58,11 @@ static clrun_status initial_values(clrun_train *t, const clrun_graph *model, int
     void *host = calloc(1, (size_t)bytes);
     if (host == NULL)
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
-    if (slot->role == CLRUN__SLOT_PARAM)
-        clrun__constant_values(&model->tensors[slot->input], host);
+    /* A parameter or running statistic starts as the model's constant of its name. */
+    clrun_tensor_id source = clrun__graph_find_ident(model, clrun_graph_tensor_ident(t->tg.graph, slot->input));
+    if (source >= 0 && model->tensors[source].kind == CLRUN__TENSOR_CONSTANT &&
+        (slot->role == CLRUN__SLOT_PARAM || slot->param < 0))
+        clrun__constant_values(&model->tensors[source], host);
     s = clrun_buffer_write(t->ctx, &t->buffers[i], host);
     free(host);
     return s;
@@ -142,8 +145,9 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
     }
     for (int32_t k = 0; k < eval_count; k++) {
         t->eval_slots[k] = -1;
+        const char *ident = clrun_graph_tensor_ident(t->tg.eval, eval_inputs[k]);
         for (int32_t i = 0; i < n; i++)
-            if (t->tg.slots[i].input == eval_inputs[k])
+            if (strcmp(clrun_graph_tensor_ident(t->tg.graph, t->tg.slots[i].input), ident) == 0)
                 t->eval_slots[k] = i;
         if (t->eval_slots[k] < 0) {
             s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "train: evaluation input %s is no "
