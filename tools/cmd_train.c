@@ -568,8 +568,12 @@ int clrun_cli_train(int argc, char **argv)
         }
     }
     rc = clrun_cli_load_model("train", a.path, &a.io, &g);
-    if (rc != 0)
+    if (rc != 0) {
+        if (clrun_cli_is_onnx(a.path) && a.data[0].name == NULL)
+            fprintf(stderr, "clrun train: an ONNX model's open batch is bound by naming its input: "
+                    "--data NAME=FILE takes the shape of FILE's rows and --batch\n");
         goto done;
+    }
     if (clrun_cli_is_onnx(a.path) && a.data_count > 0 && a.data[0].name == NULL) {
         /* bind the first input's open batch through a reload with its shape */
         const clrun_tensor_id *ids;

@@ -114,6 +114,19 @@ const char *clrun_onnx_name(const char *onnx_name, char *buf, size_t size);
 clrun_status clrun_onnx_tensor_load(const char *path, clrun_tensor_type *type, void **data,
                                     char *name, size_t name_size, char *err, size_t errlen);
 
+/* Writes the ONNX model at `path` to `out_path` with new values for the f32 initializers named
+ * names[0..count): data[k], bytes[k] bytes each (the initializer's size), stored as raw data
+ * (an initializer held in an external file is embedded). Everything else is copied as it is. A
+ * name that is no initializer of the file is skipped: *written (may be NULL) gets how many were
+ * replaced. CLRUN_ERROR_INVALID_ARGUMENT for an initializer of another type or size,
+ * CLRUN_ERROR_PARSE for a file that is no model, CLRUN_ERROR_IO when one cannot be read or
+ * written (the file is written beside out_path and renamed over it); the message goes to err
+ * (may be NULL) and clrun_last_error(NULL). What `clrun train --save-onnx` writes. */
+clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path,
+                                          const char *const *names, const void *const *data,
+                                          const uint64_t *bytes, int32_t count,
+                                          int32_t *written, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

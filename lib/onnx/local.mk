@@ -10,6 +10,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/wire.c \
 	lib/onnx/tensor.c \
 	lib/onnx/tensor_file.c \
+	lib/onnx/save.c \
 	lib/onnx/ops.c \
 	lib/onnx/host_eval.c \
 	lib/onnx/host_eval_ops.c \

@@ -1,0 +1,138 @@
+/* Writing a model back with new initializer values: the model file is read, the named f32
+ * initializers get the given bytes (as raw_data, so external data becomes embedded), and
+ * everything else is packed back as it was. What `clrun train --save-onnx` writes. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clrun/onnx.h>
+
+#include "core/error.h"
+#include "core/file.h"
+#include "onnx/onnx.pb-c.h"
+
+#define ONNX_FLOAT 1
+
+static clrun_status failf(char *err, size_t errlen, clrun_status s, const char *format, ...)
+    CLRUN__PRINTF(4, 5);
+static clrun_status failf(char *err, size_t errlen, clrun_status s, const char *format, ...)
+{
+    char text[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    if (err && errlen)
+        snprintf(err, errlen, "%s", text);
+    return clrun__error_set(NULL, s, "%s", text);
+}
+
+/* What an initializer held before it was given new bytes, to put back before the free. */
+typedef struct saved_field {
+    Onnx__TensorProto *tensor;
+    ProtobufCBinaryData raw;
+    protobuf_c_boolean has_raw;
+    size_t n_float;
+    size_t n_external;
+    protobuf_c_boolean has_location;
+} saved_field;
+
+clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path,
+                                          const char *const *names, const void *const *data,
+                                          const uint64_t *bytes, int32_t count,
+                                          int32_t *written, char *err, size_t errlen)
+{
+    if (written)
+        *written = 0;
+    if (path == NULL || out_path == NULL || count < 0 || (count > 0 && (!names || !data || !bytes)))
+        return failf(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                     "clrun_onnx_save_initializers: NULL path or a bad list");
+    char why[512];
+    clrun_status s = CLRUN_OK;
+    size_t size = 0;
+    void *file = clrun__file_read(path, (uint64_t)1 << 31, &size, &s, why, sizeof why);
+    if (file == NULL)
+        return failf(err, errlen, s, "%s", why);
+    Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, file);
+    free(file);
+    if (model == NULL || model->graph == NULL) {
+        if (model)
+            onnx__model_proto__free_unpacked(model, NULL);
+        return failf(err, errlen, CLRUN_ERROR_PARSE, "%s: not an ONNX model", path);
+    }
+    Onnx__GraphProto *g = model->graph;
+    saved_field *saved = calloc((size_t)(count ? count : 1), sizeof *saved);
+    int32_t replaced = 0;
+    if (saved == NULL)
+        s = failf(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (int32_t k = 0; s == CLRUN_OK && k < count; k++) {
+        Onnx__TensorProto *t = NULL;
+        for (size_t i = 0; i < g->n_initializer && t == NULL; i++)
+            if (g->initializer[i]->name && strcmp(g->initializer[i]->name, names[k]) == 0)
+                t = g->initializer[i];
+        if (t == NULL)
+            continue; /* not an initializer of the file: the caller says so */
+        uint64_t elements = 1;
+        for (size_t d = 0; d < t->n_dims; d++)
+            elements *= t->dims[d] > 0 ? (uint64_t)t->dims[d] : 0;
+        if (!t->has_data_type || t->data_type != ONNX_FLOAT || elements * 4 != bytes[k]) {
+            s = failf(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT, "%s: initializer '%s' is not "
+                      "f32 of %llu bytes, as the value to write is", path, names[k],
+                      (unsigned long long)bytes[k]);
+            break;
+        }
+        saved_field *f = &saved[replaced++];
+        *f = (saved_field){t, t->raw_data, t->has_raw_data, t->n_float_data, t->n_external_data,
+                           t->has_data_location};
+        t->raw_data.data = (uint8_t *)data[k];
+        t->raw_data.len = (size_t)bytes[k];
+        t->has_raw_data = 1;
+        t->n_float_data = 0;
+        t->n_external_data = 0;
+        t->has_data_location = 0;
+    }
+    uint8_t *packed = NULL;
+    size_t packed_size = 0;
+    if (s == CLRUN_OK) {
+        packed_size = onnx__model_proto__get_packed_size(model);
+        packed = malloc(packed_size ? packed_size : 1);
+        if (packed == NULL)
+            s = failf(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory packing %s",
+                      out_path);
+        else
+            onnx__model_proto__pack(model, packed);
+    }
+    for (int32_t k = 0; k < replaced; k++) {
+        saved_field *f = &saved[k];
+        f->tensor->raw_data = f->raw;
+        f->tensor->has_raw_data = f->has_raw;
+        f->tensor->n_float_data = f->n_float;
+        f->tensor->n_external_data = f->n_external;
+        f->tensor->has_data_location = f->has_location;
+    }
+    onnx__model_proto__free_unpacked(model, NULL);
+    free(saved);
+    if (s == CLRUN_OK) {
+        /* Beside the target, then renamed over it: never half a model. */
+        size_t len = strlen(out_path);
+        char *tmp = malloc(len + 8);
+        FILE *w = tmp ? (snprintf(tmp, len + 8, "%s.part", out_path), fopen(tmp, "wb")) : NULL;
+        bool ok = w && fwrite(packed, 1, packed_size, w) == packed_size;
+        if (w && fclose(w) != 0)
+            ok = false;
+        if (ok && rename(tmp, out_path) != 0)
+            ok = false;
+        if (!ok) {
+            if (tmp)
+                remove(tmp);
+            s = failf(err, errlen, CLRUN_ERROR_IO, "%s: cannot write the model", out_path);
+        }
+        free(tmp);
+    }
+    free(packed);
+    if (s == CLRUN_OK && written)
+        *written = replaced;
+    return s;
+}
