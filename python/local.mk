@@ -8,7 +8,8 @@ CLRUN_PY_SOURCES = \
 	python/clrun/errors.py \
 	python/clrun/_context.py \
 	python/clrun/_model.py \
-	python/clrun/_onnx.py
+	python/clrun/_onnx.py \
+	python/clrun/_train.py
 
 if HAVE_PYTHON
 clrunpydir = $(pythondir)/clrun
@@ -45,6 +46,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_threads.py \
 	tests/python/test_mistakes.py \
 	tests/python/test_onnx_constants.py \
+	tests/python/test_train.py \
 	tests/python/test_install.py
 TESTS += $(CLRUN_PY_TESTS)
 TEST_EXTENSIONS = .py

@@ -11,13 +11,16 @@
 The package is a thin layer over libclrun's public C API (ctypes, no compiled extension):
 :func:`devices` lists OpenCL devices; a :class:`Context` is one device with its memory pool;
 :meth:`Context.load` gives a :class:`Model`, run on numpy arrays or on :class:`DeviceArray`
-values uploaded once with :meth:`Context.array`; failures raise subclasses of :class:`Error`
-carrying the library's status name and message. See docs/python.md.
+values uploaded once with :meth:`Context.array`; :meth:`Context.train` gives a model's
+:class:`TrainStep` (loss, gradients and an :class:`SGD`, :class:`Adam` or :class:`AdamW` update
+on the device); failures raise subclasses of :class:`Error` carrying the library's status name
+and message. See docs/python.md.
 """
 
 from . import _lib
 from ._context import Context, Device, DeviceArray, devices
 from ._model import Model, TensorInfo
+from ._train import SGD, Adam, AdamW, FeedInfo, Optimizer, TrainStep
 from .errors import (Error, InvalidArgumentError, InvalidOptionError, NoPlatformError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, OutOfHostMemoryError,
                      InvalidSizeError, InvalidAlignmentError, InvalidFreeError, BuildFailedError,
@@ -29,6 +32,7 @@ __version__ = _lib.text(_lib.version())
 
 __all__ = [
     "devices", "Context", "Device", "DeviceArray", "Model", "TensorInfo",
+    "TrainStep", "FeedInfo", "Optimizer", "SGD", "Adam", "AdamW",
     "Error", "InvalidArgumentError", "InvalidOptionError", "NoPlatformError", "NoDeviceError",
     "OpenCLError", "OutOfMemoryError", "OutOfHostMemoryError", "InvalidSizeError",
     "InvalidAlignmentError", "InvalidFreeError", "BuildFailedError", "UnsupportedError",

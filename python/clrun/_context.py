@@ -503,6 +503,35 @@ class Context:
                      donate=donate, profile=profile, plan_time_limit=plan_time_limit,
                      strict_donation=strict_donation, fold=fold, constants=constants)
 
+    def train(self, model, loss, optimizer=None, *, params=None, label_dtype="int64", mode=None,
+              fusion=None, keep_gradients=False, dims=None, shapes=None):
+        """Makes a model's train step on this context; returns a :class:`clrun.TrainStep`.
+
+        Args:
+            model: a ``.graph`` file, an ``.onnx`` model (a path, or its bytes; dims= and
+                shapes= bind its dimensions as for :meth:`load`), or a loaded
+                :class:`clrun.Model` (its graph).
+            loss: ``"xent:TENSOR"`` (softmax cross-entropy of logits [..., classes] against
+                integer labels, the mean over rows), ``"mse:TENSOR"`` (mean squared error
+                against targets) or ``"scalar:TENSOR"`` (the model computes its loss, one f32
+                element); TENSOR is a model tensor's name or identifier.
+            optimizer: :class:`clrun.SGD`, :class:`clrun.Adam` or :class:`clrun.AdamW`
+                (PyTorch's semantics); None: Adam with PyTorch's defaults.
+            params: names of the weights to train; None: every weight the loss depends on
+                through a gradient (f32 constants of rank >= 1).
+            label_dtype: xent: "int64" (the default) or "int32".
+            mode, fusion: how the step runs, as for :meth:`load`.
+            keep_gradients: keep each step's gradients for :meth:`clrun.TrainStep.gradients`
+                (costs their memory).
+
+        Raises clrun.UnsupportedError naming an op without a gradient rule, and
+        clrun.InvalidArgumentError for a loss tensor or parameter the model lacks.
+        """
+        from ._train import TrainStep
+        return TrainStep(self, model, loss, optimizer, params=params, label_dtype=label_dtype,
+                         mode=mode, fusion=fusion, keep_gradients=keep_gradients, dims=dims,
+                         shapes=shapes)
+
     def __repr__(self):
         if self.closed:
             return "Context(closed)"

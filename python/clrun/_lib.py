@@ -250,10 +250,72 @@ class OnnxOptions(ctypes.Structure):
     ]
 
 
+class Optimizer(ctypes.Structure):
+    """clrun_optimizer (train_graph.h)."""
+    _fields_ = [
+        ("kind", c_int),
+        ("lr", c_double),
+        ("momentum", c_double),
+        ("nesterov", c_bool),
+        ("weight_decay", c_double),
+        ("beta1", c_double),
+        ("beta2", c_double),
+        ("eps", c_double),
+    ]
+
+
+class TrainGraphOptions(ctypes.Structure):
+    """clrun_train_graph_options (train_graph.h). No room: it is the first member of
+    clrun_train_options, whose exec options follow it."""
+    _fields_ = [
+        ("loss", c_int),
+        ("loss_tensor", c_char_p),
+        ("label_dtype", c_int),
+        ("params", POINTER(c_char_p)),
+        ("param_count", c_int32),
+        ("optimizer", Optimizer),
+        ("keep_gradients", c_bool),
+    ]
+
+
+class TrainOptions(ctypes.Structure):
+    """clrun_train_options (train.h): the exec options last, with their room."""
+    _fields_ = [("graph", TrainGraphOptions), ("exec", ExecOptions)]
+
+
+class TrainStepResult(ctypes.Structure):
+    """clrun_train_step_result (train.h)."""
+    _fields_ = [("step", c_uint64), ("loss", c_double), ("correct", c_int64), ("rows", c_int64)]
+
+
+class TrainEvalResult(ctypes.Structure):
+    """clrun_train_eval_result (train.h)."""
+    _fields_ = [("loss", c_double), ("correct", c_int64), ("rows", c_int64)]
+
+
+class TrainStats(ctypes.Structure):
+    """clrun_train_stats (train.h): the executor's figures last, with their room."""
+    _fields_ = [
+        ("steps", c_uint64),
+        ("params", c_int32),
+        ("state_tensors", c_int32),
+        ("param_bytes", c_uint64),
+        ("state_bytes", c_uint64),
+        ("peak_bytes", c_uint64),
+        ("activation_peak_bytes", c_uint64),
+        ("lower_bound_bytes", c_uint64),
+        ("donated_bytes", c_uint64),
+        ("donations", c_int32),
+        ("unused_donations", c_int32),
+        ("exec", ExecStats),
+    ]
+
+
 # Opaque handles are plain void pointers.
 context_p = c_void_p
 graph_p = c_void_p
 exec_p = c_void_p
+train_p = c_void_p
 
 # ---- prototypes -------------------------------------------------------------------------------
 
@@ -332,6 +394,36 @@ exec_unused_donations = _proto("clrun_exec_unused_donations", c_int32, exec_p,
 exec_profile = _proto("clrun_exec_profile", c_int32, exec_p, POINTER(POINTER(ExecSpan)))
 exec_layout = _proto("clrun_exec_layout", c_int, exec_p, POINTER(ExecBufferInfo), c_int32,
                      POINTER(c_int32))
+
+# Training (train.h, train_graph.h, grad.h): a library without it lacks these; ctx.train says so.
+train_options_init = optional("clrun_train_options_init", None, POINTER(TrainOptions))
+optimizer_init = optional("clrun_optimizer_init", None, POINTER(Optimizer), c_int)
+train_create = optional("clrun_train_create", c_int, context_p, graph_p, POINTER(TrainOptions),
+                        POINTER(train_p))
+train_destroy = optional("clrun_train_destroy", None, train_p)
+train_feed_count = optional("clrun_train_feed_count", c_int32, train_p)
+train_feed_info = optional("clrun_train_feed_info", c_int, train_p, c_int32, POINTER(c_char_p),
+                           POINTER(TensorType))
+train_step = optional("clrun_train_step", c_int, train_p, POINTER(c_void_p), c_int32,
+                      POINTER(TrainStepResult))
+train_evaluate = optional("clrun_train_evaluate", c_int, train_p, POINTER(c_void_p), c_int32,
+                          c_int64, POINTER(TrainEvalResult))
+train_param_count = optional("clrun_train_param_count", c_int32, train_p)
+train_param_info = optional("clrun_train_param_info", c_int, train_p, c_int32, POINTER(c_char_p),
+                            POINTER(TensorType))
+train_read_param = optional("clrun_train_read_param", c_int, train_p, c_int32, c_void_p, c_uint64)
+train_read_gradient = optional("clrun_train_read_gradient", c_int, train_p, c_int32, c_void_p,
+                               c_uint64)
+train_save = optional("clrun_train_save", c_int, train_p, c_char_p)
+train_load = optional("clrun_train_load", c_int, train_p, c_char_p)
+train_stats_get = optional("clrun_train_stats_get", c_int, train_p, POINTER(TrainStats))
+train_unused_donations = optional("clrun_train_unused_donations", c_int32, train_p,
+                                  POINTER(POINTER(c_char_p)))
+train_frozen = optional("clrun_train_frozen", c_int32, train_p, POINTER(POINTER(c_char_p)))
+op_differentiable = optional("clrun_op_differentiable", c_bool, c_char_p)
+
+LOSS_KINDS = {"xent": 0, "mse": 1, "scalar": 2}  # clrun_loss_kind
+OPTIMIZER_KINDS = {"sgd": 0, "adam": 1, "adamw": 2}  # clrun_optimizer_kind
 
 EXEC_MODES = {"pooled": 0, "naive": 1, "planned": 2, "context": 3}  # clrun_exec_mode
 
