@@ -94,5 +94,38 @@ expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
 rc=$?
 expect 2 "the xent loss needs --labels" "$tmp/out" "no labels"
 
+# An ONNX model from PyTorch (a batch norm among its layers, whose running statistics the
+# exporter wrote as Identity nodes of the weights), trained and written back with --save-onnx:
+# `clrun run` of the file written gives the test accuracy the trainer measured.
+if "$PYTHON" -c 'import torch, onnx' >/dev/null 2>&1; then
+    "$PYTHON" - "$tmp" <<'PY' || fail "exporting the PyTorch CNN"
+import sys, torch, torch.nn as nn
+torch.manual_seed(0)
+m = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                  nn.Flatten(), nn.Linear(128, 10)).eval()
+torch.onnx.export(m, torch.randn(32, 1, 8, 8), sys.argv[1] + "/cnn.onnx", input_names=["x"],
+                  output_names=["logits"], dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}},
+                  opset_version=13, do_constant_folding=False)
+PY
+    "$CLRUN" train "$tmp/cnn.onnx" --loss xent:logits --data x="$tmp/itr.npy" --labels "$tmp/ytr.npy" \
+        --test-data x="$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 3 --lr 0.01 --batch 32 \
+        --save-onnx "$tmp/trained.onnx" --json >"$tmp/onnx" 2>&1
+    rc=$?
+    expect 0 '"unused_donations":0' "$tmp/onnx" "ONNX CNN with batch norm"
+    acc=$(test_accuracy "$tmp/onnx")
+    at_least "${acc:-0}" 0.95 || fail "ONNX CNN: test accuracy ${acc:-none} below 0.95"
+    "$CLRUN" run "$tmp/trained.onnx" --shape x=360x1x8x8 --input x="$tmp/ite.npy" --output-dir "$tmp/outdir" \
+        --repeat 1 >"$tmp/run" 2>&1 || fail "running the model --save-onnx wrote: $(cat "$tmp/run")"
+    "$PYTHON" - "$tmp" "${acc:-0}" <<'PY' || fail "the model --save-onnx wrote does not give the trainer's accuracy"
+import sys, numpy as np, onnx
+out, acc = sys.argv[1], float(sys.argv[2])
+onnx.checker.check_model(onnx.load(out + "/trained.onnx"))
+got = (np.load(out + "/outdir/logits.npy").argmax(1) == np.load(out + "/yte.npy")).mean()
+sys.exit(0 if abs(got - acc) < 1e-9 else 1)
+PY
+else
+    echo "cli_train: PyTorch or onnx missing: --save-onnx not checked (apt-get install python3-torch python3-onnx)"
+fi
+
 [ "$failures" -eq 0 ] || exit 1
 echo "cli_train: ok"

@@ -50,7 +50,7 @@ typedef struct train_args {
     clrun_optimizer optimizer;
     bool lr_given, wd_given;
     const char *params_text;
-    const char *save_state, *resume, *write_step;
+    const char *save_state, *resume, *write_step, *save_onnx;
     const char *allocator;
     bool json;
 } train_args;
@@ -82,6 +82,8 @@ static void help(void)
            "  --save-state FILE    write the parameters and optimizer state at the end\n"
            "  --resume FILE        start from a saved state (the same model and optimizer)\n"
            "  --write-step FILE    write the train step's graph (.graph text) and go on\n"
+           "  --save-onnx OUT.onnx an ONNX MODEL with the trained parameters (and batch norms'\n"
+           "                       running statistics) as its initializers, same names\n"
            "  --json               print the report as one JSON object on the last line\n");
     clrun_cli_io_help(false);
 }
@@ -108,8 +110,8 @@ static bool parse_count(const char *text, int64_t max, int64_t *out)
 
 static void named(const char *value, named_file *f)
 {
-    const char *eq = strchr(value, '=');
-    if (eq && !strchr(value, '/') ) {
+    const char *eq = strchr(value, '='), *slash = strchr(value, '/');
+    if (eq && eq != value && (slash == NULL || slash > eq)) {
         static char names[2 * MAX_DATA][256];
         static int used;
         char *copy = names[used++ % (2 * MAX_DATA)];
@@ -210,6 +212,8 @@ static int parse_args(int argc, char **argv, train_args *a)
             a->params_text = argv[++i];
         } else if (strcmp(arg, "--save-state") == 0 && v) {
             a->save_state = argv[++i];
+        } else if (strcmp(arg, "--save-onnx") == 0 && v) {
+            a->save_onnx = argv[++i];
         } else if (strcmp(arg, "--write-step") == 0 && v) {
             a->write_step = argv[++i];
         } else if (strcmp(arg, "--resume") == 0 && v) {
@@ -239,6 +243,8 @@ static int parse_args(int argc, char **argv, train_args *a)
     if ((a->test_count > 0) != (a->test_labels != NULL && a->loss != CLRUN_LOSS_SCALAR) &&
         !(a->test_count > 0 && a->loss == CLRUN_LOSS_SCALAR))
         return clrun_cli_usage_error("train", "--test-data and --test-labels go together");
+    if (a->save_onnx && !clrun_cli_is_onnx(a->path))
+        return clrun_cli_usage_error("train", "--save-onnx writes an ONNX model back: MODEL must be one");
     if (a->allocator && !clrun_allocator_valid(a->allocator))
         return clrun_cli_usage_error("train", "unknown allocator '%s': valid names are %s",
                                      a->allocator, clrun_allocator_names());
@@ -507,6 +513,41 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     return o;
 }
 
+/* The model file again, its initializers the trained values. */
+static int save_onnx(const train_args *a, clrun_train *t)
+{
+    int32_t n = clrun_train_model_tensor_count(t);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    void **data = calloc((size_t)n + 1, sizeof *data);
+    uint64_t *bytes = calloc((size_t)n + 1, sizeof *bytes);
+    int rc = names && data && bytes ? 0 : 1;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        clrun_tensor_type type;
+        clrun_train_model_tensor_info(t, i, &names[i], &type);
+        bytes[i] = clrun_tensor_bytes(&type);
+        data[i] = malloc((size_t)bytes[i]);
+        if (data[i] == NULL || clrun_train_read_model_tensor(t, i, data[i], bytes[i]) != CLRUN_OK)
+            rc = 1;
+    }
+    char err[1024] = "out of host memory";
+    int32_t written = 0;
+    if (rc == 0 && clrun_onnx_save_initializers(a->path, a->save_onnx, names, (const void *const *)data,
+                                                bytes, n, &written, err, sizeof err) != CLRUN_OK)
+        rc = 1;
+    if (rc != 0)
+        fprintf(stderr, "clrun train: --save-onnx: %s\n", err);
+    else if (written < n)
+        fprintf(stderr, "clrun train: warning: %d of the %d trained tensors are no initializer of "
+                "%s under their name (the import made them): %s keeps their old values\n",
+                n - written, n, a->path, a->save_onnx);
+    for (int32_t i = 0; data && i < n; i++)
+        free(data[i]);
+    free(names);
+    free(data);
+    free(bytes);
+    return rc;
+}
+
 static const char *mib(uint64_t bytes, char *buf, size_t size)
 {
     snprintf(buf, size, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
@@ -752,6 +793,8 @@ int clrun_cli_train(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    if (a.save_onnx && (rc = save_onnx(&a, t)) != 0)
+        goto done;
     {
         clrun_train_stats st;
         clrun_train_stats_get(t, &st);

@@ -88,6 +88,20 @@ clrun_status clrun_train_read_param(clrun_train *train, int32_t i, void *host, u
  * keep_gradients (CLRUN_ERROR_INVALID_ARGUMENT otherwise, or before the first step). */
 clrun_status clrun_train_read_gradient(clrun_train *train, int32_t i, void *host, uint64_t bytes);
 
+/* The trainer's tensors that come from the model: its parameters, then the running statistics
+ * of its batch norms (what a trained model holds that the model file held): count, name (the
+ * model's) and type, and current values. For writing the trained model back
+ * (clrun_onnx_save_initializers). */
+int32_t clrun_train_model_tensor_count(const clrun_train *train);
+clrun_status clrun_train_model_tensor_info(const clrun_train *train, int32_t i, const char **name,
+                                           clrun_tensor_type *type);
+clrun_status clrun_train_read_model_tensor(clrun_train *train, int32_t i, void *host,
+                                           uint64_t bytes);
+
+/* The learning rate of the steps from now on (a schedule); > 0. The step graph takes it as an
+ * input, so nothing is rebuilt. */
+clrun_status clrun_train_set_lr(clrun_train *train, double lr);
+
 /* The train state (parameters, optimizer state, steps done, optimizer kind) to a file, and back.
  * A state read back gives the same next step, bit for bit. Loading checks the whole file against
  * the trainer before changing anything: CLRUN_ERROR_INVALID_ARGUMENT naming the first tensor that

@@ -586,7 +586,7 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         out->slots[i] = *slot;
         out->slots[i].input_index = i;
         out->slots[i].input = inputs[i];
-        if (slot->role == CLRUN__SLOT_STATE) {
+        if (slot->role == CLRUN__SLOT_STATE && slot->param >= 0) {
             /* param: the parameter's slot, found by its tensor */
             for (int32_t k = 0; k < count; k++)
                 if (inputs[k] == b.param_ids[slot->param])

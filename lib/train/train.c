@@ -419,6 +419,73 @@ clrun_status clrun_train_read_param(clrun_train *t, int32_t i, void *host, uint6
     return clrun_buffer_read(t->ctx, &t->buffers[slot], host);
 }
 
+/* Slot of the model tensor i: parameters, then running statistics; -1 when there is none. */
+static int32_t model_tensor_slot(const clrun_train *t, int32_t i)
+{
+    if (t == NULL || i < 0)
+        return -1;
+    if (i < t->tg.param_count)
+        return t->params[i];
+    int32_t k = i - t->tg.param_count;
+    for (int32_t s = 0; s < t->tg.slot_count; s++)
+        if (t->tg.slots[s].role == CLRUN__SLOT_STATE && t->tg.slots[s].param < 0 && k-- == 0)
+            return s;
+    return -1;
+}
+
+int32_t clrun_train_model_tensor_count(const clrun_train *t)
+{
+    if (t == NULL)
+        return 0;
+    int32_t n = t->tg.param_count;
+    for (int32_t s = 0; s < t->tg.slot_count; s++)
+        n += t->tg.slots[s].role == CLRUN__SLOT_STATE && t->tg.slots[s].param < 0;
+    return n;
+}
+
+clrun_status clrun_train_model_tensor_info(const clrun_train *t, int32_t i, const char **name,
+                                           clrun_tensor_type *type)
+{
+    int32_t slot = model_tensor_slot(t, i);
+    if (slot < 0)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_model_tensor_info: no model tensor %d", i);
+    clrun_tensor_id id = t->tg.slots[slot].input;
+    if (name)
+        *name = clrun_graph_tensor_name(t->tg.graph, id);
+    if (type)
+        *type = *clrun_graph_tensor_type(t->tg.graph, id);
+    return CLRUN_OK;
+}
+
+clrun_status clrun_train_read_model_tensor(clrun_train *t, int32_t i, void *host, uint64_t bytes)
+{
+    int32_t slot = model_tensor_slot(t, i);
+    if (slot < 0 || host == NULL)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun_train_read_model_tensor: no model tensor %d, or NULL host", i);
+    if (bytes != clrun__train_slot_bytes(t, slot))
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: %s has %llu bytes, %llu "
+                           "asked", clrun_graph_tensor_name(t->tg.graph, t->tg.slots[slot].input),
+                           (unsigned long long)clrun__train_slot_bytes(t, slot),
+                           (unsigned long long)bytes);
+    if (!t->held[slot])
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: the state is gone (step "
+                           "%llu failed)", (unsigned long long)t->broken_step);
+    return clrun_buffer_read(t->ctx, &t->buffers[slot], host);
+}
+
+clrun_status clrun_train_set_lr(clrun_train *t, double lr)
+{
+    if (t == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_set_lr: NULL trainer");
+    if (!(lr > 0.0) || lr > 1e6)
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: learning rate %g: must "
+                           "be > 0", lr);
+    t->options.graph.optimizer.lr = lr;
+    return CLRUN_OK;
+}
+
 clrun_status clrun_train_read_gradient(clrun_train *t, int32_t i, void *host, uint64_t bytes)
 {
     if (t == NULL || i < 0 || i >= t->tg.param_count || host == NULL)
