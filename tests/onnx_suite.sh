@@ -16,6 +16,12 @@ tmp=${TMPDIR:-/tmp}/clrun-onnx-suite.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 failures=0
+# Cases whose expected outputs contradict their own model in the suite (libonnx-testdata 1.12),
+# fixed upstream since: clrun computes what the model says, so their FAIL is expected and not
+# counted (one line each, fixed strings). test_adam_multiple's outputs were computed with Adam's
+# epsilon 1e-2, which its model's node does not carry, so the spec's default 1e-6 applies
+# (onnx/onnx#7749, fixed by #7763).
+known_wrong='/node/test_adam_multiple:'
 
 run() { # mode label folders...
     mode=$1
@@ -26,7 +32,10 @@ run() { # mode label folders...
     summary=$(tail -n 1 "$tmp/out")
     echo "onnx-test $label ($mode): $summary"
     grep '^FAIL' "$tmp/out"
-    if [ $rc != 0 ] || ! echo "$summary" | grep -q ' 0 failed'; then
+    known=$(grep '^FAIL' "$tmp/out" | grep -c -F "$known_wrong")
+    [ "$known" = 0 ] || echo "  ($known of them expected: the suite's data contradict the model)"
+    failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    if [ "$failed" != "$known" ] || { [ $rc != 0 ] && { [ $rc != 1 ] || [ "$known" = 0 ]; }; }; then
         echo "FAIL: onnx-test $label ($mode) exited $rc: $(cat "$tmp/err")" >&2
         failures=$((failures + 1))
     fi

@@ -2,6 +2,8 @@
  * symbolic dims, initializers from every encoding and from external files, names), what it
  * refuses and how it says so, and that malformed bytes are errors (every prefix of a model,
  * deep nesting). Models are built in C (tests/onnx_builder.h). */
+#include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,9 @@
 
 #include <clrun/clrun.h>
 
+#include "graph/graph.h"
+#include "graph/op.h"
+#include "graph_reference.h"
 #include "onnx_builder.h"
 
 enum { F32 = 1, I64 = 7, I32 = 6, BOOL = 9, F64 = 11, U8 = 2 };
@@ -668,6 +673,318 @@ static void test_npy_variants_clrun_does_not_read(void **state)
     assert_non_null(strstr(err, "not a .npy file"));
 }
 
+/* ---- the optimizers of ai.onnx.preview.training ---- */
+
+#define TRAINING "ai.onnx.preview.training"
+
+/* A model importing opset `version` of the training domain only (no default domain). */
+static void ob_init_training(onnx_builder *b, int64_t version)
+{
+    ob_init(b, 0);
+    Onnx__OperatorSetIdProto *o = ob_alloc(b, sizeof *o);
+    Onnx__OperatorSetIdProto init = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    *o = init;
+    o->domain = ob_str(b, TRAINING);
+    o->has_version = 1;
+    o->version = version;
+    ob_push(b, (void ***)&b->model.opset_import, &b->model.n_opset_import, o);
+}
+
+/* The two tensors every optimizer test updates: [2, 3] and [4], f64. */
+static const int64_t opt_dims[2][2] = {{2, 3}, {4, 0}};
+static const int opt_rank[2] = {2, 1};
+static const int opt_count[2] = {6, 4};
+
+/* Element k of tensor i of group letter ('X', 'G', 'V', 'H'): H positive. */
+static double opt_value(char group, int i, int k)
+{
+    double v = sin(1.0 + k + 7.0 * i + 13.0 * (group - 'A'));
+    return group == 'H' ? 0.25 + fabs(v) : v;
+}
+
+/* op(R, T, X0, X1, <groups>0, 1...) -> X0_new, X1_new, <outs>0_new...: R an f64 scalar input, T
+ * an int64 scalar input or, when t_const, an initializer of value t. */
+static Onnx__NodeProto *build_optimizer(onnx_builder *b, const char *op, const char *groups, const char *outs,
+                                        bool t_const, int64_t t)
+{
+    ob_init_training(b, 1);
+    char inputs[256] = "R,T", outputs[256] = "", name[16];
+    ob_input(b, "R", F64, 0, NULL, NULL);
+    if (t_const)
+        ob_initializer(b, "T", I64, 0, NULL, &t, sizeof t);
+    else
+        ob_input(b, "T", I64, 0, NULL, NULL);
+    for (const char *g = groups; *g; g++)
+        for (int i = 0; i < 2; i++) {
+            snprintf(name, sizeof name, "%c%d", *g, i);
+            ob_input(b, name, F64, opt_rank[i], opt_dims[i], NULL);
+            snprintf(inputs + strlen(inputs), sizeof inputs - strlen(inputs), ",%s", name);
+        }
+    for (const char *g = outs; *g; g++)
+        for (int i = 0; i < 2; i++) {
+            snprintf(name, sizeof name, "%c%d_new", *g, i);
+            ob_output(b, name, F64, opt_rank[i], opt_dims[i]);
+            snprintf(outputs + strlen(outputs), sizeof outputs - strlen(outputs), "%s%s", outputs[0] ? "," : "",
+                     name);
+        }
+    Onnx__NodeProto *n = ob_node(b, op, "opt", inputs, outputs);
+    n->domain = ob_str(b, TRAINING);
+    return n;
+}
+
+/* The attributes the tests give (as the model stores them: floats). */
+static const float opt_norm = 0.01f, opt_eps = 1e-3f, opt_decay = 0.1f, opt_alpha = 0.9f, opt_beta = 0.8f,
+                   opt_post = 0.02f;
+
+/* ONNX's pseudo code for one element, in double, with the attributes above. */
+static void opt_reference(const char *op, bool nesterov, double r, int64_t t, double x, double g, double v,
+                          double h, double *out)
+{
+    double gr = (double)opt_norm * x + g;
+    if (strcmp(op, "Adagrad") == 0) {
+        double rate = r / (1 + (double)t * opt_decay), hn = h + gr * gr;
+        out[0] = x - rate * gr / (sqrt(hn) + opt_eps);
+        out[1] = hn;
+    } else if (strcmp(op, "Adam") == 0) {
+        double vn = (double)opt_alpha * v + (1 - (double)opt_alpha) * gr;
+        double hn = (double)opt_beta * h + (1 - (double)opt_beta) * (gr * gr);
+        double rate = t > 0 ? r * sqrt(1 - pow(opt_beta, (double)t)) / (1 - pow(opt_alpha, (double)t)) : r;
+        out[0] = (1 - (double)opt_post) * (x - rate * (vn / (sqrt(hn) + opt_eps)));
+        out[1] = vn;
+        out[2] = hn;
+    } else {
+        double vn = (double)opt_alpha * v + (t > 0 ? (double)opt_beta : 1.0) * gr;
+        out[0] = nesterov ? x - r * (gr + (double)opt_alpha * vn) : x - r * vn;
+        out[1] = vn;
+    }
+}
+
+/* How many of the graph's nodes run `op`. */
+static int count_ops(const clrun_graph *g, const char *op)
+{
+    int k = 0;
+    for (int32_t i = 0; i < g->node_count; i++)
+        k += strcmp(g->nodes[i].op->name, op) == 0;
+    return k;
+}
+
+/* Evaluates the loaded optimizer in double (tests/graph_reference.c) at T = t (unless T is a
+ * constant) and compares every output with opt_reference. */
+static void check_optimizer(const clrun_graph *g, const char *op, bool nesterov, const char *outs, int64_t t)
+{
+    const double r = 0.05;
+    const clrun_tensor_id *ins, *outputs;
+    int32_t n_in = clrun_graph_inputs(g, &ins), n_out = clrun_graph_outputs(g, &outputs);
+    double data[16][6];
+    const double *inputs[16];
+    assert_true(n_in <= 16);
+    for (int32_t j = 0; j < n_in; j++) {
+        const char *name = clrun_graph_tensor_name(g, ins[j]);
+        if (strcmp(name, "R") == 0)
+            data[j][0] = r;
+        else if (strcmp(name, "T") == 0)
+            data[j][0] = (double)t;
+        else
+            for (int k = 0; k < opt_count[name[1] - '0']; k++)
+                data[j][k] = opt_value(name[0], name[1] - '0', k);
+        inputs[j] = data[j];
+    }
+    double **values;
+    char err[512];
+    if (gref_eval(g, inputs, NULL, &values, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(n_out, 2 * (int)strlen(outs));
+    for (int32_t j = 0; j < n_out; j++) {
+        const char *name = clrun_graph_tensor_name(g, outputs[j]);
+        int i = name[1] - '0', which = (int)(strchr(outs, name[0]) - outs);
+        assert_string_equal(name + 2, "_new");
+        assert_int_equal(j, which * 2 + i); /* outputs in the model's order */
+        for (int k = 0; k < opt_count[i]; k++) {
+            double expect[3];
+            opt_reference(op, nesterov, r, t, opt_value('X', i, k), opt_value('G', i, k), opt_value('V', i, k),
+                          opt_value('H', i, k), expect);
+            double got = values[outputs[j]][k];
+            if (fabs(got - expect[which]) > 1e-12 * fmax(1, fabs(expect[which])))
+                fail_msg("%s T=%" PRId64 " %s[%d]: got %.17g, expected %.17g", op, t, name, k, got,
+                         expect[which]);
+        }
+    }
+    gref_free(g, values);
+}
+
+static void test_optimizers_map_to_elementwise_ops(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *op, *groups, *outs, *mode;
+    } cases[] = {
+        {"Adagrad", "XGH", "XH", NULL},
+        {"Adam", "XGVH", "XVH", NULL},
+        {"Momentum", "XGV", "XV", "standard"},
+        {"Momentum", "XGV", "XV", "nesterov"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int t_const = 0; t_const < 2; t_const++)
+            for (int64_t t = 0; t <= 3; t += 3) {
+                onnx_builder b;
+                Onnx__NodeProto *n = build_optimizer(&b, cases[c].op, cases[c].groups, cases[c].outs,
+                                                     t_const, t);
+                ob_attr_float(&b, n, "norm_coefficient", opt_norm);
+                if (strcmp(cases[c].op, "Adagrad") == 0) {
+                    ob_attr_float(&b, n, "decay_factor", opt_decay);
+                    ob_attr_float(&b, n, "epsilon", opt_eps);
+                } else {
+                    ob_attr_float(&b, n, "alpha", opt_alpha);
+                    ob_attr_float(&b, n, "beta", opt_beta);
+                }
+                if (strcmp(cases[c].op, "Adam") == 0) {
+                    ob_attr_float(&b, n, "epsilon", opt_eps);
+                    ob_attr_float(&b, n, "norm_coefficient_post", opt_post);
+                }
+                if (cases[c].mode)
+                    ob_attr_string(&b, n, "mode", cases[c].mode);
+                loaded r = load(&b);
+                if (r.status != CLRUN_OK)
+                    fail_msg("%s: %s", cases[c].op, r.err);
+                const clrun_graph *g = r.graph;
+                /* Elementwise ops only; T's test on the device when T comes at run time, folded at
+                 * load when it is a constant (then no comparison, no select, no power). */
+                int runtime = t_const ? 0 : 1;
+                assert_int_equal(count_ops(g, "greater"), strcmp(cases[c].op, "Adagrad") ? runtime : 0);
+                assert_int_equal(count_ops(g, "where"), strcmp(cases[c].op, "Adagrad") ? runtime : 0);
+                assert_int_equal(count_ops(g, "pow"), strcmp(cases[c].op, "Adam") ? 0 : 2 * runtime);
+                assert_int_equal(count_ops(g, "cast"), strcmp(cases[c].op, "Momentum") ? runtime : 0);
+                assert_int_equal(count_ops(g, "sqrt"), (strcmp(cases[c].op, "Momentum") ? 2 : 0) +
+                                 (strcmp(cases[c].op, "Adam") == 0 && !t_const));
+                for (int32_t i = 0; i < g->node_count; i++) {
+                    const char *o = g->nodes[i].op->name;
+                    if (!strstr(" add sub mul div sqrt pow cast greater where ", o))
+                        fail_msg("%s: unexpected graph op %s", cases[c].op, o);
+                }
+                bool nesterov = cases[c].mode && strcmp(cases[c].mode, "nesterov") == 0;
+                if (t_const)
+                    check_optimizer(g, cases[c].op, nesterov, cases[c].outs, t);
+                else
+                    for (int64_t run_t = 0; run_t <= 3; run_t++)
+                        check_optimizer(g, cases[c].op, nesterov, cases[c].outs, run_t);
+                clrun_graph_destroy(r.graph);
+                ob_free(&b);
+            }
+}
+
+/* R and T of one element but rank 1 are taken as scalars; R of the other float type is cast. */
+static void test_optimizer_scalars_of_rank_one(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t one[1] = {1}, x[1] = {3};
+    ob_init_training(&b, 1);
+    ob_input(&b, "R", F32, 1, one, NULL);
+    ob_input(&b, "T", I64, 1, one, NULL);
+    ob_input(&b, "X", F64, 1, x, NULL);
+    ob_input(&b, "G", F64, 1, x, NULL);
+    ob_input(&b, "V", F64, 1, x, NULL);
+    ob_output(&b, "X_new", F64, 1, x);
+    ob_output(&b, "V_new", F64, 1, x);
+    Onnx__NodeProto *n = ob_node(&b, "Momentum", "m", "R,T,X,G,V", "X_new,V_new");
+    n->domain = ob_str(&b, TRAINING);
+    ob_attr_float(&b, n, "alpha", 0.5f);
+    ob_attr_float(&b, n, "beta", 0.25f);
+    ob_attr_float(&b, n, "norm_coefficient", 0);
+    ob_attr_string(&b, n, "mode", "standard");
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s", r.err);
+    assert_int_equal(count_ops(r.graph, "reshape"), 2);
+    assert_int_equal(count_ops(r.graph, "cast"), 1); /* R to f64 */
+    const double rv[1] = {0.5}, tv[1] = {2}, xv[3] = {1, 2, 3}, gv[3] = {4, 0, -4}, vv[3] = {2, 2, 2};
+    const double *inputs[5] = {rv, tv, xv, gv, vv};
+    double **values;
+    char err[512];
+    if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const clrun_tensor_id *outs;
+    clrun_graph_outputs(r.graph, &outs);
+    for (int k = 0; k < 3; k++) {
+        double vn = 0.5 * vv[k] + 0.25 * gv[k];
+        assert_true(values[outs[1]][k] == vn);
+        assert_true(values[outs[0]][k] == xv[k] - 0.5 * vn);
+    }
+    gref_free(r.graph, values);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_optimizer_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    /* inputs that do not make R, T and n groups */
+    build_optimizer(&b, "Adagrad", "XGH", "XH", false, 0);
+    Onnx__NodeProto *n = b.graph.node[0];
+    n->n_input--;
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH,
+                   "model.onnx: node 0 'opt' (Adagrad, domain " TRAINING ", opset 1): Adagrad takes R, T and n each "
+                   "of X, G, H (2 + 3·n inputs, n >= 1): 7 inputs do not make that");
+    build_optimizer(&b, "Adam", "XGV", "XV", false, 0);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "Adam takes R, T and n each of X, G, V, H (2 + 4·n inputs, "
+                   "n >= 1): 8 inputs do not make that");
+    /* outputs that do not match */
+    build_optimizer(&b, "Momentum", "XGV", "X", false, 0);
+    ob_attr_float(&b, b.graph.node[0], "alpha", 0.9f);
+    ob_attr_float(&b, b.graph.node[0], "beta", 0.9f);
+    ob_attr_float(&b, b.graph.node[0], "norm_coefficient", 0);
+    ob_attr_string(&b, b.graph.node[0], "mode", "standard");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "Momentum with n = 2 (from its inputs) has 2·n = 4 outputs, not 2");
+    /* a mode that is neither, a required attribute missing */
+    build_optimizer(&b, "Momentum", "XGV", "XV", false, 0);
+    ob_attr_float(&b, b.graph.node[0], "alpha", 0.9f);
+    ob_attr_float(&b, b.graph.node[0], "beta", 0.9f);
+    ob_attr_float(&b, b.graph.node[0], "norm_coefficient", 0);
+    ob_attr_string(&b, b.graph.node[0], "mode", "heavy_ball");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH,
+                   "(Momentum, domain " TRAINING ", opset 1): mode 'heavy_ball' is not 'standard' or 'nesterov'");
+    build_optimizer(&b, "Momentum", "XGV", "XV", false, 0);
+    ob_attr_float(&b, b.graph.node[0], "beta", 0.9f);
+    ob_attr_float(&b, b.graph.node[0], "norm_coefficient", 0);
+    ob_attr_string(&b, b.graph.node[0], "mode", "standard");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(Momentum, domain " TRAINING ", opset 1): attribute 'alpha' is required");
+    /* an attribute the op does not have */
+    build_optimizer(&b, "Adagrad", "XGH", "XH", false, 0);
+    ob_attr_float(&b, b.graph.node[0], "alpha", 0.9f);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Adagrad, domain " TRAINING ", opset 1): attribute 'alpha' is not supported");
+    /* a tensor whose partner has another shape; T not int64 */
+    build_optimizer(&b, "Adagrad", "XGH", "XH", false, 0);
+    b.graph.node[0]->input[5] = ob_str(&b, "G0"); /* H0 [2, 3] in place of G1 [4] */
+    b.graph.node[0]->input[4] = ob_str(&b, "G1");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "input 4 'G1' is double [4], but the tensor it goes with, "
+                   "input 2 'X0', is double [2, 3]");
+    build_optimizer(&b, "Adagrad", "XGH", "XH", false, 0);
+    b.graph.node[0]->input[1] = ob_str(&b, "R");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "input 1 'R' (T) must be one int64, not double []");
+    /* another operator of the domain, another opset of it, another domain */
+    build_optimizer(&b, "Gradient", "XGH", "XH", false, 0);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "model.onnx: node 0 'opt' (Gradient, domain " TRAINING ", opset 1): operator Gradient is not supported");
+    build_optimizer(&b, "Adagrad", "XGH", "XH", false, 0);
+    b.model.opset_import[0]->version = 2;
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Adagrad, domain " TRAINING ", opset 2): opset 2 of domain '"
+                   TRAINING "' is newer than clrun knows (up to 1)");
+    build_optimizer(&b, "Adagrad", "XGH", "XH", false, 0);
+    b.model.opset_import[0]->domain = ob_str(&b, "ai.onnx.ml");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(Adagrad, domain " TRAINING ", no opset imported): the model "
+                   "imports no version of domain '" TRAINING "'");
+    /* the default domain's operators need its opset, which this model does not import */
+    build_optimizer(&b, "Relu", "X", "X", false, 0);
+    b.graph.node[0]->domain = NULL;
+    b.graph.node[0]->n_input = 1;
+    b.graph.node[0]->input[0] = ob_str(&b, "X0");
+    b.graph.node[0]->n_output = 1;
+    b.graph.n_output = 1;
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH,
+                   "(Relu, no opset imported): the model imports no version of the default operator set");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -687,6 +1004,9 @@ int main(void)
         cmocka_unit_test(test_tensor_pb_files),
         cmocka_unit_test(test_npy_round_trips_every_dtype),
         cmocka_unit_test(test_npy_variants_clrun_does_not_read),
+        cmocka_unit_test(test_optimizers_map_to_elementwise_ops),
+        cmocka_unit_test(test_optimizer_scalars_of_rank_one),
+        cmocka_unit_test(test_optimizer_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

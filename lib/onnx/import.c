@@ -113,16 +113,26 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     clrun__onode n = {.proto = node, .index = index, .op = node->op_type ? node->op_type : ""};
     im->node = &n;
     const char *domain = clrun__imp_domain(node);
-    if (domain[0]) {
-        im->node = &n;
-        return clrun__unsupported(im, "operators of domain '%s' are not supported", domain);
+    int64_t opset = im->opset;
+    if (domain[0]) { /* a domain clrun maps operators of, at an opset it knows */
+        int newest = clrun__onnx_domain_newest(domain);
+        if (newest == 0)
+            return clrun__unsupported(im, "operators of domain '%s' are not supported", domain);
+        opset = clrun__imp_domain_opset(im, domain);
+        if (opset < 1)
+            return clrun__invalid(im, "the model imports no version of domain '%s'", domain);
+        if (opset > newest)
+            return clrun__unsupported(im, "opset %" PRId64 " of domain '%s' is newer than clrun knows "
+                                      "(up to %d)", opset, domain, newest);
+    } else if (opset < 1) {
+        return clrun__invalid(im, "the model imports no version of the default operator set");
     }
-    const clrun__onnx_op *op = clrun__onnx_op_find(n.op);
+    const clrun__onnx_op *op = clrun__onnx_op_find(domain, n.op);
     if (op == NULL)
         return clrun__unsupported(im, "operator %s is not supported", n.op[0] ? n.op : "''");
-    n.version = clrun__onnx_op_version(op, im->opset);
+    n.version = clrun__onnx_op_version(op, opset);
     if (n.version == 0)
-        return clrun__invalid(im, "operator %s does not exist in opset %" PRId64, n.op, im->opset);
+        return clrun__invalid(im, "operator %s does not exist in opset %" PRId64, n.op, opset);
     clrun_status s = CLRUN_OK;
     int32_t first_node = clrun_graph_node_count(im->graph); /* the graph nodes it becomes */
     n.n_in = (int)node->n_input;
@@ -355,8 +365,10 @@ static clrun_status read_opset(clrun__imp *im)
 {
     const Onnx__ModelProto *m = im->model;
     int64_t v = clrun__imp_domain_opset(im, "");
+    if (v < 0 && m->n_opset_import)
+        return CLRUN_OK; /* only other domains: a node of the default one is refused */
     if (v < 0) {
-        if (m->n_opset_import || (m->has_ir_version && m->ir_version >= 3))
+        if (m->has_ir_version && m->ir_version >= 3)
             return clrun__invalid(im, "the model imports no version of the default operator set");
         v = 1; /* IR versions before 3 imply opset 1 */
     }

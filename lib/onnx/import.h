@@ -259,7 +259,11 @@ typedef struct clrun__onnx_op {
     clrun__map_fn map;     /* emits graph nodes (or folds what needs no input data) */
 } clrun__onnx_op;
 
-const clrun__onnx_op *clrun__onnx_op_find(const char *name);
+/* The operator of a domain ("" for the default); NULL when clrun does not know it. */
+const clrun__onnx_op *clrun__onnx_op_find(const char *domain, const char *name);
+/* The newest opset clrun knows of a domain other than the default; 0 when it maps none of the
+ * domain's operators. */
+int clrun__onnx_domain_newest(const char *domain);
 /* The since_version in force at `opset`, 0 when the op is newer than the opset. */
 int clrun__onnx_op_version(const clrun__onnx_op *op, int64_t opset);
 

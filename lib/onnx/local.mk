@@ -24,7 +24,8 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_reduce.c \
 	lib/onnx/map_misc.c \
 	lib/onnx/map_control.c \
-	lib/onnx/map_extra.c
+	lib/onnx/map_extra.c \
+	lib/onnx/map_training.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \
 	lib/onnx/wire.h \
@@ -108,7 +109,8 @@ endif
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_onnx
 TESTS += tests/test_onnx
-tests_test_onnx_SOURCES = tests/test_onnx.c tests/onnx_builder.h
+tests_test_onnx_SOURCES = tests/test_onnx.c tests/onnx_builder.h tests/graph_reference.c \
+	tests/graph_reference.h
 tests_test_onnx_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_LDADD = $(TEST_LDADD)
 

@@ -75,6 +75,11 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
                                                                           SoftmaxCrossEntropyLoss */
 
+/* map_training.c: the optimizers of domain ai.onnx.preview.training */
+clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_adam(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_momentum(clrun__imp *im, clrun__onode *n);
+
 /* map_reduce.c */
 clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_arg(clrun__imp *im, clrun__onode *n);        /* ArgMax ArgMin */

@@ -1,7 +1,8 @@
 /* The operators the importer knows: for each, the opset versions that changed it (its
- * since_versions in the ONNX operator changelog, default domain), so a mapping sees the version
- * in force for the model's opset and applies that version's attribute semantics; its host
- * evaluator (fold, when every input is a host constant) and its mapping onto graph ops. */
+ * since_versions in the ONNX operator changelog), so a mapping sees the version in force for the
+ * model's opset of the op's domain and applies that version's attribute semantics; its host
+ * evaluator (fold, when every input is a host constant) and its mapping onto graph ops. The
+ * default domain's operators, then those of the other domains clrun maps some of. */
 #include <string.h>
 
 #include "onnx/map.h"
@@ -130,11 +131,50 @@ static const clrun__onnx_op ops[] = {
     {"If", V(1, 11, 13, 16), NULL, clrun__map_if},
 };
 
-const clrun__onnx_op *clrun__onnx_op_find(const char *name)
+/* ai.onnx.preview.training: the optimizers (map_training.c); Gradient is not mapped. */
+static const clrun__onnx_op training_ops[] = {
+    {"Adagrad", V(1), NULL, clrun__map_adagrad},
+    {"Adam", V(1), NULL, clrun__map_adam},
+    {"Momentum", V(1), NULL, clrun__map_momentum},
+};
+
+static const struct domain {
+    const char *name;
+    const clrun__onnx_op *ops;
+    size_t count;
+    int newest;  /* the newest opset of the domain clrun knows */
+} domains[] = {
+    {"ai.onnx.preview.training", training_ops, sizeof training_ops / sizeof training_ops[0], 1},
+};
+
+static const struct domain *domain_find(const char *domain)
 {
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (strcmp(ops[i].name, name) == 0)
-            return &ops[i];
+    for (size_t i = 0; i < sizeof domains / sizeof domains[0]; i++)
+        if (strcmp(domains[i].name, domain) == 0)
+            return &domains[i];
+    return NULL;
+}
+
+int clrun__onnx_domain_newest(const char *domain)
+{
+    const struct domain *d = domain_find(domain);
+    return d ? d->newest : 0;
+}
+
+const clrun__onnx_op *clrun__onnx_op_find(const char *domain, const char *name)
+{
+    const clrun__onnx_op *list = ops;
+    size_t count = sizeof ops / sizeof ops[0];
+    if (domain[0]) {
+        const struct domain *d = domain_find(domain);
+        if (d == NULL)
+            return NULL;
+        list = d->ops;
+        count = d->count;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(list[i].name, name) == 0)
+            return &list[i];
     return NULL;
 }
 
