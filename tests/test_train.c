@@ -313,6 +313,82 @@ static void state_is_updated_in_place(void **state)
     clrun_graph_destroy(g);
 }
 
+/* Where the weights outweigh the activations, the step without donation holds the parameters
+ * and optimizer state twice; with donation once, and the same bits. */
+static void donation_saves_the_state_bytes(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "graph wide\n"
+        "input x: f32[2, 64]\n"
+        "const w1: f32[64, 256] normal(0, 0.1) seed=1\n"
+        "const w2: f32[256, 64] normal(0, 0.1) seed=2\n"
+        "node h: f32[2, 256] = matmul(x, w1)\n"
+        "node a: f32[2, 256] = tanh(h)\n"
+        "node pred: f32[2, 64] = matmul(a, w2)\n"
+        "output pred\n";
+    clrun_graph *g = NULL;
+    char err[256];
+    assert_int_equal(clrun_graph_parse(text, sizeof text - 1, "wide", &g, err, sizeof err), CLRUN_OK);
+    uint64_t peak[2], saved = 0;
+    static float params[2][64 * 256];
+    for (int off = 0; off < 2; off++) {
+        clrun_context *ctx = context(NULL);
+        clrun_train_options o;
+        clrun_train_options_init(&o);
+        o.graph.loss = CLRUN_LOSS_MSE;
+        o.graph.loss_tensor = "pred";
+        o.graph.no_donation = off == 1;
+        clrun_train *t = NULL;
+        assert_int_equal(clrun_train_create(ctx, g, &o, &t), CLRUN_OK);
+        float x[2 * 64], y[2 * 64];
+        for (int i = 0; i < 2 * 64; i++)
+            x[i] = (float)((i * 37) % 11) / 11.0f - 0.5f, y[i] = (float)((i * 13) % 7) / 7.0f;
+        const void *feeds[2] = {x, y};
+        for (int s = 0; s < 3; s++)
+            assert_int_equal(clrun_train_step(t, feeds, 2, NULL), CLRUN_OK);
+        clrun_train_stats st;
+        assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+        peak[off] = st.peak_bytes;
+        saved = st.param_bytes + st.state_bytes;
+        assert_int_equal(clrun_train_read_param(t, 0, params[off], sizeof params[off]), CLRUN_OK);
+        if (off == 0)
+            assert_int_equal(st.unused_donations, 0);
+        clrun_train_destroy(t);
+        clrun_context_destroy(ctx);
+    }
+    /* Without donation the old and the new state exist at once; with it, the step holds the
+     * state once and its peak is the state plus what the backward pass keeps alive then (the
+     * updates run as gradients complete, so that peak is inside the backward pass). */
+    uint64_t activations = peak[0] - saved;
+    if (peak[1] < 2 * saved || peak[1] - peak[0] < saved - activations || activations > saved / 4) {
+        fprintf(stderr, "peak with donation %llu, without %llu, state %llu\n",
+                (unsigned long long)peak[0], (unsigned long long)peak[1], (unsigned long long)saved);
+        fail();
+    }
+    assert_memory_equal(params[0], params[1], sizeof params[0]);
+    clrun_graph_destroy(g);
+}
+
+/* A loss that comes out NaN is an error naming the step. */
+static void nan_loss_names_the_step(void **state)
+{
+    (void)state;
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context(NULL);
+    clrun_train *t = trainer(ctx, g, CLRUN_OPTIMIZER_SGD, 0);
+    step(t, 1);
+    float x[N * D], target[N * O];
+    batch(2, x, target);
+    x[3] = NAN;
+    const void *feeds[2] = {x, target};
+    assert_int_equal(clrun_train_step(t, feeds, 2, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(ctx), "step 2 gave a loss of NaN"));
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* The parameters after some steps, as bytes. */
 static void params_after(const char *allocator, int fusion, clrun_optimizer_kind kind, float *out)
 {
@@ -443,6 +519,8 @@ int main(void)
         cmocka_unit_test(state_is_updated_in_place),
         cmocka_unit_test(every_allocator_gives_the_same_bits),
         cmocka_unit_test(saved_state_resumes_bit_for_bit),
+        cmocka_unit_test(donation_saves_the_state_bytes),
+        cmocka_unit_test(nan_loss_names_the_step),
         cmocka_unit_test(bad_input_is_refused_by_name),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();

@@ -56,6 +56,12 @@ typedef struct clrun_train_graph_options {
                                       NULL: every trainable weight (clrun_graph_trainable) */
     int32_t param_count;
     clrun_optimizer optimizer;
+    uint64_t dropout_seed;         /* the model's dropout nodes get their seed from the trainer:
+                                      an i64 scalar input that only dropout nodes read is fed
+                                      dropout_seed * 1000003 + the step's number, so masks
+                                      differ per step and a run repeats from its seed */
+    bool no_donation;              /* measuring only: the step does not donate the state, so it
+                                      holds the old and the new values at once */
     bool keep_gradients;           /* also output each parameter's gradient (kept to the end of
                                       the step, so it costs memory): for checking them against
                                       another framework; clrun_train_read_gradient reads them */

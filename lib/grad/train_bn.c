@@ -1,8 +1,9 @@
-/* Batch norm in training mode: a copy of the model in which every batchnorm node normalises by
+/* Training mode and evaluation mode of a model. Batch norm in training mode: a copy of the model in which every batchnorm node normalises by
  * its batch's statistics (mean and biased variance over every dimension but the channel), written
  * with reductions and elementwise ops that the gradient rules differentiate, and which computes
  * the running statistics' update as PyTorch does (momentum 0.1, the unbiased variance). The
- * running statistics become train state: read, updated, written back in place. */
+ * running statistics become train state: read, updated, written back in place. In evaluation
+ * mode dropout is the identity. */
 #include "grad/train_bn.h"
 
 #include <stdio.h>
@@ -108,7 +109,7 @@ static clrun_status batchnorm(copier *c, const clrun_graph *model, const clrun__
     return CLRUN_OK;
 }
 
-clrun_status clrun__train_copy_model(const clrun_graph *model, clrun_graph *out, bool train_bn,
+clrun_status clrun__train_copy_model(const clrun_graph *model, clrun_graph *out, bool training,
                                      clrun_tensor_id *map, clrun__train_bn **bns, int32_t *bn_count,
                                      char *err, size_t errlen)
 {
@@ -134,7 +135,11 @@ clrun_status clrun__train_copy_model(const clrun_graph *model, clrun_graph *out,
             clrun_tensor_id in[32];
             for (int i = 0; i < n->input_count && i < 32; i++)
                 in[i] = map[n->inputs[i]];
-            if (train_bn && strcmp(n->op->name, "batchnorm") == 0) {
+            if (!training && strcmp(n->op->name, "dropout") == 0) {
+                /* evaluation: dropout is the identity (PyTorch's eval mode) */
+                map[t] = emit(&c, "copy", in, 1, NULL, 0, model->tensors[n->outputs[0]].name);
+                s = map[t] < 0 ? CLRUN_ERROR_INVALID_GRAPH : CLRUN_OK;
+            } else if (training && strcmp(n->op->name, "batchnorm") == 0) {
                 clrun__train_bn *grown = realloc(*bns, sizeof **bns * (size_t)(*bn_count + 1));
                 if (grown == NULL) {
                     snprintf(err, errlen, "train: out of host memory");

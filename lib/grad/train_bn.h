@@ -1,5 +1,5 @@
 /* The model as a train step sees it: copied, with every batch norm in training mode (batch
- * statistics, running statistics updated). Pure C. */
+ * statistics, running statistics updated), or as evaluation sees it (dropout off). Pure C. */
 #ifndef CLRUN_LIB_GRAD_TRAIN_BN_H
 #define CLRUN_LIB_GRAD_TRAIN_BN_H
 
@@ -17,9 +17,9 @@ typedef struct clrun__train_bn {
 
 /* Copies `model` into the empty graph `out` (names kept; ids change where a batch norm becomes
  * several nodes): map[t] gets the id in `out` of the model's tensor t (model->tensor_count
- * entries). With train_bn, every batchnorm node is rewritten, and *bns (malloc'd, *bn_count
- * entries) says where; without, the copy is node for node. */
-clrun_status clrun__train_copy_model(const clrun_graph *model, clrun_graph *out, bool train_bn,
+ * entries). In training mode every batchnorm node is rewritten, and *bns (malloc'd, *bn_count
+ * entries) says where; otherwise (evaluation) every dropout is a copy of its input. */
+clrun_status clrun__train_copy_model(const clrun_graph *model, clrun_graph *out, bool training,
                                      clrun_tensor_id *map, clrun__train_bn **bns, int32_t *bn_count,
                                      char *err, size_t errlen);
 

@@ -133,7 +133,7 @@ static clrun_status add_state(builder *b, int32_t param, const char *kind, clrun
     clrun_tensor_id p = b->param_ids[param];
     char name[CLRUN__GRAPH_NAME_MAX + 1];
     snprintf(name, sizeof name, "%.*s.%s", 200, clrun_graph_tensor_ident(b->step, p), kind);
-    clrun_status s = add_input(b, name, clrun_graph_tensor_type(b->step, p), true, id);
+    clrun_status s = add_input(b, name, clrun_graph_tensor_type(b->step, p), !b->options->no_donation, id);
     if (s != CLRUN_OK)
         return s;
     clrun__train_slot *slot = slot_for(b, *id);
@@ -497,7 +497,7 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     /* The forward with the parameters as donated inputs, and the step built on a copy of it
      * (the same ids: the gradient reads the one while it writes the other). */
     if ((s = clrun_graph_create(model->name, &fwd)) != CLRUN_OK ||
-        (s = clrun__grad_copy(lossg, fwd, promote, true, err, errlen)) != CLRUN_OK ||
+        (s = clrun__grad_copy(lossg, fwd, promote, !options->no_donation, err, errlen)) != CLRUN_OK ||
         (s = clrun_graph_create(model->name, &b.step)) != CLRUN_OK ||
         (s = clrun__grad_copy(fwd, b.step, NULL, false, err, errlen)) != CLRUN_OK)
         goto fail;
@@ -522,6 +522,30 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
             goto fail;
         }
         slot->role = CLRUN__SLOT_TARGET;
+    }
+    /* A dropout seed the model takes as an input is the trainer's to feed. */
+    for (int32_t t = 0; t < b.step->tensor_count; t++) {
+        const clrun__tensor *ft = &b.step->tensors[t];
+        if (ft->kind != CLRUN__TENSOR_INPUT || ft->type.dtype != CLRUN_I64 ||
+            clrun_tensor_elements(&ft->type) != 1)
+            continue;
+        bool seed_only = false, other = false;
+        for (int32_t n = 0; n < b.step->node_count; n++)
+            for (int i = 0; i < b.step->nodes[n].input_count; i++)
+                if (b.step->nodes[n].inputs[i] == t) {
+                    bool seed = strcmp(b.step->nodes[n].op->name, "dropout") == 0 && i == 1;
+                    seed_only = seed_only || seed;
+                    other = other || !seed;
+                }
+        if (!seed_only || other)
+            continue;
+        clrun__train_slot *slot = slot_for(&b, t);
+        if (slot == NULL) {
+            s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+            goto fail;
+        }
+        slot->role = CLRUN__SLOT_HYPER;
+        slot->hyper = CLRUN__HYPER_SEED;
     }
     const clrun_optimizer *o = &options->optimizer;
     bool use[CLRUN__HYPER_COUNT] = {

@@ -236,7 +236,7 @@ static clrun_status write_hypers(clrun_train *t, uint64_t step)
         }
         clrun_status s;
         if (slot->hyper == CLRUN__HYPER_SEED) {
-            int64_t seed = (int64_t)step;
+            int64_t seed = (int64_t)(t->options.graph.dropout_seed * 1000003u + step);
             s = clrun_buffer_write(t->ctx, &t->buffers[i], &seed);
         } else {
             float f = (float)v;
@@ -347,11 +347,14 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
         }
         return s;
     }
-    /* The updated state: the same blocks, handed back. */
+    /* The updated state: the same blocks, handed back (without donation, new blocks: the old
+     * ones are ours to free). */
     for (int32_t i = 0; i < t->tg.slot_count; i++) {
         const clrun__train_slot *slot = &t->tg.slots[i];
         if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
             continue;
+        if (t->options.graph.no_donation)
+            clrun_free(t->ctx, &t->buffers[i]);
         clrun_status took = clrun_exec_take_output(t->exec, slot->output_index, &t->buffers[i]);
         if (took != CLRUN_OK) {
             t->held[i] = false;

@@ -274,6 +274,8 @@ class TrainGraphOptions(ctypes.Structure):
         ("params", POINTER(c_char_p)),
         ("param_count", c_int32),
         ("optimizer", Optimizer),
+        ("dropout_seed", ctypes.c_uint64),
+        ("no_donation", c_bool),
         ("keep_gradients", c_bool),
     ]
 
