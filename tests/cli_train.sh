@@ -105,8 +105,9 @@ m = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), n
                   nn.Flatten(), nn.Linear(128, 10)).eval()
 torch.onnx.export(m, torch.randn(32, 1, 8, 8), sys.argv[1] + "/cnn.onnx", input_names=["x"],
                   output_names=["logits"], dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}},
-                  opset_version=13, do_constant_folding=False)
+                  opset_version=13, training=torch.onnx.TrainingMode.PRESERVE)
 PY
+    grep -q BatchNormalization "$tmp/cnn.onnx" || fail "the exporter folded the batch norm away"
     "$CLRUN" train "$tmp/cnn.onnx" --loss xent:logits --data x="$tmp/itr.npy" --labels "$tmp/ytr.npy" \
         --test-data x="$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 3 --lr 0.01 --batch 32 \
         --save-onnx "$tmp/trained.onnx" --json >"$tmp/onnx" 2>&1

@@ -506,6 +506,30 @@ if torch is not None:
             x = F.avg_pool2d(torch.relu(self.c2(x)), 2)
             return self.fc(torch.flatten(x, 1))
 
+    class TorchResNet(torch.nn.Module):
+        """A small ResNet: a stem, a basic block, a strided block with a 1x1 projection, batch
+        norms in training mode, global average pooling and a linear head."""
+
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn0 = torch.nn.BatchNorm2d(8)
+            self.c1, self.c2 = (torch.nn.Conv2d(8, 8, 3, padding=1, bias=False) for _ in range(2))
+            self.bn1, self.bn2 = torch.nn.BatchNorm2d(8), torch.nn.BatchNorm2d(8)
+            self.c3 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False)
+            self.c4 = torch.nn.Conv2d(16, 16, 3, padding=1, bias=False)
+            self.bn3, self.bn4 = torch.nn.BatchNorm2d(16), torch.nn.BatchNorm2d(16)
+            self.down = torch.nn.Conv2d(8, 16, 1, stride=2, bias=False)
+            self.bnd = torch.nn.BatchNorm2d(16)
+            self.fc = torch.nn.Linear(16, CLASSES)
+
+        def forward(self, x):
+            x = torch.relu(self.bn0(self.stem(x)))
+            x = torch.relu(x + self.bn2(self.c2(torch.relu(self.bn1(self.c1(x))))))
+            y = self.bn4(self.c4(torch.relu(self.bn3(self.c3(x)))))
+            x = torch.relu(y + self.bnd(self.down(x)))
+            return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
 
 @unittest.skipUnless(HAVE_TRAINING, "this libclrun has no training (clrun_train_create)")
 @unittest.skipIf(_lib.graph_load_onnx is None, "this libclrun has no ONNX import")
@@ -524,8 +548,11 @@ class AgainstTorch(GraphFiles):
         model.eval()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # PRESERVE (the model is in eval mode): EVAL would fold batch norms into the
+            # convolutions
             torch.onnx.export(model, (x,), path, opset_version=13, input_names=["x"],
-                              output_names=["logits"])
+                              output_names=["logits"],
+                              training=torch.onnx.TrainingMode.PRESERVE)
         return path
 
     def names(self, step, model):
@@ -628,6 +655,21 @@ class AgainstTorch(GraphFiles):
         model = TorchCNN()
         self.compare(model, self.batches((4, 3, 16, 16), (4,)), clrun.SGD(lr=0.1),
                      lambda p: torch.optim.SGD(p, lr=0.1))
+
+    def test_resnet_with_batch_norm_in_training_mode(self):
+        """Batch statistics in the step (PyTorch's train mode), running statistics updated as
+        PyTorch's: evaluation afterwards (running statistics, PyTorch's eval mode) agrees."""
+        torch.manual_seed(0)
+        model = TorchResNet()
+        batches = self.batches((4, 3, 8, 8), (4,))
+        step = self.compare(model, batches, clrun.SGD(lr=0.05, momentum=0.9),
+                            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9))
+        model.eval()
+        x, labels = batches[0]
+        with torch.no_grad():
+            want = F.cross_entropy(model(x), labels).item()
+        got = step.evaluate(x=x.numpy(), labels=labels.numpy())["loss"]
+        self.assertLessEqual(abs(got - want), 1e-4, "eval loss %.7f, torch's %.7f" % (got, want))
 
 
 if __name__ == "__main__":
