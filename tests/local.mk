@@ -53,6 +53,8 @@ tests_test_ops_grad_index_SOURCES = tests/test_ops_grad_index.c tests/op_referen
 	tests/op_reference.h tests/device_test.h tests/op_args.h tests/rng.h
 tests_test_ops_grad_index_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_grad_index_LDADD = $(TEST_LDADD) -lm
+endif
+
 # The double-precision graph reference of the gradient tests (tests/graph_reference.{c,h}),
 # held to the device on every op it supports, and its finite differences to known gradients.
 if HAVE_CMOCKA

@@ -412,6 +412,8 @@ void ref_gather_grad(const clrun_tensor_type *indices, const int64_t *index_valu
         result[at] += dy[e];
         scale[at] += fabs(dy[e]);
     }
+}
+
 void ref_conv2d_grad_weight(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tdy,
                             const float *dy, const ref_conv *conv, const clrun_tensor_type *tdw,
                             double *result, double *scale)
