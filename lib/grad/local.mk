@@ -14,3 +14,15 @@ libclrun_internal_la_SOURCES += \
 clruninclude_HEADERS += \
 	include/clrun/grad.h \
 	include/clrun/train_graph.h
+
+# Every gradient rule against central finite differences of the double-precision graph
+# reference (tests/graph_reference.c), run on POCL; refusals, unused wrt, and the same bits with
+# fusion on or off and under every allocator.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_grad
+TESTS += tests/test_grad
+tests_test_grad_SOURCES = tests/test_grad.c tests/graph_reference.c tests/graph_reference.h \
+	tests/device_test.h tests/rng.h
+tests_test_grad_CFLAGS = $(TEST_CFLAGS)
+tests_test_grad_LDADD = $(TEST_LDADD) -lm
+endif
