@@ -1,5 +1,5 @@
 /* Tensor types and node attributes written briefly, for the tests that run one op at a time
- * (test_ops, test_ops_layout, test_ops_kernels). */
+ * (test_ops, test_ops_layout, test_ops_kernels, test_grad, test_graph_reference). */
 #ifndef CLRUN_TESTS_OP_ARGS_H
 #define CLRUN_TESTS_OP_ARGS_H
 

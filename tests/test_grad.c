@@ -28,6 +28,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "op_args.h"
 #include "grad/grad.h"
 #include "graph_reference.h"
 #include "rng.h"
@@ -88,24 +89,6 @@ static uint64_t seed_of(int family, int k, int round)
 }
 
 /* ---- attributes --------------------------------------------------------------------------- */
-
-static clrun_attr attr_i(const char *name, int64_t v)
-{
-    return (clrun_attr){.name = name, .kind = CLRUN_ATTR_INT, .i = v};
-}
-
-static clrun_attr attr_f(const char *name, double v)
-{
-    return (clrun_attr){.name = name, .kind = CLRUN_ATTR_FLOAT, .f = v};
-}
-
-static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
-{
-    clrun_attr a = {.name = name, .kind = CLRUN_ATTR_INTS, .count = count};
-    for (int i = 0; i < count; i++)
-        a.ints[i] = v[i];
-    return a;
-}
 
 /* ---- input values ------------------------------------------------------------------------- */
 
@@ -521,28 +504,28 @@ static void unary_rules_match_finite_differences(void **state)
             } else if (!strcmp(op, "hard_sigmoid") || !strcmp(op, "scale")) {
                 double alpha = uniform(&c.rng, 0.2, 1) * (pick(&c.rng, 2) ? 1 : -1);
                 double beta = pick(&c.rng, 2) ? uniform(&c.rng, -0.5, 0.5) : 0.5;
-                attrs[n++] = attr_f("alpha", alpha);
+                attrs[n++] = attr_float("alpha", alpha);
                 if (beta != 0.5 || !strcmp(op, "scale"))
-                    attrs[n++] = attr_f("beta", beta);
+                    attrs[n++] = attr_float("beta", beta);
                 if (!strcmp(op, "hard_sigmoid"))
                     f = away(away(f, -beta / alpha, 0.02 / fabs(alpha) + 0.02),
                              (1 - beta) / alpha, 0.02 / fabs(alpha) + 0.02);
             } else if (!strcmp(op, "leaky_relu") || !strcmp(op, "elu") || !strcmp(op, "celu")) {
                 if (pick(&c.rng, 2))
-                    attrs[n++] = attr_f("alpha", uniform(&c.rng, 0.1, 2));
+                    attrs[n++] = attr_float("alpha", uniform(&c.rng, 0.1, 2));
             } else if (!strcmp(op, "selu") && pick(&c.rng, 2)) {
-                attrs[n++] = attr_f("alpha", uniform(&c.rng, 0.5, 2));
-                attrs[n++] = attr_f("gamma", uniform(&c.rng, 0.5, 2));
+                attrs[n++] = attr_float("alpha", uniform(&c.rng, 0.5, 2));
+                attrs[n++] = attr_float("gamma", uniform(&c.rng, 0.5, 2));
             } else if (!strcmp(op, "clip")) {
                 int which = round % 4; /* both bounds, min only, max only, neither */
                 if (which == 0 || which == 1) {
                     double lo = uniform(&c.rng, -2, 0);
-                    attrs[n++] = attr_f("min", lo);
+                    attrs[n++] = attr_float("min", lo);
                     f = away(f, lo, 0.02);
                 }
                 if (which == 0 || which == 2) {
                     double hi = uniform(&c.rng, 0, 2);
-                    attrs[n++] = attr_f("max", hi);
+                    attrs[n++] = attr_float("max", hi);
                     f = away(f, hi, 0.02);
                 }
             }
@@ -559,7 +542,7 @@ static void cast_rule_matches_finite_differences(void **state)
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("cast", round % 2 ? "f32 to f32" : "f32 to f64 to f32", seed_of(1, 0, round));
         clrun_tensor_id x = input(&c, random_type(&c.rng, 0, 3, 5), span(-3, 3), true);
-        clrun_attr to64 = attr_i("to", CLRUN_F64), to32 = attr_i("to", CLRUN_F32);
+        clrun_attr to64 = attr_int("to", CLRUN_F64), to32 = attr_int("to", CLRUN_F32);
         clrun_tensor_id y = x;
         if (round % 2 == 0) {
             y = node(&c, "cast", &y, 1, &to64, 1);
@@ -699,11 +682,11 @@ static void matmul_rule_matches_with_every_attribute(void **state)
             clrun_attr attrs[3];
             int na = 0;
             if (ta || pick(&c.rng, 2))
-                attrs[na++] = attr_i("transpose_a", ta);
+                attrs[na++] = attr_int("transpose_a", ta);
             if (tb || pick(&c.rng, 2))
-                attrs[na++] = attr_i("transpose_b", tb);
+                attrs[na++] = attr_int("transpose_b", tb);
             if (pick(&c.rng, 2))
-                attrs[na++] = attr_f("alpha", uniform(&c.rng, -2, 2));
+                attrs[na++] = attr_float("alpha", uniform(&c.rng, -2, 2));
             check(&c, node(&c, "matmul", in, n, attrs, na));
         }
 }
@@ -721,8 +704,8 @@ static void softmax_rules_match_on_every_axis_and_causal(void **state)
             gcase c = begin(op, causal ? "causal" : "", seed_of(5, k, round));
             clrun_tensor_type t = random_type(&c.rng, causal ? 2 : 1, 4, 6);
             clrun_tensor_id x = input(&c, t, span(-4, 4), true);
-            clrun_attr attrs[2] = {attr_i("axis", causal ? -1 : between(&c.rng, -t.rank, t.rank - 1)),
-                                   attr_i("causal", 1)};
+            clrun_attr attrs[2] = {attr_int("axis", causal ? -1 : between(&c.rng, -t.rank, t.rank - 1)),
+                                   attr_int("causal", 1)};
             int n = causal ? 2 : round % 4 == 1 ? 0 : 1;
             check(&c, node(&c, op, &x, 1, attrs, n));
         }
@@ -761,9 +744,9 @@ static void layernorm_rule_matches_on_axes_with_and_without_beta(void **state)
         clrun_attr attrs[2];
         int na = 0;
         if (written != -1 || pick(&c.rng, 2))
-            attrs[na++] = attr_i("axis", written);
+            attrs[na++] = attr_int("axis", written);
         if (!default_eps)
-            attrs[na++] = attr_f("eps", uniform(&c.rng, 0.01, 0.1));
+            attrs[na++] = attr_float("eps", uniform(&c.rng, 0.01, 0.1));
         check(&c, node(&c, "layernorm", in, beta ? 3 : 2, attrs, na));
     }
 }
@@ -781,7 +764,7 @@ static void batchnorm_rule_matches_in_inference_form(void **state)
         /* the statistics: no gradient flows into them */
         in[3] = pick(&c.rng, 2) ? input(&c, p, span(-1, 1), false) : constant(&c, p, -1, 1, false);
         in[4] = pick(&c.rng, 2) ? input(&c, p, span(0.5, 2), false) : constant(&c, p, 0.5, 2, false);
-        clrun_attr eps = attr_f("eps", uniform(&c.rng, 1e-5, 0.1));
+        clrun_attr eps = attr_float("eps", uniform(&c.rng, 1e-5, 0.1));
         check(&c, node(&c, "batchnorm", in, 5, &eps, pick(&c.rng, 2)));
     }
 }
@@ -803,7 +786,7 @@ static void reduction_rules_match_on_axes_and_keepdims(void **state)
             for (int d = 0; d < t.rank; d++)
                 if (pick(&c.rng, 2))
                     axes[n++] = pick(&c.rng, 2) ? d : d - t.rank;
-            clrun_attr attrs[2] = {attr_i("keepdims", round % 2), attr_ints("axes", n, axes)};
+            clrun_attr attrs[2] = {attr_int("keepdims", round % 2), attr_ints("axes", n, axes)};
             /* all axes: the attribute absent or empty */
             check(&c, node(&c, ops[k], &x, 1, attrs, n > 0 || pick(&c.rng, 2) ? 2 : 1));
         }
@@ -834,7 +817,7 @@ static void softmax_xent_rule_matches_with_labels_and_ignore_index(void **state)
         int64_t ignored = ignore == 1 ? -1 : between(&c.rng, 0, C - 1);
         clrun_tensor_id in[2] = {input(&c, logits, span(-4, 4), true),
                                  input(&c, labels, span(ignore == 1 ? -1 : 0, (double)C - 1), false)};
-        clrun_attr a = attr_i("ignore_index", ignored);
+        clrun_attr a = attr_int("ignore_index", ignored);
         check(&c, node(&c, "softmax_xent", in, 2, &a, ignore ? 1 : 0));
     }
 }
@@ -900,9 +883,9 @@ static void slice_split_concat_pad_rules_match(void **state)
         int axis = (int)between(&c.rng, 0, t.rank - 1);
         int64_t n = t.shape[axis], start = between(&c.rng, 0, n - 1), end = between(&c.rng, start + 1, n);
         clrun_tensor_id x = input(&c, t, span(-3, 3), true);
-        clrun_attr a[3] = {attr_i("axis", pick(&c.rng, 2) ? axis : axis - t.rank),
-                           attr_i("start", pick(&c.rng, 2) ? start : start - n),
-                           attr_i("end", end == n || pick(&c.rng, 2) ? end : end - n)};
+        clrun_attr a[3] = {attr_int("axis", pick(&c.rng, 2) ? axis : axis - t.rank),
+                           attr_int("start", pick(&c.rng, 2) ? start : start - n),
+                           attr_int("end", end == n || pick(&c.rng, 2) ? end : end - n)};
         check(&c, node(&c, "slice", &x, 1, a, 3));
     }
     for (int round = 0; round < rounds; round++) { /* ONNX form, step 1: negatives, clamping */
@@ -950,12 +933,12 @@ static void slice_split_concat_pad_rules_match(void **state)
             used += sizes[i];
         if (used < dim)
             sizes[parts++] = dim - used;
-        clrun_attr a[3] = {attr_i("axis", pick(&c.rng, 2) ? axis : axis - t.rank),
-                           attr_ints("split", parts, sizes), attr_i("index", pick(&c.rng, parts))};
+        clrun_attr a[3] = {attr_int("axis", pick(&c.rng, 2) ? axis : axis - t.rank),
+                           attr_ints("split", parts, sizes), attr_int("index", pick(&c.rng, parts))};
         if (round % 2) { /* equal parts */
             int64_t p = dim % 2 == 0 ? 2 : dim % 3 == 0 ? 3 : 1;
-            a[1] = attr_i("parts", p);
-            a[2] = attr_i("index", pick(&c.rng, (int)p));
+            a[1] = attr_int("parts", p);
+            a[2] = attr_int("index", pick(&c.rng, (int)p));
         }
         check(&c, node(&c, "split", &x, 1, a, 3));
     }
@@ -972,7 +955,7 @@ static void slice_split_concat_pad_rules_match(void **state)
         }
         if (round % 2) /* the first input again: its gradient sums both slices */
             in[n++] = in[0];
-        clrun_attr a = attr_i("axis", pick(&c.rng, 2) ? axis : axis - t.rank);
+        clrun_attr a = attr_int("axis", pick(&c.rng, 2) ? axis : axis - t.rank);
         check(&c, node(&c, "concat", in, n, &a, 1));
     }
     for (int round = 0; round < rounds; round++) { /* constant mode */
@@ -984,8 +967,8 @@ static void slice_split_concat_pad_rules_match(void **state)
             pads[t.rank + d] = between(&c.rng, 0, 3);
         }
         clrun_tensor_id x = input(&c, t, span(-3, 3), true);
-        clrun_attr a[3] = {attr_ints("pads", 2 * t.rank, pads), attr_f("value", uniform(&c.rng, -2, 2)),
-                           attr_i("mode", 0)};
+        clrun_attr a[3] = {attr_ints("pads", 2 * t.rank, pads), attr_float("value", uniform(&c.rng, -2, 2)),
+                           attr_int("mode", 0)};
         check(&c, node(&c, "pad", &x, 1, a, 1 + pick(&c.rng, 3)));
     }
 }
@@ -1038,7 +1021,7 @@ static void conv2d_rule_matches_with_strides_pads_dilation_groups(void **state)
             if (dilation[0] != 1 || dilation[1] != 1)
                 a[na++] = attr_ints("dilation", 2, dilation);
             if (groups != 1)
-                a[na++] = attr_i("groups", groups);
+                a[na++] = attr_int("groups", groups);
             if (pads[0] == pads[2] && pads[1] == pads[3] && pick(&c.rng, 2))
                 a[na++] = attr_ints("pad", 2, pads); /* both sides alike */
             else if (pads[0] || pads[1] || pads[2] || pads[3] || pick(&c.rng, 2))
@@ -1091,11 +1074,11 @@ static void pool_rules_match_with_ceil_mode_and_padding(void **state)
                 else
                     a[na++] = attr_ints("pads", 4, pads);
                 if (ceil_mode || pick(&c.rng, 2))
-                    a[na++] = attr_i("ceil_mode", ceil_mode);
+                    a[na++] = attr_int("ceil_mode", ceil_mode);
                 if (is_max && (dilation[0] != 1 || dilation[1] != 1))
                     a[na++] = attr_ints("dilation", 2, dilation);
                 if (!is_max && (v == 1 || (v == 3 && pick(&c.rng, 2))))
-                    a[na++] = attr_i("count_include_pad", 1);
+                    a[na++] = attr_int("count_include_pad", 1);
                 check(&c, node(&c, op, &in, 1, a, na));
             }
 }
@@ -1124,7 +1107,7 @@ static void gather_rule_matches_in_both_forms(void **state)
         idx.dtype = round % 2 ? CLRUN_I64 : CLRUN_I32;
         clrun_tensor_id in[2] = {input(&c, data, span(-3, 3), true),
                                  input(&c, idx, span((double)-len, (double)len - 1), false)};
-        clrun_attr a = attr_i("axis", pick(&c.rng, 2) ? axis : axis - data.rank);
+        clrun_attr a = attr_int("axis", pick(&c.rng, 2) ? axis : axis - data.rank);
         check(&c, node(&c, "gather", in, 2, &a, 1));
     }
 }
@@ -1139,7 +1122,7 @@ static void dropout_rule_matches_at_a_fixed_seed(void **state)
         clrun_tensor_type seed = {CLRUN_I64, round % 2, {1}};
         clrun_tensor_id in[2] = {input(&c, random_type(&c.rng, 1, 3, 7), span(-3, 3), true),
                                  input(&c, seed, span(0, 1e9), false)};
-        clrun_attr a[2] = {attr_f("ratio", uniform(&c.rng, 0.1, 0.9)), attr_i("stream", pick(&c.rng, 4))};
+        clrun_attr a[2] = {attr_float("ratio", uniform(&c.rng, 0.1, 0.9)), attr_int("stream", pick(&c.rng, 4))};
         check(&c, node(&c, "dropout", in, 2, a, round == 0 ? 0 : 2));
     }
 }
@@ -1173,7 +1156,7 @@ static void a_wide_loss_and_an_op_without_a_rule_are_refused_by_name(void **stat
     const char *wide_name[] = {"wide_out"}, *cum_name[] = {"cum_out"}, *loss_name[] = {"loss"};
     clrun_tensor_id wide, cum, loss;
     assert_int_equal(clrun_graph_add_node(c.graph, "tanh", &x, 1, wide_name, 1, NULL, 0, &wide), CLRUN_OK);
-    clrun_attr axis = attr_i("axis", 1);
+    clrun_attr axis = attr_int("axis", 1);
     assert_int_equal(clrun_graph_add_node(c.graph, "cumsum", &wide, 1, cum_name, 1, &axis, 1, &cum),
                      CLRUN_OK);
     assert_int_equal(clrun_graph_add_node(c.graph, "reduce_sum", &cum, 1, loss_name, 1, NULL, 0,
@@ -1228,7 +1211,7 @@ static gcase classifier(clrun_tensor_id *loss)
                              constant(&c, ch, -0.1, 0.1, false), constant(&c, ch, 0.5, 1.5, false)};
     y = node(&c, "batchnorm", bn, 5, NULL, 0);
     y = node(&c, "gelu", &y, 1, NULL, 0);
-    clrun_attr pool[2] = {attr_ints("kernel", 2, (int64_t[]){2, 2}), attr_i("ceil_mode", 1)};
+    clrun_attr pool[2] = {attr_ints("kernel", 2, (int64_t[]){2, 2}), attr_int("ceil_mode", 1)};
     y = node(&c, "maxpool2d", &y, 1, pool, 2);
     y = node(&c, "reshape", &y, 1, (clrun_attr[]){attr_ints("shape", 2, (int64_t[]){4, -1})}, 1);
     clrun_tensor_id ln[3] = {y, constant(&c, flat, 0.5, 1.5, true), constant(&c, flat, -0.2, 0.2, true)};

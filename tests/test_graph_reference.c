@@ -17,6 +17,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "op_args.h"
 #include "graph/op.h"
 #include "graph_reference.h"
 #include "rng.h"
@@ -49,24 +50,6 @@ static double uniform(uint64_t *rng, double lo, double hi)
 }
 
 /* ---- attributes -------------------------------------------------------------------------- */
-
-static clrun_attr attr_i(const char *name, int64_t v)
-{
-    return (clrun_attr){.name = name, .kind = CLRUN_ATTR_INT, .i = v};
-}
-
-static clrun_attr attr_f(const char *name, double v)
-{
-    return (clrun_attr){.name = name, .kind = CLRUN_ATTR_FLOAT, .f = v};
-}
-
-static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
-{
-    clrun_attr a = {.name = name, .kind = CLRUN_ATTR_INTS, .count = count};
-    for (int i = 0; i < count; i++)
-        a.ints[i] = v[i];
-    return a;
-}
 
 /* ---- a case: a graph with the value ranges of its inputs --------------------------------- */
 
@@ -299,20 +282,20 @@ static void unary_float_ops_match(void **state)
             int n = 0;
             const char *op = ops[k].op;
             if (!strcmp(op, "hard_sigmoid") || !strcmp(op, "scale")) {
-                attrs[n++] = attr_f("alpha", uniform(&c.rng, -1, 1));
+                attrs[n++] = attr_float("alpha", uniform(&c.rng, -1, 1));
                 if (pick(&c.rng, 2))
-                    attrs[n++] = attr_f("beta", uniform(&c.rng, -0.5, 0.5));
+                    attrs[n++] = attr_float("beta", uniform(&c.rng, -0.5, 0.5));
             } else if (!strcmp(op, "leaky_relu") || !strcmp(op, "elu") || !strcmp(op, "celu")) {
                 if (pick(&c.rng, 2))
-                    attrs[n++] = attr_f("alpha", uniform(&c.rng, 0.1, 2));
+                    attrs[n++] = attr_float("alpha", uniform(&c.rng, 0.1, 2));
             } else if (!strcmp(op, "selu") && pick(&c.rng, 2)) {
-                attrs[n++] = attr_f("alpha", uniform(&c.rng, 0.5, 2));
-                attrs[n++] = attr_f("gamma", uniform(&c.rng, 0.5, 2));
+                attrs[n++] = attr_float("alpha", uniform(&c.rng, 0.5, 2));
+                attrs[n++] = attr_float("gamma", uniform(&c.rng, 0.5, 2));
             } else if (!strcmp(op, "clip")) {
                 if (pick(&c.rng, 3))
-                    attrs[n++] = attr_f("min", uniform(&c.rng, -2, 0));
+                    attrs[n++] = attr_float("min", uniform(&c.rng, -2, 0));
                 if (pick(&c.rng, 3))
-                    attrs[n++] = attr_f("max", uniform(&c.rng, 0, 2));
+                    attrs[n++] = attr_float("max", uniform(&c.rng, 0, 2));
             }
             single(&c, op, &x, 1, attrs, n);
             check(&c);
@@ -328,7 +311,7 @@ static void integer_and_bool_unary_ops_match(void **state)
         for (int d = 0; d < 2; d++) {
             gcase c = begin(ops[k], seed_of(k, d));
             int32_t x = input(&c, random_type(&c.rng, dtypes[d], 1, 3, 5), -50, 50);
-            clrun_attr attrs[2] = {attr_f("min", -20.5), attr_f("max", 30.5)};
+            clrun_attr attrs[2] = {attr_float("min", -20.5), attr_float("max", 30.5)};
             single(&c, ops[k], &x, 1, attrs, !strcmp(ops[k], "clip") ? 2 : 0);
             check(&c);
         }
@@ -351,7 +334,7 @@ static void cast_matches(void **state)
     for (int k = 0; k < (int)(sizeof casts / sizeof casts[0]); k++) {
         gcase c = begin("cast", seed_of(k, 0));
         int32_t x = input(&c, random_type(&c.rng, casts[k].from, 0, 3, 6), casts[k].lo, casts[k].hi);
-        clrun_attr to = attr_i("to", casts[k].to);
+        clrun_attr to = attr_int("to", casts[k].to);
         single(&c, "cast", &x, 1, &to, 1);
         check(&c);
     }
@@ -395,7 +378,7 @@ static void binary_ops_broadcast_and_match(void **state)
             clrun_tensor_type tb = broadcastable(&c.rng, &out, ops[k].dtype);
             int32_t in[2] = {input_ranged(&c, ta, ops[k].alo, ops[k].ahi, ops[k].integral ? 1 : 0),
                              input_ranged(&c, tb, ops[k].blo, ops[k].bhi, ops[k].integral ? 1 : 0)};
-            clrun_attr fmod_attr = attr_i("fmod", round == 1);
+            clrun_attr fmod_attr = attr_int("fmod", round == 1);
             single(&c, ops[k].op, in, 2, &fmod_attr, !strcmp(ops[k].op, "mod"));
             check(&c);
         }
@@ -436,8 +419,8 @@ static void matmul_matches_with_transposes_bias_and_batches(void **state)
             clrun_tensor_type bias = {CLRUN_F32, 1, {N}};
             in[n++] = input(&c, bias, -1, 1);
         }
-        clrun_attr attrs[3] = {attr_i("transpose_a", ta), attr_i("transpose_b", tb),
-                               attr_f("alpha", uniform(&c.rng, -2, 2))};
+        clrun_attr attrs[3] = {attr_int("transpose_a", ta), attr_int("transpose_b", tb),
+                               attr_float("alpha", uniform(&c.rng, -2, 2))};
         single(&c, "matmul", in, n, attrs, pick(&c.rng, 2) ? 3 : 2);
         check(&c);
     }
@@ -454,7 +437,7 @@ static void softmax_and_logsoftmax_match_on_every_axis(void **state)
         int32_t x = input(&c, t, -4, 4);
         int64_t axis = between(&c.rng, -t.rank, t.rank - 1);
         bool causal = round % 4 == 0; /* softmax only */
-        clrun_attr attrs[2] = {attr_i("axis", causal ? -1 : axis), attr_i("causal", 1)};
+        clrun_attr attrs[2] = {attr_int("axis", causal ? -1 : axis), attr_int("causal", 1)};
         single(&c, round % 2 ? "logsoftmax" : "softmax", &x, 1, attrs, causal ? 2 : 1);
         check(&c);
     }
@@ -477,8 +460,8 @@ static void layernorm_batchnorm_instancenorm_match(void **state)
                 p.shape[d - axis] = t.shape[d];
         }
         int32_t in[3] = {input(&c, t, -3, 3), input(&c, p, 0.5, 2), input(&c, p, -1, 1)};
-        clrun_attr attrs[2] = {attr_i("axis", pick(&c.rng, 2) ? axis : axis - t.rank),
-                               attr_f("eps", uniform(&c.rng, 1e-5, 0.1))};
+        clrun_attr attrs[2] = {attr_int("axis", pick(&c.rng, 2) ? axis : axis - t.rank),
+                               attr_float("eps", uniform(&c.rng, 1e-5, 0.1))};
         single(&c, "layernorm", in, pick(&c.rng, 2) ? 3 : 2, attrs, 2);
         check(&c);
     }
@@ -489,7 +472,7 @@ static void layernorm_batchnorm_instancenorm_match(void **state)
         clrun_tensor_type p = {CLRUN_F32, 1, {t.shape[1]}};
         int32_t in[5] = {input(&c, t, -3, 3), input(&c, p, 0.5, 2), input(&c, p, -1, 1),
                          input(&c, p, -1, 1), input(&c, p, 0.5, 2)};
-        clrun_attr eps = attr_f("eps", uniform(&c.rng, 1e-5, 0.1));
+        clrun_attr eps = attr_float("eps", uniform(&c.rng, 1e-5, 0.1));
         single(&c, instance ? "instancenorm" : "batchnorm", in, instance ? 3 : 5, &eps, 1);
         check(&c);
     }
@@ -512,7 +495,7 @@ static void reductions_and_argmax_match(void **state)
             for (int d = 0; d < t.rank; d++)
                 if (pick(&c.rng, 2))
                     axes[n++] = pick(&c.rng, 2) ? d : d - t.rank;
-            clrun_attr attrs[2] = {attr_i("keepdims", pick(&c.rng, 2)), attr_ints("axes", n, axes)};
+            clrun_attr attrs[2] = {attr_int("keepdims", pick(&c.rng, 2)), attr_ints("axes", n, axes)};
             single(&c, ops[k], &x, 1, attrs, n > 0 || pick(&c.rng, 2) ? 2 : 1);
             check(&c);
         }
@@ -521,9 +504,9 @@ static void reductions_and_argmax_match(void **state)
         gcase c = begin(op, seed_of(8, round));
         clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 5);
         int32_t x = input_ranged(&c, t, -1, 1, 1); /* ties: select_last_index matters */
-        clrun_attr attrs[3] = {attr_i("axis", between(&c.rng, -t.rank, t.rank - 1)),
-                               attr_i("keepdims", pick(&c.rng, 2)),
-                               attr_i("select_last_index", round / 2 % 2)};
+        clrun_attr attrs[3] = {attr_int("axis", between(&c.rng, -t.rank, t.rank - 1)),
+                               attr_int("keepdims", pick(&c.rng, 2)),
+                               attr_int("select_last_index", round / 2 % 2)};
         single(&c, op, &x, 1, attrs, 3);
         check(&c);
     }
@@ -567,7 +550,7 @@ static void transpose_reshape_concat_match(void **state)
             ti.shape[axis] = between(&c.rng, 1, 4);
             in[i] = input(&c, ti, -9, 9);
         }
-        clrun_attr a = attr_i("axis", pick(&c.rng, 2) ? axis : axis - t.rank);
+        clrun_attr a = attr_int("axis", pick(&c.rng, 2) ? axis : axis - t.rank);
         single(&c, "concat", in, n, &a, 1);
         check(&c);
     }
@@ -582,8 +565,8 @@ static void slice_split_gather_match(void **state)
         int axis = (int)between(&c.rng, 0, t.rank - 1);
         int64_t n = t.shape[axis], start = between(&c.rng, 0, n - 1), end = between(&c.rng, start + 1, n);
         int32_t x = input(&c, t, -3, 3);
-        clrun_attr a[3] = {attr_i("axis", axis), attr_i("start", pick(&c.rng, 2) ? start : start - n),
-                           attr_i("end", end == n && pick(&c.rng, 2) ? n : end - n * pick(&c.rng, 2))};
+        clrun_attr a[3] = {attr_int("axis", axis), attr_int("start", pick(&c.rng, 2) ? start : start - n),
+                           attr_int("end", end == n && pick(&c.rng, 2) ? n : end - n * pick(&c.rng, 2))};
         if (a[2].i == 0)
             a[2].i = n;
         single(&c, "slice", &x, 1, a, 3);
@@ -637,12 +620,12 @@ static void slice_split_gather_match(void **state)
             used += sizes[i];
         if (used < dim)
             sizes[parts++] = dim - used;
-        clrun_attr a[3] = {attr_i("axis", axis), attr_ints("split", parts, sizes),
-                           attr_i("index", pick(&c.rng, parts))};
+        clrun_attr a[3] = {attr_int("axis", axis), attr_ints("split", parts, sizes),
+                           attr_int("index", pick(&c.rng, parts))};
         if (round % 2) { /* equal parts */
             int64_t p = dim % 2 == 0 ? 2 : 1;
-            a[1] = attr_i("parts", p);
-            a[2] = attr_i("index", pick(&c.rng, (int)p));
+            a[1] = attr_int("parts", p);
+            a[2] = attr_int("index", pick(&c.rng, (int)p));
         }
         single(&c, "split", &x, 1, a, 3);
         check(&c);
@@ -663,7 +646,7 @@ static void slice_split_gather_match(void **state)
         int64_t len = data.shape[axis];
         clrun_tensor_type idx = random_type(&c.rng, round % 2 ? CLRUN_I64 : CLRUN_I32, 0, 2, 3);
         int32_t in[2] = {input(&c, data, -3, 3), input(&c, idx, (double)-len, (double)len - 1)};
-        clrun_attr a = attr_i("axis", pick(&c.rng, 2) ? axis : axis - data.rank);
+        clrun_attr a = attr_int("axis", pick(&c.rng, 2) ? axis : axis - data.rank);
         single(&c, "gather", in, 2, &a, 1);
         check(&c);
     }
@@ -677,7 +660,7 @@ static void slice_split_gather_match(void **state)
             idx.shape[d] = d == axis ? between(&c.rng, 1, 5) : between(&c.rng, 1, data.shape[d]);
         int32_t in[2] = {input(&c, data, -3, 3),
                          input(&c, idx, (double)-data.shape[axis], (double)data.shape[axis] - 1)};
-        clrun_attr a = attr_i("axis", axis);
+        clrun_attr a = attr_int("axis", axis);
         single(&c, "gather_elements", in, 2, &a, 1);
         check(&c);
     }
@@ -720,8 +703,8 @@ static void expand_tile_pad_trilu_cumsum_match(void **state)
                 pads[d] = pads[t.rank + d] = 0;
         }
         int32_t x = input(&c, t, -3, 3);
-        clrun_attr a[3] = {attr_ints("pads", 2 * t.rank, pads), attr_i("mode", round % 3),
-                           attr_f("value", uniform(&c.rng, -2, 2))};
+        clrun_attr a[3] = {attr_ints("pads", 2 * t.rank, pads), attr_int("mode", round % 3),
+                           attr_float("value", uniform(&c.rng, -2, 2))};
         single(&c, "pad", &x, 1, a, round % 3 ? 2 : 3);
         check(&c);
     }
@@ -729,7 +712,7 @@ static void expand_tile_pad_trilu_cumsum_match(void **state)
         gcase c = begin("trilu", seed_of(3, round));
         clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 2, 4, 5);
         int32_t x = input(&c, t, -3, 3);
-        clrun_attr a[2] = {attr_i("upper", pick(&c.rng, 2)), attr_i("k", between(&c.rng, -3, 3))};
+        clrun_attr a[2] = {attr_int("upper", pick(&c.rng, 2)), attr_int("k", between(&c.rng, -3, 3))};
         single(&c, "trilu", &x, 1, a, 2);
         check(&c);
     }
@@ -737,8 +720,8 @@ static void expand_tile_pad_trilu_cumsum_match(void **state)
         gcase c = begin("cumsum", seed_of(4, round));
         clrun_tensor_type t = random_type(&c.rng, round % 2 ? CLRUN_I32 : CLRUN_F32, 1, 3, 6);
         int32_t x = input(&c, t, -9, 9);
-        clrun_attr a[3] = {attr_i("axis", between(&c.rng, -t.rank, t.rank - 1)),
-                           attr_i("exclusive", pick(&c.rng, 2)), attr_i("reverse", pick(&c.rng, 2))};
+        clrun_attr a[3] = {attr_int("axis", between(&c.rng, -t.rank, t.rank - 1)),
+                           attr_int("exclusive", pick(&c.rng, 2)), attr_int("reverse", pick(&c.rng, 2))};
         single(&c, "cumsum", &x, 1, a, 3);
         check(&c);
     }
@@ -768,7 +751,7 @@ static void conv2d_and_conv_transpose2d_match(void **state)
         int32_t in[3] = {input(&c, x, -1, 1), -1, input(&c, b, -1, 1)};
         in[1] = pick(&c.rng, 2) ? input(&c, w, -1, 1) : constant(&c, w, CLRUN_FILL_UNIFORM, -1, 1);
         clrun_attr a[5] = {attr_ints("stride", 2, stride), attr_ints("dilation", 2, dilation),
-                           attr_i("groups", groups), attr_ints("pads", 4, pads),
+                           attr_int("groups", groups), attr_ints("pads", 4, pads),
                            attr_ints("output_padding", 2, (int64_t[]){0, 0})};
         if (pick(&c.rng, 2))
             a[3] = attr_ints("pad", 2, pads); /* both sides alike */
@@ -799,9 +782,9 @@ static void pools_match(void **state)
                            between(&c.rng, 0, span[0] / 2), between(&c.rng, 0, span[1] / 2)};
         int32_t in = input(&c, x, -3, 3);
         clrun_attr a[6] = {attr_ints("kernel", 2, kernel), attr_ints("stride", 2, stride),
-                           attr_ints("pads", 4, pads), attr_i("ceil_mode", pick(&c.rng, 2)),
+                           attr_ints("pads", 4, pads), attr_int("ceil_mode", pick(&c.rng, 2)),
                            is_max ? attr_ints("dilation", 2, dilation)
-                                  : attr_i("count_include_pad", pick(&c.rng, 2))};
+                                  : attr_int("count_include_pad", pick(&c.rng, 2))};
         single(&c, is_max ? "maxpool2d" : "avgpool2d", &in, 1, a, 5);
         check(&c);
     }
@@ -827,7 +810,7 @@ static void softmax_xent_matches(void **state)
         clrun_tensor_type logits = {CLRUN_F32, 2, {B, C}}, labels = {round % 2 ? CLRUN_I64 : CLRUN_I32, 1, {B}};
         bool ignore = round >= 2;
         int32_t in[2] = {input(&c, logits, -4, 4), input(&c, labels, ignore ? -1 : 0, (double)C - 1)};
-        clrun_attr a = attr_i("ignore_index", -1);
+        clrun_attr a = attr_int("ignore_index", -1);
         single(&c, "softmax_xent", in, 2, &a, ignore);
         check(&c);
     }
@@ -843,7 +826,7 @@ static void dropout_matches(void **state)
         clrun_tensor_type seed = {CLRUN_I64, round % 2, {1}};
         int32_t in[2] = {input(&c, random_type(&c.rng, CLRUN_F32, 1, 3, 7), -3, 3),
                          input(&c, seed, 0, 1e9)};
-        clrun_attr a[2] = {attr_f("ratio", uniform(&c.rng, 0.1, 0.9)), attr_i("stream", pick(&c.rng, 4))};
+        clrun_attr a[2] = {attr_float("ratio", uniform(&c.rng, 0.1, 0.9)), attr_int("stream", pick(&c.rng, 4))};
         single(&c, "dropout", in, 2, a, round == 0 ? 0 : 2);
         check(&c);
     }
@@ -875,7 +858,7 @@ static void chains_match(void **state)
         clrun_tensor_type b = {CLRUN_F32, 1, {6}}, fc = {CLRUN_F32, 2, {6, 4}};
         int32_t in[3] = {input(&c, x, -1, 1), constant(&c, w, CLRUN_FILL_NORMAL, 0, 0.3),
                          constant(&c, b, CLRUN_FILL_UNIFORM, -0.1, 0.1)};
-        clrun_attr pad = attr_i("pad", 1), kernel = attr_i("kernel", 2);
+        clrun_attr pad = attr_int("pad", 1), kernel = attr_int("kernel", 2);
         int32_t y = node(&c, "conv2d", in, 3, &pad, 1);
         y = node(&c, "relu", &y, 1, NULL, 0);
         y = node(&c, "maxpool2d", &y, 1, &kernel, 1);
@@ -933,7 +916,7 @@ static void an_op_it_does_not_know_is_refused_by_name(void **state)
     gcase c = begin("unknown", 1);
     clrun_tensor_type t = {CLRUN_F32, 4, {1, 4, 2, 2}};
     int32_t x = input(&c, t, -1, 1);
-    clrun_attr b = attr_i("blocksize", 2);
+    clrun_attr b = attr_int("blocksize", 2);
     int32_t y = node(&c, "depth_to_space", &x, 1, &b, 1);
     output(&c, y);
     double values[16] = {0};
@@ -954,7 +937,7 @@ static void a_gather_index_outside_its_axis_is_refused(void **state)
     gcase c = begin("bad index", 1);
     clrun_tensor_type data = {CLRUN_F32, 1, {4}}, idx = {CLRUN_I64, 1, {2}};
     int32_t in[2] = {input(&c, data, -1, 1), input(&c, idx, 0, 0)};
-    clrun_attr a = attr_i("axis", 0);
+    clrun_attr a = attr_int("axis", 0);
     output(&c, node(&c, "gather", in, 2, &a, 1));
     const double d[4] = {1, 2, 3, 4}, good[2] = {-4, 3}, bad[2] = {1, 4};
     const double *inputs[2] = {d, good};
