@@ -94,6 +94,28 @@ expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
 rc=$?
 expect 2 "the xent loss needs --labels" "$tmp/out" "no labels"
 
+# clrun grad: the gradient graph runs, names what the loss does not depend on, refuses a
+# non-scalar loss.
+cat >"$tmp/loss.graph" <<'GRAPH'
+graph m
+input x: f32[4, 3]
+const w: f32[3, 2] normal(0, 1) seed=1
+const u: f32[5] ones
+node y: f32[4, 2] = matmul(x, w)
+node s: f32[4, 2] = mul(y, y)
+node loss: f32[] = reduce_mean(s)
+output loss
+GRAPH
+"$CLRUN" grad "$tmp/loss.graph" --loss loss --wrt w,u --out "$tmp/grad.graph" >"$tmp/out" 2>&1
+rc=$?
+expect 0 "the loss does not depend on u" "$tmp/out" "clrun grad"
+"$CLRUN" run "$tmp/grad.graph" --repeat 1 >"$tmp/out" 2>&1
+rc=$?
+expect 0 "grad.w f32\[3,2\]" "$tmp/out" "running the gradient graph"
+"$CLRUN" grad "$tmp/loss.graph" --loss y >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the loss y is f32\[4, 2\]: it must be one float element" "$tmp/out" "clrun grad, non-scalar loss"
+
 # An ONNX model from PyTorch (a batch norm among its layers, whose running statistics the
 # exporter wrote as Identity nodes of the weights), trained and written back with --save-onnx:
 # `clrun run` of the file written gives the test accuracy the trainer measured.
@@ -105,7 +127,8 @@ m = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), n
                   nn.Flatten(), nn.Linear(128, 10)).eval()
 torch.onnx.export(m, torch.randn(32, 1, 8, 8), sys.argv[1] + "/cnn.onnx", input_names=["x"],
                   output_names=["logits"], dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}},
-                  opset_version=13, training=torch.onnx.TrainingMode.PRESERVE)
+                  opset_version=13, training=torch.onnx.TrainingMode.PRESERVE,
+                  do_constant_folding=False)
 PY
     grep -q BatchNormalization "$tmp/cnn.onnx" || fail "the exporter folded the batch norm away"
     "$CLRUN" train "$tmp/cnn.onnx" --loss xent:logits --data x="$tmp/itr.npy" --labels "$tmp/ytr.npy" \

@@ -9,6 +9,7 @@ int clrun_cli_run(int argc, char **argv);    /* tools/cmd_run.c */
 int clrun_cli_replay(int argc, char **argv); /* tools/cmd_replay.c */
 int clrun_cli_onnx_test(int argc, char **argv); /* tools/cmd_onnx_test.c */
 int clrun_cli_train(int argc, char **argv); /* tools/cmd_train.c */
+int clrun_cli_grad(int argc, char **argv); /* tools/cmd_grad.c */
 
 /* Prints "clrun COMMAND: message" and a pointer to --help on stderr; returns 2. */
 int clrun_cli_usage_error(const char *command, const char *format, ...)

@@ -18,6 +18,7 @@ static const command commands[] = {
     {"info", clrun_cli_info, "list OpenCL platforms and devices, mark the one clrun would choose"},
     {"run", clrun_cli_run, "run a .graph file or an ONNX model: time, memory, output checksums"},
     {"smoke", clrun_cli_smoke, "run a kernel on the chosen device and check it against C"},
+    {"grad", clrun_cli_grad, "write the gradient of a model's scalar loss as a .graph file"},
     {"train", clrun_cli_train, "train a model on .npy data: gradients, optimizer, state in place"},
     {"plan", clrun_cli_plan, "lay out a graph's or a CSV's buffers ahead of time (static planner)"},
     {"onnx-test", clrun_cli_onnx_test, "run ONNX backend test cases and compare with their outputs"},
