@@ -23,9 +23,10 @@
  * initial parameters and the batch go to PyTorch through .npy files, and both print the loss of
  * their first two steps (before any update, and after one). Then two warm-up steps each, then
  * `rounds` rounds of `repeat` steps each side, the side that goes first alternating, so that the
- * machine's load falls on both alike, 50 ms apart (so that threads of one side that spin idle
- * after its round do not slow the other's; the bench prints how many cores each process burnt
- * while the other ran): the median step time of each side, their ratio, and the
+ * machine's load falls on both alike, 250 ms apart (so that threads of one side that spin idle
+ * after its round, as OpenBLAS's do for about 0.1 s, do not slow the other's; the bench prints
+ * how many cores each process burnt while the other ran): the median step time of each side,
+ * their ratio, and the
  * median CPU time of the step (every thread of the process: what other load on a shared
  * machine inflates least). Memory:
  *   clrun      clrun_train_stats' peak_bytes: the most bytes of pool blocks held at once during
@@ -54,7 +55,7 @@
  *   Each model and optimizer gets a context of its own.
  *   Defaults: --repeat 3 --rounds 5, T the device's compute units, PY /usr/bin/python3.
  * The figures in README.md ("Measured", Training) came from `make bench` then
- *   bench/bench_train --repeat 3 --rounds 5
+ *   bench/bench_train --repeat 3 --rounds 5 --profile
  * on a 2-core machine, POCL on both cores. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -781,7 +782,8 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
         }
     for (int round = 0; round < o->rounds; round++) {
         for (int side = 0; side < 2; side++) {
-            pause_ms(50); /* the other side's threads done spinning: each starts on a quiet machine */
+            pause_ms(250); /* the other side's threads done spinning (OpenBLAS's spin about 0.1 s
+                              after a call): each side starts on a quiet machine */
             if ((side == 0) == (round % 2 == 0)) {
                 for (int k = 0; k < o->repeat; k++) {
                     double c0 = cpu_ms(), t0 = now_ms();
