@@ -3,7 +3,8 @@
  * read once per element and one launch does the work of several (the query, key and value
  * heads cut from one projection). The merged node takes the place of the last group's root, so
  * every output of the others must be read only after it; their inputs are produced before
- * their own roots already. Pure C. */
+ * their own roots already. A group that can write a donated input in place is not merged into
+ * a kernel that could not. Pure C. */
 #include "fuse/siblings.h"
 
 #include <stdio.h>
@@ -100,6 +101,20 @@ static bool merge(clrun__arena *arena, clrun__fuse_unit *a, const clrun__fuse_un
     return true;
 }
 
+/* u reads a donated graph input of its output's size: alone it can write that input in place
+ * (a train step's parameter update); merged with a group that is not alias-safe (the reversed
+ * weights of a convolution's gradient, read from the same parameter) it could not. */
+static bool may_update_donated(const clrun_graph *d, const clrun__fuse_unit *u)
+{
+    uint64_t bytes = clrun_tensor_bytes(&u->op->output);
+    for (int i = 0; i < u->op->input_count; i++) {
+        const clrun__tensor *t = &d->tensors[u->inputs[i]];
+        if (t->kind == CLRUN__TENSOR_INPUT && t->donated && clrun_tensor_bytes(&t->type) == bytes)
+            return true;
+    }
+    return false;
+}
+
 int clrun__fuse_merge_siblings(clrun__arena *arena, const clrun_graph *d, clrun__fuse_unit *units,
                                int count, int max_buffers)
 {
@@ -115,6 +130,9 @@ int clrun__fuse_merge_siblings(clrun__arena *arena, const clrun_graph *d, clrun_
                 a->group_count + b->group_count > CLRUN__FUSED_MAX_OUTPUTS)
                 continue;
             if (!clrun__same_iteration_space(&a->op->output, &b->op->output) || !shares_a_tensor(a, b))
+                continue;
+            if ((may_update_donated(d, a) || may_update_donated(d, b)) &&
+                !(a->op->op.alias_safe && b->op->op.alias_safe))
                 continue;
             if (a->op->input_count + b->op->input_count + a->op->output_count + b->op->output_count > max_buffers ||
                 a->op->input_count + b->op->input_count > 512)

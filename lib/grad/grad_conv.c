@@ -1,7 +1,10 @@
-/* Gradient rules of convolution and pooling. A convolution's input gradient is the transposed
- * convolution of dy by the same weights (output padding restoring rows the stride dropped); its
+/* Gradient rules of convolution and pooling. A convolution's input gradient is, with stride 1, the
+ * convolution of dy by the weights flipped and transposed, else the transposed convolution of dy
+ * by the same weights (output padding restoring rows the stride dropped); its
  * weight gradient is conv2d_grad_weight; its bias gradient dy summed per channel. Pooling routes
  * dy back through maxpool2d_grad and avgpool2d_grad, which recompute the windows. */
+#include <stdint.h>
+
 #include "grad/grad.h"
 #include "graph/op_geometry.h"
 
@@ -15,6 +18,46 @@ static int copy_attrs(const clrun__node *node, const char *const *names, int cou
             out[n++] = *a;
     }
     return n;
+}
+
+/* With stride 1, the input's gradient is itself a convolution: of dy by the weights with their
+ * input and output channels swapped (within each group) and their taps reversed, padded by the
+ * dilated kernel's extent less the forward's padding, on each side. It runs on conv2d's fast
+ * path, where conv_transpose2d's kernel is slow. -2 when it does not apply (a stride above 1,
+ * or padding wider than the kernel's reach), -1 on failure. */
+static clrun_tensor_id unit_stride_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
+                                                  const int64_t *pads, const clrun_tensor_type *tx,
+                                                  const clrun_tensor_type *tw, clrun_tensor_id d,
+                                                  clrun_tensor_id w)
+{
+    int64_t reach[2] = {geo->dilation[0] * (tw->shape[2] - 1), geo->dilation[1] * (tw->shape[3] - 1)};
+    int64_t back[4] = {reach[0] - pads[0], reach[1] - pads[1], reach[0] - pads[2], reach[1] - pads[3]};
+    if (geo->stride[0] != 1 || geo->stride[1] != 1)
+        return -2;
+    for (int k = 0; k < 4; k++)
+        if (back[k] < 0)
+            return -2;
+    int64_t groups = geo->groups, o = tw->shape[0], cg = tw->shape[1], kh = tw->shape[2], kw = tw->shape[3];
+    /* w [O, C/g, KH, KW] -> [g, O/g, C/g, KH, KW] -> [g, C/g, O/g, KH, KW] -> [C, O/g, KH, KW] */
+    int64_t split[5] = {groups, o / groups, cg, kh, kw}, perm[5] = {0, 2, 1, 3, 4};
+    int64_t swapped[4] = {groups * cg, o / groups, kh, kw};
+    clrun_attr a_split = clrun__gattr_ints("shape", split, 5), a_perm = clrun__gattr_ints("perm", perm, 5);
+    clrun_attr a_swapped = clrun__gattr_ints("shape", swapped, 4);
+    clrun_tensor_id t = clrun__gemit(g, "reshape", &w, 1, &a_split, 1);
+    t = clrun__gemit(g, "transpose", &t, 1, &a_perm, 1);
+    t = clrun__gemit(g, "reshape", &t, 1, &a_swapped, 1);
+    /* the taps reversed: a slice stepping backwards over both spatial axes */
+    int64_t starts[2] = {-1, -1}, ends[2] = {INT64_MIN, INT64_MIN}, axes[2] = {2, 3}, steps[2] = {-1, -1};
+    clrun_attr a_flip[4] = {clrun__gattr_ints("starts", starts, 2), clrun__gattr_ints("ends", ends, 2),
+                            clrun__gattr_ints("axes", axes, 2), clrun__gattr_ints("steps", steps, 2)};
+    t = clrun__gemit(g, "slice", &t, 1, a_flip, 4);
+    clrun_attr attrs[3] = {clrun__gattr_ints("pads", back, 4),
+                           clrun__gattr_ints("dilation", geo->dilation, 2),
+                           clrun__gattr_int("groups", groups)};
+    clrun_tensor_id in[2] = {d, t};
+    clrun_tensor_id r = clrun__gemit(g, "conv2d", in, 2, attrs, 3);
+    (void)tx;
+    return r;
 }
 
 static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clrun_tensor_id *dy,
@@ -31,7 +74,10 @@ static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clr
     const clrun_tensor_type *tx = &types[0], *tw = &types[1];
     clrun_tensor_id x = node->inputs[0], w = node->inputs[1], d = dy[0];
     int64_t pads[4] = {geo.pad[0], geo.pad[1], geo.pad_end[0], geo.pad_end[1]};
-    if (want[0]) {
+    if (want[0] && (dx[0] = unit_stride_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2) {
+        if (dx[0] < 0)
+            return CLRUN_ERROR_INVALID_GRAPH;
+    } else if (want[0]) {
         int64_t outpad[2];
         for (int k = 0; k < 2; k++) {
             int64_t in = tx->shape[2 + k], o = k == 0 ? geo.oh : geo.ow;
