@@ -70,7 +70,8 @@ clrun_tensor_id clrun__gunbroadcast(clrun__grad *g, clrun_tensor_id x, const clr
 /* x broadcast (expand) to `type`'s shape. */
 clrun_tensor_id clrun__gexpand(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *type);
 
-/* Type of a tensor of the graph being built. */
+/* Type of a tensor of the graph being built: valid until the next node or constant is added
+ * (the graph's tensors move as it grows), so copy it before emitting more. */
 const clrun_tensor_type *clrun__gtype(const clrun__grad *g, clrun_tensor_id id);
 
 /* Records the first failure (a printf message) and returns status. */

@@ -175,10 +175,12 @@ static bool same_shape(const clrun_tensor_type *a, const clrun_tensor_type *b)
     return true;
 }
 
-clrun_tensor_id clrun__greshape(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *type)
+clrun_tensor_id clrun__greshape(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *target)
 {
     if (x < 0)
         return -1;
+    /* A copy: `target` may point into the graph being built, which each node added moves. */
+    const clrun_tensor_type want = *target, *type = &want;
     if (same_shape(clrun__gtype(g, x), type))
         return x;
     /* reshape needs at least one dimension in its list: rank 0 is [1] read as a scalar. */
@@ -190,10 +192,11 @@ clrun_tensor_id clrun__greshape(clrun__grad *g, clrun_tensor_id x, const clrun_t
     return clrun__gemit(g, "reshape", &x, 1, &a, 1);
 }
 
-clrun_tensor_id clrun__gunbroadcast(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *type)
+clrun_tensor_id clrun__gunbroadcast(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *target)
 {
     if (x < 0)
         return -1;
+    const clrun_tensor_type want = *target, *type = &want;
     const clrun_tensor_type *tx = clrun__gtype(g, x);
     if (same_shape(tx, type))
         return x;
@@ -219,10 +222,11 @@ clrun_tensor_id clrun__gunbroadcast(clrun__grad *g, clrun_tensor_id x, const clr
     return clrun__greshape(g, r, type);
 }
 
-clrun_tensor_id clrun__gexpand(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *type)
+clrun_tensor_id clrun__gexpand(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *target)
 {
     if (x < 0)
         return -1;
+    const clrun_tensor_type want = *target, *type = &want;
     if (same_shape(clrun__gtype(g, x), type))
         return x;
     int64_t shape[CLRUN_MAX_DIMS];

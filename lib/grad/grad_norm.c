@@ -89,7 +89,9 @@ static clrun_status layernorm_rule(clrun__grad *g, const clrun__node *node,
     }
     if (want[1]) {
         const clrun_tensor_type *tg = clrun__gfwd_type(g, gamma);
-        clrun_tensor_id r = clrun__gunbroadcast(g, mul(g, d, xhat), clrun__gtype(g, feature_shaped(g, gamma, tx, axis)));
+        clrun_tensor_id prod = mul(g, d, xhat), shaped = feature_shaped(g, gamma, tx, axis);
+        clrun_tensor_type target = shaped < 0 ? *tg : *clrun__gtype(g, shaped);
+        clrun_tensor_id r = shaped < 0 ? -1 : clrun__gunbroadcast(g, prod, &target);
         dx[1] = clrun__greshape(g, r, tg);
         if (dx[1] < 0)
             return CLRUN_ERROR_INVALID_GRAPH;
@@ -97,7 +99,9 @@ static clrun_status layernorm_rule(clrun__grad *g, const clrun__node *node,
     if (node->input_count > 2 && want[2]) {
         clrun_tensor_id beta = node->inputs[2];
         const clrun_tensor_type *tb = clrun__gfwd_type(g, beta);
-        clrun_tensor_id r = clrun__gunbroadcast(g, d, clrun__gtype(g, feature_shaped(g, beta, tx, axis)));
+        clrun_tensor_id shaped = feature_shaped(g, beta, tx, axis);
+        clrun_tensor_type target = shaped < 0 ? *tb : *clrun__gtype(g, shaped);
+        clrun_tensor_id r = shaped < 0 ? -1 : clrun__gunbroadcast(g, d, &target);
         dx[2] = clrun__greshape(g, r, tb);
         if (dx[2] < 0)
             return CLRUN_ERROR_INVALID_GRAPH;
@@ -128,12 +132,16 @@ static clrun_status batchnorm_rule(clrun__grad *g, const clrun__node *node,
         dx[0] = mul(g, d, mul(g, per_channel(g, scale, tx), rstd));
     if (want[1]) {
         clrun_tensor_id xhat = mul(g, sub(g, x, per_channel(g, mean, tx)), rstd);
-        clrun_tensor_id r = clrun__gunbroadcast(g, mul(g, d, xhat), clrun__gtype(g, per_channel(g, scale, tx)));
+        clrun_tensor_id prod = mul(g, d, xhat), shaped = per_channel(g, scale, tx);
+        clrun_tensor_type target = shaped < 0 ? *tx : *clrun__gtype(g, shaped);
+        clrun_tensor_id r = shaped < 0 ? -1 : clrun__gunbroadcast(g, prod, &target);
         dx[1] = clrun__greshape(g, r, clrun__gfwd_type(g, scale));
     }
     if (want[2]) {
         clrun_tensor_id bias = node->inputs[2];
-        clrun_tensor_id r = clrun__gunbroadcast(g, d, clrun__gtype(g, per_channel(g, bias, tx)));
+        clrun_tensor_id shaped = per_channel(g, bias, tx);
+        clrun_tensor_type target = shaped < 0 ? *tx : *clrun__gtype(g, shaped);
+        clrun_tensor_id r = shaped < 0 ? -1 : clrun__gunbroadcast(g, d, &target);
         dx[2] = clrun__greshape(g, r, clrun__gfwd_type(g, bias));
     }
     for (int i = 0; i < 3; i++)

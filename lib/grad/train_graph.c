@@ -262,7 +262,8 @@ static clrun_status add_loss(builder *b, clrun_graph *graph, clrun_tensor_id at,
     *rows_out = -1;
     *hits_out = -1;
     const clrun_train_graph_options *o = b->options;
-    const clrun_tensor_type *t = clrun_graph_tensor_type(graph, at);
+    /* A copy: the graph's tensors move as inputs and nodes are added. */
+    const clrun_tensor_type logits = *clrun_graph_tensor_type(graph, at), *t = &logits;
     char type_text[CLRUN__TYPE_TEXT];
     clrun__type_format(t, type_text, sizeof type_text);
     const char *label = clrun_graph_tensor_name(graph, at);
