@@ -45,11 +45,11 @@ at_least "${acc:-0}" 0.95 || fail "digits MLP: test accuracy ${acc:-none} below 
 grep -q 'epoch 10/10 .*test accuracy' "$tmp/mlp.err" || fail "digits MLP: no line per epoch"
 
 "$CLRUN" train "$data/digits_cnn.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" \
-    --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 10 --lr 0.01 --json >"$tmp/cnn" 2>&1
+    --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 10 --lr 0.01 --json >"$tmp/cnn" 2>"$tmp/cnn.err"
 rc=$?
 expect 0 '"unused_donations":0' "$tmp/cnn" "digits CNN"
 acc=$(test_accuracy "$tmp/cnn")
-at_least "${acc:-0}" 0.95 || fail "digits CNN: test accuracy ${acc:-none} below 0.95"
+at_least "${acc:-0}" 0.95 || fail "digits CNN: test accuracy ${acc:-none} below 0.95 ($(cat "$tmp/cnn.err"))"
 
 # Two epochs at once, or one, saved, and one more resumed: the same state, bit for bit.
 common="--loss xent:logits --labels $tmp/ytr.npy --optimizer sgd --lr 0.1 --momentum 0.9"
@@ -133,11 +133,11 @@ PY
     grep -q BatchNormalization "$tmp/cnn.onnx" || fail "the exporter folded the batch norm away"
     "$CLRUN" train "$tmp/cnn.onnx" --loss xent:logits --data x="$tmp/itr.npy" --labels "$tmp/ytr.npy" \
         --test-data x="$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 3 --lr 0.01 --batch 32 \
-        --save-onnx "$tmp/trained.onnx" --json >"$tmp/onnx" 2>&1
+        --save-onnx "$tmp/trained.onnx" --json >"$tmp/onnx" 2>"$tmp/onnx.err"
     rc=$?
     expect 0 '"unused_donations":0' "$tmp/onnx" "ONNX CNN with batch norm"
     acc=$(test_accuracy "$tmp/onnx")
-    at_least "${acc:-0}" 0.95 || fail "ONNX CNN: test accuracy ${acc:-none} below 0.95"
+    at_least "${acc:-0}" 0.95 || fail "ONNX CNN: test accuracy ${acc:-none} below 0.95 ($(cat "$tmp/onnx.err"))"
     "$CLRUN" run "$tmp/trained.onnx" --shape x=360x1x8x8 --input x="$tmp/ite.npy" --output-dir "$tmp/outdir" \
         --repeat 1 >"$tmp/run" 2>&1 || fail "running the model --save-onnx wrote: $(cat "$tmp/run")"
     "$PYTHON" - "$tmp" "${acc:-0}" <<'PY' || fail "the model --save-onnx wrote does not give the trainer's accuracy"
