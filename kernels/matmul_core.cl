@@ -13,8 +13,8 @@
  *
  * The host builds this file in pieces: the head alone (to the PER-MR BODY line: packing and
  * padding), and for each (kind, MR) a variant runs, the head and the body after `#define MR m`,
- * `#define KSUFFIX(name) name##_m` and CORE_MM or CORE_CONV set to 1 (the other kind's kernel
- * left out), so that a process compiles only the variants it runs: each body costs POCL about
+ * `#define KSUFFIX(name) name##_m` and one of CORE_MM, CORE_CONV, CORE_WGRAD set to 1 (the other
+ * kinds' kernels left out), so that a process compiles only the variants it runs: each body costs POCL about
  * a quarter of a second to build. The head gets VW (the device's float vector width),
  * NR, and optionally CLRUN_EPILOGUE(v, i, c) with EPILOGUE_PARAMS (extra kernel arguments it
  * reads: `, __global const float *x0, ...`). The kernels are declared over two lines so that
@@ -123,6 +123,7 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
 #define KSUFFIX(name) name
 #define CORE_MM 1
 #define CORE_CONV 1
+#define CORE_WGRAD 1
 #endif
 #define ROWS(X) CAT(RM_, MR)(X)
 
@@ -302,5 +303,60 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     }
 }
 #endif /* CORE_CONV */
+
+/* ---- conv2d's weight gradient as a product: dw[o, k] = sum over images n and output positions
+ * p of dy[n, o, p] patch[n, p, k]. Rows are the taps k = (c, kh, kw) of one group's input
+ * channels, columns the group's output channels, the sum runs n, then p ascending. The packed B
+ * holds dy, B[(n, p), o] = dy[n, group's o, p], panels per (image, group): dyp[n * groups +
+ * group][panel][p][NR]; A is read from the image as conv2d's core reads it (xp: x itself, or a
+ * copy with its padding as zeros, [N, C, HP, WP]), here one offset per row (tap), the position
+ * added as the sum runs. Work-item (tap block, panel, group), `steps` tap blocks each as in
+ * conv2d's kernel. dw is [O, C/groups, KH, KW]: the output is stored transposed. */
+#if CORE_WGRAD
+#define WG_DECL(r) COLS(DECL_ACC, r)                                                          \
+    const uint CAT(tap, r) = min(m0 + r, Kc - 1);                                                \
+    const uint CAT(base, r) = CAT(tap, r) / KHW * plane + CAT(tap, r) % KHW / KW * DH +          \
+                              CAT(tap, r) % KW * DW;
+#define WG_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
+#define WG_STORE(r)                                                                            \
+    if (m0 + r < Kc) {                                                                         \
+        float t[NR];                                                                           \
+        COLS(SPILL_ACC, r)                                                                     \
+        for (uint j = 0; j < NR && n0 + j < Og; j++)                                           \
+            dw[((ulong)group * Og + n0 + j) * Kc + m0 + r] = t[j];                             \
+    }
+
+__kernel
+void KSUFFIX(clrun_conv_wgrad_core)(__global const float *xp, __global const float *dyp,
+                                    __global float *dw, __constant const int *g, const uint HP,
+                                    const uint WP, const uint images, const uint steps)
+{
+    const uint OW = g[G_OW], OH = g[G_OH], P = OH * OW;
+    const uint panel = get_global_id(1), group = get_global_id(2), groups = g[G_GROUPS];
+    const uint Cg = g[G_C] / groups, Og = g[G_O] / groups;
+    const uint KW = g[G_KW], KHW = g[G_KH] * KW, Kc = Cg * KHW;
+    const uint panels = (Og + NR - 1) / NR, n0 = panel * NR;
+    const uint plane = HP * WP, DH = g[G_DH] * WP, DW = g[G_DW], SH = g[G_SH] * WP, SW = g[G_SW];
+    for (uint step = 0; step < steps; step++) {
+        const uint m0 = ((get_group_id(0) * steps + step) * get_local_size(0) + get_local_id(0)) * MR;
+        if (m0 >= Kc)
+            break;
+        ROWS(WG_DECL)
+        for (uint n = 0; n < images; n++) {
+            __global const float *xz = xp + ((ulong)n * g[G_C] + group * Cg) * plane;
+            __global const float *b = dyp + (((ulong)n * groups + group) * panels + panel) * P * NR;
+            for (uint oh = 0; oh < OH; oh++) {
+                __global const float *xr = xz + oh * SH;
+                for (uint ow = 0; ow < OW; ow++, b += NR) {
+                    __global const float *xt = xr + ow * SW;
+                    LOAD_B(b)
+                    ROWS(WG_STEP)
+                }
+            }
+        }
+        ROWS(WG_STORE)
+    }
+}
+#endif /* CORE_WGRAD */
 
 #undef ROWS

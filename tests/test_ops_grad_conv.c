@@ -24,6 +24,7 @@
 #include "device_test.h"
 #include "op_args.h"
 #include "op_reference.h"
+#include "ops/ops_internal.h"
 #include "rng.h"
 
 static char cache_dir[512];
@@ -256,9 +257,10 @@ static bool check_conv_case(const conv_case *c, uint64_t seed)
     return true;
 }
 
-static void conv2d_grad_weight_matches_the_reference_and_conv2d(void **state)
+/* The fixed and random cases of conv2d_grad_weight, on the kernels `choice` forces. */
+static void conv2d_grad_weight_cases(clrun__kernel_choice choice)
 {
-    (void)state;
+    clrun__ops_kernels = choice;
     /* N, C, H, W, O, KH, KW, stride, pads (top, left, bottom, right), dilation, groups */
     static const conv_case cases[] = {
         {2, 4, 9, 21, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},   /* rows of 8 and a rest */
@@ -270,6 +272,12 @@ static void conv2d_grad_weight_matches_the_reference_and_conv2d(void **state)
         {3, 5, 7, 7, 2, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},    /* 1x1 */
         {1, 4, 3, 5, 4, 4, 4, {1, 2}, {2, 1, 2, 1}, {1, 1}, 2},    /* kernel beyond the image */
         {2, 1, 1, 1, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},    /* one pixel, all padding */
+        /* wide enough for the core's panels (8 output channels per group and more) */
+        {2, 16, 9, 13, 24, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1}, /* a panel and a part */
+        {3, 8, 12, 11, 16, 3, 3, {2, 2}, {1, 1, 0, 0}, {1, 1}, 2}, /* groups of 8, stride 2 */
+        {2, 5, 7, 9, 40, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},   /* 1x1 stride 2 projection */
+        {2, 3, 20, 19, 16, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1}, /* a 7x7/2 stem */
+        {1, 9, 10, 10, 33, 3, 2, {1, 2}, {2, 0, 1, 1}, {2, 1}, 1}, /* dilation, odd taps */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!check_conv_case(&cases[i], 100 + i)) {
@@ -281,10 +289,10 @@ static void conv2d_grad_weight_matches_the_reference_and_conv2d(void **state)
     int rounds = clrun_test_rounds(40), done = 0;
     for (int r = 0; done < rounds && r < 50 * rounds; r++) {
         conv_case c;
-        int kind = (int)rng_range(&rng, 0, 2); /* groups 1, 2 or depthwise */
-        c.groups = kind == 0 ? 1 : kind == 1 ? 2 : (int)rng_range(&rng, 1, 6);
+        int kind = (int)rng_range(&rng, 0, 3); /* groups 1, 2, depthwise, or wide */
+        c.groups = kind == 0 || kind == 3 ? 1 : kind == 1 ? 2 : (int)rng_range(&rng, 1, 6);
         c.C = c.groups * (kind == 2 ? 1 : (int)rng_range(&rng, 1, 3));
-        c.O = kind == 2 ? c.C : c.groups * (int)rng_range(&rng, 1, 3);
+        c.O = kind == 2 ? c.C : c.groups * (int)rng_range(&rng, 1, kind == 3 ? 40 : 3);
         c.N = (int)rng_range(&rng, 1, 3);
         c.KH = (int)rng_range(&rng, 1, 4), c.KW = (int)rng_range(&rng, 1, 4);
         for (int a = 0; a < 2; a++) {
@@ -296,7 +304,22 @@ static void conv2d_grad_weight_matches_the_reference_and_conv2d(void **state)
         c.H = (int)rng_range(&rng, 1, 16), c.W = (int)rng_range(&rng, 1, 40);
         done += check_conv_case(&c, 1000 + (uint64_t)r);
     }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
     assert_int_equal(done, rounds);
+}
+
+/* The register-blocked core (CPUs; forced here on any device) and the per-weight kernel (other
+ * devices, and groups narrower than the core's panels). */
+static void conv2d_grad_weight_on_the_core_matches_the_reference_and_conv2d(void **state)
+{
+    (void)state;
+    conv2d_grad_weight_cases(CLRUN__KERNELS_VECTOR);
+}
+
+static void conv2d_grad_weight_per_weight_matches_the_reference_and_conv2d(void **state)
+{
+    (void)state;
+    conv2d_grad_weight_cases(CLRUN__KERNELS_SIMPLE);
 }
 
 /* ---- the pools --------------------------------------------------------------------------- */
@@ -593,7 +616,8 @@ int main(void)
 {
     clrun_test_device_environment(cache_dir, sizeof cache_dir);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(conv2d_grad_weight_matches_the_reference_and_conv2d),
+        cmocka_unit_test(conv2d_grad_weight_on_the_core_matches_the_reference_and_conv2d),
+        cmocka_unit_test(conv2d_grad_weight_per_weight_matches_the_reference_and_conv2d),
         cmocka_unit_test(maxpool2d_grad_matches_the_reference),
         cmocka_unit_test(avgpool2d_grad_matches_the_reference),
         cmocka_unit_test(maxpool2d_grad_routes_ties_nan_and_infinity_as_pytorch),

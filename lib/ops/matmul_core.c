@@ -140,15 +140,21 @@ static const char body_marker[] = "/* ---- PER-MR BODY ---- */";
 
 /* Which text of an embedded program to build: all of it, or for the core (the file with the
  * PER-MR BODY line) its head alone or the head and the body of one kind. */
-typedef enum program_part { PART_WHOLE, PART_CORE_HEAD, PART_CORE_MM, PART_CORE_CONV } program_part;
+typedef enum program_part {
+    PART_WHOLE,
+    PART_CORE_HEAD,
+    PART_CORE_MM,
+    PART_CORE_CONV,
+    PART_CORE_WGRAD,
+} program_part;
 
 /* The program's name in the caches and the log: "matmul_core-mm8-epilogue", "conv". */
 static void program_name(const char *source, program_part part, unsigned mr, bool epilogue, char *name,
                          size_t size)
 {
-    static const char *const parts[] = {"", "-head", "-mm", "-conv"};
+    static const char *const parts[] = {"", "-head", "-mm", "-conv", "-wgrad"};
     char rows[16] = "";
-    if (part == PART_CORE_MM || part == PART_CORE_CONV)
+    if (part >= PART_CORE_MM)
         snprintf(rows, sizeof rows, "%u", mr);
     snprintf(name, size, "%s%s%s%s", source, parts[part], rows, epilogue ? "-epilogue" : "");
 }
@@ -173,11 +179,11 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
         ok = ok && append(&t, src->text, src->length);
     } else {
         ok = ok && append(&t, src->text, (size_t)(body - src->text));
-        bool mm = part == PART_CORE_MM;
         if (part != PART_CORE_HEAD)
             ok = ok &&
                  appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n#define CORE_MM %d\n"
-                             "#define CORE_CONV %d\n", mr, mr, mm, !mm) &&
+                             "#define CORE_CONV %d\n#define CORE_WGRAD %d\n", mr, mr,
+                         part == PART_CORE_MM, part == PART_CORE_CONV, part == PART_CORE_WGRAD) &&
                  append(&t, body, src->length - (size_t)(body - src->text));
     }
     if (!ok)
@@ -202,10 +208,11 @@ clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *sr
 {
     *out = NULL;
     cl_program program = NULL;
-    clrun_status s = build_program(ctx, "matmul_core", src->conv ? PART_CORE_CONV : PART_CORE_MM, mr,
-                                   src->vw, src->ep, &program);
+    static const program_part parts[] = {PART_CORE_MM, PART_CORE_CONV, PART_CORE_WGRAD};
+    static const char *const names[] = {"clrun_mm_core", "clrun_conv_core", "clrun_conv_wgrad_core"};
+    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->vw, src->ep, &program);
     if (s == CLRUN_OK)
-        s = clrun__program_kernel(ctx, program, src->conv ? "clrun_conv_core" : "clrun_mm_core", mr, out);
+        s = clrun__program_kernel(ctx, program, names[src->kind], mr, out);
     return s;
 }
 
@@ -496,4 +503,51 @@ void clrun__packing_release(clrun__packing *p)
     p->kernel = NULL;
     p->table = NULL;
     p->offsets = NULL;
+}
+
+/* ---- padding of a convolution's image ------------------------------------------------------ */
+
+bool clrun__conv_padded_extent(const cl_int *geo, const clrun__conv_geometry *g, cl_uint *hp,
+                               cl_uint *wp)
+{
+    bool pad = g->pad[0] || g->pad[1] || g->pad_end[0] || g->pad_end[1];
+    if (!pad) {
+        *hp = (cl_uint)geo[CLRUN__G_H];
+        *wp = (cl_uint)geo[CLRUN__G_W];
+        return false;
+    }
+    *hp = (cl_uint)((geo[CLRUN__G_OH] - 1) * geo[CLRUN__G_SH] + (geo[CLRUN__G_KH] - 1) * geo[CLRUN__G_DH] + 1);
+    *wp = (cl_uint)((geo[CLRUN__G_OW] - 1) * geo[CLRUN__G_SW] + (geo[CLRUN__G_KW] - 1) * geo[CLRUN__G_DW] + 1);
+    return true;
+}
+
+clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program, cl_mem table,
+                                         const cl_int *geo, uint64_t images, cl_uint hp, cl_uint wp,
+                                         clrun__conv_padding *out)
+{
+    uint64_t planes = images * (uint64_t)geo[CLRUN__G_C];
+    out->bytes = planes * hp * wp * 4;
+    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_pad", 0, &out->kernel);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, out->kernel, 2, sizeof table, &table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, out->kernel, 3, sizeof hp, &hp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, out->kernel, 4, sizeof wp, &wp);
+    /* A local size of its own, not the driver's choice for each shape (POCL compiles one
+     * kernel per local size, see CLRUN__CORE_LOCAL): rows of up to 32 work-items. */
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, out->kernel, 32, &out->local[0]);
+    out->local[1] = out->local[2] = 1;
+    out->global[0] = clrun__round_up(wp, out->local[0]);
+    out->global[1] = hp;
+    out->global[2] = (size_t)planes;
+    return s;
+}
+
+void clrun__conv_padding_release(clrun__conv_padding *p)
+{
+    if (p->kernel)
+        clrun__cl.ReleaseKernel(p->kernel);
+    p->kernel = NULL;
 }

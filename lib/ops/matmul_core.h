@@ -58,17 +58,25 @@ extern _Atomic unsigned long clrun__tune_timings;
 clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
                                 const clrun__epilogue *ep, cl_program *out);
 
-/* Where a node's product kernels come from: the core of matmul (conv false) or of conv2d, for
- * the device's VW and the node's epilogue (NULL: none). */
+/* The core's kinds of product: matmul, conv2d, and conv2d's weight gradient. */
+typedef enum clrun__core_kind {
+    CLRUN__CORE_MM,
+    CLRUN__CORE_CONV,
+    CLRUN__CORE_WGRAD,
+} clrun__core_kind;
+
+/* Where a node's product kernels come from: the core of one kind, for the device's VW and the
+ * node's epilogue (NULL: none; the weight gradient takes none). */
 typedef struct clrun__core_source {
-    bool conv;
+    clrun__core_kind kind;
     unsigned vw;
     const clrun__epilogue *ep;
 } clrun__core_source;
 
-/* The core's kernel at MR = mr for src ("clrun_mm_core_8", say), from a program of that one
- * body, built on the first request in the context and kept: a cold process compiles only the
- * variants it runs (each body costs POCL about a quarter of a second to build). */
+/* The core's kernel at MR = mr for src ("clrun_mm_core_8", "clrun_conv_core_8",
+ * "clrun_conv_wgrad_core_8"), from a program of that one body, built on the first request in
+ * the context and kept: a cold process compiles only the variants it runs (each body costs POCL
+ * about a quarter of a second to build). */
 clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
                                 cl_kernel *out);
 
@@ -162,5 +170,25 @@ clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_me
 
 /* Releases the kernel, the tables (not the packed B: the executor's). */
 void clrun__packing_release(clrun__packing *p);
+
+/* The image conv2d's core and its weight gradient read: x itself when the convolution has no
+ * padding (false; HP x WP = H x W), else a copy with its padding as zeros (true), HP x WP =
+ * what the windows reach. geo is the kernels' table (CLRUN__G_*). */
+bool clrun__conv_padded_extent(const cl_int *geo, const clrun__conv_geometry *g, cl_uint *hp,
+                               cl_uint *wp);
+
+/* The copy of a padded convolution's image (clrun_conv_pad of the core's head `program`, which
+ * reads the geometry `table`): `bytes` of scratch, [N, C, HP, WP], launched over global/local
+ * with x and the copy as its buffer arguments. */
+typedef struct clrun__conv_padding {
+    cl_kernel kernel; /* NULL: no padding */
+    uint64_t bytes;
+    size_t global[3], local[3];
+} clrun__conv_padding;
+
+clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program, cl_mem table,
+                                         const cl_int *geo, uint64_t images, cl_uint hp, cl_uint wp,
+                                         clrun__conv_padding *out);
+void clrun__conv_padding_release(clrun__conv_padding *p);
 
 #endif

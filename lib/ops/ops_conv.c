@@ -24,9 +24,8 @@
 typedef struct conv_state {
     clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
     clrun__packing pack;    /* the core: the weights in panels, packed once or into scratch */
-    cl_kernel pad;          /* the core of a padded convolution: x with its padding as zeros */
-    uint64_t pad_bytes;     /* ... into scratch part 0 of this many bytes, [N, C, HP, WP] */
-    size_t pad_global[3], pad_local[3];
+    clrun__conv_padding pad; /* the core of a padded convolution: x with its padding as zeros
+                                into scratch part 0 */
     bool core;
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
@@ -40,8 +39,7 @@ static void conv_release(void *opaque)
     if (st == NULL)
         return;
     clrun__packing_release(&st->pack);
-    if (st->pad)
-        clrun__cl.ReleaseKernel(st->pad);
+    clrun__conv_padding_release(&st->pad);
     clrun__kernel_state_release(st);
 }
 
@@ -51,8 +49,8 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
 {
     const conv_state *st = opaque;
     int parts = 0;
-    if (st->pad)
-        bytes[parts++] = st->pad_bytes;
+    if (st->pad.kernel)
+        bytes[parts++] = st->pad.bytes;
     if (st->core && st->pack.packed == NULL)
         bytes[parts++] = st->pack.bytes;
     return parts;
@@ -83,13 +81,14 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
                                            wait_list, done);
     const cl_mem *scratch = outputs + call->output_count;
     bool pack_now = st->core && st->pack.packed == NULL;
-    cl_mem x = st->pad ? scratch[0] : inputs[0];
-    cl_mem w = !st->core ? inputs[1] : pack_now ? scratch[st->pad ? 1 : 0] : st->pack.packed;
+    bool padded = st->pad.kernel != NULL;
+    cl_mem x = padded ? scratch[0] : inputs[0];
+    cl_mem w = !st->core ? inputs[1] : pack_now ? scratch[padded ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
-    if (s == CLRUN_OK && st->pad)
-        s = clrun__buffer_args(ctx, st->pad, &inputs[0], 1, x);
+    if (s == CLRUN_OK && padded)
+        s = clrun__buffer_args(ctx, st->pad.kernel, &inputs[0], 1, x);
     if (s == CLRUN_OK)
         s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, inputs + call->input_count,
                                  st->extra);
@@ -99,8 +98,9 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     if (pack_now)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], w, &chain);
-    if (s == CLRUN_OK && st->pad)
-        s = clrun__chain_launch(&chain, st->pad, 3, st->pad_global, st->pad_local, "conv2d padding");
+    if (s == CLRUN_OK && padded)
+        s = clrun__chain_launch(&chain, st->pad.kernel, 3, st->pad.global, st->pad.local,
+                                "conv2d padding");
     if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);
@@ -123,21 +123,6 @@ typedef struct conv_tuning {
     int extra;                   /* an epilogue's inputs: the scratch output stands in for them */
     clrun__tune_buffers buffers; /* x, packed and out */
 } conv_tuning;
-
-/* The image the core reads: x itself without padding (HP x WP = H x W), else the padded copy,
- * HP x WP = what the windows reach. */
-static bool padded_extent(const cl_int *geo, const clrun__conv_geometry *g, cl_uint *hp, cl_uint *wp)
-{
-    bool pad = g->pad[0] || g->pad[1] || g->pad_end[0] || g->pad_end[1];
-    if (!pad) {
-        *hp = (cl_uint)geo[CLRUN__G_H];
-        *wp = (cl_uint)geo[CLRUN__G_W];
-        return false;
-    }
-    *hp = (cl_uint)((geo[CLRUN__G_OH] - 1) * geo[CLRUN__G_SH] + (geo[CLRUN__G_KH] - 1) * geo[CLRUN__G_DH] + 1);
-    *wp = (cl_uint)((geo[CLRUN__G_OW] - 1) * geo[CLRUN__G_SW] + (geo[CLRUN__G_KW] - 1) * geo[CLRUN__G_DW] + 1);
-    return true;
-}
 
 static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsigned nr,
                           size_t planes, size_t *global, size_t *local)
@@ -237,35 +222,12 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     return s;
 }
 
-static clrun_status prepare_padding(clrun_context *ctx, cl_program program, const cl_int *geo,
-                                    uint64_t images, cl_uint hp, cl_uint wp, conv_state *st)
-{
-    uint64_t planes = images * (uint64_t)geo[CLRUN__G_C];
-    st->pad_bytes = planes * hp * wp * 4;
-    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_pad", 0, &st->pad);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->pad, 2, sizeof st->ks.table, &st->ks.table);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->pad, 3, sizeof hp, &hp);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->pad, 4, sizeof wp, &wp);
-    /* A local size of its own, not the driver's choice for each shape (POCL compiles one
-     * kernel per local size, see core_geometry): rows of up to 32 work-items. */
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->pad, 32, &st->pad_local[0]);
-    st->pad_local[1] = st->pad_local[2] = 1;
-    st->pad_global[0] = clrun__round_up(wp, st->pad_local[0]);
-    st->pad_global[1] = hp;
-    st->pad_global[2] = (size_t)planes;
-    return s;
-}
-
 static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, const cl_int *geo,
                                  const clrun__conv_geometry *g, uint64_t images, unsigned vw,
                                  const clrun__epilogue *ep, conv_state *st)
 {
     cl_uint hp, wp;
-    bool padded = padded_extent(geo, g, &hp, &wp);
+    bool padded = clrun__conv_padded_extent(geo, g, &hp, &wp);
     unsigned nr = 2 * vw;
     uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
     uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
@@ -274,7 +236,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d: %" PRIu64 " groups", groups);
     for (uint64_t i = 0; i < groups; i++)
         sources[i] = i * Og * Kc;
-    const clrun__core_source src = {true, vw, ep};
+    const clrun__core_source src = {CLRUN__CORE_CONV, vw, ep};
     cl_program program = NULL; /* the head: packing and padding */
     clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
     /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant. */
@@ -283,7 +245,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
                                    (call->constant_inputs >> 1) & 1, &st->pack);
     free(sources);
     if (s == CLRUN_OK && padded)
-        s = prepare_padding(ctx, program, geo, images, hp, wp, st);
+        s = clrun__conv_padding_prepare(ctx, program, st->ks.table, geo, images, hp, wp, &st->pad);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
         s = choose_variant(ctx, &src, geo, nr, hp, wp, st->extra, &v);

@@ -1,13 +1,18 @@
-/* Kernels of the gradients of convolution and pooling (kernels/conv_grad.cl): conv2d's with
- * respect to its weights, one work-item per weight summing over the images and output positions
- * eight columns at a time; the pools' with respect to their input, one work-item per row of dx
+/* Kernels of the gradients of convolution and pooling (kernels/conv_grad.cl,
+ * kernels/matmul_core.cl): conv2d's with respect to its weights, on devices without real local
+ * memory (CPUs) a product on the register-blocked core (dy packed into panels, the image read
+ * through per-tap offsets as conv2d's core reads it), elsewhere and for groups narrower than a
+ * panel one work-item per weight summing over the images and output positions eight columns at
+ * a time; the pools' with respect to their input, one work-item per row of dx
  * adding in the windows that hold the row (maxpool2d_grad first writes each window's routing, the
  * position of its maximum, into the node's scratch). No atomics: each output is one sum in a
  * fixed order. The geometry is the forward ops' (lib/graph/infer_conv.c). */
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "device/cl.h"
-#include "ops/ops_internal.h"
+#include "ops/matmul_core.h"
 
 /* Creates kernel `kernel` into ks with its table, set as the argument after the buffers
  * (`inputs` of them, then the output). */
@@ -30,6 +35,128 @@ static clrun_status kernel_with_table(clrun_context *ctx, clrun__kernel_state *k
 /* Work-groups of up to 32 weights: a group runs on one thread of a CPU, and a small gradient
  * (a depthwise 3x3 has 9 weights per channel) still spreads over the cores. */
 #define GRAD_WEIGHT_GROUP 32
+/* The core runs groups of at least this many output channels; narrower ones (depthwise) would
+ * leave most of each panel's columns empty and take the per-weight kernel. */
+#define CORE_MIN_CHANNELS 8
+
+/* On the core (devices without real local memory): dy packed into panels (clrun_mm_pack) and,
+ * for a padded convolution, x copied with its padding as zeros, both into scratch, then the
+ * product. Elsewhere, and for narrow groups, the kernel of one work-item per weight. */
+typedef struct grad_weight_state {
+    clrun__kernel_state ks;  /* first: the product (x or its padded copy, packed dy, dw) */
+    clrun__packing pack;     /* dy into panels: scratch part 1 (part 0 without padding) */
+    clrun__conv_padding pad; /* x with its padding: scratch part 0 */
+    bool core;
+} grad_weight_state;
+
+static void grad_weight_release(void *opaque)
+{
+    grad_weight_state *st = opaque;
+    if (st == NULL)
+        return;
+    clrun__packing_release(&st->pack);
+    clrun__conv_padding_release(&st->pad);
+    clrun__kernel_state_release(st);
+}
+
+static int grad_weight_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
+{
+    const grad_weight_state *st = opaque;
+    int parts = 0;
+    if (!st->core)
+        return 0;
+    if (st->pad.kernel)
+        bytes[parts++] = st->pad.bytes;
+    bytes[parts++] = st->pack.bytes;
+    return parts;
+}
+
+static clrun_status grad_weight_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
+                                        const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
+                                        const cl_event *wait_list, cl_event *done)
+{
+    grad_weight_state *st = opaque;
+    if (!st->core)
+        return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count, wait_list,
+                                           done);
+    const cl_mem *scratch = outputs + call->output_count;
+    bool padded = st->pad.kernel != NULL;
+    const cl_mem buffers[2] = {padded ? scratch[0] : inputs[0], scratch[padded ? 1 : 0]};
+    clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 2, outputs[0]);
+    if (s == CLRUN_OK && padded)
+        s = clrun__buffer_args(ctx, st->pad.kernel, &inputs[0], 1, buffers[0]);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__chain chain;
+    clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
+    if (padded)
+        s = clrun__chain_launch(&chain, st->pad.kernel, 3, st->pad.global, st->pad.local,
+                                "conv2d_grad_weight padding");
+    if (s == CLRUN_OK)
+        s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], buffers[1], &chain);
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(&chain, st->ks.kernel, 3, st->ks.global, st->ks.local, st->ks.what);
+    if (s != CLRUN_OK) {
+        clrun__chain_abort(&chain);
+        return s;
+    }
+    return clrun__chain_end(&chain);
+}
+
+/* The product on the core: dy [N, O, P] as B (per image and group, K = P rows by Og columns),
+ * the variant the default for the taps' count (no tuning: the kernel's cost follows the
+ * forward's, whose tuning it does not share). */
+static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, const clrun__conv_geometry *g,
+                                     uint64_t images, unsigned vw, grad_weight_state *st)
+{
+    cl_uint hp, wp;
+    bool padded = clrun__conv_padded_extent(geo, g, &hp, &wp);
+    unsigned nr = 2 * vw;
+    uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
+    uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
+    uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
+    uint64_t batches = images * groups;
+    if (images > UINT32_MAX || batches > SIZE_MAX / sizeof(uint64_t))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "conv2d_grad_weight: %" PRIu64 " images, more than the kernel counts", images);
+    uint64_t *sources = malloc(batches * sizeof *sources);
+    if (sources == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: %" PRIu64
+                           " images of %" PRIu64 " groups", images, groups);
+    for (uint64_t z = 0; z < batches; z++)
+        sources[z] = (z / groups * (uint64_t)geo[CLRUN__G_O] + z % groups * Og) * P;
+    cl_program program = NULL; /* the core's head: packing and padding */
+    clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
+    /* B[p, o] = dy[n, o, p] */
+    if (s == CLRUN_OK)
+        s = clrun__packing_prepare(ctx, program, batches, sources, P, Og, 1, P, nr, false, &st->pack);
+    free(sources);
+    if (s == CLRUN_OK && padded)
+        s = clrun__conv_padding_prepare(ctx, program, st->ks.table, geo, images, hp, wp, &st->pad);
+    size_t count;
+    const clrun__core_variant *v = clrun__core_candidates(Kc, true, &count);
+    const clrun__core_source src = {CLRUN__CORE_WGRAD, vw, NULL};
+    cl_uint n = (cl_uint)images, steps = clrun__core_steps(v);
+    if (s == CLRUN_OK)
+        s = clrun__core_kernel(ctx, &src, v->mr, &st->ks.kernel);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, 3, sizeof st->ks.table, &st->ks.table);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, 4, sizeof hp, &hp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, 5, sizeof wp, &wp);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, 6, sizeof n, &n);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->ks.kernel, 7, sizeof steps, &steps);
+    clrun__core_row_launch(v, (size_t)((Kc + v->mr - 1) / v->mr), &st->ks.global[0], &st->ks.local[0]);
+    st->ks.global[1] = (size_t)((Og + nr - 1) / nr);
+    st->ks.global[2] = (size_t)groups;
+    st->ks.local[1] = st->ks.local[2] = 1;
+    st->ks.dims = 3;
+    st->core = true;
+    return s;
+}
 
 static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op *op,
                                              const clrun__op_call *call, void **state)
@@ -58,18 +185,34 @@ static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op
                            "conv2d_grad_weight: %lld images, more than the kernel counts",
                            (long long)x->shape[0]);
     cl_int images = (cl_int)x->shape[0];
-    clrun__kernel_state *st = calloc(1, sizeof *st);
+    clrun__core_device dev;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    if (s != CLRUN_OK)
+        return s;
+    grad_weight_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: node state");
-    clrun_status s = kernel_with_table(ctx, st, "conv2d_grad_weight", "clrun_conv2d_grad_weight", 2,
-                                       geo, sizeof geo);
-    if (s == CLRUN_OK)
-        s = clrun__arg(ctx, st->kernel, 4, sizeof images, &images);
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->kernel, GRAD_WEIGHT_GROUP, &st->local[0]);
-    st->dims = 1;
-    st->global[0] = clrun__round_up((size_t)clrun__dims_product(&dw, 0, 4), st->local[0]);
-    return clrun__kernel_state_done(st, s, state);
+    st->ks.what = "conv2d_grad_weight";
+    if (dev.registers && geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS] >= CORE_MIN_CHANNELS) {
+        s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
+        if (s == CLRUN_OK)
+            s = grad_weight_core(ctx, geo, &g, (uint64_t)images, dev.vw, st);
+    } else {
+        s = kernel_with_table(ctx, &st->ks, "conv2d_grad_weight", "clrun_conv2d_grad_weight", 2,
+                              geo, sizeof geo);
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->ks.kernel, 4, sizeof images, &images);
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, st->ks.kernel, GRAD_WEIGHT_GROUP, &st->ks.local[0]);
+        st->ks.dims = 1;
+        st->ks.global[0] = clrun__round_up((size_t)clrun__dims_product(&dw, 0, 4), st->ks.local[0]);
+    }
+    if (s != CLRUN_OK) {
+        grad_weight_release(st);
+        return s;
+    }
+    *state = st;
+    return CLRUN_OK;
 }
 
 /* ---- maxpool2d_grad (code 1), avgpool2d_grad (code 0) ------------------------------------ */
@@ -188,8 +331,9 @@ static clrun_status pool_grad_prepare(clrun_context *ctx, const clrun__op *op,
 
 static const clrun__op_kernels conv_grad_weight_kernels = {
     .prepare = conv_grad_weight_prepare,
-    .enqueue = clrun__kernel_state_op_enqueue,
-    .release = clrun__kernel_state_release,
+    .enqueue = grad_weight_enqueue,
+    .release = grad_weight_release,
+    .scratch = grad_weight_scratch,
 };
 static const clrun__op_kernels pool_grad_kernels = {
     .prepare = pool_grad_prepare,
