@@ -61,7 +61,7 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/test_graph_reference
 TESTS += tests/test_graph_reference
 tests_test_graph_reference_SOURCES = tests/test_graph_reference.c tests/graph_reference.c \
-	tests/graph_reference.h tests/device_test.h tests/rng.h
+	tests/graph_reference.h tests/graph_case.h tests/device_test.h tests/rng.h
 tests_test_graph_reference_CFLAGS = $(TEST_CFLAGS)
 tests_test_graph_reference_LDADD = $(TEST_LDADD)
 endif

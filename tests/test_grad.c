@@ -30,8 +30,8 @@
 #include "device_test.h"
 #include "op_args.h"
 #include "grad/grad.h"
+#include "graph_case.h"
 #include "graph_reference.h"
-#include "rng.h"
 
 enum { MAX_INPUTS = 16, MAX_WRT = 16, MAX_OPS = 128 };
 
@@ -70,15 +70,6 @@ static int checked_index(const char *op)
 
 /* ---- random numbers ----------------------------------------------------------------------- */
 
-static int pick(uint64_t *rng, int n) { return (int)(rng_next(rng) % (uint64_t)n); }
-static int64_t between(uint64_t *rng, int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rng_next(rng) % (uint64_t)(hi - lo + 1));
-}
-static double uniform(uint64_t *rng, double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(rng_next(rng) >> 11) / 9007199254740992.0;
-}
 
 /* The seed of round `round` of variant `k` of test family `family`. */
 static uint64_t seed_of(int family, int k, int round)
@@ -148,30 +139,6 @@ static double draw(uint64_t *rng, const fill_spec *f, clrun_dtype dtype)
     return 0;
 }
 
-static void store(clrun_dtype dtype, double v, unsigned char *at)
-{
-    switch (dtype) {
-    case CLRUN_F32: { float f = (float)v; memcpy(at, &f, 4); break; }
-    case CLRUN_F64: memcpy(at, &v, 8); break;
-    case CLRUN_I32: { int32_t i = (int32_t)v; memcpy(at, &i, 4); break; }
-    case CLRUN_I64: { int64_t i = (int64_t)v; memcpy(at, &i, 8); break; }
-    case CLRUN_BOOL: *at = v != 0; break;
-    default: fail_msg("dtype %d", (int)dtype);
-    }
-}
-
-static double load(clrun_dtype dtype, const unsigned char *at)
-{
-    switch (dtype) {
-    case CLRUN_F32: { float f; memcpy(&f, at, 4); return f; }
-    case CLRUN_F64: { double d; memcpy(&d, at, 8); return d; }
-    case CLRUN_I32: { int32_t i; memcpy(&i, at, 4); return i; }
-    case CLRUN_I64: { int64_t i; memcpy(&i, at, 8); return (double)i; }
-    case CLRUN_BOOL: return *at != 0;
-    default: fail_msg("dtype %d", (int)dtype);
-    }
-    return 0;
-}
 
 /* Fills raw (the tensor's bytes) and host (the same values as doubles) by f. */
 static void fill(uint64_t *rng, const fill_spec *f, const clrun_tensor_type *t, unsigned char *raw,
@@ -187,8 +154,8 @@ static void fill(uint64_t *rng, const fill_spec *f, const clrun_tensor_type *t, 
         host[k - 1] = host[j], host[j] = s;
     }
     for (uint64_t k = 0; k < n; k++) {
-        store(t->dtype, host[k], raw + k * size);
-        host[k] = load(t->dtype, raw + k * size); /* as fed */
+        assert_true(value_store(t->dtype, host[k], raw + k * size));
+        host[k] = value_load(t->dtype, raw + k * size); /* as fed */
     }
 }
 
@@ -365,7 +332,7 @@ static double *read_output(run *r, int k, const clrun_tensor_type *t)
     assert_non_null(v);
     assert_int_equal(clrun_exec_read_output(r->exec, k, raw, bytes), CLRUN_OK);
     for (uint64_t i = 0; i < n; i++)
-        v[i] = load(t->dtype, raw + i * clrun_dtype_size(t->dtype));
+        v[i] = value_load(t->dtype, raw + i * clrun_dtype_size(t->dtype));
     free(raw);
     return v;
 }
@@ -436,24 +403,6 @@ static void check(gcase *c, clrun_tensor_id out)
 
 /* ---- random shapes ------------------------------------------------------------------------ */
 
-static clrun_tensor_type random_type(uint64_t *rng, int min_rank, int max_rank, int max_dim)
-{
-    clrun_tensor_type t = {CLRUN_F32, (int)between(rng, min_rank, max_rank), {0}};
-    for (int d = 0; d < t.rank; d++)
-        t.shape[d] = between(rng, 1, max_dim);
-    return t;
-}
-
-/* A shape that broadcasts to `out`: right-aligned, fewer dims or dims of 1. */
-static clrun_tensor_type broadcastable(uint64_t *rng, const clrun_tensor_type *out, clrun_dtype dtype)
-{
-    clrun_tensor_type t = {dtype, (int)between(rng, 0, out->rank), {0}};
-    if (pick(rng, 2))
-        t.rank = out->rank;
-    for (int d = 0; d < t.rank; d++)
-        t.shape[d] = pick(rng, 3) == 0 ? 1 : out->shape[out->rank - t.rank + d];
-    return t;
-}
 
 static clrun_tensor_type shape_of(int rank, const int64_t *dims)
 {
@@ -489,7 +438,7 @@ static void unary_rules_match_finite_differences(void **state)
         for (int round = 0; round < rounds; round++) {
             const char *op = ops[k].op;
             gcase c = begin(op, "", seed_of(0, k, round));
-            clrun_tensor_type t = random_type(&c.rng, round == 0 ? 0 : 1, 4, 5);
+            clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, round == 0 ? 0 : 1, 4, 5);
             fill_spec f = span(ops[k].lo, ops[k].hi);
             if (ops[k].kink_at_0)
                 f = away(f, 0, 0.02);
@@ -541,7 +490,7 @@ static void cast_rule_matches_finite_differences(void **state)
     int rounds = clrun_test_rounds(3);
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("cast", round % 2 ? "f32 to f32" : "f32 to f64 to f32", seed_of(1, 0, round));
-        clrun_tensor_id x = input(&c, random_type(&c.rng, 0, 3, 5), span(-3, 3), true);
+        clrun_tensor_id x = input(&c, random_type(&c.rng, CLRUN_F32, 0, 3, 5), span(-3, 3), true);
         clrun_attr to64 = attr_int("to", CLRUN_F64), to32 = attr_int("to", CLRUN_F32);
         clrun_tensor_id y = x;
         if (round % 2 == 0) {
@@ -557,7 +506,7 @@ static void cast_rule_matches_finite_differences(void **state)
  * tensor, equal shapes, then random broadcasting (either side). */
 static void binary_shapes(gcase *c, int round, clrun_tensor_type *a, clrun_tensor_type *b)
 {
-    clrun_tensor_type out = random_type(&c->rng, 1, 4, 4);
+    clrun_tensor_type out = random_type(&c->rng, CLRUN_F32, 1, 4, 4);
     switch (round % 4) {
     case 0:
         *a = shape_of(3, (int64_t[]){3, 1, 5});
@@ -611,7 +560,7 @@ static void binary_rules_broadcast_and_match_finite_differences(void **state)
                 }
                 if (!strcmp(op, "div"))
                     fa = fb;
-                clrun_tensor_id x = input(&c, random_type(&c.rng, 0, 3, 5), fa, true);
+                clrun_tensor_id x = input(&c, random_type(&c.rng, CLRUN_F32, 0, 3, 5), fa, true);
                 clrun_tensor_id in[2] = {x, x};
                 check(&c, node(&c, op, in, 2, NULL, 0));
                 continue;
@@ -634,7 +583,7 @@ static void where_rule_broadcasts_and_matches(void **state)
     int rounds = clrun_test_rounds(4);
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("where", "", seed_of(3, 0, round));
-        clrun_tensor_type out = random_type(&c.rng, 1, 4, 4);
+        clrun_tensor_type out = random_type(&c.rng, CLRUN_F32, 1, 4, 4);
         clrun_tensor_type cond = broadcastable(&c.rng, &out, CLRUN_BOOL);
         if (round == 0) /* the condition broadcast over a and b of the full shape */
             cond.rank = 1, cond.shape[0] = out.shape[out.rank - 1];
@@ -704,7 +653,7 @@ static void softmax_rules_match_on_every_axis_and_causal(void **state)
             const char *op = k ? "logsoftmax" : "softmax";
             bool causal = k == 0 && round % 3 == 0;
             gcase c = begin(op, causal ? "causal" : "", seed_of(5, k, round));
-            clrun_tensor_type t = random_type(&c.rng, causal ? 2 : 1, 4, 6);
+            clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, causal ? 2 : 1, 4, 6);
             clrun_tensor_id x = input(&c, t, span(-4, 4), true);
             clrun_attr attrs[2] = {attr_int("axis", causal ? -1 : between(&c.rng, -t.rank, t.rank - 1)),
                                    attr_int("causal", 1)};
@@ -719,7 +668,7 @@ static void layernorm_rule_matches_on_axes_with_and_without_beta(void **state)
     int rounds = clrun_test_rounds(3);
     for (int round = 0; round < 3 * rounds; round++) {
         gcase c = begin("layernorm", "", seed_of(6, 0, round));
-        clrun_tensor_type t = random_type(&c.rng, 2, 4, 5);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 2, 4, 5);
         /* A group of a few elements all close together has a tiny variance, where the gradient
          * (of scale 1/sqrt(var + eps)) is too curved for finite differences and loses f32
          * precision on the device: an eps of at least 0.01, or with the default eps (1e-5)
@@ -759,7 +708,7 @@ static void batchnorm_rule_matches_in_inference_form(void **state)
     int rounds = clrun_test_rounds(3);
     for (int round = 0; round < 2 * rounds; round++) {
         gcase c = begin("batchnorm", "", seed_of(7, 0, round));
-        clrun_tensor_type t = random_type(&c.rng, 2, 4, 5);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 2, 4, 5);
         clrun_tensor_type p = {CLRUN_F32, 1, {t.shape[1]}};
         clrun_tensor_id in[5] = {input(&c, t, span(-3, 3), true), weight(&c, p, 0.5, 2),
                                  weight(&c, p, -1, 1), -1, -1};
@@ -780,7 +729,7 @@ static void reduction_rules_match_on_axes_and_keepdims(void **state)
     for (int k = 0; k < 6; k++)
         for (int round = 0; round < rounds; round++) {
             gcase c = begin(ops[k], "", seed_of(8, k, round));
-            clrun_tensor_type t = random_type(&c.rng, 1, 4, 5);
+            clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 5);
             bool extreme = k == 2 || k == 3;
             clrun_tensor_id x = input(&c, t, extreme ? distinct(0.05) : span(-2, 2), true);
             int64_t axes[CLRUN_MAX_DIMS];
@@ -832,7 +781,7 @@ static void reshape_transpose_expand_rules_match(void **state)
     int rounds = clrun_test_rounds(4);
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("reshape", "", seed_of(11, 0, round));
-        clrun_tensor_type t = random_type(&c.rng, 0, 4, 4);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 0, 4, 4);
         int64_t n = (int64_t)clrun_tensor_elements(&t), shape[CLRUN_MAX_DIMS];
         int rank = 0;
         switch (round % 3) {
@@ -849,7 +798,7 @@ static void reshape_transpose_expand_rules_match(void **state)
     }
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("transpose", "", seed_of(11, 1, round));
-        clrun_tensor_type t = random_type(&c.rng, 1, 5, 4);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 5, 4);
         int64_t perm[CLRUN_MAX_DIMS];
         for (int d = 0; d < t.rank; d++)
             perm[d] = d;
@@ -864,7 +813,7 @@ static void reshape_transpose_expand_rules_match(void **state)
     }
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("expand", "", seed_of(11, 2, round));
-        clrun_tensor_type out = random_type(&c.rng, 1, 4, 4);
+        clrun_tensor_type out = random_type(&c.rng, CLRUN_F32, 1, 4, 4);
         clrun_tensor_type x = round == 0 ? shape_of(0, NULL) : broadcastable(&c.rng, &out, CLRUN_F32);
         int64_t shape[CLRUN_MAX_DIMS];
         for (int d = 0; d < out.rank; d++) /* a 1 in shape keeps x's dim */
@@ -881,7 +830,7 @@ static void slice_split_concat_pad_rules_match(void **state)
     int rounds = clrun_test_rounds(4);
     for (int round = 0; round < rounds; round++) { /* single-axis form */
         gcase c = begin("slice", "axis form", seed_of(12, 0, round));
-        clrun_tensor_type t = random_type(&c.rng, 1, 4, 6);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 6);
         int axis = (int)between(&c.rng, 0, t.rank - 1);
         int64_t n = t.shape[axis], start = between(&c.rng, 0, n - 1), end = between(&c.rng, start + 1, n);
         clrun_tensor_id x = input(&c, t, span(-3, 3), true);
@@ -892,7 +841,7 @@ static void slice_split_concat_pad_rules_match(void **state)
     }
     for (int round = 0; round < rounds; round++) { /* ONNX form, step 1: negatives, clamping */
         gcase c = begin("slice", "onnx form", seed_of(12, 1, round));
-        clrun_tensor_type t = random_type(&c.rng, 1, 4, 6);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 6);
         int n = (int)between(&c.rng, 1, t.rank);
         int64_t starts[CLRUN_MAX_DIMS], ends[CLRUN_MAX_DIMS], axes[CLRUN_MAX_DIMS], steps[CLRUN_MAX_DIMS];
         int order[CLRUN_MAX_DIMS];
@@ -921,7 +870,7 @@ static void slice_split_concat_pad_rules_match(void **state)
     }
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("split", "", seed_of(12, 2, round));
-        clrun_tensor_type t = random_type(&c.rng, 1, 4, 6);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 6);
         int axis = (int)between(&c.rng, 0, t.rank - 1);
         clrun_tensor_id x = input(&c, t, span(-3, 3), true);
         int64_t dim = t.shape[axis], sizes[CLRUN_MAX_ATTR_INTS];
@@ -946,7 +895,7 @@ static void slice_split_concat_pad_rules_match(void **state)
     }
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("concat", "", seed_of(12, 3, round));
-        clrun_tensor_type t = random_type(&c.rng, 1, 4, 4);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 4);
         int axis = (int)between(&c.rng, 0, t.rank - 1), n = (int)between(&c.rng, 1, 3);
         clrun_tensor_id in[4];
         for (int i = 0; i < n; i++) {
@@ -962,7 +911,7 @@ static void slice_split_concat_pad_rules_match(void **state)
     }
     for (int round = 0; round < rounds; round++) { /* constant mode */
         gcase c = begin("pad", "", seed_of(12, 4, round));
-        clrun_tensor_type t = random_type(&c.rng, 1, 4, 4);
+        clrun_tensor_type t = random_type(&c.rng, CLRUN_F32, 1, 4, 4);
         int64_t pads[2 * CLRUN_MAX_DIMS];
         for (int d = 0; d < t.rank; d++) {
             pads[d] = between(&c.rng, 0, 3);
@@ -1094,7 +1043,7 @@ static void gather_rule_matches_in_both_forms(void **state)
     for (int round = 0; round < rounds; round++) { /* embedding: rows outside [0, V) give zeros */
         gcase c = begin("gather", "embedding form", seed_of(15, 0, round));
         int64_t V = between(&c.rng, 1, 6), D = between(&c.rng, 1, 5);
-        clrun_tensor_type table = {CLRUN_F32, 2, {V, D}}, idx = random_type(&c.rng, 0, 3, 4);
+        clrun_tensor_type table = {CLRUN_F32, 2, {V, D}}, idx = random_type(&c.rng, CLRUN_F32, 0, 3, 4);
         idx.dtype = CLRUN_I32;
         clrun_tensor_id in[2] = {weight(&c, table, -3, 3), -1};
         in[1] = input(&c, idx, span(-2, (double)V + 1), false);
@@ -1102,10 +1051,10 @@ static void gather_rule_matches_in_both_forms(void **state)
     }
     for (int round = 0; round < 2 * rounds; round++) { /* axis: negatives from the end */
         gcase c = begin("gather", "axis form", seed_of(15, 1, round));
-        clrun_tensor_type data = random_type(&c.rng, 1, 3, 5);
+        clrun_tensor_type data = random_type(&c.rng, CLRUN_F32, 1, 3, 5);
         int axis = (int)between(&c.rng, 0, data.rank - 1);
         int64_t len = data.shape[axis];
-        clrun_tensor_type idx = random_type(&c.rng, 0, 2, 4);
+        clrun_tensor_type idx = random_type(&c.rng, CLRUN_F32, 0, 2, 4);
         idx.dtype = round % 2 ? CLRUN_I64 : CLRUN_I32;
         clrun_tensor_id in[2] = {input(&c, data, span(-3, 3), true),
                                  input(&c, idx, span((double)-len, (double)len - 1), false)};
@@ -1122,7 +1071,7 @@ static void dropout_rule_matches_at_a_fixed_seed(void **state)
     for (int round = 0; round < rounds; round++) {
         gcase c = begin("dropout", "", seed_of(16, 0, round));
         clrun_tensor_type seed = {CLRUN_I64, round % 2, {1}};
-        clrun_tensor_id in[2] = {input(&c, random_type(&c.rng, 1, 3, 7), span(-3, 3), true),
+        clrun_tensor_id in[2] = {input(&c, random_type(&c.rng, CLRUN_F32, 1, 3, 7), span(-3, 3), true),
                                  input(&c, seed, span(0, 1e9), false)};
         clrun_attr a[2] = {attr_float("ratio", uniform(&c.rng, 0.1, 0.9)), attr_int("stream", pick(&c.rng, 4))};
         check(&c, node(&c, "dropout", in, 2, a, round == 0 ? 0 : 2));

@@ -19,8 +19,8 @@
 #include "device_test.h"
 #include "op_args.h"
 #include "graph/op.h"
+#include "graph_case.h"
 #include "graph_reference.h"
-#include "rng.h"
 
 static char cache_root[512];
 static uint64_t base_seed;
@@ -39,15 +39,6 @@ static void cover(const char *op)
         covered[covered_count++] = op;
 }
 
-static int pick(uint64_t *rng, int n) { return (int)(rng_next(rng) % (uint64_t)n); }
-static int64_t between(uint64_t *rng, int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rng_next(rng) % (uint64_t)(hi - lo + 1));
-}
-static double uniform(uint64_t *rng, double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(rng_next(rng) >> 11) / 9007199254740992.0;
-}
 
 /* ---- attributes -------------------------------------------------------------------------- */
 
@@ -127,30 +118,6 @@ static void single(gcase *c, const char *op, const int32_t *in, int n, const clr
 
 /* ---- running a case ---------------------------------------------------------------------- */
 
-static void store(clrun_dtype dtype, double v, unsigned char *at)
-{
-    switch (dtype) {
-    case CLRUN_F32: { float f = (float)v; memcpy(at, &f, 4); break; }
-    case CLRUN_F64: memcpy(at, &v, 8); break;
-    case CLRUN_I32: { int32_t i = (int32_t)v; memcpy(at, &i, 4); break; }
-    case CLRUN_I64: { int64_t i = (int64_t)v; memcpy(at, &i, 8); break; }
-    case CLRUN_BOOL: *at = v != 0; break;
-    default: fail_msg("dtype %d", (int)dtype);
-    }
-}
-
-static double load(clrun_dtype dtype, const unsigned char *at)
-{
-    switch (dtype) {
-    case CLRUN_F32: { float f; memcpy(&f, at, 4); return f; }
-    case CLRUN_F64: { double d; memcpy(&d, at, 8); return d; }
-    case CLRUN_I32: { int32_t i; memcpy(&i, at, 4); return i; }
-    case CLRUN_I64: { int64_t i; memcpy(&i, at, 8); return (double)i; }
-    case CLRUN_BOOL: return *at != 0;
-    default: fail_msg("dtype %d", (int)dtype);
-    }
-    return 0;
-}
 
 /* Runs the case's graph on the device and through the reference, compares every output, and
  * destroys the graph. */
@@ -173,8 +140,8 @@ static void check(gcase *c)
         for (uint64_t k = 0; k < n; k++) {
             double v = r.step > 0 ? r.lo + r.step * (double)between(&c->rng, 0, (int64_t)((r.hi - r.lo) / r.step))
                                   : uniform(&c->rng, r.lo, r.hi);
-            store(t->dtype, v, raw + k * clrun_dtype_size(t->dtype));
-            host[i][k] = load(t->dtype, raw + k * clrun_dtype_size(t->dtype)); /* as fed */
+            assert_true(value_store(t->dtype, v, raw + k * clrun_dtype_size(t->dtype)));
+            host[i][k] = value_load(t->dtype, raw + k * clrun_dtype_size(t->dtype)); /* as fed */
         }
         assert_int_equal(clrun_alloc(ctx, bytes, &buffers[i]), CLRUN_OK);
         assert_int_equal(clrun_buffer_write(ctx, &buffers[i], raw), CLRUN_OK);
@@ -201,7 +168,7 @@ static void check(gcase *c)
             magnitude = isfinite(r[k]) ? fmax(magnitude, fabs(r[k])) : magnitude;
         bool exact = t->dtype != CLRUN_F32 && t->dtype != CLRUN_F64;
         for (uint64_t k = 0; k < n; k++) {
-            double d = load(t->dtype, raw + k * clrun_dtype_size(t->dtype));
+            double d = value_load(t->dtype, raw + k * clrun_dtype_size(t->dtype));
             /* infinities and NaN where the reference has them, else within the tolerance */
             bool ok = exact || !isfinite(r[k]) ? d == r[k] || (isnan(d) && isnan(r[k]))
                                                : fabs(d - r[k]) <= 1e-4 * magnitude;
@@ -225,25 +192,6 @@ static void check(gcase *c)
 
 /* ---- random shapes ----------------------------------------------------------------------- */
 
-static clrun_tensor_type random_type(uint64_t *rng, clrun_dtype dtype, int min_rank, int max_rank,
-                                     int max_dim)
-{
-    clrun_tensor_type t = {dtype, (int)between(rng, min_rank, max_rank), {0}};
-    for (int d = 0; d < t.rank; d++)
-        t.shape[d] = between(rng, 1, max_dim);
-    return t;
-}
-
-/* A shape that broadcasts to `out`: right-aligned, fewer dims or dims of 1. */
-static clrun_tensor_type broadcastable(uint64_t *rng, const clrun_tensor_type *out, clrun_dtype dtype)
-{
-    clrun_tensor_type t = {dtype, (int)between(rng, 0, out->rank), {0}};
-    if (pick(rng, 2))
-        t.rank = out->rank; /* often the full rank */
-    for (int d = 0; d < t.rank; d++)
-        t.shape[d] = pick(rng, 3) == 0 ? 1 : out->shape[out->rank - t.rank + d];
-    return t;
-}
 
 static uint64_t seed_of(int op, int round) { return base_seed * 1000003u + (uint64_t)op * 101u + (uint64_t)round; }
 

@@ -22,7 +22,7 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/test_grad
 TESTS += tests/test_grad
 tests_test_grad_SOURCES = tests/test_grad.c tests/graph_reference.c tests/graph_reference.h \
-	tests/device_test.h tests/rng.h
+	tests/graph_case.h tests/device_test.h tests/rng.h
 tests_test_grad_CFLAGS = $(TEST_CFLAGS)
 tests_test_grad_LDADD = $(TEST_LDADD) -lm
 endif
