@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "grad/grad.h"
+#include "graph/types.h"
 
 clrun_attr clrun__gattr_int(const char *name, int64_t value)
 {
@@ -165,23 +166,13 @@ clrun_tensor_id clrun__gzeros(clrun__grad *g, const clrun_tensor_type *type)
     return constant(g, type, NULL, CLRUN_FILL_ZEROS);
 }
 
-static bool same_shape(const clrun_tensor_type *a, const clrun_tensor_type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
-
 clrun_tensor_id clrun__greshape(clrun__grad *g, clrun_tensor_id x, const clrun_tensor_type *target)
 {
     if (x < 0)
         return -1;
     /* A copy: `target` may point into the graph being built, which each node added moves. */
     const clrun_tensor_type want = *target, *type = &want;
-    if (same_shape(clrun__gtype(g, x), type))
+    if (clrun__shape_equal(clrun__gtype(g, x), type))
         return x;
     /* reshape needs at least one dimension in its list: rank 0 is [1] read as a scalar. */
     int64_t shape[CLRUN_MAX_DIMS];
@@ -198,7 +189,7 @@ clrun_tensor_id clrun__gunbroadcast(clrun__grad *g, clrun_tensor_id x, const clr
         return -1;
     const clrun_tensor_type want = *target, *type = &want;
     const clrun_tensor_type *tx = clrun__gtype(g, x);
-    if (same_shape(tx, type))
+    if (clrun__shape_equal(tx, type))
         return x;
     int64_t axes[CLRUN_MAX_DIMS];
     int n = 0;
@@ -227,7 +218,7 @@ clrun_tensor_id clrun__gexpand(clrun__grad *g, clrun_tensor_id x, const clrun_te
     if (x < 0)
         return -1;
     const clrun_tensor_type want = *target, *type = &want;
-    if (same_shape(clrun__gtype(g, x), type))
+    if (clrun__shape_equal(clrun__gtype(g, x), type))
         return x;
     int64_t shape[CLRUN_MAX_DIMS];
     for (int d = 0; d < type->rank; d++)

@@ -97,14 +97,19 @@ const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t 
     return buf;
 }
 
-bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b)
+bool clrun__shape_equal(const clrun_tensor_type *a, const clrun_tensor_type *b)
 {
-    if (a->dtype != b->dtype || a->rank != b->rank)
+    if (a->rank != b->rank)
         return false;
     for (int d = 0; d < a->rank && d < CLRUN_MAX_DIMS; d++)
         if (a->shape[d] != b->shape[d])
             return false;
     return true;
+}
+
+bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b)
+{
+    return a->dtype == b->dtype && clrun__shape_equal(a, b);
 }
 
 clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t errlen)

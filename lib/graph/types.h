@@ -20,6 +20,8 @@ bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);
 #define CLRUN__TYPE_TEXT 160
 const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t size);
 
+/* Same rank and dimensions (shape_equal), and same dtype too (type_equal). */
+bool clrun__shape_equal(const clrun_tensor_type *a, const clrun_tensor_type *b);
 bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b);
 
 /* CLRUN_OK for a type a tensor may have (known dtype, rank 0..CLRUN_MAX_DIMS, dims >= 1, byte
