@@ -13,8 +13,7 @@ from .errors import (InvalidArgumentError, UnsupportedError, check, error, type_
 
 def gradient(context, model, loss, wrt=None, dims=None, shapes=None, mode=None, fusion=None):
     """Context.gradient: see its docstring."""
-    from ._model import (Model, _GraphSource, _check_dims, _check_shapes, _is_bytes,
-                         _load_graph, _mode)
+    from ._model import Model, _check_dims, _check_shapes, _is_bytes, _load_graph, _mode
     if _lib.graph_gradient is None:
         raise UnsupportedError(UNSUPPORTED, "this libclrun has no gradients "
                                "(clrun_graph_gradient)")
