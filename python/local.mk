@@ -9,7 +9,8 @@ CLRUN_PY_SOURCES = \
 	python/clrun/_context.py \
 	python/clrun/_model.py \
 	python/clrun/_onnx.py \
-	python/clrun/_train.py
+	python/clrun/_train.py \
+	python/clrun/_grad.py
 
 if HAVE_PYTHON
 clrunpydir = $(pythondir)/clrun
@@ -47,6 +48,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_mistakes.py \
 	tests/python/test_onnx_constants.py \
 	tests/python/test_train.py \
+	tests/python/test_grad.py \
 	tests/python/test_install.py
 TESTS += $(CLRUN_PY_TESTS)
 TEST_EXTENSIONS = .py

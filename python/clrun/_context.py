@@ -532,6 +532,32 @@ class Context:
                          mode=mode, fusion=fusion, keep_gradients=keep_gradients, dims=dims,
                          shapes=shapes)
 
+    def gradient(self, model, loss, wrt=None, *, dims=None, shapes=None, mode=None,
+                 fusion=None):
+        """The gradient of a model's scalar loss as a model of its own (clrun_graph_gradient,
+        ``clrun grad``): a :class:`clrun.Model` on this context, taking the model's inputs,
+        whose outputs are the loss, then ``grad.NAME`` for each tensor differentiated, in order.
+
+        Args:
+            model: a ``.graph`` file, an ``.onnx`` model (a path, or its bytes; dims= and
+                shapes= bind its dimensions as for :meth:`load`), or a loaded
+                :class:`clrun.Model` (its graph).
+            loss: the name (or id) of the loss tensor: one float element (rank 0, or every
+                dimension 1).
+            wrt: names of the inputs or weights to differentiate; None: every trainable
+                weight (f32 constants of rank >= 1 the loss depends on through a gradient).
+            mode, fusion: how the model runs, as for :meth:`load`.
+
+        A tensor of `wrt` the loss does not depend on gets a gradient of zeros and a
+        UserWarning naming it. Raises clrun.UnsupportedError naming an op on the loss' path
+        without a gradient rule, and clrun.InvalidArgumentError for a loss or wrt tensor the
+        model lacks or a loss that is not one float element. :meth:`clrun.Model.save_graph`
+        writes the result as ``clrun grad --out`` does.
+        """
+        from ._grad import gradient
+        return gradient(self, model, loss, wrt, dims=dims, shapes=shapes, mode=mode,
+                        fusion=fusion)
+
     def __repr__(self):
         if self.closed:
             return "Context(closed)"

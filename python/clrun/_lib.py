@@ -377,6 +377,12 @@ graph_set_donated = _proto("clrun_graph_set_donated", c_int, graph_p, c_int32, c
 graph_example_input = _proto("clrun_graph_example_input", c_int, graph_p, c_int32, c_uint64,
                              c_void_p, c_uint64)
 graph_last_error = _proto("clrun_graph_last_error", c_char_p, graph_p)
+graph_find = _proto("clrun_graph_find", c_int32, graph_p, c_char_p)
+graph_tensor_count = _proto("clrun_graph_tensor_count", c_int32, graph_p)
+graph_tensor_ident = _proto("clrun_graph_tensor_ident", c_char_p, graph_p, c_int32)
+graph_set_model_name = _proto("clrun_graph_set_model_name", c_int, graph_p, c_int32, c_char_p)
+# clrun_graph_write takes a stdio stream: libc's fopen and fclose make one (Model.save_graph).
+graph_write = _proto("clrun_graph_write", c_int, graph_p, c_void_p)
 # ONNX import (onnx.h): a library built without it lacks these; ctx.load says so clearly.
 graph_load_onnx = optional("clrun_graph_load_onnx", c_int, c_char_p, POINTER(OnnxOptions),
                            POINTER(graph_p))
@@ -423,6 +429,21 @@ train_unused_donations = optional("clrun_train_unused_donations", c_int32, train
                                   POINTER(POINTER(c_char_p)))
 train_frozen = optional("clrun_train_frozen", c_int32, train_p, POINTER(POINTER(c_char_p)))
 op_differentiable = optional("clrun_op_differentiable", c_bool, c_char_p)
+graph_trainable = optional("clrun_graph_trainable", c_int, graph_p, c_int32, POINTER(c_int32),
+                           c_int32, POINTER(c_int32))
+graph_gradient = optional("clrun_graph_gradient", c_int, graph_p, c_int32, POINTER(c_int32),
+                          c_int32, POINTER(graph_p), POINTER(POINTER(c_int32)), POINTER(c_int32),
+                          c_char_p, c_size_t)
+
+# The C library's own stdio and allocator: a stream for clrun_graph_write, and free() for the
+# arrays the library hands over (clrun_graph_gradient's `unused`, which the caller frees).
+libc = ctypes.CDLL(None, use_errno=True)
+fopen = libc.fopen
+fopen.restype, fopen.argtypes = c_void_p, [c_char_p, c_char_p]
+fclose = libc.fclose
+fclose.restype, fclose.argtypes = c_int, [c_void_p]
+libc_free = libc.free
+libc_free.restype, libc_free.argtypes = None, [c_void_p]
 
 LOSS_KINDS = {"xent": 0, "mse": 1, "scalar": 2}  # clrun_loss_kind
 OPTIMIZER_KINDS = {"sgd": 0, "adam": 1, "adamw": 2}  # clrun_optimizer_kind

@@ -82,10 +82,35 @@ def _is_bytes(source):
     return isinstance(source, (bytes, bytearray, memoryview))
 
 
+class _GraphSource:
+    """A C graph built in memory (clrun_graph_gradient's), as the source of a Model: the model's
+    one executor takes it over (_load_graph); until then, close() destroys it. Its shapes are
+    fixed, as a .graph file's are."""
+
+    def __init__(self, graph, name):
+        self.graph = graph
+        self.name = name
+
+    def take(self):
+        graph, self.graph = self.graph, None
+        return graph
+
+    def close(self):
+        if self.graph:
+            _lib.graph_destroy(self.take())
+
+
 def _load_graph(source, dims, shapes, what, constants=None):
     """Parses a .graph file or imports an ONNX model (a path, or bytes) with its dimensions
     bound by `dims` ({name: int}) and `shapes` ({input: tuple}) and inputs fixed by `constants`
-    ({input: numpy array}); returns the C graph."""
+    ({input: numpy array}); returns the C graph. A _GraphSource gives up its own graph."""
+    if isinstance(source, _GraphSource):
+        if dims or shapes or constants:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "%s: dims=, shapes= and constants= "
+                                       "apply to ONNX models; this graph has fixed shapes" % what)
+        if not source.graph:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "%s: the graph is already taken" % what)
+        return source.take()
     graph = _lib.graph_p()
     if _is_bytes(source) or os.fspath(source).endswith(".onnx"):
         loader = _lib.graph_load_onnx_memory if _is_bytes(source) else _lib.graph_load_onnx
@@ -244,6 +269,8 @@ class Model:
         self._fold = fold
         if _is_bytes(source):
             self._source, what = bytes(source), "<bytes>"
+        elif isinstance(source, _GraphSource):  # Context.gradient's graph, adopted
+            self._source, what = source, source.name
         elif isinstance(source, (str, bytes, os.PathLike)):
             self._source = what = os.fspath(source)
         else:
@@ -278,7 +305,8 @@ class Model:
         symbolic dimensions, or with dims= and shapes= binding them); else the inputs whose
         dimensions a run takes from its arrays, {name: declared dims with dims= applied}, and
         the model's inputs and outputs as declared."""
-        if not _is_bytes(source) and not self._source.endswith(".onnx"):
+        if isinstance(source, _GraphSource) or (not _is_bytes(source)
+                                                 and not self._source.endswith(".onnx")):
             return None
         try:
             inputs, outputs = _onnx.signature(self._source)
@@ -582,6 +610,28 @@ class Model:
                                            nbytes))
             out[name] = array
         return out
+
+    def save_graph(self, path):
+        """Writes the model's graph to `path` in the .graph text format (clrun_graph_write,
+        docs/graph-format.md), as ``clrun grad --out`` writes one: a model made by
+        :meth:`clrun.Context.gradient`, or any loaded model (an ONNX model as imported).
+        ``clrun run PATH`` and :meth:`clrun.Context.load` read it back. Tensors are written
+        under their identifiers: a model's own names ("dense/Relu:0") do not survive the text
+        format. A model that takes dimensions from its inputs writes the graph of its last run.
+        Raises clrun.InputOutputError when the file cannot be written."""
+        executor = self._current()
+        with executor.lock:
+            if executor.graph is None:
+                raise InvalidArgumentError(INVALID_ARGUMENT, "model '%s' is closed" % self.name)
+            stream = _lib.fopen(os.fsencode(path), b"w")
+            if not stream:
+                reason = os.strerror(_lib.ctypes.get_errno())
+                raise error(IO, "cannot write graph '%s': %s" % (os.fspath(path), reason))
+            status = _lib.graph_write(executor.graph, stream)
+            if _lib.fclose(stream) != 0 and status == 0:
+                status = IO
+        if status:
+            raise error(IO, "cannot write graph '%s'" % os.fspath(path))
 
     # -- reports --
 
