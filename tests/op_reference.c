@@ -486,3 +486,33 @@ void ref_pool_grad(bool max, const clrun_tensor_type *tx, const float *x, const 
                 }
             }
 }
+
+void ref_col2im(const clrun_tensor_type *tcols, const float *cols, const ref_col2im_geometry *p,
+                double *result, double *scale)
+{
+    const int64_t N = tcols->shape[0], taps = (int64_t)p->kernel[0] * p->kernel[1];
+    const int64_t rows = tcols->shape[p->transposed ? 2 : 1], L = tcols->shape[p->transposed ? 1 : 2];
+    const int64_t C = rows / taps, H = p->image[0], W = p->image[1];
+    int64_t extent[2];
+    for (int a = 0; a < 2; a++)
+        extent[a] = (p->image[a] + p->pad[a] + p->pad_end[a] - p->dilation[a] * (p->kernel[a] - 1) - 1) /
+                        p->stride[a] + 1;
+    const int64_t OW = extent[1];
+    memset(result, 0, (size_t)(N * C * H * W) * sizeof *result);
+    memset(scale, 0, (size_t)(N * C * H * W) * sizeof *scale);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t c = r / taps, kh = r / p->kernel[1] % p->kernel[0], kw = r % p->kernel[1];
+            for (int64_t l = 0; l < L; l++) {
+                const int64_t oh = l / OW, ow = l % OW;
+                const int64_t ih = oh * p->stride[0] - p->pad[0] + kh * p->dilation[0];
+                const int64_t iw = ow * p->stride[1] - p->pad[1] + kw * p->dilation[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                    continue;
+                const double v = cols[p->transposed ? (n * L + l) * rows + r : (n * rows + r) * L + l];
+                const int64_t at = ((n * C + c) * H + ih) * W + iw;
+                result[at] += v;
+                scale[at] += fabs(v);
+            }
+        }
+}

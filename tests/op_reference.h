@@ -103,4 +103,17 @@ typedef struct ref_pool_window {
 void ref_pool_grad(bool max, const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tdy,
                    const float *dy, const ref_pool_window *p, double *result, double *scale);
 
+/* A col2im geometry: image [H, W], kernel, stride, pad before (top, left) and after (bottom,
+ * right), dilation; transposed: cols are [N, L, C*KH*KW] rather than [N, C*KH*KW, L]. */
+typedef struct ref_col2im_geometry {
+    int image[2], kernel[2], stride[2], pad[2], pad_end[2], dilation[2];
+    bool transposed;
+} ref_col2im_geometry;
+
+/* col2im: out [N, C, H, W] from cols (N, C from the type and the kernel), every column element
+ * added to the image element its tap lands on (taps outside add nothing); scale: the sum of the
+ * absolute values of the terms. */
+void ref_col2im(const clrun_tensor_type *tcols, const float *cols, const ref_col2im_geometry *p,
+                double *result, double *scale);
+
 #endif

@@ -1,8 +1,9 @@
 /* Gradient rules of convolution and pooling. A convolution's input gradient is, with stride 1, the
- * convolution of dy by the weights flipped and transposed, else the transposed convolution of dy
- * by the same weights (output padding restoring rows the stride dropped); its
- * weight gradient is conv2d_grad_weight; its bias gradient dy summed per channel. Pooling routes
- * dy back through maxpool2d_grad and avgpool2d_grad, which recompute the windows. */
+ * convolution of dy by the weights flipped and transposed; else, with one group, the columns
+ * dy^T w (a matmul) summed back into the image by col2im; with groups, the transposed convolution
+ * of dy by the same weights (output padding restoring rows the stride dropped). Its weight
+ * gradient is conv2d_grad_weight; its bias gradient dy summed per channel. Pooling routes dy back
+ * through maxpool2d_grad and avgpool2d_grad, which recompute the windows. */
 #include <stdint.h>
 
 #include "grad/grad.h"
@@ -60,6 +61,33 @@ static clrun_tensor_id unit_stride_input_gradient(clrun__grad *g, const clrun__c
     return r;
 }
 
+/* With one group and any stride, the input's gradient as a matrix product and a scatter: the
+ * columns cols[n, p, (c, kh, kw)] = sum over o of dy[n, o, p] w[o, c, kh, kw] (dy [N, O, OH*OW]
+ * transposed times w [O, C*KH*KW]), each added by col2im into the input element its tap reads.
+ * Both run on fast kernels, where conv_transpose2d's gathers every tap per output. -2 when it
+ * does not apply (groups), -1 on failure. */
+static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
+                                           const int64_t *pads, const clrun_tensor_type *tx,
+                                           const clrun_tensor_type *tw, clrun_tensor_id d,
+                                           clrun_tensor_id w)
+{
+    if (geo->groups != 1)
+        return -2;
+    int64_t n = tx->shape[0], o = tw->shape[0], c = tw->shape[1], kh = tw->shape[2], kw = tw->shape[3];
+    int64_t dy3[3] = {n, o, geo->oh * geo->ow}, w2[2] = {o, c * kh * kw};
+    int64_t image[2] = {tx->shape[2], tx->shape[3]}, kernel[2] = {kh, kw};
+    clrun_attr a_dy3 = clrun__gattr_ints("shape", dy3, 3), a_w2 = clrun__gattr_ints("shape", w2, 2);
+    clrun_attr a_ta = clrun__gattr_int("transpose_a", 1);
+    clrun_tensor_id in[2] = {clrun__gemit(g, "reshape", &d, 1, &a_dy3, 1),
+                             clrun__gemit(g, "reshape", &w, 1, &a_w2, 1)};
+    clrun_tensor_id cols = clrun__gemit(g, "matmul", in, 2, &a_ta, 1); /* [N, P, C*KH*KW] */
+    clrun_attr attrs[6] = {clrun__gattr_ints("image", image, 2), clrun__gattr_ints("kernel", kernel, 2),
+                           clrun__gattr_ints("stride", geo->stride, 2), clrun__gattr_ints("pads", pads, 4),
+                           clrun__gattr_ints("dilation", geo->dilation, 2),
+                           clrun__gattr_int("transposed", 1)};
+    return clrun__gemit(g, "col2im", &cols, 1, attrs, 6);
+}
+
 static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clrun_tensor_id *dy,
                               const bool *want, clrun_tensor_id *dx)
 {
@@ -74,7 +102,8 @@ static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clr
     const clrun_tensor_type *tx = &types[0], *tw = &types[1];
     clrun_tensor_id x = node->inputs[0], w = node->inputs[1], d = dy[0];
     int64_t pads[4] = {geo.pad[0], geo.pad[1], geo.pad_end[0], geo.pad_end[1]};
-    if (want[0] && (dx[0] = unit_stride_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2) {
+    if (want[0] && ((dx[0] = unit_stride_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2 ||
+                    (dx[0] = gemm_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2)) {
         if (dx[0] < 0)
             return CLRUN_ERROR_INVALID_GRAPH;
     } else if (want[0]) {

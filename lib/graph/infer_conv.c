@@ -1,4 +1,4 @@
-/* Type rules of convolution and pooling over NCHW images. */
+/* Type rules of convolution and pooling over NCHW images, and of col2im. */
 #include <inttypes.h>
 #include <limits.h>
 #include <string.h>
@@ -544,6 +544,98 @@ static clrun_status global_maxpool_infer(const clrun__op_call *call, clrun_tenso
     return global_pool_infer_as("global_maxpool", call, out, err, errlen);
 }
 
+/* ---- col2im: columns summed back into images --------------------------------------------
+ * cols [N, C*KH*KW, L] (ONNX's Col2Im) or, transposed, [N, L, C*KH*KW]: row (c * KH + kh) * KW
+ * + kw, position l = oh * OW + ow, adds into out[n, c, oh * sh - top + kh * dh, ow * sw - left +
+ * kw * dw] when that lies inside the image [H, W] ("image"). OH and OW are conv2d's over
+ * that image, and L must be their product. */
+
+static const clrun__attr_spec col2im_attrs[] = {
+    {"image", CLRUN__WANT_INTS, true},
+    {"kernel", CLRUN__WANT_INTS, true},
+    {"stride", CLRUN__WANT_INTS, false},
+    {"pads", CLRUN__WANT_INTS, false},
+    {"dilation", CLRUN__WANT_INTS, false},
+    {"transposed", CLRUN__WANT_INT, false},
+};
+
+clrun_status clrun__col2im_geometry_of(const clrun__op_call *call, clrun__col2im_geometry *g,
+                                       const clrun__infer_error *err)
+{
+    static const int64_t zeros[2] = {0, 0}, ones[2] = {1, 1};
+    clrun_status s = pair_attr(call, "image", zeros, 1, g->image, err);
+    if (s == CLRUN_OK)
+        s = pair_attr(call, "kernel", zeros, 1, g->kernel, err);
+    if (s == CLRUN_OK)
+        s = pair_attr(call, "stride", ones, 1, g->stride, err);
+    if (s == CLRUN_OK)
+        s = pads_attr(call, g->pad, g->pad_end, err);
+    if (s == CLRUN_OK)
+        s = pair_attr(call, "dilation", ones, 1, g->dilation, err);
+    if (s == CLRUN_OK)
+        s = flag_attr(call, "transposed", &g->transposed, err);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *cols = &call->inputs[0];
+    char sc[CLRUN__TYPE_TEXT];
+    if (cols->rank != 3)
+        return clrun__refuse(err, "cols is %s: expected %s", clrun__type_format(cols, sc, sizeof sc),
+                             g->transposed ? "[N, L, C*KH*KW]" : "[N, C*KH*KW, L]");
+    int64_t rows = cols->shape[g->transposed ? 2 : 1], L = cols->shape[g->transposed ? 1 : 2];
+    int64_t taps = g->kernel[0] * g->kernel[1]; /* each <= INT_MAX: no overflow */
+    if (rows % taps)
+        return clrun__refuse(err, "cols is %s: its %" PRId64 " rows do not divide by the kernel's "
+                             "%" PRId64 " x %" PRId64 " taps", clrun__type_format(cols, sc, sizeof sc),
+                             rows, g->kernel[0], g->kernel[1]);
+    g->channels = rows / taps;
+    int64_t span[2];
+    for (int i = 0; i < 2; i++)
+        if (!clrun__mul_i64(g->dilation[i], g->kernel[i] - 1, &span[i]) || span[i] > INT64_MAX / 4)
+            return clrun__refuse(err, "kernel [%" PRId64 ", %" PRId64 "] with dilation [%" PRId64 ", %"
+                                 PRId64 "]: too large", g->kernel[0], g->kernel[1], g->dilation[0],
+                                 g->dilation[1]);
+    g->oh = out_extent(g->image[0], g->pad[0], g->pad_end[0], span[0] + 1, g->stride[0], false);
+    g->ow = out_extent(g->image[1], g->pad[1], g->pad_end[1], span[1] + 1, g->stride[1], false);
+    if (g->oh < 1 || g->ow < 1)
+        return clrun__refuse(err, "kernel [%" PRId64 ", %" PRId64 "] (dilated) does not fit image [%"
+                             PRId64 ", %" PRId64 "] with pads [%" PRId64 ", %" PRId64 ", %" PRId64
+                             ", %" PRId64 "]", g->kernel[0], g->kernel[1], g->image[0], g->image[1],
+                             g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]);
+    int64_t windows;
+    if (!clrun__mul_i64(g->oh, g->ow, &windows) || L != windows)
+        return clrun__refuse(err, "cols is %s: L is %" PRId64 ", but the windows over image [%" PRId64
+                             ", %" PRId64 "] number %" PRId64 " x %" PRId64,
+                             clrun__type_format(cols, sc, sizeof sc), L, g->image[0], g->image[1],
+                             g->oh, g->ow);
+    if (!fits_int(g->channels, g->image[0], g->image[1]) || clrun__dims_product(cols, 1, 3) > INT_MAX)
+        return clrun__refuse(err, "cols is %s, image [%" PRId64 ", %" PRId64 "]: one image exceeds "
+                             "2^31 - 1 elements", clrun__type_format(cols, sc, sizeof sc),
+                             g->image[0], g->image[1]);
+    return CLRUN_OK;
+}
+
+static clrun_status col2im_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,
+                                 size_t errlen)
+{
+    const clrun__infer_error err = {"col2im", errbuf, errlen};
+    clrun_status s = clrun__check_input_count(call, 1, 1, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, col2im_attrs, 6, &err);
+    if (s == CLRUN_OK)
+        s = clrun__check_dtype(call, 0, false, &err);
+    clrun__col2im_geometry g;
+    if (s == CLRUN_OK)
+        s = clrun__col2im_geometry_of(call, &g, &err);
+    if (s != CLRUN_OK)
+        return s;
+    out[0] = call->inputs[0];
+    out[0].rank = 4;
+    out[0].shape[1] = g.channels;
+    out[0].shape[2] = g.image[0];
+    out[0].shape[3] = g.image[1];
+    return CLRUN_OK;
+}
+
 static const clrun__op op_conv2d = {.name = "conv2d", .min_inputs = 2, .max_inputs = 3,
                                     .outputs = 1, .infer = conv_infer};
 static const clrun__op op_maxpool2d = {.name = "maxpool2d", .min_inputs = 1, .max_inputs = 1,
@@ -569,8 +661,11 @@ static const clrun__op op_maxpool2d_grad = {.name = "maxpool2d_grad", .min_input
 static const clrun__op op_avgpool2d_grad = {.name = "avgpool2d_grad", .min_inputs = 1,
                                             .max_inputs = 1, .outputs = 1, .code = 0,
                                             .infer = avgpool_grad_infer};
+static const clrun__op op_col2im = {.name = "col2im", .min_inputs = 1, .max_inputs = 1,
+                                    .outputs = 1, .infer = col2im_infer};
 
 const clrun__op *const clrun__ops_conv[] = {
     &op_conv2d, &op_conv_transpose2d, &op_maxpool2d, &op_avgpool2d, &op_global_avgpool,
-    &op_global_maxpool, &op_conv2d_grad_weight, &op_maxpool2d_grad, &op_avgpool2d_grad, NULL,
+    &op_global_maxpool, &op_conv2d_grad_weight, &op_maxpool2d_grad, &op_avgpool2d_grad, &op_col2im,
+    NULL,
 };

@@ -50,6 +50,18 @@ clrun_status clrun__conv_grad_weight_geometry_of(const clrun__op_call *call, clr
 clrun_status clrun__pooling_grad_geometry_of(const clrun__op_call *call, clrun__pooling_geometry *g,
                                              clrun_tensor_type *x, const clrun__infer_error *err);
 
+/* col2im: cols [N, C*KH*KW, L] (transposed: [N, L, C*KH*KW]) summed into images [N, C, H, W]
+ * by the windows of a convolution over [H, W] ("image") with "kernel", "stride", "pads" [top,
+ * left, bottom, right] and "dilation": L must be the OH * OW windows. */
+typedef struct clrun__col2im_geometry {
+    int64_t image[2], kernel[2], stride[2], pad[2], pad_end[2], dilation[2];
+    int64_t channels; /* C */
+    int64_t oh, ow;
+    bool transposed;
+} clrun__col2im_geometry;
+clrun_status clrun__col2im_geometry_of(const clrun__op_call *call, clrun__col2im_geometry *g,
+                                       const clrun__infer_error *err);
+
 /* Reductions: the reduced axes of the call as a mask over input 0's dims (no axes, or an empty
  * list: all of them); refuses axes out of range or given twice. */
 clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,

@@ -54,6 +54,7 @@ clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_col2im(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n);       /* MaxPool AveragePool */
 clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n);

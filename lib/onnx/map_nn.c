@@ -408,6 +408,48 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
     return finish_window(im, n, &w, y);
 }
 
+/* ---- Col2Im ---- */
+
+/* input [N, C*KH*KW, L], image_shape [H, W] and block_shape [KH, KW] constant: the graph's col2im,
+ * whose type rule checks L and the channels. 2-D only. */
+clrun_status clrun__map_col2im(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 3);
+    int64_t image[8], block[8], strides[8], dilations[8], pads[8];
+    int image_count, block_count, count[3];
+    if (s == CLRUN_OK)
+        s = clrun__const_ints(im, n, 1, false, image, 8, &image_count);
+    if (s == CLRUN_OK)
+        s = clrun__const_ints(im, n, 2, false, block, 8, &block_count);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_ints(im, n, "strides", strides, 8, &count[0]);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_ints(im, n, "dilations", dilations, 8, &count[1]);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_ints(im, n, "pads", pads, 8, &count[2]);
+    if (s != CLRUN_OK)
+        return s;
+    if (image_count != block_count)
+        return clrun__invalid(im, "image_shape has %d entries, block_shape %d", image_count, block_count);
+    if (image_count != 2)
+        return clrun__unsupported(im, "%d-D Col2Im is not supported (2-D is)", image_count);
+    if ((count[0] >= 0 && count[0] != 2) || (count[1] >= 0 && count[1] != 2) ||
+        (count[2] >= 0 && count[2] != 4))
+        return clrun__invalid(im, "strides, dilations and pads need 2, 2 and 4 entries for a 2-D image");
+    if (n->in[0]->c.rank != 3)
+        return clrun__invalid(im, "input has rank %d: expected [N, C * prod(block_shape), L]",
+                              n->in[0]->c.rank);
+    clrun_attr at[5] = {clrun__mk_ints("image", image, 2), clrun__mk_ints("kernel", block, 2)};
+    int na = 2;
+    if (count[0] >= 0)
+        at[na++] = clrun__mk_ints("stride", strides, 2);
+    if (count[1] >= 0)
+        at[na++] = clrun__mk_ints("dilation", dilations, 2);
+    if (count[2] >= 0)
+        at[na++] = clrun__mk_ints("pads", pads, 4);
+    return clrun__emit1(im, n, "col2im", &n->in[0], 1, at, na, 0, NULL);
+}
+
 /* ---- MaxPool, AveragePool ---- */
 
 clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)

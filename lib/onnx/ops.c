@@ -66,6 +66,7 @@ static const clrun__onnx_op ops[] = {
     {"Gemm", V(1, 6, 7, 9, 11, 13), NULL, clrun__map_gemm},
     {"Conv", V(1, 11), NULL, clrun__map_conv},
     {"ConvTranspose", V(1, 11), NULL, clrun__map_conv_transpose},
+    {"Col2Im", V(18), NULL, clrun__map_col2im},
     {"MaxPool", V(1, 8, 10, 11, 12), NULL, clrun__map_pool},
     {"AveragePool", V(1, 7, 10, 11), NULL, clrun__map_pool},
     {"GlobalAveragePool", V(1), NULL, clrun__map_global_pool},

@@ -10,7 +10,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_index.c \
 	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c \
-	lib/ops/ops_conv_grad.c
+	lib/ops/ops_conv_grad.c \
+	lib/ops/ops_col2im.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -22,7 +23,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/index.cl \
 	kernels/resize.cl \
 	kernels/conv.cl \
-	kernels/conv_grad.cl
+	kernels/conv_grad.cl \
+	kernels/col2im.cl
 
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
@@ -72,4 +74,13 @@ tests_test_ops_grad_conv_SOURCES = tests/test_ops_grad_conv.c tests/op_reference
 	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
 tests_test_ops_grad_conv_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_grad_conv_LDADD = $(TEST_LDADD) -lm
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_col2im
+TESTS += tests/test_ops_col2im
+tests_test_ops_col2im_SOURCES = tests/test_ops_col2im.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_col2im_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_col2im_LDADD = $(TEST_LDADD) -lm
 endif
