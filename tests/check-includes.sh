@@ -44,7 +44,7 @@ public_owner() {
     clrun/graph.h | clrun/npy.h) echo graph ;;
     clrun/plan.h | clrun/plan_gen.h) echo plan ;;
     clrun/onnx.h) echo onnx ;;
-    clrun/grad.h | clrun/train_graph.h) echo grad ;;
+    clrun/grad.h | clrun/remat.h | clrun/train_graph.h) echo grad ;;
     clrun/exec.h) echo exec ;;
     clrun/train.h) echo train ;;
     *) echo "" ;;

@@ -196,11 +196,12 @@ static void mlp_gradients_match_reference(void **state)
     clrun_graph_destroy(g);
 }
 
-static clrun_train *trainer(clrun_context *ctx, const clrun_graph *g, clrun_optimizer_kind kind,
-                            int fusion)
+static clrun_train *trainer_remat(clrun_context *ctx, const clrun_graph *g,
+                                  clrun_optimizer_kind kind, int fusion, const char *remat)
 {
     clrun_train_options o;
     clrun_train_options_init(&o);
+    o.graph.remat = remat;
     o.graph.loss = CLRUN_LOSS_MSE;
     o.graph.loss_tensor = "pred";
     clrun_optimizer_init(&o.graph.optimizer, kind);
@@ -218,6 +219,12 @@ static clrun_train *trainer(clrun_context *ctx, const clrun_graph *g, clrun_opti
         fail();
     }
     return t;
+}
+
+static clrun_train *trainer(clrun_context *ctx, const clrun_graph *g, clrun_optimizer_kind kind,
+                            int fusion)
+{
+    return trainer_remat(ctx, g, kind, fusion, NULL);
 }
 
 static double step(clrun_train *t, uint64_t seed)
@@ -389,14 +396,32 @@ static void nan_loss_names_the_step(void **state)
     clrun_graph_destroy(g);
 }
 
-/* The parameters after some steps, as bytes. */
-static void params_after(const char *allocator, int fusion, clrun_optimizer_kind kind, float *out)
+/* The parameters after some steps of model g (NULL: mlp()), as bytes; the step's stats into
+ * *stats (may be NULL). */
+static void params_after_remat(const clrun_graph *model, const char *allocator, int fusion,
+                               clrun_optimizer_kind kind, const char *remat, float *out,
+                               clrun_train_stats *stats)
 {
-    clrun_graph *g = mlp();
+    clrun_graph *own = model ? NULL : mlp();
+    const clrun_graph *g = model ? model : own;
     clrun_context *ctx = context(allocator);
-    clrun_train *t = trainer(ctx, g, kind, fusion);
-    for (int s = 0; s < 8; s++)
-        step(t, 40 + (uint64_t)s);
+    clrun_train *t = trainer_remat(ctx, g, kind, fusion, remat);
+    const clrun_tensor_type *tx = clrun_graph_tensor_type(g, clrun_graph_find(g, "x"));
+    const clrun_tensor_type *tp = clrun_graph_tensor_type(g, clrun_graph_find(g, "pred"));
+    float *x = malloc(clrun_tensor_bytes(tx)), *target = malloc(clrun_tensor_bytes(tp));
+    assert_non_null(x);
+    assert_non_null(target);
+    for (int s = 0; s < 8; s++) {
+        assert_int_equal(clrun_fill_values(tx, CLRUN_FILL_UNIFORM, -1, 1, 40 + (uint64_t)s, x,
+                                           clrun_tensor_bytes(tx)), CLRUN_OK);
+        assert_int_equal(clrun_fill_values(tp, CLRUN_FILL_UNIFORM, -1, 1, 47 + (uint64_t)s, target,
+                                           clrun_tensor_bytes(tp)), CLRUN_OK);
+        const void *feeds[2] = {x, target};
+        clrun_train_step_result r;
+        assert_int_equal(clrun_train_step(t, feeds, 2, &r), CLRUN_OK);
+    }
+    free(x);
+    free(target);
     size_t at = 0;
     for (int k = 0; k < clrun_train_param_count(t); k++) {
         clrun_tensor_type type;
@@ -404,9 +429,16 @@ static void params_after(const char *allocator, int fusion, clrun_optimizer_kind
         assert_int_equal(clrun_train_read_param(t, k, out + at, clrun_tensor_bytes(&type)), CLRUN_OK);
         at += clrun_tensor_elements(&type);
     }
+    if (stats)
+        assert_int_equal(clrun_train_stats_get(t, stats), CLRUN_OK);
     clrun_train_destroy(t);
     clrun_context_destroy(ctx);
-    clrun_graph_destroy(g);
+    clrun_graph_destroy(own);
+}
+
+static void params_after(const char *allocator, int fusion, clrun_optimizer_kind kind, float *out)
+{
+    params_after_remat(NULL, allocator, fusion, kind, NULL, out, NULL);
 }
 
 /* The sacred invariant: every allocator, and fusion on or off, give the same bits. */
@@ -428,6 +460,102 @@ static void every_allocator_gives_the_same_bits(void **state)
                 }
             }
     }
+}
+
+/* x [32, 48] through `layers` of matmul (with bias) and tanh, 48 wide, then a matmul to
+ * pred [32, 4]. */
+static clrun_graph *deep_mlp(int layers)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("deep", &g), CLRUN_OK);
+    clrun_tensor_type tx = {CLRUN_F32, 2, {32, 48}}, tw = {CLRUN_F32, 2, {48, 48}};
+    clrun_tensor_type tb = {CLRUN_F32, 1, {48}}, to = {CLRUN_F32, 2, {48, 4}};
+    clrun_tensor_id h;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &h), CLRUN_OK);
+    for (int l = 0; l < layers; l++) {
+        char wn[16], bn[16], mn[16], an[16];
+        snprintf(wn, sizeof wn, "w%d", l);
+        snprintf(bn, sizeof bn, "b%d", l);
+        snprintf(mn, sizeof mn, "m%d", l);
+        snprintf(an, sizeof an, "a%d", l);
+        clrun_tensor_id w, b, m;
+        assert_int_equal(clrun_graph_add_constant(g, wn, &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.15,
+                                                  10 + (uint64_t)l, &w), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_constant(g, bn, &tb, NULL, CLRUN_FILL_UNIFORM, -0.1, 0.1,
+                                                  100 + (uint64_t)l, &b), CLRUN_OK);
+        const char *mnames[] = {mn}, *anames[] = {an};
+        assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w, b}, 3, mnames,
+                                              1, NULL, 0, &m), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_node(g, "tanh", &m, 1, anames, 1, NULL, 0, &h), CLRUN_OK);
+    }
+    clrun_tensor_id w, y;
+    assert_int_equal(clrun_graph_add_constant(g, "wo", &to, NULL, CLRUN_FILL_NORMAL, 0, 0.15, 9, &w),
+                     CLRUN_OK);
+    const char *yn[] = {"pred"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w}, 2, yn, 1, NULL, 0, &y),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    return g;
+}
+
+/* Rematerialisation changes no bit: every policy, with fusion on and off, in pooled and planned
+ * mode, gives the parameters the step without it gives; recomputing lowers the activation peak
+ * of a deep model (sqrt_n), and the report says what was repeated. */
+static void every_remat_policy_gives_the_same_bits(void **state)
+{
+    (void)state;
+    enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    static const char *const policies[] = {"dots_saveable", "nothing_saveable", "sqrt_n",
+                                           "names:a3,m7,a9"};
+    static const char *const allocators[] = {"tlsf", "planned"};
+    clrun_graph *g = deep_mlp(LAYERS);
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    clrun_train_stats plain, st;
+    params_after_remat(g, "tlsf", -1, CLRUN_OPTIMIZER_ADAM, NULL, base, &plain);
+    assert_int_equal(plain.remat.repeated_nodes, 0);
+    for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++)
+        for (size_t a = 0; a < sizeof allocators / sizeof allocators[0]; a++)
+            for (int fusion = -1; fusion <= 1; fusion += 2) {
+                params_after_remat(g, allocators[a], fusion, CLRUN_OPTIMIZER_ADAM, policies[p], other, &st);
+                if (memcmp(base, other, sizeof(float) * P) != 0) {
+                    fprintf(stderr, "remat %s, %s, fusion %d: different parameters\n", policies[p],
+                            allocators[a], fusion);
+                    fail();
+                }
+                assert_true(st.remat.dropped > 0);
+                assert_true(st.remat.repeated_nodes >= st.remat.dropped);
+                if (strcmp(policies[p], "sqrt_n") == 0 && strcmp(allocators[a], "planned") == 0 &&
+                    !(st.activation_peak_bytes < plain.activation_peak_bytes)) {
+                    fprintf(stderr, "sqrt_n: activation peak %llu, %llu without\n",
+                            (unsigned long long)st.activation_peak_bytes,
+                            (unsigned long long)plain.activation_peak_bytes);
+                    fail();
+                }
+            }
+    free(base);
+    free(other);
+    /* An unknown policy, or a name the model lacks, is refused by name; nothing is made. */
+    clrun_context *ctx = context("tlsf");
+    static const char *const bad[] = {"everything", "names:a3,nope"};
+    static const char *const why[] = {"unknown policy 'everything'", "'nope'"};
+    for (int k = 0; k < 2; k++) {
+        clrun_train_options o;
+        clrun_train_options_init(&o);
+        o.graph.loss = CLRUN_LOSS_MSE;
+        o.graph.loss_tensor = "pred";
+        o.graph.remat = bad[k];
+        clrun_train *t = NULL;
+        assert_int_equal(clrun_train_create(ctx, g, &o, &t), CLRUN_ERROR_INVALID_ARGUMENT);
+        assert_null(t);
+        if (strstr(clrun_last_error(ctx), why[k]) == NULL) {
+            fprintf(stderr, "remat %s: '%s'\n", bad[k], clrun_last_error(ctx));
+            fail();
+        }
+    }
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
 }
 
 /* A saved state resumed gives the same next loss and parameters, bit for bit; a state of another
@@ -518,6 +646,7 @@ int main(void)
         cmocka_unit_test(sgd_steps_follow_the_reference),
         cmocka_unit_test(state_is_updated_in_place),
         cmocka_unit_test(every_allocator_gives_the_same_bits),
+        cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(saved_state_resumes_bit_for_bit),
         cmocka_unit_test(donation_saves_the_state_bytes),
         cmocka_unit_test(nan_loss_names_the_step),

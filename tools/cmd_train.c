@@ -52,6 +52,7 @@ typedef struct train_args {
     const char *params_text;
     const char *save_state, *resume, *write_step, *save_onnx;
     const char *allocator;
+    const char *remat;
     bool json;
 } train_args;
 
@@ -62,7 +63,8 @@ static void help(void)
            "                   [--momentum M] [--nesterov] [--weight-decay W] [--betas B1,B2]\n"
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
-           "                   [--allocator NAME] [--json] [--dim NAME=V] [--shape INPUT=AxB]\n\n"
+           "                   [--allocator NAME] [--remat POLICY] [--json] [--dim NAME=V]\n"
+           "                   [--shape INPUT=AxB]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
            "out), and each step updates the parameters in place on the device.\n\n"
@@ -84,6 +86,9 @@ static void help(void)
            "  --write-step FILE    write the train step's graph (.graph text) and go on\n"
            "  --save-onnx OUT.onnx an ONNX MODEL with the trained parameters (and batch norms'\n"
            "                       running statistics) as its initializers, same names\n"
+           "  --remat POLICY       recompute activations in the backward pass instead of keeping\n"
+           "                       them: dots_saveable, nothing_saveable, names:T1,T2 or sqrt_n\n"
+           "                       (the same results, bit for bit; a lower peak, more work)\n"
            "  --json               print the report as one JSON object on the last line\n");
     clrun_cli_io_help(false);
 }
@@ -220,6 +225,8 @@ static int parse_args(int argc, char **argv, train_args *a)
             a->resume = argv[++i];
         } else if (strcmp(arg, "--allocator") == 0 && v) {
             a->allocator = argv[++i];
+        } else if (strcmp(arg, "--remat") == 0 && v) {
+            a->remat = argv[++i];
         } else if ((taken = clrun_cli_io_option("train", argc, argv, &i, &a->io, false)) != 0) {
             if (taken == 2)
                 return 2;
@@ -510,6 +517,10 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "unused_donations", json_object_new_int(st.unused_donations));
     json_object_object_add(o, "kernels", json_object_new_int(st.exec.kernels));
     json_object_object_add(o, "fused_groups", json_object_new_int(st.exec.fused_groups));
+    json_object_object_add(o, "remat", json_object_new_string(a->remat ? a->remat : "none"));
+    json_object_object_add(o, "remat_dropped", json_object_new_int(st.remat.dropped));
+    json_object_object_add(o, "remat_dropped_bytes", json_object_new_int64((int64_t)st.remat.dropped_bytes));
+    json_object_object_add(o, "remat_repeated_nodes", json_object_new_int(st.remat.repeated_nodes));
     return o;
 }
 
@@ -670,6 +681,7 @@ int clrun_cli_train(int argc, char **argv)
     topt.graph.loss = a.loss;
     topt.graph.loss_tensor = a.loss_tensor;
     topt.graph.optimizer = a.optimizer;
+    topt.graph.remat = a.remat;
     if (a.params_text) {
         topt.graph.params = param_names;
         topt.graph.param_count = param_count;
@@ -809,6 +821,10 @@ int clrun_cli_train(int argc, char **argv)
             int32_t nu = clrun_train_unused_donations(t, &names);
             for (int32_t k = 0; k < nu; k++)
                 printf("  not in place: %s (the step holds it twice)\n", names[k]);
+            if (st.remat.repeated_nodes > 0)
+                printf("remat %s: %d activations (%s) recomputed in the backward pass by %d "
+                       "repeated nodes\n", a.remat, st.remat.dropped,
+                       mib(st.remat.dropped_bytes, b1, sizeof b1), st.remat.repeated_nodes);
         } else {
             json_object *o = report(&a, t, &f, steps);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -13,6 +13,7 @@
 #include <clrun/graph.h>
 #include <clrun/exec.h>
 #include <clrun/grad.h>
+#include <clrun/remat.h>
 #include <clrun/train_graph.h>
 #include <clrun/train.h>
 #include <clrun/npy.h>

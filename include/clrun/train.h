@@ -17,6 +17,7 @@
 #include <clrun/context.h>
 #include <clrun/exec.h>
 #include <clrun/graph.h>
+#include <clrun/remat.h>
 #include <clrun/train_graph.h>
 
 #ifdef __cplusplus
@@ -123,6 +124,7 @@ typedef struct clrun_train_stats {
                                     without donation would hold twice */
     int32_t donations;           /* outputs written in place of a dying input, per step */
     int32_t unused_donations;    /* donated inputs no output could take (0 when it works) */
+    clrun_remat_report remat;    /* what the step's rematerialisation policy did */
     clrun_exec_stats exec;       /* the step executor's own figures */
 } clrun_train_stats;
 

@@ -65,6 +65,11 @@ typedef struct clrun_train_graph_options {
     bool keep_gradients;           /* also output each parameter's gradient (kept to the end of
                                       the step, so it costs memory): for checking them against
                                       another framework; clrun_train_read_gradient reads them */
+    const char *remat;             /* a rematerialisation policy for the step (<clrun/remat.h>:
+                                      dots_saveable, nothing_saveable, names:T1,T2, sqrt_n), the
+                                      forward the first part and the backward the second;
+                                      NULL or "none": every activation kept. The step's results
+                                      are the same bits under every policy */
 } clrun_train_graph_options;
 
 /* Cross-entropy on no tensor yet, every trainable weight, Adam with PyTorch's defaults. */

@@ -10,9 +10,11 @@ libclrun_internal_la_SOURCES += \
 	lib/grad/grad_conv.c \
 	lib/grad/grad_index.c \
 	lib/grad/train_graph.c lib/grad/train_graph.h \
-	lib/grad/train_bn.c lib/grad/train_bn.h
+	lib/grad/train_bn.c lib/grad/train_bn.h \
+	lib/grad/remat.c
 clruninclude_HEADERS += \
 	include/clrun/grad.h \
+	include/clrun/remat.h \
 	include/clrun/train_graph.h
 
 # Every gradient rule against central finite differences of the double-precision graph
@@ -25,4 +27,12 @@ tests_test_grad_SOURCES = tests/test_grad.c tests/graph_reference.c tests/graph_
 	tests/graph_case.h tests/device_test.h tests/rng.h
 tests_test_grad_CFLAGS = $(TEST_CFLAGS)
 tests_test_grad_LDADD = $(TEST_LDADD) -lm
+
+# Rematerialisation's rewrite, without a device: what each policy drops, where the repeated
+# nodes go, refusals.
+check_PROGRAMS += tests/test_remat
+TESTS += tests/test_remat
+tests_test_remat_SOURCES = tests/test_remat.c
+tests_test_remat_CFLAGS = $(TEST_CFLAGS)
+tests_test_remat_LDADD = $(TEST_LDADD)
 endif

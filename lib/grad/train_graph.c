@@ -592,8 +592,13 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         goto fail;
     clrun__grad_spec spec = {.loss = loss, .wrt = b.param_ids, .wrt_count = b.param_count,
                              .seed = -1, .done = update, .done_user = &b};
+    int32_t forward_nodes = b.step->node_count;
     if ((s = clrun__grad_build(fwd, b.step, &spec, grads, NULL, err, errlen)) != CLRUN_OK)
         goto fail;
+    if ((s = clrun_graph_remat(b.step, forward_nodes, options->remat, &out->remat)) != CLRUN_OK) {
+        snprintf(err, errlen, "train: %s", clrun_graph_last_error(b.step));
+        goto fail;
+    }
     /* The slots, in input order. */
     const clrun_tensor_id *inputs;
     int32_t count = clrun_graph_inputs(b.step, &inputs);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <clrun/graph.h>
+#include <clrun/remat.h>
 #include <clrun/train_graph.h>
 
 /* What each input of the step graph is. */
@@ -58,6 +59,7 @@ typedef struct clrun__train_graph {
     bool eval_per_row;
     char **frozen;               /* parameters asked for that the loss does not depend on */
     int32_t frozen_count;
+    clrun_remat_report remat;    /* what options->remat did to the step */
 } clrun__train_graph;
 
 /* Builds the step of `model` under `options` into *out (zeroed on failure). The reason of a

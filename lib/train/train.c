@@ -523,6 +523,7 @@ clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
     out->donations = out->exec.donations;
     out->unused_donations = out->exec.unused_donations;
     out->donated_bytes = out->unused_donations == 0 ? state : 0;
+    out->remat = t->tg.remat;
     return CLRUN_OK;
 }
 

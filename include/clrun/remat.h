@@ -1,0 +1,54 @@
+/* clrun: rematerialisation. A rewrite of a graph whose nodes fall into a first part (a forward
+ * pass) and a second part that reads its tensors again (a backward pass): a forward tensor the
+ * policy does not keep is no longer held from the first part to the second; the nodes that made
+ * it are repeated, from tensors that are kept, right before the first node of the second part
+ * that reads it (a repeated node repeats the inputs it needs that are not kept either). The
+ * repeated nodes run the same ops on the same values, so every output keeps its bits; the peak
+ * falls by what the dropped tensors held, for the extra work of the repeated nodes.
+ *
+ * Policies, as jax.checkpoint names them:
+ *   none              every tensor kept: the graph as it is
+ *   dots_saveable     keep the outputs of matmul, gemm and conv2d; repeat the rest
+ *   nothing_saveable  keep nothing the first part computes; repeat it all, once
+ *   names:T1,T2       keep only the tensors named (model names or identifiers)
+ *   sqrt_n            Chen et al. (2016): about sqrt(n) segments of the first part's nodes, the
+ *                     tensor that ends each segment kept; a segment's others are repeated once,
+ *                     together, when the second part first needs one of them
+ * Whatever the policy, graph inputs, constants, graph outputs and the outputs of nodes with more
+ * than one output are kept. */
+#ifndef CLRUN_REMAT_H
+#define CLRUN_REMAT_H
+
+#include <stdint.h>
+
+#include <clrun/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a rewrite did. */
+typedef struct clrun_remat_report {
+    int32_t dropped;          /* forward tensors no longer held into the second part */
+    int32_t repeated_nodes;   /* nodes added to compute them again */
+    uint64_t dropped_bytes;   /* the dropped tensors' bytes (their sum, not a peak), which the
+                                 repeated nodes write again */
+} clrun_remat_report;
+
+/* Rewrites `graph` in place by `policy` (the text above; NULL or "" is "none"): nodes
+ * [0, boundary) are the first part, [boundary, node count) the second. Tensor ids, names,
+ * inputs and outputs do not change; the repeated nodes are added (their outputs named
+ * "NAME.remat", or "NAME.remat2" ... where that is taken) and placed before their first reader in
+ * the second part. report (may be NULL) says what was done.
+ *
+ * CLRUN_ERROR_INVALID_ARGUMENT for an unknown policy, a names: entry that names no tensor, or a
+ * boundary outside [0, node count]; the graph is then unchanged. On
+ * CLRUN_ERROR_OUT_OF_HOST_MEMORY the graph may hold unused added nodes: destroy it. The message
+ * is the graph's last error. */
+clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char *policy,
+                               clrun_remat_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,258 @@
+/* Rematerialisation as a rewrite of a graph (include/clrun/remat.h): the policy says which
+ * tensors of the first part are kept; every second-part read of one that is not is redirected
+ * to a copy of its node, added to the graph, whose inputs are kept tensors or such copies in
+ * turn. Each dropped tensor is copied once, before the first second-part node that reads it, and
+ * that copy serves every later reader. The copies are then moved into place: the node array is
+ * permuted so that declaration order, which the schedule follows, runs each copy right before
+ * the node it was made for. */
+#include <clrun/remat.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+typedef struct remat {
+    clrun_graph *g;
+    int32_t boundary;
+    int32_t nodes0, tensors0; /* the graph's counts before any copy */
+    bool *keep;               /* per original tensor */
+    int32_t *copy_of;         /* per original tensor: its copy, or -1 */
+    int32_t *stack;           /* tensors waiting for their copy (each at most once) */
+    int32_t *anchor;          /* per added node: the second-part node it runs before */
+    int32_t *ins;             /* one node's inputs, rewritten */
+    int32_t ins_capacity;
+    int32_t current;          /* the second-part node being served */
+    clrun_remat_report report;
+} remat;
+
+/* Whether a read of t in the second part must go to a copy. */
+static bool dropped(const remat *r, int32_t t)
+{
+    if (t < 0 || t >= r->tensors0 || r->keep[t])
+        return false;
+    int32_t p = r->g->tensors[t].producer;
+    return p >= 0 && p < r->boundary;
+}
+
+static bool is_dot(const char *op)
+{
+    return strcmp(op, "matmul") == 0 || strcmp(op, "gemm") == 0 || strcmp(op, "conv2d") == 0 ||
+           strcmp(op, "conv_transpose2d") == 0;
+}
+
+/* keep[] by the policy; false with the graph's error for a policy that is not one. */
+static clrun_status choose(remat *r, const char *policy)
+{
+    clrun_graph *g = r->g;
+    bool names = strncmp(policy, "names:", 6) == 0;
+    bool dots = strcmp(policy, "dots_saveable") == 0, nothing = strcmp(policy, "nothing_saveable") == 0;
+    bool sqrt_n = strcmp(policy, "sqrt_n") == 0;
+    if (!names && !dots && !nothing && !sqrt_n)
+        return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "remat: unknown policy '%s' (none, dots_saveable, "
+                                 "nothing_saveable, names:T1,T2, sqrt_n)", policy);
+    int32_t segment = (int32_t)ceil(sqrt((double)(r->boundary > 0 ? r->boundary : 1)));
+    for (int32_t t = 0; t < r->tensors0; t++) {
+        const clrun__tensor *tensor = &g->tensors[t];
+        int32_t p = tensor->producer;
+        r->keep[t] = true;
+        if (p < 0 || p >= r->boundary || tensor->is_output || g->nodes[p].output_count != 1)
+            continue;
+        if (dots)
+            r->keep[t] = is_dot(g->nodes[p].op->name);
+        else if (sqrt_n)
+            r->keep[t] = (p + 1) % segment == 0;
+        else
+            r->keep[t] = false; /* nothing_saveable; names: below */
+    }
+    if (!names)
+        return CLRUN_OK;
+    if (policy[6] == '\0')
+        return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "remat: policy 'names:' lists no tensor to keep");
+    for (const char *at = policy + 6; *at;) {
+        const char *end = strchr(at, ',');
+        size_t length = end ? (size_t)(end - at) : strlen(at);
+        char name[CLRUN__GRAPH_NAME_MAX + 1];
+        if (length == 0 || length > CLRUN__GRAPH_NAME_MAX)
+            return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                     "remat: policy '%s': an empty or over-long name", policy);
+        memcpy(name, at, length);
+        name[length] = '\0';
+        clrun_tensor_id t = clrun_graph_find(g, name);
+        if (t < 0 || t >= r->tensors0)
+            return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                     "remat: policy names '%s', which the graph has no tensor "
+                                     "called", name);
+        r->keep[t] = true;
+        at += length + (end != NULL);
+    }
+    return CLRUN_OK;
+}
+
+/* The name of t's copy: "NAME.remat", else "NAME.remat2", ... the first one free. */
+static void copy_name(const clrun_graph *g, int32_t t, char *out, size_t size)
+{
+    const char *base = g->tensors[t].name;
+    snprintf(out, size, "%.200s.remat", base);
+    for (int k = 2; clrun__graph_find_ident(g, out) >= 0; k++)
+        snprintf(out, size, "%.200s.remat%d", base, k);
+}
+
+/* Adds the copy of t's node, every input of which is kept or already copied. */
+static clrun_status add_copy(remat *r, int32_t t)
+{
+    clrun_graph *g = r->g;
+    const clrun__node *node = &g->nodes[g->tensors[t].producer];
+    if (node->input_count > r->ins_capacity) {
+        int32_t *grown = realloc(r->ins, sizeof *grown * (size_t)node->input_count);
+        if (grown == NULL)
+            return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
+        r->ins = grown;
+        r->ins_capacity = node->input_count;
+    }
+    for (int i = 0; i < node->input_count; i++) {
+        int32_t u = node->inputs[i];
+        r->ins[i] = dropped(r, u) ? r->copy_of[u] : u;
+    }
+    int32_t added = g->node_count - r->nodes0;
+    int32_t *anchor = realloc(r->anchor, sizeof *anchor * (size_t)(added + 1));
+    if (anchor == NULL)
+        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
+    r->anchor = anchor;
+    char name[CLRUN__GRAPH_NAME_MAX + 16];
+    copy_name(g, t, name, sizeof name);
+    const char *names[1] = {name};
+    clrun_tensor_id out = -1;
+    /* the node's fields are read before the add, which may move the node array */
+    clrun_status s = clrun_graph_add_node(g, node->op->name, r->ins, node->input_count, names, 1,
+                                          node->attrs, node->attr_count, &out);
+    if (s != CLRUN_OK)
+        return s;
+    r->anchor[added] = r->current;
+    r->copy_of[t] = out;
+    uint64_t bytes = clrun_tensor_bytes(&g->tensors[t].type);
+    r->report.dropped++;
+    r->report.repeated_nodes++;
+    r->report.dropped_bytes += bytes;
+    return CLRUN_OK;
+}
+
+/* The copy of dropped tensor t, made (with the copies its node needs) if it is not yet:
+ * depth first over the node's dropped inputs, without recursion. */
+static clrun_status copy(remat *r, int32_t t)
+{
+    int32_t depth = 0;
+    r->stack[depth++] = t;
+    while (depth > 0) {
+        int32_t top = r->stack[depth - 1];
+        if (r->copy_of[top] >= 0) {
+            depth--;
+            continue;
+        }
+        const clrun__node *node = &r->g->nodes[r->g->tensors[top].producer];
+        int32_t missing = -1;
+        for (int i = 0; i < node->input_count && missing < 0; i++)
+            if (dropped(r, node->inputs[i]) && r->copy_of[node->inputs[i]] < 0)
+                missing = node->inputs[i];
+        if (missing >= 0) {
+            r->stack[depth++] = missing; /* a DAG: never already on the stack */
+            continue;
+        }
+        clrun_status s = add_copy(r, top);
+        if (s != CLRUN_OK)
+            return s;
+        depth--;
+    }
+    return CLRUN_OK;
+}
+
+/* Declaration order with each copy moved before the node it was made for. */
+static clrun_status place(remat *r)
+{
+    clrun_graph *g = r->g;
+    int32_t total = g->node_count, added = total - r->nodes0;
+    clrun__node *moved = malloc(sizeof *moved * (size_t)total);
+    if (moved == NULL)
+        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
+    int32_t k = 0;
+    for (int32_t n = 0; n < r->nodes0; n++) {
+        for (int32_t a = 0; a < added && n >= r->boundary; a++)
+            if (r->anchor[a] == n)
+                moved[k++] = g->nodes[r->nodes0 + a];
+        moved[k++] = g->nodes[n];
+    }
+    memcpy(g->nodes, moved, sizeof *moved * (size_t)total);
+    free(moved);
+    for (int32_t n = 0; n < total; n++)
+        for (int o = 0; o < g->nodes[n].output_count; o++)
+            g->tensors[g->nodes[n].outputs[o]].producer = n;
+    return CLRUN_OK;
+}
+
+/* Every input of every node made before it: the order the first and second parts mean. */
+static bool declared_in_order(const clrun_graph *g)
+{
+    for (int32_t n = 0; n < g->node_count; n++)
+        for (int i = 0; i < g->nodes[n].input_count; i++)
+            if (g->tensors[g->nodes[n].inputs[i]].producer >= n)
+                return false;
+    return true;
+}
+
+clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char *policy,
+                               clrun_remat_report *report)
+{
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (graph == NULL)
+        return clrun__graph_fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_remat: NULL graph");
+    if (boundary < 0 || boundary > graph->node_count)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "remat: boundary %d is outside the graph's %d nodes",
+                                 (int)boundary, (int)graph->node_count);
+    if (policy == NULL || policy[0] == '\0' || strcmp(policy, "none") == 0)
+        return CLRUN_OK;
+    if (!declared_in_order(graph))
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "remat: the graph's nodes are not declared in an order that "
+                                 "runs (a node reads a tensor declared after it)");
+    remat r = {.g = graph, .boundary = boundary, .nodes0 = graph->node_count,
+               .tensors0 = graph->tensor_count};
+    size_t n = (size_t)graph->tensor_count + 1;
+    r.keep = malloc(n * sizeof *r.keep);
+    r.copy_of = malloc(n * sizeof *r.copy_of);
+    r.stack = malloc(n * sizeof *r.stack);
+    clrun_status s = CLRUN_OK;
+    if (r.keep == NULL || r.copy_of == NULL || r.stack == NULL)
+        s = clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
+    if (s == CLRUN_OK)
+        s = choose(&r, policy);
+    for (int32_t t = 0; s == CLRUN_OK && t < r.tensors0; t++)
+        r.copy_of[t] = -1;
+    for (int32_t node = boundary; s == CLRUN_OK && node < r.nodes0; node++) {
+        r.current = node;
+        for (int i = 0; s == CLRUN_OK && i < graph->nodes[node].input_count; i++) {
+            int32_t t = graph->nodes[node].inputs[i];
+            if (!dropped(&r, t))
+                continue;
+            s = copy(&r, t);
+            if (s == CLRUN_OK)
+                graph->nodes[node].inputs[i] = r.copy_of[t];
+        }
+    }
+    if (s == CLRUN_OK && graph->node_count > r.nodes0)
+        s = place(&r);
+    if (s == CLRUN_OK && report)
+        *report = r.report;
+    free(r.keep);
+    free(r.copy_of);
+    free(r.stack);
+    free(r.anchor);
+    free(r.ins);
+    return s;
+}
