@@ -48,10 +48,12 @@
  * clrun's step time <= 1.5x PyTorch's, PASS or MISS.
  *
  * Usage: bench/bench_train [--repeat N] [--rounds R] [--threads T] [--tiny] [--fusion on|off]
- *                          [--python PY] [--no-torch] [--profile] [MODEL[:OPTIMIZER]]...
+ *                          [--remat POLICY] [--python PY] [--no-torch] [--profile]
+ *                          [MODEL[:OPTIMIZER]]...
  *   MODEL: mlp, resnet18, bert (default all three); OPTIMIZER: sgd or adam (default both).
  *   --tiny: small shapes of the same models (a few ms a step), for trying the bench out.
  *   --profile: also one profiled run of the step graph (undonated), its device time per op.
+ *   --remat POLICY: clrun's step recomputes activations (<clrun/remat.h>; the same results).
  *   Each model and optimizer gets a context of its own.
  *   Defaults: --repeat 3 --rounds 5, T the device's compute units, PY /usr/bin/python3.
  * The figures in README.md ("Measured", Training) came from `make bench` then
@@ -692,6 +694,7 @@ typedef struct options {
     int repeat, rounds, threads, fusion;
     bool tiny, no_torch, profile;
     const char *python;
+    const char *remat; /* clrun's step's rematerialisation policy, or NULL */
 } options;
 
 static const char *floor_word(double ratio, double floor)
@@ -721,6 +724,7 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
     if (kind == CLRUN_OPTIMIZER_SGD)
         to.graph.optimizer.momentum = 0.9;
     to.exec.fusion = o->fusion;
+    to.graph.remat = o->remat;
     clrun_train *t = NULL;
     if (clrun_train_create(ctx, model, &to, &t) != CLRUN_OK) {
         printf("%-16s clrun cannot train it: %s\n", label, clrun_last_error(ctx));
@@ -844,6 +848,9 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
            "reserved %.1f); %d donations, %d unused; ", cc, (double)st.param_bytes / MIB, (double)st.state_bytes / MIB,
            (double)st.activation_peak_bytes / MIB, (double)st.lower_bound_bytes / MIB,
            (double)st.exec.reserved_bytes / MIB, st.donations, st.unused_donations);
+    if (st.remat.repeated_nodes)
+        printf("remat %s: %d activations (%.1f MiB) recomputed by %d nodes; ", o->remat,
+               st.remat.dropped, (double)st.remat.dropped_bytes / MIB, st.remat.repeated_nodes);
     if (undonated)
         printf("no donation %.1f MiB (+%.1f; params+state %.1f)\n", (double)undonated / MIB,
                ((double)undonated - (double)st.peak_bytes) / MIB, (double)(st.param_bytes + st.state_bytes) / MIB);
@@ -888,6 +895,8 @@ int main(int argc, char **argv)
             o.python = v, first += 2;
         else if (strcmp(a, "--fusion") == 0 && v)
             o.fusion = strcmp(v, "off") == 0 ? -1 : 1, first += 2;
+        else if (strcmp(a, "--remat") == 0 && v)
+            o.remat = v, first += 2;
         else if (strcmp(a, "--tiny") == 0)
             o.tiny = true, first++;
         else if (strcmp(a, "--no-torch") == 0)
@@ -896,7 +905,7 @@ int main(int argc, char **argv)
             o.profile = true, first++;
         else {
             fprintf(stderr, "usage: bench_train [--repeat N] [--rounds R] [--threads T] [--tiny] "
-                            "[--fusion on|off] [--python PY] [--no-torch] [--profile] "
+                            "[--fusion on|off] [--remat POLICY] [--python PY] [--no-torch] [--profile] "
                             "[MODEL[:OPTIMIZER]]...\n");
             return 2;
         }
@@ -944,7 +953,8 @@ int main(int argc, char **argv)
            "sgd: momentum 0.9, lr 0.01; adam: PyTorch's defaults\n", o.rounds, o.repeat, o.tiny ? "tiny" : "full");
     printf("# peak: clrun_train_stats peak_bytes (and with no input donated); torch: live tensors at the step's "
            "start + the peak of torch.profiler's allocation events over the step\n");
-    printf("# floors: time <= 1.5x PyTorch's, peak <= 0.7x PyTorch's\n");
+    printf("# floors: time <= 1.5x PyTorch's, peak <= 0.7x PyTorch's; clrun's activations recomputed: %s\n",
+           o.remat ? o.remat : "none (--remat POLICY)");
     printf("%-16s %8s %9s %9s %7s %-4s %9s %9s %9s %7s %-4s\n", "model/optimizer", "params", "clrun ms", "torch ms",
            "ratio", "time", "clrun MiB", "nodonate", "torch MiB", "ratio", "peak");
     for (int m = 0; m < MODEL_COUNT; m++) {

@@ -71,6 +71,21 @@ expect 2 "optimizer sgd, this trainer's is adam" "$tmp/out" "state of another op
 rc=$?
 expect 2 "a state of another model" "$tmp/out" "state of another model"
 
+# Activations recomputed (--remat): the same state, bit for bit, and the report says so.
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --save-state "$tmp/plain" >"$tmp/out" 2>&1
+rc=$?
+expect 0 "epoch 1/1" "$tmp/out" "CNN without remat"
+for policy in sqrt_n dots_saveable; do
+    "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --remat $policy \
+        --save-state "$tmp/remat" >"$tmp/out" 2>&1
+    rc=$?
+    expect 0 "remat $policy: [0-9]* activations" "$tmp/out" "CNN with --remat $policy"
+    cmp -s "$tmp/plain" "$tmp/remat" || fail "--remat $policy ends in another state than no remat"
+done
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --remat sometimes >"$tmp/out" 2>&1
+rc=$?
+expect 2 "unknown policy 'sometimes'" "$tmp/out" "unknown remat policy"
+
 # Bad input, refused before the first step.
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/bad.npy" >"$tmp/out" 2>&1
 rc=$?

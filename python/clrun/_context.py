@@ -504,7 +504,7 @@ class Context:
                      strict_donation=strict_donation, fold=fold, constants=constants)
 
     def train(self, model, loss, optimizer=None, *, params=None, label_dtype="int64", mode=None,
-              fusion=None, keep_gradients=False, dims=None, shapes=None):
+              fusion=None, keep_gradients=False, dims=None, shapes=None, remat=None):
         """Makes a model's train step on this context; returns a :class:`clrun.TrainStep`.
 
         Args:
@@ -523,6 +523,9 @@ class Context:
             mode, fusion: how the step runs, as for :meth:`load`.
             keep_gradients: keep each step's gradients for :meth:`clrun.TrainStep.gradients`
                 (costs their memory).
+            remat: recompute activations in the backward pass instead of keeping them:
+                "dots_saveable", "nothing_saveable", "names:T1,T2" or "sqrt_n"
+                (docs/training.md); the same results bit for bit, a lower peak, more work.
 
         Raises clrun.UnsupportedError naming an op without a gradient rule, and
         clrun.InvalidArgumentError for a loss tensor or parameter the model lacks.
@@ -530,7 +533,7 @@ class Context:
         from ._train import TrainStep
         return TrainStep(self, model, loss, optimizer, params=params, label_dtype=label_dtype,
                          mode=mode, fusion=fusion, keep_gradients=keep_gradients, dims=dims,
-                         shapes=shapes)
+                         shapes=shapes, remat=remat)
 
     def gradient(self, model, loss, wrt=None, *, dims=None, shapes=None, mode=None,
                  fusion=None):

@@ -277,6 +277,7 @@ class TrainGraphOptions(ctypes.Structure):
         ("dropout_seed", ctypes.c_uint64),
         ("no_donation", c_bool),
         ("keep_gradients", c_bool),
+        ("remat", c_char_p),
     ]
 
 
@@ -295,6 +296,11 @@ class TrainEvalResult(ctypes.Structure):
     _fields_ = [("loss", c_double), ("correct", c_int64), ("rows", c_int64)]
 
 
+class RematReport(ctypes.Structure):
+    """clrun_remat_report (remat.h)."""
+    _fields_ = [("dropped", c_int32), ("repeated_nodes", c_int32), ("dropped_bytes", c_uint64)]
+
+
 class TrainStats(ctypes.Structure):
     """clrun_train_stats (train.h): the executor's figures last, with their room."""
     _fields_ = [
@@ -309,6 +315,7 @@ class TrainStats(ctypes.Structure):
         ("donated_bytes", c_uint64),
         ("donations", c_int32),
         ("unused_donations", c_int32),
+        ("remat", RematReport),
         ("exec", ExecStats),
     ]
 

@@ -154,7 +154,8 @@ class TrainStep:
     """
 
     def __init__(self, context, model, loss, optimizer=None, params=None, label_dtype="int64",
-                 mode=None, fusion=None, keep_gradients=False, dims=None, shapes=None):
+                 mode=None, fusion=None, keep_gradients=False, dims=None, shapes=None,
+                 remat=None):
         from ._model import (Model, _check_dims, _check_shapes, _is_bytes, _load_graph, _mode)
         if _lib.train_create is None:
             raise UnsupportedError(UNSUPPORTED, "this libclrun has no training "
@@ -175,6 +176,9 @@ class TrainStep:
                                      "one holding %r" % (name,))
         if fusion is not None and not isinstance(fusion, bool):
             raise InvalidArgumentError(INVALID_ARGUMENT, "fusion is True, False or None")
+        if remat is not None and not isinstance(remat, str):
+            raise type_error("remat is a policy's name (dots_saveable, nothing_saveable, "
+                             "names:T1,T2, sqrt_n) or None, not %r" % (remat,))
         options = _lib.TrainOptions()
         _lib.train_options_init(_lib.byref(options))
         graph_options = options.graph
@@ -188,12 +192,15 @@ class TrainStep:
             graph_options.param_count = len(params)
         optimizer._fill(graph_options.optimizer)
         graph_options.keep_gradients = bool(keep_gradients)
+        remat_text = remat.encode() if remat else None  # alive until the step is made
+        graph_options.remat = remat_text
         options.exec.mode = _lib.EXEC_MODES[_mode(mode)]
         if fusion is not None:
             options.exec.fusion = 1 if fusion else -1
         self.loss = loss
         self.optimizer = optimizer
         self.keep_gradients = bool(keep_gradients)
+        self.remat = remat
 
         self._state = _TrainState(context._state)
         context._state.adopt(self._state)
@@ -433,7 +440,8 @@ class TrainStep:
     def stats(self):
         """The trainer's figures (clrun_train_stats) as a dict: steps, params, state_tensors,
         param_bytes, state_bytes, peak_bytes, activation_peak_bytes, lower_bound_bytes,
-        donated_bytes, donations, unused_donations (with their names in unused_donated), and
+        donated_bytes, donations, unused_donations (with their names in unused_donated), remat
+        (what the rematerialisation policy did: dropped, repeated_nodes, dropped_bytes), and
         exec, the step executor's own figures as :meth:`clrun.Model.stats` gives them."""
         stats = _lib.TrainStats()
         with self._state.lock:
@@ -447,6 +455,7 @@ class TrainStep:
         execs["mode"] = _lib.text(stats.exec.mode)
         execs["allocator"] = _lib.text(stats.exec.allocator)
         out["exec"] = execs
+        out["remat"] = {name: getattr(stats.remat, name) for name in _lib.fields(_lib.RematReport)}
         out["unused_donated"] = unused
         return out
 

@@ -188,6 +188,24 @@ class Steps(GraphFiles):
         self.assertEqual(self.ctx.train(self.small, "xent:logits", mode="planned")
                          .stats()["exec"]["mode"], "planned")
 
+    def test_remat_policies(self):
+        base = self.ctx.train(self.small, "xent:logits", clrun.Adam())
+        want = self.run_steps(base, range(20, 24))
+        for policy in ("dots_saveable", "nothing_saveable", "sqrt_n", "names:logits"):
+            with self.subTest(remat=policy):
+                step = self.ctx.train(self.small, "xent:logits", clrun.Adam(), remat=policy)
+                self.assertEqual(self.run_steps(step, range(20, 24)), want)
+                self.assertEqual(step.remat, policy)
+        report = self.ctx.train(self.small, "xent:logits", remat="nothing_saveable").stats()["remat"]
+        self.assertGreater(report["dropped"], 0)
+        self.assertGreaterEqual(report["repeated_nodes"], report["dropped"])
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "unknown policy 'sometimes'"):
+            self.ctx.train(self.small, "xent:logits", remat="sometimes")
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "'nope'"):
+            self.ctx.train(self.small, "xent:logits", remat="names:nope")
+        with self.assertRaises(TypeError):
+            self.ctx.train(self.small, "xent:logits", remat=3)
+
     # -- the state --
 
     def run_steps(self, step, seeds):
@@ -655,6 +673,32 @@ class AgainstTorch(GraphFiles):
         model = TorchCNN()
         self.compare(model, self.batches((4, 3, 16, 16), (4,)), clrun.SGD(lr=0.1),
                      lambda p: torch.optim.SGD(p, lr=0.1))
+
+    def test_remat_gives_the_same_bits_on_real_models(self):
+        """Every rematerialisation policy gives the steps' losses and parameters of the step
+        without one, bit for bit, on a ResNet with batch norm and a transformer block."""
+        cases = [(TorchResNet, self.batches((4, 3, 8, 8), (4,))),
+                 (TorchBlock, self.batches((TorchBlock.B, TorchBlock.T, TorchBlock.D),
+                                           (TorchBlock.B, TorchBlock.T)))]
+        for make, batches in cases:
+            torch.manual_seed(0)
+            path = self.export(make(), batches[0][0])
+
+            def run(remat):
+                step = self.ctx.train(path, "xent:logits", clrun.SGD(lr=0.05, momentum=0.9),
+                                      remat=remat)
+                losses = [step(x=x.numpy(), labels=y.numpy()) for x, y in batches[:3]]
+                return losses, step.params(), step.stats()["remat"]
+
+            base, base_params, report = run(None)
+            self.assertEqual(report["repeated_nodes"], 0)
+            for policy in ("dots_saveable", "nothing_saveable", "sqrt_n"):
+                with self.subTest(model=make.__name__, remat=policy):
+                    losses, params, report = run(policy)
+                    self.assertEqual(losses, base)
+                    for name, value in base_params.items():
+                        self.assertTrue(np.array_equal(params[name], value), name)
+                    self.assertGreater(report["dropped"], 0)
 
     def test_resnet_with_batch_norm_in_training_mode(self):
         """Batch statistics in the step (PyTorch's train mode), running statistics updated as
