@@ -86,6 +86,17 @@ done
 rc=$?
 expect 2 "unknown policy 'sometimes'" "$tmp/out" "unknown remat policy"
 
+# A memory budget: ample, the step as it is; too small for any policy, refused with the least.
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --memory-budget 1G >"$tmp/out" 2>&1
+rc=$?
+expect 0 "memory budget 1024.00 MiB: remat none, planned peak" "$tmp/out" "an ample budget"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --memory-budget 10K >"$tmp/out" 2>&1
+rc=$?
+expect 2 "does not fit a memory budget of 10.0 KiB: at best it needs" "$tmp/out" "a budget nothing meets"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --memory-budget lots >"$tmp/out" 2>&1
+rc=$?
+expect 2 "--memory-budget takes a size" "$tmp/out" "a budget that is no size"
+
 # Bad input, refused before the first step.
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/bad.npy" >"$tmp/out" 2>&1
 rc=$?

@@ -558,6 +558,72 @@ static void every_remat_policy_gives_the_same_bits(void **state)
     clrun_graph_destroy(g);
 }
 
+/* A trainer of the deep MLP under a memory budget (and a policy, may be NULL), or NULL with
+ * the refusal's message in why. */
+static clrun_train *budget_trainer(clrun_context *ctx, const clrun_graph *g, uint64_t budget,
+                                   const char *remat, char *why, size_t size)
+{
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    o.graph.memory_budget = budget;
+    o.graph.remat = remat;
+    clrun_train *t = NULL;
+    if (clrun_train_create(ctx, g, &o, &t) != CLRUN_OK)
+        snprintf(why, size, "%s", clrun_last_error(ctx));
+    return t;
+}
+
+/* Under a memory budget the trainer takes the first policy whose planned step fits: none when
+ * the budget is ample, another (the same bits) when it is not, and refuses a budget nothing
+ * meets with the smallest peak it found. */
+static void a_memory_budget_chooses_the_policy(void **state)
+{
+    (void)state;
+    enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    clrun_graph *g = deep_mlp(LAYERS);
+    clrun_context *ctx = context("tlsf");
+    char why[1024] = "";
+    clrun_train *t = budget_trainer(ctx, g, UINT64_C(1) << 30, NULL, why, sizeof why);
+    assert_non_null(t);
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_equal(st.remat_policy, "none");
+    uint64_t full = st.planned_peak_bytes;
+    assert_true(full > 0);
+    clrun_train_destroy(t);
+    /* just under what keeping everything needs: a policy that repeats work */
+    t = budget_trainer(ctx, g, full - 1, NULL, why, sizeof why);
+    if (t == NULL)
+        fail_msg("a budget of %llu: %s", (unsigned long long)(full - 1), why);
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_not_equal(st.remat_policy, "none");
+    assert_true(st.planned_peak_bytes <= full - 1);
+    assert_true(st.remat.repeated_nodes > 0);
+    char chosen[64];
+    snprintf(chosen, sizeof chosen, "%s", st.remat_policy);
+    clrun_train_destroy(t);
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    params_after_remat(g, "tlsf", -1, CLRUN_OPTIMIZER_ADAM, NULL, base, NULL);
+    params_after_remat(g, "tlsf", -1, CLRUN_OPTIMIZER_ADAM, chosen, other, NULL);
+    assert_memory_equal(base, other, sizeof(float) * P);
+    free(base);
+    free(other);
+    /* nothing fits 4 KiB: refused, naming the least any policy needs */
+    assert_null(budget_trainer(ctx, g, 4096, NULL, why, sizeof why));
+    if (strstr(why, "does not fit a memory budget of 4.0 KiB: at best it needs") == NULL)
+        fail_msg("'%s'", why);
+    clrun_train *given = budget_trainer(ctx, g, 4096, "sqrt_n", why, sizeof why);
+    assert_null(given);
+    if (strstr(why, "(remat sqrt_n); without --remat every policy is tried") == NULL)
+        fail_msg("'%s'", why);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* A saved state resumed gives the same next loss and parameters, bit for bit; a state of another
  * model is refused naming the tensor, and changes nothing. */
 static void saved_state_resumes_bit_for_bit(void **state)
@@ -647,6 +713,7 @@ int main(void)
         cmocka_unit_test(state_is_updated_in_place),
         cmocka_unit_test(every_allocator_gives_the_same_bits),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
+        cmocka_unit_test(a_memory_budget_chooses_the_policy),
         cmocka_unit_test(saved_state_resumes_bit_for_bit),
         cmocka_unit_test(donation_saves_the_state_bytes),
         cmocka_unit_test(nan_loss_names_the_step),

@@ -53,6 +53,7 @@ typedef struct train_args {
     const char *save_state, *resume, *write_step, *save_onnx;
     const char *allocator;
     const char *remat;
+    uint64_t memory_budget;
     bool json;
 } train_args;
 
@@ -63,8 +64,8 @@ static void help(void)
            "                   [--momentum M] [--nesterov] [--weight-decay W] [--betas B1,B2]\n"
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
-           "                   [--allocator NAME] [--remat POLICY] [--json] [--dim NAME=V]\n"
-           "                   [--shape INPUT=AxB]\n\n"
+           "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--json]\n"
+           "                   [--dim NAME=V] [--shape INPUT=AxB]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
            "out), and each step updates the parameters in place on the device.\n\n"
@@ -89,6 +90,9 @@ static void help(void)
            "  --remat POLICY       recompute activations in the backward pass instead of keeping\n"
            "                       them: dots_saveable, nothing_saveable, names:T1,T2 or sqrt_n\n"
            "                       (the same results, bit for bit; a lower peak, more work)\n"
+           "  --memory-budget SIZE the step's peak may take SIZE bytes (K, M, G suffixes): the\n"
+           "                       first of no remat, dots_saveable, sqrt_n and nothing_saveable\n"
+           "                       whose step the planner fits in it (or --remat's alone)\n"
            "  --json               print the report as one JSON object on the last line\n");
     clrun_cli_io_help(false);
 }
@@ -227,6 +231,10 @@ static int parse_args(int argc, char **argv, train_args *a)
             a->allocator = argv[++i];
         } else if (strcmp(arg, "--remat") == 0 && v) {
             a->remat = argv[++i];
+        } else if (strcmp(arg, "--memory-budget") == 0 && v) {
+            if (!clrun_parse_size(argv[++i], &a->memory_budget) || a->memory_budget == 0)
+                return clrun_cli_usage_error("train", "--memory-budget takes a size in bytes "
+                                             "(K, M, G suffixes), not '%s'", argv[i]);
         } else if ((taken = clrun_cli_io_option("train", argc, argv, &i, &a->io, false)) != 0) {
             if (taken == 2)
                 return 2;
@@ -517,7 +525,9 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "unused_donations", json_object_new_int(st.unused_donations));
     json_object_object_add(o, "kernels", json_object_new_int(st.exec.kernels));
     json_object_object_add(o, "fused_groups", json_object_new_int(st.exec.fused_groups));
-    json_object_object_add(o, "remat", json_object_new_string(a->remat ? a->remat : "none"));
+    json_object_object_add(o, "remat", json_object_new_string(st.remat_policy));
+    json_object_object_add(o, "memory_budget", json_object_new_int64((int64_t)a->memory_budget));
+    json_object_object_add(o, "planned_peak_bytes", json_object_new_int64((int64_t)st.planned_peak_bytes));
     json_object_object_add(o, "remat_dropped", json_object_new_int(st.remat.dropped));
     json_object_object_add(o, "remat_dropped_bytes", json_object_new_int64((int64_t)st.remat.dropped_bytes));
     json_object_object_add(o, "remat_repeated_nodes", json_object_new_int(st.remat.repeated_nodes));
@@ -682,6 +692,7 @@ int clrun_cli_train(int argc, char **argv)
     topt.graph.loss_tensor = a.loss_tensor;
     topt.graph.optimizer = a.optimizer;
     topt.graph.remat = a.remat;
+    topt.graph.memory_budget = a.memory_budget;
     if (a.params_text) {
         topt.graph.params = param_names;
         topt.graph.param_count = param_count;
@@ -823,8 +834,12 @@ int clrun_cli_train(int argc, char **argv)
                 printf("  not in place: %s (the step holds it twice)\n", names[k]);
             if (st.remat.repeated_nodes > 0)
                 printf("remat %s: %d activations (%s) recomputed in the backward pass by %d "
-                       "repeated nodes\n", a.remat, st.remat.dropped,
+                       "repeated nodes\n", st.remat_policy, st.remat.dropped,
                        mib(st.remat.dropped_bytes, b1, sizeof b1), st.remat.repeated_nodes);
+            if (a.memory_budget)
+                printf("memory budget %s: remat %s, planned peak %s\n",
+                       mib(a.memory_budget, b1, sizeof b1), st.remat_policy,
+                       mib(st.planned_peak_bytes, b2, sizeof b2));
         } else {
             json_object *o = report(&a, t, &f, steps);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -125,6 +125,9 @@ typedef struct clrun_train_stats {
     int32_t donations;           /* outputs written in place of a dying input, per step */
     int32_t unused_donations;    /* donated inputs no output could take (0 when it works) */
     clrun_remat_report remat;    /* what the step's rematerialisation policy did */
+    const char *remat_policy;    /* that policy ("none" without one); valid with the trainer */
+    uint64_t planned_peak_bytes; /* with a memory budget: the chosen step's planned peak (what
+                                    the budget was held to); else 0 */
     clrun_exec_stats exec;       /* the step executor's own figures */
 } clrun_train_stats;
 

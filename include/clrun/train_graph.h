@@ -70,6 +70,12 @@ typedef struct clrun_train_graph_options {
                                       forward the first part and the backward the second;
                                       NULL or "none": every activation kept. The step's results
                                       are the same bits under every policy */
+    uint64_t memory_budget;        /* the trainer's (clrun_train_create): bytes the step may
+                                      take at its peak (the state, the feeds and the
+                                      activations, as the static planner lays them out, before
+                                      fusion); with no remat policy given, the first of none,
+                                      dots_saveable, sqrt_n and nothing_saveable whose step fits
+                                      is chosen. 0: no budget */
 } clrun_train_graph_options;
 
 /* Cross-entropy on no tensor yet, every trainable weight, Adam with PyTorch's defaults. */

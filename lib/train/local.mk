@@ -2,7 +2,8 @@
 # files. Above exec; the step graph itself is built by lib/grad (pure).
 libclrun_internal_la_SOURCES += \
 	lib/train/train.c lib/train/train_internal.h \
-	lib/train/train_state.c
+	lib/train/train_state.c \
+	lib/train/train_budget.c
 clruninclude_HEADERS += \
 	include/clrun/train.h
 

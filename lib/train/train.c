@@ -40,6 +40,7 @@ void clrun_train_destroy(clrun_train *t)
     free(t->feeds);
     free(t->params);
     clrun__train_graph_free(&t->tg);
+    free(t->remat_policy);
     free(t);
 }
 
@@ -91,13 +92,14 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
         clrun__fail(ctx, s, "train: %s", clrun_graph_last_error(model));
         goto fail;
     }
-    s = clrun__train_graph_build(model, &t->options.graph, &t->tg, err, sizeof err);
+    s = clrun__train_build_step(t, model, &t->options.graph, err, sizeof err);
     if (s != CLRUN_OK) {
         clrun__fail(ctx, s, "%s", err);
         goto fail;
     }
-    t->options.graph.params = NULL; /* the caller's array is not ours to keep */
+    t->options.graph.params = NULL; /* the caller's array and string are not ours to keep */
     t->options.graph.param_count = 0;
+    t->options.graph.remat = NULL;
     t->options.graph.loss_tensor = NULL;
     int32_t n = t->tg.slot_count;
     t->buffers = calloc((size_t)n, sizeof *t->buffers);
@@ -133,9 +135,6 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
             t->feeds[t->feed_count - 1] = target;
             break;
         }
-    s = clrun_exec_create(ctx, t->tg.graph, &t->options.exec, &t->exec);
-    if (s != CLRUN_OK)
-        goto fail;
     const clrun_tensor_id *eval_inputs;
     int32_t eval_count = clrun_graph_inputs(t->tg.eval, &eval_inputs);
     t->eval_slots = calloc((size_t)(eval_count ? eval_count : 1), sizeof *t->eval_slots);
@@ -524,6 +523,8 @@ clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
     out->unused_donations = out->exec.unused_donations;
     out->donated_bytes = out->unused_donations == 0 ? state : 0;
     out->remat = t->tg.remat;
+    out->remat_policy = t->remat_policy ? t->remat_policy : "none";
+    out->planned_peak_bytes = t->planned_peak;
     return CLRUN_OK;
 }
 

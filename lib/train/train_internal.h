@@ -27,7 +27,19 @@ struct clrun_train {
     bool broken;                 /* a failed step consumed the state */
     uint64_t broken_step;
     uint64_t param_bytes, state_bytes;
+    char *remat_policy;          /* the step's policy (a copy), or NULL: none */
+    uint64_t planned_peak;       /* with a memory budget: the chosen step's planned peak */
 };
+
+/* Builds the step of `model` into t->tg and prepares it (t->exec, on t->ctx with
+ * t->options.exec): under options->memory_budget (when not 0) the first rematerialisation policy
+ * whose executor's buffers the static planner fits in the budget (only the one given, when
+ * options->remat names one), else as options says. Sets t->remat_policy and t->planned_peak.
+ * A budget no policy meets is refused (CLRUN_ERROR_INVALID_ARGUMENT) with the smallest peak
+ * found in err; every failure's reason goes to err. */
+clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
+                                     const clrun_train_graph_options *options, char *err,
+                                     size_t errlen);
 
 /* The bytes of slot i's tensor. */
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i);

@@ -504,7 +504,8 @@ class Context:
                      strict_donation=strict_donation, fold=fold, constants=constants)
 
     def train(self, model, loss, optimizer=None, *, params=None, label_dtype="int64", mode=None,
-              fusion=None, keep_gradients=False, dims=None, shapes=None, remat=None):
+              fusion=None, keep_gradients=False, dims=None, shapes=None, remat=None,
+              memory_budget=None):
         """Makes a model's train step on this context; returns a :class:`clrun.TrainStep`.
 
         Args:
@@ -526,6 +527,9 @@ class Context:
             remat: recompute activations in the backward pass instead of keeping them:
                 "dots_saveable", "nothing_saveable", "names:T1,T2" or "sqrt_n"
                 (docs/training.md); the same results bit for bit, a lower peak, more work.
+            memory_budget: bytes (or "64M") the step's planned peak may take: the first of no
+                remat, dots_saveable, sqrt_n and nothing_saveable that fits (remat= alone when
+                given); clrun.InvalidArgumentError with the smallest peak found when none does.
 
         Raises clrun.UnsupportedError naming an op without a gradient rule, and
         clrun.InvalidArgumentError for a loss tensor or parameter the model lacks.
@@ -533,7 +537,7 @@ class Context:
         from ._train import TrainStep
         return TrainStep(self, model, loss, optimizer, params=params, label_dtype=label_dtype,
                          mode=mode, fusion=fusion, keep_gradients=keep_gradients, dims=dims,
-                         shapes=shapes, remat=remat)
+                         shapes=shapes, remat=remat, memory_budget=memory_budget)
 
     def gradient(self, model, loss, wrt=None, *, dims=None, shapes=None, mode=None,
                  fusion=None):

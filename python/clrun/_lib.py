@@ -278,6 +278,7 @@ class TrainGraphOptions(ctypes.Structure):
         ("no_donation", c_bool),
         ("keep_gradients", c_bool),
         ("remat", c_char_p),
+        ("memory_budget", c_uint64),
     ]
 
 
@@ -316,6 +317,8 @@ class TrainStats(ctypes.Structure):
         ("donations", c_int32),
         ("unused_donations", c_int32),
         ("remat", RematReport),
+        ("remat_policy", c_char_p),
+        ("planned_peak_bytes", c_uint64),
         ("exec", ExecStats),
     ]
 

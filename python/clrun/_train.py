@@ -155,7 +155,8 @@ class TrainStep:
 
     def __init__(self, context, model, loss, optimizer=None, params=None, label_dtype="int64",
                  mode=None, fusion=None, keep_gradients=False, dims=None, shapes=None,
-                 remat=None):
+                 remat=None, memory_budget=None):
+        from ._context import _size
         from ._model import (Model, _check_dims, _check_shapes, _is_bytes, _load_graph, _mode)
         if _lib.train_create is None:
             raise UnsupportedError(UNSUPPORTED, "this libclrun has no training "
@@ -194,6 +195,8 @@ class TrainStep:
         graph_options.keep_gradients = bool(keep_gradients)
         remat_text = remat.encode() if remat else None  # alive until the step is made
         graph_options.remat = remat_text
+        if memory_budget is not None:
+            graph_options.memory_budget = _size(memory_budget, "memory_budget")
         options.exec.mode = _lib.EXEC_MODES[_mode(mode)]
         if fusion is not None:
             options.exec.fusion = 1 if fusion else -1
@@ -441,7 +444,9 @@ class TrainStep:
         """The trainer's figures (clrun_train_stats) as a dict: steps, params, state_tensors,
         param_bytes, state_bytes, peak_bytes, activation_peak_bytes, lower_bound_bytes,
         donated_bytes, donations, unused_donations (with their names in unused_donated), remat
-        (what the rematerialisation policy did: dropped, repeated_nodes, dropped_bytes), and
+        (what the rematerialisation policy did: dropped, repeated_nodes, dropped_bytes),
+        remat_policy (the policy, chosen under memory_budget or given), planned_peak_bytes (with
+        a memory budget: the chosen step's planned peak), and
         exec, the step executor's own figures as :meth:`clrun.Model.stats` gives them."""
         stats = _lib.TrainStats()
         with self._state.lock:
@@ -456,6 +461,7 @@ class TrainStep:
         execs["allocator"] = _lib.text(stats.exec.allocator)
         out["exec"] = execs
         out["remat"] = {name: getattr(stats.remat, name) for name in _lib.fields(_lib.RematReport)}
+        out["remat_policy"] = _lib.text(stats.remat_policy)
         out["unused_donated"] = unused
         return out
 

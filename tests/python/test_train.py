@@ -206,6 +206,33 @@ class Steps(GraphFiles):
         with self.assertRaises(TypeError):
             self.ctx.train(self.small, "xent:logits", remat=3)
 
+    def test_memory_budget(self):
+        # eight tanh layers 64 wide over 8 rows: activations enough for recomputing to matter
+        lines = ["graph deep", "input x: f32[8, 6]", "const w0: f32[6, 64] uniform(-0.3, 0.3) seed=1",
+                 "node m0 = matmul(x, w0)", "node a0 = tanh(m0)"]
+        for k in range(1, 8):
+            lines += ["const w%d: f32[64, 64] uniform(-0.2, 0.2) seed=%d" % (k, k + 1),
+                      "node m%d = matmul(a%d, w%d)" % (k, k - 1, k), "node a%d = tanh(m%d)" % (k, k)]
+        lines += ["const wo: f32[64, 4] uniform(-0.2, 0.2) seed=20",
+                  "node logits = matmul(a7, wo)", "output logits", ""]
+        deep = self.graph("\n".join(lines), "deep.graph")
+        ample = self.ctx.train(deep, "xent:logits", memory_budget="1G").stats()
+        self.assertEqual(ample["remat_policy"], "none")
+        full = ample["planned_peak_bytes"]
+        self.assertGreater(full, 0)
+        want = self.run_steps(self.ctx.train(deep, "xent:logits"), range(30, 33))
+        tight = self.ctx.train(deep, "xent:logits", memory_budget=full - 1)
+        stats = tight.stats()
+        self.assertNotEqual(stats["remat_policy"], "none")
+        self.assertLessEqual(stats["planned_peak_bytes"], full - 1)
+        self.assertEqual(self.run_steps(tight, range(30, 33)), want)
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "does not fit a memory budget"):
+            self.ctx.train(self.small, "xent:logits", memory_budget=64)
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "not a size"):
+            self.ctx.train(self.small, "xent:logits", memory_budget="lots")
+        with self.assertRaises(clrun.InvalidArgumentError):
+            self.ctx.train(self.small, "xent:logits", memory_budget=0)
+
     # -- the state --
 
     def run_steps(self, step, seeds):
