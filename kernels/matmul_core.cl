@@ -315,8 +315,8 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
 #if CORE_WGRAD
 #define WG_DECL(r) COLS(DECL_ACC, r)                                                          \
     const uint CAT(tap, r) = min(m0 + r, Kc - 1);                                                \
-    const uint CAT(base, r) = CAT(tap, r) / KHW * plane + CAT(tap, r) % KHW / KW * DH +          \
-                              CAT(tap, r) % KW * DW;
+    const ulong CAT(base, r) = (ulong)(CAT(tap, r) / KHW) * plane + CAT(tap, r) % KHW / KW * DH + \
+                               CAT(tap, r) % KW * DW;
 #define WG_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
 #define WG_STORE(r)                                                                            \
     if (m0 + r < Kc) {                                                                         \

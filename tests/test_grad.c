@@ -1217,6 +1217,35 @@ static unsigned char *gradient_bytes(const char *allocator, int fusion, size_t *
 }
 
 /* The sacred invariant: fusion on or off and every allocator give the same bits. */
+/* A strided convolution whose input gradient's columns would exceed what col2im takes for one
+ * image (2^31 - 1 elements) still has one: conv_transpose2d's. Built only, no device. */
+static void a_huge_strided_convolution_still_has_an_input_gradient(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("huge", &g), CLRUN_OK);
+    clrun_tensor_type tx = {CLRUN_F32, 4, {1, 256, 1024, 1024}}, tw = {CLRUN_F32, 4, {8, 256, 7, 7}};
+    clrun_tensor_id x, w, y, l;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "w", &tw, false, &w), CLRUN_OK);
+    const int64_t stride[2] = {2, 2}, pads[4] = {3, 3, 3, 3};
+    clrun_attr attrs[2] = {attr_ints("stride", 2, stride), attr_ints("pads", 4, pads)};
+    const char *yn[] = {"y"}, *ln[] = {"l"};
+    assert_int_equal(clrun_graph_add_node(g, "conv2d", (clrun_tensor_id[]){x, w}, 2, yn, 1, attrs, 2, &y),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "reduce_sum", &y, 1, ln, 1, NULL, 0, &l), CLRUN_OK);
+    clrun_graph *out = NULL;
+    char err[512] = "";
+    if (clrun_graph_gradient(g, l, &x, 1, &out, NULL, NULL, err, sizeof err) != CLRUN_OK)
+        fail_msg("%s", err);
+    bool transpose = false;
+    for (int32_t n = 0; n < clrun_graph_node_count(out); n++)
+        transpose = transpose || strcmp(out->nodes[n].op->name, "conv_transpose2d") == 0;
+    assert_true(transpose);
+    clrun_graph_destroy(out);
+    clrun_graph_destroy(g);
+}
+
 static void gradients_are_the_same_bits_with_fusion_and_any_allocator(void **state)
 {
     (void)state;
@@ -1316,6 +1345,7 @@ int main(void)
         cmocka_unit_test(dropout_rule_matches_at_a_fixed_seed),
         cmocka_unit_test(an_unreachable_wrt_gets_zeros_and_is_listed_unused),
         cmocka_unit_test(a_wide_loss_and_an_op_without_a_rule_are_refused_by_name),
+        cmocka_unit_test(a_huge_strided_convolution_still_has_an_input_gradient),
         cmocka_unit_test(gradients_are_the_same_bits_with_fusion_and_any_allocator),
         cmocka_unit_test(every_rule_has_a_case),
     };

@@ -170,6 +170,7 @@ static void bad_policies_and_boundaries_are_refused_and_change_nothing(void **st
         {"names:b,zz", 5, "'zz'"},
         {"names:b,,m", 5, "empty"},
         {"names:", 5, "lists no tensor"},
+        {"names:b,", 5, "empty"},
         {"sqrt_n", -1, "boundary -1"},
         {"sqrt_n", 9, "boundary 9"},
     };

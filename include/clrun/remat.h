@@ -12,8 +12,9 @@
  *   nothing_saveable  keep nothing the first part computes; repeat it all, once
  *   names:T1,T2       keep only the tensors named (model names or identifiers)
  *   sqrt_n            Chen et al. (2016): about sqrt(n) segments of the first part's nodes, the
- *                     tensor that ends each segment kept; a segment's others are repeated once,
- *                     together, when the second part first needs one of them
+ *                     tensor that ends each segment kept; each of a segment's others is repeated
+ *                     once, from the kept end of the segment before, when the second part first
+ *                     needs it (or a tensor made from it)
  * Whatever the policy, graph inputs, constants, graph outputs and the outputs of nodes with more
  * than one output are kept. */
 #ifndef CLRUN_REMAT_H
@@ -43,8 +44,12 @@ typedef struct clrun_remat_report {
  *
  * CLRUN_ERROR_INVALID_ARGUMENT for an unknown policy, a names: entry that names no tensor, or a
  * boundary outside [0, node count]; the graph is then unchanged. On
- * CLRUN_ERROR_OUT_OF_HOST_MEMORY the graph may hold unused added nodes: destroy it. The message
- * is the graph's last error. */
+ * CLRUN_ERROR_OUT_OF_HOST_MEMORY the graph is left half rewritten, no longer a graph that runs:
+ * destroy it. The message is the graph's last error.
+ *
+ * The repeated nodes' outputs have the highest tensor ids but run before nodes declared earlier:
+ * written out (clrun_graph_write) and read back, the graph is the same graph with its tensors
+ * numbered in declaration order. */
 clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char *policy,
                                clrun_remat_report *report);
 

@@ -64,16 +64,19 @@ static clrun_tensor_id unit_stride_input_gradient(clrun__grad *g, const clrun__c
 /* With one group and any stride, the input's gradient as a matrix product and a scatter: the
  * columns cols[n, p, (c, kh, kw)] = sum over o of dy[n, o, p] w[o, c, kh, kw] (dy [N, O, OH*OW]
  * transposed times w [O, C*KH*KW]), each added by col2im into the input element its tap reads.
- * Both run on fast kernels, where conv_transpose2d's gathers every tap per output. -2 when it
- * does not apply (groups), -1 on failure. */
+ * Both run on fast kernels, where conv_transpose2d's gathers every tap per output; cols hold
+ * KH·KW/(sh·sw) times x's elements while they live. -2 when it does not apply (groups, or more
+ * than 2^31 - 1 elements of cols per image, col2im's limit), -1 on failure. */
 static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
                                            const int64_t *pads, const clrun_tensor_type *tx,
                                            const clrun_tensor_type *tw, clrun_tensor_id d,
                                            clrun_tensor_id w)
 {
-    if (geo->groups != 1)
-        return -2;
     int64_t n = tx->shape[0], o = tw->shape[0], c = tw->shape[1], kh = tw->shape[2], kw = tw->shape[3];
+    /* col2im takes at most 2^31 - 1 elements of cols per image: larger ones take the transpose */
+    double cols_per_image = (double)(c * kh * kw) * (double)(geo->oh * geo->ow);
+    if (geo->groups != 1 || cols_per_image > (double)INT32_MAX)
+        return -2;
     int64_t dy3[3] = {n, o, geo->oh * geo->ow}, w2[2] = {o, c * kh * kw};
     int64_t image[2] = {tx->shape[2], tx->shape[3]}, kernel[2] = {kh, kw};
     clrun_attr a_dy3 = clrun__gattr_ints("shape", dy3, 3), a_w2 = clrun__gattr_ints("shape", w2, 2);

@@ -90,6 +90,9 @@ static clrun_status choose(remat *r, const char *policy)
                                      "called", name);
         r->keep[t] = true;
         at += length + (end != NULL);
+        if (end != NULL && *at == '\0')
+            return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                     "remat: policy '%s': an empty or over-long name", policy);
     }
     return CLRUN_OK;
 }

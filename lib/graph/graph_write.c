@@ -166,7 +166,10 @@ static void write_node(FILE *out, const clrun_graph *graph, const clrun__node *n
 }
 
 /* Declarations in tensor order (the order the builder made them), each node at its first
- * output, so reading back gives every tensor and node the same index. */
+ * output, so reading back gives every tensor and node the same index, wherever each node's
+ * outputs come after every tensor it reads (not so after rematerialisation, whose repeated nodes
+ * run early with late ids: read back, they are declared where they run and their tensors are
+ * numbered in that order). */
 static void write_graph(const clrun_graph *graph, FILE *out)
 {
     if (graph->name)

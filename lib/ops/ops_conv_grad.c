@@ -38,6 +38,18 @@ static clrun_status kernel_with_table(clrun_context *ctx, clrun__kernel_state *k
 /* The core runs groups of at least this many output channels; narrower ones (depthwise) would
  * leave most of each panel's columns empty and take the per-weight kernel. */
 #define CORE_MIN_CHANNELS 8
+#define CORE_MIN_ITEMS 8
+
+/* Whether the core takes this gradient: groups of CORE_MIN_CHANNELS output channels or more,
+ * and at least CORE_MIN_ITEMS work-items (tap blocks of 8 by panels of 16 by groups), so that a
+ * gradient with few weights and a long sum (a narrow 1x1 convolution over large images) spreads
+ * over the cores as the per-weight kernel spreads it. */
+static bool core_pays(const cl_int *geo)
+{
+    int64_t groups = geo[CLRUN__G_GROUPS], Og = geo[CLRUN__G_O] / groups;
+    int64_t Kc = (int64_t)geo[CLRUN__G_C] / groups * geo[CLRUN__G_KH] * geo[CLRUN__G_KW];
+    return Og >= CORE_MIN_CHANNELS && (Kc + 7) / 8 * ((Og + 15) / 16) * groups >= CORE_MIN_ITEMS;
+}
 
 /* On the core (devices without real local memory): dy packed into panels (clrun_mm_pack) and,
  * for a padded convolution, x copied with its padding as zeros, both into scratch, then the
@@ -115,10 +127,7 @@ static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, cons
     uint64_t groups = (uint64_t)geo[CLRUN__G_GROUPS], Og = (uint64_t)geo[CLRUN__G_O] / groups;
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
     uint64_t Kc = (uint64_t)geo[CLRUN__G_C] / groups * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
-    uint64_t batches = images * groups;
-    if (images > UINT32_MAX || batches > SIZE_MAX / sizeof(uint64_t))
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
-                           "conv2d_grad_weight: %" PRIu64 " images, more than the kernel counts", images);
+    uint64_t batches = images * groups; /* images <= CL_INT_MAX: the caller checks */
     uint64_t *sources = malloc(batches * sizeof *sources);
     if (sources == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: %" PRIu64
@@ -193,7 +202,7 @@ static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: node state");
     st->ks.what = "conv2d_grad_weight";
-    if (dev.registers && geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS] >= CORE_MIN_CHANNELS) {
+    if (dev.registers && core_pays(geo)) {
         s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
         if (s == CLRUN_OK)
             s = grad_weight_core(ctx, geo, &g, (uint64_t)images, dev.vw, st);
