@@ -121,6 +121,11 @@ static void each_policy_keeps_what_it_names(void **state)
         /* the matmul's output kept: c is needed no more */
         {"dots_saveable", 3, "a b c m d d.remat a.remat e b.remat f g"},
         {"names:b,m", 2, "a b c m d d.remat a.remat e f g"},
+        {"except:a,d", 2, "a b c m d d.remat a.remat e f g"},
+        {"except:b", 1, "a b c m d e b.remat f g"},
+        {"every:3", 4, "a b c m d m.remat d.remat a.remat e b.remat f g"}, /* sqrt_n's */
+        {"every:2", 2, "a b c m d d.remat a.remat e f g"}, /* the 2nd and 4th, b and m, kept */
+        {"every:1", 0, "a b c m d e f g"},
         /* five first-part nodes: segments of ceil(sqrt 5) = 3, c (the third) kept */
         {"sqrt_n", 4, "a b c m d m.remat d.remat a.remat e b.remat f g"},
         {"none", 0, "a b c m d e f g"},
@@ -171,6 +176,11 @@ static void bad_policies_and_boundaries_are_refused_and_change_nothing(void **st
         {"names:b,,m", 5, "empty"},
         {"names:", 5, "lists no tensor"},
         {"names:b,", 5, "empty"},
+        {"except:", 5, "lists no tensor"},
+        {"except:zz", 5, "'zz'"},
+        {"every:0", 5, "every:K takes a count"},
+        {"every:2x", 5, "every:K takes a count"},
+        {"every:", 5, "every:K takes a count"},
         {"sqrt_n", -1, "boundary -1"},
         {"sqrt_n", 9, "boundary 9"},
     };

@@ -88,11 +88,12 @@ static void help(void)
            "  --save-onnx OUT.onnx an ONNX MODEL with the trained parameters (and batch norms'\n"
            "                       running statistics) as its initializers, same names\n"
            "  --remat POLICY       recompute activations in the backward pass instead of keeping\n"
-           "                       them: dots_saveable, nothing_saveable, names:T1,T2 or sqrt_n\n"
+           "                       them: dots_saveable, nothing_saveable, names:T1,T2,\n"
+           "                       except:T1,T2, sqrt_n or every:K\n"
            "                       (the same results, bit for bit; a lower peak, more work)\n"
            "  --memory-budget SIZE the step's peak may take SIZE bytes (K, M, G suffixes): the\n"
-           "                       first of no remat, dots_saveable, sqrt_n and nothing_saveable\n"
-           "                       whose step the planner fits in it (or --remat's alone)\n"
+           "                       step as it is, else the least recomputation that the planner\n"
+           "                       fits in it (or --remat's policy alone)\n"
            "  --json               print the report as one JSON object on the last line\n");
     clrun_cli_io_help(false);
 }
@@ -832,13 +833,16 @@ int clrun_cli_train(int argc, char **argv)
             int32_t nu = clrun_train_unused_donations(t, &names);
             for (int32_t k = 0; k < nu; k++)
                 printf("  not in place: %s (the step holds it twice)\n", names[k]);
+            /* a searched policy lists every tensor it drops: its head only */
+            int shown = (int)strlen(st.remat_policy) > 60 ? 60 : (int)strlen(st.remat_policy);
+            const char *more = shown < (int)strlen(st.remat_policy) ? ",..." : "";
             if (st.remat.repeated_nodes > 0)
-                printf("remat %s: %d activations (%s) recomputed in the backward pass by %d "
-                       "repeated nodes\n", st.remat_policy, st.remat.dropped,
+                printf("remat %.*s%s: %d activations (%s) recomputed in the backward pass by %d "
+                       "repeated nodes\n", shown, st.remat_policy, more, st.remat.dropped,
                        mib(st.remat.dropped_bytes, b1, sizeof b1), st.remat.repeated_nodes);
             if (a.memory_budget)
-                printf("memory budget %s: remat %s, planned peak %s\n",
-                       mib(a.memory_budget, b1, sizeof b1), st.remat_policy,
+                printf("memory budget %s: remat %.*s%s, planned peak %s\n",
+                       mib(a.memory_budget, b1, sizeof b1), shown, st.remat_policy, more,
                        mib(st.planned_peak_bytes, b2, sizeof b2));
         } else {
             json_object *o = report(&a, t, &f, steps);

@@ -11,10 +11,13 @@
  *   dots_saveable     keep the outputs of matmul, gemm and conv2d; repeat the rest
  *   nothing_saveable  keep nothing the first part computes; repeat it all, once
  *   names:T1,T2       keep only the tensors named (model names or identifiers)
+ *   except:T1,T2      keep every tensor but those named
  *   sqrt_n            Chen et al. (2016): about sqrt(n) segments of the first part's nodes, the
  *                     tensor that ends each segment kept; each of a segment's others is repeated
  *                     once, from the kept end of the segment before, when the second part first
  *                     needs it (or a tensor made from it)
+ *   every:K           the same with segments of K nodes (every:1 keeps every tensor); fewer
+ *                     tensors are repeated with a shorter K, and fewer kept up to K near sqrt(n)
  * Whatever the policy, graph inputs, constants, graph outputs and the outputs of nodes with more
  * than one output are kept. */
 #ifndef CLRUN_REMAT_H
@@ -42,7 +45,8 @@ typedef struct clrun_remat_report {
  * "NAME.remat", or "NAME.remat2" ... where that is taken) and placed before their first reader in
  * the second part. report (may be NULL) says what was done.
  *
- * CLRUN_ERROR_INVALID_ARGUMENT for an unknown policy, a names: entry that names no tensor, or a
+ * CLRUN_ERROR_INVALID_ARGUMENT for an unknown policy, a names: or except: entry that names no
+ * tensor, or a
  * boundary outside [0, node count]; the graph is then unchanged. On
  * CLRUN_ERROR_OUT_OF_HOST_MEMORY the graph is left half rewritten, no longer a graph that runs:
  * destroy it. The message is the graph's last error.

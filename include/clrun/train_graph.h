@@ -70,12 +70,16 @@ typedef struct clrun_train_graph_options {
                                       forward the first part and the backward the second;
                                       NULL or "none": every activation kept. The step's results
                                       are the same bits under every policy */
-    uint64_t memory_budget;        /* the trainer's (clrun_train_create): bytes the step may
-                                      take at its peak (the state, the feeds and the
-                                      activations, as the static planner lays them out, before
-                                      fusion); with no remat policy given, the first of none,
-                                      dots_saveable, sqrt_n and nothing_saveable whose step fits
-                                      is chosen. 0: no budget */
+    uint64_t memory_budget;        /* the trainer's (clrun_train_create): bytes the prepared
+                                      step may take, as the static planner lays out its buffers
+                                      (state, feeds, activations, kernels' scratch). With no
+                                      remat policy given, the step as it is if it fits; else the
+                                      fewest activations, the cheapest to recompute per byte
+                                      first, whose recomputation makes it fit (an "except:"
+                                      policy, found by a binary search over how many); else
+                                      sqrt_n, then nothing_saveable. With a policy, that one
+                                      alone. clrun_train_stats.remat_policy gives the policy
+                                      taken. 0: no budget */
 } clrun_train_graph_options;
 
 /* Cross-entropy on no tensor yet, every trainable weight, Adam with PyTorch's defaults. */

@@ -7,6 +7,7 @@
  * the node it was made for. */
 #include <clrun/remat.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,14 +49,24 @@ static bool is_dot(const char *op)
 static clrun_status choose(remat *r, const char *policy)
 {
     clrun_graph *g = r->g;
-    bool names = strncmp(policy, "names:", 6) == 0;
+    bool names = strncmp(policy, "names:", 6) == 0, except = strncmp(policy, "except:", 7) == 0;
     bool dots = strcmp(policy, "dots_saveable") == 0, nothing = strcmp(policy, "nothing_saveable") == 0;
-    bool sqrt_n = strcmp(policy, "sqrt_n") == 0;
-    if (!names && !dots && !nothing && !sqrt_n)
+    bool sqrt_n = strcmp(policy, "sqrt_n") == 0, every = strncmp(policy, "every:", 6) == 0;
+    if (!names && !except && !dots && !nothing && !sqrt_n && !every)
         return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
                                  "remat: unknown policy '%s' (none, dots_saveable, "
-                                 "nothing_saveable, names:T1,T2, sqrt_n)", policy);
+                                 "nothing_saveable, names:T1,T2, except:T1,T2, sqrt_n, every:K)",
+                                 policy);
     int32_t segment = (int32_t)ceil(sqrt((double)(r->boundary > 0 ? r->boundary : 1)));
+    if (every) {
+        char *end;
+        long k = strtol(policy + 6, &end, 10);
+        if (end == policy + 6 || *end != '\0' || k < 1 || k > INT32_MAX)
+            return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                     "remat: policy '%s': every:K takes a count K >= 1", policy);
+        segment = (int32_t)k;
+        sqrt_n = true; /* the same rule, segments of K */
+    }
     for (int32_t t = 0; t < r->tensors0; t++) {
         const clrun__tensor *tensor = &g->tensors[t];
         int32_t p = tensor->producer;
@@ -67,14 +78,15 @@ static clrun_status choose(remat *r, const char *policy)
         else if (sqrt_n)
             r->keep[t] = (p + 1) % segment == 0;
         else
-            r->keep[t] = false; /* nothing_saveable; names: below */
+            r->keep[t] = except; /* nothing_saveable, names: none kept; except: all; the lists below */
     }
-    if (!names)
+    if (!names && !except)
         return CLRUN_OK;
-    if (policy[6] == '\0')
+    const char *list = policy + (names ? 6 : 7);
+    if (*list == '\0')
         return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
-                                 "remat: policy 'names:' lists no tensor to keep");
-    for (const char *at = policy + 6; *at;) {
+                                 "remat: policy '%s' lists no tensor", policy);
+    for (const char *at = list; *at;) {
         const char *end = strchr(at, ',');
         size_t length = end ? (size_t)(end - at) : strlen(at);
         char name[CLRUN__GRAPH_NAME_MAX + 1];
@@ -88,7 +100,7 @@ static clrun_status choose(remat *r, const char *policy)
             return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
                                      "remat: policy names '%s', which the graph has no tensor "
                                      "called", name);
-        r->keep[t] = true;
+        r->keep[t] = names;
         at += length + (end != NULL);
         if (end != NULL && *at == '\0')
             return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,

@@ -595,6 +595,7 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     int32_t forward_nodes = b.step->node_count;
     if ((s = clrun__grad_build(fwd, b.step, &spec, grads, NULL, err, errlen)) != CLRUN_OK)
         goto fail;
+    out->forward_nodes = forward_nodes;
     if ((s = clrun_graph_remat(b.step, forward_nodes, options->remat, &out->remat)) != CLRUN_OK) {
         snprintf(err, errlen, "train: %s", clrun_graph_last_error(b.step));
         goto fail;

@@ -60,6 +60,8 @@ typedef struct clrun__train_graph {
     char **frozen;               /* parameters asked for that the loss does not depend on */
     int32_t frozen_count;
     clrun_remat_report remat;    /* what options->remat did to the step */
+    int32_t forward_nodes;       /* the step's nodes [0, forward_nodes) are the forward pass and
+                                    the loss (rematerialisation's first part) */
 } clrun__train_graph;
 
 /* Builds the step of `model` under `options` into *out (zeroed on failure). The reason of a

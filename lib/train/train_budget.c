@@ -1,9 +1,11 @@
-/* The step under a memory budget: each candidate rematerialisation policy, from the cheapest
- * (none: every activation kept) to the one that keeps least, is built and prepared, and the
- * buffers its executor creates (after fusion, with every node's scratch, the state and the feeds)
- * are laid out by the static planner against the budget: the capacity decision, whether any
- * layout fits. The first that fits is the step. */
+/* The step under a memory budget. The step as it is, prepared, its buffers (after fusion, with
+ * every kernel's scratch, the state and the feeds) laid out by the static planner against the
+ * budget: the capacity decision, whether any layout fits. If none does: dots_saveable (only the
+ * elementwise work after the products repeated); then Chen's segments, the shortest whose step
+ * fits (every:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n)) preparations, which
+ * reuse the kernels the first one built); then nothing_saveable. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,56 +61,169 @@ static void human(uint64_t bytes, char *out, size_t size)
         snprintf(out, size, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
 }
 
+/* Builds and prepares the step under `policy` into t->tg and t->exec; with a budget, *fits says
+ * whether the planner fits its buffers in it and *peak is the best layout's peak. A step that does
+ * not fit is kept (the caller reads it, then drops it with drop_step). */
+static clrun_status try_step(clrun_train *t, const clrun_graph *model,
+                             const clrun_train_graph_options *options, const char *policy,
+                             bool *fits, uint64_t *peak, char *err, size_t errlen)
+{
+    clrun_train_graph_options o = *options;
+    o.remat = policy;
+    *fits = true;
+    *peak = 0;
+    clrun_status s = clrun__train_graph_build(model, &o, &t->tg, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    s = clrun_exec_create(t->ctx, t->tg.graph, &t->options.exec, &t->exec);
+    if (s != CLRUN_OK) {
+        snprintf(err, errlen, "%s", clrun_last_error(t->ctx));
+        clrun__train_graph_free(&t->tg);
+        return s;
+    }
+    if (options->memory_budget &&
+        (s = plan_within(t->exec, options->memory_budget, fits, peak, err, errlen)) != CLRUN_OK) {
+        clrun_exec_destroy(t->exec);
+        t->exec = NULL;
+        clrun__train_graph_free(&t->tg);
+    }
+    return s;
+}
+
+static void drop_step(clrun_train *t)
+{
+    clrun_exec_destroy(t->exec);
+    t->exec = NULL;
+    clrun__train_graph_free(&t->tg);
+}
+
+/* The segment policies every:K between every:2 and sqrt_n's length S: the shortest K whose
+ * step fits repeats the fewest tensors (a longer K keeps fewer tensors, so below S the peak
+ * falls as K grows): a binary search, each K's step prepared and planned. On success the
+ * fitting step is t's and *policy its text (malloc'd); *policy NULL when every:S does not fit
+ * either (*best: the least peak seen). */
+static clrun_status search(clrun_train *t, const clrun_graph *model,
+                           const clrun_train_graph_options *options, int32_t S, char **policy,
+                           uint64_t *best, char *err, size_t errlen)
+{
+    *policy = NULL;
+    int32_t lo = 2, hi = S, fitting = 0;
+    char text[32];
+    while (lo <= hi) {
+        int32_t k = fitting == 0 ? hi : lo + (hi - lo) / 2; /* the longest first */
+        snprintf(text, sizeof text, "every:%d", (int)k);
+        bool fits;
+        uint64_t peak;
+        clrun_status s = try_step(t, model, options, text, &fits, &peak, err, errlen);
+        if (s != CLRUN_OK)
+            return s;
+        *best = peak < *best ? peak : *best;
+        if (fits && k == lo) { /* nothing shorter is left to try: this one */
+            t->planned_peak = peak;
+            if ((*policy = strdup(text)) != NULL)
+                return CLRUN_OK;
+            drop_step(t);
+            snprintf(err, errlen, "train: out of host memory");
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        drop_step(t);
+        if (!fits && fitting == 0)
+            return CLRUN_OK; /* not even the longest segments */
+        if (fits) {
+            fitting = k;
+            hi = k - 1;
+        } else {
+            lo = k + 1;
+        }
+    }
+    snprintf(text, sizeof text, "every:%d", (int)fitting);
+    bool fits;
+    uint64_t peak;
+    clrun_status s = try_step(t, model, options, text, &fits, &peak, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    if (fits) {
+        t->planned_peak = peak;
+        if ((*policy = strdup(text)) != NULL)
+            return CLRUN_OK;
+        drop_step(t);
+        snprintf(err, errlen, "train: out of host memory");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    drop_step(t); /* it fitted before: a planner cut short by its time; the caller goes on */
+    return CLRUN_OK;
+}
+
+/* Takes the step built for `policy` as t's, which fits. */
+static clrun_status keep_step(clrun_train *t, const char *policy, uint64_t peak, char *err,
+                              size_t errlen)
+{
+    t->planned_peak = peak;
+    if (policy == NULL || strcmp(policy, "none") == 0)
+        return CLRUN_OK;
+    if ((t->remat_policy = strdup(policy)) != NULL)
+        return CLRUN_OK;
+    drop_step(t);
+    snprintf(err, errlen, "train: out of host memory");
+    return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+}
+
 clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                                      const clrun_train_graph_options *options, char *err,
                                      size_t errlen)
 {
-    static const char *const ladder[] = {"none", "dots_saveable", "sqrt_n", "nothing_saveable"};
     const char *given = options->remat && options->remat[0] ? options->remat : NULL;
-    const char *const *candidates = given ? &given : ladder;
-    size_t count = given ? 1 : (options->memory_budget ? sizeof ladder / sizeof ladder[0] : 1);
-    uint64_t best = UINT64_MAX;
-    const char *best_policy = NULL;
-    for (size_t k = 0; k < count; k++) {
-        clrun_train_graph_options o = *options;
-        o.remat = candidates[k];
-        clrun_status s = clrun__train_graph_build(model, &o, &t->tg, err, errlen);
-        if (s != CLRUN_OK)
+    bool fits;
+    uint64_t peak, best = UINT64_MAX;
+    const char *best_policy = given ? given : "none";
+    clrun_status s = try_step(t, model, options, given ? given : "none", &fits, &peak, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    if (fits)
+        return keep_step(t, given, peak, err, errlen);
+    best = peak;
+    if (!given) {
+        /* dots_saveable, the shortest segments that fit, then nothing_saveable */
+        int32_t S = (int32_t)ceil(sqrt((double)(t->tg.forward_nodes > 0 ? t->tg.forward_nodes : 1)));
+        drop_step(t);
+        if ((s = try_step(t, model, options, "dots_saveable", &fits, &peak, err, errlen)) != CLRUN_OK)
             return s;
-        s = clrun_exec_create(t->ctx, t->tg.graph, &t->options.exec, &t->exec);
-        if (s != CLRUN_OK) {
-            snprintf(err, errlen, "%s", clrun_last_error(t->ctx));
-            clrun__train_graph_free(&t->tg);
-            return s;
-        }
-        bool fits = true;
-        uint64_t peak = 0;
-        if (options->memory_budget)
-            s = plan_within(t->exec, options->memory_budget, &fits, &peak, err, errlen);
-        if (s == CLRUN_OK && fits) {
-            t->planned_peak = peak;
-            if (strcmp(candidates[k], "none") == 0)
-                return CLRUN_OK;
-            if ((t->remat_policy = strdup(candidates[k])) != NULL)
-                return CLRUN_OK;
-            snprintf(err, errlen, "train: out of host memory");
-            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        }
-        clrun_exec_destroy(t->exec);
-        t->exec = NULL;
-        clrun__train_graph_free(&t->tg);
-        if (s != CLRUN_OK)
-            return s;
+        if (fits)
+            return keep_step(t, "dots_saveable", peak, err, errlen);
+        drop_step(t);
         if (peak < best) {
             best = peak;
-            best_policy = candidates[k];
+            best_policy = "dots_saveable";
         }
+        char *policy = NULL;
+        uint64_t searched = best;
+        if (S >= 2 && (s = search(t, model, options, S, &policy, &searched, err, errlen)) != CLRUN_OK)
+            return s;
+        if (policy != NULL) {
+            t->remat_policy = policy;
+            return CLRUN_OK;
+        }
+        if (searched < best) {
+            best = searched;
+            best_policy = "every:K segments";
+        }
+        if ((s = try_step(t, model, options, "nothing_saveable", &fits, &peak, err, errlen)) != CLRUN_OK)
+            return s;
+        if (fits)
+            return keep_step(t, "nothing_saveable", peak, err, errlen);
+        drop_step(t);
+        if (peak < best) {
+            best = peak;
+            best_policy = "nothing_saveable";
+        }
+    } else {
+        drop_step(t);
     }
     char b1[32], b2[32];
     human(options->memory_budget, b1, sizeof b1);
     human(best, b2, sizeof b2);
     snprintf(err, errlen, "train: the step does not fit a memory budget of %s: at best it needs "
              "%s (remat %s)%s", b1, b2, best_policy,
-             given ? "; without --remat every policy is tried" : " under every policy");
+             given ? "; without --remat the trainer searches" : " whatever is recomputed");
     return CLRUN_ERROR_INVALID_ARGUMENT;
 }

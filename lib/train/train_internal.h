@@ -32,11 +32,10 @@ struct clrun_train {
 };
 
 /* Builds the step of `model` into t->tg and prepares it (t->exec, on t->ctx with
- * t->options.exec): under options->memory_budget (when not 0) the first rematerialisation policy
- * whose executor's buffers the static planner fits in the budget (only the one given, when
- * options->remat names one), else as options says. Sets t->remat_policy and t->planned_peak.
- * A budget no policy meets is refused (CLRUN_ERROR_INVALID_ARGUMENT) with the smallest peak
- * found in err; every failure's reason goes to err. */
+ * t->options.exec), under options->memory_budget when it is not 0 (train_graph.h says how the
+ * rematerialisation policy is then chosen), else as options says. Sets t->remat_policy and
+ * t->planned_peak. A budget nothing meets is refused (CLRUN_ERROR_INVALID_ARGUMENT) with the
+ * smallest peak found in err; every failure's reason goes to err. */
 clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                                      const clrun_train_graph_options *options, char *err,
                                      size_t errlen);

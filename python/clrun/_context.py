@@ -525,10 +525,11 @@ class Context:
             keep_gradients: keep each step's gradients for :meth:`clrun.TrainStep.gradients`
                 (costs their memory).
             remat: recompute activations in the backward pass instead of keeping them:
-                "dots_saveable", "nothing_saveable", "names:T1,T2" or "sqrt_n"
+                "dots_saveable", "nothing_saveable", "names:T1,T2", "except:T1,T2", "sqrt_n"
+                or "every:K"
                 (docs/training.md); the same results bit for bit, a lower peak, more work.
-            memory_budget: bytes (or "64M") the step's planned peak may take: the first of no
-                remat, dots_saveable, sqrt_n and nothing_saveable that fits (remat= alone when
+            memory_budget: bytes (or "64M") the step's planned peak may take: the step as it
+                is, else the least recomputation that fits (docs/training.md; remat= alone when
                 given); clrun.InvalidArgumentError with the smallest peak found when none does.
 
         Raises clrun.UnsupportedError naming an op without a gradient rule, and
