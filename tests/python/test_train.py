@@ -191,7 +191,8 @@ class Steps(GraphFiles):
     def test_remat_policies(self):
         base = self.ctx.train(self.small, "xent:logits", clrun.Adam())
         want = self.run_steps(base, range(20, 24))
-        for policy in ("dots_saveable", "nothing_saveable", "sqrt_n", "names:logits"):
+        for policy in ("dots_saveable", "nothing_saveable", "sqrt_n", "names:logits", "every:2",
+                       "except:a"):
             with self.subTest(remat=policy):
                 step = self.ctx.train(self.small, "xent:logits", clrun.Adam(), remat=policy)
                 self.assertEqual(self.run_steps(step, range(20, 24)), want)
