@@ -21,7 +21,7 @@ EXTRA_DIST += bench/bench_models_ort.sh bench/graph_to_onnx.py bench/ort_time.js
 # with /usr/bin/python3 unless --python says otherwise).
 EXTRA_PROGRAMS += bench/bench_train
 BENCH_LIST += bench/bench_train
-bench_bench_train_SOURCES = bench/bench_train.c bench/timing.h
+bench_bench_train_SOURCES = bench/bench_train.c bench/models.c bench/models.h bench/timing.h
 bench_bench_train_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_train_LDADD = libclrun-internal.la -lm
 EXTRA_DIST += bench/bench_train_torch.py
