@@ -25,3 +25,12 @@ bench_bench_train_SOURCES = bench/bench_train.c bench/models.c bench/models.h be
 bench_bench_train_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_train_LDADD = libclrun-internal.la -lm
 EXTRA_DIST += bench/bench_train_torch.py
+
+# Train steps under rematerialisation policies and memory budgets (issue 27); PyTorch's
+# checkpoint_sequential by bench/bench_remat_torch.py where torch is installed.
+EXTRA_PROGRAMS += bench/bench_remat
+BENCH_LIST += bench/bench_remat
+bench_bench_remat_SOURCES = bench/bench_remat.c bench/models.c bench/models.h bench/timing.h
+bench_bench_remat_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SRCDIR='"$(abs_top_srcdir)"'
+bench_bench_remat_LDADD = libclrun-internal.la -lm
+EXTRA_DIST += bench/bench_remat_torch.py
