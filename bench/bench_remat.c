@@ -39,17 +39,19 @@
  *   resnet18, bert, mlp   bench_train's models, selectable by name
  * The optimizer: SGD with momentum 0.9, lr 0.01 (--optimizer adam: PyTorch's defaults).
  *
- * PyTorch: with torch importable by PY, bench/bench_remat_torch.py (run once per model) prints
- * the same model's step time and peak without checkpointing and under
- * torch.utils.checkpoint.checkpoint_sequential at the segment count clrun's sqrt_n uses
- * (about sqrt of the forward's nodes, or of the model's blocks: see that file); without torch a
- * line says so and the rest runs.
+ * PyTorch: after each model's rows, bench/bench_remat_torch.py (run by PY with T threads:
+ * torch.set_num_threads, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS; T the device's compute units)
+ * prints the same model's step time, peak and activation peak without checkpointing and under
+ * torch.utils.checkpoint.checkpoint_sequential at the segment count clrun's sqrt_n uses (about
+ * the square root of the forward's nodes, capped at the modules the model is a sequence of: that
+ * file says how); without torch a line says so and the rest runs.
  *
  * Usage: bench/bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--optimizer sgd|adam]
- *                          [--fusion on|off] [--python PY] [--no-torch] [MODEL]...
+ *                          [--fusion on|off] [--threads T] [--python PY] [--no-torch] [MODEL]...
  *   MODEL: bert_base, resnet50 (default both), resnet18, bert, mlp.
  *   --tiny: small widths of the same models (the same depth), a few ms a step, for trying it.
- *   Defaults: --repeat 5 --step 10, PY /usr/bin/python3.
+ *   --no-torch: no PyTorch lines.
+ *   Defaults: --repeat 5 --step 10, T the device's compute units, PY /usr/bin/python3.
  * Run by hand after `make bench`, e.g. bench/bench_remat --tiny, or bench/bench_remat (the full
  * models take minutes a row on a CPU device). */
 #define _POSIX_C_SOURCE 200809L
@@ -79,7 +81,7 @@
 #define NO_LIMIT ((uint64_t)1 << 50)
 
 typedef struct options {
-    int repeat, step_pct, fusion;
+    int repeat, step_pct, fusion, threads;
     bool tiny, retime, no_torch;
     clrun_optimizer_kind optimizer;
     const char *python;
@@ -209,8 +211,11 @@ static const char *refusal_minimum(const char *err)
 static void torch_rows(const options *o, const char *config, int segments)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/bench_remat_torch.py' --repeat %d --segments %d --optimizer %s %s 2>&1",
-             o->python, BENCH_SRCDIR, o->repeat, segments, clrun_optimizer_kind_name(o->optimizer), config);
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d '%s' '%s/bench/bench_remat_torch.py' "
+             "--threads %d --repeat %d --segments %d --optimizer %s %s 2>&1",
+             o->threads, o->threads, o->threads, o->python, BENCH_SRCDIR, o->threads, o->repeat, segments,
+             clrun_optimizer_kind_name(o->optimizer), config);
     fflush(stdout);
     FILE *p = popen(cmd, "r");
     if (p == NULL) {
@@ -316,8 +321,10 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
         printf("\n");
     }
     if (!o->no_torch) {
-        /* sqrt_n's segment count: about sqrt of the forward's nodes (clrun's rule, <clrun/remat.h>). */
-        int segments = (int)ceil(sqrt((double)clrun_graph_node_count(model)));
+        /* sqrt_n's segment count (lib/grad/remat.c: segments of ceil(sqrt(n)) of the forward's n
+         * nodes), n the model's nodes (the step's forward adds the loss's few) */
+        int n = clrun_graph_node_count(model), length = (int)ceil(sqrt((double)n));
+        int segments = (n + length - 1) / length;
         torch_rows(o, config, segments);
     }
     clrun_graph_destroy(model);
@@ -334,6 +341,8 @@ int main(int argc, char **argv)
             o.repeat = atoi(v), first += 2;
         else if (strcmp(a, "--step") == 0 && v)
             o.step_pct = atoi(v), first += 2;
+        else if (strcmp(a, "--threads") == 0 && v)
+            o.threads = atoi(v), first += 2;
         else if (strcmp(a, "--python") == 0 && v)
             o.python = v, first += 2;
         else if (strcmp(a, "--fusion") == 0 && v)
@@ -374,6 +383,8 @@ int main(int argc, char **argv)
         return 1;
     }
     const clrun_device_info *dev = clrun_context_device(ctx);
+    if (o.threads <= 0)
+        o.threads = (int)dev->compute_units;
     double load[3] = {0, 0, 0};
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) {

@@ -10,9 +10,8 @@
  *   bert*      post-LN encoder layers, exact GELU, softmax attention without mask or dropout;
  *              token and learned position embeddings with a layernorm; an untied head over the
  *              vocabulary, per-token cross-entropy ("bert", "bert_base": the same builder)
- * The ResNets have NO batch norm: convolutions with biases instead (as bench_train has always
- * measured them; clrun's batch norm in training mode is a rewrite into elementwise ops and
- * reductions, not what these benchmarks compare). */
+ * The ResNets have NO batch norm: convolutions with biases instead (as bench_train's resnet18
+ * has always been measured). */
 #ifndef CLRUN_BENCH_MODELS_H
 #define CLRUN_BENCH_MODELS_H
 
