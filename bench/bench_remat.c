@@ -276,13 +276,13 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
             budget = min_planned;
             done_min = true;
             pct += o->step_pct; /* this step's budget comes next */
-            snprintf(label, sizeof label, "budget %.1f MiB (min) -> ", (double)budget / MIB);
+            snprintf(label, sizeof label, "budget %.2f MiB (min) -> ", (double)budget / MIB);
         } else {
             if (pct <= 0) {
                 budget = min_planned / 2;
                 last = true;
             }
-            snprintf(label, sizeof label, "budget %.1f MiB (%d%%) -> ", (double)budget / MIB,
+            snprintf(label, sizeof label, "budget %.2f MiB (%d%%) -> ", (double)budget / MIB,
                      (int)lround(100.0 * (double)budget / (double)base.planned));
         }
         row r;
