@@ -5,19 +5,19 @@
  *   none              the unconstrained step: every activation kept
  *   dots_saveable, sqrt_n, nothing_saveable
  *                     the step under that rematerialisation policy (<clrun/remat.h>)
- *   budget B (P%)     clrun_train_graph_options.memory_budget = B: the trainer takes the first of
- *                     none, dots_saveable, sqrt_n, nothing_saveable whose prepared step the static
- *                     planner fits in B. B runs from 100% of the unconstrained step's planned peak
- *                     down by --step percent, then the smallest planned peak of the four policies
- *                     (the smallest feasible budget), then the next step below it, which the
+ *   budget B (P%)     clrun_train_graph_options.memory_budget = B: the trainer chooses the step
+ *                     (<clrun/train_graph.h>: the step as it is if the static planner fits it in
+ *                     B, else the policies it tries in turn), B from 100% of the unconstrained
+ *                     step's planned peak down by --step percent while at least the smallest
+ *                     planned peak of the rows above; then that peak; then lower ones, until the
  *                     trainer refuses: the refusal's message (its minimum) is printed.
  * The policy rows are made with a budget of 1 PiB (which every step fits) so that the planner
  * gives their planned peak too. A row's step: two steps whose losses (before their update, and
  * after one) must equal the unconstrained step's bit for bit (PASS/FAIL), then --repeat timed
  * steps: the median wall time of clrun_train_step (the feeds' upload and the loss's read back
- * included). A budget row's step is the same graph as its policy's row (the same model and
- * policy): its time is that row's, marked "=", unless --retime times it again; its peak and
- * losses are its own.
+ * included). A budget row whose chosen policy has a row above runs the same graph as that row:
+ * its time is that row's, marked "=", unless --retime times it again; its peak and losses are its
+ * own. Other choices (every:K, except:T1,... shown as the count of tensors) are timed.
  * Per row: the step's median time and its ratio to the unconstrained step's; clrun_train_stats'
  * peak_bytes (the most bytes held at once in the last step: parameters, optimizer state, feeds
  * and activations) and activation_peak_bytes (peak_bytes less the parameters and state) in MiB,
@@ -91,7 +91,8 @@ typedef struct options {
 typedef struct row {
     bool ok;
     char err[1024];
-    char policy[64];   /* the policy the step was built with */
+    char policy[4096]; /* the policy the step was built with (clrun_train_stats.remat_policy) */
+    char label[64];    /* that policy for the table (policy_label) */
     double ms;         /* median step time */
     bool timed;        /* ms measured for this row (not taken from its policy's row) */
     uint64_t peak, act_peak, planned;
@@ -106,10 +107,36 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The policies that have rows of their own. */
+static const char *const policies[] = {"none", "dots_saveable", "sqrt_n", "nothing_saveable"};
+#define POLICIES 4
+
+static int policy_index(const char *policy)
+{
+    for (int k = 0; k < POLICIES; k++)
+        if (strcmp(policy, policies[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* A policy for a row's label: "except:" and "names:" lists as their length. */
+static void policy_label(const char *policy, char *out, size_t size)
+{
+    if (strncmp(policy, "except:", 7) == 0 || strncmp(policy, "names:", 6) == 0) {
+        int n = 1;
+        for (const char *c = policy; *c; c++)
+            n += *c == ',';
+        snprintf(out, size, "%.*s%d tensors", (int)(strchr(policy, ':') - policy + 1), policy, n);
+    } else {
+        snprintf(out, size, "%s", policy);
+    }
+}
+
 /* A trainer of `model` under `policy` (NULL: the trainer's choice) and `budget`: two steps, then
- * `timed` steps (0: none). */
+ * --repeat timed ones, unless `reuse` and the step's policy is one of those with a row of their
+ * own (the same graph: its time is that row's; --retime times it all the same). */
 static void run_row(clrun_context *ctx, const clrun_graph *model, const char *config, const options *o,
-                    const char *policy, uint64_t budget, int timed, row *r)
+                    const char *policy, uint64_t budget, bool reuse, row *r)
 {
     memset(r, 0, sizeof *r);
     r->ms = NAN;
@@ -128,6 +155,10 @@ static void run_row(clrun_context *ctx, const clrun_graph *model, const char *co
         snprintf(r->err, sizeof r->err, "%s", clrun_last_error(ctx));
         return;
     }
+    clrun_train_stats st;
+    int timed = o->repeat;
+    if (reuse && !o->retime && clrun_train_stats_get(t, &st) == CLRUN_OK && policy_index(st.remat_policy) >= 0)
+        timed = 0;
     bench_feeds f = {0};
     const void *ptrs[8];
     double *ms = calloc(timed > 0 ? (size_t)timed : 1, sizeof *ms);
@@ -147,11 +178,11 @@ static void run_row(clrun_context *ctx, const clrun_graph *model, const char *co
             goto step_failed;
         ms[k] = now_ms() - t0;
     }
-    clrun_train_stats st;
     if (clrun_train_stats_get(t, &st) != CLRUN_OK)
         goto step_failed;
     r->ok = true;
     snprintf(r->policy, sizeof r->policy, "%s", st.remat_policy);
+    policy_label(st.remat_policy, r->label, sizeof r->label);
     r->timed = timed > 0;
     r->ms = timed > 0 ? bench_median(ms, timed) : NAN;
     r->peak = st.peak_bytes;
@@ -190,7 +221,7 @@ static void print_row(const char *label, const row *r, const row *base, const ch
     double act_frac = base->act_peak ? (double)r->act_peak / (double)base->act_peak : NAN;
     bool bits = same_bits(r->loss0, base->loss0) && same_bits(r->loss1, base->loss1);
     const char *floor = r == base ? "-" : meets_floor(r, base) ? "PASS" : "MISS";
-    printf("%-36s %9.2f%s %6.2fx %9.2f %9.2f %6.3f %9.2f %6d %6d  %.9g %.9g %-4s %-4s %s\n", label, r->ms,
+    printf("%-36s %9.2f%s %6.2fx %9.2f %9.2f %6.3f %9.2f %6d %6d  %.9g %.9g %-4s %-5s %s\n", label, r->ms,
            r->timed ? " " : "=", time_ratio, (double)r->peak / MIB, (double)r->act_peak / MIB, act_frac,
            (double)r->planned / MIB, r->remat.dropped, r->remat.repeated_nodes, r->loss0, r->loss1,
            bits ? "PASS" : "FAIL", floor, recompute);
@@ -241,37 +272,36 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
         return;
     }
     printf("\n## %s\n", config);
-    static const char *const policies[] = {"dots_saveable", "sqrt_n", "nothing_saveable"};
-    enum { POLICIES = 3 };
-    row base, by_policy[POLICIES];
-    run_row(ctx, model, config, o, NULL, NO_LIMIT, o->repeat, &base);
-    if (!base.ok) {
-        printf("%s: the unconstrained step: %s\n", name, base.err);
-        clrun_graph_destroy(model);
-        return;
-    }
-    print_row("none", &base, &base, "");
-    uint64_t min_planned = base.planned;
+    /* by_policy[0]: the unconstrained step, given a budget every step fits so that the planner
+     * gives its planned peak too (the reference of the budgets); the others as it. */
+    row by_policy[POLICIES];
+    const row *base = &by_policy[0];
+    uint64_t min_planned = UINT64_MAX;
     char met[32][96];
     int met_count = 0;
     for (int k = 0; k < POLICIES; k++) {
-        run_row(ctx, model, config, o, policies[k], NO_LIMIT, o->repeat, &by_policy[k]);
-        print_row(policies[k], &by_policy[k], &base, "");
+        run_row(ctx, model, config, o, k ? policies[k] : NULL, NO_LIMIT, false, &by_policy[k]);
+        if (k == 0 && !base->ok) {
+            printf("%s: the unconstrained step: %s\n", name, base->err);
+            clrun_graph_destroy(model);
+            return;
+        }
+        print_row(policies[k], &by_policy[k], base, "");
         if (by_policy[k].ok && by_policy[k].planned < min_planned)
             min_planned = by_policy[k].planned;
-        if (meets_floor(&by_policy[k], &base))
+        if (k > 0 && meets_floor(&by_policy[k], base))
             snprintf(met[met_count++], sizeof met[0], "%s", policies[k]);
     }
-    const row *sqrt_n = &by_policy[1];
+    const row *sqrt_n = &by_policy[2];
 
-    /* Budgets: 100%, 100 - step, ... while at least the smallest planned peak; that peak; then the
-     * next below it, which is refused (the planner, held to a budget, may find a tighter layout:
-     * then lower ones, down to half the smallest planned peak at the end). */
+    /* Budgets: 100%, 100 - step, ... while at least the smallest planned peak of the rows above;
+     * that peak; then the next below it, and lower ones while the trainer finds a step that fits
+     * (it may: its search is not only these policies), down to half that peak at the end. */
     bool done_min = false;
     for (int pct = 100;; pct -= o->step_pct) {
-        uint64_t budget = (uint64_t)((double)base.planned * (pct > 0 ? pct : 0) / 100.0);
+        uint64_t budget = (uint64_t)((double)base->planned * (pct > 0 ? pct : 0) / 100.0);
         bool last = false;
-        char label[96];
+        char label[160];
         if (budget < min_planned && !done_min) {
             budget = min_planned;
             done_min = true;
@@ -283,30 +313,27 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
                 last = true;
             }
             snprintf(label, sizeof label, "budget %.2f MiB (%d%%) -> ", (double)budget / MIB,
-                     (int)lround(100.0 * (double)budget / (double)base.planned));
+                     (int)lround(100.0 * (double)budget / (double)base->planned));
         }
         row r;
-        run_row(ctx, model, config, o, NULL, budget, o->retime ? o->repeat : 0, &r);
+        run_row(ctx, model, config, o, NULL, budget, true, &r);
         if (!r.ok) {
             printf("%-36s refused: %s\n", label, refusal_minimum(r.err));
             fflush(stdout);
             break;
         }
-        int chosen = -1;
-        for (int k = 0; k < POLICIES; k++)
-            if (strcmp(r.policy, policies[k]) == 0)
-                chosen = k;
-        if (!o->retime)
-            r.ms = chosen >= 0 ? by_policy[chosen].ms : base.ms;
+        int chosen = policy_index(r.policy);
+        if (!r.timed && chosen >= 0)
+            r.ms = by_policy[chosen].ms;
         char recompute[64] = "n/a (sqrt_n does not fit)";
         if (sqrt_n->ok && sqrt_n->planned <= budget)
             snprintf(recompute, sizeof recompute, "%s (%d <= %d)",
                      r.remat.repeated_nodes <= sqrt_n->remat.repeated_nodes ? "PASS" : "MISS", r.remat.repeated_nodes,
                      sqrt_n->remat.repeated_nodes);
         size_t len = strlen(label);
-        snprintf(label + len, sizeof label - len, "%s", r.policy);
-        print_row(label, &r, &base, recompute);
-        if (meets_floor(&r, &base) && met_count < 32)
+        snprintf(label + len, sizeof label - len, "%s", r.label);
+        print_row(label, &r, base, recompute);
+        if (meets_floor(&r, base) && met_count < 32)
             snprintf(met[met_count++], sizeof met[0], "%s", label);
         if (last)
             break;
@@ -407,8 +434,8 @@ int main(int argc, char **argv)
     printf("# bits: the losses of steps 1 and 2 equal the unconstrained step's bit for bit; act/3: activations <= 1/3 "
            "of the unconstrained step's at <= 1.25x its time; recompute: no more repeated nodes than sqrt_n where "
            "sqrt_n fits the budget\n");
-    printf("%-36s %10s %7s %9s %9s %6s %9s %6s %6s  %-21s %-4s %-4s %s\n", "policy / budget -> chosen", "ms", "time",
-           "peak MiB", "act MiB", "act/b", "planned", "drop", "nodes", "loss 1, 2", "bits", "act3", "recompute");
+    printf("%-36s %10s %7s %9s %9s %6s %9s %6s %6s  %-21s %-4s %-5s %s\n", "policy / budget -> chosen", "ms", "time",
+           "peak MiB", "act MiB", "act/b", "planned", "drop", "nodes", "loss 1, 2", "bits", "act/3", "recompute");
     for (int m = 0; m < count; m++)
         bench_model(ctx, &o, configs[m]);
     clrun_context_destroy(ctx);
