@@ -79,6 +79,7 @@
 #include <clrun/npy.h>
 #include <clrun/train.h>
 
+#include "models.h"
 #include "timing.h"
 
 #ifndef BENCH_SRCDIR
@@ -86,321 +87,6 @@
 #endif
 
 #define MIB (1024.0 * 1024.0)
-
-/* The models' shapes, as "NAME key=value ...": the torch side reads the same line. */
-static const char *const full_configs[] = {
-    "mlp batch=64 in=784 hidden=512 depth=2 classes=10",
-    "resnet18 batch=16 image=64 width=64 classes=1000",
-    "bert batch=8 seq=64 d=256 heads=4 layers=4 ff=1024 vocab=4096",
-};
-static const char *const tiny_configs[] = {
-    "mlp batch=8 in=64 hidden=32 depth=2 classes=10",
-    "resnet18 batch=2 image=32 width=8 classes=10",
-    "bert batch=2 seq=16 d=32 heads=4 layers=2 ff=64 vocab=128",
-};
-#define MODEL_COUNT 3
-
-static int64_t config_get(const char *config, const char *key)
-{
-    char pattern[64];
-    snprintf(pattern, sizeof pattern, " %s=", key);
-    const char *p = strstr(config, pattern);
-    if (p == NULL) {
-        fprintf(stderr, "bench_train: no %s in \"%s\"\n", key, config);
-        exit(2);
-    }
-    return strtoll(p + strlen(pattern), NULL, 10);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Building models through the graph API: a failure is kept and every later call is skipped. */
-
-typedef struct builder {
-    clrun_graph *g;
-    uint64_t seed;
-    int counter;
-    bool failed;
-    char err[1024];
-} builder;
-
-static clrun_attr attr_int(const char *name, int64_t v)
-{
-    clrun_attr a = {.name = name, .kind = CLRUN_ATTR_INT, .i = v};
-    return a;
-}
-
-static clrun_attr attr_float(const char *name, double v)
-{
-    clrun_attr a = {.name = name, .kind = CLRUN_ATTR_FLOAT, .f = v};
-    return a;
-}
-
-static clrun_attr attr_ints(const char *name, int count, const int64_t *v)
-{
-    clrun_attr a = {.name = name, .kind = CLRUN_ATTR_INTS, .count = count};
-    for (int i = 0; i < count; i++)
-        a.ints[i] = v[i];
-    return a;
-}
-
-static clrun_attr attr_pair(const char *name, int64_t v)
-{
-    int64_t two[2] = {v, v};
-    return attr_ints(name, 2, two);
-}
-
-static clrun_tensor_type make_type(clrun_dtype dtype, int rank, const int64_t *shape)
-{
-    clrun_tensor_type t = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.shape[i] = shape[i];
-    return t;
-}
-
-static void builder_fail(builder *b, const char *what)
-{
-    if (b->failed)
-        return;
-    b->failed = true;
-    snprintf(b->err, sizeof b->err, "%s: %s", what, clrun_graph_last_error(b->g));
-}
-
-static clrun_tensor_id b_input(builder *b, const char *name, clrun_dtype dtype, int rank, const int64_t *shape)
-{
-    clrun_tensor_id id = -1;
-    clrun_tensor_type t = make_type(dtype, rank, shape);
-    if (!b->failed && clrun_graph_add_input(b->g, name, &t, false, &id) != CLRUN_OK)
-        builder_fail(b, name);
-    return id;
-}
-
-static clrun_tensor_id b_const(builder *b, const char *name, int rank, const int64_t *shape, clrun_fill fill,
-                               double lo, double hi)
-{
-    clrun_tensor_id id = -1;
-    clrun_tensor_type t = make_type(CLRUN_F32, rank, shape);
-    b->seed++;
-    if (!b->failed && clrun_graph_add_constant(b->g, name, &t, NULL, fill, lo, hi, b->seed, &id) != CLRUN_OK)
-        builder_fail(b, name);
-    return id;
-}
-
-/* A node with one output, called `name` (NULL: t<counter>). */
-static clrun_tensor_id b_node(builder *b, const char *name, const char *op, const clrun_tensor_id *inputs, int n,
-                              const clrun_attr *attrs, int attr_count)
-{
-    char auto_name[32];
-    if (name == NULL) {
-        snprintf(auto_name, sizeof auto_name, "t%d", b->counter++);
-        name = auto_name;
-    }
-    clrun_tensor_id id = -1;
-    const char *names[1] = {name};
-    if (!b->failed && clrun_graph_add_node(b->g, op, inputs, n, names, 1, attrs, attr_count, &id) != CLRUN_OK)
-        builder_fail(b, op);
-    return id;
-}
-
-static clrun_tensor_id b_unary(builder *b, const char *op, clrun_tensor_id x)
-{
-    return b_node(b, NULL, op, &x, 1, NULL, 0);
-}
-
-static clrun_tensor_id b_binary(builder *b, const char *op, clrun_tensor_id x, clrun_tensor_id y)
-{
-    clrun_tensor_id in[2] = {x, y};
-    return b_node(b, NULL, op, in, 2, NULL, 0);
-}
-
-/* PyTorch's nn.Linear of `prefix` (weight stored [in, out], clrun's matmul layout; the torch
- * side transposes it), drawn as nn.Linear draws: uniform(+-1/sqrt(in)). */
-static clrun_tensor_id b_linear(builder *b, const char *out_name, const char *prefix, clrun_tensor_id x,
-                                int64_t in, int64_t out)
-{
-    char wn[128], bn[128];
-    snprintf(wn, sizeof wn, "%s.weight", prefix);
-    snprintf(bn, sizeof bn, "%s.bias", prefix);
-    double bound = 1.0 / sqrt((double)in);
-    clrun_tensor_id w = b_const(b, wn, 2, (int64_t[]){in, out}, CLRUN_FILL_UNIFORM, -bound, bound);
-    clrun_tensor_id bias = b_const(b, bn, 1, (int64_t[]){out}, CLRUN_FILL_UNIFORM, -bound, bound);
-    clrun_tensor_id in3[3] = {x, w, bias};
-    return b_node(b, out_name, "matmul", in3, 3, NULL, 0);
-}
-
-/* nn.Conv2d(cin, cout, k, stride, pad) with its bias. */
-static clrun_tensor_id b_conv(builder *b, const char *prefix, clrun_tensor_id x, int64_t cin, int64_t cout,
-                              int64_t k, int64_t stride, int64_t pad)
-{
-    char wn[128], bn[128];
-    snprintf(wn, sizeof wn, "%s.weight", prefix);
-    snprintf(bn, sizeof bn, "%s.bias", prefix);
-    double bound = 1.0 / sqrt((double)(cin * k * k));
-    clrun_tensor_id w = b_const(b, wn, 4, (int64_t[]){cout, cin, k, k}, CLRUN_FILL_UNIFORM, -bound, bound);
-    clrun_tensor_id bias = b_const(b, bn, 1, (int64_t[]){cout}, CLRUN_FILL_UNIFORM, -bound, bound);
-    clrun_tensor_id in3[3] = {x, w, bias};
-    clrun_attr attrs[2] = {attr_pair("stride", stride), attr_pair("pad", pad)};
-    return b_node(b, NULL, "conv2d", in3, 3, attrs, 2);
-}
-
-static clrun_tensor_id b_layernorm(builder *b, const char *prefix, clrun_tensor_id x, int64_t d)
-{
-    char gn[128], bn[128];
-    snprintf(gn, sizeof gn, "%s.weight", prefix);
-    snprintf(bn, sizeof bn, "%s.bias", prefix);
-    clrun_tensor_id gamma = b_const(b, gn, 1, (int64_t[]){d}, CLRUN_FILL_ONES, 0, 0);
-    clrun_tensor_id beta = b_const(b, bn, 1, (int64_t[]){d}, CLRUN_FILL_ZEROS, 0, 0);
-    clrun_tensor_id in3[3] = {x, gamma, beta};
-    clrun_attr eps = attr_float("eps", 1e-5);
-    return b_node(b, NULL, "layernorm", in3, 3, &eps, 1);
-}
-
-static clrun_tensor_id b_reshape(builder *b, clrun_tensor_id x, int rank, const int64_t *shape)
-{
-    clrun_attr a = attr_ints("shape", rank, shape);
-    return b_node(b, NULL, "reshape", &x, 1, &a, 1);
-}
-
-static clrun_tensor_id b_transpose(builder *b, clrun_tensor_id x, int rank, const int64_t *perm)
-{
-    clrun_attr a = attr_ints("perm", rank, perm);
-    return b_node(b, NULL, "transpose", &x, 1, &a, 1);
-}
-
-static void build_mlp(builder *b, const char *config)
-{
-    int64_t batch = config_get(config, "batch"), in = config_get(config, "in");
-    int64_t hidden = config_get(config, "hidden"), depth = config_get(config, "depth");
-    int64_t classes = config_get(config, "classes");
-    clrun_tensor_id h = b_input(b, "x", CLRUN_F32, 2, (int64_t[]){batch, in});
-    int64_t width = in;
-    for (int64_t i = 0; i < depth; i++) {
-        char prefix[32];
-        snprintf(prefix, sizeof prefix, "fc%lld", (long long)i + 1);
-        h = b_unary(b, "relu", b_linear(b, NULL, prefix, h, width, hidden));
-        width = hidden;
-    }
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "fc%lld", (long long)depth + 1);
-    b_linear(b, "logits", prefix, h, width, classes);
-}
-
-static clrun_tensor_id basic_block(builder *b, const char *prefix, clrun_tensor_id x, int64_t cin, int64_t cout,
-                                   int64_t stride)
-{
-    char name[96];
-    snprintf(name, sizeof name, "%s.conv1", prefix);
-    clrun_tensor_id h = b_unary(b, "relu", b_conv(b, name, x, cin, cout, 3, stride, 1));
-    snprintf(name, sizeof name, "%s.conv2", prefix);
-    h = b_conv(b, name, h, cout, cout, 3, 1, 1);
-    clrun_tensor_id shortcut = x;
-    if (stride != 1 || cin != cout) {
-        snprintf(name, sizeof name, "%s.downsample", prefix);
-        shortcut = b_conv(b, name, x, cin, cout, 1, stride, 0);
-    }
-    return b_unary(b, "relu", b_binary(b, "add", h, shortcut));
-}
-
-static void build_resnet18(builder *b, const char *config)
-{
-    int64_t batch = config_get(config, "batch"), image = config_get(config, "image");
-    int64_t width = config_get(config, "width"), classes = config_get(config, "classes");
-    clrun_tensor_id x = b_input(b, "x", CLRUN_F32, 4, (int64_t[]){batch, 3, image, image});
-    clrun_tensor_id h = b_unary(b, "relu", b_conv(b, "conv1", x, 3, width, 7, 2, 3));
-    clrun_attr pool[3] = {attr_pair("kernel", 3), attr_pair("stride", 2), attr_pair("pad", 1)};
-    h = b_node(b, NULL, "maxpool2d", &h, 1, pool, 3);
-    int64_t cin = width;
-    for (int stage = 0; stage < 4; stage++) {
-        int64_t cout = width << stage;
-        for (int block = 0; block < 2; block++) {
-            char prefix[32];
-            snprintf(prefix, sizeof prefix, "layer%d.%d", stage + 1, block);
-            h = basic_block(b, prefix, h, cin, cout, stage > 0 && block == 0 ? 2 : 1);
-            cin = cout;
-        }
-    }
-    h = b_unary(b, "global_avgpool", h);
-    b_linear(b, "logits", "fc", h, cin, classes);
-}
-
-static clrun_tensor_id encoder_layer(builder *b, int layer, clrun_tensor_id x, int64_t batch, int64_t seq,
-                                     int64_t d, int64_t heads, int64_t ff)
-{
-    char prefix[64];
-    int64_t dh = d / heads;
-    snprintf(prefix, sizeof prefix, "layers.%d.qkv", layer);
-    clrun_tensor_id qkv = b_linear(b, NULL, prefix, x, d, 3 * d);
-    clrun_tensor_id qkv_parts[3];
-    for (int i = 0; i < 3; i++) {
-        clrun_attr split[3] = {attr_int("axis", 2), attr_int("parts", 3), attr_int("index", i)};
-        clrun_tensor_id part = b_node(b, NULL, "split", &qkv, 1, split, 3);
-        part = b_reshape(b, part, 4, (int64_t[]){batch, seq, heads, dh});
-        qkv_parts[i] = b_transpose(b, part, 4, (int64_t[]){0, 2, 1, 3});
-    }
-    clrun_attr score_attrs[2] = {attr_int("transpose_b", 1), attr_float("alpha", 1.0 / sqrt((double)dh))};
-    clrun_tensor_id qk[2] = {qkv_parts[0], qkv_parts[1]};
-    clrun_tensor_id scores = b_node(b, NULL, "matmul", qk, 2, score_attrs, 2);
-    clrun_attr axis = attr_int("axis", -1);
-    clrun_tensor_id p = b_node(b, NULL, "softmax", &scores, 1, &axis, 1);
-    clrun_tensor_id ctx = b_binary(b, "matmul", p, qkv_parts[2]);
-    ctx = b_transpose(b, ctx, 4, (int64_t[]){0, 2, 1, 3});
-    ctx = b_reshape(b, ctx, 3, (int64_t[]){batch, seq, d});
-    snprintf(prefix, sizeof prefix, "layers.%d.proj", layer);
-    clrun_tensor_id attn = b_linear(b, NULL, prefix, ctx, d, d);
-    snprintf(prefix, sizeof prefix, "layers.%d.ln1", layer);
-    clrun_tensor_id h = b_layernorm(b, prefix, b_binary(b, "add", x, attn), d);
-    snprintf(prefix, sizeof prefix, "layers.%d.ff1", layer);
-    clrun_tensor_id f = b_unary(b, "gelu_erf", b_linear(b, NULL, prefix, h, d, ff));
-    snprintf(prefix, sizeof prefix, "layers.%d.ff2", layer);
-    f = b_linear(b, NULL, prefix, f, ff, d);
-    snprintf(prefix, sizeof prefix, "layers.%d.ln2", layer);
-    return b_layernorm(b, prefix, b_binary(b, "add", h, f), d);
-}
-
-static void build_bert(builder *b, const char *config)
-{
-    int64_t batch = config_get(config, "batch"), seq = config_get(config, "seq");
-    int64_t d = config_get(config, "d"), heads = config_get(config, "heads");
-    int64_t layers = config_get(config, "layers"), ff = config_get(config, "ff");
-    int64_t vocab = config_get(config, "vocab");
-    clrun_tensor_id ids = b_input(b, "ids", CLRUN_I32, 2, (int64_t[]){batch, seq});
-    clrun_tensor_id tok = b_const(b, "tok_emb.weight", 2, (int64_t[]){vocab, d}, CLRUN_FILL_NORMAL, 0.0, 0.02);
-    clrun_tensor_id pos = b_const(b, "pos_emb", 2, (int64_t[]){seq, d}, CLRUN_FILL_NORMAL, 0.0, 0.02);
-    clrun_tensor_id gather_in[2] = {tok, ids};
-    clrun_tensor_id h = b_node(b, NULL, "gather", gather_in, 2, NULL, 0);
-    h = b_layernorm(b, "emb_ln", b_binary(b, "add", h, pos), d);
-    for (int64_t l = 0; l < layers; l++)
-        h = encoder_layer(b, (int)l, h, batch, seq, d, heads, ff);
-    b_linear(b, "logits", "head", h, d, vocab);
-}
-
-/* The model of `config` into *out; NULL and a message on failure. */
-static clrun_graph *build_model(const char *config, char *err, size_t errlen)
-{
-    builder b = {.seed = 0};
-    char name[32];
-    sscanf(config, "%31s", name);
-    if (clrun_graph_create(name, &b.g) != CLRUN_OK) {
-        snprintf(err, errlen, "cannot create a graph");
-        return NULL;
-    }
-    if (strcmp(name, "mlp") == 0)
-        build_mlp(&b, config);
-    else if (strcmp(name, "resnet18") == 0)
-        build_resnet18(&b, config);
-    else
-        build_bert(&b, config);
-    clrun_tensor_id logits = clrun_graph_find(b.g, "logits");
-    if (!b.failed && clrun_graph_mark_output(b.g, logits) != CLRUN_OK)
-        builder_fail(&b, "output");
-    if (!b.failed && clrun_graph_validate(b.g) != CLRUN_OK)
-        builder_fail(&b, "validate");
-    if (b.failed) {
-        snprintf(err, errlen, "%s", b.err);
-        clrun_graph_destroy(b.g);
-        return NULL;
-    }
-    return b.g;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* The PyTorch child: one command a line, one answer a line ("ok ..." or "error ..."). */
@@ -512,48 +198,9 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-typedef struct feeds {
-    int32_t count;
-    void *data[8];
-    clrun_tensor_type type[8];
-    const char *name[8];
-} feeds;
-
-static void feeds_free(feeds *f)
-{
-    for (int32_t i = 0; i < f->count; i++)
-        free(f->data[i]);
-    f->count = 0;
-}
-
-/* The batch: floats uniform in [-1, 1), token ids in [0, vocab), labels in [0, classes). */
-static bool make_feeds(clrun_train *t, const char *config, feeds *f, char *err, size_t errlen)
-{
-    f->count = clrun_train_feed_count(t);
-    if (f->count > 8) {
-        snprintf(err, errlen, "%d feeds", f->count);
-        return false;
-    }
-    const char *classes_key = strncmp(config, "bert", 4) == 0 ? "vocab" : "classes";
-    for (int32_t i = 0; i < f->count; i++) {
-        clrun_train_feed_info(t, i, &f->name[i], &f->type[i]);
-        uint64_t bytes = clrun_tensor_bytes(&f->type[i]);
-        f->data[i] = malloc((size_t)bytes);
-        bool is_float = f->type[i].dtype == CLRUN_F32;
-        double hi = is_float ? 1.0 : (double)config_get(config, strcmp(f->name[i], "ids") == 0 ? "vocab" : classes_key);
-        if (f->data[i] == NULL ||
-            clrun_fill_values(&f->type[i], CLRUN_FILL_UNIFORM, is_float ? -1.0 : 0.0, hi, 1000 + (uint64_t)i,
-                              f->data[i], bytes) != CLRUN_OK) {
-            snprintf(err, errlen, "feed %s: %s", f->name[i], clrun_last_error(NULL));
-            return false;
-        }
-    }
-    return true;
-}
-
 /* The trainer's parameters and the batch as .npy files in dir (parameter NAME: NAME.npy; feed
  * i: feed<i>.npy), for the torch side's loss check. */
-static bool write_check_files(clrun_train *t, const feeds *f, const char *dir, char *err, size_t errlen)
+static bool write_check_files(clrun_train *t, const bench_feeds *f, const char *dir, char *err, size_t errlen)
 {
     char path[4096];
     for (int32_t i = 0; i < clrun_train_param_count(t); i++) {
@@ -711,7 +358,7 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
     const char *opt_name = clrun_optimizer_kind_name(kind);
     char label[64];
     snprintf(label, sizeof label, "%s/%s", model_name, opt_name);
-    clrun_graph *model = build_model(config, err, sizeof err);
+    clrun_graph *model = bench_build_model(config, err, sizeof err);
     if (model == NULL) {
         printf("%-16s clrun cannot build the model: %s\n", label, err);
         return;
@@ -732,8 +379,8 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
         return;
     }
     clrun_graph_destroy(model); /* the trainer keeps its own graph */
-    feeds f = {0};
-    if (!make_feeds(t, config, &f, err, sizeof err)) {
+    bench_feeds f = {0};
+    if (!bench_make_feeds(t, config, &f, err, sizeof err)) {
         printf("%-16s feeds: %s\n", label, err);
         clrun_train_destroy(t);
         return;
@@ -874,7 +521,7 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
 done_timing:
     free(clrun_ms), free(clrun_cpu), free(torch_ms), free(torch_cpu);
 done:
-    feeds_free(&f);
+    bench_feeds_free(&f);
     clrun_train_destroy(t);
 }
 
@@ -932,7 +579,7 @@ int main(int argc, char **argv)
         else
             snprintf(torch_version, sizeof torch_version, "n/a (%.200s)", torch.line);
     }
-    const char *const *configs = o.tiny ? tiny_configs : full_configs;
+    const char *const *configs = o.tiny ? bench_train_tiny_configs : bench_train_configs;
     double load[3] = {0, 0, 0};
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) {
@@ -957,7 +604,7 @@ int main(int argc, char **argv)
            o.remat ? o.remat : "none (--remat POLICY)");
     printf("%-16s %8s %9s %9s %7s %-4s %9s %9s %9s %7s %-4s\n", "model/optimizer", "params", "clrun ms", "torch ms",
            "ratio", "time", "clrun MiB", "nodonate", "torch MiB", "ratio", "peak");
-    for (int m = 0; m < MODEL_COUNT; m++) {
+    for (int m = 0; m < BENCH_TRAIN_MODELS; m++) {
         char name[32];
         sscanf(configs[m], "%31s", name);
         for (int k = 0; k < 2; k++) {

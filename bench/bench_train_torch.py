@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The PyTorch side of bench/bench_train (not a test): the same models as bench_train.c builds,
+"""The PyTorch side of bench/bench_train (not a test): the same models as bench_train.c builds
+(bench/models.c; bench/bench_remat_torch.py uses them too, ResNet-50 and BERT-base included),
 trained by one step at a time on the CPU, timed and measured on request.
 
 bench_train runs it with --serve and speaks one line a command, one line an answer ("ok ..." or
@@ -100,6 +101,39 @@ class ResNet18(nn.Module):
         return self.fc(h.mean((2, 3)))
 
 
+class Bottleneck(nn.Module):
+    """ResNet-50's bottleneck (torchvision's v1.5, the stride on the 3x3) without batch norm."""
+
+    def __init__(self, cin, mid, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, mid, 1, 1, 0)
+        self.conv2 = nn.Conv2d(mid, mid, 3, stride, 1)
+        self.conv3 = nn.Conv2d(mid, 4 * mid, 1, 1, 0)
+        self.downsample = nn.Conv2d(cin, 4 * mid, 1, stride, 0) if stride != 1 or cin != 4 * mid else None
+
+    def forward(self, x):
+        h = self.conv3(F.relu(self.conv2(F.relu(self.conv1(x)))))
+        return F.relu(h + (self.downsample(x) if self.downsample is not None else x))
+
+
+class ResNet50(ResNet18):
+    """ResNet-50's layout: 3+4+6+3 bottleneck blocks (bench_remat)."""
+
+    def __init__(self, c):
+        nn.Module.__init__(self)
+        w = c["width"]
+        self.conv1 = nn.Conv2d(3, w, 7, 2, 3)
+        cin = w
+        for stage, count in enumerate((3, 4, 6, 3)):
+            mid = w << stage
+            blocks = []
+            for block in range(count):
+                blocks.append(Bottleneck(cin, mid, 2 if stage > 0 and block == 0 else 1))
+                cin = 4 * mid
+            setattr(self, "layer%d" % (stage + 1), nn.Sequential(*blocks))
+        self.fc = nn.Linear(cin, c["classes"])
+
+
 class EncoderLayer(nn.Module):
     """Post-LN: x = ln1(x + attention(x)); x = ln2(x + ff2(gelu(ff1(x)))). No mask, no dropout."""
 
@@ -141,7 +175,7 @@ class Bert(nn.Module):
         return self.head(h)
 
 
-MODELS = {"mlp": MLP, "resnet18": ResNet18, "bert": Bert}
+MODELS = {"mlp": MLP, "resnet18": ResNet18, "resnet50": ResNet50, "bert": Bert, "bert_base": Bert}
 
 
 def tensor_bytes(t):
@@ -166,11 +200,11 @@ class Bench:
         self.idle_since = None
         self.model = MODELS[name](c)
         self.opt = self.make_optimizer()
-        classes = c["vocab"] if name == "bert" else c["classes"]
+        classes = c["vocab"] if name.startswith("bert") else c["classes"]
         if name == "mlp":
             self.x = torch.rand(c["batch"], c["in"]) * 2 - 1
             self.y = torch.randint(0, classes, (c["batch"],))
-        elif name == "resnet18":
+        elif name.startswith("resnet"):
             self.x = torch.rand(c["batch"], 3, c["image"], c["image"]) * 2 - 1
             self.y = torch.randint(0, classes, (c["batch"],))
         else:

@@ -21,7 +21,16 @@ EXTRA_DIST += bench/bench_models_ort.sh bench/graph_to_onnx.py bench/ort_time.js
 # with /usr/bin/python3 unless --python says otherwise).
 EXTRA_PROGRAMS += bench/bench_train
 BENCH_LIST += bench/bench_train
-bench_bench_train_SOURCES = bench/bench_train.c bench/timing.h
+bench_bench_train_SOURCES = bench/bench_train.c bench/models.c bench/models.h bench/timing.h
 bench_bench_train_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_train_LDADD = libclrun-internal.la -lm
 EXTRA_DIST += bench/bench_train_torch.py
+
+# Train steps under rematerialisation policies and memory budgets (issue 27); PyTorch's
+# checkpoint_sequential by bench/bench_remat_torch.py where torch is installed.
+EXTRA_PROGRAMS += bench/bench_remat
+BENCH_LIST += bench/bench_remat
+bench_bench_remat_SOURCES = bench/bench_remat.c bench/models.c bench/models.h bench/timing.h
+bench_bench_remat_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SRCDIR='"$(abs_top_srcdir)"'
+bench_bench_remat_LDADD = libclrun-internal.la -lm
+EXTRA_DIST += bench/bench_remat_torch.py
