@@ -12,8 +12,9 @@
  *   mlp       784-512-512-10, relu, batch 64
  *   resnet18  ResNet-18's layout (7x7/2 stem, 3x3/2 max pool, 2+2+2+2 basic blocks of 64, 128,
  *             256, 512 channels, 1x1/2 projections, global average pool, 1000-way fc) at 64x64,
- *             batch 16, WITHOUT batch norm (clrun's batchnorm has no training mode yet: its
- *             gradient rule takes the statistics as given), convolutions with biases instead
+ *             batch 16, WITHOUT batch norm (both sides alike; batch norm in training mode
+ *             is tested against PyTorch in tests/python/test_train.py), convolutions with
+ *             biases instead
  *   bert      4 post-LN encoder layers, d 256, 4 heads, feed-forward 1024 with exact GELU,
  *             softmax attention without mask or dropout; token (vocabulary 4096) and learned
  *             position embeddings with a layernorm; per-token cross-entropy over the vocabulary
