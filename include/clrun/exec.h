@@ -127,6 +127,9 @@ typedef struct clrun_exec_stats {
     /* folding (appended) */
     int32_t folded_batchnorms;  /* batch norms folded into the convolution before them: the one
                                    rewrite that changes bits (`fold` off keeps them) */
+    /* planned mode (appended) */
+    uint64_t arena_bytes;       /* planned mode: the arena's bytes, laid out and reserved at
+                                   creation and held for the executor's life; 0 in the others */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

@@ -373,9 +373,14 @@ static clrun_status take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
     if (status != CLRUN_OK)
         return status;
     int32_t t = e->graph->outputs[i];
-    buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
-    bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE &&
-                     e->options.mode == CLRUN_EXEC_POOLED && s->live;
+    int32_t b = e->schedule.buffer_of[t];
+    buffer_state *s = &e->buffers[b];
+    /* A pool block is handed over: pooled mode's, and in planned mode a donated input's that
+     * the output took over in place (the arena's ranges are copied out). */
+    bool pool_block = e->options.mode == CLRUN_EXEC_POOLED ||
+                      (e->options.mode == CLRUN_EXEC_PLANNED && e->schedule.buffers[b].is_input &&
+                       !s->hosting);
+    bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE && pool_block && s->live;
     if (!own_block)
         return copy_output(e, t, mem, out);
     status = clrun__pool_hand_over(e->ctx, &s->block, out);
@@ -444,6 +449,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->fused_nodes = e->fusion.fused_nodes;
     out->folded_nodes = e->fusion.folded_nodes;
     out->folded_batchnorms = e->fusion.folded_batchnorms;
+    out->arena_bytes = e->arena_bytes;
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;

@@ -188,6 +188,7 @@ class ExecStats(ctypes.Structure):
         ("fused_nodes", c_int32),
         ("folded_nodes", c_int32),
         ("folded_batchnorms", c_int32),
+        ("arena_bytes", c_uint64),
         ROOM,
     ]
 
