@@ -82,17 +82,47 @@ for policy in sqrt_n dots_saveable; do
     expect 0 "remat $policy: [0-9]* activations" "$tmp/out" "CNN with --remat $policy"
     cmp -s "$tmp/plain" "$tmp/remat" || fail "--remat $policy ends in another state than no remat"
 done
+# The trace of the last step marks the recomputed nodes' spans; without remat there are none.
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --remat sqrt_n \
+    --trace "$tmp/trace.json" >"$tmp/out" 2>&1
+rc=$?
+expect 0 '"cat":"recompute"' "$tmp/trace.json" "a trace under --remat sqrt_n"
+grep -q '"output":"r1.remat"' "$tmp/trace.json" || fail "the trace lacks the span that recomputes r1"
+grep -q '"process_name".*"clrun train digits_cnn"' "$tmp/trace.json" || fail "the trace names no process"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --trace "$tmp/trace.json" >"$tmp/out" 2>&1
+rc=$?
+expect 0 '"cat":"kernel"' "$tmp/trace.json" "a trace without remat"
+grep -q '"cat":"recompute"' "$tmp/trace.json" && fail "a step without remat has recomputed spans"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --trace /nonexistent/t.json >"$tmp/out" 2>&1
+rc=$?
+expect 1 "cannot write the trace '/nonexistent/t.json'" "$tmp/out" "an unwritable trace"
 "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --remat sometimes >"$tmp/out" 2>&1
 rc=$?
 expect 2 "unknown policy 'sometimes'" "$tmp/out" "unknown remat policy"
 
-# A memory budget: ample, the step as it is; too small for any policy, refused with the least.
+# A memory budget: ample, the step as it is; too small for any policy, refused with the least
+# any rewrite holds; the pool's limit as the budget, held to the byte.
 "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --memory-budget 1G >"$tmp/out" 2>&1
 rc=$?
 expect 0 "memory budget 1024.00 MiB: remat none, planned peak" "$tmp/out" "an ample budget"
 "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --memory-budget 10K >"$tmp/out" 2>&1
 rc=$?
-expect 2 "does not fit a memory budget of 10.0 KiB: at best it needs" "$tmp/out" "a budget nothing meets"
+expect 2 "a memory budget of 10.0 KiB is below the least the step can hold whatever is recomputed" "$tmp/out" "a budget nothing meets"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --memory-budget 1G --json >"$tmp/out" 2>&1
+rc=$?
+expect 0 '"allocator":"planned"' "$tmp/out" "a budget runs the step in planned mode"
+need=$(tail -n 1 "$tmp/out" | sed -n 's/.*"planned_peak_bytes":\([0-9]*\).*/\1/p')
+CLRUN_POOL_LIMIT=${need:-0} "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 \
+    --save-state "$tmp/limited" >"$tmp/out" 2>&1
+rc=$?
+expect 0 "fitted to the pool's limit: remat none, planned peak" "$tmp/out" "a pool limit of just what the step holds"
+cmp -s "$tmp/plain" "$tmp/limited" || fail "a step fitted to the pool's limit ends in another state"
+CLRUN_POOL_LIMIT=$(( ${need:-0} - 1 )) "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "does not fit the pool's limit of" "$tmp/out" "a pool limit one byte short"
+CLRUN_POOL_LIMIT=64K "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the pool's limit of 64.0 KiB .* is below the least the step can hold" "$tmp/out" "a pool limit below the least"
 "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --memory-budget lots >"$tmp/out" 2>&1
 rc=$?
 expect 2 "--memory-budget takes a size" "$tmp/out" "a budget that is no size"

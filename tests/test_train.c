@@ -398,14 +398,11 @@ static void nan_loss_names_the_step(void **state)
 
 /* The parameters after some steps of model g (NULL: mlp()), as bytes; the step's stats into
  * *stats (may be NULL). */
-static void params_after_remat(const clrun_graph *model, const char *allocator, int fusion,
-                               clrun_optimizer_kind kind, const char *remat, float *out,
-                               clrun_train_stats *stats)
+/* Eight steps of trainer t (of g, MSE on its x and pred), its parameters after them into out,
+ * its statistics into stats (may be NULL); the trainer is destroyed. */
+static void steps_then_params(clrun_train *t, const clrun_graph *g, float *out,
+                              clrun_train_stats *stats)
 {
-    clrun_graph *own = model ? NULL : mlp();
-    const clrun_graph *g = model ? model : own;
-    clrun_context *ctx = context(allocator);
-    clrun_train *t = trainer_remat(ctx, g, kind, fusion, remat);
     const clrun_tensor_type *tx = clrun_graph_tensor_type(g, clrun_graph_find(g, "x"));
     const clrun_tensor_type *tp = clrun_graph_tensor_type(g, clrun_graph_find(g, "pred"));
     float *x = malloc(clrun_tensor_bytes(tx)), *target = malloc(clrun_tensor_bytes(tp));
@@ -432,6 +429,16 @@ static void params_after_remat(const clrun_graph *model, const char *allocator, 
     if (stats)
         assert_int_equal(clrun_train_stats_get(t, stats), CLRUN_OK);
     clrun_train_destroy(t);
+}
+
+static void params_after_remat(const clrun_graph *model, const char *allocator, int fusion,
+                               clrun_optimizer_kind kind, const char *remat, float *out,
+                               clrun_train_stats *stats)
+{
+    clrun_graph *own = model ? NULL : mlp();
+    const clrun_graph *g = model ? model : own;
+    clrun_context *ctx = context(allocator);
+    steps_then_params(trainer_remat(ctx, g, kind, fusion, remat), g, out, stats);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(own);
 }
@@ -617,14 +624,96 @@ static void a_memory_budget_chooses_the_policy(void **state)
     free(base);
     free(other);
     free(chosen);
-    /* nothing fits 4 KiB: refused, naming the least any policy needs */
+    /* below what any rewrite holds: refused at once, naming that least and its parts */
     assert_null(budget_trainer(ctx, g, 4096, NULL, why, sizeof why));
-    if (strstr(why, "does not fit a memory budget of 4.0 KiB: at best it needs") == NULL)
+    if (strstr(why, "a memory budget of 4.0 KiB is below the least the step can hold whatever "
+                    "is recomputed") == NULL || strstr(why, "the largest working set of one node") == NULL)
         fail_msg("'%s'", why);
-    clrun_train *given = budget_trainer(ctx, g, 4096, "sqrt_n", why, sizeof why);
+    /* above that least but below what the policy given holds: refused with what it needs */
+    clrun_train *given = budget_trainer(ctx, g, full - 1, "none", why, sizeof why);
     assert_null(given);
-    if (strstr(why, "(remat sqrt_n); without --remat the trainer searches") == NULL)
+    if (strstr(why, "at best it needs") == NULL ||
+        strstr(why, "(remat none); without --remat the trainer searches") == NULL)
         fail_msg("'%s'", why);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* Under a budget the step runs in planned mode, its layout fixed when it is prepared. */
+static void a_budget_runs_the_step_planned(void **state)
+{
+    (void)state;
+    clrun_graph *g = deep_mlp(6);
+    clrun_context *ctx = context("tlsf");
+    char why[1024] = "";
+    clrun_train *t = budget_trainer(ctx, g, UINT64_C(1) << 30, NULL, why, sizeof why);
+    if (t == NULL)
+        fail_msg("%s", why);
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_equal(st.exec.mode, "planned");
+    assert_true(st.exec.arena_bytes > 0 && st.exec.arena_bytes < st.planned_peak_bytes);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* A context whose pool's limit is what the deep MLP's step needs less one byte: the trainer
+ * fits the step in what the limit leaves (a policy that recomputes), holding what the pool
+ * reserves to the byte; its steps run within the limit, and the parameters are those of the unconstrained step, bit for bit. A limit below
+ * what any rewrite holds is refused at creation, naming that least. */
+static void the_pool_limit_is_a_budget(void **state)
+{
+    (void)state;
+    enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    clrun_graph *g = deep_mlp(LAYERS);
+    clrun_context *ctx = context("tlsf");
+    char why[1024] = "";
+    clrun_train *t = budget_trainer(ctx, g, UINT64_C(1) << 30, NULL, why, sizeof why);
+    assert_non_null(t);
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    uint64_t full = st.planned_peak_bytes;
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = "tlsf";
+    o.pool_limit = full - 1;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    t = trainer_remat(ctx, g, CLRUN_OPTIMIZER_ADAM, -1, NULL);
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_not_equal(st.remat_policy, "none");
+    assert_true(st.planned_peak_bytes > 0 && st.planned_peak_bytes <= full - 1);
+    clrun_memory_stats m;
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_int_equal(m.reserved, st.planned_peak_bytes); /* to the byte, as the pool counts */
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    steps_then_params(t, g, other, &st);
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_true(m.reserved_peak <= full - 1);
+    params_after_remat(g, "tlsf", -1, CLRUN_OPTIMIZER_ADAM, NULL, base, NULL);
+    assert_memory_equal(base, other, sizeof(float) * P);
+    free(base);
+    free(other);
+    clrun_context_destroy(ctx);
+
+    o.pool_limit = 16 << 10;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    clrun_train_options to;
+    clrun_train_options_init(&to);
+    to.graph.loss = CLRUN_LOSS_MSE;
+    to.graph.loss_tensor = "pred";
+    assert_int_equal(clrun_train_create(ctx, g, &to, &t), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(t);
+    if (strstr(clrun_last_error(ctx), "the pool's limit of 16.0 KiB") == NULL ||
+        strstr(clrun_last_error(ctx), "is below the least the step can hold") == NULL)
+        fail_msg("'%s'", clrun_last_error(ctx));
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_int_equal(m.in_use, 0); /* nothing kept of the refused trainer */
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
 }
@@ -719,6 +808,8 @@ int main(void)
         cmocka_unit_test(every_allocator_gives_the_same_bits),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
+        cmocka_unit_test(a_budget_runs_the_step_planned),
+        cmocka_unit_test(the_pool_limit_is_a_budget),
         cmocka_unit_test(saved_state_resumes_bit_for_bit),
         cmocka_unit_test(donation_saves_the_state_bytes),
         cmocka_unit_test(nan_loss_names_the_step),

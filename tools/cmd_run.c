@@ -235,7 +235,7 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
                 input_error[0] ? input_error : clrun_last_error(ctx));
         rc = 1;
     } else if (a->trace) {
-        rc = clrun_run_write_trace(a->trace_file, a->trace, exec, g, ctx);
+        rc = clrun_run_write_trace(a->trace_file, "run", a->trace, exec, g, ctx);
         a->trace_file = NULL;
     }
     if (rc == 0)
@@ -270,7 +270,7 @@ int clrun_cli_run(int argc, char **argv)
         clrun_graph_destroy(g);
         return rc;
     }
-    if (a.trace && (a.trace_file = clrun_run_open_trace(a.trace)) == NULL) {
+    if (a.trace && (a.trace_file = clrun_run_open_trace("run", a.trace)) == NULL) {
         clrun_graph_destroy(g);
         clrun_cli_io_free(&a.io);
         return 1;

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "model_io.h"
+#include "run.h"
 
 #define MAX_DATA 16
 
@@ -54,6 +55,8 @@ typedef struct train_args {
     const char *allocator;
     const char *remat;
     uint64_t memory_budget;
+    const char *trace;      /* --trace: the last step's Perfetto trace */
+    FILE *trace_file;       /* opened before the work */
     bool json;
 } train_args;
 
@@ -64,7 +67,7 @@ static void help(void)
            "                   [--momentum M] [--nesterov] [--weight-decay W] [--betas B1,B2]\n"
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
-           "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--json]\n"
+           "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--trace OUT.json] [--json]\n"
            "                   [--dim NAME=V] [--shape INPUT=AxB]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
@@ -91,9 +94,13 @@ static void help(void)
            "                       them: dots_saveable, nothing_saveable, names:T1,T2,\n"
            "                       except:T1,T2, sqrt_n or every:K\n"
            "                       (the same results, bit for bit; a lower peak, more work)\n"
-           "  --memory-budget SIZE the step's peak may take SIZE bytes (K, M, G suffixes): the\n"
-           "                       step as it is, else the least recomputation that the planner\n"
-           "                       fits in it (or --remat's policy alone)\n"
+           "  --memory-budget SIZE the trainer may hold SIZE bytes (K, M, G suffixes): the step\n"
+           "                       as it is, else the least recomputation that fits (or --remat's\n"
+           "                       policy alone), run in planned mode so that what it holds is\n"
+           "                       known to the byte. Without it, the pool's limit\n"
+           "                       (CLRUN_POOL_LIMIT) is the budget when the step may not fit\n"
+           "  --trace OUT.json     Chrome/Perfetto trace of the last step: a span per kernel,\n"
+           "                       recomputed nodes (--remat, a budget) marked \"recompute\"\n"
            "  --json               print the report as one JSON object on the last line\n");
     clrun_cli_io_help(false);
 }
@@ -224,6 +231,8 @@ static int parse_args(int argc, char **argv, train_args *a)
             a->save_state = argv[++i];
         } else if (strcmp(arg, "--save-onnx") == 0 && v) {
             a->save_onnx = argv[++i];
+        } else if (strcmp(arg, "--trace") == 0 && v) {
+            a->trace = argv[++i];
         } else if (strcmp(arg, "--write-step") == 0 && v) {
             a->write_step = argv[++i];
         } else if (strcmp(arg, "--resume") == 0 && v) {
@@ -586,6 +595,10 @@ int clrun_cli_train(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc;
+    if (a.trace && (a.trace_file = clrun_run_open_trace("train", a.trace)) == NULL) {
+        clrun_cli_io_free(&a.io);
+        return 1;
+    }
     /* Params list: split on commas into a static array of names. */
     char *params_copy = NULL;
     const char *param_names[256];
@@ -694,6 +707,7 @@ int clrun_cli_train(int argc, char **argv)
     topt.graph.optimizer = a.optimizer;
     topt.graph.remat = a.remat;
     topt.graph.memory_budget = a.memory_budget;
+    topt.exec.profile = a.trace != NULL;
     if (a.params_text) {
         topt.graph.params = param_names;
         topt.graph.param_count = param_count;
@@ -819,6 +833,13 @@ int clrun_cli_train(int argc, char **argv)
     }
     if (a.save_onnx && (rc = save_onnx(&a, t)) != 0)
         goto done;
+    if (a.trace_file) {
+        rc = clrun_run_write_trace(a.trace_file, "train", a.trace, clrun_train_step_exec(t),
+                                   clrun_train_step_graph(t), ctx);
+        a.trace_file = NULL;
+        if (rc != 0)
+            goto done;
+    }
     {
         clrun_train_stats st;
         clrun_train_stats_get(t, &st);
@@ -844,6 +865,9 @@ int clrun_cli_train(int argc, char **argv)
                 printf("memory budget %s: remat %.*s%s, planned peak %s\n",
                        mib(a.memory_budget, b1, sizeof b1), shown, st.remat_policy, more,
                        mib(st.planned_peak_bytes, b2, sizeof b2));
+            else if (st.planned_peak_bytes)
+                printf("fitted to the pool's limit: remat %.*s%s, planned peak %s\n", shown,
+                       st.remat_policy, more, mib(st.planned_peak_bytes, b2, sizeof b2));
         } else {
             json_object *o = report(&a, t, &f, steps);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -852,6 +876,8 @@ int clrun_cli_train(int argc, char **argv)
     }
     rc = 0;
 done:
+    if (a.trace_file)
+        fclose(a.trace_file);
     for (int k = 0; k < MAX_DATA + 1; k++)
         free(bufs[k]);
     free(order);

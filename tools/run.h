@@ -51,12 +51,15 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
                           const run_result *r);
 
 /* Opens the trace file before any work, so that an unwritable path fails at once, with the
- * reason; NULL after a message. */
-FILE *clrun_run_open_trace(const char *path);
+ * reason; NULL after a message that names `command` ("run", "train"). */
+FILE *clrun_run_open_trace(const char *command, const char *path);
 
 /* Writes the Chrome/Perfetto trace of the executor's last (profiled) run to out (opened by
- * clrun_run_open_trace, closed here); 0 on success, else 1 after a message saying why. */
-int clrun_run_write_trace(FILE *out, const char *path, const clrun_exec *exec,
-                          const clrun_graph *graph, const clrun_context *ctx);
+ * clrun_run_open_trace, closed here): a span per kernel, of category "recompute" (and args
+ * "recomputed": true) for a node that rematerialisation repeated, else "kernel"; 0 on
+ * success, else 1 after a message saying why. */
+int clrun_run_write_trace(FILE *out, const char *command, const char *path,
+                          const clrun_exec *exec, const clrun_graph *graph,
+                          const clrun_context *ctx);
 
 #endif

@@ -4,6 +4,7 @@
  * counter's maximum is the run's reported peak. */
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,11 +36,22 @@ static json_object *counter(uint64_t ns, uint64_t bytes)
     return event;
 }
 
+/* A node that rematerialisation repeated: its output is named "NAME.remat" or "NAME.rematK"
+ * (remat.h). */
+static bool recomputed(const char *output)
+{
+    const char *dot = output ? strrchr(output, '.') : NULL;
+    if (dot == NULL || strncmp(dot, ".remat", 6) != 0)
+        return false;
+    return strspn(dot + 6, "0123456789") == strlen(dot + 6);
+}
+
 static json_object *span(const clrun_exec_span *s, const char *node)
 {
     json_object *event = json_object_new_object();
     json_object_object_add(event, "name", json_object_new_string(s->op));
-    json_object_object_add(event, "cat", json_object_new_string("kernel"));
+    bool again = recomputed(s->name);
+    json_object_object_add(event, "cat", json_object_new_string(again ? "recompute" : "kernel"));
     json_object_object_add(event, "ph", json_object_new_string("X"));
     json_object_object_add(event, "ts", json_object_new_double((double)s->start_ns / 1e3));
     json_object_object_add(event, "dur", json_object_new_double((double)(s->end_ns - s->start_ns) / 1e3));
@@ -50,26 +62,30 @@ static json_object *span(const clrun_exec_span *s, const char *node)
     if (node) /* the model's node (an imported model's) */
         json_object_object_add(args, "node", json_object_new_string(node));
     json_object_object_add(args, "bytes_in_use", json_object_new_int64((int64_t)s->bytes_in_use));
+    if (again)
+        json_object_object_add(args, "recomputed", json_object_new_boolean(true));
     json_object_object_add(event, "args", args);
     return event;
 }
 
-FILE *clrun_run_open_trace(const char *path)
+FILE *clrun_run_open_trace(const char *command, const char *path)
 {
     FILE *out = fopen(path, "w");
     if (out == NULL)
-        fprintf(stderr, "clrun run: cannot write the trace '%s': %s\n", path, strerror(errno));
+        fprintf(stderr, "clrun %s: cannot write the trace '%s': %s\n", command, path, strerror(errno));
     return out;
 }
 
-int clrun_run_write_trace(FILE *out, const char *path, const clrun_exec *exec,
-                          const clrun_graph *graph, const clrun_context *ctx)
+int clrun_run_write_trace(FILE *out, const char *command, const char *path,
+                          const clrun_exec *exec, const clrun_graph *graph,
+                          const clrun_context *ctx)
 {
     const clrun_exec_span *spans;
     int32_t n = clrun_exec_profile(exec, &spans);
     json_object *events = json_object_new_array();
     char process[512], thread[512];
-    snprintf(process, sizeof process, "clrun run %s", clrun_graph_name(graph) ? clrun_graph_name(graph) : path);
+    snprintf(process, sizeof process, "clrun %s %s", command,
+             clrun_graph_name(graph) ? clrun_graph_name(graph) : path);
     snprintf(thread, sizeof thread, "queue of %s", clrun_context_device(ctx)->name);
     json_object_array_add(events, metadata("process_name", process));
     json_object_array_add(events, metadata("thread_name", thread));
@@ -85,7 +101,8 @@ int clrun_run_write_trace(FILE *out, const char *path, const clrun_exec *exec,
     int rc = fputs(text, out) < 0 || fputc('\n', out) == EOF;
     rc |= fclose(out) != 0;
     if (rc)
-        fprintf(stderr, "clrun run: writing the trace '%s' failed: %s\n", path, strerror(errno));
+        fprintf(stderr, "clrun %s: writing the trace '%s' failed: %s\n", command, path,
+                strerror(errno));
     json_object_put(root);
     return rc ? 1 : 0;
 }

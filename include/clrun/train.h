@@ -126,8 +126,9 @@ typedef struct clrun_train_stats {
     int32_t unused_donations;    /* donated inputs no output could take (0 when it works) */
     clrun_remat_report remat;    /* what the step's rematerialisation policy did */
     const char *remat_policy;    /* that policy ("none" without one); valid with the trainer */
-    uint64_t planned_peak_bytes; /* with a memory budget: the chosen step's planned peak (what
-                                    the budget was held to); else 0 */
+    uint64_t planned_peak_bytes; /* under a memory budget (given, or the pool's limit): what
+                                    the trainer holds, the bytes the budget was held to
+                                    (train_graph.h); else 0 */
     clrun_exec_stats exec;       /* the step executor's own figures */
 } clrun_train_stats;
 
@@ -139,6 +140,11 @@ int32_t clrun_train_unused_donations(const clrun_train *train, const char *const
 
 /* The step graph (for writing it out, or planning it); valid as long as the trainer. */
 const clrun_graph *clrun_train_step_graph(const clrun_train *train);
+
+/* The step's executor (NULL for a NULL trainer), valid as long as the trainer: its statistics
+ * and layout, and with clrun_train_options.exec.profile the spans of the last step
+ * (clrun_exec_profile; a recomputed node's output is named "NAME.remat", remat.h). */
+const clrun_exec *clrun_train_step_exec(const clrun_train *train);
 
 /* Parameters asked for by name that the loss does not depend on: they stay as they are (and the
  * log warns). *names points into the trainer. */

@@ -70,16 +70,21 @@ typedef struct clrun_train_graph_options {
                                       forward the first part and the backward the second;
                                       NULL or "none": every activation kept. The step's results
                                       are the same bits under every policy */
-    uint64_t memory_budget;        /* the trainer's (clrun_train_create): bytes the prepared
-                                      step may take, as the static planner lays out its buffers
-                                      (state, feeds, activations, kernels' scratch). With no
-                                      remat policy given, the step as it is if it fits; else the
-                                      fewest activations, the cheapest to recompute per byte
-                                      first, whose recomputation makes it fit (an "except:"
-                                      policy, found by a binary search over how many); else
-                                      sqrt_n, then nothing_saveable. With a policy, that one
-                                      alone. clrun_train_stats.remat_policy gives the policy
-                                      taken. 0: no budget */
+    uint64_t memory_budget;        /* the trainer's (clrun_train_create): bytes the trainer
+                                      may hold, as its pool counts them: its blocks (state,
+                                      feeds), the step's arena and constants and the
+                                      evaluation's, the step run in planned mode (unless
+                                      clrun_exec_options.mode names another: then the static
+                                      planner's estimate of the step's buffers). With no remat
+                                      policy given: the step as it is if it fits, else
+                                      dots_saveable, the shortest every:K segments, then
+                                      nothing_saveable, the first that fits; with a policy,
+                                      that one alone. A budget below the least any rewrite
+                                      holds is refused at once with that least.
+                                      clrun_train_stats.remat_policy gives the policy taken.
+                                      0: the pool's limit, when the step may not fit in what
+                                      it leaves (then CLRUN_ERROR_OUT_OF_MEMORY when nothing
+                                      does); else no budget */
 } clrun_train_graph_options;
 
 /* Cross-entropy on no tensor yet, every trainable weight, Adam with PyTorch's defaults. */

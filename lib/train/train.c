@@ -32,7 +32,7 @@ void clrun_train_destroy(clrun_train *t)
     clrun_exec_destroy(t->exec);
     clrun_exec_destroy(t->eval);
     free(t->eval_slots);
-    for (int32_t i = 0; t->buffers && i < t->tg.slot_count; i++)
+    for (int32_t i = 0; t->buffers && i < t->slot_blocks; i++)
         if (t->held[i])
             clrun_free(t->ctx, &t->buffers[i]);
     free(t->buffers);
@@ -44,16 +44,40 @@ void clrun_train_destroy(clrun_train *t)
     free(t);
 }
 
-/* A slot's first values: a parameter's are the model's weights, everything else zeros. */
+clrun_status clrun__train_alloc_slots(clrun_train *t)
+{
+    int32_t n = t->tg.slot_count;
+    t->buffers = calloc((size_t)n + 1, sizeof *t->buffers);
+    t->held = calloc((size_t)n + 1, sizeof *t->held);
+    if (!t->buffers || !t->held)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    t->slot_blocks = n;
+    /* One chunk for them all: a block of their total, given back at once, leaves a chunk that
+     * they then fill in turn, instead of a chunk each where the strategy's least chunk is
+     * larger than one of them (what the pool reserves is what a pool's limit counts). */
+    uint64_t align = clrun_context_device(t->ctx)->base_addr_align, total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += (clrun__train_slot_bytes(t, i) + align - 1) / align * align;
+    clrun_buffer whole;
+    if (total > 0 && clrun_alloc_ex(t->ctx, total, 0, "the trainer's blocks", &whole) == CLRUN_OK)
+        clrun_free(t->ctx, &whole);
+    for (int32_t i = 0; i < n; i++) {
+        clrun_status s = clrun_alloc_ex(t->ctx, clrun__train_slot_bytes(t, i), 0,
+                                        clrun_graph_tensor_ident(t->tg.graph, t->tg.slots[i].input),
+                                        &t->buffers[i]);
+        if (s != CLRUN_OK)
+            return s;
+        t->held[i] = true;
+    }
+    return CLRUN_OK;
+}
+
+/* A slot's first values (its block is allocated): a parameter's are the model's weights, the
+ * state's zeros. */
 static clrun_status initial_values(clrun_train *t, const clrun_graph *model, int32_t i)
 {
     const clrun__train_slot *slot = &t->tg.slots[i];
     uint64_t bytes = clrun__train_slot_bytes(t, i);
-    clrun_status s = clrun_alloc_ex(t->ctx, bytes, 0, clrun_graph_tensor_ident(t->tg.graph, slot->input),
-                                    &t->buffers[i]);
-    if (s != CLRUN_OK)
-        return s;
-    t->held[i] = true;
     if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
         return CLRUN_OK;
     void *host = calloc(1, (size_t)bytes);
@@ -64,7 +88,7 @@ static clrun_status initial_values(clrun_train *t, const clrun_graph *model, int
     if (source >= 0 && model->tensors[source].kind == CLRUN__TENSOR_CONSTANT &&
         (slot->role == CLRUN__SLOT_PARAM || slot->param < 0))
         clrun__constant_values(&model->tensors[source], host);
-    s = clrun_buffer_write(t->ctx, &t->buffers[i], host);
+    clrun_status s = clrun_buffer_write(t->ctx, &t->buffers[i], host);
     free(host);
     return s;
 }
@@ -102,11 +126,9 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
     t->options.graph.remat = NULL;
     t->options.graph.loss_tensor = NULL;
     int32_t n = t->tg.slot_count;
-    t->buffers = calloc((size_t)n, sizeof *t->buffers);
-    t->held = calloc((size_t)n, sizeof *t->held);
     t->feeds = calloc((size_t)n, sizeof *t->feeds);
     t->params = calloc((size_t)n, sizeof *t->params);
-    if (!t->buffers || !t->held || !t->feeds || !t->params) {
+    if (!t->feeds || !t->params) {
         s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
         goto fail;
     }
@@ -156,6 +178,10 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
     }
     clrun_exec_options eval_options = t->options.exec;
     eval_options.profile = false;
+    if (t->budget_planned) { /* as clrun__train_build_step measured it */
+        eval_options.mode = CLRUN_EXEC_PLANNED;
+        eval_options.plan_time_limit_s = 0;
+    }
     s = clrun_exec_create(ctx, t->tg.eval, &eval_options, &t->eval);
     if (s != CLRUN_OK)
         goto fail;
@@ -538,6 +564,11 @@ int32_t clrun_train_unused_donations(const clrun_train *t, const char *const **n
 const clrun_graph *clrun_train_step_graph(const clrun_train *t)
 {
     return t ? t->tg.graph : NULL;
+}
+
+const clrun_exec *clrun_train_step_exec(const clrun_train *t)
+{
+    return t ? t->exec : NULL;
 }
 
 int32_t clrun_train_frozen(const clrun_train *t, const char *const **names)

@@ -1,6 +1,11 @@
-/* The step under a memory budget. The step as it is, prepared, its buffers (after fusion, with
- * every kernel's scratch, the state and the feeds) laid out by the static planner against the
- * budget: the capacity decision, whether any layout fits. If none does: dots_saveable (only the
+/* The step under a memory budget: the one given (clrun_train_graph_options.memory_budget), or,
+ * with none, what the pool's limit leaves when the step might not fit in it. Under a budget the
+ * step runs in planned mode (unless the executor options name another mode), where what it holds
+ * is known before it runs: its arena, its inputs (the state and the feeds, blocks of the pool),
+ * its constants, and beside it the evaluation's arena and constants. That sum is what the budget
+ * holds, exactly as the pool will count it. A budget below the least any rewrite can hold (the
+ * inputs, the constants, the evaluation and the largest working set of one step) is refused at
+ * once with that least. Otherwise: the step as it is if it fits; else dots_saveable (only the
  * elementwise work after the products repeated); then Chen's segments, the shortest whose step
  * fits (every:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n)) preparations, which
  * reuse the kernels the first one built); then nothing_saveable. */
@@ -11,15 +16,85 @@
 #include <string.h>
 
 #include <clrun/exec.h>
+#include <clrun/memory.h>
 #include <clrun/plan.h>
 
 #include "core/error.h"
+#include "graph/graph.h"
 #include "train/train_internal.h"
 
-/* The planner's verdict on the buffers of `exec` within `budget`: *fits, and *peak the best
- * layout's peak found. */
-static clrun_status plan_within(const clrun_exec *exec, uint64_t budget, bool *fits,
-                                uint64_t *peak, char *err, size_t errlen)
+/* Each candidate step's arena is planned within at most this many seconds (the executor's
+ * plan_time_limit_s when it is less). */
+#define TRIAL_PLAN_SECONDS 0.25
+
+typedef struct budget {
+    uint64_t bytes;    /* what the step and the evaluation may hold */
+    bool from_pool;    /* no budget given: the pool's limit less what it held */
+    uint64_t limit;    /* from_pool: the pool's limit */
+    uint64_t held;     /* from_pool: what the pool held before the trainer */
+    bool planned;      /* the step runs in planned mode: the verdict is what it holds */
+    uint64_t eval;     /* planned: the evaluation executor's arena and constants */
+} budget;
+
+/* "123 bytes", "45.6 KiB", "7.89 MiB" */
+static void human(uint64_t bytes, char *out, size_t size)
+{
+    if (bytes < 1024)
+        snprintf(out, size, "%" PRIu64 " bytes", bytes);
+    else if (bytes < 1024 * 1024)
+        snprintf(out, size, "%.1f KiB", (double)bytes / 1024.0);
+    else
+        snprintf(out, size, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+/* What a prepared step holds: *inputs, the trainer's blocks (the state, the feeds, the
+ * hyperparameters: the step's inputs; under the pool's limit as it reserved them, else their
+ * bytes); *constants; *arena (planned mode; else 0); and
+ * *working, the largest working set of one step: what it writes (outputs and scratch) and the
+ * inputs whose last reader it is, which every rewrite of the step holds at once too. */
+typedef struct held_bytes {
+    uint64_t inputs, constants, arena, working;
+} held_bytes;
+
+static clrun_status measure(clrun_train *t, const budget *b, held_bytes *h, char *err,
+                            size_t errlen)
+{
+    clrun_exec_stats st;
+    int32_t n = 0;
+    clrun_status s = clrun_exec_stats_get(t->exec, &st);
+    if (s == CLRUN_OK)
+        s = clrun_exec_layout(t->exec, NULL, 0, &n);
+    clrun_exec_buffer_info *info = s == CLRUN_OK ? calloc((size_t)n + 1, sizeof *info) : NULL;
+    uint64_t *at = info ? calloc((size_t)st.steps + 1, sizeof *at) : NULL;
+    if (at == NULL || (s = clrun_exec_layout(t->exec, info, n, &n)) != CLRUN_OK) {
+        free(info);
+        free(at);
+        snprintf(err, errlen, "train: out of host memory measuring the step");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    *h = (held_bytes){.inputs = b->from_pool ? t->slot_reserved : t->slot_bytes,
+                      .constants = st.constant_bytes,
+                      .arena = st.arena_bytes};
+    for (int32_t i = 0; i < n; i++) {
+        const clrun_exec_buffer_info *x = &info[i];
+        if (x->is_input)
+            continue;
+        if (x->first_step >= 0 && x->first_step < st.steps)
+            at[x->first_step] += x->bytes;
+        if (x->last_step > x->first_step && x->last_step < st.steps)
+            at[x->last_step] += x->bytes;
+    }
+    for (int32_t k = 0; k < st.steps; k++)
+        h->working = at[k] > h->working ? at[k] : h->working;
+    free(info);
+    free(at);
+    return CLRUN_OK;
+}
+
+/* The planner's best layout of every buffer of `exec`, inputs included, within `limit`
+ * (pooled and naive modes, whose blocks come at run time: an estimate of what they hold). */
+static clrun_status plan_within(const clrun_exec *exec, uint64_t limit, uint64_t *peak, char *err,
+                                size_t errlen)
 {
     clrun_plan_buffer *buffers = NULL;
     size_t n = 0;
@@ -36,58 +111,23 @@ static clrun_status plan_within(const clrun_exec *exec, uint64_t budget, bool *f
     }
     clrun_plan_options po = CLRUN_PLAN_OPTIONS_DEFAULT;
     po.time_limit_s = 0.2;
-    po.capacity = budget;
+    po.capacity = limit;
     clrun_plan_result r;
     s = clrun_plan_solve(buffers, n, &po, offsets, &r);
-    if (s == CLRUN_OK) {
-        *fits = r.verdict == CLRUN_PLAN_FITS;
+    if (s == CLRUN_OK)
         *peak = r.peak_bytes;
-    } else {
+    else
         snprintf(err, errlen, "train: planning the step: %s", clrun_last_error(NULL));
-    }
     free(offsets);
     free(buffers);
     return s;
 }
 
-/* "123 bytes", "45.6 KiB", "7.89 MiB" */
-static void human(uint64_t bytes, char *out, size_t size)
+/* What the pool of ctx has reserved from the driver. */
+static uint64_t reserved(clrun_context *ctx)
 {
-    if (bytes < 1024)
-        snprintf(out, size, "%" PRIu64 " bytes", bytes);
-    else if (bytes < 1024 * 1024)
-        snprintf(out, size, "%.1f KiB", (double)bytes / 1024.0);
-    else
-        snprintf(out, size, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
-}
-
-/* Builds and prepares the step under `policy` into t->tg and t->exec; with a budget, *fits says
- * whether the planner fits its buffers in it and *peak is the best layout's peak. A step that does
- * not fit is kept (the caller reads it, then drops it with drop_step). */
-static clrun_status try_step(clrun_train *t, const clrun_graph *model,
-                             const clrun_train_graph_options *options, const char *policy,
-                             bool *fits, uint64_t *peak, char *err, size_t errlen)
-{
-    clrun_train_graph_options o = *options;
-    o.remat = policy;
-    *fits = true;
-    *peak = 0;
-    clrun_status s = clrun__train_graph_build(model, &o, &t->tg, err, errlen);
-    if (s != CLRUN_OK)
-        return s;
-    s = clrun_exec_create(t->ctx, t->tg.graph, &t->options.exec, &t->exec);
-    if (s != CLRUN_OK) {
-        snprintf(err, errlen, "%s", clrun_last_error(t->ctx));
-        clrun__train_graph_free(&t->tg);
-        return s;
-    }
-    if (options->memory_budget &&
-        (s = plan_within(t->exec, options->memory_budget, fits, peak, err, errlen)) != CLRUN_OK) {
-        clrun_exec_destroy(t->exec);
-        t->exec = NULL;
-        clrun__train_graph_free(&t->tg);
-    }
-    return s;
+    clrun_memory_stats m;
+    return clrun_memory_stats_get(ctx, &m) == CLRUN_OK ? m.reserved : 0;
 }
 
 static void drop_step(clrun_train *t)
@@ -97,14 +137,72 @@ static void drop_step(clrun_train *t)
     clrun__train_graph_free(&t->tg);
 }
 
+/* Builds and prepares the step under `policy` into t->tg and t->exec. With a budget, *held is
+ * what it holds (planned mode) or the planner's estimate (other modes), and *fits whether that is
+ * within the budget; a planned step whose arena the pool's limit refuses does not fit (*held
+ * UINT64_MAX, t->exec NULL). A step that does not fit is kept for the caller to drop. */
+static clrun_status try_step(clrun_train *t, const clrun_graph *model,
+                             const clrun_train_graph_options *options, const char *policy,
+                             const budget *b, bool *fits, uint64_t *held, char *err, size_t errlen)
+{
+    clrun_train_graph_options o = *options;
+    o.remat = policy;
+    *fits = true;
+    *held = 0;
+    clrun_status s = clrun__train_graph_build(model, &o, &t->tg, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    uint64_t before = reserved(t->ctx);
+    s = clrun_exec_create(t->ctx, t->tg.graph, &t->options.exec, &t->exec);
+    uint64_t after = reserved(t->ctx);
+    if (s == CLRUN_ERROR_OUT_OF_MEMORY && b && b->planned) {
+        *fits = false;
+        *held = UINT64_MAX;
+        return CLRUN_OK;
+    }
+    if (s != CLRUN_OK) {
+        snprintf(err, errlen, "%s", clrun_last_error(t->ctx));
+        clrun__train_graph_free(&t->tg);
+        return s;
+    }
+    if (b == NULL)
+        return CLRUN_OK;
+    if (b->planned) {
+        held_bytes h;
+        /* its arena and resident constants as the pool reserved them */
+        if ((s = measure(t, b, &h, err, errlen)) == CLRUN_OK)
+            *held = h.inputs + (after > before ? after - before : h.arena + h.constants) + b->eval;
+    } else {
+        s = plan_within(t->exec, b->bytes, held, err, errlen);
+    }
+    if (s != CLRUN_OK)
+        drop_step(t);
+    *fits = *held <= b->bytes;
+    return s;
+}
+
+/* Takes the step built for `policy` as t's, which fits. */
+static clrun_status keep_step(clrun_train *t, const char *policy, uint64_t held, char *err,
+                              size_t errlen)
+{
+    t->planned_peak = held;
+    if (policy == NULL || strcmp(policy, "none") == 0)
+        return CLRUN_OK;
+    if ((t->remat_policy = strdup(policy)) != NULL)
+        return CLRUN_OK;
+    drop_step(t);
+    snprintf(err, errlen, "train: out of host memory");
+    return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+}
+
 /* The segment policies every:K between every:2 and sqrt_n's length S: the shortest K whose
  * step fits repeats the fewest tensors (a longer K keeps fewer tensors, so below S the peak
- * falls as K grows): a binary search, each K's step prepared and planned. On success the
+ * falls as K grows): a binary search, each K's step prepared and measured. On success the
  * fitting step is t's and *policy its text (malloc'd); *policy NULL when every:S does not fit
- * either (*best: the least peak seen). */
+ * either (*best: the least seen). */
 static clrun_status search(clrun_train *t, const clrun_graph *model,
-                           const clrun_train_graph_options *options, int32_t S, char **policy,
-                           uint64_t *best, char *err, size_t errlen)
+                           const clrun_train_graph_options *options, const budget *b, int32_t S,
+                           char **policy, uint64_t *best, char *err, size_t errlen)
 {
     *policy = NULL;
     int32_t lo = 2, hi = S, fitting = 0;
@@ -113,13 +211,13 @@ static clrun_status search(clrun_train *t, const clrun_graph *model,
         int32_t k = fitting == 0 ? hi : lo + (hi - lo) / 2; /* the longest first */
         snprintf(text, sizeof text, "every:%d", (int)k);
         bool fits;
-        uint64_t peak;
-        clrun_status s = try_step(t, model, options, text, &fits, &peak, err, errlen);
+        uint64_t held;
+        clrun_status s = try_step(t, model, options, text, b, &fits, &held, err, errlen);
         if (s != CLRUN_OK)
             return s;
-        *best = peak < *best ? peak : *best;
+        *best = held < *best ? held : *best;
         if (fits && k == lo) { /* nothing shorter is left to try: this one */
-            t->planned_peak = peak;
+            t->planned_peak = held;
             if ((*policy = strdup(text)) != NULL)
                 return CLRUN_OK;
             drop_step(t);
@@ -138,12 +236,12 @@ static clrun_status search(clrun_train *t, const clrun_graph *model,
     }
     snprintf(text, sizeof text, "every:%d", (int)fitting);
     bool fits;
-    uint64_t peak;
-    clrun_status s = try_step(t, model, options, text, &fits, &peak, err, errlen);
+    uint64_t held;
+    clrun_status s = try_step(t, model, options, text, b, &fits, &held, err, errlen);
     if (s != CLRUN_OK)
         return s;
     if (fits) {
-        t->planned_peak = peak;
+        t->planned_peak = held;
         if ((*policy = strdup(text)) != NULL)
             return CLRUN_OK;
         drop_step(t);
@@ -154,18 +252,135 @@ static clrun_status search(clrun_train *t, const clrun_graph *model,
     return CLRUN_OK;
 }
 
-/* Takes the step built for `policy` as t's, which fits. */
-static clrun_status keep_step(clrun_train *t, const char *policy, uint64_t peak, char *err,
-                              size_t errlen)
+/* "a memory budget of 1.00 MiB" or "the pool's limit of 2.00 MiB, less the 12.0 KiB it held" */
+static void describe(const budget *b, char *out, size_t size)
 {
-    t->planned_peak = peak;
-    if (policy == NULL || strcmp(policy, "none") == 0)
-        return CLRUN_OK;
-    if ((t->remat_policy = strdup(policy)) != NULL)
-        return CLRUN_OK;
-    drop_step(t);
-    snprintf(err, errlen, "train: out of host memory");
-    return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    char x[32], y[32];
+    if (b->from_pool) {
+        human(b->limit, x, sizeof x);
+        human(b->held, y, sizeof y);
+        snprintf(out, size, "the pool's limit of %s (CLRUN_POOL_LIMIT or CLRUN_MEM_FRACTION), less "
+                 "the %s it held", x, y);
+    } else {
+        human(b->bytes, x, sizeof x);
+        snprintf(out, size, "a memory budget of %s", x);
+    }
+}
+
+/* Bytes of the tensors of `g` that are not constants: what its executor holds at most, every
+ * tensor in a buffer of its own (scratch aside). */
+static uint64_t tensor_bytes(const clrun_graph *g)
+{
+    uint64_t sum = 0;
+    for (int32_t i = 0; i < g->tensor_count; i++)
+        if (g->tensors[i].kind != CLRUN__TENSOR_CONSTANT)
+            sum += clrun_tensor_bytes(&g->tensors[i].type);
+    return sum;
+}
+
+/* What the pool holds now (its live blocks, resident regions and own buffers; not the empty
+ * chunks it would give back first) and its limit (0: none). */
+static uint64_t pool_held(clrun_context *ctx, uint64_t *limit)
+{
+    clrun_memory_stats m;
+    *limit = 0;
+    if (clrun_memory_stats_get(ctx, &m) != CLRUN_OK)
+        return 0;
+    uint64_t fixed = m.resident + m.raw;
+    *limit = m.limit;
+    return m.held > fixed ? m.held : fixed;
+}
+
+/* With no budget given: whether the step might not fit in what the pool's limit leaves beside
+ * the `held` bytes it held before the trainer (the step's every tensor in a buffer of its own,
+ * its constants and the evaluation's tensors counted), and then that room as the budget. */
+static bool pool_budget(clrun_train *t, uint64_t held, budget *b)
+{
+    clrun_exec_stats st;
+    uint64_t limit;
+    pool_held(t->ctx, &limit);
+    if (limit == 0 || clrun_exec_stats_get(t->exec, &st) != CLRUN_OK)
+        return false;
+    b->held = held;
+    b->limit = limit;
+    uint64_t room = limit > held ? limit - held : 0;
+    if (st.naive_bytes + st.constant_bytes + tensor_bytes(t->tg.eval) <= room)
+        return false;
+    b->bytes = room;
+    b->from_pool = true;
+    return true;
+}
+
+/* The evaluation executor's arena and constants in planned mode (constructions only, as the
+ * trainer will create it). */
+static clrun_status eval_bytes(clrun_train *t, budget *b, char *err, size_t errlen)
+{
+    clrun_exec_options o = t->options.exec;
+    o.mode = CLRUN_EXEC_PLANNED;
+    o.plan_time_limit_s = 0;
+    o.profile = false;
+    clrun_exec *e = NULL;
+    uint64_t before = reserved(t->ctx);
+    clrun_status s = clrun_exec_create(t->ctx, t->tg.eval, &o, &e);
+    uint64_t after = reserved(t->ctx);
+    clrun_exec_stats st;
+    if (s == CLRUN_OK)
+        s = clrun_exec_stats_get(e, &st);
+    if (s == CLRUN_OK) /* as the pool reserved them */
+        b->eval = after > before ? after - before : st.arena_bytes + st.constant_bytes;
+    if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* past the pool's limit alone: its least, pooled */
+        o.mode = CLRUN_EXEC_POOLED;
+        s = clrun_exec_create(t->ctx, t->tg.eval, &o, &e);
+        if (s == CLRUN_OK)
+            s = clrun_exec_stats_get(e, &st);
+        if (s == CLRUN_OK)
+            b->eval = st.lower_bound_bytes + st.constant_bytes;
+    }
+    else
+        snprintf(err, errlen, "train: the evaluation of the model, in planned mode: %s",
+                 clrun_last_error(t->ctx));
+    clrun_exec_destroy(e);
+    return s;
+}
+
+/* The trainer's blocks (t->buffers), their bytes at the device's alignment (t->slot_bytes:
+ * what a budget given counts, whatever the pool held before) and what the pool reserved for
+ * them (t->slot_reserved: what its limit counts, chunk rounding included). */
+static clrun_status slots(clrun_train *t, char *err, size_t errlen)
+{
+    uint64_t align = clrun_context_device(t->ctx)->base_addr_align;
+    t->slot_bytes = 0;
+    for (int32_t i = 0; i < t->tg.slot_count; i++)
+        t->slot_bytes += (clrun__train_slot_bytes(t, i) + align - 1) / align * align;
+    clrun_memory_stats m0, m1;
+    clrun_status s = clrun_memory_stats_get(t->ctx, &m0);
+    if (s == CLRUN_OK)
+        s = clrun__train_alloc_slots(t);
+    if (s == CLRUN_OK)
+        s = clrun_memory_stats_get(t->ctx, &m1);
+    if (s == CLRUN_OK)
+        t->slot_reserved = m1.reserved > m0.reserved ? m1.reserved - m0.reserved : 0;
+    else if (s == CLRUN_ERROR_OUT_OF_HOST_MEMORY)
+        snprintf(err, errlen, "train: out of host memory");
+    else
+        snprintf(err, errlen, "train: the state's and feeds' blocks: %s", clrun_last_error(t->ctx));
+    return s;
+}
+
+/* A budget below `least`, refused with what makes it up. */
+static clrun_status refuse_floor(const budget *b, const held_bytes *h, char *err, size_t errlen)
+{
+    char what[160], least[32], in[32], k[32], w[32], ev[32];
+    describe(b, what, sizeof what);
+    human(h->inputs + h->constants + h->working + b->eval, least, sizeof least);
+    human(h->inputs, in, sizeof in);
+    human(h->constants, k, sizeof k);
+    human(h->working, w, sizeof w);
+    human(b->eval, ev, sizeof ev);
+    snprintf(err, errlen, "train: %s is below the least the step can hold whatever is "
+             "recomputed: %s (parameters, state and feeds %s, constants %s, the largest working "
+             "set of one node %s, the evaluation %s)", what, least, in, k, w, ev);
+    return b->from_pool ? CLRUN_ERROR_OUT_OF_MEMORY : CLRUN_ERROR_INVALID_ARGUMENT;
 }
 
 clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
@@ -173,31 +388,96 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                                      size_t errlen)
 {
     const char *given = options->remat && options->remat[0] ? options->remat : NULL;
+    const char *first = given ? given : "none";
+    budget b = {.bytes = options->memory_budget};
+    /* empty chunks given back first, so that what the trainer's blocks reserve is measured the
+     * same whatever the pool held before */
+    clrun_pool_trim(t->ctx, NULL);
+    uint64_t limit, before = pool_held(t->ctx, &limit);
     bool fits;
-    uint64_t peak, best = UINT64_MAX;
-    const char *best_policy = given ? given : "none";
-    clrun_status s = try_step(t, model, options, given ? given : "none", &fits, &peak, err, errlen);
+    uint64_t held, best = UINT64_MAX;
+    clrun_exec_mode mode = t->options.exec.mode;
+    b.planned = mode == CLRUN_EXEC_CONTEXT || mode == CLRUN_EXEC_PLANNED;
+    /* the step as asked, in the executor's own mode: kept when no budget binds */
+    clrun_status s = try_step(t, model, options, first, NULL, &fits, &held, err, errlen);
+    if (s == CLRUN_ERROR_OUT_OF_MEMORY && b.bytes == 0 && b.planned) {
+        /* a planned arena past the pool's limit: measured in pooled mode, then fitted */
+        t->options.exec.mode = CLRUN_EXEC_POOLED;
+        s = try_step(t, model, options, first, NULL, &fits, &held, err, errlen);
+        if (s == CLRUN_OK && (s = slots(t, err, errlen)) == CLRUN_OK && !pool_budget(t, before, &b)) {
+            drop_step(t);
+            snprintf(err, errlen, "train: the step's planned arena does not fit the pool's limit");
+            return CLRUN_ERROR_OUT_OF_MEMORY;
+        }
+    } else if (s == CLRUN_OK && (s = slots(t, err, errlen)) == CLRUN_OK && b.bytes == 0 &&
+               !pool_budget(t, before, &b)) {
+        return keep_step(t, given, 0, err, errlen);
+    }
+    if (s == CLRUN_ERROR_OUT_OF_MEMORY && t->exec != NULL) {
+        /* the trainer's blocks alone are past the pool's limit: the least refused */
+        held_bytes h;
+        if (b.bytes == 0)
+            b = (budget){.from_pool = true, .limit = limit, .held = before};
+        t->slot_reserved = t->slot_bytes;
+        s = measure(t, &b, &h, err, errlen);
+        drop_step(t);
+        if (s != CLRUN_OK)
+            return s;
+        return refuse_floor(&b, &h, err, errlen);
+    }
+    if (s != CLRUN_OK) {
+        if (t->exec != NULL)
+            drop_step(t);
+        return s;
+    }
+    held_bytes h;
+    if (b.planned && (s = eval_bytes(t, &b, err, errlen)) != CLRUN_OK) {
+        drop_step(t);
+        return s;
+    }
+    if ((s = measure(t, &b, &h, err, errlen)) != CLRUN_OK) {
+        drop_step(t);
+        return s;
+    }
+    if (h.inputs + h.constants + h.working + b.eval > b.bytes) {
+        drop_step(t);
+        return refuse_floor(&b, &h, err, errlen);
+    }
+    if (b.planned) { /* again, in planned mode, measured as it will run */
+        drop_step(t);
+        t->options.exec.mode = CLRUN_EXEC_PLANNED;
+        if (t->options.exec.plan_time_limit_s > TRIAL_PLAN_SECONDS)
+            t->options.exec.plan_time_limit_s = TRIAL_PLAN_SECONDS;
+        t->budget_planned = true;
+        s = try_step(t, model, options, first, &b, &fits, &held, err, errlen);
+    } else {
+        s = plan_within(t->exec, b.bytes, &held, err, errlen);
+        fits = held <= b.bytes;
+        if (s != CLRUN_OK)
+            drop_step(t);
+    }
     if (s != CLRUN_OK)
         return s;
     if (fits)
-        return keep_step(t, given, peak, err, errlen);
-    best = peak;
+        return keep_step(t, given, held, err, errlen);
+    best = held;
+    const char *best_policy = first;
     if (!given) {
         /* dots_saveable, the shortest segments that fit, then nothing_saveable */
         int32_t S = (int32_t)ceil(sqrt((double)(t->tg.forward_nodes > 0 ? t->tg.forward_nodes : 1)));
         drop_step(t);
-        if ((s = try_step(t, model, options, "dots_saveable", &fits, &peak, err, errlen)) != CLRUN_OK)
+        if ((s = try_step(t, model, options, "dots_saveable", &b, &fits, &held, err, errlen)) != CLRUN_OK)
             return s;
         if (fits)
-            return keep_step(t, "dots_saveable", peak, err, errlen);
+            return keep_step(t, "dots_saveable", held, err, errlen);
         drop_step(t);
-        if (peak < best) {
-            best = peak;
+        if (held < best) {
+            best = held;
             best_policy = "dots_saveable";
         }
         char *policy = NULL;
         uint64_t searched = best;
-        if (S >= 2 && (s = search(t, model, options, S, &policy, &searched, err, errlen)) != CLRUN_OK)
+        if (S >= 2 && (s = search(t, model, options, &b, S, &policy, &searched, err, errlen)) != CLRUN_OK)
             return s;
         if (policy != NULL) {
             t->remat_policy = policy;
@@ -207,23 +487,26 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
             best = searched;
             best_policy = "every:K segments";
         }
-        if ((s = try_step(t, model, options, "nothing_saveable", &fits, &peak, err, errlen)) != CLRUN_OK)
+        if ((s = try_step(t, model, options, "nothing_saveable", &b, &fits, &held, err, errlen)) != CLRUN_OK)
             return s;
         if (fits)
-            return keep_step(t, "nothing_saveable", peak, err, errlen);
+            return keep_step(t, "nothing_saveable", held, err, errlen);
         drop_step(t);
-        if (peak < best) {
-            best = peak;
+        if (held < best) {
+            best = held;
             best_policy = "nothing_saveable";
         }
     } else {
         drop_step(t);
     }
-    char b1[32], b2[32];
-    human(options->memory_budget, b1, sizeof b1);
-    human(best, b2, sizeof b2);
-    snprintf(err, errlen, "train: the step does not fit a memory budget of %s: at best it needs "
-             "%s (remat %s)%s", b1, b2, best_policy,
+    char what[160], need[32];
+    describe(&b, what, sizeof what);
+    if (best == UINT64_MAX)
+        snprintf(need, sizeof need, "a larger arena");
+    else
+        human(best, need, sizeof need);
+    snprintf(err, errlen, "train: the step does not fit %s: at best it needs %s (remat %s)%s", what,
+             need, best_policy,
              given ? "; without --remat the trainer searches" : " whatever is recomputed");
-    return CLRUN_ERROR_INVALID_ARGUMENT;
+    return b.from_pool ? CLRUN_ERROR_OUT_OF_MEMORY : CLRUN_ERROR_INVALID_ARGUMENT;
 }

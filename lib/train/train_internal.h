@@ -28,7 +28,12 @@ struct clrun_train {
     uint64_t broken_step;
     uint64_t param_bytes, state_bytes;
     char *remat_policy;          /* the step's policy (a copy), or NULL: none */
-    uint64_t planned_peak;       /* with a memory budget: the chosen step's planned peak */
+    uint64_t planned_peak;       /* under a budget: what the chosen step holds (with the
+                                    evaluation, in planned mode), or the planner's estimate */
+    int32_t slot_blocks;         /* entries of buffers and held */
+    uint64_t slot_bytes;         /* the slots' blocks' bytes at the device's alignment */
+    uint64_t slot_reserved;      /* what the pool reserved for them */
+    bool budget_planned;         /* under a budget in planned mode: the evaluation is too */
 };
 
 /* Builds the step of `model` into t->tg and prepares it (t->exec, on t->ctx with
@@ -39,6 +44,10 @@ struct clrun_train {
 clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                                      const clrun_train_graph_options *options, char *err,
                                      size_t errlen);
+
+/* Allocates a block per slot of t->tg (t->buffers, t->held): their values come later.
+ * CLRUN_ERROR_OUT_OF_HOST_MEMORY, or the pool's error (its message is the context's). */
+clrun_status clrun__train_alloc_slots(clrun_train *t);
 
 /* The bytes of slot i's tensor. */
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i);

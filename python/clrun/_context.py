@@ -528,9 +528,12 @@ class Context:
                 "dots_saveable", "nothing_saveable", "names:T1,T2", "except:T1,T2", "sqrt_n"
                 or "every:K"
                 (docs/training.md); the same results bit for bit, a lower peak, more work.
-            memory_budget: bytes (or "64M") the step's planned peak may take: the step as it
-                is, else the least recomputation that fits (docs/training.md; remat= alone when
-                given); clrun.InvalidArgumentError with the smallest peak found when none does.
+            memory_budget: bytes (or "64M") the trainer may hold as its pool counts them,
+                the step run in planned mode: the step as it is, else the least recomputation
+                that fits (docs/training.md; remat= alone when given);
+                clrun.InvalidArgumentError naming the least any rewrite holds, or the smallest
+                peak found, when none does. Without it the pool's limit is the budget when the
+                step may not fit in it.
 
         Raises clrun.UnsupportedError naming an op without a gradient rule, and
         clrun.InvalidArgumentError for a loss tensor or parameter the model lacks.
