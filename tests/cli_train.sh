@@ -127,6 +127,23 @@ expect 2 "the pool's limit of 64.0 KiB .* is below the least the step can hold" 
 rc=$?
 expect 2 "--memory-budget takes a size" "$tmp/out" "a budget that is no size"
 
+# The decisions without training: clrun train --plan, and clrun plan --budget.
+"$CLRUN" plan "$data/digits_cnn.graph" --budget 1G --loss xent:logits >"$tmp/out" 2>&1
+rc=$?
+expect 0 "memory budget 1024.00 MiB: remat none; the trainer holds" "$tmp/out" "plan --budget"
+grep -q "recomputed: nothing" "$tmp/out" || fail "plan --budget: $(cat "$tmp/out")"
+grep -q "epoch" "$tmp/out" && fail "plan --budget trained"
+"$CLRUN" train "$data/digits_cnn.graph" --loss xent:logits --remat sqrt_n --plan --json >"$tmp/out" 2>&1
+rc=$?
+expect 0 '"recomputed":\[".*"r1"' "$tmp/out" "train --plan under sqrt_n"
+grep -q '"remat_repeated_flops":[1-9]' "$tmp/out" || fail "train --plan: no extra arithmetic in $(cat "$tmp/out")"
+"$CLRUN" plan "$data/digits_cnn.graph" --budget 10K --loss xent:logits >"$tmp/out" 2>&1
+rc=$?
+expect 2 "is below the least the step can hold" "$tmp/out" "plan --budget below the least"
+"$CLRUN" plan "$data/digits_cnn.graph" --budget 1G >"$tmp/out" 2>&1
+rc=$?
+expect 2 "give --loss KIND:TENSOR" "$tmp/out" "plan --budget without a loss"
+
 # Bad input, refused before the first step.
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/bad.npy" >"$tmp/out" 2>&1
 rc=$?

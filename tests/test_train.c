@@ -639,10 +639,38 @@ static void a_memory_budget_chooses_the_policy(void **state)
     clrun_graph_destroy(g);
 }
 
-/* Under a budget the step runs in planned mode, its layout fixed when it is prepared. */
+/* Steps and evaluations in turn: the losses of each, in order, into out (2 per round). */
+static void steps_and_evaluations(clrun_train *t, const clrun_graph *g, double *out, int rounds)
+{
+    const clrun_tensor_type *tx = clrun_graph_tensor_type(g, clrun_graph_find(g, "x"));
+    const clrun_tensor_type *tp = clrun_graph_tensor_type(g, clrun_graph_find(g, "pred"));
+    float *x = malloc(clrun_tensor_bytes(tx)), *target = malloc(clrun_tensor_bytes(tp));
+    assert_non_null(x);
+    assert_non_null(target);
+    for (int k = 0; k < rounds; k++) {
+        assert_int_equal(clrun_fill_values(tx, CLRUN_FILL_UNIFORM, -1, 1, 60 + (uint64_t)k, x,
+                                           clrun_tensor_bytes(tx)), CLRUN_OK);
+        assert_int_equal(clrun_fill_values(tp, CLRUN_FILL_UNIFORM, -1, 1, 70 + (uint64_t)k, target,
+                                           clrun_tensor_bytes(tp)), CLRUN_OK);
+        const void *feeds[2] = {x, target};
+        clrun_train_step_result r;
+        assert_int_equal(clrun_train_step(t, feeds, 2, &r), CLRUN_OK);
+        clrun_train_eval_result e;
+        assert_int_equal(clrun_train_evaluate(t, feeds, 2, -1, &e), CLRUN_OK);
+        out[2 * k] = r.loss;
+        out[2 * k + 1] = e.loss;
+    }
+    free(x);
+    free(target);
+}
+
+/* Under a budget the step runs in planned mode, its layout fixed when it is prepared, and the
+ * evaluation's arena lies in the step's (the pool holds one arena): steps and evaluations in
+ * turn give the losses of the trainer without a budget, bit for bit. */
 static void a_budget_runs_the_step_planned(void **state)
 {
     (void)state;
+    enum { ROUNDS = 4 };
     clrun_graph *g = deep_mlp(6);
     clrun_context *ctx = context("tlsf");
     char why[1024] = "";
@@ -653,6 +681,18 @@ static void a_budget_runs_the_step_planned(void **state)
     assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
     assert_string_equal(st.exec.mode, "planned");
     assert_true(st.exec.arena_bytes > 0 && st.exec.arena_bytes < st.planned_peak_bytes);
+    clrun_memory_stats m;
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_int_equal(m.raw, st.exec.arena_bytes); /* the evaluation's is inside */
+    double planned[2 * ROUNDS], plain[2 * ROUNDS];
+    steps_and_evaluations(t, g, planned, ROUNDS);
+    clrun_train_destroy(t);
+    t = budget_trainer(ctx, g, 0, NULL, why, sizeof why);
+    assert_non_null(t);
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_not_equal(st.exec.mode, "planned");
+    steps_and_evaluations(t, g, plain, ROUNDS);
+    assert_memory_equal(planned, plain, sizeof planned);
     clrun_train_destroy(t);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);

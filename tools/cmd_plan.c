@@ -26,7 +26,8 @@ static void print_help(void)
 {
     printf("usage: clrun plan (FILE.graph | MODEL.onnx [--dim NAME=V] [--shape IN=AxB] [--const NAME=V]) [options]\n"
            "       clrun plan --csv FILE.csv [options]\n"
-           "       clrun plan --gen FAMILY:N[:SEED] [options]\n\n"
+           "       clrun plan --gen FAMILY:N[:SEED] [options]\n"
+           "       clrun plan MODEL --budget SIZE --loss KIND:TENSOR [clrun train's options]\n\n"
            "Lays out buffers whose lifetimes are known ahead of time in one arena, so that no two\n"
            "buffers alive at once overlap, and reports the arena's peak beside the lower bound\n"
            "(the most bytes alive at any one moment). The plan is proven optimal when the peak\n"
@@ -56,7 +57,11 @@ static void print_help(void)
            "                     the answer: a plan that fits, 'infeasible: proven' (no plan can:\n"
            "                     the lower bound or the complete search shows it), or 'unknown'\n"
            "                     (the time ran out first). Exit status 0 only when it fits;\n"
-           "                     --out and --svg are written only then\n");
+           "                     --out and --svg are written only then\n"
+           "  --budget SIZE      a train step of MODEL under a memory budget (with --loss): the\n"
+           "                     remat policy taken, the tensors recomputed, their bytes and\n"
+           "                     extra arithmetic, what the trainer holds; nothing is trained\n"
+           "                     (clrun train --memory-budget SIZE --plan)\n");
     clrun_cli_io_help(false);
     clrun_cli_const_help();
 }
@@ -449,12 +454,42 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
     return -1;
 }
 
+/* `clrun plan MODEL --budget SIZE --loss KIND:T ...`: the train step's decisions under the
+ * budget, without training (`clrun train MODEL --memory-budget SIZE --plan ...`). */
+static int plan_train_step(int argc, char **argv)
+{
+    bool loss = false;
+    for (int i = 1; i < argc; i++)
+        loss = loss || strcmp(argv[i], "--loss") == 0;
+    if (!loss) {
+        fprintf(stderr, "clrun plan: --budget plans a train step under a memory budget: give "
+                "--loss KIND:TENSOR (for the graph as it is, --capacity BYTES)\n");
+        return 2;
+    }
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (args == NULL) {
+        fprintf(stderr, "clrun plan: %s\n", clrun_strerror(CLRUN_ERROR_OUT_OF_HOST_MEMORY));
+        return 1;
+    }
+    static char train[] = "train", budget[] = "--memory-budget", plan[] = "--plan";
+    args[0] = train;
+    for (int i = 1; i < argc; i++)
+        args[i] = strcmp(argv[i], "--budget") == 0 ? budget : argv[i];
+    args[argc] = plan;
+    int rc = clrun_cli_train(argc + 1, args);
+    free(args);
+    return rc;
+}
+
 int clrun_cli_plan(int argc, char **argv)
 {
     if (clrun_cli_wants_help(argc, argv)) {
         print_help();
         return 0;
     }
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--budget") == 0)
+            return plan_train_step(argc, argv);
     plan_cli cli = {.args = {.options = CLRUN_PLAN_OPTIONS_DEFAULT}};
     int rc = parse_arguments(argc, argv, &cli);
     if (rc >= 0) {

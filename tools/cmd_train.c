@@ -57,6 +57,7 @@ typedef struct train_args {
     uint64_t memory_budget;
     const char *trace;      /* --trace: the last step's Perfetto trace */
     FILE *trace_file;       /* opened before the work */
+    bool plan;              /* --plan: the step's decisions, no training */
     bool json;
 } train_args;
 
@@ -67,7 +68,7 @@ static void help(void)
            "                   [--momentum M] [--nesterov] [--weight-decay W] [--betas B1,B2]\n"
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
-           "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--trace OUT.json] [--json]\n"
+           "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--plan] [--trace OUT.json] [--json]\n"
            "                   [--dim NAME=V] [--shape INPUT=AxB]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
@@ -99,6 +100,10 @@ static void help(void)
            "                       policy alone), run in planned mode so that what it holds is\n"
            "                       known to the byte. Without it, the pool's limit\n"
            "                       (CLRUN_POOL_LIMIT) is the budget when the step may not fit\n"
+           "  --plan               prepare the step and print its decisions without training (no\n"
+           "                       --data needed): the remat policy taken, the tensors\n"
+           "                       recomputed, their bytes and extra arithmetic, and what the\n"
+           "                       trainer holds against --memory-budget or the pool's limit\n"
            "  --trace OUT.json     Chrome/Perfetto trace of the last step: a span per kernel,\n"
            "                       recomputed nodes (--remat, a budget) marked \"recompute\"\n"
            "  --json               print the report as one JSON object on the last line\n");
@@ -157,6 +162,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         int taken;
         if (strcmp(arg, "--json") == 0) {
             a->json = true;
+        } else if (strcmp(arg, "--plan") == 0) {
+            a->plan = true;
         } else if (strcmp(arg, "--nesterov") == 0) {
             nesterov = true;
         } else if (strcmp(arg, "--no-shuffle") == 0) {
@@ -260,9 +267,9 @@ static int parse_args(int argc, char **argv, train_args *a)
         return clrun_cli_usage_error("train", "no model given");
     if (a->loss_tensor == NULL)
         return clrun_cli_usage_error("train", "no --loss given (xent:LOGITS, mse:PRED or scalar:LOSS)");
-    if (a->data_count == 0)
+    if (a->data_count == 0 && !a->plan)
         return clrun_cli_usage_error("train", "no --data given");
-    if (a->loss != CLRUN_LOSS_SCALAR && a->labels == NULL)
+    if (a->loss != CLRUN_LOSS_SCALAR && a->labels == NULL && !a->plan)
         return clrun_cli_usage_error("train", "the %s loss needs --labels",
                                      clrun_loss_kind_name(a->loss));
     if ((a->test_count > 0) != (a->test_labels != NULL && a->loss != CLRUN_LOSS_SCALAR) &&
@@ -585,6 +592,71 @@ static const char *mib(uint64_t bytes, char *buf, size_t size)
     return buf;
 }
 
+/* --plan: what the trainer decided, for a person or as one JSON object. */
+static int print_plan(const train_args *a, const clrun_train *t)
+{
+    clrun_train_stats st;
+    if (clrun_train_stats_get(t, &st) != CLRUN_OK)
+        return 1;
+    const clrun_graph *step = clrun_train_step_graph(t);
+    /* the recomputed tensors: the outputs of repeated nodes, "NAME.remat" */
+    json_object *names = json_object_new_array();
+    for (int32_t i = 0; i < clrun_graph_tensor_count(step); i++) {
+        const char *name = clrun_graph_tensor_name(step, i), *dot = name ? strrchr(name, '.') : NULL;
+        if (dot && strncmp(dot, ".remat", 6) == 0 && strspn(dot + 6, "0123456789") == strlen(dot + 6))
+            json_object_array_add(names, json_object_new_string_len(name, (int)(dot - name)));
+    }
+    int32_t n = (int32_t)json_object_array_length(names);
+    char b1[32], b2[32], b3[32];
+    if (a->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "model", json_object_new_string(a->path));
+        json_object_object_add(o, "remat", json_object_new_string(st.remat_policy));
+        json_object_object_add(o, "memory_budget", json_object_new_int64((int64_t)a->memory_budget));
+        json_object_object_add(o, "planned_peak_bytes", json_object_new_int64((int64_t)st.planned_peak_bytes));
+        json_object_object_add(o, "mode", json_object_new_string(st.exec.mode));
+        json_object_object_add(o, "arena_bytes", json_object_new_int64((int64_t)st.exec.arena_bytes));
+        json_object_object_add(o, "param_bytes", json_object_new_int64((int64_t)st.param_bytes));
+        json_object_object_add(o, "state_bytes", json_object_new_int64((int64_t)st.state_bytes));
+        json_object_object_add(o, "lower_bound_bytes", json_object_new_int64((int64_t)st.lower_bound_bytes));
+        json_object_object_add(o, "remat_dropped", json_object_new_int(st.remat.dropped));
+        json_object_object_add(o, "remat_dropped_bytes", json_object_new_int64((int64_t)st.remat.dropped_bytes));
+        json_object_object_add(o, "remat_repeated_nodes", json_object_new_int(st.remat.repeated_nodes));
+        json_object_object_add(o, "remat_repeated_flops", json_object_new_int64((int64_t)st.remat.repeated_flops));
+        json_object_object_add(o, "recomputed", names);
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return 0;
+    }
+    printf("step of %s: %d kernels in %s mode; parameters %s, optimizer state %s; lower bound %s\n",
+           a->path, (int)st.exec.kernels, st.exec.mode, mib(st.param_bytes, b1, sizeof b1),
+           mib(st.state_bytes, b2, sizeof b2), mib(st.lower_bound_bytes, b3, sizeof b3));
+    if (a->memory_budget)
+        printf("memory budget %s: remat %s; the trainer holds %s (arena %s)\n",
+               mib(a->memory_budget, b1, sizeof b1), st.remat_policy,
+               mib(st.planned_peak_bytes, b2, sizeof b2), mib(st.exec.arena_bytes, b3, sizeof b3));
+    else if (st.planned_peak_bytes)
+        printf("fitted to the pool's limit: remat %s; the trainer holds %s (arena %s)\n",
+               st.remat_policy, mib(st.planned_peak_bytes, b2, sizeof b2),
+               mib(st.exec.arena_bytes, b3, sizeof b3));
+    else
+        printf("no budget binds: remat %s\n", st.remat_policy);
+    if (n == 0) {
+        printf("recomputed: nothing\n");
+    } else {
+        double flops = (double)st.remat.repeated_flops;
+        printf("recomputed: %d activations (%s) by %d repeated nodes, %.3g %s more per step:",
+               (int)st.remat.dropped, mib(st.remat.dropped_bytes, b1, sizeof b1),
+               (int)st.remat.repeated_nodes, flops >= 1e9 ? flops * 1e-9 : flops * 1e-6,
+               flops >= 1e9 ? "GFLOP" : "MFLOP");
+        for (int32_t k = 0; k < n && k < 40; k++)
+            printf("%s %s", k ? "," : "", json_object_get_string(json_object_array_get_idx(names, k)));
+        printf("%s\n", n > 40 ? ", ..." : "");
+    }
+    json_object_put(names);
+    return 0;
+}
+
 int clrun_cli_train(int argc, char **argv)
 {
     if (clrun_cli_wants_help(argc, argv)) {
@@ -727,6 +799,10 @@ int clrun_cli_train(int argc, char **argv)
             rc = 1;
             goto done;
         }
+    }
+    if (a.plan) {
+        rc = print_plan(&a, t);
+        goto done;
     }
     {
         const char *const *frozen;

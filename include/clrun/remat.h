@@ -37,6 +37,9 @@ typedef struct clrun_remat_report {
     int32_t repeated_nodes;   /* nodes added to compute them again */
     uint64_t dropped_bytes;   /* the dropped tensors' bytes (their sum, not a peak), which the
                                  repeated nodes write again */
+    uint64_t repeated_flops;  /* the repeated nodes' arithmetic, estimated: two per
+                                 multiply-add of a product (matmul, gemm, conv2d), one per
+                                 output element of the other ops */
 } clrun_remat_report;
 
 /* Rewrites `graph` in place by `policy` (the text above; NULL or "" is "none"): nodes

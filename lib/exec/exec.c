@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "exec/exec_share.h"
 
 _Static_assert((int)CLRUN_EXEC_POOLED == (int)CLRUN__EXEC_POOLED &&
                    (int)CLRUN_EXEC_NAIVE == (int)CLRUN__EXEC_NAIVE &&
@@ -189,6 +190,13 @@ static void report_unused_donations(clrun_exec *e)
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out)
 {
+    return clrun__exec_create_beside(ctx, graph, options, NULL, out);
+}
+
+clrun_status clrun__exec_create_beside(clrun_context *ctx, const clrun_graph *graph,
+                                       const clrun_exec_options *options, const clrun_exec *host,
+                                       clrun_exec **out)
+{
     if (ctx == NULL || graph == NULL || out == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_create: NULL argument");
     *out = NULL;
@@ -201,6 +209,7 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
     }
     e->ctx = ctx;
     e->graph = graph;
+    e->arena_host = host;
     if (options)
         e->options = *options;
     else
@@ -280,7 +289,7 @@ void clrun_exec_destroy(clrun_exec *e)
     for (int32_t b = 0; e->arena_views && b < e->schedule.buffer_count; b++)
         if (e->arena_views[b])
             clrun__cl.ReleaseMemObject(e->arena_views[b]);
-    if (e->arena)
+    if (e->arena) /* a shared arena has none of its own */
         clrun__pool_release_raw(e->ctx, e->arena, e->arena_bytes);
     for (int32_t b = 0; e->buffers && b < e->schedule.buffer_count; b++)
         free(e->buffers[b].events);

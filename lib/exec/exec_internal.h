@@ -64,6 +64,9 @@ struct clrun_exec {
     uint64_t *arena_offsets;       /* planned mode: per schedule buffer, its offset in the arena, or
                                       in its host's block */
     uint64_t arena_bytes;
+    const clrun_exec *arena_host;  /* planned mode: whose arena this one's lies in when it fits
+                                      (clrun__exec_create_beside), or NULL */
+    bool arena_shared;             /* the views are arena_host's arena's (arena stays NULL) */
     int32_t *host_of;              /* planned mode: per schedule buffer, the donated input whose
                                       block holds it after that input's last use, or -1 */
     cl_mem *region_views;          /* planned mode: per run, the views into hosts' blocks */

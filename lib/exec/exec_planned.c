@@ -173,6 +173,8 @@ static clrun_status plan_arena(clrun_exec *e, const plan_items *all, const bool 
     options.alignment = e->ctx->info.base_addr_align;
     options.time_limit_s = e->options.plan_time_limit_s;
     options.capacity = arena_budget(e, &held_now);
+    if (e->arena_host && e->arena_host->arena_bytes > options.capacity)
+        options.capacity = e->arena_host->arena_bytes; /* it may lie in the host's */
     clrun_plan_result result = {0};
     clrun_status status = n > 0 ? clrun_plan_solve(items, n, &options, offsets, &result) : CLRUN_OK;
     if (status != CLRUN_OK)
@@ -199,18 +201,29 @@ static clrun_status make_arena(clrun_exec *e)
                            clrun__format_bytes(e->ctx->info.max_alloc, most, sizeof most));
     if (e->arena_bytes == 0)
         return CLRUN_OK;
-    /* A driver buffer of its own, counted by the pool and held to its limit. */
-    clrun_status status = clrun__pool_create_raw(e->ctx, e->arena_bytes, "the planned arena", &e->arena);
-    if (status != CLRUN_OK)
-        return status;
     cl_int error = CL_SUCCESS;
+    const clrun_exec *host = e->arena_host;
+    cl_mem parent = NULL;
+    if (host && host->arena && e->arena_bytes <= host->arena_bytes && !e->ctx->out_of_order) {
+        /* views into the arena of an executor that never runs at the same time (a view of a
+         * view is no OpenCL buffer: the views are the host arena's own) */
+        e->arena_shared = true;
+        parent = host->arena;
+    } else {
+        /* A driver buffer of its own, counted by the pool and held to its limit. */
+        clrun_status status = clrun__pool_create_raw(e->ctx, e->arena_bytes, "the planned arena",
+                                                     &e->arena);
+        if (status != CLRUN_OK)
+            return status;
+        parent = e->arena;
+    }
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         const clrun__sched_buffer *sb = &e->schedule.buffers[b];
         bool created = !sb->is_constant && !sb->is_input && sb->first >= 0;
         if (!created || e->host_of[b] >= 0)
             continue;
         cl_buffer_region region = {(size_t)e->arena_offsets[b], (size_t)sb->bytes};
-        e->arena_views[b] = clrun__cl.CreateSubBuffer(e->arena, CL_MEM_READ_WRITE,
+        e->arena_views[b] = clrun__cl.CreateSubBuffer(parent, CL_MEM_READ_WRITE,
                                                       CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
         if (e->arena_views[b] == NULL)
             return clrun__fail_cl(e->ctx, error, "clCreateSubBuffer", "arena view at %llu",

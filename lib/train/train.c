@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "device/context.h"
 #include "graph/graph.h"
+#include "exec/exec_share.h"
 #include "train/train_internal.h"
 
 
@@ -29,8 +30,8 @@ void clrun_train_destroy(clrun_train *t)
 {
     if (t == NULL)
         return;
+    clrun_exec_destroy(t->eval); /* first: its arena may be a view of the step's */
     clrun_exec_destroy(t->exec);
-    clrun_exec_destroy(t->eval);
     free(t->eval_slots);
     for (int32_t i = 0; t->buffers && i < t->slot_blocks; i++)
         if (t->held[i])
@@ -182,7 +183,9 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
         eval_options.mode = CLRUN_EXEC_PLANNED;
         eval_options.plan_time_limit_s = 0;
     }
-    s = clrun_exec_create(ctx, t->tg.eval, &eval_options, &t->eval);
+    s = clrun__exec_create_beside(ctx, t->tg.eval, &eval_options,
+                                  t->budget_planned && clrun__train_eval_shares(t) ? t->exec : NULL,
+                                  &t->eval);
     if (s != CLRUN_OK)
         goto fail;
     for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
@@ -564,6 +567,12 @@ int32_t clrun_train_unused_donations(const clrun_train *t, const char *const **n
 const clrun_graph *clrun_train_step_graph(const clrun_train *t)
 {
     return t ? t->tg.graph : NULL;
+}
+
+bool clrun__train_eval_shares(const clrun_train *t)
+{
+    /* gradients kept are outputs read after the step, maybe after an evaluation */
+    return !t->options.graph.keep_gradients && !t->ctx->out_of_order;
 }
 
 const clrun_exec *clrun_train_step_exec(const clrun_train *t)

@@ -2,8 +2,9 @@
  * with none, what the pool's limit leaves when the step might not fit in it. Under a budget the
  * step runs in planned mode (unless the executor options name another mode), where what it holds
  * is known before it runs: its arena, its inputs (the state and the feeds, blocks of the pool),
- * its constants, and beside it the evaluation's arena and constants. That sum is what the budget
- * holds, exactly as the pool will count it. A budget below the least any rewrite can hold (the
+ * its constants, and beside it the evaluation's constants and its arena, which lies inside the
+ * step's when that is larger (they take turns). That sum is what the budget holds, exactly as
+ * the pool will count it. A budget below the least any rewrite can hold (the
  * inputs, the constants, the evaluation and the largest working set of one step) is refused at
  * once with that least. Otherwise: the step as it is if it fits; else dots_saveable (only the
  * elementwise work after the products repeated); then Chen's segments, the shortest whose step
@@ -33,7 +34,10 @@ typedef struct budget {
     uint64_t limit;    /* from_pool: the pool's limit */
     uint64_t held;     /* from_pool: what the pool held before the trainer */
     bool planned;      /* the step runs in planned mode: the verdict is what it holds */
-    uint64_t eval;     /* planned: the evaluation executor's arena and constants */
+    uint64_t eval;     /* planned: the evaluation executor's constants (and what else it
+                          reserves beside its arena) */
+    uint64_t eval_arena; /* planned: the evaluation's arena */
+    bool share;        /* the evaluation's arena may lie in the step's (train.c) */
 } budget;
 
 /* "123 bytes", "45.6 KiB", "7.89 MiB" */
@@ -171,7 +175,8 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
         held_bytes h;
         /* its arena and resident constants as the pool reserved them */
         if ((s = measure(t, b, &h, err, errlen)) == CLRUN_OK)
-            *held = h.inputs + (after > before ? after - before : h.arena + h.constants) + b->eval;
+            *held = h.inputs + (after > before ? after - before : h.arena + h.constants) +
+                    b->eval + (b->share && b->eval_arena <= h.arena ? 0 : b->eval_arena);
     } else {
         s = plan_within(t->exec, b->bytes, held, err, errlen);
     }
@@ -326,15 +331,19 @@ static clrun_status eval_bytes(clrun_train *t, budget *b, char *err, size_t errl
     clrun_exec_stats st;
     if (s == CLRUN_OK)
         s = clrun_exec_stats_get(e, &st);
-    if (s == CLRUN_OK) /* as the pool reserved them */
-        b->eval = after > before ? after - before : st.arena_bytes + st.constant_bytes;
+    if (s == CLRUN_OK) { /* as the pool reserved them */
+        b->eval_arena = st.arena_bytes;
+        b->eval = after > before + st.arena_bytes ? after - before - st.arena_bytes : st.constant_bytes;
+    }
     if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* past the pool's limit alone: its least, pooled */
         o.mode = CLRUN_EXEC_POOLED;
         s = clrun_exec_create(t->ctx, t->tg.eval, &o, &e);
         if (s == CLRUN_OK)
             s = clrun_exec_stats_get(e, &st);
-        if (s == CLRUN_OK)
-            b->eval = st.lower_bound_bytes + st.constant_bytes;
+        if (s == CLRUN_OK) {
+            b->eval_arena = st.lower_bound_bytes;
+            b->eval = st.constant_bytes;
+        }
     }
     else
         snprintf(err, errlen, "train: the evaluation of the model, in planned mode: %s",
@@ -367,19 +376,30 @@ static clrun_status slots(clrun_train *t, char *err, size_t errlen)
     return s;
 }
 
+/* The least any rewrite of the step holds: the trainer's blocks, the constants, the largest
+ * working set of one node, and the evaluation (its arena within the step's when they share). */
+static uint64_t least(const budget *b, const held_bytes *h)
+{
+    uint64_t fixed = h->inputs + h->constants + b->eval;
+    if (b->share)
+        return fixed + (h->working > b->eval_arena ? h->working : b->eval_arena);
+    return fixed + h->working + b->eval_arena;
+}
+
 /* A budget below `least`, refused with what makes it up. */
 static clrun_status refuse_floor(const budget *b, const held_bytes *h, char *err, size_t errlen)
 {
-    char what[160], least[32], in[32], k[32], w[32], ev[32];
+    char what[160], most[32], in[32], k[32], w[32], ev[32];
+    uint64_t all = least(b, h);
     describe(b, what, sizeof what);
-    human(h->inputs + h->constants + h->working + b->eval, least, sizeof least);
+    human(all, most, sizeof most);
     human(h->inputs, in, sizeof in);
     human(h->constants, k, sizeof k);
     human(h->working, w, sizeof w);
-    human(b->eval, ev, sizeof ev);
+    human(all - h->inputs - h->constants - h->working, ev, sizeof ev);
     snprintf(err, errlen, "train: %s is below the least the step can hold whatever is "
              "recomputed: %s (parameters, state and feeds %s, constants %s, the largest working "
-             "set of one node %s, the evaluation %s)", what, least, in, k, w, ev);
+             "set of one node %s, the evaluation beside it %s)", what, most, in, k, w, ev);
     return b->from_pool ? CLRUN_ERROR_OUT_OF_MEMORY : CLRUN_ERROR_INVALID_ARGUMENT;
 }
 
@@ -398,6 +418,7 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
     uint64_t held, best = UINT64_MAX;
     clrun_exec_mode mode = t->options.exec.mode;
     b.planned = mode == CLRUN_EXEC_CONTEXT || mode == CLRUN_EXEC_PLANNED;
+    b.share = b.planned && clrun__train_eval_shares(t);
     /* the step as asked, in the executor's own mode: kept when no budget binds */
     clrun_status s = try_step(t, model, options, first, NULL, &fits, &held, err, errlen);
     if (s == CLRUN_ERROR_OUT_OF_MEMORY && b.bytes == 0 && b.planned) {
@@ -439,7 +460,7 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         drop_step(t);
         return s;
     }
-    if (h.inputs + h.constants + h.working + b.eval > b.bytes) {
+    if (least(&b, &h) > b.bytes) {
         drop_step(t);
         return refuse_floor(&b, &h, err, errlen);
     }

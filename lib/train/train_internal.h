@@ -49,6 +49,10 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
  * CLRUN_ERROR_OUT_OF_HOST_MEMORY, or the pool's error (its message is the context's). */
 clrun_status clrun__train_alloc_slots(clrun_train *t);
 
+/* Whether the evaluation's planned arena may lie in the step's: they take turns on an in-order
+ * queue, and no output of the step is read after an evaluation (no kept gradients). */
+bool clrun__train_eval_shares(const clrun_train *t);
+
 /* The bytes of slot i's tensor. */
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i);
 

@@ -300,7 +300,8 @@ class TrainEvalResult(ctypes.Structure):
 
 class RematReport(ctypes.Structure):
     """clrun_remat_report (remat.h)."""
-    _fields_ = [("dropped", c_int32), ("repeated_nodes", c_int32), ("dropped_bytes", c_uint64)]
+    _fields_ = [("dropped", c_int32), ("repeated_nodes", c_int32), ("dropped_bytes", c_uint64),
+                ("repeated_flops", c_uint64)]
 
 
 class TrainStats(ctypes.Structure):

@@ -1,0 +1,16 @@
+/* Executors that take turns: one laid out inside another's planned arena. */
+#ifndef CLRUN_LIB_EXEC_SHARE_H
+#define CLRUN_LIB_EXEC_SHARE_H
+
+#include <clrun/exec.h>
+
+/* clrun_exec_create, with `host` (may be NULL): in planned mode, when host's planned arena is
+ * at least as large as the new executor's and the context's queue is in order, the new
+ * executor's arena is a view of host's instead of memory of its own (nothing more is reserved).
+ * The two must never run at once, a run of either overwrites what the other's last run left in
+ * its arena (outputs not taken out), and host must outlive the new executor. */
+clrun_status clrun__exec_create_beside(clrun_context *ctx, const clrun_graph *graph,
+                                       const clrun_exec_options *options, const clrun_exec *host,
+                                       clrun_exec **out);
+
+#endif
