@@ -11,6 +11,9 @@
  *                     step's planned peak down by --step percent while at least the smallest
  *                     planned peak of the rows above; then that peak; then lower ones, until the
  *                     trainer refuses: the refusal's message (its minimum) is printed.
+ *   pool limit B (50%) a context of its own whose pool may reserve half of what the
+ *                     unconstrained trainer holds, a trainer given no budget: the pool's limit
+ *                     is the budget (issue 27: "CLRUN_POOL_LIMIT set to half ... the step runs").
  * The policy rows are made with a budget of 1 PiB (which every step fits) so that the planner
  * gives their planned peak too. A row's step: two steps whose losses (before their update, and
  * after one) must equal the unconstrained step's bit for bit (PASS/FAIL), then --repeat timed
@@ -46,11 +49,13 @@
  * the square root of the forward's nodes, capped at the modules the model is a sequence of: that
  * file says how); without torch a line says so and the rest runs.
  *
- * Usage: bench/bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--optimizer sgd|adam]
+ * Usage: bench/bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only]
+ *                          [--optimizer sgd|adam]
  *                          [--fusion on|off] [--threads T] [--python PY] [--no-torch] [MODEL]...
  *   MODEL: bert_base, resnet50 (default both), resnet18, bert, mlp.
  *   --tiny: small widths of the same models (the same depth), a few ms a step, for trying it.
  *   --no-torch: no PyTorch lines.
+ *   --pool-limit-only: the unconstrained row and the pool limit's row alone.
  *   Defaults: --repeat 5 --step 10, T the device's compute units, PY /usr/bin/python3.
  * Run by hand after `make bench`, e.g. bench/bench_remat --tiny, or bench/bench_remat (the full
  * models take minutes a row on a CPU device). */
@@ -82,7 +87,7 @@
 
 typedef struct options {
     int repeat, step_pct, fusion, threads;
-    bool tiny, retime, no_torch;
+    bool tiny, retime, no_torch, pool_only;
     clrun_optimizer_kind optimizer;
     const char *python;
 } options;
@@ -232,8 +237,15 @@ static void print_row(const char *label, const row *r, const row *base, const ch
 static const char *refusal_minimum(const char *err)
 {
     static char text[1100];
-    const char *p = strstr(err, "at best it needs ");
-    snprintf(text, sizeof text, "%s%s", p ? "needs at least " : "", p ? p + strlen("at best it needs ") : err);
+    static const char *const leads[] = {"at best it needs ", "can hold whatever is recomputed: "};
+    for (int k = 0; k < 2; k++) {
+        const char *p = strstr(err, leads[k]);
+        if (p) {
+            snprintf(text, sizeof text, "needs at least %s", p + strlen(leads[k]));
+            return text;
+        }
+    }
+    snprintf(text, sizeof text, "%s", err);
     return text;
 }
 
@@ -280,6 +292,10 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
     char met[32][96];
     int met_count = 0;
     for (int k = 0; k < POLICIES; k++) {
+        if (o->pool_only && k > 0) {
+            memset(&by_policy[k], 0, sizeof by_policy[k]);
+            continue;
+        }
         run_row(ctx, model, config, o, k ? policies[k] : NULL, NO_LIMIT, false, &by_policy[k]);
         if (k == 0 && !base->ok) {
             printf("%s: the unconstrained step: %s\n", name, base->err);
@@ -298,7 +314,7 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
      * that peak; then the next below it, and lower ones while the trainer finds a step that fits
      * (it may: its search is not only these policies), down to half that peak at the end. */
     bool done_min = false;
-    for (int pct = 100;; pct -= o->step_pct) {
+    for (int pct = 100; !o->pool_only; pct -= o->step_pct) {
         uint64_t budget = (uint64_t)((double)base->planned * (pct > 0 ? pct : 0) / 100.0);
         bool last = false;
         char label[160];
@@ -337,6 +353,32 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
             snprintf(met[met_count++], sizeof met[0], "%s", label);
         if (last)
             break;
+    }
+    /* The pool's limit as the budget: a context whose pool may reserve half of what the
+     * unconstrained trainer holds, a trainer given no budget. */
+    clrun_context_options co;
+    clrun_context_options_init(&co);
+    co.pool_limit = base->planned / 2;
+    clrun_context *half = NULL;
+    char label[160];
+    snprintf(label, sizeof label, "pool limit %.2f MiB (50%%) -> ", (double)co.pool_limit / MIB);
+    if (clrun_context_create(&co, &half) != CLRUN_OK) {
+        printf("%-36s no context: %s\n", label, clrun_last_error(NULL));
+    } else {
+        row r;
+        run_row(half, model, config, o, NULL, 0, true, &r);
+        if (!r.ok) {
+            printf("%-36s refused: %s\n", label, refusal_minimum(r.err));
+        } else {
+            int chosen = policy_index(r.policy);
+            if (!r.timed && chosen >= 0)
+                r.ms = by_policy[chosen].ms;
+            size_t len = strlen(label);
+            snprintf(label + len, sizeof label - len, "%s", r.label);
+            print_row(label, &r, base, "");
+        }
+        fflush(stdout);
+        clrun_context_destroy(half);
     }
     printf("issue 27's floor (activations <= 1/3 of the unconstrained step's at <= 1.25x its time): ");
     if (met_count == 0)
@@ -380,10 +422,12 @@ int main(int argc, char **argv)
             o.tiny = true, first++;
         else if (strcmp(a, "--retime") == 0)
             o.retime = true, first++;
+        else if (strcmp(a, "--pool-limit-only") == 0)
+            o.pool_only = true, first++;
         else if (strcmp(a, "--no-torch") == 0)
             o.no_torch = true, first++;
         else {
-            fprintf(stderr, "usage: bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] "
+            fprintf(stderr, "usage: bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only] "
                             "[--optimizer sgd|adam] [--fusion on|off] [--python PY] [--no-torch] [MODEL]...\n");
             return 2;
         }
