@@ -230,6 +230,17 @@ class Steps(GraphFiles):
         with self.assertRaisesRegex(clrun.InvalidArgumentError,
                                     "a memory budget of 64 bytes is below the least the step can hold"):
             self.ctx.train(self.small, "xent:logits", memory_budget=64)
+        # the pool's limit as the budget: a context whose pool may reserve one byte less than
+        # the unconstrained trainer holds fits the step by recomputing, with the same losses
+        limited = clrun.Context(pool_limit=full - 1)
+        fitted = limited.train(deep, "xent:logits")
+        stats = fitted.stats()
+        self.assertNotEqual(stats["remat_policy"], "none")
+        self.assertEqual(stats["exec"]["mode"], "planned")
+        self.assertLessEqual(stats["planned_peak_bytes"], full - 1)
+        self.assertEqual(self.run_steps(fitted, range(30, 33)), want)
+        with self.assertRaisesRegex(clrun.OutOfMemoryError, "is below the least the step can hold"):
+            clrun.Context(pool_limit="4K").train(deep, "xent:logits")
         with self.assertRaisesRegex(clrun.InvalidArgumentError, "not a size"):
             self.ctx.train(self.small, "xent:logits", memory_budget="lots")
         with self.assertRaises(clrun.InvalidArgumentError):
