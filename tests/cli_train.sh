@@ -44,6 +44,20 @@ acc=$(test_accuracy "$tmp/mlp")
 at_least "${acc:-0}" 0.95 || fail "digits MLP: test accuracy ${acc:-none} below 0.95"
 grep -q 'epoch 10/10 .*test accuracy' "$tmp/mlp.err" || fail "digits MLP: no line per epoch"
 
+# With the pool's limit at half of what the unconstrained trainer holds, the parameters and the
+# optimizer state move to host memory, and the MLP trains to the same loss and test accuracy.
+"$CLRUN" plan "$data/digits_mlp.graph" --budget 1G --loss xent:logits --json >"$tmp/plan" 2>&1
+full=$(sed -n 's/.*"planned_peak_bytes":\([0-9]*\).*/\1/p' "$tmp/plan")
+CLRUN_POOL_LIMIT=$(( ${full:-0} / 2 )) "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits \
+    --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" --test-data "$tmp/xte.npy" --test-labels "$tmp/yte.npy" \
+    --epochs 10 --lr 0.01 --json >"$tmp/half" 2>"$tmp/half.err"
+rc=$?
+expect 0 '"host_bytes":[1-9]' "$tmp/half" "digits MLP at half its memory"
+[ "$(test_accuracy "$tmp/half")" = "$acc" ] ||
+    fail "digits MLP at half its memory: test accuracy $(test_accuracy "$tmp/half"), unconstrained $acc"
+[ "$(sed -n 's/.*"loss":\([0-9.e-]*\).*/\1/p' "$tmp/half")" = "$(sed -n 's/.*"loss":\([0-9.e-]*\).*/\1/p' "$tmp/mlp")" ] ||
+    fail "digits MLP at half its memory: another final loss"
+
 "$CLRUN" train "$data/digits_cnn.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" \
     --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy" --epochs 10 --lr 0.01 --json >"$tmp/cnn" 2>"$tmp/cnn.err"
 rc=$?
@@ -117,9 +131,14 @@ CLRUN_POOL_LIMIT=${need:-0} "$CLRUN" train "$data/digits_cnn.graph" $common --da
 rc=$?
 expect 0 "fitted to the pool's limit: remat none, planned peak" "$tmp/out" "a pool limit of just what the step holds"
 cmp -s "$tmp/plain" "$tmp/limited" || fail "a step fitted to the pool's limit ends in another state"
-CLRUN_POOL_LIMIT=$(( ${need:-0} - 1 )) "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" >"$tmp/out" 2>&1
+CLRUN_POOL_LIMIT=$(( ${need:-0} - 1 )) "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" \
+    --epochs 1 --save-state "$tmp/limited" >"$tmp/out" 2>&1
 rc=$?
-expect 2 "does not fit the pool's limit of" "$tmp/out" "a pool limit one byte short"
+expect 0 "in host memory (the device maps it): .* of parameters and optimizer state" "$tmp/out" "a pool limit one byte short"
+cmp -s "$tmp/plain" "$tmp/limited" || fail "a step with its state in host memory ends in another state"
+"$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --memory-budget 200K >"$tmp/out" 2>&1
+rc=$?
+expect 2 "does not fit a memory budget of 200.0 KiB: at best it needs" "$tmp/out" "a budget above the least that no step meets"
 CLRUN_POOL_LIMIT=64K "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "the pool's limit of 64.0 KiB .* is below the least the step can hold" "$tmp/out" "a pool limit below the least"

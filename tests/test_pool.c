@@ -117,6 +117,44 @@ static void blocks_of_every_strategy_hold_what_a_kernel_wrote_and_neighbours_are
 
 /* ---- sizes ---- */
 
+/* Host blocks (a trainer's offloaded state): the caller's, in host memory the device maps,
+ * outside the pool's limit and its reserved bytes; written and read back like any block, handed
+ * to a donation's views through their region, freed by clrun_free. */
+static void host_blocks_are_the_callers_outside_the_limit(void **state)
+{
+    (void)state;
+    clrun_context *ctx = open_context("tlsf", false, 64 << 10);
+    const uint64_t sizes[2] = {48 << 10, 40 << 10};
+    const char *const labels[2] = {"m", "v"};
+    clrun_buffer blocks[2];
+    assert_int_equal(clrun__pool_alloc_host(ctx, sizes, labels, 2, blocks), CLRUN_OK);
+    clrun_memory_stats m;
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_true(m.host >= sizes[0] + sizes[1]);
+    assert_int_equal(m.reserved, 0);
+    assert_int_equal(m.in_use, 0);
+    assert_non_null(clrun__pool_chunk_mem(ctx, blocks[1].chunk));
+    float *out = malloc(sizes[1]), *back = malloc(sizes[1]);
+    assert_non_null(out);
+    assert_non_null(back);
+    for (size_t i = 0; i < sizes[1] / sizeof *out; i++)
+        out[i] = (float)i * 0.5f;
+    assert_int_equal(clrun_buffer_write(ctx, &blocks[1], out), CLRUN_OK);
+    assert_int_equal(clrun_buffer_read(ctx, &blocks[1], back), CLRUN_OK);
+    assert_memory_equal(out, back, sizes[1]);
+    /* the device's blocks are still held to the limit beside them */
+    clrun_buffer b;
+    assert_int_equal(clrun_alloc(ctx, 32 << 10, &b), CLRUN_OK);
+    assert_int_equal(clrun_free(ctx, &b), CLRUN_OK);
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(clrun_free(ctx, &blocks[k]), CLRUN_OK);
+    assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+    assert_int_equal(m.host, 0);
+    free(out);
+    free(back);
+    clrun_context_destroy(ctx);
+}
+
 static void size_zero_is_an_invalid_size(void **state)
 {
     (void)state;
@@ -666,6 +704,7 @@ int main(void)
         cmocka_unit_test(preallocate_reserves_the_limit_up_front),
         cmocka_unit_test(statistics_follow_allocations_and_peaks_reset),
         cmocka_unit_test(reset_forgets_every_block_and_keeps_the_chunks),
+        cmocka_unit_test(host_blocks_are_the_callers_outside_the_limit),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);

@@ -544,6 +544,7 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "fused_groups", json_object_new_int(st.exec.fused_groups));
     json_object_object_add(o, "remat", json_object_new_string(st.remat_policy));
     json_object_object_add(o, "memory_budget", json_object_new_int64((int64_t)a->memory_budget));
+    json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)st.host_bytes));
     json_object_object_add(o, "planned_peak_bytes", json_object_new_int64((int64_t)st.planned_peak_bytes));
     json_object_object_add(o, "remat_dropped", json_object_new_int(st.remat.dropped));
     json_object_object_add(o, "remat_dropped_bytes", json_object_new_int64((int64_t)st.remat.dropped_bytes));
@@ -613,6 +614,7 @@ static int print_plan(const train_args *a, const clrun_train *t)
         json_object_object_add(o, "model", json_object_new_string(a->path));
         json_object_object_add(o, "remat", json_object_new_string(st.remat_policy));
         json_object_object_add(o, "memory_budget", json_object_new_int64((int64_t)a->memory_budget));
+    json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)st.host_bytes));
         json_object_object_add(o, "planned_peak_bytes", json_object_new_int64((int64_t)st.planned_peak_bytes));
         json_object_object_add(o, "mode", json_object_new_string(st.exec.mode));
         json_object_object_add(o, "arena_bytes", json_object_new_int64((int64_t)st.exec.arena_bytes));
@@ -623,6 +625,7 @@ static int print_plan(const train_args *a, const clrun_train *t)
         json_object_object_add(o, "remat_dropped_bytes", json_object_new_int64((int64_t)st.remat.dropped_bytes));
         json_object_object_add(o, "remat_repeated_nodes", json_object_new_int(st.remat.repeated_nodes));
         json_object_object_add(o, "remat_repeated_flops", json_object_new_int64((int64_t)st.remat.repeated_flops));
+        json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)st.host_bytes));
         json_object_object_add(o, "recomputed", names);
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
@@ -641,6 +644,9 @@ static int print_plan(const train_args *a, const clrun_train *t)
                mib(st.exec.arena_bytes, b3, sizeof b3));
     else
         printf("no budget binds: remat %s\n", st.remat_policy);
+    if (st.host_bytes)
+        printf("in host memory (the device maps it): %s of parameters and optimizer state\n",
+               mib(st.host_bytes, b1, sizeof b1));
     if (n == 0) {
         printf("recomputed: nothing\n");
     } else {
@@ -944,6 +950,9 @@ int clrun_cli_train(int argc, char **argv)
             else if (st.planned_peak_bytes)
                 printf("fitted to the pool's limit: remat %.*s%s, planned peak %s\n", shown,
                        st.remat_policy, more, mib(st.planned_peak_bytes, b2, sizeof b2));
+            if (st.host_bytes)
+                printf("in host memory (the device maps it): %s of parameters and optimizer "
+                       "state\n", mib(st.host_bytes, b1, sizeof b1));
         } else {
             json_object *o = report(&a, t, &f, steps);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

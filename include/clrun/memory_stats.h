@@ -30,6 +30,8 @@ typedef struct clrun_memory_stats {
                                * constants, packed exactly */
     uint64_t raw;             /* of reserved: driver buffers of their own (naive-mode tensors,
                                * planned arenas) */
+    uint64_t host;            /* not in reserved: host memory the device maps, holding state
+                               * offloaded from it (a trainer's under a memory budget) */
 } clrun_memory_stats;
 
 #ifdef __cplusplus

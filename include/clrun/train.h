@@ -129,6 +129,10 @@ typedef struct clrun_train_stats {
     uint64_t planned_peak_bytes; /* under a memory budget (given, or the pool's limit): what
                                     the trainer holds, the bytes the budget was held to
                                     (train_graph.h); else 0 */
+    uint64_t host_bytes;         /* under a budget that the device alone cannot meet: the
+                                    optimizer state (and then the parameters) kept in host
+                                    memory the device maps, which kernels use where it is;
+                                    else 0 */
     clrun_exec_stats exec;       /* the step executor's own figures */
 } clrun_train_stats;
 

@@ -463,6 +463,7 @@ clrun_status clrun_memory_stats_get(clrun_context *ctx, clrun_memory_stats *out)
     clrun__allocator_stats(pool->allocator, out);
     out->resident = pool->resident_bytes;
     out->raw = pool->raw_bytes;
+    out->host = pool->host_bytes;
     out->driver_allocs += pool->extra_allocs;
     out->driver_frees += pool->extra_frees;
     out->alloc_count += pool->extra_blocks;
@@ -502,6 +503,9 @@ cl_mem clrun__pool_chunk_mem(clrun_context *ctx, uint32_t chunk)
         return NULL;
     pthread_mutex_lock(&pool->lock);
     cl_mem mem = chunk < pool->chunk_capacity ? pool->chunk_mem[chunk] : NULL;
+    uint32_t region = chunk & ~CLRUN__POOL_REGION_BIT;
+    if ((chunk & CLRUN__POOL_REGION_BIT) && region < pool->region_count)
+        mem = pool->regions[region].mem; /* a resident or host region's */
     pthread_mutex_unlock(&pool->lock);
     return mem;
 }

@@ -63,6 +63,13 @@ clrun_status clrun__pool_take_wait(clrun_context *ctx, const clrun_buffer *buffe
 clrun_status clrun__pool_alloc_resident(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
                                         size_t count, clrun_buffer *out);
 
+/* As clrun__pool_alloc_resident, but the caller's blocks (clrun_free frees them, a run takes
+ * them as inputs and may adopt them) in host memory the device maps (CL_MEM_ALLOC_HOST_PTR):
+ * kernels read and write them where they are (on a discrete device, across the bus). They are
+ * not the device's: neither reserved nor in use, not held to the limit; the statistics count them
+ * in `host`. */
+clrun_status clrun__pool_alloc_host(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
+                                    size_t count, clrun_buffer *out);
 /* A driver buffer of its own of `size` bytes, counted in the pool's reserved bytes and held to
  * its limit (empty chunks of the pool are given back first when the limit would refuse it):
  * the executor's naive-mode buffers and planned arena. `label` names it in the out-of-memory
@@ -94,7 +101,8 @@ clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *b
 /* True when `buffer` is a live block of ctx's pool (not freed, not a stale copy, not foreign). */
 bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer);
 
-/* The chunk buffer (not a sub-buffer) that holds `buffer`, for guard checks and tests. */
+/* The chunk buffer (not a sub-buffer) that holds a block of chunk id `chunk`: a strategy chunk,
+ * or a resident or host region (guard checks, views into a donated block, tests). */
 cl_mem clrun__pool_chunk_mem(clrun_context *ctx, uint32_t chunk);
 
 #endif

@@ -12,6 +12,7 @@
 
 #define CLRUN__POOL_LABEL_MAX 64
 #define CLRUN__POOL_NO_REGION UINT32_MAX /* block_record.region of a block in a strategy chunk */
+#define CLRUN__POOL_REGION_BIT UINT32_C(0x80000000) /* in the chunk ids of resident regions' blocks */
 
 typedef struct block_record {
     bool live;              /* the slot holds a live block */
@@ -40,6 +41,8 @@ typedef struct resident_region {
     cl_mem mem;             /* NULL: the entry is unused */
     uint64_t size;          /* bytes */
     uint32_t live;          /* its live blocks; the region goes back to the driver at 0 */
+    bool host;              /* in host memory (clrun__pool_alloc_host): not the device's, not
+                               counted against the limit */
 } resident_region;
 
 /* Bytes freed while commands that use them may still run (out-of-order queues). */
@@ -64,6 +67,7 @@ struct clrun_pool {
     size_t region_capacity;
     uint64_t resident_bytes;     /* bytes of resident regions */
     uint64_t raw_bytes;          /* bytes of buffers of their own (clrun__pool_create_raw) */
+    uint64_t host_bytes;         /* bytes of host-memory regions (clrun__pool_alloc_host) */
     uint64_t raw_count;          /* and how many */
     pending_range *pending;      /* out-of-order queues: freed ranges still in use */
     size_t pending_count, pending_capacity;

@@ -4,7 +4,10 @@
  *    strategy's rounding (buddy's powers of two, slab's classes) nor its growth slack. A region
  *    goes back to the driver with its last block. Its blocks' chunk ids have the top bit set;
  *  - raw buffers: a driver buffer of its own per request (naive-mode tensors, a planned arena),
- *    only counted, so that CLRUN_POOL_LIMIT is a limit in every executor mode.
+ *    only counted, so that CLRUN_POOL_LIMIT is a limit in every executor mode;
+ *  - host regions: packed as resident ones, but in host memory the device maps
+ *    (CL_MEM_ALLOC_HOST_PTR), the caller's blocks, neither reserved nor in use for the limit:
+ *    state offloaded from the device (a trainer under a budget).
  * And the part of an out-of-memory message that says who holds the memory. */
 #include "memory/pool_internal.h"
 
@@ -15,7 +18,6 @@
 
 #include "core/util.h"
 
-#define REGION_CHUNK_BIT UINT32_C(0x80000000) /* chunk ids of resident blocks */
 #define HOLDERS_SHOWN 5                        /* live blocks named in an out-of-memory message */
 
 /* Counts `reserve` bytes more reserved and `use` more in use; when the limit refuses, gives back
@@ -60,8 +62,12 @@ static void region_drop(struct clrun_pool *pool, uint32_t index)
 {
     resident_region *g = &pool->regions[index];
     clrun__cl.ReleaseMemObject(g->mem);
-    clrun__account_discharge(&pool->account, g->size, 0);
-    pool->resident_bytes -= g->size;
+    if (g->host) {
+        pool->host_bytes -= g->size;
+    } else {
+        clrun__account_discharge(&pool->account, g->size, 0);
+        pool->resident_bytes -= g->size;
+    }
     pool->extra_frees++;
     *g = (resident_region){0};
 }
@@ -70,7 +76,8 @@ void clrun__pool_resident_release(struct clrun_pool *pool, block_record *r)
 {
     resident_region *g = &pool->regions[r->region];
     assert(r->region < pool->region_count && g->mem && g->live > 0);
-    clrun__account_discharge(&pool->account, 0, r->size);
+    if (!g->host)
+        clrun__account_discharge(&pool->account, 0, r->size);
     pool->extra_block_frees++;
     if (--g->live == 0)
         region_drop(pool, r->region);
@@ -91,10 +98,23 @@ static uint64_t aligned(const struct clrun_pool *pool, uint64_t size)
 
 /* Reserves region `index` for blocks [first, last) of the batch at their packed offsets. */
 static clrun_status region_reserve(struct clrun_pool *pool, uint32_t index, uint64_t bytes, const char *first_label,
-                                   size_t blocks)
+                                   size_t blocks, bool host)
 {
     clrun_context *ctx = pool->ctx;
     char human[32], account[160];
+    if (host) { /* host memory the device maps: not the device's, not held to the limit */
+        cl_int error = CL_SUCCESS;
+        cl_mem mem = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                            (size_t)bytes, NULL, &error);
+        if (mem == NULL)
+            return clrun__fail_cl(ctx, error, "clCreateBuffer", "host memory of %s for %zu blocks "
+                                  "(from '%s')", clrun__format_bytes(bytes, human, sizeof human),
+                                  blocks, first_label);
+        pool->regions[index] = (resident_region){.mem = mem, .size = bytes, .host = true};
+        pool->host_bytes += bytes;
+        pool->extra_allocs++;
+        return CLRUN_OK;
+    }
     if (!charge_with_trim(pool, bytes, 0))
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "out of memory: a resident region of %s for %zu weights (from '%s') does not "
@@ -116,7 +136,7 @@ static clrun_status region_reserve(struct clrun_pool *pool, uint32_t index, uint
 
 /* Block `size` at `offset` of region `index` into *out, the executor's. */
 static clrun_status region_block(struct clrun_pool *pool, uint32_t index, uint64_t offset, uint64_t size,
-                                 const char *label, clrun_buffer *out)
+                                 const char *label, clrun__block_owner owner, clrun_buffer *out)
 {
     uint32_t slot = clrun__pool_take_slot(pool);
     if (slot == UINT32_MAX)
@@ -131,7 +151,7 @@ static clrun_status region_block(struct clrun_pool *pool, uint32_t index, uint64
         return clrun__fail_cl(pool->ctx, error, "clCreateSubBuffer", "resident block '%s' at %llu, %llu bytes",
                               label ? label : "", (unsigned long long)offset, (unsigned long long)size);
     }
-    r->chunk = REGION_CHUNK_BIT | index;
+    r->chunk = CLRUN__POOL_REGION_BIT | index;
     r->region = index;
     r->block_offset = offset;
     r->data_offset = offset;
@@ -143,15 +163,16 @@ static clrun_status region_block(struct clrun_pool *pool, uint32_t index, uint64
     snprintf(r->label, sizeof r->label, "%s", label ? label : "");
     g->live++;
     pool->extra_blocks++;
-    clrun__account_charge(&pool->account, 0, size); /* in use only: the region is reserved */
-    clrun__pool_publish(pool, slot, CLRUN__OWNER_EXECUTOR, out);
+    if (!g->host) /* in use only: the region is reserved */
+        clrun__account_charge(&pool->account, 0, size);
+    clrun__pool_publish(pool, slot, owner, out);
     return CLRUN_OK;
 }
 
 /* Blocks [first, end) of the batch in one region, no larger than the device's maximum
  * allocation; *end gets where the region stops. */
 static clrun_status pack_region(struct clrun_pool *pool, const uint64_t *sizes, const char *const *labels,
-                                size_t count, size_t first, size_t *end, clrun_buffer *out)
+                                size_t count, size_t first, size_t *end, bool host, clrun_buffer *out)
 {
     uint64_t bytes = 0;
     size_t last = first;
@@ -164,10 +185,11 @@ static clrun_status pack_region(struct clrun_pool *pool, const uint64_t *sizes, 
     if (index == UINT32_MAX)
         return clrun__fail(pool->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for resident regions");
     const char *first_label = labels && labels[first] ? labels[first] : "";
-    clrun_status status = region_reserve(pool, index, bytes, first_label, last - first);
+    clrun_status status = region_reserve(pool, index, bytes, first_label, last - first, host);
     uint64_t offset = 0;
     for (size_t i = first; status == CLRUN_OK && i < last; i++) {
-        status = region_block(pool, index, offset, sizes[i], labels ? labels[i] : NULL, &out[i]);
+        status = region_block(pool, index, offset, sizes[i], labels ? labels[i] : NULL,
+                              host ? CLRUN__OWNER_CALLER : CLRUN__OWNER_EXECUTOR, &out[i]);
         offset = aligned(pool, offset + sizes[i]);
     }
     if (status != CLRUN_OK && pool->regions[index].mem && pool->regions[index].live == 0)
@@ -175,8 +197,9 @@ static clrun_status pack_region(struct clrun_pool *pool, const uint64_t *sizes, 
     return status;
 }
 
-clrun_status clrun__pool_alloc_resident(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
-                                        size_t count, clrun_buffer *out)
+/* Resident blocks (the executor's) or, with `host`, the caller's in host memory. */
+static clrun_status alloc_packed(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
+                                 size_t count, bool host, clrun_buffer *out)
 {
     if (ctx == NULL || (count && (sizes == NULL || out == NULL)))
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "resident blocks: NULL argument");
@@ -199,7 +222,7 @@ clrun_status clrun__pool_alloc_resident(clrun_context *ctx, const uint64_t *size
     pthread_mutex_lock(&pool->lock);
     size_t done = 0;
     while (status == CLRUN_OK && done < count)
-        status = pack_region(pool, sizes, labels, count, done, &done, out);
+        status = pack_region(pool, sizes, labels, count, done, &done, host, out);
     if (status != CLRUN_OK) { /* nothing stays: every block of the batch made so far goes */
         for (size_t i = 0; i < count; i++)
             if (out[i].mem)
@@ -208,6 +231,18 @@ clrun_status clrun__pool_alloc_resident(clrun_context *ctx, const uint64_t *size
     }
     pthread_mutex_unlock(&pool->lock);
     return status;
+}
+
+clrun_status clrun__pool_alloc_resident(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
+                                        size_t count, clrun_buffer *out)
+{
+    return alloc_packed(ctx, sizes, labels, count, false, out);
+}
+
+clrun_status clrun__pool_alloc_host(clrun_context *ctx, const uint64_t *sizes, const char *const *labels,
+                                    size_t count, clrun_buffer *out)
+{
+    return alloc_packed(ctx, sizes, labels, count, true, out);
 }
 
 /* ---- raw buffers ---------------------------------------------------------------------------------- */

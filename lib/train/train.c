@@ -12,6 +12,7 @@
 #include "device/context.h"
 #include "graph/graph.h"
 #include "exec/exec_share.h"
+#include "memory/pool.h"
 #include "train/train_internal.h"
 
 
@@ -33,16 +34,73 @@ void clrun_train_destroy(clrun_train *t)
     clrun_exec_destroy(t->eval); /* first: its arena may be a view of the step's */
     clrun_exec_destroy(t->exec);
     free(t->eval_slots);
-    for (int32_t i = 0; t->buffers && i < t->slot_blocks; i++)
-        if (t->held[i])
-            clrun_free(t->ctx, &t->buffers[i]);
-    free(t->buffers);
-    free(t->held);
+    clrun__train_free_slots(t);
     free(t->feeds);
     free(t->params);
     clrun__train_graph_free(&t->tg);
     free(t->remat_policy);
     free(t);
+}
+
+bool clrun__train_slot_on_host(const clrun_train *t, int32_t i)
+{
+    clrun__slot_role role = t->tg.slots[i].role;
+    return (role == CLRUN__SLOT_STATE && t->offload >= CLRUN__OFFLOAD_STATE) ||
+           (role == CLRUN__SLOT_PARAM && t->offload >= CLRUN__OFFLOAD_PARAMS);
+}
+
+uint64_t clrun__train_offloadable(const clrun_train *t, int level)
+{
+    uint64_t bytes = 0;
+    for (int32_t i = 0; i < t->tg.slot_count; i++) {
+        clrun__slot_role role = t->tg.slots[i].role;
+        if ((role == CLRUN__SLOT_STATE && level >= CLRUN__OFFLOAD_STATE) ||
+            (role == CLRUN__SLOT_PARAM && level >= CLRUN__OFFLOAD_PARAMS))
+            bytes += clrun__train_slot_bytes(t, i);
+    }
+    return bytes;
+}
+
+void clrun__train_free_slots(clrun_train *t)
+{
+    for (int32_t i = 0; t->buffers && i < t->slot_blocks; i++)
+        if (t->held[i])
+            clrun_free(t->ctx, &t->buffers[i]);
+    free(t->buffers);
+    free(t->held);
+    t->buffers = NULL;
+    t->held = NULL;
+    t->slot_blocks = 0;
+    t->host_bytes = 0;
+}
+
+/* The slots that live in host memory, packed in host regions. */
+static clrun_status host_slots(clrun_train *t)
+{
+    int32_t n = t->tg.slot_count, count = 0;
+    uint64_t *sizes = calloc((size_t)n + 1, sizeof *sizes);
+    const char **labels = calloc((size_t)n + 1, sizeof *labels);
+    clrun_buffer *blocks = calloc((size_t)n + 1, sizeof *blocks);
+    clrun_status s = sizes && labels && blocks ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (int32_t i = 0; s == CLRUN_OK && i < n; i++)
+        if (clrun__train_slot_on_host(t, i)) {
+            sizes[count] = clrun__train_slot_bytes(t, i);
+            labels[count++] = clrun_graph_tensor_ident(t->tg.graph, t->tg.slots[i].input);
+        }
+    clrun_memory_stats m0, m1;
+    if (s == CLRUN_OK && count > 0 && (s = clrun_memory_stats_get(t->ctx, &m0)) == CLRUN_OK &&
+        (s = clrun__pool_alloc_host(t->ctx, sizes, labels, (size_t)count, blocks)) == CLRUN_OK &&
+        (s = clrun_memory_stats_get(t->ctx, &m1)) == CLRUN_OK)
+        t->host_bytes = m1.host - m0.host; /* as the pool packed them */
+    for (int32_t i = 0, k = 0; s == CLRUN_OK && i < n; i++)
+        if (clrun__train_slot_on_host(t, i)) {
+            t->buffers[i] = blocks[k++];
+            t->held[i] = true;
+        }
+    free(sizes);
+    free(labels);
+    free(blocks);
+    return s;
 }
 
 clrun_status clrun__train_alloc_slots(clrun_train *t)
@@ -53,16 +111,22 @@ clrun_status clrun__train_alloc_slots(clrun_train *t)
     if (!t->buffers || !t->held)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     t->slot_blocks = n;
+    clrun_status hs = host_slots(t);
+    if (hs != CLRUN_OK)
+        return hs;
     /* One chunk for them all: a block of their total, given back at once, leaves a chunk that
      * they then fill in turn, instead of a chunk each where the strategy's least chunk is
      * larger than one of them (what the pool reserves is what a pool's limit counts). */
     uint64_t align = clrun_context_device(t->ctx)->base_addr_align, total = 0;
     for (int32_t i = 0; i < n; i++)
-        total += (clrun__train_slot_bytes(t, i) + align - 1) / align * align;
+        if (!t->held[i])
+            total += (clrun__train_slot_bytes(t, i) + align - 1) / align * align;
     clrun_buffer whole;
     if (total > 0 && clrun_alloc_ex(t->ctx, total, 0, "the trainer's blocks", &whole) == CLRUN_OK)
         clrun_free(t->ctx, &whole);
     for (int32_t i = 0; i < n; i++) {
+        if (t->held[i])
+            continue; /* in host memory */
         clrun_status s = clrun_alloc_ex(t->ctx, clrun__train_slot_bytes(t, i), 0,
                                         clrun_graph_tensor_ident(t->tg.graph, t->tg.slots[i].input),
                                         &t->buffers[i]);
@@ -554,6 +618,7 @@ clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
     out->remat = t->tg.remat;
     out->remat_policy = t->remat_policy ? t->remat_policy : "none";
     out->planned_peak_bytes = t->planned_peak;
+    out->host_bytes = t->host_bytes;
     return CLRUN_OK;
 }
 

@@ -360,7 +360,8 @@ static clrun_status slots(clrun_train *t, char *err, size_t errlen)
     uint64_t align = clrun_context_device(t->ctx)->base_addr_align;
     t->slot_bytes = 0;
     for (int32_t i = 0; i < t->tg.slot_count; i++)
-        t->slot_bytes += (clrun__train_slot_bytes(t, i) + align - 1) / align * align;
+        if (!clrun__train_slot_on_host(t, i))
+            t->slot_bytes += (clrun__train_slot_bytes(t, i) + align - 1) / align * align;
     clrun_memory_stats m0, m1;
     clrun_status s = clrun_memory_stats_get(t->ctx, &m0);
     if (s == CLRUN_OK)
@@ -387,7 +388,8 @@ static uint64_t least(const budget *b, const held_bytes *h)
 }
 
 /* A budget below `least`, refused with what makes it up. */
-static clrun_status refuse_floor(const budget *b, const held_bytes *h, char *err, size_t errlen)
+static clrun_status refuse_floor(const budget *b, const held_bytes *h, bool offloaded, char *err,
+                                 size_t errlen)
 {
     char what[160], most[32], in[32], k[32], w[32], ev[32];
     uint64_t all = least(b, h);
@@ -398,9 +400,99 @@ static clrun_status refuse_floor(const budget *b, const held_bytes *h, char *err
     human(h->working, w, sizeof w);
     human(all - h->inputs - h->constants - h->working, ev, sizeof ev);
     snprintf(err, errlen, "train: %s is below the least the step can hold whatever is "
-             "recomputed: %s (parameters, state and feeds %s, constants %s, the largest working "
-             "set of one node %s, the evaluation beside it %s)", what, most, in, k, w, ev);
+             "recomputed%s: %s (%s %s, constants %s, the largest working set of one node %s, the "
+             "evaluation beside it %s)", what,
+             offloaded ? " or moved to host memory" : "", most,
+             offloaded ? "with the parameters and optimizer state in host memory, the feeds"
+                       : "parameters, state and feeds",
+             in, k, w, ev);
     return b->from_pool ? CLRUN_ERROR_OUT_OF_MEMORY : CLRUN_ERROR_INVALID_ARGUMENT;
+}
+
+/* The trainer's blocks again, the state (and with CLRUN__OFFLOAD_PARAMS the parameters) in
+ * host memory: t->offload = level. No step is kept (the slots are read off the step's graph,
+ * built for the purpose: every policy's has the same). */
+static clrun_status reslot(clrun_train *t, const clrun_graph *model,
+                           const clrun_train_graph_options *options, int level, char *err,
+                           size_t errlen)
+{
+    if (t->exec != NULL)
+        drop_step(t);
+    clrun_status s = clrun__train_graph_build(model, options, &t->tg, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__train_free_slots(t);
+    clrun_pool_trim(t->ctx, NULL); /* their chunks, empty now, go back before the new blocks */
+    t->offload = level;
+    s = slots(t, err, errlen);
+    clrun__train_graph_free(&t->tg);
+    return s;
+}
+
+/* The step as asked, then (no policy given) dots_saveable, the shortest segments that fit and
+ * nothing_saveable, each prepared and held to the budget: *done when one fits (it is t's);
+ * otherwise *best and *best_policy the least seen, and no step is left. */
+static clrun_status ladder(clrun_train *t, const clrun_graph *model,
+                           const clrun_train_graph_options *options, const budget *b,
+                           const char *first, const char *given, bool *done, uint64_t *best,
+                           const char **best_policy, char *err, size_t errlen)
+{
+    bool fits;
+    uint64_t held;
+    *done = false;
+    if (t->exec != NULL)
+        drop_step(t);
+    clrun_status s = try_step(t, model, options, first, b, &fits, &held, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    if (fits) {
+        *done = true;
+        return keep_step(t, given, held, err, errlen);
+    }
+    int32_t S = (int32_t)ceil(sqrt((double)(t->tg.forward_nodes > 0 ? t->tg.forward_nodes : 1)));
+    drop_step(t);
+    if (held < *best) {
+        *best = held;
+        *best_policy = first;
+    }
+    if (given)
+        return CLRUN_OK;
+    if ((s = try_step(t, model, options, "dots_saveable", b, &fits, &held, err, errlen)) != CLRUN_OK)
+        return s;
+    if (fits) {
+        *done = true;
+        return keep_step(t, "dots_saveable", held, err, errlen);
+    }
+    drop_step(t);
+    if (held < *best) {
+        *best = held;
+        *best_policy = "dots_saveable";
+    }
+    char *policy = NULL;
+    uint64_t searched = *best;
+    if (S >= 2 && (s = search(t, model, options, b, S, &policy, &searched, err, errlen)) != CLRUN_OK)
+        return s;
+    if (policy != NULL) {
+        t->remat_policy = policy;
+        *done = true;
+        return CLRUN_OK;
+    }
+    if (searched < *best) {
+        *best = searched;
+        *best_policy = "every:K segments";
+    }
+    if ((s = try_step(t, model, options, "nothing_saveable", b, &fits, &held, err, errlen)) != CLRUN_OK)
+        return s;
+    if (fits) {
+        *done = true;
+        return keep_step(t, "nothing_saveable", held, err, errlen);
+    }
+    drop_step(t);
+    if (held < *best) {
+        *best = held;
+        *best_policy = "nothing_saveable";
+    }
+    return CLRUN_OK;
 }
 
 clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
@@ -434,92 +526,76 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                !pool_budget(t, before, &b)) {
         return keep_step(t, given, 0, err, errlen);
     }
+    bool on_device = true; /* the trainer's blocks fit on the device */
     if (s == CLRUN_ERROR_OUT_OF_MEMORY && t->exec != NULL) {
-        /* the trainer's blocks alone are past the pool's limit: the least refused */
-        held_bytes h;
-        if (b.bytes == 0)
-            b = (budget){.from_pool = true, .limit = limit, .held = before};
+        /* the trainer's blocks alone are past the pool's limit: host memory must take some */
+        if (b.bytes == 0) {
+            b.from_pool = true;
+            b.limit = limit;
+            b.held = before;
+            b.bytes = limit > before ? limit - before : 0;
+        }
+        clrun__train_free_slots(t);
         t->slot_reserved = t->slot_bytes;
-        s = measure(t, &b, &h, err, errlen);
-        drop_step(t);
-        if (s != CLRUN_OK)
-            return s;
-        return refuse_floor(&b, &h, err, errlen);
+        on_device = false;
+        s = CLRUN_OK;
     }
     if (s != CLRUN_OK) {
         if (t->exec != NULL)
             drop_step(t);
         return s;
     }
-    held_bytes h;
+    held_bytes h0;
     if (b.planned && (s = eval_bytes(t, &b, err, errlen)) != CLRUN_OK) {
         drop_step(t);
         return s;
     }
-    if ((s = measure(t, &b, &h, err, errlen)) != CLRUN_OK) {
+    if ((s = measure(t, &b, &h0, err, errlen)) != CLRUN_OK) {
         drop_step(t);
         return s;
     }
-    if (least(&b, &h) > b.bytes) {
-        drop_step(t);
-        return refuse_floor(&b, &h, err, errlen);
-    }
-    if (b.planned) { /* again, in planned mode, measured as it will run */
-        drop_step(t);
+    if (b.planned) {
         t->options.exec.mode = CLRUN_EXEC_PLANNED;
         if (t->options.exec.plan_time_limit_s > TRIAL_PLAN_SECONDS)
             t->options.exec.plan_time_limit_s = TRIAL_PLAN_SECONDS;
         t->budget_planned = true;
-        s = try_step(t, model, options, first, &b, &fits, &held, err, errlen);
-    } else {
-        s = plan_within(t->exec, b.bytes, &held, err, errlen);
-        fits = held <= b.bytes;
-        if (s != CLRUN_OK)
-            drop_step(t);
     }
-    if (s != CLRUN_OK)
-        return s;
-    if (fits)
-        return keep_step(t, given, held, err, errlen);
-    best = held;
+    /* On the device, then the optimizer state in host memory, then the parameters too. */
+    held_bytes h = h0;
+    bool feasible = false;
     const char *best_policy = first;
-    if (!given) {
-        /* dots_saveable, the shortest segments that fit, then nothing_saveable */
-        int32_t S = (int32_t)ceil(sqrt((double)(t->tg.forward_nodes > 0 ? t->tg.forward_nodes : 1)));
-        drop_step(t);
-        if ((s = try_step(t, model, options, "dots_saveable", &b, &fits, &held, err, errlen)) != CLRUN_OK)
+    uint64_t movable[CLRUN__OFFLOAD_PARAMS + 1];
+    for (int k = 0; k <= CLRUN__OFFLOAD_PARAMS; k++)
+        movable[k] = clrun__train_offloadable(t, k);
+    int level = 0;
+    for (; level <= CLRUN__OFFLOAD_PARAMS; level++) {
+        if (level > 0 && movable[level] == movable[level - 1])
+            continue; /* nothing more to move */
+        h = h0;
+        if (level > 0) {
+            s = reslot(t, model, options, level, err, errlen);
+            if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* what stays on the device does not fit */
+                h.inputs = t->slot_bytes;
+                continue;
+            }
+            if (s != CLRUN_OK)
+                return s;
+        } else if (!on_device) {
+            continue;
+        }
+        h.inputs = b.from_pool ? t->slot_reserved : t->slot_bytes;
+        if (least(&b, &h) > b.bytes)
+            continue;
+        feasible = true;
+        bool done;
+        s = ladder(t, model, options, &b, first, given, &done, &best, &best_policy, err, errlen);
+        if (s != CLRUN_OK || done)
             return s;
-        if (fits)
-            return keep_step(t, "dots_saveable", held, err, errlen);
-        drop_step(t);
-        if (held < best) {
-            best = held;
-            best_policy = "dots_saveable";
-        }
-        char *policy = NULL;
-        uint64_t searched = best;
-        if (S >= 2 && (s = search(t, model, options, &b, S, &policy, &searched, err, errlen)) != CLRUN_OK)
-            return s;
-        if (policy != NULL) {
-            t->remat_policy = policy;
-            return CLRUN_OK;
-        }
-        if (searched < best) {
-            best = searched;
-            best_policy = "every:K segments";
-        }
-        if ((s = try_step(t, model, options, "nothing_saveable", &b, &fits, &held, err, errlen)) != CLRUN_OK)
-            return s;
-        if (fits)
-            return keep_step(t, "nothing_saveable", held, err, errlen);
-        drop_step(t);
-        if (held < best) {
-            best = held;
-            best_policy = "nothing_saveable";
-        }
-    } else {
-        drop_step(t);
     }
+    if (t->exec != NULL)
+        drop_step(t);
+    if (!feasible)
+        return refuse_floor(&b, &h, level > 1, err, errlen);
     char what[160], need[32];
     describe(&b, what, sizeof what);
     if (best == UINT64_MAX)

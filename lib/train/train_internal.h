@@ -31,6 +31,8 @@ struct clrun_train {
     uint64_t planned_peak;       /* under a budget: what the chosen step holds (with the
                                     evaluation, in planned mode), or the planner's estimate */
     int32_t slot_blocks;         /* entries of buffers and held */
+    int offload;                 /* what lives in host memory: CLRUN__OFFLOAD_* */
+    uint64_t host_bytes;         /* the bytes of the slots there */
     uint64_t slot_bytes;         /* the slots' blocks' bytes at the device's alignment */
     uint64_t slot_reserved;      /* what the pool reserved for them */
     bool budget_planned;         /* under a budget in planned mode: the evaluation is too */
@@ -45,7 +47,21 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                                      const clrun_train_graph_options *options, char *err,
                                      size_t errlen);
 
-/* Allocates a block per slot of t->tg (t->buffers, t->held): their values come later.
+/* What a trainer under a budget moves to host memory (kernels use it there): nothing, the
+ * optimizer state (and batch norms' running statistics), or the parameters too. */
+enum { CLRUN__OFFLOAD_NONE = 0, CLRUN__OFFLOAD_STATE = 1, CLRUN__OFFLOAD_PARAMS = 2 };
+
+/* Whether slot i lives in host memory at t->offload. */
+bool clrun__train_slot_on_host(const clrun_train *t, int32_t i);
+
+/* The bytes of the slots that `level` puts in host memory. */
+uint64_t clrun__train_offloadable(const clrun_train *t, int level);
+
+/* Frees the slots' blocks and their arrays (for clrun__train_alloc_slots again). */
+void clrun__train_free_slots(clrun_train *t);
+
+/* Allocates a block per slot of t->tg (t->buffers, t->held): their values come later; those of
+ * clrun__train_slot_on_host in host memory (t->host_bytes).
  * CLRUN_ERROR_OUT_OF_HOST_MEMORY, or the pool's error (its message is the context's). */
 clrun_status clrun__train_alloc_slots(clrun_train *t);
 

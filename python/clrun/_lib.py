@@ -156,6 +156,7 @@ class MemoryStats(ctypes.Structure):
         ("limit", c_uint64),
         ("resident", c_uint64),
         ("raw", c_uint64),
+        ("host", c_uint64),
         ROOM,
     ]
 
@@ -321,6 +322,7 @@ class TrainStats(ctypes.Structure):
         ("remat", RematReport),
         ("remat_policy", c_char_p),
         ("planned_peak_bytes", c_uint64),
+        ("host_bytes", c_uint64),
         ("exec", ExecStats),
     ]
 
