@@ -268,6 +268,129 @@ static void greedy_plans_are_valid_for_every_order_and_alignment(void **state)
     }
 }
 
+/* Best fit written as plainly as it can be, for comparison: the buffers by size descending
+ * (then first, then index: CLRUN_PLAN_ORDER_SIZE), each at the smallest aligned gap between
+ * the placed buffers alive with it (the lowest on a tie), else on top of them. O(n^2 log n). */
+typedef struct ref_span {
+    uint64_t lo, hi;
+} ref_span;
+
+static int compare_ref_span(const void *a, const void *b)
+{
+    const ref_span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static const clrun_plan_buffer *ref_buffers;
+
+static int compare_by_size(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const clrun_plan_buffer *x = &ref_buffers[i], *y = &ref_buffers[j];
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static uint64_t reference_best_fit(const clrun_plan_buffer *b, size_t n, uint64_t align,
+                                   uint64_t *offsets)
+{
+    size_t *order = malloc(n * sizeof *order);
+    ref_span *spans = malloc(n * sizeof *spans);
+    bool *placed = calloc(n, sizeof *placed);
+    assert_non_null(order);
+    assert_non_null(spans);
+    assert_non_null(placed);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    ref_buffers = b;
+    qsort(order, n, sizeof *order, compare_by_size);
+    uint64_t peak = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k], count = 0;
+        for (size_t j = 0; j < n; j++)
+            if (placed[j] && alive_together(&b[i], &b[j]))
+                spans[count++] = (ref_span){offsets[j], offsets[j] + b[j].size};
+        qsort(spans, count, sizeof *spans, compare_ref_span);
+        uint64_t top = 0, best = 0, waste = UINT64_MAX;
+        for (size_t s = 0; s < count; s++) {
+            uint64_t start = align_up(top, align);
+            if (spans[s].lo >= start + b[i].size && spans[s].lo - start - b[i].size < waste) {
+                waste = spans[s].lo - start - b[i].size;
+                best = start;
+            }
+            if (spans[s].hi > top)
+                top = spans[s].hi;
+        }
+        offsets[i] = waste != UINT64_MAX ? best : align_up(top, align);
+        placed[i] = true;
+        if (offsets[i] + b[i].size > peak)
+            peak = offsets[i] + b[i].size;
+    }
+    free(order);
+    free(spans);
+    free(placed);
+    return peak;
+}
+
+static size_t naive_max_alive(const clrun_plan_buffer *b, size_t n)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t alive = 0; /* alive at b[i].first: every moment's count peaks at some first */
+        for (size_t j = 0; j < n; j++)
+            alive += b[j].first <= b[i].first && b[i].first < b[j].last;
+        if (alive > most)
+            most = alive;
+    }
+    return most;
+}
+
+/* clrun_plan_greedy places exactly as the plain best fit does, on sparse instances (where it
+ * scans the buffers alive with each one) and dense ones (where it cuts the gaps out of unions
+ * kept per stretch of time, from 128 alive at once), at byte and 64-byte alignment. */
+static void greedy_by_size_matches_a_plain_best_fit(void **state)
+{
+    (void)state;
+    const struct {
+        clrun_plan_gen_family family;
+        size_t n;
+        bool dense;
+    } cases[] = {{CLRUN_PLAN_GEN_RANDOM, 1500, false}, {CLRUN_PLAN_GEN_UNET, 800, false},
+                 {CLRUN_PLAN_GEN_BALANCED, 4000, true}, {CLRUN_PLAN_GEN_WIDE, 400, true}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t n = cases[c].n;
+        uint64_t seed = 11 + c;
+        clrun_plan_buffer *b = family_instance(cases[c].family, n, seed, NULL);
+        assert_true((naive_max_alive(b, n) >= 128) == cases[c].dense);
+        uint64_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+        assert_non_null(got);
+        assert_non_null(want);
+        const uint64_t aligns[] = {1, 64};
+        for (size_t a = 0; a < 2; a++) {
+            uint64_t peak, lb;
+            assert_int_equal(clrun_plan_greedy(b, n, aligns[a], CLRUN_PLAN_ORDER_SIZE, got, &peak),
+                             CLRUN_OK);
+            assert_int_equal(clrun_plan_lower_bound(b, n, aligns[a], &lb), CLRUN_OK);
+            check_plan(clrun_plan_gen_family_name(cases[c].family), seed, b, n, aligns[a], got,
+                       peak, lb);
+            uint64_t ref = reference_best_fit(b, n, aligns[a], want);
+            if (peak != ref || memcmp(got, want, n * sizeof *got) != 0) {
+                print_message("%s n %zu seed %llu align %llu: peak %llu, plain best fit %llu\n",
+                              clrun_plan_gen_family_name(cases[c].family), n,
+                              (unsigned long long)seed, (unsigned long long)aligns[a],
+                              (unsigned long long)peak, (unsigned long long)ref);
+                fail();
+            }
+        }
+        free(got);
+        free(want);
+        free(b);
+    }
+}
+
 static void solved_plans_are_valid_on_every_family(void **state)
 {
     (void)state;
@@ -777,21 +900,40 @@ static void step_limit_runs_every_construction(void **state)
     free(b);
 }
 
-/* The time limit bounds even the first construction: past it, each buffer it has not placed
- * yet is dropped at the lowest offset above those alive with it, so a plan is returned at
- * once, valid, whatever the step limit. (The clock is read after 1024 heap looks, long past a
- * limit of a nanosecond: deterministic.) */
-static void time_limit_cuts_the_first_construction_short(void **state)
+/* Greedy by size runs to the end whatever the limit, so the plan is never worse than it; the
+ * limit stops everything after it, and the result says so. (A nanosecond is over before the
+ * first construction ends: deterministic.) */
+static void time_limit_never_cuts_greedy_by_size_short(void **state)
 {
     (void)state;
     size_t n = 3000;
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 4, NULL);
-    uint64_t *offsets = malloc(n * sizeof *offsets);
+    uint64_t *offsets = malloc(n * sizeof *offsets), greedy;
     clrun_plan_options o = options_with(1e-9, 64);
     o.step_limit = 1000000;
     clrun_plan_result r = solve_checked("balanced", 4, b, n, &o, offsets);
-    assert_string_equal(r.method, "cut-short");
+    assert_string_equal(r.method, "greedy-size");
     assert_int_equal(r.steps, 1);
+    assert_true(r.cut_short);
+    assert_int_equal(clrun_plan_greedy(b, n, 64, CLRUN_PLAN_ORDER_SIZE, offsets, &greedy),
+                     CLRUN_OK);
+    assert_int_equal(r.peak_bytes, greedy);
+    free(offsets);
+    free(b);
+}
+
+/* Without a time limit (0) or with a step limit every construction runs: nothing cut short. */
+static void constructions_run_to_the_end_are_not_cut_short(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 3, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options zero = options_with(0, 1), steps = options_with_steps(CONSTRUCTIONS, 1);
+    clrun_plan_result r = solve_checked("balanced", 3, b, n, &zero, offsets);
+    assert_false(r.cut_short);
+    r = solve_checked("balanced", 3, b, n, &steps, offsets);
+    assert_false(r.cut_short);
     free(offsets);
     free(b);
 }
@@ -826,7 +968,8 @@ static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
     assert_int_equal(r.peak_bytes, 180);
     assert_int_equal(r.lower_bound_bytes, 180);
     assert_int_equal(r.steps, 1);
-    assert_string_equal(r.method, "time-sweep");
+    assert_string_equal(r.method, "greedy-size");
+    assert_false(r.cut_short); /* stopped at the bound, not by the limit */
 }
 
 /* ---- edge cases ---- */
@@ -990,6 +1133,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_plans_are_valid_for_every_order_and_alignment),
+        cmocka_unit_test(greedy_by_size_matches_a_plain_best_fit),
         cmocka_unit_test(solved_plans_are_valid_on_every_family),
         cmocka_unit_test(solved_plans_are_valid_on_small_instances_searched_exactly),
         cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),
@@ -1012,7 +1156,8 @@ int main(void)
         cmocka_unit_test(time_limit_is_used_and_obeyed),
         cmocka_unit_test(step_limited_solve_is_deterministic),
         cmocka_unit_test(step_limit_runs_every_construction),
-        cmocka_unit_test(time_limit_cuts_the_first_construction_short),
+        cmocka_unit_test(time_limit_never_cuts_greedy_by_size_short),
+        cmocka_unit_test(constructions_run_to_the_end_are_not_cut_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
