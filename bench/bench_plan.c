@@ -8,11 +8,13 @@
  * seeds, with clrun's planner time and how many of its plans were proven optimal.
  * Part 2, hard packings: the perfect family (optimum = lower bound) at 150, 300 and 500 buffers,
  * each seed, within 2 s: the ratio, the time to the answer and whether it is proven.
- * Part 3, growth: how the lower bound, one greedy pass, the planner's constructions alone (time
- * limit 0) and clrun_plan_solve with a 1 s limit grow with n, beside the most buffers alive at
- * once, for the generated families at 1k, 10k, 50k and for chains and wide graphs (all
- * branches alive until one join) at 10k, 30k, 100k; "late" flags a call that took more than
- * its limit plus 10 %.
+ * Part 3, growth: how the lower bound, one greedy-by-size pass, the planner's constructions
+ * alone (time limit 0) and clrun_plan_solve with the time limit (1 s unless --time-limit) grow
+ * with n, beside the most buffers alive at once, for the generated families at 1k, 10k, 62k
+ * and for chains and wide graphs (all branches alive until one join) at 10k, 30k, 100k: each
+ * peak over the lower bound and, for the solve, over greedy by size (never above 1), whether
+ * the limit cut constructions short ("cut"), and "late" for a call that took more than its
+ * limit plus 10 %.
  *
  * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3]
  * (--quick: sizes 100 and 1000 only, growth up to 10k) */
@@ -206,7 +208,7 @@ static int part_packings(int seeds)
     return 0;
 }
 
-static int run_growth(clrun_plan_gen_family family, size_t n)
+static int run_growth(clrun_plan_gen_family family, size_t n, double time_limit)
 {
     clrun_plan_buffer *b = malloc(n * sizeof *b);
     uint64_t *offsets = malloc(n * sizeof *offsets);
@@ -218,24 +220,20 @@ static int run_growth(clrun_plan_gen_family family, size_t n)
     if (clrun_plan_lower_bound(b, n, 1, &lb) != CLRUN_OK)
         goto done;
     double t1 = now_s();
-    /* best fit is O(n^2) when everything is alive at once: not run on wide graphs */
-    bool greedy = family != CLRUN_PLAN_GEN_WIDE;
-    if (greedy && clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &peak) != CLRUN_OK)
+    if (clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &peak) != CLRUN_OK)
         goto done;
     double t2 = now_s();
     clrun_plan_result r, built;
     if (solve(b, n, 0, 1, true, offsets, &built) != 0 ||
-        clrun_plan_solve(b, n, NULL, offsets, &r) != CLRUN_OK)
+        solve(b, n, time_limit, 1, true, offsets, &r) != 0)
         goto done;
-    char greedy_ms[16], greedy_ratio[16];
-    snprintf(greedy_ms, sizeof greedy_ms, greedy ? "%.2f" : "-", (t2 - t1) * 1e3);
-    snprintf(greedy_ratio, sizeof greedy_ratio, greedy ? "%.3f" : "-", (double)peak / (double)lb);
-    printf("%-9s %7zu %6zu %9.2f %9s %7s %9.1f %8.4f %9.1f %8.4f %5s  %s\n",
-           clrun_plan_gen_family_name(family), n, max_alive(b, n), (t1 - t0) * 1e3, greedy_ms,
-           greedy_ratio, built.planner_ms,
+    printf("%-9s %6zu %6zu %8.2f %9.1f %7.4f %9.1f %7.4f %9.1f %7.4f %7.4f %4s %5s  %s\n",
+           clrun_plan_gen_family_name(family), n, max_alive(b, n), (t1 - t0) * 1e3,
+           (t2 - t1) * 1e3, (double)peak / (double)lb, built.planner_ms,
            (double)built.peak_bytes / (double)built.lower_bound_bytes, r.planner_ms,
-           (double)r.peak_bytes / (double)r.lower_bound_bytes, r.planner_ms > 1100 ? "late" : "ok",
-           r.method);
+           (double)r.peak_bytes / (double)r.lower_bound_bytes,
+           (double)r.peak_bytes / (double)peak, r.cut_short ? "cut" : "-",
+           r.planner_ms > 1100 * time_limit ? "late" : "ok", r.method);
     rc = 0;
 done:
     free(b);
@@ -243,23 +241,24 @@ done:
     return rc;
 }
 
-static int part_growth(int quick)
+static int part_growth(int quick, double time_limit)
 {
     printf("\n3. time growth (seed 1): lower bound, one greedy-size pass, clrun_plan_solve with\n"
-           "   time limit 0 (every construction, no search: the cost that grows with n) and 1 s\n"
-           "   (anytime: it uses its limit unless it proves a plan optimal)\n");
-    printf("%-9s %7s %6s %9s %9s %7s %9s %8s %9s %8s %5s  %s\n", "family", "n", "alive",
-           "bound ms", "greedy ms", "ratio", "build ms", "ratio", "clrun ms", "ratio", "limit",
-           "method");
-    const size_t growth[] = {1000, 10000, 50000}, shapes[] = {10000, 30000, 100000};
+           "   time limit 0 (every construction, no search: the cost that grows with n) and %g s\n"
+           "   (anytime: it uses its limit unless it proves a plan optimal); ratios are peak over\n"
+           "   the lower bound, \"/greedy\" the solve's peak over greedy-size's\n", time_limit);
+    printf("%-9s %6s %6s %8s %9s %7s %9s %7s %9s %7s %7s %4s %5s  %s\n", "family", "n", "alive",
+           "bound ms", "greedy ms", "ratio", "build ms", "ratio", "clrun ms", "ratio", "/greedy",
+           "cut", "limit", "method");
+    const size_t growth[] = {1000, 10000, 62000}, shapes[] = {10000, 30000, 100000};
     size_t count = quick ? 2 : 3;
     for (int f = 0; f <= CLRUN_PLAN_GEN_UNET; f++)
         for (size_t s = 0; s < count; s++)
-            if (run_growth((clrun_plan_gen_family)f, growth[s]) != 0)
+            if (run_growth((clrun_plan_gen_family)f, growth[s], time_limit) != 0)
                 return 1;
     for (int f = CLRUN_PLAN_GEN_CHAIN; f <= CLRUN_PLAN_GEN_WIDE; f++)
         for (size_t s = 0; s < count; s++)
-            if (run_growth((clrun_plan_gen_family)f, shapes[s]) != 0)
+            if (run_growth((clrun_plan_gen_family)f, shapes[s], time_limit) != 0)
                 return 1;
     return 0;
 }
@@ -299,7 +298,7 @@ int main(int argc, char **argv)
     if (rc == 0 && (part == 0 || part == 2))
         rc = part_packings(seeds);
     if (rc == 0 && (part == 0 || part == 3))
-        rc = part_growth(quick);
+        rc = part_growth(quick, time_limit);
     if (rc != 0)
         fprintf(stderr, "bench_plan: out of memory\n");
     return rc;

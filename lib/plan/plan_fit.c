@@ -176,8 +176,15 @@ static bool cut(clrun__plan_fit *f, const clrun__plan_span_set *s, uint64_t size
     uint32_t i = 0;
     for (size_t r = 0; r < *count; r++) {
         uint64_t lo = in[r].lo, hi = in[r].hi;
-        /* the first interval ending after lo */
-        uint32_t a = i, b = s->len;
+        /* the first interval ending after lo: galloping from the last one looked at, since the
+         * regions are in offset order too */
+        uint32_t a = i, b = s->len, step = 1;
+        while (a + step < b && s->v[a + step - 1].hi <= lo) {
+            a += step;
+            step *= 2;
+        }
+        if (a + step < b)
+            b = a + step;
         while (a < b) {
             uint32_t mid = a + (b - a) / 2;
             if (s->v[mid].hi <= lo)
@@ -205,21 +212,30 @@ static bool cut(clrun__plan_fit *f, const clrun__plan_span_set *s, uint64_t size
 clrun_status clrun__plan_fit_offset(clrun__plan_fit *f, uint32_t b, uint64_t *offset)
 {
     uint64_t size = f->buffers[b].size;
-    size_t l = f->from[b] + f->leaves, r = f->to[b] + f->leaves, count = 1;
+    size_t l = f->from[b] + f->leaves, r = f->to[b] + f->leaves, count = 1, sets = 0;
     f->gather[0] = (clrun__plan_span){0, UINT64_MAX};
-    bool ok = true;
-    for (size_t a = l, c = r; a < c && ok; a >>= 1, c >>= 1) {
+    /* The sets to cut by: whole[] on the boundary paths (leaves included), the root first, then
+     * under[] of the canonical nodes, the longest stretches of time first. The union over a
+     * long stretch leaves few gaps that fit, so few regions are carried into the many small
+     * sets of the short stretches. Both lists are built bottom-up, then read backwards. */
+    const clrun__plan_span_set *by_level[4 * 64];
+    for (size_t a = l, c = r - 1; a >= 1; a >>= 1, c >>= 1) {
+        by_level[sets++] = &f->whole[a];
+        if (c != a)
+            by_level[sets++] = &f->whole[c];
+    }
+    size_t paths = sets;
+    for (size_t a = l, c = r; a < c; a >>= 1, c >>= 1) {
         if (a & 1)
-            ok = cut(f, &f->under[a++], size, &count);
+            by_level[sets++] = &f->under[a++];
         if (c & 1)
-            ok = ok && cut(f, &f->under[--c], size, &count);
+            by_level[sets++] = &f->under[--c];
     }
-    /* whole[] on the boundary paths, including the leaves themselves */
-    for (size_t a = l, c = r - 1; a >= 1 && ok; a >>= 1, c >>= 1) {
-        ok = cut(f, &f->whole[a], size, &count);
-        if (ok && c != a)
-            ok = cut(f, &f->whole[c], size, &count);
-    }
+    bool ok = true;
+    for (size_t k = paths; k-- > 0 && ok;)
+        ok = cut(f, by_level[k], size, &count);
+    for (size_t k = sets; k-- > paths && ok;)
+        ok = cut(f, by_level[k], size, &count);
     if (!ok)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     /* the gaps left all hold the buffer: the smallest, then the lowest; else the top */
