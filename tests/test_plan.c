@@ -391,6 +391,32 @@ static void greedy_by_size_matches_a_plain_best_fit(void **state)
     }
 }
 
+/* The bumped family is the balanced packing of the same seed with some buffers one granule
+ * larger: same lifetimes, sizes equal or one granule more, some bumped, no known optimum. */
+static void bumped_family_grows_some_buffers_of_the_balanced_packing(void **state)
+{
+    (void)state;
+    size_t n = 200, bumped = 0;
+    uint64_t known = 1, balanced_optimum;
+    clrun_plan_buffer *base = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 9, &balanced_optimum);
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BUMPED, n, 9, &known);
+    assert_int_equal(known, 0);
+    assert_string_equal(clrun_plan_gen_family_name(CLRUN_PLAN_GEN_BUMPED), "bumped");
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(b[i].first, base[i].first);
+        assert_int_equal(b[i].last, base[i].last);
+        assert_true(b[i].size == base[i].size ||
+                    b[i].size == base[i].size + CLRUN_PLAN_GEN_GRANULE);
+        bumped += b[i].size != base[i].size;
+    }
+    assert_true(bumped > n / 8 && bumped < n / 2);
+    uint64_t lb;
+    assert_int_equal(clrun_plan_lower_bound(b, n, 1, &lb), CLRUN_OK);
+    assert_true(lb > balanced_optimum);
+    free(base);
+    free(b);
+}
+
 static void solved_plans_are_valid_on_every_family(void **state)
 {
     (void)state;
@@ -1134,6 +1160,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_plans_are_valid_for_every_order_and_alignment),
         cmocka_unit_test(greedy_by_size_matches_a_plain_best_fit),
+        cmocka_unit_test(bumped_family_grows_some_buffers_of_the_balanced_packing),
         cmocka_unit_test(solved_plans_are_valid_on_every_family),
         cmocka_unit_test(solved_plans_are_valid_on_small_instances_searched_exactly),
         cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),
