@@ -714,6 +714,46 @@ static void complete_search_proves_optima_above_the_bound(void **state)
     }
 }
 
+/* Two instances whose optimum is above their bound, one after the other in time, under one
+ * buffer alive throughout: one part, but once that buffer is placed the complete search goes
+ * on with each half on its own (a failure in the second half fails that placement at once,
+ * whatever the first half did). The optimum is the long buffer plus the larger half's: at
+ * least each half's with it (computed exhaustively), and reached by stacking them on it. */
+static void complete_search_solves_halves_cut_apart_on_their_own(void **state)
+{
+    (void)state;
+    for (int v = 0; v < ABOVE_VARIANTS; v += 3) { /* unscaled: proven in well under 1M steps */
+        clrun_plan_buffer b[15], half[8];
+        uint64_t offsets[15], optimum = 0;
+        above_bound_instance(0, v, b);
+        above_bound_instance(1, (v + 1) % ABOVE_VARIANTS, b + 7);
+        for (size_t i = 7; i < 14; i++) {
+            b[i].first += 8;
+            b[i].last += 8;
+        }
+        b[14] = (clrun_plan_buffer){.size = 5, .first = 0, .last = 16};
+        for (int h = 0; h < 2; h++) {
+            for (size_t i = 0; i < 7; i++)
+                half[i] = b[7 * h + i];
+            half[7] = b[14];
+            uint64_t with = exhaustive_optimum(half, 8, 1), without = exhaustive_optimum(half, 7, 1);
+            assert_int_equal(with, without + 5); /* the long buffer goes under the half */
+            if (with > optimum)
+                optimum = with;
+        }
+        clrun_plan_options o = options_with_steps(10 * EXACT_STEPS, 1);
+        clrun_plan_result r = solve_checked("halves", (uint64_t)v, b, 15, &o, offsets);
+        if (!r.optimal || r.peak_bytes != optimum) {
+            print_message("variant %d: peak %llu (optimal %d, %llu steps), optimum %llu, bound "
+                          "%llu\n", v, (unsigned long long)r.peak_bytes, r.optimal,
+                          (unsigned long long)r.steps,
+                          (unsigned long long)optimum, (unsigned long long)r.lower_bound_bytes);
+            fail();
+        }
+        assert_true(r.lower_bound_bytes < optimum);
+    }
+}
+
 /* Two perfect packings one after the other in time are two independent parts: each is solved
  * on its own and the plan is optimal, proven, though their heights differ. */
 static void independent_parts_are_planned_apart(void **state)
@@ -1174,6 +1214,7 @@ int main(void)
         cmocka_unit_test(improvement_search_beats_the_constructions),
         cmocka_unit_test(complete_search_proves_perfect_packings_of_150_optimal),
         cmocka_unit_test(complete_search_proves_optima_above_the_bound),
+        cmocka_unit_test(complete_search_solves_halves_cut_apart_on_their_own),
         cmocka_unit_test(independent_parts_are_planned_apart),
         cmocka_unit_test(buffers_all_alive_at_once_are_stacked),
         cmocka_unit_test(capacity_below_the_bound_is_infeasible_at_once),
