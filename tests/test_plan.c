@@ -823,6 +823,7 @@ static void capacity_below_the_bound_is_infeasible_at_once(void **state)
     clrun_plan_result r = solve_with_capacity(b, n, lb - 1, 100000, 2);
     assert_int_equal(r.verdict, CLRUN_PLAN_INFEASIBLE);
     assert_int_equal(r.steps, 1);
+    assert_false(r.cut_short); /* the answer stopped the constructions, not the limit */
     assert_string_equal(clrun_plan_verdict_name(r.verdict), "infeasible");
     free(b);
 }

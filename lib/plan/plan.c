@@ -567,6 +567,8 @@ static clrun_status solve(solve_state *s, double start)
     if (capacity > 0 && proven_above > capacity)
         start_by = -INFINITY;
     st = run_constructions(s, start_by, all.deadline);
+    if (capacity > 0 && proven_above > capacity)
+        result->cut_short = false; /* skipped because the answer is known, not for time */
     if (st != CLRUN_OK || (capacity > 0 && proven_above > capacity) || limit == 0 ||
         spent(s, &all))
         goto verdict;
