@@ -8,14 +8,15 @@
  * buffers alive over a long lifetime), a segment tree over the compressed time axis keeps, per
  * node, the union of the bytes placed there as a sorted set of disjoint intervals:
  *   whole[N]: bytes of the buffers whose canonical cover includes N (alive over all of it);
- *   under[N]: bytes of the buffers alive at some moment of N, stored at N or below it, and of
- *             buffers covering N that were added on their way up (harmless: they meet N).
+ *   under[N]: bytes of the buffers stored at N or below it (alive at some moment of N).
  * A buffer goes into whole[] and under[] of its O(log T) canonical nodes and into under[] of
- * the nodes on the two paths from its first and last moment up to the root (every ancestor of
- * a canonical node lies on them). A query for [f, l) takes under[] of its canonical nodes and
- * whole[] of the nodes on its two boundary paths: every buffer alive during [f, l) is in one of
- * them (its canonical node holding a query node is on the query's paths; one inside a query
- * node has it among its own ancestors). The sets coalesce as the arena fills: over a long
+ * the nodes on the two paths from its first and last moment up to the root that reach past its
+ * lifetime: those are exactly the strict ancestors of its canonical nodes. A query for [f, l)
+ * takes under[] of its canonical nodes and whole[] of the nodes on its two boundary paths that
+ * reach past [f, l): every buffer alive during [f, l) is in one of them (its canonical node
+ * holding a query node is on the query's paths; one inside a query node has it among its own
+ * ancestors; a path node inside [f, l) is a canonical node or below one, whose under[] holds
+ * its whole[]). The sets coalesce as the arena fills: over a long
  * range almost everything is taken, so a set is a handful of intervals, and a placement costs
  * O(log T) small sorted merges instead of a scan of every buffer alive with it.
  *
@@ -129,6 +130,15 @@ void clrun__plan_fit_clear(clrun__plan_fit *f)
         f->whole[i].len = f->under[i].len = 0;
 }
 
+/* Whether node `node`, `height` levels above the leaves, lies within moments [lo, hi). Such a
+ * node on a boundary path is the canonical node or below it: a buffer stored there is also in
+ * under[] of that canonical node, so neither insertions nor queries need its sets. */
+static bool inside(const clrun__plan_fit *f, size_t node, unsigned height, size_t lo, size_t hi)
+{
+    size_t first = (node << height) - f->leaves;
+    return first >= lo && first + ((size_t)1 << height) <= hi;
+}
+
 clrun_status clrun__plan_fit_insert(clrun__plan_fit *f, uint32_t b, uint64_t offset)
 {
     uint64_t lo = offset, hi = offset + f->buffers[b].size;
@@ -144,10 +154,13 @@ clrun_status clrun__plan_fit_insert(clrun__plan_fit *f, uint32_t b, uint64_t off
             ok = ok && set_add(&f->whole[c], lo, hi) && set_add(&f->under[c], lo, hi);
         }
     }
-    /* the two boundary paths, once each above the point where they join */
-    for (size_t a = l >> 1, c = (r - 1) >> 1; a >= 1 && ok; a >>= 1, c >>= 1) {
-        ok = set_add(&f->under[a], lo, hi);
-        if (ok && c != a)
+    /* the two boundary paths above the canonical nodes, once each above where they join */
+    size_t from = f->from[b], to = f->to[b];
+    unsigned h = 1;
+    for (size_t a = l >> 1, c = (r - 1) >> 1; a >= 1 && ok; a >>= 1, c >>= 1, h++) {
+        if (!inside(f, a, h, from, to))
+            ok = set_add(&f->under[a], lo, hi);
+        if (ok && c != a && !inside(f, c, h, from, to))
             ok = set_add(&f->under[c], lo, hi);
     }
     return ok ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
@@ -214,14 +227,18 @@ clrun_status clrun__plan_fit_offset(clrun__plan_fit *f, uint32_t b, uint64_t *of
     uint64_t size = f->buffers[b].size;
     size_t l = f->from[b] + f->leaves, r = f->to[b] + f->leaves, count = 1, sets = 0;
     f->gather[0] = (clrun__plan_span){0, UINT64_MAX};
-    /* The sets to cut by: whole[] on the boundary paths (leaves included), the root first, then
-     * under[] of the canonical nodes, the longest stretches of time first. The union over a
-     * long stretch leaves few gaps that fit, so few regions are carried into the many small
-     * sets of the short stretches. Both lists are built bottom-up, then read backwards. */
+    /* The sets to cut by: whole[] on the boundary paths (leaves included) where they reach past
+     * [from, to), the root first, then under[] of the canonical nodes, the longest stretches of
+     * time first. The union over a long stretch leaves few gaps that fit, so few regions are
+     * carried into the many small sets of the short stretches. Both lists are built bottom-up,
+     * then read backwards. */
     const clrun__plan_span_set *by_level[4 * 64];
-    for (size_t a = l, c = r - 1; a >= 1; a >>= 1, c >>= 1) {
-        by_level[sets++] = &f->whole[a];
-        if (c != a)
+    size_t from = f->from[b], to = f->to[b];
+    unsigned h = 0;
+    for (size_t a = l, c = r - 1; a >= 1; a >>= 1, c >>= 1, h++) {
+        if (!inside(f, a, h, from, to))
+            by_level[sets++] = &f->whole[a];
+        if (c != a && !inside(f, c, h, from, to))
             by_level[sets++] = &f->whole[c];
     }
     size_t paths = sets;
