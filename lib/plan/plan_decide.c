@@ -172,9 +172,16 @@ static void reset(clrun__plan_decide *d)
     d->floor = 0;
     memcpy(d->cuts, d->cuts0, T * sizeof *d->cuts);
     memset(d->starts, 0, T * sizeof *d->starts);
+    memset(d->start_sums, 0, (T + 1) * sizeof *d->start_sums);
     for (size_t i = 0; i < m; i++)
         d->starts[d->from[i]]++;
-    d->cut_appeared = false;
+    for (size_t t = 1; t <= T; t++) { /* Fenwick build: each node adds itself to its parent */
+        d->start_sums[t] += d->starts[t - 1];
+        size_t up = t + (t & -t);
+        if (up <= T)
+            d->start_sums[up] += d->start_sums[t];
+    }
+    d->fresh_count = 0;
     d->groups[0] = (group){.lo = 0, .hi = (uint32_t)T, .left = (uint32_t)m, .cut_depth = NO_JUMP,
                            .floor = 0};
     d->group_count = 1;
@@ -294,13 +301,12 @@ static void account(clrun__plan_decide *d, uint32_t b, bool out)
         d->stack.node[d->stack.leaves + t] = stack_leaf(d, t);
     }
     tree_refresh(&d->stack, d->from[b], d->to[b]);
-    if (out)
-        d->starts[d->from[b]]--;
-    else
-        d->starts[d->from[b]]++;
+    d->starts[d->from[b]] += out ? UINT32_MAX : 1; /* -1 or +1, modulo 2^32 */
+    for (size_t i = (size_t)d->from[b] + 1; i <= d->moments; i += i & -i)
+        d->start_sums[i] += out ? UINT32_MAX : 1;
     for (uint32_t t = d->from[b]; t + 1 < d->to[b]; t++) {
         if (out && --d->cuts[t] == 0)
-            d->cut_appeared = true;
+            d->fresh[d->fresh_count++] = t;
         else if (!out)
             d->cuts[t]++;
     }
@@ -435,13 +441,19 @@ static bool park(clrun__plan_decide *d, uint32_t lo, uint32_t hi, bool back)
     return true;
 }
 
+/* Unplaced buffers starting before moment t: O(log T). */
+static uint32_t starting_before(const clrun__plan_decide *d, size_t t)
+{
+    uint32_t count = 0;
+    for (; t > 0; t -= t & -t)
+        count += d->start_sums[t];
+    return count;
+}
+
 /* Unplaced buffers starting in moments [lo, hi). */
 static uint32_t starting_in(const clrun__plan_decide *d, uint32_t lo, uint32_t hi)
 {
-    uint32_t count = 0;
-    for (uint32_t t = lo; t < hi; t++)
-        count += d->starts[t];
-    return count;
+    return starting_before(d, hi) - starting_before(d, lo);
 }
 
 /* After the child of node `depth` was placed at x: the current group done, the next one
@@ -464,31 +476,36 @@ static bool regroup(clrun__plan_decide *d, size_t depth, uint64_t x, uint64_t *f
         *jump = next->cut_depth;
         return park(d, next->lo, next->hi, true);
     }
-    if (!d->cut_appeared)
+    if (d->fresh_count == 0)
         return true;
-    /* the pieces with buffers left, left to right, over the current group's slot and above */
+    /* The pieces with buffers left, over the current group's slot and above. Only the edges
+     * this placement emptied can split off buffers: an edge emptied earlier had none on one
+     * side already (else the group would have been cut there), so it is ignored. */
     group whole = *g;
-    size_t base = d->group_count - 1, pieces = 0;
+    size_t base = d->group_count - 1, pieces = 0, largest = 0;
     uint32_t start = whole.lo;
-    for (uint32_t t = whole.lo; t < whole.hi; t++) {
-        if (t + 1 < whole.hi && d->cuts[t] != 0)
+    for (size_t i = 0; i <= d->fresh_count; i++) {
+        uint32_t end = i < d->fresh_count ? d->fresh[i] + 1 : whole.hi;
+        if (end <= start || end > whole.hi)
             continue;
-        uint32_t left = starting_in(d, start, t + 1);
-        if (left > 0)
-            d->groups[base + pieces++] = (group){.lo = start, .hi = t + 1, .left = left,
+        uint32_t left = starting_in(d, start, end);
+        if (left > 0) {
+            if (pieces == 0 || left > d->groups[base + largest].left)
+                largest = pieces;
+            d->groups[base + pieces++] = (group){.lo = start, .hi = end, .left = left,
                                                  .cut_depth = (uint32_t)depth, .floor = x};
-        start = t + 1;
+        }
+        start = end;
     }
     if (pieces < 2) {
         *g = whole; /* nothing split off */
         return true;
     }
-    /* the first piece on top, the others set aside until their turn */
-    for (size_t i = 0, j = pieces - 1; i < j; i++, j--) {
-        group t = d->groups[base + i];
-        d->groups[base + i] = d->groups[base + j];
-        d->groups[base + j] = t;
-    }
+    /* The largest piece on top, searched first; the others are set aside until their turn: each
+     * buffer is set aside only while in a smaller piece, so at most log m times in all. */
+    group top = d->groups[base + largest];
+    d->groups[base + largest] = d->groups[base + pieces - 1];
+    d->groups[base + pieces - 1] = top;
     d->group_count = base + pieces;
     for (size_t i = base; i + 1 < d->group_count; i++)
         if (!park(d, d->groups[i].lo, d->groups[i].hi, false))
@@ -628,7 +645,7 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
         f->child_mark = d->trail_len;
         f->group_count = d->group_count;
         f->top = d->groups[d->group_count - 1];
-        d->cut_appeared = false;
+        d->fresh_count = 0;
         if (!place(d, c, x, &oom)) {
             if (oom)
                 return CLRUN__PLAN_NO_MEMORY;

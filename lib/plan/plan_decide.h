@@ -97,7 +97,9 @@ struct clrun__plan_decide {
     min_tree stack;               /* by moment: NONE - (sum - pad) where buffers remain */
     uint32_t *cuts0, *cuts;       /* per moment t: buffers alive at t and t + 1 (unplaced) */
     uint32_t *starts;             /* per moment t: unplaced buffers whose first moment is t */
-    bool cut_appeared;            /* a placement brought some cuts[t] to 0 */
+    uint32_t *start_sums;         /* Fenwick tree over starts (T + 1 entries) */
+    uint32_t *fresh;              /* the moments whose cuts[] the last placement brought to 0 */
+    size_t fresh_count;
     group *groups;                /* pending groups, the current one on top */
     size_t group_count;
     uint64_t *parked;             /* per buffer: its key while set aside in a later group */

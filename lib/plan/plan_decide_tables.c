@@ -66,6 +66,8 @@ void clrun__plan_decide_free(clrun__plan_decide *d)
     free(d->cuts0);
     free(d->cuts);
     free(d->starts);
+    free(d->start_sums);
+    free(d->fresh);
     free(d->groups);
     free(d->parked);
     free(d);
@@ -231,7 +233,9 @@ static clrun_status build_sections(clrun__plan_decide *d)
     d->cuts0 = calloc(T ? T : 1, sizeof *d->cuts0);
     d->cuts = malloc((T ? T : 1) * sizeof *d->cuts);
     d->starts = malloc((T ? T : 1) * sizeof *d->starts);
-    if (!d->cuts0 || !d->cuts || !d->starts)
+    d->start_sums = malloc((T + 1) * sizeof *d->start_sums);
+    d->fresh = malloc((T ? T : 1) * sizeof *d->fresh);
+    if (!d->cuts0 || !d->cuts || !d->starts || !d->start_sums || !d->fresh)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     for (size_t i = 0; i < m; i++)
         for (uint32_t t = d->from[i]; t + 1 < d->to[i]; t++)
