@@ -227,11 +227,11 @@ clrun_status clrun__plan_fit_offset(clrun__plan_fit *f, uint32_t b, uint64_t *of
     uint64_t size = f->buffers[b].size;
     size_t l = f->from[b] + f->leaves, r = f->to[b] + f->leaves, count = 1, sets = 0;
     f->gather[0] = (clrun__plan_span){0, UINT64_MAX};
-    /* The sets to cut by: whole[] on the boundary paths (leaves included) where they reach past
-     * [from, to), the root first, then under[] of the canonical nodes, the longest stretches of
-     * time first. The union over a long stretch leaves few gaps that fit, so few regions are
-     * carried into the many small sets of the short stretches. Both lists are built bottom-up,
-     * then read backwards. */
+    /* The sets to cut by: under[] of the canonical nodes, from the lowest up, then whole[] on
+     * the boundary paths (leaves included) where they reach past [from, to), from the root down.
+     * The order only changes the work, not the answer; this one measured best on packings and
+     * on graphs whose buffers all live until one join (where reading the root's sets first
+     * carries thousands of regions through every other set: 30x slower at 20k buffers). */
     const clrun__plan_span_set *by_level[4 * 64];
     size_t from = f->from[b], to = f->to[b];
     unsigned h = 0;
@@ -249,9 +249,9 @@ clrun_status clrun__plan_fit_offset(clrun__plan_fit *f, uint32_t b, uint64_t *of
             by_level[sets++] = &f->under[--c];
     }
     bool ok = true;
-    for (size_t k = paths; k-- > 0 && ok;)
+    for (size_t k = paths; k < sets && ok; k++)
         ok = cut(f, by_level[k], size, &count);
-    for (size_t k = sets; k-- > paths && ok;)
+    for (size_t k = paths; k-- > 0 && ok;)
         ok = cut(f, by_level[k], size, &count);
     if (!ok)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
