@@ -416,8 +416,9 @@ static bool tools_ready(const solve_state *s, construction_kind kind)
     return kind == SWEEP || (kind == LOWEST_FIRST ? s->skyline_ready : s->decoder_ready);
 }
 
-/* Runs the constructions: the first (greedy by size) always and to the end, the others only
- * before `start_by`, each bounded by `deadline`; stops at the lower bound. A construction not
+/* Runs the constructions: the first (greedy by size) always and to the end, the second before
+ * `deadline` (unless start_by is -INFINITY: none but the first), the others only before
+ * `start_by`, each bounded by `deadline`; stops at the lower bound. A construction not
  * started or not finished for lack of time sets result->cut_short. */
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
@@ -427,8 +428,11 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
         const construction *c = &constructions[i];
         if (i > 0 && at_bound(s))
             break;
-        /* not started when the setup (a sort or two) would end past the limit */
-        if (i > 0 && (clrun__plan_now() > start_by ||
+        /* not started when the setup (a sort or two) would end past the limit; the second,
+         * lowest-first by area, the best of the rest on packings, starts whenever time is left
+         * (on large instances greedy by size alone can take half the limit) */
+        double by = i == 1 && start_by != -INFINITY ? deadline : start_by;
+        if (i > 0 && (clrun__plan_now() > by ||
                       (!tools_ready(s, c->kind) && clrun__plan_now() + s->setup_s > deadline))) {
             s->result->cut_short = true;
             break;
