@@ -16,9 +16,13 @@
  * reach past [f, l): every buffer alive during [f, l) is in one of them (its canonical node
  * holding a query node is on the query's paths; one inside a query node has it among its own
  * ancestors; a path node inside [f, l) is a canonical node or below one, whose under[] holds
- * its whole[]). The sets coalesce as the arena fills: over a long
- * range almost everything is taken, so a set is a handful of intervals, and a placement costs
- * O(log T) small sorted merges instead of a scan of every buffer alive with it.
+ * its whole[]). The query starts from one free region, [0, infinity), and cuts each set's
+ * intervals out of the regions left, keeping only the regions the buffer still fits in: a
+ * region too small stays too small. So a placement costs O(log T) sets times the gaps that fit
+ * it (tens on dense packings), not a sort of every buffer alive with it; the sets coalesce as
+ * the arena fills. Measured at 62k buffers with 1225 alive at once: 0.9 s where the sorted
+ * scan takes 3.4 s; slower than the scan where few are alive (hence CLRUN__PLAN_FIT_DENSE).
+ * Worst case O(n) regions per placement, as the scan.
  *
  * The gaps of the union are exactly those of the sorted scan (plan_greedy.c's decoder): the
  * plans are identical, to the byte. The sets only grow (no removal): the local search, which
