@@ -6,13 +6,18 @@
  * searches alone, which is the planner as it was before the complete search for instances of
  * more than 64 buffers) and of clrun_plan_solve, both within the same time limit, averaged over
  * seeds, with clrun's planner time and how many of its plans were proven optimal.
- * Part 2, hard packings: the perfect family (optimum = lower bound) at 150, 300 and 500 buffers,
- * each seed, within 2 s: the ratio, the time to the answer and whether it is proven.
- * Part 3, growth: how the lower bound, one greedy pass, the planner's constructions alone (time
- * limit 0) and clrun_plan_solve with a 1 s limit grow with n, beside the most buffers alive at
- * once, for the generated families at 1k, 10k, 50k and for chains and wide graphs (all
- * branches alive until one join) at 10k, 30k, 100k; "late" flags a call that took more than
- * its limit plus 10 %.
+ * Part 2, hard instances: the perfect and balanced families (optimum = lower bound) and the
+ * bumped one (optimum above it) at 150, 300 and 500 buffers, each seed: greedy by size, then
+ * clrun_plan_solve at 1 s (peak over the bound, over the optimum where known, over greedy by
+ * size, time, proven) and, unless proven at 1 s, at 5 s (the time to the answer when it is
+ * proven), with a count of instances proven within 5 s and at the optimum at 1 s.
+ * Part 3, growth: how the lower bound, one greedy-by-size pass, the planner's constructions
+ * alone (time limit 0) and clrun_plan_solve with the time limit (1 s unless --time-limit) grow
+ * with n, beside the most buffers alive at once, for the generated families at 1k, 10k, 62k
+ * and for chains and wide graphs (all branches alive until one join) at 10k, 30k, 100k: each
+ * peak over the lower bound and, for the solve, over greedy by size (never above 1), whether
+ * the limit cut constructions short ("cut"), and "late" for a call that took more than its
+ * limit plus 10 %.
  *
  * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3]
  * (--quick: sizes 100 and 1000 only, growth up to 10k) */
@@ -170,43 +175,68 @@ static int part_quality(int seeds, double time_limit, int quick)
     return 0;
 }
 
-static int part_packings(int seeds)
+/* One hard instance: greedy by size, then clrun_plan_solve at 1 s and, unless that proved its
+ * plan optimal, at 5 s. */
+static int run_hard(clrun_plan_gen_family family, size_t n, int seed, clrun_plan_buffer *b,
+                    uint64_t *offsets, int *proven_5s, int *optimum_1s)
 {
-    const size_t sizes[] = {150, 300, 500};
-    const double limit = 2.0;
-    printf("\n2. perfect packings (optimum = lower bound), time limit %g s, each seed\n", limit);
-    printf("%-9s %6s %5s %9s %9s %12s %7s  %s\n", "family", "n", "seed", "baseline", "clrun",
-           "clrun ms", "proven", "method");
-    for (size_t s = 0; s < 3; s++) {
-        size_t n = sizes[s];
-        clrun_plan_buffer *b = malloc(n * sizeof *b);
-        uint64_t *offsets = malloc(n * sizeof *offsets);
-        if (!b || !offsets) {
-            free(b);
-            free(offsets);
-            return 1;
-        }
-        for (int seed = 1; seed <= seeds; seed++) {
-            clrun_plan_result base, r;
-            if (clrun_plan_gen(CLRUN_PLAN_GEN_PERFECT, n, (uint64_t)seed, b, NULL) != CLRUN_OK ||
-                solve(b, n, limit, (uint64_t)seed, false, offsets, &base) != 0 ||
-                solve(b, n, limit, (uint64_t)seed, true, offsets, &r) != 0) {
-                free(b);
-                free(offsets);
-                return 1;
-            }
-            printf("%-9s %6zu %5d %9.3f %9.3f %12.1f %7s  %s\n", "perfect", n, seed,
-                   (double)base.peak_bytes / (double)base.lower_bound_bytes,
-                   (double)r.peak_bytes / (double)r.lower_bound_bytes, r.planner_ms,
-                   r.optimal ? "yes" : "no", r.method);
-        }
-        free(b);
-        free(offsets);
-    }
+    uint64_t known, greedy;
+    clrun_plan_result r1, r5;
+    if (clrun_plan_gen(family, n, (uint64_t)seed, b, &known) != CLRUN_OK ||
+        clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &greedy) != CLRUN_OK ||
+        solve(b, n, 1.0, (uint64_t)seed, true, offsets, &r1) != 0)
+        return 1;
+    r5 = r1;
+    if (!r1.optimal && solve(b, n, 5.0, (uint64_t)seed, true, offsets, &r5) != 0)
+        return 1;
+    /* the best peak known: the optimum when one was proven (at 5 s, or the family's) */
+    uint64_t best = r5.optimal ? r5.peak_bytes : known ? known : 0;
+    *proven_5s += r5.optimal;
+    *optimum_1s += best != 0 && r1.peak_bytes == best;
+    char vs_best[16];
+    snprintf(vs_best, sizeof vs_best, best ? "%.4f" : "-", (double)r1.peak_bytes / (double)best);
+    double lb = (double)r1.lower_bound_bytes;
+    printf("%-9s %5zu %4d %7.4f | %7.4f %8s %7.4f %8.1f %4s | %7.4f %8.1f %6s  %s\n",
+           clrun_plan_gen_family_name(family), n, seed, (double)greedy / lb,
+           (double)r1.peak_bytes / lb, vs_best, (double)r1.peak_bytes / (double)greedy,
+           r1.planner_ms, r1.optimal ? "yes" : "no", (double)r5.peak_bytes / lb, r5.planner_ms,
+           r5.optimal ? "yes" : "no", r5.method);
     return 0;
 }
 
-static int run_growth(clrun_plan_gen_family family, size_t n)
+static int part_packings(int seeds)
+{
+    const size_t sizes[] = {150, 300, 500};
+    const clrun_plan_gen_family families[] = {CLRUN_PLAN_GEN_PERFECT, CLRUN_PLAN_GEN_BALANCED,
+                                              CLRUN_PLAN_GEN_BUMPED};
+    printf("\n2. hard instances, each seed: perfect and balanced packings (optimum = lower bound),\n"
+           "   bumped (optimum above it, unknown): greedy-size over the lower bound; at 1 s the\n"
+           "   solve's peak over the bound, over the optimum (proven at 5 s, or the family's),\n"
+           "   over greedy-size, its time and whether proven; at 5 s (run when 1 s did not prove\n"
+           "   it) the same, the time being the time to the answer when proven\n");
+    printf("%-9s %5s %4s %7s | %7s %8s %7s %8s %4s | %7s %8s %6s  %s\n", "family", "n", "seed",
+           "greedy", "1s /lb", "/optimum", "/greedy", "ms", "prov", "5s /lb", "ms", "proven",
+           "method");
+    int total = 0, proven = 0, optimum = 0;
+    for (size_t f = 0; f < 3; f++)
+        for (size_t s = 0; s < 3; s++) {
+            size_t n = sizes[s];
+            clrun_plan_buffer *b = malloc(n * sizeof *b);
+            uint64_t *offsets = malloc(n * sizeof *offsets);
+            int rc = !b || !offsets;
+            for (int seed = 1; seed <= seeds && rc == 0; seed++, total++)
+                rc = run_hard(families[f], n, seed, b, offsets, &proven, &optimum);
+            free(b);
+            free(offsets);
+            if (rc != 0)
+                return 1;
+        }
+    printf("proven optimal within 5 s: %d of %d; at the optimum at 1 s: %d of %d\n", proven,
+           total, optimum, total);
+    return 0;
+}
+
+static int run_growth(clrun_plan_gen_family family, size_t n, double time_limit)
 {
     clrun_plan_buffer *b = malloc(n * sizeof *b);
     uint64_t *offsets = malloc(n * sizeof *offsets);
@@ -218,24 +248,20 @@ static int run_growth(clrun_plan_gen_family family, size_t n)
     if (clrun_plan_lower_bound(b, n, 1, &lb) != CLRUN_OK)
         goto done;
     double t1 = now_s();
-    /* best fit is O(n^2) when everything is alive at once: not run on wide graphs */
-    bool greedy = family != CLRUN_PLAN_GEN_WIDE;
-    if (greedy && clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &peak) != CLRUN_OK)
+    if (clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &peak) != CLRUN_OK)
         goto done;
     double t2 = now_s();
     clrun_plan_result r, built;
     if (solve(b, n, 0, 1, true, offsets, &built) != 0 ||
-        clrun_plan_solve(b, n, NULL, offsets, &r) != CLRUN_OK)
+        solve(b, n, time_limit, 1, true, offsets, &r) != 0)
         goto done;
-    char greedy_ms[16], greedy_ratio[16];
-    snprintf(greedy_ms, sizeof greedy_ms, greedy ? "%.2f" : "-", (t2 - t1) * 1e3);
-    snprintf(greedy_ratio, sizeof greedy_ratio, greedy ? "%.3f" : "-", (double)peak / (double)lb);
-    printf("%-9s %7zu %6zu %9.2f %9s %7s %9.1f %8.4f %9.1f %8.4f %5s  %s\n",
-           clrun_plan_gen_family_name(family), n, max_alive(b, n), (t1 - t0) * 1e3, greedy_ms,
-           greedy_ratio, built.planner_ms,
+    printf("%-9s %6zu %6zu %8.2f %9.1f %7.4f %9.1f %7.4f %9.1f %7.4f %7.4f %4s %5s  %s\n",
+           clrun_plan_gen_family_name(family), n, max_alive(b, n), (t1 - t0) * 1e3,
+           (t2 - t1) * 1e3, (double)peak / (double)lb, built.planner_ms,
            (double)built.peak_bytes / (double)built.lower_bound_bytes, r.planner_ms,
-           (double)r.peak_bytes / (double)r.lower_bound_bytes, r.planner_ms > 1100 ? "late" : "ok",
-           r.method);
+           (double)r.peak_bytes / (double)r.lower_bound_bytes,
+           (double)r.peak_bytes / (double)peak, r.cut_short ? "cut" : "-",
+           r.planner_ms > 1100 * time_limit ? "late" : "ok", r.method);
     rc = 0;
 done:
     free(b);
@@ -243,23 +269,24 @@ done:
     return rc;
 }
 
-static int part_growth(int quick)
+static int part_growth(int quick, double time_limit)
 {
     printf("\n3. time growth (seed 1): lower bound, one greedy-size pass, clrun_plan_solve with\n"
-           "   time limit 0 (every construction, no search: the cost that grows with n) and 1 s\n"
-           "   (anytime: it uses its limit unless it proves a plan optimal)\n");
-    printf("%-9s %7s %6s %9s %9s %7s %9s %8s %9s %8s %5s  %s\n", "family", "n", "alive",
-           "bound ms", "greedy ms", "ratio", "build ms", "ratio", "clrun ms", "ratio", "limit",
-           "method");
-    const size_t growth[] = {1000, 10000, 50000}, shapes[] = {10000, 30000, 100000};
+           "   time limit 0 (every construction, no search: the cost that grows with n) and %g s\n"
+           "   (anytime: it uses its limit unless it proves a plan optimal); ratios are peak over\n"
+           "   the lower bound, \"/greedy\" the solve's peak over greedy-size's\n", time_limit);
+    printf("%-9s %6s %6s %8s %9s %7s %9s %7s %9s %7s %7s %4s %5s  %s\n", "family", "n", "alive",
+           "bound ms", "greedy ms", "ratio", "build ms", "ratio", "clrun ms", "ratio", "/greedy",
+           "cut", "limit", "method");
+    const size_t growth[] = {1000, 10000, 62000}, shapes[] = {10000, 30000, 100000};
     size_t count = quick ? 2 : 3;
     for (int f = 0; f <= CLRUN_PLAN_GEN_UNET; f++)
         for (size_t s = 0; s < count; s++)
-            if (run_growth((clrun_plan_gen_family)f, growth[s]) != 0)
+            if (run_growth((clrun_plan_gen_family)f, growth[s], time_limit) != 0)
                 return 1;
     for (int f = CLRUN_PLAN_GEN_CHAIN; f <= CLRUN_PLAN_GEN_WIDE; f++)
         for (size_t s = 0; s < count; s++)
-            if (run_growth((clrun_plan_gen_family)f, shapes[s]) != 0)
+            if (run_growth((clrun_plan_gen_family)f, shapes[s], time_limit) != 0)
                 return 1;
     return 0;
 }
@@ -291,15 +318,16 @@ int main(int argc, char **argv)
     printf("bench_plan: alignment 1, CPU %s (one thread)\n", cpu);
     printf("families: random (uniform starts, geometric lifetimes, log-uniform sizes), perfect and\n"
            "balanced (guillotine-cut full rectangles: optimum = lower bound), unet (U-Net-like\n"
-           "graphs), chain and wide (graph shapes); baseline: the planner without its complete\n"
-           "search (search_max_buffers = 0), in the same run\n\n");
+           "graphs), chain and wide (graph shapes), bumped (balanced, a quarter of the buffers\n"
+           "one granule larger: optimum above the bound); baseline: the planner without its\n"
+           "complete search (search_max_buffers = 0), in the same run\n\n");
     int rc = 0;
     if (rc == 0 && (part == 0 || part == 1))
         rc = part_quality(seeds, time_limit, quick);
     if (rc == 0 && (part == 0 || part == 2))
         rc = part_packings(seeds);
     if (rc == 0 && (part == 0 || part == 3))
-        rc = part_growth(quick);
+        rc = part_growth(quick, time_limit);
     if (rc != 0)
         fprintf(stderr, "bench_plan: out of memory\n");
     return rc;

@@ -268,6 +268,155 @@ static void greedy_plans_are_valid_for_every_order_and_alignment(void **state)
     }
 }
 
+/* Best fit written as plainly as it can be, for comparison: the buffers by size descending
+ * (then first, then index: CLRUN_PLAN_ORDER_SIZE), each at the smallest aligned gap between
+ * the placed buffers alive with it (the lowest on a tie), else on top of them. O(n^2 log n). */
+typedef struct ref_span {
+    uint64_t lo, hi;
+} ref_span;
+
+static int compare_ref_span(const void *a, const void *b)
+{
+    const ref_span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static const clrun_plan_buffer *ref_buffers;
+
+static int compare_by_size(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const clrun_plan_buffer *x = &ref_buffers[i], *y = &ref_buffers[j];
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static uint64_t reference_best_fit(const clrun_plan_buffer *b, size_t n, uint64_t align,
+                                   uint64_t *offsets)
+{
+    size_t *order = malloc(n * sizeof *order);
+    ref_span *spans = malloc(n * sizeof *spans);
+    bool *placed = calloc(n, sizeof *placed);
+    assert_non_null(order);
+    assert_non_null(spans);
+    assert_non_null(placed);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    ref_buffers = b;
+    qsort(order, n, sizeof *order, compare_by_size);
+    uint64_t peak = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k], count = 0;
+        for (size_t j = 0; j < n; j++)
+            if (placed[j] && alive_together(&b[i], &b[j]))
+                spans[count++] = (ref_span){offsets[j], offsets[j] + b[j].size};
+        qsort(spans, count, sizeof *spans, compare_ref_span);
+        uint64_t top = 0, best = 0, waste = UINT64_MAX;
+        for (size_t s = 0; s < count; s++) {
+            uint64_t start = align_up(top, align);
+            if (spans[s].lo >= start + b[i].size && spans[s].lo - start - b[i].size < waste) {
+                waste = spans[s].lo - start - b[i].size;
+                best = start;
+            }
+            if (spans[s].hi > top)
+                top = spans[s].hi;
+        }
+        offsets[i] = waste != UINT64_MAX ? best : align_up(top, align);
+        placed[i] = true;
+        if (offsets[i] + b[i].size > peak)
+            peak = offsets[i] + b[i].size;
+    }
+    free(order);
+    free(spans);
+    free(placed);
+    return peak;
+}
+
+static size_t naive_max_alive(const clrun_plan_buffer *b, size_t n)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t alive = 0; /* alive at b[i].first: every moment's count peaks at some first */
+        for (size_t j = 0; j < n; j++)
+            alive += b[j].first <= b[i].first && b[i].first < b[j].last;
+        if (alive > most)
+            most = alive;
+    }
+    return most;
+}
+
+/* clrun_plan_greedy places exactly as the plain best fit does, on sparse instances (where it
+ * scans the buffers alive with each one) and dense ones (where it cuts the gaps out of unions
+ * kept per stretch of time, from 128 alive at once), at byte and 64-byte alignment. */
+static void greedy_by_size_matches_a_plain_best_fit(void **state)
+{
+    (void)state;
+    const struct {
+        clrun_plan_gen_family family;
+        size_t n;
+        bool dense;
+    } cases[] = {{CLRUN_PLAN_GEN_RANDOM, 1500, false}, {CLRUN_PLAN_GEN_UNET, 800, false},
+                 {CLRUN_PLAN_GEN_BALANCED, 4000, true}, {CLRUN_PLAN_GEN_WIDE, 400, true}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t n = cases[c].n;
+        uint64_t seed = 11 + c;
+        clrun_plan_buffer *b = family_instance(cases[c].family, n, seed, NULL);
+        assert_true((naive_max_alive(b, n) >= 128) == cases[c].dense);
+        uint64_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+        assert_non_null(got);
+        assert_non_null(want);
+        const uint64_t aligns[] = {1, 64};
+        for (size_t a = 0; a < 2; a++) {
+            uint64_t peak, lb;
+            assert_int_equal(clrun_plan_greedy(b, n, aligns[a], CLRUN_PLAN_ORDER_SIZE, got, &peak),
+                             CLRUN_OK);
+            assert_int_equal(clrun_plan_lower_bound(b, n, aligns[a], &lb), CLRUN_OK);
+            check_plan(clrun_plan_gen_family_name(cases[c].family), seed, b, n, aligns[a], got,
+                       peak, lb);
+            uint64_t ref = reference_best_fit(b, n, aligns[a], want);
+            if (peak != ref || memcmp(got, want, n * sizeof *got) != 0) {
+                print_message("%s n %zu seed %llu align %llu: peak %llu, plain best fit %llu\n",
+                              clrun_plan_gen_family_name(cases[c].family), n,
+                              (unsigned long long)seed, (unsigned long long)aligns[a],
+                              (unsigned long long)peak, (unsigned long long)ref);
+                fail();
+            }
+        }
+        free(got);
+        free(want);
+        free(b);
+    }
+}
+
+/* The bumped family is the balanced packing of the same seed with some buffers one granule
+ * larger: same lifetimes, sizes equal or one granule more, some bumped, no known optimum. */
+static void bumped_family_grows_some_buffers_of_the_balanced_packing(void **state)
+{
+    (void)state;
+    size_t n = 200, bumped = 0;
+    uint64_t known = 1, balanced_optimum;
+    clrun_plan_buffer *base = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 9, &balanced_optimum);
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BUMPED, n, 9, &known);
+    assert_int_equal(known, 0);
+    assert_string_equal(clrun_plan_gen_family_name(CLRUN_PLAN_GEN_BUMPED), "bumped");
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(b[i].first, base[i].first);
+        assert_int_equal(b[i].last, base[i].last);
+        assert_true(b[i].size == base[i].size ||
+                    b[i].size == base[i].size + CLRUN_PLAN_GEN_GRANULE);
+        bumped += b[i].size != base[i].size;
+    }
+    assert_true(bumped > n / 8 && bumped < n / 2);
+    uint64_t lb;
+    assert_int_equal(clrun_plan_lower_bound(b, n, 1, &lb), CLRUN_OK);
+    assert_true(lb > balanced_optimum);
+    free(base);
+    free(b);
+}
+
 static void solved_plans_are_valid_on_every_family(void **state)
 {
     (void)state;
@@ -565,6 +714,46 @@ static void complete_search_proves_optima_above_the_bound(void **state)
     }
 }
 
+/* Two instances whose optimum is above their bound, one after the other in time, under one
+ * buffer alive throughout: one part, but once that buffer is placed the complete search goes
+ * on with each half on its own (a failure in the second half fails that placement at once,
+ * whatever the first half did). The optimum is the long buffer plus the larger half's: at
+ * least each half's with it (computed exhaustively), and reached by stacking them on it. */
+static void complete_search_solves_halves_cut_apart_on_their_own(void **state)
+{
+    (void)state;
+    for (int v = 0; v < ABOVE_VARIANTS; v += 3) { /* unscaled: proven in well under 1M steps */
+        clrun_plan_buffer b[15], half[8];
+        uint64_t offsets[15], optimum = 0;
+        above_bound_instance(0, v, b);
+        above_bound_instance(1, (v + 1) % ABOVE_VARIANTS, b + 7);
+        for (size_t i = 7; i < 14; i++) {
+            b[i].first += 8;
+            b[i].last += 8;
+        }
+        b[14] = (clrun_plan_buffer){.size = 5, .first = 0, .last = 16};
+        for (int h = 0; h < 2; h++) {
+            for (size_t i = 0; i < 7; i++)
+                half[i] = b[7 * h + i];
+            half[7] = b[14];
+            uint64_t with = exhaustive_optimum(half, 8, 1), without = exhaustive_optimum(half, 7, 1);
+            assert_int_equal(with, without + 5); /* the long buffer goes under the half */
+            if (with > optimum)
+                optimum = with;
+        }
+        clrun_plan_options o = options_with_steps(10 * EXACT_STEPS, 1);
+        clrun_plan_result r = solve_checked("halves", (uint64_t)v, b, 15, &o, offsets);
+        if (!r.optimal || r.peak_bytes != optimum) {
+            print_message("variant %d: peak %llu (optimal %d, %llu steps), optimum %llu, bound "
+                          "%llu\n", v, (unsigned long long)r.peak_bytes, r.optimal,
+                          (unsigned long long)r.steps,
+                          (unsigned long long)optimum, (unsigned long long)r.lower_bound_bytes);
+            fail();
+        }
+        assert_true(r.lower_bound_bytes < optimum);
+    }
+}
+
 /* Two perfect packings one after the other in time are two independent parts: each is solved
  * on its own and the plan is optimal, proven, though their heights differ. */
 static void independent_parts_are_planned_apart(void **state)
@@ -634,6 +823,7 @@ static void capacity_below_the_bound_is_infeasible_at_once(void **state)
     clrun_plan_result r = solve_with_capacity(b, n, lb - 1, 100000, 2);
     assert_int_equal(r.verdict, CLRUN_PLAN_INFEASIBLE);
     assert_int_equal(r.steps, 1);
+    assert_false(r.cut_short); /* the answer stopped the constructions, not the limit */
     assert_string_equal(clrun_plan_verdict_name(r.verdict), "infeasible");
     free(b);
 }
@@ -777,21 +967,40 @@ static void step_limit_runs_every_construction(void **state)
     free(b);
 }
 
-/* The time limit bounds even the first construction: past it, each buffer it has not placed
- * yet is dropped at the lowest offset above those alive with it, so a plan is returned at
- * once, valid, whatever the step limit. (The clock is read after 1024 heap looks, long past a
- * limit of a nanosecond: deterministic.) */
-static void time_limit_cuts_the_first_construction_short(void **state)
+/* Greedy by size runs to the end whatever the limit, so the plan is never worse than it; the
+ * limit stops everything after it, and the result says so. (A nanosecond is over before the
+ * first construction ends: deterministic.) */
+static void time_limit_never_cuts_greedy_by_size_short(void **state)
 {
     (void)state;
     size_t n = 3000;
     clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 4, NULL);
-    uint64_t *offsets = malloc(n * sizeof *offsets);
+    uint64_t *offsets = malloc(n * sizeof *offsets), greedy;
     clrun_plan_options o = options_with(1e-9, 64);
     o.step_limit = 1000000;
     clrun_plan_result r = solve_checked("balanced", 4, b, n, &o, offsets);
-    assert_string_equal(r.method, "cut-short");
+    assert_string_equal(r.method, "greedy-size");
     assert_int_equal(r.steps, 1);
+    assert_true(r.cut_short);
+    assert_int_equal(clrun_plan_greedy(b, n, 64, CLRUN_PLAN_ORDER_SIZE, offsets, &greedy),
+                     CLRUN_OK);
+    assert_int_equal(r.peak_bytes, greedy);
+    free(offsets);
+    free(b);
+}
+
+/* Without a time limit (0) or with a step limit every construction runs: nothing cut short. */
+static void constructions_run_to_the_end_are_not_cut_short(void **state)
+{
+    (void)state;
+    size_t n = 300;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 3, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    clrun_plan_options zero = options_with(0, 1), steps = options_with_steps(CONSTRUCTIONS, 1);
+    clrun_plan_result r = solve_checked("balanced", 3, b, n, &zero, offsets);
+    assert_false(r.cut_short);
+    r = solve_checked("balanced", 3, b, n, &steps, offsets);
+    assert_false(r.cut_short);
     free(offsets);
     free(b);
 }
@@ -826,7 +1035,8 @@ static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
     assert_int_equal(r.peak_bytes, 180);
     assert_int_equal(r.lower_bound_bytes, 180);
     assert_int_equal(r.steps, 1);
-    assert_string_equal(r.method, "time-sweep");
+    assert_string_equal(r.method, "greedy-size");
+    assert_false(r.cut_short); /* stopped at the bound, not by the limit */
 }
 
 /* ---- edge cases ---- */
@@ -990,6 +1200,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_plans_are_valid_for_every_order_and_alignment),
+        cmocka_unit_test(greedy_by_size_matches_a_plain_best_fit),
+        cmocka_unit_test(bumped_family_grows_some_buffers_of_the_balanced_packing),
         cmocka_unit_test(solved_plans_are_valid_on_every_family),
         cmocka_unit_test(solved_plans_are_valid_on_small_instances_searched_exactly),
         cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),
@@ -1003,6 +1215,7 @@ int main(void)
         cmocka_unit_test(improvement_search_beats_the_constructions),
         cmocka_unit_test(complete_search_proves_perfect_packings_of_150_optimal),
         cmocka_unit_test(complete_search_proves_optima_above_the_bound),
+        cmocka_unit_test(complete_search_solves_halves_cut_apart_on_their_own),
         cmocka_unit_test(independent_parts_are_planned_apart),
         cmocka_unit_test(buffers_all_alive_at_once_are_stacked),
         cmocka_unit_test(capacity_below_the_bound_is_infeasible_at_once),
@@ -1012,7 +1225,8 @@ int main(void)
         cmocka_unit_test(time_limit_is_used_and_obeyed),
         cmocka_unit_test(step_limited_solve_is_deterministic),
         cmocka_unit_test(step_limit_runs_every_construction),
-        cmocka_unit_test(time_limit_cuts_the_first_construction_short),
+        cmocka_unit_test(time_limit_never_cuts_greedy_by_size_short),
+        cmocka_unit_test(constructions_run_to_the_end_are_not_cut_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),

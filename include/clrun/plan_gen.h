@@ -43,6 +43,11 @@ typedef enum clrun_plan_gen_family {
      * output stays alive until the join, so all n are alive at once at its step: the optimum is
      * the total (sizes as in random). The adversarial case for best fit, O(n^2). */
     CLRUN_PLAN_GEN_WIDE,
+    /* A balanced packing (same seed, same cuts) whose buffers each grow by one granule with
+     * odds 1/4: the rectangle no longer rebuilds exactly, so the optimum is usually above the
+     * lower bound, and unknown (*known_optimum 0). The hard case for a complete search: it
+     * must prove that nothing fits lower, not only find a plan at the bound. */
+    CLRUN_PLAN_GEN_BUMPED,
     CLRUN_PLAN_GEN_COUNT /* number of families; not a family */
 } clrun_plan_gen_family;
 
@@ -52,7 +57,8 @@ typedef enum clrun_plan_gen_family {
 clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t seed,
                             clrun_plan_buffer *out, uint64_t *known_optimum);
 
-/* "random", "perfect", "balanced", "unet", "chain", "wide"; "unknown" out of range. */
+/* "random", "perfect", "balanced", "unet", "chain", "wide", "bumped"; "unknown" out of
+ * range. */
 const char *clrun_plan_gen_family_name(clrun_plan_gen_family family);
 
 #ifdef __cplusplus

@@ -4,6 +4,7 @@ libclrun_internal_la_SOURCES += \
 	lib/plan/plan.c \
 	lib/plan/plan_gen.c \
 	lib/plan/plan_greedy.c \
+	lib/plan/plan_fit.c \
 	lib/plan/plan_parts.c \
 	lib/plan/plan_decide.c \
 	lib/plan/plan_decide.h \

@@ -222,9 +222,14 @@ typedef struct solve_state {
     size_t n;
     uint64_t align;
     const clrun_plan_options *options;
-    clrun__plan_decoder decoder; /* interval queries over the instance */
+    clrun__plan_decoder decoder; /* best fit by sorted scans, and the local search's */
     bool decoder_ready;          /* decoder needs freeing */
+    clrun__plan_fit fit;         /* best fit over interval sets, where the instance is dense */
+    bool fit_ready;              /* fit needs freeing */
+    bool dense;                  /* CLRUN__PLAN_FIT_DENSE or more alive at once: best fit
+                                    uses `fit`, not `decoder` (the same plans) */
     clrun__plan_skyline skyline; /* lowest-first construction scratch */
+    bool skyline_ready;          /* skyline needs freeing */
     clrun__plan_parts parts;     /* independent parts and the best placement of each */
     uint32_t *order;             /* scratch: one greedy order */
     uint32_t *best_order;        /* the best-fit order whose plan is best among the orders */
@@ -244,7 +249,10 @@ static void solve_state_free(solve_state *s)
 {
     if (s->decoder_ready)
         clrun__plan_decoder_free(&s->decoder);
-    clrun__plan_skyline_free(&s->skyline);
+    if (s->fit_ready)
+        clrun__plan_fit_free(&s->fit);
+    if (s->skyline_ready)
+        clrun__plan_skyline_free(&s->skyline);
     clrun__plan_parts_free(&s->parts);
     free(s->order);
     free(s->best_order);
@@ -316,11 +324,11 @@ static bool spent(const solve_state *s, const budget *b)
            steps_left(s->result, b->max_steps) == 0;
 }
 
-/* The constructions in the order they are tried: first the time sweep, always fast and sane
- * (O(n k) with a small constant for k alive at once), so that a plan exists early whatever the
- * instance; then lowest-first by area (the best, and on dense instances the fastest of the
- * rest: 0.8 s where best fit takes 2.4 s at 50k buffers with ~500 alive at once), then the
- * TFLite baseline, then the others. */
+/* The constructions in the order they are tried: first the TFLite baseline, greedy by size,
+ * which always runs to the end whatever the limit (O(n log T) interval-set merges on dense
+ * instances, plan_fit.c), so that the plan returned is never worse than it; then lowest-first
+ * by area (the best of the rest on packings), the other orders, and last the time sweep
+ * (O(n k), rarely the best). */
 typedef enum construction_kind { SWEEP, LOWEST_FIRST, BEST_FIT } construction_kind;
 
 typedef struct construction {
@@ -329,16 +337,15 @@ typedef struct construction {
 } construction;
 
 static const construction constructions[] = {
-    {SWEEP, 0},
-    {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA}, {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},
-    {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE}, {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},
+    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},     {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA},
+    {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},  {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE},
     {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA},
-    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN}, {SWEEP, 0},
 };
 
 /* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
- * deadline cut it short (the sweep then stacks the rest: its plan is kept); remembers the best
- * best-fit order and the best lowest-first ranking for the searches that follow. */
+ * deadline cut it short (its plan is dropped); remembers the best best-fit order and the best
+ * lowest-first ranking for the searches that follow. */
 static clrun_status build(solve_state *s, const construction *c, double deadline,
                           uint64_t *peak, const char **method)
 {
@@ -346,7 +353,9 @@ static clrun_status build(solve_state *s, const construction *c, double deadline
         bool cut;
         clrun_status st;
         *peak = clrun__plan_sweep(s->buffers, s->n, s->align, deadline, s->trial, &cut, &st);
-        *method = cut ? "cut-short" : "time-sweep";
+        if (cut)
+            *peak = UINT64_MAX;
+        *method = "time-sweep";
         return st;
     }
     if (c->kind == LOWEST_FIRST) {
@@ -363,7 +372,12 @@ static clrun_status build(solve_state *s, const construction *c, double deadline
     clrun_status st = clrun__plan_order_fill(s->buffers, s->n, (clrun_plan_order)c->which, s->order);
     if (st != CLRUN_OK)
         return st;
-    *peak = clrun__plan_decoder_run(&s->decoder, s->order, deadline, s->trial);
+    if (s->dense)
+        st = clrun__plan_fit_run(&s->fit, s->order, deadline, s->trial, peak);
+    else
+        *peak = clrun__plan_decoder_run(&s->decoder, s->order, deadline, s->trial);
+    if (st != CLRUN_OK)
+        return st;
     *method = clrun_plan_order_name((clrun_plan_order)c->which);
     if (*peak < s->best_best_fit) {
         s->best_best_fit = *peak;
@@ -372,42 +386,78 @@ static clrun_status build(solve_state *s, const construction *c, double deadline
     return CLRUN_OK;
 }
 
-/* The skyline and the decoder, built after the first construction (each a sort of the
- * instance): the sweep's plan exists before. */
-static clrun_status solve_tools(solve_state *s)
+/* What best fit needs (a sort of the instance each): the decoder, which the local search
+ * also uses, and on dense instances the interval sets. */
+static clrun_status best_fit_tools(solve_state *s)
 {
-    if (s->decoder_ready)
-        return CLRUN_OK;
-    clrun_status st = clrun__plan_skyline_init(&s->skyline, s->buffers, s->n, s->align);
-    if (st == CLRUN_OK)
+    clrun_status st = CLRUN_OK;
+    if (!s->decoder_ready) {
         st = clrun__plan_decoder_init(&s->decoder, s->buffers, s->n, s->align);
-    s->decoder_ready = st == CLRUN_OK;
+        s->decoder_ready = st == CLRUN_OK;
+    }
+    if (st == CLRUN_OK && s->dense && !s->fit_ready) {
+        st = clrun__plan_fit_init(&s->fit, s->buffers, s->n, s->align);
+        s->fit_ready = st == CLRUN_OK;
+    }
     return st;
 }
 
-/* Runs the constructions: the first always, the others only before `start_by`, each bounded
- * by `deadline`; stops at the lower bound. */
+static clrun_status skyline_tools(solve_state *s)
+{
+    if (s->skyline_ready)
+        return CLRUN_OK;
+    clrun_status st = clrun__plan_skyline_init(&s->skyline, s->buffers, s->n, s->align);
+    s->skyline_ready = st == CLRUN_OK;
+    return st;
+}
+
+static bool tools_ready(const solve_state *s, construction_kind kind)
+{
+    return kind == SWEEP || (kind == LOWEST_FIRST ? s->skyline_ready : s->decoder_ready);
+}
+
+/* Runs the constructions: the first (greedy by size) always and to the end, the second before
+ * `deadline` (unless start_by is -INFINITY: none but the first), the others only before
+ * `start_by`, each bounded by `deadline`; stops at the lower bound. A construction not
+ * started or not finished for lack of time sets result->cut_short. */
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
-    for (size_t i = 0; i < sizeof constructions / sizeof constructions[0]; i++) {
-        if (i > 0 && (at_bound(s) || clrun__plan_now() > start_by))
+    size_t count = sizeof constructions / sizeof constructions[0];
+    for (size_t i = 0; i < count; i++) {
+        const construction *c = &constructions[i];
+        if (i > 0 && at_bound(s))
             break;
+        /* not started when the setup (a sort or two) would end past the limit; the second,
+         * lowest-first by area, the best of the rest on packings, starts whenever time is left
+         * (on large instances greedy by size alone can take half the limit) */
+        double by = i == 1 && start_by != -INFINITY ? deadline : start_by;
+        if (i > 0 && (clrun__plan_now() > by ||
+                      (!tools_ready(s, c->kind) && clrun__plan_now() + s->setup_s > deadline))) {
+            s->result->cut_short = true;
+            break;
+        }
         uint64_t peak;
         const char *method;
-        bool sweep = constructions[i].kind == SWEEP;
-        if (!sweep && !s->decoder_ready && clrun__plan_now() + s->setup_s > deadline)
-            break; /* the skyline's and decoder's setup would end past the limit */
-        clrun_status st = sweep ? CLRUN_OK : solve_tools(s);
+        clrun_status st = c->kind == LOWEST_FIRST ? skyline_tools(s) : best_fit_tools(s);
         if (st == CLRUN_OK)
-            st = build(s, &constructions[i], deadline, &peak, &method);
+            st = build(s, c, i == 0 ? INFINITY : deadline, &peak, &method);
         if (st != CLRUN_OK)
             return st;
         s->result->steps++;
         if (peak != UINT64_MAX)
             keep_parts(s, s->trial, method);
+        else
+            s->result->cut_short = true;
     }
     return CLRUN_OK;
+}
+
+/* Everything the improvement searches use. */
+static clrun_status solve_tools(solve_state *s)
+{
+    clrun_status st = skyline_tools(s);
+    return st == CLRUN_OK ? best_fit_tools(s) : st;
 }
 
 /* The most work (buffers x alive at once) among the parts whose kept plan is above the bound. */
@@ -483,9 +533,12 @@ static clrun_status solve_init(solve_state *s)
         s->best_order[i] = (uint32_t)i;
     /* The instance's bound is the largest of its parts' (they never meet). */
     clrun_status st = clrun__plan_parts_build(s->buffers, n, s->align, &s->parts);
-    for (size_t q = 0; st == CLRUN_OK && q < s->parts.count; q++)
+    for (size_t q = 0; st == CLRUN_OK && q < s->parts.count; q++) {
         if (s->parts.lower_bound[q] > s->result->lower_bound_bytes)
             s->result->lower_bound_bytes = s->parts.lower_bound[q];
+        if (s->parts.max_alive[q] >= CLRUN__PLAN_FIT_DENSE)
+            s->dense = true;
+    }
     return st;
 }
 
@@ -518,6 +571,8 @@ static clrun_status solve(solve_state *s, double start)
     if (capacity > 0 && proven_above > capacity)
         start_by = -INFINITY;
     st = run_constructions(s, start_by, all.deadline);
+    if (capacity > 0 && proven_above > capacity)
+        result->cut_short = false; /* skipped because the answer is known, not for time */
     if (st != CLRUN_OK || (capacity > 0 && proven_above > capacity) || limit == 0 ||
         spent(s, &all))
         goto verdict;

@@ -27,6 +27,12 @@
  *    with it already has m(b) above its end) is committed: if the search fails below it, it
  *    fails at this node too. A plan with another buffer first can always be rearranged into
  *    one with this buffer first, at the same or a lower peak.
+ *  - groups (MiniMalloc's dynamic decomposition): once no unplaced buffer is alive across some
+ *    moment's edge, the unplaced buffers on either side never meet again: the pieces are
+ *    searched one after the other, each from the L of the placement that cut them, the others
+ *    set aside (out of the candidates and of the pending check). When a piece fails, that
+ *    placement fails at once: no arrangement of the pieces searched before can help, and
+ *    trying them all again is what makes a plain depth-first search thrash.
  * Every change is recorded on a trail and undone on backtracking: nothing is copied per node.
  * Per node: O(k log n) for the k buffers alive with the placed one, plus the moments whose
  * floor holder changed. The search is iterative (the path can be as deep as the part). */
@@ -80,6 +86,24 @@ static uint64_t tree_min(const min_tree *t)
     return t->node[1];
 }
 
+/* The least leaf of [lo, hi). */
+static uint64_t tree_range_min(const min_tree *t, size_t lo, size_t hi)
+{
+    uint64_t best = NONE;
+    for (size_t a = lo + t->leaves, b = hi + t->leaves; a < b; a >>= 1, b >>= 1) {
+        if ((a & 1) && t->node[a] < best)
+            best = t->node[a];
+        if (a & 1)
+            a++;
+        if (b & 1) {
+            b--;
+            if (t->node[b] < best)
+                best = t->node[b];
+        }
+    }
+    return best;
+}
+
 static size_t tree_argmin(const min_tree *t)
 {
     size_t j = 1;
@@ -114,6 +138,14 @@ static uint64_t stack_max(const clrun__plan_decide *d)
     return NONE - tree_min(&d->stack);
 }
 
+/* The same over the current group's moments: only they are stacked from L up. */
+static uint64_t group_stack_max(const clrun__plan_decide *d)
+{
+    const group *g = &d->groups[d->group_count - 1];
+    uint64_t least = tree_range_min(&d->stack, g->lo, g->hi);
+    return least == NONE ? 0 : NONE - least;
+}
+
 static void reset(clrun__plan_decide *d)
 {
     size_t m = d->m, T = d->moments;
@@ -138,6 +170,21 @@ static void reset(clrun__plan_decide *d)
     d->trail_len = 0;
     d->placed_count = 0;
     d->floor = 0;
+    memcpy(d->cuts, d->cuts0, T * sizeof *d->cuts);
+    memset(d->starts, 0, T * sizeof *d->starts);
+    memset(d->start_sums, 0, (T + 1) * sizeof *d->start_sums);
+    for (size_t i = 0; i < m; i++)
+        d->starts[d->from[i]]++;
+    for (size_t t = 1; t <= T; t++) { /* Fenwick build: each node adds itself to its parent */
+        d->start_sums[t] += d->starts[t - 1];
+        size_t up = t + (t & -t);
+        if (up <= T)
+            d->start_sums[up] += d->start_sums[t];
+    }
+    d->fresh_count = 0;
+    d->groups[0] = (group){.lo = 0, .hi = (uint32_t)T, .left = (uint32_t)m, .cut_depth = NO_JUMP,
+                           .floor = 0};
+    d->group_count = 1;
 }
 
 static bool trail_push(clrun__plan_decide *d, uint32_t kind, uint32_t index, uint64_t value,
@@ -177,6 +224,10 @@ static void undo_to(clrun__plan_decide *d, size_t mark)
         switch (TRAIL_KIND(e)) {
         case TRAIL_KEY:
             tree_set(&d->key, d->cur_rank[e->index], e->value);
+            if (TRAIL_AUX(e) == TRAIL_PARKED)
+                tree_set(&d->dead, e->index, d->low[e->index] + d->size[e->index]);
+            else if (TRAIL_AUX(e) == TRAIL_UNPARKED)
+                tree_set(&d->dead, e->index, NONE);
             break;
         case TRAIL_END:
             d->end[e->index] = e->value;
@@ -250,6 +301,15 @@ static void account(clrun__plan_decide *d, uint32_t b, bool out)
         d->stack.node[d->stack.leaves + t] = stack_leaf(d, t);
     }
     tree_refresh(&d->stack, d->from[b], d->to[b]);
+    d->starts[d->from[b]] += out ? UINT32_MAX : 1; /* -1 or +1, modulo 2^32 */
+    for (size_t i = (size_t)d->from[b] + 1; i <= d->moments; i += i & -i)
+        d->start_sums[i] += out ? UINT32_MAX : 1;
+    for (uint32_t t = d->from[b]; t + 1 < d->to[b]; t++) {
+        if (out && --d->cuts[t] == 0)
+            d->fresh[d->fresh_count++] = t;
+        else if (!out)
+            d->cuts[t]++;
+    }
 }
 
 /* Raises the minimum offsets of the unplaced buffers alive with b, placed to end at `top`;
@@ -334,7 +394,7 @@ static bool place(clrun__plan_decide *d, uint32_t b, uint64_t x, bool *oom)
     if (*oom)
         return false;
     /* a pending buffer that fits below L; or some moment that cannot stack the rest above L */
-    if (tree_min(&d->dead) <= x || x + stack_max(d) > d->capacity)
+    if (tree_min(&d->dead) <= x || x + group_stack_max(d) > d->capacity)
         ok = false;
     return ok;
 }
@@ -349,6 +409,108 @@ static void unplace(clrun__plan_decide *d, const frame *f)
     d->low[b] = align_up(d, d->end[b]);
     tree_set(&d->dead, b, d->low[b] + d->size[b]);
     d->floor = f->floor;
+    d->group_count = f->group_count;
+    d->groups[d->group_count - 1] = f->top;
+}
+
+/* ---- groups ---- */
+
+/* Sets aside the unplaced buffers of moments [lo, hi) for a later group (out of the candidates
+ * and of the pending check), or takes them back; false on no memory. */
+static bool park(clrun__plan_decide *d, uint32_t lo, uint32_t hi, bool back)
+{
+    for (uint32_t t = lo; t < hi; t++) {
+        if (d->starts[t] == 0)
+            continue;
+        for (uint32_t k = d->sec_start[t]; k < d->sec_start[t + 1]; k++) {
+            uint32_t b = d->sec[k];
+            if (d->placed[b] || d->from[b] != t)
+                continue;
+            if (!trail_push(d, TRAIL_KEY, b, key_of(d, b), back ? TRAIL_UNPARKED : TRAIL_PARKED))
+                return false;
+            if (back) {
+                tree_set(&d->key, d->cur_rank[b], d->parked[b]);
+                tree_set(&d->dead, b, d->low[b] + d->size[b]);
+            } else {
+                d->parked[b] = key_of(d, b);
+                tree_set(&d->key, d->cur_rank[b], NONE);
+                tree_set(&d->dead, b, NONE);
+            }
+        }
+    }
+    return true;
+}
+
+/* Unplaced buffers starting before moment t: O(log T). */
+static uint32_t starting_before(const clrun__plan_decide *d, size_t t)
+{
+    uint32_t count = 0;
+    for (; t > 0; t -= t & -t)
+        count += d->start_sums[t];
+    return count;
+}
+
+/* Unplaced buffers starting in moments [lo, hi). */
+static uint32_t starting_in(const clrun__plan_decide *d, uint32_t lo, uint32_t hi)
+{
+    return starting_before(d, hi) - starting_before(d, lo);
+}
+
+/* After the child of node `depth` was placed at x: the current group done, the next one
+ * starts (from the L of the placement that made it, and failing there fails that placement);
+ * or, if the placement cut the current group where no unplaced buffer crosses, its pieces
+ * become groups, searched one after the other, the first at once. *floor and *jump are the
+ * next node's L and jump. False on no memory. */
+static bool regroup(clrun__plan_decide *d, size_t depth, uint64_t x, uint64_t *floor,
+                    uint32_t *jump)
+{
+    group *g = &d->groups[d->group_count - 1];
+    *floor = x;
+    *jump = NO_JUMP;
+    if (--g->left == 0) {
+        d->group_count--;
+        if (d->group_count == 0)
+            return true;
+        group *next = &d->groups[d->group_count - 1];
+        d->floor = *floor = next->floor;
+        *jump = next->cut_depth;
+        return park(d, next->lo, next->hi, true);
+    }
+    if (d->fresh_count == 0)
+        return true;
+    /* The pieces with buffers left, over the current group's slot and above. Only the edges
+     * this placement emptied can split off buffers: an edge emptied earlier had none on one
+     * side already (else the group would have been cut there), so it is ignored. */
+    group whole = *g;
+    size_t base = d->group_count - 1, pieces = 0, largest = 0;
+    uint32_t start = whole.lo;
+    for (size_t i = 0; i <= d->fresh_count; i++) {
+        uint32_t end = i < d->fresh_count ? d->fresh[i] + 1 : whole.hi;
+        if (end <= start || end > whole.hi)
+            continue;
+        uint32_t left = starting_in(d, start, end);
+        if (left > 0) {
+            if (pieces == 0 || left > d->groups[base + largest].left)
+                largest = pieces;
+            d->groups[base + pieces++] = (group){.lo = start, .hi = end, .left = left,
+                                                 .cut_depth = (uint32_t)depth, .floor = x};
+        }
+        start = end;
+    }
+    if (pieces < 2) {
+        *g = whole; /* nothing split off */
+        return true;
+    }
+    /* The largest piece on top, searched first; the others are set aside until their turn: each
+     * buffer is set aside only while in a smaller piece, so at most log m times in all. */
+    group top = d->groups[base + largest];
+    d->groups[base + largest] = d->groups[base + pieces - 1];
+    d->groups[base + pieces - 1] = top;
+    d->group_count = base + pieces;
+    for (size_t i = base; i + 1 < d->group_count; i++)
+        if (!park(d, d->groups[i].lo, d->groups[i].hi, false))
+            return false;
+    return true;
 }
 
 /* True when placing b at x raises no unplaced buffer's minimum offset. */
@@ -454,7 +616,7 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
             return CLRUN__PLAN_INFEASIBLE;
     size_t depth = 0;
     bool oom = false;
-    d->frames[0] = (frame){.trail_mark = 0, .floor = 0, .child = NO_CHILD};
+    d->frames[0] = (frame){.trail_mark = 0, .floor = 0, .child = NO_CHILD, .jump = NO_JUMP};
     for (;;) {
         frame *f = &d->frames[depth];
         if (f->child != NO_CHILD) {
@@ -481,6 +643,9 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
         f->forced = hatless(d, c, x);
         f->child = c;
         f->child_mark = d->trail_len;
+        f->group_count = d->group_count;
+        f->top = d->groups[d->group_count - 1];
+        d->fresh_count = 0;
         if (!place(d, c, x, &oom)) {
             if (oom)
                 return CLRUN__PLAN_NO_MEMORY;
@@ -491,13 +656,26 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
                 offsets[d->member[i]] = d->offset[i];
             return CLRUN__PLAN_FOUND;
         }
+        uint64_t floor;
+        uint32_t jump;
+        if (!regroup(d, depth, x, &floor, &jump))
+            return CLRUN__PLAN_NO_MEMORY;
         depth++;
-        d->frames[depth] = (frame){.trail_mark = d->trail_len, .floor = x, .child = NO_CHILD};
+        d->frames[depth] = (frame){.trail_mark = d->trail_len, .floor = floor, .child = NO_CHILD,
+                                   .jump = jump};
         continue;
     fail:
         if (oom)
             return CLRUN__PLAN_NO_MEMORY;
         undo_to(d, f->trail_mark);
+        if (f->jump != NO_JUMP) {
+            /* a group failed: whatever the groups before it did, the placement that made it
+             * fails; undo everything above that node */
+            for (size_t k = depth; k-- > f->jump + 1;)
+                unplace(d, &d->frames[k]);
+            depth = f->jump;
+            continue;
+        }
         if (depth == 0)
             return CLRUN__PLAN_INFEASIBLE;
         depth--;

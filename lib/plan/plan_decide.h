@@ -18,8 +18,10 @@ typedef struct min_tree {
 } min_tree;
 
 /* What a trail entry restores: a raised buffer's minimum offset and key (END: aux is 1 when the
- * key was NONE, else the key was a(b)), a candidate key alone (KEY), or a moment's floor with
- * its holders (FLOOR) or only the holders (HOLDERS). */
+ * key was NONE, else the key was a(b)), a candidate key alone (KEY; aux TRAIL_PARKED when the
+ * buffer was set aside for a later group: its dead-tree entry comes back too; TRAIL_UNPARKED
+ * when it was taken back: the dead-tree entry goes again), or a moment's floor with its holders
+ * (FLOOR) or only the holders (HOLDERS). */
 enum { TRAIL_END, TRAIL_KEY, TRAIL_FLOOR, TRAIL_HOLDERS };
 
 struct trail_entry {
@@ -31,6 +33,22 @@ typedef struct trail_entry trail_entry;
 
 #define TRAIL_KIND(e) ((e)->aux >> 30)
 #define TRAIL_AUX(e) ((e)->aux & 0x3FFFFFFFu)
+#define TRAIL_PARKED 1
+#define TRAIL_UNPARKED 2
+
+/* A group: the unplaced buffers of a stretch of moments that no unplaced buffer crosses the
+ * edges of. Once a placement cuts the current group so, its pieces are independent: each is
+ * searched on its own, one after the other, and the failure of any fails the placement that
+ * cut them (no other arrangement of the pieces before it can help). */
+struct group {
+    uint32_t lo, hi;     /* moments [lo, hi) */
+    uint32_t left;       /* its buffers not placed yet */
+    uint32_t cut_depth;  /* the node whose child's placement made it (failing jumps there) */
+    uint64_t floor;      /* L when it starts: the offset of that placement */
+};
+typedef struct group group;
+
+#define NO_JUMP UINT32_MAX
 
 /* One node of the current path. */
 struct frame {
@@ -39,6 +57,10 @@ struct frame {
     uint64_t floor;    /* L at the node */
     uint32_t child;    /* the buffer placed below this node, or NO_CHILD */
     bool forced;       /* the child was hatless: no alternatives */
+    uint32_t jump;     /* a group's first node: failing fails the child of this node instead
+                          of the parent's (NO_JUMP otherwise) */
+    size_t group_count; /* groups before the child's placement */
+    group top;          /* the current group then */
 };
 typedef struct frame frame;
 
@@ -73,6 +95,14 @@ struct clrun__plan_decide {
     min_tree key;                 /* by rank position: a(b) of candidates, NONE otherwise */
     min_tree dead;                /* by buffer: a(b) + size(b) of unplaced buffers */
     min_tree stack;               /* by moment: NONE - (sum - pad) where buffers remain */
+    uint32_t *cuts0, *cuts;       /* per moment t: buffers alive at t and t + 1 (unplaced) */
+    uint32_t *starts;             /* per moment t: unplaced buffers whose first moment is t */
+    uint32_t *start_sums;         /* Fenwick tree over starts (T + 1 entries) */
+    uint32_t *fresh;              /* the moments whose cuts[] the last placement brought to 0 */
+    size_t fresh_count;
+    group *groups;                /* pending groups, the current one on top */
+    size_t group_count;
+    uint64_t *parked;             /* per buffer: its key while set aside in a later group */
     trail_entry *trail;
     size_t trail_len, trail_cap;
     frame *frames;                /* m + 1 */

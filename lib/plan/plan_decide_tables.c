@@ -63,6 +63,13 @@ void clrun__plan_decide_free(clrun__plan_decide *d)
     free(d->trail);
     free(d->frames);
     free(d->touched);
+    free(d->cuts0);
+    free(d->cuts);
+    free(d->starts);
+    free(d->start_sums);
+    free(d->fresh);
+    free(d->groups);
+    free(d->parked);
     free(d);
 }
 
@@ -223,6 +230,16 @@ static clrun_status build_sections(clrun__plan_decide *d)
         for (uint32_t t = d->from[i]; t < d->to[i]; t++)
             d->sec[fill[t]++] = i;
     free(fill);
+    d->cuts0 = calloc(T ? T : 1, sizeof *d->cuts0);
+    d->cuts = malloc((T ? T : 1) * sizeof *d->cuts);
+    d->starts = malloc((T ? T : 1) * sizeof *d->starts);
+    d->start_sums = malloc((T + 1) * sizeof *d->start_sums);
+    d->fresh = malloc((T ? T : 1) * sizeof *d->fresh);
+    if (!d->cuts0 || !d->cuts || !d->starts || !d->start_sums || !d->fresh)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (size_t i = 0; i < m; i++)
+        for (uint32_t t = d->from[i]; t + 1 < d->to[i]; t++)
+            d->cuts0[t]++;
     return CLRUN_OK;
 }
 
@@ -276,10 +293,12 @@ static clrun_status decide_init(clrun__plan_decide *d, const clrun_plan_buffer *
     d->low = malloc(m * sizeof *d->low);
     d->frames = malloc((m + 1) * sizeof *d->frames);
     d->touched = malloc(T * sizeof *d->touched);
+    d->groups = malloc((m + 1) * sizeof *d->groups);
+    d->parked = malloc(m * sizeof *d->parked);
     d->trail_cap = 4 * m + 64;
     d->trail = malloc(d->trail_cap * sizeof *d->trail);
     if (!d->placed || !d->offset || !d->end || !d->sum || !d->count || !d->floor_at ||
-        !d->holders || !d->low ||
+        !d->holders || !d->low || !d->groups || !d->parked ||
         !d->frames || !d->touched || !d->trail || !clrun__plan_decide_tree_alloc(&d->key, m) ||
         !clrun__plan_decide_tree_alloc(&d->dead, m) || !clrun__plan_decide_tree_alloc(&d->stack, T))
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;

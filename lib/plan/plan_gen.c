@@ -41,6 +41,8 @@ const char *clrun_plan_gen_family_name(clrun_plan_gen_family family)
         return "chain";
     case CLRUN_PLAN_GEN_WIDE:
         return "wide";
+    case CLRUN_PLAN_GEN_BUMPED:
+        return "bumped";
     default:
         return "unknown";
     }
@@ -153,6 +155,23 @@ static clrun_status gen_packing(clrun_plan_gen_family family, size_t n, uint64_t
     return CLRUN_OK;
 }
 
+/* The balanced packing of the same seed, a quarter of its buffers one granule larger (the
+ * bumps drawn from a stream of their own, after the cuts). */
+static clrun_status gen_bumped(size_t n, uint64_t seed, clrun_plan_buffer *out,
+                               uint64_t *known_optimum)
+{
+    uint64_t rng = seed ^ ((uint64_t)CLRUN_PLAN_GEN_BALANCED << 56);
+    clrun_status st = gen_packing(CLRUN_PLAN_GEN_BALANCED, n, &rng, out, known_optimum);
+    if (st != CLRUN_OK)
+        return st;
+    uint64_t bumps = seed ^ ((uint64_t)CLRUN_PLAN_GEN_BUMPED << 56);
+    for (size_t i = 0; i < n; i++)
+        if (random_below(&bumps, 4) == 0)
+            out[i].size += CLRUN_PLAN_GEN_GRANULE;
+    *known_optimum = 0;
+    return CLRUN_OK;
+}
+
 /* ---- U-Net ---- */
 
 /* Appends a buffer if there is room; returns the new count. */
@@ -237,6 +256,8 @@ clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t see
     case CLRUN_PLAN_GEN_WIDE:
         gen_wide(n, &rng, out);
         return CLRUN_OK;
+    case CLRUN_PLAN_GEN_BUMPED:
+        return gen_bumped(n, seed, out, known_optimum);
     default:
         return gen_packing(family, n, &rng, out, known_optimum);
     }

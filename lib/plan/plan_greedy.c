@@ -230,7 +230,7 @@ static size_t collect(const clrun__plan_decoder *d, size_t node, size_t lo, size
  * buffers, so it dominates dense instances; an inlined quicksort (median of three, insertion
  * sort below 16, recursion on the smaller side only) runs several times faster than qsort's
  * indirect comparisons. */
-static void sort_spans(clrun__plan_span *a, size_t count)
+void clrun__plan_sort_spans(clrun__plan_span *a, size_t count)
 {
     while (count > 16) {
         size_t mid = count / 2, last = count - 1;
@@ -260,11 +260,11 @@ static void sort_spans(clrun__plan_span *a, size_t count)
         /* [0, j] <= pivot <= [j + 1, count) */
         size_t left = j + 1;
         if (left < count - left) {
-            sort_spans(a, left);
+            clrun__plan_sort_spans(a, left);
             a += left;
             count -= left;
         } else {
-            sort_spans(a + left, count - left);
+            clrun__plan_sort_spans(a + left, count - left);
             count = left;
         }
     }
@@ -283,7 +283,7 @@ static size_t overlapping_spans(clrun__plan_decoder *d, uint32_t b)
     const clrun_plan_buffer *buf = &d->buffers[b];
     size_t limit = count_first_below(d, buf->last);
     size_t k = collect(d, 1, 0, d->leaves, limit, buf->first, 0);
-    sort_spans(d->spans, k);
+    clrun__plan_sort_spans(d->spans, k);
     d->work += k + 1;
     return k;
 }
@@ -350,13 +350,26 @@ clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint6
     uint32_t *indices = malloc((n ? n : 1) * sizeof *indices);
     if (!indices)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    clrun__plan_decoder d;
+    /* the same plan either way: the interval sets where many buffers are alive together */
+    uint64_t bound;
+    uint32_t alive = 0;
     st = clrun__plan_order_fill(buffers, n, order, indices);
     if (st == CLRUN_OK)
+        st = clrun__plan_bound(buffers, n, align, &bound, &alive);
+    if (st == CLRUN_OK && alive >= CLRUN__PLAN_FIT_DENSE) {
+        clrun__plan_fit f;
+        st = clrun__plan_fit_init(&f, buffers, n, align);
+        if (st == CLRUN_OK) {
+            st = clrun__plan_fit_run(&f, indices, INFINITY, offsets, peak);
+            clrun__plan_fit_free(&f);
+        }
+    } else if (st == CLRUN_OK) {
+        clrun__plan_decoder d;
         st = clrun__plan_decoder_init(&d, buffers, n, align);
-    if (st == CLRUN_OK) {
-        *peak = clrun__plan_decoder_run(&d, indices, INFINITY, offsets);
-        clrun__plan_decoder_free(&d);
+        if (st == CLRUN_OK) {
+            *peak = clrun__plan_decoder_run(&d, indices, INFINITY, offsets);
+            clrun__plan_decoder_free(&d);
+        }
     }
     free(indices);
     return st;
