@@ -129,6 +129,7 @@ static void print_json(const struct clrun_cli_plan_args *args, size_t n, const c
     json_object_object_add(o, "ratio", json_object_new_double(ratio_of(r)));
     json_object_object_add(o, "optimal", json_object_new_boolean(r->optimal));
     json_object_object_add(o, "method", json_object_new_string(r->method));
+    json_object_object_add(o, "cut_short", json_object_new_boolean(r->cut_short));
     json_object_object_add(o, "planner_ms", json_object_new_double(r->planner_ms));
     json_object_object_add(o, "search_steps", json_object_new_int64((int64_t)(r->steps)));
     json_object_object_add(o, "alignment", json_object_new_int64((int64_t)(args->options.alignment ? args->options.alignment : 1)));
@@ -162,7 +163,8 @@ static void print_human(const struct clrun_cli_plan_args *args, size_t n, const 
     printf("  lower bound   %s (%" PRIu64 " B)\n", bound, r->lower_bound_bytes);
     printf("  ratio         %.4f (peak / lower bound)\n", ratio_of(r));
     printf("  optimal       %s\n", r->optimal ? "yes (proven)" : "not proven");
-    printf("  method        %s\n", r->method);
+    printf("  method        %s%s\n", r->method,
+           r->cut_short ? " (the time limit cut the other constructions short)" : "");
     printf("  planner time  %.1f ms (%" PRIu64 " search steps, limit %g s)\n", r->planner_ms,
            r->steps, args->options.time_limit_s);
     if (args->device[0]) {
