@@ -398,27 +398,44 @@ static void nan_loss_names_the_step(void **state)
 
 /* The parameters after some steps of model g (NULL: mlp()), as bytes; the step's stats into
  * *stats (may be NULL). */
-/* Eight steps of trainer t (of g, MSE on its x and pred), its parameters after them into out,
- * its statistics into stats (may be NULL); the trainer is destroyed. */
-static void steps_then_params(clrun_train *t, const clrun_graph *g, float *out,
-                              clrun_train_stats *stats)
+/* `rounds` steps of trainer t (of g, MSE on its x and pred; round k's batch drawn from seeds
+ * xs + k and ts + k), each followed by an evaluation of the same batch with `evaluate`; the
+ * losses, in order (step, then evaluation), into losses (may be NULL). */
+static void run_rounds(clrun_train *t, const clrun_graph *g, int rounds, uint64_t xs, uint64_t ts,
+                       bool evaluate, double *losses)
 {
     const clrun_tensor_type *tx = clrun_graph_tensor_type(g, clrun_graph_find(g, "x"));
     const clrun_tensor_type *tp = clrun_graph_tensor_type(g, clrun_graph_find(g, "pred"));
     float *x = malloc(clrun_tensor_bytes(tx)), *target = malloc(clrun_tensor_bytes(tp));
     assert_non_null(x);
     assert_non_null(target);
-    for (int s = 0; s < 8; s++) {
-        assert_int_equal(clrun_fill_values(tx, CLRUN_FILL_UNIFORM, -1, 1, 40 + (uint64_t)s, x,
+    int n = 0;
+    for (int k = 0; k < rounds; k++) {
+        assert_int_equal(clrun_fill_values(tx, CLRUN_FILL_UNIFORM, -1, 1, xs + (uint64_t)k, x,
                                            clrun_tensor_bytes(tx)), CLRUN_OK);
-        assert_int_equal(clrun_fill_values(tp, CLRUN_FILL_UNIFORM, -1, 1, 47 + (uint64_t)s, target,
+        assert_int_equal(clrun_fill_values(tp, CLRUN_FILL_UNIFORM, -1, 1, ts + (uint64_t)k, target,
                                            clrun_tensor_bytes(tp)), CLRUN_OK);
         const void *feeds[2] = {x, target};
         clrun_train_step_result r;
         assert_int_equal(clrun_train_step(t, feeds, 2, &r), CLRUN_OK);
+        if (losses)
+            losses[n++] = r.loss;
+        clrun_train_eval_result e;
+        if (evaluate)
+            assert_int_equal(clrun_train_evaluate(t, feeds, 2, -1, &e), CLRUN_OK);
+        if (evaluate && losses)
+            losses[n++] = e.loss;
     }
     free(x);
     free(target);
+}
+
+/* Eight steps of trainer t (of g, MSE on its x and pred), its parameters after them into out,
+ * its statistics into stats (may be NULL); the trainer is destroyed. */
+static void steps_then_params(clrun_train *t, const clrun_graph *g, float *out,
+                              clrun_train_stats *stats)
+{
+    run_rounds(t, g, 8, 40, 47, false, NULL);
     size_t at = 0;
     for (int k = 0; k < clrun_train_param_count(t); k++) {
         clrun_tensor_type type;
@@ -582,6 +599,22 @@ static clrun_train *budget_trainer(clrun_context *ctx, const clrun_graph *g, uin
     return t;
 }
 
+/* What the trainer of g (MSE on pred) holds under a budget every step fits: the step as it is,
+ * planned. */
+static uint64_t held_unconstrained(clrun_context *ctx, const clrun_graph *g)
+{
+    char why[1024] = "";
+    clrun_train *t = budget_trainer(ctx, g, UINT64_C(1) << 30, NULL, why, sizeof why);
+    if (t == NULL)
+        fail_msg("%s", why);
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_equal(st.remat_policy, "none");
+    assert_true(st.planned_peak_bytes > 0);
+    clrun_train_destroy(t);
+    return st.planned_peak_bytes;
+}
+
 /* Under a memory budget the trainer takes the step as it is when it fits, else recomputes the
  * fewest activations that make it fit (the same bits), and refuses a budget nothing meets with
  * the smallest peak it found. */
@@ -592,14 +625,9 @@ static void a_memory_budget_chooses_the_policy(void **state)
     clrun_graph *g = deep_mlp(LAYERS);
     clrun_context *ctx = context("tlsf");
     char why[1024] = "";
-    clrun_train *t = budget_trainer(ctx, g, UINT64_C(1) << 30, NULL, why, sizeof why);
-    assert_non_null(t);
+    uint64_t full = held_unconstrained(ctx, g);
+    clrun_train *t;
     clrun_train_stats st;
-    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
-    assert_string_equal(st.remat_policy, "none");
-    uint64_t full = st.planned_peak_bytes;
-    assert_true(full > 0);
-    clrun_train_destroy(t);
     /* just under what keeping everything needs: a policy that repeats work */
     t = budget_trainer(ctx, g, full - 1, NULL, why, sizeof why);
     if (t == NULL)
@@ -642,31 +670,6 @@ static void a_memory_budget_chooses_the_policy(void **state)
     clrun_graph_destroy(g);
 }
 
-/* Steps and evaluations in turn: the losses of each, in order, into out (2 per round). */
-static void steps_and_evaluations(clrun_train *t, const clrun_graph *g, double *out, int rounds)
-{
-    const clrun_tensor_type *tx = clrun_graph_tensor_type(g, clrun_graph_find(g, "x"));
-    const clrun_tensor_type *tp = clrun_graph_tensor_type(g, clrun_graph_find(g, "pred"));
-    float *x = malloc(clrun_tensor_bytes(tx)), *target = malloc(clrun_tensor_bytes(tp));
-    assert_non_null(x);
-    assert_non_null(target);
-    for (int k = 0; k < rounds; k++) {
-        assert_int_equal(clrun_fill_values(tx, CLRUN_FILL_UNIFORM, -1, 1, 60 + (uint64_t)k, x,
-                                           clrun_tensor_bytes(tx)), CLRUN_OK);
-        assert_int_equal(clrun_fill_values(tp, CLRUN_FILL_UNIFORM, -1, 1, 70 + (uint64_t)k, target,
-                                           clrun_tensor_bytes(tp)), CLRUN_OK);
-        const void *feeds[2] = {x, target};
-        clrun_train_step_result r;
-        assert_int_equal(clrun_train_step(t, feeds, 2, &r), CLRUN_OK);
-        clrun_train_eval_result e;
-        assert_int_equal(clrun_train_evaluate(t, feeds, 2, -1, &e), CLRUN_OK);
-        out[2 * k] = r.loss;
-        out[2 * k + 1] = e.loss;
-    }
-    free(x);
-    free(target);
-}
-
 /* Under a budget the step runs in planned mode, its layout fixed when it is prepared, and the
  * evaluation's arena lies in the step's (the pool holds one arena): steps and evaluations in
  * turn give the losses of the trainer without a budget, bit for bit. */
@@ -688,13 +691,13 @@ static void a_budget_runs_the_step_planned(void **state)
     assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
     assert_int_equal(m.raw, st.exec.arena_bytes); /* the evaluation's is inside */
     double planned[2 * ROUNDS], plain[2 * ROUNDS];
-    steps_and_evaluations(t, g, planned, ROUNDS);
+    run_rounds(t, g, ROUNDS, 60, 70, true, planned);
     clrun_train_destroy(t);
     t = budget_trainer(ctx, g, 0, NULL, why, sizeof why);
     assert_non_null(t);
     assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
     assert_string_not_equal(st.exec.mode, "planned");
-    steps_and_evaluations(t, g, plain, ROUNDS);
+    run_rounds(t, g, ROUNDS, 60, 70, true, plain);
     assert_memory_equal(planned, plain, sizeof planned);
     clrun_train_destroy(t);
     clrun_context_destroy(ctx);
@@ -713,13 +716,9 @@ static void the_pool_limit_is_a_budget(void **state)
     enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
     clrun_graph *g = deep_mlp(LAYERS);
     clrun_context *ctx = context("tlsf");
-    char why[1024] = "";
-    clrun_train *t = budget_trainer(ctx, g, UINT64_C(1) << 30, NULL, why, sizeof why);
-    assert_non_null(t);
+    uint64_t full = held_unconstrained(ctx, g);
+    clrun_train *t;
     clrun_train_stats st;
-    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
-    uint64_t full = st.planned_peak_bytes;
-    clrun_train_destroy(t);
     clrun_context_destroy(ctx);
 
     clrun_context_options o;

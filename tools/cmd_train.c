@@ -614,7 +614,6 @@ static int print_plan(const train_args *a, const clrun_train *t)
         json_object_object_add(o, "model", json_object_new_string(a->path));
         json_object_object_add(o, "remat", json_object_new_string(st.remat_policy));
         json_object_object_add(o, "memory_budget", json_object_new_int64((int64_t)a->memory_budget));
-    json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)st.host_bytes));
         json_object_object_add(o, "planned_peak_bytes", json_object_new_int64((int64_t)st.planned_peak_bytes));
         json_object_object_add(o, "mode", json_object_new_string(st.exec.mode));
         json_object_object_add(o, "arena_bytes", json_object_new_int64((int64_t)st.exec.arena_bytes));
