@@ -1,4 +1,4 @@
-/* Bit copies of the copy op and of layout moves (reshape): n elements of 1, 4 or 8 bytes, read
+/* Bit copies of the copy op and of layout moves (reshape): n elements of 1, 2, 4 or 8 bytes, read
  * and written as unsigned integers so that no NaN payload or denormal can change. The other
  * elementwise kernels are generated from the expressions of lib/graph/infer_elementwise.c
  * (lib/ops/ew_source.c), in front of which go the functions of ew_functions.cl. Global sizes are
@@ -16,6 +16,11 @@
 __kernel void clrun_copy_u8(__global const uchar *x, __global uchar *y, const ulong n)
 {
     COPY(uchar)
+}
+
+__kernel void clrun_copy_u16(__global const ushort *x, __global ushort *y, const ulong n)
+{
+    COPY(ushort)
 }
 
 /* Copies n 32-bit words: copy and reshape of any 4-byte dtype, bit for bit. */

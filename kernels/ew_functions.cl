@@ -26,6 +26,24 @@
  * without this a NaN could differ in its bits between the two. Which values are NaN never
  * depends on a NaN's bits, so with it every stored result is the same. */
 float clrun_canon_f32(const float v) { return isnan(v) ? as_float(0x7fc00000u) : v; }
+/* An f16 result stored (OpenCL 1.2's vstore_half: no cl_khr_fp16 needed), rounded once to nearest
+ * even, a NaN as f16's default quiet NaN 0x7e00 for the reason above. */
+CLRUN_INLINE void clrun_store_f16(const float v, const size_t i, __global half *p)
+{
+    if (isnan(v))
+        ((__global ushort *)p)[i] = (ushort)0x7e00;
+    else
+        vstore_half_rte(v, i, p);
+}
+#ifdef CLRUN_HAVE_FP64
+CLRUN_INLINE void clrun_store_f16_f64(const double v, const size_t i, __global half *p)
+{
+    if (isnan(v))
+        ((__global ushort *)p)[i] = (ushort)0x7e00;
+    else
+        vstore_half_rte(v, i, p);
+}
+#endif
 #ifdef CLRUN_HAVE_FP64
 double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff8000000000000ul) : v; }
 #endif
@@ -162,7 +180,7 @@ CLRUN_INLINE float clrun_erfc_f32(float x)
     {                                                                                              \
         const T safe = (b == 0 || b == -1) ? (T)1 : b;                                             \
         const T q = a / safe;                                                                      \
-        return b == 0 ? (T)0 : b == -1 ? AS_T((UT)0 - AS_U(a)) : q;                                \
+        return b == 0 ? (T)0 : b == -1 ? AS_T((UT)((UT)0 - AS_U(a))) : q;                          \
     }
 
 /* a to the power b by squaring, wrapping; a negative b gives the truncated 1 / a^-b (0 unless
@@ -202,15 +220,62 @@ CLRUN_INLINE float clrun_erfc_f32(float x)
         return c_fmod != (T)0 ? r : floored;                                                       \
     }
 
+/* Unsigned division and remainder: b = 0 gives 0 (no sign, so Python's and C's agree). */
+#define CLRUN_UDIV(T, SUFFIX)                                                                      \
+    T clrun_div_##SUFFIX(const T a, const T b) { return b == 0 ? (T)0 : (T)(a / b); }
+#define CLRUN_UMOD(T, SUFFIX)                                                                      \
+    T clrun_mod_##SUFFIX(const T a, const T b, const T c_fmod)                                     \
+    {                                                                                              \
+        (void)c_fmod;                                                                              \
+        return b == 0 ? (T)0 : (T)(a % b);                                                         \
+    }
+/* a to the power b by squaring, wrapping. */
+#define CLRUN_UPOW(T, SUFFIX)                                                                      \
+    T clrun_pow_##SUFFIX(const T a, const T b)                                                     \
+    {                                                                                              \
+        T r = 1, base = a, e = b;                                                                  \
+        while (e != 0) {                                                                           \
+            if (e & 1)                                                                             \
+                r = (T)(r * base);                                                                 \
+            base = (T)(base * base);                                                               \
+            e >>= 1;                                                                               \
+        }                                                                                          \
+        return r;                                                                                  \
+    }
+
 CLRUN_CLIP(float, f32)
 CLRUN_CLIP(int, i32)
 CLRUN_CLIP(long, i64)
+CLRUN_CLIP(char, i8)
+CLRUN_CLIP(uchar, u8)
+CLRUN_CLIP(short, i16)
+CLRUN_CLIP(ushort, u16)
+CLRUN_CLIP(uint, u32)
+CLRUN_CLIP(ulong, u64)
 CLRUN_IDIV(int, uint, as_int, as_uint, i32)
 CLRUN_IDIV(long, ulong, as_long, as_ulong, i64)
+CLRUN_IDIV(char, uchar, as_char, as_uchar, i8)
+CLRUN_IDIV(short, ushort, as_short, as_ushort, i16)
+CLRUN_UDIV(uchar, u8)
+CLRUN_UDIV(ushort, u16)
+CLRUN_UDIV(uint, u32)
+CLRUN_UDIV(ulong, u64)
 CLRUN_IPOW(int, uint, as_int, as_uint, i32)
 CLRUN_IPOW(long, ulong, as_long, as_ulong, i64)
+CLRUN_IPOW(char, uchar, as_char, as_uchar, i8)
+CLRUN_IPOW(short, ushort, as_short, as_ushort, i16)
+CLRUN_UPOW(uchar, u8)
+CLRUN_UPOW(ushort, u16)
+CLRUN_UPOW(uint, u32)
+CLRUN_UPOW(ulong, u64)
 CLRUN_IMOD(int, i32)
 CLRUN_IMOD(long, i64)
+CLRUN_IMOD(char, i8)
+CLRUN_IMOD(short, i16)
+CLRUN_UMOD(uchar, u8)
+CLRUN_UMOD(ushort, u16)
+CLRUN_UMOD(uint, u32)
+CLRUN_UMOD(ulong, u64)
 CLRUN_FMOD(float, f32)
 
 #ifdef CLRUN_HAVE_FP64

@@ -1120,6 +1120,12 @@ static int constant_values(const clrun__tensor *t, double *out)
         case CLRUN_I64: { int64_t v; memcpy(&v, raw + 8 * i, 8); out[i] = (double)v; break; }
         case CLRUN_BOOL: out[i] = raw[i] != 0; break;
         case CLRUN_F16: { uint16_t v; memcpy(&v, raw + 2 * i, 2); out[i] = half_value(v); break; }
+        case CLRUN_I8: out[i] = (int8_t)raw[i]; break;
+        case CLRUN_U8: out[i] = raw[i]; break;
+        case CLRUN_I16: { int16_t v; memcpy(&v, raw + 2 * i, 2); out[i] = v; break; }
+        case CLRUN_U16: { uint16_t v; memcpy(&v, raw + 2 * i, 2); out[i] = v; break; }
+        case CLRUN_U32: { uint32_t v; memcpy(&v, raw + 4 * i, 4); out[i] = v; break; }
+        case CLRUN_U64: { uint64_t v; memcpy(&v, raw + 8 * i, 8); out[i] = (double)v; break; }
         }
     }
     free(raw);

@@ -204,7 +204,14 @@ static void dtype_names_and_sizes(void **state)
     assert_int_equal(clrun_dtype_size(CLRUN_I64), 8);
     assert_int_equal(clrun_dtype_size(CLRUN_BOOL), 1);
     assert_int_equal(clrun_dtype_size(CLRUN_F64), 8);
-    assert_int_equal(clrun_dtype_size((clrun_dtype)7), 0);
+    assert_string_equal(clrun_dtype_name(CLRUN_U8), "u8");
+    assert_string_equal(clrun_dtype_name(CLRUN_I16), "i16");
+    assert_string_equal(clrun_dtype_name(CLRUN_U64), "u64");
+    assert_int_equal(clrun_dtype_size(CLRUN_I8), 1);
+    assert_int_equal(clrun_dtype_size(CLRUN_U16), 2);
+    assert_int_equal(clrun_dtype_size(CLRUN_U32), 4);
+    assert_int_equal(clrun_dtype_size(CLRUN_U64), 8);
+    assert_int_equal(clrun_dtype_size((clrun_dtype)12), 0);
 }
 
 static void elements_and_bytes(void **state)
@@ -356,7 +363,7 @@ static void refuses_bad_types(void **state)
     clrun_tensor_type rank = {CLRUN_F32, 7, {1, 1, 1, 1, 1, 1}};
     assert_int_equal(clrun_graph_add_input(graph, "a", &rank, false, NULL),
                      CLRUN_ERROR_INVALID_ARGUMENT);
-    clrun_tensor_type dtype = {(clrun_dtype)9, 1, {4}};
+    clrun_tensor_type dtype = {(clrun_dtype)12, 1, {4}};
     assert_int_equal(clrun_graph_add_input(graph, "a", &dtype, false, NULL),
                      CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clrun_graph_add_input(graph, "a", NULL, false, NULL), CLRUN_ERROR_INVALID_ARGUMENT);

@@ -42,10 +42,23 @@ typedef struct values {
     unsigned char *bytes;
 } values;
 
-static bool is_float(clrun_dtype d) { return d == CLRUN_F32 || d == CLRUN_F64; }
+static bool is_float(clrun_dtype d) { return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16; }
+
+/* An f16's value, exactly. */
+static double half_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h >> 15) ? -v : v;
+}
 
 static double get_f(const values *v, uint64_t i)
 {
+    if (v->type.dtype == CLRUN_F16) {
+        uint16_t h;
+        memcpy(&h, v->bytes + i * 2, 2);
+        return half_value(h);
+    }
     if (v->type.dtype == CLRUN_F32) {
         float f;
         memcpy(&f, v->bytes + i * 4, 4);
@@ -56,26 +69,56 @@ static double get_f(const values *v, uint64_t i)
     return d;
 }
 
+static bool is_unsigned(clrun_dtype d)
+{
+    return d == CLRUN_U8 || d == CLRUN_U16 || d == CLRUN_U32 || d == CLRUN_U64;
+}
+
+/* u brought to dt's width: sign-extended for signed dtypes, zero-extended for unsigned ones (a
+ * u64 keeps its 64 bits, read as int64_t). */
+static int64_t wrap(uint64_t u, clrun_dtype dt)
+{
+    int bits = (int)clrun_dtype_size(dt) * 8;
+    if (bits >= 64)
+        return (int64_t)u;
+    uint64_t mask = (1ull << bits) - 1, m = u & mask;
+    if (!is_unsigned(dt) && (m >> (bits - 1)))
+        m |= ~mask;
+    return (int64_t)m;
+}
+
+/* a < b in dt's order (unsigned for the unsigned dtypes). */
+static bool less_in(int64_t a, int64_t b, clrun_dtype dt)
+{
+    return is_unsigned(dt) ? (uint64_t)a < (uint64_t)b : a < b;
+}
+
 static int64_t get_i(const values *v, uint64_t i)
 {
-    switch (v->type.dtype) {
-    case CLRUN_I32: {
-        int32_t x;
-        memcpy(&x, v->bytes + i * 4, 4);
-        return x;
+    clrun_dtype dt = v->type.dtype;
+    if (dt == CLRUN_BOOL)
+        return v->bytes[i];
+    if (is_float(dt))
+        return (int64_t)get_f(v, i);
+    size_t size = clrun_dtype_size(dt);
+    const unsigned char *p = v->bytes + i * size;
+    uint64_t u;
+    switch (size) {
+    case 1: u = *p; break;
+    case 2: { uint16_t x; memcpy(&x, p, 2); u = x; break; }
+    case 4: { uint32_t x; memcpy(&x, p, 4); u = x; break; }
+    default: memcpy(&u, p, 8); break;
     }
-    case CLRUN_I64: {
-        int64_t x;
-        memcpy(&x, v->bytes + i * 8, 8);
-        return x;
-    }
-    case CLRUN_BOOL: return v->bytes[i];
-    default: return (int64_t)get_f(v, i);
-    }
+    return wrap(u, dt);
 }
 
 static void set_f(values *v, uint64_t i, double x)
 {
+    if (v->type.dtype == CLRUN_F16) { /* through float: one rounding for the values used here */
+        uint16_t h = clrun__f32_to_f16((float)x);
+        memcpy(v->bytes + i * 2, &h, 2);
+        return;
+    }
     if (v->type.dtype == CLRUN_F32) {
         float f = (float)x;
         memcpy(v->bytes + i * 4, &f, 4);
@@ -86,16 +129,35 @@ static void set_f(values *v, uint64_t i, double x)
 
 static void set_i(values *v, uint64_t i, int64_t x)
 {
-    switch (v->type.dtype) {
-    case CLRUN_I32: {
-        int32_t y = (int32_t)(uint32_t)(uint64_t)x;
-        memcpy(v->bytes + i * 4, &y, 4);
-        break;
+    clrun_dtype dt = v->type.dtype;
+    if (dt == CLRUN_BOOL) {
+        v->bytes[i] = (unsigned char)(x != 0);
+        return;
     }
-    case CLRUN_I64: memcpy(v->bytes + i * 8, &x, 8); break;
-    case CLRUN_BOOL: v->bytes[i] = (unsigned char)(x != 0); break;
-    default: set_f(v, i, (double)x);
+    if (is_float(dt)) {
+        set_f(v, i, (double)x);
+        return;
     }
+    size_t size = clrun_dtype_size(dt); /* the low bytes: wrapped to the width */
+    unsigned char *p = v->bytes + i * size;
+    uint64_t u = (uint64_t)x;
+    switch (size) {
+    case 1: *p = (unsigned char)u; break;
+    case 2: { uint16_t y = (uint16_t)u; memcpy(p, &y, 2); break; }
+    case 4: { uint32_t y = (uint32_t)u; memcpy(p, &y, 4); break; }
+    default: memcpy(p, &u, 8); break;
+    }
+}
+
+/* The least and greatest value of an integer dtype, as the int64_t get_i gives. */
+static int64_t int_min(clrun_dtype dt)
+{
+    return is_unsigned(dt) ? 0 : wrap(1ull << (clrun_dtype_size(dt) * 8 - 1), dt);
+}
+
+static int64_t int_max(clrun_dtype dt)
+{
+    return is_unsigned(dt) ? wrap(UINT64_MAX, dt) : wrap((1ull << (clrun_dtype_size(dt) * 8 - 1)) - 1, dt);
 }
 
 static clrun_tensor_type type_of(clrun_dtype dtype, const char *dims)
@@ -233,6 +295,8 @@ static bool same_float(double got, double want, clrun_dtype dtype)
 {
     if (isnan(got) || isnan(want))
         return isnan(got) && isnan(want);
+    if (dtype == CLRUN_F16)
+        want = half_value(clrun__f32_to_f16((float)want));
     if (dtype == CLRUN_F32)
         return (float)got == (float)want && !signbit(got) == !signbit((float)want);
     return got == want && !signbit(got) == !signbit(want);
@@ -252,6 +316,9 @@ static void fail_at(const char *op, const values *out, uint64_t i, const char *g
 static double rounded(double x, clrun_dtype dtype)
 {
     volatile float f = (float)x;
+    if (dtype == CLRUN_F16) /* computed in float, stored as f16 (the float is exact for +-*÷ of
+                               f16 operands' double result rounded once, twice innocuously) */
+        return half_value(clrun__f32_to_f16(f));
     return dtype == CLRUN_F32 ? (double)f : x;
 }
 
@@ -275,6 +342,15 @@ static double ref_float_function(const char *op, double x, double p0, double p1)
     if (!strcmp(op, "reciprocal")) return 1 / x;
     if (!strcmp(op, "sin")) return sin(x);
     if (!strcmp(op, "cos")) return cos(x);
+    if (!strcmp(op, "tan")) return tan(x);
+    if (!strcmp(op, "asin")) return asin(x);
+    if (!strcmp(op, "acos")) return acos(x);
+    if (!strcmp(op, "atan")) return atan(x);
+    if (!strcmp(op, "sinh")) return sinh(x);
+    if (!strcmp(op, "cosh")) return cosh(x);
+    if (!strcmp(op, "asinh")) return asinh(x);
+    if (!strcmp(op, "acosh")) return acosh(x);
+    if (!strcmp(op, "atanh")) return atanh(x);
     if (!strcmp(op, "erf")) return erf(x);
     if (!strcmp(op, "softplus")) return log1p(exp(x));
     if (!strcmp(op, "softsign")) return x / (1 + fabs(x));
@@ -305,25 +381,30 @@ static bool ref_float_exact(const char *op, double x, double p0, double p1, clru
     return true;
 }
 
-/* Integers wrap at the dtype's width. */
-static int64_t wrap(uint64_t u, clrun_dtype dt)
+/* A bound p (a double: clip's min or max) as an integer of dt: ceil (lower) or floor (upper),
+ * clamped to dt's range. */
+static int64_t int_bound(double p, bool lower, clrun_dtype dt)
 {
-    return dt == CLRUN_I32 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+    double v = lower ? ceil(p) : floor(p), lo, hi;
+    clrun__int_range(dt, &lo, &hi);
+    if (v <= lo)
+        return int_min(dt);
+    if (v >= hi)
+        return int_max(dt);
+    return v < 0 ? (int64_t)v : wrap((uint64_t)v, dt);
 }
 
 static int64_t ref_int_unary(const char *op, int64_t x, double p0, double p1, clrun_dtype dt)
 {
+    bool negative = !is_unsigned(dt) && x < 0;
     if (!strcmp(op, "neg")) return wrap(0 - (uint64_t)x, dt);
-    if (!strcmp(op, "abs")) return x < 0 ? wrap(0 - (uint64_t)x, dt) : x;
-    if (!strcmp(op, "relu")) return x > 0 ? x : 0;
-    if (!strcmp(op, "sign")) return (x > 0) - (x < 0);
+    if (!strcmp(op, "abs")) return negative ? wrap(0 - (uint64_t)x, dt) : x;
+    if (!strcmp(op, "relu")) return negative ? 0 : x;
+    if (!strcmp(op, "sign")) return negative ? -1 : x != 0;
     if (!strcmp(op, "clip")) {
-        double min = dt == CLRUN_I32 ? -2147483648.0 : -9223372036854775808.0;
-        double max = dt == CLRUN_I32 ? 2147483647.0 : 9223372036854775807.0;
-        int64_t lo = ceil(p0) <= min ? (int64_t)min : (int64_t)ceil(p0);
-        int64_t hi = floor(p1) >= max ? (dt == CLRUN_I32 ? INT32_MAX : INT64_MAX) : (int64_t)floor(p1);
-        x = x < lo ? lo : x;
-        return x > hi ? hi : x;
+        int64_t lo = int_bound(p0, true, dt), hi = int_bound(p1, false, dt);
+        x = less_in(x, lo, dt) ? lo : x;
+        return less_in(hi, x, dt) ? hi : x;
     }
     if (!strcmp(op, "copy")) return x;
     fail_msg("no integer reference for %s", op);
@@ -353,22 +434,32 @@ static double ref_float_binary(const char *op, double a, double b, double p0, cl
 static int64_t ref_int_binary(const char *op, int64_t a, int64_t b, double p0, clrun_dtype dt)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    bool u = is_unsigned(dt);
     if (!strcmp(op, "add")) return wrap(ua + ub, dt);
     if (!strcmp(op, "sub")) return wrap(ua - ub, dt);
     if (!strcmp(op, "mul")) return wrap(ua * ub, dt);
-    if (!strcmp(op, "maximum")) return a > b ? a : b;
-    if (!strcmp(op, "minimum")) return a < b ? a : b;
-    if (!strcmp(op, "div")) return b == 0 ? 0 : b == -1 ? wrap(0 - ua, dt) : a / b;
+    if (!strcmp(op, "maximum")) return less_in(b, a, dt) ? a : b;
+    if (!strcmp(op, "minimum")) return less_in(a, b, dt) ? a : b;
+    if (!strcmp(op, "div")) {
+        if (u)
+            return b == 0 ? 0 : (int64_t)(ua / ub);
+        return b == 0 ? 0 : b == -1 ? wrap(0 - ua, dt) : a / b;
+    }
     if (!strcmp(op, "mod")) {
+        if (u)
+            return b == 0 ? 0 : (int64_t)(ua % ub);
         int64_t r = (b == 0 || b == -1) ? 0 : a % b;
         return p0 != 0 ? r : (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
+    if (!strcmp(op, "shift_left")) return ub >= clrun_dtype_size(dt) * 8 ? 0 : wrap(ua << ub, dt);
+    if (!strcmp(op, "shift_right")) return ub >= clrun_dtype_size(dt) * 8 ? 0 : wrap(ua >> ub, dt);
     if (!strcmp(op, "pow")) {
-        if (b < 0)
+        if (!u && b < 0)
             return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-        uint64_t r = 1;
-        for (int64_t k = 0; k < b; k++)
-            r *= ua;
+        uint64_t r = 1, base = ua;
+        for (uint64_t e = ub; e != 0; e >>= 1, base *= base)
+            if (e & 1)
+                r *= base;
         return wrap(r, dt);
     }
     fail_msg("no integer reference for %s", op);
@@ -386,13 +477,13 @@ static int ref_compare(const char *op, double a, double b)
     return 0;
 }
 
-static int ref_compare_int(const char *op, int64_t a, int64_t b)
+static int ref_compare_int(const char *op, int64_t a, int64_t b, clrun_dtype dt)
 {
     if (!strcmp(op, "equal")) return a == b;
-    if (!strcmp(op, "less")) return a < b;
-    if (!strcmp(op, "greater")) return a > b;
-    if (!strcmp(op, "less_equal")) return a <= b;
-    return a >= b;
+    if (!strcmp(op, "less")) return less_in(a, b, dt);
+    if (!strcmp(op, "greater")) return less_in(b, a, dt);
+    if (!strcmp(op, "less_equal")) return !less_in(b, a, dt);
+    return !less_in(a, b, dt);
 }
 
 /* ---- checks ------------------------------------------------------------------------------ */
@@ -436,7 +527,7 @@ static void check_unary(const char *op, const values *x, const values *y, const 
             ok = same_float(d, r, dt);
         } else {
             r = ref_float_function(op, v, rounded(p0, dt), rounded(p1, dt));
-            double tol = dt == CLRUN_F32 ? 1e-5 : 1e-12;
+            double tol = dt == CLRUN_F32 ? 1e-5 : dt == CLRUN_F16 ? 1e-3 : 1e-12;
             ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * (fabs(r) + fabs(v)) ||
                  (isinf(r) && d == r);
         }
@@ -467,7 +558,7 @@ static void check_binary(const char *op, const values *a, const values *b, const
             else if (!strcmp(op, "xor")) r = (get_i(a, ia) != 0) != (get_i(b, ib) != 0);
             else if (dt == CLRUN_BOOL) r = (get_i(a, ia) != 0) == (get_i(b, ib) != 0);
             else if (is_float(dt)) r = ref_compare(op, get_f(a, ia), get_f(b, ib));
-            else r = ref_compare_int(op, get_i(a, ia), get_i(b, ib));
+            else r = ref_compare_int(op, get_i(a, ia), get_i(b, ib), dt);
             ok = get_i(y, i) == r;
             snprintf(want, sizeof want, "%d", r);
             snprintf(got, sizeof got, "%lld", (long long)get_i(y, i));
@@ -479,7 +570,7 @@ static void check_binary(const char *op, const values *a, const values *b, const
         } else {
             double r = ref_float_binary(op, get_f(a, ia), get_f(b, ib), p0, dt), d = get_f(y, i);
             if (!strcmp(op, "pow")) {
-                double tol = dt == CLRUN_F32 ? 2e-6 : 1e-13;
+                double tol = dt == CLRUN_F32 ? 2e-6 : dt == CLRUN_F16 ? 1e-3 : 1e-13;
                 ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * fabs(r) || d == r;
             } else {
                 ok = same_float(d, r, dt);
@@ -500,10 +591,12 @@ static void check_binary(const char *op, const values *a, const values *b, const
 /* The dtypes to run: those op takes, f64 only with fp64. */
 static int dtypes_of(const char *op, clrun_dtype *out)
 {
-    static const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+    static const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64,
+                                      CLRUN_BOOL, CLRUN_I8,  CLRUN_U8,  CLRUN_I16,
+                                      CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16};
     const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(op));
     int n = 0;
-    for (size_t k = 0; k < 5; k++)
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if ((def->dtypes & CLRUN__DT(all[k])) && (all[k] != CLRUN_F64 || have_fp64))
             out[n++] = all[k];
     return n;
@@ -511,9 +604,18 @@ static int dtypes_of(const char *op, clrun_dtype *out)
 
 /* ---- unary ------------------------------------------------------------------------------- */
 
-static bool positive_domain(const char *op)
+/* The range a float op's inputs are drawn from: its domain, within [-8, 8]. */
+static void float_domain(const char *op, double *lo, double *hi)
 {
-    return !strcmp(op, "log") || !strcmp(op, "sqrt") || !strcmp(op, "rsqrt") || !strcmp(op, "reciprocal");
+    *lo = -8, *hi = 8;
+    if (!strcmp(op, "log") || !strcmp(op, "sqrt") || !strcmp(op, "rsqrt") || !strcmp(op, "reciprocal"))
+        *lo = 0.01;
+    else if (!strcmp(op, "asin") || !strcmp(op, "acos") || !strcmp(op, "atanh"))
+        *lo = -0.999, *hi = 0.999;
+    else if (!strcmp(op, "acosh"))
+        *lo = 1;
+    else if (!strcmp(op, "tan")) /* away from its poles */
+        *lo = -1.5, *hi = 1.5;
 }
 
 static void unary_ops_match_reference_in_every_dtype(void **state)
@@ -525,17 +627,18 @@ static void unary_ops_match_reference_in_every_dtype(void **state)
         const clrun__ew_def *def = &defs[k];
         if (def->arity != 1 || def->result != CLRUN__EW_SAME || def->dtypes == CLRUN__DT(CLRUN_BOOL))
             continue;
-        clrun_dtype dts[5];
+        clrun_dtype dts[16];
         int n = dtypes_of(def->name, dts);
         for (int t = 0; t < n; t++) {
             if (dts[t] == CLRUN_BOOL)
                 continue;
-            double lo = positive_domain(def->name) ? 0.01 : is_float(dts[t]) ? -8 : -100000;
-            double hi = is_float(dts[t]) ? 8 : 100000;
+            double lo = -100000, hi = 100000;
+            if (is_float(dts[t]))
+                float_domain(def->name, &lo, &hi);
             values x = random_values(dts[t], "3,5,67", lo, hi, 1000 + k * 10 + (uint64_t)t);
             if (!is_float(dts[t])) {
-                set_i(&x, 0, dts[t] == CLRUN_I32 ? INT32_MIN : INT64_MIN);
-                set_i(&x, 1, dts[t] == CLRUN_I32 ? INT32_MAX : INT64_MAX);
+                set_i(&x, 0, int_min(dts[t]));
+                set_i(&x, 1, int_max(dts[t]));
                 set_i(&x, 2, 0);
             }
             values y = run_op(def->name, &x, 1, NULL, 0);
@@ -733,10 +836,21 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
 
 /* Shapes that take each kernel variant: own index, 3-D broadcast, many-dimension broadcast, and
  * a scalar. */
+/* The dtypes whose broadcast kernels are run too. The others (i8 .. u64) run the kernel that
+ * reads at the output's index: their element functions are what differs, and the index
+ * arithmetic of the broadcast variants is the same text for every dtype. Each (op, dtype,
+ * variant) is a kernel the driver compiles, so this keeps a cold run of the test short. */
+static bool every_variant(clrun_dtype dt)
+{
+    return dt == CLRUN_F32 || dt == CLRUN_F64 || dt == CLRUN_I32 || dt == CLRUN_I64 || dt == CLRUN_BOOL ||
+           dt == CLRUN_F16; /* f16's reads (vload_half at an offset) differ */
+}
+
 static const char *const shape_cases[][2] = {
     {"3,7,11", "3,7,11"}, {"4,1,5", "3,1"}, {"2,3,37", "37"},
     {"2,1,3,1,2,1", "1,4,1,3,1,5"}, {"", "5,7"},
 };
+#define SHAPE_CASES (sizeof shape_cases / sizeof shape_cases[0])
 
 static values binary_operand(const char *op, clrun_dtype dt, const char *dims, int which, uint64_t seed)
 {
@@ -746,8 +860,10 @@ static values binary_operand(const char *op, clrun_dtype dt, const char *dims, i
         bool positive_base = !strcmp(op, "pow") && which == 0;
         return random_values(dt, dims, positive_base ? 0.1 : -4, 4, seed);
     }
-    if (!strcmp(op, "pow"))
-        return random_values(dt, dims, which ? -2 : -5, which ? 12 : 5, seed);
+    if (!strncmp(op, "shift_", 6)) /* counts past the width included */
+        return random_values(dt, dims, which ? 0 : -50, which ? 70 : 50, seed);
+    if (!strcmp(op, "pow")) /* unsigned: no negative exponent (it would wrap to a huge one) */
+        return random_values(dt, dims, which ? (is_unsigned(dt) ? 0 : -2) : -5, which ? 12 : 5, seed);
     return random_values(dt, dims, -50, 50, seed); /* zeros included: div and mod by 0 */
 }
 
@@ -760,10 +876,10 @@ static void binary_ops_match_reference_on_every_broadcast(void **state)
         const clrun__ew_def *def = &defs[k];
         if (def->arity != 2)
             continue;
-        clrun_dtype dts[5];
+        clrun_dtype dts[16];
         int n = dtypes_of(def->name, dts);
         for (int t = 0; t < n; t++)
-            for (size_t c = 0; c < sizeof shape_cases / sizeof shape_cases[0]; c++)
+            for (size_t c = 0; c < (every_variant(dts[t]) ? SHAPE_CASES : 1); c++)
                 for (int fmod_ = 0; fmod_ <= (def->param_count > 0); fmod_++) {
                     uint64_t seed = 3000 + k * 100 + (uint64_t)t * 10 + c;
                     values a = binary_operand(def->name, dts[t], shape_cases[c][0], 0, seed);
@@ -880,10 +996,10 @@ static void where_broadcasts_all_three(void **state)
         {"4,3,5", "4,3,5", "4,3,5", "4,3,5"}, {"4,1,5", "3,1", "1", "4,3,5"},
         {"2,1,3,1,2,1", "1,4,1,3,1,5", "2,4,1,1,1,1", "2,4,3,3,2,5"}, {"", "6", "", "6"},
     };
-    clrun_dtype dts[5];
+    clrun_dtype dts[16];
     int n = dtypes_of("where", dts);
     for (int t = 0; t < n; t++)
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (size_t c = 0; c < (every_variant(dts[t]) ? sizeof cases / sizeof cases[0] : 1); c++) {
             uint64_t seed = 5000 + (uint64_t)t * 10 + c;
             values in[3] = {random_values(CLRUN_BOOL, cases[c][0], 0, 1, seed),
                             random_values(dts[t], cases[c][1], -100, 100, seed + 1),
@@ -916,30 +1032,33 @@ static void ref_cast(const values *x, uint64_t i, values *y, uint64_t j)
     } else if (is_float(to)) {
         if (is_float(from))
             set_f(y, j, get_f(x, i));
+        else if (is_unsigned(from)) /* each conversion correctly rounded, once */
+            set_f(y, j, to == CLRUN_F32 ? (double)(float)(uint64_t)get_i(x, i) : (double)(uint64_t)get_i(x, i));
         else
             set_f(y, j, to == CLRUN_F32 ? (double)(float)get_i(x, i) : (double)get_i(x, i));
-    } else if (is_float(from)) {
-        double v = trunc(get_f(x, i));
-        double lo = to == CLRUN_I32 ? -2147483648.0 : -9223372036854775808.0;
-        double hi = to == CLRUN_I32 ? 2147483647.0 : 9223372036854775807.0;
-        int64_t r = isnan(v) ? 0 : v <= lo ? (int64_t)lo : v >= hi ? (to == CLRUN_I32 ? INT32_MAX : INT64_MAX)
-                                                                   : (int64_t)v;
+    } else if (is_float(from)) { /* toward zero, saturating, NaN to 0 */
+        double v = trunc(get_f(x, i)), lo, hi;
+        clrun__int_range(to, &lo, &hi);
+        int64_t r = isnan(v) ? 0 : v <= lo ? int_min(to) : v >= hi ? int_max(to)
+                  : v < 0 ? (int64_t)v : wrap((uint64_t)v, to);
         set_i(y, j, r);
     } else {
-        set_i(y, j, get_i(x, i)); /* set_i wraps into i32 */
+        set_i(y, j, get_i(x, i)); /* set_i wraps to the width */
     }
 }
 
 static void cast_converts_between_every_dtype(void **state)
 {
     (void)state;
-    const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+    const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_I8,
+                               CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16};
+    const int count = (int)(sizeof all / sizeof all[0]);
     const double floats[] = {0.0, -0.0, 1.5, -1.5, 2.5, -2.99, 16777217.0, 3e9, -3e9, 1e19, -1e19,
                              INFINITY, -INFINITY, NAN, 1e-40, 123456.789};
     const int64_t ints[] = {0, 1, -1, 2, INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 3, INT64_MIN,
                             INT64_MAX, 16777217, -16777217, 9007199254740993LL, 255, 256, -129, 7};
-    for (int f = 0; f < 5; f++)
-        for (int t = 0; t < 5; t++) {
+    for (int f = 0; f < count; f++)
+        for (int t = 0; t < count; t++) {
             if ((all[f] == CLRUN_F64 || all[t] == CLRUN_F64) && !have_fp64)
                 continue;
             values x = make(all[f], "16");
@@ -1038,11 +1157,14 @@ static void the_type_rule_refuses_what_no_kernel_takes(void **state)
     clrun_tensor_type logic[2] = {f, f};
     expect_refusal("and", logic, 2, NULL, 0, "and: input 0 is f32[4]: expected bool");
     expect_refusal("not", &i, 1, NULL, 0, "not: input 0 is i32[4]: expected bool");
-    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32 or f64");
-    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, i32 or i64");
-    expect_refusal("relu", &h, 1, NULL, 0, "f16 kernels do not exist yet");
-    clrun_attr to_f16 = attr_i("to", CLRUN_F16), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
-    expect_refusal("cast", &f, 1, &to_f16, 1, "cast: attribute 'to' is 2: not a dtype clrun casts to");
+    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32, f64 or f16");
+    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, f16 or any integer");
+    expect_refusal("not", &h, 1, NULL, 0, "not: input 0 is f16[4]: expected bool");
+    clrun_tensor_type shift[2] = {i, i};
+    expect_refusal("shift_left", shift, 2, NULL, 0,
+                   "shift_left: input 0 is i32[4]: expected u8, u16, u32 or u64");
+    clrun_attr to_12 = attr_i("to", 12), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
+    expect_refusal("cast", &f, 1, &to_12, 1, "cast: attribute 'to' is 12: not a dtype clrun casts to");
     expect_refusal("cast", &f, 1, &to_bad, 1, "attribute 'to' is 99");
     expect_refusal("cast", &f, 1, NULL, 0, "cast: missing required attribute 'to'");
     clrun_tensor_type two[2] = {f, f};

@@ -624,6 +624,12 @@ static void check_pad(clrun_dtype dtype, const char *dims, int rank, const int64
     case CLRUN_F64: memcpy(bits, &value, 8); break;
     case CLRUN_BOOL: bits[0] = value != 0; break;
     case CLRUN_F16: memcpy(bits, &h, 2); break;
+    case CLRUN_I8:
+    case CLRUN_U8: bits[0] = (unsigned char)i32; break;
+    case CLRUN_I16:
+    case CLRUN_U16: { uint16_t v = (uint16_t)i32; memcpy(bits, &v, 2); break; }
+    case CLRUN_U32: memcpy(bits, &i32, 4); break;
+    case CLRUN_U64: memcpy(bits, &i64, 8); break;
     }
     ref_shape xs = ref_shape_of(&n.in[0]);
     void *want = malloc(bytes_of(&n.out) + 8);
@@ -652,6 +658,8 @@ static void pad_in_every_mode(void **state)
         check_pad(CLRUN_F64, "3,6", 2, crop, mode, 0.5, "2,5", 1120 + (uint64_t)mode);
         check_pad(CLRUN_BOOL, "1", 1, single, mode, 1, "8", 1130 + (uint64_t)mode);
         check_pad(CLRUN_F16, "2,3", 2, wide, mode, -2, "14,23", 1140 + (uint64_t)mode);
+        check_pad(CLRUN_U8, "3,4", 2, wide, mode, 200, "15,24", 1150 + (uint64_t)mode);
+        check_pad(CLRUN_I16, "3,6", 2, crop, mode, -300, "2,5", 1160 + (uint64_t)mode);
     }
 }
 

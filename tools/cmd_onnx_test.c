@@ -208,6 +208,12 @@ static double element(const clrun_tensor_type *type, const void *data, uint64_t 
     case CLRUN_I32: { int32_t v; memcpy(&v, p, 4); return v; }
     case CLRUN_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
     case CLRUN_BOOL: return *p;
+    case CLRUN_I8: return (int8_t)*p;
+    case CLRUN_U8: return *p;
+    case CLRUN_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case CLRUN_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case CLRUN_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case CLRUN_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
     case CLRUN_F16: {
         uint16_t h;
         memcpy(&h, p, 2);
@@ -250,8 +256,10 @@ static bool compare_output(const test_args *a, int i, const char *name, const cl
     bool bad = false;
     for (uint64_t k = 0; k < count; k++) {
         double g = element(got_type, got, k), w = element(&want->type, want->data, k), excess;
-        if (!is_float(got_type->dtype)) {
-            excess = g == w ? 0 : INFINITY;
+        if (!is_float(got_type->dtype)) { /* integers and bools: every bit */
+            size_t size = clrun_dtype_size(got_type->dtype);
+            excess = memcmp((const char *)got + k * size, (const char *)want->data + k * size,
+                            size) == 0 ? 0 : INFINITY;
         } else if (isnan(w) || isnan(g)) {
             excess = isnan(w) && isnan(g) ? 0 : INFINITY;
         } else if (isinf(w) || isinf(g)) {

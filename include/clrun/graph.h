@@ -26,9 +26,15 @@ typedef enum clrun_dtype {
     CLRUN_I64 = 3, /* 64-bit signed integer (indices, shapes) */
     CLRUN_BOOL = 4, /* one byte, 0 or 1 (masks, comparisons) */
     CLRUN_F64 = 5, /* 64-bit IEEE float: only on devices with cl_khr_fp64 */
+    CLRUN_I8 = 6,   /* 8-bit signed integer */
+    CLRUN_U8 = 7,   /* 8-bit unsigned integer */
+    CLRUN_I16 = 8,  /* 16-bit signed integer */
+    CLRUN_U16 = 9,  /* 16-bit unsigned integer */
+    CLRUN_U32 = 10, /* 32-bit unsigned integer */
+    CLRUN_U64 = 11, /* 64-bit unsigned integer */
 } clrun_dtype;
 
-/* "f32", "i32", "f16", "i64", "bool", "f64". */
+/* "f32", "i32", "f16", "i64", "bool", "f64", "i8", "u8", "i16", "u16", "u32", "u64". */
 const char *clrun_dtype_name(clrun_dtype dtype);
 /* Bytes per element. */
 size_t clrun_dtype_size(clrun_dtype dtype);

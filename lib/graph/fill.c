@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "graph/types.h"
 
 /* Fill parameters that describe a real distribution for the dtype. */
 clrun_status clrun__check_fill(clrun_graph *graph, const char *name, clrun_dtype dtype,
@@ -44,6 +45,17 @@ clrun_status clrun__check_fill(clrun_graph *graph, const char *name, clrun_dtype
                           "'%s': uniform bounds of an %s constant must be integers in "
                           "[-2147483648, 2147483648], got a=%g b=%g",
                           name, clrun_dtype_name(dtype), a, b);
+    double lo, hi;
+    clrun__int_range(dtype, &lo, &hi);
+    if (clrun__dtype_is_int(dtype) && dtype != CLRUN_I32 && dtype != CLRUN_I64 &&
+        (a != floor(a) || b != floor(b) || a < lo || b > hi + 1.0 || a < (double)INT32_MIN ||
+         b > (double)INT32_MAX + 1.0))
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                          "'%s': uniform bounds of a %s constant must be integers in [%.0f, %.0f], "
+                          "got a=%g b=%g", name, clrun_dtype_name(dtype),
+                          lo < (double)INT32_MIN ? (double)INT32_MIN : lo,
+                          hi + 1.0 > (double)INT32_MAX + 1.0 ? (double)INT32_MAX + 1.0 : hi + 1.0,
+                          a, b);
     if (dtype == CLRUN_BOOL && (a != 0 || b != 2))
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                           "'%s': a uniform bool constant is uniform(0, 2), got a=%g b=%g", name,
@@ -148,6 +160,26 @@ void clrun__constant_values_range(const clrun__tensor *tensor, uint64_t first, u
             break;
         case CLRUN_F64: {
             double value = fill_value(tensor, key, i);
+            memcpy(slot, &value, 8);
+            break;
+        }
+        case CLRUN_I8:
+        case CLRUN_U8:
+            *(unsigned char *)slot = (unsigned char)fill_int(tensor, key, i);
+            break;
+        case CLRUN_I16:
+        case CLRUN_U16: {
+            uint16_t value = (uint16_t)fill_int(tensor, key, i);
+            memcpy(slot, &value, 2);
+            break;
+        }
+        case CLRUN_U32: {
+            uint32_t value = (uint32_t)fill_int(tensor, key, i);
+            memcpy(slot, &value, 4);
+            break;
+        }
+        case CLRUN_U64: {
+            uint64_t value = (uint64_t)(int64_t)fill_int(tensor, key, i);
             memcpy(slot, &value, 8);
             break;
         }

@@ -178,7 +178,17 @@ static const char *integer_kind(clrun_dtype dtype, bool bits)
         default: return "a 64-bit pattern";
         }
     }
-    return dtype == CLRUN_BOOL ? "a bool (0 or 1)" : dtype == CLRUN_I64 ? "an i64" : "an i32";
+    switch (dtype) {
+    case CLRUN_BOOL: return "a bool (0 or 1)";
+    case CLRUN_I64: return "an i64";
+    case CLRUN_I8: return "an i8";
+    case CLRUN_U8: return "a u8";
+    case CLRUN_I16: return "an i16";
+    case CLRUN_U16: return "a u16";
+    case CLRUN_U32: return "a u32";
+    case CLRUN_U64: return "a u64 (below 2^63; larger ones as bits=[...])";
+    default: return "an i32";
+    }
 }
 
 /* Stores an integer value (or, bits, a bit pattern) of the dtype at slot; refuses one that does
@@ -193,8 +203,13 @@ static clrun_status store_integer(parser *p, clrun_dtype dtype, bool bits, int64
         fits = size == 8 || pattern < (1ull << (8 * size));
     else if (dtype == CLRUN_BOOL)
         fits = integer == 0 || integer == 1;
-    else
-        fits = dtype == CLRUN_I64 || (integer >= INT32_MIN && integer <= INT32_MAX);
+    else if (dtype == CLRUN_I64 || dtype == CLRUN_U64)
+        fits = dtype == CLRUN_I64 || integer >= 0;
+    else {
+        double lo, hi;
+        clrun__int_range(dtype, &lo, &hi);
+        fits = (double)integer >= lo && (double)integer <= hi;
+    }
     if (!fits)
         return clrun__gio_fail_at(p, p->tok.line, p->tok.col, CLRUN_ERROR_PARSE, "%s does not fit %s", found,
                        integer_kind(dtype, bits));
@@ -253,8 +268,7 @@ static clrun_status parse_data(parser *p, statement *s, bool bits)
         double real = 0;
         char found[QUOTE_MAX + 16];
         clrun__gio_describe(&p->tok, found, sizeof found);
-        bool integral = type->dtype == CLRUN_I32 || type->dtype == CLRUN_I64 ||
-                        type->dtype == CLRUN_BOOL;
+        bool integral = clrun__dtype_is_int(type->dtype) || type->dtype == CLRUN_BOOL;
         if (bits || integral) {
             number_result r = clrun__gio_token_int(&p->tok, &integer);
             status = r == NUMBER_OK ? store_integer(p, type->dtype, bits, integer, found, slot)

@@ -74,6 +74,32 @@ static bool decimal_of(clrun_dtype dtype, const unsigned char *data, uint64_t i,
     case CLRUN_BOOL:
         snprintf(buf, size, "%u", (unsigned)data[i]);
         return data[i] <= 1;
+    case CLRUN_I8: snprintf(buf, size, "%d", (int)(int8_t)data[i]); return true;
+    case CLRUN_U8: snprintf(buf, size, "%u", (unsigned)data[i]); return true;
+    case CLRUN_I16: {
+        int16_t v;
+        memcpy(&v, data + i * 2, 2);
+        snprintf(buf, size, "%d", (int)v);
+        return true;
+    }
+    case CLRUN_U16: {
+        uint16_t v;
+        memcpy(&v, data + i * 2, 2);
+        snprintf(buf, size, "%u", (unsigned)v);
+        return true;
+    }
+    case CLRUN_U32: {
+        uint32_t v;
+        memcpy(&v, data + i * 4, 4);
+        snprintf(buf, size, "%" PRIu32, v);
+        return true;
+    }
+    case CLRUN_U64: { /* the reader takes decimals up to 2^63 - 1 */
+        uint64_t v;
+        memcpy(&v, data + i * 8, 8);
+        snprintf(buf, size, "%" PRIu64, v);
+        return v <= (uint64_t)INT64_MAX;
+    }
     case CLRUN_F16:
         break;
     }

@@ -12,8 +12,12 @@
 #include "graph/op_families.h"
 #include "graph/types.h"
 
-#define FLOATS (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64))
-#define INTS (CLRUN__DT(CLRUN_I32) | CLRUN__DT(CLRUN_I64))
+#define FLOATS (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64) | CLRUN__DT(CLRUN_F16))
+#define INTS                                                                                       \
+    (CLRUN__DT(CLRUN_I32) | CLRUN__DT(CLRUN_I64) | CLRUN__DT(CLRUN_I8) | CLRUN__DT(CLRUN_U8) |    \
+     CLRUN__DT(CLRUN_I16) | CLRUN__DT(CLRUN_U16) | CLRUN__DT(CLRUN_U32) | CLRUN__DT(CLRUN_U64))
+#define UINTS                                                                                      \
+    (CLRUN__DT(CLRUN_U8) | CLRUN__DT(CLRUN_U16) | CLRUN__DT(CLRUN_U32) | CLRUN__DT(CLRUN_U64))
 #define NUMS (FLOATS | INTS)
 #define BOOLS CLRUN__DT(CLRUN_BOOL)
 #define ALL (NUMS | BOOLS)
@@ -61,6 +65,15 @@
       "x > F(0.0) ? F(1.0) : x < F(0.0) ? F(-1.0) : x", "(T)((x > (T)0) - (x < (T)0))", NULL)      \
     X(sin, UNARY, true, 1, false, FLOATS, SAME, P0, "sin(x)", NULL, NULL)                          \
     X(cos, UNARY, true, 1, false, FLOATS, SAME, P0, "cos(x)", NULL, NULL)                          \
+    X(tan, UNARY, true, 1, false, FLOATS, SAME, P0, "tan(x)", NULL, NULL)                          \
+    X(asin, UNARY, true, 1, false, FLOATS, SAME, P0, "asin(x)", NULL, NULL)                        \
+    X(acos, UNARY, true, 1, false, FLOATS, SAME, P0, "acos(x)", NULL, NULL)                        \
+    X(atan, UNARY, true, 1, false, FLOATS, SAME, P0, "atan(x)", NULL, NULL)                        \
+    X(sinh, UNARY, true, 1, false, FLOATS, SAME, P0, "sinh(x)", NULL, NULL)                        \
+    X(cosh, UNARY, true, 1, false, FLOATS, SAME, P0, "cosh(x)", NULL, NULL)                        \
+    X(asinh, UNARY, true, 1, false, FLOATS, SAME, P0, "asinh(x)", NULL, NULL)                      \
+    X(acosh, UNARY, true, 1, false, FLOATS, SAME, P0, "acosh(x)", NULL, NULL)                      \
+    X(atanh, UNARY, true, 1, false, FLOATS, SAME, P0, "atanh(x)", NULL, NULL)                      \
     X(erf, UNARY, true, 1, false, FLOATS, SAME, P0, "ERF(x)", NULL, NULL)                          \
     X(softplus, UNARY, true, 1, false, FLOATS, SAME, P0, "x > F(40.0) ? x : log1p(EXP(x))", NULL,  \
       NULL)                                                                                        \
@@ -109,6 +122,12 @@
     X(and, BINARY, true, 2, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)((a != 0) & (b != 0))")    \
     X(or, BINARY, true, 2, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)((a != 0) | (b != 0))")     \
     X(xor, BINARY, true, 2, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)((a != 0) != (b != 0))")   \
+    /* shifts of unsigned integers: a shift by the width or more gives 0 (OpenCL would take the  \
+     * count modulo the width) */                                                                 \
+    X(shift_left, BINARY, true, 2, false, UINTS, SAME, P0, NULL,                                   \
+      "b >= (T)(8 * sizeof(T)) ? (T)0 : (T)(a << b)", NULL)                                        \
+    X(shift_right, BINARY, true, 2, false, UINTS, SAME, P0, NULL,                                  \
+      "b >= (T)(8 * sizeof(T)) ? (T)0 : (T)(a >> b)", NULL)                                        \
     /* ---- ternary ---- */                                                                        \
     X(where, TERNARY, true, 3, true, ALL, SAME, P0, "c != 0 ? a : b", "c != 0 ? a : b",            \
       "c != 0 ? a : b")
@@ -137,14 +156,9 @@ const char *clrun__ew_expression(const clrun__ew_def *def, clrun_dtype dtype)
 {
     if (!(def->dtypes & CLRUN__DT(dtype)))
         return NULL;
-    switch (dtype) {
-    case CLRUN_F32:
-    case CLRUN_F64: return def->floats;
-    case CLRUN_I32:
-    case CLRUN_I64: return def->ints;
-    case CLRUN_BOOL: return def->bools;
-    default: return NULL;
-    }
+    if (clrun__dtype_is_float(dtype))
+        return def->floats;
+    return dtype == CLRUN_BOOL ? def->bools : def->ints;
 }
 
 /* The cost of one call, by the function's name (len bytes at name). */
@@ -185,8 +199,8 @@ clrun__ew_cost clrun__ew_float_cost(const clrun__ew_def *def)
 
 bool clrun__ew_dtype_supported(clrun_dtype dtype)
 {
-    return dtype == CLRUN_F32 || dtype == CLRUN_F64 || dtype == CLRUN_I32 || dtype == CLRUN_I64 ||
-           dtype == CLRUN_BOOL;
+    return dtype == CLRUN_F32 || dtype == CLRUN_F64 || dtype == CLRUN_F16 || dtype == CLRUN_BOOL ||
+           clrun__dtype_is_int(dtype);
 }
 
 clrun_dtype clrun__ew_data_dtype(const clrun__ew_def *def, const clrun__op_call *call)
@@ -205,24 +219,12 @@ clrun_dtype clrun__ew_result_dtype(const clrun__ew_def *def, const clrun__op_cal
     }
 }
 
-/* The range of an integer dtype, as doubles. */
-static void int_range(clrun_dtype dtype, double *lo, double *hi)
-{
-    if (dtype == CLRUN_I64) {
-        *lo = -9223372036854775808.0;
-        *hi = 9223372036854775807.0; /* rounds to 2^63: clamped below by the caller's cast */
-    } else {
-        *lo = -2147483648.0;
-        *hi = 2147483647.0;
-    }
-}
-
 double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *call, int i,
                              clrun_dtype data)
 {
     const clrun__ew_param *p = &def->params[i];
     double v = clrun__attr_float_or(call, p->name, p->fallback);
-    if (data != CLRUN_I32 && data != CLRUN_I64)
+    if (!clrun__dtype_is_int(data))
         return v;
     if (p->round == CLRUN__EW_CEIL)
         v = ceil(v);
@@ -231,7 +233,7 @@ double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *cal
     else
         v = trunc(v);
     double lo, hi;
-    int_range(data, &lo, &hi);
+    clrun__int_range(data, &lo, &hi);
     return v < lo ? lo : v > hi ? hi : v;
 }
 
@@ -240,13 +242,21 @@ double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *cal
 /* "f32, f64, i32 or i64": the dtypes of a set, for refusals. */
 static void dtype_list(unsigned set, char *buf, size_t size)
 {
-    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_I8,  CLRUN_U8,
+                                        CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32,
+                                        CLRUN_I64, CLRUN_U64, CLRUN_BOOL};
+    const size_t count = sizeof order / sizeof order[0];
+    if ((set & INTS) == INTS && set != INTS) { /* every integer: said in one word */
+        snprintf(buf, size, "%s%sany integer%s", (set & FLOATS) ? "f32, f64, f16" : "",
+                 (set & FLOATS) ? (set & BOOLS) ? ", " : " or " : "", (set & BOOLS) ? " or bool" : "");
+        return;
+    }
     int total = 0, done = 0;
-    for (size_t k = 0; k < 5; k++)
+    for (size_t k = 0; k < count; k++)
         total += (set & CLRUN__DT(order[k])) != 0;
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t k = 0; k < 5 && used < size; k++) {
+    for (size_t k = 0; k < count && used < size; k++) {
         if (!(set & CLRUN__DT(order[k])))
             continue;
         const char *sep = done == 0 ? "" : done == total - 1 ? " or " : ", ";
@@ -259,14 +269,11 @@ static clrun_status check_input_dtype(const clrun__ew_def *def, const clrun__op_
                                       const clrun__infer_error *err)
 {
     const clrun_tensor_type *t = &call->inputs[i];
-    char s[CLRUN__TYPE_TEXT], list[64];
+    char s[CLRUN__TYPE_TEXT], list[96];
     bool cond = def->condition && i == 0;
     unsigned set = cond ? BOOLS : def->dtypes;
     if (set & CLRUN__DT(t->dtype))
         return CLRUN_OK;
-    if (t->dtype == CLRUN_F16)
-        return clrun__refuse(err, "input %d is %s: f16 kernels do not exist yet", i,
-                             clrun__type_format(t, s, sizeof s));
     dtype_list(set, list, sizeof list);
     return clrun__refuse(err, "input %d is %s: expected %s%s", i, clrun__type_format(t, s, sizeof s),
                          list, cond ? " (the condition)" : "");
@@ -278,8 +285,10 @@ static clrun_status check_cast_target(const clrun__op_call *call, const clrun__i
     if (to >= 0 && to <= 16 && clrun__ew_dtype_supported((clrun_dtype)to))
         return CLRUN_OK;
     return clrun__refuse(err, "attribute 'to' is %lld: not a dtype clrun casts to (f32 = %d, "
-                         "i32 = %d, i64 = %d, bool = %d, f64 = %d)", (long long)to, CLRUN_F32,
-                         CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_F64);
+                         "i32 = %d, i64 = %d, bool = %d, f64 = %d, i8 = %d, u8 = %d, i16 = %d, "
+                         "u16 = %d, u32 = %d, u64 = %d)", (long long)to, CLRUN_F32, CLRUN_I32,
+                         CLRUN_I64, CLRUN_BOOL, CLRUN_F64, CLRUN_I8, CLRUN_U8, CLRUN_I16, CLRUN_U16,
+                         CLRUN_U32, CLRUN_U64);
 }
 
 static clrun_status check_attributes(const clrun__ew_def *def, const clrun__op_call *call,

@@ -265,9 +265,10 @@ static clrun_status check_pad_value(const clrun__op_call *call, const clrun__inf
     double v = clrun__attr_float_or(call, "value", 0);
     clrun_dtype dtype = call->inputs[0].dtype;
     bool integral = v == floor(v);
-    bool fits = dtype == CLRUN_I32    ? integral && v >= -2147483648.0 && v <= 2147483647.0
-                : dtype == CLRUN_I64  ? integral && v >= -9223372036854775808.0 &&
-                                           v < 9223372036854775808.0
+    double lo, hi;
+    clrun__int_range(dtype, &lo, &hi);
+    bool fits = clrun__dtype_is_int(dtype) ? integral && v >= lo && v <= hi && v < 18446744073709551616.0 &&
+                                                 (dtype != CLRUN_I64 || v < 9223372036854775808.0)
                 : dtype == CLRUN_BOOL ? v == 0 || v == 1
                                       : true;
     if (fits)
@@ -296,6 +297,12 @@ uint64_t clrun__pad_value_bits(const clrun__op_call *call)
     case CLRUN_I32: return (uint32_t)(int32_t)v;
     case CLRUN_I64: return (uint64_t)(int64_t)v;
     case CLRUN_BOOL: return v != 0;
+    case CLRUN_I8: return (uint8_t)(int8_t)v;
+    case CLRUN_U8: return (uint8_t)v;
+    case CLRUN_I16: return (uint16_t)(int16_t)v;
+    case CLRUN_U16: return (uint16_t)v;
+    case CLRUN_U32: return (uint32_t)v;
+    case CLRUN_U64: return (uint64_t)v;
     }
     return 0;
 }

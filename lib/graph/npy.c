@@ -25,7 +25,8 @@ typedef struct descr_row {
 
 static const descr_row descrs[] = {
     {"<f4", CLRUN_F32}, {"<f8", CLRUN_F64}, {"<f2", CLRUN_F16}, {"<i4", CLRUN_I32},
-    {"<i8", CLRUN_I64}, {"|b1", CLRUN_BOOL},
+    {"<i8", CLRUN_I64}, {"|b1", CLRUN_BOOL}, {"|i1", CLRUN_I8},  {"|u1", CLRUN_U8},
+    {"<i2", CLRUN_I16}, {"<u2", CLRUN_U16},  {"<u4", CLRUN_U32}, {"<u8", CLRUN_U64},
 };
 
 CLRUN__PRINTF(5, 6)
@@ -194,16 +195,21 @@ static clrun_status parse_header(const unsigned char *b, size_t size, const char
             t.dtype = descrs[i].dtype;
             found = true;
         }
-    /* A byte-sized dtype may say '<' or '=' for bool; numpy writes '|'. */
-    if (!found && (strcmp(descr, "<b1") == 0 || strcmp(descr, "=b1") == 0))
-        t.dtype = CLRUN_BOOL, found = true;
+    /* A byte-sized dtype may say '<' or '=' instead of the '|' numpy writes. */
+    for (size_t i = 0; !found && i < sizeof descrs / sizeof descrs[0]; i++)
+        if (descrs[i].descr[0] == '|' && (descr[0] == '<' || descr[0] == '=') &&
+            strcmp(descrs[i].descr + 1, descr + 1) == 0) {
+            t.dtype = descrs[i].dtype;
+            found = true;
+        }
     if (!found) {
         if (descr[0] == '>')
             return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "big-endian data ('%s') is not supported", descr);
         if (strchr(descr, 'O'))
             return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "object arrays are not supported");
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name,
-                    "dtype '%s' is not supported (f32 <f4, f64 <f8, f16 <f2, i32 <i4, i64 <i8, bool |b1 are)", descr);
+                    "dtype '%s' is not supported (f32 <f4, f64 <f8, f16 <f2, i8 |i1, u8 |u1, "
+                    "i16 <i2, u16 <u2, i32 <i4, u32 <u4, i64 <i8, u64 <u8, bool |b1 are)", descr);
     }
     if (fortran)
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "Fortran-order arrays are not supported (save with C order)");

@@ -2,21 +2,27 @@
  * (and kernels that take it). */
 #include "graph/types.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #define DTYPES(X)                                                                          \
     X(CLRUN_F32, "f32", 4, true) X(CLRUN_I32, "i32", 4, false) X(CLRUN_F16, "f16", 2, true)         \
-    X(CLRUN_I64, "i64", 8, false) X(CLRUN_BOOL, "bool", 1, false) X(CLRUN_F64, "f64", 8, true)
+    X(CLRUN_I64, "i64", 8, false) X(CLRUN_BOOL, "bool", 1, false) X(CLRUN_F64, "f64", 8, true) \
+    X(CLRUN_I8, "i8", 1, false) X(CLRUN_U8, "u8", 1, false) X(CLRUN_I16, "i16", 2, false)          \
+    X(CLRUN_U16, "u16", 2, false) X(CLRUN_U32, "u32", 4, false) X(CLRUN_U64, "u64", 8, false)
 
 typedef struct dtype_row {
     clrun_dtype dtype;
     const char *name;
     size_t size;
     bool is_float;
+    char kind; /* 'f' float, 's' signed integer, 'u' unsigned integer, 'b' bool */
 } dtype_row;
 
-#define DTYPE_ROW(DTYPE, NAME, SIZE, FLOAT) {DTYPE, NAME, SIZE, FLOAT},
+#define DTYPE_ROW(DTYPE, NAME, SIZE, FLOAT)                                                        \
+    {DTYPE, NAME, SIZE, FLOAT,                                                                     \
+     FLOAT ? 'f' : DTYPE == CLRUN_BOOL ? 'b' : NAME[0] == 'u' ? 'u' : 's'},
 static const dtype_row dtype_rows[] = {DTYPES(DTYPE_ROW)};
 #define DTYPE_COUNT (sizeof dtype_rows / sizeof dtype_rows[0])
 
@@ -44,6 +50,31 @@ bool clrun__dtype_is_float(clrun_dtype dtype)
 {
     const dtype_row *row = dtype_row_of(dtype);
     return row && row->is_float;
+}
+
+bool clrun__dtype_is_int(clrun_dtype dtype)
+{
+    const dtype_row *row = dtype_row_of(dtype);
+    return row && (row->kind == 's' || row->kind == 'u');
+}
+
+bool clrun__dtype_is_signed_int(clrun_dtype dtype)
+{
+    const dtype_row *row = dtype_row_of(dtype);
+    return row && row->kind == 's';
+}
+
+void clrun__int_range(clrun_dtype dtype, double *lo, double *hi)
+{
+    const dtype_row *row = dtype_row_of(dtype);
+    int bits = row ? (int)row->size * 8 : 32;
+    if (row && row->kind == 'u') {
+        *lo = 0.0;
+        *hi = ldexp(1.0, bits) - 1.0; /* 2^64 for u64 */
+    } else {
+        *lo = -ldexp(1.0, bits - 1);
+        *hi = ldexp(1.0, bits - 1) - 1.0; /* 2^63 for i64 */
+    }
 }
 
 bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out)

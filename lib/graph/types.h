@@ -12,6 +12,12 @@
 
 /* True for f32, f16 and f64. */
 bool clrun__dtype_is_float(clrun_dtype dtype);
+/* An integer dtype (i8 .. u64; bool is not one), and whether it is signed. */
+bool clrun__dtype_is_int(clrun_dtype dtype);
+bool clrun__dtype_is_signed_int(clrun_dtype dtype);
+/* The least and greatest value of an integer dtype, as doubles (2^63 and 2^64 are how i64's and
+ * u64's tops round: a caller converting back clamps them). */
+void clrun__int_range(clrun_dtype dtype, double *lo, double *hi);
 
 /* The dtype spelled text[0..length) ("f32"), false if none. */
 bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);

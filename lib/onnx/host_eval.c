@@ -332,6 +332,12 @@ clrun__host_fold_result clrun__host_binary(clrun__host_binop op, const clrun__ot
     bool logic = op == CLRUN__H_AND || op == CLRUN__H_OR || op == CLRUN__H_XOR;
     if (logic && a->elem != CLRUN__ONNX_BOOL)
         return CLRUN__FOLD_CANNOT;
+    /* uint64 is read as int64: only the ops whose bits wrap alike in both are folded; the order
+     * and division of values past 2^63 are left to the device, which has u64. */
+    bool wraps_alike = op == CLRUN__H_ADD || op == CLRUN__H_SUB || op == CLRUN__H_MUL ||
+                       op == CLRUN__H_EQUAL || op == CLRUN__H_POW;
+    if (a->elem == CLRUN__ONNX_UINT64 && !wraps_alike)
+        return CLRUN__FOLD_CANNOT;
     if (!clrun__otensor_alloc(out, bool_result(op) ? CLRUN__ONNX_BOOL : a->elem, rank, dims))
         return no_room();
     walk w = {.rank = rank, .dims = out->dims, .operands = 2};

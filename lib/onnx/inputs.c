@@ -2,10 +2,12 @@
  * (the options' dims, shapes and the constants that fix an input), the checks that every binding names
  * something of the model, and the declaration of every ONNX value with its initializer decoded. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/types.h"
 #include "onnx/import.h"
 
 /* ---- inputs ---- */
@@ -233,6 +235,21 @@ static bool convert_exactly(double x, clrun_dtype dtype, void *out, uint64_t i)
             return false;
         ((uint8_t *)out)[i] = (uint8_t)x;
         return true;
+    case CLRUN_I8: case CLRUN_U8: case CLRUN_I16: case CLRUN_U16: case CLRUN_U32: case CLRUN_U64: {
+        double lo, hi;
+        clrun__int_range(dtype, &lo, &hi);
+        if (!(x >= lo && x <= hi) || x != trunc(x) || x >= 18446744073709551616.0)
+            return false;
+        switch (dtype) {
+        case CLRUN_I8: ((int8_t *)out)[i] = (int8_t)x; break;
+        case CLRUN_U8: ((uint8_t *)out)[i] = (uint8_t)x; break;
+        case CLRUN_I16: ((int16_t *)out)[i] = (int16_t)x; break;
+        case CLRUN_U16: ((uint16_t *)out)[i] = (uint16_t)x; break;
+        case CLRUN_U32: ((uint32_t *)out)[i] = (uint32_t)x; break;
+        default: ((uint64_t *)out)[i] = (uint64_t)x; break;
+        }
+        return true;
+    }
     default: return false;
     }
 }

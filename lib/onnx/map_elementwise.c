@@ -20,7 +20,9 @@ static const op_pair unary_ops[] = {
     {"Erf", "erf"},       {"Sin", "sin"},         {"Cos", "cos"},           {"Floor", "floor"},
     {"Ceil", "ceil"},     {"Round", "round"},     {"Sign", "sign"},         {"Reciprocal", "reciprocal"},
     {"Softplus", "softplus"}, {"Softsign", "softsign"}, {"HardSwish", "hard_swish"},
-    {"Not", "not"},
+    {"Not", "not"},       {"Tan", "tan"},         {"Asin", "asin"},         {"Acos", "acos"},
+    {"Atan", "atan"},     {"Sinh", "sinh"},       {"Cosh", "cosh"},         {"Asinh", "asinh"},
+    {"Acosh", "acosh"},   {"Atanh", "atanh"},
 };
 
 static const op_pair binary_ops[] = {
@@ -28,6 +30,7 @@ static const op_pair binary_ops[] = {
     {"Div", "div"},       {"Equal", "equal"},       {"Less", "less"},
     {"Greater", "greater"}, {"LessOrEqual", "less_equal"}, {"GreaterOrEqual", "greater_equal"},
     {"And", "and"},       {"Or", "or"},             {"Xor", "xor"},
+    {"BitShift", "shift_left"},
     {"Mod", "mod"},
 };
 
@@ -168,6 +171,16 @@ clrun_status clrun__map_binary(clrun__imp *im, clrun__onode *n)
     const char *op = graph_op(binary_ops, sizeof binary_ops / sizeof binary_ops[0], n->op);
     if (op == NULL)
         return clrun__unsupported(im, "no graph op for %s", n->op);
+    if (strcmp(n->op, "BitShift") == 0) {
+        char direction[16];
+        clrun_status s = clrun__oattr_string(im, n, "direction", "", direction, sizeof direction);
+        if (s != CLRUN_OK)
+            return s;
+        if (strcmp(direction, "LEFT") != 0 && strcmp(direction, "RIGHT") != 0)
+            return clrun__invalid(im, "attribute 'direction' is '%s': LEFT or RIGHT", direction);
+        return clrun__emit_binary(im, n, direction[0] == 'L' ? "shift_left" : "shift_right",
+                                  n->in[0], n->in[1], 0, NULL);
+    }
     if (strcmp(n->op, "Mod") == 0) {
         int64_t fmod;
         clrun_status s = clrun__oattr_int(im, n, "fmod", 0, &fmod);

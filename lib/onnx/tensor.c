@@ -63,6 +63,12 @@ bool clrun__onnx_elem_dtype(int elem, clrun_dtype *out)
     case CLRUN__ONNX_BOOL: *out = CLRUN_BOOL; return true;
     case CLRUN__ONNX_DOUBLE: *out = CLRUN_F64; return true;
     case CLRUN__ONNX_FLOAT16: *out = CLRUN_F16; return true;
+    case CLRUN__ONNX_INT8: *out = CLRUN_I8; return true;
+    case CLRUN__ONNX_UINT8: *out = CLRUN_U8; return true;
+    case CLRUN__ONNX_INT16: *out = CLRUN_I16; return true;
+    case CLRUN__ONNX_UINT16: *out = CLRUN_U16; return true;
+    case CLRUN__ONNX_UINT32: *out = CLRUN_U32; return true;
+    case CLRUN__ONNX_UINT64: *out = CLRUN_U64; return true;
     default: return false;
     }
 }
@@ -76,6 +82,12 @@ int clrun__onnx_dtype_elem(clrun_dtype dtype)
     case CLRUN_BOOL: return CLRUN__ONNX_BOOL;
     case CLRUN_F64: return CLRUN__ONNX_DOUBLE;
     case CLRUN_F16: return CLRUN__ONNX_FLOAT16;
+    case CLRUN_I8: return CLRUN__ONNX_INT8;
+    case CLRUN_U8: return CLRUN__ONNX_UINT8;
+    case CLRUN_I16: return CLRUN__ONNX_INT16;
+    case CLRUN_U16: return CLRUN__ONNX_UINT16;
+    case CLRUN_U32: return CLRUN__ONNX_UINT32;
+    case CLRUN_U64: return CLRUN__ONNX_UINT64;
     }
     return CLRUN__ONNX_UNDEFINED;
 }

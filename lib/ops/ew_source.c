@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include "device/program.h"
-
-static const clrun_dtype ew_dtypes[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
-#define EW_DTYPE_COUNT (sizeof ew_dtypes / sizeof ew_dtypes[0])
+#include "graph/types.h"
 
 const char *clrun__cl_type(clrun_dtype dtype)
 {
@@ -20,11 +18,34 @@ const char *clrun__cl_type(clrun_dtype dtype)
     case CLRUN_I32: return "int";
     case CLRUN_I64: return "long";
     case CLRUN_BOOL: return "uchar";
+    case CLRUN_I8: return "char";
+    case CLRUN_U8: return "uchar";
+    case CLRUN_I16: return "short";
+    case CLRUN_U16: return "ushort";
+    case CLRUN_U32: return "uint";
+    case CLRUN_U64: return "ulong";
+    case CLRUN_F16: return "half";
     default: return "void";
     }
 }
 
-static const char *unsigned_type(clrun_dtype dtype) { return dtype == CLRUN_I64 ? "ulong" : "uint"; }
+/* The type an element is computed in: f16 elements are loaded into and stored from float
+ * (vload_half / vstore_half, OpenCL 1.2's core: no cl_khr_fp16 needed). */
+static const char *compute_type(clrun_dtype dtype)
+{
+    return dtype == CLRUN_F16 ? "float" : clrun__cl_type(dtype);
+}
+
+/* The unsigned integer type of an integer dtype's width. */
+static const char *unsigned_type(clrun_dtype dtype)
+{
+    switch (clrun_dtype_size(dtype)) {
+    case 1: return "uchar";
+    case 2: return "ushort";
+    case 8: return "ulong";
+    default: return "uint";
+    }
+}
 
 void clrun__ew_emit_prelude(clrun__strbuf *b, bool fp64)
 {
@@ -43,6 +64,8 @@ void clrun__ew_emit_prelude(clrun__strbuf *b, bool fp64)
 /* The macros an expression of `dtype` sees (graph/elementwise.h), and their removal. */
 static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
 {
+    if (dtype == CLRUN_F16) /* computed in float */
+        dtype = CLRUN_F32;
     const char *name = clrun_dtype_name(dtype);
     clrun__strbuf_printf(b, "#define T %s\n", clrun__cl_type(dtype));
     if (dtype == CLRUN_F32 || dtype == CLRUN_F64) {
@@ -53,10 +76,12 @@ static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
         clrun__strbuf_printf(b, "#define EXP %s\n#define TANH %s\n", f32 ? "clrun_exp_f32" : "exp",
                              f32 ? "clrun_tanh_f32" : "tanh");
     }
-    if (dtype == CLRUN_I32 || dtype == CLRUN_I64) {
+    if (clrun__dtype_is_int(dtype)) {
+        /* AS_T takes any integer expression: one of a narrow type is promoted to int, so it is
+         * first brought back to UT's width (modular), then reinterpreted. */
         const char *u = unsigned_type(dtype);
-        clrun__strbuf_printf(b, "#define UT %s\n#define AS_T as_%s\n#define AS_U as_%s\n", u,
-                             clrun__cl_type(dtype), u);
+        clrun__strbuf_printf(b, "#define UT %s\n#define AS_T(v) as_%s((UT)(v))\n"
+                                "#define AS_U(v) as_%s((T)(v))\n", u, clrun__cl_type(dtype), u);
         clrun__strbuf_printf(b, "#define IDIV clrun_div_%s\n#define IPOW clrun_pow_%s\n", name, name);
     }
     if (dtype != CLRUN_BOOL)
@@ -80,9 +105,14 @@ void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_d
 }
 
 /* A cast: conversions that say their rounding (nearest even into floats, toward zero and
- * saturating into integers, NaN to 0), integers narrowed by wrapping, anything nonzero to true. */
-static const char *cast_expression(clrun_dtype from, clrun_dtype to)
+ * saturating into integers, NaN to 0), integers converted by wrapping (two's complement, as
+ * numpy's astype), anything nonzero to true. The text is written to buf. */
+static const char *cast_expression(clrun_dtype from, clrun_dtype to, char *buf, size_t size)
 {
+    if (from == CLRUN_F16) /* loaded into a float, exactly */
+        from = CLRUN_F32;
+    if (to == CLRUN_F16) /* the value as it is (a double from f64): the store rounds it once */
+        return clrun__dtype_is_float(from) ? "x" : "convert_float(x)";
     bool from_float = from == CLRUN_F32 || from == CLRUN_F64;
     if (to == CLRUN_BOOL)
         return "(uchar)(x != 0)";
@@ -91,14 +121,16 @@ static const char *cast_expression(clrun_dtype from, clrun_dtype to)
                                                                           : "(T_OUT)(x != 0)";
     if (from == to)
         return "x";
-    switch (to) {
-    case CLRUN_F32: return "convert_float(x)";
-    case CLRUN_F64: return "convert_double(x)";
-    /* NaN gives 0, as OpenCL's _sat says; said again because not every implementation does */
-    case CLRUN_I32: return from_float ? "isnan(x) ? 0 : convert_int_sat_rtz(x)" : "as_int((uint)as_ulong(x))";
-    case CLRUN_I64: return from_float ? "isnan(x) ? 0L : convert_long_sat_rtz(x)" : "(long)x";
-    default: return "x";
+    if (to == CLRUN_F32 || to == CLRUN_F64) {
+        snprintf(buf, size, "convert_%s(x)", clrun__cl_type(to));
+        return buf;
     }
+    const char *t = clrun__cl_type(to), *u = unsigned_type(to);
+    if (from_float) /* NaN gives 0, as OpenCL's _sat says; said again as not every one does */
+        snprintf(buf, size, "isnan(x) ? (%s)0 : convert_%s_sat_rtz(x)", t, t);
+    else /* through ulong: sign-extended, then its low bytes */
+        snprintf(buf, size, "as_%s((%s)as_ulong(convert_long(x)))", t, u);
+    return buf;
 }
 
 void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
@@ -107,24 +139,43 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
     static const char *const operands[3][3] = {{"x"}, {"a", "b"}, {"c", "a", "b"}};
     char name[64];
     clrun__ew_function_name(def, data, result, name, sizeof name);
-    const char *expression = def->result == CLRUN__EW_CAST ? cast_expression(data, result)
-                                                           : clrun__ew_expression(def, data);
+    char cast[160];
+    const char *expression = def->result == CLRUN__EW_CAST
+                                 ? cast_expression(data, result, cast, sizeof cast)
+                                 : clrun__ew_expression(def, data);
     emit_dtype_macros(b, data);
-    clrun__strbuf_printf(b, "#define T_OUT %s\n", clrun__cl_type(result));
-    clrun__strbuf_printf(b, "CLRUN_INLINE %s %s(", clrun__cl_type(result), name);
+    const char *out_type = clrun__ew_value_type(data, result);
+    clrun__strbuf_printf(b, "#define T_OUT %s\n", out_type);
+    clrun__strbuf_printf(b, "CLRUN_INLINE %s %s(", out_type, name);
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "%sconst %s %s", i ? ", " : "",
-                             def->condition && i == 0 ? "uchar" : clrun__cl_type(data),
+                             def->condition && i == 0 ? "uchar" : compute_type(data),
                              operands[def->arity - 1][i]);
     for (int p = 0; p < def->param_count; p++)
-        clrun__strbuf_printf(b, ", const %s p%d", clrun__cl_type(data), p);
+        clrun__strbuf_printf(b, ", const %s p%d", compute_type(data), p);
     clrun__strbuf_printf(b, ")\n{\n    return (T_OUT)(%s);\n}\n#undef T_OUT\n", expression ? expression : "0");
     emit_dtype_unmacros(b);
+}
+
+const char *clrun__ew_value_type(clrun_dtype data, clrun_dtype result)
+{
+    if (result != CLRUN_F16)
+        return clrun__cl_type(result);
+    return data == CLRUN_F64 ? "double" : "float";
 }
 
 const char *clrun__ew_store_function(clrun_dtype dtype)
 {
     return dtype == CLRUN_F32 ? "clrun_canon_f32" : dtype == CLRUN_F64 ? "clrun_canon_f64" : "";
+}
+
+/* The store function of a value of value_type: NaN made canonical for floats (an f16 result
+ * too, before its rounding), nothing for the others. */
+static const char *value_store_function(const char *value_type)
+{
+    return strcmp(value_type, "float") == 0    ? "clrun_canon_f32"
+           : strcmp(value_type, "double") == 0 ? "clrun_canon_f64"
+                                               : "";
 }
 
 void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value)
@@ -138,6 +189,14 @@ void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value)
         clrun__strbuf_printf(b, "(%a%s)", exact, dtype == CLRUN_F32 ? "f" : "");
         return;
     }
+    if (dtype == CLRUN_U64) {
+        /* the caller clamped value to the range; 2^64 is how its top rounds in a double */
+        if (value >= 18446744073709551615.0)
+            clrun__strbuf_printf(b, "18446744073709551615UL");
+        else
+            clrun__strbuf_printf(b, "(%lluUL)", value <= 0 ? 0ULL : (unsigned long long)value);
+        return;
+    }
     if (dtype == CLRUN_I64) {
         /* the caller clamped value to the range; 2^63 is how its top rounds in a double */
         if (value <= -9223372036854775808.0)
@@ -148,8 +207,15 @@ void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value)
             clrun__strbuf_printf(b, "(%lldL)", (long long)value);
         return;
     }
+    if (dtype == CLRUN_U32) {
+        clrun__strbuf_printf(b, "(%lluU)", value <= 0 ? 0ULL : (unsigned long long)value);
+        return;
+    }
+    const char *cast = dtype == CLRUN_I32 || dtype == CLRUN_BOOL ? "" : clrun__cl_type(dtype);
     if (value <= -2147483648.0)
         clrun__strbuf_printf(b, "(-2147483647 - 1)");
+    else if (*cast)
+        clrun__strbuf_printf(b, "((%s)%lld)", cast, (long long)value);
     else
         clrun__strbuf_printf(b, "(%lld)", (long long)value);
 }
@@ -166,9 +232,10 @@ void clrun__ew_kernel_name(const clrun__ew_def *def, clrun_dtype data, clrun_dty
         snprintf(buf, size, "clrun_ew_%s_%s%s", def->name, clrun_dtype_name(data), variant);
 }
 
-void clrun__ew_library_name(const clrun__ew_def *def, char *buf, size_t size)
+void clrun__ew_library_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+                            char *buf, size_t size)
 {
-    snprintf(buf, size, "ew_%s", def->name);
+    clrun__ew_function_name(def, data, result, buf, size); /* "ew_add_f32", "ew_cast_u8_f32" */
 }
 
 static const char *input_type(const clrun__ew_def *def, int i, clrun_dtype data)
@@ -191,26 +258,39 @@ static void emit_kernel_head(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
 static void emit_params(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data)
 {
     for (int p = 0; p < def->param_count; p++)
-        clrun__strbuf_printf(b, ", const %s p%d", clrun__cl_type(data), p);
+        clrun__strbuf_printf(b, ", const %s p%d", compute_type(data), p);
 }
 
-/* "clrun_canon_f32(ew_add_f32(in0[o0], in1[o1], p0))": each input read at the output's index
- * (own_index) or at its offset o<k>, the result through the store function. */
-static void emit_call(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
-                      clrun_dtype result, bool own_index)
+/* "out[I] = clrun_canon_f32(ew_add_f32(in0[o0], in1[o1], p0));": each input read at the
+ * output's index (own_index) or at its offset o<k>, the result through the store function into
+ * out[index]. f16 operands are read with vload_half, an f16 result written by clrun_store_f16
+ * (kernels/ew_functions.cl: vstore_half_rte, rounding to nearest even once, NaN canonical). */
+static void emit_assign(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
+                        clrun_dtype result, bool own_index, const char *index)
 {
     char name[64];
     clrun__ew_function_name(def, data, result, name, sizeof name);
-    clrun__strbuf_printf(b, "%s(%s(", clrun__ew_store_function(result), name);
+    if (result == CLRUN_F16)
+        clrun__strbuf_printf(b, "%s((%s(", data == CLRUN_F64 ? "clrun_store_f16_f64" : "clrun_store_f16",
+                             name);
+    else
+        clrun__strbuf_printf(b, "out[%s] = %s(%s(", index,
+                             value_store_function(clrun__ew_value_type(data, result)), name);
     for (int i = 0; i < def->arity; i++) {
-        if (own_index)
-            clrun__strbuf_printf(b, "%sin%d[i]", i ? ", " : "", i);
+        bool half = data == CLRUN_F16 && !(def->condition && i == 0);
+        char at[16];
+        snprintf(at, sizeof at, own_index ? "i" : "o%d", i);
+        if (half)
+            clrun__strbuf_printf(b, "%svload_half(%s, in%d)", i ? ", " : "", at, i);
         else
-            clrun__strbuf_printf(b, "%sin%d[o%d]", i ? ", " : "", i, i);
+            clrun__strbuf_printf(b, "%sin%d[%s]", i ? ", " : "", i, at);
     }
     for (int p = 0; p < def->param_count; p++)
         clrun__strbuf_printf(b, ", p%d", p);
-    clrun__strbuf_printf(b, "))");
+    if (result == CLRUN_F16)
+        clrun__strbuf_printf(b, ")), %s, out);\n", index);
+    else
+        clrun__strbuf_printf(b, "));\n");
 }
 
 static void emit_flat(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data, clrun_dtype result)
@@ -219,9 +299,9 @@ static void emit_flat(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype da
     clrun__strbuf_printf(b, ", const ulong n");
     emit_params(b, def, data);
     clrun__strbuf_printf(b, ")\n{\n    const size_t i = get_global_id(0);\n"
-                            "    if (WHOLE_GROUP(n) || i < n)\n        out[i] = ");
-    emit_call(b, def, data, result, true);
-    clrun__strbuf_printf(b, ";\n}\n");
+                            "    if (WHOLE_GROUP(n) || i < n)\n        ");
+    emit_assign(b, def, data, result, true, "i");
+    clrun__strbuf_printf(b, "}\n");
 }
 
 static void emit_broadcast3(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
@@ -236,9 +316,9 @@ static void emit_broadcast3(clrun__strbuf *b, const clrun__ew_def *def, clrun_dt
                             "        return;\n    const ulong i1 = get_global_id(1), i2 = get_global_id(2);\n");
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "    const ulong o%d = i0 * s%d0 + i1 * s%d1 + i2 * s%d2;\n", i, i, i, i);
-    clrun__strbuf_printf(b, "    out[(i2 * n1 + i1) * n0 + i0] = ");
-    emit_call(b, def, data, result, false);
-    clrun__strbuf_printf(b, ";\n}\n");
+    clrun__strbuf_printf(b, "    ");
+    emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
+    clrun__strbuf_printf(b, "}\n");
 }
 
 static void emit_broadcast_n(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
@@ -255,38 +335,21 @@ static void emit_broadcast_n(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
                             "        const ulong c = rem %% dim;\n        rem /= dim;\n");
     for (int k = 0; k < def->arity; k++)
         clrun__strbuf_printf(b, "        o%d += c * table[1 + %d * rank + d];\n", k, k + 1);
-    clrun__strbuf_printf(b, "    }\n    out[i] = ");
-    emit_call(b, def, data, result, false);
-    clrun__strbuf_printf(b, ";\n}\n");
+    clrun__strbuf_printf(b, "    }\n    ");
+    emit_assign(b, def, data, result, false, "i");
+    clrun__strbuf_printf(b, "}\n");
 }
 
-static bool dtype_available(clrun_dtype dtype, bool fp64) { return dtype != CLRUN_F64 || fp64; }
-
-char *clrun__ew_library_source(const clrun__ew_def *def, bool fp64)
+char *clrun__ew_library_source(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+                               bool fp64)
 {
     clrun__strbuf b = {0};
     clrun__ew_emit_prelude(&b, fp64);
-    for (size_t i = 0; i < EW_DTYPE_COUNT; i++) {
-        clrun_dtype data = ew_dtypes[i];
-        if (!(def->dtypes & CLRUN__DT(data)) || !dtype_available(data, fp64))
-            continue;
-        if (def->result == CLRUN__EW_CAST) {
-            for (size_t j = 0; j < EW_DTYPE_COUNT; j++) {
-                clrun_dtype to = ew_dtypes[j];
-                if (!dtype_available(to, fp64))
-                    continue;
-                clrun__ew_emit_function(&b, def, data, to);
-                emit_flat(&b, def, data, to);
-            }
-            continue;
-        }
-        clrun_dtype result = def->result == CLRUN__EW_BOOL ? CLRUN_BOOL : data;
-        clrun__ew_emit_function(&b, def, data, result);
-        emit_flat(&b, def, data, result);
-        if (def->arity > 1) {
-            emit_broadcast3(&b, def, data, result);
-            emit_broadcast_n(&b, def, data, result);
-        }
+    clrun__ew_emit_function(&b, def, data, result);
+    emit_flat(&b, def, data, result);
+    if (def->arity > 1 && def->result != CLRUN__EW_CAST) {
+        emit_broadcast3(&b, def, data, result);
+        emit_broadcast_n(&b, def, data, result);
     }
     return clrun__strbuf_take(&b);
 }

@@ -10,7 +10,7 @@
 #include "core/strbuf.h"
 #include "graph/elementwise.h"
 
-/* The OpenCL C type of a dtype's elements: float, double, int, long, uchar. */
+/* The OpenCL C type of a dtype's elements: float, double, int, long, uchar, char, ushort, ... */
 const char *clrun__cl_type(clrun_dtype dtype);
 
 /* The start of every generated elementwise program: FP_CONTRACT OFF, fp64 where the device has
@@ -25,6 +25,10 @@ void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_d
 void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                              clrun_dtype result);
 
+/* The type an element function of data dtype `data` giving `result` returns: the result's OpenCL
+ * type, except for an f16 result: the float (double from f64) its store rounds once. */
+const char *clrun__ew_value_type(clrun_dtype data, clrun_dtype result);
+
 /* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
  * kernels/ew_functions.cl) for floats, "" for the others. */
 const char *clrun__ew_store_function(clrun_dtype dtype);
@@ -32,8 +36,8 @@ const char *clrun__ew_store_function(clrun_dtype dtype);
 /* `value` as an OpenCL C constant of `dtype`, exactly: 0x1.99999ap-3f, (-INFINITY), 7L. */
 void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value);
 
-/* The unfused kernels of an op, for each dtype it takes (f64 only with fp64), in one program
- * (malloc'd text, NULL when out of memory). Per dtype, clrun__ew_kernel_name with variant:
+/* The unfused kernels of an op over data dtype `data` giving `result`, in one program (malloc'd
+ * text, NULL when out of memory), named by clrun__ew_kernel_name with variant:
  *   ""     inputs of the output's element count, read at its index, 1-D:
  *          (inputs..., out, ulong n, params...)
  *   "_bc"  broadcast over 3 dimensions, innermost first, one per NDRange dimension:
@@ -41,11 +45,14 @@ void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value);
  *   "_bcn" broadcast over more dimensions, 1-D, from the table [rank, dims (outermost first),
  *          per input its strides]: (inputs..., out, ulong n, __global ulong *table, params...)
  * Unary ops and casts have only the first. */
-char *clrun__ew_library_source(const clrun__ew_def *def, bool fp64);
+char *clrun__ew_library_source(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+                               bool fp64);
 void clrun__ew_kernel_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
                            const char *variant, char *buf, size_t size);
 
-/* "ew_NAME": the program name of an op's unfused kernels. */
-void clrun__ew_library_name(const clrun__ew_def *def, char *buf, size_t size);
+/* "ew_NAME_DTYPE" ("ew_cast_FROM_TO"): the program name of an op's unfused kernels over one
+ * data dtype, so that a program compiles only what a node of that dtype uses. */
+void clrun__ew_library_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+                            char *buf, size_t size);
 
 #endif

@@ -92,6 +92,31 @@ static clrun_status set_param(clrun_context *ctx, cl_kernel kernel, cl_uint *nex
         cl_long value = v >= 9223372036854775807.0 ? INT64_MAX : (cl_long)v;
         return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
     }
+    case CLRUN_U64: {
+        cl_ulong value = v >= 18446744073709551615.0 ? UINT64_MAX : v <= 0 ? 0 : (cl_ulong)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    case CLRUN_U32: {
+        cl_uint value = (cl_uint)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    case CLRUN_I16: {
+        cl_short value = (cl_short)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    case CLRUN_U16: {
+        cl_ushort value = (cl_ushort)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    case CLRUN_I8: {
+        cl_char value = (cl_char)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
+    case CLRUN_U8:
+    case CLRUN_BOOL: {
+        cl_uchar value = (cl_uchar)v;
+        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
+    }
     default: {
         cl_float value = (cl_float)v;
         return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
@@ -193,9 +218,9 @@ static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def,
                                    clrun_dtype result, const char *variant, cl_kernel *out)
 {
     char program_name[64], kernel_name[96];
-    clrun__ew_library_name(def, program_name, sizeof program_name);
+    clrun__ew_library_name(def, data, result, program_name, sizeof program_name);
     clrun__ew_kernel_name(def, data, result, variant, kernel_name, sizeof kernel_name);
-    char *text = clrun__ew_library_source(def, ctx->info.fp64);
+    char *text = clrun__ew_library_source(def, data, result, ctx->info.fp64);
     if (text == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: kernel source", def->name);
     cl_program program = NULL;
@@ -213,7 +238,8 @@ static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def,
 static const char *copy_kernel(clrun_dtype dtype)
 {
     size_t size = clrun_dtype_size(dtype);
-    return size == 1 ? "clrun_copy_u8" : size == 8 ? "clrun_copy_u64" : "clrun_copy_u32";
+    return size == 1 ? "clrun_copy_u8" : size == 2 ? "clrun_copy_u16" : size == 8 ? "clrun_copy_u64"
+                                                                      : "clrun_copy_u32";
 }
 
 static bool needs_fp64(const clrun__op_call *call)

@@ -13,11 +13,12 @@ from .errors import (InvalidArgumentError, DonatedError, check, error, type_erro
 
 
 def _numpy_of(name, size):
-    """The numpy dtype of a clrun dtype name ("f32" float32, "i64" int64, "bool" bool)."""
+    """The numpy dtype of a clrun dtype name ("f32" float32, "i64" int64, "u8" uint8, "bool"
+    bool)."""
     if name == "bool":
         dtype = np.dtype(np.bool_)
-    elif name[:1] in ("f", "i") and name[1:].isdigit():
-        dtype = np.dtype(("float" if name[0] == "f" else "int") + name[1:])
+    elif name[:1] in ("f", "i", "u") and name[1:].isdigit():
+        dtype = np.dtype({"f": "float", "i": "int", "u": "uint"}[name[0]] + name[1:])
     else:
         return None
     return dtype if dtype.itemsize == size else None
@@ -35,7 +36,7 @@ _KINDS = ", ".join(str(d) for d in DTYPES.values())
 
 def numpy_dtype(dtype):
     """The numpy dtype given, when clrun tensors can have it (DTYPES: float32, float16,
-    float64, int32, int64, bool)."""
+    float64, the signed and unsigned integers of 8 to 64 bits, bool)."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPE_CODES:
         raise InvalidArgumentError(INVALID_ARGUMENT, "clrun tensors are %s, not %s" % (_KINDS, dtype))
@@ -58,7 +59,7 @@ def _device_dtype(array):
 def _same_kind(source, dtype):
     """True when values of `source` may become `dtype` by the binding's rule: within a kind
     (floats to floats, signed or unsigned integers to integers, bool to bool)."""
-    kinds = {"f": "f", "i": "iu", "b": "b"}
+    kinds = {"f": "f", "i": "iu", "u": "iu", "b": "b"}
     return source.kind in kinds.get(dtype.kind, dtype.kind)
 
 
@@ -415,8 +416,7 @@ class Context:
     def array(self, value, dtype=None, label=None):
         """Uploads `value` (a numpy array or anything np.asarray takes) once and returns a
         :class:`DeviceArray` of the same dtype, or of `dtype` (converted within a kind: float64
-        to float32, int64 to int32 when every value fits). Unsigned integers become int32 or
-        int64, float128 float32. `label` names the block in guard reports and the allocation
+        to float32, int64 to int32 when every value fits). float128 becomes float32. `label` names the block in guard reports and the allocation
         log."""
         host = np.asarray(value)
         dtype = numpy_dtype(dtype) if dtype is not None else _device_dtype(host)

@@ -67,9 +67,10 @@ class DeviceArrays(unittest.TestCase):
             self.assertEqual(np.asarray(device).tobytes(), host.tobytes())
 
     def test_dtypes_are_kept_or_converted_within_their_kind(self):
-        for dtype in (np.float64, np.int64, np.bool_):
+        for dtype in (np.float64, np.int64, np.bool_, np.uint8, np.int8, np.int16, np.uint16,
+                      np.uint32, np.uint64):
             self.assertEqual(self.ctx.array(np.ones(3, dtype)).dtype, np.dtype(dtype))
-        self.assertEqual(self.ctx.array(np.ones(3, np.uint8)).dtype, np.int32)
+        self.assertEqual(self.ctx.array(np.ones(3, np.uint8), dtype=np.int32).dtype, np.int32)
         self.assertEqual(self.ctx.array(np.ones(3), dtype=np.float32).dtype, np.float32)
         self.assertEqual(self.ctx.array(np.arange(3), dtype=np.int32).numpy().tolist(), [0, 1, 2])
         with self.assertRaisesRegex(clrun.InvalidArgumentError, "outside the range"):
