@@ -55,6 +55,15 @@ tests_test_ops_grad_index_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_grad_index_LDADD = $(TEST_LDADD) -lm
 endif
 
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_scatter
+TESTS += tests/test_ops_scatter
+tests_test_ops_scatter_SOURCES = tests/test_ops_scatter.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/op_args.h tests/rng.h
+tests_test_ops_scatter_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_scatter_LDADD = $(TEST_LDADD) -lm
+endif
+
 # The double-precision graph reference of the gradient tests (tests/graph_reference.{c,h}),
 # held to the device on every op it supports, and its finite differences to known gradients.
 if HAVE_CMOCKA

@@ -516,3 +516,188 @@ void ref_col2im(const clrun_tensor_type *tcols, const float *cols, const ref_col
             }
         }
 }
+
+/* ---- scatter ops and index tuples -------------------------------------------------------- */
+
+static size_t ref_dtype_size(clrun_dtype t)
+{
+    switch (t) {
+    case CLRUN_F64:
+    case CLRUN_I64: return 8;
+    case CLRUN_F16: return 2;
+    case CLRUN_BOOL: return 1;
+    default: return 4;
+    }
+}
+
+/* *target = u, or += u, *= u in the dtype. */
+static void ref_apply(clrun_dtype t, void *target, const void *u, int reduction)
+{
+    size_t size = ref_dtype_size(t);
+    if (reduction == 0) {
+        memcpy(target, u, size);
+        return;
+    }
+    if (t == CLRUN_F32) {
+        float a, b;
+        memcpy(&a, target, 4);
+        memcpy(&b, u, 4);
+        a = (float)(reduction == 1 ? (double)a + b : (double)a * b);
+        memcpy(target, &a, 4);
+    } else if (t == CLRUN_F64) {
+        double a, b;
+        memcpy(&a, target, 8);
+        memcpy(&b, u, 8);
+        a = reduction == 1 ? a + b : a * b;
+        memcpy(target, &a, 8);
+    } else if (t == CLRUN_I32) {
+        uint32_t a, b;
+        memcpy(&a, target, 4);
+        memcpy(&b, u, 4);
+        a = reduction == 1 ? a + b : a * b;
+        memcpy(target, &a, 4);
+    } else {
+        uint64_t a, b;
+        memcpy(&a, target, 8);
+        memcpy(&b, u, 8);
+        a = reduction == 1 ? a + b : a * b;
+        memcpy(target, &a, 8);
+    }
+}
+
+static bool ref_normalize(int64_t *index, int64_t dim)
+{
+    if (*index < 0)
+        *index += dim;
+    return *index >= 0 && *index < dim;
+}
+
+bool ref_scatter_elements(const clrun_tensor_type *data_type, const void *data,
+                          const clrun_tensor_type *index_type, const int64_t *indices,
+                          const void *updates, int axis, int reduction, void *out)
+{
+    size_t size = ref_dtype_size(data_type->dtype);
+    memcpy(out, data, ref_elements(data_type) * size);
+    int rank = data_type->rank;
+    for (uint64_t i = 0; i < ref_elements(index_type); i++) {
+        int64_t coords[CLRUN_MAX_DIMS];
+        uint64_t rem = i;
+        for (int d = rank - 1; d >= 0; d--) {
+            coords[d] = (int64_t)(rem % (uint64_t)index_type->shape[d]);
+            rem /= (uint64_t)index_type->shape[d];
+        }
+        int64_t index = indices[i];
+        if (!ref_normalize(&index, data_type->shape[axis]))
+            return false;
+        coords[axis] = index;
+        uint64_t at = 0;
+        for (int d = 0; d < rank; d++)
+            at = at * (uint64_t)data_type->shape[d] + (uint64_t)coords[d];
+        ref_apply(data_type->dtype, (char *)out + at * size, (const char *)updates + i * size,
+                  reduction);
+    }
+    return true;
+}
+
+/* The element offset of tuple p's slice within its batch, or false. */
+static bool ref_tuple(const clrun_tensor_type *data_type, const int64_t *tuple, int k, int batch,
+                      uint64_t *offset)
+{
+    uint64_t at = 0;
+    for (int c = 0; c < k; c++) {
+        int64_t index = tuple[c];
+        if (!ref_normalize(&index, data_type->shape[batch + c]))
+            return false;
+        at = at * (uint64_t)data_type->shape[batch + c] + (uint64_t)index;
+    }
+    for (int d = batch + k; d < data_type->rank; d++)
+        at *= (uint64_t)data_type->shape[d];
+    *offset = at;
+    return true;
+}
+
+bool ref_scatter_nd(const clrun_tensor_type *data_type, const void *data,
+                    const clrun_tensor_type *index_type, const int64_t *indices,
+                    const void *updates, int reduction, void *out)
+{
+    size_t size = ref_dtype_size(data_type->dtype);
+    memcpy(out, data, ref_elements(data_type) * size);
+    int k = (int)index_type->shape[index_type->rank - 1];
+    uint64_t tuples = ref_elements(index_type) / (uint64_t)k, slice = 1;
+    for (int d = k; d < data_type->rank; d++)
+        slice *= (uint64_t)data_type->shape[d];
+    for (uint64_t p = 0; p < tuples; p++) {
+        uint64_t at;
+        if (!ref_tuple(data_type, indices + p * (uint64_t)k, k, 0, &at))
+            return false;
+        for (uint64_t s = 0; s < slice; s++)
+            ref_apply(data_type->dtype, (char *)out + (at + s) * size,
+                      (const char *)updates + (p * slice + s) * size, reduction);
+    }
+    return true;
+}
+
+bool ref_gather_nd(const clrun_tensor_type *data_type, const void *data,
+                   const clrun_tensor_type *index_type, const int64_t *indices, int batch,
+                   void *out)
+{
+    size_t size = ref_dtype_size(data_type->dtype);
+    int k = (int)index_type->shape[index_type->rank - 1];
+    uint64_t tuples = ref_elements(index_type) / (uint64_t)k, slice = 1, batches = 1, batch_size = 1;
+    for (int d = batch + k; d < data_type->rank; d++)
+        slice *= (uint64_t)data_type->shape[d];
+    for (int d = 0; d < batch; d++)
+        batches *= (uint64_t)data_type->shape[d];
+    for (int d = batch; d < data_type->rank; d++)
+        batch_size *= (uint64_t)data_type->shape[d];
+    for (uint64_t p = 0; p < tuples; p++) {
+        uint64_t at, b = p / (tuples / batches);
+        if (!ref_tuple(data_type, indices + p * (uint64_t)k, k, batch, &at))
+            return false;
+        memcpy((char *)out + p * slice * size, (const char *)data + (b * batch_size + at) * size,
+               slice * size);
+    }
+    return true;
+}
+
+/* Whether (a, i) ranks before (b, j). */
+static bool ref_ranks_before(double a, int64_t i, double b, int64_t j, bool largest)
+{
+    if (isnan(a) || isnan(b)) {
+        if (isnan(a) && isnan(b))
+            return i < j;
+        return isnan(a) ? largest : !largest;
+    }
+    if (a == b)
+        return i < j;
+    return largest ? a > b : a < b;
+}
+
+void ref_top_k(const clrun_tensor_type *x_type, const double *x, int axis, int64_t k,
+               bool largest, int64_t *out)
+{
+    uint64_t len = (uint64_t)x_type->shape[axis], inner = 1, outer = 1;
+    for (int d = axis + 1; d < x_type->rank; d++)
+        inner *= (uint64_t)x_type->shape[d];
+    for (int d = 0; d < axis; d++)
+        outer *= (uint64_t)x_type->shape[d];
+    int64_t *order = malloc(len * sizeof *order);
+    for (uint64_t o = 0; o < outer; o++)
+        for (uint64_t in = 0; in < inner; in++) {
+            const double *line = x + o * len * inner + in;
+            /* insertion sort of the positions by rank */
+            for (uint64_t j = 0; j < len; j++) {
+                uint64_t at = j;
+                while (at > 0 && ref_ranks_before(line[j * inner], (int64_t)j,
+                                                  line[(uint64_t)order[at - 1] * inner], order[at - 1],
+                                                  largest)) {
+                    order[at] = order[at - 1];
+                    at--;
+                }
+                order[at] = (int64_t)j;
+            }
+            for (int64_t t = 0; t < k; t++)
+                out[o * (uint64_t)k * inner + (uint64_t)t * inner + in] = order[t];
+        }
+    free(order);
+}

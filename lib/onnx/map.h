@@ -33,6 +33,12 @@ clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n);     /* Resize Upsample */
 
+/* map_scatter.c */
+clrun_status clrun__map_scatter_elements(clrun__imp *im, clrun__onode *n); /* Scatter ScatterElements */
+clrun_status clrun__map_scatter_nd(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gather_nd(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_top_k(clrun__imp *im, clrun__onode *n);
+
 /* map_nn.c: a convolution's or pool's window; 2-D cores, which 1-D and 3-D build on */
 typedef struct clrun__window {
     int spatial;               /* 1, 2 or 3 */

@@ -7,7 +7,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_matmul.c lib/ops/matmul_core.c lib/ops/matmul_core.h \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c lib/ops/ops_data.h \
-	lib/ops/ops_index.c \
+	lib/ops/ops_index.c lib/ops/ops_index.h \
+	lib/ops/ops_scatter.c \
 	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c \
 	lib/ops/ops_conv_grad.c \
@@ -21,6 +22,7 @@ CLRUN_KERNEL_FILES += \
 	kernels/norm.cl \
 	kernels/layout.cl \
 	kernels/index.cl \
+	kernels/scatter.cl \
 	kernels/resize.cl \
 	kernels/conv.cl \
 	kernels/conv_grad.cl \
