@@ -985,6 +985,116 @@ static void test_optimizer_refusals(void **state)
                    "(Relu, no opset imported): the model imports no version of the default operator set");
 }
 
+/* ---- scatter, index tuples, TopK, shapes from values ---- */
+
+/* Input x f32 [3, 4] and one node of `op` at `opset` over `inputs` (the others are the
+ * caller's to declare), its outputs the graph's. */
+static Onnx__NodeProto *build_index_node(onnx_builder *b, int64_t opset, const char *op, const char *inputs,
+                                         const char *outputs)
+{
+    static const int64_t xd[2] = {3, 4};
+    ob_init(b, opset);
+    ob_input(b, "x", F32, 2, xd, NULL);
+    Onnx__NodeProto *n = ob_node(b, op, "node", inputs, outputs);
+    for (size_t i = 0; i < n->n_output; i++) /* y, values: x's type; indices, counts...: int64 */
+        ob_output(b, n->output[i], strcmp(n->output[i], "y") && strcmp(n->output[i], "values") ? I64 : F32, -1,
+                  NULL);
+    return n;
+}
+
+static void test_scatter_gather_nd_and_topk_map_to_graph_ops(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t one[1] = {1}, k2[1] = {2}, id[2] = {2, 1}, ud[2] = {2, 4}, c3[1] = {3};
+    /* TopK: top_k_indices, then gather_elements for the values */
+    build_index_node(&b, 11, "TopK", "x,K", "values,indices");
+    ob_initializer(&b, "K", I64, 1, one, k2, sizeof k2);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s", r.err);
+    assert_int_equal(count_ops(r.graph, "top_k_indices"), 1);
+    assert_int_equal(count_ops(r.graph, "gather_elements"), 1);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    /* ScatterND-16 with reduction add, Scatter-10, GatherND-12 with batch_dims */
+    const struct {
+        int64_t opset;
+        const char *op, *graph_op;
+    } cases[] = {{16, "ScatterND", "scatter_nd"}, {10, "Scatter", "scatter_elements"},
+                 {16, "ScatterElements", "scatter_elements"}, {12, "GatherND", "gather_nd"}};
+    for (int c = 0; c < 4; c++) {
+        bool scatter = strcmp(cases[c].graph_op, "gather_nd") != 0;
+        Onnx__NodeProto *n = build_index_node(&b, cases[c].opset, cases[c].op, scatter ? "x,i,u" : "x,i", "y");
+        ob_input(&b, "i", I64, 2, id, NULL);
+        if (scatter)
+            ob_input(&b, "u", F32, 2, strcmp(cases[c].op, "ScatterND") == 0 ? ud : id, NULL);
+        if (cases[c].opset == 16)
+            ob_attr_string(&b, n, "reduction", "add");
+        if (cases[c].opset == 12)
+            ob_attr_int(&b, n, "batch_dims", 0);
+        r = load(&b);
+        if (r.status != CLRUN_OK)
+            fail_msg("%s: %s", cases[c].op, r.err);
+        assert_int_equal(count_ops(r.graph, cases[c].graph_op), 1);
+        clrun_graph_destroy(r.graph);
+        ob_free(&b);
+    }
+    /* Compress with a condition known at load: a gather of the rows it keeps */
+    const uint8_t keep[3] = {1, 0, 1};
+    Onnx__NodeProto *n = build_index_node(&b, 11, "Compress", "x,cond", "y");
+    ob_initializer(&b, "cond", BOOL, 1, c3, keep, sizeof keep);
+    ob_attr_int(&b, n, "axis", 0);
+    r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s", r.err);
+    assert_int_equal(count_ops(r.graph, "gather"), 1);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_scatter_topk_and_value_shaped_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t one[1] = {1}, zero[1] = {0}, id[2] = {3, 4}, c3[1] = {3};
+    build_index_node(&b, 11, "TopK", "x,K", "values,indices");
+    ob_input(&b, "K", I64, 1, one, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(TopK, opset 11): input 1 'K' must be known at load time");
+    build_index_node(&b, 11, "TopK", "x,K", "values,indices");
+    ob_initializer(&b, "K", I64, 1, one, zero, sizeof zero);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "k is 0: the outputs would be empty");
+    Onnx__NodeProto *n = build_index_node(&b, 16, "ScatterElements", "x,i,u", "y");
+    ob_input(&b, "i", I64, 2, id, NULL);
+    ob_input(&b, "u", F32, 2, id, NULL);
+    ob_attr_string(&b, n, "reduction", "max");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "reduction 'max' is not supported (none, add and mul are)");
+    static const int64_t tuples[2] = {3, 1};
+    n = build_index_node(&b, 13, "ScatterND", "x,i,u", "y");
+    ob_input(&b, "i", I64, 2, tuples, NULL);
+    ob_input(&b, "u", F32, 2, id, NULL);
+    ob_attr_string(&b, n, "reduction", "add");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(ScatterND, opset 13): attribute 'reduction' is not supported");
+    build_index_node(&b, 11, "ScatterElements", "x,i,u", "y");
+    ob_input(&b, "i", F32, 2, id, NULL);
+    ob_input(&b, "u", F32, 2, id, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "indices are float: expected int32 or int64");
+    /* shapes that depend on values fed at run time */
+    build_index_node(&b, 11, "Compress", "x,cond", "y");
+    ob_input(&b, "cond", BOOL, 1, c3, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "input 1 'cond' must be known at load time (a constant, or "
+                   "computed from constants and shapes only): the output's shape depends on its values");
+    const uint8_t none[3] = {0, 0, 0};
+    build_index_node(&b, 11, "Compress", "x,cond", "y");
+    ob_initializer(&b, "cond", BOOL, 1, c3, none, sizeof none);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "the condition keeps nothing: the output would be empty");
+    build_index_node(&b, 13, "NonZero", "x", "y");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(NonZero, opset 13): input 0 'x' must be known at load time (a "
+                   "constant, or computed from constants and shapes only): the outputs' shapes depend on its values");
+    build_index_node(&b, 11, "Unique", "x", "y,indices,inverse,counts");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Unique, opset 11): input 0 'x' must be known at load time");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1007,6 +1117,8 @@ int main(void)
         cmocka_unit_test(test_optimizers_map_to_elementwise_ops),
         cmocka_unit_test(test_optimizer_scalars_of_rank_one),
         cmocka_unit_test(test_optimizer_refusals),
+        cmocka_unit_test(test_scatter_gather_nd_and_topk_map_to_graph_ops),
+        cmocka_unit_test(test_scatter_topk_and_value_shaped_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

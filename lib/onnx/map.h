@@ -38,6 +38,10 @@ clrun_status clrun__map_scatter_elements(clrun__imp *im, clrun__onode *n); /* Sc
 clrun_status clrun__map_scatter_nd(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_gather_nd(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_top_k(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_compress(clrun__imp *im, clrun__onode *n);  /* map_index.c */
+/* map_data_shaped.c: outputs shaped by the input's values, from constants only */
+clrun_status clrun__map_nonzero(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_unique(clrun__imp *im, clrun__onode *n);
 
 /* map_nn.c: a convolution's or pool's window; 2-D cores, which 1-D and 3-D build on */
 typedef struct clrun__window {
