@@ -361,7 +361,9 @@ __kernel void clrun_gather_nd_u64_i64(__global const ulong *data, __global const
  * line). Ranking: larger first (smaller with !largest), equal values by position, NaN above
  * every number (first when largest, last when smallest), as numpy's sort places it. */
 #define BEFORE(a, i, b, j)                                                                         \
-    (ISNAN(a) || ISNAN(b) ? (ISNAN(a) && ISNAN(b) ? (i) < (j) : ISNAN(a) ? largest != 0 : largest == 0) \
+    (ISNAN(a) && ISNAN(b) ? (i) < (j)                                                              \
+     : ISNAN(a)           ? largest != 0                                                           \
+     : ISNAN(b)           ? largest == 0                                                           \
      : (a) == (b)         ? (i) < (j)                                                              \
      : largest            ? (a) > (b)                                                              \
                           : (a) < (b))
@@ -370,7 +372,7 @@ __kernel void clrun_gather_nd_u64_i64(__global const ulong *data, __global const
     const size_t l = get_global_id(0);                                                             \
     if (l >= lines)                                                                                \
         return;                                                                                    \
-    __global const T *line = x + l / inner * len * inner + l % inner;                             \
+    __global const T *line = x + l / inner * len * inner + l % inner;                              \
     __global long *picks = out + l / inner * k * inner + l % inner;                                \
     long prev = -1;                                                                                \
     T pv = 0;                                                                                      \

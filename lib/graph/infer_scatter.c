@@ -56,7 +56,8 @@ static clrun_status check_reduction(const clrun__op_call *call, const clrun__inf
 
 static bool same_dims(const clrun_tensor_type *a, const clrun_tensor_type *b)
 {
-    return a->rank == b->rank && memcmp(a->shape, b->shape, (size_t)a->rank * sizeof a->shape[0]) == 0;
+    return a->rank == b->rank &&
+           memcmp(a->shape, b->shape, (size_t)a->rank * sizeof a->shape[0]) == 0;
 }
 
 /* ---- scatter_elements -------------------------------------------------------------------- */
