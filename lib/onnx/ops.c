@@ -123,6 +123,9 @@ static const clrun__onnx_op ops[] = {
     {"HammingWindow", V(17), NULL, clrun__map_window},
     {"BlackmanWindow", V(17), NULL, clrun__map_window},
     {"OneHot", V(9, 11), NULL, clrun__map_onehot},
+    {"Einsum", V(12), NULL, clrun__map_einsum},
+    /* vision (map_vision.c) */
+    {"LRN", V(1, 13), NULL, clrun__map_lrn},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},
