@@ -81,6 +81,8 @@ clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n);
 
 /* map_vision.c: LRN as a composition; GridSample, RoiAlign onto their graph ops */
 clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n);
 
 /* map_training.c: the optimizers of domain ai.onnx.preview.training */
 clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);

@@ -50,3 +50,82 @@ clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n)
         s = clrun__emit_binary(im, n, "pow", base, e, -1, &p);
     return s == CLRUN_OK ? clrun__emit_binary(im, n, "div", x, p, 0, NULL) : s;
 }
+
+/* GridSample (opset 16): `grid_sample`, the strings as the op's codes; 4-D only (opset 20's
+ * N-D and its "linear"/"cubic" names are later). */
+clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n)
+{
+    static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char *const paddings[] = {"zeros", "border", "reflection"};
+    char mode[16], padding[16];
+    int64_t align;
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_string(im, n, "mode", "bilinear", mode, sizeof mode);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_string(im, n, "padding_mode", "zeros", padding, sizeof padding);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "align_corners", 0, &align);
+    if (s != CLRUN_OK)
+        return s;
+    int m = 0, p = 0;
+    while (m < 3 && strcmp(mode, modes[m]) != 0)
+        m++;
+    while (p < 3 && strcmp(padding, paddings[p]) != 0)
+        p++;
+    if (m == 3)
+        return clrun__invalid(im, "mode '%s' is not bilinear, nearest or bicubic", mode);
+    if (p == 3)
+        return clrun__invalid(im, "padding_mode '%s' is not zeros, border or reflection", padding);
+    if (align != 0 && align != 1)
+        return clrun__invalid(im, "align_corners must be 0 or 1");
+    if (n->in[0]->c.rank != 4)
+        return clrun__unsupported(im, "GridSample of a rank-%d input is not supported (4-D is)",
+                                  n->in[0]->c.rank);
+    clrun_attr a[3] = {clrun__mk_int("mode", m), clrun__mk_int("padding_mode", p),
+                       clrun__mk_int("align_corners", align)};
+    return clrun__emit1(im, n, "grid_sample", n->in, 2, a, 3, 0, NULL);
+}
+
+/* RoiAlign (opsets 10, 16): `roi_align`; opset 10 has no coordinate_transformation_mode and
+ * behaves as output_half_pixel, 16 defaults to half_pixel. */
+clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n)
+{
+    char mode[8], coords[24];
+    int64_t oh, ow, ratio;
+    double scale;
+    clrun_status s = clrun__need_inputs(im, n, 3);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_string(im, n, "mode", "avg", mode, sizeof mode);
+    if (s == CLRUN_OK && n->version >= 16)
+        s = clrun__oattr_string(im, n, "coordinate_transformation_mode", "half_pixel", coords,
+                                sizeof coords);
+    else
+        strcpy(coords, "output_half_pixel");
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "output_height", 1, &oh);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "output_width", 1, &ow);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "sampling_ratio", 0, &ratio);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "spatial_scale", 1.0, &scale);
+    if (s != CLRUN_OK)
+        return s;
+    bool max = strcmp(mode, "max") == 0, half = strcmp(coords, "half_pixel") == 0;
+    if (!max && strcmp(mode, "avg") != 0)
+        return clrun__invalid(im, "mode '%s' is not avg or max", mode);
+    if (!half && strcmp(coords, "output_half_pixel") != 0)
+        return clrun__invalid(im, "coordinate_transformation_mode '%s' is not half_pixel or "
+                              "output_half_pixel", coords);
+    clrun__value *in[3] = {n->in[0], n->in[1], n->in[2]};
+    if (in[2]->c.elem != CLRUN__ONNX_INT64) {
+        clrun_attr to = clrun__mk_int("to", CLRUN_I64);
+        if ((s = clrun__emit1(im, n, "cast", &in[2], 1, &to, 1, -1, &in[2])) != CLRUN_OK)
+            return s;
+    }
+    clrun_attr a[6] = {clrun__mk_int("mode", max), clrun__mk_int("output_height", oh),
+                       clrun__mk_int("output_width", ow), clrun__mk_int("sampling_ratio", ratio),
+                       clrun__mk_float("spatial_scale", scale), clrun__mk_int("half_pixel", half)};
+    return clrun__emit1(im, n, "roi_align", in, 3, a, 6, 0, NULL);
+}

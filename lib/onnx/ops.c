@@ -126,6 +126,8 @@ static const clrun__onnx_op ops[] = {
     {"Einsum", V(12), NULL, clrun__map_einsum},
     /* vision (map_vision.c) */
     {"LRN", V(1, 13), NULL, clrun__map_lrn},
+    {"GridSample", V(16), NULL, clrun__map_grid_sample},
+    {"RoiAlign", V(10, 16), NULL, clrun__map_roi_align},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},

@@ -11,7 +11,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c \
 	lib/ops/ops_conv_grad.c \
-	lib/ops/ops_col2im.c
+	lib/ops/ops_col2im.c \
+	lib/ops/ops_sample.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -24,7 +25,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/resize.cl \
 	kernels/conv.cl \
 	kernels/conv_grad.cl \
-	kernels/col2im.cl
+	kernels/col2im.cl \
+	kernels/sample.cl
 
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
