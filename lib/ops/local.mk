@@ -86,3 +86,12 @@ tests_test_ops_col2im_SOURCES = tests/test_ops_col2im.c tests/op_reference.c \
 tests_test_ops_col2im_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_col2im_LDADD = $(TEST_LDADD) -lm
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_sample
+TESTS += tests/test_ops_sample
+tests_test_ops_sample_SOURCES = tests/test_ops_sample.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_sample_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_sample_LDADD = $(TEST_LDADD) -lm
+endif
