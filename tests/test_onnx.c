@@ -1229,6 +1229,86 @@ static void test_vision_refusals(void **state)
     }
 }
 
+/* Det (3 x 3 and batched 2 x 2) and ReverseSequence through the double graph reference. */
+static void test_det_and_reverse_sequence_are_their_definitions(void **state)
+{
+    (void)state;
+    for (int64_t m = 2; m <= 3; m++) {
+        onnx_builder b;
+        int64_t dims[3] = {2, m, m};
+        ob_init(&b, 13);
+        ob_input(&b, "x", F64, 3, dims, NULL);
+        ob_node(&b, "Det", "D", "x", "y");
+        ob_output(&b, "y", F64, 1, dims);
+        loaded r = load(&b);
+        if (r.status != CLRUN_OK)
+            fail_msg("Det: %s", r.err);
+        double x[18], **values;
+        for (int i = 0; i < 18; i++)
+            x[i] = (double)((i * 5) % 7) - 3;
+        const double *inputs[1] = {x};
+        char err[512];
+        if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+            fail_msg("Det: %s", err);
+        const clrun_tensor_id *outs;
+        clrun_graph_outputs(r.graph, &outs);
+        for (int k = 0; k < 2; k++) {
+            const double *a = x + k * m * m;
+            double want = m == 2 ? a[0] * a[3] - a[1] * a[2]
+                                 : a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +
+                                       a[2] * (a[3] * a[7] - a[4] * a[6]);
+            if (values[outs[0]][k] != want)
+                fail_msg("Det %lldx%lld matrix %d: got %g, expected %g", (long long)m, (long long)m, k,
+                         values[outs[0]][k], want);
+        }
+        gref_free(r.graph, values);
+        clrun_graph_destroy(r.graph);
+        ob_free(&b);
+    }
+    /* ReverseSequence, time_axis 1: x [3 batch, 4 time], lengths 4, 0, 2 */
+    onnx_builder b;
+    static const int64_t xd[2] = {3, 4}, ld[1] = {3};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, xd, NULL);
+    ob_input(&b, "l", I64, 1, ld, NULL);
+    Onnx__NodeProto *n = ob_node(&b, "ReverseSequence", "R", "x,l", "y");
+    ob_attr_int(&b, n, "time_axis", 1);
+    ob_attr_int(&b, n, "batch_axis", 0);
+    ob_output(&b, "y", F32, 2, xd);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("ReverseSequence: %s", r.err);
+    double x[12], lens[3] = {4, 0, 2}, **values;
+    for (int i = 0; i < 12; i++)
+        x[i] = i;
+    const double *inputs[2] = {x, lens};
+    static const double want[12] = {3, 2, 1, 0, 4, 5, 6, 7, 9, 8, 10, 11};
+    char err[512];
+    if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+        fail_msg("ReverseSequence: %s", err);
+    const clrun_tensor_id *outs;
+    clrun_graph_outputs(r.graph, &outs);
+    for (int i = 0; i < 12; i++)
+        if (values[outs[0]][i] != want[i])
+            fail_msg("ReverseSequence element %d: got %g, expected %g", i, values[outs[0]][i], want[i]);
+    gref_free(r.graph, values);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    /* refused: Det of 4 x 4; axes that are not 0 and 1 */
+    static const int64_t d4[2] = {4, 4};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, d4, NULL);
+    ob_node(&b, "Det", "D", "x", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Det, opset 13): Det of 4 x 4 matrices is not supported (at most 3 x 3)");
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, xd, NULL);
+    ob_input(&b, "l", I64, 1, ld, NULL);
+    ob_attr_int(&b, ob_node(&b, "ReverseSequence", "R", "x,l", "y"), "time_axis", 1);
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "time_axis and batch_axis must be 0 and 1, one each");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1254,6 +1334,7 @@ int main(void)
         cmocka_unit_test(test_einsum_maps_to_products_and_sums),
         cmocka_unit_test(test_lrn_is_its_definition),
         cmocka_unit_test(test_vision_refusals),
+        cmocka_unit_test(test_det_and_reverse_sequence_are_their_definitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

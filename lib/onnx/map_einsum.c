@@ -10,7 +10,8 @@
  * the operands (numpy broadcasting, where a dim of 1 meets a larger one). Without "->" the
  * output is the ellipsis dims, then the letters used once, in ASCII order (numpy's implicit
  * mode). Sums run on `reduce_sum`, else (f64, integers) `cumsum` along the axis and its last
- * element. Refused by name: more than two operands, a summed label whose sizes differ. */
+ * element. Refused by name: more than two operands, a summed label whose sizes differ.
+ * Det, the determinant of small matrices by its formula, is here too. */
 #include <string.h>
 
 #include "onnx/map.h"
@@ -422,4 +423,62 @@ clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n)
     for (int i = 0; i < out_rank; i++)
         order[i] = find_label(&r, out[i], 0);
     return s == CLRUN_OK ? permute(im, n, &r, order, 0) : s;
+}
+
+/* Det (opset 11): the determinant of each matrix of x [..., M, M], by its formula over the
+ * elements for M <= 3 (1: the element; 2: ad − bc; 3: Sarrus' rule), each element a `slice` of
+ * the last two axes; larger matrices, which need a pivoted elimination, are refused by name. */
+clrun_status clrun__map_det(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *e[3][3];
+    int rank = x->c.rank;
+    if (rank < 2 || x->c.dims[rank - 1] != x->c.dims[rank - 2])
+        return clrun__invalid(im, "Det takes square matrices [..., M, M]");
+    int64_t M = x->c.dims[rank - 1], dims[CLRUN__ONNX_MAX_RANK];
+    if (M > 3)
+        return clrun__unsupported(im, "Det of %lld x %lld matrices is not supported (at most 3 x 3)",
+                                  (long long)M, (long long)M);
+    for (int d = 0; d < rank - 2; d++)
+        dims[d] = x->c.dims[d];
+    for (int i = 0; i < M && s == CLRUN_OK; i++)
+        for (int j = 0; j < M && s == CLRUN_OK; j++) {
+            clrun__value *row;
+            s = clrun__mv_slice(im, n, x, rank - 2, i, 1, -1, &row);
+            if (s == CLRUN_OK)
+                s = clrun__mv_slice(im, n, row, rank - 1, j, 1, -1, &e[i][j]);
+            if (s == CLRUN_OK)
+                s = clrun__mv_reshape(im, n, e[i][j], rank - 2, dims, -1, &e[i][j]);
+        }
+    if (s != CLRUN_OK)
+        return s;
+    if (M == 1)
+        return clrun__mv_same(im, n, e[0][0], 0, NULL);
+    clrun__value *p, *q;
+    if (M == 2) {
+        s = clrun__emit_binary(im, n, "mul", e[0][0], e[1][1], -1, &p);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "mul", e[0][1], e[1][0], -1, &q);
+        return s == CLRUN_OK ? clrun__emit_binary(im, n, "sub", p, q, 0, NULL) : s;
+    }
+    /* a(ei − fh) − b(di − fg) + c(dh − eg) */
+    clrun__value *sum = NULL;
+    for (int j = 0; j < 3 && s == CLRUN_OK; j++) {
+        int j1 = (j + 1) % 3, j2 = (j + 2) % 3; /* cyclic: the signs come out right */
+        clrun__value *minor, *part;
+        s = clrun__emit_binary(im, n, "mul", e[1][j1], e[2][j2], -1, &p);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "mul", e[1][j2], e[2][j1], -1, &q);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "sub", p, q, -1, &minor);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "mul", e[0][j], minor, -1, &part);
+        if (s == CLRUN_OK && sum == NULL)
+            sum = part;
+        else if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "add", sum, part, j == 2 ? 0 : -1, &sum);
+    }
+    return s;
 }

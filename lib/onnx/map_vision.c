@@ -1,5 +1,6 @@
 /* The vision operators: LRN as a composition (x² averaged over a window of channels by a pool),
- * GridSample and RoiAlign onto their graph ops (lib/graph/infer_sample.c). */
+ * GridSample and RoiAlign onto their graph ops (lib/graph/infer_sample.c); and ReverseSequence,
+ * a gather along time at indices computed from the lengths. */
 #include <string.h>
 
 #include "onnx/map.h"
@@ -128,4 +129,61 @@ clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n)
                        clrun__mk_int("output_width", ow), clrun__mk_int("sampling_ratio", ratio),
                        clrun__mk_float("spatial_scale", scale), clrun__mk_int("half_pixel", half)};
     return clrun__emit1(im, n, "roi_align", in, 3, a, 6, 0, NULL);
+}
+
+/* ReverseSequence (opset 10): along time_axis, the first sequence_lens[b] elements of each batch
+ * entry b reversed, the rest kept: `gather_elements` at index t < len ? len − 1 − t : t, computed
+ * on the device from the lengths (`less`, `sub`, `where` over int64) and `expand`ed to x's shape.
+ * A length past the time axis reads outside it, which fails the run as gather_elements does. */
+clrun_status clrun__map_reverse_sequence(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    int64_t time_axis, batch_axis;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "time_axis", 0, &time_axis);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "batch_axis", 1, &batch_axis);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *lens = n->in[1];
+    int rank = x->c.rank;
+    if ((time_axis != 0 && time_axis != 1) || batch_axis != 1 - time_axis)
+        return clrun__invalid(im, "time_axis and batch_axis must be 0 and 1, one each");
+    if (rank < 2 || lens->c.rank != 1 || lens->c.dims[0] != x->c.dims[batch_axis])
+        return clrun__invalid(im, "x must have rank >= 2 and sequence_lens one length per batch entry");
+    int64_t tdims[CLRUN__ONNX_MAX_RANK], bdims[CLRUN__ONNX_MAX_RANK], T = x->c.dims[time_axis];
+    for (int d = 0; d < rank; d++) {
+        tdims[d] = d == time_axis ? T : 1;
+        bdims[d] = d == batch_axis ? x->c.dims[batch_axis] : 1;
+    }
+    clrun__otensor pos;
+    if (!clrun__otensor_alloc(&pos, CLRUN__ONNX_INT64, rank, tdims))
+        return CLRUN__OOM(im);
+    for (int64_t t = 0; t < T; t++)
+        clrun__otensor_set_int(&pos, (uint64_t)t, t);
+    clrun__value *positions = clrun__const_value(im, &pos), *one = clrun__scalar_value(im, CLRUN__ONNX_INT64, 1, rank);
+    if (positions == NULL || one == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (lens->c.elem != CLRUN__ONNX_INT64) {
+        clrun_attr to = clrun__mk_int("to", CLRUN_I64);
+        if ((s = clrun__emit1(im, n, "cast", &lens, 1, &to, 1, -1, &lens)) != CLRUN_OK)
+            return s;
+    }
+    clrun__value *last, *rev, *inside, *idx;
+    s = clrun__mv_reshape(im, n, lens, rank, bdims, -1, &lens);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "sub", lens, one, -1, &last);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "sub", last, positions, -1, &rev);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "less", positions, lens, -1, &inside);
+    clrun__value *w[3] = {inside, rev, positions};
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "where", w, 3, NULL, 0, -1, &idx);
+    clrun_attr shape = clrun__mk_ints("shape", x->c.dims, rank);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "expand", &idx, 1, &shape, 1, -1, &idx);
+    clrun__value *g[2] = {x, idx};
+    clrun_attr axis = clrun__mk_int("axis", time_axis);
+    return s == CLRUN_OK ? clrun__emit1(im, n, "gather_elements", g, 2, &axis, 1, 0, NULL) : s;
 }
