@@ -376,7 +376,7 @@ clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n)
     if (s != CLRUN_OK)
         return s;
     /* the product: [batch, M, K] x [batch, K, N] */
-    clrun__value *a = t[0].v, *b = t[1].v, *p;
+    clrun__value *a = t[0].v, *b = t[1].v, *p = NULL;
     s = group(im, n, &a, nb, nm, flatten, -1);
     if (s == CLRUN_OK)
         s = group(im, n, &b, nb, nk, flatten, -1);
@@ -392,13 +392,14 @@ clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n)
             s = group(im, n, &b, nb, nk, flatten, 0);
         if (s == CLRUN_OK)
             s = clrun__emit_binary(im, n, "mul", a, b, -1, &p);
+        if (s != CLRUN_OK)
+            return s;
         term prod = {p, p->c.rank, {0}};
         bool sum[CLRUN__ONNX_MAX_RANK] = {false};
         sum[p->c.rank - 2] = true;
         for (int d = 0; d < prod.rank; d++)
             prod.label[d] = 0;
-        if (s == CLRUN_OK)
-            s = sum_axes(im, n, &prod, sum);
+        s = sum_axes(im, n, &prod, sum);
         p = prod.v;
     }
     if (s != CLRUN_OK)

@@ -169,7 +169,7 @@ clrun_status clrun__map_reverse_sequence(clrun__imp *im, clrun__onode *n)
         if ((s = clrun__emit1(im, n, "cast", &lens, 1, &to, 1, -1, &lens)) != CLRUN_OK)
             return s;
     }
-    clrun__value *last, *rev, *inside, *idx;
+    clrun__value *last = NULL, *rev = NULL, *inside = NULL, *idx = NULL;
     s = clrun__mv_reshape(im, n, lens, rank, bdims, -1, &lens);
     if (s == CLRUN_OK)
         s = clrun__emit_binary(im, n, "sub", lens, one, -1, &last);
