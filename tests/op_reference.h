@@ -140,5 +140,20 @@ bool ref_gather_nd(const clrun_tensor_type *data_type, const void *data,
  * above every number; by sorting each line. */
 void ref_top_k(const clrun_tensor_type *x_type, const double *x, int axis, int64_t k,
                bool largest, int64_t *out);
+/* grid_sample over x [N, C, H, W] (dims) at grid [N, HO, WO, 2], as docs/ops.md says (ONNX
+ * GridSample as onnxruntime computes it); mode 0 bilinear, 1 nearest, 2 bicubic; padding 0
+ * zeros, 1 border, 2 reflection. scale: the sum of the absolute values of the weighted taps. */
+void ref_grid_sample(const int64_t *dims, const double *x, int64_t HO, int64_t WO, const double *grid,
+                     int mode, int padding, bool align, double *result, double *scale);
+
+/* roi_align of x [N, C, H, W] (dims) over R boxes [R, 4] from batch[R] (each inside [0, N)):
+ * [R, C, OH, OW] as docs/ops.md says; scale as above. */
+typedef struct ref_roi_params {
+    int64_t OH, OW, ratio;
+    double spatial_scale;
+    bool half_pixel, max;
+} ref_roi_params;
+void ref_roi_align(const int64_t *dims, const double *x, int64_t R, const double *rois,
+                   const int64_t *batch, const ref_roi_params *p, double *result, double *scale);
 
 #endif

@@ -13,5 +13,6 @@ extern const clrun__op *const clrun__ops_conv[];
 extern const clrun__op *const clrun__ops_index[];
 extern const clrun__op *const clrun__ops_resize[];
 extern const clrun__op *const clrun__ops_scatter[];
+extern const clrun__op *const clrun__ops_sample[];
 
 #endif

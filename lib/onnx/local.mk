@@ -27,6 +27,8 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_misc.c \
 	lib/onnx/map_control.c \
 	lib/onnx/map_extra.c \
+	lib/onnx/map_einsum.c \
+	lib/onnx/map_vision.c \
 	lib/onnx/map_training.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \

@@ -86,6 +86,17 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
                                                                           SoftmaxCrossEntropyLoss */
 
+/* map_einsum.c: Einsum of one or two operands as transposes, diagonals, sums and matmul; Det up
+ * to 3 x 3 */
+clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_det(clrun__imp *im, clrun__onode *n);
+
+/* map_vision.c: LRN as a composition; GridSample, RoiAlign onto their graph ops; ReverseSequence */
+clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_reverse_sequence(clrun__imp *im, clrun__onode *n);
+
 /* map_training.c: the optimizers of domain ai.onnx.preview.training */
 clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_adam(clrun__imp *im, clrun__onode *n);

@@ -131,6 +131,13 @@ static const clrun__onnx_op ops[] = {
     {"HammingWindow", V(17), NULL, clrun__map_window},
     {"BlackmanWindow", V(17), NULL, clrun__map_window},
     {"OneHot", V(9, 11), NULL, clrun__map_onehot},
+    {"Einsum", V(12), NULL, clrun__map_einsum},
+    {"Det", V(11), NULL, clrun__map_det},
+    /* vision (map_vision.c) */
+    {"LRN", V(1, 13), NULL, clrun__map_lrn},
+    {"GridSample", V(16), NULL, clrun__map_grid_sample},
+    {"RoiAlign", V(10, 16), NULL, clrun__map_roi_align},
+    {"ReverseSequence", V(10), NULL, clrun__map_reverse_sequence},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},

@@ -12,7 +12,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c \
 	lib/ops/ops_conv_grad.c \
-	lib/ops/ops_col2im.c
+	lib/ops/ops_col2im.c \
+	lib/ops/ops_sample.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -26,7 +27,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/resize.cl \
 	kernels/conv.cl \
 	kernels/conv_grad.cl \
-	kernels/col2im.cl
+	kernels/col2im.cl \
+	kernels/sample.cl
 
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
@@ -85,4 +87,13 @@ tests_test_ops_col2im_SOURCES = tests/test_ops_col2im.c tests/op_reference.c \
 	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
 tests_test_ops_col2im_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_col2im_LDADD = $(TEST_LDADD) -lm
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_sample
+TESTS += tests/test_ops_sample
+tests_test_ops_sample_SOURCES = tests/test_ops_sample.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_sample_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_sample_LDADD = $(TEST_LDADD) -lm
 endif
