@@ -25,6 +25,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_misc.c \
 	lib/onnx/map_control.c \
 	lib/onnx/map_extra.c \
+	lib/onnx/map_recurrent.c \
 	lib/onnx/map_training.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \

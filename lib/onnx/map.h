@@ -76,6 +76,11 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
                                                                           SoftmaxCrossEntropyLoss */
 
+/* map_recurrent.c: RNN, GRU and LSTM unrolled over the sequence's steps */
+clrun_status clrun__map_rnn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gru(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_lstm(clrun__imp *im, clrun__onode *n);
+
 /* map_training.c: the optimizers of domain ai.onnx.preview.training */
 clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_adam(clrun__imp *im, clrun__onode *n);

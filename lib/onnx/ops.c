@@ -123,6 +123,10 @@ static const clrun__onnx_op ops[] = {
     {"HammingWindow", V(17), NULL, clrun__map_window},
     {"BlackmanWindow", V(17), NULL, clrun__map_window},
     {"OneHot", V(9, 11), NULL, clrun__map_onehot},
+    /* recurrent: unrolled over the steps (map_recurrent.c) */
+    {"RNN", V(1, 7, 14), NULL, clrun__map_rnn},
+    {"GRU", V(1, 3, 7, 14), NULL, clrun__map_gru},
+    {"LSTM", V(1, 7, 14), NULL, clrun__map_lstm},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},
