@@ -401,6 +401,17 @@ static clrun_status step_mask(rec *c, int64_t t, clrun__value **m)
     return clrun__mv_const(c->im, c->n, &mask, -1, m);
 }
 
+/* Whether v is a constant of zeros only (exporters write the default initial state so). */
+static bool all_zero(const clrun__value *v)
+{
+    if (!clrun__is_const(v))
+        return false;
+    for (uint64_t i = 0; i < clrun__otensor_count(&v->c); i++)
+        if (clrun__otensor_get_real(&v->c, i) != 0)
+            return false;
+    return true;
+}
+
 /* One direction's weights, transposed state and the recurrence's parts. */
 typedef struct dir {
     const act *acts;              /* per_dir activations */
@@ -411,6 +422,24 @@ typedef struct dir {
     clrun__value *xp;             /* W · Xᵀ + bias, [G·H, S·B] */
     clrun__value *h, *cell;       /* the state [H, B], NULL while zero */
 } dir;
+
+/* The input of gate block k (count blocks) of a step: its rows of the input projection xt plus
+ * those of the recurrence's product mm (when there is one). Each gate adds its own rows, so
+ * that the gates' arithmetic reads the product and the projection directly, in the kernels
+ * fusion makes of it, and no sum of every gate is stored between them. */
+static clrun_status gate_input(rec *c, clrun__value *xt, clrun__value *mm, int64_t k, int64_t count,
+                               clrun__value **r)
+{
+    clrun__value *a, *b;
+    clrun_status s = rows(c, xt, k, count, &a);
+    if (s != CLRUN_OK || mm == NULL) {
+        *r = a;
+        return s;
+    }
+    if ((s = rows(c, mm, k, count, &b)) != CLRUN_OK)
+        return s;
+    return binary(c, "add", a, b, r);
+}
 
 /* The candidate state of one step from xt, its input projection [G·H, B]: *h (and LSTM's
  * *cell). */
@@ -425,51 +454,49 @@ static clrun_status step_rnn(rec *c, dir *dr, clrun__value *xt, clrun__value **h
 
 static clrun_status step_gru(rec *c, dir *dr, clrun__value *xt, clrun__value **h)
 {
-    clrun__value *x_zr, *x_h, *pre_zr, *pre_h, *z, *r, *mm = NULL, *t, *u;
-    clrun_status s = rows(c, xt, 0, 2, &x_zr);
+    clrun__value *mm = NULL, *pre, *z, *r, *hh, *t;
+    clrun_status s = CLRUN_OK;
+    if (dr->h) /* without linear_before_reset, the product of the z and r rows first */
+        s = product(c, c->lbr ? dr->r : dr->r_zr, dr->h, false, &mm);
+    if (s == CLRUN_OK && c->lbr && dr->rb) /* Rb: the z and r rows' too, in the product */
+        s = mm ? binary(c, "add", mm, dr->rb, &mm) : clrun__mv_same(c->im, c->n, dr->rb, -1, &mm);
+    if (s == CLRUN_OK && (s = gate_input(c, xt, mm, 0, 1, &pre)) == CLRUN_OK)
+        s = activate(c, &dr->acts[0], true, pre, &z);
+    if (s == CLRUN_OK && (s = gate_input(c, xt, mm, 1, 1, &pre)) == CLRUN_OK)
+        s = activate(c, &dr->acts[0], true, pre, &r);
     if (s == CLRUN_OK)
-        s = rows(c, xt, 2, 1, &x_h);
-    pre_zr = x_zr, pre_h = x_h;
-    if (c->lbr) { /* ht = g(Xt·Whᵀ + rt ⊙ (Ht-1·Rhᵀ + Rbh) + Wbh) */
-        if (s == CLRUN_OK && dr->h)
-            s = product(c, dr->r, dr->h, false, &mm);
-        if (s == CLRUN_OK && dr->rb)
-            s = mm ? binary(c, "add", mm, dr->rb, &mm) : clrun__mv_same(c->im, c->n, dr->rb, -1, &mm);
-        if (s == CLRUN_OK && mm && (s = rows(c, mm, 0, 2, &t)) == CLRUN_OK)
-            s = binary(c, "add", x_zr, t, &pre_zr);
-    } else if (s == CLRUN_OK && dr->h && (s = product(c, dr->r_zr, dr->h, false, &t)) == CLRUN_OK) {
-        s = binary(c, "add", x_zr, t, &pre_zr);
-    }
-    if (s == CLRUN_OK && (s = rows(c, pre_zr, 0, 1, &t)) == CLRUN_OK)
-        s = activate(c, &dr->acts[0], true, t, &z);
-    if (s == CLRUN_OK && (s = rows(c, pre_zr, 1, 1, &t)) == CLRUN_OK)
-        s = activate(c, &dr->acts[0], true, t, &r);
-    if (c->lbr && s == CLRUN_OK && mm) {
+        s = rows(c, xt, 2, 1, &pre);
+    if (s == CLRUN_OK && c->lbr && mm) { /* ht = g(Xt·Whᵀ + rt ⊙ (Ht-1·Rhᵀ + Rbh) + Wbh) */
         if ((s = rows(c, mm, 2, 1, &t)) == CLRUN_OK && (s = binary(c, "mul", r, t, &t)) == CLRUN_OK)
-            s = binary(c, "add", x_h, t, &pre_h);
-    } else if (!c->lbr && s == CLRUN_OK && dr->h) { /* ht = g(Xt·Whᵀ + (rt ⊙ Ht-1)·Rhᵀ + Rbh + Wbh) */
+            s = binary(c, "add", pre, t, &pre);
+    } else if (s == CLRUN_OK && !c->lbr && dr->h) { /* ht = g(Xt·Whᵀ + (rt ⊙ Ht-1)·Rhᵀ + Rbh + Wbh) */
         if ((s = binary(c, "mul", r, dr->h, &t)) == CLRUN_OK && (s = product(c, dr->r_h, t, false, &t)) == CLRUN_OK)
-            s = binary(c, "add", x_h, t, &pre_h);
+            s = binary(c, "add", pre, t, &pre);
     }
-    clrun__value *hh;
     if (s == CLRUN_OK)
-        s = activate(c, &dr->acts[1], true, pre_h, &hh);
-    /* Ht = (1 - zt) ⊙ ht + zt ⊙ Ht-1 */
-    if (s == CLRUN_OK && (s = binary(c, "sub", c->one, z, &t)) == CLRUN_OK)
-        s = binary(c, "mul", t, hh, dr->h ? &u : h);
-    if (s == CLRUN_OK && dr->h && (s = binary(c, "mul", z, dr->h, &t)) == CLRUN_OK)
-        s = binary(c, "add", u, t, h);
+        s = activate(c, &dr->acts[1], true, pre, &hh);
+    if (s != CLRUN_OK)
+        return s;
+    /* Ht = (1 - zt) ⊙ ht + zt ⊙ Ht-1, as ht + zt ⊙ (Ht-1 - ht) (PyTorch's form), which reads zt
+     * once: the whole step after its products is one fused kernel. */
+    if (dr->h == NULL) {
+        if ((s = binary(c, "sub", c->one, z, &t)) == CLRUN_OK)
+            s = binary(c, "mul", t, hh, h);
+        return s;
+    }
+    if ((s = binary(c, "sub", dr->h, hh, &t)) == CLRUN_OK && (s = binary(c, "mul", z, t, &t)) == CLRUN_OK)
+        s = binary(c, "add", hh, t, h);
     return s;
 }
 
 static clrun_status step_lstm(rec *c, dir *dr, clrun__value *xt, clrun__value **h, clrun__value **cell)
 {
-    clrun__value *pre = xt, *mm, *g[4], *t, *i, *f, *cc, *o, *ct;
+    clrun__value *mm = NULL, *g[4], *t, *i, *f, *cc, *o, *ct;
     clrun_status s = CLRUN_OK;
-    if (dr->h && (s = product(c, dr->r, dr->h, false, &mm)) == CLRUN_OK)
-        s = binary(c, "add", xt, mm, &pre);
+    if (dr->h)
+        s = product(c, dr->r, dr->h, false, &mm);
     for (int k = 0; s == CLRUN_OK && k < 4; k++) /* i, o, f, c */
-        s = rows(c, pre, k, 1, &g[k]);
+        s = gate_input(c, xt, mm, k, 1, &g[k]);
     if (s == CLRUN_OK && dr->cell && dr->p[0]) { /* peepholes on Ct-1: i and f */
         if ((s = binary(c, "mul", dr->p[0], dr->cell, &t)) == CLRUN_OK)
             s = binary(c, "add", g[0], t, &g[0]);
@@ -544,8 +571,8 @@ static clrun_status prepare_direction(rec *c, int d, dir *dr)
     for (int k = 0; k < 2 && s == CLRUN_OK; k++) {
         int i = k ? IN_C0 : IN_H0;
         clrun__value **state = k ? &dr->cell : &dr->h;
-        if ((k && c->kind != LSTM) || !has_input(n, i))
-            continue;
+        if ((k && c->kind != LSTM) || !has_input(n, i) || all_zero(n->in[i]))
+            continue; /* a zero state is no state: the first step skips its product */
         if ((s = dir_part(c, i, c->batch_major ? 1 : 0, d, 2, hd, state)) == CLRUN_OK)
             s = clrun__mv_transpose(im, n, *state, flip, -1, state);
     }
