@@ -75,7 +75,7 @@ typedef struct rec {
     bool lbr;                     /* GRU: linear_before_reset */
     act acts[6];                  /* per_dir per direction, forward's first */
     clrun__value *x;              /* X as [S·B, I] */
-    clrun__value *lens;           /* sequence_lens fed at run time, as [1, B]; else NULL */
+    clrun__value *steps;          /* sequence_lens fed at run time: t < length, [S, B] bool; else NULL */
     const clrun__otensor *lens_c; /* sequence_lens known at load, some shorter than S; else NULL */
     clrun__value *zero, *one;     /* f32 [1, 1] */
 } rec;
@@ -252,15 +252,25 @@ static clrun_status check_inputs(rec *c)
 }
 
 /* sequence_lens: nothing when absent or every length is S; the lengths known at load; else the
- * tensor fed at run time, as [1, B]. */
+ * mask of the steps each entry has, from the tensor fed at run time: range(S) < lengths, one
+ * node that every step reads a row of. */
 static clrun_status read_lengths(rec *c)
 {
     if (!has_input(c->n, IN_LENS))
         return CLRUN_OK;
     clrun__value *v = c->n->in[IN_LENS];
     if (!clrun__is_const(v)) {
-        int64_t dims[2] = {1, c->B};
-        return clrun__mv_reshape(c->im, c->n, v, 2, dims, -1, &c->lens);
+        int64_t dims[2] = {1, c->B}, steps[2] = {c->S, 1};
+        clrun__otensor t;
+        if (!clrun__otensor_alloc(&t, v->c.elem, 2, steps))
+            return CLRUN__OOM(c->im);
+        for (int64_t i = 0; i < c->S; i++)
+            clrun__otensor_set_int(&t, (uint64_t)i, i);
+        clrun__value *range = clrun__const_value(c->im, &t), *lens;
+        if (range == NULL)
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        clrun_status s = clrun__mv_reshape(c->im, c->n, v, 2, dims, -1, &lens);
+        return s == CLRUN_OK ? clrun__emit_binary(c->im, c->n, "less", range, lens, -1, &c->steps) : s;
     }
     bool full = true;
     for (int64_t b = 0; b < c->B; b++) {
@@ -378,10 +388,8 @@ static clrun_status activate(rec *c, const act *a, bool gate, clrun__value *x, c
 static clrun_status step_mask(rec *c, int64_t t, clrun__value **m)
 {
     *m = NULL;
-    if (c->lens) {
-        clrun__value *step = clrun__scalar_value(c->im, c->lens->c.elem, (double)t, 2);
-        return step ? binary(c, "less", step, c->lens, m) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    }
+    if (c->steps)
+        return clrun__mv_slice(c->im, c->n, c->steps, 0, t, 1, -1, m);
     if (c->lens_c == NULL)
         return CLRUN_OK;
     int64_t dims[2] = {1, c->B};
@@ -489,7 +497,8 @@ static clrun_status step_gru(rec *c, dir *dr, clrun__value *xt, clrun__value **h
     return s;
 }
 
-static clrun_status step_lstm(rec *c, dir *dr, clrun__value *xt, clrun__value **h, clrun__value **cell)
+static clrun_status step_lstm(rec *c, dir *dr, clrun__value *xt, clrun__value *m, clrun__value **h,
+                              clrun__value **cell)
 {
     clrun__value *mm = NULL, *g[4], *t, *i, *f, *cc, *o, *ct;
     clrun_status s = CLRUN_OK;
@@ -514,6 +523,12 @@ static clrun_status step_lstm(rec *c, dir *dr, clrun__value *xt, clrun__value **
         s = binary(c, "mul", i, ct, dr->cell ? &ct : cell);
     if (s == CLRUN_OK && dr->cell && (s = binary(c, "mul", f, dr->cell, &t)) == CLRUN_OK)
         s = binary(c, "add", t, ct, cell);
+    /* Past an entry's length its cell stays; Ht reads that cell (an entry's Ht there is
+     * discarded), so that the candidate cell has one reader and fuses. */
+    if (s == CLRUN_OK && m) {
+        clrun__value *keep[3] = {m, *cell, dr->cell ? dr->cell : c->zero};
+        s = clrun__emit1(c->im, c->n, "where", keep, 3, NULL, 0, -1, cell);
+    }
     cc = s == CLRUN_OK ? *cell : NULL;
     if (s == CLRUN_OK && dr->p[1] && (s = binary(c, "mul", dr->p[1], cc, &t)) == CLRUN_OK) /* Po ⊙ Ct */
         s = binary(c, "add", g[1], t, &g[1]);
@@ -579,8 +594,9 @@ static clrun_status prepare_direction(rec *c, int d, dir *dr)
     return s;
 }
 
-/* Runs direction d over the steps (backward: from the last), leaving each step's output
- * [H, B] in ys[t] and the final state in *h and *cell. */
+/* Runs direction d over the steps (backward: from the last), leaving each step's state [H, B]
+ * in ys[t] and the final state in *h and *cell. Past a batch entry's length the entry's state
+ * stays as it was (Y's zeros there come after, from one mask of all steps). */
 static clrun_status run_direction(rec *c, int d, bool backward, clrun__value **ys, clrun__value **h,
                                   clrun__value **cell)
 {
@@ -588,32 +604,41 @@ static clrun_status run_direction(rec *c, int d, bool backward, clrun__value **y
     clrun_status s = prepare_direction(c, d, &dr);
     for (int64_t k = 0; s == CLRUN_OK && k < c->S; k++) {
         int64_t t = backward ? c->S - 1 - k : k;
-        clrun__value *xt, *m, *hc = NULL, *cc = NULL;
+        clrun__value *xt, *m = NULL, *hc = NULL, *cc = NULL;
         if ((s = clrun__mv_slice(c->im, c->n, dr.xp, 1, t * c->B, c->B, -1, &xt)) == CLRUN_OK)
             s = step_mask(c, t, &m);
         if (s == CLRUN_OK)
-            s = c->kind == LSTM ? step_lstm(c, &dr, xt, &hc, &cc)
+            s = c->kind == LSTM ? step_lstm(c, &dr, xt, m, &hc, &cc)
                 : c->kind == GRU ? step_gru(c, &dr, xt, &hc) : step_rnn(c, &dr, xt, &hc);
-        if (s != CLRUN_OK)
-            break;
-        if (m == NULL) {
-            ys[t] = dr.h = hc;
-            dr.cell = cc;
-            continue;
+        if (s == CLRUN_OK && m) {
+            clrun__value *keep[3] = {m, hc, dr.h ? dr.h : c->zero};
+            s = clrun__emit1(c->im, c->n, "where", keep, 3, NULL, 0, -1, &hc);
         }
-        /* Past an entry's length: its state stays, its output is zero. */
-        clrun__value *keep_h[3] = {m, hc, dr.h ? dr.h : c->zero}, *zero_y[3] = {m, hc, c->zero};
-        s = clrun__emit1(c->im, c->n, "where", zero_y, 3, NULL, 0, -1, &ys[t]);
-        if (s == CLRUN_OK)
-            s = clrun__emit1(c->im, c->n, "where", keep_h, 3, NULL, 0, -1, &dr.h);
-        if (s == CLRUN_OK && cc) {
-            clrun__value *keep_c[3] = {m, cc, dr.cell ? dr.cell : c->zero};
-            s = clrun__emit1(c->im, c->n, "where", keep_c, 3, NULL, 0, -1, &dr.cell);
-        }
+        ys[t] = dr.h = hc;
+        dr.cell = cc;
     }
     *h = dr.h;
     *cell = dr.cell;
     return s;
+}
+
+/* Y's mask, [S, 1, 1, B] bool: step t of entry b is before the entry's length; NULL when
+ * every step of every entry is. */
+static clrun_status output_mask(rec *c, clrun__value **m)
+{
+    int64_t dims[4] = {c->S, 1, 1, c->B};
+    *m = NULL;
+    if (c->steps)
+        return clrun__mv_reshape(c->im, c->n, c->steps, 4, dims, -1, m);
+    if (c->lens_c == NULL)
+        return CLRUN_OK;
+    clrun__otensor t;
+    if (!clrun__otensor_alloc(&t, CLRUN__ONNX_BOOL, 4, dims))
+        return CLRUN__OOM(c->im);
+    for (int64_t i = 0; i < c->S; i++)
+        for (int64_t b = 0; b < c->B; b++)
+            clrun__otensor_set_int(&t, (uint64_t)(i * c->B + b), i < clrun__otensor_get_int(c->lens_c, (uint64_t)b));
+    return clrun__mv_const(c->im, c->n, &t, -1, m);
 }
 
 /* xs[0..count) joined on axis 0 into *r, in groups of what concat takes (xs is overwritten). */
@@ -635,9 +660,9 @@ static clrun_status join(rec *c, clrun__value **xs, int64_t count, clrun__value 
 }
 
 /* Output `out` from pieces [H, B] (count of them, in order) joined as [count, H, B], reshaped to
- * [lead..., H, B] and transposed by perm. */
+ * [lead..., H, B], zero where mask is false (when given) and transposed by perm. */
 static clrun_status define_output(rec *c, int out, clrun__value **pieces, int64_t count, int rank,
-                                  const int64_t *dims, const int *perm)
+                                  const int64_t *dims, clrun__value *mask, const int *perm)
 {
     int64_t one[3] = {1, c->H, c->B};
     clrun_status s = CLRUN_OK;
@@ -648,6 +673,10 @@ static clrun_status define_output(rec *c, int out, clrun__value **pieces, int64_
         s = join(c, pieces, count, &joined);
     if (s == CLRUN_OK)
         s = clrun__mv_reshape(c->im, c->n, joined, rank, dims, -1, &joined);
+    if (s == CLRUN_OK && mask) {
+        clrun__value *in[3] = {mask, joined, c->zero};
+        s = clrun__emit1(c->im, c->n, "where", in, 3, NULL, 0, -1, &joined);
+    }
     return s == CLRUN_OK ? clrun__mv_transpose(c->im, c->n, joined, perm, out, NULL) : s;
 }
 
@@ -691,12 +720,13 @@ static clrun_status map_recurrent(clrun__imp *im, clrun__onode *n, enum kind kin
     static const int y_time[4] = {0, 1, 3, 2}, y_batch[4] = {3, 0, 1, 2};
     static const int h_time[3] = {0, 2, 1}, h_batch[3] = {2, 0, 1};
     int64_t yd[4] = {c.S, c.dirs, c.H, c.B}, hd[3] = {c.dirs, c.H, c.B};
-    if (s == CLRUN_OK && clrun__out(im, n, 0))
-        s = define_output(&c, 0, ys, count, 4, yd, c.batch_major ? y_batch : y_time);
+    clrun__value *mask = NULL;
+    if (s == CLRUN_OK && clrun__out(im, n, 0) && (s = output_mask(&c, &mask)) == CLRUN_OK)
+        s = define_output(&c, 0, ys, count, 4, yd, mask, c.batch_major ? y_batch : y_time);
     if (s == CLRUN_OK && n->n_out > 1 && clrun__out(im, n, 1))
-        s = define_output(&c, 1, h_last, c.dirs, 3, hd, c.batch_major ? h_batch : h_time);
+        s = define_output(&c, 1, h_last, c.dirs, 3, hd, NULL, c.batch_major ? h_batch : h_time);
     if (s == CLRUN_OK && kind == LSTM && n->n_out > 2 && clrun__out(im, n, 2))
-        s = define_output(&c, 2, c_last, c.dirs, 3, hd, c.batch_major ? h_batch : h_time);
+        s = define_output(&c, 2, c_last, c.dirs, 3, hd, NULL, c.batch_major ? h_batch : h_time);
     free(ys);
     free(step);
     return s;
