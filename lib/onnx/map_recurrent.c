@@ -11,9 +11,10 @@
  * W · Xᵀ + bias, [gates·H, S·B]. The state is held transposed, [H, B], so that the product of
  * a step is R · H_{t-1} with the weights as matmul's A operand, which no kernel copies: a
  * constant B operand is packed once per node on CPUs, which would make S resident copies of
- * R. A step of a batch entry past its sequence length leaves the entry's state as it was and
- * writes zeros to Y (`where` with the mask t < length). Y and the final states are the
- * steps' states joined by `concat`, then transposed once into the layout asked for. */
+ * R. A step of a batch entry past its sequence length leaves the entry's state as it was
+ * (`where` on a row of the mask range(S) < lengths, in the step's kernels). Y and the final
+ * states are the steps' states joined by `concat`, Y zero past each length (one `where`), then
+ * transposed once into the layout asked for. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
