@@ -74,3 +74,9 @@ tests_test_graph_reference_SOURCES = tests/test_graph_reference.c tests/graph_re
 tests_test_graph_reference_CFLAGS = $(TEST_CFLAGS)
 tests_test_graph_reference_LDADD = $(TEST_LDADD)
 endif
+
+# RNN, GRU and LSTM unrolled at load, against a numpy reference of the spec and against
+# PyTorch's own outputs for models torch.onnx.export writes (skipped without python3-onnx;
+# the torch cases without torch).
+TESTS += tests/onnx_recurrent.sh
+EXTRA_DIST += tests/onnx_recurrent.sh tests/onnx_recurrent.py

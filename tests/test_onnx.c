@@ -1415,6 +1415,127 @@ static void test_det_and_reverse_sequence_are_their_definitions(void **state)
     ob_attr_int(&b, ob_node(&b, "ReverseSequence", "R", "x,l", "y"), "time_axis", 1);
     ob_output(&b, "y", F32, -1, NULL);
     expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "time_axis and batch_axis must be 0 and 1, one each");
+/* ---- recurrent operators ---- */
+
+static void attr_strings(onnx_builder *b, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->n_strings = count;
+    a->strings = ob_alloc(b, count * sizeof *a->strings);
+    for (size_t i = 0; i < count; i++) {
+        a->strings[i].data = (uint8_t *)ob_str(b, v[i]);
+        a->strings[i].len = strlen(v[i]);
+    }
+}
+
+/* One RNN, GRU or LSTM node 'rec_3' of hidden size 4 over x [seq, 2, 3] (seq < 0: the symbolic
+ * dim 'seq'), zero weights W and R for `dirs` directions as initializers, outputs y and y_h. */
+static Onnx__NodeProto *build_recurrent_dirs(onnx_builder *b, int64_t opset, const char *op, int64_t seq,
+                                             const char *inputs, int64_t dirs)
+{
+    static const float zeros[128];
+    int64_t gates = strcmp(op, "LSTM") == 0 ? 4 : strcmp(op, "GRU") == 0 ? 3 : 1;
+    const int64_t x[3] = {seq, 2, 3}, w[3] = {dirs, gates * 4, 3}, r[3] = {dirs, gates * 4, 4};
+    const char *const params[3] = {"seq", NULL, NULL};
+    ob_init(b, opset);
+    ob_input(b, "x", F32, 3, x, params);
+    ob_initializer(b, "w", F32, 3, w, zeros, (size_t)(dirs * gates * 4 * 3) * sizeof(float));
+    ob_initializer(b, "r", F32, 3, r, zeros, (size_t)(dirs * gates * 4 * 4) * sizeof(float));
+    Onnx__NodeProto *n = ob_node(b, op, "rec_3", inputs, "y,y_h");
+    ob_attr_int(b, n, "hidden_size", 4);
+    if (dirs == 2)
+        ob_attr_string(b, n, "direction", "bidirectional");
+    ob_output(b, "y", F32, -1, NULL);
+    ob_output(b, "y_h", F32, -1, NULL);
+    return n;
+}
+
+static Onnx__NodeProto *build_recurrent(onnx_builder *b, int64_t opset, const char *op, int64_t seq,
+                                        const char *inputs)
+{
+    return build_recurrent_dirs(b, opset, op, seq, inputs, 1);
+}
+
+/* Nodes of the graph a recurrent node becomes over `seq` steps. */
+static int32_t unrolled_nodes(const char *op, int64_t seq, int64_t dirs)
+{
+    onnx_builder b;
+    build_recurrent_dirs(&b, 14, op, seq, "x,w,r", dirs);
+    loaded r = load(&b);
+    ob_free(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s over %" PRId64 " steps: %s", op, seq, r.err);
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 2);
+    const clrun_tensor_type *y = clrun_graph_tensor_type(r.graph, outs[0]);
+    assert_int_equal(y->rank, 4); /* [seq, dirs, batch, hidden] */
+    assert_true(y->shape[0] == seq && y->shape[1] == dirs && y->shape[2] == 2 && y->shape[3] == 4);
+    int32_t count = clrun_graph_node_count(r.graph);
+    clrun_graph_destroy(r.graph);
+    return count;
+}
+
+/* The sequence is unrolled at load: each step adds the same few nodes per direction, the counts
+ * docs/onnx.md gives (GRU without linear_before_reset). */
+static void test_recurrent_ops_unroll_a_few_nodes_per_step(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *op;
+        int32_t per_step;
+    } cases[] = {{"RNN", 5}, {"GRU", 19}, {"LSTM", 24}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t step = unrolled_nodes(cases[i].op, 6, 1) - unrolled_nodes(cases[i].op, 5, 1);
+        if (step != cases[i].per_step)
+            fail_msg("%s: %d nodes per step, expected %d", cases[i].op, step, cases[i].per_step);
+        int32_t both = unrolled_nodes(cases[i].op, 6, 2) - unrolled_nodes(cases[i].op, 5, 2);
+        assert_int_equal(both, 2 * step);
+    }
+}
+
+static void test_recurrent_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    /* the sequence length must be known at load: it is the number of steps unrolled */
+    build_recurrent(&b, 14, "LSTM", -1, "x,w,r");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "model.onnx: input 'x' dimension 0 ('seq') is not bound");
+    build_recurrent(&b, 14, "LSTM", 16385, "x,w,r");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "model.onnx: node 0 'rec_3' (LSTM, opset 14): a sequence of 16385 steps is unrolled into "
+                   "too many nodes (at most 16384 steps)");
+    Onnx__NodeProto *n = build_recurrent(&b, 14, "GRU", 4, "x,w,r");
+    ob_attr_string(&b, n, "direction", "sideways");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH,
+                   "(GRU, opset 14): direction 'sideways' is not forward, reverse or bidirectional");
+    n = build_recurrent(&b, 14, "LSTM", 4, "x,w,r");
+    static const char *const swish[3] = {"Sigmoid", "Swish", "Tanh"};
+    attr_strings(&b, n, "activations", swish, 3);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(LSTM, opset 14): activation 'Swish' is not one of Relu, Tanh");
+    n = build_recurrent(&b, 14, "LSTM", 4, "x,w,r");
+    attr_strings(&b, n, "activations", swish, 2);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(LSTM, opset 14): 2 activations for 1 direction (3 per direction)");
+    n = build_recurrent(&b, 14, "RNN", 4, "x,w,r");
+    ob_attr_float(&b, n, "clip", 0);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(RNN, opset 14): clip 0 is not a positive threshold");
+    /* hidden_size disagreeing with the weights */
+    n = build_recurrent(&b, 14, "LSTM", 4, "x,w,r");
+    n->attribute[0]->i = 5;
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(LSTM, opset 14): W is [1, 16, 3], expected [1, 20, 3]");
+    /* layout is opset 14's */
+    n = build_recurrent(&b, 7, "RNN", 4, "x,w,r");
+    ob_attr_int(&b, n, "layout", 1);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(RNN, opset 7): attribute 'layout' is not supported");
+    /* sequence_lens known at load, longer than the sequence */
+    build_recurrent(&b, 14, "GRU", 4, "x,w,r,,lens");
+    static const int64_t two[1] = {2};
+    static const int32_t lens[2] = {1, 9};
+    ob_initializer(&b, "lens", I32, 1, two, lens, sizeof lens);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(GRU, opset 14): sequence_lens[1] is 9, outside [0, 4]");
+    /* a data type the matmuls do not compute */
+    build_recurrent(&b, 14, "RNN", 4, "x,w,r");
+    b.graph.input[0]->type->tensor_type->elem_type = F64;
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(RNN, opset 14): X is double: clrun runs RNN on float tensors only");
 }
 
 int main(void)
@@ -1445,6 +1566,8 @@ int main(void)
         cmocka_unit_test(test_lrn_is_its_definition),
         cmocka_unit_test(test_vision_refusals),
         cmocka_unit_test(test_det_and_reverse_sequence_are_their_definitions),
+        cmocka_unit_test(test_recurrent_ops_unroll_a_few_nodes_per_step),
+        cmocka_unit_test(test_recurrent_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

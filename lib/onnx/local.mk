@@ -29,6 +29,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_extra.c \
 	lib/onnx/map_einsum.c \
 	lib/onnx/map_vision.c \
+	lib/onnx/map_recurrent.c \
 	lib/onnx/map_training.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \

@@ -96,6 +96,10 @@ clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_reverse_sequence(clrun__imp *im, clrun__onode *n);
+/* map_recurrent.c: RNN, GRU and LSTM unrolled over the sequence's steps */
+clrun_status clrun__map_rnn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gru(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_lstm(clrun__imp *im, clrun__onode *n);
 
 /* map_training.c: the optimizers of domain ai.onnx.preview.training */
 clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);

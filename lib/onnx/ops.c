@@ -138,6 +138,10 @@ static const clrun__onnx_op ops[] = {
     {"GridSample", V(16), NULL, clrun__map_grid_sample},
     {"RoiAlign", V(10, 16), NULL, clrun__map_roi_align},
     {"ReverseSequence", V(10), NULL, clrun__map_reverse_sequence},
+    /* recurrent: unrolled over the steps (map_recurrent.c) */
+    {"RNN", V(1, 7, 14), NULL, clrun__map_rnn},
+    {"GRU", V(1, 3, 7, 14), NULL, clrun__map_gru},
+    {"LSTM", V(1, 7, 14), NULL, clrun__map_lstm},
     /* shapes and constants: on the host */
     {"Shape", V(1, 13, 15), NULL, clrun__map_shape},
     {"Size", V(1, 13), NULL, clrun__map_shape},
