@@ -1094,6 +1094,8 @@ static void test_scatter_topk_and_value_shaped_refusals(void **state)
                    "constant, or computed from constants and shapes only): the outputs' shapes depend on its values");
     build_index_node(&b, 11, "Unique", "x", "y,indices,inverse,counts");
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Unique, opset 11): input 0 'x' must be known at load time");
+}
+
 /* ---- Einsum, LRN, GridSample, RoiAlign ---- */
 
 /* A direct einsum in double of explicit equation eq ("ab,bc->ac": letters only) over operands
@@ -1415,6 +1417,8 @@ static void test_det_and_reverse_sequence_are_their_definitions(void **state)
     ob_attr_int(&b, ob_node(&b, "ReverseSequence", "R", "x,l", "y"), "time_axis", 1);
     ob_output(&b, "y", F32, -1, NULL);
     expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "time_axis and batch_axis must be 0 and 1, one each");
+}
+
 /* ---- recurrent operators ---- */
 
 static void attr_strings(onnx_builder *b, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count)
