@@ -55,6 +55,15 @@ tests_test_ops_grad_index_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_grad_index_LDADD = $(TEST_LDADD) -lm
 endif
 
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_scatter
+TESTS += tests/test_ops_scatter
+tests_test_ops_scatter_SOURCES = tests/test_ops_scatter.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/op_args.h tests/rng.h
+tests_test_ops_scatter_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_scatter_LDADD = $(TEST_LDADD) -lm
+endif
+
 # The double-precision graph reference of the gradient tests (tests/graph_reference.{c,h}),
 # held to the device on every op it supports, and its finite differences to known gradients.
 if HAVE_CMOCKA
@@ -65,3 +74,9 @@ tests_test_graph_reference_SOURCES = tests/test_graph_reference.c tests/graph_re
 tests_test_graph_reference_CFLAGS = $(TEST_CFLAGS)
 tests_test_graph_reference_LDADD = $(TEST_LDADD)
 endif
+
+# RNN, GRU and LSTM unrolled at load, against a numpy reference of the spec and against
+# PyTorch's own outputs for models torch.onnx.export writes (skipped without python3-onnx;
+# the torch cases without torch).
+TESTS += tests/onnx_recurrent.sh
+EXTRA_DIST += tests/onnx_recurrent.sh tests/onnx_recurrent.py

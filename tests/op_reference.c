@@ -516,3 +516,357 @@ void ref_col2im(const clrun_tensor_type *tcols, const float *cols, const ref_col
             }
         }
 }
+
+/* ---- scatter ops and index tuples -------------------------------------------------------- */
+
+static size_t ref_dtype_size(clrun_dtype t)
+{
+    switch (t) {
+    case CLRUN_F64:
+    case CLRUN_I64: return 8;
+    case CLRUN_F16: return 2;
+    case CLRUN_BOOL: return 1;
+    default: return 4;
+    }
+}
+
+/* *target = u, or += u, *= u in the dtype. */
+static void ref_apply(clrun_dtype t, void *target, const void *u, int reduction)
+{
+    size_t size = ref_dtype_size(t);
+    if (reduction == 0) {
+        memcpy(target, u, size);
+        return;
+    }
+    if (t == CLRUN_F32) {
+        float a, b;
+        memcpy(&a, target, 4);
+        memcpy(&b, u, 4);
+        a = (float)(reduction == 1 ? (double)a + b : (double)a * b);
+        memcpy(target, &a, 4);
+    } else if (t == CLRUN_F64) {
+        double a, b;
+        memcpy(&a, target, 8);
+        memcpy(&b, u, 8);
+        a = reduction == 1 ? a + b : a * b;
+        memcpy(target, &a, 8);
+    } else if (t == CLRUN_I32) {
+        uint32_t a, b;
+        memcpy(&a, target, 4);
+        memcpy(&b, u, 4);
+        a = reduction == 1 ? a + b : a * b;
+        memcpy(target, &a, 4);
+    } else {
+        uint64_t a, b;
+        memcpy(&a, target, 8);
+        memcpy(&b, u, 8);
+        a = reduction == 1 ? a + b : a * b;
+        memcpy(target, &a, 8);
+    }
+}
+
+static bool ref_normalize(int64_t *index, int64_t dim)
+{
+    if (*index < 0)
+        *index += dim;
+    return *index >= 0 && *index < dim;
+}
+
+bool ref_scatter_elements(const clrun_tensor_type *data_type, const void *data,
+                          const clrun_tensor_type *index_type, const int64_t *indices,
+                          const void *updates, int axis, int reduction, void *out)
+{
+    size_t size = ref_dtype_size(data_type->dtype);
+    memcpy(out, data, ref_elements(data_type) * size);
+    int rank = data_type->rank;
+    for (uint64_t i = 0; i < ref_elements(index_type); i++) {
+        int64_t coords[CLRUN_MAX_DIMS];
+        uint64_t rem = i;
+        for (int d = rank - 1; d >= 0; d--) {
+            coords[d] = (int64_t)(rem % (uint64_t)index_type->shape[d]);
+            rem /= (uint64_t)index_type->shape[d];
+        }
+        int64_t index = indices[i];
+        if (!ref_normalize(&index, data_type->shape[axis]))
+            return false;
+        coords[axis] = index;
+        uint64_t at = 0;
+        for (int d = 0; d < rank; d++)
+            at = at * (uint64_t)data_type->shape[d] + (uint64_t)coords[d];
+        ref_apply(data_type->dtype, (char *)out + at * size, (const char *)updates + i * size,
+                  reduction);
+    }
+    return true;
+}
+
+/* The element offset of tuple p's slice within its batch, or false. */
+static bool ref_tuple(const clrun_tensor_type *data_type, const int64_t *tuple, int k, int batch,
+                      uint64_t *offset)
+{
+    uint64_t at = 0;
+    for (int c = 0; c < k; c++) {
+        int64_t index = tuple[c];
+        if (!ref_normalize(&index, data_type->shape[batch + c]))
+            return false;
+        at = at * (uint64_t)data_type->shape[batch + c] + (uint64_t)index;
+    }
+    for (int d = batch + k; d < data_type->rank; d++)
+        at *= (uint64_t)data_type->shape[d];
+    *offset = at;
+    return true;
+}
+
+bool ref_scatter_nd(const clrun_tensor_type *data_type, const void *data,
+                    const clrun_tensor_type *index_type, const int64_t *indices,
+                    const void *updates, int reduction, void *out)
+{
+    size_t size = ref_dtype_size(data_type->dtype);
+    memcpy(out, data, ref_elements(data_type) * size);
+    int k = (int)index_type->shape[index_type->rank - 1];
+    uint64_t tuples = ref_elements(index_type) / (uint64_t)k, slice = 1;
+    for (int d = k; d < data_type->rank; d++)
+        slice *= (uint64_t)data_type->shape[d];
+    for (uint64_t p = 0; p < tuples; p++) {
+        uint64_t at;
+        if (!ref_tuple(data_type, indices + p * (uint64_t)k, k, 0, &at))
+            return false;
+        for (uint64_t s = 0; s < slice; s++)
+            ref_apply(data_type->dtype, (char *)out + (at + s) * size,
+                      (const char *)updates + (p * slice + s) * size, reduction);
+    }
+    return true;
+}
+
+bool ref_gather_nd(const clrun_tensor_type *data_type, const void *data,
+                   const clrun_tensor_type *index_type, const int64_t *indices, int batch,
+                   void *out)
+{
+    size_t size = ref_dtype_size(data_type->dtype);
+    int k = (int)index_type->shape[index_type->rank - 1];
+    uint64_t tuples = ref_elements(index_type) / (uint64_t)k, slice = 1, batches = 1, batch_size = 1;
+    for (int d = batch + k; d < data_type->rank; d++)
+        slice *= (uint64_t)data_type->shape[d];
+    for (int d = 0; d < batch; d++)
+        batches *= (uint64_t)data_type->shape[d];
+    for (int d = batch; d < data_type->rank; d++)
+        batch_size *= (uint64_t)data_type->shape[d];
+    for (uint64_t p = 0; p < tuples; p++) {
+        uint64_t at, b = p / (tuples / batches);
+        if (!ref_tuple(data_type, indices + p * (uint64_t)k, k, batch, &at))
+            return false;
+        memcpy((char *)out + p * slice * size, (const char *)data + (b * batch_size + at) * size,
+               slice * size);
+    }
+    return true;
+}
+
+/* Whether (a, i) ranks before (b, j). */
+static bool ref_ranks_before(double a, int64_t i, double b, int64_t j, bool largest)
+{
+    if (isnan(a) || isnan(b)) {
+        if (isnan(a) && isnan(b))
+            return i < j;
+        return isnan(a) ? largest : !largest;
+    }
+    if (a == b)
+        return i < j;
+    return largest ? a > b : a < b;
+}
+
+void ref_top_k(const clrun_tensor_type *x_type, const double *x, int axis, int64_t k,
+               bool largest, int64_t *out)
+{
+    uint64_t len = (uint64_t)x_type->shape[axis], inner = 1, outer = 1;
+    for (int d = axis + 1; d < x_type->rank; d++)
+        inner *= (uint64_t)x_type->shape[d];
+    for (int d = 0; d < axis; d++)
+        outer *= (uint64_t)x_type->shape[d];
+    int64_t *order = malloc(len * sizeof *order);
+    for (uint64_t o = 0; o < outer; o++)
+        for (uint64_t in = 0; in < inner; in++) {
+            const double *line = x + o * len * inner + in;
+            /* insertion sort of the positions by rank */
+            for (uint64_t j = 0; j < len; j++) {
+                uint64_t at = j;
+                while (at > 0 && ref_ranks_before(line[j * inner], (int64_t)j,
+                                                  line[(uint64_t)order[at - 1] * inner], order[at - 1],
+                                                  largest)) {
+                    order[at] = order[at - 1];
+                    at--;
+                }
+                order[at] = (int64_t)j;
+            }
+            for (int64_t t = 0; t < k; t++)
+                out[o * (uint64_t)k * inner + (uint64_t)t * inner + in] = order[t];
+        }
+    free(order);
+}
+
+/* ---- grid_sample, roi_align -------------------------------------------------------------- */
+
+/* x reflected by the near border until it lies in [lo, hi]. */
+static double reflect(double x, double lo, double hi)
+{
+    double range = hi - lo;
+    if (!(range > 0))
+        return lo;
+    if (x < lo) {
+        double dx = lo - x, k = floor(dx / range), r = dx - k * range;
+        return fmod(k, 2) == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        double dx = x - hi, k = floor(dx / range), r = dx - k * range;
+        return fmod(k, 2) == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+typedef struct gs_image {
+    const double *px;
+    int64_t H, W;
+    int padding;
+    double lo_x, hi_x, lo_y, hi_y;
+} gs_image;
+
+static double gs_pixel(const gs_image *m, int64_t r, int64_t c)
+{
+    if (m->padding == 0 && (c < 0 || c >= m->W || r < 0 || r >= m->H))
+        return 0;
+    if (m->padding == 2) {
+        c = (int64_t)reflect((double)c, m->lo_x, m->hi_x);
+        r = (int64_t)reflect((double)r, m->lo_y, m->hi_y);
+    }
+    c = c < 0 ? 0 : c >= m->W ? m->W - 1 : c;
+    r = r < 0 ? 0 : r >= m->H ? m->H - 1 : r;
+    return m->px[r * m->W + c];
+}
+
+static void keys_weights(double t, double *w)
+{
+    const double A = -0.75, s = 1 - t;
+    w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
+    w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+    w[2] = ((A + 2) * s - (A + 3)) * s * s + 1;
+    w[3] = ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A;
+}
+
+void ref_grid_sample(const int64_t *dims, const double *x, int64_t HO, int64_t WO, const double *grid,
+                     int mode, int padding, bool align, double *result, double *scale)
+{
+    int64_t N = dims[0], C = dims[1], H = dims[2], W = dims[3];
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t oy = 0; oy < HO; oy++)
+                for (int64_t ox = 0; ox < WO; ox++) {
+                    const double *g = grid + ((b * HO + oy) * WO + ox) * 2;
+                    gs_image m = {x + (b * C + c) * H * W, H, W, padding, -0.5, (double)W - 0.5,
+                                  -0.5, (double)H - 0.5};
+                    if (align)
+                        m.lo_x = m.lo_y = 0, m.hi_x = (double)W - 1, m.hi_y = (double)H - 1;
+                    double px = align ? (g[0] + 1) / 2 * (double)(W - 1) : ((g[0] + 1) * (double)W - 1) / 2;
+                    double py = align ? (g[1] + 1) / 2 * (double)(H - 1) : ((g[1] + 1) * (double)H - 1) / 2;
+                    if (mode == 1)
+                        px = nearbyint(px), py = nearbyint(py);
+                    if (px < m.lo_x || px > m.hi_x || py < m.lo_y || py > m.hi_y) {
+                        if (padding == 1) {
+                            px = fmin(fmax(px, 0), (double)W - 1);
+                            py = fmin(fmax(py, 0), (double)H - 1);
+                        } else if (padding == 2) {
+                            px = reflect(px, m.lo_x, m.hi_x);
+                            py = reflect(py, m.lo_y, m.hi_y);
+                        }
+                    }
+                    px = fmin(fmax(px, -4), (double)W + 4);
+                    py = fmin(fmax(py, -4), (double)H + 4);
+                    int64_t i = ((b * C + c) * HO + oy) * WO + ox;
+                    double fx = floor(px), fy = floor(py), v = 0, sc = 0;
+                    if (mode == 1) {
+                        v = gs_pixel(&m, (int64_t)py, (int64_t)px);
+                        sc = fabs(v);
+                    } else {
+                        int taps = mode == 0 ? 2 : 4, first = mode == 0 ? 0 : -1;
+                        double wx[4], wy[4];
+                        if (mode == 0) {
+                            wx[0] = fx + 1 - px, wx[1] = px - fx;
+                            wy[0] = fy + 1 - py, wy[1] = py - fy;
+                        } else {
+                            keys_weights(px - fx, wx);
+                            keys_weights(py - fy, wy);
+                        }
+                        for (int r = 0; r < taps; r++)
+                            for (int k = 0; k < taps; k++) {
+                                double t = wy[r] * wx[k] *
+                                           gs_pixel(&m, (int64_t)fy + first + r, (int64_t)fx + first + k);
+                                v += t;
+                                sc += fabs(t);
+                            }
+                    }
+                    result[i] = v;
+                    scale[i] = sc;
+                }
+}
+
+void ref_roi_align(const int64_t *dims, const double *x, int64_t R, const double *rois,
+                   const int64_t *batch, const ref_roi_params *p, double *result, double *scale)
+{
+    int64_t C = dims[1], H = dims[2], W = dims[3];
+    for (int64_t r = 0; r < R; r++) {
+        const double *box = rois + r * 4, off = p->half_pixel ? 0.5 : 0;
+        double sw = box[0] * p->spatial_scale - off, sh = box[1] * p->spatial_scale - off;
+        double rw = box[2] * p->spatial_scale - off - sw, rh = box[3] * p->spatial_scale - off - sh;
+        if (!p->half_pixel) {
+            rw = rw < 1 ? 1 : rw;
+            rh = rh < 1 ? 1 : rh;
+        }
+        double bh = rh / (double)p->OH, bw = rw / (double)p->OW;
+        double ah = ceil(rh / (double)p->OH), aw = ceil(rw / (double)p->OW);
+        int64_t gh = p->ratio > 0 ? p->ratio : !(ah > 0) ? 0 : ah > 1024 ? 1024 : (int64_t)ah;
+        int64_t gw = p->ratio > 0 ? p->ratio : !(aw > 0) ? 0 : aw > 1024 ? 1024 : (int64_t)aw;
+        double count = gh * gw > 1 ? (double)(gh * gw) : 1;
+        for (int64_t c = 0; c < C; c++) {
+            const double *img = x + (batch[r] * C + c) * H * W;
+            for (int64_t ph = 0; ph < p->OH; ph++)
+                for (int64_t pw = 0; pw < p->OW; pw++) {
+                    double acc = 0, sc = 0;
+                    bool any = false;
+                    for (int64_t iy = 0; iy < gh; iy++)
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            double yy = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                            double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                            double v[4] = {0, 0, 0, 0};
+                            if (yy >= -1 && yy <= (double)H && xx >= -1 && xx <= (double)W) {
+                                double y = yy <= 0 ? 0 : yy, xq = xx <= 0 ? 0 : xx;
+                                int64_t yl = (int64_t)y, xl = (int64_t)xq, yh, xh;
+                                if (yl >= H - 1)
+                                    yh = yl = H - 1, y = (double)yl;
+                                else
+                                    yh = yl + 1;
+                                if (xl >= W - 1)
+                                    xh = xl = W - 1, xq = (double)xl;
+                                else
+                                    xh = xl + 1;
+                                double ly = y - (double)yl, lx = xq - (double)xl;
+                                v[0] = (1 - ly) * (1 - lx) * img[yl * W + xl];
+                                v[1] = (1 - ly) * lx * img[yl * W + xh];
+                                v[2] = ly * (1 - lx) * img[yh * W + xl];
+                                v[3] = ly * lx * img[yh * W + xh];
+                            }
+                            if (!p->max) {
+                                acc += v[0] + v[1] + v[2] + v[3];
+                                sc += fabs(v[0]) + fabs(v[1]) + fabs(v[2]) + fabs(v[3]);
+                                continue;
+                            }
+                            for (int k = 0; k < 4; k++) {
+                                if (!any || acc < v[k])
+                                    acc = v[k];
+                                any = true;
+                                sc = fmax(sc, fabs(v[k]));
+                            }
+                        }
+                    int64_t i = ((r * C + c) * p->OH + ph) * p->OW + pw;
+                    result[i] = p->max ? acc : acc / count;
+                    scale[i] = p->max ? sc : sc / count;
+                }
+        }
+    }
+}

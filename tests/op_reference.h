@@ -116,4 +116,44 @@ typedef struct ref_col2im_geometry {
 void ref_col2im(const clrun_tensor_type *tcols, const float *cols, const ref_col2im_geometry *p,
                 double *result, double *scale);
 
+/* Scatter ops and index tuples, on elements of any dtype (their bytes; the reductions compute in
+ * the dtype: f32 and f64 rounded after each step, i32 and i64 wrapping). Indices as int64, in
+ * [-dim, dim) (negatives from the end); the functions return false for one outside. */
+/* scatter_elements: out = data, then for each element c of the indices in row-major order
+ * out[c with the axis coordinate replaced by indices[c]] = (or +=, *= for reduction 1, 2)
+ * updates[c]. */
+bool ref_scatter_elements(const clrun_tensor_type *data_type, const void *data,
+                          const clrun_tensor_type *index_type, const int64_t *indices,
+                          const void *updates, int axis, int reduction, void *out);
+/* scatter_nd: out = data, then each update slice applied at the slice its index tuple (the
+ * indices' last dim, k) names, tuples in order. */
+bool ref_scatter_nd(const clrun_tensor_type *data_type, const void *data,
+                    const clrun_tensor_type *index_type, const int64_t *indices,
+                    const void *updates, int reduction, void *out);
+/* gather_nd: out (indices' dims but the last, data's after batch + k) the slices the tuples
+ * name within their batch. */
+bool ref_gather_nd(const clrun_tensor_type *data_type, const void *data,
+                   const clrun_tensor_type *index_type, const int64_t *indices, int batch,
+                   void *out);
+/* top_k_indices of x (values as doubles) along axis: out (x's shape with k on the axis) the
+ * positions of the k largest (smallest) of each line, best first, equal values by position, NaN
+ * above every number; by sorting each line. */
+void ref_top_k(const clrun_tensor_type *x_type, const double *x, int axis, int64_t k,
+               bool largest, int64_t *out);
+/* grid_sample over x [N, C, H, W] (dims) at grid [N, HO, WO, 2], as docs/ops.md says (ONNX
+ * GridSample as onnxruntime computes it); mode 0 bilinear, 1 nearest, 2 bicubic; padding 0
+ * zeros, 1 border, 2 reflection. scale: the sum of the absolute values of the weighted taps. */
+void ref_grid_sample(const int64_t *dims, const double *x, int64_t HO, int64_t WO, const double *grid,
+                     int mode, int padding, bool align, double *result, double *scale);
+
+/* roi_align of x [N, C, H, W] (dims) over R boxes [R, 4] from batch[R] (each inside [0, N)):
+ * [R, C, OH, OW] as docs/ops.md says; scale as above. */
+typedef struct ref_roi_params {
+    int64_t OH, OW, ratio;
+    double spatial_scale;
+    bool half_pixel, max;
+} ref_roi_params;
+void ref_roi_align(const int64_t *dims, const double *x, int64_t R, const double *rois,
+                   const int64_t *batch, const ref_roi_params *p, double *result, double *scale);
+
 #endif

@@ -2,6 +2,7 @@
  * symbolic dims, initializers from every encoding and from external files, names), what it
  * refuses and how it says so, and that malformed bytes are errors (every prefix of a model,
  * deep nesting). Models are built in C (tests/onnx_builder.h). */
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
@@ -987,6 +988,562 @@ static void test_optimizer_refusals(void **state)
                    "(Relu, no opset imported): the model imports no version of the default operator set");
 }
 
+/* ---- scatter, index tuples, TopK, shapes from values ---- */
+
+/* Input x f32 [3, 4] and one node of `op` at `opset` over `inputs` (the others are the
+ * caller's to declare), its outputs the graph's. */
+static Onnx__NodeProto *build_index_node(onnx_builder *b, int64_t opset, const char *op, const char *inputs,
+                                         const char *outputs)
+{
+    static const int64_t xd[2] = {3, 4};
+    ob_init(b, opset);
+    ob_input(b, "x", F32, 2, xd, NULL);
+    Onnx__NodeProto *n = ob_node(b, op, "node", inputs, outputs);
+    for (size_t i = 0; i < n->n_output; i++) /* y, values: x's type; indices, counts...: int64 */
+        ob_output(b, n->output[i], strcmp(n->output[i], "y") && strcmp(n->output[i], "values") ? I64 : F32, -1,
+                  NULL);
+    return n;
+}
+
+static void test_scatter_gather_nd_and_topk_map_to_graph_ops(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t one[1] = {1}, k2[1] = {2}, id[2] = {2, 1}, ud[2] = {2, 4}, c3[1] = {3};
+    /* TopK: top_k_indices, then gather_elements for the values */
+    build_index_node(&b, 11, "TopK", "x,K", "values,indices");
+    ob_initializer(&b, "K", I64, 1, one, k2, sizeof k2);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s", r.err);
+    assert_int_equal(count_ops(r.graph, "top_k_indices"), 1);
+    assert_int_equal(count_ops(r.graph, "gather_elements"), 1);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    /* ScatterND-16 with reduction add, Scatter-10, GatherND-12 with batch_dims */
+    const struct {
+        int64_t opset;
+        const char *op, *graph_op;
+    } cases[] = {{16, "ScatterND", "scatter_nd"}, {10, "Scatter", "scatter_elements"},
+                 {16, "ScatterElements", "scatter_elements"}, {12, "GatherND", "gather_nd"}};
+    for (int c = 0; c < 4; c++) {
+        bool scatter = strcmp(cases[c].graph_op, "gather_nd") != 0;
+        Onnx__NodeProto *n = build_index_node(&b, cases[c].opset, cases[c].op, scatter ? "x,i,u" : "x,i", "y");
+        ob_input(&b, "i", I64, 2, id, NULL);
+        if (scatter)
+            ob_input(&b, "u", F32, 2, strcmp(cases[c].op, "ScatterND") == 0 ? ud : id, NULL);
+        if (cases[c].opset == 16)
+            ob_attr_string(&b, n, "reduction", "add");
+        if (cases[c].opset == 12)
+            ob_attr_int(&b, n, "batch_dims", 0);
+        r = load(&b);
+        if (r.status != CLRUN_OK)
+            fail_msg("%s: %s", cases[c].op, r.err);
+        assert_int_equal(count_ops(r.graph, cases[c].graph_op), 1);
+        clrun_graph_destroy(r.graph);
+        ob_free(&b);
+    }
+    /* Compress with a condition known at load: a gather of the rows it keeps */
+    const uint8_t keep[3] = {1, 0, 1};
+    Onnx__NodeProto *n = build_index_node(&b, 11, "Compress", "x,cond", "y");
+    ob_initializer(&b, "cond", BOOL, 1, c3, keep, sizeof keep);
+    ob_attr_int(&b, n, "axis", 0);
+    r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s", r.err);
+    assert_int_equal(count_ops(r.graph, "gather"), 1);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_scatter_topk_and_value_shaped_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t one[1] = {1}, zero[1] = {0}, id[2] = {3, 4}, c3[1] = {3};
+    build_index_node(&b, 11, "TopK", "x,K", "values,indices");
+    ob_input(&b, "K", I64, 1, one, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(TopK, opset 11): input 1 'K' must be known at load time");
+    build_index_node(&b, 11, "TopK", "x,K", "values,indices");
+    ob_initializer(&b, "K", I64, 1, one, zero, sizeof zero);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "k is 0: the outputs would be empty");
+    Onnx__NodeProto *n = build_index_node(&b, 16, "ScatterElements", "x,i,u", "y");
+    ob_input(&b, "i", I64, 2, id, NULL);
+    ob_input(&b, "u", F32, 2, id, NULL);
+    ob_attr_string(&b, n, "reduction", "max");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "reduction 'max' is not supported (none, add and mul are)");
+    static const int64_t tuples[2] = {3, 1};
+    n = build_index_node(&b, 13, "ScatterND", "x,i,u", "y");
+    ob_input(&b, "i", I64, 2, tuples, NULL);
+    ob_input(&b, "u", F32, 2, id, NULL);
+    ob_attr_string(&b, n, "reduction", "add");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(ScatterND, opset 13): attribute 'reduction' is not supported");
+    build_index_node(&b, 11, "ScatterElements", "x,i,u", "y");
+    ob_input(&b, "i", F32, 2, id, NULL);
+    ob_input(&b, "u", F32, 2, id, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "indices are float: expected int32 or int64");
+    /* shapes that depend on values fed at run time */
+    build_index_node(&b, 11, "Compress", "x,cond", "y");
+    ob_input(&b, "cond", BOOL, 1, c3, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "input 1 'cond' must be known at load time (a constant, or "
+                   "computed from constants and shapes only): the output's shape depends on its values");
+    const uint8_t none[3] = {0, 0, 0};
+    build_index_node(&b, 11, "Compress", "x,cond", "y");
+    ob_initializer(&b, "cond", BOOL, 1, c3, none, sizeof none);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "the condition keeps nothing: the output would be empty");
+    build_index_node(&b, 13, "NonZero", "x", "y");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(NonZero, opset 13): input 0 'x' must be known at load time (a "
+                   "constant, or computed from constants and shapes only): the outputs' shapes depend on its values");
+    build_index_node(&b, 11, "Unique", "x", "y,indices,inverse,counts");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Unique, opset 11): input 0 'x' must be known at load time");
+}
+
+/* ---- Einsum, LRN, GridSample, RoiAlign ---- */
+
+/* A direct einsum in double of explicit equation eq ("ab,bc->ac": letters only) over operands
+ * of these dims: every assignment of the labels, the product of the operands' elements added
+ * into the output's. */
+static void direct_einsum(const char *eq, int operands, const int64_t dims[2][6], const double *const *x,
+                          double *out, uint64_t out_count)
+{
+    int64_t size[128] = {0};
+    char labels[32];
+    int nl = 0;
+    const char *terms[3];
+    terms[0] = eq;
+    terms[1] = operands > 1 ? strchr(eq, ',') + 1 : NULL;
+    terms[2] = strstr(eq, "->") + 2;
+    for (int i = 0; i < operands; i++)
+        for (int d = 0; isalpha((unsigned char)terms[i][d]); d++) {
+            char c = terms[i][d];
+            if (size[(int)c] == 0)
+                labels[nl++] = c;
+            size[(int)c] = dims[i][d];
+        }
+    memset(out, 0, out_count * sizeof *out);
+    int64_t value[128] = {0};
+    for (;;) {
+        double p = 1;
+        for (int i = 0; i < operands; i++) {
+            uint64_t at = 0;
+            for (int d = 0; isalpha((unsigned char)terms[i][d]); d++)
+                at = at * (uint64_t)dims[i][d] + (uint64_t)value[(int)terms[i][d]];
+            p *= x[i][at];
+        }
+        uint64_t at = 0;
+        for (int d = 0; isalpha((unsigned char)terms[2][d]); d++)
+            at = at * (uint64_t)size[(int)terms[2][d]] + (uint64_t)value[(int)terms[2][d]];
+        out[at] += p;
+        int k = nl - 1;
+        while (k >= 0 && ++value[(int)labels[k]] == size[(int)labels[k]])
+            value[(int)labels[k--]] = 0;
+        if (k < 0)
+            break;
+    }
+}
+
+/* Loads one Einsum node of `equation` over f32 or f64 operands, evaluates what it became in
+ * double (tests/graph_reference.c), and compares with the direct sum of `direct`. */
+static void check_einsum(const char *equation, const char *direct, int elem, int operands,
+                         const int64_t dims[2][6], const int ranks[2])
+{
+    onnx_builder b;
+    ob_init(&b, 13);
+    ob_input(&b, "x0", elem, ranks[0], dims[0], NULL);
+    if (operands > 1)
+        ob_input(&b, "x1", elem, ranks[1], dims[1], NULL);
+    Onnx__NodeProto *n = ob_node(&b, "Einsum", "Einsum_0", operands > 1 ? "x0,x1" : "x0", "y");
+    ob_attr_string(&b, n, "equation", equation);
+    ob_output(&b, "y", elem, -1, NULL);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("Einsum '%s': %s", equation, r.err);
+    double data[2][720];
+    const double *inputs[2] = {data[0], data[1]};
+    for (int i = 0; i < operands; i++) {
+        uint64_t count = 1;
+        for (int d = 0; d < ranks[i]; d++)
+            count *= (uint64_t)dims[i][d];
+        for (uint64_t k = 0; k < count; k++)
+            data[i][k] = (double)((k * 7 + (uint64_t)i * 3) % 11) - 5;
+    }
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 1);
+    const clrun_tensor_type *ty = clrun_graph_tensor_type(r.graph, outs[0]);
+    uint64_t count = 1;
+    for (int d = 0; d < ty->rank; d++)
+        count *= (uint64_t)ty->shape[d];
+    double want[720], **values;
+    char err[512];
+    if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+        fail_msg("Einsum '%s': %s", equation, err);
+    direct_einsum(direct, operands, dims, inputs, want, count);
+    for (uint64_t k = 0; k < count; k++)
+        if (values[outs[0]][k] != want[k])
+            fail_msg("Einsum '%s' (%s) element %llu: got %g, expected %g", equation,
+                     elem == F64 ? "f64" : "f32", (unsigned long long)k, values[outs[0]][k], want[k]);
+    /* f32 takes matmul (and reduce_sum); f64, which those refuse, a broadcast mul and cumsum */
+    if (operands > 1 && strchr(direct, ',') && strcmp(direct, "ij,ij->ij") != 0)
+        assert_int_equal(count_ops(r.graph, "matmul"), elem == F32 ? 1 : 0);
+    gref_free(r.graph, values);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+static void test_einsum_maps_to_products_and_sums(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *equation, *direct;
+        int operands, ranks[2];
+        int64_t dims[2][6];
+    } cases[] = {
+        {"ij,jk->ik", "ij,jk->ik", 2, {2, 2}, {{3, 4}, {4, 5}}},
+        {"ij,jk", "ij,jk->ik", 2, {2, 2}, {{3, 4}, {4, 5}}}, /* implicit */
+        {"bij, bjk -> bik", "bij,bjk->bik", 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}},
+        {"bhqd,bhkd->bhqk", "bhqd,bhkd->bhqk", 2, {4, 4}, {{2, 2, 3, 4}, {2, 2, 5, 4}}},
+        {"i,i", "i,i->", 2, {1, 1}, {{5}, {5}}},
+        {"i,j->ji", "i,j->ji", 2, {1, 1}, {{3}, {4}}},
+        {"ab,ba->a", "ab,ba->a", 2, {2, 2}, {{3, 4}, {4, 3}}},
+        {"ij,ij->ij", "ij,ij->ij", 2, {2, 2}, {{3, 4}, {3, 4}}},
+        {"iij,j->i", "iij,j->i", 2, {3, 1}, {{3, 3, 2}, {2}}},
+        {"ij->ji", "ij->ji", 1, {2, 0}, {{3, 4}}},
+        {"ij->i", "ij->i", 1, {2, 0}, {{3, 4}}},
+        {"ii->i", "ii->i", 1, {2, 0}, {{4, 4}}},
+        {"ii", "ii->", 1, {2, 0}, {{4, 4}}},
+        {"...ii->...i", "bii->bi", 1, {3, 0}, {{3, 5, 5}}},
+        {"abc->", "abc->", 1, {3, 0}, {{2, 3, 4}}},
+        {"Ba,aB", "Ba,aB->", 2, {2, 2}, {{3, 4}, {4, 3}}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int e = 0; e < 2; e++)
+            check_einsum(cases[i].equation, cases[i].direct, e ? F64 : F32, cases[i].operands,
+                         cases[i].dims, cases[i].ranks);
+}
+
+/* LRN evaluated in double against its definition: x / (bias + alpha/size · Σ x²)^beta over the
+ * channel window, size 3 (centred) and 4 (one more after). */
+static void test_lrn_is_its_definition(void **state)
+{
+    (void)state;
+    static const int64_t dims[4] = {2, 5, 2, 3};
+    for (int64_t size = 3; size <= 4; size++) {
+        onnx_builder b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", F32, 4, dims, NULL);
+        Onnx__NodeProto *n = ob_node(&b, "LRN", "LRN_0", "x", "y");
+        ob_attr_int(&b, n, "size", size);
+        ob_attr_float(&b, n, "alpha", 0.5f);
+        ob_attr_float(&b, n, "beta", 0.75f);
+        ob_attr_float(&b, n, "bias", 2.0f);
+        ob_output(&b, "y", F32, 4, dims);
+        loaded r = load(&b);
+        if (r.status != CLRUN_OK)
+            fail_msg("LRN: %s", r.err);
+        double x[60], **values;
+        for (int i = 0; i < 60; i++)
+            x[i] = (double)((i * 13) % 17) / 4 - 2;
+        const double *inputs[1] = {x};
+        char err[512];
+        if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+            fail_msg("LRN: %s", err);
+        const clrun_tensor_id *outs;
+        clrun_graph_outputs(r.graph, &outs);
+        for (int i = 0; i < 60; i++) {
+            int c = (i / 6) % 5, base = i - c * 6;
+            double sum = 0;
+            for (int k = c - (int)(size - 1) / 2; k <= c + (int)size / 2; k++)
+                if (k >= 0 && k < 5)
+                    sum += x[base + k * 6] * x[base + k * 6];
+            double want = x[i] / pow(2.0 + 0.5 / (double)size * sum, 0.75f);
+            if (fabs(values[outs[0]][i] - want) > 1e-12 * fmax(1, fabs(want)))
+                fail_msg("LRN size %lld element %d: got %.17g, expected %.17g", (long long)size, i,
+                         values[outs[0]][i], want);
+        }
+        assert_int_equal(count_ops(r.graph, "avgpool2d"), 1);
+        gref_free(r.graph, values);
+        clrun_graph_destroy(r.graph);
+        ob_free(&b);
+    }
+}
+
+static void test_vision_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t v[1] = {4}, x4[4] = {1, 2, 4, 4}, g4[4] = {1, 3, 3, 2}, x5[5] = {1, 2, 2, 4, 4};
+    static const int64_t r2[2] = {3, 4}, b1[1] = {3}, m2[2] = {3, 4};
+    /* Einsum: three operands; a summed label broadcast; a malformed equation */
+    ob_init(&b, 13);
+    ob_input(&b, "a", F32, 1, v, NULL);
+    ob_input(&b, "b", F32, 1, v, NULL);
+    ob_input(&b, "c", F32, 1, v, NULL);
+    ob_attr_string(&b, ob_node(&b, "Einsum", "E", "a,b,c", "y"), "equation", "i,i,i->");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Einsum, opset 13): Einsum of 3 operands is not supported (1 or 2 are)");
+    ob_init(&b, 13);
+    ob_input(&b, "a", F32, 2, m2, NULL);
+    ob_input(&b, "b", F32, 1, (const int64_t[1]){1}, NULL);
+    ob_attr_string(&b, ob_node(&b, "Einsum", "E", "a,b", "y"), "equation", "ij,j->i");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "summed label 'j' has sizes 4 and 1");
+    ob_init(&b, 13);
+    ob_input(&b, "a", F32, 2, m2, NULL);
+    ob_attr_string(&b, ob_node(&b, "Einsum", "E", "a", "y"), "equation", "i2->i");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "the equation has '2', which is not a letter");
+    ob_init(&b, 13);
+    ob_input(&b, "a", F32, 2, m2, NULL);
+    ob_attr_string(&b, ob_node(&b, "Einsum", "E", "a", "y"), "equation", "ijk->i");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "subscript 'ijk' has 3 letters for an operand of rank 2");
+    /* LRN without its size */
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 4, x4, NULL);
+    ob_node(&b, "LRN", "L", "x", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(LRN, opset 13): LRN needs a size >= 1");
+    /* GridSample: a mode of opset 20; a 5-D input */
+    ob_init(&b, 16);
+    ob_input(&b, "x", F32, 4, x4, NULL);
+    ob_input(&b, "g", F32, 4, g4, NULL);
+    ob_attr_string(&b, ob_node(&b, "GridSample", "G", "x,g", "y"), "mode", "linear");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(GridSample, opset 16): mode 'linear' is not bilinear, nearest or bicubic");
+    ob_init(&b, 16);
+    ob_input(&b, "x", F32, 5, x5, NULL);
+    ob_input(&b, "g", F32, 5, x5, NULL);
+    ob_node(&b, "GridSample", "G", "x,g", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "GridSample of a rank-5 input is not supported (4-D is)");
+    ob_init(&b, 15);
+    ob_input(&b, "x", F32, 4, x4, NULL);
+    ob_input(&b, "g", F32, 4, g4, NULL);
+    ob_node(&b, "GridSample", "G", "x,g", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "operator GridSample does not exist in opset 15");
+    /* RoiAlign: mode; coordinate_transformation_mode before opset 16 */
+    for (int k = 0; k < 3; k++) {
+        ob_init(&b, k == 1 ? 10 : 16);
+        ob_input(&b, "x", F32, 4, x4, NULL);
+        ob_input(&b, "r", F32, 2, r2, NULL);
+        ob_input(&b, "i", I64, 1, b1, NULL);
+        Onnx__NodeProto *n = ob_node(&b, "RoiAlign", "R", "x,r,i", "y");
+        if (k == 0)
+            ob_attr_string(&b, n, "mode", "median");
+        else
+            ob_attr_string(&b, n, "coordinate_transformation_mode", k == 1 ? "half_pixel" : "corner");
+        ob_output(&b, "y", F32, -1, NULL);
+        expect_refusal(&b, k == 1 ? CLRUN_ERROR_UNSUPPORTED : CLRUN_ERROR_INVALID_GRAPH,
+                       k == 0   ? "(RoiAlign, opset 16): mode 'median' is not avg or max"
+                       : k == 1 ? "(RoiAlign, opset 10): attribute 'coordinate_transformation_mode' is not supported"
+                                : "coordinate_transformation_mode 'corner' is not half_pixel or output_half_pixel");
+    }
+}
+
+/* Det (3 x 3 and batched 2 x 2) and ReverseSequence through the double graph reference. */
+static void test_det_and_reverse_sequence_are_their_definitions(void **state)
+{
+    (void)state;
+    for (int64_t m = 2; m <= 3; m++) {
+        onnx_builder b;
+        int64_t dims[3] = {2, m, m};
+        ob_init(&b, 13);
+        ob_input(&b, "x", F64, 3, dims, NULL);
+        ob_node(&b, "Det", "D", "x", "y");
+        ob_output(&b, "y", F64, 1, dims);
+        loaded r = load(&b);
+        if (r.status != CLRUN_OK)
+            fail_msg("Det: %s", r.err);
+        double x[18], **values;
+        for (int i = 0; i < 18; i++)
+            x[i] = (double)((i * 5) % 7) - 3;
+        const double *inputs[1] = {x};
+        char err[512];
+        if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+            fail_msg("Det: %s", err);
+        const clrun_tensor_id *outs;
+        clrun_graph_outputs(r.graph, &outs);
+        for (int k = 0; k < 2; k++) {
+            const double *a = x + k * m * m;
+            double want = m == 2 ? a[0] * a[3] - a[1] * a[2]
+                                 : a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +
+                                       a[2] * (a[3] * a[7] - a[4] * a[6]);
+            if (values[outs[0]][k] != want)
+                fail_msg("Det %lldx%lld matrix %d: got %g, expected %g", (long long)m, (long long)m, k,
+                         values[outs[0]][k], want);
+        }
+        gref_free(r.graph, values);
+        clrun_graph_destroy(r.graph);
+        ob_free(&b);
+    }
+    /* ReverseSequence, time_axis 1: x [3 batch, 4 time], lengths 4, 0, 2 */
+    onnx_builder b;
+    static const int64_t xd[2] = {3, 4}, ld[1] = {3};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, xd, NULL);
+    ob_input(&b, "l", I64, 1, ld, NULL);
+    Onnx__NodeProto *n = ob_node(&b, "ReverseSequence", "R", "x,l", "y");
+    ob_attr_int(&b, n, "time_axis", 1);
+    ob_attr_int(&b, n, "batch_axis", 0);
+    ob_output(&b, "y", F32, 2, xd);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("ReverseSequence: %s", r.err);
+    double x[12], lens[3] = {4, 0, 2}, **values;
+    for (int i = 0; i < 12; i++)
+        x[i] = i;
+    const double *inputs[2] = {x, lens};
+    static const double want[12] = {3, 2, 1, 0, 4, 5, 6, 7, 9, 8, 10, 11};
+    char err[512];
+    if (gref_eval(r.graph, inputs, NULL, &values, err, sizeof err) != 0)
+        fail_msg("ReverseSequence: %s", err);
+    const clrun_tensor_id *outs;
+    clrun_graph_outputs(r.graph, &outs);
+    for (int i = 0; i < 12; i++)
+        if (values[outs[0]][i] != want[i])
+            fail_msg("ReverseSequence element %d: got %g, expected %g", i, values[outs[0]][i], want[i]);
+    gref_free(r.graph, values);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    /* refused: Det of 4 x 4; axes that are not 0 and 1 */
+    static const int64_t d4[2] = {4, 4};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, d4, NULL);
+    ob_node(&b, "Det", "D", "x", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(Det, opset 13): Det of 4 x 4 matrices is not supported (at most 3 x 3)");
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 2, xd, NULL);
+    ob_input(&b, "l", I64, 1, ld, NULL);
+    ob_attr_int(&b, ob_node(&b, "ReverseSequence", "R", "x,l", "y"), "time_axis", 1);
+    ob_output(&b, "y", F32, -1, NULL);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "time_axis and batch_axis must be 0 and 1, one each");
+}
+
+/* ---- recurrent operators ---- */
+
+static void attr_strings(onnx_builder *b, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count)
+{
+    Onnx__AttributeProto *a = ob_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->n_strings = count;
+    a->strings = ob_alloc(b, count * sizeof *a->strings);
+    for (size_t i = 0; i < count; i++) {
+        a->strings[i].data = (uint8_t *)ob_str(b, v[i]);
+        a->strings[i].len = strlen(v[i]);
+    }
+}
+
+/* One RNN, GRU or LSTM node 'rec_3' of hidden size 4 over x [seq, 2, 3] (seq < 0: the symbolic
+ * dim 'seq'), zero weights W and R for `dirs` directions as initializers, outputs y and y_h. */
+static Onnx__NodeProto *build_recurrent_dirs(onnx_builder *b, int64_t opset, const char *op, int64_t seq,
+                                             const char *inputs, int64_t dirs)
+{
+    static const float zeros[128];
+    int64_t gates = strcmp(op, "LSTM") == 0 ? 4 : strcmp(op, "GRU") == 0 ? 3 : 1;
+    const int64_t x[3] = {seq, 2, 3}, w[3] = {dirs, gates * 4, 3}, r[3] = {dirs, gates * 4, 4};
+    const char *const params[3] = {"seq", NULL, NULL};
+    ob_init(b, opset);
+    ob_input(b, "x", F32, 3, x, params);
+    ob_initializer(b, "w", F32, 3, w, zeros, (size_t)(dirs * gates * 4 * 3) * sizeof(float));
+    ob_initializer(b, "r", F32, 3, r, zeros, (size_t)(dirs * gates * 4 * 4) * sizeof(float));
+    Onnx__NodeProto *n = ob_node(b, op, "rec_3", inputs, "y,y_h");
+    ob_attr_int(b, n, "hidden_size", 4);
+    if (dirs == 2)
+        ob_attr_string(b, n, "direction", "bidirectional");
+    ob_output(b, "y", F32, -1, NULL);
+    ob_output(b, "y_h", F32, -1, NULL);
+    return n;
+}
+
+static Onnx__NodeProto *build_recurrent(onnx_builder *b, int64_t opset, const char *op, int64_t seq,
+                                        const char *inputs)
+{
+    return build_recurrent_dirs(b, opset, op, seq, inputs, 1);
+}
+
+/* Nodes of the graph a recurrent node becomes over `seq` steps. */
+static int32_t unrolled_nodes(const char *op, int64_t seq, int64_t dirs)
+{
+    onnx_builder b;
+    build_recurrent_dirs(&b, 14, op, seq, "x,w,r", dirs);
+    loaded r = load(&b);
+    ob_free(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("%s over %" PRId64 " steps: %s", op, seq, r.err);
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 2);
+    const clrun_tensor_type *y = clrun_graph_tensor_type(r.graph, outs[0]);
+    assert_int_equal(y->rank, 4); /* [seq, dirs, batch, hidden] */
+    assert_true(y->shape[0] == seq && y->shape[1] == dirs && y->shape[2] == 2 && y->shape[3] == 4);
+    int32_t count = clrun_graph_node_count(r.graph);
+    clrun_graph_destroy(r.graph);
+    return count;
+}
+
+/* The sequence is unrolled at load: each step adds the same few nodes per direction, the counts
+ * docs/onnx.md gives (GRU without linear_before_reset). */
+static void test_recurrent_ops_unroll_a_few_nodes_per_step(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *op;
+        int32_t per_step;
+    } cases[] = {{"RNN", 5}, {"GRU", 19}, {"LSTM", 24}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t step = unrolled_nodes(cases[i].op, 6, 1) - unrolled_nodes(cases[i].op, 5, 1);
+        if (step != cases[i].per_step)
+            fail_msg("%s: %d nodes per step, expected %d", cases[i].op, step, cases[i].per_step);
+        int32_t both = unrolled_nodes(cases[i].op, 6, 2) - unrolled_nodes(cases[i].op, 5, 2);
+        assert_int_equal(both, 2 * step);
+    }
+}
+
+static void test_recurrent_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    /* the sequence length must be known at load: it is the number of steps unrolled */
+    build_recurrent(&b, 14, "LSTM", -1, "x,w,r");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "model.onnx: input 'x' dimension 0 ('seq') is not bound");
+    build_recurrent(&b, 14, "LSTM", 16385, "x,w,r");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                   "model.onnx: node 0 'rec_3' (LSTM, opset 14): a sequence of 16385 steps is unrolled into "
+                   "too many nodes (at most 16384 steps)");
+    Onnx__NodeProto *n = build_recurrent(&b, 14, "GRU", 4, "x,w,r");
+    ob_attr_string(&b, n, "direction", "sideways");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH,
+                   "(GRU, opset 14): direction 'sideways' is not forward, reverse or bidirectional");
+    n = build_recurrent(&b, 14, "LSTM", 4, "x,w,r");
+    static const char *const swish[3] = {"Sigmoid", "Swish", "Tanh"};
+    attr_strings(&b, n, "activations", swish, 3);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(LSTM, opset 14): activation 'Swish' is not one of Relu, Tanh");
+    n = build_recurrent(&b, 14, "LSTM", 4, "x,w,r");
+    attr_strings(&b, n, "activations", swish, 2);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(LSTM, opset 14): 2 activations for 1 direction (3 per direction)");
+    n = build_recurrent(&b, 14, "RNN", 4, "x,w,r");
+    ob_attr_float(&b, n, "clip", 0);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(RNN, opset 14): clip 0 is not a positive threshold");
+    /* hidden_size disagreeing with the weights */
+    n = build_recurrent(&b, 14, "LSTM", 4, "x,w,r");
+    n->attribute[0]->i = 5;
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(LSTM, opset 14): W is [1, 16, 3], expected [1, 20, 3]");
+    /* layout is opset 14's */
+    n = build_recurrent(&b, 7, "RNN", 4, "x,w,r");
+    ob_attr_int(&b, n, "layout", 1);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(RNN, opset 7): attribute 'layout' is not supported");
+    /* sequence_lens known at load, longer than the sequence */
+    build_recurrent(&b, 14, "GRU", 4, "x,w,r,,lens");
+    static const int64_t two[1] = {2};
+    static const int32_t lens[2] = {1, 9};
+    ob_initializer(&b, "lens", I32, 1, two, lens, sizeof lens);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(GRU, opset 14): sequence_lens[1] is 9, outside [0, 4]");
+    /* a data type the matmuls do not compute */
+    build_recurrent(&b, 14, "RNN", 4, "x,w,r");
+    b.graph.input[0]->type->tensor_type->elem_type = F64;
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(RNN, opset 14): X is double: clrun runs RNN on float tensors only");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1009,6 +1566,14 @@ int main(void)
         cmocka_unit_test(test_optimizers_map_to_elementwise_ops),
         cmocka_unit_test(test_optimizer_scalars_of_rank_one),
         cmocka_unit_test(test_optimizer_refusals),
+        cmocka_unit_test(test_scatter_gather_nd_and_topk_map_to_graph_ops),
+        cmocka_unit_test(test_scatter_topk_and_value_shaped_refusals),
+        cmocka_unit_test(test_einsum_maps_to_products_and_sums),
+        cmocka_unit_test(test_lrn_is_its_definition),
+        cmocka_unit_test(test_vision_refusals),
+        cmocka_unit_test(test_det_and_reverse_sequence_are_their_definitions),
+        cmocka_unit_test(test_recurrent_ops_unroll_a_few_nodes_per_step),
+        cmocka_unit_test(test_recurrent_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

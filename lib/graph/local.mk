@@ -10,6 +10,8 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/infer_slice.c lib/graph/layout_view.c lib/graph/layout_geometry.h \
 	lib/graph/infer_index.c lib/graph/dropout_mask.c lib/graph/dropout_mask.h \
 	lib/graph/infer_resize.c \
+	lib/graph/infer_scatter.c \
+	lib/graph/infer_sample.c \
 	lib/graph/infer_conv.c \
 	lib/graph/graph.c lib/graph/graph.h \
 	lib/graph/graph_inputs.c \

@@ -12,5 +12,7 @@ extern const clrun__op *const clrun__ops_layout[];
 extern const clrun__op *const clrun__ops_conv[];
 extern const clrun__op *const clrun__ops_index[];
 extern const clrun__op *const clrun__ops_resize[];
+extern const clrun__op *const clrun__ops_scatter[];
+extern const clrun__op *const clrun__ops_sample[];
 
 #endif

@@ -72,6 +72,11 @@ clrun_status clrun__reduced_axes(const clrun__op_call *call, bool *reduced,
 clrun_status clrun__op_axis(const clrun__op_call *call, int64_t fallback, int *axis,
                             const clrun__infer_error *err);
 
+/* roi_align: the most samples of a bin along one axis, as sampling_ratio or as its adaptive
+ * choice ceil(roi extent / bins), which comes from the boxes' data: a box of absurd extent
+ * cannot keep a work-item looping for hours. */
+#define CLRUN__ROI_MAX_SAMPLES 1024
+
 /* An axis counted from the end when negative. The layout ops' geometry is in
  * graph/layout_geometry.h. */
 static inline int64_t clrun__normalize_axis(int64_t axis, int rank)

@@ -18,6 +18,8 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_elementwise.c \
 	lib/onnx/map_shape.c \
 	lib/onnx/map_index.c \
+	lib/onnx/map_scatter.c \
+	lib/onnx/map_data_shaped.c \
 	lib/onnx/map_nn.c \
 	lib/onnx/map_norm.c \
 	lib/onnx/map_window3d.c \
@@ -25,6 +27,9 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_misc.c \
 	lib/onnx/map_control.c \
 	lib/onnx/map_extra.c \
+	lib/onnx/map_einsum.c \
+	lib/onnx/map_vision.c \
+	lib/onnx/map_recurrent.c \
 	lib/onnx/map_training.c
 ONNX_SOURCES = $(ONNX_C_SOURCES) \
 	lib/onnx/import.h \

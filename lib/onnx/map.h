@@ -33,6 +33,16 @@ clrun_status clrun__map_trilu(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_cumsum(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n);     /* Resize Upsample */
 
+/* map_scatter.c */
+clrun_status clrun__map_scatter_elements(clrun__imp *im, clrun__onode *n); /* Scatter ScatterElements */
+clrun_status clrun__map_scatter_nd(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gather_nd(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_top_k(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_compress(clrun__imp *im, clrun__onode *n);  /* map_index.c */
+/* map_data_shaped.c: outputs shaped by the input's values, from constants only */
+clrun_status clrun__map_nonzero(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_unique(clrun__imp *im, clrun__onode *n);
+
 /* map_nn.c: a convolution's or pool's window; 2-D cores, which 1-D and 3-D build on */
 typedef struct clrun__window {
     int spatial;               /* 1, 2 or 3 */
@@ -75,6 +85,21 @@ clrun_status clrun__map_window(clrun__imp *im, clrun__onode *n);        /* Hann,
 clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
                                                                           SoftmaxCrossEntropyLoss */
+
+/* map_einsum.c: Einsum of one or two operands as transposes, diagonals, sums and matmul; Det up
+ * to 3 x 3 */
+clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_det(clrun__imp *im, clrun__onode *n);
+
+/* map_vision.c: LRN as a composition; GridSample, RoiAlign onto their graph ops; ReverseSequence */
+clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_reverse_sequence(clrun__imp *im, clrun__onode *n);
+/* map_recurrent.c: RNN, GRU and LSTM unrolled over the sequence's steps */
+clrun_status clrun__map_rnn(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_gru(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_lstm(clrun__imp *im, clrun__onode *n);
 
 /* map_training.c: the optimizers of domain ai.onnx.preview.training */
 clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);

@@ -1,6 +1,6 @@
-/* Indexing and layout operators: Gather, GatherElements, Expand, Tile, Pad, DepthToSpace,
- * SpaceToDepth, Trilu, CumSum, Resize and Upsample. The graph's op where this build takes the
- * attributes, else an exact composition of moves (move.c), which fold host constants. */
+/* Indexing and layout operators: Gather, GatherElements, Compress, Expand, Tile, Pad,
+ * DepthToSpace, SpaceToDepth, Trilu, CumSum, Resize and Upsample. The graph's op where this build
+ * takes the attributes, else an exact composition of moves (move.c), which fold host constants. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -60,6 +60,10 @@ static clrun_status gather_const_indices(clrun__imp *im, clrun__onode *n, clrun_
         if (j != axis)
             perm[k++] = j;
     int64_t rows[2] = {d->dims[axis], (int64_t)(clrun__otensor_count(d) / (uint64_t)d->dims[axis])};
+    /* the indices' shape, which the constant takes over */
+    int idx_rank = idx->rank;
+    int64_t idx_dims[CLRUN__ONNX_MAX_RANK];
+    memcpy(idx_dims, idx->dims, sizeof idx_dims);
     clrun__value *ids = clrun__const_value(im, idx);
     if (ids == NULL)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
@@ -75,8 +79,8 @@ static clrun_status gather_const_indices(clrun__imp *im, clrun__onode *n, clrun_
      * dims before axis in front. */
     int64_t mid[CLRUN__ONNX_MAX_RANK];
     int r = 0;
-    for (int j = 0; j < idx->rank; j++)
-        mid[r++] = idx->dims[j];
+    for (int j = 0; j < idx_rank; j++)
+        mid[r++] = idx_dims[j];
     for (int j = 0; j < d->rank; j++)
         if (j != axis)
             mid[r++] = d->dims[j];
@@ -88,10 +92,10 @@ static clrun_status gather_const_indices(clrun__imp *im, clrun__onode *n, clrun_
     int back[CLRUN__ONNX_MAX_RANK];
     k = 0;
     for (int j = 0; j < axis; j++)
-        back[k++] = idx->rank + j;
-    for (int j = 0; j < idx->rank; j++)
+        back[k++] = idx_rank + j;
+    for (int j = 0; j < idx_rank; j++)
         back[k++] = j;
-    for (int j = idx->rank + axis; j < r; j++)
+    for (int j = idx_rank + axis; j < r; j++)
         back[k++] = j;
     return clrun__mv_transpose(im, n, cur, back, 0, NULL);
 }
@@ -159,6 +163,69 @@ clrun_status clrun__map_gather_elements(clrun__imp *im, clrun__onode *n)
     clrun__value *in[2] = {n->in[0], n->in[1]};
     clrun_attr at = clrun__mk_int("axis", a);
     return clrun__emit1(im, n, "gather_elements", in, 2, &at, 1, 0, NULL);
+}
+
+/* ---- Compress ---- */
+
+/* Compress with a condition known at load (its output's shape depends on the condition's
+ * values): the gather of the positions the condition keeps, along the axis, or of the flattened
+ * data without one. */
+clrun_status clrun__map_compress(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 2);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *data = n->in[0];
+    if (!clrun__is_const(n->in[1]))
+        return clrun__unsupported(im, "input 1 '%s' must be known at load time (a constant, or "
+                                  "computed from constants and shapes only): the output's shape "
+                                  "depends on its values", n->proto->input[1]);
+    const clrun__otensor *cond = &n->in[1]->c;
+    bool has_axis = clrun__oattr_find(im, n, "axis") != NULL;
+    int64_t axis = 0;
+    int a = 0;
+    s = clrun__oattr_int(im, n, "axis", 0, &axis);
+    if (s == CLRUN_OK && has_axis)
+        s = clrun__norm_axis(im, axis, data->c.rank, "axis", &a);
+    if (s != CLRUN_OK)
+        return s;
+    if (cond->rank != 1 || clrun__onnx_elem_is_float(cond->elem))
+        return clrun__invalid(im, "condition must be a 1-D bool tensor");
+    clrun__value *flat = data;
+    if (!has_axis) {
+        int64_t count = (int64_t)clrun__otensor_count(&data->c);
+        s = clrun__mv_reshape(im, n, data, 1, &count, -1, &flat);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    int64_t dim = flat->c.dims[a], kept = 0, len = cond->dims[0];
+    for (int64_t j = 0; j < len; j++)
+        if (clrun__otensor_get_int(cond, (uint64_t)j) != 0) {
+            if (j >= dim)
+                return clrun__invalid(im, "condition keeps position %" PRId64 ", outside the axis of "
+                                      "length %" PRId64, j, dim);
+            kept++;
+        }
+    if (kept == 0)
+        return clrun__unsupported(im, "the condition keeps nothing: the output would be empty");
+    bool on_host = clrun__is_const(flat);
+    clrun__otensor idx;
+    if (!clrun__otensor_alloc(&idx, on_host ? CLRUN__ONNX_INT64 : CLRUN__ONNX_INT32, 1, &kept))
+        return CLRUN__OOM(im);
+    for (int64_t j = 0, k = 0; j < len; j++)
+        if (clrun__otensor_get_int(cond, (uint64_t)j) != 0)
+            clrun__otensor_set_int(&idx, (uint64_t)k++, j);
+    if (!on_host)
+        return gather_const_indices(im, n, flat, &idx, a);
+    clrun__otensor t;
+    bool ok = clrun__host_gather(&flat->c, &idx, a, &t);
+    clrun__otensor_free(&idx);
+    if (ok)
+        return clrun__define_const(im, n, 0, &t);
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    memcpy(dims, flat->c.dims, sizeof dims);
+    dims[a] = kept;
+    return clrun__host_result_failed(im, flat->c.elem, flat->c.rank, dims);
 }
 
 /* ---- Expand, Tile ---- */

@@ -7,11 +7,13 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_matmul.c lib/ops/matmul_core.c lib/ops/matmul_core.h \
 	lib/ops/ops_norm.c \
 	lib/ops/ops_layout.c lib/ops/ops_data.h \
-	lib/ops/ops_index.c \
+	lib/ops/ops_index.c lib/ops/ops_index.h \
+	lib/ops/ops_scatter.c \
 	lib/ops/ops_resize.c \
 	lib/ops/ops_conv.c \
 	lib/ops/ops_conv_grad.c \
-	lib/ops/ops_col2im.c
+	lib/ops/ops_col2im.c \
+	lib/ops/ops_sample.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -21,10 +23,12 @@ CLRUN_KERNEL_FILES += \
 	kernels/norm.cl \
 	kernels/layout.cl \
 	kernels/index.cl \
+	kernels/scatter.cl \
 	kernels/resize.cl \
 	kernels/conv.cl \
 	kernels/conv_grad.cl \
-	kernels/col2im.cl
+	kernels/col2im.cl \
+	kernels/sample.cl
 
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
@@ -83,4 +87,13 @@ tests_test_ops_col2im_SOURCES = tests/test_ops_col2im.c tests/op_reference.c \
 	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
 tests_test_ops_col2im_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_col2im_LDADD = $(TEST_LDADD) -lm
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_sample
+TESTS += tests/test_ops_sample
+tests_test_ops_sample_SOURCES = tests/test_ops_sample.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_sample_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_sample_LDADD = $(TEST_LDADD) -lm
 endif

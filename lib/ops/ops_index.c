@@ -2,12 +2,14 @@
  * gather_grad, dropout. One launch each (two for gather_grad: zeroing, then the sums), one
  * work-item per output element (per line for cumsum, per column for gather_grad), with a table
  * of dims and strides where the rank varies. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "device/cl.h"
 #include "graph/dropout_mask.h"
 #include "graph/layout_geometry.h"
 #include "ops/ops_data.h"
+#include "ops/ops_index.h"
 #include "ops/ops_internal.h"
 
 /* One constant kernel argument: its index, size and value. */
@@ -41,26 +43,17 @@ static const char *index_suffix(const clrun_tensor_type *indices)
     return indices->dtype == CLRUN_I64 ? "i64" : "i32";
 }
 
-/* ---- indices outside their axis ---------------------------------------------------------- */
+/* ---- indices outside their data ---------------------------------------------------------- */
 
-/* The state of gather and gather_elements: the launch, and a device word the kernels lower to
- * the position of an index outside the axis (NO_BAD_INDEX while there is none). */
-#define NO_BAD_INDEX 0xffffffffu
-
-typedef struct index_state {
-    clrun__kernel_state ks; /* first: clrun__kernel_state_op_enqueue takes the state as one */
-    cl_mem bad;             /* one cl_uint, NO_BAD_INDEX or the first bad position */
-    int64_t axis_dim;       /* the length of the axis the indices index */
-} index_state;
-
-static clrun_status new_index_state(clrun_context *ctx, const clrun__op *op, index_state **out)
+clrun_status clrun__index_state_new(clrun_context *ctx, const clrun__op *op, cl_uint inputs,
+                                    size_t size, clrun__index_state **out)
 {
-    *out = calloc(1, sizeof **out);
+    *out = calloc(1, size);
     if (*out == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: node state", op->name);
-    (*out)->ks.inputs = 2;
+    (*out)->ks.inputs = inputs;
     (*out)->ks.what = op->name;
-    const cl_uint none = NO_BAD_INDEX;
+    const cl_uint none = CLRUN__NO_BAD_INDEX;
     cl_int err = CL_SUCCESS;
     (*out)->bad = clrun__cl.CreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                                          sizeof none, (void *)&none, &err);
@@ -72,44 +65,52 @@ static clrun_status new_index_state(clrun_context *ctx, const clrun__op *op, ind
     return CLRUN_OK;
 }
 
-static void index_state_release(void *state)
+void clrun__index_state_release(void *state)
 {
-    index_state *st = state;
+    clrun__index_state *st = state;
     if (st && st->bad)
         clrun__cl.ReleaseMemObject(st->bad);
     clrun__kernel_state_release(state);
 }
 
-static clrun_status index_state_done(index_state *st, clrun_status s, void **state)
+clrun_status clrun__index_state_done(void *st, void (*release)(void *), clrun_status s,
+                                     void **state)
 {
     if (s != CLRUN_OK) {
-        index_state_release(st);
+        release(st);
         return s;
     }
     *state = st;
     return CLRUN_OK;
 }
 
-static clrun_status index_check(clrun_context *ctx, void *state, const char *node)
+clrun_status clrun__index_check(clrun_context *ctx, void *state, const char *node)
 {
-    index_state *st = state;
-    cl_uint bad = NO_BAD_INDEX;
+    clrun__index_state *st = state;
+    cl_uint bad = CLRUN__NO_BAD_INDEX;
     cl_int err = clrun__cl.EnqueueReadBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof bad, &bad, 0,
                                              NULL, NULL);
     if (err != CL_SUCCESS)
         return clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "%s: the word for bad indices", node);
-    if (bad == NO_BAD_INDEX)
+    if (bad == CLRUN__NO_BAD_INDEX)
         return CLRUN_OK;
-    const cl_uint none = NO_BAD_INDEX;
+    const cl_uint none = CLRUN__NO_BAD_INDEX;
     err = clrun__cl.EnqueueWriteBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof none, &none, 0, NULL,
                                        NULL);
     if (err != CL_SUCCESS)
         return clrun__fail_cl(ctx, err, "clEnqueueWriteBuffer", "%s: the word for bad indices", node);
     return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
-                       "node '%s' (%s): the index at position %s%u of its indices is outside the "
-                       "axis of length %lld (valid: %lld to %lld); the run's outputs are discarded",
-                       node, st->ks.what, bad == NO_BAD_INDEX - 1 ? ">= " : "", (unsigned)bad,
-                       (long long)st->axis_dim, -(long long)st->axis_dim, (long long)st->axis_dim - 1);
+                       "node '%s' (%s): the index%s at position %s%u of its indices is outside %s; "
+                       "the run's outputs are discarded", node, st->ks.what,
+                       st->tuples ? " tuple" : "", bad == CLRUN__NO_BAD_INDEX - 1 ? ">= " : "",
+                       (unsigned)bad, st->range);
+}
+
+/* The range of an axis of length dim, for the message. */
+static void axis_range(clrun__index_state *st, int64_t dim)
+{
+    snprintf(st->range, sizeof st->range, "the axis of length %lld (valid: %lld to %lld)",
+             (long long)dim, -(long long)dim, (long long)dim - 1);
 }
 
 /* ---- gather ------------------------------------------------------------------------------ */
@@ -119,8 +120,8 @@ static clrun_status index_check(clrun_context *ctx, void *state, const char *nod
 static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
                                    const clrun__op_call *call, void **state)
 {
-    index_state *ist;
-    clrun_status s = new_index_state(ctx, op, &ist);
+    clrun__index_state *ist;
+    clrun_status s = clrun__index_state_new(ctx, op, 2, sizeof *ist, &ist);
     if (s != CLRUN_OK)
         return s;
     clrun__kernel_state *st = &ist->ks;
@@ -131,7 +132,7 @@ static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
     cl_ulong axis_dim = (cl_ulong)data->shape[axis], count = clrun_tensor_elements(indices);
     cl_ulong inner = clrun__dims_product(data, axis + 1, data->rank);
     cl_ulong n = clrun__dims_product(data, 0, axis) * count * inner;
-    ist->axis_dim = (int64_t)axis_dim;
+    axis_range(ist, (int64_t)axis_dim);
     const arg args[] = {{3, sizeof n, &n}, {4, sizeof axis_dim, &axis_dim},
                         {5, sizeof count, &count}, {6, sizeof inner, &inner},
                         {7, sizeof wrap, &wrap}, {8, sizeof ist->bad, &ist->bad}};
@@ -140,7 +141,7 @@ static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
         s = set_args(ctx, st->kernel, args, 6);
     if (s == CLRUN_OK)
         s = clrun__flat_launch(ctx, st, n);
-    return index_state_done(ist, s, state);
+    return clrun__index_state_done(ist, clrun__index_state_release, s, state);
 }
 
 /* ---- gather_elements --------------------------------------------------------------------- */
@@ -148,8 +149,8 @@ static clrun_status gather_prepare(clrun_context *ctx, const clrun__op *op,
 static clrun_status gather_elements_prepare(clrun_context *ctx, const clrun__op *op,
                                             const clrun__op_call *call, void **state)
 {
-    index_state *ist;
-    clrun_status s = new_index_state(ctx, op, &ist);
+    clrun__index_state *ist;
+    clrun_status s = clrun__index_state_new(ctx, op, 2, sizeof *ist, &ist);
     if (s != CLRUN_OK)
         return s;
     clrun__kernel_state *st = &ist->ks;
@@ -170,14 +171,14 @@ static clrun_status gather_elements_prepare(clrun_context *ctx, const clrun__op 
                               &st->kernel);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, meta, (size_t)(3 + 2 * rank) * sizeof meta[0], &st->table);
-    ist->axis_dim = data->shape[axis];
+    axis_range(ist, data->shape[axis]);
     const arg args[] = {{3, sizeof n, &n}, {4, sizeof st->table, &st->table},
                         {5, sizeof ist->bad, &ist->bad}};
     if (s == CLRUN_OK)
         s = set_args(ctx, st->kernel, args, 3);
     if (s == CLRUN_OK)
         s = clrun__flat_launch(ctx, st, n);
-    return index_state_done(ist, s, state);
+    return clrun__index_state_done(ist, clrun__index_state_release, s, state);
 }
 
 /* ---- pad --------------------------------------------------------------------------------- */
@@ -385,14 +386,14 @@ static clrun_status dropout_prepare(clrun_context *ctx, const clrun__op *op,
 static const clrun__op_kernels gather_kernels = {
     .prepare = gather_prepare,
     .enqueue = clrun__kernel_state_op_enqueue,
-    .release = index_state_release,
-    .check = index_check,
+    .release = clrun__index_state_release,
+    .check = clrun__index_check,
 };
 static const clrun__op_kernels gather_elements_kernels = {
     .prepare = gather_elements_prepare,
     .enqueue = clrun__kernel_state_op_enqueue,
-    .release = index_state_release,
-    .check = index_check,
+    .release = clrun__index_state_release,
+    .check = clrun__index_check,
 };
 static const clrun__op_kernels pad_kernels = {
     .prepare = pad_prepare,
