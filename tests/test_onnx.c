@@ -23,7 +23,7 @@
 #include "graph_reference.h"
 #include "onnx_builder.h"
 
-enum { F32 = 1, I64 = 7, I32 = 6, BOOL = 9, F64 = 11, U8 = 2, STRING = 8 };
+enum { F32 = 1, I64 = 7, I32 = 6, BOOL = 9, F64 = 11, U8 = 2, I8 = 3, STRING = 8 };
 
 typedef ob_loaded loaded;
 
@@ -1421,6 +1421,55 @@ static void test_det_and_reverse_sequence_are_their_definitions(void **state)
     expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "time_axis and batch_axis must be 0 and 1, one each");
 }
 
+/* ---- linear quantization ---- */
+
+/* y = OP(x, scale, zero point) with x [2, 3] of element type xt, scale [ns] and zero point [nz]
+ * of type zt (nz 0: no zero point), opset `opset`. */
+static void build_quant(onnx_builder *b, int64_t opset, const char *op, int xt, int64_t ns, int zt,
+                        int64_t nz)
+{
+    static const int64_t xd[2] = {2, 3};
+    static const float scales[4] = {0.5f, 0.25f, 2.0f, 1.0f};
+    static const uint8_t zeros[8] = {0};
+    ob_init(b, opset);
+    ob_input(b, "x", xt, 2, xd, NULL);
+    ob_initializer(b, "s", F32, 1, &ns, scales, (size_t)ns * sizeof scales[0]);
+    if (nz > 0)
+        ob_initializer(b, "z", zt, 1, &nz, zeros, (size_t)nz * (zt == 5 ? 2 : 1));
+    Onnx__NodeProto *n = ob_node(b, op, "q", nz > 0 ? "x,s,z" : "x,s", "y");
+    if (opset >= 13)
+        ob_attr_int(b, n, "axis", 1);
+    ob_output(b, "y", strcmp(op, "DequantizeLinear") == 0 ? F32 : nz > 0 ? zt : U8, -1, NULL);
+}
+
+static void test_quantization_maps_and_refuses(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    /* per axis: a scale and zero point per element of axis 1, both directions */
+    build_quant(&b, 13, "DequantizeLinear", U8, 3, U8, 3);
+    loaded r = load(&b);
+    assert_int_equal(r.status, CLRUN_OK);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    build_quant(&b, 13, "QuantizeLinear", F32, 3, I8, 3);
+    r = load(&b);
+    assert_int_equal(r.status, CLRUN_OK);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    /* refusals name the node and what is wrong */
+    build_quant(&b, 13, "DequantizeLinear", U8, 3, U8, 2);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(DequantizeLinear, opset 13): the zero point has 2 values, the scale 3");
+    build_quant(&b, 13, "QuantizeLinear", F32, 4, U8, 0);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "the scale has 4 values, the input's axis 1 has 3 elements");
+    build_quant(&b, 13, "QuantizeLinear", F32, 1, 5, 1);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "the zero point is int16: quantizing to int8 or uint8 is supported");
+    build_quant(&b, 13, "DequantizeLinear", F32, 1, F32, 0);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "the input is float: int8, uint8 or int32 is dequantized");
+    build_quant(&b, 10, "QuantizeLinear", F32, 3, U8, 0);
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "opset 10 takes a scalar scale (per-axis scales came in opset 13)");
+}
+
 /* ---- recurrent operators ---- */
 
 static void attr_strings(onnx_builder *b, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count)
@@ -1574,6 +1623,7 @@ int main(void)
         cmocka_unit_test(test_det_and_reverse_sequence_are_their_definitions),
         cmocka_unit_test(test_recurrent_ops_unroll_a_few_nodes_per_step),
         cmocka_unit_test(test_recurrent_refusals),
+        cmocka_unit_test(test_quantization_maps_and_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

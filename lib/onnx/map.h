@@ -96,6 +96,10 @@ clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_roi_align(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_reverse_sequence(clrun__imp *im, clrun__onode *n);
+/* map_quant.c: linear quantization as compositions (f32 arithmetic, as onnxruntime's) */
+clrun_status clrun__map_quantize(clrun__imp *im, clrun__onode *n);         /* QuantizeLinear */
+clrun_status clrun__map_dequantize(clrun__imp *im, clrun__onode *n);       /* DequantizeLinear */
+clrun_status clrun__map_dynamic_quantize(clrun__imp *im, clrun__onode *n); /* DynamicQuantizeLinear */
 /* map_recurrent.c: RNN, GRU and LSTM unrolled over the sequence's steps */
 clrun_status clrun__map_rnn(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_gru(clrun__imp *im, clrun__onode *n);

@@ -226,6 +226,19 @@ clrun_status clrun__map_pow(clrun__imp *im, clrun__onode *n)
             clrun_status s = clrun__emit1(im, n, "cast", &y, 1, &to, 1, -1, &y);
             if (s != CLRUN_OK)
                 return s;
+        } else if (!clrun__onnx_elem_is_float(x->c.elem) && clrun__onnx_elem_is_float(y->c.elem) &&
+                   clrun__onnx_elem_dtype(y->c.elem, &dtype)) {
+            /* an integer base, a float exponent: as onnxruntime, the power of the base converted
+             * to the exponent's type, truncated back into the base's type */
+            clrun_dtype base;
+            if (!clrun__onnx_elem_dtype(x->c.elem, &base))
+                return clrun__unsupported(im, "Pow of this integer type is not supported");
+            clrun_attr to = clrun__mk_int("to", (int64_t)dtype), back = clrun__mk_int("to", (int64_t)base);
+            clrun__value *t;
+            clrun_status s = clrun__emit1(im, n, "cast", &x, 1, &to, 1, -1, &t);
+            if (s == CLRUN_OK)
+                s = clrun__emit_binary(im, n, "pow", t, y, -1, &t);
+            return s == CLRUN_OK ? clrun__emit1(im, n, "cast", &t, 1, &back, 1, 0, NULL) : s;
         } else {
             return clrun__unsupported(im, "Pow of %s by a computed %s exponent is not supported",
                                       clrun__onnx_elem_is_float(x->c.elem) ? "a float" : "an integer",

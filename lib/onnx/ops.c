@@ -52,6 +52,10 @@ static const clrun__onnx_op ops[] = {
     {"Div", V(1, 6, 7, 13, 14), clrun__fold, clrun__map_binary},
     {"Mod", V(10, 13), clrun__fold, clrun__map_binary},
     {"BitShift", V(11), NULL, clrun__map_binary},
+    /* linear quantization (map_quant.c) */
+    {"QuantizeLinear", V(10, 13), NULL, clrun__map_quantize},
+    {"DequantizeLinear", V(10, 13), NULL, clrun__map_dequantize},
+    {"DynamicQuantizeLinear", V(11), NULL, clrun__map_dynamic_quantize},
     {"Pow", V(1, 7, 12, 13, 15), clrun__fold, clrun__map_pow},
     {"Equal", V(1, 7, 11, 13), clrun__fold, clrun__map_binary},
     {"Less", V(1, 7, 9, 13), clrun__fold, clrun__map_binary},
