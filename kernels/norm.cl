@@ -630,61 +630,79 @@ ulong box_offset(__global const ulong *dims, __global const ulong *strides, cons
     return offset;
 }
 
-float reduce_start(const int op)
-{
-    return op == REDUCE_MAX ? -INFINITY : op == REDUCE_MIN ? INFINITY : op == REDUCE_PROD ? 1.0f : 0.0f;
-}
-
-float reduce_step(const int op, const float acc, const float v)
-{
-    switch (op) {
-    case REDUCE_MAX: return fmax(acc, v);
-    case REDUCE_MIN: return fmin(acc, v);
-    case REDUCE_PROD: return acc * v;
-    case REDUCE_L2:
-    case REDUCE_SUM_SQUARE: return acc + v * v;
-    default: return acc + v;
+/* A reduction's kernel and helpers for element type T (suffix S): its start value, one step,
+ * the work-group's fixed tree, and clrun_reduce_S. Output o of a reduction: the kept dimensions
+ * locate the box of reduced elements that made it. meta = [kept_rank, reduced_rank, count, kept
+ * dims, kept strides, reduced dims, reduced strides], count being the elements per output. */
+#define REDUCE_HELPERS(T, S)                                                                       \
+    T reduce_start_##S(const int op)                                                               \
+    {                                                                                              \
+        return op == REDUCE_MAX ? (T)-INFINITY : op == REDUCE_MIN ? (T)INFINITY                    \
+               : op == REDUCE_PROD ? (T)1 : (T)0;                                                  \
+    }                                                                                              \
+    T reduce_step_##S(const int op, const T acc, const T v)                                        \
+    {                                                                                              \
+        switch (op) {                                                                              \
+        case REDUCE_MAX: return fmax(acc, v);                                                      \
+        case REDUCE_MIN: return fmin(acc, v);                                                      \
+        case REDUCE_PROD: return acc * v;                                                          \
+        case REDUCE_L2:                                                                            \
+        case REDUCE_SUM_SQUARE: return acc + v * v;                                                \
+        default: return acc + v;                                                                   \
+        }                                                                                          \
+    }                                                                                              \
+    T group_reduce_##S(__local T *buf, const int op, const T v)                                    \
+    {                                                                                              \
+        const uint lid = get_local_id(0);                                                          \
+        buf[lid] = v;                                                                              \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (uint step = get_local_size(0) / 2; step > 0; step /= 2) {                             \
+            if (lid < step) {                                                                      \
+                const T a = buf[lid], b = buf[lid + step];                                         \
+                buf[lid] = op == REDUCE_MAX ? fmax(a, b) : op == REDUCE_MIN ? fmin(a, b)           \
+                         : op == REDUCE_PROD ? a * b : a + b;                                      \
+            }                                                                                      \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        }                                                                                          \
+        const T total = buf[0];                                                                    \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        return total;                                                                              \
     }
-}
 
-/* Combines partial results over the work-group in a fixed tree. */
-float group_reduce(__local float *buf, const int op, const float v)
-{
-    const uint lid = get_local_id(0);
-    buf[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint step = get_local_size(0) / 2; step > 0; step /= 2) {
-        if (lid < step) {
-            const float a = buf[lid], b = buf[lid + step];
-            buf[lid] = op == REDUCE_MAX ? fmax(a, b) : op == REDUCE_MIN ? fmin(a, b)
-                     : op == REDUCE_PROD ? a * b : a + b;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float total = buf[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
-}
+/* The body of clrun_reduce_S over x and y of element type T. */
+#define REDUCE_BODY(T, S)                                                                          \
+    __local T buf[MAX_GROUP];                                                                      \
+    const size_t o = get_group_id(0);                                                              \
+    const uint lid = get_local_id(0), size = get_local_size(0);                                    \
+    const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];                            \
+    const ulong count = meta[2];                                                                   \
+    __global const ulong *kept = meta + 3, *reduced = kept + 2 * kept_rank;                        \
+    const ulong base = kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0;           \
+    T acc = reduce_start_##S(op);                                                                  \
+    for (ulong r = lid; r < count; r += size) {                                                    \
+        const ulong at =                                                                           \
+            reduced_rank ? box_offset(reduced, reduced + reduced_rank, reduced_rank, r) : 0;       \
+        acc = reduce_step_##S(op, acc, x[base + at]);                                              \
+    }                                                                                              \
+    acc = group_reduce_##S(buf, op, acc);                                                          \
+    if (lid == 0)                                                                                  \
+        y[o] = op == REDUCE_MEAN ? acc / (T)count : op == REDUCE_L2 ? sqrt(acc) : acc;
 
-/* Output o of a reduction: the kept dimensions locate the box of reduced elements that made it.
- * meta = [kept_rank, reduced_rank, count, kept dims, kept strides, reduced dims, reduced
- * strides], count being the elements per output. */
+REDUCE_HELPERS(float, f32)
+
 __kernel void clrun_reduce_f32(__global const float *x, __global float *y,
                                __global const ulong *meta, const int op)
 {
-    __local float buf[MAX_GROUP];
-    const size_t o = get_group_id(0);
-    const uint lid = get_local_id(0), size = get_local_size(0);
-    const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];
-    const ulong count = meta[2];
-    __global const ulong *kept = meta + 3, *reduced = kept + 2 * kept_rank;
-    const ulong base = kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0;
-    float acc = reduce_start(op);
-    for (ulong r = lid; r < count; r += size) {
-        const ulong at = reduced_rank ? box_offset(reduced, reduced + reduced_rank, reduced_rank, r) : 0;
-        acc = reduce_step(op, acc, x[base + at]);
-    }
-    acc = group_reduce(buf, op, acc);
-    if (lid == 0)
-        y[o] = op == REDUCE_MEAN ? acc / (float)count : op == REDUCE_L2 ? sqrt(acc) : acc;
+    REDUCE_BODY(float, f32)
 }
+
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+REDUCE_HELPERS(double, f64)
+
+__kernel void clrun_reduce_f64(__global const double *x, __global double *y,
+                               __global const ulong *meta, const int op)
+{
+    REDUCE_BODY(double, f64)
+}
+#endif

@@ -519,16 +519,7 @@ void ref_col2im(const clrun_tensor_type *tcols, const float *cols, const ref_col
 
 /* ---- scatter ops and index tuples -------------------------------------------------------- */
 
-static size_t ref_dtype_size(clrun_dtype t)
-{
-    switch (t) {
-    case CLRUN_F64:
-    case CLRUN_I64: return 8;
-    case CLRUN_F16: return 2;
-    case CLRUN_BOOL: return 1;
-    default: return 4;
-    }
-}
+static size_t ref_dtype_size(clrun_dtype t) { return clrun_dtype_size(t); }
 
 /* *target = u, or += u, *= u in the dtype. */
 static void ref_apply(clrun_dtype t, void *target, const void *u, int reduction)

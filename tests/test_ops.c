@@ -84,7 +84,7 @@ typedef struct node {
     void *result;           /* the output read back (malloc'd) */
 } node;
 
-static size_t bytes_of(const clrun_tensor_type *t) { return (size_t)ref_elements(t) * 4; }
+static size_t bytes_of(const clrun_tensor_type *t) { return (size_t)ref_elements(t) * clrun_dtype_size(t->dtype); }
 
 static clrun__op_call call_of(node *n)
 {
@@ -745,6 +745,51 @@ static void reductions_default_to_every_axis(void **state)
     check_reduce("reduce_max", "5000", 0, NULL, false, "", 1702);
 }
 
+/* f64 reductions (where the device has cl_khr_fp64): every op over the middle axis of doubles
+ * that are floats' values, against a reference in double; the sums' order differs from the
+ * reference's, within a few ulp of f64. */
+static void reductions_in_f64(void **state)
+{
+    (void)state;
+    if (!clrun_context_device(ctx)->fp64) {
+        print_message("f64 reductions not run: the device has no cl_khr_fp64\n");
+        return;
+    }
+    static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+                                      "reduce_prod", "reduce_l2", "reduce_sum_square"};
+    const int64_t middle[1] = {1};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        current_seed = 1800 + o;
+        node n = {.op = ops[o], .input_count = 1, .in = {type(CLRUN_F64, "4,300,3")}};
+        n.attrs[n.attr_count++] = attr_ints("axes", 1, middle);
+        uint64_t count = ref_elements(&n.in[0]);
+        float *x = random_floats(count, o == 4 ? 0.99 : -2, o == 4 ? 1.01 : 3, current_seed);
+        double *xd = malloc(count * sizeof *xd);
+        for (uint64_t i = 0; i < count; i++)
+            xd[i] = x[i];
+        n.data[0] = xd;
+        run(&n);
+        expect_type(&n, "4,3");
+        assert_int_equal(n.out.dtype, CLRUN_F64);
+        const double *got = n.result;
+        for (int a = 0; a < 4; a++)
+            for (int c = 0; c < 3; c++) {
+                double r = o == 2 ? -INFINITY : o == 3 ? INFINITY : o == 4 ? 1 : 0, scale = 0;
+                for (int b = 0; b < 300; b++) {
+                    double v = xd[(a * 300 + b) * 3 + c];
+                    r = o == 2 ? fmax(r, v) : o == 3 ? fmin(r, v) : o == 4 ? r * v
+                        : o >= 5 ? r + v * v : r + v;
+                    scale += o >= 5 ? v * v : fabs(v);
+                }
+                r = o == 1 ? r / 300 : o == 5 ? sqrt(r) : r;
+                double g = got[a * 3 + c];
+                if (!(fabs(g - r) <= 1e-13 * (fabs(r) + scale)))
+                    fail_msg("%s in f64: element (%d, %d) is %.17g, reference %.17g", ops[o], a, c, g, r);
+            }
+        free(x), free(xd), node_free(&n);
+    }
+}
+
 /* ---- layout ------------------------------------------------------------------------------ */
 
 static uint32_t *random_words(uint64_t n, uint64_t seed)
@@ -1368,6 +1413,7 @@ int main(void)
         cmocka_unit_test(binary_refuses_mixed_dtypes),
         cmocka_unit_test(float_only_ops_refuse_i32),
         cmocka_unit_test(f16_is_refused_until_it_has_kernels),
+        cmocka_unit_test(reductions_in_f64),
         cmocka_unit_test(unknown_attributes_are_refused),
         cmocka_unit_test(attributes_of_the_wrong_kind_are_refused),
         cmocka_unit_test(wrong_input_counts_are_refused),

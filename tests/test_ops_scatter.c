@@ -26,23 +26,12 @@
 static char cache_dir[512];
 static clrun_context *ctx;
 
-static const clrun_dtype every_dtype[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16,
-                                          CLRUN_I32, CLRUN_I64, CLRUN_BOOL};
+static const clrun_dtype every_dtype[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_I32,
+                                          CLRUN_I64, CLRUN_BOOL, CLRUN_U8,  CLRUN_I16};
 
 /* ---- data -------------------------------------------------------------------------------- */
 
-static const char *dtype_name(clrun_dtype t)
-{
-    switch (t) {
-    case CLRUN_F32: return "f32";
-    case CLRUN_F64: return "f64";
-    case CLRUN_F16: return "f16";
-    case CLRUN_I32: return "i32";
-    case CLRUN_I64: return "i64";
-    case CLRUN_BOOL: return "bool";
-    }
-    return "?";
-}
+static const char *dtype_name(clrun_dtype t) { return clrun_dtype_name(t); }
 
 /* n random elements of the dtype (malloc'd): for `small`, values the reductions keep exact
  * enough to compare bit for bit after many steps (floats in [0.5, 1.5], any integer); else any

@@ -459,8 +459,12 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     for (int i = 0; i < kept; i++) meta[n++] = ks[i];
     for (int i = 0; i < red; i++) meta[n++] = rd[i];
     for (int i = 0; i < red; i++) meta[n++] = rs[i];
+    if (x->dtype == CLRUN_F64 && !ctx->info.fp64)
+        return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED,
+                           "reduce: f64 needs cl_khr_fp64, which '%s' does not have", ctx->info.name);
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_reduce_f32", 1, outputs, count, false, &st);
+    clrun_status s = row_begin(ctx, x->dtype == CLRUN_F64 ? "clrun_reduce_f64" : "clrun_reduce_f32", 1,
+                               outputs, count, false, &st);
     if (s != CLRUN_OK)
         return s;
     s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->table);
