@@ -31,7 +31,7 @@ case("relu", helper.make_node("Relu", ["x"], ["y"]), x, np.maximum(x, 0))
 wrong = np.maximum(x, 0)
 wrong[1, 2] = 7
 case("relu_wrong", helper.make_node("Relu", ["x"], ["y"]), x, wrong)
-case("refused", helper.make_node("Det", ["x"], ["y"], name="Det_7"), x, x, opset=13)
+case("refused", helper.make_node("Bernoulli", ["x"], ["y"], name="Bernoulli_7"), x, x, opset=15)
 case("batch", helper.make_node("Relu", ["x"], ["y"]), x, np.maximum(x, 0), xdims=["N", 3])
 np.save(os.path.join(root, "x.npy"), x)
 np.save(os.path.join(root, "x64.npy"), x.astype(np.float64))
@@ -46,7 +46,7 @@ rc=$?
 grep -q "^PASS  *$cases/relu\$" "$tmp/out" || fail "no PASS line for relu: $(cat "$tmp/out")"
 grep -q "^FAIL  *$cases/relu_wrong: output 0 'y' element \[1, 2\] (flat 5): got 6, expected 7" "$tmp/out" ||
     fail "the FAIL line does not name the worst element: $(cat "$tmp/out")"
-grep -q "^UNSUPPORTED  *$cases/refused: .*node 0 'Det_7' (Det, opset 13): operator Det is not supported" "$tmp/out" ||
+grep -q "^UNSUPPORTED  *$cases/refused: .*node 0 'Bernoulli_7' (Bernoulli, opset 15): operator Bernoulli is not supported" "$tmp/out" ||
     fail "the UNSUPPORTED line does not give the refusal: $(cat "$tmp/out")"
 grep -q "^PASS  *$cases/batch\$" "$tmp/out" || fail "symbolic dims are not bound from the test data"
 tail -n 1 "$tmp/out" | grep -q "^2 passed, 1 failed, 1 unsupported\$" || fail "summary: $(tail -n 1 "$tmp/out")"
@@ -58,7 +58,7 @@ import json, sys
 d = json.load(open('$tmp/json'))
 assert d['passed'] == 1 and d['failed'] == 0 and d['unsupported'] == 1, d
 assert [c['result'] for c in d['cases']] == ['PASS', 'UNSUPPORTED'], d
-assert 'Det' in d['cases'][1]['message']
+assert 'Bernoulli' in d['cases'][1]['message']
 " || fail "onnx-test --json: $(cat "$tmp/json")"
 
 # run: --input from .npy and .pb, --output-dir; the outputs as numpy reads them.
