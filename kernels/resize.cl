@@ -5,7 +5,7 @@
  * table = [rank, out dims[rank], taps[rank], start[rank], entries...]: tap j of coordinate c of
  * axis d is the pair at start[d] + 2 * (c * taps[d] + j): the input offset it contributes
  * (index times the axis' stride) and the bits of its float weight. */
-#define MAX_RANK 6
+#define MAX_RANK 8 /* CLRUN_MAX_DIMS (include/clrun/graph.h) */
 
 /* nearest: one tap per axis, any element size, exact. */
 #define NEAREST_BODY                                                                               \

@@ -55,7 +55,7 @@ void lref_transpose(size_t size, const ref_shape *x, const void *data, const int
     for (int d = 0; d < x->rank; d++)
         y.dims[d] = x->dims[perm[d]];
     for (int64_t i = 0; i < ref_count(&y); i++) {
-        int64_t cy[6] = {0}, cx[6] = {0};
+        int64_t cy[CLRUN_MAX_DIMS] = {0}, cx[CLRUN_MAX_DIMS] = {0};
         coords(i, &y, cy);
         for (int d = 0; d < x->rank; d++)
             cx[perm[d]] = cy[d];
@@ -87,7 +87,7 @@ bool lref_slice(size_t size, const ref_shape *x, const void *data, int n, const 
                 const int64_t *ends, const int64_t *axes, const int64_t *steps, ref_shape *y,
                 void *out)
 {
-    int64_t *picked[6];
+    int64_t *picked[CLRUN_MAX_DIMS];
     *y = *x;
     for (int d = 0; d < x->rank; d++) {
         picked[d] = malloc((size_t)x->dims[d] * sizeof(int64_t) + 8);
@@ -102,7 +102,7 @@ bool lref_slice(size_t size, const ref_shape *x, const void *data, int n, const 
         empty = empty || y->dims[axis] == 0;
     }
     for (int64_t i = 0; !empty && i < ref_count(y); i++) {
-        int64_t cy[6] = {0}, cx[6] = {0};
+        int64_t cy[CLRUN_MAX_DIMS] = {0}, cx[CLRUN_MAX_DIMS] = {0};
         coords(i, y, cy);
         for (int d = 0; d < x->rank; d++)
             cx[d] = picked[d][cy[d]];
@@ -123,7 +123,7 @@ void lref_split(size_t size, const ref_shape *x, const void *data, int axis, int
     ref_shape y = *x;
     y.dims[axis] = sizes[index];
     for (int64_t i = 0; i < ref_count(&y); i++) {
-        int64_t c[6] = {0};
+        int64_t c[CLRUN_MAX_DIMS] = {0};
         coords(i, &y, c);
         c[axis] += offset;
         put(size, out, i, data, flat(c, x));
@@ -133,7 +133,7 @@ void lref_split(size_t size, const ref_shape *x, const void *data, int axis, int
 void lref_expand(size_t size, const ref_shape *x, const void *data, const ref_shape *y, void *out)
 {
     for (int64_t i = 0; i < ref_count(y); i++) {
-        int64_t cy[6], cx[6] = {0};
+        int64_t cy[CLRUN_MAX_DIMS], cx[CLRUN_MAX_DIMS] = {0};
         coords(i, y, cy);
         for (int d = 0; d < x->rank; d++) {
             int64_t c = cy[d + y->rank - x->rank];
@@ -150,7 +150,7 @@ void lref_tile(size_t size, const ref_shape *x, const void *data, const int64_t 
     for (int d = 0; d < x->rank; d++)
         y.dims[d] *= repeats[d];
     for (int64_t i = 0; i < ref_count(&y); i++) {
-        int64_t c[6] = {0};
+        int64_t c[CLRUN_MAX_DIMS] = {0};
         coords(i, &y, c);
         for (int d = 0; d < x->rank; d++)
             c[d] %= x->dims[d];
@@ -197,7 +197,7 @@ void lref_gather(size_t size, const ref_shape *x, const void *data, const ref_sh
     for (int d = axis + 1; d < x->rank; d++)
         y.dims[y.rank++] = x->dims[d];
     for (int64_t i = 0; i < ref_count(&y); i++) {
-        int64_t cy[6] = {0}, cx[6] = {0}, ci[6] = {0};
+        int64_t cy[CLRUN_MAX_DIMS] = {0}, cx[CLRUN_MAX_DIMS] = {0}, ci[CLRUN_MAX_DIMS] = {0};
         coords(i, &y, cy);
         for (int d = 0; d < axis; d++)
             cx[d] = cy[d];
@@ -221,7 +221,7 @@ void lref_gather_elements(size_t size, const ref_shape *x, const void *data,
                           const ref_shape *indices, const int64_t *index, int axis, void *out)
 {
     for (int64_t i = 0; i < ref_count(indices); i++) {
-        int64_t c[6] = {0};
+        int64_t c[CLRUN_MAX_DIMS] = {0};
         coords(i, indices, c);
         int64_t k = index[i];
         if (k < 0)
@@ -252,7 +252,7 @@ void lref_pad(size_t size, const ref_shape *x, const void *data, const int64_t *
     for (int d = 0; d < x->rank; d++)
         y.dims[d] += pads[d] + pads[x->rank + d];
     for (int64_t i = 0; i < ref_count(&y); i++) {
-        int64_t c[6] = {0};
+        int64_t c[CLRUN_MAX_DIMS] = {0};
         coords(i, &y, c);
         bool inside = true;
         for (int d = 0; d < x->rank; d++) {
@@ -277,7 +277,7 @@ void lref_trilu(size_t size, const ref_shape *x, const void *data, bool upper, i
                 void *out)
 {
     for (int64_t i = 0; i < ref_count(x); i++) {
-        int64_t c[6] = {0};
+        int64_t c[CLRUN_MAX_DIMS] = {0};
         coords(i, x, c);
         int64_t row = c[x->rank - 2], col = c[x->rank - 1];
         bool keep = upper ? col - row >= k : col - row <= k;
@@ -457,7 +457,7 @@ void lref_resize(const ref_shape *x, const double *data, const ref_shape *y,
                  const lref_resize_params *p, double *out)
 {
     for (int64_t i = 0; i < ref_count(y); i++) {
-        int64_t c[6] = {0};
+        int64_t c[CLRUN_MAX_DIMS] = {0};
         coords(i, y, c);
         out[i] = interpolate_nd(data, x, y, 0, 0, c, p);
     }

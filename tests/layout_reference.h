@@ -14,7 +14,7 @@
 /* A shape and its element count, as the references see them. */
 typedef struct ref_shape {
     int rank;
-    int64_t dims[6];
+    int64_t dims[CLRUN_MAX_DIMS];
 } ref_shape;
 
 int64_t ref_count(const ref_shape *s);
@@ -79,7 +79,7 @@ typedef struct lref_resize_params {
     int mode, coordinate_mode, nearest_mode;
     double cubic_a;
     bool exclude_outside;
-    double scales[6];
+    double scales[CLRUN_MAX_DIMS];
 } lref_resize_params;
 void lref_resize(const ref_shape *x, const double *data, const ref_shape *y,
                  const lref_resize_params *p, double *out);

@@ -908,6 +908,42 @@ static void moves_and_siblings_fuse_with_the_same_bits(void **state)
     clrun_graph_destroy(g);
 }
 
+/* At rank 8 (CLRUN_MAX_DIMS): operands that take turns broadcasting (no dimension merges), a
+ * transposed read reversing all eight axes and a slice, fused into one kernel with the bits of
+ * the unfused run. */
+static void rank_eight_chains_fuse_with_the_same_bits(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("rank8", &g), CLRUN_OK);
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 8, (int64_t[]){2, 3, 1, 2, 3, 2, 1, 2}));
+    int32_t y = input(g, "y", shape_of(CLRUN_F32, 8, (int64_t[]){1, 3, 2, 1, 3, 1, 2, 2}));
+    int32_t z = input(g, "z", shape_of(CLRUN_F32, 8, (int64_t[]){2, 2, 2, 3, 2, 2, 3, 2}));
+    int32_t w = input(g, "w", shape_of(CLRUN_F32, 8, (int64_t[]){2, 3, 2, 2, 3, 2, 2, 5}));
+    clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {7, 6, 5, 4, 3, 2, 1, 0},
+                       .count = 8};
+    clrun_attr cut[3] = {{.name = "axis", .kind = CLRUN_ATTR_INT, .i = 7},
+                         {.name = "start", .kind = CLRUN_ATTR_INT, .i = 1},
+                         {.name = "end", .kind = CLRUN_ATTR_INT, .i = 3}};
+    int32_t t = binary(g, "mul", "t", x, y); /* [2, 3, 2, 2, 3, 2, 2, 2] */
+    t = binary(g, "sub", "t2", t, x);
+    t = unary(g, "tanh", "t3", t);
+    int32_t zt = node(g, "transpose", "zt", 1, &z, &perm, 1);
+    int32_t ws = node(g, "slice", "ws", 1, &w, cut, 3);
+    t = binary(g, "add", "t4", t, zt);
+    t = binary(g, "mul", "t5", t, ws);
+    clrun_graph_mark_output(g, unary(g, "exp", "e", t));
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    outcome base = run_unfused(g, 11);
+    for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
+        outcome o = run_graph(g, every_mode[m], 11);
+        expect_same_bits(g, &o, &base, "rank 8", 11);
+        assert_int_equal(o.groups, 1);
+        assert_int_equal(o.stats.kernels, 1);
+    }
+    clrun_graph_destroy(g);
+}
+
 /* ---- constant folding -------------------------------------------------------------------- */
 
 static void constant_nodes_run_once_into_constants_with_the_same_bits(void **state)
@@ -1070,6 +1106,7 @@ int main(void)
         cmocka_unit_test(clrun_fusion_0_turns_it_off),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
+        cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),
         cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),
         cmocka_unit_test(a_folded_product_gets_its_scratch),
         cmocka_unit_test(batch_norm_folds_into_the_convolution_before_it),

@@ -236,6 +236,9 @@ static void sizes_that_overflow_are_zero(void **state)
     assert_int_equal(clrun_tensor_elements(&huge), 0);
     clrun_tensor_type zero = F32(4, 0);
     assert_int_equal(clrun_tensor_elements(&zero), 0);
+    clrun_tensor_type eight = {CLRUN_F32, 8, {2, 1, 3, 1, 2, 1, 3, 5}};
+    assert_int_equal(CLRUN_MAX_DIMS, 8);
+    assert_int_equal(clrun_tensor_bytes(&eight), 4 * 180);
     clrun_tensor_type bad_rank = {CLRUN_F32, CLRUN_MAX_DIMS + 1, {0}};
     assert_int_equal(clrun_tensor_bytes(&bad_rank), 0);
 }
@@ -360,14 +363,17 @@ static void refuses_bad_types(void **state)
                      CLRUN_ERROR_INVALID_SIZE);
     assert_string_equal(clrun_graph_last_error(graph),
                         "'a': f32[2147483648, 2147483648] is too large (its byte size overflows 64 bits)");
-    clrun_tensor_type rank = {CLRUN_F32, 7, {1, 1, 1, 1, 1, 1}};
+    clrun_tensor_type rank = {CLRUN_F32, 9, {1, 1, 1, 1, 1, 1, 1, 1}};
     assert_int_equal(clrun_graph_add_input(graph, "a", &rank, false, NULL),
                      CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(clrun_graph_last_error(graph), "'a': rank 9 is out of range (0 to 8)");
     clrun_tensor_type dtype = {(clrun_dtype)12, 1, {4}};
     assert_int_equal(clrun_graph_add_input(graph, "a", &dtype, false, NULL),
                      CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clrun_graph_add_input(graph, "a", NULL, false, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clrun_graph_tensor_count(graph), 0);
+    clrun_tensor_type eight = {CLRUN_F32, 8, {2, 1, 3, 1, 2, 1, 3, 1}}; /* CLRUN_MAX_DIMS */
+    assert_int_equal(clrun_graph_add_input(graph, "eight", &eight, false, NULL), CLRUN_OK);
     clrun_graph_destroy(graph);
 }
 

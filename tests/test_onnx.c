@@ -369,6 +369,28 @@ static void test_model_errors(void **state)
     ob_node(&b, "Identity", "a", "x", "y");
     ob_output(&b, "y", STRING, 1, dims);
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "input 'x' is string: clrun has no such tensors");
+    /* rank 8 (CLRUN_MAX_DIMS) loads; rank 9 is refused, naming the input */
+    static const int64_t eight[8] = {2, 1, 3, 1, 2, 1, 2, 1}, nine[9] = {2, 1, 3, 1, 2, 1, 2, 1, 2};
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 8, eight, NULL);
+    ob_node(&b, "Relu", "a", "x", "y");
+    ob_output(&b, "y", F32, 8, eight);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("rank 8: %s", r.err);
+    const clrun_tensor_id *outs;
+    assert_int_equal(clrun_graph_outputs(r.graph, &outs), 1);
+    const clrun_tensor_type *t = clrun_graph_tensor_type(r.graph, outs[0]);
+    assert_int_equal(t->rank, 8);
+    for (int d = 0; d < 8; d++)
+        assert_int_equal(t->shape[d], eight[d]);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+    ob_init(&b, 13);
+    ob_input(&b, "x", F32, 9, nine, NULL);
+    ob_node(&b, "Relu", "a", "x", "y");
+    ob_output(&b, "y", F32, 9, nine);
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "input 'x' has 9 dimensions (clrun tensors have at most 8)");
 }
 
 /* Nodes out of order load in dependency order; a sorted model keeps its order. */
@@ -670,6 +692,12 @@ static void test_npy_variants_clrun_does_not_read(void **state)
                      CLRUN_ERROR_PARSE);
     assert_non_null(strstr(err, "20 bytes of data for a shape of 24 bytes"));
     assert_int_equal(parse_npy("{'descr': '<f4', 'shape': (2, 3), }\n", 24, err, sizeof err), CLRUN_ERROR_PARSE);
+    /* 8 dimensions (CLRUN_MAX_DIMS) are read, 9 are not */
+    assert_int_equal(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 3, 1, 1, 2, 1, 1), }\n",
+                               48, err, sizeof err), CLRUN_OK);
+    assert_int_equal(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 3, 1, 1, 2, 1, 1, 1), }\n",
+                               48, err, sizeof err), CLRUN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(err, "more than 8 dimensions"));
     clrun_tensor_type t;
     void *data;
     assert_int_equal(clrun_npy_parse("PK\x03\x04", 4, "x.npz", &t, &data, err, sizeof err), CLRUN_ERROR_PARSE);

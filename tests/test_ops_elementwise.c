@@ -849,6 +849,9 @@ static bool every_variant(clrun_dtype dt)
 static const char *const shape_cases[][2] = {
     {"3,7,11", "3,7,11"}, {"4,1,5", "3,1"}, {"2,3,37", "37"},
     {"2,1,3,1,2,1", "1,4,1,3,1,5"}, {"", "5,7"},
+    /* ranks 7 and 8 (CLRUN_MAX_DIMS): the operands take turns broadcasting, so no dimension
+     * merges and the table holds every one */
+    {"2,1,3,1,2,1,3", "1,2,1,3,1,2,1"}, {"2,1,3,1,2,1,3,1", "1,2,1,3,1,2,1,2"},
 };
 #define SHAPE_CASES (sizeof shape_cases / sizeof shape_cases[0])
 
@@ -995,6 +998,7 @@ static void where_broadcasts_all_three(void **state)
     const char *const cases[][4] = {
         {"4,3,5", "4,3,5", "4,3,5", "4,3,5"}, {"4,1,5", "3,1", "1", "4,3,5"},
         {"2,1,3,1,2,1", "1,4,1,3,1,5", "2,4,1,1,1,1", "2,4,3,3,2,5"}, {"", "6", "", "6"},
+        {"2,1,3,1,2,1,3,1", "1,2,1,3,1,2,1,2", "2,2,1,1,2,1,1,2", "2,2,3,3,2,2,3,2"},
     };
     clrun_dtype dts[16];
     int n = dtypes_of("where", dts);

@@ -921,6 +921,7 @@ static void softmax_and_logsoftmax_over_any_axis_once(void)
     static const struct { const char *x; int64_t axis; } cases[] = {
         {"3,4,37", -1}, {"3,4,37", 1}, {"3,4,37", 0}, {"5,130", 1}, {"2,8,3,3", 1},
         {"2,200", -1}, {"3,7", -1}, /* four-vector steps and a tail; rows shorter than a vector */
+        {"2,3,1,2,2,1,3", -1}, {"2,1,3,2,1,2,3,2", 3}, /* ranks 7 and 8 (CLRUN_MAX_DIMS) */
     };
     for (int log_form = 0; log_form < 2; log_form++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -1019,6 +1020,79 @@ static void every_reduction_over_any_axes_with_keepdims(void **state)
                         }
                         cnt[at]++;
                     }
+            for (uint64_t i = 0; i < count; i++) {
+                ref[i] = o == 1 ? acc[i] / (double)cnt[i] : o == 5 ? sqrt(acc[i]) : acc[i];
+                scale[i] = o == 1 ? scale[i] / (double)cnt[i] : o == 5 ? sqrt(scale[i])
+                         : o == 4 ? fabs(acc[i]) * (double)cnt[i] : scale[i];
+            }
+            expect_close(&n, ref, scale, ops[o]);
+            free(ref), free(scale), free(acc), free(cnt), free(n.result);
+            free_node_data(&n, 1);
+        }
+}
+
+/* Every reduction at ranks 7 and 8 (CLRUN_MAX_DIMS), on every other axis so that neither the
+ * kept nor the reduced dims merge: the kernel's table holds them all. The reference walks the
+ * input's coordinates. */
+static void every_reduction_at_ranks_7_and_8(void **state)
+{
+    (void)state;
+    static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+                                      "reduce_prod", "reduce_l2", "reduce_sum_square"};
+    static const struct {
+        const char *x;
+        int count;
+        int64_t axes[4];
+        bool keepdims;
+        const char *out;
+    } cases[] = {
+        {"2,3,2,3,2,3,2", 3, {1, 3, -2}, false, "2,2,2,2"},
+        {"2,3,2,3,2,3,2,3", 4, {1, 3, 5, 7}, true, "2,1,2,1,2,1,2,1"},
+        {"3,2,3,2,3,2,3,2", 4, {0, 2, 4, 6}, false, "2,2,2,2"},
+    };
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            node n = {.op = ops[o], .input_count = 1, .in = {type(cases[c].x)}};
+            n.attrs[n.attr_count++] = attr_ints("axes", cases[c].count, cases[c].axes);
+            n.attrs[n.attr_count++] = attr_int("keepdims", cases[c].keepdims);
+            const clrun_tensor_type *x = &n.in[0];
+            uint64_t total = elements(x);
+            /* prod stays near 1: values in [0.8, 1.2] */
+            n.data[0] = random_floats(total, o == 4 ? 0.8 : -2, o == 4 ? 1.2 : 2, 1200 + 10 * o + c);
+            run_node(&n, 1, NULL);
+            clrun_tensor_type want = type(cases[c].out);
+            assert_int_equal(n.out.rank, want.rank);
+            for (int d = 0; d < want.rank; d++)
+                assert_int_equal(n.out.shape[d], want.shape[d]);
+            bool reduced[CLRUN_MAX_DIMS] = {false};
+            for (int i = 0; i < cases[c].count; i++)
+                reduced[(cases[c].axes[i] + x->rank) % x->rank] = true;
+            uint64_t count = elements(&n.out);
+            double *ref = malloc(count * sizeof *ref), *scale = calloc(count, sizeof *scale);
+            double *acc = malloc(count * sizeof *acc);
+            uint64_t *cnt = calloc(count, sizeof *cnt);
+            for (uint64_t i = 0; i < count; i++)
+                acc[i] = o == 2 ? -INFINITY : o == 3 ? INFINITY : o == 4 ? 1 : 0;
+            for (uint64_t i = 0; i < total; i++) {
+                uint64_t rem = i, at = 0, stride = 1;
+                for (int d = x->rank - 1; d >= 0; d--) {
+                    uint64_t dim = (uint64_t)x->shape[d], coordinate = rem % dim;
+                    rem /= dim;
+                    if (!reduced[d]) {
+                        at += coordinate * stride;
+                        stride *= dim;
+                    }
+                }
+                double v = n.data[0][i];
+                switch (o) {
+                case 2: acc[at] = fmax(acc[at], v); break;
+                case 3: acc[at] = fmin(acc[at], v); break;
+                case 4: acc[at] *= v; break;
+                case 5: case 6: acc[at] += v * v; scale[at] += v * v; break;
+                default: acc[at] += v; scale[at] += fabs(v); break;
+                }
+                cnt[at]++;
+            }
             for (uint64_t i = 0; i < count; i++) {
                 ref[i] = o == 1 ? acc[i] / (double)cnt[i] : o == 5 ? sqrt(acc[i]) : acc[i];
                 scale[i] = o == 1 ? scale[i] / (double)cnt[i] : o == 5 ? sqrt(scale[i])
@@ -1161,6 +1235,7 @@ int main(void)
         cmocka_unit_test_setup(instancenorm_and_batchnorm_per_channel, reset_choices),
         cmocka_unit_test_setup(softmax_and_logsoftmax_over_any_axis, reset_choices),
         cmocka_unit_test_setup(every_reduction_over_any_axes_with_keepdims, reset_choices),
+        cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8, reset_choices),
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),
     };

@@ -81,7 +81,7 @@ typedef struct node {
     int input_count;
     clrun_tensor_type in[4];
     const void *data[4];
-    clrun_attr attrs[12];
+    clrun_attr attrs[16]; /* resize: 6 and a scale per axis */
     int attr_count;
     clrun_tensor_type out; /* from infer */
     void *result;          /* the output read back (malloc'd) */
@@ -163,7 +163,7 @@ static void node_free(node *n)
 static void expect_type(const node *n, clrun_dtype dtype, const char *dims)
 {
     clrun_tensor_type want = type(dtype, dims);
-    char got_s[160], want_s[160];
+    char got_s[CLRUN__TYPE_TEXT], want_s[CLRUN__TYPE_TEXT];
     clrun__type_format(&n->out, got_s, sizeof got_s);
     clrun__type_format(&want, want_s, sizeof want_s);
     if (strcmp(got_s, want_s) != 0)
@@ -246,6 +246,14 @@ static void transpose_moves_every_dtype(void **state)
         node d = {.op = "transpose", .input_count = 1, .in = {type(every_dtype[t], "5,7,40")},
                   .attrs = {INTS("perm", 1, 0, 2)}, .attr_count = 1};
         check_moves(&d, transpose_ref, "7,5,40", 130 + t);
+        /* ranks 7 and 8 (CLRUN_MAX_DIMS): no two axes stay neighbours, so none merge */
+        node e = {.op = "transpose", .input_count = 1, .in = {type(every_dtype[t], "3,2,2,3,1,2,2")},
+                  .attrs = {INTS("perm", 6, 0, 5, 1, 4, 2, 3)}, .attr_count = 1};
+        check_moves(&e, transpose_ref, "2,3,2,2,1,2,3", 140 + t);
+        node f = {.op = "transpose", .input_count = 1,
+                  .in = {type(every_dtype[t], "2,3,1,2,3,2,1,2")},
+                  .attrs = {INTS("perm", 7, 5, 3, 1, 0, 2, 4, 6)}, .attr_count = 1};
+        check_moves(&f, transpose_ref, "2,2,2,3,2,1,3,1", 150 + t);
     }
 }
 
@@ -324,12 +332,55 @@ static void concat_joins_every_dtype_and_many_inputs(void **state)
     }
 }
 
+/* Concat of three inputs at ranks 7 and 8 (CLRUN_MAX_DIMS), along an inner and an outer axis:
+ * the reference copies, for every row of the dims before the axis, each input's block. */
+static void concat_at_ranks_7_and_8(void **state)
+{
+    (void)state;
+    static const struct { const char *dims[3]; int axis; const char *out; } cases[] = {
+        {{"2,1,2,3,1,2,2", "2,1,2,3,1,1,2", "2,1,2,3,1,3,2"}, 5, "2,1,2,3,1,6,2"},
+        {{"2,3,1,2,2,1,2,2", "2,3,1,2,2,1,1,2", "2,3,1,2,2,1,3,2"}, -2, "2,3,1,2,2,1,6,2"},
+        {{"1,2,2,1,2,3,1,2", "2,2,2,1,2,3,1,2", "1,2,2,1,2,3,1,2"}, 0, "4,2,2,1,2,3,1,2"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clrun_dtype dt = every_dtype[c % DTYPE_COUNT];
+        current_seed = 350 + c;
+        node n = {.op = "concat", .input_count = 3, .attrs = {attr_int("axis", cases[c].axis)},
+                  .attr_count = 1};
+        void *parts[3];
+        for (int i = 0; i < 3; i++) {
+            n.in[i] = type(dt, cases[c].dims[i]);
+            parts[i] = random_bytes(bytes_of(&n.in[i]), current_seed * 10 + (uint64_t)i);
+            n.data[i] = parts[i];
+        }
+        run_node(&n, false);
+        expect_type(&n, dt, cases[c].out);
+        int axis = cases[c].axis < 0 ? cases[c].axis + n.in[0].rank : cases[c].axis;
+        int64_t rows = 1;
+        for (int d = 0; d < axis; d++)
+            rows *= n.in[0].shape[d];
+        unsigned char *want = malloc(bytes_of(&n.out) + 8);
+        size_t at = 0;
+        for (int64_t row = 0; row < rows; row++)
+            for (int i = 0; i < 3; i++) {
+                size_t block = bytes_of(&n.in[i]) / (size_t)rows;
+                memcpy(want + at, (char *)parts[i] + (size_t)row * block, block);
+                at += block;
+            }
+        assert_int_equal(at, bytes_of(&n.out));
+        expect_bytes(&n, want);
+        for (int i = 0; i < 3; i++)
+            free(parts[i]);
+        free(want), node_free(&n);
+    }
+}
+
 /* ---- slice and split --------------------------------------------------------------------- */
 
 typedef struct slice_case {
     const char *dims;
     int n;
-    int64_t starts[6], ends[6], axes[6], steps[6];
+    int64_t starts[CLRUN_MAX_DIMS], ends[CLRUN_MAX_DIMS], axes[CLRUN_MAX_DIMS], steps[CLRUN_MAX_DIMS];
     bool axes_given, steps_given;
     const char *out;
 } slice_case;
@@ -382,6 +433,10 @@ static void slice_follows_onnx_clamping_and_steps(void **state)
         {"4,10,40", 2, {3, 2}, {-5, 8}, {0, 1}, {-1, 1}, true, true, "4,6,40"},
         {"2,3,2,3,2,3", 3, {1, 0, -1}, {3, 2, -4}, {1, 3, 5}, {1, 1, -1}, true, true,
          "2,2,2,2,2,3"},
+        /* ranks 7 and 8: every other axis cut, one of them backwards */
+        {"3,2,3,2,3,2,3", 2, {0, 2}, {3, 0}, {0, 6}, {2, -1}, true, true, "2,2,3,2,3,2,2"},
+        {"2,3,2,3,2,3,2,3", 4, {1, 0, -1, 1}, {2, 3, -4, 3}, {1, 3, 5, 7}, {1, 2, -1, 1}, true,
+         true, "2,1,2,2,2,3,2,2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_slice(&cases[i], every_dtype[i % DTYPE_COUNT], 400 + i);
@@ -453,6 +508,12 @@ static void expand_broadcasts_to_a_shape(void **state)
         node d = {.op = "expand", .input_count = 1, .in = {type(dt, "")},
                   .attrs = {INTS("shape", 2, 70)}, .attr_count = 1};
         check_moves(&d, expand_ref, "2,70", 630 + t);
+        node e = {.op = "expand", .input_count = 1, .in = {type(dt, "1,2,1,3")},
+                  .attrs = {INTS("shape", 2, 1, 3, 2, 2, 1, 3)}, .attr_count = 1};
+        check_moves(&e, expand_ref, "2,1,3,2,2,1,3", 640 + t); /* rank 7 */
+        node f = {.op = "expand", .input_count = 1, .in = {type(dt, "3,1,2,1")},
+                  .attrs = {INTS("shape", 2, 1, 2, 1, 3, 2, 2, 4)}, .attr_count = 1};
+        check_moves(&f, expand_ref, "2,1,2,1,3,2,2,4", 650 + t); /* rank 8 */
     }
 }
 
@@ -477,6 +538,13 @@ static void tile_repeats_every_axis(void **state)
     node d = {.op = "tile", .input_count = 1, .in = {type(CLRUN_F16, "3,1,2,1,2,1")},
               .attrs = {INTS("repeats", 2, 3, 1, 2, 2, 5)}, .attr_count = 1};
     check_moves(&d, tile_ref, "6,3,2,2,4,5", 703);
+    /* ranks 7 and 8: the view has twice the rank, 16 at most */
+    node e = {.op = "tile", .input_count = 1, .in = {type(CLRUN_I32, "3,1,2,1,2,1,2")},
+              .attrs = {INTS("repeats", 2, 3, 1, 2, 1, 2, 1)}, .attr_count = 1};
+    check_moves(&e, tile_ref, "6,3,2,2,2,2,2", 704);
+    node f = {.op = "tile", .input_count = 1, .in = {type(CLRUN_F64, "2,1,2,1,2,1,2,1")},
+              .attrs = {INTS("repeats", 1, 2, 1, 3, 2, 1, 1, 2)}, .attr_count = 1};
+    check_moves(&f, tile_ref, "2,2,2,3,4,1,2,2", 705);
 }
 
 static void depth_to_space_ref(const node *n, const void *x, void *out)
@@ -554,6 +622,8 @@ static void gather_takes_any_axis_and_negative_indices(void **state)
         check_gather(CLRUN_BOOL, "4,6", 1, it, "", one, "4", 905);               /* scalar index */
         check_gather(CLRUN_F16, "3,4,5", 2, it, "2,1", pair, "3,4,2,1", 906);
         check_gather(CLRUN_F64, "7", 0, it, "", one, "", 907);                   /* rank 0 out */
+        check_gather(CLRUN_F32, "2,3,2,3,2,2,2", 3, it, "2", pair, "2,3,2,2,2,2,2", 908);
+        check_gather(CLRUN_I32, "2,2,3,2,2,3,2", 2, it, "2,1", pair, "2,2,2,1,2,2,3,2", 909);
     }
 }
 
@@ -594,6 +664,8 @@ static void gather_elements_picks_along_an_axis(void **state)
         check_gather_elements(CLRUN_F32, "3,3", 0, it, "2,3", en, 1002);  /* _negative_indices */
         check_gather_elements(CLRUN_F64, "3,5,6", 1, it, "2,3,4", many, 1003);
         check_gather_elements(CLRUN_BOOL, "2,4,5", -1, it, "2,3,4", many, 1004);
+        check_gather_elements(CLRUN_F32, "2,2,2,3,2,2,2,2", 3, it, "1,2,1,2,1,2,1,2", many, 1005);
+        check_gather_elements(CLRUN_I64, "2,1,2,5,2,1,2", -4, it, "1,1,2,3,2,1,2", many, 1006);
     }
 }
 
@@ -645,6 +717,8 @@ static void pad_in_every_mode(void **state)
     const int64_t suite_edge[8] = {0, 0, 1, 1, 0, 0, 1, 1};
     const int64_t torch2d[8] = {0, 0, 3, 1, 0, 0, 4, 2};
     const int64_t wide[4] = {7, 9, 5, 11}, crop[4] = {-1, 2, 0, -3}, single[2] = {3, 4};
+    const int64_t rank7[14] = {0, 1, 0, 1, 0, 0, 2, 1, 0, 0, 0, 1, 0, 0};
+    const int64_t rank8[16] = {1, 0, 1, 0, 0, 1, 0, 1, 0, 0, 1, 2, 0, 0, 0, 1};
     /* test_constant_pad, test_edge_pad, test_reflect_pad, pytorch's *Pad2d */
     check_pad(CLRUN_F32, "1,3,4,5", 4, suite_constant, 0, 1.2, "1,3,7,12", 1100);
     check_pad(CLRUN_I32, "1,3,4,5", 4, suite_edge, 2, 0, "1,3,6,7", 1101);
@@ -660,6 +734,10 @@ static void pad_in_every_mode(void **state)
         check_pad(CLRUN_F16, "2,3", 2, wide, mode, -2, "14,23", 1140 + (uint64_t)mode);
         check_pad(CLRUN_U8, "3,4", 2, wide, mode, 200, "15,24", 1150 + (uint64_t)mode);
         check_pad(CLRUN_I16, "3,6", 2, crop, mode, -300, "2,5", 1160 + (uint64_t)mode);
+        check_pad(CLRUN_F32, "2,3,1,2,2,1,3", 7, rank7, mode, 1.5, "3,4,1,3,3,1,5",
+                  1170 + (uint64_t)mode);
+        check_pad(CLRUN_I64, "2,1,2,3,1,2,1,2", 8, rank8, mode, -7, "3,1,4,5,1,3,1,4",
+                  1180 + (uint64_t)mode);
     }
 }
 
@@ -797,7 +875,7 @@ typedef struct resize_case {
     int mode, coordinate_mode, nearest_mode;
     double cubic_a;
     bool exclude_outside;
-    double scales[6]; /* 0: not given */
+    double scales[CLRUN_MAX_DIMS]; /* 0: not given */
 } resize_case;
 
 static void check_resize(const resize_case *c, clrun_dtype dtype, uint64_t seed)
@@ -811,7 +889,8 @@ static void check_resize(const resize_case *c, clrun_dtype dtype, uint64_t seed)
     n.attrs[n.attr_count++] = attr_int("nearest_mode", c->nearest_mode);
     n.attrs[n.attr_count++] = attr_float("cubic_coeff_a", c->cubic_a ? c->cubic_a : -0.75);
     n.attrs[n.attr_count++] = attr_int("exclude_outside", c->exclude_outside);
-    static const char *const names[6] = {"scale0", "scale1", "scale2", "scale3", "scale4", "scale5"};
+    static const char *const names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2", "scale3",
+                                                      "scale4", "scale5", "scale6", "scale7"};
     for (int d = 0; d < out.rank; d++)
         if (c->scales[d] > 0)
             n.attrs[n.attr_count++] = attr_float(names[d], c->scales[d]);
@@ -872,6 +951,9 @@ static void resize_nearest_in_every_rounding_and_coordinate_mode(void **state)
             check_resize(&odd, CLRUN_I64, seed);
             check_resize(&scaled, CLRUN_F32, seed);
             check_resize(&tiny, CLRUN_F32, seed);
+            resize_case rank8 = {"2,1,2,1,3,1,2,2", "1,2,3,1,2,2,3,1", 0, coord, nearest, 0,
+                                 false, {0}};
+            check_resize(&rank8, CLRUN_I64, seed);
         }
 }
 
@@ -906,6 +988,10 @@ static void resize_linear_and_cubic_match_the_onnx_reference(void **state)
         {"3,4,5", "5,2,9", 1, 0, 0, 0, false, {0}},
         {"2,2,3,2,3", "1,3,5,3,2", 2, 1, 0, 0, false, {0}},
         {"1,1,3,1", "1,1,6,1", 1, 3, 0, 0, false, {0}},
+        /* ranks 7 and 8: scales of the last axes given (scale6, scale7) */
+        {"2,1,2,1,3,1,2", "1,2,3,1,2,1,3", 1, 0, 0, 0, false, {0}},
+        {"2,2,1,2,1,2,2,2", "3,1,2,3,1,2,3,1", 1, 0, 0, 0, false, {0}},
+        {"1,2,1,1,1,1,2,2", "1,2,1,1,1,1,4,4", 2, 0, 0, 0, false, {1, 1, 1, 1, 1, 1, 2, 2}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_resize(&cases[i], CLRUN_F32, 1500 + i);
@@ -1146,10 +1232,10 @@ static void index_ops_refuse_bad_axes_and_indices(void **state)
               .attrs = {attr_int("axis", 2)}, .attr_count = 1};
     expect_refusal(&b, "gather: axis 2 is out of range for f32[5, 4]", NULL);
     node c = {.op = "gather", .input_count = 2,
-              .in = {type(CLRUN_F32, "5,4,3"), type(CLRUN_I64, "1,1,1,1,1")},
+              .in = {type(CLRUN_F32, "5,4,3"), type(CLRUN_I64, "1,1,1,1,1,1,1")},
               .attrs = {attr_int("axis", 1)}, .attr_count = 1};
-    expect_refusal(&c, "gather: indices i64[1, 1, 1, 1, 1] on axis 1 of f32[5, 4, 3] give 7 "
-                   "dimensions (at most 6)", NULL);
+    expect_refusal(&c, "gather: indices i64[1, 1, 1, 1, 1, 1, 1] on axis 1 of f32[5, 4, 3] give 9 "
+                   "dimensions (at most 8)", NULL);
     node d = {.op = "gather", .input_count = 2,
               .in = {type(CLRUN_F32, "5,4"), type(CLRUN_I64, "3")}};
     expect_refusal(&d, "gather: indices are i64[3]: expected i32", NULL); /* embedding form */
@@ -1273,6 +1359,7 @@ int main(void)
         cmocka_unit_test(transpose_moves_every_dtype),
         cmocka_unit_test(reshape_copies_every_dtype),
         cmocka_unit_test(concat_joins_every_dtype_and_many_inputs),
+        cmocka_unit_test(concat_at_ranks_7_and_8),
         cmocka_unit_test(slice_follows_onnx_clamping_and_steps),
         cmocka_unit_test(split_gives_each_part),
         cmocka_unit_test(expand_broadcasts_to_a_shape),

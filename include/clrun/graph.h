@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define CLRUN_MAX_DIMS 6
+#define CLRUN_MAX_DIMS 8
 
 typedef enum clrun_dtype {
     CLRUN_F32 = 0, /* 32-bit IEEE float */

@@ -4,7 +4,7 @@
  * element, linear weighs the two around x and cubic the four, every axis independently; taps
  * outside the axis take its edge element (or, with exclude_outside, drop out and the rest are
  * renormalised). The output size is given (`sizes`); an importer that has scales passes them too
- * (`scale0`..`scale5`), since the transformation uses the scale, not sizes / input size. */
+ * (`scale0`..`scale7`), since the transformation uses the scale, not sizes / input size. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,8 +14,8 @@
 #include "graph/op_families.h"
 #include "graph/types.h"
 
-static const char *const scale_names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2",
-                                                        "scale3", "scale4", "scale5"};
+static const char *const scale_names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2", "scale3",
+                                                        "scale4", "scale5", "scale6", "scale7"};
 
 static const clrun__attr_spec resize_attrs[] = {
     {"sizes", CLRUN__WANT_INTS, true},
@@ -30,6 +30,8 @@ static const clrun__attr_spec resize_attrs[] = {
     {"scale3", CLRUN__WANT_FLOAT, false},
     {"scale4", CLRUN__WANT_FLOAT, false},
     {"scale5", CLRUN__WANT_FLOAT, false},
+    {"scale6", CLRUN__WANT_FLOAT, false},
+    {"scale7", CLRUN__WANT_FLOAT, false},
 };
 #define RESIZE_ATTR_COUNT ((int)(sizeof resize_attrs / sizeof resize_attrs[0]))
 

@@ -22,8 +22,9 @@ void clrun__int_range(clrun_dtype dtype, double *lo, double *hi);
 /* The dtype spelled text[0..length) ("f32"), false if none. */
 bool clrun__dtype_parse(const char *text, size_t length, clrun_dtype *out);
 
-/* "f32[8, 784]" into buf; returns buf. CLRUN__TYPE_TEXT bytes always suffice. */
-#define CLRUN__TYPE_TEXT 160
+/* "f32[8, 784]" into buf; returns buf. CLRUN__TYPE_TEXT bytes always suffice: a dtype name,
+ * the brackets and CLRUN_MAX_DIMS dims of at most 20 characters and ", " each. */
+#define CLRUN__TYPE_TEXT (8 + 22 * CLRUN_MAX_DIMS)
 const char *clrun__type_format(const clrun_tensor_type *type, char *buf, size_t size);
 
 /* Same rank and dimensions (shape_equal), and same dtype too (type_equal). */

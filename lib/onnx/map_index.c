@@ -676,14 +676,15 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
         return clrun__define_alias(im, n, 0, x);
     clrun_attr at[6 + CLRUN__ONNX_MAX_RANK];
     int k = 0;
-    static const char *const scale_names[] = {"scale0", "scale1", "scale2", "scale3", "scale4", "scale5"};
+    static const char *const scale_names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2", "scale3",
+                                                            "scale4", "scale5", "scale6", "scale7"};
     at[k++] = clrun__mk_ints("sizes", sizes, rank);
     at[k++] = clrun__mk_int("mode", m);
     at[k++] = clrun__mk_int("coordinate_transformation_mode", c);
     at[k++] = clrun__mk_int("nearest_mode", r);
     at[k++] = clrun__mk_float("cubic_coeff_a", a);
     at[k++] = clrun__mk_int("exclude_outside", exclude != 0);
-    for (int d = 0; n_scales >= 0 && d < rank && d < 6; d++)
+    for (int d = 0; n_scales >= 0 && d < rank && d < CLRUN_MAX_DIMS; d++)
         at[k++] = clrun__mk_float(scale_names[d], scales[d]);
     return clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
 }

@@ -33,8 +33,10 @@ enum {
     CLRUN__ONNX_BFLOAT16 = 16,
 };
 
-/* Host tensors may have more dimensions than device ones (shape computations reshape freely). */
+/* Host tensors have at most as many dimensions as device ones: arrays of this size hold clrun
+ * shapes too. */
 #define CLRUN__ONNX_MAX_RANK 8
+_Static_assert(CLRUN__ONNX_MAX_RANK >= CLRUN_MAX_DIMS, "host tensors hold every clrun shape");
 
 /* Largest host tensor the importer makes (initializer, Constant or folded value): 4 GiB, about
  * the largest single weight of models that fit a device. The fuzz target builds with less. */

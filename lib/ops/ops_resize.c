@@ -14,6 +14,8 @@
  * 16 bytes each: 256 MiB at most); far above any real image's axes. */
 #define MAX_COORDINATES (1 << 22)
 
+_Static_assert(CLRUN_MAX_DIMS == 8, "kernels/resize.cl's MAX_RANK is CLRUN_MAX_DIMS");
+
 static uint64_t float_bits(double weight)
 {
     float f = (float)weight;

@@ -46,7 +46,7 @@ lib = _load()
 
 # ---- structures (include/clrun/*.h) -----------------------------------------------------------
 
-MAX_DIMS = 6  # CLRUN_MAX_DIMS
+MAX_DIMS = 8  # CLRUN_MAX_DIMS
 NO_OFFSET = 2**64 - 1  # CLRUN_NO_OFFSET
 
 c_bool = ctypes.c_bool

@@ -17,6 +17,13 @@ node y: f32[4, 8] = neg(b)
 output y
 """
 
+RANK8 = """graph rank8
+input x: f32[2, 1, 3, 1, 2, 1, 3, 2]
+input y: f32[1, 2, 1, 3, 1, 2, 1, 2]
+node z: f32[2, 2, 3, 3, 2, 2, 3, 2] = add(x, y)
+output z
+"""
+
 
 CONV_BN = """graph conv_bn
 input x: f32[1, 3, 8, 8]
@@ -131,6 +138,19 @@ class Models(GraphFiles):
         self.assertLessEqual(np.abs(outs[True, True] - outs[False, False]).max(), 1e-5 * largest)
         with self.assertRaises(clrun.InvalidArgumentError):
             self.ctx.load(path, fold=1)
+
+    def test_rank_eight_tensors_pass_both_ways(self):
+        # CLRUN_MAX_DIMS is 8: the ctypes structs mirror it, so every dim comes back
+        path = self.graph(RANK8)
+        model = self.ctx.load(path)
+        self.assertEqual(model.inputs[0].shape, (2, 1, 3, 1, 2, 1, 3, 2))
+        self.assertEqual(model.outputs[0].shape, (2, 2, 3, 3, 2, 2, 3, 2))
+        rng = np.random.default_rng(8)
+        x = rng.standard_normal((2, 1, 3, 1, 2, 1, 3, 2)).astype(np.float32)
+        y = rng.standard_normal((1, 2, 1, 3, 1, 2, 1, 2)).astype(np.float32)
+        self.assertEqual(model(x=x, y=y)["z"].tobytes(), (x + y).tobytes())
+        with self.assertRaises(clrun.InvalidArgumentError):
+            model(x=x.reshape(1, 2, 1, 3, 1, 2, 1, 3, 2), y=y)
 
     def test_numpy_and_device_inputs_give_the_same_bits(self):
         model = self.ctx.load(self.graph(CHAIN))
