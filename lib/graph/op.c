@@ -17,6 +17,7 @@
 static const clrun__op *const *const families[] = {
     clrun__ops_elementwise, clrun__ops_matmul, clrun__ops_norm, clrun__ops_layout, clrun__ops_conv,
     clrun__ops_index,       clrun__ops_resize,
+    clrun__ops_qlinear,
 };
 
 /* Every family's entries in one flat array, built on first use. No allocation, so that a

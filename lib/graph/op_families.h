@@ -12,5 +12,6 @@ extern const clrun__op *const clrun__ops_layout[];
 extern const clrun__op *const clrun__ops_conv[];
 extern const clrun__op *const clrun__ops_index[];
 extern const clrun__op *const clrun__ops_resize[];
+extern const clrun__op *const clrun__ops_qlinear[];
 
 #endif

@@ -26,6 +26,10 @@ CLRUN_KERNEL_FILES += \
 	kernels/conv_grad.cl \
 	kernels/col2im.cl
 
+# The integer products (matmul_integer, conv_integer).
+libclrun_internal_la_SOURCES += lib/ops/ops_qlinear.c
+CLRUN_KERNEL_FILES += kernels/qlinear.cl
+
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
 if HAVE_CMOCKA

@@ -19,6 +19,7 @@ static const clrun__named_kernels *const families[] = {
     clrun__kernels_matmul, clrun__kernels_norm, clrun__kernels_layout, clrun__kernels_conv,
     clrun__kernels_index,  clrun__kernels_resize, clrun__kernels_conv_grad,
     clrun__kernels_col2im,
+    clrun__kernels_qlinear,
 };
 
 const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op)

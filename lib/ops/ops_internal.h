@@ -26,6 +26,7 @@ extern const clrun__named_kernels clrun__kernels_conv_grad[];
 extern const clrun__named_kernels clrun__kernels_index[];
 extern const clrun__named_kernels clrun__kernels_resize[];
 extern const clrun__named_kernels clrun__kernels_col2im[];
+extern const clrun__named_kernels clrun__kernels_qlinear[];
 /* The ops that take an epilogue (ops.h), by name. */
 typedef struct clrun__named_epilogue {
     const char *op;
