@@ -19,6 +19,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_shape.c \
 	lib/onnx/map_index.c \
 	lib/onnx/map_nn.c \
+	lib/onnx/map_qlinear.c \
 	lib/onnx/map_norm.c \
 	lib/onnx/map_window3d.c \
 	lib/onnx/map_reduce.c \
