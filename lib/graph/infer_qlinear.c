@@ -35,13 +35,10 @@ static clrun_status zero_form(const clrun__op_call *call, int i, const char *wha
     if (s != CLRUN_OK)
         return s;
     const clrun_tensor_type *z = &call->inputs[i], *t = &call->inputs[of];
-    char sz[CLRUN__TYPE_TEXT], sd[CLRUN__TYPE_TEXT];
-    if (z->dtype != t->dtype) {
-        clrun_tensor_type scalar = {t->dtype, 0, {0}};
-        return clrun__refuse(err, "%s is %s: expected the dtype of its operand, %s",
-                             what, clrun__type_format(z, sz, sizeof sz),
-                             clrun__type_format(&scalar, sd, sizeof sd));
-    }
+    char sz[CLRUN__TYPE_TEXT];
+    if (z->dtype != t->dtype)
+        return clrun__refuse(err, "%s is %s: expected %s, its operand's dtype", what,
+                             clrun__type_format(z, sz, sizeof sz), clrun_dtype_name(t->dtype));
     if (z->rank == 0 || (z->rank == 1 && z->shape[0] == 1)) {
         *form = CLRUN__ZERO_SCALAR;
         return CLRUN_OK;
