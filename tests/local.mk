@@ -80,3 +80,12 @@ endif
 # the torch cases without torch).
 TESTS += tests/onnx_recurrent.sh
 EXTRA_DIST += tests/onnx_recurrent.sh tests/onnx_recurrent.py
+# matmul_integer and conv_integer on a real device, against tests/op_reference.c.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_qlinear
+TESTS += tests/test_ops_qlinear
+tests_test_ops_qlinear_SOURCES = tests/test_ops_qlinear.c tests/op_reference.c \
+	tests/op_reference.h tests/device_test.h tests/op_args.h tests/rng.h
+tests_test_ops_qlinear_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_qlinear_LDADD = $(TEST_LDADD) -lm
+endif

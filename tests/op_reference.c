@@ -861,3 +861,80 @@ void ref_roi_align(const int64_t *dims, const double *x, int64_t R, const double
         }
     }
 }
+
+/* ---- integer products ---------------------------------------------------------------------- */
+
+static int32_t wrap_i32(int64_t v)
+{
+    return (int32_t)(uint32_t)(uint64_t)v;
+}
+
+static int zero_at(const int *zero, int count, int64_t at)
+{
+    return count == 0 ? 0 : zero[count == 1 ? 0 : at];
+}
+
+void ref_matmul_integer(const clrun_tensor_type *ta, const int *a, const clrun_tensor_type *tb,
+                        const int *b, const int *a_zero, int a_zero_count, const int *b_zero,
+                        int b_zero_count, const clrun_tensor_type *out, int32_t *result)
+{
+    int64_t M = ta->shape[ta->rank - 2], K = ta->shape[ta->rank - 1], N = tb->shape[tb->rank - 1];
+    int batch_rank = out->rank - 2;
+    uint64_t batches = 1;
+    for (int d = 0; d < batch_rank; d++)
+        batches *= (uint64_t)out->shape[d];
+    for (uint64_t z = 0; z < batches; z++) {
+        /* the batch index of z in a's and b's own batch dims (1s broadcast) */
+        uint64_t rem = z, za = 0, zb = 0, sa = 1, sb = 1;
+        for (int d = batch_rank - 1; d >= 0; d--) {
+            uint64_t c = rem % (uint64_t)out->shape[d];
+            rem /= (uint64_t)out->shape[d];
+            int da = d - (batch_rank - (ta->rank - 2)), db = d - (batch_rank - (tb->rank - 2));
+            if (da >= 0) {
+                za += (ta->shape[da] == 1 ? 0 : c) * sa;
+                sa *= (uint64_t)ta->shape[da];
+            }
+            if (db >= 0) {
+                zb += (tb->shape[db] == 1 ? 0 : c) * sb;
+                sb *= (uint64_t)tb->shape[db];
+            }
+        }
+        const int *ab = a + za * (uint64_t)(M * K), *bb = b + zb * (uint64_t)(K * N);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t sum = 0;
+                for (int64_t k = 0; k < K; k++)
+                    sum += (int64_t)(ab[m * K + k] - zero_at(a_zero, a_zero_count, m)) *
+                           (bb[k * N + n] - zero_at(b_zero, b_zero_count, n));
+                result[(z * (uint64_t)M + (uint64_t)m) * (uint64_t)N + (uint64_t)n] = wrap_i32(sum);
+            }
+    }
+}
+
+void ref_conv_integer(const clrun_tensor_type *tx, const int *x, const clrun_tensor_type *tw,
+                      const int *w, int x_zero, const int *w_zero, int w_zero_count,
+                      const ref_conv *conv, const clrun_tensor_type *out,
+                      int32_t *result)
+{
+    int64_t N = tx->shape[0], C = tx->shape[1], H = tx->shape[2], W = tx->shape[3];
+    int64_t O = tw->shape[0], CG = tw->shape[1], KH = tw->shape[2], KW = tw->shape[3];
+    int64_t OH = out->shape[2], OW = out->shape[3], OG = O / conv->groups;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t sum = 0, g = o / OG;
+                    for (int64_t c = 0; c < CG; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = oh * conv->stride[0] - conv->pad[0] + kh * conv->dilation[0];
+                                int64_t iw = ow * conv->stride[1] - conv->pad[1] + kw * conv->dilation[1];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                                    continue;
+                                int xv = x[((n * C + g * CG + c) * H + ih) * W + iw] - x_zero;
+                                int wv = w[((o * CG + c) * KH + kh) * KW + kw] - zero_at(w_zero, w_zero_count, o);
+                                sum += (int64_t)xv * wv;
+                            }
+                    result[((n * O + o) * OH + oh) * OW + ow] = wrap_i32(sum);
+                }
+}

@@ -155,5 +155,18 @@ typedef struct ref_roi_params {
 } ref_roi_params;
 void ref_roi_align(const int64_t *dims, const double *x, int64_t R, const double *rois,
                    const int64_t *batch, const ref_roi_params *p, double *result, double *scale);
+/* matmul_integer and conv_integer: 8-bit operands given as ints (u8 or i8 values), zero points
+ * as arrays read at [0] (one value), [row], [column] or [channel] per their count (0: none),
+ * sums in 64 bits then wrapped to int32 as onnxruntime's accumulators wrap. matmul_integer:
+ * a [..., M, K], b [..., K, N], batch dims broadcast to `out`'s. */
+void ref_matmul_integer(const clrun_tensor_type *ta, const int *a, const clrun_tensor_type *tb,
+                        const int *b, const int *a_zero, int a_zero_count, const int *b_zero,
+                        int b_zero_count, const clrun_tensor_type *out, int32_t *result);
+/* x [N, C, H, W], w [O, C/groups, KH, KW]; conv.pad is the padding before (top, left), the
+ * extent after comes with `out`; taps outside x add nothing. */
+void ref_conv_integer(const clrun_tensor_type *tx, const int *x, const clrun_tensor_type *tw,
+                      const int *w, int x_zero, const int *w_zero, int w_zero_count,
+                      const ref_conv *conv, const clrun_tensor_type *out,
+                      int32_t *result);
 
 #endif

@@ -1621,6 +1621,118 @@ static void test_recurrent_refusals(void **state)
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(RNN, opset 14): X is double: clrun runs RNN on float tensors only");
 }
 
+/* ---- quantized products ---- */
+
+/* MatMulInteger over an input A and a constant B with a per-column zero point: one
+ * matmul_integer, whose weights stay uint8 in the graph; QLinearMatMul requantizes after it. */
+static void test_quantized_products_map(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t ad[2] = {2, 3}, bd[2] = {3, 4}, zd[1] = {4}, yd[2] = {2, 4};
+    static const uint8_t w[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, zb[4] = {1, 2, 3, 4};
+    ob_init(&b, 13);
+    ob_input(&b, "A", U8, 2, ad, NULL);
+    ob_initializer(&b, "B", U8, 2, bd, w, sizeof w);
+    ob_initializer(&b, "bz", U8, 1, zd, zb, sizeof zb);
+    ob_node(&b, "MatMulInteger", "mmi", "A,B,,bz", "Y");
+    ob_output(&b, "Y", I32, 2, yd);
+    loaded r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("MatMulInteger: %s", r.err);
+    assert_int_equal(count_ops(r.graph, "matmul_integer"), 1);
+    bool weights_u8 = false;
+    for (int32_t i = 0; i < clrun_graph_tensor_count(r.graph); i++) {
+        const clrun_tensor_type *t = clrun_graph_tensor_type(r.graph, i);
+        weights_u8 |= t->dtype == CLRUN_U8 && t->rank == 2 && t->shape[0] == 3 && t->shape[1] == 4;
+    }
+    assert_true(weights_u8);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+
+    static const int64_t one[1] = {1};
+    static const float scale = 0.5f;
+    static const uint8_t zero = 0;
+    ob_init(&b, 13);
+    ob_input(&b, "a", U8, 2, ad, NULL);
+    ob_initializer(&b, "s", F32, 0, one, &scale, sizeof scale);
+    ob_initializer(&b, "z", U8, 0, one, &zero, sizeof zero);
+    ob_initializer(&b, "B", U8, 2, bd, w, sizeof w);
+    ob_node(&b, "QLinearMatMul", "qmm", "a,s,z,B,s,z,s,z", "y");
+    ob_output(&b, "y", U8, 2, yd);
+    r = load(&b);
+    if (r.status != CLRUN_OK)
+        fail_msg("QLinearMatMul: %s", r.err);
+    assert_int_equal(count_ops(r.graph, "matmul_integer"), 1);
+    assert_int_equal(count_ops(r.graph, "round"), 1);
+    assert_int_equal(count_ops(r.graph, "clip"), 1);
+    clrun_graph_destroy(r.graph);
+    ob_free(&b);
+}
+
+/* One quantized node over x (elem, xd) and initializers named in `inputs`. */
+static void build_qproduct(onnx_builder *b, const char *op, int elem, int rank, const int64_t *xd, const char *inputs)
+{
+    static const int64_t d23[2] = {2, 3}, d34[2] = {3, 4}, d2[1] = {2}, d5[1] = {5}, w4[4] = {2, 1, 1, 1};
+    static const int64_t w3[3] = {2, 1, 1};
+    static const uint8_t bytes[12] = {0};
+    static const float f[2] = {1, 1};
+    static const double dbl = 1;
+    static const int64_t i64[2] = {0, 0};
+    ob_init(b, 13);
+    ob_input(b, "x", elem, rank, xd, NULL);
+    ob_initializer(b, "B", U8, 2, d34, bytes, 12);
+    ob_initializer(b, "z23", U8, 2, d23, bytes, 6);
+    ob_initializer(b, "z", U8, 0, NULL, bytes, 1);
+    ob_initializer(b, "zi8", I8, 0, NULL, bytes, 1);
+    ob_initializer(b, "z2", U8, 1, d2, bytes, 2);
+    ob_initializer(b, "z5", U8, 1, d5, bytes, 5);
+    ob_initializer(b, "s", F32, 0, NULL, f, 4);
+    ob_initializer(b, "s2", F32, 1, d2, f, 8);
+    ob_initializer(b, "sd", F64, 0, NULL, &dbl, 8);
+    ob_initializer(b, "W", U8, 4, w4, bytes, 2);
+    ob_initializer(b, "W3", U8, 3, w3, bytes, 2);
+    ob_initializer(b, "b64", I64, 1, d2, i64, 16);
+    ob_node(b, op, "Q_7", inputs, "y");
+    ob_output(b, "y", I32, -1, NULL);
+}
+
+static void test_quantized_refusals(void **state)
+{
+    (void)state;
+    onnx_builder b;
+    static const int64_t xd[2] = {2, 3}, x4[4] = {1, 1, 3, 3}, x3[3] = {1, 1, 3};
+    build_qproduct(&b, "MatMulInteger", U8, 2, xd, "x,B,z23");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "node 0 'Q_7' (MatMulInteger, opset 13): a_zero_point has shape "
+                   "[2, 3]: supported are a scalar and [M] or [..., M, 1] (one per row of a) with M = 2");
+    build_qproduct(&b, "MatMulInteger", U8, 2, xd, "x,B,zi8");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "a_zero_point is int8: expected uint8, the type of its operand");
+    build_qproduct(&b, "MatMulInteger", U8, 2, xd, "x,B,,z5");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "b_zero_point has shape [5]: supported are a scalar and [N] or "
+                   "[..., 1, N] (one per column of b) with N = 4");
+    build_qproduct(&b, "MatMulInteger", F32, 2, xd, "x,B");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "A is float: supported are uint8 and int8");
+    build_qproduct(&b, "QLinearMatMul", U8, 2, xd, "x,s,z,B,s,z,s2,z");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(QLinearMatMul, opset 13): y_scale has shape [2]: supported is a scalar");
+    build_qproduct(&b, "QLinearMatMul", U8, 2, xd, "x,sd,z,B,s,z,s,z");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "a_scale is double: only float scales are supported");
+    build_qproduct(&b, "QLinearMatMul", U8, 2, xd, "x,s,z,B,s,z,s");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "QLinearMatMul");
+    build_qproduct(&b, "ConvInteger", U8, 3, x3, "x,W3");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "(ConvInteger, opset 13): x has rank 3 and w rank 3: only 2-D "
+                   "convolutions (rank 4) are supported");
+    build_qproduct(&b, "ConvInteger", U8, 4, x4, "x,W,z2");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "x_zero_point has shape [2]: supported is a scalar");
+    build_qproduct(&b, "ConvInteger", U8, 4, x4, "x,W,z,z5");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "w_zero_point has shape [5]: supported are a scalar and [M] (one "
+                   "per output channel) with M = 2");
+    build_qproduct(&b, "QLinearConv", U8, 4, x4, "x,s,z,W,s2,z2,s,z,b64");
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "(QLinearConv, opset 13): B is int64 [2]: expected int32 [2] (one "
+                   "per output channel)");
+    build_qproduct(&b, "QLinearConv", U8, 4, x4, "x,s2,z,W,s,z,s,z");
+    expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "x_scale has shape [2]: supported is a scalar");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1652,6 +1764,8 @@ int main(void)
         cmocka_unit_test(test_recurrent_ops_unroll_a_few_nodes_per_step),
         cmocka_unit_test(test_recurrent_refusals),
         cmocka_unit_test(test_quantization_maps_and_refuses),
+        cmocka_unit_test(test_quantized_products_map),
+        cmocka_unit_test(test_quantized_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

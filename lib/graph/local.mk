@@ -13,6 +13,7 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/infer_scatter.c \
 	lib/graph/infer_sample.c \
 	lib/graph/infer_conv.c \
+	lib/graph/infer_qlinear.c lib/graph/qlinear_geometry.h \
 	lib/graph/graph.c lib/graph/graph.h \
 	lib/graph/graph_inputs.c \
 	lib/graph/names.c \

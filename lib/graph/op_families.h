@@ -14,5 +14,6 @@ extern const clrun__op *const clrun__ops_index[];
 extern const clrun__op *const clrun__ops_resize[];
 extern const clrun__op *const clrun__ops_scatter[];
 extern const clrun__op *const clrun__ops_sample[];
+extern const clrun__op *const clrun__ops_qlinear[];
 
 #endif

@@ -21,6 +21,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_scatter.c \
 	lib/onnx/map_data_shaped.c \
 	lib/onnx/map_nn.c \
+	lib/onnx/map_qlinear.c \
 	lib/onnx/map_norm.c \
 	lib/onnx/map_window3d.c \
 	lib/onnx/map_reduce.c \

@@ -75,6 +75,12 @@ clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n);    /* Softmax 
 clrun_status clrun__emit_softmax(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, bool log, int out,
                                  clrun__value **r);
 
+/* map_qlinear.c: the integer products and their requantized forms */
+clrun_status clrun__map_matmul_integer(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_conv_integer(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_qlinear_matmul(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_qlinear_conv(clrun__imp *im, clrun__onode *n);
+
 /* map_extra.c: operators beyond the core list, as compositions */
 clrun_status clrun__map_shrink(clrun__imp *im, clrun__onode *n);        /* Shrink ThresholdedRelu */
 clrun_status clrun__map_isnan(clrun__imp *im, clrun__onode *n);         /* IsNaN IsInf */

@@ -90,6 +90,11 @@ static const clrun__onnx_op ops[] = {
     {"LayerNormalization", V(17), NULL, clrun__map_layernorm},
     {"Softmax", V(1, 11, 13), NULL, clrun__map_softmax},
     {"LogSoftmax", V(1, 11, 13), NULL, clrun__map_softmax},
+    /* quantized products */
+    {"MatMulInteger", V(10), NULL, clrun__map_matmul_integer},
+    {"ConvInteger", V(10), NULL, clrun__map_conv_integer},
+    {"QLinearMatMul", V(10), NULL, clrun__map_qlinear_matmul},
+    {"QLinearConv", V(10), NULL, clrun__map_qlinear_conv},
     /* reductions */
     {"ReduceSum", V(1, 11, 13), NULL, clrun__map_reduce},
     {"ReduceMean", V(1, 11, 13), NULL, clrun__map_reduce},

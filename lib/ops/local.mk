@@ -30,6 +30,10 @@ CLRUN_KERNEL_FILES += \
 	kernels/col2im.cl \
 	kernels/sample.cl
 
+# The integer products (matmul_integer, conv_integer).
+libclrun_internal_la_SOURCES += lib/ops/ops_qlinear.c
+CLRUN_KERNEL_FILES += kernels/qlinear.cl
+
 EXTRA_DIST += docs/ops.md docs/adding-an-op.md
 
 if HAVE_CMOCKA

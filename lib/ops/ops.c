@@ -21,6 +21,7 @@ static const clrun__named_kernels *const families[] = {
     clrun__kernels_col2im,
     clrun__kernels_scatter,
     clrun__kernels_sample,
+    clrun__kernels_qlinear,
 };
 
 const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op)

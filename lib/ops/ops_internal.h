@@ -28,6 +28,7 @@ extern const clrun__named_kernels clrun__kernels_resize[];
 extern const clrun__named_kernels clrun__kernels_col2im[];
 extern const clrun__named_kernels clrun__kernels_scatter[];
 extern const clrun__named_kernels clrun__kernels_sample[];
+extern const clrun__named_kernels clrun__kernels_qlinear[];
 /* The ops that take an epilogue (ops.h), by name. */
 typedef struct clrun__named_epilogue {
     const char *op;
