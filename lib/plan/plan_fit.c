@@ -280,14 +280,15 @@ clrun_status clrun__plan_fit_offset(clrun__plan_fit *f, uint32_t b, uint64_t *of
             by_level[sets++] = &f->under[--c];
     }
     /* the sets lie all over memory, and each cut waits for the last: ask for them all first
-     * (headers, then the start of each one's intervals) */
+     * (headers, then the intervals, up to 16 lines of each: the cuts walk most of them) */
     for (size_t k = 0; k < sets; k++)
         __builtin_prefetch(by_level[k]);
-    for (size_t k = 0; k < sets; k++)
-        if (by_level[k]->v) {
-            __builtin_prefetch(by_level[k]->v);
-            __builtin_prefetch(by_level[k]->v + 4); /* within: every set has room for 4 */
-        }
+    for (size_t k = 0; k < sets; k++) {
+        const clrun__plan_span_set *q = by_level[k];
+        uint32_t upto = q->len < 64 ? q->len : 64; /* 4 intervals a line */
+        for (uint32_t j = 0; j < upto; j += 4)
+            __builtin_prefetch(q->v + j);
+    }
     bool ok = true;
     for (size_t k = paths; k < sets && ok; k++)
         ok = cut(f, by_level[k], size, &count);
