@@ -350,7 +350,8 @@ static size_t naive_max_alive(const clrun_plan_buffer *b, size_t n)
 
 /* clrun_plan_greedy places exactly as the plain best fit does, on sparse instances (where it
  * scans the buffers alive with each one) and dense ones (where it cuts the gaps out of unions
- * kept per stretch of time, from 128 alive at once), at byte and 64-byte alignment. */
+ * kept per stretch of time, from 128 alive at once), at byte, 64-byte and page alignment (above
+ * the packings' 256-byte granule, so gaps shrink once aligned). */
 static void greedy_by_size_matches_a_plain_best_fit(void **state)
 {
     (void)state;
@@ -359,7 +360,8 @@ static void greedy_by_size_matches_a_plain_best_fit(void **state)
         size_t n;
         bool dense;
     } cases[] = {{CLRUN_PLAN_GEN_RANDOM, 1500, false}, {CLRUN_PLAN_GEN_UNET, 800, false},
-                 {CLRUN_PLAN_GEN_BALANCED, 4000, true}, {CLRUN_PLAN_GEN_WIDE, 400, true}};
+                 {CLRUN_PLAN_GEN_BALANCED, 4000, true}, {CLRUN_PLAN_GEN_WIDE, 400, true},
+                 {CLRUN_PLAN_GEN_PERFECT, 6000, true}, {CLRUN_PLAN_GEN_BUMPED, 3000, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         size_t n = cases[c].n;
         uint64_t seed = 11 + c;
@@ -368,8 +370,8 @@ static void greedy_by_size_matches_a_plain_best_fit(void **state)
         uint64_t *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
         assert_non_null(got);
         assert_non_null(want);
-        const uint64_t aligns[] = {1, 64};
-        for (size_t a = 0; a < 2; a++) {
+        const uint64_t aligns[] = {1, 64, 4096};
+        for (size_t a = 0; a < 3; a++) {
             uint64_t peak, lb;
             assert_int_equal(clrun_plan_greedy(b, n, aligns[a], CLRUN_PLAN_ORDER_SIZE, got, &peak),
                              CLRUN_OK);

@@ -137,8 +137,9 @@ typedef struct clrun__plan_fit {
     size_t leaves;                    /* power of two >= moments */
     clrun__plan_span_set *whole;      /* per node: bytes of buffers alive over all of it */
     clrun__plan_span_set *under;      /* per node: bytes of buffers alive somewhere in it */
-    clrun__plan_span *gather;         /* scratch: the sets one query reads */
-    size_t gather_cap;                /* room in gather */
+    clrun__plan_span *gather;         /* scratch: the regions one query has left */
+    clrun__plan_span *spare;          /* scratch: what a cut leaves of them; the two swap */
+    size_t gather_cap;                /* room in gather and in spare */
     uint64_t work;                    /* intervals gathered since the clock was last read */
 } clrun__plan_fit;
 
