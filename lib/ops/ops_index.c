@@ -84,21 +84,30 @@ clrun_status clrun__index_state_done(void *st, void (*release)(void *), clrun_st
     return CLRUN_OK;
 }
 
+clrun_status clrun__bad_word_take(clrun_context *ctx, cl_mem bad, const char *node, const char *what,
+                                  cl_uint *value)
+{
+    *value = CLRUN__NO_BAD_INDEX;
+    cl_int err = clrun__cl.EnqueueReadBuffer(ctx->queue, bad, CL_TRUE, 0, sizeof *value, value, 0,
+                                             NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "%s: the word for %s", node, what);
+    if (*value == CLRUN__NO_BAD_INDEX)
+        return CLRUN_OK;
+    const cl_uint none = CLRUN__NO_BAD_INDEX;
+    err = clrun__cl.EnqueueWriteBuffer(ctx->queue, bad, CL_TRUE, 0, sizeof none, &none, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clrun__fail_cl(ctx, err, "clEnqueueWriteBuffer", "%s: the word for %s", node, what);
+    return CLRUN_OK;
+}
+
 clrun_status clrun__index_check(clrun_context *ctx, void *state, const char *node)
 {
     clrun__index_state *st = state;
-    cl_uint bad = CLRUN__NO_BAD_INDEX;
-    cl_int err = clrun__cl.EnqueueReadBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof bad, &bad, 0,
-                                             NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "%s: the word for bad indices", node);
-    if (bad == CLRUN__NO_BAD_INDEX)
-        return CLRUN_OK;
-    const cl_uint none = CLRUN__NO_BAD_INDEX;
-    err = clrun__cl.EnqueueWriteBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof none, &none, 0, NULL,
-                                       NULL);
-    if (err != CL_SUCCESS)
-        return clrun__fail_cl(ctx, err, "clEnqueueWriteBuffer", "%s: the word for bad indices", node);
+    cl_uint bad;
+    clrun_status s = clrun__bad_word_take(ctx, st->bad, node, "bad indices", &bad);
+    if (s != CLRUN_OK || bad == CLRUN__NO_BAD_INDEX)
+        return s;
     return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
                        "node '%s' (%s): the index%s at position %s%u of its indices is outside %s; "
                        "the run's outputs are discarded", node, st->ks.what,

@@ -1,5 +1,6 @@
 /* What the ops whose indices may fall outside their data share (lib/ops/ops_index.c: gather,
- * gather_elements; lib/ops/ops_scatter.c: scatter_elements, scatter_nd, gather_nd): a device
+ * gather_elements; lib/ops/ops_scatter.c: scatter_elements, scatter_nd, gather_nd; roi_align
+ * shares the word's read, clrun__bad_word_take): a device
  * word their kernels lower, with atomic_min, to the position of the first index outside the
  * data, which the executor reads after the run (the op's `check`) to fail it with the node and
  * the position named. Defined in ops_index.c. */
@@ -28,6 +29,11 @@ void clrun__index_state_release(void *state);
 /* Hands st to *state, or releases it (with `release`) when s is an error; returns s. */
 clrun_status clrun__index_state_done(void *st, void (*release)(void *), clrun_status s,
                                      void **state);
+/* Reads the word `bad` into *value; when it holds a position (not CLRUN__NO_BAD_INDEX), sets it
+ * back to CLRUN__NO_BAD_INDEX for the next run. `what` names the word in a failure ("bad
+ * indices"). */
+clrun_status clrun__bad_word_take(clrun_context *ctx, cl_mem bad, const char *node, const char *what,
+                                  cl_uint *value);
 /* The op's check: reads the word; a bad position fails with CLRUN_ERROR_INVALID_ARGUMENT naming
  * the node and the position (and resets the word for the next run). */
 clrun_status clrun__index_check(clrun_context *ctx, void *state, const char *node);

@@ -8,6 +8,7 @@
 #include "device/cl.h"
 #include "graph/op_geometry.h"
 #include "ops/ops_data.h"
+#include "ops/ops_index.h"
 #include "ops/ops_internal.h"
 
 /* One constant kernel argument: its index, size and value. */
@@ -70,7 +71,7 @@ static clrun_status grid_sample_prepare(clrun_context *ctx, const clrun__op *op,
 
 /* ---- roi_align --------------------------------------------------------------------------- */
 
-#define NO_BAD_BOX 0xffffffffu
+#define NO_BAD_BOX CLRUN__NO_BAD_INDEX
 
 /* The launch, and the device word the kernel lowers to the position of a box whose batch index
  * is outside [0, N) (NO_BAD_BOX while there is none). */
@@ -91,18 +92,10 @@ static void roi_release(void *state)
 static clrun_status roi_check(clrun_context *ctx, void *state, const char *node)
 {
     roi_state *st = state;
-    cl_uint bad = NO_BAD_BOX;
-    cl_int err = clrun__cl.EnqueueReadBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof bad, &bad, 0,
-                                             NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clrun__fail_cl(ctx, err, "clEnqueueReadBuffer", "%s: the word for bad boxes", node);
-    if (bad == NO_BAD_BOX)
-        return CLRUN_OK;
-    const cl_uint none = NO_BAD_BOX;
-    err = clrun__cl.EnqueueWriteBuffer(ctx->queue, st->bad, CL_TRUE, 0, sizeof none, &none, 0, NULL,
-                                       NULL);
-    if (err != CL_SUCCESS)
-        return clrun__fail_cl(ctx, err, "clEnqueueWriteBuffer", "%s: the word for bad boxes", node);
+    cl_uint bad;
+    clrun_status s = clrun__bad_word_take(ctx, st->bad, node, "bad boxes", &bad);
+    if (s != CLRUN_OK || bad == NO_BAD_BOX)
+        return s;
     return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
                        "node '%s' (roi_align): the batch index of roi %s%u is outside the batch of "
                        "%lld (valid: 0 to %lld); the run's outputs are discarded",
