@@ -1161,6 +1161,70 @@ static void converts_floats_to_halves_exactly(void **state)
     assert_int_equal(clrun__f32_to_f16(1.0f + 3.0f / 2048.0f), 0x3c02);
     assert_int_equal(clrun__f32_to_f16(INFINITY), 0x7c00);
     assert_int_equal(clrun__f32_to_f16(NAN) & 0x7e00, 0x7e00);
+    /* And back: every finite half, subnormals included, survives the round trip. */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00)
+            continue;
+        assert_int_equal(clrun__f32_to_f16(clrun__f16_to_f32((uint16_t)h)), h);
+    }
+    assert_true(clrun__f16_to_f32(0x0001) == 1.0f / 16777216.0f);
+    assert_true(isinf(clrun__f16_to_f32(0xfc00)) && clrun__f16_to_f32(0xfc00) < 0);
+    assert_true(isnan(clrun__f16_to_f32(0x7e00)));
+}
+
+/* One element of a dtype from a double: rounding, truncation, clamping; and exactness. */
+static void converts_doubles_to_every_dtype(void **state)
+{
+    (void)state;
+    union {
+        uint64_t u64;
+        int64_t i64;
+        uint32_t u32;
+        int32_t i32;
+        uint16_t u16;
+        int16_t i16;
+        uint8_t u8;
+        int8_t i8;
+        float f32;
+        double f64;
+    } out;
+#define ELEMENT(MEMBER, DTYPE, V) (out.u64 = 0, clrun__dtype_from_double(DTYPE, V, &out), out.MEMBER)
+    assert_true(ELEMENT(f32, CLRUN_F32, 0.1) == 0.1f);
+    assert_true(ELEMENT(f64, CLRUN_F64, 0.1) == 0.1);
+    assert_int_equal(ELEMENT(u16, CLRUN_F16, 1.0), 0x3c00);
+    assert_int_equal(ELEMENT(i32, CLRUN_I32, -2.9), -2);
+    assert_int_equal(ELEMENT(i32, CLRUN_I32, 1e10), INT32_MAX);
+    assert_int_equal(ELEMENT(i32, CLRUN_I32, NAN), 0);
+    assert_true(ELEMENT(i64, CLRUN_I64, 1e19) == INT64_MAX);
+    assert_true(ELEMENT(i64, CLRUN_I64, -1e19) == INT64_MIN);
+    assert_true(ELEMENT(u64, CLRUN_U64, 1e20) == UINT64_MAX);
+    assert_true(ELEMENT(u64, CLRUN_U64, 9223372036854775808.0) == (uint64_t)1 << 63);
+    assert_int_equal(ELEMENT(u64, CLRUN_U64, -5), 0);
+    assert_int_equal(ELEMENT(i8, CLRUN_I8, -200), -128);
+    assert_int_equal(ELEMENT(u8, CLRUN_U8, 300), 255);
+    assert_int_equal(ELEMENT(u8, CLRUN_U8, 7.9), 7);
+    assert_int_equal(ELEMENT(i16, CLRUN_I16, -32768), -32768);
+    assert_int_equal(ELEMENT(u16, CLRUN_U16, 65535), 65535);
+    assert_int_equal(ELEMENT(u32, CLRUN_U32, 4294967295.0), 4294967295u);
+    assert_int_equal(ELEMENT(u8, CLRUN_BOOL, 0), 0);
+    assert_int_equal(ELEMENT(u8, CLRUN_BOOL, -0.5), 1);
+    assert_true(out.u64 == 1); /* one byte written, no more */
+#undef ELEMENT
+
+    assert_true(clrun__dtype_holds(CLRUN_F64, 0.1) && clrun__dtype_holds(CLRUN_F32, 0.5));
+    assert_false(clrun__dtype_holds(CLRUN_F32, 0.1));
+    assert_true(clrun__dtype_holds(CLRUN_F32, NAN) && clrun__dtype_holds(CLRUN_F16, INFINITY));
+    assert_true(clrun__dtype_holds(CLRUN_F16, 65504.0));
+    assert_false(clrun__dtype_holds(CLRUN_F16, 65505.0) || clrun__dtype_holds(CLRUN_F16, 1e-9));
+    assert_true(clrun__dtype_holds(CLRUN_I8, -128) && clrun__dtype_holds(CLRUN_U8, 255));
+    assert_false(clrun__dtype_holds(CLRUN_I8, 128) || clrun__dtype_holds(CLRUN_U8, -1));
+    assert_false(clrun__dtype_holds(CLRUN_I32, 1.5) || clrun__dtype_holds(CLRUN_I32, NAN));
+    assert_true(clrun__dtype_holds(CLRUN_I64, -9223372036854775808.0));
+    assert_false(clrun__dtype_holds(CLRUN_I64, 9223372036854775808.0));
+    assert_true(clrun__dtype_holds(CLRUN_U64, 18446744073709549568.0)); /* 2^64 - 2048 */
+    assert_false(clrun__dtype_holds(CLRUN_U64, 18446744073709551616.0));
+    assert_true(clrun__dtype_holds(CLRUN_BOOL, 1) && !clrun__dtype_holds(CLRUN_BOOL, 2));
+    assert_false(clrun__dtype_holds((clrun_dtype)99, 0));
 }
 
 int main(void)
@@ -1210,6 +1274,7 @@ int main(void)
         cmocka_unit_test(fill_of_an_element_does_not_depend_on_the_size),
         cmocka_unit_test(fill_has_the_asked_distribution),
         cmocka_unit_test(converts_floats_to_halves_exactly),
+        cmocka_unit_test(converts_doubles_to_every_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

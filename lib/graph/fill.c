@@ -134,56 +134,9 @@ void clrun__constant_values_range(const clrun__tensor *tensor, uint64_t first, u
     for (uint64_t n = 0; n < count; n++) {
         uint64_t i = first + n;
         char *slot = (char *)out + n * size;
-        switch (tensor->type.dtype) {
-        case CLRUN_I32: {
-            int32_t value = fill_int(tensor, key, i);
-            memcpy(slot, &value, 4);
-            break;
-        }
-        case CLRUN_F32: {
-            float value = (float)fill_value(tensor, key, i);
-            memcpy(slot, &value, 4);
-            break;
-        }
-        case CLRUN_F16: {
-            uint16_t value = clrun__f32_to_f16((float)fill_value(tensor, key, i));
-            memcpy(slot, &value, 2);
-            break;
-        }
-        case CLRUN_I64: {
-            int64_t value = fill_int(tensor, key, i);
-            memcpy(slot, &value, 8);
-            break;
-        }
-        case CLRUN_BOOL:
-            *(unsigned char *)slot = (unsigned char)fill_int(tensor, key, i);
-            break;
-        case CLRUN_F64: {
-            double value = fill_value(tensor, key, i);
-            memcpy(slot, &value, 8);
-            break;
-        }
-        case CLRUN_I8:
-        case CLRUN_U8:
-            *(unsigned char *)slot = (unsigned char)fill_int(tensor, key, i);
-            break;
-        case CLRUN_I16:
-        case CLRUN_U16: {
-            uint16_t value = (uint16_t)fill_int(tensor, key, i);
-            memcpy(slot, &value, 2);
-            break;
-        }
-        case CLRUN_U32: {
-            uint32_t value = (uint32_t)fill_int(tensor, key, i);
-            memcpy(slot, &value, 4);
-            break;
-        }
-        case CLRUN_U64: {
-            uint64_t value = (uint64_t)(int64_t)fill_int(tensor, key, i);
-            memcpy(slot, &value, 8);
-            break;
-        }
-        }
+        clrun_dtype dtype = tensor->type.dtype;
+        double value = clrun__dtype_is_float(dtype) ? fill_value(tensor, key, i) : fill_int(tensor, key, i);
+        clrun__dtype_from_double(dtype, value, slot);
     }
 }
 

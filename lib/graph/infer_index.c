@@ -264,14 +264,7 @@ static clrun_status check_pad_value(const clrun__op_call *call, const clrun__inf
 {
     double v = clrun__attr_float_or(call, "value", 0);
     clrun_dtype dtype = call->inputs[0].dtype;
-    bool integral = v == floor(v);
-    double lo, hi;
-    clrun__int_range(dtype, &lo, &hi);
-    bool fits = clrun__dtype_is_int(dtype) ? integral && v >= lo && v <= hi && v < 18446744073709551616.0 &&
-                                                 (dtype != CLRUN_I64 || v < 9223372036854775808.0)
-                : dtype == CLRUN_BOOL ? v == 0 || v == 1
-                                      : true;
-    if (fits)
+    if (clrun__dtype_is_float(dtype) || clrun__dtype_holds(dtype, v)) /* floats round */
         return CLRUN_OK;
     char sx[CLRUN__TYPE_TEXT];
     return clrun__refuse(err, "value %.17g does not fit %s", v,
@@ -280,31 +273,15 @@ static clrun_status check_pad_value(const clrun__op_call *call, const clrun__inf
 
 uint64_t clrun__pad_value_bits(const clrun__op_call *call)
 {
-    double v = clrun__attr_float_or(call, "value", 0);
-    switch (call->inputs[0].dtype) {
-    case CLRUN_F32: {
-        float f = (float)v;
-        uint32_t bits;
-        memcpy(&bits, &f, sizeof bits);
-        return bits;
+    clrun_dtype dtype = call->inputs[0].dtype;
+    unsigned char bytes[8] = {0};
+    clrun__dtype_from_double(dtype, clrun__attr_float_or(call, "value", 0), bytes);
+    switch (clrun_dtype_size(dtype)) {
+    case 1: return bytes[0];
+    case 2: { uint16_t x; memcpy(&x, bytes, 2); return x; }
+    case 4: { uint32_t x; memcpy(&x, bytes, 4); return x; }
+    default: { uint64_t x; memcpy(&x, bytes, 8); return x; }
     }
-    case CLRUN_F64: {
-        uint64_t bits;
-        memcpy(&bits, &v, sizeof bits);
-        return bits;
-    }
-    case CLRUN_F16: return clrun__f32_to_f16((float)v);
-    case CLRUN_I32: return (uint32_t)(int32_t)v;
-    case CLRUN_I64: return (uint64_t)(int64_t)v;
-    case CLRUN_BOOL: return v != 0;
-    case CLRUN_I8: return (uint8_t)(int8_t)v;
-    case CLRUN_U8: return (uint8_t)v;
-    case CLRUN_I16: return (uint16_t)(int16_t)v;
-    case CLRUN_U16: return (uint16_t)v;
-    case CLRUN_U32: return (uint32_t)v;
-    case CLRUN_U64: return (uint64_t)v;
-    }
-    return 0;
 }
 
 static clrun_status pad_infer(const clrun__op_call *call, clrun_tensor_type *out, char *errbuf,

@@ -58,12 +58,6 @@ bool clrun__dtype_is_int(clrun_dtype dtype)
     return row && (row->kind == 's' || row->kind == 'u');
 }
 
-bool clrun__dtype_is_signed_int(clrun_dtype dtype)
-{
-    const dtype_row *row = dtype_row_of(dtype);
-    return row && row->kind == 's';
-}
-
 void clrun__int_range(clrun_dtype dtype, double *lo, double *hi)
 {
     const dtype_row *row = dtype_row_of(dtype);
@@ -206,4 +200,79 @@ uint16_t clrun__f32_to_f16(float value)
     if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
         half++; /* a carry into the exponent is right, up to inf */
     return (uint16_t)half;
+}
+
+float clrun__f16_to_f32(uint16_t half)
+{
+    uint32_t sign = (uint32_t)(half & 0x8000u) << 16;
+    uint32_t exponent = (half >> 10) & 0x1Fu, mantissa = half & 0x3FFu, bits;
+    if (exponent == 0x1F) {
+        bits = sign | 0x7F800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        uint32_t e = 113;
+        while ((mantissa & 0x400u) == 0) {
+            mantissa <<= 1;
+            e--;
+        }
+        bits = sign | (e << 23) | ((mantissa & 0x3FFu) << 13);
+    }
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+void clrun__dtype_from_double(clrun_dtype dtype, double v, void *out)
+{
+    const dtype_row *row = dtype_row_of(dtype);
+    if (row == NULL)
+        return;
+    if (row->kind == 'f') {
+        float f = (float)v;
+        uint16_t h = clrun__f32_to_f16(f);
+        memcpy(out, dtype == CLRUN_F64 ? (const void *)&v : dtype == CLRUN_F16 ? (const void *)&h : &f,
+               row->size);
+        return;
+    }
+    if (row->kind == 'b') {
+        *(uint8_t *)out = v != 0;
+        return;
+    }
+    double lo, hi;
+    clrun__int_range(dtype, &lo, &hi);
+    double t = v != v ? 0 : v <= lo ? lo : v >= hi ? hi : trunc(v);
+    /* hi is 2^63 for i64 and 2^64 for u64: those clamp to the type's top. */
+    uint64_t bits = row->kind == 'u' ? (t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t)
+                    : t >= 9223372036854775807.0 ? (uint64_t)INT64_MAX
+                                                 : (uint64_t)(int64_t)t;
+    switch (row->size) { /* in range, so the narrowing keeps the value */
+    case 1: *(uint8_t *)out = (uint8_t)bits; break;
+    case 2: { uint16_t x = (uint16_t)bits; memcpy(out, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)bits; memcpy(out, &x, 4); break; }
+    default: memcpy(out, &bits, 8); break;
+    }
+}
+
+bool clrun__dtype_holds(clrun_dtype dtype, double v)
+{
+    const dtype_row *row = dtype_row_of(dtype);
+    if (row == NULL)
+        return false;
+    switch (row->kind) {
+    case 'f':
+        if (v != v || dtype == CLRUN_F64)
+            return true;
+        if ((double)(float)v != v)
+            return false;
+        return dtype == CLRUN_F32 || (double)clrun__f16_to_f32(clrun__f32_to_f16((float)v)) == v;
+    case 'b': return v == 0 || v == 1;
+    default: {
+        double lo, hi;
+        clrun__int_range(dtype, &lo, &hi);
+        return v == trunc(v) && v >= lo && v < hi + 1.0; /* hi + 1 rounds to 2^63, 2^64: right */
+    }
+    }
 }

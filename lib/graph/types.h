@@ -12,9 +12,8 @@
 
 /* True for f32, f16 and f64. */
 bool clrun__dtype_is_float(clrun_dtype dtype);
-/* An integer dtype (i8 .. u64; bool is not one), and whether it is signed. */
+/* An integer dtype (i8 .. u64; bool is not one). */
 bool clrun__dtype_is_int(clrun_dtype dtype);
-bool clrun__dtype_is_signed_int(clrun_dtype dtype);
 /* The least and greatest value of an integer dtype, as doubles (2^63 and 2^64 are how i64's and
  * u64's tops round: a caller converting back clamps them). */
 void clrun__int_range(clrun_dtype dtype, double *lo, double *hi);
@@ -39,7 +38,16 @@ clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t 
  * overflow); clrun_tensor_elements is the checked count of the whole type. */
 uint64_t clrun__dims_product(const clrun_tensor_type *type, int from, int to);
 
-/* IEEE half from float, rounding to nearest even (integer arithmetic only). */
+/* IEEE half from float, rounding to nearest even (integer arithmetic only), and back (exact). */
 uint16_t clrun__f32_to_f16(float value);
+float clrun__f16_to_f32(uint16_t half);
+
+/* v as one element of dtype at out (clrun_dtype_size(dtype) bytes): floats rounded to nearest
+ * (f16 through f32), integers truncated toward zero and clamped to the dtype's range (NaN as 0),
+ * bool as v != 0. The one conversion of a double to an element, so that every caller agrees. */
+void clrun__dtype_from_double(clrun_dtype dtype, double v, void *out);
+/* Whether v is exactly a value of dtype: an integer in range, 0 or 1 for bool, a float that
+ * rounds to itself (every NaN and infinity is one). */
+bool clrun__dtype_holds(clrun_dtype dtype, double v);
 
 #endif

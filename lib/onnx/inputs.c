@@ -217,41 +217,10 @@ static const clrun_onnx_constant *constant_option(clrun__imp *im, const clrun__v
 /* Element i of f64 values as `dtype` into out; false when it does not convert exactly. */
 static bool convert_exactly(double x, clrun_dtype dtype, void *out, uint64_t i)
 {
-    switch (dtype) {
-    case CLRUN_F64: ((double *)out)[i] = x; return true;
-    case CLRUN_F32: ((float *)out)[i] = (float)x; return x != x || (double)(float)x == x;
-    case CLRUN_I32:
-        if (!(x >= -2147483648.0 && x <= 2147483647.0) || x != (double)(int32_t)x)
-            return false;
-        ((int32_t *)out)[i] = (int32_t)x;
-        return true;
-    case CLRUN_I64:
-        if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0) || x != (double)(int64_t)x)
-            return false;
-        ((int64_t *)out)[i] = (int64_t)x;
-        return true;
-    case CLRUN_BOOL:
-        if (x != 0 && x != 1)
-            return false;
-        ((uint8_t *)out)[i] = (uint8_t)x;
-        return true;
-    case CLRUN_I8: case CLRUN_U8: case CLRUN_I16: case CLRUN_U16: case CLRUN_U32: case CLRUN_U64: {
-        double lo, hi;
-        clrun__int_range(dtype, &lo, &hi);
-        if (!(x >= lo && x <= hi) || x != trunc(x) || x >= 18446744073709551616.0)
-            return false;
-        switch (dtype) {
-        case CLRUN_I8: ((int8_t *)out)[i] = (int8_t)x; break;
-        case CLRUN_U8: ((uint8_t *)out)[i] = (uint8_t)x; break;
-        case CLRUN_I16: ((int16_t *)out)[i] = (int16_t)x; break;
-        case CLRUN_U16: ((uint16_t *)out)[i] = (uint16_t)x; break;
-        case CLRUN_U32: ((uint32_t *)out)[i] = (uint32_t)x; break;
-        default: ((uint64_t *)out)[i] = (uint64_t)x; break;
-        }
-        return true;
-    }
-    default: return false;
-    }
+    if (!clrun__dtype_holds(dtype, x))
+        return false;
+    clrun__dtype_from_double(dtype, x, (char *)out + i * clrun_dtype_size(dtype));
+    return true;
 }
 
 /* An input the caller fixed: a constant of the model's element type (or f64 values that convert

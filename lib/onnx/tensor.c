@@ -11,6 +11,7 @@
 
 #include "core/file.h"
 #include "core/log.h"
+#include "graph/types.h"
 #include "onnx/onnx.pb-c.h"
 #include "onnx/tensor.h"
 
@@ -211,54 +212,6 @@ bool clrun__otensor_copy(clrun__otensor *dst, const clrun__otensor *src)
 
 /* ---- element access ---- */
 
-float clrun__onnx_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
-    if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | (man << 13);
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    } else if (man == 0) {
-        bits = sign;
-    } else { /* subnormal: normalise */
-        int e = -1;
-        do {
-            e++;
-            man <<= 1;
-        } while ((man & 0x400) == 0);
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t clrun__onnx_float_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xFF, man = x & 0x7FFFFF;
-    if (exp == 0xFF)
-        return (uint16_t)(sign | 0x7C00 | (man ? 0x200 | (man >> 13) : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 0x1F)
-        return (uint16_t)(sign | 0x7C00);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        man |= 0x800000;
-        int shift = 14 - e;
-        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rest > mid || (rest == mid && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1FFF;
-    if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-        half++; /* may carry into the exponent, up to infinity: right */
-    return (uint16_t)(sign | half);
-}
-
 static float bf16_to_float(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;
@@ -311,7 +264,7 @@ double clrun__otensor_get_real(const clrun__otensor *t, uint64_t i)
     switch (t->elem) {
     case CLRUN__ONNX_FLOAT: { float v; memcpy(&v, p, 4); return v; }
     case CLRUN__ONNX_DOUBLE: { double v; memcpy(&v, p, 8); return v; }
-    case CLRUN__ONNX_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return clrun__onnx_half_to_float(v); }
+    case CLRUN__ONNX_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return clrun__f16_to_f32(v); }
     case CLRUN__ONNX_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return bf16_to_float(v); }
     case CLRUN__ONNX_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
     default: return (double)clrun__otensor_get_int(t, i);
@@ -352,7 +305,7 @@ void clrun__otensor_set_real(clrun__otensor *t, uint64_t i, double value)
     switch (t->elem) {
     case CLRUN__ONNX_FLOAT: { float v = (float)value; memcpy(p, &v, 4); break; }
     case CLRUN__ONNX_DOUBLE: memcpy(p, &value, 8); break;
-    case CLRUN__ONNX_FLOAT16: { uint16_t v = clrun__onnx_float_to_half((float)value); memcpy(p, &v, 2); break; }
+    case CLRUN__ONNX_FLOAT16: { uint16_t v = clrun__f32_to_f16((float)value); memcpy(p, &v, 2); break; }
     case CLRUN__ONNX_BFLOAT16: { uint16_t v = float_to_bf16((float)value); memcpy(p, &v, 2); break; }
     case CLRUN__ONNX_BOOL: *p = value != 0; break;
     case CLRUN__ONNX_UINT64: {

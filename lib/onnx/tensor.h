@@ -113,10 +113,6 @@ bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, 
                                size_t whylen);
 /* Data in clrun's layout for that type (the same bytes: both are little-endian row-major). */
 
-/* float16 <-> float (IEEE binary16, round to nearest even). */
-float clrun__onnx_half_to_float(uint16_t h);
-uint16_t clrun__onnx_float_to_half(float f);
-
 /* "[2, 3, 4]" into buf; returns buf. */
 const char *clrun__onnx_dims_text(int rank, const int64_t *dims, char *buf, size_t size);
 

@@ -133,6 +133,13 @@ static const char *cast_expression(clrun_dtype from, clrun_dtype to, char *buf, 
     return buf;
 }
 
+/* The dtype an element function of `data` giving `result` computes its value in: the result's,
+ * except for an f16 result: the float (double from f64) its store rounds once. */
+static clrun_dtype value_dtype(clrun_dtype data, clrun_dtype result)
+{
+    return result != CLRUN_F16 ? result : data == CLRUN_F64 ? CLRUN_F64 : CLRUN_F32;
+}
+
 void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                              clrun_dtype result)
 {
@@ -144,7 +151,7 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
                                  ? cast_expression(data, result, cast, sizeof cast)
                                  : clrun__ew_expression(def, data);
     emit_dtype_macros(b, data);
-    const char *out_type = clrun__ew_value_type(data, result);
+    const char *out_type = clrun__cl_type(value_dtype(data, result));
     clrun__strbuf_printf(b, "#define T_OUT %s\n", out_type);
     clrun__strbuf_printf(b, "CLRUN_INLINE %s %s(", out_type, name);
     for (int i = 0; i < def->arity; i++)
@@ -157,25 +164,9 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
     emit_dtype_unmacros(b);
 }
 
-const char *clrun__ew_value_type(clrun_dtype data, clrun_dtype result)
-{
-    if (result != CLRUN_F16)
-        return clrun__cl_type(result);
-    return data == CLRUN_F64 ? "double" : "float";
-}
-
 const char *clrun__ew_store_function(clrun_dtype dtype)
 {
     return dtype == CLRUN_F32 ? "clrun_canon_f32" : dtype == CLRUN_F64 ? "clrun_canon_f64" : "";
-}
-
-/* The store function of a value of value_type: NaN made canonical for floats (an f16 result
- * too, before its rounding), nothing for the others. */
-static const char *value_store_function(const char *value_type)
-{
-    return strcmp(value_type, "float") == 0    ? "clrun_canon_f32"
-           : strcmp(value_type, "double") == 0 ? "clrun_canon_f64"
-                                               : "";
 }
 
 void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value)
@@ -275,7 +266,7 @@ static void emit_assign(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype 
                              name);
     else
         clrun__strbuf_printf(b, "out[%s] = %s(%s(", index,
-                             value_store_function(clrun__ew_value_type(data, result)), name);
+                             clrun__ew_store_function(value_dtype(data, result)), name);
     for (int i = 0; i < def->arity; i++) {
         bool half = data == CLRUN_F16 && !(def->condition && i == 0);
         char at[16];

@@ -25,10 +25,6 @@ void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_d
 void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                              clrun_dtype result);
 
-/* The type an element function of data dtype `data` giving `result` returns: the result's OpenCL
- * type, except for an f16 result: the float (double from f64) its store rounds once. */
-const char *clrun__ew_value_type(clrun_dtype data, clrun_dtype result);
-
 /* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
  * kernels/ew_functions.cl) for floats, "" for the others. */
 const char *clrun__ew_store_function(clrun_dtype dtype);

@@ -75,53 +75,14 @@ static clrun_status set_ulong(clrun_context *ctx, cl_kernel kernel, cl_uint *nex
     return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
 }
 
-/* A parameter in the data dtype's type. */
+/* A parameter in the data dtype's type (f16 computes in float, so its parameters are floats). */
 static clrun_status set_param(clrun_context *ctx, cl_kernel kernel, cl_uint *next, clrun_dtype dtype,
                               double v)
 {
-    switch (dtype) {
-    case CLRUN_F64: {
-        cl_double value = v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_I32: {
-        cl_int value = (cl_int)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_I64: {
-        cl_long value = v >= 9223372036854775807.0 ? INT64_MAX : (cl_long)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_U64: {
-        cl_ulong value = v >= 18446744073709551615.0 ? UINT64_MAX : v <= 0 ? 0 : (cl_ulong)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_U32: {
-        cl_uint value = (cl_uint)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_I16: {
-        cl_short value = (cl_short)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_U16: {
-        cl_ushort value = (cl_ushort)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_I8: {
-        cl_char value = (cl_char)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    case CLRUN_U8:
-    case CLRUN_BOOL: {
-        cl_uchar value = (cl_uchar)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    default: {
-        cl_float value = (cl_float)v;
-        return clrun__arg(ctx, kernel, (*next)++, sizeof value, &value);
-    }
-    }
+    clrun_dtype type = dtype == CLRUN_F16 ? CLRUN_F32 : dtype;
+    uint64_t value = 0;
+    clrun__dtype_from_double(type, v, &value);
+    return clrun__arg(ctx, kernel, (*next)++, clrun_dtype_size(type), &value);
 }
 
 static clrun_status set_params(clrun_context *ctx, const clrun__ew_def *def,
