@@ -212,9 +212,23 @@ static void copies_take_free_names(void **state)
     clrun_graph_destroy(g);
 }
 
+/* The names copies get, and only those, are told apart (traces and reports rely on it). */
+static void copies_are_told_by_their_names(void **state)
+{
+    (void)state;
+    assert_int_equal(clrun_remat_copy_of("h1.remat"), 2);
+    assert_int_equal(clrun_remat_copy_of("a.b.remat12"), 3);
+    assert_int_equal(clrun_remat_copy_of("h1"), 0);
+    assert_int_equal(clrun_remat_copy_of("h1.rematx"), 0);
+    assert_int_equal(clrun_remat_copy_of("h1.remake"), 0);
+    assert_int_equal(clrun_remat_copy_of(".remat"), 0);
+    assert_int_equal(clrun_remat_copy_of(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(copies_are_told_by_their_names),
         cmocka_unit_test(nothing_saveable_repeats_the_first_part_before_its_reader),
         cmocka_unit_test(each_policy_keeps_what_it_names),
         cmocka_unit_test(outputs_and_the_second_part_are_never_copied),

@@ -603,9 +603,10 @@ static int print_plan(const train_args *a, const clrun_train *t)
     /* the recomputed tensors: the outputs of repeated nodes, "NAME.remat" */
     json_object *names = json_object_new_array();
     for (int32_t i = 0; i < clrun_graph_tensor_count(step); i++) {
-        const char *name = clrun_graph_tensor_name(step, i), *dot = name ? strrchr(name, '.') : NULL;
-        if (dot && strncmp(dot, ".remat", 6) == 0 && strspn(dot + 6, "0123456789") == strlen(dot + 6))
-            json_object_array_add(names, json_object_new_string_len(name, (int)(dot - name)));
+        const char *name = clrun_graph_tensor_name(step, i);
+        size_t length = clrun_remat_copy_of(name);
+        if (length > 0)
+            json_object_array_add(names, json_object_new_string_len(name, (int)length));
     }
     int32_t n = (int32_t)json_object_array_length(names);
     char b1[32], b2[32], b3[32];

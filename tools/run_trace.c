@@ -36,21 +36,11 @@ static json_object *counter(uint64_t ns, uint64_t bytes)
     return event;
 }
 
-/* A node that rematerialisation repeated: its output is named "NAME.remat" or "NAME.rematK"
- * (remat.h). */
-static bool recomputed(const char *output)
-{
-    const char *dot = output ? strrchr(output, '.') : NULL;
-    if (dot == NULL || strncmp(dot, ".remat", 6) != 0)
-        return false;
-    return strspn(dot + 6, "0123456789") == strlen(dot + 6);
-}
-
 static json_object *span(const clrun_exec_span *s, const char *node)
 {
     json_object *event = json_object_new_object();
     json_object_object_add(event, "name", json_object_new_string(s->op));
-    bool again = recomputed(s->name);
+    bool again = clrun_remat_copy_of(s->name) > 0;
     json_object_object_add(event, "cat", json_object_new_string(again ? "recompute" : "kernel"));
     json_object_object_add(event, "ph", json_object_new_string("X"));
     json_object_object_add(event, "ts", json_object_new_double((double)s->start_ns / 1e3));

@@ -23,6 +23,7 @@
 #ifndef CLRUN_REMAT_H
 #define CLRUN_REMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <clrun/graph.h>
@@ -59,6 +60,11 @@ typedef struct clrun_remat_report {
  * numbered in declaration order. */
 clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char *policy,
                                clrun_remat_report *report);
+
+/* The length of the name a repeated node's output copies when `name` is such an output
+ * ("h1.remat" and "h1.remat2" give 2, the length of "h1"); 0 for any other name and for NULL.
+ * Traces and reports use it to tell the recomputed tensors. */
+size_t clrun_remat_copy_of(const char *name);
 
 #ifdef __cplusplus
 }

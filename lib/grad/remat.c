@@ -118,6 +118,15 @@ static void copy_name(const clrun_graph *g, int32_t t, char *out, size_t size)
         snprintf(out, size, "%.200s.remat%d", base, k);
 }
 
+size_t clrun_remat_copy_of(const char *name)
+{
+    const char *dot = name ? strrchr(name, '.') : NULL;
+    if (dot == NULL || dot == name || strncmp(dot, ".remat", 6) != 0 ||
+        strspn(dot + 6, "0123456789") != strlen(dot + 6))
+        return 0;
+    return (size_t)(dot - name);
+}
+
 /* Arithmetic of one run of `node`, estimated: two per multiply-add of a product (matmul, gemm:
  * the output's elements times the reduced length; conv2d: times a filter's taps), one per
  * output element for the rest. */
