@@ -502,10 +502,14 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
     const char *given = options->remat && options->remat[0] ? options->remat : NULL;
     const char *first = given ? given : "none";
     budget b = {.bytes = options->memory_budget};
-    /* empty chunks given back first, so that what the trainer's blocks reserve is measured the
-     * same whatever the pool held before */
-    clrun_pool_trim(t->ctx, NULL);
-    uint64_t limit, before = pool_held(t->ctx, &limit);
+    /* Where a budget or the pool's limit binds, empty chunks are given back first, so that what
+     * the trainer's blocks reserve is measured the same whatever the pool held before; otherwise
+     * the pool keeps them for the step. */
+    uint64_t limit;
+    (void)pool_held(t->ctx, &limit);
+    if (b.bytes != 0 || limit != 0)
+        clrun_pool_trim(t->ctx, NULL);
+    uint64_t before = pool_held(t->ctx, &limit);
     bool fits;
     uint64_t held, best = UINT64_MAX;
     clrun_exec_mode mode = t->options.exec.mode;
@@ -516,6 +520,8 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
     if (s == CLRUN_ERROR_OUT_OF_MEMORY && b.bytes == 0 && b.planned) {
         /* a planned arena past the pool's limit: measured in pooled mode, then fitted */
         t->options.exec.mode = CLRUN_EXEC_POOLED;
+        clrun_pool_trim(t->ctx, NULL);
+        before = pool_held(t->ctx, &limit);
         s = try_step(t, model, options, first, NULL, &fits, &held, err, errlen);
         if (s == CLRUN_OK && (s = slots(t, err, errlen)) == CLRUN_OK && !pool_budget(t, before, &b)) {
             drop_step(t);
