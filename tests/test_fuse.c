@@ -981,6 +981,39 @@ static void constant_nodes_run_once_into_constants_with_the_same_bits(void **sta
     clrun_graph_destroy(g);
 }
 
+/* A narrow weight widened before its product (an int8 weight dequantized, an f16 one cast) stays
+ * resident at its own width: folding it would hold 4x (2x) its bytes for the executor's life. A
+ * small one still folds. */
+static void a_narrow_weight_is_widened_at_run_time(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("narrow_weight", &g), CLRUN_OK);
+    const int64_t wd[2] = {512, 512}, sd[2] = {8, 16};
+    int32_t w8 = constant(g, "w8", shape_of(CLRUN_I8, 2, wd), 1);
+    int32_t w16 = constant(g, "w16", shape_of(CLRUN_F16, 2, wd), 2);
+    int32_t small = constant(g, "small", shape_of(CLRUN_I8, 2, sd), 3);
+    clrun_attr to_f32 = {.name = "to", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32};
+    int32_t scale = constant(g, "scale", shape_of(CLRUN_F32, 1, (int64_t[]){1}), 4);
+    int32_t wide8 = binary(g, "mul", "wide8", node(g, "cast", "cast8", 1, &w8, &to_f32, 1), scale);
+    int32_t wide16 = node(g, "cast", "wide16", 1, &w16, &to_f32, 1);
+    int32_t wide_small = node(g, "cast", "wide_small", 1, &small, &to_f32, 1); /* folds */
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 2, (int64_t[]){4, 512}));
+    int32_t y = binary(g, "add", "y", binary(g, "matmul", "p8", x, wide8), binary(g, "matmul", "p16", x, wide16));
+    clrun_graph_mark_output(g, y);
+    int32_t x8 = input(g, "x8", shape_of(CLRUN_F32, 2, (int64_t[]){4, 8}));
+    clrun_graph_mark_output(g, binary(g, "matmul", "q", x8, wide_small));
+    outcome base = run_unfused(g, 6);
+    for (size_t m = 0; m < sizeof every_mode / sizeof every_mode[0]; m++) {
+        outcome o = run_graph(g, every_mode[m], 6);
+        expect_same_bits(g, &o, &base, "narrow weights", 6);
+        assert_int_equal(o.stats.folded_nodes, 1);
+        /* int8 and f16 weights at their widths, the scale and the folded small weight */
+        assert_int_equal(o.stats.constant_bytes, 512 * 512 * 3 + 4 + 8 * 16 * 4);
+    }
+    clrun_graph_destroy(g);
+}
+
 /* A product of constants large enough for the matmul core, which packs B into scratch when no
  * executor packed it first: the fold runs the node with that scratch (it failed with "kernel
  * argument 1: no buffer" when folding gave the node only its outputs). */
@@ -1109,6 +1142,7 @@ int main(void)
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),
         cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),
         cmocka_unit_test(a_folded_product_gets_its_scratch),
+        cmocka_unit_test(a_narrow_weight_is_widened_at_run_time),
         cmocka_unit_test(batch_norm_folds_into_the_convolution_before_it),
         cmocka_unit_test(example_graphs_keep_their_bits_and_memory),
         cmocka_unit_test(generated_models_keep_their_bits_and_memory),

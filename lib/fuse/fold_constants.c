@@ -4,9 +4,11 @@
  * given at every run. Nodes are visited in graph order, so what one fold makes feeds the next.
  *
  * Left alone: views (reshape, which costs nothing at run time and would make a copy of its
- * constant), fused nodes, and nodes whose outputs are larger than their inputs by more than
- * FOLD_GROWTH: a constant stays resident for the executor's life, an intermediate only while
- * it is needed (an expand of a scalar to a large tensor is cheaper to recompute). */
+ * constant), fused nodes, and nodes whose outputs outgrow their inputs: a constant stays
+ * resident for the executor's life, an intermediate only while it is needed. A fold may add
+ * half its inputs' bytes, at least FOLD_SMALL and at most FOLD_GROWTH: an expand of a scalar to
+ * a large tensor is cheaper to recompute, and a narrow weight (int8 or f16, dequantized or cast
+ * to f32 before its product) stays resident at its own width, widened at each run. */
 #include "fuse/fold.h"
 
 #include <clrun/context.h>
@@ -19,6 +21,7 @@
 #include "ops/ops.h"
 
 #define FOLD_GROWTH ((uint64_t)1 << 20)
+#define FOLD_SMALL ((uint64_t)64 << 10)
 
 static bool foldable(const clrun_graph *d, const clrun__node *node)
 {
@@ -35,7 +38,8 @@ static bool foldable(const clrun_graph *d, const clrun__node *node)
     }
     for (int o = 0; o < node->output_count; o++)
         out += clrun_tensor_bytes(&d->tensors[node->outputs[o]].type);
-    return out <= in + FOLD_GROWTH;
+    uint64_t room = in / 2 < FOLD_SMALL ? FOLD_SMALL : in / 2 > FOLD_GROWTH ? FOLD_GROWTH : in / 2;
+    return out <= in + room;
 }
 
 typedef struct evaluation {
