@@ -41,7 +41,7 @@ public_owner() {
     clrun/log.h | clrun/options.h | clrun/lifetimes.h) echo core ;;
     clrun/context.h | clrun/program.h) echo device ;;
     clrun/memory.h | clrun/memory_stats.h | clrun/replay.h) echo memory ;;
-    clrun/graph.h | clrun/npy.h) echo graph ;;
+    clrun/graph.h | clrun/npy.h | clrun/weights.h) echo graph ;;
     clrun/plan.h | clrun/plan_gen.h) echo plan ;;
     clrun/onnx.h) echo onnx ;;
     clrun/grad.h | clrun/remat.h | clrun/train_graph.h) echo grad ;;

@@ -17,6 +17,7 @@
 
 #include <clrun/context.h>
 #include <clrun/graph.h>
+#include <clrun/weights.h>
 
 #include "../examples/models.h"
 #include "graph/graph.h"
@@ -1227,6 +1228,97 @@ static void converts_doubles_to_every_dtype(void **state)
     assert_false(clrun__dtype_holds((clrun_dtype)99, 0));
 }
 
+/* Narrow weights: which are narrowed (a product's weight read by nothing else), how (int8 with
+ * one scale per output channel, on the axis each product means), and where the widening goes
+ * (right before the first reader, so the graph stays in order). */
+static void narrows_product_weights_only(void **state)
+{
+    (void)state;
+    clrun_graph *g = new_graph();
+    const float w[2 * 3] = {1.0f, -2.0f, 0.5f, /* columns: max 4, 2, 0.5 */
+                            -4.0f, 1.0f, 0.25f};
+    const float b[3 * 2] = {3.0f, -1.5f, 0.0f, 0.0f, 1.0f, 1.0f}; /* rows: max 3, 0, 1 */
+    clrun_tensor_type wt = F32(2, 3), bt = F32(3, 2), xt = F32(4, 2);
+    int32_t x, wi, bi, shared, m, m2, gm, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &wt, w, CLRUN_FILL_ZEROS, 0, 0, 0, &wi), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "b", &bt, b, CLRUN_FILL_ZEROS, 0, 0, 0, &bi), CLRUN_OK);
+    clrun_tensor_type st = F32(4, 3);
+    assert_int_equal(clrun_graph_add_constant(g, "shared", &wt, w, CLRUN_FILL_ZEROS, 0, 0, 0, &shared), CLRUN_OK);
+    const char *mn[] = {"m"}, *m2n[] = {"m2"}, *gn[] = {"g"}, *yn[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, wi}, 2, mn, 1, NULL, 0, &m), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, shared}, 2, m2n, 1, NULL, 0, &m2), CLRUN_OK);
+    clrun_attr tb = {.name = "transpose_b", .kind = CLRUN_ATTR_INT, .i = 1};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, bi}, 2, gn, 1, &tb, 1, &gm), CLRUN_OK);
+    (void)st;
+    int32_t sum;
+    const char *sn[] = {"sum"};
+    assert_int_equal(clrun_graph_add_node(g, "add", (int32_t[]){m, gm}, 2, sn, 1, NULL, 0, &sum), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "add", (int32_t[]){sum, m2}, 2, yn, 1, NULL, 0, &y), CLRUN_OK);
+    int32_t z;
+    const char *zn[] = {"z"}; /* shared is read as a weight and otherwise: kept */
+    assert_int_equal(clrun_graph_add_node(g, "add", (int32_t[]){shared, shared}, 2, zn, 1, NULL, 0, &z), CLRUN_OK);
+    clrun_graph_mark_output(g, y);
+    clrun_graph_mark_output(g, z);
+
+    int32_t nodes = clrun_graph_node_count(g);
+    clrun_weights_report r;
+    assert_int_equal(clrun_graph_narrow_weights(g, CLRUN_F64, 0, &r), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_graph_node_count(g), nodes);
+    assert_int_equal(clrun_graph_narrow_weights(g, CLRUN_I8, 7, &r), CLRUN_OK); /* 6 < 7: none */
+    assert_int_equal(r.narrowed, 0);
+    assert_int_equal(clrun_graph_narrow_weights(g, CLRUN_I8, 0, &r), CLRUN_OK);
+    assert_int_equal(r.narrowed, 2);
+    assert_int_equal(r.kept, 1);
+    assert_int_equal(r.bytes_before, 2 * 24);
+    assert_int_equal(r.bytes_after, 2 * (6 + 12));
+    assert_int_equal(clrun_graph_node_count(g), nodes + 4);
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    for (int32_t n = 0; n < g->node_count; n++) /* in order: every input made before its reader */
+        for (int i = 0; i < g->nodes[n].input_count; i++)
+            assert_true(g->tensors[g->nodes[n].inputs[i]].producer < n);
+
+    const clrun__tensor *wq = &g->tensors[clrun__graph_find_ident(g, "w.i8")];
+    const clrun__tensor *ws = &g->tensors[clrun__graph_find_ident(g, "w.scale")];
+    const int8_t wq_expect[6] = {32, -127, 127, -127, 64, 64};
+    assert_memory_equal(wq->data, wq_expect, 6);
+    assert_int_equal(ws->type.rank, 1);
+    assert_true(((float *)ws->data)[0] == 4.0f / 127 && ((float *)ws->data)[2] == 0.5f / 127);
+    const clrun__tensor *bq = &g->tensors[clrun__graph_find_ident(g, "b.i8")];
+    const clrun__tensor *bs = &g->tensors[clrun__graph_find_ident(g, "b.scale")];
+    const int8_t bq_expect[6] = {127, -64, 0, 0, 127, 127}; /* a zero row: scale 1, zeros */
+    assert_memory_equal(bq->data, bq_expect, 6);
+    assert_int_equal(bs->type.rank, 2); /* [3, 1]: a transposed b has its channels in rows */
+    assert_int_equal(bs->type.shape[0], 3);
+    assert_true(((float *)bs->data)[1] == 1.0f);
+    /* the products read the widened weights; the shared one is untouched */
+    int32_t wide = clrun__graph_find_ident(g, "w.widened");
+    assert_int_equal(g->nodes[g->tensors[m].producer].inputs[1], wide);
+    assert_int_equal(g->tensors[wide].type.dtype, CLRUN_F32);
+    assert_int_equal(g->nodes[g->tensors[m2].producer].inputs[1], shared);
+    assert_int_equal(clrun__graph_find_ident(g, "shared.i8"), -1);
+    clrun_graph_destroy(g);
+
+    /* f16: the same weights at half their bytes, one cast each; a value beyond f16 is kept */
+    g = new_graph();
+    float big[6] = {1, 2, 3, 4, 5, 70000};
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &wt, w, CLRUN_FILL_ZEROS, 0, 0, 0, &wi), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "big", &wt, big, CLRUN_FILL_ZEROS, 0, 0, 0, &bi), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, wi}, 2, mn, 1, NULL, 0, &m), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, bi}, 2, m2n, 1, NULL, 0, &m2), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "add", (int32_t[]){m, m2}, 2, yn, 1, NULL, 0, &y), CLRUN_OK);
+    clrun_graph_mark_output(g, y);
+    assert_int_equal(clrun_graph_narrow_weights(g, CLRUN_F16, 0, &r), CLRUN_OK);
+    assert_int_equal(r.narrowed, 1);
+    assert_int_equal(r.kept, 1);
+    assert_int_equal(r.bytes_after, 12);
+    const clrun__tensor *wh = &g->tensors[clrun__graph_find_ident(g, "w.f16")];
+    assert_int_equal(((uint16_t *)wh->data)[0], 0x3c00);
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    clrun_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1275,6 +1367,7 @@ int main(void)
         cmocka_unit_test(fill_has_the_asked_distribution),
         cmocka_unit_test(converts_floats_to_halves_exactly),
         cmocka_unit_test(converts_doubles_to_every_dtype),
+        cmocka_unit_test(narrows_product_weights_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

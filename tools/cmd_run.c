@@ -1,6 +1,7 @@
 /* clrun run: loads a .graph, runs it under one allocator mode and reports time, memory and a
  * checksum per output, for a person or (--json) for a program; --trace writes a Chrome/Perfetto
  * trace with one span per kernel and a counter of bytes in use. A client of the public API. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ static void print_help(void)
     printf("usage: clrun run (FILE.graph | MODEL.onnx) [--allocator NAME] [--repeat N]\n"
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
            "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
-           "                 [--output-dir DIR]\n\n"
+           "                 [--output-dir DIR] [--weights f16|int8]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -33,7 +34,11 @@ static void print_help(void)
            "  --strict-donation  a donated input that no output can take is an error (exit 1)\n"
            "               before any run, not a line of the report\n"
            "  --time-limit planner budget in seconds for --allocator planned (default 1; 0 runs\n"
-           "               the constructions only, as in clrun plan)\n",
+           "               the constructions only, as in clrun plan)\n"
+           "  --weights W  store the weights of matmul and the convolutions as f16 or int8 (one\n"
+           "               scale per output channel), widened to f32 at each run; the report\n"
+           "               gives their bytes before and after and the largest error of the\n"
+           "               outputs against the f32 run (made first, with the same inputs)\n",
            clrun_strategy_names());
     clrun_cli_io_help(true);
     clrun_cli_const_help();
@@ -41,7 +46,7 @@ static void print_help(void)
 
 static int parse_args(int argc, char **argv, run_args *a)
 {
-    *a = (run_args){.repeat = 5, .seed = 1, .plan_time_limit = -1};
+    *a = (run_args){.repeat = 5, .seed = 1, .plan_time_limit = -1, .weights = CLRUN_F32};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
@@ -52,6 +57,14 @@ static int parse_args(int argc, char **argv, run_args *a)
             a->strict_donation = true;
         } else if (strcmp(arg, "--allocator") == 0 && has_value) {
             a->allocator = argv[++i];
+        } else if (strcmp(arg, "--weights") == 0 && has_value) {
+            const char *w = argv[++i];
+            if (strcmp(w, "f16") == 0)
+                a->weights = CLRUN_F16;
+            else if (strcmp(w, "int8") == 0 || strcmp(w, "i8") == 0)
+                a->weights = CLRUN_I8;
+            else
+                return clrun_cli_usage_error("run", "--weights takes f16 or int8, not '%s'", w);
         } else if (strcmp(arg, "--trace") == 0 && has_value) {
             a->trace = argv[++i];
         } else if (strcmp(arg, "--repeat") == 0 && has_value) {
@@ -173,8 +186,73 @@ static clrun_status checksum_outputs(clrun_exec *exec, const clrun_graph *g, cha
     return CLRUN_OK;
 }
 
+/* The float outputs of one run of g (the f32 weights), into refs[i] (NULL for the others). */
+static clrun_status reference_outputs(run_args *a, clrun_context *ctx, const clrun_graph *g,
+                                      float **refs)
+{
+    const clrun_tensor_id *ids;
+    int32_t inputs_n = clrun_graph_inputs(g, &ids);
+    clrun_buffer *inputs = calloc((size_t)inputs_n + 1, sizeof *inputs);
+    clrun_exec *exec = NULL;
+    clrun_status status = inputs ? clrun_exec_create(ctx, g, NULL, &exec) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (status == CLRUN_OK)
+        status = prepare_inputs(ctx, g, a->seed, &a->io, inputs, true);
+    if (status == CLRUN_OK)
+        status = clrun_exec_run(exec, inputs, inputs_n);
+    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; status == CLRUN_OK && i < outputs_n; i++) {
+        const clrun_tensor_type *type = clrun_graph_tensor_type(g, ids[i]);
+        if (type->dtype != CLRUN_F32)
+            continue;
+        uint64_t bytes = clrun_tensor_bytes(type);
+        refs[i] = malloc((size_t)bytes);
+        status = refs[i] ? clrun_exec_read_output(exec, i, refs[i], bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    clrun_exec_destroy(exec);
+    if (inputs) {
+        for (int32_t i = 0; i < inputs_n; i++) /* donated ones were consumed by the run */
+            if (inputs[i].mem && !clrun_graph_tensor_donated(g, ids[i]))
+                clrun_free(ctx, &inputs[i]);
+    }
+    free(inputs);
+    return status;
+}
+
+/* The outputs' largest errors against refs (the f32 run's). */
+static clrun_status weights_error(clrun_exec *exec, const clrun_graph *g, float *const *refs,
+                                  run_result *r)
+{
+    const clrun_tensor_id *ids;
+    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < outputs_n; i++) {
+        if (refs[i] == NULL)
+            continue;
+        uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i])), n = bytes / 4;
+        float *got = malloc((size_t)bytes);
+        clrun_status status = got ? clrun_exec_read_output(exec, i, got, bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        double worst = 0, top = 0;
+        for (uint64_t k = 0; status == CLRUN_OK && k < n; k++) {
+            double e = fabs((double)got[k] - refs[i][k]);
+            if (!(e <= worst)) /* NaN counts as the worst */
+                worst = e;
+            if (fabs(refs[i][k]) > top)
+                top = fabs(refs[i][k]);
+        }
+        free(got);
+        if (status != CLRUN_OK)
+            return status;
+        if (!(worst <= r->weights_abs_error))
+            r->weights_abs_error = worst;
+        double rel = top > 0 ? worst / top : worst;
+        if (!(rel <= r->weights_rel_error))
+            r->weights_rel_error = rel;
+    }
+    return CLRUN_OK;
+}
+
 /* Warm-up, then `repeat` timed runs; fills r. */
-static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result *r)
+static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, float *const *refs,
+                     run_result *r)
 {
     clrun_exec_options options;
     clrun_exec_options_init(&options);
@@ -213,6 +291,8 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
     }
     if (status == CLRUN_OK)
         status = checksum_outputs(exec, g, r->checksums);
+    if (status == CLRUN_OK && refs)
+        status = weights_error(exec, g, refs, r);
     const clrun_fused_group *groups = NULL;
     int32_t fused = status == CLRUN_OK ? clrun_exec_fused_groups(exec, &groups) : 0;
     r->fused = calloc((size_t)fused + 1, sizeof *r->fused);
@@ -245,6 +325,28 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, run_result
         free_kept_inputs(ctx, g, inputs);
     free(inputs);
     return rc;
+}
+
+/* --weights: the f32 run's outputs first (*refs), then the weights narrowed in g. */
+static int narrow_weights(run_args *a, clrun_context *ctx, clrun_graph *g, run_result *r, float ***refs)
+{
+    if (a->weights == CLRUN_F32)
+        return 0;
+    const clrun_tensor_id *ids;
+    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    *refs = calloc((size_t)outputs_n + 1, sizeof **refs);
+    clrun_status status = *refs ? reference_outputs(a, ctx, g, *refs) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (status != CLRUN_OK) {
+        fprintf(stderr, "clrun run: %s: the f32 run for --weights: %s\n", a->path,
+                input_error[0] ? input_error : clrun_last_error(ctx));
+        return 1;
+    }
+    /* weights of fewer than 1024 elements (biases, small layers) are not worth a kernel */
+    if (clrun_graph_narrow_weights(g, a->weights, 1024, &r->weights) != CLRUN_OK) {
+        fprintf(stderr, "clrun run: %s: --weights: %s\n", a->path, clrun_graph_last_error(g));
+        return 1;
+    }
+    return 0;
 }
 
 int clrun_cli_run(int argc, char **argv)
@@ -289,13 +391,16 @@ int clrun_cli_run(int argc, char **argv)
     }
     const clrun_tensor_id *ids;
     int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    float **refs = NULL;
     run_result r = {.times = calloc((size_t)a.repeat, sizeof(double)),
                     .checksums = calloc((size_t)outputs_n + 1, sizeof *r.checksums)};
     if (r.times == NULL || r.checksums == NULL) {
         fprintf(stderr, "clrun run: out of host memory\n");
         rc = 1;
     } else {
-        rc = run_graph(&a, ctx, g, &r);
+        rc = narrow_weights(&a, ctx, g, &r, &refs);
+        if (rc == 0)
+            rc = run_graph(&a, ctx, g, refs, &r);
     }
     if (rc == 0) {
         qsort(r.times, (size_t)a.repeat, sizeof *r.times, compare_doubles);
@@ -306,6 +411,9 @@ int clrun_cli_run(int argc, char **argv)
         else
             clrun_run_print_report(&a, ctx, g, &r);
     }
+    for (int32_t i = 0; refs && i < outputs_n; i++)
+        free(refs[i]);
+    free(refs);
     free(r.times);
     free(r.checksums);
     free(r.fused);

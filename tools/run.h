@@ -24,6 +24,7 @@ typedef struct run_args {
     double plan_time_limit; /* < 0: the executor's default */
     clrun_cli_io io;        /* --dim, --shape, --input, --output-dir (tools/model_io.h) */
     clrun_cli_consts consts; /* --const (tools/model_bind.h) */
+    clrun_dtype weights;    /* --weights: CLRUN_F16 or CLRUN_I8; CLRUN_F32 leaves them */
 } run_args;
 
 /* One fused group, copied from the executor before it goes. */
@@ -42,6 +43,9 @@ typedef struct run_result {
     int32_t fused_count;
     char (*unused)[256];      /* the donated inputs no output could take */
     int32_t unused_count;
+    clrun_weights_report weights; /* --weights: what was narrowed */
+    double weights_abs_error; /* --weights: the largest |narrow - f32| over the float outputs */
+    double weights_rel_error; /* ... and that over the largest |f32| of its output */
 } run_result;
 
 /* The report for a person, or (--json) one JSON object, on stdout. */

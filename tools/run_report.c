@@ -49,6 +49,15 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     json_object_object_add(o, "naive_bytes", json_object_new_int64((int64_t)s->naive_bytes));
     json_object_object_add(o, "constant_bytes", json_object_new_int64((int64_t)s->constant_bytes));
     json_object_object_add(o, "driver_allocs", json_object_new_int64((int64_t)s->driver_allocs));
+    if (a->weights != CLRUN_F32) {
+        json_object_object_add(o, "weights", json_object_new_string(a->weights == CLRUN_F16 ? "f16" : "int8"));
+        json_object_object_add(o, "weights_narrowed", json_object_new_int(r->weights.narrowed));
+        json_object_object_add(o, "weights_kept_f32", json_object_new_int(r->weights.kept));
+        json_object_object_add(o, "weights_bytes_before", json_object_new_int64((int64_t)r->weights.bytes_before));
+        json_object_object_add(o, "weights_bytes_after", json_object_new_int64((int64_t)r->weights.bytes_after));
+        json_object_object_add(o, "weights_max_abs_error", json_object_new_double(r->weights_abs_error));
+        json_object_object_add(o, "weights_max_rel_error", json_object_new_double(r->weights_rel_error));
+    }
     json_object_object_add(o, "donations", json_object_new_int(s->donations));
     json_object_object_add(o, "unused_donations", json_object_new_int(s->unused_donations));
     json_object *unused = json_object_new_array();
@@ -95,6 +104,15 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
                (int)s->folded_nodes, s->folded_nodes == 1 ? "" : "s", (int)s->folded_batchnorms,
                s->folded_batchnorms == 1 ? "" : "s",
                s->folded_batchnorms ? " (within 1e-5, not bit-exact)" : "");
+    if (a->weights != CLRUN_F32) {
+        char before[32], after[32];
+        printf("weights     %d stored as %s (%s -> %s), %d kept in f32; outputs against the f32 "
+               "run: max error %.3g (%.3g of the largest value)\n",
+               (int)r->weights.narrowed, a->weights == CLRUN_F16 ? "f16" : "int8",
+               clrun_format_bytes(r->weights.bytes_before, before, sizeof before),
+               clrun_format_bytes(r->weights.bytes_after, after, sizeof after), (int)r->weights.kept,
+               r->weights_abs_error, r->weights_rel_error);
+    }
     printf("device      %s (%s)\n", d->name, d->platform_name);
     printf("allocator   %s\n", s->allocator);
     double lo = r->times[0], hi = r->times[a->repeat - 1];

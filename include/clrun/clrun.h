@@ -14,6 +14,7 @@
 #include <clrun/exec.h>
 #include <clrun/grad.h>
 #include <clrun/remat.h>
+#include <clrun/weights.h>
 #include <clrun/train_graph.h>
 #include <clrun/train.h>
 #include <clrun/npy.h>

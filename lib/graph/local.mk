@@ -19,6 +19,7 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/names.c \
 	lib/graph/validate.c \
 	lib/graph/fill.c \
+	lib/graph/weights.c \
 	lib/graph/compare.c \
 	lib/graph/graph_read.h \
 	lib/graph/graph_lex.c \
@@ -26,7 +27,8 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/graph_build.c \
 	lib/graph/graph_write.c
 clruninclude_HEADERS += \
-	include/clrun/graph.h
+	include/clrun/graph.h \
+	include/clrun/weights.h
 
 # The model generators: gen_models MODEL BATCH [OUT.graph]; 'make examples' writes them all.
 noinst_PROGRAMS += examples/gen_models
