@@ -1,8 +1,8 @@
-/* clrun train over Open MPI: every collective is non-blocking and polled against the timeout,
- * and beside each one every rank tells rank 0 that it arrived (and rank 0 tells every rank), so
- * that a collective that does not complete names the ranks that never reached it: a dead or
- * hung peer ends the job (MPI_Abort) instead of hanging the others. That is one small message
- * per rank per collective, and rank 0 handles N - 1 of them. */
+/* clrun train over Open MPI: every collective is non-blocking and polled against the timeout.
+ * While it polls, a rank answers the others' probes; when its collective has not completed
+ * within the timeout, it probes every other rank and names those that do not answer within a
+ * grace period (dead, hung, or stuck outside any collective), then ends the job (MPI_Abort)
+ * instead of hanging. Probes cost nothing until a timeout. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +13,11 @@
 
 #include "dist.h"
 
-#define ARRIVAL_TAG 2801
+#define PROBE_TAG 2801
+#define ANSWER_TAG 2802
+#define GRACE_S 2.0 /* how long a timed-out rank waits for answers (at most half the timeout) */
 
 static MPI_Comm comm = MPI_COMM_NULL; /* the job's, duplicated: no other code's messages */
-static uint64_t sequence;             /* collectives so far, the same on every rank */
 
 bool clrun_cli_dist_built(void)
 {
@@ -41,40 +42,86 @@ int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s)
     return 0;
 }
 
-static void pause_briefly(void)
+/* Answers the probes other ranks sent: I am alive and polling. */
+static void answer_probes(void)
 {
-    struct timespec ts = {0, 200000}; /* 0.2 ms */
-    nanosleep(&ts, NULL);
+    for (;;) {
+        int pending = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, PROBE_TAG, comm, &pending, &st) != MPI_SUCCESS || !pending)
+            return;
+        static const int alive = 1; /* static: the send outlives this call */
+        int probe = 0;
+        MPI_Recv(&probe, 1, MPI_INT, st.MPI_SOURCE, PROBE_TAG, comm, MPI_STATUS_IGNORE);
+        MPI_Request r;
+        if (MPI_Isend(&alive, 1, MPI_INT, st.MPI_SOURCE, ANSWER_TAG, comm, &r) == MPI_SUCCESS)
+            MPI_Request_free(&r);
+    }
+}
+
+/* After a timeout: the ranks that do not answer a probe within the grace period, into
+ * missing (a list like "1, 3"); their count. */
+static int unanswered(clrun_cli_dist *d, char *missing, size_t size)
+{
+    static const int probe = 1;
+    int n = d->size, count = 0;
+    MPI_Request *req = calloc((size_t)n * 2, sizeof *req);
+    int *answers = calloc((size_t)n, sizeof *answers);
+    if (req == NULL || answers == NULL) {
+        free(req);
+        free(answers);
+        snprintf(missing, size, "?");
+        return 1;
+    }
+    for (int q = 0; q < n; q++) {
+        req[2 * q] = req[2 * q + 1] = MPI_REQUEST_NULL;
+        if (q == d->rank)
+            continue;
+        MPI_Irecv(&answers[q], 1, MPI_INT, q, ANSWER_TAG, comm, &req[2 * q]);
+        MPI_Isend(&probe, 1, MPI_INT, q, PROBE_TAG, comm, &req[2 * q + 1]);
+    }
+    double start = MPI_Wtime(), grace = d->timeout_s / 2 < GRACE_S ? d->timeout_s / 2 : GRACE_S;
+    int done = 0;
+    while (!done && MPI_Wtime() - start < grace) {
+        answer_probes();
+        done = 1;
+        for (int q = 0; q < n; q++) {
+            int got = 1;
+            if (req[2 * q] != MPI_REQUEST_NULL)
+                MPI_Test(&req[2 * q], &got, MPI_STATUS_IGNORE);
+            done = done && got;
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    size_t used = 0;
+    missing[0] = '\0';
+    for (int q = 0; q < n; q++)
+        if (req[2 * q] != MPI_REQUEST_NULL && used + 16 < size) {
+            used += (size_t)snprintf(missing + used, size - used, "%s%d", count ? ", " : "", q);
+            count++;
+        }
+    /* the job ends: the requests are left to MPI_Abort */
+    free(answers);
+    free(req);
+    return count;
 }
 
 /* buf (count of type) summed over the ranks in place, or the job ended with the reason. */
 static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, const char *what)
 {
-    int peers = d->rank == 0 ? d->size - 1 : 1, k = 0;
-    MPI_Request *req = malloc(sizeof *req * (size_t)(2 * peers + 1));
-    uint64_t *arrived = calloc((size_t)peers, sizeof *arrived);
-    uint64_t mine = ++sequence;
-    if (req == NULL || arrived == NULL) {
-        fprintf(stderr, "clrun train: rank %d: out of host memory\n", d->rank);
-        MPI_Abort(comm, 1);
-    }
-    int rc = MPI_SUCCESS;
-    for (int p = 0; p < peers && rc == MPI_SUCCESS; p++) {
-        int peer = d->rank == 0 ? p + 1 : 0;
-        rc = MPI_Irecv(&arrived[p], 1, MPI_UINT64_T, peer, ARRIVAL_TAG, comm, &req[k++]);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(&mine, 1, MPI_UINT64_T, peer, ARRIVAL_TAG, comm, &req[k++]);
-    }
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, MPI_SUM, comm, &req[k++]);
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, MPI_SUM, comm, &req);
     double start = MPI_Wtime();
     int done = 0;
     while (rc == MPI_SUCCESS && !done) {
-        rc = MPI_Testall(k, req, &done, MPI_STATUSES_IGNORE);
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
         if (rc == MPI_SUCCESS && !done) {
             if (MPI_Wtime() - start > d->timeout_s)
                 break;
-            pause_briefly();
+            answer_probes();
+            struct timespec ts = {0, 200000}; /* 0.2 ms */
+            nanosleep(&ts, NULL);
         }
     }
     if (rc != MPI_SUCCESS) {
@@ -87,32 +134,19 @@ static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, cons
         MPI_Abort(comm, 1);
     }
     if (!done) {
-        /* who never arrived: rank 0 knows of every rank, the others of rank 0 */
-        char missing[512] = "";
-        size_t used = 0;
-        int count_missing = 0;
-        for (int p = 0; p < peers; p++) {
-            int got = 0;
-            MPI_Test(&req[2 * p], &got, MPI_STATUS_IGNORE);
-            if (!got && used < sizeof missing - 16) {
-                used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
-                                         count_missing ? ", " : "", d->rank == 0 ? p + 1 : 0);
-                count_missing++;
-            }
-        }
-        if (count_missing > 0)
+        char missing[512];
+        int n = unanswered(d, missing, sizeof missing);
+        if (n > 0)
             fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
-                    "(--mpi-timeout): rank%s %s never reached it (dead or hung); aborting the "
-                    "job\n", d->rank, what, d->timeout_s, count_missing > 1 ? "s" : "", missing);
+                    "(--mpi-timeout): rank%s %s did not answer (dead or hung); aborting the job\n",
+                    d->rank, what, d->timeout_s, n > 1 ? "s" : "", missing);
         else
             fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
-                    "(--mpi-timeout): a rank is dead or hung (rank 0 names it); aborting the job\n",
-                    d->rank, what, d->timeout_s);
+                    "(--mpi-timeout), though every rank answers; aborting the job\n", d->rank,
+                    what, d->timeout_s);
         fflush(stderr);
         MPI_Abort(comm, 3);
     }
-    free(req);
-    free(arrived);
 }
 
 clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
