@@ -590,7 +590,8 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
             goto fail;
         for (int32_t i = 0; i < b.param_count && s == CLRUN_OK; i++)
             if ((s = clrun_graph_set_donated(b.step, b.param_ids[i], false)) != CLRUN_OK ||
-                (s = add_twin(&a, &b, b.param_ids[i], !options->no_donation, &a.param_ids[i])) != CLRUN_OK)
+                (s = add_twin(&a, &b, b.param_ids[i], !options->no_donation,
+                              &a.param_ids[i])) != CLRUN_OK)
                 goto fail;
     }
     if (target >= 0) {

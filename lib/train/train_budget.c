@@ -154,7 +154,7 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
     *fits = true;
     *held = 0;
     clrun_status s = clrun__train_graph_build(model, &o, t->options.reduce != NULL, &t->tg, err,
-                                             errlen);
+                                              errlen);
     if (s != CLRUN_OK)
         return s;
     uint64_t before = reserved(t->ctx);
@@ -420,7 +420,7 @@ static clrun_status reslot(clrun_train *t, const clrun_graph *model,
     if (t->exec != NULL)
         drop_step(t);
     clrun_status s = clrun__train_graph_build(model, options, t->options.reduce != NULL, &t->tg,
-                                             err, errlen);
+                                              err, errlen);
     if (s != CLRUN_OK)
         return s;
     clrun__train_free_slots(t);
