@@ -900,6 +900,20 @@ int clrun_cli_train(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if (dist.size > 1) {
+        /* Every rank ready, with the same data: the start is where the ranks drift apart most
+         * (loading, compiling), so it may take a minute at least. */
+        double same[2] = {(double)train_set.rows, 1.0}, timeout = dist.timeout_s;
+        dist.timeout_s = timeout > 60 ? timeout : 60;
+        clrun_cli_dist_sum(&dist, same, 2, "the start (every rank ready to train)");
+        dist.timeout_s = timeout;
+        if (same[0] != (double)train_set.rows * dist.size) {
+            fprintf(stderr, "clrun train: rank %d: the ranks' data sets differ in rows (%" PRId64
+                    " here): each rank must read the same files\n", dist.rank, train_set.rows);
+            rc = 2;
+            goto done;
+        }
+    }
     if (a.resume && clrun_train_load(t, a.resume) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 2;

@@ -2,7 +2,7 @@
  * While it polls, a rank answers the others' probes; when its collective has not completed
  * within the timeout, it probes every other rank and names those that do not answer within a
  * grace period (dead, hung, or stuck outside any collective), then ends the job (MPI_Abort)
- * instead of hanging. Probes cost nothing until a timeout. */
+ * instead of hanging; when all answer, it waits on. Probes cost nothing until a timeout. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +107,9 @@ static int unanswered(clrun_cli_dist *d, char *missing, size_t size)
     return count;
 }
 
-/* buf (count of type) summed over the ranks in place, or the job ended with the reason. */
+/* buf (count of type) summed over the ranks in place, or the job ended with the reason. When
+ * the timeout passes and every rank answers a probe, they are alive (a slow one polls once it
+ * arrives): the wait starts over. */
 static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, const char *what)
 {
     MPI_Request req;
@@ -116,13 +118,23 @@ static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, cons
     int done = 0;
     while (rc == MPI_SUCCESS && !done) {
         rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS && !done) {
-            if (MPI_Wtime() - start > d->timeout_s)
-                break;
-            answer_probes();
-            struct timespec ts = {0, 200000}; /* 0.2 ms */
-            nanosleep(&ts, NULL);
+        if (rc != MPI_SUCCESS || done)
+            break;
+        answer_probes();
+        if (MPI_Wtime() - start > d->timeout_s) {
+            char missing[512];
+            if (unanswered(d, missing, sizeof missing) == 0) {
+                start = MPI_Wtime();
+                continue;
+            }
+            fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
+                    "(--mpi-timeout): rank%s %s did not answer (dead or hung); aborting the job\n",
+                    d->rank, what, d->timeout_s, strchr(missing, ',') ? "s" : "", missing);
+            fflush(stderr);
+            MPI_Abort(comm, 3);
         }
+        struct timespec ts = {0, 200000}; /* 0.2 ms */
+        nanosleep(&ts, NULL);
     }
     if (rc != MPI_SUCCESS) {
         char text[MPI_MAX_ERROR_STRING] = "";
@@ -132,20 +144,6 @@ static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, cons
                 text);
         fflush(stderr);
         MPI_Abort(comm, 1);
-    }
-    if (!done) {
-        char missing[512];
-        int n = unanswered(d, missing, sizeof missing);
-        if (n > 0)
-            fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
-                    "(--mpi-timeout): rank%s %s did not answer (dead or hung); aborting the job\n",
-                    d->rank, what, d->timeout_s, n > 1 ? "s" : "", missing);
-        else
-            fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
-                    "(--mpi-timeout), though every rank answers; aborting the job\n", d->rank,
-                    what, d->timeout_s);
-        fflush(stderr);
-        MPI_Abort(comm, 3);
     }
 }
 
