@@ -100,15 +100,16 @@ chmod +x "$tmp/rank.sh"
 for sig in STOP KILL; do
     rm -f "$tmp/pid"
     start=$(date +%s)
-    mpi 2 "$tmp/rank.sh" >"$tmp/bad" 2>&1 &
-    job=$!
+    "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 -x POCL_DEVICES -x POCL_MAX_PTHREAD_COUNT \
+        -x OMP_NUM_THREADS "$tmp/rank.sh" >"$tmp/bad" 2>&1 &
+    job=$! # mpirun itself
     # once rank 0 has finished an epoch, rank 1 is mid-run
-    for _ in $(seq 1 200); do
+    for _ in $(seq 1 600); do
         grep -q '^epoch' "$tmp/bad" && [ -s "$tmp/pid" ] && break
         sleep 0.1
     done
     pid=$(cat "$tmp/pid" 2>/dev/null)
-    [ -n "$pid" ] && kill -$sig "$pid"
+    [ -n "$pid" ] && kill -$sig "$pid" 2>/dev/null
     for _ in $(seq 1 300); do
         kill -0 $job 2>/dev/null || break
         sleep 0.1
