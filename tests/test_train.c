@@ -492,6 +492,7 @@ typedef struct hook_record {
     uint64_t count, last_step;
     float scale;
     bool fail;
+    float *seen; /* when not NULL: a copy of the gradients handed over (before scaling) */
 } hook_record;
 
 static clrun_status hook(void *user, uint64_t step, float *gradients, uint64_t count, char *err,
@@ -505,6 +506,8 @@ static clrun_status hook(void *user, uint64_t step, float *gradients, uint64_t c
         snprintf(err, errlen, "the peer is gone");
         return CLRUN_ERROR_IO;
     }
+    if (h->seen)
+        memcpy(h->seen, gradients, sizeof *gradients * count);
     for (uint64_t i = 0; i < count; i++)
         gradients[i] *= h->scale;
     return CLRUN_OK;
@@ -515,6 +518,7 @@ static clrun_train *trainer_hooked(clrun_context *ctx, const clrun_graph *g, clr
 {
     clrun_train_options o;
     clrun_train_options_init(&o);
+    o.graph.keep_gradients = h && h->seen;
     o.graph.loss = CLRUN_LOSS_MSE;
     o.graph.loss_tensor = "pred";
     clrun_optimizer_init(&o.graph.optimizer, kind);
@@ -572,6 +576,22 @@ static void a_reduce_hook_replaces_the_gradients(void **state)
     hook_record h2 = {.scale = 2.0f};
     steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_SGD, true, 0.05, &h2), g, doubled, NULL);
     assert_memory_equal(twice, doubled, sizeof twice);
+    /* the hook's buffer: every parameter's gradient, in parameter order */
+    float seen[P], grad[D * H];
+    hook_record hs = {.scale = 1.0f, .seen = seen};
+    clrun_train *ts = trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, &hs);
+    run_rounds(ts, g, 1, 3, 4, false, NULL);
+    size_t at = 0;
+    for (int k = 0; k < clrun_train_param_count(ts); k++) {
+        clrun_tensor_type type;
+        assert_int_equal(clrun_train_param_info(ts, k, NULL, &type), CLRUN_OK);
+        assert_true(clrun_tensor_elements(&type) <= D * H);
+        assert_int_equal(clrun_train_read_gradient(ts, k, grad, clrun_tensor_bytes(&type)), CLRUN_OK);
+        assert_memory_equal(grad, seen + at, clrun_tensor_bytes(&type));
+        at += clrun_tensor_elements(&type);
+    }
+    assert_int_equal(at, P);
+    clrun_train_destroy(ts);
     /* a failing hook */
     hook_record bad = {.scale = 1.0f, .fail = true};
     clrun_train *t = trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, &bad);

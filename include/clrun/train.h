@@ -112,7 +112,8 @@ clrun_status clrun_train_param_info(const clrun_train *train, int32_t i, const c
                                     clrun_tensor_type *type);
 clrun_status clrun_train_read_param(clrun_train *train, int32_t i, void *host, uint64_t bytes);
 /* The gradient parameter i had in the last step, when the trainer was made with
- * keep_gradients (CLRUN_ERROR_INVALID_ARGUMENT otherwise, or before the first step). */
+ * keep_gradients (CLRUN_ERROR_INVALID_ARGUMENT otherwise, or before the first step); with a
+ * reduce hook, this process's gradient, before the reduction. */
 clrun_status clrun_train_read_gradient(clrun_train *train, int32_t i, void *host, uint64_t bytes);
 
 /* The trainer's tensors that come from the model: its parameters, then the running statistics

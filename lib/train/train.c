@@ -688,11 +688,12 @@ clrun_status clrun_train_read_gradient(clrun_train *t, int32_t i, void *host, ui
         return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                            "clrun_train_read_gradient: no parameter %d, or NULL host", i);
     const clrun__train_slot *slot = &t->tg.slots[t->params[i]];
-    if (slot->grad_output < 0 || t->steps == 0)
+    if (slot->grad_output < 0 || !t->options.graph.keep_gradients || t->steps == 0)
         return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: no gradient of %s to read "
                            "(%s)", clrun_graph_tensor_name(t->tg.graph, slot->input),
-                           slot->grad_output < 0 ? "the trainer keeps none: keep_gradients"
-                                                 : "no step has run");
+                           slot->grad_output < 0 || !t->options.graph.keep_gradients
+                               ? "the trainer keeps none: keep_gradients"
+                               : "no step has run");
     return clrun_exec_read_output(t->exec, slot->grad_output, host, bytes);
 }
 
