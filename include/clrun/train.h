@@ -49,8 +49,9 @@ typedef struct clrun_train_options {
      * graph of their own that takes the parameters and the optimizer state in place (donated)
      * and the reduced gradients. With a reduction that returns the gradients unchanged, the
      * parameters follow the unsplit step's bit for bit. A memory budget
-     * (graph.memory_budget) counts the first part only. keep_gradients keeps this process's
-     * gradients, before the reduction. */
+     * (graph.memory_budget) and clrun_train_stats' peak and lower bound count the first part
+     * only (its donations count both). keep_gradients keeps this process's gradients, before
+     * the reduction. */
     clrun_train_reduce_fn reduce;
     void *reduce_user;               /* reduce's first argument */
 } clrun_train_options;
