@@ -903,11 +903,11 @@ int clrun_cli_train(int argc, char **argv)
     if (dist.size > 1) {
         /* Every rank ready, with the same data: the start is where the ranks drift apart most
          * (loading, compiling), so it may take a minute at least. */
-        double same[2] = {(double)train_set.rows, 1.0}, timeout = dist.timeout_s;
+        double rows = (double)train_set.rows, timeout = dist.timeout_s;
         dist.timeout_s = timeout > 60 ? timeout : 60;
-        clrun_cli_dist_sum(&dist, same, 2, "the start (every rank ready to train)");
+        clrun_cli_dist_sum(&dist, &rows, 1, "the start (every rank ready to train)");
         dist.timeout_s = timeout;
-        if (same[0] != (double)train_set.rows * dist.size) {
+        if (rows != (double)train_set.rows * dist.size) {
             fprintf(stderr, "clrun train: rank %d: the ranks' data sets differ in rows (%" PRId64
                     " here): each rank must read the same files\n", dist.rank, train_set.rows);
             rc = 2;
