@@ -2,8 +2,8 @@
 # clrun train under mpirun: data-parallel training over Open MPI on this machine's loopback
 # (oversubscribed). 2 and 3 ranks (a global batch of 32 that 3 does not divide) end with the
 # parameters of one process at the same global batch, within 1e-6 relative; a rank that hangs
-# (SIGSTOP) or dies (SIGKILL) mid-run ends the job with an error naming it within the timeout.
-# Skipped when configure found no MPI. Run by `make check`; CLRUN_BIN overrides the tool.
+# (SIGSTOP) or dies (SIGKILL) mid-run ends the job with an error naming it within the timeout;
+# a global batch smaller than the ranks is refused. Skipped when configure found no MPI. Run by `make check`; CLRUN_BIN overrides the tool.
 set -u
 . "${srcdir:-.}/tests/cli_common.sh"
 if [ "${HAVE_MPI:-no}" != yes ]; then
@@ -88,6 +88,13 @@ for case in "2 16 --optimizer sgd --lr 0.1 --momentum 0.9" "3 1[01] --optimizer 
     same "$tmp/n$n.onnx" "$tmp/one.onnx" "$2, $n ranks"
 done
 set +f
+
+# A global batch smaller than the ranks: refused before any work.
+mpi 3 "$CLRUN" train $train --batch 2 >"$tmp/out" 2>&1
+rc=$?
+[ $rc != 0 ] || fail "--batch 2 on 3 ranks: exit status 0"
+grep -q -- "--batch 2 is less than a row for each of the 3 ranks" "$tmp/out" ||
+    fail "--batch 2 on 3 ranks: $(cat "$tmp/out")"
 
 # A rank that hangs (stopped) or dies (killed) mid-run: the others give up within the timeout,
 # naming it (hang), or mpirun ends the job (death). The job must end well within 30 s.
