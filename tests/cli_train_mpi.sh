@@ -18,11 +18,12 @@ fi
 make_tmp train-mpi
 MPIRUN=${MPIRUN:-mpirun}
 # One POCL thread per rank: the ranks are the parallelism (CI has 2 cores).
-# Shared memory without the kernel's cross-memory attach, which containers often forbid (ptrace).
+# One machine: shared memory only (no network to probe), without the kernel's cross-memory
+# attach, which containers often forbid (ptrace).
 POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 OMP_NUM_THREADS=1 OMPI_MCA_rmaps_base_oversubscribe=1
-OMPI_MCA_btl_vader_single_copy_mechanism=none
+OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export POCL_DEVICES POCL_MAX_PTHREAD_COUNT OMP_NUM_THREADS OMPI_MCA_rmaps_base_oversubscribe \
-    OMPI_MCA_btl_vader_single_copy_mechanism
+    OMPI_MCA_btl OMPI_MCA_btl_vader_single_copy_mechanism
 mpi() {
     n=$1
     shift
