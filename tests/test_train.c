@@ -493,6 +493,7 @@ typedef struct hook_record {
     float scale;
     bool fail;
     float *seen; /* when not NULL: a copy of the gradients handed over (before scaling) */
+    bool no_donation; /* the trainer's (measuring only) */
 } hook_record;
 
 static clrun_status hook(void *user, uint64_t step, float *gradients, uint64_t count, char *err,
@@ -519,6 +520,7 @@ static clrun_train *trainer_hooked(clrun_context *ctx, const clrun_graph *g, clr
     clrun_train_options o;
     clrun_train_options_init(&o);
     o.graph.keep_gradients = h && h->seen;
+    o.graph.no_donation = h && h->no_donation;
     o.graph.loss = CLRUN_LOSS_MSE;
     o.graph.loss_tensor = "pred";
     clrun_optimizer_init(&o.graph.optimizer, kind);
@@ -541,10 +543,11 @@ static clrun_train *trainer_hooked(clrun_context *ctx, const clrun_graph *g, clr
     return t;
 }
 
-/* A reduce hook gets every gradient between the backward pass and the update, and the update
- * uses what it leaves: returned unchanged, the same bits as the fused step under every
- * optimizer; doubled under plain SGD, the same bits as twice the learning rate; a failing hook
- * fails the step by its message and changes no parameter, and the trainer steps on. */
+/* A reduce hook gets every gradient between the backward pass and the update, in parameter
+ * order, and the update uses what it leaves: returned unchanged, the same bits as the fused
+ * step under every optimizer (without donation too); doubled under plain SGD, the same bits as
+ * twice the learning rate; a failing hook fails the step by its message and changes no
+ * parameter, and the trainer steps on. */
 static void a_reduce_hook_replaces_the_gradients(void **state)
 {
     (void)state;
@@ -571,6 +574,14 @@ static void a_reduce_hook_replaces_the_gradients(void **state)
             fail();
         }
     }
+    /* without donation, the same bits too */
+    float donated[P], copied[P];
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAMW, false, 0.01, NULL), g, donated,
+                      NULL);
+    hook_record hn = {.scale = 1.0f, .no_donation = true};
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAMW, false, 0.01, &hn), g, copied,
+                      NULL);
+    assert_memory_equal(donated, copied, sizeof donated);
     float twice[P], doubled[P];
     steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_SGD, true, 0.1, NULL), g, twice, NULL);
     hook_record h2 = {.scale = 2.0f};
