@@ -9,10 +9,13 @@ libxxhash-dev libjson-c-dev libcmocka-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
 clang libclang-rt-dev \
 python3 python3-numpy python3-venv python3-setuptools python3-pip oclgrind \
-libopenblas0-pthread python3-sklearn python3-torch"
+libopenblas0-pthread python3-sklearn python3-torch \
+libopenmpi-dev openmpi-bin"
 # libopenblas0-pthread: the tuned BLAS that numpy then uses, bench_kernels' baseline (without it
 # numpy falls back on the reference BLAS, a few GFLOP/s). python3-sklearn (its digits data set)
 # and python3-torch are the training tests' real data and reference, never a build dependency.
+# libopenmpi-dev and openmpi-bin: data-parallel training over MPI (configure builds it when
+# found; docs/distributed.md).
 
 missing=""
 for p in $packages; do

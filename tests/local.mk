@@ -8,7 +8,8 @@
 # every test that creates a context on a thread of its own (test_threads).
 AM_TESTS_ENVIRONMENT = LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0" ; export LSAN_OPTIONS ; \
 	ASAN_OPTIONS="intercept_tls_get_addr=0:use_sigaltstack=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}" ; export ASAN_OPTIONS ; \
-	CXX="$(CXX)" ; OPENCL_CFLAGS="$(OPENCL_CFLAGS)" ; export CXX OPENCL_CFLAGS ;
+	CXX="$(CXX)" ; OPENCL_CFLAGS="$(OPENCL_CFLAGS)" ; export CXX OPENCL_CFLAGS ; \
+	HAVE_MPI="$(have_mpi)" ; MPIRUN="$(MPIRUN)" ; export HAVE_MPI MPIRUN ;
 EXTRA_DIST += tests/lsan.supp tests/device_test.h
 
 if HAVE_CMOCKA
@@ -89,3 +90,8 @@ tests_test_ops_qlinear_SOURCES = tests/test_ops_qlinear.c tests/op_reference.c \
 tests_test_ops_qlinear_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_qlinear_LDADD = $(TEST_LDADD) -lm
 endif
+
+# clrun train under mpirun -np 2 and 3 against one process, and a rank stopped or killed mid-run
+# (skipped when configure found no MPI).
+TESTS += tests/cli_train_mpi.sh
+EXTRA_DIST += tests/cli_train_mpi.sh

@@ -486,6 +486,149 @@ static void every_allocator_gives_the_same_bits(void **state)
     }
 }
 
+/* What a reduce hook saw, and what it does: scale the gradients, or fail. */
+typedef struct hook_record {
+    int calls;
+    uint64_t count, last_step;
+    float scale;
+    bool fail;
+    float *seen; /* when not NULL: a copy of the gradients handed over (before scaling) */
+    bool no_donation; /* the trainer's (measuring only) */
+} hook_record;
+
+static clrun_status hook(void *user, uint64_t step, float *gradients, uint64_t count, char *err,
+                         size_t errlen)
+{
+    hook_record *h = user;
+    h->calls++;
+    h->count = count;
+    h->last_step = step;
+    if (h->fail) {
+        snprintf(err, errlen, "the peer is gone");
+        return CLRUN_ERROR_IO;
+    }
+    if (h->seen)
+        memcpy(h->seen, gradients, sizeof *gradients * count);
+    for (uint64_t i = 0; i < count; i++)
+        gradients[i] *= h->scale;
+    return CLRUN_OK;
+}
+
+static clrun_train *trainer_hooked(clrun_context *ctx, const clrun_graph *g, clrun_optimizer_kind kind,
+                                   bool plain_sgd, double lr, hook_record *h)
+{
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.keep_gradients = h && h->seen;
+    o.graph.no_donation = h && h->no_donation;
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    clrun_optimizer_init(&o.graph.optimizer, kind);
+    o.graph.optimizer.lr = lr;
+    if (kind == CLRUN_OPTIMIZER_SGD && !plain_sgd) { /* as trainer_remat */
+        o.graph.optimizer.momentum = 0.9;
+        o.graph.optimizer.nesterov = true;
+        o.graph.optimizer.weight_decay = 1e-3;
+    }
+    o.exec.plan_time_limit_s = 0.05;
+    if (h) {
+        o.reduce = hook;
+        o.reduce_user = h;
+    }
+    clrun_train *t = NULL;
+    if (clrun_train_create(ctx, g, &o, &t) != CLRUN_OK) {
+        fprintf(stderr, "train_create: %s\n", clrun_last_error(ctx));
+        fail();
+    }
+    return t;
+}
+
+/* A reduce hook gets every gradient between the backward pass and the update, in parameter
+ * order, and the update uses what it leaves: returned unchanged, the same bits as the fused
+ * step under every optimizer (without donation too); doubled under plain SGD, the same bits as
+ * twice the learning rate; a failing hook fails the step by its message and changes no
+ * parameter, and the trainer steps on. */
+static void a_reduce_hook_replaces_the_gradients(void **state)
+{
+    (void)state;
+    enum { P = D * H + H + H * O + O };
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context("tlsf");
+    for (int kind = 0; kind < 3; kind++) {
+        double lr = kind == CLRUN_OPTIMIZER_SGD ? 0.05 : 0.01;
+        float base[P], other[P];
+        clrun_train_stats st;
+        steps_then_params(trainer_hooked(ctx, g, (clrun_optimizer_kind)kind, false, lr, NULL), g,
+                          base, NULL);
+        hook_record h = {.scale = 1.0f};
+        steps_then_params(trainer_hooked(ctx, g, (clrun_optimizer_kind)kind, false, lr, &h), g,
+                          other, &st);
+        assert_int_equal(h.calls, 8);
+        assert_int_equal(h.last_step, 8);
+        assert_int_equal(h.count, P);
+        assert_int_equal(st.unused_donations, 0);
+        assert_true(st.donations > 0);
+        if (memcmp(base, other, sizeof base) != 0) {
+            fprintf(stderr, "%s: an identity hook changes the parameters\n",
+                    clrun_optimizer_kind_name((clrun_optimizer_kind)kind));
+            fail();
+        }
+    }
+    /* without donation, the same bits too */
+    float donated[P], copied[P];
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAMW, false, 0.01, NULL), g, donated,
+                      NULL);
+    hook_record hn = {.scale = 1.0f, .no_donation = true};
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAMW, false, 0.01, &hn), g, copied,
+                      NULL);
+    assert_memory_equal(donated, copied, sizeof donated);
+    float twice[P], doubled[P];
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_SGD, true, 0.1, NULL), g, twice, NULL);
+    hook_record h2 = {.scale = 2.0f};
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_SGD, true, 0.05, &h2), g, doubled, NULL);
+    assert_memory_equal(twice, doubled, sizeof twice);
+    /* the hook's buffer: every parameter's gradient, in parameter order */
+    float seen[P], grad[D * H];
+    hook_record hs = {.scale = 1.0f, .seen = seen};
+    clrun_train *ts = trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, &hs);
+    run_rounds(ts, g, 1, 3, 4, false, NULL);
+    size_t at = 0;
+    for (int k = 0; k < clrun_train_param_count(ts); k++) {
+        clrun_tensor_type type;
+        assert_int_equal(clrun_train_param_info(ts, k, NULL, &type), CLRUN_OK);
+        assert_true(clrun_tensor_elements(&type) <= D * H);
+        assert_int_equal(clrun_train_read_gradient(ts, k, grad, clrun_tensor_bytes(&type)), CLRUN_OK);
+        assert_memory_equal(grad, seen + at, clrun_tensor_bytes(&type));
+        at += clrun_tensor_elements(&type);
+    }
+    assert_int_equal(at, P);
+    clrun_train_destroy(ts);
+    /* a failing hook */
+    hook_record bad = {.scale = 1.0f, .fail = true};
+    clrun_train *t = trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, &bad);
+    float before[D * H], after[D * H], x[N * D], target[N * O];
+    assert_int_equal(clrun_train_read_param(t, 0, before, sizeof before), CLRUN_OK);
+    batch(5, x, target);
+    const void *feeds[2] = {x, target};
+    assert_int_equal(clrun_train_step(t, feeds, 2, NULL), CLRUN_ERROR_IO);
+    if (strstr(clrun_last_error(ctx), "step 1") == NULL ||
+        strstr(clrun_last_error(ctx), "the peer is gone") == NULL) {
+        fprintf(stderr, "a failing hook: '%s'\n", clrun_last_error(ctx));
+        fail();
+    }
+    assert_int_equal(clrun_train_read_param(t, 0, after, sizeof after), CLRUN_OK);
+    assert_memory_equal(before, after, sizeof before);
+    bad.fail = false;
+    clrun_train_step_result r;
+    assert_int_equal(clrun_train_step(t, feeds, 2, &r), CLRUN_OK);
+    assert_int_equal(r.step, 1);
+    assert_int_equal(clrun_train_read_param(t, 0, after, sizeof after), CLRUN_OK);
+    assert_memory_not_equal(before, after, sizeof before);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* x [32, 48] through `layers` of matmul (with bias) and tanh, 48 wide, then a matmul to
  * pred [32, 4]. */
 static clrun_graph *deep_mlp(int layers)
@@ -866,6 +1009,7 @@ int main(void)
         cmocka_unit_test(sgd_steps_follow_the_reference),
         cmocka_unit_test(state_is_updated_in_place),
         cmocka_unit_test(every_allocator_gives_the_same_bits),
+        cmocka_unit_test(a_reduce_hook_replaces_the_gradients),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
         cmocka_unit_test(a_budget_runs_the_step_planned),

@@ -16,6 +16,7 @@
 #include <clrun/clrun.h>
 
 #include "cli.h"
+#include "dist.h"
 #include "model_io.h"
 #include "run.h"
 
@@ -59,6 +60,9 @@ typedef struct train_args {
     FILE *trace_file;       /* opened before the work */
     bool plan;              /* --plan: the step's decisions, no training */
     bool json;
+    double mpi_timeout;     /* --mpi-timeout, CLRUN_MPI_TIMEOUT: seconds a collective may wait */
+    int ranks;              /* processes training together (mpirun -np), 1 alone */
+    int64_t global_batch;   /* rows per step over every rank (batch alone) */
 } train_args;
 
 static void help(void)
@@ -69,7 +73,7 @@ static void help(void)
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
            "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--plan] [--trace OUT.json] [--json]\n"
-           "                   [--dim NAME=V] [--shape INPUT=AxB]\n\n"
+           "                   [--dim NAME=V] [--shape INPUT=AxB] [--mpi-timeout S]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
            "out), and each step updates the parameters in place on the device.\n\n"
@@ -106,7 +110,13 @@ static void help(void)
            "                       trainer holds against --memory-budget or the pool's limit\n"
            "  --trace OUT.json     Chrome/Perfetto trace of the last step: a span per kernel,\n"
            "                       recomputed nodes (--remat, a budget) marked \"recompute\"\n"
-           "  --json               print the report as one JSON object on the last line\n");
+           "  --json               print the report as one JSON object on the last line\n"
+           "  --mpi-timeout S      under mpirun -np N (data parallel, one device per rank):\n"
+           "                       seconds a gradient all-reduce may wait for the other ranks\n"
+           "                       before the job is aborted naming the missing ones (default\n"
+           "                       CLRUN_MPI_TIMEOUT, else 60). Each rank trains on its share of\n"
+           "                       every batch of --batch rows (the global batch; without it,\n"
+           "                       the model's batch per rank) and only rank 0 reports and saves\n");
     clrun_cli_io_help(false);
 }
 
@@ -153,6 +163,11 @@ static int parse_args(int argc, char **argv, train_args *a)
     a->shuffle = true;
     a->shuffle_seed = 1;
     a->loss = CLRUN_LOSS_XENT;
+    a->mpi_timeout = 60;
+    const char *env_timeout = getenv("CLRUN_MPI_TIMEOUT");
+    if (env_timeout && (!parse_double(env_timeout, &a->mpi_timeout) || !(a->mpi_timeout > 0)))
+        return clrun_cli_usage_error("train", "CLRUN_MPI_TIMEOUT takes seconds > 0, not '%s'",
+                                     env_timeout);
     clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_ADAM);
     double momentum = -1, b1 = -1, b2 = -1, eps = -1, lr = -1, wd = -1;
     bool nesterov = false;
@@ -227,6 +242,10 @@ static int parse_args(int argc, char **argv, train_args *a)
                 return clrun_cli_usage_error("train", "%s takes a number, not '%s'", arg, argv[i]);
             *(strcmp(arg, "--lr") == 0 ? &lr : strcmp(arg, "--momentum") == 0 ? &momentum
                                         : strcmp(arg, "--eps") == 0 ? &eps : &wd) = x;
+        } else if (strcmp(arg, "--mpi-timeout") == 0 && v) {
+            if (!parse_double(argv[++i], &a->mpi_timeout) || !(a->mpi_timeout > 0))
+                return clrun_cli_usage_error("train", "--mpi-timeout takes seconds > 0, not '%s'",
+                                             argv[i]);
         } else if (strcmp(arg, "--betas") == 0 && v) {
             char *end;
             b1 = strtod(argv[++i], &end);
@@ -515,7 +534,11 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "loss_kind", json_object_new_string(clrun_loss_kind_name(a->loss)));
     json_object_object_add(o, "optimizer", json_object_new_string(clrun_optimizer_kind_name(a->optimizer.kind)));
     json_object_object_add(o, "lr", json_object_new_double(a->optimizer.lr));
-    json_object_object_add(o, "batch", json_object_new_int64(a->batch));
+    json_object_object_add(o, "batch", json_object_new_int64(a->ranks > 1 ? a->global_batch : a->batch));
+    if (a->ranks > 1) {
+        json_object_object_add(o, "ranks", json_object_new_int(a->ranks));
+        json_object_object_add(o, "rank_batch", json_object_new_int64(a->batch));
+    }
     json_object_object_add(o, "epochs", json_object_new_int(a->epochs));
     json_object_object_add(o, "steps", json_object_new_int64((int64_t)steps));
     json_object_object_add(o, "total_steps", json_object_new_int64((int64_t)st.steps));
@@ -673,7 +696,33 @@ int clrun_cli_train(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc;
+    /* Under mpirun: this rank's share of every global batch, rows [offset, offset + local). */
+    clrun_cli_dist dist;
+    if ((rc = clrun_cli_dist_start(&dist, a.mpi_timeout)) != 0) {
+        clrun_cli_io_free(&a.io);
+        return rc;
+    }
+    int64_t global_batch = a.batch, batch_offset = 0;
+    if (dist.size > 1 && a.batch) {
+        if (a.batch < dist.size) {
+            if (dist.rank == 0)
+                fprintf(stderr, "clrun train: --batch %" PRId64 " is less than a row for each of "
+                        "the %d ranks\n", a.batch, dist.size);
+            clrun_cli_dist_finish(&dist);
+            clrun_cli_io_free(&a.io);
+            return 2;
+        }
+        int64_t share = a.batch / dist.size, extra = a.batch % dist.size;
+        batch_offset = dist.rank * share + (dist.rank < extra ? dist.rank : extra);
+        a.batch = share + (dist.rank < extra); /* the model's batch on this rank */
+    }
+    bool leader = dist.rank == 0; /* prints, evaluates and saves */
+    if (!leader) {
+        a.trace = NULL;
+        a.write_step = NULL;
+    }
     if (a.trace && (a.trace_file = clrun_run_open_trace("train", a.trace)) == NULL) {
+        clrun_cli_dist_abort(&dist, 1);
         clrun_cli_io_free(&a.io);
         return 1;
     }
@@ -762,13 +811,28 @@ int clrun_cli_train(int argc, char **argv)
         int64_t model_batch = n > 0 && clrun_graph_tensor_type(g, ids[0])->rank > 0
                                   ? clrun_graph_tensor_type(g, ids[0])->shape[0] : 0;
         if (a.batch && model_batch && a.batch != model_batch) {
-            fprintf(stderr, "clrun train: --batch %" PRId64 ", but the model's input '%s' takes "
-                    "batches of %" PRId64 " (a .graph file fixes its shapes)\n", a.batch,
-                    clrun_graph_tensor_name(g, ids[0]), model_batch);
+            if (dist.size > 1)
+                fprintf(stderr, "clrun train: rank %d of %d takes %" PRId64 " rows of each batch "
+                        "of %" PRId64 ", but the model's input '%s' takes batches of %" PRId64
+                        " (a .graph file fixes its shapes: give an ONNX model with an open batch, "
+                        "or leave out --batch for the model's batch on every rank)\n", dist.rank,
+                        dist.size, a.batch, global_batch, clrun_graph_tensor_name(g, ids[0]),
+                        model_batch);
+            else
+                fprintf(stderr, "clrun train: --batch %" PRId64 ", but the model's input '%s' "
+                        "takes batches of %" PRId64 " (a .graph file fixes its shapes)\n", a.batch,
+                        clrun_graph_tensor_name(g, ids[0]), model_batch);
             rc = 2;
             goto done;
         }
         a.batch = model_batch;
+        if (global_batch == 0) { /* the model's batch on every rank */
+            global_batch = a.batch * dist.size;
+            batch_offset = a.batch * dist.rank;
+        }
+        dist.weight = (double)a.batch / (double)global_batch;
+        a.ranks = dist.size;
+        a.global_batch = global_batch;
     }
     clrun_context_options copt;
     clrun_context_options_init(&copt);
@@ -790,6 +854,10 @@ int clrun_cli_train(int argc, char **argv)
         topt.graph.params = param_names;
         topt.graph.param_count = param_count;
     }
+    if (dist.size > 1) {
+        topt.reduce = clrun_cli_dist_reduce;
+        topt.reduce_user = &dist;
+    }
     if (clrun_train_create(ctx, g, &topt, &t) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 2;
@@ -807,10 +875,10 @@ int clrun_cli_train(int argc, char **argv)
         }
     }
     if (a.plan) {
-        rc = print_plan(&a, t);
+        rc = leader ? print_plan(&a, t) : 0;
         goto done;
     }
-    {
+    if (leader) {
         const char *const *frozen;
         int32_t nf = clrun_train_frozen(t, &frozen);
         for (int32_t k = 0; k < nf; k++)
@@ -827,11 +895,25 @@ int clrun_cli_train(int argc, char **argv)
     if (a.test_count > 0 &&
         (rc = load_dataset(t, a.test_data, a.test_count, a.test_labels, classes, &test_set)) != 0)
         goto done;
-    if (train_set.rows < a.batch) {
+    if (train_set.rows < global_batch) {
         fprintf(stderr, "clrun train: the data has %" PRId64 " rows, fewer than one batch of %"
-                PRId64 "\n", train_set.rows, a.batch);
+                PRId64 "\n", train_set.rows, global_batch);
         rc = 2;
         goto done;
+    }
+    if (dist.size > 1) {
+        /* Every rank ready, with the same data: the start is where the ranks drift apart most
+         * (loading, compiling), so it may take a minute at least. */
+        double rows = (double)train_set.rows, timeout = dist.timeout_s;
+        dist.timeout_s = timeout > 60 ? timeout : 60;
+        clrun_cli_dist_sum(&dist, &rows, 1, "the start (every rank ready to train)");
+        dist.timeout_s = timeout;
+        if (rows != (double)train_set.rows * dist.size) {
+            fprintf(stderr, "clrun train: rank %d: the ranks' data sets differ in rows (%" PRId64
+                    " here): each rank must read the same files\n", dist.rank, train_set.rows);
+            rc = 2;
+            goto done;
+        }
     }
     if (a.resume && clrun_train_load(t, a.resume) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
@@ -856,7 +938,7 @@ int clrun_cli_train(int argc, char **argv)
     }
     epoch_figures f = {0};
     uint64_t steps = 0;
-    int64_t per_epoch = train_set.rows / a.batch;
+    int64_t per_epoch = train_set.rows / global_batch;
     /* A resumed run goes on with the epoch after the saved one, in the order that epoch would
      * have had: the same steps as a run never interrupted. */
     clrun_train_stats before;
@@ -870,7 +952,7 @@ int clrun_cli_train(int argc, char **argv)
                 order[i] = i;
         double start = now_s(), loss = 0, correct = 0, rows = 0;
         for (int64_t b = 0; b < per_epoch; b++) {
-            gather_batch(&train_set, order, b * a.batch, a.batch, a.batch, bufs);
+            gather_batch(&train_set, order, b * global_batch + batch_offset, a.batch, a.batch, bufs);
             clrun_train_step_result r;
             clrun_status s = clrun_train_step(t, (const void *const *)bufs, train_set.count, &r);
             if (s != CLRUN_OK) {
@@ -880,17 +962,26 @@ int clrun_cli_train(int argc, char **argv)
                 goto done;
             }
             steps++;
-            loss += r.loss;
+            loss += dist.size > 1 ? r.loss * (double)a.batch : r.loss;
             if (r.correct >= 0) {
                 correct += (double)r.correct;
                 rows += (double)r.rows;
             }
         }
+        if (dist.size > 1) { /* the epoch over every rank's rows */
+            double sums[3] = {loss, correct, rows};
+            clrun_cli_dist_sum(&dist, sums, 3, "the sum of the epoch's losses");
+            loss = sums[0] / (double)global_batch;
+            correct = sums[1];
+            rows = sums[2];
+        }
         double took = now_s() - start;
         f.loss = loss / (double)per_epoch;
         f.has_accuracy = rows > 0;
         f.accuracy = rows > 0 ? correct / rows : 0;
-        f.samples_per_s = took > 0 ? (double)(per_epoch * a.batch) / took : 0;
+        f.samples_per_s = took > 0 ? (double)(per_epoch * global_batch) / took : 0;
+        if (!leader)
+            continue;
         if (test_set.count > 0 && (rc = evaluate(t, &test_set, a.batch, bufs, &f)) != 0)
             goto done;
         clrun_train_stats st;
@@ -908,6 +999,8 @@ int clrun_cli_train(int argc, char **argv)
         fprintf(out, "  %.0f samples/s  peak %s\n", f.samples_per_s, mib(st.peak_bytes, peak, sizeof peak));
         fflush(out);
     }
+    if (!leader)
+        goto done; /* rc 0 */
     if (a.save_state && clrun_train_save(t, a.save_state) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 1;
@@ -961,6 +1054,9 @@ int clrun_cli_train(int argc, char **argv)
     }
     rc = 0;
 done:
+    if (rc != 0)
+        clrun_cli_dist_abort(&dist, rc); /* the other ranks would wait for this one */
+    clrun_cli_dist_finish(&dist);
     if (a.trace_file)
         fclose(a.trace_file);
     for (int k = 0; k < MAX_DATA + 1; k++)

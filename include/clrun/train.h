@@ -12,6 +12,7 @@
 #define CLRUN_TRAIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <clrun/context.h>
@@ -24,12 +25,38 @@
 extern "C" {
 #endif
 
+/* A reduction of each step's gradients across processes or devices (data-parallel training;
+ * clrun itself stays free of MPI: tools/dist_mpi.c is one such hook). clrun_train_step calls it
+ * after the backward pass and before the optimizer's update with this step's gradient of every
+ * parameter, in parameter order (clrun_train_param_info), concatenated in host memory as
+ * `count` floats (the sum of the parameters' elements); it replaces them in place with the
+ * gradients the update is to use (for data parallelism: the sum over the processes of each
+ * one's gradient weighted by its share of the global batch, which is the gradient of the mean
+ * loss over the global batch). `step` is the step's number (1 for the first). A status other
+ * than CLRUN_OK fails the step with the text it wrote to err (errlen bytes, NUL-terminated):
+ * the parameters and the optimizer state are then as before the step (a batch norm's running
+ * statistics have been updated), and the trainer may step again. */
+typedef clrun_status (*clrun_train_reduce_fn)(void *user, uint64_t step, float *gradients,
+                                              uint64_t count, char *err, size_t errlen);
+
 typedef struct clrun_train_options {
     clrun_train_graph_options graph; /* loss, parameters, optimizer */
     clrun_exec_options exec;         /* how the step runs (mode, fusion, profiling) */
+    /* NULL (the default): each parameter is updated in the step as soon as its gradient is
+     * complete. Set: the step is built in two parts, the forward and backward passes, which
+     * output every gradient (so they are all alive at the end of the backward pass, and the
+     * parameters are read there, not donated), then `reduce`, then the optimizer's updates, a
+     * graph of their own that takes the parameters and the optimizer state in place (donated)
+     * and the reduced gradients. With a reduction that returns the gradients unchanged, the
+     * parameters follow the unsplit step's bit for bit. A memory budget
+     * (graph.memory_budget) and clrun_train_stats' peak and lower bound count the first part
+     * only (its donations count both). keep_gradients keeps this process's gradients, before
+     * the reduction. */
+    clrun_train_reduce_fn reduce;
+    void *reduce_user;               /* reduce's first argument */
 } clrun_train_options;
 
-/* clrun_train_graph_options_init and clrun_exec_options_init. */
+/* clrun_train_graph_options_init and clrun_exec_options_init; no reduce hook. */
 void clrun_train_options_init(clrun_train_options *options);
 
 typedef struct clrun_train clrun_train;
@@ -86,7 +113,8 @@ clrun_status clrun_train_param_info(const clrun_train *train, int32_t i, const c
                                     clrun_tensor_type *type);
 clrun_status clrun_train_read_param(clrun_train *train, int32_t i, void *host, uint64_t bytes);
 /* The gradient parameter i had in the last step, when the trainer was made with
- * keep_gradients (CLRUN_ERROR_INVALID_ARGUMENT otherwise, or before the first step). */
+ * keep_gradients (CLRUN_ERROR_INVALID_ARGUMENT otherwise, or before the first step); with a
+ * reduce hook, this process's gradient, before the reduction. */
 clrun_status clrun_train_read_gradient(clrun_train *train, int32_t i, void *host, uint64_t bytes);
 
 /* The trainer's tensors that come from the model: its parameters, then the running statistics
@@ -122,7 +150,8 @@ typedef struct clrun_train_stats {
     uint64_t lower_bound_bytes;  /* the step's lower bound (live bytes at its fullest step) */
     uint64_t donated_bytes;      /* bytes of state written in place per step: what a step
                                     without donation would hold twice */
-    int32_t donations;           /* outputs written in place of a dying input, per step */
+    int32_t donations;           /* outputs written in place of a dying input, per step (with
+                                    a reduce hook, the updates' too) */
     int32_t unused_donations;    /* donated inputs no output could take (0 when it works) */
     clrun_remat_report remat;    /* what the step's rematerialisation policy did */
     const char *remat_policy;    /* that policy ("none" without one); valid with the trainer */

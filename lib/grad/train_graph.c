@@ -67,6 +67,11 @@ typedef struct builder {
     int32_t outputs;             /* outputs marked so far */
     char *err;
     size_t errlen;
+    /* Split update (clrun__train_graph_build's split): in the step's builder, the apply
+     * graph's (whose `step` is the apply graph); in the apply graph's, the step's. */
+    struct builder *apply;
+    struct builder *link;
+    uint32_t counter;            /* the apply graph's builder: fresh names across updates */
 } builder;
 
 static clrun_status failf(builder *b, clrun_status s, const char *format, ...) CLRUN__PRINTF(3, 4);
@@ -128,12 +133,33 @@ static clrun_status add_input(builder *b, const char *name, const clrun_tensor_t
     return CLRUN_OK;
 }
 
+/* An input of the apply graph named exactly as the step's input `twin` (split update). */
+static clrun_status add_twin(builder *a, const builder *b, clrun_tensor_id twin, bool donated,
+                             clrun_tensor_id *id)
+{
+    clrun_status s = clrun_graph_add_input(a->step, clrun_graph_tensor_ident(b->step, twin),
+                                           clrun_graph_tensor_type(b->step, twin), donated, id);
+    if (s != CLRUN_OK)
+        return failf(a, s, "train: %s", clrun_graph_last_error(a->step));
+    clrun__train_slot *slot = slot_for(a, *id);
+    if (slot == NULL)
+        return failf(a, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    slot->input = twin; /* the step's tensor it stands for */
+    return CLRUN_OK;
+}
+
 static clrun_status add_state(builder *b, int32_t param, const char *kind, clrun_tensor_id *id)
 {
+    if (b->link) { /* the apply graph: the state is an (unread) input of the step too */
+        clrun_tensor_id twin;
+        clrun_status s = add_state(b->link, param, kind, &twin);
+        return s != CLRUN_OK ? s : add_twin(b, b->link, twin, !b->options->no_donation, id);
+    }
     clrun_tensor_id p = b->param_ids[param];
     char name[CLRUN__GRAPH_NAME_MAX + 1];
     snprintf(name, sizeof name, "%.*s.%s", 200, clrun_graph_tensor_ident(b->step, p), kind);
-    clrun_status s = add_input(b, name, clrun_graph_tensor_type(b->step, p), !b->options->no_donation, id);
+    clrun_status s = add_input(b, name, clrun_graph_tensor_type(b->step, p),
+                               !b->options->no_donation && b->apply == NULL, id);
     if (s != CLRUN_OK)
         return s;
     clrun__train_slot *slot = slot_for(b, *id);
@@ -148,7 +174,39 @@ static clrun_status add_state(builder *b, int32_t param, const char *kind, clrun
 
 static clrun_status mark_state(builder *b, clrun_tensor_id state, clrun_tensor_id next)
 {
+    if (b->link) /* the apply graph's output, recorded on the step's slot */
+        return mark(b, next, &slot_for(b->link, slot_for(b, state)->input)->output_index);
     return mark(b, next, &slot_for(b, state)->output_index);
+}
+
+static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void *user);
+
+/* Split update: parameter i's gradient is an output of the step; its update goes into the apply
+ * graph, reading the gradient as reduced by the trainer's hook from an input of its own (an
+ * input of the step too, unread there, so that every block has one slot). */
+static clrun_status update_apply(clrun__grad *g, int32_t i, clrun_tensor_id grad, builder *b)
+{
+    builder *a = b->apply;
+    clrun_tensor_id p = b->param_ids[i], in, twin;
+    char name[CLRUN__GRAPH_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s.grad", 200, clrun_graph_tensor_ident(b->step, p));
+    clrun_status s = mark(b, grad, &slot_for(b, p)->grad_output);
+    if (s == CLRUN_OK)
+        s = add_input(b, name, clrun_graph_tensor_type(b->step, p), false, &twin);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__train_slot *slot = slot_for(b, twin);
+    if (slot == NULL)
+        return failf(b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    slot->role = CLRUN__SLOT_GRAD;
+    slot->param = i; /* until the slots are made: the parameter's index */
+    if ((s = add_twin(a, b, twin, false, &in)) != CLRUN_OK)
+        return s;
+    clrun__grad ga = {.fwd = g->fwd, .out = a->step, .node = -1, .counter = a->counter,
+                      .err = g->err, .errlen = g->errlen};
+    s = update(&ga, i, in, a);
+    a->counter = ga.counter;
+    return s;
 }
 
 /* The update of parameter i from its complete gradient: PyTorch's single-tensor SGD, Adam and
@@ -160,7 +218,9 @@ static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void
     clrun_tensor_id p = b->param_ids[i], gr = grad, next = -1;
     clrun_status s = CLRUN_OK;
     g->node = -1;
-    if (b->options->keep_gradients &&
+    if (b->apply)
+        return update_apply(g, i, grad, b);
+    if (b->link == NULL && b->options->keep_gradients &&
         (s = mark(b, grad, &slot_for(b, p)->grad_output)) != CLRUN_OK)
         return s;
     if (o->kind == CLRUN_OPTIMIZER_SGD) {
@@ -205,6 +265,8 @@ static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void
     }
     if (next < 0)
         return CLRUN_ERROR_INVALID_GRAPH;
+    if (b->link)
+        return mark(b, next, &slot_for(b->link, b->link->param_ids[i])->output_index);
     return mark(b, next, &slot_for(b, p)->output_index);
 }
 
@@ -422,7 +484,7 @@ static const char *const hyper_names[CLRUN__HYPER_COUNT] = {
 };
 
 clrun_status clrun__train_graph_build(const clrun_graph *model,
-                                      const clrun_train_graph_options *options,
+                                      const clrun_train_graph_options *options, bool split,
                                       clrun__train_graph *out, char *err, size_t errlen)
 {
     char scratch[8];
@@ -432,8 +494,9 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     memset(out, 0, sizeof *out);
     out->correct_output = -1;
     builder b = {.options = options, .tg = out, .err = err, .errlen = errlen};
+    builder a = {.options = options, .tg = out, .err = err, .errlen = errlen, .link = &b};
     for (int h = 0; h < CLRUN__HYPER_COUNT; h++)
-        b.hyper[h] = -1;
+        b.hyper[h] = a.hyper[h] = -1;
     clrun_graph *lossg = NULL, *fwd = NULL;
     clrun_tensor_id *map = NULL;
     clrun__train_bn *bns = NULL;
@@ -516,6 +579,21 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         }
         slot->role = CLRUN__SLOT_PARAM;
     }
+    if (split) { /* the step reads the parameters; the apply graph updates them in place */
+        b.apply = &a;
+        a.param_ids = malloc(sizeof *a.param_ids * (size_t)b.param_count);
+        if (a.param_ids == NULL) {
+            s = failf(&b, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+            goto fail;
+        }
+        if ((s = clrun_graph_create(model->name, &a.step)) != CLRUN_OK)
+            goto fail;
+        for (int32_t i = 0; i < b.param_count && s == CLRUN_OK; i++)
+            if ((s = clrun_graph_set_donated(b.step, b.param_ids[i], false)) != CLRUN_OK ||
+                (s = add_twin(&a, &b, b.param_ids[i], !options->no_donation,
+                              &a.param_ids[i])) != CLRUN_OK)
+                goto fail;
+    }
     if (target >= 0) {
         clrun__train_slot *slot = slot_for(&b, target);
         if (slot == NULL) {
@@ -568,6 +646,8 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         }
         slot->role = CLRUN__SLOT_HYPER;
         slot->hyper = (clrun__hyper)h;
+        if (split && (s = add_twin(&a, &b, b.hyper[h], false, &a.hyper[h])) != CLRUN_OK)
+            goto fail;
     }
     if ((s = mark(&b, loss, &out->loss_output)) != CLRUN_OK)
         goto fail;
@@ -617,7 +697,7 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
         out->slots[i] = *slot;
         out->slots[i].input_index = i;
         out->slots[i].input = inputs[i];
-        if (slot->role == CLRUN__SLOT_STATE && slot->param >= 0) {
+        if ((slot->role == CLRUN__SLOT_STATE || slot->role == CLRUN__SLOT_GRAD) && slot->param >= 0) {
             /* param: the parameter's slot, found by its tensor */
             for (int32_t k = 0; k < count; k++)
                 if (inputs[k] == b.param_ids[slot->param])
@@ -626,6 +706,9 @@ clrun_status clrun__train_graph_build(const clrun_graph *model,
     }
     out->slot_count = count;
     out->graph = b.step;
+    out->apply = a.step;
+    free(a.param_ids);
+    free(a.by_id);
     free(b.param_ids);
     free(b.by_id);
     free(grads);
@@ -638,6 +721,9 @@ fail:
     if (err[0] == '\0')
         snprintf(err, errlen, "train: %s", clrun_strerror(s));
     clrun_graph_destroy(b.step);
+    clrun_graph_destroy(a.step);
+    free(a.param_ids);
+    free(a.by_id);
     free(b.param_ids);
     free(b.by_id);
     free(grads);
@@ -655,6 +741,7 @@ void clrun__train_graph_free(clrun__train_graph *tg)
     if (tg == NULL)
         return;
     clrun_graph_destroy(tg->graph);
+    clrun_graph_destroy(tg->apply);
     clrun_graph_destroy(tg->eval);
     free(tg->slots);
     for (int32_t i = 0; i < tg->frozen_count; i++)

@@ -20,6 +20,8 @@ typedef enum clrun__slot_role {
     CLRUN__SLOT_PARAM,  /* a parameter: donated, updated */
     CLRUN__SLOT_STATE,  /* optimizer state of a parameter: donated, updated, zeros at first */
     CLRUN__SLOT_HYPER,  /* a scalar the runtime computes per step (learning rate, corrections) */
+    CLRUN__SLOT_GRAD,   /* split update: a parameter's gradient as reduced by the trainer's hook,
+                           read by the apply graph (param: the parameter's slot) */
 } clrun__slot_role;
 
 typedef enum clrun__hyper {
@@ -35,8 +37,11 @@ typedef struct clrun__train_slot {
     clrun__slot_role role;
     int32_t input_index;  /* position among the step graph's inputs */
     clrun_tensor_id input;
-    int32_t output_index; /* PARAM, STATE: position of the updated value among the outputs */
-    int32_t grad_output;  /* PARAM with keep_gradients: position of its gradient; else -1 */
+    int32_t output_index; /* PARAM, STATE: position of the updated value among the outputs (with
+                             a split update, of the apply graph's for PARAM and for a STATE
+                             with a param) */
+    int32_t grad_output;  /* PARAM with keep_gradients or a split update: position of its
+                             gradient among the step's outputs; else -1 */
     int32_t param;        /* STATE: the slot of its parameter; -1 otherwise */
     clrun__hyper hyper;   /* HYPER */
     char state_kind[16];  /* STATE: "momentum", "exp_avg", "exp_avg_sq" */
@@ -44,6 +49,9 @@ typedef struct clrun__train_slot {
 
 typedef struct clrun__train_graph {
     clrun_graph *graph;          /* the step */
+    clrun_graph *apply;          /* split update: the optimizer's updates, reading each
+                                    parameter, its state and its GRAD slot (inputs named as the
+                                    step's, which has them all, unread there); else NULL */
     clrun__train_slot *slots;    /* one per input of graph, in input order */
     int32_t slot_count;
     int32_t loss_output;         /* 0 */
@@ -66,9 +74,11 @@ typedef struct clrun__train_graph {
 
 /* Builds the step of `model` under `options` into *out (zeroed on failure). The reason of a
  * failure goes to err: a loss tensor that does not exist or has the wrong type, a parameter
- * that is no f32 constant, an op without a gradient rule, no parameter to train. */
+ * that is no f32 constant, an op without a gradient rule, no parameter to train. With `split`,
+ * the step outputs every gradient (grad_output) instead of updating, its parameters not donated,
+ * and out->apply updates them (clrun_train_options.reduce runs between the two). */
 clrun_status clrun__train_graph_build(const clrun_graph *model, const clrun_train_graph_options *options,
-                                      clrun__train_graph *out, char *err, size_t errlen);
+                                      bool split, clrun__train_graph *out, char *err, size_t errlen);
 void clrun__train_graph_free(clrun__train_graph *tg);
 
 #endif

@@ -20,6 +20,8 @@ void clrun_train_options_init(clrun_train_options *options)
 {
     clrun_train_graph_options_init(&options->graph);
     clrun_exec_options_init(&options->exec);
+    options->reduce = NULL;
+    options->reduce_user = NULL;
 }
 
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i)
@@ -32,8 +34,11 @@ void clrun_train_destroy(clrun_train *t)
     if (t == NULL)
         return;
     clrun_exec_destroy(t->eval); /* first: its arena may be a view of the step's */
+    clrun_exec_destroy(t->apply);
     clrun_exec_destroy(t->exec);
     free(t->eval_slots);
+    free(t->apply_slots);
+    free(t->grads);
     clrun__train_free_slots(t);
     free(t->feeds);
     free(t->params);
@@ -158,6 +163,34 @@ static clrun_status initial_values(clrun_train *t, const clrun_graph *model, int
     return s;
 }
 
+/* With a reduce hook: the apply graph's executor, its inputs' slots (by name: the step has
+ * them all) and the host buffer of the gradients. */
+static clrun_status prepare_apply(clrun_train *t)
+{
+    const clrun_tensor_id *inputs;
+    int32_t count = clrun_graph_inputs(t->tg.apply, &inputs);
+    t->apply_slots = calloc((size_t)(count ? count : 1), sizeof *t->apply_slots);
+    for (int32_t i = 0; i < t->tg.param_count; i++)
+        t->grad_count += clrun_tensor_elements(
+            clrun_graph_tensor_type(t->tg.graph, t->tg.slots[t->params[i]].input));
+    t->grads = malloc(sizeof *t->grads * (size_t)(t->grad_count ? t->grad_count : 1));
+    if (t->apply_slots == NULL || t->grads == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    for (int32_t k = 0; k < count; k++) {
+        t->apply_slots[k] = -1;
+        const char *ident = clrun_graph_tensor_ident(t->tg.apply, inputs[k]);
+        for (int32_t i = 0; i < t->tg.slot_count; i++)
+            if (strcmp(clrun_graph_tensor_ident(t->tg.graph, t->tg.slots[i].input), ident) == 0)
+                t->apply_slots[k] = i;
+        if (t->apply_slots[k] < 0)
+            return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_GRAPH, "train: update input %s is no "
+                               "input of the step", clrun_graph_tensor_name(t->tg.apply, inputs[k]));
+    }
+    clrun_exec_options o = t->options.exec;
+    o.profile = false;
+    return clrun_exec_create(t->ctx, t->tg.apply, &o, &t->apply);
+}
+
 clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
                                 const clrun_train_options *options, clrun_train **out)
 {
@@ -250,7 +283,7 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
     s = clrun__exec_create_beside(ctx, t->tg.eval, &eval_options,
                                   t->budget_planned && clrun__train_eval_shares(t) ? t->exec : NULL,
                                   &t->eval);
-    if (s != CLRUN_OK)
+    if (s != CLRUN_OK || (t->tg.apply && (s = prepare_apply(t)) != CLRUN_OK))
         goto fail;
     for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
         s = initial_values(t, model, i);
@@ -418,6 +451,92 @@ clrun_status clrun_train_evaluate(clrun_train *t, const void *const *feeds, int3
     return s;
 }
 
+/* A run of the step (or, apply: of the updates) failed: the state it was given is gone. */
+static void broken(clrun_train *t, bool apply)
+{
+    t->broken = true;
+    t->broken_step = t->steps + 1;
+    for (int32_t i = 0; i < t->tg.slot_count; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[i];
+        if (slot->role == CLRUN__SLOT_PARAM || slot->role == CLRUN__SLOT_STATE)
+            if (!t->apply || apply == (slot->role == CLRUN__SLOT_PARAM || slot->param >= 0))
+                t->held[i] = false; /* consumed by the failed run */
+    }
+}
+
+/* The state that `exec` (the step, or with apply the updates) updated, taken back from it. */
+static clrun_status take_state(clrun_train *t, clrun_exec *exec, bool apply)
+{
+    clrun_status s = CLRUN_OK;
+    for (int32_t i = 0; i < t->tg.slot_count; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[i];
+        if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
+            continue;
+        if (t->apply && apply != (slot->role == CLRUN__SLOT_PARAM || slot->param >= 0))
+            continue; /* the other part's */
+        if (t->options.graph.no_donation)
+            clrun_free(t->ctx, &t->buffers[i]);
+        clrun_status took = clrun_exec_take_output(exec, slot->output_index, &t->buffers[i]);
+        if (took != CLRUN_OK) {
+            t->held[i] = false;
+            t->broken = true;
+            t->broken_step = t->steps + 1;
+            s = s == CLRUN_OK ? took : s;
+        }
+    }
+    return s;
+}
+
+/* With a reduce hook, after the step: its gradients to the host, the hook, the reduced
+ * gradients to their slots, and the updates. */
+static clrun_status reduce_and_apply(clrun_train *t)
+{
+    clrun_status s = CLRUN_OK;
+    uint64_t at = 0;
+    for (int32_t i = 0; i < t->tg.param_count && s == CLRUN_OK; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[t->params[i]];
+        uint64_t n = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
+        s = clrun_exec_read_output(t->exec, slot->grad_output, t->grads + at, sizeof *t->grads * n);
+        at += n;
+    }
+    if (s != CLRUN_OK)
+        return s;
+    char err[512] = "";
+    s = t->options.reduce(t->options.reduce_user, t->steps + 1, t->grads, t->grad_count, err,
+                          sizeof err);
+    if (s != CLRUN_OK)
+        return clrun__fail(t->ctx, s, "train: step %llu: reducing the gradients failed: %s",
+                           (unsigned long long)(t->steps + 1), err[0] ? err : clrun_strerror(s));
+    at = 0;
+    for (int32_t i = 0; i < t->tg.slot_count && s == CLRUN_OK; i++) {
+        const clrun__train_slot *slot = &t->tg.slots[i];
+        if (slot->role != CLRUN__SLOT_GRAD)
+            continue;
+        /* GRAD slots follow their parameters' order */
+        uint64_t offset = 0;
+        for (int32_t k = 0; k < t->tg.param_count && t->params[k] != slot->param; k++)
+            offset += clrun_tensor_elements(
+                clrun_graph_tensor_type(t->tg.graph, t->tg.slots[t->params[k]].input));
+        s = clrun_buffer_write(t->ctx, &t->buffers[i], t->grads + offset);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_id *inputs;
+    int32_t n = clrun_graph_inputs(t->tg.apply, &inputs);
+    clrun_buffer *in = calloc((size_t)(n ? n : 1), sizeof *in);
+    if (in == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    for (int32_t k = 0; k < n; k++)
+        in[k] = t->buffers[t->apply_slots[k]];
+    s = clrun_exec_run(t->apply, in, n);
+    free(in);
+    if (s != CLRUN_OK) {
+        broken(t, true);
+        return s;
+    }
+    return take_state(t, t->apply, true);
+}
+
 clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t count,
                               clrun_train_step_result *result)
 {
@@ -430,32 +549,14 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
         return s;
     s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);
     if (s != CLRUN_OK) {
-        t->broken = true;
-        t->broken_step = t->steps + 1;
-        for (int32_t i = 0; i < t->tg.slot_count; i++) {
-            clrun__slot_role role = t->tg.slots[i].role;
-            if (role == CLRUN__SLOT_PARAM || role == CLRUN__SLOT_STATE)
-                t->held[i] = false; /* consumed by the failed run */
-        }
+        broken(t, false);
         return s;
     }
     /* The updated state: the same blocks, handed back (without donation, new blocks: the old
      * ones are ours to free). */
-    for (int32_t i = 0; i < t->tg.slot_count; i++) {
-        const clrun__train_slot *slot = &t->tg.slots[i];
-        if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
-            continue;
-        if (t->options.graph.no_donation)
-            clrun_free(t->ctx, &t->buffers[i]);
-        clrun_status took = clrun_exec_take_output(t->exec, slot->output_index, &t->buffers[i]);
-        if (took != CLRUN_OK) {
-            t->held[i] = false;
-            t->broken = true;
-            t->broken_step = t->steps + 1;
-            s = s == CLRUN_OK ? took : s;
-        }
-    }
-    if (s != CLRUN_OK)
+    if ((s = take_state(t, t->exec, false)) != CLRUN_OK)
+        return s;
+    if (t->apply && (s = reduce_and_apply(t)) != CLRUN_OK)
         return s;
     t->steps++;
     float loss = 0.0f, correct = 0.0f;
@@ -587,11 +688,12 @@ clrun_status clrun_train_read_gradient(clrun_train *t, int32_t i, void *host, ui
         return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                            "clrun_train_read_gradient: no parameter %d, or NULL host", i);
     const clrun__train_slot *slot = &t->tg.slots[t->params[i]];
-    if (slot->grad_output < 0 || t->steps == 0)
+    if (slot->grad_output < 0 || !t->options.graph.keep_gradients || t->steps == 0)
         return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: no gradient of %s to read "
                            "(%s)", clrun_graph_tensor_name(t->tg.graph, slot->input),
-                           slot->grad_output < 0 ? "the trainer keeps none: keep_gradients"
-                                                 : "no step has run");
+                           slot->grad_output < 0 || !t->options.graph.keep_gradients
+                               ? "the trainer keeps none: keep_gradients"
+                               : "no step has run");
     return clrun_exec_read_output(t->exec, slot->grad_output, host, bytes);
 }
 
@@ -614,6 +716,12 @@ clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
     out->lower_bound_bytes = out->exec.lower_bound_bytes;
     out->donations = out->exec.donations;
     out->unused_donations = out->exec.unused_donations;
+    clrun_exec_stats apply;
+    if (t->apply && clrun_exec_stats_get(t->apply, &apply) == CLRUN_OK) {
+        /* with a reduce hook the state is donated to the updates */
+        out->donations += apply.donations;
+        out->unused_donations += apply.unused_donations;
+    }
     out->donated_bytes = out->unused_donations == 0 ? state : 0;
     out->remat = t->tg.remat;
     out->remat_policy = t->remat_policy ? t->remat_policy : "none";

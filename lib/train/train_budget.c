@@ -153,7 +153,8 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
     o.remat = policy;
     *fits = true;
     *held = 0;
-    clrun_status s = clrun__train_graph_build(model, &o, &t->tg, err, errlen);
+    clrun_status s = clrun__train_graph_build(model, &o, t->options.reduce != NULL, &t->tg, err,
+                                              errlen);
     if (s != CLRUN_OK)
         return s;
     uint64_t before = reserved(t->ctx);
@@ -418,7 +419,8 @@ static clrun_status reslot(clrun_train *t, const clrun_graph *model,
 {
     if (t->exec != NULL)
         drop_step(t);
-    clrun_status s = clrun__train_graph_build(model, options, &t->tg, err, errlen);
+    clrun_status s = clrun__train_graph_build(model, options, t->options.reduce != NULL, &t->tg,
+                                              err, errlen);
     if (s != CLRUN_OK)
         return s;
     clrun__train_free_slots(t);

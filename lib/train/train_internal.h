@@ -15,6 +15,10 @@ struct clrun_train {
     clrun__train_graph tg;
     clrun_exec *exec;
     clrun_exec *eval;            /* the model and loss alone, parameters kept */
+    clrun_exec *apply;           /* with a reduce hook: the optimizer's updates (tg.apply) */
+    int32_t *apply_slots;        /* per input of tg.apply: its slot */
+    float *grads;                /* with a reduce hook: the gradients handed to it */
+    uint64_t grad_count;         /* their floats */
     int32_t *eval_slots;         /* per input of the eval graph: its slot */
     clrun_buffer *buffers;       /* per slot: the feed's, hyper's or state's block */
     bool *held;                  /* per slot: buffers[i] is live */

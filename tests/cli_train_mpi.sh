@@ -1,0 +1,142 @@
+#!/bin/sh
+# clrun train under mpirun: data-parallel training over Open MPI on this machine's loopback
+# (oversubscribed). 2 and 3 ranks (a global batch of 32 that 3 does not divide) end with the
+# parameters of one process at the same global batch, within 1e-6 relative; a rank that hangs
+# (SIGSTOP) or dies (SIGKILL) mid-run ends the job with an error naming it within the timeout;
+# a global batch smaller than the ranks is refused. Skipped when configure found no MPI. Run by `make check`; CLRUN_BIN overrides the tool.
+set -u
+. "${srcdir:-.}/tests/cli_common.sh"
+if [ "${HAVE_MPI:-no}" != yes ]; then
+    echo "SKIP: clrun was configured without MPI (apt-get install libopenmpi-dev openmpi-bin)"
+    exit 77
+fi
+need_onnx_python
+if ! "$PYTHON" -c 'import sklearn' >/dev/null 2>&1; then
+    echo "SKIP: $PYTHON lacks scikit-learn (apt-get install python3-sklearn)"
+    exit 77
+fi
+make_tmp train-mpi
+MPIRUN=${MPIRUN:-mpirun}
+# One POCL thread per rank: the ranks are the parallelism (CI has 2 cores).
+# One machine: shared memory only (no network to probe), without the kernel's cross-memory
+# attach, which containers often forbid (ptrace).
+POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 OMP_NUM_THREADS=1 OMPI_MCA_rmaps_base_oversubscribe=1
+OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export POCL_DEVICES POCL_MAX_PTHREAD_COUNT OMP_NUM_THREADS OMPI_MCA_rmaps_base_oversubscribe \
+    OMPI_MCA_btl OMPI_MCA_btl_vader_single_copy_mechanism
+mpi() {
+    n=$1
+    shift
+    "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" -x POCL_DEVICES -x POCL_MAX_PTHREAD_COUNT \
+        -x OMP_NUM_THREADS "$@"
+}
+
+# The digits (as tests/cli_train.sh makes them; 384 rows: 12 steps of 32) and an MLP whose
+# batch is open, so that each rank binds its own share of it.
+"$PYTHON" - "$tmp" <<'PY' || exit 99
+import sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+from sklearn.datasets import load_digits
+out = sys.argv[1]
+d = load_digits()
+x = (d.data / 16.0).astype(np.float32)
+y = d.target.astype(np.int64)
+p = np.random.RandomState(0).permutation(len(x))
+np.save(out + "/x.npy", x[p][:384]); np.save(out + "/y.npy", y[p][:384])
+r = np.random.RandomState(1)
+init = [numpy_helper.from_array(r.uniform(-b, b, s).astype(np.float32), n) for n, s, b in
+        [("w1", (64, 32), 0.125), ("b1", (32,), 0.125), ("w2", (32, 10), 0.17), ("b2", (10,), 0.17)]]
+nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["a"]),
+         helper.make_node("Gemm", ["a", "w2", "b2"], ["logits"])]
+g = helper.make_graph(nodes, "digits_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], init)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, out + "/mlp.onnx")
+PY
+
+# same A.onnx B.onnx WHAT: the trained initializers agree within 1e-6 of each tensor's largest.
+same() {
+    "$PYTHON" - "$1" "$2" <<'PY' || fail "$3: other parameters than one process"
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+a, b = ({i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(p).graph.initializer}
+        for p in sys.argv[1:3])
+worst = max(np.abs(a[k] - b[k]).max() / np.abs(b[k]).max() for k in b)
+print("largest relative difference %.3g" % worst)
+sys.exit(0 if worst <= 1e-6 else 1)
+PY
+}
+
+train="$tmp/mlp.onnx --loss xent:logits --data x=$tmp/x.npy --labels $tmp/y.npy --batch 32 --epochs 2"
+# SGD with momentum on 2 ranks (16 rows each), Adam on 3 (11, 11 and 10 rows).
+set -f # the cases hold regular expressions
+for case in "2 16 --optimizer sgd --lr 0.1 --momentum 0.9" "3 1[01] --optimizer adam --lr 0.01"; do
+    set -- $case
+    n=$1 rows=$2
+    shift 2
+    "$CLRUN" train $train "$@" --save-onnx "$tmp/one.onnx" --json >"$tmp/one" 2>&1
+    rc=$?
+    expect 0 '"steps":24' "$tmp/one" "$2, one process"
+    mpi $n "$CLRUN" train $train "$@" --save-onnx "$tmp/n$n.onnx" --json >"$tmp/n$n" 2>&1
+    rc=$?
+    expect 0 "\"batch\":32,\"ranks\":$n,\"rank_batch\":$rows," "$tmp/n$n" "$2, $n ranks"
+    [ "$(grep -c '"steps":24' "$tmp/n$n")" = 1 ] || fail "$2, $n ranks: not one report (rank 0's)"
+    same "$tmp/n$n.onnx" "$tmp/one.onnx" "$2, $n ranks"
+done
+set +f
+
+# A global batch smaller than the ranks: refused before any work.
+mpi 3 "$CLRUN" train $train --batch 2 >"$tmp/out" 2>&1
+rc=$?
+[ $rc != 0 ] || fail "--batch 2 on 3 ranks: exit status 0"
+grep -q -- "--batch 2 is less than a row for each of the 3 ranks" "$tmp/out" ||
+    fail "--batch 2 on 3 ranks: $(cat "$tmp/out")"
+
+# A rank that hangs (stopped) or dies (killed) mid-run: the others give up within the timeout,
+# naming it (hang), or mpirun ends the job (death). The job must end well within 30 s.
+cat >"$tmp/rank.sh" <<EOF
+#!/bin/sh
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && echo \$\$ >"$tmp/pid"
+exec "$CLRUN" train $train --epochs 100000 --optimizer sgd --mpi-timeout 3
+EOF
+chmod +x "$tmp/rank.sh"
+for sig in STOP KILL; do
+    rm -f "$tmp/pid"
+    start=$(date +%s)
+    "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 -x POCL_DEVICES -x POCL_MAX_PTHREAD_COUNT \
+        -x OMP_NUM_THREADS "$tmp/rank.sh" >"$tmp/bad" 2>&1 &
+    job=$! # mpirun itself
+    # once rank 0 has finished an epoch, rank 1 is mid-run
+    for _ in $(seq 1 600); do
+        grep -q '^epoch' "$tmp/bad" && [ -s "$tmp/pid" ] && break
+        sleep 0.1
+    done
+    pid=$(cat "$tmp/pid" 2>/dev/null)
+    [ -n "$pid" ] && kill -$sig "$pid" 2>/dev/null
+    for _ in $(seq 1 300); do
+        kill -0 $job 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 $job 2>/dev/null; then
+        fail "SIG$sig of rank 1: the job still runs after $(( $(date +%s) - start )) s"
+        kill -KILL $job 2>/dev/null
+    fi
+    wait $job
+    rc=$?
+    [ "$rc" != 0 ] || fail "SIG$sig of rank 1: the job exits 0"
+    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+    if [ $sig = STOP ]; then
+        grep -q 'rank 0: the gradient all-reduce of step [0-9]* did not complete within 3 s.*rank 1 did not answer' "$tmp/bad" ||
+            fail "SIGSTOP of rank 1: no error naming it: $(cat "$tmp/bad")"
+    else
+        grep -qi 'rank 1.*\(signal 9\|killed\)\|killed.*rank 1' "$tmp/bad" ||
+            fail "SIGKILL of rank 1: no error naming it: $(cat "$tmp/bad")"
+    fi
+done
+
+exit $((failures > 0))

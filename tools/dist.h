@@ -1,0 +1,46 @@
+/* Data parallelism for clrun train: one process per device, each training on its share of
+ * every global batch, the gradients all-reduced between the backward pass and the update
+ * (clrun_train_options.reduce). Over Open MPI where configure found it (dist_mpi.c); else one
+ * process alone (dist_none.c), which refuses to run under mpirun rather than train N times. The
+ * library itself knows nothing of MPI. */
+#ifndef CLRUN_TOOLS_DIST_H
+#define CLRUN_TOOLS_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/status.h>
+
+typedef struct clrun_cli_dist {
+    int rank, size;     /* 0 and 1 for one process */
+    double timeout_s;   /* how long a collective may wait for the others */
+    double weight;      /* this rank's share of the global batch: local rows / global rows */
+    bool started;       /* MPI is initialised (and must be finalised) */
+} clrun_cli_dist;
+
+/* Whether this build runs under mpirun (configure found MPI). */
+bool clrun_cli_dist_built(void);
+
+/* Joins the job when the process is one of several that mpirun started (Open MPI's
+ * OMPI_COMM_WORLD_SIZE above 1); else d is one process alone. 0, or an exit status with the
+ * reason printed (a build without MPI under mpirun). */
+int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s);
+
+/* The reduce hook (user: the clrun_cli_dist): each rank's gradients times its weight, summed
+ * over the ranks: the gradient of the mean loss over the global batch. A collective that does
+ * not complete within the timeout probes the other ranks: it prints those that do not answer
+ * and aborts the job (MPI_Abort: a hung peer cannot be waited out), or waits on when all do. */
+clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
+                                   char *err, size_t errlen);
+
+/* values summed over the ranks in place, under the same timeout (what: for its message). */
+void clrun_cli_dist_sum(clrun_cli_dist *d, double *values, int count, const char *what);
+
+/* Ends the job on an error of this rank, so that the others do not wait for it. */
+void clrun_cli_dist_abort(clrun_cli_dist *d, int code);
+
+/* Leaves the job (MPI_Finalize). */
+void clrun_cli_dist_finish(clrun_cli_dist *d);
+
+#endif

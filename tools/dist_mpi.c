@@ -1,0 +1,191 @@
+/* clrun train over Open MPI: every collective is non-blocking and polled against the timeout.
+ * While it polls, a rank answers the others' probes; when its collective has not completed
+ * within the timeout, it probes every other rank and names those that do not answer within a
+ * grace period (dead, hung, or stuck outside any collective), then ends the job (MPI_Abort)
+ * instead of hanging; when all answer, it waits on. Probes cost nothing until a timeout. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "dist.h"
+
+#define PROBE_TAG 2801
+#define ANSWER_TAG 2802
+#define GRACE_S 2.0 /* how long a timed-out rank waits for answers (at most half the timeout) */
+
+static MPI_Comm comm = MPI_COMM_NULL; /* the job's, duplicated: no other code's messages */
+
+bool clrun_cli_dist_built(void)
+{
+    return true;
+}
+
+int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s)
+{
+    *d = (clrun_cli_dist){.rank = 0, .size = 1, .timeout_s = timeout_s, .weight = 1.0};
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    if (size == NULL || atoi(size) <= 1)
+        return 0; /* alone: no MPI at all */
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+        fprintf(stderr, "clrun train: MPI_Init failed\n");
+        return 1;
+    }
+    d->started = true;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm, &d->rank);
+    MPI_Comm_size(comm, &d->size);
+    return 0;
+}
+
+/* Answers the probes other ranks sent: I am alive and polling. */
+static void answer_probes(void)
+{
+    for (;;) {
+        int pending = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, PROBE_TAG, comm, &pending, &st) != MPI_SUCCESS || !pending)
+            return;
+        static const int alive = 1; /* static: the send outlives this call */
+        int probe = 0;
+        MPI_Recv(&probe, 1, MPI_INT, st.MPI_SOURCE, PROBE_TAG, comm, MPI_STATUS_IGNORE);
+        MPI_Request r;
+        if (MPI_Isend(&alive, 1, MPI_INT, st.MPI_SOURCE, ANSWER_TAG, comm, &r) == MPI_SUCCESS)
+            MPI_Request_free(&r);
+    }
+}
+
+/* After a timeout: the ranks that do not answer a probe within the grace period, into
+ * missing (a list like "1, 3"); their count. */
+static int unanswered(clrun_cli_dist *d, char *missing, size_t size)
+{
+    static const int probe = 1;
+    int n = d->size, count = 0;
+    MPI_Request *req = calloc((size_t)n * 2, sizeof *req);
+    int *answers = calloc((size_t)n, sizeof *answers);
+    if (req == NULL || answers == NULL) {
+        free(req);
+        free(answers);
+        snprintf(missing, size, "?");
+        return 1;
+    }
+    for (int q = 0; q < n; q++) {
+        req[2 * q] = req[2 * q + 1] = MPI_REQUEST_NULL;
+        if (q == d->rank)
+            continue;
+        MPI_Irecv(&answers[q], 1, MPI_INT, q, ANSWER_TAG, comm, &req[2 * q]);
+        MPI_Isend(&probe, 1, MPI_INT, q, PROBE_TAG, comm, &req[2 * q + 1]);
+    }
+    double start = MPI_Wtime(), grace = d->timeout_s / 2 < GRACE_S ? d->timeout_s / 2 : GRACE_S;
+    int done = 0;
+    while (!done && MPI_Wtime() - start < grace) {
+        answer_probes();
+        done = 1;
+        for (int q = 0; q < n; q++) {
+            int got = 1;
+            if (req[2 * q] != MPI_REQUEST_NULL)
+                MPI_Test(&req[2 * q], &got, MPI_STATUS_IGNORE);
+            done = done && got;
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    size_t used = 0;
+    missing[0] = '\0';
+    for (int q = 0; q < n; q++)
+        if (req[2 * q] != MPI_REQUEST_NULL && used + 16 < size) {
+            used += (size_t)snprintf(missing + used, size - used, "%s%d", count ? ", " : "", q);
+            count++;
+        }
+    /* the job ends: the requests are left to MPI_Abort */
+    free(answers);
+    free(req);
+    return count;
+}
+
+/* buf (count of type) summed over the ranks in place, or the job ended with the reason. When
+ * the timeout passes and every rank answers a probe, they are alive (a slow one polls once it
+ * arrives): the wait starts over. */
+static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, const char *what)
+{
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, MPI_SUM, comm, &req);
+    double start = MPI_Wtime();
+    int done = 0;
+    while (rc == MPI_SUCCESS && !done) {
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || done)
+            break;
+        answer_probes();
+        if (MPI_Wtime() - start > d->timeout_s) {
+            char missing[512];
+            if (unanswered(d, missing, sizeof missing) == 0) {
+                start = MPI_Wtime();
+                continue;
+            }
+            fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
+                    "(--mpi-timeout): rank%s %s did not answer (dead or hung); aborting the job\n",
+                    d->rank, what, d->timeout_s, strchr(missing, ',') ? "s" : "", missing);
+            fflush(stderr);
+            MPI_Abort(comm, 3);
+        }
+        struct timespec ts = {0, 200000}; /* 0.2 ms */
+        nanosleep(&ts, NULL);
+    }
+    if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        fprintf(stderr, "clrun train: rank %d: %s failed: %s; aborting the job\n", d->rank, what,
+                text);
+        fflush(stderr);
+        MPI_Abort(comm, 1);
+    }
+}
+
+clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
+                                   char *err, size_t errlen)
+{
+    clrun_cli_dist *d = user;
+    if (d->size <= 1)
+        return CLRUN_OK;
+    if (count > (uint64_t)INT32_MAX) { /* one collective: an int count of floats */
+        snprintf(err, errlen, "%llu gradient values: more than one all-reduce takes",
+                 (unsigned long long)count);
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    }
+    for (uint64_t i = 0; i < count; i++)
+        gradients[i] = (float)((double)gradients[i] * d->weight);
+    char what[96];
+    snprintf(what, sizeof what, "the gradient all-reduce of step %llu", (unsigned long long)step);
+    sum(d, gradients, (int)count, MPI_FLOAT, what);
+    return CLRUN_OK;
+}
+
+void clrun_cli_dist_sum(clrun_cli_dist *d, double *values, int count, const char *what)
+{
+    if (d->size > 1)
+        sum(d, values, count, MPI_DOUBLE, what);
+}
+
+void clrun_cli_dist_abort(clrun_cli_dist *d, int code)
+{
+    if (d->started && d->size > 1) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(comm, code ? code : 1);
+    }
+}
+
+void clrun_cli_dist_finish(clrun_cli_dist *d)
+{
+    if (!d->started)
+        return;
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    d->started = false;
+}

@@ -1,0 +1,45 @@
+/* clrun train without MPI (configure found none): one process alone. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dist.h"
+
+bool clrun_cli_dist_built(void)
+{
+    return false;
+}
+
+int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s)
+{
+    *d = (clrun_cli_dist){.rank = 0, .size = 1, .timeout_s = timeout_s, .weight = 1.0};
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    if (size && atoi(size) > 1) {
+        fprintf(stderr, "clrun train: started by mpirun as one of %s processes, but this clrun was "
+                "built without MPI (configure --with-mpi; apt-get install libopenmpi-dev): each "
+                "would train alone\n", size);
+        return 2;
+    }
+    return 0;
+}
+
+clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
+                                   char *err, size_t errlen)
+{
+    (void)user, (void)step, (void)gradients, (void)count, (void)err, (void)errlen;
+    return CLRUN_OK;
+}
+
+void clrun_cli_dist_sum(clrun_cli_dist *d, double *values, int count, const char *what)
+{
+    (void)d, (void)values, (void)count, (void)what;
+}
+
+void clrun_cli_dist_abort(clrun_cli_dist *d, int code)
+{
+    (void)d, (void)code;
+}
+
+void clrun_cli_dist_finish(clrun_cli_dist *d)
+{
+    (void)d;
+}
