@@ -1,6 +1,6 @@
 /* Gradient rules of convolution and pooling. A convolution's input gradient is, with stride 1, the
  * convolution of dy by the weights flipped and transposed; else, with one group, the columns
- * dy^T w (a matmul) summed back into the image by col2im; with groups, the transposed convolution
+ * w^T dy (a matmul) summed back into the image by col2im; with groups, the transposed convolution
  * of dy by the same weights (output padding restoring rows the stride dropped). Its weight
  * gradient is conv2d_grad_weight; its bias gradient dy summed per channel. Pooling routes dy back
  * through maxpool2d_grad and avgpool2d_grad, which recompute the windows. */
@@ -69,7 +69,7 @@ static int32_t grad_emit(void *self, const char *op, const int32_t *inputs, int 
 }
 
 /* With one group and any stride, the input's gradient is the transposed convolution of dy by
- * w, lowered to a matrix product (dy^T w, the columns) and col2im, which sums each column into
+ * w, lowered to a matrix product (w^T dy, the columns) and col2im, which sums each column into
  * the input element its tap reads (lib/graph/conv_lower.c, as ONNX's ConvTranspose). Both run
  * on fast kernels, where conv_transpose2d's gathers every tap per output; cols hold
  * KH·KW/(sh·sw) times x's elements while they live. -2 when it does not apply, -1 on failure. */

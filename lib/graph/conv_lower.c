@@ -54,15 +54,15 @@ int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_
     int64_t pads[4] = {g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]};
     clrun_attr a_x3 = ints_attr("shape", x3, 3), a_w2 = ints_attr("shape", w2, 2);
     clrun_attr a_ta = int_attr("transpose_a", 1);
-    int32_t in[2] = {e->emit(e->self, "reshape", &hx, 1, &a_x3, 1),
-                     e->emit(e->self, "reshape", &hw, 1, &a_w2, 1)};
+    int32_t in[2] = {e->emit(e->self, "reshape", &hw, 1, &a_w2, 1),
+                     e->emit(e->self, "reshape", &hx, 1, &a_x3, 1)};
     if (in[0] < 0 || in[1] < 0)
         return -1;
-    int32_t cols = e->emit(e->self, "matmul", in, 2, &a_ta, 1); /* [N, H*W, O*KH*KW] */
+    int32_t cols = e->emit(e->self, "matmul", in, 2, &a_ta, 1); /* [N, O*KH*KW, H*W] */
     if (cols < 0)
         return -1;
-    clrun_attr attrs[6] = {ints_attr("image", image, 2), ints_attr("kernel", kernel, 2),
+    clrun_attr attrs[5] = {ints_attr("image", image, 2), ints_attr("kernel", kernel, 2),
                            ints_attr("stride", g->stride, 2), ints_attr("pads", pads, 4),
-                           ints_attr("dilation", g->dilation, 2), int_attr("transposed", 1)};
-    return e->emit(e->self, "col2im", &cols, 1, attrs, 6);
+                           ints_attr("dilation", g->dilation, 2)};
+    return e->emit(e->self, "col2im", &cols, 1, attrs, 5);
 }
