@@ -77,6 +77,7 @@ static clrun_tensor_id weights(clrun_graph *g, int rank, const int64_t *dims, ui
 typedef struct transpose_layer {
     int64_t C, O, k, stride, pad, out_pad;
     bool bias;
+    int64_t groups;
 } transpose_layer;
 
 /* One transposed convolution of x [N, C, H, W]: conv_transpose2d, or (lowered) the product and
@@ -85,20 +86,21 @@ static clrun_tensor_id transpose(clrun_graph *g, clrun_tensor_id x, const transp
                                  uint64_t seed)
 {
     const clrun_tensor_type *tx = clrun_graph_tensor_type(g, x);
-    int64_t dw[4] = {l->C, l->O, l->k, l->k}, db[1] = {l->O};
+    int64_t groups = l->groups > 1 ? l->groups : 1;
+    int64_t dw[4] = {l->C, l->O / groups, l->k, l->k}, db[1] = {l->O};
     clrun_tensor_id w = weights(g, 4, dw, seed), b = l->bias ? weights(g, 1, db, seed + 1) : -1;
     clrun__conv_geometry geo = {.stride = {l->stride, l->stride}, .pad = {l->pad, l->pad},
-                                .pad_end = {l->pad, l->pad}, .dilation = {1, 1}, .groups = 1,
+                                .pad_end = {l->pad, l->pad}, .dilation = {1, 1}, .groups = groups,
                                 .output_padding = {l->out_pad, l->out_pad}};
     geo.oh = l->stride * (tx->shape[2] - 1) + l->k + l->out_pad - 2 * l->pad;
     geo.ow = l->stride * (tx->shape[3] - 1) + l->k + l->out_pad - 2 * l->pad;
     if (!lowered) {
         int64_t stride[2] = {l->stride, l->stride}, pad[2] = {l->pad, l->pad};
         int64_t op[2] = {l->out_pad, l->out_pad};
-        clrun_attr attrs[3] = {ints_attr("stride", stride, 2), ints_attr("pad", pad, 2),
-                               ints_attr("output_padding", op, 2)};
+        clrun_attr attrs[4] = {ints_attr("stride", stride, 2), ints_attr("pad", pad, 2),
+                               ints_attr("output_padding", op, 2), {.name = "groups", .kind = CLRUN_ATTR_INT, .i = groups}};
         clrun_tensor_id in[3] = {x, w, b};
-        return graph_emit(g, "conv_transpose2d", in, l->bias ? 3 : 2, attrs, 3);
+        return graph_emit(g, "conv_transpose2d", in, l->bias ? 3 : 2, attrs, 4);
     }
     clrun_tensor_type tw = f32(4, dw);
     const clrun__emitter e = {g, graph_emit};
@@ -228,14 +230,26 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (wanted(argc, argv, first, "decoder")) {
         const int64_t x[4] = {1, 256, 40, 40};
-        const transpose_layer layers[2] = {{256, 64, 2, 2, 0, 0, true}, {64, 64, 2, 2, 0, 0, false}};
+        const transpose_layer layers[2] = {{256, 64, 2, 2, 0, 0, true, 1}, {64, 64, 2, 2, 0, 0, false, 1}};
         compare(ctx, "decoder", transposes(x, layers, 2, false), transposes(x, layers, 2, true),
                 "conv_transpose2d / lowered", repeat);
     }
     if (wanted(argc, argv, first, "unet-up")) {
         const int64_t x[4] = {1, 128, 40, 40};
-        const transpose_layer layer = {128, 64, 3, 2, 1, 1, true};
+        const transpose_layer layer = {128, 64, 3, 2, 1, 1, true, 1};
         compare(ctx, "unet-up", transposes(x, &layer, 1, false), transposes(x, &layer, 1, true),
+                "conv_transpose2d / lowered", repeat);
+    }
+    if (wanted(argc, argv, first, "grouped")) {
+        const int64_t x[4] = {1, 128, 40, 40};
+        const transpose_layer layer = {128, 64, 4, 2, 1, 0, false, 4};
+        compare(ctx, "grouped", transposes(x, &layer, 1, false), transposes(x, &layer, 1, true),
+                "conv_transpose2d / lowered", repeat);
+    }
+    if (wanted(argc, argv, first, "depthwise")) {
+        const int64_t x[4] = {1, 64, 40, 40};
+        const transpose_layer layer = {64, 64, 3, 2, 1, 1, false, 64};
+        compare(ctx, "depthwise", transposes(x, &layer, 1, false), transposes(x, &layer, 1, true),
                 "conv_transpose2d / lowered", repeat);
     }
     if (wanted(argc, argv, first, "stft"))

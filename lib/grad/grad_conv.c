@@ -1,7 +1,8 @@
 /* Gradient rules of convolution and pooling. A convolution's input gradient is, with stride 1, the
- * convolution of dy by the weights flipped and transposed; else, with one group, the columns
- * w^T dy (a matmul) summed back into the image by col2im; with groups, the transposed convolution
- * of dy by the same weights (output padding restoring rows the stride dropped). Its weight
+ * convolution of dy by the weights flipped and transposed; else the columns w^T dy (a matmul,
+ * one per group) summed back into the image by col2im; where those columns would be too large
+ * for col2im, the transposed convolution of dy by the same weights (output padding restoring
+ * rows the stride dropped). Its weight
  * gradient is conv2d_grad_weight; its bias gradient dy summed per channel. Pooling routes dy back
  * through maxpool2d_grad and avgpool2d_grad, which recompute the windows. */
 #include <stdint.h>
@@ -68,8 +69,8 @@ static int32_t grad_emit(void *self, const char *op, const int32_t *inputs, int 
     return clrun__gemit(self, op, inputs, input_count, attrs, attr_count);
 }
 
-/* With one group and any stride, the input's gradient is the transposed convolution of dy by
- * w, lowered to a matrix product (w^T dy, the columns) and col2im, which sums each column into
+/* With any stride and groups, the input's gradient is the transposed convolution of dy by w,
+ * lowered to a matrix product (w^T dy, the columns, one product per group) and col2im, which sums each column into
  * the input element its tap reads (lib/graph/conv_lower.c, as ONNX's ConvTranspose). Both run
  * on fast kernels, where conv_transpose2d's gathers every tap per output; cols hold
  * KH·KW/(sh·sw) times x's elements while they live. -2 when it does not apply, -1 on failure. */

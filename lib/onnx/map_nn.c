@@ -375,7 +375,7 @@ static int32_t value_emit(void *self, const char *op, const int32_t *inputs, int
     return e->count++;
 }
 
-/* ConvTranspose of one group on float images as a matrix product and col2im
+/* ConvTranspose on float images as a matrix product (one per group) and col2im
  * (lib/graph/conv_lower.c), then the bias added per channel: *y the 4-D result, or NULL (and
  * nothing emitted) where that form does not apply, for conv_transpose2d to take. x and wt are
  * 4-D; out_pad the output padding, w's pads the (final) padding. */
@@ -384,11 +384,11 @@ static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun_
                                          clrun__value **y)
 {
     *y = NULL;
-    if (w->group != 1 || x->c.elem != CLRUN__ONNX_FLOAT || wt->c.elem != CLRUN__ONNX_FLOAT ||
+    if (w->group < 1 || x->c.dims[1] % w->group || x->c.elem != CLRUN__ONNX_FLOAT || wt->c.elem != CLRUN__ONNX_FLOAT ||
         (bias && bias->c.elem != CLRUN__ONNX_FLOAT) || x->c.rank != 4 || wt->c.rank != 4 ||
-        wt->c.dims[0] != x->c.dims[1] || (bias && (bias->c.rank != 1 || bias->c.dims[0] != wt->c.dims[1])))
+        wt->c.dims[0] != x->c.dims[1] || (bias && (bias->c.rank != 1 || bias->c.dims[0] != wt->c.dims[1] * w->group)))
         return CLRUN_OK; /* conv_transpose2d's type rule says why */
-    clrun__conv_geometry g = {.groups = 1};
+    clrun__conv_geometry g = {.groups = w->group};
     for (int i = 0; i < 2; i++) {
         g.stride[i] = w->stride[i], g.dilation[i] = w->dilation[i];
         g.pad[i] = w->pad_begin[i], g.pad_end[i] = w->pad_end[i];
