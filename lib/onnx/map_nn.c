@@ -357,6 +357,7 @@ typedef struct value_emitter {
     clrun__value *values[8];
     int32_t count;
     clrun_status status; /* of the emit that failed */
+    int col2im_out;      /* where col2im, the lowering's last node, writes: an output or -1 */
 } value_emitter;
 
 static int32_t value_emit(void *self, const char *op, const int32_t *inputs, int input_count,
@@ -368,7 +369,8 @@ static int32_t value_emit(void *self, const char *op, const int32_t *inputs, int
         return -1;
     for (int i = 0; i < input_count; i++)
         in[i] = e->values[inputs[i]];
-    e->status = clrun__emit(e->im, e->n, op, in, input_count, attrs, attr_count, (int[]){-1}, 1,
+    int out = strcmp(op, "col2im") == 0 ? e->col2im_out : -1;
+    e->status = clrun__emit(e->im, e->n, op, in, input_count, attrs, attr_count, &out, 1,
                             &e->values[e->count]);
     if (e->status != CLRUN_OK)
         return -1;
@@ -376,12 +378,13 @@ static int32_t value_emit(void *self, const char *op, const int32_t *inputs, int
 }
 
 /* ConvTranspose on float images as a matrix product (one per group) and col2im
- * (lib/graph/conv_lower.c), then the bias added per channel: *y the 4-D result, or NULL (and
- * nothing emitted) where that form does not apply, for conv_transpose2d to take. x and wt are
- * 4-D; out_pad the output padding, w's pads the (final) padding. */
+ * (lib/graph/conv_lower.c), then the bias added per channel: *y the 4-D result, into output
+ * `out` of the node (0) or a temporary (-1), or NULL (and nothing emitted) where that form does
+ * not apply, for conv_transpose2d to take. x and wt are 4-D; out_pad the output padding, w's
+ * pads the (final) padding. */
 static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
                                          clrun__value *bias, const window *w, const int64_t *out_pad,
-                                         clrun__value **y)
+                                         int out, clrun__value **y)
 {
     *y = NULL;
     if (w->group < 1 || x->c.dims[1] % w->group || x->c.elem != CLRUN__ONNX_FLOAT || wt->c.elem != CLRUN__ONNX_FLOAT ||
@@ -407,7 +410,7 @@ static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun_
     clrun_tensor_type tx = {CLRUN_F32, 4, {0}}, tw = {CLRUN_F32, 4, {0}};
     memcpy(tx.shape, x->c.dims, 4 * sizeof *tx.shape);
     memcpy(tw.shape, wt->c.dims, 4 * sizeof *tw.shape);
-    value_emitter ve = {im, n, {x, wt}, 2, CLRUN_OK};
+    value_emitter ve = {im, n, {x, wt}, 2, CLRUN_OK, bias ? -1 : out};
     const clrun__emitter e = {&ve, value_emit};
     int32_t r = clrun__lower_conv_transpose(&e, &tx, &tw, &g, 0, 1);
     if (r == -2)
@@ -420,7 +423,7 @@ static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun_
     int64_t per_channel[3] = {bias->c.dims[0], 1, 1};
     clrun__value *b3;
     clrun_status s = clrun__mv_reshape(im, n, bias, 3, per_channel, -1, &b3);
-    return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", *y, b3, -1, y) : s;
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", *y, b3, out, y) : s;
 }
 
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
@@ -479,11 +482,9 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
     }
     int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
     clrun__value *y = NULL;
-    s = transpose_as_product(im, n, x, wt, bias, &w, out_pad, &y);
-    if (s != CLRUN_OK)
-        return s;
-    if (y != NULL)
-        return finish_window(im, n, &w, y);
+    s = transpose_as_product(im, n, x, wt, bias, &w, out_pad, sp == 2 ? 0 : -1, &y);
+    if (s != CLRUN_OK || y != NULL)
+        return s != CLRUN_OK || sp == 2 ? s : finish_window(im, n, &w, y);
     clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
                         clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group),
                         clrun__mk_ints("output_padding", out_pad, 2)};
