@@ -118,7 +118,7 @@ static clrun_tensor_id transpose(clrun_graph *g, clrun_tensor_id x, const transp
 static clrun_graph *transposes(const int64_t *x_dims, const transpose_layer *layers, int count, bool lowered)
 {
     clrun_graph *g;
-    clrun_tensor_id x;
+    clrun_tensor_id x = -1;
     clrun_tensor_type tx = f32(4, x_dims);
     if (clrun_graph_create(lowered ? "lowered" : "direct", &g) != CLRUN_OK ||
         clrun_graph_add_input(g, "x", &tx, false, &x) != CLRUN_OK)
@@ -134,7 +134,7 @@ static clrun_graph *transposes(const int64_t *x_dims, const transpose_layer *lay
 static clrun_graph *stft(bool product)
 {
     clrun_graph *g;
-    clrun_tensor_id x;
+    clrun_tensor_id x = -1;
     int64_t dx[4] = {1, 1, 1, 16000}, frames[2] = {98, 400}, dw[4] = {512, 1, 1, 400}, w2[2] = {400, 512};
     clrun_tensor_type tx = product ? f32(2, frames) : f32(4, dx);
     if (clrun_graph_create(product ? "product" : "conv2d", &g) != CLRUN_OK ||
