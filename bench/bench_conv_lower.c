@@ -14,7 +14,13 @@
  *             as one matmul of the 98 frames [98, 400] by the weights [400, 512] (the rate
  *             conv2d's core reaches on that product)
  *
- * Usage: bench_conv_lower [--repeat N] [MODEL...] */
+ * --onnx DIR writes the decoder as ONNX (DBNet's probability head: Conv 3x3 256 -> 64, Relu,
+ * ConvTranspose 2x2/2 64 -> 64 with bias, Relu, ConvTranspose 2x2/2 64 -> 1, Sigmoid, at 40x40
+ * -> 160x160) and the STFT front-end (Conv of [1, 1, 16000] by [512, 1, 400], stride 160, then
+ * Abs) as DIR/dbnet_head.onnx and DIR/stft.onnx, the files `clrun run` and bench/ort_time.js
+ * (onnxruntime) both time; then runs nothing else.
+ *
+ * Usage: bench_conv_lower [--repeat N] [--onnx DIR] [MODEL...] */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -25,6 +31,7 @@
 
 #include "graph/conv_lower.h"
 #include "timing.h"
+#include "../tests/onnx_builder.h"
 
 static void die(const char *what, const char *why)
 {
@@ -203,6 +210,63 @@ static void compare(clrun_context *ctx, const char *name, clrun_graph *a, clrun_
     }
 }
 
+/* ---- the ONNX models ---------------------------------------------------------------------- */
+
+static void *normal_floats(onnx_builder *b, size_t n, uint64_t seed)
+{
+    clrun_tensor_type t = {CLRUN_F32, 1, {(int64_t)n}};
+    void *p = ob_alloc(b, n * 4);
+    if (clrun_fill_values(&t, CLRUN_FILL_NORMAL, 0, 0.05, seed, p, n * 4) != CLRUN_OK)
+        die("fill", NULL);
+    return p;
+}
+
+static void write_model(onnx_builder *b, const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t size;
+    uint8_t *bytes = ob_pack(b, &size);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(bytes, 1, size, f) != size || fclose(f) != 0)
+        die(path, "cannot write");
+    free(bytes);
+    ob_free(b);
+    printf("wrote %s\n", path);
+}
+
+static void write_onnx(const char *dir)
+{
+    enum { F = 1 };
+    onnx_builder b;
+    ob_init(&b, 13);
+    const int64_t dx[4] = {1, 256, 40, 40}, dy[4] = {1, 1, 160, 160}, w0[4] = {64, 256, 3, 3};
+    const int64_t w1[4] = {64, 64, 2, 2}, w2[4] = {64, 1, 2, 2}, c64[1] = {64}, c1[1] = {1};
+    const int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 2};
+    ob_input(&b, "x", F, 4, dx, NULL);
+    ob_initializer(&b, "W0", F, 4, w0, normal_floats(&b, 64 * 256 * 9, 1), 64 * 256 * 9 * 4);
+    ob_initializer(&b, "W1", F, 4, w1, normal_floats(&b, 64 * 64 * 4, 2), 64 * 64 * 4 * 4);
+    ob_initializer(&b, "B1", F, 1, c64, normal_floats(&b, 64, 3), 64 * 4);
+    ob_initializer(&b, "W2", F, 4, w2, normal_floats(&b, 64 * 4, 4), 64 * 4 * 4);
+    ob_initializer(&b, "B2", F, 1, c1, normal_floats(&b, 1, 5), 4);
+    ob_attr_ints(&b, ob_node(&b, "Conv", "conv", "x,W0", "h0"), "pads", pads, 4);
+    ob_node(&b, "Relu", "relu0", "h0", "a0");
+    ob_attr_ints(&b, ob_node(&b, "ConvTranspose", "up1", "a0,W1,B1", "h1"), "strides", strides, 2);
+    ob_node(&b, "Relu", "relu1", "h1", "a1");
+    ob_attr_ints(&b, ob_node(&b, "ConvTranspose", "up2", "a1,W2,B2", "h2"), "strides", strides, 2);
+    ob_node(&b, "Sigmoid", "sigmoid", "h2", "y");
+    ob_output(&b, "y", F, 4, dy);
+    write_model(&b, dir, "dbnet_head.onnx");
+    ob_init(&b, 13);
+    const int64_t sx[3] = {1, 1, 16000}, sw[3] = {512, 1, 400}, sy[3] = {1, 512, 98}, stride[1] = {160};
+    ob_input(&b, "x", F, 3, sx, NULL);
+    ob_initializer(&b, "W", F, 3, sw, normal_floats(&b, 512 * 400, 6), 512 * 400 * 4);
+    ob_attr_ints(&b, ob_node(&b, "Conv", "frames", "x,W", "c"), "strides", stride, 1);
+    ob_node(&b, "Abs", "magnitude", "c", "y");
+    ob_output(&b, "y", F, 3, sy);
+    write_model(&b, dir, "stft.onnx");
+}
+
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
     if (first >= argc)
@@ -217,6 +281,10 @@ int main(int argc, char **argv)
 {
     int repeat = 7;
     int first = bench_repeat_arg(argc, argv, &repeat);
+    if (first + 1 < argc && strcmp(argv[first], "--onnx") == 0) {
+        write_onnx(argv[first + 1]);
+        return 0;
+    }
     if (repeat < 1 || repeat > 64)
         repeat = 7;
     clrun_context *ctx;

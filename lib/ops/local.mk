@@ -66,7 +66,7 @@ endif
 # Conv1d against the same product as a matmul, alternating in one run.
 EXTRA_PROGRAMS += bench/bench_conv_lower
 BENCH_LIST += bench/bench_conv_lower
-bench_bench_conv_lower_SOURCES = bench/bench_conv_lower.c bench/timing.h
+bench_bench_conv_lower_SOURCES = bench/bench_conv_lower.c bench/timing.h tests/onnx_builder.h
 bench_bench_conv_lower_LDADD = libclrun-internal.la
 
 EXTRA_PROGRAMS += bench/bench_kernels
