@@ -41,6 +41,12 @@ int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_
         return -2;
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
     int64_t groups = g->groups, cg = c / groups, og = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    /* col2im's geometry is ints: every term of it in [0, 2^31) (stride and dilation from 1) */
+    const int64_t terms[12] = {g->oh, g->ow, kh, kw, g->stride[0], g->stride[1], g->dilation[0],
+                               g->dilation[1], g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]};
+    for (int i = 0; i < 12; i++)
+        if (terms[i] < (i >= 4 && i < 8 ? 1 : 0) || terms[i] > INT_MAX)
+            return -2;
     /* every column position must be one of x's: an output padding below the stride (a wider one,
      * allowed below the dilation, gives col2im more windows than x has) */
     if (windows(g->oh, g->pad[0], g->pad_end[0], g->dilation[0] * (kh - 1), g->stride[0]) != h ||

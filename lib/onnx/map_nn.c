@@ -396,17 +396,18 @@ static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun_
         g.stride[i] = w->stride[i], g.dilation[i] = w->dilation[i];
         g.pad[i] = w->pad_begin[i], g.pad_end[i] = w->pad_end[i];
         g.output_padding[i] = out_pad[i];
-        if (w->pad_begin[i] < 0 || w->pad_end[i] < 0 || out_pad[i] < 0 || x->c.dims[2 + i] < 1 ||
-            x->c.dims[2 + i] > INT32_MAX || wt->c.dims[2 + i] > INT32_MAX)
+        if (w->stride[i] < 1 || w->dilation[i] < 1 || x->c.dims[2 + i] < 1 || w->pad_begin[i] < 0 ||
+            w->pad_begin[i] > INT32_MAX || w->pad_end[i] < 0 || w->pad_end[i] > INT32_MAX ||
+            out_pad[i] < 0 || out_pad[i] > INT32_MAX)
+            return CLRUN_OK; /* conv_transpose2d's type rule says why */
+        /* stride (in - 1) + dilation (k - 1) + 1 + output padding - pads */
+        int64_t grown, span, extent;
+        if (!clrun__mul_i64(w->stride[i], x->c.dims[2 + i] - 1, &grown) ||
+            !clrun__mul_i64(w->dilation[i], wt->c.dims[2 + i] - 1, &span) || !clrun__add_i64(grown, span, &extent) ||
+            !clrun__add_i64(extent, 1 + out_pad[i] - w->pad_begin[i] - w->pad_end[i], &extent) || extent < 1)
             return CLRUN_OK;
+        *(i == 0 ? &g.oh : &g.ow) = extent;
     }
-    /* stride (in - 1) + dilation (k - 1) + 1 + output padding - pads: each term below 2^31 */
-    g.oh = w->stride[0] * (x->c.dims[2] - 1) + w->dilation[0] * (wt->c.dims[2] - 1) + 1 + out_pad[0] -
-           w->pad_begin[0] - w->pad_end[0];
-    g.ow = w->stride[1] * (x->c.dims[3] - 1) + w->dilation[1] * (wt->c.dims[3] - 1) + 1 + out_pad[1] -
-           w->pad_begin[1] - w->pad_end[1];
-    if (g.oh < 1 || g.ow < 1)
-        return CLRUN_OK;
     clrun_tensor_type tx = {CLRUN_F32, 4, {0}}, tw = {CLRUN_F32, 4, {0}};
     memcpy(tx.shape, x->c.dims, 4 * sizeof *tx.shape);
     memcpy(tw.shape, wt->c.dims, 4 * sizeof *tw.shape);
