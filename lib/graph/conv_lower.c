@@ -37,7 +37,7 @@ int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_
                                     const clrun_tensor_type *w, const clrun__conv_geometry *g,
                                     int32_t hx, int32_t hw)
 {
-    if (x->rank != 4 || w->rank != 4 || g->groups < 1 || x->shape[1] % g->groups)
+    if (x->rank != 4 || w->rank != 4 || g->groups < 1 || x->shape[1] % g->groups || w->shape[0] != x->shape[1])
         return -2;
     int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
     int64_t groups = g->groups, cg = c / groups, og = w->shape[1], kh = w->shape[2], kw = w->shape[3];
@@ -62,9 +62,8 @@ int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_
     clrun_attr a_x = one ? ints_attr("shape", (int64_t[]){n, c, h * wd}, 3) : ints_attr("shape", xs, 4);
     clrun_attr a_w = one ? ints_attr("shape", (int64_t[]){c, og * kh * kw}, 2) : ints_attr("shape", ws, 3);
     clrun_attr a_ta = int_attr("transpose_a", 1);
-    int32_t in[2] = {e->emit(e->self, "reshape", &hw, 1, &a_w, 1),
-                     e->emit(e->self, "reshape", &hx, 1, &a_x, 1)};
-    if (in[0] < 0 || in[1] < 0)
+    int32_t in[2] = {e->emit(e->self, "reshape", &hw, 1, &a_w, 1), -1};
+    if (in[0] < 0 || (in[1] = e->emit(e->self, "reshape", &hx, 1, &a_x, 1)) < 0)
         return -1;
     int32_t cols = e->emit(e->self, "matmul", in, 2, &a_ta, 1);
     clrun_attr a_cols = ints_attr("shape", (int64_t[]){n, groups * og * kh * kw, h * wd}, 3);

@@ -365,7 +365,9 @@ static int32_t value_emit(void *self, const char *op, const int32_t *inputs, int
 {
     value_emitter *e = self;
     clrun__value *in[4];
-    if (e->count == 8 || input_count > 4)
+    if (e->status == CLRUN_OK && (e->count == 8 || input_count > 4))
+        e->status = clrun__unsupported(e->im, "the lowering of %s emits more than this importer holds", e->n->op);
+    if (e->status != CLRUN_OK)
         return -1;
     for (int i = 0; i < input_count; i++)
         in[i] = e->values[inputs[i]];
