@@ -303,6 +303,38 @@ void ref_conv2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_
                 }
 }
 
+void ref_conv_transpose2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tw,
+                          const float *w, const float *bias, const ref_conv *conv,
+                          const clrun_tensor_type *out, double *result, double *scale)
+{
+    int64_t N = tx->shape[0], C = tx->shape[1], H = tx->shape[2], W = tx->shape[3];
+    int64_t Og = tw->shape[1], KH = tw->shape[2], KW = tw->shape[3], Cg = C / conv->groups;
+    int64_t O = out->shape[1], OH = out->shape[2], OW = out->shape[3];
+    for (int64_t i = 0; i < N * O * OH * OW; i++) {
+        int64_t o = i / (OH * OW) % O;
+        result[i] = bias ? bias[o] : 0;
+        scale[i] = bias ? fabs(bias[o]) : 0;
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t ih = 0; ih < H; ih++)
+                for (int64_t iw = 0; iw < W; iw++)
+                    for (int64_t o1 = 0; o1 < Og; o1++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t oh = ih * conv->stride[0] - conv->pad[0] + kh * conv->dilation[0];
+                                int64_t ow = iw * conv->stride[1] - conv->pad[1] + kw * conv->dilation[1];
+                                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW)
+                                    continue;
+                                int64_t o = c / Cg * Og + o1;
+                                double t = (double)x[((n * C + c) * H + ih) * W + iw] *
+                                           (double)w[((c * Og + o1) * KH + kh) * KW + kw];
+                                int64_t at = ((n * O + o) * OH + oh) * OW + ow;
+                                result[at] += t;
+                                scale[at] += fabs(t);
+                            }
+}
+
 void ref_pool(bool max, const clrun_tensor_type *t, const float *x, const int *kernel,
               const int *stride, const int *pad, const clrun_tensor_type *out, double *result)
 {

@@ -59,6 +59,15 @@ void ref_conv2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_
                 const float *w, const float *bias, const ref_conv *conv,
                 const clrun_tensor_type *out, double *result, double *scale);
 
+/* The transposed convolution (ONNX's ConvTranspose), x [N, C, H, W], w [C, O/groups, KH, KW],
+ * out [N, O, OH, OW] (its extent sets the output padding): out[n, o, oh, ow] sums x[n, c, ih,
+ * iw] w[c, o', kh, kw] over the group's c and the taps with oh = ih sh - pad_top + kh dh (and
+ * likewise across); conv->pad is the top and left padding. bias may be NULL. scale gets the sum
+ * of the terms' absolute values. */
+void ref_conv_transpose2d(const clrun_tensor_type *tx, const float *x, const clrun_tensor_type *tw,
+                          const float *w, const float *bias, const ref_conv *conv,
+                          const clrun_tensor_type *out, double *result, double *scale);
+
 /* maxpool2d (max true) or avgpool2d over windows kernel/stride/pad (avg counts in-bounds). */
 void ref_pool(bool max, const clrun_tensor_type *t, const float *x, const int *kernel,
               const int *stride, const int *pad, const clrun_tensor_type *out, double *result);

@@ -443,6 +443,29 @@ static void test_stride_too_large_says_the_range(void **state)
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "attribute 'stride' has 4294967296: must be at most 2147483647");
 }
 
+/* ConvTranspose's output extent, computed at the importer for its matmul + col2im lowering,
+ * wraps no int64: strides and dilations this large are refused, by the window's own check or
+ * (where the lowering declines them) by conv_transpose2d's range. */
+static void test_conv_transpose_extent_past_int64_is_refused(void **state)
+{
+    (void)state;
+    static const int64_t xd[4] = {1, 1, 4, 4}, wd[4] = {1, 1, 3, 3};
+    static const int64_t huge[3][2] = {{INT64_MAX / 2, 1}, {(int64_t)1 << 40, 1}, {INT64_MAX, 1}};
+    static const char *const attr[3] = {"dilations", "strides", "strides"};
+    static const char *const message[3] = {"dilation 4611686018427387903 and stride 1 of spatial axis 0 are too large",
+                                           "attribute 'stride' has 1099511627776: must be at most 2147483647",
+                                           "dilation 1 and stride 9223372036854775807 of spatial axis 0 are too large"};
+    static const float w[9] = {0};
+    for (int k = 0; k < 3; k++) {
+        onnx_builder b;
+        with_x(&b, 13, false, 4, xd, ten, 16);
+        ob_initializer(&b, "w", F32, 4, wd, w, sizeof w);
+        Onnx__NodeProto *n = ob_node(&b, "ConvTranspose", "c", "x,w", "y");
+        ob_attr_ints(&b, n, attr[k], huge[k], 2);
+        expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, message[k]);
+    }
+}
+
 static void test_a_shape_too_large_to_fold_is_not_out_of_memory(void **state)
 {
     (void)state;
@@ -512,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_clip_at_nan_is_refused),
         cmocka_unit_test(test_cast_to_bfloat16_is_refused_by_the_types_name),
         cmocka_unit_test(test_stride_too_large_says_the_range),
+        cmocka_unit_test(test_conv_transpose_extent_past_int64_is_refused),
         cmocka_unit_test(test_a_shape_too_large_to_fold_is_not_out_of_memory),
         cmocka_unit_test(test_an_axis_of_int64_min_is_out_of_range_not_missing),
         cmocka_unit_test(test_a_duplicated_attribute_is_refused_as_such),

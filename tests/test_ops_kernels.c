@@ -582,6 +582,11 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,2,9,37", "2,1,3,3", {{1, 1}, {0, 2, 1, 0}, {1, 1}, 2, {0, 0}}, true},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
+        /* one input channel: the core past 3 x 3 (an STFT-like Conv1d, a 5 x 5 stem), else the
+         * depthwise kernel */
+        {"2,1,1,900", "24,1,1,100", {{1, 40}, {0, 3, 0, 0}, {1, 1}, 1, {0, 0}}, true},
+        {"1,1,12,13", "8,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, false},
+        {"1,1,11,9", "6,1,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},
     };
     static const clrun__kernel_choice choices[] = {CLRUN__KERNELS_VECTOR, CLRUN__KERNELS_TILED,
                                                    CLRUN__KERNELS_SIMPLE};

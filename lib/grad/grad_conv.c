@@ -1,13 +1,14 @@
 /* Gradient rules of convolution and pooling. A convolution's input gradient is, with stride 1, the
- * convolution of dy by the weights flipped and transposed; else, with one group, the columns
- * dy^T w (a matmul) summed back into the image by col2im; with groups, the transposed convolution
- * of dy by the same weights (output padding restoring rows the stride dropped). Its weight
+ * convolution of dy by the weights flipped and transposed; else the columns w^T dy (a matmul,
+ * one per group) summed back into the image by col2im; where those columns would be too large
+ * for col2im, the transposed convolution of dy by the same weights (output padding restoring
+ * rows the stride dropped). Its weight
  * gradient is conv2d_grad_weight; its bias gradient dy summed per channel. Pooling routes dy back
  * through maxpool2d_grad and avgpool2d_grad, which recompute the windows. */
 #include <stdint.h>
 
 #include "grad/grad.h"
-#include "graph/op_geometry.h"
+#include "graph/conv_lower.h"
 
 /* The attributes of a convolution or pooling node that its gradient ops take as they are. */
 static int copy_attrs(const clrun__node *node, const char *const *names, int count, clrun_attr *out)
@@ -61,34 +62,28 @@ static clrun_tensor_id unit_stride_input_gradient(clrun__grad *g, const clrun__c
     return r;
 }
 
-/* With one group and any stride, the input's gradient as a matrix product and a scatter: the
- * columns cols[n, p, (c, kh, kw)] = sum over o of dy[n, o, p] w[o, c, kh, kw] (dy [N, O, OH*OW]
- * transposed times w [O, C*KH*KW]), each added by col2im into the input element its tap reads.
- * Both run on fast kernels, where conv_transpose2d's gathers every tap per output; cols hold
- * KH·KW/(sh·sw) times x's elements while they live. -2 when it does not apply (groups, or more
- * than 2^31 - 1 elements of cols per image, col2im's limit), -1 on failure. */
-static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
-                                           const int64_t *pads, const clrun_tensor_type *tx,
-                                           const clrun_tensor_type *tw, clrun_tensor_id d,
-                                           clrun_tensor_id w)
+/* The gradient rules' way to add a node, for the lowerings of lib/graph/conv_lower.c. */
+static int32_t grad_emit(void *self, const char *op, const int32_t *inputs, int input_count,
+                         const clrun_attr *attrs, int attr_count)
 {
-    int64_t n = tx->shape[0], o = tw->shape[0], c = tw->shape[1], kh = tw->shape[2], kw = tw->shape[3];
-    /* col2im takes at most 2^31 - 1 elements of cols per image: larger ones take the transpose */
-    double cols_per_image = (double)(c * kh * kw) * (double)(geo->oh * geo->ow);
-    if (geo->groups != 1 || cols_per_image > (double)INT32_MAX)
-        return -2;
-    int64_t dy3[3] = {n, o, geo->oh * geo->ow}, w2[2] = {o, c * kh * kw};
-    int64_t image[2] = {tx->shape[2], tx->shape[3]}, kernel[2] = {kh, kw};
-    clrun_attr a_dy3 = clrun__gattr_ints("shape", dy3, 3), a_w2 = clrun__gattr_ints("shape", w2, 2);
-    clrun_attr a_ta = clrun__gattr_int("transpose_a", 1);
-    clrun_tensor_id in[2] = {clrun__gemit(g, "reshape", &d, 1, &a_dy3, 1),
-                             clrun__gemit(g, "reshape", &w, 1, &a_w2, 1)};
-    clrun_tensor_id cols = clrun__gemit(g, "matmul", in, 2, &a_ta, 1); /* [N, P, C*KH*KW] */
-    clrun_attr attrs[6] = {clrun__gattr_ints("image", image, 2), clrun__gattr_ints("kernel", kernel, 2),
-                           clrun__gattr_ints("stride", geo->stride, 2), clrun__gattr_ints("pads", pads, 4),
-                           clrun__gattr_ints("dilation", geo->dilation, 2),
-                           clrun__gattr_int("transposed", 1)};
-    return clrun__gemit(g, "col2im", &cols, 1, attrs, 6);
+    return clrun__gemit(self, op, inputs, input_count, attrs, attr_count);
+}
+
+/* With any stride and groups, the input's gradient is the transposed convolution of dy by w,
+ * lowered to a matrix product (w^T dy, the columns, one product per group) and col2im, which sums each column into
+ * the input element its tap reads (lib/graph/conv_lower.c, as ONNX's ConvTranspose). Both run
+ * on fast kernels, where conv_transpose2d's gathers every tap per output; cols hold
+ * KH·KW/(sh·sw) times x's elements while they live. -2 when it does not apply, -1 on failure. */
+static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
+                                           const clrun_tensor_type *tx, const clrun_tensor_type *tw,
+                                           clrun_tensor_id d, clrun_tensor_id w)
+{
+    clrun_tensor_type tdy = {tx->dtype, 4, {tx->shape[0], tw->shape[0], geo->oh, geo->ow}};
+    clrun__conv_geometry back = *geo; /* the transposed convolution: dy's windows over x */
+    back.oh = tx->shape[2];
+    back.ow = tx->shape[3];
+    const clrun__emitter e = {g, grad_emit};
+    return clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w);
 }
 
 static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clrun_tensor_id *dy,
@@ -106,7 +101,7 @@ static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clr
     clrun_tensor_id x = node->inputs[0], w = node->inputs[1], d = dy[0];
     int64_t pads[4] = {geo.pad[0], geo.pad[1], geo.pad_end[0], geo.pad_end[1]};
     if (want[0] && ((dx[0] = unit_stride_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2 ||
-                    (dx[0] = gemm_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2)) {
+                    (dx[0] = gemm_input_gradient(g, &geo, tx, tw, d, w)) != -2)) {
         if (dx[0] < 0)
             return CLRUN_ERROR_INVALID_GRAPH;
     } else if (want[0]) {

@@ -129,6 +129,15 @@ tests_test_onnx_nan_SOURCES = tests/test_onnx_nan.c tests/onnx_builder.h
 tests_test_onnx_nan_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_nan_LDADD = $(TEST_LDADD)
 
+# ConvTranspose (1-D and 2-D, every attribute), lowered to matmul + col2im or not, against
+# tests/op_reference.c.
+check_PROGRAMS += tests/test_onnx_conv_transpose
+TESTS += tests/test_onnx_conv_transpose
+tests_test_onnx_conv_transpose_SOURCES = tests/test_onnx_conv_transpose.c tests/onnx_builder.h \
+	tests/op_reference.c tests/op_reference.h tests/device_test.h tests/rng.h
+tests_test_onnx_conv_transpose_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_conv_transpose_LDADD = $(TEST_LDADD) -lm
+
 # Hostile attribute and shape values (overflow, infinities), on the device and folded; the
 # sanitizer build turns any overflow left into a failure.
 check_PROGRAMS += tests/test_onnx_overflow

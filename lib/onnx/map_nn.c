@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/checked.h"
+#include "graph/conv_lower.h"
 #include "onnx/host_eval.h"
 #include "onnx/map.h"
 
@@ -313,9 +314,12 @@ clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
 /* ---- ConvTranspose ---- */
 
 /* ONNX's padding of ConvTranspose for one axis: from output_shape or auto_pad (total padding
- * split by SAME_UPPER, else the larger half first), or the pads as given. */
+ * split by SAME_UPPER, else the larger half first, halves rounded down as ONNX's reference
+ * does), or the pads as given. An output_shape beyond the full transposed convolution (a
+ * negative total) pads at the end: output padding, rows no tap reaches (bias alone); *out_pad
+ * grows by it. */
 static clrun_status transpose_pads(clrun__imp *im, const char *mode, int64_t in, int64_t k, int64_t stride,
-                                   int64_t dilation, int64_t out_pad, int64_t wanted, int64_t *begin, int64_t *end)
+                                   int64_t dilation, int64_t *out_pad, int64_t wanted, int64_t *begin, int64_t *end)
 {
     bool same = strncmp(mode, "SAME_", 5) == 0;
     if (strcmp(mode, "VALID") == 0) {
@@ -324,21 +328,105 @@ static clrun_status transpose_pads(clrun__imp *im, const char *mode, int64_t in,
     }
     if (wanted < 0 && !same)
         return CLRUN_OK; /* the pads as given */
-    if (out_pad < 0)
-        return clrun__invalid(im, "output_padding %" PRId64 " is negative", out_pad);
+    if (*out_pad < 0)
+        return clrun__invalid(im, "output_padding %" PRId64 " is negative", *out_pad);
     int64_t full, total; /* the full output: stride * (in - 1) + out_pad + (k - 1) * dilation + 1 */
-    if (!clrun__mul_i64(stride, in - 1, &full) || !clrun__add_i64(full, out_pad, &full) ||
+    if (!clrun__mul_i64(stride, in - 1, &full) || !clrun__add_i64(full, *out_pad, &full) ||
         !clrun__add_i64(full, (k - 1) * dilation + 1, &full) || (wanted < 0 && !clrun__mul_i64(in, stride, &wanted)))
         return clrun__unsupported(im, "strides, output_padding and the kernel make an output larger than "
                                   "2^63 - 1");
     total = full - wanted; /* both >= 0 */
-    if (total < 0)
-        return clrun__unsupported(im, "an output larger than the full transposed convolution (padding %" PRId64 ")",
-                                  total);
+    int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor(total / 2) */
     bool upper = strcmp(mode, "SAME_UPPER") == 0;
-    *begin = upper ? total / 2 : total - total / 2;
+    *begin = upper ? half : total - half;
     *end = total - *begin;
+    if (*begin < 0)
+        return clrun__unsupported(im, "an output starting before the full transposed convolution (padding %"
+                                  PRId64 ")", total);
+    if (*end < 0) {
+        *out_pad -= *end;
+        *end = 0;
+    }
     return CLRUN_OK;
+}
+
+/* The importer's way to add a node for lib/graph/conv_lower.c: handles index the values made. */
+typedef struct value_emitter {
+    clrun__imp *im;
+    clrun__onode *n;
+    clrun__value *values[8];
+    int32_t count;
+    clrun_status status; /* of the emit that failed */
+    int col2im_out;      /* where col2im, the lowering's last node, writes: an output or -1 */
+} value_emitter;
+
+static int32_t value_emit(void *self, const char *op, const int32_t *inputs, int input_count,
+                          const clrun_attr *attrs, int attr_count)
+{
+    value_emitter *e = self;
+    clrun__value *in[4];
+    if (e->status == CLRUN_OK && (e->count == 8 || input_count > 4))
+        e->status = clrun__unsupported(e->im, "the lowering of %s emits more than this importer holds", e->n->op);
+    if (e->status != CLRUN_OK)
+        return -1;
+    for (int i = 0; i < input_count; i++)
+        in[i] = e->values[inputs[i]];
+    int out = strcmp(op, "col2im") == 0 ? e->col2im_out : -1;
+    e->status = clrun__emit(e->im, e->n, op, in, input_count, attrs, attr_count, &out, 1,
+                            &e->values[e->count]);
+    if (e->status != CLRUN_OK)
+        return -1;
+    return e->count++;
+}
+
+/* ConvTranspose on float images as a matrix product (one per group) and col2im
+ * (lib/graph/conv_lower.c), then the bias added per channel: *y the 4-D result, into output
+ * `out` of the node (0) or a temporary (-1), or NULL (and nothing emitted) where that form does
+ * not apply, for conv_transpose2d to take. x and wt are 4-D; out_pad the output padding, w's
+ * pads the (final) padding. */
+static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                         clrun__value *bias, const window *w, const int64_t *out_pad,
+                                         int out, clrun__value **y)
+{
+    *y = NULL;
+    if (w->group < 1 || x->c.dims[1] % w->group || x->c.elem != CLRUN__ONNX_FLOAT || wt->c.elem != CLRUN__ONNX_FLOAT ||
+        (bias && bias->c.elem != CLRUN__ONNX_FLOAT) || x->c.rank != 4 || wt->c.rank != 4 ||
+        wt->c.dims[0] != x->c.dims[1] || (bias && (bias->c.rank != 1 || bias->c.dims[0] != wt->c.dims[1] * w->group)))
+        return CLRUN_OK; /* conv_transpose2d's type rule says why */
+    clrun__conv_geometry g = {.groups = w->group};
+    for (int i = 0; i < 2; i++) {
+        g.stride[i] = w->stride[i], g.dilation[i] = w->dilation[i];
+        g.pad[i] = w->pad_begin[i], g.pad_end[i] = w->pad_end[i];
+        g.output_padding[i] = out_pad[i];
+        if (w->stride[i] < 1 || w->dilation[i] < 1 || x->c.dims[2 + i] < 1 || w->pad_begin[i] < 0 ||
+            w->pad_begin[i] > INT32_MAX || w->pad_end[i] < 0 || w->pad_end[i] > INT32_MAX ||
+            out_pad[i] < 0 || out_pad[i] > INT32_MAX)
+            return CLRUN_OK; /* conv_transpose2d's type rule says why */
+        /* stride (in - 1) + dilation (k - 1) + 1 + output padding - pads */
+        int64_t grown, span, extent;
+        if (!clrun__mul_i64(w->stride[i], x->c.dims[2 + i] - 1, &grown) ||
+            !clrun__mul_i64(w->dilation[i], wt->c.dims[2 + i] - 1, &span) || !clrun__add_i64(grown, span, &extent) ||
+            !clrun__add_i64(extent, 1 + out_pad[i] - w->pad_begin[i] - w->pad_end[i], &extent) || extent < 1)
+            return CLRUN_OK;
+        *(i == 0 ? &g.oh : &g.ow) = extent;
+    }
+    clrun_tensor_type tx = {CLRUN_F32, 4, {0}}, tw = {CLRUN_F32, 4, {0}};
+    memcpy(tx.shape, x->c.dims, 4 * sizeof *tx.shape);
+    memcpy(tw.shape, wt->c.dims, 4 * sizeof *tw.shape);
+    value_emitter ve = {im, n, {x, wt}, 2, CLRUN_OK, bias ? -1 : out};
+    const clrun__emitter e = {&ve, value_emit};
+    int32_t r = clrun__lower_conv_transpose(&e, &tx, &tw, &g, 0, 1);
+    if (r == -2)
+        return CLRUN_OK;
+    if (r < 0)
+        return ve.status; /* the importer has the reason */
+    *y = ve.values[r];
+    if (bias == NULL)
+        return CLRUN_OK;
+    int64_t per_channel[3] = {bias->c.dims[0], 1, 1};
+    clrun__value *b3;
+    clrun_status s = clrun__mv_reshape(im, n, bias, 3, per_channel, -1, &b3);
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", *y, b3, out, y) : s;
 }
 
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
@@ -381,7 +469,7 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
         return clrun__invalid(im, "output_shape has %d entries", shape_count);
     for (int i = 0; s == CLRUN_OK && i < sp; i++) {
         int64_t wanted = shape_count >= 0 ? out_shape[shape_count - sp + i] : -1;
-        s = transpose_pads(im, mode, x->c.dims[2 + i], w.kernel[i], w.stride[i], w.dilation[i], out_pad[i],
+        s = transpose_pads(im, mode, x->c.dims[2 + i], w.kernel[i], w.stride[i], w.dilation[i], &out_pad[i],
                            wanted, &w.pad_begin[i], &w.pad_end[i]);
     }
     if (s != CLRUN_OK)
@@ -396,12 +484,16 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
         out_pad[1] = out_pad[0], out_pad[0] = 0;
     }
     int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+    clrun__value *y = NULL;
+    s = transpose_as_product(im, n, x, wt, bias, &w, out_pad, sp == 2 ? 0 : -1, &y);
+    if (s != CLRUN_OK || y != NULL)
+        return s != CLRUN_OK || sp == 2 ? s : finish_window(im, n, &w, y);
     clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
                         clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group),
                         clrun__mk_ints("output_padding", out_pad, 2)};
     if (pads[0] == pads[2] && pads[1] == pads[3])
         at[1] = clrun__mk_ints("pad", pads, 2);
-    clrun__value *in[3] = {x, wt, bias}, *y;
+    clrun__value *in[3] = {x, wt, bias};
     s = clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, (int[]){sp == 2 ? 0 : -1}, 1, &y);
     if (s != CLRUN_OK || sp == 2)
         return s;

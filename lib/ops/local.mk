@@ -62,6 +62,13 @@ tests_test_ops_layout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_ops_layout_LDADD = libclrun-internal.la $(CMOCKA_LIBS) -lm
 endif
 
+# bench_conv_lower: ConvTranspose direct against its matmul + col2im lowering, and a wide
+# Conv1d against the same product as a matmul, alternating in one run.
+EXTRA_PROGRAMS += bench/bench_conv_lower
+BENCH_LIST += bench/bench_conv_lower
+bench_bench_conv_lower_SOURCES = bench/bench_conv_lower.c bench/timing.h tests/onnx_builder.h
+bench_bench_conv_lower_LDADD = libclrun-internal.la
+
 EXTRA_PROGRAMS += bench/bench_kernels
 BENCH_LIST += bench/bench_kernels
 bench_bench_kernels_SOURCES = bench/bench_kernels.c tests/node_memory.h

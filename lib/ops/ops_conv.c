@@ -370,7 +370,11 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->extra = ep ? ep->extra_inputs : 0;
     cl_int has_bias = st->has_bias;
     uint64_t images = (uint64_t)call->inputs[0].shape[0];
-    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS];
+    /* one input channel and one group (an audio front-end's Conv1d, a grayscale stem) is a
+     * plain product of K = KH * KW: the depthwise kernel, holding every tap in registers,
+     * loses to the core past 3 x 3 (50x on a 400-tap STFT-like Conv1d, 2x at 5 x 5) */
+    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
+                     (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
     st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
