@@ -189,7 +189,9 @@ clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool fuse
     memset(out, 0, sizeof *out);
     out->graph = graph;
     out->nodes_before = graph->node_count;
-    if (!fuse && !fold)
+    /* Guarded nodes (an If's branches) run or not as one: no rewrite may join or fold them, so a
+     * graph with guards runs as it is. */
+    if ((!fuse && !fold) || clrun__graph_has_guards(graph))
         return CLRUN_OK;
     /* room for the folded weights and bias of every batch norm */
     clrun_graph *draft = clrun__draft_begin(&out->arena, graph, 2 * graph->node_count, 0);

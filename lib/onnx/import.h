@@ -68,6 +68,10 @@ typedef struct clrun__imp {
     int32_t collisions;      /* ONNX names whose clrun form was taken (see unique_name) */
     clrun__onode *node;      /* the node being imported, for messages; NULL outside nodes */
     int depth;               /* subgraphs being inlined (If's branch inside a branch...) */
+    /* While an If's branch is imported (its condition known only at run time): every graph node
+     * emitted runs only when this one-element bool device value is true (false: guard_negate). */
+    clrun__value *guard;
+    bool guard_negate;
     char message[CLRUN__ERROR_MAX];
 } clrun__imp;
 
