@@ -130,6 +130,12 @@ void clrun__imp_release_inputs(clrun__imp *im, const Onnx__NodeProto *node, int3
  * the node's outputs to g's. */
 clrun_status clrun__imp_inline_graph(clrun__imp *im, const Onnx__GraphProto *g);
 
+/* Imports body g once (an iteration of an unrolled Scan or Loop): its inputs are the values
+ * inputs[0..g->n_input) under the body's names, its outputs' values go to outputs[0..n_output).
+ * Afterwards the iteration's names are hidden, so the next iteration can declare them again. */
+clrun_status clrun__imp_inline_body(clrun__imp *im, const Onnx__GraphProto *g, clrun__value *const *inputs,
+                                    clrun__value **outputs);
+
 /* ---- values ---- */
 
 /* A new temporary value (no ONNX name); its index, or -1 when out of memory. */
