@@ -82,7 +82,7 @@ def run(clrun, folder, model_path, inputs, extra, env=None):
     for key, value in inputs.items():
         np.save(os.path.join(folder, key + ".npy"), value)
         args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True, env=env)
+    proc = subprocess.run(args, capture_output=True, text=True, errors="replace", env=env)
     if proc.returncode != 0:
         return None, proc.stderr.strip()
     return np.load(os.path.join(out, "y.npy")), ""
@@ -213,13 +213,37 @@ def loop_case(rng):
     return "loop13", model, inputs, {"y_final": y, "ys": np.stack(ys)}
 
 
+def scan_if_case(rng):
+    """Scan 9 whose body branches on its step's data (an If at run time in every unrolled step,
+    each its own guard): s + x_t when sum(x_t) > 0, else s - x_t."""
+    then_b = helper.make_graph([helper.make_node("Add", ["s_in", "x_t"], ["up"])], "up", [], [vi("up", [2])])
+    else_b = helper.make_graph([helper.make_node("Sub", ["s_in", "x_t"], ["down"])], "down", [], [vi("down", [2])])
+    body = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x_t"], ["tot"], keepdims=0),
+         helper.make_node("Constant", [], ["z"], value=numpy_helper.from_array(np.float32(0), "z")),
+         helper.make_node("Greater", ["tot", "z"], ["pos"]),
+         helper.make_node("If", ["pos"], ["s_out"], then_branch=then_b, else_branch=else_b),
+         helper.make_node("Identity", ["s_out"], ["trace"])],
+        "body", [vi("s_in", [2]), vi("x_t", [2])], [vi("s_out", [2]), vi("trace", [2])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s_final", "steps"], body=body, num_scan_inputs=1)
+    graph = helper.make_graph([node], "scan_if", [vi("s0", [2]), vi("x", [6, 2])],
+                              [vi("s_final", [2]), vi("steps", [6, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    inputs = {"s0": rng.standard_normal(2).astype(np.float32), "x": rng.standard_normal((6, 2)).astype(np.float32)}
+    s, steps = inputs["s0"].astype(np.float64), []
+    for xt in inputs["x"].astype(np.float64):
+        s = s + xt if xt.sum() > 0 else s - xt
+        steps.append(s)
+    return "scan_if", model, inputs, {"s_final": s, "steps": np.stack(steps)}
+
+
 def run_outputs(clrun, folder, path, inputs, names, extra):
     out = os.path.join(folder, "out")
     args = [clrun, "run", path, "--repeat", "1", "--output-dir", out] + extra
     for key, value in inputs.items():
         np.save(os.path.join(folder, key + ".npy"), value)
         args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True)
+    proc = subprocess.run(args, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         return None, proc.stderr.strip()
     return {k: np.load(os.path.join(out, k + ".npy")) for k in names}, ""
@@ -228,7 +252,8 @@ def run_outputs(clrun, folder, path, inputs, names, extra):
 def check_unrolled(clrun, work):
     ok = True
     rng = np.random.default_rng(20260426)
-    for name, model, inputs, expected in (scan11_case(rng), scan8_case(rng), loop_case(rng)):
+    for name, model, inputs, expected in (scan11_case(rng), scan8_case(rng), loop_case(rng),
+                                                scan_if_case(rng)):
         onnx.checker.check_model(model)
         folder = os.path.join(work, name)
         os.makedirs(folder, exist_ok=True)
@@ -275,6 +300,21 @@ def check_unrolled(clrun, work):
         ok = False
     else:
         print("PASS loop_fed with --const M=3: unrolled")
+    # branches of an If at run time that give different shapes: refused, naming both
+    then_b = helper.make_graph([helper.make_node("Identity", ["v"], ["tv"])], "t", [], [vi("tv", [2, 3])])
+    else_b = helper.make_graph([helper.make_node("Transpose", ["v"], ["ev"])], "e", [], [vi("ev", [3, 2])])
+    graph = helper.make_graph([helper.make_node("If", ["c"], ["out"], then_branch=then_b, else_branch=else_b)],
+                              "if_shapes", [vi("c", [], TensorProto.BOOL), vi("v", [2, 3])], [vi("out", None)])
+    folder = os.path.join(work, "if_shapes")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    got, err = run_outputs(clrun, folder, path, {"c": np.array(True), "v": np.ones((2, 3), np.float32)}, ["out"], [])
+    if got is not None or "the then_branch gives 'tv' float[2, 3], the else_branch 'ev' float[3, 2]" not in err:
+        print(f"FAIL if_shapes: not refused naming both branches' outputs: {err}")
+        ok = False
+    else:
+        print("PASS if_shapes: branches of different shapes refused, naming both")
     return ok
 
 

@@ -34,8 +34,7 @@ static const char *value_label(const clrun__value *v)
 static void describe(const clrun__otensor *t, char *buf, size_t size)
 {
     char elem[32];
-    clrun__onnx_elem_name(t->elem, elem, sizeof elem);
-    size_t at = (size_t)snprintf(buf, size, "%s[", elem);
+    size_t at = (size_t)snprintf(buf, size, "%s[", clrun__onnx_elem_name(t->elem, elem, sizeof elem));
     for (int d = 0; d < t->rank && at < size; d++)
         at += (size_t)snprintf(buf + at, size - at, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
     if (at < size)
