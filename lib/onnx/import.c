@@ -214,9 +214,6 @@ clrun_status clrun__imp_inline_graph(clrun__imp *im, const Onnx__GraphProto *g)
     return s;
 }
 
-/* Hidden from lookups: the name an unrolled body's values take once their iteration is done. */
-static const char hidden_name[] = "\001unrolled";
-
 clrun_status clrun__imp_inline_body(clrun__imp *im, const Onnx__GraphProto *g, clrun__value *const *inputs,
                                     clrun__value **outputs)
 {
@@ -260,10 +257,21 @@ clrun_status clrun__imp_inline_body(clrun__imp *im, const Onnx__GraphProto *g, c
                                   "sees", i, name);
         outputs[i] = im->values[v];
     }
-    /* The next iteration declares the same names: this one's are no longer found by them. */
-    for (int32_t v = first; v < im->value_count; v++)
-        if (im->values[v]->onnx_name)
-            im->values[v]->onnx_name = hidden_name;
+    /* The next iteration declares the same names: this one's are no longer found by them. Each
+     * takes a name no model can look up ("\1" and its unique clrun name), so that the name index
+     * stays spread out however many iterations there are. */
+    for (int32_t v = first; s == CLRUN_OK && v < im->value_count; v++) {
+        clrun__value *value = im->values[v];
+        if (value->onnx_name == NULL || value->hidden)
+            continue;
+        size_t len = strlen(value->name) + 2;
+        value->hidden = malloc(len);
+        if (value->hidden == NULL)
+            return CLRUN__OOM(im);
+        value->hidden[0] = '\1';
+        memcpy(value->hidden + 1, value->name, len - 1);
+        value->onnx_name = value->hidden;
+    }
     return s;
 }
 

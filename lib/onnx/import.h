@@ -37,6 +37,8 @@ typedef struct clrun__value {
     clrun__otensor c;        /* CONST: the tensor; DEVICE: elem, rank and dims only */
     clrun_tensor_id id;      /* the graph tensor, -1 until a CONST one is needed on the device */
     bool graph_input;        /* a graph input */
+    char *hidden;            /* owned: the unfindable name an unrolled iteration's value takes
+                                once its iteration is done (onnx_name then points here) */
 } clrun__value;
 
 /* One node being imported. */
