@@ -3,6 +3,7 @@
 --output-dir`): a model built here with the onnx package, as voice-activity detectors are made,
 whose If branches on a sample-rate input fed at run time:
 
+  x = 1.5 x_raw + 0.25 before the If, y = 0.5 If(...) + 0.125 after it (fusion groups those)
   sr == 16000   then_branch: relu(2 x) plus a nested If on sum(x) > 0 (x + 1, else x - 1), every
                 branch reading x from the outer scope
   otherwise     else_branch: x plus column (sr / 1000 - 8) of x, a Gather whose index is out of
@@ -60,20 +61,27 @@ def if_model():
          helper.make_node("Unsqueeze", ["e_col", "axes"], ["e_col2"]),
          helper.make_node("Add", ["x", "e_col2"], ["e_out"])],
         "else", [], [helper.make_tensor_value_info("e_out", f, [4, 8])])
-    nodes = [const("rate", np.int64(16000)), helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
-             helper.make_node("If", ["is16k"], ["y"], then_branch=then_branch, else_branch=else_branch)]
+    # unguarded elementwise work before and after the If, which fusion groups
+    nodes = [const("scale", np.float32(1.5)), const("shift", np.float32(0.25)),
+             helper.make_node("Mul", ["x_raw", "scale"], ["x_scaled"]), helper.make_node("Add", ["x_scaled", "shift"], ["x"]),
+             const("rate", np.int64(16000)), helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["branched"], then_branch=then_branch, else_branch=else_branch),
+             const("half", np.float32(0.5)), helper.make_node("Mul", ["branched", "half"], ["halved"]),
+             const("eighth", np.float32(0.125)), helper.make_node("Add", ["halved", "eighth"], ["y"])]
     graph = helper.make_graph(nodes, "vad_like",
-                              [helper.make_tensor_value_info("x", f, [4, 8]),
+                              [helper.make_tensor_value_info("x_raw", f, [4, 8]),
                                helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
                               [helper.make_tensor_value_info("y", f, [4, 8])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def if_reference(x, sr):
-    x = x.astype(np.float64)
+def if_reference(x_raw, sr):
+    x = (x_raw * np.float32(1.5) + np.float32(0.25)).astype(np.float64)
     if sr == 16000:
-        return np.maximum(2 * x, 0) + (x + 1 if x.sum() > 0 else x - 1)
-    return x + x[:, [sr // 1000 - 8]]
+        y = np.maximum(2 * x, 0) + (x + 1 if x.sum() > 0 else x - 1)
+    else:
+        y = x + x[:, [sr // 1000 - 8]]
+    return y * 0.5 + 0.125
 
 
 def run(clrun, folder, model_path, inputs, extra, env=None):
@@ -99,9 +107,9 @@ def check_if(clrun, work):
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, "model.onnx")
             onnx.save(model, path)
-            x = (rng.standard_normal((4, 8)) + sign * 0.5).astype(np.float32)
+            x = (rng.standard_normal((4, 8)) + sign * 0.5).astype(np.float32)  # the sign of sum(x)
             want = if_reference(x, sr)
-            inputs = {"x": x, "sr": np.array(sr, np.int64)}
+            inputs = {"x_raw": x, "sr": np.array(sr, np.int64)}
             results = {}
             for mode in ALLOCATORS:
                 results[mode], err = run(clrun, folder, path, inputs, ["--allocator", mode])
@@ -113,7 +121,7 @@ def check_if(clrun, work):
             if results["fusion off"] is None:
                 print(f"FAIL {name} (fusion off): {err}")
                 return False
-            fixed, err = run(clrun, folder, path, {"x": x}, ["--const", f"sr={sr}"])
+            fixed, err = run(clrun, folder, path, {"x_raw": x}, ["--const", f"sr={sr}"])
             if fixed is None:
                 print(f"FAIL {name} (sr fixed at load): {err}")
                 return False

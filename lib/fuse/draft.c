@@ -180,6 +180,8 @@ clrun_graph *clrun__draft_finish(clrun__arena *arena, const clrun_graph *d)
             new_id[node->inputs[k]] = 0;
         for (int o = 0; o < node->output_count; o++)
             new_id[node->outputs[o]] = 0;
+        if (node->guarded)
+            new_id[node->guard] = 0;
     }
     int32_t kept = 0;
     for (int32_t t = 0; t < nt; t++)
@@ -211,6 +213,8 @@ clrun_graph *clrun__draft_finish(clrun__arena *arena, const clrun_graph *d)
             to->outputs[o] = new_id[from->outputs[o]];
             g->tensors[to->outputs[o]].producer = i;
         }
+        if (from->guarded)
+            to->guard = new_id[from->guard];
     }
     for (int32_t i = 0; i < d->input_count; i++)
         g->inputs[i] = new_id[d->inputs[i]];
