@@ -81,6 +81,10 @@ endif
 # the torch cases without torch).
 TESTS += tests/onnx_recurrent.sh
 EXTRA_DIST += tests/onnx_recurrent.sh tests/onnx_recurrent.py
+# If with a condition fed at run time (guarded branches, nested, a skipped branch that would
+# fail), Scan and Loop unrolled at load: against numpy, under every allocator, fusion off.
+TESTS += tests/onnx_control.sh
+EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py
 # matmul_integer and conv_integer on a real device, against tests/op_reference.c.
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops_qlinear

@@ -165,7 +165,10 @@ static clrun_status make_buffer_states(clrun_exec *e)
     e->buffers = calloc((size_t)e->schedule.buffer_count + 1, sizeof *e->buffers);
     e->spans = calloc((size_t)e->schedule.steps + 1, sizeof *e->spans);
     e->step_events = calloc((size_t)e->schedule.steps + 1, sizeof *e->step_events);
-    if (!e->buffers || !e->spans || !e->step_events)
+    if (clrun__graph_has_guards(e->graph))
+        e->guard_values = malloc((size_t)e->graph->tensor_count + 1);
+    if (!e->buffers || !e->spans || !e->step_events ||
+        (e->guard_values == NULL && clrun__graph_has_guards(e->graph)))
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
     for (int32_t t = 0; t < e->graph->tensor_count; t++)
         if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
@@ -312,6 +315,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->pending);
     free(e->spans);
     free(e->step_events);
+    free(e->guard_values);
     free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
     pthread_mutex_destroy(&e->lock);

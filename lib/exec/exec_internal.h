@@ -78,6 +78,8 @@ struct clrun_exec {
     clrun_exec_span *spans;        /* per step, with profiling */
     cl_event *step_events;         /* per step, with profiling */
     int32_t span_count;
+    signed char *guard_values;     /* per tensor, in this run: a guard read back (0 or 1), or -1
+                                      not yet; NULL when no node is guarded */
     clrun_exec_stats stats;
 };
 

@@ -140,6 +140,35 @@ static clrun_status gather_waits(clrun_exec *e, const clrun__node *node, const i
     return CLRUN_OK;
 }
 
+/* Whether guarded `node` runs in this run: its guard read back once per run (the queue
+ * finished first, so that its writer has run), then remembered. */
+static clrun_status guard_passes(clrun_exec *e, const clrun__node *node, bool *runs)
+{
+    int32_t t = node->guard;
+    if (e->guard_values[t] < 0) {
+        const clrun__tensor *g = &e->graph->tensors[t];
+        bool known = g->kind == CLRUN__TENSOR_CONSTANT || e->buffers[e->schedule.buffer_of[t]].live;
+        cl_mem mem = clrun__exec_tensor_mem(e, t);
+        if (!known || mem == NULL)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH,
+                               "node '%s' (%s) is guarded by '%s', which is not computed before it",
+                               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name,
+                               clrun__exec_tensor_name(e, t));
+        cl_int error = clrun__cl.Finish(e->ctx->queue);
+        unsigned char value = 0;
+        if (error == CL_SUCCESS)
+            error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, 1, &value, 0, NULL, NULL);
+        if (error != CL_SUCCESS)
+            return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "reading the guard '%s'",
+                                  clrun__exec_tensor_name(e, t));
+        e->guard_values[t] = value != 0;
+        clrun__log(CLRUN_LOG_DEBUG, "guard '%s' is %s", clrun__exec_tensor_name(e, t),
+                   value ? "true" : "false");
+    }
+    *runs = (e->guard_values[t] != 0) != node->guard_negate;
+    return CLRUN_OK;
+}
+
 static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak)
 {
     const clrun__schedule *s = &e->schedule;
@@ -173,22 +202,30 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     for (int k = 0; k < node->input_count; k++)
         in_mems[k] = clrun__exec_tensor_mem(e, node->inputs[k]);
 
-    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)", (int)step,
-               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name);
-    cl_event *waits;
-    cl_uint wait_count;
-    clrun_status status = gather_waits(e, node, written, written_count, &waits, &wait_count);
+    /* A node whose guard fails is skipped: its outputs keep their memory (the schedule is the
+     * same either way) but nothing is written; only nodes under the same guard read them. */
+    bool runs = true;
+    clrun_status status = node->guarded ? guard_passes(e, node, &runs) : CLRUN_OK;
+    if (status != CLRUN_OK)
+        return status;
+    clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)%s", (int)step,
+               clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, runs ? "" : " skipped");
+    cl_event *waits = NULL;
+    cl_uint wait_count = 0;
+    if (runs)
+        status = gather_waits(e, node, written, written_count, &waits, &wait_count);
     if (status != CLRUN_OK)
         return status;
     bool want_event = e->options.profile || e->ctx->out_of_order;
     cl_event done = NULL;
-    status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
-                                             &e->calls[node_index], in_mems, out_mems, wait_count,
-                                             waits, want_event ? &done : NULL);
+    if (runs)
+        status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
+                                                 &e->calls[node_index], in_mems, out_mems, wait_count,
+                                                 waits, want_event ? &done : NULL);
     free(waits);
     if (status != CLRUN_OK)
         return status;
-    if (e->ctx->out_of_order) {
+    if (e->ctx->out_of_order && runs) {
         for (int k = 0; k < node->input_count; k++)
             if (e->graph->tensors[node->inputs[k]].kind != CLRUN__TENSOR_CONSTANT &&
                 !clrun__exec_add_event(&e->buffers[s->buffer_of[node->inputs[k]]], done))
@@ -357,6 +394,8 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         return status;
     clrun_memory_reset_peaks(e->ctx);
     uint64_t held = 0, peak = 0;
+    if (e->guard_values)
+        memset(e->guard_values, -1, (size_t)e->graph->tensor_count);
     double start = (clrun__now() * 1e3);
     status = bind_inputs(e, inputs, input_count, &held);
     uint64_t held_at_start = held;

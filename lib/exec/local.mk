@@ -49,3 +49,10 @@ TESTS += tests/test_exec_index
 tests_test_exec_index_SOURCES = tests/test_exec_index.c tests/device_test.h
 tests_test_exec_index_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_index_LDADD = $(TEST_LDADD)
+
+# Guarded nodes (an If with a run-time condition): the branch not taken skipped, in every mode.
+check_PROGRAMS += tests/test_exec_guards
+TESTS += tests/test_exec_guards
+tests_test_exec_guards_SOURCES = tests/test_exec_guards.c tests/device_test.h
+tests_test_exec_guards_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_guards_LDADD = $(TEST_LDADD)

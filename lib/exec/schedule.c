@@ -319,6 +319,9 @@ static void compute_last_uses(const clrun_graph *g, clrun__schedule *s)
             if (s->last_use[t] < step)
                 s->last_use[t] = step;
         }
+        /* a guarded node reads its guard before it runs (or is skipped) */
+        if (node->guarded && s->last_use[node->guard] < step)
+            s->last_use[node->guard] = step;
     }
 }
 

@@ -93,7 +93,8 @@ int32_t clrun__draft_add_node(clrun__arena *arena, clrun_graph *d, const clrun__
         return -1;
     clrun__node *n = &d->nodes[d->node_count];
     *n = (clrun__node){op, copy_ids(arena, inputs, input_count), input_count,
-                       copy_ids(arena, &output, 1), 1, (clrun_attr *)attrs, attr_count, 0, NULL};
+                       copy_ids(arena, &output, 1), 1, (clrun_attr *)attrs, attr_count, 0, NULL,
+                       false, false, -1};
     if (n->inputs == NULL || n->outputs == NULL)
         return -1;
     d->tensors[output].producer = d->node_count;
@@ -109,7 +110,7 @@ bool clrun__draft_set_node(clrun__arena *arena, clrun_graph *d, int32_t node, co
         return false;
     clrun__draft_remove_node(d, node);
     d->nodes[node] = (clrun__node){op, in, input_count, out, 1, (clrun_attr *)attrs, attr_count,
-                                   d->nodes[node].line, NULL};
+                                   d->nodes[node].line, NULL, false, false, -1};
     d->tensors[output].producer = node;
     return true;
 }
@@ -123,7 +124,7 @@ bool clrun__draft_set_node_outputs(clrun__arena *arena, clrun_graph *d, int32_t 
         return false;
     clrun__draft_remove_node(d, node);
     d->nodes[node] = (clrun__node){op, in, input_count, out, output_count, NULL, 0, d->nodes[node].line,
-                                   NULL};
+                                   NULL, false, false, -1};
     for (int o = 0; o < output_count; o++)
         d->tensors[outputs[o]].producer = node;
     return true;
@@ -179,6 +180,8 @@ clrun_graph *clrun__draft_finish(clrun__arena *arena, const clrun_graph *d)
             new_id[node->inputs[k]] = 0;
         for (int o = 0; o < node->output_count; o++)
             new_id[node->outputs[o]] = 0;
+        if (node->guarded)
+            new_id[node->guard] = 0;
     }
     int32_t kept = 0;
     for (int32_t t = 0; t < nt; t++)
@@ -210,6 +213,8 @@ clrun_graph *clrun__draft_finish(clrun__arena *arena, const clrun_graph *d)
             to->outputs[o] = new_id[from->outputs[o]];
             g->tensors[to->outputs[o]].producer = i;
         }
+        if (from->guarded)
+            to->guard = new_id[from->guard];
     }
     for (int32_t i = 0; i < d->input_count; i++)
         g->inputs[i] = new_id[d->inputs[i]];

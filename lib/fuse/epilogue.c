@@ -135,13 +135,14 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
     clrun__draft_count_reads(d, reads);
     for (int32_t m = 0; m < d->node_count; m++) {
         const clrun__node *base = &d->nodes[m];
-        if (base->op == NULL || base->output_count != 1 || clrun__op_epilogue_prepare(base->op) == NULL)
+        if (base->op == NULL || base->output_count != 1 || base->guarded ||
+            clrun__op_epilogue_prepare(base->op) == NULL)
             continue;
         int32_t t = base->outputs[0];
         if (reads[t] != 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
             continue;
         int32_t n = reader_of(d, t, m);
-        if (n < 0 || clrun__ew_def_of(d->nodes[n].op) == NULL)
+        if (n < 0 || d->nodes[n].guarded || clrun__ew_def_of(d->nodes[n].op) == NULL)
             continue;
         int32_t g = plan->group_of[n], single = n;
         if (g >= 0 && taken[g])

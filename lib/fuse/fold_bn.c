@@ -29,13 +29,13 @@ static bool f32_constant(const clrun_graph *d, int32_t t)
 static int32_t foldable_conv(const clrun_graph *d, const int32_t *reads, int32_t n)
 {
     const clrun__node *bn = &d->nodes[n];
-    if (bn->input_count != 5)
+    if (bn->input_count != 5 || bn->guarded)
         return -1;
     int32_t y = bn->inputs[0], c = d->tensors[y].producer;
     if (c < 0 || reads[y] != 1 || d->tensors[y].is_output || d->tensors[y].type.dtype != CLRUN_F32)
         return -1;
     const clrun__node *conv = &d->nodes[c];
-    if (conv->op == NULL || strcmp(conv->op->name, "conv2d") != 0 || conv->output_count != 1)
+    if (conv->op == NULL || strcmp(conv->op->name, "conv2d") != 0 || conv->output_count != 1 || conv->guarded)
         return -1;
     if (conv->input_count < 2 || conv->input_count > 3 || !f32_constant(d, conv->inputs[1]) ||
         (conv->input_count == 3 && !f32_constant(d, conv->inputs[2])))

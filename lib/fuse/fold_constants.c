@@ -25,8 +25,9 @@
 
 static bool foldable(const clrun_graph *d, const clrun__node *node)
 {
-    if (node->op == NULL || node->op->kind == CLRUN__OP_FUSED || strcmp(node->op->name, "reshape") == 0)
-        return false;
+    if (node->op == NULL || node->guarded || node->op->kind == CLRUN__OP_FUSED ||
+        strcmp(node->op->name, "reshape") == 0)
+        return false; /* a guarded node runs only when its guard says so: never at creation */
     if (node->input_count == 0 || clrun__op_kernels_find(node->op) == NULL)
         return false;
     uint64_t in = 0, out = 0;

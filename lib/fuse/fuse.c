@@ -149,6 +149,23 @@ static clrun_status fuse_groups(clrun_context *ctx, clrun__fusion *f, clrun_grap
     clrun_status s = buffer_limit(ctx, &limits.max_buffers);
     if (s != CLRUN_OK || limits.max_buffers < 3)
         return s;
+    /* Guarded nodes (an If's branches) run or are skipped alone, and a guard's producer keeps its
+     * place and its tensor: neither joins a group. */
+    if (clrun__graph_has_guards(draft)) {
+        bool *excluded = clrun__arena_alloc(&f->arena, (size_t)draft->node_count + 1);
+        if (excluded == NULL)
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning fused groups");
+        for (int32_t n = 0; n < draft->node_count; n++) {
+            const clrun__node *node = &draft->nodes[n];
+            if (node->op == NULL || !node->guarded)
+                continue;
+            excluded[n] = true;
+            int32_t p = draft->tensors[node->guard].producer;
+            if (p >= 0)
+                excluded[p] = true;
+        }
+        limits.excluded = excluded;
+    }
     clrun__fuse_plan plan;
     s = clrun__fuse_plan_groups(draft, &limits, &plan);
     if (s != CLRUN_OK)

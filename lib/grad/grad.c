@@ -252,6 +252,11 @@ clrun_status clrun__grad_build(const clrun_graph *fwd, clrun_graph *out,
     if (err == NULL || errlen == 0)
         err = scratch, errlen = sizeof scratch;
     err[0] = '\0';
+    if (clrun__graph_has_guards(fwd)) { /* copied without guards, both branches would run */
+        snprintf(err, errlen, "gradients of a graph with guarded nodes (an If whose condition is known only "
+                 "at run time) are not supported");
+        return CLRUN_ERROR_UNSUPPORTED;
+    }
     clrun_status s = check_loss(fwd, spec->loss, err, errlen);
     if (s != CLRUN_OK)
         return s;

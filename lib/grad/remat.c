@@ -267,6 +267,10 @@ clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char 
                                  (int)boundary, (int)graph->node_count);
     if (policy == NULL || policy[0] == '\0' || strcmp(policy, "none") == 0)
         return CLRUN_OK;
+    if (clrun__graph_has_guards(graph))
+        return clrun__graph_fail(graph, CLRUN_ERROR_UNSUPPORTED,
+                                 "remat: the graph has guarded nodes (an If whose condition is known only at "
+                                 "run time), which rematerialisation would copy unguarded");
     if (!declared_in_order(graph))
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                                  "remat: the graph's nodes are not declared in an order that "

@@ -116,6 +116,11 @@ clrun_status clrun__train_copy_model(const clrun_graph *model, clrun_graph *out,
     copier c = {.out = out, .err = err, .errlen = errlen};
     *bns = NULL;
     *bn_count = 0;
+    if (clrun__graph_has_guards(model)) { /* copied without guards, both branches would run */
+        snprintf(err, errlen, "training a graph with guarded nodes (an If whose condition is known only at "
+                 "run time) is not supported");
+        return CLRUN_ERROR_UNSUPPORTED;
+    }
     clrun_status s = CLRUN_OK;
     int32_t next = 0;
     for (int32_t t = 0; t < model->tensor_count && s == CLRUN_OK; t++) {

@@ -32,7 +32,8 @@ static bool tensors_equal(const clrun__tensor *a, const clrun__tensor *b)
 static bool nodes_equal(const clrun__node *a, const clrun__node *b)
 {
     if (a->op != b->op || a->input_count != b->input_count || a->output_count != b->output_count ||
-        a->attr_count != b->attr_count)
+        a->attr_count != b->attr_count || a->guarded != b->guarded ||
+        (a->guarded && (a->guard != b->guard || a->guard_negate != b->guard_negate)))
         return false;
     for (int i = 0; i < a->input_count; i++)
         if (a->inputs[i] != b->inputs[i])

@@ -534,6 +534,33 @@ clrun_status clrun_graph_set_node_model_name(clrun_graph *graph, int32_t node, c
     return CLRUN_OK;
 }
 
+clrun_status clrun__graph_set_guard(clrun_graph *graph, int32_t node, clrun_tensor_id guard, bool negate)
+{
+    if (node < 0 || node >= graph->node_count)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "no node %d", (int)node);
+    const clrun__tensor *t = tensor_at(graph, guard);
+    if (t == NULL)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "guard: %d is not a tensor", (int)guard);
+    if (t->type.dtype != CLRUN_BOOL || clrun_tensor_elements(&t->type) != 1)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH,
+                                 "guard '%s' of node %d is not a one-element bool tensor", t->name, (int)node);
+    if (t->kind == CLRUN__TENSOR_INTERMEDIATE && t->producer >= node)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH,
+                                 "guard '%s' of node %d is produced after it", t->name, (int)node);
+    graph->nodes[node].guarded = true;
+    graph->nodes[node].guard = guard;
+    graph->nodes[node].guard_negate = negate;
+    return CLRUN_OK;
+}
+
+bool clrun__graph_has_guards(const clrun_graph *graph)
+{
+    for (int32_t n = 0; n < graph->node_count; n++)
+        if (graph->nodes[n].guarded)
+            return true;
+    return false;
+}
+
 const char *clrun_graph_node_model_name(const clrun_graph *graph, int32_t node)
 {
     return graph && node >= 0 && node < graph->node_count ? graph->nodes[node].model_name : NULL;

@@ -39,6 +39,12 @@ typedef struct clrun__node {
     int attr_count;
     int line;                /* where it was declared in a .graph file; 0 from the API */
     char *model_name;        /* the model's node it comes from (owned by the graph), or NULL */
+    /* Guarded: the node runs only when the one-element bool tensor `guard` is true (false with
+     * guard_negate); otherwise the executor skips its kernels, keeping its memory bookkeeping
+     * (an If's branches, both planned). */
+    bool guarded;
+    bool guard_negate;
+    int32_t guard;
 } clrun__node;
 
 /* An open-addressing hash index from names to entries (small integers: tensor ids, parser
@@ -75,6 +81,12 @@ static inline const char *clrun__tensor_label(const clrun__tensor *tensor)
 {
     return tensor->model_name ? tensor->model_name : tensor->name;
 }
+
+/* Guards node `node` (see clrun__node): refuses a guard that is not a one-element bool tensor
+ * produced before the node (or an input or constant). */
+clrun_status clrun__graph_set_guard(clrun_graph *graph, int32_t node, clrun_tensor_id guard, bool negate);
+/* Whether any node of the graph is guarded. */
+bool clrun__graph_has_guards(const clrun_graph *graph);
 
 /* The tensor whose identifier (not model name) is `name`, or -1. */
 clrun_tensor_id clrun__graph_find_ident(const clrun_graph *graph, const char *name);

@@ -228,6 +228,11 @@ clrun_status clrun_graph_write(const clrun_graph *graph, FILE *out)
     if (!graph || !out)
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_graph_write: %s is NULL",
                            graph ? "out" : "graph");
+    if (clrun__graph_has_guards(graph))
+        return clrun__error_set(NULL, CLRUN_ERROR_UNSUPPORTED,
+                                "graph '%s' has guarded nodes (an If whose condition is known only at "
+                                "run time), which the text format cannot write",
+                                graph->name ? graph->name : "");
     clrun__c_numeric scope = clrun__c_numeric_enter();
     write_graph(graph, out);
     clrun__c_numeric_leave(scope);

@@ -150,6 +150,11 @@ clrun_status clrun__emit(clrun__imp *im, const clrun__onode *n, const char *op,
         return CLRUN__OOM(im);
     if (s != CLRUN_OK)
         return clrun__unsupported(im, "%s", clrun_graph_last_error(im->graph));
+    if (im->guard) {
+        s = clrun__graph_set_guard(im->graph, im->graph->node_count - 1, im->guard->id, im->guard_negate);
+        if (s != CLRUN_OK)
+            return clrun__invalid(im, "internal: %s", clrun_graph_last_error(im->graph));
+    }
     for (int i = 0; i < n_outputs; i++) {
         set_device(values[i], outs[i], clrun_graph_tensor_type(im->graph, outs[i]));
         if (results)

@@ -214,6 +214,67 @@ clrun_status clrun__imp_inline_graph(clrun__imp *im, const Onnx__GraphProto *g)
     return s;
 }
 
+clrun_status clrun__imp_inline_body(clrun__imp *im, const Onnx__GraphProto *g, clrun__value *const *inputs,
+                                    clrun__value **outputs)
+{
+    if (im->depth >= CLRUN__ONNX_MAX_NESTING)
+        return clrun__unsupported(im, "subgraphs nested more than %d deep are not supported",
+                                  CLRUN__ONNX_MAX_NESTING);
+    clrun__onode *outer = im->node;
+    int32_t first = im->value_count;
+    clrun_status s = CLRUN_OK;
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_input; i++) {
+        int32_t index;
+        s = clrun__imp_declare(im, g->input[i]->name, "a body input", &index);
+        clrun__value *v = s == CLRUN_OK ? im->values[index] : NULL, *src = inputs[i];
+        if (v && src->kind == CLRUN__VALUE_CONST) {
+            if (!clrun__otensor_copy(&v->c, &src->c))
+                s = CLRUN__OOM(im);
+            v->kind = CLRUN__VALUE_CONST;
+        } else if (v) { /* the same device tensor under the body's name */
+            v->kind = CLRUN__VALUE_DEVICE;
+            v->id = src->id;
+            v->graph_input = src->graph_input;
+            v->c.elem = src->c.elem;
+            v->c.rank = src->c.rank;
+            memcpy(v->c.dims, src->c.dims, sizeof v->c.dims);
+        }
+    }
+    Onnx__GraphProto body = *g; /* its inputs are declared above, not as graph inputs */
+    body.n_input = 0;
+    im->depth++;
+    if (s == CLRUN_OK)
+        s = clrun__imp_declare_all(im, &body, NULL);
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_node; i++)
+        s = import_node(im, g->node[i], (int)i);
+    im->depth--;
+    im->node = outer;
+    for (size_t i = 0; s == CLRUN_OK && i < g->n_output; i++) {
+        const char *name = g->output[i]->name ? g->output[i]->name : "";
+        int32_t v = clrun__imp_find(im, name);
+        if (v < 0 || im->values[v]->kind == CLRUN__VALUE_ABSENT)
+            return clrun__invalid(im, "output %zu '%s' of the body is produced by no node or initializer it "
+                                  "sees", i, name);
+        outputs[i] = im->values[v];
+    }
+    /* The next iteration declares the same names: this one's are no longer found by them. Each
+     * takes a name no model can look up ("\1" and its unique clrun name), so that the name index
+     * stays spread out however many iterations there are. */
+    for (int32_t v = first; s == CLRUN_OK && v < im->value_count; v++) {
+        clrun__value *value = im->values[v];
+        if (value->onnx_name == NULL || value->hidden)
+            continue;
+        size_t len = strlen(value->name) + 2;
+        value->hidden = malloc(len);
+        if (value->hidden == NULL)
+            return CLRUN__OOM(im);
+        value->hidden[0] = '\1';
+        memcpy(value->hidden + 1, value->name, len - 1);
+        value->onnx_name = value->hidden;
+    }
+    return s;
+}
+
 /* ---- outputs ---- */
 
 static clrun_status check_declared(clrun__imp *im, const Onnx__ValueInfoProto *info, const clrun__value *v)

@@ -37,6 +37,8 @@ typedef struct clrun__value {
     clrun__otensor c;        /* CONST: the tensor; DEVICE: elem, rank and dims only */
     clrun_tensor_id id;      /* the graph tensor, -1 until a CONST one is needed on the device */
     bool graph_input;        /* a graph input */
+    char *hidden;            /* owned: the unfindable name an unrolled iteration's value takes
+                                once its iteration is done (onnx_name then points here) */
 } clrun__value;
 
 /* One node being imported. */
@@ -68,6 +70,10 @@ typedef struct clrun__imp {
     int32_t collisions;      /* ONNX names whose clrun form was taken (see unique_name) */
     clrun__onode *node;      /* the node being imported, for messages; NULL outside nodes */
     int depth;               /* subgraphs being inlined (If's branch inside a branch...) */
+    /* While an If's branch is imported (its condition known only at run time): every graph node
+     * emitted runs only when this one-element bool device value is true (false: guard_negate). */
+    clrun__value *guard;
+    bool guard_negate;
     char message[CLRUN__ERROR_MAX];
 } clrun__imp;
 
@@ -125,6 +131,12 @@ void clrun__imp_release_inputs(clrun__imp *im, const Onnx__NodeProto *node, int3
  * scopes it sees, as ONNX requires), its nodes are imported in order. The caller then aliases
  * the node's outputs to g's. */
 clrun_status clrun__imp_inline_graph(clrun__imp *im, const Onnx__GraphProto *g);
+
+/* Imports body g once (an iteration of an unrolled Scan or Loop): its inputs are the values
+ * inputs[0..g->n_input) under the body's names, its outputs' values go to outputs[0..n_output).
+ * Afterwards the iteration's names are hidden, so the next iteration can declare them again. */
+clrun_status clrun__imp_inline_body(clrun__imp *im, const Onnx__GraphProto *g, clrun__value *const *inputs,
+                                    clrun__value **outputs);
 
 /* ---- values ---- */
 

@@ -129,8 +129,11 @@ clrun_status clrun__map_range(clrun__imp *im, clrun__onode *n);
  * mapping (used as the map of ops that only fold). */
 clrun_status clrun__map_host_only(clrun__imp *im, clrun__onode *n);
 
-/* map_control.c: If with a condition known at load */
+/* map_control.c: If (its condition known at load, or guarded branches), Scan and Loop unrolled
+ * at load */
 clrun_status clrun__map_if(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_scan(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n);
 
 /* host_eval_ops.c: host evaluation, when every input is a host constant */
 clrun_status clrun__fold(clrun__imp *im, clrun__onode *n);

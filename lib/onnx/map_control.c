@@ -1,7 +1,11 @@
 /* Control flow: If, when its condition is known at load (a constant, or folded from inputs the
  * caller fixed with the `constants` option): the branch it takes is imported in its place, the
- * other never looked at, so the device sees no control flow. A condition known only at run time
- * is refused, naming what would decide it. */
+ * other never looked at, so the device sees no control flow. With a condition known only at run
+ * time both branches are imported, every graph node of each guarded by the condition (the
+ * executor reads it back once and skips the nodes of the branch not taken), and each output is
+ * where(condition, then's, else's): both branches are planned, the memory is the same whichever
+ * runs, and a skipped branch's garbage is never selected. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx/map.h"
@@ -21,6 +25,120 @@ static const Onnx__GraphProto *branch(clrun__onode *n, const char *name)
     return NULL;
 }
 
+static const char *value_label(const clrun__value *v)
+{
+    return v->onnx_name ? v->onnx_name : v->name;
+}
+
+/* "float[2, 3]" */
+static void describe(const clrun__otensor *t, char *buf, size_t size)
+{
+    char elem[32];
+    size_t at = (size_t)snprintf(buf, size, "%s[", clrun__onnx_elem_name(t->elem, elem, sizeof elem));
+    for (int d = 0; d < t->rank && at < size; d++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+}
+
+/* Imports a branch under guard (g, negate); its outputs' values into outs[0..n_out). */
+static clrun_status guarded_branch(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *branch,
+                                   const char *what, clrun__value *g, bool negate, clrun__value **outs)
+{
+    if ((int)branch->n_output != n->n_out)
+        return clrun__invalid(im, "If has %d outputs, but its %s has %zu", n->n_out, what, branch->n_output);
+    clrun__value *saved = im->guard;
+    bool saved_negate = im->guard_negate;
+    im->guard = g;
+    im->guard_negate = negate;
+    clrun_status s = clrun__imp_inline_graph(im, branch);
+    im->guard = saved;
+    im->guard_negate = saved_negate;
+    im->node = n;
+    for (int i = 0; s == CLRUN_OK && i < n->n_out; i++) {
+        const char *name = branch->output[i]->name ? branch->output[i]->name : "";
+        int32_t v = clrun__imp_find(im, name);
+        if (v < 0 || im->values[v]->kind == CLRUN__VALUE_ABSENT)
+            return clrun__invalid(im, "output %d '%s' of the %s is produced by no node or initializer it "
+                                  "sees", i, name, what);
+        outs[i] = im->values[v];
+    }
+    return s;
+}
+
+/* The If inside a guarded branch: its branches' guards are the outer guard and the condition
+ * (then), the outer guard and not the condition (else), computed by unguarded nodes, so that
+ * they are false (never garbage) when the outer branch is skipped. */
+static clrun_status nested_guards(clrun__imp *im, clrun__onode *n, clrun__value *cond, clrun__value **then_g,
+                                  clrun__value **else_g)
+{
+    clrun__value *outer = im->guard, *not_cond = NULL;
+    bool negate = im->guard_negate;
+    im->guard = NULL;
+    clrun_status s = CLRUN_OK;
+    if (negate)
+        s = clrun__emit_unary(im, n, "not", outer, -1, &outer);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "and", outer, cond, -1, then_g);
+    if (s == CLRUN_OK)
+        s = clrun__emit_unary(im, n, "not", cond, -1, &not_cond);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "and", outer, not_cond, -1, else_g);
+    return s;
+}
+
+static clrun_status run_time_if(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *then_branch,
+                                const Onnx__GraphProto *else_branch)
+{
+    clrun__value *cond = n->in[0];
+    if (cond->c.elem != CLRUN__ONNX_BOOL)
+        return clrun__invalid(im, "If's condition '%s' is not a bool tensor", value_label(cond));
+    if (clrun__otensor_count(&cond->c) != 1)
+        return clrun__invalid(im, "If's condition '%s' has %llu elements, not one", value_label(cond),
+                              (unsigned long long)clrun__otensor_count(&cond->c));
+    clrun__value *saved = im->guard;
+    bool saved_negate = im->guard_negate;
+    clrun__value *scalar = cond, *then_g = cond, *else_g = cond;
+    clrun_status s = CLRUN_OK;
+    if (cond->c.rank != 0) /* where's condition: no rank added to the outputs */
+        s = clrun__emit_reshape(im, n, cond, 0, NULL, -1, &scalar);
+    if (s == CLRUN_OK && saved)
+        s = nested_guards(im, n, scalar, &then_g, &else_g);
+    im->guard = saved;
+    im->guard_negate = saved_negate;
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value **outs = calloc(2 * (size_t)n->n_out + 1, sizeof *outs);
+    if (outs == NULL)
+        return CLRUN__OOM(im);
+    s = guarded_branch(im, n, then_branch, "then_branch", then_g, false, outs);
+    if (s == CLRUN_OK)
+        s = guarded_branch(im, n, else_branch, "else_branch", else_g, saved == NULL, outs + n->n_out);
+    for (int i = 0; s == CLRUN_OK && i < n->n_out; i++) {
+        const clrun__otensor *a = &outs[i]->c, *b = &outs[n->n_out + i]->c;
+        bool same = a->elem == b->elem && a->rank == b->rank;
+        for (int d = 0; same && d < a->rank; d++)
+            same = a->dims[d] == b->dims[d];
+        if (!same) {
+            char ta[160], tb[160];
+            describe(a, ta, sizeof ta);
+            describe(b, tb, sizeof tb);
+            s = clrun__unsupported(im, "If's output %d: the then_branch gives '%s' %s, the else_branch "
+                                   "'%s' %s; with a condition known only at run time ('%s') both "
+                                   "branches must give the same type and shape",
+                                   i, value_label(outs[i]), ta, value_label(outs[n->n_out + i]), tb,
+                                   value_label(cond));
+            break;
+        }
+        if (n->out[i] < 0)
+            continue;
+        clrun__value *in[3] = {scalar, outs[i], outs[n->n_out + i]};
+        s = clrun__emit1(im, n, "where", in, 3, NULL, 0, i, NULL);
+    }
+    free(outs);
+    return s;
+}
+
 clrun_status clrun__map_if(clrun__imp *im, clrun__onode *n)
 {
     const Onnx__GraphProto *then_branch = branch(n, "then_branch"), *else_branch = branch(n, "else_branch");
@@ -29,10 +147,7 @@ clrun_status clrun__map_if(clrun__imp *im, clrun__onode *n)
     if (n->n_in != 1 || n->in[0] == NULL)
         return clrun__invalid(im, "If takes one input, its condition");
     if (!clrun__is_const(n->in[0]))
-        return clrun__unsupported(im, "If with a condition known only at run time is not supported: its "
-                                  "condition '%s' must be known at load (fix the inputs it depends on with "
-                                  "the `constants` load option)",
-                                  n->in[0]->onnx_name ? n->in[0]->onnx_name : n->in[0]->name);
+        return run_time_if(im, n, then_branch, else_branch);
     if (clrun__otensor_count(&n->in[0]->c) != 1)
         return clrun__invalid(im, "If's condition '%s' has %llu elements, not one",
                               n->in[0]->onnx_name ? n->in[0]->onnx_name : n->in[0]->name,
@@ -50,5 +165,289 @@ clrun_status clrun__map_if(clrun__imp *im, clrun__onode *n)
                                   "initializer it sees", i, name);
         s = clrun__define_alias(im, n, i, im->values[v]);
     }
+    return s;
+}
+
+/* ---- Scan and Loop, unrolled at load ---- */
+
+/* At most this many body imports per Scan or Loop node (each iteration is a copy of the body). */
+#define MAX_ITERATIONS 4096
+
+/* xs[0..count) joined on axis into output `out` (or a temporary), in pieces of at most 64. */
+static clrun_status join(clrun__imp *im, clrun__onode *n, clrun__value **xs, int count, int axis, int out,
+                         clrun__value **r)
+{
+    while (count > 64) {
+        int k = 0;
+        for (int i = 0; i < count; i += 64) {
+            int m = count - i < 64 ? count - i : 64;
+            clrun_status s = m == 1 ? clrun__mv_same(im, n, xs[i], -1, &xs[k])
+                                    : clrun__mv_concat(im, n, xs + i, m, axis, -1, &xs[k]);
+            if (s != CLRUN_OK)
+                return s;
+            k++;
+        }
+        count = k;
+    }
+    return count == 1 ? clrun__mv_same(im, n, xs[0], out, r) : clrun__mv_concat(im, n, xs, count, axis, out, r);
+}
+
+/* x with a dimension of 1 inserted at axis. */
+static clrun_status unsqueeze(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, clrun__value **r)
+{
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    if (x->c.rank + 1 > CLRUN__ONNX_MAX_RANK)
+        return clrun__unsupported(im, "a scan output of rank %d (at most %d)", x->c.rank + 1, CLRUN__ONNX_MAX_RANK);
+    for (int d = 0, k = 0; d <= x->c.rank; d++)
+        dims[d] = d == axis ? 1 : x->c.dims[k++];
+    return clrun__mv_reshape(im, n, x, x->c.rank + 1, dims, -1, r);
+}
+
+/* Element `index` of x along axis, without that axis. */
+static clrun_status take(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t index,
+                         clrun__value **r)
+{
+    clrun__value *piece;
+    clrun_status s = clrun__mv_slice(im, n, x, axis, index, 1, -1, &piece);
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    for (int d = 0, k = 0; s == CLRUN_OK && d < x->c.rank; d++)
+        if (d != axis)
+            dims[k++] = x->c.dims[d];
+    return s == CLRUN_OK ? clrun__mv_reshape(im, n, piece, x->c.rank - 1, dims, -1, r) : s;
+}
+
+/* One Scan without batch (opset 9's form): states[0..ns) and scans[0..nm) in; finals[0..ns) and
+ * stacked outputs ys[0..nk) out. Axes already normalised. */
+typedef struct scan_form {
+    int ns, nm, nk;
+    int in_axis[64], in_dir[64], out_axis[64], out_dir[64];
+} scan_form;
+
+static clrun_status scan_unrolled(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body,
+                                  const scan_form *f, clrun__value **states, clrun__value *const *scans,
+                                  clrun__value **finals, clrun__value **ys)
+{
+    int64_t length = scans[0]->c.dims[f->in_axis[0]];
+    for (int j = 1; j < f->nm; j++)
+        if (scans[j]->c.dims[f->in_axis[j]] != length)
+            return clrun__invalid(im, "scan inputs 0 and %d have %lld and %lld steps", j, (long long)length,
+                                  (long long)scans[j]->c.dims[f->in_axis[j]]);
+    if (length < 1 || length > MAX_ITERATIONS)
+        return clrun__unsupported(im, "a Scan of %lld steps (clrun unrolls Scan at load: 1 to %d)",
+                                  (long long)length, MAX_ITERATIONS);
+    if ((int)body->n_input != f->ns + f->nm || (int)body->n_output != f->ns + f->nk)
+        return clrun__invalid(im, "the body takes %zu inputs and gives %zu outputs; the Scan has %d states, "
+                              "%d scan inputs and %d scan outputs", body->n_input, body->n_output, f->ns,
+                              f->nm, f->nk);
+    size_t width = (size_t)(f->ns + f->nm + f->nk) + 1;
+    clrun__value **in = calloc(width, sizeof *in), **out = calloc(width, sizeof *out);
+    clrun__value **steps = calloc((size_t)f->nk * (size_t)length + 1, sizeof *steps);
+    clrun_status s = in && out && steps ? CLRUN_OK : CLRUN__OOM(im);
+    for (int i = 0; s == CLRUN_OK && i < f->ns; i++)
+        in[i] = states[i];
+    for (int64_t t = 0; s == CLRUN_OK && t < length; t++) {
+        for (int j = 0; s == CLRUN_OK && j < f->nm; j++)
+            s = take(im, n, scans[j], f->in_axis[j], f->in_dir[j] ? length - 1 - t : t, &in[f->ns + j]);
+        if (s == CLRUN_OK)
+            s = clrun__imp_inline_body(im, body, in, out);
+        for (int i = 0; s == CLRUN_OK && i < f->ns; i++)
+            in[i] = out[i];
+        for (int k = 0; s == CLRUN_OK && k < f->nk; k++) {
+            if (out[f->ns + k]->c.rank + 1 > 1 && f->out_axis[k] > out[f->ns + k]->c.rank)
+                s = clrun__invalid(im, "scan output %d's axis %d is outside rank %d", k, f->out_axis[k],
+                                   out[f->ns + k]->c.rank + 1);
+            int64_t slot = f->out_dir[k] ? length - 1 - t : t;
+            if (s == CLRUN_OK)
+                s = unsqueeze(im, n, out[f->ns + k], f->out_axis[k], &steps[(int64_t)k * length + slot]);
+        }
+    }
+    for (int i = 0; s == CLRUN_OK && i < f->ns; i++)
+        finals[i] = in[i];
+    for (int k = 0; s == CLRUN_OK && k < f->nk; k++)
+        s = join(im, n, steps + (int64_t)k * length, (int)length, f->out_axis[k], -1, &ys[k]);
+    free(in);
+    free(out);
+    free(steps);
+    return s;
+}
+
+/* A list attribute of at most `count` entries into out (default `fallback` each), checked. */
+static clrun_status list_attr(clrun__imp *im, clrun__onode *n, const char *name, int count, int fallback,
+                              int *out)
+{
+    int64_t values[64];
+    int got = -1;
+    clrun_status s = clrun__oattr_ints(im, n, name, values, 64, &got);
+    if (s != CLRUN_OK)
+        return s;
+    if (got >= 0 && got != count)
+        return clrun__invalid(im, "%s has %d entries, not %d", name, got, count);
+    for (int i = 0; i < count; i++)
+        out[i] = got >= 0 ? (int)values[i] : fallback;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__map_scan(clrun__imp *im, clrun__onode *n)
+{
+    const Onnx__GraphProto *body = branch(n, "body");
+    if (body == NULL)
+        return clrun__invalid(im, "Scan needs the graph attribute body");
+    int64_t nm64;
+    clrun_status s = clrun__oattr_int(im, n, "num_scan_inputs", -1, &nm64);
+    if (s != CLRUN_OK)
+        return s;
+    bool batched = n->version < 9; /* opset 8: sequence_lens first, a batch axis on everything */
+    int first = batched ? 1 : 0;
+    scan_form f = {0};
+    f.nm = (int)nm64;
+    f.ns = n->n_in - first - f.nm;
+    f.nk = n->n_out - f.ns;
+    if (nm64 < 1 || nm64 > 64 || f.ns < 0 || f.nk < 0 || f.ns > 64 || f.nk > 64)
+        return clrun__invalid(im, "num_scan_inputs %lld does not fit %d inputs and %d outputs (at most 64 "
+                              "each)", (long long)nm64, n->n_in, n->n_out);
+    if (batched && n->in[0] != NULL)
+        return clrun__unsupported(im, "Scan's sequence_lens is not supported (every sequence runs its full "
+                                  "length)");
+    for (int i = first; i < n->n_in; i++)
+        if (n->in[i] == NULL)
+            return clrun__invalid(im, "input %d is empty", i);
+    if (batched) {
+        s = list_attr(im, n, "directions", f.nm, 0, f.in_dir);
+        for (int j = 0; j < f.nm; j++)
+            f.in_axis[j] = 0;
+    } else {
+        s = list_attr(im, n, "scan_input_directions", f.nm, 0, f.in_dir);
+        if (s == CLRUN_OK)
+            s = list_attr(im, n, "scan_output_directions", f.nk, 0, f.out_dir);
+        if (s == CLRUN_OK)
+            s = list_attr(im, n, "scan_input_axes", f.nm, 0, f.in_axis);
+        if (s == CLRUN_OK)
+            s = list_attr(im, n, "scan_output_axes", f.nk, 0, f.out_axis);
+    }
+    for (int j = 0; s == CLRUN_OK && j < f.nm; j++) {
+        int rank = n->in[first + f.ns + j]->c.rank - (batched ? 1 : 0);
+        s = clrun__norm_axis(im, f.in_axis[j], rank, "scan_input_axes", &f.in_axis[j]);
+    }
+    if (s != CLRUN_OK)
+        return s;
+    /* output axes need the body's output ranks: normalised after the first iteration would be
+     * late, so only non-negative ones are taken as they are; negative ones count from the rank
+     * of the stacked output, which the body's declared output gives */
+    for (int k = 0; k < f.nk; k++)
+        if (f.out_axis[k] < 0) {
+            const Onnx__ValueInfoProto *vi = body->output[f.ns + k];
+            const Onnx__TypeProto *tp = vi->type;
+            if (!tp || !tp->tensor_type || !tp->tensor_type->shape)
+                return clrun__unsupported(im, "a negative scan_output_axes entry needs the body's output %d "
+                                          "to declare its rank", f.ns + k);
+            f.out_axis[k] += (int)tp->tensor_type->shape->n_dim + 1;
+            if (f.out_axis[k] < 0)
+                return clrun__invalid(im, "scan_output_axes entry %d is outside the output's rank", k);
+        }
+    clrun__value *states[64], *scans[64], *finals[64], *ys[64];
+    int64_t batch = batched ? n->in[first]->c.dims[0] : 1;
+    for (int i = 0; batched && i < f.ns + f.nm; i++)
+        if (n->in[first + i]->c.rank < 1 || n->in[first + i]->c.dims[0] != batch)
+            return clrun__invalid(im, "input %d has no batch axis of %lld", first + i, (long long)batch);
+    if (batch < 1 || batch > MAX_ITERATIONS)
+        return clrun__unsupported(im, "a Scan over a batch of %lld", (long long)batch);
+    clrun__value **per_batch = calloc((size_t)(f.ns + f.nk) * (size_t)batch + 1, sizeof *per_batch);
+    if (per_batch == NULL)
+        return CLRUN__OOM(im);
+    for (int64_t b = 0; s == CLRUN_OK && b < batch; b++) {
+        for (int i = 0; s == CLRUN_OK && i < f.ns + f.nm; i++) {
+            clrun__value *x = n->in[first + i], **to = i < f.ns ? &states[i] : &scans[i - f.ns];
+            s = batched ? take(im, n, x, 0, b, to) : clrun__mv_same(im, n, x, -1, to);
+        }
+        if (s == CLRUN_OK)
+            s = scan_unrolled(im, n, body, &f, states, scans, finals, ys);
+        for (int i = 0; s == CLRUN_OK && i < f.ns + f.nk; i++) {
+            clrun__value *v = i < f.ns ? finals[i] : ys[i - f.ns];
+            if (batched)
+                s = unsqueeze(im, n, v, 0, &v);
+            per_batch[(int64_t)i * batch + b] = v;
+        }
+    }
+    for (int i = 0; s == CLRUN_OK && i < f.ns + f.nk; i++)
+        if (n->out[i] >= 0)
+            s = join(im, n, per_batch + (int64_t)i * batch, (int)batch, 0, i, NULL);
+    free(per_batch);
+    return s;
+}
+
+clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
+{
+    const Onnx__GraphProto *body = branch(n, "body");
+    if (body == NULL)
+        return clrun__invalid(im, "Loop needs the graph attribute body");
+    if (n->n_in < 2)
+        return clrun__invalid(im, "Loop takes at least two inputs, M and cond (either may be empty)");
+    clrun__value *trip = n->in[0], *cond = n->in[1];
+    if (trip && !clrun__is_const(trip))
+        return clrun__unsupported(im, "Loop whose trip count '%s' is known only at run time is not supported "
+                                  "(clrun unrolls Loop at load): fix it with the `constants` load option",
+                                  value_label(trip));
+    if (cond && !clrun__is_const(cond))
+        return clrun__unsupported(im, "Loop whose initial condition '%s' is known only at run time is not "
+                                  "supported (clrun unrolls Loop at load): fix it with the `constants` load "
+                                  "option", value_label(cond));
+    if ((trip && clrun__otensor_count(&trip->c) != 1) || (cond && clrun__otensor_count(&cond->c) != 1))
+        return clrun__invalid(im, "Loop's M and cond have one element each");
+    int64_t max_trip = trip ? clrun__otensor_get_int(&trip->c, 0) : INT64_MAX;
+    bool go = cond ? clrun__otensor_get_int(&cond->c, 0) != 0 : true;
+    if (trip == NULL && cond == NULL)
+        return clrun__unsupported(im, "Loop without M and cond runs forever");
+    int nc = n->n_in - 2, nk = n->n_out - nc;
+    if (nk < 0 || (int)body->n_input != nc + 2 || (int)body->n_output != nc + 1 + nk)
+        return clrun__invalid(im, "the body takes %zu inputs and gives %zu outputs; the Loop has %d carried "
+                              "values and %d scan outputs", body->n_input, body->n_output, nc, nk);
+    for (int i = 2; i < n->n_in; i++)
+        if (n->in[i] == NULL)
+            return clrun__invalid(im, "input %d is empty", i);
+    size_t width = (size_t)(nc + nk) + 3;
+    clrun__value **in = calloc(width, sizeof *in), **out = calloc(width, sizeof *out);
+    clrun__value **steps = calloc((size_t)nk * MAX_ITERATIONS + 1, sizeof *steps);
+    clrun_status s = in && out && steps ? CLRUN_OK : CLRUN__OOM(im);
+    for (int i = 0; s == CLRUN_OK && i < nc; i++)
+        in[2 + i] = n->in[2 + i];
+    int64_t t = 0;
+    for (; s == CLRUN_OK && go && t < max_trip; t++) {
+        if (t == MAX_ITERATIONS) {
+            s = clrun__unsupported(im, "a Loop of more than %d iterations (clrun unrolls Loop at load)",
+                                   MAX_ITERATIONS);
+            break;
+        }
+        in[0] = clrun__scalar_value(im, CLRUN__ONNX_INT64, (double)t, 0);
+        in[1] = clrun__scalar_value(im, CLRUN__ONNX_BOOL, 1, 0);
+        if (in[0] == NULL || in[1] == NULL) {
+            s = CLRUN__OOM(im);
+            break;
+        }
+        s = clrun__imp_inline_body(im, body, in, out);
+        if (s != CLRUN_OK)
+            break;
+        if (!clrun__is_const(out[0])) {
+            s = clrun__unsupported(im, "Loop whose condition the body computes at run time ('%s') is not "
+                                   "supported (clrun unrolls Loop at load)", value_label(out[0]));
+            break;
+        }
+        go = clrun__otensor_get_int(&out[0]->c, 0) != 0;
+        for (int i = 0; i < nc; i++)
+            in[2 + i] = out[1 + i];
+        for (int k = 0; s == CLRUN_OK && k < nk; k++)
+            s = unsqueeze(im, n, out[1 + nc + k], 0, &steps[(int64_t)k * MAX_ITERATIONS + t]);
+    }
+    if (s == CLRUN_OK && nk > 0 && t == 0)
+        s = clrun__unsupported(im, "a Loop that runs no iteration has empty scan outputs (clrun tensors "
+                               "have no empty dimensions)");
+    for (int i = 0; s == CLRUN_OK && i < nc; i++)
+        if (n->out[i] >= 0)
+            s = clrun__mv_same(im, n, in[2 + i], i, NULL);
+    for (int k = 0; s == CLRUN_OK && k < nk; k++)
+        if (n->out[nc + k] >= 0)
+            s = join(im, n, steps + (int64_t)k * MAX_ITERATIONS, (int)t, 0, nc + k, NULL);
+    free(in);
+    free(out);
+    free(steps);
     return s;
 }

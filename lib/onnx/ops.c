@@ -168,6 +168,8 @@ static const clrun__onnx_op ops[] = {
     {"ConstantOfShape", V(9), NULL, clrun__map_constant_of_shape},
     {"Range", V(11), NULL, clrun__map_range},
     {"If", V(1, 11, 13, 16), NULL, clrun__map_if},
+    {"Scan", V(8, 9, 11, 16), NULL, clrun__map_scan},
+    {"Loop", V(1, 11, 13, 16), NULL, clrun__map_loop},
 };
 
 /* ai.onnx.preview.training: the optimizers (map_training.c); Gradient is not mapped. */

@@ -166,6 +166,7 @@ void clrun__imp_free_values(clrun__imp *im)
     for (int32_t i = 0; i < im->value_count; i++) {
         clrun__otensor_free(&im->values[i]->c);
         free(im->values[i]->name);
+        free(im->values[i]->hidden);
         free(im->values[i]);
     }
     free(im->values);
