@@ -43,11 +43,6 @@ struct clrun__grad {
 
 /* ---- emitting nodes ---- */
 
-/* Attribute constructors (the name is not copied: pass literals). */
-clrun_attr clrun__gattr_int(const char *name, int64_t value);
-clrun_attr clrun__gattr_float(const char *name, double value);
-clrun_attr clrun__gattr_ints(const char *name, const int64_t *values, int count);
-
 /* Adds node `op` with one output (a fresh name) and returns its id, or -1 with the reason
  * recorded (clrun__grad_failed). Inputs of -1 make it return -1 at once (an earlier failure). */
 clrun_tensor_id clrun__gemit(clrun__grad *g, const char *op, const clrun_tensor_id *inputs,

@@ -8,40 +8,6 @@
 #include "grad/grad.h"
 #include "graph/types.h"
 
-clrun_attr clrun__gattr_int(const char *name, int64_t value)
-{
-    clrun_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.kind = CLRUN_ATTR_INT;
-    a.i = value;
-    return a;
-}
-
-clrun_attr clrun__gattr_float(const char *name, double value)
-{
-    clrun_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.kind = CLRUN_ATTR_FLOAT;
-    a.f = value;
-    return a;
-}
-
-clrun_attr clrun__gattr_ints(const char *name, const int64_t *values, int count)
-{
-    clrun_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.kind = CLRUN_ATTR_INTS;
-    if (count > CLRUN_MAX_ATTR_INTS)
-        count = CLRUN_MAX_ATTR_INTS;
-    for (int i = 0; i < count; i++)
-        a.ints[i] = values[i];
-    a.count = count;
-    return a;
-}
-
 clrun_status clrun__grad_failed(clrun__grad *g, clrun_status status, const char *format, ...)
 {
     if (g->err && g->errlen && g->err[0] == '\0') {

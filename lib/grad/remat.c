@@ -222,28 +222,6 @@ static clrun_status copy(remat *r, int32_t t)
 }
 
 /* Declaration order with each copy moved before the node it was made for. */
-static clrun_status place(remat *r)
-{
-    clrun_graph *g = r->g;
-    int32_t total = g->node_count, added = total - r->nodes0;
-    clrun__node *moved = malloc(sizeof *moved * (size_t)total);
-    if (moved == NULL)
-        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
-    int32_t k = 0;
-    for (int32_t n = 0; n < r->nodes0; n++) {
-        for (int32_t a = 0; a < added && n >= r->boundary; a++)
-            if (r->anchor[a] == n)
-                moved[k++] = g->nodes[r->nodes0 + a];
-        moved[k++] = g->nodes[n];
-    }
-    memcpy(g->nodes, moved, sizeof *moved * (size_t)total);
-    free(moved);
-    for (int32_t n = 0; n < total; n++)
-        for (int o = 0; o < g->nodes[n].output_count; o++)
-            g->tensors[g->nodes[n].outputs[o]].producer = n;
-    return CLRUN_OK;
-}
-
 /* Every input of every node made before it: the order the first and second parts mean. */
 static bool declared_in_order(const clrun_graph *g)
 {
@@ -300,7 +278,7 @@ clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char 
         }
     }
     if (s == CLRUN_OK && graph->node_count > r.nodes0)
-        s = place(&r);
+        s = clrun__graph_place_added(graph, r.nodes0, r.anchor);
     if (s == CLRUN_OK && report)
         *report = r.report;
     free(r.keep);

@@ -4,26 +4,7 @@
 #include <limits.h>
 #include <string.h>
 
-static clrun_attr ints_attr(const char *name, const int64_t *values, int count)
-{
-    clrun_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.kind = CLRUN_ATTR_INTS;
-    a.count = count;
-    memcpy(a.ints, values, (size_t)count * sizeof *values);
-    return a;
-}
-
-static clrun_attr int_attr(const char *name, int64_t value)
-{
-    clrun_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.kind = CLRUN_ATTR_INT;
-    a.i = value;
-    return a;
-}
+#include "graph/graph.h"
 
 /* The windows of a convolution over `extent` (col2im's count of positions along one axis), or
  * -1 when the kernel does not fit. */
@@ -59,22 +40,22 @@ int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_
      * H*W], a product per (image, group), whose [N, G, O/G*KH*KW, H*W] is [N, O*KH*KW, H*W] */
     int64_t xs[4] = {n, groups, cg, h * wd}, ws[3] = {groups, cg, og * kh * kw};
     bool one = groups == 1;
-    clrun_attr a_x = one ? ints_attr("shape", (int64_t[]){n, c, h * wd}, 3) : ints_attr("shape", xs, 4);
-    clrun_attr a_w = one ? ints_attr("shape", (int64_t[]){c, og * kh * kw}, 2) : ints_attr("shape", ws, 3);
-    clrun_attr a_ta = int_attr("transpose_a", 1);
+    clrun_attr a_x = one ? clrun__gattr_ints("shape", (int64_t[]){n, c, h * wd}, 3) : clrun__gattr_ints("shape", xs, 4);
+    clrun_attr a_w = one ? clrun__gattr_ints("shape", (int64_t[]){c, og * kh * kw}, 2) : clrun__gattr_ints("shape", ws, 3);
+    clrun_attr a_ta = clrun__gattr_int("transpose_a", 1);
     int32_t in[2] = {e->emit(e->self, "reshape", &hw, 1, &a_w, 1), -1};
     if (in[0] < 0 || (in[1] = e->emit(e->self, "reshape", &hx, 1, &a_x, 1)) < 0)
         return -1;
     int32_t cols = e->emit(e->self, "matmul", in, 2, &a_ta, 1);
-    clrun_attr a_cols = ints_attr("shape", (int64_t[]){n, groups * og * kh * kw, h * wd}, 3);
+    clrun_attr a_cols = clrun__gattr_ints("shape", (int64_t[]){n, groups * og * kh * kw, h * wd}, 3);
     if (cols >= 0 && !one)
         cols = e->emit(e->self, "reshape", &cols, 1, &a_cols, 1); /* [N, O*KH*KW, H*W] */
     if (cols < 0)
         return -1;
     int64_t image[2] = {g->oh, g->ow}, kernel[2] = {kh, kw};
     int64_t pads[4] = {g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]};
-    clrun_attr attrs[5] = {ints_attr("image", image, 2), ints_attr("kernel", kernel, 2),
-                           ints_attr("stride", g->stride, 2), ints_attr("pads", pads, 4),
-                           ints_attr("dilation", g->dilation, 2)};
+    clrun_attr attrs[5] = {clrun__gattr_ints("image", image, 2), clrun__gattr_ints("kernel", kernel, 2),
+                           clrun__gattr_ints("stride", g->stride, 2), clrun__gattr_ints("pads", pads, 4),
+                           clrun__gattr_ints("dilation", g->dilation, 2)};
     return e->emit(e->self, "col2im", &cols, 1, attrs, 5);
 }

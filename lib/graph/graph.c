@@ -644,3 +644,58 @@ void clrun__node_call(const clrun_graph *graph, const clrun__node *node, clrun_t
                              node->output_count, node->attrs, node->attr_count, constants};
 }
 
+clrun_attr clrun__gattr_int(const char *name, int64_t value)
+{
+    clrun_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.kind = CLRUN_ATTR_INT;
+    a.i = value;
+    return a;
+}
+
+clrun_attr clrun__gattr_float(const char *name, double value)
+{
+    clrun_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.kind = CLRUN_ATTR_FLOAT;
+    a.f = value;
+    return a;
+}
+
+clrun_attr clrun__gattr_ints(const char *name, const int64_t *values, int count)
+{
+    clrun_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.kind = CLRUN_ATTR_INTS;
+    if (count > CLRUN_MAX_ATTR_INTS)
+        count = CLRUN_MAX_ATTR_INTS;
+    for (int i = 0; i < count; i++)
+        a.ints[i] = values[i];
+    a.count = count;
+    return a;
+}
+
+clrun_status clrun__graph_place_added(clrun_graph *graph, int32_t first_added, const int32_t *anchor)
+{
+    int32_t total = graph->node_count;
+    clrun__node *moved = malloc(sizeof *moved * ((size_t)total + 1));
+    if (moved == NULL)
+        return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                 "out of host memory ordering %d nodes", (int)total);
+    int32_t k = 0;
+    for (int32_t n = 0; n < first_added; n++) {
+        for (int32_t a = first_added; a < total; a++)
+            if (anchor[a - first_added] == n)
+                moved[k++] = graph->nodes[a];
+        moved[k++] = graph->nodes[n];
+    }
+    memcpy(graph->nodes, moved, sizeof *moved * (size_t)total);
+    free(moved);
+    for (int32_t n = 0; n < total; n++)
+        for (int o = 0; o < graph->nodes[n].output_count; o++)
+            graph->tensors[graph->nodes[n].outputs[o]].producer = n;
+    return CLRUN_OK;
+}

@@ -146,4 +146,15 @@ void clrun__name_index_free(clrun__name_index *index);
  * lines are not compared. Otherwise the first difference goes to why (may be NULL). */
 bool clrun__graph_equal(const clrun_graph *a, const clrun_graph *b, char *why, size_t whylen);
 
+/* Attribute constructors for nodes a rewrite adds (the name is not copied: pass literals; a
+ * list is cut at CLRUN_MAX_ATTR_INTS). */
+clrun_attr clrun__gattr_int(const char *name, int64_t value);
+clrun_attr clrun__gattr_float(const char *name, double value);
+clrun_attr clrun__gattr_ints(const char *name, const int64_t *values, int count);
+
+/* Moves the nodes added at [first_added, node count), each right before the node
+ * anchor[k - first_added] names (an earlier node; those with one anchor keep their order), and
+ * renumbers the producers: how a rewrite puts what it adds where it is needed. */
+clrun_status clrun__graph_place_added(clrun_graph *graph, int32_t first_added, const int32_t *anchor);
+
 #endif

@@ -100,7 +100,7 @@ static clrun_status narrow_one(clrun_graph *g, int32_t t, clrun_dtype to, int ax
     if (!*kept) {
         clrun_tensor_type nt = type;
         nt.dtype = to;
-        clrun_tensor_id stored, cast_out;
+        clrun_tensor_id stored = -1, cast_out = -1;
         clrun_attr to_f32 = {.name = "to", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32};
         if (to == CLRUN_F16) {
             for (uint64_t i = 0; i < n; i++)
@@ -141,28 +141,6 @@ static clrun_status narrow_one(clrun_graph *g, int32_t t, clrun_dtype to, int ax
     free(narrow);
     free(scales);
     return s;
-}
-
-/* The nodes added after the first `before`, each moved right before the node anchor[k] names. */
-static clrun_status place(clrun_graph *g, int32_t before, const int32_t *anchor)
-{
-    int32_t total = g->node_count;
-    clrun__node *moved = malloc(sizeof *moved * (size_t)total);
-    if (moved == NULL)
-        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "narrow weights: out of host memory");
-    int32_t k = 0;
-    for (int32_t n = 0; n < before; n++) {
-        for (int32_t a = before; a < total; a++)
-            if (anchor[a - before] == n)
-                moved[k++] = g->nodes[a];
-        moved[k++] = g->nodes[n];
-    }
-    memcpy(g->nodes, moved, sizeof *moved * (size_t)total);
-    free(moved);
-    for (int32_t n = 0; n < total; n++)
-        for (int o = 0; o < g->nodes[n].output_count; o++)
-            g->tensors[g->nodes[n].outputs[o]].producer = n;
-    return CLRUN_OK;
 }
 
 clrun_status clrun_graph_narrow_weights(clrun_graph *graph, clrun_dtype to, int64_t min_elements,
@@ -231,7 +209,7 @@ clrun_status clrun_graph_narrow_weights(clrun_graph *graph, clrun_dtype to, int6
             anchor[a - nodes0] = c[t].first_reader;
     }
     if (s == CLRUN_OK && g->node_count > nodes0)
-        s = place(g, nodes0, anchor);
+        s = clrun__graph_place_added(g, nodes0, anchor);
     if (s == CLRUN_OK) /* the readers (the original nodes, moved) read the widened tensors */
         for (int32_t n = 0; n < g->node_count; n++) {
             clrun__node *node = &g->nodes[n];
