@@ -272,15 +272,19 @@ clrun_status clrun__define_alias(clrun__imp *im, const clrun__onode *n, int i, c
             return CLRUN__OOM(im);
         return clrun__define_const(im, n, i, &t);
     }
-    /* A device value under a second name: the same tensor, no node. A graph output that is
-     * such an alias gets its own copy when the outputs are marked. */
+    /* A graph output that is such an alias gets its own copy when the outputs are marked. */
+    clrun__value_alias_device(v, src);
+    return CLRUN_OK;
+}
+
+void clrun__value_alias_device(clrun__value *v, const clrun__value *src)
+{
     v->kind = CLRUN__VALUE_DEVICE;
     v->id = src->id;
     v->graph_input = src->graph_input;
     v->c.elem = src->c.elem;
     v->c.rank = src->c.rank;
     memcpy(v->c.dims, src->c.dims, sizeof v->c.dims);
-    return CLRUN_OK;
 }
 
 /* ---- constant inputs ---- */

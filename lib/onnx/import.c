@@ -232,12 +232,7 @@ clrun_status clrun__imp_inline_body(clrun__imp *im, const Onnx__GraphProto *g, c
                 s = CLRUN__OOM(im);
             v->kind = CLRUN__VALUE_CONST;
         } else if (v) { /* the same device tensor under the body's name */
-            v->kind = CLRUN__VALUE_DEVICE;
-            v->id = src->id;
-            v->graph_input = src->graph_input;
-            v->c.elem = src->c.elem;
-            v->c.rank = src->c.rank;
-            memcpy(v->c.dims, src->c.dims, sizeof v->c.dims);
+            clrun__value_alias_device(v, src);
         }
     }
     Onnx__GraphProto body = *g; /* its inputs are declared above, not as graph inputs */

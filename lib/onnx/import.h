@@ -154,6 +154,8 @@ clrun_status clrun__define_const(clrun__imp *im, const clrun__onode *n, int i, c
 /* Defines output i as the value v (its data copied when constant; an existing device tensor is
  * shared: no node). */
 clrun_status clrun__define_alias(clrun__imp *im, const clrun__onode *n, int i, clrun__value *v);
+/* v names src's device tensor (the same tensor under a second name, no node). */
+void clrun__value_alias_device(clrun__value *v, const clrun__value *src);
 
 /* The value's element type, rank and dims (for both kinds). */
 static inline const clrun__otensor *clrun__shape_of(const clrun__value *v) { return &v->c; }
