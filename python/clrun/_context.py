@@ -468,7 +468,7 @@ class Context:
 
     def load(self, source, *, dims=None, shapes=None, fusion=None, mode=None, donate=None,
              profile=False, plan_time_limit=None, strict_donation=False, fold=None,
-             constants=None):
+             constants=None, weights=None):
         """Loads a model and prepares it for this context; returns a :class:`clrun.Model`.
 
         Args:
@@ -497,11 +497,17 @@ class Context:
                 its constructions only).
             strict_donation: a donated input that no output can take is an error
                 (clrun.InvalidArgumentError) instead of a clrun.UnusedDonationWarning.
+            weights: "f16" or "int8" stores the weights of matmul and the convolutions at that
+                width (int8: one scale per output channel), widened to f32 before each use
+                (clrun_graph_narrow_weights, ``clrun run --weights``): resident bytes 2x or
+                nearly 4x smaller, results near the f32 model's, not equal;
+                :attr:`clrun.Model.weights_report` says what was narrowed. None: as stored.
         """
         from ._model import Model
         return Model(self, source, dims=dims, shapes=shapes, fusion=fusion, mode=mode,
                      donate=donate, profile=profile, plan_time_limit=plan_time_limit,
-                     strict_donation=strict_donation, fold=fold, constants=constants)
+                     strict_donation=strict_donation, fold=fold, constants=constants,
+                     weights=weights)
 
     def train(self, model, loss, optimizer=None, *, params=None, label_dtype="int64", mode=None,
               fusion=None, keep_gradients=False, dims=None, shapes=None, remat=None,

@@ -445,6 +445,13 @@ train_frozen = optional("clrun_train_frozen", c_int32, train_p, POINTER(POINTER(
 op_differentiable = optional("clrun_op_differentiable", c_bool, c_char_p)
 graph_trainable = optional("clrun_graph_trainable", c_int, graph_p, c_int32, POINTER(c_int32),
                            c_int32, POINTER(c_int32))
+class WeightsReport(ctypes.Structure):
+    _fields_ = [("narrowed", c_int32), ("kept", c_int32), ("bytes_before", c_uint64),
+                ("bytes_after", c_uint64)]
+
+
+graph_narrow_weights = optional("clrun_graph_narrow_weights", c_int, graph_p, c_int, c_int64,
+                                POINTER(WeightsReport))
 graph_gradient = optional("clrun_graph_gradient", c_int, graph_p, c_int32, POINTER(c_int32),
                           c_int32, POINTER(graph_p), POINTER(POINTER(c_int32)), POINTER(c_int32),
                           c_char_p, c_size_t)

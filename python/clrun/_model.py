@@ -258,8 +258,16 @@ class Model:
 
     def __init__(self, context, source, dims=None, shapes=None, fusion=None, mode=None,
                  donate=None, profile=False, plan_time_limit=None, strict_donation=False,
-                 fold=None, constants=None):
+                 fold=None, constants=None, weights=None):
         self._context = context
+        if weights not in (None, "f16", "int8"):
+            raise InvalidArgumentError(INVALID_ARGUMENT, "weights is \"f16\", \"int8\" or None, "
+                                       "not %r" % (weights,))
+        if weights is not None and _lib.graph_narrow_weights is None:
+            raise UnsupportedError(UNSUPPORTED, "this libclrun cannot narrow weights "
+                                   "(clrun_graph_narrow_weights)")
+        self._weights = weights
+        self.weights_report = None
         context._pointer()
         self._requested_mode = _mode(mode)
         if fusion is not None and not isinstance(fusion, bool):
@@ -363,6 +371,8 @@ class Model:
             output_ids = _tensor_list(graph, _lib.graph_outputs)
             if self._donate is not None:
                 _set_donations(graph, input_ids, self._donate)
+            if self._weights is not None:
+                self.weights_report = _narrow_weights(graph, self._weights)
             inputs = [_tensor_info(graph, t, bool(_lib.graph_tensor_donated(graph, t)))
                       for t in input_ids]
             outputs = [_tensor_info(graph, t, False) for t in output_ids]
@@ -767,3 +777,15 @@ def _set_donations(graph, input_ids, donate):
                                        "(its inputs: %s)" % (name, ", ".join(names)))
     for name, t in names.items():
         check(_lib.graph_set_donated(graph, t, name in wanted))
+
+
+def _narrow_weights(graph, weights):
+    """clrun_graph_narrow_weights on a loaded graph (weights of 1024 elements or more, as
+    ``clrun run --weights``): a dict of what it did."""
+    report = _lib.WeightsReport()
+    dtype = 2 if weights == "f16" else 6  # CLRUN_F16, CLRUN_I8
+    status = _lib.graph_narrow_weights(graph, dtype, 1024, _lib.byref(report))
+    if status:
+        raise error(status, _lib.text(_lib.graph_last_error(graph)))
+    return {"weights": weights, "narrowed": report.narrowed, "kept_f32": report.kept,
+            "bytes_before": report.bytes_before, "bytes_after": report.bytes_after}

@@ -250,6 +250,25 @@ class Models(GraphFiles):
     def _resident(self, model):
         return model.stats()["constant_bytes"]
 
+    def test_weights_are_stored_narrower_on_request(self):
+        path = example("gpt2_block.graph")
+        full = self.ctx.load(path)
+        feeds = full.example_inputs()
+        reference = full(**feeds)
+        f32_bytes = self._resident(full)
+        self.assertIsNone(full.weights_report)
+        for weights, share, worst in (("f16", 2, 1e-3), ("int8", 4, 3e-2)):
+            model = self.ctx.load(path, weights=weights)
+            report = model.weights_report
+            self.assertEqual((report["weights"], report["narrowed"]), (weights, 4))
+            self.assertLessEqual(self._resident(model), f32_bytes // share + 65536)
+            for name, want in reference.items():
+                got = model(**feeds)[name]
+                error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                self.assertTrue(0 < error < worst, "%s %s: %g" % (weights, name, error))
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "weights is"):
+            self.ctx.load(path, weights="f64")
+
     def test_float64_inputs_are_converted(self):
         model = self.ctx.load(self.graph(CHAIN))
         x = np.linspace(-1, 1, 32).reshape(4, 8)
