@@ -209,11 +209,8 @@ static clrun_status reference_outputs(run_args *a, clrun_context *ctx, const clr
         status = refs[i] ? clrun_exec_read_output(exec, i, refs[i], bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     clrun_exec_destroy(exec);
-    if (inputs) {
-        for (int32_t i = 0; i < inputs_n; i++) /* donated ones were consumed by the run */
-            if (inputs[i].mem && !clrun_graph_tensor_donated(g, ids[i]))
-                clrun_free(ctx, &inputs[i]);
-    }
+    if (inputs)
+        free_kept_inputs(ctx, g, inputs); /* donated ones were consumed by the run */
     free(inputs);
     return status;
 }

@@ -39,6 +39,7 @@ void clrun_train_destroy(clrun_train *t)
     free(t->eval_slots);
     free(t->apply_slots);
     free(t->grads);
+    free(t->grad_at);
     clrun__train_free_slots(t);
     free(t->feeds);
     free(t->params);
@@ -170,11 +171,18 @@ static clrun_status prepare_apply(clrun_train *t)
     const clrun_tensor_id *inputs;
     int32_t count = clrun_graph_inputs(t->tg.apply, &inputs);
     t->apply_slots = calloc((size_t)(count ? count : 1), sizeof *t->apply_slots);
-    for (int32_t i = 0; i < t->tg.param_count; i++)
+    t->grad_at = calloc((size_t)t->tg.slot_count, sizeof *t->grad_at);
+    if (t->apply_slots == NULL || t->grad_at == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    /* the gradients lie in grads in the parameters' order; a GRAD slot finds its own by its
+     * parameter's slot */
+    for (int32_t i = 0; i < t->tg.param_count; i++) {
+        t->grad_at[t->params[i]] = t->grad_count;
         t->grad_count += clrun_tensor_elements(
             clrun_graph_tensor_type(t->tg.graph, t->tg.slots[t->params[i]].input));
+    }
     t->grads = malloc(sizeof *t->grads * (size_t)(t->grad_count ? t->grad_count : 1));
-    if (t->apply_slots == NULL || t->grads == NULL)
+    if (t->grads == NULL)
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
     for (int32_t k = 0; k < count; k++) {
         t->apply_slots[k] = -1;
@@ -451,6 +459,13 @@ clrun_status clrun_train_evaluate(clrun_train *t, const void *const *feeds, int3
     return s;
 }
 
+/* Whether a slot belongs to the update part of a split step (with a reduce hook): a parameter,
+ * or optimizer state of one; the rest (batch norms' running statistics) is the step's. */
+static bool applied(const clrun__train_slot *slot)
+{
+    return slot->role == CLRUN__SLOT_PARAM || slot->param >= 0;
+}
+
 /* A run of the step (or, apply: of the updates) failed: the state it was given is gone. */
 static void broken(clrun_train *t, bool apply)
 {
@@ -459,7 +474,7 @@ static void broken(clrun_train *t, bool apply)
     for (int32_t i = 0; i < t->tg.slot_count; i++) {
         const clrun__train_slot *slot = &t->tg.slots[i];
         if (slot->role == CLRUN__SLOT_PARAM || slot->role == CLRUN__SLOT_STATE)
-            if (!t->apply || apply == (slot->role == CLRUN__SLOT_PARAM || slot->param >= 0))
+            if (!t->apply || apply == applied(slot))
                 t->held[i] = false; /* consumed by the failed run */
     }
 }
@@ -472,7 +487,7 @@ static clrun_status take_state(clrun_train *t, clrun_exec *exec, bool apply)
         const clrun__train_slot *slot = &t->tg.slots[i];
         if (slot->role != CLRUN__SLOT_PARAM && slot->role != CLRUN__SLOT_STATE)
             continue;
-        if (t->apply && apply != (slot->role == CLRUN__SLOT_PARAM || slot->param >= 0))
+        if (t->apply && apply != applied(slot))
             continue; /* the other part's */
         if (t->options.graph.no_donation)
             clrun_free(t->ctx, &t->buffers[i]);
@@ -492,12 +507,11 @@ static clrun_status take_state(clrun_train *t, clrun_exec *exec, bool apply)
 static clrun_status reduce_and_apply(clrun_train *t)
 {
     clrun_status s = CLRUN_OK;
-    uint64_t at = 0;
     for (int32_t i = 0; i < t->tg.param_count && s == CLRUN_OK; i++) {
         const clrun__train_slot *slot = &t->tg.slots[t->params[i]];
         uint64_t n = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
-        s = clrun_exec_read_output(t->exec, slot->grad_output, t->grads + at, sizeof *t->grads * n);
-        at += n;
+        s = clrun_exec_read_output(t->exec, slot->grad_output, t->grads + t->grad_at[t->params[i]],
+                                   sizeof *t->grads * n);
     }
     if (s != CLRUN_OK)
         return s;
@@ -507,17 +521,10 @@ static clrun_status reduce_and_apply(clrun_train *t)
     if (s != CLRUN_OK)
         return clrun__fail(t->ctx, s, "train: step %llu: reducing the gradients failed: %s",
                            (unsigned long long)(t->steps + 1), err[0] ? err : clrun_strerror(s));
-    at = 0;
     for (int32_t i = 0; i < t->tg.slot_count && s == CLRUN_OK; i++) {
         const clrun__train_slot *slot = &t->tg.slots[i];
-        if (slot->role != CLRUN__SLOT_GRAD)
-            continue;
-        /* GRAD slots follow their parameters' order */
-        uint64_t offset = 0;
-        for (int32_t k = 0; k < t->tg.param_count && t->params[k] != slot->param; k++)
-            offset += clrun_tensor_elements(
-                clrun_graph_tensor_type(t->tg.graph, t->tg.slots[t->params[k]].input));
-        s = clrun_buffer_write(t->ctx, &t->buffers[i], t->grads + offset);
+        if (slot->role == CLRUN__SLOT_GRAD)
+            s = clrun_buffer_write(t->ctx, &t->buffers[i], t->grads + t->grad_at[slot->param]);
     }
     if (s != CLRUN_OK)
         return s;

@@ -19,6 +19,7 @@ struct clrun_train {
     int32_t *apply_slots;        /* per input of tg.apply: its slot */
     float *grads;                /* with a reduce hook: the gradients handed to it */
     uint64_t grad_count;         /* their floats */
+    uint64_t *grad_at;           /* per slot: where its parameter's gradient lies in grads */
     int32_t *eval_slots;         /* per input of the eval graph: its slot */
     clrun_buffer *buffers;       /* per slot: the feed's, hyper's or state's block */
     bool *held;                  /* per slot: buffers[i] is live */
