@@ -17,6 +17,10 @@ fuzz: $(FUZZ_LIST)
 # onnxruntime-node installed outside the tree).
 EXTRA_DIST += bench/bench_models_ort.sh bench/graph_to_onnx.py bench/ort_time.js
 
+# Weights stored as f16 or int8 against f32 (bench/bench_weights.sh, run by hand
+# from the built tree).
+EXTRA_DIST += bench/bench_weights.sh
+
 # One train step of clrun against PyTorch on the CPU (bench/bench_train_torch.py, run by it
 # with /usr/bin/python3 unless --python says otherwise).
 EXTRA_PROGRAMS += bench/bench_train
