@@ -47,6 +47,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_threads.py \
 	tests/python/test_mistakes.py \
 	tests/python/test_onnx_constants.py \
+	tests/python/test_budget.py \
 	tests/python/test_train.py \
 	tests/python/test_grad.py \
 	tests/python/test_install.py

@@ -220,6 +220,9 @@ static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint
     free(host);
 }
 
+/* The memory budget run_mode's executors get (0: none). */
+static uint64_t run_budget;
+
 /* Runs g twice under one mode/allocator and returns the outputs' hashes (identical both runs). */
 static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const char *allocator, bool out_of_order,
                             uint64_t seed)
@@ -233,10 +236,10 @@ static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const ch
     allocation_log *log = calloc(1, sizeof *log);
     assert_non_null(log);
     assert_int_equal(clrun__pool_observe(ctx, observe, log), CLRUN_OK);
-    clrun_exec_options eo = {.mode = mode, .plan_time_limit_s = 0.05};
+    clrun_exec_options eo = {.mode = mode, .plan_time_limit_s = 0.05, .memory_budget = run_budget};
     clrun_exec *exec = NULL;
     if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK) {
-        fprintf(stderr, "exec_create: %s\n", clrun_last_error(ctx));
+        fprintf(stderr, "exec_create (%s/%s%s): %s\n", clrun_exec_mode_name(mode), allocator, out_of_order ? " out-of-order" : "", clrun_last_error(ctx));
         fail();
     }
     const clrun_tensor_id *ins, *outs;
@@ -327,6 +330,80 @@ static void outputs_are_bit_identical_in_every_mode(void **state)
         free(naive.hashes);
         clrun_graph_destroy(r.graph);
     }
+}
+
+/* What an executor of g holds under `budget` in `mode` (0 when it is refused), and how many
+ * tensors it recomputes to fit. */
+static uint64_t held_under(const clrun_graph *g, clrun_exec_mode mode, const char *allocator,
+                           bool out_of_order, uint64_t budget, int32_t *recomputed)
+{
+    clrun_context_options co;
+    clrun_context_options_init(&co);
+    co.allocator = allocator;
+    co.out_of_order = out_of_order ? 1 : -1;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+    clrun_exec_options eo = {.mode = mode, .plan_time_limit_s = 0.05, .memory_budget = budget};
+    clrun_exec *exec = NULL;
+    clrun_status s = clrun_exec_create(ctx, g, &eo, &exec);
+    clrun_exec_stats st = {0};
+    if (s == CLRUN_OK)
+        assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    else
+        assert_int_equal(s, CLRUN_ERROR_OUT_OF_MEMORY); /* refused, never another failure */
+    clrun_exec_destroy(exec);
+    clrun_memory_stats ms;
+    assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+    assert_int_equal(ms.in_use, 0); /* a refusal leaves nothing behind */
+    clrun_context_destroy(ctx);
+    *recomputed = st.recomputed_tensors;
+    return s == CLRUN_OK ? st.held_bytes : 0;
+}
+
+/* In each mode, a budget one byte below what a random graph holds there: where recomputing
+ * after the peak meets it, the outputs are the bits of the naive run without a budget. */
+static void a_memory_budget_keeps_every_output_bit_identical(void **state)
+{
+    (void)state;
+    int fitted = 0;
+    struct {
+        clrun_exec_mode mode;
+        const char *allocator;
+        bool out_of_order;
+    } modes[] = {{CLRUN_EXEC_PLANNED, "buddy", false}, {CLRUN_EXEC_POOLED, "tlsf", false},
+                 {CLRUN_EXEC_PLANNED, "buddy", true}};
+    for (int g = 0, rounds = clrun_test_rounds(12) / 3; g < rounds; g++) {
+        uint64_t seed = base_seed + 100 + (uint64_t)g;
+        random_graph r = make_random_graph(seed, 8 + (int)(seed % 40));
+        run_outcome naive = run_mode(r.graph, CLRUN_EXEC_NAIVE, "buddy", false, seed);
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            int32_t recomputed = 0;
+            uint64_t given = held_under(r.graph, modes[m].mode, modes[m].allocator,
+                                        modes[m].out_of_order, UINT64_MAX, &recomputed);
+            assert_int_equal(recomputed, 0);
+            uint64_t held = held_under(r.graph, modes[m].mode, modes[m].allocator,
+                                       modes[m].out_of_order, given - 1, &recomputed);
+            if (held == 0)
+                continue; /* nothing alive across the peak to recompute: refused */
+            assert_true(held <= given - 1 && recomputed > 0);
+            fitted++;
+            run_budget = given - 1;
+            run_outcome o = run_mode(r.graph, modes[m].mode, modes[m].allocator, modes[m].out_of_order, seed);
+            run_budget = 0;
+            if (o.overlaps != 0 || memcmp(o.hashes, naive.hashes, (size_t)naive.outputs * sizeof(uint64_t)) != 0) {
+                fprintf(stderr, "seed %llu: budget %llu, mode %s/%s%s differs from naive (overlaps %d)\n",
+                        (unsigned long long)seed, (unsigned long long)(given - 1),
+                        clrun_exec_mode_name(modes[m].mode), modes[m].allocator,
+                        modes[m].out_of_order ? " out-of-order" : "", o.overlaps);
+                fail();
+            }
+            assert_true(o.stats.recomputed_tensors > 0);
+            free(o.hashes);
+        }
+        free(naive.hashes);
+        clrun_graph_destroy(r.graph);
+    }
+    assert_true(fitted > 0);
 }
 
 /* ---- donation ----------------------------------------------------------------------------- */
@@ -704,6 +781,7 @@ int main(void)
     fprintf(stderr, "test_exec: seed %llu (set CLRUN_TEST_SEED to repeat)\n", (unsigned long long)base_seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(outputs_are_bit_identical_in_every_mode),
+        cmocka_unit_test(a_memory_budget_keeps_every_output_bit_identical),
         cmocka_unit_test(donated_input_is_written_in_place_and_unusable_afterwards),
         cmocka_unit_test(kept_input_is_never_written),
         cmocka_unit_test(unusable_donation_is_reported),

@@ -17,7 +17,7 @@ static void print_help(void)
     printf("usage: clrun run (FILE.graph | MODEL.onnx) [--allocator NAME] [--repeat N]\n"
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
            "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
-           "                 [--output-dir DIR] [--weights f16|int8]\n\n"
+           "                 [--output-dir DIR] [--weights f16|int8] [--memory-budget SIZE]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -38,7 +38,11 @@ static void print_help(void)
            "  --weights W  store the weights of matmul and the convolutions as f16 or int8 (one\n"
            "               scale per output channel), widened to f32 at each run; the report\n"
            "               gives their bytes before and after and the largest error of the\n"
-           "               outputs against the f32 run (made first, with the same inputs)\n",
+           "               outputs against the f32 run (made first, with the same inputs)\n"
+           "  --memory-budget SIZE  what the executor may hold (its weights and its arena, in\n"
+           "               planned mode unless --allocator names another): tensors alive across\n"
+           "               the peak are recomputed after it until it fits (the same outputs, bit\n"
+           "               for bit); a budget nothing meets fails with the least found\n",
            clrun_strategy_names());
     clrun_cli_io_help(true);
     clrun_cli_const_help();
@@ -65,6 +69,10 @@ static int parse_args(int argc, char **argv, run_args *a)
                 a->weights = CLRUN_I8;
             else
                 return clrun_cli_usage_error("run", "--weights takes f16 or int8, not '%s'", w);
+        } else if (strcmp(arg, "--memory-budget") == 0 && has_value) {
+            if (!clrun_parse_size(argv[++i], &a->memory_budget) || a->memory_budget == 0)
+                return clrun_cli_usage_error("run", "--memory-budget takes a size > 0 (bytes, or "
+                                             "with K, M, G), not '%s'", argv[i]);
         } else if (strcmp(arg, "--trace") == 0 && has_value) {
             a->trace = argv[++i];
         } else if (strcmp(arg, "--repeat") == 0 && has_value) {
@@ -256,6 +264,7 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, float *con
     options.profile = a->trace != NULL;
     if (a->plan_time_limit >= 0)
         options.plan_time_limit_s = a->plan_time_limit;
+    options.memory_budget = a->memory_budget;
     const clrun_tensor_id *ids;
     int32_t inputs_n = clrun_graph_inputs(g, &ids);
     clrun_buffer *inputs = calloc((size_t)inputs_n + 1, sizeof *inputs);

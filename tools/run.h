@@ -25,6 +25,7 @@ typedef struct run_args {
     clrun_cli_io io;        /* --dim, --shape, --input, --output-dir (tools/model_io.h) */
     clrun_cli_consts consts; /* --const (tools/model_bind.h) */
     clrun_dtype weights;    /* --weights: CLRUN_F16 or CLRUN_I8; CLRUN_F32 leaves them */
+    uint64_t memory_budget; /* --memory-budget: bytes; 0: none */
 } run_args;
 
 /* One fused group, copied from the executor before it goes. */

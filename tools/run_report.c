@@ -49,6 +49,14 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     json_object_object_add(o, "naive_bytes", json_object_new_int64((int64_t)s->naive_bytes));
     json_object_object_add(o, "constant_bytes", json_object_new_int64((int64_t)s->constant_bytes));
     json_object_object_add(o, "driver_allocs", json_object_new_int64((int64_t)s->driver_allocs));
+    if (s->budget_bytes) {
+        json_object_object_add(o, "memory_budget_bytes", json_object_new_int64((int64_t)s->budget_bytes));
+        json_object_object_add(o, "held_bytes", json_object_new_int64((int64_t)s->held_bytes));
+        json_object_object_add(o, "recomputed_tensors", json_object_new_int(s->recomputed_tensors));
+        json_object_object_add(o, "recomputed_nodes", json_object_new_int(s->recomputed_nodes));
+        json_object_object_add(o, "recomputed_bytes", json_object_new_int64((int64_t)s->recomputed_bytes));
+        json_object_object_add(o, "recomputed_flops", json_object_new_int64((int64_t)s->recomputed_flops));
+    }
     if (a->weights != CLRUN_F32) {
         json_object_object_add(o, "weights", json_object_new_string(a->weights == CLRUN_F16 ? "f16" : "int8"));
         json_object_object_add(o, "weights_narrowed", json_object_new_int(r->weights.narrowed));
@@ -112,6 +120,17 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
                clrun_format_bytes(r->weights.bytes_before, before, sizeof before),
                clrun_format_bytes(r->weights.bytes_after, after, sizeof after), (int)r->weights.kept,
                r->weights_abs_error, r->weights_rel_error);
+    }
+    if (s->budget_bytes) {
+        char budget[32], held[32], dropped[32];
+        printf("budget      %s: holds %s (weights and arena); %d tensor%s (%s) recomputed after the "
+               "peak by %d more node%s, %.3g MFLOP more per run\n",
+               clrun_format_bytes(s->budget_bytes, budget, sizeof budget),
+               clrun_format_bytes(s->held_bytes, held, sizeof held), (int)s->recomputed_tensors,
+               s->recomputed_tensors == 1 ? "" : "s",
+               clrun_format_bytes(s->recomputed_bytes, dropped, sizeof dropped),
+               (int)s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s",
+               (double)s->recomputed_flops / 1e6);
     }
     printf("device      %s (%s)\n", d->name, d->platform_name);
     printf("allocator   %s\n", s->allocator);

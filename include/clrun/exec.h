@@ -48,6 +48,17 @@ typedef struct clrun_exec_options {
                                     -1: no folding, 0: as CLRUN_FOLD says (default on). Batch
                                     norm folding changes bits (within 1e-5 of the output's
                                     largest magnitude); constant folding does not */
+    uint64_t memory_budget;      /* bytes the executor may hold: its constants and its arena
+                                    (planned mode, which a budget takes unless `mode` names
+                                    another; there the planner's layout of the run's buffers
+                                    is held to it, an estimate). 0: no budget. When the graph
+                                    as given holds more, tensors alive across its peak are
+                                    recomputed after it from tensors alive there anyway
+                                    (clrun_graph_remat: the same bits), the fewest and largest
+                                    that make it fit; clrun_exec_stats says what. A budget no
+                                    such rewrite meets fails with CLRUN_ERROR_OUT_OF_MEMORY and
+                                    the least found. A trainer's executor options give the
+                                    trainer's budget (train_graph.h), where none is given there */
 } clrun_exec_options;
 
 /* Every option at its default: the context's mode, no profiling, the planner's own budget. */
@@ -58,7 +69,8 @@ typedef struct clrun_exec clrun_exec;
 /* Prepares `graph` (validated here) for ctx: kernels, constants uploaded (those a node keeps in
  * its kernels' layout uploaded as that packed copy only), schedule (and, in planned mode, the
  * plan and its arena). Every byte of device memory it takes comes from ctx's pool, counted in
- * clrun_memory_stats and held to its limit. The graph must outlive the executor. On failure *out is
+ * clrun_memory_stats and held to its limit. The graph must outlive the executor (under a memory
+ * budget that rewrites it, the executor runs a copy of its own, with the same ids and names). On failure *out is
  * NULL, nothing is leaked and clrun_last_error(ctx) says why. options may be NULL: the defaults
  * of clrun_exec_options_init. */
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
@@ -130,6 +142,14 @@ typedef struct clrun_exec_stats {
     /* planned mode (appended) */
     uint64_t arena_bytes;       /* planned mode: the arena's bytes, laid out and reserved at
                                    creation and held for the executor's life; 0 in the others */
+    /* memory budget (appended) */
+    uint64_t budget_bytes;      /* the options' memory_budget; 0: none */
+    uint64_t held_bytes;        /* under a budget: what is held to it (constants and arena) */
+    int32_t recomputed_tensors; /* under a budget: tensors dropped at the peak and recomputed */
+    int32_t recomputed_nodes;   /* the nodes added to recompute them */
+    uint64_t recomputed_bytes;  /* the dropped tensors' bytes (a sum) */
+    uint64_t recomputed_flops;  /* the added nodes' arithmetic per run, estimated as
+                                   clrun_remat_report.repeated_flops */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

@@ -193,6 +193,10 @@ static void report_unused_donations(clrun_exec *e)
 clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
                                const clrun_exec_options *options, clrun_exec **out)
 {
+    if (options && options->memory_budget && ctx && graph && out) {
+        *out = NULL;
+        return clrun__exec_create_within(ctx, graph, options, out);
+    }
     return clrun__exec_create_beside(ctx, graph, options, NULL, out);
 }
 
@@ -318,6 +322,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->guard_values);
     free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
+    clrun_graph_destroy(e->owned_graph);
     pthread_mutex_destroy(&e->lock);
     clrun_context *ctx = e->ctx;
     free(e);

@@ -81,7 +81,12 @@ struct clrun_exec {
     signed char *guard_values;     /* per tensor, in this run: a guard read back (0 or 1), or -1
                                       not yet; NULL when no node is guarded */
     clrun_exec_stats stats;
+    clrun_graph *owned_graph;      /* under a memory budget: the rewritten graph that runs */
 };
+
+/* clrun_exec_create under options->memory_budget (exec_budget.c). */
+clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *graph,
+                                       const clrun_exec_options *options, clrun_exec **out);
 
 static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t)
 {

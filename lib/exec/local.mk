@@ -3,6 +3,7 @@
 libclrun_internal_la_SOURCES += \
 	lib/exec/schedule.c lib/exec/schedule.h \
 	lib/exec/exec.c lib/exec/exec_internal.h lib/exec/exec_share.h \
+	lib/exec/exec_budget.c \
 	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \
@@ -56,3 +57,10 @@ TESTS += tests/test_exec_guards
 tests_test_exec_guards_SOURCES = tests/test_exec_guards.c tests/device_test.h
 tests_test_exec_guards_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_guards_LDADD = $(TEST_LDADD)
+
+# An executor under a memory budget: recomputation after the peak, the same bits in every mode.
+check_PROGRAMS += tests/test_exec_budget
+TESTS += tests/test_exec_budget
+tests_test_exec_budget_SOURCES = tests/test_exec_budget.c tests/device_test.h
+tests_test_exec_budget_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_budget_LDADD = $(TEST_LDADD)

@@ -216,6 +216,10 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
         t->options = *options;
     else
         clrun_train_options_init(&t->options);
+    /* the executors' budget is the trainer's: it holds the step and the evaluation together */
+    if (t->options.graph.memory_budget == 0)
+        t->options.graph.memory_budget = t->options.exec.memory_budget;
+    t->options.exec.memory_budget = 0;
     char err[1024];
     clrun_status s = clrun_graph_validate((clrun_graph *)model);
     if (s != CLRUN_OK) {

@@ -468,7 +468,7 @@ class Context:
 
     def load(self, source, *, dims=None, shapes=None, fusion=None, mode=None, donate=None,
              profile=False, plan_time_limit=None, strict_donation=False, fold=None,
-             constants=None, weights=None):
+             constants=None, weights=None, memory_budget=None):
         """Loads a model and prepares it for this context; returns a :class:`clrun.Model`.
 
         Args:
@@ -502,12 +502,17 @@ class Context:
                 (clrun_graph_narrow_weights, ``clrun run --weights``): resident bytes 2x or
                 nearly 4x smaller, results near the f32 model's, not equal;
                 :attr:`clrun.Model.weights_report` says what was narrowed. None: as stored.
+            memory_budget: bytes (or "64M") each executor may hold, its weights and its arena
+                (planned mode unless ``mode`` names another): tensors alive across the peak
+                are recomputed after it until it fits, with the same outputs bit for bit;
+                ``model.stats()`` gives held_bytes and recomputed_*. A budget nothing meets
+                raises clrun.OutOfMemoryError with the least found.
         """
         from ._model import Model
         return Model(self, source, dims=dims, shapes=shapes, fusion=fusion, mode=mode,
                      donate=donate, profile=profile, plan_time_limit=plan_time_limit,
                      strict_donation=strict_donation, fold=fold, constants=constants,
-                     weights=weights)
+                     weights=weights, memory_budget=memory_budget)
 
     def train(self, model, loss, optimizer=None, *, params=None, label_dtype="int64", mode=None,
               fusion=None, keep_gradients=False, dims=None, shapes=None, remat=None,

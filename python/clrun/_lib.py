@@ -164,7 +164,7 @@ class MemoryStats(ctypes.Structure):
 class ExecOptions(ctypes.Structure):
     """clrun_exec_options (exec.h)."""
     _fields_ = [("mode", c_int), ("profile", c_bool), ("plan_time_limit_s", c_double),
-                ("fusion", c_int), ("fold", c_int), ROOM]
+                ("fusion", c_int), ("fold", c_int), ("memory_budget", c_uint64), ROOM]
 
 
 class ExecStats(ctypes.Structure):
@@ -190,6 +190,12 @@ class ExecStats(ctypes.Structure):
         ("folded_nodes", c_int32),
         ("folded_batchnorms", c_int32),
         ("arena_bytes", c_uint64),
+        ("budget_bytes", c_uint64),
+        ("held_bytes", c_uint64),
+        ("recomputed_tensors", c_int32),
+        ("recomputed_nodes", c_int32),
+        ("recomputed_bytes", c_uint64),
+        ("recomputed_flops", c_uint64),
         ROOM,
     ]
 

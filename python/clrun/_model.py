@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _lib, _onnx
-from ._context import DTYPE_CODES, DTYPES, DeviceArray, as_host_array
+from ._context import DTYPE_CODES, DTYPES, DeviceArray, _size, as_host_array
 from .errors import (InvalidArgumentError, UnsupportedError, UnusedDonationWarning, check,
                      error, type_error, INVALID_ARGUMENT, DONATED, UNSUPPORTED, IO)
 
@@ -258,8 +258,10 @@ class Model:
 
     def __init__(self, context, source, dims=None, shapes=None, fusion=None, mode=None,
                  donate=None, profile=False, plan_time_limit=None, strict_donation=False,
-                 fold=None, constants=None, weights=None):
+                 fold=None, constants=None, weights=None, memory_budget=None):
         self._context = context
+        self._memory_budget = (None if memory_budget is None
+                               else _size(memory_budget, "memory_budget"))
         if weights not in (None, "f16", "int8"):
             raise InvalidArgumentError(INVALID_ARGUMENT, "weights is \"f16\", \"int8\" or None, "
                                        "not %r" % (weights,))
@@ -386,6 +388,8 @@ class Model:
                 options.fusion = 1 if self._fusion else -1
             if self._fold is not None:
                 options.fold = 1 if self._fold else -1
+            if self._memory_budget is not None:
+                options.memory_budget = self._memory_budget
             executor = _lib.exec_p()
             check(_lib.exec_create(pointer, graph, _lib.byref(options), _lib.byref(executor)),
                   pointer)

@@ -1,0 +1,319 @@
+/* An executor under a memory budget (clrun_exec_options.memory_budget): what it holds, its
+ * constants and its arena (planned mode, the default under a budget), must fit the budget. When
+ * the graph as given does not, tensors alive across the moment of its peak are dropped there and
+ * recomputed right before their next reader (clrun_graph_remat on a copy of the graph, with the
+ * peak's node as the boundary), from tensors that are alive there anyway, the graph's inputs and
+ * its constants. The dropped set grows from the largest tensor down (a binary search on how many,
+ * each candidate prepared and measured: about log2(n) preparations, which reuse the kernels the
+ * first built) until the executor fits; the repeated nodes run the same ops on the same values,
+ * so the outputs keep their bits. A budget that no such rewrite meets is refused, with the least
+ * found and the constants named. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clrun/exec.h>
+#include <clrun/plan.h>
+#include <clrun/remat.h>
+
+#include "core/error.h"
+#include "core/util.h"
+#include "exec/exec_internal.h"
+#include "grad/grad.h"
+#include "graph/graph.h"
+
+/* Each candidate's arena is planned within at most this many seconds (the options' limit when
+ * it is less). */
+#define TRIAL_PLAN_SECONDS 0.25
+
+/* What a prepared executor holds: its constants, and its arena (planned mode) or the planner's
+ * layout of its buffers (the other modes, whose blocks come at run time: an estimate). */
+static clrun_status held_by(clrun_exec *e, uint64_t *held)
+{
+    clrun_exec_stats st;
+    clrun_status s = clrun_exec_stats_get(e, &st);
+    if (s != CLRUN_OK)
+        return s;
+    if (e->options.mode == CLRUN_EXEC_PLANNED) {
+        *held = st.constant_bytes + st.arena_bytes;
+        return CLRUN_OK;
+    }
+    clrun_plan_buffer *buffers = NULL;
+    size_t n = 0;
+    s = clrun_exec_plan_buffers(e, false, &buffers, &n, NULL);
+    uint64_t *offsets = s == CLRUN_OK ? malloc((n ? n : 1) * sizeof *offsets) : NULL;
+    if (offsets == NULL) {
+        free(buffers);
+        return s == CLRUN_OK ? clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory")
+                             : s;
+    }
+    clrun_plan_options po = CLRUN_PLAN_OPTIONS_DEFAULT;
+    po.time_limit_s = TRIAL_PLAN_SECONDS;
+    clrun_plan_result r;
+    s = clrun_plan_solve(buffers, n, &po, offsets, &r);
+    if (s == CLRUN_OK)
+        *held = st.constant_bytes + r.peak_bytes;
+    free(offsets);
+    free(buffers);
+    return s;
+}
+
+/* The step at which the most bytes are alive (not counting inputs), and per buffer its info. */
+static int32_t peak_step(const clrun_exec_buffer_info *info, int32_t n, int32_t steps)
+{
+    uint64_t *live = calloc((size_t)steps + 1, sizeof *live);
+    if (live == NULL)
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (info[i].is_input)
+            continue;
+        int32_t last = info[i].last_step < steps ? info[i].last_step : steps - 1;
+        for (int32_t k = info[i].first_step < 0 ? 0 : info[i].first_step; k <= last; k++)
+            live[k] += info[i].bytes;
+    }
+    int32_t best = 0;
+    for (int32_t k = 1; k < steps; k++)
+        if (live[k] > live[best])
+            best = k;
+    free(live);
+    return best;
+}
+
+typedef struct candidate {
+    clrun_tensor_id t;
+    uint64_t bytes;
+} candidate;
+
+static int by_bytes(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The rewrite's choice on graph g: the boundary (the node after the peak's) and the tensors
+ * that cross it, largest first. Only tensors remat may drop: made by a one-output node before
+ * the boundary, read at or after it, neither an input, a constant nor an output. */
+typedef struct choice {
+    int32_t boundary;
+    candidate *crossing;
+    int32_t count;
+    clrun_tensor_id *kept;   /* crossing tensors never dropped: those the peak's node writes */
+    int32_t kept_count;
+} choice;
+
+static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
+{
+    int32_t n = 0;
+    clrun_status s = clrun_exec_layout(e, NULL, 0, &n);
+    clrun_exec_buffer_info *info = s == CLRUN_OK ? calloc((size_t)n + 1, sizeof *info) : NULL;
+    if (info == NULL || (s = clrun_exec_layout(e, info, n, &n)) != CLRUN_OK) {
+        free(info);
+        return s == CLRUN_OK ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : s;
+    }
+    int32_t peak = peak_step(info, n, e->schedule.steps);
+    free(info);
+    if (peak < 0)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    /* the peak step's node, named by the tensor it writes: the boundary follows it in g */
+    const clrun__node *node = &e->graph->nodes[e->schedule.order[peak]];
+    clrun_tensor_id peak_out = clrun__graph_find_ident(g, e->graph->tensors[node->outputs[0]].name);
+    c->boundary = peak_out >= 0 && g->tensors[peak_out].producer >= 0 ? g->tensors[peak_out].producer + 1 : -1;
+    if (c->boundary < 0)
+        return CLRUN_OK; /* nothing to cut */
+    int32_t *last = malloc(sizeof *last * (size_t)(g->tensor_count + 1));
+    c->crossing = malloc(sizeof *c->crossing * (size_t)(g->tensor_count + 1));
+    c->kept = malloc(sizeof *c->kept * (size_t)(g->tensor_count + 1));
+    if (last == NULL || c->crossing == NULL || c->kept == NULL) {
+        free(last);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (int32_t t = 0; t < g->tensor_count; t++)
+        last[t] = -1;
+    for (int32_t k = 0; k < g->node_count; k++)
+        for (int i = 0; i < g->nodes[k].input_count; i++)
+            last[g->nodes[k].inputs[i]] = k;
+    for (int32_t t = 0; t < g->tensor_count; t++) {
+        const clrun__tensor *x = &g->tensors[t];
+        if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->is_output || x->producer < 0 ||
+            x->producer >= c->boundary || last[t] < c->boundary ||
+            g->nodes[x->producer].output_count != 1)
+            continue;
+        if (x->producer == c->boundary - 1) /* written at the peak: dropping it saves nothing */
+            c->kept[c->kept_count++] = t;
+        else
+            c->crossing[c->count++] = (candidate){t, clrun_tensor_bytes(&x->type)};
+    }
+    free(last);
+    qsort(c->crossing, (size_t)c->count, sizeof *c->crossing, by_bytes);
+    return CLRUN_OK;
+}
+
+/* The i-th tensor kept when the `drop` largest candidates are dropped. */
+static clrun_tensor_id kept_at(const choice *c, int32_t drop, int32_t i)
+{
+    return i < c->kept_count ? c->kept[i] : c->crossing[drop + i - c->kept_count].t;
+}
+
+/* A copy of `graph` with the `drop` largest crossing tensors recomputed after the boundary. */
+static clrun_status rewritten(const clrun_graph *graph, const choice *c, int32_t drop,
+                              clrun_remat_report *report, clrun_graph **out, char *err,
+                              size_t errlen)
+{
+    *out = NULL;
+    clrun_graph *g = NULL;
+    clrun_status s = clrun_graph_create(graph->name, &g);
+    if (s == CLRUN_OK)
+        s = clrun__grad_copy(graph, g, NULL, false, err, errlen);
+    for (int32_t i = 0; s == CLRUN_OK && i < graph->output_count; i++)
+        s = clrun_graph_mark_output(g, graph->outputs[i]);
+    /* the policy keeps the crossing tensors not dropped: names:K, or nothing_saveable */
+    int32_t keep = c->kept_count + c->count - drop;
+    size_t length = 32;
+    for (int32_t i = 0; i < keep; i++)
+        length += strlen(graph->tensors[kept_at(c, drop, i)].name) + 1;
+    char *policy = s == CLRUN_OK ? malloc(length) : NULL;
+    if (s == CLRUN_OK && policy == NULL)
+        s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (s == CLRUN_OK) {
+        size_t at = (size_t)snprintf(policy, length, keep ? "names:" : "nothing_saveable");
+        for (int32_t i = 0; i < keep; i++)
+            at += (size_t)snprintf(policy + at, length - at, "%s%s", i ? "," : "",
+                                   graph->tensors[kept_at(c, drop, i)].name);
+        s = clrun_graph_remat(g, c->boundary, policy, report);
+    }
+    if (s == CLRUN_OK)
+        s = clrun_graph_validate(g);
+    if (s != CLRUN_OK && err[0] == '\0')
+        snprintf(err, errlen, "%s", g ? clrun_graph_last_error(g) : "out of host memory");
+    free(policy);
+    if (s != CLRUN_OK) {
+        clrun_graph_destroy(g);
+        return s;
+    }
+    *out = g;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *graph,
+                                       const clrun_exec_options *options, clrun_exec **out)
+{
+    clrun_exec_options o = *options;
+    uint64_t budget = o.memory_budget;
+    o.memory_budget = 0;
+    if (o.mode == CLRUN_EXEC_CONTEXT)
+        o.mode = CLRUN_EXEC_PLANNED; /* what it holds is then known before it runs */
+    double limit = o.plan_time_limit_s;
+    clrun_exec *e = NULL;
+    clrun_status s = clrun_exec_create(ctx, graph, &o, &e);
+    uint64_t held = 0;
+    if (s == CLRUN_OK)
+        s = held_by(e, &held);
+    if (s != CLRUN_OK) {
+        clrun_exec_destroy(e);
+        return s;
+    }
+    e->stats.budget_bytes = budget;
+    e->stats.held_bytes = held;
+    if (held <= budget) {
+        *out = e;
+        return CLRUN_OK;
+    }
+    clrun_exec_stats first;
+    clrun_exec_stats_get(e, &first);
+    choice c = {0};
+    s = choose(e, graph, &c);
+    clrun_exec_destroy(e);
+    e = NULL;
+    if (s != CLRUN_OK) {
+        free(c.crossing);
+        free(c.kept);
+        return clrun__fail(ctx, s, "memory budget: out of host memory choosing what to recompute");
+    }
+    /* binary search on how many of the largest crossing tensors to drop */
+    clrun_exec *best = NULL;
+    clrun_graph *best_graph = NULL;
+    clrun_remat_report best_report = {0};
+    uint64_t least = held;
+    int32_t lo = 1, hi = c.count;
+    o.plan_time_limit_s = limit < TRIAL_PLAN_SECONDS ? limit : TRIAL_PLAN_SECONDS;
+    char err[1024] = "";
+    while (lo <= hi && s == CLRUN_OK) {
+        int32_t mid = lo + (hi - lo) / 2;
+        clrun_graph *g = NULL;
+        clrun_remat_report report;
+        err[0] = '\0';
+        s = rewritten(graph, &c, mid, &report, &g, err, sizeof err);
+        if (s != CLRUN_OK)
+            break;
+        clrun_exec *trial = NULL;
+        s = clrun_exec_create(ctx, g, &o, &trial);
+        uint64_t h = 0;
+        if (s == CLRUN_OK)
+            s = held_by(trial, &h);
+        if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* too large for the pool: as not fitting */
+            s = CLRUN_OK;
+            h = UINT64_MAX;
+        }
+        if (s != CLRUN_OK) {
+            clrun_exec_destroy(trial);
+            clrun_graph_destroy(g);
+            break;
+        }
+        least = h < least ? h : least;
+        if (h <= budget) {
+            clrun_exec_destroy(best);
+            clrun_graph_destroy(best_graph);
+            best = trial;
+            best_graph = g;
+            best_report = report;
+            hi = mid - 1;
+        } else {
+            clrun_exec_destroy(trial);
+            clrun_graph_destroy(g);
+            lo = mid + 1;
+        }
+    }
+    free(c.crossing);
+    free(c.kept);
+    if (s != CLRUN_OK) {
+        clrun_exec_destroy(best);
+        clrun_graph_destroy(best_graph);
+        return clrun__fail(ctx, s, "memory budget: rewriting the graph to recompute failed: %s",
+                           err[0] ? err : clrun_last_error(ctx));
+    }
+    if (best == NULL) {
+        char b[32], l[32], k[32], g0[32];
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "a memory budget of %s is below what the graph can hold by recomputing "
+                           "what is alive across its peak: at best %s (its constants %s; %s as "
+                           "given)",
+                           clrun__format_bytes(budget, b, sizeof b), clrun__format_bytes(least, l, sizeof l),
+                           clrun__format_bytes(first.constant_bytes, k, sizeof k),
+                           clrun__format_bytes(held, g0, sizeof g0));
+    }
+    /* the trial was planned within the trial's limit: plan again within the caller's */
+    clrun_exec_destroy(best);
+    best = NULL;
+    o.plan_time_limit_s = limit;
+    s = clrun_exec_create(ctx, best_graph, &o, &best);
+    uint64_t h = 0;
+    if (s == CLRUN_OK)
+        s = held_by(best, &h);
+    if (s != CLRUN_OK) {
+        clrun_exec_destroy(best);
+        clrun_graph_destroy(best_graph);
+        return s;
+    }
+    best->owned_graph = best_graph;
+    best->stats.budget_bytes = budget;
+    best->stats.held_bytes = h;
+    best->stats.recomputed_tensors = best_report.dropped;
+    best->stats.recomputed_nodes = best_report.repeated_nodes;
+    best->stats.recomputed_bytes = best_report.dropped_bytes;
+    best->stats.recomputed_flops = best_report.repeated_flops;
+    *out = best;
+    return CLRUN_OK;
+}

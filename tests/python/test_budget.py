@@ -1,0 +1,67 @@
+"""A memory budget from Python (load(memory_budget=...), the executor's memory_budget): a graph
+whose skip tensor is alive across its peak fits a budget below what it holds as given, by
+recomputing that tensor after the peak, with the same outputs bit for bit; a budget nothing
+meets raises OutOfMemoryError naming the least, and a bad size is refused."""
+
+import unittest
+
+import numpy as np
+
+import clrun
+from support import GraphFiles
+
+SKIP = """graph skip
+input x: f32[64, 256]
+const w0: f32[256, 256] normal(0, 0.06) seed=1
+const w1: f32[256, 1024] normal(0, 0.06) seed=2
+const w2: f32[1024, 1024] normal(0, 0.03) seed=3
+const w3: f32[1024, 256] normal(0, 0.03) seed=4
+node m0: f32[64, 256] = matmul(x, w0)
+node s: f32[64, 256] = relu(m0)
+node h1: f32[64, 1024] = matmul(s, w1)
+node h2: f32[64, 1024] = gelu(h1)
+node h3: f32[64, 1024] = matmul(h2, w2)
+node h4: f32[64, 1024] = gelu(h3)
+node h5: f32[64, 256] = matmul(h4, w3)
+node y: f32[64, 256] = add(h5, s)
+output y
+"""
+
+
+class Budget(GraphFiles):
+    def setUp(self):
+        super().setUp()
+        self.ctx = clrun.Context()
+        self.addCleanup(self.ctx.close)
+        self.path_ = self.graph(SKIP)
+        self.x = np.random.default_rng(3).uniform(-1, 1, (64, 256)).astype(np.float32)
+
+    def test_a_budget_below_what_it_holds_recomputes_with_the_same_bits(self):
+        plain = self.ctx.load(self.path_, mode="planned")
+        want = plain(x=self.x)["y"]
+        given = plain.stats()["constant_bytes"] + plain.stats()["arena_bytes"]
+        plain.close()
+        tight = self.ctx.load(self.path_, memory_budget=given - 1)
+        got = tight(x=self.x)["y"]
+        stats = tight.stats()
+        self.assertEqual(stats["mode"], "planned")
+        self.assertEqual(stats["budget_bytes"], given - 1)
+        self.assertLessEqual(stats["held_bytes"], given - 1)
+        self.assertGreaterEqual(stats["recomputed_tensors"], 1)
+        self.assertEqual(got.tobytes(), want.tobytes())
+        tight.close()
+
+    def test_a_budget_nothing_meets_is_refused_with_the_least(self):
+        with self.assertRaises(clrun.OutOfMemoryError) as caught:
+            self.ctx.load(self.path_, memory_budget="64K")
+        self.assertIn("at best", str(caught.exception))
+        self.assertIn("its constants", str(caught.exception))
+
+    def test_a_bad_size_is_refused(self):
+        for bad in ("lots", 0, -5):
+            with self.assertRaises((clrun.InvalidArgumentError, ValueError, TypeError)):
+                self.ctx.load(self.path_, memory_budget=bad)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,182 @@
+/* An executor under a memory budget (clrun_exec_options.memory_budget): a graph whose skip
+ * tensor is alive across its peak fits a budget below what it holds as given by recomputing that
+ * tensor after the peak, and gives the same bits in every executor mode, with fusion on and off;
+ * a budget above what it holds changes nothing; a budget no rewrite meets is refused with the
+ * least found, leaving nothing allocated. Runs on a real device (POCL in CI). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device_test.h"
+
+static char cache_root[512];
+
+enum { ROWS = 64, D = 256, WIDE = 1024 };
+
+/* s is made early and read by the last node: alive across the wide middle, where the peak is. */
+static const char skip_graph[] =
+    "graph skip\n"
+    "input x: f32[64, 256]\n"
+    "const w0: f32[256, 256] normal(0, 0.06) seed=1\n"
+    "const w1: f32[256, 1024] normal(0, 0.06) seed=2\n"
+    "const w2: f32[1024, 1024] normal(0, 0.03) seed=3\n"
+    "const w3: f32[1024, 256] normal(0, 0.03) seed=4\n"
+    "node m0: f32[64, 256] = matmul(x, w0)\n"
+    "node s: f32[64, 256] = relu(m0)\n"
+    "node h1: f32[64, 1024] = matmul(s, w1)\n"
+    "node h2: f32[64, 1024] = gelu(h1)\n"
+    "node h3: f32[64, 1024] = matmul(h2, w2)\n"
+    "node h4: f32[64, 1024] = gelu(h3)\n"
+    "node h5: f32[64, 256] = matmul(h4, w3)\n"
+    "node y: f32[64, 256] = add(h5, s)\n"
+    "output y\n";
+
+typedef struct fixture {
+    clrun_context *ctx;
+    clrun_graph *g;
+    float x[ROWS * D];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    char err[512];
+    if (f == NULL || clrun_context_create(NULL, &f->ctx) != CLRUN_OK ||
+        clrun_graph_parse(skip_graph, sizeof skip_graph - 1, "skip.graph", &f->g, err, sizeof err) != CLRUN_OK)
+        return -1;
+    assert_int_equal(clrun_graph_example_input(f->g, 0, 7, f->x, sizeof f->x), CLRUN_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    clrun_graph_destroy(f->g);
+    clrun_context_destroy(f->ctx);
+    free(f);
+    return 0;
+}
+
+static clrun_exec_options options(clrun_exec_mode mode, int fusion, uint64_t budget)
+{
+    clrun_exec_options o;
+    clrun_exec_options_init(&o);
+    o.mode = mode;
+    o.fusion = fusion;
+    o.memory_budget = budget;
+    return o;
+}
+
+/* One run of exec on the fixture's x; y into out. */
+static void run(fixture *f, clrun_exec *exec, float *out)
+{
+    clrun_buffer in;
+    assert_int_equal(clrun_alloc(f->ctx, sizeof f->x, &in), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(f->ctx, &in, f->x), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &in, 1), CLRUN_OK);
+    assert_int_equal(clrun_exec_read_output(exec, 0, out, ROWS * D * sizeof *out), CLRUN_OK);
+    clrun_free(f->ctx, &in);
+}
+
+/* What the graph holds as given, in planned mode (a budget no graph reaches measures it). */
+static uint64_t held_as_given(fixture *f, int fusion)
+{
+    clrun_exec_options o = options(CLRUN_EXEC_PLANNED, fusion, UINT64_MAX);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(f->ctx, f->g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_int_equal(st.recomputed_tensors, 0);
+    assert_int_equal(st.held_bytes, st.constant_bytes + st.arena_bytes);
+    clrun_exec_destroy(exec);
+    return st.held_bytes;
+}
+
+static void a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits(void **state)
+{
+    fixture *f = *state;
+    static float want[ROWS * D], got[ROWS * D];
+    clrun_exec *plain = NULL;
+    assert_int_equal(clrun_exec_create(f->ctx, f->g, NULL, &plain), CLRUN_OK);
+    run(f, plain, want);
+    clrun_exec_destroy(plain);
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
+    for (int fusion = -1; fusion <= 1; fusion += 2) {
+        uint64_t given = held_as_given(f, fusion);
+        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+            clrun_exec_options o = options(modes[m], fusion, given - 1);
+            clrun_exec *exec = NULL;
+            assert_int_equal(clrun_exec_create(f->ctx, f->g, &o, &exec), CLRUN_OK);
+            clrun_exec_stats st;
+            assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+            assert_int_equal(st.budget_bytes, given - 1);
+            assert_true(st.held_bytes <= given - 1);
+            assert_true(st.recomputed_tensors >= 1);
+            assert_true(st.recomputed_nodes >= st.recomputed_tensors);
+            assert_true(st.recomputed_bytes >= ROWS * D * sizeof(float)); /* s at least */
+            assert_true(st.recomputed_flops > 0);
+            memset(got, 0, sizeof got);
+            run(f, exec, got);
+            run(f, exec, got); /* twice: the arena's reuse keeps the bits */
+            assert_memory_equal(got, want, sizeof want);
+            if (modes[m] == CLRUN_EXEC_PLANNED) /* what it holds is its weights and arena */
+                assert_int_equal(st.held_bytes, st.constant_bytes + st.arena_bytes);
+            clrun_exec_destroy(exec);
+        }
+    }
+}
+
+static void a_budget_above_what_it_holds_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    uint64_t given = held_as_given(f, 0);
+    clrun_exec_options o = options(CLRUN_EXEC_PLANNED, 0, given);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(f->ctx, f->g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_int_equal(st.recomputed_tensors, 0);
+    assert_int_equal(st.recomputed_nodes, 0);
+    assert_int_equal(st.held_bytes, given);
+    clrun_exec_destroy(exec);
+}
+
+static void a_budget_nothing_meets_is_refused_with_the_least(void **state)
+{
+    fixture *f = *state;
+    clrun_memory_stats before, after;
+    assert_int_equal(clrun_memory_stats_get(f->ctx, &before), CLRUN_OK);
+    clrun_exec_options o = options(CLRUN_EXEC_CONTEXT, 0, 64 * 1024);
+    clrun_exec *exec = (clrun_exec *)&o; /* must come back NULL */
+    assert_int_equal(clrun_exec_create(f->ctx, f->g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    const char *why = clrun_last_error(f->ctx);
+    assert_non_null(strstr(why, "memory budget of 64.00 KiB"));
+    assert_non_null(strstr(why, "at best"));
+    assert_non_null(strstr(why, "its constants"));
+    assert_int_equal(clrun_memory_stats_get(f->ctx, &after), CLRUN_OK);
+    assert_int_equal(after.in_use, before.in_use);
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits),
+        cmocka_unit_test(a_budget_above_what_it_holds_changes_nothing),
+        cmocka_unit_test(a_budget_nothing_meets_is_refused_with_the_least),
+    };
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}
