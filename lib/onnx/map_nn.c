@@ -559,7 +559,7 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
     if (s == CLRUN_OK && w.kernel[0] == 0)
         s = clrun__invalid(im, "kernel_shape is required");
     if (s == CLRUN_OK)
-        s = window_attrs(im, n, &x->c, &w, max && n->version >= 10);
+        s = window_attrs(im, n, &x->c, &w, max ? n->version >= 10 : n->version >= 19);
     if (s == CLRUN_OK && n->version >= 10)
         s = clrun__oattr_int(im, n, "ceil_mode", 0, &ceil_mode);
     if (s == CLRUN_OK && !max && n->version >= 7)
@@ -570,6 +570,9 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
         return s;
     if (max && clrun__out(im, n, 1))
         return clrun__unsupported(im, "the Indices output of MaxPool is not supported");
+    for (int i = 0; !max && i < w.spatial; i++) /* AveragePool's dilations (opset 19) */
+        if (w.dilation[i] != 1)
+            return clrun__unsupported(im, "dilations other than 1 for AveragePool are not supported");
     w.ceil_mode = ceil_mode != 0;
     if (w.spatial == 3)
         return clrun__pool3d(im, n, x, &w, max, include_pad != 0);
