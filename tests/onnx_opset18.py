@@ -6,7 +6,8 @@ numpy reference of the spec:
 
   18  the reductions' axes as input 1 (all nine that moved), Split's num_outputs, Pad's axes
       input, Resize's axes and keep_aspect_ratio_policy, Col2Im, CenterCropPad, GroupNormalization
-      (scale and bias per group), Mish, ScatterElements with a reduction
+      (scale and bias per group), Mish, ScatterElements with a reduction, ScatterND and
+      ScatterElements with reductions max and min (indices known at load)
   19  Pad's wrap mode, Resize's half_pixel_symmetric (an exact output size), AveragePool with
       dilations of 1, Cast with saturate, Equal
   20  Gelu (approximate none and tanh), IsInf and IsNaN, ConstantOfShape, GridSample's new mode
@@ -16,7 +17,8 @@ numpy reference of the spec:
       Squeeze, Unsqueeze, Transpose, Identity, ConstantOfShape)
 
 and what clrun does not do there refused by name, never run with older semantics: a reduction's
-axes as an attribute at 18, Resize's antialias, ScatterND's max reduction, AveragePool's
+axes as an attribute at 18, Resize's antialias, ScatterND's max reduction with an element
+updated twice or indices fed at run time, AveragePool's
 dilations, a float8 Cast, blocked quantization, BitwiseAnd, DeformConv, a model of opset 22.
 Floats within 1e-5 (relative above 1), integers and booleans exactly.
 Usage: onnx_opset18.py CLRUN WORKDIR"""
@@ -249,6 +251,25 @@ def cases(rng):
     node = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="mul")
     out.append(("scatterelements18_mul", model([node], [vi("x", data.shape)], [vi("y", None)], 18,
                                                [init("i", idx), init("u", upd)]), {"x": data}, {"y": want}))
+    # 18: reductions max and min (indices known at load, no element updated twice)
+    data = rng.standard_normal((4, 3)).astype(np.float32)
+    idx = np.array([[2], [0], [-1]], np.int64)
+    upd = rng.standard_normal((3, 3)).astype(np.float32)
+    want = data.astype(np.float64).copy()
+    for r, i in enumerate(idx[:, 0]):
+        want[i] = np.maximum(want[i], upd[r])
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="max")
+    out.append(("scatternd18_max", model([node], [vi("x", data.shape), vi("u", upd.shape)], [vi("y", None)], 18,
+                                         [init("i", idx)]), {"x": data, "u": upd}, {"y": want}))
+    idx = np.array([[3, 0, 1], [1, 2, 0]], np.int64)
+    upd = rng.standard_normal((2, 3)).astype(np.float32)
+    want = data.astype(np.float64).copy()
+    for r in range(2):
+        for j in range(3):
+            want[idx[r, j], j] = min(want[idx[r, j], j], upd[r, j])
+    node = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="min")
+    out.append(("scatterelements18_min", model([node], [vi("x", data.shape), vi("u", upd.shape)], [vi("y", None)],
+                                               18, [init("i", idx)]), {"x": data, "u": upd}, {"y": want}))
     # 19: AveragePool with dilations of 1, Cast with saturate, Equal
     xa = rng.standard_normal((1, 2, 4, 6)).astype(np.float32)
     node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], dilations=[1, 1])
@@ -319,9 +340,15 @@ def refusals():
                                                      [init("scales", np.array([1, 1, 1.3, 1], np.float32))]),
                 {"x": x4}, "half_pixel_symmetric with scale 1.3"))
     node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="max")
-    out.append(("scatternd18_max", model([node], [vi("x", [4])], [vi("y", None)], 18,
-                                         [init("i", np.array([[1]], np.int64)), init("u", np.array([5], np.float32))]),
-                {"x": np.zeros(4, np.float32)}, "(ScatterND, opset 18): reduction 'max' is not supported"))
+    out.append(("scatternd18_max_twice", model([node], [vi("x", [4])], [vi("y", None)], 18,
+                                               [init("i", np.array([[1], [1]], np.int64)),
+                                                init("u", np.array([5, 6], np.float32))]),
+                {"x": np.zeros(4, np.float32)},
+                "(ScatterND, opset 18): reduction 'max' with two updates of one element is not supported"))
+    out.append(("scatternd18_min_fed", model([node], [vi("x", [4]), vi("i", [1, 1], TensorProto.INT64)],
+                                             [vi("y", None)], 18, [init("u", np.array([5], np.float32))]),
+                {"x": np.zeros(4, np.float32), "i": np.array([[1]], np.int64)},
+                "reduction max or min with indices known only at run time is not supported (input 1 'i'"))
     node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])
     out.append(("averagepool19_dilations", model([node], [vi("x", x4.shape)], [vi("y", None)], 19), {"x": x4},
                 "(AveragePool, opset 19): dilations other than 1 for AveragePool are not supported"))
