@@ -161,9 +161,10 @@ clrun_status clrun__map_scatter_nd(clrun__imp *im, clrun__onode *n)
     if (reduction <= 2)
         return clrun__emit1(im, n, "scatter_nd", in, 3, &at, 1, 0, NULL);
     const clrun__otensor *data = &n->in[0]->c, *idx = &n->in[1]->c;
-    int k = idx->rank ? (int)idx->dims[idx->rank - 1] : 0;
-    if (idx->rank < 1 || k < 1 || k > data->rank)
+    int64_t last = idx->rank ? idx->dims[idx->rank - 1] : 0;
+    if (last < 1 || last > data->rank)
         return clrun__invalid(im, "indices' last dimension must be 1 to the data's rank %d", data->rank);
+    int k = (int)last;
     uint64_t count = clrun__otensor_count(idx) / (uint64_t)k;
     int64_t *positions;
     if ((s = positions_of(im, n, count, &positions)) != CLRUN_OK)
