@@ -9,7 +9,7 @@ numpy reference of the spec:
       (scale and bias per group), Mish, ScatterElements with a reduction, ScatterND and
       ScatterElements with reductions max and min (indices known at load)
   19  Pad's wrap mode, Resize's half_pixel_symmetric (an exact output size), AveragePool with
-      dilations of 1, Cast with saturate, Equal
+      dilations (of 1; 2-D without pads; 1-D with pads that count), Cast with saturate, Equal
   20  Gelu (approximate none and tanh), IsInf and IsNaN, ConstantOfShape, GridSample's new mode
       names (the same bits as opset 16's names), ReduceMax
   21  GroupNormalization (scale and bias per channel), Quantize/DequantizeLinear per axis with
@@ -19,7 +19,7 @@ numpy reference of the spec:
 and what clrun does not do there refused by name, never run with older semantics: a reduction's
 axes as an attribute at 18, Resize's antialias, ScatterND's max reduction with an element
 updated twice or indices fed at run time, AveragePool's
-dilations, a float8 Cast, blocked quantization, BitwiseAnd, DeformConv, a model of opset 22.
+dilations with pads that do not count, a float8 Cast, blocked quantization, BitwiseAnd, DeformConv, a model of opset 22.
 Floats within 1e-5 (relative above 1), integers and booleans exactly.
 Usage: onnx_opset18.py CLRUN WORKDIR"""
 import math
@@ -129,6 +129,21 @@ def center_crop_pad(x, shape, axes):
             widths[a] = (lead, target - dim - lead)
             y = np.pad(y, widths)
     return y
+
+
+def dilated_average(x, kernel, strides, dilations, pads):
+    """2-D average over dilated windows of x padded with zeros that count (pads: top, left,
+    bottom, right)."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    oh = (xp.shape[2] - span[0]) // strides[0] + 1
+    ow = (xp.shape[3] - span[1]) // strides[1] + 1
+    y = np.zeros(x.shape[:2] + (oh, ow))
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            r0, c0 = i * dilations[0], j * dilations[1]
+            y += xp[:, :, r0:r0 + (oh - 1) * strides[0] + 1:strides[0], c0:c0 + (ow - 1) * strides[1] + 1:strides[1]]
+    return y / (kernel[0] * kernel[1])
 
 
 ERF = np.vectorize(math.erf)
@@ -275,6 +290,16 @@ def cases(rng):
     node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], dilations=[1, 1])
     out.append(("averagepool19", model([node], [vi("x", xa.shape)], [vi("y", None)], 19), {"x": xa},
                 {"y": xa.astype(np.float64).reshape(1, 2, 2, 2, 3, 2).mean(axis=(3, 5))}))
+    # 19: AveragePool's dilations, 2-D without pads and 1-D with pads that count
+    xa = rng.standard_normal((1, 2, 7, 8)).astype(np.float32)
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 3], strides=[2, 1], dilations=[3, 2])
+    out.append(("averagepool19_dilated", model([node], [vi("x", xa.shape)], [vi("y", None)], 19), {"x": xa},
+                {"y": dilated_average(xa, [2, 3], [2, 1], [3, 2], [0, 0, 0, 0])}))
+    x1 = rng.standard_normal((2, 3, 9)).astype(np.float32)
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], dilations=[2], pads=[2, 1],
+                            count_include_pad=1)
+    out.append(("averagepool19_dilated_1d", model([node], [vi("x", x1.shape)], [vi("y", None)], 19), {"x": x1},
+                {"y": dilated_average(x1[:, :, None, :], [1, 3], [1, 1], [1, 2], [0, 2, 0, 1])[:, :, 0, :]}))
     node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT32, saturate=0)
     xi = np.array([[1.7, -2.2, 300.5]], np.float32)
     out.append(("cast19_saturate", model([node], [vi("x", xi.shape)], [vi("y", None, TensorProto.INT32)], 19),
@@ -349,9 +374,9 @@ def refusals():
                                              [vi("y", None)], 18, [init("u", np.array([5], np.float32))]),
                 {"x": np.zeros(4, np.float32), "i": np.array([[1]], np.int64)},
                 "reduction max or min with indices known only at run time is not supported (input 1 'i'"))
-    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])
-    out.append(("averagepool19_dilations", model([node], [vi("x", x4.shape)], [vi("y", None)], 19), {"x": x4},
-                "(AveragePool, opset 19): dilations other than 1 for AveragePool are not supported"))
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2], pads=[1, 1, 1, 1])
+    out.append(("averagepool19_dilations_pads", model([node], [vi("x", x4.shape)], [vi("y", None)], 19), {"x": x4},
+                "(AveragePool, opset 19): dilations other than 1 for AveragePool are supported in 1-D and 2-D"))
     node = helper.make_node("Cast", ["x"], ["y"], to=17)
     out.append(("cast19_float8", model([node], [vi("x", x4.shape)], [vi("y", None)], 19), {"x": x4},
                 "(Cast, opset 19): cast to float8e4m3fn is not supported"))
