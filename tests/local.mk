@@ -85,6 +85,10 @@ EXTRA_DIST += tests/onnx_recurrent.sh tests/onnx_recurrent.py
 # fail), Scan and Loop unrolled at load: against numpy, under every allocator, fusion off.
 TESTS += tests/onnx_control.sh
 EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py
+# Opsets 18 to 21: each changed or added operator at its new opset against a numpy reference of
+# the spec, and what clrun does not do there (and opset 22) refused by name.
+TESTS += tests/onnx_opset18.sh
+EXTRA_DIST += tests/onnx_opset18.sh tests/onnx_opset18.py
 # matmul_integer and conv_integer on a real device, against tests/op_reference.c.
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops_qlinear

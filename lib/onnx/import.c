@@ -21,7 +21,7 @@
 #include "onnx/wire.h"
 
 /* The newest opset whose operator semantics this importer knows. */
-#define NEWEST_OPSET 17
+#define NEWEST_OPSET 21
 
 void clrun_onnx_options_init(clrun_onnx_options *options)
 {

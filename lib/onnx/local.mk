@@ -30,6 +30,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_extra.c \
 	lib/onnx/map_einsum.c \
 	lib/onnx/map_vision.c \
+	lib/onnx/map_opset18.c \
 	lib/onnx/map_recurrent.c \
 	lib/onnx/map_quant.c \
 	lib/onnx/map_training.c

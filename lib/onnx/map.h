@@ -116,6 +116,12 @@ clrun_status clrun__map_adagrad(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_adam(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_momentum(clrun__imp *im, clrun__onode *n);
 
+/* map_opset18.c: operators opsets 18 to 20 added; GroupNormalization in map_norm.c */
+clrun_status clrun__map_gelu(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_mish(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_center_crop_pad(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_groupnorm(clrun__imp *im, clrun__onode *n);
+
 /* map_reduce.c */
 clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_arg(clrun__imp *im, clrun__onode *n);        /* ArgMax ArgMin */

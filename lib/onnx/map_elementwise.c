@@ -521,6 +521,9 @@ clrun_status clrun__map_cast(clrun__imp *im, clrun__onode *n)
 {
     int elem = CLRUN__ONNX_UNDEFINED;
     clrun_status s = cast_target(im, n, &elem);
+    int64_t saturate = 1; /* opset 19: how float8 targets saturate; clrun has no float8 tensors */
+    if (s == CLRUN_OK && n->version >= 19)
+        s = clrun__oattr_int(im, n, "saturate", 1, &saturate);
     if (s != CLRUN_OK)
         return s;
     if (n->n_in < 1 || n->in[0] == NULL)

@@ -350,6 +350,8 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
         if (end - start < 1)
             return clrun__unsupported(im, "the result would be empty");
         s = clrun__mv_slice(im, n, x, axis, start, end - start, before <= 0 && after <= 0 ? out : -1, &x);
+        if (s == CLRUN_OK && before <= 0 && after <= 0 && r)
+            *r = x; /* only cropped: the slice is the result */
         if (s != CLRUN_OK || (before <= 0 && after <= 0))
             return s;
         before = before < 0 ? 0 : before;
@@ -359,6 +361,19 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
     if (before == 0 && after == 0)
         return clrun__mv_same(im, n, x, out, r);
     bool reflect = strcmp(mode, "reflect") == 0, edge = strcmp(mode, "edge") == 0;
+    if (strcmp(mode, "wrap") == 0) { /* the axis' last `before` elements, x, its first `after` */
+        if (before > dim || after > dim)
+            return clrun__unsupported(im, "wrap pads of %" PRId64 " and %" PRId64 " on an axis of %" PRId64
+                                      " (at most the axis' size)", before, after, dim);
+        clrun__value *parts[3];
+        int k = 0;
+        if (before > 0 && (s = clrun__mv_slice(im, n, x, axis, dim - before, before, -1, &parts[k++])) != CLRUN_OK)
+            return s;
+        parts[k++] = x;
+        if (after > 0 && (s = clrun__mv_slice(im, n, x, axis, 0, after, -1, &parts[k++])) != CLRUN_OK)
+            return s;
+        return clrun__mv_concat(im, n, parts, k, axis, out, r);
+    }
     if (reflect && (before >= dim || after >= dim))
         return clrun__invalid(im, "reflect pads of %" PRId64 " and %" PRId64 " on an axis of %" PRId64,
                               before, after, dim);
@@ -424,10 +439,34 @@ clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
         if (s == CLRUN_OK)
             s = clrun__const_real(im, n, 2, &value, &present);
     }
+    /* opset 18: input 3 names the axes the pads are for (the others get none) */
+    int64_t axes[CLRUN__ONNX_MAX_RANK];
+    int n_axes = -1;
+    if (s == CLRUN_OK && n->version >= 18 && n->n_in > 3 && n->in[3])
+        s = clrun__const_ints(im, n, 3, true, axes, CLRUN__ONNX_MAX_RANK, &n_axes);
     if (s != CLRUN_OK)
         return s;
-    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+    bool wrap = n->version >= 19 && strcmp(mode, "wrap") == 0;
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && !wrap)
         return clrun__unsupported(im, "mode '%s' is not supported", mode);
+    if (n_axes >= 0) {
+        if (count != 2 * n_axes)
+            return clrun__invalid(im, "pads has %d entries for %d axes", count, n_axes);
+        int64_t full[2 * CLRUN__ONNX_MAX_RANK] = {0};
+        bool seen[CLRUN__ONNX_MAX_RANK] = {false};
+        for (int i = 0; i < n_axes; i++) {
+            int ax;
+            if ((s = clrun__norm_axis(im, axes[i], rank, "axes entry", &ax)) != CLRUN_OK)
+                return s;
+            if (seen[ax])
+                return clrun__invalid(im, "axis %d is named twice in axes", ax);
+            seen[ax] = true;
+            full[ax] = pads[i];
+            full[ax + rank] = pads[i + n_axes];
+        }
+        memcpy(pads, full, sizeof full);
+        count = 2 * rank;
+    }
     if (count != 2 * rank)
         return clrun__invalid(im, "pads has %d entries for rank %d", count, rank);
     int last = -1;
@@ -444,7 +483,7 @@ clrun_status clrun__map_pad(clrun__imp *im, clrun__onode *n)
     }
     if (last < 0)
         return clrun__define_alias(im, n, 0, x);
-    if (!clrun__is_const(x)) {
+    if (!clrun__is_const(x) && !wrap) {
         clrun_attr at[3] = {clrun__mk_ints("pads", pads, count),
                             clrun__mk_int("mode", strcmp(mode, "reflect") == 0 ? 1 : strcmp(mode, "edge") == 0 ? 2 : 0),
                             clrun__mk_float("value", value)};
@@ -603,8 +642,10 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
     bool legacy = strcmp(n->op, "Upsample") == 0 || n->version < 11;
     char mode[32], coord[32] = "asymmetric", near[32] = "floor";
     double a = -0.75, scales[CLRUN__ONNX_MAX_RANK];
-    int64_t exclude = 0, sizes[CLRUN__ONNX_MAX_RANK];
-    int n_scales = -1, n_sizes = -1;
+    int64_t exclude = 0, antialias = 0, sizes[CLRUN__ONNX_MAX_RANK], axes[CLRUN__ONNX_MAX_RANK];
+    int n_scales = -1, n_sizes = -1, n_axes = -1;
+    char policy[16] = "stretch";
+    bool resized[CLRUN__ONNX_MAX_RANK] = {false}, keep_sizes = false;
     s = clrun__oattr_string(im, n, "mode", "nearest", mode, sizeof mode);
     if (s == CLRUN_OK && legacy) {
         /* Upsample and Resize-10: asymmetric coordinates, floor for nearest; scales from the
@@ -631,6 +672,13 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
             s = clrun__oattr_int(im, n, "exclude_outside", 0, &exclude);
         if (s == CLRUN_OK)
             s = clrun__oattr_float(im, n, "extrapolation_value", 0, &extrapolation);
+        if (s == CLRUN_OK && n->version >= 18) {
+            s = clrun__oattr_int(im, n, "antialias", 0, &antialias);
+            if (s == CLRUN_OK)
+                s = clrun__oattr_ints(im, n, "axes", axes, CLRUN__ONNX_MAX_RANK, &n_axes);
+            if (s == CLRUN_OK)
+                s = clrun__oattr_string(im, n, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy);
+        }
         const clrun__otensor *t = NULL;
         if (s == CLRUN_OK && n->n_in > 3 && n->in[3])
             s = clrun__const_ints(im, n, 3, true, sizes, CLRUN__ONNX_MAX_RANK, &n_sizes);
@@ -646,20 +694,99 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
     }
     if (s != CLRUN_OK)
         return s;
+    if (antialias != 0)
+        return clrun__unsupported(im, "antialias=%" PRId64 " is not supported", antialias);
+    if (strcmp(policy, "stretch") && strcmp(policy, "not_larger") && strcmp(policy, "not_smaller"))
+        return clrun__invalid(im, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller",
+                              policy);
+    if (n_axes >= 0) { /* opset 18: scales or sizes for these axes only; the others stay */
+        int given = n_sizes >= 0 ? n_sizes : n_scales;
+        if (given >= 0 && given != n_axes)
+            return clrun__invalid(im, "%s has %d entries for %d axes", n_sizes >= 0 ? "sizes" : "scales",
+                                  given, n_axes);
+        double full_scales[CLRUN__ONNX_MAX_RANK];
+        int64_t full_sizes[CLRUN__ONNX_MAX_RANK];
+        bool seen[CLRUN__ONNX_MAX_RANK] = {false};
+        for (int d = 0; d < rank; d++) {
+            full_scales[d] = 1;
+            full_sizes[d] = x->c.dims[d];
+        }
+        for (int i = 0; i < n_axes; i++) {
+            int ax;
+            if ((s = clrun__norm_axis(im, axes[i], rank, "axes entry", &ax)) != CLRUN_OK)
+                return s;
+            if (seen[ax])
+                return clrun__invalid(im, "axis %d is named twice in axes", ax);
+            seen[ax] = true;
+            resized[ax] = true;
+            if (n_scales >= 0)
+                full_scales[ax] = scales[i];
+            if (n_sizes >= 0)
+                full_sizes[ax] = sizes[i];
+        }
+        if (n_scales >= 0) {
+            memcpy(scales, full_scales, sizeof full_scales);
+            n_scales = rank;
+        }
+        if (n_sizes >= 0) {
+            memcpy(sizes, full_sizes, sizeof full_sizes);
+            n_sizes = rank;
+        }
+    } else {
+        for (int d = 0; d < rank; d++)
+            resized[d] = true;
+    }
+    if (strcmp(policy, "stretch") != 0 && n_sizes == rank && n_scales < 0) {
+        /* one scale for every resized axis, the smallest (not_larger) or largest of
+         * sizes / input; sizes then round(scale * input), half up (the spec's round_int) */
+        bool larger = strcmp(policy, "not_smaller") == 0, first = true;
+        double common = 1;
+        for (int d = 0; d < rank; d++) {
+            if (!resized[d])
+                continue;
+            if (x->c.dims[d] == 0)
+                return clrun__unsupported(im, "an empty axis %d", d);
+            double ratio = (double)sizes[d] / (double)x->c.dims[d];
+            if (first || (larger ? ratio > common : ratio < common))
+                common = ratio;
+            first = false;
+        }
+        for (int d = 0; d < rank; d++) {
+            scales[d] = resized[d] ? common : 1;
+            double size = resized[d] ? floor(common * (double)x->c.dims[d] + 0.5) : (double)x->c.dims[d];
+            if (!(size < 0x1p63))
+                return clrun__unsupported(im, "keep_aspect_ratio_policy makes axis %d larger than 2^63 - 1", d);
+            sizes[d] = (int64_t)size;
+        }
+        n_scales = rank;
+        keep_sizes = true;
+    }
+    if (strcmp(coord, "half_pixel_symmetric") == 0 && n->version >= 19) {
+        /* half_pixel shifted by (in/2)(1 - out/(in·scale)): the same as half_pixel where the
+         * output's size is exactly the input's times the scale (always so for sizes) */
+        for (int d = 0; n_scales >= 0 && d < rank && d < n_scales; d++) {
+            double exact = (double)x->c.dims[d] * scales[d];
+            if (exact != floor(exact))
+                return clrun__unsupported(im, "coordinate_transformation_mode=half_pixel_symmetric with "
+                                          "scale %g on axis %d of size %" PRId64 " (a fractional output "
+                                          "size) is not supported", scales[d], d, x->c.dims[d]);
+        }
+        strcpy(coord, "half_pixel");
+    }
     if (strcmp(coord, "tf_crop_and_resize") == 0)
         return clrun__unsupported(im, "coordinate_transformation_mode=tf_crop_and_resize is not supported");
     int m = code_of(modes, 3, strcmp(mode, "bilinear") == 0 ? "linear" : mode), c = code_of(coords, 5, coord),
         r = code_of(nearest, 4, near);
     if (m < 0 || c < 0 || r < 0)
         return clrun__unsupported(im, "mode %s, coordinates %s, nearest_mode %s: not supported", mode, coord, near);
-    if ((n_sizes >= 0) == (n_scales >= 0))
+    if ((n_sizes >= 0) == (n_scales >= 0) && !keep_sizes)
         return clrun__invalid(im, "exactly one of scales and sizes must be given");
     if ((n_sizes >= 0 ? n_sizes : n_scales) != rank)
         return clrun__invalid(im, "%s has %d entries for rank %d", n_sizes >= 0 ? "sizes" : "scales",
                               n_sizes >= 0 ? n_sizes : n_scales, rank);
     bool same = true;
     for (int d = 0; d < rank; d++) {
-        if (n_scales >= 0) {
+        if (n_scales >= 0 && !keep_sizes) {
             if (!(scales[d] > 0) || !isfinite(scales[d]))
                 return clrun__invalid(im, "scale %d is %g", d, scales[d]);
             double size = floor((double)x->c.dims[d] * scales[d]);

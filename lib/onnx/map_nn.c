@@ -544,6 +544,43 @@ clrun_status clrun__map_col2im(clrun__imp *im, clrun__onode *n)
 
 /* ---- MaxPool, AveragePool ---- */
 
+/* AveragePool-19 with dilations: a depthwise conv2d of ones over the dilated window, divided by
+ * the taps; exact where every window counts all its taps (no pads, or count_include_pad). */
+static clrun_status dilated_average(clrun__imp *im, clrun__onode *n, clrun__value *x, const window *w,
+                                    bool include_pad)
+{
+    bool padded = false;
+    for (int i = 0; i < w->spatial; i++)
+        padded = padded || w->pad_begin[i] || w->pad_end[i];
+    if (w->spatial == 3 || w->ceil_mode || (padded && !include_pad))
+        return clrun__unsupported(im, "dilations other than 1 for AveragePool are supported in 1-D and 2-D, "
+                                  "without ceil_mode, and with pads only when count_include_pad=1");
+    window w2 = *w;
+    clrun__value *img = x, *y;
+    clrun_status s = CLRUN_OK;
+    if (w->spatial == 1) {
+        if ((s = as_image(im, n, x, &img)) != CLRUN_OK)
+            return s;
+        as_2d(&w2);
+    }
+    int64_t channels = img->c.dims[1], dims[4] = {channels, 1, w2.kernel[0], w2.kernel[1]};
+    clrun__otensor t;
+    if (!clrun__otensor_alloc(&t, x->c.elem, 4, dims))
+        return clrun__host_result_failed(im, x->c.elem, 4, dims);
+    for (uint64_t i = 0; i < clrun__otensor_count(&t); i++)
+        clrun__otensor_set_real(&t, i, 1);
+    clrun__value *ones = clrun__const_value(im, &t);
+    clrun__value *taps = ones ? clrun__scalar_value(im, x->c.elem, (double)(w2.kernel[0] * w2.kernel[1]), 0) : NULL;
+    if (taps == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    w2.group = channels;
+    s = clrun__conv2d_core(im, n, img, ones, NULL, &w2, -1, &y);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "div", y, taps, -1, &y);
+    w2.spatial = w->spatial;
+    return s == CLRUN_OK ? finish_window(im, n, &w2, y) : s;
+}
+
 clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 1);
@@ -559,7 +596,7 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
     if (s == CLRUN_OK && w.kernel[0] == 0)
         s = clrun__invalid(im, "kernel_shape is required");
     if (s == CLRUN_OK)
-        s = window_attrs(im, n, &x->c, &w, max && n->version >= 10);
+        s = window_attrs(im, n, &x->c, &w, max ? n->version >= 10 : n->version >= 19);
     if (s == CLRUN_OK && n->version >= 10)
         s = clrun__oattr_int(im, n, "ceil_mode", 0, &ceil_mode);
     if (s == CLRUN_OK && !max && n->version >= 7)
@@ -571,6 +608,9 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
     if (max && clrun__out(im, n, 1))
         return clrun__unsupported(im, "the Indices output of MaxPool is not supported");
     w.ceil_mode = ceil_mode != 0;
+    for (int i = 0; !max && i < w.spatial; i++) /* AveragePool's dilations (opset 19) */
+        if (w.dilation[i] != 1)
+            return dilated_average(im, n, x, &w, include_pad != 0);
     if (w.spatial == 3)
         return clrun__pool3d(im, n, x, &w, max, include_pad != 0);
     if (w.spatial == 2)

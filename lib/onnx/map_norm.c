@@ -333,3 +333,64 @@ clrun_status clrun__map_softmax(clrun__imp *im, clrun__onode *n)
     }
     return clrun__emit_softmax(im, n, x, a, log, 0, NULL);
 }
+
+/* ---- GroupNormalization (opsets 18, 21) ---- */
+
+/* x [N, C, D...] as [N, G, C/G·D...] normalised per row, then scaled and shifted: opset 18's
+ * scale and bias per group ([G], applied to the rows), 21's per channel ([C]). */
+clrun_status clrun__map_groupnorm(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 3);
+    int64_t groups = 0, stash = 1;
+    double eps;
+    if (s == CLRUN_OK)
+        s = clrun__oattr_float(im, n, "epsilon", 1e-5, &eps);
+    if (s == CLRUN_OK)
+        s = clrun__oattr_int(im, n, "num_groups", 0, &groups);
+    if (s == CLRUN_OK && clrun__oattr_find(im, n, "num_groups") == NULL)
+        s = clrun__invalid(im, "attribute 'num_groups' is required");
+    if (s == CLRUN_OK && n->version >= 21)
+        s = clrun__oattr_int(im, n, "stash_type", 1, &stash);
+    if (s != CLRUN_OK)
+        return s;
+    if (stash != 1)
+        return clrun__unsupported(im, "stash_type %" PRId64 " is not supported (1 is)", stash);
+    clrun__value *x = n->in[0], *scale = n->in[1], *bias = n->in[2], *y;
+    int rank = x->c.rank;
+    if (rank < 2)
+        return clrun__invalid(im, "GroupNormalization needs [N, C, ...]");
+    int64_t channels = x->c.dims[1];
+    if (groups < 1 || channels % groups)
+        return clrun__invalid(im, "num_groups %" PRId64 " does not divide %" PRId64 " channels", groups, channels);
+    int64_t per = n->version >= 21 ? channels : groups;
+    if (clrun__otensor_count(&scale->c) != (uint64_t)per || clrun__otensor_count(&bias->c) != (uint64_t)per)
+        return clrun__invalid(im, "scale and bias must have %" PRId64 " elements (%s, opset %d)", per,
+                              n->version >= 21 ? "one per channel" : "one per group", n->version);
+    int64_t rows[3] = {x->c.dims[0], groups, channels / groups};
+    for (int d = 2; d < rank; d++)
+        rows[2] *= x->c.dims[d];
+    s = clrun__mv_reshape(im, n, x, 3, rows, -1, &y);
+    if (s == CLRUN_OK)
+        s = layernorm_rows(im, n, y, 2, NULL, NULL, eps, -1, &y);
+    if (s != CLRUN_OK)
+        return s;
+    if (n->version < 21) {
+        int64_t col[2] = {groups, 1};
+        s = clrun__mv_reshape(im, n, scale, 2, col, -1, &scale);
+        if (s == CLRUN_OK)
+            s = clrun__mv_reshape(im, n, bias, 2, col, -1, &bias);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "mul", y, scale, -1, &y);
+        if (s == CLRUN_OK)
+            s = clrun__emit_binary(im, n, "add", y, bias, -1, &y);
+        return s == CLRUN_OK ? clrun__mv_reshape(im, n, y, rank, x->c.dims, 0, NULL) : s;
+    }
+    s = clrun__mv_reshape(im, n, y, rank, x->c.dims, -1, &y);
+    if (s == CLRUN_OK)
+        s = per_channel(im, n, scale, rank, &scale);
+    if (s == CLRUN_OK)
+        s = per_channel(im, n, bias, rank, &bias);
+    if (s == CLRUN_OK)
+        s = clrun__emit_binary(im, n, "mul", y, scale, -1, &y);
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", y, bias, 0, NULL) : s;
+}

@@ -6,6 +6,8 @@
  * between is an integer of at most 2^24 in magnitude or the product of one with the scale, so
  * each float step is exact but the division and the final multiply, which ONNX's reference
  * rounds the same way. */
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,9 +78,14 @@ static clrun_status operands(clrun__imp *im, clrun__onode *n, int64_t *axis, clr
                              clrun__value **zp)
 {
     clrun_status s = clrun__need_inputs(im, n, 2);
+    int64_t block = 0;
     *axis = 1;
     if (s == CLRUN_OK && n->version >= 13)
         s = clrun__oattr_int(im, n, "axis", 1, axis);
+    if (s == CLRUN_OK && n->version >= 21) /* blocked quantization (opset 21) */
+        s = clrun__oattr_int(im, n, "block_size", 0, &block);
+    if (s == CLRUN_OK && block != 0)
+        s = clrun__unsupported(im, "block_size %" PRId64 " (blocked quantization) is not supported", block);
     if (s != CLRUN_OK)
         return s;
     clrun__value *x = n->in[0];
@@ -157,6 +164,19 @@ clrun_status clrun__map_quantize(clrun__imp *im, clrun__onode *n)
     int elem = zp != NULL ? zp->c.elem : CLRUN__ONNX_UINT8;
     double lo, hi;
     char name[32];
+    int64_t saturate = 1, output_dtype = 0;
+    if (n->version >= 19) /* saturate (19) only concerns float8 outputs, refused below */
+        s = clrun__oattr_int(im, n, "saturate", 1, &saturate);
+    if (s == CLRUN_OK && n->version >= 21)
+        s = clrun__oattr_int(im, n, "output_dtype", 0, &output_dtype);
+    if (s != CLRUN_OK)
+        return s;
+    if (output_dtype != 0 && zp != NULL && output_dtype != zp->c.elem)
+        return clrun__invalid(im, "output_dtype %" PRId64 " differs from the zero point's type", output_dtype);
+    if (output_dtype != 0 && (output_dtype < 0 || output_dtype > INT32_MAX))
+        return clrun__invalid(im, "output_dtype %" PRId64 " is not a data type", output_dtype);
+    if (output_dtype != 0)
+        elem = (int)output_dtype;
     if (!quant_range(elem, &lo, &hi))
         return clrun__unsupported(im, "the zero point is %s: quantizing to int8 or uint8 is supported",
                                   clrun__onnx_elem_name(elem, name, sizeof name));

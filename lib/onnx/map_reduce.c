@@ -54,7 +54,8 @@ clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n)
     int rank = x->c.rank, count;
     int64_t keepdims, noop = 0, axes[CLRUN__ONNX_MAX_RANK * 2];
     clrun_status s = clrun__oattr_int(im, n, "keepdims", 1, &keepdims);
-    bool axes_input = strcmp(n->op, "ReduceSum") == 0 && n->version >= 13;
+    /* axes moved from the attribute to input 1 at 13 for ReduceSum, at 18 for the others */
+    bool axes_input = n->version >= 18 || (strcmp(n->op, "ReduceSum") == 0 && n->version >= 13);
     if (s == CLRUN_OK && axes_input) {
         s = clrun__oattr_int(im, n, "noop_with_empty_axes", 0, &noop);
         if (s == CLRUN_OK)

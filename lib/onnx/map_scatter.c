@@ -2,6 +2,7 @@
  * ScatterElements, ScatterND, GatherND and TopK, onto the graph ops of
  * lib/graph/infer_scatter.c (TopK: top_k_indices, then gather_elements for the values). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx/map.h"
@@ -16,7 +17,8 @@ static clrun_status check_indices(clrun__imp *im, const clrun__value *indices)
                           clrun__onnx_elem_name(indices->c.elem, name, sizeof name));
 }
 
-/* The reduction attribute (opset 16 on) as the graph ops' code: 0 none, 1 add, 2 mul. */
+/* The reduction attribute (opset 16 on) as the graph ops' code: 0 none, 1 add, 2 mul; max and
+ * min (opset 18) as 3 and 4, which the mappings compose (scatter_max_min). */
 static clrun_status reduction_code(clrun__imp *im, clrun__onode *n, int64_t *code)
 {
     *code = 0;
@@ -32,9 +34,68 @@ static clrun_status reduction_code(clrun__imp *im, clrun__onode *n, int64_t *cod
             *code = i;
             return CLRUN_OK;
         }
+    if (n->version >= 18 && (strcmp(text, "max") == 0 || strcmp(text, "min") == 0)) {
+        *code = text[1] == 'a' ? 3 : 4;
+        return CLRUN_OK;
+    }
     if (strcmp(text, "max") == 0 || strcmp(text, "min") == 0)
-        return clrun__unsupported(im, "reduction '%s' is not supported (none, add and mul are)", text);
+        return clrun__invalid(im, "reduction '%s' came in opset 18", text);
     return clrun__invalid(im, "reduction '%s' is not one of none, add, mul, max, min", text);
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Reduction max or min (opset 18) as maximum(data, scatter(data, indices, updates)) (or
+ * minimum): exact when no two updates go to the same element, which the indices, known at load,
+ * must show; positions[0..count) are their targets as offsets into data (an index out of range
+ * fails the run as for any scatter). */
+static clrun_status scatter_max_min(clrun__imp *im, clrun__onode *n, const char *op, clrun__value *const *in,
+                                    const clrun_attr *at, int n_at, int64_t reduction, int64_t *positions,
+                                    uint64_t count)
+{
+    qsort(positions, count, sizeof *positions, compare_i64);
+    for (uint64_t i = 1; i < count; i++)
+        if (positions[i] == positions[i - 1]) {
+            free(positions);
+            return clrun__unsupported(im, "reduction '%s' with two updates of one element is not supported",
+                                      reduction == 3 ? "max" : "min");
+        }
+    free(positions);
+    clrun__value *t;
+    clrun_status s = clrun__emit1(im, n, op, in, 3, at, n_at, -1, &t);
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, reduction == 3 ? "maximum" : "minimum", in[0], t, 0, NULL) : s;
+}
+
+/* The indices of a max/min reduction must be known at load; their count, and room for them. */
+static clrun_status positions_of(clrun__imp *im, const clrun__onode *n, uint64_t count, int64_t **positions)
+{
+    *positions = NULL;
+    if (!clrun__is_const(n->in[1]))
+        return clrun__unsupported(im, "reduction max or min with indices known only at run time is not "
+                                  "supported (input 1 '%s' must be a constant)", n->proto->input[1]);
+    if ((*positions = malloc((count + 1) * sizeof **positions)) == NULL)
+        return CLRUN__OOM(im);
+    return CLRUN_OK;
+}
+
+/* Index i of t on an axis of dim elements, negatives from the end; -1 when outside it. */
+static int64_t index_at(const clrun__otensor *t, uint64_t i, int64_t dim)
+{
+    int64_t v = clrun__otensor_get_int(t, i);
+    if (v < 0 && v >= -dim)
+        v += dim;
+    return v >= 0 && v < dim ? v : -1;
+}
+
+static clrun_status outside(clrun__imp *im, const clrun__onode *n, int64_t *positions, uint64_t i)
+{
+    free(positions);
+    return clrun__invalid(im, "index %" PRId64 " of input 1 '%s' is outside the data", clrun__otensor_get_int(&n->in[1]->c, i),
+                          n->proto->input[1]);
 }
 
 clrun_status clrun__map_scatter_elements(clrun__imp *im, clrun__onode *n)
@@ -53,8 +114,36 @@ clrun_status clrun__map_scatter_elements(clrun__imp *im, clrun__onode *n)
     if (s != CLRUN_OK)
         return s;
     clrun__value *in[3] = {n->in[0], n->in[1], n->in[2]};
-    clrun_attr at[2] = {clrun__mk_int("axis", a), clrun__mk_int("reduction", reduction)};
-    return clrun__emit1(im, n, "scatter_elements", in, 3, at, 2, 0, NULL);
+    clrun_attr at[2] = {clrun__mk_int("axis", a), clrun__mk_int("reduction", reduction > 2 ? 0 : reduction)};
+    if (reduction <= 2)
+        return clrun__emit1(im, n, "scatter_elements", in, 3, at, 2, 0, NULL);
+    const clrun__otensor *data = &n->in[0]->c, *idx = &n->in[1]->c;
+    uint64_t count = clrun__otensor_count(idx);
+    int64_t *positions;
+    if ((s = positions_of(im, n, count, &positions)) != CLRUN_OK)
+        return s;
+    if (idx->rank != data->rank) {
+        free(positions);
+        return clrun__invalid(im, "indices have rank %d, the data %d", idx->rank, data->rank);
+    }
+    for (uint64_t i = 0; i < count; i++) { /* the element's coordinates, axis a replaced */
+        uint64_t rest = i;
+        int64_t offset = 0, stride = 1;
+        for (int d = idx->rank - 1; d >= 0; d--) {
+            int64_t c = (int64_t)(rest % (uint64_t)idx->dims[d]);
+            rest /= (uint64_t)idx->dims[d];
+            if (d == a && (c = index_at(idx, i, data->dims[a])) < 0)
+                return outside(im, n, positions, i);
+            if (c >= data->dims[d]) { /* indices larger than the data off the axis */
+                free(positions);
+                return clrun__invalid(im, "indices are larger than the data on axis %d", d);
+            }
+            offset += c * stride;
+            stride *= data->dims[d];
+        }
+        positions[i] = offset;
+    }
+    return scatter_max_min(im, n, "scatter_elements", in, at, 2, reduction, positions, count);
 }
 
 clrun_status clrun__map_scatter_nd(clrun__imp *im, clrun__onode *n)
@@ -68,8 +157,29 @@ clrun_status clrun__map_scatter_nd(clrun__imp *im, clrun__onode *n)
     if (s != CLRUN_OK)
         return s;
     clrun__value *in[3] = {n->in[0], n->in[1], n->in[2]};
-    clrun_attr at = clrun__mk_int("reduction", reduction);
-    return clrun__emit1(im, n, "scatter_nd", in, 3, &at, 1, 0, NULL);
+    clrun_attr at = clrun__mk_int("reduction", reduction > 2 ? 0 : reduction);
+    if (reduction <= 2)
+        return clrun__emit1(im, n, "scatter_nd", in, 3, &at, 1, 0, NULL);
+    const clrun__otensor *data = &n->in[0]->c, *idx = &n->in[1]->c;
+    int64_t last = idx->rank ? idx->dims[idx->rank - 1] : 0;
+    if (last < 1 || last > data->rank)
+        return clrun__invalid(im, "indices' last dimension must be 1 to the data's rank %d", data->rank);
+    int k = (int)last;
+    uint64_t count = clrun__otensor_count(idx) / (uint64_t)k;
+    int64_t *positions;
+    if ((s = positions_of(im, n, count, &positions)) != CLRUN_OK)
+        return s;
+    for (uint64_t i = 0; i < count; i++) { /* the tuple's slice, as an offset over dims 0..k-1 */
+        int64_t offset = 0;
+        for (int j = 0; j < k; j++) {
+            int64_t c = index_at(idx, i * (uint64_t)k + (uint64_t)j, data->dims[j]);
+            if (c < 0)
+                return outside(im, n, positions, i * (uint64_t)k + (uint64_t)j);
+            offset = offset * data->dims[j] + c; /* below the data's element count */
+        }
+        positions[i] = offset;
+    }
+    return scatter_max_min(im, n, "scatter_nd", in, &at, 1, reduction, positions, count);
 }
 
 clrun_status clrun__map_gather_nd(clrun__imp *im, clrun__onode *n)

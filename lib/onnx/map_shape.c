@@ -236,9 +236,28 @@ clrun_status clrun__map_split(clrun__imp *im, clrun__onode *n)
         s = clrun__const_ints(im, n, 1, true, split, 64, &count);
     else if (s == CLRUN_OK)
         s = clrun__oattr_ints(im, n, "split", split, 64, &count);
+    int64_t parts = 0; /* opset 18: num_outputs, the last part smaller when it does not divide */
+    if (s == CLRUN_OK && n->version >= 18 && clrun__oattr_find(im, n, "num_outputs")) {
+        s = clrun__oattr_int(im, n, "num_outputs", 0, &parts);
+        if (s == CLRUN_OK && count >= 0)
+            s = clrun__invalid(im, "both the input 'split' and the attribute 'num_outputs' are given");
+        else if (s == CLRUN_OK && (parts < 1 || parts != n->n_out))
+            s = clrun__invalid(im, "num_outputs is %" PRId64 " for %d outputs", parts, n->n_out);
+    }
+    if (s == CLRUN_OK && n->n_out > 64)
+        s = clrun__unsupported(im, "a split into %d parts (at most 64)", n->n_out);
     if (s != CLRUN_OK)
         return s;
     int64_t dim = x->c.dims[a];
+    if (parts > 0) {
+        int64_t chunk = dim / parts + (dim % parts != 0); /* ceil: dim >= 0, parts >= 1 */
+        if (chunk == 0 || (parts - 1) * chunk >= dim)
+            return clrun__unsupported(im, "num_outputs %" PRId64 " leaves an empty part of axis %d of "
+                                      "size %" PRId64, parts, a, dim);
+        count = (int)parts;
+        for (int i = 0; i < count; i++)
+            split[i] = i + 1 < count ? chunk : dim - (parts - 1) * chunk;
+    }
     if (count < 0) {
         if (n->n_out < 1 || dim % n->n_out)
             return clrun__invalid(im, "axis %d of size %" PRId64 " does not split into %d equal parts", a, dim, n->n_out);

@@ -52,8 +52,9 @@ clrun_status clrun__map_lrn(clrun__imp *im, clrun__onode *n)
     return s == CLRUN_OK ? clrun__emit_binary(im, n, "div", x, p, 0, NULL) : s;
 }
 
-/* GridSample (opset 16): `grid_sample`, the strings as the op's codes; 4-D only (opset 20's
- * N-D and its "linear"/"cubic" names are later). */
+/* GridSample (opsets 16, 20): `grid_sample`, the strings as the op's codes; 4-D only (opset
+ * 20's N-D inputs are refused by name; its mode names "linear" and "cubic" are 16's "bilinear"
+ * and "bicubic"). */
 clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n)
 {
     static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
@@ -62,7 +63,15 @@ clrun_status clrun__map_grid_sample(clrun__imp *im, clrun__onode *n)
     int64_t align;
     clrun_status s = clrun__need_inputs(im, n, 2);
     if (s == CLRUN_OK)
-        s = clrun__oattr_string(im, n, "mode", "bilinear", mode, sizeof mode);
+        s = clrun__oattr_string(im, n, "mode", n->version >= 20 ? "linear" : "bilinear", mode, sizeof mode);
+    if (s == CLRUN_OK && n->version >= 20) { /* 20 renamed the modes; the old names are gone */
+        if (strcmp(mode, "linear") == 0)
+            strcpy(mode, "bilinear");
+        else if (strcmp(mode, "cubic") == 0)
+            strcpy(mode, "bicubic");
+        else if (strcmp(mode, "nearest") != 0)
+            return clrun__invalid(im, "mode '%s' is not linear, nearest or cubic (opset 20)", mode);
+    }
     if (s == CLRUN_OK)
         s = clrun__oattr_string(im, n, "padding_mode", "zeros", padding, sizeof padding);
     if (s == CLRUN_OK)

@@ -30,6 +30,11 @@ static const elem_row elem_rows[] = {
     {CLRUN__ONNX_DOUBLE, "double", 8},     {CLRUN__ONNX_UINT32, "uint32", 4},
     {CLRUN__ONNX_UINT64, "uint64", 8},     {CLRUN__ONNX_COMPLEX64, "complex64", 0},
     {CLRUN__ONNX_COMPLEX128, "complex128", 0}, {CLRUN__ONNX_BFLOAT16, "bfloat16", 2},
+    /* no size: clrun reads none of these (a refusal names them) */
+    {CLRUN__ONNX_FLOAT8E4M3FN, "float8e4m3fn", 0}, {CLRUN__ONNX_FLOAT8E4M3FNUZ, "float8e4m3fnuz", 0},
+    {CLRUN__ONNX_FLOAT8E5M2, "float8e5m2", 0}, {CLRUN__ONNX_FLOAT8E5M2FNUZ, "float8e5m2fnuz", 0},
+    {CLRUN__ONNX_UINT4, "uint4", 0}, {CLRUN__ONNX_INT4, "int4", 0},
+    {CLRUN__ONNX_FLOAT4E2M1, "float4e2m1", 0},
 };
 
 static const elem_row *elem_row_of(int elem)

@@ -31,6 +31,14 @@ enum {
     CLRUN__ONNX_COMPLEX64 = 14,
     CLRUN__ONNX_COMPLEX128 = 15,
     CLRUN__ONNX_BFLOAT16 = 16,
+    /* Opsets 19 to 21 (IR 9, 10): named in refusals; clrun has no such tensors. */
+    CLRUN__ONNX_FLOAT8E4M3FN = 17,
+    CLRUN__ONNX_FLOAT8E4M3FNUZ = 18,
+    CLRUN__ONNX_FLOAT8E5M2 = 19,
+    CLRUN__ONNX_FLOAT8E5M2FNUZ = 20,
+    CLRUN__ONNX_UINT4 = 21,
+    CLRUN__ONNX_INT4 = 22,
+    CLRUN__ONNX_FLOAT4E2M1 = 23,
 };
 
 /* Host tensors have at most as many dimensions as device ones: arrays of this size hold clrun
