@@ -13,7 +13,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_conv.c \
 	lib/ops/ops_conv_grad.c \
 	lib/ops/ops_col2im.c \
-	lib/ops/ops_sample.c
+	lib/ops/ops_sample.c \
+	lib/ops/ops_detect.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -28,7 +29,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/conv.cl \
 	kernels/conv_grad.cl \
 	kernels/col2im.cl \
-	kernels/sample.cl
+	kernels/sample.cl \
+	kernels/detect.cl
 
 # The integer products (matmul_integer, conv_integer).
 libclrun_internal_la_SOURCES += lib/ops/ops_qlinear.c
