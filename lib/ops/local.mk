@@ -110,3 +110,11 @@ tests_test_ops_sample_SOURCES = tests/test_ops_sample.c tests/op_reference.c \
 tests_test_ops_sample_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_sample_LDADD = $(TEST_LDADD) -lm
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_detect
+TESTS += tests/test_ops_detect
+tests_test_ops_detect_SOURCES = tests/test_ops_detect.c tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_detect_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_detect_LDADD = $(TEST_LDADD) -lm
+endif
