@@ -231,6 +231,14 @@ clrun_status clrun__maxpool_indices(clrun__imp *im, clrun__onode *n, clrun__valu
         return clrun__unsupported(im, "the Indices output of MaxPool over %s is not supported",
                                   clrun__onnx_elem_name(x->c.elem, e, sizeof e));
     }
+    /* A ceil_mode window entirely in the padding: onnxruntime counts it, PyTorch (and the
+     * graph op) drops it; refused as MaxPool's values are (clrun__pool2d_core). */
+    for (int i = 0; w->ceil_mode && i < w->spatial; i++) {
+        int64_t in = x->c.dims[2 + i], span = (w->kernel[i] - 1) * w->dilation[i] + 1;
+        int64_t room = in + w->pad_begin[i] + w->pad_end[i] - span;
+        if (room >= 0 && ((room + w->stride[i] - 1) / w->stride[i]) * w->stride[i] >= in + w->pad_begin[i])
+            return clrun__unsupported(im, "ceil_mode=1 with a last window entirely in the padding");
+    }
     /* 1-D: [N, C, W] as [N, C, 1, W]; with H = 1 the flat indices are those of x itself. */
     int sp = w->spatial, base = sp == 1 ? 1 : 0;
     int64_t kernel[2] = {1, 1}, stride[2] = {1, 1}, dilation[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
