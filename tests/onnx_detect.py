@@ -11,7 +11,7 @@
                B C min(max, N) rows, the kept ones first, then rows of -1; the same model with
                boxes and scores as initializers is evaluated at load: exactly the kept rows.
   maxpool      MaxPool with Indices (1-D and 2-D; storage_order 0 and 1; strides, pads,
-               dilations, ceil_mode) and MaxUnpool (with and without output_shape) against
+               dilations, ceil_mode; Y left unnamed) and MaxUnpool (with and without output_shape) against
                numpy
   bad input    boxes and scores that disagree, a negative max count, a center_point_box of 2,
                a storage_order of 2: refused, naming the node
@@ -184,6 +184,10 @@ def pool_cases():
                    [("y", TensorProto.FLOAT, 3), ("i", TensorProto.INT64, 3)], kernel_shape=[3], strides=[2],
                    pads=[1, 0])
     yield "maxpool_indices_1d", model, {"x": x}, {"y": y[:, :, 0], "i": ind[:, :, 0]}, None
+    model = single("maxpool_indices_1d_values_unnamed", "MaxPool", 12, [("x", x, True)],
+                   [("", TensorProto.FLOAT, 3), ("i", TensorProto.INT64, 3)], kernel_shape=[3], strides=[2],
+                   pads=[1, 0])
+    yield "maxpool_indices_1d_values_unnamed", model, {"x": x}, {"i": ind[:, :, 0]}, None
     # MaxUnpool of a MaxPool's outputs, into the unpooled size and into a given larger one
     x = RNG.standard_normal((2, 2, 4, 4)).astype(np.float32)
     y, ind = pool_reference(x, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], 0, 0)

@@ -262,14 +262,16 @@ clrun_status clrun__maxpool_indices(clrun__imp *im, clrun__onode *n, clrun__valu
         return clrun__unsupported(im, "the Indices output with this window (pads beyond half the "
                                   "kernel) is not supported");
     clrun__value *y = NULL, *i = NULL;
-    if (s == CLRUN_OK)
+    bool values = clrun__out(im, n, 0) != NULL; /* Y may be left unnamed */
+    if (s == CLRUN_OK && values)
         s = clrun__emit1(im, n, "maxpool2d", &image, 1, at, 5, sp == 1 ? -1 : 0, &y);
     if (s == CLRUN_OK)
         s = clrun__emit1(im, n, "maxpool2d_indices", &image, 1, at, 6, sp == 1 ? -1 : 1, &i);
     if (s != CLRUN_OK || sp == 2)
         return s;
-    int64_t out[3] = {y->c.dims[0], y->c.dims[1], y->c.dims[3]};
-    s = clrun__emit_reshape(im, n, y, 3, out, 0, NULL);
+    int64_t out[3] = {i->c.dims[0], i->c.dims[1], i->c.dims[3]};
+    if (values)
+        s = clrun__emit_reshape(im, n, y, 3, out, 0, NULL);
     return s == CLRUN_OK ? clrun__emit_reshape(im, n, i, 3, out, 1, NULL) : s;
 }
 
