@@ -147,7 +147,8 @@ __kernel void clrun_nms_rows(__global const int *sel, __global const int *counts
 
 /* Work-item (p, plane): window p = oh * OW + ow of image plane (n * C + c). Its index is the
  * first tap inside the image (row-major) whose value is strictly greater than every tap before
- * it (onnxruntime's rule; NaN never wins, as clrun_pool2d_f32's fmax ignores it), as a flat
+ * it (onnxruntime's rule; NaN never wins, as clrun_pool2d_f32's fmax ignores it; a window of
+ * NaN and -inf alone gives its first tap, where onnxruntime gives -1), as a flat
  * index of x: plane H W + h W + w, or with column_major plane H W + w H + h. */
 __kernel void clrun_maxpool2d_indices(__global const float *x, __global long *y,
                                       __constant const int *g, const int column_major)
@@ -173,8 +174,7 @@ __kernel void clrun_maxpool2d_indices(__global const float *x, __global long *y,
                 continue;
             const float v = xp[h * W + w];
             if (bh < 0 || v > m) {
-                if (bh < 0 || !isnan(v))
-                    m = isnan(v) ? -INFINITY : v;
+                m = isnan(v) ? -INFINITY : v;
                 bh = h;
                 bw = w;
             }

@@ -211,7 +211,7 @@ clrun_status clrun__map_nms(clrun__imp *im, clrun__onode *n)
     at[k++] = clrun__mk_int("center_point_box", p.center_point_box);
     clrun__value *in[2] = {n->in[0], n->in[1]}, *out = NULL;
     s = clrun__emit1(im, n, "non_max_suppression", in, 2, at, k, 0, &out);
-    if (s == CLRUN_OK)
+    if (s == CLRUN_OK && out)
         out->capacity_rows = true;
     return s;
 }
