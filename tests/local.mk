@@ -81,6 +81,10 @@ endif
 # the torch cases without torch).
 TESTS += tests/onnx_recurrent.sh
 EXTRA_DIST += tests/onnx_recurrent.sh tests/onnx_recurrent.py
+# NonMaxSuppression (on the device with a fixed capacity, and at load), MaxPool's Indices and
+# MaxUnpool against numpy; a detection head with NMS exported by torch against torch.
+TESTS += tests/onnx_detect.sh
+EXTRA_DIST += tests/onnx_detect.sh tests/onnx_detect.py
 # If with a condition fed at run time (guarded branches, nested, a skipped branch that would
 # fail), Scan and Loop unrolled at load: against numpy, under every allocator, fusion off.
 TESTS += tests/onnx_control.sh

@@ -15,5 +15,6 @@ extern const clrun__op *const clrun__ops_resize[];
 extern const clrun__op *const clrun__ops_scatter[];
 extern const clrun__op *const clrun__ops_sample[];
 extern const clrun__op *const clrun__ops_qlinear[];
+extern const clrun__op *const clrun__ops_detect[];
 
 #endif

@@ -84,4 +84,15 @@ static inline int64_t clrun__normalize_axis(int64_t axis, int rank)
     return axis < 0 ? axis + rank : axis;
 }
 
+/* non_max_suppression: boxes [B, N, 4], scores [B, C, N]; each (batch, class) keeps at most
+ * per_class = min(max_output, N) boxes, so the output has capacity = B C per_class rows. */
+typedef struct clrun__nms_geometry {
+    int64_t batches, classes, boxes, per_class, capacity;
+    float iou_threshold;
+    double score_threshold;
+    bool has_score_threshold, center_point_box;
+} clrun__nms_geometry;
+clrun_status clrun__nms_geometry_of(const clrun__op_call *call, clrun__nms_geometry *g,
+                                    const clrun__infer_error *err);
+
 #endif

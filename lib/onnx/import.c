@@ -291,7 +291,8 @@ static clrun_status check_declared(clrun__imp *im, const Onnx__ValueInfoProto *i
     for (size_t d = 0; !differ && d < tt->shape->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         differ = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-                 dim->dim_value != v->c.dims[d];
+                 dim->dim_value != v->c.dims[d] &&
+                 !(d == 0 && v->capacity_rows && dim->dim_value >= 0 && dim->dim_value < v->c.dims[0]);
     }
     if (!differ)
         return CLRUN_OK;

@@ -39,6 +39,8 @@ typedef struct clrun__value {
     bool graph_input;        /* a graph input */
     char *hidden;            /* owned: the unfindable name an unrolled iteration's value takes
                                 once its iteration is done (onnx_name then points here) */
+    bool capacity_rows;      /* dims[0] is a capacity, the rows used known at run time only
+                                (NonMaxSuppression's output): a model may declare fewer */
 } clrun__value;
 
 /* One node being imported. */

@@ -18,6 +18,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_elementwise.c \
 	lib/onnx/map_shape.c \
 	lib/onnx/map_index.c \
+	lib/onnx/map_detect.c \
 	lib/onnx/map_scatter.c \
 	lib/onnx/map_data_shaped.c \
 	lib/onnx/map_nn.c \

@@ -54,6 +54,13 @@ clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x
                                 clrun__value *bias, const clrun__window *w, int out, clrun__value **r);
 clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w,
                                 bool max, bool include_pad, int out, clrun__value **r);
+/* map_detect.c: NonMaxSuppression (on the host when boxes and scores are known at load),
+ * MaxUnpool, and MaxPool's Indices output (for map_nn.c's MaxPool, 1-D and 2-D). */
+clrun_status clrun__fold_nms(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_nms(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_max_unpool(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__maxpool_indices(clrun__imp *im, clrun__onode *n, clrun__value *x,
+                                    const clrun__window *w, int64_t storage_order);
 /* map_window3d.c: 3-D convolutions and pools as sums and maxima of 2-D ones over depth. */
 clrun_status clrun__conv3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
                            clrun__value *bias, const clrun__window *w);

@@ -605,12 +605,12 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
         s = clrun__oattr_int(im, n, "storage_order", 0, &storage);
     if (s != CLRUN_OK)
         return s;
-    if (max && clrun__out(im, n, 1))
-        return clrun__unsupported(im, "the Indices output of MaxPool is not supported");
     w.ceil_mode = ceil_mode != 0;
     for (int i = 0; !max && i < w.spatial; i++) /* AveragePool's dilations (opset 19) */
         if (w.dilation[i] != 1)
             return dilated_average(im, n, x, &w, include_pad != 0);
+    if (max && clrun__out(im, n, 1))
+        return clrun__maxpool_indices(im, n, x, &w, storage);
     if (w.spatial == 3)
         return clrun__pool3d(im, n, x, &w, max, include_pad != 0);
     if (w.spatial == 2)

@@ -157,6 +157,9 @@ static const clrun__onnx_op ops[] = {
     {"GridSample", V(16, 20), NULL, clrun__map_grid_sample},
     {"RoiAlign", V(10, 16), NULL, clrun__map_roi_align},
     {"ReverseSequence", V(10), NULL, clrun__map_reverse_sequence},
+    /* detection (map_detect.c) */
+    {"NonMaxSuppression", V(10, 11), clrun__fold_nms, clrun__map_nms},
+    {"MaxUnpool", V(9, 11), NULL, clrun__map_max_unpool},
     /* recurrent: unrolled over the steps (map_recurrent.c) */
     {"RNN", V(1, 7, 14), NULL, clrun__map_rnn},
     {"GRU", V(1, 3, 7, 14), NULL, clrun__map_gru},

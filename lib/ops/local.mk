@@ -13,7 +13,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_conv.c \
 	lib/ops/ops_conv_grad.c \
 	lib/ops/ops_col2im.c \
-	lib/ops/ops_sample.c
+	lib/ops/ops_sample.c \
+	lib/ops/ops_detect.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \
@@ -28,7 +29,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/conv.cl \
 	kernels/conv_grad.cl \
 	kernels/col2im.cl \
-	kernels/sample.cl
+	kernels/sample.cl \
+	kernels/detect.cl
 
 # The integer products (matmul_integer, conv_integer).
 libclrun_internal_la_SOURCES += lib/ops/ops_qlinear.c
@@ -107,4 +109,12 @@ tests_test_ops_sample_SOURCES = tests/test_ops_sample.c tests/op_reference.c \
 	tests/op_reference.h tests/device_test.h tests/rng.h tests/op_args.h
 tests_test_ops_sample_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_sample_LDADD = $(TEST_LDADD) -lm
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_ops_detect
+TESTS += tests/test_ops_detect
+tests_test_ops_detect_SOURCES = tests/test_ops_detect.c tests/device_test.h tests/rng.h tests/op_args.h
+tests_test_ops_detect_CFLAGS = $(TEST_CFLAGS)
+tests_test_ops_detect_LDADD = $(TEST_LDADD) -lm
 endif
