@@ -18,7 +18,11 @@
 /* Floors per moment are kept only while a placement's share of that work (the moments of the
  * buffers it raises) stays under this on average: beyond, the floor is L alone. Both are lower
  * bounds: the search stays complete, only its pruning is weaker. */
-#define DECIDE_FLOOR_WORK 65536
+#define DECIDE_FLOOR_WORK 4096
+/* ... or, on parts small enough that a dive costs little anyway, while the whole part's work
+ * stays under this (the fail-first choice needs the floors: balanced packings of 500 buffers,
+ * 5k a placement, are solved with them and not without). */
+#define DECIDE_FLOOR_TOTAL (UINT64_C(1) << 25)
 /* A restart's perturbed order moves each buffer by less than the part over this. */
 #define SHUFFLE_SPREAD 8
 
@@ -327,7 +331,7 @@ static clrun_status decide_init(clrun__plan_decide *d, const clrun_plan_buffer *
         for (size_t i = 0; i < m; i++)
             for (uint32_t k = d->ov_start[i]; k < d->ov_start[i + 1]; k++)
                 work += d->to[d->ov[k]] - d->from[d->ov[k]];
-        d->floors = work / m <= DECIDE_FLOOR_WORK;
+        d->floors = work / m <= DECIDE_FLOOR_WORK || work <= DECIDE_FLOOR_TOTAL;
     }
     free(local);
     free(keys);
