@@ -19,10 +19,11 @@
  * buffers it raises) stays under this on average: beyond, the floor is L alone. Both are lower
  * bounds: the search stays complete, only its pruning is weaker. */
 #define DECIDE_FLOOR_WORK 4096
-/* ... or, on parts small enough that a dive costs little anyway, while the whole part's work
- * stays under this (the fail-first choice needs the floors: balanced packings of 500 buffers,
- * 5k a placement, are solved with them and not without). */
-#define DECIDE_FLOOR_TOTAL (UINT64_C(1) << 25)
+/* ... or whatever that share, while the whole part's work (about a dive's cost with floors)
+ * stays under this: a few milliseconds a dive. The fail-first choice needs the floors: the
+ * balanced packings of 500 buffers (5k a placement, 2.7M in all) are solved with them, not
+ * without; at 1000 buffers (10M) the dives are too slow for them to pay within seconds. */
+#define DECIDE_FLOOR_TOTAL (UINT64_C(1) << 22)
 /* A restart's perturbed order moves each buffer by less than the part over this. */
 #define SHUFFLE_SPREAD 8
 
