@@ -624,11 +624,11 @@ static uint32_t next_candidate(clrun__plan_decide *d, uint64_t *x, bool *oom)
         uint64_t y = tree_min(&d->key);
         if (y == NONE || y >= d->capacity)
             return NO_CHILD;
+        if (tree_min(&d->dead) <= y)
+            return NO_CHILD; /* a buffer fits below every candidate left: all dominated */
         uint32_t c = d->floors && d->fail_first ? fail_first(d, y) : NO_CHILD;
         if (c == NO_CHILD)
             c = d->cur_by_rank[tree_argmin(&d->key)];
-        if (tree_min(&d->dead) <= y)
-            return NO_CHILD;
         bool skip = y + d->size[c] > d->capacity;
         if (!skip) {
             *x = y;
