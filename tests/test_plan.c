@@ -22,6 +22,8 @@
 
 #include <clrun/plan_gen.h>
 
+#include "plan/plan_internal.h"
+
 /* ---- the independent checker ---- */
 
 static bool alive_together(const clrun_plan_buffer *a, const clrun_plan_buffer *b)
@@ -525,6 +527,66 @@ static void complete_search_proves_tiny_instances_optimal(void **state)
             fail();
         }
     }
+}
+
+/* The decision search alone, in every kind of restart the complete search runs (the static
+ * orders, their perturbed copies, with and without the fail-first choice of plan_decide.c): at
+ * the exhaustive optimum it finds a valid plan, one below it proves there is none. A pruning
+ * rule that lost a plan (the dominance rule, the hatless one, the groups) fails here. */
+static void check_decisions_against_the_optimum(const char *what, uint64_t seed,
+                                                const clrun_plan_buffer *b, size_t n,
+                                                uint64_t align)
+{
+    uint32_t member[8];
+    uint64_t offsets[8];
+    for (size_t i = 0; i < n; i++)
+        member[i] = (uint32_t)i;
+    uint64_t optimum = exhaustive_optimum(b, n, align);
+    clrun__plan_decide *d = NULL;
+    assert_int_equal(clrun__plan_decide_new(b, member, n, align, INFINITY, &d), CLRUN_OK);
+    assert_non_null(d);
+    for (int run = 0; run < 2 * CLRUN__PLAN_RANKINGS + 2; run++) {
+        uint64_t nodes;
+        memset(offsets, 0xff, sizeof offsets);
+        clrun__plan_outcome fits =
+            clrun__plan_decide_run(d, optimum, run, EXACT_STEPS, INFINITY, offsets, &nodes);
+        clrun__plan_outcome below =
+            optimum == 0 ? CLRUN__PLAN_INFEASIBLE
+                         : clrun__plan_decide_run(d, optimum - 1, run, EXACT_STEPS, INFINITY,
+                                                  offsets, &nodes);
+        if (fits != CLRUN__PLAN_FOUND || below != CLRUN__PLAN_INFEASIBLE) {
+            print_message("%s seed %llu align %llu run %d: optimum %llu gives %d, one below %d\n",
+                          what, (unsigned long long)seed, (unsigned long long)align, run,
+                          (unsigned long long)optimum, fits, below);
+            print_instance(b, n, NULL);
+            fail();
+        }
+        /* the plan found at the optimum (the run below it writes nothing) */
+        uint64_t peak = 0;
+        for (size_t i = 0; i < n; i++)
+            if (offsets[i] + b[i].size > peak)
+                peak = offsets[i] + b[i].size;
+        check_plan(what, seed, b, n, align, offsets, peak, naive_lower_bound(b, n, align));
+        assert_true(peak <= optimum);
+    }
+    clrun__plan_decide_free(d);
+}
+
+static void decisions_keep_the_optimum_in_every_restart(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        size_t n = 2 + seed % 7;
+        clrun_plan_buffer b[8];
+        tiny_instance(seed, n, b);
+        check_decisions_against_the_optimum("tiny", seed, b, n, seed % 3 == 0 ? 8 : 1);
+    }
+    for (int which = 0; which < 2; which++)
+        for (int v = 0; v < ABOVE_VARIANTS; v++) {
+            clrun_plan_buffer b[7];
+            above_bound_instance(which, v, b);
+            check_decisions_against_the_optimum("above the bound", (uint64_t)v, b, 7, 1);
+        }
 }
 
 static void lower_bound_never_exceeds_true_optimum(void **state)
@@ -1209,6 +1271,7 @@ int main(void)
         cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),
         cmocka_unit_test(optimal_claims_match_exhaustive_search_on_tiny_instances),
         cmocka_unit_test(complete_search_proves_tiny_instances_optimal),
+        cmocka_unit_test(decisions_keep_the_optimum_in_every_restart),
         cmocka_unit_test(lower_bound_never_exceeds_true_optimum),
         cmocka_unit_test(lower_bound_matches_naive_sweep),
         cmocka_unit_test(lower_bound_of_perfect_packing_is_its_height),

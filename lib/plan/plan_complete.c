@@ -11,7 +11,9 @@
  * above it, and the next round starts again from the proven bound with four times the nodes
  * per decision. Within one decision on one part the search restarts with each static order in
  * turn, the node limit doubling after each full turn, so a bad early choice in one order costs
- * only its limit; the decisions at the bound and at the capacity, asked every round, get eight
+ * only its limit (after the first turn the orders are perturbed anew each time and every other
+ * run chooses fail-first: the run lengths of such searches are heavy-tailed, and new short
+ * runs find what one long run of the same search does not); the decisions at the bound and at the capacity, asked every round, get eight
  * decisions' nodes and carry their restarts over from round to round. Every plan found is kept
  * per part, so the kept peak only falls. */
 #include "plan/plan_internal.h"

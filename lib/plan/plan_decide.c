@@ -16,8 +16,17 @@
  *  - a buffer with a(b) < L ("pending") is never placed at a(b), and must not fit there: if
  *    a(b) + size(b) <= L, nothing placed from now on (all at L or above) can cover it, so b
  *    would fall. The node is pruned (dominance: the placement at L left a gap that b's
- *    minimum offset proves useless). A candidate is skipped when some other pending-to-be
- *    buffer it does not overlap proves it so.
+ *    minimum offset proves useless). The same holds before a placement: once some unplaced
+ *    buffer (tried here, or pending) would fit wholly below the lowest candidate's offset,
+ *    every candidate left at the node is dominated and the node fails (MiniMalloc's rule; it
+ *    holds whether or not that buffer is alive with the candidate).
+ *  - fail first (every other restart): among the candidates at the lowest offset, one that
+ *    covers the moment of the current group with the least room to spare, and among those
+ *    the moment the fewest candidates can cover (plan_decide.c, fail_first). A moment with no
+ *    room left must be covered at that offset by one of them: trying them in turn decides it
+ *    at once, where the static order reaches such a moment only after everything before it
+ *    in time. The choice only orders the binary branching "c here, or c ruled out at this
+ *    offset", so the search stays complete.
  *  - section bound: at each moment t the unplaced buffers alive then are stacked above the
  *    lowest of their minimum offsets ("unallocated floor", and never below L); with their
  *    aligned sizes, less the largest padding (the top one needs only its size), they must stay
@@ -525,11 +534,6 @@ static bool hatless(const clrun__plan_decide *d, uint32_t b, uint64_t x)
     return true;
 }
 
-static bool alive_together(const clrun__plan_decide *d, uint32_t a, uint32_t b)
-{
-    return d->from[a] < d->to[b] && d->from[b] < d->to[a];
-}
-
 /* ---- the search ---- */
 
 /* Whether the unplaced buffers alive at moment t can still stack under the capacity, with the
@@ -570,6 +574,48 @@ static bool tried_leaves_room(const clrun__plan_decide *d, uint32_t c)
     return true;
 }
 
+/* Fail first: among the moments of the current group whose floor is the lowest offset y, the
+ * one with the least room to spare (capacity less floor less the bytes still to stack there),
+ * and among those the one the fewest candidates at y can cover; the candidate covering it that
+ * ranks first. Every moment at zero room must be covered at y by one of them, so trying them
+ * in turn there (each ruled out after it fails) decides that moment at once, where the static
+ * order would decide moments in time order and find a moment's last option excluded only
+ * deep below. NO_CHILD when no candidate at y covers such a moment (the static order then). */
+static uint32_t fail_first(const clrun__plan_decide *d, uint64_t y)
+{
+    const group *g = &d->groups[d->group_count - 1];
+    uint64_t best_room = NONE;
+    uint32_t best_count = UINT32_MAX, best = NO_CHILD;
+    for (uint32_t t = g->lo; t < g->hi; t++) {
+        if (d->count[t] == 0)
+            continue;
+        uint64_t base = d->floor_at[t] > d->floor ? d->floor_at[t] : d->floor;
+        if (base != y)
+            continue;
+        uint64_t need = base + (NONE - stack_leaf(d, t));
+        uint64_t room = need >= d->capacity ? 0 : d->capacity - need;
+        if (room > best_room)
+            continue;
+        uint32_t count = 0, pick = NO_CHILD;
+        for (uint32_t k = d->sec_start[t]; k < d->sec_start[t + 1]; k++) {
+            uint32_t b = d->sec[k];
+            if (d->placed[b] || key_of(d, b) != y)
+                continue;
+            count++;
+            if (pick == NO_CHILD || d->cur_rank[b] < d->cur_rank[pick])
+                pick = b;
+        }
+        if (count == 0 || (room == best_room && count >= best_count))
+            continue;
+        best_room = room;
+        best_count = count;
+        best = pick;
+        if (room == 0 && count == 1)
+            break; /* forced: nothing decides sooner */
+    }
+    return best;
+}
+
 /* The next candidate of the node, or NO_CHILD when none is left; those that cannot come next
  * are marked tried on the way. *x gets its offset. */
 static uint32_t next_candidate(clrun__plan_decide *d, uint64_t *x, bool *oom)
@@ -578,12 +624,12 @@ static uint32_t next_candidate(clrun__plan_decide *d, uint64_t *x, bool *oom)
         uint64_t y = tree_min(&d->key);
         if (y == NONE || y >= d->capacity)
             return NO_CHILD;
-        uint32_t c = d->cur_by_rank[tree_argmin(&d->key)];
+        if (tree_min(&d->dead) <= y)
+            return NO_CHILD; /* a buffer fits below every candidate left: all dominated */
+        uint32_t c = d->floors && d->fail_first ? fail_first(d, y) : NO_CHILD;
+        if (c == NO_CHILD)
+            c = d->cur_by_rank[tree_argmin(&d->key)];
         bool skip = y + d->size[c] > d->capacity;
-        if (!skip && tree_min(&d->dead) <= y) {
-            uint32_t o = (uint32_t)tree_argmin(&d->dead);
-            skip = o != c && !alive_together(d, o, c); /* o would be left below L */
-        }
         if (!skip) {
             *x = y;
             return c;
@@ -606,7 +652,14 @@ clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capac
     d->capacity = capacity;
     d->cur_rank = d->rank[ranking % CLRUN__PLAN_RANKINGS];
     d->cur_by_rank = d->by_rank[ranking % CLRUN__PLAN_RANKINGS];
+    if (ranking >= CLRUN__PLAN_RANKINGS) {
+        if (clrun__plan_decide_shuffle(d, r, (uint64_t)ranking) != CLRUN_OK)
+            return CLRUN__PLAN_NO_MEMORY;
+        d->cur_rank = d->shuffled_rank;
+        d->cur_by_rank = d->shuffled_by_rank;
+    }
     d->from_end = clrun__plan_decide_from_end(ranking % CLRUN__PLAN_RANKINGS);
+    d->fail_first = ranking & 1;
     reset(d);
     /* the root: every buffer must fit, and every moment's stack */
     if (stack_max(d) > capacity)

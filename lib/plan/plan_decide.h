@@ -79,11 +79,13 @@ struct clrun__plan_decide {
     uint32_t *sec_start, *sec;    /* buffers alive at each moment (CSR) */
     uint32_t *rank[CLRUN__PLAN_RANKINGS];    /* buffer -> position in each static order */
     uint32_t *by_rank[CLRUN__PLAN_RANKINGS]; /* position -> buffer */
+    uint32_t *shuffled_rank, *shuffled_by_rank; /* a perturbed order, for restarts */
 
     /* the current run */
     uint64_t capacity;
     const uint32_t *cur_rank, *cur_by_rank;
     bool from_end;                /* the current order goes from the end of time */
+    bool fail_first;              /* candidates chosen by fail_first (plan_decide.c) */
     bool *placed;
     uint64_t *offset;
     uint64_t *end;                /* m(b): highest end of the placed buffers alive with b */
@@ -123,6 +125,9 @@ static inline uint64_t clrun__decide_align_up(const clrun__plan_decide *d, uint6
 bool clrun__plan_decide_from_end(int r);
 /* Builds static order r (d->rank[r], d->by_rank[r]) on first use. */
 clrun_status clrun__plan_decide_ranking(clrun__plan_decide *d, int r);
+/* Fills d->shuffled_rank and d->shuffled_by_rank with static order `base` perturbed at random
+ * for restart `run`. */
+clrun_status clrun__plan_decide_shuffle(clrun__plan_decide *d, int base, uint64_t run);
 /* Allocates a min tree of at least `count` leaves. */
 bool clrun__plan_decide_tree_alloc(min_tree *t, size_t count);
 

@@ -19,6 +19,13 @@
  * buffers it raises) stays under this on average: beyond, the floor is L alone. Both are lower
  * bounds: the search stays complete, only its pruning is weaker. */
 #define DECIDE_FLOOR_WORK 4096
+/* ... or whatever that share, while the whole part's work (about a dive's cost with floors)
+ * stays under this: a few milliseconds a dive. The fail-first choice needs the floors: the
+ * balanced packings of 500 buffers (5k a placement, 2.7M in all) are solved with them, not
+ * without; at 1000 buffers (10M) the dives are too slow for them to pay within seconds. */
+#define DECIDE_FLOOR_TOTAL (UINT64_C(1) << 22)
+/* A restart's perturbed order moves each buffer by less than the part over this. */
+#define SHUFFLE_SPREAD 8
 
 bool clrun__plan_decide_tree_alloc(min_tree *t, size_t count)
 {
@@ -49,6 +56,8 @@ void clrun__plan_decide_free(clrun__plan_decide *d)
         free(d->rank[r]);
         free(d->by_rank[r]);
     }
+    free(d->shuffled_rank);
+    free(d->shuffled_by_rank);
     free(d->placed);
     free(d->offset);
     free(d->end);
@@ -76,7 +85,7 @@ void clrun__plan_decide_free(clrun__plan_decide *d)
 /* ---- the tables ---- */
 
 typedef struct sort_key {
-    uint64_t k1, k2;
+    uint64_t k1, k2, k3;
     uint32_t index;
 } sort_key;
 
@@ -87,6 +96,8 @@ static int compare_sort_key(const void *a, const void *b)
         return x->k1 < y->k1 ? -1 : 1;
     if (x->k2 != y->k2)
         return x->k2 < y->k2 ? -1 : 1;
+    if (x->k3 != y->k3)
+        return x->k3 < y->k3 ? -1 : 1;
     return (x->index > y->index) - (x->index < y->index);
 }
 
@@ -95,9 +106,13 @@ static int compare_sort_key(const void *a, const void *b)
  * larger (or the longer-lived). With such an order the first candidate is the one at the edge
  * of the lowest gap, so the moment it starts at (or ends before: its anchor) is decided first:
  * which buffer fills it there, or none, which the floor check sees at once. That is what solves
- * packings. The last two are the best constructions' priorities (larger area, larger size
+ * packings. The next two are the best constructions' priorities (larger area, larger size
  * first): on loose instances a dive in that order is that construction, with backtracking
- * where the capacity is reached. */
+ * where the capacity is reached. The last three are MiniMalloc's: by the longest lifetime, the
+ * largest area and the fullest moment a buffer lives through ("total": the buffers of the
+ * fullest sections first), in the orders W-A-T, T-A-W and T-W-A. Restarts past the first turn
+ * use perturbed copies of these (clrun__plan_decide_shuffle), so that a longer run is a new
+ * search rather than the same one deeper. */
 bool clrun__plan_decide_from_end(int r)
 {
     return r == 1 || r == 3;
@@ -126,11 +141,20 @@ clrun_status clrun__plan_decide_ranking(clrun__plan_decide *d, int r)
         if (r < 4) {
             uint64_t along = clrun__plan_decide_from_end(r) ? UINT64_MAX - d->to[i] : d->from[i];
             uint64_t second = r < 2 ? UINT64_MAX - size : UINT64_MAX - span;
-            keys[i] = (sort_key){along, second, i};
+            keys[i] = (sort_key){along, second, 0, i};
         } else if (r == 4) {
-            keys[i] = (sort_key){UINT64_MAX - area_key, UINT64_MAX - size, i};
+            keys[i] = (sort_key){UINT64_MAX - area_key, UINT64_MAX - size, 0, i};
+        } else if (r == 5) {
+            keys[i] = (sort_key){UINT64_MAX - size, UINT64_MAX - span, 0, i};
         } else {
-            keys[i] = (sort_key){UINT64_MAX - size, UINT64_MAX - span, i};
+            uint64_t total = 0;
+            for (uint32_t t = d->from[i]; t < d->to[i]; t++)
+                if (d->sum0[t] > total)
+                    total = d->sum0[t];
+            uint64_t W = UINT64_MAX - span, A = UINT64_MAX - area_key, T = UINT64_MAX - total;
+            keys[i] = r == 6 ? (sort_key){W, A, T, i}
+                    : r == 7 ? (sort_key){T, A, W, i}
+                             : (sort_key){T, W, A, i};
         }
     }
     qsort(keys, d->m, sizeof *keys, compare_sort_key);
@@ -142,12 +166,44 @@ clrun_status clrun__plan_decide_ranking(clrun__plan_decide *d, int r)
     return CLRUN_OK;
 }
 
+/* A perturbed copy of static order `base` for restart `run`: each buffer moved later by a
+ * random amount below an eighth of the part (the same for the same run), into d->shuffled_*:
+ * neighbours in the order swap, the order's sweep along time or size stays. */
+clrun_status clrun__plan_decide_shuffle(clrun__plan_decide *d, int base, uint64_t run)
+{
+    clrun_status st = clrun__plan_decide_ranking(d, base);
+    if (st != CLRUN_OK)
+        return st;
+    if (!d->shuffled_rank) {
+        d->shuffled_rank = malloc(d->m * sizeof *d->shuffled_rank);
+        d->shuffled_by_rank = malloc(d->m * sizeof *d->shuffled_by_rank);
+        if (!d->shuffled_rank || !d->shuffled_by_rank)
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    sort_key *keys = malloc(d->m * sizeof *keys);
+    if (!keys)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    uint64_t rng = run * 0x9E3779B97F4A7C15u + (uint64_t)base;
+    uint64_t spread = d->m / SHUFFLE_SPREAD + 2;
+    for (uint32_t p = 0; p < d->m; p++) {
+        uint32_t b = d->by_rank[base][p];
+        keys[p] = (sort_key){p + clrun__plan_random_below(&rng, spread), p, 0, b};
+    }
+    qsort(keys, d->m, sizeof *keys, compare_sort_key);
+    for (uint32_t p = 0; p < d->m; p++) {
+        d->shuffled_by_rank[p] = keys[p].index;
+        d->shuffled_rank[keys[p].index] = p;
+    }
+    free(keys);
+    return CLRUN_OK;
+}
+
 /* The pairs of buffers alive together, both ways, as lists per buffer. */
 static clrun_status build_overlaps(clrun__plan_decide *d, sort_key *keys)
 {
     size_t m = d->m;
     for (uint32_t i = 0; i < m; i++)
-        keys[i] = (sort_key){d->from[i], 0, i};
+        keys[i] = (sort_key){d->from[i], 0, 0, i};
     qsort(keys, m, sizeof *keys, compare_sort_key);
     d->ov_start = calloc(m + 1, sizeof *d->ov_start);
     if (!d->ov_start)
@@ -276,7 +332,7 @@ static clrun_status decide_init(clrun__plan_decide *d, const clrun_plan_buffer *
         for (size_t i = 0; i < m; i++)
             for (uint32_t k = d->ov_start[i]; k < d->ov_start[i + 1]; k++)
                 work += d->to[d->ov[k]] - d->from[d->ov[k]];
-        d->floors = work / m <= DECIDE_FLOOR_WORK;
+        d->floors = work / m <= DECIDE_FLOOR_WORK || work <= DECIDE_FLOOR_TOTAL;
     }
     free(local);
     free(keys);

@@ -267,8 +267,9 @@ uint64_t clrun__plan_parts_peak(const clrun__plan_parts *parts, const char **met
  * large (two alive at once); a packing of 10k with 300 alive is. */
 #define CLRUN__PLAN_LARGE_WORK 1000000
 
-/* Static orders the decision search breaks ties with; restarts cycle through them. */
-#define CLRUN__PLAN_RANKINGS 6
+/* Static orders the decision search breaks ties with; restarts cycle through them, then
+ * through perturbed copies of them (plan_decide_tables.c). */
+#define CLRUN__PLAN_RANKINGS 9
 
 /* How a decision ended. */
 typedef enum clrun__plan_outcome {
@@ -289,8 +290,9 @@ clrun_status clrun__plan_decide_new(const clrun_plan_buffer *buffers, const uint
                                     clrun__plan_decide **out);
 void clrun__plan_decide_free(clrun__plan_decide *d);
 /* Searches for offsets of the part with every end at or below `capacity`, ties broken by the
- * static order `ranking`, visiting at most max_nodes nodes (placements) and stopping at the
- * deadline (read every 64 nodes). On FOUND, offsets[member[i]] are written (and nothing else).
+ * static order `ranking` % CLRUN__PLAN_RANKINGS (perturbed, deterministically in `ranking`,
+ * from the second turn of the orders on; odd rankings choose candidates fail-first), visiting
+ * at most max_nodes nodes (placements) and stopping at the deadline (read every 64 nodes). On FOUND, offsets[member[i]] are written (and nothing else).
  * *nodes gets the nodes visited. */
 clrun__plan_outcome clrun__plan_decide_run(clrun__plan_decide *d, uint64_t capacity, int ranking,
                                            uint64_t max_nodes, double deadline,
