@@ -178,8 +178,11 @@ clrun_status clrun_plan_greedy(const clrun_plan_buffer *buffers, size_t n, uint6
  *     under C?": the capacity, the lower bound, then bisection up to the best peak), each a
  *     depth-first search over canonical plans (MiniMalloc's: buffers placed in offset order,
  *     each as low as the others allow, lowest candidate first, pruned where some moment
- *     cannot stack its unplaced buffers under C, or a placement leaves a gap an unplaced
- *     buffer would fall into; restarts with other tie-break orders and doubling node limits).
+ *     cannot stack its unplaced buffers under C, or an unplaced buffer would fit wholly
+ *     below the lowest candidate; restarts through nine tie-break orders, MiniMalloc's three
+ *     among them, then perturbed copies of them chosen by the restart's number, every other
+ *     restart choosing first the candidate that covers the fullest moment, with doubling node
+ *     limits: deterministic for a given step limit).
  *     It proves optimality when no plan fits under the best peak less one; given half the
  *     time and steps left;
  *  3. improvement: randomised rebuilds of the best lowest-first plan with perturbed priorities,
