@@ -696,6 +696,62 @@ __kernel void clrun_reduce_f32(__global const float *x, __global float *y,
     REDUCE_BODY(float, f32)
 }
 
+/* One work-item per output (CPUs): the reduced box of clrun_reduce_f32's meta is one run of
+ * `count` elements (reduced_rank at most 1) at the run's stride. A contiguous run reads VW floats
+ * at a time into four vectors of partial results (loads that do not wait on each other), which
+ * combine in a fixed order, lane 0 first, before the tail one float at a time; a strided run
+ * reads one float at a time (neighbouring work-items on neighbouring floats). Either way the
+ * order is fixed: the same bits on every run. */
+#define RR_SUM(a, v) ((a) + (v))
+#define RR_SQUARE(a, v) ((a) + (v) * (v))
+#define RR_MUL(a, v) ((a) * (v))
+#define RR_RUN(STEP, COMBINE)                                                                      \
+    do {                                                                                           \
+        if (step == 1) {                                                                           \
+            VEC a0 = start, a1 = start, a2 = start, a3 = start;                                    \
+            for (; j + 4 * VW <= count; j += 4 * VW) {                                             \
+                a0 = STEP(a0, VLOAD(0, xr + j));                                                   \
+                a1 = STEP(a1, VLOAD(1, xr + j));                                                   \
+                a2 = STEP(a2, VLOAD(2, xr + j));                                                   \
+                a3 = STEP(a3, VLOAD(3, xr + j));                                                   \
+            }                                                                                      \
+            for (; j + VW <= count; j += VW)                                                       \
+                a0 = STEP(a0, VLOAD(0, xr + j));                                                   \
+            float lanes[VW];                                                                       \
+            VSTORE(COMBINE(COMBINE(a0, a1), COMBINE(a2, a3)), 0, lanes);                           \
+            for (int l = 0; l < VW; l++)                                                           \
+                acc = COMBINE(acc, lanes[l]);                                                      \
+            for (; j < count; j++)                                                                 \
+                acc = STEP(acc, xr[j]);                                                            \
+        } else {                                                                                   \
+            for (; j < count; j++)                                                                 \
+                acc = STEP(acc, xr[j * step]);                                                     \
+        }                                                                                          \
+    } while (0)
+
+__kernel void clrun_reduce_rows_f32(__global const float *x, __global float *y,
+                                    __global const ulong *meta, const int op)
+{
+    const size_t o = get_global_id(0);
+    const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];
+    const ulong count = meta[2];
+    __global const ulong *kept = meta + 3;
+    const ulong step = reduced_rank ? kept[2 * kept_rank + 1] : 1;
+    __global const float *xr = x + (kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0);
+    const float start = reduce_start_f32(op);
+    float acc = start;
+    ulong j = 0;
+    switch (op) {
+    case REDUCE_MAX: RR_RUN(fmax, fmax); break;
+    case REDUCE_MIN: RR_RUN(fmin, fmin); break;
+    case REDUCE_PROD: RR_RUN(RR_MUL, RR_MUL); break;
+    case REDUCE_L2:
+    case REDUCE_SUM_SQUARE: RR_RUN(RR_SQUARE, RR_SUM); break;
+    default: RR_RUN(RR_SUM, RR_SUM); break;
+    }
+    y[o] = op == REDUCE_MEAN ? acc / (float)count : op == REDUCE_L2 ? sqrt(acc) : acc;
+}
+
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 REDUCE_HELPERS(double, f64)

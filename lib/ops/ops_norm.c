@@ -462,9 +462,18 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     if (x->dtype == CLRUN_F64 && !ctx->info.fp64)
         return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED,
                            "reduce: f64 needs cl_khr_fp64, which '%s' does not have", ctx->info.name);
+    /* On CPUs an f32 reduction over one run (any stride) takes a work-item per output: a
+     * work-group per output with a tree in local memory costs POCL a loop per barrier. */
+    bool per_item = false;
+    clrun_status s = rows_per_item(ctx, &per_item);
+    if (s != CLRUN_OK)
+        return s;
+    per_item = per_item && x->dtype == CLRUN_F32 && red <= 1;
+    const char *name = per_item                  ? "clrun_reduce_rows_f32"
+                     : x->dtype == CLRUN_F64 ? "clrun_reduce_f64"
+                                             : "clrun_reduce_f32";
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, x->dtype == CLRUN_F64 ? "clrun_reduce_f64" : "clrun_reduce_f32", 1,
-                               outputs, count, false, &st);
+    s = row_begin(ctx, name, 1, outputs, count, per_item, &st);
     if (s != CLRUN_OK)
         return s;
     s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->table);
