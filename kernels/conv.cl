@@ -168,6 +168,42 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
             break;                                                                                 \
     }
 
+/* Narrow planes (OW <= DWN): an output row is one vector, lane j column j. The input rows are
+ * copied into private memory, column iw at iw + pw with zeros around it (DW_ROW floats a row,
+ * (DWN - 1) sw + (KW - 1) dw + 1: what a row's vectors read), the whole plane once where it fits
+ * in DW_PLANE floats and the work-item has every row, else each row as a tap needs it; each tap
+ * kw loads its DWN inputs from there at once. A lane whose input column lies outside the row
+ * keeps its sum (a select, not a product of 0), so every output sums the taps inside the image
+ * kh, kw ascending, one fma each: the bits of dw_one. */
+#define DW_ROW 64
+#define DW_PLANE 1024
+#define DWINT CAT(int, DWN)
+__constant int dw_lane_ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+/* Row `row` of W floats into p as DW_ROW describes, span floats in all. */
+void dw_copy_row(float *p, __global const float *row, const int W, const int pw, const int span)
+{
+    const int n = min(W, span - pw);
+    for (int i = 0; i < pw; i++)
+        p[i] = 0.0f;
+    for (int i = 0; i < n; i++)
+        p[pw + i] = row[i];
+    for (int i = pw + n; i < span; i++)
+        p[i] = 0.0f;
+}
+
+DWVEC dw_load_private(const float *p, const int sw)
+{
+    if (sw == 1)
+        return DWLOAD(p);
+    if (sw == 2)
+        return (DWVEC)(DWLOAD(p).even, DWLOAD(p + DWN - 1).odd);
+    float lanes[DWN];
+    for (int j = 0; j < DWN; j++)
+        lanes[j] = p[j * sw];
+    return DWLOAD(lanes);
+}
+
 __kernel void clrun_conv2d_depthwise(__global const float *x, __global const float *w,
                                      __global const float *bias, __global float *out,
                                      __constant const int *g, const int has_bias EPILOGUE_PARAMS)
@@ -192,6 +228,37 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     const int last = W - 1 + pw - (KW - 1) * dw;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
     const bool vectors = hi - lo >= DWN;
+    const int span = (DWN - 1) * sw + (KW - 1) * dw + 1;
+    if (OW <= DWN && span <= DW_ROW) {
+        const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
+        float buf[DW_PLANE];
+        const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;
+        for (int ih = 0; whole && ih < H; ih++)
+            dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
+        for (int oh = oh0; oh < oh1; oh++) {
+            const int ih0 = oh * sh - ph;
+            DWVEC acc = 0.0f;
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H)
+                    continue;
+                const float *r = whole ? buf + ih * span : buf;
+                if (!whole)
+                    dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
+                for (int kw = 0; kw < KW; kw++) {
+                    const DWINT iw = lane * sw - pw + kw * dw;
+                    const DWVEC v = dw_load_private(r + kw * dw, sw);
+                    acc = select(acc, fma(v, (DWVEC)(wo[kh * KW + kw]), acc), (iw >= 0) & (iw < W));
+                }
+            }
+            float lanes[DWN];
+            DWSTORE(has_bias ? acc + add : acc, lanes);
+            const ulong at = (plane * OH + oh) * OW;
+            for (int j = 0; j < OW; j++)
+                out[at + j] = EPILOGUE(lanes[j], at + j, o);
+        }
+        return;
+    }
     for (int oh = oh0; oh < oh1; oh++) {
         const int ih0 = oh * sh - ph;
         const ulong at = (plane * OH + oh) * OW;

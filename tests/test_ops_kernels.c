@@ -580,6 +580,10 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,3,6,70", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, false},
         {"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true},
         {"1,2,9,37", "2,1,3,3", {{1, 1}, {0, 2, 1, 0}, {1, 1}, 2, {0, 0}}, true},
+        /* depthwise planes no wider than a vector (MobileNet's 14 x 14 and 7 x 7): 5 x 5 at
+         * stride 2 (the plane copied once), dilated on a tall plane (each row as needed) */
+        {"1,6,15,15", "6,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 6, {0, 0}}, true},
+        {"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
         /* one input channel: the core past 3 x 3 (an STFT-like Conv1d, a 5 x 5 stem), else the
@@ -1037,11 +1041,11 @@ static void every_reduction_over_any_axes_with_keepdims(void **state)
 }
 
 /* Every reduction at ranks 7 and 8 (CLRUN_MAX_DIMS), on every other axis so that neither the
- * kept nor the reduced dims merge: the kernel's table holds them all. The reference walks the
- * input's coordinates. */
-static void every_reduction_at_ranks_7_and_8(void **state)
+ * kept nor the reduced dims merge: the kernel's table holds them all; and over runs longer than
+ * four vectors with a tail, contiguous and strided, several outputs each (on CPUs a work-item
+ * per output). The reference walks the input's coordinates. */
+static void every_reduction_at_ranks_7_and_8_and_over_long_runs_once(void)
 {
-    (void)state;
     static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
                                       "reduce_prod", "reduce_l2", "reduce_sum_square"};
     static const struct {
@@ -1054,6 +1058,9 @@ static void every_reduction_at_ranks_7_and_8(void **state)
         {"2,3,2,3,2,3,2", 3, {1, 3, -2}, false, "2,2,2,2"},
         {"2,3,2,3,2,3,2,3", 4, {1, 3, 5, 7}, true, "2,1,2,1,2,1,2,1"},
         {"3,2,3,2,3,2,3,2", 4, {0, 2, 4, 6}, false, "2,2,2,2"},
+        {"3,2,77", 1, {2}, false, "3,2"},
+        {"3,77,2", 1, {1}, true, "3,1,2"},
+        {"2,3,5,7", 2, {2, 3}, true, "2,3,1,1"},
     };
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -1107,6 +1114,19 @@ static void every_reduction_at_ranks_7_and_8(void **state)
             free(ref), free(scale), free(acc), free(cnt), free(n.result);
             free_node_data(&n, 1);
         }
+}
+
+/* The reductions in the automatic choice, forced TILED (a work-group per output) and forced
+ * VECTOR (a work-item per output everywhere, which oclgrind checks so). */
+static void every_reduction_at_ranks_7_and_8_and_over_long_runs(void **state)
+{
+    (void)state;
+    every_reduction_at_ranks_7_and_8_and_over_long_runs_once();
+    clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    every_reduction_at_ranks_7_and_8_and_over_long_runs_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    every_reduction_at_ranks_7_and_8_and_over_long_runs_once();
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
 static void argmax_and_argmin_with_ties_keepdims_and_last_index(void **state)
@@ -1240,7 +1260,7 @@ int main(void)
         cmocka_unit_test_setup(instancenorm_and_batchnorm_per_channel, reset_choices),
         cmocka_unit_test_setup(softmax_and_logsoftmax_over_any_axis, reset_choices),
         cmocka_unit_test_setup(every_reduction_over_any_axes_with_keepdims, reset_choices),
-        cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8, reset_choices),
+        cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8_and_over_long_runs, reset_choices),
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),
     };
