@@ -590,19 +590,26 @@ __kernel void clrun_arg_extreme(__global const float *x, __global long *y, const
     y[id] = at;
 }
 
-/* batchnorm (inference) over [N, C, inner]: work-item (i, plane = n * C + c). */
+/* batchnorm (inference) over [N, C, inner]: work-item (b, plane = n * C + c) normalises the
+ * block [b * B, b * B + B) of the plane, B = ceil(inner / global size 0): one element where the
+ * host launches one work-item per element (devices with local memory), a few thousand on CPUs,
+ * the channel's factor computed once. Every element takes the same expression either way. */
 __kernel void clrun_batchnorm(__global const float *x, __global const float *scale,
                               __global const float *bias, __global const float *mean,
                               __global const float *var, __global float *y, const ulong C,
                               const ulong inner, const float eps)
 {
-    const size_t i = get_global_id(0), plane = get_global_id(1);
-    if (i >= inner)
+    const size_t plane = get_global_id(1);
+    const ulong B = (inner + get_global_size(0) - 1) / get_global_size(0);
+    const ulong i0 = get_global_id(0) * B, i1 = min(inner, i0 + B);
+    if (i0 >= inner)
         return;
     const ulong c = plane % C;
-    const float a = scale[c] / sqrt(var[c] + eps);
-    const ulong at = plane * inner + i;
-    y[at] = (x[at] - mean[c]) * a + bias[c];
+    const float a = scale[c] / sqrt(var[c] + eps), m = mean[c], b = bias[c];
+    __global const float *xp = x + plane * inner;
+    __global float *yp = y + plane * inner;
+    for (ulong i = i0; i < i1; i++)
+        yp[i] = (xp[i] - m) * a + b;
 }
 
 /* ---- reductions --------------------------------------------------------------------------- */

@@ -892,23 +892,28 @@ static void instancenorm_and_batchnorm_per_channel_once(void)
     instancenorm_matches_the_reference("2,3,5,6", 950);
     instancenorm_matches_the_reference("1,2,9,11", 955);
 
-    double ref[120], scale[120];
-    node bn = {.op = "batchnorm", .input_count = 5,
-               .in = {type("2,4,3,5"), type("4"), type("4"), type("4"), type("4")}};
-    bn.attrs[bn.attr_count++] = attr_float("eps", 1e-3);
-    bn.data[0] = random_floats(120, -2, 2, 960);
-    for (int i = 1; i < 5; i++)
-        bn.data[i] = random_floats(4, i == 4 ? 0.1 : -1, 1, 960 + (uint64_t)i);
-    run_node(&bn, 1, NULL);
-    for (int i = 0; i < 120; i++) {
-        int c = i / 15 % 4;
-        double y = (bn.data[0][i] - bn.data[3][c]) / sqrt(bn.data[4][c] + 1e-3) * bn.data[1][c];
-        ref[i] = y + bn.data[2][c];
-        scale[i] = fabs(y) * 10 + fabs(bn.data[2][c]);
+    /* small planes, and planes of two blocks of a work-item on CPUs (the last one partial) */
+    static const struct { const char *x; int inner; } shapes[] = {{"2,4,3,5", 15}, {"1,4,70,70", 4900}};
+    for (int k = 0; k < 2; k++) {
+        node bn = {.op = "batchnorm", .input_count = 5,
+                   .in = {type(shapes[k].x), type("4"), type("4"), type("4"), type("4")}};
+        bn.attrs[bn.attr_count++] = attr_float("eps", 1e-3);
+        uint64_t count = elements(&bn.in[0]);
+        bn.data[0] = random_floats(count, -2, 2, 960 + 10 * (uint64_t)k);
+        for (int i = 1; i < 5; i++)
+            bn.data[i] = random_floats(4, i == 4 ? 0.1 : -1, 1, 960 + 10 * (uint64_t)k + (uint64_t)i);
+        run_node(&bn, 1, NULL);
+        double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+        for (uint64_t i = 0; i < count; i++) {
+            int c = (int)(i / (uint64_t)shapes[k].inner % 4);
+            double y = (bn.data[0][i] - bn.data[3][c]) / sqrt(bn.data[4][c] + 1e-3) * bn.data[1][c];
+            ref[i] = y + bn.data[2][c];
+            scale[i] = fabs(y) * 10 + fabs(bn.data[2][c]);
+        }
+        expect_close(&bn, ref, scale, "batchnorm");
+        free(ref), free(scale), free(bn.result);
+        free_node_data(&bn, 5);
     }
-    expect_close(&bn, ref, scale, "batchnorm");
-    free(bn.result);
-    free_node_data(&bn, 5);
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
