@@ -19,8 +19,10 @@
 # creation + first run inside its process (and its whole node process). Not a test.
 #
 # Usage: bench/bench_ort_models.sh [--rounds R] [--repeat N] [--no-cold] ORT_DIR [MODEL...]
-#        (from the build tree; CLRUN sets the clrun binary, default ./clrun; PYTHON the
-#        interpreter with torch, default /usr/bin/python3; MODEL names as in ort_models.py)
+#        (from the build tree; CLRUN sets the clrun binary, default ./clrun; BASE another
+#        clrun, e.g. a build of the main branch, timed in the same rounds as a before/after;
+#        PYTHON the interpreter with torch, default /usr/bin/python3; MODEL names as in
+#        ort_models.py)
 set -eu
 rounds=3
 repeat=10
@@ -60,6 +62,9 @@ models=$(cut -d' ' -f1 "$tmp/models")
 r=1
 while [ "$r" -le "$rounds" ]; do
     for m in $models; do
+        if [ -n "${BASE:-}" ] && line=$("$BASE" run "$tmp/$m.onnx" --repeat "$repeat" 2>/dev/null | grep '^time'); then
+            echo "$line" | sed 's/^time *\([0-9.]*\) ms.*/\1/' >>"$tmp/$m.base"
+        fi
         if line=$("$clrun" run "$tmp/$m.onnx" --repeat "$repeat" 2>"$tmp/$m.clrun.err" | grep '^time'); then
             echo "$line" | sed 's/^time *\([0-9.]*\) ms.*/\1/' >>"$tmp/$m.clrun"
         fi
@@ -70,20 +75,31 @@ while [ "$r" -le "$rounds" ]; do
     r=$((r + 1))
 done
 
-printf '%-16s %12s %12s %10s\n' model clrun_ms ort_ms clrun/ort
+printf '%-16s %12s %12s %10s' model clrun_ms ort_ms clrun/ort
+[ -z "${BASE:-}" ] || printf ' %12s %10s %10s' base_ms base/ort clrun/base
+echo
 for m in $models; do
     if [ -s "$tmp/$m.clrun" ] && [ -s "$tmp/$m.ort" ]; then
         a=$(median <"$tmp/$m.clrun")
         b=$(median <"$tmp/$m.ort")
         ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')
         echo "$ratio" >>"$tmp/ratios"
-        printf '%-16s %12.2f %12.2f %9sx\n' "$m" "$a" "$b" "$ratio"
+        printf '%-16s %12.2f %12.2f %9sx' "$m" "$a" "$b" "$ratio"
+        if [ -s "$tmp/$m.base" ]; then
+            c=$(median <"$tmp/$m.base")
+            awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf " %12.2f %9.2fx %9.2fx", c, c / b, a / c }'
+            awk -v c="$c" -v b="$b" 'BEGIN { print c / b }' >>"$tmp/base_ratios"
+        fi
+        echo
     else
         printf '%-16s %s\n' "$m" "n/a: $(cat "$tmp/$m.clrun.err" "$tmp/$m.ort.err" | head -c 90 | tr '\n' ' ')"
     fi
 done
 if [ -s "$tmp/ratios" ]; then
     awk '{ s += log($1); n++; if ($1 > w) w = $1 } END { printf "geometric mean %.2fx over %d models, worst %.2fx\n", exp(s / n), n, w }' "$tmp/ratios"
+fi
+if [ -s "$tmp/base_ratios" ]; then
+    awk '{ s += log($1); n++; if ($1 > w) w = $1 } END { printf "BASE: geometric mean %.2fx over %d models, worst %.2fx\n", exp(s / n), n, w }' "$tmp/base_ratios"
 fi
 
 [ "$cold" = yes ] || exit 0
