@@ -168,14 +168,15 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
             break;                                                                                 \
     }
 
-/* Narrow planes (OW <= DWN): an output row is one vector, lane j column j. The input rows are
- * copied into private memory, column iw at iw + pw with zeros around it (DW_ROW floats a row,
- * (DWN - 1) sw + (KW - 1) dw + 1: what a row's vectors read), the whole plane once where it fits
- * in DW_PLANE floats and the work-item has every row, else each row as a tap needs it; each tap
- * kw loads its DWN inputs from there at once. A lane whose input column lies outside the row
- * keeps its sum (a select, not a product of 0), so every output sums the taps inside the image
- * kh, kw ascending, one fma each: the bits of dw_one. */
-#define DW_ROW 64
+/* Narrow planes (OW <= 2 DWN): an output row is one or two vectors, lane j of vector v column
+ * v DWN + j. The input rows are copied into private memory, column iw at iw + pw with zeros
+ * around it (span floats a row, at most DW_ROW: (NV DWN - 1) sw + (KW - 1) dw + 1 for NV
+ * vectors, what a row's vectors read), the whole plane once where it fits in DW_PLANE floats
+ * and the work-item has every row, else each row as a tap needs it; each tap kw loads its DWN
+ * inputs from there at once. A lane whose input column lies outside the row keeps its sum (a
+ * select, not a product of 0), so every output sums the taps inside the image kh, kw
+ * ascending, one fma each: the bits of dw_one. */
+#define DW_ROW 128
 #define DW_PLANE 1024
 #define DWINT CAT(int, DWN)
 __constant int dw_lane_ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -183,8 +184,8 @@ __constant int dw_lane_ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 
 /* Row `row` of W floats into p as DW_ROW describes, span floats in all. */
 void dw_copy_row(float *p, __global const float *row, const int W, const int pw, const int span)
 {
-    const int n = min(W, span - pw);
-    for (int i = 0; i < pw; i++)
+    const int n = clamp(span - pw, 0, W); /* a padding wider than the span copies nothing */
+    for (int i = 0; i < min(pw, span); i++)
         p[i] = 0.0f;
     for (int i = 0; i < n; i++)
         p[pw + i] = row[i];
@@ -228,8 +229,9 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     const int last = W - 1 + pw - (KW - 1) * dw;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
     const bool vectors = hi - lo >= DWN;
-    const int span = (DWN - 1) * sw + (KW - 1) * dw + 1;
-    if (OW <= DWN && span <= DW_ROW) {
+    const int NV = (OW + DWN - 1) / DWN;
+    const int span = (NV * DWN - 1) * sw + (KW - 1) * dw + 1;
+    if (NV <= 2 && span <= DW_ROW) {
         const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
         float buf[DW_PLANE];
         const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;
@@ -237,25 +239,28 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
             dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
         for (int oh = oh0; oh < oh1; oh++) {
             const int ih0 = oh * sh - ph;
-            DWVEC acc = 0.0f;
-            for (int kh = 0; kh < KH; kh++) {
-                const int ih = ih0 + kh * dh;
-                if (ih < 0 || ih >= H)
-                    continue;
-                const float *r = whole ? buf + ih * span : buf;
-                if (!whole)
-                    dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
-                for (int kw = 0; kw < KW; kw++) {
-                    const DWINT iw = lane * sw - pw + kw * dw;
-                    const DWVEC v = dw_load_private(r + kw * dw, sw);
-                    acc = select(acc, fma(v, (DWVEC)(wo[kh * KW + kw]), acc), (iw >= 0) & (iw < W));
-                }
-            }
-            float lanes[DWN];
-            DWSTORE(has_bias ? acc + add : acc, lanes);
             const ulong at = (plane * OH + oh) * OW;
-            for (int j = 0; j < OW; j++)
-                out[at + j] = EPILOGUE(lanes[j], at + j, o);
+            for (int v0 = 0; v0 < OW; v0 += DWN) {
+                DWVEC acc = 0.0f;
+                for (int kh = 0; kh < KH; kh++) {
+                    const int ih = ih0 + kh * dh;
+                    if (ih < 0 || ih >= H)
+                        continue;
+                    const float *r = (whole ? buf + ih * span : buf) + v0 * sw;
+                    if (!whole)
+                        dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
+                    for (int kw = 0; kw < KW; kw++) {
+                        const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
+                        const DWVEC v = dw_load_private(r + kw * dw, sw);
+                        acc = select(acc, fma(v, (DWVEC)(wo[kh * KW + kw]), acc),
+                                     (iw >= 0) & (iw < W));
+                    }
+                }
+                float lanes[DWN];
+                DWSTORE(has_bias ? acc + add : acc, lanes);
+                for (int j = 0; j < min(DWN, OW - v0); j++)
+                    out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
+            }
         }
         return;
     }
