@@ -17,6 +17,10 @@ fuzz: $(FUZZ_LIST)
 # onnxruntime-node installed outside the tree).
 EXTRA_DIST += bench/bench_models_ort.sh bench/graph_to_onnx.py bench/ort_time.js
 
+# Real architectures exported from PyTorch at bench time against onnxruntime, steady state and
+# cold start (bench/bench_ort_models.sh, issue 26; run by hand like the one above).
+EXTRA_DIST += bench/bench_ort_models.sh bench/ort_models.py bench/ort_models.js
+
 # Weights stored as f16 or int8 against f32 (bench/bench_weights.sh, run by hand
 # from the built tree).
 EXTRA_DIST += bench/bench_weights.sh

@@ -168,6 +168,43 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
             break;                                                                                 \
     }
 
+/* Narrow planes (OW <= 2 DWN): an output row is one or two vectors, lane j of vector v column
+ * v DWN + j. The input rows are copied into private memory, column iw at iw + pw with zeros
+ * around it (span floats a row, at most DW_ROW: (NV DWN - 1) sw + (KW - 1) dw + 1 for NV
+ * vectors, what a row's vectors read), the whole plane once where it fits in DW_PLANE floats
+ * and the work-item has every row, else each row as a tap needs it; each tap kw loads its DWN
+ * inputs from there at once. A lane whose input column lies outside the row keeps its sum (a
+ * select, not a product of 0), so every output sums the taps inside the image kh, kw
+ * ascending, one fma each: the bits of dw_one. */
+#define DW_ROW 128
+#define DW_PLANE 1024
+#define DWINT CAT(int, DWN)
+__constant int dw_lane_ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+/* Row `row` of W floats into p as DW_ROW describes, span floats in all. */
+void dw_copy_row(float *p, __global const float *row, const int W, const int pw, const int span)
+{
+    const int n = clamp(span - pw, 0, W); /* a padding wider than the span copies nothing */
+    for (int i = 0; i < min(pw, span); i++)
+        p[i] = 0.0f;
+    for (int i = 0; i < n; i++)
+        p[pw + i] = row[i];
+    for (int i = pw + n; i < span; i++)
+        p[i] = 0.0f;
+}
+
+DWVEC dw_load_private(const float *p, const int sw)
+{
+    if (sw == 1)
+        return DWLOAD(p);
+    if (sw == 2)
+        return (DWVEC)(DWLOAD(p).even, DWLOAD(p + DWN - 1).odd);
+    float lanes[DWN];
+    for (int j = 0; j < DWN; j++)
+        lanes[j] = p[j * sw];
+    return DWLOAD(lanes);
+}
+
 __kernel void clrun_conv2d_depthwise(__global const float *x, __global const float *w,
                                      __global const float *bias, __global float *out,
                                      __constant const int *g, const int has_bias EPILOGUE_PARAMS)
@@ -192,6 +229,41 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     const int last = W - 1 + pw - (KW - 1) * dw;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
     const bool vectors = hi - lo >= DWN;
+    const int NV = (OW + DWN - 1) / DWN;
+    const int span = (NV * DWN - 1) * sw + (KW - 1) * dw + 1;
+    if (NV <= 2 && span <= DW_ROW) {
+        const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
+        float buf[DW_PLANE];
+        const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;
+        for (int ih = 0; whole && ih < H; ih++)
+            dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
+        for (int oh = oh0; oh < oh1; oh++) {
+            const int ih0 = oh * sh - ph;
+            const ulong at = (plane * OH + oh) * OW;
+            for (int v0 = 0; v0 < OW; v0 += DWN) {
+                DWVEC acc = 0.0f;
+                for (int kh = 0; kh < KH; kh++) {
+                    const int ih = ih0 + kh * dh;
+                    if (ih < 0 || ih >= H)
+                        continue;
+                    const float *r = (whole ? buf + ih * span : buf) + v0 * sw;
+                    if (!whole)
+                        dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
+                    for (int kw = 0; kw < KW; kw++) {
+                        const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
+                        const DWVEC v = dw_load_private(r + kw * dw, sw);
+                        acc = select(acc, fma(v, (DWVEC)(wo[kh * KW + kw]), acc),
+                                     (iw >= 0) & (iw < W));
+                    }
+                }
+                float lanes[DWN];
+                DWSTORE(has_bias ? acc + add : acc, lanes);
+                for (int j = 0; j < min(DWN, OW - v0); j++)
+                    out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
+            }
+        }
+        return;
+    }
     for (int oh = oh0; oh < oh1; oh++) {
         const int ih0 = oh * sh - ph;
         const ulong at = (plane * OH + oh) * OW;
@@ -298,37 +370,75 @@ __kernel void clrun_conv_transpose2d(__global const float *x, __global const flo
 #define P_DW 13
 #define P_INCLUDE_PAD 14
 
-/* Work-item (p, plane): output position p of image plane (n * C + c). Padding is never read: a
- * max ignores it; an average divides by the taps inside the image, or with count_include_pad
- * by the taps inside the padded image (a window hanging past it, ceil_mode's last, counts
- * less). The host ensures every window holds at least one element of the image. */
+/* Work-item (row block, plane): rows [b * R, b * R + R) of image plane (n * C + c), R = ceil(OH
+ * / global size 0), every column. Each output takes its taps kh, kw ascending; padding is never
+ * read: a max ignores it; an average divides by the taps inside the image, or with
+ * count_include_pad by the taps inside the padded image (a window hanging past it, ceil_mode's
+ * last, counts less). Columns whose taps all lie inside the row skip the column checks (the same
+ * taps in the same order: the same bits). The host ensures every window holds at least one
+ * element of the image. */
+#define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? fmax(acc, v_) : acc + v_;                                                       } while (0)
+
 __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __constant const int *g,
                                const int is_max)
 {
-    const int P = g[P_OH] * g[P_OW];
-    const int p = get_global_id(0);
+    const int OH = g[P_OH], OW = g[P_OW], H = g[P_H], W = g[P_W], KH = g[P_KH], KW = g[P_KW];
+    const int SH = g[P_SH], SW = g[P_SW], PH = g[P_PH], PW = g[P_PW], DH = g[P_DH], DW = g[P_DW];
+    const int HE = H + g[P_PHE], WE = W + g[P_PWE], include_pad = g[P_INCLUDE_PAD];
+    const int R = (OH + (int)get_global_size(0) - 1) / (int)get_global_size(0);
+    const int oh0 = (int)get_global_id(0) * R, oh1 = min(OH, oh0 + R);
     const size_t plane = get_global_id(1);
-    if (p >= P)
-        return;
-    const int oh = p / g[P_OW], ow = p % g[P_OW];
-    const int h0 = oh * g[P_SH] - g[P_PH], w0 = ow * g[P_SW] - g[P_PW];
-    const int H = g[P_H], W = g[P_W], DH = g[P_DH], DW = g[P_DW];
     __global const float *xp = x + plane * H * W;
-    float acc = is_max ? -INFINITY : 0.0f;
-    int count = 0, padded = 0;
-    for (int kh = 0; kh < g[P_KH]; kh++) {
-        const int ih = h0 + kh * DH;
-        const bool in_h = ih >= 0 && ih < H, padded_h = ih < H + g[P_PHE];
-        for (int kw = 0; kw < g[P_KW]; kw++) {
-            const int iw = w0 + kw * DW;
-            if (padded_h && iw < W + g[P_PWE])
-                padded++;
-            if (!in_h || iw < 0 || iw >= W)
-                continue;
-            const float v = xp[ih * W + iw];
-            acc = is_max ? fmax(acc, v) : acc + v;
-            count++;
+    __global float *yp = y + plane * OH * OW;
+    /* columns [lo, hi) have every tap inside the row */
+    const int lo = min(OW, (PW + SW - 1) / SW);
+    const int last = W - 1 + PW - (KW - 1) * DW;
+    const int hi = max(lo, last < 0 ? 0 : min(OW, last / SW + 1));
+    for (int oh = oh0; oh < oh1; oh++) {
+        const int h0 = oh * SH - PH;
+        int rows = 0, padded_rows = 0;
+        for (int kh = 0; kh < KH; kh++) {
+            const int ih = h0 + kh * DH;
+            rows += ih >= 0 && ih < H;
+            padded_rows += ih < HE;
+        }
+        for (int ow = 0; ow < OW; ow++) {
+            const int w0 = ow * SW - PW;
+            float acc = is_max ? -INFINITY : 0.0f;
+            int cols = 0, padded_cols = 0;
+            if (ow >= lo && ow < hi) {
+                for (int kh = 0; kh < KH; kh++) {
+                    const int ih = h0 + kh * DH;
+                    if (ih < 0 || ih >= H)
+                        continue;
+                    __global const float *r = xp + ih * W + w0;
+                    if (is_max)
+                        for (int kw = 0; kw < KW; kw++)
+                            acc = fmax(acc, r[kw * DW]);
+                    else
+                        for (int kw = 0; kw < KW; kw++)
+                            acc += r[kw * DW];
+                }
+                cols = padded_cols = KW;
+            } else {
+                for (int kw = 0; kw < KW; kw++) {
+                    const int iw = w0 + kw * DW;
+                    cols += iw >= 0 && iw < W;
+                    padded_cols += iw < WE;
+                }
+                for (int kh = 0; kh < KH; kh++) {
+                    const int ih = h0 + kh * DH;
+                    if (ih < 0 || ih >= H)
+                        continue;
+                    for (int kw = 0; kw < KW; kw++) {
+                        const int iw = w0 + kw * DW;
+                        if (iw >= 0 && iw < W)
+                            POOL_TAP(xp[ih * W + iw]);
+                    }
+                }
+            }
+            yp[oh * OW + ow] =
+                is_max ? acc : acc / (float)(include_pad ? padded_rows * padded_cols : rows * cols);
         }
     }
-    y[plane * P + p] = is_max ? acc : acc / (float)(g[P_INCLUDE_PAD] ? padded : count);
 }

@@ -590,19 +590,26 @@ __kernel void clrun_arg_extreme(__global const float *x, __global long *y, const
     y[id] = at;
 }
 
-/* batchnorm (inference) over [N, C, inner]: work-item (i, plane = n * C + c). */
+/* batchnorm (inference) over [N, C, inner]: work-item (b, plane = n * C + c) normalises the
+ * block [b * B, b * B + B) of the plane, B = ceil(inner / global size 0): one element where the
+ * host launches one work-item per element (devices with local memory), a few thousand on CPUs,
+ * the channel's factor computed once. Every element takes the same expression either way. */
 __kernel void clrun_batchnorm(__global const float *x, __global const float *scale,
                               __global const float *bias, __global const float *mean,
                               __global const float *var, __global float *y, const ulong C,
                               const ulong inner, const float eps)
 {
-    const size_t i = get_global_id(0), plane = get_global_id(1);
-    if (i >= inner)
+    const size_t plane = get_global_id(1);
+    const ulong B = (inner + get_global_size(0) - 1) / get_global_size(0);
+    const ulong i0 = get_global_id(0) * B, i1 = min(inner, i0 + B);
+    if (i0 >= inner)
         return;
     const ulong c = plane % C;
-    const float a = scale[c] / sqrt(var[c] + eps);
-    const ulong at = plane * inner + i;
-    y[at] = (x[at] - mean[c]) * a + bias[c];
+    const float a = scale[c] / sqrt(var[c] + eps), m = mean[c], b = bias[c];
+    __global const float *xp = x + plane * inner;
+    __global float *yp = y + plane * inner;
+    for (ulong i = i0; i < i1; i++)
+        yp[i] = (xp[i] - m) * a + b;
 }
 
 /* ---- reductions --------------------------------------------------------------------------- */
@@ -694,6 +701,62 @@ __kernel void clrun_reduce_f32(__global const float *x, __global float *y,
                                __global const ulong *meta, const int op)
 {
     REDUCE_BODY(float, f32)
+}
+
+/* One work-item per output (CPUs): the reduced box of clrun_reduce_f32's meta is one run of
+ * `count` elements (reduced_rank at most 1) at the run's stride. A contiguous run reads VW floats
+ * at a time into four vectors of partial results (loads that do not wait on each other), which
+ * combine in a fixed order, lane 0 first, before the tail one float at a time; a strided run
+ * reads one float at a time (neighbouring work-items on neighbouring floats). Either way the
+ * order is fixed: the same bits on every run. */
+#define RR_SUM(a, v) ((a) + (v))
+#define RR_SQUARE(a, v) ((a) + (v) * (v))
+#define RR_MUL(a, v) ((a) * (v))
+#define RR_RUN(STEP, COMBINE)                                                                      \
+    do {                                                                                           \
+        if (step == 1) {                                                                           \
+            VEC a0 = start, a1 = start, a2 = start, a3 = start;                                    \
+            for (; j + 4 * VW <= count; j += 4 * VW) {                                             \
+                a0 = STEP(a0, VLOAD(0, xr + j));                                                   \
+                a1 = STEP(a1, VLOAD(1, xr + j));                                                   \
+                a2 = STEP(a2, VLOAD(2, xr + j));                                                   \
+                a3 = STEP(a3, VLOAD(3, xr + j));                                                   \
+            }                                                                                      \
+            for (; j + VW <= count; j += VW)                                                       \
+                a0 = STEP(a0, VLOAD(0, xr + j));                                                   \
+            float lanes[VW];                                                                       \
+            VSTORE(COMBINE(COMBINE(a0, a1), COMBINE(a2, a3)), 0, lanes);                           \
+            for (int l = 0; l < VW; l++)                                                           \
+                acc = COMBINE(acc, lanes[l]);                                                      \
+            for (; j < count; j++)                                                                 \
+                acc = STEP(acc, xr[j]);                                                            \
+        } else {                                                                                   \
+            for (; j < count; j++)                                                                 \
+                acc = STEP(acc, xr[j * step]);                                                     \
+        }                                                                                          \
+    } while (0)
+
+__kernel void clrun_reduce_rows_f32(__global const float *x, __global float *y,
+                                    __global const ulong *meta, const int op)
+{
+    const size_t o = get_global_id(0);
+    const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];
+    const ulong count = meta[2];
+    __global const ulong *kept = meta + 3;
+    const ulong step = reduced_rank ? kept[2 * kept_rank + 1] : 1;
+    __global const float *xr = x + (kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0);
+    const float start = reduce_start_f32(op);
+    float acc = start;
+    ulong j = 0;
+    switch (op) {
+    case REDUCE_MAX: RR_RUN(fmax, fmax); break;
+    case REDUCE_MIN: RR_RUN(fmin, fmin); break;
+    case REDUCE_PROD: RR_RUN(RR_MUL, RR_MUL); break;
+    case REDUCE_L2:
+    case REDUCE_SUM_SQUARE: RR_RUN(RR_SQUARE, RR_SUM); break;
+    default: RR_RUN(RR_SUM, RR_SUM); break;
+    }
+    y[o] = op == REDUCE_MEAN ? acc / (float)count : op == REDUCE_L2 ? sqrt(acc) : acc;
 }
 
 #ifdef cl_khr_fp64

@@ -580,6 +580,12 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,3,6,70", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, false},
         {"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true},
         {"1,2,9,37", "2,1,3,3", {{1, 1}, {0, 2, 1, 0}, {1, 1}, 2, {0, 0}}, true},
+        /* depthwise planes no wider than a vector (MobileNet's 14 x 14 and 7 x 7): 5 x 5 at
+         * stride 2 (the plane copied once), dilated on a tall plane (each row as needed) */
+        {"1,6,15,15", "6,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 6, {0, 0}}, true},
+        {"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false},
+        /* two vectors a row (EfficientNet's 28 x 28, 5 x 5) */
+        {"1,3,28,28", "3,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
         /* one input channel: the core past 3 x 3 (an STFT-like Conv1d, a 5 x 5 stem), else the
@@ -888,23 +894,28 @@ static void instancenorm_and_batchnorm_per_channel_once(void)
     instancenorm_matches_the_reference("2,3,5,6", 950);
     instancenorm_matches_the_reference("1,2,9,11", 955);
 
-    double ref[120], scale[120];
-    node bn = {.op = "batchnorm", .input_count = 5,
-               .in = {type("2,4,3,5"), type("4"), type("4"), type("4"), type("4")}};
-    bn.attrs[bn.attr_count++] = attr_float("eps", 1e-3);
-    bn.data[0] = random_floats(120, -2, 2, 960);
-    for (int i = 1; i < 5; i++)
-        bn.data[i] = random_floats(4, i == 4 ? 0.1 : -1, 1, 960 + (uint64_t)i);
-    run_node(&bn, 1, NULL);
-    for (int i = 0; i < 120; i++) {
-        int c = i / 15 % 4;
-        double y = (bn.data[0][i] - bn.data[3][c]) / sqrt(bn.data[4][c] + 1e-3) * bn.data[1][c];
-        ref[i] = y + bn.data[2][c];
-        scale[i] = fabs(y) * 10 + fabs(bn.data[2][c]);
+    /* small planes, and planes of two blocks of a work-item on CPUs (the last one partial) */
+    static const struct { const char *x; int inner; } shapes[] = {{"2,4,3,5", 15}, {"1,4,70,70", 4900}};
+    for (int k = 0; k < 2; k++) {
+        node bn = {.op = "batchnorm", .input_count = 5,
+                   .in = {type(shapes[k].x), type("4"), type("4"), type("4"), type("4")}};
+        bn.attrs[bn.attr_count++] = attr_float("eps", 1e-3);
+        uint64_t count = elements(&bn.in[0]);
+        bn.data[0] = random_floats(count, -2, 2, 960 + 10 * (uint64_t)k);
+        for (int i = 1; i < 5; i++)
+            bn.data[i] = random_floats(4, i == 4 ? 0.1 : -1, 1, 960 + 10 * (uint64_t)k + (uint64_t)i);
+        run_node(&bn, 1, NULL);
+        double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+        for (uint64_t i = 0; i < count; i++) {
+            int c = (int)(i / (uint64_t)shapes[k].inner % 4);
+            double y = (bn.data[0][i] - bn.data[3][c]) / sqrt(bn.data[4][c] + 1e-3) * bn.data[1][c];
+            ref[i] = y + bn.data[2][c];
+            scale[i] = fabs(y) * 10 + fabs(bn.data[2][c]);
+        }
+        expect_close(&bn, ref, scale, "batchnorm");
+        free(ref), free(scale), free(bn.result);
+        free_node_data(&bn, 5);
     }
-    expect_close(&bn, ref, scale, "batchnorm");
-    free(bn.result);
-    free_node_data(&bn, 5);
 }
 
 /* On CPUs a row per work-item; forced TILED, the work-group per row of devices with local
@@ -1037,11 +1048,11 @@ static void every_reduction_over_any_axes_with_keepdims(void **state)
 }
 
 /* Every reduction at ranks 7 and 8 (CLRUN_MAX_DIMS), on every other axis so that neither the
- * kept nor the reduced dims merge: the kernel's table holds them all. The reference walks the
- * input's coordinates. */
-static void every_reduction_at_ranks_7_and_8(void **state)
+ * kept nor the reduced dims merge: the kernel's table holds them all; and over runs longer than
+ * four vectors with a tail, contiguous and strided, several outputs each (on CPUs a work-item
+ * per output). The reference walks the input's coordinates. */
+static void every_reduction_at_ranks_7_and_8_and_over_long_runs_once(void)
 {
-    (void)state;
     static const char *const ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
                                       "reduce_prod", "reduce_l2", "reduce_sum_square"};
     static const struct {
@@ -1054,6 +1065,9 @@ static void every_reduction_at_ranks_7_and_8(void **state)
         {"2,3,2,3,2,3,2", 3, {1, 3, -2}, false, "2,2,2,2"},
         {"2,3,2,3,2,3,2,3", 4, {1, 3, 5, 7}, true, "2,1,2,1,2,1,2,1"},
         {"3,2,3,2,3,2,3,2", 4, {0, 2, 4, 6}, false, "2,2,2,2"},
+        {"3,2,77", 1, {2}, false, "3,2"},
+        {"3,77,2", 1, {1}, true, "3,1,2"},
+        {"2,3,5,7", 2, {2, 3}, true, "2,3,1,1"},
     };
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -1107,6 +1121,19 @@ static void every_reduction_at_ranks_7_and_8(void **state)
             free(ref), free(scale), free(acc), free(cnt), free(n.result);
             free_node_data(&n, 1);
         }
+}
+
+/* The reductions in the automatic choice, forced TILED (a work-group per output) and forced
+ * VECTOR (a work-item per output everywhere, which oclgrind checks so). */
+static void every_reduction_at_ranks_7_and_8_and_over_long_runs(void **state)
+{
+    (void)state;
+    every_reduction_at_ranks_7_and_8_and_over_long_runs_once();
+    clrun__ops_kernels = CLRUN__KERNELS_TILED;
+    every_reduction_at_ranks_7_and_8_and_over_long_runs_once();
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    every_reduction_at_ranks_7_and_8_and_over_long_runs_once();
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
 static void argmax_and_argmin_with_ties_keepdims_and_last_index(void **state)
@@ -1240,7 +1267,7 @@ int main(void)
         cmocka_unit_test_setup(instancenorm_and_batchnorm_per_channel, reset_choices),
         cmocka_unit_test_setup(softmax_and_logsoftmax_over_any_axis, reset_choices),
         cmocka_unit_test_setup(every_reduction_over_any_axes_with_keepdims, reset_choices),
-        cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8, reset_choices),
+        cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8_and_over_long_runs, reset_choices),
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),
     };

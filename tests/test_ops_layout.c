@@ -988,6 +988,8 @@ static void resize_linear_and_cubic_match_the_onnx_reference(void **state)
         {"3,4,5", "5,2,9", 1, 0, 0, 0, false, {0}},
         {"2,2,3,2,3", "1,3,5,3,2", 2, 1, 0, 0, false, {0}},
         {"1,1,3,1", "1,1,6,1", 1, 3, 0, 0, false, {0}},
+        /* planes of several blocks of rows (a work-item per block on every device) */
+        {"1,2,40,50", "1,2,70,90", 1, 0, 0, 0, false, {0}},
         /* ranks 7 and 8: scales of the last axes given (scale6, scale7) */
         {"2,1,2,1,3,1,2", "1,2,3,1,2,1,3", 1, 0, 0, 0, false, {0}},
         {"2,2,1,2,1,2,2,2", "3,1,2,3,1,2,3,1", 1, 0, 0, 0, false, {0}},

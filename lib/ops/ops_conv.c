@@ -473,18 +473,18 @@ static clrun_status pool_prepare(clrun_context *ctx, const clrun__op *op, const 
     cl_int max_flag = is_max;
     clrun_status s = clrun__kernel(ctx, "clrun_pool2d_f32", &st->ks.kernel);
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
-    if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->ks.kernel, 2, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->ks.kernel, 3, sizeof max_flag, &max_flag);
-    if (s == CLRUN_OK) {
-        st->ks.local[1] = st->ks.local[2] = 1;
-        st->ks.global[0] = clrun__round_up((size_t)(g.oh * g.ow), st->ks.local[0]);
+    if (s == CLRUN_OK) { /* blocks of rows as the depthwise kernel's (depthwise_geometry) */
+        size_t rows = (DEPTHWISE_OUTPUTS + (size_t)g.ow - 1) / (size_t)g.ow;
+        rows = rows < (size_t)g.oh ? rows : (size_t)g.oh;
+        st->ks.global[0] = ((size_t)g.oh + rows - 1) / rows;
         st->ks.global[1] = (size_t)clrun__dims_product(x, 0, 2);
         st->ks.global[2] = 1;
+        st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
     }
     return clrun__kernel_state_done(st, s, state);
 }

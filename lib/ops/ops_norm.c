@@ -390,6 +390,9 @@ static clrun_status instancenorm_prepare(clrun_context *ctx, const clrun__op *op
 
 /* ---- batchnorm --------------------------------------------------------------------------- */
 
+/* Elements of a plane a work-item of clrun_batchnorm normalises on CPUs. */
+#define BATCHNORM_BLOCK 4096
+
 static clrun_status batchnorm_prepare(clrun_context *ctx, const clrun__op *op,
                                       const clrun__op_call *call, void **state)
 {
@@ -398,14 +401,22 @@ static clrun_status batchnorm_prepare(clrun_context *ctx, const clrun__op *op,
     cl_ulong C = (cl_ulong)x->shape[1], inner = clrun__dims_product(x, 2, x->rank);
     cl_float eps = (cl_float)clrun__attr_float_or(call, "eps", 1e-5);
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, "clrun_batchnorm", 5, 1, 1, true, &st);
+    bool blocks = false;
+    clrun_status s = rows_per_item(ctx, &blocks);
+    if (s == CLRUN_OK)
+        s = row_begin(ctx, "clrun_batchnorm", 5, 1, 1, true, &st);
     if (s != CLRUN_OK)
         return s;
     st->dims = 2;
-    s = clrun__local_size(ctx, st->kernel, inner < 64 ? (size_t)inner : 64, &st->local[0]);
-    st->local[1] = 1;
-    st->global[0] = clrun__round_up((size_t)inner, st->local[0]);
     st->global[1] = (size_t)clrun__dims_product(x, 0, 2);
+    if (blocks) { /* CPUs: blocks of BATCHNORM_BLOCK elements of a plane, a work-item each */
+        st->local[0] = st->local[1] = 1;
+        st->global[0] = (size_t)((inner + BATCHNORM_BLOCK - 1) / BATCHNORM_BLOCK);
+    } else {
+        s = clrun__local_size(ctx, st->kernel, inner < 64 ? (size_t)inner : 64, &st->local[0]);
+        st->local[1] = 1;
+        st->global[0] = clrun__round_up((size_t)inner, st->local[0]);
+    }
     if (s == CLRUN_OK)
         s = row_args(ctx, st, 3, sizeof C, &C, sizeof inner, &inner, sizeof eps, &eps);
     return clrun__kernel_state_done(st, s, state);
@@ -462,9 +473,18 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     if (x->dtype == CLRUN_F64 && !ctx->info.fp64)
         return clrun__fail(ctx, CLRUN_ERROR_UNSUPPORTED,
                            "reduce: f64 needs cl_khr_fp64, which '%s' does not have", ctx->info.name);
+    /* On CPUs an f32 reduction over one run (any stride) takes a work-item per output: a
+     * work-group per output with a tree in local memory costs POCL a loop per barrier. */
+    bool per_item = false;
+    clrun_status s = rows_per_item(ctx, &per_item);
+    if (s != CLRUN_OK)
+        return s;
+    per_item = per_item && x->dtype == CLRUN_F32 && red <= 1;
+    const char *name = per_item                  ? "clrun_reduce_rows_f32"
+                     : x->dtype == CLRUN_F64 ? "clrun_reduce_f64"
+                                             : "clrun_reduce_f32";
     clrun__kernel_state *st;
-    clrun_status s = row_begin(ctx, x->dtype == CLRUN_F64 ? "clrun_reduce_f64" : "clrun_reduce_f32", 1,
-                               outputs, count, false, &st);
+    s = row_begin(ctx, name, 1, outputs, count, per_item, &st);
     if (s != CLRUN_OK)
         return s;
     s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->table);

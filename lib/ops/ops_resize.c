@@ -14,6 +14,10 @@
  * 16 bytes each: 256 MiB at most); far above any real image's axes. */
 #define MAX_COORDINATES (1 << 22)
 
+/* Outputs a work-item of clrun_resize_planes_f32 computes, in whole rows (a plane whole where
+ * it has fewer). */
+#define PLANE_OUTPUTS 2048
+
 _Static_assert(CLRUN_MAX_DIMS == 8, "kernels/resize.cl's MAX_RANK is CLRUN_MAX_DIMS");
 
 static uint64_t float_bits(double weight)
@@ -81,13 +85,19 @@ static clrun_status resize_prepare(clrun_context *ctx, const clrun__op *op,
         free(st);
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "resize: tap table");
     }
-    const clrun_tensor_type *x = &call->inputs[0];
-    cl_ulong n = clrun_tensor_elements(&call->outputs[0]);
+    const clrun_tensor_type *x = &call->inputs[0], *out = &call->outputs[0];
+    cl_ulong n = clrun_tensor_elements(out);
+    /* an interpolation in the last two axes only: a work-item per block of rows of a plane */
+    bool nearest = clrun__attr_int_or(call, "mode", CLRUN__RESIZE_NEAREST) == CLRUN__RESIZE_NEAREST;
+    bool planes = !nearest && x->rank >= 2 && n > 0;
+    for (int d = 0; planes && d < x->rank - 2; d++)
+        planes = table[1 + x->rank + d] == 1;
     clrun_status s;
-    if (clrun__attr_int_or(call, "mode", CLRUN__RESIZE_NEAREST) == CLRUN__RESIZE_NEAREST)
+    if (nearest)
         s = clrun__element_kernel(ctx, "clrun_resize_nearest", x->dtype, NULL, &st->kernel);
     else
-        s = clrun__kernel(ctx, "clrun_resize_interp_f32", &st->kernel);
+        s = clrun__kernel(ctx, planes ? "clrun_resize_planes_f32" : "clrun_resize_interp_f32",
+                          &st->kernel);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, table, count * sizeof table[0], &st->table);
     free(table);
@@ -95,8 +105,17 @@ static clrun_status resize_prepare(clrun_context *ctx, const clrun__op *op,
         s = clrun__arg(ctx, st->kernel, 2, sizeof n, &n);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->kernel, 3, sizeof st->table, &st->table);
-    if (s == CLRUN_OK)
+    if (s == CLRUN_OK && planes) {
+        size_t OH = (size_t)out->shape[out->rank - 2], OW = (size_t)out->shape[out->rank - 1];
+        size_t rows = (PLANE_OUTPUTS + OW - 1) / OW;
+        rows = rows < OH ? rows : OH;
+        st->dims = 2;
+        st->global[0] = (OH + rows - 1) / rows;
+        st->global[1] = (size_t)(n / (OH * OW));
+        st->local[0] = st->local[1] = 1;
+    } else if (s == CLRUN_OK) {
         s = clrun__flat_launch(ctx, st, n);
+    }
     return clrun__kernel_state_done(st, s, state);
 }
 
