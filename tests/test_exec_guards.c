@@ -139,12 +139,39 @@ static void guards_are_checked_and_the_text_format_refuses_them(void **state)
     clrun_graph_destroy(g);
 }
 
+/* A memory budget the guarded graph does not meet as given is refused, never met by a copy
+ * that would run both branches unguarded; one it meets changes nothing. */
+static void a_budget_is_not_met_by_dropping_guards(void **state)
+{
+    (void)state;
+    clrun_graph *g = guarded_graph();
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec_options o;
+    clrun_exec_options_init(&o);
+    o.memory_budget = 1;
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    assert_non_null(strstr(clrun_last_error(ctx), "guarded nodes"));
+    o.memory_budget = UINT64_MAX;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+    int64_t good[PICKS] = {0, 1, 2, 3}, other[PICKS] = {99, 99, 99, 99};
+    float out[PICKS * COLS];
+    assert_int_equal(run(ctx, exec, good, other, true, out), CLRUN_OK);
+    expect_rows(out, good);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_branch_not_taken_is_skipped_and_cannot_fail_the_run),
         cmocka_unit_test(guards_are_checked_and_the_text_format_refuses_them),
+        cmocka_unit_test(a_budget_is_not_met_by_dropping_guards),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -223,6 +223,15 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     }
     clrun_exec_stats first;
     clrun_exec_stats_get(e, &first);
+    char b[32], l[32], k[32], g0[32];
+    if (clrun__graph_has_guards(graph)) { /* a copy would run the guarded nodes unguarded */
+        clrun_exec_destroy(e);
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
+                           "a memory budget of %s is below what the graph holds (%s), and its "
+                           "guarded nodes (an If decided at run time) cannot be recomputed",
+                           clrun__format_bytes(budget, b, sizeof b),
+                           clrun__format_bytes(held, g0, sizeof g0));
+    }
     choice c = {0};
     s = choose(e, graph, &c);
     clrun_exec_destroy(e);
@@ -285,7 +294,6 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
                            err[0] ? err : clrun_last_error(ctx));
     }
     if (best == NULL) {
-        char b[32], l[32], k[32], g0[32];
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "a memory budget of %s is below what the graph can hold by recomputing "
                            "what is alive across its peak: at best %s (its constants %s; %s as "
