@@ -5,6 +5,7 @@
  * least found, leaving nothing allocated. Runs on a real device (POCL in CI). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +125,13 @@ static void a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits(void 
             assert_true(st.recomputed_nodes >= st.recomputed_tensors);
             assert_true(st.recomputed_bytes >= ROWS * D * sizeof(float)); /* s at least */
             assert_true(st.recomputed_flops > 0);
+            const char *const *names = NULL;
+            int32_t n = clrun_exec_recomputed(exec, &names);
+            assert_int_equal(n, st.recomputed_tensors);
+            bool skip = false; /* s, the skip, is among them */
+            for (int32_t i = 0; i < n; i++)
+                skip = skip || strcmp(names[i], "s") == 0;
+            assert_true(skip);
             memset(got, 0, sizeof got);
             run(f, exec, got);
             run(f, exec, got); /* twice: the arena's reuse keeps the bits */
@@ -146,6 +154,7 @@ static void a_budget_above_what_it_holds_changes_nothing(void **state)
     assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
     assert_int_equal(st.recomputed_tensors, 0);
     assert_int_equal(st.recomputed_nodes, 0);
+    assert_int_equal(clrun_exec_recomputed(exec, NULL), 0);
     assert_int_equal(st.held_bytes, given);
     clrun_exec_destroy(exec);
 }

@@ -27,7 +27,7 @@ static void print_help(void)
     printf("usage: clrun plan (FILE.graph | MODEL.onnx [--dim NAME=V] [--shape IN=AxB] [--const NAME=V]) [options]\n"
            "       clrun plan --csv FILE.csv [options]\n"
            "       clrun plan --gen FAMILY:N[:SEED] [options]\n"
-           "       clrun plan MODEL --budget SIZE --loss KIND:TENSOR [clrun train's options]\n\n"
+           "       clrun plan MODEL --budget SIZE [--loss KIND:TENSOR [clrun train's options]]\n\n"
            "Lays out buffers whose lifetimes are known ahead of time in one arena, so that no two\n"
            "buffers alive at once overlap, and reports the arena's peak beside the lower bound\n"
            "(the most bytes alive at any one moment). The plan is proven optimal when the peak\n"
@@ -61,7 +61,10 @@ static void print_help(void)
            "  --budget SIZE      a train step of MODEL under a memory budget (with --loss): the\n"
            "                     remat policy taken, the tensors recomputed, their bytes and\n"
            "                     extra arithmetic, what the trainer holds; nothing is trained\n"
-           "                     (clrun train --memory-budget SIZE --plan)\n");
+           "                     (clrun train --memory-budget SIZE --plan). Without --loss: what\n"
+           "                     an executor of MODEL holds as given and under the budget, and the\n"
+           "                     tensors it recomputes to fit (clrun run --memory-budget); nothing\n"
+           "                     runs\n");
     clrun_cli_io_help(false);
     clrun_cli_const_help();
 }
@@ -456,6 +459,98 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
     return -1;
 }
 
+/* What an executor of graph holds under `budget` (UINT64_MAX: as given): its statistics and the
+ * tensors it recomputes, as one line. */
+static clrun_status held_under(clrun_context *ctx, const clrun_graph *graph, uint64_t budget,
+                               clrun_exec_stats *stats, char *recomputed, size_t size)
+{
+    clrun_exec_options options;
+    clrun_exec_options_init(&options);
+    options.memory_budget = budget;
+    clrun_exec *exec = NULL;
+    clrun_status status = clrun_exec_create(ctx, graph, &options, &exec);
+    if (status == CLRUN_OK)
+        status = clrun_exec_stats_get(exec, stats);
+    size_t at = 0;
+    recomputed[0] = '\0';
+    const char *const *names = NULL;
+    int32_t n = status == CLRUN_OK ? clrun_exec_recomputed(exec, &names) : 0;
+    for (int32_t i = 0; i < n && at < size; i++)
+        at += (size_t)snprintf(recomputed + at, size - at, "%s%s", i ? ", " : "", names[i]);
+    clrun_exec_destroy(exec);
+    return status;
+}
+
+/* `clrun plan MODEL --budget SIZE` (no --loss): what an executor of the model holds under a
+ * memory budget, and what it recomputes to fit, without running it. */
+static int plan_inference_budget(int argc, char **argv)
+{
+    clrun_cli_io io = {0};
+    clrun_cli_consts consts = {0};
+    const char *path = NULL;
+    uint64_t budget = 0;
+    int rc = -1;
+    for (int i = 1; i < argc && rc < 0; i++) {
+        int taken;
+        if (strcmp(argv[i], "--budget") == 0) {
+            if (i + 1 >= argc || !clrun_parse_size(argv[++i], &budget) || budget == 0)
+                rc = clrun_cli_usage_error("plan", "--budget wants a size in bytes > 0 (K/M/G)");
+        } else if ((taken = clrun_cli_io_option("plan", argc, argv, &i, &io, false)) != 0) {
+            if (taken == 2)
+                rc = 2;
+        } else if ((taken = clrun_cli_const_option("plan", argc, argv, &i, &consts)) != 0) {
+            if (taken != 1)
+                rc = taken;
+        } else if (argv[i][0] != '-' && path == NULL) {
+            path = argv[i];
+        } else {
+            rc = clrun_cli_usage_error("plan", "--budget without --loss takes a model, --dim, "
+                                       "--shape and --const, not '%s'", argv[i]);
+        }
+    }
+    if (rc < 0 && path == NULL)
+        rc = clrun_cli_usage_error("plan", "--budget: give the model");
+    clrun_graph *graph = NULL;
+    if (rc < 0)
+        rc = clrun_cli_load_bound("plan", path, &io, &consts, &graph);
+    clrun_cli_consts_free(&consts);
+    if (rc > 0 || (rc == 0 && graph == NULL))
+        return rc ? rc : 1;
+    clrun_context *ctx = NULL;
+    clrun_status status = clrun_context_create(NULL, &ctx);
+    clrun_exec_stats given = {0}, fitted = {0};
+    char names[1024], none[8];
+    if (status == CLRUN_OK)
+        status = held_under(ctx, graph, UINT64_MAX, &given, none, sizeof none);
+    char b[32], h[32], w[32], a[32], d[32];
+    if (status == CLRUN_OK) {
+        printf("model       %s on %s\n", path, clrun_context_device(ctx)->name);
+        printf("as given    holds %s: weights %s, arena %s (planned mode)\n",
+               clrun_format_bytes(given.held_bytes, h, sizeof h),
+               clrun_format_bytes(given.constant_bytes, w, sizeof w),
+               clrun_format_bytes(given.arena_bytes, a, sizeof a));
+        status = held_under(ctx, graph, budget, &fitted, names, sizeof names);
+    }
+    if (status == CLRUN_OK) {
+        printf("budget      %s: holds %s", clrun_format_bytes(budget, b, sizeof b),
+               clrun_format_bytes(fitted.held_bytes, h, sizeof h));
+        if (fitted.recomputed_tensors == 0)
+            printf(", nothing recomputed\n");
+        else
+            printf("; %d tensor%s (%s) recomputed after the peak by %d more node%s, %.3g MFLOP "
+                   "more per run\nrecomputed  %s\n", (int)fitted.recomputed_tensors,
+                   fitted.recomputed_tensors == 1 ? "" : "s",
+                   clrun_format_bytes(fitted.recomputed_bytes, d, sizeof d),
+                   (int)fitted.recomputed_nodes, fitted.recomputed_nodes == 1 ? "" : "s",
+                   (double)fitted.recomputed_flops / 1e6, names);
+    } else {
+        fprintf(stderr, "clrun plan: %s: %s\n", path, clrun_last_error(ctx));
+    }
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(graph);
+    return status == CLRUN_OK ? 0 : 1;
+}
+
 /* `clrun plan MODEL --budget SIZE --loss KIND:T ...`: the train step's decisions under the
  * budget, without training (`clrun train MODEL --memory-budget SIZE --plan ...`). */
 static int plan_train_step(int argc, char **argv)
@@ -463,11 +558,8 @@ static int plan_train_step(int argc, char **argv)
     bool loss = false;
     for (int i = 1; i < argc; i++)
         loss = loss || strcmp(argv[i], "--loss") == 0;
-    if (!loss) {
-        fprintf(stderr, "clrun plan: --budget plans a train step under a memory budget: give "
-                "--loss KIND:TENSOR (for the graph as it is, --capacity BYTES)\n");
-        return 2;
-    }
+    if (!loss)
+        return plan_inference_budget(argc, argv);
     char **args = calloc((size_t)argc + 2, sizeof *args);
     if (args == NULL) {
         fprintf(stderr, "clrun plan: %s\n", clrun_strerror(CLRUN_ERROR_OUT_OF_HOST_MEMORY));

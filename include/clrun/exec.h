@@ -154,6 +154,11 @@ typedef struct clrun_exec_stats {
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
 
+/* Under a memory budget that recomputation met: the tensors dropped at the peak and recomputed
+ * after it (model names where they have them), in the graph's order; *names points into the
+ * executor. 0 (and NULL) otherwise, and for a NULL executor. */
+int32_t clrun_exec_recomputed(const clrun_exec *exec, const char *const **names);
+
 /* The names of donated inputs no output could take (they are still freed after their last
  * use); *names points into the graph. 0 (and NULL) for a NULL executor. */
 int32_t clrun_exec_unused_donations(const clrun_exec *exec, const char *const **names);

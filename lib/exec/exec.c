@@ -322,6 +322,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->guard_values);
     free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
+    free(e->recomputed);
     clrun_graph_destroy(e->owned_graph);
     pthread_mutex_destroy(&e->lock);
     clrun_context *ctx = e->ctx;
@@ -482,6 +483,13 @@ int32_t clrun_exec_unused_donations(const clrun_exec *e, const char *const **nam
     if (names)
         *names = e ? e->unused_names : NULL;
     return e && e->unused_names ? e->schedule.unused_donated_count : 0;
+}
+
+int32_t clrun_exec_recomputed(const clrun_exec *e, const char *const **names)
+{
+    if (names)
+        *names = e ? e->recomputed : NULL;
+    return e && e->recomputed ? e->recomputed_count : 0;
 }
 
 int32_t clrun_exec_fused_groups(const clrun_exec *e, const clrun_fused_group **groups)

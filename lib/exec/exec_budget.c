@@ -197,6 +197,27 @@ static clrun_status rewritten(const clrun_graph *graph, const choice *c, int32_t
     return CLRUN_OK;
 }
 
+/* e->recomputed: the tensors of e's own graph that have a recomputed copy, in id order. */
+static clrun_status recomputed_names(clrun_exec *e)
+{
+    const clrun_graph *g = e->owned_graph;
+    e->recomputed = calloc((size_t)g->tensor_count + 1, sizeof *e->recomputed);
+    if (e->recomputed == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (int32_t t = 0; t < g->tensor_count; t++) {
+        size_t length = clrun_remat_copy_of(g->tensors[t].name);
+        char name[CLRUN__GRAPH_NAME_MAX + 1];
+        if (length == 0 || length > CLRUN__GRAPH_NAME_MAX)
+            continue;
+        memcpy(name, g->tensors[t].name, length);
+        name[length] = '\0';
+        clrun_tensor_id original = clrun__graph_find_ident(g, name);
+        if (original >= 0)
+            e->recomputed[e->recomputed_count++] = clrun__tensor_label(&g->tensors[original]);
+    }
+    return CLRUN_OK;
+}
+
 clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *graph,
                                        const clrun_exec_options *options, clrun_exec **out)
 {
@@ -316,6 +337,10 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         return s;
     }
     best->owned_graph = best_graph;
+    if ((s = recomputed_names(best)) != CLRUN_OK) {
+        clrun_exec_destroy(best);
+        return clrun__fail(ctx, s, "memory budget: out of host memory");
+    }
     best->stats.budget_bytes = budget;
     best->stats.held_bytes = h;
     best->stats.recomputed_tensors = best_report.dropped;

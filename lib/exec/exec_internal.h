@@ -82,6 +82,9 @@ struct clrun_exec {
                                       not yet; NULL when no node is guarded */
     clrun_exec_stats stats;
     clrun_graph *owned_graph;      /* under a memory budget: the rewritten graph that runs */
+    const char **recomputed;       /* under a memory budget: the tensors recomputed (labels in
+                                      owned_graph), or NULL */
+    int32_t recomputed_count;
 };
 
 /* clrun_exec_create under options->memory_budget (exec_budget.c). */
