@@ -59,24 +59,35 @@ static clrun_status held_by(clrun_exec *e, uint64_t *held)
     return s;
 }
 
-/* The step at which the most bytes are alive (not counting inputs), and per buffer its info. */
+/* The step at which the most bytes are alive (inputs apart), from the layout's buffers; -1 when
+ * out of host memory or there is no step. */
 static int32_t peak_step(const clrun_exec_buffer_info *info, int32_t n, int32_t steps)
 {
-    uint64_t *live = calloc((size_t)steps + 1, sizeof *live);
-    if (live == NULL)
+    if (steps <= 0)
+        return -1;
+    int64_t *change = calloc((size_t)steps + 1, sizeof *change); /* live bytes' change at k */
+    if (change == NULL)
         return -1;
     for (int32_t i = 0; i < n; i++) {
         if (info[i].is_input)
             continue;
+        int32_t first = info[i].first_step < 0 ? 0 : info[i].first_step;
         int32_t last = info[i].last_step < steps ? info[i].last_step : steps - 1;
-        for (int32_t k = info[i].first_step < 0 ? 0 : info[i].first_step; k <= last; k++)
-            live[k] += info[i].bytes;
+        if (first > last)
+            continue;
+        change[first] += (int64_t)info[i].bytes;
+        change[last + 1] -= (int64_t)info[i].bytes;
     }
     int32_t best = 0;
-    for (int32_t k = 1; k < steps; k++)
-        if (live[k] > live[best])
+    int64_t live = 0, most = -1;
+    for (int32_t k = 0; k < steps; k++) {
+        live += change[k];
+        if (live > most) {
+            most = live;
             best = k;
-    free(live);
+        }
+    }
+    free(change);
     return best;
 }
 
@@ -115,8 +126,9 @@ static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
     }
     int32_t peak = peak_step(info, n, e->schedule.steps);
     free(info);
+    c->boundary = -1;
     if (peak < 0)
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        return e->schedule.steps > 0 ? CLRUN_ERROR_OUT_OF_HOST_MEMORY : CLRUN_OK;
     /* the peak step's node, named by the tensor it writes: the boundary follows it in g */
     const clrun__node *node = &e->graph->nodes[e->schedule.order[peak]];
     clrun_tensor_id peak_out = clrun__graph_find_ident(g, e->graph->tensors[node->outputs[0]].name);
@@ -262,7 +274,8 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         free(c.kept);
         return clrun__fail(ctx, s, "memory budget: out of host memory choosing what to recompute");
     }
-    /* binary search on how many of the largest crossing tensors to drop */
+    /* binary search on how many of the largest crossing tensors to drop; each trial is gone
+     * before the next, so that none holds pool memory another needs */
     clrun_exec *best = NULL;
     clrun_graph *best_graph = NULL;
     clrun_remat_report best_report = {0};
@@ -293,15 +306,13 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
             break;
         }
         least = h < least ? h : least;
+        clrun_exec_destroy(trial);
         if (h <= budget) {
-            clrun_exec_destroy(best);
             clrun_graph_destroy(best_graph);
-            best = trial;
             best_graph = g;
             best_report = report;
             hi = mid - 1;
         } else {
-            clrun_exec_destroy(trial);
             clrun_graph_destroy(g);
             lo = mid + 1;
         }
@@ -309,12 +320,11 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     free(c.crossing);
     free(c.kept);
     if (s != CLRUN_OK) {
-        clrun_exec_destroy(best);
         clrun_graph_destroy(best_graph);
         return clrun__fail(ctx, s, "memory budget: rewriting the graph to recompute failed: %s",
                            err[0] ? err : clrun_last_error(ctx));
     }
-    if (best == NULL) {
+    if (best_graph == NULL) {
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "a memory budget of %s is below what the graph can hold by recomputing "
                            "what is alive across its peak: at best %s (its constants %s; %s as "
@@ -324,13 +334,22 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
                            clrun__format_bytes(held, g0, sizeof g0));
     }
     /* the trial was planned within the trial's limit: plan again within the caller's */
-    clrun_exec_destroy(best);
-    best = NULL;
-    o.plan_time_limit_s = limit;
-    s = clrun_exec_create(ctx, best_graph, &o, &best);
     uint64_t h = 0;
-    if (s == CLRUN_OK)
-        s = held_by(best, &h);
+    for (int attempt = 0; attempt < 2 && (attempt == 0 || h > budget); attempt++) {
+        /* the planner's search is anytime: more time never holds more, but a clock is a
+         * clock; should it, the trial's limit again */
+        clrun_exec_destroy(best);
+        best = NULL;
+        o.plan_time_limit_s = attempt == 0 ? limit : (limit < TRIAL_PLAN_SECONDS ? limit : TRIAL_PLAN_SECONDS);
+        s = clrun_exec_create(ctx, best_graph, &o, &best);
+        if (s == CLRUN_OK)
+            s = held_by(best, &h);
+        if (s != CLRUN_OK)
+            break;
+    }
+    if (s == CLRUN_OK && h > budget)
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY, "memory budget: the plan that met it "
+                        "could not be made again within its time limit");
     if (s != CLRUN_OK) {
         clrun_exec_destroy(best);
         clrun_graph_destroy(best_graph);
