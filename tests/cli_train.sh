@@ -159,9 +159,14 @@ grep -q '"remat_repeated_flops":[1-9]' "$tmp/out" || fail "train --plan: no extr
 "$CLRUN" plan "$data/digits_cnn.graph" --budget 10K --loss xent:logits >"$tmp/out" 2>&1
 rc=$?
 expect 2 "is below the least the step can hold" "$tmp/out" "plan --budget below the least"
+# Without --loss, --budget is an inference executor's budget (tests/cli_plan.sh); a train
+# option there is a usage error.
 "$CLRUN" plan "$data/digits_cnn.graph" --budget 1G >"$tmp/out" 2>&1
 rc=$?
-expect 2 "give --loss KIND:TENSOR" "$tmp/out" "plan --budget without a loss"
+expect 0 "nothing recomputed" "$tmp/out" "plan --budget without a loss"
+"$CLRUN" plan "$data/digits_cnn.graph" --budget 1G --optimizer adam >"$tmp/out" 2>&1
+rc=$?
+expect 2 "without --loss takes a model" "$tmp/out" "plan --budget with train options but no loss"
 
 # Bad input, refused before the first step.
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/bad.npy" >"$tmp/out" 2>&1
