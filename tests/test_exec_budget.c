@@ -176,6 +176,75 @@ static void a_budget_nothing_meets_is_refused_with_the_least(void **state)
     assert_int_equal(after.in_use, before.in_use);
 }
 
+/* A context whose pool's limit is `limit` (tuning off: its own buffers would meet it first). */
+static clrun_context *limited_context(uint64_t limit, const char *allocator)
+{
+    setenv("CLRUN_TUNE", "0", 1);
+    clrun_context_options co;
+    clrun_context_options_init(&co);
+    co.pool_limit = limit;
+    co.allocator = allocator;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+    return ctx;
+}
+
+/* Without a budget, the pool's limit is one where the graph as given (and its input) does not
+ * fit it: planned and pooled, the skip is recomputed and the bits stay; a limit no rewrite meets keeps the
+ * failure it had (planned: at creation, with the least found; pooled: at run time). */
+static void the_pools_limit_is_a_budget_where_the_graph_does_not_fit(void **state)
+{
+    fixture *f = *state;
+    static float want[ROWS * D], got[ROWS * D];
+    clrun_exec *plain = NULL;
+    assert_int_equal(clrun_exec_create(f->ctx, f->g, NULL, &plain), CLRUN_OK);
+    run(f, plain, want);
+    clrun_exec_destroy(plain);
+    uint64_t given = held_as_given(f, 0);
+    const char *allocators[] = {"planned", "tlsf"};
+    for (size_t a = 0; a < 2; a++) {
+        clrun_context *ctx = limited_context(given + 8192, allocators[a]); /* x beside */
+        fixture g = *f;
+        g.ctx = ctx;
+        clrun_exec_options o = options(CLRUN_EXEC_CONTEXT, 0, 0);
+        clrun_exec *exec = NULL;
+        if (clrun_exec_create(ctx, f->g, &o, &exec) != CLRUN_OK)
+            fail_msg("%s: %s", allocators[a], clrun_last_error(ctx));
+        clrun_exec_stats st;
+        assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+        assert_true(st.budget_bytes < given && st.held_bytes <= st.budget_bytes);
+        assert_true(st.recomputed_tensors >= 1);
+        memset(got, 0, sizeof got);
+        run(&g, exec, got);
+        assert_memory_equal(got, want, sizeof want);
+        clrun_exec_destroy(exec);
+        clrun_memory_stats m;
+        assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+        assert_int_equal(m.in_use, 0);
+        clrun_context_destroy(ctx);
+    }
+    /* far below (the weights and 128 KiB): as without the rewrite, with what recomputing
+     * reaches said */
+    const uint64_t weights = (256 * 256 + 256 * 1024 + 1024 * 1024 + 1024 * 256) * sizeof(float);
+    clrun_context *ctx = limited_context(weights + 128 * 1024, "planned");
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, f->g, NULL, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    const char *why = clrun_last_error(ctx);
+    assert_non_null(strstr(why, "recomputing does not fit it"));
+    assert_non_null(strstr(why, "at best"));
+    clrun_context_destroy(ctx);
+    ctx = limited_context(weights + 128 * 1024, "tlsf");
+    assert_int_equal(clrun_exec_create(ctx, f->g, NULL, &exec), CLRUN_OK);
+    clrun_buffer in;
+    assert_int_equal(clrun_alloc(ctx, sizeof f->x, &in), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &in, 1), CLRUN_ERROR_OUT_OF_MEMORY);
+    clrun_free(ctx, &in);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    unsetenv("CLRUN_TUNE");
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
@@ -184,6 +253,7 @@ int main(void)
         cmocka_unit_test(a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits),
         cmocka_unit_test(a_budget_above_what_it_holds_changes_nothing),
         cmocka_unit_test(a_budget_nothing_meets_is_refused_with_the_least),
+        cmocka_unit_test(the_pools_limit_is_a_budget_where_the_graph_does_not_fit),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_root);

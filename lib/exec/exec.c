@@ -197,7 +197,7 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
         *out = NULL;
         return clrun__exec_create_within(ctx, graph, options, out);
     }
-    return clrun__exec_create_beside(ctx, graph, options, NULL, out);
+    return clrun__exec_create_in_pool(ctx, graph, options, out);
 }
 
 clrun_status clrun__exec_create_beside(clrun_context *ctx, const clrun_graph *graph,

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/util.h"
 #include "exec/exec_internal.h"
+#include "exec/exec_share.h"
 #include "grad/grad.h"
 #include "graph/graph.h"
 
@@ -240,7 +241,13 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         o.mode = CLRUN_EXEC_PLANNED; /* what it holds is then known before it runs */
     double limit = o.plan_time_limit_s;
     clrun_exec *e = NULL;
-    clrun_status s = clrun_exec_create(ctx, graph, &o, &e);
+    clrun_status s = clrun__exec_create_beside(ctx, graph, &o, NULL, &e);
+    if (s == CLRUN_ERROR_OUT_OF_MEMORY && o.mode == CLRUN_EXEC_PLANNED) {
+        /* its arena is past the pool's limit: measured by the planner's layout instead */
+        clrun_exec_options measure = o;
+        measure.mode = CLRUN_EXEC_POOLED;
+        s = clrun__exec_create_beside(ctx, graph, &measure, NULL, &e);
+    }
     uint64_t held = 0;
     if (s == CLRUN_OK)
         s = held_by(e, &held);
@@ -292,7 +299,7 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         if (s != CLRUN_OK)
             break;
         clrun_exec *trial = NULL;
-        s = clrun_exec_create(ctx, g, &o, &trial);
+        s = clrun__exec_create_beside(ctx, g, &o, NULL, &trial);
         uint64_t h = 0;
         if (s == CLRUN_OK)
             s = held_by(trial, &h);
@@ -341,7 +348,7 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         clrun_exec_destroy(best);
         best = NULL;
         o.plan_time_limit_s = attempt == 0 ? limit : (limit < TRIAL_PLAN_SECONDS ? limit : TRIAL_PLAN_SECONDS);
-        s = clrun_exec_create(ctx, best_graph, &o, &best);
+        s = clrun__exec_create_beside(ctx, best_graph, &o, NULL, &best);
         if (s == CLRUN_OK)
             s = held_by(best, &h);
         if (s != CLRUN_OK)
@@ -368,4 +375,81 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     best->stats.recomputed_flops = best_report.repeated_flops;
     *out = best;
     return CLRUN_OK;
+}
+
+/* What the pool holds now (its live blocks, resident regions and own buffers, not the empty
+ * chunks it would give back first) and its limit (0: none). */
+static uint64_t pool_held(clrun_context *ctx, uint64_t *limit)
+{
+    clrun_memory_stats m;
+    *limit = 0;
+    if (clrun_memory_stats_get(ctx, &m) != CLRUN_OK)
+        return 0;
+    uint64_t fixed = m.resident + m.raw;
+    *limit = m.limit;
+    return m.held > fixed ? m.held : fixed;
+}
+
+/* Whether `e`, as given, may hold more than `room`: not when its every tensor in a buffer of
+ * its own fits (the common case, no planning), else when what it holds (planned) or its
+ * planner's layout is more. */
+static bool may_not_fit(clrun_exec *e, uint64_t room)
+{
+    clrun_exec_stats st;
+    uint64_t held = 0;
+    if (clrun_exec_stats_get(e, &st) != CLRUN_OK || st.constant_bytes + st.naive_bytes <= room)
+        return false;
+    return held_by(e, &held) == CLRUN_OK && held > room;
+}
+
+clrun_status clrun__exec_create_in_pool(clrun_context *ctx, const clrun_graph *graph,
+                                        const clrun_exec_options *options, clrun_exec **out)
+{
+    uint64_t limit = 0, before = ctx && graph && out ? pool_held(ctx, &limit) : 0;
+    clrun_status s = clrun__exec_create_beside(ctx, graph, options, NULL, out);
+    if (limit == 0 || clrun__graph_has_guards(graph))
+        return s;
+    /* the caller's inputs come from the same pool: each with a page of slack for its block */
+    uint64_t inputs = 0;
+    for (int32_t i = 0; i < graph->input_count; i++)
+        inputs += (clrun_tensor_bytes(&graph->tensors[graph->inputs[i]].type) + 8191) / 4096 * 4096;
+    uint64_t room = limit > before + inputs ? limit - before - inputs : 0;
+    clrun_exec_options o;
+    if (options)
+        o = *options;
+    else
+        clrun_exec_options_init(&o);
+    if (o.mode == CLRUN_EXEC_CONTEXT)
+        o.mode = (clrun_exec_mode)ctx->options.allocator.mode;
+    /* planned mode is refused at creation when its arena is past the limit, and may leave no
+     * room for the inputs; the others would fail at run time, so their layout is estimated */
+    bool refused = s == CLRUN_ERROR_OUT_OF_MEMORY && o.mode == CLRUN_EXEC_PLANNED;
+    if (!refused && !(s == CLRUN_OK && may_not_fit(*out, room)))
+        return s;
+    char given[1024];
+    snprintf(given, sizeof given, "%s", clrun_last_error(ctx));
+    clrun_exec_destroy(*out); /* its constants would count against the trials */
+    *out = NULL;
+    o.memory_budget = room;
+    clrun_exec *e = NULL;
+    clrun_status within = clrun__exec_create_within(ctx, graph, &o, &e);
+    if (within == CLRUN_OK) {
+        clrun__log(CLRUN_LOG_INFO, "graph '%s' did not fit the pool's limit as given; %d tensors "
+                   "are recomputed to fit it", graph->name ? graph->name : "",
+                   (int)e->stats.recomputed_tensors);
+        *out = e;
+        return CLRUN_OK;
+    }
+    if (refused) { /* no rewrite fits either: the first refusal, with the least found */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", clrun_last_error(ctx));
+        if (within != CLRUN_ERROR_OUT_OF_MEMORY || strcmp(why, given) == 0)
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY, "%s", given);
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY, "%s (recomputing does not fit it: %s)",
+                           given, why);
+    }
+    /* the estimate says it does not fit and no rewrite does: as given, to fail at run time,
+     * if it does, as it did without a limit's budget */
+    o.memory_budget = 0;
+    return clrun__exec_create_beside(ctx, graph, &o, NULL, out);
 }

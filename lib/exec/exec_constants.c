@@ -75,6 +75,9 @@ typedef struct packing_plan {
     bool *packed_away;    /* per tensor: a constant that every node reading it replaces, and no
                              graph output: never on the device */
     int32_t *replaced;    /* per tensor: the readers (node, input) that replace it */
+    int32_t *owner;       /* per node that packs: an earlier node whose copy is the same (the
+                             same op, attributes, input types and constants: a recomputed
+                             product, a weight read twice alike), read instead; -1: its own */
     int32_t nodes;        /* that pack */
 } packing_plan;
 
@@ -84,11 +87,57 @@ static void packing_plan_free(packing_plan *p)
     free(p->replaces);
     free(p->packed_away);
     free(p->replaced);
+    free(p->owner);
 }
 
 static bool is_constant(const clrun_exec *e, int32_t t)
 {
     return e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT;
+}
+
+/* Node i's copy laid out into host (p->bytes[i] bytes), from its constants' values. */
+static clrun_status pack_on_host(clrun_exec *e, const packing_plan *p, int32_t i, void *host,
+                                 cl_mem packed)
+{
+    const clrun__node *node = &e->graph->nodes[i];
+    const void *inputs[64] = {0};
+    void *owned[64] = {0};
+    clrun_status status = CLRUN_OK;
+    for (int j = 0; status == CLRUN_OK && j < node->input_count; j++)
+        if (p->replaces[i] >> j & 1)
+            status = constant_values(e, &e->graph->tensors[node->inputs[j]], &inputs[j], &owned[j]);
+    if (status == CLRUN_OK)
+        status = e->kernels[i]->pack(e->ctx, e->node_states[i], inputs, host, packed);
+    for (int j = 0; j < node->input_count && j < 64; j++)
+        free(owned[j]);
+    return status;
+}
+
+/* Whether nodes k and i pack the same copy (a recomputed product, a weight read twice alike):
+ * the same constants in the same inputs, and the same bytes laid out. */
+static clrun_status packs_alike(clrun_exec *e, const packing_plan *p, int32_t k, int32_t i,
+                                bool *alike)
+{
+    const clrun__node *a = &e->graph->nodes[k], *b = &e->graph->nodes[i];
+    *alike = false;
+    if (p->bytes[k] != p->bytes[i] || p->replaces[k] != p->replaces[i] ||
+        a->input_count != b->input_count)
+        return CLRUN_OK;
+    for (int j = 0; j < a->input_count; j++)
+        if ((p->replaces[k] >> j & 1) && a->inputs[j] != b->inputs[j])
+            return CLRUN_OK;
+    void *x = malloc((size_t)p->bytes[k]), *y = malloc((size_t)p->bytes[k]);
+    clrun_status status = x && y ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    if (status == CLRUN_OK)
+        status = pack_on_host(e, p, k, x, NULL);
+    if (status == CLRUN_OK)
+        status = pack_on_host(e, p, i, y, NULL);
+    *alike = status == CLRUN_OK && memcmp(x, y, (size_t)p->bytes[k]) == 0;
+    free(x);
+    free(y);
+    return status == CLRUN_ERROR_OUT_OF_HOST_MEMORY
+               ? clrun__fail(e->ctx, status, "out of host memory comparing packed weights")
+               : status;
 }
 
 static clrun_status plan_packing(clrun_exec *e, packing_plan *p)
@@ -98,8 +147,9 @@ static clrun_status plan_packing(clrun_exec *e, packing_plan *p)
     p->replaces = calloc((size_t)g->node_count + 1, sizeof *p->replaces);
     p->packed_away = calloc((size_t)g->tensor_count + 1, sizeof *p->packed_away);
     p->replaced = calloc((size_t)g->tensor_count + 1, sizeof *p->replaced);
+    p->owner = calloc((size_t)g->node_count + 1, sizeof *p->owner);
     int32_t *readers = calloc((size_t)g->tensor_count + 1, sizeof *readers);
-    if (!p->bytes || !p->replaces || !p->packed_away || !p->replaced || !readers) {
+    if (!p->bytes || !p->replaces || !p->packed_away || !p->replaced || !p->owner || !readers) {
         free(readers);
         return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for constants");
     }
@@ -126,6 +176,16 @@ static clrun_status plan_packing(clrun_exec *e, packing_plan *p)
             p->replaced[t] += replacing;
         }
     }
+    for (int32_t i = 0; i < g->node_count; i++) /* the first of each alike set owns */
+        p->owner[i] = -1;
+    for (int32_t i = 0; status == CLRUN_OK && i < g->node_count; i++)
+        for (int32_t k = 0; p->bytes[i] && k < i && p->owner[i] < 0 && status == CLRUN_OK; k++) {
+            bool alike = false;
+            if (p->bytes[k] && p->owner[k] < 0)
+                status = packs_alike(e, p, k, i, &alike);
+            if (alike)
+                p->owner[i] = k;
+        }
     for (int32_t t = 0; t < g->tensor_count; t++)
         p->packed_away[t] = is_constant(e, t) && !g->tensors[t].is_output && readers[t] > 0 &&
                             readers[t] == p->replaced[t];
@@ -156,7 +216,7 @@ static clrun_status allocate_resident(clrun_exec *e, const packing_plan *p)
         tensor_of[count++] = t;
     }
     for (int32_t i = 0; status == CLRUN_OK && i < g->node_count; i++) {
-        if (p->bytes[i] == 0)
+        if (p->bytes[i] == 0 || p->owner[i] >= 0)
             continue;
         /* Named after the weights it holds; after its node too where they are resident in
          * another form as well (an original that stays, another node's copy). */
@@ -191,31 +251,24 @@ static clrun_status allocate_resident(clrun_exec *e, const packing_plan *p)
 }
 
 /* Node i lays out its copy on the host from its constants' values, and it goes up into its
- * resident block. */
+ * resident block; a node reading another's copy lays it out too (its state learns where) and
+ * uploads nothing. */
 static clrun_status pack_node(clrun_exec *e, const packing_plan *p, int32_t i)
 {
     const clrun__node *node = &e->graph->nodes[i];
-    const void *inputs[64] = {0};
-    void *owned[64] = {0};
-    clrun_status status = CLRUN_OK;
-    for (int j = 0; status == CLRUN_OK && j < node->input_count; j++)
-        if (p->replaces[i] >> j & 1)
-            status = constant_values(e, &e->graph->tensors[node->inputs[j]], &inputs[j], &owned[j]);
-    void *host = status == CLRUN_OK ? malloc((size_t)p->bytes[i]) : NULL;
-    if (status == CLRUN_OK && host == NULL) {
+    void *host = malloc((size_t)p->bytes[i]);
+    if (host == NULL) {
         char text[CLRUN__BYTES_TEXT];
-        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                             "out of host memory packing the weights of '%s' (%s)",
-                             clrun__exec_tensor_name(e, node->outputs[0]),
-                             clrun__format_bytes(p->bytes[i], text, sizeof text));
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                           "out of host memory packing the weights of '%s' (%s)",
+                           clrun__exec_tensor_name(e, node->outputs[0]),
+                           clrun__format_bytes(p->bytes[i], text, sizeof text));
     }
-    if (status == CLRUN_OK)
-        status = e->kernels[i]->pack(e->ctx, e->node_states[i], inputs, host, e->packed[i].mem);
-    if (status == CLRUN_OK)
+    int32_t from = p->owner[i] >= 0 ? p->owner[i] : i;
+    clrun_status status = pack_on_host(e, p, i, host, e->packed[from].mem);
+    if (status == CLRUN_OK && from == i)
         status = clrun__buffer_write_owned(e->ctx, &e->packed[i], host);
     free(host);
-    for (int j = 0; j < node->input_count && j < 64; j++)
-        free(owned[j]);
     return status;
 }
 

@@ -91,6 +91,13 @@ struct clrun_exec {
 clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *graph,
                                        const clrun_exec_options *options, clrun_exec **out);
 
+/* clrun_exec_create without a budget: the graph as given, unless it does not fit what the
+ * pool's limit leaves (CLRUN_POOL_LIMIT or CLRUN_MEM_FRACTION, less what the pool held before
+ * and the graph's inputs, which the caller allocates there) and recomputation makes it fit
+ * there; then that room is its budget (exec_budget.c). */
+clrun_status clrun__exec_create_in_pool(clrun_context *ctx, const clrun_graph *graph,
+                                        const clrun_exec_options *options, clrun_exec **out);
+
 static inline const char *clrun__exec_tensor_name(const clrun_exec *e, int32_t t)
 {
     return clrun__tensor_label(&e->graph->tensors[t]);

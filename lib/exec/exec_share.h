@@ -4,7 +4,8 @@
 
 #include <clrun/exec.h>
 
-/* clrun_exec_create, with `host` (may be NULL): in planned mode, when host's planned arena is
+/* clrun_exec_create of the graph as given (options->memory_budget and the pool's limit never
+ * rewrite it), with `host` (may be NULL): in planned mode, when host's planned arena is
  * at least as large as the new executor's and the context's queue is in order, the new
  * executor's arena is a view of host's instead of memory of its own (nothing more is reserved).
  * The two must never run at once, a run of either overwrites what the other's last run left in

@@ -463,7 +463,7 @@ uint64_t clrun__packing_constant_bytes(const clrun__packing *p)
 clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, const void *b,
                                       void *host, cl_mem packed)
 {
-    if (clrun__packing_constant_bytes(p) == 0 || b == NULL || host == NULL || packed == NULL)
+    if (clrun__packing_constant_bytes(p) == 0 || b == NULL || host == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
                            "packing: B is not a constant waiting to be packed, or a buffer is missing");
     /* Words, not floats: a copy that keeps every bit, NaN payloads included. */
@@ -480,7 +480,8 @@ clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, con
                     row[j] = n < p->N ? from[n * p->b_ns] : 0;
                 }
             }
-    p->packed = packed;
+    if (packed)
+        p->packed = packed;
     return CLRUN_OK;
 }
 

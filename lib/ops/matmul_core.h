@@ -159,7 +159,8 @@ uint64_t clrun__packing_constant_bytes(const clrun__packing *p);
 
 /* Packs the constant B's values `b` (host memory) into `host` (clrun__packing_constant_bytes
  * bytes), bit for bit as clrun_mm_pack does, and remembers `packed`, the device buffer the
- * caller uploads `host` into: enqueues read it from then on. */
+ * caller uploads `host` into: enqueues read it from then on. With `packed` NULL it only lays
+ * the copy out (to compare it with another), remembering nothing. */
 clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, const void *b,
                                       void *host, cl_mem packed);
 

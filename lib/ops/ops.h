@@ -75,8 +75,10 @@ typedef struct clrun__op_kernels {
      * host memory; NULL for the others). The caller uploads `host` into `packed`, a device
      * buffer of as many bytes that it holds for as long as the state lives (and releases after
      * it), before any enqueue; from then on enqueue reads `packed` in place of the inputs in
-     * *replaces and never touches them. Called at most once, before any enqueue; a pure copy,
-     * so the products give the bits they give over a B packed on the device. */
+     * *replaces and never touches them. Called once with `packed`, before any enqueue (and
+     * before that, with `packed` NULL, any number of times: the copy laid out into `host`
+     * only, the state unchanged, to compare it with another node's); a pure copy, so the
+     * products give the bits they give over a B packed on the device. */
     clrun_status (*pack)(clrun_context *ctx, void *state, const void *const *inputs, void *host,
                          cl_mem packed);
     /* Optional (NULL: nothing to check). Called once the commands of the node's enqueues are

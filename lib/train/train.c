@@ -196,7 +196,7 @@ static clrun_status prepare_apply(clrun_train *t)
     }
     clrun_exec_options o = t->options.exec;
     o.profile = false;
-    return clrun_exec_create(t->ctx, t->tg.apply, &o, &t->apply);
+    return clrun__exec_create_beside(t->ctx, t->tg.apply, &o, NULL, &t->apply);
 }
 
 clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,

@@ -21,6 +21,7 @@
 #include <clrun/plan.h>
 
 #include "core/error.h"
+#include "exec/exec_share.h"
 #include "graph/graph.h"
 #include "train/train_internal.h"
 
@@ -158,7 +159,7 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
     if (s != CLRUN_OK)
         return s;
     uint64_t before = reserved(t->ctx);
-    s = clrun_exec_create(t->ctx, t->tg.graph, &t->options.exec, &t->exec);
+    s = clrun__exec_create_beside(t->ctx, t->tg.graph, &t->options.exec, NULL, &t->exec);
     uint64_t after = reserved(t->ctx);
     if (s == CLRUN_ERROR_OUT_OF_MEMORY && b && b->planned) {
         *fits = false;
@@ -327,7 +328,7 @@ static clrun_status eval_bytes(clrun_train *t, budget *b, char *err, size_t errl
     o.profile = false;
     clrun_exec *e = NULL;
     uint64_t before = reserved(t->ctx);
-    clrun_status s = clrun_exec_create(t->ctx, t->tg.eval, &o, &e);
+    clrun_status s = clrun__exec_create_beside(t->ctx, t->tg.eval, &o, NULL, &e);
     uint64_t after = reserved(t->ctx);
     clrun_exec_stats st;
     if (s == CLRUN_OK)
@@ -338,7 +339,7 @@ static clrun_status eval_bytes(clrun_train *t, budget *b, char *err, size_t errl
     }
     if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* past the pool's limit alone: its least, pooled */
         o.mode = CLRUN_EXEC_POOLED;
-        s = clrun_exec_create(t->ctx, t->tg.eval, &o, &e);
+        s = clrun__exec_create_beside(t->ctx, t->tg.eval, &o, NULL, &e);
         if (s == CLRUN_OK)
             s = clrun_exec_stats_get(e, &st);
         if (s == CLRUN_OK) {
