@@ -326,9 +326,6 @@ static void offload_meets_a_budget_recomputation_cannot(void **state)
     assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
     clrun_exec_stats st;
     assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
-    fprintf(stderr, "funnel: given %llu, held %llu, offloaded %d, recomputed %d\n",
-            (unsigned long long)given, (unsigned long long)st.held_bytes,
-            (int)st.offloaded_tensors, (int)st.recomputed_tensors);
     assert_true(st.held_bytes <= given - 1);
     assert_int_equal(st.recomputed_tensors, 0); /* none fitted by recomputing */
     assert_true(st.offloaded_tensors >= 1);

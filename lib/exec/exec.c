@@ -475,6 +475,8 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;
     out->host_bytes = e->schedule.host_bytes;
+    out->offloaded_tensors = e->schedule.host_buffers; /* each offloaded tensor has one */
+    out->offloaded_bytes = 2 * e->schedule.host_bytes;
     out->donations = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donations;
     out->unused_donations = e->schedule.unused_donated_count;
     out->views = e->schedule.views;

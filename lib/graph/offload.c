@@ -152,3 +152,15 @@ clrun_status clrun__graph_offload(clrun_graph *g, int32_t boundary, const int32_
     free(anchor);
     return s;
 }
+
+int32_t clrun__offload_crossing(const clrun_graph *g, int32_t boundary, int32_t *out)
+{
+    int32_t n = 0;
+    for (int32_t t = 0; t < g->tensor_count; t++) {
+        const clrun__tensor *x = &g->tensors[t];
+        if (x->kind == CLRUN__TENSOR_INTERMEDIATE && !x->is_output && x->producer >= 0 &&
+            x->producer < boundary && first_reader(g, t, boundary, g->node_count) >= 0)
+            out[n++] = t;
+    }
+    return n;
+}

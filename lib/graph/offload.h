@@ -55,6 +55,11 @@ clrun_status clrun__graph_offload(clrun_graph *graph, int32_t boundary, const in
                                   int32_t count, clrun_tensor_id *hosts,
                                   clrun__offload_report *report);
 
+/* The tensors an offload at `boundary` may take, in id order, into out (room for the graph's
+ * tensor count): intermediates, not outputs, written before the boundary and read at or after
+ * it. Returns their number. */
+int32_t clrun__offload_crossing(const clrun_graph *graph, int32_t boundary, int32_t *out);
+
 /* The length of the name an offload's tensor copies ("h1.host", "h1.reload2" give 2), 0 for
  * any other name. */
 size_t clrun__offload_copy_of(const char *name);

@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "graph/graph.h"
+#include "graph/offload.h"
 #include "train/train_internal.h"
 
 /* Each candidate step's arena is planned within at most this many seconds (the executor's
@@ -141,6 +142,32 @@ static void drop_step(clrun_train *t)
     clrun__train_graph_free(&t->tg);
 }
 
+/* The rung after nothing_saveable: no activation recomputed, every one the backward pass
+ * reads copied to host memory after it is written and back right before its first backward
+ * reader (graph/offload.h); the device then holds of each only what a node works on. */
+#define HOST_OFFLOAD "host_offload"
+
+static clrun_status offload_activations(clrun__train_graph *tg, char *err, size_t errlen)
+{
+    clrun_graph *g = tg->graph;
+    int32_t *crossing = malloc(sizeof *crossing * (size_t)(g->tensor_count + 1));
+    if (crossing == NULL) {
+        snprintf(err, errlen, "train: out of host memory");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    int32_t n = clrun__offload_crossing(g, tg->forward_nodes, crossing);
+    clrun__offload_report report;
+    clrun_status s = clrun__graph_offload(g, tg->forward_nodes, crossing, n, NULL, &report);
+    if (s == CLRUN_OK)
+        s = clrun_graph_validate(g);
+    if (s != CLRUN_OK)
+        snprintf(err, errlen, "train: offloading the activations: %s", clrun_graph_last_error(g));
+    else
+        tg->forward_nodes += report.added_before;
+    free(crossing);
+    return s;
+}
+
 /* Builds and prepares the step under `policy` into t->tg and t->exec. With a budget, *held is
  * what it holds (planned mode) or the planner's estimate (other modes), and *fits whether that is
  * within the budget; a planned step whose arena the pool's limit refuses does not fit (*held
@@ -150,13 +177,18 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
                              const budget *b, bool *fits, uint64_t *held, char *err, size_t errlen)
 {
     clrun_train_graph_options o = *options;
-    o.remat = policy;
+    bool offload = strcmp(policy, HOST_OFFLOAD) == 0;
+    o.remat = offload ? "none" : policy;
     *fits = true;
     *held = 0;
     clrun_status s = clrun__train_graph_build(model, &o, t->options.reduce != NULL, &t->tg, err,
                                               errlen);
     if (s != CLRUN_OK)
         return s;
+    if (offload && (s = offload_activations(&t->tg, err, errlen)) != CLRUN_OK) {
+        clrun__train_graph_free(&t->tg);
+        return s;
+    }
     uint64_t before = reserved(t->ctx);
     s = clrun_exec_create(t->ctx, t->tg.graph, &t->options.exec, &t->exec);
     uint64_t after = reserved(t->ctx);
@@ -493,6 +525,19 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
     if (held < *best) {
         *best = held;
         *best_policy = "nothing_saveable";
+    }
+    /* recomputation met no budget: the activations to host memory and back instead (a
+     * recomputed segment holds what it is made from beside it; a copy back, the tensor alone) */
+    if ((s = try_step(t, model, options, HOST_OFFLOAD, b, &fits, &held, err, errlen)) != CLRUN_OK)
+        return s;
+    if (fits) {
+        *done = true;
+        return keep_step(t, HOST_OFFLOAD, held, err, errlen);
+    }
+    drop_step(t);
+    if (held < *best) {
+        *best = held;
+        *best_policy = HOST_OFFLOAD;
     }
     return CLRUN_OK;
 }
