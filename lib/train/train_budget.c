@@ -9,7 +9,10 @@
  * once with that least. Otherwise: the step as it is if it fits; else dots_saveable (only the
  * elementwise work after the products repeated); then Chen's segments, the shortest whose step
  * fits (every:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n)) preparations, which
- * reuse the kernels the first one built); then nothing_saveable. */
+ * reuse the kernels the first one built); then nothing_saveable. Where none fits, the optimizer
+ * state and then the parameters go to host memory, and the same again; with nothing more to
+ * move there, last, the activations the backward pass reads are offloaded to host memory after
+ * they are written and brought back before their backward readers (graph/offload.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -468,8 +471,8 @@ static clrun_status reslot(clrun_train *t, const clrun_graph *model,
  * otherwise *best and *best_policy the least seen, and no step is left. */
 static clrun_status ladder(clrun_train *t, const clrun_graph *model,
                            const clrun_train_graph_options *options, const budget *b,
-                           const char *first, const char *given, bool *done, uint64_t *best,
-                           const char **best_policy, char *err, size_t errlen)
+                           const char *first, const char *given, bool final, bool *done,
+                           uint64_t *best, const char **best_policy, char *err, size_t errlen)
 {
     bool fits;
     uint64_t held;
@@ -526,8 +529,11 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
         *best = held;
         *best_policy = "nothing_saveable";
     }
-    /* recomputation met no budget: the activations to host memory and back instead (a
-     * recomputed segment holds what it is made from beside it; a copy back, the tensor alone) */
+    /* recomputation met no budget, and no more of the trainer's state can go to host memory
+     * (`final`): the activations to host memory and back instead (a recomputed segment holds
+     * what it is made from beside it; a copy back, the tensor alone) */
+    if (!final)
+        return CLRUN_OK;
     if ((s = try_step(t, model, options, HOST_OFFLOAD, b, &fits, &held, err, errlen)) != CLRUN_OK)
         return s;
     if (fits) {
@@ -640,8 +646,11 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         if (least(&b, &h) > b.bytes)
             continue;
         feasible = true;
-        bool done;
-        s = ladder(t, model, options, &b, first, given, &done, &best, &best_policy, err, errlen);
+        bool done, final = true; /* no later level moves more */
+        for (int k = level + 1; k <= CLRUN__OFFLOAD_PARAMS; k++)
+            final = final && movable[k] == movable[level];
+        s = ladder(t, model, options, &b, first, given, final, &done, &best, &best_policy, err,
+                   errlen);
         if (s != CLRUN_OK || done)
             return s;
     }
@@ -657,6 +666,6 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         human(best, need, sizeof need);
     snprintf(err, errlen, "train: the step does not fit %s: at best it needs %s (remat %s)%s", what,
              need, best_policy,
-             given ? "; without --remat the trainer searches" : " whatever is recomputed");
+             given ? "; without --remat the trainer searches" : " whatever is recomputed or offloaded");
     return b.from_pool ? CLRUN_ERROR_OUT_OF_MEMORY : CLRUN_ERROR_INVALID_ARGUMENT;
 }
