@@ -6,8 +6,12 @@
  * its constants. The dropped set grows from the largest tensor down (a binary search on how many,
  * each candidate prepared and measured: about log2(n) preparations, which reuse the kernels the
  * first built) until the executor fits; the repeated nodes run the same ops on the same values,
- * so the outputs keep their bits. A budget that no such rewrite meets is refused, with the least
- * found and the constants named. */
+ * so the outputs keep their bits. A dropped tensor whose node costs more to run again than its
+ * bytes cost to move twice (graph/offload.h: CLRUN_OFFLOAD_RATE) is offloaded instead: copied to
+ * host memory after it is written and back before its next reader; when that mix meets no
+ * budget, every dropped tensor is offloaded (a copy back holds the tensor alone, a
+ * recomputation what it is made from as well). A budget that no such rewrite meets is refused,
+ * with the least found and the constants named. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
