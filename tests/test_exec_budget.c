@@ -106,6 +106,8 @@ static void a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits(void 
 {
     fixture *f = *state;
     static float want[ROWS * D], got[ROWS * D];
+    /* recomputing all but free: s is recomputed, never offloaded (test_exec_offload.c) */
+    setenv("CLRUN_OFFLOAD_RATE", "1e30", 1);
     clrun_exec *plain = NULL;
     assert_int_equal(clrun_exec_create(f->ctx, f->g, NULL, &plain), CLRUN_OK);
     run(f, plain, want);
@@ -141,6 +143,7 @@ static void a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits(void 
             clrun_exec_destroy(exec);
         }
     }
+    unsetenv("CLRUN_OFFLOAD_RATE");
 }
 
 static void a_budget_above_what_it_holds_changes_nothing(void **state)

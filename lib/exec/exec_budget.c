@@ -99,7 +99,8 @@ static int32_t peak_step(const clrun_exec_buffer_info *info, int32_t n, int32_t 
 typedef struct candidate {
     clrun_tensor_id t;
     uint64_t bytes;
-    uint64_t flops;    /* its node's arithmetic: what recomputing it repeats at least */
+    uint64_t flops;    /* what recomputing it repeats: its node's arithmetic and that of the
+                          inputs dead at the boundary it needs again (recompute_flops) */
     bool offload_only; /* an output of a node of several: recomputation keeps those */
 } candidate;
 
@@ -122,6 +123,40 @@ typedef struct choice {
     int32_t kept_count;
 } choice;
 
+/* What recomputing t after the boundary repeats, estimated: its node's arithmetic and, for each
+ * input made before the boundary that is dead there (not read at or after it), that input's
+ * own, depth first without recursion; an input alive there (or an input of the graph, or a
+ * constant) costs nothing. memo[u] (UINT64_MAX: not yet) keeps each tensor's. */
+static uint64_t recompute_flops(const clrun_graph *g, int32_t boundary, const int32_t *last,
+                                uint64_t *memo, int32_t *stack, clrun_tensor_id t)
+{
+    int32_t depth = 0;
+    stack[depth++] = t;
+    while (depth > 0) {
+        int32_t top = stack[depth - 1];
+        const clrun__node *node = &g->nodes[g->tensors[top].producer];
+        uint64_t sum = clrun__offload_node_flops(g, g->tensors[top].producer);
+        bool pending = false;
+        for (int i = 0; i < node->input_count; i++) {
+            int32_t u = node->inputs[i];
+            const clrun__tensor *x = &g->tensors[u];
+            if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->producer < 0 || last[u] >= boundary)
+                continue; /* alive at the boundary, or never computed */
+            if (memo[u] == UINT64_MAX) {
+                stack[depth++] = u; /* a DAG: never on the stack already */
+                pending = true;
+                break;
+            }
+            sum = sum + memo[u] < sum ? UINT64_MAX - 1 : sum + memo[u];
+        }
+        if (pending)
+            continue;
+        memo[top] = sum;
+        depth--;
+    }
+    return memo[t];
+}
+
 static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
 {
     int32_t n = 0;
@@ -143,14 +178,20 @@ static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
     if (c->boundary < 0)
         return CLRUN_OK; /* nothing to cut */
     int32_t *last = malloc(sizeof *last * (size_t)(g->tensor_count + 1));
+    uint64_t *memo = malloc(sizeof *memo * (size_t)(g->tensor_count + 1));
+    int32_t *stack = malloc(sizeof *stack * (size_t)(g->tensor_count + 1));
     c->crossing = malloc(sizeof *c->crossing * (size_t)(g->tensor_count + 1));
     c->kept = malloc(sizeof *c->kept * (size_t)(g->tensor_count + 1));
-    if (last == NULL || c->crossing == NULL || c->kept == NULL) {
+    if (last == NULL || memo == NULL || stack == NULL || c->crossing == NULL || c->kept == NULL) {
         free(last);
+        free(memo);
+        free(stack);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    for (int32_t t = 0; t < g->tensor_count; t++)
+    for (int32_t t = 0; t < g->tensor_count; t++) {
         last[t] = -1;
+        memo[t] = UINT64_MAX;
+    }
     for (int32_t k = 0; k < g->node_count; k++)
         for (int i = 0; i < g->nodes[k].input_count; i++)
             last[g->nodes[k].inputs[i]] = k;
@@ -165,11 +206,13 @@ static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
                 c->kept[c->kept_count++] = t;
         } else {
             c->crossing[c->count++] = (candidate){t, clrun_tensor_bytes(&x->type),
-                                                  clrun__offload_node_flops(g, x->producer),
+                                                  recompute_flops(g, c->boundary, last, memo, stack, t),
                                                   several};
         }
     }
     free(last);
+    free(memo);
+    free(stack);
     qsort(c->crossing, (size_t)c->count, sizeof *c->crossing, by_bytes);
     return CLRUN_OK;
 }

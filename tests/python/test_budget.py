@@ -38,6 +38,8 @@ class Budget(GraphFiles):
         self.x = np.random.default_rng(3).uniform(-1, 1, (64, 256)).astype(np.float32)
 
     def test_a_budget_below_what_it_holds_recomputes_with_the_same_bits(self):
+        os.environ["CLRUN_OFFLOAD_RATE"] = "1e30"  # recomputing is all but free: no offload
+        self.addCleanup(os.environ.pop, "CLRUN_OFFLOAD_RATE", None)
         plain = self.ctx.load(self.path_, mode="planned")
         want = plain(x=self.x)["y"]
         given = plain.stats()["constant_bytes"] + plain.stats()["arena_bytes"]
