@@ -61,6 +61,27 @@ static const char funnel_graph[] =
     "node y: f32[64, 4096] = add(h3, s)\n"
     "output y\n";
 
+/* Two skips across the peak: t = tanh(x) costs one FLOP per element to make again from x,
+ * alive anyway; s = relu(m0) costs the matmul again (m0 is dead at the peak). */
+static const char two_graph[] =
+    "graph two\n"
+    "input x: f32[64, 256]\n"
+    "const w0: f32[256, 256] normal(0, 0.06) seed=1\n"
+    "const w1: f32[256, 1024] normal(0, 0.06) seed=2\n"
+    "const w2: f32[1024, 1024] normal(0, 0.03) seed=3\n"
+    "const w3: f32[1024, 256] normal(0, 0.03) seed=4\n"
+    "node t: f32[64, 256] = tanh(x)\n"
+    "node m0: f32[64, 256] = matmul(x, w0)\n"
+    "node s: f32[64, 256] = relu(m0)\n"
+    "node h1: f32[64, 1024] = matmul(s, w1)\n"
+    "node h2: f32[64, 1024] = gelu(h1)\n"
+    "node h3: f32[64, 1024] = matmul(h2, w2)\n"
+    "node h4: f32[64, 1024] = gelu(h3)\n"
+    "node h5: f32[64, 256] = matmul(h4, w3)\n"
+    "node y0: f32[64, 256] = add(h5, s)\n"
+    "node y: f32[64, 256] = add(y0, t)\n"
+    "output y\n";
+
 static clrun_graph *parse(const char *text, size_t length)
 {
     clrun_graph *g = NULL;
@@ -340,6 +361,47 @@ static void offload_meets_a_budget_recomputation_cannot(void **state)
     clrun_context_destroy(ctx);
 }
 
+/* At the default rate each dropped tensor takes the cheaper way: t recomputed, s offloaded,
+ * in one rewrite, with the same bits. */
+static void each_tensor_takes_the_cheaper_way(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_graph *g = parse(two_graph, sizeof two_graph - 1);
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    assert_int_equal(clrun_graph_example_input(g, 0, 5, x, sizeof x), CLRUN_OK);
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
+    clrun_exec_options po = options(CLRUN_EXEC_PLANNED, -1, 0);
+    clrun_exec *plain = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
+    run(ctx, plain, x, sizeof x, want, sizeof want);
+    clrun_exec_destroy(plain);
+    uint64_t given = held_as_given(ctx, g, -1);
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        /* both skips' bytes below what it holds as given */
+        clrun_exec_options o = options(modes[m], -1, given - 2 * ROWS * D * sizeof(float));
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        clrun_exec_stats st;
+        assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+        assert_int_equal(st.recomputed_tensors, 1);
+        assert_int_equal(st.offloaded_tensors, 1);
+        const char *const *names = NULL;
+        assert_int_equal(clrun_exec_recomputed(exec, &names), 1);
+        assert_string_equal(names[0], "t");
+        assert_int_equal(clrun_exec_offloaded(exec, &names), 1);
+        assert_string_equal(names[0], "s");
+        memset(got, 0, sizeof got);
+        run(ctx, exec, x, sizeof x, got, sizeof got);
+        assert_memory_equal(got, want, sizeof want);
+        clrun_exec_destroy(exec);
+    }
+    clrun_graph_destroy(g);
+    clrun_context_destroy(ctx);
+}
+
 static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
 {
     (void)state;
@@ -374,6 +436,7 @@ int main(void)
         cmocka_unit_test(an_offloaded_skip_keeps_the_bits_in_every_mode),
         cmocka_unit_test(an_offloaded_skip_keeps_the_bits_under_every_allocator),
         cmocka_unit_test(offload_meets_a_budget_recomputation_cannot),
+        cmocka_unit_test(each_tensor_takes_the_cheaper_way),
         cmocka_unit_test(a_budget_nothing_meets_is_refused_and_leaks_nothing),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
