@@ -104,9 +104,13 @@ given=$("$CLRUN" run "$tmp/skip.graph" --memory-budget 1G --repeat 1 --json 2>/d
 if [ -z "$given" ]; then
     fail "inference budget: clrun run --json gave no held_bytes"
 else
-    "$CLRUN" plan "$tmp/skip.graph" --budget $((given - 1)) >"$tmp/out" 2>&1
+    CLRUN_OFFLOAD_RATE=1e30 "$CLRUN" plan "$tmp/skip.graph" --budget $((given - 1)) >"$tmp/out" 2>&1
     rc=$?
     expect 0 "recomputed  m0, s" "$tmp/out" "a budget one byte under what the graph holds"
+    # at the default rate s costs more to recompute (its matmul too) than to move: offloaded
+    "$CLRUN" plan "$tmp/skip.graph" --budget $((given - 1)) >"$tmp/out" 2>&1
+    rc=$?
+    expect 0 "offloaded   1 tensor to host memory .*: s$" "$tmp/out" "a budget one byte under, met by offload"
 fi
 "$CLRUN" plan "$tmp/skip.graph" --budget 64K >"$tmp/out" 2>&1
 rc=$?

@@ -813,6 +813,54 @@ static void a_memory_budget_chooses_the_policy(void **state)
     clrun_graph_destroy(g);
 }
 
+/* Where no recomputation meets a budget, the activations go to host memory after they are
+ * written and come back before their backward readers (the rung after nothing_saveable): the
+ * budget is met, the bytes moved reported, and the parameters after the steps are those of the
+ * step without a budget, bit for bit. Budgets fall from the unconstrained step's until that
+ * rung is taken (or nothing fits). */
+static void a_budget_recomputation_cannot_meet_offloads_the_activations(void **state)
+{
+    (void)state;
+    enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    clrun_graph *g = deep_mlp(LAYERS);
+    clrun_context *ctx = context("tlsf");
+    char why[1024] = "";
+    uint64_t full = held_unconstrained(ctx, g), found = 0;
+    for (uint64_t b = full - 1; b > 4096 && found == 0; b = b / 16 * 15) {
+        clrun_train *t = budget_trainer(ctx, g, b, NULL, why, sizeof why);
+        if (t == NULL)
+            break;
+        clrun_train_stats st;
+        assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+        if (strcmp(st.remat_policy, "host_offload") == 0) {
+            found = b;
+            assert_true(st.planned_peak_bytes <= b);
+            assert_true(st.exec.offloaded_tensors >= LAYERS);
+            assert_int_equal(st.exec.offloaded_bytes, 2 * st.exec.host_bytes);
+            assert_int_equal(st.remat.repeated_nodes, 0);
+        }
+        clrun_train_destroy(t);
+    }
+    if (found == 0)
+        fail_msg("no budget took host_offload (the last refusal: %s)", why);
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    clrun_train *plain = budget_trainer(ctx, g, 0, NULL, why, sizeof why);
+    assert_non_null(plain);
+    steps_then_params(plain, g, base, NULL);
+    clrun_train *offloaded = budget_trainer(ctx, g, found, NULL, why, sizeof why);
+    assert_non_null(offloaded);
+    clrun_train_stats st;
+    steps_then_params(offloaded, g, other, &st);
+    assert_true(st.exec.offloaded_tensors >= LAYERS); /* the policy's text went with it */
+    assert_memory_equal(base, other, sizeof(float) * P);
+    free(base);
+    free(other);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* Under a budget the step runs in planned mode, its layout fixed when it is prepared, and the
  * evaluation's arena lies in the step's (the pool holds one arena): steps and evaluations in
  * turn give the losses of the trainer without a budget, bit for bit. */
@@ -1012,6 +1060,7 @@ int main(void)
         cmocka_unit_test(a_reduce_hook_replaces_the_gradients),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
+        cmocka_unit_test(a_budget_recomputation_cannot_meet_offloads_the_activations),
         cmocka_unit_test(a_budget_runs_the_step_planned),
         cmocka_unit_test(the_pool_limit_is_a_budget),
         cmocka_unit_test(saved_state_resumes_bit_for_bit),

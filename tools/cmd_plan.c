@@ -462,7 +462,8 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
 /* What an executor of graph holds under `budget` (UINT64_MAX: as given): its statistics and the
  * tensors it recomputes, as one line. */
 static clrun_status held_under(clrun_context *ctx, const clrun_graph *graph, uint64_t budget,
-                               clrun_exec_stats *stats, char *recomputed, size_t size)
+                               clrun_exec_stats *stats, char *recomputed, size_t size,
+                               char *offloaded, size_t offloaded_size)
 {
     clrun_exec_options options;
     clrun_exec_options_init(&options);
@@ -477,6 +478,11 @@ static clrun_status held_under(clrun_context *ctx, const clrun_graph *graph, uin
     int32_t n = status == CLRUN_OK ? clrun_exec_recomputed(exec, &names) : 0;
     for (int32_t i = 0; i < n && at < size; i++)
         at += (size_t)snprintf(recomputed + at, size - at, "%s%s", i ? ", " : "", names[i]);
+    at = 0;
+    offloaded[0] = '\0';
+    n = status == CLRUN_OK ? clrun_exec_offloaded(exec, &names) : 0;
+    for (int32_t i = 0; i < n && at < offloaded_size; i++)
+        at += (size_t)snprintf(offloaded + at, offloaded_size - at, "%s%s", i ? ", " : "", names[i]);
     clrun_exec_destroy(exec);
     return status;
 }
@@ -519,9 +525,9 @@ static int plan_inference_budget(int argc, char **argv)
     clrun_context *ctx = NULL;
     clrun_status status = clrun_context_create(NULL, &ctx);
     clrun_exec_stats given = {0}, fitted = {0};
-    char names[1024], none[8];
+    char names[1024], moved[1024], none[8], none2[8];
     if (status == CLRUN_OK)
-        status = held_under(ctx, graph, UINT64_MAX, &given, none, sizeof none);
+        status = held_under(ctx, graph, UINT64_MAX, &given, none, sizeof none, none2, sizeof none2);
     char b[32], h[32], w[32], a[32], d[32];
     if (status == CLRUN_OK) {
         printf("model       %s on %s\n", path, clrun_context_device(ctx)->name);
@@ -529,7 +535,7 @@ static int plan_inference_budget(int argc, char **argv)
                clrun_format_bytes(given.held_bytes, h, sizeof h),
                clrun_format_bytes(given.constant_bytes, w, sizeof w),
                clrun_format_bytes(given.arena_bytes, a, sizeof a));
-        status = held_under(ctx, graph, budget, &fitted, names, sizeof names);
+        status = held_under(ctx, graph, budget, &fitted, names, sizeof names, moved, sizeof moved);
     }
     if (status == CLRUN_OK) {
         printf("budget      %s: holds %s", clrun_format_bytes(budget, b, sizeof b),
@@ -543,6 +549,13 @@ static int plan_inference_budget(int argc, char **argv)
                    clrun_format_bytes(fitted.recomputed_bytes, d, sizeof d),
                    (int)fitted.recomputed_nodes, fitted.recomputed_nodes == 1 ? "" : "s",
                    (double)fitted.recomputed_flops / 1e6, names);
+        if (fitted.offloaded_tensors > 0) {
+            char m[32], k[32];
+            printf("offloaded   %d tensor%s to host memory (%s there, %s moved per run): %s\n",
+                   (int)fitted.offloaded_tensors, fitted.offloaded_tensors == 1 ? "" : "s",
+                   clrun_format_bytes(fitted.host_bytes, k, sizeof k),
+                   clrun_format_bytes(fitted.offloaded_bytes, m, sizeof m), moved);
+        }
     } else {
         fprintf(stderr, "clrun plan: %s: %s\n", path, clrun_last_error(ctx));
     }

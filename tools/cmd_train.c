@@ -572,6 +572,8 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "remat_dropped", json_object_new_int(st.remat.dropped));
     json_object_object_add(o, "remat_dropped_bytes", json_object_new_int64((int64_t)st.remat.dropped_bytes));
     json_object_object_add(o, "remat_repeated_nodes", json_object_new_int(st.remat.repeated_nodes));
+    json_object_object_add(o, "offloaded_tensors", json_object_new_int(st.exec.offloaded_tensors));
+    json_object_object_add(o, "offloaded_bytes", json_object_new_int64((int64_t)st.exec.offloaded_bytes));
     return o;
 }
 
@@ -649,6 +651,8 @@ static int print_plan(const train_args *a, const clrun_train *t)
         json_object_object_add(o, "remat_repeated_nodes", json_object_new_int(st.remat.repeated_nodes));
         json_object_object_add(o, "remat_repeated_flops", json_object_new_int64((int64_t)st.remat.repeated_flops));
         json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)st.host_bytes));
+        json_object_object_add(o, "offloaded_tensors", json_object_new_int(st.exec.offloaded_tensors));
+        json_object_object_add(o, "offloaded_bytes", json_object_new_int64((int64_t)st.exec.offloaded_bytes));
         json_object_object_add(o, "recomputed", names);
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
@@ -670,6 +674,9 @@ static int print_plan(const train_args *a, const clrun_train *t)
     if (st.host_bytes)
         printf("in host memory (the device maps it): %s of parameters and optimizer state\n",
                mib(st.host_bytes, b1, sizeof b1));
+    if (st.exec.offloaded_tensors > 0)
+        printf("offloaded: %d activations to host memory and back, %s moved per step\n",
+               (int)st.exec.offloaded_tensors, mib(st.exec.offloaded_bytes, b1, sizeof b1));
     if (n == 0) {
         printf("recomputed: nothing\n");
     } else {
@@ -1046,6 +1053,9 @@ int clrun_cli_train(int argc, char **argv)
             if (st.host_bytes)
                 printf("in host memory (the device maps it): %s of parameters and optimizer "
                        "state\n", mib(st.host_bytes, b1, sizeof b1));
+            if (st.exec.offloaded_tensors > 0)
+                printf("offloaded: %d activations to host memory and back, %s moved per step\n",
+                       (int)st.exec.offloaded_tensors, mib(st.exec.offloaded_bytes, b1, sizeof b1));
         } else {
             json_object *o = report(&a, t, &f, steps);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

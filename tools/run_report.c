@@ -56,6 +56,9 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
         json_object_object_add(o, "recomputed_nodes", json_object_new_int(s->recomputed_nodes));
         json_object_object_add(o, "recomputed_bytes", json_object_new_int64((int64_t)s->recomputed_bytes));
         json_object_object_add(o, "recomputed_flops", json_object_new_int64((int64_t)s->recomputed_flops));
+        json_object_object_add(o, "offloaded_tensors", json_object_new_int(s->offloaded_tensors));
+        json_object_object_add(o, "offloaded_bytes", json_object_new_int64((int64_t)s->offloaded_bytes));
+        json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)s->host_bytes));
     }
     if (a->weights != CLRUN_F32) {
         json_object_object_add(o, "weights", json_object_new_string(a->weights == CLRUN_F16 ? "f16" : "int8"));
@@ -131,6 +134,13 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
                clrun_format_bytes(s->recomputed_bytes, dropped, sizeof dropped),
                (int)s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s",
                (double)s->recomputed_flops / 1e6);
+        if (s->offloaded_tensors > 0) {
+            char host[32], moved[32];
+            printf("offloaded   %d tensor%s to host memory (%s there, %s moved per run)\n",
+                   (int)s->offloaded_tensors, s->offloaded_tensors == 1 ? "" : "s",
+                   clrun_format_bytes(s->host_bytes, host, sizeof host),
+                   clrun_format_bytes(s->offloaded_bytes, moved, sizeof moved));
+        }
     }
     printf("device      %s (%s)\n", d->name, d->platform_name);
     printf("allocator   %s\n", s->allocator);

@@ -41,7 +41,9 @@ static json_object *span(const clrun_exec_span *s, const char *node)
     json_object *event = json_object_new_object();
     json_object_object_add(event, "name", json_object_new_string(s->op));
     bool again = clrun_remat_copy_of(s->name) > 0;
-    json_object_object_add(event, "cat", json_object_new_string(again ? "recompute" : "kernel"));
+    /* host offload's copies (a memory budget's): transfers, not kernels */
+    bool transfer = strcmp(s->op, "offload") == 0 || strcmp(s->op, "reload") == 0;
+    json_object_object_add(event, "cat", json_object_new_string(transfer ? "transfer" : again ? "recompute" : "kernel"));
     json_object_object_add(event, "ph", json_object_new_string("X"));
     json_object_object_add(event, "ts", json_object_new_double((double)s->start_ns / 1e3));
     json_object_object_add(event, "dur", json_object_new_double((double)(s->end_ns - s->start_ns) / 1e3));
@@ -54,6 +56,8 @@ static json_object *span(const clrun_exec_span *s, const char *node)
     json_object_object_add(args, "bytes_in_use", json_object_new_int64((int64_t)s->bytes_in_use));
     if (again)
         json_object_object_add(args, "recomputed", json_object_new_boolean(true));
+    if (transfer)
+        json_object_object_add(args, "direction", json_object_new_string(s->op[0] == 'o' ? "to_host" : "to_device"));
     json_object_object_add(event, "args", args);
     return event;
 }

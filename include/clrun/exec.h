@@ -150,6 +150,13 @@ typedef struct clrun_exec_stats {
     uint64_t recomputed_bytes;  /* the dropped tensors' bytes (a sum) */
     uint64_t recomputed_flops;  /* the added nodes' arithmetic per run, estimated as
                                    clrun_remat_report.repeated_flops */
+    /* host offload under a budget (appended) */
+    int32_t offloaded_tensors;  /* tensors copied to host memory after they are written and
+                                   back right before their next reader, instead of held or
+                                   recomputed */
+    uint64_t offloaded_bytes;   /* bytes each run moves for them: both ways, twice their sum */
+    uint64_t host_bytes;        /* the host-allocated buffers that hold them, outside the
+                                   device's accounting (constants, arena, pool) */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);
@@ -158,6 +165,11 @@ clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out)
  * after it (model names where they have them), in the graph's order; *names points into the
  * executor. 0 (and NULL) otherwise, and for a NULL executor. */
 int32_t clrun_exec_recomputed(const clrun_exec *exec, const char *const **names);
+
+/* Under a memory budget that host offload helped meet: the tensors copied to host memory and
+ * back (model names where they have them), in the graph's order; *names points into the
+ * executor. 0 (and NULL) otherwise, and for a NULL executor. */
+int32_t clrun_exec_offloaded(const clrun_exec *exec, const char *const **names);
 
 /* The names of donated inputs no output could take (they are still freed after their last
  * use); *names points into the graph. 0 (and NULL) for a NULL executor. */

@@ -323,6 +323,8 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
     free(e->recomputed);
+    free(e->offloaded);
+    clrun__exec_host_release(e);
     clrun_graph_destroy(e->owned_graph);
     pthread_mutex_destroy(&e->lock);
     clrun_context *ctx = e->ctx;
@@ -472,6 +474,9 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->lower_bound_bytes = e->lower_bound;
     out->naive_bytes = e->schedule.naive_bytes;
     out->constant_bytes = e->schedule.constant_bytes;
+    out->host_bytes = e->schedule.host_bytes;
+    out->offloaded_tensors = e->schedule.host_buffers; /* each offloaded tensor has one */
+    out->offloaded_bytes = 2 * e->schedule.host_bytes;
     out->donations = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donations;
     out->unused_donations = e->schedule.unused_donated_count;
     out->views = e->schedule.views;
@@ -539,7 +544,7 @@ clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out,
     int32_t n = 0;
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         const clrun__sched_buffer *buf = &e->schedule.buffers[b];
-        if (buf->is_constant)
+        if (buf->is_constant || buf->is_host) /* host memory: not the device's layout */
             continue;
         if (out && n < capacity) {
             bool in_arena = e->arena_views && e->arena_views[b];

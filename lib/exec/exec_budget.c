@@ -6,8 +6,12 @@
  * its constants. The dropped set grows from the largest tensor down (a binary search on how many,
  * each candidate prepared and measured: about log2(n) preparations, which reuse the kernels the
  * first built) until the executor fits; the repeated nodes run the same ops on the same values,
- * so the outputs keep their bits. A budget that no such rewrite meets is refused, with the least
- * found and the constants named. */
+ * so the outputs keep their bits. A dropped tensor whose node costs more to run again than its
+ * bytes cost to move twice (graph/offload.h: CLRUN_OFFLOAD_RATE) is offloaded instead: copied to
+ * host memory after it is written and back before its next reader; when that mix meets no
+ * budget, every dropped tensor is offloaded (a copy back holds the tensor alone, a
+ * recomputation what it is made from as well). A budget that no such rewrite meets is refused,
+ * with the least found and the constants named. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +27,7 @@
 #include "exec/exec_share.h"
 #include "grad/grad.h"
 #include "graph/graph.h"
+#include "graph/offload.h"
 
 /* Each candidate's arena is planned within at most this many seconds (the options' limit when
  * it is less). */
@@ -95,6 +100,9 @@ static int32_t peak_step(const clrun_exec_buffer_info *info, int32_t n, int32_t 
 typedef struct candidate {
     clrun_tensor_id t;
     uint64_t bytes;
+    uint64_t flops;    /* what recomputing it repeats: its node's arithmetic and that of the
+                          inputs dead at the boundary it needs again (recompute_flops) */
+    bool offload_only; /* an output of a node of several: recomputation keeps those */
 } candidate;
 
 static int by_bytes(const void *a, const void *b)
@@ -115,6 +123,40 @@ typedef struct choice {
     clrun_tensor_id *kept;   /* crossing tensors never dropped: those the peak's node writes */
     int32_t kept_count;
 } choice;
+
+/* What recomputing t after the boundary repeats, estimated: its node's arithmetic and, for each
+ * input made before the boundary that is dead there (not read at or after it), that input's
+ * own, depth first without recursion; an input alive there (or an input of the graph, or a
+ * constant) costs nothing. memo[u] (UINT64_MAX: not yet) keeps each tensor's. */
+static uint64_t recompute_flops(const clrun_graph *g, int32_t boundary, const int32_t *last,
+                                uint64_t *memo, int32_t *stack, clrun_tensor_id t)
+{
+    int32_t depth = 0;
+    stack[depth++] = t;
+    while (depth > 0) {
+        int32_t top = stack[depth - 1];
+        const clrun__node *node = &g->nodes[g->tensors[top].producer];
+        uint64_t sum = clrun__offload_node_flops(g, g->tensors[top].producer);
+        bool pending = false;
+        for (int i = 0; i < node->input_count; i++) {
+            int32_t u = node->inputs[i];
+            const clrun__tensor *x = &g->tensors[u];
+            if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->producer < 0 || last[u] >= boundary)
+                continue; /* alive at the boundary, or never computed */
+            if (memo[u] == UINT64_MAX) {
+                stack[depth++] = u; /* a DAG: never on the stack already */
+                pending = true;
+                break;
+            }
+            sum = sum + memo[u] < sum ? UINT64_MAX - 1 : sum + memo[u];
+        }
+        if (pending)
+            continue;
+        memo[top] = sum;
+        depth--;
+    }
+    return memo[t];
+}
 
 static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
 {
@@ -137,76 +179,146 @@ static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
     if (c->boundary < 0)
         return CLRUN_OK; /* nothing to cut */
     int32_t *last = malloc(sizeof *last * (size_t)(g->tensor_count + 1));
+    uint64_t *memo = malloc(sizeof *memo * (size_t)(g->tensor_count + 1));
+    int32_t *stack = malloc(sizeof *stack * (size_t)(g->tensor_count + 1));
     c->crossing = malloc(sizeof *c->crossing * (size_t)(g->tensor_count + 1));
     c->kept = malloc(sizeof *c->kept * (size_t)(g->tensor_count + 1));
-    if (last == NULL || c->crossing == NULL || c->kept == NULL) {
+    if (last == NULL || memo == NULL || stack == NULL || c->crossing == NULL || c->kept == NULL) {
         free(last);
+        free(memo);
+        free(stack);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    for (int32_t t = 0; t < g->tensor_count; t++)
+    for (int32_t t = 0; t < g->tensor_count; t++) {
         last[t] = -1;
+        memo[t] = UINT64_MAX;
+    }
     for (int32_t k = 0; k < g->node_count; k++)
         for (int i = 0; i < g->nodes[k].input_count; i++)
             last[g->nodes[k].inputs[i]] = k;
     for (int32_t t = 0; t < g->tensor_count; t++) {
         const clrun__tensor *x = &g->tensors[t];
         if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->is_output || x->producer < 0 ||
-            x->producer >= c->boundary || last[t] < c->boundary ||
-            g->nodes[x->producer].output_count != 1)
+            x->producer >= c->boundary || last[t] < c->boundary)
             continue;
-        if (x->producer == c->boundary - 1) /* written at the peak: dropping it saves nothing */
-            c->kept[c->kept_count++] = t;
-        else
-            c->crossing[c->count++] = (candidate){t, clrun_tensor_bytes(&x->type)};
+        bool several = g->nodes[x->producer].output_count != 1;
+        if (x->producer == c->boundary - 1) { /* written at the peak: dropping it saves nothing */
+            if (!several)
+                c->kept[c->kept_count++] = t;
+        } else {
+            c->crossing[c->count++] = (candidate){t, clrun_tensor_bytes(&x->type),
+                                                  recompute_flops(g, c->boundary, last, memo, stack, t),
+                                                  several};
+        }
     }
     free(last);
+    free(memo);
+    free(stack);
     qsort(c->crossing, (size_t)c->count, sizeof *c->crossing, by_bytes);
     return CLRUN_OK;
 }
 
-/* The i-th tensor kept when the `drop` largest candidates are dropped. */
-static clrun_tensor_id kept_at(const choice *c, int32_t drop, int32_t i)
+/* Whether candidate i, when dropped, is offloaded rather than recomputed: where recomputation
+ * cannot (a node of several outputs), costs more at `rate`, or `force`. */
+static bool offloads(const choice *c, int32_t i, double rate, bool force)
 {
-    return i < c->kept_count ? c->kept[i] : c->crossing[drop + i - c->kept_count].t;
+    const candidate *x = &c->crossing[i];
+    return force || x->offload_only || clrun__offload_prefers(x->flops, x->bytes, rate);
 }
 
-/* A copy of `graph` with the `drop` largest crossing tensors recomputed after the boundary. */
+/* What one rewrite did. */
+typedef struct rewrite {
+    clrun_remat_report remat;
+    clrun__offload_report offload;
+} rewrite;
+
+/* A copy of `graph` with the `drop` largest crossing tensors dropped at the boundary: each
+ * offloaded to host memory and back, or recomputed after the boundary. */
 static clrun_status rewritten(const clrun_graph *graph, const choice *c, int32_t drop,
-                              clrun_remat_report *report, clrun_graph **out, char *err,
-                              size_t errlen)
+                              double rate, bool force, rewrite *report, clrun_graph **out,
+                              char *err, size_t errlen)
 {
     *out = NULL;
+    memset(report, 0, sizeof *report);
     clrun_graph *g = NULL;
     clrun_status s = clrun_graph_create(graph->name, &g);
     if (s == CLRUN_OK)
         s = clrun__grad_copy(graph, g, NULL, false, err, errlen);
     for (int32_t i = 0; s == CLRUN_OK && i < graph->output_count; i++)
         s = clrun_graph_mark_output(g, graph->outputs[i]);
-    /* the policy keeps the crossing tensors not dropped: names:K, or nothing_saveable */
-    int32_t keep = c->kept_count + c->count - drop;
-    size_t length = 32;
-    for (int32_t i = 0; i < keep; i++)
-        length += strlen(graph->tensors[kept_at(c, drop, i)].name) + 1;
-    char *policy = s == CLRUN_OK ? malloc(length) : NULL;
-    if (s == CLRUN_OK && policy == NULL)
+    /* the offloaded first: their copies keep the boundary's node `offloaded` nodes later */
+    int32_t offloaded = 0, recomputed = 0;
+    clrun_tensor_id *moved = malloc(sizeof *moved * (size_t)(c->count + 1));
+    clrun_tensor_id *hosts = malloc(sizeof *hosts * (size_t)(c->count + 1));
+    if (s == CLRUN_OK && (moved == NULL || hosts == NULL))
         s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    if (s == CLRUN_OK) {
-        size_t at = (size_t)snprintf(policy, length, keep ? "names:" : "nothing_saveable");
-        for (int32_t i = 0; i < keep; i++)
-            at += (size_t)snprintf(policy + at, length - at, "%s%s", i ? "," : "",
-                                   graph->tensors[kept_at(c, drop, i)].name);
-        s = clrun_graph_remat(g, c->boundary, policy, report);
+    for (int32_t i = 0; s == CLRUN_OK && i < drop; i++) {
+        if (offloads(c, i, rate, force))
+            moved[offloaded++] = c->crossing[i].t;
+        else
+            recomputed++;
+    }
+    if (s == CLRUN_OK && offloaded > 0)
+        s = clrun__graph_offload(g, c->boundary, moved, offloaded, hosts, &report->offload);
+    int32_t boundary = c->boundary + offloaded;
+    /* the policy keeps the crossing tensors not dropped, and the host copies: names:K, or
+     * nothing_saveable */
+    int32_t keep = c->kept_count + c->count - drop + offloaded;
+    char *policy = NULL;
+    if (s == CLRUN_OK && recomputed > 0) {
+        size_t length = 32;
+        for (int32_t i = 0; i < c->kept_count; i++)
+            length += strlen(g->tensors[c->kept[i]].name) + 1;
+        for (int32_t i = drop; i < c->count; i++)
+            if (!c->crossing[i].offload_only) /* remat keeps those anyway */
+                length += strlen(g->tensors[c->crossing[i].t].name) + 1;
+        for (int32_t i = 0; i < offloaded; i++)
+            length += strlen(g->tensors[hosts[i]].name) + 1;
+        policy = malloc(length);
+        if (policy == NULL)
+            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        size_t at = policy ? (size_t)snprintf(policy, length, keep ? "names:" : "nothing_saveable") : 0;
+        int32_t named = 0;
+        for (int32_t i = 0; policy && i < c->kept_count; i++)
+            at += (size_t)snprintf(policy + at, length - at, "%s%s", named++ ? "," : "",
+                                   g->tensors[c->kept[i]].name);
+        for (int32_t i = drop; policy && i < c->count; i++)
+            if (!c->crossing[i].offload_only)
+                at += (size_t)snprintf(policy + at, length - at, "%s%s", named++ ? "," : "",
+                                       g->tensors[c->crossing[i].t].name);
+        for (int32_t i = 0; policy && i < offloaded; i++)
+            at += (size_t)snprintf(policy + at, length - at, "%s%s", named++ ? "," : "",
+                                   g->tensors[hosts[i]].name);
+        if (policy && named == 0) /* every one kept is a several-output node's: kept anyway */
+            snprintf(policy, length, "nothing_saveable");
+        if (s == CLRUN_OK)
+            s = clrun_graph_remat(g, boundary, policy, &report->remat);
     }
     if (s == CLRUN_OK)
         s = clrun_graph_validate(g);
     if (s != CLRUN_OK && err[0] == '\0')
         snprintf(err, errlen, "%s", g ? clrun_graph_last_error(g) : "out of host memory");
     free(policy);
+    free(moved);
+    free(hosts);
     if (s != CLRUN_OK) {
         clrun_graph_destroy(g);
         return s;
     }
     *out = g;
+    return CLRUN_OK;
+}
+
+/* e->offloaded: the tensors of e's own graph that an `offload` node copies out, in order. */
+static clrun_status offloaded_names(clrun_exec *e)
+{
+    const clrun_graph *g = e->owned_graph;
+    e->offloaded = calloc((size_t)g->node_count + 1, sizeof *e->offloaded);
+    if (e->offloaded == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (int32_t k = 0; k < g->node_count; k++)
+        if (clrun__op_on_host(g->nodes[k].op))
+            e->offloaded[e->offloaded_count++] = clrun__tensor_label(&g->tensors[g->nodes[k].inputs[0]]);
     return CLRUN_OK;
 }
 
@@ -285,56 +397,68 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
      * before the next, so that none holds pool memory another needs */
     clrun_exec *best = NULL;
     clrun_graph *best_graph = NULL;
-    clrun_remat_report best_report = {0};
+    rewrite best_report = {0};
     uint64_t least = held;
-    int32_t lo = 1, hi = c.count;
     o.plan_time_limit_s = limit < TRIAL_PLAN_SECONDS ? limit : TRIAL_PLAN_SECONDS;
     char err[1024] = "";
-    while (lo <= hi && s == CLRUN_OK) {
-        int32_t mid = lo + (hi - lo) / 2;
-        clrun_graph *g = NULL;
-        clrun_remat_report report;
-        err[0] = '\0';
-        s = rewritten(graph, &c, mid, &report, &g, err, sizeof err);
-        if (s != CLRUN_OK)
+    double rate = clrun__offload_rate();
+    /* first each tensor the cheaper way at the device's rate; when that meets no budget and
+     * some were recomputed, every one offloaded (a copy back holds only the tensor, where a
+     * recomputation may hold what it is made from as well) */
+    bool some_recomputed = false;
+    for (int32_t i = 0; i < c.count; i++)
+        some_recomputed = some_recomputed || !offloads(&c, i, rate, false);
+    for (int pass = 0; pass < 2 && best_graph == NULL && s == CLRUN_OK; pass++) {
+        bool force = pass == 1;
+        if (force && !some_recomputed)
             break;
-        clrun_exec *trial = NULL;
-        s = clrun__exec_create_beside(ctx, g, &o, NULL, &trial);
-        uint64_t h = 0;
-        if (s == CLRUN_OK)
-            s = held_by(trial, &h);
-        if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* too large for the pool: as not fitting */
-            s = CLRUN_OK;
-            h = UINT64_MAX;
-        }
-        if (s != CLRUN_OK) {
+        int32_t lo = 1, hi = c.count;
+        while (lo <= hi && s == CLRUN_OK) {
+            int32_t mid = lo + (hi - lo) / 2;
+            clrun_graph *g = NULL;
+            rewrite report;
+            err[0] = '\0';
+            s = rewritten(graph, &c, mid, rate, force, &report, &g, err, sizeof err);
+            if (s != CLRUN_OK)
+                break;
+            clrun_exec *trial = NULL;
+            s = clrun__exec_create_beside(ctx, g, &o, NULL, &trial);
+            uint64_t h = 0;
+            if (s == CLRUN_OK)
+                s = held_by(trial, &h);
+            if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* too large for the pool: as not fitting */
+                s = CLRUN_OK;
+                h = UINT64_MAX;
+            }
+            if (s != CLRUN_OK) {
+                clrun_exec_destroy(trial);
+                clrun_graph_destroy(g);
+                break;
+            }
+            least = h < least ? h : least;
             clrun_exec_destroy(trial);
-            clrun_graph_destroy(g);
-            break;
-        }
-        least = h < least ? h : least;
-        clrun_exec_destroy(trial);
-        if (h <= budget) {
-            clrun_graph_destroy(best_graph);
-            best_graph = g;
-            best_report = report;
-            hi = mid - 1;
-        } else {
-            clrun_graph_destroy(g);
-            lo = mid + 1;
+            if (h <= budget) {
+                clrun_graph_destroy(best_graph);
+                best_graph = g;
+                best_report = report;
+                hi = mid - 1;
+            } else {
+                clrun_graph_destroy(g);
+                lo = mid + 1;
+            }
         }
     }
     free(c.crossing);
     free(c.kept);
     if (s != CLRUN_OK) {
         clrun_graph_destroy(best_graph);
-        return clrun__fail(ctx, s, "memory budget: rewriting the graph to recompute failed: %s",
+        return clrun__fail(ctx, s, "memory budget: rewriting the graph to recompute or offload failed: %s",
                            err[0] ? err : clrun_last_error(ctx));
     }
     if (best_graph == NULL) {
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "a memory budget of %s is below what the graph can hold by recomputing "
-                           "what is alive across its peak: at best %s (its constants %s; %s as "
+                           "or offloading what is alive across its peak: at best %s (its constants %s; %s as "
                            "given)",
                            clrun__format_bytes(budget, b, sizeof b), clrun__format_bytes(least, l, sizeof l),
                            clrun__format_bytes(first.constant_bytes, k, sizeof k),
@@ -363,16 +487,18 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         return s;
     }
     best->owned_graph = best_graph;
-    if ((s = recomputed_names(best)) != CLRUN_OK) {
+    if ((s = recomputed_names(best)) != CLRUN_OK || (s = offloaded_names(best)) != CLRUN_OK) {
         clrun_exec_destroy(best);
         return clrun__fail(ctx, s, "memory budget: out of host memory");
     }
     best->stats.budget_bytes = budget;
     best->stats.held_bytes = h;
-    best->stats.recomputed_tensors = best_report.dropped;
-    best->stats.recomputed_nodes = best_report.repeated_nodes;
-    best->stats.recomputed_bytes = best_report.dropped_bytes;
-    best->stats.recomputed_flops = best_report.repeated_flops;
+    best->stats.recomputed_tensors = best_report.remat.dropped;
+    best->stats.recomputed_nodes = best_report.remat.repeated_nodes;
+    best->stats.recomputed_bytes = best_report.remat.dropped_bytes;
+    best->stats.recomputed_flops = best_report.remat.repeated_flops;
+    best->stats.offloaded_tensors = best_report.offload.offloaded;
+    best->stats.offloaded_bytes = 2 * best_report.offload.bytes;
     *out = best;
     return CLRUN_OK;
 }
@@ -445,7 +571,7 @@ clrun_status clrun__exec_create_in_pool(clrun_context *ctx, const clrun_graph *g
         snprintf(why, sizeof why, "%s", clrun_last_error(ctx));
         if (within != CLRUN_ERROR_OUT_OF_MEMORY || strcmp(why, given) == 0)
             return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY, "%s", given);
-        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY, "%s (recomputing does not fit it: %s)",
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY, "%s (recomputing or offloading does not fit it: %s)",
                            given, why);
     }
     /* the estimate says it does not fit and no rewrite does: as given, to fail at run time,

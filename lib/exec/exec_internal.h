@@ -85,6 +85,11 @@ struct clrun_exec {
     const char **recomputed;       /* under a memory budget: the tensors recomputed (labels in
                                       owned_graph), or NULL */
     int32_t recomputed_count;
+    const char **offloaded;        /* under a memory budget: the tensors offloaded to host memory
+                                      (labels in owned_graph), or NULL */
+    int32_t offloaded_count;
+    cl_mem *host_mems;             /* per schedule buffer: an offloaded tensor's host buffer
+                                      (is_host), made at first use, or NULL (exec_offload.c) */
 };
 
 /* clrun_exec_create under options->memory_budget (exec_budget.c). */
@@ -143,6 +148,13 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b);
 /* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
  * queues). */
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
+/* ---- host memory of offloaded tensors: exec_offload.c ---- */
+
+/* Gives host buffer b (is_host) its host-allocated memory, made at its first use. */
+clrun_status clrun__exec_host_take(clrun_exec *e, int32_t b);
+/* Frees every host buffer (clrun_exec_destroy). */
+void clrun__exec_host_release(clrun_exec *e);
+
 /* ---- constants: exec_constants.c ---- */
 
 /* Uploads the constants into resident blocks and lets the nodes that pack make their copies

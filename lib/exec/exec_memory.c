@@ -45,6 +45,8 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b)
 {
     buffer_state *s = &e->buffers[b];
     const clrun__sched_buffer *sb = &e->schedule.buffers[b];
+    if (sb->is_host) /* an offloaded tensor: host memory, in every mode */
+        return clrun__exec_host_take(e, b);
     if (e->options.mode == CLRUN_EXEC_PLANNED) {
         int32_t host = e->host_of ? e->host_of[b] : -1;
         if (host >= 0) { /* in a donated input's block, bound to this run's block */
@@ -116,6 +118,12 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
         return CLRUN_OK;
     clrun_status status = CLRUN_OK;
     bool is_input = e->schedule.buffers[b].is_input;
+    if (e->schedule.buffers[b].is_host) { /* kept for the next run, freed with the executor */
+        clrun__exec_drop_events(s);
+        s->live = false;
+        s->mem = NULL;
+        return CLRUN_OK;
+    }
     bool to_pool = !s->hosting && (e->options.mode == CLRUN_EXEC_POOLED || is_input);
     /* Out of order: whoever next takes these bytes must wait for every command that used them.
      * A pool block is freed in stream order through the pool, so that every later owner waits,

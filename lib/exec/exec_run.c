@@ -191,7 +191,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
             clrun_status status = clrun__exec_take_memory(e, b);
             if (status != CLRUN_OK)
                 return status;
-            if (!arena)
+            if (!arena && !s->buffers[b].is_host)
                 *held += s->buffers[b].bytes;
         }
         out_mems[w] = e->buffers[b].mem;
@@ -246,7 +246,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         if (!e->buffers[b].live)
             continue;
         /* In planned mode only a donated input's own block goes (unless it hosts buffers). */
-        if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting)
+        if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting && !s->buffers[b].is_host)
             *held -= s->buffers[b].bytes;
         status = clrun__exec_give_back(e, b);
         if (status != CLRUN_OK)

@@ -4,6 +4,7 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/schedule.c lib/exec/schedule.h \
 	lib/exec/exec.c lib/exec/exec_internal.h lib/exec/exec_share.h \
 	lib/exec/exec_budget.c \
+	lib/exec/exec_offload.c \
 	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \
@@ -64,3 +65,11 @@ TESTS += tests/test_exec_budget
 tests_test_exec_budget_SOURCES = tests/test_exec_budget.c tests/device_test.h
 tests_test_exec_budget_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_budget_LDADD = $(TEST_LDADD)
+
+# Host offload under a memory budget: the rewrite without OpenCL, then the same bits in every
+# mode and allocator, and a budget that only offload meets.
+check_PROGRAMS += tests/test_exec_offload
+TESTS += tests/test_exec_offload
+tests_test_exec_offload_SOURCES = tests/test_exec_offload.c tests/device_test.h
+tests_test_exec_offload_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_offload_LDADD = $(TEST_LDADD)

@@ -142,7 +142,8 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
             if (s->buffer_of[out] < 0) {
                 b = &s->buffers[s->buffer_count];
                 *b = (clrun__sched_buffer){.bytes = clrun_tensor_bytes(&g->tensors[out].type),
-                                           .first = step, .last = step, .root = out};
+                                           .first = step, .last = step, .root = out,
+                                           .is_host = clrun__op_on_host(node->op)};
                 s->buffer_of[out] = s->buffer_count++;
             }
             b = &s->buffers[s->buffer_of[out]];
@@ -216,6 +217,11 @@ static bool compute_bounds(clrun__schedule *s)
             s->constant_bytes += buf->bytes;
             continue;
         }
+        if (buf->is_host) { /* host memory: no device bytes */
+            s->host_bytes += buf->bytes;
+            s->host_buffers++;
+            continue;
+        }
         int32_t from = buf->first < 0 ? 0 : buf->first;
         int32_t to = buf->last < from ? from : buf->last;
         if (kept_input(buf))
@@ -240,7 +246,8 @@ static bool compute_bounds(clrun__schedule *s)
 static void count_naive(const clrun_graph *g, clrun__schedule *s)
 {
     for (int32_t t = 0; t < g->tensor_count; t++)
-        if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT)
+        if (g->tensors[t].kind != CLRUN__TENSOR_CONSTANT &&
+            !(g->tensors[t].producer >= 0 && clrun__op_on_host(g->nodes[g->tensors[t].producer].op)))
             s->naive_bytes += clrun_tensor_bytes(&g->tensors[t].type);
     s->naive_bytes += s->scratch_bytes;
 }
@@ -501,7 +508,7 @@ clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inpu
     size_t n = 0;
     for (int32_t b = 0; b < s->buffer_count; b++) {
         const clrun__sched_buffer *sb = &s->buffers[b];
-        if (sb->is_constant || (sb->first < 0 && !(with_inputs && sb->is_input)))
+        if (sb->is_constant || sb->is_host || (sb->first < 0 && !(with_inputs && sb->is_input)))
             continue;
         int32_t first = sb->first < 0 ? 0 : sb->first;
         int32_t last = sb->last < first ? first : sb->last;

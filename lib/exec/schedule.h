@@ -26,6 +26,8 @@ typedef struct clrun__sched_buffer {
     bool is_donated;      /* that input is donated: the executor frees it after its last use */
     bool is_constant;     /* holds a constant */
     bool is_output;       /* ends as a graph output */
+    bool is_host;         /* written by an `offload` node: host memory of its own, outside the
+                             device's accounting (bounds, the planner's items) */
 } clrun__sched_buffer;
 
 typedef struct clrun__schedule {
@@ -56,6 +58,8 @@ typedef struct clrun__schedule {
     uint64_t naive_bytes;     /* every non-constant tensor and every node's scratch in its own
                                  buffer, all at once */
     uint64_t constant_bytes;  /* resident weights */
+    uint64_t host_bytes;      /* of the buffers in host memory (is_host) */
+    int32_t host_buffers;     /* their number */
 } clrun__schedule;
 
 /* Computes the schedule of a validated graph. reuse false gives every tensor its own buffer,

@@ -21,6 +21,7 @@ static const clrun__op *const *const families[] = {
     clrun__ops_sample,
     clrun__ops_qlinear,
     clrun__ops_detect,
+    clrun__ops_transfer,
 };
 
 /* Every family's entries in one flat array, built on first use. No allocation, so that a

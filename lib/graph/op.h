@@ -63,6 +63,11 @@ typedef struct clrun__op {
 /* The op called `name`, or NULL. */
 const clrun__op *clrun__op_find(const char *name);
 
+/* Whether `op` writes its output into host memory (`offload`, graph/offload.h): the schedule
+ * keeps such a tensor out of device memory, and the executor gives it a host-allocated buffer
+ * of its own. */
+bool clrun__op_on_host(const clrun__op *op);
+
 /* Every op, for listings and tests: *count entries. */
 const clrun__op *const *clrun__op_list(size_t *count);
 

@@ -14,7 +14,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_conv_grad.c \
 	lib/ops/ops_col2im.c \
 	lib/ops/ops_sample.c \
-	lib/ops/ops_detect.c
+	lib/ops/ops_detect.c \
+	lib/ops/ops_transfer.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \

@@ -30,6 +30,7 @@ extern const clrun__named_kernels clrun__kernels_scatter[];
 extern const clrun__named_kernels clrun__kernels_sample[];
 extern const clrun__named_kernels clrun__kernels_qlinear[];
 extern const clrun__named_kernels clrun__kernels_detect[];
+extern const clrun__named_kernels clrun__kernels_transfer[]; /* ops_transfer.c */
 /* The ops that take an epilogue (ops.h), by name. */
 typedef struct clrun__named_epilogue {
     const char *op;

@@ -9,7 +9,10 @@
  * once with that least. Otherwise: the step as it is if it fits; else dots_saveable (only the
  * elementwise work after the products repeated); then Chen's segments, the shortest whose step
  * fits (every:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n)) preparations, which
- * reuse the kernels the first one built); then nothing_saveable. */
+ * reuse the kernels the first one built); then nothing_saveable. Where none fits, the optimizer
+ * state and then the parameters go to host memory, and the same again; with nothing more to
+ * move there, last, the activations the backward pass reads are offloaded to host memory after
+ * they are written and brought back before their backward readers (graph/offload.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include "core/error.h"
 #include "exec/exec_share.h"
 #include "graph/graph.h"
+#include "graph/offload.h"
 #include "train/train_internal.h"
 
 /* Each candidate step's arena is planned within at most this many seconds (the executor's
@@ -142,6 +146,32 @@ static void drop_step(clrun_train *t)
     clrun__train_graph_free(&t->tg);
 }
 
+/* The rung after nothing_saveable: no activation recomputed, every one the backward pass
+ * reads copied to host memory after it is written and back right before its first backward
+ * reader (graph/offload.h); the device then holds of each only what a node works on. */
+#define HOST_OFFLOAD "host_offload"
+
+static clrun_status offload_activations(clrun__train_graph *tg, char *err, size_t errlen)
+{
+    clrun_graph *g = tg->graph;
+    int32_t *crossing = malloc(sizeof *crossing * (size_t)(g->tensor_count + 1));
+    if (crossing == NULL) {
+        snprintf(err, errlen, "train: out of host memory");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    int32_t n = clrun__offload_crossing(g, tg->forward_nodes, crossing);
+    clrun__offload_report report;
+    clrun_status s = clrun__graph_offload(g, tg->forward_nodes, crossing, n, NULL, &report);
+    if (s == CLRUN_OK)
+        s = clrun_graph_validate(g);
+    if (s != CLRUN_OK)
+        snprintf(err, errlen, "train: offloading the activations: %s", clrun_graph_last_error(g));
+    else
+        tg->forward_nodes += report.added_before;
+    free(crossing);
+    return s;
+}
+
 /* Builds and prepares the step under `policy` into t->tg and t->exec. With a budget, *held is
  * what it holds (planned mode) or the planner's estimate (other modes), and *fits whether that is
  * within the budget; a planned step whose arena the pool's limit refuses does not fit (*held
@@ -151,13 +181,18 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
                              const budget *b, bool *fits, uint64_t *held, char *err, size_t errlen)
 {
     clrun_train_graph_options o = *options;
-    o.remat = policy;
+    bool offload = strcmp(policy, HOST_OFFLOAD) == 0;
+    o.remat = offload ? "none" : policy;
     *fits = true;
     *held = 0;
     clrun_status s = clrun__train_graph_build(model, &o, t->options.reduce != NULL, &t->tg, err,
                                               errlen);
     if (s != CLRUN_OK)
         return s;
+    if (offload && (s = offload_activations(&t->tg, err, errlen)) != CLRUN_OK) {
+        clrun__train_graph_free(&t->tg);
+        return s;
+    }
     uint64_t before = reserved(t->ctx);
     s = clrun__exec_create_beside(t->ctx, t->tg.graph, &t->options.exec, NULL, &t->exec);
     uint64_t after = reserved(t->ctx);
@@ -437,8 +472,8 @@ static clrun_status reslot(clrun_train *t, const clrun_graph *model,
  * otherwise *best and *best_policy the least seen, and no step is left. */
 static clrun_status ladder(clrun_train *t, const clrun_graph *model,
                            const clrun_train_graph_options *options, const budget *b,
-                           const char *first, const char *given, bool *done, uint64_t *best,
-                           const char **best_policy, char *err, size_t errlen)
+                           const char *first, const char *given, bool final, bool *done,
+                           uint64_t *best, const char **best_policy, char *err, size_t errlen)
 {
     bool fits;
     uint64_t held;
@@ -494,6 +529,22 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
     if (held < *best) {
         *best = held;
         *best_policy = "nothing_saveable";
+    }
+    /* recomputation met no budget, and no more of the trainer's state can go to host memory
+     * (`final`): the activations to host memory and back instead (a recomputed segment holds
+     * what it is made from beside it; a copy back, the tensor alone) */
+    if (!final)
+        return CLRUN_OK;
+    if ((s = try_step(t, model, options, HOST_OFFLOAD, b, &fits, &held, err, errlen)) != CLRUN_OK)
+        return s;
+    if (fits) {
+        *done = true;
+        return keep_step(t, HOST_OFFLOAD, held, err, errlen);
+    }
+    drop_step(t);
+    if (held < *best) {
+        *best = held;
+        *best_policy = HOST_OFFLOAD;
     }
     return CLRUN_OK;
 }
@@ -596,8 +647,11 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         if (least(&b, &h) > b.bytes)
             continue;
         feasible = true;
-        bool done;
-        s = ladder(t, model, options, &b, first, given, &done, &best, &best_policy, err, errlen);
+        bool done, final = true; /* no later level moves more */
+        for (int k = level + 1; k <= CLRUN__OFFLOAD_PARAMS; k++)
+            final = final && movable[k] == movable[level];
+        s = ladder(t, model, options, &b, first, given, final, &done, &best, &best_policy, err,
+                   errlen);
         if (s != CLRUN_OK || done)
             return s;
     }
@@ -613,6 +667,6 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         human(best, need, sizeof need);
     snprintf(err, errlen, "train: the step does not fit %s: at best it needs %s (remat %s)%s", what,
              need, best_policy,
-             given ? "; without --remat the trainer searches" : " whatever is recomputed");
+             given ? "; without --remat the trainer searches" : " whatever is recomputed or offloaded");
     return b.from_pool ? CLRUN_ERROR_OUT_OF_MEMORY : CLRUN_ERROR_INVALID_ARGUMENT;
 }

@@ -505,7 +505,8 @@ class Context:
             memory_budget: bytes (or "64M") each executor may hold, its weights and its arena
                 (planned mode unless ``mode`` names another): tensors alive across the peak
                 are recomputed after it until it fits, with the same outputs bit for bit;
-                ``model.stats()`` gives held_bytes and recomputed_*. A budget nothing meets
+                ``model.stats()`` gives held_bytes, recomputed_*, offloaded_* and host_bytes (the
+                tensors copied to host memory and back instead, named in ``offloaded``). A budget nothing meets
                 raises clrun.OutOfMemoryError with the least found.
         """
         from ._model import Model

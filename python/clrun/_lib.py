@@ -196,6 +196,9 @@ class ExecStats(ctypes.Structure):
         ("recomputed_nodes", c_int32),
         ("recomputed_bytes", c_uint64),
         ("recomputed_flops", c_uint64),
+        ("offloaded_tensors", c_int32),
+        ("offloaded_bytes", c_uint64),
+        ("host_bytes", c_uint64),
         ROOM,
     ]
 
@@ -419,6 +422,8 @@ exec_read_output = _proto("clrun_exec_read_output", c_int, exec_p, c_int32, c_vo
 exec_stats_get = _proto("clrun_exec_stats_get", c_int, exec_p, POINTER(ExecStats))
 exec_unused_donations = _proto("clrun_exec_unused_donations", c_int32, exec_p,
                                POINTER(POINTER(c_char_p)))
+exec_offloaded = _proto("clrun_exec_offloaded", c_int32, exec_p,
+                        POINTER(POINTER(c_char_p)))
 exec_profile = _proto("clrun_exec_profile", c_int32, exec_p, POINTER(POINTER(ExecSpan)))
 exec_layout = _proto("clrun_exec_layout", c_int, exec_p, POINTER(ExecBufferInfo), c_int32,
                      POINTER(c_int32))

@@ -661,6 +661,9 @@ class Model:
             names = _lib.POINTER(_lib.c_char_p)()
             n = _lib.exec_unused_donations(executor.exec, _lib.byref(names))
             out["unused_donated"] = [_lib.text(names[i]) for i in range(n)]
+            names = _lib.POINTER(_lib.c_char_p)()
+            n = _lib.exec_offloaded(executor.exec, _lib.byref(names))
+            out["offloaded"] = [_lib.text(names[i]) for i in range(n)]
         peak, bound, naive = stats.peak_bytes, stats.lower_bound_bytes, stats.naive_bytes
         out["peak_over_lower_bound"] = peak / bound if bound else None
         out["saving_over_naive"] = 1 - peak / naive if naive else None

@@ -3,6 +3,7 @@ whose skip tensor is alive across its peak fits a budget below what it holds as 
 recomputing that tensor after the peak, with the same outputs bit for bit; a budget nothing
 meets raises OutOfMemoryError naming the least, and a bad size is refused."""
 
+import os
 import unittest
 
 import numpy as np
@@ -37,6 +38,8 @@ class Budget(GraphFiles):
         self.x = np.random.default_rng(3).uniform(-1, 1, (64, 256)).astype(np.float32)
 
     def test_a_budget_below_what_it_holds_recomputes_with_the_same_bits(self):
+        os.environ["CLRUN_OFFLOAD_RATE"] = "1e30"  # recomputing is all but free: no offload
+        self.addCleanup(os.environ.pop, "CLRUN_OFFLOAD_RATE", None)
         plain = self.ctx.load(self.path_, mode="planned")
         want = plain(x=self.x)["y"]
         given = plain.stats()["constant_bytes"] + plain.stats()["arena_bytes"]
@@ -48,6 +51,24 @@ class Budget(GraphFiles):
         self.assertEqual(stats["budget_bytes"], given - 1)
         self.assertLessEqual(stats["held_bytes"], given - 1)
         self.assertGreaterEqual(stats["recomputed_tensors"], 1)
+        self.assertEqual(got.tobytes(), want.tobytes())
+        tight.close()
+
+    def test_a_budget_met_by_offload_keeps_the_bits_and_says_what_moved(self):
+        plain = self.ctx.load(self.path_, mode="planned")
+        want = plain(x=self.x)["y"]
+        given = plain.stats()["constant_bytes"] + plain.stats()["arena_bytes"]
+        plain.close()
+        os.environ["CLRUN_OFFLOAD_RATE"] = "0"  # moving bytes is free: offload what is dropped
+        self.addCleanup(os.environ.pop, "CLRUN_OFFLOAD_RATE", None)
+        tight = self.ctx.load(self.path_, memory_budget=given - 1)
+        got = tight(x=self.x)["y"]
+        stats = tight.stats()
+        self.assertLessEqual(stats["held_bytes"], given - 1)
+        self.assertGreaterEqual(stats["offloaded_tensors"], 1)
+        self.assertEqual(stats["recomputed_tensors"], 0)
+        self.assertEqual(stats["offloaded_bytes"], 2 * stats["host_bytes"])
+        self.assertIn("s", stats["offloaded"])
         self.assertEqual(got.tobytes(), want.tobytes())
         tight.close()
 

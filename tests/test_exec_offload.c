@@ -1,0 +1,445 @@
+/* Host offload under a memory budget (graph/offload.h, exec/exec_offload.c): the rewrite
+ * itself without OpenCL (where the copies go, who reads what, the schedule keeping the host
+ * copy out of the device's accounting, refusals that change nothing, the cost rule); then on a
+ * device, a budget met by offloading gives the same bits as the graph as given in every
+ * executor mode and allocator strategy, with fusion on and off; a budget that recomputation
+ * alone cannot meet (recomputing the skip needs a larger tensor again) is met by offload; and
+ * a budget nothing meets is refused with the least, leaving the pool as it was. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+#include <clrun/remat.h>
+
+#include "device_test.h"
+#include "exec/schedule.h"
+#include "graph/graph.h"
+#include "graph/offload.h"
+
+static char cache_root[512];
+
+enum { ROWS = 64, D = 256 };
+
+/* s is made early and read by the last node: alive across the wide middle, where the peak is. */
+static const char skip_graph[] =
+    "graph skip\n"
+    "input x: f32[64, 256]\n"
+    "const w0: f32[256, 256] normal(0, 0.06) seed=1\n"
+    "const w1: f32[256, 1024] normal(0, 0.06) seed=2\n"
+    "const w2: f32[1024, 1024] normal(0, 0.03) seed=3\n"
+    "const w3: f32[1024, 256] normal(0, 0.03) seed=4\n"
+    "node m0: f32[64, 256] = matmul(x, w0)\n"
+    "node s: f32[64, 256] = relu(m0)\n"
+    "node h1: f32[64, 1024] = matmul(s, w1)\n"
+    "node h2: f32[64, 1024] = gelu(h1)\n"
+    "node h3: f32[64, 1024] = matmul(h2, w2)\n"
+    "node h4: f32[64, 1024] = gelu(h3)\n"
+    "node h5: f32[64, 256] = matmul(h4, w3)\n"
+    "node y: f32[64, 256] = add(h5, s)\n"
+    "output y\n";
+
+/* s (1 MiB) is a slice of big (1.5 MiB) and read right after the middle's peak, where h3 is
+ * still alive: recomputing it there holds big again beside h3, more than the peak it was to
+ * lower; a copy back holds s alone. */
+static const char funnel_graph[] =
+    "graph funnel\n"
+    "input x: f32[64, 16]\n"
+    "const wu: f32[16, 6144] normal(0, 0.2) seed=1\n"
+    "node big: f32[64, 6144] = matmul(x, wu)\n"
+    "node s: f32[64, 4096] = slice(big) axis=1 start=0 end=4096\n"
+    "node h1: f32[64, 4096] = gelu(s)\n"
+    "node h2: f32[64, 4096] = sigmoid(h1)\n"
+    "node h3: f32[64, 4096] = mul(h1, h2)\n"
+    "node y: f32[64, 4096] = add(h3, s)\n"
+    "output y\n";
+
+/* Two skips across the peak: t = tanh(x) costs one FLOP per element to make again from x,
+ * alive anyway; s = relu(m0) costs the matmul again (m0 is dead at the peak). */
+static const char two_graph[] =
+    "graph two\n"
+    "input x: f32[64, 256]\n"
+    "const w0: f32[256, 256] normal(0, 0.06) seed=1\n"
+    "const w1: f32[256, 1024] normal(0, 0.06) seed=2\n"
+    "const w2: f32[1024, 1024] normal(0, 0.03) seed=3\n"
+    "const w3: f32[1024, 256] normal(0, 0.03) seed=4\n"
+    "node t: f32[64, 256] = tanh(x)\n"
+    "node m0: f32[64, 256] = matmul(x, w0)\n"
+    "node s: f32[64, 256] = relu(m0)\n"
+    "node h1: f32[64, 1024] = matmul(s, w1)\n"
+    "node h2: f32[64, 1024] = gelu(h1)\n"
+    "node h3: f32[64, 1024] = matmul(h2, w2)\n"
+    "node h4: f32[64, 1024] = gelu(h3)\n"
+    "node h5: f32[64, 256] = matmul(h4, w3)\n"
+    "node y0: f32[64, 256] = add(h5, s)\n"
+    "node y: f32[64, 256] = add(y0, t)\n"
+    "output y\n";
+
+static clrun_graph *parse(const char *text, size_t length)
+{
+    clrun_graph *g = NULL;
+    char err[512];
+    assert_int_equal(clrun_graph_parse(text, length, "test.graph", &g, err, sizeof err), CLRUN_OK);
+    return g;
+}
+
+/* ---- the rewrite, without OpenCL ----------------------------------------------------------- */
+
+static void the_rewrite_copies_out_after_the_writer_and_back_before_the_reader(void **state)
+{
+    (void)state;
+    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_tensor_id s = clrun__graph_find_ident(g, "s");
+    clrun_tensor_id y = clrun__graph_find_ident(g, "y");
+    int32_t boundary = g->tensors[y].producer; /* the last node */
+    assert_int_equal(boundary, 7);
+    clrun__schedule before;
+    char err[256];
+    assert_int_equal(clrun__schedule_build(g, true, &before, err, sizeof err), CLRUN_OK);
+    clrun_tensor_id host = -1;
+    clrun__offload_report report;
+    assert_int_equal(clrun__graph_offload(g, boundary, &s, 1, &host, &report), CLRUN_OK);
+    assert_int_equal(report.offloaded, 1);
+    assert_int_equal(report.bytes, ROWS * D * sizeof(float));
+    assert_int_equal(report.added_before, 1);
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    assert_int_equal(g->node_count, 10);
+    /* s's writer, then the offload; the reload right before y, which reads it instead of s */
+    assert_int_equal(g->tensors[s].producer, 1);
+    assert_string_equal(g->nodes[2].op->name, "offload");
+    assert_int_equal(g->nodes[2].inputs[0], s);
+    assert_int_equal(g->nodes[2].outputs[0], host);
+    assert_string_equal(g->tensors[host].name, "s.host");
+    assert_int_equal(clrun__offload_copy_of("s.host"), 1);
+    assert_string_equal(g->nodes[8].op->name, "reload");
+    assert_int_equal(g->nodes[8].inputs[0], host);
+    clrun_tensor_id back = g->nodes[8].outputs[0];
+    assert_string_equal(g->tensors[back].name, "s.reload");
+    assert_int_equal(clrun__offload_copy_of("s.reload"), 1);
+    assert_int_equal(g->tensors[y].producer, 9);
+    assert_true(g->nodes[9].inputs[0] == back || g->nodes[9].inputs[1] == back);
+    assert_true(g->nodes[9].inputs[0] != s && g->nodes[9].inputs[1] != s);
+    /* the schedule: s dies at h1, its last reader before the boundary, no longer at y; the
+     * host copy is out of the device's bytes */
+    clrun__schedule after;
+    assert_int_equal(clrun__schedule_build(g, true, &after, err, sizeof err), CLRUN_OK);
+    assert_int_equal(after.last_use[s], after.step_of_node[3]);
+    assert_string_equal(g->tensors[g->nodes[3].outputs[0]].name, "h1");
+    assert_true(after.buffers[after.buffer_of[host]].is_host);
+    assert_false(after.buffers[after.buffer_of[back]].is_host);
+    assert_false(after.buffers[after.buffer_of[s]].is_host);
+    assert_int_equal(after.host_buffers, 1);
+    assert_int_equal(after.host_bytes, ROWS * D * sizeof(float));
+    assert_true(after.lower_bound < before.lower_bound);
+    assert_int_equal(after.naive_bytes, before.naive_bytes + ROWS * D * sizeof(float));
+    clrun_plan_buffer *items = NULL;
+    int32_t *which = NULL;
+    size_t n = 0;
+    assert_int_equal(clrun__schedule_plan_items(&after, false, &items, &which, &n), CLRUN_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_false(after.buffers[which[i]].is_host);
+    free(items);
+    free(which);
+    clrun__schedule_free(&before);
+    clrun__schedule_free(&after);
+    clrun_graph_destroy(g);
+}
+
+static void the_rewrite_refuses_what_it_cannot_offload_and_changes_nothing(void **state)
+{
+    (void)state;
+    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    int32_t nodes = g->node_count, tensors = g->tensor_count;
+    clrun_tensor_id y = clrun__graph_find_ident(g, "y"), x = clrun__graph_find_ident(g, "x");
+    clrun_tensor_id h5 = clrun__graph_find_ident(g, "h5"), s = clrun__graph_find_ident(g, "s");
+    clrun_tensor_id twice[2] = {s, s};
+    assert_int_equal(clrun__graph_offload(g, 7, &y, 1, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_graph_last_error(g), "'y'"));
+    assert_int_equal(clrun__graph_offload(g, 7, &x, 1, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    /* h5 is written at 6 and read at 7: not before a boundary of 3 */
+    assert_int_equal(clrun__graph_offload(g, 3, &h5, 1, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_graph_last_error(g), "'h5'"));
+    assert_int_equal(clrun__graph_offload(g, 7, twice, 2, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_graph_last_error(g), "twice"));
+    assert_int_equal(clrun__graph_offload(g, 99, &s, 1, NULL, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(g->node_count, nodes);
+    assert_int_equal(g->tensor_count, tensors);
+    clrun_graph_destroy(g);
+}
+
+static void the_cost_rule_weighs_flops_against_bytes_moved_twice(void **state)
+{
+    (void)state;
+    /* 1000 bytes moved twice at 10 FLOPs per byte: 20000 */
+    assert_false(clrun__offload_prefers(20000, 1000, 10.0));
+    assert_true(clrun__offload_prefers(20001, 1000, 10.0));
+    assert_true(clrun__offload_prefers(1, 1000, 0.0));
+    assert_false(clrun__offload_prefers(0, 1000, 0.0));
+    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    /* m0 = matmul(x[64,256], w0[256,256]): 2*64*256*256; s = relu: one per element */
+    assert_int_equal(clrun__offload_node_flops(g, 0), 2ull * 64 * 256 * 256);
+    assert_int_equal(clrun__offload_node_flops(g, 1), 64ull * 256);
+    clrun_graph_destroy(g);
+    setenv("CLRUN_OFFLOAD_RATE", "2.5", 1);
+    assert_true(clrun__offload_rate() == 2.5);
+    setenv("CLRUN_OFFLOAD_RATE", "fast", 1);
+    assert_true(clrun__offload_rate() == CLRUN__OFFLOAD_RATE_DEFAULT);
+    setenv("CLRUN_OFFLOAD_RATE", "-1", 1);
+    assert_true(clrun__offload_rate() == CLRUN__OFFLOAD_RATE_DEFAULT);
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    assert_true(clrun__offload_rate() == CLRUN__OFFLOAD_RATE_DEFAULT);
+}
+
+/* ---- on a device --------------------------------------------------------------------------- */
+
+static clrun_exec_options options(clrun_exec_mode mode, int fusion, uint64_t budget)
+{
+    clrun_exec_options o;
+    clrun_exec_options_init(&o);
+    o.mode = mode;
+    o.fusion = fusion;
+    o.memory_budget = budget;
+    return o;
+}
+
+/* One run of exec on x (`in_bytes`); the output into out (`out_bytes`). */
+static void run(clrun_context *ctx, clrun_exec *exec, const float *x, size_t in_bytes, float *out,
+                size_t out_bytes)
+{
+    clrun_buffer in;
+    assert_int_equal(clrun_alloc(ctx, in_bytes, &in), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, &in, x), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &in, 1), CLRUN_OK);
+    assert_int_equal(clrun_exec_read_output(exec, 0, out, out_bytes), CLRUN_OK);
+    clrun_free(ctx, &in);
+}
+
+static uint64_t held_as_given(clrun_context *ctx, const clrun_graph *g, int fusion)
+{
+    clrun_exec_options o = options(CLRUN_EXEC_PLANNED, fusion, UINT64_MAX);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_int_equal(st.offloaded_tensors, 0);
+    assert_int_equal(st.host_bytes, 0);
+    clrun_exec_destroy(exec);
+    return st.held_bytes;
+}
+
+static bool named(const char *const *names, int32_t n, const char *name)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
+    clrun_exec *plain = NULL;
+    clrun_exec_options po = options(CLRUN_EXEC_CONTEXT, 0, 0);
+    assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
+    run(ctx, plain, x, sizeof x, want, sizeof want);
+    clrun_exec_destroy(plain);
+    setenv("CLRUN_OFFLOAD_RATE", "0", 1); /* moving bytes costs nothing: offload all it drops */
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
+    for (int fusion = -1; fusion <= 1; fusion += 2) {
+        uint64_t given = held_as_given(ctx, g, fusion);
+        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+            clrun_exec_options o = options(modes[m], fusion, given - 1);
+            clrun_exec *exec = NULL;
+            assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+            clrun_exec_stats st;
+            assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+            assert_true(st.held_bytes <= given - 1);
+            assert_true(st.offloaded_tensors >= 1);
+            assert_int_equal(st.recomputed_tensors, 0);
+            assert_true(st.offloaded_bytes >= 2 * ROWS * D * sizeof(float));
+            assert_int_equal(st.host_bytes * 2, st.offloaded_bytes);
+            const char *const *names = NULL;
+            int32_t n = clrun_exec_offloaded(exec, &names);
+            assert_int_equal(n, st.offloaded_tensors);
+            assert_true(named(names, n, "s"));
+            memset(got, 0, sizeof got);
+            run(ctx, exec, x, sizeof x, got, sizeof got);
+            assert_memory_equal(got, want, sizeof want);
+            memset(got, 0, sizeof got);
+            run(ctx, exec, x, sizeof x, got, sizeof got); /* the host copy again */
+            assert_memory_equal(got, want, sizeof want);
+            clrun_exec_destroy(exec);
+        }
+    }
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    clrun_graph_destroy(g);
+    clrun_context_destroy(ctx);
+}
+
+/* Every allocator strategy of the pooled mode, by the context's options. */
+static void an_offloaded_skip_keeps_the_bits_under_every_allocator(void **state)
+{
+    (void)state;
+    const char *strategies[] = {"tlsf", "buddy", "slab", "bump"};
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    setenv("CLRUN_OFFLOAD_RATE", "0", 1);
+    for (size_t i = 0; i < sizeof strategies / sizeof *strategies; i++) {
+        clrun_context_options co;
+        clrun_context_options_init(&co);
+        co.allocator = strategies[i];
+        clrun_context *ctx = NULL;
+        assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+        clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+        assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
+        clrun_exec_options po = options(CLRUN_EXEC_POOLED, 0, 0);
+        clrun_exec *plain = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
+        run(ctx, plain, x, sizeof x, want, sizeof want);
+        clrun_exec_destroy(plain);
+        clrun_exec_options o = options(CLRUN_EXEC_POOLED, 0, held_as_given(ctx, g, 0) - 1);
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        clrun_exec_stats st;
+        assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+        assert_string_equal(st.allocator, strategies[i]);
+        assert_true(st.offloaded_tensors >= 1);
+        memset(got, 0, sizeof got);
+        run(ctx, exec, x, sizeof x, got, sizeof got);
+        assert_memory_equal(got, want, sizeof want);
+        clrun_exec_destroy(exec);
+        clrun_graph_destroy(g);
+        clrun_context_destroy(ctx);
+    }
+    unsetenv("CLRUN_OFFLOAD_RATE");
+}
+
+static void offload_meets_a_budget_recomputation_cannot(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_graph *g = parse(funnel_graph, sizeof funnel_graph - 1);
+    enum { IN = 64 * 16, OUT = 64 * 4096 };
+    static float x[IN], want[OUT], got[OUT];
+    assert_int_equal(clrun_graph_example_input(g, 0, 3, x, sizeof x), CLRUN_OK);
+    clrun_exec_options po = options(CLRUN_EXEC_PLANNED, -1, 0);
+    clrun_exec *plain = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
+    run(ctx, plain, x, sizeof x, want, sizeof want);
+    clrun_exec_destroy(plain);
+    uint64_t given = held_as_given(ctx, g, -1);
+    /* recomputation is all but free at this rate: the search recomputes wherever that fits */
+    setenv("CLRUN_OFFLOAD_RATE", "1e12", 1);
+    clrun_exec_options o = options(CLRUN_EXEC_PLANNED, -1, given - 1);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_true(st.held_bytes <= given - 1);
+    assert_int_equal(st.recomputed_tensors, 0); /* none fitted by recomputing */
+    assert_true(st.offloaded_tensors >= 1);
+    const char *const *names = NULL;
+    int32_t n = clrun_exec_offloaded(exec, &names);
+    assert_true(named(names, n, "s"));
+    run(ctx, exec, x, sizeof x, got, sizeof got);
+    assert_memory_equal(got, want, sizeof want);
+    clrun_exec_destroy(exec);
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    clrun_graph_destroy(g);
+    clrun_context_destroy(ctx);
+}
+
+/* At the default rate each dropped tensor takes the cheaper way: t recomputed, s offloaded,
+ * in one rewrite, with the same bits. */
+static void each_tensor_takes_the_cheaper_way(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_graph *g = parse(two_graph, sizeof two_graph - 1);
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    assert_int_equal(clrun_graph_example_input(g, 0, 5, x, sizeof x), CLRUN_OK);
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
+    clrun_exec_options po = options(CLRUN_EXEC_PLANNED, -1, 0);
+    clrun_exec *plain = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
+    run(ctx, plain, x, sizeof x, want, sizeof want);
+    clrun_exec_destroy(plain);
+    uint64_t given = held_as_given(ctx, g, -1);
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        /* both skips' bytes below what it holds as given */
+        clrun_exec_options o = options(modes[m], -1, given - 2 * ROWS * D * sizeof(float));
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        clrun_exec_stats st;
+        assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+        assert_int_equal(st.recomputed_tensors, 1);
+        assert_int_equal(st.offloaded_tensors, 1);
+        const char *const *names = NULL;
+        assert_int_equal(clrun_exec_recomputed(exec, &names), 1);
+        assert_string_equal(names[0], "t");
+        assert_int_equal(clrun_exec_offloaded(exec, &names), 1);
+        assert_string_equal(names[0], "s");
+        memset(got, 0, sizeof got);
+        run(ctx, exec, x, sizeof x, got, sizeof got);
+        assert_memory_equal(got, want, sizeof want);
+        clrun_exec_destroy(exec);
+    }
+    clrun_graph_destroy(g);
+    clrun_context_destroy(ctx);
+}
+
+static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_memory_stats before, after;
+    assert_int_equal(clrun_memory_stats_get(ctx, &before), CLRUN_OK);
+    setenv("CLRUN_OFFLOAD_RATE", "0", 1);
+    clrun_exec_options o = options(CLRUN_EXEC_CONTEXT, 0, 64 * 1024);
+    clrun_exec *exec = (clrun_exec *)&o; /* must come back NULL */
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    const char *why = clrun_last_error(ctx);
+    assert_non_null(strstr(why, "recomputing or offloading"));
+    assert_non_null(strstr(why, "at best"));
+    assert_int_equal(clrun_memory_stats_get(ctx, &after), CLRUN_OK);
+    assert_int_equal(after.in_use, before.in_use);
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    clrun_graph_destroy(g);
+    clrun_context_destroy(ctx);
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_rewrite_copies_out_after_the_writer_and_back_before_the_reader),
+        cmocka_unit_test(the_rewrite_refuses_what_it_cannot_offload_and_changes_nothing),
+        cmocka_unit_test(the_cost_rule_weighs_flops_against_bytes_moved_twice),
+        cmocka_unit_test(an_offloaded_skip_keeps_the_bits_in_every_mode),
+        cmocka_unit_test(an_offloaded_skip_keeps_the_bits_under_every_allocator),
+        cmocka_unit_test(offload_meets_a_budget_recomputation_cannot),
+        cmocka_unit_test(each_tensor_takes_the_cheaper_way),
+        cmocka_unit_test(a_budget_nothing_meets_is_refused_and_leaks_nothing),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}
