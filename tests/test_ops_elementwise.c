@@ -407,6 +407,7 @@ static int64_t ref_int_unary(const char *op, int64_t x, double p0, double p1, cl
         return less_in(hi, x, dt) ? hi : x;
     }
     if (!strcmp(op, "copy")) return x;
+    if (!strcmp(op, "bitwise_not")) return wrap(~(uint64_t)x, dt);
     fail_msg("no integer reference for %s", op);
     return 0;
 }
@@ -451,6 +452,9 @@ static int64_t ref_int_binary(const char *op, int64_t a, int64_t b, double p0, c
         int64_t r = (b == 0 || b == -1) ? 0 : a % b;
         return p0 != 0 ? r : (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
+    if (!strcmp(op, "bitwise_and")) return wrap(ua & ub, dt);
+    if (!strcmp(op, "bitwise_or")) return wrap(ua | ub, dt);
+    if (!strcmp(op, "bitwise_xor")) return wrap(ua ^ ub, dt);
     if (!strcmp(op, "shift_left")) return ub >= clrun_dtype_size(dt) * 8 ? 0 : wrap(ua << ub, dt);
     if (!strcmp(op, "shift_right")) return ub >= clrun_dtype_size(dt) * 8 ? 0 : wrap(ua >> ub, dt);
     if (!strcmp(op, "pow")) {
@@ -1167,6 +1171,9 @@ static void the_type_rule_refuses_what_no_kernel_takes(void **state)
     clrun_tensor_type shift[2] = {i, i};
     expect_refusal("shift_left", shift, 2, NULL, 0,
                    "shift_left: input 0 is i32[4]: expected u8, u16, u32 or u64");
+    clrun_tensor_type bits[2] = {f, f};
+    expect_refusal("bitwise_and", bits, 2, NULL, 0,
+                   "bitwise_and: input 0 is f32[4]: expected i8, u8, i16, u16, i32, u32, i64 or u64");
     clrun_attr to_12 = attr_i("to", 12), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
     expect_refusal("cast", &f, 1, &to_12, 1, "cast: attribute 'to' is 12: not a dtype clrun casts to");
     expect_refusal("cast", &f, 1, &to_bad, 1, "attribute 'to' is 99");

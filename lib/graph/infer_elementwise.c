@@ -130,7 +130,12 @@
       "b >= (T)(8 * sizeof(T)) ? (T)0 : (T)(a >> b)", NULL)                                        \
     /* ---- ternary ---- */                                                                        \
     X(where, TERNARY, true, 3, true, ALL, SAME, P0, "c != 0 ? a : b", "c != 0 ? a : b",            \
-      "c != 0 ? a : b")
+      "c != 0 ? a : b")                                                                            \
+    /* ---- bitwise, of integers (ONNX's Bitwise*, opset 18) ---- */                               \
+    X(bitwise_not, UNARY, true, 1, false, INTS, SAME, P0, NULL, "(T)~x", NULL)                     \
+    X(bitwise_and, BINARY, true, 2, false, INTS, SAME, P0, NULL, "(T)(a & b)", NULL)               \
+    X(bitwise_or, BINARY, true, 2, false, INTS, SAME, P0, NULL, "(T)(a | b)", NULL)                \
+    X(bitwise_xor, BINARY, true, 2, false, INTS, SAME, P0, NULL, "(T)(a ^ b)", NULL)
 
 #define EW_ID(id, ...) EW_##id,
 enum { EW_TABLE(EW_ID) EW_COUNT };
