@@ -42,7 +42,46 @@ typedef struct values {
     unsigned char *bytes;
 } values;
 
-static bool is_float(clrun_dtype d) { return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16; }
+static bool is_float(clrun_dtype d)
+{
+    return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16 || d == CLRUN_BF16;
+}
+
+/* bf16 of a double, rounded once (to nearest even): through a float rounded to odd, which keeps
+ * the information the second rounding needs. NaN as 0x7fc0. */
+static uint16_t bf16_of(double x)
+{
+    if (isnan(x))
+        return 0x7fc0;
+    float f = (float)x;
+    if ((double)f != x) {
+        if (fabs((double)f) > fabs(x))
+            f = nextafterf(f, 0.0f);
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        bits |= 1;
+        memcpy(&f, &bits, 4);
+    }
+    return clrun__f32_to_bf16(f);
+}
+
+/* bf16 of an integer (its magnitude m, unsigned), rounded once: the top 8 significant bits, the
+ * rest to nearest even. */
+static double bf16_of_int(uint64_t m, bool negative)
+{
+    int top = 63;
+    while (top > 0 && !(m >> top))
+        top--;
+    double v = (double)m;
+    if (top >= 8) {
+        int drop = top - 7;
+        uint64_t keep = m >> drop, rest = m & ((1ull << drop) - 1), half = 1ull << (drop - 1);
+        if (rest > half || (rest == half && (keep & 1)))
+            keep++;
+        v = ldexp((double)keep, drop);
+    }
+    return negative ? -v : v;
+}
 
 /* An f16's value, exactly. */
 static double half_value(uint16_t h)
@@ -54,6 +93,11 @@ static double half_value(uint16_t h)
 
 static double get_f(const values *v, uint64_t i)
 {
+    if (v->type.dtype == CLRUN_BF16) {
+        uint16_t h;
+        memcpy(&h, v->bytes + i * 2, 2);
+        return clrun__bf16_to_f32(h);
+    }
     if (v->type.dtype == CLRUN_F16) {
         uint16_t h;
         memcpy(&h, v->bytes + i * 2, 2);
@@ -114,6 +158,11 @@ static int64_t get_i(const values *v, uint64_t i)
 
 static void set_f(values *v, uint64_t i, double x)
 {
+    if (v->type.dtype == CLRUN_BF16) {
+        uint16_t h = bf16_of(x);
+        memcpy(v->bytes + i * 2, &h, 2);
+        return;
+    }
     if (v->type.dtype == CLRUN_F16) { /* through float: one rounding for the values used here */
         uint16_t h = clrun__f32_to_f16((float)x);
         memcpy(v->bytes + i * 2, &h, 2);
@@ -1040,6 +1089,10 @@ static void ref_cast(const values *x, uint64_t i, values *y, uint64_t j)
     } else if (is_float(to)) {
         if (is_float(from))
             set_f(y, j, get_f(x, i));
+        else if (to == CLRUN_BF16) /* exactly: no rounding on the way */
+            set_f(y, j, is_unsigned(from) || get_i(x, i) >= 0
+                            ? bf16_of_int((uint64_t)get_i(x, i), false)
+                            : bf16_of_int(0 - (uint64_t)get_i(x, i), true));
         else if (is_unsigned(from)) /* each conversion correctly rounded, once */
             set_f(y, j, to == CLRUN_F32 ? (double)(float)(uint64_t)get_i(x, i) : (double)(uint64_t)get_i(x, i));
         else
@@ -1059,7 +1112,8 @@ static void cast_converts_between_every_dtype(void **state)
 {
     (void)state;
     const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_I8,
-                               CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16};
+                               CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16,
+                               CLRUN_BF16};
     const int count = (int)(sizeof all / sizeof all[0]);
     const double floats[] = {0.0, -0.0, 1.5, -1.5, 2.5, -2.99, 16777217.0, 3e9, -3e9, 1e19, -1e19,
                              INFINITY, -INFINITY, NAN, 1e-40, 123456.789};
@@ -1174,8 +1228,8 @@ static void the_type_rule_refuses_what_no_kernel_takes(void **state)
     clrun_tensor_type bits[2] = {f, f};
     expect_refusal("bitwise_and", bits, 2, NULL, 0,
                    "bitwise_and: input 0 is f32[4]: expected i8, u8, i16, u16, i32, u32, i64 or u64");
-    clrun_attr to_12 = attr_i("to", 12), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
-    expect_refusal("cast", &f, 1, &to_12, 1, "cast: attribute 'to' is 12: not a dtype clrun casts to");
+    clrun_attr to_12 = attr_i("to", 13), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
+    expect_refusal("cast", &f, 1, &to_12, 1, "cast: attribute 'to' is 13: not a dtype clrun casts to");
     expect_refusal("cast", &f, 1, &to_bad, 1, "attribute 'to' is 99");
     expect_refusal("cast", &f, 1, NULL, 0, "cast: missing required attribute 'to'");
     clrun_tensor_type two[2] = {f, f};

@@ -21,6 +21,8 @@
 #define NUMS (FLOATS | INTS)
 #define BOOLS CLRUN__DT(CLRUN_BOOL)
 #define ALL (NUMS | BOOLS)
+/* bf16: a storage type only cast and copy take (widened to f32 as they read it) */
+#define BF16 CLRUN__DT(CLRUN_BF16)
 
 /* Parameter lists of a row: a count, then the specs. */
 #define P0 0, {{0}}
@@ -94,8 +96,8 @@
     X(clip, UNARY, true, 1, false, NUMS, SAME, P2(LOWER("min", -INFINITY), UPPER("max", INFINITY)), \
       "CLIP(x, p0, p1)", "CLIP(x, p0, p1)", NULL)                                                  \
     X(not, UNARY, true, 1, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)(x == 0)")                  \
-    X(cast, UNARY, true, 1, false, ALL, CAST, P0, NULL, NULL, NULL)                                \
-    X(copy, COPY, true, 1, false, ALL, SAME, P0, "x", "x", "x")                                    \
+    X(cast, UNARY, true, 1, false, ALL | BF16, CAST, P0, NULL, NULL, NULL)                         \
+    X(copy, COPY, true, 1, false, ALL | BF16, SAME, P0, "x", "x", "x")                             \
     X(scale, SCALE, true, 1, false, FLOATS, SAME, P2(NUM("alpha", 1.0), NUM("beta", 0.0)),         \
       "p0 * x + p1", NULL, NULL)                                                                   \
     /* ---- binary ---- */                                                                         \
@@ -205,7 +207,7 @@ clrun__ew_cost clrun__ew_float_cost(const clrun__ew_def *def)
 bool clrun__ew_dtype_supported(clrun_dtype dtype)
 {
     return dtype == CLRUN_F32 || dtype == CLRUN_F64 || dtype == CLRUN_F16 || dtype == CLRUN_BOOL ||
-           clrun__dtype_is_int(dtype);
+           dtype == CLRUN_BF16 || clrun__dtype_is_int(dtype);
 }
 
 clrun_dtype clrun__ew_data_dtype(const clrun__ew_def *def, const clrun__op_call *call)
@@ -249,7 +251,7 @@ static void dtype_list(unsigned set, char *buf, size_t size)
 {
     static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_I8,  CLRUN_U8,
                                         CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32,
-                                        CLRUN_I64, CLRUN_U64, CLRUN_BOOL};
+                                        CLRUN_I64, CLRUN_U64, CLRUN_BOOL, CLRUN_BF16};
     const size_t count = sizeof order / sizeof order[0];
     if ((set & INTS) == INTS && set != INTS) { /* every integer: said in one word */
         snprintf(buf, size, "%s%sany integer%s", (set & FLOATS) ? "f32, f64, f16" : "",
@@ -291,9 +293,9 @@ static clrun_status check_cast_target(const clrun__op_call *call, const clrun__i
         return CLRUN_OK;
     return clrun__refuse(err, "attribute 'to' is %lld: not a dtype clrun casts to (f32 = %d, "
                          "i32 = %d, i64 = %d, bool = %d, f64 = %d, i8 = %d, u8 = %d, i16 = %d, "
-                         "u16 = %d, u32 = %d, u64 = %d)", (long long)to, CLRUN_F32, CLRUN_I32,
+                         "u16 = %d, u32 = %d, u64 = %d, bf16 = %d)", (long long)to, CLRUN_F32, CLRUN_I32,
                          CLRUN_I64, CLRUN_BOOL, CLRUN_F64, CLRUN_I8, CLRUN_U8, CLRUN_I16, CLRUN_U16,
-                         CLRUN_U32, CLRUN_U64);
+                         CLRUN_U32, CLRUN_U64, CLRUN_BF16);
 }
 
 static clrun_status check_attributes(const clrun__ew_def *def, const clrun__op_call *call,
