@@ -5,8 +5,9 @@ bfloat16: the reference rounds by bit manipulation, to nearest even, every NaN a
   Cast FLOAT -> BFLOAT16 -> FLOAT (the rounding, bit for bit), DOUBLE and INT64/INT32 ->
   BFLOAT16 (rounded once, not through a float rounded first), CastLike, a BFLOAT16 initializer
   widened by Cast, a BFLOAT16 -> INT32 Cast (truncating), `--weights bf16` on a MatMul model
-  (its output is the product with bf16-rounded weights, its report the error against f32), and
-  an op that does not take bf16 (Relu) refused naming the node and the value.
+  (its output is the product with bf16-rounded weights, its report the error against f32),
+  elementwise ops on bf16 values (Mul, Relu, Sub, Less: in float, each result rounded once), and
+  an op that does not take bf16 (MatMul) refused naming the node and the value.
 Usage: onnx_bf16.py CLRUN WORKDIR"""
 import os
 import subprocess
@@ -136,6 +137,19 @@ def cases(rng):
     xa = rng.standard_normal((3, 5)).astype(np.float32)
     out.append(("bf16_initializer", model(nodes, [vi("x", xa.shape)], [vi("y", None)], 13, [init]), {"x": xa},
                 {"y": xa + f32_of_bf16_bits(wbits)}))
+    # elementwise on bf16 values: computed in float from the bf16 operands, rounded once stored
+    a = (rng.standard_normal((4, 6)) * 10).astype(np.float32)
+    b = (rng.standard_normal((6,)) * 10).astype(np.float32)
+    fa, fb = f32_of_bf16_bits(bf16_bits_of_f32(a)), f32_of_bf16_bits(bf16_bits_of_f32(b))
+    nodes = [helper.make_node("Cast", ["a"], ["ab"], to=BF16), helper.make_node("Cast", ["b"], ["bb"], to=BF16),
+             helper.make_node("Mul", ["ab", "bb"], ["m"]), helper.make_node("Relu", ["m"], ["r"]),
+             helper.make_node("Sub", ["r", "bb"], ["s"]), helper.make_node("Cast", ["s"], ["y"], to=F),
+             helper.make_node("Less", ["ab", "bb"], ["less"])]
+    r = f32_of_bf16_bits(bf16_bits_of_f32(np.maximum(f32_of_bf16_bits(bf16_bits_of_f32(fa * fb)), 0)))
+    s = f32_of_bf16_bits(bf16_bits_of_f32(r - fb))
+    out.append(("bf16_mul_relu_sub_less", model(nodes, [vi("a", a.shape), vi("b", b.shape)],
+                                                [vi("y", None), vi("less", None, TensorProto.BOOL)]),
+                {"a": a, "b": b}, {"y": s, "less": fa < fb}))
     return out
 
 
@@ -179,15 +193,16 @@ def main():
         line = [l for l in report.splitlines() if "stored as bf16" in l][0]
         print(f"PASS weights_bf16: {line.strip()}")
     # refusals: an op that does not take bf16, named with the node and the value
-    nodes = [helper.make_node("Cast", ["x"], ["b"], to=BF16), helper.make_node("Relu", ["b"], ["y"], name="relu_bf16")]
-    m = model(nodes, [vi("x", [4])], [vi("y", None, BF16)])
-    got, err = run(clrun, os.path.join(work, "relu_bf16"), m, {"x": np.ones(4, np.float32)}, ["y"])
-    words = ("relu_bf16", "bf16[4]")
+    nodes = [helper.make_node("Cast", ["x"], ["b"], to=BF16),
+             helper.make_node("MatMul", ["b", "b"], ["y"], name="matmul_bf16")]
+    m = model(nodes, [vi("x", [4, 4])], [vi("y", None, BF16)])
+    got, err = run(clrun, os.path.join(work, "matmul_bf16"), m, {"x": np.ones((4, 4), np.float32)}, ["y"])
+    words = ("matmul_bf16", "bf16[4, 4]")
     if got is not None or not all(w in err for w in words):
-        print(f"FAIL relu_bf16: not refused with {words}: {err or 'it ran'}")
+        print(f"FAIL matmul_bf16: not refused with {words}: {err or 'it ran'}")
         ok = False
     else:
-        print("PASS relu_bf16: refused by name")
+        print("PASS matmul_bf16: refused by name")
     return 0 if ok else 1
 
 

@@ -346,6 +346,8 @@ static bool same_float(double got, double want, clrun_dtype dtype)
         return isnan(got) && isnan(want);
     if (dtype == CLRUN_F16)
         want = half_value(clrun__f32_to_f16((float)want));
+    if (dtype == CLRUN_BF16)
+        want = clrun__bf16_to_f32(clrun__f32_to_bf16((float)want));
     if (dtype == CLRUN_F32)
         return (float)got == (float)want && !signbit(got) == !signbit((float)want);
     return got == want && !signbit(got) == !signbit(want);
@@ -368,6 +370,8 @@ static double rounded(double x, clrun_dtype dtype)
     if (dtype == CLRUN_F16) /* computed in float, stored as f16 (the float is exact for +-*÷ of
                                f16 operands' double result rounded once, twice innocuously) */
         return half_value(clrun__f32_to_f16(f));
+    if (dtype == CLRUN_BF16) /* computed in float, stored as bf16, so as the kernels */
+        return clrun__bf16_to_f32(clrun__f32_to_bf16(f));
     return dtype == CLRUN_F32 ? (double)f : x;
 }
 
@@ -580,7 +584,7 @@ static void check_unary(const char *op, const values *x, const values *y, const 
             ok = same_float(d, r, dt);
         } else {
             r = ref_float_function(op, v, rounded(p0, dt), rounded(p1, dt));
-            double tol = dt == CLRUN_F32 ? 1e-5 : dt == CLRUN_F16 ? 1e-3 : 1e-12;
+            double tol = dt == CLRUN_F32 ? 1e-5 : dt == CLRUN_F16 ? 1e-3 : dt == CLRUN_BF16 ? 8e-3 : 1e-12;
             ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * (fabs(r) + fabs(v)) ||
                  (isinf(r) && d == r);
         }
@@ -623,7 +627,7 @@ static void check_binary(const char *op, const values *a, const values *b, const
         } else {
             double r = ref_float_binary(op, get_f(a, ia), get_f(b, ib), p0, dt), d = get_f(y, i);
             if (!strcmp(op, "pow")) {
-                double tol = dt == CLRUN_F32 ? 2e-6 : dt == CLRUN_F16 ? 1e-3 : 1e-13;
+                double tol = dt == CLRUN_F32 ? 2e-6 : dt == CLRUN_F16 ? 1e-3 : dt == CLRUN_BF16 ? 8e-3 : 1e-13;
                 ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * fabs(r) || d == r;
             } else {
                 ok = same_float(d, r, dt);
@@ -646,7 +650,8 @@ static int dtypes_of(const char *op, clrun_dtype *out)
 {
     static const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64,
                                       CLRUN_BOOL, CLRUN_I8,  CLRUN_U8,  CLRUN_I16,
-                                      CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16};
+                                      CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16,
+                                      CLRUN_BF16};
     const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(op));
     int n = 0;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
@@ -896,7 +901,7 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
 static bool every_variant(clrun_dtype dt)
 {
     return dt == CLRUN_F32 || dt == CLRUN_F64 || dt == CLRUN_I32 || dt == CLRUN_I64 || dt == CLRUN_BOOL ||
-           dt == CLRUN_F16; /* f16's reads (vload_half at an offset) differ */
+           dt == CLRUN_F16 || dt == CLRUN_BF16; /* f16's and bf16's reads (widened) differ */
 }
 
 static const char *const shape_cases[][2] = {
@@ -1219,8 +1224,8 @@ static void the_type_rule_refuses_what_no_kernel_takes(void **state)
     clrun_tensor_type logic[2] = {f, f};
     expect_refusal("and", logic, 2, NULL, 0, "and: input 0 is f32[4]: expected bool");
     expect_refusal("not", &i, 1, NULL, 0, "not: input 0 is i32[4]: expected bool");
-    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32, f64 or f16");
-    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, f16 or any integer");
+    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32, f64, f16 or bf16");
+    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, f16, bf16 or any integer");
     expect_refusal("not", &h, 1, NULL, 0, "not: input 0 is f16[4]: expected bool");
     clrun_tensor_type shift[2] = {i, i};
     expect_refusal("shift_left", shift, 2, NULL, 0,

@@ -12,7 +12,9 @@
 #include "graph/op_families.h"
 #include "graph/types.h"
 
-#define FLOATS (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64) | CLRUN__DT(CLRUN_F16))
+/* f16 and bf16 are storage types: read into float, computed there, rounded once as stored */
+#define FLOATS                                                                                     \
+    (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64) | CLRUN__DT(CLRUN_F16) | CLRUN__DT(CLRUN_BF16))
 #define INTS                                                                                       \
     (CLRUN__DT(CLRUN_I32) | CLRUN__DT(CLRUN_I64) | CLRUN__DT(CLRUN_I8) | CLRUN__DT(CLRUN_U8) |    \
      CLRUN__DT(CLRUN_I16) | CLRUN__DT(CLRUN_U16) | CLRUN__DT(CLRUN_U32) | CLRUN__DT(CLRUN_U64))
@@ -21,8 +23,6 @@
 #define NUMS (FLOATS | INTS)
 #define BOOLS CLRUN__DT(CLRUN_BOOL)
 #define ALL (NUMS | BOOLS)
-/* bf16: a storage type only cast and copy take (widened to f32 as they read it) */
-#define BF16 CLRUN__DT(CLRUN_BF16)
 
 /* Parameter lists of a row: a count, then the specs. */
 #define P0 0, {{0}}
@@ -96,8 +96,8 @@
     X(clip, UNARY, true, 1, false, NUMS, SAME, P2(LOWER("min", -INFINITY), UPPER("max", INFINITY)), \
       "CLIP(x, p0, p1)", "CLIP(x, p0, p1)", NULL)                                                  \
     X(not, UNARY, true, 1, false, BOOLS, SAME, P0, NULL, NULL, "(uchar)(x == 0)")                  \
-    X(cast, UNARY, true, 1, false, ALL | BF16, CAST, P0, NULL, NULL, NULL)                         \
-    X(copy, COPY, true, 1, false, ALL | BF16, SAME, P0, "x", "x", "x")                             \
+    X(cast, UNARY, true, 1, false, ALL, CAST, P0, NULL, NULL, NULL)                                \
+    X(copy, COPY, true, 1, false, ALL, SAME, P0, "x", "x", "x")                                    \
     X(scale, SCALE, true, 1, false, FLOATS, SAME, P2(NUM("alpha", 1.0), NUM("beta", 0.0)),         \
       "p0 * x + p1", NULL, NULL)                                                                   \
     /* ---- binary ---- */                                                                         \
@@ -249,12 +249,12 @@ double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *cal
 /* "f32, f64, i32 or i64": the dtypes of a set, for refusals. */
 static void dtype_list(unsigned set, char *buf, size_t size)
 {
-    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_I8,  CLRUN_U8,
-                                        CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32,
-                                        CLRUN_I64, CLRUN_U64, CLRUN_BOOL, CLRUN_BF16};
+    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_BF16, CLRUN_I8,
+                                        CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32,
+                                        CLRUN_I64, CLRUN_U64, CLRUN_BOOL};
     const size_t count = sizeof order / sizeof order[0];
     if ((set & INTS) == INTS && set != INTS) { /* every integer: said in one word */
-        snprintf(buf, size, "%s%sany integer%s", (set & FLOATS) ? "f32, f64, f16" : "",
+        snprintf(buf, size, "%s%sany integer%s", (set & FLOATS) ? "f32, f64, f16, bf16" : "",
                  (set & FLOATS) ? (set & BOOLS) ? ", " : " or " : "", (set & BOOLS) ? " or bool" : "");
         return;
     }
