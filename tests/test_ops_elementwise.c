@@ -1155,6 +1155,70 @@ static void cast_converts_between_every_dtype(void **state)
         }
 }
 
+/* The bitwise ops on every integer width, spelled out (0x..5a & 0x..0f and so on), broadcast:
+ * small, so that oclgrind runs them (CLRUN_TEST_FILTER=bitwise_*). */
+static void bitwise_ops_on_every_integer_width(void **state)
+{
+    (void)state;
+    const clrun_dtype ints[] = {CLRUN_I8, CLRUN_U8, CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32, CLRUN_I64, CLRUN_U64};
+    const int64_t av[] = {0x5a, -1, 0, 0x33, -128, 7}, bv[] = {0x0f, 0x3c};
+    const char *const ops[] = {"bitwise_and", "bitwise_or", "bitwise_xor"};
+    for (size_t t = 0; t < sizeof ints / sizeof ints[0]; t++) {
+        values a = make(ints[t], "3,2"), b = make(ints[t], "2");
+        for (uint64_t i = 0; i < 6; i++)
+            set_i(&a, i, av[i]);
+        for (uint64_t i = 0; i < 2; i++)
+            set_i(&b, i, bv[i]);
+        values ab[2] = {a, b};
+        for (size_t k = 0; k < 3; k++) {
+            values y = run_op(ops[k], ab, 2, NULL, 0);
+            assert_int_equal(y.type.dtype, ints[t]);
+            for (uint64_t i = 0; i < 6; i++) {
+                uint64_t x = (uint64_t)get_i(&a, i), z = (uint64_t)get_i(&b, i % 2);
+                int64_t want = wrap(k == 0 ? x & z : k == 1 ? x | z : x ^ z, ints[t]);
+                if (get_i(&y, i) != want)
+                    fail_msg("%s %s element %llu: %lld, expected %lld", clrun_dtype_name(ints[t]), ops[k],
+                             (unsigned long long)i, (long long)get_i(&y, i), (long long)want);
+            }
+            values_free(&y);
+        }
+        values y = run_op("bitwise_not", &a, 1, NULL, 0);
+        for (uint64_t i = 0; i < 6; i++)
+            if (get_i(&y, i) != wrap(~(uint64_t)get_i(&a, i), ints[t]))
+                fail_msg("%s bitwise_not element %llu: %lld", clrun_dtype_name(ints[t]), (unsigned long long)i,
+                         (long long)get_i(&y, i));
+        values_free(&y), values_free(&a), values_free(&b);
+    }
+}
+
+/* bf16 read and written by the elementwise kernels: a broadcast add rounded once to nearest even
+ * (1 + 2^-8 is a tie, to the even 1; 1 + 3·2^-8 one, to 1 + 2^-6), NaN as 0x7fc0, and casts to
+ * and from f32. Small, for oclgrind (CLRUN_TEST_FILTER=bf16_*). */
+static void bf16_elementwise_rounds_once(void **state)
+{
+    (void)state;
+    values a = make(CLRUN_BF16, "2,3"), b = make(CLRUN_BF16, "3");
+    const double av[] = {1.0, 1.0, -2.0, 1.0, NAN, 3.0}, bv[] = {0.00390625, 0.01171875, 0.5};
+    for (uint64_t i = 0; i < 6; i++)
+        set_f(&a, i, av[i]);
+    for (uint64_t i = 0; i < 3; i++)
+        set_f(&b, i, bv[i]);
+    values ab[2] = {a, b};
+    values y = run_op("add", ab, 2, NULL, 0);
+    const uint16_t want[] = {0x3f80, 0x3f82, 0xbfc0, 0x3f80, 0x7fc0, 0x4060};
+    for (uint64_t i = 0; i < 6; i++) {
+        uint16_t got;
+        memcpy(&got, y.bytes + 2 * i, 2);
+        if (got != want[i])
+            fail_msg("bf16 add element %llu: 0x%04x, expected 0x%04x", (unsigned long long)i, got, want[i]);
+    }
+    clrun_attr to_f32 = attr_i("to", CLRUN_F32), to_bf16 = attr_i("to", CLRUN_BF16);
+    values wide = run_op("cast", &y, 1, &to_f32, 1), back = run_op("cast", &wide, 1, &to_bf16, 1);
+    assert_int_equal(wide.type.dtype, CLRUN_F32);
+    assert_memory_equal(back.bytes, y.bytes, 12);
+    values_free(&a), values_free(&b), values_free(&y), values_free(&wide), values_free(&back);
+}
+
 static void logic_reads_any_nonzero_byte_as_true(void **state)
 {
     (void)state;
@@ -1284,6 +1348,8 @@ int main(void)
         cmocka_unit_test(where_broadcasts_all_three),
         cmocka_unit_test(cast_converts_between_every_dtype),
         cmocka_unit_test(logic_reads_any_nonzero_byte_as_true),
+        cmocka_unit_test(bitwise_ops_on_every_integer_width),
+        cmocka_unit_test(bf16_elementwise_rounds_once),
         cmocka_unit_test(each_op_is_built_once_per_context),
         cmocka_unit_test(the_type_rule_refuses_what_no_kernel_takes),
     };
