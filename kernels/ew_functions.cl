@@ -44,6 +44,31 @@ CLRUN_INLINE void clrun_store_f16_f64(const double v, const size_t i, __global h
         vstore_half_rte(v, i, p);
 }
 #endif
+/* bfloat16, f32's top half: widened exactly; narrowed rounding to nearest even, a NaN stored as
+ * the default quiet NaN 0x7fc0 (f32's 0x7fc00000 above; graph/types.c's clrun__f32_to_bf16 gives
+ * the same bits). */
+CLRUN_INLINE float clrun_bf16_to_f32(const ushort b) { return as_float((uint)b << 16); }
+CLRUN_INLINE ushort clrun_f32_to_bf16(const float v)
+{
+    const uint bits = as_uint(v);
+    if (isnan(v))
+        return (ushort)0x7fc0u;
+    const uint rest = bits & 0xFFFFu, top = bits >> 16;
+    return (ushort)(top + (rest > 0x8000u || (rest == 0x8000u && (top & 1u))));
+}
+/* f, a value rounded toward zero, rounded to odd instead (its last bit set when inexact):
+ * rounding that float once more to bf16 is then the value's own rounding. */
+CLRUN_INLINE float clrun_f32_odd(const float f, const bool inexact)
+{
+    return inexact ? as_float(as_uint(f) | 1u) : f;
+}
+#ifdef CLRUN_HAVE_FP64
+CLRUN_INLINE float clrun_f64_to_f32_odd(const double v)
+{
+    const float f = convert_float_rtz(v);
+    return clrun_f32_odd(f, !isnan(v) && (double)f != v);
+}
+#endif
 #ifdef CLRUN_HAVE_FP64
 double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff8000000000000ul) : v; }
 #endif

@@ -108,17 +108,21 @@ cols=$(grep -E "^(variable|CLRUN_)" "$tmp/out" | awk '{ n = split($0, c, ""); s 
 [ "$(printf '%s\n' "$cols" | wc -l)" = 1 ] || fail "info --env columns misaligned: $cols"
 
 
-# --weights: the products' weights stored as f16 or int8 hold 1/2 or about 1/4 of the f32 bytes,
+# --weights: the products' weights stored as f16, bf16 or int8 hold 1/2 or about 1/4 of the f32 bytes,
 # and the outputs stay near the f32 run's (the report says how near); anything else is refused.
 "$CLRUN" run "$EXAMPLES/gpt2_block.graph" --repeat 1 --json >"$tmp/f32" 2>"$tmp/err"; rc=$?
 expect 0 '"constant_bytes"' "$tmp/f32" "gpt2 block, f32 weights"
 f32_bytes=$(sed -n 's/.*"constant_bytes": *\([0-9]*\).*/\1/p' "$tmp/f32")
-for w in f16 int8; do
+for w in f16 bf16 int8; do
     "$CLRUN" run "$EXAMPLES/gpt2_block.graph" --repeat 1 --weights $w --json >"$tmp/$w" 2>"$tmp/err"; rc=$?
     expect 0 "\"weights_narrowed\": *4" "$tmp/$w" "--weights $w narrows the 4 products' weights"
     bytes=$(sed -n 's/.*"constant_bytes": *\([0-9]*\).*/\1/p' "$tmp/$w")
     rel=$(sed -n 's/.*"weights_max_rel_error": *\([0-9.e+-]*\).*/\1/p' "$tmp/$w")
-    case $w in f16) most=$((f32_bytes / 2 + 65536)); worst=0.001 ;; *) most=$((f32_bytes / 4 + 65536)); worst=0.03 ;; esac
+    case $w in
+    f16) most=$((f32_bytes / 2 + 65536)); worst=0.001 ;;
+    bf16) most=$((f32_bytes / 2 + 65536)); worst=0.01 ;; # 8 bits of mantissa: 2^-9 per weight
+    *) most=$((f32_bytes / 4 + 65536)); worst=0.03 ;;
+    esac
     [ -n "$bytes" ] && [ "$bytes" -le "$most" ] || fail "--weights $w: constant_bytes $bytes, expected at most $most (f32: $f32_bytes)"
     awk -v r="$rel" -v w="$worst" 'BEGIN { exit !(r != "" && r > 0 && r < w) }' ||
         fail "--weights $w: relative error '$rel' not in (0, $worst)"
@@ -126,7 +130,7 @@ done
 "$CLRUN" run "$EXAMPLES/mlp.graph" --weights int8 --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 0 "stored as int8" "$tmp/out" "--weights int8, the report's line"
 "$CLRUN" run "$EXAMPLES/mlp.graph" --weights f64 >"$tmp/out" 2>"$tmp/err"; rc=$?
-expect 2 "--weights takes f16 or int8, not 'f64'" "$tmp/err" "--weights f64"
+expect 2 "--weights takes f16, bf16 or int8, not 'f64'" "$tmp/err" "--weights f64"
 
 [ $failures = 0 ] || exit 1
 echo "cli_run: all passed"

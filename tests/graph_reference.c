@@ -1126,6 +1126,7 @@ static int constant_values(const clrun__tensor *t, double *out)
         case CLRUN_U16: { uint16_t v; memcpy(&v, raw + 2 * i, 2); out[i] = v; break; }
         case CLRUN_U32: { uint32_t v; memcpy(&v, raw + 4 * i, 4); out[i] = v; break; }
         case CLRUN_U64: { uint64_t v; memcpy(&v, raw + 8 * i, 8); out[i] = (double)v; break; }
+        case CLRUN_BF16: { uint16_t v; memcpy(&v, raw + 2 * i, 2); out[i] = clrun__bf16_to_f32(v); break; }
         }
     }
     free(raw);

@@ -93,6 +93,10 @@ EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py
 # the spec, and what clrun does not do there (and opset 22) refused by name.
 TESTS += tests/onnx_opset18.sh
 EXTRA_DIST += tests/onnx_opset18.sh tests/onnx_opset18.py
+TESTS += tests/onnx_bitwise_lppool.sh
+EXTRA_DIST += tests/onnx_bitwise_lppool.sh tests/onnx_bitwise_lppool.py
+TESTS += tests/onnx_bf16.sh
+EXTRA_DIST += tests/onnx_bf16.sh tests/onnx_bf16.py
 # matmul_integer and conv_integer on a real device, against tests/op_reference.c.
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops_qlinear

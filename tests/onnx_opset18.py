@@ -19,7 +19,7 @@ numpy reference of the spec:
 and what clrun does not do there refused by name, never run with older semantics: a reduction's
 axes as an attribute at 18, Resize's antialias, ScatterND's max reduction with an element
 updated twice or indices fed at run time, AveragePool's
-dilations with pads that do not count, a float8 Cast, blocked quantization, BitwiseAnd, DeformConv, a model of opset 22.
+dilations with pads that do not count, a float8 Cast, blocked quantization, a BitwiseAnd of floats, DeformConv, a model of opset 22.
 Floats within 1e-5 (relative above 1), integers and booleans exactly.
 Usage: onnx_opset18.py CLRUN WORKDIR"""
 import math
@@ -388,10 +388,10 @@ def refusals():
     out.append(("gridsample20_old_name", model([node], [vi("x", x4.shape)], [vi("y", None)], 20,
                                                [init("g", np.zeros((1, 2, 2, 2), np.float32))]), {"x": x4},
                 "mode 'bilinear' is not linear, nearest or cubic (opset 20)"))
-    xi = np.array([1, 2], np.int32)
+    xf = np.array([1, 2], np.float32)
     node = helper.make_node("BitwiseAnd", ["x", "x"], ["y"])
-    out.append(("bitwiseand18", model([node], [vi("x", [2], TensorProto.INT32)], [vi("y", None, TensorProto.INT32)], 18),
-                {"x": xi}, "(BitwiseAnd, opset 18): operator BitwiseAnd is not supported"))
+    out.append(("bitwiseand18_float", model([node], [vi("x", [2])], [vi("y", None)], 18),
+                {"x": xf}, "(BitwiseAnd, opset 18): input 0 'x' is float: BitwiseAnd takes integers"))
     node = helper.make_node("DeformConv", ["x", "w", "o"], ["y"])
     out.append(("deformconv19", model([node], [vi("x", x4.shape)], [vi("y", None)], 19,
                                       [init("w", np.ones((1, 2, 1, 1), np.float32)),

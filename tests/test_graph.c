@@ -212,7 +212,7 @@ static void dtype_names_and_sizes(void **state)
     assert_int_equal(clrun_dtype_size(CLRUN_U16), 2);
     assert_int_equal(clrun_dtype_size(CLRUN_U32), 4);
     assert_int_equal(clrun_dtype_size(CLRUN_U64), 8);
-    assert_int_equal(clrun_dtype_size((clrun_dtype)12), 0);
+    assert_int_equal(clrun_dtype_size((clrun_dtype)13), 0);
 }
 
 static void elements_and_bytes(void **state)
@@ -368,7 +368,7 @@ static void refuses_bad_types(void **state)
     assert_int_equal(clrun_graph_add_input(graph, "a", &rank, false, NULL),
                      CLRUN_ERROR_INVALID_ARGUMENT);
     assert_string_equal(clrun_graph_last_error(graph), "'a': rank 9 is out of range (0 to 8)");
-    clrun_tensor_type dtype = {(clrun_dtype)12, 1, {4}};
+    clrun_tensor_type dtype = {(clrun_dtype)13, 1, {4}};
     assert_int_equal(clrun_graph_add_input(graph, "a", &dtype, false, NULL),
                      CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clrun_graph_add_input(graph, "a", NULL, false, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
@@ -1193,6 +1193,8 @@ static void converts_doubles_to_every_dtype(void **state)
     assert_true(ELEMENT(f32, CLRUN_F32, 0.1) == 0.1f);
     assert_true(ELEMENT(f64, CLRUN_F64, 0.1) == 0.1);
     assert_int_equal(ELEMENT(u16, CLRUN_F16, 1.0), 0x3c00);
+    assert_int_equal(ELEMENT(u16, CLRUN_BF16, 1.0), 0x3f80);
+    assert_int_equal(ELEMENT(u16, CLRUN_BF16, -3.0), 0xc040);
     assert_int_equal(ELEMENT(i32, CLRUN_I32, -2.9), -2);
     assert_int_equal(ELEMENT(i32, CLRUN_I32, 1e10), INT32_MAX);
     assert_int_equal(ELEMENT(i32, CLRUN_I32, NAN), 0);
@@ -1216,6 +1218,8 @@ static void converts_doubles_to_every_dtype(void **state)
     assert_false(clrun__dtype_holds(CLRUN_F32, 0.1));
     assert_true(clrun__dtype_holds(CLRUN_F32, NAN) && clrun__dtype_holds(CLRUN_F16, INFINITY));
     assert_true(clrun__dtype_holds(CLRUN_F16, 65504.0));
+    assert_true(clrun__dtype_holds(CLRUN_BF16, 65536.0 * 65536.0) && clrun__dtype_holds(CLRUN_BF16, 1.0078125));
+    assert_false(clrun__dtype_holds(CLRUN_BF16, 1.00390625) || clrun__dtype_holds(CLRUN_BF16, 0.1));
     assert_false(clrun__dtype_holds(CLRUN_F16, 65505.0) || clrun__dtype_holds(CLRUN_F16, 1e-9));
     assert_true(clrun__dtype_holds(CLRUN_I8, -128) && clrun__dtype_holds(CLRUN_U8, 255));
     assert_false(clrun__dtype_holds(CLRUN_I8, 128) || clrun__dtype_holds(CLRUN_U8, -1));
@@ -1317,12 +1321,61 @@ static void narrows_product_weights_only(void **state)
     assert_int_equal(((uint16_t *)wh->data)[0], 0x3c00);
     assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
     clrun_graph_destroy(g);
+
+    /* bf16: f32's range, so 70000 narrows too (to 70144, the nearest bf16), a cast each */
+    g = new_graph();
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &wt, w, CLRUN_FILL_ZEROS, 0, 0, 0, &wi), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "big", &wt, big, CLRUN_FILL_ZEROS, 0, 0, 0, &bi), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, wi}, 2, mn, 1, NULL, 0, &m), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (int32_t[]){x, bi}, 2, m2n, 1, NULL, 0, &m2), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "add", (int32_t[]){m, m2}, 2, yn, 1, NULL, 0, &y), CLRUN_OK);
+    clrun_graph_mark_output(g, y);
+    assert_int_equal(clrun_graph_narrow_weights(g, CLRUN_BF16, 0, &r), CLRUN_OK);
+    assert_int_equal(r.narrowed, 2);
+    assert_int_equal(r.kept, 0);
+    assert_int_equal(r.bytes_after, 24);
+    const clrun__tensor *wb = &g->tensors[clrun__graph_find_ident(g, "big.bf16")];
+    assert_int_equal(wb->type.dtype, CLRUN_BF16);
+    assert_int_equal(((uint16_t *)wb->data)[0], 0x3f80);
+    assert_true(clrun__bf16_to_f32(((uint16_t *)wb->data)[5]) == 70144.0f);
+    assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+    clrun_graph_destroy(g);
+}
+
+/* bf16 from f32: round to nearest, ties to even, a carry into the exponent up to inf, every NaN
+ * as the quiet NaN 0x7fc0; back exactly. */
+static void bf16_rounds_to_nearest_even(void **state)
+{
+    (void)state;
+    static const struct { uint32_t f32; uint16_t bf16; } cases[] = {
+        {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, /* a tie, to the even 0x3f80 */
+        {0x3f818000u, 0x3f82}, /* a tie, to the even 0x3f82 */
+        {0x3f808001u, 0x3f81}, {0x3f807fffu, 0x3f80}, {0xbf80c000u, 0xbf81},
+        {0x7f7fffffu, 0x7f80}, /* f32's largest rounds up to inf */
+        {0x7f800000u, 0x7f80}, {0xff800000u, 0xff80}, {0x7f800001u, 0x7fc0}, {0xffc12345u, 0x7fc0},
+        {0x00000001u, 0x0000}, {0x00008000u, 0x0000}, {0x00018000u, 0x0002}, {0x80000000u, 0x8000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float f;
+        memcpy(&f, &cases[i].f32, 4);
+        uint16_t got = clrun__f32_to_bf16(f);
+        if (got != cases[i].bf16)
+            fail_msg("bf16 of 0x%08x is 0x%04x, expected 0x%04x", cases[i].f32, got, cases[i].bf16);
+        float back = clrun__bf16_to_f32(cases[i].bf16);
+        uint32_t bits;
+        memcpy(&bits, &back, 4);
+        assert_int_equal(bits, (uint32_t)cases[i].bf16 << 16);
+    }
+    assert_string_equal(clrun_dtype_name(CLRUN_BF16), "bf16");
+    assert_int_equal(clrun_dtype_size(CLRUN_BF16), 2);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dtype_names_and_sizes),
+        cmocka_unit_test(bf16_rounds_to_nearest_even),
         cmocka_unit_test(elements_and_bytes),
         cmocka_unit_test(sizes_that_overflow_are_zero),
         cmocka_unit_test(builds_a_small_graph_and_reads_it),

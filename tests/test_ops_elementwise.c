@@ -42,7 +42,46 @@ typedef struct values {
     unsigned char *bytes;
 } values;
 
-static bool is_float(clrun_dtype d) { return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16; }
+static bool is_float(clrun_dtype d)
+{
+    return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16 || d == CLRUN_BF16;
+}
+
+/* bf16 of a double, rounded once (to nearest even): through a float rounded to odd, which keeps
+ * the information the second rounding needs. NaN as 0x7fc0. */
+static uint16_t bf16_of(double x)
+{
+    if (isnan(x))
+        return 0x7fc0;
+    float f = (float)x;
+    if ((double)f != x) {
+        if (fabs((double)f) > fabs(x))
+            f = nextafterf(f, 0.0f);
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        bits |= 1;
+        memcpy(&f, &bits, 4);
+    }
+    return clrun__f32_to_bf16(f);
+}
+
+/* bf16 of an integer (its magnitude m, unsigned), rounded once: the top 8 significant bits, the
+ * rest to nearest even. */
+static double bf16_of_int(uint64_t m, bool negative)
+{
+    int top = 63;
+    while (top > 0 && !(m >> top))
+        top--;
+    double v = (double)m;
+    if (top >= 8) {
+        int drop = top - 7;
+        uint64_t keep = m >> drop, rest = m & ((1ull << drop) - 1), half = 1ull << (drop - 1);
+        if (rest > half || (rest == half && (keep & 1)))
+            keep++;
+        v = ldexp((double)keep, drop);
+    }
+    return negative ? -v : v;
+}
 
 /* An f16's value, exactly. */
 static double half_value(uint16_t h)
@@ -54,6 +93,11 @@ static double half_value(uint16_t h)
 
 static double get_f(const values *v, uint64_t i)
 {
+    if (v->type.dtype == CLRUN_BF16) {
+        uint16_t h;
+        memcpy(&h, v->bytes + i * 2, 2);
+        return clrun__bf16_to_f32(h);
+    }
     if (v->type.dtype == CLRUN_F16) {
         uint16_t h;
         memcpy(&h, v->bytes + i * 2, 2);
@@ -114,6 +158,11 @@ static int64_t get_i(const values *v, uint64_t i)
 
 static void set_f(values *v, uint64_t i, double x)
 {
+    if (v->type.dtype == CLRUN_BF16) {
+        uint16_t h = bf16_of(x);
+        memcpy(v->bytes + i * 2, &h, 2);
+        return;
+    }
     if (v->type.dtype == CLRUN_F16) { /* through float: one rounding for the values used here */
         uint16_t h = clrun__f32_to_f16((float)x);
         memcpy(v->bytes + i * 2, &h, 2);
@@ -297,6 +346,8 @@ static bool same_float(double got, double want, clrun_dtype dtype)
         return isnan(got) && isnan(want);
     if (dtype == CLRUN_F16)
         want = half_value(clrun__f32_to_f16((float)want));
+    if (dtype == CLRUN_BF16)
+        want = clrun__bf16_to_f32(clrun__f32_to_bf16((float)want));
     if (dtype == CLRUN_F32)
         return (float)got == (float)want && !signbit(got) == !signbit((float)want);
     return got == want && !signbit(got) == !signbit(want);
@@ -319,6 +370,8 @@ static double rounded(double x, clrun_dtype dtype)
     if (dtype == CLRUN_F16) /* computed in float, stored as f16 (the float is exact for +-*÷ of
                                f16 operands' double result rounded once, twice innocuously) */
         return half_value(clrun__f32_to_f16(f));
+    if (dtype == CLRUN_BF16) /* computed in float, stored as bf16, so as the kernels */
+        return clrun__bf16_to_f32(clrun__f32_to_bf16(f));
     return dtype == CLRUN_F32 ? (double)f : x;
 }
 
@@ -407,6 +460,7 @@ static int64_t ref_int_unary(const char *op, int64_t x, double p0, double p1, cl
         return less_in(hi, x, dt) ? hi : x;
     }
     if (!strcmp(op, "copy")) return x;
+    if (!strcmp(op, "bitwise_not")) return wrap(~(uint64_t)x, dt);
     fail_msg("no integer reference for %s", op);
     return 0;
 }
@@ -451,6 +505,9 @@ static int64_t ref_int_binary(const char *op, int64_t a, int64_t b, double p0, c
         int64_t r = (b == 0 || b == -1) ? 0 : a % b;
         return p0 != 0 ? r : (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
+    if (!strcmp(op, "bitwise_and")) return wrap(ua & ub, dt);
+    if (!strcmp(op, "bitwise_or")) return wrap(ua | ub, dt);
+    if (!strcmp(op, "bitwise_xor")) return wrap(ua ^ ub, dt);
     if (!strcmp(op, "shift_left")) return ub >= clrun_dtype_size(dt) * 8 ? 0 : wrap(ua << ub, dt);
     if (!strcmp(op, "shift_right")) return ub >= clrun_dtype_size(dt) * 8 ? 0 : wrap(ua >> ub, dt);
     if (!strcmp(op, "pow")) {
@@ -527,7 +584,7 @@ static void check_unary(const char *op, const values *x, const values *y, const 
             ok = same_float(d, r, dt);
         } else {
             r = ref_float_function(op, v, rounded(p0, dt), rounded(p1, dt));
-            double tol = dt == CLRUN_F32 ? 1e-5 : dt == CLRUN_F16 ? 1e-3 : 1e-12;
+            double tol = dt == CLRUN_F32 ? 1e-5 : dt == CLRUN_F16 ? 1e-3 : dt == CLRUN_BF16 ? 8e-3 : 1e-12;
             ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * (fabs(r) + fabs(v)) ||
                  (isinf(r) && d == r);
         }
@@ -570,7 +627,7 @@ static void check_binary(const char *op, const values *a, const values *b, const
         } else {
             double r = ref_float_binary(op, get_f(a, ia), get_f(b, ib), p0, dt), d = get_f(y, i);
             if (!strcmp(op, "pow")) {
-                double tol = dt == CLRUN_F32 ? 2e-6 : dt == CLRUN_F16 ? 1e-3 : 1e-13;
+                double tol = dt == CLRUN_F32 ? 2e-6 : dt == CLRUN_F16 ? 1e-3 : dt == CLRUN_BF16 ? 8e-3 : 1e-13;
                 ok = (isnan(r) && isnan(d)) || fabs(d - r) <= tol * fabs(r) || d == r;
             } else {
                 ok = same_float(d, r, dt);
@@ -593,7 +650,8 @@ static int dtypes_of(const char *op, clrun_dtype *out)
 {
     static const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64,
                                       CLRUN_BOOL, CLRUN_I8,  CLRUN_U8,  CLRUN_I16,
-                                      CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16};
+                                      CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16,
+                                      CLRUN_BF16};
     const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(op));
     int n = 0;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
@@ -843,7 +901,7 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
 static bool every_variant(clrun_dtype dt)
 {
     return dt == CLRUN_F32 || dt == CLRUN_F64 || dt == CLRUN_I32 || dt == CLRUN_I64 || dt == CLRUN_BOOL ||
-           dt == CLRUN_F16; /* f16's reads (vload_half at an offset) differ */
+           dt == CLRUN_F16 || dt == CLRUN_BF16; /* f16's and bf16's reads (widened) differ */
 }
 
 static const char *const shape_cases[][2] = {
@@ -1036,6 +1094,10 @@ static void ref_cast(const values *x, uint64_t i, values *y, uint64_t j)
     } else if (is_float(to)) {
         if (is_float(from))
             set_f(y, j, get_f(x, i));
+        else if (to == CLRUN_BF16) /* exactly: no rounding on the way */
+            set_f(y, j, is_unsigned(from) || get_i(x, i) >= 0
+                            ? bf16_of_int((uint64_t)get_i(x, i), false)
+                            : bf16_of_int(0 - (uint64_t)get_i(x, i), true));
         else if (is_unsigned(from)) /* each conversion correctly rounded, once */
             set_f(y, j, to == CLRUN_F32 ? (double)(float)(uint64_t)get_i(x, i) : (double)(uint64_t)get_i(x, i));
         else
@@ -1055,7 +1117,8 @@ static void cast_converts_between_every_dtype(void **state)
 {
     (void)state;
     const clrun_dtype all[] = {CLRUN_F32, CLRUN_F64, CLRUN_I32, CLRUN_I64, CLRUN_BOOL, CLRUN_I8,
-                               CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16};
+                               CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_U32, CLRUN_U64, CLRUN_F16,
+                               CLRUN_BF16};
     const int count = (int)(sizeof all / sizeof all[0]);
     const double floats[] = {0.0, -0.0, 1.5, -1.5, 2.5, -2.99, 16777217.0, 3e9, -3e9, 1e19, -1e19,
                              INFINITY, -INFINITY, NAN, 1e-40, 123456.789};
@@ -1090,6 +1153,70 @@ static void cast_converts_between_every_dtype(void **state)
                 }
             values_free(&x), values_free(&y), values_free(&want);
         }
+}
+
+/* The bitwise ops on every integer width, spelled out (0x..5a & 0x..0f and so on), broadcast:
+ * small, so that oclgrind runs them (CLRUN_TEST_FILTER=bitwise_*). */
+static void bitwise_ops_on_every_integer_width(void **state)
+{
+    (void)state;
+    const clrun_dtype ints[] = {CLRUN_I8, CLRUN_U8, CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32, CLRUN_I64, CLRUN_U64};
+    const int64_t av[] = {0x5a, -1, 0, 0x33, -128, 7}, bv[] = {0x0f, 0x3c};
+    const char *const ops[] = {"bitwise_and", "bitwise_or", "bitwise_xor"};
+    for (size_t t = 0; t < sizeof ints / sizeof ints[0]; t++) {
+        values a = make(ints[t], "3,2"), b = make(ints[t], "2");
+        for (uint64_t i = 0; i < 6; i++)
+            set_i(&a, i, av[i]);
+        for (uint64_t i = 0; i < 2; i++)
+            set_i(&b, i, bv[i]);
+        values ab[2] = {a, b};
+        for (size_t k = 0; k < 3; k++) {
+            values y = run_op(ops[k], ab, 2, NULL, 0);
+            assert_int_equal(y.type.dtype, ints[t]);
+            for (uint64_t i = 0; i < 6; i++) {
+                uint64_t x = (uint64_t)get_i(&a, i), z = (uint64_t)get_i(&b, i % 2);
+                int64_t want = wrap(k == 0 ? x & z : k == 1 ? x | z : x ^ z, ints[t]);
+                if (get_i(&y, i) != want)
+                    fail_msg("%s %s element %llu: %lld, expected %lld", clrun_dtype_name(ints[t]), ops[k],
+                             (unsigned long long)i, (long long)get_i(&y, i), (long long)want);
+            }
+            values_free(&y);
+        }
+        values y = run_op("bitwise_not", &a, 1, NULL, 0);
+        for (uint64_t i = 0; i < 6; i++)
+            if (get_i(&y, i) != wrap(~(uint64_t)get_i(&a, i), ints[t]))
+                fail_msg("%s bitwise_not element %llu: %lld", clrun_dtype_name(ints[t]), (unsigned long long)i,
+                         (long long)get_i(&y, i));
+        values_free(&y), values_free(&a), values_free(&b);
+    }
+}
+
+/* bf16 read and written by the elementwise kernels: a broadcast add rounded once to nearest even
+ * (1 + 2^-8 is a tie, to the even 1; 1 + 3·2^-8 one, to 1 + 2^-6), NaN as 0x7fc0, and casts to
+ * and from f32. Small, for oclgrind (CLRUN_TEST_FILTER=bf16_*). */
+static void bf16_elementwise_rounds_once(void **state)
+{
+    (void)state;
+    values a = make(CLRUN_BF16, "2,3"), b = make(CLRUN_BF16, "3");
+    const double av[] = {1.0, 1.0, -2.0, 1.0, NAN, 3.0}, bv[] = {0.00390625, 0.01171875, 0.5};
+    for (uint64_t i = 0; i < 6; i++)
+        set_f(&a, i, av[i]);
+    for (uint64_t i = 0; i < 3; i++)
+        set_f(&b, i, bv[i]);
+    values ab[2] = {a, b};
+    values y = run_op("add", ab, 2, NULL, 0);
+    const uint16_t want[] = {0x3f80, 0x3f82, 0xbfc0, 0x3f80, 0x7fc0, 0x4060};
+    for (uint64_t i = 0; i < 6; i++) {
+        uint16_t got;
+        memcpy(&got, y.bytes + 2 * i, 2);
+        if (got != want[i])
+            fail_msg("bf16 add element %llu: 0x%04x, expected 0x%04x", (unsigned long long)i, got, want[i]);
+    }
+    clrun_attr to_f32 = attr_i("to", CLRUN_F32), to_bf16 = attr_i("to", CLRUN_BF16);
+    values wide = run_op("cast", &y, 1, &to_f32, 1), back = run_op("cast", &wide, 1, &to_bf16, 1);
+    assert_int_equal(wide.type.dtype, CLRUN_F32);
+    assert_memory_equal(back.bytes, y.bytes, 12);
+    values_free(&a), values_free(&b), values_free(&y), values_free(&wide), values_free(&back);
 }
 
 static void logic_reads_any_nonzero_byte_as_true(void **state)
@@ -1161,14 +1288,17 @@ static void the_type_rule_refuses_what_no_kernel_takes(void **state)
     clrun_tensor_type logic[2] = {f, f};
     expect_refusal("and", logic, 2, NULL, 0, "and: input 0 is f32[4]: expected bool");
     expect_refusal("not", &i, 1, NULL, 0, "not: input 0 is i32[4]: expected bool");
-    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32, f64 or f16");
-    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, f16 or any integer");
+    expect_refusal("sin", &i, 1, NULL, 0, "sin: input 0 is i32[4]: expected f32, f64, f16 or bf16");
+    expect_refusal("neg", &b, 1, NULL, 0, "neg: input 0 is bool[4]: expected f32, f64, f16, bf16 or any integer");
     expect_refusal("not", &h, 1, NULL, 0, "not: input 0 is f16[4]: expected bool");
     clrun_tensor_type shift[2] = {i, i};
     expect_refusal("shift_left", shift, 2, NULL, 0,
                    "shift_left: input 0 is i32[4]: expected u8, u16, u32 or u64");
-    clrun_attr to_12 = attr_i("to", 12), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
-    expect_refusal("cast", &f, 1, &to_12, 1, "cast: attribute 'to' is 12: not a dtype clrun casts to");
+    clrun_tensor_type bits[2] = {f, f};
+    expect_refusal("bitwise_and", bits, 2, NULL, 0,
+                   "bitwise_and: input 0 is f32[4]: expected i8, u8, i16, u16, i32, u32, i64 or u64");
+    clrun_attr to_12 = attr_i("to", 13), to_bad = attr_i("to", 99), fmod_f = attr_f("fmod", 1);
+    expect_refusal("cast", &f, 1, &to_12, 1, "cast: attribute 'to' is 13: not a dtype clrun casts to");
     expect_refusal("cast", &f, 1, &to_bad, 1, "attribute 'to' is 99");
     expect_refusal("cast", &f, 1, NULL, 0, "cast: missing required attribute 'to'");
     clrun_tensor_type two[2] = {f, f};
@@ -1218,6 +1348,8 @@ int main(void)
         cmocka_unit_test(where_broadcasts_all_three),
         cmocka_unit_test(cast_converts_between_every_dtype),
         cmocka_unit_test(logic_reads_any_nonzero_byte_as_true),
+        cmocka_unit_test(bitwise_ops_on_every_integer_width),
+        cmocka_unit_test(bf16_elementwise_rounds_once),
         cmocka_unit_test(each_op_is_built_once_per_context),
         cmocka_unit_test(the_type_rule_refuses_what_no_kernel_takes),
     };

@@ -2,7 +2,8 @@
  * test_data_set_N/input_N.pb, output_N.pb (ONNX TensorProtos); a folder without model.onnx is
  * searched for cases. Every case is loaded, run on the chosen device under the chosen allocator
  * mode, and each output compared with the expected one: floats within atol + rtol·|expected|
- * (the backend tests' rtol 1e-3, atol 1e-7 unless given), NaN matching NaN, integers and bools
+ * (the backend tests' rtol 1e-3, atol 1e-7 unless given; bf16 at least rtol 2^-7, two of its
+ * steps), NaN matching NaN, integers and bools
  * exactly. One line per case (PASS, FAIL with the worst element, UNSUPPORTED with the refusal),
  * then "N passed, N failed, N unsupported"; exit status 1 if any case failed, and before any
  * work when a folder given holds no case. */
@@ -221,13 +222,21 @@ static double element(const clrun_tensor_type *type, const void *data, uint64_t 
         double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
         return (h & 0x8000) ? -v : v;
     }
+    case CLRUN_BF16: { /* f32's top half */
+        uint16_t h;
+        memcpy(&h, p, 2);
+        uint32_t bits = (uint32_t)h << 16;
+        float v;
+        memcpy(&v, &bits, 4);
+        return v;
+    }
     }
     return 0;
 }
 
 static bool is_float(clrun_dtype d)
 {
-    return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16;
+    return d == CLRUN_F32 || d == CLRUN_F64 || d == CLRUN_F16 || d == CLRUN_BF16;
 }
 
 static bool same_shape(const clrun_tensor_type *a, const clrun_tensor_type *b)
@@ -258,11 +267,25 @@ static bool padded_rows(const clrun_tensor_type *got, const void *data, const cl
     return true;
 }
 
+/* The suite's files of ONNX 1.12's time store a bfloat16 tensor as uint16 (its bits): such a
+ * file is the bf16 value the graph has there. */
+static bool bf16_bits(const clrun_tensor_type *graph, const clrun_tensor_type *file)
+{
+    return graph->dtype == CLRUN_BF16 && file->dtype == CLRUN_U16 && same_shape(graph, file);
+}
+
 /* Compares output i; fills o on a mismatch and returns false. */
 static bool compare_output(const test_args *a, int i, const char *name, const clrun_tensor_type *got_type,
-                           const void *got, const tensor_file *want, outcome *o)
+                           const void *got, const tensor_file *want_file, outcome *o)
 {
     char tg[160], tw[160];
+    tensor_file bits;
+    const tensor_file *want = want_file;
+    if (bf16_bits(got_type, &want_file->type)) {
+        bits = *want_file;
+        bits.type.dtype = CLRUN_BF16;
+        want = &bits;
+    }
     if (padded_rows(got_type, got, &want->type))
         got_type = &want->type;
     if (got_type->dtype != want->type.dtype || !same_shape(got_type, &want->type)) {
@@ -273,6 +296,10 @@ static bool compare_output(const test_args *a, int i, const char *name, const cl
     }
     uint64_t count = clrun_tensor_elements(got_type), worst = 0;
     double worst_excess = 0;
+    /* bf16 at its own resolution, as f16's 1e-3 is about two of its steps: two bf16 steps
+     * (2^-7). The suite's bf16 outputs were made by truncation, clrun rounds to nearest even:
+     * one step apart at most. */
+    double rtol = got_type->dtype == CLRUN_BF16 && a->rtol < 1.0 / 128 ? 1.0 / 128 : a->rtol;
     bool bad = false;
     for (uint64_t k = 0; k < count; k++) {
         double g = element(got_type, got, k), w = element(&want->type, want->data, k), excess;
@@ -285,7 +312,7 @@ static bool compare_output(const test_args *a, int i, const char *name, const cl
         } else if (isinf(w) || isinf(g)) {
             excess = g == w ? 0 : INFINITY;
         } else {
-            excess = fabs(g - w) - (a->atol + a->rtol * fabs(w));
+            excess = fabs(g - w) - (a->atol + rtol * fabs(w));
         }
         if (excess > 0 && (!bad || excess > worst_excess)) {
             bad = true;
@@ -314,7 +341,7 @@ static bool compare_output(const test_args *a, int i, const char *name, const cl
         snprintf(index + used, sizeof index - used, "]");
     snprintf(o->message, sizeof o->message,
              "output %d '%s' element %s (flat %" PRIu64 "): got %.9g, expected %.9g (rtol %g, atol %g)", i, name,
-             index, worst, o->got, o->expected, a->rtol, a->atol);
+             index, worst, o->got, o->expected, rtol, a->atol);
     return false;
 }
 
@@ -419,7 +446,8 @@ static void run_set(const test_args *a, clrun_context *ctx, const clrun_graph *g
     for (int32_t i = 0; s == CLRUN_OK && i < gi; i++) {
         const clrun_tensor_type *t = clrun_graph_tensor_type(g, in_ids[i]);
         char tg[160], tw[160];
-        if (t->dtype != inputs[i]->type.dtype || !same_shape(t, &inputs[i]->type)) {
+        if ((t->dtype != inputs[i]->type.dtype || !same_shape(t, &inputs[i]->type)) &&
+            !bf16_bits(t, &inputs[i]->type)) {
             o->v = V_UNSUPPORTED;
             snprintf(o->message, sizeof o->message, "input %d is %s in the test, %s in the graph", (int)i,
                      clrun_cli_type_text(&inputs[i]->type, tg, sizeof tg), clrun_cli_type_text(t, tw, sizeof tw));

@@ -17,7 +17,7 @@ static void print_help(void)
     printf("usage: clrun run (FILE.graph | MODEL.onnx) [--allocator NAME] [--repeat N]\n"
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
            "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
-           "                 [--output-dir DIR] [--weights f16|int8] [--memory-budget SIZE]\n\n"
+           "                 [--output-dir DIR] [--weights f16|bf16|int8] [--memory-budget SIZE]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -35,8 +35,8 @@ static void print_help(void)
            "               before any run, not a line of the report\n"
            "  --time-limit planner budget in seconds for --allocator planned (default 1; 0 runs\n"
            "               the constructions only, as in clrun plan)\n"
-           "  --weights W  store the weights of matmul and the convolutions as f16 or int8 (one\n"
-           "               scale per output channel), widened to f32 at each run; the report\n"
+           "  --weights W  store the weights of matmul and the convolutions as f16, bf16 or int8\n"
+           "               (one scale per output channel), widened to f32 at each run; the report\n"
            "               gives their bytes before and after and the largest error of the\n"
            "               outputs against the f32 run (made first, with the same inputs)\n"
            "  --memory-budget SIZE  what the executor may hold (its weights and its arena, in\n"
@@ -65,10 +65,12 @@ static int parse_args(int argc, char **argv, run_args *a)
             const char *w = argv[++i];
             if (strcmp(w, "f16") == 0)
                 a->weights = CLRUN_F16;
+            else if (strcmp(w, "bf16") == 0)
+                a->weights = CLRUN_BF16;
             else if (strcmp(w, "int8") == 0 || strcmp(w, "i8") == 0)
                 a->weights = CLRUN_I8;
             else
-                return clrun_cli_usage_error("run", "--weights takes f16 or int8, not '%s'", w);
+                return clrun_cli_usage_error("run", "--weights takes f16, bf16 or int8, not '%s'", w);
         } else if (strcmp(arg, "--memory-budget") == 0 && has_value) {
             if (!clrun_parse_size(argv[++i], &a->memory_budget) || a->memory_budget == 0)
                 return clrun_cli_usage_error("run", "--memory-budget takes a size > 0 (bytes, or "

@@ -24,7 +24,7 @@ typedef struct run_args {
     double plan_time_limit; /* < 0: the executor's default */
     clrun_cli_io io;        /* --dim, --shape, --input, --output-dir (tools/model_io.h) */
     clrun_cli_consts consts; /* --const (tools/model_bind.h) */
-    clrun_dtype weights;    /* --weights: CLRUN_F16 or CLRUN_I8; CLRUN_F32 leaves them */
+    clrun_dtype weights;    /* --weights: CLRUN_F16, CLRUN_BF16 or CLRUN_I8; CLRUN_F32 leaves them */
     uint64_t memory_budget; /* --memory-budget: bytes; 0: none */
 } run_args;
 

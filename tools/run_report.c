@@ -61,7 +61,7 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
         json_object_object_add(o, "host_bytes", json_object_new_int64((int64_t)s->host_bytes));
     }
     if (a->weights != CLRUN_F32) {
-        json_object_object_add(o, "weights", json_object_new_string(a->weights == CLRUN_F16 ? "f16" : "int8"));
+        json_object_object_add(o, "weights", json_object_new_string(a->weights == CLRUN_I8 ? "int8" : clrun_dtype_name(a->weights)));
         json_object_object_add(o, "weights_narrowed", json_object_new_int(r->weights.narrowed));
         json_object_object_add(o, "weights_kept_f32", json_object_new_int(r->weights.kept));
         json_object_object_add(o, "weights_bytes_before", json_object_new_int64((int64_t)r->weights.bytes_before));
@@ -119,7 +119,7 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
         char before[32], after[32];
         printf("weights     %d stored as %s (%s -> %s), %d kept in f32; outputs against the f32 "
                "run: max error %.3g (%.3g of the largest value)\n",
-               (int)r->weights.narrowed, a->weights == CLRUN_F16 ? "f16" : "int8",
+               (int)r->weights.narrowed, a->weights == CLRUN_I8 ? "int8" : clrun_dtype_name(a->weights),
                clrun_format_bytes(r->weights.bytes_before, before, sizeof before),
                clrun_format_bytes(r->weights.bytes_after, after, sizeof after), (int)r->weights.kept,
                r->weights_abs_error, r->weights_rel_error);

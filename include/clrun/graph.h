@@ -32,9 +32,11 @@ typedef enum clrun_dtype {
     CLRUN_U16 = 9,  /* 16-bit unsigned integer */
     CLRUN_U32 = 10, /* 32-bit unsigned integer */
     CLRUN_U64 = 11, /* 64-bit unsigned integer */
+    CLRUN_BF16 = 12, /* bfloat16 (f32's top 16 bits): a storage type, computed in f32; cast and
+                        copy take it on any device */
 } clrun_dtype;
 
-/* "f32", "i32", "f16", "i64", "bool", "f64", "i8", "u8", "i16", "u16", "u32", "u64". */
+/* "f32", "i32", "f16", "i64", "bool", "f64", "i8", "u8", "i16", "u16", "u32", "u64", "bf16". */
 const char *clrun_dtype_name(clrun_dtype dtype);
 /* Bytes per element. */
 size_t clrun_dtype_size(clrun_dtype dtype);

@@ -23,7 +23,8 @@ bool clrun__same_iteration_space(const clrun_tensor_type *a, const clrun_tensor_
 
 static bool dtype_runs(clrun_dtype dtype, bool fp64)
 {
-    return clrun__ew_dtype_supported(dtype) && dtype != CLRUN_F16 && (dtype != CLRUN_F64 || fp64);
+    return clrun__ew_dtype_supported(dtype) && dtype != CLRUN_F16 && dtype != CLRUN_BF16 &&
+           (dtype != CLRUN_F64 || fp64);
 }
 
 bool clrun__fuse_is_layout(const clrun__op *op)

@@ -224,8 +224,8 @@ static void store_real(clrun_dtype dtype, double real, unsigned char *slot)
 {
     if (dtype == CLRUN_F64) {
         memcpy(slot, &real, 8);
-    } else if (dtype == CLRUN_F16) {
-        uint16_t half = clrun__f32_to_f16((float)real);
+    } else if (dtype == CLRUN_F16 || dtype == CLRUN_BF16) {
+        uint16_t half = dtype == CLRUN_F16 ? clrun__f32_to_f16((float)real) : clrun__f32_to_bf16((float)real);
         memcpy(slot, &half, 2);
     } else {
         float value = (float)real;

@@ -101,6 +101,7 @@ static bool decimal_of(clrun_dtype dtype, const unsigned char *data, uint64_t i,
         return v <= (uint64_t)INT64_MAX;
     }
     case CLRUN_F16:
+    case CLRUN_BF16:
         break;
     }
     return false;

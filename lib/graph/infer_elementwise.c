@@ -12,7 +12,9 @@
 #include "graph/op_families.h"
 #include "graph/types.h"
 
-#define FLOATS (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64) | CLRUN__DT(CLRUN_F16))
+/* f16 and bf16 are storage types: read into float, computed there, rounded once as stored */
+#define FLOATS                                                                                     \
+    (CLRUN__DT(CLRUN_F32) | CLRUN__DT(CLRUN_F64) | CLRUN__DT(CLRUN_F16) | CLRUN__DT(CLRUN_BF16))
 #define INTS                                                                                       \
     (CLRUN__DT(CLRUN_I32) | CLRUN__DT(CLRUN_I64) | CLRUN__DT(CLRUN_I8) | CLRUN__DT(CLRUN_U8) |    \
      CLRUN__DT(CLRUN_I16) | CLRUN__DT(CLRUN_U16) | CLRUN__DT(CLRUN_U32) | CLRUN__DT(CLRUN_U64))
@@ -130,7 +132,12 @@
       "b >= (T)(8 * sizeof(T)) ? (T)0 : (T)(a >> b)", NULL)                                        \
     /* ---- ternary ---- */                                                                        \
     X(where, TERNARY, true, 3, true, ALL, SAME, P0, "c != 0 ? a : b", "c != 0 ? a : b",            \
-      "c != 0 ? a : b")
+      "c != 0 ? a : b")                                                                            \
+    /* ---- bitwise, of integers (ONNX's Bitwise*, opset 18) ---- */                               \
+    X(bitwise_not, UNARY, true, 1, false, INTS, SAME, P0, NULL, "(T)~x", NULL)                     \
+    X(bitwise_and, BINARY, true, 2, false, INTS, SAME, P0, NULL, "(T)(a & b)", NULL)               \
+    X(bitwise_or, BINARY, true, 2, false, INTS, SAME, P0, NULL, "(T)(a | b)", NULL)                \
+    X(bitwise_xor, BINARY, true, 2, false, INTS, SAME, P0, NULL, "(T)(a ^ b)", NULL)
 
 #define EW_ID(id, ...) EW_##id,
 enum { EW_TABLE(EW_ID) EW_COUNT };
@@ -200,7 +207,7 @@ clrun__ew_cost clrun__ew_float_cost(const clrun__ew_def *def)
 bool clrun__ew_dtype_supported(clrun_dtype dtype)
 {
     return dtype == CLRUN_F32 || dtype == CLRUN_F64 || dtype == CLRUN_F16 || dtype == CLRUN_BOOL ||
-           clrun__dtype_is_int(dtype);
+           dtype == CLRUN_BF16 || clrun__dtype_is_int(dtype);
 }
 
 clrun_dtype clrun__ew_data_dtype(const clrun__ew_def *def, const clrun__op_call *call)
@@ -242,12 +249,12 @@ double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *cal
 /* "f32, f64, i32 or i64": the dtypes of a set, for refusals. */
 static void dtype_list(unsigned set, char *buf, size_t size)
 {
-    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_I8,  CLRUN_U8,
-                                        CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32,
+    static const clrun_dtype order[] = {CLRUN_F32, CLRUN_F64, CLRUN_F16, CLRUN_BF16, CLRUN_I8,
+                                        CLRUN_U8,  CLRUN_I16, CLRUN_U16, CLRUN_I32, CLRUN_U32,
                                         CLRUN_I64, CLRUN_U64, CLRUN_BOOL};
     const size_t count = sizeof order / sizeof order[0];
     if ((set & INTS) == INTS && set != INTS) { /* every integer: said in one word */
-        snprintf(buf, size, "%s%sany integer%s", (set & FLOATS) ? "f32, f64, f16" : "",
+        snprintf(buf, size, "%s%sany integer%s", (set & FLOATS) ? "f32, f64, f16, bf16" : "",
                  (set & FLOATS) ? (set & BOOLS) ? ", " : " or " : "", (set & BOOLS) ? " or bool" : "");
         return;
     }
@@ -286,9 +293,9 @@ static clrun_status check_cast_target(const clrun__op_call *call, const clrun__i
         return CLRUN_OK;
     return clrun__refuse(err, "attribute 'to' is %lld: not a dtype clrun casts to (f32 = %d, "
                          "i32 = %d, i64 = %d, bool = %d, f64 = %d, i8 = %d, u8 = %d, i16 = %d, "
-                         "u16 = %d, u32 = %d, u64 = %d)", (long long)to, CLRUN_F32, CLRUN_I32,
+                         "u16 = %d, u32 = %d, u64 = %d, bf16 = %d)", (long long)to, CLRUN_F32, CLRUN_I32,
                          CLRUN_I64, CLRUN_BOOL, CLRUN_F64, CLRUN_I8, CLRUN_U8, CLRUN_I16, CLRUN_U16,
-                         CLRUN_U32, CLRUN_U64);
+                         CLRUN_U32, CLRUN_U64, CLRUN_BF16);
 }
 
 static clrun_status check_attributes(const clrun__ew_def *def, const clrun__op_call *call,

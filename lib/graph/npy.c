@@ -350,6 +350,9 @@ clrun_status clrun_npy_save(const char *path, const clrun_tensor_type *type, con
         if (descrs[i].dtype == type->dtype)
             descr = descrs[i].descr;
     uint64_t bytes = type ? clrun_tensor_bytes(type) : 0;
+    if (path && type && type->dtype == CLRUN_BF16)
+        return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, path,
+                    "a bf16 tensor has no .npy type (numpy has no bfloat16): cast it to f32");
     if (!path || !descr || bytes == 0 || (!data && bytes))
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, path ? path : "<npy>", "no valid tensor to write");
     char header[256];

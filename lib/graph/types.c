@@ -10,7 +10,8 @@
     X(CLRUN_F32, "f32", 4, true) X(CLRUN_I32, "i32", 4, false) X(CLRUN_F16, "f16", 2, true)         \
     X(CLRUN_I64, "i64", 8, false) X(CLRUN_BOOL, "bool", 1, false) X(CLRUN_F64, "f64", 8, true) \
     X(CLRUN_I8, "i8", 1, false) X(CLRUN_U8, "u8", 1, false) X(CLRUN_I16, "i16", 2, false)          \
-    X(CLRUN_U16, "u16", 2, false) X(CLRUN_U32, "u32", 4, false) X(CLRUN_U64, "u64", 8, false)
+    X(CLRUN_U16, "u16", 2, false) X(CLRUN_U32, "u32", 4, false) X(CLRUN_U64, "u64", 8, false)  \
+    X(CLRUN_BF16, "bf16", 2, true)
 
 typedef struct dtype_row {
     clrun_dtype dtype;
@@ -202,6 +203,26 @@ uint16_t clrun__f32_to_f16(float value)
     return (uint16_t)half;
 }
 
+uint16_t clrun__f32_to_bf16(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu)) /* NaN: the default quiet one */
+        return 0x7FC0u;
+    uint32_t rest = bits & 0xFFFFu, top = bits >> 16;
+    if (rest > 0x8000u || (rest == 0x8000u && (top & 1)))
+        top++; /* a carry into the exponent is right, up to inf */
+    return (uint16_t)top;
+}
+
+float clrun__bf16_to_f32(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
 float clrun__f16_to_f32(uint16_t half)
 {
     uint32_t sign = (uint32_t)(half & 0x8000u) << 16;
@@ -232,8 +253,8 @@ void clrun__dtype_from_double(clrun_dtype dtype, double v, void *out)
         return;
     if (row->kind == 'f') {
         float f = (float)v;
-        uint16_t h = clrun__f32_to_f16(f);
-        memcpy(out, dtype == CLRUN_F64 ? (const void *)&v : dtype == CLRUN_F16 ? (const void *)&h : &f,
+        uint16_t h = dtype == CLRUN_BF16 ? clrun__f32_to_bf16(f) : clrun__f32_to_f16(f);
+        memcpy(out, dtype == CLRUN_F64 ? (const void *)&v : row->size == 2 ? (const void *)&h : &f,
                row->size);
         return;
     }
@@ -267,6 +288,8 @@ bool clrun__dtype_holds(clrun_dtype dtype, double v)
             return true;
         if ((double)(float)v != v)
             return false;
+        if (dtype == CLRUN_BF16)
+            return (double)clrun__bf16_to_f32(clrun__f32_to_bf16((float)v)) == v;
         return dtype == CLRUN_F32 || (double)clrun__f16_to_f32(clrun__f32_to_f16((float)v)) == v;
     case 'b': return v == 0 || v == 1;
     default: {

@@ -10,7 +10,7 @@
 
 #include <clrun/graph.h>
 
-/* True for f32, f16 and f64. */
+/* True for f32, f16, bf16 and f64. */
 bool clrun__dtype_is_float(clrun_dtype dtype);
 /* An integer dtype (i8 .. u64; bool is not one). */
 bool clrun__dtype_is_int(clrun_dtype dtype);
@@ -41,6 +41,10 @@ uint64_t clrun__dims_product(const clrun_tensor_type *type, int from, int to);
 /* IEEE half from float, rounding to nearest even (integer arithmetic only), and back (exact). */
 uint16_t clrun__f32_to_f16(float value);
 float clrun__f16_to_f32(uint16_t half);
+/* bfloat16 (f32's top half) from float, rounding to nearest even, a NaN as the default quiet
+ * NaN 0x7fc0 (as the kernels store every NaN); and back (exact). */
+uint16_t clrun__f32_to_bf16(float value);
+float clrun__bf16_to_f32(uint16_t b);
 
 /* v as one element of dtype at out (clrun_dtype_size(dtype) bytes): floats rounded to nearest
  * (f16 through f32), integers truncated toward zero and clamped to the dtype's range (NaN as 0),

@@ -45,11 +45,13 @@ typedef struct candidate {
     bool other_use;       /* read otherwise than as a product's weight */
 } candidate;
 
-/* Whether every value fits `to` (finite; within f16's range). */
+/* Whether every value fits `to` (finite; within f16's range; bf16 has f32's, but a value that
+ * rounds up past its largest becomes inf). */
 static bool values_fit(const float *v, uint64_t n, clrun_dtype to)
 {
     for (uint64_t i = 0; i < n; i++)
-        if (!isfinite(v[i]) || (to == CLRUN_F16 && fabsf(v[i]) > 65504.0f))
+        if (!isfinite(v[i]) || (to == CLRUN_F16 && fabsf(v[i]) > 65504.0f) ||
+            (to == CLRUN_BF16 && isinf(clrun__bf16_to_f32(clrun__f32_to_bf16(v[i])))))
             return false;
     return true;
 }
@@ -105,13 +107,16 @@ static clrun_status narrow_one(clrun_graph *g, int32_t t, clrun_dtype to, int ax
         if (to == CLRUN_F16) {
             for (uint64_t i = 0; i < n; i++)
                 ((uint16_t *)narrow)[i] = clrun__f32_to_f16(v[i]);
+        } else if (to == CLRUN_BF16) {
+            for (uint64_t i = 0; i < n; i++)
+                ((uint16_t *)narrow)[i] = clrun__f32_to_bf16(v[i]);
         } else {
             quantize(v, &type, axis, narrow, scales);
         }
-        snprintf(name, sizeof name, "%s.%s", base, to == CLRUN_F16 ? "f16" : "i8");
+        snprintf(name, sizeof name, "%s.%s", base, clrun_dtype_name(to));
         s = clrun_graph_add_constant(g, name, &nt, narrow, CLRUN_FILL_ZEROS, 0, 0, 0, &stored);
         const char *out_name[1] = {name};
-        if (s == CLRUN_OK && to == CLRUN_F16) {
+        if (s == CLRUN_OK && to != CLRUN_I8) { /* f16, bf16: a cast widens them */
             snprintf(name, sizeof name, "%s.widened", base);
             s = clrun_graph_add_node(g, "cast", &stored, 1, out_name, 1, &to_f32, 1, widened);
         } else if (s == CLRUN_OK) {
@@ -151,9 +156,9 @@ clrun_status clrun_graph_narrow_weights(clrun_graph *graph, clrun_dtype to, int6
         *report = r;
     if (graph == NULL)
         return CLRUN_ERROR_INVALID_ARGUMENT;
-    if (to != CLRUN_F16 && to != CLRUN_I8)
+    if (to != CLRUN_F16 && to != CLRUN_BF16 && to != CLRUN_I8)
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
-                                 "narrow weights: to %s: only f16 and i8 are narrow weights",
+                                 "narrow weights: to %s: only f16, bf16 and i8 are narrow weights",
                                  clrun_dtype_name(to));
     if (min_elements < 0)
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,

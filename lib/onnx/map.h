@@ -74,6 +74,8 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_col2im(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n);       /* MaxPool AveragePool */
 clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_lp_pool(clrun__imp *im, clrun__onode *n);        /* LpPool */
+clrun_status clrun__map_global_lp_pool(clrun__imp *im, clrun__onode *n); /* GlobalLpPool */
 clrun_status clrun__map_batchnorm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_instancenorm(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_layernorm(clrun__imp *im, clrun__onode *n);

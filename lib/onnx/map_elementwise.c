@@ -22,7 +22,7 @@ static const op_pair unary_ops[] = {
     {"Softplus", "softplus"}, {"Softsign", "softsign"}, {"HardSwish", "hard_swish"},
     {"Not", "not"},       {"Tan", "tan"},         {"Asin", "asin"},         {"Acos", "acos"},
     {"Atan", "atan"},     {"Sinh", "sinh"},       {"Cosh", "cosh"},         {"Asinh", "asinh"},
-    {"Acosh", "acosh"},   {"Atanh", "atanh"},
+    {"Acosh", "acosh"},   {"Atanh", "atanh"},   {"BitwiseNot", "bitwise_not"},
 };
 
 static const op_pair binary_ops[] = {
@@ -32,7 +32,25 @@ static const op_pair binary_ops[] = {
     {"And", "and"},       {"Or", "or"},             {"Xor", "xor"},
     {"BitShift", "shift_left"},
     {"Mod", "mod"},
+    {"BitwiseAnd", "bitwise_and"}, {"BitwiseOr", "bitwise_or"}, {"BitwiseXor", "bitwise_xor"},
 };
+
+/* Bitwise* take integers only: a float or bool input is refused here, by its name. */
+static clrun_status bitwise_integers(clrun__imp *im, clrun__onode *n)
+{
+    if (strncmp(n->op, "Bitwise", 7) != 0)
+        return CLRUN_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        const clrun__value *v = n->in[i];
+        if (v && (clrun__onnx_elem_is_float(v->c.elem) || v->c.elem == CLRUN__ONNX_BOOL)) {
+            char name[32];
+            return clrun__invalid(im, "input %d '%s' is %s: %s takes integers", i,
+                                  v->onnx_name ? v->onnx_name : "(temporary)",
+                                  clrun__onnx_elem_name(v->c.elem, name, sizeof name), n->op);
+        }
+    }
+    return CLRUN_OK;
+}
 
 static const char *graph_op(const op_pair *table, size_t count, const char *onnx)
 {
@@ -71,6 +89,9 @@ clrun_status clrun__map_unary(clrun__imp *im, clrun__onode *n)
     if (n->version < 6)
         clrun__oattr_ignore(im, n, "consumed_inputs");
     clrun__value *x = n->in[0];
+    clrun_status bits = bitwise_integers(im, n);
+    if (bits != CLRUN_OK)
+        return bits;
     const char *op = graph_op(unary_ops, sizeof unary_ops / sizeof unary_ops[0], n->op);
     if (op == NULL)
         return clrun__unsupported(im, "no graph op for %s", n->op);
@@ -171,6 +192,9 @@ clrun_status clrun__map_binary(clrun__imp *im, clrun__onode *n)
     const char *op = graph_op(binary_ops, sizeof binary_ops / sizeof binary_ops[0], n->op);
     if (op == NULL)
         return clrun__unsupported(im, "no graph op for %s", n->op);
+    clrun_status bits = bitwise_integers(im, n);
+    if (bits != CLRUN_OK)
+        return bits;
     if (strcmp(n->op, "BitShift") == 0) {
         char direction[16];
         clrun_status s = clrun__oattr_string(im, n, "direction", "", direction, sizeof direction);

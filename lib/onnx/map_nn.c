@@ -729,3 +729,142 @@ clrun_status clrun__map_global_pool(clrun__imp *im, clrun__onode *n)
     return clrun__emit1(im, n, op, &x, 1, at, 2, 0, NULL);
 }
 
+
+/* ---- LpPool, GlobalLpPool ---- */
+
+/* The p of an LpPool: a float before opset 2, an integer since; below 1 it is no norm. */
+static clrun_status lp_order(clrun__imp *im, clrun__onode *n, double *p)
+{
+    clrun_status s;
+    if (n->version < 2) {
+        s = clrun__oattr_float(im, n, "p", 2.0, p);
+    } else {
+        int64_t v;
+        s = clrun__oattr_int(im, n, "p", 2, &v);
+        *p = (double)v;
+    }
+    if (s == CLRUN_OK && !(*p >= 1 && isfinite(*p)))
+        return clrun__invalid(im, "attribute 'p' is %g: it must be at least 1", *p);
+    if (s == CLRUN_OK && !clrun__onnx_elem_is_float(n->in[0]->c.elem)) {
+        char name[32];
+        return clrun__invalid(im, "input 0 '%s' is %s: %s takes floats",
+                              n->in[0]->onnx_name ? n->in[0]->onnx_name : "(temporary)",
+                              clrun__onnx_elem_name(n->in[0]->c.elem, name, sizeof name), n->op);
+    }
+    return s;
+}
+
+/* |x|^p: abs for 1, a product for 2, pow otherwise. */
+static clrun_status lp_power(clrun__imp *im, clrun__onode *n, clrun__value *x, double p, clrun__value **r)
+{
+    if (p == 2)
+        return clrun__emit_binary(im, n, "mul", x, x, -1, r);
+    clrun__value *a;
+    clrun_status s = clrun__emit_unary(im, n, "abs", x, -1, &a);
+    if (s != CLRUN_OK || p == 1) {
+        *r = a;
+        return s;
+    }
+    clrun__value *e = clrun__scalar_value(im, x->c.elem, p, x->c.rank);
+    return e ? clrun__emit_binary(im, n, "pow", a, e, -1, r) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+}
+
+/* The p-th root of a sum: itself for 1, sqrt for 2, pow by 1/p otherwise. */
+static clrun_status lp_root(clrun__imp *im, clrun__onode *n, clrun__value *y, double p, int out,
+                            clrun__value **r)
+{
+    if (p == 1)
+        return out == 0 ? clrun__define_alias(im, n, 0, y) : (*r = y, CLRUN_OK);
+    if (p == 2)
+        return clrun__emit_unary(im, n, "sqrt", y, out, r);
+    clrun__value *e = clrun__scalar_value(im, y->c.elem, 1.0 / p, y->c.rank);
+    return e ? clrun__emit_binary(im, n, "pow", y, e, out, r) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+}
+
+/* (sum over the window of |x|^p)^(1/p). The sum is a depthwise conv2d of ones over |x|^p: its
+ * zero padding adds nothing, so pads, auto_pad and ceil_mode's extra windows (more zeros at the
+ * end) are exact. 1-D and 2-D. */
+clrun_status clrun__map_lp_pool(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    window w = {0};
+    double p = 2;
+    int64_t ceil_mode = 0;
+    if (s == CLRUN_OK)
+        s = spatial_of(im, n->in[0], &w.spatial);
+    if (s == CLRUN_OK)
+        s = lp_order(im, n, &p);
+    if (s != CLRUN_OK)
+        return s;
+    if (w.spatial == 3)
+        return clrun__unsupported(im, "3-D LpPool is not supported (1-D and 2-D are)");
+    clrun__value *x = n->in[0];
+    s = kernel_of(im, n, NULL, &w);
+    if (s == CLRUN_OK && w.kernel[0] == 0)
+        s = clrun__invalid(im, "kernel_shape is required");
+    if (s == CLRUN_OK)
+        s = window_attrs(im, n, &x->c, &w, n->version >= 18);
+    if (s == CLRUN_OK && n->version >= 18)
+        s = clrun__oattr_int(im, n, "ceil_mode", 0, &ceil_mode);
+    if (s != CLRUN_OK)
+        return s;
+    int sp = w.spatial;
+    for (int i = 0; ceil_mode && i < sp; i++) {
+        int64_t in = x->c.dims[2 + i], span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+        int64_t room = in + w.pad_begin[i] + w.pad_end[i] - span;
+        if (room < 0)
+            continue;
+        int64_t windows = (room + w.stride[i] - 1) / w.stride[i] + 1;
+        if ((windows - 1) * w.stride[i] >= in + w.pad_begin[i])
+            return clrun__unsupported(im, "ceil_mode=1 with a last window entirely in the padding");
+        w.pad_end[i] += (windows - 1) * w.stride[i] + span - (in + w.pad_begin[i] + w.pad_end[i]);
+    }
+    clrun__value *img = x, *t, *y;
+    window w2 = w;
+    if (sp == 1) {
+        if ((s = as_image(im, n, x, &img)) != CLRUN_OK)
+            return s;
+        as_2d(&w2);
+    }
+    int64_t channels = img->c.dims[1], dims[4] = {channels, 1, w2.kernel[0], w2.kernel[1]};
+    clrun__otensor ones;
+    if (!clrun__otensor_alloc(&ones, x->c.elem, 4, dims))
+        return clrun__host_result_failed(im, x->c.elem, 4, dims);
+    for (uint64_t i = 0; i < clrun__otensor_count(&ones); i++)
+        clrun__otensor_set_real(&ones, i, 1);
+    clrun__value *wt = clrun__const_value(im, &ones);
+    if (wt == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    w2.group = channels;
+    s = lp_power(im, n, img, p, &t);
+    if (s == CLRUN_OK)
+        s = clrun__conv2d_core(im, n, t, wt, NULL, &w2, -1, &y);
+    if (s == CLRUN_OK)
+        s = lp_root(im, n, y, p, sp == 2 ? 0 : -1, &y);
+    if (s != CLRUN_OK || sp == 2)
+        return s;
+    w2.spatial = 1;
+    return finish_window(im, n, &w2, y);
+}
+
+/* (sum over the spatial axes of |x|^p)^(1/p), the spatial axes kept as 1. */
+clrun_status clrun__map_global_lp_pool(clrun__imp *im, clrun__onode *n)
+{
+    clrun_status s = clrun__need_inputs(im, n, 1);
+    double p = 2;
+    if (s == CLRUN_OK)
+        s = lp_order(im, n, &p);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *x = n->in[0], *t, *y;
+    if (x->c.rank < 3)
+        return clrun__invalid(im, "%s needs [N, C, D...]", n->op);
+    int64_t axes[CLRUN__ONNX_MAX_RANK];
+    for (int d = 2; d < x->c.rank; d++)
+        axes[d - 2] = d;
+    clrun_attr at[2] = {clrun__mk_ints("axes", axes, x->c.rank - 2), clrun__mk_int("keepdims", 1)};
+    s = lp_power(im, n, x, p, &t);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "reduce_sum", &t, 1, at, 2, -1, &y);
+    return s == CLRUN_OK ? lp_root(im, n, y, p, 0, NULL) : s;
+}

@@ -75,6 +75,7 @@ bool clrun__onnx_elem_dtype(int elem, clrun_dtype *out)
     case CLRUN__ONNX_UINT16: *out = CLRUN_U16; return true;
     case CLRUN__ONNX_UINT32: *out = CLRUN_U32; return true;
     case CLRUN__ONNX_UINT64: *out = CLRUN_U64; return true;
+    case CLRUN__ONNX_BFLOAT16: *out = CLRUN_BF16; return true;
     default: return false;
     }
 }
@@ -93,6 +94,7 @@ int clrun__onnx_dtype_elem(clrun_dtype dtype)
     case CLRUN_I16: return CLRUN__ONNX_INT16;
     case CLRUN_U16: return CLRUN__ONNX_UINT16;
     case CLRUN_U32: return CLRUN__ONNX_UINT32;
+    case CLRUN_BF16: return CLRUN__ONNX_BFLOAT16;
     case CLRUN_U64: return CLRUN__ONNX_UINT64;
     }
     return CLRUN__ONNX_UNDEFINED;

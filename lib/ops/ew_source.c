@@ -25,6 +25,7 @@ const char *clrun__cl_type(clrun_dtype dtype)
     case CLRUN_U32: return "uint";
     case CLRUN_U64: return "ulong";
     case CLRUN_F16: return "half";
+    case CLRUN_BF16: return "ushort"; /* its bits: read and written through float */
     default: return "void";
     }
 }
@@ -33,7 +34,7 @@ const char *clrun__cl_type(clrun_dtype dtype)
  * (vload_half / vstore_half, OpenCL 1.2's core: no cl_khr_fp16 needed). */
 static const char *compute_type(clrun_dtype dtype)
 {
-    return dtype == CLRUN_F16 ? "float" : clrun__cl_type(dtype);
+    return dtype == CLRUN_F16 || dtype == CLRUN_BF16 ? "float" : clrun__cl_type(dtype);
 }
 
 /* The unsigned integer type of an integer dtype's width. */
@@ -64,7 +65,7 @@ void clrun__ew_emit_prelude(clrun__strbuf *b, bool fp64)
 /* The macros an expression of `dtype` sees (graph/elementwise.h), and their removal. */
 static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
 {
-    if (dtype == CLRUN_F16) /* computed in float */
+    if (dtype == CLRUN_F16 || dtype == CLRUN_BF16) /* computed in float */
         dtype = CLRUN_F32;
     const char *name = clrun_dtype_name(dtype);
     clrun__strbuf_printf(b, "#define T %s\n", clrun__cl_type(dtype));
@@ -109,10 +110,21 @@ void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_d
  * numpy's astype), anything nonzero to true. The text is written to buf. */
 static const char *cast_expression(clrun_dtype from, clrun_dtype to, char *buf, size_t size)
 {
-    if (from == CLRUN_F16) /* loaded into a float, exactly */
+    if (from == CLRUN_F16 || from == CLRUN_BF16) /* loaded into a float, exactly */
         from = CLRUN_F32;
     if (to == CLRUN_F16) /* the value as it is (a double from f64): the store rounds it once */
         return clrun__dtype_is_float(from) ? "x" : "convert_float(x)";
+    if (to == CLRUN_BF16) { /* a float the store rounds once: from f64 and the integers rounded
+                               to odd (toward zero, the last bit set when inexact), which bf16's
+                               rounding to nearest even then leaves the value's own rounding */
+        if (from == CLRUN_F32 || from == CLRUN_F64)
+            return from == CLRUN_F32 ? "x" : "clrun_f64_to_f32_odd(x)";
+        if (from == CLRUN_BOOL)
+            return "x != 0 ? 1.0f : 0.0f";
+        snprintf(buf, size, "clrun_f32_odd(convert_float_rtz(x), convert_%s(convert_float_rtz(x)) != x)",
+                 clrun__cl_type(from));
+        return buf;
+    }
     bool from_float = from == CLRUN_F32 || from == CLRUN_F64;
     if (to == CLRUN_BOOL)
         return "(uchar)(x != 0)";
@@ -137,6 +149,8 @@ static const char *cast_expression(clrun_dtype from, clrun_dtype to, char *buf, 
  * except for an f16 result: the float (double from f64) its store rounds once. */
 static clrun_dtype value_dtype(clrun_dtype data, clrun_dtype result)
 {
+    if (result == CLRUN_BF16)
+        return CLRUN_F32;
     return result != CLRUN_F16 ? result : data == CLRUN_F64 ? CLRUN_F64 : CLRUN_F32;
 }
 
@@ -264,6 +278,8 @@ static void emit_assign(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype 
     if (result == CLRUN_F16)
         clrun__strbuf_printf(b, "%s((%s(", data == CLRUN_F64 ? "clrun_store_f16_f64" : "clrun_store_f16",
                              name);
+    else if (result == CLRUN_BF16) /* rounded to nearest even once, NaN kept */
+        clrun__strbuf_printf(b, "out[%s] = clrun_f32_to_bf16((%s(", index, name);
     else
         clrun__strbuf_printf(b, "out[%s] = %s(%s(", index,
                              clrun__ew_store_function(value_dtype(data, result)), name);
@@ -273,6 +289,8 @@ static void emit_assign(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype 
         snprintf(at, sizeof at, own_index ? "i" : "o%d", i);
         if (half)
             clrun__strbuf_printf(b, "%svload_half(%s, in%d)", i ? ", " : "", at, i);
+        else if (data == CLRUN_BF16 && !(def->condition && i == 0))
+            clrun__strbuf_printf(b, "%sclrun_bf16_to_f32(in%d[%s])", i ? ", " : "", i, at);
         else
             clrun__strbuf_printf(b, "%sin%d[%s]", i ? ", " : "", i, at);
     }
@@ -280,6 +298,8 @@ static void emit_assign(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype 
         clrun__strbuf_printf(b, ", p%d", p);
     if (result == CLRUN_F16)
         clrun__strbuf_printf(b, ")), %s, out);\n", index);
+    else if (result == CLRUN_BF16)
+        clrun__strbuf_printf(b, ")));\n");
     else
         clrun__strbuf_printf(b, "));\n");
 }

@@ -79,7 +79,7 @@ static clrun_status set_ulong(clrun_context *ctx, cl_kernel kernel, cl_uint *nex
 static clrun_status set_param(clrun_context *ctx, cl_kernel kernel, cl_uint *next, clrun_dtype dtype,
                               double v)
 {
-    clrun_dtype type = dtype == CLRUN_F16 ? CLRUN_F32 : dtype;
+    clrun_dtype type = dtype == CLRUN_F16 || dtype == CLRUN_BF16 ? CLRUN_F32 : dtype;
     uint64_t value = 0;
     clrun__dtype_from_double(type, v, &value);
     return clrun__arg(ctx, kernel, (*next)++, clrun_dtype_size(type), &value);

@@ -497,7 +497,7 @@ class Context:
                 its constructions only).
             strict_donation: a donated input that no output can take is an error
                 (clrun.InvalidArgumentError) instead of a clrun.UnusedDonationWarning.
-            weights: "f16" or "int8" stores the weights of matmul and the convolutions at that
+            weights: "f16", "bf16" or "int8" stores the weights of matmul and the convolutions at that
                 width (int8: one scale per output channel), widened to f32 before each use
                 (clrun_graph_narrow_weights, ``clrun run --weights``): resident bytes 2x or
                 nearly 4x smaller, results near the f32 model's, not equal;

@@ -262,8 +262,8 @@ class Model:
         self._context = context
         self._memory_budget = (None if memory_budget is None
                                else _size(memory_budget, "memory_budget"))
-        if weights not in (None, "f16", "int8"):
-            raise InvalidArgumentError(INVALID_ARGUMENT, "weights is \"f16\", \"int8\" or None, "
+        if weights not in (None, "f16", "bf16", "int8"):
+            raise InvalidArgumentError(INVALID_ARGUMENT, "weights is \"f16\", \"bf16\", \"int8\" or None, "
                                        "not %r" % (weights,))
         if weights is not None and _lib.graph_narrow_weights is None:
             raise UnsupportedError(UNSUPPORTED, "this libclrun cannot narrow weights "
@@ -790,7 +790,7 @@ def _narrow_weights(graph, weights):
     """clrun_graph_narrow_weights on a loaded graph (weights of 1024 elements or more, as
     ``clrun run --weights``): a dict of what it did."""
     report = _lib.WeightsReport()
-    dtype = 2 if weights == "f16" else 6  # CLRUN_F16, CLRUN_I8
+    dtype = {"f16": 2, "bf16": 12}.get(weights, 6)  # CLRUN_F16, CLRUN_BF16, CLRUN_I8
     status = _lib.graph_narrow_weights(graph, dtype, 1024, _lib.byref(report))
     if status:
         raise error(status, _lib.text(_lib.graph_last_error(graph)))

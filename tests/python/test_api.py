@@ -257,7 +257,7 @@ class Models(GraphFiles):
         reference = full(**feeds)
         f32_bytes = self._resident(full)
         self.assertIsNone(full.weights_report)
-        for weights, share, worst in (("f16", 2, 1e-3), ("int8", 4, 3e-2)):
+        for weights, share, worst in (("f16", 2, 1e-3), ("bf16", 2, 1e-2), ("int8", 4, 3e-2)):
             model = self.ctx.load(path, weights=weights)
             report = model.weights_report
             self.assertEqual((report["weights"], report["narrowed"]), (weights, 4))
