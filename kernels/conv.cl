@@ -374,9 +374,10 @@ __kernel void clrun_conv_transpose2d(__global const float *x, __global const flo
  * / global size 0), every column. Each output takes its taps kh, kw ascending; padding is never
  * read: a max ignores it; an average divides by the taps inside the image, or with
  * count_include_pad by the taps inside the padded image (a window hanging past it, ceil_mode's
- * last, counts less). Columns whose taps all lie inside the row skip the column checks (the same
- * taps in the same order: the same bits). The host ensures every window holds at least one
- * element of the image. */
+ * last, counts less). Columns whose taps all lie inside the row skip the column checks and,
+ * where there are DWN of them or more, run DWN at a time as a vector, strided loads as the
+ * depthwise kernel's (the same taps in the same order, lane by lane: the same bits). The host
+ * ensures every window holds at least one element of the image. */
 #define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? fmax(acc, v_) : acc + v_;                                                       } while (0)
 
 __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __constant const int *g,
@@ -394,6 +395,7 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
     const int lo = min(OW, (PW + SW - 1) / SW);
     const int last = W - 1 + PW - (KW - 1) * DW;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / SW + 1));
+    const bool vectors = hi - lo >= DWN;
     for (int oh = oh0; oh < oh1; oh++) {
         const int h0 = oh * SH - PH;
         int rows = 0, padded_rows = 0;
@@ -402,7 +404,33 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
             rows += ih >= 0 && ih < H;
             padded_rows += ih < HE;
         }
+        for (int ow = lo; vectors; ow += DWN) { /* the last block may overlap the one before */
+            ow = min(ow, hi - DWN);
+            const int w0 = ow * SW - PW;
+            DWVEC acc = is_max ? -INFINITY : 0.0f;
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = h0 + kh * DH;
+                if (ih < 0 || ih >= H)
+                    continue;
+                __global const float *r = xp + ih * W + w0;
+                if (is_max)
+                    for (int kw = 0; kw < KW; kw++)
+                        acc = fmax(acc, dw_load(r + kw * DW, SW));
+                else
+                    for (int kw = 0; kw < KW; kw++)
+                        acc += dw_load(r + kw * DW, SW);
+            }
+            if (!is_max)
+                acc = acc / (float)(include_pad ? padded_rows * KW : rows * KW);
+            DWSTORE(acc, yp + oh * OW + ow);
+            if (ow + DWN >= hi)
+                break;
+        }
         for (int ow = 0; ow < OW; ow++) {
+            if (vectors && ow == lo)
+                ow = hi;
+            if (ow >= OW)
+                break;
             const int w0 = ow * SW - PW;
             float acc = is_max ? -INFINITY : 0.0f;
             int cols = 0, padded_cols = 0;

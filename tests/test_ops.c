@@ -1062,6 +1062,13 @@ static void pools_with_stride_and_padding(void **state)
     check_pool("maxpool2d", "1,2,8,7", k2, NULL, NULL, "1,2,4,3", 2601);
     check_pool("avgpool2d", "2,3,9,9", k3, s2, p1, "2,3,5,5", 2602);
     check_pool("avgpool2d", "1,2,6,7", k23, s12, p01, "1,2,5,4", 2603);
+    /* rows wide enough for the vectors over the inner columns, strides 1, 2 and 3 */
+    const int s1[2] = {1, 1}, s3[2] = {3, 3}, p0[2] = {0, 0};
+    check_pool("maxpool2d", "1,2,5,75", k3, s2, p1, "1,2,3,38", 2604);
+    check_pool("maxpool2d", "1,2,4,40", k3, s1, p1, "1,2,4,40", 2605);
+    check_pool("avgpool2d", "1,2,5,75", k3, s2, p1, "1,2,3,38", 2606);
+    check_pool("avgpool2d", "1,1,4,70", k3, s3, p0, "1,1,1,23", 2607);
+    check_pool("maxpool2d", "1,1,7,70", k3, s3, p0, "1,1,2,23", 2608);
 }
 
 static void global_avgpool_averages_each_plane(void **state)
