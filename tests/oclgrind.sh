@@ -28,6 +28,9 @@ DEFAULT_SKIP_test_fuse="*_keep_their_bits_and_memory"
 # The large cases (an embedding's gradient, 1e5 dropout elements) run the kernels the small
 # ones run.
 DEFAULT_SKIP_test_ops_grad_index="*_at_scale"
+# Environment per binary: test_fuse's products would time every variant of the matmul core,
+# simulated, for each new shape (test_ops_kernels checks the variants).
+DEFAULT_ENV_test_fuse="CLRUN_TUNE=0"
 
 # unexpected_api_errors OUTPUT: the API errors oclgrind printed, but for the expected ones: as
 # "test: function: error" lines.
@@ -69,8 +72,10 @@ for name in $BINARIES; do
     start=$(date +%s)
     # shellcheck disable=SC2086 # OCLGRIND_FLAGS is a list of options
     skip=${CLRUN_TEST_SKIP-$(eval echo "\"\${DEFAULT_SKIP_$name:-}\"")}
+    extra_env=$(eval echo "\"\${DEFAULT_ENV_$name:-}\"")
+    # shellcheck disable=SC2086 # extra_env is a list of NAME=VALUE words
     oclgrind --check-api --data-races --log "$log" ${OCLGRIND_FLAGS:-} \
-        env CLRUN_LOG=info ${skip:+CLRUN_TEST_SKIP="$skip"} "$program" >"$tmp/$name.out" 2>&1
+        env CLRUN_LOG=info $extra_env ${skip:+CLRUN_TEST_SKIP="$skip"} "$program" >"$tmp/$name.out" 2>&1
     rc=$?
     seconds=$(($(date +%s) - start))
     # The device the tests ran on: oclgrind's, or it checked nothing.
