@@ -19,6 +19,9 @@
 /* The first epilogue argument of both product kernels: the core's (a, packed B, bias, out,
  * batch, M, N, K, a_ms, a_ks, has_bias, alpha, sp, steps) and matmul.cl's tiled kernel. */
 #define MM_EXTRA_AT 14
+/* Every kernel here (the core, matmul.cl's tiles and one output per item) stores each output
+ * once, after its whole sum, through EPILOGUE(v, at, n) at that element alone: an epilogue may
+ * write over an extra input it reads at the element (clrun__op_epilogue_in_place). */
 
 typedef struct mm_state {
     clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
@@ -377,4 +380,4 @@ static const clrun__op_kernels matmul_kernels = {
 };
 
 const clrun__named_kernels clrun__kernels_matmul[] = {{"matmul", &matmul_kernels}, {NULL, NULL}};
-const clrun__named_epilogue clrun__epilogue_matmul[] = {{"matmul", mm_prepare_epilogue}, {NULL, NULL}};
+const clrun__named_epilogue clrun__epilogue_matmul[] = {{"matmul", mm_prepare_epilogue, true}, {NULL, NULL, false}};
