@@ -38,6 +38,7 @@
 #include "ops/ops.h"
 
 bool clrun__fuse_every_epilogue;
+bool clrun__fuse_state_epilogues = true;
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
@@ -181,7 +182,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
         bool donated = updates_donated(d, members, count);
         if (!pays_on(ctx, d, base->op, members, count) ||
-            (donated && !clrun__op_epilogue_in_place(base->op)))
+            (donated && (!clrun__fuse_state_epilogues || !clrun__op_epilogue_in_place(base->op))))
             continue;
         int32_t *inputs = NULL;
         clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, members, count, &inputs);
