@@ -28,7 +28,8 @@ DEFAULT_SKIP_test_fuse="*_keep_their_bits_and_memory"
 # The large cases (an embedding's gradient, 1e5 dropout elements) run the kernels the small
 # ones run.
 DEFAULT_SKIP_test_ops_grad_index="*_at_scale"
-# Each of the fused-update bit checks runs 72 trainers; the peak test runs the same kernels.
+# The fused-update bit checks run 72 trainers each (about an hour simulated); the peak test
+# runs the same kernels, the update inside the product writing the state in place.
 DEFAULT_SKIP_test_train_fused="*_same_bits_fused_or_not"
 
 # unexpected_api_errors OUTPUT: the API errors oclgrind printed, but for the expected ones: as
