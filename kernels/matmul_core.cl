@@ -134,7 +134,10 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
  * the rows stay in cache over sp panels and the sp panels over every block of rows (A is read
  * N / (NR sp) times instead of N / NR). The grid's second dimension is padded to a multiple
  * of sp; groups past the last panel do nothing. A group's work-items take `steps` row blocks
- * each, one after the other (see conv's kernel below). */
+ * each, one after the other (see conv's kernel below). bp is B packed (b_panel = K * NR
+ * elements a panel, b_k = NR a k step) or, where N is a multiple of NR, B itself, row-major
+ * (b_panel = NR, b_k = N): the same values in the same order, so the same bits, without the
+ * packed copy. */
 #if CORE_MM
 #define MM_DECL(r) COLS(DECL_ACC, r) \
     const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
@@ -191,7 +194,8 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
                             __global const float *bias, __global float *out,
                             __global const ulong *batch, const uint M, const uint N,
                             const uint K, const ulong a_ms, const ulong a_ks, const int has_bias,
-                            const float alpha, const uint sp, const uint steps EPILOGUE_PARAMS)
+                            const float alpha, const uint sp, const uint steps,
+                            const ulong b_panel, const uint b_k EPILOGUE_PARAMS)
 {
     const uint groups = get_num_groups(0), span = groups * sp;
     const uint linear = get_group_id(1) * groups + get_group_id(0);
@@ -201,7 +205,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     if (panel * NR >= N)
         return;
     __global const float *az = a + batch[2 * z];
-    __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * K * NR;
+    __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * b_panel;
     const ulong oz = (ulong)z * M * N;
     const uint n0 = panel * NR;
     for (uint step = 0; step < steps; step++) {
@@ -211,13 +215,13 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
         ROWS(MM_DECL)
         if (a_ks == 1) {
             for (uint k = 0; k < K; k++) {
-                LOAD_B(b + (ulong)k * NR)
+                LOAD_B(b + (ulong)k * b_k)
                 ROWS(MM_STEP)
             }
         } else {
             __global const float *ak = az;
             for (uint k = 0; k < K; k++, ak += a_ks) {
-                LOAD_B(b + (ulong)k * NR)
+                LOAD_B(b + (ulong)k * b_k)
                 ROWS(MM_STEP_T)
             }
         }

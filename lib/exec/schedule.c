@@ -127,7 +127,7 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
             /* A donated graph input first: it is the caller's explicit request, and an
              * intermediate that dies here is freed anyway. Then the others, in operand order. */
             for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
-                for (int k = 0; reuse && node->op->alias_safe && k < node->input_count; k++) {
+                for (int k = node->op->alias_from; reuse && node->op->alias_safe && k < node->input_count; k++) {
                     int32_t in = node->inputs[k];
                     bool donated_input = g->tensors[in].kind == CLRUN__TENSOR_INPUT;
                     if (donated_input == (pass == 0) && may_donate(g, s, in, out, step, taken)) {
@@ -346,6 +346,15 @@ static bool node_reads(const clrun__node *node, int32_t t)
     return false;
 }
 
+/* Whether the node reads t at an input its output may take (op.h's alias_from). */
+static bool may_write_over(const clrun__node *node, int32_t t)
+{
+    for (int i = node->op->alias_from; node->op->alias_safe && i < node->input_count; i++)
+        if (node->inputs[i] == t)
+            return true;
+    return false;
+}
+
 /* A node that could write in place of a donated input but is not its last reader (fusion moved
  * a reader after it: a product with its epilogue runs where the epilogue ends) is moved to just
  * after the last reader, when no node in between reads what it writes: donated state (a train
@@ -364,7 +373,7 @@ static void sink_donated_writers(const clrun_graph *g, int32_t *order, int32_t s
             if (!node_reads(node, t))
                 continue;
             last = st;
-            if (writer < 0 && node->op->alias_safe && node->output_count > 0 &&
+            if (writer < 0 && may_write_over(node, t) && node->output_count > 0 &&
                 clrun_tensor_bytes(&g->tensors[node->outputs[0]].type) == bytes)
                 writer = st;
         }

@@ -16,8 +16,18 @@
  * the compiler vectorizes over their columns, and take the epilogues built on clrun's own exp
  * and tanh (matmul+gelu 0.95-0.98x, matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar loop)
  * but not erf's and the library's others (gelu_erf measured slower fused); a GPU, whose store
- * is the expensive part, takes every epilogue. A group that reads a donated input of its size
- * stays alone, so that it can write that input in place. */
+ * is the expensive part, takes every epilogue.
+ *
+ * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
+ * g`, g the weight gradient a product computes) must write that input in place, or the state
+ * would be held twice. It joins a product whose kernels store each element once, from the one
+ * work-item that computed it, after reading the element's extra inputs
+ * (clrun__op_epilogue_in_place: matmul), when it reads every input of its size at its own element
+ * only and none of them is one of the product's operands: then the fused node may write over
+ * that input (alias_from skips the product's operands), and the gradient is never stored at
+ * all. The expression is the group's ops in the group's order, built with FP_CONTRACT OFF as the
+ * elementwise kernel is: the same bits. Elsewhere such a group stays alone, so that it can
+ * write that input in place. */
 #include "fuse/epilogue.h"
 
 #include <string.h>
@@ -28,6 +38,7 @@
 #include "ops/ops.h"
 
 bool clrun__fuse_every_epilogue;
+bool clrun__fuse_state_epilogues = true;
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
@@ -110,7 +121,7 @@ static bool builds(clrun_context *ctx, const clrun_graph *d, const clrun__fused_
 
 /* True when the group reads a donated graph input of its output's size: run alone, it writes
  * that input's block in place (a train step's momentum, updated from a gradient a product makes);
- * inside a product's kernel, which cannot write in place, the state would be held twice. */
+ * inside a product's kernel, only where in_place_safe holds. */
 static bool updates_donated(const clrun_graph *d, const int32_t *members, int32_t count)
 {
     const clrun__node *root = &d->nodes[members[count - 1]];
@@ -124,6 +135,26 @@ static bool updates_donated(const clrun_graph *d, const int32_t *members, int32_
         }
     }
     return false;
+}
+
+/* Whether the fused node may write its output over an extra input of its byte size (see the
+ * top comment): each such input is read at the element written alone (its element count, no
+ * moves on the way) and is not also an operand of the product. */
+static bool in_place_safe(const clrun_graph *d, const clrun__fused_op *f, const int32_t *inputs)
+{
+    const clrun__epilogue_base *e = f->epilogue;
+    uint64_t bytes = clrun_tensor_bytes(&f->output), elements = clrun_tensor_elements(&f->output);
+    for (int x = e->input_count; x < f->input_count; x++) {
+        const clrun_tensor_type *t = &d->tensors[inputs[x]].type;
+        if (clrun_tensor_bytes(t) != bytes)
+            continue;
+        if (clrun_tensor_elements(t) != elements || f->inputs[x].view_count != 0)
+            return false;
+        for (int k = 0; k < e->input_count; k++)
+            if (inputs[k] == inputs[x])
+                return false;
+    }
+    return true;
 }
 
 clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clrun_graph *d,
@@ -149,7 +180,9 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         const int32_t *members = g >= 0 ? plan->members + plan->member_start[g] : &single;
         int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
-        if (!pays_on(ctx, d, base->op, members, count) || updates_donated(d, members, count))
+        bool donated = updates_donated(d, members, count);
+        if (!pays_on(ctx, d, base->op, members, count) ||
+            (donated && (!clrun__fuse_state_epilogues || !clrun__op_epilogue_in_place(base->op))))
             continue;
         int32_t *inputs = NULL;
         clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, members, count, &inputs);
@@ -157,6 +190,12 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue; /* a base with more inputs than an epilogue keeps */
         if (!fits(d, op, inputs, t))
             continue;
+        if (donated) {
+            if (!in_place_safe(d, op, inputs))
+                continue;
+            op->op.alias_safe = true;
+            op->op.alias_from = op->epilogue->input_count;
+        }
         if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
             return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
         if (!builds(ctx, d, op, inputs))

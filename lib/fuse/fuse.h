@@ -54,5 +54,8 @@ extern const char *clrun__fuse_test_poison;
 /* Tests: true takes every epilogue, also those the device's cost rule leaves to their own kernel
  * (math-library calls on a CPU, lib/fuse/epilogue.c), so that their bits are checked on POCL. */
 extern bool clrun__fuse_every_epilogue;
+/* Tests: false leaves a group that updates donated state to its own kernel, as before such
+ * groups joined a product (lib/fuse/epilogue.c), to compare bits and peaks. Default true. */
+extern bool clrun__fuse_state_epilogues;
 
 #endif

@@ -47,6 +47,10 @@ typedef struct clrun__op {
     /* Output 0 may be written into the buffer of an input of the same byte size: every work-item
      * reads all it needs of its element before writing it (elementwise ops). Matmul is not. */
     bool alias_safe;
+    /* With alias_safe: the first input whose buffer output 0 may take. The inputs before it are
+     * read at other elements than the one written (a product's operands under an epilogue that
+     * updates donated state, lib/fuse/epilogue.c); 0 for every op the graph layer defines. */
+    int alias_from;
     /* Output 0 is input 0's elements in the same order under another shape (reshape): the
      * schedule makes it a view of the input's buffer, with no memory and no copy. */
     bool view;

@@ -51,6 +51,16 @@ clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op)
     return NULL;
 }
 
+bool clrun__op_epilogue_in_place(const clrun__op *op)
+{
+    static const clrun__named_epilogue *const lists[] = {clrun__epilogue_matmul, clrun__epilogue_conv};
+    for (size_t f = 0; op && f < sizeof lists / sizeof lists[0]; f++)
+        for (const clrun__named_epilogue *k = lists[f]; k->op; k++)
+            if (strcmp(k->op, op->name) == 0)
+                return k->in_place;
+    return false;
+}
+
 /* ---- a node run on its own ----------------------------------------------------------------- */
 
 clrun_status clrun__node_run_begin(clrun_context *ctx, const clrun__op_kernels *kernels,

@@ -125,4 +125,12 @@ typedef clrun_status (*clrun__prepare_epilogue_fn)(clrun_context *ctx, const clr
 /* The epilogue prepare of `op`, or NULL where the op takes no epilogue. */
 clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op);
 
+/* Whether every kernel of `op` under an epilogue writes each output element exactly once, from
+ * the one work-item that computed its whole value (no split sums, no partial stores to the
+ * output), and reads the epilogue's inputs at element i only in the expression that stores
+ * element i: then the output may be written over an extra input read at its own element (a
+ * train step's momentum updated in place from the weight gradient the product computes, which
+ * is then never stored). */
+bool clrun__op_epilogue_in_place(const clrun__op *op);
+
 #endif

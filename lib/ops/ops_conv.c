@@ -520,7 +520,7 @@ static const clrun__op_kernels global_pool_kernels = {
     .release = clrun__reduce_release,
 };
 
-const clrun__named_epilogue clrun__epilogue_conv[] = {{"conv2d", conv_prepare_epilogue}, {NULL, NULL}};
+const clrun__named_epilogue clrun__epilogue_conv[] = {{"conv2d", conv_prepare_epilogue, false}, {NULL, NULL, false}};
 
 const clrun__named_kernels clrun__kernels_conv[] = {
     {"conv2d", &conv_kernels},

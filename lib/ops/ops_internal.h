@@ -31,10 +31,11 @@ extern const clrun__named_kernels clrun__kernels_sample[];
 extern const clrun__named_kernels clrun__kernels_qlinear[];
 extern const clrun__named_kernels clrun__kernels_detect[];
 extern const clrun__named_kernels clrun__kernels_transfer[]; /* ops_transfer.c */
-/* The ops that take an epilogue (ops.h), by name. */
+/* The ops that take an epilogue (ops.h), by name; in_place as clrun__op_epilogue_in_place. */
 typedef struct clrun__named_epilogue {
     const char *op;
     clrun__prepare_epilogue_fn prepare;
+    bool in_place;
 } clrun__named_epilogue;
 extern const clrun__named_epilogue clrun__epilogue_matmul[];
 extern const clrun__named_epilogue clrun__epilogue_conv[];

@@ -16,14 +16,21 @@
 #include "device/cl.h"
 #include "ops/matmul_core.h"
 
-/* The first epilogue argument of both product kernels: the core's (a, packed B, bias, out,
- * batch, M, N, K, a_ms, a_ks, has_bias, alpha, sp, steps) and matmul.cl's tiled kernel. */
+/* The first epilogue argument of matmul.cl's tiled kernel (a, b, bias, out, batch, M, N, K,
+ * a_ms, a_ks, b_ks, b_ns, has_bias, alpha), and of the core's (a, packed B, bias, out, batch,
+ * M, N, K, a_ms, a_ks, has_bias, alpha, sp, steps, b_panel, b_k). */
 #define MM_EXTRA_AT 14
+#define MM_CORE_EXTRA_AT 16
+/* Every kernel here (the core, matmul.cl's tiles and one output per item) stores each output
+ * once, after its whole sum, through EPILOGUE(v, at, n) at that element alone: an epilogue may
+ * write over an extra input it reads at the element (clrun__op_epilogue_in_place). */
 
 typedef struct mm_state {
     clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
     clrun__packing pack;    /* the core's B in panels: packed once, or into scratch */
     bool core;              /* the register-blocked core (else tiles or one output per item) */
+    bool direct;            /* the core reads B as it is, row-major (N a multiple of NR, B not
+                               constant): no packed copy in scratch */
     bool has_bias;
     int extra;              /* epilogue inputs after the node's own */
 } mm_state;
@@ -85,23 +92,26 @@ typedef struct mm_tuning {
     unsigned nr;
     cl_mem a, packed, out, table;
     int extra;                   /* an epilogue's inputs: the scratch output stands in for them */
+    bool direct;                 /* B read as it is (mm_state.direct) */
     clrun__tune_buffers buffers; /* a, packed and out */
 } mm_tuning;
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__matmul_dims *d,
-                                const clrun__core_variant *v, float alpha, bool has_bias,
-                                cl_mem table, cl_kernel *kernel)
+                                const clrun__core_variant *v, float alpha, bool has_bias, bool direct,
+                                unsigned nr, cl_mem table, cl_kernel *kernel)
 {
     cl_uint M = (cl_uint)d->M, N = (cl_uint)d->N, K = (cl_uint)d->K;
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
     cl_int bias = has_bias;
     cl_uint sp = v->sp;
     cl_uint steps = clrun__core_steps(v);
+    cl_ulong b_panel = direct ? nr : (cl_ulong)K * nr;
+    cl_uint b_k = direct ? N : nr;
     clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
-        {sizeof sp, &sp}, {sizeof steps, &steps},
+        {sizeof sp, &sp}, {sizeof steps, &steps}, {sizeof b_panel, &b_panel}, {sizeof b_k, &b_k},
     };
     for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
         s = clrun__arg(ctx, *kernel, 4 + i, args[i].size, args[i].value);
@@ -140,11 +150,13 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     cl_kernel kernel = NULL;
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, t->src, t->d, &t->variants[i], 1.0f, false, t->table, &kernel);
+        s = core_kernel(ctx, t->src, t->d, &t->variants[i], 1.0f, false, t->direct, t->nr, t->table,
+                        &kernel);
     size_t global[3], local[3];
     core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
-        s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, MM_EXTRA_AT, t->extra, global, local, seconds);
+        s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, MM_CORE_EXTRA_AT, t->extra, global,
+                                     local, seconds);
     if (kernel)
         clrun__cl.ReleaseKernel(kernel);
     return s;
@@ -152,7 +164,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* Chooses the core's variant for d, timing the candidates once per (device, shape). */
 static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source *src,
-                                   const clrun__matmul_dims *d, unsigned nr, int extra,
+                                   const clrun__matmul_dims *d, unsigned nr, int extra, bool direct,
                                    const clrun__core_variant **out)
 {
     size_t count;
@@ -160,9 +172,9 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     *out = &variants[0];
     double flops = 2.0 * (double)d->M * (double)d->N * (double)d->K;
     char key[160];
-    snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u",
-             d->M, d->N, d->K, d->ta, nr);
-    mm_tuning t = {src, variants, d, nr, NULL, NULL, NULL, NULL, extra, {.what = key}};
+    snprintf(key, sizeof key, "matmul M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64 " ta=%d nr=%u%s",
+             d->M, d->N, d->K, d->ta, nr, direct ? " direct" : "");
+    mm_tuning t = {src, variants, d, nr, NULL, NULL, NULL, NULL, extra, direct, {.what = key}};
     size_t chosen = 0;
     clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
     if (t.table)
@@ -188,9 +200,11 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     uint64_t panel_elements = clrun__packed_elements(1, d->K, d->N, nr);
     for (uint64_t zb = 0; s == CLRUN_OK && zb < b_batches; zb++)
         sources[zb] = zb * d->K * d->N;
-    for (uint64_t z = 0; s == CLRUN_OK && z < batches; z++)
-        offsets[2 * z + 1] = offsets[2 * z + 1] / (d->K * d->N) * panel_elements;
     bool constant = (call->constant_inputs >> 1) & 1;
+    /* A B that changes between runs, row-major, whole panels: read as it is (the same bits). */
+    st->direct = !constant && !d->tb && d->N % nr == 0;
+    for (uint64_t z = 0; s == CLRUN_OK && !st->direct && z < batches; z++)
+        offsets[2 * z + 1] = offsets[2 * z + 1] / (d->K * d->N) * panel_elements;
     if (s == CLRUN_OK)
         s = clrun__packing_prepare(ctx, program, b_batches, sources, d->K, d->N, d->tb ? 1 : d->N,
                                    d->tb ? d->K : 1, nr, constant, &st->pack);
@@ -200,10 +214,11 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     free(sources);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, &src, d, nr, st->extra, &v);
+        s = choose_variant(ctx, &src, d, nr, st->extra, st->direct, &v);
     float alpha = (float)clrun__attr_float_or(call, "alpha", 1.0);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, &src, d, v, alpha, st->has_bias, st->ks.table, &st->ks.kernel);
+        s = core_kernel(ctx, &src, d, v, alpha, st->has_bias, st->direct, nr, st->ks.table,
+                        &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
     return s;
@@ -316,7 +331,7 @@ static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const cl
 static int mm_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
 {
     const mm_state *st = opaque;
-    if (!st->core || st->pack.packed)
+    if (!st->core || st->pack.packed || st->direct)
         return 0;
     bytes[0] = st->pack.bytes;
     return 1;
@@ -344,12 +359,12 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     mm_state *st = opaque;
     /* Without a bias the kernels never read argument 2; A stands in for it. */
     const cl_mem bias = st->has_bias ? inputs[2] : inputs[0];
-    bool pack_now = st->core && st->pack.packed == NULL;
-    cl_mem b = !st->core ? inputs[1] : pack_now ? outputs[call->output_count] : st->pack.packed;
+    bool pack_now = st->core && st->pack.packed == NULL && !st->direct;
+    cl_mem b = !st->core || st->direct ? inputs[1] : pack_now ? outputs[call->output_count] : st->pack.packed;
     const cl_mem buffers[3] = {inputs[0], b, bias};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK)
-        s = clrun__epilogue_args(ctx, st->ks.kernel, MM_EXTRA_AT,
+        s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? MM_CORE_EXTRA_AT : MM_EXTRA_AT,
                                  inputs + call->input_count, st->extra);
     if (s != CLRUN_OK)
         return s;
@@ -377,4 +392,4 @@ static const clrun__op_kernels matmul_kernels = {
 };
 
 const clrun__named_kernels clrun__kernels_matmul[] = {{"matmul", &matmul_kernels}, {NULL, NULL}};
-const clrun__named_epilogue clrun__epilogue_matmul[] = {{"matmul", mm_prepare_epilogue}, {NULL, NULL}};
+const clrun__named_epilogue clrun__epilogue_matmul[] = {{"matmul", mm_prepare_epilogue, true}, {NULL, NULL, false}};

@@ -17,4 +17,9 @@ TESTS += tests/test_train
 tests_test_train_SOURCES = tests/test_train.c tests/device_test.h
 tests_test_train_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/test_train_fused
+TESTS += tests/test_train_fused
+tests_test_train_fused_SOURCES = tests/test_train_fused.c tests/device_test.h
+tests_test_train_fused_CFLAGS = $(TEST_CFLAGS)
+tests_test_train_fused_LDADD = $(TEST_LDADD)
 endif
