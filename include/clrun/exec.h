@@ -58,7 +58,10 @@ typedef struct clrun_exec_options {
                                     that make it fit; clrun_exec_stats says what. A budget no
                                     such rewrite meets fails with CLRUN_ERROR_OUT_OF_MEMORY and
                                     the least found. A trainer's executor options give the
-                                    trainer's budget (train_graph.h), where none is given there */
+                                    trainer's budget (train_graph.h), where none is given there.
+                                    Without one, the room the pool's limit leaves (less the
+                                    graph's inputs) is the budget where the graph as given does
+                                    not fit it and a rewrite does */
 } clrun_exec_options;
 
 /* Every option at its default: the context's mode, no profiling, the planner's own budget. */
