@@ -503,9 +503,7 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     return CLRUN_OK;
 }
 
-/* What the pool holds now (its live blocks, resident regions and own buffers, not the empty
- * chunks it would give back first) and its limit (0: none). */
-static uint64_t pool_held(clrun_context *ctx, uint64_t *limit)
+uint64_t clrun__exec_pool_held(clrun_context *ctx, uint64_t *limit)
 {
     clrun_memory_stats m;
     *limit = 0;
@@ -531,7 +529,7 @@ static bool may_not_fit(clrun_exec *e, uint64_t room)
 clrun_status clrun__exec_create_in_pool(clrun_context *ctx, const clrun_graph *graph,
                                         const clrun_exec_options *options, clrun_exec **out)
 {
-    uint64_t limit = 0, before = ctx && graph && out ? pool_held(ctx, &limit) : 0;
+    uint64_t limit = 0, before = ctx && graph && out ? clrun__exec_pool_held(ctx, &limit) : 0;
     clrun_status s = clrun__exec_create_beside(ctx, graph, options, NULL, out);
     if (limit == 0 || clrun__graph_has_guards(graph))
         return s;

@@ -14,4 +14,9 @@ clrun_status clrun__exec_create_beside(clrun_context *ctx, const clrun_graph *gr
                                        const clrun_exec_options *options, const clrun_exec *host,
                                        clrun_exec **out);
 
+/* What the context's pool holds now (its live blocks, resident regions and own buffers; not
+ * the empty chunks it would give back first) and its limit (0: none): the room a budget taken
+ * from the pool's limit starts from (exec_budget.c, train_budget.c). */
+uint64_t clrun__exec_pool_held(clrun_context *ctx, uint64_t *limit);
+
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "graph/offload.h"
 
 typedef struct remat {
     clrun_graph *g;
@@ -127,31 +128,6 @@ size_t clrun_remat_copy_of(const char *name)
     return (size_t)(dot - name);
 }
 
-/* Arithmetic of one run of `node`, estimated: two per multiply-add of a product (matmul, gemm:
- * the output's elements times the reduced length; conv2d: times a filter's taps), one per
- * output element for the rest. */
-static uint64_t work(const clrun_graph *g, const clrun__node *node)
-{
-    const clrun_tensor_type *out = &g->tensors[node->outputs[0]].type;
-    uint64_t elements = clrun_tensor_elements(out);
-    const char *op = node->op->name;
-    if ((strcmp(op, "matmul") == 0 || strcmp(op, "gemm") == 0) && node->input_count >= 2) {
-        const clrun_tensor_type *a = &g->tensors[node->inputs[0]].type;
-        bool transposed = false;
-        for (int k = 0; k < node->attr_count; k++)
-            if (strcmp(node->attrs[k].name, "transpose_a") == 0 || strcmp(node->attrs[k].name, "trans_a") == 0)
-                transposed = node->attrs[k].i != 0;
-        int64_t reduced = a->rank >= 2 ? a->shape[a->rank - (transposed ? 2 : 1)] : (a->rank ? a->shape[0] : 1);
-        return 2 * elements * (uint64_t)(reduced > 0 ? reduced : 1);
-    }
-    if (strcmp(op, "conv2d") == 0 && node->input_count >= 2) {
-        const clrun_tensor_type *w = &g->tensors[node->inputs[1]].type;
-        uint64_t taps = w->rank >= 1 && w->shape[0] > 0 ? clrun_tensor_elements(w) / (uint64_t)w->shape[0] : 1;
-        return 2 * elements * taps;
-    }
-    return elements;
-}
-
 /* Adds the copy of t's node, every input of which is kept or already copied. */
 static clrun_status add_copy(remat *r, int32_t t)
 {
@@ -188,7 +164,7 @@ static clrun_status add_copy(remat *r, int32_t t)
     r->report.dropped++;
     r->report.repeated_nodes++;
     r->report.dropped_bytes += bytes;
-    r->report.repeated_flops += work(g, &g->nodes[g->tensors[out].producer]);
+    r->report.repeated_flops += clrun__offload_node_flops(g, g->tensors[out].producer);
     return CLRUN_OK;
 }
 

@@ -33,8 +33,10 @@ double clrun__offload_rate(void);
  * FLOPs per byte moved. */
 bool clrun__offload_prefers(uint64_t flops, uint64_t bytes, double rate);
 
-/* The arithmetic of one run of node `node` as clrun_remat_report.repeated_flops counts it: two
- * per multiply-add of a product (matmul, gemm, conv2d), one per output element otherwise. */
+/* The arithmetic of one run of node `node`, estimated (clrun_remat_report.repeated_flops sums
+ * it over the repeated nodes): two per multiply-add of a product (matmul, gemm: the output's
+ * elements times the reduced length; conv2d: times a filter's taps), one per output element
+ * otherwise. */
 uint64_t clrun__offload_node_flops(const clrun_graph *graph, int32_t node);
 
 /* What an offload rewrite did. */

@@ -320,19 +320,6 @@ static uint64_t tensor_bytes(const clrun_graph *g)
     return sum;
 }
 
-/* What the pool holds now (its live blocks, resident regions and own buffers; not the empty
- * chunks it would give back first) and its limit (0: none). */
-static uint64_t pool_held(clrun_context *ctx, uint64_t *limit)
-{
-    clrun_memory_stats m;
-    *limit = 0;
-    if (clrun_memory_stats_get(ctx, &m) != CLRUN_OK)
-        return 0;
-    uint64_t fixed = m.resident + m.raw;
-    *limit = m.limit;
-    return m.held > fixed ? m.held : fixed;
-}
-
 /* With no budget given: whether the step might not fit in what the pool's limit leaves beside
  * the `held` bytes it held before the trainer (the step's every tensor in a buffer of its own,
  * its constants and the evaluation's tensors counted), and then that room as the budget. */
@@ -340,7 +327,7 @@ static bool pool_budget(clrun_train *t, uint64_t held, budget *b)
 {
     clrun_exec_stats st;
     uint64_t limit;
-    pool_held(t->ctx, &limit);
+    clrun__exec_pool_held(t->ctx, &limit);
     if (limit == 0 || clrun_exec_stats_get(t->exec, &st) != CLRUN_OK)
         return false;
     b->held = held;
@@ -560,10 +547,10 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
      * the trainer's blocks reserve is measured the same whatever the pool held before; otherwise
      * the pool keeps them for the step. */
     uint64_t limit;
-    (void)pool_held(t->ctx, &limit);
+    (void)clrun__exec_pool_held(t->ctx, &limit);
     if (b.bytes != 0 || limit != 0)
         clrun_pool_trim(t->ctx, NULL);
-    uint64_t before = pool_held(t->ctx, &limit);
+    uint64_t before = clrun__exec_pool_held(t->ctx, &limit);
     bool fits;
     uint64_t held, best = UINT64_MAX;
     clrun_exec_mode mode = t->options.exec.mode;
@@ -575,7 +562,7 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         /* a planned arena past the pool's limit: measured in pooled mode, then fitted */
         t->options.exec.mode = CLRUN_EXEC_POOLED;
         clrun_pool_trim(t->ctx, NULL);
-        before = pool_held(t->ctx, &limit);
+        before = clrun__exec_pool_held(t->ctx, &limit);
         s = try_step(t, model, options, first, NULL, &fits, &held, err, errlen);
         if (s == CLRUN_OK && (s = slots(t, err, errlen)) == CLRUN_OK && !pool_budget(t, before, &b)) {
             drop_step(t);
