@@ -398,7 +398,7 @@ static void a_memory_budget_keeps_every_output_bit_identical(void **state)
                         modes[m].out_of_order ? " out-of-order" : "", o.overlaps);
                 fail();
             }
-            assert_true(o.stats.recomputed_tensors > 0);
+            assert_true(o.stats.recomputed_tensors + o.stats.offloaded_tensors > 0); /* dropped either way */
             free(o.hashes);
         }
         free(naive.hashes);
