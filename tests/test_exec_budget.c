@@ -50,7 +50,12 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     char err[512];
-    if (f == NULL || clrun_context_create(NULL, &f->ctx) != CLRUN_OK ||
+    /* recomputing all but free: the fixture's context recomputes s, never offloads it
+     * (test_exec_offload.c); the rate is read when a context is created */
+    setenv("CLRUN_OFFLOAD_RATE", "1e30", 1);
+    clrun_status s = f ? clrun_context_create(NULL, &f->ctx) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    if (f == NULL || s != CLRUN_OK ||
         clrun_graph_parse(skip_graph, sizeof skip_graph - 1, "skip.graph", &f->g, err, sizeof err) != CLRUN_OK)
         return -1;
     assert_int_equal(clrun_graph_example_input(f->g, 0, 7, f->x, sizeof f->x), CLRUN_OK);
@@ -106,8 +111,6 @@ static void a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits(void 
 {
     fixture *f = *state;
     static float want[ROWS * D], got[ROWS * D];
-    /* recomputing all but free: s is recomputed, never offloaded (test_exec_offload.c) */
-    setenv("CLRUN_OFFLOAD_RATE", "1e30", 1);
     clrun_exec *plain = NULL;
     assert_int_equal(clrun_exec_create(f->ctx, f->g, NULL, &plain), CLRUN_OK);
     run(f, plain, want);
@@ -143,7 +146,6 @@ static void a_budget_below_the_peak_recomputes_the_skip_with_the_same_bits(void 
             clrun_exec_destroy(exec);
         }
     }
-    unsetenv("CLRUN_OFFLOAD_RATE");
 }
 
 static void a_budget_above_what_it_holds_changes_nothing(void **state)

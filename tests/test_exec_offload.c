@@ -19,6 +19,7 @@
 #include <clrun/clrun.h>
 #include <clrun/remat.h>
 
+#include "core/options.h"
 #include "device_test.h"
 #include "exec/schedule.h"
 #include "graph/graph.h"
@@ -187,14 +188,25 @@ static void the_cost_rule_weighs_flops_against_bytes_moved_twice(void **state)
     assert_int_equal(clrun__offload_node_flops(g, 0), 2ull * 64 * 256 * 256);
     assert_int_equal(clrun__offload_node_flops(g, 1), 64ull * 256);
     clrun_graph_destroy(g);
-    setenv("CLRUN_OFFLOAD_RATE", "2.5", 1);
-    assert_true(clrun__offload_rate() == 2.5);
-    setenv("CLRUN_OFFLOAD_RATE", "fast", 1);
-    assert_true(clrun__offload_rate() == CLRUN__OFFLOAD_RATE_DEFAULT);
-    setenv("CLRUN_OFFLOAD_RATE", "-1", 1);
-    assert_true(clrun__offload_rate() == CLRUN__OFFLOAD_RATE_DEFAULT);
+    /* the rate is an option like the others: a value that is not a number >= 0 is refused by
+     * name, never replaced by the default */
+    clrun__options opts;
+    char err[512];
     unsetenv("CLRUN_OFFLOAD_RATE");
-    assert_true(clrun__offload_rate() == CLRUN__OFFLOAD_RATE_DEFAULT);
+    assert_int_equal(clrun__options_load(&opts, err, sizeof err), CLRUN_OK);
+    assert_true(opts.offload_rate == 10.0);
+    setenv("CLRUN_OFFLOAD_RATE", "2.5", 1);
+    assert_int_equal(clrun__options_load(&opts, err, sizeof err), CLRUN_OK);
+    assert_true(opts.offload_rate == 2.5);
+    const char *bad[] = {"fast", "-1", "nan", "inf", "1e999", "3x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("CLRUN_OFFLOAD_RATE", bad[i], 1);
+        err[0] = '\0';
+        assert_int_equal(clrun__options_load(&opts, err, sizeof err), CLRUN_ERROR_INVALID_OPTION);
+        assert_non_null(strstr(err, "CLRUN_OFFLOAD_RATE"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+    unsetenv("CLRUN_OFFLOAD_RATE");
 }
 
 /* ---- on a device --------------------------------------------------------------------------- */
@@ -246,7 +258,9 @@ static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
 {
     (void)state;
     clrun_context *ctx = NULL;
+    setenv("CLRUN_OFFLOAD_RATE", "0", 1); /* moving bytes costs nothing: offload all it drops */
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    unsetenv("CLRUN_OFFLOAD_RATE"); /* read when the context is created */
     clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
     assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
@@ -255,7 +269,6 @@ static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
     assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
     run(ctx, plain, x, sizeof x, want, sizeof want);
     clrun_exec_destroy(plain);
-    setenv("CLRUN_OFFLOAD_RATE", "0", 1); /* moving bytes costs nothing: offload all it drops */
     const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
     for (int fusion = -1; fusion <= 1; fusion += 2) {
         uint64_t given = held_as_given(ctx, g, fusion);
@@ -283,7 +296,6 @@ static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
             clrun_exec_destroy(exec);
         }
     }
-    unsetenv("CLRUN_OFFLOAD_RATE");
     clrun_graph_destroy(g);
     clrun_context_destroy(ctx);
 }
@@ -329,7 +341,10 @@ static void offload_meets_a_budget_recomputation_cannot(void **state)
 {
     (void)state;
     clrun_context *ctx = NULL;
+    /* recomputation is all but free at this rate: the search recomputes wherever that fits */
+    setenv("CLRUN_OFFLOAD_RATE", "1e12", 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    unsetenv("CLRUN_OFFLOAD_RATE");
     clrun_graph *g = parse(funnel_graph, sizeof funnel_graph - 1);
     enum { IN = 64 * 16, OUT = 64 * 4096 };
     static float x[IN], want[OUT], got[OUT];
@@ -340,8 +355,6 @@ static void offload_meets_a_budget_recomputation_cannot(void **state)
     run(ctx, plain, x, sizeof x, want, sizeof want);
     clrun_exec_destroy(plain);
     uint64_t given = held_as_given(ctx, g, -1);
-    /* recomputation is all but free at this rate: the search recomputes wherever that fits */
-    setenv("CLRUN_OFFLOAD_RATE", "1e12", 1);
     clrun_exec_options o = options(CLRUN_EXEC_PLANNED, -1, given - 1);
     clrun_exec *exec = NULL;
     assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
@@ -356,7 +369,6 @@ static void offload_meets_a_budget_recomputation_cannot(void **state)
     run(ctx, exec, x, sizeof x, got, sizeof got);
     assert_memory_equal(got, want, sizeof want);
     clrun_exec_destroy(exec);
-    unsetenv("CLRUN_OFFLOAD_RATE");
     clrun_graph_destroy(g);
     clrun_context_destroy(ctx);
 }
@@ -367,11 +379,11 @@ static void each_tensor_takes_the_cheaper_way(void **state)
 {
     (void)state;
     clrun_context *ctx = NULL;
+    unsetenv("CLRUN_OFFLOAD_RATE");
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_graph *g = parse(two_graph, sizeof two_graph - 1);
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
     assert_int_equal(clrun_graph_example_input(g, 0, 5, x, sizeof x), CLRUN_OK);
-    unsetenv("CLRUN_OFFLOAD_RATE");
     const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
     clrun_exec_options po = options(CLRUN_EXEC_PLANNED, -1, 0);
     clrun_exec *plain = NULL;
@@ -406,11 +418,12 @@ static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
 {
     (void)state;
     clrun_context *ctx = NULL;
+    setenv("CLRUN_OFFLOAD_RATE", "0", 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    unsetenv("CLRUN_OFFLOAD_RATE");
     clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
     clrun_memory_stats before, after;
     assert_int_equal(clrun_memory_stats_get(ctx, &before), CLRUN_OK);
-    setenv("CLRUN_OFFLOAD_RATE", "0", 1);
     clrun_exec_options o = options(CLRUN_EXEC_CONTEXT, 0, 64 * 1024);
     clrun_exec *exec = (clrun_exec *)&o; /* must come back NULL */
     assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
@@ -420,7 +433,6 @@ static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
     assert_non_null(strstr(why, "at best"));
     assert_int_equal(clrun_memory_stats_get(ctx, &after), CLRUN_OK);
     assert_int_equal(after.in_use, before.in_use);
-    unsetenv("CLRUN_OFFLOAD_RATE");
     clrun_graph_destroy(g);
     clrun_context_destroy(ctx);
 }

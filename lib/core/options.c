@@ -24,6 +24,7 @@ typedef enum option_kind {
     KIND_DEBUG,    /* "guard" or "none" */
     KIND_QUEUE,    /* "in-order" or "out-of-order" */
     KIND_CACHE,    /* "auto" or a boolean */
+    KIND_RATE,     /* a finite number >= 0 */
 } option_kind;
 
 typedef struct option_row {
@@ -67,6 +68,8 @@ static option_row option_table[] = {
      KIND_BOOL, FIELD(fusion)},
     {{"CLRUN_FOLD", "BOOL", "1", "executors fold constant nodes and batch norms after convolutions at load (batch norm folding: within 1e-5, not bit-exact)"},
      KIND_BOOL, FIELD(fold)},
+    {{"CLRUN_OFFLOAD_RATE", "NUMBER>=0", "10", "FLOPs the device computes in the time it moves one byte to host memory and back: under a memory budget, a dropped tensor is offloaded where moving its bytes twice costs less than recomputing it (0: offload wherever recomputing is not free)"},
+     KIND_RATE, FIELD(offload_rate)},
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
@@ -191,6 +194,17 @@ static bool parse_fraction(const char *text, double *out)
     return true;
 }
 
+static bool parse_rate(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(value) || !(value >= 0.0))
+        return false;
+    *out = value;
+    return true;
+}
+
 static bool parse_log(const char *text, clrun_log_level *out)
 {
     static const clrun_log_level levels[] = {CLRUN_LOG_NONE, CLRUN_LOG_ERROR, CLRUN_LOG_WARN,
@@ -224,6 +238,7 @@ static bool parse_value(const option_row *row, const char *text, clrun__options 
     case KIND_BOOL: return clrun__parse_bool(text, field);
     case KIND_SIZE: return clrun__parse_size(text, field);
     case KIND_FRACTION: return parse_fraction(text, field);
+    case KIND_RATE: return parse_rate(text, field);
     case KIND_LOG: return parse_log(text, field);
     case KIND_ALLOC: return clrun__allocator_choice_parse(text, field);
     case KIND_DEBUG:

@@ -59,6 +59,7 @@ typedef struct clrun__options {
     bool tune;                       /* CLRUN_TUNE: time kernel variants once per shape */
     bool fusion;                     /* CLRUN_FUSION */
     bool fold;                       /* CLRUN_FOLD */
+    double offload_rate;             /* CLRUN_OFFLOAD_RATE: FLOPs per byte moved, >= 0 */
 } clrun__options;
 
 /* One row per variable, for README-style listings (`clrun info --env`). */

@@ -29,10 +29,6 @@
 #include "graph/graph.h"
 #include "graph/offload.h"
 
-/* Each candidate's arena is planned within at most this many seconds (the options' limit when
- * it is less). */
-#define TRIAL_PLAN_SECONDS 0.25
-
 /* What a prepared executor holds: its constants, and its arena (planned mode) or the planner's
  * layout of its buffers (the other modes, whose blocks come at run time: an estimate). */
 static clrun_status held_by(clrun_exec *e, uint64_t *held)
@@ -45,21 +41,35 @@ static clrun_status held_by(clrun_exec *e, uint64_t *held)
         *held = st.constant_bytes + st.arena_bytes;
         return CLRUN_OK;
     }
+    uint64_t span = 0;
+    s = clrun__exec_plan_span(e, false, CLRUN__TRIAL_PLAN_SECONDS, 0, &span);
+    if (s == CLRUN_OK)
+        *held = st.constant_bytes + span;
+    return s;
+}
+
+clrun_status clrun__exec_plan_span(const clrun_exec *exec, bool inputs, double seconds,
+                                   uint64_t capacity, uint64_t *span)
+{
     clrun_plan_buffer *buffers = NULL;
     size_t n = 0;
-    s = clrun_exec_plan_buffers(e, false, &buffers, &n, NULL);
-    uint64_t *offsets = s == CLRUN_OK ? malloc((n ? n : 1) * sizeof *offsets) : NULL;
+    clrun_status s = clrun_exec_plan_buffers(exec, inputs, &buffers, &n, NULL);
+    if (s != CLRUN_OK)
+        return s;
+    uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
     if (offsets == NULL) {
         free(buffers);
-        return s == CLRUN_OK ? clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory")
-                             : s;
+        return clrun__fail(exec->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory planning %zu buffers", n);
     }
     clrun_plan_options po = CLRUN_PLAN_OPTIONS_DEFAULT;
-    po.time_limit_s = TRIAL_PLAN_SECONDS;
+    po.time_limit_s = seconds;
+    po.capacity = capacity;
     clrun_plan_result r;
     s = clrun_plan_solve(buffers, n, &po, offsets, &r);
     if (s == CLRUN_OK)
-        *held = st.constant_bytes + r.peak_bytes;
+        *span = r.peak_bytes;
+    else
+        s = clrun__fail(exec->ctx, s, "planning the executor's buffers: %s", clrun_last_error(NULL));
     free(offsets);
     free(buffers);
     return s;
@@ -399,9 +409,9 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     clrun_graph *best_graph = NULL;
     rewrite best_report = {0};
     uint64_t least = held;
-    o.plan_time_limit_s = limit < TRIAL_PLAN_SECONDS ? limit : TRIAL_PLAN_SECONDS;
+    o.plan_time_limit_s = limit < CLRUN__TRIAL_PLAN_SECONDS ? limit : CLRUN__TRIAL_PLAN_SECONDS;
     char err[1024] = "";
-    double rate = clrun__offload_rate();
+    double rate = ctx->options.offload_rate;
     /* first each tensor the cheaper way at the device's rate; when that meets no budget and
      * some were recomputed, every one offloaded (a copy back holds only the tensor, where a
      * recomputation may hold what it is made from as well) */
@@ -471,7 +481,7 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
          * clock; should it, the trial's limit again */
         clrun_exec_destroy(best);
         best = NULL;
-        o.plan_time_limit_s = attempt == 0 ? limit : (limit < TRIAL_PLAN_SECONDS ? limit : TRIAL_PLAN_SECONDS);
+        o.plan_time_limit_s = attempt == 0 ? limit : (limit < CLRUN__TRIAL_PLAN_SECONDS ? limit : CLRUN__TRIAL_PLAN_SECONDS);
         s = clrun__exec_create_beside(ctx, best_graph, &o, NULL, &best);
         if (s == CLRUN_OK)
             s = held_by(best, &h);

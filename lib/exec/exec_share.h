@@ -2,7 +2,14 @@
 #ifndef CLRUN_LIB_EXEC_SHARE_H
 #define CLRUN_LIB_EXEC_SHARE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <clrun/exec.h>
+
+/* A trial executor's arena is planned within at most this many seconds (its options' limit when
+ * that is less): the budget searches (exec_budget.c, train_budget.c) prepare several. */
+#define CLRUN__TRIAL_PLAN_SECONDS 0.25
 
 /* clrun_exec_create of the graph as given (options->memory_budget and the pool's limit never
  * rewrite it), with `host` (may be NULL): in planned mode, when host's planned arena is
@@ -18,5 +25,12 @@ clrun_status clrun__exec_create_beside(clrun_context *ctx, const clrun_graph *gr
  * the empty chunks it would give back first) and its limit (0: none): the room a budget taken
  * from the pool's limit starts from (exec_budget.c, train_budget.c). */
 uint64_t clrun__exec_pool_held(clrun_context *ctx, uint64_t *limit);
+
+/* The planner's best layout, within `seconds` and under `capacity` (0: none), of every buffer
+ * of `exec` (its inputs too where `inputs`): the bytes it spans, in *span. What pooled and
+ * naive executors hold is known only as they run; this is its estimate. Fails with the
+ * planner's or the executor's status and message. */
+clrun_status clrun__exec_plan_span(const clrun_exec *exec, bool inputs, double seconds,
+                                   uint64_t capacity, uint64_t *span);
 
 #endif

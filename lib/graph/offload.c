@@ -6,18 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double clrun__offload_rate(void)
-{
-    const char *text = getenv("CLRUN_OFFLOAD_RATE");
-    if (text == NULL || text[0] == '\0')
-        return CLRUN__OFFLOAD_RATE_DEFAULT;
-    char *end = NULL;
-    double rate = strtod(text, &end);
-    if (end == text || *end != '\0' || !(rate >= 0.0) || !isfinite(rate))
-        return CLRUN__OFFLOAD_RATE_DEFAULT;
-    return rate;
-}
-
 bool clrun__offload_prefers(uint64_t flops, uint64_t bytes, double rate)
 {
     return 2.0 * (double)bytes * rate < (double)flops;

@@ -10,7 +10,7 @@
  * Which of the two a tensor takes is a cost: recomputing it repeats its node's arithmetic,
  * offloading it moves its bytes twice. clrun__offload_prefers weighs them by the device's
  * rate, given as the FLOPs it computes in the time it moves one byte between device and host
- * (CLRUN_OFFLOAD_RATE, default CLRUN__OFFLOAD_RATE_DEFAULT). */
+ * (CLRUN_OFFLOAD_RATE, read with the other options: core/options.c, default 10). */
 #ifndef CLRUN_LIB_GRAPH_OFFLOAD_H
 #define CLRUN_LIB_GRAPH_OFFLOAD_H
 
@@ -20,14 +20,9 @@
 
 #include "graph/graph.h"
 
-/* FLOPs per byte moved: a conservative default, for a device that computes about 100 GFLOP/s
- * over a host link of about 10 GB/s (discrete GPUs are faster at both, and faster at compute
- * by more: they favour offload even more rarely, as the default does). */
-#define CLRUN__OFFLOAD_RATE_DEFAULT 10.0
-
-/* The rate in force: CLRUN_OFFLOAD_RATE (a number >= 0; 0 offloads wherever it may) when set
- * and valid, else the default. */
-double clrun__offload_rate(void);
+/* The default rate (CLRUN_OFFLOAD_RATE unset) is conservative: a device that computes about 100
+ * GFLOP/s over a host link of about 10 GB/s. Discrete GPUs are faster at both, and faster at
+ * compute by more: they favour offload even more rarely than the default does. */
 
 /* Whether offloading `bytes` (moved twice) costs less than recomputing `flops` at `rate`
  * FLOPs per byte moved. */

@@ -29,10 +29,6 @@
 #include "graph/offload.h"
 #include "train/train_internal.h"
 
-/* Each candidate step's arena is planned within at most this many seconds (the executor's
- * plan_time_limit_s when it is less). */
-#define TRIAL_PLAN_SECONDS 0.25
-
 typedef struct budget {
     uint64_t bytes;    /* what the step and the evaluation may hold */
     bool from_pool;    /* no budget given: the pool's limit less what it held */
@@ -98,38 +94,6 @@ static clrun_status measure(clrun_train *t, const budget *b, held_bytes *h, char
     free(info);
     free(at);
     return CLRUN_OK;
-}
-
-/* The planner's best layout of every buffer of `exec`, inputs included, within `limit`
- * (pooled and naive modes, whose blocks come at run time: an estimate of what they hold). */
-static clrun_status plan_within(const clrun_exec *exec, uint64_t limit, uint64_t *peak, char *err,
-                                size_t errlen)
-{
-    clrun_plan_buffer *buffers = NULL;
-    size_t n = 0;
-    clrun_status s = clrun_exec_plan_buffers(exec, true, &buffers, &n, NULL);
-    if (s != CLRUN_OK) {
-        snprintf(err, errlen, "train: listing the step's buffers: %s", clrun_last_error(NULL));
-        return s;
-    }
-    uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
-    if (offsets == NULL) {
-        free(buffers);
-        snprintf(err, errlen, "train: out of host memory planning the step");
-        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    clrun_plan_options po = CLRUN_PLAN_OPTIONS_DEFAULT;
-    po.time_limit_s = 0.2;
-    po.capacity = limit;
-    clrun_plan_result r;
-    s = clrun_plan_solve(buffers, n, &po, offsets, &r);
-    if (s == CLRUN_OK)
-        *peak = r.peak_bytes;
-    else
-        snprintf(err, errlen, "train: planning the step: %s", clrun_last_error(NULL));
-    free(offsets);
-    free(buffers);
-    return s;
 }
 
 /* What the pool of ctx has reserved from the driver. */
@@ -215,7 +179,11 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
             *held = h.inputs + (after > before ? after - before : h.arena + h.constants) +
                     b->eval + (b->share && b->eval_arena <= h.arena ? 0 : b->eval_arena);
     } else {
-        s = plan_within(t->exec, b->bytes, held, err, errlen);
+        /* the planner's layout of every buffer, inputs included: an estimate of what the pooled
+         * and naive modes hold, whose blocks come at run time */
+        s = clrun__exec_plan_span(t->exec, true, 0.2, b->bytes, held);
+        if (s != CLRUN_OK)
+            snprintf(err, errlen, "train: %s", clrun_last_error(t->ctx));
     }
     if (s != CLRUN_OK)
         drop_step(t);
@@ -603,8 +571,8 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
     }
     if (b.planned) {
         t->options.exec.mode = CLRUN_EXEC_PLANNED;
-        if (t->options.exec.plan_time_limit_s > TRIAL_PLAN_SECONDS)
-            t->options.exec.plan_time_limit_s = TRIAL_PLAN_SECONDS;
+        if (t->options.exec.plan_time_limit_s > CLRUN__TRIAL_PLAN_SECONDS)
+            t->options.exec.plan_time_limit_s = CLRUN__TRIAL_PLAN_SECONDS;
         t->budget_planned = true;
     }
     /* On the device, then the optimizer state in host memory, then the parameters too. */

@@ -37,14 +37,23 @@ class Budget(GraphFiles):
         self.path_ = self.graph(SKIP)
         self.x = np.random.default_rng(3).uniform(-1, 1, (64, 256)).astype(np.float32)
 
+    def context_at_rate(self, rate):
+        """A context whose CLRUN_OFFLOAD_RATE is rate (read when a context is created)."""
+        os.environ["CLRUN_OFFLOAD_RATE"] = rate
+        try:
+            ctx = clrun.Context()
+        finally:
+            del os.environ["CLRUN_OFFLOAD_RATE"]
+        self.addCleanup(ctx.close)
+        return ctx
+
     def test_a_budget_below_what_it_holds_recomputes_with_the_same_bits(self):
-        os.environ["CLRUN_OFFLOAD_RATE"] = "1e30"  # recomputing is all but free: no offload
-        self.addCleanup(os.environ.pop, "CLRUN_OFFLOAD_RATE", None)
-        plain = self.ctx.load(self.path_, mode="planned")
+        ctx = self.context_at_rate("1e30")  # recomputing is all but free: no offload
+        plain = ctx.load(self.path_, mode="planned")
         want = plain(x=self.x)["y"]
         given = plain.stats()["constant_bytes"] + plain.stats()["arena_bytes"]
         plain.close()
-        tight = self.ctx.load(self.path_, memory_budget=given - 1)
+        tight = ctx.load(self.path_, memory_budget=given - 1)
         got = tight(x=self.x)["y"]
         stats = tight.stats()
         self.assertEqual(stats["mode"], "planned")
@@ -59,9 +68,8 @@ class Budget(GraphFiles):
         want = plain(x=self.x)["y"]
         given = plain.stats()["constant_bytes"] + plain.stats()["arena_bytes"]
         plain.close()
-        os.environ["CLRUN_OFFLOAD_RATE"] = "0"  # moving bytes is free: offload what is dropped
-        self.addCleanup(os.environ.pop, "CLRUN_OFFLOAD_RATE", None)
-        tight = self.ctx.load(self.path_, memory_budget=given - 1)
+        ctx = self.context_at_rate("0")  # moving bytes is free: offload what is dropped
+        tight = ctx.load(self.path_, memory_budget=given - 1)
         got = tight(x=self.x)["y"]
         stats = tight.stats()
         self.assertLessEqual(stats["held_bytes"], given - 1)
