@@ -224,8 +224,8 @@ static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint
 static uint64_t run_budget;
 
 /* Runs g twice under one mode/allocator and returns the outputs' hashes (identical both runs). */
-static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const char *allocator, bool out_of_order,
-                            uint64_t seed)
+/* A context with the allocator and queue kind given. */
+static clrun_context *context_for(const char *allocator, bool out_of_order)
 {
     clrun_context_options o;
     clrun_context_options_init(&o);
@@ -233,6 +233,27 @@ static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const ch
     o.out_of_order = out_of_order ? 1 : -1;
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    return ctx;
+}
+
+static run_outcome run_mode_in(clrun_context *ctx, const clrun_graph *g, clrun_exec_mode mode,
+                               const char *allocator, bool out_of_order, uint64_t seed);
+
+/* Runs g twice in `mode` on a context of its own: the outputs' hashes, the stats, and how many
+ * times two live blocks of the pool overlapped. */
+static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const char *allocator, bool out_of_order,
+                            uint64_t seed)
+{
+    clrun_context *ctx = context_for(allocator, out_of_order);
+    run_outcome r = run_mode_in(ctx, g, mode, allocator, out_of_order, seed);
+    clrun_context_destroy(ctx);
+    return r;
+}
+
+/* The same on ctx (context_for(allocator, out_of_order)), which keeps the kernels it built. */
+static run_outcome run_mode_in(clrun_context *ctx, const clrun_graph *g, clrun_exec_mode mode,
+                               const char *allocator, bool out_of_order, uint64_t seed)
+{
     allocation_log *log = calloc(1, sizeof *log);
     assert_non_null(log);
     assert_int_equal(clrun__pool_observe(ctx, observe, log), CLRUN_OK);
@@ -275,7 +296,9 @@ static run_outcome run_mode(const clrun_graph *g, clrun_exec_mode mode, const ch
     clrun__pool_observe(ctx, NULL, NULL);
     r.overlaps = log->overlaps;
     free(log);
-    clrun_context_destroy(ctx);
+    clrun_memory_stats ms;
+    assert_int_equal(clrun_memory_stats_get(ctx, &ms), CLRUN_OK);
+    assert_int_equal(ms.in_use, 0); /* the runs left nothing behind in the pool */
     return r;
 }
 
@@ -297,21 +320,28 @@ static uint64_t padded_naive_bytes(const clrun_graph *g)
 static void outputs_are_bit_identical_in_every_mode(void **state)
 {
     (void)state;
+    const struct {
+        clrun_exec_mode mode;
+        const char *allocator;
+        bool out_of_order;
+    } modes[] = {{CLRUN_EXEC_NAIVE, "buddy", false},  {CLRUN_EXEC_POOLED, "buddy", false},
+                 {CLRUN_EXEC_POOLED, "slab", false},  {CLRUN_EXEC_POOLED, "bump", false},
+                 {CLRUN_EXEC_POOLED, "tlsf", false},  {CLRUN_EXEC_PLANNED, "buddy", false},
+                 {CLRUN_EXEC_POOLED, "buddy", true},  {CLRUN_EXEC_POOLED, "slab", true},
+                 {CLRUN_EXEC_POOLED, "tlsf", true},   {CLRUN_EXEC_PLANNED, "buddy", true}};
+    enum { MODES = sizeof modes / sizeof modes[0] };
+    /* a context per mode for every round, as an application keeps one: each builds the kernels
+     * of the ops once, not once per graph; modes[0] is the naive reference */
+    clrun_context *contexts[MODES];
+    for (size_t m = 0; m < MODES; m++)
+        contexts[m] = context_for(modes[m].allocator, modes[m].out_of_order);
     for (int g = 0, rounds = clrun_test_rounds(12); g < rounds; g++) {
         uint64_t seed = base_seed + (uint64_t)g;
         random_graph r = make_random_graph(seed, 8 + (int)(seed % 40));
-        run_outcome naive = run_mode(r.graph, CLRUN_EXEC_NAIVE, "buddy", false, seed);
-        struct {
-            clrun_exec_mode mode;
-            const char *allocator;
-            bool out_of_order;
-        } modes[] = {{CLRUN_EXEC_POOLED, "buddy", false}, {CLRUN_EXEC_POOLED, "slab", false},
-                     {CLRUN_EXEC_POOLED, "bump", false},  {CLRUN_EXEC_POOLED, "tlsf", false},
-                     {CLRUN_EXEC_PLANNED, "buddy", false}, {CLRUN_EXEC_POOLED, "buddy", true},
-                     {CLRUN_EXEC_POOLED, "slab", true},   {CLRUN_EXEC_POOLED, "tlsf", true},
-                     {CLRUN_EXEC_PLANNED, "buddy", true}};
-        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-            run_outcome o = run_mode(r.graph, modes[m].mode, modes[m].allocator, modes[m].out_of_order, seed);
+        run_outcome naive = run_mode_in(contexts[0], r.graph, CLRUN_EXEC_NAIVE, "buddy", false, seed);
+        for (size_t m = 1; m < MODES; m++) {
+            run_outcome o = run_mode_in(contexts[m], r.graph, modes[m].mode, modes[m].allocator,
+                                        modes[m].out_of_order, seed);
             if (o.overlaps != 0 || memcmp(o.hashes, naive.hashes, (size_t)naive.outputs * sizeof(uint64_t)) != 0) {
                 fprintf(stderr, "seed %llu: mode %s/%s%s differs from naive (overlaps %d)\n",
                         (unsigned long long)seed, clrun_exec_mode_name(modes[m].mode), modes[m].allocator,
@@ -330,6 +360,8 @@ static void outputs_are_bit_identical_in_every_mode(void **state)
         free(naive.hashes);
         clrun_graph_destroy(r.graph);
     }
+    for (size_t m = 0; m < MODES; m++)
+        clrun_context_destroy(contexts[m]);
 }
 
 /* What an executor of g holds under `budget` in `mode` (0 when it is refused), and how many
