@@ -197,7 +197,7 @@ typedef struct clrun__plan_skyline {
     double *priority;                   /* per buffer: higher goes first on a tie */
     double *trial;                      /* per buffer: perturbed priorities being tried */
     uint32_t *order;                    /* scratch: buffers by priority, highest first */
-    void *keys;                         /* scratch for sorting them */
+    clrun__plan_key *keys;              /* scratch for sorting them: 2n keys */
 } clrun__plan_skyline;
 
 clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,
