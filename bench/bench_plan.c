@@ -13,11 +13,11 @@
  * proven), with a count of instances proven within 5 s and at the optimum at 1 s.
  * Part 3, growth: how the lower bound, one greedy-by-size pass, the planner's constructions
  * alone (time limit 0) and clrun_plan_solve with the time limit (1 s unless --time-limit) grow
- * with n, beside the most buffers alive at once, for the generated families at 1k, 10k, 62k
+ * with n, beside the most buffers alive at once, for the generated families at 1k to 62k
  * and for chains and wide graphs (all branches alive until one join) at 10k, 30k, 100k: each
  * peak over the lower bound and, for the solve, over greedy by size (never above 1), whether
  * the limit cut constructions short ("cut"), and "late" for a call that took more than its
- * limit plus 10 %.
+ * limit plus 10 %. The generated families run at 1k, 10k, 28k and 62k (--quick: 1k, 10k).
  *
  * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3]
  * (--quick: sizes 100 and 1000 only, growth up to 10k) */
@@ -278,10 +278,10 @@ static int part_growth(int quick, double time_limit)
     printf("%-9s %6s %6s %8s %9s %7s %9s %7s %9s %7s %7s %4s %5s  %s\n", "family", "n", "alive",
            "bound ms", "greedy ms", "ratio", "build ms", "ratio", "clrun ms", "ratio", "/greedy",
            "cut", "limit", "method");
-    const size_t growth[] = {1000, 10000, 62000}, shapes[] = {10000, 30000, 100000};
+    const size_t growth[] = {1000, 10000, 28000, 62000}, shapes[] = {10000, 30000, 100000};
     size_t count = quick ? 2 : 3;
     for (int f = 0; f <= CLRUN_PLAN_GEN_UNET; f++)
-        for (size_t s = 0; s < count; s++)
+        for (size_t s = 0; s < (quick ? 2 : 4); s++)
             if (run_growth((clrun_plan_gen_family)f, growth[s], time_limit) != 0)
                 return 1;
     for (int f = CLRUN_PLAN_GEN_CHAIN; f <= CLRUN_PLAN_GEN_WIDE; f++)

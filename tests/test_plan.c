@@ -1053,6 +1053,109 @@ static void time_limit_never_cuts_greedy_by_size_short(void **state)
     free(b);
 }
 
+/* The checker for large instances, as independent as check_plan but O(n k): buffers sorted by
+ * first (a plain qsort here), each compared only with those starting before it dies. */
+static const clrun_plan_buffer *large_buffers;
+
+static int compare_large_first(const void *a, const void *b)
+{
+    uint64_t x = large_buffers[*(const uint32_t *)a].first;
+    uint64_t y = large_buffers[*(const uint32_t *)b].first;
+    return (x > y) - (x < y);
+}
+
+static void check_large_plan(const char *what, const clrun_plan_buffer *b, size_t n,
+                             uint64_t align, const uint64_t *offsets, uint64_t peak,
+                             uint64_t lower_bound)
+{
+    uint32_t *by_first = malloc(n * sizeof *by_first);
+    assert_non_null(by_first);
+    for (size_t i = 0; i < n; i++)
+        by_first[i] = (uint32_t)i;
+    large_buffers = b;
+    qsort(by_first, n, sizeof *by_first, compare_large_first);
+    uint64_t real_peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x = by_first[i];
+        if (offsets[x] % align != 0)
+            fail_msg("%s: buffer %u offset %llu not aligned to %llu", what, x,
+                     (unsigned long long)offsets[x], (unsigned long long)align);
+        if (offsets[x] + b[x].size > real_peak)
+            real_peak = offsets[x] + b[x].size;
+        for (size_t j = i + 1; j < n && b[by_first[j]].first < b[x].last; j++) {
+            uint32_t y = by_first[j];
+            if (offsets[x] < offsets[y] + b[y].size && offsets[y] < offsets[x] + b[x].size)
+                fail_msg("%s: buffers %u and %u overlap", what, x, y);
+        }
+    }
+    free(by_first);
+    if (real_peak != peak || peak < lower_bound)
+        fail_msg("%s: claimed peak %llu, real %llu, lower bound %llu", what,
+                 (unsigned long long)peak, (unsigned long long)real_peak,
+                 (unsigned long long)lower_bound);
+}
+
+/* Large instances (20k buffers, sparse and dense, aligned and not): greedy by size's plan is
+ * valid and the same whichever placement structure builds it (the interval sets where many
+ * buffers are alive at once, the sorted scan elsewhere); a solve cut short by its limit still
+ * returns greedy's plan, and a solve with a little time is valid and never worse than it. */
+static void large_instances_are_never_worse_than_greedy_by_size(void **state)
+{
+    (void)state;
+    const clrun_plan_gen_family families[] = {CLRUN_PLAN_GEN_RANDOM, CLRUN_PLAN_GEN_BALANCED,
+                                              CLRUN_PLAN_GEN_UNET};
+    const uint64_t aligns[] = {1, 256, 64};
+    size_t n = 20000;
+    uint64_t *offsets = malloc(n * sizeof *offsets), *other = malloc(n * sizeof *other);
+    uint32_t *order = malloc(n * sizeof *order);
+    assert_non_null(offsets);
+    assert_non_null(other);
+    assert_non_null(order);
+    for (size_t f = 0; f < 3; f++) {
+        const char *what = clrun_plan_gen_family_name(families[f]);
+        uint64_t align = aligns[f], greedy, lb, peak;
+        clrun_plan_buffer *b = family_instance(families[f], n, 11, NULL);
+        assert_int_equal(clrun_plan_lower_bound(b, n, align, &lb), CLRUN_OK);
+        assert_int_equal(clrun_plan_greedy(b, n, align, CLRUN_PLAN_ORDER_SIZE, offsets, &greedy),
+                         CLRUN_OK);
+        check_large_plan(what, b, n, align, offsets, greedy, lb);
+
+        /* both placement structures, the same plan to the byte */
+        assert_int_equal(clrun__plan_order_fill(b, n, CLRUN_PLAN_ORDER_SIZE, order), CLRUN_OK);
+        clrun__plan_decoder d;
+        assert_int_equal(clrun__plan_decoder_init(&d, b, n, align), CLRUN_OK);
+        peak = clrun__plan_decoder_run(&d, order, INFINITY, other);
+        clrun__plan_decoder_free(&d);
+        assert_int_equal(peak, greedy);
+        assert_memory_equal(other, offsets, n * sizeof *offsets);
+        clrun__plan_fit fit;
+        assert_int_equal(clrun__plan_fit_init(&fit, b, n, align), CLRUN_OK);
+        assert_int_equal(clrun__plan_fit_run(&fit, order, INFINITY, other, &peak), CLRUN_OK);
+        clrun__plan_fit_free(&fit);
+        assert_int_equal(peak, greedy);
+        assert_memory_equal(other, offsets, n * sizeof *offsets);
+
+        /* a nanosecond: greedy by size alone, to the end, and the result says so */
+        clrun_plan_options o = options_with(1e-9, align);
+        clrun_plan_result r;
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_large_plan(what, b, n, align, offsets, r.peak_bytes, r.lower_bound_bytes);
+        assert_int_equal(r.lower_bound_bytes, lb);
+        assert_true(r.peak_bytes <= greedy);
+        assert_true(r.cut_short || r.peak_bytes == lb);
+
+        /* a little time: whatever it reaches, valid and no worse */
+        o = options_with(0.2, align);
+        assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+        check_large_plan(what, b, n, align, offsets, r.peak_bytes, r.lower_bound_bytes);
+        assert_true(r.peak_bytes <= greedy);
+        free(b);
+    }
+    free(offsets);
+    free(other);
+    free(order);
+}
+
 /* Without a time limit (0) or with a step limit every construction runs: nothing cut short. */
 static void constructions_run_to_the_end_are_not_cut_short(void **state)
 {
@@ -1291,6 +1394,7 @@ int main(void)
         cmocka_unit_test(step_limited_solve_is_deterministic),
         cmocka_unit_test(step_limit_runs_every_construction),
         cmocka_unit_test(time_limit_never_cuts_greedy_by_size_short),
+        cmocka_unit_test(large_instances_are_never_worse_than_greedy_by_size),
         cmocka_unit_test(constructions_run_to_the_end_are_not_cut_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),

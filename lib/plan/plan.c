@@ -34,28 +34,30 @@
 #define PLAN_LOWEST_FIRST_SHARE 0.7
 #endif
 
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *from, uint32_t *to, size_t *distinct)
 {
     size_t m = 2 * n;
-    uint64_t *times = malloc(m * sizeof *times);
-    if (!times)
+    uint64_t *times = malloc((m ? m : 1) * sizeof *times);
+    clrun__plan_key *keys = malloc((m ? m : 1) * sizeof *keys);
+    clrun__plan_key *scratch = malloc((m ? m : 1) * sizeof *scratch);
+    if (!times || !keys || !scratch) {
+        free(times);
+        free(keys);
+        free(scratch);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        times[2 * i] = buffers[i].first;
-        times[2 * i + 1] = buffers[i].last;
     }
-    qsort(times, m, sizeof *times, compare_u64);
+    for (size_t i = 0; i < n; i++) {
+        keys[2 * i] = (clrun__plan_key){buffers[i].first, 0};
+        keys[2 * i + 1] = (clrun__plan_key){buffers[i].last, 0};
+    }
+    clrun__plan_sort_keys(keys, m, scratch);
     size_t count = 0;
     for (size_t i = 0; i < m; i++)
-        if (count == 0 || times[count - 1] != times[i])
-            times[count++] = times[i];
+        if (count == 0 || times[count - 1] != keys[i].key)
+            times[count++] = keys[i].key;
+    free(keys);
+    free(scratch);
     for (size_t i = 0; i < n; i++) {
         from[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].first);
         to[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].last);
@@ -96,17 +98,6 @@ clrun_status clrun__plan_check(const clrun_plan_buffer *buffers, size_t n, uint6
 
 /* ---- lower bound ---- */
 
-typedef struct time_key {
-    uint64_t time;  /* first or last */
-    uint64_t value; /* aligned size, or buffer index */
-} time_key;
-
-static int compare_time(const void *a, const void *b)
-{
-    const time_key *x = a, *y = b;
-    return (x->time > y->time) - (x->time < y->time);
-}
-
 /* A max-heap of paddings; entries of buffers already dead are dropped lazily at the top. */
 typedef struct pad_entry {
     uint64_t pad;  /* aligned size - size */
@@ -145,24 +136,24 @@ static void heap_pop(pad_entry *heap, size_t *count)
 /* Sweeps the starts in time order; the bound (and the count alive) peaks just after some
  * buffer starts. */
 static uint64_t sweep_lower_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
-                                  time_key *starts, time_key *ends, pad_entry *heap,
-                                  uint32_t *max_alive)
+                                  clrun__plan_key *starts, clrun__plan_key *ends,
+                                  clrun__plan_key *scratch, pad_entry *heap, uint32_t *max_alive)
 {
     for (size_t i = 0; i < n; i++) {
-        starts[i] = (time_key){buffers[i].first, i};
-        ends[i] = (time_key){buffers[i].last, clrun__plan_align_up(buffers[i].size, align)};
+        starts[i] = (clrun__plan_key){buffers[i].first, (uint32_t)i};
+        ends[i] = (clrun__plan_key){buffers[i].last, (uint32_t)i};
     }
-    qsort(starts, n, sizeof *starts, compare_time);
-    qsort(ends, n, sizeof *ends, compare_time);
+    clrun__plan_sort_keys(starts, n, scratch);
+    clrun__plan_sort_keys(ends, n, scratch);
 
     uint64_t live = 0, best = 0;
     size_t next_end = 0, heap_count = 0, most = 0;
     for (size_t i = 0; i < n;) {
-        uint64_t t = starts[i].time;
-        while (next_end < n && ends[next_end].time <= t)
-            live -= ends[next_end++].value;
-        for (; i < n && starts[i].time == t; i++) {
-            const clrun_plan_buffer *b = &buffers[starts[i].value];
+        uint64_t t = starts[i].key;
+        while (next_end < n && ends[next_end].key <= t)
+            live -= clrun__plan_align_up(buffers[ends[next_end++].index].size, align);
+        for (; i < n && starts[i].key == t; i++) {
+            const clrun_plan_buffer *b = &buffers[starts[i].index];
             uint64_t aligned = clrun__plan_align_up(b->size, align);
             live += aligned;
             heap_push(heap, &heap_count, (pad_entry){aligned - b->size, b->last});
@@ -185,18 +176,21 @@ clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint6
                                uint64_t *lower_bound, uint32_t *max_alive)
 {
     size_t m = n ? n : 1;
-    time_key *starts = malloc(m * sizeof *starts);
-    time_key *ends = malloc(m * sizeof *ends);
+    clrun__plan_key *starts = malloc(m * sizeof *starts);
+    clrun__plan_key *ends = malloc(m * sizeof *ends);
+    clrun__plan_key *scratch = malloc(m * sizeof *scratch);
     pad_entry *heap = malloc(m * sizeof *heap);
     clrun_status st = CLRUN_OK;
     *lower_bound = 0;
     *max_alive = 0;
-    if (starts && ends && heap)
-        *lower_bound = sweep_lower_bound(buffers, n, align, starts, ends, heap, max_alive);
+    if (starts && ends && scratch && heap)
+        *lower_bound =
+            sweep_lower_bound(buffers, n, align, starts, ends, scratch, heap, max_alive);
     else
         st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     free(starts);
     free(ends);
+    free(scratch);
     free(heap);
     return st;
 }

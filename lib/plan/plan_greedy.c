@@ -19,21 +19,52 @@
 
 /* ---- orders ---- */
 
-/* A sort key; ascending order of (k1, k2, k3) is the placement order. */
-typedef struct order_key {
-    uint64_t k1, k2, k3;
-} order_key;
+/* Digits of the radix sort, and the keys below which an insertion sort is used instead. */
+#define SORT_BITS 11
+#define SORT_SMALL 64
 
-static int compare_keys(const void *a, const void *b)
+void clrun__plan_sort_keys(clrun__plan_key *keys, size_t n, clrun__plan_key *scratch)
 {
-    const order_key *x = a, *y = b;
-    if (x->k1 != y->k1)
-        return x->k1 < y->k1 ? -1 : 1;
-    if (x->k2 != y->k2)
-        return x->k2 < y->k2 ? -1 : 1;
-    if (x->k3 != y->k3)
-        return x->k3 < y->k3 ? -1 : 1;
-    return 0;
+    if (n < SORT_SMALL) {
+        for (size_t i = 1; i < n; i++) {
+            clrun__plan_key x = keys[i];
+            size_t j = i;
+            for (; j > 0 && keys[j - 1].key > x.key; j--)
+                keys[j] = keys[j - 1];
+            keys[j] = x;
+        }
+        return;
+    }
+    /* the bits that differ between keys: only their digits need a pass */
+    uint64_t all_or = 0, all_and = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= keys[i].key;
+        all_and &= keys[i].key;
+    }
+    uint64_t differ = all_or ^ all_and;
+    clrun__plan_key *from = keys, *to = scratch;
+    size_t count[(size_t)1 << SORT_BITS];
+    const uint64_t mask = ((uint64_t)1 << SORT_BITS) - 1;
+    for (unsigned shift = 0; shift < 64; shift += SORT_BITS) {
+        if (((differ >> shift) & mask) == 0)
+            continue;
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(from[i].key >> shift) & mask]++;
+        size_t sum = 0;
+        for (size_t d = 0; d <= mask; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[count[(from[i].key >> shift) & mask]++] = from[i];
+        clrun__plan_key *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != keys)
+        memcpy(keys, from, n * sizeof *keys);
 }
 
 /* Descending by v, as an ascending key. */
@@ -52,36 +83,45 @@ static uint64_t area_key(const clrun_plan_buffer *b)
     return bits;
 }
 
+/* The key of buffer b for one pass of an order: the minor key first (1), then the major (0). */
+static uint64_t order_key(const clrun_plan_buffer *b, clrun_plan_order order, int major)
+{
+    uint64_t span = b->last - b->first;
+    switch (order) {
+    case CLRUN_PLAN_ORDER_SIZE: /* larger first, then earlier first */
+        return major ? descending(b->size) : b->first;
+    case CLRUN_PLAN_ORDER_SPATIAL: /* larger first, then longer-lived first */
+        return major ? descending(b->size) : descending(span);
+    case CLRUN_PLAN_ORDER_TEMPORAL: /* longer-lived first, then larger first */
+        return major ? descending(span) : descending(b->size);
+    default: /* larger size x lifetime first, then larger first */
+        return major ? descending(area_key(b)) : descending(b->size);
+    }
+}
+
+/* Ties of both keys go to the lower index: two stable passes over the indices in order. */
 clrun_status clrun__plan_order_fill(const clrun_plan_buffer *buffers, size_t n,
                                     clrun_plan_order order, uint32_t *indices)
 {
     if ((unsigned)order >= CLRUN_PLAN_ORDER_COUNT)
         return CLRUN_ERROR_INVALID_ARGUMENT;
-    order_key *keys = malloc((n ? n : 1) * sizeof *keys);
-    if (!keys)
+    clrun__plan_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    clrun__plan_key *scratch = malloc((n ? n : 1) * sizeof *scratch);
+    if (!keys || !scratch) {
+        free(keys);
+        free(scratch);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        const clrun_plan_buffer *b = &buffers[i];
-        uint64_t span = b->last - b->first;
-        switch (order) {
-        case CLRUN_PLAN_ORDER_SIZE:
-            keys[i] = (order_key){descending(b->size), b->first, i};
-            break;
-        case CLRUN_PLAN_ORDER_SPATIAL:
-            keys[i] = (order_key){descending(b->size), descending(span), i};
-            break;
-        case CLRUN_PLAN_ORDER_TEMPORAL:
-            keys[i] = (order_key){descending(span), descending(b->size), i};
-            break;
-        default:
-            keys[i] = (order_key){descending(area_key(b)), descending(b->size), i};
-            break;
-        }
     }
-    qsort(keys, n, sizeof *keys, compare_keys);
     for (size_t i = 0; i < n; i++)
-        indices[i] = (uint32_t)keys[i].k3;
+        keys[i] = (clrun__plan_key){order_key(&buffers[i], order, 0), (uint32_t)i};
+    clrun__plan_sort_keys(keys, n, scratch);
+    for (size_t i = 0; i < n; i++)
+        keys[i].key = order_key(&buffers[keys[i].index], order, 1);
+    clrun__plan_sort_keys(keys, n, scratch);
+    for (size_t i = 0; i < n; i++)
+        indices[i] = keys[i].index;
     free(keys);
+    free(scratch);
     return CLRUN_OK;
 }
 
@@ -103,31 +143,23 @@ const char *clrun_plan_order_name(clrun_plan_order order)
 
 /* ---- the decoder ---- */
 
-typedef struct first_key {
-    uint64_t first;
-    uint32_t index;
-} first_key;
-
-static int compare_first(const void *a, const void *b)
-{
-    const first_key *x = a, *y = b;
-    if (x->first != y->first)
-        return x->first < y->first ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
 clrun_status clrun__plan_sort_by_first(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *indices)
 {
-    first_key *keys = malloc((n ? n : 1) * sizeof *keys);
-    if (!keys)
+    clrun__plan_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    clrun__plan_key *scratch = malloc((n ? n : 1) * sizeof *scratch);
+    if (!keys || !scratch) {
+        free(keys);
+        free(scratch);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
     for (size_t i = 0; i < n; i++)
-        keys[i] = (first_key){buffers[i].first, (uint32_t)i};
-    qsort(keys, n, sizeof *keys, compare_first);
+        keys[i] = (clrun__plan_key){buffers[i].first, (uint32_t)i};
+    clrun__plan_sort_keys(keys, n, scratch); /* stable: ties by index */
     for (size_t i = 0; i < n; i++)
         indices[i] = keys[i].index;
     free(keys);
+    free(scratch);
     return CLRUN_OK;
 }
 
@@ -207,23 +239,53 @@ static size_t count_first_below(const clrun__plan_decoder *d, uint64_t t)
     return clrun__plan_lower_bound(d->sorted_first, d->n, t);
 }
 
-/* Appends to d->spans the placed buffers of rank < limit in the subtree `node` (covering ranks
- * [lo, lo + width)) whose last is > after. Leaves hold 0 when unplaced, and last >= 1 always,
- * so "> after" also means "placed". */
-static size_t collect(const clrun__plan_decoder *d, size_t node, size_t lo, size_t width,
-                      size_t limit, uint64_t after, size_t count)
+/* Appends to d->spans the placed buffers of rank < limit whose last is > after. Leaves hold 0
+ * when unplaced, and last >= 1 always, so "> after" also means "placed". A depth-first walk
+ * with its own stack (left child on top, so ranks come out in order, though the order does
+ * not matter: the spans are sorted next): every node it enters holds such a buffer, the walk
+ * costs O(k log n) for k of them, without a call per node. */
+static size_t collect(const clrun__plan_decoder *d, size_t limit, uint64_t after)
 {
-    if (lo >= limit || d->tree[node] <= after)
-        return count;
-    if (width == 1) {
-        uint32_t b = d->by_first[lo];
-        d->spans[count].lo = d->offset[b];
-        d->spans[count].hi = d->offset[b] + d->buffers[b].size;
-        return count + 1;
+    size_t count = 0;
+    if (limit == 0 || d->tree[1] <= after)
+        return 0;
+    size_t node_stack[2 * 64], lo_stack[2 * 64], width_stack[2 * 64], top = 0;
+    node_stack[0] = 1;
+    lo_stack[0] = 0;
+    width_stack[0] = d->leaves;
+    top = 1;
+    while (top > 0) {
+        top--;
+        size_t node = node_stack[top], lo = lo_stack[top], width = width_stack[top];
+        /* descend the left spine, stacking right children that qualify */
+        while (width > 1) {
+            size_t half = width / 2, left = 2 * node, right = left + 1;
+            bool go_left = d->tree[left] > after;
+            bool go_right = lo + half < limit && d->tree[right] > after;
+            if (go_left && go_right) {
+                node_stack[top] = right;
+                lo_stack[top] = lo + half;
+                width_stack[top] = half;
+                top++;
+                node = left;
+            } else if (go_left) {
+                node = left;
+            } else if (go_right) {
+                node = right;
+                lo += half;
+            } else {
+                break;
+            }
+            width = half;
+        }
+        if (width == 1) {
+            uint32_t b = d->by_first[lo];
+            d->spans[count].lo = d->offset[b];
+            d->spans[count].hi = d->offset[b] + d->buffers[b].size;
+            count++;
+        }
     }
-    size_t half = width / 2;
-    count = collect(d, 2 * node, lo, half, limit, after, count);
-    return collect(d, 2 * node + 1, lo + half, half, limit, after, count);
+    return count;
 }
 
 /* Sorts spans by offset. The gap scan does this once per placement, on the k overlapping
@@ -282,7 +344,7 @@ static size_t overlapping_spans(clrun__plan_decoder *d, uint32_t b)
 {
     const clrun_plan_buffer *buf = &d->buffers[b];
     size_t limit = count_first_below(d, buf->last);
-    size_t k = collect(d, 1, 0, d->leaves, limit, buf->first, 0);
+    size_t k = collect(d, limit, buf->first);
     clrun__plan_sort_spans(d->spans, k);
     d->work += k + 1;
     return k;

@@ -58,6 +58,18 @@ static inline double clrun__plan_now(void) { return clrun__now(); }
 clrun_status clrun__plan_check(const clrun_plan_buffer *buffers, size_t n, uint64_t alignment,
                                uint64_t *align);
 
+/* A sort key and the buffer it belongs to. */
+typedef struct clrun__plan_key {
+    uint64_t key;
+    uint32_t index;
+} clrun__plan_key;
+
+/* Sorts keys[0..n) by key, stably (equal keys keep their order), in O(n) passes of 11 bits
+ * (those where every key has the same digit are skipped); scratch has room for n keys. What
+ * the constructions' orders and sweeps sort: qsort's callbacks cost as much as a best-fit pass
+ * on sparse instances. */
+void clrun__plan_sort_keys(clrun__plan_key *keys, size_t n, clrun__plan_key *scratch);
+
 /* Fills order[0..n) with the buffer indices in the given greedy order. */
 clrun_status clrun__plan_order_fill(const clrun_plan_buffer *buffers, size_t n,
                                     clrun_plan_order order, uint32_t *indices);
@@ -185,7 +197,7 @@ typedef struct clrun__plan_skyline {
     double *priority;                   /* per buffer: higher goes first on a tie */
     double *trial;                      /* per buffer: perturbed priorities being tried */
     uint32_t *order;                    /* scratch: buffers by priority, highest first */
-    void *keys;                         /* scratch for sorting them */
+    clrun__plan_key *keys;              /* scratch for sorting them: 2n keys */
 } clrun__plan_skyline;
 
 clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,

@@ -68,11 +68,6 @@ static void sift_down(sky_entry *heap, size_t count, size_t i)
     heap[i] = e;
 }
 
-typedef struct priority_key {
-    double priority;
-    uint32_t index;
-} priority_key;
-
 /* Maps every first and last onto its rank among the distinct times; one leaf per moment. */
 static clrun_status compress_time(clrun__plan_skyline *s)
 {
@@ -100,7 +95,7 @@ clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_b
     s->priority = malloc(m * sizeof *s->priority);
     s->trial = malloc(m * sizeof *s->trial);
     s->order = malloc(m * sizeof *s->order);
-    s->keys = malloc(m * sizeof(priority_key));
+    s->keys = malloc(2 * m * sizeof(clrun__plan_key)); /* keys and the sort's scratch */
     clrun_status st = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     if (s->from && s->to && s->heap && s->priority && s->trial && s->order && s->keys)
         st = compress_time(s);
@@ -221,21 +216,26 @@ static uint64_t tree_max(const clrun__plan_skyline *s, size_t lo, size_t hi)
     return best;
 }
 
-static int compare_priority(const void *a, const void *b)
+/* A sort key that puts higher priorities first: the double's bits mapped onto an unsigned
+ * order (negatives flipped whole, the rest with the sign bit set), then inverted. -0 counts as
+ * 0, so that the two tie as they compare. */
+static uint64_t priority_key(double priority)
 {
-    const priority_key *x = a, *y = b;
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
+    uint64_t bits;
+    if (priority == 0)
+        priority = 0;
+    memcpy(&bits, &priority, sizeof bits);
+    bits = bits >> 63 ? ~bits : bits | (UINT64_C(1) << 63);
+    return ~bits;
 }
 
-/* s->order gets the buffers by priority, highest first (ties by index). */
+/* s->order gets the buffers by priority, highest first (ties by index: the sort is stable). */
 static void rank_by_priority(clrun__plan_skyline *s, const double *priority)
 {
-    priority_key *keys = s->keys;
+    clrun__plan_key *keys = s->keys, *scratch = keys + (s->n ? s->n : 1);
     for (size_t i = 0; i < s->n; i++)
-        keys[i] = (priority_key){priority[i], (uint32_t)i};
-    qsort(keys, s->n, sizeof *keys, compare_priority);
+        keys[i] = (clrun__plan_key){priority_key(priority[i]), (uint32_t)i};
+    clrun__plan_sort_keys(keys, s->n, scratch);
     for (size_t i = 0; i < s->n; i++)
         s->order[i] = keys[i].index;
 }

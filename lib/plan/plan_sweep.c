@@ -22,22 +22,6 @@ typedef struct live_block {
     uint64_t last;   /* when it dies */
 } live_block;
 
-typedef struct sweep_key {
-    uint64_t first;
-    uint64_t size;
-    uint32_t index;
-} sweep_key;
-
-static int compare_sweep(const void *a, const void *b)
-{
-    const sweep_key *x = a, *y = b;
-    if (x->first != y->first)
-        return x->first < y->first ? -1 : 1;
-    if (x->size != y->size)
-        return x->size > y->size ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
 /* Drops the blocks dead at t (last <= t), keeping the order. */
 static size_t bury(live_block *live, size_t count, uint64_t t)
 {
@@ -76,17 +60,24 @@ uint64_t clrun__plan_sweep(const clrun_plan_buffer *buffers, size_t n, uint64_t 
 {
     *cut = false;
     *status = CLRUN_OK;
-    sweep_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    /* by first, larger first on a tie, then by index: two stable passes, the minor key first */
+    clrun__plan_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    clrun__plan_key *scratch = malloc((n ? n : 1) * sizeof *scratch);
     live_block *live = malloc((n ? n : 1) * sizeof *live);
-    if (!keys || !live) {
+    if (!keys || !scratch || !live) {
         free(keys);
+        free(scratch);
         free(live);
         *status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         return UINT64_MAX;
     }
     for (size_t i = 0; i < n; i++)
-        keys[i] = (sweep_key){buffers[i].first, buffers[i].size, (uint32_t)i};
-    qsort(keys, n, sizeof *keys, compare_sweep);
+        keys[i] = (clrun__plan_key){UINT64_MAX - buffers[i].size, (uint32_t)i};
+    clrun__plan_sort_keys(keys, n, scratch);
+    for (size_t i = 0; i < n; i++)
+        keys[i].key = buffers[keys[i].index].first;
+    clrun__plan_sort_keys(keys, n, scratch);
+    free(scratch);
     uint64_t peak = 0, now = 0;
     size_t count = 0, i = 0;
     for (; i < n; i++) {
