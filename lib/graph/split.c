@@ -259,10 +259,12 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
     size_t cells = (size_t)(K + 1) * (size_t)(n + 1);
     uint64_t *best = malloc(cells * sizeof *best);
     int32_t *from = malloc(cells * sizeof *from);
+    uint64_t *worst = malloc(cells * sizeof *worst); /* the largest stage estimate on the way */
     uint64_t *cross = calloc((size_t)n + 2, sizeof *cross);
     clrun__split_stage *stages = calloc((size_t)K, sizeof *stages);
-    if (!best || !from || !cross || !stages) {
+    if (!best || !from || !worst || !cross || !stages) {
         free(best);
+        free(worst);
         free(from);
         free(cross);
         free(stages);
@@ -281,10 +283,12 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
         cross[c] += cross[c - 1];
     for (size_t i = 0; i < cells; i++) {
         best[i] = NONE;
+        worst[i] = NONE;
         from[i] = -1;
     }
 #define CELL(k, b) ((size_t)(k) * (size_t)(n + 1) + (size_t)(b))
     best[CELL(0, 0)] = 0;
+    worst[CELL(0, 0)] = 0;
     for (int32_t a = 0; a < n; a++) {
         bool open = false;
         for (int32_t k = 0; k < K; k++)
@@ -299,8 +303,12 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
             for (int32_t b = a + 1; b <= n - (K - k - 1); b++) {
                 if (budgets[k] && f.row[b].estimate > budgets[k])
                     continue;
-                if (cost < best[CELL(k + 1, b)]) {
+                uint64_t largest = f.row[b].estimate > worst[CELL(k, a)] ? f.row[b].estimate
+                                                                          : worst[CELL(k, a)];
+                if (cost < best[CELL(k + 1, b)] ||
+                    (cost == best[CELL(k + 1, b)] && largest < worst[CELL(k + 1, b)])) {
                     best[CELL(k + 1, b)] = cost;
+                    worst[CELL(k + 1, b)] = largest;
                     from[CELL(k + 1, b)] = a;
                 }
             }
@@ -323,6 +331,7 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
     }
 #undef CELL
     free(best);
+    free(worst);
     free(from);
     free(cross);
     free(stages);
