@@ -95,6 +95,14 @@ static void the_cut_meets_the_budgets_where_the_weights_fall(void **state)
     assert_non_null(strstr(err, "'mm1' (matmul), 18.00 KiB alone"));
     assert_string_equal(clrun_last_error(NULL), err);
 
+    /* No limits: every cut crosses 1 KiB; of those, the one whose larger stage is least (two
+     * matmuls each), the earliest of them. */
+    uint64_t open[2] = {0, 0};
+    assert_int_equal(clrun__split_find(g, NULL, open, 2, &split, err, sizeof err), CLRUN_OK);
+    assert_int_equal(split.stage[0].end, 3);
+    assert_int_equal(split.crossing, F32_BYTES(4, 64));
+    clrun__split_free(&split);
+
     /* No budgets: one device takes the whole graph. */
     uint64_t none = 0;
     assert_int_equal(clrun__split_find(g, NULL, &none, 1, &split, err, sizeof err), CLRUN_OK);

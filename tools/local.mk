@@ -21,11 +21,11 @@ EXTRA_DIST += tools/dist_mpi.c tools/dist_none.c
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
-TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh
+TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh tests/cli_pipeline.sh
 # clrun onnx-test on folders without a case: an error, before any work.
 TESTS += tests/cli_onnx_test_empty.sh
 EXTRA_DIST += tests/cli_onnx_test_empty.sh
-EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh \
+EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh tests/cli_pipeline.sh \
 	tests/data/traces/gen_traces.py \
 	tests/data/traces/tiny.csv \
 	tests/data/traces/malformed.csv \
