@@ -36,8 +36,8 @@ typedef struct clrun_pipeline_options {
 void clrun_pipeline_options_init(clrun_pipeline_options *options);
 
 /* Splits `graph` over `device_count` devices and prepares every stage. devices[k] is the index of
- * stage k's device in clrun_device_list's list (as CLRUN_DEVICE's index selects it); a device may
- * appear twice (two contexts). limits (may be NULL) gives each device's pool limit in bytes, which
+ * stage k's device in clrun_device_list's list, as CLRUN_DEVICE's index selects it (with a
+ * platform selector, among that platform's devices); a device may appear twice (two contexts). limits (may be NULL) gives each device's pool limit in bytes, which
  * the split holds its stage's estimate to; a limit of 0 takes the context's own
  * (CLRUN_POOL_LIMIT, else the device's memory). The graph must outlive the pipeline.
  * Errors: CLRUN_ERROR_INVALID_ARGUMENT for no devices or a graph with fewer nodes than devices;

@@ -136,7 +136,10 @@ clrun_status clrun_pipeline_create(const clrun_graph *graph, const unsigned *dev
         clrun_pipeline_options_init(&defaults);
         options = &defaults;
     }
-    clrun_status st = check_devices(devices, device_count);
+    /* Without a platform selector the indices are the flat list's: check them first (a selector
+     * counts among its platform's devices, which the contexts check). */
+    const char *platform = options->platform ? options->platform : getenv("CLRUN_PLATFORM");
+    clrun_status st = platform && platform[0] ? CLRUN_OK : check_devices(devices, device_count);
     if (st != CLRUN_OK)
         return st;
     clrun_pipeline *p = calloc(1, sizeof *p);
