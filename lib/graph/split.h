@@ -36,7 +36,8 @@ typedef struct clrun__split {
  * schedule runs them; NULL: the graph's own, clrun__graph_order), into exactly `devices`
  * non-empty consecutive stages, stage k's estimate within budgets[k] (0: no limit), minimising
  * the bytes crossing the cuts (activations written before a cut and read after it); of cuts that
- * cross as few, those whose largest stage estimate is least, then the earliest. CLRUN_ERROR_INVALID_ARGUMENT for no devices or fewer nodes than devices;
+ * cross as few, those whose largest stage estimate is least, then the earliest.
+ * CLRUN_ERROR_INVALID_ARGUMENT for no devices or fewer nodes than devices;
  * CLRUN_ERROR_OUT_OF_MEMORY, saying what the whole graph and its largest step need, when no cut
  * fits; the reason goes to err (may be NULL) and clrun_last_error(NULL). *out is untouched on
  * failure. */
