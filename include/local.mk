@@ -8,4 +8,5 @@ clruninclude_HEADERS += \
 	include/clrun/memory_stats.h \
 	include/clrun/options.h \
 	include/clrun/exec.h \
+	include/clrun/pipeline.h \
 	include/clrun/strategy.h

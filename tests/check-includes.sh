@@ -45,7 +45,7 @@ public_owner() {
     clrun/plan.h | clrun/plan_gen.h) echo plan ;;
     clrun/onnx.h) echo onnx ;;
     clrun/grad.h | clrun/remat.h | clrun/train_graph.h) echo grad ;;
-    clrun/exec.h) echo exec ;;
+    clrun/exec.h | clrun/pipeline.h) echo exec ;;
     clrun/train.h) echo train ;;
     *) echo "" ;;
     esac
@@ -70,7 +70,7 @@ check_public() {
 }
 
 # Public headers that carry OpenCL types.
-opencl_public='clrun/clrun.h clrun/context.h clrun/memory.h clrun/program.h clrun/exec.h clrun/train.h'
+opencl_public='clrun/clrun.h clrun/context.h clrun/memory.h clrun/program.h clrun/exec.h clrun/pipeline.h clrun/train.h'
 
 pure_file() {
     case "$1" in

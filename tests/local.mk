@@ -111,3 +111,15 @@ endif
 # (skipped when configure found no MPI).
 TESTS += tests/cli_train_mpi.sh
 EXTRA_DIST += tests/cli_train_mpi.sh
+
+# Pipeline split: the cut (pure, no device) and the stages run on two POCL devices.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_split tests/test_pipeline
+TESTS += tests/test_split tests/test_pipeline
+tests_test_split_SOURCES = tests/test_split.c
+tests_test_split_CFLAGS = $(TEST_CFLAGS)
+tests_test_split_LDADD = $(TEST_LDADD)
+tests_test_pipeline_SOURCES = tests/test_pipeline.c tests/device_test.h
+tests_test_pipeline_CFLAGS = $(TEST_CFLAGS)
+tests_test_pipeline_LDADD = $(TEST_LDADD)
+endif

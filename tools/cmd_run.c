@@ -17,7 +17,8 @@ static void print_help(void)
     printf("usage: clrun run (FILE.graph | MODEL.onnx) [--allocator NAME] [--repeat N]\n"
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
            "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
-           "                 [--output-dir DIR] [--weights f16|bf16|int8] [--memory-budget SIZE]\n\n"
+           "                 [--output-dir DIR] [--weights f16|bf16|int8] [--memory-budget SIZE]\n"
+           "                 [--devices I,J,... [--device-limit SIZE]]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -75,6 +76,16 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (!clrun_parse_size(argv[++i], &a->memory_budget) || a->memory_budget == 0)
                 return clrun_cli_usage_error("run", "--memory-budget takes a size > 0 (bytes, or "
                                              "with K, M, G), not '%s'", argv[i]);
+        } else if (strcmp(arg, "--devices") == 0 && has_value) {
+            a->device_count = clrun_run_parse_devices(argv[++i], a->devices, CLRUN_RUN_MAX_DEVICES);
+            if (a->device_count < 1)
+                return clrun_cli_usage_error("run", "--devices takes device indices separated by "
+                                             "commas (0,1), at most %d, not '%s'",
+                                             CLRUN_RUN_MAX_DEVICES, argv[i]);
+        } else if (strcmp(arg, "--device-limit") == 0 && has_value) {
+            if (!clrun_parse_size(argv[++i], &a->device_limit) || a->device_limit == 0)
+                return clrun_cli_usage_error("run", "--device-limit takes a size > 0 (bytes, or "
+                                             "with K, M, G), not '%s'", argv[i]);
         } else if (strcmp(arg, "--trace") == 0 && has_value) {
             a->trace = argv[++i];
         } else if (strcmp(arg, "--repeat") == 0 && has_value) {
@@ -110,6 +121,12 @@ static int parse_args(int argc, char **argv, run_args *a)
     }
     if (a->path == NULL)
         return clrun_cli_usage_error("run", "no graph file given");
+    if (a->device_limit && a->device_count == 0)
+        return clrun_cli_usage_error("run", "--device-limit goes with --devices");
+    if (a->device_count && (a->json || a->trace || a->weights != CLRUN_F32 || a->io.output_dir ||
+                            a->strict_donation))
+        return clrun_cli_usage_error("run", "--devices does not take --json, --trace, --weights, "
+                                     "--output-dir or --strict-donation yet");
     if (a->allocator && !clrun_allocator_valid(a->allocator))
         return clrun_cli_usage_error("run", "unknown allocator '%s': valid names are %s",
                                      a->allocator, clrun_allocator_names());
@@ -376,6 +393,12 @@ int clrun_cli_run(int argc, char **argv)
         return rc;
     if ((rc = clrun_cli_check_output_files("run", &a.io, g)) != 0 ||
         (rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
+        clrun_cli_io_free(&a.io);
+        clrun_graph_destroy(g);
+        return rc;
+    }
+    if (a.device_count) {
+        rc = clrun_run_pipeline(&a, g);
         clrun_cli_io_free(&a.io);
         clrun_graph_destroy(g);
         return rc;

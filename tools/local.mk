@@ -4,7 +4,7 @@ clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c too
 	tools/run.h tools/run_report.c tools/run_trace.c tools/progress.c tools/progress.h \
 	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h \
 	tools/cmd_onnx_test.c tools/model_io.c tools/model_io.h tools/cmd_train.c tools/cmd_grad.c \
-	tools/model_bind.c tools/model_bind.h
+	tools/model_bind.c tools/model_bind.h tools/run_pipeline.c
 clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
 # The CLI is a client of the public API: it links the installed library, as users do.
 clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
@@ -21,11 +21,11 @@ EXTRA_DIST += tools/dist_mpi.c tools/dist_none.c
 
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
-TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh
+TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh tests/cli_pipeline.sh
 # clrun onnx-test on folders without a case: an error, before any work.
 TESTS += tests/cli_onnx_test_empty.sh
 EXTRA_DIST += tests/cli_onnx_test_empty.sh
-EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh \
+EXTRA_DIST += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh tests/cli_pipeline.sh \
 	tests/data/traces/gen_traces.py \
 	tests/data/traces/tiny.csv \
 	tests/data/traces/malformed.csv \

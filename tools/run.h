@@ -12,6 +12,8 @@
 #include "model_bind.h"
 #include "model_io.h"
 
+#define CLRUN_RUN_MAX_DEVICES 64
+
 typedef struct run_args {
     const char *path;
     const char *allocator; /* a strategy, naive or planned; NULL = CLRUN_ALLOCATOR */
@@ -26,6 +28,9 @@ typedef struct run_args {
     clrun_cli_consts consts; /* --const (tools/model_bind.h) */
     clrun_dtype weights;    /* --weights: CLRUN_F16, CLRUN_BF16 or CLRUN_I8; CLRUN_F32 leaves them */
     uint64_t memory_budget; /* --memory-budget: bytes; 0: none */
+    unsigned devices[CLRUN_RUN_MAX_DEVICES]; /* --devices: a pipeline over these */
+    int device_count;       /* 0: one device, no pipeline */
+    uint64_t device_limit;  /* --device-limit: each device's pool limit; 0: its own */
 } run_args;
 
 /* One fused group, copied from the executor before it goes. */
@@ -66,5 +71,12 @@ FILE *clrun_run_open_trace(const char *command, const char *path);
 int clrun_run_write_trace(FILE *out, const char *command, const char *path,
                           const clrun_exec *exec, const clrun_graph *graph,
                           const clrun_context *ctx);
+
+/* --devices: "0,1,1" into devices (at most max); the count, or -1 for a malformed list. */
+int clrun_run_parse_devices(const char *text, unsigned *devices, int max);
+
+/* clrun run --devices: the graph as a pipeline over a->devices (tools/run_pipeline.c); prints
+ * each device's report and the outputs' checksums; 0, else 1 after a message. */
+int clrun_run_pipeline(const run_args *a, const clrun_graph *g);
 
 #endif

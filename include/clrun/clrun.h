@@ -12,6 +12,7 @@
 #include <clrun/memory.h>
 #include <clrun/graph.h>
 #include <clrun/exec.h>
+#include <clrun/pipeline.h>
 #include <clrun/grad.h>
 #include <clrun/remat.h>
 #include <clrun/weights.h>

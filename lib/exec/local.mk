@@ -8,7 +8,8 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \
-	lib/exec/exec_planned.c
+	lib/exec/exec_planned.c \
+	lib/exec/pipeline.c
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_exec tests/test_handles tests/test_threads

@@ -18,6 +18,7 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/infer_conv.c lib/graph/conv_lower.c lib/graph/conv_lower.h \
 	lib/graph/infer_qlinear.c lib/graph/qlinear_geometry.h \
 	lib/graph/graph.c lib/graph/graph.h \
+	lib/graph/split.c lib/graph/split.h \
 	lib/graph/graph_inputs.c \
 	lib/graph/names.c \
 	lib/graph/validate.c \

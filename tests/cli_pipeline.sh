@@ -1,0 +1,45 @@
+#!/bin/sh
+# clrun run --devices: the pipeline over POCL's two CPU devices gives the checksum of one device,
+# holds each stage to --device-limit, and refuses what it cannot do with a reason. Skipped (77)
+# with fewer than two devices. Run by `make check` from the build directory.
+set -u
+. "${srcdir:-.}/tests/cli_common.sh"
+EXAMPLES=${srcdir:-.}/examples
+make_tmp pipeline-test
+export POCL_DEVICES="pthread pthread"
+export CLRUN_CACHE_DIR="$tmp/cache"
+unset CLRUN_DEVICE CLRUN_POOL_LIMIT
+
+"$CLRUN" info >"$tmp/out" 2>&1
+if ! grep -q "device 1" "$tmp/out"; then
+    echo "skip: the pipeline needs two devices (POCL_DEVICES is ignored by this driver)"
+    exit 77
+fi
+
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 >"$tmp/one" 2>"$tmp/err"; rc=$?
+expect 0 "checksum" "$tmp/one" "one device"
+want=$(sed -n 's/^output .* checksum \([0-9a-f]*\)$/\1/p' "$tmp/one")
+[ -n "$want" ] || fail "no checksum in the one-device report"
+
+# 2 MiB each: the 2.55 MiB of weights need both devices.
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --devices 0,1 --device-limit 2M >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "pipeline over 2 devices" "$tmp/out" "--devices 0,1"
+grep -q "^output      y checksum $want\$" "$tmp/out" || fail "the pipeline's checksum is not the one-device one: $(cat "$tmp/out")"
+grep -q "device 0 (.*): nodes \[0, 1), weights 1.53 MiB, peak .* of 2.00 MiB, moved in 0 B, out 128.00 KiB" "$tmp/out" ||
+    fail "device 0's line: $(cat "$tmp/out")"
+grep -q "device 1 (.*): nodes \[1, 6), weights 1.02 MiB, peak .* of 2.00 MiB, moved in 128.00 KiB, out 0 B" "$tmp/out" ||
+    fail "device 1's line: $(cat "$tmp/out")"
+
+"$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,1 --device-limit 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "no cut of the 6 steps into 2 consecutive stages fits the budgets (1.00 MiB, 1.00 MiB)" "$tmp/err" "limits no cut meets"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,7 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "device 7 (of stage 1) does not exist: there are 2" "$tmp/err" "unknown device"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,,1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 2 "--devices takes device indices separated by commas" "$tmp/err" "malformed --devices"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,1 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 2 "--devices does not take --json" "$tmp/err" "--devices --json"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --device-limit 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 2 "--device-limit goes with --devices" "$tmp/err" "--device-limit alone"
+
+[ $failures = 0 ] || exit 1
+echo "cli_pipeline: all passed"

@@ -1,0 +1,142 @@
+/* clrun run --devices 0,1: the graph split into a pipeline over several devices
+ * (clrun/pipeline.h), one stage per device; the report gives each device's nodes, weights,
+ * peak and bytes moved, and each output's checksum (the one-device run's). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "cli.h"
+#include "run.h"
+
+/* "0,1,1" into devices (at most max); the count, or -1 for a malformed list. */
+int clrun_run_parse_devices(const char *text, unsigned *devices, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || v > 65535 || n == max || *p == '-')
+            return -1;
+        devices[n++] = (unsigned)v;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && *p == '\0')
+            return -1;
+    }
+    return n;
+}
+
+/* Each input: its --input file, else the seeded values of a one-device run. */
+static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **bytes_out)
+{
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_inputs(g, &ids);
+    void **host = calloc((size_t)n + 1, sizeof *host);
+    uint64_t *bytes = calloc((size_t)n + 1, sizeof *bytes);
+    bool ok = host && bytes;
+    for (int32_t i = 0; ok && i < n; i++) {
+        bytes[i] = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
+        host[i] = malloc(bytes[i] ? (size_t)bytes[i] : 1);
+        const void *given = clrun_cli_io_input(&a->io, i);
+        ok = host[i] != NULL &&
+             (given ? (memcpy(host[i], given, (size_t)bytes[i]), true)
+                    : clrun_graph_example_input(g, i, a->seed, host[i], bytes[i]) == CLRUN_OK);
+    }
+    if (!ok) {
+        for (int32_t i = 0; host && i < n; i++)
+            free(host[i]);
+        free(host);
+        free(bytes);
+        return NULL;
+    }
+    *bytes_out = bytes;
+    return host;
+}
+
+int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
+{
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    if (a->plan_time_limit >= 0)
+        eo.plan_time_limit_s = a->plan_time_limit;
+    eo.memory_budget = a->memory_budget;
+    clrun_pipeline_options po;
+    clrun_pipeline_options_init(&po);
+    po.allocator = a->allocator;
+    po.exec = &eo;
+    uint64_t limits[CLRUN_RUN_MAX_DEVICES];
+    for (int k = 0; k < a->device_count; k++)
+        limits[k] = a->device_limit;
+    clrun_pipeline *p = NULL;
+    if (clrun_pipeline_create(g, a->devices, limits, a->device_count, &po, &p) != CLRUN_OK) {
+        fprintf(stderr, "clrun run: %s: %s\n", a->path, clrun_last_error(NULL));
+        return 1;
+    }
+    const clrun_tensor_id *ids;
+    int32_t inputs_n = clrun_graph_inputs(g, &ids);
+    uint64_t *bytes = NULL;
+    void **host = make_inputs(a, g, &bytes);
+    if (host == NULL) {
+        fprintf(stderr, "clrun run: %s: out of host memory for the inputs\n", a->path);
+        clrun_pipeline_destroy(p);
+        return 1;
+    }
+    int rc = 0;
+    double best = 0;
+    for (int i = -1; rc == 0 && i < a->repeat; i++) { /* i = -1: warm-up */
+        if (clrun_pipeline_run(p, (const void *const *)host, bytes, inputs_n) != CLRUN_OK) {
+            fprintf(stderr, "clrun run: %s: %s\n", a->path, clrun_last_error(NULL));
+            rc = 1;
+        }
+        double ms = 0;
+        for (int32_t k = 0; rc == 0 && k < clrun_pipeline_stage_count(p); k++) {
+            clrun_pipeline_stage_info info;
+            if (clrun_pipeline_stage_info_get(p, k, &info) == CLRUN_OK)
+                ms += info.wall_ms;
+        }
+        if (i >= 0 && (i == 0 || ms < best))
+            best = ms;
+    }
+    if (rc == 0) {
+        printf("%s: pipeline over %d devices, best of %d runs: %.3f ms\n", a->path,
+               (int)a->device_count, a->repeat, best);
+        for (int32_t k = 0; k < clrun_pipeline_stage_count(p); k++) {
+            clrun_pipeline_stage_info info;
+            if (clrun_pipeline_stage_info_get(p, k, &info) != CLRUN_OK)
+                continue;
+            char w[32], pk[32], lim[32], in[32], out[32];
+            printf("  device %u (%s): nodes [%d, %d), weights %s, peak %s of %s, moved in %s, "
+                   "out %s\n",
+                   info.device, info.device_name, (int)info.first_node, (int)info.end_node,
+                   clrun_format_bytes(info.weights_bytes, w, sizeof w),
+                   clrun_format_bytes(info.peak_bytes, pk, sizeof pk),
+                   info.limit_bytes ? clrun_format_bytes(info.limit_bytes, lim, sizeof lim)
+                                    : "no limit",
+                   clrun_format_bytes(info.bytes_in, in, sizeof in),
+                   clrun_format_bytes(info.bytes_out, out, sizeof out));
+        }
+        int32_t outputs_n = clrun_graph_outputs(g, &ids);
+        for (int32_t i = 0; rc == 0 && i < outputs_n; i++) {
+            uint64_t n = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
+            void *data = malloc(n ? (size_t)n : 1);
+            if (data == NULL || clrun_pipeline_read_output(p, i, data, n) != CLRUN_OK) {
+                fprintf(stderr, "clrun run: %s: output '%s': %s\n", a->path,
+                        clrun_graph_tensor_name(g, ids[i]),
+                        data ? clrun_last_error(NULL) : "out of host memory");
+                rc = 1;
+            } else {
+                printf("output      %s checksum %016llx\n", clrun_graph_tensor_name(g, ids[i]),
+                       (unsigned long long)XXH64(data, (size_t)n, 0));
+            }
+            free(data);
+        }
+    }
+    for (int32_t i = 0; i < inputs_n; i++)
+        free(host[i]);
+    free(host);
+    free(bytes);
+    clrun_pipeline_destroy(p);
+    return rc;
+}
