@@ -554,6 +554,27 @@ static void test_empty_constant_inputs(void **state)
         assert_non_null(strstr(r.err, "does not have the model's shape"));
         ob_free(&b);
     }
+    /* An input of no declared shape: an empty value of a size a tensor may have is taken (the
+     * empty output is then refused by name), one whose other dimensions overflow is not. */
+    onnx_builder b;
+    ob_init(&b, 13);
+    ob_input(&b, "e", F32, -1, NULL, NULL);
+    ob_node(&b, "Identity", "i", "e", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    clrun_onnx_constant c = {.input = "e", .type = {.dtype = CLRUN_F32, .rank = 3, .shape = {0, 4, 4}}};
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.constants = &c;
+    o.constant_count = 1;
+    loaded r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_UNSUPPORTED);
+    if (strstr(r.err, "output 'y' (a constant): shape [0, 4, 4] is empty") == NULL)
+        fail_msg("refused as \"%s\"", r.err);
+    c.type.shape[1] = c.type.shape[2] = (int64_t)1 << 62;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "does not have the model's shape"));
+    ob_free(&b);
 }
 
 /* ---- malformed bytes ---- */

@@ -223,18 +223,21 @@ static bool convert_exactly(double x, clrun_dtype dtype, void *out, uint64_t i)
     return true;
 }
 
-/* A type of a known dtype and rank whose dimensions are all >= 0, one of them 0. */
+/* A type of a known dtype and rank whose dimensions are all >= 0, one of them 0, and the others
+ * a shape a tensor may have (their bytes within 64 bits: [0, 2^62, 2^62] is refused). */
 static bool is_empty_type(const clrun_tensor_type *t)
 {
     if (clrun_dtype_size(t->dtype) == 0 || t->rank < 1 || t->rank > CLRUN_MAX_DIMS)
         return false;
     bool zero = false;
+    clrun_tensor_type rest = *t;
     for (int d = 0; d < t->rank; d++) {
         if (t->shape[d] < 0)
             return false;
         zero = zero || t->shape[d] == 0;
+        rest.shape[d] = t->shape[d] == 0 ? 1 : t->shape[d];
     }
-    return zero;
+    return zero && clrun_tensor_bytes(&rest) != 0;
 }
 
 /* An input the caller fixed: a constant of the model's element type (or f64 values that convert
