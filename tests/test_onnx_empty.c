@@ -1,9 +1,10 @@
 /* Empty tensors (a dimension 0) in ONNX models: known whole at load from their shapes, they are
  * given as constants (clrun_onnx_constant with no data) and fold, so what the device runs is
  * never empty: MatMul with K = 0 is zeros, with M = 0 empty (and Concat drops it), a Slice past
- * the end is empty, reductions over nothing are their identity. Run on the device with every
+ * the end is empty, reductions over nothing are their identity (ReduceMax's -inf). Run on the device with every
  * allocator and executor mode against what numpy gives. Models are built in C
  * (tests/onnx_builder.h). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,7 +34,8 @@ static const float h_values[8] = {9, 8, 7, 6, -5, -4, -3, -2};
  *   z3 = x.sum(axis 1)                          zeros [2]
  *   z4 = x.prod(axis 1)                         ones [2]
  *   z5 = concat(e @ h, h, axis 0)               e [0, 2]: M = 0, so h
- *   z6 = concat(h[:, 5:9], y, axis 1)           an empty slice of a device tensor: y */
+ *   z6 = concat(h[:, 5:9], y, axis 1)           an empty slice of a device tensor: y
+ *   z7 = x.max(axis 1), ONNX's identity         -inf [2] */
 static clrun_graph *load_model(void)
 {
     onnx_builder b;
@@ -65,12 +67,16 @@ static clrun_graph *load_model(void)
     ob_node(&b, "Slice", "sl", "h,starts,ends,axes", "hs");
     n = ob_node(&b, "Concat", "c6", "hs,y", "z6");
     ob_attr_int(&b, n, "axis", 1);
+    n = ob_node(&b, "ReduceMax", "rm", "x", "z7");
+    ob_attr_ints(&b, n, "axes", &axis1, 1);
+    ob_attr_int(&b, n, "keepdims", 0);
     ob_output(&b, "z1", F32, 2, yd);
     ob_output(&b, "z2", F32, 2, hd);
     ob_output(&b, "z3", F32, 1, two);
     ob_output(&b, "z4", F32, 1, two);
     ob_output(&b, "z5", F32, 2, hd);
     ob_output(&b, "z6", F32, 2, yd);
+    ob_output(&b, "z7", F32, 1, two);
     clrun_onnx_constant c[4] = {
         {.input = "x", .type = {.dtype = CLRUN_F32, .rank = 2, .shape = {2, 0}}},
         {.input = "w", .type = {.dtype = CLRUN_F32, .rank = 2, .shape = {0, 3}}},
@@ -129,20 +135,22 @@ static void run_with(const clrun_graph *g, const char *allocator, clrun_exec_mod
     assert_int_equal(clrun_buffer_write(ctx, &buffers[1], h_values), CLRUN_OK);
     if (clrun_exec_run(exec, buffers, 2) != CLRUN_OK)
         fail_msg("%s: run: %s", where, clrun_last_error(ctx));
-    float z1[6], z2[8], z3[2], z4[2], z5[16], z6[6];
-    static const float zeros[2] = {0, 0}, ones[2] = {1, 1};
+    float z1[6], z2[8], z3[2], z4[2], z5[16], z6[6], z7[2];
+    static const float zeros[2] = {0, 0}, ones[2] = {1, 1}, lowest[2] = {-INFINITY, -INFINITY};
     assert_int_equal(clrun_exec_read_output(exec, 0, z1, sizeof z1), CLRUN_OK);
     assert_int_equal(clrun_exec_read_output(exec, 1, z2, sizeof z2), CLRUN_OK);
     assert_int_equal(clrun_exec_read_output(exec, 2, z3, sizeof z3), CLRUN_OK);
     assert_int_equal(clrun_exec_read_output(exec, 3, z4, sizeof z4), CLRUN_OK);
     assert_int_equal(clrun_exec_read_output(exec, 4, z5, 8 * sizeof(float)), CLRUN_OK);
     assert_int_equal(clrun_exec_read_output(exec, 5, z6, sizeof z6), CLRUN_OK);
+    assert_int_equal(clrun_exec_read_output(exec, 6, z7, sizeof z7), CLRUN_OK);
     check(where, "x @ w + y (K = 0)", z1, y_values, 6);
     check(where, "concat(past, h)", z2, h_values, 8);
     check(where, "x.sum(1)", z3, zeros, 2);
     check(where, "x.prod(1)", z4, ones, 2);
     check(where, "concat(e @ h, h) (M = 0)", z5, h_values, 8);
     check(where, "concat(h[:, 5:9], y)", z6, y_values, 6);
+    check(where, "x.max(1)", z7, lowest, 2);
     clrun_exec_destroy(exec);
     assert_int_equal(clrun_free(ctx, &buffers[0]), CLRUN_OK);
     assert_int_equal(clrun_free(ctx, &buffers[1]), CLRUN_OK);
@@ -154,7 +162,7 @@ static void empty_operands_fold_in_every_mode(void **state)
     (void)state;
     clrun_graph *g = load_model();
     const clrun_tensor_id *outs;
-    assert_int_equal(clrun_graph_outputs(g, &outs), 6);
+    assert_int_equal(clrun_graph_outputs(g, &outs), 7);
     const clrun_tensor_type *t = clrun_graph_tensor_type(g, outs[4]);
     assert_int_equal(t->rank, 2);
     assert_int_equal(t->shape[0], 2);
