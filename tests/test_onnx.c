@@ -510,6 +510,73 @@ static void test_constant_inputs_fold(void **state)
     ob_free(&b);
 }
 
+/* An empty input (a dimension 0) is known whole from its shape: given as a constant (data NULL)
+ * it folds, so ReduceSum's empty axes reduce over every axis, or over none with
+ * noop_with_empty_axes; as a graph input it is refused by name. */
+static void test_empty_constant_inputs(void **state)
+{
+    (void)state;
+    static const int64_t xd[2] = {2, 3}, ad[1] = {0}, yd[2] = {1, 1};
+    for (int noop = 0; noop < 2; noop++) {
+        onnx_builder b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", F32, 2, xd, NULL);
+        ob_input(&b, "axes", I64, 1, ad, NULL);
+        Onnx__NodeProto *n = ob_node(&b, "ReduceSum", "r", "x,axes", "y");
+        ob_attr_int(&b, n, "noop_with_empty_axes", noop);
+        ob_output(&b, "y", F32, 2, noop ? xd : yd);
+        loaded r = load(&b);
+        assert_int_not_equal(r.status, CLRUN_OK);
+        assert_non_null(strstr(r.err, "'axes'"));
+        clrun_onnx_constant c = {.input = "axes", .type = {.dtype = CLRUN_I64, .rank = 1, .shape = {0}}, .data = NULL};
+        clrun_onnx_options o;
+        clrun_onnx_options_init(&o);
+        o.constants = &c;
+        o.constant_count = 1;
+        r = load_with(&b, &o);
+        assert_int_equal(r.status, CLRUN_OK);
+        const clrun_tensor_id *ins, *outs;
+        assert_int_equal(clrun_graph_inputs(r.graph, &ins), 1);
+        assert_int_equal(clrun_graph_outputs(r.graph, &outs), 1);
+        const clrun_tensor_type *t = clrun_graph_tensor_type(r.graph, outs[0]);
+        assert_int_equal(t->rank, 2);
+        assert_int_equal(t->shape[0], noop ? 2 : 1);
+        assert_int_equal(t->shape[1], noop ? 3 : 1);
+        clrun_graph_destroy(r.graph);
+        /* an empty value of another shape than the model's is still refused */
+        c.type.shape[0] = 1;
+        int64_t one = 0;
+        c.data = &one;
+        c.type.rank = 2;
+        c.type.shape[1] = 0;
+        r = load_with(&b, &o);
+        assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(r.err, "does not have the model's shape"));
+        ob_free(&b);
+    }
+    /* An input of no declared shape: an empty value of a size a tensor may have is taken (the
+     * empty output is then refused by name), one whose other dimensions overflow is not. */
+    onnx_builder b;
+    ob_init(&b, 13);
+    ob_input(&b, "e", F32, -1, NULL, NULL);
+    ob_node(&b, "Identity", "i", "e", "y");
+    ob_output(&b, "y", F32, -1, NULL);
+    clrun_onnx_constant c = {.input = "e", .type = {.dtype = CLRUN_F32, .rank = 3, .shape = {0, 4, 4}}};
+    clrun_onnx_options o;
+    clrun_onnx_options_init(&o);
+    o.constants = &c;
+    o.constant_count = 1;
+    loaded r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_UNSUPPORTED);
+    if (strstr(r.err, "output 'y' (a constant): shape [0, 4, 4] is empty") == NULL)
+        fail_msg("refused as \"%s\"", r.err);
+    c.type.shape[1] = c.type.shape[2] = (int64_t)1 << 62;
+    r = load_with(&b, &o);
+    assert_int_equal(r.status, CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.err, "does not have the model's shape"));
+    ob_free(&b);
+}
+
 /* ---- malformed bytes ---- */
 
 static void test_every_prefix_is_an_error_or_the_model(void **state)
@@ -659,6 +726,23 @@ static void test_tensor_pb_files(void **state)
     fwrite(bytes, 1, size - 2, f);
     fclose(f);
     assert_int_equal(clrun_onnx_tensor_load(path, &type, &data, NULL, 0, err, sizeof err), CLRUN_ERROR_PARSE);
+    assert_null(data);
+    /* an empty tensor is read: its shape with the 0, no data */
+    int64_t empty_dims[3] = {3, 0, 5};
+    Onnx__TensorProto *e = ob_tensor(&b, "e", F32, 3, empty_dims, NULL, 0);
+    size = onnx__tensor_proto__get_packed_size(e);
+    uint8_t *ebytes = malloc(size + 1);
+    onnx__tensor_proto__pack(e, ebytes);
+    f = fopen(path, "wb");
+    fwrite(ebytes, 1, size, f);
+    fclose(f);
+    free(ebytes);
+    assert_int_equal(clrun_onnx_tensor_load(path, &type, &data, NULL, 0, err, sizeof err), CLRUN_OK);
+    assert_int_equal(type.dtype, CLRUN_F32);
+    assert_int_equal(type.rank, 3);
+    assert_int_equal(type.shape[1], 0);
+    assert_int_equal(type.shape[2], 5);
+    assert_int_equal(clrun_tensor_elements(&type), 0);
     assert_null(data);
     unlink(path);
     free(bytes);
@@ -1808,6 +1892,7 @@ int main(void)
         cmocka_unit_test(test_unsorted_nodes_are_sorted),
         cmocka_unit_test(test_names_become_clrun_names),
         cmocka_unit_test(test_constant_inputs_fold),
+        cmocka_unit_test(test_empty_constant_inputs),
         cmocka_unit_test(test_every_prefix_is_an_error_or_the_model),
         cmocka_unit_test(test_deep_nesting_is_refused),
         cmocka_unit_test(test_tensor_pb_files),

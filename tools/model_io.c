@@ -157,9 +157,18 @@ const char *clrun_cli_type_text(const clrun_tensor_type *t, char *buf, size_t si
 clrun_status clrun_cli_read_tensor(const char *path, clrun_tensor_type *type, void **data, char *err,
                                    size_t errlen)
 {
-    if (ends_with(path, ".pb"))
-        return clrun_onnx_tensor_load(path, type, data, NULL, 0, err, errlen);
-    return clrun_npy_load(path, type, data, err, errlen);
+    if (!ends_with(path, ".pb"))
+        return clrun_npy_load(path, type, data, err, errlen);
+    clrun_status s = clrun_onnx_tensor_load(path, type, data, NULL, 0, err, errlen);
+    if (s == CLRUN_OK && clrun_tensor_elements(type) == 0) { /* an empty tensor: no device value */
+        char text[160];
+        snprintf(err, errlen, "%s: shape %s is empty (clrun's inputs and constants from files have no "
+                 "empty dimensions)", path, clrun_cli_type_text(type, text, sizeof text));
+        free(*data);
+        *data = NULL;
+        s = CLRUN_ERROR_UNSUPPORTED;
+    }
+    return s;
 }
 
 /* The graph input called `name` (its clrun name, or an ONNX name that maps to it), or -1. */

@@ -61,7 +61,8 @@ typedef struct clrun_onnx_shape {
 typedef struct clrun_onnx_constant {
     const char *input;         /* the input's ONNX name (or its clrun name) */
     clrun_tensor_type type;
-    const void *data;          /* clrun_tensor_bytes(&type) bytes, copied */
+    const void *data;          /* clrun_tensor_bytes(&type) bytes, copied; may be NULL for an
+                                  empty type (a dimension 0), whose value is its shape alone */
 } clrun_onnx_constant;
 
 /* Bindings must agree: a dimension given twice with two values, or given one value by dims and
@@ -108,9 +109,11 @@ const char *clrun_onnx_name(const char *onnx_name, char *buf, size_t size);
 
 /* Reads an ONNX TensorProto file (the input_N.pb / output_N.pb of the ONNX test cases) into a
  * type and a malloc'ed buffer of clrun_tensor_bytes(type) bytes (*data, freed by the caller), and
- * the tensor's name into name (may be NULL; "" when it has none). Data types without a clrun
- * dtype, empty tensors and ranks above CLRUN_MAX_DIMS are refused (CLRUN_ERROR_UNSUPPORTED); the
- * message is in clrun_last_error(NULL) and err (may be NULL). */
+ * the tensor's name into name (may be NULL; "" when it has none). An empty tensor (a dimension
+ * of 0) is read: its type has that 0 (clrun_tensor_elements gives 0) and *data is NULL; it can
+ * be given as a clrun_onnx_constant, not as a graph input. Data types without a clrun dtype and
+ * ranks above CLRUN_MAX_DIMS are refused (CLRUN_ERROR_UNSUPPORTED); the message is in
+ * clrun_last_error(NULL) and err (may be NULL). */
 clrun_status clrun_onnx_tensor_load(const char *path, clrun_tensor_type *type, void **data,
                                     char *name, size_t name_size, char *err, size_t errlen);
 

@@ -500,10 +500,12 @@ clrun__host_fold_result clrun__host_reduce(clrun__host_reduce_op op, const clrun
     }
     clrun__host_fold_result result = CLRUN__FOLD_OK;
     for (uint64_t o = 0; o < n_out; o++) {
-        if (seen[o] == 0) { /* an empty reduction: the identity (min and max have none) */
-            if (op == CLRUN__H_RMIN || op == CLRUN__H_RMAX || op == CLRUN__H_RMEAN)
+        if (seen[o] == 0) { /* an empty reduction: the identity; ONNX's ±inf for a float max and
+                                min, none for an integer's or a mean */
+            bool extreme = op == CLRUN__H_RMIN || op == CLRUN__H_RMAX;
+            if (op == CLRUN__H_RMEAN || (extreme && integral))
                 result = CLRUN__FOLD_CANNOT;
-            acc[o] = op == CLRUN__H_RPROD;
+            acc[o] = extreme ? (op == CLRUN__H_RMAX ? -INFINITY : INFINITY) : op == CLRUN__H_RPROD;
             iacc[o] = op == CLRUN__H_RPROD;
         }
         if (integral)

@@ -223,6 +223,23 @@ static bool convert_exactly(double x, clrun_dtype dtype, void *out, uint64_t i)
     return true;
 }
 
+/* A type of a known dtype and rank whose dimensions are all >= 0, one of them 0, and the others
+ * a shape a tensor may have (their bytes within 64 bits: [0, 2^62, 2^62] is refused). */
+static bool is_empty_type(const clrun_tensor_type *t)
+{
+    if (clrun_dtype_size(t->dtype) == 0 || t->rank < 1 || t->rank > CLRUN_MAX_DIMS)
+        return false;
+    bool zero = false;
+    clrun_tensor_type rest = *t;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->shape[d] < 0)
+            return false;
+        zero = zero || t->shape[d] == 0;
+        rest.shape[d] = t->shape[d] == 0 ? 1 : t->shape[d];
+    }
+    return zero && clrun_tensor_bytes(&rest) != 0;
+}
+
 /* An input the caller fixed: a constant of the model's element type (or f64 values that convert
  * exactly to it), with a shape the model's allows (one value fits a shape of ones). */
 static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProto *info, int32_t index,
@@ -258,14 +275,16 @@ static clrun_status add_input_constant(clrun__imp *im, const Onnx__ValueInfoProt
         fits = shape->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
                shape->dim[d]->dim_value == type.shape[d];
     uint64_t bytes = clrun_tensor_bytes(&type);
-    if (!fits || bytes == 0 || (fixed->data == NULL))
+    bool empty = bytes == 0 && is_empty_type(&type); /* known whole: its shape, no data */
+    if (!fits || (bytes == 0 && !empty) || (fixed->data == NULL && !empty))
         return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT, "the value given for input '%s' does not "
                                "have the model's shape", v->onnx_name);
     int model_elem = convert ? tp->tensor_type->elem_type : elem;
     if (!clrun__otensor_alloc(&v->c, model_elem, type.rank, type.shape))
         return CLRUN__OOM(im);
     if (!convert) {
-        memcpy(v->c.data, fixed->data, (size_t)bytes);
+        if (bytes)
+            memcpy(v->c.data, fixed->data, (size_t)bytes);
     } else {
         uint64_t n = clrun_tensor_elements(&type);
         for (uint64_t i = 0; i < n; i++)

@@ -131,6 +131,14 @@ tests_test_onnx_nan_SOURCES = tests/test_onnx_nan.c tests/onnx_builder.h
 tests_test_onnx_nan_CFLAGS = $(TEST_CFLAGS)
 tests_test_onnx_nan_LDADD = $(TEST_LDADD)
 
+# Empty tensors (a dimension 0) fixed at load: MatMul with K = 0 or M = 0, Concat, Slice and
+# reductions over nothing fold; run with every allocator and executor mode.
+check_PROGRAMS += tests/test_onnx_empty
+TESTS += tests/test_onnx_empty
+tests_test_onnx_empty_SOURCES = tests/test_onnx_empty.c tests/onnx_builder.h
+tests_test_onnx_empty_CFLAGS = $(TEST_CFLAGS)
+tests_test_onnx_empty_LDADD = $(TEST_LDADD)
+
 # ConvTranspose (1-D and 2-D, every attribute), lowered to matmul + col2im or not, against
 # tests/op_reference.c.
 check_PROGRAMS += tests/test_onnx_conv_transpose

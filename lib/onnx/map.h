@@ -160,7 +160,7 @@ clrun_status clrun__mv_reshape(clrun__imp *im, clrun__onode *n, clrun__value *x,
                                const int64_t *dims, int out, clrun__value **r);
 clrun_status clrun__mv_transpose(clrun__imp *im, clrun__onode *n, clrun__value *x, const int *perm,
                                  int out, clrun__value **r);
-/* One axis, elements [start, start + count) (count >= 1 on the device). */
+/* One axis, elements [start, start + count) (count 0: an empty constant). */
 clrun_status clrun__mv_slice(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t start,
                              int64_t count, int out, clrun__value **r);
 /* Joins xs[0..count) on axis (pieces with nothing on the axis are dropped). */
@@ -170,6 +170,10 @@ clrun_status clrun__mv_concat(clrun__imp *im, clrun__onode *n, clrun__value *con
 clrun_status clrun__mv_same(clrun__imp *im, clrun__onode *n, clrun__value *x, int out, clrun__value **r);
 /* A host tensor as output `out` or a temporary constant (t taken over). */
 clrun_status clrun__mv_const(clrun__imp *im, clrun__onode *n, clrun__otensor *t, int out, clrun__value **r);
+/* An empty result (a dimension 0 in dims): known whole at load, a constant of no data. It folds
+ * on (Concat drops it, Shape reads it); one that must go to the device is refused by name. */
+clrun_status clrun__mv_empty(clrun__imp *im, clrun__onode *n, int elem, int rank, const int64_t *dims, int out,
+                             clrun__value **r);
 
 /* map_layout.c: x with `before` and `after` elements added on axis (negative: removed), in Pad's
  * mode "constant" (with value), "reflect" or "edge". */

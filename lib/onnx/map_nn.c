@@ -13,6 +13,31 @@
 
 /* ---- MatMul, Gemm ---- */
 
+/* A MatMul with an empty operand, known at load: an empty result when M, N or a batch
+ * dimension is 0, else (K = 0) the sums of nothing, zeros. */
+static clrun_status empty_matmul(clrun__imp *im, clrun__onode *n, const clrun__value *a, const clrun__value *b)
+{
+    int ra = a->c.rank, rb = b->c.rank, rank;
+    int64_t ka = a->c.dims[ra - 1], kb = rb == 1 ? b->c.dims[0] : b->c.dims[rb - 2];
+    int64_t dims[CLRUN__ONNX_MAX_RANK + 2];
+    char da[128], db[128];
+    if (ka != kb || a->c.elem != b->c.elem ||
+        !clrun__broadcast_dims(ra > 2 ? ra - 2 : 0, a->c.dims, rb > 2 ? rb - 2 : 0, b->c.dims, &rank, dims))
+        return clrun__invalid(im, "MatMul of %s and %s: the shapes or element types do not fit",
+                              clrun__onnx_dims_text(ra, a->c.dims, da, sizeof da),
+                              clrun__onnx_dims_text(rb, b->c.dims, db, sizeof db));
+    if (ra >= 2)
+        dims[rank++] = a->c.dims[ra - 2];
+    if (rb >= 2)
+        dims[rank++] = b->c.dims[rb - 1];
+    if (rank > CLRUN__ONNX_MAX_RANK)
+        return clrun__unsupported(im, "MatMul result of rank %d", rank);
+    clrun__otensor t; /* zeros, or nothing */
+    if (!clrun__otensor_alloc(&t, a->c.elem, rank, dims))
+        return clrun__host_result_failed(im, a->c.elem, rank, dims);
+    return clrun__mv_const(im, n, &t, 0, NULL);
+}
+
 clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 2);
@@ -22,6 +47,8 @@ clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n)
     int ra = a->c.rank, rb = b->c.rank;
     if (ra < 1 || rb < 1)
         return clrun__invalid(im, "MatMul inputs need at least one dimension");
+    if (clrun__otensor_count(&a->c) == 0 || clrun__otensor_count(&b->c) == 0)
+        return empty_matmul(im, n, a, b);
     if (ra >= 2 && rb >= 2)
         return clrun__emit_binary(im, n, "matmul", a, b, 0, NULL);
     /* numpy: a vector a is a row [1, K] whose row is dropped after, a vector b a column [K, 1]. */

@@ -366,6 +366,12 @@ clrun_status clrun__map_slice(clrun__imp *im, clrun__onode *n)
             return clrun__host_result_failed(im, x->c.elem, rank, count);
         return clrun__mv_const(im, n, &t, 0, NULL);
     }
+    for (int d = 0; d < rank; d++)
+        if (count[d] < 1) { /* empty: known whole */
+            for (int e = 0; e < rank; e++)
+                count[e] = count[e] < 0 ? 0 : count[e];
+            return clrun__mv_empty(im, n, x->c.elem, rank, count, 0, NULL);
+        }
     /* On the device: one slice per axis that changes, the last into the output. */
     int changed[CLRUN__ONNX_MAX_RANK], k = 0;
     for (int d = 0; d < rank; d++)

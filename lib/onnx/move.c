@@ -20,6 +20,15 @@ clrun_status clrun__mv_const(clrun__imp *im, clrun__onode *n, clrun__otensor *t,
     return v ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 }
 
+clrun_status clrun__mv_empty(clrun__imp *im, clrun__onode *n, int elem, int rank, const int64_t *dims, int out,
+                             clrun__value **r)
+{
+    clrun__otensor t;
+    if (!clrun__otensor_alloc(&t, elem, rank, dims))
+        return CLRUN__OOM(im);
+    return clrun__mv_const(im, n, &t, out, r);
+}
+
 clrun_status clrun__mv_same(clrun__imp *im, clrun__onode *n, clrun__value *x, int out, clrun__value **r)
 {
     if (r)
@@ -91,8 +100,12 @@ clrun_status clrun__mv_slice(clrun__imp *im, clrun__onode *n, clrun__value *x, i
             return CLRUN__OOM(im);
         return clrun__mv_const(im, n, &t, out, r);
     }
-    if (count < 1)
-        return clrun__unsupported(im, "the result would be empty (clrun tensors have no empty dimensions)");
+    if (count < 1) {
+        int64_t dims[CLRUN__ONNX_MAX_RANK];
+        memcpy(dims, x->c.dims, (size_t)x->c.rank * sizeof dims[0]);
+        dims[axis] = 0;
+        return clrun__mv_empty(im, n, x->c.elem, x->c.rank, dims, out, r);
+    }
     clrun_attr a[3] = {clrun__mk_int("axis", axis), clrun__mk_int("start", start),
                        clrun__mk_int("end", start + count)};
     return clrun__emit1(im, n, "slice", &x, 1, a, 3, out, r);

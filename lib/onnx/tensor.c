@@ -324,8 +324,7 @@ void clrun__otensor_set_real(clrun__otensor *t, uint64_t i, double value)
     }
 }
 
-bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, char *why,
-                               size_t whylen)
+bool clrun__otensor_host_type(const clrun__otensor *t, clrun_tensor_type *out, char *why, size_t whylen)
 {
     char name[32];
     memset(out, 0, sizeof *out);
@@ -338,14 +337,24 @@ bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, 
         return false;
     }
     out->rank = t->rank;
+    for (int d = 0; d < t->rank; d++)
+        out->shape[d] = t->dims[d];
+    return true;
+}
+
+bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, char *why,
+                               size_t whylen)
+{
+    if (!clrun__otensor_host_type(t, out, why, whylen))
+        return false;
     for (int d = 0; d < t->rank; d++) {
         if (t->dims[d] == 0) {
             char dims[128];
             snprintf(why, whylen, "shape %s is empty (clrun tensors have no empty dimensions)",
                      clrun__onnx_dims_text(t->rank, t->dims, dims, sizeof dims));
+            memset(out, 0, sizeof *out);
             return false;
         }
-        out->shape[d] = t->dims[d];
     }
     return true;
 }

@@ -119,6 +119,9 @@ bool clrun__onnx_elem_is_float(int elem);
  * has no dtype, the rank is above CLRUN_MAX_DIMS or a dimension is 0, with the reason in why. */
 bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, char *why,
                                size_t whylen);
+/* The same, but a dimension may be 0: the type of an empty tensor, known on the host only (its
+ * value is its shape), as a test file or a constant the importer folds may be. */
+bool clrun__otensor_host_type(const clrun__otensor *t, clrun_tensor_type *out, char *why, size_t whylen);
 /* Data in clrun's layout for that type (the same bytes: both are little-endian row-major). */
 
 /* "[2, 3, 4]" into buf; returns buf. */

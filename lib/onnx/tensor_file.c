@@ -64,7 +64,7 @@ clrun_status clrun_onnx_tensor_load(const char *path, clrun_tensor_type *type, v
         snprintf(message, sizeof message, "%s: the tensor %s", path, why);
         goto done;
     }
-    if (!clrun__otensor_clrun_type(&t, type, why, sizeof why)) {
+    if (!clrun__otensor_host_type(&t, type, why, sizeof why)) {
         s = CLRUN_ERROR_UNSUPPORTED;
         snprintf(message, sizeof message, "%s: %s", path, why);
         goto done;
