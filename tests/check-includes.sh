@@ -10,145 +10,124 @@
 # defines what it declares.
 # Pure code (graph, plan, strategies, the allocator core, fusion's decisions) includes no OpenCL header, directly or
 # through a public header that carries one. The CLI (tools/) is a client of the public API:
-# <clrun/...> and its own headers only. Run by `make check`; prints every violation.
+# <clrun/...> and its own headers only. Run by `make check`; prints every violation. One grep
+# and one awk over every file (a process per include line took a minute).
 set -u
 top="${srcdir:-.}"
 cd "$top" || exit 1
 
-# level AREA: the area's rank in the order above (siblings share one).
-level() {
-    case "$1" in
-    strategies) echo 0 ;;
-    core) echo 1 ;;
-    device) echo 2 ;;
-    memory | graph) echo 3 ;;
-    ops | plan | onnx | grad) echo 4 ;;
-    fuse) echo 5 ;;
-    exec) echo 6 ;;
-    train) echo 7 ;;
-    tools) echo 8 ;;
-    *) echo "" ;;
-    esac
+files=$(find lib strategies tools -name '*.[ch]' ! -name 'kernels_embedded.c' | sort)
+# "FILE:LINE:TEXT" of every include, sources first, then the public headers (marked by their
+# folder); -H names the file even when there is one.
+out=$(grep -H -n '^[[:space:]]*#[[:space:]]*include' $files include/clrun/*.h /dev/null | awk -v files="$files" '
+# The areas, lowest first (siblings share a rank).
+function level(a) {
+    if (a == "strategies") return 0
+    if (a == "core") return 1
+    if (a == "device") return 2
+    if (a == "memory" || a == "graph") return 3
+    if (a == "ops" || a == "plan" || a == "onnx" || a == "grad") return 4
+    if (a == "fuse") return 5
+    if (a == "exec") return 6
+    if (a == "train") return 7
+    if (a == "tools") return 8
+    return ""
 }
-
-# public_owner HEADER: the area that owns a public header (clrun/x.h); "any" for the status codes,
-# "umbrella" for clrun.h; empty for a header not listed here (itself a violation).
-public_owner() {
-    case "$1" in
-    clrun/status.h) echo any ;;
-    clrun/clrun.h) echo umbrella ;;
-    clrun/strategy.h) echo strategies ;;
-    clrun/log.h | clrun/options.h | clrun/lifetimes.h) echo core ;;
-    clrun/context.h | clrun/program.h) echo device ;;
-    clrun/memory.h | clrun/memory_stats.h | clrun/replay.h) echo memory ;;
-    clrun/graph.h | clrun/npy.h | clrun/weights.h) echo graph ;;
-    clrun/plan.h | clrun/plan_gen.h) echo plan ;;
-    clrun/onnx.h) echo onnx ;;
-    clrun/grad.h | clrun/remat.h | clrun/train_graph.h) echo grad ;;
-    clrun/exec.h | clrun/pipeline.h) echo exec ;;
-    clrun/train.h) echo train ;;
-    *) echo "" ;;
-    esac
+# The area that owns a public header; "any" for the status codes, "umbrella" for clrun.h; ""
+# for one not listed here (itself a violation).
+function public_owner(h) {
+    if (h == "clrun/status.h") return "any"
+    if (h == "clrun/clrun.h") return "umbrella"
+    if (h == "clrun/strategy.h") return "strategies"
+    if (h ~ /^clrun\/(log|options|lifetimes)\.h$/) return "core"
+    if (h ~ /^clrun\/(context|program)\.h$/) return "device"
+    if (h ~ /^clrun\/(memory|memory_stats|replay)\.h$/) return "memory"
+    if (h ~ /^clrun\/(graph|npy|weights)\.h$/) return "graph"
+    if (h ~ /^clrun\/(plan|plan_gen)\.h$/) return "plan"
+    if (h == "clrun/onnx.h") return "onnx"
+    if (h ~ /^clrun\/(grad|remat|train_graph)\.h$/) return "grad"
+    if (h ~ /^clrun\/(exec|pipeline)\.h$/) return "exec"
+    if (h == "clrun/train.h") return "train"
+    return ""
 }
-
-# check_public WHERE FILE AREA TARGET: FILE (of AREA) includes the public header TARGET.
-check_public() {
-    owner=$(public_owner "$4")
-    case "$owner" in
-    "") echo "$1: <$4> has no owning area in tests/check-includes.sh (public_owner)" ;;
-    any) ;;
-    umbrella)
-        [ "$3" = tools ] || [ "$2" = lib/core/version.c ] ||
-            echo "$1: $3 includes the umbrella <$4>; include the headers it needs"
-        ;;
-    *)
-        if [ "$3" != tools ] && [ "$owner" != "$3" ] && [ "$(level "$owner")" -ge "$(level "$3")" ]; then
-            echo "$1: $3 includes <$4>, which $owner owns ($owner is not below $3)"
-        fi
-        ;;
-    esac
-}
-
 # Public headers that carry OpenCL types.
-opencl_public='clrun/clrun.h clrun/context.h clrun/memory.h clrun/program.h clrun/exec.h clrun/pipeline.h clrun/train.h'
-
-pure_file() {
-    case "$1" in
-    lib/graph/* | lib/plan/* | lib/onnx/* | lib/grad/* | strategies/* | lib/memory/allocator.[ch]) return 0 ;;
-    lib/fuse/group.[ch] | lib/fuse/draft.[ch] | lib/fuse/codegen.[ch] | lib/fuse/describe.c | lib/fuse/siblings.[ch] | lib/fuse/fold_bn.c) return 0 ;;
-    esac
-    return 1
+function opencl_public(h) {
+    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|pipeline)\.h$/
 }
-
-violations=0
-complain() {
-    echo "check-includes: $1: $2" >&2
-    violations=$((violations + 1))
+# Pure code (graph, plan, strategies, the allocator core, fusion decisions) includes no OpenCL.
+function pure_file(f) {
+    if (f ~ /^(lib\/graph|lib\/plan|lib\/onnx|lib\/grad|strategies)\//) return 1
+    if (f ~ /^lib\/memory\/allocator\.[ch]$/) return 1
+    if (f ~ /^lib\/fuse\/(group|draft|codegen|siblings)\.[ch]$/) return 1
+    if (f == "lib/fuse/describe.c" || f == "lib/fuse/fold_bn.c") return 1
+    return 0
 }
-
-for file in $(find lib strategies tools -name '*.[ch]' ! -name 'kernels_embedded.c' | sort); do
-    case "$file" in
-    lib/*) area=$(echo "$file" | cut -d/ -f2) ;;
-    *) area=$(echo "$file" | cut -d/ -f1) ;;
-    esac
-    mine=$(level "$area")
-    [ -n "$mine" ] || { complain "$file" "area '$area' is not in the include rule"; continue; }
-    lines=$(grep -n '^[[:space:]]*#[[:space:]]*include' "$file")
-    [ -n "$lines" ] || continue
-    echo "$lines" | while IFS= read -r line; do
-        where="$file:${line%%:*}"
-        target=$(echo "$line" | sed -n 's/.*#[[:space:]]*include[[:space:]]*[<"]\([^>"]*\)[>"].*/\1/p')
-        quoted=no
-        case "$line" in *'#'*include*'"'*) quoted=yes ;; esac
-        case "$quoted:$target" in
-        no:CL/* | no:clrun/*) ;;
-        no:*) continue ;;
-        esac
-        case "$target" in
-        CL/*)
-            pure_file "$file" && echo "$where: pure code includes <$target>"
-            [ "$area" = tools ] && echo "$where: the CLI includes <$target>; it reaches OpenCL through <clrun/...>"
-            ;;
-        clrun/*)
-            if pure_file "$file"; then
-                for h in $opencl_public; do
-                    [ "$target" = "$h" ] && echo "$where: pure code includes <$target>, which carries OpenCL"
-                done
-            fi
-            check_public "$where" "$file" "$area" "$target"
-            ;;
-        */*)
-            other=${target%%/*}
-            theirs=$(level "$other")
-            if [ "$area" = tools ]; then
-                echo "$where: the CLI includes internal \"$target\"; it may use only <clrun/...>"
-            elif [ -z "$theirs" ]; then
-                :
-            elif [ "$other" != "$area" ] && [ "$theirs" -ge "$mine" ]; then
-                echo "$where: $area includes \"$target\" ($other is not below $area)"
-            fi
-            ;;
-        esac
-    done
-done > check-includes.out 2>&1
-
-# The public headers: each may include those of its own area and of lower ones (the umbrella
-# includes them all).
-for file in include/clrun/*.h; do
-    header=clrun/${file##*/}
-    area=$(public_owner "$header")
-    [ -n "$area" ] || { echo "$file: no owning area in tests/check-includes.sh (public_owner)"; continue; }
-    [ "$area" = umbrella ] || [ "$area" = any ] && continue
-    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<clrun/' "$file" | while IFS= read -r line; do
-        target=$(echo "$line" | sed -n 's/.*<\(clrun\/[^>]*\)>.*/\1/p')
-        check_public "$file:${line%%:*}" "$file" "$area" "$target"
-    done
-done >> check-includes.out 2>&1
-violations=$(wc -l < check-includes.out)
-cat check-includes.out >&2
-rm -f check-includes.out
-if [ "$violations" -ne 0 ]; then
-    echo "check-includes: $violations include(s) against the rule" >&2
+# FILE of AREA includes the public header T.
+function check_public(where, file, area, t,    owner) {
+    owner = public_owner(t)
+    if (owner == "") print where ": <" t "> has no owning area in tests/check-includes.sh (public_owner)"
+    else if (owner == "any") return
+    else if (owner == "umbrella") {
+        if (area != "tools" && file != "lib/core/version.c")
+            print where ": " area " includes the umbrella <" t ">; include the headers it needs"
+    } else if (area != "tools" && owner != area && level(owner) >= level(area))
+        print where ": " area " includes <" t ">, which " owner " owns (" owner " is not below " area ")"
+}
+BEGIN {
+    n = split(files, list, "\n")
+    for (i = 1; i <= n; i++) {
+        f = list[i]
+        if (f == "") continue
+        split(f, part, "/")
+        a = f ~ /^lib\// ? part[2] : part[1]
+        if (level(a) == "") print "check-includes: " f ": area \x27" a "\x27 is not in the include rule"
+    }
+}
+{
+    file = $0; sub(/:.*/, "", file)
+    rest = substr($0, length(file) + 2)
+    line = rest; sub(/:.*/, "", line)
+    text = substr(rest, length(line) + 2)
+    where = file ":" line
+    if (!match(text, /include[[:space:]]*[<"][^>"]*[>"]/)) next
+    inc = substr(text, RSTART, RLENGTH)
+    sub(/^include[[:space:]]*/, "", inc)
+    quoted = substr(inc, 1, 1) == "\""
+    t = substr(inc, 2, length(inc) - 2)
+    if (file ~ /^include\/clrun\//) { # a public header: its own area and lower ones
+        h = file; sub(/^include\//, "", h)
+        area = public_owner(h)
+        if (area == "") {
+            if (!(file in unowned)) print file ": no owning area in tests/check-includes.sh (public_owner)"
+            unowned[file] = 1
+            next
+        }
+        if (area == "umbrella" || area == "any" || t !~ /^clrun\// || quoted) next
+        check_public(where, file, area, t)
+        next
+    }
+    split(file, part, "/")
+    area = file ~ /^lib\// ? part[2] : part[1]
+    mine = level(area)
+    if (mine == "") next
+    if (!quoted && t !~ /^(CL|clrun)\//) next
+    if (t ~ /^CL\//) {
+        if (pure_file(file)) print where ": pure code includes <" t ">"
+        if (area == "tools") print where ": the CLI includes <" t ">; it reaches OpenCL through <clrun/...>"
+    } else if (t ~ /^clrun\//) {
+        if (pure_file(file) && opencl_public(t)) print where ": pure code includes <" t ">, which carries OpenCL"
+        check_public(where, file, area, t)
+    } else if (t ~ /\//) {
+        other = t; sub(/\/.*/, "", other)
+        theirs = level(other)
+        if (area == "tools") print where ": the CLI includes internal \"" t "\"; it may use only <clrun/...>"
+        else if (theirs == "") { }
+        else if (other != area && theirs >= mine) print where ": " area " includes \"" t "\" (" other " is not below " area ")"
+    }
+}')
+if [ -n "$out" ]; then
+    printf '%s\n' "$out" >&2
+    echo "check-includes: $(printf '%s\n' "$out" | wc -l) include(s) against the rule" >&2
     exit 1
 fi
 echo "check-includes: every include follows the rule"
