@@ -249,9 +249,8 @@ static void cnn_same_bits_fused_or_not(void **state)
 }
 
 /* SGD, with momentum or without: no weight gradient is stored (two steps: the peak is the last
- * step's). Plain SGD's peak falls by at
- * least the largest one (w2's), on the column MLP and on the wide MLP, where the packed copy of
- * w2 (its size) is alive when its unfused gradient would be. */
+ * step's), on the column MLP and on the wide MLP (whose dY w2^T reads w2 as it is, with no
+ * packed copy of its size). Plain SGD's peak falls by nearly the largest one (w2's). */
 static void the_peak_falls_by_the_gradient(void **state)
 {
     (void)state;
@@ -268,12 +267,13 @@ static void the_peak_falls_by_the_gradient(void **state)
                 (unsigned long long)alone.peak, (unsigned long long)fused.largest_gradient);
         /* alone, a weight gradient is alive at the peak beside the state; fused, never */
         assert_true(alone.activation_peak >= alone.largest_gradient);
-        if (c != 2) /* (the wide MLP's peak holds w2's packed copy, the gradient's size) */
-            assert_true(fused.activation_peak < fused.largest_gradient);
-        /* with momentum the fused step's peak moves to where activations (46 KiB here) are
-         * alive, more than at the unfused gradient's moment: the fall is a little less */
-        if (opt == PLAIN_SGD) /* less the device's alignment (oclgrind's moves 160 bytes) */
-            assert_true(fused.peak + fused.largest_gradient <= alone.peak + 4096);
+        assert_true(fused.activation_peak < fused.largest_gradient);
+        /* the fused step's peak moves to where activations are alive (46 KiB with momentum),
+         * more than at the unfused gradient's moment: the fall is a little less than the
+         * gradient (4 KiB less with plain SGD, where the backward pass writes its masks' and
+         * logits' gradients over them) */
+        if (opt == PLAIN_SGD)
+            assert_true(fused.peak + fused.largest_gradient * 15 / 16 <= alone.peak);
         else
             assert_true(fused.peak + fused.largest_gradient * 3 / 4 <= alone.peak);
         free(fused.state);
