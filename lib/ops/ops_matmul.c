@@ -2,9 +2,9 @@
  * over the output's columns, a scale, and an optional epilogue (lib/ops/ops.h).
  *
  * Devices without real local memory (CPUs) run the register-blocked core (kernels/
- * matmul_core.cl): B packed into panels (a constant B, the weights, once, on the host when the
- * executor is created, into memory the executor holds in place of B; any other B at every run,
- * on the device, into the node's scratch), MR x NR blocks per work-item, the variant tuned once
+ * matmul_core.cl): a constant B (the weights) packed into panels once, on the host when the
+ * executor is created, into memory the executor holds in place of B; any other B read as it is,
+ * row-major or transposed (no copy), MR x NR blocks per work-item, the variant tuned once
  * per (device, shape). Devices with local memory run 64 x 64 tiles in local memory
  * (kernels/matmul.cl), or one output per work-item where work-groups of 16 x 16 do not fit. All
  * sum each output in one fma chain, k ascending: every kernel and variant gives the same bits. */
