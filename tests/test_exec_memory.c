@@ -270,7 +270,8 @@ static clrun_graph *product_of(int64_t rows, int64_t k, int64_t cols, bool ta, b
 }
 
 /* A B that is not constant is read as it is, never packed into scratch: row-major or
- * transposed, with N whole panels (64: of 32 on POCL with AVX-512, of 16 or 8 elsewhere) or
+ * transposed (for at most 64 rows of A: 100 rows pack a transposed B, each block of rows then
+ * reading vectors of it), with N whole panels (64: of 32 on POCL with AVX-512, of 16 or 8 elsewhere) or
  * not (41, and 1: a last panel gathered, its columns past N repeating the last), A row-major or
  * transposed; the bits of the same product over the packed constant. */
 static void a_non_constant_b_is_read_as_it_is(void **state)
@@ -278,21 +279,23 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     static const int64_t widths[] = {64, 41, 1};
-    for (int shape = 0; shape < 12; shape++) {
+    for (int shape = 0; shape < 24; shape++) {
         int ta = shape & 1, tb = (shape >> 1) & 1;
-        int64_t cols = widths[shape >> 2];
+        int64_t cols = widths[(shape >> 2) % 3], rows = shape < 12 ? 13 : 100;
         float *got[2];
         uint64_t bytes[2];
         for (int constant = 0; constant < 2; constant++) {
-            clrun_graph *g = product_of(13, 37, cols, ta, tb, constant);
+            clrun_graph *g = product_of(rows, 37, cols, ta, tb, constant);
             clrun_context *ctx = context("tlsf", false, 0);
             clrun_exec *exec = executor(ctx, g);
             int32_t count;
             clrun_exec_buffer_info *info = layout_of(exec, &count);
+            bool packed = !constant && tb && rows > 64, scratch = false;
             for (int32_t i = 0; i < count; i++)
-                if (info[i].is_scratch)
-                    fail_msg("ta %d, tb %d, N %d, b constant %d: scratch of %" PRIu64 " bytes", ta,
-                             tb, (int)cols, constant, info[i].bytes);
+                scratch = scratch || info[i].is_scratch;
+            if (scratch != packed)
+                fail_msg("ta %d, tb %d, M %d, N %d, b constant %d: %s scratch", ta, tb, (int)rows,
+                         (int)cols, constant, scratch ? "a" : "no");
             clrun_buffer inputs[2] = {input(ctx, g, "a")};
             if (!constant)
                 inputs[1] = input(ctx, g, "b");
@@ -305,12 +308,13 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
             clrun_context_destroy(ctx);
             clrun_graph_destroy(g);
         }
-        assert_int_equal(bytes[0], (uint64_t)(13 * cols * 4));
+        assert_int_equal(bytes[0], (uint64_t)(rows * cols * 4));
         assert_int_equal(bytes[1], bytes[0]);
         if (memcmp(got[0], got[1], (size_t)bytes[0]) != 0)
-            fail_msg("ta %d, tb %d, N %d: B read as it is differs from B packed", ta, tb, (int)cols);
+            fail_msg("ta %d, tb %d, M %d, N %d: B read as it is differs from B packed", ta, tb,
+                     (int)rows, (int)cols);
         float nonzero = 0.0f;
-        for (int64_t i = 0; i < 13 * cols; i++)
+        for (int64_t i = 0; i < rows * cols; i++)
             nonzero += got[0][i] * got[0][i];
         assert_true(nonzero > 0.0f);
         free(got[0]);
