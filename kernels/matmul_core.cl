@@ -109,6 +109,14 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
 #define COLS(X, r) X(r, 0) X(r, 1)
 #define LOAD_B(p) const VEC bv0 = VLOAD(0, p), bv1 = VLOAD(0, (p) + VW);
 #endif
+/* A panel's NR values at one k of a B read as it is, gathered into registers (column j of the
+ * panel at p[j * js], columns past `last` reading column `last`'s value, never stored): the
+ * same values as LOAD_B over a packed copy in the columns that are stored. */
+#define LOAD_BG(p, js, last)                                                                   \
+    float bt[NR];                                                                              \
+    for (uint j = 0; j < NR; j++)                                                              \
+        bt[j] = (p)[(ulong)min(j, last) * (js)];                                               \
+    LOAD_B(bt)
 #define ACC(r, v) CAT(CAT(acc, r), CAT(_, v))
 #define DECL_ACC(r, v) VEC ACC(r, v) = 0.0f;
 #define FMA_ACC(r, v) ACC(r, v) = fma(CAT(av, r), CAT(bv, v), ACC(r, v));
@@ -135,9 +143,11 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
  * N / (NR sp) times instead of N / NR). The grid's second dimension is padded to a multiple
  * of sp; groups past the last panel do nothing. A group's work-items take `steps` row blocks
  * each, one after the other (see conv's kernel below). bp is B packed (b_panel = K * NR
- * elements a panel, b_k = NR a k step) or, where N is a multiple of NR, B itself, row-major
- * (b_panel = NR, b_k = N): the same values in the same order, so the same bits, without the
- * packed copy. */
+ * elements a panel, b_k = NR a k step) or, where B is not constant, B itself, row-major
+ * (b_panel = NR, b_k = N; a last panel past N gathered, its extra columns never stored) or
+ * stored transposed as [N, K] (b_panel = NR K, b_k = 1: a backward dY W^T reads W as it is,
+ * each k's NR values gathered): the same values in the same order, so the same bits, without
+ * the packed copy. */
 #if CORE_MM
 #define MM_DECL(r) COLS(DECL_ACC, r) \
     const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
@@ -208,12 +218,28 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * b_panel;
     const ulong oz = (ulong)z * M * N;
     const uint n0 = panel * NR;
+    /* B read as it is and gathered: transposed (b_k == 1: a column's k along memory), or
+     * row-major in the last panel of an N that panels do not divide (b_k == N != NR), whose
+     * columns past N repeat the last one (a packed B has b_k == NR). */
+    const bool gather = b_k == 1 || (n0 + NR > N && b_k != NR);
+    const uint ks = b_k == 1 ? 1 : b_k, js = b_k == 1 ? K : 1, last = min(N - 1 - n0, (uint)NR - 1);
     for (uint step = 0; step < steps; step++) {
         const uint m0 = ((first + step) * get_local_size(0) + get_local_id(0)) * MR;
         if (m0 >= M)
             break;
         ROWS(MM_DECL)
-        if (a_ks == 1) {
+        if (gather && a_ks == 1) {
+            for (uint k = 0; k < K; k++) {
+                LOAD_BG(b + (ulong)k * ks, js, last)
+                ROWS(MM_STEP)
+            }
+        } else if (gather) {
+            __global const float *ak = az;
+            for (uint k = 0; k < K; k++, ak += a_ks) {
+                LOAD_BG(b + (ulong)k * ks, js, last)
+                ROWS(MM_STEP_T)
+            }
+        } else if (a_ks == 1) {
             for (uint k = 0; k < K; k++) {
                 LOAD_B(b + (ulong)k * b_k)
                 ROWS(MM_STEP)

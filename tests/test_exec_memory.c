@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ static clrun_graph *conv_chain(int convs)
 
 /* a [rows, k] -> matmul b -> p1 -> matmul b -> ... -> p<count>, the last an output, with
  * b [k, cols] an input (cols == k for a chain): a B that is not constant, so every product
- * packs it into its scratch at every run. */
+ * reads it as it is at every run (no packed copy). */
 static clrun_graph *products_by_input_b(int64_t rows, int64_t k, int64_t cols, int count)
 {
     clrun_graph *g = NULL;
@@ -232,38 +233,183 @@ static void scratch_is_in_the_schedule(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
-/* A B that is not constant is packed at every run into the node's scratch: counted as well. */
-static void a_non_constant_b_is_packed_into_scratch(void **state)
+/* a [rows, k] (or [k, rows] with ta) times b, stored [k, cols] or, with tb, [cols, k]
+ * transposed (a backward dY W^T): b an input, or a constant holding the same values as input()
+ * writes. */
+static clrun_graph *product_of(int64_t rows, int64_t k, int64_t cols, bool ta, bool tb,
+                               bool b_constant)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("product_tb", &g), CLRUN_OK);
+    clrun_tensor_type type_a = ta ? matrix(k, rows) : matrix(rows, k);
+    clrun_tensor_type type_b = tb ? matrix(cols, k) : matrix(k, cols);
+    int32_t in[2], out;
+    assert_int_equal(clrun_graph_add_input(g, "a", &type_a, false, &in[0]), CLRUN_OK);
+    if (b_constant) {
+        float *host = malloc((size_t)(cols * k) * 4);
+        assert_non_null(host);
+        for (int64_t i = 0; i < cols * k; i++)
+            host[i] = (float)((int)(i * 7919 % 201) - 100) / 64.0f;
+        assert_int_equal(clrun_graph_add_constant(g, "b", &type_b, host, CLRUN_FILL_ZEROS, 0, 0, 0,
+                                                  &in[1]), CLRUN_OK);
+        free(host);
+    } else {
+        assert_int_equal(clrun_graph_add_input(g, "b", &type_b, false, &in[1]), CLRUN_OK);
+    }
+    clrun_attr attrs[2];
+    int count = 0;
+    if (tb)
+        attrs[count++] = (clrun_attr){.name = "transpose_b", .kind = CLRUN_ATTR_INT, .i = 1};
+    if (ta)
+        attrs[count++] = (clrun_attr){.name = "transpose_a", .kind = CLRUN_ATTR_INT, .i = 1};
+    const char *names[] = {"p"};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in, 2, names, 1, attrs, count, &out),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, out), CLRUN_OK);
+    return g;
+}
+
+/* A B that is not constant is read as it is, never packed into scratch: row-major or
+ * transposed (for at most 64 rows of A: 100 rows pack a transposed B, each block of rows then
+ * reading vectors of it), with N whole panels (64: of 32 on POCL with AVX-512, of 16 or 8 elsewhere) or
+ * not (41, and 1: a last panel gathered, its columns past N repeating the last), A row-major or
+ * transposed; the bits of the same product over the packed constant. */
+static void a_non_constant_b_is_read_as_it_is(void **state)
 {
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
-    /* N odd: never whole panels, which a B read as it is would take (N a multiple of the
-     * device's panel width: 16 on POCL, 8 on oclgrind's device) */
-    clrun_graph *g = products_by_input_b(16, 24, 41, 1);
-    clrun_context *ctx = context("tlsf", false, 0);
-    clrun_exec *exec = executor(ctx, g);
-    int32_t count;
-    clrun_exec_buffer_info *info = layout_of(exec, &count);
-    uint64_t scratch = 0;
-    for (int32_t i = 0; i < count; i++)
-        if (info[i].is_scratch)
-            scratch += info[i].bytes;
-    assert_true(scratch >= 24 * 41 * 4); /* B in panels: N rounded up to the panel width */
-    clrun_buffer xa = input(ctx, g, "a"), xb = input(ctx, g, "b");
-    clrun_buffer inputs[2] = {xa, xb};
-    assert_int_equal(clrun_exec_run(exec, inputs, 2), CLRUN_OK);
-    clrun_exec_stats s;
-    assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
-    uint64_t tensors = (16 * 24 + 24 * 41 + 16 * 41) * 4;
-    assert_int_equal(s.lower_bound_bytes, tensors + scratch);
-    assert_int_equal(s.peak_bytes, tensors + scratch);
-    free(info);
-    clrun_free(ctx, &xa);
-    clrun_free(ctx, &xb);
-    clrun_exec_destroy(exec);
-    clrun_context_destroy(ctx);
-    clrun_graph_destroy(g);
+    static const int64_t widths[] = {64, 41, 1};
+    for (int shape = 0; shape < 24; shape++) {
+        int ta = shape & 1, tb = (shape >> 1) & 1;
+        int64_t cols = widths[(shape >> 2) % 3], rows = shape < 12 ? 13 : 100;
+        float *got[2];
+        uint64_t bytes[2];
+        for (int constant = 0; constant < 2; constant++) {
+            clrun_graph *g = product_of(rows, 37, cols, ta, tb, constant);
+            clrun_context *ctx = context("tlsf", false, 0);
+            clrun_exec *exec = executor(ctx, g);
+            int32_t count;
+            clrun_exec_buffer_info *info = layout_of(exec, &count);
+            bool packed = !constant && tb && rows > 64, scratch = false;
+            for (int32_t i = 0; i < count; i++)
+                scratch = scratch || info[i].is_scratch;
+            if (scratch != packed)
+                fail_msg("ta %d, tb %d, M %d, N %d, b constant %d: %s scratch", ta, tb, (int)rows,
+                         (int)cols, constant, scratch ? "a" : "no");
+            clrun_buffer inputs[2] = {input(ctx, g, "a")};
+            if (!constant)
+                inputs[1] = input(ctx, g, "b");
+            assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
+            got[constant] = output(exec, &bytes[constant]);
+            free(info);
+            for (int i = 0; i < (constant ? 1 : 2); i++)
+                clrun_free(ctx, &inputs[i]);
+            clrun_exec_destroy(exec);
+            clrun_context_destroy(ctx);
+            clrun_graph_destroy(g);
+        }
+        assert_int_equal(bytes[0], (uint64_t)(rows * cols * 4));
+        assert_int_equal(bytes[1], bytes[0]);
+        if (memcmp(got[0], got[1], (size_t)bytes[0]) != 0)
+            fail_msg("ta %d, tb %d, M %d, N %d: B read as it is differs from B packed", ta, tb,
+                     (int)rows, (int)cols);
+        float nonzero = 0.0f;
+        for (int64_t i = 0; i < rows * cols; i++)
+            nonzero += got[0][i] * got[0][i];
+        assert_true(nonzero > 0.0f);
+        free(got[0]);
+        free(got[1]);
+    }
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* x [rows, 16] -> matmul w -> logits [rows, classes] -> softmax_xent_grad(logits, labels,
+ * dloss) -> the gradient, an output. */
+static clrun_graph *xent_gradient(int64_t rows, int64_t classes)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("xent_grad", &g), CLRUN_OK);
+    clrun_tensor_type tx = matrix(rows, 16), tw = matrix(16, classes);
+    clrun_tensor_type tl = {CLRUN_I64, 1, {rows}}, td = {CLRUN_F32, 1, {rows}};
+    int32_t x, w, labels, dloss, logits, grad;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_constant(g, "w", &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.5, 3, &w),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "labels", &tl, false, &labels), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "dloss", &td, false, &dloss), CLRUN_OK);
+    const char *n1[] = {"logits"}, *n2[] = {"grad"};
+    int32_t in1[2] = {x, w};
+    assert_int_equal(clrun_graph_add_node(g, "matmul", in1, 2, n1, 1, NULL, 0, &logits), CLRUN_OK);
+    int32_t in2[3] = {logits, labels, dloss};
+    assert_int_equal(clrun_graph_add_node(g, "softmax_xent_grad", in2, 3, n2, 1, NULL, 0, &grad),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, grad), CLRUN_OK);
+    return g;
+}
+
+/* The cross-entropy's gradient is written over the logits it reads (they die there): one block
+ * of the logits' size, not two, and the bits of the naive mode, where each has its own; 2
+ * classes make the gradient as large as the i64 labels, which it must not take. */
+static void the_xent_gradient_takes_the_logits_block(void **state)
+{
+    (void)state;
+    enum { ROWS = 24 };
+    static const int64_t classes[] = {37, 2};
+    for (size_t c = 0; c < sizeof classes / sizeof classes[0]; c++) {
+        clrun_graph *g = xent_gradient(ROWS, classes[c]);
+        uint64_t grad_bytes = (uint64_t)ROWS * (uint64_t)classes[c] * 4;
+        float *got[2];
+        for (int naive = 0; naive < 2; naive++) {
+            clrun_context *ctx = context("tlsf", false, 0);
+            clrun_exec_options o;
+            clrun_exec_options_init(&o);
+            o.mode = naive ? CLRUN_EXEC_NAIVE : CLRUN_EXEC_CONTEXT;
+            clrun_exec *exec = NULL;
+            if (clrun_exec_create(ctx, g, &o, &exec) != CLRUN_OK)
+                fail_msg("exec_create: %s", clrun_last_error(ctx));
+            int32_t count, blocks = 0;
+            clrun_exec_buffer_info *info = layout_of(exec, &count);
+            for (int32_t i = 0; i < count; i++)
+                blocks += !info[i].is_input && !info[i].is_scratch && info[i].bytes == grad_bytes;
+            assert_int_equal(blocks, naive ? 2 : 1);
+            int64_t labels[ROWS];
+            float dloss[ROWS];
+            for (int i = 0; i < ROWS; i++) {
+                labels[i] = (i * 5) % classes[c];
+                dloss[i] = 1.0f / (float)(i + 1);
+            }
+            clrun_buffer inputs[3] = {input(ctx, g, "x")};
+            assert_int_equal(clrun_alloc(ctx, sizeof labels, &inputs[1]), CLRUN_OK);
+            assert_int_equal(clrun_buffer_write(ctx, &inputs[1], labels), CLRUN_OK);
+            assert_int_equal(clrun_alloc(ctx, sizeof dloss, &inputs[2]), CLRUN_OK);
+            assert_int_equal(clrun_buffer_write(ctx, &inputs[2], dloss), CLRUN_OK);
+            assert_int_equal(clrun_exec_run(exec, inputs, 3), CLRUN_OK);
+            uint64_t bytes;
+            got[naive] = output(exec, &bytes);
+            assert_int_equal(bytes, grad_bytes);
+            /* the labels' input is intact: a second run gives the same gradient */
+            assert_int_equal(clrun_exec_run(exec, inputs, 3), CLRUN_OK);
+            float *again = output(exec, &bytes);
+            assert_memory_equal(again, got[naive], (size_t)grad_bytes);
+            free(again);
+            free(info);
+            for (int i = 0; i < 3; i++)
+                clrun_free(ctx, &inputs[i]);
+            clrun_exec_destroy(exec);
+            clrun_context_destroy(ctx);
+        }
+        assert_memory_equal(got[0], got[1], (size_t)grad_bytes);
+        /* each row sums to 0: (softmax - onehot) * dloss */
+        for (int r = 0; r < ROWS; r++) {
+            float sum = 0.0f;
+            for (int64_t j = 0; j < classes[c]; j++)
+                sum += got[0][r * classes[c] + j];
+            assert_true(sum > -1e-5f && sum < 1e-5f);
+        }
+        free(got[0]);
+        free(got[1]);
+        clrun_graph_destroy(g);
+    }
 }
 
 /* In a chain of padded convolutions each node's scratch is taken before it runs and given back
@@ -333,7 +479,7 @@ static void padded_convolutions_reuse_one_scratch(void **state)
 /* Scratch reused from node to node must never change a bit, on an out-of-order queue too,
  * where only the pool's stream-ordered frees keep a node's padding from overwriting the scratch
  * its predecessor still reads: a chain of padded convolutions and a chain of products over a B
- * that is not constant (packed into scratch at every run) give the naive mode's bits under
+ * that is not constant (read as it is: no scratch) give the naive mode's bits under
  * every strategy, planned, in order and out of order. */
 static void scratch_reuse_never_changes_a_bit(void **state)
 {
@@ -608,7 +754,8 @@ int main(void)
     clrun_test_device_environment(cache_root, sizeof cache_root);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scratch_is_in_the_schedule),
-        cmocka_unit_test(a_non_constant_b_is_packed_into_scratch),
+        cmocka_unit_test(a_non_constant_b_is_read_as_it_is),
+        cmocka_unit_test(the_xent_gradient_takes_the_logits_block),
         cmocka_unit_test(padded_convolutions_reuse_one_scratch),
         cmocka_unit_test(scratch_reuse_never_changes_a_bit),
         cmocka_unit_test(packed_weights_replace_the_originals),

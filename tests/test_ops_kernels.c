@@ -627,8 +627,9 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
 }
 
 /* Constant weights are packed once on the host, when the executor is created (here: the
- * harness, as an executor does), any other B on the device into scratch at every run: the two
- * layouts hold the same bits, for matmul's B plain, transposed and batched, and for conv2d's
+ * harness, as an executor does), any other B is read as it is on the device (matmul's, plain or
+ * transposed, its last panel gathered) or packed into scratch (conv2d's): the two ways give the
+ * same bits, for matmul's B plain, transposed and batched, and for conv2d's
  * weights, grouped, padded or pointwise. */
 static void weights_packed_on_the_host_give_the_device_bits(void **state)
 {

@@ -57,6 +57,13 @@ static bool may_donate(const clrun_graph *g, const clrun__schedule *s, int32_t i
     return b->bytes == clrun_tensor_bytes(&g->tensors[output].type);
 }
 
+/* One past the last input whose buffer the node's output may take (op.h's alias_until). */
+static int alias_end(const clrun__node *node)
+{
+    int until = node->op->alias_until;
+    return until > 0 && until < node->input_count ? until : node->input_count;
+}
+
 /* A view (reshape: the same elements in the same order) is its input's buffer: no memory of its
  * own, no copy. Its base's buffer lives as long as the view is read. */
 static bool is_view(const clrun__node *node, bool reuse)
@@ -127,7 +134,7 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
             /* A donated graph input first: it is the caller's explicit request, and an
              * intermediate that dies here is freed anyway. Then the others, in operand order. */
             for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
-                for (int k = node->op->alias_from; reuse && node->op->alias_safe && k < node->input_count; k++) {
+                for (int k = node->op->alias_from; reuse && node->op->alias_safe && k < alias_end(node); k++) {
                     int32_t in = node->inputs[k];
                     bool donated_input = g->tensors[in].kind == CLRUN__TENSOR_INPUT;
                     if (donated_input == (pass == 0) && may_donate(g, s, in, out, step, taken)) {
@@ -349,7 +356,7 @@ static bool node_reads(const clrun__node *node, int32_t t)
 /* Whether the node reads t at an input its output may take (op.h's alias_from). */
 static bool may_write_over(const clrun__node *node, int32_t t)
 {
-    for (int i = node->op->alias_from; node->op->alias_safe && i < node->input_count; i++)
+    for (int i = node->op->alias_from; node->op->alias_safe && i < alias_end(node); i++)
         if (node->inputs[i] == t)
             return true;
     return false;

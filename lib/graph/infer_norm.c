@@ -377,8 +377,12 @@ static const clrun__op op_logsoftmax = {.name = "logsoftmax", .min_inputs = 1, .
 static const clrun__op op_softmax_xent = {.name = "softmax_xent", .min_inputs = 2,
                                           .max_inputs = 2, .outputs = 1,
                                           .infer = softmax_xent_infer};
+/* The gradient may be written over the logits (kernels/norm.cl: each row's work-items read
+ * the row's logits, for its maximum and its sum, before any of them writes; then each element
+ * is read before it is written, by the work-item that writes it), not over the labels or dloss. */
 static const clrun__op op_softmax_xent_grad = {.name = "softmax_xent_grad", .min_inputs = 3,
                                                .max_inputs = 3, .outputs = 1, .code = 1,
+                                               .alias_safe = true, .alias_until = 1,
                                                .infer = softmax_xent_grad_infer};
 static const clrun__op op_layernorm = {.name = "layernorm", .min_inputs = 2, .max_inputs = 3,
                                        .outputs = 1, .infer = layernorm_infer};

@@ -51,6 +51,10 @@ typedef struct clrun__op {
      * read at other elements than the one written (a product's operands under an epilogue that
      * updates donated state, lib/fuse/epilogue.c); 0 for every op the graph layer defines. */
     int alias_from;
+    /* With alias_safe, when > 0: only the inputs before this one (from alias_from on); the
+     * others are read by work-items other than the one writing over them (softmax_xent_grad's
+     * labels and dloss: a row's group reads them all). 0: every input from alias_from on. */
+    int alias_until;
     /* Output 0 is input 0's elements in the same order under another shape (reshape): the
      * schedule makes it a view of the input's buffer, with no memory and no copy. */
     bool view;
