@@ -44,6 +44,19 @@ clrun_status clrun__error_set(clrun__error_record *record, clrun_status status, 
     return status;
 }
 
+clrun_status clrun__error_report(char *err, size_t errlen, clrun_status status, const char *format,
+                                 ...)
+{
+    char message[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    if (err && errlen)
+        snprintf(err, errlen, "%s", message);
+    return clrun__error_set(NULL, status, "%s", message);
+}
+
 const char *clrun__error_get(clrun__error_record *record)
 {
     if (record == NULL) {

@@ -30,6 +30,12 @@ clrun_status clrun__error_set(clrun__error_record *record, clrun_status status, 
 clrun_status clrun__error_vset(clrun__error_record *record, clrun_status status,
                                const char *format, va_list args) CLRUN__PRINTF(3, 0);
 
+/* Formats the message once into err (errlen bytes, when err is not NULL) and into this
+ * thread's record, for the calls that hand back a message in a buffer of the caller's (graph
+ * parsing, splitting, saving) and set the last error too; returns status. */
+clrun_status clrun__error_report(char *err, size_t errlen, clrun_status status, const char *format,
+                                 ...) CLRUN__PRINTF(4, 5);
+
 /* A copy of the record's message (NULL: this thread's) in a thread-local buffer that stays valid
  * until this thread's next call. */
 const char *clrun__error_get(clrun__error_record *record);

@@ -11,21 +11,6 @@
 
 #define NONE UINT64_MAX
 
-static clrun_status fail(clrun_status status, char *err, size_t errlen, const char *format, ...)
-    CLRUN__PRINTF(4, 5);
-
-static clrun_status fail(clrun_status status, char *err, size_t errlen, const char *format, ...)
-{
-    char message[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    if (err && errlen)
-        snprintf(err, errlen, "%s", message);
-    return clrun__error_set(NULL, status, "%s", message);
-}
-
 /* What the cut needs of every tensor and step, in one allocation's worth of arrays. */
 typedef struct facts {
     int32_t steps, tensors;
@@ -93,7 +78,8 @@ static clrun_status facts_build(const clrun_graph *graph, const int32_t *order, 
     if (!f->step_of || !f->end || !f->last_read || !f->mark || !f->level || !f->outgo || !f->row ||
         (order == NULL && !f->order_own)) {
         facts_free(f);
-        return fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, "split: out of host memory");
+        return clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                   "split: out of host memory");
     }
     if (order == NULL) {
         clrun_status st = clrun__graph_order(graph, f->order_own);
@@ -101,7 +87,7 @@ static clrun_status facts_build(const clrun_graph *graph, const int32_t *order, 
             char why[CLRUN__ERROR_MAX];
             snprintf(why, sizeof why, "%s", clrun__error_get(NULL));
             facts_free(f);
-            return fail(st, err, errlen, "split: %s", why);
+            return clrun__error_report(err, errlen, st, "split: %s", why);
         }
         order = f->order_own;
     }
@@ -116,8 +102,8 @@ static clrun_status facts_build(const clrun_graph *graph, const int32_t *order, 
         int32_t n = order[s];
         if (n < 0 || n >= f->steps) {
             facts_free(f);
-            return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen,
-                        "split: step %d names node %d of %d", (int)s, (int)n, (int)f->steps);
+            return clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                                       "split: step %d names node %d of %d", (int)s, (int)n, (int)f->steps);
         }
         const clrun__node *node = &graph->nodes[n];
         for (int o = 0; o < node->output_count; o++)
@@ -231,11 +217,11 @@ static clrun_status no_fit(const clrun_graph *graph, facts *f, const uint64_t *b
     clrun__format_bytes(whole.estimate, a, sizeof a);
     clrun__format_bytes(whole.weights, b, sizeof b);
     clrun__format_bytes(largest, c, sizeof c);
-    return fail(CLRUN_ERROR_OUT_OF_MEMORY, err, errlen,
-                "split: no cut of the %d steps into %d consecutive stages fits the budgets (%s): "
-                "the whole graph needs %s by the schedule's estimate (%s of weights), its "
-                "largest step, '%s' (%s), %s alone",
-                (int)f->steps, (int)devices, text, a, b, label, node->op->name, c);
+    return clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_MEMORY,
+                               "split: no cut of the %d steps into %d consecutive stages fits the budgets (%s): "
+                               "the whole graph needs %s by the schedule's estimate (%s of weights), its "
+                               "largest step, '%s' (%s), %s alone",
+                               (int)f->steps, (int)devices, text, a, b, label, node->op->name, c);
 }
 
 clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
@@ -243,14 +229,15 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
                                char *err, size_t errlen)
 {
     if (graph == NULL || out == NULL || (devices > 0 && budgets == NULL))
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, "split: NULL argument");
+        return clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "split: NULL argument");
     if (devices < 1)
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen,
-                    "split: %d devices: a split needs at least one", (int)devices);
+        return clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "split: %d devices: a split needs at least one", (int)devices);
     if (graph->node_count < devices)
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen,
-                    "split: the graph has %d nodes, too few for %d stages (one per device)",
-                    (int)graph->node_count, (int)devices);
+        return clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "split: the graph has %d nodes, too few for %d stages (one per device)",
+                                   (int)graph->node_count, (int)devices);
     facts f;
     clrun_status st = facts_build(graph, order, &f, err, errlen);
     if (st != CLRUN_OK)
@@ -269,7 +256,8 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
         free(cross);
         free(stages);
         facts_free(&f);
-        return fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, "split: out of host memory");
+        return clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                   "split: out of host memory");
     }
     /* cross[c]: activation bytes written before step c and read at or after it. */
     for (int32_t t = 0; t < f.tensors; t++) {
@@ -371,9 +359,9 @@ clrun_status clrun__split_stage_graph(const clrun_graph *graph, const int32_t *o
     if (out)
         *out = NULL;
     if (graph == NULL || out == NULL || first < 0 || end <= first || end > graph->node_count)
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen,
-                    "split: no stage [%d, %d) in a graph of %d nodes", (int)first, (int)end,
-                    graph ? (int)graph->node_count : 0);
+        return clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "split: no stage [%d, %d) in a graph of %d nodes", (int)first, (int)end,
+                                   graph ? (int)graph->node_count : 0);
     facts f;
     clrun_status st = facts_build(graph, order, &f, err, errlen);
     if (st != CLRUN_OK)
@@ -441,7 +429,8 @@ clrun_status clrun__split_stage_graph(const clrun_graph *graph, const int32_t *o
     if (st != CLRUN_OK) {
         char why[CLRUN__ERROR_MAX];
         snprintf(why, sizeof why, "%s", clrun__error_get(NULL));
-        fail(st, err, errlen, "split: the stage of steps [%d, %d): %s", (int)first, (int)end, why);
+        clrun__error_report(err, errlen, st,
+                            "split: the stage of steps [%d, %d): %s", (int)first, (int)end, why);
         clrun_graph_destroy(sub);
         facts_free(&f);
         return st;

@@ -15,20 +15,6 @@
 
 #define ONNX_FLOAT 1
 
-static clrun_status failf(char *err, size_t errlen, clrun_status s, const char *format, ...)
-    CLRUN__PRINTF(4, 5);
-static clrun_status failf(char *err, size_t errlen, clrun_status s, const char *format, ...)
-{
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    if (err && errlen)
-        snprintf(err, errlen, "%s", text);
-    return clrun__error_set(NULL, s, "%s", text);
-}
-
 /* What an initializer held before it was given new bytes, to put back before the free. */
 typedef struct saved_field {
     Onnx__TensorProto *tensor;
@@ -104,20 +90,20 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
     if (written)
         *written = 0;
     if (path == NULL || out_path == NULL || count < 0 || (count > 0 && (!names || !data || !bytes)))
-        return failf(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
-                     "clrun_onnx_save_initializers: NULL path or a bad list");
+        return clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "clrun_onnx_save_initializers: NULL path or a bad list");
     char why[512];
     clrun_status s = CLRUN_OK;
     size_t size = 0;
     void *file = clrun__file_read(path, (uint64_t)1 << 31, &size, &s, why, sizeof why);
     if (file == NULL)
-        return failf(err, errlen, s, "%s", why);
+        return clrun__error_report(err, errlen, s, "%s", why);
     Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, file);
     free(file);
     if (model == NULL || model->graph == NULL) {
         if (model)
             onnx__model_proto__free_unpacked(model, NULL);
-        return failf(err, errlen, CLRUN_ERROR_PARSE, "%s: not an ONNX model", path);
+        return clrun__error_report(err, errlen, CLRUN_ERROR_PARSE, "%s: not an ONNX model", path);
     }
     Onnx__GraphProto *g = model->graph;
     saved_field *saved = calloc((size_t)(count ? count : 1), sizeof *saved);
@@ -125,7 +111,7 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
     Onnx__NodeProto **removed = calloc((size_t)(count ? count : 1), sizeof *removed);
     int32_t replaced = 0, added_count = 0;
     if (saved == NULL || added == NULL || removed == NULL)
-        s = failf(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        s = clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (int32_t k = 0; s == CLRUN_OK && k < count; k++) {
         Onnx__TensorProto *t = NULL;
         for (size_t i = 0; i < g->n_initializer && t == NULL; i++)
@@ -137,7 +123,7 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
              * initializer of this name: it becomes one, in place of the Identity node. */
             s = detach_identity(g, names[k], &added[added_count], &removed[added_count]);
             if (s == CLRUN_ERROR_OUT_OF_HOST_MEMORY)
-                failf(err, errlen, s, "out of host memory");
+                clrun__error_report(err, errlen, s, "out of host memory");
             if (s != CLRUN_OK || added[added_count] == NULL) {
                 s = s == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? s : CLRUN_OK;
                 continue;
@@ -148,7 +134,7 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
         for (size_t d = 0; d < t->n_dims; d++)
             elements *= t->dims[d] > 0 ? (uint64_t)t->dims[d] : 0;
         if (!t->has_data_type || t->data_type != ONNX_FLOAT || elements * 4 != bytes[k]) {
-            s = failf(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT, "%s: initializer '%s' is not "
+            s = clrun__error_report(err, errlen, CLRUN_ERROR_INVALID_ARGUMENT, "%s: initializer '%s' is not "
                       "f32 of %llu bytes, as the value to write is", path, names[k],
                       (unsigned long long)bytes[k]);
             break;
@@ -169,8 +155,8 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
         packed_size = onnx__model_proto__get_packed_size(model);
         packed = malloc(packed_size ? packed_size : 1);
         if (packed == NULL)
-            s = failf(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory packing %s",
-                      out_path);
+            s = clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory packing %s",
+                                    out_path);
         else
             onnx__model_proto__pack(model, packed);
     }
@@ -207,7 +193,8 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
         if (!ok) {
             if (tmp)
                 remove(tmp);
-            s = failf(err, errlen, CLRUN_ERROR_IO, "%s: cannot write the model", out_path);
+            s = clrun__error_report(err, errlen, CLRUN_ERROR_IO,
+                                    "%s: cannot write the model", out_path);
         }
         free(tmp);
     }
