@@ -480,6 +480,7 @@ static void donated_input_is_written_in_place_and_unusable_afterwards(void **sta
     clrun_exec_stats s;
     assert_int_equal(clrun_exec_stats_get(exec, &s), CLRUN_OK);
     assert_int_equal(s.donations, 2);       /* a takes x's block, b takes a's */
+    assert_int_equal(s.donated_in_place, 1); /* of them, x's: the one donated input */
     assert_int_equal(s.driver_allocs, 0);   /* nothing new was reserved */
     cl_mem out;
     assert_int_equal(clrun_exec_output(exec, 0, &out, NULL), CLRUN_OK);
@@ -516,6 +517,7 @@ static void kept_input_is_never_written(void **state)
     clrun_exec_stats s;
     clrun_exec_stats_get(exec, &s);
     assert_int_equal(s.donations, 1); /* b takes a's block; x is not the executor's to reuse */
+    assert_int_equal(s.donated_in_place, 0);
     assert_int_equal(clrun_free(ctx, &x), CLRUN_OK);
     clrun_exec_destroy(exec);
     clrun_context_destroy(ctx);

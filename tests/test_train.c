@@ -312,6 +312,7 @@ static void state_is_updated_in_place(void **state)
     assert_int_equal(st.params, 4);
     assert_int_equal(st.state_tensors, 8);
     assert_true(st.donations >= 12);
+    assert_int_equal(st.donated_in_place, 12); /* every parameter and state tensor, in place */
     assert_int_equal(st.param_bytes, sizeof(float) * (D * H + H + H * O + O));
     assert_int_equal(st.state_bytes, 2 * st.param_bytes);
     assert_int_equal(st.steps, 101);

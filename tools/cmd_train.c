@@ -562,6 +562,7 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "constant_bytes", json_object_new_int64((int64_t)st.exec.constant_bytes));
     json_object_object_add(o, "donated_bytes", json_object_new_int64((int64_t)st.donated_bytes));
     json_object_object_add(o, "donations", json_object_new_int(st.donations));
+    json_object_object_add(o, "donated_in_place", json_object_new_int(st.donated_in_place));
     json_object_object_add(o, "unused_donations", json_object_new_int(st.unused_donations));
     json_object_object_add(o, "kernels", json_object_new_int(st.exec.kernels));
     json_object_object_add(o, "fused_groups", json_object_new_int(st.exec.fused_groups));
@@ -1031,7 +1032,7 @@ int clrun_cli_train(int argc, char **argv)
                    "%s); donation: %d of %d in place\n", st.params, mib(st.param_bytes, b1, sizeof b1),
                    clrun_optimizer_kind_name(a.optimizer.kind), mib(st.state_bytes, b2, sizeof b2),
                    mib(st.peak_bytes, b3, sizeof b3), mib(st.lower_bound_bytes, b4, sizeof b4),
-                   st.donations, st.donations + st.unused_donations);
+                   st.donated_in_place, st.donated_in_place + st.unused_donations);
             const char *const *names;
             int32_t nu = clrun_train_unused_donations(t, &names);
             for (int32_t k = 0; k < nu; k++)

@@ -70,6 +70,7 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
         json_object_object_add(o, "weights_max_rel_error", json_object_new_double(r->weights_rel_error));
     }
     json_object_object_add(o, "donations", json_object_new_int(s->donations));
+    json_object_object_add(o, "donated_in_place", json_object_new_int(s->donated_in_place));
     json_object_object_add(o, "unused_donations", json_object_new_int(s->unused_donations));
     json_object *unused = json_object_new_array();
     for (int32_t i = 0; i < r->unused_count; i++)

@@ -126,7 +126,9 @@ typedef struct clrun_exec_stats {
                                    replaces them (matmul, conv2d on CPUs; a copy rounds N up
                                    to whole panels) */
     uint64_t driver_allocs;     /* last run: driver allocations (chunks or buffers) made */
-    int32_t donations;          /* outputs written in place of a dying input, per run */
+    int32_t donations;          /* outputs written in place of a dying input, per run (a
+                                   donated graph input or an intermediate) */
+    int32_t donated_in_place;   /* of them, those written in place of a donated graph input */
     int32_t unused_donations;   /* inputs marked donated that no output could take */
     double wall_ms;             /* last run, host wall clock, submit to finish */
     int32_t views;              /* outputs that are views of their input's buffer (reshape):

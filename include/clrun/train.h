@@ -152,6 +152,8 @@ typedef struct clrun_train_stats {
                                     without donation would hold twice */
     int32_t donations;           /* outputs written in place of a dying input, per step (with
                                     a reduce hook, the updates' too) */
+    int32_t donated_in_place;    /* of them, those written in place of donated state (the
+                                    parameters and the optimizer's state) */
     int32_t unused_donations;    /* donated inputs no output could take (0 when it works) */
     clrun_remat_report remat;    /* what the step's rematerialisation policy did */
     const char *remat_policy;    /* that policy ("none" without one); valid with the trainer */

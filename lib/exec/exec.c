@@ -147,6 +147,7 @@ static clrun_status build_schedules(clrun_exec *e)
     }
     e->lower_bound = reusing.lower_bound;
     e->donations = reusing.donations;
+    e->donated_in_place = reusing.donated_in_place;
     if (e->options.mode != CLRUN_EXEC_NAIVE) {
         e->schedule = reusing;
         free(scratch);
@@ -478,6 +479,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->offloaded_tensors = e->schedule.host_buffers; /* each offloaded tensor has one */
     out->offloaded_bytes = 2 * e->schedule.host_bytes;
     out->donations = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donations;
+    out->donated_in_place = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donated_in_place;
     out->unused_donations = e->schedule.unused_donated_count;
     out->views = e->schedule.views;
     return CLRUN_OK;

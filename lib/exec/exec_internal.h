@@ -50,6 +50,7 @@ struct clrun_exec {
     clrun__schedule schedule;      /* what runs: with reuse, or without (naive) */
     uint64_t lower_bound;          /* always from the reusing schedule */
     int32_t donations;             /* per run, from the reusing schedule */
+    int32_t donated_in_place;      /* of them, donated graph inputs taken */
     clrun_tensor_type *types;      /* per node: input then output types (op calls point here) */
     clrun__op_call *calls;         /* per node */
     const clrun__op_kernels **kernels; /* per node: what runs its op */

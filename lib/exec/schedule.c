@@ -142,6 +142,7 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
                         s->buffer_of[out] = s->buffer_of[in];
                         taken[s->buffer_of[in]] = true;
                         s->donations++;
+                        s->donated_in_place += pass == 0;
                         break;
                     }
                 }

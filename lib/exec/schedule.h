@@ -50,6 +50,7 @@ typedef struct clrun__schedule {
     int32_t *scratch_list;
     uint64_t scratch_bytes;   /* of every node's scratch together */
     int32_t donations;        /* outputs that took an input's buffer */
+    int32_t donated_in_place; /* of them, outputs that took a donated graph input's */
     int32_t views;            /* outputs that are views of their input's buffer (reshape) */
     int32_t *unused_donated;  /* graph inputs marked donated whose buffer no output took */
     int32_t unused_donated_count;

@@ -726,11 +726,13 @@ clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
     out->activation_peak_bytes = out->peak_bytes > state ? out->peak_bytes - state : 0;
     out->lower_bound_bytes = out->exec.lower_bound_bytes;
     out->donations = out->exec.donations;
+    out->donated_in_place = out->exec.donated_in_place;
     out->unused_donations = out->exec.unused_donations;
     clrun_exec_stats apply;
     if (t->apply && clrun_exec_stats_get(t->apply, &apply) == CLRUN_OK) {
         /* with a reduce hook the state is donated to the updates */
         out->donations += apply.donations;
+        out->donated_in_place += apply.donated_in_place;
         out->unused_donations += apply.unused_donations;
     }
     out->donated_bytes = out->unused_donations == 0 ? state : 0;

@@ -443,7 +443,8 @@ class TrainStep:
     def stats(self):
         """The trainer's figures (clrun_train_stats) as a dict: steps, params, state_tensors,
         param_bytes, state_bytes, peak_bytes, activation_peak_bytes, lower_bound_bytes,
-        donated_bytes, donations, unused_donations (with their names in unused_donated), remat
+        donated_bytes, donations (donated_in_place of them over the donated state), unused_donations
+        (with their names in unused_donated), remat
         (what the rematerialisation policy did: dropped, repeated_nodes, dropped_bytes,
         repeated_flops),
         remat_policy (the policy, chosen under memory_budget or given), planned_peak_bytes (with
