@@ -250,14 +250,9 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
     uint64_t *cross = calloc((size_t)n + 2, sizeof *cross);
     clrun__split_stage *stages = calloc((size_t)K, sizeof *stages);
     if (!best || !from || !worst || !cross || !stages) {
-        free(best);
-        free(worst);
-        free(from);
-        free(cross);
-        free(stages);
-        facts_free(&f);
-        return clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                                   "split: out of host memory");
+        st = clrun__error_report(err, errlen, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                 "split: out of host memory");
+        goto done;
     }
     /* cross[c]: activation bytes written before step c and read at or after it. */
     for (int32_t t = 0; t < f.tensors; t++) {
@@ -318,6 +313,7 @@ clrun_status clrun__split_find(const clrun_graph *graph, const int32_t *order,
         stages = NULL;
     }
 #undef CELL
+done:
     free(best);
     free(worst);
     free(from);
