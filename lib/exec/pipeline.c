@@ -9,6 +9,7 @@
 #include <clrun/memory.h>
 
 #include "core/error.h"
+#include "core/options.h"
 #include "core/util.h"
 #include "graph/graph.h"
 #include "graph/split.h"
@@ -138,8 +139,13 @@ clrun_status clrun_pipeline_create(const clrun_graph *graph, const unsigned *dev
     }
     /* Without a platform selector the indices are the flat list's: check them first (a selector
      * counts among its platform's devices, which the contexts check). */
-    const char *platform = options->platform ? options->platform : getenv("CLRUN_PLATFORM");
-    clrun_status st = platform && platform[0] ? CLRUN_OK : check_devices(devices, device_count);
+    clrun__options env;
+    char invalid[CLRUN__ERROR_MAX];
+    clrun_status st = clrun__options_load(&env, invalid, sizeof invalid);
+    if (st != CLRUN_OK)
+        return clrun__error_set(NULL, st, "pipeline: %s", invalid);
+    const char *platform = options->platform ? options->platform : env.platform;
+    st = platform[0] ? CLRUN_OK : check_devices(devices, device_count);
     if (st != CLRUN_OK)
         return st;
     clrun_pipeline *p = calloc(1, sizeof *p);
