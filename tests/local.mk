@@ -93,6 +93,9 @@ EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py
 # the spec, and what clrun does not do there (and opset 22) refused by name.
 TESTS += tests/onnx_opset18.sh
 EXTRA_DIST += tests/onnx_opset18.sh tests/onnx_opset18.py
+# DFT and STFT against numpy.fft
+TESTS += tests/onnx_spectral.sh
+EXTRA_DIST += tests/onnx_spectral.sh tests/onnx_spectral.py
 TESTS += tests/onnx_bitwise_lppool.sh
 EXTRA_DIST += tests/onnx_bitwise_lppool.sh tests/onnx_bitwise_lppool.py
 TESTS += tests/onnx_bf16.sh

@@ -30,6 +30,7 @@ ONNX_C_SOURCES = \
 	lib/onnx/map_control.c \
 	lib/onnx/map_extra.c \
 	lib/onnx/map_einsum.c \
+	lib/onnx/map_spectral.c \
 	lib/onnx/map_vision.c \
 	lib/onnx/map_opset18.c \
 	lib/onnx/map_recurrent.c \

@@ -101,6 +101,10 @@ clrun_status clrun__map_onehot(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_nll(clrun__imp *im, clrun__onode *n);           /* NegativeLogLikelihoodLoss
                                                                           SoftmaxCrossEntropyLoss */
 
+/* map_spectral.c: DFT and STFT as products with constant matrices of cosines and sines */
+clrun_status clrun__map_dft(clrun__imp *im, clrun__onode *n);
+clrun_status clrun__map_stft(clrun__imp *im, clrun__onode *n);
+
 /* map_einsum.c: Einsum of one or two operands as transposes, diagonals, sums and matmul; Det up
  * to 3 x 3 */
 clrun_status clrun__map_einsum(clrun__imp *im, clrun__onode *n);

@@ -155,6 +155,8 @@ static const clrun__onnx_op ops[] = {
     {"HannWindow", V(17), NULL, clrun__map_window},
     {"HammingWindow", V(17), NULL, clrun__map_window},
     {"BlackmanWindow", V(17), NULL, clrun__map_window},
+    {"DFT", V(17, 20), NULL, clrun__map_dft},
+    {"STFT", V(17), NULL, clrun__map_stft},
     {"OneHot", V(9, 11), NULL, clrun__map_onehot},
     {"Einsum", V(12), NULL, clrun__map_einsum},
     {"Det", V(11), NULL, clrun__map_det},
