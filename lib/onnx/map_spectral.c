@@ -10,8 +10,8 @@
  *
  * STFT is that product applied to every frame: one `conv2d` of the signal as a [batch, c, 1,
  * length] image with a [2K, c, 1, frame_length] kernel (the window multiplied into it) at stride
- * frame_step. frame_step, frame_length and the window must be known at load, as the output's
- * shape depends on them. */
+ * frame_step. frame_step, frame_length and the window must be known at load (the output's shape
+ * depends on the first two, the kernel on the window). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -174,12 +174,8 @@ clrun_status clrun__map_stft(clrun__imp *im, clrun__onode *n)
         s = length_input(im, n, 1, "frame_step", &step, &has_step);
     if (s == CLRUN_OK && !has_step)
         s = clrun__invalid(im, "frame_step is required");
-    if (s == CLRUN_OK && n->n_in > 2 && n->in[2]) {
-        if (!clrun__is_const(n->in[2]))
-            s = clrun__unsupported(im, "a window known only at run time is not supported (it is folded into "
-                                   "the transform's constant): fix it with the `constants` load option");
-        else
-            s = clrun__const_input(im, n, 2, false, &window);
+    if (s == CLRUN_OK && n->n_in > 2 && n->in[2]) { /* folded into the transform's constant */
+        s = clrun__const_input(im, n, 2, false, &window);
         if (s == CLRUN_OK && window->rank != 1)
             s = clrun__invalid(im, "the window has rank %d (1)", window->rank);
     }
