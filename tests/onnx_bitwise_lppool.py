@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) on every integer type, broadcast,
-and LpPool (opsets 1, 2, 11, 18: p, kernel_shape, strides, pads, auto_pad, dilations, ceil_mode;
-1-D and 2-D) and GlobalLpPool through `clrun run MODEL.onnx --output-dir`, against a numpy
+LpPool (opsets 1, 2, 11, 18: p, kernel_shape, strides, pads, auto_pad, dilations, ceil_mode;
+1-D and 2-D), GlobalLpPool and MaxPool of int8 and uint8 (opset 12, 1-D and 2-D) through `clrun run MODEL.onnx --output-dir`, against a numpy
 reference of the spec (the backend suite of Debian's onnx 1.12 has no case of either). Integers
 exactly, floats within 1e-5 (relative above 1). Bad input (a float Bitwise input, p below 1, an
 integer LpPool input) refused naming the node and the value.
@@ -74,6 +74,19 @@ def lp_pool(x, p, kernel, strides, pads, dilations, ceil_mode=False):
     return y ** (1.0 / p)
 
 
+def max_pool(x, kernel, strides, pads):
+    """MaxPool with its padding never chosen (the input's own type kept)."""
+    sp = len(kernel)
+    outs = [(x.shape[2 + i] + pads[i] + pads[i + sp] - kernel[i]) // strides[i] + 1 for i in range(sp)]
+    y = np.zeros(x.shape[:2] + tuple(outs), x.dtype)
+    for o in np.ndindex(*outs):
+        lo = [max(0, o[i] * strides[i] - pads[i]) for i in range(sp)]
+        hi = [min(x.shape[2 + i], o[i] * strides[i] - pads[i] + kernel[i]) for i in range(sp)]
+        window = x[(slice(None), slice(None)) + tuple(slice(lo[i], hi[i]) for i in range(sp))]
+        y[(slice(None), slice(None)) + o] = window.max(axis=tuple(range(2, 2 + sp)))
+    return y
+
+
 def cases(rng):
     out = []
     ops = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
@@ -123,6 +136,18 @@ def cases(rng):
     for name, xin, opset, attrs, ref in lp:
         node = helper.make_node("LpPool", ["x"], ["y"], **attrs)
         out.append((name, model([node], [vi("x", xin.shape)], [vi("y", None)], opset), {"x": xin}, {"y": ref(xin)}))
+    # MaxPool of int8 and uint8 (opset 12): exact, pads never chosen
+    for dtype, elem in ((np.uint8, TensorProto.UINT8), (np.int8, TensorProto.INT8)):
+        xi = random_ints(rng, dtype, (2, 3, 7, 6))
+        node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 1, 1, 0])
+        out.append((f"maxpool12_2d_{np.dtype(dtype).name}",
+                    model([node], [vi("x", xi.shape, elem)], [vi("y", None, elem)], 12), {"x": xi},
+                    {"y": max_pool(xi, [3, 2], [2, 1], [1, 1, 1, 0])}))
+        x1i = random_ints(rng, dtype, (2, 2, 9))
+        node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[4], strides=[2], pads=[2, 1])
+        out.append((f"maxpool12_1d_{np.dtype(dtype).name}",
+                    model([node], [vi("x", x1i.shape, elem)], [vi("y", None, elem)], 12), {"x": x1i},
+                    {"y": max_pool(x1i, [4], [2], [2, 1])}))
     for p in (1, 2, 3):
         node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)
         want = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1.0 / p)
@@ -151,6 +176,10 @@ def refusals():
     node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2, 2])
     out.append(("lppool_3d", model([node], [vi("x", [1, 1, 3, 3, 3])], [vi("y", None)], 11),
                 {"x": np.ones((1, 1, 3, 3, 3), np.float32)}, "3-D LpPool is not supported"))
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2])
+    out.append(("maxpool_uint8_3d", model([node], [vi("x", [1, 1, 3, 3, 3], TensorProto.UINT8)],
+                                          [vi("y", None, TensorProto.UINT8)], 12),
+                {"x": np.ones((1, 1, 3, 3, 3), np.uint8)}, "MaxPool of int8 or uint8 is supported in 1-D and 2-D"))
     return out
 
 

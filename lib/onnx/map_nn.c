@@ -608,6 +608,28 @@ static clrun_status dilated_average(clrun__imp *im, clrun__onode *n, clrun__valu
     return s == CLRUN_OK ? finish_window(im, n, &w2, y) : s;
 }
 
+/* MaxPool of int8 or uint8 (opset 12): f32 holds every such value exactly, and a maximum
+ * picks one of its inputs, so the f32 pool between two casts gives the exact integers. */
+static clrun_status integer_max_pool(clrun__imp *im, clrun__onode *n, clrun__value *x, const window *w)
+{
+    window w2 = *w;
+    clrun_dtype back;
+    if (!clrun__onnx_elem_dtype(x->c.elem, &back) || w->spatial == 3)
+        return clrun__unsupported(im, "MaxPool of int8 or uint8 is supported in 1-D and 2-D");
+    clrun_attr to = clrun__mk_int("to", (int64_t)CLRUN_F32), from = clrun__mk_int("to", (int64_t)back);
+    clrun__value *y;
+    clrun_status s = clrun__emit1(im, n, "cast", &x, 1, &to, 1, -1, &x);
+    if (s == CLRUN_OK && w2.spatial == 1 && (s = as_image(im, n, x, &x)) == CLRUN_OK)
+        as_2d(&w2);
+    if (s == CLRUN_OK)
+        s = clrun__pool2d_core(im, n, x, &w2, true, false, -1, &y);
+    if (s == CLRUN_OK && w->spatial == 1) {
+        int64_t dims[3] = {y->c.dims[0], y->c.dims[1], y->c.dims[3]};
+        s = clrun__mv_reshape(im, n, y, 3, dims, -1, &y);
+    }
+    return s == CLRUN_OK ? clrun__emit1(im, n, "cast", &y, 1, &from, 1, 0, NULL) : s;
+}
+
 clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 1);
@@ -638,6 +660,8 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
             return dilated_average(im, n, x, &w, include_pad != 0);
     if (max && clrun__out(im, n, 1))
         return clrun__maxpool_indices(im, n, x, &w, storage);
+    if (max && (x->c.elem == CLRUN__ONNX_UINT8 || x->c.elem == CLRUN__ONNX_INT8))
+        return integer_max_pool(im, n, x, &w);
     if (w.spatial == 3)
         return clrun__pool3d(im, n, x, &w, max, include_pad != 0);
     if (w.spatial == 2)
