@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) on every integer type, broadcast,
 LpPool (opsets 1, 2, 11, 18: p, kernel_shape, strides, pads, auto_pad, dilations, ceil_mode;
-1-D and 2-D), GlobalLpPool and MaxPool of int8 and uint8 (opset 12, 1-D and 2-D) through `clrun run MODEL.onnx --output-dir`, against a numpy
-reference of the spec (the backend suite of Debian's onnx 1.12 has no case of either). Integers
+1-D and 2-D), GlobalLpPool, MaxPool of int8 and uint8 (opset 12, 1-D and 2-D) and AveragePool
+with pads the pooling op does not take (beyond half the window, asymmetric) through `clrun run
+MODEL.onnx --output-dir`, against a numpy reference of the spec (the backend suite of Debian's
+onnx 1.12 has no case of the first ones). Integers
 exactly, floats within 1e-5 (relative above 1). Bad input (a float Bitwise input, p below 1, an
 integer LpPool input) refused naming the node and the value.
 Usage: onnx_bitwise_lppool.py CLRUN WORKDIR"""
@@ -87,6 +89,19 @@ def max_pool(x, kernel, strides, pads):
     return y
 
 
+def avg_pool(x, kernel, strides, pads):
+    """AveragePool without count_include_pad: each window's mean over its taps inside x."""
+    sp = len(kernel)
+    outs = [(x.shape[2 + i] + pads[i] + pads[i + sp] - kernel[i]) // strides[i] + 1 for i in range(sp)]
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for o in np.ndindex(*outs):
+        lo = [max(0, o[i] * strides[i] - pads[i]) for i in range(sp)]
+        hi = [min(x.shape[2 + i], o[i] * strides[i] - pads[i] + kernel[i]) for i in range(sp)]
+        window = x[(slice(None), slice(None)) + tuple(slice(lo[i], hi[i]) for i in range(sp))].astype(np.float64)
+        y[(slice(None), slice(None)) + o] = window.mean(axis=tuple(range(2, 2 + sp)))
+    return y
+
+
 def cases(rng):
     out = []
     ops = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
@@ -148,6 +163,15 @@ def cases(rng):
         out.append((f"maxpool12_1d_{np.dtype(dtype).name}",
                     model([node], [vi("x", x1i.shape, elem)], [vi("y", None, elem)], 12), {"x": x1i},
                     {"y": max_pool(x1i, [4], [2], [2, 1])}))
+    # AveragePool without count_include_pad, pads beyond half the window or asymmetric: the
+    # mean over the taps inside the input
+    for name, attrs, kernel, strides, pads in [
+            ("averagepool11_pads_beyond_half", dict(kernel_shape=[3, 3], pads=[2, 2, 2, 2]), [3, 3], [1, 1], [2, 2, 2, 2]),
+            ("averagepool11_asymmetric_strided", dict(kernel_shape=[2, 3], strides=[2, 2], pads=[0, 2, 1, 0]),
+             [2, 3], [2, 2], [0, 2, 1, 0])]:
+        node = helper.make_node("AveragePool", ["x"], ["y"], **attrs)
+        out.append((name, model([node], [vi("x", x.shape)], [vi("y", None)], 11), {"x": x},
+                    {"y": avg_pool(x, kernel, strides, pads)}))
     for p in (1, 2, 3):
         node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)
         want = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1.0 / p)

@@ -675,6 +675,56 @@ clrun_status clrun__map_pool(clrun__imp *im, clrun__onode *n)
     return s == CLRUN_OK ? finish_window(im, n, &w, y) : s;
 }
 
+/* AveragePool without count_include_pad whose pads the op does not take (asymmetric, or more
+ * than half the window): the mean over the whole window of the input padded with zeros, times a
+ * constant per output position, its window's taps over the taps inside the input. A window
+ * entirely in the padding has no mean and is refused. */
+static clrun_status padded_average(clrun__imp *im, clrun__onode *n, clrun__value *x, const window *w, int out,
+                                   clrun__value **r)
+{
+    int64_t outs[2], dims[4] = {1, 1, 0, 0}, none[2] = {0, 0};
+    if (w->dilation[0] != 1 || w->dilation[1] != 1)
+        return clrun__unsupported(im, "AveragePool with dilations and pads beyond half the window without "
+                                  "count_include_pad is not supported");
+    for (int i = 0; i < 2; i++) {
+        int64_t room = x->c.dims[2 + i] + w->pad_begin[i] + w->pad_end[i] - w->kernel[i];
+        outs[i] = room < 0 ? 0 : room / w->stride[i] + 1;
+        dims[2 + i] = outs[i];
+    }
+    clrun__otensor t;
+    if (!clrun__otensor_alloc(&t, x->c.elem, 4, dims))
+        return clrun__host_result_failed(im, x->c.elem, 4, dims);
+    double taps = (double)(w->kernel[0] * w->kernel[1]);
+    for (int64_t oy = 0; oy < outs[0]; oy++)
+        for (int64_t ox = 0; ox < outs[1]; ox++) {
+            int64_t inside = 1, at[2] = {oy, ox};
+            for (int i = 0; i < 2; i++) {
+                int64_t lo = at[i] * w->stride[i] - w->pad_begin[i], hi = lo + w->kernel[i];
+                lo = lo < 0 ? 0 : lo;
+                hi = hi > x->c.dims[2 + i] ? x->c.dims[2 + i] : hi;
+                inside *= hi > lo ? hi - lo : 0;
+            }
+            if (inside == 0) {
+                clrun__otensor_free(&t);
+                return clrun__unsupported(im, "an AveragePool window at output (%" PRId64 ", %" PRId64 ") lies "
+                                          "entirely in the padding", oy, ox);
+            }
+            clrun__otensor_set_real(&t, (uint64_t)(oy * outs[1] + ox), taps / (double)inside);
+        }
+    clrun__value *scale = clrun__const_value(im, &t), *y;
+    if (!scale)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun_status s = CLRUN_OK;
+    for (int i = 0; i < 2 && s == CLRUN_OK; i++)
+        if (w->pad_begin[i] || w->pad_end[i])
+            s = clrun__pad_axis(im, n, x, 2 + i, w->pad_begin[i], w->pad_end[i], "constant", 0, -1, &x);
+    clrun_attr at[3] = {clrun__mk_ints("kernel", w->kernel, 2), clrun__mk_ints("stride", w->stride, 2),
+                        clrun__mk_ints("pad", none, 2)};
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "avgpool2d", &x, 1, at, 3, -1, &y);
+    return s == CLRUN_OK ? clrun__emit_binary(im, n, "mul", y, scale, out, r) : s;
+}
+
 clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w2,
                                 bool max, bool include_pad, int out, clrun__value **r)
 {
@@ -754,8 +804,8 @@ clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x
                 return s;
         }
         sym[0] = sym[1] = 0;
-    } else if (!max && !symmetric) {
-        return clrun__unsupported(im, "asymmetric pads for AveragePool without count_include_pad are not supported");
+    } else if (!max && (!symmetric || !fits)) {
+        return padded_average(im, n, x, &w, out, r);
     }
     clrun_attr at[4] = {clrun__mk_ints("kernel", w.kernel, 2), clrun__mk_ints("stride", w.stride, 2),
                         clrun__mk_ints("pad", sym, 2), clrun__mk_ints("dilation", w.dilation, 2)};
