@@ -13,7 +13,8 @@
 # ratio clrun/onnxruntime, and the geometric mean of the ratios (issue 26's floors: mean <= 1.0,
 # no model above 1.5x). A loaded machine moves the times; read the ratios.
 #
-# Cold start, as whole processes (wall time from fork to exit): clrun `run MODEL --repeat 1`
+# Cold start, as whole processes (wall time from fork to exit; in a build tree the program that
+# libtool's wrapper script would start, as installed): clrun `run MODEL --repeat 1`
 # (process start, load, compile, warm-up run, one run, report, exit) with the caches warm (after
 # the rounds above) and with empty CLRUN_CACHE_DIR and POCL_CACHE_DIR; onnxruntime's session
 # creation + first run inside its process (and its whole node process). Not a test.
@@ -43,6 +44,24 @@ ort=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 clrun=${CLRUN:-./clrun}
+# In a build tree ./clrun is libtool's wrapper script, which spends about 0.3 s in the shell
+# (sed, ls) before it starts the real program: run that program, as an installed clrun runs,
+# with its own library first on the path (BASE with its own).
+real_program() {
+    if head -c 4096 "$1" 2>/dev/null | grep -q 'libtool wrapper' && [ -x "$(dirname "$1")/.libs/$(basename "$1")" ]; then
+        echo "$(cd "$(dirname "$1")" && pwd)/.libs/$(basename "$1")"
+    else
+        echo "$1"
+    fi
+}
+clrun=$(real_program "$clrun")
+clrun_libs=$(dirname "$clrun")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+run_clrun() { env LD_LIBRARY_PATH="$clrun_libs" "$clrun" "$@"; }
+if [ -n "${BASE:-}" ]; then
+    BASE=$(real_program "$BASE")
+    base_libs=$(dirname "$BASE")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+run_base() { env LD_LIBRARY_PATH="$base_libs" "$BASE" "$@"; }
 python=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -62,10 +81,10 @@ models=$(cut -d' ' -f1 "$tmp/models")
 r=1
 while [ "$r" -le "$rounds" ]; do
     for m in $models; do
-        if [ -n "${BASE:-}" ] && line=$("$BASE" run "$tmp/$m.onnx" --repeat "$repeat" 2>/dev/null | grep '^time'); then
+        if [ -n "${BASE:-}" ] && line=$(run_base run "$tmp/$m.onnx" --repeat "$repeat" 2>/dev/null | grep '^time'); then
             echo "$line" | sed 's/^time *\([0-9.]*\) ms.*/\1/' >>"$tmp/$m.base"
         fi
-        if line=$("$clrun" run "$tmp/$m.onnx" --repeat "$repeat" 2>"$tmp/$m.clrun.err" | grep '^time'); then
+        if line=$(run_clrun run "$tmp/$m.onnx" --repeat "$repeat" 2>"$tmp/$m.clrun.err" | grep '^time'); then
             echo "$line" | sed 's/^time *\([0-9.]*\) ms.*/\1/' >>"$tmp/$m.clrun"
         fi
         if times=$(node "$here/ort_models.js" "$tmp/$m.onnx" "$repeat" 2>"$tmp/$m.ort.err"); then
@@ -108,12 +127,12 @@ echo "# onnxruntime session creation + first run (and its whole node process)"
 printf '%-16s %12s %12s %14s %12s\n' model clrun_warm clrun_empty ort_create+run ort_process
 for m in $models; do
     t0=$(now_ms)
-    "$clrun" run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
+    run_clrun run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
     warm=$(($(now_ms) - t0))
     mkdir -p "$tmp/cache-$m/clrun" "$tmp/cache-$m/pocl"
     t0=$(now_ms)
     CLRUN_CACHE_DIR="$tmp/cache-$m/clrun" POCL_CACHE_DIR="$tmp/cache-$m/pocl" \
-        "$clrun" run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
+        run_clrun run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
     empty=$(($(now_ms) - t0))
     rm -rf "$tmp/cache-$m"
     t0=$(now_ms)
