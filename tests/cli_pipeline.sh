@@ -36,8 +36,22 @@ expect 1 "no cut of the 6 steps into 2 consecutive stages fits the budgets (1.00
 expect 1 "device 7 (of stage 1) does not exist: there are 2" "$tmp/err" "unknown device"
 "$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,,1 >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 2 "--devices takes device indices separated by commas" "$tmp/err" "malformed --devices"
-"$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,1 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
-expect 2 "--devices does not take --json" "$tmp/err" "--devices --json"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,1 --trace "$tmp/t.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 2 "--devices does not take --trace" "$tmp/err" "--devices --trace"
+
+# --json: one object with the one-device checksum, both stages and the bytes moved
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 3 --devices 0,1 --device-limit 2M --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 '"checksum":"'"$want"'"' "$tmp/out" "--devices --json"
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "--devices --json: $(cat "$tmp/out")"
+import json, sys
+o = json.load(open(sys.argv[1]))
+stages = o["stages"]
+assert o["devices"] == 2 and o["repeat"] == 3 and len(stages) == 2, o
+assert [(s["first_node"], s["end_node"]) for s in stages] == [(0, 1), (1, 6)], stages
+assert o["bytes_moved"] == 131072 == stages[0]["bytes_out"] == stages[1]["bytes_in"], o
+assert o["peak_bytes"] == max(s["peak_bytes"] for s in stages) and all(s["peak_bytes"] <= s["limit_bytes"] == 2 << 20 for s in stages)
+assert o["wall_ms_min"] <= o["wall_ms"] <= o["wall_ms_max"]
+PY
 "$CLRUN" run "$EXAMPLES/mlp.graph" --device-limit 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 2 "--device-limit goes with --devices" "$tmp/err" "--device-limit alone"
 

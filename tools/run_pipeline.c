@@ -1,6 +1,7 @@
 /* clrun run --devices 0,1: the graph split into a pipeline over several devices
  * (clrun/pipeline.h), one stage per device; the report gives each device's nodes, weights,
  * peak and bytes moved, and each output's checksum (the one-device run's). */
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,98 @@ static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **by
     return host;
 }
 
+static int compare_ms(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median_ms(const double *sorted, int n)
+{
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+static void print_report(const run_args *a, const clrun_graph *g, const clrun_pipeline *p, const double *times,
+                         const char (*sums)[17])
+{
+    printf("%s: pipeline over %d devices, %d run%s: median %.3f ms (min %.3f, max %.3f)\n", a->path,
+           (int)a->device_count, a->repeat, a->repeat == 1 ? "" : "s", median_ms(times, a->repeat), times[0],
+           times[a->repeat - 1]);
+    for (int32_t k = 0; k < clrun_pipeline_stage_count(p); k++) {
+        clrun_pipeline_stage_info info;
+        if (clrun_pipeline_stage_info_get(p, k, &info) != CLRUN_OK)
+            continue;
+        char w[32], pk[32], lim[32], in[32], out[32];
+        printf("  device %u (%s): nodes [%d, %d), weights %s, peak %s of %s, moved in %s, out %s\n", info.device,
+               info.device_name, (int)info.first_node, (int)info.end_node,
+               clrun_format_bytes(info.weights_bytes, w, sizeof w), clrun_format_bytes(info.peak_bytes, pk, sizeof pk),
+               info.limit_bytes ? clrun_format_bytes(info.limit_bytes, lim, sizeof lim) : "no limit",
+               clrun_format_bytes(info.bytes_in, in, sizeof in), clrun_format_bytes(info.bytes_out, out, sizeof out));
+    }
+    const clrun_tensor_id *ids;
+    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < outputs_n; i++)
+        printf("output      %s checksum %s\n", clrun_graph_tensor_name(g, ids[i]), sums[i]);
+}
+
+/* One JSON object: the keys of `clrun run --json` that apply (graph, repeat, wall_ms and its
+ * median, min and max, peak_bytes: the largest stage's, outputs), the bytes moved between
+ * stages per run, and a "stages" array of each stage's report. */
+static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipeline *p, const double *times,
+                       const char (*sums)[17])
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "graph", json_object_new_string(clrun_graph_name(g) ? clrun_graph_name(g) : a->path));
+    json_object_object_add(o, "devices", json_object_new_int(a->device_count));
+    json_object_object_add(o, "repeat", json_object_new_int(a->repeat));
+    json_object_object_add(o, "wall_ms", json_object_new_double(median_ms(times, a->repeat)));
+    json_object_object_add(o, "wall_ms_median", json_object_new_double(median_ms(times, a->repeat)));
+    json_object_object_add(o, "wall_ms_min", json_object_new_double(times[0]));
+    json_object_object_add(o, "wall_ms_max", json_object_new_double(times[a->repeat - 1]));
+    json_object *stages = json_object_new_array();
+    uint64_t peak = 0, moved = 0;
+    for (int32_t k = 0; k < clrun_pipeline_stage_count(p); k++) {
+        clrun_pipeline_stage_info info;
+        if (clrun_pipeline_stage_info_get(p, k, &info) != CLRUN_OK)
+            continue;
+        json_object *st = json_object_new_object();
+        json_object_object_add(st, "device", json_object_new_int64(info.device));
+        json_object_object_add(st, "device_name", json_object_new_string(info.device_name));
+        json_object_object_add(st, "first_node", json_object_new_int64(info.first_node));
+        json_object_object_add(st, "end_node", json_object_new_int64(info.end_node));
+        json_object_object_add(st, "weights_bytes", json_object_new_int64((int64_t)info.weights_bytes));
+        json_object_object_add(st, "peak_bytes", json_object_new_int64((int64_t)info.peak_bytes));
+        json_object_object_add(st, "limit_bytes", json_object_new_int64((int64_t)info.limit_bytes));
+        json_object_object_add(st, "bytes_in", json_object_new_int64((int64_t)info.bytes_in));
+        json_object_object_add(st, "bytes_out", json_object_new_int64((int64_t)info.bytes_out));
+        json_object_object_add(st, "wall_ms", json_object_new_double(info.wall_ms));
+        json_object_array_add(stages, st);
+        peak = info.peak_bytes > peak ? info.peak_bytes : peak;
+        moved += info.bytes_out;
+    }
+    json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)peak));
+    json_object_object_add(o, "bytes_moved", json_object_new_int64((int64_t)moved));
+    json_object_object_add(o, "stages", stages);
+    json_object *outputs = json_object_new_array();
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < n; i++) {
+        const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
+        json_object *out = json_object_new_object();
+        json_object_object_add(out, "name", json_object_new_string(clrun_graph_tensor_name(g, ids[i])));
+        json_object_object_add(out, "dtype", json_object_new_string(clrun_dtype_name(t->dtype)));
+        json_object *shape = json_object_new_array();
+        for (int d = 0; d < t->rank; d++)
+            json_object_array_add(shape, json_object_new_int64(t->shape[d]));
+        json_object_object_add(out, "shape", shape);
+        json_object_object_add(out, "checksum", json_object_new_string(sums[i]));
+        json_object_array_add(outputs, out);
+    }
+    json_object_object_add(o, "outputs", outputs);
+    printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
 int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
 {
     clrun_exec_options eo;
@@ -84,7 +177,11 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
         return 1;
     }
     int rc = 0;
-    double best = 0;
+    double *times = calloc((size_t)a->repeat + 1, sizeof *times);
+    if (times == NULL) {
+        fprintf(stderr, "clrun run: %s: out of host memory\n", a->path);
+        rc = 1;
+    }
     for (int i = -1; rc == 0 && i < a->repeat; i++) { /* i = -1: warm-up */
         if (clrun_pipeline_run(p, (const void *const *)host, bytes, inputs_n) != CLRUN_OK) {
             fprintf(stderr, "clrun run: %s: %s\n", a->path, clrun_last_error(NULL));
@@ -96,43 +193,36 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
             if (clrun_pipeline_stage_info_get(p, k, &info) == CLRUN_OK)
                 ms += info.wall_ms;
         }
-        if (i >= 0 && (i == 0 || ms < best))
-            best = ms;
+        if (i >= 0)
+            times[i] = ms;
+    }
+    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    char(*sums)[17] = rc == 0 ? calloc((size_t)outputs_n + 1, sizeof *sums) : NULL;
+    if (rc == 0 && sums == NULL) {
+        fprintf(stderr, "clrun run: %s: out of host memory\n", a->path);
+        rc = 1;
+    }
+    for (int32_t i = 0; rc == 0 && i < outputs_n; i++) {
+        uint64_t n = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
+        void *data = malloc(n ? (size_t)n : 1);
+        if (data == NULL || clrun_pipeline_read_output(p, i, data, n) != CLRUN_OK) {
+            fprintf(stderr, "clrun run: %s: output '%s': %s\n", a->path, clrun_graph_tensor_name(g, ids[i]),
+                    data ? clrun_last_error(NULL) : "out of host memory");
+            rc = 1;
+        } else {
+            snprintf(sums[i], sizeof sums[i], "%016llx", (unsigned long long)XXH64(data, (size_t)n, 0));
+        }
+        free(data);
     }
     if (rc == 0) {
-        printf("%s: pipeline over %d devices, best of %d runs: %.3f ms\n", a->path,
-               (int)a->device_count, a->repeat, best);
-        for (int32_t k = 0; k < clrun_pipeline_stage_count(p); k++) {
-            clrun_pipeline_stage_info info;
-            if (clrun_pipeline_stage_info_get(p, k, &info) != CLRUN_OK)
-                continue;
-            char w[32], pk[32], lim[32], in[32], out[32];
-            printf("  device %u (%s): nodes [%d, %d), weights %s, peak %s of %s, moved in %s, "
-                   "out %s\n",
-                   info.device, info.device_name, (int)info.first_node, (int)info.end_node,
-                   clrun_format_bytes(info.weights_bytes, w, sizeof w),
-                   clrun_format_bytes(info.peak_bytes, pk, sizeof pk),
-                   info.limit_bytes ? clrun_format_bytes(info.limit_bytes, lim, sizeof lim)
-                                    : "no limit",
-                   clrun_format_bytes(info.bytes_in, in, sizeof in),
-                   clrun_format_bytes(info.bytes_out, out, sizeof out));
-        }
-        int32_t outputs_n = clrun_graph_outputs(g, &ids);
-        for (int32_t i = 0; rc == 0 && i < outputs_n; i++) {
-            uint64_t n = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
-            void *data = malloc(n ? (size_t)n : 1);
-            if (data == NULL || clrun_pipeline_read_output(p, i, data, n) != CLRUN_OK) {
-                fprintf(stderr, "clrun run: %s: output '%s': %s\n", a->path,
-                        clrun_graph_tensor_name(g, ids[i]),
-                        data ? clrun_last_error(NULL) : "out of host memory");
-                rc = 1;
-            } else {
-                printf("output      %s checksum %016llx\n", clrun_graph_tensor_name(g, ids[i]),
-                       (unsigned long long)XXH64(data, (size_t)n, 0));
-            }
-            free(data);
-        }
+        qsort(times, (size_t)a->repeat, sizeof *times, compare_ms);
+        if (a->json)
+            print_json(a, g, p, times, sums);
+        else
+            print_report(a, g, p, times, sums);
     }
+    free(sums);
+    free(times);
     for (int32_t i = 0; i < inputs_n; i++)
         free(host[i]);
     free(host);
