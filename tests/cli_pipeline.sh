@@ -39,6 +39,12 @@ expect 2 "--devices takes device indices separated by commas" "$tmp/err" "malfor
 "$CLRUN" run "$EXAMPLES/mlp.graph" --devices 0,1 --trace "$tmp/t.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 2 "--devices does not take --trace" "$tmp/err" "--devices --trace"
 
+# --output-dir: the same .npy file as one device's
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --output-dir "$tmp/one-dir" >/dev/null 2>"$tmp/err" || fail "one device --output-dir: $(cat "$tmp/err")"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --devices 0,1 --device-limit 2M --output-dir "$tmp/two-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "pipeline over 2 devices" "$tmp/out" "--devices --output-dir"
+cmp -s "$tmp/one-dir/y.npy" "$tmp/two-dir/y.npy" || fail "the pipeline's y.npy differs from one device's"
+
 # --json: one object with the one-device checksum, both stages and the bytes moved
 "$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 3 --devices 0,1 --device-limit 2M --json >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 0 '"checksum":"'"$want"'"' "$tmp/out" "--devices --json"

@@ -123,9 +123,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         return clrun_cli_usage_error("run", "no graph file given");
     if (a->device_limit && a->device_count == 0)
         return clrun_cli_usage_error("run", "--device-limit goes with --devices");
-    if (a->device_count && (a->trace || a->weights != CLRUN_F32 || a->io.output_dir || a->strict_donation))
-        return clrun_cli_usage_error("run", "--devices does not take --trace, --weights, --output-dir or "
-                                     "--strict-donation yet");
+    if (a->device_count && (a->trace || a->weights != CLRUN_F32 || a->strict_donation))
+        return clrun_cli_usage_error("run", "--devices does not take --trace, --weights or --strict-donation yet");
     if (a->allocator && !clrun_allocator_valid(a->allocator))
         return clrun_cli_usage_error("run", "unknown allocator '%s': valid names are %s",
                                      a->allocator, clrun_allocator_names());

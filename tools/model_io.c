@@ -243,8 +243,19 @@ const void *clrun_cli_io_input(const clrun_cli_io *io, int32_t index)
     return io->host && index < io->host_count ? io->host[index] : NULL;
 }
 
+static clrun_status read_exec_output(void *source, int32_t index, void *host, uint64_t bytes)
+{
+    return clrun_exec_read_output(source, index, host, bytes);
+}
+
 int clrun_cli_io_write_outputs(const char *command, const clrun_cli_io *io, clrun_exec *exec,
                                const clrun_graph *g)
+{
+    return clrun_cli_io_write_outputs_from(command, io, g, read_exec_output, exec);
+}
+
+int clrun_cli_io_write_outputs_from(const char *command, const clrun_cli_io *io, const clrun_graph *g,
+                                    clrun_cli_output_reader read, void *source)
 {
     if (io->output_dir == NULL)
         return 0;
@@ -266,7 +277,7 @@ int clrun_cli_io_write_outputs(const char *command, const clrun_cli_io *io, clru
                 *p = '_';
         size_t plen = strlen(io->output_dir) + strlen(name) + 6;
         char *path = malloc(plen);
-        clrun_status s = host && path ? clrun_exec_read_output(exec, i, host, bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        clrun_status s = host && path ? read(source, i, host, bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         if (s == CLRUN_OK) {
             snprintf(path, plen, "%s/%s.npy", io->output_dir, name);
             s = clrun_npy_save(path, type, host, err, sizeof err);

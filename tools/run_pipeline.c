@@ -56,6 +56,11 @@ static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **by
     return host;
 }
 
+static clrun_status read_pipeline_output(void *source, int32_t index, void *host, uint64_t bytes)
+{
+    return clrun_pipeline_read_output(source, index, host, bytes);
+}
+
 static int compare_ms(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -214,6 +219,8 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
         }
         free(data);
     }
+    if (rc == 0)
+        rc = clrun_cli_io_write_outputs_from("run", &a->io, g, read_pipeline_output, p);
     if (rc == 0) {
         qsort(times, (size_t)a->repeat, sizeof *times, compare_ms);
         if (a->json)
