@@ -8,6 +8,7 @@ CLRUN_PY_SOURCES = \
 	python/clrun/errors.py \
 	python/clrun/_context.py \
 	python/clrun/_model.py \
+	python/clrun/_pipeline.py \
 	python/clrun/_onnx.py \
 	python/clrun/_train.py \
 	python/clrun/_grad.py
@@ -48,6 +49,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_mistakes.py \
 	tests/python/test_onnx_constants.py \
 	tests/python/test_budget.py \
+	tests/python/test_pipeline.py \
 	tests/python/test_train.py \
 	tests/python/test_grad.py \
 	tests/python/test_install.py

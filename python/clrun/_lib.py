@@ -469,6 +469,32 @@ graph_gradient = optional("clrun_graph_gradient", c_int, graph_p, c_int32, POINT
                           c_int32, POINTER(graph_p), POINTER(POINTER(c_int32)), POINTER(c_int32),
                           c_char_p, c_size_t)
 
+# Pipelines (pipeline.h)
+class PipelineOptions(ctypes.Structure):
+    """clrun_pipeline_options (pipeline.h)."""
+    _fields_ = [("platform", c_char_p), ("allocator", c_char_p), ("exec", POINTER(ExecOptions))]
+
+
+class PipelineStageInfo(ctypes.Structure):
+    """clrun_pipeline_stage_info (pipeline.h)."""
+    _fields_ = [("device", ctypes.c_uint), ("device_name", c_char_p), ("first_node", c_int32),
+                ("end_node", c_int32), ("limit_bytes", c_uint64), ("estimate_bytes", c_uint64),
+                ("weights_bytes", c_uint64), ("peak_bytes", c_uint64), ("bytes_in", c_uint64),
+                ("bytes_out", c_uint64), ("wall_ms", c_double)]
+
+
+pipeline_options_init = _proto("clrun_pipeline_options_init", None, POINTER(PipelineOptions))
+pipeline_create = _proto("clrun_pipeline_create", c_int, graph_p, POINTER(ctypes.c_uint),
+                         POINTER(c_uint64), c_int32, POINTER(PipelineOptions), POINTER(c_void_p))
+pipeline_destroy = _proto("clrun_pipeline_destroy", None, c_void_p)
+pipeline_run = _proto("clrun_pipeline_run", c_int, c_void_p, POINTER(c_void_p), POINTER(c_uint64),
+                      c_int32)
+pipeline_read_output = _proto("clrun_pipeline_read_output", c_int, c_void_p, c_int32, c_void_p,
+                              c_uint64)
+pipeline_stage_count = _proto("clrun_pipeline_stage_count", c_int32, c_void_p)
+pipeline_stage_info_get = _proto("clrun_pipeline_stage_info_get", c_int, c_void_p, c_int32,
+                                 POINTER(PipelineStageInfo))
+
 # The C library's own stdio and allocator: a stream for clrun_graph_write, and free() for the
 # arrays the library hands over (clrun_graph_gradient's `unused`, which the caller frees).
 libc = ctypes.CDLL(None, use_errno=True)

@@ -1,0 +1,74 @@
+"""clrun.Pipeline: a model split over two devices (POCL's "pthread pthread", which run.sh sets)
+gives the bits one device gives, each stage within its limit and the report of the split; bad
+devices, limits and inputs are refused by name and nothing is left allocated."""
+
+import unittest
+
+import numpy as np
+
+import clrun
+from support import example
+
+LIMIT = 2 << 20  # 2 MiB each: mlp.graph's 2.55 MiB of weights need both devices
+
+
+class PipelineTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if len(clrun.devices()) < 2:
+            raise unittest.SkipTest("the pipeline needs two devices (POCL_DEVICES='pthread pthread')")
+        cls.path = example("mlp.graph")
+        cls.x = np.random.default_rng(5).standard_normal((64, 784)).astype(np.float32)
+        with clrun.Context() as ctx:
+            cls.want = ctx.load(cls.path, donate=[]).run(x=cls.x)
+
+    def test_two_devices_give_one_devices_bits(self):
+        with clrun.Pipeline(self.path, [0, 1], limits="2M") as p:
+            self.assertEqual([i.name for i in p.inputs], ["x"])
+            for _ in range(2):
+                got = p.run(x=self.x)
+                self.assertEqual(set(got), set(self.want))
+                for name, value in self.want.items():
+                    self.assertEqual(got[name].tobytes(), value.tobytes(), name)
+            stages = p.stages
+            self.assertEqual([(s.device, s.first_node, s.end_node) for s in stages], [(0, 0, 1), (1, 1, 6)])
+            self.assertEqual(stages[0].bytes_out, 128 << 10)
+            self.assertEqual(stages[1].bytes_in, 128 << 10)
+            for s in stages:
+                self.assertEqual(s.limit_bytes, LIMIT)
+                self.assertLessEqual(s.peak_bytes, LIMIT)
+                self.assertGreater(s.weights_bytes, 0)
+                self.assertGreater(s.wall_ms, 0)
+
+    def test_limits_per_device_and_dict_feeds(self):
+        with clrun.Pipeline(self.path, [0, 1], limits=[LIMIT, "2MiB"]) as p:
+            got = p.run({"x": self.x})
+            self.assertEqual(got["y"].tobytes(), self.want["y"].tobytes())
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(clrun.OutOfMemoryError, "no cut"):
+            clrun.Pipeline(self.path, [0, 1], limits="1M")
+        with self.assertRaisesRegex(clrun.NoDeviceError, "device 7"):
+            clrun.Pipeline(self.path, [0, 7])
+        with self.assertRaises(clrun.InvalidArgumentError):
+            clrun.Pipeline(self.path, [])
+        with self.assertRaises(clrun.InvalidArgumentError):
+            clrun.Pipeline(self.path, [0, 1], limits=[LIMIT])
+        with self.assertRaises(TypeError):
+            clrun.Pipeline(self.path, "0,1")
+        with clrun.Pipeline(self.path, [0, 1], limits=LIMIT) as p:
+            with self.assertRaisesRegex(clrun.InvalidArgumentError, "no input named 'z'"):
+                p.run(x=self.x, z=self.x)
+            with self.assertRaisesRegex(clrun.InvalidArgumentError, "input 'x' has shape"):
+                p.run(x=self.x[:32])
+            with self.assertRaisesRegex(clrun.InvalidArgumentError, "input 'x' is not given"):
+                p.run()
+            with self.assertRaises(TypeError):
+                p.run(x=self.x.astype(np.int32))
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "closed"):
+            p.run(x=self.x)
+        self.assertIn("closed", repr(p))
+
+
+if __name__ == "__main__":
+    unittest.main()
