@@ -18,11 +18,19 @@
  * peak over the lower bound and, for the solve, over greedy by size (never above 1), whether
  * the limit cut constructions short ("cut"), and "late" for a call that took more than its
  * limit plus 10 %. The generated families run at 1k, 10k, 28k and 62k (--quick: 1k, 10k).
+ * Part 4, constructions one by one (not run by default: --part 4): for random, perfect and
+ * balanced at 62k (--quick: 10k), the setup of each tool (the bound, the decoder or the
+ * interval sets as clrun_plan_solve picks them, lowest-first's tree) and each construction in
+ * clrun_plan_solve's order, with its peak over the bound, in CPU milliseconds of this process
+ * (what the time limit spends, less what other processes on the core take: comparable between
+ * runs under different loads; the load average is printed) and the total, against issue 29's
+ * target of 200 ms at 62k.
  *
- * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3]
+ * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3|4]
  * (--quick: sizes 100 and 1000 only, growth up to 10k) */
 #define _POSIX_C_SOURCE 200809L
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +39,8 @@
 #include <clrun/plan.h>
 
 #include <clrun/plan_gen.h>
+
+#include "plan/plan_internal.h"
 
 static double now_s(void)
 {
@@ -291,6 +301,129 @@ static int part_growth(int quick, double time_limit)
     return 0;
 }
 
+/* CPU seconds of this process. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The machine's load averages, for the record ("?" where /proc is not there). */
+static void load_average(char *out, size_t len)
+{
+    snprintf(out, len, "?");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return;
+    if (fgets(out, (int)len, f))
+        out[strcspn(out, "\n")] = '\0';
+    fclose(f);
+}
+
+/* One construction of clrun_plan_solve's (plan.c's table), timed alone. */
+static int time_constructions(clrun_plan_gen_family family, size_t n)
+{
+    clrun_plan_buffer *b = malloc(n * sizeof *b);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    uint32_t *order = malloc(n * sizeof *order);
+    clrun__plan_decoder decoder = {0};
+    clrun__plan_fit fit = {0};
+    clrun__plan_skyline sky = {0};
+    bool have_decoder = false, have_fit = false, have_sky = false;
+    int rc = 1;
+    if (!b || !offsets || !order || clrun_plan_gen(family, n, 1, b, NULL) != CLRUN_OK)
+        goto done;
+    uint64_t lb;
+    uint32_t alive;
+    double t = cpu_s(), total = 0;
+    if (clrun__plan_bound(b, n, 1, &lb, &alive) != CLRUN_OK)
+        goto done;
+    bool dense = alive >= CLRUN__PLAN_FIT_DENSE;
+    double bound_ms = (cpu_s() - t) * 1e3;
+    total += bound_ms;
+    t = cpu_s();
+    if (dense)
+        have_fit = clrun__plan_fit_init(&fit, b, n, 1) == CLRUN_OK;
+    else
+        have_decoder = clrun__plan_decoder_init(&decoder, b, n, 1) == CLRUN_OK;
+    double fit_ms = (cpu_s() - t) * 1e3;
+    t = cpu_s();
+    have_sky = clrun__plan_skyline_init(&sky, b, n, 1) == CLRUN_OK;
+    double sky_ms = (cpu_s() - t) * 1e3;
+    if (!have_sky || !(have_fit || have_decoder))
+        goto done;
+    total += fit_ms + sky_ms;
+    printf("%-9s %6zu %6u  setup: bound %.1f, %s %.1f, lowest-first %.1f ms\n",
+           clrun_plan_gen_family_name(family), n, (unsigned)alive, bound_ms,
+           dense ? "interval sets" : "decoder", fit_ms, sky_ms);
+    /* plan.c's constructions[], in its order */
+    static const struct {
+        int kind; /* 0 best fit, 1 lowest-first, 2 time sweep */
+        int which;
+    } steps[] = {{0, CLRUN_PLAN_ORDER_SIZE},     {1, CLRUN__PLAN_RANK_AREA},
+                 {0, CLRUN_PLAN_ORDER_SPATIAL},  {1, CLRUN__PLAN_RANK_SIZE},
+                 {0, CLRUN_PLAN_ORDER_TEMPORAL}, {0, CLRUN_PLAN_ORDER_AREA},
+                 {1, CLRUN__PLAN_RANK_SPAN},     {2, 0}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        uint64_t peak = 0;
+        const char *name;
+        t = cpu_s();
+        if (steps[i].kind == 0) {
+            name = clrun_plan_order_name((clrun_plan_order)steps[i].which);
+            if (clrun__plan_order_fill(b, n, (clrun_plan_order)steps[i].which, order) !=
+                CLRUN_OK)
+                goto done;
+            if (!dense)
+                peak = clrun__plan_decoder_run(&decoder, order, INFINITY, offsets);
+            else if (clrun__plan_fit_run(&fit, order, INFINITY, offsets, &peak) != CLRUN_OK)
+                goto done;
+        } else if (steps[i].kind == 1) {
+            name = clrun__plan_rank_name((clrun__plan_rank)steps[i].which);
+            clrun__plan_skyline_rank(&sky, (clrun__plan_rank)steps[i].which);
+            peak = clrun__plan_skyline_run(&sky, sky.priority, UINT64_MAX, INFINITY, offsets);
+        } else {
+            bool cut;
+            clrun_status st = CLRUN_OK;
+            name = "time-sweep";
+            peak = clrun__plan_sweep(b, n, 1, INFINITY, offsets, &cut, &st);
+            if (st != CLRUN_OK)
+                goto done;
+        }
+        double ms = (cpu_s() - t) * 1e3;
+        total += ms;
+        printf("    %-22s %9.1f ms  %7.4f\n", name, ms, (double)peak / (double)lb);
+    }
+    printf("    %-22s %9.1f ms  (target at 62k: 200 ms)\n", "total", total);
+    rc = 0;
+done:
+    if (have_decoder)
+        clrun__plan_decoder_free(&decoder);
+    if (have_fit)
+        clrun__plan_fit_free(&fit);
+    if (have_sky)
+        clrun__plan_skyline_free(&sky);
+    free(b);
+    free(offsets);
+    free(order);
+    return rc;
+}
+
+static int part_constructions(int quick)
+{
+    char load[128];
+    load_average(load, sizeof load);
+    printf("\n4. constructions one by one (seed 1), CPU ms of this process, each with its peak\n"
+           "   over the lower bound; load average %s\n", load);
+    printf("%-9s %6s %6s\n", "family", "n", "alive");
+    const clrun_plan_gen_family families[] = {CLRUN_PLAN_GEN_RANDOM, CLRUN_PLAN_GEN_PERFECT,
+                                              CLRUN_PLAN_GEN_BALANCED};
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        if (time_constructions(families[f], quick ? 10000 : 62000) != 0)
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int seeds = 3, quick = 0, part = 0;
@@ -306,7 +439,7 @@ int main(int argc, char **argv)
             quick = 1;
         else {
             fprintf(stderr, "usage: bench_plan [--seeds K] [--time-limit S] [--quick] "
-                            "[--part 1|2|3]\n");
+                            "[--part 1|2|3|4]\n");
             return 2;
         }
     }
@@ -328,6 +461,8 @@ int main(int argc, char **argv)
         rc = part_packings(seeds);
     if (rc == 0 && (part == 0 || part == 3))
         rc = part_growth(quick, time_limit);
+    if (rc == 0 && part == 4)
+        rc = part_constructions(quick);
     if (rc != 0)
         fprintf(stderr, "bench_plan: out of memory\n");
     return rc;

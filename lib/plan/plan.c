@@ -37,32 +37,41 @@
 clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *from, uint32_t *to, size_t *distinct)
 {
-    size_t m = 2 * n;
-    uint64_t *times = malloc((m ? m : 1) * sizeof *times);
-    clrun__plan_key *keys = malloc((m ? m : 1) * sizeof *keys);
-    clrun__plan_key *scratch = malloc((m ? m : 1) * sizeof *scratch);
-    if (!times || !keys || !scratch) {
-        free(times);
-        free(keys);
+    /* The firsts and the lasts sorted apart, each key naming its buffer, then merged: every
+     * time gets its rank in one walk, without a search per time (which cost more than the
+     * sorts: a cache miss per step at 62k buffers). */
+    size_t m = n ? n : 1;
+    clrun__plan_key *firsts = malloc(m * sizeof *firsts);
+    clrun__plan_key *lasts = malloc(m * sizeof *lasts);
+    clrun__plan_key *scratch = malloc(m * sizeof *scratch);
+    if (!firsts || !lasts || !scratch) {
+        free(firsts);
+        free(lasts);
         free(scratch);
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     for (size_t i = 0; i < n; i++) {
-        keys[2 * i] = (clrun__plan_key){buffers[i].first, 0};
-        keys[2 * i + 1] = (clrun__plan_key){buffers[i].last, 0};
+        firsts[i] = (clrun__plan_key){buffers[i].first, (uint32_t)i};
+        lasts[i] = (clrun__plan_key){buffers[i].last, (uint32_t)i};
     }
-    clrun__plan_sort_keys(keys, m, scratch);
-    size_t count = 0;
-    for (size_t i = 0; i < m; i++)
-        if (count == 0 || times[count - 1] != keys[i].key)
-            times[count++] = keys[i].key;
-    free(keys);
+    clrun__plan_sort_keys(firsts, n, scratch);
+    clrun__plan_sort_keys(lasts, n, scratch);
+    size_t count = 0, i = 0, j = 0;
+    uint64_t previous = 0;
+    while (i < n || j < n) {
+        bool first = j == n || (i < n && firsts[i].key <= lasts[j].key);
+        uint64_t t = first ? firsts[i].key : lasts[j].key;
+        if (count == 0 || t != previous)
+            count++;
+        previous = t;
+        if (first)
+            from[firsts[i++].index] = (uint32_t)(count - 1);
+        else
+            to[lasts[j++].index] = (uint32_t)(count - 1);
+    }
+    free(firsts);
+    free(lasts);
     free(scratch);
-    for (size_t i = 0; i < n; i++) {
-        from[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].first);
-        to[i] = (uint32_t)clrun__plan_lower_bound(times, count, buffers[i].last);
-    }
-    free(times);
     *distinct = count;
     return CLRUN_OK;
 }
