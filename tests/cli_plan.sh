@@ -79,40 +79,24 @@ fi
 
 # An inference budget (clrun plan MODEL --budget SIZE, no --loss): a skip alive across the peak
 # recomputed after it, named; a budget nothing meets refused with the least; nothing runs.
-cat >"$tmp/skip.graph" <<'EOF'
-graph skip
-input x: f32[64, 256]
-const w0: f32[256, 256] normal(0, 0.06) seed=1
-const w1: f32[256, 1024] normal(0, 0.06) seed=2
-const w2: f32[1024, 1024] normal(0, 0.03) seed=3
-const w3: f32[1024, 256] normal(0, 0.03) seed=4
-node m0: f32[64, 256] = matmul(x, w0)
-node s: f32[64, 256] = relu(m0)
-node h1: f32[64, 1024] = matmul(s, w1)
-node h2: f32[64, 1024] = gelu(h1)
-node h3: f32[64, 1024] = matmul(h2, w2)
-node h4: f32[64, 1024] = gelu(h3)
-node h5: f32[64, 256] = matmul(h4, w3)
-node y: f32[64, 256] = add(h5, s)
-output y
-EOF
-"$CLRUN" plan "$tmp/skip.graph" --budget 1G >"$tmp/out" 2>&1
+skip="${srcdir:-.}/tests/data/graphs/skip.graph"
+"$CLRUN" plan "$skip" --budget 1G >"$tmp/out" 2>&1
 rc=$?
 expect 0 "nothing recomputed" "$tmp/out" "a budget above what the graph holds"
-given=$("$CLRUN" run "$tmp/skip.graph" --memory-budget 1G --repeat 1 --json 2>/dev/null |
+given=$("$CLRUN" run "$skip" --memory-budget 1G --repeat 1 --json 2>/dev/null |
         sed -n 's/.*"held_bytes": *\([0-9]*\).*/\1/p' | head -n 1)
 if [ -z "$given" ]; then
     fail "inference budget: clrun run --json gave no held_bytes"
 else
-    CLRUN_OFFLOAD_RATE=1e30 "$CLRUN" plan "$tmp/skip.graph" --budget $((given - 1)) >"$tmp/out" 2>&1
+    CLRUN_OFFLOAD_RATE=1e30 "$CLRUN" plan "$skip" --budget $((given - 1)) >"$tmp/out" 2>&1
     rc=$?
     expect 0 "recomputed  m0, s" "$tmp/out" "a budget one byte under what the graph holds"
     # at the default rate s costs more to recompute (its matmul too) than to move: offloaded
-    "$CLRUN" plan "$tmp/skip.graph" --budget $((given - 1)) >"$tmp/out" 2>&1
+    "$CLRUN" plan "$skip" --budget $((given - 1)) >"$tmp/out" 2>&1
     rc=$?
     expect 0 "offloaded   1 tensor to host memory .*: s$" "$tmp/out" "a budget one byte under, met by offload"
 fi
-"$CLRUN" plan "$tmp/skip.graph" --budget 64K >"$tmp/out" 2>&1
+"$CLRUN" plan "$skip" --budget 64K >"$tmp/out" 2>&1
 rc=$?
 expect 1 "at best" "$tmp/out" "a budget nothing meets"
 

@@ -21,6 +21,16 @@ static inline void clrun_test_device_environment(char *cache_dir, size_t size)
     setenv("CLRUN_CACHE_DIR", cache_dir, 1);
 }
 
+#ifdef CLRUN_TOP_SRCDIR
+/* A file of the source tree (relative, e.g. "tests/data/graphs/skip.graph") under $srcdir (set
+ * by 'make check'), else the configure-time path; into out. */
+static inline void clrun_test_source_path(const char *relative, char *out, size_t size)
+{
+    const char *srcdir = getenv("srcdir");
+    snprintf(out, size, "%s/%s", srcdir && srcdir[0] ? srcdir : CLRUN_TOP_SRCDIR, relative);
+}
+#endif
+
 /* CLRUN_TEST_FILTER and CLRUN_TEST_SKIP, cmocka patterns ("conv2d_*"): run only the tests that
  * match the one, leave out those that match the other. Expands where <cmocka.h> is included. */
 #define CLRUN_TEST_FILTERS_FROM_ENVIRONMENT()                                                      \

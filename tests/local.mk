@@ -93,6 +93,8 @@ EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py
 # the spec, and what clrun does not do there (and opset 22) refused by name.
 TESTS += tests/onnx_opset18.sh
 EXTRA_DIST += tests/onnx_opset18.sh tests/onnx_opset18.py
+# shared by the budget and offload tests
+EXTRA_DIST += tests/data/graphs/skip.graph
 # DFT and STFT against numpy.fft
 TESTS += tests/onnx_spectral.sh
 EXTRA_DIST += tests/onnx_spectral.sh tests/onnx_spectral.py

@@ -23,22 +23,8 @@ static char cache_root[512];
 enum { ROWS = 64, D = 256, WIDE = 1024 };
 
 /* s is made early and read by the last node: alive across the wide middle, where the peak is. */
-static const char skip_graph[] =
-    "graph skip\n"
-    "input x: f32[64, 256]\n"
-    "const w0: f32[256, 256] normal(0, 0.06) seed=1\n"
-    "const w1: f32[256, 1024] normal(0, 0.06) seed=2\n"
-    "const w2: f32[1024, 1024] normal(0, 0.03) seed=3\n"
-    "const w3: f32[1024, 256] normal(0, 0.03) seed=4\n"
-    "node m0: f32[64, 256] = matmul(x, w0)\n"
-    "node s: f32[64, 256] = relu(m0)\n"
-    "node h1: f32[64, 1024] = matmul(s, w1)\n"
-    "node h2: f32[64, 1024] = gelu(h1)\n"
-    "node h3: f32[64, 1024] = matmul(h2, w2)\n"
-    "node h4: f32[64, 1024] = gelu(h3)\n"
-    "node h5: f32[64, 256] = matmul(h4, w3)\n"
-    "node y: f32[64, 256] = add(h5, s)\n"
-    "output y\n";
+/* tests/data/graphs/skip.graph: a skip connection s alive across the wide middle's peak. */
+#define SKIP_GRAPH "tests/data/graphs/skip.graph"
 
 typedef struct fixture {
     clrun_context *ctx;
@@ -55,8 +41,9 @@ static int setup(void **state)
     setenv("CLRUN_OFFLOAD_RATE", "1e30", 1);
     clrun_status s = f ? clrun_context_create(NULL, &f->ctx) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     unsetenv("CLRUN_OFFLOAD_RATE");
-    if (f == NULL || s != CLRUN_OK ||
-        clrun_graph_parse(skip_graph, sizeof skip_graph - 1, "skip.graph", &f->g, err, sizeof err) != CLRUN_OK)
+    char path[4096];
+    clrun_test_source_path(SKIP_GRAPH, path, sizeof path);
+    if (f == NULL || s != CLRUN_OK || clrun_graph_load(path, &f->g, err, sizeof err) != CLRUN_OK)
         return -1;
     assert_int_equal(clrun_graph_example_input(f->g, 0, 7, f->x, sizeof f->x), CLRUN_OK);
     *state = f;

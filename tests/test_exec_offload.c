@@ -30,22 +30,16 @@ static char cache_root[512];
 enum { ROWS = 64, D = 256 };
 
 /* s is made early and read by the last node: alive across the wide middle, where the peak is. */
-static const char skip_graph[] =
-    "graph skip\n"
-    "input x: f32[64, 256]\n"
-    "const w0: f32[256, 256] normal(0, 0.06) seed=1\n"
-    "const w1: f32[256, 1024] normal(0, 0.06) seed=2\n"
-    "const w2: f32[1024, 1024] normal(0, 0.03) seed=3\n"
-    "const w3: f32[1024, 256] normal(0, 0.03) seed=4\n"
-    "node m0: f32[64, 256] = matmul(x, w0)\n"
-    "node s: f32[64, 256] = relu(m0)\n"
-    "node h1: f32[64, 1024] = matmul(s, w1)\n"
-    "node h2: f32[64, 1024] = gelu(h1)\n"
-    "node h3: f32[64, 1024] = matmul(h2, w2)\n"
-    "node h4: f32[64, 1024] = gelu(h3)\n"
-    "node h5: f32[64, 256] = matmul(h4, w3)\n"
-    "node y: f32[64, 256] = add(h5, s)\n"
-    "output y\n";
+/* tests/data/graphs/skip.graph: a skip connection s alive across the wide middle's peak. */
+static clrun_graph *load_skip(void)
+{
+    char path[4096], err[512];
+    clrun_graph *g = NULL;
+    clrun_test_source_path("tests/data/graphs/skip.graph", path, sizeof path);
+    if (clrun_graph_load(path, &g, err, sizeof err) != CLRUN_OK)
+        fail_msg("%s", err);
+    return g;
+}
 
 /* s (1 MiB) is a slice of big (1.5 MiB) and read right after the middle's peak, where h3 is
  * still alive: recomputing it there holds big again beside h3, more than the peak it was to
@@ -96,7 +90,7 @@ static clrun_graph *parse(const char *text, size_t length)
 static void the_rewrite_copies_out_after_the_writer_and_back_before_the_reader(void **state)
 {
     (void)state;
-    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_graph *g = load_skip();
     clrun_tensor_id s = clrun__graph_find_ident(g, "s");
     clrun_tensor_id y = clrun__graph_find_ident(g, "y");
     int32_t boundary = g->tensors[y].producer; /* the last node */
@@ -156,7 +150,7 @@ static void the_rewrite_copies_out_after_the_writer_and_back_before_the_reader(v
 static void the_rewrite_refuses_what_it_cannot_offload_and_changes_nothing(void **state)
 {
     (void)state;
-    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_graph *g = load_skip();
     int32_t nodes = g->node_count, tensors = g->tensor_count;
     clrun_tensor_id y = clrun__graph_find_ident(g, "y"), x = clrun__graph_find_ident(g, "x");
     clrun_tensor_id h5 = clrun__graph_find_ident(g, "h5"), s = clrun__graph_find_ident(g, "s");
@@ -183,7 +177,7 @@ static void the_cost_rule_weighs_flops_against_bytes_moved_twice(void **state)
     assert_true(clrun__offload_prefers(20001, 1000, 10.0));
     assert_true(clrun__offload_prefers(1, 1000, 0.0));
     assert_false(clrun__offload_prefers(0, 1000, 0.0));
-    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_graph *g = load_skip();
     /* m0 = matmul(x[64,256], w0[256,256]): 2*64*256*256; s = relu: one per element */
     assert_int_equal(clrun__offload_node_flops(g, 0), 2ull * 64 * 256 * 256);
     assert_int_equal(clrun__offload_node_flops(g, 1), 64ull * 256);
@@ -261,7 +255,7 @@ static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
     setenv("CLRUN_OFFLOAD_RATE", "0", 1); /* moving bytes costs nothing: offload all it drops */
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     unsetenv("CLRUN_OFFLOAD_RATE"); /* read when the context is created */
-    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_graph *g = load_skip();
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
     assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
     clrun_exec *plain = NULL;
@@ -313,7 +307,7 @@ static void an_offloaded_skip_keeps_the_bits_under_every_allocator(void **state)
         co.allocator = strategies[i];
         clrun_context *ctx = NULL;
         assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
-        clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+        clrun_graph *g = load_skip();
         assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
         clrun_exec_options po = options(CLRUN_EXEC_POOLED, 0, 0);
         clrun_exec *plain = NULL;
@@ -421,7 +415,7 @@ static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
     setenv("CLRUN_OFFLOAD_RATE", "0", 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     unsetenv("CLRUN_OFFLOAD_RATE");
-    clrun_graph *g = parse(skip_graph, sizeof skip_graph - 1);
+    clrun_graph *g = load_skip();
     clrun_memory_stats before, after;
     assert_int_equal(clrun_memory_stats_get(ctx, &before), CLRUN_OK);
     clrun_exec_options o = options(CLRUN_EXEC_CONTEXT, 0, 64 * 1024);

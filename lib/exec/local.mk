@@ -65,6 +65,7 @@ check_PROGRAMS += tests/test_exec_budget
 TESTS += tests/test_exec_budget
 tests_test_exec_budget_SOURCES = tests/test_exec_budget.c tests/device_test.h
 tests_test_exec_budget_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_budget_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_exec_budget_LDADD = $(TEST_LDADD)
 
 # Host offload under a memory budget: the rewrite without OpenCL, then the same bits in every
@@ -73,4 +74,5 @@ check_PROGRAMS += tests/test_exec_offload
 TESTS += tests/test_exec_offload
 tests_test_exec_offload_SOURCES = tests/test_exec_offload.c tests/device_test.h
 tests_test_exec_offload_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_offload_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_exec_offload_LDADD = $(TEST_LDADD)

@@ -11,22 +11,7 @@ import numpy as np
 import clrun
 from support import GraphFiles
 
-SKIP = """graph skip
-input x: f32[64, 256]
-const w0: f32[256, 256] normal(0, 0.06) seed=1
-const w1: f32[256, 1024] normal(0, 0.06) seed=2
-const w2: f32[1024, 1024] normal(0, 0.03) seed=3
-const w3: f32[1024, 256] normal(0, 0.03) seed=4
-node m0: f32[64, 256] = matmul(x, w0)
-node s: f32[64, 256] = relu(m0)
-node h1: f32[64, 1024] = matmul(s, w1)
-node h2: f32[64, 1024] = gelu(h1)
-node h3: f32[64, 1024] = matmul(h2, w2)
-node h4: f32[64, 1024] = gelu(h3)
-node h5: f32[64, 256] = matmul(h4, w3)
-node y: f32[64, 256] = add(h5, s)
-output y
-"""
+SKIP = os.path.join(os.environ.get("CLRUN_SRCDIR", "."), "tests", "data", "graphs", "skip.graph")
 
 
 class Budget(GraphFiles):
@@ -34,7 +19,7 @@ class Budget(GraphFiles):
         super().setUp()
         self.ctx = clrun.Context()
         self.addCleanup(self.ctx.close)
-        self.path_ = self.graph(SKIP)
+        self.path_ = SKIP
         self.x = np.random.default_rng(3).uniform(-1, 1, (64, 256)).astype(np.float32)
 
     def context_at_rate(self, rate):
