@@ -111,6 +111,9 @@ endif
 # (skipped when configure found no MPI).
 TESTS += tests/cli_train_mpi.sh
 EXTRA_DIST += tests/cli_train_mpi.sh
+# --deterministic: 1, 2 and 3 ranks save the same bytes (skipped without MPI).
+TESTS += tests/cli_train_mpi_det.sh
+EXTRA_DIST += tests/cli_train_mpi_det.sh
 
 # Pipeline split: the cut (pure, no device) and the stages run on two POCL devices.
 if HAVE_CMOCKA
