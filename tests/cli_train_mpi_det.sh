@@ -101,12 +101,16 @@ expect 0 '"batch":32,"chunk_rows":1,"chunks":32,"epochs":2,"steps":24' "$tmp/out
     "--deterministic, one process"
 same "$tmp/det.onnx" "$tmp/plain.onnx" "--deterministic, one process against the plain step"
 
-# 2 and 3 ranks, per row: the same bytes.
+# 2 and 3 ranks, per row: the same bytes. Rank 0 reports the time its reductions took, and
+# its trace holds the last one after the backward pass.
 for n in 2 3; do
-    mpi $n "$CLRUN" train $train --deterministic --save-state "$tmp/s$n" --json >"$tmp/out" 2>&1
+    mpi $n "$CLRUN" train $train --deterministic --save-state "$tmp/s$n" --json \
+        --trace "$tmp/trace$n.json" >"$tmp/out" 2>&1
     rc=$?
-    expect 0 "\"ranks\":$n," "$tmp/out" "--deterministic, $n ranks"
+    expect 0 "\"ranks\":$n,.*\"reduce_ms_per_step\":" "$tmp/out" "--deterministic, $n ranks"
     cmp "$tmp/s1" "$tmp/s$n" || fail "--deterministic, $n ranks: another state than one process"
+    grep -q '"name":"gradient sum (gather to rank 0, broadcast)","cat":"collective"' \
+        "$tmp/trace$n.json" || fail "--deterministic, $n ranks: no reduction in the trace"
 done
 
 # Chunks of 4 rows (8 chunks, 3 ranks: 3, 3 and 2 of them): the same bytes again.

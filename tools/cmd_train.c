@@ -552,7 +552,8 @@ static int evaluate(clrun_train *t, const dataset *ds, int64_t batch, void **buf
     return 0;
 }
 
-static json_object *report(const train_args *a, clrun_train *t, const epoch_figures *f, uint64_t steps)
+static json_object *report(const train_args *a, clrun_train *t, const epoch_figures *f,
+                           uint64_t steps, const clrun_cli_dist *dist)
 {
     clrun_train_stats st;
     clrun_train_stats_get(t, &st);
@@ -573,6 +574,11 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     if (a->deterministic) {
         json_object_object_add(o, "chunk_rows", json_object_new_int64(a->chunk_rows));
         json_object_object_add(o, "chunks", json_object_new_int64(a->chunks));
+    }
+    if (a->ranks > 1 && dist->reduces > 0) { /* rank 0's wait for the gradients' reduction */
+        json_object_object_add(o, "reduce_ms_per_step",
+                               json_object_new_double(1e3 * dist->reduce_s / (double)dist->reduces));
+        json_object_object_add(o, "reduce_ms_last", json_object_new_double(1e3 * dist->last_reduce_s));
     }
     json_object_object_add(o, "epochs", json_object_new_int(a->epochs));
     json_object_object_add(o, "steps", json_object_new_int64((int64_t)steps));
@@ -1145,8 +1151,13 @@ int clrun_cli_train(int argc, char **argv)
     if (a.save_onnx && (rc = save_onnx(&a, t)) != 0)
         goto done;
     if (a.trace_file) {
-        rc = clrun_run_write_trace(a.trace_file, "train", a.trace, clrun_train_step_exec(t),
-                                   clrun_train_step_graph(t), ctx);
+        /* under mpirun, the last step's reduction after its backward pass (--deterministic:
+         * after its last chunk's) */
+        const char *host = dist.reduces == 0 ? NULL : a.deterministic
+                               ? "gradient sum (gather to rank 0, broadcast)"
+                               : "gradient all-reduce";
+        rc = clrun_run_write_trace_host(a.trace_file, "train", a.trace, clrun_train_step_exec(t),
+                                        clrun_train_step_graph(t), ctx, host, dist.last_reduce_s);
         a.trace_file = NULL;
         if (rc != 0)
             goto done;
@@ -1186,7 +1197,7 @@ int clrun_cli_train(int argc, char **argv)
                 printf("offloaded: %d activations to host memory and back, %s moved per step\n",
                        (int)st.exec.offloaded_tensors, mib(st.exec.offloaded_bytes, b1, sizeof b1));
         } else {
-            json_object *o = report(&a, t, &f, steps);
+            json_object *o = report(&a, t, &f, steps, &dist);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
             json_object_put(o);
         }

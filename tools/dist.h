@@ -19,6 +19,9 @@ typedef struct clrun_cli_dist {
     double timeout_s;   /* how long a collective may wait for the others */
     double weight;      /* this rank's share of the global batch: local rows / global rows */
     bool started;       /* MPI is initialised (and must be finalised) */
+    uint64_t reduces;   /* gradient reductions done (all-reduces, or --deterministic's sums) */
+    double reduce_s;    /* their wall time in all, from the call to the reduced gradients */
+    double last_reduce_s; /* the last one's */
 } clrun_cli_dist;
 
 /* Whether this build runs under mpirun (configure found MPI). */

@@ -164,11 +164,15 @@ clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, 
                  (unsigned long long)count);
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }
+    double start = MPI_Wtime();
     for (uint64_t i = 0; i < count; i++)
         gradients[i] = (float)((double)gradients[i] * d->weight);
     char what[96];
     snprintf(what, sizeof what, "the gradient all-reduce of step %llu", (unsigned long long)step);
     sum(d, gradients, (int)count, MPI_FLOAT, what);
+    d->last_reduce_s = MPI_Wtime() - start;
+    d->reduce_s += d->last_reduce_s;
+    d->reduces++;
     return CLRUN_OK;
 }
 
@@ -177,6 +181,7 @@ const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, in
 {
     if (d->size <= 1)
         return clrun_cli_tree_fold(tree);
+    double start = MPI_Wtime();
     uint64_t p = tree->count, total = 0;
     int *counts = calloc((size_t)d->size * 2, sizeof *counts);
     int64_t *lo = NULL;
@@ -249,6 +254,9 @@ const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, in
     rc = MPI_Ibcast(out, (int)p, MPI_FLOAT, 0, comm, &req);
     wait_for(d, &req, rc, what);
     result = out;
+    d->last_reduce_s = MPI_Wtime() - start;
+    d->reduce_s += d->last_reduce_s;
+    d->reduces++;
     goto done;
 oom:
     snprintf(err, errlen, "out of host memory for the sums of the chunks");
