@@ -116,6 +116,18 @@ endif
 # (skipped when configure found no MPI).
 TESTS += tests/cli_train_mpi.sh
 EXTRA_DIST += tests/cli_train_mpi.sh
+# --deterministic: 1, 2 and 3 ranks save the same bytes (skipped without MPI).
+TESTS += tests/cli_train_mpi_det.sh
+EXTRA_DIST += tests/cli_train_mpi_det.sh
+# --deterministic's fixed-order sum (tools/det_sum.c), pure: any share of the chunks between
+# ranks gives the tree's sum bit for bit.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_det_sum
+TESTS += tests/test_det_sum
+tests_test_det_sum_SOURCES = tests/test_det_sum.c tools/det_sum.c tools/det_sum.h
+tests_test_det_sum_CFLAGS = $(TEST_CFLAGS)
+tests_test_det_sum_LDADD = $(CMOCKA_LIBS)
+endif
 
 # Pipeline split: the cut (pure, no device) and the stages run on two POCL devices.
 if HAVE_CMOCKA

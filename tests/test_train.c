@@ -630,6 +630,77 @@ static void a_reduce_hook_replaces_the_gradients(void **state)
     clrun_graph_destroy(g);
 }
 
+/* A step split into its parts (split_update, no hook): clrun_train_gradients twice on a batch
+ * gives the same gradients and leaves the parameters; their mean (exactly either) applied with
+ * clrun_train_apply is the fused step, bit for bit, under Adam for 8 steps. A trainer without
+ * the split, or a wrong count of gradients, is refused by name and changes nothing. */
+static void the_parts_of_a_split_step_are_the_step(void **state)
+{
+    (void)state;
+    enum { P = D * H + H + H * O + O };
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context("tlsf");
+    float base[P], parts[P];
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, NULL), g, base,
+                      NULL);
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    clrun_optimizer_init(&o.graph.optimizer, CLRUN_OPTIMIZER_ADAM);
+    o.graph.optimizer.lr = 0.01;
+    o.exec.plan_time_limit_s = 0.05;
+    o.split_update = true;
+    clrun_train *t = NULL;
+    assert_int_equal(clrun_train_create(ctx, g, &o, &t), CLRUN_OK);
+    assert_int_equal(clrun_train_gradient_count(t), P);
+    const clrun_tensor_type *tx = clrun_graph_tensor_type(g, clrun_graph_find(g, "x"));
+    const clrun_tensor_type *tp = clrun_graph_tensor_type(g, clrun_graph_find(g, "pred"));
+    float x[N * D], target[N * O], g1[P], g2[P], mean[P], before[P], after[P];
+    const void *feeds[2] = {x, target};
+    for (int k = 0; k < 8; k++) { /* the batches of steps_then_params */
+        assert_int_equal(clrun_fill_values(tx, CLRUN_FILL_UNIFORM, -1, 1, 40 + (uint64_t)k, x,
+                                           sizeof x), CLRUN_OK);
+        assert_int_equal(clrun_fill_values(tp, CLRUN_FILL_UNIFORM, -1, 1, 47 + (uint64_t)k, target,
+                                           sizeof target), CLRUN_OK);
+        clrun_train_step_result r;
+        assert_int_equal(clrun_train_read_param(t, 0, before, sizeof(float) * D * H), CLRUN_OK);
+        assert_int_equal(clrun_train_gradients(t, feeds, 2, g1, P, &r), CLRUN_OK);
+        assert_int_equal(r.step, k + 1);
+        assert_int_equal(clrun_train_gradients(t, feeds, 2, g2, P, NULL), CLRUN_OK);
+        assert_memory_equal(g1, g2, sizeof g1);
+        assert_int_equal(clrun_train_read_param(t, 0, after, sizeof(float) * D * H), CLRUN_OK);
+        assert_memory_equal(before, after, sizeof(float) * D * H);
+        for (int i = 0; i < P; i++)
+            mean[i] = (g1[i] + g2[i]) / 2.0f;
+        /* a wrong count: refused by name, nothing applied */
+        assert_int_equal(clrun_train_apply(t, mean, P - 1), CLRUN_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(clrun_last_error(ctx), "gradient values"));
+        assert_int_equal(clrun_train_apply(t, mean, P), CLRUN_OK);
+    }
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_int_equal(st.steps, 8);
+    size_t at = 0;
+    for (int k = 0; k < clrun_train_param_count(t); k++) {
+        clrun_tensor_type type;
+        assert_int_equal(clrun_train_param_info(t, k, NULL, &type), CLRUN_OK);
+        assert_int_equal(clrun_train_read_param(t, k, parts + at, clrun_tensor_bytes(&type)), CLRUN_OK);
+        at += clrun_tensor_elements(&type);
+    }
+    assert_memory_equal(base, parts, sizeof base);
+    clrun_train_destroy(t);
+    /* a fused step has no parts */
+    t = trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, NULL);
+    assert_int_equal(clrun_train_gradient_count(t), 0);
+    assert_int_equal(clrun_train_gradients(t, feeds, 2, g1, P, NULL), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(ctx), "not split"));
+    assert_int_equal(clrun_train_apply(t, g1, P), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* x [32, 48] through `layers` of matmul (with bias) and tanh, 48 wide, then a matmul to
  * pred [32, 4]. */
 static clrun_graph *deep_mlp(int layers)
@@ -1059,6 +1130,7 @@ int main(void)
         cmocka_unit_test(state_is_updated_in_place),
         cmocka_unit_test(every_allocator_gives_the_same_bits),
         cmocka_unit_test(a_reduce_hook_replaces_the_gradients),
+        cmocka_unit_test(the_parts_of_a_split_step_are_the_step),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
         cmocka_unit_test(a_budget_recomputation_cannot_meet_offloads_the_activations),

@@ -16,6 +16,7 @@
 #include <clrun/clrun.h>
 
 #include "cli.h"
+#include "det_sum.h"
 #include "dist.h"
 #include "model_io.h"
 #include "run.h"
@@ -63,6 +64,10 @@ typedef struct train_args {
     double mpi_timeout;     /* --mpi-timeout, CLRUN_MPI_TIMEOUT: seconds a collective may wait */
     int ranks;              /* processes training together (mpirun -np), 1 alone */
     int64_t global_batch;   /* rows per step over every rank (batch alone) */
+    bool deterministic;     /* --deterministic: chunks of chunk_rows, summed in a fixed order */
+    int64_t chunk_rows;     /* --chunk: rows per chunk (the model's batch), 1 by default */
+    int64_t chunks;         /* chunks per global batch */
+    int64_t first_chunk, end_chunk; /* this rank's chunks of each batch: [first, end) */
 } train_args;
 
 static void help(void)
@@ -73,7 +78,8 @@ static void help(void)
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
            "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--plan] [--trace OUT.json] [--json]\n"
-           "                   [--dim NAME=V] [--shape INPUT=AxB] [--mpi-timeout S]\n\n"
+           "                   [--dim NAME=V] [--shape INPUT=AxB] [--mpi-timeout S]\n"
+           "                   [--deterministic [--chunk ROWS]]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
            "out), and each step updates the parameters in place on the device.\n\n"
@@ -116,7 +122,14 @@ static void help(void)
            "                       before the job is aborted naming the missing ones (default\n"
            "                       CLRUN_MPI_TIMEOUT, else 60). Each rank trains on its share of\n"
            "                       every batch of --batch rows (the global batch; without it,\n"
-           "                       the model's batch per rank) and only rank 0 reports and saves\n");
+           "                       the model's batch per rank) and only rank 0 reports and saves\n"
+           "  --deterministic      bit-for-bit the same parameters whatever the number of ranks\n"
+           "                       (mpirun -np N, or one process): every batch of --batch rows\n"
+           "                       (needed) is cut into chunks of --chunk ROWS (default 1; it\n"
+           "                       must divide the batch), each chunk's gradient computed by a\n"
+           "                       forward and backward pass of its own (the model's batch is\n"
+           "                       the chunk), and the chunks' gradients summed in one fixed\n"
+           "                       order (a binary tree over the chunks). Costs a run per chunk\n");
     clrun_cli_io_help(false);
 }
 
@@ -181,6 +194,12 @@ static int parse_args(int argc, char **argv, train_args *a)
             a->plan = true;
         } else if (strcmp(arg, "--nesterov") == 0) {
             nesterov = true;
+        } else if (strcmp(arg, "--deterministic") == 0) {
+            a->deterministic = true;
+        } else if (strcmp(arg, "--chunk") == 0 && v) {
+            if (!parse_count(argv[++i], INT32_MAX, &a->chunk_rows))
+                return clrun_cli_usage_error("train", "--chunk takes a count of rows >= 1, not "
+                                             "'%s'", argv[i]);
         } else if (strcmp(arg, "--no-shuffle") == 0) {
             a->shuffle = false;
         } else if (strcmp(arg, "--loss") == 0 && v) {
@@ -294,6 +313,16 @@ static int parse_args(int argc, char **argv, train_args *a)
     if ((a->test_count > 0) != (a->test_labels != NULL && a->loss != CLRUN_LOSS_SCALAR) &&
         !(a->test_count > 0 && a->loss == CLRUN_LOSS_SCALAR))
         return clrun_cli_usage_error("train", "--test-data and --test-labels go together");
+    if (a->chunk_rows && !a->deterministic)
+        return clrun_cli_usage_error("train", "--chunk is for --deterministic");
+    if (a->deterministic && a->batch == 0)
+        return clrun_cli_usage_error("train", "--deterministic needs --batch: the global batch, "
+                                     "cut into chunks of --chunk rows");
+    if (a->deterministic && a->chunk_rows == 0)
+        a->chunk_rows = 1;
+    if (a->deterministic && a->batch % a->chunk_rows != 0)
+        return clrun_cli_usage_error("train", "--deterministic: --batch %" PRId64 " is no "
+                                     "multiple of --chunk %" PRId64, a->batch, a->chunk_rows);
     if (a->save_onnx && !clrun_cli_is_onnx(a->path))
         return clrun_cli_usage_error("train", "--save-onnx writes an ONNX model back: MODEL must be one");
     if (a->allocator && !clrun_allocator_valid(a->allocator))
@@ -523,7 +552,8 @@ static int evaluate(clrun_train *t, const dataset *ds, int64_t batch, void **buf
     return 0;
 }
 
-static json_object *report(const train_args *a, clrun_train *t, const epoch_figures *f, uint64_t steps)
+static json_object *report(const train_args *a, clrun_train *t, const epoch_figures *f,
+                           uint64_t steps, const clrun_cli_dist *dist)
 {
     clrun_train_stats st;
     clrun_train_stats_get(t, &st);
@@ -534,10 +564,21 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "loss_kind", json_object_new_string(clrun_loss_kind_name(a->loss)));
     json_object_object_add(o, "optimizer", json_object_new_string(clrun_optimizer_kind_name(a->optimizer.kind)));
     json_object_object_add(o, "lr", json_object_new_double(a->optimizer.lr));
-    json_object_object_add(o, "batch", json_object_new_int64(a->ranks > 1 ? a->global_batch : a->batch));
+    bool global = a->ranks > 1 || a->deterministic;
+    json_object_object_add(o, "batch", json_object_new_int64(global ? a->global_batch : a->batch));
     if (a->ranks > 1) {
         json_object_object_add(o, "ranks", json_object_new_int(a->ranks));
-        json_object_object_add(o, "rank_batch", json_object_new_int64(a->batch));
+        json_object_object_add(o, "rank_batch", json_object_new_int64(
+            a->deterministic ? (a->end_chunk - a->first_chunk) * a->chunk_rows : a->batch));
+    }
+    if (a->deterministic) {
+        json_object_object_add(o, "chunk_rows", json_object_new_int64(a->chunk_rows));
+        json_object_object_add(o, "chunks", json_object_new_int64(a->chunks));
+    }
+    if (a->ranks > 1 && dist->reduces > 0) { /* rank 0's wait for the gradients' reduction */
+        json_object_object_add(o, "reduce_ms_per_step",
+                               json_object_new_double(1e3 * dist->reduce_s / (double)dist->reduces));
+        json_object_object_add(o, "reduce_ms_last", json_object_new_double(1e3 * dist->last_reduce_s));
     }
     json_object_object_add(o, "epochs", json_object_new_int(a->epochs));
     json_object_object_add(o, "steps", json_object_new_int64((int64_t)steps));
@@ -694,6 +735,57 @@ static int print_plan(const train_args *a, const clrun_train *t)
     return 0;
 }
 
+/* --deterministic: one step on the global batch whose rows start at order[first]: this rank's
+ * chunks each through the forward and backward passes, their gradients summed in the tree's
+ * order over every rank's chunks, divided by the chunks (each chunk's gradient is the mean over
+ * its rows, so this is the gradient of the mean over the batch) and applied. loss gets the sum
+ * of this rank's rows' losses, correct and rows its rows'. 0, or an exit status with the
+ * reason printed after `where`. */
+static int deterministic_step(const train_args *a, clrun_train *t, clrun_cli_dist *dist,
+                              const dataset *ds, const int64_t *order, int64_t first,
+                              void **bufs, clrun_cli_tree *tree, float *grads, uint64_t count,
+                              double *loss, double *correct, double *rows, const char *where)
+{
+    clrun_cli_tree_reset(tree);
+    for (int64_t c = a->first_chunk; c < a->end_chunk; c++) {
+        gather_batch(ds, order, first + c * a->chunk_rows, a->chunk_rows, a->chunk_rows, bufs);
+        float *g = clrun_cli_tree_next(tree);
+        clrun_train_step_result r;
+        clrun_status s = g ? clrun_train_gradients(t, (const void *const *)bufs, ds->count, g,
+                                                   count, &r)
+                           : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        if (s == CLRUN_OK && !clrun_cli_tree_push(tree, c, 0))
+            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        if (s != CLRUN_OK) {
+            fprintf(stderr, "clrun train: %s, chunk %" PRId64 ": %s\n", where, c + 1,
+                    g && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY ? clrun_last_error(NULL)
+                                                             : "out of host memory");
+            return s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+        }
+        *loss += r.loss * (double)a->chunk_rows;
+        if (r.correct >= 0) {
+            *correct += (double)r.correct;
+            *rows += (double)r.rows;
+        }
+    }
+    char what[96], err[256];
+    clrun_train_stats st;
+    clrun_train_stats_get(t, &st);
+    snprintf(what, sizeof what, "the gradient sum of step %llu", (unsigned long long)st.steps + 1);
+    const float *sum = clrun_cli_dist_tree_sum(dist, tree, a->chunks, what, err, sizeof err);
+    if (sum == NULL) {
+        fprintf(stderr, "clrun train: rank %d: %s: %s\n", dist->rank, where, err);
+        return 1;
+    }
+    float chunks = (float)a->chunks;
+    for (uint64_t i = 0; i < count; i++)
+        grads[i] = sum[i] / chunks;
+    clrun_status s = clrun_train_apply(t, grads, count);
+    if (s != CLRUN_OK)
+        fprintf(stderr, "clrun train: %s: %s\n", where, clrun_last_error(NULL));
+    return s == CLRUN_OK ? 0 : s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+}
+
 int clrun_cli_train(int argc, char **argv)
 {
     if (clrun_cli_wants_help(argc, argv)) {
@@ -711,7 +803,22 @@ int clrun_cli_train(int argc, char **argv)
         return rc;
     }
     int64_t global_batch = a.batch, batch_offset = 0;
-    if (dist.size > 1 && a.batch) {
+    if (a.deterministic) {
+        /* this rank's chunks, contiguous; the model runs on one chunk at a time */
+        a.chunks = a.batch / a.chunk_rows;
+        if (a.chunks < dist.size) {
+            if (dist.rank == 0)
+                fprintf(stderr, "clrun train: --deterministic: --batch %" PRId64 " in chunks of "
+                        "%" PRId64 " rows (--chunk) makes %" PRId64 " chunks, fewer than the %d "
+                        "ranks\n", a.batch, a.chunk_rows, a.chunks, dist.size);
+            clrun_cli_dist_finish(&dist);
+            clrun_cli_io_free(&a.io);
+            return 2;
+        }
+        clrun_cli_share(a.chunks, dist.size, dist.rank, &a.first_chunk, &a.end_chunk);
+        batch_offset = a.first_chunk * a.chunk_rows;
+        a.batch = a.chunk_rows;
+    } else if (dist.size > 1 && a.batch) {
         if (a.batch < dist.size) {
             if (dist.rank == 0)
                 fprintf(stderr, "clrun train: --batch %" PRId64 " is less than a row for each of "
@@ -750,6 +857,8 @@ int clrun_cli_train(int argc, char **argv)
     dataset train_set = {0}, test_set = {0};
     void *bufs[MAX_DATA + 1] = {0};
     int64_t *order = NULL;
+    clrun_cli_tree tree = {0}; /* --deterministic: the sums of the chunks */
+    float *grads = NULL;       /* --deterministic: the step's gradients */
     /* An ONNX model whose batch is open: each named --data file binds its input's shape, the
      * batch (--batch, or 32) first. The first input's file, unnamed, binds it after a first load. */
     if (clrun_cli_is_onnx(a.path)) {
@@ -819,7 +928,13 @@ int clrun_cli_train(int argc, char **argv)
         int64_t model_batch = n > 0 && clrun_graph_tensor_type(g, ids[0])->rank > 0
                                   ? clrun_graph_tensor_type(g, ids[0])->shape[0] : 0;
         if (a.batch && model_batch && a.batch != model_batch) {
-            if (dist.size > 1)
+            if (a.deterministic)
+                fprintf(stderr, "clrun train: --deterministic runs the model on chunks of %" PRId64
+                        " rows, but its input '%s' takes batches of %" PRId64 " (a .graph file "
+                        "fixes its shapes: --chunk %" PRId64 ", or an ONNX model with an open "
+                        "batch)\n", a.batch, clrun_graph_tensor_name(g, ids[0]), model_batch,
+                        model_batch);
+            else if (dist.size > 1)
                 fprintf(stderr, "clrun train: rank %d of %d takes %" PRId64 " rows of each batch "
                         "of %" PRId64 ", but the model's input '%s' takes batches of %" PRId64
                         " (a .graph file fixes its shapes: give an ONNX model with an open batch, "
@@ -862,7 +977,9 @@ int clrun_cli_train(int argc, char **argv)
         topt.graph.params = param_names;
         topt.graph.param_count = param_count;
     }
-    if (dist.size > 1) {
+    if (a.deterministic) {
+        topt.split_update = true; /* each chunk's gradients apart, then one update */
+    } else if (dist.size > 1) {
         topt.reduce = clrun_cli_dist_reduce;
         topt.reduce_user = &dist;
     }
@@ -939,7 +1056,12 @@ int clrun_cli_train(int argc, char **argv)
         }
     }
     order = malloc(sizeof *order * (size_t)train_set.rows);
-    if (order == NULL) {
+    uint64_t grad_count = clrun_train_gradient_count(t);
+    if (a.deterministic) {
+        clrun_cli_tree_init(&tree, grad_count);
+        grads = malloc(sizeof *grads * (size_t)(grad_count ? grad_count : 1));
+    }
+    if (order == NULL || (a.deterministic && grads == NULL)) {
         fprintf(stderr, "clrun train: out of host memory\n");
         rc = 1;
         goto done;
@@ -960,6 +1082,16 @@ int clrun_cli_train(int argc, char **argv)
                 order[i] = i;
         double start = now_s(), loss = 0, correct = 0, rows = 0;
         for (int64_t b = 0; b < per_epoch; b++) {
+            if (a.deterministic) {
+                char where[64];
+                snprintf(where, sizeof where, "epoch %d, batch %" PRId64, epoch + 1, b + 1);
+                if ((rc = deterministic_step(&a, t, &dist, &train_set, order, b * global_batch,
+                                             bufs, &tree, grads, grad_count, &loss, &correct,
+                                             &rows, where)) != 0)
+                    goto done;
+                steps++;
+                continue;
+            }
             gather_batch(&train_set, order, b * global_batch + batch_offset, a.batch, a.batch, bufs);
             clrun_train_step_result r;
             clrun_status s = clrun_train_step(t, (const void *const *)bufs, train_set.count, &r);
@@ -979,10 +1111,12 @@ int clrun_cli_train(int argc, char **argv)
         if (dist.size > 1) { /* the epoch over every rank's rows */
             double sums[3] = {loss, correct, rows};
             clrun_cli_dist_sum(&dist, sums, 3, "the sum of the epoch's losses");
-            loss = sums[0] / (double)global_batch;
+            loss = sums[0];
             correct = sums[1];
             rows = sums[2];
         }
+        if (dist.size > 1 || a.deterministic) /* the sum over the rows of each step */
+            loss /= (double)global_batch;
         double took = now_s() - start;
         f.loss = loss / (double)per_epoch;
         f.has_accuracy = rows > 0;
@@ -1017,8 +1151,13 @@ int clrun_cli_train(int argc, char **argv)
     if (a.save_onnx && (rc = save_onnx(&a, t)) != 0)
         goto done;
     if (a.trace_file) {
-        rc = clrun_run_write_trace(a.trace_file, "train", a.trace, clrun_train_step_exec(t),
-                                   clrun_train_step_graph(t), ctx);
+        /* under mpirun, the last step's reduction after its backward pass (--deterministic:
+         * after its last chunk's) */
+        const char *host = dist.reduces == 0 ? NULL : a.deterministic
+                               ? "gradient sum (gather to rank 0, broadcast)"
+                               : "gradient all-reduce";
+        rc = clrun_run_write_trace_host(a.trace_file, "train", a.trace, clrun_train_step_exec(t),
+                                        clrun_train_step_graph(t), ctx, host, dist.last_reduce_s);
         a.trace_file = NULL;
         if (rc != 0)
             goto done;
@@ -1058,7 +1197,7 @@ int clrun_cli_train(int argc, char **argv)
                 printf("offloaded: %d activations to host memory and back, %s moved per step\n",
                        (int)st.exec.offloaded_tensors, mib(st.exec.offloaded_bytes, b1, sizeof b1));
         } else {
-            json_object *o = report(&a, t, &f, steps);
+            json_object *o = report(&a, t, &f, steps, &dist);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
             json_object_put(o);
         }
@@ -1073,6 +1212,8 @@ done:
     for (int k = 0; k < MAX_DATA + 1; k++)
         free(bufs[k]);
     free(order);
+    free(grads);
+    clrun_cli_tree_free(&tree);
     dataset_free(&train_set);
     dataset_free(&test_set);
     clrun_train_destroy(t);

@@ -12,11 +12,16 @@
 
 #include <clrun/status.h>
 
+#include "det_sum.h"
+
 typedef struct clrun_cli_dist {
     int rank, size;     /* 0 and 1 for one process */
     double timeout_s;   /* how long a collective may wait for the others */
     double weight;      /* this rank's share of the global batch: local rows / global rows */
     bool started;       /* MPI is initialised (and must be finalised) */
+    uint64_t reduces;   /* gradient reductions done (all-reduces, or --deterministic's sums) */
+    double reduce_s;    /* their wall time in all, from the call to the reduced gradients */
+    double last_reduce_s; /* the last one's */
 } clrun_cli_dist;
 
 /* Whether this build runs under mpirun (configure found MPI). */
@@ -36,6 +41,16 @@ clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, 
 
 /* values summed over the ranks in place, under the same timeout (what: for its message). */
 void clrun_cli_dist_sum(clrun_cli_dist *d, double *values, int count, const char *what);
+
+/* --deterministic: the sum of the chunk gradients of a global batch of `chunks` chunks in the
+ * tree's order (det_sum.h), tree holding the sums of this rank's share of them
+ * (clrun_cli_share) as it streamed them: the other ranks' sums gathered to rank 0, which merges
+ * and folds them, and the result broadcast. Alone, the fold. The result (tree->count floats)
+ * lives in tree's buffers until the next push; NULL with the reason in err when out of host
+ * memory or for more values than one collective takes. A rank that does not take part within
+ * the timeout ends the job (what: for its message). */
+const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, int64_t chunks,
+                                     const char *what, char *err, size_t errlen);
 
 /* Ends the job on an error of this rank, so that the others do not wait for it. */
 void clrun_cli_dist_abort(clrun_cli_dist *d, int code);

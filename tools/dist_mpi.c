@@ -107,17 +107,15 @@ static int unanswered(clrun_cli_dist *d, char *missing, size_t size)
     return count;
 }
 
-/* buf (count of type) summed over the ranks in place, or the job ended with the reason. When
- * the timeout passes and every rank answers a probe, they are alive (a slow one polls once it
- * arrives): the wait starts over. */
-static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, const char *what)
+/* Waits for req, the collective that the call giving rc started, or ends the job with the
+ * reason. When the timeout passes and every rank answers a probe, they are alive (a slow one
+ * polls once it arrives): the wait starts over. */
+static void wait_for(clrun_cli_dist *d, MPI_Request *req, int rc, const char *what)
 {
-    MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, MPI_SUM, comm, &req);
     double start = MPI_Wtime();
     int done = 0;
     while (rc == MPI_SUCCESS && !done) {
-        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS || done)
             break;
         answer_probes();
@@ -147,6 +145,14 @@ static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, cons
     }
 }
 
+/* buf (count of type) summed over the ranks in place, or the job ended with the reason. */
+static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, const char *what)
+{
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, MPI_SUM, comm, &req);
+    wait_for(d, &req, rc, what);
+}
+
 clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
                                    char *err, size_t errlen)
 {
@@ -158,12 +164,108 @@ clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, 
                  (unsigned long long)count);
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }
+    double start = MPI_Wtime();
     for (uint64_t i = 0; i < count; i++)
         gradients[i] = (float)((double)gradients[i] * d->weight);
     char what[96];
     snprintf(what, sizeof what, "the gradient all-reduce of step %llu", (unsigned long long)step);
     sum(d, gradients, (int)count, MPI_FLOAT, what);
+    d->last_reduce_s = MPI_Wtime() - start;
+    d->reduce_s += d->last_reduce_s;
+    d->reduces++;
     return CLRUN_OK;
+}
+
+const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, int64_t chunks,
+                                     const char *what, char *err, size_t errlen)
+{
+    if (d->size <= 1)
+        return clrun_cli_tree_fold(tree);
+    double start = MPI_Wtime();
+    uint64_t p = tree->count, total = 0;
+    int *counts = calloc((size_t)d->size * 2, sizeof *counts);
+    int64_t *lo = NULL;
+    int *level = NULL, blocks = 0, most = 0;
+    float *buf = NULL;
+    const float *result = NULL;
+    if (counts == NULL)
+        goto oom;
+    /* every rank's blocks, from the shares alone: nothing to exchange first */
+    for (int q = 0; q < d->size; q++) {
+        int64_t first, end;
+        clrun_cli_share(chunks, d->size, q, &first, &end);
+        int n = clrun_cli_tree_blocks(first, end, NULL, NULL, 0);
+        most = n > most ? n : most;
+        if (q == d->rank)
+            blocks = n;
+        if (q > 0)
+            total += (uint64_t)n * p;
+        if (total > (uint64_t)INT32_MAX) { /* one collective: an int count of floats */
+            snprintf(err, errlen, "%llu gradient values to gather: more than one collective takes",
+                     (unsigned long long)total);
+            free(counts);
+            return NULL;
+        }
+        counts[q] = q > 0 ? n * (int)p : 0;
+        counts[d->size + q] = q > 0 ? (int)(total - (uint64_t)counts[q]) : 0;
+    }
+    if (blocks != tree->depth) {
+        snprintf(err, errlen, "rank %d holds %d sums of its chunks, %d expected", d->rank,
+                 tree->depth, blocks);
+        free(counts);
+        return NULL;
+    }
+    lo = malloc(sizeof *lo * (size_t)most);
+    level = malloc(sizeof *level * (size_t)most);
+    buf = malloc(sizeof *buf * (size_t)(d->rank == 0 ? (total ? total : 1) : (uint64_t)blocks * p));
+    if (lo == NULL || level == NULL || buf == NULL)
+        goto oom;
+    for (int k = 0; d->rank > 0 && k < blocks; k++)
+        memcpy(buf + (uint64_t)k * p, tree->sum[k], sizeof *buf * p);
+    MPI_Request req;
+    int rc = MPI_Igatherv(d->rank > 0 ? buf : MPI_IN_PLACE, d->rank > 0 ? blocks * (int)p : 0,
+                          MPI_FLOAT, buf, counts,
+                          counts + d->size, MPI_FLOAT, 0, comm, &req);
+    wait_for(d, &req, rc, what);
+    float *out;
+    if (d->rank == 0) {
+        /* the other ranks' blocks after this one's, in chunk order: the same merges */
+        const float *at = buf;
+        for (int q = 1; q < d->size; q++) {
+            int64_t first, end;
+            clrun_cli_share(chunks, d->size, q, &first, &end);
+            int n = clrun_cli_tree_blocks(first, end, lo, level, most);
+            for (int k = 0; k < n; k++, at += p) {
+                float *next = clrun_cli_tree_next(tree);
+                if (next == NULL)
+                    goto oom;
+                memcpy(next, at, sizeof *next * p);
+                if (!clrun_cli_tree_push(tree, lo[k], level[k]))
+                    goto oom;
+            }
+        }
+        out = (float *)clrun_cli_tree_fold(tree);
+    } else {
+        clrun_cli_tree_reset(tree);
+        out = clrun_cli_tree_next(tree);
+        if (out == NULL)
+            goto oom;
+    }
+    rc = MPI_Ibcast(out, (int)p, MPI_FLOAT, 0, comm, &req);
+    wait_for(d, &req, rc, what);
+    result = out;
+    d->last_reduce_s = MPI_Wtime() - start;
+    d->reduce_s += d->last_reduce_s;
+    d->reduces++;
+    goto done;
+oom:
+    snprintf(err, errlen, "out of host memory for the sums of the chunks");
+done:
+    free(counts);
+    free(lo);
+    free(level);
+    free(buf);
+    return result;
 }
 
 void clrun_cli_dist_sum(clrun_cli_dist *d, double *values, int count, const char *what)

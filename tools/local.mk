@@ -11,11 +11,11 @@ clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
 # Data-parallel training (tools/dist.h): over Open MPI where configure found it, which only the
 # CLI links; the library stays free of MPI.
 if HAVE_MPI
-clrun_SOURCES += tools/dist.h tools/dist_mpi.c
+clrun_SOURCES += tools/dist.h tools/det_sum.h tools/det_sum.c tools/dist_mpi.c
 clrun_CFLAGS += $(MPI_CFLAGS)
 clrun_LDADD += $(MPI_LIBS)
 else
-clrun_SOURCES += tools/dist.h tools/dist_none.c
+clrun_SOURCES += tools/dist.h tools/det_sum.h tools/det_sum.c tools/dist_none.c
 endif
 EXTRA_DIST += tools/dist_mpi.c tools/dist_none.c
 

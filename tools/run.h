@@ -72,6 +72,14 @@ int clrun_run_write_trace(FILE *out, const char *command, const char *path,
                           const clrun_exec *exec, const clrun_graph *graph,
                           const clrun_context *ctx);
 
+/* The same, with a span of host work after the last kernel (`host` names it, of category
+ * "collective", on a track of its own, "host"): it starts where the last kernel ends (the
+ * host's clock is not the queue's: its start is placed, its duration measured) and lasts
+ * host_s seconds. host NULL: clrun_run_write_trace. */
+int clrun_run_write_trace_host(FILE *out, const char *command, const char *path,
+                               const clrun_exec *exec, const clrun_graph *graph,
+                               const clrun_context *ctx, const char *host, double host_s);
+
 /* --devices: "0,1,1" into devices (at most max); the count, or -1 for a malformed list. */
 int clrun_run_parse_devices(const char *text, unsigned *devices, int max);
 

@@ -74,6 +74,13 @@ int clrun_run_write_trace(FILE *out, const char *command, const char *path,
                           const clrun_exec *exec, const clrun_graph *graph,
                           const clrun_context *ctx)
 {
+    return clrun_run_write_trace_host(out, command, path, exec, graph, ctx, NULL, 0);
+}
+
+int clrun_run_write_trace_host(FILE *out, const char *command, const char *path,
+                               const clrun_exec *exec, const clrun_graph *graph,
+                               const clrun_context *ctx, const char *host, double host_s)
+{
     const clrun_exec_span *spans;
     int32_t n = clrun_exec_profile(exec, &spans);
     json_object *events = json_object_new_array();
@@ -87,6 +94,21 @@ int clrun_run_write_trace(FILE *out, const char *command, const char *path,
         json_object_array_add(events, span(&spans[i], clrun_exec_span_node(exec, i)));
         json_object_array_add(events, counter(spans[i].start_ns, spans[i].bytes_in_use));
         json_object_array_add(events, counter(spans[i].end_ns, spans[i].bytes_after));
+    }
+    if (host) {
+        json_object *name = metadata("thread_name", "host");
+        json_object_object_add(name, "tid", json_object_new_int(2));
+        json_object_array_add(events, name);
+        json_object *event = json_object_new_object();
+        json_object_object_add(event, "name", json_object_new_string(host));
+        json_object_object_add(event, "cat", json_object_new_string("collective"));
+        json_object_object_add(event, "ph", json_object_new_string("X"));
+        json_object_object_add(event, "ts", json_object_new_double(
+            n > 0 ? (double)spans[n - 1].end_ns / 1e3 : 0.0));
+        json_object_object_add(event, "dur", json_object_new_double(host_s * 1e6));
+        json_object_object_add(event, "pid", json_object_new_int(1));
+        json_object_object_add(event, "tid", json_object_new_int(2));
+        json_object_array_add(events, event);
     }
     json_object *root = json_object_new_object();
     json_object_object_add(root, "traceEvents", events);

@@ -54,6 +54,11 @@ typedef struct clrun_train_options {
      * the reduction. */
     clrun_train_reduce_fn reduce;
     void *reduce_user;               /* reduce's first argument */
+    /* The step in two parts as with a reduce hook, whether or not there is one: so that
+     * clrun_train_gradients and clrun_train_apply may run the parts apart (gradient
+     * accumulation over several batches, a reduction of the caller's own). clrun_train_step
+     * runs both parts (and the hook, when there is one). */
+    bool split_update;
 } clrun_train_options;
 
 /* clrun_train_graph_options_init and clrun_exec_options_init; no reduce hook. */
@@ -92,6 +97,24 @@ typedef struct clrun_train_step_result {
  * result may be NULL. */
 clrun_status clrun_train_step(clrun_train *train, const void *const *feeds, int32_t count,
                               clrun_train_step_result *result);
+
+/* The two parts of a split step (clrun_train_options.reduce or split_update) apart, for
+ * gradient accumulation. clrun_train_gradients runs the forward and backward passes on the
+ * feeds (as clrun_train_step checks and takes them) and writes the gradient of every parameter
+ * to `gradients`, concatenated in parameter order as a reduce hook gets them (`count` floats:
+ * clrun_train_gradient_count); nothing is updated and the step count stays (result->step is
+ * the step these gradients are for: the steps done plus one; a batch norm's running statistics
+ * are updated, as by a step). clrun_train_apply runs the optimizer's updates with `gradients`
+ * (count floats, the same layout) as the gradients of the next step: the parameters and the
+ * optimizer state change in place and the step count goes up by one. Calling both with the
+ * gradients unchanged is clrun_train_step without a hook, bit for bit. Without a split step,
+ * or with another count, CLRUN_ERROR_INVALID_ARGUMENT; a loss that comes out NaN or infinite
+ * fails clrun_train_gradients with CLRUN_ERROR_INVALID_ARGUMENT (the gradients are written). */
+uint64_t clrun_train_gradient_count(const clrun_train *train);
+clrun_status clrun_train_gradients(clrun_train *train, const void *const *feeds, int32_t count,
+                                   float *gradients, uint64_t gradient_count,
+                                   clrun_train_step_result *result);
+clrun_status clrun_train_apply(clrun_train *train, const float *gradients, uint64_t count);
 
 typedef struct clrun_train_eval_result {
     double loss;     /* the mean loss over the rows evaluated */

@@ -22,6 +22,7 @@ void clrun_train_options_init(clrun_train_options *options)
     clrun_exec_options_init(&options->exec);
     options->reduce = NULL;
     options->reduce_user = NULL;
+    options->split_update = false;
 }
 
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i)
@@ -506,29 +507,28 @@ static clrun_status take_state(clrun_train *t, clrun_exec *exec, bool apply)
     return s;
 }
 
-/* With a reduce hook, after the step: its gradients to the host, the hook, the reduced
- * gradients to their slots, and the updates. */
-static clrun_status reduce_and_apply(clrun_train *t)
+/* A split step's gradients of this run of the first part, to host memory in parameter order. */
+static clrun_status read_gradients(clrun_train *t, float *out)
 {
     clrun_status s = CLRUN_OK;
     for (int32_t i = 0; i < t->tg.param_count && s == CLRUN_OK; i++) {
         const clrun__train_slot *slot = &t->tg.slots[t->params[i]];
         uint64_t n = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
-        s = clrun_exec_read_output(t->exec, slot->grad_output, t->grads + t->grad_at[t->params[i]],
-                                   sizeof *t->grads * n);
+        s = clrun_exec_read_output(t->exec, slot->grad_output, out + t->grad_at[t->params[i]],
+                                   sizeof *out * n);
     }
-    if (s != CLRUN_OK)
-        return s;
-    char err[512] = "";
-    s = t->options.reduce(t->options.reduce_user, t->steps + 1, t->grads, t->grad_count, err,
-                          sizeof err);
-    if (s != CLRUN_OK)
-        return clrun__fail(t->ctx, s, "train: step %llu: reducing the gradients failed: %s",
-                           (unsigned long long)(t->steps + 1), err[0] ? err : clrun_strerror(s));
+    return s;
+}
+
+/* A split step's second part: the gradients (host memory, parameter order) to their slots, and
+ * the updates. */
+static clrun_status apply_gradients(clrun_train *t, const float *gradients)
+{
+    clrun_status s = CLRUN_OK;
     for (int32_t i = 0; i < t->tg.slot_count && s == CLRUN_OK; i++) {
         const clrun__train_slot *slot = &t->tg.slots[i];
         if (slot->role == CLRUN__SLOT_GRAD)
-            s = clrun_buffer_write(t->ctx, &t->buffers[i], t->grads + t->grad_at[slot->param]);
+            s = clrun_buffer_write(t->ctx, &t->buffers[i], gradients + t->grad_at[slot->param]);
     }
     if (s != CLRUN_OK)
         return s;
@@ -548,11 +548,26 @@ static clrun_status reduce_and_apply(clrun_train *t)
     return take_state(t, t->apply, true);
 }
 
-clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t count,
-                              clrun_train_step_result *result)
+/* With a reduce hook, after the step: its gradients to the host, the hook, the reduced
+ * gradients to their slots, and the updates. */
+static clrun_status reduce_and_apply(clrun_train *t)
 {
-    if (t == NULL)
-        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
+    clrun_status s = read_gradients(t, t->grads);
+    if (s != CLRUN_OK || t->options.reduce == NULL)
+        return s == CLRUN_OK ? apply_gradients(t, t->grads) : s;
+    char err[512] = "";
+    s = t->options.reduce(t->options.reduce_user, t->steps + 1, t->grads, t->grad_count, err,
+                          sizeof err);
+    if (s != CLRUN_OK)
+        return clrun__fail(t->ctx, s, "train: step %llu: reducing the gradients failed: %s",
+                           (unsigned long long)(t->steps + 1), err[0] ? err : clrun_strerror(s));
+    return apply_gradients(t, t->grads);
+}
+
+/* The step's first part (the whole step without a split): feeds, hyperparameters, the run, and
+ * the state it updated taken back. */
+static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t count)
+{
     clrun_status s = write_feeds(t, feeds, count);
     if (s != CLRUN_OK)
         return s;
@@ -565,19 +580,21 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
     }
     /* The updated state: the same blocks, handed back (without donation, new blocks: the old
      * ones are ours to free). */
-    if ((s = take_state(t, t->exec, false)) != CLRUN_OK)
-        return s;
-    if (t->apply && (s = reduce_and_apply(t)) != CLRUN_OK)
-        return s;
-    t->steps++;
+    return take_state(t, t->exec, false);
+}
+
+/* The loss and correct rows of the last run of the step (for step number `step`); a loss that
+ * is not finite fails. */
+static clrun_status step_result(clrun_train *t, uint64_t step, clrun_train_step_result *result)
+{
     float loss = 0.0f, correct = 0.0f;
-    s = clrun_exec_read_output(t->exec, t->tg.loss_output, &loss, sizeof loss);
+    clrun_status s = clrun_exec_read_output(t->exec, t->tg.loss_output, &loss, sizeof loss);
     if (s == CLRUN_OK && t->tg.correct_output >= 0)
         s = clrun_exec_read_output(t->exec, t->tg.correct_output, &correct, sizeof correct);
     if (s != CLRUN_OK)
         return s;
     if (result) {
-        result->step = t->steps;
+        result->step = step;
         result->loss = loss;
         result->correct = t->tg.correct_output >= 0 ? (int64_t)correct : -1;
         result->rows = -1;
@@ -587,8 +604,72 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
     }
     if (!isfinite(loss))
         return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: step %llu gave a loss of "
-                           "%s", (unsigned long long)t->steps, isnan(loss) ? "NaN" : "infinity");
+                           "%s", (unsigned long long)step, isnan(loss) ? "NaN" : "infinity");
     return CLRUN_OK;
+}
+
+clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t count,
+                              clrun_train_step_result *result)
+{
+    if (t == NULL)
+        return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
+    clrun_status s = run_step(t, feeds, count);
+    if (s != CLRUN_OK)
+        return s;
+    if (t->apply && (s = reduce_and_apply(t)) != CLRUN_OK)
+        return s;
+    t->steps++;
+    return step_result(t, t->steps, result);
+}
+
+uint64_t clrun_train_gradient_count(const clrun_train *t)
+{
+    return t && t->apply ? t->grad_count : 0;
+}
+
+/* Whether t runs its step in two parts and count is its gradients' floats; else the error. */
+static clrun_status check_split(clrun_train *t, const char *fn, const void *gradients,
+                                uint64_t count)
+{
+    if (t == NULL || gradients == NULL)
+        return clrun__fail(t ? t->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT, "%s: NULL trainer or "
+                           "gradients", fn);
+    if (t->apply == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: the trainer's step is not "
+                           "split (clrun_train_options.split_update or reduce)", fn);
+    if (count != t->grad_count)
+        return clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "%s: the parameters have %llu "
+                           "gradient values, %llu given", fn, (unsigned long long)t->grad_count,
+                           (unsigned long long)count);
+    return CLRUN_OK;
+}
+
+clrun_status clrun_train_gradients(clrun_train *t, const void *const *feeds, int32_t count,
+                                   float *gradients, uint64_t gradient_count,
+                                   clrun_train_step_result *result)
+{
+    clrun_status s = check_split(t, "clrun_train_gradients", gradients, gradient_count);
+    if (s == CLRUN_OK)
+        s = run_step(t, feeds, count);
+    if (s == CLRUN_OK)
+        s = read_gradients(t, gradients);
+    return s == CLRUN_OK ? step_result(t, t->steps + 1, result) : s;
+}
+
+clrun_status clrun_train_apply(clrun_train *t, const float *gradients, uint64_t count)
+{
+    clrun_status s = check_split(t, "clrun_train_apply", gradients, count);
+    if (s == CLRUN_OK && t->broken)
+        s = clrun__fail(t->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "train: step %llu failed and its "
+                        "donated state is gone: create the trainer again (or load a saved "
+                        "state)", (unsigned long long)t->broken_step);
+    if (s == CLRUN_OK)
+        s = write_hypers(t, t->steps + 1);
+    if (s == CLRUN_OK)
+        s = apply_gradients(t, gradients);
+    if (s == CLRUN_OK)
+        t->steps++;
+    return s;
 }
 
 int32_t clrun_train_param_count(const clrun_train *t)

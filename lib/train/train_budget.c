@@ -149,8 +149,8 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
     o.remat = offload ? "none" : policy;
     *fits = true;
     *held = 0;
-    clrun_status s = clrun__train_graph_build(model, &o, t->options.reduce != NULL, &t->tg, err,
-                                              errlen);
+    bool split = t->options.reduce != NULL || t->options.split_update;
+    clrun_status s = clrun__train_graph_build(model, &o, split, &t->tg, err, errlen);
     if (s != CLRUN_OK)
         return s;
     if (offload && (s = offload_activations(&t->tg, err, errlen)) != CLRUN_OK) {
@@ -410,8 +410,8 @@ static clrun_status reslot(clrun_train *t, const clrun_graph *model,
 {
     if (t->exec != NULL)
         drop_step(t);
-    clrun_status s = clrun__train_graph_build(model, options, t->options.reduce != NULL, &t->tg,
-                                              err, errlen);
+    bool split = t->options.reduce != NULL || t->options.split_update;
+    clrun_status s = clrun__train_graph_build(model, options, split, &t->tg, err, errlen);
     if (s != CLRUN_OK)
         return s;
     clrun__train_free_slots(t);
