@@ -48,6 +48,7 @@ clrun=${CLRUN:-./clrun}
 # (sed, ls) before it starts the real program: run that program, as an installed clrun runs,
 # with its own library first on the path (BASE with its own).
 real_program() {
+    case $1 in */*) ;; *) set -- "$(command -v "$1" || echo "$1")" ;; esac # a name on PATH
     if head -c 4096 "$1" 2>/dev/null | grep -q 'libtool wrapper' && [ -x "$(dirname "$1")/.libs/$(basename "$1")" ]; then
         echo "$(cd "$(dirname "$1")" && pwd)/.libs/$(basename "$1")"
     else

@@ -55,7 +55,7 @@ stages = o["stages"]
 assert o["devices"] == 2 and o["repeat"] == 3 and len(stages) == 2, o
 assert [(s["first_node"], s["end_node"]) for s in stages] == [(0, 1), (1, 6)], stages
 assert o["bytes_moved"] == 131072 == stages[0]["bytes_out"] == stages[1]["bytes_in"], o
-assert o["peak_bytes"] == max(s["peak_bytes"] for s in stages) and all(s["peak_bytes"] <= s["limit_bytes"] == 2 << 20 for s in stages)
+assert o["stage_peak_bytes"] == max(s["peak_bytes"] for s in stages) and all(s["peak_bytes"] <= s["limit_bytes"] == 2 << 20 for s in stages)
 assert o["wall_ms_min"] <= o["wall_ms"] <= o["wall_ms_max"]
 PY
 "$CLRUN" run "$EXAMPLES/mlp.graph" --device-limit 1M >"$tmp/out" 2>"$tmp/err"; rc=$?

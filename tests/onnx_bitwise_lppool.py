@@ -165,13 +165,13 @@ def cases(rng):
                     {"y": max_pool(x1i, [4], [2], [2, 1])}))
     # AveragePool without count_include_pad, pads beyond half the window or asymmetric: the
     # mean over the taps inside the input
-    for name, attrs, kernel, strides, pads in [
-            ("averagepool11_pads_beyond_half", dict(kernel_shape=[3, 3], pads=[2, 2, 2, 2]), [3, 3], [1, 1], [2, 2, 2, 2]),
-            ("averagepool11_asymmetric_strided", dict(kernel_shape=[2, 3], strides=[2, 2], pads=[0, 2, 1, 0]),
-             [2, 3], [2, 2], [0, 2, 1, 0])]:
-        node = helper.make_node("AveragePool", ["x"], ["y"], **attrs)
-        out.append((name, model([node], [vi("x", x.shape)], [vi("y", None)], 11), {"x": x},
-                    {"y": avg_pool(x, kernel, strides, pads)}))
+    for name, xin, kernel, strides, pads in [
+            ("averagepool11_pads_beyond_half", x, [3, 3], [1, 1], [2, 2, 2, 2]),
+            ("averagepool11_asymmetric_strided", x, [2, 3], [2, 2], [0, 2, 1, 0]),
+            ("averagepool11_1d_pads_beyond_half", x1, [3], [2], [2, 1])]:
+        node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=kernel, strides=strides, pads=pads)
+        out.append((name, model([node], [vi("x", xin.shape)], [vi("y", None)], 11), {"x": xin},
+                    {"y": avg_pool(xin, kernel, strides, pads)}))
     for p in (1, 2, 3):
         node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)
         want = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1.0 / p)
@@ -200,6 +200,9 @@ def refusals():
     node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2, 2])
     out.append(("lppool_3d", model([node], [vi("x", [1, 1, 3, 3, 3])], [vi("y", None)], 11),
                 {"x": np.ones((1, 1, 3, 3, 3), np.float32)}, "3-D LpPool is not supported"))
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], pads=[3, 0, 0, 0])
+    out.append(("averagepool_window_in_padding", model([node], [vi("x", x4.shape)], [vi("y", None)], 11),
+                {"x": x4}, "lies entirely in the padding"))
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2])
     out.append(("maxpool_uint8_3d", model([node], [vi("x", [1, 1, 3, 3, 3], TensorProto.UINT8)],
                                           [vi("y", None, TensorProto.UINT8)], 12),

@@ -153,6 +153,9 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
     const void *given = clrun_cli_io_input(io, index);
     clrun_status status = given ? (memcpy(host, given, (size_t)bytes), CLRUN_OK)
                                 : clrun_graph_example_input(g, index, seed, host, bytes);
+    if (status != CLRUN_OK)
+        snprintf(input_error, sizeof input_error, "input '%s': %s", clrun_graph_tensor_name(g, ids[index]),
+                 clrun_last_error(NULL));
     if (status == CLRUN_OK)
         status = clrun_alloc_ex(ctx, bytes, 0, clrun_graph_tensor_name(g, ids[index]), out);
     if (status == CLRUN_OK)

@@ -255,7 +255,7 @@ int clrun_cli_io_write_outputs(const char *command, const clrun_cli_io *io, clru
 }
 
 int clrun_cli_io_write_outputs_from(const char *command, const clrun_cli_io *io, const clrun_graph *g,
-                                    clrun_cli_output_reader read, void *source)
+                                    clrun_cli_output_reader reader, void *source)
 {
     if (io->output_dir == NULL)
         return 0;
@@ -277,7 +277,7 @@ int clrun_cli_io_write_outputs_from(const char *command, const clrun_cli_io *io,
                 *p = '_';
         size_t plen = strlen(io->output_dir) + strlen(name) + 6;
         char *path = malloc(plen);
-        clrun_status s = host && path ? read(source, i, host, bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        clrun_status s = host && path ? reader(source, i, host, bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         if (s == CLRUN_OK) {
             snprintf(path, plen, "%s/%s.npy", io->output_dir, name);
             s = clrun_npy_save(path, type, host, err, sizeof err);

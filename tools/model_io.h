@@ -60,11 +60,11 @@ const void *clrun_cli_io_input(const clrun_cli_io *io, int32_t index);
 int clrun_cli_io_write_outputs(const char *command, const clrun_cli_io *io, clrun_exec *exec,
                                const clrun_graph *g);
 
-/* The same for outputs read by `read` from `source` (output `index` of the graph into host,
+/* The same for outputs read by `reader` from `source` (output `index` of the graph into host,
  * `bytes` long): a pipeline's, for one. */
 typedef clrun_status (*clrun_cli_output_reader)(void *source, int32_t index, void *host, uint64_t bytes);
 int clrun_cli_io_write_outputs_from(const char *command, const clrun_cli_io *io, const clrun_graph *g,
-                                    clrun_cli_output_reader read, void *source);
+                                    clrun_cli_output_reader reader, void *source);
 
 void clrun_cli_io_free(clrun_cli_io *io);
 

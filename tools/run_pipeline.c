@@ -29,7 +29,8 @@ int clrun_run_parse_devices(const char *text, unsigned *devices, int max)
     return n;
 }
 
-/* Each input: its --input file, else the seeded values of a one-device run. */
+/* Each input: its --input file, else the seeded values of a one-device run. NULL after saying
+ * why on stderr. */
 static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **bytes_out)
 {
     const clrun_tensor_id *ids;
@@ -37,13 +38,22 @@ static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **by
     void **host = calloc((size_t)n + 1, sizeof *host);
     uint64_t *bytes = calloc((size_t)n + 1, sizeof *bytes);
     bool ok = host && bytes;
+    if (!ok)
+        fprintf(stderr, "clrun run: %s: out of host memory for the inputs\n", a->path);
     for (int32_t i = 0; ok && i < n; i++) {
         bytes[i] = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
         host[i] = malloc(bytes[i] ? (size_t)bytes[i] : 1);
         const void *given = clrun_cli_io_input(&a->io, i);
-        ok = host[i] != NULL &&
-             (given ? (memcpy(host[i], given, (size_t)bytes[i]), true)
-                    : clrun_graph_example_input(g, i, a->seed, host[i], bytes[i]) == CLRUN_OK);
+        const char *name = clrun_graph_tensor_name(g, ids[i]);
+        if (host[i] == NULL) {
+            fprintf(stderr, "clrun run: %s: out of host memory for input '%s'\n", a->path, name);
+            ok = false;
+        } else if (given) {
+            memcpy(host[i], given, (size_t)bytes[i]);
+        } else if (clrun_graph_example_input(g, i, a->seed, host[i], bytes[i]) != CLRUN_OK) {
+            fprintf(stderr, "clrun run: %s: input '%s': %s\n", a->path, name, clrun_last_error(NULL));
+            ok = false;
+        }
     }
     if (!ok) {
         for (int32_t i = 0; host && i < n; i++)
@@ -96,8 +106,9 @@ static void print_report(const run_args *a, const clrun_graph *g, const clrun_pi
 }
 
 /* One JSON object: the keys of `clrun run --json` that apply (graph, repeat, wall_ms and its
- * median, min and max, peak_bytes: the largest stage's, outputs), the bytes moved between
- * stages per run, and a "stages" array of each stage's report. */
+ * median, min and max, outputs), stage_peak_bytes (the largest stage's pool peak: weights,
+ * inputs and activations, where run's peak_bytes counts activations only), the bytes moved
+ * between stages per run, and a "stages" array of each stage's report. */
 static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipeline *p, const double *times,
                        const char (*sums)[17])
 {
@@ -130,7 +141,7 @@ static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipe
         peak = info.peak_bytes > peak ? info.peak_bytes : peak;
         moved += info.bytes_out;
     }
-    json_object_object_add(o, "peak_bytes", json_object_new_int64((int64_t)peak));
+    json_object_object_add(o, "stage_peak_bytes", json_object_new_int64((int64_t)peak));
     json_object_object_add(o, "bytes_moved", json_object_new_int64((int64_t)moved));
     json_object_object_add(o, "stages", stages);
     json_object *outputs = json_object_new_array();
@@ -177,7 +188,6 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
     uint64_t *bytes = NULL;
     void **host = make_inputs(a, g, &bytes);
     if (host == NULL) {
-        fprintf(stderr, "clrun run: %s: out of host memory for the inputs\n", a->path);
         clrun_pipeline_destroy(p);
         return 1;
     }

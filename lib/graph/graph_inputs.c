@@ -1,6 +1,7 @@
 /* Graph inputs as a caller sees them after the graph is built: changing which are donated, and
  * the deterministic values the CLI feeds them (so bindings can reproduce a CLI run). */
 #include "graph/graph.h"
+#include "graph/types.h"
 
 #include "core/error.h"
 
@@ -36,7 +37,7 @@ clrun_status clrun_graph_example_input(const clrun_graph *graph, int32_t index, 
                                 "clrun_graph_example_input: input '%s' has %llu bytes, %llu given%s", t->name,
                                 (unsigned long long)size, (unsigned long long)bytes, host ? "" : " (NULL)");
     clrun_dtype dtype = t->type.dtype;
-    bool integral = dtype == CLRUN_I32 || dtype == CLRUN_I64;
+    bool integral = clrun__dtype_is_int(dtype); /* every width: [0, 16) fits each */
     double low = integral || dtype == CLRUN_BOOL ? 0 : -1;
     double high = integral ? 16 : dtype == CLRUN_BOOL ? 2 : 1;
     return clrun_fill_values(&t->type, CLRUN_FILL_UNIFORM, low, high, seed * 1000003u + (uint64_t)index, host,

@@ -48,10 +48,14 @@ static clrun_status dft_matrix(clrun__imp *im, int elem, int64_t rows, int c, in
     return CLRUN_OK;
 }
 
-/* A signal's complex dimension: 1 or 2, else a refusal. */
-static clrun_status complex_dim(clrun__imp *im, const clrun__value *x, int min_rank, int *c)
+/* A signal's complex dimension: 1 or 2, else a refusal; f32 signals only (the product's). */
+static clrun_status complex_dim(clrun__imp *im, const clrun__onode *n, const clrun__value *x, int min_rank, int *c)
 {
     const clrun__otensor *s = &x->c;
+    char type[32];
+    if (s->elem != CLRUN__ONNX_FLOAT)
+        return clrun__unsupported(im, "%s of a %s signal is not supported (float is)", n->op,
+                                  clrun__onnx_elem_name(s->elem, type, sizeof type));
     if (s->rank < min_rank)
         return clrun__invalid(im, "the input has rank %d (at least %d: batch, signal dims, then 1 for real or 2 "
                               "for complex)", s->rank, min_rank);
@@ -83,7 +87,7 @@ clrun_status clrun__map_dft(clrun__imp *im, clrun__onode *n)
     int c = 0;
     bool present = false;
     if (s == CLRUN_OK)
-        s = complex_dim(im, n->in[0], 3, &c);
+        s = complex_dim(im, n, n->in[0], n->version >= 20 ? 2 : 3, &c); /* 20: no batch needed */
     if (s == CLRUN_OK && n->version >= 20) { /* the axis became input 2, -2 by default */
         int64_t count = 0;
         axis = -2;
@@ -165,7 +169,7 @@ clrun_status clrun__map_stft(clrun__imp *im, clrun__onode *n)
     bool has_step = false, has_frame = false;
     const clrun__otensor *window = NULL;
     if (s == CLRUN_OK)
-        s = complex_dim(im, n->in[0], 3, &c);
+        s = complex_dim(im, n, n->in[0], 3, &c);
     if (s == CLRUN_OK && n->in[0]->c.rank != 3)
         s = clrun__invalid(im, "the signal has rank %d ([batch, length, 1 or 2])", n->in[0]->c.rank);
     if (s == CLRUN_OK)
@@ -202,7 +206,7 @@ clrun_status clrun__map_stft(clrun__imp *im, clrun__onode *n)
     double *win = NULL;
     if (window) {
         if (!(win = malloc(sizeof *win * (size_t)frame)))
-            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+            return CLRUN__OOM(im);
         for (int64_t i = 0; i < frame; i++)
             win[i] = clrun__otensor_get_real(window, (uint64_t)i);
     }

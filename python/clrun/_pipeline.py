@@ -64,12 +64,22 @@ class Pipeline:
                 raise InvalidArgumentError(INVALID_ARGUMENT, "devices: %r is not a device index" % (d,))
         if limits is None or isinstance(limits, (int, np.integer, str)):
             limits = [limits] * len(devices)
+        elif isinstance(limits, (bytes, Mapping)) or not hasattr(limits, "__len__"):
+            raise type_error("limits is a size or a list of sizes, one per device, not %r" % (limits,))
         limits = list(limits)
         if len(limits) != len(devices):
             raise InvalidArgumentError(INVALID_ARGUMENT, "limits: %d for %d devices"
                                        % (len(limits), len(devices)))
+        # None or 0: the context's own limit
         limit_array = (_lib.c_uint64 * len(devices))(
-            *[0 if v is None else _size(v, "limits") for v in limits])
+            *[0 if v is None or (not isinstance(v, (bool, str)) and v == 0) else _size(v, "limits")
+              for v in limits])
+        for name, value in (("allocator", allocator), ("platform", platform)):
+            if value is not None and not isinstance(value, str):
+                raise type_error("%s is a name (str), not %r" % (name, value))
+        if plan_time_limit is not None and (isinstance(plan_time_limit, bool) or
+                                            not isinstance(plan_time_limit, (int, float, np.number))):
+            raise type_error("plan_time_limit is a number of seconds, not %r" % (plan_time_limit,))
         device_array = (_lib.c_uint * len(devices))(*[int(d) for d in devices])
         constants = _check_constants(constants)
         self._graph = _load_graph(source, _check_dims(dims), shapes, "Pipeline", constants)

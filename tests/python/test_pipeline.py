@@ -1,6 +1,6 @@
 """clrun.Pipeline: a model split over two devices (POCL's "pthread pthread", which run.sh sets)
 gives the bits one device gives, each stage within its limit and the report of the split; bad
-devices, limits and inputs are refused by name and nothing is left allocated."""
+devices, limits, options and inputs are refused naming the argument."""
 
 import unittest
 
@@ -44,6 +44,10 @@ class PipelineTest(unittest.TestCase):
         with clrun.Pipeline(self.path, [0, 1], limits=[LIMIT, "2MiB"]) as p:
             got = p.run({"x": self.x})
             self.assertEqual(got["y"].tobytes(), self.want["y"].tobytes())
+        # 0 (or None) is the context's own limit (CLRUN_POOL_LIMIT, else the device's memory)
+        with clrun.Pipeline(self.path, [0, 1], limits=[0, None]) as p:
+            self.assertTrue(all(s.limit_bytes > LIMIT for s in p.stages), p.stages)
+            self.assertEqual(p.run(x=self.x)["y"].tobytes(), self.want["y"].tobytes())
 
     def test_refusals(self):
         with self.assertRaisesRegex(clrun.OutOfMemoryError, "no cut"):
@@ -56,6 +60,12 @@ class PipelineTest(unittest.TestCase):
             clrun.Pipeline(self.path, [0, 1], limits=[LIMIT])
         with self.assertRaises(TypeError):
             clrun.Pipeline(self.path, "0,1")
+        with self.assertRaisesRegex(TypeError, "limits"):
+            clrun.Pipeline(self.path, [0, 1], limits=1.5)
+        with self.assertRaisesRegex(TypeError, "allocator"):
+            clrun.Pipeline(self.path, [0, 1], allocator=5)
+        with self.assertRaisesRegex(TypeError, "plan_time_limit"):
+            clrun.Pipeline(self.path, [0, 1], plan_time_limit="x")
         with clrun.Pipeline(self.path, [0, 1], limits=LIMIT) as p:
             with self.assertRaisesRegex(clrun.InvalidArgumentError, "no input named 'z'"):
                 p.run(x=self.x, z=self.x)
