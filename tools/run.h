@@ -60,6 +60,11 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
 void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clrun_graph *g,
                           const run_result *r);
 
+/* The "outputs" array of a --json report: each graph output's name, dtype, shape and
+ * checksum (checksums[i], hexadecimal). */
+struct json_object;
+struct json_object *clrun_run_json_outputs(const clrun_graph *g, const char (*checksums)[17]);
+
 /* Opens the trace file before any work, so that an unwritable path fails at once, with the
  * reason; NULL after a message that names `command` ("run", "train"). */
 FILE *clrun_run_open_trace(const char *command, const char *path);

@@ -144,22 +144,7 @@ static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipe
     json_object_object_add(o, "stage_peak_bytes", json_object_new_int64((int64_t)peak));
     json_object_object_add(o, "bytes_moved", json_object_new_int64((int64_t)moved));
     json_object_object_add(o, "stages", stages);
-    json_object *outputs = json_object_new_array();
-    const clrun_tensor_id *ids;
-    int32_t n = clrun_graph_outputs(g, &ids);
-    for (int32_t i = 0; i < n; i++) {
-        const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
-        json_object *out = json_object_new_object();
-        json_object_object_add(out, "name", json_object_new_string(clrun_graph_tensor_name(g, ids[i])));
-        json_object_object_add(out, "dtype", json_object_new_string(clrun_dtype_name(t->dtype)));
-        json_object *shape = json_object_new_array();
-        for (int d = 0; d < t->rank; d++)
-            json_object_array_add(shape, json_object_new_int64(t->shape[d]));
-        json_object_object_add(out, "shape", shape);
-        json_object_object_add(out, "checksum", json_object_new_string(sums[i]));
-        json_object_array_add(outputs, out);
-    }
-    json_object_object_add(o, "outputs", outputs);
+    json_object_object_add(o, "outputs", clrun_run_json_outputs(g, sums));
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
 }

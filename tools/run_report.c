@@ -13,6 +13,26 @@ static void shape_text(const clrun_tensor_type *t, char *out, size_t size)
         snprintf(out + used, size - used, "]");
 }
 
+json_object *clrun_run_json_outputs(const clrun_graph *g, const char (*checksums)[17])
+{
+    json_object *outputs = json_object_new_array();
+    const clrun_tensor_id *ids;
+    int32_t n = clrun_graph_outputs(g, &ids);
+    for (int32_t i = 0; i < n; i++) {
+        const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
+        json_object *out = json_object_new_object();
+        json_object_object_add(out, "name", json_object_new_string(clrun_graph_tensor_name(g, ids[i])));
+        json_object_object_add(out, "dtype", json_object_new_string(clrun_dtype_name(t->dtype)));
+        json_object *shape = json_object_new_array();
+        for (int d = 0; d < t->rank; d++)
+            json_object_array_add(shape, json_object_new_int64(t->shape[d]));
+        json_object_object_add(out, "shape", shape);
+        json_object_object_add(out, "checksum", json_object_new_string(checksums[i]));
+        json_object_array_add(outputs, out);
+    }
+    return outputs;
+}
+
 void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clrun_graph *g,
                           const run_result *r)
 {
@@ -76,22 +96,7 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     for (int32_t i = 0; i < r->unused_count; i++)
         json_object_array_add(unused, json_object_new_string(r->unused[i]));
     json_object_object_add(o, "unused_donated", unused);
-    json_object *outputs = json_object_new_array();
-    const clrun_tensor_id *ids;
-    int32_t n = clrun_graph_outputs(g, &ids);
-    for (int32_t i = 0; i < n; i++) {
-        const clrun_tensor_type *t = clrun_graph_tensor_type(g, ids[i]);
-        json_object *out = json_object_new_object();
-        json_object_object_add(out, "name", json_object_new_string(clrun_graph_tensor_name(g, ids[i])));
-        json_object_object_add(out, "dtype", json_object_new_string(clrun_dtype_name(t->dtype)));
-        json_object *shape = json_object_new_array();
-        for (int d = 0; d < t->rank; d++)
-            json_object_array_add(shape, json_object_new_int64(t->shape[d]));
-        json_object_object_add(out, "shape", shape);
-        json_object_object_add(out, "checksum", json_object_new_string(r->checksums[i]));
-        json_object_array_add(outputs, out);
-    }
-    json_object_object_add(o, "outputs", outputs);
+    json_object_object_add(o, "outputs", clrun_run_json_outputs(g, (const char(*)[17])r->checksums));
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
 }
