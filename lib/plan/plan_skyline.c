@@ -166,23 +166,44 @@ static clrun_status build_tree(clrun__plan_skyline *s)
         count[t + 1] += count[t];
     for (size_t i = 0; i < n; i++)
         base[count[s->to[i]]++] = (uint32_t)i;
-    for (size_t level = 0; level < s->levels; level++) {
-        size_t nodes = s->leaves >> level;
-        uint32_t *at = s->node_at + s->node_base[level];
-        uint32_t *by = s->by_to + level * n, *to = s->to_at + level * n;
-        memset(at, 0, (nodes + 1) * sizeof *at);
-        for (size_t i = 0; i < n; i++)
-            at[(s->from[i] >> level) + 1]++;
-        for (size_t j = 0; j < nodes; j++)
-            at[j + 1] += at[j];
-        memcpy(count, at, nodes * sizeof *count);
-        for (size_t k = 0; k < n; k++) {
-            uint32_t b = base[k];
-            size_t p = count[s->from[b] >> level]++;
-            by[p] = b;
-            to[p] = s->to[b];
-            s->place[b * s->levels + level] = (uint32_t)p;
+    /* level 0: by first moment, a counting sort; each level above merges pairs of nodes */
+    uint32_t *at = s->node_at, *by = s->by_to, *to = s->to_at;
+    memset(at, 0, (s->leaves + 1) * sizeof *at);
+    for (size_t i = 0; i < n; i++)
+        at[s->from[i] + 1]++;
+    for (size_t j = 0; j < s->leaves; j++)
+        at[j + 1] += at[j];
+    memcpy(count, at, s->leaves * sizeof *count);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t b = base[k];
+        size_t p = count[s->from[b]]++;
+        by[p] = b;
+        to[p] = s->to[b];
+        s->place[b * s->levels] = (uint32_t)p;
+    }
+    for (size_t level = 1; level < s->levels; level++) {
+        const uint32_t *below_at = s->node_at + s->node_base[level - 1];
+        const uint32_t *below_by = s->by_to + (level - 1) * n;
+        const uint32_t *below_to = s->to_at + (level - 1) * n;
+        at = s->node_at + s->node_base[level];
+        by = s->by_to + level * n;
+        to = s->to_at + level * n;
+        size_t nodes = s->leaves >> level, p = 0;
+        for (size_t j = 0; j < nodes; j++) {
+            at[j] = (uint32_t)p;
+            size_t x = below_at[2 * j], xe = below_at[2 * j + 1], y = xe, ye = below_at[2 * j + 2];
+            while (x < xe || y < ye) {
+                bool left = y == ye || (x < xe && (below_to[x] < below_to[y] ||
+                                                   (below_to[x] == below_to[y] &&
+                                                    below_by[x] < below_by[y])));
+                size_t q = left ? x++ : y++;
+                by[p] = below_by[q];
+                to[p] = below_to[q];
+                s->place[below_by[q] * s->levels + level] = (uint32_t)p;
+                p++;
+            }
         }
+        at[nodes] = (uint32_t)p;
     }
     free(count);
     free(base);
