@@ -660,8 +660,11 @@ static uint64_t run_dense(clrun__plan_skyline *s, uint64_t cutoff, double deadli
         if (e.rank == RANK_UNKNOWN) {
             uint32_t best = best_within(s, e.start, s->run_end[e.start]);
             e.rank = best == UINT32_MAX ? RANK_NONE : best + 1;
-            heap_push(s->heap, &count, e);
-            continue;
+            if (count > 0 && goes_before(&s->heap[0], &e)) {
+                heap_push(s->heap, &count, e);
+                continue;
+            }
+            /* still the top: taken at once */
         }
         if (e.rank == RANK_NONE) {
             if (e.start == 0 && s->run_end[0] == s->leaves)
