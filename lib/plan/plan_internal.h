@@ -183,21 +183,38 @@ typedef enum clrun__plan_rank {
     CLRUN__PLAN_RANK_COUNT
 } clrun__plan_rank;
 
-/* The construction's state: the instance on a compressed time axis, and a segment tree that
- * answers "highest end of the placed buffers alive during [from, to)". */
+/* The construction's state: the instance on a compressed time axis; the skyline as runs of
+ * moments of equal height; and a merge-sort tree over the buffers' first moments that answers
+ * "the best-ranked unplaced buffer alive only within [a, c)" (plan_skyline.c). */
 typedef struct clrun__plan_skyline {
-    const clrun_plan_buffer *buffers;   /* the instance, not owned */
-    size_t n;                           /* buffers */
-    uint64_t align;                     /* power of two */
-    uint32_t *from, *to;                /* buffer b is alive over moments [from[b], to[b]) */
-    size_t leaves;                      /* power of two >= moments */
+    const clrun_plan_buffer *buffers; /* the instance, not owned */
+    size_t n;                         /* buffers */
+    uint64_t align;                   /* power of two */
+    uint32_t *from, *to;              /* buffer b is alive over moments [from[b], to[b]) */
+    size_t leaves;                    /* power of two >= moments */
+    bool dense;                       /* CLRUN__PLAN_FIT_DENSE alive at once somewhere */
+    /* sparse instances: a segment tree of each moment's highest end, a heap of the buffers */
     uint64_t *whole;                    /* per node: an end raised over the node's whole range */
     uint64_t *below;                    /* per node: highest end anywhere in its range */
-    struct clrun__plan_sky_entry *heap; /* candidates by (lowest offset, priority) */
-    double *priority;                   /* per buffer: higher goes first on a tie */
-    double *trial;                      /* per buffer: perturbed priorities being tried */
-    uint32_t *order;                    /* scratch: buffers by priority, highest first */
-    clrun__plan_key *keys;              /* scratch for sorting them: 2n keys */
+    struct clrun__plan_sky_wait *waiting; /* by (lowest offset when last looked, priority) */
+    /* dense ones: runs of the skyline, and the buffers by first and last moment */
+    size_t levels;                    /* of the merge-sort tree: log2(leaves) + 1 */
+    uint32_t *by_to;    /* per level: the buffers by (from >> level, to, index) */
+    uint32_t *to_at;    /* per level: to[] of those */
+    uint32_t *place;    /* per buffer and level: where it lies in by_to */
+    uint32_t *rank_min; /* per level and node: a min-tree of the ranks of its unplaced buffers */
+    uint32_t *node_at;  /* per level: where node j's buffers start (leaves >> level) + 1 */
+    size_t node_base[40];               /* where each level's node_at starts */
+    uint64_t *height;                   /* per run start: its height (aligned) */
+    uint32_t *run_end, *run_begin;      /* per run start: its end; per run end: its start */
+    uint32_t *version;                  /* per run start: bumped whenever the run changes */
+    struct clrun__plan_sky_entry *heap; /* runs by (height, best rank inside) */
+    size_t heap_room;
+    double *priority;  /* per buffer: higher goes first on a tie */
+    double *trial;     /* per buffer: perturbed priorities being tried */
+    uint32_t *order;   /* scratch: buffers by priority, highest first */
+    uint32_t *rank_of; /* scratch: the inverse of order */
+    clrun__plan_key *keys; /* scratch for sorting them: 2n keys */
 } clrun__plan_skyline;
 
 clrun_status clrun__plan_skyline_init(clrun__plan_skyline *s, const clrun_plan_buffer *buffers,
