@@ -420,7 +420,7 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
         clrun__ew_emit_prelude(&b, fp64);
         for (int s = 0; s < f->step_count; s++)
             emit_function_once(&b, &f->steps[s], done, &done_count, 64);
-        clrun__strbuf_printf(&b, "\n/* %s */\nfloat clrun_epilogue_fn(const float v, const ulong i, const uint c",
+        clrun__strbuf_printf(&b, "\n/* %s */\nCLRUN_INLINE float clrun_epilogue_fn(const float v, const ulong i, const uint c",
                              f->name);
         for (int x = 0; x < e->extra_inputs; x++)
             clrun__strbuf_printf(&b, ", __global const float *x%d", x);

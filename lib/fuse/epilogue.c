@@ -40,18 +40,29 @@
 bool clrun__fuse_every_epilogue;
 bool clrun__fuse_state_epilogues = true;
 
+/* Whether base is a depthwise convolution (one input channel per group): its own kernel, whose
+ * store loop runs one element at a time. */
+static bool depthwise(const clrun_graph *d, const clrun__node *base)
+{
+    const clrun_tensor_type *x = &d->tensors[base->inputs[0]].type;
+    clrun__op_call call = {.attrs = base->attrs, .attr_count = base->attr_count};
+    int64_t groups = clrun__attr_int_or(&call, "groups", 1);
+    return x->rank == 4 && groups > 1 && x->shape[1] == groups;
+}
+
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
-static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__op *base,
+static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__node *base,
                     const int32_t *members, int32_t count)
 {
     if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
         return true;
-    bool conv = strcmp(base->name, "conv2d") == 0;
+    bool conv = strcmp(base->op->name, "conv2d") == 0;
+    bool dw = conv && depthwise(d, base);
     for (int32_t k = 0; k < count; k++) {
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
-        if (cost == CLRUN__EW_LIBRARY_MATH || (conv && cost == CLRUN__EW_OWN_MATH))
+        if (cost == CLRUN__EW_LIBRARY_MATH || (dw && cost == CLRUN__EW_OWN_MATH))
             return false;
     }
     return true;
@@ -66,6 +77,16 @@ static int32_t reader_of(const clrun_graph *d, int32_t t, int32_t after)
                 if (d->nodes[n].inputs[k] == t)
                     return n;
     return -1;
+}
+
+/* How many times the members read tensor t (a SiLU, x * sigmoid(x), reads it twice). */
+static int32_t reads_among(const clrun_graph *d, int32_t t, const int32_t *members, int32_t count)
+{
+    int32_t reads = 0;
+    for (int32_t k = 0; k < count; k++)
+        for (int i = 0; i < d->nodes[members[k]].input_count; i++)
+            reads += d->nodes[members[k]].inputs[i] == t;
+    return reads;
 }
 
 /* Whether the fused op may run as an epilogue of its base: types and extra inputs. */
@@ -195,7 +216,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             clrun__op_epilogue_prepare(base->op) == NULL)
             continue;
         int32_t t = base->outputs[0];
-        if (reads[t] != 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
+        if (reads[t] < 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
             continue;
         int32_t n = reader_of(d, t, m);
         if (n < 0 || d->nodes[n].guarded || clrun__ew_def_of(d->nodes[n].op) == NULL)
@@ -205,8 +226,10 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         const int32_t *members = g >= 0 ? plan->members + plan->member_start[g] : &single;
         int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
+        if (reads_among(d, t, members, count) != reads[t])
+            continue; /* the product's output is read outside the group too */
         bool donated = updates_donated(d, members, count);
-        if (!pays_on(ctx, d, base->op, members, count) ||
+        if (!pays_on(ctx, d, base, members, count) ||
             (donated && (!clrun__fuse_state_epilogues || !clrun__op_epilogue_in_place(base->op))))
             continue;
         int32_t *inputs = NULL;
