@@ -124,8 +124,7 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
         float lanes_[DWN];                                                                         \
         DWSTORE((v), lanes_);                                                                      \
         for (int j_ = 0; j_ < DWN; j_++)                                                           \
-            lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                       \
-        DWSTORE(DWLOAD(lanes_), out + (at));                                                       \
+            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
     } while (0)
 #else
 #define DW_STORE(v, at) DWSTORE((v), out + (at))
@@ -259,14 +258,8 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
                 }
                 float lanes[DWN];
                 DWSTORE(has_bias ? acc + add : acc, lanes);
-#ifdef CLRUN_EPILOGUE
-                /* every lane through the epilogue, a loop the compiler vectorizes; lanes past
-                 * the row read the row's last element's inputs and are not stored */
-                for (int j = 0; j < DWN; j++)
-                    lanes[j] = EPILOGUE(lanes[j], at + min(v0 + j, OW - 1), o);
-#endif
                 for (int j = 0; j < min(DWN, OW - v0); j++)
-                    out[at + v0 + j] = lanes[j];
+                    out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
             }
         }
         return;

@@ -286,12 +286,13 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
             v = v + bias[o];                                                                   \
         out[at] = EPILOGUE(v, at, o);                                                          \
     }
-#ifdef CLRUN_EPILOGUE
-/* With an epilogue, a full panel (n0 + NR <= Og) adds the bias on whole vectors, applies the
- * epilogue in a loop of NR steps with no exit (vectorized by the compiler, the same operations
- * per lane as the element path: the same bits), then stores its NR channels a plane apart: an
- * exp or a tanh per element then costs about what a separate vectorized pass does, without the
- * pass's round trip through memory. */
+#if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_MATH)
+/* With an epilogue that computes an exp or a tanh (the generator defines CLRUN_EPILOGUE_MATH),
+ * a full panel (n0 + NR <= Og) adds the bias on whole vectors, applies the epilogue in a loop of
+ * NR steps with no exit (vectorized by the compiler, the same operations per lane as the
+ * element path: the same bits), then stores its NR channels a plane apart: the math then costs
+ * about what a separate vectorized pass does, without the pass's round trip through memory or
+ * its launch. Arithmetic epilogues (relu, hardswish) keep the one loop below. */
 #define CV_BIAS_SPILL(r, v) {                                                                  \
         VEC x = ACC(r, v);                                                                     \
         if (has_bias)                                                                          \

@@ -7,15 +7,18 @@
  * (the base op's program with it), and one that does not build is left unfused, with a
  * warning.
  *
- * On a CPU device an epilogue that calls into the math library is left to its own kernel after
- * a convolution: the convolution's store loop computes one element at a time (its columns are
- * channels, a plane apart), where an elementwise kernel runs a vector of work-items, so there a
- * tanh or an exp per element costs more than the pass it saves (bench_fusion on POCL:
- * conv2d+gelu 1.06-1.08x the unfused pair even with a store vectorized over the tile's
- * positions). A matmul's full panels are stored through a loop
- * the compiler vectorizes over their columns, and take the epilogues built on clrun's own exp
- * and tanh (matmul+gelu 0.95-0.98x, matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar loop)
- * but not erf's and the library's others (gelu_erf measured slower fused); a GPU, whose store
+ * The group may read the product's output more than once (SiLU: x * sigmoid(x)) when no node
+ * outside it reads it.
+ *
+ * On a CPU device an epilogue that calls into the math library (erf's fits, log, sin, ...) is
+ * left to its own kernel: there an elementwise kernel runs a vector of work-items, where a
+ * product's store computes an element at a time. A matmul's full panels are stored through a
+ * loop the compiler vectorizes over their columns, and take the epilogues built on clrun's own
+ * exp and tanh (matmul+gelu 0.95-0.98x, matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar
+ * loop); so does a convolution on the core (kernels/matmul_core.cl stores such an epilogue's
+ * full panels the same way: SiLU after EfficientNet-B0's expansions costs about the pair's
+ * kernel time, with a launch fewer each), but not a depthwise one, whose kernel stores one
+ * element at a time (depthwise+SiLU fused measured 1.3-2x the pair on POCL); a GPU, whose store
  * is the expensive part, takes every epilogue.
  *
  * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
@@ -40,14 +43,18 @@
 bool clrun__fuse_every_epilogue;
 bool clrun__fuse_state_epilogues = true;
 
-/* Whether base is a depthwise convolution (one input channel per group): its own kernel, whose
- * store loop runs one element at a time. */
+/* Whether conv2d base runs on its depthwise kernel, whose store loop goes one element at a
+ * time (lib/ops/ops_conv.c's rule: one input channel per group, and more than one group or at
+ * most 3 x 3 taps). */
 static bool depthwise(const clrun_graph *d, const clrun__node *base)
 {
     const clrun_tensor_type *x = &d->tensors[base->inputs[0]].type;
+    const clrun_tensor_type *w = &d->tensors[base->inputs[1]].type;
     clrun__op_call call = {.attrs = base->attrs, .attr_count = base->attr_count};
     int64_t groups = clrun__attr_int_or(&call, "groups", 1);
-    return x->rank == 4 && groups > 1 && x->shape[1] == groups;
+    if (x->rank != 4 || w->rank != 4 || x->shape[1] != groups)
+        return false;
+    return groups > 1 || w->shape[2] * w->shape[3] <= 9;
 }
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
