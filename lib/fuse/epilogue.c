@@ -10,16 +10,17 @@
  * The group may read the product's output more than once (SiLU: x * sigmoid(x)) when no node
  * outside it reads it.
  *
- * On a CPU device an epilogue that calls into the math library (erf's fits, log, sin, ...) is
- * left to its own kernel: there an elementwise kernel runs a vector of work-items, where a
- * product's store computes an element at a time. A matmul's full panels are stored through a
- * loop the compiler vectorizes over their columns, and take the epilogues built on clrun's own
- * exp and tanh (matmul+gelu 0.95-0.98x, matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar
- * loop); so does a convolution on the core (kernels/matmul_core.cl stores such an epilogue's
- * full panels the same way: SiLU after EfficientNet-B0's expansions costs about the pair's
- * kernel time, with a launch fewer each), but not a depthwise one, whose kernel stores one
- * element at a time (depthwise+SiLU fused measured 1.3-2x the pair on POCL); a GPU, whose store
- * is the expensive part, takes every epilogue.
+ * On a CPU device an epilogue that calls into the math library is left to its own kernel, and
+ * after a convolution one built on clrun's own exp and tanh too: there an elementwise kernel
+ * runs a vector of work-items, where a product's store computes an element at a time. A
+ * matmul's full panels are stored through a loop the compiler vectorizes over their columns,
+ * and take the epilogues built on clrun's own exp and tanh (matmul+gelu 0.95-0.98x,
+ * matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar loop) but not erf's and the library's
+ * others (gelu_erf measured slower fused). The conv core stores such an epilogue's full panels
+ * the same way (kernels/matmul_core.cl), but on POCL that only brings conv2d+SiLU level with the
+ * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
+ * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
+ * apart. A GPU, whose store is the expensive part, takes every epilogue.
  *
  * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
  * g`, g the weight gradient a product computes) must write that input in place, or the state
@@ -43,20 +44,6 @@
 bool clrun__fuse_every_epilogue;
 bool clrun__fuse_state_epilogues = true;
 
-/* Whether conv2d base runs on its depthwise kernel, whose store loop goes one element at a
- * time (lib/ops/ops_conv.c's rule: one input channel per group, and more than one group or at
- * most 3 x 3 taps). */
-static bool depthwise(const clrun_graph *d, const clrun__node *base)
-{
-    const clrun_tensor_type *x = &d->tensors[base->inputs[0]].type;
-    const clrun_tensor_type *w = &d->tensors[base->inputs[1]].type;
-    clrun__op_call call = {.attrs = base->attrs, .attr_count = base->attr_count};
-    int64_t groups = clrun__attr_int_or(&call, "groups", 1);
-    if (x->rank != 4 || w->rank != 4 || x->shape[1] != groups)
-        return false;
-    return groups > 1 || w->shape[2] * w->shape[3] <= 9;
-}
-
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
 static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__node *base,
@@ -65,11 +52,10 @@ static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun_
     if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
         return true;
     bool conv = strcmp(base->op->name, "conv2d") == 0;
-    bool dw = conv && depthwise(d, base);
     for (int32_t k = 0; k < count; k++) {
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
-        if (cost == CLRUN__EW_LIBRARY_MATH || (dw && cost == CLRUN__EW_OWN_MATH))
+        if (cost == CLRUN__EW_LIBRARY_MATH || (conv && cost == CLRUN__EW_OWN_MATH))
             return false;
     }
     return true;
