@@ -274,19 +274,52 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     const uint CAT(base, r) = CAT(pos, r) / OW * g[G_SH] * WP + CAT(pos, r) % OW * g[G_SW];
 #define CV_STEP_POINTWISE(r) STEP_ROW(r, xk[CAT(pos, r)])
 #define CV_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
+/* Row r's outputs one element at a time: the last panel of a group, or every panel without an
+ * epilogue. */
+#define CV_STORE_ELEMENTS(r)                                                                   \
+    COLS(SPILL_ACC, r)                                                                         \
+    for (uint j = 0; j < NR && n0 + j < Og; j++) {                                             \
+        const uint o = group * Og + n0 + j;                                                    \
+        const ulong at = ((ulong)image * g[G_O] + o) * P + p0 + r;                             \
+        float v = t[j];                                                                        \
+        if (has_bias)                                                                          \
+            v = v + bias[o];                                                                   \
+        out[at] = EPILOGUE(v, at, o);                                                          \
+    }
+#if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_MATH)
+/* With an epilogue that computes an exp or a tanh (the generator defines CLRUN_EPILOGUE_MATH),
+ * a full panel (n0 + NR <= Og) adds the bias on whole vectors, applies the epilogue in a loop of
+ * NR steps with no exit (vectorized by the compiler, the same operations per lane as the
+ * element path: the same bits), then stores its NR channels a plane apart: the math then costs
+ * about what a separate vectorized pass does, without the pass's round trip through memory or
+ * its launch. Arithmetic epilogues (relu, hardswish) keep the one loop below. */
+#define CV_BIAS_SPILL(r, v) {                                                                  \
+        VEC x = ACC(r, v);                                                                     \
+        if (has_bias)                                                                          \
+            x = x + VLOAD(0, bias + group * Og + n0 + v * VW);                                 \
+        VSTORE(x, 0, t + v * VW);                                                              \
+    }
 #define CV_STORE(r)                                                                            \
     if (p0 + r < P) {                                                                          \
         float t[NR];                                                                           \
-        COLS(SPILL_ACC, r)                                                                     \
-        for (uint j = 0; j < NR && n0 + j < Og; j++) {                                         \
-            const uint o = group * Og + n0 + j;                                                \
-            const ulong at = ((ulong)image * g[G_O] + o) * P + p0 + r;                         \
-            float v = t[j];                                                                    \
-            if (has_bias)                                                                      \
-                v = v + bias[o];                                                               \
-            out[at] = EPILOGUE(v, at, o);                                                      \
+        const ulong row = ((ulong)image * g[G_O] + group * Og + n0) * P + p0 + r;              \
+        if (n0 + NR <= Og) {                                                                   \
+            COLS(CV_BIAS_SPILL, r)                                                             \
+            for (uint j = 0; j < NR; j++)                                                      \
+                t[j] = EPILOGUE(t[j], row + (ulong)j * P, group * Og + n0 + j);                \
+            for (uint j = 0; j < NR; j++)                                                      \
+                out[row + (ulong)j * P] = t[j];                                                \
+        } else {                                                                               \
+            CV_STORE_ELEMENTS(r)                                                               \
         }                                                                                      \
     }
+#else
+#define CV_STORE(r)                                                                            \
+    if (p0 + r < P) {                                                                          \
+        float t[NR];                                                                           \
+        CV_STORE_ELEMENTS(r)                                                                   \
+    }
+#endif
 
 __kernel
 void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp,

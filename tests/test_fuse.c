@@ -857,9 +857,17 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     int32_t cs = binary(g, "add", "cs", c, shift);
     int32_t cr = unary(g, "relu", "cr", cs);
     clrun_graph_mark_output(g, node(g, "clip", "y2", 1, &cr, &six, 1));
-    /* conv2d then tanh, a math-library call: an epilogue but on a CPU */
+    /* conv2d then tanh (clrun's own exp), after the core and after a depthwise conv2d: an
+     * epilogue but on a CPU */
     int32_t c3 = node(g, "conv2d", "c3", 2, (int32_t[]){im, k}, NULL, 0);
     clrun_graph_mark_output(g, unary(g, "tanh", "y4", c3));
+    int32_t kd = constant(g, "kd", shape_of(CLRUN_F32, 4, (int64_t[]){3, 1, 3, 3}), 6);
+    clrun_attr three = {.name = "groups", .kind = CLRUN_ATTR_INT, .i = 3};
+    int32_t c4 = node(g, "conv2d", "c4", 2, (int32_t[]){im, kd}, &three, 1);
+    clrun_graph_mark_output(g, unary(g, "tanh", "y5", c4));
+    /* SiLU, x * sigmoid(x): the group reads the product's output twice, and takes it whole */
+    int32_t c5 = node(g, "conv2d", "c5", 2, (int32_t[]){im, k}, NULL, 0);
+    clrun_graph_mark_output(g, binary(g, "mul", "y6", c5, unary(g, "sigmoid", "s5", c5)));
     /* a bool input is no float extra: where stays a kernel of its own */
     int32_t cond = input(g, "cond", shape_of(CLRUN_BOOL, 2, (int64_t[]){20, 40}));
     int32_t m2 = node(g, "matmul", "m2", 2, (int32_t[]){x, w}, NULL, 0);
@@ -872,25 +880,33 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     for (size_t i = 0; i < 3; i++) {
         outcome o = run_graph(g, modes[i], 8);
         expect_same_bits(g, &o, &base, "epilogues", 8);
-        assert_int_equal(o.groups, 3);
+        assert_int_equal(o.groups, 5);
         assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
         assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
         assert_string_equal(o.group_names[2], "fused:conv2d+tanh");
-        assert_int_equal(o.stats.kernels, 5); /* the three epilogues, matmul m2, where */
+        assert_string_equal(o.group_names[3], "fused:conv2d+tanh");
+        assert_string_equal(o.group_names[4], "fused:conv2d+sigmoid+mul");
+        assert_int_equal(o.stats.kernels, 7); /* the five epilogues, matmul m2, where */
     }
     clrun__fuse_every_epilogue = false;
-    /* By the device's rule: on a CPU the tanh after the convolution is its own kernel; the
-     * matmul's epilogue with gelu and the convolution's arithmetic one stay. Same bits either
-     * way. */
+    /* By the device's rule: on a CPU the tanh and the SiLU after a convolution are kernels of
+     * their own; the matmul's epilogue with gelu and the convolution's arithmetic one stay.
+     * Same bits either way. */
     outcome o = run_graph(g, modes[0], 8);
     expect_same_bits(g, &o, &base, "epilogues by the device's rule", 8);
     bool cpu = strcmp(o.device_type, "CPU") == 0;
-    assert_int_equal(o.groups, cpu ? 2 : 3);
+    assert_int_equal(o.groups, cpu ? 3 : 5);
     assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
     assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
-    if (!cpu)
+    if (cpu) {
+        assert_string_equal(o.group_names[2], "fused:sigmoid+mul");
+    } else {
         assert_string_equal(o.group_names[2], "fused:conv2d+tanh");
-    assert_int_equal(o.stats.kernels, cpu ? 6 : 5);
+        assert_string_equal(o.group_names[3], "fused:conv2d+tanh");
+        assert_string_equal(o.group_names[4], "fused:conv2d+sigmoid+mul");
+    }
+    /* a CPU: the two epilogues, m2, where, the three convolutions, two tanh and the SiLU */
+    assert_int_equal(o.stats.kernels, cpu ? 10 : 7);
     clrun_graph_destroy(g);
 }
 

@@ -420,7 +420,14 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
         clrun__ew_emit_prelude(&b, fp64);
         for (int s = 0; s < f->step_count; s++)
             emit_function_once(&b, &f->steps[s], done, &done_count, 64);
-        clrun__strbuf_printf(&b, "\n/* %s */\nfloat clrun_epilogue_fn(const float v, const ulong i, const uint c",
+        /* the base's kernels store an epilogue that computes math on vectors where they can
+         * (kernels/matmul_core.cl's conv store) */
+        bool math = false;
+        for (int s = 0; s < f->step_count; s++)
+            math = math || clrun__ew_float_cost(f->steps[s].def) != CLRUN__EW_ARITHMETIC;
+        if (math)
+            clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
+        clrun__strbuf_printf(&b, "\n/* %s */\nCLRUN_INLINE float clrun_epilogue_fn(const float v, const ulong i, const uint c",
                              f->name);
         for (int x = 0; x < e->extra_inputs; x++)
             clrun__strbuf_printf(&b, ", __global const float *x%d", x);

@@ -7,16 +7,20 @@
  * (the base op's program with it), and one that does not build is left unfused, with a
  * warning.
  *
- * On a CPU device an epilogue that calls into the math library is left to its own kernel after
- * a convolution: the convolution's store loop computes one element at a time (its columns are
- * channels, a plane apart), where an elementwise kernel runs a vector of work-items, so there a
- * tanh or an exp per element costs more than the pass it saves (bench_fusion on POCL:
- * conv2d+gelu 1.06-1.08x the unfused pair even with a store vectorized over the tile's
- * positions). A matmul's full panels are stored through a loop
- * the compiler vectorizes over their columns, and take the epilogues built on clrun's own exp
- * and tanh (matmul+gelu 0.95-0.98x, matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar loop)
- * but not erf's and the library's others (gelu_erf measured slower fused); a GPU, whose store
- * is the expensive part, takes every epilogue.
+ * The group may read the product's output more than once (SiLU: x * sigmoid(x)) when no node
+ * outside it reads it.
+ *
+ * On a CPU device an epilogue that calls into the math library is left to its own kernel, and
+ * after a convolution one built on clrun's own exp and tanh too: there an elementwise kernel
+ * runs a vector of work-items, where a product's store computes an element at a time. A
+ * matmul's full panels are stored through a loop the compiler vectorizes over their columns,
+ * and take the epilogues built on clrun's own exp and tanh (matmul+gelu 0.95-0.98x,
+ * matmul+tanh 0.95-1.0x; 1.11-1.16x with the scalar loop) but not erf's and the library's
+ * others (gelu_erf measured slower fused). The conv core stores such an epilogue's full panels
+ * the same way (kernels/matmul_core.cl), but on POCL that only brings conv2d+SiLU level with the
+ * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
+ * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
+ * apart. A GPU, whose store is the expensive part, takes every epilogue.
  *
  * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
  * g`, g the weight gradient a product computes) must write that input in place, or the state
@@ -42,12 +46,12 @@ bool clrun__fuse_state_epilogues = true;
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
-static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__op *base,
+static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__node *base,
                     const int32_t *members, int32_t count)
 {
     if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
         return true;
-    bool conv = strcmp(base->name, "conv2d") == 0;
+    bool conv = strcmp(base->op->name, "conv2d") == 0;
     for (int32_t k = 0; k < count; k++) {
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
@@ -66,6 +70,16 @@ static int32_t reader_of(const clrun_graph *d, int32_t t, int32_t after)
                 if (d->nodes[n].inputs[k] == t)
                     return n;
     return -1;
+}
+
+/* How many times the members read tensor t (a SiLU, x * sigmoid(x), reads it twice). */
+static int32_t reads_among(const clrun_graph *d, int32_t t, const int32_t *members, int32_t count)
+{
+    int32_t reads = 0;
+    for (int32_t k = 0; k < count; k++)
+        for (int i = 0; i < d->nodes[members[k]].input_count; i++)
+            reads += d->nodes[members[k]].inputs[i] == t;
+    return reads;
 }
 
 /* Whether the fused op may run as an epilogue of its base: types and extra inputs. */
@@ -195,7 +209,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             clrun__op_epilogue_prepare(base->op) == NULL)
             continue;
         int32_t t = base->outputs[0];
-        if (reads[t] != 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
+        if (reads[t] < 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
             continue;
         int32_t n = reader_of(d, t, m);
         if (n < 0 || d->nodes[n].guarded || clrun__ew_def_of(d->nodes[n].op) == NULL)
@@ -205,8 +219,10 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         const int32_t *members = g >= 0 ? plan->members + plan->member_start[g] : &single;
         int32_t count = g >= 0 ? plan->member_start[g + 1] - plan->member_start[g] : 1;
+        if (reads_among(d, t, members, count) != reads[t])
+            continue; /* the product's output is read outside the group too */
         bool donated = updates_donated(d, members, count);
-        if (!pays_on(ctx, d, base->op, members, count) ||
+        if (!pays_on(ctx, d, base, members, count) ||
             (donated && (!clrun__fuse_state_epilogues || !clrun__op_epilogue_in_place(base->op))))
             continue;
         int32_t *inputs = NULL;

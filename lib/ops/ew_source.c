@@ -323,11 +323,13 @@ static void emit_broadcast3(clrun__strbuf *b, const clrun__ew_def *def, clrun_dt
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, ", const ulong s%d0, const ulong s%d1, const ulong s%d2", i, i, i);
     emit_params(b, def, data);
-    clrun__strbuf_printf(b, ")\n{\n    const ulong i0 = get_global_id(0);\n    if (i0 >= n0)\n"
-                            "        return;\n    const ulong i1 = get_global_id(1), i2 = get_global_id(2);\n");
+    /* as in emit_flat, a work-group wholly inside the row skips the per-element check, so that
+     * POCL vectorizes the loop over its work-items */
+    clrun__strbuf_printf(b, ")\n{\n    const ulong i0 = get_global_id(0);\n"
+                            "    const ulong i1 = get_global_id(1), i2 = get_global_id(2);\n");
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "    const ulong o%d = i0 * s%d0 + i1 * s%d1 + i2 * s%d2;\n", i, i, i, i);
-    clrun__strbuf_printf(b, "    ");
+    clrun__strbuf_printf(b, "    if (WHOLE_GROUP(n0) || i0 < n0)\n        ");
     emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
     clrun__strbuf_printf(b, "}\n");
 }
