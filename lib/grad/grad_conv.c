@@ -98,7 +98,7 @@ static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geo
     int64_t chunks = (int64_t)(cols / (GEMM_COLUMNS_PER_DX * dx)) + 1;
     chunks = chunks < n ? chunks : n;
     chunks = chunks < GEMM_MAX_CHUNKS ? chunks : GEMM_MAX_CHUNKS;
-    if (chunks <= 1)
+    if (chunks <= 1 || !clrun__lower_conv_transpose_applies(&tdy, tw, &back))
         return clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w);
     int64_t per = (n + chunks - 1) / chunks;
     chunks = (n + per - 1) / per;
@@ -113,7 +113,7 @@ static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geo
         tdy.shape[0] = ends[0] - starts[0];
         parts[c] = clrun__lower_conv_transpose(&e, &tdy, tw, &back, dc, w);
         if (parts[c] < 0)
-            return parts[c]; /* -2 applies to every chunk alike: the first says so */
+            return -1;
     }
     clrun_attr a_axis = clrun__gattr_int("axis", 0);
     return clrun__gemit(g, "concat", parts, (int)chunks, &a_axis, 1);
