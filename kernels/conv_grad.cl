@@ -3,6 +3,15 @@
  * terms in a fixed order (no atomics), so a run gives the same bits every time. */
 #pragma OPENCL FP_CONTRACT OFF
 
+/* The epilogue of the weight gradient (lib/ops/ops.h): the host defines CLRUN_EPILOGUE and
+ * EPILOGUE_PARAMS before this file when the gradient's reader runs inside its kernel. */
+#ifdef CLRUN_EPILOGUE
+#define EPILOGUE(v, i, c) CLRUN_EPILOGUE(v, i, c)
+#else
+#define EPILOGUE_PARAMS
+#define EPILOGUE(v, i, c) (v)
+#endif
+
 /* Geometry of a convolution: {C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}.
  * The host's indices are CLRUN__CONV_GEOMETRY in lib/ops/ops_internal.h; tests/test_ops.c
  * checks these against them. */
@@ -50,7 +59,8 @@ float8 load8(__global const float *p, const int s)
  * the columns left over into a ninth sum, all in n, oh, ow order, the lanes added pairwise at the
  * end. Neighbouring work-items are the taps of one (o, c): they read the same rows. */
 __kernel void clrun_conv2d_grad_weight(__global const float *x, __global const float *dy,
-                                       __global float *dw, __constant const int *g, const int N)
+                                       __global float *dw, __constant const int *g,
+                                       const int N EPILOGUE_PARAMS)
 {
     const int KH = g[G_KH], KW = g[G_KW], O = g[G_O], Cg = g[G_C] / g[G_GROUPS];
     const int i = get_global_id(0);
@@ -80,7 +90,8 @@ __kernel void clrun_conv2d_grad_weight(__global const float *x, __global const f
         }
     }
     const float4 folded = lanes.lo + lanes.hi;
-    dw[i] = ((folded.x + folded.y) + (folded.z + folded.w)) + rest;
+    const float v = ((folded.x + folded.y) + (folded.z + folded.w)) + rest;
+    dw[i] = EPILOGUE(v, (ulong)i, (uint)o);
 }
 
 /* Geometry of a pooling: {H, W, OH, OW, KH, KW, SH, SW, PH, PW, PHE, PWE, DH, DW,

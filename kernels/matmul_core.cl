@@ -262,7 +262,9 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
  * offsets, so no patch matrix is ever stored. The image is x itself when the convolution has
  * no padding, else a copy with its padding written as zeros (clrun_conv_pad, the only scratch:
  * one image plane per input channel, a little larger than x): every tap is then in bounds, and
- * the inner loop has no check. xp is [N, C, HP, WP]. A pointwise convolution (1 x 1, stride 1,
+ * the inner loop has no check. xp is [N, C, HP, WP]. With `direct` (weights that change between
+ * runs, few positions) wp is w as it is and each k's panel values are gathered from its rows:
+ * the same values in the same fma chain as the packed copy, which is then never made. A pointwise convolution (1 x 1, stride 1,
  * no padding) reads A straight from x: a plain product of w and x. Work-item (position block,
  * panel, image * groups + group); each work-item of a group takes `steps` position blocks,
  * one after the other, strided by the group's size: a variant's LM row blocks per group are
@@ -325,7 +327,7 @@ __kernel
 void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp,
                               __global const float *bias, __global float *out,
                               __constant const int *g, const int has_bias, const uint HP,
-                              const uint WP, const uint steps EPILOGUE_PARAMS)
+                              const uint WP, const uint steps, const int direct EPILOGUE_PARAMS)
 {
     const uint OW = g[G_OW], P = g[G_OH] * OW;
     const uint panel = get_global_id(1);
@@ -337,13 +339,35 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     const uint plane = HP * WP, DH = g[G_DH] * WP, DW = g[G_DW];
     __global const float *xz = xp + ((ulong)image * g[G_C] + group * Cg) * plane;
     __global const float *b = wp + ((ulong)group * panels + panel) * Kc * NR;
+    /* direct: wp is w itself, [O, Kc]; the panel's column j at bw[j * Kc + k], columns past the
+     * group's last repeating it (never stored) */
+    __global const float *bw = wp + ((ulong)group * Og + n0) * Kc;
+    const uint last = min(Og - 1 - n0, (uint)NR - 1);
     const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
     for (uint step = 0; step < steps; step++) {
         const uint p0 = ((get_group_id(0) * steps + step) * get_local_size(0) + get_local_id(0)) * MR;
         if (p0 >= P)
             break;
         ROWS(CV_DECL)
-        if (pointwise) {
+        if (pointwise && direct) {
+            for (uint k = 0; k < Kc; k++) {
+                __global const float *xk = xz + (ulong)k * P;
+                LOAD_BG(bw + k, Kc, last)
+                ROWS(CV_STEP_POINTWISE)
+            }
+        } else if (direct) {
+            uint k = 0;
+            for (uint c = 0; c < Cg; c++) {
+                for (uint kh = 0; kh < KH; kh++) {
+                    __global const float *xh = xz + (ulong)c * plane + kh * DH;
+                    for (uint kw = 0; kw < KW; kw++, k++) {
+                        __global const float *xt = xh + kw * DW;
+                        LOAD_BG(bw + k, Kc, last)
+                        ROWS(CV_STEP)
+                    }
+                }
+            }
+        } else if (pointwise) {
             for (uint k = 0; k < Kc; k++) {
                 __global const float *xk = xz + (ulong)k * P;
                 LOAD_B(b + (ulong)k * NR)
@@ -374,7 +398,9 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
  * group][panel][p][NR]; A is read from the image as conv2d's core reads it (xp: x itself, or a
  * copy with its padding as zeros, [N, C, HP, WP]), here one offset per row (tap), the position
  * added as the sum runs. Work-item (tap block, panel, group), `steps` tap blocks each as in
- * conv2d's kernel. dw is [O, C/groups, KH, KW]: the output is stored transposed. */
+ * conv2d's kernel. dw is [O, C/groups, KH, KW]: the output is stored transposed, each element
+ * once through EPILOGUE(v, i, o) (a train step's update of the weight's state: the gradient is
+ * then never stored). */
 #if CORE_WGRAD
 #define WG_DECL(r) COLS(DECL_ACC, r)                                                          \
     const uint CAT(tap, r) = min(m0 + r, Kc - 1);                                                \
@@ -385,14 +411,18 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     if (m0 + r < Kc) {                                                                         \
         float t[NR];                                                                           \
         COLS(SPILL_ACC, r)                                                                     \
-        for (uint j = 0; j < NR && n0 + j < Og; j++)                                           \
-            dw[((ulong)group * Og + n0 + j) * Kc + m0 + r] = t[j];                             \
+        for (uint j = 0; j < NR && n0 + j < Og; j++) {                                         \
+            const uint o = group * Og + n0 + j;                                                \
+            const ulong at = (ulong)o * Kc + m0 + r;                                           \
+            dw[at] = EPILOGUE(t[j], at, o);                                                    \
+        }                                                                                      \
     }
 
 __kernel
 void KSUFFIX(clrun_conv_wgrad_core)(__global const float *xp, __global const float *dyp,
                                     __global float *dw, __constant const int *g, const uint HP,
-                                    const uint WP, const uint images, const uint steps)
+                                    const uint WP, const uint images,
+                                    const uint steps EPILOGUE_PARAMS)
 {
     const uint OW = g[G_OW], OH = g[G_OH], P = OH * OW;
     const uint panel = get_global_id(1), group = get_global_id(2), groups = g[G_GROUPS];

@@ -323,6 +323,88 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
+/* x [2, cin, side, side] -> conv2d w [cout, cin / groups, k, k] (padding k / 2) -> y, w a
+ * constant (packed once) or an input. */
+static clrun_graph *conv_of(int64_t cin, int64_t cout, int64_t groups, int64_t k, int64_t side,
+                            bool constant)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("conv", &g), CLRUN_OK);
+    clrun_tensor_type tx = {CLRUN_F32, 4, {2, cin, side, side}};
+    clrun_tensor_type tw = {CLRUN_F32, 4, {cout, cin / groups, k, k}};
+    int32_t x, w, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &x), CLRUN_OK);
+    if (constant) { /* the values input() gives the input */
+        int64_t count = clrun_tensor_elements(&tw);
+        float *host = malloc((size_t)count * 4);
+        assert_non_null(host);
+        for (int64_t i = 0; i < count; i++)
+            host[i] = (float)((int)(i * 7919 % 201) - 100) / 64.0f;
+        assert_int_equal(clrun_graph_add_constant(g, "w", &tw, host, CLRUN_FILL_ZEROS, 0, 0, 0, &w),
+                         CLRUN_OK);
+        free(host);
+    } else {
+        assert_int_equal(clrun_graph_add_input(g, "w", &tw, false, &w), CLRUN_OK);
+    }
+    clrun_attr attrs[2] = {{.name = "pad", .kind = CLRUN_ATTR_INTS, .ints = {k / 2, k / 2}, .count = 2},
+                           {.name = "groups", .kind = CLRUN_ATTR_INT, .i = groups}};
+    const char *names[] = {"y"};
+    int32_t in[2] = {x, w};
+    assert_int_equal(clrun_graph_add_node(g, "conv2d", in, 2, names, 1, attrs, 2, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    return g;
+}
+
+/* A convolution's weights that are not constant are read as they are over at most 64 output
+ * positions an image (a train step's last stages: no copy as large as w in scratch), packed
+ * into scratch over more; the bits of the same convolution over the packed constant, pointwise
+ * and 3 x 3 (padded), output channels in whole panels or not, with groups. */
+static void non_constant_conv_weights_are_read_as_they_are(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    static const struct { int64_t cin, cout, groups, k, side; } shapes[] = {
+        {24, 40, 1, 3, 4}, {16, 64, 1, 1, 8}, {12, 21, 3, 3, 5}, {16, 32, 2, 3, 9}, {8, 17, 1, 1, 12},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t cin = shapes[i].cin, cout = shapes[i].cout, side = shapes[i].side;
+        bool direct = side * side <= 64;
+        float *got[2];
+        uint64_t bytes[2];
+        for (int constant = 0; constant < 2; constant++) {
+            clrun_graph *g = conv_of(cin, cout, shapes[i].groups, shapes[i].k, side, constant);
+            clrun_context *ctx = context("tlsf", false, 0);
+            clrun_exec *exec = executor(ctx, g);
+            int32_t count;
+            clrun_exec_buffer_info *info = layout_of(exec, &count);
+            /* scratch: the padded image (3 x 3), then the packed weights */
+            int parts = 0, expected = (shapes[i].k > 1) + (!constant && !direct);
+            for (int32_t j = 0; j < count; j++)
+                parts += info[j].is_scratch;
+            if (parts != expected)
+                fail_msg("shape %zu, w constant %d: %d parts of scratch, not %d", i, constant, parts,
+                         expected);
+            clrun_buffer inputs[2] = {input(ctx, g, "x")};
+            if (!constant)
+                inputs[1] = input(ctx, g, "w");
+            assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
+            got[constant] = output(exec, &bytes[constant]);
+            free(info);
+            for (int j = 0; j < (constant ? 1 : 2); j++)
+                clrun_free(ctx, &inputs[j]);
+            clrun_exec_destroy(exec);
+            clrun_context_destroy(ctx);
+            clrun_graph_destroy(g);
+        }
+        assert_int_equal(bytes[1], bytes[0]);
+        if (memcmp(got[0], got[1], (size_t)bytes[0]) != 0)
+            fail_msg("shape %zu: weights read as they are differ from weights packed", i);
+        free(got[0]);
+        free(got[1]);
+    }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
 /* x [rows, 16] -> matmul w -> logits [rows, classes] -> softmax_xent_grad(logits, labels,
  * dloss) -> the gradient, an output. */
 static clrun_graph *xent_gradient(int64_t rows, int64_t classes)
@@ -755,6 +837,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scratch_is_in_the_schedule),
         cmocka_unit_test(a_non_constant_b_is_read_as_it_is),
+        cmocka_unit_test(non_constant_conv_weights_are_read_as_they_are),
         cmocka_unit_test(the_xent_gradient_takes_the_logits_block),
         cmocka_unit_test(padded_convolutions_reuse_one_scratch),
         cmocka_unit_test(scratch_reuse_never_changes_a_bit),

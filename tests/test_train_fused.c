@@ -1,7 +1,8 @@
 /* The optimizer's update inside the weight gradient's product (lib/fuse/epilogue.c): a group
  * that updates donated state (SGD's `p -= lr*g`, momentum's `b = mu*b + g`) runs as the matmul's
  * epilogue and writes the state in place, so the weight gradient is never stored. Checked here:
- * over several steps, on an MLP and a small CNN, with SGD, SGD with momentum and Adam, the
+ * over several steps, on an MLP and two small CNNs (conv2d_grad_weight takes such an epilogue
+ * too, on its core's product and on its kernel of one work-item per weight), with SGD, SGD with momentum and Adam, the
  * losses, parameters and optimizer state (the saved state file, byte for byte) are the same
  * with the update fused into the product, with it left to its own kernel, and with fusion off,
  * in several allocator modes (the naive one holding every tensor apart, so that the blocks the
@@ -72,6 +73,20 @@ static const char cnn_text[] =
     "node p1: f32[4, 8, 4, 4] = maxpool2d(r1) kernel=2\n"
     "node f: f32[4, 128] = reshape(p1) shape=[4, 128]\n"
     "node pred: f32[4, 10] = matmul(f, w, b)\n"
+    "output pred\n";
+
+/* Wide enough that the weight gradient runs on the core's product (the small CNN's takes the
+ * kernel of one work-item per weight), over 36 positions (weights read as they are). */
+static const char wide_cnn_text[] =
+    "graph wide_cnn\n"
+    "input x: f32[4, 8, 6, 6]\n"
+    "const k1: f32[16, 8, 3, 3] uniform(-0.2, 0.2) seed=1\n"
+    "const c1: f32[16] uniform(-0.2, 0.2) seed=2\n"
+    "const w: f32[576, 10] uniform(-0.05, 0.05) seed=3\n"
+    "node y1: f32[4, 16, 6, 6] = conv2d(x, k1, c1) pad=1 stride=1\n"
+    "node r1: f32[4, 16, 6, 6] = relu(y1)\n"
+    "node f: f32[4, 576] = reshape(r1) shape=[4, 576]\n"
+    "node pred: f32[4, 10] = matmul(f, w)\n"
     "output pred\n";
 
 static clrun_graph *parse(const char *text)
@@ -248,6 +263,12 @@ static void cnn_same_bits_fused_or_not(void **state)
     check_model(cnn_text, "cnn");
 }
 
+static void wide_cnn_same_bits_fused_or_not(void **state)
+{
+    (void)state;
+    check_model(wide_cnn_text, "wide cnn");
+}
+
 /* SGD, with momentum or without: no weight gradient is stored (two steps: the peak is the last
  * step's), on the column MLP and on the wide MLP (whose dY w2^T reads w2 as it is, with no
  * packed copy of its size). Plain SGD's peak falls by nearly the largest one (w2's). */
@@ -290,6 +311,7 @@ int main(void)
         cmocka_unit_test(mlp_xent_same_bits_fused_or_not),
         cmocka_unit_test(column_mlp_same_bits_fused_or_not),
         cmocka_unit_test(cnn_same_bits_fused_or_not),
+        cmocka_unit_test(wide_cnn_same_bits_fused_or_not),
         cmocka_unit_test(the_peak_falls_by_the_gradient),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();

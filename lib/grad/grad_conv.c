@@ -1,5 +1,6 @@
 /* Gradient rules of convolution and pooling. A convolution's input gradient is, with stride 1, the
- * convolution of dy by the weights flipped and transposed; else the columns w^T dy (a matmul,
+ * convolution of dy by the weights flipped and transposed (unless that copy of the weights
+ * would be larger than the columns below); else the columns w^T dy (a matmul,
  * one per group) summed back into the image by col2im; where those columns would be too large
  * for col2im, the transposed convolution of dy by the same weights (output padding restoring
  * rows the stride dropped). Its weight
@@ -57,9 +58,8 @@ static clrun_tensor_id unit_stride_input_gradient(clrun__grad *g, const clrun__c
                            clrun__gattr_ints("dilation", geo->dilation, 2),
                            clrun__gattr_int("groups", groups)};
     clrun_tensor_id in[2] = {d, t};
-    clrun_tensor_id r = clrun__gemit(g, "conv2d", in, 2, attrs, 3);
     (void)tx;
-    return r;
+    return clrun__gemit(g, "conv2d", in, 2, attrs, 3);
 }
 
 /* The gradient rules' way to add a node, for the lowerings of lib/graph/conv_lower.c. */
@@ -69,21 +69,54 @@ static int32_t grad_emit(void *self, const char *op, const int32_t *inputs, int 
     return clrun__gemit(self, op, inputs, input_count, attrs, attr_count);
 }
 
+/* The most columns of the product path, in multiples of dx's elements, alive at once: the batch
+ * is lowered in chunks of images (dy sliced, the chunks' gradients concatenated) so that a
+ * chunk's columns hold at most this (a 3 x 3 kernel's are 9 times dx at stride 1, 2.25 at stride 2). */
+#define GEMM_COLUMNS_PER_DX 2
+#define GEMM_MAX_CHUNKS 8
+
 /* With any stride and groups, the input's gradient is the transposed convolution of dy by w,
  * lowered to a matrix product (w^T dy, the columns, one product per group) and col2im, which sums each column into
  * the input element its tap reads (lib/graph/conv_lower.c, as ONNX's ConvTranspose). Both run
  * on fast kernels, where conv_transpose2d's gathers every tap per output; cols hold
- * KH·KW/(sh·sw) times x's elements while they live. -2 when it does not apply, -1 on failure. */
+ * KH·KW/(sh·sw) times x's elements while they live, so a batch whose columns would hold more
+ * than GEMM_COLUMNS_PER_DX times dx runs in chunks of images (each image's gradient is its own
+ * sums: the same values). -2 when it does not apply, -1 on failure. */
 static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
                                            const clrun_tensor_type *tx, const clrun_tensor_type *tw,
                                            clrun_tensor_id d, clrun_tensor_id w)
 {
-    clrun_tensor_type tdy = {tx->dtype, 4, {tx->shape[0], tw->shape[0], geo->oh, geo->ow}};
+    int64_t n = tx->shape[0];
+    clrun_tensor_type tdy = {tx->dtype, 4, {n, tw->shape[0], geo->oh, geo->ow}};
     clrun__conv_geometry back = *geo; /* the transposed convolution: dy's windows over x */
     back.oh = tx->shape[2];
     back.ow = tx->shape[3];
     const clrun__emitter e = {g, grad_emit};
-    return clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w);
+    double cols = (double)tw->shape[1] * (double)geo->groups * (double)(tw->shape[2] * tw->shape[3]) *
+                  (double)(geo->oh * geo->ow);
+    double dx = (double)tx->shape[1] * (double)(tx->shape[2] * tx->shape[3]);
+    int64_t chunks = (int64_t)(cols / (GEMM_COLUMNS_PER_DX * dx)) + 1;
+    chunks = chunks < n ? chunks : n;
+    chunks = chunks < GEMM_MAX_CHUNKS ? chunks : GEMM_MAX_CHUNKS;
+    if (chunks <= 1 || !clrun__lower_conv_transpose_applies(&tdy, tw, &back))
+        return clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w);
+    int64_t per = (n + chunks - 1) / chunks;
+    chunks = (n + per - 1) / per;
+    clrun_tensor_id parts[GEMM_MAX_CHUNKS];
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t starts[1] = {c * per}, ends[1] = {c + 1 < chunks ? (c + 1) * per : n}, axes[1] = {0};
+        clrun_attr a_slice[3] = {clrun__gattr_ints("starts", starts, 1), clrun__gattr_ints("ends", ends, 1),
+                                 clrun__gattr_ints("axes", axes, 1)};
+        clrun_tensor_id dc = clrun__gemit(g, "slice", &d, 1, a_slice, 3);
+        if (dc < 0)
+            return -1;
+        tdy.shape[0] = ends[0] - starts[0];
+        parts[c] = clrun__lower_conv_transpose(&e, &tdy, tw, &back, dc, w);
+        if (parts[c] < 0)
+            return -1;
+    }
+    clrun_attr a_axis = clrun__gattr_int("axis", 0);
+    return clrun__gemit(g, "concat", parts, (int)chunks, &a_axis, 1);
 }
 
 static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clrun_tensor_id *dy,
@@ -100,11 +133,17 @@ static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clr
     const clrun_tensor_type *tx = &types[0], *tw = &types[1];
     clrun_tensor_id x = node->inputs[0], w = node->inputs[1], d = dy[0];
     int64_t pads[4] = {geo.pad[0], geo.pad[1], geo.pad_end[0], geo.pad_end[1]};
-    if (want[0] && ((dx[0] = unit_stride_input_gradient(g, &geo, pads, tx, tw, d, w)) != -2 ||
-                    (dx[0] = gemm_input_gradient(g, &geo, tx, tw, d, w)) != -2)) {
-        if (dx[0] < 0)
-            return CLRUN_ERROR_INVALID_GRAPH;
-    } else if (want[0]) {
+    /* The flipped weights are a copy as large as w; the columns hold N * OH * OW values per
+     * weight of a group's output channel. Where the positions are so few that the columns are no
+     * more than that copy (ResNet's last two stages: the 9 MiB copy of a 512-channel layer set a
+     * train step's peak), the product path reads w as it is, in chunks of images. */
+    bool few = tw->shape[0] / geo.groups >= tx->shape[0] * geo.oh * geo.ow;
+    if (want[0]) {
+        dx[0] = few ? -2 : unit_stride_input_gradient(g, &geo, pads, tx, tw, d, w);
+        if (dx[0] == -2)
+            dx[0] = gemm_input_gradient(g, &geo, tx, tw, d, w);
+    }
+    if (want[0] && dx[0] == -2) {
         int64_t outpad[2];
         for (int k = 0; k < 2; k++) {
             int64_t in = tx->shape[2 + k], o = k == 0 ? geo.oh : geo.ow;
@@ -120,9 +159,9 @@ static clrun_status conv_rule(clrun__grad *g, const clrun__node *node, const clr
         clrun_tensor_id in[2] = {d, w};
         dx[0] = clrun__gemit(g, "conv_transpose2d", in, 2, attrs,
                              outpad[0] == 0 && outpad[1] == 0 ? 4 : 5);
-        if (dx[0] < 0)
-            return CLRUN_ERROR_INVALID_GRAPH;
     }
+    if (want[0] && dx[0] < 0)
+        return CLRUN_ERROR_INVALID_GRAPH;
     if (want[1]) {
         int64_t kernel[2] = {tw->shape[2], tw->shape[3]};
         clrun_attr attrs[5] = {clrun__gattr_ints("stride", geo.stride, 2),

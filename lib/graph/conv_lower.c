@@ -14,28 +14,38 @@ static int64_t windows(int64_t extent, int64_t before, int64_t after, int64_t sp
     return room < 0 ? -1 : room / stride + 1;
 }
 
-int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_type *x,
-                                    const clrun_tensor_type *w, const clrun__conv_geometry *g,
-                                    int32_t hx, int32_t hw)
+bool clrun__lower_conv_transpose_applies(const clrun_tensor_type *x, const clrun_tensor_type *w,
+                                         const clrun__conv_geometry *g)
 {
     if (x->rank != 4 || w->rank != 4 || g->groups < 1 || x->shape[1] % g->groups || w->shape[0] != x->shape[1])
-        return -2;
-    int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
-    int64_t groups = g->groups, cg = c / groups, og = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+        return false;
+    int64_t h = x->shape[2], wd = x->shape[3];
+    int64_t groups = g->groups, og = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     /* col2im's geometry is ints: every term of it in [0, 2^31) (stride and dilation from 1) */
     const int64_t terms[12] = {g->oh, g->ow, kh, kw, g->stride[0], g->stride[1], g->dilation[0],
                                g->dilation[1], g->pad[0], g->pad[1], g->pad_end[0], g->pad_end[1]};
     for (int i = 0; i < 12; i++)
         if (terms[i] < (i >= 4 && i < 8 ? 1 : 0) || terms[i] > INT_MAX)
-            return -2;
+            return false;
     /* every column position must be one of x's: an output padding below the stride (a wider one,
      * allowed below the dilation, gives col2im more windows than x has) */
     if (windows(g->oh, g->pad[0], g->pad_end[0], g->dilation[0] * (kh - 1), g->stride[0]) != h ||
         windows(g->ow, g->pad[1], g->pad_end[1], g->dilation[1] * (kw - 1), g->stride[1]) != wd)
-        return -2;
+        return false;
     double cols_per_image = (double)(groups * og * kh * kw) * (double)(h * wd);
     if (cols_per_image > (double)INT_MAX)
+        return false;
+    return true;
+}
+
+int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_type *x,
+                                    const clrun_tensor_type *w, const clrun__conv_geometry *g,
+                                    int32_t hx, int32_t hw)
+{
+    if (!clrun__lower_conv_transpose_applies(x, w, g))
         return -2;
+    int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3];
+    int64_t groups = g->groups, cg = c / groups, og = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     /* one group: w [C, O*KH*KW] by x [N, C, H*W]; else w [G, C/G, O/G*KH*KW] by x [N, G, C/G,
      * H*W], a product per (image, group), whose [N, G, O/G*KH*KW, H*W] is [N, O*KH*KW, H*W] */
     int64_t xs[4] = {n, groups, cg, h * wd}, ws[3] = {groups, cg, og * kh * kw};

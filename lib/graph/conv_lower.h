@@ -24,6 +24,11 @@ typedef struct clrun__emitter {
  * convolution's input gradient (dy as x). The handle of the result; -2 when it does not apply
  * (an output padding of a stride or more, more than 2^31 - 1 elements of cols per image:
  * col2im's limit), -1 when an emit failed. */
+/* Whether clrun__lower_conv_transpose applies to these types and geometry (it returns -2 where
+ * not), whatever x's batch. */
+bool clrun__lower_conv_transpose_applies(const clrun_tensor_type *x, const clrun_tensor_type *w,
+                                         const clrun__conv_geometry *g);
+
 int32_t clrun__lower_conv_transpose(const clrun__emitter *e, const clrun_tensor_type *x,
                                     const clrun_tensor_type *w, const clrun__conv_geometry *g,
                                     int32_t hx, int32_t hw);

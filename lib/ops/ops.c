@@ -43,7 +43,8 @@ const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op)
 
 clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op)
 {
-    static const clrun__named_epilogue *const lists[] = {clrun__epilogue_matmul, clrun__epilogue_conv};
+    static const clrun__named_epilogue *const lists[] = {clrun__epilogue_matmul, clrun__epilogue_conv,
+                                                          clrun__epilogue_conv_grad};
     for (size_t f = 0; op && f < sizeof lists / sizeof lists[0]; f++)
         for (const clrun__named_epilogue *k = lists[f]; k->op; k++)
             if (strcmp(k->op, op->name) == 0)
@@ -53,7 +54,8 @@ clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op)
 
 bool clrun__op_epilogue_in_place(const clrun__op *op)
 {
-    static const clrun__named_epilogue *const lists[] = {clrun__epilogue_matmul, clrun__epilogue_conv};
+    static const clrun__named_epilogue *const lists[] = {clrun__epilogue_matmul, clrun__epilogue_conv,
+                                                          clrun__epilogue_conv_grad};
     for (size_t f = 0; op && f < sizeof lists / sizeof lists[0]; f++)
         for (const clrun__named_epilogue *k = lists[f]; k->op; k++)
             if (strcmp(k->op, op->name) == 0)

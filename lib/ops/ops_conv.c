@@ -4,7 +4,8 @@
  * conv2d runs as a product over (image, group) of the image patches and the weights, gathered
  * on the fly (implicit GEMM: no patch matrix): on devices without real local memory the
  * register-blocked core (constant weights packed once into panels, on the host, when the
- * executor is created, others at every run into the node's scratch; the variant tuned once per
+ * executor is created, others at every run into the node's scratch, or read as they are over
+ * few output positions; the variant tuned once per
  * shape; a 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x
  * with its padding as zeros into the node's scratch, a little larger than x, so that the
  * product never checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise
@@ -20,6 +21,11 @@
 #include "ops/matmul_core.h"
 
 #define GEMM_MIN_ROWS 16
+/* The most output positions per image for which the core reads weights that are not constant
+ * as they are (gathered a value at a time, as matmul's transposed B) rather than packing them
+ * into scratch as large as w at every run: a train step's last stages, where a 512-channel
+ * 3 x 3 layer's 9 MiB copy set the step's peak, and few rows share each gathered value. */
+#define CORE_DIRECT_POSITIONS 64
 
 typedef struct conv_state {
     clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
@@ -27,6 +33,7 @@ typedef struct conv_state {
     clrun__conv_padding pad; /* the core of a padded convolution: x with its padding as zeros
                                 into scratch part 0 */
     bool core;
+    bool direct;            /* the core reads w as it is (not constant, few positions) */
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
     int extra;              /* epilogue inputs after the node's own */
@@ -51,7 +58,7 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
     int parts = 0;
     if (st->pad.kernel)
         bytes[parts++] = st->pad.bytes;
-    if (st->core && st->pack.packed == NULL)
+    if (st->core && !st->direct && st->pack.packed == NULL)
         bytes[parts++] = st->pack.bytes;
     return parts;
 }
@@ -80,10 +87,10 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
     const cl_mem *scratch = outputs + call->output_count;
-    bool pack_now = st->core && st->pack.packed == NULL;
+    bool pack_now = st->core && !st->direct && st->pack.packed == NULL;
     bool padded = st->pad.kernel != NULL;
     cl_mem x = padded ? scratch[0] : inputs[0];
-    cl_mem w = !st->core ? inputs[1] : pack_now ? scratch[padded ? 1 : 0] : st->pack.packed;
+    cl_mem w = !st->core || st->direct ? inputs[1] : pack_now ? scratch[padded ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
@@ -121,6 +128,7 @@ typedef struct conv_tuning {
     cl_uint hp, wp;
     cl_mem x, packed, out, table;
     int extra;                   /* an epilogue's inputs: the scratch output stands in for them */
+    bool direct;                 /* w read as it is (the packed buffer stands in for it) */
     clrun__tune_buffers buffers; /* x, packed and out */
 } conv_tuning;
 
@@ -138,14 +146,15 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
     global[2] = planes;
 }
 
-/* The conv core's first epilogue argument: after x, w, bias, out, g, has_bias, HP, WP, steps. */
-#define CONV_CORE_EXTRA_AT 9
+/* The conv core's first epilogue argument: after x, w, bias, out, g, has_bias, HP, WP, steps,
+ * direct. */
+#define CONV_CORE_EXTRA_AT 10
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__core_variant *v,
-                                cl_mem table, bool has_bias, cl_uint hp, cl_uint wp,
+                                cl_mem table, bool has_bias, bool direct, cl_uint hp, cl_uint wp,
                                 cl_kernel *kernel)
 {
-    cl_int bias = has_bias;
+    cl_int bias = has_bias, reads_w = direct;
     cl_uint steps = clrun__core_steps(v);
     clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
     if (s == CLRUN_OK)
@@ -158,6 +167,8 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
         s = clrun__arg(ctx, *kernel, 7, sizeof wp, &wp);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 8, sizeof steps, &steps);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, 9, sizeof reads_w, &reads_w);
     return s;
 }
 
@@ -187,7 +198,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     cl_kernel kernel = NULL;
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->hp, t->wp, &kernel);
+        s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->direct, t->hp, t->wp, &kernel);
     size_t global[3], local[3];
     core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -199,7 +210,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* The variant for this geometry, timed once per (device, shape) over one image and group. */
 static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source *src, const cl_int *geo,
-                                   unsigned nr, cl_uint hp, cl_uint wp, int extra,
+                                   unsigned nr, cl_uint hp, cl_uint wp, int extra, bool direct,
                                    const clrun__core_variant **out)
 {
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
@@ -209,10 +220,10 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     const clrun__core_variant *variants = clrun__core_candidates(P, true, &count);
     double flops = 2.0 * (double)P * (double)Og * (double)Kc;
     char key[256];
-    int used = snprintf(key, sizeof key, "conv2d nr=%u", nr);
+    int used = snprintf(key, sizeof key, "conv2d nr=%u%s", nr, direct ? " direct" : "");
     for (int i = 0; i < CLRUN__G_COUNT && used > 0 && (size_t)used < sizeof key; i++)
         used += snprintf(key + used, sizeof key - (size_t)used, " %d", (int)geo[i]);
-    conv_tuning t = {src, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL, extra, {.what = key}};
+    conv_tuning t = {src, variants, geo, nr, hp, wp, NULL, NULL, NULL, NULL, extra, direct, {.what = key}};
     size_t chosen = 0;
     clrun_status s = clrun__core_tune(ctx, key, flops, count, time_variant, &t, &chosen);
     if (t.table)
@@ -239,18 +250,22 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     const clrun__core_source src = {CLRUN__CORE_CONV, vw, ep};
     cl_program program = NULL; /* the head: packing and padding */
     clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
-    /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant. */
+    /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant; weights
+     * that change, over few positions, read as they are. */
+    bool constant = (call->constant_inputs >> 1) & 1;
+    uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
+    st->direct = !constant && P <= CORE_DIRECT_POSITIONS;
     if (s == CLRUN_OK)
-        s = clrun__packing_prepare(ctx, program, groups, sources, Kc, Og, 1, Kc, nr,
-                                   (call->constant_inputs >> 1) & 1, &st->pack);
+        s = clrun__packing_prepare(ctx, program, groups, sources, Kc, Og, 1, Kc, nr, constant,
+                                   &st->pack);
     free(sources);
     if (s == CLRUN_OK && padded)
         s = clrun__conv_padding_prepare(ctx, program, st->ks.table, geo, images, hp, wp, &st->pad);
     const clrun__core_variant *v = NULL;
     if (s == CLRUN_OK)
-        s = choose_variant(ctx, &src, geo, nr, hp, wp, st->extra, &v);
+        s = choose_variant(ctx, &src, geo, nr, hp, wp, st->extra, st->direct, &v);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, hp, wp, &st->ks.kernel);
+        s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, st->direct, hp, wp, &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
     st->extra_index = CONV_CORE_EXTRA_AT;

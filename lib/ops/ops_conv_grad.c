@@ -59,6 +59,8 @@ typedef struct grad_weight_state {
     clrun__packing pack;     /* dy into panels: scratch part 1 (part 0 without padding) */
     clrun__conv_padding pad; /* x with its padding: scratch part 0 */
     bool core;
+    int extra;               /* an epilogue's inputs after the node's own */
+    cl_uint extra_index;     /* the kernel's first epilogue argument */
 } grad_weight_state;
 
 static void grad_weight_release(void *opaque)
@@ -88,13 +90,17 @@ static clrun_status grad_weight_enqueue(clrun_context *ctx, void *opaque, const 
                                         const cl_event *wait_list, cl_event *done)
 {
     grad_weight_state *st = opaque;
+    clrun_status s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index,
+                                          inputs + call->input_count, st->extra);
+    if (s != CLRUN_OK)
+        return s;
     if (!st->core)
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count, wait_list,
                                            done);
     const cl_mem *scratch = outputs + call->output_count;
     bool padded = st->pad.kernel != NULL;
     const cl_mem buffers[2] = {padded ? scratch[0] : inputs[0], scratch[padded ? 1 : 0]};
-    clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 2, outputs[0]);
+    s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 2, outputs[0]);
     if (s == CLRUN_OK && padded)
         s = clrun__buffer_args(ctx, st->pad.kernel, &inputs[0], 1, buffers[0]);
     if (s != CLRUN_OK)
@@ -119,7 +125,8 @@ static clrun_status grad_weight_enqueue(clrun_context *ctx, void *opaque, const 
  * the variant the default for the taps' count (no tuning: the kernel's cost follows the
  * forward's, whose tuning it does not share). */
 static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, const clrun__conv_geometry *g,
-                                     uint64_t images, unsigned vw, grad_weight_state *st)
+                                     uint64_t images, unsigned vw, const clrun__epilogue *ep,
+                                     grad_weight_state *st)
 {
     cl_uint hp, wp;
     bool padded = clrun__conv_padded_extent(geo, g, &hp, &wp);
@@ -144,7 +151,7 @@ static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, cons
         s = clrun__conv_padding_prepare(ctx, program, st->ks.table, geo, images, hp, wp, &st->pad);
     size_t count;
     const clrun__core_variant *v = clrun__core_candidates(Kc, true, &count);
-    const clrun__core_source src = {CLRUN__CORE_WGRAD, vw, NULL};
+    const clrun__core_source src = {CLRUN__CORE_WGRAD, vw, ep};
     cl_uint n = (cl_uint)images, steps = clrun__core_steps(v);
     if (s == CLRUN_OK)
         s = clrun__core_kernel(ctx, &src, v->mr, &st->ks.kernel);
@@ -164,11 +171,16 @@ static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, cons
     st->ks.local[1] = st->ks.local[2] = 1;
     st->ks.dims = 3;
     st->core = true;
+    st->extra_index = 8; /* after xp, dyp, dw, g, HP, WP, images, steps */
     return s;
 }
 
-static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op *op,
-                                             const clrun__op_call *call, void **state)
+/* conv2d_grad_weight, with the epilogue ep (NULL: none) applied to each weight's gradient before
+ * its one store: every kernel stores each element once, from the work-item that summed it, and
+ * reads the epilogue's inputs at that element only (clrun__op_epilogue_in_place). */
+static clrun_status conv_grad_weight_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
+                                                      const clrun__op_call *call,
+                                                      const clrun__epilogue *ep, void **state)
 {
     (void)op;
     *state = NULL;
@@ -202,10 +214,28 @@ static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: node state");
     st->ks.what = "conv2d_grad_weight";
+    st->extra = ep ? ep->extra_inputs : 0;
     if (dev.registers && core_pays(geo)) {
         s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
         if (s == CLRUN_OK)
-            s = grad_weight_core(ctx, geo, &g, (uint64_t)images, dev.vw, st);
+            s = grad_weight_core(ctx, geo, &g, (uint64_t)images, dev.vw, ep, st);
+    } else if (ep) { /* the program built with the epilogue before it */
+        cl_program program = NULL;
+        st->ks.inputs = 2;
+        st->extra_index = 5; /* after x, dy, dw, g, N */
+        s = clrun__ops_program(ctx, "conv_grad", dev.vw, ep, &program);
+        if (s == CLRUN_OK)
+            s = clrun__program_kernel(ctx, program, "clrun_conv2d_grad_weight", 0, &st->ks.kernel);
+        if (s == CLRUN_OK)
+            s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->ks.kernel, 3, sizeof st->ks.table, &st->ks.table);
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->ks.kernel, 4, sizeof images, &images);
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, st->ks.kernel, GRAD_WEIGHT_GROUP, &st->ks.local[0]);
+        st->ks.dims = 1;
+        st->ks.global[0] = clrun__round_up((size_t)clrun__dims_product(&dw, 0, 4), st->ks.local[0]);
     } else {
         s = kernel_with_table(ctx, &st->ks, "conv2d_grad_weight", "clrun_conv2d_grad_weight", 2,
                               geo, sizeof geo);
@@ -222,6 +252,12 @@ static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op
     }
     *state = st;
     return CLRUN_OK;
+}
+
+static clrun_status conv_grad_weight_prepare(clrun_context *ctx, const clrun__op *op,
+                                             const clrun__op_call *call, void **state)
+{
+    return conv_grad_weight_prepare_epilogue(ctx, op, call, NULL, state);
 }
 
 /* ---- maxpool2d_grad (code 1), avgpool2d_grad (code 0) ------------------------------------ */
@@ -349,6 +385,11 @@ static const clrun__op_kernels pool_grad_kernels = {
     .enqueue = pool_grad_enqueue,
     .release = pool_grad_release,
     .scratch = pool_grad_scratch,
+};
+
+const clrun__named_epilogue clrun__epilogue_conv_grad[] = {
+    {"conv2d_grad_weight", conv_grad_weight_prepare_epilogue, true},
+    {NULL, NULL, false},
 };
 
 const clrun__named_kernels clrun__kernels_conv_grad[] = {

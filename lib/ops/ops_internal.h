@@ -39,6 +39,7 @@ typedef struct clrun__named_epilogue {
 } clrun__named_epilogue;
 extern const clrun__named_epilogue clrun__epilogue_matmul[];
 extern const clrun__named_epilogue clrun__epilogue_conv[];
+extern const clrun__named_epilogue clrun__epilogue_conv_grad[];
 
 /* Which kernels matmul and conv2d use. AUTO picks by device: VECTOR on CPUs (matmul), TILED
  * elsewhere, SIMPLE (one output per work-item) where work-groups of 16 x 16 do not fit. Tests
