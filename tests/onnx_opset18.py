@@ -21,6 +21,8 @@ axes as an attribute at 18, Resize's antialias, ScatterND's max reduction with a
 updated twice or indices fed at run time, AveragePool's
 dilations with pads that do not count, a float8 Cast, blocked quantization, a BitwiseAnd of floats, DeformConv, a model of opset 22.
 Floats within 1e-5 (relative above 1), integers and booleans exactly.
+Resize's tf_crop_and_resize (opset 11 on; its roi over opset 18's axes) against the onnx
+package's own reference (onnx.backend.test.case.node.resize).
 Usage: onnx_opset18.py CLRUN WORKDIR"""
 import math
 import os
@@ -30,6 +32,7 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx.backend.test.case.node import resize as resize_ref
 
 F = TensorProto.FLOAT
 TOLERANCE = 1e-5
@@ -222,6 +225,30 @@ def cases(rng):
     out.append(("resize19_half_pixel_symmetric", model([node], [vi("x", xr.shape)], [vi("y", None)], 19,
                                                        [init("scales", np.array([1, 1, 1.5, 0.5], np.float32))]),
                 {"x": xr}, {"y": resize_linear(xr, [1, 2, 6, 3], [1, 1, 1.5, 0.5])}))
+    # 11+: tf_crop_and_resize (a region of interest reaching outside the input: extrapolated),
+    # every mode; 18: its roi over the axes given only
+    xc = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    roi = np.array([0, 0, -0.2, 0.3, 1, 1, 0.9, 1.3], np.float32)
+    for mode, coeffs in (("linear", resize_ref.linear_coeffs), ("nearest", resize_ref.nearest_coeffs),
+                         ("cubic", resize_ref.cubic_coeffs)):
+        attrs = dict(mode=mode, coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-2.5)
+        node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], **attrs)
+        sizes = np.array([1, 2, 4, 7], np.int64)
+        want = resize_ref.interpolate_nd(xc, coeffs, output_size=sizes, roi=roi,
+                                         coordinate_transformation_mode="tf_crop_and_resize",
+                                         extrapolation_value=attrs["extrapolation_value"])
+        out.append((f"resize13_tf_crop_{mode}", model([node], [vi("x", xc.shape)], [vi("y", None)], 13,
+                                                     [init("roi", roi), init("sizes", sizes)]), {"x": xc},
+                    {"y": want}))
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear", axes=[3, 2],
+                            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0)
+    want = resize_ref.interpolate_nd(xc, resize_ref.linear_coeffs, scale_factors=[1, 1, 0.8, 1.5],
+                                     roi=np.array([0, 0, 0.1, -0.5, 1, 1, 0.6, 0.5]),
+                                     coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0)
+    out.append(("resize18_tf_crop_axes", model([node], [vi("x", xc.shape)], [vi("y", None)], 18,
+                                               [init("roi", np.array([-0.5, 0.1, 0.5, 0.6], np.float32)),
+                                                init("scales", np.array([1.5, 0.8], np.float32))]),
+                {"x": xc}, {"y": want}))
     # 18: Col2Im (2-D: strides, asymmetric pads)
     image, block, strides, pads, dil = [5, 5], [2, 3], [1, 2], [1, 0, 0, 1], [1, 1]
     oh = (image[0] + pads[0] + pads[2] - dil[0] * (block[0] - 1) - 1) // strides[0] + 1
@@ -364,6 +391,12 @@ def refusals():
     out.append(("resize19_symmetric_fraction", model([node], [vi("x", x4.shape)], [vi("y", None)], 19,
                                                      [init("scales", np.array([1, 1, 1.3, 1], np.float32))]),
                 {"x": x4}, "half_pixel_symmetric with scale 1.3"))
+    node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode="linear",
+                            coordinate_transformation_mode="tf_crop_and_resize")
+    out.append(("resize18_tf_crop_short_roi", model([node], [vi("x", x4.shape)], [vi("y", None)], 18,
+                                                    [init("roi", np.array([0, 0, 1], np.float32)),
+                                                     init("sizes", np.array([1, 2, 3, 3], np.int64))]),
+                {"x": x4}, "roi has 3 entries for 4 axes (a start and an end each)"))
     node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="max")
     out.append(("scatternd18_max_twice", model([node], [vi("x", [4])], [vi("y", None)], 18,
                                                [init("i", np.array([[1], [1]], np.int64)),

@@ -406,13 +406,16 @@ static clrun_status load_case(const char *model, const tensor_file *inputs, int 
             continue;
         }
         /* A value computed from inputs (a Cast of a size, say): fix the small integer inputs,
-         * the ones that can decide shapes. */
+         * the ones that can decide shapes, and then the scalars (a Range's float bounds). */
         bool more = false;
-        for (int i = 0; i < n_inputs; i++) {
-            clrun_dtype d = inputs[i].type.dtype;
-            if (!frozen[i] && (d == CLRUN_I64 || d == CLRUN_I32) && clrun_tensor_elements(&inputs[i].type) <= 64)
-                frozen[i] = more = true;
-        }
+        for (int pass = 0; pass < 2 && !more; pass++)
+            for (int i = 0; i < n_inputs; i++) {
+                clrun_dtype d = inputs[i].type.dtype;
+                bool small = pass == 0 ? (d == CLRUN_I64 || d == CLRUN_I32) && clrun_tensor_elements(&inputs[i].type) <= 64
+                                       : inputs[i].type.rank == 0;
+                if (!frozen[i] && small)
+                    frozen[i] = more = true;
+            }
         if (!more)
             break;
         s = CLRUN_OK;

@@ -17,6 +17,11 @@
 static const char *const scale_names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2", "scale3",
                                                         "scale4", "scale5", "scale6", "scale7"};
 
+static const char *const roi_start_names[CLRUN_MAX_DIMS] = {
+    "roi_start0", "roi_start1", "roi_start2", "roi_start3", "roi_start4", "roi_start5", "roi_start6", "roi_start7"};
+static const char *const roi_end_names[CLRUN_MAX_DIMS] = {"roi_end0", "roi_end1", "roi_end2", "roi_end3",
+                                                          "roi_end4", "roi_end5", "roi_end6", "roi_end7"};
+
 static const clrun__attr_spec resize_attrs[] = {
     {"sizes", CLRUN__WANT_INTS, true},
     {"mode", CLRUN__WANT_INT, false},
@@ -32,6 +37,22 @@ static const clrun__attr_spec resize_attrs[] = {
     {"scale5", CLRUN__WANT_FLOAT, false},
     {"scale6", CLRUN__WANT_FLOAT, false},
     {"scale7", CLRUN__WANT_FLOAT, false},
+    {"roi_start0", CLRUN__WANT_FLOAT, false},
+    {"roi_start1", CLRUN__WANT_FLOAT, false},
+    {"roi_start2", CLRUN__WANT_FLOAT, false},
+    {"roi_start3", CLRUN__WANT_FLOAT, false},
+    {"roi_start4", CLRUN__WANT_FLOAT, false},
+    {"roi_start5", CLRUN__WANT_FLOAT, false},
+    {"roi_start6", CLRUN__WANT_FLOAT, false},
+    {"roi_start7", CLRUN__WANT_FLOAT, false},
+    {"roi_end0", CLRUN__WANT_FLOAT, false},
+    {"roi_end1", CLRUN__WANT_FLOAT, false},
+    {"roi_end2", CLRUN__WANT_FLOAT, false},
+    {"roi_end3", CLRUN__WANT_FLOAT, false},
+    {"roi_end4", CLRUN__WANT_FLOAT, false},
+    {"roi_end5", CLRUN__WANT_FLOAT, false},
+    {"roi_end6", CLRUN__WANT_FLOAT, false},
+    {"roi_end7", CLRUN__WANT_FLOAT, false},
 };
 #define RESIZE_ATTR_COUNT ((int)(sizeof resize_attrs / sizeof resize_attrs[0]))
 
@@ -64,8 +85,20 @@ static double source_coordinate(const clrun__op_call *call, int axis, int64_t c)
     case CLRUN__COORD_ALIGN_CORNERS: return length == 1 ? 0 : x * (n - 1) / (length - 1);
     case CLRUN__COORD_PYTORCH_HALF_PIXEL: return length == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
     case CLRUN__COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    case CLRUN__COORD_TF_CROP_AND_RESIZE:
+        return clrun__resize_crop_coordinate(clrun__attr_float_or(call, roi_start_names[axis], 0),
+                                             clrun__attr_float_or(call, roi_end_names[axis], 1),
+                                             call->inputs[0].shape[axis], length, c);
     default: return (x + 0.5) / scale - 0.5;
     }
+}
+
+double clrun__resize_crop_coordinate(double start, double end, int64_t n, double length, int64_t c)
+{
+    double last = (double)(n - 1);
+    if (length > 1)
+        return start * last + (double)c * (end - start) * last / (length - 1);
+    return 0.5 * (start + end) * last;
 }
 
 static int64_t nearest_index(double x, int64_t nearest_mode)
@@ -201,7 +234,7 @@ static clrun_status resize_infer(const clrun__op_call *call, clrun_tensor_type *
     if (s == CLRUN_OK)
         s = clrun__check_int_range(call, "mode", 0, 2, &err);
     if (s == CLRUN_OK)
-        s = clrun__check_int_range(call, "coordinate_transformation_mode", 0, 4, &err);
+        s = clrun__check_int_range(call, "coordinate_transformation_mode", 0, 5, &err);
     if (s == CLRUN_OK)
         s = clrun__check_int_range(call, "nearest_mode", 0, 3, &err);
     if (s == CLRUN_OK)
@@ -215,6 +248,11 @@ static clrun_status resize_infer(const clrun__op_call *call, clrun_tensor_type *
     if (clrun__attr_int_or(call, "mode", 0) != CLRUN__RESIZE_NEAREST && x->dtype != CLRUN_F32)
         return clrun__refuse(&err, "x is %s: linear and cubic modes take f32",
                              clrun__type_format(x, sx, sizeof sx));
+    for (int d = 0; d < CLRUN_MAX_DIMS; d++) {
+        double r[2] = {clrun__attr_float_or(call, roi_start_names[d], 0), clrun__attr_float_or(call, roi_end_names[d], 1)};
+        if (!isfinite(r[0]) || !isfinite(r[1]))
+            return clrun__refuse(&err, "the region of interest of axis %d is [%g, %g]: must be finite", d, r[0], r[1]);
+    }
     double a = clrun__attr_float_or(call, "cubic_coeff_a", -0.75);
     if (!isfinite(a))
         return clrun__refuse(&err, "attribute 'cubic_coeff_a' is %g: must be finite", a);

@@ -84,6 +84,7 @@ enum {
     CLRUN__COORD_ALIGN_CORNERS = 2,
     CLRUN__COORD_PYTORCH_HALF_PIXEL = 3,
     CLRUN__COORD_TF_HALF_PIXEL_FOR_NN = 4,
+    CLRUN__COORD_TF_CROP_AND_RESIZE = 5, /* the region of interest roi_start<d>..roi_end<d> */
 };
 enum {
     CLRUN__NEAREST_ROUND_PREFER_FLOOR = 0,
@@ -104,6 +105,11 @@ typedef struct clrun__resize_taps {
 /* The taps of output coordinate c of axis `axis` of a resize call that passed its infer. */
 void clrun__resize_taps_of(const clrun__op_call *call, int axis, int64_t c,
                            clrun__resize_taps *taps);
+
+/* The input coordinate of output coordinate c under tf_crop_and_resize, on an axis of n input
+ * elements resized to `length` (the scale times n, not rounded) over the region [start, end)
+ * given as fractions of n - 1: outside [0, n - 1] the output is the extrapolation value. */
+double clrun__resize_crop_coordinate(double start, double end, int64_t n, double length, int64_t c);
 
 /* How many taps every coordinate of `axis` needs: 1 when each picks one input element (nearest,
  * or an axis that keeps its size under an exact map), else the mode's. */

@@ -384,13 +384,13 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
         return clrun__invalid(im, "Loop takes at least two inputs, M and cond (either may be empty)");
     clrun__value *trip = n->in[0], *cond = n->in[1];
     if (trip && !clrun__is_const(trip))
-        return clrun__unsupported(im, "Loop whose trip count '%s' is known only at run time is not supported "
-                                  "(clrun unrolls Loop at load): fix it with the `constants` load option",
+        return clrun__unsupported(im, "input 0 (the trip count) '%s' must be known at load time (clrun "
+                                  "unrolls Loop at load): fix it with the `constants` load option",
                                   value_label(trip));
     if (cond && !clrun__is_const(cond))
-        return clrun__unsupported(im, "Loop whose initial condition '%s' is known only at run time is not "
-                                  "supported (clrun unrolls Loop at load): fix it with the `constants` load "
-                                  "option", value_label(cond));
+        return clrun__unsupported(im, "input 1 (the initial condition) '%s' must be known at load time "
+                                  "(clrun unrolls Loop at load): fix it with the `constants` load option",
+                                  value_label(cond));
     if ((trip && clrun__otensor_count(&trip->c) != 1) || (cond && clrun__otensor_count(&cond->c) != 1))
         return clrun__invalid(im, "Loop's M and cond have one element each");
     int64_t max_trip = trip ? clrun__otensor_get_int(&trip->c, 0) : INT64_MAX;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/checked.h"
+#include "graph/layout_geometry.h"
 #include "onnx/host_eval.h"
 #include "onnx/map.h"
 
@@ -628,11 +629,76 @@ static int code_of(const char *const *names, int count, const char *name)
     return -1;
 }
 
+/* tf_crop_and_resize: the resize of the region of interest, then where(outside, extrapolation,
+ * resized) with a constant mask of the outputs whose coordinate on some axis falls outside the
+ * input (the reference gives those the extrapolation value), broadcast over the axes where no
+ * coordinate does. */
+static clrun_status crop_and_resize(clrun__imp *im, clrun__onode *n, clrun__value *x, int rank,
+                                    const int64_t *sizes, const double *scales, const double *roi,
+                                    double extrapolation, clrun_attr *at, int k)
+{
+    bool *outside[CLRUN__ONNX_MAX_RANK] = {NULL};
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    bool any = false, ok = true;
+    for (int d = 0; d < rank; d++) {
+        int64_t in = x->c.dims[d];
+        double length = scales ? scales[d] * (double)in : (double)sizes[d];
+        bool some = false;
+        outside[d] = calloc((size_t)sizes[d], sizeof *outside[d]);
+        ok = ok && outside[d];
+        for (int64_t c = 0; outside[d] && c < sizes[d]; c++) {
+            double at_c = clrun__resize_crop_coordinate(roi[d], roi[rank + d], in, length, c);
+            outside[d][c] = !(at_c >= 0 && at_c <= (double)(in - 1));
+            some = some || outside[d][c];
+        }
+        dims[d] = some ? sizes[d] : 1;
+        any = any || some;
+    }
+    clrun_status s = ok ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun__otensor mask = {0}, fill = {0};
+    if (s == CLRUN_OK && !any)
+        s = clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
+    else if (s == CLRUN_OK) {
+        if (!clrun__otensor_alloc(&mask, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, rank, dims) ||
+            !clrun__otensor_alloc(&fill, x->c.elem, 0, NULL))
+            s = CLRUN__OOM(im);
+        uint64_t count = s == CLRUN_OK ? clrun__otensor_count(&mask) : 0;
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t rem = i;
+            bool out = false;
+            for (int d = rank; d-- > 0;) {
+                uint64_t c = rem % (uint64_t)dims[d];
+                rem /= (uint64_t)dims[d];
+                out = out || (dims[d] > 1 && outside[d][c]);
+            }
+            clrun__otensor_set_int(&mask, i, out);
+        }
+        clrun__value *y = NULL, *m = NULL, *e = NULL;
+        if (s == CLRUN_OK) {
+            clrun__otensor_set_real(&fill, 0, extrapolation);
+            m = clrun__const_value(im, &mask);
+            e = m ? clrun__const_value(im, &fill) : NULL;
+            if (!e)
+                s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        if (s == CLRUN_OK)
+            s = clrun__emit1(im, n, "resize", &x, 1, at, k, -1, &y);
+        clrun__value *in[3] = {m, e, y};
+        if (s == CLRUN_OK)
+            s = clrun__emit1(im, n, "where", in, 3, NULL, 0, 0, NULL);
+    }
+    clrun__otensor_free(&mask);
+    clrun__otensor_free(&fill);
+    for (int d = 0; d < rank; d++)
+        free(outside[d]);
+    return s;
+}
+
 clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
 {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
-                                         "tf_half_pixel_for_nn"};
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     clrun_status s = clrun__need_inputs(im, n, 1);
     if (s != CLRUN_OK)
@@ -645,6 +711,8 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
     int64_t exclude = 0, antialias = 0, sizes[CLRUN__ONNX_MAX_RANK], axes[CLRUN__ONNX_MAX_RANK];
     int n_scales = -1, n_sizes = -1, n_axes = -1;
     char policy[16] = "stretch";
+    double extrapolation = 0, roi[2 * CLRUN__ONNX_MAX_RANK];
+    int n_roi = -1;
     bool resized[CLRUN__ONNX_MAX_RANK] = {false}, keep_sizes = false;
     s = clrun__oattr_string(im, n, "mode", "nearest", mode, sizeof mode);
     if (s == CLRUN_OK && legacy) {
@@ -662,7 +730,6 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
             }
         }
     } else if (s == CLRUN_OK) {
-        double extrapolation;
         s = clrun__oattr_string(im, n, "coordinate_transformation_mode", "half_pixel", coord, sizeof coord);
         if (s == CLRUN_OK)
             s = clrun__oattr_string(im, n, "nearest_mode", "round_prefer_floor", near, sizeof near);
@@ -691,6 +758,16 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
         }
         if (n_sizes == 0)
             n_sizes = -1;
+        const clrun__otensor *r = NULL;
+        if (s == CLRUN_OK && strcmp(coord, "tf_crop_and_resize") == 0)
+            s = clrun__const_input(im, n, 1, false, &r);
+        if (s == CLRUN_OK && r) {
+            if (clrun__otensor_count(r) > 2 * CLRUN__ONNX_MAX_RANK)
+                return clrun__invalid(im, "roi has %" PRIu64 " entries", clrun__otensor_count(r));
+            n_roi = (int)clrun__otensor_count(r);
+            for (int i = 0; i < n_roi; i++)
+                roi[i] = clrun__otensor_get_real(r, (uint64_t)i);
+        }
     }
     if (s != CLRUN_OK)
         return s;
@@ -736,6 +813,29 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
         for (int d = 0; d < rank; d++)
             resized[d] = true;
     }
+    if (n_roi >= 0) { /* [starts..., ends...] of the axes given (all of them by default) */
+        int given = n_axes >= 0 ? n_axes : rank;
+        if (n_roi != 2 * given)
+            return clrun__invalid(im, "roi has %d entries for %d axes (a start and an end each)", n_roi, given);
+        double starts[CLRUN__ONNX_MAX_RANK], ends[CLRUN__ONNX_MAX_RANK];
+        for (int d = 0; d < rank; d++) {
+            starts[d] = 0;
+            ends[d] = 1;
+        }
+        for (int i = 0; i < given; i++) {
+            int ax = i;
+            if (n_axes >= 0 && (s = clrun__norm_axis(im, axes[i], rank, "axes entry", &ax)) != CLRUN_OK)
+                return s;
+            starts[ax] = roi[i];
+            ends[ax] = roi[given + i];
+            if (!isfinite(starts[ax]) || !isfinite(ends[ax]))
+                return clrun__invalid(im, "roi of axis %d is [%g, %g]", ax, starts[ax], ends[ax]);
+        }
+        for (int d = 0; d < rank; d++) {
+            roi[d] = starts[d];
+            roi[rank + d] = ends[d];
+        }
+    }
     if (strcmp(policy, "stretch") != 0 && n_sizes == rank && n_scales < 0) {
         /* one scale for every resized axis, the smallest (not_larger) or largest of
          * sizes / input; sizes then round(scale * input), half up (the spec's round_int) */
@@ -773,9 +873,7 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
         }
         strcpy(coord, "half_pixel");
     }
-    if (strcmp(coord, "tf_crop_and_resize") == 0)
-        return clrun__unsupported(im, "coordinate_transformation_mode=tf_crop_and_resize is not supported");
-    int m = code_of(modes, 3, strcmp(mode, "bilinear") == 0 ? "linear" : mode), c = code_of(coords, 5, coord),
+    int m = code_of(modes, 3, strcmp(mode, "bilinear") == 0 ? "linear" : mode), c = code_of(coords, 6, coord),
         r = code_of(nearest, 4, near);
     if (m < 0 || c < 0 || r < 0)
         return clrun__unsupported(im, "mode %s, coordinates %s, nearest_mode %s: not supported", mode, coord, near);
@@ -799,9 +897,12 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
             return clrun__invalid(im, "sizes entry %d is %" PRId64, d, sizes[d]);
         same = same && sizes[d] == x->c.dims[d] && (n_scales < 0 || scales[d] == 1);
     }
+    bool crop = c == CLRUN__COORD_TF_CROP_AND_RESIZE;
+    for (int d = 0; crop && d < rank; d++)
+        same = same && roi[d] == 0 && roi[rank + d] == 1;
     if (same)
         return clrun__define_alias(im, n, 0, x);
-    clrun_attr at[6 + CLRUN__ONNX_MAX_RANK];
+    clrun_attr at[6 + 3 * CLRUN__ONNX_MAX_RANK];
     int k = 0;
     static const char *const scale_names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2", "scale3",
                                                             "scale4", "scale5", "scale6", "scale7"};
@@ -813,5 +914,16 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
     at[k++] = clrun__mk_int("exclude_outside", exclude != 0);
     for (int d = 0; n_scales >= 0 && d < rank && d < CLRUN_MAX_DIMS; d++)
         at[k++] = clrun__mk_float(scale_names[d], scales[d]);
-    return clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
+    if (!crop)
+        return clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
+    static const char *const roi_starts[CLRUN_MAX_DIMS] = {"roi_start0", "roi_start1", "roi_start2", "roi_start3",
+                                                           "roi_start4", "roi_start5", "roi_start6", "roi_start7"};
+    static const char *const roi_ends[CLRUN_MAX_DIMS] = {"roi_end0", "roi_end1", "roi_end2", "roi_end3",
+                                                         "roi_end4", "roi_end5", "roi_end6", "roi_end7"};
+    for (int d = 0; d < rank && d < CLRUN_MAX_DIMS; d++) {
+        at[k++] = clrun__mk_float(roi_starts[d], roi[d]);
+        at[k++] = clrun__mk_float(roi_ends[d], roi[rank + d]);
+    }
+    return crop_and_resize(im, n, x, rank, sizes, n_scales >= 0 && !keep_sizes ? scales : NULL, roi,
+                           extrapolation, at, k);
 }
