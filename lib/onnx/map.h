@@ -52,6 +52,11 @@ typedef struct clrun__window {
 } clrun__window;
 clrun_status clrun__conv2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
                                 clrun__value *bias, const clrun__window *w, int out, clrun__value **r);
+/* ConvTranspose of 4-D x and wt (as a product and col2im, else conv_transpose2d): out_pad the
+ * output padding of the two axes, w's pads the final ones. */
+clrun_status clrun__conv_transpose2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                          clrun__value *bias, const clrun__window *w, const int64_t *out_pad,
+                                          int out, clrun__value **y);
 clrun_status clrun__pool2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w,
                                 bool max, bool include_pad, int out, clrun__value **r);
 /* map_detect.c: NonMaxSuppression (on the host when boxes and scores are known at load),
@@ -61,9 +66,12 @@ clrun_status clrun__map_nms(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__map_max_unpool(clrun__imp *im, clrun__onode *n);
 clrun_status clrun__maxpool_indices(clrun__imp *im, clrun__onode *n, clrun__value *x,
                                     const clrun__window *w, int64_t storage_order);
-/* map_window3d.c: 3-D convolutions and pools as sums and maxima of 2-D ones over depth. */
+/* map_window3d.c: 3-D convolutions (transposed too) and pools as sums and maxima of 2-D ones
+ * over depth. */
 clrun_status clrun__conv3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
                            clrun__value *bias, const clrun__window *w);
+clrun_status clrun__conv_transpose3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                     clrun__value *bias, const clrun__window *w, const int64_t *out_pad);
 clrun_status clrun__pool3d(clrun__imp *im, clrun__onode *n, clrun__value *x, const clrun__window *w, bool max,
                            bool include_pad);
 

@@ -456,6 +456,25 @@ static clrun_status transpose_as_product(clrun__imp *im, clrun__onode *n, clrun_
     return s == CLRUN_OK ? clrun__emit_binary(im, n, "add", *y, b3, out, y) : s;
 }
 
+clrun_status clrun__conv_transpose2d_core(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                          clrun__value *bias, const clrun__window *w, const int64_t *out_pad,
+                                          int out, clrun__value **y)
+{
+    int64_t pads[4] = {w->pad_begin[0], w->pad_begin[1], w->pad_end[0], w->pad_end[1]};
+    int64_t stride[2] = {w->stride[0], w->stride[1]}, dilation[2] = {w->dilation[0], w->dilation[1]};
+    int64_t padding[2] = {out_pad[0], out_pad[1]};
+    clrun_status s = transpose_as_product(im, n, x, wt, bias, w, out_pad, out, y);
+    if (s != CLRUN_OK || *y != NULL)
+        return s;
+    clrun_attr at[5] = {clrun__mk_ints("stride", stride, 2), clrun__mk_ints("pads", pads, 4),
+                        clrun__mk_ints("dilation", dilation, 2), clrun__mk_int("groups", w->group),
+                        clrun__mk_ints("output_padding", padding, 2)};
+    if (pads[0] == pads[2] && pads[1] == pads[3])
+        at[1] = clrun__mk_ints("pad", pads, 2);
+    clrun__value *in[3] = {x, wt, bias};
+    return clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, &out, 1, y);
+}
+
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
 {
     window w = {0};
@@ -464,9 +483,7 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
         return s;
     clrun__value *x = n->in[0], *wt = n->in[1], *bias = n->n_in > 2 ? n->in[2] : NULL;
     int sp = w.spatial, count, shape_count;
-    if (sp == 3)
-        return clrun__unsupported(im, "3-D ConvTranspose is not supported (1-D and 2-D are)");
-    int64_t v[8], out_pad[2] = {0, 0}, out_shape[8];
+    int64_t v[8], out_pad[3] = {0, 0, 0}, out_shape[8];
     char mode[16];
     s = kernel_of(im, n, &wt->c, &w);
     if (s == CLRUN_OK)
@@ -501,6 +518,8 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
     }
     if (s != CLRUN_OK)
         return s;
+    if (sp == 3)
+        return clrun__conv_transpose3d(im, n, x, wt, bias, &w, out_pad);
     if (sp == 1) {
         s = as_image(im, n, x, &x);
         if (s == CLRUN_OK)
@@ -510,18 +529,8 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
         as_2d(&w);
         out_pad[1] = out_pad[0], out_pad[0] = 0;
     }
-    int64_t pads[4] = {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
     clrun__value *y = NULL;
-    s = transpose_as_product(im, n, x, wt, bias, &w, out_pad, sp == 2 ? 0 : -1, &y);
-    if (s != CLRUN_OK || y != NULL)
-        return s != CLRUN_OK || sp == 2 ? s : finish_window(im, n, &w, y);
-    clrun_attr at[5] = {clrun__mk_ints("stride", w.stride, 2), clrun__mk_ints("pads", pads, 4),
-                        clrun__mk_ints("dilation", w.dilation, 2), clrun__mk_int("groups", w.group),
-                        clrun__mk_ints("output_padding", out_pad, 2)};
-    if (pads[0] == pads[2] && pads[1] == pads[3])
-        at[1] = clrun__mk_ints("pad", pads, 2);
-    clrun__value *in[3] = {x, wt, bias};
-    s = clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, (int[]){sp == 2 ? 0 : -1}, 1, &y);
+    s = clrun__conv_transpose2d_core(im, n, x, wt, bias, &w, out_pad, sp == 2 ? 0 : -1, &y);
     if (s != CLRUN_OK || sp == 2)
         return s;
     return finish_window(im, n, &w, y);

@@ -1,6 +1,7 @@
 /* 3-D convolutions and pools from 2-D ones: an output depth slice is the sum (Conv) or the
  * maximum or mean (MaxPool, AveragePool) of 2-D windows over the input depth slices its window
- * covers. Depth padding is taken into account on the host: padded slices add nothing to a sum,
+ * covers; a transposed convolution's output slice the sum of the 2-D transposed convolutions of
+ * the input slices and depth taps that land on it. Depth padding is taken into account on the host: padded slices add nothing to a sum,
  * never win a max, and count in an average only with count_include_pad. Each input slice's 2-D
  * pool is computed once and shared by the output slices that cover it. */
 #include <inttypes.h>
@@ -121,6 +122,79 @@ clrun_status clrun__conv3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clr
     }
     if (s == CLRUN_OK)
         s = join_depth(im, n, slices, d.out);
+    free(taps);
+    free(slices);
+    return s;
+}
+
+/* Input depth z times depth tap k lands on output depth z * stride + k * dilation - pad_begin of
+ * the out_depth ones; an output depth no pair lands on is zeros (plus the bias). */
+clrun_status clrun__conv_transpose3d(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                     clrun__value *bias, const clrun__window *w, const int64_t *out_pad)
+{
+    int64_t in = x->c.dims[2], k = w->kernel[0], stride = w->stride[0], dilation = w->dilation[0];
+    int64_t out = 0, pairs;
+    if (!clrun__mul_i64(stride, in - 1, &out) || !clrun__add_i64(out, (k - 1) * dilation + 1 + out_pad[0], &out) ||
+        !clrun__add_i64(out, -(w->pad_begin[0] + w->pad_end[0]), &out) || out < 1)
+        return clrun__invalid(im, "the output has no depth (input depth %" PRId64 ", kernel %" PRId64
+                              ", pads %" PRId64 " and %" PRId64 ")", in, k, w->pad_begin[0], w->pad_end[0]);
+    if (!clrun__mul_i64(in, k, &pairs) || pairs > 1024 || out > 1024)
+        return clrun__unsupported(im, "a 3-D transposed convolution of %" PRId64 " input depths by %" PRId64
+                                  " taps into %" PRId64 " output depths (at most 1024 2-D ones each)", in, k, out);
+    clrun__window plane = plane_of(w);
+    int64_t plane_pad[2] = {out_pad[1], out_pad[2]};
+    clrun__value **taps = calloc((size_t)k, sizeof *taps), **slices = calloc((size_t)out, sizeof *slices);
+    clrun__value *bias3 = NULL, *zeros = NULL;
+    clrun_status s = taps && slices ? CLRUN_OK : CLRUN__OOM(im);
+    /* The weights' depth taps [C, M/g, KH, KW]. */
+    int64_t wd[4] = {wt->c.dims[0], wt->c.dims[1], wt->c.dims[3], wt->c.dims[4]};
+    for (int64_t t = 0; s == CLRUN_OK && t < k; t++) {
+        s = clrun__mv_slice(im, n, wt, 2, t, 1, -1, &taps[t]);
+        if (s == CLRUN_OK)
+            s = clrun__mv_reshape(im, n, taps[t], 4, wd, -1, &taps[t]);
+    }
+    if (s == CLRUN_OK && bias) {
+        int64_t per_channel[3] = {bias->c.dims[0], 1, 1};
+        s = clrun__mv_reshape(im, n, bias, 3, per_channel, -1, &bias3);
+    }
+    for (int64_t z = 0; s == CLRUN_OK && z < in; z++) {
+        clrun__value *xz = NULL;
+        for (int64_t t = 0; s == CLRUN_OK && t < k; t++) {
+            int64_t od = z * stride + t * dilation - w->pad_begin[0];
+            if (od < 0 || od >= out)
+                continue;
+            clrun__value *y;
+            if (xz == NULL)
+                s = slice_depth(im, n, x, z, &xz);
+            if (s == CLRUN_OK)
+                s = clrun__conv_transpose2d_core(im, n, xz, taps[t], NULL, &plane, plane_pad, -1, &y);
+            if (s == CLRUN_OK)
+                s = slices[od] ? clrun__emit_binary(im, n, "add", slices[od], y, -1, &slices[od])
+                               : (slices[od] = y, CLRUN_OK);
+        }
+    }
+    for (int64_t od = 0; s == CLRUN_OK && od < out; od++) {
+        if (slices[od] == NULL) { /* no pair lands here: zeros the shape of a slice that has one */
+            const clrun__otensor *like = NULL;
+            for (int64_t j = 0; j < out && !like; j++)
+                like = slices[j] ? &slices[j]->c : NULL;
+            if (like == NULL) {
+                s = clrun__invalid(im, "no input depth reaches the output");
+                break;
+            }
+            if (zeros == NULL) {
+                clrun__otensor t = {0};
+                if (!clrun__otensor_alloc(&t, like->elem, like->rank, like->dims) ||
+                    !(zeros = clrun__const_value(im, &t)))
+                    s = CLRUN__OOM(im);
+            }
+            slices[od] = zeros;
+        }
+        if (s == CLRUN_OK && bias3)
+            s = clrun__emit_binary(im, n, "add", slices[od], bias3, -1, &slices[od]);
+    }
+    if (s == CLRUN_OK)
+        s = join_depth(im, n, slices, out);
     free(taps);
     free(slices);
     return s;
