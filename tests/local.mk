@@ -100,6 +100,7 @@ TESTS += tests/onnx_spectral.sh
 EXTRA_DIST += tests/onnx_spectral.sh tests/onnx_spectral.py
 TESTS += tests/onnx_window3d.sh
 EXTRA_DIST += tests/onnx_window3d.sh tests/onnx_window3d.py
+EXTRA_DIST += tests/onnx_common.py
 TESTS += tests/onnx_bitwise_lppool.sh
 EXTRA_DIST += tests/onnx_bitwise_lppool.sh tests/onnx_bitwise_lppool.py
 TESTS += tests/onnx_bf16.sh

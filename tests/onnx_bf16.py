@@ -10,12 +10,11 @@ bfloat16: the reference rounds by bit manipulation, to nearest even, every NaN a
   an op that does not take bf16 (MatMul) refused naming the node and the value.
 Usage: onnx_bf16.py CLRUN WORKDIR"""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_common import model, run, vi
 
 F, BF16 = TensorProto.FLOAT, TensorProto.BFLOAT16
 
@@ -59,32 +58,6 @@ def bf16_of_int(v):
             m = keep << drop
         out.append(-float(m) if neg else float(m))
     return np.array(out, np.float64).reshape(np.shape(v))
-
-
-def vi(name, dims, elem=F):
-    return helper.make_tensor_value_info(name, elem, dims)
-
-
-def model(nodes, inputs, outputs, opset=13, inits=()):
-    graph = helper.make_graph(nodes, "bf16", inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
-def run(clrun, folder, m, inputs, names, extra=()):
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.onnx")
-    onnx.save(m, path)
-    out = os.path.join(folder, "out")
-    args = [clrun, "run", path, "--repeat", "1", "--output-dir", out] + list(extra)
-    for key, value in inputs.items():
-        np.save(os.path.join(folder, key + ".npy"), value)
-        args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        return None, proc.stderr.strip()
-    return {k: np.load(os.path.join(out, k + ".npy")) for k in names}, proc.stdout
 
 
 def roundtrip(name, x_elem, cast_to=F):

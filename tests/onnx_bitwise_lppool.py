@@ -8,46 +8,18 @@ onnx 1.12 has no case of the first ones). Integers
 exactly, floats within 1e-5 (relative above 1). Bad input (a float Bitwise input, p below 1, an
 integer LpPool input) refused naming the node and the value.
 Usage: onnx_bitwise_lppool.py CLRUN WORKDIR"""
-import math
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_common import close, model, run, vi
 
 F = TensorProto.FLOAT
 TOLERANCE = 1e-5
 INTS = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.int16: TensorProto.INT16,
         np.uint16: TensorProto.UINT16, np.int32: TensorProto.INT32, np.uint32: TensorProto.UINT32,
         np.int64: TensorProto.INT64, np.uint64: TensorProto.UINT64}
-
-
-def vi(name, dims, elem=F):
-    return helper.make_tensor_value_info(name, elem, dims)
-
-
-def model(nodes, inputs, outputs, opset, inits=()):
-    graph = helper.make_graph(nodes, "t%d" % opset, inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
-def run(clrun, folder, m, inputs, names):
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.onnx")
-    onnx.save(m, path)
-    out = os.path.join(folder, "out")
-    args = [clrun, "run", path, "--repeat", "1", "--output-dir", out]
-    for key, value in inputs.items():
-        np.save(os.path.join(folder, key + ".npy"), value)
-        args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        return None, proc.stderr.strip()
-    return {k: np.load(os.path.join(out, k + ".npy")) for k in names}, ""
 
 
 def random_ints(rng, dtype, shape):
@@ -210,18 +182,6 @@ def refusals():
     return out
 
 
-def close(got, want):
-    if got.shape != want.shape:
-        return False, f"shape {got.shape}, expected {want.shape}"
-    if want.dtype.kind in "biu":
-        same = got.dtype == want.dtype and np.array_equal(got, want)
-        return same, "" if same else f"got {got.ravel()[:8]}, expected {want.ravel()[:8]} ({got.dtype})"
-    got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    err = np.abs(got64 - want64) / np.maximum(1.0, np.abs(want64))
-    worst = float(err.max()) if err.size else 0.0
-    return bool(worst <= TOLERANCE), f"{worst:.3g}"
-
-
 def main():
     clrun, work = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(20261205)
@@ -233,7 +193,7 @@ def main():
             ok = False
             continue
         bad = [f"{k}: {what}" for k, want in expected.items()
-               for fine, what in [close(got[k], np.asarray(want))] if not fine]
+               for fine, what in [close(got[k], np.asarray(want), TOLERANCE)] if not fine]
         print(f"FAIL {name}: {'; '.join(bad)}" if bad else f"PASS {name}")
         ok = ok and not bad
     for name, m, inputs, words in refusals():

@@ -26,46 +26,15 @@ package's own reference (onnx.backend.test.case.node.resize).
 Usage: onnx_opset18.py CLRUN WORKDIR"""
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_common import close, init, model, run, vi
 from onnx.backend.test.case.node import resize as resize_ref
 
 F = TensorProto.FLOAT
 TOLERANCE = 1e-5
-
-
-def vi(name, dims, elem=F):
-    return helper.make_tensor_value_info(name, elem, dims)
-
-
-def init(name, value):
-    return numpy_helper.from_array(np.asarray(value), name)
-
-
-def model(nodes, inputs, outputs, opset, inits=()):
-    graph = helper.make_graph(nodes, "opset%d" % opset, inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
-def run(clrun, folder, m, inputs, names, extra=()):
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.onnx")
-    onnx.save(m, path)
-    out = os.path.join(folder, "out")
-    args = [clrun, "run", path, "--repeat", "1", "--output-dir", out] + list(extra)
-    for key, value in inputs.items():
-        np.save(os.path.join(folder, key + ".npy"), value)
-        args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        return None, proc.stderr.strip()
-    return {k: np.load(os.path.join(out, k + ".npy")) for k in names}, ""
 
 
 # ---- numpy references of the spec ----
@@ -436,22 +405,6 @@ def refusals():
     return out
 
 
-def close(got, want):
-    if got.shape != want.shape:
-        return False, f"shape {got.shape}, expected {want.shape}"
-    if want.dtype.kind in "biu":
-        same = got.dtype == want.dtype and np.array_equal(got, want)
-        return same, "" if same else f"got {got.ravel()[:8]}, expected {want.ravel()[:8]} ({got.dtype})"
-    got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    nan, inf = np.isnan(want64), np.isinf(want64)
-    if not np.array_equal(nan, np.isnan(got64)) or not np.array_equal(got64[inf], want64[inf]):
-        return False, "NaN or infinities in different places"
-    finite = ~(nan | inf)
-    err = np.abs(got64[finite] - want64[finite]) / np.maximum(1.0, np.abs(want64[finite]))
-    worst = float(err.max()) if err.size else 0.0
-    return bool(worst <= TOLERANCE), f"{worst:.3g}"
-
-
 def main():
     clrun, work = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(20261204)
@@ -464,7 +417,7 @@ def main():
             continue
         bad = []
         for key, want in expected.items():
-            fine, what = close(got[key], np.asarray(want))
+            fine, what = close(got[key], np.asarray(want), TOLERANCE)
             if not fine:
                 bad.append(f"{key}: {what}")
         if bad:

@@ -8,46 +8,19 @@ dimension, onesided with a complex signal, a window fed at run time, a double si
 naming the node.
 Usage: onnx_spectral.py CLRUN WORKDIR"""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_common import model, run, vi
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
 TOLERANCE = 1e-5
 
 
-def vi(name, dims, elem=F):
-    return helper.make_tensor_value_info(name, elem, dims)
-
-
-def model(node, inputs, outputs, opset, inits=()):
-    graph = helper.make_graph([node], "spectral", inputs, outputs, list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
 def scalar(name, value):
     return numpy_helper.from_array(np.array(value, dtype=np.int64), name)
-
-
-def run(clrun, folder, m, inputs, extra=()):
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.onnx")
-    onnx.save(m, path)
-    out = os.path.join(folder, "out")
-    args = [clrun, "run", path, "--repeat", "1", "--output-dir", out] + list(extra)
-    for key, value in inputs.items():
-        np.save(os.path.join(folder, key + ".npy"), value)
-        args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        return None, proc.stderr.strip()
-    return np.load(os.path.join(out, "y.npy")), ""
 
 
 def as_complex(x):
@@ -135,7 +108,8 @@ def stft_cases(rng):
 
 
 def check(clrun, tmp, name, m, feeds, ref, extra=()):
-    got, err = run(clrun, os.path.join(tmp, name.replace(" ", "_")), m, feeds, extra)
+    got, err = run(clrun, os.path.join(tmp, name.replace(" ", "_")), m, feeds, ["y"], extra)
+    got = got["y"] if got else None
     if got is None:
         print(f"FAIL {name}: {err}")
         return False
@@ -168,7 +142,7 @@ def refusals(clrun, tmp, rng):
                 {"x": np.zeros((1, 8, 1), np.float64)}, "DFT of a double signal is not supported"))
     ok = True
     for name, m, feeds, words in bad:
-        got, err = run(clrun, os.path.join(tmp, "bad_" + name.replace(" ", "_")), m, feeds)
+        got, err = run(clrun, os.path.join(tmp, "bad_" + name.replace(" ", "_")), m, feeds, ["y"])
         if got is not None or words not in err or not ("(DFT, opset" in err or "(STFT, opset" in err):
             print(f"FAIL refusal {name}: {'ran' if got is not None else err}")
             ok = False

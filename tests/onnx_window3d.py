@@ -7,41 +7,14 @@ output within 1e-5 (relative above 1). Bad input (weights of the wrong rank, an 
 depth) refused naming the node.
 Usage: onnx_window3d.py CLRUN WORKDIR"""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_common import init, model, run, vi
 
 F = TensorProto.FLOAT
 TOLERANCE = 1e-5
-
-
-def vi(name, dims):
-    return helper.make_tensor_value_info(name, F, dims)
-
-
-def model(node, inputs, inits):
-    graph = helper.make_graph([node], "window3d", inputs, [vi("y", None)], list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    return m
-
-
-def run(clrun, folder, m, inputs):
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.onnx")
-    onnx.save(m, path)
-    out = os.path.join(folder, "out")
-    args = [clrun, "run", path, "--repeat", "1", "--output-dir", out]
-    for key, value in inputs.items():
-        np.save(os.path.join(folder, key + ".npy"), value)
-        args += ["--input", f"{key}={os.path.join(folder, key + '.npy')}"]
-    proc = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if proc.returncode != 0:
-        return None, proc.stderr.strip()
-    return np.load(os.path.join(out, "y.npy")), ""
 
 
 def conv_transpose(x, w, b, strides, dilations, pads, out_pad, group):
@@ -93,18 +66,20 @@ def cases(rng):
         b = rng.standard_normal(ws[1] * group).astype(np.float32) if name != "plain" else None
         node = helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if b is not None else []), ["y"], **attrs)
         inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if b is not None else [])
-        out.append((name, model(node, [vi("x", list(xs))], inits), {"x": x},
+        out.append((name, model(node, [vi("x", list(xs))], [vi("y", None)], 13, inits), {"x": x},
                     conv_transpose(x, w, b, strides, dil, pads, out_pad, group)))
     # output_shape and SAME_UPPER: the spec's total padding, split as it says
     x = rng.standard_normal((1, 2, 3, 3, 4)).astype(np.float32)
     w = rng.standard_normal((2, 2, 3, 3, 3)).astype(np.float32)
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2, 2], output_shape=[6, 7, 8])
     # full 7, 7, 9: totals 1, 0, 1; the larger half first (NOTSET with output_shape)
-    out.append(("output_shape", model(node, [vi("x", list(x.shape))], [numpy_helper.from_array(w, "w")]), {"x": x},
+    out.append(("output_shape", model(node, [vi("x", list(x.shape))], [vi("y", None)], 13, [init("w", w)]),
+                {"x": x},
                 conv_transpose(x, w, None, [2] * 3, [1] * 3, [1, 0, 1, 0, 0, 0], [0] * 3, 1)))
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2, 2], auto_pad="SAME_UPPER")
     # wanted 6, 6, 8 of full 7, 7, 9: SAME_UPPER puts the smaller half (0) first
-    out.append(("same_upper", model(node, [vi("x", list(x.shape))], [numpy_helper.from_array(w, "w")]), {"x": x},
+    out.append(("same_upper", model(node, [vi("x", list(x.shape))], [vi("y", None)], 13, [init("w", w)]),
+                {"x": x},
                 conv_transpose(x, w, None, [2] * 3, [1] * 3, [0, 0, 0, 1, 1, 1], [0] * 3, 1)))
     return out
 
@@ -113,11 +88,11 @@ def refusals():
     x = np.ones((1, 2, 3, 3, 3), np.float32)
     out = []
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"])
-    out.append(("weights_rank", model(node, [vi("x", list(x.shape))],
+    out.append(("weights_rank", model(node, [vi("x", list(x.shape))], [vi("y", None)], 13,
                                       [numpy_helper.from_array(np.ones((2, 2, 3, 3), np.float32), "w")]),
                 {"x": x}, "W has rank 4 for an input of rank 5"))
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], pads=[3, 0, 0, 3, 0, 0])
-    out.append(("no_depth", model(node, [vi("x", list(x.shape))],
+    out.append(("no_depth", model(node, [vi("x", list(x.shape))], [vi("y", None)], 13,
                                   [numpy_helper.from_array(np.ones((2, 2, 2, 2, 2), np.float32), "w")]),
                 {"x": x}, "(ConvTranspose, opset 13)"))
     return out
@@ -128,7 +103,8 @@ def main():
     rng = np.random.default_rng(20261205)
     ok = True
     for name, m, inputs, want in cases(rng):
-        got, err = run(clrun, os.path.join(work, name), m, inputs)
+        got, err = run(clrun, os.path.join(work, name), m, inputs, ["y"])
+        got = got["y"] if got else None
         if got is None:
             print(f"FAIL {name}: {err}")
             ok = False
@@ -144,7 +120,7 @@ def main():
         else:
             print(f"PASS {name}: {got.shape}, largest error {worst:.2g}")
     for name, m, inputs, words in refusals():
-        got, err = run(clrun, os.path.join(work, name), m, inputs)
+        got, err = run(clrun, os.path.join(work, name), m, inputs, ["y"])
         if got is not None or words not in err:
             print(f"FAIL {name}: not refused with '{words}': {err or 'it ran'}")
             ok = False
