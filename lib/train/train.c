@@ -1,17 +1,21 @@
 /* The trainer: the step graph's executor and the train state between steps. The state is a set
  * of pool blocks that each step donates and takes back (clrun_exec_take_output hands the
  * executor's block itself in pooled mode), so that the state never exists twice. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <clrun/train.h>
 
 #include "core/error.h"
+#include "device/cl.h"
 #include "device/context.h"
 #include "graph/graph.h"
 #include "exec/exec_share.h"
+#include "exec/exec_watch.h"
 #include "memory/pool.h"
 #include "train/train_internal.h"
 
@@ -23,6 +27,9 @@ void clrun_train_options_init(clrun_train_options *options)
     options->reduce = NULL;
     options->reduce_user = NULL;
     options->split_update = false;
+    options->bucket_start = NULL;
+    options->bucket_test = NULL;
+    options->bucket_bytes = 0;
 }
 
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i)
@@ -41,6 +48,12 @@ void clrun_train_destroy(clrun_train *t)
     free(t->apply_slots);
     free(t->grads);
     free(t->grad_at);
+    free(t->buckets);
+    free(t->first_param);
+    free(t->order_outputs);
+    free(t->order_host);
+    free(t->stage);
+    free(t->stage_at);
     clrun__train_free_slots(t);
     free(t->feeds);
     free(t->params);
@@ -200,6 +213,66 @@ static clrun_status prepare_apply(clrun_train *t)
     return clrun__exec_create_beside(t->ctx, t->tg.apply, &o, NULL, &t->apply);
 }
 
+/* A bucketed reduction: the parameters in the order the step completes their gradients (then
+ * in parameter order), their gradients laid out so in stage, and cut into buckets of at least
+ * bucket_bytes. */
+static clrun_status prepare_buckets(clrun_train *t)
+{
+    int32_t n = t->tg.param_count;
+    uint64_t cap = t->options.bucket_bytes ? t->options.bucket_bytes : (uint64_t)1 << 20;
+    int32_t *steps = calloc((size_t)(n ? n : 1), sizeof *steps);
+    int32_t *order = calloc((size_t)(n ? n : 1), sizeof *order);
+    t->buckets = calloc((size_t)(n ? n : 1), sizeof *t->buckets);
+    t->first_param = calloc((size_t)n + 1, sizeof *t->first_param);
+    t->order_outputs = calloc((size_t)(n ? n : 1), sizeof *t->order_outputs);
+    t->order_host = calloc((size_t)(n ? n : 1), sizeof *t->order_host);
+    t->stage = malloc(sizeof *t->stage * (size_t)(t->grad_count ? t->grad_count : 1));
+    t->stage_at = calloc((size_t)t->tg.slot_count, sizeof *t->stage_at);
+    if (!steps || !order || !t->buckets || !t->first_param || !t->order_outputs ||
+        !t->order_host || !t->stage || !t->stage_at) {
+        free(steps);
+        free(order);
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    }
+    for (int32_t i = 0; i < n; i++) { /* insertion by (step, index): few parameters */
+        int32_t step = clrun__exec_output_step(t->exec, t->tg.slots[t->params[i]].grad_output);
+        int32_t k = i;
+        while (k > 0 && steps[k - 1] > step) {
+            steps[k] = steps[k - 1];
+            order[k] = order[k - 1];
+            k--;
+        }
+        steps[k] = step;
+        order[k] = i;
+    }
+    uint64_t at = 0;
+    int32_t b = 0;
+    for (int32_t k = 0; k < n; k++) {
+        const clrun__train_slot *slot = &t->tg.slots[t->params[order[k]]];
+        uint64_t count = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
+        clrun_train_bucket *bucket = &t->buckets[b];
+        if (bucket->params == 0) {
+            bucket->first = at;
+            t->first_param[b] = k;
+        }
+        t->stage_at[t->params[order[k]]] = at;
+        t->order_outputs[k] = slot->grad_output;
+        t->order_host[k] = t->stage + at;
+        at += count;
+        bucket->count += count;
+        bucket->params++;
+        bucket->step = steps[k];
+        /* full, and the next gradient comes later (those of one step go together) */
+        if (sizeof(float) * bucket->count >= cap && (k + 1 == n || steps[k + 1] > steps[k]))
+            b++;
+    }
+    t->bucket_count = b < n && t->buckets[b].params > 0 ? b + 1 : b;
+    t->first_param[t->bucket_count] = n;
+    free(steps);
+    free(order);
+    return CLRUN_OK;
+}
+
 clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
                                 const clrun_train_options *options, clrun_train **out)
 {
@@ -217,6 +290,13 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
         t->options = *options;
     else
         clrun_train_options_init(&t->options);
+    if ((t->options.bucket_start == NULL) != (t->options.bucket_test == NULL)) {
+        free(t);
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_create: "
+                           "bucket_start and bucket_test go together");
+    }
+    if (t->options.bucket_start) /* the step in two parts, the reduction in buckets */
+        t->options.split_update = true;
     /* the executors' budget is the trainer's: it holds the step and the evaluation together */
     if (t->options.graph.memory_budget == 0)
         t->options.graph.memory_budget = t->options.exec.memory_budget;
@@ -297,6 +377,8 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
                                   t->budget_planned && clrun__train_eval_shares(t) ? t->exec : NULL,
                                   &t->eval);
     if (s != CLRUN_OK || (t->tg.apply && (s = prepare_apply(t)) != CLRUN_OK))
+        goto fail;
+    if (t->options.bucket_start && (s = prepare_buckets(t)) != CLRUN_OK)
         goto fail;
     for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
         s = initial_values(t, model, i);
@@ -522,13 +604,13 @@ static clrun_status read_gradients(clrun_train *t, float *out)
 
 /* A split step's second part: the gradients (host memory, parameter order) to their slots, and
  * the updates. */
-static clrun_status apply_gradients(clrun_train *t, const float *gradients)
+static clrun_status apply_gradients(clrun_train *t, const float *gradients, const uint64_t *at)
 {
     clrun_status s = CLRUN_OK;
     for (int32_t i = 0; i < t->tg.slot_count && s == CLRUN_OK; i++) {
         const clrun__train_slot *slot = &t->tg.slots[i];
         if (slot->role == CLRUN__SLOT_GRAD)
-            s = clrun_buffer_write(t->ctx, &t->buffers[i], gradients + t->grad_at[slot->param]);
+            s = clrun_buffer_write(t->ctx, &t->buffers[i], gradients + at[slot->param]);
     }
     if (s != CLRUN_OK)
         return s;
@@ -554,26 +636,166 @@ static clrun_status reduce_and_apply(clrun_train *t)
 {
     clrun_status s = read_gradients(t, t->grads);
     if (s != CLRUN_OK || t->options.reduce == NULL)
-        return s == CLRUN_OK ? apply_gradients(t, t->grads) : s;
+        return s == CLRUN_OK ? apply_gradients(t, t->grads, t->grad_at) : s;
     char err[512] = "";
     s = t->options.reduce(t->options.reduce_user, t->steps + 1, t->grads, t->grad_count, err,
                           sizeof err);
     if (s != CLRUN_OK)
         return clrun__fail(t->ctx, s, "train: step %llu: reducing the gradients failed: %s",
                            (unsigned long long)(t->steps + 1), err[0] ? err : clrun_strerror(s));
-    return apply_gradients(t, t->grads);
+    return apply_gradients(t, t->grads, t->grad_at);
+}
+
+static uint64_t host_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether every read of bucket b is complete; a failed read is an error. */
+static clrun_status bucket_read(clrun_train *t, const cl_event *read, int32_t b, bool *ready)
+{
+    *ready = true;
+    for (int32_t k = t->first_param[b]; k < t->first_param[b + 1] && *ready; k++) {
+        cl_int state = CL_QUEUED;
+        cl_int error = clrun__cl.GetEventInfo(read[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                              sizeof state, &state, NULL);
+        if (error == CL_SUCCESS && state < 0)
+            error = state;
+        if (error != CL_SUCCESS)
+            return clrun__fail_cl(t->ctx, error, "clGetEventInfo", "reading the gradients of "
+                                  "bucket %d", (int)b);
+        *ready = state == CL_COMPLETE;
+    }
+    return CLRUN_OK;
+}
+
+/* The bucketed reduction, while the step runs (its exec_watch hook): each bucket handed to
+ * bucket_start once its gradients are in host memory, in order, and every started one polled
+ * with bucket_test until all are done. Between polls that change nothing the thread sleeps a
+ * little (the device's threads may share its cores), longer the longer nothing changes. */
+static clrun_status overlap(void *user, const cl_event *read)
+{
+    clrun_train *t = user;
+    uint64_t step = t->steps + 1, seen = UINT64_MAX; /* the clocks' offset: host - device */
+    int32_t next = 0, first_open = 0;
+    bool *done = calloc((size_t)t->bucket_count + 1, sizeof *done);
+    if (done == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    long pause_ns = 1000;
+    char err[512] = "";
+    clrun_status s = CLRUN_OK;
+    uint64_t *host_start = calloc((size_t)t->bucket_count + 1, sizeof *host_start);
+    uint64_t *host_end = calloc((size_t)t->bucket_count + 1, sizeof *host_end);
+    if (host_start == NULL || host_end == NULL) {
+        s = clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+        goto out;
+    }
+    while (first_open < t->bucket_count) {
+        bool changed = false;
+        while (next < t->bucket_count) {
+            bool ready;
+            if ((s = bucket_read(t, read, next, &ready)) != CLRUN_OK)
+                goto out;
+            if (!ready)
+                break;
+            clrun_train_bucket *bk = &t->buckets[next];
+            uint64_t now = host_ns(), end = 0;
+            cl_event last = read[t->first_param[next + 1] - 1];
+            if (t->options.exec.profile &&
+                clrun__cl.GetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end,
+                                                NULL) == CL_SUCCESS && end && now >= end &&
+                now - end < seen)
+                seen = now - end;
+            bk->ready_ns = end;
+            host_start[next] = host_ns();
+            s = t->options.bucket_start(t->options.reduce_user, step, next, t->stage + bk->first,
+                                        bk->count, err, sizeof err);
+            if (s != CLRUN_OK)
+                goto failed;
+            next++;
+            changed = true;
+        }
+        for (int32_t b = first_open; b < next; b++) {
+            if (done[b])
+                continue;
+            s = t->options.bucket_test(t->options.reduce_user, step, b, &done[b], err, sizeof err);
+            if (s != CLRUN_OK)
+                goto failed;
+            if (done[b]) {
+                host_end[b] = host_ns();
+                changed = true;
+            }
+        }
+        while (first_open < next && done[first_open])
+            first_open++;
+        if (changed) {
+            pause_ns = 1000;
+        } else {
+            struct timespec ts = {0, pause_ns};
+            nanosleep(&ts, NULL);
+            pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
+        }
+    }
+    /* the host's times on the device's clock (run_step counts them from the profile's origin) */
+    for (int32_t b = 0; b < t->bucket_count; b++) {
+        clrun_train_bucket *bk = &t->buckets[b];
+        bk->start_ns = seen != UINT64_MAX ? host_start[b] - seen : 0;
+        bk->end_ns = seen != UINT64_MAX ? host_end[b] - seen : 0;
+    }
+    goto out;
+failed:
+    /* The run goes on to its end (so that the step leaves the state as it was, as a failing
+     * `reduce` does); the buckets already started are waited for, unless a test fails too. */
+    t->bucket_status = s;
+    snprintf(t->bucket_err, sizeof t->bucket_err, "%s", err[0] ? err : clrun_strerror(s));
+    for (int32_t b = first_open; b < next; b++) {
+        long pause = 1000;
+        while (!done[b]) {
+            if (t->options.bucket_test(t->options.reduce_user, step, b, &done[b], err,
+                                       sizeof err) != CLRUN_OK)
+                goto drained;
+            struct timespec ts = {0, pause};
+            nanosleep(&ts, NULL);
+            pause = pause < 32000 ? pause * 2 : 50000;
+        }
+    }
+drained:
+    s = CLRUN_OK;
+out:
+    free(done);
+    free(host_start);
+    free(host_end);
+    return s;
 }
 
 /* The step's first part (the whole step without a split): feeds, hyperparameters, the run, and
- * the state it updated taken back. */
-static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t count)
+ * the state it updated taken back. With a bucketed reduction, the run reads the gradients to
+ * stage and reduces them as it goes (overlap). */
+static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t count,
+                             bool buckets)
 {
     clrun_status s = write_feeds(t, feeds, count);
     if (s != CLRUN_OK)
         return s;
     if ((s = write_hypers(t, t->steps + 1)) != CLRUN_OK)
         return s;
-    s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);
+    if (buckets) {
+        t->bucket_status = CLRUN_OK;
+        clrun__exec_watch w = {.count = t->tg.param_count, .outputs = t->order_outputs,
+                               .host = t->order_host, .wait = overlap, .user = t};
+        s = clrun__exec_run_watched(t->exec, t->buffers, t->tg.slot_count, &w);
+        uint64_t origin = clrun__exec_profile_origin(t->exec);
+        for (int32_t b = 0; s == CLRUN_OK && b < t->bucket_count; b++) {
+            clrun_train_bucket *bk = &t->buckets[b];
+            bk->ready_ns = bk->ready_ns > origin ? bk->ready_ns - origin : 0;
+            bk->start_ns = bk->start_ns > origin ? bk->start_ns - origin : 0;
+            bk->end_ns = bk->end_ns > origin ? bk->end_ns - origin : 0;
+        }
+    } else {
+        s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);
+    }
     if (s != CLRUN_OK) {
         broken(t, false);
         return s;
@@ -613,10 +835,18 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
 {
     if (t == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
-    clrun_status s = run_step(t, feeds, count);
+    bool buckets = t->bucket_count > 0;
+    clrun_status s = run_step(t, feeds, count, buckets);
     if (s != CLRUN_OK)
         return s;
-    if (t->apply && (s = reduce_and_apply(t)) != CLRUN_OK)
+    if (buckets && t->bucket_status != CLRUN_OK)
+        return clrun__fail(t->ctx, t->bucket_status, "train: step %llu: reducing the gradients "
+                           "failed: %s", (unsigned long long)(t->steps + 1), t->bucket_err);
+    if (buckets)
+        s = apply_gradients(t, t->stage, t->stage_at);
+    else if (t->apply)
+        s = reduce_and_apply(t);
+    if (s != CLRUN_OK)
         return s;
     t->steps++;
     return step_result(t, t->steps, result);
@@ -650,7 +880,7 @@ clrun_status clrun_train_gradients(clrun_train *t, const void *const *feeds, int
 {
     clrun_status s = check_split(t, "clrun_train_gradients", gradients, gradient_count);
     if (s == CLRUN_OK)
-        s = run_step(t, feeds, count);
+        s = run_step(t, feeds, count, false);
     if (s == CLRUN_OK)
         s = read_gradients(t, gradients);
     return s == CLRUN_OK ? step_result(t, t->steps + 1, result) : s;
@@ -666,7 +896,7 @@ clrun_status clrun_train_apply(clrun_train *t, const float *gradients, uint64_t 
     if (s == CLRUN_OK)
         s = write_hypers(t, t->steps + 1);
     if (s == CLRUN_OK)
-        s = apply_gradients(t, gradients);
+        s = apply_gradients(t, gradients, t->grad_at);
     if (s == CLRUN_OK)
         t->steps++;
     return s;
@@ -840,6 +1070,13 @@ bool clrun__train_eval_shares(const clrun_train *t)
 {
     /* gradients kept are outputs read after the step, maybe after an evaluation */
     return !t->options.graph.keep_gradients && !t->ctx->out_of_order;
+}
+
+int32_t clrun_train_buckets(const clrun_train *t, const clrun_train_bucket **buckets)
+{
+    if (buckets)
+        *buckets = t ? t->buckets : NULL;
+    return t ? t->bucket_count : 0;
 }
 
 const clrun_exec *clrun_train_step_exec(const clrun_train *t)
