@@ -493,10 +493,12 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         status = run_step(e, step, &held, &peak);
         if (watched && status == CLRUN_OK)
             status = read_watched(e, w, steps, step, events);
+        if (status == CLRUN_OK && w && w->wait)
+            status = w->wait(w->user, events, false);
     }
     if (status == CLRUN_OK && w && w->wait) {
         clrun__cl.Flush(e->ctx->queue);
-        status = w->wait(w->user, events);
+        status = w->wait(w->user, events, true);
     }
     if (watched && status == CLRUN_OK) { /* the reads are the caller's now */
         cl_int error = clrun__cl.WaitForEvents((cl_uint)watched, events);

@@ -4,14 +4,17 @@
 #ifndef CLRUN_LIB_EXEC_WATCH_H
 #define CLRUN_LIB_EXEC_WATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <clrun/exec.h>
 
-/* Called on the run's thread once every node and read is enqueued, before the run's end is
- * waited for: read[k] is the event of watched output k's read (complete: its bytes are in
- * host memory). A status other than CLRUN_OK fails the run (the hook's message stands). */
-typedef clrun_status (*clrun__exec_watch_fn)(void *user, const cl_event *read);
+/* Called on the run's thread after each node is enqueued (with its reads), end false: a quick
+ * look, for work that may start early; and once everything is enqueued, end true, before
+ * the run's end is waited for. read[k] is the event of watched output k's read (complete: its
+ * bytes are in host memory), NULL while it is not enqueued. A status other than CLRUN_OK
+ * fails the run (the hook's message stands). */
+typedef clrun_status (*clrun__exec_watch_fn)(void *user, const cl_event *read, bool end);
 
 typedef struct clrun__exec_watch {
     int32_t count;             /* outputs watched */

@@ -54,6 +54,9 @@ void clrun_train_destroy(clrun_train *t)
     free(t->order_host);
     free(t->stage);
     free(t->stage_at);
+    free(t->ov_done);
+    free(t->ov_start);
+    free(t->ov_end);
     clrun__train_free_slots(t);
     free(t->feeds);
     free(t->params);
@@ -228,8 +231,12 @@ static clrun_status prepare_buckets(clrun_train *t)
     t->order_host = calloc((size_t)(n ? n : 1), sizeof *t->order_host);
     t->stage = malloc(sizeof *t->stage * (size_t)(t->grad_count ? t->grad_count : 1));
     t->stage_at = calloc((size_t)t->tg.slot_count, sizeof *t->stage_at);
+    t->ov_done = calloc((size_t)n + 1, sizeof *t->ov_done);
+    t->ov_start = calloc((size_t)n + 1, sizeof *t->ov_start);
+    t->ov_end = calloc((size_t)n + 1, sizeof *t->ov_end);
     if (!steps || !order || !t->buckets || !t->first_param || !t->order_outputs ||
-        !t->order_host || !t->stage || !t->stage_at) {
+        !t->order_host || !t->stage || !t->stage_at || !t->ov_done || !t->ov_start ||
+        !t->ov_end) {
         free(steps);
         free(order);
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
@@ -658,6 +665,10 @@ static clrun_status bucket_read(clrun_train *t, const cl_event *read, int32_t b,
 {
     *ready = true;
     for (int32_t k = t->first_param[b]; k < t->first_param[b + 1] && *ready; k++) {
+        if (read[k] == NULL) { /* not enqueued yet */
+            *ready = false;
+            break;
+        }
         cl_int state = CL_QUEUED;
         cl_int error = clrun__cl.GetEventInfo(read[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
                                               sizeof state, &state, NULL);
@@ -671,103 +682,105 @@ static clrun_status bucket_read(clrun_train *t, const cl_event *read, int32_t b,
     return CLRUN_OK;
 }
 
-/* The bucketed reduction, while the step runs (its exec_watch hook): each bucket handed to
- * bucket_start once its gradients are in host memory, in order, and every started one polled
- * with bucket_test until all are done. Between polls that change nothing the thread sleeps a
- * little (the device's threads may share its cores), longer the longer nothing changes. */
-static clrun_status overlap(void *user, const cl_event *read)
+/* A bucketed reduction's failure in this step (the hook's status and err): kept for the step to
+ * report once the run is over (so that the step leaves the state as it was, as a failing
+ * `reduce` does). No bucket starts after it. */
+static void bucket_failed(clrun_train *t, clrun_status s, const char *err)
 {
-    clrun_train *t = user;
-    uint64_t step = t->steps + 1, seen = UINT64_MAX; /* the clocks' offset: host - device */
-    int32_t next = 0, first_open = 0;
-    bool *done = calloc((size_t)t->bucket_count + 1, sizeof *done);
-    if (done == NULL)
-        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
-    long pause_ns = 1000;
+    t->bucket_status = s;
+    snprintf(t->bucket_err, sizeof t->bucket_err, "%s", err[0] ? err : clrun_strerror(s));
+}
+
+/* One pass over the buckets: those whose gradients are now in host memory handed to
+ * bucket_start, in order, and each started one not yet done polled with bucket_test.
+ * *changed: whether a bucket started or finished. */
+static clrun_status bucket_pass(clrun_train *t, const cl_event *read, bool *changed)
+{
+    uint64_t step = t->steps + 1;
     char err[512] = "";
     clrun_status s = CLRUN_OK;
-    uint64_t *host_start = calloc((size_t)t->bucket_count + 1, sizeof *host_start);
-    uint64_t *host_end = calloc((size_t)t->bucket_count + 1, sizeof *host_end);
-    if (host_start == NULL || host_end == NULL) {
-        s = clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
-        goto out;
+    *changed = false;
+    while (t->bucket_status == CLRUN_OK && t->ov_next < t->bucket_count) {
+        bool ready;
+        if ((s = bucket_read(t, read, t->ov_next, &ready)) != CLRUN_OK)
+            return s;
+        if (!ready)
+            break;
+        int32_t b = t->ov_next;
+        clrun_train_bucket *bk = &t->buckets[b];
+        uint64_t now = host_ns(), end = 0;
+        cl_event last = read[t->first_param[b + 1] - 1];
+        if (t->options.exec.profile &&
+            clrun__cl.GetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end,
+                                            NULL) == CL_SUCCESS && end && now >= end &&
+            now - end < t->ov_seen)
+            t->ov_seen = now - end;
+        bk->ready_ns = end;
+        t->ov_start[b] = host_ns();
+        s = t->options.bucket_start(t->options.reduce_user, step, b, t->stage + bk->first,
+                                    bk->count, err, sizeof err);
+        if (s != CLRUN_OK) {
+            bucket_failed(t, s, err);
+            break;
+        }
+        t->ov_next++;
+        *changed = true;
     }
-    while (first_open < t->bucket_count) {
-        bool changed = false;
-        while (next < t->bucket_count) {
-            bool ready;
-            if ((s = bucket_read(t, read, next, &ready)) != CLRUN_OK)
-                goto out;
-            if (!ready)
-                break;
-            clrun_train_bucket *bk = &t->buckets[next];
-            uint64_t now = host_ns(), end = 0;
-            cl_event last = read[t->first_param[next + 1] - 1];
-            if (t->options.exec.profile &&
-                clrun__cl.GetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end,
-                                                NULL) == CL_SUCCESS && end && now >= end &&
-                now - end < seen)
-                seen = now - end;
-            bk->ready_ns = end;
-            host_start[next] = host_ns();
-            s = t->options.bucket_start(t->options.reduce_user, step, next, t->stage + bk->first,
-                                        bk->count, err, sizeof err);
-            if (s != CLRUN_OK)
-                goto failed;
-            next++;
-            changed = true;
+    for (int32_t b = t->ov_open; b < t->ov_next; b++) {
+        if (t->ov_done[b])
+            continue;
+        s = t->options.bucket_test(t->options.reduce_user, step, b, &t->ov_done[b], err,
+                                   sizeof err);
+        if (s != CLRUN_OK) { /* nothing more to wait for */
+            bucket_failed(t, s, err);
+            t->ov_open = t->ov_next = t->bucket_count;
+            return CLRUN_OK;
         }
-        for (int32_t b = first_open; b < next; b++) {
-            if (done[b])
-                continue;
-            s = t->options.bucket_test(t->options.reduce_user, step, b, &done[b], err, sizeof err);
-            if (s != CLRUN_OK)
-                goto failed;
-            if (done[b]) {
-                host_end[b] = host_ns();
-                changed = true;
-            }
+        if (t->ov_done[b]) {
+            t->ov_end[b] = host_ns();
+            *changed = true;
         }
-        while (first_open < next && done[first_open])
-            first_open++;
-        if (changed) {
-            pause_ns = 1000;
-        } else {
+    }
+    while (t->ov_open < t->ov_next && t->ov_done[t->ov_open])
+        t->ov_open++;
+    return CLRUN_OK;
+}
+
+/* The bucketed reduction, while the step runs (its exec_watch hook): a pass after each node
+ * is enqueued; at the end, passes until every bucket started is done (after a failure, those
+ * started before it). Between passes that change nothing the thread sleeps a little (the
+ * device's threads may share its cores), longer the longer nothing changes. */
+static clrun_status overlap(void *user, const cl_event *read, bool end)
+{
+    clrun_train *t = user;
+    bool changed;
+    clrun_status s = bucket_pass(t, read, &changed);
+    if (s != CLRUN_OK || !end)
+        return s;
+    long pause_ns = 1000;
+    for (;;) {
+        bool more = t->bucket_status == CLRUN_OK ? t->ov_open < t->bucket_count
+                                                 : t->ov_open < t->ov_next;
+        if (!more)
+            break;
+        if (!changed) {
             struct timespec ts = {0, pause_ns};
             nanosleep(&ts, NULL);
             pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
+        } else {
+            pause_ns = 1000;
         }
+        if ((s = bucket_pass(t, read, &changed)) != CLRUN_OK)
+            return s;
     }
     /* the host's times on the device's clock (run_step counts them from the profile's origin) */
     for (int32_t b = 0; b < t->bucket_count; b++) {
         clrun_train_bucket *bk = &t->buckets[b];
-        bk->start_ns = seen != UINT64_MAX ? host_start[b] - seen : 0;
-        bk->end_ns = seen != UINT64_MAX ? host_end[b] - seen : 0;
+        bool known = t->ov_seen != UINT64_MAX && b < t->ov_next;
+        bk->start_ns = known ? t->ov_start[b] - t->ov_seen : 0;
+        bk->end_ns = known ? t->ov_end[b] - t->ov_seen : 0;
     }
-    goto out;
-failed:
-    /* The run goes on to its end (so that the step leaves the state as it was, as a failing
-     * `reduce` does); the buckets already started are waited for, unless a test fails too. */
-    t->bucket_status = s;
-    snprintf(t->bucket_err, sizeof t->bucket_err, "%s", err[0] ? err : clrun_strerror(s));
-    for (int32_t b = first_open; b < next; b++) {
-        long pause = 1000;
-        while (!done[b]) {
-            if (t->options.bucket_test(t->options.reduce_user, step, b, &done[b], err,
-                                       sizeof err) != CLRUN_OK)
-                goto drained;
-            struct timespec ts = {0, pause};
-            nanosleep(&ts, NULL);
-            pause = pause < 32000 ? pause * 2 : 50000;
-        }
-    }
-drained:
-    s = CLRUN_OK;
-out:
-    free(done);
-    free(host_start);
-    free(host_end);
-    return s;
+    return CLRUN_OK;
 }
 
 /* The step's first part (the whole step without a split): feeds, hyperparameters, the run, and
@@ -783,6 +796,9 @@ static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t c
         return s;
     if (buckets) {
         t->bucket_status = CLRUN_OK;
+        t->ov_next = t->ov_open = 0;
+        t->ov_seen = UINT64_MAX;
+        memset(t->ov_done, 0, sizeof *t->ov_done * (size_t)t->bucket_count);
         clrun__exec_watch w = {.count = t->tg.param_count, .outputs = t->order_outputs,
                                .host = t->order_host, .wait = overlap, .user = t};
         s = clrun__exec_run_watched(t->exec, t->buffers, t->tg.slot_count, &w);

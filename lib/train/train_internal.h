@@ -52,6 +52,10 @@ struct clrun_train {
     uint64_t *stage_at;           /* per slot, as grad_at: where its parameter's lies in stage */
     clrun_status bucket_status;   /* the last step's hooks failed so (else CLRUN_OK) */
     char bucket_err[512];         /* and said why */
+    int32_t ov_next, ov_open;     /* this step: the next bucket to start, the first not done */
+    bool *ov_done;                /* per bucket: its reduction is done */
+    uint64_t *ov_start, *ov_end;  /* per bucket: host clock (ns) of its start and end */
+    uint64_t ov_seen;             /* the least host - device clock gap seen at a bucket's read */
 };
 
 /* Builds the step of `model` into t->tg and prepares it (t->exec, on t->ctx with
