@@ -576,6 +576,7 @@ static double reduce_overlap(clrun_train *t)
     if (nb == 0 || nk == 0 || b[nb - 1].end_ns == 0)
         return -1;
     uint64_t reduce = 0, both = 0, lo = b[0].start_ns, hi = b[0].end_ns;
+    hi = hi > lo ? hi : lo;
     for (int32_t i = 1; i <= nb; i++) { /* started in order: each run of the union in turn */
         if (i < nb && b[i].start_ns <= hi) {
             hi = b[i].end_ns > hi ? b[i].end_ns : hi;
@@ -594,7 +595,7 @@ static double reduce_overlap(clrun_train *t)
         }
         if (i < nb) {
             lo = b[i].start_ns;
-            hi = b[i].end_ns;
+            hi = b[i].end_ns > lo ? b[i].end_ns : lo;
         }
     }
     return reduce ? (double)both / (double)reduce : -1;
@@ -1223,8 +1224,9 @@ int clrun_cli_train(int argc, char **argv)
         for (int32_t i = 0; spans && names && i < nb; i++) {
             snprintf(names[i], sizeof names[i], "gradient all-reduce, bucket %d (%llu floats)",
                      (int)i, (unsigned long long)b[i].count);
+            uint64_t end = b[i].end_ns > b[i].start_ns ? b[i].end_ns : b[i].start_ns;
             spans[i] = (clrun_run_host_span){names[i], b[i].start_ns / 1e3,
-                                             (b[i].end_ns - b[i].start_ns) / 1e3};
+                                             (double)(end - b[i].start_ns) / 1e3};
         }
         if (spans && names && b[nb - 1].end_ns > 0)
             rc = clrun_run_write_trace_spans(a.trace_file, "train", a.trace,

@@ -777,8 +777,8 @@ static clrun_status overlap(void *user, const cl_event *read, bool end)
     for (int32_t b = 0; b < t->bucket_count; b++) {
         clrun_train_bucket *bk = &t->buckets[b];
         bool known = t->ov_seen != UINT64_MAX && b < t->ov_next;
-        bk->start_ns = known ? t->ov_start[b] - t->ov_seen : 0;
-        bk->end_ns = known ? t->ov_end[b] - t->ov_seen : 0;
+        bk->start_ns = known && t->ov_start[b] > t->ov_seen ? t->ov_start[b] - t->ov_seen : 0;
+        bk->end_ns = known && t->ov_end[b] > t->ov_seen ? t->ov_end[b] - t->ov_seen : 0;
     }
     return CLRUN_OK;
 }
