@@ -1,6 +1,6 @@
 # 'make bench' and 'make fuzz': the benchmarks and libFuzzer targets that the areas list in
 # BENCH_LIST and FUZZ_LIST, built on request only, never run as tests.
-EXTRA_DIST += bench/bench_cache.sh
+EXTRA_DIST += bench/bench_cache.sh bench/bench_dist.sh
 # The median and the --repeat argument of the timing benchmarks (included by them).
 EXTRA_DIST += bench/timing.h
 CLEANFILES += $(BENCH_LIST) $(FUZZ_LIST)

@@ -3,7 +3,9 @@
 # (oversubscribed). 2 and 3 ranks (a global batch of 32 that 3 does not divide) end with the
 # parameters of one process at the same global batch, within 1e-6 relative; a rank that hangs
 # (SIGSTOP) or dies (SIGKILL) mid-run ends the job with an error naming it within the timeout;
-# a global batch smaller than the ranks is refused. Skipped when configure found no MPI. Run by `make check`; CLRUN_BIN overrides the tool.
+# a global batch smaller than the ranks is refused; gradients all-reduced in buckets during the
+# backward pass (--bucket) give what one all-reduce after it gives, and rank 0's trace shows the
+# buckets' collectives beside kernels. Skipped when configure found no MPI. Run by `make check`; CLRUN_BIN overrides the tool.
 set -u
 . "${srcdir:-.}/tests/cli_common.sh"
 if [ "${HAVE_MPI:-no}" != yes ]; then
@@ -63,6 +65,18 @@ g = helper.make_graph(nodes, "digits_mlp", [helper.make_tensor_value_info("x", T
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 8
 onnx.save(m, out + "/mlp.onnx")
+# a wider MLP (1.2 MB of gradients): several buckets, and backward work after the first
+init = [numpy_helper.from_array(r.uniform(-b, b, s).astype(np.float32), n) for n, s, b in
+        [("w1", (64, 512), 0.125), ("b1", (512,), 0.125), ("w2", (512, 512), 0.044),
+         ("b2", (512,), 0.044), ("w3", (512, 10), 0.044), ("b3", (10,), 0.044)]]
+nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["a"]),
+         helper.make_node("Gemm", ["a", "w2", "b2"], ["h2"]), helper.make_node("Relu", ["h2"], ["a2"]),
+         helper.make_node("Gemm", ["a2", "w3", "b3"], ["logits"])]
+g = helper.make_graph(nodes, "digits_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], init)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, out + "/wide.onnx")
 PY
 
 # same A.onnx B.onnx WHAT: the trained initializers agree within 1e-6 of each tensor's largest.
@@ -97,6 +111,35 @@ for case in "2 16 --optimizer sgd --lr 0.1 --momentum 0.9" "3 1[01] --optimizer 
     same "$tmp/n$n.onnx" "$tmp/one.onnx" "$2, $n ranks"
 done
 set +f
+
+# Buckets all-reduced during the backward pass (--bucket, 64 KiB: a few buckets of the wide
+# MLP's 1.2 MB of gradients) against one all-reduce after it (--bucket 0): the same sums, so on 2 ranks the same
+# saved state bit for bit (a sum of two is one rounding either way); on 3 within 1e-6 (Open MPI
+# may sum another message size in another order). Rank 0's trace holds a collective span per
+# bucket, and they overlap kernel spans.
+wide="$tmp/wide.onnx --loss xent:logits --data x=$tmp/x.npy --labels $tmp/y.npy --batch 32 --epochs 1"
+for n in 2 3; do
+    for b in 0 64K; do
+        mpi $n "$CLRUN" train $wide --optimizer adam --lr 0.001 --bucket $b --save-state "$tmp/s$n-$b" \
+            --save-onnx "$tmp/w$n-$b.onnx" --trace "$tmp/t$n-$b.json" --json >"$tmp/b$n-$b" 2>&1
+        rc=$?
+        expect 0 '"steps":12' "$tmp/b$n-$b" "--bucket $b, $n ranks"
+    done
+    buckets=$(sed -n 's/.*"buckets":\([0-9]*\).*/\1/p' "$tmp/b$n-64K")
+    [ "${buckets:-0}" -ge 2 ] || fail "--bucket 64K, $n ranks: fewer than 2 buckets: $(tail -1 "$tmp/b$n-64K")"
+    grep -q '"buckets":0' "$tmp/b$n-0" || fail "--bucket 0, $n ranks: buckets: $(tail -1 "$tmp/b$n-0")"
+    same "$tmp/w$n-64K.onnx" "$tmp/w$n-0.onnx" "--bucket 64K against --bucket 0, $n ranks"
+    "$PYTHON" - "$tmp/t$n-64K.json" "${buckets:-0}" <<'PY' || fail "--bucket 64K, $n ranks: no collective span overlaps a kernel in the trace"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+coll = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") == "collective"]
+kern = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X" and e.get("cat") != "collective"]
+both = sum(max(0.0, min(ce, ke) - max(cs, ks)) for cs, ce in coll for ks, ke in kern)
+print("%d collective spans, %.1f us of them beside kernels" % (len(coll), both))
+sys.exit(0 if len(coll) == int(sys.argv[2]) and both > 0 else 1)
+PY
+done
+cmp -s "$tmp/s2-64K" "$tmp/s2-0" || fail "--bucket 64K against --bucket 0, 2 ranks: saved states differ"
 
 # A global batch smaller than the ranks: refused before any work.
 mpi 3 "$CLRUN" train $train --batch 2 >"$tmp/out" 2>&1

@@ -630,6 +630,160 @@ static void a_reduce_hook_replaces_the_gradients(void **state)
     clrun_graph_destroy(g);
 }
 
+/* What a bucketed reduction's hooks saw: each bucket "reduced" (scaled) on its third test, as
+ * a non-blocking all-reduce completes some polls later; a start may fail. */
+typedef struct bucket_record {
+    int32_t next;          /* the bucket expected next in this step */
+    bool out_of_order;     /* one came out of turn */
+    uint64_t floats;       /* floats handed over in the last step */
+    int32_t buckets;       /* buckets started in the last step */
+    float *at[64];         /* per bucket: its gradients, and their count */
+    uint64_t count[64];
+    int polls[64];
+    float scale;
+    int32_t fail_bucket;   /* this bucket's start fails (-1: none) */
+} bucket_record;
+
+static clrun_status bucket_start(void *user, uint64_t step, int32_t bucket, float *gradients,
+                                 uint64_t count, char *err, size_t errlen)
+{
+    bucket_record *r = user;
+    (void)step;
+    if (bucket == r->fail_bucket) {
+        snprintf(err, errlen, "bucket %d refused", (int)bucket);
+        return CLRUN_ERROR_IO;
+    }
+    if (bucket == 0)
+        r->next = r->buckets = 0, r->floats = 0;
+    if (bucket != r->next++ || bucket >= 64) {
+        r->out_of_order = true;
+        return CLRUN_OK;
+    }
+    r->at[bucket] = gradients;
+    r->count[bucket] = count;
+    r->polls[bucket] = 0;
+    r->floats += count;
+    r->buckets++;
+    return CLRUN_OK;
+}
+
+static clrun_status bucket_test(void *user, uint64_t step, int32_t bucket, bool *done, char *err,
+                                size_t errlen)
+{
+    bucket_record *r = user;
+    (void)step, (void)err, (void)errlen;
+    *done = ++r->polls[bucket] >= 3;
+    if (r->polls[bucket] == 3)
+        for (uint64_t i = 0; i < r->count[bucket]; i++)
+            r->at[bucket][i] *= r->scale;
+    return CLRUN_OK;
+}
+
+static clrun_train *trainer_bucketed(clrun_context *ctx, const clrun_graph *g, double lr,
+                                     bucket_record *r, uint64_t bucket_bytes)
+{
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    clrun_optimizer_init(&o.graph.optimizer, CLRUN_OPTIMIZER_ADAM);
+    o.graph.optimizer.lr = lr;
+    o.exec.plan_time_limit_s = 0.05;
+    o.exec.profile = true;
+    o.bucket_start = bucket_start;
+    o.bucket_test = bucket_test;
+    o.bucket_bytes = bucket_bytes;
+    o.reduce_user = r;
+    clrun_train *t = NULL;
+    if (clrun_train_create(ctx, g, &o, &t) != CLRUN_OK) {
+        fprintf(stderr, "train_create: %s\n", clrun_last_error(ctx));
+        fail();
+    }
+    return t;
+}
+
+/* A bucketed reduction: the buckets come in order, as the backward pass completes them (their
+ * schedule steps never go down), cover every gradient once, and the updates use what the
+ * hooks leave: an identity gives the fused step's parameters bit for bit under Adam, in one
+ * bucket or several. With profiling, each bucket's times lie on the step's timeline in order.
+ * A start that fails fails the step by its message and changes no parameter; the trainer
+ * steps on. bucket_start without bucket_test is refused. */
+static void buckets_reduce_as_the_backward_pass_goes(void **state)
+{
+    (void)state;
+    enum { P = D * H + H + H * O + O };
+    clrun_graph *g = mlp();
+    clrun_context *ctx = context("tlsf");
+    float base[P], other[P];
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, NULL), g, base,
+                      NULL);
+    for (int k = 0; k < 2; k++) {
+        bucket_record r = {.scale = 1.0f, .fail_bucket = -1};
+        clrun_train *t = trainer_bucketed(ctx, g, 0.01, &r, k == 0 ? 1u << 20 : 16);
+        const clrun_train_bucket *b;
+        int32_t n = clrun_train_buckets(t, &b);
+        if (k == 0)
+            assert_int_equal(n, 1);
+        else
+            assert_true(n >= 2 && n <= clrun_train_param_count(t));
+        assert_int_equal(clrun_train_gradient_count(t), P);
+        run_rounds(t, g, 1, 3, 4, false, NULL);
+        assert_false(r.out_of_order);
+        assert_int_equal(r.buckets, n);
+        assert_int_equal(r.floats, P);
+        uint64_t at = 0;
+        for (int32_t i = 0; i < n; i++) {
+            assert_int_equal(b[i].first, at);
+            at += b[i].count;
+            assert_true(i == 0 || b[i].step >= b[i - 1].step);
+            assert_true(b[i].start_ns <= b[i].end_ns);
+            assert_true(i == 0 || b[i].start_ns >= b[i - 1].start_ns);
+        }
+        assert_int_equal(at, P);
+        clrun_train_destroy(t);
+        bucket_record r2 = {.scale = 1.0f, .fail_bucket = -1};
+        steps_then_params(trainer_bucketed(ctx, g, 0.01, &r2, k == 0 ? 1u << 20 : 16), g, other,
+                          NULL);
+        if (memcmp(base, other, sizeof base) != 0) {
+            fprintf(stderr, "identity buckets (%s) change the parameters\n", k ? "16 B" : "1 MiB");
+            fail();
+        }
+    }
+    /* a failing start */
+    bucket_record bad = {.scale = 1.0f, .fail_bucket = 1};
+    clrun_train *t = trainer_bucketed(ctx, g, 0.01, &bad, 16);
+    float before[D * H], after[D * H], x[N * D], target[N * O];
+    assert_int_equal(clrun_train_read_param(t, 0, before, sizeof before), CLRUN_OK);
+    batch(5, x, target);
+    const void *feeds[2] = {x, target};
+    assert_int_equal(clrun_train_step(t, feeds, 2, NULL), CLRUN_ERROR_IO);
+    if (strstr(clrun_last_error(ctx), "step 1") == NULL ||
+        strstr(clrun_last_error(ctx), "bucket 1 refused") == NULL) {
+        fprintf(stderr, "a failing bucket: '%s'\n", clrun_last_error(ctx));
+        fail();
+    }
+    assert_int_equal(clrun_train_read_param(t, 0, after, sizeof after), CLRUN_OK);
+    assert_memory_equal(before, after, sizeof before);
+    bad.fail_bucket = -1;
+    clrun_train_step_result res;
+    assert_int_equal(clrun_train_step(t, feeds, 2, &res), CLRUN_OK);
+    assert_int_equal(res.step, 1);
+    assert_int_equal(clrun_train_read_param(t, 0, after, sizeof after), CLRUN_OK);
+    assert_memory_not_equal(before, after, sizeof before);
+    clrun_train_destroy(t);
+    /* half the hooks */
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    o.bucket_start = bucket_start;
+    clrun_train *none = NULL;
+    assert_int_equal(clrun_train_create(ctx, g, &o, &none), CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_null(none);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* A step split into its parts (split_update, no hook): clrun_train_gradients twice on a batch
  * gives the same gradients and leaves the parameters; their mean (exactly either) applied with
  * clrun_train_apply is the fused step, bit for bit, under Adam for 8 steps. A trainer without
@@ -1130,6 +1284,7 @@ int main(void)
         cmocka_unit_test(state_is_updated_in_place),
         cmocka_unit_test(every_allocator_gives_the_same_bits),
         cmocka_unit_test(a_reduce_hook_replaces_the_gradients),
+        cmocka_unit_test(buckets_reduce_as_the_backward_pass_goes),
         cmocka_unit_test(the_parts_of_a_split_step_are_the_step),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),

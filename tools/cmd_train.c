@@ -62,6 +62,7 @@ typedef struct train_args {
     bool plan;              /* --plan: the step's decisions, no training */
     bool json;
     double mpi_timeout;     /* --mpi-timeout, CLRUN_MPI_TIMEOUT: seconds a collective may wait */
+    uint64_t bucket;        /* --bucket: bytes per all-reduce bucket (0: one after backward) */
     int ranks;              /* processes training together (mpirun -np), 1 alone */
     int64_t global_batch;   /* rows per step over every rank (batch alone) */
     bool deterministic;     /* --deterministic: chunks of chunk_rows, summed in a fixed order */
@@ -78,7 +79,7 @@ static void help(void)
            "                   [--eps EPS] [--params A,B,...] [--test-data X.npy --test-labels Y.npy]\n"
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
            "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--plan] [--trace OUT.json] [--json]\n"
-           "                   [--dim NAME=V] [--shape INPUT=AxB] [--mpi-timeout S]\n"
+           "                   [--dim NAME=V] [--shape INPUT=AxB] [--mpi-timeout S] [--bucket SIZE]\n"
            "                   [--deterministic [--chunk ROWS]]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
@@ -123,6 +124,11 @@ static void help(void)
            "                       CLRUN_MPI_TIMEOUT, else 60). Each rank trains on its share of\n"
            "                       every batch of --batch rows (the global batch; without it,\n"
            "                       the model's batch per rank) and only rank 0 reports and saves\n"
+           "  --bucket SIZE        under mpirun: the gradients all-reduced in buckets of SIZE\n"
+           "                       bytes at least (K, M suffixes; default 1M), each started as\n"
+           "                       soon as the backward pass has completed it, while the rest\n"
+           "                       of the pass runs; 0: one all-reduce after the pass. The same\n"
+           "                       sums either way\n"
            "  --deterministic      bit-for-bit the same parameters whatever the number of ranks\n"
            "                       (mpirun -np N, or one process): every batch of --batch rows\n"
            "                       (needed) is cut into chunks of --chunk ROWS (default 1; it\n"
@@ -177,6 +183,7 @@ static int parse_args(int argc, char **argv, train_args *a)
     a->shuffle_seed = 1;
     a->loss = CLRUN_LOSS_XENT;
     a->mpi_timeout = 60;
+    a->bucket = (uint64_t)1 << 20;
     const char *env_timeout = getenv("CLRUN_MPI_TIMEOUT");
     if (env_timeout && (!parse_double(env_timeout, &a->mpi_timeout) || !(a->mpi_timeout > 0)))
         return clrun_cli_usage_error("train", "CLRUN_MPI_TIMEOUT takes seconds > 0, not '%s'",
@@ -265,6 +272,12 @@ static int parse_args(int argc, char **argv, train_args *a)
             if (!parse_double(argv[++i], &a->mpi_timeout) || !(a->mpi_timeout > 0))
                 return clrun_cli_usage_error("train", "--mpi-timeout takes seconds > 0, not '%s'",
                                              argv[i]);
+        } else if (strcmp(arg, "--bucket") == 0 && v) {
+            if (strcmp(argv[++i], "0") == 0)
+                a->bucket = 0;
+            else if (!clrun_parse_size(argv[i], &a->bucket) || a->bucket == 0)
+                return clrun_cli_usage_error("train", "--bucket takes a size in bytes (K, M "
+                                             "suffixes) or 0, not '%s'", argv[i]);
         } else if (strcmp(arg, "--betas") == 0 && v) {
             char *end;
             b1 = strtod(argv[++i], &end);
@@ -552,6 +565,42 @@ static int evaluate(clrun_train *t, const dataset *ds, int64_t batch, void **buf
     return 0;
 }
 
+/* The last step's bucketed all-reduce, measured from its profile (--trace): the share of the
+ * time some bucket's all-reduce was in flight during which a kernel of the step ran; -1
+ * without profile or buckets. Both sets of spans are merged into disjoint runs first. */
+static double reduce_overlap(clrun_train *t)
+{
+    const clrun_train_bucket *b;
+    const clrun_exec_span *k;
+    int32_t nb = clrun_train_buckets(t, &b), nk = clrun_exec_profile(clrun_train_step_exec(t), &k);
+    if (nb == 0 || nk == 0 || b[nb - 1].end_ns == 0)
+        return -1;
+    uint64_t reduce = 0, both = 0, lo = b[0].start_ns, hi = b[0].end_ns;
+    hi = hi > lo ? hi : lo;
+    for (int32_t i = 1; i <= nb; i++) { /* started in order: each run of the union in turn */
+        if (i < nb && b[i].start_ns <= hi) {
+            hi = b[i].end_ns > hi ? b[i].end_ns : hi;
+            continue;
+        }
+        reduce += hi - lo;
+        /* kernels ran one at a time (an in-order queue): their time within [lo, hi) */
+        uint64_t last = lo;
+        for (int32_t j = 0; j < nk; j++) {
+            uint64_t s = k[j].start_ns > last ? k[j].start_ns : last;
+            uint64_t e = k[j].end_ns < hi ? k[j].end_ns : hi;
+            if (e > s) {
+                both += e - s;
+                last = e;
+            }
+        }
+        if (i < nb) {
+            lo = b[i].start_ns;
+            hi = b[i].end_ns > lo ? b[i].end_ns : lo;
+        }
+    }
+    return reduce ? (double)both / (double)reduce : -1;
+}
+
 static json_object *report(const train_args *a, clrun_train *t, const epoch_figures *f,
                            uint64_t steps, const clrun_cli_dist *dist)
 {
@@ -579,6 +628,12 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
         json_object_object_add(o, "reduce_ms_per_step",
                                json_object_new_double(1e3 * dist->reduce_s / (double)dist->reduces));
         json_object_object_add(o, "reduce_ms_last", json_object_new_double(1e3 * dist->last_reduce_s));
+        json_object_object_add(o, "reduce_bytes_per_step", json_object_new_int64(
+            (int64_t)(sizeof(float) * clrun_train_gradient_count(t))));
+        json_object_object_add(o, "buckets", json_object_new_int(clrun_train_buckets(t, NULL)));
+        double overlap = reduce_overlap(t);
+        if (overlap >= 0) /* with --trace: the last step's, from its profile */
+            json_object_object_add(o, "reduce_overlap", json_object_new_double(overlap));
     }
     json_object_object_add(o, "epochs", json_object_new_int(a->epochs));
     json_object_object_add(o, "steps", json_object_new_int64((int64_t)steps));
@@ -979,6 +1034,11 @@ int clrun_cli_train(int argc, char **argv)
     }
     if (a.deterministic) {
         topt.split_update = true; /* each chunk's gradients apart, then one update */
+    } else if (dist.size > 1 && a.bucket) {
+        topt.bucket_start = clrun_cli_dist_bucket_start;
+        topt.bucket_test = clrun_cli_dist_bucket_test;
+        topt.bucket_bytes = a.bucket;
+        topt.reduce_user = &dist;
     } else if (dist.size > 1) {
         topt.reduce = clrun_cli_dist_reduce;
         topt.reduce_user = &dist;
@@ -1156,8 +1216,28 @@ int clrun_cli_train(int argc, char **argv)
         const char *host = dist.reduces == 0 ? NULL : a.deterministic
                                ? "gradient sum (gather to rank 0, broadcast)"
                                : "gradient all-reduce";
-        rc = clrun_run_write_trace_host(a.trace_file, "train", a.trace, clrun_train_step_exec(t),
-                                        clrun_train_step_graph(t), ctx, host, dist.last_reduce_s);
+        /* bucketed: each bucket's all-reduce where it ran, beside the backward pass */
+        const clrun_train_bucket *b;
+        int32_t nb = dist.reduces == 0 ? 0 : clrun_train_buckets(t, &b);
+        clrun_run_host_span *spans = nb ? calloc((size_t)nb, sizeof *spans) : NULL;
+        char (*names)[64] = nb ? calloc((size_t)nb, sizeof *names) : NULL;
+        for (int32_t i = 0; spans && names && i < nb; i++) {
+            snprintf(names[i], sizeof names[i], "gradient all-reduce, bucket %d (%llu floats)",
+                     (int)i, (unsigned long long)b[i].count);
+            uint64_t end = b[i].end_ns > b[i].start_ns ? b[i].end_ns : b[i].start_ns;
+            spans[i] = (clrun_run_host_span){names[i], b[i].start_ns / 1e3,
+                                             (double)(end - b[i].start_ns) / 1e3};
+        }
+        if (spans && names && b[nb - 1].end_ns > 0)
+            rc = clrun_run_write_trace_spans(a.trace_file, "train", a.trace,
+                                             clrun_train_step_exec(t), clrun_train_step_graph(t),
+                                             ctx, spans, nb);
+        else
+            rc = clrun_run_write_trace_host(a.trace_file, "train", a.trace,
+                                            clrun_train_step_exec(t), clrun_train_step_graph(t),
+                                            ctx, host, dist.last_reduce_s);
+        free(spans);
+        free(names);
         a.trace_file = NULL;
         if (rc != 0)
             goto done;

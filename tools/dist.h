@@ -22,6 +22,7 @@ typedef struct clrun_cli_dist {
     uint64_t reduces;   /* gradient reductions done (all-reduces, or --deterministic's sums) */
     double reduce_s;    /* their wall time in all, from the call to the reduced gradients */
     double last_reduce_s; /* the last one's */
+    double bucket_start;  /* a bucketed reduction: when this step's first bucket started */
 } clrun_cli_dist;
 
 /* Whether this build runs under mpirun (configure found MPI). */
@@ -38,6 +39,17 @@ int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s);
  * and aborts the job (MPI_Abort: a hung peer cannot be waited out), or waits on when all do. */
 clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
                                    char *err, size_t errlen);
+
+/* The bucketed reduction's hooks (clrun_train_options.bucket_start, bucket_test; user: the
+ * clrun_cli_dist): each bucket as clrun_cli_dist_reduce reduces the gradients, element for
+ * element the same arithmetic, started (MPI_Iallreduce) as soon as it is in host memory and
+ * polled until done, each under the timeout. Without MPI (or alone), nothing to do. Their
+ * span, from the first bucket's start to the last one done, is the step's reduce time. */
+clrun_status clrun_cli_dist_bucket_start(void *user, uint64_t step, int32_t bucket,
+                                         float *gradients, uint64_t count, char *err,
+                                         size_t errlen);
+clrun_status clrun_cli_dist_bucket_test(void *user, uint64_t step, int32_t bucket, bool *done,
+                                        char *err, size_t errlen);
 
 /* values summed over the ranks in place, under the same timeout (what: for its message). */
 void clrun_cli_dist_sum(clrun_cli_dist *d, double *values, int count, const char *what);

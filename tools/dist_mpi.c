@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <mpi.h>
 
@@ -35,6 +38,9 @@ int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s)
         return 1;
     }
     d->started = true;
+#ifdef PR_SET_TIMERSLACK
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* the polls' short sleeps: 1 us late, not Linux's 50 */
+#endif
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm, &d->rank);
@@ -107,41 +113,59 @@ static int unanswered(clrun_cli_dist *d, char *missing, size_t size)
     return count;
 }
 
+/* A collective that failed (rc): the job ends with the reason. */
+static void failed(clrun_cli_dist *d, int rc, const char *what)
+{
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    fprintf(stderr, "clrun train: rank %d: %s failed: %s; aborting the job\n", d->rank, what,
+            text);
+    fflush(stderr);
+    MPI_Abort(comm, 1);
+}
+
+/* One look at req, a collective waited for since *start: whether it is complete. Meanwhile
+ * the other ranks' probes are answered; when the timeout has passed, the others are probed:
+ * when one does not answer the job ends with the reason, when all do they are alive (a slow
+ * one polls once it arrives) and the wait starts over. */
+static bool poll_request(clrun_cli_dist *d, MPI_Request *req, double *start, const char *what)
+{
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        failed(d, rc, what);
+    if (done)
+        return true;
+    answer_probes();
+    if (MPI_Wtime() - *start > d->timeout_s) {
+        char missing[512];
+        if (unanswered(d, missing, sizeof missing) == 0) {
+            *start = MPI_Wtime();
+            return false;
+        }
+        fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
+                "(--mpi-timeout): rank%s %s did not answer (dead or hung); aborting the job\n",
+                d->rank, what, d->timeout_s, strchr(missing, ',') ? "s" : "", missing);
+        fflush(stderr);
+        MPI_Abort(comm, 3);
+    }
+    return false;
+}
+
 /* Waits for req, the collective that the call giving rc started, or ends the job with the
- * reason. When the timeout passes and every rank answers a probe, they are alive (a slow one
- * polls once it arrives): the wait starts over. */
+ * reason (poll_request). Between looks the thread sleeps from 1 us, doubling to 50 us: short
+ * waits end within microseconds, long ones leave the cores to the device's threads. */
 static void wait_for(clrun_cli_dist *d, MPI_Request *req, int rc, const char *what)
 {
+    if (rc != MPI_SUCCESS)
+        failed(d, rc, what);
     double start = MPI_Wtime();
-    int done = 0;
-    while (rc == MPI_SUCCESS && !done) {
-        rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS || done)
-            break;
-        answer_probes();
-        if (MPI_Wtime() - start > d->timeout_s) {
-            char missing[512];
-            if (unanswered(d, missing, sizeof missing) == 0) {
-                start = MPI_Wtime();
-                continue;
-            }
-            fprintf(stderr, "clrun train: rank %d: %s did not complete within %g s "
-                    "(--mpi-timeout): rank%s %s did not answer (dead or hung); aborting the job\n",
-                    d->rank, what, d->timeout_s, strchr(missing, ',') ? "s" : "", missing);
-            fflush(stderr);
-            MPI_Abort(comm, 3);
-        }
-        struct timespec ts = {0, 200000}; /* 0.2 ms */
+    long pause_ns = 1000;
+    while (!poll_request(d, req, &start, what)) {
+        struct timespec ts = {0, pause_ns};
         nanosleep(&ts, NULL);
-    }
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING] = "";
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        fprintf(stderr, "clrun train: rank %d: %s failed: %s; aborting the job\n", d->rank, what,
-                text);
-        fflush(stderr);
-        MPI_Abort(comm, 1);
+        pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
     }
 }
 
@@ -173,6 +197,81 @@ clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, 
     d->last_reduce_s = MPI_Wtime() - start;
     d->reduce_s += d->last_reduce_s;
     d->reduces++;
+    return CLRUN_OK;
+}
+
+/* The bucketed reduction's collectives in flight: per bucket, its request and since when it
+ * is waited for. */
+static MPI_Request *bucket_req;
+static double *bucket_since;
+static int bucket_cap;
+
+clrun_status clrun_cli_dist_bucket_start(void *user, uint64_t step, int32_t bucket,
+                                         float *gradients, uint64_t count, char *err,
+                                         size_t errlen)
+{
+    clrun_cli_dist *d = user;
+    if (bucket >= bucket_cap) {
+        int cap = bucket + 16;
+        MPI_Request *req = realloc(bucket_req, sizeof *req * (size_t)cap);
+        if (req)
+            bucket_req = req;
+        double *since = req ? realloc(bucket_since, sizeof *since * (size_t)cap) : NULL;
+        if (since == NULL) {
+            snprintf(err, errlen, "out of host memory for %d buckets", (int)bucket + 1);
+            return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        bucket_since = since;
+        bucket_cap = cap;
+    }
+    if (count > (uint64_t)INT32_MAX) { /* one collective: an int count of floats */
+        snprintf(err, errlen, "%llu gradient values in bucket %d: more than one all-reduce takes",
+                 (unsigned long long)count, (int)bucket);
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    }
+    double now = MPI_Wtime();
+    if (bucket == 0) {
+        d->bucket_start = now;
+        d->last_reduce_s = 0;
+        d->reduces++;
+    }
+    bucket_since[bucket] = now;
+    bucket_req[bucket] = MPI_REQUEST_NULL;
+    if (d->size <= 1)
+        return CLRUN_OK;
+    for (uint64_t i = 0; i < count; i++) /* as clrun_cli_dist_reduce: the same sums */
+        gradients[i] = (float)((double)gradients[i] * d->weight);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, gradients, (int)count, MPI_FLOAT, MPI_SUM, comm,
+                            &bucket_req[bucket]);
+    if (rc != MPI_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "the gradient all-reduce of step %llu, bucket %d",
+                 (unsigned long long)step, (int)bucket);
+        failed(d, rc, what);
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun_cli_dist_bucket_test(void *user, uint64_t step, int32_t bucket, bool *done,
+                                        char *err, size_t errlen)
+{
+    clrun_cli_dist *d = user;
+    (void)err;
+    (void)errlen;
+    *done = true;
+    if (d->size > 1 && bucket_req[bucket] != MPI_REQUEST_NULL) {
+        char what[96];
+        snprintf(what, sizeof what, "the gradient all-reduce of step %llu, bucket %d",
+                 (unsigned long long)step, (int)bucket);
+        *done = poll_request(d, &bucket_req[bucket], &bucket_since[bucket], what);
+    }
+    if (*done) { /* the reduction's span so far: from the first bucket's start */
+        double span = MPI_Wtime() - d->bucket_start;
+        if (span > d->last_reduce_s) {
+            d->reduce_s += span - d->last_reduce_s;
+            d->last_reduce_s = span;
+        }
+    }
     return CLRUN_OK;
 }
 
@@ -285,6 +384,11 @@ void clrun_cli_dist_abort(clrun_cli_dist *d, int code)
 
 void clrun_cli_dist_finish(clrun_cli_dist *d)
 {
+    free(bucket_req);
+    free(bucket_since);
+    bucket_req = NULL;
+    bucket_since = NULL;
+    bucket_cap = 0;
     if (!d->started)
         return;
     MPI_Comm_free(&comm);

@@ -29,6 +29,22 @@ clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, 
     return CLRUN_OK;
 }
 
+clrun_status clrun_cli_dist_bucket_start(void *user, uint64_t step, int32_t bucket,
+                                         float *gradients, uint64_t count, char *err,
+                                         size_t errlen)
+{
+    (void)user, (void)step, (void)bucket, (void)gradients, (void)count, (void)err, (void)errlen;
+    return CLRUN_OK;
+}
+
+clrun_status clrun_cli_dist_bucket_test(void *user, uint64_t step, int32_t bucket, bool *done,
+                                        char *err, size_t errlen)
+{
+    (void)user, (void)step, (void)bucket, (void)err, (void)errlen;
+    *done = true;
+    return CLRUN_OK;
+}
+
 const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, int64_t chunks,
                                      const char *what, char *err, size_t errlen)
 {

@@ -85,6 +85,19 @@ int clrun_run_write_trace_host(FILE *out, const char *command, const char *path,
                                const clrun_exec *exec, const clrun_graph *graph,
                                const clrun_context *ctx, const char *host, double host_s);
 
+/* A span of host work placed on the trace's timeline (microseconds from the first kernel's
+ * start), of category "collective", on the track "host". */
+typedef struct clrun_run_host_span {
+    const char *name;
+    double start_us, dur_us;
+} clrun_run_host_span;
+
+/* clrun_run_write_trace with `count` host spans (clrun_run_write_trace_host places one). */
+int clrun_run_write_trace_spans(FILE *out, const char *command, const char *path,
+                                const clrun_exec *exec, const clrun_graph *graph,
+                                const clrun_context *ctx, const clrun_run_host_span *spans,
+                                int32_t count);
+
 /* --devices: "0,1,1" into devices (at most max); the count, or -1 for a malformed list. */
 int clrun_run_parse_devices(const char *text, unsigned *devices, int max);
 

@@ -83,6 +83,19 @@ int clrun_run_write_trace_host(FILE *out, const char *command, const char *path,
 {
     const clrun_exec_span *spans;
     int32_t n = clrun_exec_profile(exec, &spans);
+    clrun_run_host_span span = {host, n > 0 ? (double)spans[n - 1].end_ns / 1e3 : 0.0,
+                                host_s * 1e6};
+    return clrun_run_write_trace_spans(out, command, path, exec, graph, ctx, &span,
+                                       host ? 1 : 0);
+}
+
+int clrun_run_write_trace_spans(FILE *out, const char *command, const char *path,
+                                const clrun_exec *exec, const clrun_graph *graph,
+                                const clrun_context *ctx, const clrun_run_host_span *host,
+                                int32_t host_count)
+{
+    const clrun_exec_span *spans;
+    int32_t n = clrun_exec_profile(exec, &spans);
     json_object *events = json_object_new_array();
     char process[512], thread[512];
     snprintf(process, sizeof process, "clrun %s %s", command,
@@ -95,17 +108,18 @@ int clrun_run_write_trace_host(FILE *out, const char *command, const char *path,
         json_object_array_add(events, counter(spans[i].start_ns, spans[i].bytes_in_use));
         json_object_array_add(events, counter(spans[i].end_ns, spans[i].bytes_after));
     }
-    if (host) {
+    if (host_count > 0) {
         json_object *name = metadata("thread_name", "host");
         json_object_object_add(name, "tid", json_object_new_int(2));
         json_object_array_add(events, name);
+    }
+    for (int32_t i = 0; i < host_count; i++) {
         json_object *event = json_object_new_object();
-        json_object_object_add(event, "name", json_object_new_string(host));
+        json_object_object_add(event, "name", json_object_new_string(host[i].name));
         json_object_object_add(event, "cat", json_object_new_string("collective"));
         json_object_object_add(event, "ph", json_object_new_string("X"));
-        json_object_object_add(event, "ts", json_object_new_double(
-            n > 0 ? (double)spans[n - 1].end_ns / 1e3 : 0.0));
-        json_object_object_add(event, "dur", json_object_new_double(host_s * 1e6));
+        json_object_object_add(event, "ts", json_object_new_double(host[i].start_us));
+        json_object_object_add(event, "dur", json_object_new_double(host[i].dur_us));
         json_object_object_add(event, "pid", json_object_new_int(1));
         json_object_object_add(event, "tid", json_object_new_int(2));
         json_object_array_add(events, event);

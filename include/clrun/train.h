@@ -39,6 +39,21 @@ extern "C" {
 typedef clrun_status (*clrun_train_reduce_fn)(void *user, uint64_t step, float *gradients,
                                               uint64_t count, char *err, size_t errlen);
 
+/* A bucketed reduction (clrun_train_options.bucket_start and bucket_test): the gradients in
+ * buckets of about bucket_bytes, in the order the backward pass completes them. bucket_start
+ * is called, on the thread of clrun_train_step and bucket after bucket in the same order on
+ * every process, as soon as a bucket's gradients are in host memory, while the rest of the
+ * backward pass runs on the device; it starts the reduction of those `count` floats in place
+ * (a non-blocking all-reduce, say) and returns. bucket_test says whether a started bucket's
+ * reduction is complete (*done), without waiting long: it is polled while the device runs and
+ * after, until every bucket is done; then the optimizer's updates run with the reduced
+ * gradients. Either failing fails the step as `reduce` does (the text it wrote to err). */
+typedef clrun_status (*clrun_train_bucket_start_fn)(void *user, uint64_t step, int32_t bucket,
+                                                    float *gradients, uint64_t count, char *err,
+                                                    size_t errlen);
+typedef clrun_status (*clrun_train_bucket_test_fn)(void *user, uint64_t step, int32_t bucket,
+                                                   bool *done, char *err, size_t errlen);
+
 typedef struct clrun_train_options {
     clrun_train_graph_options graph; /* loss, parameters, optimizer */
     clrun_exec_options exec;         /* how the step runs (mode, fusion, profiling) */
@@ -59,6 +74,13 @@ typedef struct clrun_train_options {
      * accumulation over several batches, a reduction of the caller's own). clrun_train_step
      * runs both parts (and the hook, when there is one). */
     bool split_update;
+    /* Both set (with reduce_user their first argument): the step split as with `reduce`, and
+     * each step's gradients reduced in buckets that overlap the backward pass instead of in
+     * one call after it (reduce is then not called). The same gradients reach the updates as
+     * with a `reduce` that does per element what the buckets' reductions do. */
+    clrun_train_bucket_start_fn bucket_start;
+    clrun_train_bucket_test_fn bucket_test;
+    uint64_t bucket_bytes;           /* a bucket's bytes at least (the last's less); 0: 1 MiB */
 } clrun_train_options;
 
 /* clrun_train_graph_options_init and clrun_exec_options_init; no reduce hook. */
@@ -195,6 +217,25 @@ clrun_status clrun_train_stats_get(const clrun_train *train, clrun_train_stats *
 /* The names of donated state tensors that no output of the step could take in place (0 when
  * donation works as it should; clrun_exec_unused_donations of the step's executor). */
 int32_t clrun_train_unused_donations(const clrun_train *train, const char *const **names);
+
+/* One bucket of a bucketed reduction in the last step. Its times are on the step executor's
+ * profile timeline (clrun_exec_profile: ns from its first node's start; with exec.profile,
+ * else 0): the host's clock placed on the device's by the earliest that the host saw a
+ * bucket's gradients read after the device finished reading them (the placement errs by at
+ * most the polling interval, early). */
+typedef struct clrun_train_bucket {
+    uint64_t first;     /* its first float in the bucket order, and its floats */
+    uint64_t count;
+    int32_t params;     /* parameters in it */
+    int32_t step;       /* the schedule step that completes its last gradient */
+    uint64_t ready_ns;  /* its gradients in host memory (device clock: the reads' end) */
+    uint64_t start_ns;  /* bucket_start called */
+    uint64_t end_ns;    /* bucket_test first said done */
+} clrun_train_bucket;
+
+/* The buckets of a bucketed reduction (their figures of the last step); 0 without one.
+ * *buckets stays valid until the next step or clrun_train_destroy. */
+int32_t clrun_train_buckets(const clrun_train *train, const clrun_train_bucket **buckets);
 
 /* The step graph (for writing it out, or planning it); valid as long as the trainer. */
 const clrun_graph *clrun_train_step_graph(const clrun_train *train);

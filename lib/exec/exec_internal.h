@@ -79,6 +79,7 @@ struct clrun_exec {
     clrun_exec_span *spans;        /* per step, with profiling */
     cl_event *step_events;         /* per step, with profiling */
     int32_t span_count;
+    uint64_t profile_origin;       /* the device clock of the last profile's first start */
     signed char *guard_values;     /* per tensor, in this run: a guard read back (0 or 1), or -1
                                       not yet; NULL when no node is guarded */
     clrun_exec_stats stats;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "exec/exec_watch.h"
 
 /* ---- running -------------------------------------------------------------------------------- */
 
@@ -282,6 +283,7 @@ static void collect_profile(clrun_exec *e)
         e->spans[step].end_ns = e->spans[step].end_ns >= origin ? e->spans[step].end_ns - origin : 0;
     }
     e->span_count = e->schedule.steps;
+    e->profile_origin = origin;
 }
 
 /* After a failed run: give everything of this run back (donated inputs included: they were
@@ -351,7 +353,8 @@ static void record_stats(clrun_exec *e, const clrun_memory_stats *before, uint64
     }
 }
 
-static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count);
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count,
+                               const clrun__exec_watch *w);
 
 /* Once the run's commands are complete: what the nodes' kernels found wrong in their inputs (an
  * index outside its axis). Every node is asked, so that each forgets what it found; in reverse
@@ -377,12 +380,87 @@ clrun_status clrun_exec_run(clrun_exec *e, const clrun_buffer *inputs, int32_t i
     if (e == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_exec_run: NULL executor");
     pthread_mutex_lock(&e->lock);
-    clrun_status status = run_locked(e, inputs, input_count);
+    clrun_status status = run_locked(e, inputs, input_count, NULL);
     pthread_mutex_unlock(&e->lock);
     return status;
 }
 
-static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count)
+/* ---- watched runs (exec_watch.h) ------------------------------------------------------------ */
+
+int32_t clrun__exec_output_step(const clrun_exec *e, int32_t i)
+{
+    if (e == NULL || i < 0 || i >= e->graph->output_count)
+        return -1;
+    int32_t b = e->schedule.buffer_of[e->graph->outputs[i]], last = -1;
+    int32_t written[16 + CLRUN__SCRATCH_MAX];
+    for (int32_t step = 0; step < e->schedule.steps; step++) {
+        const clrun__node *node = &e->graph->nodes[e->schedule.order[step]];
+        if (node->output_count > 16)
+            continue; /* refused by the run */
+        int n = written_buffers(e, step, node, written);
+        for (int w = 0; w < n; w++)
+            if (written[w] == b)
+                last = step;
+    }
+    return last;
+}
+
+uint64_t clrun__exec_profile_origin(const clrun_exec *e)
+{
+    return e && e->span_count ? e->profile_origin : 0;
+}
+
+clrun_status clrun__exec_run_watched(clrun_exec *e, const clrun_buffer *inputs,
+                                     int32_t input_count, const clrun__exec_watch *w)
+{
+    if (e == NULL || w == NULL || (w->count > 0 && (w->outputs == NULL || w->host == NULL)))
+        return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "clrun__exec_run_watched: NULL argument");
+    for (int32_t k = 0; k < w->count; k++)
+        if (w->outputs[k] < 0 || w->outputs[k] >= e->graph->output_count)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "output %d does not exist "
+                               "(graph has %d)", (int)w->outputs[k], (int)e->graph->output_count);
+    pthread_mutex_lock(&e->lock);
+    clrun_status status = run_locked(e, inputs, input_count, w);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+/* The watched outputs that step `step` completes (-1: those no step writes), read to host
+ * memory behind it: events[k] gets each read's event. */
+static clrun_status read_watched(clrun_exec *e, const clrun__exec_watch *w, const int32_t *steps,
+                                 int32_t step, cl_event *events)
+{
+    for (int32_t k = 0; k < w->count; k++) {
+        if (steps[k] != step)
+            continue;
+        int32_t t = e->graph->outputs[w->outputs[k]];
+        const buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
+        cl_mem mem = clrun__exec_tensor_mem(e, t);
+        if (mem == NULL)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "output '%s' has no memory "
+                               "after its last writer", clrun__exec_tensor_name(e, t));
+        /* in order: behind everything enqueued; out of order: behind the buffer's users */
+        bool ooo = e->ctx->out_of_order && s->event_count > 0;
+        cl_int error = clrun__cl.EnqueueReadBuffer(
+            e->ctx->queue, mem, CL_FALSE, 0, (size_t)clrun_tensor_bytes(&e->graph->tensors[t].type),
+            w->host[k], ooo ? (cl_uint)s->event_count : 0, ooo ? s->events : NULL, &events[k]);
+        if (error != CL_SUCCESS)
+            return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "output '%s' during the "
+                                  "run", clrun__exec_tensor_name(e, t));
+    }
+    if (e->ctx->out_of_order || step == e->schedule.steps - 1)
+        return CLRUN_OK;
+    for (int32_t k = 0; k < w->count; k++)
+        if (steps[k] == step) { /* what is enqueued so far starts now */
+            clrun__cl.Flush(e->ctx->queue);
+            break;
+        }
+    return CLRUN_OK;
+}
+
+static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_t input_count,
+                               const clrun__exec_watch *w)
 {
     clrun_status status = check_inputs(e, inputs, input_count);
     if (status != CLRUN_OK)
@@ -402,8 +480,39 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
     if (e->options.mode == CLRUN_EXEC_PLANNED)
         held += e->arena_bytes;
     peak = held;
-    for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++)
+    int32_t watched = w ? w->count : 0;
+    int32_t *steps = watched ? malloc(sizeof *steps * (size_t)watched) : NULL;
+    cl_event *events = watched ? calloc((size_t)watched, sizeof *events) : NULL;
+    if (watched && (steps == NULL || events == NULL) && status == CLRUN_OK)
+        status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (int32_t k = 0; k < watched && status == CLRUN_OK; k++)
+        steps[k] = clrun__exec_output_step(e, w->outputs[k]);
+    if (watched && status == CLRUN_OK)
+        status = read_watched(e, w, steps, -1, events);
+    for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++) {
         status = run_step(e, step, &held, &peak);
+        if (watched && status == CLRUN_OK)
+            status = read_watched(e, w, steps, step, events);
+        if (status == CLRUN_OK && w && w->wait)
+            status = w->wait(w->user, events, false);
+    }
+    if (status == CLRUN_OK && w && w->wait) {
+        clrun__cl.Flush(e->ctx->queue);
+        status = w->wait(w->user, events, true);
+    }
+    if (watched && status == CLRUN_OK) { /* the reads are the caller's now */
+        cl_int error = clrun__cl.WaitForEvents((cl_uint)watched, events);
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clWaitForEvents", "reading outputs of graph "
+                                    "'%s' during its run", e->graph->name);
+    }
+    if (status != CLRUN_OK && events)
+        clFinish(e->ctx->queue); /* no read may land after the run is given up */
+    for (int32_t k = 0; k < watched; k++)
+        if (events[k])
+            clrun__cl.ReleaseEvent(events[k]);
+    free(steps);
+    free(events);
     if (status == CLRUN_OK) {
         cl_int error = clrun__cl.Finish(e->ctx->queue);
         if (error != CL_SUCCESS)

@@ -2,7 +2,7 @@
 # (pooled, naive and planned modes). Depends on everything below it.
 libclrun_internal_la_SOURCES += \
 	lib/exec/schedule.c lib/exec/schedule.h \
-	lib/exec/exec.c lib/exec/exec_internal.h lib/exec/exec_share.h \
+	lib/exec/exec.c lib/exec/exec_internal.h lib/exec/exec_share.h lib/exec/exec_watch.h \
 	lib/exec/exec_budget.c \
 	lib/exec/exec_offload.c \
 	lib/exec/exec_constants.c \

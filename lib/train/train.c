@@ -1,17 +1,21 @@
 /* The trainer: the step graph's executor and the train state between steps. The state is a set
  * of pool blocks that each step donates and takes back (clrun_exec_take_output hands the
  * executor's block itself in pooled mode), so that the state never exists twice. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <clrun/train.h>
 
 #include "core/error.h"
+#include "device/cl.h"
 #include "device/context.h"
 #include "graph/graph.h"
 #include "exec/exec_share.h"
+#include "exec/exec_watch.h"
 #include "memory/pool.h"
 #include "train/train_internal.h"
 
@@ -23,6 +27,9 @@ void clrun_train_options_init(clrun_train_options *options)
     options->reduce = NULL;
     options->reduce_user = NULL;
     options->split_update = false;
+    options->bucket_start = NULL;
+    options->bucket_test = NULL;
+    options->bucket_bytes = 0;
 }
 
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i)
@@ -41,6 +48,15 @@ void clrun_train_destroy(clrun_train *t)
     free(t->apply_slots);
     free(t->grads);
     free(t->grad_at);
+    free(t->buckets);
+    free(t->first_param);
+    free(t->order_outputs);
+    free(t->order_host);
+    free(t->stage);
+    free(t->stage_at);
+    free(t->ov_done);
+    free(t->ov_start);
+    free(t->ov_end);
     clrun__train_free_slots(t);
     free(t->feeds);
     free(t->params);
@@ -200,6 +216,70 @@ static clrun_status prepare_apply(clrun_train *t)
     return clrun__exec_create_beside(t->ctx, t->tg.apply, &o, NULL, &t->apply);
 }
 
+/* A bucketed reduction: the parameters in the order the step completes their gradients (then
+ * in parameter order), their gradients laid out so in stage, and cut into buckets of at least
+ * bucket_bytes. */
+static clrun_status prepare_buckets(clrun_train *t)
+{
+    int32_t n = t->tg.param_count;
+    uint64_t cap = t->options.bucket_bytes ? t->options.bucket_bytes : (uint64_t)1 << 20;
+    int32_t *steps = calloc((size_t)(n ? n : 1), sizeof *steps);
+    int32_t *order = calloc((size_t)(n ? n : 1), sizeof *order);
+    t->buckets = calloc((size_t)(n ? n : 1), sizeof *t->buckets);
+    t->first_param = calloc((size_t)n + 1, sizeof *t->first_param);
+    t->order_outputs = calloc((size_t)(n ? n : 1), sizeof *t->order_outputs);
+    t->order_host = calloc((size_t)(n ? n : 1), sizeof *t->order_host);
+    t->stage = malloc(sizeof *t->stage * (size_t)(t->grad_count ? t->grad_count : 1));
+    t->stage_at = calloc((size_t)t->tg.slot_count, sizeof *t->stage_at);
+    t->ov_done = calloc((size_t)n + 1, sizeof *t->ov_done);
+    t->ov_start = calloc((size_t)n + 1, sizeof *t->ov_start);
+    t->ov_end = calloc((size_t)n + 1, sizeof *t->ov_end);
+    if (!steps || !order || !t->buckets || !t->first_param || !t->order_outputs ||
+        !t->order_host || !t->stage || !t->stage_at || !t->ov_done || !t->ov_start ||
+        !t->ov_end) {
+        free(steps);
+        free(order);
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    }
+    for (int32_t i = 0; i < n; i++) { /* insertion by (step, index): few parameters */
+        int32_t step = clrun__exec_output_step(t->exec, t->tg.slots[t->params[i]].grad_output);
+        int32_t k = i;
+        while (k > 0 && steps[k - 1] > step) {
+            steps[k] = steps[k - 1];
+            order[k] = order[k - 1];
+            k--;
+        }
+        steps[k] = step;
+        order[k] = i;
+    }
+    uint64_t at = 0;
+    int32_t b = 0;
+    for (int32_t k = 0; k < n; k++) {
+        const clrun__train_slot *slot = &t->tg.slots[t->params[order[k]]];
+        uint64_t count = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
+        clrun_train_bucket *bucket = &t->buckets[b];
+        if (bucket->params == 0) {
+            bucket->first = at;
+            t->first_param[b] = k;
+        }
+        t->stage_at[t->params[order[k]]] = at;
+        t->order_outputs[k] = slot->grad_output;
+        t->order_host[k] = t->stage + at;
+        at += count;
+        bucket->count += count;
+        bucket->params++;
+        bucket->step = steps[k];
+        /* full, and the next gradient comes later (those of one step go together) */
+        if (sizeof(float) * bucket->count >= cap && (k + 1 == n || steps[k + 1] > steps[k]))
+            b++;
+    }
+    t->bucket_count = b < n && t->buckets[b].params > 0 ? b + 1 : b;
+    t->first_param[t->bucket_count] = n;
+    free(steps);
+    free(order);
+    return CLRUN_OK;
+}
+
 clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
                                 const clrun_train_options *options, clrun_train **out)
 {
@@ -217,6 +297,13 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
         t->options = *options;
     else
         clrun_train_options_init(&t->options);
+    if ((t->options.bucket_start == NULL) != (t->options.bucket_test == NULL)) {
+        free(t);
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_create: "
+                           "bucket_start and bucket_test go together");
+    }
+    if (t->options.bucket_start) /* the step in two parts, the reduction in buckets */
+        t->options.split_update = true;
     /* the executors' budget is the trainer's: it holds the step and the evaluation together */
     if (t->options.graph.memory_budget == 0)
         t->options.graph.memory_budget = t->options.exec.memory_budget;
@@ -297,6 +384,8 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
                                   t->budget_planned && clrun__train_eval_shares(t) ? t->exec : NULL,
                                   &t->eval);
     if (s != CLRUN_OK || (t->tg.apply && (s = prepare_apply(t)) != CLRUN_OK))
+        goto fail;
+    if (t->options.bucket_start && (s = prepare_buckets(t)) != CLRUN_OK)
         goto fail;
     for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
         s = initial_values(t, model, i);
@@ -522,13 +611,13 @@ static clrun_status read_gradients(clrun_train *t, float *out)
 
 /* A split step's second part: the gradients (host memory, parameter order) to their slots, and
  * the updates. */
-static clrun_status apply_gradients(clrun_train *t, const float *gradients)
+static clrun_status apply_gradients(clrun_train *t, const float *gradients, const uint64_t *at)
 {
     clrun_status s = CLRUN_OK;
     for (int32_t i = 0; i < t->tg.slot_count && s == CLRUN_OK; i++) {
         const clrun__train_slot *slot = &t->tg.slots[i];
         if (slot->role == CLRUN__SLOT_GRAD)
-            s = clrun_buffer_write(t->ctx, &t->buffers[i], gradients + t->grad_at[slot->param]);
+            s = clrun_buffer_write(t->ctx, &t->buffers[i], gradients + at[slot->param]);
     }
     if (s != CLRUN_OK)
         return s;
@@ -554,26 +643,175 @@ static clrun_status reduce_and_apply(clrun_train *t)
 {
     clrun_status s = read_gradients(t, t->grads);
     if (s != CLRUN_OK || t->options.reduce == NULL)
-        return s == CLRUN_OK ? apply_gradients(t, t->grads) : s;
+        return s == CLRUN_OK ? apply_gradients(t, t->grads, t->grad_at) : s;
     char err[512] = "";
     s = t->options.reduce(t->options.reduce_user, t->steps + 1, t->grads, t->grad_count, err,
                           sizeof err);
     if (s != CLRUN_OK)
         return clrun__fail(t->ctx, s, "train: step %llu: reducing the gradients failed: %s",
                            (unsigned long long)(t->steps + 1), err[0] ? err : clrun_strerror(s));
-    return apply_gradients(t, t->grads);
+    return apply_gradients(t, t->grads, t->grad_at);
+}
+
+static uint64_t host_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether every read of bucket b is complete; a failed read is an error. */
+static clrun_status bucket_read(clrun_train *t, const cl_event *read, int32_t b, bool *ready)
+{
+    *ready = true;
+    for (int32_t k = t->first_param[b]; k < t->first_param[b + 1] && *ready; k++) {
+        if (read[k] == NULL) { /* not enqueued yet */
+            *ready = false;
+            break;
+        }
+        cl_int state = CL_QUEUED;
+        cl_int error = clrun__cl.GetEventInfo(read[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                              sizeof state, &state, NULL);
+        if (error == CL_SUCCESS && state < 0)
+            error = state;
+        if (error != CL_SUCCESS)
+            return clrun__fail_cl(t->ctx, error, "clGetEventInfo", "reading the gradients of "
+                                  "bucket %d", (int)b);
+        *ready = state == CL_COMPLETE;
+    }
+    return CLRUN_OK;
+}
+
+/* A bucketed reduction's failure in this step (the hook's status and err): kept for the step to
+ * report once the run is over (so that the step leaves the state as it was, as a failing
+ * `reduce` does). No bucket starts after it. */
+static void bucket_failed(clrun_train *t, clrun_status s, const char *err)
+{
+    t->bucket_status = s;
+    snprintf(t->bucket_err, sizeof t->bucket_err, "%s", err[0] ? err : clrun_strerror(s));
+}
+
+/* One pass over the buckets: those whose gradients are now in host memory handed to
+ * bucket_start, in order, and each started one not yet done polled with bucket_test.
+ * *changed: whether a bucket started or finished. */
+static clrun_status bucket_pass(clrun_train *t, const cl_event *read, bool *changed)
+{
+    uint64_t step = t->steps + 1;
+    char err[512] = "";
+    clrun_status s = CLRUN_OK;
+    *changed = false;
+    while (t->bucket_status == CLRUN_OK && t->ov_next < t->bucket_count) {
+        bool ready;
+        if ((s = bucket_read(t, read, t->ov_next, &ready)) != CLRUN_OK)
+            return s;
+        if (!ready)
+            break;
+        int32_t b = t->ov_next;
+        clrun_train_bucket *bk = &t->buckets[b];
+        uint64_t now = host_ns(), end = 0;
+        cl_event last = read[t->first_param[b + 1] - 1];
+        if (t->options.exec.profile &&
+            clrun__cl.GetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end,
+                                            NULL) == CL_SUCCESS && end && now >= end &&
+            now - end < t->ov_seen)
+            t->ov_seen = now - end;
+        bk->ready_ns = end;
+        t->ov_start[b] = host_ns();
+        s = t->options.bucket_start(t->options.reduce_user, step, b, t->stage + bk->first,
+                                    bk->count, err, sizeof err);
+        if (s != CLRUN_OK) {
+            bucket_failed(t, s, err);
+            break;
+        }
+        t->ov_next++;
+        *changed = true;
+    }
+    for (int32_t b = t->ov_open; b < t->ov_next; b++) {
+        if (t->ov_done[b])
+            continue;
+        s = t->options.bucket_test(t->options.reduce_user, step, b, &t->ov_done[b], err,
+                                   sizeof err);
+        if (s != CLRUN_OK) { /* nothing more to wait for */
+            bucket_failed(t, s, err);
+            t->ov_open = t->ov_next = t->bucket_count;
+            return CLRUN_OK;
+        }
+        if (t->ov_done[b]) {
+            t->ov_end[b] = host_ns();
+            *changed = true;
+        }
+    }
+    while (t->ov_open < t->ov_next && t->ov_done[t->ov_open])
+        t->ov_open++;
+    return CLRUN_OK;
+}
+
+/* The bucketed reduction, while the step runs (its exec_watch hook): a pass after each node
+ * is enqueued; at the end, passes until every bucket started is done (after a failure, those
+ * started before it). Between passes that change nothing the thread sleeps a little (the
+ * device's threads may share its cores), longer the longer nothing changes. */
+static clrun_status overlap(void *user, const cl_event *read, bool end)
+{
+    clrun_train *t = user;
+    bool changed;
+    clrun_status s = bucket_pass(t, read, &changed);
+    if (s != CLRUN_OK || !end)
+        return s;
+    long pause_ns = 1000;
+    for (;;) {
+        bool more = t->bucket_status == CLRUN_OK ? t->ov_open < t->bucket_count
+                                                 : t->ov_open < t->ov_next;
+        if (!more)
+            break;
+        if (!changed) {
+            struct timespec ts = {0, pause_ns};
+            nanosleep(&ts, NULL);
+            pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
+        } else {
+            pause_ns = 1000;
+        }
+        if ((s = bucket_pass(t, read, &changed)) != CLRUN_OK)
+            return s;
+    }
+    /* the host's times on the device's clock (run_step counts them from the profile's origin) */
+    for (int32_t b = 0; b < t->bucket_count; b++) {
+        clrun_train_bucket *bk = &t->buckets[b];
+        bool known = t->ov_seen != UINT64_MAX && b < t->ov_next;
+        bk->start_ns = known && t->ov_start[b] > t->ov_seen ? t->ov_start[b] - t->ov_seen : 0;
+        bk->end_ns = known && t->ov_end[b] > t->ov_seen ? t->ov_end[b] - t->ov_seen : 0;
+    }
+    return CLRUN_OK;
 }
 
 /* The step's first part (the whole step without a split): feeds, hyperparameters, the run, and
- * the state it updated taken back. */
-static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t count)
+ * the state it updated taken back. With a bucketed reduction, the run reads the gradients to
+ * stage and reduces them as it goes (overlap). */
+static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t count,
+                             bool buckets)
 {
     clrun_status s = write_feeds(t, feeds, count);
     if (s != CLRUN_OK)
         return s;
     if ((s = write_hypers(t, t->steps + 1)) != CLRUN_OK)
         return s;
-    s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);
+    if (buckets) {
+        t->bucket_status = CLRUN_OK;
+        t->ov_next = t->ov_open = 0;
+        t->ov_seen = UINT64_MAX;
+        memset(t->ov_done, 0, sizeof *t->ov_done * (size_t)t->bucket_count);
+        clrun__exec_watch w = {.count = t->tg.param_count, .outputs = t->order_outputs,
+                               .host = t->order_host, .wait = overlap, .user = t};
+        s = clrun__exec_run_watched(t->exec, t->buffers, t->tg.slot_count, &w);
+        uint64_t origin = clrun__exec_profile_origin(t->exec);
+        for (int32_t b = 0; s == CLRUN_OK && b < t->bucket_count; b++) {
+            clrun_train_bucket *bk = &t->buckets[b];
+            bk->ready_ns = bk->ready_ns > origin ? bk->ready_ns - origin : 0;
+            bk->start_ns = bk->start_ns > origin ? bk->start_ns - origin : 0;
+            bk->end_ns = bk->end_ns > origin ? bk->end_ns - origin : 0;
+        }
+    } else {
+        s = clrun_exec_run(t->exec, t->buffers, t->tg.slot_count);
+    }
     if (s != CLRUN_OK) {
         broken(t, false);
         return s;
@@ -613,10 +851,18 @@ clrun_status clrun_train_step(clrun_train *t, const void *const *feeds, int32_t 
 {
     if (t == NULL)
         return clrun__fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "clrun_train_step: NULL trainer");
-    clrun_status s = run_step(t, feeds, count);
+    bool buckets = t->bucket_count > 0;
+    clrun_status s = run_step(t, feeds, count, buckets);
     if (s != CLRUN_OK)
         return s;
-    if (t->apply && (s = reduce_and_apply(t)) != CLRUN_OK)
+    if (buckets && t->bucket_status != CLRUN_OK)
+        return clrun__fail(t->ctx, t->bucket_status, "train: step %llu: reducing the gradients "
+                           "failed: %s", (unsigned long long)(t->steps + 1), t->bucket_err);
+    if (buckets)
+        s = apply_gradients(t, t->stage, t->stage_at);
+    else if (t->apply)
+        s = reduce_and_apply(t);
+    if (s != CLRUN_OK)
         return s;
     t->steps++;
     return step_result(t, t->steps, result);
@@ -650,7 +896,7 @@ clrun_status clrun_train_gradients(clrun_train *t, const void *const *feeds, int
 {
     clrun_status s = check_split(t, "clrun_train_gradients", gradients, gradient_count);
     if (s == CLRUN_OK)
-        s = run_step(t, feeds, count);
+        s = run_step(t, feeds, count, false);
     if (s == CLRUN_OK)
         s = read_gradients(t, gradients);
     return s == CLRUN_OK ? step_result(t, t->steps + 1, result) : s;
@@ -666,7 +912,7 @@ clrun_status clrun_train_apply(clrun_train *t, const float *gradients, uint64_t 
     if (s == CLRUN_OK)
         s = write_hypers(t, t->steps + 1);
     if (s == CLRUN_OK)
-        s = apply_gradients(t, gradients);
+        s = apply_gradients(t, gradients, t->grad_at);
     if (s == CLRUN_OK)
         t->steps++;
     return s;
@@ -840,6 +1086,13 @@ bool clrun__train_eval_shares(const clrun_train *t)
 {
     /* gradients kept are outputs read after the step, maybe after an evaluation */
     return !t->options.graph.keep_gradients && !t->ctx->out_of_order;
+}
+
+int32_t clrun_train_buckets(const clrun_train *t, const clrun_train_bucket **buckets)
+{
+    if (buckets)
+        *buckets = t ? t->buckets : NULL;
+    return t ? t->bucket_count : 0;
 }
 
 const clrun_exec *clrun_train_step_exec(const clrun_train *t)

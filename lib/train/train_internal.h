@@ -41,6 +41,21 @@ struct clrun_train {
     uint64_t slot_bytes;         /* the slots' blocks' bytes at the device's alignment */
     uint64_t slot_reserved;      /* what the pool reserved for them */
     bool budget_planned;         /* under a budget in planned mode: the evaluation is too */
+    /* a bucketed reduction (options.bucket_start): the gradients in host memory in the order
+     * the backward pass completes them, cut into buckets */
+    int32_t bucket_count;
+    clrun_train_bucket *buckets;  /* per bucket; first_param[b] its first in the order */
+    int32_t *first_param;         /* per bucket, and one past the last: into order */
+    int32_t *order_outputs;       /* per parameter in that order: its gradient's step output */
+    void **order_host;            /* per parameter in that order: where it lies in stage */
+    float *stage;                 /* the gradients in that order (grad_count floats) */
+    uint64_t *stage_at;           /* per slot, as grad_at: where its parameter's lies in stage */
+    clrun_status bucket_status;   /* the last step's hooks failed so (else CLRUN_OK) */
+    char bucket_err[512];         /* and said why */
+    int32_t ov_next, ov_open;     /* this step: the next bucket to start, the first not done */
+    bool *ov_done;                /* per bucket: its reduction is done */
+    uint64_t *ov_start, *ov_end;  /* per bucket: host clock (ns) of its start and end */
+    uint64_t ov_seen;             /* the least host - device clock gap seen at a bucket's read */
 };
 
 /* Builds the step of `model` into t->tg and prepares it (t->exec, on t->ctx with
