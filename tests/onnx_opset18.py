@@ -209,6 +209,30 @@ def cases(rng):
         out.append((f"resize13_tf_crop_{mode}", model([node], [vi("x", xc.shape)], [vi("y", None)], 13,
                                                      [init("roi", roi), init("sizes", sizes)]), {"x": xc},
                     {"y": want}))
+    # an axis resized to one output, outside the input: extrapolated; keep_aspect_ratio_policy
+    # with a region: the kernel's coordinates and the mask both from the unrounded scale
+    xo = rng.standard_normal((1, 1, 4, 5)).astype(np.float32)
+    node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode="linear",
+                            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-9.0)
+    roi_one = np.array([0, 0, 1.2, 0, 1, 1, 1.6, 1], np.float32)
+    out.append(("resize13_tf_crop_one_output", model([node], [vi("x", xo.shape)], [vi("y", None)], 13,
+                                                     [init("roi", roi_one), init("sizes", np.array([1, 1, 1, 3], np.int64))]),
+                {"x": xo}, {"y": resize_ref.interpolate_nd(xo, resize_ref.linear_coeffs, output_size=[1, 1, 1, 3],
+                                                           roi=roi_one, coordinate_transformation_mode="tf_crop_and_resize",
+                                                           extrapolation_value=-9.0)}))
+    xk = rng.standard_normal((1, 1, 3, 5)).astype(np.float32)
+    node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode="linear", axes=[2, 3],
+                            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-9.0,
+                            keep_aspect_ratio_policy="not_larger")
+    common = min(2 / 3, 4 / 5)
+    out.append(("resize18_tf_crop_not_larger", model([node], [vi("x", xk.shape)], [vi("y", None)], 18,
+                                                     [init("roi", np.array([0, 0, 1, 1.1], np.float32)),
+                                                      init("sizes", np.array([2, 4], np.int64))]),
+                {"x": xk}, {"y": resize_ref.interpolate_nd(xk, resize_ref.linear_coeffs,  # output 2 x 3
+                                                           scale_factors=[1, 1, common, common],
+                                                           roi=np.array([0, 0, 0, 0, 1, 1, 1, 1.1]),
+                                                           coordinate_transformation_mode="tf_crop_and_resize",
+                                                           extrapolation_value=-9.0)}))
     node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear", axes=[3, 2],
                             coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0)
     want = resize_ref.interpolate_nd(xc, resize_ref.linear_coeffs, scale_factors=[1, 1, 0.8, 1.5],

@@ -59,6 +59,10 @@ def cases(rng):
          ([1, 2, 2], [1] * 3, [0, 1, 1, 0, 1, 1], [0] * 3, 2)),
         ("stride_over_kernel", (1, 1, 3, 2, 2), (1, 2, 1, 1, 1), {"strides": [3, 2, 2]},
          ([3, 2, 2], [1] * 3, [0] * 6, [0] * 3, 1)),
+        # one input depth: the second output depth is reached by no tap (the bias alone)
+        ("depth_one_bias_only", (1, 2, 1, 3, 3), (2, 2, 1, 2, 2),
+         {"strides": [3, 1, 1], "output_padding": [2, 0, 0], "pads": [1, 0, 0, 0, 0, 0]},
+         ([3, 1, 1], [1] * 3, [1, 0, 0, 0, 0, 0], [2, 0, 0], 1)),
     ]
     for name, xs, ws, attrs, (strides, dil, pads, out_pad, group) in specs:
         x = rng.standard_normal(xs).astype(np.float32)
@@ -94,7 +98,7 @@ def refusals():
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], pads=[3, 0, 0, 3, 0, 0])
     out.append(("no_depth", model(node, [vi("x", list(x.shape))], [vi("y", None)], 13,
                                   [numpy_helper.from_array(np.ones((2, 2, 2, 2, 2), np.float32), "w")]),
-                {"x": x}, "(ConvTranspose, opset 13)"))
+                {"x": x}, "(ConvTranspose, opset 13): the output has no depth"))
     return out
 
 

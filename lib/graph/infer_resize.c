@@ -17,10 +17,10 @@
 static const char *const scale_names[CLRUN_MAX_DIMS] = {"scale0", "scale1", "scale2", "scale3",
                                                         "scale4", "scale5", "scale6", "scale7"};
 
-static const char *const roi_start_names[CLRUN_MAX_DIMS] = {
+const char *const clrun__resize_roi_start_names[CLRUN_MAX_DIMS] = {
     "roi_start0", "roi_start1", "roi_start2", "roi_start3", "roi_start4", "roi_start5", "roi_start6", "roi_start7"};
-static const char *const roi_end_names[CLRUN_MAX_DIMS] = {"roi_end0", "roi_end1", "roi_end2", "roi_end3",
-                                                          "roi_end4", "roi_end5", "roi_end6", "roi_end7"};
+const char *const clrun__resize_roi_end_names[CLRUN_MAX_DIMS] = {"roi_end0", "roi_end1", "roi_end2", "roi_end3",
+                                                                 "roi_end4", "roi_end5", "roi_end6", "roi_end7"};
 
 static const clrun__attr_spec resize_attrs[] = {
     {"sizes", CLRUN__WANT_INTS, true},
@@ -86,17 +86,19 @@ static double source_coordinate(const clrun__op_call *call, int axis, int64_t c)
     case CLRUN__COORD_PYTORCH_HALF_PIXEL: return length == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
     case CLRUN__COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
     case CLRUN__COORD_TF_CROP_AND_RESIZE:
-        return clrun__resize_crop_coordinate(clrun__attr_float_or(call, roi_start_names[axis], 0),
-                                             clrun__attr_float_or(call, roi_end_names[axis], 1),
-                                             call->inputs[0].shape[axis], length, c);
+        return clrun__resize_crop_coordinate(clrun__attr_float_or(call, clrun__resize_roi_start_names[axis], 0),
+                                             clrun__attr_float_or(call, clrun__resize_roi_end_names[axis], 1),
+                                             call->inputs[0].shape[axis], length,
+                                             call->outputs[0].shape[axis], c);
     default: return (x + 0.5) / scale - 0.5;
     }
 }
 
-double clrun__resize_crop_coordinate(double start, double end, int64_t n, double length, int64_t c)
+double clrun__resize_crop_coordinate(double start, double end, int64_t n, double length, int64_t count,
+                                     int64_t c)
 {
     double last = (double)(n - 1);
-    if (length > 1)
+    if (count > 1)
         return start * last + (double)c * (end - start) * last / (length - 1);
     return 0.5 * (start + end) * last;
 }
@@ -249,9 +251,11 @@ static clrun_status resize_infer(const clrun__op_call *call, clrun_tensor_type *
         return clrun__refuse(&err, "x is %s: linear and cubic modes take f32",
                              clrun__type_format(x, sx, sizeof sx));
     for (int d = 0; d < CLRUN_MAX_DIMS; d++) {
-        double r[2] = {clrun__attr_float_or(call, roi_start_names[d], 0), clrun__attr_float_or(call, roi_end_names[d], 1)};
-        if (!isfinite(r[0]) || !isfinite(r[1]))
-            return clrun__refuse(&err, "the region of interest of axis %d is [%g, %g]: must be finite", d, r[0], r[1]);
+        double start = clrun__attr_float_or(call, clrun__resize_roi_start_names[d], 0);
+        double end = clrun__attr_float_or(call, clrun__resize_roi_end_names[d], 1);
+        if (!isfinite(start) || !isfinite(end))
+            return clrun__refuse(&err, "the region of interest of axis %d is [%g, %g]: must be finite", d,
+                                 start, end);
     }
     double a = clrun__attr_float_or(call, "cubic_coeff_a", -0.75);
     if (!isfinite(a))

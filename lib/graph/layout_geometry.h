@@ -106,10 +106,16 @@ typedef struct clrun__resize_taps {
 void clrun__resize_taps_of(const clrun__op_call *call, int axis, int64_t c,
                            clrun__resize_taps *taps);
 
+/* resize's attributes roi_start<d> and roi_end<d>: tf_crop_and_resize's region of axis d. */
+extern const char *const clrun__resize_roi_start_names[CLRUN_MAX_DIMS];
+extern const char *const clrun__resize_roi_end_names[CLRUN_MAX_DIMS];
+
 /* The input coordinate of output coordinate c under tf_crop_and_resize, on an axis of n input
- * elements resized to `length` (the scale times n, not rounded) over the region [start, end)
- * given as fractions of n - 1: outside [0, n - 1] the output is the extrapolation value. */
-double clrun__resize_crop_coordinate(double start, double end, int64_t n, double length, int64_t c);
+ * elements resized to `count` outputs, `length` (the scale times n, not rounded) as the
+ * coordinates count it, over the region [start, end] given as fractions of n - 1 (one output:
+ * the region's middle): outside [0, n - 1] the output is the extrapolation value. */
+double clrun__resize_crop_coordinate(double start, double end, int64_t n, double length, int64_t count,
+                                     int64_t c);
 
 /* How many taps every coordinate of `axis` needs: 1 when each picks one input element (nearest,
  * or an axis that keeps its size under an exact map), else the mode's. */

@@ -647,14 +647,14 @@ static clrun_status crop_and_resize(clrun__imp *im, clrun__onode *n, clrun__valu
         outside[d] = calloc((size_t)sizes[d], sizeof *outside[d]);
         ok = ok && outside[d];
         for (int64_t c = 0; outside[d] && c < sizes[d]; c++) {
-            double at_c = clrun__resize_crop_coordinate(roi[d], roi[rank + d], in, length, c);
+            double at_c = clrun__resize_crop_coordinate(roi[d], roi[rank + d], in, length, sizes[d], c);
             outside[d][c] = !(at_c >= 0 && at_c <= (double)(in - 1));
             some = some || outside[d][c];
         }
         dims[d] = some ? sizes[d] : 1;
         any = any || some;
     }
-    clrun_status s = ok ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    clrun_status s = ok ? CLRUN_OK : CLRUN__OOM(im);
     clrun__otensor mask = {0}, fill = {0};
     if (s == CLRUN_OK && !any)
         s = clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
@@ -669,7 +669,7 @@ static clrun_status crop_and_resize(clrun__imp *im, clrun__onode *n, clrun__valu
             for (int d = rank; d-- > 0;) {
                 uint64_t c = rem % (uint64_t)dims[d];
                 rem /= (uint64_t)dims[d];
-                out = out || (dims[d] > 1 && outside[d][c]);
+                out = out || outside[d][c]; /* c is 0 where dims[d] is 1 */
             }
             clrun__otensor_set_int(&mask, i, out);
         }
@@ -916,14 +916,10 @@ clrun_status clrun__map_resize(clrun__imp *im, clrun__onode *n)
         at[k++] = clrun__mk_float(scale_names[d], scales[d]);
     if (!crop)
         return clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
-    static const char *const roi_starts[CLRUN_MAX_DIMS] = {"roi_start0", "roi_start1", "roi_start2", "roi_start3",
-                                                           "roi_start4", "roi_start5", "roi_start6", "roi_start7"};
-    static const char *const roi_ends[CLRUN_MAX_DIMS] = {"roi_end0", "roi_end1", "roi_end2", "roi_end3",
-                                                         "roi_end4", "roi_end5", "roi_end6", "roi_end7"};
     for (int d = 0; d < rank && d < CLRUN_MAX_DIMS; d++) {
-        at[k++] = clrun__mk_float(roi_starts[d], roi[d]);
-        at[k++] = clrun__mk_float(roi_ends[d], roi[rank + d]);
+        at[k++] = clrun__mk_float(clrun__resize_roi_start_names[d], roi[d]);
+        at[k++] = clrun__mk_float(clrun__resize_roi_end_names[d], roi[rank + d]);
     }
-    return crop_and_resize(im, n, x, rank, sizes, n_scales >= 0 && !keep_sizes ? scales : NULL, roi,
+    return crop_and_resize(im, n, x, rank, sizes, n_scales >= 0 ? scales : NULL, roi,
                            extrapolation, at, k);
 }

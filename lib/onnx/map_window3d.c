@@ -174,19 +174,29 @@ clrun_status clrun__conv_transpose3d(clrun__imp *im, clrun__onode *n, clrun__val
         }
     }
     for (int64_t od = 0; s == CLRUN_OK && od < out; od++) {
-        if (slices[od] == NULL) { /* no pair lands here: zeros the shape of a slice that has one */
-            const clrun__otensor *like = NULL;
-            for (int64_t j = 0; j < out && !like; j++)
-                like = slices[j] ? &slices[j]->c : NULL;
-            if (like == NULL) {
-                s = clrun__invalid(im, "no input depth reaches the output");
-                break;
-            }
+        if (slices[od] == NULL) { /* no pair lands here: zeros of a 2-D transposed output's shape */
             if (zeros == NULL) {
+                int64_t dims[4] = {x->c.dims[0], wt->c.dims[1] * w->group, 0, 0};
+                bool fits = true;
+                for (int i = 0; i < 2; i++) {
+                    int64_t grown, span;
+                    fits = fits && clrun__mul_i64(x->c.dims[3 + i] - 1, plane.stride[i], &grown) &&
+                           clrun__mul_i64(plane.kernel[i] - 1, plane.dilation[i], &span) &&
+                           clrun__add_i64(grown, span, &dims[2 + i]) &&
+                           clrun__add_i64(dims[2 + i], 1 + plane_pad[i] - plane.pad_begin[i] - plane.pad_end[i],
+                                          &dims[2 + i]) && dims[2 + i] >= 1;
+                }
                 clrun__otensor t = {0};
-                if (!clrun__otensor_alloc(&t, like->elem, like->rank, like->dims) ||
-                    !(zeros = clrun__const_value(im, &t)))
+                if (!fits) {
+                    s = clrun__invalid(im, "the output's height or width is empty or larger than 2^63 - 1");
+                    break;
+                }
+                if (!clrun__otensor_alloc(&t, x->c.elem, 4, dims))
                     s = CLRUN__OOM(im);
+                else if (!(zeros = clrun__const_value(im, &t)))
+                    s = CLRUN_ERROR_OUT_OF_HOST_MEMORY; /* recorded */
+                if (s != CLRUN_OK)
+                    break;
             }
             slices[od] = zeros;
         }
