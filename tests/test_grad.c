@@ -930,9 +930,10 @@ static void conv2d_rule_matches_with_strides_pads_dilation_groups(void **state)
 {
     (void)state;
     static const char *const variants[] = {"plain", "stride 2", "asymmetric pads", "dilation 2",
-                                           "groups 2", "depthwise", "everything at once"};
+                                           "groups 2", "depthwise", "everything at once",
+                                           "few positions"};
     int rounds = clrun_test_rounds(3);
-    for (int v = 0; v < 7; v++)
+    for (int v = 0; v < 8; v++)
         for (int round = 0; round < rounds; round++) {
             gcase c = begin("conv2d", variants[v], seed_of(13, v, round));
             bool all = v == 6;
@@ -958,6 +959,15 @@ static void conv2d_rule_matches_with_strides_pads_dilation_groups(void **state)
             /* the dilated kernel fits the image without padding; odd remainders */
             int64_t H = dilation[0] * (KH - 1) + between(&c.rng, 1, 6);
             int64_t W = dilation[1] * (KW - 1) + between(&c.rng, 1, 6);
+            if (v == 7) { /* output channels >= N * OH * OW: the input gradient as one product
+                           * over every image's positions, in chunks of images, and col2im */
+                N = between(&c.rng, 2, 3), KH = KW = 3, H = between(&c.rng, 1, 2), W = between(&c.rng, 1, 2);
+                stride[0] = stride[1] = between(&c.rng, 1, 2);
+                for (int k = 0; k < 4; k++)
+                    pads[k] = 1;
+                int64_t oh = (H + 2 - 3) / stride[0] + 1, ow = (W + 2 - 3) / stride[1] + 1;
+                Og = N * oh * ow + between(&c.rng, 0, 2);
+            }
             clrun_tensor_type x = {CLRUN_F32, 4, {N, groups * Cg, H, W}};
             clrun_tensor_type w = {CLRUN_F32, 4, {groups * Og, Cg, KH, KW}};
             clrun_tensor_type b = {CLRUN_F32, 1, {groups * Og}};

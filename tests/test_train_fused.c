@@ -2,7 +2,8 @@
  * that updates donated state (SGD's `p -= lr*g`, momentum's `b = mu*b + g`) runs as the matmul's
  * epilogue and writes the state in place, so the weight gradient is never stored. Checked here:
  * over several steps, on an MLP and two small CNNs (conv2d_grad_weight takes such an epilogue
- * too, on its core's product and on its kernel of one work-item per weight), with SGD, SGD with momentum and Adam, the
+ * too, on its core's product and on its kernel of one work-item per weight), with SGD, SGD with
+ * momentum, Adam and AdamW (each moment from a product of its own, in its epilogue), the
  * losses, parameters and optimizer state (the saved state file, byte for byte) are the same
  * with the update fused into the product, with it left to its own kernel, and with fusion off,
  * in several allocator modes (the naive one holding every tensor apart, so that the blocks the
@@ -100,7 +101,9 @@ static clrun_graph *parse(const char *text)
     return g;
 }
 
-typedef enum optimizer { PLAIN_SGD, MOMENTUM, ADAM } optimizer;
+/* Adam with weight decay (L2 in the gradient: its update is not fused, and its parameters'
+ * donations go unused) and AdamW (decoupled decay) */
+typedef enum optimizer { PLAIN_SGD, MOMENTUM, ADAM, ADAM_DECAY, ADAMW } optimizer;
 
 /* What a run gives: the losses of its steps, then the saved state file's bytes. */
 typedef struct outcome {
@@ -129,8 +132,13 @@ static void run(const char *text, optimizer opt, const char *allocator, int fusi
     clrun_train_options_init(&o);
     o.graph.loss = xent_loss ? CLRUN_LOSS_XENT : CLRUN_LOSS_MSE;
     o.graph.loss_tensor = "pred";
-    clrun_optimizer_init(&o.graph.optimizer, opt == ADAM ? CLRUN_OPTIMIZER_ADAM : CLRUN_OPTIMIZER_SGD);
-    o.graph.optimizer.lr = opt == ADAM ? 0.01 : 0.05;
+    bool adam = opt >= ADAM;
+    clrun_optimizer_init(&o.graph.optimizer, opt == ADAMW ? CLRUN_OPTIMIZER_ADAMW
+                                             : adam     ? CLRUN_OPTIMIZER_ADAM
+                                                        : CLRUN_OPTIMIZER_SGD);
+    o.graph.optimizer.lr = adam ? 0.01 : 0.05;
+    if (opt == ADAM_DECAY || opt == ADAMW)
+        o.graph.optimizer.weight_decay = 0.01;
     if (opt == MOMENTUM)
         o.graph.optimizer.momentum = 0.9;
     o.exec.fusion = fusion;
@@ -214,8 +222,10 @@ static void same(const outcome *a, const outcome *b, const char *what)
 static void check_model(const char *text, const char *model)
 {
     static const char *const allocators[] = {"tlsf", "naive", "planned", "bump"};
-    static const char *const names[] = {"sgd", "momentum", "adam"};
-    for (int opt = PLAIN_SGD; opt <= ADAM; opt++) {
+    static const char *const names[] = {"sgd", "momentum", "adam", "adam with decay", "adamw"};
+    for (int opt = PLAIN_SGD; opt <= ADAMW; opt++) {
+        if (opt == ADAM_DECAY) /* leaves the parameters' donations unused: not fused (yet) */
+            continue;
         outcome base;
         run(text, (optimizer)opt, "tlsf", 1, true, 6, &base);
         for (size_t a = 0; a < sizeof allocators / sizeof allocators[0]; a++) {
@@ -269,21 +279,23 @@ static void wide_cnn_same_bits_fused_or_not(void **state)
     check_model(wide_cnn_text, "wide cnn");
 }
 
-/* SGD, with momentum or without: no weight gradient is stored (two steps: the peak is the last
- * step's), on the column MLP and on the wide MLP (whose dY w2^T reads w2 as it is, with no
- * packed copy of its size). Plain SGD's peak falls by nearly the largest one (w2's). */
+/* SGD, with momentum or without, and Adam: no weight gradient is stored (two steps: the peak is
+ * the last step's), on the column MLP and on the wide MLP (whose dY w2^T reads w2 as it is, with
+ * no packed copy of its size). Plain SGD's peak falls by nearly the largest one (w2's). Adam's
+ * two moments each take a product of their own (lib/grad/train_graph.c's second_product). */
 static void the_peak_falls_by_the_gradient(void **state)
 {
     (void)state;
-    for (int c = 0; c < 3; c++) {
-        optimizer opt = c == 1 ? MOMENTUM : PLAIN_SGD;
+    static const char *const names[] = {"sgd", "momentum", "adam", "adam with decay", "adamw"};
+    for (int c = 0; c < 5; c++) {
+        optimizer opt = c == 1 ? MOMENTUM : c == 3 ? ADAM : c == 4 ? ADAMW : PLAIN_SGD;
         const char *text = c == 2 ? mlp_text : column_mlp_text;
         outcome fused, alone;
         run(text, opt, "tlsf", 1, true, 2, &fused);
         run(text, opt, "tlsf", 1, false, 2, &alone);
         same(&fused, &alone, "peak check");
         fprintf(stderr, "%s, %s: peak %llu fused, %llu alone; largest gradient %llu\n",
-                c == 2 ? "mlp" : "column mlp", opt == PLAIN_SGD ? "sgd" : "momentum",
+                c == 2 ? "mlp" : "column mlp", names[opt],
                 (unsigned long long)fused.peak,
                 (unsigned long long)alone.peak, (unsigned long long)fused.largest_gradient);
         /* alone, a weight gradient is alive at the peak beside the state; fused, never */

@@ -74,6 +74,41 @@ static int32_t grad_emit(void *self, const char *op, const int32_t *inputs, int 
  * chunk's columns hold at most this (a 3 x 3 kernel's are 9 times dx at stride 1, 2.25 at stride 2). */
 #define GEMM_COLUMNS_PER_DX 2
 #define GEMM_MAX_CHUNKS 8
+/* Up to this many output positions an image, a group's columns come from one product over all
+ * the images' positions (rows_input_gradient), where w^T dy image by image would have fewer
+ * columns than a panel of the matmul core holds. */
+#define ROWS_MAX_POSITIONS 16
+
+/* One group's input gradient of `images` images of dy (handle d, [images, O, OH, OW]) as one
+ * product over all of them: dy with its channels last [images * OH * OW, O] by w [O, C*KH*KW]
+ * as it is, the columns [images, OH * OW, C*KH*KW] summed into the images by col2im's transposed
+ * layout. Where the positions are few (ResNet's last stages: 4 an image), w^T dy image by image
+ * has as few columns per product, which the register-blocked core runs at a fraction of its
+ * speed; here the product's rows are every image's positions and its columns C*KH*KW. dy's
+ * transposed copy is 1/(KH*KW) of the columns. -1 on failure. */
+static clrun_tensor_id rows_input_gradient(clrun__grad *g, const clrun__conv_geometry *geo,
+                                           const clrun_tensor_type *tx, const clrun_tensor_type *tw,
+                                           int64_t images, clrun_tensor_id d, clrun_tensor_id w)
+{
+    int64_t o = tw->shape[0], kh = tw->shape[2], kw = tw->shape[3];
+    int64_t ck = tw->shape[1] * kh * kw, l = geo->oh * geo->ow;
+    int64_t perm[4] = {0, 2, 3, 1}, rows[2] = {images * l, o}, wk[2] = {o, ck}, cols[3] = {images, l, ck};
+    clrun_attr a_perm = clrun__gattr_ints("perm", perm, 4), a_rows = clrun__gattr_ints("shape", rows, 2);
+    clrun_attr a_wk = clrun__gattr_ints("shape", wk, 2), a_cols = clrun__gattr_ints("shape", cols, 3);
+    clrun_tensor_id in[2];
+    in[0] = clrun__gemit(g, "transpose", &d, 1, &a_perm, 1);
+    in[0] = clrun__gemit(g, "reshape", &in[0], 1, &a_rows, 1);
+    in[1] = clrun__gemit(g, "reshape", &w, 1, &a_wk, 1);
+    clrun_tensor_id t = clrun__gemit(g, "matmul", in, 2, NULL, 0);
+    t = clrun__gemit(g, "reshape", &t, 1, &a_cols, 1);
+    int64_t image[2] = {tx->shape[2], tx->shape[3]}, kernel[2] = {kh, kw};
+    int64_t pads[4] = {geo->pad[0], geo->pad[1], geo->pad_end[0], geo->pad_end[1]};
+    clrun_attr attrs[6] = {clrun__gattr_ints("image", image, 2), clrun__gattr_ints("kernel", kernel, 2),
+                           clrun__gattr_ints("stride", geo->stride, 2), clrun__gattr_ints("pads", pads, 4),
+                           clrun__gattr_ints("dilation", geo->dilation, 2),
+                           clrun__gattr_int("transposed", 1)};
+    return clrun__gemit(g, "col2im", &t, 1, attrs, 6);
+}
 
 /* With any stride and groups, the input's gradient is the transposed convolution of dy by w,
  * lowered to a matrix product (w^T dy, the columns, one product per group) and col2im, which sums each column into
@@ -98,8 +133,12 @@ static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geo
     int64_t chunks = (int64_t)(cols / (GEMM_COLUMNS_PER_DX * dx)) + 1;
     chunks = chunks < n ? chunks : n;
     chunks = chunks < GEMM_MAX_CHUNKS ? chunks : GEMM_MAX_CHUNKS;
-    if (chunks <= 1 || !clrun__lower_conv_transpose_applies(&tdy, tw, &back))
-        return clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w);
+    bool rows = geo->groups == 1 && geo->oh * geo->ow <= ROWS_MAX_POSITIONS;
+    if (!clrun__lower_conv_transpose_applies(&tdy, tw, &back))
+        return clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w); /* -2 */
+    if (chunks <= 1)
+        return rows ? rows_input_gradient(g, geo, tx, tw, n, d, w)
+                    : clrun__lower_conv_transpose(&e, &tdy, tw, &back, d, w);
     int64_t per = (n + chunks - 1) / chunks;
     chunks = (n + per - 1) / per;
     clrun_tensor_id parts[GEMM_MAX_CHUNKS];
@@ -111,7 +150,8 @@ static clrun_tensor_id gemm_input_gradient(clrun__grad *g, const clrun__conv_geo
         if (dc < 0)
             return -1;
         tdy.shape[0] = ends[0] - starts[0];
-        parts[c] = clrun__lower_conv_transpose(&e, &tdy, tw, &back, dc, w);
+        parts[c] = rows ? rows_input_gradient(g, geo, tx, tw, tdy.shape[0], dc, w)
+                                    : clrun__lower_conv_transpose(&e, &tdy, tw, &back, dc, w);
         if (parts[c] < 0)
             return -1;
     }

@@ -209,6 +209,34 @@ static clrun_status update_apply(clrun__grad *g, int32_t i, clrun_tensor_id grad
     return s;
 }
 
+/* A second node computing what grad's producer computes, where that is a weight gradient's
+ * product (matmul, conv2d_grad_weight) that nothing else reads; else grad itself. Adam's two
+ * state updates each read the gradient: with one product apiece, each runs in its product's
+ * epilogue in place over its donated state (lib/fuse/epilogue.c), as SGD's momentum does, and
+ * the weight-sized gradient is never stored, for a second pass of the product. The kernels are
+ * deterministic: both products give the same bits, fused or not. -1 on failure. */
+static clrun_tensor_id second_product(clrun__grad *g, clrun_tensor_id grad)
+{
+    const clrun__tensor *t = &g->out->tensors[grad];
+    if (t->producer < 0 || t->is_output)
+        return grad;
+    const clrun__node *n = &g->out->nodes[t->producer];
+    if (n->output_count != 1 || n->guarded || n->input_count > 3 ||
+        (strcmp(n->op->name, "matmul") != 0 && strcmp(n->op->name, "conv2d_grad_weight") != 0))
+        return grad;
+    for (int32_t k = 0; k < g->out->node_count; k++)
+        for (int i = 0; i < g->out->nodes[k].input_count; i++)
+            if (g->out->nodes[k].inputs[i] == grad)
+                return grad;
+    clrun_tensor_id in[3];
+    for (int i = 0; i < n->input_count; i++)
+        in[i] = n->inputs[i];
+    /* the node's attrs are its own allocation: they stay where they are as the graph grows */
+    const clrun_attr *attrs = n->attrs;
+    int count = n->input_count, attr_count = n->attr_count;
+    return clrun__gemit(g, n->op->name, in, count, attrs, attr_count);
+}
+
 /* The update of parameter i from its complete gradient: PyTorch's single-tensor SGD, Adam and
  * AdamW, operation by operation. */
 static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void *user)
@@ -239,6 +267,11 @@ static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void
         next = clrun__gemit2(g, "sub", p, clrun__gemit2(g, "mul", gr, b->hyper[CLRUN__HYPER_LR]));
     } else {
         clrun_tensor_id p1 = p;
+        /* the second moment from a product of its own (second_product), found before anything
+         * reads the gradient; not with Adam's L2 decay, whose two moments' groups would each
+         * read p beside the product and leave p's donation unused */
+        bool l2 = o->kind == CLRUN_OPTIMIZER_ADAM && o->weight_decay != 0.0;
+        clrun_tensor_id gr2 = b->options->keep_gradients || l2 ? grad : second_product(g, grad);
         if (o->kind == CLRUN_OPTIMIZER_ADAMW && o->weight_decay != 0.0)
             p1 = clrun__gemit2(g, "mul", p, b->hyper[CLRUN__HYPER_DECAY]);
         else if (o->weight_decay != 0.0)
@@ -249,8 +282,10 @@ static clrun_status update(clrun__grad *g, int32_t i, clrun_tensor_id grad, void
             return s;
         clrun_tensor_id m1 = clrun__gemit2(g, "add", clrun__gscale(g, m, o->beta1, 0.0),
                                            clrun__gscale(g, gr, 1.0 - o->beta1, 0.0));
+        if (gr2 == grad)
+            gr2 = gr;
         clrun_tensor_id v1 = clrun__gemit2(g, "add", clrun__gscale(g, v, o->beta2, 0.0),
-                                           clrun__gscale(g, clrun__gemit2(g, "mul", gr, gr),
+                                           clrun__gscale(g, clrun__gemit2(g, "mul", gr2, gr2),
                                                          1.0 - o->beta2, 0.0));
         if (m1 < 0 || v1 < 0)
             return CLRUN_ERROR_INVALID_GRAPH;
