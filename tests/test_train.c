@@ -749,6 +749,17 @@ static void buckets_reduce_as_the_backward_pass_goes(void **state)
             fail();
         }
     }
+    /* the updates read what the hooks leave once done: buckets that halve the gradients give
+     * the parameters of a reduce hook that halves them, bit for bit (a read of the stage before
+     * bucket_test said done, or of the gradients as computed, would not) */
+    hook_record half = {.scale = 0.5f};
+    steps_then_params(trainer_hooked(ctx, g, CLRUN_OPTIMIZER_ADAM, false, 0.01, &half), g, base, NULL);
+    bucket_record rh = {.scale = 0.5f, .fail_bucket = -1};
+    steps_then_params(trainer_bucketed(ctx, g, 0.01, &rh, 16), g, other, NULL);
+    if (memcmp(base, other, sizeof base) != 0) {
+        fprintf(stderr, "halving buckets differ from a halving reduce hook\n");
+        fail();
+    }
     /* a failing start */
     bucket_record bad = {.scale = 1.0f, .fail_bucket = 1};
     clrun_train *t = trainer_bucketed(ctx, g, 0.01, &bad, 16);

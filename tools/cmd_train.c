@@ -565,6 +565,35 @@ static int evaluate(clrun_train *t, const dataset *ds, int64_t batch, void **buf
     return 0;
 }
 
+/* Whether every rank cut the gradients into the same buckets (each bucket one all-reduce of
+ * the same length on every rank, else MPI would pair collectives of different lengths): a hash
+ * of the layout in three parts of 22 bits, and the bucket count, summed over the ranks, equal
+ * the rank count times this rank's own on every rank only when they are all the same; the
+ * verdicts are then summed so that all ranks agree. */
+static bool same_buckets(clrun_cli_dist *dist, const clrun_train *t)
+{
+    const clrun_train_bucket *b;
+    int32_t nb = clrun_train_buckets(t, &b);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the firsts and counts */
+    for (int32_t i = 0; i < nb; i++)
+        for (int k = 0; k < 2; k++) {
+            uint64_t v = k ? b[i].count : b[i].first;
+            for (int byte = 0; byte < 8; byte++) {
+                h ^= (v >> (8 * byte)) & 0xff;
+                h *= 1099511628211ULL;
+            }
+        }
+    double mine[4] = {(double)nb, (double)(h & 0x3fffff), (double)((h >> 22) & 0x3fffff), (double)(h >> 44)};
+    double sums[4];
+    memcpy(sums, mine, sizeof sums);
+    clrun_cli_dist_sum(dist, sums, 4, "the bucket layout");
+    double differ = 0;
+    for (int k = 0; k < 4; k++)
+        differ += sums[k] != mine[k] * dist->size;
+    clrun_cli_dist_sum(dist, &differ, 1, "the bucket layout");
+    return differ == 0;
+}
+
 /* The last step's bucketed all-reduce, measured from its profile (--trace): the share of the
  * time some bucket's all-reduce was in flight during which a kernel of the step ran; -1
  * without profile or buckets. Both sets of spans are merged into disjoint runs first. */
@@ -1045,6 +1074,13 @@ int clrun_cli_train(int argc, char **argv)
     }
     if (clrun_train_create(ctx, g, &topt, &t) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
+        rc = 2;
+        goto done;
+    }
+    if (topt.bucket_start && !same_buckets(&dist, t)) {
+        fprintf(stderr, "clrun train: the ranks cut the gradients into different all-reduce buckets (their "
+                "step schedules differ: give every rank the same model, options and kind of device, or "
+                "--bucket 0)\n");
         rc = 2;
         goto done;
     }

@@ -177,20 +177,35 @@ static void sum(clrun_cli_dist *d, void *buf, int count, MPI_Datatype type, cons
     wait_for(d, &req, rc, what);
 }
 
+/* Whether one collective takes `count` floats (its count is an int), and those gradients
+ * times this rank's weight: what the ranks' sum makes the mean loss's gradient (bucket: for the
+ * message, -1 for all of them). */
+static clrun_status weigh(const clrun_cli_dist *d, float *gradients, uint64_t count, int32_t bucket,
+                          char *err, size_t errlen)
+{
+    if (count > (uint64_t)INT32_MAX) {
+        char where[32] = "";
+        if (bucket >= 0)
+            snprintf(where, sizeof where, " in bucket %d", (int)bucket);
+        snprintf(err, errlen, "%llu gradient values%s: more than one all-reduce takes",
+                 (unsigned long long)count, where);
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    }
+    for (uint64_t i = 0; i < count; i++)
+        gradients[i] = (float)((double)gradients[i] * d->weight);
+    return CLRUN_OK;
+}
+
 clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
                                    char *err, size_t errlen)
 {
     clrun_cli_dist *d = user;
     if (d->size <= 1)
         return CLRUN_OK;
-    if (count > (uint64_t)INT32_MAX) { /* one collective: an int count of floats */
-        snprintf(err, errlen, "%llu gradient values: more than one all-reduce takes",
-                 (unsigned long long)count);
-        return CLRUN_ERROR_INVALID_ARGUMENT;
-    }
     double start = MPI_Wtime();
-    for (uint64_t i = 0; i < count; i++)
-        gradients[i] = (float)((double)gradients[i] * d->weight);
+    clrun_status s = weigh(d, gradients, count, -1, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
     char what[96];
     snprintf(what, sizeof what, "the gradient all-reduce of step %llu", (unsigned long long)step);
     sum(d, gradients, (int)count, MPI_FLOAT, what);
@@ -224,11 +239,8 @@ clrun_status clrun_cli_dist_bucket_start(void *user, uint64_t step, int32_t buck
         bucket_since = since;
         bucket_cap = cap;
     }
-    if (count > (uint64_t)INT32_MAX) { /* one collective: an int count of floats */
-        snprintf(err, errlen, "%llu gradient values in bucket %d: more than one all-reduce takes",
-                 (unsigned long long)count, (int)bucket);
-        return CLRUN_ERROR_INVALID_ARGUMENT;
-    }
+    if (count > (uint64_t)INT32_MAX) /* refused before anything starts (weigh says so too) */
+        return weigh(d, gradients, count, bucket, err, errlen);
     double now = MPI_Wtime();
     if (bucket == 0) {
         d->bucket_start = now;
@@ -239,8 +251,7 @@ clrun_status clrun_cli_dist_bucket_start(void *user, uint64_t step, int32_t buck
     bucket_req[bucket] = MPI_REQUEST_NULL;
     if (d->size <= 1)
         return CLRUN_OK;
-    for (uint64_t i = 0; i < count; i++) /* as clrun_cli_dist_reduce: the same sums */
-        gradients[i] = (float)((double)gradients[i] * d->weight);
+    (void)weigh(d, gradients, count, bucket, err, errlen); /* as clrun_cli_dist_reduce: the same sums */
     int rc = MPI_Iallreduce(MPI_IN_PLACE, gradients, (int)count, MPI_FLOAT, MPI_SUM, comm,
                             &bucket_req[bucket]);
     if (rc != MPI_SUCCESS) {

@@ -47,7 +47,11 @@ typedef clrun_status (*clrun_train_reduce_fn)(void *user, uint64_t step, float *
  * (a non-blocking all-reduce, say) and returns. bucket_test says whether a started bucket's
  * reduction is complete (*done), without waiting long: it is polled while the device runs and
  * after, until every bucket is done; then the optimizer's updates run with the reduced
- * gradients. Either failing fails the step as `reduce` does (the text it wrote to err). */
+ * gradients. Either failing fails the step as `reduce` does (the text it wrote to err). Before
+ * the step returns, whatever failed (the run, a read, a hook), every bucket started is polled
+ * until done; a bucket_test that fails gives that bucket's reduction up, and must leave nothing
+ * that still writes into its gradients. The hooks run while the step's executor is busy: they
+ * must not call into the trainer or its executor. */
 typedef clrun_status (*clrun_train_bucket_start_fn)(void *user, uint64_t step, int32_t bucket,
                                                     float *gradients, uint64_t count, char *err,
                                                     size_t errlen);

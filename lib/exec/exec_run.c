@@ -507,8 +507,8 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
                                     "'%s' during its run", e->graph->name);
     }
     if (status != CLRUN_OK && events)
-        clFinish(e->ctx->queue); /* no read may land after the run is given up */
-    for (int32_t k = 0; k < watched; k++)
+        clrun__cl.Finish(e->ctx->queue); /* no read may land after the run is given up */
+    for (int32_t k = 0; events && k < watched; k++)
         if (events[k])
             clrun__cl.ReleaseEvent(events[k]);
     free(steps);

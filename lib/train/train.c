@@ -687,8 +687,53 @@ static clrun_status bucket_read(clrun_train *t, const cl_event *read, int32_t b,
  * `reduce` does). No bucket starts after it. */
 static void bucket_failed(clrun_train *t, clrun_status s, const char *err)
 {
+    if (t->bucket_status != CLRUN_OK)
+        return; /* the first failure is the one to report */
     t->bucket_status = s;
     snprintf(t->bucket_err, sizeof t->bucket_err, "%s", err[0] ? err : clrun_strerror(s));
+}
+
+/* Polls the started buckets not yet done once each (a bucket_test that fails gives its
+ * reduction up: done, the failure kept), then moves ov_open past those done. *changed: whether
+ * one finished. */
+static void bucket_poll(clrun_train *t, bool *changed)
+{
+    uint64_t step = t->steps + 1;
+    char err[512] = "";
+    for (int32_t b = t->ov_open; b < t->ov_next; b++) {
+        if (t->ov_done[b])
+            continue;
+        clrun_status s = t->options.bucket_test(t->options.reduce_user, step, b, &t->ov_done[b], err,
+                                                sizeof err);
+        if (s != CLRUN_OK) {
+            bucket_failed(t, s, err);
+            t->ov_done[b] = true;
+        }
+        if (t->ov_done[b]) {
+            t->ov_end[b] = host_ns();
+            *changed = true;
+        }
+    }
+    while (t->ov_open < t->ov_next && t->ov_done[t->ov_open])
+        t->ov_open++;
+}
+
+/* Every started bucket waited for, whatever failed (the run, a read, a hook): nothing may write
+ * into stage once the step returns. */
+static void bucket_drain(clrun_train *t)
+{
+    long pause_ns = 1000;
+    while (t->ov_open < t->ov_next) {
+        bool changed = false;
+        bucket_poll(t, &changed);
+        if (!changed) {
+            struct timespec ts = {0, pause_ns};
+            nanosleep(&ts, NULL);
+            pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
+        } else {
+            pause_ns = 1000;
+        }
+    }
 }
 
 /* One pass over the buckets: those whose gradients are now in host memory handed to
@@ -726,23 +771,7 @@ static clrun_status bucket_pass(clrun_train *t, const cl_event *read, bool *chan
         t->ov_next++;
         *changed = true;
     }
-    for (int32_t b = t->ov_open; b < t->ov_next; b++) {
-        if (t->ov_done[b])
-            continue;
-        s = t->options.bucket_test(t->options.reduce_user, step, b, &t->ov_done[b], err,
-                                   sizeof err);
-        if (s != CLRUN_OK) { /* nothing more to wait for */
-            bucket_failed(t, s, err);
-            t->ov_open = t->ov_next = t->bucket_count;
-            return CLRUN_OK;
-        }
-        if (t->ov_done[b]) {
-            t->ov_end[b] = host_ns();
-            *changed = true;
-        }
-    }
-    while (t->ov_open < t->ov_next && t->ov_done[t->ov_open])
-        t->ov_open++;
+    bucket_poll(t, changed);
     return CLRUN_OK;
 }
 
@@ -802,6 +831,7 @@ static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t c
         clrun__exec_watch w = {.count = t->tg.param_count, .outputs = t->order_outputs,
                                .host = t->order_host, .wait = overlap, .user = t};
         s = clrun__exec_run_watched(t->exec, t->buffers, t->tg.slot_count, &w);
+        bucket_drain(t); /* after a failed run too */
         uint64_t origin = clrun__exec_profile_origin(t->exec);
         for (int32_t b = 0; s == CLRUN_OK && b < t->bucket_count; b++) {
             clrun_train_bucket *bk = &t->buckets[b];
