@@ -19,6 +19,7 @@
 
 #include "../examples/models.h"
 #include "device_test.h"
+#include "fuse/codegen.h"
 #include "fuse/fuse.h"
 #include "fuse/group.h"
 #include "graph/op.h"
@@ -708,6 +709,51 @@ static void one_program_is_built_per_executor(void **state)
     clrun_graph_destroy(g);
 }
 
+/* Groups whose kernels differ only in their size, or not at all, share one kernel of the
+ * program (POCL compiles each kernel that runs: EfficientNet-B0's 49 SiLU groups are one), and
+ * run with the same bits as unfused. */
+static void groups_of_the_same_text_share_one_kernel(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("silus", &g), CLRUN_OK);
+    const int64_t big[2] = {4, 8}, small[2] = {3, 5};
+    int32_t x1 = input(g, "x1", shape_of(CLRUN_F32, 2, big)), x2 = input(g, "x2", shape_of(CLRUN_F32, 2, small));
+    int32_t x3 = input(g, "x3", shape_of(CLRUN_F32, 2, big));
+    clrun_graph_mark_output(g, binary(g, "mul", "y1", x1, unary(g, "sigmoid", "s1", x1)));
+    clrun_graph_mark_output(g, binary(g, "mul", "y2", x2, unary(g, "sigmoid", "s2", x2)));
+    clrun_graph_mark_output(g, binary(g, "add", "y3", x3, unary(g, "relu", "s3", x3)));
+    clrun__fuse_plan p = plan_of(g, 32, NULL);
+    assert_int_equal(p.group_count, 3);
+    clrun__arena arena = {0};
+    clrun__fused_op *ops[3];
+    for (int32_t k = 0; k < 3; k++) {
+        int32_t *inputs = NULL;
+        ops[k] = clrun__fuse_describe(&arena, g, &p, k, &inputs);
+        assert_non_null(ops[k]);
+    }
+    char *text = clrun__fuse_program(ops, 3, true, NULL);
+    assert_non_null(text);
+    int kernels = 0;
+    for (const char *at = text; (at = strstr(at, "__kernel void ")) != NULL; at++)
+        kernels++;
+    assert_int_equal(kernels, 2); /* the two SiLUs (32 and 15 elements) share theirs */
+    int silu[2], n = 0;
+    for (int k = 0; k < 3; k++)
+        if (strstr(ops[k]->name, "sigmoid"))
+            silu[n++] = k;
+    assert_int_equal(n, 2);
+    assert_string_equal(ops[silu[0]]->kernel, ops[silu[1]]->kernel);
+    assert_true(ops[silu[0]]->launch.n[0] != ops[silu[1]]->launch.n[0]);
+    for (int k = 0; k < 3; k++) /* every op's kernel is defined */
+        assert_non_null(strstr(text, ops[k]->kernel));
+    free(text);
+    clrun__arena_free(&arena);
+    clrun__fuse_plan_free(&p);
+    check_model(g, "silus", true);
+    clrun_graph_destroy(g);
+}
+
 static char warning[2048];
 static void keep_warning(clrun_log_level level, const char *message, void *user)
 {
@@ -1178,6 +1224,7 @@ int main(void)
         cmocka_unit_test(random_fusible_graphs_give_the_same_bits_in_every_mode),
         cmocka_unit_test(every_dtype_fuses_with_the_same_bits),
         cmocka_unit_test(one_program_is_built_per_executor),
+        cmocka_unit_test(groups_of_the_same_text_share_one_kernel),
         cmocka_unit_test(a_kernel_that_does_not_build_runs_unfused),
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test(clrun_fusion_0_turns_it_off),

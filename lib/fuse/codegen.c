@@ -164,17 +164,16 @@ static void emit_coordinates(clrun__strbuf *b, const geometry *g, clrun__fused_o
 {
     const char *it = g->wide ? "ulong" : "uint", *suffix = g->wide ? "ul" : "u";
     int r = g->rank;
-    if (r == 1) {
-        f->launch = (clrun__fused_launch){1, {g->dims[0], 1, 1}};
+    if (r == 1) { /* the count is the kernel's last argument: groups of any size share it */
+        f->launch = (clrun__fused_launch){1, {g->dims[0], 1, 1}, g->wide};
         clrun__strbuf_printf(b, "    const %s c0 = get_global_id(0);\n"
-                                "    if (!(WHOLE_GROUP(%llu%s) || c0 < %llu%s))\n        return;\n",
-                             it, (unsigned long long)g->dims[0], suffix, (unsigned long long)g->dims[0], suffix);
+                                "    if (!(WHOLE_GROUP(n) || c0 < n))\n        return;\n", it);
         return;
     }
     uint64_t outer = 1;
     for (int d = 0; d <= r - 3; d++)
         outer *= g->dims[d];
-    f->launch = (clrun__fused_launch){3, {g->dims[r - 1], g->dims[r - 2], outer}};
+    f->launch = (clrun__fused_launch){3, {g->dims[r - 1], g->dims[r - 2], outer}, false};
     clrun__strbuf_printf(b, "    const %s c0 = get_global_id(0);\n    if (c0 >= %llu%s)\n        return;\n"
                             "    const %s c1 = get_global_id(1);\n",
                          it, (unsigned long long)g->dims[r - 1], suffix, it);
@@ -253,11 +252,14 @@ static bool emit_kernel(clrun__strbuf *b, clrun__fused_op *f, bool poisoned)
         free(g);
         return false;
     }
-    clrun__strbuf_printf(b, "\n/* %s */\n__kernel void %s(", f->name, f->kernel);
+    /* b gets the kernel from its parameter list on: the caller names it */
+    clrun__strbuf_printf(b, "(");
     for (int i = 0; i < f->input_count; i++)
         clrun__strbuf_printf(b, "__global const %s *in%d, ", clrun__cl_type(f->inputs[i].dtype), i);
     for (int o = 0; o < f->output_count; o++)
         clrun__strbuf_printf(b, "%s__global %s *out%d", o ? ", " : "", clrun__cl_type(f->output_dtype[o]), o);
+    if (g->rank == 1)
+        clrun__strbuf_printf(b, ", const %s n", g->wide ? "ulong" : "uint");
     clrun__strbuf_printf(b, ")\n{\n");
     if (poisoned)
         clrun__strbuf_printf(b, "    this does not compile;\n");
@@ -328,9 +330,32 @@ char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, con
     for (int i = 0; i < count; i++)
         for (int s = 0; s < ops[i]->step_count; s++)
             emit_function_once(&b, &ops[i]->steps[s], done, &done_count, MAX_FUNCTIONS);
-    bool ok = true;
-    for (int i = 0; ok && i < count; i++)
-        ok = emit_kernel(&b, ops[i], has_op(ops[i], poison));
+    /* Groups whose kernels are the same text share the first one's kernel: POCL compiles each
+     * kernel a program defines that runs (0.1-0.3 s apiece), and mobile networks repeat the
+     * same activation at many sizes (EfficientNet-B0: 49 SiLU groups, one kernel). */
+    char **bodies = calloc((size_t)count + 1, sizeof *bodies);
+    bool ok = bodies != NULL;
+    for (int i = 0; ok && i < count; i++) {
+        clrun__strbuf body = {0};
+        ok = emit_kernel(&body, ops[i], has_op(ops[i], poison)) && !body.failed;
+        bodies[i] = ok ? clrun__strbuf_take(&body) : NULL;
+        clrun__strbuf_free(&body);
+        int same = -1;
+        for (int j = 0; ok && j < i && same < 0; j++)
+            if (bodies[j] && strcmp(bodies[j], bodies[i]) == 0)
+                same = j;
+        if (same >= 0) {
+            memcpy(ops[i]->kernel, ops[same]->kernel, sizeof ops[i]->kernel);
+            free(bodies[i]);
+            bodies[i] = NULL; /* its kernel is ops[same]'s */
+        } else if (ok) {
+            clrun__strbuf_printf(&b, "\n/* %s */\n__kernel void %s", ops[i]->name, ops[i]->kernel);
+            clrun__strbuf_append(&b, bodies[i], strlen(bodies[i]));
+        }
+    }
+    for (int i = 0; bodies && i < count; i++)
+        free(bodies[i]);
+    free(bodies);
     free(done);
     if (!ok) {
         clrun__strbuf_free(&b);

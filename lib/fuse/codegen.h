@@ -5,7 +5,8 @@
  * is broadcast) is one load; every op is one call of the same element function the unfused
  * kernel calls (ops/ew_source.h), its attributes as exact literals; the output is the one store.
  * Shapes and strides are literals, so offsets cost a multiply-add by constants, in 32 bits where
- * every offset fits. Text only: nothing is built here. */
+ * every offset fits; only a one-dimensional kernel's element count is an argument (its last), so
+ * that groups of the same ops at any size are one kernel. Text only: nothing is built here. */
 #ifndef CLRUN_LIB_FUSE_CODEGEN_H
 #define CLRUN_LIB_FUSE_CODEGEN_H
 
@@ -36,7 +37,8 @@ clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_
 bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64);
 
 /* One program with the kernels of ops[0..count): the prelude, each element function once, the
- * kernels. malloc'd; NULL when out of memory. `poison`, for tests only, names an op whose
+ * kernels, each distinct kernel text once (an op whose text an earlier op has gets that op's
+ * kernel name). malloc'd; NULL when out of memory. `poison`, for tests only, names an op whose
  * groups get a kernel that does not compile. */
 char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, const char *poison);
 

@@ -45,6 +45,8 @@ typedef struct clrun__fused_input {
 typedef struct clrun__fused_launch {
     unsigned dims;                 /* 1: n[0] elements, rounded up; 3: n[0] rounded up x n[1] x n[2] */
     uint64_t n[3];
+    bool wide;                     /* dims 1: the kernel's last argument, n[0], is a ulong (else
+                                      a uint) */
 } clrun__fused_launch;
 
 /* An epilogue group: the steps run inside a matmul's or conv2d's kernel (lib/ops/ops.h's

@@ -69,6 +69,13 @@ static clrun_status prepare_generated(clrun_context *ctx, const clrun__fused_op 
             s = clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s' of %s", f->kernel, f->name);
     }
     uint64_t n0 = f->launch.n[0];
+    if (s == CLRUN_OK && f->launch.dims == 1) { /* the element count, after the buffers */
+        cl_uint at = (cl_uint)(f->input_count + f->output_count);
+        cl_uint n32 = (cl_uint)n0;
+        cl_ulong n64 = n0;
+        s = f->launch.wide ? clrun__arg(ctx, ks->kernel, at, sizeof n64, &n64)
+                           : clrun__arg(ctx, ks->kernel, at, sizeof n32, &n32);
+    }
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, ks->kernel, f->launch.dims == 1 ? 256 : group_for(n0), &ks->local[0]);
     if (s == CLRUN_OK) {
