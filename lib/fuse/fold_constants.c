@@ -30,6 +30,10 @@ static bool foldable(const clrun_graph *d, const clrun__node *node)
         return false; /* a guarded node runs only when its guard says so: never at creation */
     if (node->input_count == 0 || clrun__op_kernels_find(node->op) == NULL)
         return false;
+    /* a product over a narrow weight reads it only from the copy an executor packs */
+    if ((strcmp(node->op->name, "matmul") == 0 || strcmp(node->op->name, "conv2d") == 0) &&
+        node->input_count >= 2 && d->tensors[node->inputs[1]].type.dtype != CLRUN_F32)
+        return false;
     uint64_t in = 0, out = 0;
     for (int k = 0; k < node->input_count; k++) {
         const clrun__tensor *t = &d->tensors[node->inputs[k]];
