@@ -34,6 +34,8 @@ DEFAULT_SKIP_test_train_fused="*_same_bits_fused_or_not"
 # Environment per binary: test_fuse's products would time every variant of the matmul core,
 # simulated, for each new shape (test_ops_kernels checks the variants).
 DEFAULT_ENV_test_fuse="CLRUN_TUNE=0"
+# Narrow weights: one allocator (each runs the same kernels), no timing of the core's variants.
+DEFAULT_ENV_test_narrow_weights="CLRUN_TUNE=0 CLRUN_TEST_ROUNDS=1"
 
 # unexpected_api_errors OUTPUT: the API errors oclgrind printed, but for the expected ones: as
 # "test: function: error" lines.

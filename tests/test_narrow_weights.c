@@ -98,8 +98,9 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
     return h;
 }
 
-/* Runs g (inputs from fixed seeds) on a context of `allocator`, fusion on (1) or off (-1). */
-static outcome run(const clrun_graph *g, const char *allocator, int fusion)
+/* Runs g (inputs from fixed seeds) on a context of `allocator`, fusion on (1) or off (-1),
+ * folding at load (the dequantized weights' fold among them) on or off. */
+static outcome run_folding(const clrun_graph *g, const char *allocator, int fusion, int fold)
 {
     clrun_context_options o;
     clrun_context_options_init(&o);
@@ -109,6 +110,7 @@ static outcome run(const clrun_graph *g, const char *allocator, int fusion)
     clrun_exec_options eo;
     clrun_exec_options_init(&eo);
     eo.fusion = fusion;
+    eo.fold = fold;
     eo.plan_time_limit_s = 0.05;
     clrun_exec *exec = NULL;
     if (clrun_exec_create(ctx, g, &eo, &exec) != CLRUN_OK) {
@@ -151,6 +153,17 @@ static outcome run(const clrun_graph *g, const char *allocator, int fusion)
     return r;
 }
 
+static outcome run(const clrun_graph *g, const char *allocator, int fusion)
+{
+    return run_folding(g, allocator, fusion, 1);
+}
+
+/* The widening nodes as they are: the reference bits. */
+static outcome run_nodes(const clrun_graph *g, const char *allocator, int fusion)
+{
+    return run_folding(g, allocator, fusion, -1);
+}
+
 static clrun_graph *narrowed(clrun_dtype to, bool by_nodes)
 {
     clrun_graph *g = model();
@@ -184,15 +197,21 @@ static void kernels_widen_as_the_nodes_did(void **state)
         clrun_graph *fused = narrowed(widths[w], false), *nodes = narrowed(widths[w], true);
         for (int32_t n = 0; n < fused->node_count; n++)
             assert_string_not_equal(fused->nodes[n].op->name, "cast");
-        outcome reference = run(nodes, "tlsf", -1);
-        for (size_t a = 0; a < sizeof allocators / sizeof allocators[0]; a++)
+        outcome reference = run_nodes(nodes, "tlsf", -1);
+        /* folding at load gives the widening nodes' products the narrow weights too */
+        outcome folded = run(nodes, "tlsf", 1), direct = run(fused, "tlsf", 1);
+        assert_same(&folded, &reference, "the nodes folded");
+        assert_true(folded.constants == direct.constants && folded.peak == direct.peak);
+        /* CLRUN_TEST_ROUNDS: fewer allocators (oclgrind runs one) */
+        int count = clrun_test_rounds(4);
+        for (size_t a = 0; a < (size_t)(count < 4 ? count : 4); a++)
             for (int fusion = -1; fusion <= 1; fusion += 2) {
                 char what[96];
                 snprintf(what, sizeof what, "%s, %s, fusion %d", clrun_dtype_name(widths[w]), allocators[a],
                          fusion);
                 outcome o = run(fused, allocators[a], fusion), plain = run(f32, allocators[a], fusion);
                 assert_same(&o, &reference, what);
-                outcome by_nodes = run(nodes, allocators[a], fusion);
+                outcome by_nodes = run_nodes(nodes, allocators[a], fusion);
                 assert_same(&by_nodes, &reference, what);
                 /* no f32 copy of a weight in the run's buffers: the f32 model's peak */
                 if (o.peak > plain.peak)
@@ -203,16 +222,16 @@ static void kernels_widen_as_the_nodes_did(void **state)
                             (unsigned long long)by_nodes.peak, (unsigned long long)plain.peak);
                 assert_true(by_nodes.peak > o.peak);
             }
-        /* the kernels that read f32 weights (devices with local memory) widen into scratch:
-         * the same bits */
-        clrun__ops_kernels = CLRUN__KERNELS_TILED;
-        outcome tiled = run(fused, "tlsf", 1);
-        clrun__ops_kernels = CLRUN__KERNELS_SIMPLE;
-        outcome simple = run(fused, "tlsf", 1);
-        outcome simple_nodes = run(nodes, "tlsf", 1);
-        clrun__ops_kernels = CLRUN__KERNELS_AUTO;
-        assert_same(&simple, &simple_nodes, "simple kernels");
-        (void)tiled; /* tiles sum in another order than the core on this device: own bits */
+        /* each family of kernels: the core (narrow panels), and those that read f32 weights
+         * (devices with local memory: tiles; one output per item), which widen into scratch:
+         * the bits of the nodes' widening under the same kernels */
+        const clrun__kernel_choice kinds[] = {CLRUN__KERNELS_VECTOR, CLRUN__KERNELS_TILED, CLRUN__KERNELS_SIMPLE};
+        for (int k = 0; k < 3; k++) {
+            clrun__ops_kernels = kinds[k];
+            outcome o = run(fused, "tlsf", 1), by_nodes = run_nodes(nodes, "tlsf", 1);
+            clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+            assert_same(&o, &by_nodes, k == 0 ? "core" : k == 1 ? "tiles" : "simple kernels");
+        }
         clrun_graph_destroy(fused);
         clrun_graph_destroy(nodes);
     }
@@ -231,10 +250,10 @@ static void a_zero_point_is_subtracted_as_the_nodes_do(void **state)
             assert_int_equal(clrun_graph_create("zp", &g[form]), CLRUN_OK);
             clrun_graph *d = g[form];
             int32_t x;
-            clrun_tensor_type xt = conv ? (clrun_tensor_type){CLRUN_F32, 4, {2, 5, 7, 7}}
-                                        : (clrun_tensor_type){CLRUN_F32, 2, {19, 24}};
-            clrun_tensor_type qt = conv ? (clrun_tensor_type){CLRUN_U8, 4, {12, 5, 3, 3}}
-                                        : (clrun_tensor_type){CLRUN_U8, 2, {24, 12}};
+            clrun_tensor_type xt = conv ? (clrun_tensor_type){CLRUN_F32, 4, {2, 64, 7, 7}}
+                                        : (clrun_tensor_type){CLRUN_F32, 2, {19, 512}};
+            clrun_tensor_type qt = conv ? (clrun_tensor_type){CLRUN_U8, 4, {12, 64, 3, 3}}
+                                        : (clrun_tensor_type){CLRUN_U8, 2, {512, 12}};
             assert_int_equal(clrun_graph_add_input(d, "x", &xt, false, &x), CLRUN_OK);
             uint64_t n = clrun_tensor_elements(&qt), rng = 9;
             uint8_t *q = malloc((size_t)n);
@@ -271,10 +290,13 @@ static void a_zero_point_is_subtracted_as_the_nodes_do(void **state)
             clrun_graph_mark_output(d, y2);
             clrun_graph_mark_output(d, y3);
         }
-        outcome a = run(g[0], "tlsf", 1), b = run(g[1], "tlsf", 1), c = run(g[0], "planned", -1);
+        outcome a = run(g[0], "tlsf", 1), b = run_nodes(g[1], "tlsf", 1), c = run(g[0], "planned", -1);
+        outcome d = run(g[1], "tlsf", 1); /* the chain folded at load */
+        assert_same(&d, &b, conv ? "conv2d u8, folded" : "matmul u8, folded");
+        assert_true(d.constants == a.constants);
         assert_same(&a, &b, conv ? "conv2d u8" : "matmul u8");
         assert_same(&c, &b, conv ? "conv2d u8, planned" : "matmul u8, planned");
-        assert_true(a.constants < b.constants); /* narrow panels: not the f32 weight */
+        assert_true(a.peak < b.peak); /* no f32 weight among the run's buffers */
         clrun_graph_destroy(g[0]);
         clrun_graph_destroy(g[1]);
     }

@@ -1,6 +1,6 @@
 /* A dequantized constant weight folded into its product (an ONNX model's QDQ pattern): the chain
  *   w = mul(sub(cast(q), zero), scale)     or     w = mul(cast(q), scale)
- * over a constant q of i8 or u8, read only as the weight of a matmul (a matrix) or a conv2d,
+ * over a constant q of i8 or u8 (or w = cast(q) of an f16 or bf16 q), read only as the weight of a matmul (a matrix) or a conv2d,
  * with a constant scale (and zero point: a constant, or the cast of one) per tensor or per
  * output channel, becomes that product reading q itself with scale[C] (and zero[C]) as its last
  * inputs and the attribute dequant (lib/graph/op_geometry.h): its kernels widen q as they read it
@@ -98,6 +98,18 @@ static bool fold_one(clrun__arena *arena, clrun_graph *d, const int32_t *reads, 
     if (wt->dtype != CLRUN_F32 || (!conv && wt->rank != 2))
         return true;
     const clrun__node *mul = single(d, reads, w, &mi);
+    if (mul != NULL && named(mul, "cast") && mul->input_count == 1 &&
+        (is_constant(d, mul->inputs[0], CLRUN_F16) || is_constant(d, mul->inputs[0], CLRUN_BF16)) &&
+        d->tensors[mul->inputs[0]].kind == CLRUN__TENSOR_CONSTANT) { /* f16, bf16: widened exactly */
+        int32_t inputs[3] = {prod->inputs[0], mul->inputs[0], prod->input_count == 3 ? prod->inputs[2] : -1};
+        const clrun__op *op = prod->op;
+        const clrun_attr *attrs = prod->attrs;
+        int attr_count = prod->attr_count, count = prod->input_count;
+        int32_t out = prod->outputs[0];
+        clrun__draft_remove_node(d, mi);
+        (*folded)++;
+        return clrun__draft_set_node(arena, d, p, op, inputs, count, out, attrs, attr_count);
+    }
     if (mul == NULL || !named(mul, "mul") || mul->input_count != 2)
         return true;
     int side = is_constant(d, mul->inputs[1], CLRUN_F32) ? 1 : is_constant(d, mul->inputs[0], CLRUN_F32) ? 0 : -1;
