@@ -197,6 +197,7 @@ static void kernels_widen_as_the_nodes_did(void **state)
         clrun_graph *fused = narrowed(widths[w], false), *nodes = narrowed(widths[w], true);
         for (int32_t n = 0; n < fused->node_count; n++)
             assert_string_not_equal(fused->nodes[n].op->name, "cast");
+        clrun__ops_kernels = CLRUN__KERNELS_VECTOR; /* the core on every device; the others below */
         outcome reference = run_nodes(nodes, "tlsf", -1);
         /* folding at load gives the widening nodes' products the narrow weights too */
         outcome folded = run(nodes, "tlsf", 1), direct = run(fused, "tlsf", 1);
@@ -222,15 +223,15 @@ static void kernels_widen_as_the_nodes_did(void **state)
                             (unsigned long long)by_nodes.peak, (unsigned long long)plain.peak);
                 assert_true(by_nodes.peak > o.peak);
             }
-        /* each family of kernels: the core (narrow panels), and those that read f32 weights
-         * (devices with local memory: tiles; one output per item), which widen into scratch:
-         * the bits of the nodes' widening under the same kernels */
-        const clrun__kernel_choice kinds[] = {CLRUN__KERNELS_VECTOR, CLRUN__KERNELS_TILED, CLRUN__KERNELS_SIMPLE};
-        for (int k = 0; k < 3; k++) {
+        clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+        /* the kernels that read f32 weights (devices with local memory: tiles; one output per
+         * item) widen into scratch: the bits of the nodes' widening under the same kernels */
+        const clrun__kernel_choice kinds[] = {CLRUN__KERNELS_TILED, CLRUN__KERNELS_SIMPLE};
+        for (int k = 0; k < 2; k++) {
             clrun__ops_kernels = kinds[k];
             outcome o = run(fused, "tlsf", 1), by_nodes = run_nodes(nodes, "tlsf", 1);
             clrun__ops_kernels = CLRUN__KERNELS_AUTO;
-            assert_same(&o, &by_nodes, k == 0 ? "core" : k == 1 ? "tiles" : "simple kernels");
+            assert_same(&o, &by_nodes, k == 0 ? "tiles" : "simple kernels");
         }
         clrun_graph_destroy(fused);
         clrun_graph_destroy(nodes);
@@ -290,8 +291,12 @@ static void a_zero_point_is_subtracted_as_the_nodes_do(void **state)
             clrun_graph_mark_output(d, y2);
             clrun_graph_mark_output(d, y3);
         }
+        clrun__ops_kernels = CLRUN__KERNELS_VECTOR; /* the core on every device */
         outcome a = run(g[0], "tlsf", 1), b = run_nodes(g[1], "tlsf", 1), c = run(g[0], "planned", -1);
         outcome d = run(g[1], "tlsf", 1); /* the chain folded at load */
+        clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+        outcome e = run(g[0], "tlsf", 1), f = run_nodes(g[1], "tlsf", 1); /* the device's own */
+        assert_same(&e, &f, conv ? "conv2d u8, the device's kernels" : "matmul u8, the device's kernels");
         assert_same(&d, &b, conv ? "conv2d u8, folded" : "matmul u8, folded");
         assert_true(d.constants == a.constants);
         assert_same(&a, &b, conv ? "conv2d u8" : "matmul u8");
