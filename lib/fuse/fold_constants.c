@@ -8,7 +8,8 @@
  * resident for the executor's life, an intermediate only while it is needed. A fold may add
  * half its inputs' bytes, at least FOLD_SMALL and at most FOLD_GROWTH: an expand of a scalar to
  * a large tensor is cheaper to recompute, and a narrow weight (int8 or f16, dequantized or cast
- * to f32 before its product) stays resident at its own width, widened at each run. */
+ * to f32 before its product) stays resident at its own width, widened at each run (before a
+ * matmul or conv2d, by that product's kernels: fold_dequant.c). */
 #include "fuse/fold.h"
 
 #include <clrun/context.h>
