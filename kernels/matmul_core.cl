@@ -74,6 +74,29 @@ void clrun_mm_pack(__global const float *b, __global float *bp, __global const u
     bp[at] = n < N ? b[offsets[z] + k * b_ks + n * b_ns] : 0.0f;
 }
 
+/* A narrow weight widened to f32, as the graph's cast (and sub, mul) nodes widen it: for the
+ * kernels that read f32 weights only (devices with local memory, depthwise convolutions).
+ * bw: 1 f16, 2 bf16 (w = f32(q)), 3 i8, 4 u8 (w = (f32(q) - zero[c]) * scale[c], channel
+ * c = i / inner % channels; zero 0 where has_zero is 0). Work-item i. */
+__kernel
+void clrun_widen_weight(__global const uchar *q, __global const float *scale,
+                        __global const float *zero, __global float *w, const int bw,
+                        const ulong n, const ulong inner, const uint channels, const int has_zero)
+{
+    const size_t i = get_global_id(0);
+    if (i >= n)
+        return;
+    if (bw == 1) {
+        w[i] = vload_half(i, (__global const half *)q);
+    } else if (bw == 2) {
+        w[i] = as_float((uint)((__global const ushort *)q)[i] << 16);
+    } else {
+        const uint c = (uint)(i / inner % channels);
+        const float v = bw == 3 ? (float)((__global const char *)q)[i] : (float)q[i];
+        w[i] = (v - (has_zero ? zero[c] : 0.0f)) * scale[c];
+    }
+}
+
 /* The padded image of a convolution: xp[plane][ih][iw] = x[plane][ih - PH][iw - PW] inside x,
  * 0 outside, over HP x WP (what the output's windows reach). Work-item (iw, ih, plane). */
 __kernel
@@ -117,6 +140,56 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
     for (uint j = 0; j < NR; j++)                                                              \
         bt[j] = (p)[(ulong)min(j, last) * (js)];                                               \
     LOAD_B(bt)
+/* A constant B stored narrow (BW: 1 f16, 2 bf16, 3 i8, 4 u8; 0, the default, f32), packed
+ * into panels of NR columns as an f32 B is: for i8 and u8 each panel starts with its NR scales
+ * and NR zero points (floats, NARROW_HEAD bytes), then K x NR values, NARROW_SIZE bytes each.
+ * LOAD_BN widens a k step's NR values in registers, as the graph's cast (sub, mul) nodes widen
+ * them: f16 and bf16 exactly, i8 and u8 as (f32(q) - zero) * scale: the same B values, in the
+ * same fma chain, as the f32 product over the widened weight: the same bits. */
+#ifndef BW
+#define BW 0
+#endif
+#if BW == 1
+#define NARROW half
+#define NARROW_SIZE 2
+#define WIDEN(p, v) CAT(vload_half, VW)(0, (p) + (v) * VW)
+#elif BW == 2
+#define NARROW ushort
+#define NARROW_SIZE 2
+#define WIDEN(p, v) CAT(as_float, VW)(CAT(convert_uint, VW)(CAT(vload, VW)(0, (p) + (v) * VW)) << 16)
+#elif BW == 3 || BW == 4
+#if BW == 3
+#define NARROW char
+#else
+#define NARROW uchar
+#endif
+#define NARROW_SIZE 1
+#define WIDEN(p, v) ((CAT(convert_float, VW)(CAT(vload, VW)(0, (p) + (v) * VW)) - CAT(zv, v)) * CAT(sv, v))
+#endif
+#if BW >= 3
+#define NARROW_HEAD (8 * NR)
+#if NV == 1
+#define PANEL_SCALES(h) const VEC sv0 = VLOAD(0, h), zv0 = VLOAD(0, (h) + NR);
+#else
+#define PANEL_SCALES(h) const VEC sv0 = VLOAD(0, h), sv1 = VLOAD(0, (h) + VW), \
+                                  zv0 = VLOAD(0, (h) + NR), zv1 = VLOAD(0, (h) + NR + VW);
+#endif
+#else
+#define NARROW_HEAD 0
+#define PANEL_SCALES(h)
+#endif
+#if BW
+#if NV == 1
+#define LOAD_BN(p) const VEC bv0 = WIDEN(p, 0);
+#else
+#define LOAD_BN(p) const VEC bv0 = WIDEN(p, 0), bv1 = WIDEN(p, 1);
+#endif
+/* The panel at byte offset `at` of bp: its scales, and bn, its values. */
+#define NARROW_PANEL(bp, at)                                                                   \
+    __global const uchar *ph = (__global const uchar *)(bp) + (at);                            \
+    PANEL_SCALES((__global const float *)ph)                                                   \
+    __global const NARROW *bn = (__global const NARROW *)(ph + NARROW_HEAD);
+#endif
 #define ACC(r, v) CAT(CAT(acc, r), CAT(_, v))
 #define DECL_ACC(r, v) VEC ACC(r, v) = 0.0f;
 #define FMA_ACC(r, v) ACC(r, v) = fma(CAT(av, r), CAT(bv, v), ACC(r, v));
@@ -215,19 +288,40 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
     if (panel * NR >= N)
         return;
     __global const float *az = a + batch[2 * z];
+#if BW
+    NARROW_PANEL(bp, (ulong)panel * b_panel)
+#else
     __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * b_panel;
+#endif
     const ulong oz = (ulong)z * M * N;
     const uint n0 = panel * NR;
     /* B read as it is and gathered: transposed (b_k == 1: a column's k along memory), or
      * row-major in the last panel of an N that panels do not divide (b_k == N != NR), whose
      * columns past N repeat the last one (a packed B has b_k == NR). */
+#if !BW
     const bool gather = b_k == 1 || (n0 + NR > N && b_k != NR);
     const uint ks = b_k == 1 ? 1 : b_k, js = b_k == 1 ? K : 1, last = min(N - 1 - n0, (uint)NR - 1);
+#endif
     for (uint step = 0; step < steps; step++) {
         const uint m0 = ((first + step) * get_local_size(0) + get_local_id(0)) * MR;
         if (m0 >= M)
             break;
         ROWS(MM_DECL)
+#if BW
+        /* narrow: a constant B, packed (b_panel: a panel's bytes) */
+        if (a_ks == 1) {
+            for (uint k = 0; k < K; k++) {
+                LOAD_BN(bn + (ulong)k * NR)
+                ROWS(MM_STEP)
+            }
+        } else {
+            __global const float *ak = az;
+            for (uint k = 0; k < K; k++, ak += a_ks) {
+                LOAD_BN(bn + (ulong)k * NR)
+                ROWS(MM_STEP_T)
+            }
+        }
+#else
         if (gather && a_ks == 1) {
             for (uint k = 0; k < K; k++) {
                 LOAD_BG(b + (ulong)k * ks, js, last)
@@ -251,6 +345,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
                 ROWS(MM_STEP_T)
             }
         }
+#endif
         ROWS(MM_STORE)
     }
 }
@@ -338,17 +433,43 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     const uint panels = (Og + NR - 1) / NR, n0 = panel * NR;
     const uint plane = HP * WP, DH = g[G_DH] * WP, DW = g[G_DW];
     __global const float *xz = xp + ((ulong)image * g[G_C] + group * Cg) * plane;
+#if BW
+    NARROW_PANEL(wp, ((ulong)group * panels + panel) * (NARROW_HEAD + (ulong)Kc * NR * NARROW_SIZE))
+#else
     __global const float *b = wp + ((ulong)group * panels + panel) * Kc * NR;
     /* direct: wp is w itself, [O, Kc]; the panel's column j at bw[j * Kc + k], columns past the
      * group's last repeating it (never stored) */
     __global const float *bw = wp + ((ulong)group * Og + n0) * Kc;
     const uint last = min(Og - 1 - n0, (uint)NR - 1);
+#endif
     const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
     for (uint step = 0; step < steps; step++) {
         const uint p0 = ((get_group_id(0) * steps + step) * get_local_size(0) + get_local_id(0)) * MR;
         if (p0 >= P)
             break;
         ROWS(CV_DECL)
+#if BW
+        /* narrow: constant weights, packed */
+        if (pointwise) {
+            for (uint k = 0; k < Kc; k++) {
+                __global const float *xk = xz + (ulong)k * P;
+                LOAD_BN(bn + (ulong)k * NR)
+                ROWS(CV_STEP_POINTWISE)
+            }
+        } else {
+            uint k = 0;
+            for (uint c = 0; c < Cg; c++) {
+                for (uint kh = 0; kh < KH; kh++) {
+                    __global const float *xh = xz + (ulong)c * plane + kh * DH;
+                    for (uint kw = 0; kw < KW; kw++, k++) {
+                        __global const float *xt = xh + kw * DW;
+                        LOAD_BN(bn + (ulong)k * NR)
+                        ROWS(CV_STEP)
+                    }
+                }
+            }
+        }
+#else
         if (pointwise && direct) {
             for (uint k = 0; k < Kc; k++) {
                 __global const float *xk = xz + (ulong)k * P;
@@ -386,6 +507,7 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
                 }
             }
         }
+#endif
         ROWS(CV_STORE)
     }
 }

@@ -23,4 +23,11 @@ clrun_status clrun__fold_constants(clrun_context *ctx, clrun__arena *arena, clru
  * error. The draft needs room for two tensors per fold (clrun__draft_begin's extra_tensors). */
 clrun_status clrun__fold_batchnorm(clrun__arena *arena, clrun_graph *draft, int32_t *folded);
 
+/* Folds every dequantized constant weight (mul(sub(cast(q), zero), scale) or mul(cast(q),
+ * scale), q a constant of i8 or u8, per tensor or per output channel) that a matmul (a matrix)
+ * or a conv2d alone reads into that product (its attribute dequant, fold_dequant.c): the same
+ * bits, q resident at its own width. *folded gets how many. Out of host memory is the only
+ * error. The draft needs room for two tensors per fold. */
+clrun_status clrun__fold_dequantize(clrun__arena *arena, clrun_graph *draft, int32_t *folded);
+
 #endif

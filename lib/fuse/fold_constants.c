@@ -8,7 +8,8 @@
  * resident for the executor's life, an intermediate only while it is needed. A fold may add
  * half its inputs' bytes, at least FOLD_SMALL and at most FOLD_GROWTH: an expand of a scalar to
  * a large tensor is cheaper to recompute, and a narrow weight (int8 or f16, dequantized or cast
- * to f32 before its product) stays resident at its own width, widened at each run. */
+ * to f32 before its product) stays resident at its own width, widened at each run (before a
+ * matmul or conv2d, by that product's kernels: fold_dequant.c). */
 #include "fuse/fold.h"
 
 #include <clrun/context.h>
@@ -29,6 +30,10 @@ static bool foldable(const clrun_graph *d, const clrun__node *node)
         strcmp(node->op->name, "reshape") == 0)
         return false; /* a guarded node runs only when its guard says so: never at creation */
     if (node->input_count == 0 || clrun__op_kernels_find(node->op) == NULL)
+        return false;
+    /* a product over a narrow weight reads it only from the copy an executor packs */
+    if ((strcmp(node->op->name, "matmul") == 0 || strcmp(node->op->name, "conv2d") == 0) &&
+        node->input_count >= 2 && d->tensors[node->inputs[1]].type.dtype != CLRUN_F32)
         return false;
     uint64_t in = 0, out = 0;
     for (int k = 0; k < node->input_count; k++) {

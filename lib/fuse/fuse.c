@@ -216,8 +216,12 @@ clrun_status clrun__fuse(clrun_context *ctx, const clrun_graph *graph, bool fuse
                            graph->name ? graph->name : "");
     }
     clrun_status s = CLRUN_OK;
-    if (fold) {
+    int32_t dequantized = 0;
+    if (fold && clrun__fold_dequantize(&out->arena, draft, &dequantized) != CLRUN_OK)
+        s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory folding dequantized weights");
+    if (s == CLRUN_OK && fold) {
         s = clrun__fold_constants(ctx, &out->arena, draft, &out->folded_nodes);
+        out->folded_nodes += dequantized;
         if (s == CLRUN_OK && clrun__fold_batchnorm(&out->arena, draft, &out->folded_batchnorms) != CLRUN_OK)
             s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory folding batch norms");
         out->folded_nodes += out->folded_batchnorms;

@@ -6,7 +6,7 @@ libclrun_internal_la_SOURCES += \
 	lib/fuse/draft.c lib/fuse/draft.h \
 	lib/fuse/group.c lib/fuse/group.h \
 	lib/fuse/describe.c lib/fuse/codegen.c lib/fuse/codegen.h \
-	lib/fuse/fold_constants.c lib/fuse/fold_bn.c lib/fuse/fold.h \
+	lib/fuse/fold_constants.c lib/fuse/fold_bn.c lib/fuse/fold_dequant.c lib/fuse/fold.h \
 	lib/fuse/epilogue.c lib/fuse/epilogue.h \
 	lib/fuse/siblings.c lib/fuse/siblings.h \
 	lib/fuse/fuse.c lib/fuse/fuse.h

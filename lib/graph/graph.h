@@ -157,4 +157,9 @@ clrun_attr clrun__gattr_ints(const char *name, const int64_t *values, int count)
  * renumbers the producers: how a rewrite puts what it adds where it is needed. */
 clrun_status clrun__graph_place_added(clrun_graph *graph, int32_t first_added, const int32_t *anchor);
 
+/* Tests: clrun_graph_narrow_weights widens every weight by cast (and mul) nodes before its
+ * reader, as it did before matmul's and conv2d's kernels read narrow weights themselves: the
+ * bits those kernels must give. false by default. */
+extern bool clrun__narrow_weights_by_nodes;
+
 #endif

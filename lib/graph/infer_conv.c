@@ -116,6 +116,7 @@ static const clrun__attr_spec conv_attrs[] = {
     {"dilation", CLRUN__WANT_INTS, false},
     {"groups", CLRUN__WANT_INT, false},
     {"output_padding", CLRUN__WANT_INTS, false}, /* conv_transpose2d only */
+    {"dequant", CLRUN__WANT_INT, false},         /* conv2d only: its weight narrow */
 };
 
 static clrun_status conv_attrs_of(const clrun__op_call *call, clrun__conv_geometry *g,
@@ -155,7 +156,9 @@ static clrun_status conv_shapes(const clrun__op_call *call, clrun__conv_geometry
         return clrun__refuse(err, "x is %s, w is %s, groups %" PRId64 ": C and O must divide by "
                              "groups and w's second dimension be C/groups", clrun__type_format(x, sx, sizeof sx),
                              clrun__type_format(w, sw, sizeof sw), g->groups);
-    if (call->input_count == 3 && (call->inputs[2].rank != 1 || call->inputs[2].shape[0] != O))
+    bool has_bias = false;
+    clrun__product_dequant(call, &has_bias);
+    if (has_bias && (call->inputs[2].rank != 1 || call->inputs[2].shape[0] != O))
         return clrun__refuse(err, "bias is %s: expected f32[%" PRId64 "] (O)",
                              clrun__type_format(&call->inputs[2], sx, sizeof sx), O);
     int64_t span[2];
@@ -189,6 +192,22 @@ static clrun_status check_conv_call(const clrun__op_call *call, const clrun__inf
     return s;
 }
 
+/* conv2d's: its weight may be narrow (clrun__product_weight_of). */
+static clrun_status check_conv2d_call(const clrun__op_call *call, const clrun__infer_error *err)
+{
+    clrun_status s = clrun__check_input_count(call, 2, 5, err);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, conv_attrs, 7, err);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dims(call, i, err);
+    int dequant = 0;
+    bool bias = false;
+    if (s == CLRUN_OK)
+        s = clrun__product_weight_of(call, call->inputs[1].rank == 4 ? call->inputs[1].shape[0] : -1,
+                                     &dequant, &bias, err);
+    return s;
+}
+
 clrun_status clrun__conv_geometry_of(const clrun__op_call *call, clrun__conv_geometry *g,
                                      const clrun__infer_error *err)
 {
@@ -203,7 +222,7 @@ static clrun_status conv_infer(const clrun__op_call *call, clrun_tensor_type *ou
 {
     const clrun__infer_error err = {"conv2d", errbuf, errlen};
     clrun__conv_geometry g;
-    clrun_status s = check_conv_call(call, &err);
+    clrun_status s = check_conv2d_call(call, &err);
     if (s == CLRUN_OK)
         s = clrun__conv_geometry_of(call, &g, &err);
     if (s != CLRUN_OK)
@@ -636,7 +655,7 @@ static clrun_status col2im_infer(const clrun__op_call *call, clrun_tensor_type *
     return CLRUN_OK;
 }
 
-static const clrun__op op_conv2d = {.name = "conv2d", .min_inputs = 2, .max_inputs = 3,
+static const clrun__op op_conv2d = {.name = "conv2d", .min_inputs = 2, .max_inputs = 5,
                                     .outputs = 1, .infer = conv_infer};
 static const clrun__op op_maxpool2d = {.name = "maxpool2d", .min_inputs = 1, .max_inputs = 1,
                                        .outputs = 1, .code = 1, .infer = maxpool_infer};

@@ -11,6 +11,7 @@ static const clrun__attr_spec matmul_attrs[] = {
     {"transpose_a", CLRUN__WANT_INT, false},
     {"transpose_b", CLRUN__WANT_INT, false},
     {"alpha", CLRUN__WANT_FLOAT, false},
+    {"dequant", CLRUN__WANT_INT, false},
 };
 
 static void batch_type(const clrun_tensor_type *t, clrun_tensor_type *out)
@@ -54,6 +55,54 @@ clrun_status clrun__matmul_dims_of(const clrun__op_call *call, clrun__matmul_dim
     return CLRUN_OK;
 }
 
+int clrun__product_dequant(const clrun__op_call *call, bool *bias)
+{
+    int64_t dequant = clrun__attr_int_or(call, "dequant", 0);
+    int q = dequant >= 0 && dequant <= 2 ? (int)dequant : 0;
+    *bias = call->input_count - q == 3;
+    return q;
+}
+
+clrun_status clrun__product_weight_of(const clrun__op_call *call, int64_t channels, int *dequant,
+                                      bool *bias, const clrun__infer_error *err)
+{
+    int64_t q = clrun__attr_int_or(call, "dequant", 0);
+    *dequant = 0;
+    *bias = false;
+    if (q < 0 || q > 2)
+        return clrun__refuse(err, "attribute 'dequant' is %" PRId64 ": 0, 1 (scale) or 2 (scale, "
+                             "zero point)", q);
+    int own = call->input_count - (int)q;
+    if (own < 2 || own > 3)
+        return clrun__refuse(err, "%d inputs with dequant %" PRId64 ": expected 2 or 3 before "
+                             "the scale%s", call->input_count, q, q == 2 ? " and zero point" : "");
+    const clrun_tensor_type *w = &call->inputs[1];
+    char sw[CLRUN__TYPE_TEXT];
+    bool integer = w->dtype == CLRUN_I8 || w->dtype == CLRUN_U8;
+    bool narrow = integer || w->dtype == CLRUN_F16 || w->dtype == CLRUN_BF16;
+    if (narrow && (integer != (q > 0)))
+        return clrun__refuse(err, "the weight is %s with dequant %" PRId64 ": i8 and u8 weights "
+                             "take a scale (dequant 1 or 2), f16 and bf16 none",
+                             clrun__type_format(w, sw, sizeof sw), q);
+    for (int i = 0; i < call->input_count; i++) {
+        if (i == 1 && narrow)
+            continue;
+        clrun_status s = clrun__check_dtype(call, i, false, err);
+        if (s != CLRUN_OK)
+            return s;
+    }
+    for (int i = own; i < call->input_count; i++) {
+        const clrun_tensor_type *t = &call->inputs[i];
+        if (t->rank != 1 || t->shape[0] != channels)
+            return clrun__refuse(err, "the weight's %s is %s: expected f32[%" PRId64 "] (its "
+                                 "output channels)", i == own ? "scale" : "zero point",
+                                 clrun__type_format(t, sw, sizeof sw), channels);
+    }
+    *dequant = (int)q;
+    *bias = own == 3;
+    return CLRUN_OK;
+}
+
 static clrun_status check_flags(const clrun__op_call *call, const clrun__infer_error *err)
 {
     static const char *const flags[] = {"transpose_a", "transpose_b"};
@@ -69,22 +118,29 @@ static clrun_status mm_infer(const clrun__op_call *call, clrun_tensor_type *out,
                              size_t errlen)
 {
     const clrun__infer_error err = {"matmul", errbuf, errlen};
-    clrun_status s = clrun__check_input_count(call, 2, 3, &err);
+    clrun_status s = clrun__check_input_count(call, 2, 5, &err);
     if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, matmul_attrs, 3, &err);
+        s = clrun__check_attrs(call, matmul_attrs, 4, &err);
     if (s == CLRUN_OK)
         s = check_flags(call, &err);
     for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dtype(call, i, false, &err);
+        s = clrun__check_dims(call, i, &err);
     clrun__matmul_dims d;
     if (s == CLRUN_OK)
         s = clrun__matmul_dims_of(call, &d, &err);
+    int dequant = 0;
+    bool has_bias = false;
+    if (s == CLRUN_OK)
+        s = clrun__product_weight_of(call, (int64_t)d.N, &dequant, &has_bias, &err);
     if (s != CLRUN_OK)
         return s;
-    if (call->input_count == 3) {
+    char sb[CLRUN__TYPE_TEXT];
+    if (call->inputs[1].dtype != CLRUN_F32 && call->inputs[1].rank != 2)
+        return clrun__refuse(&err, "the weight is %s: a narrow weight is a matrix [K, N] (or [N, K] "
+                             "transposed)", clrun__type_format(&call->inputs[1], sb, sizeof sb));
+    if (has_bias) {
         const clrun_tensor_type *bias = &call->inputs[2];
         if (bias->rank != 1 || (uint64_t)bias->shape[0] != d.N) {
-            char sb[CLRUN__TYPE_TEXT];
             return clrun__refuse(&err, "bias is %s: expected f32[%" PRIu64 "] (N)",
                                  clrun__type_format(bias, sb, sizeof sb), d.N);
         }
@@ -97,7 +153,7 @@ static clrun_status mm_infer(const clrun__op_call *call, clrun_tensor_type *out,
     return CLRUN_OK;
 }
 
-static const clrun__op op_matmul = {.name = "matmul", .min_inputs = 2, .max_inputs = 3,
+static const clrun__op op_matmul = {.name = "matmul", .min_inputs = 2, .max_inputs = 5,
                                     .outputs = 1, .infer = mm_infer};
 
 const clrun__op *const clrun__ops_matmul[] = {&op_matmul, NULL};

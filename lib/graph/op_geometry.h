@@ -16,6 +16,17 @@ typedef struct clrun__matmul_dims {
 clrun_status clrun__matmul_dims_of(const clrun__op_call *call, clrun__matmul_dims *d,
                                    const clrun__infer_error *err);
 
+/* A product's weight (input 1 of matmul and conv2d) stored narrow and widened by the kernels:
+ * f16 or bf16 (exactly), or i8 / u8 read as (f32(q) - zero[c]) * scale[c] per output channel c,
+ * the node's attribute "dequant" (1 or 2) saying that its last inputs are scale[C] (f32), then
+ * zero[C] (f32) when 2. Checks the weight's dtype, the attribute and those inputs against
+ * `channels` (the output channels), and every other input for f32. *dequant receives the
+ * attribute (0: none), *bias whether the node has its optional bias (input 2). */
+clrun_status clrun__product_weight_of(const clrun__op_call *call, int64_t channels, int *dequant,
+                                      bool *bias, const clrun__infer_error *err);
+/* The dequantizing inputs and the bias of a node whose types passed infer (no checks). */
+int clrun__product_dequant(const clrun__op_call *call, bool *bias);
+
 /* conv2d and conv_transpose2d: attributes and the output extent. pad is the padding before
  * (top, left), pad_end after (bottom, right): "pad" [h, w] pads both sides alike, ONNX's "pads"
  * [top, left, bottom, right] each side alone. */

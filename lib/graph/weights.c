@@ -1,5 +1,8 @@
-/* Narrow weights: see clrun/weights.h. Pure C: the new constants are computed here, the
- * widening nodes are ordinary cast and mul nodes placed before their first reader. */
+/* Narrow weights: see clrun/weights.h. Pure C: the new constants are computed here. A weight
+ * that only matmul (a matrix) and conv2d read becomes their narrow weight input (with a scale
+ * input and the attribute dequant = 1 for i8): their kernels widen it as they read it
+ * (lib/graph/op_geometry.h). Any other (conv_transpose2d's) is widened by ordinary cast and mul
+ * nodes placed before its first reader. */
 #include <clrun/weights.h>
 
 #include <math.h>
@@ -8,6 +11,8 @@
 #include <string.h>
 
 #include "graph/graph.h"
+
+bool clrun__narrow_weights_by_nodes = false;
 
 /* The input a product reads its weight through, or -1 for other nodes. */
 static int weight_input(const clrun__node *node)
@@ -43,7 +48,40 @@ typedef struct candidate {
     int32_t first_reader; /* -1: not a candidate */
     int axis;             /* output channels (int8); -1 where readers disagree */
     bool other_use;       /* read otherwise than as a product's weight */
+    bool widened;         /* a reader widens no narrow weight itself (conv_transpose2d) */
 } candidate;
+
+/* Whether node's kernels read a narrow weight (input 1 of `rank`) themselves. */
+static bool reads_narrow(const clrun__node *node, int rank)
+{
+    if (clrun__narrow_weights_by_nodes)
+        return false;
+    return strcmp(node->op->name, "conv2d") == 0 || (strcmp(node->op->name, "matmul") == 0 && rank == 2);
+}
+
+/* node reads `narrow` as its weight, with `scale` (>= 0: i8) as its last input, dequant = 1. */
+static clrun_status retarget(clrun_graph *g, clrun__node *node, int32_t narrow, int32_t scale)
+{
+    node->inputs[1] = narrow;
+    if (scale < 0)
+        return CLRUN_OK;
+    int32_t *inputs = realloc(node->inputs, sizeof *inputs * (size_t)(node->input_count + 1));
+    if (inputs == NULL)
+        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "narrow weights: out of host memory");
+    node->inputs = inputs;
+    clrun_attr *attrs = realloc(node->attrs, sizeof *attrs * (size_t)(node->attr_count + 1));
+    char *name = malloc(sizeof "dequant");
+    if (attrs)
+        node->attrs = attrs;
+    if (attrs == NULL || name == NULL) {
+        free(name);
+        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "narrow weights: out of host memory");
+    }
+    memcpy(name, "dequant", sizeof "dequant");
+    node->attrs[node->attr_count++] = (clrun_attr){.name = name, .kind = CLRUN_ATTR_INT, .i = 1};
+    node->inputs[node->input_count++] = scale;
+    return CLRUN_OK;
+}
 
 /* Whether every value fits `to` (finite; within f16's range; bf16 has f32's, but a value that
  * rounds up past its largest becomes inf). */
@@ -79,7 +117,7 @@ static void quantize(const float *v, const clrun_tensor_type *type, int axis, in
 }
 
 /* The widening of constant t as new nodes (appended); *widened receives their f32 result. */
-static clrun_status narrow_one(clrun_graph *g, int32_t t, clrun_dtype to, int axis,
+static clrun_status narrow_one(clrun_graph *g, int32_t t, clrun_dtype to, int axis, bool fused,
                                clrun_weights_report *r, bool *kept, clrun_tensor_id *widened)
 {
     const clrun_tensor_type type = g->tensors[t].type;
@@ -116,7 +154,18 @@ static clrun_status narrow_one(clrun_graph *g, int32_t t, clrun_dtype to, int ax
         snprintf(name, sizeof name, "%s.%s", base, clrun_dtype_name(to));
         s = clrun_graph_add_constant(g, name, &nt, narrow, CLRUN_FILL_ZEROS, 0, 0, 0, &stored);
         const char *out_name[1] = {name};
-        if (s == CLRUN_OK && to != CLRUN_I8) { /* f16, bf16: a cast widens them */
+        if (s == CLRUN_OK && fused) { /* the readers read it narrow */
+            clrun_tensor_id scale = -1;
+            clrun_tensor_type st = {.dtype = CLRUN_F32, .rank = 1, .shape = {type.shape[axis]}};
+            snprintf(name, sizeof name, "%s.scale", base);
+            if (to == CLRUN_I8)
+                s = clrun_graph_add_constant(g, name, &st, scales, CLRUN_FILL_ZEROS, 0, 0, 0, &scale);
+            for (int32_t k = 0; s == CLRUN_OK && k < g->node_count; k++) {
+                clrun__node *node = &g->nodes[k];
+                if (weight_input(node) == 1 && node->inputs[1] == t)
+                    s = retarget(g, node, stored, scale);
+            }
+        } else if (s == CLRUN_OK && to != CLRUN_I8) { /* f16, bf16: a cast widens them */
             snprintf(name, sizeof name, "%s.widened", base);
             s = clrun_graph_add_node(g, "cast", &stored, 1, out_name, 1, &to_f32, 1, widened);
         } else if (s == CLRUN_OK) {
@@ -180,6 +229,8 @@ clrun_status clrun_graph_narrow_weights(clrun_graph *graph, clrun_dtype to, int6
                 continue;
             }
             int axis = channel_axis(g, t, n);
+            if (!reads_narrow(node, g->tensors[t].type.rank))
+                c[t].widened = true;
             if (c[t].first_reader < 0) {
                 c[t].first_reader = n;
                 c[t].axis = axis;
@@ -207,7 +258,7 @@ clrun_status clrun_graph_narrow_weights(clrun_graph *graph, clrun_dtype to, int6
         }
         int32_t added0 = g->node_count;
         bool kept = false;
-        s = narrow_one(g, t, to, c[t].axis, &r, &kept, &widened[t]);
+        s = narrow_one(g, t, to, c[t].axis, !c[t].widened, &r, &kept, &widened[t]);
         if (kept)
             r.kept++;
         for (int32_t a = added0; a < g->node_count; a++)

@@ -119,3 +119,9 @@ tests_test_ops_detect_SOURCES = tests/test_ops_detect.c tests/device_test.h test
 tests_test_ops_detect_CFLAGS = $(TEST_CFLAGS)
 tests_test_ops_detect_LDADD = $(TEST_LDADD) -lm
 endif
+
+check_PROGRAMS += tests/test_narrow_weights
+TESTS += tests/test_narrow_weights
+tests_test_narrow_weights_SOURCES = tests/test_narrow_weights.c tests/device_test.h
+tests_test_narrow_weights_CFLAGS = $(TEST_CFLAGS)
+tests_test_narrow_weights_LDADD = $(TEST_LDADD)

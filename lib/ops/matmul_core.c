@@ -149,21 +149,36 @@ typedef enum program_part {
 } program_part;
 
 /* The program's name in the caches and the log: "matmul_core-mm8-epilogue", "conv". */
-static void program_name(const char *source, program_part part, unsigned mr, bool epilogue, char *name,
-                         size_t size)
+static void program_name(const char *source, program_part part, unsigned mr, bool epilogue, int bw,
+                         char *name, size_t size)
 {
     static const char *const parts[] = {"", "-head", "-mm", "-conv", "-wgrad"};
+    static const char *const widths[] = {"", "-f16", "-bf16", "-i8", "-u8"};
     char rows[16] = "";
     if (part >= PART_CORE_MM)
         snprintf(rows, sizeof rows, "%u", mr);
-    snprintf(name, size, "%s%s%s%s", source, parts[part], rows, epilogue ? "-epilogue" : "");
+    snprintf(name, size, "%s%s%s%s%s", source, parts[part], rows, widths[bw], epilogue ? "-epilogue" : "");
+}
+
+int clrun__narrow_code(clrun_dtype dtype)
+{
+    switch (dtype) {
+    case CLRUN_F32: return 0;
+    case CLRUN_F16: return 1;
+    case CLRUN_BF16: return 2;
+    case CLRUN_I8: return 3;
+    case CLRUN_U8: return 4;
+    default: return -1;
+    }
 }
 
 /* Builds `part` of embedded program `source` after VW and the epilogue; the core's kinds at
  * MR = mr (their kernels named NAME_mr). */
 static clrun_status build_program(clrun_context *ctx, const char *source, program_part part, unsigned mr,
-                                  unsigned vw, const clrun__epilogue *ep, cl_program *out)
+                                  unsigned vw, const clrun__epilogue *ep, int bw, cl_program *out)
 {
+    if (bw < 0 || bw > 4)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program '%s': weight width %d", source, bw);
     const clrun__kernel_source *src = embedded(source);
     if (src == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "no embedded program named '%s'", source);
@@ -174,7 +189,8 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
     if (part != PART_WHOLE && body == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "program '%s' has no per-MR body", source);
     text t = {0};
-    bool ok = appendf(&t, "#define VW %u\n", vw) && epilogue_prefix(&t, ep);
+    bool ok = appendf(&t, "#define VW %u\n", vw) && (bw == 0 || appendf(&t, "#define BW %d\n", bw)) &&
+              epilogue_prefix(&t, ep);
     if (part == PART_WHOLE) {
         ok = ok && append(&t, src->text, src->length);
     } else {
@@ -189,7 +205,7 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
     if (!ok)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
     char name[64];
-    program_name(source, part, mr, ep && ep->expression, name, sizeof name);
+    program_name(source, part, mr, ep && ep->expression, bw, name, sizeof name);
     clrun_status s = clrun__program_generated(ctx, name, t.data, t.length, out);
     free(t.data);
     return s;
@@ -199,18 +215,25 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
                                 const clrun__epilogue *ep, cl_program *out)
 {
     if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding */
-        return build_program(ctx, source, PART_CORE_HEAD, 0, vw, NULL, out);
-    return build_program(ctx, source, PART_WHOLE, 0, vw, ep, out);
+        return build_program(ctx, source, PART_CORE_HEAD, 0, vw, NULL, 0, out);
+    return build_program(ctx, source, PART_WHOLE, 0, vw, ep, 0, out);
 }
 
 clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
                                 cl_kernel *out)
 {
+    return clrun__core_kernel_narrow(ctx, src, mr, 0, out);
+}
+
+clrun_status clrun__core_kernel_narrow(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
+                                       int bw, cl_kernel *out)
+{
     *out = NULL;
     cl_program program = NULL;
     static const program_part parts[] = {PART_CORE_MM, PART_CORE_CONV, PART_CORE_WGRAD};
     static const char *const names[] = {"clrun_mm_core", "clrun_conv_core", "clrun_conv_wgrad_core"};
-    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->vw, src->ep, &program);
+    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->vw, src->ep, bw,
+                                   &program);
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, names[src->kind], mr, out);
     return s;
@@ -483,6 +506,106 @@ clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, con
     if (packed)
         p->packed = packed;
     return CLRUN_OK;
+}
+
+void clrun__packing_narrow(clrun__packing *p, int bw)
+{
+    static const unsigned sizes[] = {4, 2, 2, 1, 1};
+    uint64_t panels = (p->N + p->nr - 1) / p->nr;
+    p->bw = bw;
+    p->panel_bytes = (bw >= 3 ? 8 * (uint64_t)p->nr : 0) + p->K * p->nr * sizes[bw];
+    p->bytes = p->batches * panels * p->panel_bytes;
+}
+
+clrun_status clrun__packing_pack_narrow_host(clrun_context *ctx, clrun__packing *p, const void *b,
+                                             const float *scale, const float *zero, void *host,
+                                             cl_mem packed)
+{
+    if (clrun__packing_constant_bytes(p) == 0 || p->bw == 0 || b == NULL || host == NULL ||
+        (p->bw >= 3 && scale == NULL))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "packing: a narrow B is not a constant waiting to be packed, or a buffer is missing");
+    const size_t size = p->bw >= 3 ? 1 : 2;
+    const unsigned char *src = b;
+    unsigned char *out = host;
+    const uint64_t panels = (p->N + p->nr - 1) / p->nr, head = p->bw >= 3 ? 8 * (uint64_t)p->nr : 0;
+    for (uint64_t z = 0; z < p->batches; z++)
+        for (uint64_t panel = 0; panel < panels; panel++) {
+            unsigned char *at = out + (z * panels + panel) * p->panel_bytes;
+            for (unsigned j = 0; head && j < p->nr; j++) { /* scales, then zero points */
+                uint64_t n = panel * p->nr + j;
+                float sv = n < p->N ? scale[z * p->N + n] : 0.0f;
+                float zv = n < p->N && zero ? zero[z * p->N + n] : 0.0f;
+                memcpy(at + 4 * j, &sv, 4);
+                memcpy(at + 4 * (p->nr + j), &zv, 4);
+            }
+            for (uint64_t k = 0; k < p->K; k++) {
+                unsigned char *row = at + head + k * p->nr * size;
+                for (unsigned j = 0; j < p->nr; j++) {
+                    uint64_t n = panel * p->nr + j;
+                    if (n < p->N)
+                        memcpy(row + j * size, src + (p->offsets[z] + k * p->b_ks + n * p->b_ns) * size, size);
+                    else
+                        memset(row + j * size, 0, size);
+                }
+            }
+        }
+    if (packed)
+        p->packed = packed;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__widening_prepare(clrun_context *ctx, int bw, uint64_t n, uint64_t inner,
+                                     uint64_t channels, bool has_zero, unsigned vw,
+                                     clrun__widening *w)
+{
+    memset(w, 0, sizeof *w);
+    if (bw == 0)
+        return CLRUN_OK;
+    cl_program program = NULL;
+    clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, "clrun_widen_weight", 0, &w->kernel);
+    cl_int code = bw, zero = has_zero;
+    cl_ulong elements = n, in = inner;
+    cl_uint ch = (cl_uint)channels;
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, w->kernel, 4, sizeof code, &code);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, w->kernel, 5, sizeof elements, &elements);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, w->kernel, 6, sizeof in, &in);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, w->kernel, 7, sizeof ch, &ch);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, w->kernel, 8, sizeof zero, &zero);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, w->kernel, 64, &w->local);
+    w->global = clrun__round_up((size_t)n, w->local ? w->local : 1);
+    w->bytes = n * 4;
+    w->has_scale = bw >= 3;
+    if (s != CLRUN_OK)
+        clrun__widening_release(w);
+    return s;
+}
+
+clrun_status clrun__widening_enqueue(clrun_context *ctx, clrun__widening *w, cl_mem q, cl_mem scale,
+                                    cl_mem zero, cl_mem into, clrun__chain *chain)
+{
+    /* absent scale and zero point are never read: q stands in */
+    const cl_mem buffers[3] = {q, scale ? scale : q, zero ? zero : q};
+    clrun_status s = clrun__buffer_args(ctx, w->kernel, buffers, 3, into);
+    size_t global[1] = {w->global}, local[1] = {w->local};
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(chain, w->kernel, 1, global, local, "widening of a narrow weight");
+    return s;
+}
+
+void clrun__widening_release(clrun__widening *w)
+{
+    if (w->kernel)
+        clrun__cl.ReleaseKernel(w->kernel);
+    w->kernel = NULL;
 }
 
 clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b, cl_mem into,

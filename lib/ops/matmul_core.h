@@ -73,12 +73,18 @@ typedef struct clrun__core_source {
     const clrun__epilogue *ep;
 } clrun__core_source;
 
+/* The kernels' code of a weight's dtype: 0 f32, 1 f16, 2 bf16, 3 i8, 4 u8; -1 for another. */
+int clrun__narrow_code(clrun_dtype dtype);
+
 /* The core's kernel at MR = mr for src ("clrun_mm_core_8", "clrun_conv_core_8",
  * "clrun_conv_wgrad_core_8"), from a program of that one body, built on the first request in
  * the context and kept: a cold process compiles only the variants it runs (each body costs POCL
  * about a quarter of a second to build). */
 clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
                                 cl_kernel *out);
+/* The same over a packed B of width bw (clrun__narrow_code; matmul and conv2d only). */
+clrun_status clrun__core_kernel_narrow(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
+                                       int bw, cl_kernel *out);
 
 /* Kernel `name` of `program`; for the core's kernels the variant's MR is appended ("_8"). */
 clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const char *name,
@@ -144,6 +150,8 @@ typedef struct clrun__packing {
     bool constant;       /* B is a constant input: it may be packed once */
     cl_mem packed;       /* the packed constant B (the executor's), or NULL: B is packed into
                             scratch at every enqueue */
+    int bw;              /* a narrow B (clrun__packing_narrow), else 0 */
+    uint64_t panel_bytes; /* narrow: one panel's bytes (its scales, zero points and values) */
 } clrun__packing;
 
 /* Elements of the packed form of `batches` K x N matrices. */
@@ -163,6 +171,33 @@ uint64_t clrun__packing_constant_bytes(const clrun__packing *p);
  * the copy out (to compare it with another), remembering nothing. */
 clrun_status clrun__packing_pack_host(clrun_context *ctx, clrun__packing *p, const void *b,
                                       void *host, cl_mem packed);
+
+/* Makes a prepared constant packing narrow (bw: clrun__narrow_code, not 0): panels of NR
+ * columns as matmul_core.cl's NARROW_PANEL reads them, for i8 and u8 each headed by its NR
+ * scales and NR zero points. Only the executor's packing on the host exists for it. */
+void clrun__packing_narrow(clrun__packing *p, int bw);
+
+/* The narrow packing's pack_host: b's values as stored (f16, bf16, i8 or u8), and for i8 and
+ * u8 scale[batches * N] and zero[batches * N] (NULL: zeros), column n of batch z at z * N + n. */
+clrun_status clrun__packing_pack_narrow_host(clrun_context *ctx, clrun__packing *p, const void *b,
+                                             const float *scale, const float *zero, void *host,
+                                             cl_mem packed);
+
+/* A narrow weight widened into f32 on the device (clrun_widen_weight) for the kernels that read
+ * f32 weights: elements n, output channel c = i / inner % channels. */
+typedef struct clrun__widening {
+    cl_kernel kernel; /* NULL: the weight is f32 */
+    size_t global, local;
+    uint64_t bytes;   /* of the widened weight (f32): the node's scratch */
+    bool has_scale;
+} clrun__widening;
+clrun_status clrun__widening_prepare(clrun_context *ctx, int bw, uint64_t n, uint64_t inner,
+                                     uint64_t channels, bool has_zero, unsigned vw,
+                                     clrun__widening *w);
+/* Enqueues the widening of q (scale, zero: NULL where absent) into `into` on the chain. */
+clrun_status clrun__widening_enqueue(clrun_context *ctx, clrun__widening *w, cl_mem q, cl_mem scale,
+                                    cl_mem zero, cl_mem into, clrun__chain *chain);
+void clrun__widening_release(clrun__widening *w);
 
 /* Enqueues the packing of b into `into` (scratch of p->bytes) on the chain: for a B not packed
  * once. */

@@ -38,6 +38,11 @@ typedef struct conv_state {
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
     int extra;              /* epilogue inputs after the node's own */
     cl_uint extra_index;    /* the first epilogue argument */
+    int bw;                 /* conv2d's weights narrow (clrun__narrow_code), else 0: the core
+                               reads its packed narrow copy, the other kernels w widened into
+                               scratch */
+    int dequant;            /* w's scale (and zero point): the node's last inputs */
+    clrun__widening widen;  /* the other kernels' widening of narrow weights */
 } conv_state;
 
 static void conv_release(void *opaque)
@@ -46,6 +51,7 @@ static void conv_release(void *opaque)
     if (st == NULL)
         return;
     clrun__packing_release(&st->pack);
+    clrun__widening_release(&st->widen);
     clrun__conv_padding_release(&st->pad);
     clrun__kernel_state_release(st);
 }
@@ -58,7 +64,9 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
     int parts = 0;
     if (st->pad.kernel)
         bytes[parts++] = st->pad.bytes;
-    if (st->core && !st->direct && st->pack.packed == NULL)
+    if (st->widen.kernel)
+        bytes[parts++] = st->widen.bytes;
+    else if (st->core && !st->direct && st->pack.packed == NULL && !st->bw)
         bytes[parts++] = st->pack.bytes;
     return parts;
 }
@@ -68,6 +76,9 @@ static uint64_t conv_packed_bytes(const void *opaque, uint64_t *replaces)
     const conv_state *st = opaque;
     uint64_t bytes = st->core ? clrun__packing_constant_bytes(&st->pack) : 0;
     *replaces = bytes ? UINT64_C(1) << 1 : 0;
+    /* narrow weights' scale and zero point are in their panels too */
+    for (int j = 0; bytes && j < st->dequant; j++)
+        *replaces |= UINT64_C(1) << (st->has_bias ? 3 + j : 2 + j);
     return bytes;
 }
 
@@ -75,6 +86,11 @@ static clrun_status conv_pack(clrun_context *ctx, void *opaque, const void *cons
                               void *host, cl_mem packed)
 {
     conv_state *st = opaque;
+    if (st->bw) {
+        int at = st->has_bias ? 3 : 2;
+        return clrun__packing_pack_narrow_host(ctx, &st->pack, inputs[1], st->dequant ? inputs[at] : NULL,
+                                               st->dequant == 2 ? inputs[at + 1] : NULL, host, packed);
+    }
     return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
@@ -88,9 +104,13 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
                                            wait_list, done);
     const cl_mem *scratch = outputs + call->output_count;
     bool pack_now = st->core && !st->direct && st->pack.packed == NULL;
-    bool padded = st->pad.kernel != NULL;
+    if (pack_now && st->bw)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "conv2d: %s weights are read only from "
+                           "the copy an executor packs", clrun_dtype_name(call->inputs[1].dtype));
+    bool padded = st->pad.kernel != NULL, widen = st->widen.kernel != NULL;
     cl_mem x = padded ? scratch[0] : inputs[0];
-    cl_mem w = !st->core || st->direct ? inputs[1] : pack_now ? scratch[padded ? 1 : 0] : st->pack.packed;
+    cl_mem w = widen ? scratch[padded ? 1 : 0]
+               : !st->core || st->direct ? inputs[1] : pack_now ? scratch[padded ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
@@ -105,6 +125,11 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     if (pack_now)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], w, &chain);
+    if (widen) {
+        int at = st->has_bias ? 3 : 2;
+        s = clrun__widening_enqueue(ctx, &st->widen, inputs[1], st->dequant ? inputs[at] : NULL,
+                                    st->dequant == 2 ? inputs[at + 1] : NULL, w, &chain);
+    }
     if (s == CLRUN_OK && padded)
         s = clrun__chain_launch(&chain, st->pad.kernel, 3, st->pad.global, st->pad.local,
                                 "conv2d padding");
@@ -152,11 +177,11 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__core_variant *v,
                                 cl_mem table, bool has_bias, bool direct, cl_uint hp, cl_uint wp,
-                                cl_kernel *kernel)
+                                int bw, cl_kernel *kernel)
 {
     cl_int bias = has_bias, reads_w = direct;
     cl_uint steps = clrun__core_steps(v);
-    clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
+    clrun_status s = clrun__core_kernel_narrow(ctx, src, v->mr, bw, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
     if (s == CLRUN_OK)
@@ -198,7 +223,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     cl_kernel kernel = NULL;
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->direct, t->hp, t->wp, &kernel);
+        s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->direct, t->hp, t->wp, 0, &kernel);
     size_t global[3], local[3];
     core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -255,9 +280,14 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     bool constant = (call->constant_inputs >> 1) & 1;
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
     st->direct = !constant && P <= CORE_DIRECT_POSITIONS;
+    if (s == CLRUN_OK && st->bw && !constant)
+        s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "conv2d: %s weights must be constant",
+                        clrun_dtype_name(call->inputs[1].dtype));
     if (s == CLRUN_OK)
         s = clrun__packing_prepare(ctx, program, groups, sources, Kc, Og, 1, Kc, nr, constant,
                                    &st->pack);
+    if (s == CLRUN_OK && st->bw)
+        clrun__packing_narrow(&st->pack, st->bw);
     free(sources);
     if (s == CLRUN_OK && padded)
         s = clrun__conv_padding_prepare(ctx, program, st->ks.table, geo, images, hp, wp, &st->pad);
@@ -265,7 +295,8 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     if (s == CLRUN_OK)
         s = choose_variant(ctx, &src, geo, nr, hp, wp, st->extra, st->direct, &v);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, st->direct, hp, wp, &st->ks.kernel);
+        s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, st->direct, hp, wp, st->bw,
+                        &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
     st->extra_index = CONV_CORE_EXTRA_AT;
@@ -381,7 +412,8 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->ks.inputs = 3;
     st->ks.dims = 3;
     st->ks.what = "conv2d";
-    st->has_bias = call->input_count == 3;
+    st->dequant = clrun__product_dequant(call, &st->has_bias);
+    st->bw = clrun__narrow_code(call->inputs[1].dtype);
     st->extra = ep ? ep->extra_inputs : 0;
     cl_int has_bias = st->has_bias;
     uint64_t images = (uint64_t)call->inputs[0].shape[0];
@@ -399,6 +431,10 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 5, sizeof has_bias, &has_bias);
+    uint64_t Kc = (uint64_t)(call->inputs[1].shape[1] * call->inputs[1].shape[2] * call->inputs[1].shape[3]);
+    if (s == CLRUN_OK && !st->core && st->bw) /* w widened into scratch, [O, C/groups, KH, KW] */
+        s = clrun__widening_prepare(ctx, st->bw, Kc * (uint64_t)call->inputs[1].shape[0], Kc,
+                                    (uint64_t)call->inputs[1].shape[0], st->dequant == 2, dev.vw, &st->widen);
     if (s != CLRUN_OK) {
         conv_release(st);
         return s;

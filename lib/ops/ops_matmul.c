@@ -36,6 +36,10 @@ typedef struct mm_state {
                                constant): no packed copy in scratch */
     bool has_bias;
     int extra;              /* epilogue inputs after the node's own */
+    int bw;                 /* B narrow (clrun__narrow_code), else 0: the core reads its packed
+                               narrow copy, the other kernels B widened into scratch */
+    int dequant;            /* B's scale (and zero point): the node's last inputs */
+    clrun__widening widen;  /* the other kernels' widening of a narrow B */
 } mm_state;
 
 static void mm_release(void *opaque)
@@ -44,6 +48,7 @@ static void mm_release(void *opaque)
     if (st == NULL)
         return;
     clrun__packing_release(&st->pack);
+    clrun__widening_release(&st->widen);
     clrun__kernel_state_release(st);
 }
 
@@ -101,7 +106,7 @@ typedef struct mm_tuning {
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__matmul_dims *d,
                                 const clrun__core_variant *v, float alpha, bool has_bias, bool direct,
-                                unsigned nr, cl_mem table, cl_kernel *kernel)
+                                unsigned nr, cl_mem table, int bw, cl_kernel *kernel)
 {
     cl_uint M = (cl_uint)d->M, N = (cl_uint)d->N, K = (cl_uint)d->K;
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
@@ -112,7 +117,7 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
      * K, b_k = 1 telling the kernel so); packed: K NR a panel, NR a k step. */
     cl_ulong b_panel = direct && !d->tb ? nr : (cl_ulong)K * nr;
     cl_uint b_k = direct ? (d->tb ? 1 : N) : nr;
-    clrun_status s = clrun__core_kernel(ctx, src, v->mr, kernel);
+    clrun_status s = clrun__core_kernel_narrow(ctx, src, v->mr, bw, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
@@ -156,7 +161,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
         s = core_kernel(ctx, t->src, t->d, &t->variants[i], 1.0f, false, t->direct, t->nr, t->table,
-                        &kernel);
+                        0, &kernel);
     size_t global[3], local[3];
     core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -211,12 +216,17 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
      * of rows, where a packed copy is read a vector at a time: read as it is only for a few
      * blocks of rows (a batch's gradient through a weight), packed into scratch for more
      * (attention's scores: 10 % faster on a BERT-base layer). */
+    if (st->bw && (!constant || b_batches != 1))
+        s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "matmul: a %s weight must be a constant matrix",
+                        clrun_dtype_name(call->inputs[1].dtype));
     st->direct = !constant && (!d->tb || d->M <= CORE_GATHER_ROWS);
     for (uint64_t z = 0; s == CLRUN_OK && !st->direct && z < batches; z++)
         offsets[2 * z + 1] = offsets[2 * z + 1] / (d->K * d->N) * panel_elements;
     if (s == CLRUN_OK)
         s = clrun__packing_prepare(ctx, program, b_batches, sources, d->K, d->N, d->tb ? 1 : d->N,
                                    d->tb ? d->K : 1, nr, constant, &st->pack);
+    if (s == CLRUN_OK && st->bw)
+        clrun__packing_narrow(&st->pack, st->bw);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, offsets, (size_t)(2 * batches * sizeof *offsets), &st->ks.table);
     free(offsets);
@@ -225,9 +235,13 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     if (s == CLRUN_OK)
         s = choose_variant(ctx, &src, d, nr, st->extra, st->direct, &v);
     float alpha = (float)clrun__attr_float_or(call, "alpha", 1.0);
+    /* a narrow B's kernel takes the variant an f32 B's timing chose: the same loop */
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, &src, d, v, alpha, st->has_bias, st->direct, nr, st->ks.table,
-                        &st->ks.kernel);
+        s = core_kernel(ctx, &src, d, v, alpha, st->has_bias, st->direct, nr,
+                        st->ks.table, st->bw, &st->ks.kernel);
+    cl_ulong panel_bytes = st->pack.panel_bytes;
+    if (s == CLRUN_OK && st->bw) /* b_panel: a narrow panel's bytes */
+        s = clrun__arg(ctx, st->ks.kernel, 14, sizeof panel_bytes, &panel_bytes);
     if (s == CLRUN_OK)
         core_geometry(d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
     return s;
@@ -258,6 +272,9 @@ static clrun_status prepare_tiled(clrun_context *ctx, const clrun__op_call *call
         if (s == CLRUN_OK)
             s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
     }
+    if (s == CLRUN_OK && st->bw) /* B widened into scratch: laid out as an f32 B */
+        s = clrun__widening_prepare(ctx, st->bw, d->K * d->N, d->tb ? d->K : 1, d->N, st->dequant == 2,
+                                    4, &st->widen);
     if (s != CLRUN_OK)
         return s;
     size_t cols = (size_t)d->N, rows = (size_t)d->M;
@@ -311,7 +328,8 @@ static clrun_status mm_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
     mm_state *st = calloc(1, sizeof *st);
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: node state");
-    st->has_bias = call->input_count == 3;
+    st->dequant = clrun__product_dequant(call, &st->has_bias);
+    st->bw = clrun__narrow_code(call->inputs[1].dtype);
     st->extra = ep ? ep->extra_inputs : 0;
     st->core = dev.registers;
     st->ks.inputs = 3;
@@ -340,7 +358,11 @@ static clrun_status mm_prepare(clrun_context *ctx, const clrun__op *op, const cl
 static int mm_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
 {
     const mm_state *st = opaque;
-    if (!st->core || st->pack.packed || st->direct)
+    if (st->widen.kernel) {
+        bytes[0] = st->widen.bytes;
+        return 1;
+    }
+    if (!st->core || st->pack.packed || st->direct || st->bw)
         return 0;
     bytes[0] = st->pack.bytes;
     return 1;
@@ -351,6 +373,9 @@ static uint64_t mm_packed_bytes(const void *opaque, uint64_t *replaces)
     const mm_state *st = opaque;
     uint64_t bytes = st->core ? clrun__packing_constant_bytes(&st->pack) : 0;
     *replaces = bytes ? UINT64_C(1) << 1 : 0;
+    /* a narrow B's scale and zero point are in its panels too */
+    for (int j = 0; bytes && j < st->dequant; j++)
+        *replaces |= UINT64_C(1) << (st->has_bias ? 3 + j : 2 + j);
     return bytes;
 }
 
@@ -358,6 +383,11 @@ static clrun_status mm_pack(clrun_context *ctx, void *opaque, const void *const 
                             cl_mem packed)
 {
     mm_state *st = opaque;
+    if (st->bw) {
+        int at = st->has_bias ? 3 : 2;
+        return clrun__packing_pack_narrow_host(ctx, &st->pack, inputs[1], st->dequant ? inputs[at] : NULL,
+                                               st->dequant == 2 ? inputs[at + 1] : NULL, host, packed);
+    }
     return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
@@ -369,7 +399,12 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     /* Without a bias the kernels never read argument 2; A stands in for it. */
     const cl_mem bias = st->has_bias ? inputs[2] : inputs[0];
     bool pack_now = st->core && st->pack.packed == NULL && !st->direct;
-    cl_mem b = !st->core || st->direct ? inputs[1] : pack_now ? outputs[call->output_count] : st->pack.packed;
+    if (pack_now && st->bw)
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "matmul: a %s weight is read only from "
+                           "the copy an executor packs", clrun_dtype_name(call->inputs[1].dtype));
+    bool widen = st->widen.kernel != NULL;
+    cl_mem b = widen ? outputs[call->output_count]
+               : !st->core || st->direct ? inputs[1] : pack_now ? outputs[call->output_count] : st->pack.packed;
     const cl_mem buffers[3] = {inputs[0], b, bias};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK)
@@ -381,6 +416,11 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     if (pack_now)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], b, &chain);
+    if (widen) {
+        int at = st->has_bias ? 3 : 2;
+        s = clrun__widening_enqueue(ctx, &st->widen, inputs[1], st->dequant ? inputs[at] : NULL,
+                                    st->dequant == 2 ? inputs[at + 1] : NULL, b, &chain);
+    }
     if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);

@@ -498,9 +498,10 @@ class Context:
             strict_donation: a donated input that no output can take is an error
                 (clrun.InvalidArgumentError) instead of a clrun.UnusedDonationWarning.
             weights: "f16", "bf16" or "int8" stores the weights of matmul and the convolutions at that
-                width (int8: one scale per output channel), widened to f32 before each use
-                (clrun_graph_narrow_weights, ``clrun run --weights``): resident bytes 2x or
-                nearly 4x smaller, results near the f32 model's, not equal;
+                width (int8: one scale per output channel), widened in registers by the
+                matmul and conv2d kernels (clrun_graph_narrow_weights, ``clrun run --weights``):
+                resident bytes 2x or nearly 4x smaller, no f32 copy at run time, results near
+                the f32 model's, not equal;
                 :attr:`clrun.Model.weights_report` says what was narrowed. None: as stored.
             memory_budget: bytes (or "64M") each executor may hold, its weights and its arena
                 (planned mode unless ``mode`` names another): tensors alive across the peak
