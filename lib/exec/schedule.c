@@ -363,6 +363,13 @@ static bool may_write_over(const clrun__node *node, int32_t t)
     return false;
 }
 
+/* Whether node, which reads t, could write its first output over t (as large as t). */
+static bool could_write_over(const clrun_graph *g, const clrun__node *node, int32_t t)
+{
+    return may_write_over(node, t) && node->output_count > 0 &&
+           clrun_tensor_bytes(&g->tensors[node->outputs[0]].type) == clrun_tensor_bytes(&g->tensors[t].type);
+}
+
 /* A node that could write in place of a donated input but is not its last reader (fusion moved
  * a reader after it: a product with its epilogue runs where the epilogue ends) is moved to just
  * after the last reader, when no node in between reads what it writes: donated state (a train
@@ -374,29 +381,30 @@ static void sink_donated_writers(const clrun_graph *g, int32_t *order, int32_t s
         int32_t t = g->inputs[i];
         if (!g->tensors[t].donated)
             continue;
-        uint64_t bytes = clrun_tensor_bytes(&g->tensors[t].type);
-        int32_t writer = -1, last = -1;
-        for (int32_t st = 0; st < steps; st++) {
-            const clrun__node *node = &g->nodes[order[st]];
-            if (!node_reads(node, t))
+        int32_t last = -1;
+        for (int32_t st = 0; st < steps; st++)
+            if (node_reads(&g->nodes[order[st]], t))
+                last = st;
+        if (last < 0 || could_write_over(g, &g->nodes[order[last]], t))
+            continue;
+        /* the first reader that could write over t and whose outputs nothing before the last
+         * reader needs (an earlier one may be a product whose epilogue reads t beside it, its
+         * result read by the update that is the writer meant: Adam's L2 decay) */
+        for (int32_t writer = 0; writer < last; writer++) {
+            const clrun__node *w = &g->nodes[order[writer]];
+            if (!node_reads(w, t) || !could_write_over(g, w, t))
                 continue;
-            last = st;
-            if (writer < 0 && may_write_over(node, t) && node->output_count > 0 &&
-                clrun_tensor_bytes(&g->tensors[node->outputs[0]].type) == bytes)
-                writer = st;
+            bool needed = false;
+            for (int32_t st = writer + 1; st <= last && !needed; st++)
+                for (int j = 0; j < w->output_count && !needed; j++)
+                    needed = node_reads(&g->nodes[order[st]], w->outputs[j]);
+            if (needed)
+                continue;
+            int32_t moved = order[writer];
+            memmove(&order[writer], &order[writer + 1], sizeof *order * (size_t)(last - writer));
+            order[last] = moved;
+            break;
         }
-        if (writer < 0 || writer == last)
-            continue;
-        const clrun__node *w = &g->nodes[order[writer]];
-        bool needed = false;
-        for (int32_t st = writer + 1; st <= last && !needed; st++)
-            for (int j = 0; j < w->output_count && !needed; j++)
-                needed = node_reads(&g->nodes[order[st]], w->outputs[j]);
-        if (needed)
-            continue;
-        int32_t moved = order[writer];
-        memmove(&order[writer], &order[writer + 1], sizeof *order * (size_t)(last - writer));
-        order[last] = moved;
     }
 }
 
