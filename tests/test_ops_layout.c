@@ -1304,10 +1304,15 @@ static void resize_refuses_modes_and_sizes_it_lacks(void **state)
               .attrs = {INTS("sizes", 4, 4)}, .attr_count = 1};
     expect_refusal(&b, "resize: sizes has 2 entries for x f32[1, 1, 2, 2] of rank 4", NULL);
     node c = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, "1,1,2,2")},
-              .attrs = {INTS("sizes", 1, 1, 4, 4), attr_int("coordinate_transformation_mode", 5)},
-              .attr_count = 2}; /* tf_crop_and_resize */
-    expect_refusal(&c, "resize: attribute 'coordinate_transformation_mode' is 5: must be 0 to 4",
+              .attrs = {INTS("sizes", 1, 1, 4, 4), attr_int("coordinate_transformation_mode", 6)},
+              .attr_count = 2};
+    expect_refusal(&c, "resize: attribute 'coordinate_transformation_mode' is 6: must be 0 to 5",
                    NULL);
+    node c2 = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, "1,1,2,2")},
+               .attrs = {INTS("sizes", 1, 1, 4, 4), attr_int("coordinate_transformation_mode", 5),
+                         attr_float("roi_end2", INFINITY)},
+               .attr_count = 3}; /* tf_crop_and_resize's region */
+    expect_refusal(&c2, "resize: the region of interest of axis 2 is [0, inf]: must be finite", NULL);
     node d = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, "2,2")},
               .attrs = {INTS("sizes", 4, 4), attr_float("scale3", 2)}, .attr_count = 2};
     expect_refusal(&d, "resize: attribute 'scale3' is for an axis that x (rank 2) lacks", NULL);
