@@ -62,3 +62,17 @@ def close(got, want, tolerance):
     err = np.abs(got64[finite] - want64[finite]) / np.maximum(1.0, np.abs(want64[finite]))
     worst = float(err.max()) if err.size else 0.0
     return bool(worst <= tolerance), f"{worst:.3g}"
+
+
+def refusals_hold(clrun, work, cases):
+    """Runs each (name, model, inputs, words) of cases, printing PASS where clrun refused it
+    with those words in its message, else FAIL: whether all were."""
+    ok = True
+    for name, m, inputs, words in cases:
+        got, err = run(clrun, os.path.join(work, name), m, inputs, ["y"])
+        if got is not None or words not in err:
+            print(f"FAIL {name}: not refused with '{words}': {err or 'it ran'}")
+            ok = False
+        else:
+            print(f"PASS {name}: refused: {err.splitlines()[-1][:160]}")
+    return ok

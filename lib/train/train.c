@@ -718,6 +718,19 @@ static void bucket_poll(clrun_train *t, bool *changed)
         t->ov_open++;
 }
 
+/* Between polls that changed nothing the thread sleeps a little (the device's threads may
+ * share its cores), longer the longer nothing changes: from 1 µs, doubling, up to 50 µs. */
+static void back_off(long *pause_ns, bool changed)
+{
+    if (changed) {
+        *pause_ns = 1000;
+        return;
+    }
+    struct timespec ts = {0, *pause_ns};
+    nanosleep(&ts, NULL);
+    *pause_ns = *pause_ns < 32000 ? *pause_ns * 2 : 50000;
+}
+
 /* Every started bucket waited for, whatever failed (the run, a read, a hook): nothing may write
  * into stage once the step returns. */
 static void bucket_drain(clrun_train *t)
@@ -726,13 +739,7 @@ static void bucket_drain(clrun_train *t)
     while (t->ov_open < t->ov_next) {
         bool changed = false;
         bucket_poll(t, &changed);
-        if (!changed) {
-            struct timespec ts = {0, pause_ns};
-            nanosleep(&ts, NULL);
-            pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
-        } else {
-            pause_ns = 1000;
-        }
+        back_off(&pause_ns, changed);
     }
 }
 
@@ -777,8 +784,7 @@ static clrun_status bucket_pass(clrun_train *t, const cl_event *read, bool *chan
 
 /* The bucketed reduction, while the step runs (its exec_watch hook): a pass after each node
  * is enqueued; at the end, passes until every bucket started is done (after a failure, those
- * started before it). Between passes that change nothing the thread sleeps a little (the
- * device's threads may share its cores), longer the longer nothing changes. */
+ * started before it), backing off between passes that change nothing. */
 static clrun_status overlap(void *user, const cl_event *read, bool end)
 {
     clrun_train *t = user;
@@ -792,13 +798,7 @@ static clrun_status overlap(void *user, const cl_event *read, bool end)
                                                  : t->ov_open < t->ov_next;
         if (!more)
             break;
-        if (!changed) {
-            struct timespec ts = {0, pause_ns};
-            nanosleep(&ts, NULL);
-            pause_ns = pause_ns < 32000 ? pause_ns * 2 : 50000;
-        } else {
-            pause_ns = 1000;
-        }
+        back_off(&pause_ns, changed);
         if ((s = bucket_pass(t, read, &changed)) != CLRUN_OK)
             return s;
     }
