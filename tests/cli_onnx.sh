@@ -8,8 +8,9 @@ set -u
 need_onnx_python
 make_tmp cli-onnx
 
-# Three cases: relu (right answer), relu_wrong (expected output off at one element), and a
-# refused operator; plus a model with a symbolic batch.
+# Four cases: relu (right answer), relu_wrong (expected output off at one element), a refused
+# operator, and one under the name of a suite case whose data are known wrong; plus a model with a
+# symbolic batch.
 "$PYTHON" - "$tmp" <<'PY'
 import os, sys
 import numpy as np
@@ -32,6 +33,8 @@ wrong = np.maximum(x, 0)
 wrong[1, 2] = 7
 case("relu_wrong", helper.make_node("Relu", ["x"], ["y"]), x, wrong)
 case("refused", helper.make_node("Bernoulli", ["x"], ["y"], name="Bernoulli_7"), x, x, opset=15)
+# A case the runner knows the suite gets wrong, by its folder's name: failing, it is BAD-DATA.
+case("test_adam_multiple", helper.make_node("Relu", ["x"], ["y"]), x, wrong)
 case("batch", helper.make_node("Relu", ["x"], ["y"]), x, np.maximum(x, 0), xdims=["N", 3])
 np.save(os.path.join(root, "x.npy"), x)
 np.save(os.path.join(root, "x64.npy"), x.astype(np.float64))
@@ -49,14 +52,17 @@ grep -q "^FAIL  *$cases/relu_wrong: output 0 'y' element \[1, 2\] (flat 5): got 
 grep -q "^UNSUPPORTED  *$cases/refused: .*node 0 'Bernoulli_7' (Bernoulli, opset 15): operator Bernoulli is not supported" "$tmp/out" ||
     fail "the UNSUPPORTED line does not give the refusal: $(cat "$tmp/out")"
 grep -q "^PASS  *$cases/batch\$" "$tmp/out" || fail "symbolic dims are not bound from the test data"
-tail -n 1 "$tmp/out" | grep -q "^2 passed, 1 failed, 1 unsupported\$" || fail "summary: $(tail -n 1 "$tmp/out")"
+grep -q "^BAD-DATA  *$cases/test_adam_multiple: .*onnx/onnx#7749); output 0 'y' element \[1, 2\]" "$tmp/out" ||
+    fail "the BAD-DATA line does not give the reason and the element: $(cat "$tmp/out")"
+tail -n 1 "$tmp/out" | grep -q "^2 passed, 1 failed, 1 bad data, 1 unsupported\$" || fail "summary: $(tail -n 1 "$tmp/out")"
+"$CLRUN" onnx-test "$cases/test_adam_multiple" >/dev/null 2>&1 || fail "a BAD-DATA case alone exited $?, expected 0"
 "$CLRUN" onnx-test "$cases/relu" "$cases/refused" --json >"$tmp/json" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "onnx-test without failures exited $rc"
 "$PYTHON" -c "
 import json, sys
 d = json.load(open('$tmp/json'))
-assert d['passed'] == 1 and d['failed'] == 0 and d['unsupported'] == 1, d
+assert d['passed'] == 1 and d['failed'] == 0 and d['bad_data'] == 0 and d['unsupported'] == 1, d
 assert [c['result'] for c in d['cases']] == ['PASS', 'UNSUPPORTED'], d
 assert 'Bernoulli' in d['cases'][1]['message']
 " || fail "onnx-test --json: $(cat "$tmp/json")"
