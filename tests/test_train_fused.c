@@ -218,15 +218,18 @@ static void same(const outcome *a, const outcome *b, const char *what)
     }
 }
 
-/* Fused into the product, left alone, fusion off: the same bits, in every mode tried. */
+/* Fused into the product, left alone, fusion off: the same bits, in every mode tried (the first
+ * CLRUN_TEST_ROUNDS of the four allocator modes when it is set lower: the sanitizer build's). */
 static void check_model(const char *text, const char *model)
 {
     static const char *const allocators[] = {"tlsf", "naive", "planned", "bump"};
     static const char *const names[] = {"sgd", "momentum", "adam", "adam with decay", "adamw"};
+    const size_t modes = sizeof allocators / sizeof allocators[0];
+    const size_t rounds = (size_t)clrun_test_rounds((int)modes), tried = rounds < modes ? rounds : modes;
     for (int opt = PLAIN_SGD; opt <= ADAMW; opt++) {
         outcome base;
         run(text, (optimizer)opt, "tlsf", 1, true, 6, &base);
-        for (size_t a = 0; a < sizeof allocators / sizeof allocators[0]; a++) {
+        for (size_t a = 0; a < tried; a++) {
             static const struct { int fusion; bool state_epilogues; } ways[] = {
                 {1, true}, {1, false}, {-1, true}};
             for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
