@@ -481,12 +481,13 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         held += e->arena_bytes;
     peak = held;
     int32_t watched = w ? w->count : 0;
-    int32_t *steps = watched ? malloc(sizeof *steps * (size_t)watched) : NULL;
+    int32_t *own_steps = watched && w->steps == NULL ? malloc(sizeof *own_steps * (size_t)watched) : NULL;
+    const int32_t *steps = watched && w->steps ? w->steps : own_steps;
     cl_event *events = watched ? calloc((size_t)watched, sizeof *events) : NULL;
     if (watched && (steps == NULL || events == NULL) && status == CLRUN_OK)
         status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (int32_t k = 0; k < watched && status == CLRUN_OK; k++)
-        steps[k] = clrun__exec_output_step(e, w->outputs[k]);
+    for (int32_t k = 0; own_steps && k < watched && status == CLRUN_OK; k++)
+        own_steps[k] = clrun__exec_output_step(e, w->outputs[k]);
     if (watched && status == CLRUN_OK)
         status = read_watched(e, w, steps, -1, events);
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++) {
@@ -511,7 +512,7 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
     for (int32_t k = 0; events && k < watched; k++)
         if (events[k])
             clrun__cl.ReleaseEvent(events[k]);
-    free(steps);
+    free(own_steps);
     free(events);
     if (status == CLRUN_OK) {
         cl_int error = clrun__cl.Finish(e->ctx->queue);

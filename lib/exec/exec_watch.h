@@ -19,6 +19,8 @@ typedef clrun_status (*clrun__exec_watch_fn)(void *user, const cl_event *read, b
 typedef struct clrun__exec_watch {
     int32_t count;             /* outputs watched */
     const int32_t *outputs;    /* their indices (clrun_graph_outputs order), each once */
+    const int32_t *steps;      /* per watched output: clrun__exec_output_step's answer, which
+                                  the caller computed once; NULL: the run computes them */
     void *const *host;         /* per watched output: where it is read to (its exact bytes) */
     clrun__exec_watch_fn wait; /* may be NULL: the reads are complete when the run returns */
     void *user;                /* wait's first argument */

@@ -51,6 +51,7 @@ void clrun_train_destroy(clrun_train *t)
     free(t->buckets);
     free(t->first_param);
     free(t->order_outputs);
+    free(t->order_steps);
     free(t->order_host);
     free(t->stage);
     free(t->stage_at);
@@ -223,7 +224,7 @@ static clrun_status prepare_buckets(clrun_train *t)
 {
     int32_t n = t->tg.param_count;
     uint64_t cap = t->options.bucket_bytes ? t->options.bucket_bytes : (uint64_t)1 << 20;
-    int32_t *steps = calloc((size_t)(n ? n : 1), sizeof *steps);
+    int32_t *steps = t->order_steps = calloc((size_t)(n ? n : 1), sizeof *steps);
     int32_t *order = calloc((size_t)(n ? n : 1), sizeof *order);
     t->buckets = calloc((size_t)(n ? n : 1), sizeof *t->buckets);
     t->first_param = calloc((size_t)n + 1, sizeof *t->first_param);
@@ -237,7 +238,6 @@ static clrun_status prepare_buckets(clrun_train *t)
     if (!steps || !order || !t->buckets || !t->first_param || !t->order_outputs ||
         !t->order_host || !t->stage || !t->stage_at || !t->ov_done || !t->ov_start ||
         !t->ov_end) {
-        free(steps);
         free(order);
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
     }
@@ -275,7 +275,6 @@ static clrun_status prepare_buckets(clrun_train *t)
     }
     t->bucket_count = b < n && t->buckets[b].params > 0 ? b + 1 : b;
     t->first_param[t->bucket_count] = n;
-    free(steps);
     free(order);
     return CLRUN_OK;
 }
@@ -829,7 +828,8 @@ static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t c
         t->ov_seen = UINT64_MAX;
         memset(t->ov_done, 0, sizeof *t->ov_done * (size_t)t->bucket_count);
         clrun__exec_watch w = {.count = t->tg.param_count, .outputs = t->order_outputs,
-                               .host = t->order_host, .wait = overlap, .user = t};
+                               .steps = t->order_steps, .host = t->order_host, .wait = overlap,
+                               .user = t};
         s = clrun__exec_run_watched(t->exec, t->buffers, t->tg.slot_count, &w);
         bucket_drain(t); /* after a failed run too */
         uint64_t origin = clrun__exec_profile_origin(t->exec);

@@ -47,6 +47,7 @@ struct clrun_train {
     clrun_train_bucket *buckets;  /* per bucket; first_param[b] its first in the order */
     int32_t *first_param;         /* per bucket, and one past the last: into order */
     int32_t *order_outputs;       /* per parameter in that order: its gradient's step output */
+    int32_t *order_steps;         /* and the schedule step that completes it (the run's reads) */
     void **order_host;            /* per parameter in that order: where it lies in stage */
     float *stage;                 /* the gradients in that order (grad_count floats) */
     uint64_t *stage_at;           /* per slot, as grad_at: where its parameter's lies in stage */
