@@ -1,6 +1,7 @@
 /* Drafts of rewritten graphs: see draft.h. */
 #include "fuse/draft.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,15 @@ int32_t clrun__draft_add_constant(clrun_graph *d, const char *name, const clrun_
                                                   .kind = CLRUN__TENSOR_CONSTANT, .producer = -1,
                                                   .data = data};
     return d->tensor_count++;
+}
+
+int32_t clrun__draft_add_derived(clrun__arena *arena, clrun_graph *d, int32_t of, const char *suffix,
+                                 const clrun_tensor_type *type, void *data)
+{
+    char name[CLRUN__GRAPH_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.240s%.12s", d->tensors[of].name, suffix);
+    char *copy = clrun__arena_strdup(arena, name);
+    return copy ? clrun__draft_add_constant(d, copy, type, data) : -1;
 }
 
 void clrun__draft_count_reads(const clrun_graph *d, int32_t *counts)

@@ -53,6 +53,11 @@ bool clrun__draft_set_node_outputs(clrun__arena *arena, clrun_graph *draft, int3
 int32_t clrun__draft_add_constant(clrun_graph *draft, const char *name, const clrun_tensor_type *type,
                                   void *data);
 
+/* The same, named after tensor `of` with `suffix` ("w.scale" for "w" and ".scale"); -1 without
+ * room in the draft or in the arena. */
+int32_t clrun__draft_add_derived(clrun__arena *arena, clrun_graph *draft, int32_t of, const char *suffix,
+                                 const clrun_tensor_type *type, void *data);
+
 /* Consumers: for each tensor, the number of inputs of live nodes that read it. `counts` has
  * tensor_count entries. */
 void clrun__draft_count_reads(const clrun_graph *draft, int32_t *counts);

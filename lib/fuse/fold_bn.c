@@ -7,7 +7,6 @@
 #include "fuse/fold.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,16 +74,9 @@ static bool fold_pair(clrun__arena *arena, clrun_graph *d, int32_t c, int32_t n)
     if (!ok)
         return false;
     int32_t out = bn->outputs[0];
-    char name[CLRUN__GRAPH_NAME_MAX + 1];
     clrun_tensor_type bias_type = {CLRUN_F32, 1, {O}};
-    snprintf(name, sizeof name, "%.240s.folded_w", d->tensors[out].name);
-    char *wname = clrun__arena_strdup(arena, name);
-    snprintf(name, sizeof name, "%.240s.folded_b", d->tensors[out].name);
-    char *bname = clrun__arena_strdup(arena, name);
-    if (wname == NULL || bname == NULL)
-        return false;
-    int32_t wt = clrun__draft_add_constant(d, wname, &w->type, nw);
-    int32_t bt = clrun__draft_add_constant(d, bname, &bias_type, nb);
+    int32_t wt = clrun__draft_add_derived(arena, d, out, ".folded_w", &w->type, nw);
+    int32_t bt = wt < 0 ? -1 : clrun__draft_add_derived(arena, d, out, ".folded_b", &bias_type, nb);
     if (wt < 0 || bt < 0)
         return false;
     int32_t inputs[3] = {conv->inputs[0], wt, bt};

@@ -8,7 +8,6 @@
  * q stays resident at its own width, with no f32 copy of the weight at run time. Pure C. */
 #include "fuse/fold.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,16 +153,9 @@ static bool fold_one(clrun__arena *arena, clrun_graph *d, const int32_t *reads, 
         return false;
     if (!per_channel(d, scale, wt, axis, sv) || (zero >= 0 && !per_channel(d, zero, wt, axis, zv)))
         return true;
-    char name[CLRUN__GRAPH_NAME_MAX + 1];
     clrun_tensor_type ct = {CLRUN_F32, 1, {C}};
-    snprintf(name, sizeof name, "%.240s.scale", d->tensors[q].name);
-    char *sname = clrun__arena_strdup(arena, name);
-    snprintf(name, sizeof name, "%.240s.zero", d->tensors[q].name);
-    char *zname = clrun__arena_strdup(arena, name);
-    if (sname == NULL || zname == NULL)
-        return false;
-    int32_t st = clrun__draft_add_constant(d, sname, &ct, sv);
-    int32_t zt = zv && st >= 0 ? clrun__draft_add_constant(d, zname, &ct, zv) : -1;
+    int32_t st = clrun__draft_add_derived(arena, d, q, ".scale", &ct, sv);
+    int32_t zt = zv && st >= 0 ? clrun__draft_add_derived(arena, d, q, ".zero", &ct, zv) : -1;
     if (st < 0 || (zv && zt < 0))
         return true; /* no room: the chain stays (the same bits) */
     int32_t inputs[5];
