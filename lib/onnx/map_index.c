@@ -629,65 +629,66 @@ static int code_of(const char *const *names, int count, const char *name)
     return -1;
 }
 
-/* tf_crop_and_resize: the resize of the region of interest, then where(outside, extrapolation,
- * resized) with a constant mask of the outputs whose coordinate on some axis falls outside the
- * input (the reference gives those the extrapolation value), broadcast over the axes where no
- * coordinate does. */
+/* tf_crop_and_resize: the resize of the region of interest, then, for each axis on which some
+ * output's coordinate falls outside the input (the reference gives those outputs the
+ * extrapolation value), where(outside, extrapolation, resized) with that axis's constant mask,
+ * broadcast over the others: as large as the axis, not as the output. */
 static clrun_status crop_and_resize(clrun__imp *im, clrun__onode *n, clrun__value *x, int rank,
                                     const int64_t *sizes, const double *scales, const double *roi,
                                     double extrapolation, clrun_attr *at, int k)
 {
     bool *outside[CLRUN__ONNX_MAX_RANK] = {NULL};
-    int64_t dims[CLRUN__ONNX_MAX_RANK];
-    bool any = false, ok = true;
+    int last = -1; /* the last axis with an output outside */
+    bool ok = true;
     for (int d = 0; d < rank; d++) {
         int64_t in = x->c.dims[d];
         double length = scales ? scales[d] * (double)in : (double)sizes[d];
-        bool some = false;
         outside[d] = calloc((size_t)sizes[d], sizeof *outside[d]);
         ok = ok && outside[d];
         for (int64_t c = 0; outside[d] && c < sizes[d]; c++) {
             double at_c = clrun__resize_crop_coordinate(roi[d], roi[rank + d], in, length, sizes[d], c);
             outside[d][c] = !(at_c >= 0 && at_c <= (double)(in - 1));
-            some = some || outside[d][c];
+            last = outside[d][c] ? d : last;
         }
-        dims[d] = some ? sizes[d] : 1;
-        any = any || some;
     }
     clrun_status s = ok ? CLRUN_OK : CLRUN__OOM(im);
-    clrun__otensor mask = {0}, fill = {0};
-    if (s == CLRUN_OK && !any)
+    clrun__otensor fill = {0};
+    clrun__value *y = NULL, *e = NULL;
+    if (s == CLRUN_OK && last < 0)
         s = clrun__emit1(im, n, "resize", &x, 1, at, k, 0, NULL);
     else if (s == CLRUN_OK) {
-        if (!clrun__otensor_alloc(&mask, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, rank, dims) ||
-            !clrun__otensor_alloc(&fill, x->c.elem, 0, NULL))
+        if (!clrun__otensor_alloc(&fill, x->c.elem, 0, NULL))
             s = CLRUN__OOM(im);
-        uint64_t count = s == CLRUN_OK ? clrun__otensor_count(&mask) : 0;
-        for (uint64_t i = 0; i < count; i++) {
-            uint64_t rem = i;
-            bool out = false;
-            for (int d = rank; d-- > 0;) {
-                uint64_t c = rem % (uint64_t)dims[d];
-                rem /= (uint64_t)dims[d];
-                out = out || outside[d][c]; /* c is 0 where dims[d] is 1 */
-            }
-            clrun__otensor_set_int(&mask, i, out);
-        }
-        clrun__value *y = NULL, *m = NULL, *e = NULL;
         if (s == CLRUN_OK) {
             clrun__otensor_set_real(&fill, 0, extrapolation);
-            m = clrun__const_value(im, &mask);
-            e = m ? clrun__const_value(im, &fill) : NULL;
-            if (!e)
+            if ((e = clrun__const_value(im, &fill)) == NULL)
                 s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         }
         if (s == CLRUN_OK)
             s = clrun__emit1(im, n, "resize", &x, 1, at, k, -1, &y);
+    }
+    for (int d = 0; s == CLRUN_OK && last >= 0 && d <= last; d++) {
+        bool some = false;
+        for (int64_t c = 0; c < sizes[d]; c++)
+            some = some || outside[d][c];
+        if (!some)
+            continue;
+        int64_t dims[CLRUN__ONNX_MAX_RANK];
+        for (int j = 0; j < rank; j++)
+            dims[j] = j == d ? sizes[d] : 1;
+        clrun__otensor mask = {0};
+        if (!clrun__otensor_alloc(&mask, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, rank, dims))
+            s = CLRUN__OOM(im);
+        for (int64_t c = 0; s == CLRUN_OK && c < sizes[d]; c++)
+            clrun__otensor_set_int(&mask, (uint64_t)c, outside[d][c]);
+        clrun__value *m = s == CLRUN_OK ? clrun__const_value(im, &mask) : NULL;
+        if (s == CLRUN_OK && m == NULL)
+            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         clrun__value *in[3] = {m, e, y};
         if (s == CLRUN_OK)
-            s = clrun__emit1(im, n, "where", in, 3, NULL, 0, 0, NULL);
+            s = clrun__emit1(im, n, "where", in, 3, NULL, 0, d == last ? 0 : -1, d == last ? NULL : &y);
+        clrun__otensor_free(&mask);
     }
-    clrun__otensor_free(&mask);
     clrun__otensor_free(&fill);
     for (int d = 0; d < rank; d++)
         free(outside[d]);
