@@ -91,21 +91,21 @@ def requantize(acc, multiplier, zero, dtype):
     return np.clip(t, lo, hi).astype(dtype)
 
 
-def conv_acc(x, xz, w, wz, stride, pad, group):
+def conv_acc(x, xz, w, wz, stride, pad, group, dil=1):
     """The int32 accumulator of ConvInteger: (x - xz) conv (w - wz), zero padding of x - xz."""
     xs = x.astype(np.int64) - np.int64(xz)
     ws = w.astype(np.int64) - np.asarray(wz, dtype=np.int64).reshape(-1, 1, 1, 1)
     n, c, h, wd = xs.shape
     m, cg, kh, kw = ws.shape
     xp = np.pad(xs, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    oh, ow = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1, (wd + 2 * pad - dil * (kw - 1) - 1) // stride + 1
     y = np.zeros((n, m, oh, ow), dtype=np.int64)
     mg = m // group
     for g in range(group):
         xg, wg = xp[:, g * cg:(g + 1) * cg], ws[g * mg:(g + 1) * mg]
         for i in range(kh):
             for j in range(kw):
-                patch = xg[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                patch = xg[:, :, i * dil:i * dil + stride * oh:stride, j * dil:j * dil + stride * ow:stride]
                 y[:, g * mg:(g + 1) * mg] += np.einsum("nchw,oc->nohw", patch, wg[:, :, i, j])
     return y.astype(np.int32)
 
@@ -170,7 +170,7 @@ class Builder:
 
 def cnn(rng, x_dtype, layers):
     """A small CNN: x quantized to x_dtype, layers of (w dtype, per axis, y dtype, out channels, stride, group, bias,
-    pool after), between a QuantizeLinear of x and a DequantizeLinear of y."""
+    pool after, kernel size, dilation), between a QuantizeLinear of x and a DequantizeLinear of y."""
     b = Builder(rng)
     x = f32(rng.standard_normal((1, 4, 14, 14)))
     xs = f32(2.0 ** -5)
@@ -180,8 +180,9 @@ def cnn(rng, x_dtype, layers):
     stages = [("q0", lambda got: quantize(x, xs, xz, x_dtype))]
     cur, cur_s, cur_z, channels, weight_bytes = "q0", xs, xz, 4, 0
     twin = "x"
-    for i, (w_dtype, per_axis, y_dtype, m, stride, group, bias, pool) in enumerate(layers, 1):
-        w, ws, wz = b.weights((m, channels // group, 3, 3), w_dtype, m, per_axis)
+    for i, (w_dtype, per_axis, y_dtype, m, stride, group, bias, pool, k, dil) in enumerate(layers, 1):
+        pad = dil * (k - 1) // 2
+        w, ws, wz = b.weights((m, channels // group, k, k), w_dtype, m, per_axis)
         weight_bytes += w.size
         ys = f32(rng.random() * 0.2 + 0.15)
         if not per_axis:  # a multiplier of 2^-7: acc * 2^-7 ends in .5 often, rounded to even
@@ -194,18 +195,18 @@ def cnn(rng, x_dtype, layers):
         bv = rng.integers(-2000, 2000, m).astype(np.int32) if bias else None
         if bias:
             ins.append(b.const(f"b{i}", bv))
-        b.node("QLinearConv", ins, [f"q{i}"], pads=[1, 1, 1, 1], strides=[stride, stride], group=group,
-               kernel_shape=[3, 3])
+        b.node("QLinearConv", ins, [f"q{i}"], pads=[pad] * 4, strides=[stride, stride], group=group,
+               kernel_shape=[k, k], dilations=[dil, dil])
         wf = dequantize(w, ws.reshape(-1, 1, 1, 1), np.asarray(wz).reshape(-1, 1, 1, 1))
         bf = (bv if bias else np.zeros(m)) * cur_s * ws
         b.twin_inits += [numpy_helper.from_array(f32(wf), f"tw{i}"), numpy_helper.from_array(f32(bf), f"tb{i}")]
-        b.twin_nodes.append(helper.make_node("Conv", [twin, f"tw{i}", f"tb{i}"], [f"t{i}"], pads=[1, 1, 1, 1],
-                                             strides=[stride, stride], group=group))
+        b.twin_nodes.append(helper.make_node("Conv", [twin, f"tw{i}", f"tb{i}"], [f"t{i}"], pads=[pad] * 4,
+                                             strides=[stride, stride], group=group, dilations=[dil, dil]))
         twin = f"t{i}"
 
         def stage(got, prev=cur, xs_=cur_s, xz_=cur_z, w=w, ws=ws, wz=wz, ys=ys, yz=yz, bv=bv, stride=stride,
-                  group=group, y_dtype=y_dtype):
-            acc = conv_acc(got[prev], xz_, w, wz, stride, 1, group)
+                  group=group, y_dtype=y_dtype, pad=pad, dil=dil):
+            acc = conv_acc(got[prev], xz_, w, wz, stride, pad, group, dil)
             if bv is not None:
                 acc = acc + bv.reshape(1, -1, 1, 1)
             mult = (f32(xs_) * f32(ws).reshape(-1, 1, 1)) / f32(ys)
@@ -224,14 +225,14 @@ def cnn(rng, x_dtype, layers):
     return b, {"x": x}, stages, weight_bytes
 
 
-def transformer(rng, form, d=64, seq=12, ff=128):
+def transformer(rng, form, d=64, seq=12, ff=128, batch=2):
     """One pre-norm encoder block: LayerNorm, one-head attention (Q, K, V and output projections),
     a residual, LayerNorm, a feed-forward of two projections with Gelu (by Erf) between, a
     residual. Each projection quantized: 'dynamic' (DynamicQuantizeLinear + MatMulInteger, the
     weight per column of b with zero points, uint8 and int8) or 'qlinear' (QuantizeLinear +
     QLinearMatMul + DequantizeLinear)."""
     b = Builder(rng)
-    x = f32(rng.standard_normal((seq, d)))
+    x = f32(rng.standard_normal((batch, seq, d)))
     stages, weight_bytes, count = [], 0, [0]
 
     def layernorm(src, name):
@@ -287,11 +288,11 @@ def transformer(rng, form, d=64, seq=12, ff=128):
     q = project(("ln1", d), d, "q", np.uint8, False)
     k = project(("ln1", d), d, "k", np.int8, True)
     v = project(("ln1", d), d, "v", np.int8, False)
-    b.node("Transpose", [k], ["kt"], perm=[1, 0])
+    b.node("Transpose", [k], ["kt"], perm=[0, 2, 1])
     b.node("MatMul", [q, "kt"], ["qk"])
     b.node("Mul", ["qk", b.const("inv_sqrt_d", f32(1 / np.sqrt(d)))], ["logits"])
     b.node("Softmax", ["logits"], ["att"], axis=-1)
-    stages.append(("att", lambda got: softmax((got["q"].astype(np.float64) @ got["k"].astype(np.float64).T)
+    stages.append(("att", lambda got: softmax((got["q"].astype(np.float64) @ got["k"].astype(np.float64).swapaxes(1, 2))
                                               * f32(1 / np.sqrt(d)))))
     b.node("MatMul", ["att", v], ["ctx"])
     stages.append(("ctx", lambda got: got["att"].astype(np.float64) @ got["v"].astype(np.float64)))
@@ -335,12 +336,14 @@ def check(name, got, stages):
 
 
 def models(rng):
-    yield "cnn_u8", *cnn(rng, np.uint8, [(np.int8, False, np.uint8, 16, 1, 1, True, False),
-                               (np.uint8, True, np.int8, 32, 2, 1, False, True),
-                               (np.int8, True, np.int8, 32, 1, 4, True, False)])
-    yield "cnn_i8", *cnn(rng, np.int8, [(np.uint8, True, np.int8, 16, 1, 2, False, True),
-                               (np.int8, False, np.uint8, 24, 1, 1, True, False),
-                               (np.int8, True, np.uint8, 32, 2, 1, True, False)])
+    yield "cnn_u8", *cnn(rng, np.uint8, [(np.int8, False, np.uint8, 16, 1, 1, True, False, 3, 1),
+                                         (np.uint8, True, np.int8, 32, 2, 1, False, True, 3, 1),
+                                         (np.int8, True, np.int8, 32, 1, 4, True, False, 3, 2),
+                                         (np.uint8, False, np.uint8, 16, 1, 1, True, False, 1, 1)])
+    yield "cnn_i8", *cnn(rng, np.int8, [(np.uint8, True, np.int8, 16, 1, 2, False, True, 3, 1),
+                                        (np.int8, False, np.uint8, 24, 1, 1, True, False, 3, 2),
+                                        (np.int8, True, np.uint8, 32, 2, 1, True, False, 3, 1),
+                                        (np.int8, True, np.int8, 32, 1, 32, False, False, 3, 1)])
     yield "dynamic", *transformer(rng, "dynamic")
     yield "qlinear", *transformer(rng, "qlinear")
 
