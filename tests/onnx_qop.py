@@ -9,7 +9,8 @@ python3-onnx:
   dynamic  a transformer block as onnxruntime's dynamic quantization writes it (Transformers.js
            q8): DynamicQuantizeLinear + MatMulInteger + Cast + the scale multiply for each
            projection, LayerNormalization, Softmax and Gelu-by-Erf in float between;
-  qlinear  the same block with QuantizeLinear -> QLinearMatMul -> DequantizeLinear projections.
+  qlinear  the same block with QuantizeLinear -> QLinearMatMul -> DequantizeLinear projections;
+  matmul_forms  QLinearMatMul per row of a and batched b, MatMulInteger by a vector.
 Against a numpy reference of the ONNX semantics written here (f32 as onnxruntime computes them:
 the requantization multiplier a_scale * b_scale / y_scale in f32, the accumulator as f32, the
 rounding half to even). Every quantized value is a graph output too: its type must be the 8-bit
@@ -353,6 +354,34 @@ def transformer(rng, form, d=64, seq=12, ff=128, batch=2):
     return b, {"x": x}, stages, weight_bytes
 
 
+def matmul_forms(rng):
+    """QLinearMatMul of a uint8 input [2, M, K] quantized per row (a_scale and a_zero_point [M])
+    by a batched int8 b [2, K, N] per column, and MatMulInteger of it by a uint8 vector [K] with a
+    per-row a_zero_point ([M, 1]) and a scalar b_zero_point (numpy's vector product)."""
+    b = Builder(rng)
+    m, k, n = 6, 40, 10
+    a = rng.integers(0, 256, (2, m, k), dtype=np.uint8)
+    az, as_ = rng.integers(100, 156, m, dtype=np.uint8), f32(rng.random(m) * 0.02 + 0.01)
+    w, ws, wz = b.weights((2, k, n), np.int8, n, True)
+    ys, yz = f32(0.5), np.int8(-3)
+    b.node("QLinearMatMul", ["a", b.const("a_s", as_), b.const("a_z", az), b.const("w", w), b.const("w_s", ws),
+                             b.const("w_z", wz), b.const("y_s", ys), b.const("y_z", yz)], ["qmm"])
+
+    def qmm(got):
+        acc = ((got["a"].astype(np.int64) - az.astype(np.int64).reshape(m, 1)) @
+               (w.astype(np.int64) - wz.astype(np.int64))).astype(np.int32)
+        return requantize(acc, (as_.reshape(m, 1) * ws) / ys, yz, np.int8)
+    v = rng.integers(0, 256, k, dtype=np.uint8)
+    b.node("MatMulInteger", ["a", b.const("v", v), b.const("a_z2", az.reshape(m, 1)), b.const("v_z", np.uint8(7))],
+           ["mv"])
+    stages = [("qmm", qmm),
+              ("mv", lambda got: ((got["a"].astype(np.int64) - az.astype(np.int64).reshape(m, 1)) @
+                                  (v.astype(np.int64) - 7)).astype(np.int32)),
+              ("y", lambda got: dequantize(got["qmm"], ys, yz))]
+    b.node("DequantizeLinear", ["qmm", "y_s", "y_z"], ["y"])
+    return b, {"a": a}, stages, w.size + v.size
+
+
 def check(got, stages):
     """Problems of one run: each stage against its reference fed with clrun's values."""
     problems = []
@@ -387,6 +416,7 @@ def models(rng):
     yield "cnn_dynamic", *cnn_dynamic(rng)
     yield "dynamic", *transformer(rng, "dynamic")
     yield "qlinear", *transformer(rng, "qlinear")
+    yield "matmul_forms", *matmul_forms(rng)
 
 
 # ---- bad quantized nodes ----
