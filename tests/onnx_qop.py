@@ -551,7 +551,7 @@ def main():
         outs = [vi(k, alone[k].dtype if alone[k].dtype.kind in "iu" else None) for k in keys]
         full = make(b.nodes, ins, outs, b.inits)
         for allocator, env in MODES:
-            label = f"{name} {allocator}{' CLRUN_FUSION=0' if env else ''}"
+            label = " ".join([name, allocator] + [f"{k}={v}" for k, v in env.items()])
             got, report = run(clrun, os.path.join(work, name), full, inputs, keys, allocator, env)
             problems = [f"clrun run failed: {report}"] if got is None else check(dict(inputs, **got), stages)
             if got is not None and allocator == "tlsf":
