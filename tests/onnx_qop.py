@@ -512,6 +512,14 @@ def refusals(rng):
                        [init("b", rng.integers(0, 9, (4, 5), dtype=np.uint8)), init("az", np.uint8(1)),
                         init("bz", np.zeros(3, np.uint8))], opset=13), {"a": ai},
                   "'matmul_integer_zero' (MatMulInteger", "b_zero_point has shape [3]"))
+    # a zero point's type is the output's: a uint8 one where the model declares the value int8
+    qn = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["t"], name="quant_declared")
+    dn = helper.make_node("DequantizeLinear", ["t", "s", "z"], ["y"], name="dequant")
+    declared = make([qn, dn], [vi("x", np.float32, xf.shape)], [vi("y")], [init("s", f32(0.1)), init("z", np.uint8(3))],
+                    opset=13)
+    declared.graph.value_info.append(helper.make_tensor_value_info("t", TensorProto.INT8, list(xf.shape)))
+    cases.append(("quantize_declared", declared, {"x": xf}, "'quant_declared' (QuantizeLinear",
+                  "output 0 't' is uint8, but the model's value_info declares int8"))
     return cases
 
 
