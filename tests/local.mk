@@ -106,7 +106,9 @@ EXTRA_DIST += tests/onnx_bitwise_lppool.sh tests/onnx_bitwise_lppool.py
 TESTS += tests/onnx_bf16.sh
 EXTRA_DIST += tests/onnx_bf16.sh tests/onnx_bf16.py
 TESTS += tests/onnx_qdq.sh
+TESTS += tests/onnx_qop.sh
 EXTRA_DIST += tests/onnx_qdq.sh tests/onnx_qdq.py
+EXTRA_DIST += tests/onnx_qop.sh tests/onnx_qop.py
 # matmul_integer and conv_integer on a real device, against tests/op_reference.c.
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_ops_qlinear

@@ -1640,6 +1640,14 @@ static void test_quantization_maps_and_refuses(void **state)
     expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED, "the input is float: int8, uint8 or int32 is dequantized");
     build_quant(&b, 10, "QuantizeLinear", F32, 3, U8, 0);
     expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "opset 10 takes a scalar scale (per-axis scales came in opset 13)");
+    /* an intermediate whose value_info declares another type than its node makes (onnxruntime
+     * refuses it too): an int8 zero point makes int8, the model says uint8 */
+    build_quant(&b, 13, "QuantizeLinear", F32, 3, I8, 3);
+    b.graph.output[0]->name = ob_str(&b, "out");
+    ob_node(&b, "Identity", "id", "y", "out");
+    ob_push(&b, (void ***)&b.graph.value_info, &b.graph.n_value_info, ob_value_info(&b, "y", U8, -1, NULL, NULL));
+    expect_refusal(&b, CLRUN_ERROR_INVALID_GRAPH, "node 0 'q' (QuantizeLinear, opset 13): output 0 'y' is int8, but "
+                   "the model's value_info declares uint8");
 }
 
 /* ---- recurrent operators ---- */

@@ -183,6 +183,14 @@ static clrun_status import_node(clrun__imp *im, const Onnx__NodeProto *node, int
     for (int i = 0; s == CLRUN_OK && i < n.n_out; i++)
         if (n.out[i] >= 0 && im->values[n.out[i]]->kind == CLRUN__VALUE_ABSENT)
             s = clrun__unsupported(im, "output %d '%s' is not supported", i, node->output[i]);
+    for (int i = 0; s == CLRUN_OK && i < n.n_out; i++) { /* as onnxruntime, a type the model declares */
+        const clrun__value *v = n.out[i] >= 0 ? im->values[n.out[i]] : NULL;
+        char a[32], b[32];
+        if (v && v->declared_elem != 0 && v->c.elem != v->declared_elem)
+            s = clrun__invalid(im, "output %d '%s' is %s, but the model's value_info declares %s", i,
+                               node->output[i], clrun__onnx_elem_name(v->c.elem, a, sizeof a),
+                               clrun__onnx_elem_name(v->declared_elem, b, sizeof b));
+    }
     /* Traces and profiles show the model's node names. */
     for (int32_t k = first_node; s == CLRUN_OK && node->name && node->name[0] &&
                                  k < clrun_graph_node_count(im->graph); k++)
@@ -437,6 +445,23 @@ static clrun_status read_opset(clrun__imp *im)
     im->opset = v;
     return CLRUN_OK;
 }
+/* The element types g's value_info declares for the values its nodes produce, each checked when
+ * its node is imported. Value infos of inputs, initializers or unknown names are left alone. */
+static void note_declared(clrun__imp *im, const Onnx__GraphProto *g)
+{
+    for (size_t i = 0; i < g->n_value_info; i++) {
+        const Onnx__ValueInfoProto *info = g->value_info[i];
+        const Onnx__TypeProto *tp = info ? info->type : NULL;
+        if (info == NULL || info->name == NULL || tp == NULL ||
+            tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || tp->tensor_type == NULL ||
+            !tp->tensor_type->has_elem_type || tp->tensor_type->elem_type == CLRUN__ONNX_UNDEFINED)
+            continue;
+        int32_t v = clrun__imp_find(im, info->name);
+        if (v >= 0 && !im->values[v]->graph_input && im->values[v]->kind == CLRUN__VALUE_ABSENT)
+            im->values[v]->declared_elem = tp->tensor_type->elem_type;
+    }
+}
+
 static clrun_status import_graph(clrun__imp *im)
 {
     const Onnx__GraphProto *g = im->model->graph;
@@ -463,6 +488,8 @@ static clrun_status import_graph(clrun__imp *im)
         s = clrun__imp_check_options(im, g);
     if (s == CLRUN_OK)
         s = clrun__imp_declare_all(im, g, producer);
+    if (s == CLRUN_OK)
+        note_declared(im, g);
     if (s == CLRUN_OK)
         s = node_order(im, g, producer, order);
     int32_t *readers = NULL, counted = im->value_count;

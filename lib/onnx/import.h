@@ -41,6 +41,8 @@ typedef struct clrun__value {
                                 once its iteration is done (onnx_name then points here) */
     bool capacity_rows;      /* dims[0] is a capacity, the rows used known at run time only
                                 (NonMaxSuppression's output): a model may declare fewer */
+    int declared_elem;       /* the element type the main graph's value_info declares for this
+                                node output (0: none): the node must produce it */
 } clrun__value;
 
 /* One node being imported. */
