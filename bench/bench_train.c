@@ -55,7 +55,8 @@
  *   --tiny: small shapes of the same models (a few ms a step), for trying the bench out.
  *   --profile: also one profiled run of the step graph (undonated), its device time per op.
  *   --live: the step where the step's buffers hold the most, and the largest alive there.
- *   --remat POLICY: clrun's step recomputes activations (<clrun/remat.h>; the same results).
+ *   --remat POLICY: clrun's step recomputes activations (<clrun/remat.h>; the same results);
+ *            without it the trainer chooses (docs/training.md), --remat none keeps them all.
  *   Each model and optimizer gets a context of its own.
  *   Defaults: --repeat 3 --rounds 5, T the device's compute units, PY /usr/bin/python3.
  * The figures in README.md ("Measured", Training) came from `make bench` then
@@ -545,7 +546,8 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
            (double)st.activation_peak_bytes / MIB, (double)st.lower_bound_bytes / MIB,
            (double)st.exec.reserved_bytes / MIB, st.donations, st.unused_donations);
     if (st.remat.repeated_nodes)
-        printf("remat %s: %d activations (%.1f MiB) recomputed by %d nodes, %.3f GFLOP; ", st.remat_policy,
+        printf("remat %s%s: %d activations (%.1f MiB) recomputed by %d nodes, %.3f GFLOP; ", st.remat_policy,
+               st.remat_auto ? " (chosen by the step)" : "",
                st.remat.dropped, (double)st.remat.dropped_bytes / MIB, st.remat.repeated_nodes,
                (double)st.remat.repeated_flops / 1e9);
     if (undonated)
@@ -655,7 +657,7 @@ int main(int argc, char **argv)
     printf("# peak: clrun_train_stats peak_bytes (and with no input donated); torch: live tensors at the step's "
            "start + the peak of torch.profiler's allocation events over the step\n");
     printf("# floors: time <= 1.5x PyTorch's, peak <= 0.7x PyTorch's; clrun's activations recomputed: %s\n",
-           o.remat ? o.remat : "none (--remat POLICY)");
+           o.remat ? o.remat : "as the step chooses (--remat none: none)");
     printf("%-16s %8s %9s %9s %7s %-4s %9s %9s %9s %7s %-4s\n", "model/optimizer", "params", "clrun ms", "torch ms",
            "ratio", "time", "clrun MiB", "nodonate", "torch MiB", "ratio", "peak");
     for (int m = 0; m < BENCH_TRAIN_MODELS; m++) {
