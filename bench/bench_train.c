@@ -49,12 +49,14 @@
  * clrun's step time <= 1.5x PyTorch's, PASS or MISS.
  *
  * Usage: bench/bench_train [--repeat N] [--rounds R] [--threads T] [--tiny] [--fusion on|off]
- *                          [--remat POLICY] [--python PY] [--no-torch] [--profile]
+ *                          [--remat POLICY] [--python PY] [--no-torch] [--profile] [--live]
  *                          [MODEL[:OPTIMIZER]]...
  *   MODEL: mlp, resnet18, bert (default all three); OPTIMIZER: sgd or adam (default both).
  *   --tiny: small shapes of the same models (a few ms a step), for trying the bench out.
  *   --profile: also one profiled run of the step graph (undonated), its device time per op.
- *   --remat POLICY: clrun's step recomputes activations (<clrun/remat.h>; the same results).
+ *   --live: the step where the step's buffers hold the most, and the largest alive there.
+ *   --remat POLICY: clrun's step recomputes activations (<clrun/remat.h>; the same results);
+ *            without it the trainer chooses (docs/training.md), --remat none keeps them all.
  *   Each model and optimizer gets a context of its own.
  *   Defaults: --repeat 3 --rounds 5, T the device's compute units, PY /usr/bin/python3.
  * The figures in README.md ("Measured", Training) came from `make bench` then
@@ -340,10 +342,57 @@ static bool undonated_peak(clrun_context *ctx, const clrun_train *t, const clrun
 
 typedef struct options {
     int repeat, rounds, threads, fusion;
-    bool tiny, no_torch, profile;
+    bool tiny, no_torch, profile, live;
     const char *python;
     const char *remat; /* clrun's step's rematerialisation policy, or NULL */
 } options;
+
+/* --live: the step at which the step's buffers (inputs apart) hold the most, from the executor's
+ * layout, and the largest buffers alive there: where the activation peak lies. */
+static void print_live(const clrun_train *t)
+{
+    const clrun_exec *e = clrun_train_step_exec(t);
+    int32_t n = 0;
+    if (e == NULL || clrun_exec_layout(e, NULL, 0, &n) != CLRUN_OK || n <= 0)
+        return;
+    clrun_exec_buffer_info *info = calloc((size_t)n, sizeof *info);
+    if (info == NULL || clrun_exec_layout(e, info, n, &n) != CLRUN_OK) {
+        free(info);
+        return;
+    }
+    int32_t steps = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (info[i].first_step + 1 > steps)
+            steps = info[i].first_step + 1;
+    int32_t best = -1;
+    uint64_t most = 0;
+    for (int32_t k = 0; k < steps; k++) {
+        uint64_t live = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (!info[i].is_input && info[i].first_step <= k && info[i].last_step >= k)
+                live += info[i].bytes;
+        if (live > most)
+            most = live, best = k;
+    }
+    const char *at = "?";
+    for (int32_t i = 0; i < n; i++)
+        if (info[i].first_step == best && !info[i].is_scratch)
+            at = info[i].tensor;
+    printf("  live: %.2f MiB of buffers alive at step %d of %d (writing %s):\n", (double)most / MIB, best, steps, at);
+    for (int shown = 0; shown < 16; shown++) {
+        int32_t pick = -1;
+        for (int32_t i = 0; i < n; i++)
+            if (!info[i].is_input && info[i].first_step <= best && info[i].last_step >= best &&
+                info[i].bytes > 0 && (pick < 0 || info[i].bytes > info[pick].bytes))
+                pick = i;
+        if (pick < 0)
+            break;
+        printf("    %8.3f MiB  %-40s steps %d..%d%s\n", (double)info[pick].bytes / MIB, info[pick].tensor,
+               info[pick].first_step, info[pick].last_step, info[pick].is_scratch ? " scratch" : "");
+        info[pick].bytes = 0;
+    }
+    free(info);
+}
 
 static const char *floor_word(double ratio, double floor)
 {
@@ -497,8 +546,10 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
            (double)st.activation_peak_bytes / MIB, (double)st.lower_bound_bytes / MIB,
            (double)st.exec.reserved_bytes / MIB, st.donations, st.unused_donations);
     if (st.remat.repeated_nodes)
-        printf("remat %s: %d activations (%.1f MiB) recomputed by %d nodes; ", o->remat,
-               st.remat.dropped, (double)st.remat.dropped_bytes / MIB, st.remat.repeated_nodes);
+        printf("remat %s%s: %d activations (%.1f MiB) recomputed by %d nodes, %.3f GFLOP; ", st.remat_policy,
+               st.remat_auto ? " (chosen by the step)" : "",
+               st.remat.dropped, (double)st.remat.dropped_bytes / MIB, st.remat.repeated_nodes,
+               (double)st.remat.repeated_flops / 1e9);
     if (undonated)
         printf("no donation %.1f MiB (+%.1f; params+state %.1f)\n", (double)undonated / MIB,
                ((double)undonated - (double)st.peak_bytes) / MIB, (double)(st.param_bytes + st.state_bytes) / MIB);
@@ -516,6 +567,8 @@ static void bench_one(clrun_context *ctx, torch_child *torch, const options *o, 
            isnan(rel0) ? "" : rel0 < 1e-4 && rel1 < 1e-3 ? "" : " DIFFERS");
     if (torch_note[0])
         printf("  %s\n", torch_note);
+    if (o->live)
+        print_live(t);
     if (o->profile && !undonated_peak(ctx, t, &to.exec, true, &undonated, undonated_err, sizeof undonated_err))
         printf("  clrun profile: n/a (%s)\n", undonated_err);
     fflush(stdout);
@@ -551,9 +604,11 @@ int main(int argc, char **argv)
             o.no_torch = true, first++;
         else if (strcmp(a, "--profile") == 0)
             o.profile = true, first++;
+        else if (strcmp(a, "--live") == 0)
+            o.live = true, first++;
         else {
             fprintf(stderr, "usage: bench_train [--repeat N] [--rounds R] [--threads T] [--tiny] "
-                            "[--fusion on|off] [--remat POLICY] [--python PY] [--no-torch] [--profile] "
+                            "[--fusion on|off] [--remat POLICY] [--python PY] [--no-torch] [--profile] [--live] "
                             "[MODEL[:OPTIMIZER]]...\n");
             return 2;
         }
@@ -602,7 +657,7 @@ int main(int argc, char **argv)
     printf("# peak: clrun_train_stats peak_bytes (and with no input donated); torch: live tensors at the step's "
            "start + the peak of torch.profiler's allocation events over the step\n");
     printf("# floors: time <= 1.5x PyTorch's, peak <= 0.7x PyTorch's; clrun's activations recomputed: %s\n",
-           o.remat ? o.remat : "none (--remat POLICY)");
+           o.remat ? o.remat : "as the step chooses (--remat none: none)");
     printf("%-16s %8s %9s %9s %7s %-4s %9s %9s %9s %7s %-4s\n", "model/optimizer", "params", "clrun ms", "torch ms",
            "ratio", "time", "clrun MiB", "nodonate", "torch MiB", "ratio", "peak");
     for (int m = 0; m < BENCH_TRAIN_MODELS; m++) {

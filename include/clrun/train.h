@@ -214,6 +214,11 @@ typedef struct clrun_train_stats {
                                     memory the device maps, which kernels use where it is;
                                     else 0 */
     clrun_exec_stats exec;       /* the step executor's own figures */
+    /* (appended) */
+    bool remat_auto;             /* remat_policy was chosen by the step: no policy was given
+                                    (clrun_train_graph_options.remat NULL or "") and no budget
+                                    binds, and recomputing lowered the step's lower bound enough
+                                    at little arithmetic (docs/training.md); "none" turns it off */
 } clrun_train_stats;
 
 clrun_status clrun_train_stats_get(const clrun_train *train, clrun_train_stats *out);

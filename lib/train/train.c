@@ -1095,6 +1095,7 @@ clrun_status clrun_train_stats_get(const clrun_train *t, clrun_train_stats *out)
     out->donated_bytes = out->unused_donations == 0 ? state : 0;
     out->remat = t->tg.remat;
     out->remat_policy = t->remat_policy ? t->remat_policy : "none";
+    out->remat_auto = t->remat_auto;
     out->planned_peak_bytes = t->planned_peak;
     out->host_bytes = t->host_bytes;
     return CLRUN_OK;

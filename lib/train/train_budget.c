@@ -504,6 +504,84 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
     return CLRUN_OK;
 }
 
+/* ---- the default: recomputation chosen by the step (no --remat, no budget binding) ----
+ * The candidates are prepared beside the step as it is and compared by their lower bound (the
+ * live bytes at the fullest step, scratch included, which the pooled modes' peak meets); the
+ * one that lowers it most is taken, if it lowers it by at least CLRUN__AUTO_MIN_SAVING bytes and
+ * CLRUN__AUTO_MIN_FRACTION of it below the cheaper ones' (candidates go cheapest first), and
+ * repeats at most CLRUN__AUTO_MAX_FLOPS of the step's arithmetic (a forward pass is about a
+ * third of a step's) (clrun__offload_node_flops, as clrun_remat_report.repeated_flops counts it). A step
+ * whose activations are below the saving is left alone without a try. The repeated nodes run
+ * the same kernels on the same values: the step's bits do not change. */
+#define CLRUN__AUTO_MIN_SAVING (4u << 20)
+#define CLRUN__AUTO_MIN_FRACTION 0.05
+#define CLRUN__AUTO_MAX_FLOPS 0.35
+
+/* cheapest first: the elementwise work after the products, then Chen's segments (at most about
+ * one more forward pass) */
+static const char *const auto_candidates[] = {"dots_saveable", "sqrt_n"};
+
+static uint64_t step_flops(const clrun_graph *g)
+{
+    uint64_t sum = 0;
+    for (int32_t n = 0; n < g->node_count; n++)
+        sum += clrun__offload_node_flops(g, n);
+    return sum;
+}
+
+static uint64_t step_lower_bound(const clrun_train *t)
+{
+    clrun_exec_stats st;
+    return clrun_exec_stats_get(t->exec, &st) == CLRUN_OK ? st.lower_bound_bytes : UINT64_MAX;
+}
+
+/* With t's step (policy none) prepared: the candidate that meets the rule above becomes t's
+ * step and *policy its name; else t's step stays and *policy is NULL. A candidate that cannot
+ * be prepared is passed over. */
+static clrun_status auto_remat(clrun_train *t, const clrun_graph *model,
+                               const clrun_train_graph_options *options, const char **policy,
+                               char *err, size_t errlen)
+{
+    *policy = NULL;
+    uint64_t base = step_lower_bound(t);
+    if (base == UINT64_MAX || base < t->slot_bytes + CLRUN__AUTO_MIN_SAVING)
+        return CLRUN_OK; /* the activations are fewer bytes than the least saving */
+    double flops = (double)step_flops(t->tg.graph);
+    clrun__train_graph best_tg = t->tg;
+    clrun_exec *best_exec = t->exec;
+    uint64_t best = base;
+    t->tg = (clrun__train_graph){.correct_output = -1};
+    t->exec = NULL;
+    for (size_t i = 0; i < sizeof auto_candidates / sizeof *auto_candidates; i++) {
+        bool fits;
+        uint64_t held;
+        char why[256];
+        if (try_step(t, model, options, auto_candidates[i], NULL, &fits, &held, why, sizeof why) != CLRUN_OK)
+            continue; /* try_step left no step */
+        uint64_t bound = step_lower_bound(t);
+        bool better = bound != UINT64_MAX && bound + CLRUN__AUTO_MIN_SAVING <= best &&
+                      (double)(best - bound) >= CLRUN__AUTO_MIN_FRACTION * (double)base &&
+                      (double)t->tg.remat.repeated_flops <= CLRUN__AUTO_MAX_FLOPS * flops;
+        if (!better) {
+            drop_step(t);
+            continue;
+        }
+        clrun_exec_destroy(best_exec);
+        clrun__train_graph_free(&best_tg);
+        best_tg = t->tg;
+        best_exec = t->exec;
+        best = bound;
+        *policy = auto_candidates[i];
+        t->tg = (clrun__train_graph){.correct_output = -1};
+        t->exec = NULL;
+    }
+    t->tg = best_tg;
+    t->exec = best_exec;
+    (void)err;
+    (void)errlen;
+    return CLRUN_OK;
+}
+
 clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
                                      const clrun_train_graph_options *options, char *err,
                                      size_t errlen)
@@ -539,7 +617,13 @@ clrun_status clrun__train_build_step(clrun_train *t, const clrun_graph *model,
         }
     } else if (s == CLRUN_OK && (s = slots(t, err, errlen)) == CLRUN_OK && b.bytes == 0 &&
                !pool_budget(t, before, &b)) {
-        return keep_step(t, given, 0, err, errlen);
+        const char *chosen = given;
+        bool split = t->options.reduce != NULL || t->options.split_update;
+        if (given == NULL && !split && (s = auto_remat(t, model, options, &chosen, err, errlen)) != CLRUN_OK)
+            return s;
+        if (chosen != given)
+            t->remat_auto = true;
+        return keep_step(t, chosen, 0, err, errlen);
     }
     bool on_device = true; /* the trainer's blocks fit on the device */
     if (s == CLRUN_ERROR_OUT_OF_MEMORY && t->exec != NULL) {

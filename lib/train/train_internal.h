@@ -33,6 +33,7 @@ struct clrun_train {
     uint64_t broken_step;
     uint64_t param_bytes, state_bytes;
     char *remat_policy;          /* the step's policy (a copy), or NULL: none */
+    bool remat_auto;             /* remat_policy chosen by the step (no policy given, no budget) */
     uint64_t planned_peak;       /* under a budget: what the chosen step holds (with the
                                     evaluation, in planned mode), or the planner's estimate */
     int32_t slot_blocks;         /* entries of buffers and held */
