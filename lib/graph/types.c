@@ -178,7 +178,15 @@ bool clrun_tensor_empty(const clrun_tensor_type *type)
 
 clrun_status clrun__type_check_value(const clrun_tensor_type *type, char *err, size_t errlen)
 {
-    return clrun_tensor_empty(type) ? CLRUN_OK : clrun__type_check(type, err, errlen);
+    if (clrun_tensor_empty(type))
+        return CLRUN_OK;
+    for (int d = 0; dtype_row_of(type->dtype) && type->rank >= 0 && d < type->rank && d < CLRUN_MAX_DIMS; d++)
+        if (type->shape[d] < 0) {
+            snprintf(err, errlen, "dimension %d is %lld (must be at least 0; 0 makes the tensor empty)", d,
+                     (long long)type->shape[d]);
+            return CLRUN_ERROR_INVALID_SIZE;
+        }
+    return clrun__type_check(type, err, errlen);
 }
 
 uint64_t clrun__dims_product(const clrun_tensor_type *type, int from, int to)
