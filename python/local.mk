@@ -48,6 +48,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_threads.py \
 	tests/python/test_mistakes.py \
 	tests/python/test_onnx_constants.py \
+	tests/python/test_onnx_empty.py \
 	tests/python/test_budget.py \
 	tests/python/test_pipeline.py \
 	tests/python/test_train.py \

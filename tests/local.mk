@@ -93,6 +93,10 @@ EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py
 # the spec, and what clrun does not do there (and opset 22) refused by name.
 TESTS += tests/onnx_opset18.sh
 EXTRA_DIST += tests/onnx_opset18.sh tests/onnx_opset18.py
+# Empty tensors at run time: an empty graph input fed as an empty .npy, empty intermediates and
+# outputs, against numpy in every allocator mode and with fusion off.
+TESTS += tests/onnx_empty.sh
+EXTRA_DIST += tests/onnx_empty.sh tests/onnx_empty.py
 # shared by the budget and offload tests
 EXTRA_DIST += tests/data/graphs/skip.graph
 # DFT and STFT against numpy.fft

@@ -142,7 +142,12 @@ static clrun_status make_input(clrun_context *ctx, const clrun_graph *g, int32_t
 {
     const clrun_tensor_id *ids;
     clrun_graph_inputs(g, &ids);
-    uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[index]));
+    const clrun_tensor_type *type = clrun_graph_tensor_type(g, ids[index]);
+    if (clrun_tensor_empty(type)) {
+        memset(out, 0, sizeof *out); /* an empty input: no memory, 0 bytes */
+        return CLRUN_OK;
+    }
+    uint64_t bytes = clrun_tensor_bytes(type);
     void *host = malloc((size_t)bytes);
     if (host == NULL) {
         char text[32];
@@ -201,7 +206,7 @@ static clrun_status checksum_outputs(clrun_exec *exec, const clrun_graph *g, cha
     int32_t n = clrun_graph_outputs(g, &ids);
     for (int32_t i = 0; i < n; i++) {
         uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
-        void *host = malloc((size_t)bytes);
+        void *host = malloc((size_t)bytes + 1); /* + 1: an empty output has 0 bytes */
         if (host == NULL)
             return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         clrun_status status = clrun_exec_read_output(exec, i, host, bytes);
@@ -233,7 +238,7 @@ static clrun_status reference_outputs(run_args *a, clrun_context *ctx, const clr
         if (type->dtype != CLRUN_F32)
             continue;
         uint64_t bytes = clrun_tensor_bytes(type);
-        refs[i] = malloc((size_t)bytes);
+        refs[i] = malloc((size_t)bytes + 1);
         status = refs[i] ? clrun_exec_read_output(exec, i, refs[i], bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     clrun_exec_destroy(exec);
@@ -253,7 +258,7 @@ static clrun_status weights_error(clrun_exec *exec, const clrun_graph *g, float 
         if (refs[i] == NULL)
             continue;
         uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i])), n = bytes / 4;
-        float *got = malloc((size_t)bytes);
+        float *got = malloc((size_t)bytes + 1);
         clrun_status status = got ? clrun_exec_read_output(exec, i, got, bytes) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
         double worst = 0, top = 0;
         for (uint64_t k = 0; status == CLRUN_OK && k < n; k++) {

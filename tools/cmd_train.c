@@ -374,6 +374,11 @@ static int read_file(const char *path, clrun_dtype want, dataset *ds, int k)
         fprintf(stderr, "clrun train: %s\n", err);
         return clrun_cli_input_exit(s);
     }
+    if (clrun_tensor_empty(&t)) {
+        fprintf(stderr, "clrun train: %s is empty: a dataset needs rows of data\n", path);
+        free(data);
+        return 2;
+    }
     uint64_t n = clrun_tensor_elements(&t);
     if (want == CLRUN_F32 && t.dtype == CLRUN_F64) {
         float *f = malloc(sizeof *f * (size_t)n);

@@ -160,13 +160,9 @@ clrun_status clrun_cli_read_tensor(const char *path, clrun_tensor_type *type, vo
     if (!ends_with(path, ".pb"))
         return clrun_npy_load(path, type, data, err, errlen);
     clrun_status s = clrun_onnx_tensor_load(path, type, data, NULL, 0, err, errlen);
-    if (s == CLRUN_OK && clrun_tensor_elements(type) == 0) { /* an empty tensor: no device value */
-        char text[160];
-        snprintf(err, errlen, "%s: shape %s is empty (clrun's inputs and constants from files have no "
-                 "empty dimensions)", path, clrun_cli_type_text(type, text, sizeof text));
-        free(*data);
-        *data = NULL;
-        s = CLRUN_ERROR_UNSUPPORTED;
+    if (s == CLRUN_OK && *data == NULL && clrun_tensor_empty(type) && (*data = malloc(1)) == NULL) {
+        snprintf(err, errlen, "%s: out of host memory", path); /* an empty tensor: 0 bytes */
+        s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
     return s;
 }
@@ -268,7 +264,7 @@ int clrun_cli_io_write_outputs_from(const char *command, const clrun_cli_io *io,
     for (int32_t i = 0; i < n; i++) {
         const clrun_tensor_type *type = clrun_graph_tensor_type(g, ids[i]);
         uint64_t bytes = clrun_tensor_bytes(type);
-        void *host = malloc((size_t)bytes);
+        void *host = malloc((size_t)bytes + 1); /* + 1: an empty output has 0 bytes */
         char name[CLRUN_ONNX_NAME_MAX + 8], err[2048];
         snprintf(name, sizeof name, "%s", clrun_graph_tensor_name(g, ids[i]));
         for (char *p = name; *p; p++)

@@ -90,14 +90,18 @@ clrun_status clrun_exec_create(clrun_context *ctx, const clrun_graph *graph,
 void clrun_exec_destroy(clrun_exec *exec);
 
 /* Runs the graph once and waits for it. inputs[i] is the buffer of the graph's i-th input
- * (clrun_graph_inputs order), exactly its bytes, allocated from the same context. An input the
+ * (clrun_graph_inputs order), exactly its bytes, allocated from the same context; an empty input
+ * (clrun_tensor_empty: a dimension 0) takes any buffer, the zero one (NULL memory, 0 bytes)
+ * included, and reads none of it. An input the
  * graph marks donated is consumed: the executor frees it (or hands its block to an output), and
  * passing that buffer again gives CLRUN_ERROR_DONATED naming the input. The outputs of the
  * previous run are released first. */
 clrun_status clrun_exec_run(clrun_exec *exec, const clrun_buffer *inputs, int32_t input_count);
 
 /* The i-th output of the last run (clrun_graph_outputs order): its memory and bytes. Valid until
- * the next run or clrun_exec_destroy. */
+ * the next run or clrun_exec_destroy. An empty output (a dimension 0) has no memory: NULL and 0
+ * bytes; clrun_exec_read_output reads 0 bytes of it (host may be NULL) and
+ * clrun_exec_take_output gives the zero buffer. */
 clrun_status clrun_exec_output(const clrun_exec *exec, int32_t i, cl_mem *mem, uint64_t *bytes);
 
 /* Hands the i-th output of the last run to the caller as a buffer of its own (to keep on the

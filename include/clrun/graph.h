@@ -53,6 +53,12 @@ typedef struct clrun_tensor_type {
  * that overflows 64 bits. */
 uint64_t clrun_tensor_elements(const clrun_tensor_type *type);
 uint64_t clrun_tensor_bytes(const clrun_tensor_type *type);
+/* Whether a type is empty: a known dtype, rank 0..CLRUN_MAX_DIMS, every dimension >= 0 and one
+ * of them 0 (elements and bytes above are 0 for it too). A graph input, a constant and so a
+ * graph output may be empty: such a tensor takes no device memory, a run takes any buffer for it
+ * (NULL memory, 0 bytes) and gives it back as 0 bytes. No node reads or writes an empty tensor
+ * (the graph builder refuses one by name; the ONNX importer folds every op over one at load). */
+bool clrun_tensor_empty(const clrun_tensor_type *type);
 
 /* How a constant is filled when no data is given: deterministic from its seed, identical on
  * every machine (a counter-based generator, not rand(); see docs/graph-format.md). */

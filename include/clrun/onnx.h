@@ -110,8 +110,8 @@ const char *clrun_onnx_name(const char *onnx_name, char *buf, size_t size);
 /* Reads an ONNX TensorProto file (the input_N.pb / output_N.pb of the ONNX test cases) into a
  * type and a malloc'ed buffer of clrun_tensor_bytes(type) bytes (*data, freed by the caller), and
  * the tensor's name into name (may be NULL; "" when it has none). An empty tensor (a dimension
- * of 0) is read: its type has that 0 (clrun_tensor_elements gives 0) and *data is NULL; it can
- * be given as a clrun_onnx_constant, not as a graph input. Data types without a clrun dtype and
+ * of 0) is read: its type has that 0 (clrun_tensor_empty) and *data is NULL; it can be given
+ * as a clrun_onnx_constant, or fed to an empty graph input (any buffer: NULL memory, 0 bytes). Data types without a clrun dtype and
  * ranks above CLRUN_MAX_DIMS are refused (CLRUN_ERROR_UNSUPPORTED); the message is in
  * clrun_last_error(NULL) and err (may be NULL). */
 clrun_status clrun_onnx_tensor_load(const char *path, clrun_tensor_type *type, void **data,

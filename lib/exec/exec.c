@@ -346,6 +346,13 @@ static clrun_status output_of(const clrun_exec *e, int32_t i, cl_mem *mem, uint6
                            e ? (int)e->graph->output_count : 0, e && e->graph->output_count == 1 ? "" : "s",
                            e && !e->have_outputs ? ", no run yet" : "");
     int32_t t = e->graph->outputs[i];
+    if (clrun_tensor_empty(&e->graph->tensors[t].type)) { /* no memory, no bytes: still a value */
+        if (mem)
+            *mem = NULL;
+        if (bytes)
+            *bytes = 0;
+        return CLRUN_OK;
+    }
     cl_mem held = clrun__exec_tensor_mem(e, t);
     if (held == NULL)
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
@@ -395,6 +402,8 @@ static clrun_status take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
     if (status != CLRUN_OK)
         return status;
     int32_t t = e->graph->outputs[i];
+    if (clrun_tensor_empty(&e->graph->tensors[t].type))
+        return CLRUN_OK; /* an empty output: the zero buffer (no memory, 0 bytes) */
     int32_t b = e->schedule.buffer_of[t];
     buffer_state *s = &e->buffers[b];
     /* A pool block is handed over: pooled mode's, and in planned mode a donated input's that
@@ -433,11 +442,13 @@ static clrun_status read_output(clrun_exec *e, int32_t i, void *host, uint64_t b
     clrun_status status = output_of(e, i, &mem, &size);
     if (status != CLRUN_OK)
         return status;
-    if (bytes != size || host == NULL)
+    if (bytes != size || (host == NULL && size > 0))
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT,
                            "output '%s' has %llu bytes, %llu asked (or host is NULL)",
                            clrun__exec_tensor_name(e, e->graph->outputs[i]), (unsigned long long)size,
                            (unsigned long long)bytes);
+    if (size == 0)
+        return CLRUN_OK; /* an empty output: nothing to read */
     cl_int error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, (size_t)size, host, 0, NULL, NULL);
     if (error != CL_SUCCESS)
         return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "output '%s'", clrun__exec_tensor_name(e, e->graph->outputs[i]));
@@ -546,7 +557,8 @@ clrun_status clrun_exec_layout(const clrun_exec *e, clrun_exec_buffer_info *out,
     int32_t n = 0;
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         const clrun__sched_buffer *buf = &e->schedule.buffers[b];
-        if (buf->is_constant || buf->is_host) /* host memory: not the device's layout */
+        if (buf->is_constant || buf->is_host || buf->bytes == 0) /* host memory, or empty: not the
+                                                                   device's layout */
             continue;
         if (out && n < capacity) {
             bool in_arena = e->arena_views && e->arena_views[b];

@@ -92,7 +92,9 @@ static void packing_plan_free(packing_plan *p)
 
 static bool is_constant(const clrun_exec *e, int32_t t)
 {
-    return e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT;
+    /* an empty constant takes no memory: it is never uploaded (no node reads one) */
+    return e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT &&
+           !clrun_tensor_empty(&e->graph->tensors[t].type);
 }
 
 /* Node i's copy laid out into host (p->bytes[i] bytes), from its constants' values. */

@@ -36,6 +36,8 @@ static clrun_status check_inputs(clrun_exec *e, const clrun_buffer *inputs, int3
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
         char what[CLRUN__GRAPH_NAME_MAX + 16];
+        if (clrun_tensor_empty(&g->tensors[t].type))
+            continue; /* an empty input: any buffer (NULL memory, 0 bytes), never read */
         snprintf(what, sizeof what, "input '%s'", input_name(e, i));
         clrun_status status = clrun__pool_check_caller(e->ctx, &inputs[i], what);
         if (status != CLRUN_OK)
@@ -67,6 +69,8 @@ static clrun_status bind_inputs(clrun_exec *e, const clrun_buffer *inputs, int32
     const clrun_graph *g = e->graph;
     for (int32_t i = 0; i < count; i++) {
         int32_t t = g->inputs[i];
+        if (clrun_tensor_empty(&g->tensors[t].type))
+            continue; /* no memory: nothing to hold */
         buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
         clrun_buffer block = inputs[i];
         if (g->tensors[t].donated) {

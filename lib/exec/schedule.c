@@ -533,7 +533,8 @@ clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inpu
     size_t n = 0;
     for (int32_t b = 0; b < s->buffer_count; b++) {
         const clrun__sched_buffer *sb = &s->buffers[b];
-        if (sb->is_constant || sb->is_host || (sb->first < 0 && !(with_inputs && sb->is_input)))
+        if (sb->is_constant || sb->is_host || (sb->first < 0 && !(with_inputs && sb->is_input)) ||
+            sb->bytes == 0) /* an empty tensor (a graph input): no memory */
             continue;
         int32_t first = sb->first < 0 ? 0 : sb->first;
         int32_t last = sb->last < first ? first : sb->last;

@@ -172,7 +172,7 @@ static clrun_status check_type(clrun_graph *graph, const clrun_tensor_type *type
     if (!type)
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s': type is NULL", name);
     char reason[256];
-    clrun_status status = clrun__type_check(type, reason, sizeof reason);
+    clrun_status status = clrun__type_check_value(type, reason, sizeof reason);
     if (status != CLRUN_OK)
         return clrun__graph_fail(graph, status, "'%s': %s", name, reason);
     return CLRUN_OK;
@@ -305,11 +305,19 @@ static clrun_status check_inputs(clrun_graph *graph, const clrun__op *op,
     }
     if (count > 0 && !inputs)
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "%s: inputs is NULL", op->name);
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
         if (inputs[i] < 0 || inputs[i] >= graph->tensor_count)
             return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                               "%s: input %d is not a tensor of this graph (id %d)", op->name, i,
                               (int)inputs[i]);
+        const clrun__tensor *t = &graph->tensors[inputs[i]];
+        if (clrun_tensor_empty(&t->type)) {
+            char text[CLRUN__TYPE_TEXT];
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH,
+                                     "%s: input %d '%s' is empty (%s): no node reads an empty tensor",
+                                     op->name, i, t->name, clrun__type_format(&t->type, text, sizeof text));
+        }
+    }
     return CLRUN_OK;
 }
 
@@ -353,10 +361,17 @@ static clrun_status infer_outputs(clrun_graph *graph, const clrun__op *op,
     free(in_types);
     if (status != CLRUN_OK)
         return clrun__graph_fail(graph, status, "%s", reason[0] ? reason : "refused by the op");
-    for (int o = 0; o < op->outputs; o++)
+    for (int o = 0; o < op->outputs; o++) {
+        if (clrun_tensor_empty(&out_types[o])) {
+            char text[CLRUN__TYPE_TEXT];
+            return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH,
+                                     "%s: output '%s' would be empty (%s): no node writes an empty tensor",
+                                     op->name, names[o], clrun__type_format(&out_types[o], text, sizeof text));
+        }
         if (clrun__type_check(&out_types[o], reason, sizeof reason) != CLRUN_OK)
             return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_GRAPH, "%s: output '%s': %s", op->name,
                               names[o], reason);
+    }
     return CLRUN_OK;
 }
 

@@ -41,15 +41,15 @@ static clrun_status parse_type(parser *p, clrun_tensor_type *type, int *line, in
         int64_t dim = 0;
         if ((status = clrun__gio_take_int(p, "a dimension", &dim)) != CLRUN_OK)
             break;
-        if (dim < 1)
+        if (dim < 0)
             return clrun__gio_fail_at(p, dim_line, dim_col, CLRUN_ERROR_PARSE,
-                           "dimension must be at least 1, found %" PRId64, dim);
+                           "dimension must be at least 0, found %" PRId64, dim);
         type->shape[type->rank++] = dim;
     }
     if (status == CLRUN_OK)
         status = clrun__gio_advance(p); /* the ']' */
     char reason[256];
-    if (status == CLRUN_OK && clrun__type_check(type, reason, sizeof reason) != CLRUN_OK)
+    if (status == CLRUN_OK && clrun__type_check_value(type, reason, sizeof reason) != CLRUN_OK)
         return clrun__gio_fail_at(p, *line, *col, CLRUN_ERROR_INVALID_SIZE, "%s", reason);
     return status;
 }

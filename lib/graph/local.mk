@@ -59,7 +59,7 @@ clean-graph-examples:
 # The malformed-graph corpus: each NAME.graph with its exact message in NAME.expected.
 GRAPH_BAD_CASES = \
 	attr_float_not_finite attr_list_long attr_twice bad_dim_float bad_dim_negative \
-	bad_dim_zero bad_fill_normal_std bad_fill_uniform_range bad_seed_negative cycle cycle_self \
+	bad_node_over_empty bad_fill_normal_std bad_fill_uniform_range bad_seed_negative cycle cycle_self \
 	data_count data_not_int dims_too_many donated_typo dtype_unknown empty_file f16_data_bits \
 	fill_unknown graph_header_late graph_header_twice infer_refused input_count missing_colon \
 	name_too_long no_outputs number_range op_unknown output_never_produced output_not_a_name \

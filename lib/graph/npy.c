@@ -215,9 +215,10 @@ static clrun_status parse_header(const unsigned char *b, size_t size, const char
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "Fortran-order arrays are not supported (save with C order)");
     if (too_many)
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "more than %d dimensions", CLRUN_MAX_DIMS);
-    if (empty)
-        return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "empty arrays are not supported");
-    if (clrun_tensor_bytes(&t) == 0)
+    /* an empty array (a dimension 0) is read: no data, a type of 0 bytes (clrun_tensor_empty) */
+    if (empty && !clrun_tensor_empty(&t))
+        return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "the empty array's shape is not supported");
+    if (!empty && clrun_tensor_bytes(&t) == 0)
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, name, "the array is too large");
     *type = t;
     *offset = start + header_len;
@@ -263,7 +264,7 @@ clrun_status clrun_npy_parse(const void *bytes, size_t size, const char *name, c
     if (size - offset != nbytes)
         return fail(CLRUN_ERROR_PARSE, err, errlen, name, "%zu bytes of data for a shape of %" PRIu64 " bytes",
                     size - offset, nbytes);
-    void *copy = malloc((size_t)nbytes);
+    void *copy = malloc((size_t)nbytes + !nbytes); /* an empty array: a valid pointer all the same */
     if (copy == NULL)
         return fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, name, "out of host memory");
     memcpy(copy, b + offset, (size_t)nbytes);
@@ -324,7 +325,7 @@ clrun_status clrun_npy_load(const char *path, clrun_tensor_type *type, void **da
                  size - offset, nbytes);
         goto done;
     }
-    if (nbytes >= SIZE_MAX || (copy = malloc((size_t)nbytes)) == NULL) {
+    if (nbytes >= SIZE_MAX || (copy = malloc((size_t)nbytes + !nbytes)) == NULL) {
         s = fail(CLRUN_ERROR_OUT_OF_HOST_MEMORY, err, errlen, path, "out of host memory");
         goto done;
     }
@@ -353,7 +354,7 @@ clrun_status clrun_npy_save(const char *path, const clrun_tensor_type *type, con
     if (path && type && type->dtype == CLRUN_BF16)
         return fail(CLRUN_ERROR_UNSUPPORTED, err, errlen, path,
                     "a bf16 tensor has no .npy type (numpy has no bfloat16): cast it to f32");
-    if (!path || !descr || bytes == 0 || (!data && bytes))
+    if (!path || !descr || (bytes == 0 && !clrun_tensor_empty(type)) || (!data && bytes))
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, err, errlen, path ? path : "<npy>", "no valid tensor to write");
     char header[256];
     int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);

@@ -163,6 +163,32 @@ clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t 
     return CLRUN_OK;
 }
 
+bool clrun_tensor_empty(const clrun_tensor_type *type)
+{
+    if (!type || dtype_row_of(type->dtype) == NULL || type->rank < 0 || type->rank > CLRUN_MAX_DIMS)
+        return false;
+    bool zero = false;
+    for (int d = 0; d < type->rank; d++) {
+        if (type->shape[d] < 0)
+            return false;
+        zero = zero || type->shape[d] == 0;
+    }
+    return zero;
+}
+
+clrun_status clrun__type_check_value(const clrun_tensor_type *type, char *err, size_t errlen)
+{
+    if (clrun_tensor_empty(type))
+        return CLRUN_OK;
+    for (int d = 0; dtype_row_of(type->dtype) && type->rank >= 0 && d < type->rank && d < CLRUN_MAX_DIMS; d++)
+        if (type->shape[d] < 0) {
+            snprintf(err, errlen, "dimension %d is %lld (must be at least 0; 0 makes the tensor empty)", d,
+                     (long long)type->shape[d]);
+            return CLRUN_ERROR_INVALID_SIZE;
+        }
+    return clrun__type_check(type, err, errlen);
+}
+
 uint64_t clrun__dims_product(const clrun_tensor_type *type, int from, int to)
 {
     uint64_t n = 1;

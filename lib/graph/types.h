@@ -33,6 +33,9 @@ bool clrun__type_equal(const clrun_tensor_type *a, const clrun_tensor_type *b);
 /* CLRUN_OK for a type a tensor may have (known dtype, rank 0..CLRUN_MAX_DIMS, dims >= 1, byte
  * size within 64 bits); otherwise the reason in err. */
 clrun_status clrun__type_check(const clrun_tensor_type *type, char *err, size_t errlen);
+/* The same, but an empty type (clrun_tensor_empty) passes too: what a graph input or a
+ * constant may have. */
+clrun_status clrun__type_check_value(const clrun_tensor_type *type, char *err, size_t errlen);
 
 /* The product of dims [from, to) of a type that passed clrun__type_check (so it cannot
  * overflow); clrun_tensor_elements is the checked count of the whole type. */

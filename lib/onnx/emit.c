@@ -113,6 +113,70 @@ clrun_status clrun__device_id(clrun__imp *im, clrun__value *v, clrun_tensor_id *
 }
 
 
+/* Stands for a dimension 0 while an op's own type rule reads the shapes: a size no real operand
+ * has, which broadcasts as 0 does (against 1 and itself only). */
+#define EMPTY_DIM 1000003
+
+/* An op with an empty operand. An elementwise op (unary, binary, ternary with numpy
+ * broadcasting) gives an empty result of the broadcast shape; another op too where its type rule
+ * carries the empty dimension into every output (a matmul's M, a softmax's rows, a reduction
+ * over another axis): a result of no data, known at load, which folds on (no node, no kernel).
+ * *handled false otherwise: the op's own mapping decides (a value over nothing it computes on
+ * the host, or a refusal naming the empty shape). */
+static clrun_status empty_result(clrun__imp *im, const clrun__onode *n, const char *op,
+                                 clrun__value *const *inputs, int n_inputs, const clrun_attr *attrs, int n_attrs,
+                                 const int *out_index, int n_outputs, clrun__value **results, bool *handled)
+{
+    const clrun__op *o = clrun__op_find(op);
+    *handled = false;
+    bool elementwise = o->kind == CLRUN__OP_UNARY || o->kind == CLRUN__OP_SCALE || o->kind == CLRUN__OP_COPY ||
+                       o->kind == CLRUN__OP_BINARY || o->kind == CLRUN__OP_TERNARY;
+    if (o->outputs != n_outputs || n_outputs > 8 || n_inputs > MAX_EMIT)
+        return CLRUN_OK;
+    clrun_tensor_type types[MAX_EMIT + 8];
+    for (int i = 0; i < n_inputs; i++) {
+        memset(&types[i], 0, sizeof types[i]);
+        if (!clrun__onnx_elem_dtype(inputs[i]->c.elem, &types[i].dtype) || inputs[i]->c.rank > CLRUN_MAX_DIMS)
+            return CLRUN_OK;
+        types[i].rank = inputs[i]->c.rank;
+        for (int d = 0; d < types[i].rank; d++)
+            types[i].shape[d] = inputs[i]->c.dims[d] == 0 ? EMPTY_DIM : inputs[i]->c.dims[d];
+    }
+    clrun__op_call call = {.inputs = types, .input_count = n_inputs, .outputs = types + n_inputs,
+                           .output_count = n_outputs, .attrs = attrs, .attr_count = n_attrs};
+    char why[256] = "";
+    if (o->infer(&call, types + n_inputs, why, sizeof why) != CLRUN_OK) {
+        if (!elementwise)
+            return CLRUN_OK;
+        *handled = true;
+        return clrun__invalid(im, "%s of an empty operand: %s", op, why[0] ? why : "the shapes do not fit");
+    }
+    for (int i = 0; i < n_outputs; i++) {
+        bool carried = false;
+        for (int d = 0; d < types[n_inputs + i].rank; d++)
+            carried = carried || types[n_inputs + i].shape[d] == EMPTY_DIM;
+        if (!carried)
+            return CLRUN_OK;
+    }
+    *handled = true;
+    for (int i = 0; i < n_outputs; i++) {
+        clrun_tensor_type *t = &types[n_inputs + i];
+        int64_t dims[CLRUN_MAX_DIMS];
+        for (int d = 0; d < t->rank; d++)
+            dims[d] = t->shape[d] == EMPTY_DIM ? 0 : t->shape[d];
+        int k = out_index ? out_index[i] : -1;
+        bool named = n && k >= 0 && k < n->n_out && n->out[k] >= 0;
+        clrun__value *r = NULL;
+        clrun_status s = clrun__mv_empty(im, (clrun__onode *)n, clrun__onnx_dtype_elem(t->dtype), t->rank, dims,
+                                         named ? k : -1, &r);
+        if (s != CLRUN_OK)
+            return s;
+        if (results)
+            results[i] = named ? im->values[n->out[k]] : r;
+    }
+    return CLRUN_OK;
+}
+
 clrun_status clrun__emit(clrun__imp *im, const clrun__onode *n, const char *op,
                          clrun__value *const *inputs, int n_inputs, const clrun_attr *attrs,
                          int n_attrs, const int *out_index, int n_outputs, clrun__value **results)
@@ -125,6 +189,16 @@ clrun_status clrun__emit(clrun__imp *im, const clrun__onode *n, const char *op,
                                   n_inputs, n_outputs, MAX_EMIT);
     if (clrun__op_find(op) == NULL)
         return clrun__unsupported(im, "needs graph op '%s', which this build of clrun does not have", op);
+    bool empty_operand = false;
+    for (int i = 0; i < n_inputs; i++)
+        empty_operand = empty_operand || (inputs[i]->kind == CLRUN__VALUE_CONST && clrun__otensor_count(&inputs[i]->c) == 0);
+    if (empty_operand) {
+        bool handled;
+        clrun_status s = empty_result(im, n, op, inputs, n_inputs, attrs, n_attrs, out_index, n_outputs,
+                                      results, &handled);
+        if (handled)
+            return s;
+    }
     for (int i = 0; i < n_inputs; i++) {
         clrun_status s = clrun__device_id(im, inputs[i], &ids[i]);
         if (s != CLRUN_OK)

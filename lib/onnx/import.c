@@ -332,8 +332,11 @@ static clrun_status name_inputs(clrun__imp *im)
     clrun_status s = CLRUN_OK;
     for (int32_t i = 0; s == CLRUN_OK && i < im->value_count; i++) {
         const clrun__value *v = im->values[i];
-        if (v->graph_input && v->onnx_name && v->id >= 0)
-            s = give_model_name(im, v->id, v->onnx_name);
+        /* an empty input is a constant to the nodes (id -1): its graph input is found by name */
+        clrun_tensor_id id = v->id >= 0 || !v->graph_input || !v->name ? v->id
+                                                                        : clrun__graph_find_ident(im->graph, v->name);
+        if (v->graph_input && v->onnx_name && id >= 0)
+            s = give_model_name(im, id, v->onnx_name);
     }
     return s;
 }
@@ -367,7 +370,22 @@ static clrun_status add_output(clrun__imp *im, clrun__value *v)
     for (int32_t k = 0; k < n_marked && own; k++)
         own = marked[k] != v->id;
     clrun_status s = CLRUN_OK;
-    if (own) {
+    clrun_tensor_type empty;
+    char why[256];
+    if (v->kind == CLRUN__VALUE_CONST && clrun__otensor_host_type(&v->c, &empty, why, sizeof why) &&
+        clrun_tensor_empty(&empty)) {
+        /* An empty output: a constant of its shape and no data, which takes no memory and that
+         * no kernel writes (a graph input or another output of the same value gets its own). */
+        const char *name = v->name;
+        char other[CLRUN__GRAPH_NAME_MAX + 1];
+        for (int k = 0; clrun__graph_find_ident(im->graph, name) >= 0; k++) {
+            snprintf(other, sizeof other, "%.240s.out%d", v->name, k);
+            name = other;
+        }
+        s = clrun_graph_add_constant(im->graph, name, &empty, NULL, CLRUN_FILL_ZEROS, 0, 0, 0, &id);
+        if (s != CLRUN_OK && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY)
+            return clrun__imp_fail(im, s, "output '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
+    } else if (own) {
         id = v->id;
     } else if (v->kind == CLRUN__VALUE_CONST && v->id < 0 &&
                clrun__graph_find_ident(im->graph, v->name) < 0) {
@@ -412,7 +430,8 @@ static clrun_status add_outputs(clrun__imp *im, const Onnx__GraphProto *g)
         if (s == CLRUN_OK && v->kind == CLRUN__VALUE_CONST) {
             char why[256];
             clrun_tensor_type type;
-            if (!clrun__otensor_clrun_type(&v->c, &type, why, sizeof why))
+            if (!clrun__otensor_host_type(&v->c, &type, why, sizeof why) ||
+                (!clrun_tensor_empty(&type) && !clrun__otensor_clrun_type(&v->c, &type, why, sizeof why)))
                 return clrun__unsupported(im, "output '%s' (a constant): %s", name, why);
         }
         if (s == CLRUN_OK)

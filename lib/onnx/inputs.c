@@ -164,12 +164,9 @@ static clrun_status bind_dims(clrun__imp *im, clrun__value *v, const Onnx__Tenso
                 return clrun__invalid(im, "input '%s' dimension %d has no size in the model: give the "
                                       "input's shape (the options' shapes)", v->onnx_name, d);
         }
-        if (value < 1)
-            return value == 0 ? clrun__unsupported(im, "input '%s' dimension %d is 0 (clrun tensors "
-                                                   "have no empty dimensions)", v->onnx_name, d)
-                              : clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
-                                                "input '%s' dimension %d is bound to %" PRId64,
-                                                v->onnx_name, d, value);
+        if (value < 0)
+            return clrun__imp_fail(im, CLRUN_ERROR_INVALID_ARGUMENT,
+                                   "input '%s' dimension %d is bound to %" PRId64, v->onnx_name, d, value);
         type->shape[d] = value;
     }
     return CLRUN_OK;
@@ -198,6 +195,15 @@ static clrun_status add_input(clrun__imp *im, const Onnx__ValueInfoProto *info, 
         return clrun__imp_fail(im, s, "input '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
     v->kind = CLRUN__VALUE_DEVICE;
     v->graph_input = true;
+    if (clrun_tensor_empty(&type)) {
+        /* An empty input is known whole from its shape: the graph keeps it as an input (fed any
+         * buffer of 0 bytes), and the model's nodes read it as the constant it is, folding. */
+        v->id = -1;
+        if (!clrun__otensor_alloc(&v->c, elem, type.rank, type.shape))
+            return CLRUN__OOM(im);
+        v->kind = CLRUN__VALUE_CONST;
+        return CLRUN_OK;
+    }
     v->c.elem = elem;
     v->c.rank = type.rank;
     memcpy(v->c.dims, type.shape, sizeof type.shape);

@@ -438,8 +438,8 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
             s = unsqueeze(im, n, out[1 + nc + k], 0, &steps[(int64_t)k * MAX_ITERATIONS + t]);
     }
     if (s == CLRUN_OK && nk > 0 && t == 0)
-        s = clrun__unsupported(im, "a Loop that runs no iteration has empty scan outputs (clrun tensors "
-                               "have no empty dimensions)");
+        s = clrun__unsupported(im, "a Loop that runs no iteration has empty scan outputs of a shape "
+                               "no iteration gives (not supported)");
     for (int i = 0; s == CLRUN_OK && i < nc; i++)
         if (n->out[i] >= 0)
             s = clrun__mv_same(im, n, in[2 + i], i, NULL);

@@ -192,14 +192,8 @@ clrun_status clrun__map_compress(clrun__imp *im, clrun__onode *n)
         return s;
     if (cond->rank != 1 || clrun__onnx_elem_is_float(cond->elem))
         return clrun__invalid(im, "condition must be a 1-D bool tensor");
-    clrun__value *flat = data;
-    if (!has_axis) {
-        int64_t count = (int64_t)clrun__otensor_count(&data->c);
-        s = clrun__mv_reshape(im, n, data, 1, &count, -1, &flat);
-        if (s != CLRUN_OK)
-            return s;
-    }
-    int64_t dim = flat->c.dims[a], kept = 0, len = cond->dims[0];
+    int64_t count = (int64_t)clrun__otensor_count(&data->c);
+    int64_t dim = has_axis ? data->c.dims[a] : count, kept = 0, len = cond->dims[0];
     for (int64_t j = 0; j < len; j++)
         if (clrun__otensor_get_int(cond, (uint64_t)j) != 0) {
             if (j >= dim)
@@ -207,8 +201,18 @@ clrun_status clrun__map_compress(clrun__imp *im, clrun__onode *n)
                                       "length %" PRId64, j, dim);
             kept++;
         }
-    if (kept == 0)
-        return clrun__unsupported(im, "the condition keeps nothing: the output would be empty");
+    if (kept == 0) { /* an empty output, known at load: no kernel */
+        int64_t dims[CLRUN__ONNX_MAX_RANK];
+        memcpy(dims, data->c.dims, sizeof dims);
+        dims[a] = 0;
+        return clrun__mv_empty(im, n, data->c.elem, has_axis ? data->c.rank : 1, dims, 0, NULL);
+    }
+    clrun__value *flat = data;
+    if (!has_axis) {
+        s = clrun__mv_reshape(im, n, data, 1, &count, -1, &flat);
+        if (s != CLRUN_OK)
+            return s;
+    }
     bool on_host = clrun__is_const(flat);
     clrun__otensor idx;
     if (!clrun__otensor_alloc(&idx, on_host ? CLRUN__ONNX_INT64 : CLRUN__ONNX_INT32, 1, &kept))

@@ -223,7 +223,7 @@ static clrun_status check_inputs(rec *c)
     if (c->H < 1 || c->H > INT32_MAX / 4)
         return clrun__invalid(im, "hidden_size %" PRId64 " is not a size", c->H);
     if (c->S < 1 || c->B < 1 || c->I < 1)
-        return clrun__unsupported(im, "X has an empty dimension (clrun tensors have none)");
+        return clrun__unsupported(im, "X has an empty dimension (not supported)");
     if (c->S > MAX_STEPS)
         return clrun__unsupported(im, "a sequence of %" PRId64 " steps is unrolled into too many nodes "
                                   "(at most %d steps)", c->S, MAX_STEPS);

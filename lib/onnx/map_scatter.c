@@ -229,11 +229,17 @@ clrun_status clrun__map_top_k(clrun__imp *im, clrun__onode *n)
     if (k < 0 || k > x->c.dims[a])
         return clrun__invalid(im, "k is %" PRId64 ": must be 0 to %" PRId64 ", the length of axis %d",
                               k, x->c.dims[a], a);
-    if (k == 0)
-        return clrun__unsupported(im, "k is 0: the outputs would be empty (clrun tensors have no "
-                                  "empty dimensions)");
     if (largest != 0 && largest != 1)
         return clrun__invalid(im, "largest is %" PRId64 ": expected 0 or 1", largest);
+    if (k == 0) { /* empty outputs, known at load: no kernel */
+        int64_t dims[CLRUN__ONNX_MAX_RANK];
+        memcpy(dims, x->c.dims, sizeof dims);
+        dims[a] = 0;
+        s = n->n_out > 0 && n->out[0] >= 0 ? clrun__mv_empty(im, n, x->c.elem, x->c.rank, dims, 0, NULL) : CLRUN_OK;
+        if (s == CLRUN_OK && n->n_out > 1 && n->out[1] >= 0)
+            s = clrun__mv_empty(im, n, CLRUN__ONNX_INT64, x->c.rank, dims, 1, NULL);
+        return s;
+    }
     clrun__value *in[2] = {n->in[0], NULL}, *indices;
     clrun_attr at[3] = {clrun__mk_int("k", k), clrun__mk_int("axis", a),
                         clrun__mk_int("largest", largest)};

@@ -350,7 +350,8 @@ bool clrun__otensor_clrun_type(const clrun__otensor *t, clrun_tensor_type *out, 
     for (int d = 0; d < t->rank; d++) {
         if (t->dims[d] == 0) {
             char dims[128];
-            snprintf(why, whylen, "shape %s is empty (clrun tensors have no empty dimensions)",
+            snprintf(why, whylen, "shape %s is empty (no kernel runs over an empty tensor, and this value over "
+                     "nothing is not computed at load)",
                      clrun__onnx_dims_text(t->rank, t->dims, dims, sizeof dims));
             memset(out, 0, sizeof *out);
             return false;

@@ -544,6 +544,8 @@ class Model:
                 if host.shape != shape:
                     raise InvalidArgumentError(INVALID_ARGUMENT, "%s has shape %s, %s given"
                                                % (what, shape, host.shape))
+                if nbytes == 0:
+                    continue  # an empty input (a dimension 0): no buffer, the zero one
                 temporary.append(i)
                 check(_lib.alloc_ex(pointer, nbytes, 0, label, _lib.byref(buffers[i])), pointer)
                 check(_lib.buffer_write(pointer, _lib.byref(buffers[i]), host.ctypes.data),
