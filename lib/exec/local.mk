@@ -8,6 +8,7 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \
+	lib/exec/exec_loop.c \
 	lib/exec/exec_planned.c \
 	lib/exec/pipeline.c
 
