@@ -9,6 +9,8 @@ so the body's schedule runs once per iteration (docs/onnx.md, Loop):
               a value it computes from data; M of 50 (the condition ends it first) and 2
   matmul      h = h @ W + c, W a weight fed at run time and c an initializer, both read by the
               body from the outer scope; x = x + 1 carried beside it
+  branchy     an If on the carried value's sum inside the body (its guard read per iteration)
+  nested      a Loop (trip count N fed too) in the body, reading the outer body's value
 
 Each against a numpy reference (float32 arithmetic step by step: exact for the counter, within
 1e-5 for the others), bit-identical under tlsf, buddy, planned, naive and with CLRUN_FUSION=0,
@@ -101,6 +103,55 @@ def matmul_ref(inputs, c):
     return {"h": h, "x": x}
 
 
+def branchy():
+    """An If on data inside the body (its guard read again in every iteration): y - 1 when
+    sum(y) > 0, else y + 2."""
+    then_b = helper.make_graph([helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.float32(1), "one")),
+                                helper.make_node("Sub", ["y_in", "one"], ["down"])], "t", [], [vi("down", [3])])
+    else_b = helper.make_graph([helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(np.float32(2), "two")),
+                                helper.make_node("Add", ["y_in", "two"], ["up"])], "e", [], [vi("up", [3])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("ReduceSum", ["y_in"], ["tot"], keepdims=0),
+         helper.make_node("Constant", [], ["z"], value=numpy_helper.from_array(np.float32(0), "z")),
+         helper.make_node("Greater", ["tot", "z"], ["pos"]),
+         helper.make_node("If", ["pos"], ["y_out"], then_branch=then_b, else_branch=else_b)],
+        "body", [vi("i", [], I64), vi("c_in", [], BOOL), vi("y_in", [3])], [vi("c_out", [], BOOL), vi("y_out", [3])])
+    return loop_model("branchy", body, [("y0", [3])], [("y", [3])])
+
+
+def branchy_ref(inputs):
+    y = inputs["y0"].copy()
+    for _ in range(int(inputs["M"])):
+        y = y - np.float32(1) if np.sum(y, dtype=np.float32) > 0 else y + np.float32(2)
+    return {"y": y}
+
+
+def nested():
+    """A Loop in the body of a Loop, both with trip counts fed at run time; the inner body reads
+    the outer body's carried value from the scope above: z = 0.5 z + y, N times from z = y."""
+    inner = helper.make_graph(
+        [helper.make_node("Identity", ["ic_in"], ["ic_out"]),
+         helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.float32(0.5), "half")),
+         helper.make_node("Mul", ["z_in", "half"], ["zh"]), helper.make_node("Add", ["zh", "y_in"], ["z_out"])],
+        "inner", [vi("j", [], I64), vi("ic_in", [], BOOL), vi("z_in", [4])], [vi("ic_out", [], BOOL), vi("z_out", [4])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Loop", ["N", "", "y_in"], ["y_out"], body=inner, name="inner_loop")],
+        "body", [vi("i", [], I64), vi("c_in", [], BOOL), vi("y_in", [4])], [vi("c_out", [], BOOL), vi("y_out", [4])])
+    return loop_model("nested", body, [("y0", [4])], [("y", [4])], [vi("N", [], I64)])
+
+
+def nested_ref(inputs):
+    y = inputs["y0"].copy()
+    for _ in range(int(inputs["M"])):
+        z = y.copy()
+        for _ in range(int(inputs["N"])):
+            z = z * np.float32(0.5) + y
+        y = z
+    return {"y": y}
+
+
 def check(clrun, work, name, m, inputs, want, tolerance, fixed):
     """Runs m under every mode and with fusion off, then with `fixed` (the --const options):
     whether all agree bit for bit and with the reference."""
@@ -169,6 +220,13 @@ def main():
               "x0": rng.standard_normal(2).astype(np.float32),
               "W": (rng.standard_normal((6, 6)) * 0.4).astype(np.float32)}
     ok = check(clrun, work, "matmul", m, inputs, matmul_ref(inputs, c), 1e-5, True) and ok
+    m = branchy()
+    inputs = {"M": np.array(6, np.int64), "go": np.array(True), "y0": np.array([0.5, -0.25, 0.1], np.float32)}
+    ok = check(clrun, work, "branchy", m, inputs, branchy_ref(inputs), 0, True) and ok
+    m = nested()
+    inputs = {"M": np.array(3, np.int64), "go": np.array(True), "N": np.array(4, np.int64),
+              "y0": rng.standard_normal(4).astype(np.float32)}
+    ok = check(clrun, work, "nested", m, inputs, nested_ref(inputs), 1e-5, True) and ok
     # bad input
     m = counter()
     base = {"y0": np.zeros(4, np.float32), "s0": np.zeros((2, 3), np.float32), "go": np.array(True)}
