@@ -13,7 +13,8 @@ so the body's schedule runs once per iteration (docs/onnx.md, Loop):
   nested      a Loop (trip count N fed too) in the body, reading the outer body's value
 
 Each against a numpy reference (float32 arithmetic step by step: exact for the counter, within
-1e-5 for the others), bit-identical under tlsf, buddy, planned, naive and with CLRUN_FUSION=0,
+1e-5 for the others), bit-identical under tlsf, buddy, planned, naive, with CLRUN_FUSION=0 and
+with CLRUN_QUEUE=out-of-order,
 and bit-identical to the same model with M (and the condition) fixed at load with --const,
 which unrolls the Loop where it can. Bad input: a negative and a huge trip count fail the run
 naming the Loop; a float condition is refused at load naming it.
@@ -167,6 +168,12 @@ def check(clrun, work, name, m, inputs, want, tolerance, fixed):
     del os.environ["CLRUN_FUSION"]
     if results["fusion off"] is None:
         print(f"FAIL {name} (fusion off): {err}")
+        return False
+    os.environ["CLRUN_QUEUE"] = "out-of-order"  # where the device has one
+    results["out-of-order queue"], err = run(clrun, os.path.join(work, name), m, inputs, names)
+    del os.environ["CLRUN_QUEUE"]
+    if results["out-of-order queue"] is None:
+        print(f"FAIL {name} (out-of-order queue): {err}")
         return False
     fed = {k: v for k, v in inputs.items() if k not in ("M", "go")}
     consts = [a for k in ("M", "go") for a in ("--const", f"{k}={int(inputs[k])}")]

@@ -5,7 +5,8 @@
  * loop_begin while an iteration is left. The buffers made inside the body are taken and given
  * back in every iteration like any other (the same offsets in planned mode: its memory reused
  * across iterations); those from before the loop that the body reads are loop_end's inputs, and
- * are kept while it goes back. */
+ * are kept while it goes back. On an in-order queue an iteration waits for the previous one only
+ * where the body's condition is read back (not when it passes the incoming one through). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,14 +82,29 @@ static clrun_status write_to(clrun_exec *e, int32_t t, const void *host, size_t 
     return CLRUN_OK;
 }
 
+/* Fills tensor t with the pattern (copied when enqueued: nothing waits for it on an in-order
+ * queue; an out-of-order one is finished, as nothing records the fill's event). */
+static clrun_status fill(clrun_exec *e, int32_t t, const void *pattern, size_t bytes, const clrun__node *node)
+{
+    cl_mem mem = clrun__exec_tensor_mem(e, t);
+    cl_int error = mem ? clrun__cl.EnqueueFillBuffer(e->ctx->queue, mem, pattern, bytes, 0, bytes, 0, NULL, NULL)
+                       : CL_INVALID_MEM_OBJECT;
+    if (error == CL_SUCCESS && e->ctx->out_of_order)
+        error = clrun__cl.Finish(e->ctx->queue);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clEnqueueFillBuffer", "writing '%s' of Loop '%s'",
+                              clrun__exec_tensor_name(e, t), loop_label(e, node));
+    return CLRUN_OK;
+}
+
 /* The next iteration's number into loop_begin's first output, true into its second (the body's
  * guard, known without reading it back). */
 static clrun_status start_iteration(clrun_exec *e, const clrun__node *begin, int64_t number)
 {
     unsigned char yes = 1;
-    clrun_status status = write_to(e, begin->outputs[0], &number, sizeof number, begin);
+    clrun_status status = fill(e, begin->outputs[0], &number, sizeof number, begin);
     if (status == CLRUN_OK)
-        status = write_to(e, begin->outputs[1], &yes, 1, begin);
+        status = fill(e, begin->outputs[1], &yes, 1, begin);
     if (status == CLRUN_OK && e->guard_values) { /* guards inside the body are read again */
         memset(e->guard_values, -1, (size_t)e->graph->tensor_count);
         e->guard_values[begin->outputs[1]] = 1;
@@ -105,8 +121,17 @@ clrun_status clrun__exec_loop_before_end(clrun_exec *e, int32_t step)
     l->again = false;
     if (!l->running) /* no iteration ran: the carried buffers hold the initial values */
         return CLRUN_OK;
-    unsigned char go = 0;
-    clrun_status status = read_back(e, end->inputs[2], &go, 1, "condition", begin);
+    /* the body's condition passed through (the same tensor as the incoming one) is true: no
+     * reading back, and no waiting for the iteration */
+    unsigned char go = 1;
+    clrun_status status = CLRUN_OK;
+    if (end->inputs[2] != end->inputs[1]) {
+        status = read_back(e, end->inputs[2], &go, 1, "condition", begin);
+    } else if (e->ctx->out_of_order) { /* the copies below wait for the body's kernels */
+        cl_int error = clrun__cl.Finish(e->ctx->queue);
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clFinish", "Loop '%s'", loop_label(e, begin));
+    }
     int64_t nc = 0;
     for (int a = 0; a < end->attr_count; a++)
         if (strcmp(end->attrs[a].name, "carried") == 0)
@@ -123,7 +148,7 @@ clrun_status clrun__exec_loop_before_end(clrun_exec *e, int32_t step)
             status = clrun__fail_cl(e->ctx, error, "clEnqueueCopyBuffer", "carrying '%s' of Loop '%s'",
                                     clrun__exec_tensor_name(e, to), loop_label(e, begin));
     }
-    if (status == CLRUN_OK) {
+    if (status == CLRUN_OK && e->ctx->out_of_order) { /* the copies carry no event */
         cl_int error = clrun__cl.Finish(e->ctx->queue);
         if (error != CL_SUCCESS)
             status = clrun__fail_cl(e->ctx, error, "clFinish", "Loop '%s'", loop_label(e, begin));

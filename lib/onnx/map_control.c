@@ -558,7 +558,9 @@ static clrun_status run_time_loop(clrun__imp *im, clrun__onode *n, const Onnx__G
     if (s == CLRUN_OK) {
         ins[0] = begun[0];
         ins[1] = begun[1];
-        ins[2] = out[0];
+        /* a condition the body leaves true is the incoming one: the executor reads none back */
+        bool always = clrun__is_const(out[0]) && clrun__otensor_get_int(&out[0]->c, 0) != 0;
+        ins[2] = always ? begun[1] : out[0];
         for (int k = 0; k < nc; k++)
             ins[3 + nc + k] = in[2 + k];
         s = outer_reads(im, first_node, ins, &count_in, MAX_EMIT_INPUTS);
