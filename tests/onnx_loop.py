@@ -11,6 +11,7 @@ so the body's schedule runs once per iteration (docs/onnx.md, Loop):
               body from the outer scope; x = x + 1 carried beside it
   branchy     an If on the carried value's sum inside the body (its guard read per iteration)
   nested      a Loop (trip count N fed too) in the body, reading the outer body's value
+  const_start M, cond and the start constants, the condition from a value fed at run time
 
 Each against a numpy reference (float32 arithmetic step by step: exact for the counter, within
 1e-5 for the others), bit-identical under tlsf, buddy, planned, naive, with CLRUN_FUSION=0 and
@@ -234,6 +235,37 @@ def main():
     inputs = {"M": np.array(3, np.int64), "go": np.array(True), "N": np.array(4, np.int64),
               "y0": rng.standard_normal(4).astype(np.float32)}
     ok = check(clrun, work, "nested", m, inputs, nested_ref(inputs), 1e-5, True) and ok
+    # M, cond and the carried value's start all initializers, the condition from data fed at
+    # run time through the carried value: run per iteration (unrolling cannot fold it)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "b"], ["v_out"]),
+         helper.make_node("ReduceSum", ["v_out"], ["tot"], keepdims=0),
+         helper.make_node("Constant", [], ["lim"], value=numpy_helper.from_array(np.float32(10), "lim")),
+         helper.make_node("Less", ["tot", "lim"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c_in", [], BOOL), vi("v_in", [2])], [vi("c_out", [], BOOL), vi("v_out", [2])])
+    node = helper.make_node("Loop", ["M", "go", "v0"], ["y"], body=body, name="the_loop")
+    m = model([node], [vi("b", [2])], [vi("y", [2])], 13,
+              [numpy_helper.from_array(np.int64(20), "M"), numpy_helper.from_array(np.bool_(True), "go"),
+               numpy_helper.from_array(np.zeros(2, np.float32), "v0")])
+    b = np.array([0.75, 0.5], np.float32)
+    v = np.zeros(2, np.float32)
+    for _ in range(20):
+        v = v + b
+        if not np.sum(v, dtype=np.float32) < np.float32(10):
+            break
+    got = {}
+    for mode in ("tlsf", "planned"):
+        got[mode], err = run(clrun, os.path.join(work, "const_start"), m, {"b": b}, ["y"], ["--allocator", mode])
+        if got[mode] is None:
+            print(f"FAIL const_start ({mode}): {err}")
+            ok = False
+            break
+    else:
+        if got["tlsf"]["y"].tobytes() != v.tobytes() or got["planned"]["y"].tobytes() != v.tobytes():
+            print(f"FAIL const_start: {got['tlsf']['y']} / {got['planned']['y']}, expected {v}")
+            ok = False
+        else:
+            print("PASS const_start: a constant start made data by the body, run per iteration, exact")
     # bad input
     m = counter()
     base = {"y0": np.zeros(4, np.float32), "s0": np.zeros((2, 3), np.float32), "go": np.array(True)}

@@ -388,31 +388,19 @@ static bool listed(char **names, size_t count, const char *name)
     return false;
 }
 
-/* Whether the body's condition (output 0) depends on data: the carried values (inputs 2 on) or
- * a device value of the scopes it sees, through the body's nodes (a node with a subgraph counts
- * as depending on data). The iteration number and the incoming condition are not data: an
- * unrolled body folds them. *result false when out of memory is reported. */
-static clrun_status body_cond_uses_data(clrun__imp *im, const Onnx__GraphProto *body, bool *result)
+/* One pass over the body: data[0..return) gets the names that depend on data, that is, the
+ * carried inputs marked in carried[] and a device value of the scopes the body sees, through
+ * the body's nodes (a node with a subgraph counts as depending on data); local[] is room for
+ * the body's own names. */
+static size_t data_pass(clrun__imp *im, const Onnx__GraphProto *body, const bool *carried, char **data,
+                        char **local)
 {
-    *result = false;
-    if (body->n_output < 1 || body->output[0]->name == NULL)
-        return CLRUN_OK;
-    size_t cap = body->n_input + 1, count = 0, local_count = 0, local_cap = body->n_input + body->n_initializer + 1;
-    for (size_t i = 0; i < body->n_node; i++) {
-        cap += body->node[i]->n_output;
-        local_cap += body->node[i]->n_output;
-    }
-    char **data = malloc(cap * sizeof *data), **local = malloc(local_cap * sizeof *local);
-    if (data == NULL || local == NULL) {
-        free(data);
-        free(local);
-        return CLRUN__OOM(im);
-    }
+    size_t count = 0, local_count = 0;
     for (size_t i = 0; i < body->n_input; i++) {
         if (body->input[i]->name == NULL)
             continue;
         local[local_count++] = body->input[i]->name;
-        if (i >= 2)
+        if (carried[i])
             data[count++] = body->input[i]->name;
     }
     for (size_t i = 0; i < body->n_initializer; i++)
@@ -442,9 +430,44 @@ static clrun_status body_cond_uses_data(clrun__imp *im, const Onnx__GraphProto *
                 data[count++] = node->output[k];
         }
     }
+    return count;
+}
+
+/* Whether the body's condition (output 0) depends on data: on a carried value whose initial
+ * value is a device tensor (a constant one folds while unrolled) or whose result in the body
+ * depends on data, or on a device value of the scopes the body sees. The iteration number and
+ * the incoming condition are not data: an unrolled body folds them. */
+static clrun_status body_cond_uses_data(clrun__imp *im, const clrun__onode *n, const Onnx__GraphProto *body,
+                                        bool *result)
+{
+    *result = false;
+    if (body->n_output < 1 || body->output[0]->name == NULL)
+        return CLRUN_OK;
+    size_t cap = body->n_input + body->n_initializer + 1;
+    for (size_t i = 0; i < body->n_node; i++)
+        cap += body->node[i]->n_output;
+    char **data = malloc(cap * sizeof *data), **local = malloc(cap * sizeof *local);
+    bool *carried = calloc(body->n_input + 1, sizeof *carried);
+    if (data == NULL || local == NULL || carried == NULL) {
+        free(data);
+        free(local);
+        free(carried);
+        return CLRUN__OOM(im);
+    }
+    for (size_t i = 2; i < body->n_input; i++)
+        carried[i] = (int)i < n->n_in && !clrun__is_const(n->in[i]);
+    size_t count = 0;
+    for (bool again = true; again;) { /* a carried value becomes data at most once */
+        again = false;
+        count = data_pass(im, body, carried, data, local);
+        for (size_t i = 2; i < body->n_input && i - 1 < body->n_output; i++)
+            if (!carried[i] && body->output[i - 1]->name && listed(data, count, body->output[i - 1]->name))
+                carried[i] = again = true;
+    }
     *result = listed(data, count, body->output[0]->name);
     free(data);
     free(local);
+    free(carried);
     return CLRUN_OK;
 }
 
@@ -597,7 +620,7 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
         if (n->in[i] == NULL)
             return clrun__invalid(im, "input %d is empty", i);
     bool data_cond = false;
-    clrun_status s = body_cond_uses_data(im, body, &data_cond);
+    clrun_status s = body_cond_uses_data(im, n, body, &data_cond);
     if (s != CLRUN_OK)
         return s;
     bool run_time = (trip && !clrun__is_const(trip)) || (cond && !clrun__is_const(cond)) || data_cond;
