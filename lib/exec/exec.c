@@ -174,7 +174,7 @@ static clrun_status make_buffer_states(clrun_exec *e)
     for (int32_t t = 0; t < e->graph->tensor_count; t++)
         if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
             e->buffers[e->schedule.buffer_of[t]].mem = e->constants[t].mem;
-    return CLRUN_OK;
+    return clrun__exec_prepare_loops(e);
 }
 
 static void report_unused_donations(clrun_exec *e)
@@ -321,6 +321,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->spans);
     free(e->step_events);
     free(e->guard_values);
+    free(e->loops);
     free(e->groups);
     clrun__fusion_free(e->ctx, &e->fusion);
     free(e->recomputed);

@@ -390,7 +390,8 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         clrun_exec_destroy(e);
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "a memory budget of %s is below what the graph holds (%s), and its "
-                           "guarded nodes (an If decided at run time) cannot be recomputed",
+                           "guarded nodes (an If decided at run time, a Loop run at run time) cannot be "
+                           "recomputed",
                            clrun__format_bytes(budget, b, sizeof b),
                            clrun__format_bytes(held, g0, sizeof g0));
     }

@@ -26,6 +26,15 @@ typedef struct pending_free {
     cl_event done; /* all of the old owner's readers and its writer have finished */
 } pending_free;
 
+/* Run-time state of a Loop run at run time, per loop_begin step (exec_loop.c). */
+typedef struct clrun__loop_state {
+    int32_t partner;      /* loop_begin: its loop_end's step, and the reverse; -1 elsewhere */
+    int64_t trip;         /* loop_begin: M read back in this run */
+    int64_t count;        /* loop_begin: iterations done */
+    bool running;         /* loop_begin: an iteration is under way */
+    bool again;           /* loop_begin: loop_end decided to run another */
+} clrun__loop_state;
+
 /* Run-time state of one schedule buffer. */
 typedef struct buffer_state {
     clrun_buffer block;   /* pooled (and inputs): the pool block */
@@ -82,6 +91,9 @@ struct clrun_exec {
     uint64_t profile_origin;       /* the device clock of the last profile's first start */
     signed char *guard_values;     /* per tensor, in this run: a guard read back (0 or 1), or -1
                                       not yet; NULL when no node is guarded */
+    clrun__loop_state *loops;      /* per step, when the graph has loop_begin/loop_end; else NULL */
+    int32_t loop_keep;             /* while a loop_end goes back: buffers made at or before this
+                                      step are not given back after it; -1 otherwise */
     clrun_exec_stats stats;
     clrun_graph *owned_graph;      /* under a memory budget: the rewritten graph that runs */
     const char **recomputed;       /* under a memory budget: the tensors recomputed (labels in
@@ -172,6 +184,17 @@ clrun_status clrun__exec_prepare_arena(clrun_exec *e);
 clrun_status clrun__exec_bind_regions(clrun_exec *e);
 /* Gives back the hosting donated inputs and their views (end of outputs, or a failed run). */
 void clrun__exec_release_regions(clrun_exec *e);
+
+/* ---- loops run at run time: exec_loop.c ---- */
+
+/* Pairs every loop_begin step with its loop_end's (e->loops; NULL without loops). */
+clrun_status clrun__exec_prepare_loops(clrun_exec *e);
+/* Before loop_end at `step` gives its inputs back: reads the body's condition, copies the
+ * carried results into the buffers the body reads, decides whether another iteration runs. */
+clrun_status clrun__exec_loop_before_end(clrun_exec *e, int32_t step);
+/* After loop_begin or loop_end at *step (ran: not skipped by a guard): reads M and the
+ * condition, or goes back; *step becomes the step before the next to run. */
+clrun_status clrun__exec_loop_after(clrun_exec *e, int32_t *step, bool ran);
 
 /* ---- exec.c ---- */
 

@@ -174,7 +174,7 @@ static clrun_status guard_passes(clrun_exec *e, const clrun__node *node, bool *r
     return CLRUN_OK;
 }
 
-static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak)
+static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64_t *peak, bool *ran)
 {
     const clrun__schedule *s = &e->schedule;
     int32_t node_index = s->order[step];
@@ -213,6 +213,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
     clrun_status status = node->guarded ? guard_passes(e, node, &runs) : CLRUN_OK;
     if (status != CLRUN_OK)
         return status;
+    *ran = runs;
     clrun__log(CLRUN_LOG_DEBUG, "step %d: '%s' (%s)%s", (int)step,
                clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, runs ? "" : " skipped");
     cl_event *waits = NULL;
@@ -239,7 +240,17 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
             if (!clrun__exec_add_event(&e->buffers[written[w]], done))
                 status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
     }
+    if (status == CLRUN_OK && runs && e->loops && clrun__op_is_loop_end(node->op)) {
+        status = clrun__exec_loop_before_end(e, step);
+        if (status != CLRUN_OK) {
+            if (done)
+                clrun__cl.ReleaseEvent(done);
+            return status;
+        }
+    }
     if (e->options.profile) {
+        if (e->step_events[step]) /* a loop's body runs its steps again */
+            clrun__cl.ReleaseEvent(e->step_events[step]);
         e->step_events[step] = done;
     } else if (done) {
         clrun__cl.ReleaseEvent(done);
@@ -248,7 +259,7 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         return clrun__fail(e->ctx, status, "out of host memory recording events");
     for (int32_t i = s->release_start[step]; i < s->release_start[step + 1]; i++) {
         int32_t b = s->release_list[i];
-        if (!e->buffers[b].live)
+        if (!e->buffers[b].live || (e->loop_keep >= 0 && s->buffers[b].first <= e->loop_keep))
             continue;
         /* In planned mode only a donated input's own block goes (unless it hosts buffers). */
         if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting && !s->buffers[b].is_host)
@@ -478,6 +489,7 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
     uint64_t held = 0, peak = 0;
     if (e->guard_values)
         memset(e->guard_values, -1, (size_t)e->graph->tensor_count);
+    e->loop_keep = -1;
     double start = (clrun__now() * 1e3);
     status = bind_inputs(e, inputs, input_count, &held);
     uint64_t held_at_start = held;
@@ -495,7 +507,10 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
     if (watched && status == CLRUN_OK)
         status = read_watched(e, w, steps, -1, events);
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++) {
-        status = run_step(e, step, &held, &peak);
+        bool ran = true;
+        status = run_step(e, step, &held, &peak, &ran);
+        if (status == CLRUN_OK && e->loops && e->loops[step].partner >= 0)
+            status = clrun__exec_loop_after(e, &step, ran);
         if (watched && status == CLRUN_OK)
             status = read_watched(e, w, steps, step, events);
         if (status == CLRUN_OK && w && w->wait)

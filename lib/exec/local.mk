@@ -8,6 +8,7 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \
+	lib/exec/exec_loop.c \
 	lib/exec/exec_planned.c \
 	lib/exec/pipeline.c
 
@@ -35,6 +36,12 @@ TESTS += tests/test_exec_layout
 tests_test_exec_layout_SOURCES = tests/test_exec_layout.c tests/device_test.h
 tests_test_exec_layout_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_layout_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/test_exec_loop
+TESTS += tests/test_exec_loop
+tests_test_exec_loop_SOURCES = tests/test_exec_loop.c tests/device_test.h
+tests_test_exec_loop_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_loop_LDADD = $(TEST_LDADD)
 endif
 
 # Benchmarks are built by 'make bench' and never run as tests: speed is measured, not asserted.

@@ -392,8 +392,8 @@ static void sink_donated_writers(const clrun_graph *g, int32_t *order, int32_t s
          * result read by the update that is the writer meant: Adam's L2 decay) */
         for (int32_t writer = 0; writer < last; writer++) {
             const clrun__node *w = &g->nodes[order[writer]];
-            if (!node_reads(w, t) || !could_write_over(g, w, t))
-                continue;
+            if (!node_reads(w, t) || !could_write_over(g, w, t) || w->guarded)
+                continue; /* a guarded node keeps its place (an If's branch, a Loop's body) */
             bool needed = false;
             for (int32_t st = writer + 1; st <= last && !needed; st++)
                 for (int j = 0; j < w->output_count && !needed; j++)

@@ -14,6 +14,7 @@ libclrun_internal_la_SOURCES += \
 	lib/graph/infer_sample.c \
 	lib/graph/infer_detect.c \
 	lib/graph/infer_transfer.c \
+	lib/graph/infer_loop.c \
 	lib/graph/offload.c lib/graph/offload.h \
 	lib/graph/infer_conv.c lib/graph/conv_lower.c lib/graph/conv_lower.h \
 	lib/graph/infer_qlinear.c lib/graph/qlinear_geometry.h \

@@ -22,6 +22,7 @@ static const clrun__op *const *const families[] = {
     clrun__ops_qlinear,
     clrun__ops_detect,
     clrun__ops_transfer,
+    clrun__ops_loop,
 };
 
 /* Every family's entries in one flat array, built on first use. No allocation, so that a

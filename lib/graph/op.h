@@ -75,6 +75,10 @@ const clrun__op *clrun__op_find(const char *name);
  * keeps such a tensor out of device memory, and the executor gives it a host-allocated buffer
  * of its own. */
 bool clrun__op_on_host(const clrun__op *op);
+/* Whether `op` is `loop_begin` or `loop_end`, the bounds of a Loop's body that the executor
+ * runs once per iteration (graph/infer_loop.c). */
+bool clrun__op_is_loop_begin(const clrun__op *op);
+bool clrun__op_is_loop_end(const clrun__op *op);
 
 /* Every op, for listings and tests: *count entries. */
 const clrun__op *const *clrun__op_list(size_t *count);

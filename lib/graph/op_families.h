@@ -10,6 +10,7 @@ extern const clrun__op *const clrun__ops_matmul[];
 extern const clrun__op *const clrun__ops_norm[];
 extern const clrun__op *const clrun__ops_layout[];
 extern const clrun__op *const clrun__ops_transfer[]; /* infer_transfer.c */
+extern const clrun__op *const clrun__ops_loop[]; /* infer_loop.c */
 extern const clrun__op *const clrun__ops_conv[];
 extern const clrun__op *const clrun__ops_index[];
 extern const clrun__op *const clrun__ops_resize[];

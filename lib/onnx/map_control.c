@@ -172,6 +172,8 @@ clrun_status clrun__map_if(clrun__imp *im, clrun__onode *n)
 
 /* At most this many body imports per Scan or Loop node (each iteration is a copy of the body). */
 #define MAX_ITERATIONS 4096
+/* Inputs of one graph node emitted (emit.c's MAX_EMIT). */
+#define MAX_EMIT_INPUTS 64
 
 /* xs[0..count) joined on axis into output `out` (or a temporary), in pieces of at most 64. */
 static clrun_status join(clrun__imp *im, clrun__onode *n, clrun__value **xs, int count, int axis, int out,
@@ -375,6 +377,231 @@ clrun_status clrun__map_scan(clrun__imp *im, clrun__onode *n)
     return s;
 }
 
+/* ---- Loop run at run time ---- */
+
+/* Whether name is in names[0..count). */
+static bool listed(char **names, size_t count, const char *name)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* One pass over the body: data[0..return) gets the names that depend on data, that is, the
+ * carried inputs marked in carried[] and a device value of the scopes the body sees, through
+ * the body's nodes (a node with a subgraph counts as depending on data); local[] is room for
+ * the body's own names. */
+static size_t data_pass(clrun__imp *im, const Onnx__GraphProto *body, const bool *carried, char **data,
+                        char **local)
+{
+    size_t count = 0, local_count = 0;
+    for (size_t i = 0; i < body->n_input; i++) {
+        if (body->input[i]->name == NULL)
+            continue;
+        local[local_count++] = body->input[i]->name;
+        if (carried[i])
+            data[count++] = body->input[i]->name;
+    }
+    for (size_t i = 0; i < body->n_initializer; i++)
+        if (body->initializer[i]->name)
+            local[local_count++] = body->initializer[i]->name;
+    for (size_t i = 0; i < body->n_node; i++) {
+        const Onnx__NodeProto *node = body->node[i];
+        bool uses = false;
+        for (size_t a = 0; a < node->n_attribute && !uses; a++)
+            uses = node->attribute[a]->g != NULL || node->attribute[a]->n_graphs > 0;
+        for (size_t k = 0; k < node->n_input && !uses; k++) {
+            const char *name = node->input[k];
+            if (name == NULL || name[0] == '\0')
+                continue;
+            if (listed(data, count, name)) {
+                uses = true;
+            } else if (!listed(local, local_count, name)) { /* outer scope */
+                int32_t v = clrun__imp_find(im, name);
+                uses = v >= 0 && im->values[v]->kind == CLRUN__VALUE_DEVICE;
+            }
+        }
+        for (size_t k = 0; k < node->n_output; k++) {
+            if (node->output[k] == NULL || node->output[k][0] == '\0')
+                continue;
+            local[local_count++] = node->output[k];
+            if (uses)
+                data[count++] = node->output[k];
+        }
+    }
+    return count;
+}
+
+/* Whether the body's condition (output 0) depends on data: on a carried value whose initial
+ * value is a device tensor (a constant one folds while unrolled) or whose result in the body
+ * depends on data, or on a device value of the scopes the body sees. The iteration number and
+ * the incoming condition are not data: an unrolled body folds them. */
+static clrun_status body_cond_uses_data(clrun__imp *im, const clrun__onode *n, const Onnx__GraphProto *body,
+                                        bool *result)
+{
+    *result = false;
+    if (body->n_output < 1 || body->output[0]->name == NULL)
+        return CLRUN_OK;
+    size_t cap = body->n_input + body->n_initializer + 1;
+    for (size_t i = 0; i < body->n_node; i++)
+        cap += body->node[i]->n_output;
+    char **data = malloc(cap * sizeof *data), **local = malloc(cap * sizeof *local);
+    bool *carried = calloc(body->n_input + 1, sizeof *carried);
+    if (data == NULL || local == NULL || carried == NULL) {
+        free(data);
+        free(local);
+        free(carried);
+        return CLRUN__OOM(im);
+    }
+    for (size_t i = 2; i < body->n_input; i++)
+        carried[i] = (int)i < n->n_in && !clrun__is_const(n->in[i]);
+    size_t count = 0;
+    for (bool again = true; again;) { /* a carried value becomes data at most once */
+        again = false;
+        count = data_pass(im, body, carried, data, local);
+        for (size_t i = 2; i < body->n_input && i - 1 < body->n_output; i++)
+            if (!carried[i] && body->output[i - 1]->name && listed(data, count, body->output[i - 1]->name))
+                carried[i] = again = true;
+    }
+    *result = listed(data, count, body->output[0]->name);
+    free(data);
+    free(local);
+    free(carried);
+    return CLRUN_OK;
+}
+
+/* The value that names device tensor t (the first made), or NULL. */
+static clrun__value *value_of_tensor(clrun__imp *im, clrun_tensor_id t)
+{
+    for (int32_t i = 0; i < im->value_count; i++)
+        if (im->values[i]->kind == CLRUN__VALUE_DEVICE && im->values[i]->id == t)
+            return im->values[i];
+    return NULL;
+}
+
+static bool same_type(const clrun__otensor *a, const clrun__otensor *b)
+{
+    bool same = a->elem == b->elem && a->rank == b->rank;
+    for (int d = 0; same && d < a->rank; d++)
+        same = a->dims[d] == b->dims[d];
+    return same;
+}
+
+/* The body's tensors from before it (first_node on are its nodes) that it reads: inputs of
+ * loop_end, so that they live over every iteration. Constants are resident anyway. */
+static clrun_status outer_reads(clrun__imp *im, int32_t first_node, clrun__value **ins, int *count, int max)
+{
+    const clrun_graph *g = im->graph;
+    for (int32_t n = first_node; n < g->node_count; n++) {
+        const clrun__node *node = &g->nodes[n];
+        for (int k = 0; k <= node->input_count; k++) {
+            int32_t t = k < node->input_count ? node->inputs[k] : node->guarded ? node->guard : -1;
+            if (t < 0 || g->tensors[t].kind == CLRUN__TENSOR_CONSTANT ||
+                (g->tensors[t].producer >= first_node))
+                continue;
+            bool seen = false;
+            for (int i = 0; i < *count && !seen; i++)
+                seen = ins[i]->id == t;
+            if (seen)
+                continue;
+            if (*count == max)
+                return clrun__unsupported(im, "the body reads more than %d values from outside it (a Loop "
+                                          "run at run time)", max - 3);
+            clrun__value *v = value_of_tensor(im, t);
+            if (v == NULL)
+                return clrun__invalid(im, "internal: tensor '%s' read by the body has no value",
+                                      g->tensors[t].name);
+            ins[(*count)++] = v;
+        }
+    }
+    return CLRUN_OK;
+}
+
+/* A Loop whose trip count or condition is known only at run time (or whose body computes its
+ * condition from data): the body imported once between loop_begin and loop_end, which the
+ * executor runs once per iteration (graph/infer_loop.c). Carried values keep their type and
+ * shape; scan outputs are refused (their length would be known only at run time). */
+static clrun_status run_time_loop(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body, int nc,
+                                  bool data_cond)
+{
+    clrun__value *trip = n->in[0], *cond = n->in[1];
+    if (trip && (trip->c.elem != CLRUN__ONNX_INT64 || clrun__otensor_count(&trip->c) != 1))
+        return clrun__invalid(im, "Loop's trip count '%s' is not one int64 element", value_label(trip));
+    if (cond && (cond->c.elem != CLRUN__ONNX_BOOL || clrun__otensor_count(&cond->c) != 1))
+        return clrun__invalid(im, "Loop's condition '%s' is not one bool element", value_label(cond));
+    if (2 * nc + 3 > MAX_EMIT_INPUTS)
+        return clrun__unsupported(im, "a Loop run at run time carries at most %d values, not %d",
+                                  (MAX_EMIT_INPUTS - 3) / 2, nc);
+    if (trip == NULL && (trip = clrun__scalar_value(im, CLRUN__ONNX_INT64, 4.0e18, 0)) == NULL)
+        return CLRUN__OOM(im);
+    if (cond == NULL && (cond = clrun__scalar_value(im, CLRUN__ONNX_BOOL, 1, 0)) == NULL)
+        return CLRUN__OOM(im);
+    clrun__value *ins[MAX_EMIT_INPUTS], *begun[2], *count = NULL;
+    clrun__value **in = calloc((size_t)nc + 3, sizeof *in), **out = calloc((size_t)nc + 2, sizeof *out);
+    clrun_status s = in && out ? CLRUN_OK : CLRUN__OOM(im);
+    for (int k = 0; s == CLRUN_OK && k < nc; k++)
+        s = clrun__emit1(im, n, "loop_carry", &n->in[2 + k], 1, NULL, 0, -1, &in[2 + k]);
+    ins[0] = trip;
+    ins[1] = cond;
+    for (int k = 0; k < nc; k++)
+        ins[2 + k] = in[2 + k];
+    clrun_attr attr = clrun__mk_int("data_cond", data_cond);
+    int none[2] = {-1, -1};
+    if (s == CLRUN_OK)
+        s = clrun__emit(im, n, "loop_begin", ins, 2 + nc, &attr, 1, none, 2, begun);
+    clrun__value *saved = im->guard;
+    bool saved_negate = im->guard_negate;
+    int32_t first_node = im->graph->node_count;
+    if (s == CLRUN_OK) {
+        in[0] = begun[0];
+        in[1] = begun[1];
+        im->guard = begun[1]; /* true while the body runs: keeps its nodes apart (never fused) */
+        im->guard_negate = false;
+        s = clrun__imp_inline_body(im, body, in, out);
+        im->node = n;
+    }
+    for (int k = 0; s == CLRUN_OK && k < nc; k++) {
+        if (!same_type(&out[1 + k]->c, &in[2 + k]->c)) {
+            char ta[160], tb[160];
+            describe(&in[2 + k]->c, ta, sizeof ta);
+            describe(&out[1 + k]->c, tb, sizeof tb);
+            s = clrun__unsupported(im, "loop-carried value %d comes in as %s and the body gives '%s' %s; in a "
+                                   "Loop run at run time carried values keep their type and shape", k, ta,
+                                   value_label(out[1 + k]), tb);
+            break;
+        }
+        s = clrun__emit1(im, n, "loop_carry", &out[1 + k], 1, NULL, 0, -1, &ins[3 + k]);
+    }
+    im->guard = saved;
+    im->guard_negate = saved_negate;
+    if (s == CLRUN_OK && (out[0]->c.elem != CLRUN__ONNX_BOOL || clrun__otensor_count(&out[0]->c) != 1))
+        s = clrun__invalid(im, "the body's condition '%s' is not one bool element", value_label(out[0]));
+    int count_in = 3 + 2 * nc;
+    if (s == CLRUN_OK) {
+        ins[0] = begun[0];
+        ins[1] = begun[1];
+        /* a condition the body leaves true is the incoming one: the executor reads none back */
+        bool always = clrun__is_const(out[0]) && clrun__otensor_get_int(&out[0]->c, 0) != 0;
+        ins[2] = always ? begun[1] : out[0];
+        for (int k = 0; k < nc; k++)
+            ins[3 + nc + k] = in[2 + k];
+        s = outer_reads(im, first_node, ins, &count_in, MAX_EMIT_INPUTS);
+    }
+    clrun_attr carried = clrun__mk_int("carried", nc);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "loop_end", ins, count_in, &carried, 1, -1, &count);
+    for (int k = 0; s == CLRUN_OK && k < nc; k++) {
+        if (n->out[k] < 0)
+            continue;
+        clrun__value *pair[2] = {in[2 + k], count};
+        s = clrun__emit1(im, n, "loop_carry", pair, 2, NULL, 0, k, NULL);
+    }
+    free(in);
+    free(out);
+    return s;
+}
+
 clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
 {
     const Onnx__GraphProto *body = branch(n, "body");
@@ -383,18 +610,6 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
     if (n->n_in < 2)
         return clrun__invalid(im, "Loop takes at least two inputs, M and cond (either may be empty)");
     clrun__value *trip = n->in[0], *cond = n->in[1];
-    if (trip && !clrun__is_const(trip))
-        return clrun__unsupported(im, "input 0 (the trip count) '%s' must be known at load time (clrun "
-                                  "unrolls Loop at load): fix it with the `constants` load option",
-                                  value_label(trip));
-    if (cond && !clrun__is_const(cond))
-        return clrun__unsupported(im, "input 1 (the initial condition) '%s' must be known at load time "
-                                  "(clrun unrolls Loop at load): fix it with the `constants` load option",
-                                  value_label(cond));
-    if ((trip && clrun__otensor_count(&trip->c) != 1) || (cond && clrun__otensor_count(&cond->c) != 1))
-        return clrun__invalid(im, "Loop's M and cond have one element each");
-    int64_t max_trip = trip ? clrun__otensor_get_int(&trip->c, 0) : INT64_MAX;
-    bool go = cond ? clrun__otensor_get_int(&cond->c, 0) != 0 : true;
     if (trip == NULL && cond == NULL)
         return clrun__unsupported(im, "Loop without M and cond runs forever");
     int nc = n->n_in - 2, nk = n->n_out - nc;
@@ -404,10 +619,34 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
     for (int i = 2; i < n->n_in; i++)
         if (n->in[i] == NULL)
             return clrun__invalid(im, "input %d is empty", i);
+    bool data_cond = false;
+    clrun_status s = body_cond_uses_data(im, n, body, &data_cond);
+    if (s != CLRUN_OK)
+        return s;
+    bool run_time = (trip && !clrun__is_const(trip)) || (cond && !clrun__is_const(cond)) || data_cond;
+    if (run_time && nk > 0) {
+        if (trip && !clrun__is_const(trip))
+            return clrun__unsupported(im, "input 0 (the trip count) '%s' must be known at load time in a Loop "
+                                      "with scan outputs (they stack one entry per iteration): fix it with "
+                                      "the `constants` load option", value_label(trip));
+        if (cond && !clrun__is_const(cond))
+            return clrun__unsupported(im, "input 1 (the initial condition) '%s' must be known at load time in "
+                                      "a Loop with scan outputs (they stack one entry per iteration): fix it "
+                                      "with the `constants` load option", value_label(cond));
+        return clrun__unsupported(im, "a Loop with scan outputs whose body computes its condition from data "
+                                  "('%s'): the number of entries would be known only at run time",
+                                  body->output[0]->name ? body->output[0]->name : "");
+    }
+    if (run_time)
+        return run_time_loop(im, n, body, nc, data_cond);
+    if ((trip && clrun__otensor_count(&trip->c) != 1) || (cond && clrun__otensor_count(&cond->c) != 1))
+        return clrun__invalid(im, "Loop's M and cond have one element each");
+    int64_t max_trip = trip ? clrun__otensor_get_int(&trip->c, 0) : INT64_MAX;
+    bool go = cond ? clrun__otensor_get_int(&cond->c, 0) != 0 : true;
     size_t width = (size_t)(nc + nk) + 3;
     clrun__value **in = calloc(width, sizeof *in), **out = calloc(width, sizeof *out);
     clrun__value **steps = calloc((size_t)nk * MAX_ITERATIONS + 1, sizeof *steps);
-    clrun_status s = in && out && steps ? CLRUN_OK : CLRUN__OOM(im);
+    s = in && out && steps ? CLRUN_OK : CLRUN__OOM(im);
     for (int i = 0; s == CLRUN_OK && i < nc; i++)
         in[2 + i] = n->in[2 + i];
     int64_t t = 0;

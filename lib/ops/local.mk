@@ -15,7 +15,8 @@ libclrun_internal_la_SOURCES += \
 	lib/ops/ops_col2im.c \
 	lib/ops/ops_sample.c \
 	lib/ops/ops_detect.c \
-	lib/ops/ops_transfer.c
+	lib/ops/ops_transfer.c \
+	lib/ops/ops_loop.c
 
 CLRUN_KERNEL_FILES += \
 	kernels/elementwise.cl \

@@ -24,6 +24,7 @@ static const clrun__named_kernels *const families[] = {
     clrun__kernels_qlinear,
     clrun__kernels_detect,
     clrun__kernels_transfer,
+    clrun__kernels_loop,
 };
 
 const clrun__op_kernels *clrun__op_kernels_find(const clrun__op *op)

@@ -31,6 +31,7 @@ extern const clrun__named_kernels clrun__kernels_sample[];
 extern const clrun__named_kernels clrun__kernels_qlinear[];
 extern const clrun__named_kernels clrun__kernels_detect[];
 extern const clrun__named_kernels clrun__kernels_transfer[]; /* ops_transfer.c */
+extern const clrun__named_kernels clrun__kernels_loop[]; /* ops_loop.c */
 /* The ops that take an epilogue (ops.h), by name; in_place as clrun__op_epilogue_in_place. */
 typedef struct clrun__named_epilogue {
     const char *op;

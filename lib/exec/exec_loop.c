@@ -1,0 +1,225 @@
+/* Loops run at run time (graph/infer_loop.c): the steps between a `loop_begin` and its
+ * `loop_end` run once per iteration. At loop_begin the trip count M and the condition are read
+ * back (once per run of the loop); at loop_end the body's condition is read back, each carried
+ * result is copied into the buffer the body reads, and the run goes back to the step after
+ * loop_begin while an iteration is left. The buffers made inside the body are taken and given
+ * back in every iteration like any other (the same offsets in planned mode: its memory reused
+ * across iterations); those from before the loop that the body reads are loop_end's inputs, and
+ * are kept while it goes back. On an in-order queue an iteration waits for the previous one only
+ * where the body's condition is read back (not when it passes the incoming one through). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+/* The most iterations one run of a Loop may make. */
+#define MAX_ITERATIONS ((int64_t)1 << 20)
+
+static const char *loop_label(const clrun_exec *e, const clrun__node *node)
+{
+    return node->model_name ? node->model_name : clrun__exec_tensor_name(e, node->outputs[0]);
+}
+
+clrun_status clrun__exec_prepare_loops(clrun_exec *e)
+{
+    const clrun__schedule *s = &e->schedule;
+    e->loop_keep = -1;
+    bool any = false;
+    for (int32_t n = 0; n < e->graph->node_count && !any; n++)
+        any = clrun__op_is_loop_end(e->graph->nodes[n].op);
+    if (!any)
+        return CLRUN_OK;
+    e->loops = calloc((size_t)s->steps + 1, sizeof *e->loops);
+    if (e->loops == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    for (int32_t step = 0; step < s->steps; step++)
+        e->loops[step].partner = -1;
+    for (int32_t step = 0; step < s->steps; step++) {
+        const clrun__node *end = &e->graph->nodes[s->order[step]];
+        if (!clrun__op_is_loop_end(end->op))
+            continue;
+        int32_t p = e->graph->tensors[end->inputs[0]].producer;
+        int32_t begin = p >= 0 ? s->step_of_node[p] : -1;
+        if (begin < 0 || begin >= step || !clrun__op_is_loop_begin(e->graph->nodes[p].op) ||
+            end->inputs[1] != e->graph->nodes[p].outputs[1] || e->loops[begin].partner >= 0)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "loop_end '%s': its inputs 0 and 1 are not "
+                               "the outputs of a loop_begin of its own before it",
+                               clrun__exec_tensor_name(e, end->outputs[0]));
+        e->loops[begin].partner = step;
+        e->loops[step].partner = begin;
+    }
+    for (int32_t step = 0; step < s->steps; step++)
+        if (clrun__op_is_loop_begin(e->graph->nodes[s->order[step]].op) && e->loops[step].partner < 0)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "loop_begin '%s' has no loop_end",
+                               clrun__exec_tensor_name(e, e->graph->nodes[s->order[step]].outputs[0]));
+    return CLRUN_OK;
+}
+
+static clrun_status read_back(clrun_exec *e, int32_t t, void *host, size_t bytes, const char *what,
+                              const clrun__node *node)
+{
+    cl_mem mem = clrun__exec_tensor_mem(e, t);
+    if (mem == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "Loop '%s': its %s '%s' has no memory",
+                           loop_label(e, node), what, clrun__exec_tensor_name(e, t));
+    cl_int error = clrun__cl.Finish(e->ctx->queue);
+    if (error == CL_SUCCESS)
+        error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "reading the %s '%s' of Loop '%s'", what,
+                              clrun__exec_tensor_name(e, t), loop_label(e, node));
+    return CLRUN_OK;
+}
+
+static clrun_status write_to(clrun_exec *e, int32_t t, const void *host, size_t bytes, const clrun__node *node)
+{
+    cl_mem mem = clrun__exec_tensor_mem(e, t);
+    cl_int error = mem ? clrun__cl.EnqueueWriteBuffer(e->ctx->queue, mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL)
+                       : CL_INVALID_MEM_OBJECT;
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clEnqueueWriteBuffer", "writing '%s' of Loop '%s'",
+                              clrun__exec_tensor_name(e, t), loop_label(e, node));
+    return CLRUN_OK;
+}
+
+/* Fills tensor t with the pattern (copied when enqueued: nothing waits for it on an in-order
+ * queue; an out-of-order one is finished, as nothing records the fill's event). */
+static clrun_status fill(clrun_exec *e, int32_t t, const void *pattern, size_t bytes, const clrun__node *node)
+{
+    cl_mem mem = clrun__exec_tensor_mem(e, t);
+    cl_int error = mem ? clrun__cl.EnqueueFillBuffer(e->ctx->queue, mem, pattern, bytes, 0, bytes, 0, NULL, NULL)
+                       : CL_INVALID_MEM_OBJECT;
+    if (error == CL_SUCCESS && e->ctx->out_of_order)
+        error = clrun__cl.Finish(e->ctx->queue);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clEnqueueFillBuffer", "writing '%s' of Loop '%s'",
+                              clrun__exec_tensor_name(e, t), loop_label(e, node));
+    return CLRUN_OK;
+}
+
+/* The next iteration's number into loop_begin's first output, true into its second (the body's
+ * guard, known without reading it back). */
+static clrun_status start_iteration(clrun_exec *e, const clrun__node *begin, int64_t number)
+{
+    unsigned char yes = 1;
+    clrun_status status = fill(e, begin->outputs[0], &number, sizeof number, begin);
+    if (status == CLRUN_OK)
+        status = fill(e, begin->outputs[1], &yes, 1, begin);
+    if (status == CLRUN_OK && e->guard_values) { /* guards inside the body are read again */
+        memset(e->guard_values, -1, (size_t)e->graph->tensor_count);
+        e->guard_values[begin->outputs[1]] = 1;
+    }
+    return status;
+}
+
+clrun_status clrun__exec_loop_before_end(clrun_exec *e, int32_t step)
+{
+    const clrun__schedule *s = &e->schedule;
+    const clrun__node *end = &e->graph->nodes[s->order[step]];
+    clrun__loop_state *l = &e->loops[e->loops[step].partner];
+    const clrun__node *begin = &e->graph->nodes[s->order[e->loops[step].partner]];
+    l->again = false;
+    if (!l->running) /* no iteration ran: the carried buffers hold the initial values */
+        return CLRUN_OK;
+    /* the body's condition passed through (the same tensor as the incoming one) is true: no
+     * reading back, and no waiting for the iteration */
+    unsigned char go = 1;
+    clrun_status status = CLRUN_OK;
+    if (end->inputs[2] != end->inputs[1]) {
+        status = read_back(e, end->inputs[2], &go, 1, "condition", begin);
+    } else if (e->ctx->out_of_order) { /* the copies below wait for the body's kernels */
+        cl_int error = clrun__cl.Finish(e->ctx->queue);
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clFinish", "Loop '%s'", loop_label(e, begin));
+    }
+    int64_t nc = 0;
+    for (int a = 0; a < end->attr_count; a++)
+        if (strcmp(end->attrs[a].name, "carried") == 0)
+            nc = end->attrs[a].i;
+    for (int64_t k = 0; status == CLRUN_OK && k < nc; k++) {
+        int32_t from = end->inputs[3 + k], to = end->inputs[3 + nc + k];
+        cl_mem a = clrun__exec_tensor_mem(e, from), b = clrun__exec_tensor_mem(e, to);
+        if (a == b)
+            continue;
+        size_t bytes = (size_t)clrun_tensor_bytes(&e->graph->tensors[to].type);
+        cl_int error = a && b ? clrun__cl.EnqueueCopyBuffer(e->ctx->queue, a, b, 0, 0, bytes, 0, NULL, NULL)
+                              : CL_INVALID_MEM_OBJECT;
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clEnqueueCopyBuffer", "carrying '%s' of Loop '%s'",
+                                    clrun__exec_tensor_name(e, to), loop_label(e, begin));
+    }
+    if (status == CLRUN_OK && e->ctx->out_of_order) { /* the copies carry no event */
+        cl_int error = clrun__cl.Finish(e->ctx->queue);
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clFinish", "Loop '%s'", loop_label(e, begin));
+    }
+    if (status != CLRUN_OK)
+        return status;
+    l->count++;
+    l->again = go && l->count < l->trip;
+    if (l->again && l->count >= MAX_ITERATIONS)
+        return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "Loop '%s' ran %lld iterations without its "
+                           "condition ending it (trip count %lld): clrun runs at most %lld",
+                           loop_label(e, begin), (long long)l->count, (long long)l->trip,
+                           (long long)MAX_ITERATIONS);
+    if (l->again) /* what the body reads from before the loop stays */
+        e->loop_keep = e->loops[step].partner;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__exec_loop_after(clrun_exec *e, int32_t *step, bool ran)
+{
+    const clrun__schedule *s = &e->schedule;
+    int32_t at = *step;
+    const clrun__node *node = &e->graph->nodes[s->order[at]];
+    e->loop_keep = -1;
+    if (clrun__op_is_loop_begin(node->op)) {
+        clrun__loop_state *l = &e->loops[at];
+        l->running = false;
+        l->count = 0;
+        l->trip = 0;
+        if (!ran) { /* a skipped branch: nor is the body run */
+            *step = l->partner - 1;
+            return CLRUN_OK;
+        }
+        int64_t trip = 0;
+        unsigned char go = 0;
+        clrun_status status = read_back(e, node->inputs[0], &trip, sizeof trip, "trip count", node);
+        if (status == CLRUN_OK)
+            status = read_back(e, node->inputs[1], &go, 1, "condition", node);
+        if (status != CLRUN_OK)
+            return status;
+        bool data_cond = false;
+        for (int a = 0; a < node->attr_count; a++)
+            if (strcmp(node->attrs[a].name, "data_cond") == 0)
+                data_cond = node->attrs[a].i != 0;
+        if (trip < 0)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "Loop '%s': the trip count '%s' is %lld "
+                               "at run time; it must be 0 or more", loop_label(e, node),
+                               clrun__exec_tensor_name(e, node->inputs[0]), (long long)trip);
+        if (trip > MAX_ITERATIONS && go && !data_cond)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "Loop '%s': the trip count '%s' is %lld "
+                               "at run time and nothing in the body ends it earlier; clrun runs at most "
+                               "%lld iterations", loop_label(e, node),
+                               clrun__exec_tensor_name(e, node->inputs[0]), (long long)trip,
+                               (long long)MAX_ITERATIONS);
+        l->trip = trip;
+        l->running = go && trip > 0;
+        if (!l->running) {
+            *step = l->partner - 1; /* straight to loop_end: no iteration */
+            return CLRUN_OK;
+        }
+        return start_iteration(e, node, 0);
+    }
+    if (!clrun__op_is_loop_end(node->op) || !ran)
+        return CLRUN_OK;
+    clrun__loop_state *l = &e->loops[e->loops[at].partner];
+    const clrun__node *begin = &e->graph->nodes[s->order[e->loops[at].partner]];
+    if (l->again) {
+        l->again = false;
+        *step = e->loops[at].partner; /* the caller goes on at the step after it */
+        return start_iteration(e, begin, l->count);
+    }
+    l->running = false;
+    return write_to(e, node->outputs[0], &l->count, sizeof l->count, node);
+}

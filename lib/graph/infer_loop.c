@@ -1,0 +1,114 @@
+/* The ops of a Loop run at run time (an ONNX Loop whose trip count or condition is known only
+ * when it runs): `loop_begin` and `loop_end` bound the body's nodes, which the executor runs
+ * once per iteration (lib/exec/exec_loop.c); `loop_carry` copies a loop-carried value into the
+ * buffer the body reads (before the loop), the body's result into its own buffer (in the body)
+ * and the final value out (after the loop). Pure C.
+ *
+ *   v_in_k = loop_carry(v_init_k)                     for each carried value
+ *   iter, cond_in = loop_begin(M, cond, v_in_0, ...)  iteration number (i64) and true (bool)
+ *   ... the body, every node guarded by cond_in ...
+ *   count = loop_end(iter, cond_in, cond_out, co_0.., v_in_0.., outer...)  (carried = nc)
+ *   final_k = loop_carry(v_in_k, count)
+ *
+ * loop_end reads every value from before the loop that the body reads, so that the schedule
+ * keeps them (and the carried buffers) alive over every iteration. */
+#include <string.h>
+
+#include "graph/op.h"
+
+static bool one_element(const clrun_tensor_type *t)
+{
+    for (int d = 0; d < t->rank; d++)
+        if (t->shape[d] != 1)
+            return false;
+    return true;
+}
+
+static clrun_status begin_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
+{
+    const clrun__infer_error e = {"loop_begin", err, errlen};
+    static const clrun__attr_spec specs[] = {{"data_cond", CLRUN__WANT_INT, false}};
+    clrun_status s = clrun__check_input_count(call, 2, 64, &e);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, specs, 1, &e);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dims(call, i, &e);
+    if (s != CLRUN_OK)
+        return s;
+    if (call->inputs[0].dtype != CLRUN_I64 || !one_element(&call->inputs[0]))
+        return clrun__refuse(&e, "the trip count (input 0) must be one i64 element");
+    if (call->inputs[1].dtype != CLRUN_BOOL || !one_element(&call->inputs[1]))
+        return clrun__refuse(&e, "the condition (input 1) must be one bool element");
+    memset(out, 0, 2 * sizeof *out);
+    out[0].dtype = CLRUN_I64;
+    out[1].dtype = CLRUN_BOOL;
+    return CLRUN_OK;
+}
+
+static clrun_status end_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
+{
+    const clrun__infer_error e = {"loop_end", err, errlen};
+    static const clrun__attr_spec specs[] = {{"carried", CLRUN__WANT_INT, true}};
+    clrun_status s = clrun__check_input_count(call, 3, 64, &e);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, specs, 1, &e);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dims(call, i, &e);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t nc = clrun__attr_int_or(call, "carried", -1);
+    if (nc < 0 || 3 + 2 * nc > call->input_count)
+        return clrun__refuse(&e, "carried %lld does not fit %d inputs", (long long)nc, call->input_count);
+    if (call->inputs[0].dtype != CLRUN_I64 || !one_element(&call->inputs[0]))
+        return clrun__refuse(&e, "the iteration number (input 0) must be one i64 element");
+    for (int i = 1; i < 3; i++)
+        if (call->inputs[i].dtype != CLRUN_BOOL || !one_element(&call->inputs[i]))
+            return clrun__refuse(&e, "the condition (input %d) must be one bool element", i);
+    for (int k = 0; k < nc; k++) {
+        const clrun_tensor_type *a = &call->inputs[3 + k], *b = &call->inputs[3 + nc + k];
+        bool same = a->dtype == b->dtype && a->rank == b->rank;
+        for (int d = 0; same && d < a->rank; d++)
+            same = a->shape[d] == b->shape[d];
+        if (!same)
+            return clrun__refuse(&e, "carried value %d: the body's result (input %lld) and the value it "
+                                 "reads (input %lld) differ in type or shape", k, (long long)(3 + k),
+                                 (long long)(3 + nc + k));
+    }
+    memset(out, 0, sizeof *out);
+    out[0].dtype = CLRUN_I64;
+    return CLRUN_OK;
+}
+
+static clrun_status carry_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
+{
+    const clrun__infer_error e = {"loop_carry", err, errlen};
+    clrun_status s = clrun__check_input_count(call, 1, 2, &e);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, NULL, 0, &e);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dims(call, i, &e);
+    if (s == CLRUN_OK)
+        out[0] = call->inputs[0];
+    return s;
+}
+
+/* None may write in place of an input: each output is a buffer the executor writes between
+ * iterations. */
+static const clrun__op op_loop_begin = {.name = "loop_begin", .min_inputs = 2, .max_inputs = 64,
+                                        .outputs = 2, .infer = begin_infer};
+static const clrun__op op_loop_end = {.name = "loop_end", .min_inputs = 3, .max_inputs = 64,
+                                      .outputs = 1, .infer = end_infer};
+static const clrun__op op_loop_carry = {.name = "loop_carry", .min_inputs = 1, .max_inputs = 2,
+                                        .outputs = 1, .infer = carry_infer};
+
+const clrun__op *const clrun__ops_loop[] = {&op_loop_begin, &op_loop_end, &op_loop_carry, NULL};
+
+bool clrun__op_is_loop_begin(const clrun__op *op)
+{
+    return op == &op_loop_begin;
+}
+
+bool clrun__op_is_loop_end(const clrun__op *op)
+{
+    return op == &op_loop_end;
+}

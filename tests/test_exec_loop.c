@@ -1,0 +1,167 @@
+/* Loops run at run time (graph/infer_loop.c, lib/exec/exec_loop.c), built by hand:
+ *
+ *   v = loop_carry(x); iter, on = loop_begin(M, go, v)
+ *   [guard on] s = add(v, w); c = less(iter_f, limit) ...; r = loop_carry(s)
+ *   n = loop_end(iter, on, c_or_on, r, v, w); y = loop_carry(v, n)
+ *
+ * y = x + M w (the condition passed through) in every executor mode, fusion on or off, with M
+ * and go read back in each run; M = 0 or go false gives x; a negative M fails the run, naming
+ * the Loop, and gives every byte of the run back (the next run is right again); a loop_end
+ * without its loop_begin is refused when the executor is made. Runs on a real device (POCL in
+ * CI). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <clrun/clrun.h>
+
+#include "device_test.h"
+#include "graph/graph.h"
+
+static char cache_root[512];
+
+enum { N = 5 };
+
+static clrun_graph *loop_graph(bool paired)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("looped", &g), CLRUN_OK);
+    clrun_tensor_type xt = {CLRUN_F32, 1, {N}}, mt = {CLRUN_I64, 0, {0}}, bt = {CLRUN_BOOL, 0, {0}};
+    clrun_tensor_id x, w, m, go, v, begun[2], s, r, n, y;
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "w", &xt, false, &w), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "M", &mt, false, &m), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "go", &bt, false, &go), CLRUN_OK);
+    const char *vn[] = {"v"}, *bn[] = {"iter", "on"}, *sn[] = {"s"}, *rn[] = {"r"}, *nn[] = {"n"}, *yn[] = {"y"};
+    assert_int_equal(clrun_graph_add_node(g, "loop_carry", &x, 1, vn, 1, NULL, 0, &v), CLRUN_OK);
+    clrun_tensor_id bin[3] = {m, go, v};
+    clrun_attr data = {.name = "data_cond", .kind = CLRUN_ATTR_INT, .i = 0};
+    if (paired)
+        assert_int_equal(clrun_graph_add_node(g, "loop_begin", bin, 3, bn, 2, &data, 1, begun), CLRUN_OK);
+    clrun_tensor_id sin[2] = {v, w};
+    assert_int_equal(clrun_graph_add_node(g, "add", sin, 2, sn, 1, NULL, 0, &s), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "loop_carry", &s, 1, rn, 1, NULL, 0, &r), CLRUN_OK);
+    if (paired) {
+        int32_t last = clrun_graph_node_count(g);
+        assert_int_equal(clrun__graph_set_guard(g, last - 2, begun[1], false), CLRUN_OK);
+        assert_int_equal(clrun__graph_set_guard(g, last - 1, begun[1], false), CLRUN_OK);
+    } else { /* a loop_end fed by anything but a loop_begin's outputs */
+        begun[0] = m;
+        begun[1] = go;
+    }
+    clrun_tensor_id ein[6] = {begun[0], begun[1], begun[1], r, v, w};
+    clrun_attr carried = {.name = "carried", .kind = CLRUN_ATTR_INT, .i = 1};
+    assert_int_equal(clrun_graph_add_node(g, "loop_end", ein, 6, nn, 1, &carried, 1, &n), CLRUN_OK);
+    clrun_tensor_id yin[2] = {v, n};
+    assert_int_equal(clrun_graph_add_node(g, "loop_carry", yin, 2, yn, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    return g;
+}
+
+static void upload(clrun_context *ctx, const void *host, uint64_t bytes, clrun_buffer *out)
+{
+    assert_int_equal(clrun_alloc(ctx, bytes, out), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, out, host), CLRUN_OK);
+}
+
+static clrun_status run(clrun_context *ctx, clrun_exec *exec, int64_t trip, bool go, float *out)
+{
+    float x[N], w[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)i - 2.0f;
+        w[i] = 0.25f * (float)(i + 1);
+    }
+    unsigned char g = go;
+    clrun_buffer in[4];
+    upload(ctx, x, sizeof x, &in[0]);
+    upload(ctx, w, sizeof w, &in[1]);
+    upload(ctx, &trip, sizeof trip, &in[2]);
+    upload(ctx, &g, 1, &in[3]);
+    clrun_status s = clrun_exec_run(exec, in, 4);
+    if (s == CLRUN_OK)
+        assert_int_equal(clrun_exec_read_output(exec, 0, out, sizeof(float) * N), CLRUN_OK);
+    for (int i = 0; i < 4; i++)
+        clrun_free(ctx, &in[i]);
+    return s;
+}
+
+static void expect(const float *out, int64_t times)
+{
+    for (int i = 0; i < N; i++) {
+        float want = (float)i - 2.0f;
+        for (int64_t t = 0; t < times; t++)
+            want += 0.25f * (float)(i + 1);
+        if (out[i] != want)
+            fail_msg("element %d after %lld iterations: %g, expected %g", i, (long long)times, out[i], want);
+    }
+}
+
+static void the_body_runs_once_per_iteration_in_every_mode(void **state)
+{
+    (void)state;
+    clrun_graph *g = loop_graph(true);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    const clrun_exec_mode mode[] = {CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE, CLRUN_EXEC_PLANNED};
+    for (int m = 0; m < 6; m++) {
+        clrun_exec_options eo;
+        clrun_exec_options_init(&eo);
+        eo.mode = mode[m % 3];
+        eo.fusion = m < 3 ? 1 : -1;
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+        float out[N];
+        assert_int_equal(run(ctx, exec, 7, true, out), CLRUN_OK);
+        expect(out, 7);
+        assert_int_equal(run(ctx, exec, 0, true, out), CLRUN_OK);
+        expect(out, 0);
+        assert_int_equal(run(ctx, exec, 3, false, out), CLRUN_OK);
+        expect(out, 0);
+        clrun_memory_stats before, after;
+        assert_int_equal(clrun_memory_stats_get(ctx, &before), CLRUN_OK);
+        assert_int_equal(run(ctx, exec, -2, true, out), CLRUN_ERROR_INVALID_ARGUMENT);
+        const char *msg = clrun_last_error(ctx);
+        if (!strstr(msg, "the trip count 'M' is -2"))
+            fail_msg("mode %d: message '%s'", m, msg);
+        assert_int_equal(run(ctx, exec, 2, true, out), CLRUN_OK);
+        expect(out, 2);
+        assert_int_equal(clrun_memory_stats_get(ctx, &after), CLRUN_OK);
+        assert_int_equal(after.in_use, before.in_use); /* nothing of the failed run is held */
+        clrun_exec_destroy(exec);
+    }
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void a_loop_end_without_its_begin_is_refused(void **state)
+{
+    (void)state;
+    clrun_graph *g = loop_graph(false);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_ERROR_INVALID_GRAPH);
+    assert_null(exec);
+    assert_non_null(strstr(clrun_last_error(ctx), "loop_end 'n'"));
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+int main(void)
+{
+    clrun_test_device_environment(cache_root, sizeof cache_root);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_body_runs_once_per_iteration_in_every_mode),
+        cmocka_unit_test(a_loop_end_without_its_begin_is_refused),
+    };
+    CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    clrun_test_remove_dir(cache_root);
+    return failed;
+}
