@@ -20,6 +20,37 @@ static const char *loop_label(const clrun_exec *e, const clrun__node *node)
     return node->model_name ? node->model_name : clrun__exec_tensor_name(e, node->outputs[0]);
 }
 
+/* Only the body runs again: a node of the graph outside it, scheduled between the loop's steps,
+ * would run once per iteration over inputs whose memory the schedule may have handed on. A body
+ * node is guarded (by the loop's flag, or an If's inside it) or reads what the loop's
+ * loop_begin or another body node writes. */
+static clrun_status body_only(clrun_exec *e, int32_t begin, int32_t end)
+{
+    const clrun__schedule *s = &e->schedule;
+    bool *inside = calloc((size_t)e->graph->tensor_count + 1, sizeof *inside);
+    if (inside == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
+    const clrun__node *first = &e->graph->nodes[s->order[begin]];
+    for (int k = 0; k < first->output_count; k++)
+        inside[first->outputs[k]] = true;
+    clrun_status status = CLRUN_OK;
+    for (int32_t step = begin + 1; step < end && status == CLRUN_OK; step++) {
+        const clrun__node *node = &e->graph->nodes[s->order[step]];
+        bool body = node->guarded;
+        for (int k = 0; k < node->input_count && !body; k++)
+            body = inside[node->inputs[k]];
+        for (int k = 0; k < node->output_count && body; k++)
+            inside[node->outputs[k]] = true;
+        if (!body)
+            status = clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "loop_end '%s': node '%s', which is "
+                                 "not in the loop's body, is scheduled inside it",
+                                 clrun__exec_tensor_name(e, e->graph->nodes[s->order[end]].outputs[0]),
+                                 clrun__exec_tensor_name(e, node->outputs[0]));
+    }
+    free(inside);
+    return status;
+}
+
 clrun_status clrun__exec_prepare_loops(clrun_exec *e)
 {
     const clrun__schedule *s = &e->schedule;
@@ -47,6 +78,9 @@ clrun_status clrun__exec_prepare_loops(clrun_exec *e)
                                clrun__exec_tensor_name(e, end->outputs[0]));
         e->loops[begin].partner = step;
         e->loops[step].partner = begin;
+        clrun_status st = body_only(e, begin, step);
+        if (st != CLRUN_OK)
+            return st;
     }
     for (int32_t step = 0; step < s->steps; step++)
         if (clrun__op_is_loop_begin(e->graph->nodes[s->order[step]].op) && e->loops[step].partner < 0)
