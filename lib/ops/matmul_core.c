@@ -336,19 +336,23 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
     size_t timed = 0, rounds = 0;
     if (count > TUNE_MAX_VARIANTS)
         count = TUNE_MAX_VARIANTS;
+    double began = seconds_now();
     for (; rounds < TUNE_ROUNDS && spent <= TUNE_BUDGET; rounds++) {
         for (size_t v = 0; v < count && spent <= TUNE_BUDGET; v++) {
             double t = 0;
             if (rounds == 0)
                 clrun__tune_timings++;
             clrun_status s = time(ctx, user, v, &t);
-            if (s != CLRUN_OK)
+            if (s != CLRUN_OK) {
+                clrun__program_stats_add_tune(ctx, seconds_now() - began);
                 return s;
+            }
             spent += 3 * t;
             fastest[v] = rounds == 0 || t < fastest[v] ? t : fastest[v];
             timed = rounds == 0 ? v + 1 : timed;
         }
     }
+    clrun__program_stats_add_tune(ctx, seconds_now() - began);
     double best = fastest[0];
     for (size_t v = 1; v < timed; v++)
         if (fastest[v] < best) {
