@@ -190,6 +190,7 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "program '%s' has no per-MR body", source);
     text t = {0};
     bool ok = appendf(&t, "#define VW %u\n", vw) && (bw == 0 || appendf(&t, "#define BW %d\n", bw)) &&
+              (part < PART_CORE_MM || append(&t, "#define CORE_BODY 1\n", 20)) &&
               epilogue_prefix(&t, ep);
     if (part == PART_WHOLE) {
         ok = ok && append(&t, src->text, src->length);
