@@ -59,6 +59,9 @@
 #define G_DW 13
 #define G_GROUPS 14
 
+/* The head's kernels, left out of the per-MR programs (CORE_BODY), so that each of those
+ * holds one kernel: a driver that compiles a whole program to give its binary compiles only it. */
+#ifndef CORE_BODY
 /* Packs B (batch z at offsets[z]; element (k, n) at b[k * b_ks + n * b_ns]) into panels:
  * bp[z][n / NR][k][n % NR]. Work-item (n, k, z) over n < the panels' padded width. */
 __kernel
@@ -111,6 +114,7 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
     const bool inside = h >= 0 && h < g[G_H] && w >= 0 && w < g[G_W];
     xp[(plane * HP + ih) * WP + iw] = inside ? x[(plane * g[G_H] + h) * g[G_W] + w] : 0.0f;
 }
+#endif
 
 /* Repetition over rows (RM_n) and over the vectors of a panel (COLS). */
 #define RM_1(X) X(0)

@@ -132,5 +132,16 @@ expect 0 "stored as int8" "$tmp/out" "--weights int8, the report's line"
 "$CLRUN" run "$EXAMPLES/mlp.graph" --weights f64 >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 2 "--weights takes f16, bf16 or int8, not 'f64'" "$tmp/err" "--weights f64"
 
+# The first run's split: a line for a person, an object in --json; with a fresh cache directory
+# every program is built from source, so some build time is counted.
+CLRUN_CACHE_DIR="$tmp/fresh-cache" "$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 >"$tmp/out" 2>"$tmp/err" ||
+    fail "run for the first-run line"
+grep -q '^first run   [0-9.]* s: load [0-9.]*, context [0-9.]*, prepare [0-9.]*, warm-up run [0-9.]*; of these program builds [0-9.]* ([1-9][0-9]* from source' "$tmp/out" ||
+    fail "no first run line: $(grep '^first' "$tmp/out")"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --json >"$tmp/out" 2>"$tmp/err" || fail "run --json for first_run"
+for key in load_s context_s prepare_s run_s builds_s tune_s programs_built programs_cached; do
+    tr -d ' \n' <"$tmp/out" | grep -q "\"first_run\":{[^}]*\"$key\":" || fail "--json first_run has no $key"
+done
+
 [ $failures = 0 ] || exit 1
 echo "cli_run: all passed"

@@ -514,12 +514,19 @@ static void tuning_is_remembered_across_contexts(void **state)
     assert_int_equal(chosen, 2);
     assert_int_equal(timer_calls, 3 * 4); /* three rounds of the four */
     clrun_context *second = NULL;
+    setenv("CLRUN_TUNE", "0", 1); /* the default: a remembered choice is still taken */
     assert_int_equal(clrun_context_create(NULL, &second), CLRUN_OK);
+    setenv("CLRUN_TUNE", "1", 1);
     timer_calls = 0;
     chosen = 9;
     assert_int_equal(clrun__core_tune(second, "test shape 1", 1e9, 4, fake_timer, NULL, &chosen), CLRUN_OK);
     assert_int_equal(chosen, 2);
     assert_int_equal(timer_calls, 0); /* remembered: no timing */
+    /* Not remembered and not asked to tune: the default variant, nothing timed. */
+    assert_int_equal(clrun__core_tune(second, "test shape never tuned", 1e9, 4, fake_timer, NULL, &chosen),
+                     CLRUN_OK);
+    assert_int_equal(chosen, 0);
+    assert_int_equal(timer_calls, 0);
     clrun_context_destroy(second);
     /* Too small to matter: the default, untimed. */
     assert_int_equal(clrun__core_tune(ctx, "test shape 2", 1e3, 4, fake_timer, NULL, &chosen), CLRUN_OK);
@@ -1225,6 +1232,7 @@ static void onnx_attributes_are_checked(void **state)
 static int setup(void **state)
 {
     (void)state;
+    setenv("CLRUN_TUNE", "1", 1); /* the tuner's tests time variants */
     if (clrun_context_create(NULL, &ctx) != CLRUN_OK) {
         fprintf(stderr, "no context: %s\n", clrun_last_error(NULL));
         return -1;

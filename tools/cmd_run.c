@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <xxhash.h>
 
@@ -194,6 +195,13 @@ static void free_kept_inputs(clrun_context *ctx, const clrun_graph *g, clrun_buf
             clrun_free(ctx, &inputs[i]);
 }
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -298,7 +306,14 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, float *con
     snprintf(what, sizeof what, "clrun run %s", a->path);
     clrun_progress *progress = clrun_progress_start(what, !a->json);
     clrun_progress_phase(progress, "compiling kernels, uploading weights, planning");
+    clrun_program_stats before, after;
+    clrun_program_stats_get(ctx, &before);
+    double start = seconds_now();
     clrun_status status = inputs ? clrun_exec_create(ctx, g, &options, &exec) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    r->first_prepare = seconds_now() - start;
+    clrun_program_stats_get(ctx, &after);
+    r->prepare_builds = after.build_seconds - before.build_seconds;
+    r->prepare_tune = after.tune_seconds - before.tune_seconds;
     const char *const *unused_names = NULL;
     if (status == CLRUN_OK && a->strict_donation && clrun_exec_unused_donations(exec, &unused_names) > 0) {
         snprintf(input_error, sizeof input_error, "--strict-donation: input '%s' is donated, but no output "
@@ -313,8 +328,15 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, float *con
             snprintf(phase, sizeof phase, "run %d of %d", i + 1, a->repeat);
         clrun_progress_phase(progress, phase);
         status = prepare_inputs(ctx, g, a->seed, &a->io, inputs, i == -1);
+        start = seconds_now();
         if (status == CLRUN_OK)
             status = clrun_exec_run(exec, inputs, inputs_n);
+        if (i < 0) {
+            r->first_run = seconds_now() - start;
+            clrun_program_stats_get(ctx, &r->programs);
+            r->run_builds = r->programs.build_seconds - after.build_seconds;
+            r->run_tune = r->programs.tune_seconds - after.tune_seconds;
+        }
         if (status == CLRUN_OK && i >= 0) {
             clrun_exec_stats_get(exec, &r->stats);
             r->times[i] = r->stats.wall_ms;
@@ -392,8 +414,10 @@ int clrun_cli_run(int argc, char **argv)
     if (rc == 0)
         rc = clrun_cli_prepare_output_dir("run", a.io.output_dir);
     clrun_graph *g = NULL;
+    double start = seconds_now();
     if (rc == 0)
         rc = clrun_cli_load_bound("run", a.path, &a.io, &a.consts, &g);
+    double loaded = seconds_now() - start;
     clrun_cli_consts_free(&a.consts);
     if (rc)
         return rc;
@@ -418,6 +442,7 @@ int clrun_cli_run(int argc, char **argv)
     clrun_context_options_init(&copt);
     copt.allocator = a.allocator;
     clrun_context *ctx = NULL;
+    start = seconds_now();
     if (clrun_context_create(&copt, &ctx) != CLRUN_OK) {
         fprintf(stderr, "clrun run: %s\n", clrun_last_error(NULL));
         if (a.trace_file)
@@ -430,7 +455,8 @@ int clrun_cli_run(int argc, char **argv)
     int32_t outputs_n = clrun_graph_outputs(g, &ids);
     float **refs = NULL;
     run_result r = {.times = calloc((size_t)a.repeat, sizeof(double)),
-                    .checksums = calloc((size_t)outputs_n + 1, sizeof *r.checksums)};
+                    .checksums = calloc((size_t)outputs_n + 1, sizeof *r.checksums),
+                    .first_load = loaded, .first_context = seconds_now() - start};
     if (r.times == NULL || r.checksums == NULL) {
         fprintf(stderr, "clrun run: out of host memory\n");
         rc = 1;

@@ -52,6 +52,13 @@ typedef struct run_result {
     clrun_weights_report weights; /* --weights: what was narrowed */
     double weights_abs_error; /* --weights: the largest |narrow - f32| over the float outputs */
     double weights_rel_error; /* ... and that over the largest |f32| of its output */
+    /* How the first run's time split, in seconds of wall time: reading and importing the model,
+     * creating the context, creating the executor (builds, uploads, planning), the warm-up run
+     * (a lazy driver compiles each kernel at its first launch; tuning), and within the last
+     * two the program builds and the variant tuning. */
+    double first_load, first_context, first_prepare, first_run;
+    double prepare_builds, prepare_tune, run_builds, run_tune;
+    clrun_program_stats programs; /* the context's program counters after the warm-up run */
 } run_result;
 
 /* The report for a person, or (--json) one JSON object, on stdout. */

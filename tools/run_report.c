@@ -1,6 +1,7 @@
 /* clrun run's report: for a person, or one JSON object for a program. */
 #include <json-c/json.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "run.h"
 
@@ -58,6 +59,16 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     }
     json_object_object_add(o, "fused", fused);
     json_object_object_add(o, "repeat", json_object_new_int(a->repeat));
+    json_object *first = json_object_new_object();
+    json_object_object_add(first, "load_s", json_object_new_double(r->first_load));
+    json_object_object_add(first, "context_s", json_object_new_double(r->first_context));
+    json_object_object_add(first, "prepare_s", json_object_new_double(r->first_prepare));
+    json_object_object_add(first, "run_s", json_object_new_double(r->first_run));
+    json_object_object_add(first, "builds_s", json_object_new_double(r->prepare_builds + r->run_builds));
+    json_object_object_add(first, "tune_s", json_object_new_double(r->prepare_tune + r->run_tune));
+    json_object_object_add(first, "programs_built", json_object_new_int64((int64_t)r->programs.builds_from_source));
+    json_object_object_add(first, "programs_cached", json_object_new_int64((int64_t)r->programs.cache_hits));
+    json_object_object_add(o, "first_run", first);
     /* wall_ms is the median of the timed runs (its documented name, kept); min and max too */
     json_object_object_add(o, "wall_ms", json_object_new_double(r->median));
     json_object_object_add(o, "wall_ms_median", json_object_new_double(r->median));
@@ -153,6 +164,14 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
     double lo = r->times[0], hi = r->times[a->repeat - 1];
     printf("time        %.3f ms per run (median of %d run%s; min %.3f, max %.3f)\n", r->median, a->repeat,
            a->repeat == 1 ? "" : "s", lo, hi);
+    /* The first run's wall time split: the cold start a user feels (issue 26). */
+    printf("first run   %.3f s: load %.3f, context %.3f, prepare %.3f, warm-up run %.3f; of these "
+           "program builds %.3f (%lu from source, %lu from the binary cache), tuning %.3f%s\n",
+           r->first_load + r->first_context + r->first_prepare + r->first_run, r->first_load,
+           r->first_context, r->first_prepare, r->first_run, r->prepare_builds + r->run_builds,
+           r->programs.builds_from_source, r->programs.cache_hits, r->prepare_tune + r->run_tune,
+           strstr(d->platform_name, "Portable Computing Language")
+               ? " (POCL compiles each kernel at its first launch, within the warm-up run)" : "");
     printf("peak        %s in use, %s reserved from the driver (%llu driver allocations in the last run)\n",
            clrun_format_bytes(s->peak_bytes, peak, sizeof peak),
            clrun_format_bytes(s->reserved_bytes, reserved, sizeof reserved), (unsigned long long)s->driver_allocs);

@@ -38,6 +38,10 @@ typedef struct clrun_program_stats {
     unsigned long cache_misses;       /* no entry for the key */
     unsigned long cache_rejected;     /* an entry was corrupt, truncated or for another key */
     unsigned long cache_writes;       /* entries written */
+    double build_seconds;             /* wall time in program builds (from source or a cached
+                                         binary); a lazy driver (POCL) compiles each kernel at
+                                         its first launch, which this does not count */
+    double tune_seconds;              /* wall time spent timing kernel variants (CLRUN_TUNE) */
 } clrun_program_stats;
 
 /* Fills *out with the context's counters (zeros for a NULL context; nothing for a NULL out). */

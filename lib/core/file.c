@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -172,4 +173,32 @@ void *clrun__file_read(const char *path, uint64_t max, size_t *size, clrun_statu
     }
     close(fd);
     return data;
+}
+
+void *clrun__file_map(const char *path, uint64_t max, size_t *size, bool *mapped, clrun_status *status,
+                      char *why, size_t whylen)
+{
+    *mapped = false;
+    uint64_t bytes = 0;
+    int fd = clrun__file_open(path, &bytes, status, why, whylen);
+    if (fd < 0)
+        return NULL;
+    void *data = MAP_FAILED;
+    if (bytes > 0 && bytes <= max && bytes < SIZE_MAX)
+        data = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data != MAP_FAILED) {
+        *mapped = true;
+        *size = (size_t)bytes;
+        return data;
+    }
+    return clrun__file_read(path, max, size, status, why, whylen);
+}
+
+void clrun__file_unmap(void *data, size_t size, bool mapped)
+{
+    if (mapped)
+        munmap(data, size);
+    else
+        free(data);
 }

@@ -34,4 +34,12 @@ bool clrun__file_read_at(int fd, void *buf, uint64_t n, uint64_t offset);
 void *clrun__file_read(const char *path, uint64_t max, size_t *size, clrun_status *status, char *why,
                        size_t whylen);
 
+/* clrun__file_read's file mapped read-only into memory instead of read into a copy (the page
+ * cache's pages themselves: no copy, no fresh pages to fault in), falling back to a read copy
+ * where it cannot be mapped; given back with clrun__file_unmap(data, size, *mapped). The file
+ * must not be truncated while mapped. */
+void *clrun__file_map(const char *path, uint64_t max, size_t *size, bool *mapped, clrun_status *status,
+                      char *why, size_t whylen);
+void clrun__file_unmap(void *data, size_t size, bool mapped);
+
 #endif

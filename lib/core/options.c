@@ -62,7 +62,7 @@ static option_row option_table[] = {
      KIND_DEBUG, FIELD(guard)},
     {{"CLRUN_QUEUE", "in-order|out-of-order", "in-order", "command queue kind (out-of-order only where the device has it)"},
      KIND_QUEUE, FIELD(out_of_order)},
-    {{"CLRUN_TUNE", "BOOL", "1", "time matmul/conv2d kernel variants once per (device, shape), remembered in the cache directory"},
+    {{"CLRUN_TUNE", "BOOL", "0", "time matmul/conv2d kernel variants once per (device, shape), remembered in the cache directory (a remembered choice is used either way)"},
      KIND_BOOL, FIELD(tune)},
     {{"CLRUN_FUSION", "BOOL", "1", "executors fuse groups of elementwise nodes into one generated kernel each"},
      KIND_BOOL, FIELD(fusion)},

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device/cache.h"
 #include "device/cl.h"
@@ -181,9 +182,28 @@ static void store_binary(struct clrun__programs *p, cl_program program,
     free(binary);
 }
 
-/* Caller holds p->lock. */
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                const char *source, size_t length, bool quiet, cl_program *out);
+
+/* Caller holds p->lock: build_timed with the time it took added to the stats. */
 static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
                                  const char *source, size_t length, bool quiet, cl_program *out)
+{
+    double start = now_seconds();
+    clrun_status s = build_timed(ctx, p, name, source, length, quiet, out);
+    p->stats.build_seconds += now_seconds() - start;
+    return s;
+}
+
+static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                const char *source, size_t length, bool quiet, cl_program *out)
 {
     char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
     build_options(ctx, options, sizeof options);
@@ -405,6 +425,13 @@ void clrun_program_stats_get(clrun_context *ctx, clrun_program_stats *out)
     }
     pthread_mutex_lock(&ctx->programs->lock);
     *out = ctx->programs->stats;
+    pthread_mutex_unlock(&ctx->programs->lock);
+}
+
+void clrun__program_stats_add_tune(clrun_context *ctx, double seconds)
+{
+    pthread_mutex_lock(&ctx->programs->lock);
+    ctx->programs->stats.tune_seconds += seconds;
     pthread_mutex_unlock(&ctx->programs->lock);
 }
 

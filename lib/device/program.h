@@ -46,4 +46,7 @@ clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, c
                                          size_t length, unsigned flags, cl_program *out);
 void clrun__program_generated_release(clrun_context *ctx, cl_program program);
 
+/* Adds seconds of variant tuning to the context's program stats. */
+void clrun__program_stats_add_tune(clrun_context *ctx, double seconds);
+
 #endif

@@ -602,7 +602,9 @@ clrun_status clrun_graph_load_onnx(const char *path, const clrun_onnx_options *o
      * data). A regular file only: a FIFO or a device is refused, never waited on. */
     clrun_status read_status = CLRUN_ERROR_INVALID_ARGUMENT;
     char reason[768] = "";
-    void *data = path && out ? clrun__file_read(path, (uint64_t)1 << 31, &size, &read_status, reason, sizeof reason)
+    bool mapped = false; /* mapped, not read: no copy of the weights, no fresh pages */
+    void *data = path && out ? clrun__file_map(path, (uint64_t)1 << 31, &size, &mapped, &read_status, reason,
+                                               sizeof reason)
                              : NULL;
     if (data == NULL) {
         snprintf(why, sizeof why, "%s: %s", path ? path : "", reason);
@@ -614,6 +616,6 @@ clrun_status clrun_graph_load_onnx(const char *path, const clrun_onnx_options *o
         return read_status;
     }
     clrun_status s = clrun_graph_load_onnx_memory(data, size, path, options, out);
-    free(data);
+    clrun__file_unmap(data, size, mapped);
     return s;
 }

@@ -366,7 +366,10 @@ clrun_status clrun__imp_declare_all(clrun__imp *im, const Onnx__GraphProto *g, i
         if (s == CLRUN_OK) {
             char why[512];
             clrun__value *v = im->values[index];
-            clrun_status d = clrun__otensor_decode(g->initializer[i], im->dir, &v->c, why, sizeof why);
+            /* The main graph (producer given) is declared once: its initializers' bytes are
+             * moved out of the message; a loop body's are copied, once per iteration. */
+            clrun_status d = producer ? clrun__otensor_decode_take(g->initializer[i], im->dir, &v->c, why, sizeof why)
+                                      : clrun__otensor_decode(g->initializer[i], im->dir, &v->c, why, sizeof why);
             if (d != CLRUN_OK)
                 return clrun__imp_fail(im, d, "initializer '%s' %s", v->onnx_name, why);
             v->kind = CLRUN__VALUE_CONST;

@@ -479,8 +479,24 @@ static clrun_status decode_typed(const Onnx__TensorProto *proto, clrun__otensor 
     return CLRUN_OK;
 }
 
+static clrun_status decode(const Onnx__TensorProto *proto, const char *dir, clrun__otensor *out,
+                           Onnx__TensorProto *take, char *why, size_t whylen);
+
 clrun_status clrun__otensor_decode(const Onnx__TensorProto *proto, const char *dir,
                                    clrun__otensor *out, char *why, size_t whylen)
+{
+    return decode(proto, dir, out, NULL, why, whylen);
+}
+
+clrun_status clrun__otensor_decode_take(Onnx__TensorProto *proto, const char *dir,
+                                        clrun__otensor *out, char *why, size_t whylen)
+{
+    return decode(proto, dir, out, proto, why, whylen);
+}
+
+/* `take`, when not NULL, is proto: its raw bytes become the tensor's instead of being copied. */
+static clrun_status decode(const Onnx__TensorProto *proto, const char *dir, clrun__otensor *out,
+                           Onnx__TensorProto *take, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
     char name[32];
@@ -513,7 +529,16 @@ clrun_status clrun__otensor_decode(const Onnx__TensorProto *proto, const char *d
             status = fail(why, whylen, CLRUN_ERROR_PARSE,
                           "has %zu bytes of raw data for %" PRIu64 " elements of %s (%" PRIu64 " bytes)",
                           proto->raw_data.len, count, clrun__onnx_elem_name(elem, name, sizeof name), bytes);
-        else if (bytes)
+        else if (bytes && take && (uintptr_t)take->raw_data.data % 16 == 0) {
+            /* The weights of a model are most of its bytes: protobuf-c's copy (malloc'd, freed
+             * with the message) is moved here rather than copied once more. alloc_tensor's
+             * block, calloc'd and so never touched, goes back. */
+            free(out->data);
+            out->data = take->raw_data.data;
+            take->raw_data.data = NULL;
+            take->raw_data.len = 0;
+            take->has_raw_data = 0;
+        } else if (bytes)
             memcpy(out->data, proto->raw_data.data, (size_t)bytes);
     } else {
         status = decode_typed(proto, out, count, why, whylen);

@@ -136,5 +136,10 @@ struct Onnx__TensorProto;
  * reason in why (without the tensor's name: the caller says which tensor). */
 clrun_status clrun__otensor_decode(const struct Onnx__TensorProto *proto, const char *dir,
                                    clrun__otensor *out, char *why, size_t whylen);
+/* clrun__otensor_decode that moves proto's raw bytes (allocated by protobuf-c with malloc) into
+ * the tensor instead of copying them: proto has no raw data after it. For a graph decoded once
+ * (not a loop body inlined per iteration). */
+clrun_status clrun__otensor_decode_take(struct Onnx__TensorProto *proto, const char *dir,
+                                        clrun__otensor *out, char *why, size_t whylen);
 
 #endif

@@ -190,6 +190,7 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "program '%s' has no per-MR body", source);
     text t = {0};
     bool ok = appendf(&t, "#define VW %u\n", vw) && (bw == 0 || appendf(&t, "#define BW %d\n", bw)) &&
+              (part < PART_CORE_MM || append(&t, "#define CORE_BODY 1\n", 20)) &&
               epilogue_prefix(&t, ep);
     if (part == PART_WHOLE) {
         ok = ok && append(&t, src->text, src->length);
@@ -317,8 +318,11 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
         *chosen = (size_t)clrun__ops_variant < count ? (size_t)clrun__ops_variant : count - 1;
         return CLRUN_OK;
     }
-    if (!ctx->options.tune || count < 2 || flops < TUNE_MIN_FLOPS)
+    if (count < 2 || flops < TUNE_MIN_FLOPS)
         return CLRUN_OK;
+    /* A choice remembered by an earlier process is taken whether or not this one tunes; without
+     * CLRUN_TUNE=1 nothing is timed (the default variant: a first run does not wait on timing
+     * and on compiling every candidate, 9 of EfficientNet-B0's 22 s with empty caches). */
     char dir[CLRUN__PATH_MAX] = "", full_key[1024], path[CLRUN__PATH_MAX + 512];
     bool cached = ctx->options.cache.enabled && clrun__cache_dir(ctx->options.cache_dir, dir, sizeof dir);
     tune_key(ctx, key, full_key, sizeof full_key);
@@ -327,6 +331,8 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
         if (remembered(path, full_key, count, chosen))
             return CLRUN_OK;
     }
+    if (!ctx->options.tune)
+        return CLRUN_OK;
     /* Rounds over every variant, each keeping its fastest: load from other work on a shared
      * machine then falls on every variant alike, where timing each variant once let one
      * disturbed run decide. The budget counts the timed runs, not the first launch of each
@@ -336,19 +342,23 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
     size_t timed = 0, rounds = 0;
     if (count > TUNE_MAX_VARIANTS)
         count = TUNE_MAX_VARIANTS;
+    double began = seconds_now();
     for (; rounds < TUNE_ROUNDS && spent <= TUNE_BUDGET; rounds++) {
         for (size_t v = 0; v < count && spent <= TUNE_BUDGET; v++) {
             double t = 0;
             if (rounds == 0)
                 clrun__tune_timings++;
             clrun_status s = time(ctx, user, v, &t);
-            if (s != CLRUN_OK)
+            if (s != CLRUN_OK) {
+                clrun__program_stats_add_tune(ctx, seconds_now() - began);
                 return s;
+            }
             spent += 3 * t;
             fastest[v] = rounds == 0 || t < fastest[v] ? t : fastest[v];
             timed = rounds == 0 ? v + 1 : timed;
         }
     }
+    clrun__program_stats_add_tune(ctx, seconds_now() - began);
     double best = fastest[0];
     for (size_t v = 1; v < timed; v++)
         if (fastest[v] < best) {
