@@ -57,7 +57,8 @@ uint64_t clrun_tensor_bytes(const clrun_tensor_type *type);
  * of them 0 (elements and bytes above are 0 for it too). A graph input, a constant and so a
  * graph output may be empty: such a tensor takes no device memory, a run takes any buffer for it
  * (NULL memory, 0 bytes) and gives it back as 0 bytes. No node reads or writes an empty tensor
- * (the graph builder refuses one by name; the ONNX importer folds every op over one at load). */
+ * (the graph builder refuses one by name; the ONNX importer folds an op over one at load or
+ * refuses it by name, docs/onnx.md). */
 bool clrun_tensor_empty(const clrun_tensor_type *type);
 
 /* How a constant is filled when no data is given: deterministic from its seed, identical on

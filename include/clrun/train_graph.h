@@ -70,8 +70,8 @@ typedef struct clrun_train_graph_options {
                                       forward the first part and the backward the second;
                                       "none": every activation kept; NULL or "": with no
                                       budget binding, the trainer takes dots_saveable or
-                                      sqrt_n where that lowers the step's lower bound by at
-                                      least 4 MiB and 5 % for at most 35 % more arithmetic,
+                                      sqrt_n where that lowers the step's lower bound enough
+                                      for little more arithmetic (the rule: docs/training.md),
                                       else none (clrun_train_stats.remat_auto). The step's
                                       results are the same bits under every policy */
     uint64_t memory_budget;        /* the trainer's (clrun_train_create): bytes the trainer

@@ -22,8 +22,8 @@ static const char *loop_label(const clrun_exec *e, const clrun__node *node)
 
 /* Only the body runs again: a node of the graph outside it, scheduled between the loop's steps,
  * would run once per iteration over inputs whose memory the schedule may have handed on. A body
- * node is guarded (by the loop's flag, or an If's inside it) or reads what the loop's
- * loop_begin or another body node writes. */
+ * node is guarded by what the body computes (the loop's flag, an If's condition inside it) or
+ * reads what the loop's loop_begin or another body node writes. */
 static clrun_status body_only(clrun_exec *e, int32_t begin, int32_t end)
 {
     const clrun__schedule *s = &e->schedule;
@@ -36,7 +36,7 @@ static clrun_status body_only(clrun_exec *e, int32_t begin, int32_t end)
     clrun_status status = CLRUN_OK;
     for (int32_t step = begin + 1; step < end && status == CLRUN_OK; step++) {
         const clrun__node *node = &e->graph->nodes[s->order[step]];
-        bool body = node->guarded;
+        bool body = node->guarded && inside[node->guard];
         for (int k = 0; k < node->input_count && !body; k++)
             body = inside[node->inputs[k]];
         for (int k = 0; k < node->output_count && body; k++)
@@ -223,15 +223,15 @@ clrun_status clrun__exec_loop_after(clrun_exec *e, int32_t *step, bool ran)
             status = read_back(e, node->inputs[1], &go, 1, "condition", node);
         if (status != CLRUN_OK)
             return status;
-        bool data_cond = false;
-        for (int a = 0; a < node->attr_count; a++)
-            if (strcmp(node->attrs[a].name, "data_cond") == 0)
-                data_cond = node->attrs[a].i != 0;
+        /* the body passes its condition through: only the trip count can end the loop (a body
+         * that computes one may end it earlier, else it fails on reaching the most) */
+        const clrun__node *end = &e->graph->nodes[s->order[l->partner]];
+        bool passes_through = end->inputs[2] == end->inputs[1];
         if (trip < 0)
             return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "Loop '%s': the trip count '%s' is %lld "
                                "at run time; it must be 0 or more", loop_label(e, node),
                                clrun__exec_tensor_name(e, node->inputs[0]), (long long)trip);
-        if (trip > MAX_ITERATIONS && go && !data_cond)
+        if (trip > MAX_ITERATIONS && go && passes_through)
             return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "Loop '%s': the trip count '%s' is %lld "
                                "at run time and nothing in the body ends it earlier; clrun runs at most "
                                "%lld iterations", loop_label(e, node),

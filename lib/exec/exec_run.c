@@ -508,13 +508,14 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         status = read_watched(e, w, steps, -1, events);
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++) {
         bool ran = true;
+        int32_t done_step = step; /* a loop's step may move `step` (back, or past the body) */
         status = run_step(e, step, &held, &peak, &ran);
-        if (status == CLRUN_OK && e->loops && e->loops[step].partner >= 0)
-            status = clrun__exec_loop_after(e, &step, ran);
         if (watched && status == CLRUN_OK)
-            status = read_watched(e, w, steps, step, events);
+            status = read_watched(e, w, steps, done_step, events);
         if (status == CLRUN_OK && w && w->wait)
             status = w->wait(w->user, events, false);
+        if (status == CLRUN_OK && e->loops && e->loops[step].partner >= 0)
+            status = clrun__exec_loop_after(e, &step, ran);
     }
     if (status == CLRUN_OK && w && w->wait) {
         clrun__cl.Flush(e->ctx->queue);
