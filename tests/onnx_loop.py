@@ -266,6 +266,24 @@ def main():
             ok = False
         else:
             print("PASS const_start: a constant start made data by the body, run per iteration, exact")
+    # a trip count past the most iterations, the body ending the loop from a counter that starts
+    # at a constant (nothing of it fed): it runs until the body's condition ends it
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.float32(1), "one")),
+         helper.make_node("Add", ["n_in", "one"], ["n_out"]),
+         helper.make_node("Constant", [], ["ten"], value=numpy_helper.from_array(np.float32(10), "ten")),
+         helper.make_node("Less", ["n_out", "ten"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c_in", [], BOOL), vi("n_in", [1])], [vi("c_out", [], BOOL), vi("n_out", [1])])
+    node = helper.make_node("Loop", ["M", "go", "n0"], ["y"], body=body, name="the_loop")
+    m = model([node], [vi("M", [], I64), vi("go", [], BOOL)], [vi("y", [1])], 13,
+              [numpy_helper.from_array(np.zeros(1, np.float32), "n0")])
+    got, err = run(clrun, os.path.join(work, "counter_ends"), m, {"M": np.array(1 << 40, np.int64),
+                                                                   "go": np.array(True)}, ["y"])
+    if got is None or got["y"].tolist() != [10.0]:
+        print(f"FAIL counter_ends: {err or got}")
+        ok = False
+    else:
+        print("PASS counter_ends: a trip count of 2^40 ended by the body's counter after 10 iterations")
     # bad input
     m = counter()
     base = {"y0": np.zeros(4, np.float32), "s0": np.zeros((2, 3), np.float32), "go": np.array(True)}
