@@ -41,9 +41,8 @@ static clrun_graph *loop_graph(bool paired)
     const char *vn[] = {"v"}, *bn[] = {"iter", "on"}, *sn[] = {"s"}, *rn[] = {"r"}, *nn[] = {"n"}, *yn[] = {"y"};
     assert_int_equal(clrun_graph_add_node(g, "loop_carry", &x, 1, vn, 1, NULL, 0, &v), CLRUN_OK);
     clrun_tensor_id bin[3] = {m, go, v};
-    clrun_attr data = {.name = "data_cond", .kind = CLRUN_ATTR_INT, .i = 0};
     if (paired)
-        assert_int_equal(clrun_graph_add_node(g, "loop_begin", bin, 3, bn, 2, &data, 1, begun), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_node(g, "loop_begin", bin, 3, bn, 2, NULL, 0, begun), CLRUN_OK);
     clrun_tensor_id sin[2] = {v, w};
     assert_int_equal(clrun_graph_add_node(g, "add", sin, 2, sn, 1, NULL, 0, &s), CLRUN_OK);
     assert_int_equal(clrun_graph_add_node(g, "loop_carry", &s, 1, rn, 1, NULL, 0, &r), CLRUN_OK);

@@ -522,8 +522,7 @@ static clrun_status outer_reads(clrun__imp *im, int32_t first_node, clrun__value
  * condition from data): the body imported once between loop_begin and loop_end, which the
  * executor runs once per iteration (graph/infer_loop.c). Carried values keep their type and
  * shape; scan outputs are refused (their length would be known only at run time). */
-static clrun_status run_time_loop(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body, int nc,
-                                  bool data_cond)
+static clrun_status run_time_loop(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body, int nc)
 {
     clrun__value *trip = n->in[0], *cond = n->in[1];
     if (trip && (trip->c.elem != CLRUN__ONNX_INT64 || clrun__otensor_count(&trip->c) != 1))
@@ -546,10 +545,9 @@ static clrun_status run_time_loop(clrun__imp *im, clrun__onode *n, const Onnx__G
     ins[1] = cond;
     for (int k = 0; k < nc; k++)
         ins[2 + k] = in[2 + k];
-    clrun_attr attr = clrun__mk_int("data_cond", data_cond);
     int none[2] = {-1, -1};
     if (s == CLRUN_OK)
-        s = clrun__emit(im, n, "loop_begin", ins, 2 + nc, &attr, 1, none, 2, begun);
+        s = clrun__emit(im, n, "loop_begin", ins, 2 + nc, NULL, 0, none, 2, begun);
     clrun__value *saved = im->guard;
     bool saved_negate = im->guard_negate;
     int32_t first_node = im->graph->node_count;
@@ -638,7 +636,7 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
                                   body->output[0]->name ? body->output[0]->name : "");
     }
     if (run_time)
-        return run_time_loop(im, n, body, nc, data_cond);
+        return run_time_loop(im, n, body, nc);
     if ((trip && clrun__otensor_count(&trip->c) != 1) || (cond && clrun__otensor_count(&cond->c) != 1))
         return clrun__invalid(im, "Loop's M and cond have one element each");
     int64_t max_trip = trip ? clrun__otensor_get_int(&trip->c, 0) : INT64_MAX;
