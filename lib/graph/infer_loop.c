@@ -15,24 +15,29 @@
 #include <string.h>
 
 #include "graph/op.h"
+#include "graph/types.h"
 
 static bool one_element(const clrun_tensor_type *t)
 {
-    for (int d = 0; d < t->rank; d++)
-        if (t->shape[d] != 1)
-            return false;
-    return true;
+    return clrun_tensor_elements(t) == 1;
+}
+
+/* The checks every loop op makes: its input count, its attributes, every input's dimensions. */
+static clrun_status checked(const clrun__op_call *call, int min_inputs, int max_inputs,
+                            const clrun__attr_spec *specs, int spec_count, const clrun__infer_error *e)
+{
+    clrun_status s = clrun__check_input_count(call, min_inputs, max_inputs, e);
+    if (s == CLRUN_OK)
+        s = clrun__check_attrs(call, specs, spec_count, e);
+    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
+        s = clrun__check_dims(call, i, e);
+    return s;
 }
 
 static clrun_status begin_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
 {
     const clrun__infer_error e = {"loop_begin", err, errlen};
-    static const clrun__attr_spec specs[] = {{"data_cond", CLRUN__WANT_INT, false}};
-    clrun_status s = clrun__check_input_count(call, 2, 64, &e);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, specs, 1, &e);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dims(call, i, &e);
+    clrun_status s = checked(call, 2, 64, NULL, 0, &e);
     if (s != CLRUN_OK)
         return s;
     if (call->inputs[0].dtype != CLRUN_I64 || !one_element(&call->inputs[0]))
@@ -49,11 +54,7 @@ static clrun_status end_infer(const clrun__op_call *call, clrun_tensor_type *out
 {
     const clrun__infer_error e = {"loop_end", err, errlen};
     static const clrun__attr_spec specs[] = {{"carried", CLRUN__WANT_INT, true}};
-    clrun_status s = clrun__check_input_count(call, 3, 64, &e);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, specs, 1, &e);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dims(call, i, &e);
+    clrun_status s = checked(call, 3, 64, specs, 1, &e);
     if (s != CLRUN_OK)
         return s;
     int64_t nc = clrun__attr_int_or(call, "carried", -1);
@@ -64,16 +65,11 @@ static clrun_status end_infer(const clrun__op_call *call, clrun_tensor_type *out
     for (int i = 1; i < 3; i++)
         if (call->inputs[i].dtype != CLRUN_BOOL || !one_element(&call->inputs[i]))
             return clrun__refuse(&e, "the condition (input %d) must be one bool element", i);
-    for (int k = 0; k < nc; k++) {
-        const clrun_tensor_type *a = &call->inputs[3 + k], *b = &call->inputs[3 + nc + k];
-        bool same = a->dtype == b->dtype && a->rank == b->rank;
-        for (int d = 0; same && d < a->rank; d++)
-            same = a->shape[d] == b->shape[d];
-        if (!same)
+    for (int k = 0; k < nc; k++)
+        if (!clrun__type_equal(&call->inputs[3 + k], &call->inputs[3 + nc + k]))
             return clrun__refuse(&e, "carried value %d: the body's result (input %lld) and the value it "
                                  "reads (input %lld) differ in type or shape", k, (long long)(3 + k),
                                  (long long)(3 + nc + k));
-    }
     memset(out, 0, sizeof *out);
     out[0].dtype = CLRUN_I64;
     return CLRUN_OK;
@@ -82,11 +78,7 @@ static clrun_status end_infer(const clrun__op_call *call, clrun_tensor_type *out
 static clrun_status carry_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
 {
     const clrun__infer_error e = {"loop_carry", err, errlen};
-    clrun_status s = clrun__check_input_count(call, 1, 2, &e);
-    if (s == CLRUN_OK)
-        s = clrun__check_attrs(call, NULL, 0, &e);
-    for (int i = 0; s == CLRUN_OK && i < call->input_count; i++)
-        s = clrun__check_dims(call, i, &e);
+    clrun_status s = checked(call, 1, 2, NULL, 0, &e);
     if (s == CLRUN_OK)
         out[0] = call->inputs[0];
     return s;
