@@ -356,6 +356,18 @@ static clrun_status name_intermediates(clrun__imp *im)
     return s;
 }
 
+/* name, or where a graph tensor already has it, "name.outK" for the first K none has (in other,
+ * which the result may point to). */
+static const char *free_output_name(clrun__imp *im, const char *name, char other[CLRUN__GRAPH_NAME_MAX + 1])
+{
+    const char *free_name = name;
+    for (int k = 0; clrun__graph_find_ident(im->graph, free_name) >= 0; k++) {
+        snprintf(other, CLRUN__GRAPH_NAME_MAX + 1, "%.240s.out%d", name, k);
+        free_name = other;
+    }
+    return free_name;
+}
+
 /* A graph output of the ONNX output value v, named as v: v's own tensor when it is a node's
  * output under v's name and not yet an output; otherwise (an alias of another value, a graph
  * input, a constant, an output listed twice) a copy under v's name, so that every output is its
@@ -376,12 +388,8 @@ static clrun_status add_output(clrun__imp *im, clrun__value *v)
         clrun_tensor_empty(&empty)) {
         /* An empty output: a constant of its shape and no data, which takes no memory and that
          * no kernel writes (a graph input or another output of the same value gets its own). */
-        const char *name = v->name;
         char other[CLRUN__GRAPH_NAME_MAX + 1];
-        for (int k = 0; clrun__graph_find_ident(im->graph, name) >= 0; k++) {
-            snprintf(other, sizeof other, "%.240s.out%d", v->name, k);
-            name = other;
-        }
+        const char *name = free_output_name(im, v->name, other);
         s = clrun_graph_add_constant(im->graph, name, &empty, NULL, CLRUN_FILL_ZEROS, 0, 0, 0, &id);
         if (s != CLRUN_OK && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY)
             return clrun__imp_fail(im, s, "output '%s': %s", v->onnx_name, clrun_graph_last_error(im->graph));
@@ -394,12 +402,8 @@ static clrun_status add_output(clrun__imp *im, clrun__value *v)
     } else {
         clrun_tensor_id src;
         s = clrun__device_id(im, v, &src);
-        const char *name = v->name;
         char other[CLRUN__GRAPH_NAME_MAX + 1];
-        for (int k = 0; s == CLRUN_OK && clrun__graph_find_ident(im->graph, name) >= 0; k++) {
-            snprintf(other, sizeof other, "%.240s.out%d", v->name, k);
-            name = other;
-        }
+        const char *name = free_output_name(im, v->name, other);
         if (s == CLRUN_OK)
             s = clrun_graph_add_node(im->graph, "copy", &src, 1, &name, 1, NULL, 0, &id);
         if (s != CLRUN_OK && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY && im->message[0] == '\0')
