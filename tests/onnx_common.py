@@ -12,6 +12,25 @@ from onnx import TensorProto, helper, numpy_helper
 F = TensorProto.FLOAT
 
 
+def test_rounds(full):
+    """CLRUN_TEST_ROUNDS (a positive integer) when set, else `full`: read as tests/device_test.h
+    reads it for the C tests."""
+    text = os.environ.get("CLRUN_TEST_ROUNDS")
+    if text is None:
+        return full
+    if not text.isdigit() or not 1 <= int(text) <= 1000000:
+        print(f"CLRUN_TEST_ROUNDS='{text}' is not a positive integer: running {full} rounds")
+        return full
+    return int(text)
+
+
+def some_modes(modes):
+    """The first CLRUN_TEST_ROUNDS of `modes` (all of them when it is not set): the sanitizer
+    build and distcheck run every model under fewer allocator modes; the plain build runs all."""
+    modes = list(modes)
+    return modes[:min(len(modes), test_rounds(len(modes)))]
+
+
 def vi(name, dims, elem=F):
     return helper.make_tensor_value_info(name, elem, dims)
 

@@ -27,7 +27,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-ALLOCATORS = ["tlsf", "buddy", "slab", "bump", "naive", "planned"]
+from onnx_common import some_modes
+
+ALLOCATORS = some_modes(["tlsf", "buddy", "slab", "bump", "naive", "planned"])
 TOLERANCE = 1e-6
 
 

@@ -32,8 +32,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_common import some_modes
+
 RNG = np.random.default_rng(20261204)
-MODES = ["buddy", "planned"]
+MODES = some_modes(["buddy", "planned"])
 TOLERANCE = 1e-4
 
 # ---- the numpy references ----

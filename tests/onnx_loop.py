@@ -27,9 +27,9 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_common import close, model, run, vi  # noqa: E402
+from onnx_common import close, model, run, some_modes, vi  # noqa: E402
 
-MODES = ["tlsf", "buddy", "planned", "naive"]
+MODES = some_modes(["tlsf", "buddy", "planned", "naive"])
 I64, BOOL = TensorProto.INT64, TensorProto.BOOL
 
 

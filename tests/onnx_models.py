@@ -27,8 +27,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_common import some_modes
+
 RNG = np.random.default_rng(20261201)
-MODES = ["buddy", "slab", "bump", "naive", "planned"]
+MODES = some_modes(["buddy", "slab", "bump", "naive", "planned"])
 
 
 class Builder:

@@ -32,10 +32,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_common import some_modes
+
 F = TensorProto.FLOAT
 ELEM = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
         np.dtype(np.int32): TensorProto.INT32, np.dtype(np.float32): F}
-MODES = (("tlsf", {}), ("buddy", {}), ("planned", {}), ("naive", {}), ("buddy", {"CLRUN_FUSION": "0"}))
+MODES = some_modes((("tlsf", {}), ("buddy", {}), ("planned", {}), ("naive", {}), ("buddy", {"CLRUN_FUSION": "0"})))
 
 
 def f32(v):

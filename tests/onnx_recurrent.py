@@ -25,8 +25,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_common import some_modes
+
 RNG = np.random.default_rng(20260425)
-MODES = ["buddy", "planned"]
+MODES = some_modes(["buddy", "planned"])
 TOLERANCE = 1e-4
 
 # ---- the numpy reference ----
