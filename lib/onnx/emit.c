@@ -113,9 +113,34 @@ clrun_status clrun__device_id(clrun__imp *im, clrun__value *v, clrun_tensor_id *
 }
 
 
-/* Stands for a dimension 0 while an op's own type rule reads the shapes: a size no real operand
- * has, which broadcasts as 0 does (against 1 and itself only). */
-#define EMPTY_DIM 1000003
+/* Stand for a dimension 0 while an op's own type rule reads the shapes: sizes no real operand
+ * has, which broadcast as 0 does (against 1 and themselves only). The rule runs once with each:
+ * an output dimension that follows the stand-in is the empty one; one that differs otherwise
+ * (derived from it, as 2·n or n + k would be) has no meaning for 0, and the op's own mapping
+ * decides. */
+#define EMPTY_DIM_A 1000003
+#define EMPTY_DIM_B 1000033
+
+/* The op's type rule over the operands' shapes, each 0 replaced by stand_in; types[n_inputs...]
+ * receive the outputs. *known false where an operand's type is beyond what the rule reads. */
+static clrun_status infer_with_stand_in(const clrun__op *o, clrun__value *const *inputs, int n_inputs,
+                                        const clrun_attr *attrs, int n_attrs, int n_outputs, int64_t stand_in,
+                                        clrun_tensor_type *types, bool *known, char *why, size_t why_size)
+{
+    *known = false;
+    for (int i = 0; i < n_inputs; i++) {
+        memset(&types[i], 0, sizeof types[i]);
+        if (!clrun__onnx_elem_dtype(inputs[i]->c.elem, &types[i].dtype) || inputs[i]->c.rank > CLRUN_MAX_DIMS)
+            return CLRUN_OK;
+        types[i].rank = inputs[i]->c.rank;
+        for (int d = 0; d < types[i].rank; d++)
+            types[i].shape[d] = inputs[i]->c.dims[d] == 0 ? stand_in : inputs[i]->c.dims[d];
+    }
+    *known = true;
+    clrun__op_call call = {.inputs = types, .input_count = n_inputs, .outputs = types + n_inputs,
+                           .output_count = n_outputs, .attrs = attrs, .attr_count = n_attrs};
+    return o->infer(&call, types + n_inputs, why, why_size);
+}
 
 /* An op with an empty operand. An elementwise op (unary, binary, ternary with numpy
  * broadcasting) gives an empty result of the broadcast shape; another op too where its type rule
@@ -133,28 +158,30 @@ static clrun_status empty_result(clrun__imp *im, const clrun__onode *n, const ch
                        o->kind == CLRUN__OP_BINARY || o->kind == CLRUN__OP_TERNARY;
     if (o->outputs != n_outputs || n_outputs > 8 || n_inputs > MAX_EMIT)
         return CLRUN_OK;
-    clrun_tensor_type types[MAX_EMIT + 8];
-    for (int i = 0; i < n_inputs; i++) {
-        memset(&types[i], 0, sizeof types[i]);
-        if (!clrun__onnx_elem_dtype(inputs[i]->c.elem, &types[i].dtype) || inputs[i]->c.rank > CLRUN_MAX_DIMS)
-            return CLRUN_OK;
-        types[i].rank = inputs[i]->c.rank;
-        for (int d = 0; d < types[i].rank; d++)
-            types[i].shape[d] = inputs[i]->c.dims[d] == 0 ? EMPTY_DIM : inputs[i]->c.dims[d];
-    }
-    clrun__op_call call = {.inputs = types, .input_count = n_inputs, .outputs = types + n_inputs,
-                           .output_count = n_outputs, .attrs = attrs, .attr_count = n_attrs};
+    clrun_tensor_type types[MAX_EMIT + 8], other[MAX_EMIT + 8];
     char why[256] = "";
-    if (o->infer(&call, types + n_inputs, why, sizeof why) != CLRUN_OK) {
-        if (!elementwise)
+    bool known;
+    if (infer_with_stand_in(o, inputs, n_inputs, attrs, n_attrs, n_outputs, EMPTY_DIM_A, types, &known, why,
+                            sizeof why) != CLRUN_OK) {
+        if (!known || !elementwise)
             return CLRUN_OK;
         *handled = true;
         return clrun__invalid(im, "%s of an empty operand: %s", op, why[0] ? why : "the shapes do not fit");
     }
+    if (!known || infer_with_stand_in(o, inputs, n_inputs, attrs, n_attrs, n_outputs, EMPTY_DIM_B, other, &known,
+                                      why, sizeof why) != CLRUN_OK)
+        return CLRUN_OK;
     for (int i = 0; i < n_outputs; i++) {
+        const clrun_tensor_type *a = &types[n_inputs + i], *b = &other[n_inputs + i];
         bool carried = false;
-        for (int d = 0; d < types[n_inputs + i].rank; d++)
-            carried = carried || types[n_inputs + i].shape[d] == EMPTY_DIM;
+        if (a->rank != b->rank)
+            return CLRUN_OK;
+        for (int d = 0; d < a->rank; d++) {
+            bool follows = a->shape[d] == EMPTY_DIM_A && b->shape[d] == EMPTY_DIM_B;
+            if (!follows && a->shape[d] != b->shape[d])
+                return CLRUN_OK; /* derived from the empty dimension */
+            carried = carried || follows;
+        }
         if (!carried)
             return CLRUN_OK;
     }
@@ -163,7 +190,7 @@ static clrun_status empty_result(clrun__imp *im, const clrun__onode *n, const ch
         clrun_tensor_type *t = &types[n_inputs + i];
         int64_t dims[CLRUN_MAX_DIMS];
         for (int d = 0; d < t->rank; d++)
-            dims[d] = t->shape[d] == EMPTY_DIM ? 0 : t->shape[d];
+            dims[d] = t->shape[d] == EMPTY_DIM_A ? 0 : t->shape[d];
         int k = out_index ? out_index[i] : -1;
         bool named = n && k >= 0 && k < n->n_out && n->out[k] >= 0;
         clrun__value *r = NULL;
