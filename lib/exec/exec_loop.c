@@ -96,7 +96,9 @@ static clrun_status read_back(clrun_exec *e, int32_t t, void *host, size_t bytes
     if (mem == NULL)
         return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "Loop '%s': its %s '%s' has no memory",
                            loop_label(e, node), what, clrun__exec_tensor_name(e, t));
-    cl_int error = clrun__cl.Finish(e->ctx->queue);
+    /* a blocking read on an in-order queue waits for the kernels before it; an out-of-order
+     * queue's kernels carry no events to wait on */
+    cl_int error = e->ctx->out_of_order ? clrun__cl.Finish(e->ctx->queue) : CL_SUCCESS;
     if (error == CL_SUCCESS)
         error = clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
     if (error != CL_SUCCESS)
@@ -131,16 +133,23 @@ static clrun_status fill(clrun_exec *e, int32_t t, const void *pattern, size_t b
     return CLRUN_OK;
 }
 
-/* The next iteration's number into loop_begin's first output, true into its second (the body's
- * guard, known without reading it back). */
-static clrun_status start_iteration(clrun_exec *e, const clrun__node *begin, int64_t number)
+/* The next iteration's number into the first output of loop_begin (at step `at`), true into its
+ * second (the body's guard, known without reading it back). The guards the body computes are read
+ * again; those from before the loop (an enclosing If's) keep their values. */
+static clrun_status start_iteration(clrun_exec *e, int32_t at, int64_t number)
 {
+    const clrun__schedule *s = &e->schedule;
+    const clrun__node *begin = &e->graph->nodes[s->order[at]];
     unsigned char yes = 1;
     clrun_status status = fill(e, begin->outputs[0], &number, sizeof number, begin);
     if (status == CLRUN_OK)
         status = fill(e, begin->outputs[1], &yes, 1, begin);
-    if (status == CLRUN_OK && e->guard_values) { /* guards inside the body are read again */
-        memset(e->guard_values, -1, (size_t)e->graph->tensor_count);
+    if (status == CLRUN_OK && e->guard_values) {
+        for (int32_t step = at + 1; step < e->loops[at].partner; step++) {
+            const clrun__node *n = &e->graph->nodes[s->order[step]];
+            for (int k = 0; k < n->output_count; k++)
+                e->guard_values[n->outputs[k]] = -1;
+        }
         e->guard_values[begin->outputs[1]] = 1;
     }
     return status;
@@ -243,7 +252,7 @@ clrun_status clrun__exec_loop_after(clrun_exec *e, int32_t *step, bool ran)
             *step = l->partner - 1; /* straight to loop_end: no iteration */
             return CLRUN_OK;
         }
-        return start_iteration(e, node, 0);
+        return start_iteration(e, at, 0);
     }
     if (!clrun__op_is_loop_end(node->op) || !ran)
         return CLRUN_OK;
@@ -252,7 +261,7 @@ clrun_status clrun__exec_loop_after(clrun_exec *e, int32_t *step, bool ran)
     if (l->again) {
         l->again = false;
         *step = e->loops[at].partner; /* the caller goes on at the step after it */
-        return start_iteration(e, begin, l->count);
+        return start_iteration(e, e->loops[at].partner, l->count);
     }
     l->running = false;
     return write_to(e, node->outputs[0], &l->count, sizeof l->count, node);
