@@ -256,6 +256,8 @@ class TrainStep:
                                  "model, not %s" % type(model).__name__)
             check(status, pointer)
             self._state.pointer = train.value
+            if data_parallel is not None:
+                data_parallel._adopt(self)
             self._describe()
         except BaseException:
             self.close()

@@ -27,8 +27,8 @@ import threading
 import weakref
 
 from . import _lib
-from .errors import InvalidArgumentError, UnsupportedError, error, type_error, INVALID_ARGUMENT, \
-    UNSUPPORTED
+from .errors import BusyError, InvalidArgumentError, UnsupportedError, error, type_error, \
+    INVALID_ARGUMENT, STATUSES, UNSUPPORTED
 
 __all__ = ["DataParallel", "available"]
 
@@ -176,6 +176,7 @@ class DataParallel:
         self._handle = _Handle(lib, handle.value)
         self._finalizer = weakref.finalize(self, _Handle.close, self._handle)
         self.global_batch = None
+        self._steps = weakref.WeakSet()  # the train steps whose hooks use the handle
         if timeout is not None:
             self.timeout = timeout
 
@@ -244,16 +245,26 @@ class DataParallel:
         self._lib.abort(self._handle.pointer, int(code))
 
     def _fill(self, options, bucket_bytes):
-        """Sets a clrun_train_options' hooks to this group's all-reduce."""
+        """Sets a clrun_train_options' hooks to this group's all-reduce (the step made with them
+        registers itself with _adopt)."""
         if self.global_batch is None:
             raise InvalidArgumentError(INVALID_ARGUMENT, "data_parallel: call share(global_batch) "
                                        "first: it sets this rank's share of the gradient")
         _check(self._lib, self._lib.train_options(self._pointer(), _lib.byref(options),
                                                   bucket_bytes))
 
+    def _adopt(self, step):
+        self._steps.add(step)
+
     def close(self):
         """Frees the duplicate communicator (collective), finalising MPI when this group
-        initialised it and no other does. The train steps made with it must be closed first."""
+        initialised it and no other does. The train steps made with it must be closed first:
+        clrun.BusyError otherwise."""
+        open_steps = [s for s in self._steps if not s.closed]
+        if open_steps:
+            busy = [code for code, name in STATUSES.items() if name == "CLRUN_ERROR_BUSY"][0]
+            raise BusyError(busy, "clrun.mpi.DataParallel.close: %d train step(s) made with it "
+                            "are open (their hooks use it); close them first" % len(open_steps))
         self._finalizer()
 
     def __enter__(self):

@@ -127,6 +127,7 @@ with tempfile.TemporaryDirectory() as tmp, clrun.Context() as ctx:
             print("%s: %d ranks, %d steps: %.3g of a tensor's largest from one process"
                   % (what, size, steps, worst))
         alone.close()
+        expect_error(clrun.BusyError, "close them first", dp.close, "close() with a step open")
         dist.close()
 given.close()
 world.close()
