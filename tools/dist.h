@@ -37,8 +37,9 @@ int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s);
 
 /* The reduce hook (user: the clrun_cli_dist): each rank's gradients times its weight, summed
  * over the ranks: the gradient of the mean loss over the global batch. A collective that does
- * not complete within the timeout probes the other ranks: it prints those that do not answer
- * and aborts the job (MPI_Abort: a hung peer cannot be waited out), or waits on when all do. */
+ * not complete within the timeout probes the other ranks: it fails the step naming those that
+ * do not answer (clrun train then ends the job: clrun_cli_dist_abort, since a hung peer cannot
+ * be waited out), or waits on when all do (clrun_mpi_reduce). */
 clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
                                    char *err, size_t errlen);
 
