@@ -11,7 +11,8 @@ CLRUN_PY_SOURCES = \
 	python/clrun/_pipeline.py \
 	python/clrun/_onnx.py \
 	python/clrun/_train.py \
-	python/clrun/_grad.py
+	python/clrun/_grad.py \
+	python/clrun/mpi.py
 
 if HAVE_PYTHON
 clrunpydir = $(pythondir)/clrun

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The include rule: areas depend one way, lowest first,
-#   strategies <- core <- device <- memory, graph <- ops, plan, onnx, grad <- fuse <- exec <- train <- tools
+#   strategies <- core <- device <- memory, graph <- ops, plan, onnx, grad <- fuse <- exec <- train <- mpi <- tools
+# (lib/mpi is libclrun-mpi, a library of its own over MPI, built only when configure finds it.)
 # (strategies/ are pure offset managers that see only <clrun/strategy.h> and the status codes;
 # core's option table names them). A file may include its own area's headers and those of lower
 # areas, never a sibling's or a higher one's: internal "area/x.h" headers and public <clrun/x.h>
@@ -30,7 +31,8 @@ function level(a) {
     if (a == "fuse") return 5
     if (a == "exec") return 6
     if (a == "train") return 7
-    if (a == "tools") return 8
+    if (a == "mpi") return 8
+    if (a == "tools") return 9
     return ""
 }
 # The area that owns a public header; "any" for the status codes, "umbrella" for clrun.h; ""
@@ -48,11 +50,12 @@ function public_owner(h) {
     if (h ~ /^clrun\/(grad|remat|train_graph)\.h$/) return "grad"
     if (h ~ /^clrun\/(exec|pipeline)\.h$/) return "exec"
     if (h == "clrun/train.h") return "train"
+    if (h == "clrun/mpi.h") return "mpi"
     return ""
 }
 # Public headers that carry OpenCL types.
 function opencl_public(h) {
-    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|pipeline)\.h$/
+    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|pipeline|mpi)\.h$/
 }
 # Pure code (graph, plan, strategies, the allocator core, fusion decisions) includes no OpenCL.
 function pure_file(f) {

@@ -1,14 +1,18 @@
-# Sourced by the tests of `clrun train` under mpirun (after cli_common.sh): skips (exit 77) when
-# configure found no MPI, mpirun is missing, or Python lacks onnx or scikit-learn; sets the
-# environment for ranks on this one machine; defines mpi N ARGS..., mpirun with N ranks in it.
+# Sourced by the tests under mpirun (after cli_common.sh): skips (exit 77) when configure found
+# no MPI, mpirun is missing, or Python lacks onnx or scikit-learn (unless CLRUN_MPI_NO_PYTHON=yes);
+# sets the environment for ranks on this one machine; defines mpi N ARGS..., mpirun with N ranks
+# in it.
 if [ "${HAVE_MPI:-no}" != yes ]; then
     echo "SKIP: clrun was configured without MPI (apt-get install libopenmpi-dev openmpi-bin)"
     exit 77
 fi
-need_onnx_python
-if ! "$PYTHON" -c 'import sklearn' >/dev/null 2>&1; then
-    echo "SKIP: $PYTHON lacks scikit-learn (apt-get install python3-sklearn)"
-    exit 77
+# CLRUN_MPI_NO_PYTHON=yes: a test whose data needs neither onnx nor scikit-learn.
+if [ "${CLRUN_MPI_NO_PYTHON:-no}" != yes ]; then
+    need_onnx_python
+    if ! "$PYTHON" -c 'import sklearn' >/dev/null 2>&1; then
+        echo "SKIP: $PYTHON lacks scikit-learn (apt-get install python3-sklearn)"
+        exit 77
+    fi
 fi
 MPIRUN=${MPIRUN:-mpirun}
 if ! command -v "$MPIRUN" >/dev/null 2>&1; then

@@ -9,7 +9,8 @@
 AM_TESTS_ENVIRONMENT = LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0" ; export LSAN_OPTIONS ; \
 	ASAN_OPTIONS="intercept_tls_get_addr=0:use_sigaltstack=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}" ; export ASAN_OPTIONS ; \
 	CXX="$(CXX)" ; OPENCL_CFLAGS="$(OPENCL_CFLAGS)" ; export CXX OPENCL_CFLAGS ; \
-	HAVE_MPI="$(have_mpi)" ; MPIRUN="$(MPIRUN)" ; export HAVE_MPI MPIRUN ;
+	HAVE_MPI="$(have_mpi)" ; MPIRUN="$(MPIRUN)" ; MPI_CFLAGS="$(MPI_CFLAGS)" ; \
+	export HAVE_MPI MPIRUN MPI_CFLAGS ;
 EXTRA_DIST += tests/lsan.supp tests/device_test.h
 
 if HAVE_CMOCKA
@@ -18,7 +19,8 @@ TEST_LDADD = libclrun-internal.la $(CMOCKA_LIBS)
 endif
 
 # After `make install`: a client built with nothing but pkg-config (warnings are errors, so the
-# OpenCL target version must come with the flags) enqueues its own kernel on clrun's queue.
+# OpenCL target version must come with the flags) enqueues its own kernel on clrun's queue; with
+# MPI, tests/test_mpi.c builds with nothing but pkg-config's clrun-mpi (run by tests/mpi_train.sh).
 EXTRA_DIST += tests/client/enqueue.c
 installcheck-local:
 	@PKG_CONFIG_PATH="$(DESTDIR)$(libdir)/pkgconfig" ; export PKG_CONFIG_PATH ; \
@@ -26,6 +28,11 @@ installcheck-local:
 	$(CC) -std=c11 -Wall -Wextra -Werror -o installcheck-client $(srcdir)/tests/client/enqueue.c $$flags && \
 	LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" POCL_DEVICES=pthread ./installcheck-client && \
 	rm -f installcheck-client
+	@if test "$(have_mpi)" = yes; then \
+	PKG_CONFIG_PATH="$(DESTDIR)$(libdir)/pkgconfig" ; export PKG_CONFIG_PATH ; \
+	flags=`$(PKG_CONFIG) --define-variable=prefix="$(DESTDIR)$(prefix)" --cflags --libs clrun-mpi` && \
+	$(CC) -std=c11 -Wall -Wextra -Werror -o installcheck-mpi-client $(srcdir)/tests/test_mpi.c $$flags -lm && \
+	rm -f installcheck-mpi-client; fi
 
 # The include rule (areas depend one way; pure code has no OpenCL; the CLI uses only the public
 # API): tests/check-includes.sh names every include against it.

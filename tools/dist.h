@@ -1,8 +1,8 @@
 /* Data parallelism for clrun train: one process per device, each training on its share of
  * every global batch, the gradients all-reduced between the backward pass and the update
- * (clrun_train_options.reduce). Over Open MPI where configure found it (dist_mpi.c); else one
- * process alone (dist_none.c), which refuses to run under mpirun rather than train N times. The
- * library itself knows nothing of MPI. */
+ * (clrun_train_options.reduce). Over Open MPI where configure found it (dist_mpi.c, over
+ * libclrun-mpi: <clrun/mpi.h>); else one process alone (dist_none.c), which refuses to run
+ * under mpirun rather than train N times. libclrun itself knows nothing of MPI. */
 #ifndef CLRUN_TOOLS_DIST_H
 #define CLRUN_TOOLS_DIST_H
 
@@ -14,6 +14,8 @@
 
 #include "det_sum.h"
 
+struct clrun_mpi;
+
 typedef struct clrun_cli_dist {
     int rank, size;     /* 0 and 1 for one process */
     double timeout_s;   /* how long a collective may wait for the others */
@@ -22,7 +24,7 @@ typedef struct clrun_cli_dist {
     uint64_t reduces;   /* gradient reductions done (all-reduces, or --deterministic's sums) */
     double reduce_s;    /* their wall time in all, from the call to the reduced gradients */
     double last_reduce_s; /* the last one's */
-    double bucket_start;  /* a bucketed reduction: when this step's first bucket started */
+    struct clrun_mpi *mpi; /* libclrun-mpi's handle under mpirun, else NULL */
 } clrun_cli_dist;
 
 /* Whether this build runs under mpirun (configure found MPI). */
@@ -35,8 +37,9 @@ int clrun_cli_dist_start(clrun_cli_dist *d, double timeout_s);
 
 /* The reduce hook (user: the clrun_cli_dist): each rank's gradients times its weight, summed
  * over the ranks: the gradient of the mean loss over the global batch. A collective that does
- * not complete within the timeout probes the other ranks: it prints those that do not answer
- * and aborts the job (MPI_Abort: a hung peer cannot be waited out), or waits on when all do. */
+ * not complete within the timeout probes the other ranks: it fails the step naming those that
+ * do not answer (clrun train then ends the job: clrun_cli_dist_abort, since a hung peer cannot
+ * be waited out), or waits on when all do (clrun_mpi_reduce). */
 clrun_status clrun_cli_dist_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
                                    char *err, size_t errlen);
 

@@ -8,12 +8,12 @@ clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c too
 clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
 # The CLI is a client of the public API: it links the installed library, as users do.
 clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
-# Data-parallel training (tools/dist.h): over Open MPI where configure found it, which only the
-# CLI links; the library stays free of MPI.
+# Data-parallel training (tools/dist.h): over Open MPI where configure found it, through
+# libclrun-mpi (lib/mpi); libclrun stays free of MPI.
 if HAVE_MPI
 clrun_SOURCES += tools/dist.h tools/det_sum.h tools/det_sum.c tools/dist_mpi.c
 clrun_CFLAGS += $(MPI_CFLAGS)
-clrun_LDADD += $(MPI_LIBS)
+clrun_LDADD += libclrun-mpi.la $(MPI_LIBS)
 else
 clrun_SOURCES += tools/dist.h tools/det_sum.h tools/det_sum.c tools/dist_none.c
 endif

@@ -26,10 +26,10 @@ extern "C" {
 #endif
 
 /* A reduction of each step's gradients across processes or devices (data-parallel training;
- * clrun itself stays free of MPI: tools/dist_mpi.c is one such hook). clrun_train_step calls it
- * after the backward pass and before the optimizer's update with this step's gradient of every
- * parameter, in parameter order (clrun_train_param_info), concatenated in host memory as
- * `count` floats (the sum of the parameters' elements); it replaces them in place with the
+ * libclrun stays free of MPI: libclrun-mpi's <clrun/mpi.h> has such hooks). clrun_train_step
+ * calls it after the backward pass and before the optimizer's update with this step's gradient
+ * of every parameter, in parameter order (clrun_train_param_info), concatenated in host memory
+ * as `count` floats (the sum of the parameters' elements); it replaces them in place with the
  * gradients the update is to use (for data parallelism: the sum over the processes of each
  * one's gradient weighted by its share of the global batch, which is the gradient of the mean
  * loss over the global batch). `step` is the step's number (1 for the first). A status other

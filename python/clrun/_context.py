@@ -518,7 +518,7 @@ class Context:
 
     def train(self, model, loss, optimizer=None, *, params=None, label_dtype="int64", mode=None,
               fusion=None, keep_gradients=False, dims=None, shapes=None, remat=None,
-              memory_budget=None):
+              memory_budget=None, data_parallel=None, bucket_bytes=None):
         """Makes a model's train step on this context; returns a :class:`clrun.TrainStep`.
 
         Args:
@@ -547,6 +547,13 @@ class Context:
                 clrun.InvalidArgumentError naming the least any rewrite holds, or the smallest
                 peak found, when none does. Without it the pool's limit is the budget when the
                 step may not fit in it.
+            data_parallel: a :class:`clrun.mpi.DataParallel` (under mpirun): each step's
+                gradients all-reduced over its ranks, scaled by this rank's share of the global
+                batch (set by its share()), so that every rank applies the update of the global
+                batch; feed each step this rank's rows. The model's batch is the rank's rows.
+            bucket_bytes: with data_parallel, the gradients all-reduced in buckets of at least
+                this many bytes (or "256K") while the backward pass runs; 0: one all-reduce
+                after it. Default 1 MiB, as clrun train's --bucket.
 
         Raises clrun.UnsupportedError naming an op without a gradient rule, and
         clrun.InvalidArgumentError for a loss tensor or parameter the model lacks.
@@ -554,7 +561,8 @@ class Context:
         from ._train import TrainStep
         return TrainStep(self, model, loss, optimizer, params=params, label_dtype=label_dtype,
                          mode=mode, fusion=fusion, keep_gradients=keep_gradients, dims=dims,
-                         shapes=shapes, remat=remat, memory_budget=memory_budget)
+                         shapes=shapes, remat=remat, memory_budget=memory_budget,
+                         data_parallel=data_parallel, bucket_bytes=bucket_bytes)
 
     def gradient(self, model, loss, wrt=None, *, dims=None, shapes=None, mode=None,
                  fusion=None):

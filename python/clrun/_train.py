@@ -155,7 +155,7 @@ class TrainStep:
 
     def __init__(self, context, model, loss, optimizer=None, params=None, label_dtype="int64",
                  mode=None, fusion=None, keep_gradients=False, dims=None, shapes=None,
-                 remat=None, memory_budget=None):
+                 remat=None, memory_budget=None, data_parallel=None, bucket_bytes=None):
         from ._context import _size
         from ._model import (Model, _check_dims, _check_shapes, _is_bytes, _load_graph, _mode)
         if _lib.train_create is None:
@@ -200,6 +200,23 @@ class TrainStep:
         options.exec.mode = _lib.EXEC_MODES[_mode(mode)]
         if fusion is not None:
             options.exec.fusion = 1 if fusion else -1
+        if data_parallel is not None:
+            from .mpi import DataParallel
+            if not isinstance(data_parallel, DataParallel):
+                raise type_error("data_parallel is a clrun.mpi.DataParallel, not %r"
+                                 % (data_parallel,))
+            if bucket_bytes is None:
+                buckets = 1 << 20
+            elif isinstance(bucket_bytes, int) and not isinstance(bucket_bytes, bool) and \
+                    bucket_bytes == 0:
+                buckets = 0
+            else:
+                buckets = _size(bucket_bytes, "bucket_bytes")
+            data_parallel._fill(options, buckets)
+        elif bucket_bytes is not None:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "bucket_bytes applies with "
+                                       "data_parallel= only")
+        self.data_parallel = data_parallel  # the hooks' handle: alive while the step is
         self.loss = loss
         self.optimizer = optimizer
         self.keep_gradients = bool(keep_gradients)
@@ -239,6 +256,8 @@ class TrainStep:
                                  "model, not %s" % type(model).__name__)
             check(status, pointer)
             self._state.pointer = train.value
+            if data_parallel is not None:
+                data_parallel._adopt(self)
             self._describe()
         except BaseException:
             self.close()
