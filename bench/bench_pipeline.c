@@ -11,7 +11,8 @@
  * Per row: ms per micro-batch of each, the streamed run's ratio to the sequential pipeline and to
  * one device (below 1: faster), the bubble fraction (idle share of stage time within the run's
  * wall span: 1 - busy / (2 x wall)) of the sequential runs (summed over the M runs) and of the
- * streamed run, each stage's busy ms, the activation bytes moved between the devices per
+ * streamed run next to the ideal one of two equal stages ((S - 1) / (M + S - 1), S = 2: the
+ * fill and drain of the pipeline), each stage's busy ms, the activation bytes moved between the devices per
  * micro-batch and the host bytes the hand-off slots hold; "bits" says whether every streamed
  * micro-batch's output equals one device's, bit for bit.
  * Usage: bench_pipeline [--repeat N] [ROWS WIDTH LAYERS] (default 3; 64 1024 8). POCL_DEVICES
@@ -129,8 +130,8 @@ int main(int argc, char **argv)
            "repeat %d (median)\n",
            s0.device_name, s1.device_name, (double)limit / 1048576, (int)s0.first_node,
            (int)s0.end_node, (int)s1.first_node, (int)s1.end_node, repeat);
-    printf("%3s %10s %10s %10s %8s %8s %8s %8s %9s %9s %10s %10s %s\n", "M", "one ms/mb",
-           "seq ms/mb", "strm ms/mb", "s/seq", "s/one", "bub seq", "bub strm", "busy0 ms",
+    printf("%3s %10s %10s %10s %8s %8s %8s %8s %8s %9s %9s %10s %10s %s\n", "M", "one ms/mb",
+           "seq ms/mb", "strm ms/mb", "s/seq", "s/one", "bub seq", "bub strm", "ideal", "busy0 ms",
            "busy1 ms", "moved/mb", "handoff", "bits");
     double *t1 = calloc((size_t)repeat, sizeof *t1), *ts = calloc((size_t)repeat, sizeof *ts),
            *tm = calloc((size_t)repeat, sizeof *tm);
@@ -184,9 +185,11 @@ int main(int argc, char **argv)
         }
         double one = bench_median(t1, repeat) / m, seq = bench_median(ts, repeat) / m,
                strm = bench_median(tm, repeat) / m;
-        printf("%3d %10.2f %10.2f %10.2f %8.2f %8.2f %7.1f%% %7.1f%% %9.1f %9.1f %9.1fK %9.1fK %s\n",
+        printf("%3d %10.2f %10.2f %10.2f %8.2f %8.2f %7.1f%% %7.1f%% %7.1f%% %9.1f %9.1f %9.1fK "
+               "%9.1fK %s\n",
                m, one, seq, strm, strm / seq, strm / one,
                seq_wall > 0 ? 100 * (1 - seq_busy / (2 * seq_wall)) : 0, 100 * run.bubble_fraction,
+               100.0 / (m + 1),
                b0.wall_ms, b1.wall_ms, (double)run.bytes_moved / 1024,
                (double)run.handoff_bytes / 1024, same ? "PASS" : "FAIL");
     }
