@@ -19,7 +19,7 @@ static void print_help(void)
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
            "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
            "                 [--output-dir DIR] [--weights f16|bf16|int8] [--memory-budget SIZE]\n"
-           "                 [--devices I,J,... [--device-limit SIZE]]\n\n"
+           "                 [--devices I,J,... [--device-limit SIZE] [--micro-batches M]]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -44,7 +44,12 @@ static void print_help(void)
            "  --memory-budget SIZE  what the executor may hold (its weights and its arena, in\n"
            "               planned mode unless --allocator names another): tensors alive across\n"
            "               the peak are recomputed after it until it fits (the same outputs, bit\n"
-           "               for bit); a budget nothing meets fails with the least found\n",
+           "               for bit); a budget nothing meets fails with the least found\n"
+           "  --micro-batches M  with --devices: stream M micro-batches (each the graph's own\n"
+           "               batch, inputs of seed S + j, or every one the --input files) through\n"
+           "               the stages, overlapping them; reports time per micro-batch, each\n"
+           "               stage's busy time and the bubble fraction; checksums and --output-dir\n"
+           "               are micro-batch 0's\n",
            clrun_strategy_names());
     clrun_cli_io_help(true);
     clrun_cli_const_help();
@@ -83,6 +88,13 @@ static int parse_args(int argc, char **argv, run_args *a)
                 return clrun_cli_usage_error("run", "--devices takes device indices separated by "
                                              "commas (0,1), at most %d, not '%s'",
                                              CLRUN_RUN_MAX_DEVICES, argv[i]);
+        } else if (strcmp(arg, "--micro-batches") == 0 && has_value) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || n < 1 || n > 4096)
+                return clrun_cli_usage_error("run", "--micro-batches takes a count from 1 to 4096, "
+                                             "not '%s'", argv[i]);
+            a->micro_batches = (int)n;
         } else if (strcmp(arg, "--device-limit") == 0 && has_value) {
             if (!clrun_parse_size(argv[++i], &a->device_limit) || a->device_limit == 0)
                 return clrun_cli_usage_error("run", "--device-limit takes a size > 0 (bytes, or "
@@ -124,6 +136,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         return clrun_cli_usage_error("run", "no graph file given");
     if (a->device_limit && a->device_count == 0)
         return clrun_cli_usage_error("run", "--device-limit goes with --devices");
+    if (a->micro_batches && a->device_count == 0)
+        return clrun_cli_usage_error("run", "--micro-batches goes with --devices");
     if (a->device_count && (a->trace || a->weights != CLRUN_F32 || a->strict_donation))
         return clrun_cli_usage_error("run", "--devices does not take --trace, --weights or --strict-donation yet");
     if (a->allocator && !clrun_allocator_valid(a->allocator))

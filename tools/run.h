@@ -31,6 +31,7 @@ typedef struct run_args {
     unsigned devices[CLRUN_RUN_MAX_DEVICES]; /* --devices: a pipeline over these */
     int device_count;       /* 0: one device, no pipeline */
     uint64_t device_limit;  /* --device-limit: each device's pool limit; 0: its own */
+    int micro_batches;      /* --micro-batches: streamed through the pipeline; 0: plain runs */
 } run_args;
 
 /* One fused group, copied from the executor before it goes. */

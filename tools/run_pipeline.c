@@ -1,6 +1,8 @@
 /* clrun run --devices 0,1: the graph split into a pipeline over several devices
  * (clrun/pipeline.h), one stage per device; the report gives each device's nodes, weights,
- * peak and bytes moved, and each output's checksum (the one-device run's). */
+ * peak and bytes moved, and each output's checksum (the one-device run's). With
+ * --micro-batches M, M micro-batches stream through the stages, overlapping them, and the report
+ * adds the time per micro-batch, each stage's busy time and the bubble fraction. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +31,9 @@ int clrun_run_parse_devices(const char *text, unsigned *devices, int max)
     return n;
 }
 
-/* Each input: its --input file, else the seeded values of a one-device run. NULL after saying
- * why on stderr. */
-static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **bytes_out)
+/* Each input, `blocks` consecutive blocks of it: its --input file in every block, else block j
+ * the seeded values (seed + j) of a one-device run. NULL after saying why on stderr. */
+static void **make_inputs(const run_args *a, const clrun_graph *g, int blocks, uint64_t **bytes_out)
 {
     const clrun_tensor_id *ids;
     int32_t n = clrun_graph_inputs(g, &ids);
@@ -41,18 +43,23 @@ static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **by
     if (!ok)
         fprintf(stderr, "clrun run: %s: out of host memory for the inputs\n", a->path);
     for (int32_t i = 0; ok && i < n; i++) {
-        bytes[i] = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
+        uint64_t one = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
+        bytes[i] = one * (uint64_t)blocks;
         host[i] = malloc(bytes[i] ? (size_t)bytes[i] : 1);
         const void *given = clrun_cli_io_input(&a->io, i);
         const char *name = clrun_graph_tensor_name(g, ids[i]);
         if (host[i] == NULL) {
             fprintf(stderr, "clrun run: %s: out of host memory for input '%s'\n", a->path, name);
             ok = false;
-        } else if (given) {
-            memcpy(host[i], given, (size_t)bytes[i]);
-        } else if (clrun_graph_example_input(g, i, a->seed, host[i], bytes[i]) != CLRUN_OK) {
-            fprintf(stderr, "clrun run: %s: input '%s': %s\n", a->path, name, clrun_last_error(NULL));
-            ok = false;
+        }
+        for (int j = 0; ok && j < blocks; j++) {
+            char *block = (char *)host[i] + (size_t)j * (size_t)one;
+            if (given) {
+                memcpy(block, given, (size_t)one);
+            } else if (clrun_graph_example_input(g, i, a->seed + (uint64_t)j, block, one) != CLRUN_OK) {
+                fprintf(stderr, "clrun run: %s: input '%s': %s\n", a->path, name, clrun_last_error(NULL));
+                ok = false;
+            }
         }
     }
     if (!ok) {
@@ -66,9 +73,20 @@ static void **make_inputs(const run_args *a, const clrun_graph *g, uint64_t **by
     return host;
 }
 
+/* Where the outputs are read from: the pipeline after clrun_pipeline_run, else block 0 of the
+ * streamed run's output arrays. */
+typedef struct run_outputs {
+    clrun_pipeline *p;
+    void **streamed; /* per output: M blocks; NULL for plain runs */
+} run_outputs;
+
 static clrun_status read_pipeline_output(void *source, int32_t index, void *host, uint64_t bytes)
 {
-    return clrun_pipeline_read_output(source, index, host, bytes);
+    const run_outputs *o = source;
+    if (o->streamed == NULL)
+        return clrun_pipeline_read_output(o->p, index, host, bytes);
+    memcpy(host, o->streamed[index], (size_t)bytes);
+    return CLRUN_OK;
 }
 
 static int compare_ms(const void *x, const void *y)
@@ -88,27 +106,44 @@ static void print_report(const run_args *a, const clrun_graph *g, const clrun_pi
     printf("%s: pipeline over %d devices, %d run%s: median %.3f ms (min %.3f, max %.3f)\n", a->path,
            (int)a->device_count, a->repeat, a->repeat == 1 ? "" : "s", median_ms(times, a->repeat), times[0],
            times[a->repeat - 1]);
+    clrun_pipeline_run_info run;
+    if (a->micro_batches && clrun_pipeline_run_info_get(p, &run) == CLRUN_OK) {
+        char held[32], moved[32];
+        printf("  %d micro-batches per run on %d thread%s: %.3f ms per micro-batch (median run), "
+               "last run %.3f ms, stages busy %.3f ms, bubble %.1f%%, moved %s per micro-batch, "
+               "hand-off slots hold %s\n",
+               (int)run.micro_batches, (int)run.threads, run.threads == 1 ? "" : "s",
+               median_ms(times, a->repeat) / run.micro_batches, run.wall_ms, run.busy_ms,
+               run.bubble_fraction * 100, clrun_format_bytes(run.bytes_moved, moved, sizeof moved),
+               clrun_format_bytes(run.handoff_bytes, held, sizeof held));
+    }
     for (int32_t k = 0; k < clrun_pipeline_stage_count(p); k++) {
         clrun_pipeline_stage_info info;
         if (clrun_pipeline_stage_info_get(p, k, &info) != CLRUN_OK)
             continue;
-        char w[32], pk[32], lim[32], in[32], out[32];
-        printf("  device %u (%s): nodes [%d, %d), weights %s, peak %s of %s, moved in %s, out %s\n", info.device,
+        char w[32], pk[32], lim[32], in[32], out[32], busy[48] = "";
+        if (a->micro_batches)
+            snprintf(busy, sizeof busy, ", busy %.3f ms", info.wall_ms);
+        printf("  device %u (%s): nodes [%d, %d), weights %s, peak %s of %s, moved in %s, out %s%s\n", info.device,
                info.device_name, (int)info.first_node, (int)info.end_node,
                clrun_format_bytes(info.weights_bytes, w, sizeof w), clrun_format_bytes(info.peak_bytes, pk, sizeof pk),
                info.limit_bytes ? clrun_format_bytes(info.limit_bytes, lim, sizeof lim) : "no limit",
-               clrun_format_bytes(info.bytes_in, in, sizeof in), clrun_format_bytes(info.bytes_out, out, sizeof out));
+               clrun_format_bytes(info.bytes_in, in, sizeof in), clrun_format_bytes(info.bytes_out, out, sizeof out),
+               busy);
     }
     const clrun_tensor_id *ids;
     int32_t outputs_n = clrun_graph_outputs(g, &ids);
     for (int32_t i = 0; i < outputs_n; i++)
-        printf("output      %s checksum %s\n", clrun_graph_tensor_name(g, ids[i]), sums[i]);
+        printf("output      %s checksum %s%s\n", clrun_graph_tensor_name(g, ids[i]), sums[i],
+               a->micro_batches ? " (micro-batch 0)" : "");
 }
 
 /* One JSON object: the keys of `clrun run --json` that apply (graph, repeat, wall_ms and its
  * median, min and max, outputs), stage_peak_bytes (the largest stage's pool peak: weights,
  * inputs and activations, where run's peak_bytes counts activations only), the bytes moved
- * between stages per run, and a "stages" array of each stage's report. */
+ * between stages per run (per micro-batch), and a "stages" array of each stage's report. With
+ * --micro-batches: micro_batches, wall_ms_per_micro_batch (of the median run), bubble_fraction,
+ * busy_ms and handoff_bytes of the last run, and each stage's busy_ms. */
 static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipeline *p, const double *times,
                        const char (*sums)[17])
 {
@@ -137,6 +172,8 @@ static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipe
         json_object_object_add(st, "bytes_in", json_object_new_int64((int64_t)info.bytes_in));
         json_object_object_add(st, "bytes_out", json_object_new_int64((int64_t)info.bytes_out));
         json_object_object_add(st, "wall_ms", json_object_new_double(info.wall_ms));
+        if (a->micro_batches)
+            json_object_object_add(st, "busy_ms", json_object_new_double(info.wall_ms));
         json_object_array_add(stages, st);
         peak = info.peak_bytes > peak ? info.peak_bytes : peak;
         moved += info.bytes_out;
@@ -144,6 +181,16 @@ static void print_json(const run_args *a, const clrun_graph *g, const clrun_pipe
     json_object_object_add(o, "stage_peak_bytes", json_object_new_int64((int64_t)peak));
     json_object_object_add(o, "bytes_moved", json_object_new_int64((int64_t)moved));
     json_object_object_add(o, "stages", stages);
+    clrun_pipeline_run_info run;
+    if (a->micro_batches && clrun_pipeline_run_info_get(p, &run) == CLRUN_OK) {
+        json_object_object_add(o, "micro_batches", json_object_new_int(run.micro_batches));
+        json_object_object_add(o, "wall_ms_per_micro_batch",
+                               json_object_new_double(median_ms(times, a->repeat) / run.micro_batches));
+        json_object_object_add(o, "threads", json_object_new_int(run.threads));
+        json_object_object_add(o, "busy_ms", json_object_new_double(run.busy_ms));
+        json_object_object_add(o, "bubble_fraction", json_object_new_double(run.bubble_fraction));
+        json_object_object_add(o, "handoff_bytes", json_object_new_int64((int64_t)run.handoff_bytes));
+    }
     json_object_object_add(o, "outputs", clrun_run_json_outputs(g, sums));
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
@@ -171,32 +218,50 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
     const clrun_tensor_id *ids;
     int32_t inputs_n = clrun_graph_inputs(g, &ids);
     uint64_t *bytes = NULL;
-    void **host = make_inputs(a, g, &bytes);
+    int blocks = a->micro_batches ? a->micro_batches : 1;
+    void **host = make_inputs(a, g, blocks, &bytes);
     if (host == NULL) {
         clrun_pipeline_destroy(p);
         return 1;
     }
     int rc = 0;
+    /* Streamed: M blocks of every output. */
+    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    void **streamed = a->micro_batches ? calloc((size_t)outputs_n + 1, sizeof *streamed) : NULL;
+    uint64_t *out_bytes = a->micro_batches ? calloc((size_t)outputs_n + 1, sizeof *out_bytes) : NULL;
+    if (a->micro_batches && (streamed == NULL || out_bytes == NULL))
+        rc = 1;
+    for (int32_t i = 0; rc == 0 && streamed && i < outputs_n; i++) {
+        out_bytes[i] = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i])) * (uint64_t)blocks;
+        if ((streamed[i] = malloc(out_bytes[i] ? (size_t)out_bytes[i] : 1)) == NULL)
+            rc = 1;
+    }
+    if (rc)
+        fprintf(stderr, "clrun run: %s: out of host memory for the outputs\n", a->path);
+    clrun_graph_inputs(g, &ids);
     double *times = calloc((size_t)a->repeat + 1, sizeof *times);
     if (times == NULL) {
         fprintf(stderr, "clrun run: %s: out of host memory\n", a->path);
         rc = 1;
     }
     for (int i = -1; rc == 0 && i < a->repeat; i++) { /* i = -1: warm-up */
-        if (clrun_pipeline_run(p, (const void *const *)host, bytes, inputs_n) != CLRUN_OK) {
+        clrun_status st =
+            streamed ? clrun_pipeline_run_many(p, blocks, (const void *const *)host, bytes, inputs_n,
+                                               streamed, out_bytes, outputs_n)
+                     : clrun_pipeline_run(p, (const void *const *)host, bytes, inputs_n);
+        if (st != CLRUN_OK) {
             fprintf(stderr, "clrun run: %s: %s\n", a->path, clrun_last_error(NULL));
             rc = 1;
         }
         double ms = 0;
-        for (int32_t k = 0; rc == 0 && k < clrun_pipeline_stage_count(p); k++) {
-            clrun_pipeline_stage_info info;
-            if (clrun_pipeline_stage_info_get(p, k, &info) == CLRUN_OK)
-                ms += info.wall_ms;
-        }
+        clrun_pipeline_run_info run;
+        if (rc == 0 && clrun_pipeline_run_info_get(p, &run) == CLRUN_OK)
+            ms = run.wall_ms;
         if (i >= 0)
             times[i] = ms;
     }
-    int32_t outputs_n = clrun_graph_outputs(g, &ids);
+    clrun_graph_outputs(g, &ids);
+    run_outputs reader = {p, streamed};
     char(*sums)[17] = rc == 0 ? calloc((size_t)outputs_n + 1, sizeof *sums) : NULL;
     if (rc == 0 && sums == NULL) {
         fprintf(stderr, "clrun run: %s: out of host memory\n", a->path);
@@ -205,7 +270,7 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
     for (int32_t i = 0; rc == 0 && i < outputs_n; i++) {
         uint64_t n = clrun_tensor_bytes(clrun_graph_tensor_type(g, ids[i]));
         void *data = malloc(n ? (size_t)n : 1);
-        if (data == NULL || clrun_pipeline_read_output(p, i, data, n) != CLRUN_OK) {
+        if (data == NULL || read_pipeline_output(&reader, i, data, n) != CLRUN_OK) {
             fprintf(stderr, "clrun run: %s: output '%s': %s\n", a->path, clrun_graph_tensor_name(g, ids[i]),
                     data ? clrun_last_error(NULL) : "out of host memory");
             rc = 1;
@@ -215,7 +280,7 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
         free(data);
     }
     if (rc == 0)
-        rc = clrun_cli_io_write_outputs_from("run", &a->io, g, read_pipeline_output, p);
+        rc = clrun_cli_io_write_outputs_from("run", &a->io, g, read_pipeline_output, &reader);
     if (rc == 0) {
         qsort(times, (size_t)a->repeat, sizeof *times, compare_ms);
         if (a->json)
@@ -225,6 +290,10 @@ int clrun_run_pipeline(const run_args *a, const clrun_graph *g)
     }
     free(sums);
     free(times);
+    for (int32_t i = 0; streamed && i < outputs_n; i++)
+        free(streamed[i]);
+    free(streamed);
+    free(out_bytes);
     for (int32_t i = 0; i < inputs_n; i++)
         free(host[i]);
     free(host);

@@ -10,7 +10,7 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec_run.c \
 	lib/exec/exec_loop.c \
 	lib/exec/exec_planned.c \
-	lib/exec/pipeline.c
+	lib/exec/pipeline.c lib/exec/pipeline_internal.h
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_exec tests/test_handles tests/test_threads
@@ -83,3 +83,10 @@ tests_test_exec_offload_SOURCES = tests/test_exec_offload.c tests/device_test.h
 tests_test_exec_offload_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_offload_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_exec_offload_LDADD = $(TEST_LDADD)
+
+# Micro-batches streamed through a two-device pipeline against the sequential pipeline and one
+# device (issue 28): time per micro-batch, bubble fraction, bytes moved.
+EXTRA_PROGRAMS += bench/bench_pipeline
+BENCH_LIST += bench/bench_pipeline
+bench_bench_pipeline_SOURCES = bench/bench_pipeline.c bench/timing.h
+bench_bench_pipeline_LDADD = libclrun-internal.la

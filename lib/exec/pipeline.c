@@ -1,7 +1,10 @@
 /* The pipeline split's acting part: a context and an executor per stage, the stages run in
- * order, activations moved between them through host memory. The cut is graph/split.c's. */
+ * order, activations moved between them through host memory; micro-batches streamed through
+ * the stages on a host thread per stage, handed on through a ring of host slots. The cut is
+ * graph/split.c's. */
 #include <clrun/pipeline.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@
 #include "core/util.h"
 #include "graph/graph.h"
 #include "graph/split.h"
+#include "exec/pipeline_internal.h"
 
 typedef struct stage {
     clrun_context *ctx;
@@ -25,17 +29,36 @@ typedef struct stage {
     int32_t *inputs;   /* per stage input: the tensor id in the whole graph */
     int32_t *outputs;  /* per stage output: the same */
     bool *sent;        /* per stage output: a later stage reads it */
-    uint64_t bytes_in, bytes_out;
-    double wall_ms;
+    uint64_t bytes_in, bytes_out; /* per micro-batch */
+    double wall_ms;               /* busy, summed over the micro-batches */
 } stage;
 
 struct clrun_pipeline {
     const clrun_graph *graph;
     int32_t count;
+    int32_t tensors;
     stage *stages;
-    void **host;         /* per tensor of the graph: the host copy of a stage output, or NULL */
-    const void **source; /* per tensor: where a run finds it (host copies, the caller's inputs) */
+    /* Hand-off slots: micro-batch i's stage outputs wait in slot i % slots. host[r * tensors + t]
+     * is slot r's copy of tensor t: slot 0 holds every stage output (the outputs of
+     * clrun_pipeline_run), the others only those a later stage reads. */
+    int32_t slots;
+    void **host;
+    uint64_t handoff_bytes;  /* one slot's crossing activations */
+    int32_t *input_index;    /* per tensor: its index among the graph inputs, or -1 */
+    int32_t *output_index;   /* per tensor: its index among the graph outputs, or -1 */
     bool ran;
+    clrun_pipeline_run_info last;
+    /* The run in progress: the caller's arrays, and under `lock` each stage's finished count. */
+    int32_t micro_batches;
+    const void *const *in;
+    void *const *out;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int32_t *done;
+    bool failed;
+    clrun_status status;
+    char why[CLRUN__ERROR_MAX];
+    int32_t fail_stage, fail_batch; /* clrun__pipeline_fail_at */
 };
 
 void clrun_pipeline_options_init(clrun_pipeline_options *options)
@@ -48,7 +71,7 @@ void clrun_pipeline_destroy(clrun_pipeline *p)
 {
     if (p == NULL)
         return;
-    for (int32_t k = 0; k < p->count; k++) {
+    for (int32_t k = 0; p->stages && k < p->count; k++) {
         stage *s = &p->stages[k];
         clrun_exec_destroy(s->exec);
         clrun_graph_destroy(s->graph);
@@ -58,21 +81,35 @@ void clrun_pipeline_destroy(clrun_pipeline *p)
         free(s->sent);
     }
     if (p->host)
-        for (int32_t t = 0; t < clrun_graph_tensor_count(p->graph); t++)
+        for (int64_t t = 0; t < (int64_t)p->slots * p->tensors; t++)
             free(p->host[t]);
     free(p->host);
-    free(p->source);
+    free(p->input_index);
+    free(p->output_index);
+    free(p->done);
     free(p->stages);
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-/* The message of a stage's context, prefixed with the stage, as this thread's error. */
+/* The message of a stage's context, prefixed with the stage (and the micro-batch, where a run
+ * has several), as this thread's error. */
+static clrun_status stage_fail_at(const stage *s, int32_t k, int32_t batch, int32_t batches,
+                                  clrun_status status, const char *what)
+{
+    char why[CLRUN__ERROR_MAX], at[64] = "";
+    snprintf(why, sizeof why, "%s", s->ctx ? clrun_last_error(s->ctx) : clrun_last_error(NULL));
+    if (batches > 1)
+        snprintf(at, sizeof at, ", micro-batch %d of %d", (int)batch, (int)batches);
+    return clrun__error_set(NULL, status,
+                            "pipeline: stage %d (device %u, nodes [%d, %d))%s: %s: %s", (int)k,
+                            s->device, (int)s->split.first, (int)s->split.end, at, what, why);
+}
+
 static clrun_status stage_fail(const stage *s, int32_t k, clrun_status status, const char *what)
 {
-    char why[CLRUN__ERROR_MAX];
-    snprintf(why, sizeof why, "%s", s->ctx ? clrun_last_error(s->ctx) : clrun_last_error(NULL));
-    return clrun__error_set(NULL, status, "pipeline: stage %d (device %u, nodes [%d, %d)): %s: %s",
-                            (int)k, s->device, (int)s->split.first, (int)s->split.end, what, why);
+    return stage_fail_at(s, k, 0, 1, status, what);
 }
 
 static clrun_status check_devices(const unsigned *devices, int32_t count)
@@ -151,20 +188,45 @@ clrun_status clrun_pipeline_create(const clrun_graph *graph, const unsigned *dev
     clrun_pipeline *p = calloc(1, sizeof *p);
     int32_t tensors = clrun_graph_tensor_count(graph);
     uint64_t *budgets = calloc((size_t)device_count, sizeof *budgets);
-    if (p == NULL || budgets == NULL ||
-        (p->stages = calloc((size_t)device_count, sizeof *p->stages)) == NULL ||
-        (p->host = calloc((size_t)tensors + 1, sizeof *p->host)) == NULL ||
-        (p->source = calloc((size_t)tensors + 1, sizeof *p->source)) == NULL) {
+    if (p == NULL || budgets == NULL) {
         free(budgets);
-        if (p) {
-            free(p->stages);
-            free(p->host);
-            free(p);
-        }
+        free(p);
         return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of host memory");
+    }
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(budgets);
+        free(p);
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                "pipeline: cannot make a mutex");
+    }
+    if (pthread_cond_init(&p->changed, NULL) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        free(budgets);
+        free(p);
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                "pipeline: cannot make a condition variable");
     }
     p->graph = graph;
     p->count = device_count;
+    p->tensors = tensors;
+    p->slots = device_count;
+    p->fail_stage = p->fail_batch = -1;
+    if ((p->stages = calloc((size_t)device_count, sizeof *p->stages)) == NULL ||
+        (p->host = calloc((size_t)p->slots * (size_t)tensors + 1, sizeof *p->host)) == NULL ||
+        (p->input_index = malloc(((size_t)tensors + 1) * sizeof *p->input_index)) == NULL ||
+        (p->output_index = malloc(((size_t)tensors + 1) * sizeof *p->output_index)) == NULL ||
+        (p->done = calloc((size_t)device_count, sizeof *p->done)) == NULL) {
+        free(budgets);
+        clrun_pipeline_destroy(p);
+        return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of host memory");
+    }
+    const clrun_tensor_id *ids;
+    for (int32_t t = 0; t < tensors; t++)
+        p->input_index[t] = p->output_index[t] = -1;
+    for (int32_t i = 0, n = clrun_graph_inputs(graph, &ids); i < n; i++)
+        p->input_index[ids[i]] = i;
+    for (int32_t i = 0, n = clrun_graph_outputs(graph, &ids); i < n; i++)
+        p->output_index[ids[i]] = i;
     /* A context per device, its limit the split's budget. */
     for (int32_t k = 0; st == CLRUN_OK && k < device_count; k++) {
         stage *s = &p->stages[k];
@@ -218,19 +280,27 @@ clrun_status clrun_pipeline_create(const clrun_graph *graph, const unsigned *dev
         }
     }
     clrun__split_free(&split);
-    /* Host copies of every stage output; which of them a later stage reads. */
+    /* Which stage outputs a later stage reads; host copies of every stage output in slot 0, of
+     * those read later in every slot. */
     for (int32_t k = 0; st == CLRUN_OK && k < device_count; k++) {
         stage *s = &p->stages[k];
         for (int32_t i = 0; st == CLRUN_OK && i < s->output_count; i++) {
             int32_t t = s->outputs[i];
             uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(graph, t));
-            if (p->host[t] == NULL && (p->host[t] = malloc(bytes ? (size_t)bytes : 1)) == NULL)
-                st = clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                                      "pipeline: out of host memory for '%s'",
-                                      clrun_graph_tensor_name(graph, t));
             for (int32_t j = k + 1; j < device_count; j++)
                 for (int32_t x = 0; x < p->stages[j].input_count; x++)
                     s->sent[i] = s->sent[i] || p->stages[j].inputs[x] == t;
+            if (s->sent[i])
+                p->handoff_bytes += bytes;
+            for (int32_t r = 0; r < (s->sent[i] ? p->slots : 1); r++) {
+                void **h = &p->host[(size_t)r * (size_t)tensors + (size_t)t];
+                if (*h == NULL && (*h = malloc(bytes ? (size_t)bytes : 1)) == NULL) {
+                    st = clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                          "pipeline: out of host memory for '%s'",
+                                          clrun_graph_tensor_name(graph, t));
+                    break;
+                }
+            }
         }
     }
     if (st != CLRUN_OK) {
@@ -241,56 +311,235 @@ clrun_status clrun_pipeline_create(const clrun_graph *graph, const unsigned *dev
     return CLRUN_OK;
 }
 
-/* Runs stage k: its inputs to the device, the executor, its outputs back. */
-static clrun_status run_stage(clrun_pipeline *p, int32_t k)
+/* Where micro-batch `batch` finds tensor t, a stage input: the caller's block of a graph input,
+ * else the hand-off slot a stage before wrote it to. */
+static const void *source_of(const clrun_pipeline *p, int32_t t, int32_t batch)
+{
+    int32_t i = p->input_index[t];
+    if (i >= 0) {
+        uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(p->graph, t));
+        return (const char *)p->in[i] + (size_t)batch * (size_t)bytes;
+    }
+    return p->host[(size_t)(batch % p->slots) * (size_t)p->tensors + (size_t)t];
+}
+
+/* Runs stage k on micro-batch `batch`: its inputs to the device, the executor, its outputs back
+ * (those later stages read to the batch's slot, the graph's to the caller's block, or to slot 0
+ * for clrun_pipeline_run). Adds its wall time to the stage's busy time. */
+static clrun_status run_stage(clrun_pipeline *p, int32_t k, int32_t batch)
 {
     stage *s = &p->stages[k];
     double start = clrun__now();
+    int32_t batches = p->micro_batches;
     clrun_buffer *buffers = calloc((size_t)s->input_count + 1, sizeof *buffers);
     if (buffers == NULL)
         return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "pipeline: out of host memory");
     clrun_status st = CLRUN_OK;
     int32_t made = 0;
-    s->bytes_in = s->bytes_out = 0;
+    uint64_t bytes_in = 0, bytes_out = 0;
+    if (k == p->fail_stage && batch == p->fail_batch) {
+        char at[64] = "";
+        if (batches > 1)
+            snprintf(at, sizeof at, ", micro-batch %d of %d", (int)batch, (int)batches);
+        st = clrun__error_set(NULL, CLRUN_ERROR_OPENCL,
+                              "pipeline: stage %d (device %u, nodes [%d, %d))%s: injected failure",
+                              (int)k, s->device, (int)s->split.first, (int)s->split.end, at);
+    }
     for (; st == CLRUN_OK && made < s->input_count; made++) {
         int32_t t = s->inputs[made];
         uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(p->graph, t));
         st = clrun_alloc(s->ctx, bytes, &buffers[made]);
         if (st != CLRUN_OK) {
-            st = stage_fail(s, k, st, "its input buffers");
+            st = stage_fail_at(s, k, batch, batches, st, "its input buffers");
             break;
         }
-        st = clrun_buffer_write(s->ctx, &buffers[made], p->source[t]);
+        st = clrun_buffer_write(s->ctx, &buffers[made], source_of(p, t, batch));
         if (st != CLRUN_OK) {
             made++;
-            st = stage_fail(s, k, st, "copying its inputs");
+            st = stage_fail_at(s, k, batch, batches, st, "copying its inputs");
             break;
         }
         if (p->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE)
-            s->bytes_in += bytes;
+            bytes_in += bytes;
     }
     if (st == CLRUN_OK) {
         st = clrun_exec_run(s->exec, buffers, s->input_count);
         if (st != CLRUN_OK)
-            st = stage_fail(s, k, st, "running");
+            st = stage_fail_at(s, k, batch, batches, st, "running");
     }
     for (int32_t i = 0; st == CLRUN_OK && i < s->output_count; i++) {
         int32_t t = s->outputs[i];
         uint64_t bytes = clrun_tensor_bytes(clrun_graph_tensor_type(p->graph, t));
-        st = clrun_exec_read_output(s->exec, i, p->host[t], bytes);
+        int32_t o = p->output_index[t];
+        void *mine = p->out && o >= 0 ? (char *)p->out[o] + (size_t)batch * (size_t)bytes : NULL;
+        void *slot = p->host[(size_t)(batch % p->slots) * (size_t)p->tensors + (size_t)t];
+        st = clrun_exec_read_output(s->exec, i, s->sent[i] || mine == NULL ? slot : mine, bytes);
         if (st != CLRUN_OK) {
-            st = stage_fail(s, k, st, "copying its outputs back");
+            st = stage_fail_at(s, k, batch, batches, st, "copying its outputs back");
             break;
         }
-        p->source[t] = p->host[t];
+        if (s->sent[i] && mine)
+            memcpy(mine, slot, (size_t)bytes);
         if (s->sent[i])
-            s->bytes_out += bytes;
+            bytes_out += bytes;
     }
     for (int32_t i = 0; i < made; i++)
         clrun_free(s->ctx, &buffers[i]);
     free(buffers);
-    s->wall_ms = (clrun__now() - start) * 1e3;
+    s->bytes_in = bytes_in;
+    s->bytes_out = bytes_out;
+    s->wall_ms += (clrun__now() - start) * 1e3;
     return st;
+}
+
+/* Whether stage k may start micro-batch i (under the lock): the stage before it has handed i on,
+ * and for the first stage, i's slot is free (the last stage has finished i - slots, and so have
+ * all the others, each having waited for the one before it). */
+static bool ready(const clrun_pipeline *p, int32_t k, int32_t i)
+{
+    if (k > 0)
+        return p->done[k - 1] > i;
+    return i < p->slots || p->done[p->count - 1] > i - p->slots;
+}
+
+typedef struct worker {
+    clrun_pipeline *p;
+    int32_t k;
+} worker;
+
+/* One stage's thread: every micro-batch in turn, each once it is ready; stops at the first
+ * failure anywhere, recording its own (the first) with its message. */
+static void *stage_thread(void *arg)
+{
+    const worker *w = arg;
+    clrun_pipeline *p = w->p;
+    for (int32_t i = 0; i < p->micro_batches; i++) {
+        pthread_mutex_lock(&p->lock);
+        while (!p->failed && !ready(p, w->k, i))
+            pthread_cond_wait(&p->changed, &p->lock);
+        bool stop = p->failed;
+        pthread_mutex_unlock(&p->lock);
+        if (stop)
+            break;
+        clrun_status st = run_stage(p, w->k, i);
+        pthread_mutex_lock(&p->lock);
+        if (st != CLRUN_OK && !p->failed) {
+            p->failed = true;
+            p->status = st;
+            snprintf(p->why, sizeof p->why, "%s", clrun_last_error(NULL));
+        }
+        if (st == CLRUN_OK)
+            p->done[w->k] = i + 1;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        if (st != CLRUN_OK)
+            break;
+    }
+    return NULL;
+}
+
+/* Streams p->micro_batches through the stages (inputs and outputs set by the caller): on a
+ * thread per stage where there are several stages and micro-batches, else in order here.
+ * Fills p->last. */
+static clrun_status stream(clrun_pipeline *p)
+{
+    for (int32_t k = 0; k < p->count; k++) {
+        p->stages[k].wall_ms = 0;
+        p->stages[k].bytes_in = p->stages[k].bytes_out = 0;
+        p->done[k] = 0;
+    }
+    p->failed = false;
+    p->status = CLRUN_OK;
+    p->why[0] = '\0';
+    memset(&p->last, 0, sizeof p->last);
+    p->last.micro_batches = p->micro_batches;
+    p->last.slots = p->slots;
+    p->last.handoff_bytes = (uint64_t)p->slots * p->handoff_bytes;
+    clrun_status st = CLRUN_OK;
+    double start = clrun__now();
+    if (p->count == 1 || p->micro_batches == 1) {
+        for (int32_t i = 0; st == CLRUN_OK && i < p->micro_batches; i++)
+            for (int32_t k = 0; st == CLRUN_OK && k < p->count; k++)
+                st = run_stage(p, k, i);
+    } else {
+        pthread_t *threads = calloc((size_t)p->count, sizeof *threads);
+        worker *workers = calloc((size_t)p->count, sizeof *workers);
+        int32_t started = 0;
+        if (threads == NULL || workers == NULL) {
+            free(threads);
+            free(workers);
+            return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
+                                    "pipeline: out of host memory");
+        }
+        for (; started < p->count; started++) {
+            workers[started].p = p;
+            workers[started].k = started;
+            if (pthread_create(&threads[started], NULL, stage_thread, &workers[started]) != 0) {
+                pthread_mutex_lock(&p->lock);
+                if (!p->failed) {
+                    p->failed = true;
+                    p->status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+                    snprintf(p->why, sizeof p->why,
+                             "pipeline: cannot start the thread of stage %d", (int)started);
+                }
+                pthread_cond_broadcast(&p->changed);
+                pthread_mutex_unlock(&p->lock);
+                break;
+            }
+        }
+        for (int32_t k = 0; k < started; k++)
+            pthread_join(threads[k], NULL);
+        free(threads);
+        free(workers);
+        p->last.threads = started;
+        if (p->failed)
+            st = clrun__error_set(NULL, p->status, "%s", p->why);
+    }
+    p->last.wall_ms = (clrun__now() - start) * 1e3;
+    for (int32_t k = 0; k < p->count; k++) {
+        p->last.busy_ms += p->stages[k].wall_ms;
+        p->last.bytes_moved += p->stages[k].bytes_out;
+    }
+    if (p->last.wall_ms > 0) {
+        double bubble = 1 - p->last.busy_ms / ((double)p->count * p->last.wall_ms);
+        p->last.bubble_fraction = bubble < 0 ? 0 : bubble;
+    }
+    return st;
+}
+
+/* The inputs (or outputs) of a run: count as the graph's, every pointer given, each of
+ * `batches` x the tensor's bytes. */
+static clrun_status check_io(const clrun_pipeline *p, bool outputs, int32_t batches,
+                             const void *const *data, const uint64_t *bytes, int32_t count)
+{
+    const char *what = outputs ? "output" : "input";
+    const clrun_tensor_id *ids;
+    int32_t want = outputs ? clrun_graph_outputs(p->graph, &ids) : clrun_graph_inputs(p->graph, &ids);
+    if (count != want)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "pipeline: %d %ss given, the graph has %d", (int)count, what,
+                                (int)want);
+    if (want > 0 && (data == NULL || bytes == NULL))
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "pipeline: NULL %ss (or their sizes)", what);
+    for (int32_t i = 0; i < want; i++) {
+        uint64_t one = clrun_tensor_bytes(clrun_graph_tensor_type(p->graph, ids[i]));
+        if (data[i] != NULL && bytes[i] == one * (uint64_t)batches)
+            continue;
+        if (batches == 1)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_SIZE,
+                                    "pipeline: %s '%s' needs %llu bytes, %llu given%s", what,
+                                    clrun_graph_tensor_name(p->graph, ids[i]),
+                                    (unsigned long long)one, (unsigned long long)bytes[i],
+                                    data[i] ? "" : " (NULL)");
+        return clrun__error_set(NULL, data[i] ? CLRUN_ERROR_INVALID_SIZE : CLRUN_ERROR_INVALID_ARGUMENT,
+                                "pipeline: %s '%s' needs %d x %llu = %llu bytes, %llu given%s",
+                                what, clrun_graph_tensor_name(p->graph, ids[i]), (int)batches,
+                                (unsigned long long)one,
+                                (unsigned long long)(one * (uint64_t)batches),
+                                (unsigned long long)bytes[i], data[i] ? "" : " (NULL)");
+    }
+    return CLRUN_OK;
 }
 
 clrun_status clrun_pipeline_run(clrun_pipeline *p, const void *const *inputs,
@@ -298,30 +547,44 @@ clrun_status clrun_pipeline_run(clrun_pipeline *p, const void *const *inputs,
 {
     if (p == NULL || (input_count > 0 && (inputs == NULL || bytes == NULL)))
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "pipeline: NULL argument");
-    const clrun_tensor_id *ids;
-    int32_t want = clrun_graph_inputs(p->graph, &ids);
-    if (input_count != want)
-        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
-                                "pipeline: %d inputs given, the graph has %d", (int)input_count,
-                                (int)want);
-    for (int32_t i = 0; i < want; i++) {
-        uint64_t need = clrun_tensor_bytes(clrun_graph_tensor_type(p->graph, ids[i]));
-        if (inputs[i] == NULL || bytes[i] != need)
-            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_SIZE,
-                                    "pipeline: input '%s' needs %llu bytes, %llu given%s",
-                                    clrun_graph_tensor_name(p->graph, ids[i]),
-                                    (unsigned long long)need, (unsigned long long)bytes[i],
-                                    inputs[i] ? "" : " (NULL)");
-        p->source[ids[i]] = inputs[i];
-    }
+    clrun_status st = check_io(p, false, 1, inputs, bytes, input_count);
+    if (st != CLRUN_OK)
+        return st;
     p->ran = false;
-    for (int32_t k = 0; k < p->count; k++) {
-        clrun_status st = run_stage(p, k);
-        if (st != CLRUN_OK)
-            return st;
-    }
-    p->ran = true;
-    return CLRUN_OK;
+    p->micro_batches = 1;
+    p->in = inputs;
+    p->out = NULL;
+    st = stream(p);
+    p->in = NULL;
+    p->ran = st == CLRUN_OK;
+    return st;
+}
+
+clrun_status clrun_pipeline_run_many(clrun_pipeline *p, int32_t micro_batches,
+                                     const void *const *inputs, const uint64_t *input_bytes,
+                                     int32_t input_count, void *const *outputs,
+                                     const uint64_t *output_bytes, int32_t output_count)
+{
+    if (p == NULL)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "pipeline: NULL argument");
+    if (micro_batches < 1)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "pipeline: %d micro-batches: a run needs at least one",
+                                (int)micro_batches);
+    clrun_status st = check_io(p, false, micro_batches, inputs, input_bytes, input_count);
+    if (st == CLRUN_OK)
+        st = check_io(p, true, micro_batches, (const void *const *)outputs, output_bytes,
+                      output_count);
+    if (st != CLRUN_OK)
+        return st;
+    p->ran = false;
+    p->micro_batches = micro_batches;
+    p->in = inputs;
+    p->out = outputs;
+    st = stream(p);
+    p->in = NULL;
+    p->out = NULL;
+    return st;
 }
 
 clrun_status clrun_pipeline_read_output(const clrun_pipeline *p, int32_t i, void *host,
@@ -334,7 +597,8 @@ clrun_status clrun_pipeline_read_output(const clrun_pipeline *p, int32_t i, void
     if (!p->ran)
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                                 "pipeline: no outputs: the pipeline has not run (or its last run "
-                                "failed)");
+                                "failed, or was clrun_pipeline_run_many's, whose outputs are "
+                                "the caller's)");
     if (i < 0 || i >= count)
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                                 "pipeline: output %d of %d", (int)i, (int)count);
@@ -344,7 +608,7 @@ clrun_status clrun_pipeline_read_output(const clrun_pipeline *p, int32_t i, void
                                 "pipeline: output '%s' has %llu bytes, %llu asked for",
                                 clrun_graph_tensor_name(p->graph, ids[i]),
                                 (unsigned long long)need, (unsigned long long)bytes);
-    memcpy(host, p->host[ids[i]], (size_t)bytes);
+    memcpy(host, p->host[ids[i]], (size_t)bytes); /* slot 0 */
     return CLRUN_OK;
 }
 
@@ -380,6 +644,22 @@ clrun_status clrun_pipeline_stage_info_get(const clrun_pipeline *p, int32_t k,
     out->bytes_out = s->bytes_out;
     out->wall_ms = s->wall_ms;
     return CLRUN_OK;
+}
+
+clrun_status clrun_pipeline_run_info_get(const clrun_pipeline *p, clrun_pipeline_run_info *out)
+{
+    if (p == NULL || out == NULL)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "pipeline: NULL argument");
+    *out = p->last;
+    return CLRUN_OK;
+}
+
+void clrun__pipeline_fail_at(clrun_pipeline *p, int32_t k, int32_t micro_batch)
+{
+    if (p) {
+        p->fail_stage = k;
+        p->fail_batch = micro_batch;
+    }
 }
 
 clrun_context *clrun_pipeline_context(const clrun_pipeline *p, int32_t k)

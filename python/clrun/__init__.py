@@ -20,7 +20,7 @@ and message. See docs/python.md.
 from . import _lib
 from ._context import Context, Device, DeviceArray, devices
 from ._model import Model, TensorInfo
-from ._pipeline import Pipeline, StageInfo
+from ._pipeline import Pipeline, RunInfo, StageInfo
 from ._train import SGD, Adam, AdamW, FeedInfo, Optimizer, TrainStep
 from .errors import (Error, InvalidArgumentError, InvalidOptionError, NoPlatformError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, OutOfHostMemoryError,
@@ -32,7 +32,7 @@ from .errors import (Error, InvalidArgumentError, InvalidOptionError, NoPlatform
 __version__ = _lib.text(_lib.version())
 
 __all__ = [
-    "devices", "Context", "Device", "DeviceArray", "Model", "TensorInfo", "Pipeline", "StageInfo",
+    "devices", "Context", "Device", "DeviceArray", "Model", "TensorInfo", "Pipeline", "RunInfo", "StageInfo",
     "TrainStep", "FeedInfo", "Optimizer", "SGD", "Adam", "AdamW",
     "Error", "InvalidArgumentError", "InvalidOptionError", "NoPlatformError", "NoDeviceError",
     "OpenCLError", "OutOfMemoryError", "OutOfHostMemoryError", "InvalidSizeError",

@@ -483,6 +483,13 @@ class PipelineStageInfo(ctypes.Structure):
                 ("bytes_out", c_uint64), ("wall_ms", c_double)]
 
 
+class PipelineRunInfo(ctypes.Structure):
+    """clrun_pipeline_run_info (pipeline.h)."""
+    _fields_ = [("micro_batches", c_int32), ("slots", c_int32), ("threads", c_int32),
+                ("wall_ms", c_double), ("busy_ms", c_double), ("bubble_fraction", c_double),
+                ("bytes_moved", c_uint64), ("handoff_bytes", c_uint64)]
+
+
 pipeline_options_init = _proto("clrun_pipeline_options_init", None, POINTER(PipelineOptions))
 pipeline_create = _proto("clrun_pipeline_create", c_int, graph_p, POINTER(ctypes.c_uint),
                          POINTER(c_uint64), c_int32, POINTER(PipelineOptions), POINTER(c_void_p))
@@ -491,6 +498,11 @@ pipeline_run = _proto("clrun_pipeline_run", c_int, c_void_p, POINTER(c_void_p), 
                       c_int32)
 pipeline_read_output = _proto("clrun_pipeline_read_output", c_int, c_void_p, c_int32, c_void_p,
                               c_uint64)
+pipeline_run_many = _proto("clrun_pipeline_run_many", c_int, c_void_p, c_int32, POINTER(c_void_p),
+                           POINTER(c_uint64), c_int32, POINTER(c_void_p), POINTER(c_uint64),
+                           c_int32)
+pipeline_run_info_get = _proto("clrun_pipeline_run_info_get", c_int, c_void_p,
+                               POINTER(PipelineRunInfo))
 pipeline_stage_count = _proto("clrun_pipeline_stage_count", c_int32, c_void_p)
 pipeline_stage_info_get = _proto("clrun_pipeline_stage_info_get", c_int, c_void_p, c_int32,
                                  POINTER(PipelineStageInfo))

@@ -19,7 +19,17 @@ StageInfo.__doc__ = """One stage of a :class:`Pipeline` and its device: the devi
 :func:`clrun.devices`, its name, the graph nodes [first_node, end_node) it runs (in the order
 they run), the pool limit the split held it to (0: none) and the split's estimate of its peak,
 its weights on the device, the most its pool held at once, and for the last run the activation
-bytes copied in from earlier stages and out for later ones, and its wall time in ms."""
+bytes copied in from earlier stages and out for later ones (per micro-batch), and its busy
+time in ms (summed over the micro-batches)."""
+
+RunInfo = namedtuple("RunInfo", "micro_batches slots threads wall_ms busy_ms bubble_fraction "
+                     "bytes_moved handoff_bytes")
+RunInfo.__doc__ = """The last run of a :class:`Pipeline` as a whole: its micro-batches, the
+hand-off slots (micro-batches whose activations may wait at once), the host threads the stages
+ran on (0: stage after stage), its wall span and the stages' busy time in ms, the bubble
+fraction (idle share of stage time within the span: 1 - busy / (stages x wall)), the activation
+bytes moved between stages per micro-batch, and the host bytes held for activations in
+flight."""
 
 
 def _close(pipeline, graph):
@@ -126,11 +136,23 @@ class Pipeline:
         if not self._pipeline:
             raise InvalidArgumentError(INVALID_ARGUMENT, "the pipeline is closed")
 
-    def run(self, feeds=None, **named):
+    def run(self, feeds=None, *, micro_batches=None, **named):
         """Runs the model once over the stages; returns {output name: numpy array}. Inputs are
         given by name, as a dict or keywords (numpy arrays or what numpy makes one of), each of
         the input's shape; a value of another kind is refused as :meth:`clrun.Model.run`
-        refuses it."""
+        refuses it.
+
+        With ``micro_batches=M``, each input has a leading axis of M (shape ``(M, *shape)``):
+        the M micro-batches stream through the stages, a thread per stage, stage s running
+        micro-batch i while stage s + 1 runs i - 1; each output has the leading axis M too, its
+        block j the bits a run of block j alone gives. :attr:`last_run` tells how it went."""
+        if micro_batches is not None and (isinstance(micro_batches, bool) or
+                                          not isinstance(micro_batches, (int, np.integer))):
+            raise type_error("micro_batches is a count (int), not %r" % (micro_batches,))
+        if micro_batches is not None and micro_batches < 1:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "micro_batches: %d: at least 1"
+                                       % micro_batches)
+        lead = () if micro_batches is None else (int(micro_batches),)
         if feeds is not None and not isinstance(feeds, Mapping):
             raise type_error("feeds is a dict {input name: array}, not %r" % (type(feeds).__name__,))
         given = dict(feeds or {}, **named)
@@ -144,12 +166,24 @@ class Pipeline:
             if info.name not in given:
                 raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' is not given" % info.name)
             array = as_host_array(given[info.name], info.dtype, "input '%s'" % info.name)
-            if array.shape != info.shape:
-                raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' has shape %s, the model's is %s"
-                                           % (info.name, array.shape, info.shape))
+            if array.shape != lead + tuple(info.shape):
+                raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' has shape %s, the model's is %s%s"
+                                           % (info.name, array.shape, info.shape,
+                                              " with a leading axis of %d micro-batches, %s"
+                                              % (lead[0], lead + tuple(info.shape)) if lead else ""))
             arrays.append(array)
         pointers = (_lib.c_void_p * (len(arrays) + 1))(*[a.ctypes.data for a in arrays])
         sizes = (_lib.c_uint64 * (len(arrays) + 1))(*[a.nbytes for a in arrays])
+        if lead:
+            out = {info.name: np.empty(lead + tuple(info.shape), info.dtype) for info in self.outputs}
+            results = [out[info.name] for info in self.outputs]
+            out_pointers = (_lib.c_void_p * (len(results) + 1))(*[a.ctypes.data for a in results])
+            out_sizes = (_lib.c_uint64 * (len(results) + 1))(*[a.nbytes for a in results])
+            with self._lock:
+                self._require_open()
+                check(_lib.pipeline_run_many(self._pipeline, lead[0], pointers, sizes, len(arrays),
+                                             out_pointers, out_sizes, len(results)))
+            return out
         with self._lock:
             self._require_open()
             check(_lib.pipeline_run(self._pipeline, pointers, sizes, len(arrays)))
@@ -174,6 +208,16 @@ class Pipeline:
                                         info.weights_bytes, info.peak_bytes, info.bytes_in,
                                         info.bytes_out, info.wall_ms))
             return result
+
+    @property
+    def last_run(self):
+        """The last run as a :class:`RunInfo` (micro-batches, bubble fraction, bytes moved)."""
+        with self._lock:
+            self._require_open()
+            info = _lib.PipelineRunInfo()
+            check(_lib.pipeline_run_info_get(self._pipeline, _lib.byref(info)))
+            return RunInfo(info.micro_batches, info.slots, info.threads, info.wall_ms, info.busy_ms,
+                           info.bubble_fraction, info.bytes_moved, info.handoff_bytes)
 
     def __repr__(self):
         if not self._pipeline:

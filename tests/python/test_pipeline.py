@@ -1,6 +1,7 @@
 """clrun.Pipeline: a model split over two devices (POCL's "pthread pthread", which run.sh sets)
-gives the bits one device gives, each stage within its limit and the report of the split; bad
-devices, limits, options and inputs are refused naming the argument."""
+gives the bits one device gives, each stage within its limit and the report of the split, also
+with micro-batches streamed through the stages; bad devices, limits, options and inputs are
+refused naming the argument."""
 
 import unittest
 
@@ -78,6 +79,32 @@ class PipelineTest(unittest.TestCase):
         with self.assertRaisesRegex(clrun.InvalidArgumentError, "closed"):
             p.run(x=self.x)
         self.assertIn("closed", repr(p))
+
+    def test_micro_batches_stream_with_the_bits_of_each_alone(self):
+        rng = np.random.default_rng(9)
+        with clrun.Context() as ctx:
+            model = ctx.load(self.path, donate=[])
+            for m in (1, 3):
+                xs = rng.standard_normal((m, 64, 784)).astype(np.float32)
+                want = [model.run(x=xs[j])["y"] for j in range(m)]
+                with clrun.Pipeline(self.path, [0, 1], limits=LIMIT) as p:
+                    got = p.run(x=xs, micro_batches=m)
+                    self.assertEqual(got["y"].shape, (m,) + want[0].shape)
+                    for j in range(m):
+                        self.assertEqual(got["y"][j].tobytes(), want[j].tobytes(), j)
+                    run = p.last_run
+                    self.assertIsInstance(run, clrun.RunInfo)
+                    self.assertEqual((run.micro_batches, run.slots, run.threads), (m, 2, 0 if m == 1 else 2))
+                    self.assertEqual(run.bytes_moved, 128 << 10)
+                    self.assertEqual(run.handoff_bytes, 2 * (128 << 10))
+                    self.assertTrue(0 <= run.bubble_fraction < 1, run)
+                    self.assertAlmostEqual(run.busy_ms, sum(s.wall_ms for s in p.stages), places=6)
+                    with self.assertRaisesRegex(clrun.InvalidArgumentError, "leading axis of 2"):
+                        p.run(x=xs[0], micro_batches=2)
+                    with self.assertRaisesRegex(clrun.InvalidArgumentError, "micro_batches: 0"):
+                        p.run(x=xs, micro_batches=0)
+                    with self.assertRaisesRegex(TypeError, "micro_batches"):
+                        p.run(x=xs, micro_batches=1.5)
 
 
 if __name__ == "__main__":
