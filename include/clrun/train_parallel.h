@@ -86,9 +86,10 @@ int64_t clrun_train_parallel_rows(const clrun_train_parallel *parallel, int32_t 
  * applies the update. results (may be NULL) gets device k's result at results[k] (its loss is
  * the mean over its rows). When a device fails (bad feeds, a failed run), the others stop at the
  * reduction instead of waiting for it and the step fails, naming the device that failed first
- * and its message (clrun_last_error(NULL)); the parameters and optimizer state are then as
- * before the step on every device that reached the reduction, and the parallel trainer may step
- * again if no device lost its state (clrun_train_step). */
+ * and its message (clrun_last_error(NULL)). A failure before the gradients are reduced (bad feeds,
+ * the forward or backward pass) leaves the parameters and optimizer state as before the step on
+ * every device, and the parallel trainer may step again; one after it (a device's update) leaves
+ * that device behind the others: destroy the parallel trainer, or load a saved state. */
 clrun_status clrun_train_parallel_step(clrun_train_parallel *parallel,
                                        const void *const *const *feeds, int32_t count,
                                        clrun_train_step_result *results);
