@@ -1015,8 +1015,10 @@ int clrun_cli_train(int argc, char **argv)
     clrun_cli_devices devs = {0}; /* --devices: each batch's shares over this process's devices */
     if (a.devices_text) {
         if (dist.size > 1) {
-            fprintf(stderr, "clrun train: --devices under mpirun -np %d is not supported: one "
-                    "device per rank (CLRUN_DEVICE), or --devices in one process\n", dist.size);
+            if (dist.rank == 0)
+                fprintf(stderr, "clrun train: --devices under mpirun -np %d is not supported: one "
+                        "device per rank (CLRUN_DEVICE), or --devices in one process\n",
+                        dist.size);
             rc = 2;
         } else {
             rc = clrun_cli_devices_parse(a.devices_text, &devs);
