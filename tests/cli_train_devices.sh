@@ -3,7 +3,8 @@
 # rows each of 32) and 3 (11, 11 and 10) end with the parameters of one process at the same
 # global batch within 1e-6 relative; on 3 the run is the same bits run after run, with buckets
 # as with one reduction after the backward passes, and --resume goes on as one run does; bad
-# --devices and batches are refused by name. Run by `make check`; CLRUN_BIN overrides the tool.
+# --devices and batches, and --devices under mpirun -np 2, are refused by name. Run by `make
+# check`; CLRUN_BIN overrides the tool.
 set -u
 . "${srcdir:-.}/tests/cli_common.sh"
 need_onnx_python
@@ -108,5 +109,13 @@ check_refused "--devices with --deterministic" "--devices with --deterministic i
 check_refused "--devices, a .graph with --batch" "a .graph file fixes its shapes" \
     "${srcdir:-.}/tests/data/train/digits_mlp.graph" --loss xent:logits --data "$tmp/x.npy" \
     --labels "$tmp/y.npy" --devices 0,1 --batch 32
+# Under mpirun -np 2 (where configure found MPI): refused, rank 0 saying why.
+if [ "${HAVE_MPI:-no}" = yes ] && command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1; then
+    OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none POCL_DEVICES=pthread \
+        "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 "$CLRUN" train $train \
+        --devices 0,1 >"$tmp/out" 2>&1
+    [ "$(grep -c -- '--devices under mpirun -np 2 is not supported' "$tmp/out")" = 1 ] ||
+        fail "--devices under mpirun -np 2: not one refusal: $(cat "$tmp/out")"
+fi
 
 exit $((failures > 0))
