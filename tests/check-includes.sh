@@ -49,13 +49,13 @@ function public_owner(h) {
     if (h == "clrun/onnx.h") return "onnx"
     if (h ~ /^clrun\/(grad|remat|train_graph)\.h$/) return "grad"
     if (h ~ /^clrun\/(exec|pipeline)\.h$/) return "exec"
-    if (h == "clrun/train.h") return "train"
+    if (h ~ /^clrun\/(train|train_parallel)\.h$/) return "train"
     if (h == "clrun/mpi.h") return "mpi"
     return ""
 }
 # Public headers that carry OpenCL types.
 function opencl_public(h) {
-    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|pipeline|mpi)\.h$/
+    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|train_parallel|pipeline|mpi)\.h$/
 }
 # Pure code (graph, plan, strategies, the allocator core, fusion decisions) includes no OpenCL.
 function pure_file(f) {

@@ -135,6 +135,9 @@ endif
 # (skipped when configure found no MPI).
 TESTS += tests/cli_train_mpi.sh
 EXTRA_DIST += tests/cli_train_mpi.sh
+# clrun train --devices: data parallel over 2 and 3 POCL devices of one process against one.
+TESTS += tests/cli_train_devices.sh
+EXTRA_DIST += tests/cli_train_devices.sh
 # --deterministic: 1, 2 and 3 ranks save the same bytes (skipped without MPI).
 TESTS += tests/cli_train_mpi_det.sh
 EXTRA_DIST += tests/cli_train_mpi_det.sh

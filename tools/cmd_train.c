@@ -20,6 +20,7 @@
 #include "dist.h"
 #include "model_io.h"
 #include "run.h"
+#include "train_devices.h"
 
 #define MAX_DATA 16
 
@@ -64,6 +65,8 @@ typedef struct train_args {
     double mpi_timeout;     /* --mpi-timeout, CLRUN_MPI_TIMEOUT: seconds a collective may wait */
     uint64_t bucket;        /* --bucket: bytes per all-reduce bucket (0: one after backward) */
     int ranks;              /* processes training together (mpirun -np), 1 alone */
+    const char *devices_text; /* --devices: data parallel over this process's devices */
+    int devices;            /* their count (0 without --devices) */
     int64_t global_batch;   /* rows per step over every rank (batch alone) */
     bool deterministic;     /* --deterministic: chunks of chunk_rows, summed in a fixed order */
     int64_t chunk_rows;     /* --chunk: rows per chunk (the model's batch), 1 by default */
@@ -80,7 +83,7 @@ static void help(void)
            "                   [--seed S | --no-shuffle] [--save-state FILE] [--resume FILE]\n"
            "                   [--allocator NAME] [--remat POLICY] [--memory-budget SIZE] [--plan] [--trace OUT.json] [--json]\n"
            "                   [--dim NAME=V] [--shape INPUT=AxB] [--mpi-timeout S] [--bucket SIZE]\n"
-           "                   [--deterministic [--chunk ROWS]]\n\n"
+           "                   [--deterministic [--chunk ROWS]] [--devices A,B,...]\n\n"
            "Trains MODEL (.graph or .onnx) on the rows of the .npy files: every epoch visits the\n"
            "rows in an order drawn from the seed, in batches of N (a last partial batch is left\n"
            "out), and each step updates the parameters in place on the device.\n\n"
@@ -138,7 +141,13 @@ static void help(void)
            "                       must divide the batch), each chunk's gradient computed by a\n"
            "                       forward and backward pass of its own (the model's batch is\n"
            "                       the chunk), and the chunks' gradients summed in one fixed\n"
-           "                       order (a binary tree over the chunks). Costs a run per chunk\n");
+           "                       order (a binary tree over the chunks). Costs a run per chunk\n"
+           "  --devices A,B,...    data parallel over these devices of this process (numbers as\n"
+           "                       clrun info lists them; one may repeat): each device trains on\n"
+           "                       its share of every batch of --batch rows (an ONNX model with an\n"
+           "                       open batch; without --batch, the model's batch on each), the\n"
+           "                       gradients summed in device order (--bucket as under mpirun),\n"
+           "                       one update; the parameters stay the same on every device\n");
     clrun_cli_io_help(false);
 }
 
@@ -204,6 +213,8 @@ static int parse_args(int argc, char **argv, train_args *a)
             a->plan = true;
         } else if (strcmp(arg, "--nesterov") == 0) {
             nesterov = true;
+        } else if (strcmp(arg, "--devices") == 0 && v) {
+            a->devices_text = argv[++i];
         } else if (strcmp(arg, "--deterministic") == 0) {
             a->deterministic = true;
         } else if (strcmp(arg, "--chunk") == 0 && v) {
@@ -329,6 +340,9 @@ static int parse_args(int argc, char **argv, train_args *a)
     if ((a->test_count > 0) != (a->test_labels != NULL && a->loss != CLRUN_LOSS_SCALAR) &&
         !(a->test_count > 0 && a->loss == CLRUN_LOSS_SCALAR))
         return clrun_cli_usage_error("train", "--test-data and --test-labels go together");
+    if (a->devices_text && a->deterministic)
+        return clrun_cli_usage_error("train", "--devices with --deterministic is not supported "
+                                     "yet (use mpirun, one rank per device)");
     if (a->chunk_rows && !a->deterministic)
         return clrun_cli_usage_error("train", "--chunk is for --deterministic");
     if (a->deterministic && a->batch == 0)
@@ -650,7 +664,7 @@ static json_object *report(const train_args *a, clrun_train *t, const epoch_figu
     json_object_object_add(o, "loss_kind", json_object_new_string(clrun_loss_kind_name(a->loss)));
     json_object_object_add(o, "optimizer", json_object_new_string(clrun_optimizer_kind_name(a->optimizer.kind)));
     json_object_object_add(o, "lr", json_object_new_double(a->optimizer.lr));
-    bool global = a->ranks > 1 || a->deterministic;
+    bool global = a->ranks > 1 || a->deterministic || a->devices > 0;
     json_object_object_add(o, "batch", json_object_new_int64(global ? a->global_batch : a->batch));
     if (a->ranks > 1) {
         json_object_object_add(o, "ranks", json_object_new_int(a->ranks));
@@ -881,6 +895,106 @@ static int deterministic_step(const train_args *a, clrun_train *t, clrun_cli_dis
     return s == CLRUN_OK ? 0 : s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
 }
 
+/* Loads the model, an ONNX model's open batch bound to a->batch (or 32) through the data files'
+ * shapes (the bindings it adds are dropped again, so that another call may bind another batch:
+ * --devices loads one model per share). 0, or an exit status with the reason printed. */
+static int load_model(train_args *a, clrun_graph **out)
+{
+    int rc = 0, bound = a->io.shape_count;
+    clrun_graph *g = NULL;
+    /* An ONNX model whose batch is open: each named --data file binds its input's shape, the
+     * batch (--batch, or 32) first. The first input's file, unnamed, binds it after a first load. */
+    if (clrun_cli_is_onnx(a->path)) {
+        for (int k = 0; k < a->data_count && a->io.shape_count < CLRUN_CLI_MAX_BINDINGS; k++) {
+            if (a->data[k].name == NULL)
+                continue;
+            bool given = false;
+            for (int s = 0; s < a->io.shape_count; s++)
+                given = given || strcmp(a->io.shapes[s].input, a->data[k].name) == 0;
+            char err[512];
+            clrun_tensor_type pt;
+            void *pd = NULL;
+            if (given)
+                continue;
+            if (clrun_cli_read_tensor(a->data[k].path, &pt, &pd, err, sizeof err) != CLRUN_OK) {
+                fprintf(stderr, "clrun train: %s\n", err);
+                rc = 2;
+                goto out;
+            }
+            free(pd);
+            clrun_onnx_shape *sh = &a->io.shapes[a->io.shape_count++];
+            sh->input = a->data[k].name;
+            sh->rank = pt.rank;
+            sh->dims[0] = a->batch ? a->batch : 32;
+            for (int d = 1; d < pt.rank; d++)
+                sh->dims[d] = pt.shape[d];
+        }
+    }
+    rc = clrun_cli_load_model("train", a->path, &a->io, &g);
+    if (rc != 0) {
+        if (clrun_cli_is_onnx(a->path) && a->data[0].name == NULL)
+            fprintf(stderr, "clrun train: an ONNX model's open batch is bound by naming its input: "
+                    "--data NAME=FILE takes the shape of FILE's rows and --batch\n");
+        goto out;
+    }
+    if (clrun_cli_is_onnx(a->path) && a->data_count > 0 && a->data[0].name == NULL) {
+        /* bind the first input's open batch through a reload with its shape */
+        const clrun_tensor_id *ids;
+        if (clrun_graph_inputs(g, &ids) > 0 && a->io.shape_count < CLRUN_CLI_MAX_BINDINGS) {
+            char err[512];
+            clrun_tensor_type pt;
+            void *pd = NULL;
+            if (clrun_cli_read_tensor(a->data[0].path, &pt, &pd, err, sizeof err) == CLRUN_OK) {
+                free(pd);
+                const clrun_tensor_type *it = clrun_graph_tensor_type(g, ids[0]);
+                int64_t b = a->batch ? a->batch : it->shape[0];
+                if (it->rank == pt.rank && it->shape[0] != b) {
+                    clrun_onnx_shape *sh = &a->io.shapes[a->io.shape_count++];
+                    static char first[4097];
+                    snprintf(first, sizeof first, "%s", clrun_graph_tensor_name(g, ids[0]));
+                    sh->input = first;
+                    sh->rank = pt.rank;
+                    sh->dims[0] = b;
+                    for (int d = 1; d < pt.rank; d++)
+                        sh->dims[d] = it->shape[d];
+                    clrun_graph_destroy(g);
+                    g = NULL;
+                    if ((rc = clrun_cli_load_model("train", a->path, &a->io, &g)) != 0)
+                        goto out;
+                }
+            }
+        }
+    }
+out:
+    a->io.shape_count = bound;
+    if (rc != 0) {
+        clrun_graph_destroy(g);
+        g = NULL;
+    }
+    *out = g;
+    return rc;
+}
+
+/* --devices: every device's model, g at device 0's rows (the largest share) and another at the
+ * last's when the batch does not divide; without --batch, the model's batch on each device. */
+static int devices_models(train_args *a, clrun_cli_devices *devs, const clrun_graph *g,
+                          int64_t *global_batch)
+{
+    if (devs->global_batch == 0)
+        clrun_cli_devices_model_batch(devs, a->batch);
+    *global_batch = a->global_batch = devs->global_batch;
+    devs->graphs[0] = g;
+    int64_t rows = devs->rows[devs->count - 1];
+    if (rows == devs->rows[0])
+        return 0;
+    int64_t batch = a->batch;
+    a->batch = rows;
+    int rc = load_model(a, &devs->graph1);
+    a->batch = batch;
+    devs->graphs[1] = devs->graph1;
+    return rc;
+}
+
 int clrun_cli_train(int argc, char **argv)
 {
     if (clrun_cli_wants_help(argc, argv)) {
@@ -898,6 +1012,29 @@ int clrun_cli_train(int argc, char **argv)
         return rc;
     }
     int64_t global_batch = a.batch, batch_offset = 0;
+    clrun_cli_devices devs = {0}; /* --devices: each batch's shares over this process's devices */
+    if (a.devices_text) {
+        if (dist.size > 1) {
+            if (dist.rank == 0)
+                fprintf(stderr, "clrun train: --devices under mpirun -np %d is not supported: one "
+                        "device per rank (CLRUN_DEVICE), or --devices in one process\n",
+                        dist.size);
+            rc = 2;
+        } else {
+            rc = clrun_cli_devices_parse(a.devices_text, &devs);
+        }
+        if (rc == 0)
+            rc = clrun_cli_devices_split(&devs, a.batch, clrun_cli_is_onnx(a.path));
+        if (rc != 0) {
+            clrun_cli_dist_abort(&dist, rc);
+            clrun_cli_dist_finish(&dist);
+            clrun_cli_io_free(&a.io);
+            return rc;
+        }
+        if (a.batch)
+            a.batch = devs.rows[0]; /* the model's batch on device 0 */
+        a.devices = devs.count;
+    }
     if (a.deterministic) {
         /* this rank's chunks, contiguous; the model runs on one chunk at a time */
         a.chunks = a.batch / a.chunk_rows;
@@ -954,69 +1091,8 @@ int clrun_cli_train(int argc, char **argv)
     int64_t *order = NULL;
     clrun_cli_tree tree = {0}; /* --deterministic: the sums of the chunks */
     float *grads = NULL;       /* --deterministic: the step's gradients */
-    /* An ONNX model whose batch is open: each named --data file binds its input's shape, the
-     * batch (--batch, or 32) first. The first input's file, unnamed, binds it after a first load. */
-    if (clrun_cli_is_onnx(a.path)) {
-        for (int k = 0; k < a.data_count && a.io.shape_count < CLRUN_CLI_MAX_BINDINGS; k++) {
-            if (a.data[k].name == NULL)
-                continue;
-            bool given = false;
-            for (int s = 0; s < a.io.shape_count; s++)
-                given = given || strcmp(a.io.shapes[s].input, a.data[k].name) == 0;
-            char err[512];
-            clrun_tensor_type pt;
-            void *pd = NULL;
-            if (given)
-                continue;
-            if (clrun_cli_read_tensor(a.data[k].path, &pt, &pd, err, sizeof err) != CLRUN_OK) {
-                fprintf(stderr, "clrun train: %s\n", err);
-                rc = 2;
-                goto done;
-            }
-            free(pd);
-            clrun_onnx_shape *sh = &a.io.shapes[a.io.shape_count++];
-            sh->input = a.data[k].name;
-            sh->rank = pt.rank;
-            sh->dims[0] = a.batch ? a.batch : 32;
-            for (int d = 1; d < pt.rank; d++)
-                sh->dims[d] = pt.shape[d];
-        }
-    }
-    rc = clrun_cli_load_model("train", a.path, &a.io, &g);
-    if (rc != 0) {
-        if (clrun_cli_is_onnx(a.path) && a.data[0].name == NULL)
-            fprintf(stderr, "clrun train: an ONNX model's open batch is bound by naming its input: "
-                    "--data NAME=FILE takes the shape of FILE's rows and --batch\n");
+    if ((rc = load_model(&a, &g)) != 0)
         goto done;
-    }
-    if (clrun_cli_is_onnx(a.path) && a.data_count > 0 && a.data[0].name == NULL) {
-        /* bind the first input's open batch through a reload with its shape */
-        const clrun_tensor_id *ids;
-        if (clrun_graph_inputs(g, &ids) > 0 && a.io.shape_count < CLRUN_CLI_MAX_BINDINGS) {
-            char err[512];
-            clrun_tensor_type pt;
-            void *pd = NULL;
-            if (clrun_cli_read_tensor(a.data[0].path, &pt, &pd, err, sizeof err) == CLRUN_OK) {
-                free(pd);
-                const clrun_tensor_type *it = clrun_graph_tensor_type(g, ids[0]);
-                int64_t b = a.batch ? a.batch : it->shape[0];
-                if (it->rank == pt.rank && it->shape[0] != b) {
-                    clrun_onnx_shape *sh = &a.io.shapes[a.io.shape_count++];
-                    static char first[4097];
-                    snprintf(first, sizeof first, "%s", clrun_graph_tensor_name(g, ids[0]));
-                    sh->input = first;
-                    sh->rank = pt.rank;
-                    sh->dims[0] = b;
-                    for (int d = 1; d < pt.rank; d++)
-                        sh->dims[d] = it->shape[d];
-                    clrun_graph_destroy(g);
-                    g = NULL;
-                    if ((rc = clrun_cli_load_model("train", a.path, &a.io, &g)) != 0)
-                        goto done;
-                }
-            }
-        }
-    }
     {
         const clrun_tensor_id *ids;
         int32_t n = clrun_graph_inputs(g, &ids);
@@ -1052,10 +1128,12 @@ int clrun_cli_train(int argc, char **argv)
         a.ranks = dist.size;
         a.global_batch = global_batch;
     }
+    if (devs.count > 0 && (rc = devices_models(&a, &devs, g, &global_batch)) != 0)
+        goto done;
     clrun_context_options copt;
     clrun_context_options_init(&copt);
     copt.allocator = a.allocator;
-    if (clrun_context_create(&copt, &ctx) != CLRUN_OK) {
+    if (devs.count == 0 && clrun_context_create(&copt, &ctx) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(NULL));
         rc = 1;
         goto done;
@@ -1083,7 +1161,13 @@ int clrun_cli_train(int argc, char **argv)
         topt.reduce = clrun_cli_dist_reduce;
         topt.reduce_user = &dist;
     }
-    if (clrun_train_create(ctx, g, &topt, &t) != CLRUN_OK) {
+    if (devs.count > 0) { /* a trainer per device; device 0's reports, evaluates and saves */
+        topt.bucket_bytes = a.bucket;
+        if ((rc = clrun_cli_devices_create(&devs, &topt, a.allocator, a.bucket == 0)) != 0)
+            goto done;
+        t = clrun_train_parallel_trainer(devs.parallel, 0);
+        ctx = clrun_train_parallel_context(devs.parallel, 0);
+    } else if (clrun_train_create(ctx, g, &topt, &t) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 2;
         goto done;
@@ -1147,8 +1231,9 @@ int clrun_cli_train(int argc, char **argv)
             goto done;
         }
     }
-    if (a.resume && clrun_train_load(t, a.resume) != CLRUN_OK) {
-        fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
+    if (a.resume && (devs.count > 0 ? clrun_train_parallel_load(devs.parallel, a.resume)
+                                    : clrun_train_load(t, a.resume)) != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", clrun_last_error(devs.count > 0 ? NULL : ctx));
         rc = 2;
         goto done;
     }
@@ -1199,6 +1284,17 @@ int clrun_cli_train(int argc, char **argv)
                 steps++;
                 continue;
             }
+            if (devs.count > 0) {
+                char where[64];
+                snprintf(where, sizeof where, "epoch %d, batch %" PRId64, epoch + 1, b + 1);
+                for (int32_t k = 0; k < devs.count; k++)
+                    gather_batch(&train_set, order, b * global_batch + devs.first[k], devs.rows[k],
+                                 devs.rows[k], devs.bufs[k]);
+                if ((rc = clrun_cli_devices_step(&devs, where, &loss, &correct, &rows)) != 0)
+                    goto done;
+                steps++;
+                continue;
+            }
             gather_batch(&train_set, order, b * global_batch + batch_offset, a.batch, a.batch, bufs);
             clrun_train_step_result r;
             clrun_status s = clrun_train_step(t, (const void *const *)bufs, train_set.count, &r);
@@ -1222,7 +1318,7 @@ int clrun_cli_train(int argc, char **argv)
             correct = sums[1];
             rows = sums[2];
         }
-        if (dist.size > 1 || a.deterministic) /* the sum over the rows of each step */
+        if (dist.size > 1 || a.deterministic || devs.count > 0) /* the sum over each step's rows */
             loss /= (double)global_batch;
         double took = now_s() - start;
         f.loss = loss / (double)per_epoch;
@@ -1327,6 +1423,8 @@ int clrun_cli_train(int argc, char **argv)
                        (int)st.exec.offloaded_tensors, mib(st.exec.offloaded_bytes, b1, sizeof b1));
         } else {
             json_object *o = report(&a, t, &f, steps, &dist);
+            if (devs.count > 0)
+                clrun_cli_devices_report(&devs, o);
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
             json_object_put(o);
         }
@@ -1345,6 +1443,11 @@ done:
     clrun_cli_tree_free(&tree);
     dataset_free(&train_set);
     dataset_free(&test_set);
+    if (devs.count > 0) { /* device 0's, which the parallel trainer frees */
+        t = NULL;
+        ctx = NULL;
+    }
+    clrun_cli_devices_free(&devs);
     clrun_train_destroy(t);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);

@@ -18,6 +18,7 @@
 #include <clrun/weights.h>
 #include <clrun/train_graph.h>
 #include <clrun/train.h>
+#include <clrun/train_parallel.h>
 #include <clrun/npy.h>
 #include <clrun/onnx.h>
 #include <clrun/strategy.h>

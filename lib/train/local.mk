@@ -3,9 +3,11 @@
 libclrun_internal_la_SOURCES += \
 	lib/train/train.c lib/train/train_internal.h \
 	lib/train/train_state.c \
-	lib/train/train_budget.c
+	lib/train/train_budget.c \
+	lib/train/train_parallel.c
 clruninclude_HEADERS += \
-	include/clrun/train.h
+	include/clrun/train.h \
+	include/clrun/train_parallel.h
 
 # clrun train on scikit-learn's digits from the command line (the harness exports srcdir).
 TESTS += tests/cli_train.sh
@@ -22,4 +24,9 @@ TESTS += tests/test_train_fused
 tests_test_train_fused_SOURCES = tests/test_train_fused.c tests/device_test.h
 tests_test_train_fused_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_fused_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/test_train_parallel
+TESTS += tests/test_train_parallel
+tests_test_train_parallel_SOURCES = tests/test_train_parallel.c tests/device_test.h
+tests_test_train_parallel_CFLAGS = $(TEST_CFLAGS)
+tests_test_train_parallel_LDADD = $(TEST_LDADD)
 endif

@@ -1,0 +1,121 @@
+#!/bin/sh
+# clrun train --devices: data parallel over several POCL devices of one process. 2 devices (16
+# rows each of 32) and 3 (11, 11 and 10) end with the parameters of one process at the same
+# global batch within 1e-6 relative; on 3 the run is the same bits run after run, with buckets
+# as with one reduction after the backward passes, and --resume goes on as one run does; bad
+# --devices and batches, and --devices under mpirun -np 2, are refused by name. Run by `make
+# check`; CLRUN_BIN overrides the tool.
+set -u
+. "${srcdir:-.}/tests/cli_common.sh"
+need_onnx_python
+if ! "$PYTHON" -c 'import sklearn' >/dev/null 2>&1; then
+    echo "SKIP: $PYTHON lacks scikit-learn (apt-get install python3-sklearn)"
+    exit 77
+fi
+make_tmp train-devices
+# Three CPU devices, one thread each: the devices are the parallelism (CI has 2 cores).
+POCL_DEVICES="pthread pthread pthread" POCL_MAX_PTHREAD_COUNT=1
+export POCL_DEVICES POCL_MAX_PTHREAD_COUNT
+
+# The digits (384 rows: 12 steps of 32) and an MLP whose batch is open, as tests/cli_train_mpi.sh
+# makes them.
+"$PYTHON" - "$tmp" <<'PY' || exit 99
+import sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+from sklearn.datasets import load_digits
+out = sys.argv[1]
+d = load_digits()
+x = (d.data / 16.0).astype(np.float32)
+y = d.target.astype(np.int64)
+p = np.random.RandomState(0).permutation(len(x))
+np.save(out + "/x.npy", x[p][:384]); np.save(out + "/y.npy", y[p][:384])
+r = np.random.RandomState(1)
+init = [numpy_helper.from_array(r.uniform(-b, b, s).astype(np.float32), n) for n, s, b in
+        [("w1", (64, 32), 0.125), ("b1", (32,), 0.125), ("w2", (32, 10), 0.17), ("b2", (10,), 0.17)]]
+nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["a"]),
+         helper.make_node("Gemm", ["a", "w2", "b2"], ["logits"])]
+g = helper.make_graph(nodes, "digits_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], init)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, out + "/mlp.onnx")
+PY
+
+# same A.onnx B.onnx WHAT: the trained initializers agree within 1e-6 of each tensor's largest.
+same() {
+    "$PYTHON" - "$1" "$2" <<'PY' || fail "$3: other parameters than one process"
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+a, b = ({i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(p).graph.initializer}
+        for p in sys.argv[1:3])
+worst = max(np.abs(a[k] - b[k]).max() / np.abs(b[k]).max() for k in b)
+print("largest relative difference %.3g" % worst)
+sys.exit(0 if worst <= 1e-6 else 1)
+PY
+}
+
+train="$tmp/mlp.onnx --loss xent:logits --data x=$tmp/x.npy --labels $tmp/y.npy --batch 32 --epochs 2"
+# SGD with momentum on 2 devices (16 rows each), Adam on 3 (11, 11 and 10 rows).
+for case in "0,1 16,16 --optimizer sgd --lr 0.1 --momentum 0.9" "0,1,2 11,11,10 --optimizer adam --lr 0.01"; do
+    set -- $case
+    devices=$1 rows=$2
+    shift 2
+    "$CLRUN" train $train "$@" --save-onnx "$tmp/one.onnx" --json >"$tmp/one" 2>&1
+    rc=$?
+    expect 0 '"steps":24' "$tmp/one" "$2, one device"
+    "$CLRUN" train $train "$@" --devices $devices --save-onnx "$tmp/d.onnx" --save-state "$tmp/d.state" \
+        --json >"$tmp/d" 2>&1
+    rc=$?
+    expect 0 "\"devices\":\[$devices\],\"device_batch\":\[$rows\]" "$tmp/d" "$2, --devices $devices"
+    expect 0 '"batch":32,' "$tmp/d" "$2, --devices $devices"
+    expect 0 '"steps":24' "$tmp/d" "$2, --devices $devices"
+    same "$tmp/d.onnx" "$tmp/one.onnx" "$2, --devices $devices"
+    [ "$devices" = 0,1,2 ] || continue
+    # run after run, and one reduction after the backward passes: the same bits
+    "$CLRUN" train $train "$@" --devices $devices --save-state "$tmp/again.state" >/dev/null 2>&1 ||
+        fail "$2, --devices $devices again: failed"
+    cmp -s "$tmp/again.state" "$tmp/d.state" || fail "$2, --devices $devices: another run, other bits"
+    "$CLRUN" train $train "$@" --devices $devices --bucket 0 --save-state "$tmp/b0.state" >/dev/null 2>&1 ||
+        fail "$2, --devices $devices --bucket 0: failed"
+    cmp -s "$tmp/b0.state" "$tmp/d.state" || fail "$2, --devices $devices: --bucket 0 gives other bits"
+done
+
+# --resume: one epoch, then another, is the two-epoch run bit for bit.
+half="$tmp/mlp.onnx --loss xent:logits --data x=$tmp/x.npy --labels $tmp/y.npy --batch 32 --optimizer adam --lr 0.01"
+"$CLRUN" train $half --epochs 1 --devices 0,1,2 --save-state "$tmp/e1.state" >/dev/null 2>&1 &&
+    "$CLRUN" train $half --epochs 1 --devices 0,1,2 --resume "$tmp/e1.state" --save-state "$tmp/e2.state" \
+        >/dev/null 2>&1 || fail "--resume with --devices: failed"
+cmp -s "$tmp/e2.state" "$tmp/d.state" || fail "--resume with --devices: other bits than one run"
+
+# Refused by name, before any work.
+check_refused() { # WHAT PATTERN ARGS...
+    what=$1 pattern=$2
+    shift 2
+    "$CLRUN" train "$@" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc != 0 ] || fail "$what: exit status 0"
+    grep -q -- "$pattern" "$tmp/out" || fail "$what: '$pattern' not in $(cat "$tmp/out")"
+}
+check_refused "--batch 2 on 3 devices" "--batch 2 is less than a row for each of the 3 devices" \
+    $train --devices 0,1,2 --batch 2
+check_refused "--devices 0,x" "--devices takes device numbers" $train --devices 0,x
+check_refused "--devices 0,9" "device 9" $train --devices 0,9
+check_refused "--devices with --deterministic" "--devices with --deterministic is not supported" \
+    $train --devices 0,1 --deterministic
+check_refused "--devices, a .graph with --batch" "a .graph file fixes its shapes" \
+    "${srcdir:-.}/tests/data/train/digits_mlp.graph" --loss xent:logits --data "$tmp/x.npy" \
+    --labels "$tmp/y.npy" --devices 0,1 --batch 32
+# Under mpirun -np 2 (where configure found MPI): refused, rank 0 saying why.
+if [ "${HAVE_MPI:-no}" = yes ] && command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1; then
+    OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none POCL_DEVICES=pthread \
+        "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 2 "$CLRUN" train $train \
+        --devices 0,1 >"$tmp/out" 2>&1
+    [ "$(grep -c -- '--devices under mpirun -np 2 is not supported' "$tmp/out")" = 1 ] ||
+        fail "--devices under mpirun -np 2: not one refusal: $(cat "$tmp/out")"
+fi
+
+exit $((failures > 0))
