@@ -257,7 +257,6 @@ clrun_status clrun__exec_loop_after(clrun_exec *e, int32_t *step, bool ran)
     if (!clrun__op_is_loop_end(node->op) || !ran)
         return CLRUN_OK;
     clrun__loop_state *l = &e->loops[e->loops[at].partner];
-    const clrun__node *begin = &e->graph->nodes[s->order[e->loops[at].partner]];
     if (l->again) {
         l->again = false;
         *step = e->loops[at].partner; /* the caller goes on at the step after it */
