@@ -523,21 +523,26 @@ static clrun_status check_io(const clrun_pipeline *p, bool outputs, int32_t batc
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                                 "pipeline: NULL %ss (or their sizes)", what);
     for (int32_t i = 0; i < want; i++) {
+        const char *name = clrun_graph_tensor_name(p->graph, ids[i]);
         uint64_t one = clrun_tensor_bytes(clrun_graph_tensor_type(p->graph, ids[i]));
-        if (data[i] != NULL && bytes[i] == one * (uint64_t)batches)
+        if (one != 0 && (uint64_t)batches > UINT64_MAX / one)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_SIZE,
+                                    "pipeline: %d micro-batches of %s '%s' (%llu bytes each) exceed "
+                                    "2^64 bytes", (int)batches, what, name, (unsigned long long)one);
+        if (data[i] == NULL)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "pipeline: %s '%s' is NULL",
+                                    what, name);
+        if (bytes[i] == one * (uint64_t)batches)
             continue;
         if (batches == 1)
             return clrun__error_set(NULL, CLRUN_ERROR_INVALID_SIZE,
-                                    "pipeline: %s '%s' needs %llu bytes, %llu given%s", what,
-                                    clrun_graph_tensor_name(p->graph, ids[i]),
-                                    (unsigned long long)one, (unsigned long long)bytes[i],
-                                    data[i] ? "" : " (NULL)");
-        return clrun__error_set(NULL, data[i] ? CLRUN_ERROR_INVALID_SIZE : CLRUN_ERROR_INVALID_ARGUMENT,
-                                "pipeline: %s '%s' needs %d x %llu = %llu bytes, %llu given%s",
-                                what, clrun_graph_tensor_name(p->graph, ids[i]), (int)batches,
-                                (unsigned long long)one,
+                                    "pipeline: %s '%s' needs %llu bytes, %llu given", what, name,
+                                    (unsigned long long)one, (unsigned long long)bytes[i]);
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_SIZE,
+                                "pipeline: %s '%s' needs %d x %llu = %llu bytes, %llu given",
+                                what, name, (int)batches, (unsigned long long)one,
                                 (unsigned long long)(one * (uint64_t)batches),
-                                (unsigned long long)bytes[i], data[i] ? "" : " (NULL)");
+                                (unsigned long long)bytes[i]);
     }
     return CLRUN_OK;
 }
