@@ -956,6 +956,42 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     clrun_graph_destroy(g);
 }
 
+/* A residual add written r + conv and one written conv + r are one epilogue program (its
+ * operands in a canonical order, lib/fuse/codegen.c), with the bits of the unfused run. */
+static void a_residual_add_either_way_is_one_epilogue_program(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("residuals", &g), CLRUN_OK);
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){2, 3, 9, 9}));
+    int32_t r = input(g, "r", shape_of(CLRUN_F32, 4, (int64_t[]){2, 16, 7, 7}));
+    int32_t k1 = constant(g, "k1", shape_of(CLRUN_F32, 4, (int64_t[]){16, 3, 3, 3}), 1);
+    int32_t k2 = constant(g, "k2", shape_of(CLRUN_F32, 4, (int64_t[]){16, 3, 3, 3}), 2);
+    int32_t c1 = node(g, "conv2d", "c1", 2, (int32_t[]){im, k1}, NULL, 0);
+    int32_t c2 = node(g, "conv2d", "c2", 2, (int32_t[]){im, k2}, NULL, 0);
+    clrun_graph_mark_output(g, unary(g, "relu", "y1", binary(g, "add", "a1", c1, r)));
+    clrun_graph_mark_output(g, unary(g, "relu", "y2", binary(g, "add", "a2", r, c2)));
+    outcome base = run_unfused(g, 5);
+    how fused = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
+    clrun_context *ctx = context_for(fused);
+    how unfused = fused;
+    unfused.fusion = -1;
+    outcome plain = run_graph_in(ctx, g, unfused, 5); /* the product's own programs */
+    expect_same_bits(g, &plain, &base, "unfused", 5);
+    clrun_program_stats before, after;
+    clrun_program_stats_get(ctx, &before);
+    outcome o = run_graph_in(ctx, g, fused, 5);
+    clrun_program_stats_get(ctx, &after);
+    expect_same_bits(g, &o, &base, "residual epilogues", 5);
+    assert_int_equal(o.groups, 2);
+    assert_string_equal(o.group_names[0], "fused:conv2d+add+relu");
+    assert_string_equal(o.group_names[1], "fused:conv2d+add+relu");
+    assert_int_equal((after.builds_from_source + after.cache_hits) -
+                         (before.builds_from_source + before.cache_hits), 1);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* Heads cut from one projection: slice, reshape (a view), transpose for each, the three in one
  * kernel with three outputs; a transposed read under an elementwise op; all bit for bit. */
 static void moves_and_siblings_fuse_with_the_same_bits(void **state)
@@ -1231,6 +1267,7 @@ int main(void)
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test(clrun_fusion_0_turns_it_off),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
+        cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),
         cmocka_unit_test(constant_nodes_run_once_into_constants_with_the_same_bits),

@@ -26,6 +26,7 @@
 #include "device_test.h"
 #include "graph/elementwise.h"
 #include "graph/types.h"
+#include "ops/ew_source.h"
 #include "ops/ops.h"
 #include "rng.h"
 
@@ -1261,6 +1262,57 @@ static void each_op_is_built_once_per_context(void **state)
     values_free(&x), values_free(&y);
 }
 
+/* add, sub, mul and div share one program per dtype (POCL's front end and builtin linking
+ * once for a transformer's unfused arithmetic): the same text whichever asks, holding every
+ * kernel of the four, and after one of them the others build nothing. */
+static void arithmetic_ops_share_one_program(void **state)
+{
+    (void)state;
+    const char *const family[] = {"add", "sub", "mul", "div"};
+    const clrun__ew_def *add = clrun__ew_def_of(clrun__op_find("add"));
+    char *text = clrun__ew_library_source(add, CLRUN_F32, CLRUN_F32, false);
+    assert_non_null(text);
+    for (size_t i = 0; i < 4; i++) {
+        const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(family[i]));
+        char name[64], kernel[96];
+        clrun__ew_library_name(def, CLRUN_F32, CLRUN_F32, name, sizeof name);
+        assert_string_equal(name, "ew_arith_f32");
+        char *other = clrun__ew_library_source(def, CLRUN_F32, CLRUN_F32, false);
+        assert_non_null(other);
+        assert_string_equal(other, text);
+        free(other);
+        for (int v = 0; v < 3; v++) {
+            clrun__ew_kernel_name(def, CLRUN_F32, CLRUN_F32, (const char *[]){"", "_bc", "_bcn"}[v], kernel,
+                                  sizeof kernel);
+            strcat(kernel, "(");
+            if (strstr(text, kernel) == NULL)
+                fail_msg("the family's program lacks %s", kernel);
+        }
+    }
+    free(text);
+    const clrun__ew_def *gelu = clrun__ew_def_of(clrun__op_find("gelu"));
+    char name[64];
+    clrun__ew_library_name(gelu, CLRUN_F32, CLRUN_F32, name, sizeof name);
+    assert_string_equal(name, "ew_gelu_f32");
+    text = clrun__ew_library_source(gelu, CLRUN_F32, CLRUN_F32, false);
+    assert_non_null(text);
+    assert_null(strstr(text, "clrun_ew_add_f32"));
+    free(text);
+
+    values x[2] = {random_values(CLRUN_F32, "64", -1, 1, 11), random_values(CLRUN_F32, "64", 1, 2, 12)};
+    values y = run_op("add", x, 2, NULL, 0);
+    clrun_program_stats before, after;
+    clrun_program_stats_get(ctx, &before);
+    for (size_t i = 1; i < 4; i++) {
+        values z = run_op(family[i], x, 2, NULL, 0);
+        values_free(&z);
+    }
+    clrun_program_stats_get(ctx, &after);
+    assert_int_equal(after.builds_from_source + after.cache_hits,
+                     before.builds_from_source + before.cache_hits);
+    values_free(&x[0]), values_free(&x[1]), values_free(&y);
+}
+
 /* ---- refusals ---------------------------------------------------------------------------- */
 
 static void expect_refusal(const char *opname, const clrun_tensor_type *in, int count,
@@ -1351,6 +1403,7 @@ int main(void)
         cmocka_unit_test(bitwise_ops_on_every_integer_width),
         cmocka_unit_test(bf16_elementwise_rounds_once),
         cmocka_unit_test(each_op_is_built_once_per_context),
+        cmocka_unit_test(arithmetic_ops_share_one_program),
         cmocka_unit_test(the_type_rule_refuses_what_no_kernel_takes),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();

@@ -198,7 +198,9 @@ static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, 
 {
     double start = now_seconds();
     clrun_status s = build_timed(ctx, p, name, source, length, quiet, out);
-    p->stats.build_seconds += now_seconds() - start;
+    double took = now_seconds() - start;
+    p->stats.build_seconds += took;
+    clrun__log(CLRUN_LOG_DEBUG, "program '%s': %.3f s to build or load", name, took);
     return s;
 }
 

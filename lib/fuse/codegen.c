@@ -195,7 +195,24 @@ static clrun__op_call step_call(const clrun__fused_step *step)
                             step->attr_count, 0};
 }
 
-static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry *g, int s)
+/* Where an operand of a step sorts in an epilogue's canonical order: v, the loads, the steps. */
+static int operand_rank(const clrun__fused_step *step, const geometry *g, int s, int k)
+{
+    if (step->args[k] == CLRUN__FUSED_ARG_V)
+        return 0;
+    if (step->args[k] >= 0)
+        return (1 << 20) + step->args[k];
+    return 1 + g->arg_load[s][k];
+}
+
+/* With canonical_order (an epilogue), an f32 add or mul takes its operands in a fixed order
+ * (the product's value first), so that a residual add written x + conv(y) and one written
+ * conv(y) + x are one program text, one build and one compiled kernel (ResNet-18: three
+ * epilogue programs became two). The same bits: IEEE addition and multiplication are
+ * commutative, to the sign of a zero; only a NaN's payload could follow the order, and an
+ * epilogue's result is made canonical (clrun_canon_f32) before its store. */
+static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry *g, int s,
+                      bool canonical_order)
 {
     const clrun__fused_step *step = &f->steps[s];
     clrun__op_call call = step_call(step);
@@ -203,13 +220,22 @@ static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry
     char name[64];
     clrun__ew_function_name(step->def, data, step->type.dtype, name, sizeof name);
     clrun__strbuf_printf(b, "    const %s t%d = %s(", clrun__cl_type(step->type.dtype), s, name);
-    for (int k = 0; k < step->def->arity; k++) {
+    int order[CLRUN__EW_MAX_INPUTS] = {0, 1, 2};
+    if (canonical_order && step->def->arity == 2 && data == CLRUN_F32 && step->type.dtype == CLRUN_F32 &&
+        step->def->param_count == 0 &&
+        (strcmp(step->def->name, "add") == 0 || strcmp(step->def->name, "mul") == 0) &&
+        operand_rank(step, g, s, 1) < operand_rank(step, g, s, 0)) {
+        order[0] = 1;
+        order[1] = 0;
+    }
+    for (int j = 0; j < step->def->arity; j++) {
+        int k = order[j];
         if (step->args[k] >= 0)
-            clrun__strbuf_printf(b, "%st%d", k ? ", " : "", step->args[k]);
+            clrun__strbuf_printf(b, "%st%d", j ? ", " : "", step->args[k]);
         else if (step->args[k] == CLRUN__FUSED_ARG_V)
-            clrun__strbuf_printf(b, "%sv", k ? ", " : "");
+            clrun__strbuf_printf(b, "%sv", j ? ", " : "");
         else
-            clrun__strbuf_printf(b, "%sv%d", k ? ", " : "", g->arg_load[s][k]);
+            clrun__strbuf_printf(b, "%sv%d", j ? ", " : "", g->arg_load[s][k]);
     }
     for (int p = 0; p < step->def->param_count; p++) {
         clrun__strbuf_printf(b, ", ");
@@ -281,7 +307,7 @@ static bool emit_kernel(clrun__strbuf *b, clrun__fused_op *f, bool poisoned)
         clrun__strbuf_printf(b, "];\n");
     }
     for (int s = 0; s < f->step_count; s++)
-        emit_step(b, f, g, s);
+        emit_step(b, f, g, s, false);
     for (int o = 0; o < f->output_count; o++) {
         if (f->output_of[o] < 0) /* moves alone keep every bit */
             clrun__strbuf_printf(b, "    out%d[o] = v%d;\n", o, g->output_load[o]);
@@ -464,7 +490,7 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
             clrun__strbuf_printf(&b, "];\n");
         }
         for (int s = 0; s < f->step_count; s++)
-            emit_step(&b, f, g, s);
+            emit_step(&b, f, g, s, true);
         clrun__strbuf_printf(&b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
     }
     free(g);

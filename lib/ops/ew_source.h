@@ -47,7 +47,9 @@ void clrun__ew_kernel_name(const clrun__ew_def *def, clrun_dtype data, clrun_dty
                            const char *variant, char *buf, size_t size);
 
 /* "ew_NAME_DTYPE" ("ew_cast_FROM_TO"): the program name of an op's unfused kernels over one
- * data dtype, so that a program compiles only what a node of that dtype uses. */
+ * data dtype, so that a program compiles only what a node of that dtype uses; add, sub, mul and
+ * div share "ew_arith_DTYPE", whose text (clrun__ew_library_source, the same for each of them)
+ * holds the four ops' kernels. */
 void clrun__ew_library_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
                             char *buf, size_t size);
 
