@@ -6,7 +6,9 @@
  * tensor's largest value, the same bits on every rank. Bad input (MPI_COMM_NULL, a Fortran
  * handle of no communicator, a global batch smaller than the ranks, a timeout or weight out of
  * range) fails with a clear message. The library initialises MPI here (clrun_mpi_create before
- * MPI_Init) and finalises it with its handle. Exit 0, or 1 with FAIL lines. */
+ * MPI_Init) and finalises it with its last handle: a second world handle, destroyed last,
+ * still sums correctly after the first (which initialised MPI) is gone. Exit 0, or 1 with
+ * FAIL lines. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +223,11 @@ int main(void)
     CHECK(clrun_mpi_comm(world) != MPI_COMM_WORLD, "the handle uses MPI_COMM_WORLD itself");
     CHECK(clrun_mpi_set_timeout(world, 20) == CLRUN_OK && clrun_mpi_timeout(world) == 20,
           "timeout 20 refused");
+    /* a second handle over the world, after MPI runs: it outlives the first (which initialised
+     * MPI), and MPI with it */
+    clrun_mpi *second = NULL;
+    s = clrun_mpi_create(NULL, &second);
+    CHECK(s == CLRUN_OK, "a second clrun_mpi_create(NULL): %s", clrun_mpi_last_error());
     bad_input(world, size);
 
     /* a communicator handed in (a duplicate of the world's, the caller's own) and its Fortran
@@ -291,10 +298,19 @@ int main(void)
     MPI_Comm_free(&mine);
     int any = failures, all = 0;
     MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    clrun_mpi_destroy(world); /* the last owner: MPI_Finalize */
+    clrun_mpi_destroy(world); /* initialised MPI, but `second` lives: no MPI_Finalize */
     int finalized = 0;
     MPI_Finalized(&finalized);
-    CHECK(finalized, "the handle that initialised MPI did not finalise it");
+    CHECK(!finalized, "destroying the first handle finalised MPI under the second");
+    if (!finalized && second) {
+        double one_each = 1;
+        s = clrun_mpi_sum(second, &one_each, 1, "a sum on the second handle");
+        CHECK(s == CLRUN_OK && one_each == size, "the second handle's sum after the first's "
+              "destruction: %g (%s)", one_each, clrun_mpi_last_error());
+    }
+    clrun_mpi_destroy(second); /* the last handle: MPI_Finalize */
+    MPI_Finalized(&finalized);
+    CHECK(finalized, "the last handle did not finalise MPI, which clrun initialised");
     if (rank == 0 && all == 0)
         printf("test_mpi: %d rank%s: every check passed\n", size, size > 1 ? "s" : "");
     return failures || all ? 1 : 0;

@@ -15,7 +15,8 @@
  *     clrun_train_create(ctx, graph, &opt, &train); // a model whose batch is `rows`
  *     ...                                           // steps on rows [first, first + rows)
  *     clrun_train_destroy(train);
- *     clrun_mpi_destroy(dp);                        // MPI_Finalize if it called MPI_Init
+ *     clrun_mpi_destroy(dp);                        // MPI_Finalize if clrun called MPI_Init
+ *                                                   // and this was the last handle
  *
  * Every rank's gradient is the mean over its rows; the hooks scale it by the rank's share of
  * the global batch (rows / global rows) and sum over the ranks (MPI_Iallreduce on a duplicate
@@ -53,9 +54,12 @@ extern "C" {
 typedef struct clrun_mpi clrun_mpi;
 
 /* A handle over *comm (duplicated: clrun's messages never mix with the caller's), or over
- * MPI_COMM_WORLD when comm is NULL. MPI is initialised (MPI_Init) when it is not yet; the last
- * handle of those that initialised it finalises it (MPI_Finalize) when destroyed, so a caller
- * that initialised MPI itself finalises it itself, after destroying its handles. On Linux the
+ * MPI_COMM_WORLD when comm is NULL. MPI is initialised (MPI_Init_thread) when it is not yet;
+ * when clrun initialised it, the destruction of the last live handle (of all of them, whichever
+ * initialised MPI) finalises it (MPI_Finalize), unless a handle broke (the job is to end by
+ * clrun_mpi_abort). A caller that initialised MPI itself finalises it itself, after destroying
+ * its handles: a handle used after MPI_Finalize fails (CLRUN_ERROR_INVALID_ARGUMENT, "MPI is
+ * finalised") instead of calling MPI. On Linux the
  * calling thread's timer slack is set to 1 us (the polls sleep microseconds). Fails with
  * CLRUN_ERROR_INVALID_ARGUMENT for MPI_COMM_NULL, a communicator MPI refuses, an
  * intercommunicator, or after MPI_Finalize; *out is then NULL and nothing is leaked. The
@@ -68,9 +72,9 @@ clrun_status clrun_mpi_create(const MPI_Comm *comm, clrun_mpi **out);
  * communicator fails as MPI_COMM_NULL does. */
 clrun_status clrun_mpi_create_fortran(MPI_Fint comm, clrun_mpi **out);
 
-/* Frees the duplicate communicator and the handle; finalises MPI when the handle initialised
- * it and no other such handle is left (see clrun_mpi_create). Collective (MPI_Comm_free). NULL
- * is fine. A broken handle is freed without collectives. */
+/* Frees the duplicate communicator and the handle; finalises MPI when clrun initialised it
+ * and no other handle is left (see clrun_mpi_create). Collective (MPI_Comm_free). NULL is fine.
+ * A broken handle is freed without collectives. */
 void clrun_mpi_destroy(clrun_mpi *mpi);
 
 /* The last failure message of this thread's clrun_mpi calls (thread-local, valid until its

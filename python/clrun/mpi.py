@@ -15,8 +15,8 @@ of every global batch, the gradients all-reduced between the backward pass and t
 Run under ``mpirun -np N python3 script.py``. Every rank ends with the parameters one process
 gets at the same global batch, within rounding. mpi4py is not needed: a communicator is taken
 duck-typed, by its ``py2f()`` (its Fortran handle); without one the world's is used, and MPI is
-initialised here when nothing initialised it (and finalised when the last such
-:class:`DataParallel` closes). libclrun-mpi is built only when clrun was configured with MPI:
+initialised here when nothing initialised it (and then finalised when the last
+:class:`DataParallel`, whichever, closes). libclrun-mpi is built only when clrun was configured with MPI:
 without it, :class:`DataParallel` raises :class:`clrun.UnsupportedError`.
 """
 
@@ -257,8 +257,8 @@ class DataParallel:
         self._steps.add(step)
 
     def close(self):
-        """Frees the duplicate communicator (collective), finalising MPI when this group
-        initialised it and no other does. The train steps made with it must be closed first:
+        """Frees the duplicate communicator (collective), finalising MPI when clrun
+        initialised it and no other group is left. The train steps made with it must be closed first:
         clrun.BusyError otherwise."""
         open_steps = [s for s in self._steps if not s.closed]
         if open_steps:
