@@ -320,10 +320,14 @@ static int unanswered(clrun_mpi *mpi, char *missing, size_t size)
             used += (size_t)snprintf(missing + used, size - used, "%s%d", count ? ", " : "", q);
             count++;
         }
-    /* the job is to end (clrun_mpi_abort): the requests still open are left to it, and so are
-     * the buffers they name (a leak only when the caller goes on regardless) */
-    if (count == 0)
+    if (count == 0) {
+        /* every rank answered, so every probe was received (an answer follows its probe's
+         * receipt): the sends complete at once, and are completed here, not leaked */
+        MPI_Waitall(n * 2, req, MPI_STATUSES_IGNORE);
         free(answers);
+    }
+    /* else the job is to end (clrun_mpi_abort): the requests still open are left to it, and
+     * so are the buffers they name (a leak only when the caller goes on regardless) */
     free(req);
     return count;
 }
