@@ -8,7 +8,7 @@
  * range) fails with a clear message. The library initialises MPI here (clrun_mpi_create before
  * MPI_Init) and finalises it with its last handle: a second world handle, destroyed last,
  * still sums correctly after the first (which initialised MPI) is gone. Exit 0, or 1 with
- * FAIL lines. */
+ * FAIL lines. MPI's thread level, clrun's request, is MPI_THREAD_SERIALIZED at least. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +214,10 @@ int main(void)
     }
     MPI_Initialized(&initialized);
     CHECK(initialized, "clrun_mpi_create(NULL) left MPI uninitialised");
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    CHECK(level >= MPI_THREAD_SERIALIZED, "clrun initialised MPI at thread level %d, below "
+          "MPI_THREAD_SERIALIZED (%d)", level, MPI_THREAD_SERIALIZED);
     int size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -32,7 +32,11 @@
  * message clrun_mpi_last_error returns; none prints or aborts on its own.
  *
  * Threads: a handle is used by one thread at a time (the train step's hooks run on the thread
- * that calls clrun_train_step); MPI must allow calls from that thread. */
+ * that calls clrun_train_step), which need not be the one that created it. MPI must allow that:
+ * when clrun initialises MPI it asks for MPI_THREAD_SERIALIZED and fails when MPI provides less;
+ * a caller that initialises MPI itself asks for MPI_THREAD_SERIALIZED (or MULTIPLE), or else,
+ * under FUNNELED or SINGLE, uses every handle on MPI's main thread only (clrun_mpi_create
+ * refuses another thread then, but cannot see later calls). */
 #ifndef CLRUN_MPI_H
 #define CLRUN_MPI_H
 
@@ -59,10 +63,13 @@ typedef struct clrun_mpi clrun_mpi;
  * initialised MPI) finalises it (MPI_Finalize), unless a handle broke (the job is to end by
  * clrun_mpi_abort). A caller that initialised MPI itself finalises it itself, after destroying
  * its handles: a handle used after MPI_Finalize fails (CLRUN_ERROR_INVALID_ARGUMENT, "MPI is
- * finalised") instead of calling MPI. On Linux the
- * calling thread's timer slack is set to 1 us (the polls sleep microseconds). Fails with
+ * finalised") instead of calling MPI. A lasting side effect on Linux: the calling thread's
+ * timer slack is set to 1 us (prctl PR_SET_TIMERSLACK; the polls sleep microseconds) and stays
+ * so after the handle's destruction; a caller that minds saves it (PR_GET_TIMERSLACK) and
+ * restores it. Fails with
  * CLRUN_ERROR_INVALID_ARGUMENT for MPI_COMM_NULL, a communicator MPI refuses, an
- * intercommunicator, or after MPI_Finalize; *out is then NULL and nothing is leaked. The
+ * intercommunicator, or after MPI_Finalize, and with CLRUN_ERROR_UNSUPPORTED for a thread level
+ * below MPI_THREAD_SERIALIZED (see Threads above); *out is then NULL and nothing is leaked. The
  * timeout starts at 60 s and the weight at 1 (each rank's gradient counts in full) until
  * clrun_mpi_share or clrun_mpi_set_weight. Collective over the communicator. */
 clrun_status clrun_mpi_create(const MPI_Comm *comm, clrun_mpi **out);

@@ -74,6 +74,20 @@ static void mpi_text(int rc, char *text, size_t size)
     snprintf(text, size, "%s", buf);
 }
 
+/* An MPI thread level's name. */
+static const char *level_name(int level)
+{
+    if (level == MPI_THREAD_SINGLE)
+        return "MPI_THREAD_SINGLE";
+    if (level == MPI_THREAD_FUNNELED)
+        return "MPI_THREAD_FUNNELED";
+    if (level == MPI_THREAD_SERIALIZED)
+        return "MPI_THREAD_SERIALIZED";
+    if (level == MPI_THREAD_MULTIPLE)
+        return "MPI_THREAD_MULTIPLE";
+    return "an unknown level";
+}
+
 static clrun_status create(MPI_Comm comm, bool world, clrun_mpi **out)
 {
     *out = NULL;
@@ -87,11 +101,27 @@ static clrun_status create(MPI_Comm comm, bool world, clrun_mpi **out)
         if (!world) /* a communicator of an MPI not yet running cannot be one */
             return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_create: a communicator was "
                         "given but MPI is not initialised");
-        int provided = 0;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        int provided = MPI_THREAD_SINGLE;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             return fail(CLRUN_ERROR_UNSUPPORTED, "clrun_mpi_create: MPI_Init_thread failed");
+        if (provided < MPI_THREAD_SERIALIZED) {
+            MPI_Finalize();
+            return fail(CLRUN_ERROR_UNSUPPORTED, "clrun_mpi_create: MPI provides %s threads; "
+                        "clrun needs MPI_THREAD_SERIALIZED (a handle's calls may come from any "
+                        "thread, one at a time)", level_name(provided));
+        }
         init_here = true;
         mpi_ours = true;
+    } else {
+        /* the caller's MPI: below SERIALIZED, only its main thread may call MPI */
+        int level = MPI_THREAD_SINGLE, main_thread = 0;
+        MPI_Query_thread(&level);
+        MPI_Is_thread_main(&main_thread);
+        if (level < MPI_THREAD_SERIALIZED && !main_thread)
+            return fail(CLRUN_ERROR_UNSUPPORTED, "clrun_mpi_create: MPI was initialised with "
+                        "%s threads, under which only its main thread may call MPI, and this "
+                        "is another thread; initialise it with MPI_THREAD_SERIALIZED (or "
+                        "create and use the handle on the main thread)", level_name(level));
     }
     if (world)
         comm = MPI_COMM_WORLD;
