@@ -197,6 +197,23 @@ static void bad_input(clrun_mpi *dp, int size)
           "weight 1.5: status %d, '%s'", (int)s, clrun_mpi_last_error());
     CHECK(clrun_mpi_train_options(dp, NULL, 0) == CLRUN_ERROR_INVALID_ARGUMENT,
           "NULL options accepted");
+    /* a NULL handle: -1, 0 and zeros from the getters, a clear error from the rest */
+    clrun_mpi_stats st = {1, 1, 1};
+    clrun_mpi_stats_get(NULL, &st);
+    CHECK(clrun_mpi_rank(NULL) == -1 && clrun_mpi_size(NULL) == -1 &&
+              clrun_mpi_weight(NULL) == 0 && clrun_mpi_timeout(NULL) == 0 &&
+              clrun_mpi_comm(NULL) == MPI_COMM_NULL && st.reduces == 0 && st.reduce_s == 0 &&
+              st.last_reduce_s == 0,
+          "a NULL handle's rank %d, size %d, weight %g, timeout %g, %llu reductions",
+          clrun_mpi_rank(NULL), clrun_mpi_size(NULL), clrun_mpi_weight(NULL),
+          clrun_mpi_timeout(NULL), (unsigned long long)st.reduces);
+    double v = 1;
+    s = clrun_mpi_sum(NULL, &v, 1, NULL);
+    CHECK(s == CLRUN_ERROR_INVALID_ARGUMENT && strstr(clrun_mpi_last_error(), "handle is NULL"),
+          "clrun_mpi_sum(NULL): status %d, '%s'", (int)s, clrun_mpi_last_error());
+    CHECK(clrun_mpi_set_timeout(NULL, 1) == CLRUN_ERROR_INVALID_ARGUMENT &&
+              clrun_mpi_set_weight(NULL, 1) == CLRUN_ERROR_INVALID_ARGUMENT,
+          "a NULL handle's timeout or weight set");
 }
 
 int main(void)

@@ -88,12 +88,14 @@ void clrun_mpi_destroy(clrun_mpi *mpi);
  * next failing call); "" when none failed. The hooks hand theirs to the train step instead. */
 const char *clrun_mpi_last_error(void);
 
-/* This process's rank in the communicator, and the communicator's size (the ranks). */
+/* This process's rank in the communicator, and the communicator's size (the ranks); -1 for a
+ * NULL handle. */
 int clrun_mpi_rank(const clrun_mpi *mpi);
 int clrun_mpi_size(const clrun_mpi *mpi);
 
 /* The handle's communicator (a duplicate of the one given), for the caller's own collectives on
- * clrun's terms (clrun_mpi_wait). Freed by clrun_mpi_destroy. */
+ * clrun's terms (clrun_mpi_wait). Freed by clrun_mpi_destroy. MPI_COMM_NULL for a NULL
+ * handle. */
 MPI_Comm clrun_mpi_comm(const clrun_mpi *mpi);
 
 /* Rank r of N takes rows [first, first + rows) of every global batch of global_rows rows:
@@ -104,12 +106,14 @@ MPI_Comm clrun_mpi_comm(const clrun_mpi *mpi);
 clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first, int64_t *rows);
 
 /* The factor this rank's gradients are scaled by before the sum: its rows over the global
- * batch's (clrun_mpi_share sets it). In (0, 1], else CLRUN_ERROR_INVALID_ARGUMENT. */
+ * batch's (clrun_mpi_share sets it). In (0, 1], else CLRUN_ERROR_INVALID_ARGUMENT (so is a
+ * NULL handle). clrun_mpi_weight of a NULL handle is 0. */
 clrun_status clrun_mpi_set_weight(clrun_mpi *mpi, double weight);
 double clrun_mpi_weight(const clrun_mpi *mpi);
 
 /* Seconds a collective may wait for the other ranks before they are probed (> 0, finite;
- * default 60). */
+ * default 60; a NULL handle fails with CLRUN_ERROR_INVALID_ARGUMENT). clrun_mpi_timeout of a
+ * NULL handle is 0. */
 clrun_status clrun_mpi_set_timeout(clrun_mpi *mpi, double seconds);
 double clrun_mpi_timeout(const clrun_mpi *mpi);
 
@@ -132,7 +136,8 @@ clrun_status clrun_mpi_bucket_test(void *user, uint64_t step, int32_t bucket, bo
                                    char *err, size_t errlen);
 
 /* values (count doubles) summed over the ranks in place, under the timeout (what: for the
- * message, e.g. "the epoch's loss"). Collective. */
+ * message, e.g. "the epoch's loss"). Collective. A NULL handle, like one used after
+ * MPI_Finalize, fails with CLRUN_ERROR_INVALID_ARGUMENT (so do clrun_mpi_wait and the hooks). */
 clrun_status clrun_mpi_sum(clrun_mpi *mpi, double *values, int count, const char *what);
 
 /* Waits for a request of a collective on clrun_mpi_comm that the call giving rc started, under
@@ -147,6 +152,7 @@ typedef struct clrun_mpi_stats {
     double reduce_s;
     double last_reduce_s;
 } clrun_mpi_stats;
+/* Zeros for a NULL handle; a NULL stats is ignored. */
 void clrun_mpi_stats_get(const clrun_mpi *mpi, clrun_mpi_stats *stats);
 
 /* Ends the whole job (MPI_Abort on the handle's communicator, code 0 taken as 1): what a rank

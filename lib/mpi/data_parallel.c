@@ -226,17 +226,17 @@ void clrun_mpi_destroy(clrun_mpi *mpi)
 
 int clrun_mpi_rank(const clrun_mpi *mpi)
 {
-    return mpi->rank;
+    return mpi ? mpi->rank : -1;
 }
 
 int clrun_mpi_size(const clrun_mpi *mpi)
 {
-    return mpi->size;
+    return mpi ? mpi->size : -1;
 }
 
 MPI_Comm clrun_mpi_comm(const clrun_mpi *mpi)
 {
-    return mpi->comm;
+    return mpi ? mpi->comm : MPI_COMM_NULL;
 }
 
 clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first, int64_t *rows)
@@ -257,6 +257,8 @@ clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first
 
 clrun_status clrun_mpi_set_weight(clrun_mpi *mpi, double weight)
 {
+    if (mpi == NULL)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_weight: the handle is NULL");
     if (!(weight > 0 && weight <= 1))
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_weight: the weight is a rank's "
                     "rows over the global batch's, in (0, 1], not %g", weight);
@@ -266,11 +268,13 @@ clrun_status clrun_mpi_set_weight(clrun_mpi *mpi, double weight)
 
 double clrun_mpi_weight(const clrun_mpi *mpi)
 {
-    return mpi->weight;
+    return mpi ? mpi->weight : 0;
 }
 
 clrun_status clrun_mpi_set_timeout(clrun_mpi *mpi, double seconds)
 {
+    if (mpi == NULL)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_timeout: the handle is NULL");
     if (!(seconds > 0) || !isfinite(seconds))
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_timeout: seconds > 0 (finite), "
                     "not %g", seconds);
@@ -280,12 +284,14 @@ clrun_status clrun_mpi_set_timeout(clrun_mpi *mpi, double seconds)
 
 double clrun_mpi_timeout(const clrun_mpi *mpi)
 {
-    return mpi->timeout_s;
+    return mpi ? mpi->timeout_s : 0;
 }
 
 void clrun_mpi_stats_get(const clrun_mpi *mpi, clrun_mpi_stats *stats)
 {
-    *stats = mpi->stats;
+    static const clrun_mpi_stats none;
+    if (stats)
+        *stats = mpi ? mpi->stats : none;
 }
 
 /* Answers the probes other ranks sent: I am alive and polling. */
@@ -366,6 +372,8 @@ static int unanswered(clrun_mpi *mpi, char *missing, size_t size)
  * finalised under it (the caller's MPI_Finalize while the handle lives); else the status. */
 static clrun_status usable(const clrun_mpi *mpi, const char *fn)
 {
+    if (mpi == NULL)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "%s: the handle is NULL", fn);
     if (mpi->broken)
         return fail(CLRUN_ERROR_IO, "%s", mpi->message);
     int finalized = 0;
@@ -570,6 +578,8 @@ clrun_status clrun_mpi_bucket_test(void *user, uint64_t step, int32_t bucket, bo
 {
     clrun_mpi *mpi = user;
     *done = true;
+    if (mpi == NULL)
+        return hook_error(usable(mpi, "the gradient all-reduce"), err, errlen);
     if (bucket < 0 || bucket >= mpi->bucket_cap)
         return hook_error(fail(CLRUN_ERROR_INVALID_ARGUMENT, "bucket %d was not started",
                                (int)bucket), err, errlen);
