@@ -214,6 +214,7 @@ static void bad_input(clrun_mpi *dp, int size)
     CHECK(clrun_mpi_set_timeout(NULL, 1) == CLRUN_ERROR_INVALID_ARGUMENT &&
               clrun_mpi_set_weight(NULL, 1) == CLRUN_ERROR_INVALID_ARGUMENT,
           "a NULL handle's timeout or weight set");
+    CHECK(!clrun_mpi_broken(NULL) && !clrun_mpi_broken(dp), "a handle broken by bad input");
 }
 
 int main(void)

@@ -31,6 +31,13 @@
  * one safe move is clrun_mpi_abort, which ends the whole job. Functions that fail set the
  * message clrun_mpi_last_error returns; none prints or aborts on its own.
  *
+ * A collective given up is left in flight, still writing into its buffer: after a step failed
+ * on a broken handle (clrun_mpi_broken), the trainer's gradient buffer may be written by MPI
+ * after the step returned, so call clrun_mpi_abort BEFORE clrun_train_destroy (which frees that
+ * buffer), or never destroy that trainer (leak it, as Python's clrun does). The hooks break
+ * clrun_train_bucket_test_fn's rule here (a failed bucket_test leaves nothing writing): MPI has
+ * no way to cancel a collective.
+ *
  * Threads: a handle is used by one thread at a time (the train step's hooks run on the thread
  * that calls clrun_train_step), which need not be the one that created it. MPI must allow that:
  * when clrun initialises MPI it asks for MPI_THREAD_SERIALIZED and fails when MPI provides less;
@@ -87,6 +94,11 @@ void clrun_mpi_destroy(clrun_mpi *mpi);
 /* The last failure message of this thread's clrun_mpi calls (thread-local, valid until its
  * next failing call); "" when none failed. The hooks hand theirs to the train step instead. */
 const char *clrun_mpi_last_error(void);
+
+/* Whether a collective failed or timed out on the handle, breaking it (false for NULL): then
+ * only clrun_mpi_abort is safe, and the trainers whose hooks used it must not be destroyed
+ * before it (see above). */
+bool clrun_mpi_broken(const clrun_mpi *mpi);
 
 /* This process's rank in the communicator, and the communicator's size (the ranks); -1 for a
  * NULL handle. */

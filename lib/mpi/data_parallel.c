@@ -239,6 +239,11 @@ MPI_Comm clrun_mpi_comm(const clrun_mpi *mpi)
     return mpi ? mpi->comm : MPI_COMM_NULL;
 }
 
+bool clrun_mpi_broken(const clrun_mpi *mpi)
+{
+    return mpi != NULL && mpi->broken;
+}
+
 clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first, int64_t *rows)
 {
     if (global_rows < mpi->size)

@@ -96,6 +96,7 @@ def _library():
                         ctypes.c_int, ctypes.c_char_p)
         lib.stats_get = proto("clrun_mpi_stats_get", None, p, ctypes.POINTER(_Stats))
         lib.abort = proto("clrun_mpi_abort", None, p, ctypes.c_int)
+        lib.broken = proto("clrun_mpi_broken", ctypes.c_bool, p)
         _loaded = lib
         return lib
 
@@ -126,9 +127,17 @@ class _Handle:
     def __init__(self, lib, pointer):
         self.lib = lib
         self.pointer = pointer
+        self.was_broken = False
+
+    def broken(self):
+        """Whether a collective failed on the handle (remembered after close)."""
+        if self.pointer is not None:
+            self.was_broken = bool(self.lib.broken(self.pointer))
+        return self.was_broken
 
     def close(self):
         if self.pointer is not None:
+            self.broken()
             self.lib.destroy(self.pointer)
             self.pointer = None
 
@@ -238,6 +247,12 @@ class DataParallel:
         st = _Stats()
         self._lib.stats_get(self._pointer(), ctypes.byref(st))
         return {"reduces": st.reduces, "reduce_s": st.reduce_s, "last_reduce_s": st.last_reduce_s}
+
+    @property
+    def broken(self):
+        """Whether a collective failed or timed out (a step raised
+        :class:`clrun.InputOutputError`): then only :meth:`abort` is safe."""
+        return self._handle.broken()
 
     def abort(self, code=1):
         """Ends the whole job (MPI_Abort): after a step failed on a collective, or an error of

@@ -122,6 +122,7 @@ with tempfile.TemporaryDirectory() as tmp, clrun.Context() as ctx:
         check(total == size * h and squares == size * h * h, "%s: the ranks' parameters differ"
               % what)
         st = dp.stats()
+        check(not dp.broken, "%s: broken after steps that succeeded" % what)
         check(size == 1 or st["reduces"] >= steps, "%s: %r" % (what, st))
         if rank == 0:
             print("%s: %d ranks, %d steps: %.3g of a tensor's largest from one process"
