@@ -6,7 +6,9 @@
  * tensor's largest value, the same bits on every rank. Bad input (MPI_COMM_NULL, a Fortran
  * handle of no communicator, a global batch smaller than the ranks, a timeout or weight out of
  * range) fails with a clear message. The library initialises MPI here (clrun_mpi_create before
- * MPI_Init) and finalises it with its handle. Exit 0, or 1 with FAIL lines. */
+ * MPI_Init) and finalises it with its last handle: a second world handle, destroyed last,
+ * still sums correctly after the first (which initialised MPI) is gone. Exit 0, or 1 with
+ * FAIL lines. MPI's thread level, clrun's request, is MPI_THREAD_SERIALIZED at least. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +197,24 @@ static void bad_input(clrun_mpi *dp, int size)
           "weight 1.5: status %d, '%s'", (int)s, clrun_mpi_last_error());
     CHECK(clrun_mpi_train_options(dp, NULL, 0) == CLRUN_ERROR_INVALID_ARGUMENT,
           "NULL options accepted");
+    /* a NULL handle: -1, 0 and zeros from the getters, a clear error from the rest */
+    clrun_mpi_stats st = {1, 1, 1};
+    clrun_mpi_stats_get(NULL, &st);
+    CHECK(clrun_mpi_rank(NULL) == -1 && clrun_mpi_size(NULL) == -1 &&
+              clrun_mpi_weight(NULL) == 0 && clrun_mpi_timeout(NULL) == 0 &&
+              clrun_mpi_comm(NULL) == MPI_COMM_NULL && st.reduces == 0 && st.reduce_s == 0 &&
+              st.last_reduce_s == 0,
+          "a NULL handle's rank %d, size %d, weight %g, timeout %g, %llu reductions",
+          clrun_mpi_rank(NULL), clrun_mpi_size(NULL), clrun_mpi_weight(NULL),
+          clrun_mpi_timeout(NULL), (unsigned long long)st.reduces);
+    double v = 1;
+    s = clrun_mpi_sum(NULL, &v, 1, NULL);
+    CHECK(s == CLRUN_ERROR_INVALID_ARGUMENT && strstr(clrun_mpi_last_error(), "handle is NULL"),
+          "clrun_mpi_sum(NULL): status %d, '%s'", (int)s, clrun_mpi_last_error());
+    CHECK(clrun_mpi_set_timeout(NULL, 1) == CLRUN_ERROR_INVALID_ARGUMENT &&
+              clrun_mpi_set_weight(NULL, 1) == CLRUN_ERROR_INVALID_ARGUMENT,
+          "a NULL handle's timeout or weight set");
+    CHECK(!clrun_mpi_broken(NULL) && !clrun_mpi_broken(dp), "a handle broken by bad input");
 }
 
 int main(void)
@@ -212,6 +232,10 @@ int main(void)
     }
     MPI_Initialized(&initialized);
     CHECK(initialized, "clrun_mpi_create(NULL) left MPI uninitialised");
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    CHECK(level >= MPI_THREAD_SERIALIZED, "clrun initialised MPI at thread level %d, below "
+          "MPI_THREAD_SERIALIZED (%d)", level, MPI_THREAD_SERIALIZED);
     int size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -221,6 +245,11 @@ int main(void)
     CHECK(clrun_mpi_comm(world) != MPI_COMM_WORLD, "the handle uses MPI_COMM_WORLD itself");
     CHECK(clrun_mpi_set_timeout(world, 20) == CLRUN_OK && clrun_mpi_timeout(world) == 20,
           "timeout 20 refused");
+    /* a second handle over the world, after MPI runs: it outlives the first (which initialised
+     * MPI), and MPI with it */
+    clrun_mpi *second = NULL;
+    s = clrun_mpi_create(NULL, &second);
+    CHECK(s == CLRUN_OK, "a second clrun_mpi_create(NULL): %s", clrun_mpi_last_error());
     bad_input(world, size);
 
     /* a communicator handed in (a duplicate of the world's, the caller's own) and its Fortran
@@ -291,10 +320,19 @@ int main(void)
     MPI_Comm_free(&mine);
     int any = failures, all = 0;
     MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    clrun_mpi_destroy(world); /* the last owner: MPI_Finalize */
+    clrun_mpi_destroy(world); /* initialised MPI, but `second` lives: no MPI_Finalize */
     int finalized = 0;
     MPI_Finalized(&finalized);
-    CHECK(finalized, "the handle that initialised MPI did not finalise it");
+    CHECK(!finalized, "destroying the first handle finalised MPI under the second");
+    if (!finalized && second) {
+        double one_each = 1;
+        s = clrun_mpi_sum(second, &one_each, 1, "a sum on the second handle");
+        CHECK(s == CLRUN_OK && one_each == size, "the second handle's sum after the first's "
+              "destruction: %g (%s)", one_each, clrun_mpi_last_error());
+    }
+    clrun_mpi_destroy(second); /* the last handle: MPI_Finalize */
+    MPI_Finalized(&finalized);
+    CHECK(finalized, "the last handle did not finalise MPI, which clrun initialised");
     if (rank == 0 && all == 0)
         printf("test_mpi: %d rank%s: every check passed\n", size, size > 1 ? "s" : "");
     return failures || all ? 1 : 0;

@@ -29,7 +29,6 @@ struct clrun_mpi {
     int rank, size;
     double timeout_s;   /* how long a collective may wait for the others */
     double weight;      /* this rank's share of the global batch: local rows / global rows */
-    bool owns_mpi;      /* this handle's creation initialised MPI */
     bool broken;        /* a collective failed: every call fails with `message` */
     char message[MESSAGE_MAX];
     clrun_mpi_stats stats;
@@ -42,7 +41,12 @@ struct clrun_mpi {
 };
 
 static _Thread_local char last_error[MESSAGE_MAX];
-static int owners; /* live handles whose creation initialised MPI */
+/* MPI's lifetime: clrun finalises MPI only when it initialised it (a handle's creation did),
+ * once no handle at all is left (any handle may use it, whichever initialised it), and never
+ * after a handle broke (the job is to end by MPI_Abort: a finalise could wait on a dead rank). */
+static bool mpi_ours;   /* a handle's creation initialised MPI */
+static int live;        /* handles created and not destroyed */
+static bool any_broken; /* a handle broke: no MPI_Finalize */
 
 static clrun_status fail(clrun_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -70,6 +74,20 @@ static void mpi_text(int rc, char *text, size_t size)
     snprintf(text, size, "%s", buf);
 }
 
+/* An MPI thread level's name. */
+static const char *level_name(int level)
+{
+    if (level == MPI_THREAD_SINGLE)
+        return "MPI_THREAD_SINGLE";
+    if (level == MPI_THREAD_FUNNELED)
+        return "MPI_THREAD_FUNNELED";
+    if (level == MPI_THREAD_SERIALIZED)
+        return "MPI_THREAD_SERIALIZED";
+    if (level == MPI_THREAD_MULTIPLE)
+        return "MPI_THREAD_MULTIPLE";
+    return "an unknown level";
+}
+
 static clrun_status create(MPI_Comm comm, bool world, clrun_mpi **out)
 {
     *out = NULL;
@@ -83,10 +101,27 @@ static clrun_status create(MPI_Comm comm, bool world, clrun_mpi **out)
         if (!world) /* a communicator of an MPI not yet running cannot be one */
             return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_create: a communicator was "
                         "given but MPI is not initialised");
-        int provided = 0;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        int provided = MPI_THREAD_SINGLE;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             return fail(CLRUN_ERROR_UNSUPPORTED, "clrun_mpi_create: MPI_Init_thread failed");
+        if (provided < MPI_THREAD_SERIALIZED) {
+            MPI_Finalize();
+            return fail(CLRUN_ERROR_UNSUPPORTED, "clrun_mpi_create: MPI provides %s threads; "
+                        "clrun needs MPI_THREAD_SERIALIZED (a handle's calls may come from any "
+                        "thread, one at a time)", level_name(provided));
+        }
         init_here = true;
+        mpi_ours = true;
+    } else {
+        /* the caller's MPI: below SERIALIZED, only its main thread may call MPI */
+        int level = MPI_THREAD_SINGLE, main_thread = 0;
+        MPI_Query_thread(&level);
+        MPI_Is_thread_main(&main_thread);
+        if (level < MPI_THREAD_SERIALIZED && !main_thread)
+            return fail(CLRUN_ERROR_UNSUPPORTED, "clrun_mpi_create: MPI was initialised with "
+                        "%s threads, under which only its main thread may call MPI, and this "
+                        "is another thread; initialise it with MPI_THREAD_SERIALIZED (or "
+                        "create and use the handle on the main thread)", level_name(level));
     }
     if (world)
         comm = MPI_COMM_WORLD;
@@ -131,16 +166,17 @@ static clrun_status create(MPI_Comm comm, bool world, clrun_mpi **out)
     MPI_Comm_size(dup, &mpi->size);
     mpi->timeout_s = 60;
     mpi->weight = 1.0;
-    mpi->owns_mpi = init_here;
-    owners += init_here;
+    live++;
 #ifdef PR_SET_TIMERSLACK
     prctl(PR_SET_TIMERSLACK, 1000UL); /* the polls' short sleeps: 1 us late, not Linux's 50 */
 #endif
     *out = mpi;
     return CLRUN_OK;
 undo:
-    if (init_here && owners == 0)
+    if (init_here && live == 0) {
         MPI_Finalize();
+        mpi_ours = false;
+    }
     return s;
 }
 
@@ -181,26 +217,31 @@ void clrun_mpi_destroy(clrun_mpi *mpi)
         MPI_Comm_free(&mpi->comm);
     free(mpi->bucket_req);
     free(mpi->bucket_since);
-    bool owned = mpi->owns_mpi, was_broken = mpi->broken;
     free(mpi);
-    /* a broken job ends by MPI_Abort: a finalise could wait on a dead rank */
-    if (owned && --owners == 0 && !finalized && !was_broken)
+    if (--live == 0 && mpi_ours && !finalized && !any_broken) {
         MPI_Finalize();
+        mpi_ours = false;
+    }
 }
 
 int clrun_mpi_rank(const clrun_mpi *mpi)
 {
-    return mpi->rank;
+    return mpi ? mpi->rank : -1;
 }
 
 int clrun_mpi_size(const clrun_mpi *mpi)
 {
-    return mpi->size;
+    return mpi ? mpi->size : -1;
 }
 
 MPI_Comm clrun_mpi_comm(const clrun_mpi *mpi)
 {
-    return mpi->comm;
+    return mpi ? mpi->comm : MPI_COMM_NULL;
+}
+
+bool clrun_mpi_broken(const clrun_mpi *mpi)
+{
+    return mpi != NULL && mpi->broken;
 }
 
 clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first, int64_t *rows)
@@ -221,6 +262,8 @@ clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first
 
 clrun_status clrun_mpi_set_weight(clrun_mpi *mpi, double weight)
 {
+    if (mpi == NULL)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_weight: the handle is NULL");
     if (!(weight > 0 && weight <= 1))
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_weight: the weight is a rank's "
                     "rows over the global batch's, in (0, 1], not %g", weight);
@@ -230,11 +273,13 @@ clrun_status clrun_mpi_set_weight(clrun_mpi *mpi, double weight)
 
 double clrun_mpi_weight(const clrun_mpi *mpi)
 {
-    return mpi->weight;
+    return mpi ? mpi->weight : 0;
 }
 
 clrun_status clrun_mpi_set_timeout(clrun_mpi *mpi, double seconds)
 {
+    if (mpi == NULL)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_timeout: the handle is NULL");
     if (!(seconds > 0) || !isfinite(seconds))
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_set_timeout: seconds > 0 (finite), "
                     "not %g", seconds);
@@ -244,12 +289,14 @@ clrun_status clrun_mpi_set_timeout(clrun_mpi *mpi, double seconds)
 
 double clrun_mpi_timeout(const clrun_mpi *mpi)
 {
-    return mpi->timeout_s;
+    return mpi ? mpi->timeout_s : 0;
 }
 
 void clrun_mpi_stats_get(const clrun_mpi *mpi, clrun_mpi_stats *stats)
 {
-    *stats = mpi->stats;
+    static const clrun_mpi_stats none;
+    if (stats)
+        *stats = mpi ? mpi->stats : none;
 }
 
 /* Answers the probes other ranks sent: I am alive and polling. */
@@ -314,12 +361,33 @@ static int unanswered(clrun_mpi *mpi, char *missing, size_t size)
             used += (size_t)snprintf(missing + used, size - used, "%s%d", count ? ", " : "", q);
             count++;
         }
-    /* the job is to end (clrun_mpi_abort): the requests still open are left to it, and so are
-     * the buffers they name (a leak only when the caller goes on regardless) */
-    if (count == 0)
+    if (count == 0) {
+        /* every rank answered, so every probe was received (an answer follows its probe's
+         * receipt): the sends complete at once, and are completed here, not leaked */
+        MPI_Waitall(n * 2, req, MPI_STATUSES_IGNORE);
         free(answers);
+    }
+    /* else the job is to end (clrun_mpi_abort): the requests still open are left to it, and
+     * so are the buffers they name (a leak only when the caller goes on regardless) */
     free(req);
     return count;
+}
+
+/* Whether the handle can communicate: not broken (the failure's message) and MPI not
+ * finalised under it (the caller's MPI_Finalize while the handle lives); else the status. */
+static clrun_status usable(const clrun_mpi *mpi, const char *fn)
+{
+    if (mpi == NULL)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "%s: the handle is NULL", fn);
+    if (mpi->broken)
+        return fail(CLRUN_ERROR_IO, "%s", mpi->message);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "%s: MPI is finalised: the handle can no "
+                    "longer communicate (destroy it; MPI_Finalize comes after every handle's "
+                    "destruction)", fn);
+    return CLRUN_OK;
 }
 
 /* The handle broken with the reason (also this thread's last error); the status to return. */
@@ -332,6 +400,7 @@ static clrun_status broken(clrun_mpi *mpi, const char *format, ...)
     vsnprintf(mpi->message, sizeof mpi->message, format, args);
     va_end(args);
     mpi->broken = true;
+    any_broken = true;
     return fail(CLRUN_ERROR_IO, "%s", mpi->message);
 }
 
@@ -376,8 +445,9 @@ static clrun_status poll_request(clrun_mpi *mpi, MPI_Request *req, double *start
 
 clrun_status clrun_mpi_wait(clrun_mpi *mpi, MPI_Request *req, int rc, const char *what)
 {
-    if (mpi->broken)
-        return fail(CLRUN_ERROR_IO, "%s", mpi->message);
+    clrun_status s = usable(mpi, "clrun_mpi_wait");
+    if (s != CLRUN_OK)
+        return s;
     if (rc != MPI_SUCCESS)
         return failed(mpi, rc, what);
     double start = MPI_Wtime();
@@ -386,7 +456,7 @@ clrun_status clrun_mpi_wait(clrun_mpi *mpi, MPI_Request *req, int rc, const char
      * microseconds, long ones leave the cores to the device's threads */
     for (;;) {
         bool done = false;
-        clrun_status s = poll_request(mpi, req, &start, what, &done);
+        s = poll_request(mpi, req, &start, what, &done);
         if (s != CLRUN_OK || done)
             return s;
         struct timespec ts = {0, pause_ns};
@@ -397,8 +467,9 @@ clrun_status clrun_mpi_wait(clrun_mpi *mpi, MPI_Request *req, int rc, const char
 
 clrun_status clrun_mpi_sum(clrun_mpi *mpi, double *values, int count, const char *what)
 {
-    if (mpi->broken)
-        return fail(CLRUN_ERROR_IO, "%s", mpi->message);
+    clrun_status s = usable(mpi, "clrun_mpi_sum");
+    if (s != CLRUN_OK)
+        return s;
     if (count < 0)
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_sum: count %d < 0", count);
     if (mpi->size <= 1)
@@ -437,12 +508,13 @@ clrun_status clrun_mpi_reduce(void *user, uint64_t step, float *gradients, uint6
                               char *err, size_t errlen)
 {
     clrun_mpi *mpi = user;
-    if (mpi->broken)
-        return hook_error(fail(CLRUN_ERROR_IO, "%s", mpi->message), err, errlen);
+    clrun_status s = usable(mpi, "the gradient all-reduce");
+    if (s != CLRUN_OK)
+        return hook_error(s, err, errlen);
     if (mpi->size <= 1)
         return CLRUN_OK;
     double start = MPI_Wtime();
-    clrun_status s = weigh(mpi, gradients, count, -1);
+    s = weigh(mpi, gradients, count, -1);
     if (s != CLRUN_OK)
         return hook_error(s, err, errlen);
     char what[96];
@@ -462,8 +534,9 @@ clrun_status clrun_mpi_bucket_start(void *user, uint64_t step, int32_t bucket, f
                                     uint64_t count, char *err, size_t errlen)
 {
     clrun_mpi *mpi = user;
-    if (mpi->broken)
-        return hook_error(fail(CLRUN_ERROR_IO, "%s", mpi->message), err, errlen);
+    clrun_status s = usable(mpi, "the gradient all-reduce");
+    if (s != CLRUN_OK)
+        return hook_error(s, err, errlen);
     if (bucket < 0)
         return hook_error(fail(CLRUN_ERROR_INVALID_ARGUMENT, "bucket %d < 0", (int)bucket), err,
                           errlen);
@@ -479,7 +552,6 @@ clrun_status clrun_mpi_bucket_start(void *user, uint64_t step, int32_t bucket, f
         mpi->bucket_since = since;
         mpi->bucket_cap = cap;
     }
-    clrun_status s;
     if (count > (uint64_t)INT32_MAX) /* refused before anything starts */
         return hook_error(weigh(mpi, gradients, count, bucket), err, errlen);
     double now = MPI_Wtime();
@@ -511,17 +583,21 @@ clrun_status clrun_mpi_bucket_test(void *user, uint64_t step, int32_t bucket, bo
 {
     clrun_mpi *mpi = user;
     *done = true;
+    if (mpi == NULL)
+        return hook_error(usable(mpi, "the gradient all-reduce"), err, errlen);
     if (bucket < 0 || bucket >= mpi->bucket_cap)
         return hook_error(fail(CLRUN_ERROR_INVALID_ARGUMENT, "bucket %d was not started",
                                (int)bucket), err, errlen);
-    if (mpi->broken) /* given up: what is in flight is left to MPI_Abort */
-        return hook_error(fail(CLRUN_ERROR_IO, "%s", mpi->message), err, errlen);
+    /* broken: given up, what is in flight is left to MPI_Abort (see mpi.h) */
+    clrun_status s = usable(mpi, "the gradient all-reduce");
+    if (s != CLRUN_OK)
+        return hook_error(s, err, errlen);
     if (mpi->size > 1 && mpi->bucket_req[bucket] != MPI_REQUEST_NULL) {
         char what[96];
         snprintf(what, sizeof what, "the gradient all-reduce of step %llu, bucket %d",
                  (unsigned long long)step, (int)bucket);
-        clrun_status s = poll_request(mpi, &mpi->bucket_req[bucket], &mpi->bucket_since[bucket],
-                                      what, done);
+        s = poll_request(mpi, &mpi->bucket_req[bucket], &mpi->bucket_since[bucket], what,
+                         done);
         if (s != CLRUN_OK)
             return hook_error(s, err, errlen);
     }

@@ -106,11 +106,17 @@ class _TrainState:
         self.context = context
         self.pointer = None
         self.lock = threading.Lock()
+        self.data_parallel = None  # the clrun.mpi handle whose hooks the trainer calls
 
     def close(self):
         with self.lock:
             if self.pointer is not None:
-                _lib.train_destroy(self.pointer)
+                dp, self.data_parallel = self.data_parallel, None
+                # A broken clrun.mpi handle left its timed-out all-reduce in flight (MPI cannot
+                # cancel a collective): MPI may still write into the trainer's gradient buffer,
+                # which train_destroy frees. Leaked on purpose: the job is to end (abort()).
+                if dp is None or not dp.broken():
+                    _lib.train_destroy(self.pointer)
                 self.pointer = None
         self.context.forget(self)
 
@@ -223,6 +229,8 @@ class TrainStep:
         self.remat = remat
 
         self._state = _TrainState(context._state)
+        if data_parallel is not None:
+            self._state.data_parallel = data_parallel._handle
         context._state.adopt(self._state)
         self._finalizer = weakref.finalize(self, _TrainState.close, self._state)
         try:

@@ -15,8 +15,8 @@ of every global batch, the gradients all-reduced between the backward pass and t
 Run under ``mpirun -np N python3 script.py``. Every rank ends with the parameters one process
 gets at the same global batch, within rounding. mpi4py is not needed: a communicator is taken
 duck-typed, by its ``py2f()`` (its Fortran handle); without one the world's is used, and MPI is
-initialised here when nothing initialised it (and finalised when the last such
-:class:`DataParallel` closes). libclrun-mpi is built only when clrun was configured with MPI:
+initialised here when nothing initialised it (and then finalised when the last
+:class:`DataParallel`, whichever, closes). libclrun-mpi is built only when clrun was configured with MPI:
 without it, :class:`DataParallel` raises :class:`clrun.UnsupportedError`.
 """
 
@@ -96,6 +96,7 @@ def _library():
                         ctypes.c_int, ctypes.c_char_p)
         lib.stats_get = proto("clrun_mpi_stats_get", None, p, ctypes.POINTER(_Stats))
         lib.abort = proto("clrun_mpi_abort", None, p, ctypes.c_int)
+        lib.broken = proto("clrun_mpi_broken", ctypes.c_bool, p)
         _loaded = lib
         return lib
 
@@ -126,9 +127,17 @@ class _Handle:
     def __init__(self, lib, pointer):
         self.lib = lib
         self.pointer = pointer
+        self.was_broken = False
+
+    def broken(self):
+        """Whether a collective failed on the handle (remembered after close)."""
+        if self.pointer is not None:
+            self.was_broken = bool(self.lib.broken(self.pointer))
+        return self.was_broken
 
     def close(self):
         if self.pointer is not None:
+            self.broken()
             self.lib.destroy(self.pointer)
             self.pointer = None
 
@@ -239,6 +248,12 @@ class DataParallel:
         self._lib.stats_get(self._pointer(), ctypes.byref(st))
         return {"reduces": st.reduces, "reduce_s": st.reduce_s, "last_reduce_s": st.last_reduce_s}
 
+    @property
+    def broken(self):
+        """Whether a collective failed or timed out (a step raised
+        :class:`clrun.InputOutputError`): then only :meth:`abort` is safe."""
+        return self._handle.broken()
+
     def abort(self, code=1):
         """Ends the whole job (MPI_Abort): after a step failed on a collective, or an error of
         this rank's that the others would wait on. Does not return while MPI runs."""
@@ -257,8 +272,8 @@ class DataParallel:
         self._steps.add(step)
 
     def close(self):
-        """Frees the duplicate communicator (collective), finalising MPI when this group
-        initialised it and no other does. The train steps made with it must be closed first:
+        """Frees the duplicate communicator (collective), finalising MPI when clrun
+        initialised it and no other group is left. The train steps made with it must be closed first:
         clrun.BusyError otherwise."""
         open_steps = [s for s in self._steps if not s.closed]
         if open_steps:

@@ -3,7 +3,8 @@ data-parallel through the Python package, each rank on its share of every global
 rows (11, 11 and 10 on 3 ranks), ends with the parameters of one process at the same global
 batch (trained by each rank alone) within 1e-6 of each tensor's largest value, the same bits
 on every rank; over MPI_COMM_WORLD (comm=None), a communicator given duck-typed by py2f(), in
-buckets and in one all-reduce. Bad input raises clear errors. With MPI_TRAIN_MODE=absent (and
+buckets and in one all-reduce. Bad input raises clear errors. Closing a step whose
+DataParallel broke leaves its native trainer allocated (MPI may still write into it). With MPI_TRAIN_MODE=absent (and
 CLRUN_MPI_LIBRARY naming no file, run alone): the error when libclrun-mpi is not there."""
 
 import os
@@ -122,6 +123,7 @@ with tempfile.TemporaryDirectory() as tmp, clrun.Context() as ctx:
         check(total == size * h and squares == size * h * h, "%s: the ranks' parameters differ"
               % what)
         st = dp.stats()
+        check(not dp.broken, "%s: broken after steps that succeeded" % what)
         check(size == 1 or st["reduces"] >= steps, "%s: %r" % (what, st))
         if rank == 0:
             print("%s: %d ranks, %d steps: %.3g of a tensor's largest from one process"
@@ -129,6 +131,34 @@ with tempfile.TemporaryDirectory() as tmp, clrun.Context() as ctx:
         alone.close()
         expect_error(clrun.BusyError, "close them first", dp.close, "close() with a step open")
         dist.close()
+
+    # a step whose DataParallel broke is closed without freeing its native trainer (a collective
+    # given up may still write into its gradients); one whose DataParallel is sound is freed
+    import clrun._train as train_module
+
+    class Handle:
+        def __init__(self, broken):
+            self.is_broken = broken
+
+        def broken(self):
+            return self.is_broken
+
+    real_destroy, destroyed = train_module._lib.train_destroy, []
+    train_module._lib.train_destroy = destroyed.append
+    try:
+        for broken in (True, False):
+            step = ctx.train(graph(tmp + "/rank.graph", rows), "xent:logits", clrun.SGD(),
+                             data_parallel=world)
+            pointer = step._state.pointer
+            step._state.data_parallel = Handle(broken)
+            step.close()
+            check(step.closed and destroyed == ([] if broken else [pointer]),
+                  "closing a step whose DataParallel is %s: destroyed %r" %
+                  ("broken" if broken else "sound", destroyed))
+            del destroyed[:]
+            real_destroy(pointer)
+    finally:
+        train_module._lib.train_destroy = real_destroy
 given.close()
 world.close()
 sys.exit(1 if failures else 0)
