@@ -151,7 +151,7 @@ static void parallel_open(parallel_run *r, const unsigned *devices, int32_t n, b
     r->n = n;
     for (int32_t k = 0; k < n; k++) {
         int64_t rows;
-        clrun_train_parallel_share(BATCH, n, k, NULL, &rows);
+        assert_int_equal(clrun_train_parallel_share(BATCH, n, k, NULL, &rows), CLRUN_OK);
         r->graphs[k] = model(rows);
     }
     clrun_train_parallel_options o;
@@ -185,7 +185,7 @@ static clrun_status parallel_step(parallel_run *r, int s, int32_t bad_device)
     const void *const *per[4];
     for (int32_t k = 0; k < r->n; k++) {
         int64_t first, rows;
-        clrun_train_parallel_share(BATCH, r->n, k, &first, &rows);
+        assert_int_equal(clrun_train_parallel_share(BATCH, r->n, k, &first, &rows), CLRUN_OK);
         assert_int_equal(clrun_train_parallel_rows(r->p, k), rows);
         feeds[k][0] = x + first * W;
         feeds[k][1] = (const char *)labels + (size_t)first * r->label_size;
@@ -195,7 +195,7 @@ static clrun_status parallel_step(parallel_run *r, int s, int32_t bad_device)
     if (bad_device >= 0) {
         memcpy(bad, labels, sizeof bad);
         int64_t first;
-        clrun_train_parallel_share(BATCH, r->n, bad_device, &first, NULL);
+        assert_int_equal(clrun_train_parallel_share(BATCH, r->n, bad_device, &first, NULL), CLRUN_OK);
         if (r->label_size == 8)
             bad[first] = C + 3;
         else
@@ -311,7 +311,20 @@ static void bad_arguments_are_refused(void **state)
     assert_non_null(strstr(clrun_last_error(NULL), "device 99"));
     assert_null(p);
     int64_t first, rows;
-    clrun_train_parallel_share(32, 3, 2, &first, &rows);
+    assert_int_equal(clrun_train_parallel_share(32, 3, 2, &first, &rows), CLRUN_OK);
+    assert_int_equal(first, 22);
+    assert_int_equal(rows, 10);
+    /* a share without a row, no shares, a share out of range: refused, the outputs untouched */
+    assert_int_equal(clrun_train_parallel_share(2, 3, 0, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(NULL), "less than a row"));
+    assert_int_equal(clrun_train_parallel_share(32, 0, 0, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_train_parallel_share(32, 3, 3, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(NULL), "out of range"));
+    assert_int_equal(clrun_train_parallel_share(32, 3, -1, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(first, 22);
     assert_int_equal(rows, 10);
     clrun_graph_destroy(g);
