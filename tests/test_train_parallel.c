@@ -195,7 +195,8 @@ static clrun_status parallel_step(parallel_run *r, int s, int32_t bad_device)
     if (bad_device >= 0) {
         memcpy(bad, labels, sizeof bad);
         int64_t first;
-        assert_int_equal(clrun_train_parallel_share(BATCH, r->n, bad_device, &first, NULL), CLRUN_OK);
+        assert_int_equal(clrun_train_parallel_share(BATCH, r->n, bad_device, &first, NULL),
+                         CLRUN_OK);
         if (r->label_size == 8)
             bad[first] = C + 3;
         else
@@ -276,7 +277,7 @@ static void a_failing_device_stops_the_others(void **state)
         float *before = params_of(clrun_train_parallel_trainer(r.p, 1), &n);
         assert_int_not_equal(parallel_step(&r, 1, 1), CLRUN_OK);
         const char *e = clrun_last_error(NULL);
-        assert_non_null(strstr(e, "device share 1"));
+        assert_non_null(strstr(e, "device 1 (share 1)"));
         assert_non_null(strstr(e, "label"));
         for (int32_t k = 0; k < 2; k++) { /* nothing changed on either */
             float *now = params_of(clrun_train_parallel_trainer(r.p, k), &m);

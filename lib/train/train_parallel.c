@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <clrun/train_parallel.h>
 
 #include "core/error.h"
+#include "core/util.h"
 
 /* One bucket of the step under way (a reduction after the backward pass is bucket 0). */
 typedef struct bucket_state {
@@ -23,6 +23,7 @@ typedef struct bucket_state {
 typedef struct device_slot {
     struct clrun_train_parallel *p;
     int32_t k;
+    unsigned device;              /* its index in clrun_device_list's list */
     clrun_context *ctx;
     clrun_train *train;
     int64_t rows;
@@ -30,7 +31,7 @@ typedef struct device_slot {
     float **grads;                /* per bucket: this device's buffer (the step under way) */
     /* the step's arguments and outcome, for its thread */
     const void *const *feeds;
-    int32_t count;
+    int32_t feed_count;
     clrun_train_step_result result;
     clrun_status status;
     char message[CLRUN__ERROR_MAX];
@@ -51,13 +52,6 @@ struct clrun_train_parallel {
     uint64_t steps;
     double reduce_s, last_reduce_s;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void clrun_train_parallel_options_init(clrun_train_parallel_options *options)
 {
@@ -103,11 +97,15 @@ static void sum_bucket(clrun_train_parallel *p, int32_t b)
     }
 }
 
+/* The reduction given up because device p->failed - 1 failed: its status (set before p->failed,
+ * under the lock), for this device's step to stop with. */
 static clrun_status failed_error(clrun_train_parallel *p, char *err, size_t errlen)
 {
     /* with the lock held */
-    snprintf(err, errlen, "the gradient reduction stopped: device %d failed", (int)p->failed - 1);
-    return CLRUN_ERROR_INVALID_ARGUMENT;
+    const device_slot *f = &p->dev[p->failed - 1];
+    snprintf(err, errlen, "the gradient reduction stopped: device %u (share %d) failed",
+             f->device, (int)f->k);
+    return f->status != CLRUN_OK ? f->status : CLRUN_ERROR_BUSY;
 }
 
 /* Device slot d hands in bucket b; the last one in sums it. */
@@ -118,12 +116,12 @@ static clrun_status hand_in(device_slot *d, int32_t b, float *gradients, uint64_
     pthread_mutex_lock(&p->lock);
     if (!p->timing) {
         p->timing = true;
-        p->first_s = now_s();
+        p->first_s = clrun__now();
     }
     if (b < 0 || b >= (p->buckets ? p->buckets : 1) || count != p->bucket_count[b]) {
         pthread_mutex_unlock(&p->lock);
-        snprintf(err, errlen, "device %d handed in bucket %d of %llu floats: not the layout of "
-                 "device 0", (int)d->k, (int)b, (unsigned long long)count);
+        snprintf(err, errlen, "device %u (share %d) handed in bucket %d of %llu floats: not the "
+                 "layout of share 0", d->device, (int)d->k, (int)b, (unsigned long long)count);
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }
     if (p->failed) {
@@ -140,7 +138,7 @@ static clrun_status hand_in(device_slot *d, int32_t b, float *gradients, uint64_
         sum_bucket(p, b);
         pthread_mutex_lock(&p->lock);
         p->b[b].state = 2;
-        p->last_s = now_s();
+        p->last_s = clrun__now();
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
     }
@@ -246,6 +244,43 @@ static bool same_buckets(clrun_train_parallel *p)
     return true;
 }
 
+/* Device k's trainer trains what device 0's does: the same gradient count and parameters of the
+ * same types (checked before the bucket layouts, which differ whenever these do). */
+static clrun_status same_model(clrun_train_parallel *p, int32_t k)
+{
+    const clrun_train *t0 = p->dev[0].train, *tk = p->dev[k].train;
+    unsigned d0 = p->dev[0].device, dk = p->dev[k].device;
+    uint64_t g0 = clrun_train_gradient_count(t0), gk = clrun_train_gradient_count(tk);
+    if (gk != g0)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "train_parallel: device %u (share %d) trains %llu gradient floats, "
+                                "device %u (share 0) %llu: the models differ", dk, (int)k,
+                                (unsigned long long)gk, d0, (unsigned long long)g0);
+    int32_t n0 = clrun_train_param_count(t0), nk = clrun_train_param_count(tk);
+    if (nk != n0)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "train_parallel: device %u (share %d) trains %d parameters, device "
+                                "%u (share 0) %d: the models differ", dk, (int)k, (int)nk, d0,
+                                (int)n0);
+    for (int32_t i = 0; i < n0; i++) {
+        const char *name0, *namek;
+        clrun_tensor_type a, b;
+        if (clrun_train_param_info(t0, i, &name0, &a) != CLRUN_OK ||
+            clrun_train_param_info(tk, i, &namek, &b) != CLRUN_OK)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                    "train_parallel: parameter %d unreadable", (int)i);
+        bool same = a.dtype == b.dtype && a.rank == b.rank;
+        for (int r = 0; same && r < a.rank; r++)
+            same = a.shape[r] == b.shape[r];
+        if (!same)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                    "train_parallel: parameter %d ('%s') of device %u (share %d) "
+                                    "differs in type or shape from device %u's (share 0): the "
+                                    "models differ", (int)i, namek ? namek : "?", dk, (int)k, d0);
+    }
+    return CLRUN_OK;
+}
+
 static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *const *models,
                                   const clrun_train_parallel_options *o, const unsigned *devices)
 {
@@ -253,6 +288,8 @@ static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *co
     for (int attempt = 0; attempt < 2; attempt++) {
         for (int32_t k = 0; k < p->count; k++) {
             clrun_status st = make_trainer(p, models[k], o, buckets, k, devices);
+            if (st == CLRUN_OK && k > 0)
+                st = same_model(p, k);
             if (st != CLRUN_OK)
                 return st;
         }
@@ -276,13 +313,6 @@ static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *co
     for (int32_t i = 0; i < n; i++)
         p->bucket_count[i] = p->buckets ? b[i].count : p->floats;
     for (int32_t k = 0; k < p->count; k++) {
-        if (clrun_train_gradient_count(p->dev[k].train) != p->floats)
-            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
-                                    "train_parallel: device %u (share %d) trains %llu gradient "
-                                    "floats, device %u %llu: the models differ", devices[k],
-                                    (int)k, (unsigned long long)clrun_train_gradient_count(
-                                        p->dev[k].train), devices[0],
-                                    (unsigned long long)p->floats);
         if ((p->dev[k].grads = calloc((size_t)n, sizeof *p->dev[k].grads)) == NULL)
             return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
                                     "train_parallel: out of host memory");
@@ -354,6 +384,7 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
         clrun_graph_inputs(models[k], &ids);
         d->p = p;
         d->k = k;
+        d->device = devices[k];
         d->rows = clrun_graph_tensor_type(models[k], ids[0])->shape[0];
         d->weight = (double)d->rows / (double)all;
         char index[32];
@@ -406,7 +437,7 @@ static void *device_step(void *arg)
 {
     device_slot *d = arg;
     clrun_train_parallel *p = d->p;
-    d->status = clrun_train_step(d->train, d->feeds, d->count, &d->result);
+    d->status = clrun_train_step(d->train, d->feeds, d->feed_count, &d->result);
     if (d->status != CLRUN_OK) {
         snprintf(d->message, sizeof d->message, "%s", clrun_last_error(d->ctx));
         pthread_mutex_lock(&p->lock);
@@ -419,7 +450,7 @@ static void *device_step(void *arg)
 }
 
 clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *const *const *feeds,
-                                       int32_t count, clrun_train_step_result *results)
+                                       int32_t feed_count, clrun_train_step_result *results)
 {
     if (p == NULL || feeds == NULL)
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "train_parallel: NULL argument");
@@ -433,11 +464,11 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
         return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
                                 "train_parallel: out of host memory");
     int32_t started = 0;
-    bool spawn_failed = false;
+    int32_t spawn_failed = 0; /* the share whose thread did not start; 0 none */
     for (int32_t k = 0; k < p->count; k++) {
         device_slot *d = &p->dev[k];
         d->feeds = feeds[k];
-        d->count = count;
+        d->feed_count = feed_count;
         d->status = CLRUN_OK;
         d->message[0] = '\0';
         memset(&d->result, 0, sizeof d->result);
@@ -446,11 +477,12 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
         if (pthread_create(&threads[k], NULL, device_step, &p->dev[k]) != 0) {
             /* the threads started stop at the reduction */
             pthread_mutex_lock(&p->lock);
+            p->dev[k].status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
             if (!p->failed)
                 p->failed = k + 1;
             pthread_cond_broadcast(&p->cond);
             pthread_mutex_unlock(&p->lock);
-            spawn_failed = true;
+            spawn_failed = k;
             break;
         }
         started = k;
@@ -462,16 +494,17 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
     free(threads);
     if (spawn_failed)
         return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                                "train_parallel: cannot start the thread of device share %d",
-                                (int)p->failed - 1);
+                                "train_parallel: cannot start the thread of device %u (share %d)",
+                                p->dev[spawn_failed].device, (int)spawn_failed);
     if (p->failed) {
         device_slot *d = &p->dev[p->failed - 1];
-        return clrun__error_set(NULL, d->status, "device share %d: %s", (int)d->k, d->message);
+        return clrun__error_set(NULL, d->status, "train_parallel: device %u (share %d): %s",
+                                d->device, (int)d->k, d->message);
     }
     for (int32_t k = 0; k < p->count; k++)
         if (p->dev[k].status != CLRUN_OK) /* not reached: a failure sets p->failed */
-            return clrun__error_set(NULL, p->dev[k].status, "device share %d: %s", (int)k,
-                                    p->dev[k].message);
+            return clrun__error_set(NULL, p->dev[k].status, "train_parallel: device %u (share "
+                                    "%d): %s", p->dev[k].device, (int)k, p->dev[k].message);
     if (results)
         for (int32_t k = 0; k < p->count; k++)
             results[k] = p->dev[k].result;
@@ -490,7 +523,8 @@ clrun_status clrun_train_parallel_load(clrun_train_parallel *p, const char *path
         if (st != CLRUN_OK) {
             char why[CLRUN__ERROR_MAX];
             snprintf(why, sizeof why, "%s", clrun_last_error(p->dev[k].ctx));
-            return clrun__error_set(NULL, st, "train_parallel: device share %d: %s", (int)k, why);
+            return clrun__error_set(NULL, st, "train_parallel: device %u (share %d): %s",
+                                    p->dev[k].device, (int)k, why);
         }
     }
     return CLRUN_OK;
