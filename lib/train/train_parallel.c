@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "train/train_parallel_internal.h"
 
 /* One bucket of the step under way (a reduction after the backward pass is bucket 0). */
 typedef struct bucket_state {
@@ -51,6 +52,7 @@ struct clrun_train_parallel {
     double first_s, last_s;
     uint64_t steps;
     double reduce_s, last_reduce_s;
+    int32_t fail_k, fail_bucket;  /* clrun__train_parallel_fail_at; -1 none */
 };
 
 void clrun_train_parallel_options_init(clrun_train_parallel_options *options)
@@ -128,6 +130,11 @@ static clrun_status hand_in(device_slot *d, int32_t b, float *gradients, uint64_
         clrun_status s = failed_error(p, err, errlen);
         pthread_mutex_unlock(&p->lock);
         return s;
+    }
+    if (d->k == p->fail_k && b == p->fail_bucket) {
+        pthread_mutex_unlock(&p->lock);
+        snprintf(err, errlen, "injected failure at bucket %d", (int)b);
+        return CLRUN_ERROR_OPENCL;
     }
     d->grads[b] = gradients;
     bool last = ++p->b[b].arrived == p->count;
@@ -374,6 +381,7 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
                                 "train_parallel: cannot make a condition variable");
     }
     p->count = count;
+    p->fail_k = p->fail_bucket = -1;
     p->dev = calloc((size_t)count, sizeof *p->dev);
     clrun_status st = p->dev ? CLRUN_OK
                              : clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
@@ -512,6 +520,14 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
     p->last_reduce_s = p->last_s > p->first_s ? p->last_s - p->first_s : 0;
     p->reduce_s += p->last_reduce_s;
     return CLRUN_OK;
+}
+
+void clrun__train_parallel_fail_at(clrun_train_parallel *p, int32_t k, int32_t bucket)
+{
+    if (p) {
+        p->fail_k = k;
+        p->fail_bucket = bucket;
+    }
 }
 
 clrun_status clrun_train_parallel_load(clrun_train_parallel *p, const char *path)
