@@ -148,7 +148,7 @@ check_PROGRAMS += tests/test_det_sum
 TESTS += tests/test_det_sum
 tests_test_det_sum_SOURCES = tests/test_det_sum.c tools/det_sum.c tools/det_sum.h
 tests_test_det_sum_CFLAGS = $(TEST_CFLAGS)
-tests_test_det_sum_LDADD = $(CMOCKA_LIBS)
+tests_test_det_sum_LDADD = libclrun.la $(OPENCL_LIBS) $(CMOCKA_LIBS)
 endif
 
 # Pipeline split: the cut (pure, no device) and the stages run on two POCL devices.

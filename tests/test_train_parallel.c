@@ -19,6 +19,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "train/train_parallel_internal.h"
 
 enum { W = 48, C = 4, LAYERS = 3, BATCH = 32, STEPS = 8 };
 
@@ -151,7 +152,7 @@ static void parallel_open(parallel_run *r, const unsigned *devices, int32_t n, b
     r->n = n;
     for (int32_t k = 0; k < n; k++) {
         int64_t rows;
-        clrun_train_parallel_share(BATCH, n, k, NULL, &rows);
+        assert_int_equal(clrun_train_parallel_share(BATCH, n, k, NULL, &rows), CLRUN_OK);
         r->graphs[k] = model(rows);
     }
     clrun_train_parallel_options o;
@@ -185,7 +186,7 @@ static clrun_status parallel_step(parallel_run *r, int s, int32_t bad_device)
     const void *const *per[4];
     for (int32_t k = 0; k < r->n; k++) {
         int64_t first, rows;
-        clrun_train_parallel_share(BATCH, r->n, k, &first, &rows);
+        assert_int_equal(clrun_train_parallel_share(BATCH, r->n, k, &first, &rows), CLRUN_OK);
         assert_int_equal(clrun_train_parallel_rows(r->p, k), rows);
         feeds[k][0] = x + first * W;
         feeds[k][1] = (const char *)labels + (size_t)first * r->label_size;
@@ -195,7 +196,8 @@ static clrun_status parallel_step(parallel_run *r, int s, int32_t bad_device)
     if (bad_device >= 0) {
         memcpy(bad, labels, sizeof bad);
         int64_t first;
-        clrun_train_parallel_share(BATCH, r->n, bad_device, &first, NULL);
+        assert_int_equal(clrun_train_parallel_share(BATCH, r->n, bad_device, &first, NULL),
+                         CLRUN_OK);
         if (r->label_size == 8)
             bad[first] = C + 3;
         else
@@ -276,7 +278,7 @@ static void a_failing_device_stops_the_others(void **state)
         float *before = params_of(clrun_train_parallel_trainer(r.p, 1), &n);
         assert_int_not_equal(parallel_step(&r, 1, 1), CLRUN_OK);
         const char *e = clrun_last_error(NULL);
-        assert_non_null(strstr(e, "device share 1"));
+        assert_non_null(strstr(e, "device 1 (share 1)"));
         assert_non_null(strstr(e, "label"));
         for (int32_t k = 0; k < 2; k++) { /* nothing changed on either */
             float *now = params_of(clrun_train_parallel_trainer(r.p, k), &m);
@@ -285,6 +287,60 @@ static void a_failing_device_stops_the_others(void **state)
         }
         assert_int_equal(parallel_step(&r, 1, -1), CLRUN_OK); /* and it goes on */
         free(before);
+        parallel_close(&r);
+    }
+}
+
+/* Every device's parameters equal to want (n floats). */
+static void assert_params_are(parallel_run *r, const float *want, size_t n)
+{
+    for (int32_t k = 0; k < r->n; k++) {
+        size_t m;
+        float *now = params_of(clrun_train_parallel_trainer(r->p, k), &m);
+        assert_int_equal(m, n);
+        assert_memory_equal(now, want, sizeof *now * n);
+        free(now);
+    }
+}
+
+/* A device failing midway through the reduction, after handing in some buckets: the others give
+ * up the buckets it never hands in, the ones it did are still summed (by whichever device comes
+ * last, into the failed device's buffer too) and drained before its step returns, the step
+ * fails naming it, nothing changed anywhere, and the next step goes on. */
+static void a_device_failing_mid_reduction_stops_cleanly(void **state)
+{
+    (void)state;
+    for (int after = 0; after < 2; after++) {
+        parallel_run r;
+        parallel_open(&r, (const unsigned[]){0, 1}, 2, after);
+        assert_int_equal(parallel_step(&r, 0, -1), CLRUN_OK);
+        clrun_train_parallel_stats st;
+        assert_int_equal(clrun_train_parallel_stats_get(r.p, &st), CLRUN_OK);
+        /* (share, bucket): share 1 after its first bucket, share 0 at its last */
+        int32_t cases[2][2] = {{1, after ? 0 : 1}, {0, after ? 0 : st.buckets - 1}};
+        if (!after)
+            assert_true(st.buckets >= 2);
+        for (int c = 0; c < 2; c++) {
+            size_t n;
+            float *before = params_of(clrun_train_parallel_trainer(r.p, 0), &n);
+            clrun__train_parallel_fail_at(r.p, cases[c][0], cases[c][1]);
+            assert_int_equal(parallel_step(&r, 1 + c, -1), CLRUN_ERROR_OPENCL);
+            const char *e = clrun_last_error(NULL);
+            char who[32];
+            snprintf(who, sizeof who, "device %d (share %d)", (int)cases[c][0], (int)cases[c][0]);
+            assert_non_null(strstr(e, who));
+            assert_non_null(strstr(e, "injected failure"));
+            assert_params_are(&r, before, n);
+            clrun__train_parallel_fail_at(r.p, -1, -1);
+            assert_int_equal(parallel_step(&r, 1 + c, -1), CLRUN_OK); /* and it goes on */
+            float *next = params_of(clrun_train_parallel_trainer(r.p, 0), &n);
+            assert_memory_not_equal(next, before, sizeof *next * n);
+            assert_params_are(&r, next, n);
+            free(next);
+            free(before);
+        }
+        assert_int_equal(clrun_train_parallel_stats_get(r.p, &st), CLRUN_OK);
+        assert_int_equal(st.steps, 3); /* the failed steps are not counted */
         parallel_close(&r);
     }
 }
@@ -311,7 +367,20 @@ static void bad_arguments_are_refused(void **state)
     assert_non_null(strstr(clrun_last_error(NULL), "device 99"));
     assert_null(p);
     int64_t first, rows;
-    clrun_train_parallel_share(32, 3, 2, &first, &rows);
+    assert_int_equal(clrun_train_parallel_share(32, 3, 2, &first, &rows), CLRUN_OK);
+    assert_int_equal(first, 22);
+    assert_int_equal(rows, 10);
+    /* a share without a row, no shares, a share out of range: refused, the outputs untouched */
+    assert_int_equal(clrun_train_parallel_share(2, 3, 0, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(NULL), "less than a row"));
+    assert_int_equal(clrun_train_parallel_share(32, 0, 0, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_train_parallel_share(32, 3, 3, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clrun_last_error(NULL), "out of range"));
+    assert_int_equal(clrun_train_parallel_share(32, 3, -1, &first, &rows),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(first, 22);
     assert_int_equal(rows, 10);
     clrun_graph_destroy(g);
@@ -323,6 +392,7 @@ int main(void)
     clrun_test_device_environment(cache, sizeof cache);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(devices_train_as_one),
+        cmocka_unit_test(a_device_failing_mid_reduction_stops_cleanly),
         cmocka_unit_test(a_failing_device_stops_the_others),
         cmocka_unit_test(bad_arguments_are_refused),
     };

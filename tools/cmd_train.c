@@ -1047,11 +1047,13 @@ int clrun_cli_train(int argc, char **argv)
             clrun_cli_io_free(&a.io);
             return 2;
         }
-        clrun_cli_share(a.chunks, dist.size, dist.rank, &a.first_chunk, &a.end_chunk);
+        (void)clrun_cli_share(a.chunks, dist.size, dist.rank, &a.first_chunk, &a.end_chunk);
         batch_offset = a.first_chunk * a.chunk_rows;
         a.batch = a.chunk_rows;
     } else if (dist.size > 1 && a.batch) {
-        if (a.batch < dist.size) {
+        int64_t rows; /* the model's batch on this rank */
+        if (clrun_train_parallel_share(a.batch, dist.size, dist.rank, &batch_offset, &rows)
+            != CLRUN_OK) {
             if (dist.rank == 0)
                 fprintf(stderr, "clrun train: --batch %" PRId64 " is less than a row for each of "
                         "the %d ranks\n", a.batch, dist.size);
@@ -1059,9 +1061,7 @@ int clrun_cli_train(int argc, char **argv)
             clrun_cli_io_free(&a.io);
             return 2;
         }
-        int64_t share = a.batch / dist.size, extra = a.batch % dist.size;
-        batch_offset = dist.rank * share + (dist.rank < extra ? dist.rank : extra);
-        a.batch = share + (dist.rank < extra); /* the model's batch on this rank */
+        a.batch = rows;
     }
     bool leader = dist.rank == 0; /* prints, evaluates and saves */
     if (!leader) {

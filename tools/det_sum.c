@@ -112,9 +112,11 @@ int clrun_cli_tree_blocks(int64_t first, int64_t end, int64_t *lo, int *level, i
     return n;
 }
 
-void clrun_cli_share(int64_t total, int size, int rank, int64_t *first, int64_t *end)
+clrun_status clrun_cli_share(int64_t total, int size, int rank, int64_t *first, int64_t *end)
 {
-    int64_t share = total / size, extra = total % size;
-    *first = rank * share + (rank < extra ? rank : extra);
-    *end = *first + share + (rank < extra);
+    int64_t rows;
+    clrun_status st = clrun_train_parallel_share(total, size, rank, first, &rows);
+    if (st == CLRUN_OK)
+        *end = *first + rows;
+    return st;
 }

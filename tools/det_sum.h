@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <clrun/train_parallel.h>
+
 typedef struct clrun_cli_tree {
     uint64_t count;      /* floats per sum */
     int depth;           /* blocks on the stack */
@@ -53,7 +55,8 @@ void clrun_cli_tree_free(clrun_cli_tree *t);
 int clrun_cli_tree_blocks(int64_t first, int64_t end, int64_t *lo, int *level, int max);
 
 /* Rank r's share of `total` items over `size` ranks: [first, end), total / size items each
- * (rounded down) and one more on the first total mod size ranks. */
-void clrun_cli_share(int64_t total, int size, int rank, int64_t *first, int64_t *end);
+ * (rounded down) and one more on the first total mod size ranks (clrun_train_parallel_share's
+ * split). Its errors: total < size, size < 1 or rank outside [0, size). */
+clrun_status clrun_cli_share(int64_t total, int size, int rank, int64_t *first, int64_t *end);
 
 #endif

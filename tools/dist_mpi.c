@@ -124,7 +124,7 @@ const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, in
     /* every rank's blocks, from the shares alone: nothing to exchange first */
     for (int q = 0; q < d->size; q++) {
         int64_t first, end;
-        clrun_cli_share(chunks, d->size, q, &first, &end);
+        (void)clrun_cli_share(chunks, d->size, q, &first, &end); /* chunks >= ranks */
         int n = clrun_cli_tree_blocks(first, end, NULL, NULL, 0);
         most = n > most ? n : most;
         if (q == d->rank)
@@ -164,7 +164,7 @@ const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, in
         const float *at = buf;
         for (int q = 1; q < d->size; q++) {
             int64_t first, end;
-            clrun_cli_share(chunks, d->size, q, &first, &end);
+            (void)clrun_cli_share(chunks, d->size, q, &first, &end); /* chunks >= ranks */
             int n = clrun_cli_tree_blocks(first, end, lo, level, most);
             for (int k = 0; k < n; k++, at += p) {
                 float *next = clrun_cli_tree_next(tree);

@@ -50,7 +50,7 @@ int clrun_cli_devices_split(clrun_cli_devices *d, int64_t batch, bool onnx)
     }
     d->global_batch = batch;
     for (int32_t k = 0; k < d->count; k++)
-        clrun_train_parallel_share(batch, d->count, k, &d->first[k], &d->rows[k]);
+        (void)clrun_train_parallel_share(batch, d->count, k, &d->first[k], &d->rows[k]);
     return 0;
 }
 

@@ -28,9 +28,11 @@ extern "C" {
 typedef struct clrun_train_parallel clrun_train_parallel;
 
 typedef struct clrun_train_parallel_options {
-    /* Every device's trainer's options (loss, parameters, optimizer, executor). Its reduce,
-     * bucket_start, bucket_test and split_update must be unset: the parallel step sets its own
-     * hooks. bucket_bytes sizes the buckets as for one trainer. */
+    /* Every device's trainer's options (loss, parameters, optimizer, executor), embedded by
+     * value: a copy, not a pointer (initialise it with clrun_train_parallel_options_init, which
+     * calls clrun_train_options_init on it). Its reduce, bucket_start, bucket_test and
+     * split_update must be unset: the parallel step sets its own hooks. bucket_bytes sizes the
+     * buckets as for one trainer. */
     clrun_train_options train;
     const char *platform;  /* platform selector of every device; NULL = CLRUN_PLATFORM */
     const char *allocator; /* each context's allocator or executor mode; NULL = CLRUN_ALLOCATOR */
@@ -62,11 +64,14 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
 /* Frees every trainer and context. NULL is accepted. */
 void clrun_train_parallel_destroy(clrun_train_parallel *parallel);
 
-/* Device k's share of a global batch of `batch` rows over `count` devices: rows [*first,
- * *first + *rows), batch / count rows each, one more on the first batch % count devices (the
- * split of `mpirun -np N clrun train`). */
-void clrun_train_parallel_share(int64_t batch, int32_t count, int32_t k, int64_t *first,
-                                int64_t *rows);
+/* Share k of a global batch of `batch` rows cut into `count` shares (devices, or MPI ranks):
+ * rows [*first, *first + *rows), batch / count rows each, one more on the first batch % count
+ * shares. The one split of the batch: clrun_mpi_share and `clrun train` (--devices, mpirun,
+ * --deterministic's chunks) all cut it here. first or rows may be NULL. Errors:
+ * CLRUN_ERROR_INVALID_ARGUMENT for count < 1, k outside [0, count) or batch < count (a share
+ * without a row), with clrun_last_error(NULL) saying which; the outputs are then unchanged. */
+clrun_status clrun_train_parallel_share(int64_t batch, int32_t count, int32_t k, int64_t *first,
+                                        int64_t *rows);
 
 /* Devices (trainers) of the parallel trainer; 0 for NULL. */
 int32_t clrun_train_parallel_count(const clrun_train_parallel *parallel);
@@ -80,22 +85,25 @@ clrun_context *clrun_train_parallel_context(clrun_train_parallel *parallel, int3
 /* Rows of device k's share (the first dimension of its model's first input); 0 out of range. */
 int64_t clrun_train_parallel_rows(const clrun_train_parallel *parallel, int32_t k);
 
-/* One data-parallel step: feeds[k] is device k's feeds as clrun_train_step takes them (count of
- * them, at its share's rows). Every device runs its forward and backward pass on a thread of its
- * own (device 0's on the caller's), the gradients are reduced as above, and every device
- * applies the update. results (may be NULL) gets device k's result at results[k] (its loss is
- * the mean over its rows). When a device fails (bad feeds, a failed run), the others stop at the
- * reduction instead of waiting for it and the step fails, naming the device that failed first
- * and its message (clrun_last_error(NULL)). A failure before the gradients are reduced (bad feeds,
- * the forward or backward pass) leaves the parameters and optimizer state as before the step on
- * every device, and the parallel trainer may step again; one after it (a device's update) leaves
- * that device behind the others: destroy the parallel trainer, or load a saved state. */
+/* One data-parallel step: feeds[k] is device k's feeds as clrun_train_step takes them (feed_count
+ * of them on every device, at its share's rows). Every device runs its forward and backward pass
+ * on a thread of its own (device 0's on the caller's), the gradients are reduced as above, and
+ * every device applies the update. results (may be NULL) gets device k's result at results[k] (its
+ * loss is the mean over its rows). When a device fails (bad feeds, a failed run), the others stop
+ * at the reduction instead of waiting for it and the step fails with the status of the device that
+ * failed first, naming it and its message (clrun_last_error(NULL)). A failure before the gradients
+ * are reduced (bad feeds, the forward or backward pass) leaves the parameters and optimizer state
+ * as before the step on every device, and the parallel trainer may step again; one after it (a
+ * device's update) leaves that device behind the others: destroy the parallel trainer, or load a
+ * saved state. */
 clrun_status clrun_train_parallel_step(clrun_train_parallel *parallel,
-                                       const void *const *const *feeds, int32_t count,
+                                       const void *const *const *feeds, int32_t feed_count,
                                        clrun_train_step_result *results);
 
-/* A saved train state (clrun_train_save of one of them) loaded into every device's trainer;
- * errors as clrun_train_load's, naming the device. */
+/* A saved train state (clrun_train_save of one of them) loaded into every device's trainer, in
+ * device order; errors as clrun_train_load's, naming the device. Not atomic: a failure on device
+ * k leaves devices 0..k-1 with the loaded state and the others with their own, so that they
+ * disagree; load a state that loads (or destroy the parallel trainer) before stepping again. */
 clrun_status clrun_train_parallel_load(clrun_train_parallel *parallel, const char *path);
 
 /* The reduction's figures: steps reduced, buckets per step (0: one reduction after the backward

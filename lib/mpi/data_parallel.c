@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <clrun/mpi.h>
+#include <clrun/train_parallel.h>
 
 #define PROBE_TAG 2801
 #define ANSWER_TAG 2802
@@ -250,10 +251,12 @@ clrun_status clrun_mpi_share(clrun_mpi *mpi, int64_t global_rows, int64_t *first
         return fail(CLRUN_ERROR_INVALID_ARGUMENT, "clrun_mpi_share: a global batch of %lld rows "
                     "is less than a row for each of the %d ranks", (long long)global_rows,
                     mpi->size);
-    int64_t share = global_rows / mpi->size, extra = global_rows % mpi->size;
-    int64_t r = mpi->rank, mine = share + (r < extra);
+    int64_t at, mine;
+    clrun_status st = clrun_train_parallel_share(global_rows, mpi->size, mpi->rank, &at, &mine);
+    if (st != CLRUN_OK)
+        return fail(st, "clrun_mpi_share: %s", clrun_last_error(NULL));
     if (first)
-        *first = r * share + (r < extra ? r : extra);
+        *first = at;
     if (rows)
         *rows = mine;
     mpi->weight = (double)mine / (double)global_rows;

@@ -6,7 +6,7 @@ if HAVE_MPI
 lib_LTLIBRARIES += libclrun-mpi.la
 libclrun_mpi_la_SOURCES = lib/mpi/data_parallel.c
 libclrun_mpi_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
-libclrun_mpi_la_LIBADD = $(MPI_LIBS)
+libclrun_mpi_la_LIBADD = libclrun.la $(MPI_LIBS)
 libclrun_mpi_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CLRUN_LT_VERSION) \
 	-export-symbols-regex '^clrun_mpi_[a-z]'
 EXTRA_libclrun_mpi_la_DEPENDENCIES = $(top_builddir)/config.status

@@ -4,7 +4,7 @@ libclrun_internal_la_SOURCES += \
 	lib/train/train.c lib/train/train_internal.h \
 	lib/train/train_state.c \
 	lib/train/train_budget.c \
-	lib/train/train_parallel.c
+	lib/train/train_parallel.c lib/train/train_parallel_internal.h
 clruninclude_HEADERS += \
 	include/clrun/train.h \
 	include/clrun/train_parallel.h

@@ -8,11 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <clrun/train_parallel.h>
 
 #include "core/error.h"
+#include "core/util.h"
+#include "train/train_parallel_internal.h"
 
 /* One bucket of the step under way (a reduction after the backward pass is bucket 0). */
 typedef struct bucket_state {
@@ -23,6 +24,7 @@ typedef struct bucket_state {
 typedef struct device_slot {
     struct clrun_train_parallel *p;
     int32_t k;
+    unsigned device;              /* its index in clrun_device_list's list */
     clrun_context *ctx;
     clrun_train *train;
     int64_t rows;
@@ -30,7 +32,7 @@ typedef struct device_slot {
     float **grads;                /* per bucket: this device's buffer (the step under way) */
     /* the step's arguments and outcome, for its thread */
     const void *const *feeds;
-    int32_t count;
+    int32_t feed_count;
     clrun_train_step_result result;
     clrun_status status;
     char message[CLRUN__ERROR_MAX];
@@ -50,14 +52,8 @@ struct clrun_train_parallel {
     double first_s, last_s;
     uint64_t steps;
     double reduce_s, last_reduce_s;
+    int32_t fail_k, fail_bucket;  /* clrun__train_parallel_fail_at; -1 none */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void clrun_train_parallel_options_init(clrun_train_parallel_options *options)
 {
@@ -67,14 +63,25 @@ void clrun_train_parallel_options_init(clrun_train_parallel_options *options)
     options->after_backward = false;
 }
 
-void clrun_train_parallel_share(int64_t batch, int32_t count, int32_t k, int64_t *first,
-                                int64_t *rows)
+clrun_status clrun_train_parallel_share(int64_t batch, int32_t count, int32_t k, int64_t *first,
+                                        int64_t *rows)
 {
-    int64_t share = count > 0 ? batch / count : 0, extra = count > 0 ? batch % count : 0;
+    if (count < 1)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "batch share: %d devices: at "
+                                "least one is needed", (int)count);
+    if (k < 0 || k >= count)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "batch share: share %d of %d: "
+                                "out of range [0, %d)", (int)k, (int)count, (int)count);
+    if (batch < count)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "batch share: a batch of "
+                                "%lld rows is less than a row for each of the %d shares",
+                                (long long)batch, (int)count);
+    int64_t share = batch / count, extra = batch % count;
     if (first)
         *first = k * share + (k < extra ? k : extra);
     if (rows)
         *rows = share + (k < extra);
+    return CLRUN_OK;
 }
 
 /* Sums bucket b of every device in device order (double, rounded once) into each device's
@@ -92,11 +99,15 @@ static void sum_bucket(clrun_train_parallel *p, int32_t b)
     }
 }
 
+/* The reduction given up because device p->failed - 1 failed: its status (set before p->failed,
+ * under the lock), for this device's step to stop with. */
 static clrun_status failed_error(clrun_train_parallel *p, char *err, size_t errlen)
 {
     /* with the lock held */
-    snprintf(err, errlen, "the gradient reduction stopped: device %d failed", (int)p->failed - 1);
-    return CLRUN_ERROR_INVALID_ARGUMENT;
+    const device_slot *f = &p->dev[p->failed - 1];
+    snprintf(err, errlen, "the gradient reduction stopped: device %u (share %d) failed",
+             f->device, (int)f->k);
+    return f->status != CLRUN_OK ? f->status : CLRUN_ERROR_BUSY;
 }
 
 /* Device slot d hands in bucket b; the last one in sums it. */
@@ -107,18 +118,23 @@ static clrun_status hand_in(device_slot *d, int32_t b, float *gradients, uint64_
     pthread_mutex_lock(&p->lock);
     if (!p->timing) {
         p->timing = true;
-        p->first_s = now_s();
+        p->first_s = clrun__now();
     }
     if (b < 0 || b >= (p->buckets ? p->buckets : 1) || count != p->bucket_count[b]) {
         pthread_mutex_unlock(&p->lock);
-        snprintf(err, errlen, "device %d handed in bucket %d of %llu floats: not the layout of "
-                 "device 0", (int)d->k, (int)b, (unsigned long long)count);
+        snprintf(err, errlen, "device %u (share %d) handed in bucket %d of %llu floats: not the "
+                 "layout of share 0", d->device, (int)d->k, (int)b, (unsigned long long)count);
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }
     if (p->failed) {
         clrun_status s = failed_error(p, err, errlen);
         pthread_mutex_unlock(&p->lock);
         return s;
+    }
+    if (d->k == p->fail_k && b == p->fail_bucket) {
+        pthread_mutex_unlock(&p->lock);
+        snprintf(err, errlen, "injected failure at bucket %d", (int)b);
+        return CLRUN_ERROR_OPENCL;
     }
     d->grads[b] = gradients;
     bool last = ++p->b[b].arrived == p->count;
@@ -129,7 +145,7 @@ static clrun_status hand_in(device_slot *d, int32_t b, float *gradients, uint64_
         sum_bucket(p, b);
         pthread_mutex_lock(&p->lock);
         p->b[b].state = 2;
-        p->last_s = now_s();
+        p->last_s = clrun__now();
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
     }
@@ -235,6 +251,43 @@ static bool same_buckets(clrun_train_parallel *p)
     return true;
 }
 
+/* Device k's trainer trains what device 0's does: the same gradient count and parameters of the
+ * same types (checked before the bucket layouts, which differ whenever these do). */
+static clrun_status same_model(clrun_train_parallel *p, int32_t k)
+{
+    const clrun_train *t0 = p->dev[0].train, *tk = p->dev[k].train;
+    unsigned d0 = p->dev[0].device, dk = p->dev[k].device;
+    uint64_t g0 = clrun_train_gradient_count(t0), gk = clrun_train_gradient_count(tk);
+    if (gk != g0)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "train_parallel: device %u (share %d) trains %llu gradient floats, "
+                                "device %u (share 0) %llu: the models differ", dk, (int)k,
+                                (unsigned long long)gk, d0, (unsigned long long)g0);
+    int32_t n0 = clrun_train_param_count(t0), nk = clrun_train_param_count(tk);
+    if (nk != n0)
+        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                "train_parallel: device %u (share %d) trains %d parameters, device "
+                                "%u (share 0) %d: the models differ", dk, (int)k, (int)nk, d0,
+                                (int)n0);
+    for (int32_t i = 0; i < n0; i++) {
+        const char *name0, *namek;
+        clrun_tensor_type a, b;
+        if (clrun_train_param_info(t0, i, &name0, &a) != CLRUN_OK ||
+            clrun_train_param_info(tk, i, &namek, &b) != CLRUN_OK)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                    "train_parallel: parameter %d unreadable", (int)i);
+        bool same = a.dtype == b.dtype && a.rank == b.rank;
+        for (int r = 0; same && r < a.rank; r++)
+            same = a.shape[r] == b.shape[r];
+        if (!same)
+            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
+                                    "train_parallel: parameter %d ('%s') of device %u (share %d) "
+                                    "differs in type or shape from device %u's (share 0): the "
+                                    "models differ", (int)i, namek ? namek : "?", dk, (int)k, d0);
+    }
+    return CLRUN_OK;
+}
+
 static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *const *models,
                                   const clrun_train_parallel_options *o, const unsigned *devices)
 {
@@ -242,6 +295,8 @@ static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *co
     for (int attempt = 0; attempt < 2; attempt++) {
         for (int32_t k = 0; k < p->count; k++) {
             clrun_status st = make_trainer(p, models[k], o, buckets, k, devices);
+            if (st == CLRUN_OK && k > 0)
+                st = same_model(p, k);
             if (st != CLRUN_OK)
                 return st;
         }
@@ -265,13 +320,6 @@ static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *co
     for (int32_t i = 0; i < n; i++)
         p->bucket_count[i] = p->buckets ? b[i].count : p->floats;
     for (int32_t k = 0; k < p->count; k++) {
-        if (clrun_train_gradient_count(p->dev[k].train) != p->floats)
-            return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
-                                    "train_parallel: device %u (share %d) trains %llu gradient "
-                                    "floats, device %u %llu: the models differ", devices[k],
-                                    (int)k, (unsigned long long)clrun_train_gradient_count(
-                                        p->dev[k].train), devices[0],
-                                    (unsigned long long)p->floats);
         if ((p->dev[k].grads = calloc((size_t)n, sizeof *p->dev[k].grads)) == NULL)
             return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
                                     "train_parallel: out of host memory");
@@ -333,6 +381,7 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
                                 "train_parallel: cannot make a condition variable");
     }
     p->count = count;
+    p->fail_k = p->fail_bucket = -1;
     p->dev = calloc((size_t)count, sizeof *p->dev);
     clrun_status st = p->dev ? CLRUN_OK
                              : clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
@@ -343,6 +392,7 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
         clrun_graph_inputs(models[k], &ids);
         d->p = p;
         d->k = k;
+        d->device = devices[k];
         d->rows = clrun_graph_tensor_type(models[k], ids[0])->shape[0];
         d->weight = (double)d->rows / (double)all;
         char index[32];
@@ -395,7 +445,7 @@ static void *device_step(void *arg)
 {
     device_slot *d = arg;
     clrun_train_parallel *p = d->p;
-    d->status = clrun_train_step(d->train, d->feeds, d->count, &d->result);
+    d->status = clrun_train_step(d->train, d->feeds, d->feed_count, &d->result);
     if (d->status != CLRUN_OK) {
         snprintf(d->message, sizeof d->message, "%s", clrun_last_error(d->ctx));
         pthread_mutex_lock(&p->lock);
@@ -408,7 +458,7 @@ static void *device_step(void *arg)
 }
 
 clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *const *const *feeds,
-                                       int32_t count, clrun_train_step_result *results)
+                                       int32_t feed_count, clrun_train_step_result *results)
 {
     if (p == NULL || feeds == NULL)
         return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "train_parallel: NULL argument");
@@ -422,11 +472,11 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
         return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
                                 "train_parallel: out of host memory");
     int32_t started = 0;
-    bool spawn_failed = false;
+    int32_t spawn_failed = 0; /* the share whose thread did not start; 0 none */
     for (int32_t k = 0; k < p->count; k++) {
         device_slot *d = &p->dev[k];
         d->feeds = feeds[k];
-        d->count = count;
+        d->feed_count = feed_count;
         d->status = CLRUN_OK;
         d->message[0] = '\0';
         memset(&d->result, 0, sizeof d->result);
@@ -435,11 +485,12 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
         if (pthread_create(&threads[k], NULL, device_step, &p->dev[k]) != 0) {
             /* the threads started stop at the reduction */
             pthread_mutex_lock(&p->lock);
+            p->dev[k].status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
             if (!p->failed)
                 p->failed = k + 1;
             pthread_cond_broadcast(&p->cond);
             pthread_mutex_unlock(&p->lock);
-            spawn_failed = true;
+            spawn_failed = k;
             break;
         }
         started = k;
@@ -451,16 +502,17 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
     free(threads);
     if (spawn_failed)
         return clrun__error_set(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY,
-                                "train_parallel: cannot start the thread of device share %d",
-                                (int)p->failed - 1);
+                                "train_parallel: cannot start the thread of device %u (share %d)",
+                                p->dev[spawn_failed].device, (int)spawn_failed);
     if (p->failed) {
         device_slot *d = &p->dev[p->failed - 1];
-        return clrun__error_set(NULL, d->status, "device share %d: %s", (int)d->k, d->message);
+        return clrun__error_set(NULL, d->status, "train_parallel: device %u (share %d): %s",
+                                d->device, (int)d->k, d->message);
     }
     for (int32_t k = 0; k < p->count; k++)
         if (p->dev[k].status != CLRUN_OK) /* not reached: a failure sets p->failed */
-            return clrun__error_set(NULL, p->dev[k].status, "device share %d: %s", (int)k,
-                                    p->dev[k].message);
+            return clrun__error_set(NULL, p->dev[k].status, "train_parallel: device %u (share "
+                                    "%d): %s", p->dev[k].device, (int)k, p->dev[k].message);
     if (results)
         for (int32_t k = 0; k < p->count; k++)
             results[k] = p->dev[k].result;
@@ -468,6 +520,14 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
     p->last_reduce_s = p->last_s > p->first_s ? p->last_s - p->first_s : 0;
     p->reduce_s += p->last_reduce_s;
     return CLRUN_OK;
+}
+
+void clrun__train_parallel_fail_at(clrun_train_parallel *p, int32_t k, int32_t bucket)
+{
+    if (p) {
+        p->fail_k = k;
+        p->fail_bucket = bucket;
+    }
 }
 
 clrun_status clrun_train_parallel_load(clrun_train_parallel *p, const char *path)
@@ -479,7 +539,8 @@ clrun_status clrun_train_parallel_load(clrun_train_parallel *p, const char *path
         if (st != CLRUN_OK) {
             char why[CLRUN__ERROR_MAX];
             snprintf(why, sizeof why, "%s", clrun_last_error(p->dev[k].ctx));
-            return clrun__error_set(NULL, st, "train_parallel: device share %d: %s", (int)k, why);
+            return clrun__error_set(NULL, st, "train_parallel: device %u (share %d): %s",
+                                    p->dev[k].device, (int)k, why);
         }
     }
     return CLRUN_OK;
