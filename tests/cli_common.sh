@@ -31,3 +31,15 @@ need_onnx_python() {
         exit 77
     fi
 }
+
+# digits_mlp DIR [wide]: the digits and an MLP of open batch for the data-parallel tests
+# (tests/train_digits.py says what); exits 99 when they cannot be made.
+digits_mlp() {
+    "$PYTHON" "${srcdir:-.}/tests/train_digits.py" make "$@" || exit 99
+}
+
+# same_params A.onnx B.onnx WHAT: the trained initializers agree within 1e-6 of each tensor's
+# largest value.
+same_params() {
+    "$PYTHON" "${srcdir:-.}/tests/train_digits.py" same "$1" "$2" || fail "$3: other parameters than one process"
+}

@@ -17,46 +17,8 @@ make_tmp train-devices
 POCL_DEVICES="pthread pthread pthread" POCL_MAX_PTHREAD_COUNT=1
 export POCL_DEVICES POCL_MAX_PTHREAD_COUNT
 
-# The digits (384 rows: 12 steps of 32) and an MLP whose batch is open, as tests/cli_train_mpi.sh
-# makes them.
-"$PYTHON" - "$tmp" <<'PY' || exit 99
-import sys
-import numpy as np
-import onnx
-from onnx import helper, numpy_helper, TensorProto
-from sklearn.datasets import load_digits
-out = sys.argv[1]
-d = load_digits()
-x = (d.data / 16.0).astype(np.float32)
-y = d.target.astype(np.int64)
-p = np.random.RandomState(0).permutation(len(x))
-np.save(out + "/x.npy", x[p][:384]); np.save(out + "/y.npy", y[p][:384])
-r = np.random.RandomState(1)
-init = [numpy_helper.from_array(r.uniform(-b, b, s).astype(np.float32), n) for n, s, b in
-        [("w1", (64, 32), 0.125), ("b1", (32,), 0.125), ("w2", (32, 10), 0.17), ("b2", (10,), 0.17)]]
-nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["a"]),
-         helper.make_node("Gemm", ["a", "w2", "b2"], ["logits"])]
-g = helper.make_graph(nodes, "digits_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
-                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], init)
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-m.ir_version = 8
-onnx.save(m, out + "/mlp.onnx")
-PY
-
-# same A.onnx B.onnx WHAT: the trained initializers agree within 1e-6 of each tensor's largest.
-same() {
-    "$PYTHON" - "$1" "$2" <<'PY' || fail "$3: other parameters than one process"
-import sys
-import numpy as np
-import onnx
-from onnx import numpy_helper
-a, b = ({i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(p).graph.initializer}
-        for p in sys.argv[1:3])
-worst = max(np.abs(a[k] - b[k]).max() / np.abs(b[k]).max() for k in b)
-print("largest relative difference %.3g" % worst)
-sys.exit(0 if worst <= 1e-6 else 1)
-PY
-}
+# The digits (384 rows: 12 steps of 32) and an MLP whose batch is open (tests/train_digits.py).
+digits_mlp "$tmp"
 
 train="$tmp/mlp.onnx --loss xent:logits --data x=$tmp/x.npy --labels $tmp/y.npy --batch 32 --epochs 2"
 # SGD with momentum on 2 devices (16 rows each), Adam on 3 (11, 11 and 10 rows).
@@ -73,7 +35,7 @@ for case in "0,1 16,16 --optimizer sgd --lr 0.1 --momentum 0.9" "0,1,2 11,11,10 
     expect 0 "\"devices\":\[$devices\],\"device_batch\":\[$rows\]" "$tmp/d" "$2, --devices $devices"
     expect 0 '"batch":32,' "$tmp/d" "$2, --devices $devices"
     expect 0 '"steps":24' "$tmp/d" "$2, --devices $devices"
-    same "$tmp/d.onnx" "$tmp/one.onnx" "$2, --devices $devices"
+    same_params "$tmp/d.onnx" "$tmp/one.onnx" "$2, --devices $devices"
     [ "$devices" = 0,1,2 ] || continue
     # CLRUN_TEST_ROUNDS below 3 (quick runs): neither the repeat nor --bucket 0
     [ "${CLRUN_TEST_ROUNDS:-3}" -ge 3 ] || continue

@@ -13,56 +13,7 @@ make_tmp train-mpi
 
 # The digits (as tests/cli_train.sh makes them; 384 rows: 12 steps of 32) and an MLP whose
 # batch is open, so that each rank binds its own share of it.
-"$PYTHON" - "$tmp" <<'PY' || exit 99
-import sys
-import numpy as np
-import onnx
-from onnx import helper, numpy_helper, TensorProto
-from sklearn.datasets import load_digits
-out = sys.argv[1]
-d = load_digits()
-x = (d.data / 16.0).astype(np.float32)
-y = d.target.astype(np.int64)
-p = np.random.RandomState(0).permutation(len(x))
-np.save(out + "/x.npy", x[p][:384]); np.save(out + "/y.npy", y[p][:384])
-r = np.random.RandomState(1)
-init = [numpy_helper.from_array(r.uniform(-b, b, s).astype(np.float32), n) for n, s, b in
-        [("w1", (64, 32), 0.125), ("b1", (32,), 0.125), ("w2", (32, 10), 0.17), ("b2", (10,), 0.17)]]
-nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["a"]),
-         helper.make_node("Gemm", ["a", "w2", "b2"], ["logits"])]
-g = helper.make_graph(nodes, "digits_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
-                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], init)
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-m.ir_version = 8
-onnx.save(m, out + "/mlp.onnx")
-# a wider MLP (1.2 MB of gradients): several buckets, and backward work after the first
-init = [numpy_helper.from_array(r.uniform(-b, b, s).astype(np.float32), n) for n, s, b in
-        [("w1", (64, 512), 0.125), ("b1", (512,), 0.125), ("w2", (512, 512), 0.044),
-         ("b2", (512,), 0.044), ("w3", (512, 10), 0.044), ("b3", (10,), 0.044)]]
-nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["a"]),
-         helper.make_node("Gemm", ["a", "w2", "b2"], ["h2"]), helper.make_node("Relu", ["h2"], ["a2"]),
-         helper.make_node("Gemm", ["a2", "w3", "b3"], ["logits"])]
-g = helper.make_graph(nodes, "digits_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
-                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], init)
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-m.ir_version = 8
-onnx.save(m, out + "/wide.onnx")
-PY
-
-# same A.onnx B.onnx WHAT: the trained initializers agree within 1e-6 of each tensor's largest.
-same() {
-    "$PYTHON" - "$1" "$2" <<'PY' || fail "$3: other parameters than one process"
-import sys
-import numpy as np
-import onnx
-from onnx import numpy_helper
-a, b = ({i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(p).graph.initializer}
-        for p in sys.argv[1:3])
-worst = max(np.abs(a[k] - b[k]).max() / np.abs(b[k]).max() for k in b)
-print("largest relative difference %.3g" % worst)
-sys.exit(0 if worst <= 1e-6 else 1)
-PY
-}
+digits_mlp "$tmp" wide
 
 train="$tmp/mlp.onnx --loss xent:logits --data x=$tmp/x.npy --labels $tmp/y.npy --batch 32 --epochs 2"
 # SGD with momentum on 2 ranks (16 rows each), Adam on 3 (11, 11 and 10 rows).
@@ -78,7 +29,7 @@ for case in "2 16 --optimizer sgd --lr 0.1 --momentum 0.9" "3 1[01] --optimizer 
     rc=$?
     expect 0 "\"batch\":32,\"ranks\":$n,\"rank_batch\":$rows," "$tmp/n$n" "$2, $n ranks"
     [ "$(grep -c '"steps":24' "$tmp/n$n")" = 1 ] || fail "$2, $n ranks: not one report (rank 0's)"
-    same "$tmp/n$n.onnx" "$tmp/one.onnx" "$2, $n ranks"
+    same_params "$tmp/n$n.onnx" "$tmp/one.onnx" "$2, $n ranks"
 done
 set +f
 
@@ -98,7 +49,7 @@ for n in 2 3; do
     buckets=$(sed -n 's/.*"buckets":\([0-9]*\).*/\1/p' "$tmp/b$n-64K")
     [ "${buckets:-0}" -ge 2 ] || fail "--bucket 64K, $n ranks: fewer than 2 buckets: $(tail -1 "$tmp/b$n-64K")"
     grep -q '"buckets":0' "$tmp/b$n-0" || fail "--bucket 0, $n ranks: buckets: $(tail -1 "$tmp/b$n-0")"
-    same "$tmp/w$n-64K.onnx" "$tmp/w$n-0.onnx" "--bucket 64K against --bucket 0, $n ranks"
+    same_params "$tmp/w$n-64K.onnx" "$tmp/w$n-0.onnx" "--bucket 64K against --bucket 0, $n ranks"
     "$PYTHON" - "$tmp/t$n-64K.json" "${buckets:-0}" <<'PY' || fail "--bucket 64K, $n ranks: not a collective span per bucket in the trace"
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]

@@ -45,7 +45,7 @@ TESTS += tests/check-cxx.sh
 EXTRA_DIST += tests/check-cxx.sh
 
 # What the CLI test scripts share (sourced by them, not a test of its own).
-EXTRA_DIST += tests/cli_common.sh tests/cli_mpi_common.sh
+EXTRA_DIST += tests/cli_common.sh tests/cli_mpi_common.sh tests/train_digits.py
 
 # The device tests under oclgrind (invalid accesses, data races, API errors): opt-in, being
 # slow (CLRUN_OCLGRIND=1); skipped otherwise and when oclgrind is not installed.
