@@ -1,4 +1,5 @@
 /* Context creation: options, device choice, OpenCL context and queue. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,27 @@ void clrun_context_destroy(clrun_context *ctx)
     pthread_mutex_unlock(&ctx->lock);
     if (!held)
         release_context(ctx);
+}
+
+clrun_status clrun__context_create_on(unsigned device, const char *platform, const char *allocator,
+                                      uint64_t pool_limit, const char *who, const char *part,
+                                      clrun_context **out)
+{
+    char index[32];
+    snprintf(index, sizeof index, "%u", device);
+    clrun_context_options co;
+    clrun_context_options_init(&co);
+    co.platform = platform;
+    co.allocator = allocator;
+    co.device = index;
+    co.pool_limit = pool_limit;
+    clrun_status st = clrun_context_create(&co, out);
+    if (st != CLRUN_OK) {
+        char why[CLRUN__ERROR_MAX];
+        snprintf(why, sizeof why, "%s", clrun_last_error(NULL));
+        st = clrun__error_set(NULL, st, "%s: the context of device %u (%s): %s", who, device, part, why);
+    }
+    return st;
 }
 
 void clrun__context_hold(clrun_context *ctx)

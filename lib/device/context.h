@@ -38,6 +38,14 @@ struct clrun_context {
 void clrun__context_hold(clrun_context *ctx);
 void clrun__context_drop(clrun_context *ctx);
 
+/* A context on device `device` (an index in clrun_device_list's list, as CLRUN_DEVICE takes
+ * it; with a platform selector, among that platform's devices) with the allocator and pool limit
+ * given (NULL, 0: the environment's), for the parts of a multi-device object: a failure's
+ * message reads "<who>: the context of device D (<part>): <why>". */
+clrun_status clrun__context_create_on(unsigned device, const char *platform, const char *allocator,
+                                      uint64_t pool_limit, const char *who, const char *part,
+                                      clrun_context **out);
+
 /* Records a failure: formats the message into ctx's error record (or, ctx NULL, this thread's),
  * logs it at error level, and returns status so callers can `return clrun__fail(...)`. */
 clrun_status clrun__fail(clrun_context *ctx, clrun_status status, const char *format, ...)

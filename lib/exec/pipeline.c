@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "core/util.h"
+#include "device/context.h"
 #include "graph/graph.h"
 #include "graph/split.h"
 #include "exec/pipeline_internal.h"
@@ -231,22 +232,12 @@ clrun_status clrun_pipeline_create(const clrun_graph *graph, const unsigned *dev
     for (int32_t k = 0; st == CLRUN_OK && k < device_count; k++) {
         stage *s = &p->stages[k];
         s->device = devices[k];
-        char index[32];
-        snprintf(index, sizeof index, "%u", devices[k]);
-        clrun_context_options co;
-        clrun_context_options_init(&co);
-        co.platform = options->platform;
-        co.allocator = options->allocator;
-        co.device = index;
-        co.pool_limit = limits ? limits[k] : 0;
-        st = clrun_context_create(&co, &s->ctx);
-        if (st != CLRUN_OK) {
-            char why[CLRUN__ERROR_MAX];
-            snprintf(why, sizeof why, "%s", clrun_last_error(NULL));
-            st = clrun__error_set(NULL, st, "pipeline: the context of device %u (stage %d): %s",
-                                  devices[k], (int)k, why);
+        char part[32];
+        snprintf(part, sizeof part, "stage %d", (int)k);
+        st = clrun__context_create_on(devices[k], options->platform, options->allocator,
+                                      limits ? limits[k] : 0, "pipeline", part, &s->ctx);
+        if (st != CLRUN_OK)
             break;
-        }
         clrun_memory_stats m;
         st = clrun_memory_stats_get(s->ctx, &m);
         if (st != CLRUN_OK) {

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "device/context.h"
 #include "train/train_parallel_internal.h"
 
 /* One bucket of the step under way (a reduction after the backward pass is bucket 0). */
@@ -395,20 +396,10 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
         d->device = devices[k];
         d->rows = clrun_graph_tensor_type(models[k], ids[0])->shape[0];
         d->weight = (double)d->rows / (double)all;
-        char index[32];
-        snprintf(index, sizeof index, "%u", devices[k]);
-        clrun_context_options co;
-        clrun_context_options_init(&co);
-        co.platform = options->platform;
-        co.allocator = options->allocator;
-        co.device = index;
-        st = clrun_context_create(&co, &d->ctx);
-        if (st != CLRUN_OK) {
-            char why[CLRUN__ERROR_MAX];
-            snprintf(why, sizeof why, "%s", clrun_last_error(NULL));
-            st = clrun__error_set(NULL, st, "train_parallel: the context of device %u (share "
-                                  "%d): %s", devices[k], (int)k, why);
-        }
+        char part[32];
+        snprintf(part, sizeof part, "share %d", (int)k);
+        st = clrun__context_create_on(devices[k], options->platform, options->allocator, 0,
+                                      "train_parallel", part, &d->ctx);
     }
     if (st == CLRUN_OK)
         st = make_trainers(p, models, options, devices);
