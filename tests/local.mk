@@ -9,6 +9,7 @@
 AM_TESTS_ENVIRONMENT = LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0" ; export LSAN_OPTIONS ; \
 	ASAN_OPTIONS="intercept_tls_get_addr=0:use_sigaltstack=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}" ; export ASAN_OPTIONS ; \
 	CXX="$(CXX)" ; OPENCL_CFLAGS="$(OPENCL_CFLAGS)" ; export CXX OPENCL_CFLAGS ; \
+	CLRUN_TEST_CC="$(CC)" ; SANITIZER_CFLAGS="$(SANITIZER_CFLAGS)" ; export CLRUN_TEST_CC SANITIZER_CFLAGS ; \
 	HAVE_MPI="$(have_mpi)" ; MPIRUN="$(MPIRUN)" ; MPI_CFLAGS="$(MPI_CFLAGS)" ; \
 	export HAVE_MPI MPIRUN MPI_CFLAGS ;
 EXTRA_DIST += tests/lsan.supp tests/device_test.h

@@ -24,14 +24,16 @@ if ! "$PYTHON" -c 'import numpy' >/dev/null 2>&1; then
     echo "SKIP (Python part): $PYTHON lacks numpy"
     exit $((failures > 0))
 fi
-# the Python test through tests/python/run.sh (the build tree's library and package)
+# the Python test through tests/python/run.sh (the build tree's library and package; in a
+# sanitized build, run.sh preloads the sanitizer's runtime, found through the compiler)
 py() {
-    env PYTHON="$PYTHON" CLRUN_HAVE_NUMPY=yes CC="${CC:-cc}" top_builddir="$PWD" \
-        top_srcdir="$top_srcdir" sh "$top_srcdir/tests/python/run.sh" \
-        "$top_srcdir/tests/python/mpi_train.py"
+    env PYTHON="$PYTHON" CLRUN_HAVE_NUMPY=yes CC="${CLRUN_TEST_CC:-cc}" \
+        SANITIZER_CFLAGS="${SANITIZER_CFLAGS:-}" top_builddir="$PWD" top_srcdir="$top_srcdir" \
+        sh "$top_srcdir/tests/python/run.sh" "$top_srcdir/tests/python/mpi_train.py"
 }
 for n in 2 3; do
-    mpi $n env PYTHON="$PYTHON" CLRUN_HAVE_NUMPY=yes top_builddir="$PWD" top_srcdir="$top_srcdir" \
+    mpi $n env PYTHON="$PYTHON" CLRUN_HAVE_NUMPY=yes CC="${CLRUN_TEST_CC:-cc}" \
+        SANITIZER_CFLAGS="${SANITIZER_CFLAGS:-}" top_builddir="$PWD" top_srcdir="$top_srcdir" \
         sh "$top_srcdir/tests/python/run.sh" "$top_srcdir/tests/python/mpi_train.py"
     rc=$?
     [ $rc = 0 ] || fail "tests/python/mpi_train.py on $n rank(s): exit status $rc"
