@@ -25,6 +25,10 @@ int clrun_cli_usage_error(const char *command, const char *format, ...)
  * (I/O, out of host memory). */
 int clrun_cli_input_exit(clrun_status status);
 
+/* A --devices list, "0,1,1" (device numbers as clrun info lists them, one at most 65535; one may
+ * repeat) into devices, at most max of them: the count, or -1 for a malformed or longer list. */
+int clrun_cli_parse_devices(const char *text, unsigned *devices, int max);
+
 /* True when argv[i] is "--help" or "-h". */
 int clrun_cli_wants_help(int argc, char **argv);
 

@@ -1,6 +1,7 @@
 /* clrun: the command-line tool. Dispatches to one function per subcommand. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <clrun/clrun.h>
@@ -45,6 +46,23 @@ int clrun_cli_usage_error(const char *command_name, const char *format, ...)
     va_end(args);
     fprintf(stderr, "\nTry 'clrun %s --help'.\n", command_name);
     return 2;
+}
+
+int clrun_cli_parse_devices(const char *text, unsigned *devices, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || v > 65535 || n == max || *p == '-')
+            return -1;
+        devices[n++] = (unsigned)v;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && *p == '\0')
+            return -1;
+    }
+    return n;
 }
 
 int clrun_cli_input_exit(clrun_status status)

@@ -83,7 +83,7 @@ static int parse_args(int argc, char **argv, run_args *a)
                 return clrun_cli_usage_error("run", "--memory-budget takes a size > 0 (bytes, or "
                                              "with K, M, G), not '%s'", argv[i]);
         } else if (strcmp(arg, "--devices") == 0 && has_value) {
-            a->device_count = clrun_run_parse_devices(argv[++i], a->devices, CLRUN_RUN_MAX_DEVICES);
+            a->device_count = clrun_cli_parse_devices(argv[++i], a->devices, CLRUN_RUN_MAX_DEVICES);
             if (a->device_count < 1)
                 return clrun_cli_usage_error("run", "--devices takes device indices separated by "
                                              "commas (0,1), at most %d, not '%s'",

@@ -106,8 +106,6 @@ int clrun_run_write_trace_spans(FILE *out, const char *command, const char *path
                                 const clrun_context *ctx, const clrun_run_host_span *spans,
                                 int32_t count);
 
-/* --devices: "0,1,1" into devices (at most max); the count, or -1 for a malformed list. */
-int clrun_run_parse_devices(const char *text, unsigned *devices, int max);
 
 /* clrun run --devices: the graph as a pipeline over a->devices (tools/run_pipeline.c); prints
  * each device's report and the outputs' checksums; 0, else 1 after a message. */

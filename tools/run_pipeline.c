@@ -13,24 +13,6 @@
 #include "cli.h"
 #include "run.h"
 
-/* "0,1,1" into devices (at most max); the count, or -1 for a malformed list. */
-int clrun_run_parse_devices(const char *text, unsigned *devices, int max)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || v > 65535 || n == max || *p == '-')
-            return -1;
-        devices[n++] = (unsigned)v;
-        p = *end ? end + 1 : end;
-        if (*end == ',' && *p == '\0')
-            return -1;
-    }
-    return n;
-}
-
 /* Each input, `blocks` consecutive blocks of it: its --input file in every block, else block j
  * the seeded values (seed + j) of a one-device run. NULL after saying why on stderr. */
 static void **make_inputs(const run_args *a, const clrun_graph *g, int blocks, uint64_t **bytes_out)

@@ -11,25 +11,13 @@
 int clrun_cli_devices_parse(const char *text, clrun_cli_devices *d)
 {
     memset(d, 0, sizeof *d);
-    const char *at = text;
-    while (*at) {
-        char *end;
-        unsigned long v = strtoul(at, &end, 10);
-        if (end == at || (*end != ',' && *end != '\0') || v > 4096 || at[0] == '-')
-            return clrun_cli_usage_error("train", "--devices takes device numbers separated by "
-                                         "commas (as clrun info lists them), not '%s'", text);
-        if (d->count == CLRUN_CLI_MAX_DEVICES)
-            return clrun_cli_usage_error("train", "--devices: at most %d devices",
-                                         CLRUN_CLI_MAX_DEVICES);
-        d->index[d->count++] = (unsigned)v;
-        at = *end ? end + 1 : end;
-        if (*end == ',' && *at == '\0')
-            return clrun_cli_usage_error("train", "--devices takes device numbers separated by "
-                                         "commas (as clrun info lists them), not '%s'", text);
-    }
-    if (d->count == 0)
+    d->count = clrun_cli_parse_devices(text, d->index, CLRUN_CLI_MAX_DEVICES);
+    if (d->count < 1) {
+        d->count = 0;
         return clrun_cli_usage_error("train", "--devices takes device numbers separated by "
-                                     "commas (as clrun info lists them), not '%s'", text);
+                                     "commas (as clrun info lists them), at most %d, not '%s'",
+                                     CLRUN_CLI_MAX_DEVICES, text);
+    }
     return 0;
 }
 
