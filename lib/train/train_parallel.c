@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/util.h"
 #include "device/context.h"
+#include "graph/types.h"
 #include "train/train_parallel_internal.h"
 
 /* One bucket of the step under way (a reduction after the backward pass is bucket 0). */
@@ -214,8 +215,7 @@ void clrun_train_parallel_destroy(clrun_train_parallel *p)
 
 /* Device k's trainer with the parallel hooks, buckets or not. */
 static clrun_status make_trainer(clrun_train_parallel *p, const clrun_graph *model,
-                                 const clrun_train_parallel_options *o, bool buckets, int32_t k,
-                                 const unsigned *devices)
+                                 const clrun_train_parallel_options *o, bool buckets, int32_t k)
 {
     device_slot *d = &p->dev[k];
     clrun_train_options to = o->train;
@@ -230,7 +230,7 @@ static clrun_status make_trainer(clrun_train_parallel *p, const clrun_graph *mod
     if (st != CLRUN_OK) {
         char why[CLRUN__ERROR_MAX];
         snprintf(why, sizeof why, "%s", clrun_last_error(d->ctx));
-        return clrun__error_set(NULL, st, "train_parallel: device %u (share %d): %s", devices[k],
+        return clrun__error_set(NULL, st, "train_parallel: device %u (share %d): %s", d->device,
                                 (int)k, why);
     }
     return CLRUN_OK;
@@ -277,10 +277,7 @@ static clrun_status same_model(clrun_train_parallel *p, int32_t k)
             clrun_train_param_info(tk, i, &namek, &b) != CLRUN_OK)
             return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                                     "train_parallel: parameter %d unreadable", (int)i);
-        bool same = a.dtype == b.dtype && a.rank == b.rank;
-        for (int r = 0; same && r < a.rank; r++)
-            same = a.shape[r] == b.shape[r];
-        if (!same)
+        if (!clrun__type_equal(&a, &b))
             return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                                     "train_parallel: parameter %d ('%s') of device %u (share %d) "
                                     "differs in type or shape from device %u's (share 0): the "
@@ -290,12 +287,12 @@ static clrun_status same_model(clrun_train_parallel *p, int32_t k)
 }
 
 static clrun_status make_trainers(clrun_train_parallel *p, const clrun_graph *const *models,
-                                  const clrun_train_parallel_options *o, const unsigned *devices)
+                                  const clrun_train_parallel_options *o)
 {
     bool buckets = !o->after_backward;
     for (int attempt = 0; attempt < 2; attempt++) {
         for (int32_t k = 0; k < p->count; k++) {
-            clrun_status st = make_trainer(p, models[k], o, buckets, k, devices);
+            clrun_status st = make_trainer(p, models[k], o, buckets, k);
             if (st == CLRUN_OK && k > 0)
                 st = same_model(p, k);
             if (st != CLRUN_OK)
@@ -402,7 +399,7 @@ clrun_status clrun_train_parallel_create(const clrun_graph *const *models, const
                                       "train_parallel", part, &d->ctx);
     }
     if (st == CLRUN_OK)
-        st = make_trainers(p, models, options, devices);
+        st = make_trainers(p, models, options);
     if (st != CLRUN_OK) {
         clrun_train_parallel_destroy(p);
         return st;
@@ -500,10 +497,6 @@ clrun_status clrun_train_parallel_step(clrun_train_parallel *p, const void *cons
         return clrun__error_set(NULL, d->status, "train_parallel: device %u (share %d): %s",
                                 d->device, (int)d->k, d->message);
     }
-    for (int32_t k = 0; k < p->count; k++)
-        if (p->dev[k].status != CLRUN_OK) /* not reached: a failure sets p->failed */
-            return clrun__error_set(NULL, p->dev[k].status, "train_parallel: device %u (share "
-                                    "%d): %s", p->dev[k].device, (int)k, p->dev[k].message);
     if (results)
         for (int32_t k = 0; k < p->count; k++)
             results[k] = p->dev[k].result;
