@@ -490,21 +490,31 @@ static clrun_status hook_error(clrun_status s, char *err, size_t errlen)
     return s;
 }
 
-/* Whether one collective takes `count` floats (its count is an int), and those gradients
- * times this rank's weight: what the ranks' sum makes the mean loss's gradient (bucket: for the
- * message, -1 for all of them). */
-static clrun_status weigh(const clrun_mpi *mpi, float *gradients, uint64_t count, int32_t bucket)
+/* Whether one collective takes `count` floats (its count is an int; bucket: for the message,
+ * -1 for all of them). */
+static clrun_status one_collective(uint64_t count, int32_t bucket)
 {
-    if (count > (uint64_t)INT32_MAX) {
-        char where[32] = "";
-        if (bucket >= 0)
-            snprintf(where, sizeof where, " in bucket %d", (int)bucket);
-        return fail(CLRUN_ERROR_INVALID_ARGUMENT, "%llu gradient values%s: more than one "
-                    "all-reduce takes", (unsigned long long)count, where);
-    }
+    if (count <= (uint64_t)INT32_MAX)
+        return CLRUN_OK;
+    char where[32] = "";
+    if (bucket >= 0)
+        snprintf(where, sizeof where, " in bucket %d", (int)bucket);
+    return fail(CLRUN_ERROR_INVALID_ARGUMENT, "%llu gradient values%s: more than one all-reduce "
+                "takes", (unsigned long long)count, where);
+}
+
+/* The gradients times this rank's weight: what the ranks' sum makes the mean loss's gradient. */
+static void weigh(const clrun_mpi *mpi, float *gradients, uint64_t count)
+{
     for (uint64_t i = 0; i < count; i++)
         gradients[i] = (float)((double)gradients[i] * mpi->weight);
-    return CLRUN_OK;
+}
+
+/* A bucket's collective, for messages. */
+static void bucket_what(char *what, size_t size, uint64_t step, int32_t bucket)
+{
+    snprintf(what, size, "the gradient all-reduce of step %llu, bucket %d", (unsigned long long)step,
+             (int)bucket);
 }
 
 clrun_status clrun_mpi_reduce(void *user, uint64_t step, float *gradients, uint64_t count,
@@ -517,9 +527,9 @@ clrun_status clrun_mpi_reduce(void *user, uint64_t step, float *gradients, uint6
     if (mpi->size <= 1)
         return CLRUN_OK;
     double start = MPI_Wtime();
-    s = weigh(mpi, gradients, count, -1);
-    if (s != CLRUN_OK)
+    if ((s = one_collective(count, -1)) != CLRUN_OK)
         return hook_error(s, err, errlen);
+    weigh(mpi, gradients, count);
     char what[96];
     snprintf(what, sizeof what, "the gradient all-reduce of step %llu", (unsigned long long)step);
     MPI_Request req;
@@ -555,8 +565,8 @@ clrun_status clrun_mpi_bucket_start(void *user, uint64_t step, int32_t bucket, f
         mpi->bucket_since = since;
         mpi->bucket_cap = cap;
     }
-    if (count > (uint64_t)INT32_MAX) /* refused before anything starts */
-        return hook_error(weigh(mpi, gradients, count, bucket), err, errlen);
+    if ((s = one_collective(count, bucket)) != CLRUN_OK) /* refused before anything starts */
+        return hook_error(s, err, errlen);
     double now = MPI_Wtime();
     if (bucket == 0) {
         mpi->bucket_start = now;
@@ -567,13 +577,12 @@ clrun_status clrun_mpi_bucket_start(void *user, uint64_t step, int32_t bucket, f
     mpi->bucket_req[bucket] = MPI_REQUEST_NULL;
     if (mpi->size <= 1)
         return CLRUN_OK;
-    (void)weigh(mpi, gradients, count, bucket); /* as clrun_mpi_reduce: the same sums */
+    weigh(mpi, gradients, count); /* as clrun_mpi_reduce: the same sums */
     int rc = MPI_Iallreduce(MPI_IN_PLACE, gradients, (int)count, MPI_FLOAT, MPI_SUM, mpi->comm,
                             &mpi->bucket_req[bucket]);
     if (rc != MPI_SUCCESS) {
         char what[96];
-        snprintf(what, sizeof what, "the gradient all-reduce of step %llu, bucket %d",
-                 (unsigned long long)step, (int)bucket);
+        bucket_what(what, sizeof what, step, bucket);
         mpi->bucket_req[bucket] = MPI_REQUEST_NULL;
         s = failed(mpi, rc, what);
         return hook_error(s, err, errlen);
@@ -597,8 +606,7 @@ clrun_status clrun_mpi_bucket_test(void *user, uint64_t step, int32_t bucket, bo
         return hook_error(s, err, errlen);
     if (mpi->size > 1 && mpi->bucket_req[bucket] != MPI_REQUEST_NULL) {
         char what[96];
-        snprintf(what, sizeof what, "the gradient all-reduce of step %llu, bucket %d",
-                 (unsigned long long)step, (int)bucket);
+        bucket_what(what, sizeof what, step, bucket);
         s = poll_request(mpi, &mpi->bucket_req[bucket], &mpi->bucket_since[bucket], what,
                          done);
         if (s != CLRUN_OK)
