@@ -16,6 +16,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "tanh_mlp.h"
 
 enum { N = 6, D = 5, H = 7, O = 3 };
 
@@ -866,47 +867,17 @@ static void the_parts_of_a_split_step_are_the_step(void **state)
     clrun_graph_destroy(g);
 }
 
-/* x [32, 48] through `layers` of matmul (with bias) and tanh, 48 wide, then a matmul to
- * pred [32, 4]. */
-static clrun_graph *deep_mlp_sized(int layers, int64_t rows, int64_t width);
+/* x [rows, width] through `layers` of matmul (with bias) and tanh, then a matmul to
+ * pred [rows, 4]. */
+static clrun_graph *deep_mlp_sized(int layers, int64_t rows, int64_t width)
+{
+    return tanh_mlp("deep", layers, rows, width, 4, "pred");
+}
 
+/* The same at [32, 48]. */
 static clrun_graph *deep_mlp(int layers)
 {
     return deep_mlp_sized(layers, 32, 48);
-}
-
-static clrun_graph *deep_mlp_sized(int layers, int64_t rows, int64_t width)
-{
-    clrun_graph *g = NULL;
-    assert_int_equal(clrun_graph_create("deep", &g), CLRUN_OK);
-    clrun_tensor_type tx = {CLRUN_F32, 2, {rows, width}}, tw = {CLRUN_F32, 2, {width, width}};
-    clrun_tensor_type tb = {CLRUN_F32, 1, {width}}, to = {CLRUN_F32, 2, {width, 4}};
-    clrun_tensor_id h;
-    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &h), CLRUN_OK);
-    for (int l = 0; l < layers; l++) {
-        char wn[16], bn[16], mn[16], an[16];
-        snprintf(wn, sizeof wn, "w%d", l);
-        snprintf(bn, sizeof bn, "b%d", l);
-        snprintf(mn, sizeof mn, "m%d", l);
-        snprintf(an, sizeof an, "a%d", l);
-        clrun_tensor_id w, b, m;
-        assert_int_equal(clrun_graph_add_constant(g, wn, &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.15,
-                                                  10 + (uint64_t)l, &w), CLRUN_OK);
-        assert_int_equal(clrun_graph_add_constant(g, bn, &tb, NULL, CLRUN_FILL_UNIFORM, -0.1, 0.1,
-                                                  100 + (uint64_t)l, &b), CLRUN_OK);
-        const char *mnames[] = {mn}, *anames[] = {an};
-        assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w, b}, 3, mnames,
-                                              1, NULL, 0, &m), CLRUN_OK);
-        assert_int_equal(clrun_graph_add_node(g, "tanh", &m, 1, anames, 1, NULL, 0, &h), CLRUN_OK);
-    }
-    clrun_tensor_id w, y;
-    assert_int_equal(clrun_graph_add_constant(g, "wo", &to, NULL, CLRUN_FILL_NORMAL, 0, 0.15, 9, &w),
-                     CLRUN_OK);
-    const char *yn[] = {"pred"};
-    assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w}, 2, yn, 1, NULL, 0, &y),
-                     CLRUN_OK);
-    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
-    return g;
 }
 
 /* Rematerialisation changes no bit: every policy, with fusion on and off, in pooled and planned

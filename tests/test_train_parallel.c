@@ -19,6 +19,7 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "tanh_mlp.h"
 #include "train/train_parallel_internal.h"
 
 enum { W = 48, C = 4, LAYERS = 3, BATCH = 32, STEPS = 8 };
@@ -26,36 +27,7 @@ enum { W = 48, C = 4, LAYERS = 3, BATCH = 32, STEPS = 8 };
 /* x [rows, W] -> LAYERS x tanh(x W + b) -> logits [rows, C]. */
 static clrun_graph *model(int64_t rows)
 {
-    clrun_graph *g = NULL;
-    assert_int_equal(clrun_graph_create("dp", &g), CLRUN_OK);
-    clrun_tensor_type tx = {CLRUN_F32, 2, {rows, W}}, tw = {CLRUN_F32, 2, {W, W}};
-    clrun_tensor_type tb = {CLRUN_F32, 1, {W}}, to = {CLRUN_F32, 2, {W, C}};
-    clrun_tensor_id h;
-    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &h), CLRUN_OK);
-    for (int l = 0; l < LAYERS; l++) {
-        char wn[16], bn[16], mn[16], an[16];
-        snprintf(wn, sizeof wn, "w%d", l);
-        snprintf(bn, sizeof bn, "b%d", l);
-        snprintf(mn, sizeof mn, "m%d", l);
-        snprintf(an, sizeof an, "a%d", l);
-        clrun_tensor_id w, b, m;
-        assert_int_equal(clrun_graph_add_constant(g, wn, &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.15,
-                                                  10 + (uint64_t)l, &w), CLRUN_OK);
-        assert_int_equal(clrun_graph_add_constant(g, bn, &tb, NULL, CLRUN_FILL_UNIFORM, -0.1, 0.1,
-                                                  100 + (uint64_t)l, &b), CLRUN_OK);
-        const char *mnames[] = {mn}, *anames[] = {an};
-        assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w, b}, 3, mnames,
-                                              1, NULL, 0, &m), CLRUN_OK);
-        assert_int_equal(clrun_graph_add_node(g, "tanh", &m, 1, anames, 1, NULL, 0, &h), CLRUN_OK);
-    }
-    clrun_tensor_id w, y;
-    assert_int_equal(clrun_graph_add_constant(g, "wo", &to, NULL, CLRUN_FILL_NORMAL, 0, 0.15, 9, &w),
-                     CLRUN_OK);
-    const char *yn[] = {"logits"};
-    assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w}, 2, yn, 1, NULL, 0,
-                                          &y), CLRUN_OK);
-    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
-    return g;
+    return tanh_mlp("dp", LAYERS, rows, W, C, "logits");
 }
 
 static void options(clrun_train_options *o)

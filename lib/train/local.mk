@@ -16,7 +16,7 @@ EXTRA_DIST += tests/cli_train.sh tests/data/train/digits_mlp.graph tests/data/tr
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_train
 TESTS += tests/test_train
-tests_test_train_SOURCES = tests/test_train.c tests/device_test.h
+tests_test_train_SOURCES = tests/test_train.c tests/device_test.h tests/tanh_mlp.h
 tests_test_train_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_LDADD = $(TEST_LDADD)
 check_PROGRAMS += tests/test_train_fused
@@ -26,7 +26,7 @@ tests_test_train_fused_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_fused_LDADD = $(TEST_LDADD)
 check_PROGRAMS += tests/test_train_parallel
 TESTS += tests/test_train_parallel
-tests_test_train_parallel_SOURCES = tests/test_train_parallel.c tests/device_test.h
+tests_test_train_parallel_SOURCES = tests/test_train_parallel.c tests/device_test.h tests/tanh_mlp.h
 tests_test_train_parallel_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_parallel_LDADD = $(TEST_LDADD)
 endif
