@@ -64,8 +64,9 @@ static clrun_graph *mlp(void)
 
 static float input[ROWS * D];
 
-/* The output of one device, device 0, without a limit. */
-static void reference(const clrun_graph *g, float *out)
+/* The outputs of one device, device 0, without a limit: out[j] for in[j], j < count. */
+static void one_device(const clrun_graph *g, int count, float (*in)[ROWS * D],
+                       float (*out)[ROWS * D])
 {
     clrun_context_options co;
     clrun_context_options_init(&co);
@@ -75,10 +76,12 @@ static void reference(const clrun_graph *g, float *out)
     clrun_exec *exec = NULL;
     assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
     clrun_buffer x;
-    assert_int_equal(clrun_alloc(ctx, sizeof input, &x), CLRUN_OK);
-    assert_int_equal(clrun_buffer_write(ctx, &x, input), CLRUN_OK);
-    assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
-    assert_int_equal(clrun_exec_read_output(exec, 0, out, ACT_BYTES), CLRUN_OK);
+    assert_int_equal(clrun_alloc(ctx, ACT_BYTES, &x), CLRUN_OK);
+    for (int j = 0; j < count; j++) {
+        assert_int_equal(clrun_buffer_write(ctx, &x, in[j]), CLRUN_OK);
+        assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
+        assert_int_equal(clrun_exec_read_output(exec, 0, out[j], ACT_BYTES), CLRUN_OK);
+    }
     clrun_free(ctx, &x);
     clrun_exec_destroy(exec);
     clrun_context_destroy(ctx);
@@ -90,7 +93,7 @@ static void split_over_two_devices_gives_the_bits_of_one(void **state)
     clrun_graph *g = mlp();
     assert_int_equal(clrun_graph_example_input(g, 0, 7, input, sizeof input), CLRUN_OK);
     static float want[ROWS * D], got[ROWS * D];
-    reference(g, want);
+    one_device(g, 1, &input, &want);
 
     /* One device under a 3 MiB limit cannot hold the 4 MiB of weights. */
     const uint64_t limit = 3 * MIB;
@@ -214,26 +217,11 @@ static float many_out[MAX_BATCHES][ROWS * D];
 
 static void many_references(const clrun_graph *g, int batches)
 {
-    clrun_context_options co;
-    clrun_context_options_init(&co);
-    co.device = "0";
-    clrun_context *ctx = NULL;
-    assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
-    clrun_exec *exec = NULL;
-    assert_int_equal(clrun_exec_create(ctx, g, NULL, &exec), CLRUN_OK);
-    clrun_buffer x;
-    assert_int_equal(clrun_alloc(ctx, ACT_BYTES, &x), CLRUN_OK);
-    for (int j = 0; j < batches; j++) {
+    for (int j = 0; j < batches; j++)
         assert_int_equal(clrun_graph_example_input(g, 0, 100 + (uint64_t)j, many_in[j],
                                                    sizeof many_in[j]),
                          CLRUN_OK);
-        assert_int_equal(clrun_buffer_write(ctx, &x, many_in[j]), CLRUN_OK);
-        assert_int_equal(clrun_exec_run(exec, &x, 1), CLRUN_OK);
-        assert_int_equal(clrun_exec_read_output(exec, 0, many_want[j], ACT_BYTES), CLRUN_OK);
-    }
-    clrun_free(ctx, &x);
-    clrun_exec_destroy(exec);
-    clrun_context_destroy(ctx);
+    one_device(g, batches, many_in, many_want);
 }
 
 static void micro_batches_stream_with_the_bits_of_one_device(void **state)
