@@ -731,16 +731,20 @@ static void buckets_reduce_as_the_backward_pass_goes(void **state)
         run_rounds(t, g, 1, 3, 4, false, NULL);
         assert_false(r.out_of_order);
         assert_int_equal(r.buckets, n);
-        assert_int_equal(r.floats, P);
-        uint64_t at = 0;
+        uint64_t at = 0, padding = 0;
+        for (int32_t i = 0; i < n; i++)
+            padding += b[i].padding;
+        assert_int_equal(r.floats, P + padding);
         for (int32_t i = 0; i < n; i++) {
             assert_int_equal(b[i].first, at);
+            assert_true(b[i].contiguous); /* one device region, one read */
+            assert_int_equal(b[i].reads, 1);
             at += b[i].count;
             assert_true(i == 0 || b[i].step >= b[i - 1].step);
             assert_true(b[i].start_ns <= b[i].end_ns);
             assert_true(i == 0 || b[i].start_ns >= b[i - 1].start_ns);
         }
-        assert_int_equal(at, P);
+        assert_int_equal(at, P + padding);
         clrun_train_destroy(t);
         bucket_record r2 = {.scale = 1.0f, .fail_bucket = -1};
         steps_then_params(trainer_bucketed(ctx, g, 0.01, &r2, k == 0 ? 1u << 20 : 16), g, other,
@@ -793,6 +797,103 @@ static void buckets_reduce_as_the_backward_pass_goes(void **state)
     assert_int_equal(clrun_train_create(ctx, g, &o, &none), CLRUN_ERROR_INVALID_ARGUMENT);
     assert_null(none);
     clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+/* A bucketed trainer of g under `allocator` with identity hooks, gradients read per bucket in
+ * one piece or (per_gradient) one by one: its parameters after steps_then_params into out,
+ * and whether every bucket of the last step was one device region read at once (*one_read),
+ * or, per gradient, read in as many reads as it has gradients, without padding. */
+static void params_bucketed(const clrun_graph *g, const char *allocator, int fusion,
+                            uint64_t bucket_bytes, bool per_gradient, float *out, bool *one_read)
+{
+    clrun_context *ctx = context(allocator);
+    bucket_record r = {.scale = 1.0f, .fail_bucket = -1};
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    clrun_optimizer_init(&o.graph.optimizer, CLRUN_OPTIMIZER_ADAM);
+    o.graph.optimizer.lr = 0.01;
+    o.exec.fusion = fusion;
+    o.exec.plan_time_limit_s = 0.05;
+    o.bucket_start = bucket_start;
+    o.bucket_test = bucket_test;
+    o.bucket_bytes = bucket_bytes;
+    o.bucket_per_gradient = per_gradient;
+    o.reduce_user = &r;
+    clrun_train *t = NULL;
+    if (clrun_train_create(ctx, g, &o, &t) != CLRUN_OK) {
+        fprintf(stderr, "train_create (%s): %s\n", allocator, clrun_last_error(ctx));
+        fail();
+    }
+    run_rounds(t, g, 8, 40, 47, false, NULL); /* as steps_then_params */
+    const clrun_train_bucket *b;
+    int32_t n = clrun_train_buckets(t, &b);
+    assert_true(n >= 1);
+    *one_read = true;
+    for (int32_t i = 0; i < n; i++) {
+        if (per_gradient) {
+            assert_false(b[i].contiguous);
+            assert_int_equal(b[i].reads, b[i].params);
+            assert_int_equal(b[i].padding, 0);
+        }
+        *one_read = *one_read && b[i].contiguous && b[i].reads == 1;
+    }
+    size_t at = 0;
+    for (int k = 0; k < clrun_train_param_count(t); k++) {
+        clrun_tensor_type type;
+        assert_int_equal(clrun_train_param_info(t, k, NULL, &type), CLRUN_OK);
+        assert_int_equal(clrun_train_read_param(t, k, out + at, clrun_tensor_bytes(&type)), CLRUN_OK);
+        at += clrun_tensor_elements(&type);
+    }
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+}
+
+/* Each bucket's gradients laid out in one device region and read with one transfer change no
+ * bit: the parameters after the steps equal the per-gradient reads' and the plain fused
+ * step's, in every allocator mode (CLRUN_TEST_ROUNDS below 6: the first that many), fusion on
+ * and off, buckets of 16 bytes (one per step that completes gradients) or one of them all
+ * (fusion on); and every bucket took one read. */
+static void buckets_in_one_region_keep_the_bits(void **state)
+{
+    (void)state;
+    enum { P = D * H + H + H * O + O };
+    static const char *const allocators[] = {"tlsf", "buddy", "slab", "bump", "naive", "planned"};
+    clrun_graph *g = mlp();
+    size_t modes = (size_t)clrun_test_rounds(6); /* fewer modes when set low */
+    modes = modes < 6 ? modes : 6;
+    for (size_t a = 0; a < modes; a++)
+        for (int fusion = -1; fusion <= 1; fusion += 2) {
+            float plain[P], whole[P], each[P], one[P];
+            clrun_context *ctx = context(allocators[a]);
+            steps_then_params(trainer(ctx, g, CLRUN_OPTIMIZER_ADAM, fusion), g, plain, NULL);
+            clrun_context_destroy(ctx);
+            bool one_read = false, per = false;
+            params_bucketed(g, allocators[a], fusion, 16, false, whole, &one_read);
+            if (!one_read) {
+                fprintf(stderr, "%s, fusion %d: a bucket took more than one read\n",
+                        allocators[a], fusion);
+                fail();
+            }
+            params_bucketed(g, allocators[a], fusion, 16, true, each, &per);
+            assert_false(per);
+            memcpy(one, whole, sizeof one);
+            if (fusion > 0) { /* one bucket of them all */
+                params_bucketed(g, allocators[a], fusion, 1u << 20, false, one, &one_read);
+                assert_true(one_read);
+            }
+            if (memcmp(plain, whole, sizeof plain) != 0 || memcmp(plain, each, sizeof plain) != 0 ||
+                memcmp(plain, one, sizeof plain) != 0) {
+                fprintf(stderr, "%s, fusion %d: the parameters differ (one region per bucket %s, "
+                        "per gradient %s, one bucket %s)\n", allocators[a], fusion,
+                        memcmp(plain, whole, sizeof plain) ? "differs" : "same",
+                        memcmp(plain, each, sizeof plain) ? "differs" : "same",
+                        memcmp(plain, one, sizeof plain) ? "differs" : "same");
+                fail();
+            }
+        }
     clrun_graph_destroy(g);
 }
 
@@ -1324,6 +1425,7 @@ int main(void)
         cmocka_unit_test(every_allocator_gives_the_same_bits),
         cmocka_unit_test(a_reduce_hook_replaces_the_gradients),
         cmocka_unit_test(buckets_reduce_as_the_backward_pass_goes),
+        cmocka_unit_test(buckets_in_one_region_keep_the_bits),
         cmocka_unit_test(the_parts_of_a_split_step_are_the_step),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(the_step_chooses_recomputation_where_it_pays),

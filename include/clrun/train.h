@@ -85,6 +85,10 @@ typedef struct clrun_train_options {
     clrun_train_bucket_start_fn bucket_start;
     clrun_train_bucket_test_fn bucket_test;
     uint64_t bucket_bytes;           /* a bucket's bytes at least (the last's less); 0: 1 MiB */
+    /* With buckets: each gradient read on its own wherever the step's executor put it, instead
+     * of each bucket laid out in one device region and read at once (clrun_train_bucket). The
+     * same bits either way; for comparison. */
+    bool bucket_per_gradient;
 } clrun_train_options;
 
 /* clrun_train_graph_options_init and clrun_exec_options_init; no reduce hook. */
@@ -233,13 +237,22 @@ int32_t clrun_train_unused_donations(const clrun_train *train, const char *const
  * bucket's gradients read after the device finished reading them (the placement errs by at
  * most the polling interval, early). */
 typedef struct clrun_train_bucket {
-    uint64_t first;     /* its first float in the bucket order, and its floats */
+    uint64_t first;     /* its first float in the bucket order, and its floats (padding
+                           included) */
     uint64_t count;
     int32_t params;     /* parameters in it */
     int32_t step;       /* the schedule step that completes its last gradient */
     uint64_t ready_ns;  /* its gradients in host memory (device clock: the reads' end) */
     uint64_t start_ns;  /* bucket_start called */
     uint64_t end_ns;    /* bucket_test first said done */
+    /* Where the step's executor laid the bucket's gradients out back to back in device memory
+     * (clrun_train_bucket.contiguous), one read takes the whole bucket: its gradients lie in
+     * `count` floats as on the device, each at an offset aligned to the device's base address
+     * alignment, with `padding` floats of zeros between them (bucket_start gets them all).
+     * Else each gradient is read on its own and they follow each other without padding. */
+    bool contiguous;    /* one device region (decided at creation) */
+    uint64_t padding;   /* floats of zeros between its gradients */
+    int32_t reads;      /* device reads that brought its gradients in, in the last step */
 } clrun_train_bucket;
 
 /* The buckets of a bucketed reduction (their figures of the last step); 0 without one.

@@ -294,11 +294,7 @@ void clrun_exec_destroy(clrun_exec *e)
     for (int32_t i = 0; e->packed && i < e->graph->node_count; i++)
         if (e->packed[i].mem)
             clrun__pool_free_owned(e->ctx, &e->packed[i]);
-    for (int32_t b = 0; e->arena_views && b < e->schedule.buffer_count; b++)
-        if (e->arena_views[b])
-            clrun__cl.ReleaseMemObject(e->arena_views[b]);
-    if (e->arena) /* a shared arena has none of its own */
-        clrun__pool_release_raw(e->ctx, e->arena, e->arena_bytes);
+    clrun__exec_drop_arena(e);
     for (int32_t b = 0; e->buffers && b < e->schedule.buffer_count; b++)
         free(e->buffers[b].events);
     for (int32_t i = 0; e->step_events && i < e->schedule.steps; i++)
@@ -312,10 +308,6 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->constants);
     free(e->packed);
     free(e->buffers);
-    free(e->arena_views);
-    free(e->arena_offsets);
-    free(e->host_of);
-    free(e->region_views);
     free(e->unused_names);
     free(e->pending);
     free(e->spans);
@@ -327,6 +319,7 @@ void clrun_exec_destroy(clrun_exec *e)
     free(e->recomputed);
     free(e->offloaded);
     clrun__exec_host_release(e);
+    clrun__exec_groups_free(e);
     clrun_graph_destroy(e->owned_graph);
     pthread_mutex_destroy(&e->lock);
     clrun_context *ctx = e->ctx;
@@ -412,7 +405,9 @@ static clrun_status take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
     bool pool_block = e->options.mode == CLRUN_EXEC_POOLED ||
                       (e->options.mode == CLRUN_EXEC_PLANNED && e->schedule.buffers[b].is_input &&
                        !s->hosting);
-    bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE && pool_block && s->live;
+    bool grouped = e->out_groups.count > 0 && e->out_groups.group_of[b] >= 0; /* a view into its group */
+    bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE && pool_block &&
+                     s->live && !grouped;
     if (!own_block)
         return copy_output(e, t, mem, out);
     status = clrun__pool_hand_over(e->ctx, &s->block, out);

@@ -49,6 +49,15 @@ typedef struct buffer_state {
     size_t event_capacity;
 } buffer_state;
 
+/* Run-time state of a group of outputs laid out back to back (clrun__exec_group_outputs), in
+ * the pooled and naive modes: one block (or driver buffer) for them all, taken when its first
+ * member is made and given back with its last; the members are views into it. */
+typedef struct group_state {
+    clrun_buffer block;   /* pooled: the pool block */
+    cl_mem raw;           /* naive: the driver buffer */
+    int32_t live;         /* members holding memory in it */
+} group_state;
+
 struct clrun_exec {
     pthread_mutex_t lock;          /* one call at a time: a run and the reading of its results */
     clrun_context *ctx;
@@ -104,6 +113,12 @@ struct clrun_exec {
     int32_t offloaded_count;
     cl_mem *host_mems;             /* per schedule buffer: an offloaded tensor's host buffer
                                       (is_host), made at first use, or NULL (exec_offload.c) */
+    clrun__buffer_groups out_groups; /* outputs laid out back to back (clrun__exec_group_outputs);
+                                      count 0: none */
+    int32_t *group_outputs;        /* per member of out_groups: the graph output it is */
+    group_state *group_states;     /* per group: pooled and naive modes */
+    uint64_t *group_offsets;       /* per group: planned mode, its offset in the arena */
+    cl_mem *member_views;          /* per schedule buffer: pooled and naive, a member's view */
 };
 
 /* clrun_exec_create under options->memory_budget (exec_budget.c). */
@@ -156,9 +171,13 @@ void clrun__exec_drop_pending(clrun_exec *e);
 
 /* ---- memory of buffers: exec_memory.c ---- */
 
-/* Gives buffer b memory for this run in the executor's mode; *driver_allocs counts the naive
- * mode's driver allocations. */
-clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b);
+/* Gives buffer b memory for this run in the executor's mode; *added gets the bytes this took
+ * from the pool or the driver (b's, a whole group's for its first member, 0 for the others). */
+clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *added);
+/* The memory that holds group g in this run, and where in it the group starts. */
+cl_mem clrun__exec_group_mem(const clrun_exec *e, int32_t g, uint64_t *offset);
+/* Frees the groups' arrays (clrun_exec_destroy). */
+void clrun__exec_groups_free(clrun_exec *e);
 /* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
  * queues). */
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
@@ -184,6 +203,8 @@ clrun_status clrun__exec_prepare_arena(clrun_exec *e);
 clrun_status clrun__exec_bind_regions(clrun_exec *e);
 /* Gives back the hosting donated inputs and their views (end of outputs, or a failed run). */
 void clrun__exec_release_regions(clrun_exec *e);
+/* Frees the arena, its views and the plan's arrays (to plan again, or at destruction). */
+void clrun__exec_drop_arena(clrun_exec *e);
 
 /* ---- loops run at run time: exec_loop.c ---- */
 

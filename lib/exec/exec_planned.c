@@ -56,7 +56,8 @@ static clrun_status fill_region(clrun_exec *e, const plan_items *all, int32_t ho
     uint64_t free_from = (uint64_t)hb->last + 1, alignment = e->ctx->info.base_addr_align;
     size_t candidates = 0, chosen = 0;
     for (size_t i = 0; i < all->count; i++)
-        if (!placed[i] && all->items[i].first >= free_from && all->items[i].size <= hb->bytes)
+        if (!placed[i] && all->which[i] >= 0 && all->items[i].first >= free_from &&
+            all->items[i].size <= hb->bytes) /* a group goes to the arena, in one piece */
             idx[candidates++] = i;
     sort_by_size(idx, candidates, all->items);
     for (size_t c = 0; c < candidates; c++) {
@@ -182,8 +183,16 @@ static clrun_status plan_arena(clrun_exec *e, const plan_items *all, const bool 
                     (unsigned long long)options.alignment, clrun_strerror(status));
     else if (n > 0 && result.verdict != CLRUN_PLAN_FITS)
         status = refuse_plan(e, &result, options.capacity, held_now, n);
-    for (size_t i = 0; status == CLRUN_OK && i < n; i++)
-        e->arena_offsets[which[i]] = offsets[i];
+    for (size_t i = 0; status == CLRUN_OK && i < n; i++) {
+        if (which[i] >= 0) {
+            e->arena_offsets[which[i]] = offsets[i];
+            continue;
+        }
+        int32_t g = -1 - which[i]; /* a group: its members at their offsets in it */
+        e->group_offsets[g] = offsets[i];
+        for (int32_t m = e->out_groups.start[g]; m < e->out_groups.start[g + 1]; m++)
+            e->arena_offsets[e->out_groups.member[m]] = offsets[i] + e->out_groups.offset[m];
+    }
     e->arena_bytes = status == CLRUN_OK ? result.peak_bytes : 0;
     free(items), free(offsets), free(which);
     return status;
@@ -239,10 +248,18 @@ clrun_status clrun__exec_prepare_arena(clrun_exec *e)
     e->arena_offsets = calloc(slots, sizeof *e->arena_offsets);
     e->host_of = malloc(slots * sizeof *e->host_of);
     e->region_views = calloc(slots, sizeof *e->region_views);
+    e->group_offsets = calloc((size_t)e->out_groups.count + 1, sizeof *e->group_offsets);
     plan_items all = {NULL, NULL, 0};
     clrun_status status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    if (e->arena_views && e->arena_offsets && e->host_of && e->region_views)
+    if (e->arena_views && e->arena_offsets && e->host_of && e->region_views && e->group_offsets)
         status = clrun__schedule_plan_items(&e->schedule, false, &all.items, &all.which, &all.count);
+    if (status == CLRUN_OK && e->out_groups.count > 0) { /* each group one item */
+        plan_items grouped = {NULL, NULL, 0};
+        status = clrun__buffer_groups_items(&e->out_groups, all.items, all.which, all.count,
+                                            &grouped.items, &grouped.which, &grouped.count);
+        free(all.items), free(all.which);
+        all = grouped;
+    }
     bool *placed = status == CLRUN_OK ? calloc(all.count + 1, sizeof *placed) : NULL;
     if (placed == NULL) {
         free(all.items), free(all.which);
@@ -261,6 +278,26 @@ clrun_status clrun__exec_prepare_arena(clrun_exec *e)
     free(all.items);
     free(all.which);
     return status;
+}
+
+void clrun__exec_drop_arena(clrun_exec *e)
+{
+    for (int32_t b = 0; e->arena_views && b < e->schedule.buffer_count; b++)
+        if (e->arena_views[b])
+            clrun__cl.ReleaseMemObject(e->arena_views[b]);
+    if (e->arena) /* a shared arena has none of its own */
+        clrun__pool_release_raw(e->ctx, e->arena, e->arena_bytes);
+    e->arena = NULL;
+    e->arena_bytes = 0;
+    e->arena_shared = false;
+    free(e->arena_views);
+    free(e->arena_offsets);
+    free(e->host_of);
+    free(e->region_views);
+    free(e->group_offsets);
+    e->arena_views = e->region_views = NULL;
+    e->arena_offsets = e->group_offsets = NULL;
+    e->host_of = NULL;
 }
 
 clrun_status clrun__exec_bind_regions(clrun_exec *e)

@@ -193,11 +193,12 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         int32_t b = written[w];
         bool in_place = w < node->output_count && s->alias_of[node->outputs[w]] >= 0;
         if (!in_place && !e->buffers[b].live) {
-            clrun_status status = clrun__exec_take_memory(e, b);
+            uint64_t added = 0;
+            clrun_status status = clrun__exec_take_memory(e, b, &added);
             if (status != CLRUN_OK)
                 return status;
             if (!arena && !s->buffers[b].is_host)
-                *held += s->buffers[b].bytes;
+                *held += added; /* a group's bytes, all at its first member */
         }
         out_mems[w] = e->buffers[b].mem;
     }
@@ -441,13 +442,47 @@ clrun_status clrun__exec_run_watched(clrun_exec *e, const clrun_buffer *inputs,
     return status;
 }
 
+/* Per watched output k, the group read in one piece with it (every member watched, into host
+ * memory laid out as the group is), or -1: gk[k]. Per group, the step after which it is read
+ * (its members' last) or -2 when it is not read whole: gstep[g]; and where to: ghost[g]. */
+static void plan_group_reads(const clrun_exec *e, const clrun__exec_watch *w, const int32_t *steps,
+                             int32_t *gk, int32_t *gstep, char **ghost)
+{
+    const clrun__buffer_groups *gr = &e->out_groups;
+    for (int32_t k = 0; k < w->count; k++)
+        gk[k] = -1;
+    for (int32_t g = 0; g < gr->count; g++) {
+        gstep[g] = -1;
+        ghost[g] = NULL;
+        for (int32_t m = gr->start[g]; m < gr->start[g + 1] && gstep[g] != -2; m++) {
+            int32_t k = 0;
+            while (k < w->count && w->outputs[k] != e->group_outputs[m])
+                k++;
+            char *base = k < w->count ? (char *)w->host[k] - gr->offset[m] : NULL;
+            if (base == NULL || (ghost[g] != NULL && base != ghost[g])) {
+                gstep[g] = -2;
+                break;
+            }
+            ghost[g] = base;
+            gstep[g] = steps[k] > gstep[g] ? steps[k] : gstep[g];
+        }
+        for (int32_t m = gr->start[g]; gstep[g] != -2 && m < gr->start[g + 1]; m++)
+            for (int32_t k = 0; k < w->count; k++)
+                if (w->outputs[k] == e->group_outputs[m])
+                    gk[k] = g;
+    }
+}
+
 /* The watched outputs that step `step` completes (-1: those no step writes), read to host
- * memory behind it: events[k] gets each read's event. */
+ * memory behind it, and the groups read whole whose last member it completes: events[k] gets
+ * each read's event. */
 static clrun_status read_watched(clrun_exec *e, const clrun__exec_watch *w, const int32_t *steps,
+                                 const int32_t *gk, const int32_t *gstep, char *const *ghost,
                                  int32_t step, cl_event *events)
 {
+    bool flush = false;
     for (int32_t k = 0; k < w->count; k++) {
-        if (steps[k] != step)
+        if (steps[k] != step || gk[k] >= 0)
             continue;
         int32_t t = e->graph->outputs[w->outputs[k]];
         const buffer_state *s = &e->buffers[e->schedule.buffer_of[t]];
@@ -463,14 +498,35 @@ static clrun_status read_watched(clrun_exec *e, const clrun__exec_watch *w, cons
         if (error != CL_SUCCESS)
             return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "output '%s' during the "
                                   "run", clrun__exec_tensor_name(e, t));
+        flush = true;
     }
-    if (e->ctx->out_of_order || step == e->schedule.steps - 1)
-        return CLRUN_OK;
-    for (int32_t k = 0; k < w->count; k++)
-        if (steps[k] == step) { /* what is enqueued so far starts now */
-            clrun__cl.Flush(e->ctx->queue);
-            break;
-        }
+    for (int32_t g = 0; g < e->out_groups.count; g++) { /* in order only: no events to wait */
+        if (gstep[g] != step)
+            continue;
+        uint64_t offset;
+        cl_mem mem = clrun__exec_group_mem(e, g, &offset);
+        cl_event read = NULL;
+        cl_int error = mem ? clrun__cl.EnqueueReadBuffer(e->ctx->queue, mem, CL_FALSE,
+                                                         (size_t)offset,
+                                                         (size_t)e->out_groups.bytes[g], ghost[g],
+                                                         0, NULL, &read)
+                           : CL_INVALID_MEM_OBJECT;
+        if (error != CL_SUCCESS)
+            return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "outputs from '%s' on, "
+                                  "in one piece, during the run", clrun__exec_tensor_name(
+                                      e, e->graph->outputs[e->group_outputs[e->out_groups.start[g]]]));
+        bool first = true;
+        for (int32_t k = 0; k < w->count; k++)
+            if (gk[k] == g) { /* one event, held once per member */
+                if (!first)
+                    clrun__cl.RetainEvent(read);
+                events[k] = read;
+                first = false;
+            }
+        flush = true;
+    }
+    if (flush && !e->ctx->out_of_order && step != e->schedule.steps - 1)
+        clrun__cl.Flush(e->ctx->queue); /* what is enqueued so far starts now */
     return CLRUN_OK;
 }
 
@@ -500,18 +556,25 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
     int32_t *own_steps = watched && w->steps == NULL ? malloc(sizeof *own_steps * (size_t)watched) : NULL;
     const int32_t *steps = watched && w->steps ? w->steps : own_steps;
     cl_event *events = watched ? calloc((size_t)watched, sizeof *events) : NULL;
-    if (watched && (steps == NULL || events == NULL) && status == CLRUN_OK)
+    int32_t groups = watched ? e->out_groups.count : 0;
+    int32_t *gk = watched ? calloc((size_t)watched + (size_t)groups + 1, sizeof *gk) : NULL;
+    char **ghost = watched ? calloc((size_t)groups + 1, sizeof *ghost) : NULL;
+    if (watched && (steps == NULL || events == NULL || gk == NULL || ghost == NULL) &&
+        status == CLRUN_OK)
         status = clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (int32_t k = 0; own_steps && k < watched && status == CLRUN_OK; k++)
         own_steps[k] = clrun__exec_output_step(e, w->outputs[k]);
+    int32_t *gstep = gk ? gk + watched : NULL;
     if (watched && status == CLRUN_OK)
-        status = read_watched(e, w, steps, -1, events);
+        plan_group_reads(e, w, steps, gk, gstep, ghost);
+    if (watched && status == CLRUN_OK)
+        status = read_watched(e, w, steps, gk, gstep, ghost, -1, events);
     for (int32_t step = 0; status == CLRUN_OK && step < e->schedule.steps; step++) {
         bool ran = true;
         int32_t done_step = step; /* a loop's step may move `step` (back, or past the body) */
         status = run_step(e, step, &held, &peak, &ran);
         if (watched && status == CLRUN_OK)
-            status = read_watched(e, w, steps, done_step, events);
+            status = read_watched(e, w, steps, gk, gstep, ghost, done_step, events);
         if (status == CLRUN_OK && w && w->wait)
             status = w->wait(w->user, events, false);
         if (status == CLRUN_OK && e->loops && e->loops[step].partner >= 0)
@@ -534,6 +597,8 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
             clrun__cl.ReleaseEvent(events[k]);
     free(own_steps);
     free(events);
+    free(gk);
+    free(ghost);
     if (status == CLRUN_OK) {
         cl_int error = clrun__cl.Finish(e->ctx->queue);
         if (error != CL_SUCCESS)

@@ -26,6 +26,25 @@ typedef struct clrun__exec_watch {
     void *user;                /* wait's first argument */
 } clrun__exec_watch;
 
+/* Lays the outputs of each group outputs[start[g] .. start[g + 1]) (g < count) out back to back
+ * in device memory, in that order, each at an offset aligned to the device's base address
+ * alignment: offsets[k] gets output k's offset in its group, bytes[g] the group's bytes (its
+ * last member's end). A watched run then reads a whole group with one transfer, behind the
+ * last step that completes one of its members, where every member is watched into host memory
+ * laid out alike (host[k] = the group's host start + offsets[k]); read[k] of each member is
+ * that one read's event. The group owns its members' buffers: a member's buffer holds the
+ * earlier tensors it takes over in place too, so a group holds its bytes from its first
+ * member's buffer's first step to the run's end (in pooled and naive modes one block or driver
+ * buffer, taken when its first member's buffer is made; in planned mode one buffer of the
+ * plan, never in a donated input's block). A group is left out (bytes[g] 0, its outputs where
+ * they were) when an output's buffer is not the run's own (a graph input's, or an output
+ * that is a view of one) or is another output's too. No group at all on an out-of-order queue,
+ * with loops, or in an arena that is a view of another executor's. Before the first run; a
+ * second call replaces the groups. In planned mode the arena is planned again (if that fails,
+ * without the groups). */
+clrun_status clrun__exec_group_outputs(clrun_exec *exec, int32_t count, const int32_t *start,
+                                       const int32_t *outputs, uint64_t *offsets, uint64_t *bytes);
+
 /* The schedule step after which output i is complete (the last that writes its buffer), or
  * -1 when no step does (an input or a constant: complete at the start). */
 int32_t clrun__exec_output_step(const clrun_exec *exec, int32_t i);

@@ -550,3 +550,111 @@ clrun_status clrun__schedule_plan_items(const clrun__schedule *s, bool with_inpu
     *count = n;
     return CLRUN_OK;
 }
+
+/* ---- groups laid out back to back -------------------------------------------------------- */
+
+void clrun__buffer_groups_free(clrun__buffer_groups *g)
+{
+    free(g->start);
+    free(g->member);
+    free(g->offset);
+    free(g->bytes);
+    free(g->group_of);
+    memset(g, 0, sizeof *g);
+}
+
+/* Whether buffer b may be a group's member: memory the run creates, on the device. */
+static bool groupable(const clrun__schedule *s, int32_t b)
+{
+    if (b < 0 || b >= s->buffer_count)
+        return false;
+    const clrun__sched_buffer *sb = &s->buffers[b];
+    return sb->first >= 0 && !sb->is_input && !sb->is_constant && !sb->is_host &&
+           !sb->is_scratch && sb->bytes > 0;
+}
+
+clrun_status clrun__buffer_groups_make(const clrun__schedule *s, const int32_t *buffers,
+                                       const int32_t *start, int32_t count, uint64_t alignment,
+                                       clrun__buffer_groups *out, bool *kept)
+{
+    memset(out, 0, sizeof *out);
+    int32_t total = count > 0 ? start[count] : 0;
+    out->start = calloc((size_t)count + 1, sizeof *out->start);
+    out->member = calloc((size_t)total + 1, sizeof *out->member);
+    out->offset = calloc((size_t)total + 1, sizeof *out->offset);
+    out->bytes = calloc((size_t)count + 1, sizeof *out->bytes);
+    out->group_of = malloc(((size_t)s->buffer_count + 1) * sizeof *out->group_of);
+    if (!out->start || !out->member || !out->offset || !out->bytes || !out->group_of) {
+        clrun__buffer_groups_free(out);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (int32_t b = 0; b < s->buffer_count; b++)
+        out->group_of[b] = -1;
+    if (alignment == 0)
+        alignment = 1;
+    int32_t n = 0;
+    for (int32_t g = 0; g < count; g++) {
+        bool ok = start[g + 1] > start[g];
+        for (int32_t k = start[g]; ok && k < start[g + 1]; k++) {
+            ok = groupable(s, buffers[k]) && out->group_of[buffers[k]] == -1;
+            for (int32_t j = start[g]; ok && j < k; j++)
+                ok = buffers[j] != buffers[k];
+        }
+        if (kept)
+            kept[g] = ok;
+        if (!ok)
+            continue;
+        uint64_t at = 0;
+        out->start[out->count] = n;
+        for (int32_t k = start[g]; k < start[g + 1]; k++) {
+            at = (at + alignment - 1) / alignment * alignment;
+            out->member[n] = buffers[k];
+            out->offset[n++] = at;
+            out->group_of[buffers[k]] = out->count;
+            at += s->buffers[buffers[k]].bytes;
+        }
+        out->bytes[out->count++] = at;
+        out->start[out->count] = n;
+    }
+    return CLRUN_OK;
+}
+
+clrun_status clrun__buffer_groups_items(const clrun__buffer_groups *groups,
+                                        const clrun_plan_buffer *items, const int32_t *which,
+                                        size_t count, clrun_plan_buffer **out_items,
+                                        int32_t **out_which, size_t *out_count)
+{
+    size_t cap = count + (size_t)groups->count + 1;
+    clrun_plan_buffer *it = calloc(cap, sizeof *it);
+    int32_t *wh = calloc(cap, sizeof *wh);
+    if (!it || !wh) {
+        free(it), free(wh);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        int32_t g = which[i] >= 0 ? groups->group_of[which[i]] : -1;
+        if (g < 0) {
+            it[n] = items[i];
+            wh[n++] = which[i];
+            continue;
+        }
+        size_t at = n; /* the group's item, made at its first member's place */
+        for (size_t j = 0; j < n; j++)
+            if (wh[j] == -1 - g)
+                at = j;
+        if (at == n) {
+            it[n] = (clrun_plan_buffer){groups->bytes[g], items[i].first, items[i].last};
+            wh[n++] = -1 - g;
+            continue;
+        }
+        if (items[i].first < it[at].first)
+            it[at].first = items[i].first;
+        if (items[i].last > it[at].last)
+            it[at].last = items[i].last;
+    }
+    *out_items = it;
+    *out_which = wh;
+    *out_count = n;
+    return CLRUN_OK;
+}

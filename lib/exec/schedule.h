@@ -93,6 +93,38 @@ clrun_status clrun__schedule_plan_buffers(const clrun_graph *graph, const clrun_
 void clrun__schedule_unused_reason(const clrun_graph *graph, const clrun__schedule *schedule,
                                    int32_t input, char *why, size_t size);
 
+/* Groups of schedule buffers laid out back to back, each member at an offset aligned to the
+ * layout's alignment, in the order given: a bucket of gradients that one transfer reads. */
+typedef struct clrun__buffer_groups {
+    int32_t count;      /* groups */
+    int32_t *start;     /* group g's members: member[start[g] .. start[g + 1]) (count + 1) */
+    int32_t *member;    /* schedule buffers, in layout order */
+    uint64_t *offset;   /* per member: its offset in its group */
+    uint64_t *bytes;    /* per group: from its first member's start to its last member's end */
+    int32_t *group_of;  /* per schedule buffer: its group, or -1 */
+} clrun__buffer_groups;
+
+/* Lays out the groups `buffers[start[g] .. start[g + 1])` of schedule buffers (g < count) at
+ * `alignment`. A group is kept only when each of its members is a buffer the run creates (not
+ * an input, a constant, host memory or scratch; not empty) and no member is in another kept
+ * group or twice in its own; the others are left out (their members in no group), and
+ * kept[g] (may be NULL) says which. *out is the caller's to free (clrun__buffer_groups_free);
+ * fails only for want of host memory. */
+clrun_status clrun__buffer_groups_make(const clrun__schedule *schedule, const int32_t *buffers,
+                                       const int32_t *start, int32_t count, uint64_t alignment,
+                                       clrun__buffer_groups *out, bool *kept);
+
+void clrun__buffer_groups_free(clrun__buffer_groups *groups);
+
+/* The plan items of clrun__schedule_plan_items with each group's members made one item: its
+ * size the group's bytes, alive from its first member's first step to its last member's last.
+ * which[i] >= 0 is the schedule buffer of item i as before; -1 - g is group g. The members are
+ * then at the group's offset plus their own (clrun__buffer_groups.offset). Arrays malloc'd. */
+clrun_status clrun__buffer_groups_items(const clrun__buffer_groups *groups,
+                                        const clrun_plan_buffer *items, const int32_t *which,
+                                        size_t count, clrun_plan_buffer **out_items,
+                                        int32_t **out_which, size_t *out_count);
+
 /* Frees what build allocated. */
 void clrun__schedule_free(clrun__schedule *schedule);
 

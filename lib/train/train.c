@@ -30,6 +30,7 @@ void clrun_train_options_init(clrun_train_options *options)
     options->bucket_start = NULL;
     options->bucket_test = NULL;
     options->bucket_bytes = 0;
+    options->bucket_per_gradient = false;
 }
 
 uint64_t clrun__train_slot_bytes(const clrun_train *t, int32_t i)
@@ -53,6 +54,8 @@ void clrun_train_destroy(clrun_train *t)
     free(t->order_outputs);
     free(t->order_steps);
     free(t->order_host);
+    free(t->order_at);
+    free(t->order_count);
     free(t->stage);
     free(t->stage_at);
     free(t->ov_done);
@@ -218,27 +221,31 @@ static clrun_status prepare_apply(clrun_train *t)
 }
 
 /* A bucketed reduction: the parameters in the order the step completes their gradients (then
- * in parameter order), their gradients laid out so in stage, and cut into buckets of at least
- * bucket_bytes. */
+ * in parameter order), cut into buckets of at least bucket_bytes; each bucket's gradients laid
+ * out back to back in the step's device memory where its executor can (one read a bucket),
+ * and in stage as there. Before the evaluation's executor, whose arena may lie in the step's. */
 static clrun_status prepare_buckets(clrun_train *t)
 {
     int32_t n = t->tg.param_count;
     uint64_t cap = t->options.bucket_bytes ? t->options.bucket_bytes : (uint64_t)1 << 20;
     int32_t *steps = t->order_steps = calloc((size_t)(n ? n : 1), sizeof *steps);
     int32_t *order = calloc((size_t)(n ? n : 1), sizeof *order);
+    uint64_t *offsets = calloc((size_t)n + 1, sizeof *offsets);
+    uint64_t *group_bytes = calloc((size_t)n + 1, sizeof *group_bytes);
     t->buckets = calloc((size_t)(n ? n : 1), sizeof *t->buckets);
     t->first_param = calloc((size_t)n + 1, sizeof *t->first_param);
     t->order_outputs = calloc((size_t)(n ? n : 1), sizeof *t->order_outputs);
     t->order_host = calloc((size_t)(n ? n : 1), sizeof *t->order_host);
-    t->stage = malloc(sizeof *t->stage * (size_t)(t->grad_count ? t->grad_count : 1));
+    t->order_at = calloc((size_t)n + 1, sizeof *t->order_at);
+    t->order_count = calloc((size_t)n + 1, sizeof *t->order_count);
     t->stage_at = calloc((size_t)t->tg.slot_count, sizeof *t->stage_at);
     t->ov_done = calloc((size_t)n + 1, sizeof *t->ov_done);
     t->ov_start = calloc((size_t)n + 1, sizeof *t->ov_start);
     t->ov_end = calloc((size_t)n + 1, sizeof *t->ov_end);
-    if (!steps || !order || !t->buckets || !t->first_param || !t->order_outputs ||
-        !t->order_host || !t->stage || !t->stage_at || !t->ov_done || !t->ov_start ||
-        !t->ov_end) {
-        free(order);
+    if (!steps || !order || !offsets || !group_bytes || !t->buckets || !t->first_param ||
+        !t->order_outputs || !t->order_host || !t->order_at || !t->order_count || !t->stage_at || !t->ov_done ||
+        !t->ov_start || !t->ov_end) {
+        free(order), free(offsets), free(group_bytes);
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
     }
     for (int32_t i = 0; i < n; i++) { /* insertion by (step, index): few parameters */
@@ -252,20 +259,14 @@ static clrun_status prepare_buckets(clrun_train *t)
         steps[k] = step;
         order[k] = i;
     }
-    uint64_t at = 0;
     int32_t b = 0;
-    for (int32_t k = 0; k < n; k++) {
+    for (int32_t k = 0; k < n; k++) { /* the cut, by the gradients' own bytes */
         const clrun__train_slot *slot = &t->tg.slots[t->params[order[k]]];
         uint64_t count = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
         clrun_train_bucket *bucket = &t->buckets[b];
-        if (bucket->params == 0) {
-            bucket->first = at;
+        if (bucket->params == 0)
             t->first_param[b] = k;
-        }
-        t->stage_at[t->params[order[k]]] = at;
         t->order_outputs[k] = slot->grad_output;
-        t->order_host[k] = t->stage + at;
-        at += count;
         bucket->count += count;
         bucket->params++;
         bucket->step = steps[k];
@@ -275,7 +276,38 @@ static clrun_status prepare_buckets(clrun_train *t)
     }
     t->bucket_count = b < n && t->buckets[b].params > 0 ? b + 1 : b;
     t->first_param[t->bucket_count] = n;
-    free(order);
+    /* one group of the step's outputs per bucket: each bucket one device region */
+    clrun_status s = t->options.bucket_per_gradient
+                         ? CLRUN_OK
+                         : clrun__exec_group_outputs(t->exec, t->bucket_count, t->first_param,
+                                                     t->order_outputs, offsets, group_bytes);
+    uint64_t at = 0;
+    for (b = 0; s == CLRUN_OK && b < t->bucket_count; b++) {
+        clrun_train_bucket *bucket = &t->buckets[b];
+        bucket->first = at;
+        bucket->contiguous = group_bytes[b] > 0;
+        uint64_t dense = bucket->count, next = at;
+        for (int32_t k = t->first_param[b]; k < t->first_param[b + 1]; k++) {
+            const clrun__train_slot *slot = &t->tg.slots[t->params[order[k]]];
+            uint64_t count = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
+            t->order_at[k] = bucket->contiguous ? at + offsets[k] / sizeof(float) : next;
+            t->order_count[k] = count;
+            t->stage_at[t->params[order[k]]] = t->order_at[k];
+            next = t->order_at[k] + count;
+        }
+        if (bucket->contiguous)
+            bucket->count = group_bytes[b] / sizeof(float);
+        bucket->padding = bucket->count - dense;
+        at += bucket->count;
+    }
+    free(order), free(offsets), free(group_bytes);
+    if (s != CLRUN_OK)
+        return s;
+    t->stage = calloc((size_t)(at ? at : 1), sizeof *t->stage);
+    if (t->stage == NULL)
+        return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
+    for (int32_t k = 0; k < n; k++)
+        t->order_host[k] = t->stage + t->order_at[k];
     return CLRUN_OK;
 }
 
@@ -354,6 +386,8 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
             t->feeds[t->feed_count - 1] = target;
             break;
         }
+    if (t->options.bucket_start && (s = prepare_buckets(t)) != CLRUN_OK)
+        goto fail;
     const clrun_tensor_id *eval_inputs;
     int32_t eval_count = clrun_graph_inputs(t->tg.eval, &eval_inputs);
     t->eval_slots = calloc((size_t)(eval_count ? eval_count : 1), sizeof *t->eval_slots);
@@ -383,8 +417,6 @@ clrun_status clrun_train_create(clrun_context *ctx, const clrun_graph *model,
                                   t->budget_planned && clrun__train_eval_shares(t) ? t->exec : NULL,
                                   &t->eval);
     if (s != CLRUN_OK || (t->tg.apply && (s = prepare_apply(t)) != CLRUN_OK))
-        goto fail;
-    if (t->options.bucket_start && (s = prepare_buckets(t)) != CLRUN_OK)
         goto fail;
     for (int32_t i = 0; i < n && s == CLRUN_OK; i++)
         s = initial_values(t, model, i);
@@ -742,6 +774,29 @@ static void bucket_drain(clrun_train *t)
     }
 }
 
+/* Bucket b's gradients are in stage: how many reads brought them (the distinct events), and
+ * the padding between them (what the device had there) made zeros. */
+static void bucket_arrived(clrun_train *t, const cl_event *read, int32_t b)
+{
+    clrun_train_bucket *bk = &t->buckets[b];
+    int32_t first = t->first_param[b], end = t->first_param[b + 1];
+    bk->reads = 0;
+    for (int32_t k = first; k < end; k++) {
+        bool seen = false;
+        for (int32_t j = first; j < k && !seen; j++)
+            seen = read[j] == read[k];
+        bk->reads += !seen;
+    }
+    if (bk->padding == 0)
+        return;
+    for (int32_t k = first; k < end; k++) {
+        uint64_t from = t->order_at[k] + t->order_count[k];
+        uint64_t to = k + 1 < end ? t->order_at[k + 1] : bk->first + bk->count;
+        if (to > from)
+            memset(t->stage + from, 0, sizeof *t->stage * (size_t)(to - from));
+    }
+}
+
 /* One pass over the buckets: those whose gradients are now in host memory handed to
  * bucket_start, in order, and each started one not yet done polled with bucket_test.
  * *changed: whether a bucket started or finished. */
@@ -767,6 +822,7 @@ static clrun_status bucket_pass(clrun_train *t, const cl_event *read, bool *chan
             now - end < t->ov_seen)
             t->ov_seen = now - end;
         bk->ready_ns = end;
+        bucket_arrived(t, read, b);
         t->ov_start[b] = host_ns();
         s = t->options.bucket_start(t->options.reduce_user, step, b, t->stage + bk->first,
                                     bk->count, err, sizeof err);

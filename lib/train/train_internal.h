@@ -50,6 +50,8 @@ struct clrun_train {
     int32_t *order_outputs;       /* per parameter in that order: its gradient's step output */
     int32_t *order_steps;         /* and the schedule step that completes it (the run's reads) */
     void **order_host;            /* per parameter in that order: where it lies in stage */
+    uint64_t *order_at;           /* and its first float there, and its floats */
+    uint64_t *order_count;
     float *stage;                 /* the gradients in that order (grad_count floats) */
     uint64_t *stage_at;           /* per slot, as grad_at: where its parameter's lies in stage */
     clrun_status bucket_status;   /* the last step's hooks failed so (else CLRUN_OK) */
