@@ -22,6 +22,7 @@
 
 #include <clrun/plan_gen.h>
 
+#include "exec/schedule.h"
 #include "plan/plan_internal.h"
 
 /* ---- the independent checker ---- */
@@ -1363,6 +1364,162 @@ static void svg_draws_one_rectangle_per_buffer_and_the_bound(void **state)
     free(text);
 }
 
+/* ---- groups laid out back to back (clrun__buffer_groups, the trainer's gradient buckets) ---- */
+
+/* CLRUN_TEST_ROUNDS when set (a positive integer), else `full`. */
+static int rounds_or(int full)
+{
+    const char *text = getenv("CLRUN_TEST_ROUNDS");
+    int rounds = text ? atoi(text) : 0;
+    return rounds > 0 && rounds < full ? rounds : full;
+}
+
+/* A schedule of n buffers made by a run (tiny_instance's lifetimes: buffer i created at step
+ * first, read last at last - 1) over 10 steps; the caller frees buffers. */
+static clrun__schedule schedule_of(const clrun_plan_buffer *b, size_t n)
+{
+    clrun__schedule s;
+    memset(&s, 0, sizeof s);
+    s.steps = 10;
+    s.buffer_count = (int32_t)n;
+    s.buffers = calloc(n + 1, sizeof *s.buffers);
+    assert_non_null(s.buffers);
+    for (size_t i = 0; i < n; i++)
+        s.buffers[i] = (clrun__sched_buffer){.bytes = b[i].size, .first = (int32_t)b[i].first,
+                                             .last = (int32_t)b[i].last - 1, .root = (int32_t)i};
+    return s;
+}
+
+/* Random instances, some buffers put into random groups in a random order: the plan of the
+ * grouped items is valid (check_plan), each group's members lie back to back in its order at
+ * aligned offsets (each at the previous one's end, aligned up), and no two buffers alive
+ * together overlap, members included, each alive as long as its group. */
+static void grouped_buffers_lie_back_to_back_and_never_overlap(void **state)
+{
+    (void)state;
+    int rounds = rounds_or(300);
+    for (int round = 0; round < rounds; round++) {
+        uint64_t seed = 7000 + (uint64_t)round, x = seed * 0x9E3779B97F4A7C15u + 3;
+        size_t n = 3 + (size_t)(seed % 9);
+        uint64_t align = (uint64_t)1 << (seed % 4);
+        clrun_plan_buffer b[12];
+        tiny_instance(seed, n, b);
+        clrun__schedule s = schedule_of(b, n);
+        /* up to three groups of the buffers in a shuffled order, some buffers in none */
+        int32_t perm[12], members[12], start[4] = {0, 0, 0, 0};
+        for (size_t i = 0; i < n; i++)
+            perm[i] = (int32_t)i;
+        for (size_t i = n; i-- > 1;) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t j = (size_t)(x % (i + 1));
+            int32_t t = perm[i];
+            perm[i] = perm[j], perm[j] = t;
+        }
+        int32_t used = 0, groups = 0;
+        for (int g = 0; g < 3 && (size_t)used < n; g++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int32_t size = 1 + (int32_t)(x % 3);
+            for (int32_t k = 0; k < size && (size_t)used < n; k++)
+                members[used] = perm[used], used++;
+            start[++groups] = used;
+        }
+        clrun__buffer_groups gr;
+        bool kept[3];
+        assert_int_equal(clrun__buffer_groups_make(&s, members, start, groups, align, &gr, kept),
+                         CLRUN_OK);
+        assert_int_equal(gr.count, groups); /* all made by the run, each once: all kept */
+        clrun_plan_buffer *items, *grouped;
+        int32_t *which, *gwhich;
+        size_t count, gcount;
+        assert_int_equal(clrun__schedule_plan_items(&s, false, &items, &which, &count), CLRUN_OK);
+        assert_int_equal(count, n);
+        assert_int_equal(clrun__buffer_groups_items(&gr, items, which, count, &grouped, &gwhich,
+                                                    &gcount), CLRUN_OK);
+        assert_int_equal(gcount, n - (size_t)used + (size_t)groups);
+        uint64_t offsets[12], at[12], until[12];
+        clrun_plan_options o = options_with_steps(1000, align);
+        solve_checked("grouped", seed, grouped, gcount, &o, offsets);
+        for (size_t i = 0; i < gcount; i++) { /* each buffer's offset, and its lifetime */
+            if (gwhich[i] >= 0) {
+                at[gwhich[i]] = offsets[i];
+                until[gwhich[i]] = items[gwhich[i]].last;
+                continue;
+            }
+            int32_t g = -1 - gwhich[i];
+            uint64_t first = UINT64_MAX, last = 0, end = 0;
+            for (int32_t m = gr.start[g]; m < gr.start[g + 1]; m++) {
+                int32_t buf = gr.member[m];
+                first = b[buf].first < first ? b[buf].first : first;
+                last = b[buf].last > last ? b[buf].last : last;
+                assert_int_equal(gr.offset[m], align_up(end, align)); /* back to back, in order */
+                assert_int_equal(gr.member[m], members[m]);
+                end = gr.offset[m] + b[buf].size;
+                at[buf] = offsets[i] + gr.offset[m];
+                assert_int_equal(at[buf] % align, 0);
+            }
+            assert_int_equal(gr.bytes[g], end);
+            assert_int_equal(grouped[i].size, end);
+            assert_int_equal(grouped[i].first, first); /* alive as long as all its members */
+            assert_int_equal(grouped[i].last, last);
+        }
+        for (size_t i = 0; i < n; i++) /* the members' lifetimes, as their groups' */
+            for (size_t j = 0; j < gcount; j++)
+                if (gwhich[j] < 0 && gr.group_of[i] == -1 - gwhich[j]) {
+                    b[i].first = grouped[j].first;
+                    until[i] = grouped[j].last;
+                }
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < i; j++) {
+                bool together = b[i].first < until[j] && b[j].first < until[i];
+                bool overlap = at[i] < at[j] + b[j].size && at[j] < at[i] + b[i].size;
+                if (together && overlap) {
+                    print_message("grouped seed %llu: buffers %zu and %zu overlap\n",
+                                  (unsigned long long)seed, j, i);
+                    fail();
+                }
+            }
+        free(items), free(which), free(grouped), free(gwhich);
+        clrun__buffer_groups_free(&gr);
+        free(s.buffers);
+    }
+}
+
+/* A group is kept only when every member is a buffer the run makes, on the device, and in no
+ * other group: an input, a constant, host memory, scratch, an empty buffer, a member twice or
+ * one already in an earlier group leave its group out (kept false, its members in none), and
+ * the groups kept are numbered in order. */
+static void groups_of_buffers_not_the_runs_own_are_left_out(void **state)
+{
+    (void)state;
+    clrun_plan_buffer b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (clrun_plan_buffer){16, (uint64_t)i, (uint64_t)i + 2};
+    clrun__schedule s = schedule_of(b, 8);
+    s.buffers[1].is_input = true, s.buffers[1].first = -1;
+    s.buffers[2].is_scratch = true;
+    s.buffers[3].is_host = true;
+    s.buffers[4].bytes = 0;
+    /* groups: {0, 5} kept; {1} input; {2} scratch; {3} host; {4} empty; {6, 6} twice;
+     * {5, 7} 5 already taken; {7} kept */
+    int32_t members[] = {0, 5, 1, 2, 3, 4, 6, 6, 5, 7, 7};
+    int32_t start[] = {0, 2, 3, 4, 5, 6, 8, 10, 11};
+    clrun__buffer_groups gr;
+    bool kept[8];
+    assert_int_equal(clrun__buffer_groups_make(&s, members, start, 8, 128, &gr, kept), CLRUN_OK);
+    bool expect[8] = {true, false, false, false, false, false, false, true};
+    for (int g = 0; g < 8; g++)
+        assert_int_equal(kept[g], expect[g]);
+    assert_int_equal(gr.count, 2);
+    int32_t group_of[8] = {0, -1, -1, -1, -1, 0, -1, 1};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(gr.group_of[i], group_of[i]);
+    assert_int_equal(gr.offset[1], 128); /* 16 bytes, aligned up to 128 */
+    assert_int_equal(gr.bytes[0], 144);
+    assert_int_equal(gr.bytes[1], 16);
+    clrun__buffer_groups_free(&gr);
+    free(s.buffers);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1409,6 +1566,8 @@ int main(void)
         cmocka_unit_test(null_pointers_are_rejected),
         cmocka_unit_test(unknown_greedy_order_is_rejected),
         cmocka_unit_test(svg_draws_one_rectangle_per_buffer_and_the_bound),
+        cmocka_unit_test(grouped_buffers_lie_back_to_back_and_never_overlap),
+        cmocka_unit_test(groups_of_buffers_not_the_runs_own_are_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
