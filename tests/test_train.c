@@ -844,7 +844,8 @@ static void params_bucketed(const clrun_graph *g, const char *allocator, int fus
     for (int k = 0; k < clrun_train_param_count(t); k++) {
         clrun_tensor_type type;
         assert_int_equal(clrun_train_param_info(t, k, NULL, &type), CLRUN_OK);
-        assert_int_equal(clrun_train_read_param(t, k, out + at, clrun_tensor_bytes(&type)), CLRUN_OK);
+        assert_int_equal(clrun_train_read_param(t, k, out + at, clrun_tensor_bytes(&type)),
+                         CLRUN_OK);
         at += clrun_tensor_elements(&type);
     }
     clrun_train_destroy(t);

@@ -405,7 +405,8 @@ static clrun_status take_output(clrun_exec *e, int32_t i, clrun_buffer *out)
     bool pool_block = e->options.mode == CLRUN_EXEC_POOLED ||
                       (e->options.mode == CLRUN_EXEC_PLANNED && e->schedule.buffers[b].is_input &&
                        !s->hosting);
-    bool grouped = e->out_groups.count > 0 && e->out_groups.group_of[b] >= 0; /* a view into its group */
+    /* a member of a group of outputs is a view into its group's memory */
+    bool grouped = e->out_groups.count > 0 && e->out_groups.group_of[b] >= 0;
     bool own_block = e->graph->tensors[t].kind == CLRUN__TENSOR_INTERMEDIATE && pool_block &&
                      s->live && !grouped;
     if (!own_block)

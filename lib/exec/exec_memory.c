@@ -79,8 +79,9 @@ static clrun_status take_grouped(clrun_exec *e, int32_t b, int32_t g, uint64_t *
     char label[CLRUN__EXEC_LABEL];
     const char *name = clrun__exec_buffer_label(e, gr->member[gr->start[g]], label, sizeof label);
     if (gs->live == 0) {
-        clrun_status status = naive ? clrun__pool_create_raw(e->ctx, gr->bytes[g], name, &gs->raw)
-                                    : clrun__pool_alloc_owned(e->ctx, gr->bytes[g], 0, name, &gs->block);
+        clrun_status status =
+            naive ? clrun__pool_create_raw(e->ctx, gr->bytes[g], name, &gs->raw)
+                  : clrun__pool_alloc_owned(e->ctx, gr->bytes[g], 0, name, &gs->block);
         if (status != CLRUN_OK)
             return status;
         *added = gr->bytes[g];

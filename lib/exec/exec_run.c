@@ -458,12 +458,16 @@ static void plan_group_reads(const clrun_exec *e, const clrun__exec_watch *w, co
             int32_t k = 0;
             while (k < w->count && w->outputs[k] != e->group_outputs[m])
                 k++;
-            char *base = k < w->count ? (char *)w->host[k] - gr->offset[m] : NULL;
-            if (base == NULL || (ghost[g] != NULL && base != ghost[g])) {
+            /* the first member (offset 0) is where the group goes; each other one must lie at
+             * its offset from there (compared as addresses: no pointer outside the caller's) */
+            bool first = m == gr->start[g];
+            uintptr_t at = k < w->count ? (uintptr_t)w->host[k] : 0;
+            if (at == 0 || (!first && at - gr->offset[m] != (uintptr_t)ghost[g])) {
                 gstep[g] = -2;
                 break;
             }
-            ghost[g] = base;
+            if (first)
+                ghost[g] = w->host[k];
             gstep[g] = steps[k] > gstep[g] ? steps[k] : gstep[g];
         }
         for (int32_t m = gr->start[g]; gstep[g] != -2 && m < gr->start[g + 1]; m++)
@@ -511,17 +515,18 @@ static clrun_status read_watched(clrun_exec *e, const clrun__exec_watch *w, cons
                                                          (size_t)e->out_groups.bytes[g], ghost[g],
                                                          0, NULL, &read)
                            : CL_INVALID_MEM_OBJECT;
+        int32_t first = e->graph->outputs[e->group_outputs[e->out_groups.start[g]]];
         if (error != CL_SUCCESS)
             return clrun__fail_cl(e->ctx, error, "clEnqueueReadBuffer", "outputs from '%s' on, "
-                                  "in one piece, during the run", clrun__exec_tensor_name(
-                                      e, e->graph->outputs[e->group_outputs[e->out_groups.start[g]]]));
-        bool first = true;
+                                  "in one piece, during the run",
+                                  clrun__exec_tensor_name(e, first));
+        bool held = false;
         for (int32_t k = 0; k < w->count; k++)
             if (gk[k] == g) { /* one event, held once per member */
-                if (!first)
+                if (held)
                     clrun__cl.RetainEvent(read);
                 events[k] = read;
-                first = false;
+                held = true;
             }
         flush = true;
     }

@@ -243,8 +243,8 @@ static clrun_status prepare_buckets(clrun_train *t)
     t->ov_start = calloc((size_t)n + 1, sizeof *t->ov_start);
     t->ov_end = calloc((size_t)n + 1, sizeof *t->ov_end);
     if (!steps || !order || !offsets || !group_bytes || !t->buckets || !t->first_param ||
-        !t->order_outputs || !t->order_host || !t->order_at || !t->order_count || !t->stage_at || !t->ov_done ||
-        !t->ov_start || !t->ov_end) {
+        !t->order_outputs || !t->order_host || !t->order_at || !t->order_count || !t->stage_at ||
+        !t->ov_done || !t->ov_start || !t->ov_end) {
         free(order), free(offsets), free(group_bytes);
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
     }
@@ -289,7 +289,8 @@ static clrun_status prepare_buckets(clrun_train *t)
         uint64_t dense = bucket->count, next = at;
         for (int32_t k = t->first_param[b]; k < t->first_param[b + 1]; k++) {
             const clrun__train_slot *slot = &t->tg.slots[t->params[order[k]]];
-            uint64_t count = clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
+            uint64_t count =
+                clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
             t->order_at[k] = bucket->contiguous ? at + offsets[k] / sizeof(float) : next;
             t->order_count[k] = count;
             t->stage_at[t->params[order[k]]] = t->order_at[k];
