@@ -800,14 +800,24 @@ static void buckets_reduce_as_the_backward_pass_goes(void **state)
     clrun_graph_destroy(g);
 }
 
-/* A bucketed trainer of g under `allocator` with identity hooks, gradients read per bucket in
- * one piece or (per_gradient) one by one: its parameters after steps_then_params into out,
- * and whether every bucket of the last step was one device region read at once (*one_read),
- * or, per gradient, read in as many reads as it has gradients, without padding. */
+/* A bucketed trainer of g under `allocator` ("out-of-order": tlsf on an out-of-order queue,
+ * where the device has one, which must fall back to reads per gradient) with identity hooks,
+ * gradients read per bucket in one piece or (per_gradient) one by one: its parameters after
+ * steps_then_params into out, and whether every bucket of the last step was one device region
+ * read at once (*one_read), or, per gradient, read in as many reads as it has gradients,
+ * without padding. */
 static void params_bucketed(const clrun_graph *g, const char *allocator, int fusion,
                             uint64_t bucket_bytes, bool per_gradient, float *out, bool *one_read)
 {
-    clrun_context *ctx = context(allocator);
+    clrun_context *ctx = NULL;
+    bool ooo = strcmp(allocator, "out-of-order") == 0; /* tlsf on an out-of-order queue */
+    clrun_context_options co;
+    clrun_context_options_init(&co);
+    co.allocator = ooo ? "tlsf" : allocator;
+    co.out_of_order = ooo ? 1 : -1;
+    assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+    if (ooo && clrun_context_out_of_order(ctx))
+        per_gradient = true; /* no groups there: what the bucket reports must say so */
     bucket_record r = {.scale = 1.0f, .fail_bucket = -1};
     clrun_train_options o;
     clrun_train_options_init(&o);
@@ -820,7 +830,7 @@ static void params_bucketed(const clrun_graph *g, const char *allocator, int fus
     o.bucket_start = bucket_start;
     o.bucket_test = bucket_test;
     o.bucket_bytes = bucket_bytes;
-    o.bucket_per_gradient = per_gradient;
+    o.bucket_per_gradient = per_gradient && !ooo;
     o.reduce_user = &r;
     clrun_train *t = NULL;
     if (clrun_train_create(ctx, g, &o, &t) != CLRUN_OK) {
@@ -856,7 +866,8 @@ static void params_bucketed(const clrun_graph *g, const char *allocator, int fus
  * bit: the parameters after the steps equal the per-gradient reads' and the plain fused
  * step's, in every allocator mode (CLRUN_TEST_ROUNDS below 6: the first that many), fusion on
  * and off, buckets of 16 bytes (one per step that completes gradients) or one of them all
- * (fusion on); and every bucket took one read. */
+ * (fusion on); and every bucket took one read. On an out-of-order queue the buckets fall back
+ * to a read per gradient, and the bits are the same. */
 static void buckets_in_one_region_keep_the_bits(void **state)
 {
     (void)state;
@@ -895,6 +906,14 @@ static void buckets_in_one_region_keep_the_bits(void **state)
                 fail();
             }
         }
+    /* an out-of-order queue: every bucket falls back to a read per gradient, the same bits */
+    float plain[P], each[P];
+    clrun_context *ctx = context("tlsf");
+    steps_then_params(trainer(ctx, g, CLRUN_OPTIMIZER_ADAM, 1), g, plain, NULL);
+    clrun_context_destroy(ctx);
+    bool one_read = false;
+    params_bucketed(g, "out-of-order", 1, 16, false, each, &one_read);
+    assert_memory_equal(plain, each, sizeof plain);
     clrun_graph_destroy(g);
 }
 
