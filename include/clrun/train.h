@@ -44,7 +44,9 @@ typedef clrun_status (*clrun_train_reduce_fn)(void *user, uint64_t step, float *
  * is called, on the thread of clrun_train_step and bucket after bucket in the same order on
  * every process, as soon as a bucket's gradients are in host memory, while the rest of the
  * backward pass runs on the device; it starts the reduction of those `count` floats in place
- * (a non-blocking all-reduce, say) and returns. bucket_test says whether a started bucket's
+ * (a non-blocking all-reduce, say) and returns. Where the bucket is one device region
+ * (clrun_train_bucket.contiguous), zeros of alignment padding lie between its gradients among
+ * those floats; whatever the hook leaves there is not used. bucket_test says whether a started bucket's
  * reduction is complete (*done), without waiting long: it is polled while the device runs and
  * after, until every bucket is done; then the optimizer's updates run with the reduced
  * gradients. Either failing fails the step as `reduce` does (the text it wrote to err). Before
