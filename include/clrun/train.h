@@ -44,16 +44,15 @@ typedef clrun_status (*clrun_train_reduce_fn)(void *user, uint64_t step, float *
  * is called, on the thread of clrun_train_step and bucket after bucket in the same order on
  * every process, as soon as a bucket's gradients are in host memory, while the rest of the
  * backward pass runs on the device; it starts the reduction of those `count` floats in place
- * (a non-blocking all-reduce, say) and returns. Where the bucket is one device region
- * (clrun_train_bucket.contiguous), zeros of alignment padding lie between its gradients among
- * those floats; whatever the hook leaves there is not used. bucket_test says whether a started bucket's
- * reduction is complete (*done), without waiting long: it is polled while the device runs and
- * after, until every bucket is done; then the optimizer's updates run with the reduced
- * gradients. Either failing fails the step as `reduce` does (the text it wrote to err). Before
- * the step returns, whatever failed (the run, a read, a hook), every bucket started is polled
- * until done; a bucket_test that fails gives that bucket's reduction up, and must leave nothing
- * that still writes into its gradients. The hooks run while the step's executor is busy: they
- * must not call into the trainer or its executor. */
+ * (a non-blocking all-reduce, say) and returns: the bucket's gradients back to back, the same
+ * floats on every process whatever its device (clrun_train_bucket). bucket_test says whether a
+ * started bucket's reduction is complete (*done), without waiting long: it is polled while the
+ * device runs and after, until every bucket is done; then the optimizer's updates run with the
+ * reduced gradients. Either failing fails the step as `reduce` does (the text it wrote to
+ * err). Before the step returns, whatever failed (the run, a read, a hook), every bucket started
+ * is polled until done; a bucket_test that fails gives that bucket's reduction up, and must
+ * leave nothing that still writes into its gradients. The hooks run while the step's executor
+ * is busy: they must not call into the trainer or its executor. */
 typedef clrun_status (*clrun_train_bucket_start_fn)(void *user, uint64_t step, int32_t bucket,
                                                     float *gradients, uint64_t count, char *err,
                                                     size_t errlen);
@@ -239,8 +238,7 @@ int32_t clrun_train_unused_donations(const clrun_train *train, const char *const
  * bucket's gradients read after the device finished reading them (the placement errs by at
  * most the polling interval, early). */
 typedef struct clrun_train_bucket {
-    uint64_t first;     /* its first float in the bucket order, and its floats (padding
-                           included) */
+    uint64_t first;     /* its first float in the bucket order, and its floats */
     uint64_t count;
     int32_t params;     /* parameters in it */
     int32_t step;       /* the schedule step that completes its last gradient */
@@ -248,12 +246,13 @@ typedef struct clrun_train_bucket {
     uint64_t start_ns;  /* bucket_start called */
     uint64_t end_ns;    /* bucket_test first said done */
     /* Where the step's executor laid the bucket's gradients out back to back in device memory
-     * (clrun_train_bucket.contiguous), one read takes the whole bucket: its gradients lie in
-     * `count` floats as on the device, each at an offset aligned to the device's base address
-     * alignment, with `padding` floats of zeros between them (bucket_start gets them all).
-     * Else each gradient is read on its own and they follow each other without padding. */
+     * (contiguous), one read takes the whole bucket, each gradient at an offset aligned to the
+     * device's base address alignment, with `padding` floats between them; the gradients are
+     * then copied to bucket_start's floats without it (count is the same either way, so every
+     * process reduces the same floats whatever its device's alignment). Else each gradient is
+     * read on its own. */
     bool contiguous;    /* one device region (decided at creation) */
-    uint64_t padding;   /* floats of zeros between its gradients */
+    uint64_t padding;   /* floats of alignment padding read with it (not reduced) */
     int32_t reads;      /* device reads that brought its gradients in, in the last step */
 } clrun_train_bucket;
 

@@ -56,6 +56,8 @@ void clrun_train_destroy(clrun_train *t)
     free(t->order_host);
     free(t->order_at);
     free(t->order_count);
+    free(t->order_land);
+    free(t->landing);
     free(t->stage);
     free(t->stage_at);
     free(t->ov_done);
@@ -238,12 +240,14 @@ static clrun_status prepare_buckets(clrun_train *t)
     t->order_host = calloc((size_t)(n ? n : 1), sizeof *t->order_host);
     t->order_at = calloc((size_t)n + 1, sizeof *t->order_at);
     t->order_count = calloc((size_t)n + 1, sizeof *t->order_count);
+    t->order_land = calloc((size_t)n + 1, sizeof *t->order_land);
     t->stage_at = calloc((size_t)t->tg.slot_count, sizeof *t->stage_at);
     t->ov_done = calloc((size_t)n + 1, sizeof *t->ov_done);
     t->ov_start = calloc((size_t)n + 1, sizeof *t->ov_start);
     t->ov_end = calloc((size_t)n + 1, sizeof *t->ov_end);
     if (!steps || !order || !offsets || !group_bytes || !t->buckets || !t->first_param ||
-        !t->order_outputs || !t->order_host || !t->order_at || !t->order_count || !t->stage_at ||
+        !t->order_outputs || !t->order_host || !t->order_at || !t->order_count || !t->order_land ||
+        !t->stage_at ||
         !t->ov_done || !t->ov_start || !t->ov_end) {
         free(order), free(offsets), free(group_bytes);
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
@@ -281,34 +285,38 @@ static clrun_status prepare_buckets(clrun_train *t)
                          ? CLRUN_OK
                          : clrun__exec_group_outputs(t->exec, t->bucket_count, t->first_param,
                                                      t->order_outputs, offsets, group_bytes);
-    uint64_t at = 0;
+    /* stage: the buckets' gradients back to back, as bucket_start gets them (the same floats
+     * on every process whatever its device's alignment); landing: the contiguous buckets as
+     * their device region lies, padding included, which each one read fills */
+    uint64_t at = 0, land = 0;
     for (b = 0; s == CLRUN_OK && b < t->bucket_count; b++) {
         clrun_train_bucket *bucket = &t->buckets[b];
         bucket->first = at;
         bucket->contiguous = group_bytes[b] > 0;
-        uint64_t dense = bucket->count, next = at;
         for (int32_t k = t->first_param[b]; k < t->first_param[b + 1]; k++) {
             const clrun__train_slot *slot = &t->tg.slots[t->params[order[k]]];
-            uint64_t count =
+            t->order_count[k] =
                 clrun_tensor_elements(clrun_graph_tensor_type(t->tg.graph, slot->input));
-            t->order_at[k] = bucket->contiguous ? at + offsets[k] / sizeof(float) : next;
-            t->order_count[k] = count;
-            t->stage_at[t->params[order[k]]] = t->order_at[k];
-            next = t->order_at[k] + count;
+            t->order_at[k] = at;
+            t->order_land[k] = bucket->contiguous ? land + offsets[k] / sizeof(float) : UINT64_MAX;
+            t->stage_at[t->params[order[k]]] = at;
+            at += t->order_count[k];
         }
-        if (bucket->contiguous)
-            bucket->count = group_bytes[b] / sizeof(float);
-        bucket->padding = bucket->count - dense;
-        at += bucket->count;
+        if (bucket->contiguous) {
+            bucket->padding = group_bytes[b] / sizeof(float) - bucket->count;
+            land += group_bytes[b] / sizeof(float);
+        }
     }
     free(order), free(offsets), free(group_bytes);
     if (s != CLRUN_OK)
         return s;
     t->stage = calloc((size_t)(at ? at : 1), sizeof *t->stage);
-    if (t->stage == NULL)
+    t->landing = land ? calloc((size_t)land, sizeof *t->landing) : NULL;
+    if (t->stage == NULL || (land && t->landing == NULL))
         return clrun__fail(t->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "train: out of host memory");
     for (int32_t k = 0; k < n; k++)
-        t->order_host[k] = t->stage + t->order_at[k];
+        t->order_host[k] = t->order_land[k] != UINT64_MAX ? (void *)(t->landing + t->order_land[k])
+                                                          : (void *)(t->stage + t->order_at[k]);
     return CLRUN_OK;
 }
 
@@ -775,8 +783,9 @@ static void bucket_drain(clrun_train *t)
     }
 }
 
-/* Bucket b's gradients are in stage: how many reads brought them (the distinct events), and
- * the padding between them (what the device had there) made zeros. */
+/* Bucket b's gradients have arrived: how many reads brought them (the distinct events), and
+ * those of a bucket read as one device region copied from landing to stage without the
+ * padding. */
 static void bucket_arrived(clrun_train *t, const cl_event *read, int32_t b)
 {
     clrun_train_bucket *bk = &t->buckets[b];
@@ -787,14 +796,9 @@ static void bucket_arrived(clrun_train *t, const cl_event *read, int32_t b)
         for (int32_t j = first; j < k && !seen; j++)
             seen = read[j] == read[k];
         bk->reads += !seen;
-    }
-    if (bk->padding == 0)
-        return;
-    for (int32_t k = first; k < end; k++) {
-        uint64_t from = t->order_at[k] + t->order_count[k];
-        uint64_t to = k + 1 < end ? t->order_at[k + 1] : bk->first + bk->count;
-        if (to > from)
-            memset(t->stage + from, 0, sizeof *t->stage * (size_t)(to - from));
+        if (t->order_land[k] != UINT64_MAX)
+            memcpy(t->stage + t->order_at[k], t->landing + t->order_land[k],
+                   sizeof *t->stage * (size_t)t->order_count[k]);
     }
 }
 

@@ -49,10 +49,14 @@ struct clrun_train {
     int32_t *first_param;         /* per bucket, and one past the last: into order */
     int32_t *order_outputs;       /* per parameter in that order: its gradient's step output */
     int32_t *order_steps;         /* and the schedule step that completes it (the run's reads) */
-    void **order_host;            /* per parameter in that order: where it lies in stage */
-    uint64_t *order_at;           /* and its first float there, and its floats */
+    void **order_host;            /* per parameter in that order: where it is read to (stage, or
+                                     landing for a bucket that is one device region) */
+    uint64_t *order_at;           /* and its first float in stage, and its floats */
     uint64_t *order_count;
+    uint64_t *order_land;         /* and its first float in landing (UINT64_MAX: read to stage) */
     float *stage;                 /* the gradients in that order (grad_count floats) */
+    float *landing;               /* the buckets that are one device region, as they lie there
+                                     (alignment padding included): one read each */
     uint64_t *stage_at;           /* per slot, as grad_at: where its parameter's lies in stage */
     clrun_status bucket_status;   /* the last step's hooks failed so (else CLRUN_OK) */
     char bucket_err[512];         /* and said why */
