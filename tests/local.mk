@@ -139,6 +139,9 @@ EXTRA_DIST += tests/cli_train_mpi.sh
 # clrun train --devices: data parallel over 2 and 3 POCL devices of one process against one.
 TESTS += tests/cli_train_devices.sh
 EXTRA_DIST += tests/cli_train_devices.sh
+# --devices --deterministic: 2 devices, 3 shares (and mpirun -np 2) save one process's bytes.
+TESTS += tests/cli_train_devices_det.sh
+EXTRA_DIST += tests/cli_train_devices_det.sh
 # --deterministic: 1, 2 and 3 ranks save the same bytes (skipped without MPI).
 TESTS += tests/cli_train_mpi_det.sh
 EXTRA_DIST += tests/cli_train_mpi_det.sh

@@ -1,6 +1,6 @@
 /* Tests of --deterministic's fixed-order sum (tools/det_sum.c): whatever the number of ranks
- * the chunks are shared between, each streaming its own and rank 0 merging every rank's blocks
- * as tools/dist_mpi.c does, the sum is the tree's, bit for bit; the blocks a rank holds are
+ * (or devices) the chunks are shared between, each streaming its own and rank 0 merging every
+ * rank's blocks as tools/dist_mpi.c and tools/train_devices.c do, the sum is the tree's, bit for bit; the blocks a rank holds are
  * those clrun_cli_tree_blocks predicts. Pure: no device, no MPI. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,14 +96,16 @@ static void any_rank_count_gives_the_tree_sum_bit_for_bit(void **state)
                     assert_int_equal(ranks[r].level[b], level[b]);
                 }
             }
-            /* rank 0 merges the others' blocks after its own, then folds */
+            /* rank 0 merges the others' blocks after its own, then folds: block by block as
+             * tools/dist_mpi.c does from the gathered values (odd n), or tree by tree as
+             * tools/train_devices.c does from the devices' trees (even n) */
             for (int r = 1; r < n; r++)
-                for (int b = 0; b < ranks[r].depth; b++) {
-                    float *v = clrun_cli_tree_next(&ranks[0]);
-                    assert_non_null(v);
-                    memcpy(v, ranks[r].sum[b], sizeof(float) * P);
-                    assert_true(clrun_cli_tree_push(&ranks[0], ranks[r].lo[b], ranks[r].level[b]));
-                }
+                if (n % 2 == 0)
+                    assert_true(clrun_cli_tree_merge(&ranks[0], &ranks[r]));
+                else
+                    for (int b = 0; b < ranks[r].depth; b++)
+                        assert_true(clrun_cli_tree_push_copy(&ranks[0], ranks[r].sum[b],
+                                                             ranks[r].lo[b], ranks[r].level[b]));
             const float *got = clrun_cli_tree_fold(&ranks[0]);
             assert_non_null(got);
             if (memcmp(got, want, sizeof want) != 0) {

@@ -136,18 +136,21 @@ static void help(void)
            "                       of the pass runs; 0: one all-reduce after the pass. The same\n"
            "                       sums either way\n"
            "  --deterministic      bit-for-bit the same parameters whatever the number of ranks\n"
-           "                       (mpirun -np N, or one process): every batch of --batch rows\n"
-           "                       (needed) is cut into chunks of --chunk ROWS (default 1; it\n"
-           "                       must divide the batch), each chunk's gradient computed by a\n"
-           "                       forward and backward pass of its own (the model's batch is\n"
-           "                       the chunk), and the chunks' gradients summed in one fixed\n"
-           "                       order (a binary tree over the chunks). Costs a run per chunk\n"
+           "                       or devices (mpirun -np N, --devices, or one process): every\n"
+           "                       batch of --batch rows (needed) is cut into chunks of --chunk\n"
+           "                       ROWS (default 1; it must divide the batch), each chunk's\n"
+           "                       gradient computed by a forward and backward pass of its own\n"
+           "                       (the model's batch is the chunk), and the chunks' gradients\n"
+           "                       summed in one fixed order (a binary tree over the chunks).\n"
+           "                       Costs a run per chunk\n"
            "  --devices A,B,...    data parallel over these devices of this process (numbers as\n"
            "                       clrun info lists them; one may repeat): each device trains on\n"
            "                       its share of every batch of --batch rows (an ONNX model with an\n"
            "                       open batch; without --batch, the model's batch on each), the\n"
            "                       gradients summed in device order (--bucket as under mpirun),\n"
-           "                       one update; the parameters stay the same on every device\n");
+           "                       one update; the parameters stay the same on every device.\n"
+           "                       With --deterministic, each device takes its share of the\n"
+           "                       chunks, summed in the same tree as under mpirun\n");
     clrun_cli_io_help(false);
 }
 
@@ -340,9 +343,6 @@ static int parse_args(int argc, char **argv, train_args *a)
     if ((a->test_count > 0) != (a->test_labels != NULL && a->loss != CLRUN_LOSS_SCALAR) &&
         !(a->test_count > 0 && a->loss == CLRUN_LOSS_SCALAR))
         return clrun_cli_usage_error("train", "--test-data and --test-labels go together");
-    if (a->devices_text && a->deterministic)
-        return clrun_cli_usage_error("train", "--devices with --deterministic is not supported "
-                                     "yet (use mpirun, one rank per device)");
     if (a->chunk_rows && !a->deterministic)
         return clrun_cli_usage_error("train", "--chunk is for --deterministic");
     if (a->deterministic && a->batch == 0)
@@ -1023,7 +1023,9 @@ int clrun_cli_train(int argc, char **argv)
         } else {
             rc = clrun_cli_devices_parse(a.devices_text, &devs);
         }
-        if (rc == 0)
+        if (rc == 0 && a.deterministic) /* the chunks' shares; the model runs on a chunk */
+            rc = clrun_cli_devices_chunks(&devs, a.batch, a.chunk_rows);
+        else if (rc == 0)
             rc = clrun_cli_devices_split(&devs, a.batch, clrun_cli_is_onnx(a.path));
         if (rc != 0) {
             clrun_cli_dist_abort(&dist, rc);
@@ -1031,7 +1033,7 @@ int clrun_cli_train(int argc, char **argv)
             clrun_cli_io_free(&a.io);
             return rc;
         }
-        if (a.batch)
+        if (a.batch && !a.deterministic)
             a.batch = devs.rows[0]; /* the model's batch on device 0 */
         a.devices = devs.count;
     }
@@ -1128,7 +1130,7 @@ int clrun_cli_train(int argc, char **argv)
         a.ranks = dist.size;
         a.global_batch = global_batch;
     }
-    if (devs.count > 0 && (rc = devices_models(&a, &devs, g, &global_batch)) != 0)
+    if (devs.count > 0 && !a.deterministic && (rc = devices_models(&a, &devs, g, &global_batch)) != 0)
         goto done;
     clrun_context_options copt;
     clrun_context_options_init(&copt);
@@ -1163,10 +1165,14 @@ int clrun_cli_train(int argc, char **argv)
     }
     if (devs.count > 0) { /* a trainer per device; device 0's reports, evaluates and saves */
         topt.bucket_bytes = a.bucket;
-        if ((rc = clrun_cli_devices_create(&devs, &topt, a.allocator, a.bucket == 0)) != 0)
+        if (a.deterministic)
+            rc = clrun_cli_devices_create_det(&devs, g, &topt, a.allocator);
+        else
+            rc = clrun_cli_devices_create(&devs, &topt, a.allocator, a.bucket == 0);
+        if (rc != 0)
             goto done;
-        t = clrun_train_parallel_trainer(devs.parallel, 0);
-        ctx = clrun_train_parallel_context(devs.parallel, 0);
+        t = clrun_cli_devices_trainer(&devs, 0);
+        ctx = clrun_cli_devices_context(&devs, 0);
     } else if (clrun_train_create(ctx, g, &topt, &t) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 2;
@@ -1231,9 +1237,10 @@ int clrun_cli_train(int argc, char **argv)
             goto done;
         }
     }
-    if (a.resume && (devs.count > 0 ? clrun_train_parallel_load(devs.parallel, a.resume)
-                                    : clrun_train_load(t, a.resume)) != CLRUN_OK) {
-        fprintf(stderr, "clrun train: %s\n", clrun_last_error(devs.count > 0 ? NULL : ctx));
+    if (a.resume && devs.count > 0 && (rc = clrun_cli_devices_load(&devs, a.resume)) != 0)
+        goto done;
+    if (a.resume && devs.count == 0 && clrun_train_load(t, a.resume) != CLRUN_OK) {
+        fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 2;
         goto done;
     }
@@ -1249,11 +1256,12 @@ int clrun_cli_train(int argc, char **argv)
     }
     order = malloc(sizeof *order * (size_t)train_set.rows);
     uint64_t grad_count = clrun_train_gradient_count(t);
-    if (a.deterministic) {
+    bool det_here = a.deterministic && devs.count == 0; /* the chunks summed here, not per device */
+    if (det_here) {
         clrun_cli_tree_init(&tree, grad_count);
         grads = malloc(sizeof *grads * (size_t)(grad_count ? grad_count : 1));
     }
-    if (order == NULL || (a.deterministic && grads == NULL)) {
+    if (order == NULL || (det_here && grads == NULL)) {
         fprintf(stderr, "clrun train: out of host memory\n");
         rc = 1;
         goto done;
@@ -1274,6 +1282,16 @@ int clrun_cli_train(int argc, char **argv)
                 order[i] = i;
         double start = now_s(), loss = 0, correct = 0, rows = 0;
         for (int64_t b = 0; b < per_epoch; b++) {
+            if (a.deterministic && devs.count > 0) { /* the global batch, sliced per chunk */
+                char where[64];
+                snprintf(where, sizeof where, "epoch %d, batch %" PRId64, epoch + 1, b + 1);
+                gather_batch(&train_set, order, b * global_batch, global_batch, global_batch,
+                             devs.batch);
+                if ((rc = clrun_cli_devices_det_step(&devs, where, &loss, &correct, &rows)) != 0)
+                    goto done;
+                steps++;
+                continue;
+            }
             if (a.deterministic) {
                 char where[64];
                 snprintf(where, sizeof where, "epoch %d, batch %" PRId64, epoch + 1, b + 1);
@@ -1346,6 +1364,11 @@ int clrun_cli_train(int argc, char **argv)
     }
     if (!leader)
         goto done; /* rc 0 */
+    int agree = -1; /* --devices: every device's parameters device 0's (a warning if not) */
+    if (devs.count > 1 && (agree = clrun_cli_devices_agree(&devs)) < 0) {
+        rc = 1;
+        goto done;
+    }
     if (a.save_state && clrun_train_save(t, a.save_state) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
         rc = 1;
@@ -1423,8 +1446,10 @@ int clrun_cli_train(int argc, char **argv)
                        (int)st.exec.offloaded_tensors, mib(st.exec.offloaded_bytes, b1, sizeof b1));
         } else {
             json_object *o = report(&a, t, &f, steps, &dist);
-            if (devs.count > 0)
+            if (devs.count > 0) {
                 clrun_cli_devices_report(&devs, o);
+                clrun_cli_devices_report_agree(o, agree);
+            }
             printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
             json_object_put(o);
         }

@@ -65,6 +65,25 @@ bool clrun_cli_tree_push(clrun_cli_tree *t, int64_t lo, int level)
     return true;
 }
 
+bool clrun_cli_tree_push_copy(clrun_cli_tree *t, const float *values, int64_t lo, int level)
+{
+    float *next = clrun_cli_tree_next(t);
+    if (next == NULL)
+        return false;
+    memcpy(next, values, sizeof *next * (size_t)t->count);
+    return clrun_cli_tree_push(t, lo, level);
+}
+
+bool clrun_cli_tree_merge(clrun_cli_tree *t, const clrun_cli_tree *from)
+{
+    if (from->depth > 0 && from->count != t->count)
+        return false;
+    for (int k = 0; k < from->depth; k++)
+        if (!clrun_cli_tree_push_copy(t, from->sum[k], from->lo[k], from->level[k]))
+            return false;
+    return true;
+}
+
 const float *clrun_cli_tree_fold(clrun_cli_tree *t)
 {
     if (t->depth == 0)

@@ -8,7 +8,8 @@
  * sibling blocks as soon as both are there (pairwise summation: at most about 2 log2 C sums held
  * at once), which leaves the canonical decomposition of its range into maximal aligned blocks.
  * Rank 0 continues the same merging with every rank's blocks in chunk order and folds what is
- * left from the right: the root of the tree. Every block is the same sum of the same floats on
+ * left from the right: the root of the tree. clrun train --devices --deterministic does the same
+ * in one process, a tree per device and device 0's the root. Every block is the same sum of the same floats on
  * every rank count, so the result is bit for bit that of one process. */
 #ifndef CLRUN_TOOLS_DET_SUM_H
 #define CLRUN_TOOLS_DET_SUM_H
@@ -39,6 +40,16 @@ float *clrun_cli_tree_next(clrun_cli_tree *t);
  * and merged with the blocks before it where they are siblings; false when out of host
  * memory. Blocks are pushed in chunk order without gaps. */
 bool clrun_cli_tree_push(clrun_cli_tree *t, int64_t lo, int level);
+
+/* The block [lo, lo + 2^level) whose sum is `values` (count floats, copied), pushed as
+ * clrun_cli_tree_push pushes one: how the root continues with the blocks another rank or device
+ * computed. false when out of host memory. */
+bool clrun_cli_tree_push_copy(clrun_cli_tree *t, const float *values, int64_t lo, int level);
+
+/* Every block on from's stack (another rank's or device's chunks, which come right after those
+ * pushed on t), pushed on t in order by clrun_cli_tree_push_copy; from is unchanged. false when
+ * out of host memory, or when the sums differ in length. */
+bool clrun_cli_tree_merge(clrun_cli_tree *t, const clrun_cli_tree *from);
 
 /* The stack folded from the right into its first entry: the sum of everything pushed, in the
  * tree's order when the blocks cover chunks [0, C). The tree is empty afterwards; the result

@@ -166,14 +166,9 @@ const float *clrun_cli_dist_tree_sum(clrun_cli_dist *d, clrun_cli_tree *tree, in
             int64_t first, end;
             (void)clrun_cli_share(chunks, d->size, q, &first, &end); /* chunks >= ranks */
             int n = clrun_cli_tree_blocks(first, end, lo, level, most);
-            for (int k = 0; k < n; k++, at += p) {
-                float *next = clrun_cli_tree_next(tree);
-                if (next == NULL)
+            for (int k = 0; k < n; k++, at += p)
+                if (!clrun_cli_tree_push_copy(tree, at, lo[k], level[k]))
                     goto oom;
-                memcpy(next, at, sizeof *next * p);
-                if (!clrun_cli_tree_push(tree, lo[k], level[k]))
-                    goto oom;
-            }
         }
         out = (float *)clrun_cli_tree_fold(tree);
     } else {
