@@ -173,3 +173,6 @@ tests_test_run_parallel_SOURCES = tests/test_run_parallel.c tests/device_test.h 
 tests_test_run_parallel_CFLAGS = $(TEST_CFLAGS)
 tests_test_run_parallel_LDADD = $(TEST_LDADD)
 endif
+# clrun run --devices --data-parallel: the output files of one device, byte for byte.
+TESTS += tests/cli_run_parallel.sh
+EXTRA_DIST += tests/cli_run_parallel.sh
