@@ -126,8 +126,9 @@ static void print_report(const run_args *a, const clrun_graph *g, const clrun_ru
 {
     double median = median_ms(times, a->repeat);
     int64_t batch = clrun_run_parallel_batch(p);
-    printf("%s: data parallel over %d devices, global batch %lld, %d run%s: median %.3f ms (min "
+    printf("%s: data parallel over %d device%s, global batch %lld, %d run%s: median %.3f ms (min "
            "%.3f, max %.3f), %.0f rows/s\n", a->path, (int)clrun_run_parallel_count(p),
+           clrun_run_parallel_count(p) == 1 ? "" : "s",
            (long long)batch, a->repeat, a->repeat == 1 ? "" : "s", median, times[0],
            times[a->repeat - 1], median > 0 ? (double)batch / (median / 1e3) : 0);
     for (int32_t k = 0; k < clrun_run_parallel_count(p); k++) {
