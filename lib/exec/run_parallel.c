@@ -332,7 +332,7 @@ static void *device_run(void *arg)
     clrun_status st = CLRUN_OK;
     const char *what = NULL;
     int32_t made = 0;
-    bool ran = false;
+    bool ran = false, injected = false;
     const clrun_tensor_id *ids;
     clrun_graph_inputs(d->model, &ids);
     memset(d->buffers, 0, sizeof *d->buffers * (size_t)p->input_count);
@@ -358,7 +358,7 @@ static void *device_run(void *arg)
     }
     if (st == CLRUN_OK && d->k == p->fail_k) {
         st = CLRUN_ERROR_OPENCL;
-        what = "injected failure";
+        injected = true;
     }
     if (st == CLRUN_OK) {
         ran = true;
@@ -379,12 +379,10 @@ static void *device_run(void *arg)
         if (d->buffers[i].mem && !(ran && p->in[i].donated))
             clrun_free(d->ctx, &d->buffers[i]);
     d->status = st;
-    if (st != CLRUN_OK) {
-        if (d->k == p->fail_k && strcmp(what, "injected failure") == 0)
-            snprintf(d->message, sizeof d->message, "injected failure");
-        else
-            snprintf(d->message, sizeof d->message, "%s: %s", what, clrun_last_error(d->ctx));
-    }
+    if (injected)
+        snprintf(d->message, sizeof d->message, "injected failure");
+    else if (st != CLRUN_OK)
+        snprintf(d->message, sizeof d->message, "%s: %s", what, clrun_last_error(d->ctx));
     d->wall_ms = (clrun__now() - start) * 1e3;
     return NULL;
 }
