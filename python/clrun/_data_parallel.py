@@ -31,9 +31,11 @@ def _close(parallel, graphs):
 
 
 def _share(batch, count, k):
-    """clrun_train_parallel_share's split: batch // count rows, one more on the first
-    batch % count shares (the library checks the models against it)."""
-    return batch // count + (1 if k < batch % count else 0)
+    """The rows of share k: the library's one split (clrun_train_parallel_share), batch // count
+    rows, one more on the first batch % count shares."""
+    rows = _lib.c_int64()
+    check(_lib.train_parallel_share(batch, count, k, None, _lib.byref(rows)))
+    return rows.value
 
 
 class DataParallel:
@@ -140,9 +142,6 @@ class DataParallel:
             raise InvalidArgumentError(INVALID_ARGUMENT, "DataParallel: the model has no input with "
                                        "a batch dimension (its first input's first dimension)")
         batch = first.shape[0]
-        if batch < count:
-            raise InvalidArgumentError(INVALID_ARGUMENT, "DataParallel: a global batch of %d rows is "
-                                       "less than a row for each of the %d devices" % (batch, count))
         by_rows, models = {batch: whole}, []
         for k in range(count):
             rows = _share(batch, count, k)

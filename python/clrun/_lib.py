@@ -537,6 +537,8 @@ run_parallel_run = _proto("clrun_run_parallel_run", c_int, c_void_p, POINTER(c_v
 run_parallel_device_info_get = _proto("clrun_run_parallel_device_info_get", c_int, c_void_p,
                                       c_int32, POINTER(RunParallelDeviceInfo))
 run_parallel_wall_ms = _proto("clrun_run_parallel_wall_ms", c_double, c_void_p)
+train_parallel_share = _proto("clrun_train_parallel_share", c_int, c_int64, c_int32, c_int32,
+                              POINTER(c_int64), POINTER(c_int64))
 
 # The C library's own stdio and allocator: a stream for clrun_graph_write, and free() for the
 # arrays the library hands over (clrun_graph_gradient's `unused`, which the caller frees).

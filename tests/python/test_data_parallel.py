@@ -76,7 +76,7 @@ class DataParallelTest(GraphFiles):
     def test_refusals(self):
         with self.assertRaisesRegex(clrun.NoDeviceError, "device 7"):
             clrun.DataParallel(self.onnx, [0, 7], dims={"batch": 32}, constants={"w": self.w})
-        with self.assertRaisesRegex(clrun.InvalidArgumentError, "a global batch of 1 rows is less"):
+        with self.assertRaisesRegex(clrun.InvalidArgumentError, "a batch of 1 rows is less than a row for each of the 2 shares"):
             clrun.DataParallel(self.onnx, [0, 1], dims={"batch": 1}, constants={"w": self.w})
         with self.assertRaises(clrun.InvalidArgumentError):
             clrun.DataParallel(self.onnx, [], dims={"batch": 32})
