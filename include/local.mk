@@ -9,4 +9,5 @@ clruninclude_HEADERS += \
 	include/clrun/options.h \
 	include/clrun/exec.h \
 	include/clrun/pipeline.h \
+	include/clrun/run_parallel.h \
 	include/clrun/strategy.h

@@ -9,6 +9,7 @@ CLRUN_PY_SOURCES = \
 	python/clrun/_context.py \
 	python/clrun/_model.py \
 	python/clrun/_pipeline.py \
+	python/clrun/_data_parallel.py \
 	python/clrun/_onnx.py \
 	python/clrun/_train.py \
 	python/clrun/_grad.py \
@@ -52,6 +53,7 @@ CLRUN_PY_TESTS = \
 	tests/python/test_onnx_empty.py \
 	tests/python/test_budget.py \
 	tests/python/test_pipeline.py \
+	tests/python/test_data_parallel.py \
 	tests/python/test_train.py \
 	tests/python/test_grad.py \
 	tests/python/test_install.py

@@ -48,14 +48,14 @@ function public_owner(h) {
     if (h ~ /^clrun\/(plan|plan_gen)\.h$/) return "plan"
     if (h == "clrun/onnx.h") return "onnx"
     if (h ~ /^clrun\/(grad|remat|train_graph)\.h$/) return "grad"
-    if (h ~ /^clrun\/(exec|pipeline)\.h$/) return "exec"
+    if (h ~ /^clrun\/(exec|pipeline|run_parallel)\.h$/) return "exec"
     if (h ~ /^clrun\/(train|train_parallel)\.h$/) return "train"
     if (h == "clrun/mpi.h") return "mpi"
     return ""
 }
 # Public headers that carry OpenCL types.
 function opencl_public(h) {
-    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|train_parallel|pipeline|mpi)\.h$/
+    return h ~ /^clrun\/(clrun|context|memory|program|exec|train|train_parallel|pipeline|run_parallel|mpi)\.h$/
 }
 # Pure code (graph, plan, strategies, the allocator core, fusion decisions) includes no OpenCL.
 function pure_file(f) {

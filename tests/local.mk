@@ -166,3 +166,16 @@ tests_test_pipeline_SOURCES = tests/test_pipeline.c tests/device_test.h
 tests_test_pipeline_CFLAGS = $(TEST_CFLAGS)
 tests_test_pipeline_LDADD = $(TEST_LDADD)
 endif
+
+# Data-parallel inference (clrun/run_parallel.h) on two POCL devices: the bits of one device.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_run_parallel
+TESTS += tests/test_run_parallel
+tests_test_run_parallel_SOURCES = tests/test_run_parallel.c tests/device_test.h bench/models.c \
+	bench/models.h
+tests_test_run_parallel_CFLAGS = $(TEST_CFLAGS)
+tests_test_run_parallel_LDADD = $(TEST_LDADD)
+endif
+# clrun run --devices --data-parallel: the output files of one device, byte for byte.
+TESTS += tests/cli_run_parallel.sh
+EXTRA_DIST += tests/cli_run_parallel.sh

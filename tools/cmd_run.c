@@ -19,7 +19,8 @@ static void print_help(void)
            "                 [--json] [--trace OUT.json] [--seed S] [--time-limit S]\n"
            "                 [--dim NAME=V] [--shape IN=AxB] [--input NAME=FILE] [--const NAME=V]\n"
            "                 [--output-dir DIR] [--weights f16|bf16|int8] [--memory-budget SIZE]\n"
-           "                 [--devices I,J,... [--device-limit SIZE] [--micro-batches M]]\n\n"
+           "                 [--devices I,J,... [--device-limit SIZE] [--micro-batches M]\n"
+           "                  [--data-parallel]]\n\n"
            "Runs the graph N times (default 5, after one warm-up run) on the device clrun chooses\n"
            "(CLRUN_DEVICE) and reports the median time per run, peak bytes in use, bytes reserved\n"
            "from the driver, the lower bound, the naive total and the saving, donations, and an\n"
@@ -49,7 +50,16 @@ static void print_help(void)
            "               batch, inputs of seed S + j, or every one the --input files) through\n"
            "               the stages, overlapping them; reports time per micro-batch, each\n"
            "               stage's busy time and the bubble fraction; checksums and --output-dir\n"
-           "               are micro-batch 0's\n",
+           "               are micro-batch 0's\n"
+           "  --devices I,J,...  a pipeline over these devices (one stage each, cut where the\n"
+           "               fewest bytes cross, each within --device-limit); with --data-parallel\n"
+           "               the batch is split over them instead: each device runs the whole model\n"
+           "               on its share of the rows (the first dimension of the first input: the\n"
+           "               global batch, as an --input file binds an ONNX model's open batch;\n"
+           "               B / N rows each, one more on the first B %% N devices; a .graph file's\n"
+           "               batch is each device's share, the global batch N times it, share k\n"
+           "               seeded S + k); outputs and checksums at the global batch, the bits of\n"
+           "               one device; --device-limit is each device's pool limit\n",
            clrun_strategy_names());
     clrun_cli_io_help(true);
     clrun_cli_const_help();
@@ -88,6 +98,8 @@ static int parse_args(int argc, char **argv, run_args *a)
                 return clrun_cli_usage_error("run", "--devices takes device indices separated by "
                                              "commas (0,1), at most %d, not '%s'",
                                              CLRUN_RUN_MAX_DEVICES, argv[i]);
+        } else if (strcmp(arg, "--data-parallel") == 0) {
+            a->data_parallel = true;
         } else if (strcmp(arg, "--micro-batches") == 0 && has_value) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -138,6 +150,16 @@ static int parse_args(int argc, char **argv, run_args *a)
         return clrun_cli_usage_error("run", "--device-limit goes with --devices");
     if (a->micro_batches && a->device_count == 0)
         return clrun_cli_usage_error("run", "--micro-batches goes with --devices");
+    if (a->data_parallel && a->device_count == 0)
+        return clrun_cli_usage_error("run", "--data-parallel goes with --devices (the devices to "
+                                     "split the batch over)");
+    if (a->data_parallel && a->micro_batches)
+        return clrun_cli_usage_error("run", "--micro-batches streams a pipeline: not with "
+                                     "--data-parallel");
+    if (a->data_parallel && !clrun_cli_is_onnx(a->path) && (a->io.input_count || a->io.output_dir))
+        return clrun_cli_usage_error("run", "--data-parallel with a .graph file (its batch is each "
+                                     "device's share) takes no --input or --output-dir: give an "
+                                     "ONNX model whose batch is open");
     if (a->device_count && (a->trace || a->weights != CLRUN_F32 || a->strict_donation))
         return clrun_cli_usage_error("run", "--devices does not take --trace, --weights or --strict-donation yet");
     if (a->allocator && !clrun_allocator_valid(a->allocator))
@@ -432,11 +454,22 @@ int clrun_cli_run(int argc, char **argv)
     if (rc == 0)
         rc = clrun_cli_load_bound("run", a.path, &a.io, &a.consts, &g);
     double loaded = seconds_now() - start;
-    clrun_cli_consts_free(&a.consts);
-    if (rc)
+    if (!a.data_parallel) /* --data-parallel loads the model again at each share */
+        clrun_cli_consts_free(&a.consts);
+    if (rc) {
+        clrun_cli_consts_free(&a.consts);
         return rc;
+    }
     if ((rc = clrun_cli_check_output_files("run", &a.io, g)) != 0 ||
         (rc = clrun_cli_io_bind("run", &a.io, g)) != 0) {
+        clrun_cli_consts_free(&a.consts);
+        clrun_cli_io_free(&a.io);
+        clrun_graph_destroy(g);
+        return rc;
+    }
+    if (a.data_parallel) {
+        rc = clrun_run_data_parallel(&a, g);
+        clrun_cli_consts_free(&a.consts);
         clrun_cli_io_free(&a.io);
         clrun_graph_destroy(g);
         return rc;

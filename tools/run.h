@@ -32,6 +32,7 @@ typedef struct run_args {
     int device_count;       /* 0: one device, no pipeline */
     uint64_t device_limit;  /* --device-limit: each device's pool limit; 0: its own */
     int micro_batches;      /* --micro-batches: streamed through the pipeline; 0: plain runs */
+    bool data_parallel;     /* --data-parallel: the batch split over the --devices instead */
 } run_args;
 
 /* One fused group, copied from the executor before it goes. */
@@ -110,5 +111,12 @@ int clrun_run_write_trace_spans(FILE *out, const char *command, const char *path
 /* clrun run --devices: the graph as a pipeline over a->devices (tools/run_pipeline.c); prints
  * each device's report and the outputs' checksums; 0, else 1 after a message. */
 int clrun_run_pipeline(const run_args *a, const clrun_graph *g);
+
+/* clrun run --devices --data-parallel: the global batch split over a->devices, the whole model on
+ * each (tools/run_data_parallel.c); g is the model as loaded (an ONNX model at the global batch,
+ * reloaded per share; a .graph at each device's share); prints each device's rows and the
+ * outputs' checksums at the global batch; 0, else 1 (2 for a model it cannot split) after a
+ * message. */
+int clrun_run_data_parallel(const run_args *a, const clrun_graph *g);
 
 #endif

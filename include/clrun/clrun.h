@@ -13,6 +13,7 @@
 #include <clrun/graph.h>
 #include <clrun/exec.h>
 #include <clrun/pipeline.h>
+#include <clrun/run_parallel.h>
 #include <clrun/grad.h>
 #include <clrun/remat.h>
 #include <clrun/weights.h>

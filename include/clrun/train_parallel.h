@@ -67,7 +67,8 @@ void clrun_train_parallel_destroy(clrun_train_parallel *parallel);
 /* Share k of a global batch of `batch` rows cut into `count` shares (devices, or MPI ranks):
  * rows [*first, *first + *rows), batch / count rows each, one more on the first batch % count
  * shares. The one split of the batch: clrun_mpi_share and `clrun train` (--devices, mpirun,
- * --deterministic's chunks) all cut it here. first or rows may be NULL. Errors:
+ * --deterministic's chunks) and the data-parallel inference of <clrun/run_parallel.h> all cut it
+ * here. first or rows may be NULL. Errors:
  * CLRUN_ERROR_INVALID_ARGUMENT for count < 1, k outside [0, count) or batch < count (a share
  * without a row), with clrun_last_error(NULL) saying which; the outputs are then unchanged. */
 clrun_status clrun_train_parallel_share(int64_t batch, int32_t count, int32_t k, int64_t *first,

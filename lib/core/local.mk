@@ -5,6 +5,7 @@ libclrun_internal_la_SOURCES += \
 	lib/core/status.c \
 	lib/core/error.c lib/core/error.h \
 	lib/core/util.c lib/core/util.h \
+	lib/core/share.c lib/core/share.h \
 	lib/core/checked.h \
 	lib/core/file.c lib/core/file.h \
 	lib/core/strbuf.c lib/core/strbuf.h \

@@ -10,7 +10,8 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec_run.c \
 	lib/exec/exec_loop.c \
 	lib/exec/exec_planned.c \
-	lib/exec/pipeline.c lib/exec/pipeline_internal.h
+	lib/exec/pipeline.c lib/exec/pipeline_internal.h \
+	lib/exec/run_parallel.c lib/exec/run_parallel_internal.h
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_exec tests/test_handles tests/test_threads

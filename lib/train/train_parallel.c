@@ -12,6 +12,7 @@
 #include <clrun/train_parallel.h>
 
 #include "core/error.h"
+#include "core/share.h"
 #include "core/util.h"
 #include "device/context.h"
 #include "graph/types.h"
@@ -68,22 +69,7 @@ void clrun_train_parallel_options_init(clrun_train_parallel_options *options)
 clrun_status clrun_train_parallel_share(int64_t batch, int32_t count, int32_t k, int64_t *first,
                                         int64_t *rows)
 {
-    if (count < 1)
-        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "batch share: %d devices: at "
-                                "least one is needed", (int)count);
-    if (k < 0 || k >= count)
-        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "batch share: share %d of %d: "
-                                "out of range [0, %d)", (int)k, (int)count, (int)count);
-    if (batch < count)
-        return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "batch share: a batch of "
-                                "%lld rows is less than a row for each of the %d shares",
-                                (long long)batch, (int)count);
-    int64_t share = batch / count, extra = batch % count;
-    if (first)
-        *first = k * share + (k < extra ? k : extra);
-    if (rows)
-        *rows = share + (k < extra);
-    return CLRUN_OK;
+    return clrun__batch_share(batch, count, k, first, rows);
 }
 
 /* Sums bucket b of every device in device order (double, rounded once) into each device's

@@ -21,6 +21,7 @@ from . import _lib
 from ._context import Context, Device, DeviceArray, devices
 from ._model import Model, TensorInfo
 from ._pipeline import Pipeline, RunInfo, StageInfo
+from ._data_parallel import DataParallel, ShareInfo
 from ._train import SGD, Adam, AdamW, FeedInfo, Optimizer, TrainStep
 from .errors import (Error, InvalidArgumentError, InvalidOptionError, NoPlatformError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, OutOfHostMemoryError,
@@ -33,6 +34,7 @@ __version__ = _lib.text(_lib.version())
 
 __all__ = [
     "devices", "Context", "Device", "DeviceArray", "Model", "TensorInfo", "Pipeline", "RunInfo", "StageInfo",
+    "DataParallel", "ShareInfo",
     "TrainStep", "FeedInfo", "Optimizer", "SGD", "Adam", "AdamW",
     "Error", "InvalidArgumentError", "InvalidOptionError", "NoPlatformError", "NoDeviceError",
     "OpenCLError", "OutOfMemoryError", "OutOfHostMemoryError", "InvalidSizeError",

@@ -507,6 +507,39 @@ pipeline_stage_count = _proto("clrun_pipeline_stage_count", c_int32, c_void_p)
 pipeline_stage_info_get = _proto("clrun_pipeline_stage_info_get", c_int, c_void_p, c_int32,
                                  POINTER(PipelineStageInfo))
 
+# Data-parallel inference (run_parallel.h)
+class RunParallelOptions(ctypes.Structure):
+    """clrun_run_parallel_options (run_parallel.h)."""
+    _fields_ = [("platform", c_char_p), ("allocator", c_char_p), ("pool_limit", c_uint64),
+                ("exec", POINTER(ExecOptions)), ROOM]
+
+
+class RunParallelDeviceInfo(ctypes.Structure):
+    """clrun_run_parallel_device_info (run_parallel.h)."""
+    _fields_ = [("device", ctypes.c_uint), ("device_name", c_char_p), ("first_row", c_int64),
+                ("rows", c_int64), ("weights_bytes", c_uint64), ("peak_bytes", c_uint64),
+                ("run_peak_bytes", c_uint64), ("wall_ms", c_double), ("run_ms", c_double)]
+
+
+run_parallel_options_init = _proto("clrun_run_parallel_options_init", None,
+                                   POINTER(RunParallelOptions))
+run_parallel_create = _proto("clrun_run_parallel_create", c_int, POINTER(graph_p),
+                             POINTER(ctypes.c_uint), c_int32, POINTER(RunParallelOptions),
+                             POINTER(c_void_p))
+run_parallel_destroy = _proto("clrun_run_parallel_destroy", None, c_void_p)
+run_parallel_count = _proto("clrun_run_parallel_count", c_int32, c_void_p)
+run_parallel_batch = _proto("clrun_run_parallel_batch", c_int64, c_void_p)
+run_parallel_input_bytes = _proto("clrun_run_parallel_input_bytes", c_uint64, c_void_p, c_int32)
+run_parallel_output_bytes = _proto("clrun_run_parallel_output_bytes", c_uint64, c_void_p, c_int32)
+run_parallel_run = _proto("clrun_run_parallel_run", c_int, c_void_p, POINTER(c_void_p),
+                          POINTER(c_uint64), c_int32, POINTER(c_void_p), POINTER(c_uint64),
+                          c_int32)
+run_parallel_device_info_get = _proto("clrun_run_parallel_device_info_get", c_int, c_void_p,
+                                      c_int32, POINTER(RunParallelDeviceInfo))
+run_parallel_wall_ms = _proto("clrun_run_parallel_wall_ms", c_double, c_void_p)
+train_parallel_share = _proto("clrun_train_parallel_share", c_int, c_int64, c_int32, c_int32,
+                              POINTER(c_int64), POINTER(c_int64))
+
 # The C library's own stdio and allocator: a stream for clrun_graph_write, and free() for the
 # arrays the library hands over (clrun_graph_gradient's `unused`, which the caller frees).
 libc = ctypes.CDLL(None, use_errno=True)
