@@ -97,7 +97,8 @@ uint64_t clrun_run_parallel_output_bytes(const clrun_run_parallel *parallel, int
  * waits for another): every device finishes, then the call returns the status of the first
  * failed device in device order, clrun_last_error(NULL) naming it (its index, its share, its
  * rows) and its context's message; the outputs are then not valid (the other devices' rows are
- * written). Nothing is left running or allocated. */
+ * written). Nothing is left running, and the input buffers are freed; each executor keeps its
+ * outputs until its next run, as clrun_exec_run does. */
 clrun_status clrun_run_parallel_run(clrun_run_parallel *parallel, const void *const *inputs,
                                     const uint64_t *input_bytes, int32_t input_count,
                                     void *const *outputs, const uint64_t *output_bytes,

@@ -249,8 +249,8 @@ typedef struct clrun_train_bucket {
      * (contiguous), one read takes the whole bucket, each gradient at an offset aligned to the
      * device's base address alignment, with `padding` floats between them; the gradients are
      * then copied to bucket_start's floats without it (count is the same either way, so every
-     * process reduces the same floats whatever its device's alignment). Else each gradient is
-     * read on its own. */
+     * process reduces the same floats whatever its device's alignment). Else (an out-of-order
+     * queue, loops, a memory budget, bucket_per_gradient) each gradient is read on its own. */
     bool contiguous;    /* one device region (decided at creation) */
     uint64_t padding;   /* floats of alignment padding read with it (not reduced) */
     int32_t reads;      /* device reads that brought its gradients in, in the last step */

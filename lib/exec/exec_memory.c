@@ -119,8 +119,9 @@ static clrun_status take_grouped(clrun_exec *e, int32_t b, int32_t g, uint64_t *
     return CLRUN_OK;
 }
 
-/* A member's view released; its group's memory with the last one. */
-static void give_back_grouped(clrun_exec *e, int32_t b, int32_t g)
+/* A member's view released; its group's memory with the last one (the pool's status: its
+ * guard reports a write past the group's end there). */
+static clrun_status give_back_grouped(clrun_exec *e, int32_t b, int32_t g)
 {
     buffer_state *s = &e->buffers[b];
     group_state *gs = &e->group_states[g];
@@ -131,12 +132,14 @@ static void give_back_grouped(clrun_exec *e, int32_t b, int32_t g)
     s->live = false;
     s->mem = NULL;
     if (--gs->live > 0)
-        return;
+        return CLRUN_OK;
+    clrun_status status = CLRUN_OK;
     if (e->options.mode == CLRUN_EXEC_NAIVE)
         clrun__pool_release_raw(e->ctx, gs->raw, e->out_groups.bytes[g]);
     else
-        clrun__pool_free_owned(e->ctx, &gs->block);
+        status = clrun__pool_free_owned(e->ctx, &gs->block);
     gs->raw = NULL;
+    return status;
 }
 
 /* Whether output i may be in a group at all: the executor runs in order, with no loop. */
@@ -151,6 +154,10 @@ clrun_status clrun__exec_group_outputs(clrun_exec *e, int32_t count, const int32
     if (e == NULL || count < 0 || (count > 0 && (!start || !outputs || !offsets || !bytes)))
         return clrun__fail(e ? e->ctx : NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                            "clrun__exec_group_outputs: NULL argument");
+    for (int32_t g = 0; g < count; g++)
+        if (start[0] != 0 || start[g + 1] < start[g])
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_ARGUMENT, "clrun__exec_group_outputs: "
+                               "group %d's outputs do not follow the previous group's", (int)g);
     int32_t total = count > 0 ? start[count] : 0;
     for (int32_t g = 0; g < count; g++)
         bytes[g] = 0;
@@ -300,10 +307,8 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b)
     clrun_status status = CLRUN_OK;
     bool is_input = e->schedule.buffers[b].is_input;
     int32_t group = e->out_groups.count > 0 ? e->out_groups.group_of[b] : -1;
-    if (group >= 0 && e->options.mode != CLRUN_EXEC_PLANNED) {
-        give_back_grouped(e, b, group);
-        return CLRUN_OK;
-    }
+    if (group >= 0 && e->options.mode != CLRUN_EXEC_PLANNED)
+        return give_back_grouped(e, b, group);
     if (e->schedule.buffers[b].is_host) { /* kept for the next run, freed with the executor */
         clrun__exec_drop_events(s);
         s->live = false;

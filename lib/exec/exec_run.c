@@ -454,6 +454,8 @@ static void plan_group_reads(const clrun_exec *e, const clrun__exec_watch *w, co
     for (int32_t g = 0; g < gr->count; g++) {
         gstep[g] = -1;
         ghost[g] = NULL;
+        if (!w->whole_groups)
+            gstep[g] = -2; /* each member read on its own */
         for (int32_t m = gr->start[g]; m < gr->start[g + 1] && gstep[g] != -2; m++) {
             int32_t k = 0;
             while (k < w->count && w->outputs[k] != e->group_outputs[m])

@@ -280,8 +280,12 @@ static clrun_status prepare_buckets(clrun_train *t)
     }
     t->bucket_count = b < n && t->buckets[b].params > 0 ? b + 1 : b;
     t->first_param[t->bucket_count] = n;
-    /* one group of the step's outputs per bucket: each bucket one device region */
-    clrun_status s = t->options.bucket_per_gradient
+    /* one group of the step's outputs per bucket: each bucket one device region; not under a
+     * memory budget, whose step was measured and fitted without the groups (a group holds its
+     * bytes from its first gradient on, and its padding) */
+    bool budget = t->options.graph.memory_budget != 0 || t->budget_planned ||
+                  t->offload != CLRUN__OFFLOAD_NONE;
+    clrun_status s = t->options.bucket_per_gradient || budget
                          ? CLRUN_OK
                          : clrun__exec_group_outputs(t->exec, t->bucket_count, t->first_param,
                                                      t->order_outputs, offsets, group_bytes);
@@ -889,7 +893,8 @@ static clrun_status run_step(clrun_train *t, const void *const *feeds, int32_t c
         t->ov_seen = UINT64_MAX;
         memset(t->ov_done, 0, sizeof *t->ov_done * (size_t)t->bucket_count);
         clrun__exec_watch w = {.count = t->tg.param_count, .outputs = t->order_outputs,
-                               .steps = t->order_steps, .host = t->order_host, .wait = overlap,
+                               .steps = t->order_steps, .host = t->order_host,
+                               .whole_groups = t->landing != NULL, .wait = overlap,
                                .user = t};
         s = clrun__exec_run_watched(t->exec, t->buffers, t->tg.slot_count, &w);
         bucket_drain(t); /* after a failed run too */
