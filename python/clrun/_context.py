@@ -3,6 +3,7 @@
 import os
 import threading
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,37 @@ def as_host_array(value, dtype, what):
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array).reshape(array.shape)  # 0-d stays 0-d
     return array
+
+
+def host_feeds(feeds, named, inputs, shape_of, mismatch):
+    """The host arrays of `inputs` (infos with name, dtype, shape), in their order, from a dict
+    {name: array} and keyword arguments: each by as_host_array, of the shape shape_of(info);
+    mismatch(info, shape) says why another shape is refused. An unknown name, a missing input
+    or a wrong shape is an InvalidArgumentError naming it."""
+    if feeds is not None and not isinstance(feeds, Mapping):
+        raise type_error("feeds is a dict {input name: array}, not %r" % (type(feeds).__name__,))
+    given = dict(feeds or {}, **named)
+    known = {i.name for i in inputs}
+    extra = sorted(set(given) - known)
+    if extra:
+        raise InvalidArgumentError(INVALID_ARGUMENT, "no input named %s (inputs: %s)"
+                                   % (", ".join(map(repr, extra)), ", ".join(sorted(known))))
+    arrays = []
+    for info in inputs:
+        if info.name not in given:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' is not given" % info.name)
+        array = as_host_array(given[info.name], info.dtype, "input '%s'" % info.name)
+        if array.shape != tuple(shape_of(info)):
+            raise InvalidArgumentError(INVALID_ARGUMENT, mismatch(info, array.shape))
+        arrays.append(array)
+    return arrays
+
+
+def host_pointers(arrays):
+    """C arrays of the arrays' data pointers and byte sizes (one spare entry: never empty)."""
+    pointers = (_lib.c_void_p * (len(arrays) + 1))(*[a.ctypes.data for a in arrays])
+    sizes = (_lib.c_uint64 * (len(arrays) + 1))(*[a.nbytes for a in arrays])
+    return pointers, sizes
 
 
 # ---- devices ----------------------------------------------------------------------------------

@@ -4,12 +4,11 @@ the whole model on its share of the rows (clrun/run_parallel.h)."""
 import threading
 import weakref
 from collections import namedtuple
-from collections.abc import Mapping
 
 import numpy as np
 
 from . import _lib
-from ._context import as_host_array, _size
+from ._context import host_feeds, host_pointers, _size
 from ._model import (_check_constants, _check_dims, _check_shapes, _is_bytes, _load_graph,
                      _tensor_info, _tensor_list)
 from .errors import InvalidArgumentError, check, type_error, INVALID_ARGUMENT
@@ -178,29 +177,14 @@ class DataParallel:
         """Runs every device on its rows; returns {output name: numpy array} at the global batch.
         Inputs are given by name, as a dict or keywords, at the global batch (:attr:`inputs`
         gives their shapes)."""
-        if feeds is not None and not isinstance(feeds, Mapping):
-            raise type_error("feeds is a dict {input name: array}, not %r" % (type(feeds).__name__,))
-        given = dict(feeds or {}, **named)
-        known = {i.name for i in self.inputs}
-        extra = sorted(set(given) - known)
-        if extra:
-            raise InvalidArgumentError(INVALID_ARGUMENT, "no input named %s (inputs: %s)"
-                                       % (", ".join(map(repr, extra)), ", ".join(sorted(known))))
-        arrays = []
-        for info in self.inputs:
-            if info.name not in given:
-                raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' is not given" % info.name)
-            array = as_host_array(given[info.name], info.dtype, "input '%s'" % info.name)
-            if array.shape != tuple(info.shape):
-                raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' has shape %s, the global "
-                                           "batch's is %s" % (info.name, array.shape, info.shape))
-            arrays.append(array)
+        arrays = host_feeds(
+            feeds, named, self.inputs, lambda info: info.shape,
+            lambda info, shape: "input '%s' has shape %s, the global batch's is %s"
+            % (info.name, shape, info.shape))
         out = {info.name: np.empty(info.shape, info.dtype) for info in self.outputs}
         results = [out[info.name] for info in self.outputs]
-        pointers = (_lib.c_void_p * (len(arrays) + 1))(*[a.ctypes.data for a in arrays])
-        sizes = (_lib.c_uint64 * (len(arrays) + 1))(*[a.nbytes for a in arrays])
-        out_pointers = (_lib.c_void_p * (len(results) + 1))(*[a.ctypes.data for a in results])
-        out_sizes = (_lib.c_uint64 * (len(results) + 1))(*[a.nbytes for a in results])
+        pointers, sizes = host_pointers(arrays)
+        out_pointers, out_sizes = host_pointers(results)
         with self._lock:
             self._require_open()
             check(_lib.run_parallel_run(self._parallel, pointers, sizes, len(arrays), out_pointers,

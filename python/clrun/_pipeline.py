@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _lib
-from ._context import as_host_array, _size
+from ._context import host_feeds, host_pointers, _size
 from ._model import _check_constants, _check_dims, _load_graph, _tensor_info, _tensor_list
 from .errors import InvalidArgumentError, check, type_error, INVALID_ARGUMENT
 
@@ -153,32 +153,16 @@ class Pipeline:
             raise InvalidArgumentError(INVALID_ARGUMENT, "micro_batches: %d: at least 1"
                                        % micro_batches)
         lead = () if micro_batches is None else (int(micro_batches),)
-        if feeds is not None and not isinstance(feeds, Mapping):
-            raise type_error("feeds is a dict {input name: array}, not %r" % (type(feeds).__name__,))
-        given = dict(feeds or {}, **named)
-        known = {i.name for i in self.inputs}
-        extra = sorted(set(given) - known)
-        if extra:
-            raise InvalidArgumentError(INVALID_ARGUMENT, "no input named %s (inputs: %s)"
-                                       % (", ".join(map(repr, extra)), ", ".join(sorted(known))))
-        arrays = []
-        for info in self.inputs:
-            if info.name not in given:
-                raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' is not given" % info.name)
-            array = as_host_array(given[info.name], info.dtype, "input '%s'" % info.name)
-            if array.shape != lead + tuple(info.shape):
-                raise InvalidArgumentError(INVALID_ARGUMENT, "input '%s' has shape %s, the model's is %s%s"
-                                           % (info.name, array.shape, info.shape,
-                                              " with a leading axis of %d micro-batches, %s"
-                                              % (lead[0], lead + tuple(info.shape)) if lead else ""))
-            arrays.append(array)
-        pointers = (_lib.c_void_p * (len(arrays) + 1))(*[a.ctypes.data for a in arrays])
-        sizes = (_lib.c_uint64 * (len(arrays) + 1))(*[a.nbytes for a in arrays])
+        arrays = host_feeds(
+            feeds, named, self.inputs, lambda info: lead + tuple(info.shape),
+            lambda info, shape: "input '%s' has shape %s, the model's is %s%s"
+            % (info.name, shape, info.shape, " with a leading axis of %d micro-batches, %s"
+               % (lead[0], lead + tuple(info.shape)) if lead else ""))
+        pointers, sizes = host_pointers(arrays)
         if lead:
             out = {info.name: np.empty(lead + tuple(info.shape), info.dtype) for info in self.outputs}
             results = [out[info.name] for info in self.outputs]
-            out_pointers = (_lib.c_void_p * (len(results) + 1))(*[a.ctypes.data for a in results])
-            out_sizes = (_lib.c_uint64 * (len(results) + 1))(*[a.nbytes for a in results])
+            out_pointers, out_sizes = host_pointers(results)
             with self._lock:
                 self._require_open()
                 check(_lib.pipeline_run_many(self._pipeline, lead[0], pointers, sizes, len(arrays),
