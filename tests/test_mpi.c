@@ -217,6 +217,51 @@ static void bad_input(clrun_mpi *dp, int size)
     CHECK(!clrun_mpi_broken(NULL) && !clrun_mpi_broken(dp), "a handle broken by bad input");
 }
 
+/* Ranks whose buckets differ (rank 0 in buckets of 512 bytes, the others in one bucket): the
+ * first step fails on every rank, naming the difference, before any all-reduce of mismatched
+ * counts; the handle stays usable (every rank took part in the same collectives). */
+static void mismatched_buckets(clrun_context *ctx, int size)
+{
+    if (size < 2)
+        return;
+    clrun_mpi *dp = NULL;
+    clrun_status s = clrun_mpi_create(NULL, &dp);
+    CHECK(s == CLRUN_OK, "clrun_mpi_create for the mismatch: %s", clrun_mpi_last_error());
+    if (dp == NULL)
+        return;
+    int64_t first = 0, rows = 0;
+    clrun_graph *g = NULL;
+    clrun_train *t = NULL;
+    clrun_train_options opt;
+    clrun_train_options_init(&opt);
+    opt.graph.loss = CLRUN_LOSS_XENT;
+    opt.graph.loss_tensor = "logits";
+    clrun_optimizer_init(&opt.graph.optimizer, CLRUN_OPTIMIZER_SGD);
+    if (clrun_mpi_set_timeout(dp, 20) != CLRUN_OK ||
+        clrun_mpi_share(dp, GLOBAL, &first, &rows) != CLRUN_OK || (g = mlp(rows)) == NULL ||
+        clrun_mpi_train_options(dp, &opt, rank == 0 ? 512 : 1 << 20) != CLRUN_OK ||
+        clrun_train_create(ctx, g, &opt, &t) != CLRUN_OK) {
+        CHECK(0, "the mismatch's trainer: %s / %s", clrun_mpi_last_error(), clrun_last_error(ctx));
+    } else {
+        const void *feeds[2] = {x + first * IN, labels + first};
+        s = clrun_train_step(t, feeds, 2, NULL);
+        CHECK(s == CLRUN_ERROR_INVALID_ARGUMENT &&
+                  strstr(clrun_last_error(ctx), "reduce different gradients") != NULL,
+              "buckets that differ over the ranks: %s (%s)", clrun_strerror(s),
+              clrun_last_error(ctx));
+        if (rank == 0)
+            printf("buckets that differ over %d ranks: %s\n", size, clrun_last_error(ctx));
+        CHECK(!clrun_mpi_broken(dp), "the mismatch broke the handle");
+        double one_each = 1;
+        s = clrun_mpi_sum(dp, &one_each, 1, "a sum after the refused step");
+        CHECK(s == CLRUN_OK && one_each == size, "a sum after the refused step: %g (%s)",
+              one_each, clrun_mpi_last_error());
+    }
+    clrun_train_destroy(t);
+    clrun_graph_destroy(g);
+    clrun_mpi_destroy(dp);
+}
+
 int main(void)
 {
     make_data();
@@ -312,6 +357,10 @@ int main(void)
                    "%.3f ms per reduction\n", cases[c].what, size, steps, w,
                    st.reduces ? 1e3 * st.reduce_s / (double)st.reduces : 0.0);
     }
+    int before = failures, failed_before = 0; /* every rank or none (collectives) */
+    MPI_Allreduce(&before, &failed_before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (failed_before == 0)
+        mismatched_buckets(ctx, size);
     double sum[2] = {1, (double)rank};
     s = clrun_mpi_sum(world, sum, 2, "a test sum");
     CHECK(s == CLRUN_OK && sum[0] == size && sum[1] == size * (size - 1) / 2.0,

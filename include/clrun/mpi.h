@@ -134,7 +134,11 @@ double clrun_mpi_timeout(const clrun_mpi *mpi);
  * all-reduced (MPI_Iallreduce) as soon as the backward pass has completed it, while the rest
  * runs; with 0, one all-reduce after the backward pass. Both give the same sums per element.
  * The handle must outlive every train step made with these options. On one rank nothing is
- * reduced and the hooks only split the step (see clrun_train_options.reduce). */
+ * reduced and the hooks only split the step (see clrun_train_options.reduce). The reductions of
+ * the first two steps the handle sees are checked against the other ranks' (a small all-reduce
+ * before each): ranks that would reduce different gradients (another model, other buckets, a
+ * schedule that completes them in another order) fail that step together, before it reduces
+ * anything more, with CLRUN_ERROR_INVALID_ARGUMENT naming the difference. */
 clrun_status clrun_mpi_train_options(clrun_mpi *mpi, clrun_train_options *options,
                                      uint64_t bucket_bytes);
 

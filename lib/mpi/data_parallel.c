@@ -39,6 +39,11 @@ struct clrun_mpi {
     MPI_Request *bucket_req;
     double *bucket_since;
     int bucket_cap;
+    /* The layout check of the first steps' reductions (check_layout): the steps seen, the step
+     * under way and its reductions so far, and the previous step's. */
+    int steps_seen;
+    uint64_t layout_step;
+    int64_t layout_buckets, layout_previous;
 };
 
 static _Thread_local char last_error[MESSAGE_MAX];
@@ -510,6 +515,46 @@ static void weigh(const clrun_mpi *mpi, float *gradients, uint64_t count)
         gradients[i] = (float)((double)gradients[i] * mpi->weight);
 }
 
+/* Steps whose reductions are checked against the other ranks' (see check_layout). */
+#define LAYOUT_STEPS 2
+
+/* Before a reduction of the first LAYOUT_STEPS steps the handle sees (bucket: -1 for one
+ * reduction of all the gradients): whether every rank reduces the same thing, which the
+ * collectives need and nothing else checks (ranks whose models, buckets or schedules differ
+ * would all-reduce different counts: an error of MPI's at best, wrong sums at worst). A small
+ * all-reduce of the bucket's index, its floats and the previous step's reductions, every rank's
+ * the same unless they differ; a rank with a reduction more than another meets the other's next
+ * step's check, whose index differs. Every rank gets the same answer, so all fail together. */
+static clrun_status check_layout(clrun_mpi *mpi, uint64_t step, int32_t bucket, uint64_t count)
+{
+    if (mpi->steps_seen == 0 || step != mpi->layout_step) {
+        mpi->steps_seen++;
+        mpi->layout_step = step;
+        mpi->layout_previous = mpi->layout_buckets;
+        mpi->layout_buckets = 0;
+    }
+    mpi->layout_buckets++;
+    if (mpi->size <= 1 || mpi->steps_seen > LAYOUT_STEPS)
+        return CLRUN_OK;
+    long long mine[3] = {bucket, (long long)count, mpi->layout_previous};
+    long long v[6] = {mine[0], mine[1], mine[2], -mine[0], -mine[1], -mine[2]};
+    char what[96];
+    snprintf(what, sizeof what, "the check of step %llu's reductions", (unsigned long long)step);
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 6, MPI_LONG_LONG, MPI_MAX, mpi->comm, &req);
+    clrun_status s = clrun_mpi_wait(mpi, &req, rc, what);
+    if (s != CLRUN_OK)
+        return s;
+    static const char *const names[3] = {"reduction", "gradient values", "reductions before"};
+    for (int k = 0; k < 3; k++)
+        if (v[k] != -v[k + 3])
+            return fail(CLRUN_ERROR_INVALID_ARGUMENT, "rank %d: the ranks reduce different "
+                        "gradients at step %llu (%s: %lld here, from %lld to %lld over the ranks): "
+                        "every rank needs the same model, --bucket and schedule", mpi->rank,
+                        (unsigned long long)step, names[k], mine[k], -v[k + 3], v[k]);
+    return CLRUN_OK;
+}
+
 /* A bucket's collective, for messages. */
 static void bucket_what(char *what, size_t size, uint64_t step, int32_t bucket)
 {
@@ -527,7 +572,8 @@ clrun_status clrun_mpi_reduce(void *user, uint64_t step, float *gradients, uint6
     if (mpi->size <= 1)
         return CLRUN_OK;
     double start = MPI_Wtime();
-    if ((s = one_collective(count, -1)) != CLRUN_OK)
+    if ((s = one_collective(count, -1)) != CLRUN_OK ||
+        (s = check_layout(mpi, step, -1, count)) != CLRUN_OK)
         return hook_error(s, err, errlen);
     weigh(mpi, gradients, count);
     char what[96];
@@ -565,7 +611,8 @@ clrun_status clrun_mpi_bucket_start(void *user, uint64_t step, int32_t bucket, f
         mpi->bucket_since = since;
         mpi->bucket_cap = cap;
     }
-    if ((s = one_collective(count, bucket)) != CLRUN_OK) /* refused before anything starts */
+    if ((s = one_collective(count, bucket)) != CLRUN_OK || /* refused before anything starts */
+        (s = check_layout(mpi, step, bucket, count)) != CLRUN_OK)
         return hook_error(s, err, errlen);
     double now = MPI_Wtime();
     if (bucket == 0) {
