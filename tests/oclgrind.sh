@@ -58,10 +58,11 @@ mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
+# Every binary, resolved before any runs: a libtool wrapper script runs the program it wraps,
+# with its library directory.
 for name in $BINARIES; do
     program=$TESTS_DIR/$name
     [ -x "$program" ] || { echo "oclgrind: $program not built" >&2; exit 99; }
-    # A libtool wrapper script: run the program it wraps, with its library directory.
     if head -c 2 "$program" | grep -q '#!'; then
         libs=$(cd "$TESTS_DIR" && pwd)/.libs
         for real in "$libs/lt-$name" "$libs/$name"; do [ -x "$real" ] && break; done
@@ -73,31 +74,60 @@ for name in $BINARIES; do
         echo "SKIP: oclgrind: a sanitizer build; oclgrind's runtime cannot be preloaded"
         exit 77
     fi
+    echo "$program" >"$tmp/$name.program"
+done
+
+# check NAME: runs one binary under oclgrind, writing its verdict to $tmp/NAME.verdict and
+# creating $tmp/NAME.failed when it fails.
+check() {
+    name=$1
+    program=$(cat "$tmp/$name.program")
     log=$tmp/$name.oclgrind.log
     start=$(date +%s)
-    # shellcheck disable=SC2086 # OCLGRIND_FLAGS is a list of options
     skip=${CLRUN_TEST_SKIP-$(eval echo "\"\${DEFAULT_SKIP_$name:-}\"")}
     extra_env=$(eval echo "\"\${DEFAULT_ENV_$name:-}\"")
-    # shellcheck disable=SC2086 # extra_env is a list of NAME=VALUE words
+    # shellcheck disable=SC2086 # OCLGRIND_FLAGS and extra_env are lists of words
     oclgrind --check-api --data-races --log "$log" ${OCLGRIND_FLAGS:-} \
         env CLRUN_LOG=info $extra_env ${skip:+CLRUN_TEST_SKIP="$skip"} "$program" >"$tmp/$name.out" 2>&1
     rc=$?
     seconds=$(($(date +%s) - start))
     # The device the tests ran on: oclgrind's, or it checked nothing.
     if ! grep -q "device 0: Oclgrind" "$tmp/$name.out"; then
-        echo "FAIL: $name did not run on oclgrind's device (${seconds}s):"
-        tail -n 20 "$tmp/$name.out"
-        failures=$((failures + 1))
+        { echo "FAIL: $name did not run on oclgrind's device (${seconds}s):"
+          tail -n 20 "$tmp/$name.out"; } >"$tmp/$name.verdict"
+        : >"$tmp/$name.failed"
     elif [ $rc -ne 0 ] || [ -s "$log" ] || unexpected_api_errors "$tmp/$name.out" | grep -q .; then
-        echo "FAIL: $name under oclgrind (exit $rc, ${seconds}s):"
-        grep -e FAILED -e '^\[  ERROR' "$tmp/$name.out" | head -n 20
-        unexpected_api_errors "$tmp/$name.out" | head -n 20
-        head -n 60 "$log"
-        failures=$((failures + 1))
+        { echo "FAIL: $name under oclgrind (exit $rc, ${seconds}s):"
+          grep -e FAILED -e '^\[  ERROR' "$tmp/$name.out" | head -n 20
+          unexpected_api_errors "$tmp/$name.out" | head -n 20
+          head -n 60 "$log"; } >"$tmp/$name.verdict"
+        : >"$tmp/$name.failed"
     else
-        echo "ok: $name under oclgrind (${seconds}s)"
+        echo "ok: $name under oclgrind (${seconds}s)" >"$tmp/$name.verdict"
     fi
     [ -n "${CLRUN_OCLGRIND_LOGS:-}" ] && mkdir -p "$CLRUN_OCLGRIND_LOGS" &&
         cp "$log" "$tmp/$name.out" "$CLRUN_OCLGRIND_LOGS/" 2>/dev/null
+    return 0
+}
+
+# Most of a binary's time under oclgrind is one thread (its compiler, and the host side), so the
+# binaries run in CLRUN_OCLGRIND_JOBS lanes (default: the number of cores). Each lane takes the
+# next binary nobody has claimed (mkdir is atomic), longest first as listed.
+lane() {
+    for name in $BINARIES; do
+        mkdir "$tmp/$name.claim" 2>/dev/null && check "$name"
+    done
+}
+jobs=${CLRUN_OCLGRIND_JOBS:-$(nproc 2>/dev/null || echo 1)}
+i=1
+while [ "$i" -lt "$jobs" ]; do
+    lane &
+    i=$((i + 1))
+done
+lane
+wait
+for name in $BINARIES; do
+    cat "$tmp/$name.verdict" 2>/dev/null || { echo "FAIL: $name gave no verdict"; failures=$((failures + 1)); }
+    [ -e "$tmp/$name.failed" ] && failures=$((failures + 1))
 done
 [ $failures -eq 0 ]
