@@ -291,8 +291,9 @@ static void bad_requests_are_refused_with_reasons(void **state)
     const clrun_graph *uneven[] = {g15, g16};
     assert_int_equal(clrun_run_parallel_create(uneven, devices, 2, NULL, &p),
                      CLRUN_ERROR_INVALID_ARGUMENT);
-    if (strstr(clrun_last_error(NULL), "device 0 (share 0) takes 15 rows; the split of the global "
-                                       "batch of 31 rows over 2 devices gives it 16 (16 + 15)") == NULL)
+    if (strstr(clrun_last_error(NULL), "device 0 (share 0) takes 15 rows (its first input's first "
+                                       "dimension); the split of the global batch of 31 rows over 2 "
+                                       "devices gives it 16 (16 + 15)") == NULL)
         fail_msg("%s", clrun_last_error(NULL));
     /* a share without a row */
     const clrun_graph *empty[] = {g16, g0};

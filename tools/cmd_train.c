@@ -886,9 +886,7 @@ static int deterministic_step(const train_args *a, clrun_train *t, clrun_cli_dis
         fprintf(stderr, "clrun train: rank %d: %s: %s\n", dist->rank, where, err);
         return 1;
     }
-    float chunks = (float)a->chunks;
-    for (uint64_t i = 0; i < count; i++)
-        grads[i] = sum[i] / chunks;
+    clrun_cli_tree_mean(sum, count, a->chunks, grads);
     clrun_status s = clrun_train_apply(t, grads, count);
     if (s != CLRUN_OK)
         fprintf(stderr, "clrun train: %s: %s\n", where, clrun_last_error(NULL));

@@ -115,6 +115,13 @@ void clrun_cli_tree_free(clrun_cli_tree *t)
     memset(t, 0, sizeof *t);
 }
 
+void clrun_cli_tree_mean(const float *sum, uint64_t count, int64_t chunks, float *out)
+{
+    float c = (float)chunks;
+    for (uint64_t i = 0; i < count; i++)
+        out[i] = sum[i] / c;
+}
+
 int clrun_cli_tree_blocks(int64_t first, int64_t end, int64_t *lo, int *level, int max)
 {
     int n = 0;

@@ -9,8 +9,8 @@
  * at once), which leaves the canonical decomposition of its range into maximal aligned blocks.
  * Rank 0 continues the same merging with every rank's blocks in chunk order and folds what is
  * left from the right: the root of the tree. clrun train --devices --deterministic does the same
- * in one process, a tree per device and device 0's the root. Every block is the same sum of the same floats on
- * every rank count, so the result is bit for bit that of one process. */
+ * in one process, a tree per device and device 0's the root. Every block is the same sum of the
+ * same floats on every rank count, so the result is bit for bit that of one process. */
 #ifndef CLRUN_TOOLS_DET_SUM_H
 #define CLRUN_TOOLS_DET_SUM_H
 
@@ -60,6 +60,11 @@ const float *clrun_cli_tree_fold(clrun_cli_tree *t);
 void clrun_cli_tree_reset(clrun_cli_tree *t);
 
 void clrun_cli_tree_free(clrun_cli_tree *t);
+
+/* The mean gradient of a step from the root's sum of its C chunks' gradients: out[i] = sum[i] /
+ * C in float, the one division every path (one process, ranks, devices) makes, so they agree
+ * bit for bit. */
+void clrun_cli_tree_mean(const float *sum, uint64_t count, int64_t chunks, float *out);
 
 /* The canonical decomposition of the chunks [first, end) into maximal aligned blocks, in
  * order: their count, and the first `max` of them in lo and level (either may be NULL). */

@@ -288,9 +288,7 @@ int clrun_cli_devices_det_step(clrun_cli_devices *d, const char *where, double *
             return 1;
         }
     const float *sum = clrun_cli_tree_fold(root);
-    float chunks = (float)d->chunks; /* as one process divides it (cmd_train.c) */
-    for (uint64_t i = 0; i < d->grad_count; i++)
-        d->grads[i] = sum[i] / chunks;
+    clrun_cli_tree_mean(sum, d->grad_count, d->chunks, d->grads);
     d->last_sum_s = seconds() - start;
     d->sum_s += d->last_sum_s;
     d->sums++;

@@ -223,9 +223,10 @@ static clrun_status check_shares(const clrun_graph *const *models, const unsigne
             }
             return clrun__error_set(NULL, CLRUN_ERROR_INVALID_ARGUMENT,
                                     "run_parallel: the model of device %u (share %d) takes %lld "
-                                    "rows; the split of the global batch of %lld rows over %d "
-                                    "devices gives it %lld (%s): build each device's model at "
-                                    "its share", devices[k], (int)k, (long long)rows,
+                                    "rows (its first input's first dimension); the split of the "
+                                    "global batch of %lld rows over %d devices gives it %lld "
+                                    "(%s): build each device's model at its share, with a "
+                                    "batched input first", devices[k], (int)k, (long long)rows,
                                     (long long)all, (int)count, (long long)want, shares);
         }
     }
