@@ -18,6 +18,7 @@
 #include "core/share.h"
 #include "core/util.h"
 #include "device/context.h"
+#include "memory/pool.h"
 #include "graph/types.h"
 #include "exec/run_parallel_internal.h"
 
@@ -375,15 +376,18 @@ static void *device_run(void *arg)
         if (st != CLRUN_OK)
             what = "reading its outputs";
     }
-    /* a donated input handed to the executor is its own (consumed, or freed by a failed run) */
-    for (int32_t i = 0; i < made && i < p->input_count; i++)
-        if (d->buffers[i].mem && !(ran && p->in[i].donated))
-            clrun_free(d->ctx, &d->buffers[i]);
     d->status = st;
     if (injected)
         snprintf(d->message, sizeof d->message, "injected failure");
     else if (st != CLRUN_OK)
         snprintf(d->message, sizeof d->message, "%s: %s", what, clrun_last_error(d->ctx));
+    /* A donated input the run took is the executor's (consumed, or given back by a failed run);
+     * one a run refused before taking it is still this device's to free. */
+    for (int32_t i = 0; i < made && i < p->input_count; i++)
+        if (d->buffers[i].mem &&
+            !(ran && p->in[i].donated &&
+              clrun__pool_check_caller(d->ctx, &d->buffers[i], "run_parallel") != CLRUN_OK))
+            clrun_free(d->ctx, &d->buffers[i]);
     d->wall_ms = (clrun__now() - start) * 1e3;
     return NULL;
 }
