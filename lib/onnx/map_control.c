@@ -232,7 +232,7 @@ static clrun_status scan_run_time(clrun__imp *im, clrun__onode *n, const Onnx__G
 
 /* Whether a Scan of `length` steps over body runs per iteration (scan_run_time) rather than
  * unrolled: when its steps times its body's nodes (with the slicing and stacking each unrolled
- * step adds) exceed CLRUN_SCAN_UNROLL (default 4096), or it has more steps than unrolling
+ * step adds) exceed CLRUN_SCAN_UNROLL (default 256), or it has more steps than unrolling
  * allows. Deterministic: the model and the variable decide. */
 static clrun_status scan_per_iteration(clrun__imp *im, const Onnx__GraphProto *body, const scan_form *f,
                                        int64_t length, bool *out)
