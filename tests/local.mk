@@ -96,8 +96,9 @@ EXTRA_DIST += tests/onnx_detect.sh tests/onnx_detect.py
 # If with a condition fed at run time (guarded branches, nested, a skipped branch that would
 # fail), Scan and Loop unrolled at load: against numpy, under every allocator, fusion off. Loop
 # with its trip count and condition fed at run time (onnx_loop): the same, and against --const.
-TESTS += tests/onnx_control.sh tests/onnx_loop.sh
-EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py tests/onnx_loop.sh tests/onnx_loop.py
+TESTS += tests/onnx_control.sh tests/onnx_loop.sh tests/onnx_scan.sh
+EXTRA_DIST += tests/onnx_control.sh tests/onnx_control.py tests/onnx_loop.sh tests/onnx_loop.py \
+	tests/onnx_scan.sh tests/onnx_scan.py
 # Opsets 18 to 21: each changed or added operator at its new opset against a numpy reference of
 # the spec, and what clrun does not do there (and opset 22) refused by name.
 TESTS += tests/onnx_opset18.sh

@@ -10,7 +10,7 @@
 # preloaded, and the sanitizers' must come first).
 set -u
 TESTS_DIR=${CLRUN_TESTS_DIR:-./tests}
-BINARIES=${CLRUN_OCLGRIND_TESTS:-"test_ops test_ops_elementwise test_ops_kernels test_ops_layout test_fuse test_exec test_exec_memory test_exec_layout test_ops_grad_index test_ops_grad_conv test_ops_col2im test_ops_scatter test_ops_sample test_ops_detect test_ops_qlinear test_narrow_weights test_onnx_conv_transpose test_train_fused"}
+BINARIES=${CLRUN_OCLGRIND_TESTS:-"test_ops test_ops_elementwise test_ops_kernels test_ops_layout test_fuse test_exec test_exec_memory test_exec_layout test_ops_grad_index test_ops_grad_conv test_ops_col2im test_ops_scatter test_ops_sample test_ops_detect test_ops_qlinear test_narrow_weights test_onnx_conv_transpose test_train_fused test_exec_loop"}
 
 if [ "${CLRUN_OCLGRIND:-0}" != 1 ]; then
     echo "SKIP: oclgrind: opt-in, being slow; run with CLRUN_OCLGRIND=1"

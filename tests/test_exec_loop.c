@@ -7,8 +7,16 @@
  * y = x + M w (the condition passed through) in every executor mode, fusion on or off, with M
  * and go read back in each run; M = 0 or go false gives x; a negative M fails the run, naming
  * the Loop, and gives every byte of the run back (the next run is right again); a loop_end
- * without its loop_begin is refused when the executor is made. Runs on a real device (POCL in
- * CI). */
+ * without its loop_begin is refused when the executor is made. A Scan's ops (an ONNX Scan run
+ * per iteration):
+ *
+ *   f = scan_stack(x) [2, L, 3]; r = scan_stack(x) [2, 3, L]; iter, on = loop_begin(M, go)
+ *   [guard on] sl = gather(x, iter) (axis 1); d = add(sl, sl)
+ *              tf = scan_put(f, d, iter) (axis 1); tr = scan_put(r, d, iter) (axis 2, reverse)
+ *   n = loop_end(iter, on, on, x, f, r, tf, tr); yf = loop_carry(f, n); yr = loop_carry(r, n)
+ *
+ * stack 2 x forward on axis 1 and reversed on axis 2, exactly, in every mode; a slice of the
+ * wrong shape is refused naming scan_put. Runs on a real device (POCL in CI). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,12 +160,118 @@ static void a_loop_end_without_its_begin_is_refused(void **state)
     clrun_graph_destroy(g);
 }
 
+enum { L = 7 };
+
+static clrun_status scan_graph(clrun_graph **out, int64_t slice_dim)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("scanned", &g), CLRUN_OK);
+    *out = g;
+    clrun_tensor_type xt = {CLRUN_F32, 3, {2, L, 3}}, mt = {CLRUN_I64, 0, {0}}, bt = {CLRUN_BOOL, 0, {0}};
+    clrun_tensor_id x, m, go, f, r, begun[2], sl, d, tf, tr, n, yf, yr;
+    assert_int_equal(clrun_graph_add_input(g, "x", &xt, false, &x), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "M", &mt, false, &m), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "go", &bt, false, &go), CLRUN_OK);
+    const char *fn[] = {"f"}, *rn[] = {"r"}, *bn[] = {"iter", "on"}, *sn[] = {"sl"}, *dn[] = {"d"},
+               *tfn[] = {"tf"}, *trn[] = {"tr"}, *nn[] = {"n"}, *yfn[] = {"yf"}, *yrn[] = {"yr"};
+    clrun_attr fa[2] = {{.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {2, L, 3}, .count = 3},
+                        {.name = "dtype", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32}};
+    clrun_attr ra[2] = {{.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {2, slice_dim, L}, .count = 3},
+                        {.name = "dtype", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32}};
+    assert_int_equal(clrun_graph_add_node(g, "scan_stack", &x, 1, fn, 1, fa, 2, &f), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "scan_stack", &x, 1, rn, 1, ra, 2, &r), CLRUN_OK);
+    clrun_tensor_id bin[2] = {m, go};
+    assert_int_equal(clrun_graph_add_node(g, "loop_begin", bin, 2, bn, 2, NULL, 0, begun), CLRUN_OK);
+    int32_t first = clrun_graph_node_count(g);
+    clrun_tensor_id gin[2] = {x, begun[0]};
+    clrun_attr axis1 = {.name = "axis", .kind = CLRUN_ATTR_INT, .i = 1};
+    assert_int_equal(clrun_graph_add_node(g, "gather", gin, 2, sn, 1, &axis1, 1, &sl), CLRUN_OK);
+    clrun_tensor_id ain[2] = {sl, sl};
+    assert_int_equal(clrun_graph_add_node(g, "add", ain, 2, dn, 1, NULL, 0, &d), CLRUN_OK);
+    clrun_tensor_id pf[3] = {f, d, begun[0]}, pr[3] = {r, d, begun[0]};
+    assert_int_equal(clrun_graph_add_node(g, "scan_put", pf, 3, tfn, 1, &axis1, 1, &tf), CLRUN_OK);
+    clrun_attr rev[2] = {{.name = "axis", .kind = CLRUN_ATTR_INT, .i = 2},
+                         {.name = "reverse", .kind = CLRUN_ATTR_INT, .i = 1}};
+    clrun_status s = clrun_graph_add_node(g, "scan_put", pr, 3, trn, 1, rev, 2, &tr);
+    if (s != CLRUN_OK)
+        return s;
+    for (int32_t k = first; k < clrun_graph_node_count(g); k++)
+        assert_int_equal(clrun__graph_set_guard(g, k, begun[1], false), CLRUN_OK);
+    clrun_tensor_id ein[8] = {begun[0], begun[1], begun[1], x, f, r, tf, tr};
+    clrun_attr carried = {.name = "carried", .kind = CLRUN_ATTR_INT, .i = 0};
+    assert_int_equal(clrun_graph_add_node(g, "loop_end", ein, 8, nn, 1, &carried, 1, &n), CLRUN_OK);
+    clrun_tensor_id yfin[2] = {f, n}, yrin[2] = {r, n};
+    assert_int_equal(clrun_graph_add_node(g, "loop_carry", yfin, 2, yfn, 1, NULL, 0, &yf), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "loop_carry", yrin, 2, yrn, 1, NULL, 0, &yr), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, yf), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, yr), CLRUN_OK);
+    return CLRUN_OK;
+}
+
+static void scan_outputs_are_stacked_per_iteration_in_every_mode(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(scan_graph(&g, 3), CLRUN_OK);
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    float x[2 * L * 3];
+    for (int i = 0; i < 2 * L * 3; i++)
+        x[i] = 0.125f * (float)(i * 7 % 23) - 1.0f;
+    int64_t trip = L;
+    unsigned char go = 1;
+    const clrun_exec_mode mode[] = {CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE, CLRUN_EXEC_PLANNED};
+    for (int m = 0; m < 6; m++) {
+        clrun_exec_options eo;
+        clrun_exec_options_init(&eo);
+        eo.mode = mode[m % 3];
+        eo.fusion = m < 3 ? 1 : -1;
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+        clrun_buffer in[3];
+        upload(ctx, x, sizeof x, &in[0]);
+        upload(ctx, &trip, sizeof trip, &in[1]);
+        upload(ctx, &go, 1, &in[2]);
+        for (int round = 0; round < 2; round++) { /* the stacked tensors are made again per run */
+            assert_int_equal(clrun_exec_run(exec, in, 3), CLRUN_OK);
+            float yf[2 * L * 3], yr[2 * 3 * L];
+            assert_int_equal(clrun_exec_read_output(exec, 0, yf, sizeof yf), CLRUN_OK);
+            assert_int_equal(clrun_exec_read_output(exec, 1, yr, sizeof yr), CLRUN_OK);
+            for (int o = 0; o < 2; o++)
+                for (int t = 0; t < L; t++)
+                    for (int k = 0; k < 3; k++) {
+                        float want = x[(o * L + t) * 3 + k] + x[(o * L + t) * 3 + k];
+                        if (yf[(o * L + t) * 3 + k] != want || yr[(o * 3 + k) * L + (L - 1 - t)] != want)
+                            fail_msg("mode %d: element (%d, %d, %d): %g and %g, expected %g", m, o, t, k,
+                                     yf[(o * L + t) * 3 + k], yr[(o * 3 + k) * L + (L - 1 - t)], want);
+                    }
+        }
+        for (int i = 0; i < 3; i++)
+            clrun_free(ctx, &in[i]);
+        clrun_exec_destroy(exec);
+    }
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
+static void a_slice_of_the_wrong_shape_is_refused(void **state)
+{
+    (void)state;
+    clrun_graph *g = NULL;
+    assert_int_equal(scan_graph(&g, 4), CLRUN_ERROR_INVALID_GRAPH);
+    if (!strstr(clrun_graph_last_error(g), "scan_put: f32[2, 3] is not a slice of f32[2, 4, 7] on axis 2"))
+        fail_msg("message '%s'", clrun_graph_last_error(g));
+    clrun_graph_destroy(g);
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_body_runs_once_per_iteration_in_every_mode),
         cmocka_unit_test(a_loop_end_without_its_begin_is_refused),
+        cmocka_unit_test(scan_outputs_are_stacked_per_iteration_in_every_mode),
+        cmocka_unit_test(a_slice_of_the_wrong_shape_is_refused),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,6 +70,8 @@ static option_row option_table[] = {
      KIND_BOOL, FIELD(fold)},
     {{"CLRUN_OFFLOAD_RATE", "NUMBER>=0", "10", "FLOPs the device computes in the time it moves one byte to host memory and back: under a memory budget, a dropped tensor is offloaded where moving its bytes twice costs less than recomputing it (0: offload wherever recomputing is not free)"},
      KIND_RATE, FIELD(offload_rate)},
+    {{"CLRUN_SCAN_UNROLL", "NUMBER>=0", "256", "an ONNX Scan is unrolled at load while its steps times its body's nodes are at most this, else its body runs once per iteration; 0: every Scan of opset 9 on runs per iteration"},
+     KIND_RATE, FIELD(scan_unroll)},
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])

@@ -60,6 +60,7 @@ typedef struct clrun__options {
     bool fusion;                     /* CLRUN_FUSION */
     bool fold;                       /* CLRUN_FOLD */
     double offload_rate;             /* CLRUN_OFFLOAD_RATE: FLOPs per byte moved, >= 0 */
+    double scan_unroll;              /* CLRUN_SCAN_UNROLL: body nodes a Scan unrolls to, at most */
 } clrun__options;
 
 /* One row per variable, for README-style listings (`clrun info --env`). */

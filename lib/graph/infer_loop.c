@@ -11,7 +11,17 @@
  *   final_k = loop_carry(v_in_k, count)
  *
  * loop_end reads every value from before the loop that the body reads, so that the schedule
- * keeps them (and the carried buffers) alive over every iteration. */
+ * keeps them (and the carried buffers) alive over every iteration.
+ *
+ * An ONNX Scan run per iteration adds two ops: `scan_stack` makes a zeroed tensor of the full
+ * stacked shape before the loop (its input only orders it there), and `scan_put` writes each
+ * iteration's scan output into slice t of it (length-1-t when reversed), in place: its output
+ * is a one-element token (the iteration number) that loop_end reads, so that the writes are
+ * part of the body. The stacked tensor is allocated once and read after the loop:
+ *
+ *   acc = scan_stack(x)                     (shape, dtype)
+ *   token = scan_put(acc, y, iter)          in the body (axis, reverse)
+ *   y_full = loop_carry(acc, count)         after the loop */
 #include <string.h>
 
 #include "graph/op.h"
@@ -84,6 +94,58 @@ static clrun_status carry_infer(const clrun__op_call *call, clrun_tensor_type *o
     return s;
 }
 
+static clrun_status stack_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
+{
+    const clrun__infer_error e = {"scan_stack", err, errlen};
+    static const clrun__attr_spec specs[] = {{"shape", CLRUN__WANT_INTS, true}, {"dtype", CLRUN__WANT_INT, true}};
+    clrun_status s = checked(call, 1, 1, specs, 2, &e);
+    if (s != CLRUN_OK)
+        return s;
+    int64_t dims[CLRUN_MAX_DIMS + 1];
+    int rank = clrun__attr_list(call, "shape", dims, CLRUN_MAX_DIMS + 1);
+    int64_t dtype = clrun__attr_int_or(call, "dtype", -1);
+    if (rank < 1 || rank > CLRUN_MAX_DIMS)
+        return clrun__refuse(&e, "shape has %d dimensions (1 to %d)", rank, CLRUN_MAX_DIMS);
+    memset(out, 0, sizeof *out);
+    out[0].dtype = (clrun_dtype)dtype;
+    if (clrun_dtype_size(out[0].dtype) == 0)
+        return clrun__refuse(&e, "dtype %lld is not a tensor element type", (long long)dtype);
+    out[0].rank = rank;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 1)
+            return clrun__refuse(&e, "dimension %d is %lld (at least 1)", d, (long long)dims[d]);
+        out[0].shape[d] = dims[d];
+    }
+    return CLRUN_OK;
+}
+
+static clrun_status put_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err, size_t errlen)
+{
+    const clrun__infer_error e = {"scan_put", err, errlen};
+    static const clrun__attr_spec specs[] = {{"axis", CLRUN__WANT_INT, true}, {"reverse", CLRUN__WANT_INT, false}};
+    clrun_status s = checked(call, 3, 3, specs, 2, &e);
+    if (s != CLRUN_OK)
+        return s;
+    const clrun_tensor_type *acc = &call->inputs[0], *y = &call->inputs[1];
+    int64_t axis = clrun__attr_int_or(call, "axis", -1);
+    if (axis < 0 || axis >= acc->rank)
+        return clrun__refuse(&e, "axis %lld is outside the stacked tensor's rank %d", (long long)axis, acc->rank);
+    bool fits = acc->dtype == y->dtype && y->rank == acc->rank - 1;
+    for (int d = 0, k = 0; fits && d < acc->rank; d++)
+        if (d != axis)
+            fits = acc->shape[d] == y->shape[k++];
+    if (!fits) {
+        char ta[CLRUN__TYPE_TEXT], ty[CLRUN__TYPE_TEXT];
+        return clrun__refuse(&e, "%s is not a slice of %s on axis %lld", clrun__type_format(y, ty, sizeof ty),
+                             clrun__type_format(acc, ta, sizeof ta), (long long)axis);
+    }
+    if (call->inputs[2].dtype != CLRUN_I64 || !one_element(&call->inputs[2]))
+        return clrun__refuse(&e, "the iteration number (input 2) must be one i64 element");
+    memset(out, 0, sizeof *out);
+    out[0].dtype = CLRUN_I64;
+    return CLRUN_OK;
+}
+
 /* None may write in place of an input: each output is a buffer the executor writes between
  * iterations. */
 static const clrun__op op_loop_begin = {.name = "loop_begin", .min_inputs = 2, .max_inputs = 64,
@@ -93,7 +155,15 @@ static const clrun__op op_loop_end = {.name = "loop_end", .min_inputs = 3, .max_
 static const clrun__op op_loop_carry = {.name = "loop_carry", .min_inputs = 1, .max_inputs = 2,
                                         .outputs = 1, .infer = carry_infer};
 
-const clrun__op *const clrun__ops_loop[] = {&op_loop_begin, &op_loop_end, &op_loop_carry, NULL};
+/* scan_put writes into its input 0 (the stacked tensor, from before the loop) and never in
+ * place of another; its output is the token loop_end reads. */
+static const clrun__op op_scan_stack = {.name = "scan_stack", .min_inputs = 1, .max_inputs = 1,
+                                        .outputs = 1, .infer = stack_infer};
+static const clrun__op op_scan_put = {.name = "scan_put", .min_inputs = 3, .max_inputs = 3,
+                                      .outputs = 1, .infer = put_infer};
+
+const clrun__op *const clrun__ops_loop[] = {&op_loop_begin, &op_loop_end, &op_loop_carry, &op_scan_stack,
+                                            &op_scan_put, NULL};
 
 bool clrun__op_is_loop_begin(const clrun__op *op)
 {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/options.h"
 #include "onnx/map.h"
 
 /* The attribute `name` of n as a graph, marked used; NULL when absent or not a graph. */
@@ -225,22 +226,46 @@ typedef struct scan_form {
     int in_axis[64], in_dir[64], out_axis[64], out_dir[64];
 } scan_form;
 
+static clrun_status scan_run_time(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body,
+                                  const scan_form *f, int64_t length, clrun__value **states,
+                                  clrun__value *const *scans, clrun__value **finals, clrun__value **ys);
+
+/* Whether a Scan of `length` steps over body runs per iteration (scan_run_time) rather than
+ * unrolled: when its steps times its body's nodes (with the slicing and stacking each unrolled
+ * step adds) exceed CLRUN_SCAN_UNROLL (default 256), or it has more steps than unrolling
+ * allows. Deterministic: the model and the variable decide. */
+static clrun_status scan_per_iteration(clrun__imp *im, const Onnx__GraphProto *body, const scan_form *f,
+                                       int64_t length, bool *out)
+{
+    clrun__options options;
+    char err[256];
+    if (clrun__options_load(&options, err, sizeof err) != CLRUN_OK)
+        return clrun__invalid(im, "%s", err);
+    double nodes = (double)length * (double)(body->n_node + 2 * (size_t)f->nm + (size_t)f->nk);
+    *out = length > MAX_ITERATIONS || nodes > options.scan_unroll;
+    return CLRUN_OK;
+}
+
 static clrun_status scan_unrolled(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body,
                                   const scan_form *f, clrun__value **states, clrun__value *const *scans,
-                                  clrun__value **finals, clrun__value **ys)
+                                  clrun__value **finals, clrun__value **ys, bool run_time)
 {
     int64_t length = scans[0]->c.dims[f->in_axis[0]];
     for (int j = 1; j < f->nm; j++)
         if (scans[j]->c.dims[f->in_axis[j]] != length)
             return clrun__invalid(im, "scan inputs 0 and %d have %lld and %lld steps", j, (long long)length,
                                   (long long)scans[j]->c.dims[f->in_axis[j]]);
-    if (length < 1 || length > MAX_ITERATIONS)
-        return clrun__unsupported(im, "a Scan of %lld steps (clrun unrolls Scan at load: 1 to %d)",
-                                  (long long)length, MAX_ITERATIONS);
     if ((int)body->n_input != f->ns + f->nm || (int)body->n_output != f->ns + f->nk)
         return clrun__invalid(im, "the body takes %zu inputs and gives %zu outputs; the Scan has %d states, "
                               "%d scan inputs and %d scan outputs", body->n_input, body->n_output, f->ns,
                               f->nm, f->nk);
+    if (length < 1)
+        return clrun__unsupported(im, "a Scan of %lld steps (at least 1)", (long long)length);
+    if (run_time)
+        return scan_run_time(im, n, body, f, length, states, scans, finals, ys);
+    if (length > MAX_ITERATIONS)
+        return clrun__unsupported(im, "a Scan of %lld steps (clrun unrolls Scan at load: 1 to %d)",
+                                  (long long)length, MAX_ITERATIONS);
     size_t width = (size_t)(f->ns + f->nm + f->nk) + 1;
     clrun__value **in = calloc(width, sizeof *in), **out = calloc(width, sizeof *out);
     clrun__value **steps = calloc((size_t)f->nk * (size_t)length + 1, sizeof *steps);
@@ -347,6 +372,12 @@ clrun_status clrun__map_scan(clrun__imp *im, clrun__onode *n)
                 return clrun__invalid(im, "scan_output_axes entry %d is outside the output's rank", k);
         }
     clrun__value *states[64], *scans[64], *finals[64], *ys[64];
+    bool run_time = false; /* opset 8's batched form is always unrolled */
+    int64_t steps = n->in[first + f.ns]->c.dims[f.in_axis[0] + (batched ? 1 : 0)];
+    if (!batched)
+        s = scan_per_iteration(im, body, &f, steps, &run_time);
+    if (s != CLRUN_OK)
+        return s;
     int64_t batch = batched ? n->in[first]->c.dims[0] : 1;
     for (int i = 0; batched && i < f.ns + f.nm; i++)
         if (n->in[first + i]->c.rank < 1 || n->in[first + i]->c.dims[0] != batch)
@@ -362,7 +393,7 @@ clrun_status clrun__map_scan(clrun__imp *im, clrun__onode *n)
             s = batched ? take(im, n, x, 0, b, to) : clrun__mv_same(im, n, x, -1, to);
         }
         if (s == CLRUN_OK)
-            s = scan_unrolled(im, n, body, &f, states, scans, finals, ys);
+            s = scan_unrolled(im, n, body, &f, states, scans, finals, ys, run_time);
         for (int i = 0; s == CLRUN_OK && i < f.ns + f.nk; i++) {
             clrun__value *v = i < f.ns ? finals[i] : ys[i - f.ns];
             if (batched)
@@ -516,6 +547,162 @@ static clrun_status outer_reads(clrun__imp *im, int32_t first_node, clrun__value
         }
     }
     return CLRUN_OK;
+}
+
+/* The stacked type of the body's scan output k (declared by the body: the output tensors are
+ * made before the body is imported), its element type and shape with the Scan's length
+ * inserted at its axis, into *out. */
+static clrun_status stacked_type(clrun__imp *im, const Onnx__GraphProto *body, const scan_form *f, int k,
+                                 int64_t length, clrun__otensor *out)
+{
+    const Onnx__ValueInfoProto *vi = body->output[f->ns + k];
+    const char *name = vi->name ? vi->name : "";
+    const Onnx__TypeProto *tp = vi->type;
+    const Onnx__TensorShapeProto *shape = tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+    clrun_dtype dtype;
+    bool known = shape && tp->tensor_type->has_elem_type &&
+                 clrun__onnx_elem_dtype(tp->tensor_type->elem_type, &dtype) && shape->n_dim + 1 <= CLRUN__ONNX_MAX_RANK;
+    for (size_t d = 0; known && d < shape->n_dim; d++)
+        known = shape->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                shape->dim[d]->dim_value > 0;
+    if (!known)
+        return clrun__unsupported(im, "a Scan of %lld steps runs per iteration (CLRUN_SCAN_UNROLL), which needs "
+                                  "the body's scan output %d '%s' to declare its element type and every "
+                                  "dimension", (long long)length, k, name);
+    int rank = (int)shape->n_dim;
+    if (f->out_axis[k] > rank)
+        return clrun__invalid(im, "scan output %d's axis %d is outside rank %d", k, f->out_axis[k], rank + 1);
+    memset(out, 0, sizeof *out);
+    out->elem = tp->tensor_type->elem_type;
+    out->rank = rank + 1;
+    for (int d = 0, j = 0; d <= rank; d++)
+        out->dims[d] = d == f->out_axis[k] ? length : shape->dim[j++]->dim_value;
+    return CLRUN_OK;
+}
+
+/* A Scan run per iteration (more steps than unrolling allows, or than CLRUN_SCAN_UNROLL wants
+ * unrolled): a Loop of `length` iterations over the body imported once. Each scan input's slice
+ * is a gather at the iteration number (at -1 - the number, from the end, when reversed); the
+ * states are carried as a Loop's values; each scan output goes into slice t (length-1-t when
+ * reversed) of its stacked tensor, made once before the loop (scan_stack) and written in place
+ * (scan_put), then copied out after it. The body's buffers are taken and given back per
+ * iteration like a Loop's (the same offsets in planned mode). */
+static clrun_status scan_run_time(clrun__imp *im, clrun__onode *n, const Onnx__GraphProto *body,
+                                  const scan_form *f, int64_t length, clrun__value **states,
+                                  clrun__value *const *scans, clrun__value **finals, clrun__value **ys)
+{
+    int ns = f->ns, nm = f->nm, nk = f->nk;
+    if (2 * ns + 3 + nk > MAX_EMIT_INPUTS)
+        return clrun__unsupported(im, "a Scan run per iteration carries at most %d states and scan outputs "
+                                  "together (2 per state), not %d states and %d scan outputs",
+                                  MAX_EMIT_INPUTS - 3, ns, nk);
+    clrun__otensor full[64];
+    clrun_status s = CLRUN_OK;
+    for (int k = 0; s == CLRUN_OK && k < nk; k++)
+        s = stacked_type(im, body, f, k, length, &full[k]);
+    if (s != CLRUN_OK)
+        return s;
+    clrun__value *trip = clrun__scalar_value(im, CLRUN__ONNX_INT64, (double)length, 0);
+    clrun__value *cond = clrun__scalar_value(im, CLRUN__ONNX_BOOL, 1, 0);
+    clrun__value *minus_one = clrun__scalar_value(im, CLRUN__ONNX_INT64, -1, 0);
+    if (trip == NULL || cond == NULL || minus_one == NULL)
+        return CLRUN__OOM(im);
+    clrun__value *ins[MAX_EMIT_INPUTS], *begun[2], *count = NULL, *acc[64], *token[64];
+    clrun__value **in = calloc((size_t)(ns + nm) + 1, sizeof *in), **out = calloc((size_t)(ns + nk) + 1, sizeof *out);
+    s = in && out ? CLRUN_OK : CLRUN__OOM(im);
+    for (int i = 0; s == CLRUN_OK && i < ns; i++)
+        s = clrun__emit1(im, n, "loop_carry", &states[i], 1, NULL, 0, -1, &in[i]);
+    for (int k = 0; s == CLRUN_OK && k < nk; k++) {
+        clrun_dtype dtype = CLRUN_F32;
+        clrun__onnx_elem_dtype(full[k].elem, &dtype);
+        clrun_attr attrs[2] = {clrun__mk_ints("shape", full[k].dims, full[k].rank),
+                               clrun__mk_int("dtype", (int64_t)dtype)};
+        clrun__value *anchor = scans[0];
+        s = clrun__emit1(im, n, "scan_stack", &anchor, 1, attrs, 2, -1, &acc[k]);
+    }
+    ins[0] = trip;
+    ins[1] = cond;
+    for (int i = 0; i < ns; i++)
+        ins[2 + i] = in[i];
+    int none[2] = {-1, -1};
+    if (s == CLRUN_OK)
+        s = clrun__emit(im, n, "loop_begin", ins, 2 + ns, NULL, 0, none, 2, begun);
+    clrun__value *saved = im->guard;
+    bool saved_negate = im->guard_negate;
+    int32_t first_node = im->graph->node_count;
+    if (s == CLRUN_OK) {
+        im->guard = begun[1]; /* true while the body runs: keeps its nodes apart (never fused) */
+        im->guard_negate = false;
+    }
+    clrun__value *from_end = NULL;
+    for (int j = 0; s == CLRUN_OK && j < nm; j++) {
+        if (f->in_dir[j] && from_end == NULL)
+            s = clrun__emit_binary(im, n, "sub", minus_one, begun[0], -1, &from_end);
+        clrun__value *pair[2] = {scans[j], f->in_dir[j] ? from_end : begun[0]};
+        clrun_attr axis = clrun__mk_int("axis", f->in_axis[j]);
+        if (s == CLRUN_OK)
+            s = clrun__emit1(im, n, "gather", pair, 2, &axis, 1, -1, &in[ns + j]);
+    }
+    if (s == CLRUN_OK) {
+        s = clrun__imp_inline_body(im, body, in, out);
+        im->node = n;
+    }
+    for (int i = 0; s == CLRUN_OK && i < ns; i++) {
+        if (!same_type(&out[i]->c, &in[i]->c)) {
+            char ta[160], tb[160];
+            describe(&in[i]->c, ta, sizeof ta);
+            describe(&out[i]->c, tb, sizeof tb);
+            s = clrun__unsupported(im, "state %d comes in as %s and the body gives '%s' %s; in a Scan run per "
+                                   "iteration states keep their type and shape", i, ta, value_label(out[i]), tb);
+            break;
+        }
+        s = clrun__emit1(im, n, "loop_carry", &out[i], 1, NULL, 0, -1, &ins[3 + i]);
+    }
+    for (int k = 0; s == CLRUN_OK && k < nk; k++) {
+        clrun__value *y = out[ns + k];
+        bool fits = y->c.elem == full[k].elem && y->c.rank + 1 == full[k].rank;
+        for (int d = 0, j = 0; fits && d < full[k].rank; d++)
+            if (d != f->out_axis[k])
+                fits = y->c.dims[j++] == full[k].dims[d];
+        if (!fits) {
+            char ta[160], tb[160];
+            describe(&y->c, ta, sizeof ta);
+            describe(&full[k], tb, sizeof tb);
+            s = clrun__unsupported(im, "the body's scan output %d '%s' is %s, which is not a slice of the %s "
+                                   "its declared type gives", k, value_label(y), ta, tb);
+            break;
+        }
+        clrun__value *put[3] = {acc[k], y, begun[0]};
+        clrun_attr attrs[2] = {clrun__mk_int("axis", f->out_axis[k]), clrun__mk_int("reverse", f->out_dir[k] != 0)};
+        s = clrun__emit1(im, n, "scan_put", put, 3, attrs, 2, -1, &token[k]);
+    }
+    im->guard = saved;
+    im->guard_negate = saved_negate;
+    int count_in = 3 + 2 * ns;
+    if (s == CLRUN_OK) {
+        ins[0] = begun[0];
+        ins[1] = begun[1];
+        ins[2] = begun[1]; /* the condition passes through: the trip count ends the loop */
+        for (int i = 0; i < ns; i++)
+            ins[3 + ns + i] = in[i];
+        s = outer_reads(im, first_node, ins, &count_in, MAX_EMIT_INPUTS - nk);
+    }
+    for (int k = 0; s == CLRUN_OK && k < nk; k++)
+        ins[count_in++] = token[k];
+    clrun_attr carried = clrun__mk_int("carried", ns);
+    if (s == CLRUN_OK)
+        s = clrun__emit1(im, n, "loop_end", ins, count_in, &carried, 1, -1, &count);
+    for (int i = 0; s == CLRUN_OK && i < ns; i++) {
+        clrun__value *pair[2] = {in[i], count};
+        s = clrun__emit1(im, n, "loop_carry", pair, 2, NULL, 0, -1, &finals[i]);
+    }
+    for (int k = 0; s == CLRUN_OK && k < nk; k++) {
+        clrun__value *pair[2] = {acc[k], count};
+        s = clrun__emit1(im, n, "loop_carry", pair, 2, NULL, 0, -1, &ys[k]);
+    }
+    free(in);
+    free(out);
+    return s;
 }
 
 /* A Loop whose trip count or condition is known only at run time (or whose body computes its

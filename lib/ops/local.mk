@@ -32,7 +32,8 @@ CLRUN_KERNEL_FILES += \
 	kernels/conv_grad.cl \
 	kernels/col2im.cl \
 	kernels/sample.cl \
-	kernels/detect.cl
+	kernels/detect.cl \
+	kernels/scan.cl
 
 # The integer products (matmul_integer, conv_integer).
 libclrun_internal_la_SOURCES += lib/ops/ops_qlinear.c
