@@ -1,11 +1,30 @@
 /* Small utilities: see util.h. */
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE beside _XOPEN_SOURCE (Linux) */
 #include "core/util.h"
 
 #include <clrun/options.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
+
+/* Transparent huge pages come in 2 MiB on x86-64 and arm64 (4 KiB pages). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *clrun__alloc_filled_whole(size_t size)
+{
+    if (size < HUGE_PAGE)
+        return malloc(size);
+    void *block = NULL;
+    if (posix_memalign(&block, HUGE_PAGE, size) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    /* Advice only: where the system refuses it (THP off, not Linux) the pages are small. */
+    (void)madvise(block, size / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+    return block;
+}
 
 double clrun__now(void)
 {

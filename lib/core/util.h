@@ -26,6 +26,12 @@ static inline uint64_t clrun__splitmix64(uint64_t *state)
 /* Seconds on CLOCK_MONOTONIC. */
 double clrun__now(void);
 
+/* malloc for a block that is about to be written whole (a model's weights): from 2 MiB up,
+ * aligned to 2 MiB and advised for transparent huge pages where the system has them (Linux's
+ * THP in `madvise` or `always` mode), so that filling it takes a page fault per 2 MiB rather
+ * than per 4 KiB. Freed with free(); NULL when out of memory. */
+void *clrun__alloc_filled_whole(size_t size);
+
 /* Bytes in the one unit style of every message: "512 B", "1.50 MiB" (binary multiples). buf
  * gets at least CLRUN__BYTES_TEXT bytes; returns buf. */
 #define CLRUN__BYTES_TEXT 32

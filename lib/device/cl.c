@@ -191,6 +191,20 @@ static cl_int enqueue_copy_buffer(cl_command_queue q, cl_mem src, cl_mem dst, si
     return clEnqueueCopyBuffer(q, src, dst, so, d, s, nw, w, e);
 }
 
+static void *enqueue_map_buffer(cl_command_queue q, cl_mem m, cl_bool b, cl_map_flags f, size_t o,
+                                size_t s, cl_uint nw, const cl_event *w, cl_event *e, cl_int *err)
+{
+    FAIL_OBJECT(err);
+    return clEnqueueMapBuffer(q, m, b, f, o, s, nw, w, e, err);
+}
+
+static cl_int enqueue_unmap_mem_object(cl_command_queue q, cl_mem m, void *p, cl_uint nw,
+                                       const cl_event *w, cl_event *e)
+{
+    FAIL_STATUS();
+    return clEnqueueUnmapMemObject(q, m, p, nw, w, e);
+}
+
 static cl_int enqueue_marker_with_wait_list(cl_command_queue q, cl_uint nw, const cl_event *w,
                                             cl_event *e)
 {
@@ -257,6 +271,8 @@ const clrun__cl_api clrun__cl = {
     .EnqueueWriteBuffer = enqueue_write_buffer,
     .EnqueueFillBuffer = enqueue_fill_buffer,
     .EnqueueCopyBuffer = enqueue_copy_buffer,
+    .EnqueueMapBuffer = enqueue_map_buffer,
+    .EnqueueUnmapMemObject = enqueue_unmap_mem_object,
     .EnqueueMarkerWithWaitList = enqueue_marker_with_wait_list,
     .Finish = finish,
     .Flush = flush,

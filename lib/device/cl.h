@@ -51,6 +51,10 @@ typedef struct clrun__cl_api {
                                 cl_uint, const cl_event *, cl_event *);
     cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint,
                                 const cl_event *, cl_event *);
+    void *(*EnqueueMapBuffer)(cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t,
+                              cl_uint, const cl_event *, cl_event *, cl_int *);
+    cl_int (*EnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint, const cl_event *,
+                                    cl_event *);
     cl_int (*EnqueueMarkerWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
     cl_int (*Finish)(cl_command_queue);
     cl_int (*Flush)(cl_command_queue);

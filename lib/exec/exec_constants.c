@@ -252,12 +252,22 @@ static clrun_status allocate_resident(clrun_exec *e, const packing_plan *p)
     return status;
 }
 
-/* Node i lays out its copy on the host from its constants' values, and it goes up into its
- * resident block; a node reading another's copy lays it out too (its state learns where) and
- * uploads nothing. */
+/* Node i lays out its copy from its constants' values straight into its resident block, mapped
+ * for writing (no staging copy on the host, no write after it); a node reading another's copy
+ * lays it out too (its state learns where) into host memory dropped after. */
 static clrun_status pack_node(clrun_exec *e, const packing_plan *p, int32_t i)
 {
     const clrun__node *node = &e->graph->nodes[i];
+    int32_t from = p->owner[i] >= 0 ? p->owner[i] : i;
+    if (from == i) {
+        void *mapped = NULL;
+        clrun_status status = clrun__buffer_map_write(e->ctx, &e->packed[i], &mapped);
+        if (status != CLRUN_OK)
+            return status;
+        status = pack_on_host(e, p, i, mapped, e->packed[i].mem);
+        clrun_status unmapped = clrun__buffer_unmap_written(e->ctx, &e->packed[i], mapped);
+        return status != CLRUN_OK ? status : unmapped;
+    }
     void *host = malloc((size_t)p->bytes[i]);
     if (host == NULL) {
         char text[CLRUN__BYTES_TEXT];
@@ -266,10 +276,7 @@ static clrun_status pack_node(clrun_exec *e, const packing_plan *p, int32_t i)
                            clrun__exec_tensor_name(e, node->outputs[0]),
                            clrun__format_bytes(p->bytes[i], text, sizeof text));
     }
-    int32_t from = p->owner[i] >= 0 ? p->owner[i] : i;
     clrun_status status = pack_on_host(e, p, i, host, e->packed[from].mem);
-    if (status == CLRUN_OK && from == i)
-        status = clrun__buffer_write_owned(e->ctx, &e->packed[i], host);
     free(host);
     return status;
 }

@@ -213,11 +213,14 @@ clrun_status clrun_graph_add_input(clrun_graph *graph, const char *name,
     return CLRUN_OK;
 }
 
-clrun_status clrun_graph_add_constant(clrun_graph *graph, const char *name,
-                                      const clrun_tensor_type *type, const void *data,
-                                      clrun_fill fill, double a, double b, uint64_t seed,
-                                      clrun_tensor_id *id)
+/* A constant: data copied, or (owned, not NULL) taken as the tensor's own (freed with the graph;
+ * on failure the caller keeps it). */
+static clrun_status add_constant(clrun_graph *graph, const char *name, const clrun_tensor_type *type,
+                                 const void *data, void *owned, clrun_fill fill, double a, double b,
+                                 uint64_t seed, clrun_tensor_id *id)
 {
+    if (owned)
+        data = owned;
     if (!graph)
         return clrun__graph_fail(NULL, CLRUN_ERROR_INVALID_ARGUMENT, "graph is NULL");
     clrun_status status = check_new_name(graph, name);
@@ -239,18 +242,38 @@ clrun_status clrun_graph_add_constant(clrun_graph *graph, const char *name,
     uint64_t bytes = clrun_tensor_bytes(type);
     if (data && bytes > SIZE_MAX)
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_SIZE, "'%s': data too large", name);
-    if (data && !(tensor.data = malloc((size_t)bytes)))
+    if (data && !owned && !(tensor.data = malloc((size_t)bytes)))
         return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (!reserve_tensors(graph, 1) || !(tensor.name = copy_string(name))) {
-        free(tensor.data);
+        if (!owned)
+            free(tensor.data);
         return clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
-    if (data)
+    if (owned)
+        tensor.data = owned;
+    else if (data)
         memcpy(tensor.data, data, (size_t)bytes);
     clrun_tensor_id new_id = append_tensor(graph, &tensor);
     if (id)
         *id = new_id;
     return CLRUN_OK;
+}
+
+clrun_status clrun_graph_add_constant(clrun_graph *graph, const char *name,
+                                      const clrun_tensor_type *type, const void *data,
+                                      clrun_fill fill, double a, double b, uint64_t seed,
+                                      clrun_tensor_id *id)
+{
+    return add_constant(graph, name, type, data, NULL, fill, a, b, seed, id);
+}
+
+clrun_status clrun__graph_add_constant_owned(clrun_graph *graph, const char *name,
+                                            const clrun_tensor_type *type, void *data,
+                                            clrun_tensor_id *id)
+{
+    if (data == NULL)
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT, "'%s': no data to take", name ? name : "");
+    return add_constant(graph, name, type, NULL, data, CLRUN_FILL_ZEROS, 0, 0, 0, id);
 }
 
 static bool attr_name_taken(const clrun_attr *attrs, int count, const char *name)

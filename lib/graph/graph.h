@@ -96,6 +96,13 @@ clrun_tensor_id clrun__graph_find_ident(const clrun_graph *graph, const char *na
 clrun_status clrun__graph_fail(clrun_graph *graph, clrun_status status, const char *format, ...)
     CLRUN__PRINTF(3, 4);
 
+/* clrun_graph_add_constant with the values taken, not copied: `data` (malloc'd, not NULL,
+ * clrun_tensor_bytes(type) bytes) becomes the tensor's own, freed with the graph. On failure
+ * nothing is taken: the caller still owns data. */
+clrun_status clrun__graph_add_constant_owned(clrun_graph *graph, const char *name,
+                                            const clrun_tensor_type *type, void *data,
+                                            clrun_tensor_id *id);
+
 /* Refuses fill parameters that do not describe a real distribution for the dtype, naming the
  * tensor `name`, through clrun__graph_fail. */
 clrun_status clrun__check_fill(clrun_graph *graph, const char *name, clrun_dtype dtype,

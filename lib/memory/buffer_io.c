@@ -45,6 +45,40 @@ clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *b
     return CLRUN_OK;
 }
 
+clrun_status clrun__buffer_map_write(clrun_context *ctx, const clrun_buffer *buffer, void **host)
+{
+    *host = NULL;
+    cl_event wait = NULL;
+    clrun_status status = clrun__pool_take_wait(ctx, buffer, &wait);
+    if (status != CLRUN_OK)
+        return status;
+    cl_int error = CL_SUCCESS;
+    void *mapped = clrun__cl.EnqueueMapBuffer(ctx->queue, buffer->mem, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
+                                              0, (size_t)buffer->size, wait ? 1 : 0, wait ? &wait : NULL,
+                                              NULL, &error);
+    if (wait)
+        clrun__cl.ReleaseEvent(wait);
+    if (mapped == NULL || error != CL_SUCCESS)
+        return clrun__fail_cl(ctx, error != CL_SUCCESS ? error : CL_MAP_FAILURE, "clEnqueueMapBuffer",
+                              "%llu bytes to write", (unsigned long long)buffer->size);
+    *host = mapped;
+    return CLRUN_OK;
+}
+
+clrun_status clrun__buffer_unmap_written(clrun_context *ctx, const clrun_buffer *buffer, void *host)
+{
+    cl_event done = NULL;
+    cl_int error = clrun__cl.EnqueueUnmapMemObject(ctx->queue, buffer->mem, host, 0, NULL, &done);
+    if (error == CL_SUCCESS)
+        error = clrun__cl.WaitForEvents(1, &done);
+    if (done)
+        clrun__cl.ReleaseEvent(done);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(ctx, error, "clEnqueueUnmapMemObject", "%llu bytes written",
+                              (unsigned long long)buffer->size);
+    return CLRUN_OK;
+}
+
 clrun_status clrun_buffer_read(clrun_context *ctx, const clrun_buffer *buffer, void *host)
 {
     clrun_status status = check(ctx, buffer, host, "clrun_buffer_read");

@@ -98,6 +98,14 @@ clrun_status clrun__buffer_write_owned(clrun_context *ctx, const clrun_buffer *b
 clrun_status clrun__buffer_write_range(clrun_context *ctx, const clrun_buffer *buffer,
                                        uint64_t offset, uint64_t bytes, const void *host);
 
+/* The executor's block `buffer` mapped for writing all of it (its earlier bytes dropped, never
+ * read back): *host receives where to write its buffer->size bytes, until
+ * clrun__buffer_unmap_written. On a device over host memory (POCL's CPU devices) the block's
+ * own memory, so that what is laid out there needs no staging copy and no write. */
+clrun_status clrun__buffer_map_write(clrun_context *ctx, const clrun_buffer *buffer, void **host);
+/* Ends that mapping; the bytes written are the block's once it returns CLRUN_OK. */
+clrun_status clrun__buffer_unmap_written(clrun_context *ctx, const clrun_buffer *buffer, void *host);
+
 /* True when `buffer` is a live block of ctx's pool (not freed, not a stale copy, not foreign). */
 bool clrun__pool_is_live(clrun_context *ctx, const clrun_buffer *buffer);
 

@@ -103,8 +103,16 @@ clrun_status clrun__device_id(clrun__imp *im, clrun__value *v, clrun_tensor_id *
         if (index < 0 || clrun__imp_temp_name(im, im->node, index) == NULL)
             return CLRUN__OOM(im);
     }
-    clrun_status s = clrun_graph_add_constant(im->graph, v->name, &type, v->c.data, CLRUN_FILL_ZEROS,
-                                              0, 0, 0, &v->id);
+    /* The weights are most of a model's bytes: the graph takes the value's block rather than a
+     * copy of it (the value still reads it, as the graph's, while the import lasts). */
+    clrun_status s;
+    if (v->c.data && !v->c.graph_owned && clrun_tensor_bytes(&type) > 0) {
+        s = clrun__graph_add_constant_owned(im->graph, v->name, &type, v->c.data, &v->id);
+        v->c.graph_owned = s == CLRUN_OK;
+    } else {
+        s = clrun_graph_add_constant(im->graph, v->name, &type, v->c.data, CLRUN_FILL_ZEROS, 0, 0, 0,
+                                     &v->id);
+    }
     if (s != CLRUN_OK)
         return clrun__imp_fail(im, s == CLRUN_ERROR_INVALID_SIZE ? CLRUN_ERROR_UNSUPPORTED : s,
                                "constant '%s': %s", v->name, clrun_graph_last_error(im->graph));

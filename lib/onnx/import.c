@@ -560,6 +560,22 @@ static clrun_status finish(clrun__imp *im, clrun_status s, clrun_graph **out)
     return s;
 }
 
+/* protobuf-c's allocations while it parses a model: most of the bytes are the weights' raw data,
+ * each copied once into a block of its own that the tensors then take (and free with free()),
+ * so large blocks come in huge pages (clrun__alloc_filled_whole): a few faults instead of one
+ * per 4 KiB page copied. */
+static void *unpack_alloc(void *data, size_t size)
+{
+    (void)data;
+    return clrun__alloc_filled_whole(size);
+}
+
+static void unpack_free(void *data, void *block)
+{
+    (void)data;
+    free(block);
+}
+
 clrun_status clrun_graph_load_onnx_memory(const void *data, size_t size, const char *filename,
                                           const clrun_onnx_options *options, clrun_graph **out)
 {
@@ -586,7 +602,8 @@ clrun_status clrun_graph_load_onnx_memory(const void *data, size_t size, const c
         return finish(&im, clrun__imp_fail(&im, CLRUN_ERROR_PARSE, "messages nested deeper than %d levels",
                                            CLRUN__ONNX_MAX_DEPTH), out);
     }
-    Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, data);
+    ProtobufCAllocator weights = {.alloc = unpack_alloc, .free = unpack_free};
+    Onnx__ModelProto *model = onnx__model_proto__unpack(&weights, size, data);
     if (model == NULL)
         return finish(&im, clrun__imp_fail(&im, CLRUN_ERROR_PARSE, "not an ONNX model: malformed protobuf"), out);
     im.model = model;

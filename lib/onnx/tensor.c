@@ -202,7 +202,8 @@ void clrun__otensor_free(clrun__otensor *t)
         uint64_t *count = t->counted > 0 ? &budget_used : &budget_decoded;
         uint64_t bytes = t->counted > 0 ? (uint64_t)t->counted : (uint64_t)0 - (uint64_t)t->counted;
         *count = *count > bytes ? *count - bytes : 0;
-        free(t->data);
+        if (!t->graph_owned)
+            free(t->data);
         memset(t, 0, sizeof *t);
     }
 }

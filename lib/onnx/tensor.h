@@ -73,6 +73,8 @@ typedef struct clrun__otensor {
                                               > 0 made (alloc, copy), < 0 decoded (raising the
                                               budget); returned by clrun__otensor_free. The tensor
                                               is moved as a whole struct, never duplicated */
+    bool graph_owned;                      /* data is a graph constant's own (taken by it, never
+                                              written again): read here, freed with the graph */
 } clrun__otensor;
 
 /* "float", "int64", ... ("type 42" style text for unknown values goes to buf). */
