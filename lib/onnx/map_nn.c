@@ -352,19 +352,28 @@ static clrun_status empty_conv(clrun__imp *im, clrun__onode *n, clrun__value *x,
     int rank = xc->rank;
     int64_t dims[CLRUN__ONNX_MAX_RANK];
     char dx[128], dw[128];
-    if (w->group < 1 || xc->elem != wc->elem || wc->dims[1] * w->group != xc->dims[1] || wc->dims[0] % w->group)
+    int64_t channels;
+    if (w->group < 1 || xc->elem != wc->elem || !clrun__mul_i64(wc->dims[1], w->group, &channels) ||
+        channels != xc->dims[1] || wc->dims[0] % w->group)
         return clrun__invalid(im, "Conv of X %s and W %s in %" PRId64 " groups: the channels or element types do "
                               "not fit", clrun__onnx_dims_text(rank, xc->dims, dx, sizeof dx),
                               clrun__onnx_dims_text(wc->rank, wc->dims, dw, sizeof dw), w->group);
+    char mode[16];
+    clrun_status s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", mode, sizeof mode);
+    if (s != CLRUN_OK)
+        return s;
     dims[0] = xc->dims[0];
     dims[1] = wc->dims[0];
     for (int i = 0; i < w->spatial; i++) {
         int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1; /* in range: window_attrs */
         int64_t room = xc->dims[2 + i] + w->pad_begin[i] + w->pad_end[i] - span;
-        if (room < 0)
+        if (strncmp(mode, "SAME_", 5) == 0) /* ceil(in / stride): none for an empty axis */
+            dims[2 + i] = (xc->dims[2 + i] + w->stride[i] - 1) / w->stride[i];
+        else if (room < 0)
             return clrun__invalid(im, "the window of %" PRId64 " on spatial axis %d is larger than the padded "
                                   "input %s", span, i, clrun__onnx_dims_text(rank, xc->dims, dx, sizeof dx));
-        dims[2 + i] = room / w->stride[i] + 1;
+        else
+            dims[2 + i] = room / w->stride[i] + 1;
     }
     bool none = false;
     for (int d = 0; d < rank; d++)
@@ -379,7 +388,7 @@ static clrun_status empty_conv(clrun__imp *im, clrun__onode *n, clrun__value *x,
     int64_t column[CLRUN__ONNX_MAX_RANK];
     for (int d = 0; d < rank - 1; d++)
         column[d] = d == 0 ? dims[1] : 1;
-    clrun_status s = clrun__mv_reshape(im, n, bias, rank - 1, column, -1, &bias);
+    s = clrun__mv_reshape(im, n, bias, rank - 1, column, -1, &bias);
     return s == CLRUN_OK ? clrun__mv_expand(im, n, bias, rank, dims, 0, NULL) : s;
 }
 
