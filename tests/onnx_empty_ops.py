@@ -2,7 +2,8 @@
 """Ops over an empty operand (a dimension 0) whose result is not empty, through clrun (`clrun run
 MODEL.onnx --input ... --output-dir`), against a numpy reference of the ONNX spec: a padded Conv
 over an empty image and a Conv over an empty channel axis (each output sums nothing: the bias,
-fed at run time, or zeros; SAME padding of an empty image leaves no row), a Gemm with K = 0 (beta * C, C fed at run time), Pad of an empty
+fed at run time, or zeros; SAME padding of an empty image leaves no row), a ConvTranspose over
+an empty image (its kernel's reach: the bias), a Gemm with K = 0 (beta * C, C fed at run time), Pad of an empty
 tensor (its value), the reductions of nothing (L1, L2, SumSquare 0, LogSum and LogSumExp -inf,
 Prod 1, Max -inf), a Split-18 whose num_outputs leaves the last part empty, LSTM over no step
 (the initial states), GRU over no batch entry, RNN over an input size of 0 and a Loop of no
@@ -21,6 +22,7 @@ from onnx_common import close, init, model, refusals_hold, run, some_modes, vi
 I64 = TensorProto.INT64
 F32 = TensorProto.FLOAT
 f32 = np.float32
+WT = (np.arange(24, dtype=f32).reshape(2, 3, 2, 2) - 12) / 5  # ConvTranspose's [C, M, 2, 2]
 
 
 def conv_ref(x, w, b, pads):
@@ -34,10 +36,21 @@ def conv_ref(x, w, b, pads):
     for pos in np.ndindex(*out_sp):
         window = tuple(slice(p, p + w.shape[2 + i]) for i, p in enumerate(pos))
         patch = xp[(slice(None), slice(None)) + window]
-        y[(slice(None), slice(None)) + pos] = np.tensordot(patch, w, axes=(list(range(1, x.ndim)), list(range(1, x.ndim))))
+        axes = list(range(1, x.ndim))
+        y[(slice(None), slice(None)) + pos] = np.tensordot(patch, w, axes=(axes, axes))
     if b is not None:
         y += b.reshape((1, -1) + (1,) * spatial)
     return y
+
+
+def conv_transpose_ref(x, w, b):
+    """ONNX ConvTranspose (2-D, strides 1, no padding, one group) by its definition: each input
+    element scatters x times its kernel into the output, then b is added."""
+    out = (x.shape[2] + w.shape[2] - 1, x.shape[3] + w.shape[3] - 1)
+    y = np.zeros((x.shape[0], w.shape[1]) + out, f32)
+    for n, c, i, j in np.ndindex(*x.shape):
+        y[n, :, i:i + w.shape[2], j:j + w.shape[3]] += x[n, c, i, j] * w[c]
+    return y + b.reshape(1, -1, 1, 1)
 
 
 def build():
@@ -47,6 +60,7 @@ def build():
         helper.make_node("Conv", ["xc", "wc", "b"], ["z_conv_c"]),
         helper.make_node("Conv", ["x1", "w1"], ["z_conv_1d"], pads=[1, 1]),
         helper.make_node("Conv", ["xs", "ws"], ["z_conv_same"], auto_pad="SAME_UPPER", strides=[2, 1]),
+        helper.make_node("ConvTranspose", ["xt", "wt", "b"], ["z_conv_t"]),
         helper.make_node("Gemm", ["a", "bk", "c"], ["z_gemm"], alpha=2.0, beta=0.5),
         helper.make_node("Gemm", ["at", "bk"], ["z_gemm_t"], transA=1),
         helper.make_node("Pad", ["xp", "pads", "value"], ["z_pad"]),
@@ -57,13 +71,15 @@ def build():
     for op in reductions:
         nodes.append(helper.make_node(op, ["xr", "axes"], ["z_" + op], keepdims=0))
     inputs = [vi("xh", [1, 2, 0, 3]), vi("w", [3, 2, 3, 1]), vi("b", [3]), vi("g", [1, 3, 2, 3]),
-              vi("xc", [1, 0, 4, 4]), vi("x1", [2, 1, 0]), vi("xs", [1, 1, 0, 2]), vi("a", [2, 0]), vi("c", [3]), vi("at", [0, 2]),
+              vi("xc", [1, 0, 4, 4]), vi("x1", [2, 1, 0]), vi("xs", [1, 1, 0, 2]), vi("xt", [1, 2, 0, 2]),
+              vi("a", [2, 0]), vi("c", [3]), vi("at", [0, 2]),
               vi("xp", [0, 3]), vi("s", [2, 3]), vi("xr", [3, 0])]
-    outputs = [vi("z_conv_h", [1, 3, 2, 3]), vi("z_conv_c", [1, 3, 2, 2]), vi("z_conv_1d", [2, 2, 1]), vi("z_conv_same", [1, 2, 0, 2]),
+    outputs = [vi("z_conv_h", [1, 3, 2, 3]), vi("z_conv_c", [1, 3, 2, 2]), vi("z_conv_1d", [2, 2, 1]),
+               vi("z_conv_same", [1, 2, 0, 2]), vi("z_conv_t", [1, 3, 1, 3]),
                vi("z_gemm", [2, 3]), vi("z_gemm_t", [2, 3]), vi("z_pad", [3, 3]), vi("z_s0", [1, 3]),
                vi("z_s1", [1, 3]), vi("z_s2", [0, 3])] + [vi("z_" + op, [3]) for op in reductions]
     inits = [init("wc", np.zeros((3, 0, 3, 3), f32)), init("w1", np.ones((2, 1, 2), f32)),
-             init("ws", np.ones((2, 1, 3, 3), f32)),
+             init("ws", np.ones((2, 1, 3, 3), f32)), init("wt", WT),
              init("bk", np.zeros((0, 3), f32)), init("pads", np.array([1, 0, 2, 0], np.int64)),
              init("value", np.array(1.5, f32)), init("axes", np.array([1], np.int64))]
     return model(nodes, inputs, outputs, 18, inits)
@@ -120,6 +136,7 @@ def reference(f):
             "z_conv_c": conv_ref(f["xc"], np.zeros((3, 0, 3, 3), f32), f["b"], [0, 0, 0, 0]),
             "z_conv_1d": conv_ref(f["x1"], np.ones((2, 1, 2), f32), None, [1, 1]),
             "z_conv_same": np.zeros((1, 2, 0, 2), f32),  # SAME: ceil(0 / 2) rows
+            "z_conv_t": conv_transpose_ref(f["xt"], WT, f["b"]),
             "z_gemm": f32(2) * (f["a"] @ np.zeros((0, 3), f32)) + f32(0.5) * f["c"],
             "z_gemm_t": f["at"].T @ np.zeros((0, 3), f32),
             "z_pad": np.pad(f["xp"], [(1, 2), (0, 0)], constant_values=1.5),
@@ -163,7 +180,7 @@ def main():
     feeds = {"xh": np.zeros((1, 2, 0, 3), f32), "w": rng.standard_normal((3, 2, 3, 1)).astype(f32),
              "b": np.array([1.25, -2.5, 3.0], f32), "g": rng.standard_normal((1, 3, 2, 3)).astype(f32),
              "xc": np.zeros((1, 0, 4, 4), f32), "x1": np.zeros((2, 1, 0), f32),
-             "xs": np.zeros((1, 1, 0, 2), f32), "a": np.zeros((2, 0), f32),
+             "xs": np.zeros((1, 1, 0, 2), f32), "xt": np.zeros((1, 2, 0, 2), f32), "a": np.zeros((2, 0), f32),
              "c": np.array([0.5, -1.0, 7.25], f32), "at": np.zeros((0, 2), f32), "xp": np.zeros((0, 3), f32),
              "s": rng.standard_normal((2, 3)).astype(f32), "xr": np.zeros((3, 0), f32)}
     recurrent = {"lx": np.zeros((0, B, 2), f32), "lw": rng.standard_normal((1, 4 * H, 2)).astype(f32),

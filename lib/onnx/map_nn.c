@@ -342,6 +342,29 @@ static clrun_status conv_operands(clrun__imp *im, clrun__onode *n, window *w)
     return CLRUN_OK;
 }
 
+/* The output [N, M, spatial...] of a convolution (transposed or not) where no tap reaches an
+ * element of X: empty where a dimension is 0, else the bias per channel broadcast, or zeros. */
+static clrun_status sums_of_nothing(clrun__imp *im, clrun__onode *n, int elem, int rank, const int64_t *dims,
+                                    clrun__value *bias)
+{
+    char db[128];
+    bool none = false;
+    for (int d = 0; d < rank; d++)
+        none = none || dims[d] == 0;
+    if (none)
+        return clrun__mv_empty(im, n, elem, rank, dims, 0, NULL);
+    if (bias == NULL)
+        return clrun__mv_fill(im, n, elem, 0, rank, dims, 0, NULL);
+    if (bias->c.rank != 1 || bias->c.dims[0] != dims[1] || bias->c.elem != elem)
+        return clrun__invalid(im, "B %s is not one value per output channel (%" PRId64 ")",
+                              clrun__onnx_dims_text(bias->c.rank, bias->c.dims, db, sizeof db), dims[1]);
+    int64_t column[CLRUN__ONNX_MAX_RANK];
+    for (int d = 0; d < rank - 1; d++)
+        column[d] = d == 0 ? dims[1] : 1;
+    clrun_status s = clrun__mv_reshape(im, n, bias, rank - 1, column, -1, &bias);
+    return s == CLRUN_OK ? clrun__mv_expand(im, n, bias, rank, dims, 0, NULL) : s;
+}
+
 /* A Conv whose X or W is empty, its window checked. Its result is empty where N or M is 0;
  * else each output sums nothing (an empty channel axis, or windows over the padding of an
  * empty image alone): the bias per channel, or zeros. */
@@ -375,21 +398,7 @@ static clrun_status empty_conv(clrun__imp *im, clrun__onode *n, clrun__value *x,
         else
             dims[2 + i] = room / w->stride[i] + 1;
     }
-    bool none = false;
-    for (int d = 0; d < rank; d++)
-        none = none || dims[d] == 0;
-    if (none)
-        return clrun__mv_empty(im, n, xc->elem, rank, dims, 0, NULL);
-    if (bias == NULL)
-        return clrun__mv_fill(im, n, xc->elem, 0, rank, dims, 0, NULL);
-    if (bias->c.rank != 1 || bias->c.dims[0] != dims[1] || bias->c.elem != xc->elem)
-        return clrun__invalid(im, "B %s is not one value per output channel (%" PRId64 ")",
-                              clrun__onnx_dims_text(bias->c.rank, bias->c.dims, dw, sizeof dw), dims[1]);
-    int64_t column[CLRUN__ONNX_MAX_RANK];
-    for (int d = 0; d < rank - 1; d++)
-        column[d] = d == 0 ? dims[1] : 1;
-    s = clrun__mv_reshape(im, n, bias, rank - 1, column, -1, &bias);
-    return s == CLRUN_OK ? clrun__mv_expand(im, n, bias, rank, dims, 0, NULL) : s;
+    return sums_of_nothing(im, n, xc->elem, rank, dims, bias);
 }
 
 clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
@@ -560,6 +569,34 @@ clrun_status clrun__conv_transpose2d_core(clrun__imp *im, clrun__onode *n, clrun
     return clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, &out, 1, y);
 }
 
+/* A ConvTranspose whose X or W is empty, its padding final: no tap reaches an output (an empty
+ * image, or an empty channel axis), so each is its channel's bias, or 0. */
+static clrun_status empty_conv_transpose(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                         clrun__value *bias, const window *w, const int64_t *out_pad)
+{
+    const clrun__otensor *xc = &x->c, *wc = &wt->c;
+    int rank = xc->rank;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    char dx[128], dw[128];
+    if (w->group < 1 || xc->elem != wc->elem || wc->dims[0] != xc->dims[1] || xc->dims[1] % w->group ||
+        !clrun__mul_i64(wc->dims[1], w->group, &dims[1]))
+        return clrun__invalid(im, "ConvTranspose of X %s and W %s in %" PRId64 " groups: the channels or element "
+                              "types do not fit", clrun__onnx_dims_text(rank, xc->dims, dx, sizeof dx),
+                              clrun__onnx_dims_text(wc->rank, wc->dims, dw, sizeof dw), w->group);
+    dims[0] = xc->dims[0];
+    for (int i = 0; i < w->spatial; i++) { /* stride·(in − 1) + output_padding + span − pads */
+        int64_t out;
+        if (!clrun__mul_i64(w->stride[i], xc->dims[2 + i] - 1, &out) || !clrun__add_i64(out, out_pad[i], &out) ||
+            !clrun__add_i64(out, (w->kernel[i] - 1) * w->dilation[i] + 1, &out) ||
+            !clrun__add_i64(out, -w->pad_begin[i], &out) || !clrun__add_i64(out, -w->pad_end[i], &out))
+            return clrun__unsupported(im, "an output of spatial axis %d beyond 2^63 - 1", i);
+        if (out < 0)
+            return clrun__invalid(im, "the output of spatial axis %d has %" PRId64 " elements", i, out);
+        dims[2 + i] = out;
+    }
+    return sums_of_nothing(im, n, xc->elem, rank, dims, bias);
+}
+
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
 {
     window w = {0};
@@ -603,6 +640,8 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
     }
     if (s != CLRUN_OK)
         return s;
+    if (clrun__otensor_count(&x->c) == 0 || clrun__otensor_count(&wt->c) == 0)
+        return empty_conv_transpose(im, n, x, wt, bias, &w, out_pad);
     if (sp == 3)
         return clrun__conv_transpose3d(im, n, x, wt, bias, &w, out_pad);
     if (sp == 1) {
