@@ -3,14 +3,14 @@
 MODEL.onnx --input ... --output-dir`), against a numpy reference of the ONNX spec: a padded Conv
 over an empty image and a Conv over an empty channel axis (each output sums nothing: the bias,
 fed at run time, or zeros; SAME padding of an empty image leaves no row), a ConvTranspose over
-an empty image (its kernel's reach: the bias), a Gemm with K = 0 (beta * C, C fed at run time), Pad of an empty
-tensor (its value), the reductions of nothing (L1, L2, SumSquare 0, LogSum and LogSumExp -inf,
-Prod 1, Max -inf), a Split-18 whose num_outputs leaves the last part empty, LSTM over no step
-(the initial states), GRU over no batch entry, RNN over an input size of 0 and a Loop of no
-iteration with a scan output (empty, of the body's declared entry); then what the spec
-leaves undefined (edge padding of an empty axis, a mean of nothing) and operands that do not fit
-refused by name. In every
-allocator mode and with fusion off (CLRUN_FUSION=0): bit-identical results.
+an empty image (its kernel's reach: the bias), a Gemm with K = 0 (beta * C, C fed at run time),
+Pad of an empty tensor (its value) and Pad cropping an axis to nothing, the reductions of
+nothing (L1, L2, SumSquare 0, LogSum and LogSumExp -inf, Prod 1, Max -inf), a Split-18 whose
+num_outputs leaves the last part empty, LSTM over no step (the initial states), GRU over no
+batch entry, RNN over an input size of 0 and a Loop of no iteration with a scan output (empty,
+of the body's declared entry); then what the spec leaves undefined (edge padding of an empty
+axis, a mean of nothing) and operands that do not fit refused by name. In every allocator mode
+and with fusion off (CLRUN_FUSION=0): bit-identical results.
 Usage: onnx_empty_ops.py CLRUN WORKDIR"""
 import os
 import sys
@@ -64,6 +64,7 @@ def build():
         helper.make_node("Gemm", ["a", "bk", "c"], ["z_gemm"], alpha=2.0, beta=0.5),
         helper.make_node("Gemm", ["at", "bk"], ["z_gemm_t"], transA=1),
         helper.make_node("Pad", ["xp", "pads", "value"], ["z_pad"]),
+        helper.make_node("Pad", ["xq", "crop"], ["z_crop"]),
         helper.make_node("Split", ["s"], ["z_s0", "z_s1", "z_s2"], axis=0, num_outputs=3),
     ]
     reductions = ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceSum",
@@ -72,15 +73,17 @@ def build():
         nodes.append(helper.make_node(op, ["xr", "axes"], ["z_" + op], keepdims=0))
     inputs = [vi("xh", [1, 2, 0, 3]), vi("w", [3, 2, 3, 1]), vi("b", [3]), vi("g", [1, 3, 2, 3]),
               vi("xc", [1, 0, 4, 4]), vi("x1", [2, 1, 0]), vi("xs", [1, 1, 0, 2]), vi("xt", [1, 2, 0, 2]),
-              vi("a", [2, 0]), vi("c", [3]), vi("at", [0, 2]),
+              vi("a", [2, 0]), vi("c", [3]), vi("at", [0, 2]), vi("xq", [3, 2]),
               vi("xp", [0, 3]), vi("s", [2, 3]), vi("xr", [3, 0])]
     outputs = [vi("z_conv_h", [1, 3, 2, 3]), vi("z_conv_c", [1, 3, 2, 2]), vi("z_conv_1d", [2, 2, 1]),
                vi("z_conv_same", [1, 2, 0, 2]), vi("z_conv_t", [1, 3, 1, 3]),
-               vi("z_gemm", [2, 3]), vi("z_gemm_t", [2, 3]), vi("z_pad", [3, 3]), vi("z_s0", [1, 3]),
+               vi("z_gemm", [2, 3]), vi("z_gemm_t", [2, 3]), vi("z_pad", [3, 3]), vi("z_crop", [0, 3]),
+               vi("z_s0", [1, 3]),
                vi("z_s1", [1, 3]), vi("z_s2", [0, 3])] + [vi("z_" + op, [3]) for op in reductions]
     inits = [init("wc", np.zeros((3, 0, 3, 3), f32)), init("w1", np.ones((2, 1, 2), f32)),
              init("ws", np.ones((2, 1, 3, 3), f32)), init("wt", WT),
              init("bk", np.zeros((0, 3), f32)), init("pads", np.array([1, 0, 2, 0], np.int64)),
+             init("crop", np.array([-1, 1, -2, 0], np.int64)),
              init("value", np.array(1.5, f32)), init("axes", np.array([1], np.int64))]
     return model(nodes, inputs, outputs, 18, inits)
 
@@ -140,6 +143,7 @@ def reference(f):
             "z_gemm": f32(2) * (f["a"] @ np.zeros((0, 3), f32)) + f32(0.5) * f["c"],
             "z_gemm_t": f["at"].T @ np.zeros((0, 3), f32),
             "z_pad": np.pad(f["xp"], [(1, 2), (0, 0)], constant_values=1.5),
+            "z_crop": np.pad(f["xq"][1:1], [(0, 0), (1, 0)]),  # pads -1 and -2 crop all 3 rows
             "z_s0": parts[0], "z_s1": parts[1], "z_s2": parts[2],
             "z_ReduceL1": np.abs(xr).sum(axis=1), "z_ReduceL2": np.sqrt((xr * xr).sum(axis=1)),
             "z_ReduceSumSquare": (xr * xr).sum(axis=1), "z_ReduceLogSum": np.log(xr.sum(axis=1)),
@@ -180,7 +184,8 @@ def main():
     feeds = {"xh": np.zeros((1, 2, 0, 3), f32), "w": rng.standard_normal((3, 2, 3, 1)).astype(f32),
              "b": np.array([1.25, -2.5, 3.0], f32), "g": rng.standard_normal((1, 3, 2, 3)).astype(f32),
              "xc": np.zeros((1, 0, 4, 4), f32), "x1": np.zeros((2, 1, 0), f32),
-             "xs": np.zeros((1, 1, 0, 2), f32), "xt": np.zeros((1, 2, 0, 2), f32), "a": np.zeros((2, 0), f32),
+             "xs": np.zeros((1, 1, 0, 2), f32), "xt": np.zeros((1, 2, 0, 2), f32),
+             "xq": rng.standard_normal((3, 2)).astype(f32), "a": np.zeros((2, 0), f32),
              "c": np.array([0.5, -1.0, 7.25], f32), "at": np.zeros((0, 2), f32), "xp": np.zeros((0, 3), f32),
              "s": rng.standard_normal((2, 3)).astype(f32), "xr": np.zeros((3, 0), f32)}
     recurrent = {"lx": np.zeros((0, B, 2), f32), "lw": rng.standard_normal((1, 4 * H, 2)).astype(f32),
