@@ -107,6 +107,8 @@ EXTRA_DIST += tests/onnx_opset18.sh tests/onnx_opset18.py
 # outputs, against numpy in every allocator mode and with fusion off.
 TESTS += tests/onnx_empty.sh
 EXTRA_DIST += tests/onnx_empty.sh tests/onnx_empty.py
+TESTS += tests/onnx_empty_ops.sh
+EXTRA_DIST += tests/onnx_empty_ops.sh tests/onnx_empty_ops.py
 # shared by the budget and offload tests
 EXTRA_DIST += tests/data/graphs/skip.graph
 # DFT and STFT against numpy.fft

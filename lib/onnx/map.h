@@ -187,6 +187,15 @@ clrun_status clrun__mv_const(clrun__imp *im, clrun__onode *n, clrun__otensor *t,
 clrun_status clrun__mv_empty(clrun__imp *im, clrun__onode *n, int elem, int rank, const int64_t *dims, int out,
                              clrun__value **r);
 
+/* x broadcast (numpy's rules, x of a rank <= rank) to dims: on the host when x is a constant,
+ * else the graph's expand. */
+clrun_status clrun__mv_expand(clrun__imp *im, clrun__onode *n, clrun__value *x, int rank, const int64_t *dims,
+                              int out, clrun__value **r);
+/* A tensor of dims holding `value` everywhere, computed at load: what an op over an empty
+ * operand gives where its result is not empty (a padded convolution's zeros, Pad's value). */
+clrun_status clrun__mv_fill(clrun__imp *im, clrun__onode *n, int elem, double value, int rank, const int64_t *dims,
+                            int out, clrun__value **r);
+
 /* map_layout.c: x with `before` and `after` elements added on axis (negative: removed), in Pad's
  * mode "constant" (with value), "reflect" or "edge". */
 clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, int axis, int64_t before,

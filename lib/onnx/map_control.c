@@ -787,6 +787,29 @@ static clrun_status run_time_loop(clrun__imp *im, clrun__onode *n, const Onnx__G
     return s;
 }
 
+/* Scan output `out` of a Loop that runs no iteration: empty on the axis of the iterations, each
+ * entry of the type and shape the body declares for it (as onnxruntime does: no iteration gives
+ * one), each dimension needed. */
+static clrun_status empty_scan(clrun__imp *im, clrun__onode *n, const Onnx__ValueInfoProto *info, int out)
+{
+    const Onnx__TypeProto *tp = info->type;
+    const Onnx__TypeProto__Tensor *tt =
+        tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+    bool known = tt && tt->has_elem_type && clrun__onnx_elem_size(tt->elem_type) > 0 && tt->shape &&
+                 tt->shape->n_dim < CLRUN__ONNX_MAX_RANK;
+    int64_t dims[CLRUN__ONNX_MAX_RANK] = {0};
+    for (size_t d = 0; known && d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0;
+        dims[1 + d] = known ? dim->dim_value : 0;
+    }
+    if (!known)
+        return clrun__unsupported(im, "a Loop that runs no iteration has its scan output '%s' empty, of a "
+                                  "shape no iteration gives: the body must declare that output's element type "
+                                  "and every dimension", info->name ? info->name : "");
+    return clrun__mv_empty(im, n, tt->elem_type, 1 + (int)tt->shape->n_dim, dims, out, NULL);
+}
+
 clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
 {
     const Onnx__GraphProto *body = branch(n, "body");
@@ -861,13 +884,13 @@ clrun_status clrun__map_loop(clrun__imp *im, clrun__onode *n)
         for (int k = 0; s == CLRUN_OK && k < nk; k++)
             s = unsqueeze(im, n, out[1 + nc + k], 0, &steps[(int64_t)k * MAX_ITERATIONS + t]);
     }
-    if (s == CLRUN_OK && nk > 0 && t == 0)
-        s = clrun__unsupported(im, "a Loop that runs no iteration has empty scan outputs of a shape "
-                               "no iteration gives (not supported)");
+    for (int k = 0; s == CLRUN_OK && t == 0 && k < nk; k++)
+        if (n->out[nc + k] >= 0)
+            s = empty_scan(im, n, body->output[1 + nc + k], nc + k);
     for (int i = 0; s == CLRUN_OK && i < nc; i++)
         if (n->out[i] >= 0)
             s = clrun__mv_same(im, n, in[2 + i], i, NULL);
-    for (int k = 0; s == CLRUN_OK && k < nk; k++)
+    for (int k = 0; s == CLRUN_OK && t > 0 && k < nk; k++)
         if (n->out[nc + k] >= 0)
             s = join(im, n, steps + (int64_t)k * MAX_ITERATIONS, (int)t, 0, nc + k, NULL);
     free(in);

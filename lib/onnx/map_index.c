@@ -346,6 +346,12 @@ clrun_status clrun__pad_axis(clrun__imp *im, clrun__onode *n, clrun__value *x, i
 {
     int64_t dim = x->c.dims[axis];
     clrun_status s = CLRUN_OK;
+    bool copies = strcmp(mode, "constant") != 0; /* reflect, edge, wrap: the axis' own elements */
+    if (before <= 0 && after <= 0 && before + after + dim == 0) /* cropped to nothing */
+        return clrun__mv_slice(im, n, x, axis, 0, 0, out, r);
+    if (dim == 0 && copies && (before > 0 || after > 0))
+        return clrun__unsupported(im, "%s pads of %" PRId64 " and %" PRId64 " on the empty axis %d (the spec "
+                                  "gives no value to copy)", mode, before, after, axis);
     if (before < 0 || after < 0) { /* negative pads crop */
         /* either side removing the whole axis empties it; otherwise -before and dim + after
          * are in range */

@@ -71,6 +71,50 @@ clrun_status clrun__map_matmul(clrun__imp *im, clrun__onode *n)
     return clrun__mv_reshape(im, n, y, rank, dims, 0, NULL);
 }
 
+/* beta·C: scaled on the host when constant, else by the graph's scale. */
+static clrun_status scaled_c(clrun__imp *im, clrun__onode *n, double beta, clrun__value **c)
+{
+    if (beta == 1)
+        return CLRUN_OK;
+    if (clrun__is_const(*c)) {
+        clrun__otensor t;
+        if (!clrun__otensor_copy(&t, &(*c)->c))
+            return CLRUN__OOM(im);
+        for (uint64_t i = 0; i < clrun__otensor_count(&t); i++)
+            clrun__otensor_set_real(&t, i, beta * clrun__otensor_get_real(&t, i));
+        *c = clrun__const_value(im, &t);
+        return *c ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    clrun_attr sc = clrun__mk_float("alpha", beta);
+    return clrun__emit1(im, n, "scale", c, 1, &sc, 1, -1, c);
+}
+
+/* A Gemm with an empty A or B: an empty [M, N] where M or N is 0, else (K = 0) alpha times the
+ * sums of nothing, zeros, plus beta·C broadcast to [M, N]. */
+static clrun_status empty_gemm(clrun__imp *im, clrun__onode *n, clrun__value *a, clrun__value *b, clrun__value *c,
+                               double beta, int64_t ta, int64_t tb)
+{
+    int64_t dims[2] = {ta ? a->c.dims[1] : a->c.dims[0], tb ? b->c.dims[0] : b->c.dims[1]}, bc[CLRUN__ONNX_MAX_RANK];
+    int64_t ka = ta ? a->c.dims[0] : a->c.dims[1], kb = tb ? b->c.dims[1] : b->c.dims[0];
+    int rank;
+    char da[128], db[128];
+    if (ka != kb || a->c.elem != b->c.elem)
+        return clrun__invalid(im, "Gemm of %s and %s: the shapes or element types do not fit",
+                              clrun__onnx_dims_text(2, a->c.dims, da, sizeof da),
+                              clrun__onnx_dims_text(2, b->c.dims, db, sizeof db));
+    if (c && (c->c.elem != a->c.elem || !clrun__broadcast_dims(c->c.rank, c->c.dims, 2, dims, &rank, bc) ||
+              rank != 2 || bc[0] != dims[0] || bc[1] != dims[1]))
+        return clrun__invalid(im, "C %s does not broadcast to [M, N] = %s",
+                              clrun__onnx_dims_text(c->c.rank, c->c.dims, da, sizeof da),
+                              clrun__onnx_dims_text(2, dims, db, sizeof db));
+    if (dims[0] == 0 || dims[1] == 0)
+        return clrun__mv_empty(im, n, a->c.elem, 2, dims, 0, NULL);
+    if (c == NULL || beta == 0)
+        return clrun__mv_fill(im, n, a->c.elem, 0, 2, dims, 0, NULL);
+    clrun_status s = scaled_c(im, n, beta, &c);
+    return s == CLRUN_OK ? clrun__mv_expand(im, n, c, 2, dims, 0, NULL) : s;
+}
+
 clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n)
 {
     clrun_status s = clrun__need_inputs(im, n, 2);
@@ -94,26 +138,15 @@ clrun_status clrun__map_gemm(clrun__imp *im, clrun__onode *n)
     int64_t M = ta ? a->c.dims[1] : a->c.dims[0], N = tb ? b->c.dims[0] : b->c.dims[1];
     if (c && !broadcast && !(c->c.rank == 2 && c->c.dims[0] == M && c->c.dims[1] == N))
         return clrun__invalid(im, "without broadcast, C must be [M, N]");
+    if (clrun__otensor_count(&a->c) == 0 || clrun__otensor_count(&b->c) == 0)
+        return empty_gemm(im, n, a, b, c, beta, ta, tb);
     clrun_attr at[3] = {clrun__mk_int("transpose_a", ta != 0), clrun__mk_int("transpose_b", tb != 0),
                         clrun__mk_float("alpha", alpha)};
     if (c == NULL || beta == 0)
         return clrun__emit(im, n, "matmul", (clrun__value *[]){a, b}, 2, at, 3, (int[]){0}, 1, NULL);
-    /* beta·C: scaled on the host when constant. A [N] or [1, N] C is the matmul's bias. */
-    if (beta != 1) {
-        if (clrun__is_const(c)) {
-            clrun__otensor t;
-            if (!clrun__otensor_copy(&t, &c->c))
-                return CLRUN__OOM(im);
-            for (uint64_t i = 0; i < clrun__otensor_count(&t); i++)
-                clrun__otensor_set_real(&t, i, beta * clrun__otensor_get_real(&t, i));
-            if ((c = clrun__const_value(im, &t)) == NULL)
-                return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        } else {
-            clrun_attr sc = clrun__mk_float("alpha", beta);
-            if ((s = clrun__emit1(im, n, "scale", &c, 1, &sc, 1, -1, &c)) != CLRUN_OK)
-                return s;
-        }
-    }
+    /* A [N] or [1, N] C is the matmul's bias. */
+    if ((s = scaled_c(im, n, beta, &c)) != CLRUN_OK)
+        return s;
     bool row = (c->c.rank == 1 && c->c.dims[0] == N) || (c->c.rank == 2 && c->c.dims[0] == 1 && c->c.dims[1] == N);
     if (row) {
         int64_t dn = N;
@@ -309,6 +342,65 @@ static clrun_status conv_operands(clrun__imp *im, clrun__onode *n, window *w)
     return CLRUN_OK;
 }
 
+/* The output [N, M, spatial...] of a convolution (transposed or not) where no tap reaches an
+ * element of X: empty where a dimension is 0, else the bias per channel broadcast, or zeros. */
+static clrun_status sums_of_nothing(clrun__imp *im, clrun__onode *n, int elem, int rank, const int64_t *dims,
+                                    clrun__value *bias)
+{
+    char db[128];
+    bool none = false;
+    for (int d = 0; d < rank; d++)
+        none = none || dims[d] == 0;
+    if (none)
+        return clrun__mv_empty(im, n, elem, rank, dims, 0, NULL);
+    if (bias == NULL)
+        return clrun__mv_fill(im, n, elem, 0, rank, dims, 0, NULL);
+    if (bias->c.rank != 1 || bias->c.dims[0] != dims[1] || bias->c.elem != elem)
+        return clrun__invalid(im, "B %s is not one value per output channel (%" PRId64 ")",
+                              clrun__onnx_dims_text(bias->c.rank, bias->c.dims, db, sizeof db), dims[1]);
+    int64_t column[CLRUN__ONNX_MAX_RANK];
+    for (int d = 0; d < rank - 1; d++)
+        column[d] = d == 0 ? dims[1] : 1;
+    clrun_status s = clrun__mv_reshape(im, n, bias, rank - 1, column, -1, &bias);
+    return s == CLRUN_OK ? clrun__mv_expand(im, n, bias, rank, dims, 0, NULL) : s;
+}
+
+/* A Conv whose X or W is empty, its window checked. Its result is empty where N or M is 0;
+ * else each output sums nothing (an empty channel axis, or windows over the padding of an
+ * empty image alone): the bias per channel, or zeros. */
+static clrun_status empty_conv(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt, clrun__value *bias,
+                               const window *w)
+{
+    const clrun__otensor *xc = &x->c, *wc = &wt->c;
+    int rank = xc->rank;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    char dx[128], dw[128];
+    int64_t channels;
+    if (w->group < 1 || xc->elem != wc->elem || !clrun__mul_i64(wc->dims[1], w->group, &channels) ||
+        channels != xc->dims[1] || wc->dims[0] % w->group)
+        return clrun__invalid(im, "Conv of X %s and W %s in %" PRId64 " groups: the channels or element types do "
+                              "not fit", clrun__onnx_dims_text(rank, xc->dims, dx, sizeof dx),
+                              clrun__onnx_dims_text(wc->rank, wc->dims, dw, sizeof dw), w->group);
+    char mode[16];
+    clrun_status s = clrun__oattr_string(im, n, "auto_pad", "NOTSET", mode, sizeof mode);
+    if (s != CLRUN_OK)
+        return s;
+    dims[0] = xc->dims[0];
+    dims[1] = wc->dims[0];
+    for (int i = 0; i < w->spatial; i++) {
+        int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1; /* in range: window_attrs */
+        int64_t room = xc->dims[2 + i] + w->pad_begin[i] + w->pad_end[i] - span;
+        if (strncmp(mode, "SAME_", 5) == 0) /* ceil(in / stride): none for an empty axis */
+            dims[2 + i] = (xc->dims[2 + i] + w->stride[i] - 1) / w->stride[i];
+        else if (room < 0)
+            return clrun__invalid(im, "the window of %" PRId64 " on spatial axis %d is larger than the padded "
+                                  "input %s", span, i, clrun__onnx_dims_text(rank, xc->dims, dx, sizeof dx));
+        else
+            dims[2 + i] = room / w->stride[i] + 1;
+    }
+    return sums_of_nothing(im, n, xc->elem, rank, dims, bias);
+}
+
 clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
 {
     window w = {0};
@@ -323,6 +415,8 @@ clrun_status clrun__map_conv(clrun__imp *im, clrun__onode *n)
         s = clrun__oattr_int(im, n, "group", 1, &w.group);
     if (s != CLRUN_OK)
         return s;
+    if (clrun__otensor_count(&x->c) == 0 || clrun__otensor_count(&wt->c) == 0)
+        return empty_conv(im, n, x, wt, bias, &w);
     if (w.spatial == 3)
         return clrun__conv3d(im, n, x, wt, bias, &w);
     if (w.spatial == 2)
@@ -475,6 +569,34 @@ clrun_status clrun__conv_transpose2d_core(clrun__imp *im, clrun__onode *n, clrun
     return clrun__emit(im, n, "conv_transpose2d", in, bias ? 3 : 2, at, 5, &out, 1, y);
 }
 
+/* A ConvTranspose whose X or W is empty, its padding final: no tap reaches an output (an empty
+ * image, or an empty channel axis), so each is its channel's bias, or 0. */
+static clrun_status empty_conv_transpose(clrun__imp *im, clrun__onode *n, clrun__value *x, clrun__value *wt,
+                                         clrun__value *bias, const window *w, const int64_t *out_pad)
+{
+    const clrun__otensor *xc = &x->c, *wc = &wt->c;
+    int rank = xc->rank;
+    int64_t dims[CLRUN__ONNX_MAX_RANK];
+    char dx[128], dw[128];
+    if (w->group < 1 || xc->elem != wc->elem || wc->dims[0] != xc->dims[1] || xc->dims[1] % w->group ||
+        !clrun__mul_i64(wc->dims[1], w->group, &dims[1]))
+        return clrun__invalid(im, "ConvTranspose of X %s and W %s in %" PRId64 " groups: the channels or element "
+                              "types do not fit", clrun__onnx_dims_text(rank, xc->dims, dx, sizeof dx),
+                              clrun__onnx_dims_text(wc->rank, wc->dims, dw, sizeof dw), w->group);
+    dims[0] = xc->dims[0];
+    for (int i = 0; i < w->spatial; i++) { /* stride·(in − 1) + output_padding + span − pads */
+        int64_t out;
+        if (!clrun__mul_i64(w->stride[i], xc->dims[2 + i] - 1, &out) || !clrun__add_i64(out, out_pad[i], &out) ||
+            !clrun__add_i64(out, (w->kernel[i] - 1) * w->dilation[i] + 1, &out) ||
+            !clrun__add_i64(out, -w->pad_begin[i], &out) || !clrun__add_i64(out, -w->pad_end[i], &out))
+            return clrun__unsupported(im, "an output of spatial axis %d beyond 2^63 - 1", i);
+        if (out < 0)
+            return clrun__invalid(im, "the output of spatial axis %d has %" PRId64 " elements", i, out);
+        dims[2 + i] = out;
+    }
+    return sums_of_nothing(im, n, xc->elem, rank, dims, bias);
+}
+
 clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
 {
     window w = {0};
@@ -518,6 +640,8 @@ clrun_status clrun__map_conv_transpose(clrun__imp *im, clrun__onode *n)
     }
     if (s != CLRUN_OK)
         return s;
+    if (clrun__otensor_count(&x->c) == 0 || clrun__otensor_count(&wt->c) == 0)
+        return empty_conv_transpose(im, n, x, wt, bias, &w, out_pad);
     if (sp == 3)
         return clrun__conv_transpose3d(im, n, x, wt, bias, &w, out_pad);
     if (sp == 1) {

@@ -222,8 +222,6 @@ static clrun_status check_inputs(rec *c)
         c->H = r->dims[2];
     if (c->H < 1 || c->H > INT32_MAX / 4)
         return clrun__invalid(im, "hidden_size %" PRId64 " is not a size", c->H);
-    if (c->S < 1 || c->B < 1 || c->I < 1)
-        return clrun__unsupported(im, "X has an empty dimension (not supported)");
     if (c->S > MAX_STEPS)
         return clrun__unsupported(im, "a sequence of %" PRId64 " steps is unrolled into too many nodes "
                                   "(at most %d steps)", c->S, MAX_STEPS);
@@ -252,6 +250,18 @@ static clrun_status check_inputs(rec *c)
     return s;
 }
 
+/* sequence_lens known at load: each within [0, S]. */
+static clrun_status check_lengths(rec *c, const clrun__value *v)
+{
+    for (int64_t b = 0; b < c->B; b++) {
+        int64_t len = clrun__otensor_get_int(&v->c, (uint64_t)b);
+        if (len < 0 || len > c->S)
+            return clrun__invalid(c->im, "sequence_lens[%" PRId64 "] is %" PRId64 ", outside [0, %" PRId64 "]",
+                                  b, len, c->S);
+    }
+    return CLRUN_OK;
+}
+
 /* sequence_lens: nothing when absent or every length is S; the lengths known at load; else the
  * mask of the steps each entry has, from the tensor fed at run time: range(S) < lengths, one
  * node that every step reads a row of. */
@@ -260,6 +270,8 @@ static clrun_status read_lengths(rec *c)
     if (!has_input(c->n, IN_LENS))
         return CLRUN_OK;
     clrun__value *v = c->n->in[IN_LENS];
+    if (c->S == 0 || c->B == 0) /* no step to mask (empty_recurrent) */
+        return clrun__is_const(v) && clrun__otensor_count(&v->c) ? check_lengths(c, v) : CLRUN_OK;
     if (!clrun__is_const(v)) {
         int64_t dims[2] = {1, c->B}, steps[2] = {c->S, 1};
         clrun__otensor t;
@@ -273,16 +285,12 @@ static clrun_status read_lengths(rec *c)
         clrun_status s = clrun__mv_reshape(c->im, c->n, v, 2, dims, -1, &lens);
         return s == CLRUN_OK ? clrun__emit_binary(c->im, c->n, "less", range, lens, -1, &c->steps) : s;
     }
+    clrun_status s = check_lengths(c, v);
     bool full = true;
-    for (int64_t b = 0; b < c->B; b++) {
-        int64_t len = clrun__otensor_get_int(&v->c, (uint64_t)b);
-        if (len < 0 || len > c->S)
-            return clrun__invalid(c->im, "sequence_lens[%" PRId64 "] is %" PRId64 ", outside [0, %" PRId64 "]",
-                                  b, len, c->S);
-        full = full && len == c->S;
-    }
+    for (int64_t b = 0; b < c->B; b++)
+        full = full && clrun__otensor_get_int(&v->c, (uint64_t)b) == c->S;
     c->lens_c = full ? NULL : &v->c;
-    return CLRUN_OK;
+    return s;
 }
 
 /* ---- emitting ---- */
@@ -311,9 +319,14 @@ static clrun_status sum(rec *c, clrun__value *a, clrun__value *b, clrun__value *
     return clrun__mv_const(c->im, c->n, &t, -1, r);
 }
 
-/* a · b (a: [M, K], b: [K, N], or b transposed). */
+/* a · b (a: [M, K], b: [K, N], or b transposed); zeros for K = 0 (an input size of 0: X and W
+ * empty, the sums of nothing). */
 static clrun_status product(rec *c, clrun__value *a, clrun__value *b, bool tb, clrun__value **r)
 {
+    if (clrun__otensor_count(&a->c) == 0 || clrun__otensor_count(&b->c) == 0) {
+        int64_t dims[2] = {a->c.dims[0], tb ? b->c.dims[0] : b->c.dims[1]};
+        return clrun__mv_fill(c->im, c->n, a->c.elem, 0, 2, dims, -1, r);
+    }
     clrun__value *in[2] = {a, b};
     clrun_attr at = clrun__mk_int("transpose_b", tb);
     return clrun__emit1(c->im, c->n, "matmul", in, 2, &at, 1, -1, r);
@@ -681,6 +694,32 @@ static clrun_status define_output(rec *c, int out, clrun__value **pieces, int64_
     return s == CLRUN_OK ? clrun__mv_transpose(c->im, c->n, joined, perm, out, NULL) : s;
 }
 
+/* X with no step or no batch entry, known at load: Y is empty, and so are Y_h and Y_c for a
+ * batch of 0; with no step they are the initial states (or zeros), which no step changed. */
+static clrun_status empty_recurrent(rec *c)
+{
+    int64_t yd[4] = {c->S, c->dirs, c->B, c->H}, hd[3] = {c->dirs, c->B, c->H};
+    if (c->batch_major) {
+        yd[0] = c->B, yd[1] = c->S, yd[2] = c->dirs;
+        hd[0] = c->B, hd[1] = c->dirs;
+    }
+    clrun_status s = CLRUN_OK;
+    if (clrun__out(c->im, c->n, 0))
+        s = clrun__mv_empty(c->im, c->n, CLRUN__ONNX_FLOAT, 4, yd, 0, NULL);
+    for (int k = 1; s == CLRUN_OK && k <= (c->kind == LSTM ? 2 : 1); k++) {
+        int i = k == 1 ? IN_H0 : IN_C0;
+        if (k >= c->n->n_out || !clrun__out(c->im, c->n, k))
+            continue;
+        if (c->B == 0)
+            s = clrun__mv_empty(c->im, c->n, CLRUN__ONNX_FLOAT, 3, hd, k, NULL);
+        else if (has_input(c->n, i))
+            s = clrun__mv_same(c->im, c->n, c->n->in[i], k, NULL);
+        else
+            s = clrun__mv_fill(c->im, c->n, CLRUN__ONNX_FLOAT, 0, 3, hd, k, NULL);
+    }
+    return s;
+}
+
 static clrun_status map_recurrent(clrun__imp *im, clrun__onode *n, enum kind kind)
 {
     rec c = {.im = im, .n = n, .kind = kind};
@@ -695,6 +734,8 @@ static clrun_status map_recurrent(clrun__imp *im, clrun__onode *n, enum kind kin
         s = read_lengths(&c);
     if (s != CLRUN_OK)
         return s;
+    if (c.S == 0 || c.B == 0)
+        return empty_recurrent(&c);
     if ((c.zero = clrun__scalar_value(im, CLRUN__ONNX_FLOAT, 0, 2)) == NULL ||
         (c.one = clrun__scalar_value(im, CLRUN__ONNX_FLOAT, 1, 2)) == NULL)
         return CLRUN_ERROR_OUT_OF_HOST_MEMORY;

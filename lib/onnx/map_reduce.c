@@ -3,6 +3,7 @@
  * op for are compositions that compute the same values: ReduceMin as -max(-x), ReduceL2 as
  * sqrt(sum(x·x)), ReduceLogSumExp as m + log(sum(exp(x - m))) with m the max (no overflow). */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "onnx/host_eval.h"
@@ -46,6 +47,32 @@ static clrun_status fold_reduce(clrun__imp *im, clrun__onode *n, const bool *red
     return CLRUN__NOT_FOLDED;
 }
 
+/* A reduction of an empty x that fold_reduce left: the sums of nothing of ReduceL1, ReduceL2
+ * and ReduceSumSquare are 0, the logarithms of ReduceLogSum and ReduceLogSumExp -inf (ONNX's
+ * values for an empty set); a mean, or an integer's minimum or maximum, has none. */
+static clrun_status empty_reduce(clrun__imp *im, clrun__onode *n, const bool *reduced, int64_t keepdims)
+{
+    static const char *const sums[] = {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
+    const clrun__otensor *x = &n->in[0]->c;
+    bool sum = false, logarithm = strncmp(n->op, "ReduceLog", 9) == 0;
+    for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
+        sum = sum || strcmp(sums[i], n->op) == 0;
+    char type[32];
+    if (!sum || (logarithm && !clrun__onnx_elem_is_float(x->elem)))
+        return clrun__unsupported(im, "%s over an empty axis of %s has no value (the spec leaves it undefined)",
+                                  n->op, clrun__onnx_elem_name(x->elem, type, sizeof type));
+    clrun__otensor t;
+    clrun__host_fold_result r = clrun__host_reduce(CLRUN__H_RSUM, x, reduced, keepdims != 0, &t);
+    if (r == CLRUN__FOLD_NO_MEMORY)
+        return CLRUN__OOM(im);
+    if (r != CLRUN__FOLD_OK)
+        return clrun__unsupported(im, "%s over an empty axis of %s", n->op,
+                                  clrun__onnx_elem_name(x->elem, type, sizeof type));
+    for (uint64_t i = 0; logarithm && i < clrun__otensor_count(&t); i++)
+        clrun__otensor_set_real(&t, i, -INFINITY);
+    return clrun__define_const(im, n, 0, &t);
+}
+
 clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n)
 {
     if (n->n_in < 1 || n->in[0] == NULL)
@@ -86,6 +113,8 @@ clrun_status clrun__map_reduce(clrun__imp *im, clrun__onode *n)
         s = fold_reduce(im, n, reduced, keepdims);
         if (s != CLRUN__NOT_FOLDED)
             return s;
+        if (clrun__otensor_count(&x->c) == 0)
+            return empty_reduce(im, n, reduced, keepdims);
     }
     const reduce_row *row = NULL;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)

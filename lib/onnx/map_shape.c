@@ -251,9 +251,10 @@ clrun_status clrun__map_split(clrun__imp *im, clrun__onode *n)
     int64_t dim = x->c.dims[a];
     if (parts > 0) {
         int64_t chunk = dim / parts + (dim % parts != 0); /* ceil: dim >= 0, parts >= 1 */
-        if (chunk == 0 || (parts - 1) * chunk >= dim)
-            return clrun__unsupported(im, "num_outputs %" PRId64 " leaves an empty part of axis %d of "
-                                      "size %" PRId64, parts, a, dim);
+        /* the last part may be empty (2 in 3: 1, 1, 0), not negative (5 in 4: 2, 2, 2, -1) */
+        if ((parts - 1) * chunk > dim)
+            return clrun__invalid(im, "num_outputs %" PRId64 " leaves no room for the last part of axis %d of "
+                                  "size %" PRId64 " (parts of %" PRId64 ")", parts, a, dim, chunk);
         count = (int)parts;
         for (int i = 0; i < count; i++)
             split[i] = i + 1 < count ? chunk : dim - (parts - 1) * chunk;

@@ -29,6 +29,30 @@ clrun_status clrun__mv_empty(clrun__imp *im, clrun__onode *n, int elem, int rank
     return clrun__mv_const(im, n, &t, out, r);
 }
 
+clrun_status clrun__mv_expand(clrun__imp *im, clrun__onode *n, clrun__value *x, int rank, const int64_t *dims,
+                              int out, clrun__value **r)
+{
+    if (clrun__is_const(x)) {
+        clrun__otensor t;
+        if (!clrun__host_expand(&x->c, rank, dims, &t))
+            return clrun__host_result_failed(im, x->c.elem, rank, dims);
+        return clrun__mv_const(im, n, &t, out, r);
+    }
+    if (rank == x->c.rank && memcmp(dims, x->c.dims, (size_t)rank * sizeof dims[0]) == 0)
+        return clrun__mv_same(im, n, x, out, r);
+    clrun_attr a = clrun__mk_ints("shape", dims, rank);
+    return clrun__emit1(im, n, "expand", &x, 1, &a, 1, out, r);
+}
+
+clrun_status clrun__mv_fill(clrun__imp *im, clrun__onode *n, int elem, double value, int rank, const int64_t *dims,
+                            int out, clrun__value **r)
+{
+    clrun__value *v = clrun__scalar_value(im, elem, value, rank);
+    if (v == NULL)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY; /* recorded */
+    return clrun__mv_expand(im, n, v, rank, dims, out, r);
+}
+
 clrun_status clrun__mv_same(clrun__imp *im, clrun__onode *n, clrun__value *x, int out, clrun__value **r)
 {
     if (r)
