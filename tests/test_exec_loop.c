@@ -264,6 +264,121 @@ static void a_slice_of_the_wrong_shape_is_refused(void **state)
     clrun_graph_destroy(g);
 }
 
+/* scan_put writes into its stacked tensor in place, which only the pattern an ONNX Scan's import
+ * makes keeps out of every other pass's sight: a stacked tensor another node reads (fusion would
+ * move that read past the writes), one that is not scan_stack's, and a token no loop_end reads
+ * are refused at creation, naming scan_put. */
+static void a_scan_put_outside_its_pattern_is_refused(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_tensor_type yt = {CLRUN_F32, 1, {3}}, at = {CLRUN_F32, 2, {4, 3}}, it = {CLRUN_I64, 1, {1}};
+    clrun_attr sa[2] = {{.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {4, 3}, .count = 2},
+                        {.name = "dtype", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32}};
+    clrun_attr axis0 = {.name = "axis", .kind = CLRUN_ATTR_INT, .i = 0};
+    static const char *const wants[] = {"the stacked tensor 'acc' it writes into is read by 'r' (relu)",
+                                        "its input 0 'acc' is not a scan_stack's output",
+                                        "no loop_end reads its token"};
+    for (int c = 0; c < 3; c++) {
+        clrun_graph *g = NULL;
+        assert_int_equal(clrun_graph_create("put", &g), CLRUN_OK);
+        clrun_tensor_id y, it_id, acc, r, tok;
+        assert_int_equal(clrun_graph_add_input(g, "y", &yt, false, &y), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_constant(g, "it", &it, NULL, CLRUN_FILL_ZEROS, 0, 0, 0, &it_id),
+                         CLRUN_OK);
+        const char *an[] = {"acc"}, *rn[] = {"r"}, *tn[] = {"tok"};
+        if (c == 1)
+            assert_int_equal(clrun_graph_add_input(g, "acc", &at, false, &acc), CLRUN_OK);
+        else
+            assert_int_equal(clrun_graph_add_node(g, "scan_stack", &y, 1, an, 1, sa, 2, &acc), CLRUN_OK);
+        clrun_tensor_id pin[3] = {acc, y, it_id};
+        assert_int_equal(clrun_graph_add_node(g, "scan_put", pin, 3, tn, 1, &axis0, 1, &tok), CLRUN_OK);
+        assert_int_equal(clrun_graph_mark_output(g, tok), CLRUN_OK);
+        if (c == 0) {
+            assert_int_equal(clrun_graph_add_node(g, "relu", &acc, 1, rn, 1, NULL, 0, &r), CLRUN_OK);
+            assert_int_equal(clrun_graph_mark_output(g, r), CLRUN_OK);
+        }
+        for (int fusion = -1; fusion <= 1; fusion += 2) {
+            clrun_exec_options eo;
+            clrun_exec_options_init(&eo);
+            eo.fusion = fusion;
+            clrun_exec *exec = NULL;
+            assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_ERROR_INVALID_GRAPH);
+            assert_null(exec);
+            if (!strstr(clrun_last_error(ctx), "scan_put 'tok'") || !strstr(clrun_last_error(ctx), wants[c]))
+                fail_msg("case %d, fusion %d: message '%s'", c, fusion, clrun_last_error(ctx));
+        }
+        clrun_graph_destroy(g);
+    }
+    clrun_context_destroy(ctx);
+}
+
+/* A stacked tensor whose scan_stack reads a constant is not folded into a resident constant (the
+ * iterations write into it every run): nothing folds, and every run gives the same stacks. */
+static void a_stack_over_a_constant_is_not_folded(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("stacked", &g), CLRUN_OK);
+    clrun_tensor_type ct = {CLRUN_F32, 1, {3}}, mt = {CLRUN_I64, 0, {0}}, bt = {CLRUN_BOOL, 0, {0}};
+    clrun_tensor_id c, m, go, acc, begun[2], d, tok, n, y;
+    assert_int_equal(clrun_graph_add_constant(g, "c", &ct, NULL, CLRUN_FILL_UNIFORM, -1, 1, 7, &c), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "M", &mt, false, &m), CLRUN_OK);
+    assert_int_equal(clrun_graph_add_input(g, "go", &bt, false, &go), CLRUN_OK);
+    const char *an[] = {"acc"}, *bn[] = {"iter", "on"}, *dn[] = {"d"}, *tn[] = {"tok"}, *nn[] = {"n"},
+               *yn[] = {"y"};
+    clrun_attr sa[2] = {{.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {L, 3}, .count = 2},
+                        {.name = "dtype", .kind = CLRUN_ATTR_INT, .i = CLRUN_F32}};
+    assert_int_equal(clrun_graph_add_node(g, "scan_stack", &c, 1, an, 1, sa, 2, &acc), CLRUN_OK);
+    clrun_tensor_id bin[2] = {m, go};
+    assert_int_equal(clrun_graph_add_node(g, "loop_begin", bin, 2, bn, 2, NULL, 0, begun), CLRUN_OK);
+    int32_t first = clrun_graph_node_count(g);
+    clrun_tensor_id ain[2] = {c, c};
+    assert_int_equal(clrun_graph_add_node(g, "add", ain, 2, dn, 1, NULL, 0, &d), CLRUN_OK);
+    clrun_tensor_id pin[3] = {acc, d, begun[0]};
+    clrun_attr axis0 = {.name = "axis", .kind = CLRUN_ATTR_INT, .i = 0};
+    assert_int_equal(clrun_graph_add_node(g, "scan_put", pin, 3, tn, 1, &axis0, 1, &tok), CLRUN_OK);
+    for (int32_t k = first; k < clrun_graph_node_count(g); k++)
+        assert_int_equal(clrun__graph_set_guard(g, k, begun[1], false), CLRUN_OK);
+    clrun_tensor_id ein[6] = {begun[0], begun[1], begun[1], c, acc, tok};
+    clrun_attr carried = {.name = "carried", .kind = CLRUN_ATTR_INT, .i = 0};
+    assert_int_equal(clrun_graph_add_node(g, "loop_end", ein, 6, nn, 1, &carried, 1, &n), CLRUN_OK);
+    clrun_tensor_id yin[2] = {acc, n};
+    assert_int_equal(clrun_graph_add_node(g, "loop_carry", yin, 2, yn, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    clrun_exec_options eo;
+    clrun_exec_options_init(&eo);
+    eo.fold = 1;
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &eo, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_int_equal(st.folded_nodes, 0);
+    float cv[3];
+    clrun__constant_values(&g->tensors[c], cv);
+    for (int64_t trip = L; trip >= L - 2; trip -= 2) { /* fewer iterations: the rest stays 0 */
+        unsigned char on = 1;
+        clrun_buffer in[2];
+        upload(ctx, &trip, sizeof trip, &in[0]);
+        upload(ctx, &on, 1, &in[1]);
+        assert_int_equal(clrun_exec_run(exec, in, 2), CLRUN_OK);
+        float out[L * 3];
+        assert_int_equal(clrun_exec_read_output(exec, 0, out, sizeof out), CLRUN_OK);
+        for (int t = 0; t < L; t++)
+            for (int k = 0; k < 3; k++)
+                if (out[t * 3 + k] != (t < trip ? cv[k] + cv[k] : 0.0f))
+                    fail_msg("%lld iterations: element (%d, %d) is %g", (long long)trip, t, k, out[t * 3 + k]);
+        clrun_free(ctx, &in[0]);
+        clrun_free(ctx, &in[1]);
+    }
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
@@ -272,6 +387,8 @@ int main(void)
         cmocka_unit_test(a_loop_end_without_its_begin_is_refused),
         cmocka_unit_test(scan_outputs_are_stacked_per_iteration_in_every_mode),
         cmocka_unit_test(a_slice_of_the_wrong_shape_is_refused),
+        cmocka_unit_test(a_scan_put_outside_its_pattern_is_refused),
+        cmocka_unit_test(a_stack_over_a_constant_is_not_folded),
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,8 +51,62 @@ static clrun_status body_only(clrun_exec *e, int32_t begin, int32_t end)
     return status;
 }
 
+static bool op_named(const clrun__node *node, const char *name)
+{
+    return node->op && strcmp(node->op->name, name) == 0;
+}
+
+/* scan_put writes its input 0 in place, which no other pass knows of (not fusion, not the
+ * schedule's reuse of memory): it runs only where nothing else can see the writes, as an ONNX
+ * Scan's import makes it. Its stacked tensor comes from scan_stack, is no graph output, and is
+ * read only by scan_puts (as their input 0), loop_end and loop_carry; its token is read by a
+ * loop_end, so that the writes are a loop's body. Anything else is refused by name. */
+static clrun_status scan_puts_checked(clrun_exec *e)
+{
+    const clrun_graph *g = e->graph;
+    for (int32_t n = 0; n < g->node_count; n++) {
+        const clrun__node *put = &g->nodes[n];
+        if (!op_named(put, "scan_put"))
+            continue;
+        int32_t acc = put->inputs[0], p = g->tensors[acc].producer;
+        const char *name = clrun__exec_tensor_name(e, put->outputs[0]);
+        const char *acc_name = clrun__exec_tensor_name(e, acc);
+        if (p < 0 || !op_named(&g->nodes[p], "scan_stack"))
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "scan_put '%s': its input 0 '%s' is not a "
+                               "scan_stack's output (scan_put writes into it)", name, acc_name);
+        for (int32_t k = 0; k < g->output_count; k++)
+            if (g->outputs[k] == acc)
+                return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "scan_put '%s': the stacked tensor '%s' "
+                                   "it writes into is a graph output (read it through loop_carry)", name,
+                                   acc_name);
+        bool token_read = false;
+        for (int32_t m = 0; m < g->node_count; m++) {
+            const clrun__node *reader = &g->nodes[m];
+            bool end = clrun__op_is_loop_end(reader->op);
+            for (int k = 0; k < reader->input_count; k++) {
+                token_read = token_read || (end && reader->inputs[k] == put->outputs[0]);
+                if (reader->inputs[k] != acc || end || op_named(reader, "loop_carry") ||
+                    (k == 0 && op_named(reader, "scan_put")))
+                    continue;
+                return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "scan_put '%s': the stacked tensor '%s' "
+                                   "it writes into is read by '%s' (%s): only scan_put, loop_end and "
+                                   "loop_carry may read it", name, acc_name,
+                                   clrun__exec_tensor_name(e, reader->outputs[0]),
+                                   reader->op ? reader->op->name : "?");
+            }
+        }
+        if (!token_read)
+            return clrun__fail(e->ctx, CLRUN_ERROR_INVALID_GRAPH, "scan_put '%s': no loop_end reads its token, "
+                               "so its writes are no loop's body", name);
+    }
+    return CLRUN_OK;
+}
+
 clrun_status clrun__exec_prepare_loops(clrun_exec *e)
 {
+    clrun_status checked = scan_puts_checked(e);
+    if (checked != CLRUN_OK)
+        return checked;
     const clrun__schedule *s = &e->schedule;
     e->loop_keep = -1;
     bool any = false;

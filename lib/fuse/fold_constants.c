@@ -27,9 +27,11 @@
 static bool foldable(const clrun_graph *d, const clrun__node *node)
 {
     if (node->op == NULL || node->guarded || node->op->kind == CLRUN__OP_FUSED ||
-        strcmp(node->op->name, "reshape") == 0 || strncmp(node->op->name, "loop_", 5) == 0)
+        strcmp(node->op->name, "reshape") == 0 || strncmp(node->op->name, "loop_", 5) == 0 ||
+        strncmp(node->op->name, "scan_", 5) == 0)
         return false; /* a guarded node runs only when its guard says so: never at creation; a
-                         loop op's output is a buffer the executor writes between iterations */
+                         loop op's output is a buffer the executor writes between iterations,
+                         and so is a scan op's (scan_put writes into scan_stack's every run) */
     if (node->input_count == 0 || clrun__op_kernels_find(node->op) == NULL)
         return false;
     /* a product over a narrow weight reads it only from the copy an executor packs */

@@ -501,7 +501,7 @@ clrun__host_fold_result clrun__host_reduce(clrun__host_reduce_op op, const clrun
     clrun__host_fold_result result = CLRUN__FOLD_OK;
     for (uint64_t o = 0; o < n_out; o++) {
         if (seen[o] == 0) { /* an empty reduction: the identity; ONNX's ±inf for a float max and
-                                min, none for an integer's or a mean */
+                                min; a mean has none, an integer's extreme is not computed */
             bool extreme = op == CLRUN__H_RMIN || op == CLRUN__H_RMAX;
             if (op == CLRUN__H_RMEAN || (extreme && integral))
                 result = CLRUN__FOLD_CANNOT;

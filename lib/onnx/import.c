@@ -609,7 +609,7 @@ clrun_status clrun_graph_load_onnx_memory(const void *data, size_t size, const c
     im.model = model;
     s = import_graph(&im);
     s = finish(&im, s, out);
-    onnx__model_proto__free_unpacked(model, NULL);
+    onnx__model_proto__free_unpacked(model, &weights);
     return s;
 }
 

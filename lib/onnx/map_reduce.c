@@ -49,7 +49,8 @@ static clrun_status fold_reduce(clrun__imp *im, clrun__onode *n, const bool *red
 
 /* A reduction of an empty x that fold_reduce left: the sums of nothing of ReduceL1, ReduceL2
  * and ReduceSumSquare are 0, the logarithms of ReduceLogSum and ReduceLogSumExp -inf (ONNX's
- * values for an empty set); a mean, or an integer's minimum or maximum, has none. */
+ * values for an empty set). A mean has none; an integer's minimum or maximum (the spec gives the
+ * type's largest or lowest value, opset 18 on) is not computed: both refused by name. */
 static clrun_status empty_reduce(clrun__imp *im, clrun__onode *n, const bool *reduced, int64_t keepdims)
 {
     static const char *const sums[] = {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
@@ -59,8 +60,10 @@ static clrun_status empty_reduce(clrun__imp *im, clrun__onode *n, const bool *re
         sum = sum || strcmp(sums[i], n->op) == 0;
     char type[32];
     if (!sum || (logarithm && !clrun__onnx_elem_is_float(x->elem)))
-        return clrun__unsupported(im, "%s over an empty axis of %s has no value (the spec leaves it undefined)",
-                                  n->op, clrun__onnx_elem_name(x->elem, type, sizeof type));
+        return clrun__unsupported(im, "%s over an empty axis of %s %s", n->op,
+                                  clrun__onnx_elem_name(x->elem, type, sizeof type),
+                                  strcmp(n->op, "ReduceMean") == 0 ? "has no value (the mean of nothing)"
+                                                                   : "is not supported");
     clrun__otensor t;
     clrun__host_fold_result r = clrun__host_reduce(CLRUN__H_RSUM, x, reduced, keepdims != 0, &t);
     if (r == CLRUN__FOLD_NO_MEMORY)
