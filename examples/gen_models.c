@@ -36,7 +36,7 @@ static int positive(const char *text)
 
 int main(int argc, char **argv)
 {
-    gen_model_options options = {0, 0, true};
+    gen_model_options options = {0, 0, true, 0};
     const char *args[3] = {NULL, NULL, NULL};
     int arg_count = 0;
     for (int i = 1; i < argc; i++) {

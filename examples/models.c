@@ -401,9 +401,9 @@ static tid gpt2_block(builder *b, const transformer *t, tid x, int layer)
 }
 
 /* Input: the embeddings already summed (token + position [+ segment]), [batch*seq, width]. */
-static void build_bert(builder *b, int64_t batch, int64_t seq)
+static void build_bert(builder *b, int64_t batch, int64_t seq, int64_t layers)
 {
-    transformer t = {batch, seq, 768, 12, 3072, 12, false, "gelu_erf"};
+    transformer t = {batch, seq, 768, 12, 3072, layers, false, "gelu_erf"};
     tid x = input(b, "embeddings", DIMS(batch * seq, t.width));
     tid h = layer_norm(b, x, "embeddings.ln");
     for (int layer = 0; layer < t.layers; layer++)
@@ -412,9 +412,9 @@ static void build_bert(builder *b, int64_t batch, int64_t seq)
         failed(b, clrun_graph_mark_output(b->graph, h), "output");
 }
 
-static void build_gpt2(builder *b, int64_t batch, int64_t seq, bool lm_head)
+static void build_gpt2(builder *b, int64_t batch, int64_t seq, int64_t layers, bool lm_head)
 {
-    transformer t = {batch, seq, 768, 12, 3072, 12, true, "gelu"};
+    transformer t = {batch, seq, 768, 12, 3072, layers, true, "gelu"};
     tid x = input(b, "embeddings", DIMS(batch * seq, t.width));
     tid h = x;
     for (int layer = 0; layer < t.layers; layer++)
@@ -462,6 +462,11 @@ clrun_status gen_model(const char *model, const gen_model_options *options, clru
         snprintf(err, errlen, "batch and sequence must be at least 1");
         return CLRUN_ERROR_INVALID_ARGUMENT;
     }
+    if (options->layers < 0) {
+        snprintf(err, errlen, "layers must be at least 1 (0 for the model's 12)");
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    }
+    int64_t layers = options->layers > 0 ? options->layers : 12;
     char graph_name[64];
     snprintf(graph_name, sizeof graph_name, "%s_b%d", model, options->batch);
     for (char *c = graph_name; *c; c++)
@@ -478,9 +483,9 @@ clrun_status gen_model(const char *model, const gen_model_options *options, clru
     else if (strcmp(model, "mobilenetv2") == 0)
         build_mobilenetv2(&b, options->batch);
     else if (strcmp(model, "bert-base") == 0)
-        build_bert(&b, options->batch, seq);
+        build_bert(&b, options->batch, seq, layers);
     else
-        build_gpt2(&b, options->batch, seq, options->lm_head);
+        build_gpt2(&b, options->batch, seq, layers, options->lm_head);
     if (b.status == CLRUN_OK && clrun_graph_validate(b.graph) != CLRUN_OK)
         failed(&b, CLRUN_ERROR_INVALID_GRAPH, "validation");
     if (b.status != CLRUN_OK) {

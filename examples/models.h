@@ -11,6 +11,8 @@ typedef struct gen_model_options {
     int batch;    /* images or sequences per run, >= 1 */
     int seq;      /* tokens per sequence (bert-base, gpt2); 0 picks the model's default */
     bool lm_head; /* gpt2: end with the 768 x 50257 language-model head (tied to wte) */
+    int layers;   /* bert-base, gpt2: transformer layers; 0 gives the model's 12 (a test's
+                   * shorter model has the same layer, fewer times) */
 } gen_model_options;
 
 /* The models gen_model knows, NULL-terminated: "resnet50", "mobilenetv2", "bert-base", "gpt2". */

@@ -937,7 +937,7 @@ static void generated_models_validate_and_round_trip(void **state)
     (void)state;
     for (int m = 0; gen_model_names[m]; m++) {
         for (int batch = 1; batch <= 8; batch += 7) {
-            gen_model_options options = {batch, 0, true};
+            gen_model_options options = {batch, 0, true, 0};
             clrun_graph *graph = NULL;
             char err[1024];
             clrun_status status = gen_model(gen_model_names[m], &options, &graph, err, sizeof err);
@@ -953,7 +953,7 @@ static void generated_models_validate_and_round_trip(void **state)
 static void generated_models_have_their_true_shapes(void **state)
 {
     (void)state;
-    gen_model_options options = {8, 0, true};
+    gen_model_options options = {8, 0, true, 0};
     clrun_graph *graph = NULL;
     char err[1024];
     clrun_status status = gen_model("resnet50", &options, &graph, err, sizeof err);
@@ -973,7 +973,7 @@ static void generated_models_have_their_true_shapes(void **state)
     assert_int_equal(last->shape[2], 7);
     clrun_graph_destroy(graph);
 
-    options = (gen_model_options){1, 0, true};
+    options = (gen_model_options){1, 0, true, 0};
     status = gen_model("gpt2", &options, &graph, err, sizeof err);
     fail_on_missing_documented_op("gpt2", status, err);
     if (status != CLRUN_OK)
