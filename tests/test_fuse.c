@@ -329,9 +329,46 @@ static clrun_context *context_for(how h)
 
 static outcome run_graph_in(clrun_context *ctx, const clrun_graph *g, how h, uint64_t seed);
 
-/* Runs g once as `how` says, on a context of its own, and returns the outputs' hashes, its
- * stats and groups. */
+/* The contexts run_graph keeps, one per allocator and queue, made at their first use and
+ * destroyed at the end: a context per run built every program again (from source under
+ * oclgrind, which caches none). Each run leaves nothing in the pool (run_graph_in checks). */
+static struct {
+    const char *allocator;
+    bool out_of_order;
+    clrun_context *ctx;
+} kept_contexts[8];
+
+static clrun_context *kept_context(how h)
+{
+    size_t k = 0;
+    for (; k < sizeof kept_contexts / sizeof kept_contexts[0] && kept_contexts[k].ctx; k++)
+        if (strcmp(kept_contexts[k].allocator, h.allocator) == 0 && kept_contexts[k].out_of_order == h.out_of_order)
+            return kept_contexts[k].ctx;
+    if (k == sizeof kept_contexts / sizeof kept_contexts[0])
+        fail_msg("more than %zu kinds of context", k);
+    kept_contexts[k].allocator = h.allocator;
+    kept_contexts[k].out_of_order = h.out_of_order;
+    kept_contexts[k].ctx = context_for(h);
+    return kept_contexts[k].ctx;
+}
+
+static void destroy_kept_contexts(void)
+{
+    for (size_t k = 0; k < sizeof kept_contexts / sizeof kept_contexts[0]; k++) {
+        clrun_context_destroy(kept_contexts[k].ctx);
+        kept_contexts[k].ctx = NULL;
+    }
+}
+
+/* Runs g once as `how` says, on the context kept for its allocator and queue, and returns the
+ * outputs' hashes, its stats and groups. */
 static outcome run_graph(const clrun_graph *g, how h, uint64_t seed)
+{
+    return run_graph_in(kept_context(h), g, h, seed);
+}
+
+/* The same on a new context, which reads the environment's options now. */
+static outcome run_graph_fresh(const clrun_graph *g, how h, uint64_t seed)
 {
     clrun_context *ctx = context_for(h);
     outcome r = run_graph_in(ctx, g, h, seed);
@@ -824,9 +861,9 @@ static void clrun_fusion_0_turns_it_off(void **state)
     clrun_graph *g = chain4();
     setenv("CLRUN_FUSION", "0", 1);
     how context = {CLRUN_EXEC_POOLED, "buddy", false, 0, false}, forced = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
-    outcome a = run_graph(g, context, 3), b = run_graph(g, forced, 3);
+    outcome a = run_graph_fresh(g, context, 3), b = run_graph_fresh(g, forced, 3);
     setenv("CLRUN_FUSION", "yes", 1);
-    outcome c = run_graph(g, context, 3);
+    outcome c = run_graph_fresh(g, context, 3);
     unsetenv("CLRUN_FUSION");
     assert_int_equal(a.groups, 0);
     assert_int_equal(a.stats.kernels, 5);
@@ -1282,6 +1319,7 @@ int main(void)
     };
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    destroy_kept_contexts();
     clrun_test_remove_dir(cache_root);
     return failed;
 }
