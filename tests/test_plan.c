@@ -1189,6 +1189,50 @@ static void zero_time_limit_runs_the_constructions_only(void **state)
     free(b);
 }
 
+/* Large dense instances run the short portfolio: greedy by size and the three lowest-first
+ * rankings, nothing else, none of it "cut short", and the plan the best of those four (which
+ * the planner's internals rebuild here one by one). */
+static void large_dense_instances_run_the_short_portfolio(void **state)
+{
+    (void)state;
+    size_t n = CLRUN__PLAN_LARGE_N;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, 1, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets), lb, greedy;
+    assert_non_null(offsets);
+    uint32_t alive;
+    assert_int_equal(clrun__plan_bound(b, n, 1, &lb, &alive), CLRUN_OK);
+    assert_true(alive >= CLRUN__PLAN_FIT_DENSE); /* dense: else the test proves nothing */
+    assert_int_equal(clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &greedy),
+                     CLRUN_OK);
+    uint64_t best = greedy;
+    clrun__plan_skyline sky;
+    assert_int_equal(clrun__plan_skyline_init(&sky, b, n, 1), CLRUN_OK);
+    for (int rank = 0; rank < CLRUN__PLAN_RANK_COUNT; rank++) {
+        clrun__plan_skyline_rank(&sky, (clrun__plan_rank)rank);
+        uint64_t peak =
+            clrun__plan_skyline_run(&sky, sky.priority, UINT64_MAX, INFINITY, offsets);
+        best = peak < best ? peak : best;
+    }
+    clrun__plan_skyline_free(&sky);
+    assert_true(best > lb); /* else the constructions stop at the bound */
+
+    clrun_plan_options o = options_with(0, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_large_plan("perfect", b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_int_equal(r.steps, 1 + CLRUN__PLAN_RANK_COUNT);
+    assert_false(r.cut_short);
+    assert_int_equal(r.peak_bytes, best);
+    assert_true(strncmp(r.method, "lowest-first", 12) == 0 ||
+                strcmp(r.method, "greedy-size") == 0);
+
+    /* one buffer fewer: the whole portfolio again */
+    assert_int_equal(clrun_plan_solve(b, n - 1, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, CONSTRUCTIONS);
+    free(offsets);
+    free(b);
+}
+
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
@@ -1554,6 +1598,7 @@ int main(void)
         cmocka_unit_test(large_instances_are_never_worse_than_greedy_by_size),
         cmocka_unit_test(constructions_run_to_the_end_are_not_cut_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
+        cmocka_unit_test(large_dense_instances_run_the_short_portfolio),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),

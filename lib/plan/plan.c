@@ -231,6 +231,8 @@ typedef struct solve_state {
     bool fit_ready;              /* fit needs freeing */
     bool dense;                  /* CLRUN__PLAN_FIT_DENSE or more alive at once: best fit
                                     uses `fit`, not `decoder` (the same plans) */
+    bool large;                  /* dense with CLRUN__PLAN_LARGE_N buffers or more: the short
+                                    portfolio of constructions */
     clrun__plan_skyline skyline; /* lowest-first construction scratch */
     bool skyline_ready;          /* skyline needs freeing */
     clrun__plan_parts parts;     /* independent parts and the best placement of each */
@@ -331,19 +333,29 @@ static bool spent(const solve_state *s, const budget *b)
  * which always runs to the end whatever the limit (O(n log T) interval-set merges on dense
  * instances, plan_fit.c), so that the plan returned is never worse than it; then lowest-first
  * by area (the best of the rest on packings), the other orders, and last the time sweep
- * (O(n k), rarely the best). */
+ * (O(n k), rarely the best).
+ *
+ * On large dense instances (CLRUN__PLAN_LARGE_N buffers or more, CLRUN__PLAN_FIT_DENSE alive at
+ * once) only greedy by size and the three lowest-first rankings run: in `bench_plan --part 4
+ * --seeds 2` (perfect and balanced at 10k-100k buffers, 16 instances) XLA's two orders, best
+ * fit by area and the time sweep never gave the best plan, lowest-first always did, and those
+ * four cost 2.5-3x a lowest-first ranking each (about 2.3 s of CPU on balanced 62k). Their
+ * time goes to the lowest-first rebuilds, which do improve there. Sparse instances keep the
+ * whole portfolio: there best fit by area and XLA's spatial order sometimes win, and each costs
+ * about what a lowest-first ranking does. */
 typedef enum construction_kind { SWEEP, LOWEST_FIRST, BEST_FIT } construction_kind;
 
 typedef struct construction {
     construction_kind kind; /* plan_sweep.c, plan_skyline.c or a best-fit order (plan_greedy.c) */
     int which;              /* clrun__plan_rank or clrun_plan_order */
+    bool large;             /* run on large dense instances too */
 } construction;
 
 static const construction constructions[] = {
-    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},     {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA},
-    {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},  {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE},
-    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA},
-    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN}, {SWEEP, 0},
+    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE, true},      {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA, true},
+    {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL, false},  {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE, true},
+    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL, false}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA, false},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN, true},  {SWEEP, 0, false},
 };
 
 /* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
@@ -431,6 +443,8 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
         const construction *c = &constructions[i];
         if (i > 0 && at_bound(s))
             break;
+        if (s->large && !c->large)
+            continue; /* not in the large instances' portfolio: not cut short */
         /* not started when the setup (a sort or two) would end past the limit; the second,
          * lowest-first by area, the best of the rest on packings, starts whenever time is left
          * (on large instances greedy by size alone can take half the limit) */
@@ -542,6 +556,7 @@ static clrun_status solve_init(solve_state *s)
         if (s->parts.max_alive[q] >= CLRUN__PLAN_FIT_DENSE)
             s->dense = true;
     }
+    s->large = s->dense && n >= CLRUN__PLAN_LARGE_N;
     return st;
 }
 
