@@ -1233,6 +1233,36 @@ static void large_dense_instances_run_the_short_portfolio(void **state)
     free(b);
 }
 
+/* On large dense instances the steps left after the constructions all go to the lowest-first
+ * rebuilds, and the plan depends only on the instance, the seed and the step limit. */
+static void large_dense_instances_rebuild_deterministically(void **state)
+{
+    (void)state;
+    size_t n = CLRUN__PLAN_LARGE_N;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 2, NULL);
+    uint64_t *first = malloc(n * sizeof *first), *second = malloc(n * sizeof *second);
+    assert_non_null(first);
+    assert_non_null(second);
+    clrun_plan_options o = options_with_steps(1 + CLRUN__PLAN_RANK_COUNT + 3, 1);
+    o.search_max_buffers = 0;
+    clrun_plan_result r1, r2, built;
+    assert_int_equal(clrun_plan_solve(b, n, &o, first, &r1), CLRUN_OK);
+    assert_int_equal(clrun_plan_solve(b, n, &o, second, &r2), CLRUN_OK);
+    check_large_plan("balanced", b, n, 1, first, r1.peak_bytes, r1.lower_bound_bytes);
+    assert_int_equal(r1.steps, o.step_limit);
+    assert_int_equal(r1.steps, r2.steps);
+    assert_int_equal(r1.peak_bytes, r2.peak_bytes);
+    assert_string_equal(r1.method, r2.method);
+    assert_memory_equal(first, second, n * sizeof *first);
+    /* never worse than the constructions alone */
+    clrun_plan_options zero = options_with(0, 1);
+    assert_int_equal(clrun_plan_solve(b, n, &zero, second, &built), CLRUN_OK);
+    assert_true(r1.peak_bytes <= built.peak_bytes);
+    free(first);
+    free(second);
+    free(b);
+}
+
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
@@ -1599,6 +1629,7 @@ int main(void)
         cmocka_unit_test(constructions_run_to_the_end_are_not_cut_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(large_dense_instances_run_the_short_portfolio),
+        cmocka_unit_test(large_dense_instances_rebuild_deterministically),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),
