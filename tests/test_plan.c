@@ -1263,6 +1263,29 @@ static void large_dense_instances_rebuild_deterministically(void **state)
     free(b);
 }
 
+/* On large instances the lowest-first rankings come right after greedy by size: a chain of
+ * 52,000 buffers is packed at the bound by lowest-first by lifetime alone, which is now the
+ * fourth construction (it was the seventh, after three best-fit orders). */
+static void large_instances_try_lowest_first_right_after_greedy(void **state)
+{
+    (void)state;
+    size_t n = 52000;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_CHAIN, n, 1, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    assert_non_null(offsets);
+    clrun_plan_options o = options_with(0, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_large_plan("chain", b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_true(r.optimal);
+    assert_int_equal(r.peak_bytes, r.lower_bound_bytes);
+    assert_string_equal(r.method, "lowest-first-lifetime");
+    assert_int_equal(r.steps, 1 + CLRUN__PLAN_RANK_COUNT);
+    assert_false(r.cut_short);
+    free(offsets);
+    free(b);
+}
+
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
@@ -1630,6 +1653,7 @@ int main(void)
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
         cmocka_unit_test(large_dense_instances_run_the_short_portfolio),
         cmocka_unit_test(large_dense_instances_rebuild_deterministically),
+        cmocka_unit_test(large_instances_try_lowest_first_right_after_greedy),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),

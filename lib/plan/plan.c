@@ -231,8 +231,9 @@ typedef struct solve_state {
     bool fit_ready;              /* fit needs freeing */
     bool dense;                  /* CLRUN__PLAN_FIT_DENSE or more alive at once: best fit
                                     uses `fit`, not `decoder` (the same plans) */
-    bool large;                  /* dense with CLRUN__PLAN_LARGE_N buffers or more: the short
-                                    portfolio of constructions */
+    bool large;                  /* CLRUN__PLAN_LARGE_N buffers or more: the lowest-first
+                                    rankings right after greedy by size, the other orders only
+                                    after them, and where dense not at all */
     clrun__plan_skyline skyline; /* lowest-first construction scratch */
     bool skyline_ready;          /* skyline needs freeing */
     clrun__plan_parts parts;     /* independent parts and the best placement of each */
@@ -335,28 +336,40 @@ static bool spent(const solve_state *s, const budget *b)
  * by area (the best of the rest on packings), the other orders, and last the time sweep
  * (O(n k), rarely the best).
  *
- * On large dense instances (CLRUN__PLAN_LARGE_N buffers or more, CLRUN__PLAN_FIT_DENSE alive at
- * once) only greedy by size and the three lowest-first rankings run: in `bench_plan --part 4
- * --seeds 2` (perfect and balanced at 10k-100k buffers, 16 instances) XLA's two orders, best
- * fit by area and the time sweep never gave the best plan, lowest-first always did, and those
- * four cost 2.5-3x a lowest-first ranking each (about 2.3 s of CPU on balanced 62k). Their
- * time goes to the lowest-first rebuilds, which do improve there. Sparse instances keep the
- * whole portfolio: there best fit by area and XLA's spatial order sometimes win, and each costs
- * about what a lowest-first ranking does. */
+ * On large instances (CLRUN__PLAN_LARGE_N buffers or more) the three lowest-first rankings come
+ * right after greedy by size and start whenever time is left, the other orders and the sweep
+ * after them: in `bench_plan --part 4 --seeds 2` (random, perfect and balanced at 10k-100k
+ * buffers, 24 instances) a lowest-first ranking gave the best plan of 23, best fit by area of
+ * one (random 62k seed 2, 0.3 % below them), XLA's orders only in ties with greedy by size,
+ * the sweep never; on chains of 100k buffers lowest-first by lifetime is the one at the bound.
+ * Where such an instance is dense (CLRUN__PLAN_FIT_DENSE alive at once) only the first four
+ * run: there XLA's two orders and best fit by area cost 2.5-5x a lowest-first ranking each
+ * (about 2.3 s of CPU on balanced 62k) and never won, and their time goes to the lowest-first
+ * rebuilds, which do improve there. */
 typedef enum construction_kind { SWEEP, LOWEST_FIRST, BEST_FIT } construction_kind;
 
 typedef struct construction {
     construction_kind kind; /* plan_sweep.c, plan_skyline.c or a best-fit order (plan_greedy.c) */
     int which;              /* clrun__plan_rank or clrun_plan_order */
-    bool large;             /* run on large dense instances too */
 } construction;
 
-static const construction constructions[] = {
-    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE, true},      {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA, true},
-    {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL, false},  {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE, true},
-    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL, false}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA, false},
-    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN, true},  {SWEEP, 0, false},
+#define CONSTRUCTION_COUNT 8
+
+static const construction constructions[CONSTRUCTION_COUNT] = {
+    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},     {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA},
+    {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},  {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE},
+    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN}, {SWEEP, 0},
 };
+
+/* Large instances' order; dense ones stop after the first LARGE_DENSE_COUNT. */
+static const construction large_constructions[CONSTRUCTION_COUNT] = {
+    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},     {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE}, {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN},
+    {BEST_FIT, CLRUN_PLAN_ORDER_AREA},     {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},
+    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {SWEEP, 0},
+};
+#define LARGE_DENSE_COUNT 4
 
 /* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
  * deadline cut it short (its plan is dropped); remembers the best best-fit order and the best
@@ -438,17 +451,18 @@ static bool tools_ready(const solve_state *s, construction_kind kind)
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
-    size_t count = sizeof constructions / sizeof constructions[0];
+    const construction *table = s->large ? large_constructions : constructions;
+    size_t count = s->large && s->dense ? LARGE_DENSE_COUNT : CONSTRUCTION_COUNT;
     for (size_t i = 0; i < count; i++) {
-        const construction *c = &constructions[i];
+        const construction *c = &table[i];
         if (i > 0 && at_bound(s))
             break;
-        if (s->large && !c->large)
-            continue; /* not in the large instances' portfolio: not cut short */
         /* not started when the setup (a sort or two) would end past the limit; the second,
          * lowest-first by area, the best of the rest on packings, starts whenever time is left
-         * (on large instances greedy by size alone can take half the limit) */
-        double by = i == 1 && start_by != -INFINITY ? deadline : start_by;
+         * (on large instances greedy by size alone can take half the limit), and so do the
+         * other lowest-first rankings on large instances, the best constructions there */
+        bool eager = i == 1 || (s->large && c->kind == LOWEST_FIRST);
+        double by = eager && start_by != -INFINITY ? deadline : start_by;
         if (i > 0 && (clrun__plan_now() > by ||
                       (!tools_ready(s, c->kind) && clrun__plan_now() + s->setup_s > deadline))) {
             s->result->cut_short = true;
@@ -515,7 +529,8 @@ static clrun_status run_complete(solve_state *s, const budget *b, uint64_t *prov
 static clrun_status run_improvement(solve_state *s, const budget *b)
 {
     clrun_plan_result *result = s->result;
-    double share = s->large ? 1.0 : PLAN_LOWEST_FIRST_SHARE;
+    bool rebuilds_only = s->large && s->dense;
+    double share = rebuilds_only ? 1.0 : PLAN_LOWEST_FIRST_SHARE;
     budget first = {time_share(b->deadline, share), steps_share(result, b->max_steps, share)};
     uint64_t steps = 0, peak = UINT64_MAX;
     clrun__plan_skyline_rank(&s->skyline, s->best_rank);
@@ -525,7 +540,7 @@ static clrun_status run_improvement(solve_state *s, const budget *b)
     result->steps += steps;
     if (peak != UINT64_MAX)
         keep_parts(s, s->found, "lowest-first-search");
-    if (s->large || spent(s, b))
+    if (rebuilds_only || spent(s, b))
         return CLRUN_OK;
     steps = 0;
     peak = UINT64_MAX;
@@ -559,7 +574,7 @@ static clrun_status solve_init(solve_state *s)
         if (s->parts.max_alive[q] >= CLRUN__PLAN_FIT_DENSE)
             s->dense = true;
     }
-    s->large = s->dense && n >= CLRUN__PLAN_LARGE_N;
+    s->large = n >= CLRUN__PLAN_LARGE_N;
     return st;
 }
 
