@@ -444,13 +444,37 @@ static bool tools_ready(const solve_state *s, construction_kind kind)
     return kind == SWEEP || (kind == LOWEST_FIRST ? s->skyline_ready : s->decoder_ready);
 }
 
+/* What a construction is expected to take, in wall seconds, from those already built:
+ * `took[kind]`, the last one of its kind (its tools' setup aside), else a share of greedy by
+ * size's (`took[BEST_FIT]`, always known: it runs first), plus `setup` when its tools are not
+ * ready. The shares are the most common ratios of `bench_plan --part 4` at 10k-100k (CPU ms,
+ * the tools' setup included): a first lowest-first ranking 0.23-0.98x greedy by size on dense
+ * instances (0.5 on most), 1.03-1.34x on sparse ones; the sweep 0.13-0.38x. */
+#define LOWEST_FIRST_PER_GREEDY_DENSE 0.5
+#define LOWEST_FIRST_PER_GREEDY_SPARSE 1.2
+#define SWEEP_PER_GREEDY 0.2
+
+static double expected_s(const solve_state *s, const construction *c, const double *took)
+{
+    if (took[c->kind] > 0)
+        return took[c->kind];
+    double greedy = took[BEST_FIT];
+    if (c->kind == SWEEP)
+        return SWEEP_PER_GREEDY * greedy;
+    return (s->dense ? LOWEST_FIRST_PER_GREEDY_DENSE : LOWEST_FIRST_PER_GREEDY_SPARSE) * greedy;
+}
+
 /* Runs the constructions: the first (greedy by size) always and to the end, the second before
  * `deadline` (unless start_by is -INFINITY: none but the first), the others only before
- * `start_by`, each bounded by `deadline`; stops at the lower bound. A construction not
- * started or not finished for lack of time sets result->cut_short. */
+ * `start_by`, each bounded by `deadline` and started only when it is expected to end before it
+ * (expected_s: a construction cut short is dropped, and the setup of its tools, a few sorts,
+ * cannot be stopped: started late, it was what made calls end past their limit); stops at the
+ * lower bound. A construction not started or not finished for lack of time sets
+ * result->cut_short. */
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
+    double took[3] = {0, 0, 0}; /* by construction_kind: wall seconds of the last one built */
     const construction *table = s->large ? large_constructions : constructions;
     size_t count = s->large && s->dense ? LARGE_DENSE_COUNT : CONSTRUCTION_COUNT;
     for (size_t i = 0; i < count; i++) {
@@ -463,18 +487,21 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
          * other lowest-first rankings on large instances, the best constructions there */
         bool eager = i == 1 || (s->large && c->kind == LOWEST_FIRST);
         double by = eager && start_by != -INFINITY ? deadline : start_by;
-        if (i > 0 && (clrun__plan_now() > by ||
-                      (!tools_ready(s, c->kind) && clrun__plan_now() + s->setup_s > deadline))) {
+        double now = clrun__plan_now(), setup = tools_ready(s, c->kind) ? 0 : s->setup_s;
+        if (i > 0 && (now > by || now + setup + expected_s(s, c, took) > deadline)) {
             s->result->cut_short = true;
             break;
         }
         uint64_t peak;
         const char *method;
         clrun_status st = c->kind == LOWEST_FIRST ? skyline_tools(s) : best_fit_tools(s);
+        double built_from = clrun__plan_now();
         if (st == CLRUN_OK)
             st = build(s, c, i == 0 ? INFINITY : deadline, &peak, &method);
         if (st != CLRUN_OK)
             return st;
+        /* greedy by size's setup counts in its time: it is the measure of the others' */
+        took[c->kind] = clrun__plan_now() - (i == 0 ? now : built_from);
         s->result->steps++;
         if (peak != UINT64_MAX)
             keep_parts(s, s->trial, method);
