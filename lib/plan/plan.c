@@ -246,6 +246,8 @@ typedef struct solve_state {
     uint64_t best_lowest_first;  /* peak of best_rank's plan; UINT64_MAX before any */
     uint64_t *offsets;           /* the caller's array: the kept plan, part by part */
     clrun_plan_result *result;
+    double took[3];              /* by construction_kind: wall seconds the last construction
+                                    of the kind took (expected_s); 0 before one ran */
     double setup_s;              /* what the bound and the parts took: a few sorts of the
                                     instance, as the skyline's and the decoder's setup, or a
                                     part's search tables per buffer, will */
@@ -454,8 +456,9 @@ static bool tools_ready(const solve_state *s, construction_kind kind)
 #define LOWEST_FIRST_PER_GREEDY_SPARSE 1.2
 #define SWEEP_PER_GREEDY 0.2
 
-static double expected_s(const solve_state *s, const construction *c, const double *took)
+static double expected_s(const solve_state *s, const construction *c)
 {
+    const double *took = s->took;
     if (took[c->kind] > 0)
         return took[c->kind];
     double greedy = took[BEST_FIT];
@@ -474,7 +477,6 @@ static double expected_s(const solve_state *s, const construction *c, const doub
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
-    double took[3] = {0, 0, 0}; /* by construction_kind: wall seconds of the last one built */
     const construction *table = s->large ? large_constructions : constructions;
     size_t count = s->large && s->dense ? LARGE_DENSE_COUNT : CONSTRUCTION_COUNT;
     for (size_t i = 0; i < count; i++) {
@@ -488,7 +490,7 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
         bool eager = i == 1 || (s->large && c->kind == LOWEST_FIRST);
         double by = eager && start_by != -INFINITY ? deadline : start_by;
         double now = clrun__plan_now(), setup = tools_ready(s, c->kind) ? 0 : s->setup_s;
-        if (i > 0 && (now > by || now + setup + expected_s(s, c, took) > deadline)) {
+        if (i > 0 && (now > by || now + setup + expected_s(s, c) > deadline)) {
             s->result->cut_short = true;
             break;
         }
@@ -501,7 +503,7 @@ static clrun_status run_constructions(solve_state *s, double start_by, double de
         if (st != CLRUN_OK)
             return st;
         /* greedy by size's setup counts in its time: it is the measure of the others' */
-        took[c->kind] = clrun__plan_now() - (i == 0 ? now : built_from);
+        s->took[c->kind] = clrun__plan_now() - (i == 0 ? now : built_from);
         s->result->steps++;
         if (peak != UINT64_MAX)
             keep_parts(s, s->trial, method);
@@ -659,8 +661,12 @@ static clrun_status solve(solve_state *s, double start)
             (capacity > 0 && proven_above > capacity) || spent(s, &all))
             goto verdict;
     }
-    /* the searches' setup is a few sorts: not started when it would end past the limit */
-    if (!spent(s, &all) && clrun__plan_now() + s->setup_s <= all.deadline)
+    /* the searches' setup is a few sorts, and their first step a lowest-first rebuild, as dear
+     * as a construction on large instances, dropped when cut short: not started when they
+     * would end past the limit */
+    const construction rebuild = {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA};
+    if (!spent(s, &all) &&
+        clrun__plan_now() + s->setup_s + expected_s(s, &rebuild) <= all.deadline)
         st = solve_tools(s);
     else
         goto verdict;
