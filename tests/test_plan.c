@@ -1286,6 +1286,48 @@ static void large_instances_try_lowest_first_right_after_greedy(void **state)
     free(b);
 }
 
+/* A clock that ticks a millisecond per reading: the planner reads it in proportion to the
+ * work it does, so time is deterministic. */
+static double fake_seconds;
+
+static double fake_clock(void) { return fake_seconds += 1e-3; }
+
+/* A construction after greedy by size starts only when it is expected to end before the limit
+ * (a first lowest-first ranking: half greedy's time on a dense instance), and so do the
+ * rebuilds: with a limit of 1.2x greedy's time nothing else starts, with 3x lowest-first by
+ * area does, and either call ends within its limit plus 10 %. */
+static void constructions_start_only_when_expected_to_end_in_time(void **state)
+{
+    (void)state;
+    size_t n = CLRUN__PLAN_LARGE_N;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, 1, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    assert_non_null(offsets);
+    clrun__plan_test_clock = fake_clock;
+    clrun_plan_options o = options_with(1e-9, 1);
+    clrun_plan_result r;
+    fake_seconds = 0;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, 1);
+    double greedy_s = r.planner_ms * 1e-3;
+    assert_true(greedy_s >= 0.02); /* read often enough to measure by */
+
+    o.time_limit_s = 1.2 * greedy_s;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, 1);
+    assert_true(r.cut_short);
+    assert_true(r.planner_ms <= 1.1e3 * o.time_limit_s);
+
+    o.time_limit_s = 3 * greedy_s;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    clrun__plan_test_clock = NULL;
+    assert_true(r.steps >= 2);
+    assert_true(r.planner_ms <= 1.1e3 * o.time_limit_s);
+    check_large_plan("perfect", b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    free(offsets);
+    free(b);
+}
+
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
@@ -1654,6 +1696,7 @@ int main(void)
         cmocka_unit_test(large_dense_instances_run_the_short_portfolio),
         cmocka_unit_test(large_dense_instances_rebuild_deterministically),
         cmocka_unit_test(large_instances_try_lowest_first_right_after_greedy),
+        cmocka_unit_test(constructions_start_only_when_expected_to_end_in_time),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),

@@ -34,6 +34,8 @@
 #define PLAN_LOWEST_FIRST_SHARE 0.7
 #endif
 
+double (*clrun__plan_test_clock)(void) = NULL;
+
 clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *from, uint32_t *to, size_t *distinct)
 {
