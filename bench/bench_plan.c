@@ -19,12 +19,15 @@
  * the limit cut constructions short ("cut"), and "late" for a call that took more than its
  * limit plus 10 %. The generated families run at 1k, 10k, 28k and 62k (--quick: 1k, 10k).
  * Part 4, constructions one by one (not run by default: --part 4): for random, perfect and
- * balanced at 62k (--quick: 10k), the setup of each tool (the bound, the decoder or the
- * interval sets as clrun_plan_solve picks them, lowest-first's tree) and each construction in
- * clrun_plan_solve's order, with its peak over the bound, in CPU milliseconds of this process
- * (what the time limit spends, less what other processes on the core take: comparable between
- * runs under different loads; the load average is printed) and the total, against issue 29's
- * target of 200 ms at 62k.
+ * balanced at 10k, 28k, 62k and 100k (--quick: 10k), each seed, the setup of each tool (the
+ * bound, the decoder or the interval sets as clrun_plan_solve picks them, lowest-first's tree)
+ * and each of the eight constructions of plan.c's table, in its order (on large dense instances
+ * clrun_plan_solve runs only greedy-size and the lowest-first ones), with its peak over the
+ * bound, in CPU milliseconds of this process (what the time limit spends, less what other
+ * processes on the core take: comparable between runs under different loads; the load average
+ * is printed) and the total, against issue 29's target of 200 ms at 62k; last, how many
+ * instances each construction gave the best peak of, and its CPU time over all of them: the
+ * measure of plan.c's portfolio.
  *
  * usage: bench_plan [--seeds K] [--time-limit S] [--quick] [--part 1|2|3|4]
  * (--quick: sizes 100 and 1000 only, growth up to 10k) */
@@ -322,7 +325,12 @@ static void load_average(char *out, size_t len)
 }
 
 /* One construction of clrun_plan_solve's (plan.c's table), timed alone. */
-static int time_constructions(clrun_plan_gen_family family, size_t n)
+/* Instances each construction gave the best peak of (ties count for each), by plan.c's table. */
+#define CONSTRUCTION_COUNT 8
+static int construction_wins[CONSTRUCTION_COUNT];
+static double construction_ms[CONSTRUCTION_COUNT];
+
+static int time_constructions(clrun_plan_gen_family family, size_t n, uint64_t seed)
 {
     clrun_plan_buffer *b = malloc(n * sizeof *b);
     uint64_t *offsets = malloc(n * sizeof *offsets);
@@ -332,7 +340,7 @@ static int time_constructions(clrun_plan_gen_family family, size_t n)
     clrun__plan_skyline sky = {0};
     bool have_decoder = false, have_fit = false, have_sky = false;
     int rc = 1;
-    if (!b || !offsets || !order || clrun_plan_gen(family, n, 1, b, NULL) != CLRUN_OK)
+    if (!b || !offsets || !order || clrun_plan_gen(family, n, seed, b, NULL) != CLRUN_OK)
         goto done;
     uint64_t lb;
     uint32_t alive;
@@ -354,8 +362,9 @@ static int time_constructions(clrun_plan_gen_family family, size_t n)
     if (!have_sky || !(have_fit || have_decoder))
         goto done;
     total += fit_ms + sky_ms;
-    printf("%-9s %6zu %6u  setup: bound %.1f, %s %.1f, lowest-first %.1f ms\n",
-           clrun_plan_gen_family_name(family), n, (unsigned)alive, bound_ms,
+    printf("%-9s %6zu %6u %4llu  setup: bound %.1f, %s %.1f, lowest-first %.1f ms\n",
+           clrun_plan_gen_family_name(family), n, (unsigned)alive, (unsigned long long)seed,
+           bound_ms,
            dense ? "interval sets" : "decoder", fit_ms, sky_ms);
     /* plan.c's constructions[], in its order */
     static const struct {
@@ -365,7 +374,8 @@ static int time_constructions(clrun_plan_gen_family family, size_t n)
                  {0, CLRUN_PLAN_ORDER_SPATIAL},  {1, CLRUN__PLAN_RANK_SIZE},
                  {0, CLRUN_PLAN_ORDER_TEMPORAL}, {0, CLRUN_PLAN_ORDER_AREA},
                  {1, CLRUN__PLAN_RANK_SPAN},     {2, 0}};
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    uint64_t peaks[CONSTRUCTION_COUNT], best = UINT64_MAX;
+    for (size_t i = 0; i < CONSTRUCTION_COUNT; i++) {
         uint64_t peak = 0;
         const char *name;
         t = cpu_s();
@@ -392,8 +402,13 @@ static int time_constructions(clrun_plan_gen_family family, size_t n)
         }
         double ms = (cpu_s() - t) * 1e3;
         total += ms;
+        construction_ms[i] += ms;
+        peaks[i] = peak;
+        best = peak < best ? peak : best;
         printf("    %-22s %9.1f ms  %7.4f\n", name, ms, (double)peak / (double)lb);
     }
+    for (size_t i = 0; i < CONSTRUCTION_COUNT; i++)
+        construction_wins[i] += peaks[i] == best;
     printf("    %-22s %9.1f ms  (target at 62k: 200 ms)\n", "total", total);
     rc = 0;
 done:
@@ -409,18 +424,28 @@ done:
     return rc;
 }
 
-static int part_constructions(int quick)
+static int part_constructions(int quick, int seeds)
 {
     char load[128];
     load_average(load, sizeof load);
     printf("\n4. constructions one by one (seed 1), CPU ms of this process, each with its peak\n"
            "   over the lower bound; load average %s\n", load);
-    printf("%-9s %6s %6s\n", "family", "n", "alive");
+    printf("%-9s %6s %6s %4s\n", "family", "n", "alive", "seed");
     const clrun_plan_gen_family families[] = {CLRUN_PLAN_GEN_RANDOM, CLRUN_PLAN_GEN_PERFECT,
                                               CLRUN_PLAN_GEN_BALANCED};
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        if (time_constructions(families[f], quick ? 10000 : 62000) != 0)
-            return 1;
+    const size_t sizes[] = {10000, 28000, 62000, 100000};
+    int instances = 0;
+    for (size_t s = 0; s < (quick ? 1 : 4); s++)
+        for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+            for (int seed = 1; seed <= seeds; seed++, instances++)
+                if (time_constructions(families[f], sizes[s], (uint64_t)seed) != 0)
+                    return 1;
+    static const char *const names[CONSTRUCTION_COUNT] = {
+        "greedy-size",  "lowest-first-area", "xla-spatial",           "lowest-first-size",
+        "xla-temporal", "greedy-area",       "lowest-first-lifetime", "time-sweep"};
+    printf("best peak (ties count for each) in %d instances, and CPU ms in all:\n", instances);
+    for (size_t i = 0; i < CONSTRUCTION_COUNT; i++)
+        printf("    %-22s %3d  %9.1f ms\n", names[i], construction_wins[i], construction_ms[i]);
     return 0;
 }
 
@@ -462,7 +487,7 @@ int main(int argc, char **argv)
     if (rc == 0 && (part == 0 || part == 3))
         rc = part_growth(quick, time_limit);
     if (rc == 0 && part == 4)
-        rc = part_constructions(quick);
+        rc = part_constructions(quick, seeds);
     if (rc != 0)
         fprintf(stderr, "bench_plan: out of memory\n");
     return rc;

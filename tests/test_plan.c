@@ -1189,6 +1189,145 @@ static void zero_time_limit_runs_the_constructions_only(void **state)
     free(b);
 }
 
+/* Large dense instances run the short portfolio: greedy by size and the three lowest-first
+ * rankings, nothing else, none of it "cut short", and the plan the best of those four (which
+ * the planner's internals rebuild here one by one). */
+static void large_dense_instances_run_the_short_portfolio(void **state)
+{
+    (void)state;
+    size_t n = CLRUN__PLAN_LARGE_N;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, 1, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets), lb, greedy;
+    assert_non_null(offsets);
+    uint32_t alive;
+    assert_int_equal(clrun__plan_bound(b, n, 1, &lb, &alive), CLRUN_OK);
+    assert_true(alive >= CLRUN__PLAN_FIT_DENSE); /* dense: else the test proves nothing */
+    assert_int_equal(clrun_plan_greedy(b, n, 1, CLRUN_PLAN_ORDER_SIZE, offsets, &greedy),
+                     CLRUN_OK);
+    uint64_t best = greedy;
+    clrun__plan_skyline sky;
+    assert_int_equal(clrun__plan_skyline_init(&sky, b, n, 1), CLRUN_OK);
+    for (int rank = 0; rank < CLRUN__PLAN_RANK_COUNT; rank++) {
+        clrun__plan_skyline_rank(&sky, (clrun__plan_rank)rank);
+        uint64_t peak =
+            clrun__plan_skyline_run(&sky, sky.priority, UINT64_MAX, INFINITY, offsets);
+        best = peak < best ? peak : best;
+    }
+    clrun__plan_skyline_free(&sky);
+    assert_true(best > lb); /* else the constructions stop at the bound */
+
+    clrun_plan_options o = options_with(0, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_large_plan("perfect", b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_int_equal(r.steps, 1 + CLRUN__PLAN_RANK_COUNT);
+    assert_false(r.cut_short);
+    assert_int_equal(r.peak_bytes, best);
+    assert_true(strncmp(r.method, "lowest-first", 12) == 0 ||
+                strcmp(r.method, "greedy-size") == 0);
+
+    /* one buffer fewer: the whole portfolio again */
+    assert_int_equal(clrun_plan_solve(b, n - 1, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, CONSTRUCTIONS);
+    free(offsets);
+    free(b);
+}
+
+/* On large dense instances the steps left after the constructions all go to the lowest-first
+ * rebuilds, and the plan depends only on the instance, the seed and the step limit. */
+static void large_dense_instances_rebuild_deterministically(void **state)
+{
+    (void)state;
+    size_t n = CLRUN__PLAN_LARGE_N;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_BALANCED, n, 2, NULL);
+    uint64_t *first = malloc(n * sizeof *first), *second = malloc(n * sizeof *second);
+    assert_non_null(first);
+    assert_non_null(second);
+    clrun_plan_options o = options_with_steps(1 + CLRUN__PLAN_RANK_COUNT + 3, 1);
+    o.search_max_buffers = 0;
+    clrun_plan_result r1, r2, built;
+    assert_int_equal(clrun_plan_solve(b, n, &o, first, &r1), CLRUN_OK);
+    assert_int_equal(clrun_plan_solve(b, n, &o, second, &r2), CLRUN_OK);
+    check_large_plan("balanced", b, n, 1, first, r1.peak_bytes, r1.lower_bound_bytes);
+    assert_int_equal(r1.steps, o.step_limit);
+    assert_int_equal(r1.steps, r2.steps);
+    assert_int_equal(r1.peak_bytes, r2.peak_bytes);
+    assert_string_equal(r1.method, r2.method);
+    assert_memory_equal(first, second, n * sizeof *first);
+    /* never worse than the constructions alone */
+    clrun_plan_options zero = options_with(0, 1);
+    assert_int_equal(clrun_plan_solve(b, n, &zero, second, &built), CLRUN_OK);
+    assert_true(r1.peak_bytes <= built.peak_bytes);
+    free(first);
+    free(second);
+    free(b);
+}
+
+/* On large instances the lowest-first rankings come right after greedy by size: a chain of
+ * 52,000 buffers is packed at the bound by lowest-first by lifetime alone, which is now the
+ * fourth construction (it was the seventh, after three best-fit orders). */
+static void large_instances_try_lowest_first_right_after_greedy(void **state)
+{
+    (void)state;
+    size_t n = 52000;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_CHAIN, n, 1, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    assert_non_null(offsets);
+    clrun_plan_options o = options_with(0, 1);
+    clrun_plan_result r;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    check_large_plan("chain", b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    assert_true(r.optimal);
+    assert_int_equal(r.peak_bytes, r.lower_bound_bytes);
+    assert_string_equal(r.method, "lowest-first-lifetime");
+    assert_int_equal(r.steps, 1 + CLRUN__PLAN_RANK_COUNT);
+    assert_false(r.cut_short);
+    free(offsets);
+    free(b);
+}
+
+/* A clock that ticks a millisecond per reading: the planner reads it in proportion to the
+ * work it does, so time is deterministic. */
+static double fake_seconds;
+
+static double fake_clock(void) { return fake_seconds += 1e-3; }
+
+/* A construction after greedy by size starts only when it is expected to end before the limit
+ * (a first lowest-first ranking: half greedy's time on a dense instance), and so do the
+ * rebuilds: with a limit of 1.2x greedy's time nothing else starts, with 3x lowest-first by
+ * area does, and either call ends within its limit plus 10 %. */
+static void constructions_start_only_when_expected_to_end_in_time(void **state)
+{
+    (void)state;
+    size_t n = CLRUN__PLAN_LARGE_N;
+    clrun_plan_buffer *b = family_instance(CLRUN_PLAN_GEN_PERFECT, n, 1, NULL);
+    uint64_t *offsets = malloc(n * sizeof *offsets);
+    assert_non_null(offsets);
+    clrun__plan_test_clock = fake_clock;
+    clrun_plan_options o = options_with(1e-9, 1);
+    clrun_plan_result r;
+    fake_seconds = 0;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, 1);
+    double greedy_s = r.planner_ms * 1e-3;
+    assert_true(greedy_s >= 0.02); /* read often enough to measure by */
+
+    o.time_limit_s = 1.2 * greedy_s;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    assert_int_equal(r.steps, 1);
+    assert_true(r.cut_short);
+    assert_true(r.planner_ms <= 1.1e3 * o.time_limit_s);
+
+    o.time_limit_s = 3 * greedy_s;
+    assert_int_equal(clrun_plan_solve(b, n, &o, offsets, &r), CLRUN_OK);
+    clrun__plan_test_clock = NULL;
+    assert_true(r.steps >= 2);
+    assert_true(r.planner_ms <= 1.1e3 * o.time_limit_s);
+    check_large_plan("perfect", b, n, 1, offsets, r.peak_bytes, r.lower_bound_bytes);
+    free(offsets);
+    free(b);
+}
+
 static void plan_reaching_lower_bound_is_optimal_without_search(void **state)
 {
     (void)state;
@@ -1554,6 +1693,10 @@ int main(void)
         cmocka_unit_test(large_instances_are_never_worse_than_greedy_by_size),
         cmocka_unit_test(constructions_run_to_the_end_are_not_cut_short),
         cmocka_unit_test(zero_time_limit_runs_the_constructions_only),
+        cmocka_unit_test(large_dense_instances_run_the_short_portfolio),
+        cmocka_unit_test(large_dense_instances_rebuild_deterministically),
+        cmocka_unit_test(large_instances_try_lowest_first_right_after_greedy),
+        cmocka_unit_test(constructions_start_only_when_expected_to_end_in_time),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),

@@ -34,6 +34,8 @@
 #define PLAN_LOWEST_FIRST_SHARE 0.7
 #endif
 
+double (*clrun__plan_test_clock)(void) = NULL;
+
 clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t n,
                                        uint32_t *from, uint32_t *to, size_t *distinct)
 {
@@ -231,6 +233,9 @@ typedef struct solve_state {
     bool fit_ready;              /* fit needs freeing */
     bool dense;                  /* CLRUN__PLAN_FIT_DENSE or more alive at once: best fit
                                     uses `fit`, not `decoder` (the same plans) */
+    bool large;                  /* CLRUN__PLAN_LARGE_N buffers or more: the lowest-first
+                                    rankings right after greedy by size, the other orders only
+                                    after them, and where dense not at all */
     clrun__plan_skyline skyline; /* lowest-first construction scratch */
     bool skyline_ready;          /* skyline needs freeing */
     clrun__plan_parts parts;     /* independent parts and the best placement of each */
@@ -243,6 +248,8 @@ typedef struct solve_state {
     uint64_t best_lowest_first;  /* peak of best_rank's plan; UINT64_MAX before any */
     uint64_t *offsets;           /* the caller's array: the kept plan, part by part */
     clrun_plan_result *result;
+    double took[3];              /* by construction_kind: wall seconds the last construction
+                                    of the kind took (expected_s); 0 before one ran */
     double setup_s;              /* what the bound and the parts took: a few sorts of the
                                     instance, as the skyline's and the decoder's setup, or a
                                     part's search tables per buffer, will */
@@ -331,7 +338,18 @@ static bool spent(const solve_state *s, const budget *b)
  * which always runs to the end whatever the limit (O(n log T) interval-set merges on dense
  * instances, plan_fit.c), so that the plan returned is never worse than it; then lowest-first
  * by area (the best of the rest on packings), the other orders, and last the time sweep
- * (O(n k), rarely the best). */
+ * (O(n k), rarely the best).
+ *
+ * On large instances (CLRUN__PLAN_LARGE_N buffers or more) the three lowest-first rankings come
+ * right after greedy by size and start whenever time is left, the other orders and the sweep
+ * after them: in `bench_plan --part 4 --seeds 2` (random, perfect and balanced at 10k-100k
+ * buffers, 24 instances) a lowest-first ranking gave the best plan of 23, best fit by area of
+ * one (random 62k seed 2, 0.3 % below them), XLA's orders only in ties with greedy by size,
+ * the sweep never; on chains of 100k buffers lowest-first by lifetime is the one at the bound.
+ * Where such an instance is dense (CLRUN__PLAN_FIT_DENSE alive at once) only the first four
+ * run: there XLA's two orders and best fit by area cost 2.5-5x a lowest-first ranking each
+ * (about 2.3 s of CPU on balanced 62k) and never won, and their time goes to the lowest-first
+ * rebuilds, which do improve there. */
 typedef enum construction_kind { SWEEP, LOWEST_FIRST, BEST_FIT } construction_kind;
 
 typedef struct construction {
@@ -339,12 +357,23 @@ typedef struct construction {
     int which;              /* clrun__plan_rank or clrun_plan_order */
 } construction;
 
-static const construction constructions[] = {
+#define CONSTRUCTION_COUNT 8
+
+static const construction constructions[CONSTRUCTION_COUNT] = {
     {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},     {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA},
     {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},  {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE},
     {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {BEST_FIT, CLRUN_PLAN_ORDER_AREA},
     {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN}, {SWEEP, 0},
 };
+
+/* Large instances' order; dense ones stop after the first LARGE_DENSE_COUNT. */
+static const construction large_constructions[CONSTRUCTION_COUNT] = {
+    {BEST_FIT, CLRUN_PLAN_ORDER_SIZE},     {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA},
+    {LOWEST_FIRST, CLRUN__PLAN_RANK_SIZE}, {LOWEST_FIRST, CLRUN__PLAN_RANK_SPAN},
+    {BEST_FIT, CLRUN_PLAN_ORDER_AREA},     {BEST_FIT, CLRUN_PLAN_ORDER_SPATIAL},
+    {BEST_FIT, CLRUN_PLAN_ORDER_TEMPORAL}, {SWEEP, 0},
+};
+#define LARGE_DENSE_COUNT 4
 
 /* Builds one construction's plan into s->trial and returns its peak, UINT64_MAX when the
  * deadline cut it short (its plan is dropped); remembers the best best-fit order and the best
@@ -419,34 +448,64 @@ static bool tools_ready(const solve_state *s, construction_kind kind)
     return kind == SWEEP || (kind == LOWEST_FIRST ? s->skyline_ready : s->decoder_ready);
 }
 
+/* What a construction is expected to take, in wall seconds, from those already built:
+ * `took[kind]`, the last one of its kind (its tools' setup aside), else a share of greedy by
+ * size's (`took[BEST_FIT]`, always known: it runs first), plus `setup` when its tools are not
+ * ready. The shares are the most common ratios of `bench_plan --part 4` at 10k-100k (CPU ms,
+ * the tools' setup included): a first lowest-first ranking 0.23-0.98x greedy by size on dense
+ * instances (0.5 on most), 1.03-1.34x on sparse ones; the sweep 0.13-0.38x. */
+#define LOWEST_FIRST_PER_GREEDY_DENSE 0.5
+#define LOWEST_FIRST_PER_GREEDY_SPARSE 1.2
+#define SWEEP_PER_GREEDY 0.2
+
+static double expected_s(const solve_state *s, const construction *c)
+{
+    const double *took = s->took;
+    if (took[c->kind] > 0)
+        return took[c->kind];
+    double greedy = took[BEST_FIT];
+    if (c->kind == SWEEP)
+        return SWEEP_PER_GREEDY * greedy;
+    return (s->dense ? LOWEST_FIRST_PER_GREEDY_DENSE : LOWEST_FIRST_PER_GREEDY_SPARSE) * greedy;
+}
+
 /* Runs the constructions: the first (greedy by size) always and to the end, the second before
  * `deadline` (unless start_by is -INFINITY: none but the first), the others only before
- * `start_by`, each bounded by `deadline`; stops at the lower bound. A construction not
- * started or not finished for lack of time sets result->cut_short. */
+ * `start_by`, each bounded by `deadline` and started only when it is expected to end before it
+ * (expected_s: a construction cut short is dropped, and the setup of its tools, a few sorts,
+ * cannot be stopped: started late, it was what made calls end past their limit); stops at the
+ * lower bound. A construction not started or not finished for lack of time sets
+ * result->cut_short. */
 static clrun_status run_constructions(solve_state *s, double start_by, double deadline)
 {
     s->best_best_fit = s->best_lowest_first = UINT64_MAX;
-    size_t count = sizeof constructions / sizeof constructions[0];
+    const construction *table = s->large ? large_constructions : constructions;
+    size_t count = s->large && s->dense ? LARGE_DENSE_COUNT : CONSTRUCTION_COUNT;
     for (size_t i = 0; i < count; i++) {
-        const construction *c = &constructions[i];
+        const construction *c = &table[i];
         if (i > 0 && at_bound(s))
             break;
         /* not started when the setup (a sort or two) would end past the limit; the second,
          * lowest-first by area, the best of the rest on packings, starts whenever time is left
-         * (on large instances greedy by size alone can take half the limit) */
-        double by = i == 1 && start_by != -INFINITY ? deadline : start_by;
-        if (i > 0 && (clrun__plan_now() > by ||
-                      (!tools_ready(s, c->kind) && clrun__plan_now() + s->setup_s > deadline))) {
+         * (on large instances greedy by size alone can take half the limit), and so do the
+         * other lowest-first rankings on large instances, the best constructions there */
+        bool eager = i == 1 || (s->large && c->kind == LOWEST_FIRST);
+        double by = eager && start_by != -INFINITY ? deadline : start_by;
+        double now = clrun__plan_now(), setup = tools_ready(s, c->kind) ? 0 : s->setup_s;
+        if (i > 0 && (now > by || now + setup + expected_s(s, c) > deadline)) {
             s->result->cut_short = true;
             break;
         }
         uint64_t peak;
         const char *method;
         clrun_status st = c->kind == LOWEST_FIRST ? skyline_tools(s) : best_fit_tools(s);
+        double built_from = clrun__plan_now();
         if (st == CLRUN_OK)
             st = build(s, c, i == 0 ? INFINITY : deadline, &peak, &method);
         if (st != CLRUN_OK)
             return st;
+        /* greedy by size's setup counts in its time: it is the measure of the others' */
+        s->took[c->kind] = clrun__plan_now() - (i == 0 ? now : built_from);
         s->result->steps++;
         if (peak != UINT64_MAX)
             keep_parts(s, s->trial, method);
@@ -494,12 +553,17 @@ static clrun_status run_complete(solve_state *s, const budget *b, uint64_t *prov
 /* The improvement searches share what time and steps are left: first the randomised
  * lowest-first rebuilds (from the best ranking; the default one if none was built in time),
  * then the local search over best-fit orders, which on some instances finds what the rebuilds
- * miss. Their plans are kept part by part. */
+ * miss. Their plans are kept part by part. On large instances the rebuilds get it all: on
+ * dense ones the local search's first decode of the whole order (by sorted scans) did not end
+ * within a second at 62k buffers, so it never made a move, while each rebuild costs about a
+ * construction (0.1-0.2 s at 62k) and they improve on the constructions by 5-7 %; on random
+ * ones they reach the bound (28k at 1 s, 62k in about 6 s). */
 static clrun_status run_improvement(solve_state *s, const budget *b)
 {
     clrun_plan_result *result = s->result;
-    budget first = {time_share(b->deadline, PLAN_LOWEST_FIRST_SHARE),
-                    steps_share(result, b->max_steps, PLAN_LOWEST_FIRST_SHARE)};
+    bool rebuilds_only = s->large;
+    double share = rebuilds_only ? 1.0 : PLAN_LOWEST_FIRST_SHARE;
+    budget first = {time_share(b->deadline, share), steps_share(result, b->max_steps, share)};
     uint64_t steps = 0, peak = UINT64_MAX;
     clrun__plan_skyline_rank(&s->skyline, s->best_rank);
     clrun__plan_skyline_search(&s->skyline, result->lower_bound_bytes, first.deadline,
@@ -508,7 +572,7 @@ static clrun_status run_improvement(solve_state *s, const budget *b)
     result->steps += steps;
     if (peak != UINT64_MAX)
         keep_parts(s, s->found, "lowest-first-search");
-    if (spent(s, b))
+    if (rebuilds_only || spent(s, b))
         return CLRUN_OK;
     steps = 0;
     peak = UINT64_MAX;
@@ -542,6 +606,7 @@ static clrun_status solve_init(solve_state *s)
         if (s->parts.max_alive[q] >= CLRUN__PLAN_FIT_DENSE)
             s->dense = true;
     }
+    s->large = n >= CLRUN__PLAN_LARGE_N;
     return st;
 }
 
@@ -580,10 +645,17 @@ static clrun_status solve(solve_state *s, double start)
         spent(s, &all))
         goto verdict;
     /* On parts of thousands of buffers a dive is dear and the improvement searches find their
-     * gains late: the complete search gets a quarter of the time there, not half. */
-    if (options->search_max_buffers > 0) {
-        double share = largest_open_work(s) > CLRUN__PLAN_LARGE_WORK ? PLAN_LARGE_COMPLETE_SHARE
-                                                                     : PLAN_COMPLETE_SHARE;
+     * gains late: the complete search gets a quarter of the time there, not half. On large
+     * instances whose part above the bound is such a part it gets none, unless a capacity is
+     * asked (it may prove it out of reach): there it never improved a plan (`bench_plan --part
+     * 3`, 10k-100k buffers), and the rebuilds given its time take random 28k from 1.0035x the
+     * bound to 1.0000 (proven) at 1 s, and random 62k from 1.0080 to 1.0023 at 3 s. */
+    uint64_t open_work = largest_open_work(s);
+    bool searched = options->search_max_buffers > 0 &&
+                    (!s->large || open_work <= CLRUN__PLAN_LARGE_WORK || capacity > 0);
+    if (searched) {
+        double share = open_work > CLRUN__PLAN_LARGE_WORK ? PLAN_LARGE_COMPLETE_SHARE
+                                                          : PLAN_COMPLETE_SHARE;
         budget complete = {time_share(all.deadline, share),
                            steps_share(result, all.max_steps, share)};
         st = run_complete(s, &complete, &proven_above);
@@ -591,8 +663,12 @@ static clrun_status solve(solve_state *s, double start)
             (capacity > 0 && proven_above > capacity) || spent(s, &all))
             goto verdict;
     }
-    /* the searches' setup is a few sorts: not started when it would end past the limit */
-    if (!spent(s, &all) && clrun__plan_now() + s->setup_s <= all.deadline)
+    /* the searches' setup is a few sorts, and their first step a lowest-first rebuild, as dear
+     * as a construction on large instances, dropped when cut short: not started when they
+     * would end past the limit */
+    const construction rebuild = {LOWEST_FIRST, CLRUN__PLAN_RANK_AREA};
+    if (!spent(s, &all) &&
+        clrun__plan_now() + s->setup_s + expected_s(s, &rebuild) <= all.deadline)
         st = solve_tools(s);
     else
         goto verdict;

@@ -50,8 +50,16 @@ clrun_status clrun__plan_compress_time(const clrun_plan_buffer *buffers, size_t 
 clrun_status clrun__plan_bound(const clrun_plan_buffer *buffers, size_t n, uint64_t align,
                                uint64_t *lower_bound, uint32_t *max_alive);
 
-/* Seconds on the monotonic clock. */
-static inline double clrun__plan_now(void) { return clrun__now(); }
+/* Tests only: when set, the clock the planner reads (seconds) in place of the monotonic one,
+ * so that a test can make time pass with the work done (each reading one tick) and check the
+ * time limit's rules deterministically. The library never sets it. */
+extern double (*clrun__plan_test_clock)(void);
+
+/* Seconds on the monotonic clock (or the test's). */
+static inline double clrun__plan_now(void)
+{
+    return clrun__plan_test_clock ? clrun__plan_test_clock() : clrun__now();
+}
 
 /* Checks an instance: pointers, sizes, intervals, alignment (0 becomes 1, stored in *align),
  * n below 2^32 and the total aligned size within 64 bits. */
@@ -172,6 +180,10 @@ clrun_status clrun__plan_fit_run(clrun__plan_fit *f, const uint32_t *order, doub
 /* From this many buffers alive at once the interval sets beat the decoder's sorted scan
  * (measured: 2.5x faster at 900 alive, 1.5x slower at 50, the same plans). */
 #define CLRUN__PLAN_FIT_DENSE 128
+
+/* From this many buffers a dense instance runs the short portfolio of constructions: greedy by
+ * size and the lowest-first rankings (plan.c, "The constructions"). */
+#define CLRUN__PLAN_LARGE_N 10000
 
 /* ---- lowest-offset-first construction (plan_skyline.c) ---- */
 
