@@ -551,16 +551,10 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     const ulong CAT(base, r) = (ulong)(CAT(tap, r) / KHW) * plane + CAT(tap, r) % KHW / KW * DH + \
                                CAT(tap, r) % KW * DW;
 #define WG_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
-#define WG_STORE(r)                                                                            \
-    if (m0 + r < Kc) {                                                                         \
-        float t[NR];                                                                           \
-        COLS(SPILL_ACC, r)                                                                     \
-        for (uint j = 0; j < NR && n0 + j < Og; j++) {                                         \
-            const uint o = group * Og + n0 + j;                                                \
-            const ulong at = (ulong)o * Kc + m0 + r;                                           \
-            dw[at] = EPILOGUE(t[j], at, o);                                                    \
-        }                                                                                      \
-    }
+/* The block's rows spilled (row r's NR values at tr[r * NR]), then stored a column at a time:
+ * a column's MR taps are adjacent in dw, where a row's NR channels are Kc apart (each element
+ * through the same EPILOGUE either way: the same bits). */
+#define WG_SPILL(r) { float *const t = tr + r * NR; COLS(SPILL_ACC, r) }
 
 __kernel
 void KSUFFIX(clrun_conv_wgrad_core)(__global const float *xp, __global const float *dyp,
@@ -591,7 +585,16 @@ void KSUFFIX(clrun_conv_wgrad_core)(__global const float *xp, __global const flo
                 }
             }
         }
-        ROWS(WG_STORE)
+        float tr[MR * NR];
+        ROWS(WG_SPILL)
+        const uint rows = min((uint)MR, Kc - m0);
+        for (uint j = 0; j < NR && n0 + j < Og; j++) {
+            const uint o = group * Og + n0 + j;
+            for (uint r = 0; r < rows; r++) {
+                const ulong at = (ulong)o * Kc + m0 + r;
+                dw[at] = EPILOGUE(tr[r * NR + j], at, o);
+            }
+        }
     }
 }
 #endif /* CORE_WGRAD */
