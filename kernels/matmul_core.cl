@@ -77,6 +77,22 @@ void clrun_mm_pack(__global const float *b, __global float *bp, __global const u
     bp[at] = n < N ? b[offsets[z] + k * b_ks + n * b_ns] : 0.0f;
 }
 
+/* Panels [n0 / NR, n0 / NR + chunk) of one group's B = w transposed (w [N, K] row-major:
+ * B[k, n] = w[n * K + k]), packed as clrun_mm_pack packs them, from bp: bp[n / NR][k][n % NR]
+ * over the chunk's columns n (from n0), columns past N zero. A convolution whose weights change
+ * between runs packs them a chunk at a time into scratch a chunk large, each chunk's product
+ * run before the next is packed (lib/ops/ops_conv.c). Work-item (n, k) over n < the chunk's
+ * width. */
+__kernel
+void clrun_conv_pack_chunk(__global const float *w, __global float *bp, const uint N, const uint K,
+                           const uint n0, const uint width)
+{
+    const uint n = get_global_id(0), k = get_global_id(1);
+    if (n >= width || k >= K)
+        return;
+    bp[(ulong)(n / NR) * K * NR + (ulong)k * NR + n % NR] = n0 + n < N ? w[(ulong)(n0 + n) * K + k] : 0.0f;
+}
+
 /* A narrow weight widened to f32, as the graph's cast (and sub, mul) nodes widen it: for the
  * kernels that read f32 weights only (devices with local memory, depthwise convolutions).
  * bw: 1 f16, 2 bf16 (w = f32(q)), 3 i8, 4 u8 (w = (f32(q) - zero[c]) * scale[c], channel
@@ -426,10 +442,12 @@ __kernel
 void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp,
                               __global const float *bias, __global float *out,
                               __constant const int *g, const int has_bias, const uint HP,
-                              const uint WP, const uint steps, const int direct EPILOGUE_PARAMS)
+                              const uint WP, const uint steps, const int direct,
+                              const uint panel0 EPILOGUE_PARAMS)
 {
     const uint OW = g[G_OW], P = g[G_OH] * OW;
-    const uint panel = get_global_id(1);
+    /* panel0: the first panel of a chunk of packed weights (one group), wp its first panel */
+    const uint panel = panel0 + get_global_id(1);
     const uint groups = g[G_GROUPS], z = get_global_id(2);
     const uint image = z / groups, group = z % groups;
     const uint Cg = g[G_C] / groups, Og = g[G_O] / groups;
@@ -440,7 +458,7 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
 #if BW
     NARROW_PANEL(wp, ((ulong)group * panels + panel) * (NARROW_HEAD + (ulong)Kc * NR * NARROW_SIZE))
 #else
-    __global const float *b = wp + ((ulong)group * panels + panel) * Kc * NR;
+    __global const float *b = wp + ((ulong)group * panels + panel - panel0) * Kc * NR;
     /* direct: wp is w itself, [O, Kc]; the panel's column j at bw[j * Kc + k], columns past the
      * group's last repeating it (never stored) */
     __global const float *bw = wp + ((ulong)group * Og + n0) * Kc;
@@ -533,16 +551,10 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     const ulong CAT(base, r) = (ulong)(CAT(tap, r) / KHW) * plane + CAT(tap, r) % KHW / KW * DH + \
                                CAT(tap, r) % KW * DW;
 #define WG_STEP(r) STEP_ROW(r, xt[CAT(base, r)])
-#define WG_STORE(r)                                                                            \
-    if (m0 + r < Kc) {                                                                         \
-        float t[NR];                                                                           \
-        COLS(SPILL_ACC, r)                                                                     \
-        for (uint j = 0; j < NR && n0 + j < Og; j++) {                                         \
-            const uint o = group * Og + n0 + j;                                                \
-            const ulong at = (ulong)o * Kc + m0 + r;                                           \
-            dw[at] = EPILOGUE(t[j], at, o);                                                    \
-        }                                                                                      \
-    }
+/* The block's rows spilled (row r's NR values at tr[r * NR]), then stored a column at a time:
+ * a column's MR taps are adjacent in dw, where a row's NR channels are Kc apart (each element
+ * through the same EPILOGUE either way: the same bits). */
+#define WG_SPILL(r) { float *const t = tr + r * NR; COLS(SPILL_ACC, r) }
 
 __kernel
 void KSUFFIX(clrun_conv_wgrad_core)(__global const float *xp, __global const float *dyp,
@@ -573,7 +585,16 @@ void KSUFFIX(clrun_conv_wgrad_core)(__global const float *xp, __global const flo
                 }
             }
         }
-        ROWS(WG_STORE)
+        float tr[MR * NR];
+        ROWS(WG_SPILL)
+        const uint rows = min((uint)MR, Kc - m0);
+        for (uint j = 0; j < NR && n0 + j < Og; j++) {
+            const uint o = group * Og + n0 + j;
+            for (uint r = 0; r < rows; r++) {
+                const ulong at = (ulong)o * Kc + m0 + r;
+                dw[at] = EPILOGUE(tr[r * NR + j], at, o);
+            }
+        }
     }
 }
 #endif /* CORE_WGRAD */

@@ -355,40 +355,54 @@ static clrun_graph *conv_of(int64_t cin, int64_t cout, int64_t groups, int64_t k
     return g;
 }
 
-/* A convolution's weights that are not constant are read as they are over at most 64 output
- * positions an image (a train step's last stages: no copy as large as w in scratch), packed
- * into scratch over more; the bits of the same convolution over the packed constant, pointwise
- * and 3 x 3 (padded), output channels in whole panels or not, with groups. */
-static void non_constant_conv_weights_are_read_as_they_are(void **state)
+/* A convolution's weights that are not constant, over at most 64 output positions an image:
+ * grouped, read as they are (no packed copy); ungrouped, packed a chunk of panels at a time into
+ * scratch of at most clrun__conv_chunk_bytes (at least one panel), each chunk's product run
+ * before the next is packed. Either way the same bits as the weights packed once as a
+ * constant, with the default chunks and with one panel a chunk (several chunks where there are
+ * several panels: 100 output channels are at least 4 panels of at most 32). */
+static void non_constant_conv_weights_are_packed_in_chunks(void **state)
 {
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     static const struct { int64_t cin, cout, groups, k, side; } shapes[] = {
         {24, 40, 1, 3, 4}, {16, 64, 1, 1, 8}, {12, 21, 3, 3, 5}, {16, 32, 2, 3, 9}, {8, 17, 1, 1, 12},
+        {8, 100, 1, 3, 6}, {6, 70, 1, 1, 3},
     };
+    uint64_t default_chunk = clrun__conv_chunk_bytes;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        int64_t cin = shapes[i].cin, cout = shapes[i].cout, side = shapes[i].side;
-        bool direct = side * side <= 64;
-        float *got[2];
-        uint64_t bytes[2];
-        for (int constant = 0; constant < 2; constant++) {
-            clrun_graph *g = conv_of(cin, cout, shapes[i].groups, shapes[i].k, side, constant);
+        int64_t cin = shapes[i].cin, cout = shapes[i].cout, side = shapes[i].side, k = shapes[i].k;
+        int64_t groups = shapes[i].groups, kc = cin / groups * k * k;
+        bool direct = side * side <= 64 && groups > 1, chunked = side * side <= 64 && groups == 1;
+        float *got[3];
+        uint64_t bytes[3];
+        /* run 0: w constant (packed once); 1: not, default chunks; 2: not, one panel a chunk */
+        for (int run = 0; run < 3; run++) {
+            bool constant = run == 0;
+            clrun__conv_chunk_bytes = run == 2 ? 1 : default_chunk;
+            clrun_graph *g = conv_of(cin, cout, groups, k, side, constant);
             clrun_context *ctx = context("tlsf", false, 0);
             clrun_exec *exec = executor(ctx, g);
             int32_t count;
             clrun_exec_buffer_info *info = layout_of(exec, &count);
-            /* scratch: the padded image (3 x 3), then the packed weights */
-            int parts = 0, expected = (shapes[i].k > 1) + (!constant && !direct);
-            for (int32_t j = 0; j < count; j++)
+            /* scratch: the padded image (3 x 3), then the packed weights (or a chunk of them) */
+            int parts = 0, expected = (k > 1) + (!constant && !direct);
+            uint64_t weights = 0;
+            for (int32_t j = 0; j < count; j++) {
                 parts += info[j].is_scratch;
+                if (info[j].is_scratch && (k == 1 || parts == 2))
+                    weights = info[j].bytes;
+            }
             if (parts != expected)
-                fail_msg("shape %zu, w constant %d: %d parts of scratch, not %d", i, constant, parts,
-                         expected);
+                fail_msg("shape %zu, run %d: %d parts of scratch, not %d", i, run, parts, expected);
+            if (run == 2 && chunked && (weights > (uint64_t)(32 * kc * 4) ||
+                                        (cout >= 64 && weights >= (uint64_t)(cout * kc * 4))))
+                fail_msg("shape %zu: one panel a chunk took %" PRIu64 " bytes of scratch", i, weights);
             clrun_buffer inputs[2] = {input(ctx, g, "x")};
             if (!constant)
                 inputs[1] = input(ctx, g, "w");
             assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
-            got[constant] = output(exec, &bytes[constant]);
+            got[run] = output(exec, &bytes[run]);
             free(info);
             for (int j = 0; j < (constant ? 1 : 2); j++)
                 clrun_free(ctx, &inputs[j]);
@@ -396,12 +410,16 @@ static void non_constant_conv_weights_are_read_as_they_are(void **state)
             clrun_context_destroy(ctx);
             clrun_graph_destroy(g);
         }
-        assert_int_equal(bytes[1], bytes[0]);
-        if (memcmp(got[0], got[1], (size_t)bytes[0]) != 0)
-            fail_msg("shape %zu: weights read as they are differ from weights packed", i);
-        free(got[0]);
-        free(got[1]);
+        for (int run = 1; run < 3; run++) {
+            assert_int_equal(bytes[run], bytes[0]);
+            if (memcmp(got[run], got[0], (size_t)bytes[0]) != 0)
+                fail_msg("shape %zu, run %d: weights read as they are or in chunks differ from "
+                         "weights packed", i, run);
+        }
+        for (int run = 0; run < 3; run++)
+            free(got[run]);
     }
+    clrun__conv_chunk_bytes = default_chunk;
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
@@ -837,7 +855,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scratch_is_in_the_schedule),
         cmocka_unit_test(a_non_constant_b_is_read_as_it_is),
-        cmocka_unit_test(non_constant_conv_weights_are_read_as_they_are),
+        cmocka_unit_test(non_constant_conv_weights_are_packed_in_chunks),
         cmocka_unit_test(the_xent_gradient_takes_the_logits_block),
         cmocka_unit_test(padded_convolutions_reuse_one_scratch),
         cmocka_unit_test(scratch_reuse_never_changes_a_bit),

@@ -4,8 +4,9 @@
  * conv2d runs as a product over (image, group) of the image patches and the weights, gathered
  * on the fly (implicit GEMM: no patch matrix): on devices without real local memory the
  * register-blocked core (constant weights packed once into panels, on the host, when the
- * executor is created, others at every run into the node's scratch, or read as they are over
- * few output positions; the variant tuned once per
+ * executor is created, others at every run into the node's scratch; over few output positions
+ * a chunk of panels at a time, each chunk's product run before the next is packed, or, grouped,
+ * read as they are; the variant tuned once per
  * shape; a 1 x 1 convolution is a plain product of x and w; a padded convolution first copies x
  * with its padding as zeros into the node's scratch, a little larger than x, so that the
  * product never checks a bound), elsewhere 64 x 64 tiles in local memory. Depthwise
@@ -27,13 +28,30 @@
  * 3 x 3 layer's 9 MiB copy set the step's peak, and few rows share each gathered value. */
 #define CORE_DIRECT_POSITIONS 64
 
+/* Over those few positions an ungrouped convolution's weights are packed a chunk of panels at a
+ * time into scratch of at most this many bytes (at least one panel): the weights' panels are
+ * read once per image and row block, which gathered from w ran 3 to 6 times slower than from
+ * packed panels (ResNet-18's last three stages at 64 x 64), while a whole packed copy (9 MiB for
+ * a 512-channel 3 x 3 layer) set a train step's peak. Tests lower it to get several chunks. */
+uint64_t clrun__conv_chunk_bytes = UINT64_C(512) << 10;
+
+/* The conv core's first epilogue argument: after x, w, bias, out, g, has_bias, HP, WP, steps,
+ * direct, panel0 (the first panel a launch covers: a chunk's, else 0). */
+#define CONV_CORE_PANEL0_AT 10
+#define CONV_CORE_EXTRA_AT 11
+
 typedef struct conv_state {
     clrun__kernel_state ks; /* table: the kernel's int geometry (CLRUN__G_*, CLRUN__P_*) */
     clrun__packing pack;    /* the core: the weights in panels, packed once or into scratch */
     clrun__conv_padding pad; /* the core of a padded convolution: x with its padding as zeros
                                 into scratch part 0 */
     bool core;
-    bool direct;            /* the core reads w as it is (not constant, few positions) */
+    bool direct;            /* the core reads w as it is (not constant, few positions, grouped) */
+    cl_kernel chunk_kernel; /* not constant, few positions: w packed a chunk at a time */
+    uint32_t chunk_panels;  /* panels per chunk (scratch: chunk_panels panels) */
+    uint32_t panels;        /* the group's panels */
+    uint32_t nr;            /* a panel's columns */
+    size_t chunk_local;     /* the chunk packing's local size along dim 0 */
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
     int extra;              /* epilogue inputs after the node's own */
@@ -51,6 +69,8 @@ static void conv_release(void *opaque)
     if (st == NULL)
         return;
     clrun__packing_release(&st->pack);
+    if (st->chunk_kernel)
+        clrun__cl.ReleaseKernel(st->chunk_kernel);
     clrun__widening_release(&st->widen);
     clrun__conv_padding_release(&st->pad);
     clrun__kernel_state_release(st);
@@ -66,6 +86,8 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
         bytes[parts++] = st->pad.bytes;
     if (st->widen.kernel)
         bytes[parts++] = st->widen.bytes;
+    else if (st->chunk_kernel)
+        bytes[parts++] = st->pack.bytes / st->panels * st->chunk_panels;
     else if (st->core && !st->direct && st->pack.packed == NULL && !st->bw)
         bytes[parts++] = st->pack.bytes;
     return parts;
@@ -94,6 +116,34 @@ static clrun_status conv_pack(clrun_context *ctx, void *opaque, const void *cons
     return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
+/* The chunked core: for each chunk of panels, pack it from w into scratch, then run the product
+ * over its panels (the kernel's panel0: the chunk's first). Kernel arguments are taken at each
+ * launch, so one kernel serves every chunk. */
+static clrun_status launch_chunks(clrun_context *ctx, conv_state *st, cl_mem w, cl_mem scratch,
+                                  clrun__chain *chain)
+{
+    clrun_status s = clrun__buffer_args(ctx, st->chunk_kernel, &w, 1, scratch);
+    for (uint32_t p0 = 0; s == CLRUN_OK && p0 < st->panels; p0 += st->chunk_panels) {
+        uint32_t count = st->panels - p0 < st->chunk_panels ? st->panels - p0 : st->chunk_panels;
+        cl_uint n0 = p0 * st->nr, width = count * st->nr;
+        s = clrun__arg(ctx, st->chunk_kernel, 4, sizeof n0, &n0);
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->chunk_kernel, 5, sizeof width, &width);
+        size_t global[2] = {clrun__round_up(width, st->chunk_local), st->pack.K};
+        size_t local[2] = {st->chunk_local, 1};
+        if (s == CLRUN_OK)
+            s = clrun__chain_launch(chain, st->chunk_kernel, 2, global, local, "conv2d weight chunk");
+        cl_uint first = p0;
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->ks.kernel, CONV_CORE_PANEL0_AT, sizeof first, &first);
+        size_t conv_global[3] = {st->ks.global[0], count, st->ks.global[2]};
+        if (s == CLRUN_OK)
+            s = clrun__chain_launch(chain, st->ks.kernel, st->ks.dims, conv_global, st->ks.local,
+                                    st->ks.what);
+    }
+    return s;
+}
+
 static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                  const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                  const cl_event *wait_list, cl_event *done)
@@ -103,14 +153,15 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
     const cl_mem *scratch = outputs + call->output_count;
-    bool pack_now = st->core && !st->direct && st->pack.packed == NULL;
+    bool pack_now = st->core && !st->direct && st->pack.packed == NULL && st->chunk_kernel == NULL;
     if (pack_now && st->bw)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "conv2d: %s weights are read only from "
                            "the copy an executor packs", clrun_dtype_name(call->inputs[1].dtype));
     bool padded = st->pad.kernel != NULL, widen = st->widen.kernel != NULL;
     cl_mem x = padded ? scratch[0] : inputs[0];
     cl_mem w = widen ? scratch[padded ? 1 : 0]
-               : !st->core || st->direct ? inputs[1] : pack_now ? scratch[padded ? 1 : 0] : st->pack.packed;
+               : !st->core || st->direct ? inputs[1]
+               : pack_now || st->chunk_kernel ? scratch[padded ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
@@ -133,7 +184,9 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     if (s == CLRUN_OK && padded)
         s = clrun__chain_launch(&chain, st->pad.kernel, 3, st->pad.global, st->pad.local,
                                 "conv2d padding");
-    if (s == CLRUN_OK)
+    if (s == CLRUN_OK && st->chunk_kernel)
+        s = launch_chunks(ctx, st, inputs[1], w, &chain);
+    else if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);
     if (s != CLRUN_OK) {
@@ -171,16 +224,13 @@ static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsig
     global[2] = planes;
 }
 
-/* The conv core's first epilogue argument: after x, w, bias, out, g, has_bias, HP, WP, steps,
- * direct. */
-#define CONV_CORE_EXTRA_AT 10
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__core_variant *v,
                                 cl_mem table, bool has_bias, bool direct, cl_uint hp, cl_uint wp,
                                 int bw, cl_kernel *kernel)
 {
     cl_int bias = has_bias, reads_w = direct;
-    cl_uint steps = clrun__core_steps(v);
+    cl_uint steps = clrun__core_steps(v), panel0 = 0;
     clrun_status s = clrun__core_kernel_narrow(ctx, src, v->mr, bw, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
@@ -194,6 +244,8 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
         s = clrun__arg(ctx, *kernel, 8, sizeof steps, &steps);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 9, sizeof reads_w, &reads_w);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, *kernel, CONV_CORE_PANEL0_AT, sizeof panel0, &panel0);
     return s;
 }
 
@@ -276,10 +328,25 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     cl_program program = NULL; /* the head: packing and padding */
     clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
     /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant; weights
-     * that change, over few positions, read as they are. */
+     * that change, over few positions, packed a chunk at a time (grouped: read as they are). */
     bool constant = (call->constant_inputs >> 1) & 1;
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
-    st->direct = !constant && P <= CORE_DIRECT_POSITIONS;
+    bool few = !constant && P <= CORE_DIRECT_POSITIONS && !st->bw;
+    st->direct = few && groups > 1;
+    if (s == CLRUN_OK && few && groups == 1) {
+        uint64_t panel = Kc * nr * 4, chunk = clrun__conv_chunk_bytes / panel;
+        st->nr = nr;
+        st->panels = (uint32_t)((Og + nr - 1) / nr);
+        st->chunk_panels = (uint32_t)(chunk < 1 ? 1 : chunk < st->panels ? chunk : st->panels);
+        s = clrun__program_kernel(ctx, program, "clrun_conv_pack_chunk", 0, &st->chunk_kernel);
+        cl_uint n = (cl_uint)Og, k = (cl_uint)Kc;
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->chunk_kernel, 2, sizeof n, &n);
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->chunk_kernel, 3, sizeof k, &k);
+        if (s == CLRUN_OK)
+            s = clrun__local_size(ctx, st->chunk_kernel, nr < 32 ? nr : 32, &st->chunk_local);
+    }
     if (s == CLRUN_OK && st->bw && !constant)
         s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "conv2d: %s weights must be constant",
                         clrun_dtype_name(call->inputs[1].dtype));

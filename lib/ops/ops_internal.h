@@ -54,6 +54,11 @@ typedef enum clrun__kernel_choice {
 } clrun__kernel_choice;
 extern clrun__kernel_choice clrun__ops_kernels;
 
+/* The most bytes of scratch into which conv2d's core packs weights that change between runs,
+ * over few output positions, a chunk of panels at a time (lib/ops/ops_conv.c; at least one
+ * panel). Tests lower it to get several chunks; set it before prepare, from one thread. */
+extern uint64_t clrun__conv_chunk_bytes;
+
 /* The int geometry tables of conv2d and the pools: the index of each entry. Each kernel file
  * is built alone and cannot include this header, so kernels/conv.cl (G_*, P_*) and
  * kernels/matmul.cl (G_*, for clrun_conv2d_gemm) repeat the indices as `#define G_C 0` ...;
