@@ -32,8 +32,10 @@ DEFAULT_SKIP_test_ops_grad_index="*_at_scale"
 # runs the same kernels, the update inside the product writing the state in place.
 DEFAULT_SKIP_test_train_fused="*_same_bits_fused_or_not"
 # Environment per binary: test_fuse's products would time every variant of the matmul core,
-# simulated, for each new shape (test_ops_kernels checks the variants).
-DEFAULT_ENV_test_fuse="CLRUN_TUNE=0"
+# simulated, for each new shape (test_ops_kernels checks the variants); at 2 rounds it runs 2
+# random graphs (each in every mode) and each test's graph in 3 modes, rotating (every mode
+# runs the same kernels; the plain build runs them all).
+DEFAULT_ENV_test_fuse="CLRUN_TUNE=0 CLRUN_TEST_ROUNDS=2"
 # Narrow weights: one allocator (each runs the same kernels), no timing of the core's variants.
 DEFAULT_ENV_test_narrow_weights="CLRUN_TUNE=0 CLRUN_TEST_ROUNDS=1"
 
