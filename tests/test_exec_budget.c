@@ -241,6 +241,15 @@ static void the_pools_limit_is_a_budget_where_the_graph_does_not_fit(void **stat
 
 #define TWO_SKIPS_GRAPH "tests/data/graphs/two_skips.graph"
 
+/* The options of these tests: the planner's search short (a trial's is 0.25 s, the final plan
+ * the caller's), which the small graph does not need, to keep the tests fast. */
+static clrun_exec_options quick(clrun_exec_mode mode, int fusion, uint64_t budget)
+{
+    clrun_exec_options o = options(mode, fusion, budget);
+    o.plan_time_limit_s = 0.05;
+    return o;
+}
+
 static clrun_graph *load_two_skips(void)
 {
     char path[4096], err[512];
@@ -264,7 +273,7 @@ static void run_on(clrun_context *ctx, clrun_exec *exec, const float *x, float *
 
 static uint64_t held_by_graph(clrun_context *ctx, const clrun_graph *g, int fusion)
 {
-    clrun_exec_options o = options(CLRUN_EXEC_PLANNED, fusion, UINT64_MAX);
+    clrun_exec_options o = quick(CLRUN_EXEC_PLANNED, fusion, UINT64_MAX);
     clrun_exec *exec = NULL;
     assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
     clrun_exec_stats st;
@@ -298,8 +307,10 @@ static void a_second_cut_meets_a_budget_where_the_peak_moves(void **state)
     const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
     for (int fusion = -1; fusion <= 1; fusion += 2) {
         uint64_t given = held_by_graph(f->ctx, g, fusion);
-        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
-            clrun_exec_options o = options(modes[m], fusion, given - 1);
+        /* fewer rounds: fused, the planned mode alone */
+        size_t count = fusion > 0 && clrun_test_rounds(3) < 3 ? 1 : sizeof modes / sizeof *modes;
+        for (size_t m = 0; m < count; m++) {
+            clrun_exec_options o = quick(modes[m], fusion, given - 1);
             clrun_exec *exec = NULL;
             if (clrun_exec_create(f->ctx, g, &o, &exec) != CLRUN_OK)
                 fail_msg("fusion %d, mode %d: %s", fusion, (int)modes[m], clrun_last_error(f->ctx));
@@ -324,7 +335,7 @@ static void a_second_cut_meets_a_budget_where_the_peak_moves(void **state)
     }
     /* above what it holds: nothing changes */
     uint64_t given = held_by_graph(f->ctx, g, -1);
-    clrun_exec_options o = options(CLRUN_EXEC_PLANNED, -1, given);
+    clrun_exec_options o = quick(CLRUN_EXEC_PLANNED, -1, given);
     clrun_exec *exec = NULL;
     assert_int_equal(clrun_exec_create(f->ctx, g, &o, &exec), CLRUN_OK);
     clrun_exec_stats st;
@@ -335,7 +346,7 @@ static void a_second_cut_meets_a_budget_where_the_peak_moves(void **state)
     /* one nothing meets: refused with the least, after more than one cut, nothing held */
     clrun_memory_stats before, after;
     assert_int_equal(clrun_memory_stats_get(f->ctx, &before), CLRUN_OK);
-    o = options(CLRUN_EXEC_CONTEXT, -1, 64 * 1024);
+    o = quick(CLRUN_EXEC_CONTEXT, -1, 64 * 1024);
     exec = (clrun_exec *)&o;
     assert_int_equal(clrun_exec_create(f->ctx, g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
     assert_null(exec);
@@ -350,15 +361,18 @@ static void a_second_cut_meets_a_budget_where_the_peak_moves(void **state)
 }
 
 /* The pooled mode under tlsf and buddy, recomputing (rate 1e30) and offloading (rate 0) at
- * both cuts: the bits of the run without a budget. */
+ * both cuts: the bits of the run without a budget (CLRUN_TEST_ROUNDS below 3: two of the four). */
 static void a_second_cut_keeps_the_bits_under_each_allocator(void **state)
 {
     (void)state;
     const char *strategies[] = {"tlsf", "buddy"};
     const char *rates[] = {"1e30", "0"};
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    bool all = clrun_test_rounds(3) >= 3; /* fewer rounds: tlsf recomputing, buddy offloading */
     for (size_t r = 0; r < 2; r++) {
         for (size_t i = 0; i < 2; i++) {
+            if (!all && i != r)
+                continue;
             clrun_context_options co;
             clrun_context_options_init(&co);
             co.allocator = strategies[i];
@@ -368,12 +382,12 @@ static void a_second_cut_keeps_the_bits_under_each_allocator(void **state)
             unsetenv("CLRUN_OFFLOAD_RATE");
             clrun_graph *g = load_two_skips();
             assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
-            clrun_exec_options po = options(CLRUN_EXEC_POOLED, -1, 0);
+            clrun_exec_options po = quick(CLRUN_EXEC_POOLED, -1, 0);
             clrun_exec *plain = NULL;
             assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
             run_on(ctx, plain, x, want);
             clrun_exec_destroy(plain);
-            clrun_exec_options o = options(CLRUN_EXEC_POOLED, -1, held_by_graph(ctx, g, -1) - 1);
+            clrun_exec_options o = quick(CLRUN_EXEC_POOLED, -1, held_by_graph(ctx, g, -1) - 1);
             clrun_exec *exec = NULL;
             if (clrun_exec_create(ctx, g, &o, &exec) != CLRUN_OK)
                 fail_msg("%s, rate %s: %s", strategies[i], rates[r], clrun_last_error(ctx));
