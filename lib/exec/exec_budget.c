@@ -11,7 +11,16 @@
  * host memory after it is written and back before its next reader; when that mix meets no
  * budget, every dropped tensor is offloaded (a copy back holds the tensor alone, a
  * recomputation what it is made from as well). A budget that no such rewrite meets is refused,
- * with the least found and the constants named. */
+ * with the least found and the constants named.
+ *
+ * The peak may move: with the tensors across the first peak dropped, another moment (a second
+ * wide region with a skip of its own) may hold more than the budget. When no count at a cut
+ * meets it, the count that held least stays, the graph so rewritten is prepared and its new
+ * peak found, and a next cut is made there the same way (up to MAX_CUTS). Each trial rebuilds
+ * the graph from the one given, a fresh copy with the cuts applied in order in place: remat and
+ * offload rewrite a graph in place and leave its declaration order one that runs (remat permutes
+ * the node array), so a rewritten graph is rewritten again but never copied, and the same
+ * cuts give the same tensor ids each time, those the next cut was chosen by. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,9 +473,9 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     int count = 0; /* cuts tried */
     for (int level = 0; level < MAX_CUTS && best_graph == NULL && s == CLRUN_OK; level++) {
         cut *at = &cuts[level];
-        count = level + 1;
         if (at->c.boundary < 0 || at->c.count == 0)
-            break;
+            break; /* nothing crosses the peak: no cut there */
+        count = level + 1;
         uint64_t least_here = UINT64_MAX;
         int32_t least_drop = 0;
         bool least_force = false;
