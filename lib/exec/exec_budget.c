@@ -15,8 +15,8 @@
  *
  * The peak may move: with the tensors across the first peak dropped, another moment (a second
  * wide region with a skip of its own) may hold more than the budget. When no count at a cut
- * meets it, the count that held least stays, the graph so rewritten is prepared and its new
- * peak found, and a next cut is made there the same way (up to MAX_CUTS). Each trial rebuilds
+ * meets it, the count that held least stays, and a next cut is made the same way where the
+ * peak of that trial's executor was (up to MAX_CUTS). Each trial rebuilds
  * the graph from the one given, a fresh copy with the cuts applied in order in place: remat and
  * offload rewrite a graph in place and leave its declaration order one that runs (remat permutes
  * the node array), so a rewritten graph is rewritten again but never copied, and the same
@@ -508,6 +508,11 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
                     s = CLRUN_OK;
                     h = UINT64_MAX;
                 }
+                if (s == CLRUN_OK && h < least_here && h > budget && level + 1 < MAX_CUTS) {
+                    /* the least so far: where its peak now is, the next cut should none fit */
+                    cut_free(&cuts[level + 1]);
+                    s = choose(trial, g, &cuts[level + 1].c);
+                }
                 clrun_exec_destroy(trial);
                 if (s != CLRUN_OK) {
                     clrun_graph_destroy(g);
@@ -532,30 +537,10 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         }
         if (best_graph != NULL || s != CLRUN_OK || level + 1 == MAX_CUTS || least_drop == 0)
             break;
-        /* none met it: the cut that held least stays, and the next is chosen on its graph */
+        /* none met it: the cut that held least stays, and the next is the one chosen on its
+         * graph when it was tried */
         at->drop = least_drop;
         at->force = least_force;
-        clrun_graph *g = NULL;
-        rewrite report;
-        err[0] = '\0';
-        s = rewritten(graph, cuts, count, rate, &report, &g, err, sizeof err);
-        if (s != CLRUN_OK)
-            break;
-        clrun_exec *measured = NULL;
-        s = clrun__exec_create_beside(ctx, g, &o, NULL, &measured);
-        if (s == CLRUN_ERROR_OUT_OF_MEMORY && o.mode == CLRUN_EXEC_PLANNED) {
-            clrun_exec_options measure = o; /* its arena past the pool's limit: as at first */
-            measure.mode = CLRUN_EXEC_POOLED;
-            s = clrun__exec_create_beside(ctx, g, &measure, NULL, &measured);
-        }
-        if (s == CLRUN_OK)
-            s = choose(measured, g, &cuts[level + 1].c);
-        clrun_exec_destroy(measured);
-        clrun_graph_destroy(g);
-        if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* cannot be measured in this pool: no next cut */
-            s = CLRUN_OK;
-            break;
-        }
     }
     for (int i = 0; i < MAX_CUTS; i++)
         cut_free(&cuts[i]);
