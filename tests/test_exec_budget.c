@@ -237,6 +237,182 @@ static void the_pools_limit_is_a_budget_where_the_graph_does_not_fit(void **stat
     unsetenv("CLRUN_TUNE");
 }
 
+/* ---- a second cut: tests/data/graphs/two_skips.graph ------------------------------------- */
+
+#define TWO_SKIPS_GRAPH "tests/data/graphs/two_skips.graph"
+
+/* The options of these tests: the planner's search short (a trial's is 0.25 s, the final plan
+ * the caller's), which the small graph does not need, to keep the tests fast. */
+static clrun_exec_options quick(clrun_exec_mode mode, int fusion, uint64_t budget)
+{
+    clrun_exec_options o = options(mode, fusion, budget);
+    o.plan_time_limit_s = 0.05;
+    return o;
+}
+
+static clrun_graph *load_two_skips(void)
+{
+    char path[4096], err[512];
+    clrun_test_source_path(TWO_SKIPS_GRAPH, path, sizeof path);
+    clrun_graph *g = NULL;
+    if (clrun_graph_load(path, &g, err, sizeof err) != CLRUN_OK)
+        fail_msg("%s: %s", path, err);
+    return g;
+}
+
+/* One run of g's executor on x, y into out. */
+static void run_on(clrun_context *ctx, clrun_exec *exec, const float *x, float *out)
+{
+    clrun_buffer in;
+    assert_int_equal(clrun_alloc(ctx, ROWS * D * sizeof *x, &in), CLRUN_OK);
+    assert_int_equal(clrun_buffer_write(ctx, &in, x), CLRUN_OK);
+    assert_int_equal(clrun_exec_run(exec, &in, 1), CLRUN_OK);
+    assert_int_equal(clrun_exec_read_output(exec, 0, out, ROWS * D * sizeof *out), CLRUN_OK);
+    clrun_free(ctx, &in);
+}
+
+static uint64_t held_by_graph(clrun_context *ctx, const clrun_graph *g, int fusion)
+{
+    clrun_exec_options o = quick(CLRUN_EXEC_PLANNED, fusion, UINT64_MAX);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    clrun_exec_destroy(exec);
+    return st.held_bytes;
+}
+
+static bool names_have(const char *const *names, int32_t n, const char *name)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Two regions as wide, a skip across each: dropping s at the first region's peak leaves the
+ * second's as high, so a budget below what the graph holds needs t dropped too, at a second
+ * cut (t is made after the first peak: no cut there can drop it). Every mode, fusion off and
+ * on, twice in a row: the bits of the run without a budget. */
+static void a_second_cut_meets_a_budget_where_the_peak_moves(void **state)
+{
+    fixture *f = *state; /* its context recomputes */
+    clrun_graph *g = load_two_skips();
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
+    clrun_exec *plain = NULL;
+    assert_int_equal(clrun_exec_create(f->ctx, g, NULL, &plain), CLRUN_OK);
+    run_on(f->ctx, plain, x, want);
+    clrun_exec_destroy(plain);
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_PLANNED, CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
+    for (int fusion = -1; fusion <= 1; fusion += 2) {
+        uint64_t given = held_by_graph(f->ctx, g, fusion);
+        /* fewer rounds: fused, the planned mode alone */
+        size_t count = fusion > 0 && clrun_test_rounds(3) < 3 ? 1 : sizeof modes / sizeof *modes;
+        for (size_t m = 0; m < count; m++) {
+            clrun_exec_options o = quick(modes[m], fusion, given - 1);
+            clrun_exec *exec = NULL;
+            if (clrun_exec_create(f->ctx, g, &o, &exec) != CLRUN_OK)
+                fail_msg("fusion %d, mode %d: %s", fusion, (int)modes[m], clrun_last_error(f->ctx));
+            clrun_exec_stats st;
+            assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+            assert_true(st.held_bytes <= given - 1);
+            const char *const *names = NULL;
+            int32_t n = clrun_exec_recomputed(exec, &names);
+            assert_int_equal(n, st.recomputed_tensors);
+            if (fusion < 0) { /* unfused, the regions are alike: both skips dropped */
+                assert_true(names_have(names, n, "s"));
+                assert_true(names_have(names, n, "t"));
+                assert_true(st.recomputed_bytes >= 2 * ROWS * D * sizeof(float));
+            }
+            for (int twice = 0; twice < 2; twice++) {
+                memset(got, 0, sizeof got);
+                run_on(f->ctx, exec, x, got);
+                assert_memory_equal(got, want, sizeof want);
+            }
+            clrun_exec_destroy(exec);
+        }
+    }
+    /* above what it holds: nothing changes */
+    uint64_t given = held_by_graph(f->ctx, g, -1);
+    clrun_exec_options o = quick(CLRUN_EXEC_PLANNED, -1, given);
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(f->ctx, g, &o, &exec), CLRUN_OK);
+    clrun_exec_stats st;
+    assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+    assert_int_equal(st.recomputed_tensors + st.offloaded_tensors, 0);
+    assert_int_equal(st.held_bytes, given);
+    clrun_exec_destroy(exec);
+    /* one nothing meets: refused with the least, after more than one cut, nothing held */
+    clrun_memory_stats before, after;
+    assert_int_equal(clrun_memory_stats_get(f->ctx, &before), CLRUN_OK);
+    o = quick(CLRUN_EXEC_CONTEXT, -1, 64 * 1024);
+    exec = (clrun_exec *)&o;
+    assert_int_equal(clrun_exec_create(f->ctx, g, &o, &exec), CLRUN_ERROR_OUT_OF_MEMORY);
+    assert_null(exec);
+    const char *why = clrun_last_error(f->ctx);
+    assert_non_null(strstr(why, "memory budget of 64.00 KiB"));
+    assert_non_null(strstr(why, "at best"));
+    assert_null(strstr(why, "1 cut tried"));
+    assert_non_null(strstr(why, "cuts tried"));
+    assert_int_equal(clrun_memory_stats_get(f->ctx, &after), CLRUN_OK);
+    assert_int_equal(after.in_use, before.in_use);
+    clrun_graph_destroy(g);
+}
+
+/* The pooled mode under tlsf and buddy, recomputing (rate 1e30) and offloading (rate 0) at
+ * both cuts: the bits of the run without a budget (CLRUN_TEST_ROUNDS below 3: two of the four). */
+static void a_second_cut_keeps_the_bits_under_each_allocator(void **state)
+{
+    (void)state;
+    const char *strategies[] = {"tlsf", "buddy"};
+    const char *rates[] = {"1e30", "0"};
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    bool all = clrun_test_rounds(3) >= 3; /* fewer rounds: tlsf recomputing, buddy offloading */
+    for (size_t r = 0; r < 2; r++) {
+        for (size_t i = 0; i < 2; i++) {
+            if (!all && i != r)
+                continue;
+            clrun_context_options co;
+            clrun_context_options_init(&co);
+            co.allocator = strategies[i];
+            clrun_context *ctx = NULL;
+            setenv("CLRUN_OFFLOAD_RATE", rates[r], 1);
+            assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+            unsetenv("CLRUN_OFFLOAD_RATE");
+            clrun_graph *g = load_two_skips();
+            assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
+            clrun_exec_options po = quick(CLRUN_EXEC_POOLED, -1, 0);
+            clrun_exec *plain = NULL;
+            assert_int_equal(clrun_exec_create(ctx, g, &po, &plain), CLRUN_OK);
+            run_on(ctx, plain, x, want);
+            clrun_exec_destroy(plain);
+            clrun_exec_options o = quick(CLRUN_EXEC_POOLED, -1, held_by_graph(ctx, g, -1) - 1);
+            clrun_exec *exec = NULL;
+            if (clrun_exec_create(ctx, g, &o, &exec) != CLRUN_OK)
+                fail_msg("%s, rate %s: %s", strategies[i], rates[r], clrun_last_error(ctx));
+            clrun_exec_stats st;
+            assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+            assert_string_equal(st.allocator, strategies[i]);
+            const char *const *names = NULL;
+            int32_t n = r == 0 ? clrun_exec_recomputed(exec, &names) : clrun_exec_offloaded(exec, &names);
+            assert_true(names_have(names, n, "s"));
+            assert_true(names_have(names, n, "t"));
+            for (int twice = 0; twice < 2; twice++) {
+                memset(got, 0, sizeof got);
+                run_on(ctx, exec, x, got);
+                assert_memory_equal(got, want, sizeof want);
+            }
+            clrun_exec_destroy(exec);
+            clrun_memory_stats m;
+            assert_int_equal(clrun_memory_stats_get(ctx, &m), CLRUN_OK);
+            assert_int_equal(m.in_use, 0);
+            clrun_graph_destroy(g);
+            clrun_context_destroy(ctx);
+        }
+    }
+}
+
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
@@ -246,6 +422,8 @@ int main(void)
         cmocka_unit_test(a_budget_above_what_it_holds_changes_nothing),
         cmocka_unit_test(a_budget_nothing_meets_is_refused_with_the_least),
         cmocka_unit_test(the_pools_limit_is_a_budget_where_the_graph_does_not_fit),
+        cmocka_unit_test(a_second_cut_meets_a_budget_where_the_peak_moves),
+        cmocka_unit_test(a_second_cut_keeps_the_bits_under_each_allocator),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_root);

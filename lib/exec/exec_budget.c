@@ -11,7 +11,16 @@
  * host memory after it is written and back before its next reader; when that mix meets no
  * budget, every dropped tensor is offloaded (a copy back holds the tensor alone, a
  * recomputation what it is made from as well). A budget that no such rewrite meets is refused,
- * with the least found and the constants named. */
+ * with the least found and the constants named.
+ *
+ * The peak may move: with the tensors across the first peak dropped, another moment (a second
+ * wide region with a skip of its own) may hold more than the budget. When no count at a cut
+ * meets it, the count that held least stays, and a next cut is made the same way where the
+ * peak of that trial's executor was (up to MAX_CUTS). Each trial rebuilds
+ * the graph from the one given, a fresh copy with the cuts applied in order in place: remat and
+ * offload rewrite a graph in place and leave its declaration order one that runs (remat permutes
+ * the node array), so a rewritten graph is rewritten again but never copied, and the same
+ * cuts give the same tensor ids each time, those the next cut was chosen by. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,7 +218,8 @@ static clrun_status choose(clrun_exec *e, const clrun_graph *g, choice *c)
     for (int32_t t = 0; t < g->tensor_count; t++) {
         const clrun__tensor *x = &g->tensors[t];
         if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->is_output || x->producer < 0 ||
-            x->producer >= c->boundary || last[t] < c->boundary)
+            x->producer >= c->boundary || last[t] < c->boundary ||
+            clrun__op_on_host(g->nodes[x->producer].op)) /* an earlier cut's host copy */
             continue;
         bool several = g->nodes[x->producer].output_count != 1;
         if (x->producer == c->boundary - 1) { /* written at the peak: dropping it saves nothing */
@@ -236,17 +246,111 @@ static bool offloads(const choice *c, int32_t i, double rate, bool force)
     return force || x->offload_only || clrun__offload_prefers(x->flops, x->bytes, rate);
 }
 
-/* What one rewrite did. */
+/* What the rewrites did, summed over the cuts. */
 typedef struct rewrite {
     clrun_remat_report remat;
     clrun__offload_report offload;
 } rewrite;
 
-/* A copy of `graph` with the `drop` largest crossing tensors dropped at the boundary: each
- * offloaded to host memory and back, or recomputed after the boundary. */
-static clrun_status rewritten(const clrun_graph *graph, const choice *c, int32_t drop,
-                              double rate, bool force, rewrite *report, clrun_graph **out,
-                              char *err, size_t errlen)
+/* One cut: the choice made on the graph the cuts before it left, and how many of its largest
+ * crossing tensors are dropped there (force: all of them offloaded). */
+typedef struct cut {
+    choice c;
+    int32_t drop;
+    bool force;
+} cut;
+
+/* The most cuts tried: each one after the first is made where the peak moved to. */
+enum { MAX_CUTS = 4 };
+
+static void cut_free(cut *k)
+{
+    free(k->c.crossing);
+    free(k->c.kept);
+    memset(k, 0, sizeof *k);
+}
+
+/* Appends ",NAME" (or "NAME" first) to policy at *at; `named` counts them. */
+static void name_into(char *policy, size_t length, size_t *at, int32_t *named, const char *name)
+{
+    int w = snprintf(policy + *at, length - *at, "%s%s", *named ? "," : "", name);
+    *at += w > 0 ? (size_t)w : 0;
+    ++*named;
+}
+
+/* Cut k applied to g in place: its `drop` largest crossing tensors dropped at its boundary,
+ * each offloaded to host memory and back or recomputed after the boundary. g is the graph the
+ * cuts before it left (the graph k was chosen on, made again the same way: the same ids). The
+ * remat policy keeps the crossing tensors not dropped and every host copy made before the
+ * boundary (this cut's and the earlier cuts'), so that no copy to host is ever repeated. */
+static clrun_status apply_cut(clrun_graph *g, const cut *k, double rate, rewrite *report)
+{
+    const choice *c = &k->c;
+    /* the offloaded first: their copies keep the boundary's node `offloaded` nodes later */
+    int32_t offloaded = 0, recomputed = 0;
+    clrun_tensor_id *moved = malloc(sizeof *moved * (size_t)(c->count + 1));
+    clrun_status s = moved ? CLRUN_OK : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    for (int32_t i = 0; s == CLRUN_OK && i < k->drop; i++) {
+        if (offloads(c, i, rate, k->force))
+            moved[offloaded++] = c->crossing[i].t;
+        else
+            recomputed++;
+    }
+    clrun__offload_report off = {0};
+    if (s == CLRUN_OK && offloaded > 0)
+        s = clrun__graph_offload(g, c->boundary, moved, offloaded, NULL, &off);
+    free(moved);
+    int32_t boundary = c->boundary + offloaded;
+    clrun_remat_report rr = {0};
+    char *policy = NULL;
+    if (s == CLRUN_OK && recomputed > 0) {
+        size_t length = 32;
+        for (int32_t i = 0; i < c->kept_count; i++)
+            length += strlen(g->tensors[c->kept[i]].name) + 1;
+        for (int32_t i = k->drop; i < c->count; i++)
+            if (!c->crossing[i].offload_only) /* remat keeps those anyway */
+                length += strlen(g->tensors[c->crossing[i].t].name) + 1;
+        for (int32_t n = 0; n < boundary; n++)
+            if (clrun__op_on_host(g->nodes[n].op))
+                length += strlen(g->tensors[g->nodes[n].outputs[0]].name) + 1;
+        policy = malloc(length);
+        if (policy == NULL)
+            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        size_t at = 0;
+        int32_t named = 0;
+        if (policy) {
+            int w = snprintf(policy, length, "names:");
+            at = w > 0 ? (size_t)w : 0;
+        }
+        for (int32_t i = 0; policy && i < c->kept_count; i++)
+            name_into(policy, length, &at, &named, g->tensors[c->kept[i]].name);
+        for (int32_t i = k->drop; policy && i < c->count; i++)
+            if (!c->crossing[i].offload_only)
+                name_into(policy, length, &at, &named, g->tensors[c->crossing[i].t].name);
+        for (int32_t n = 0; policy && n < boundary; n++)
+            if (clrun__op_on_host(g->nodes[n].op))
+                name_into(policy, length, &at, &named, g->tensors[g->nodes[n].outputs[0]].name);
+        if (policy && named == 0) /* every one kept is a several-output node's: kept anyway */
+            snprintf(policy, length, "nothing_saveable");
+        if (s == CLRUN_OK)
+            s = clrun_graph_remat(g, boundary, policy, &rr);
+    }
+    free(policy);
+    if (s == CLRUN_OK) {
+        report->remat.dropped += rr.dropped;
+        report->remat.repeated_nodes += rr.repeated_nodes;
+        report->remat.dropped_bytes += rr.dropped_bytes;
+        report->remat.repeated_flops += rr.repeated_flops;
+        report->offload.offloaded += off.offloaded;
+        report->offload.bytes += off.bytes;
+        report->offload.added_before += off.added_before;
+    }
+    return s;
+}
+
+/* A copy of `graph` with cuts[0..count) applied in order. */
+static clrun_status rewritten(const clrun_graph *graph, const cut *cuts, int count, double rate,
+                              rewrite *report, clrun_graph **out, char *err, size_t errlen)
 {
     *out = NULL;
     memset(report, 0, sizeof *report);
@@ -256,61 +360,12 @@ static clrun_status rewritten(const clrun_graph *graph, const choice *c, int32_t
         s = clrun__grad_copy(graph, g, NULL, false, err, errlen);
     for (int32_t i = 0; s == CLRUN_OK && i < graph->output_count; i++)
         s = clrun_graph_mark_output(g, graph->outputs[i]);
-    /* the offloaded first: their copies keep the boundary's node `offloaded` nodes later */
-    int32_t offloaded = 0, recomputed = 0;
-    clrun_tensor_id *moved = malloc(sizeof *moved * (size_t)(c->count + 1));
-    clrun_tensor_id *hosts = malloc(sizeof *hosts * (size_t)(c->count + 1));
-    if (s == CLRUN_OK && (moved == NULL || hosts == NULL))
-        s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    for (int32_t i = 0; s == CLRUN_OK && i < drop; i++) {
-        if (offloads(c, i, rate, force))
-            moved[offloaded++] = c->crossing[i].t;
-        else
-            recomputed++;
-    }
-    if (s == CLRUN_OK && offloaded > 0)
-        s = clrun__graph_offload(g, c->boundary, moved, offloaded, hosts, &report->offload);
-    int32_t boundary = c->boundary + offloaded;
-    /* the policy keeps the crossing tensors not dropped, and the host copies: names:K, or
-     * nothing_saveable */
-    int32_t keep = c->kept_count + c->count - drop + offloaded;
-    char *policy = NULL;
-    if (s == CLRUN_OK && recomputed > 0) {
-        size_t length = 32;
-        for (int32_t i = 0; i < c->kept_count; i++)
-            length += strlen(g->tensors[c->kept[i]].name) + 1;
-        for (int32_t i = drop; i < c->count; i++)
-            if (!c->crossing[i].offload_only) /* remat keeps those anyway */
-                length += strlen(g->tensors[c->crossing[i].t].name) + 1;
-        for (int32_t i = 0; i < offloaded; i++)
-            length += strlen(g->tensors[hosts[i]].name) + 1;
-        policy = malloc(length);
-        if (policy == NULL)
-            s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        size_t at = policy ? (size_t)snprintf(policy, length, keep ? "names:" : "nothing_saveable") : 0;
-        int32_t named = 0;
-        for (int32_t i = 0; policy && i < c->kept_count; i++)
-            at += (size_t)snprintf(policy + at, length - at, "%s%s", named++ ? "," : "",
-                                   g->tensors[c->kept[i]].name);
-        for (int32_t i = drop; policy && i < c->count; i++)
-            if (!c->crossing[i].offload_only)
-                at += (size_t)snprintf(policy + at, length - at, "%s%s", named++ ? "," : "",
-                                       g->tensors[c->crossing[i].t].name);
-        for (int32_t i = 0; policy && i < offloaded; i++)
-            at += (size_t)snprintf(policy + at, length - at, "%s%s", named++ ? "," : "",
-                                   g->tensors[hosts[i]].name);
-        if (policy && named == 0) /* every one kept is a several-output node's: kept anyway */
-            snprintf(policy, length, "nothing_saveable");
-        if (s == CLRUN_OK)
-            s = clrun_graph_remat(g, boundary, policy, &report->remat);
-    }
+    for (int i = 0; s == CLRUN_OK && i < count; i++)
+        s = apply_cut(g, &cuts[i], rate, report);
     if (s == CLRUN_OK)
         s = clrun_graph_validate(g);
     if (s != CLRUN_OK && err[0] == '\0')
         snprintf(err, errlen, "%s", g ? clrun_graph_last_error(g) : "out of host memory");
-    free(policy);
-    free(moved);
-    free(hosts);
     if (s != CLRUN_OK) {
         clrun_graph_destroy(g);
         return s;
@@ -395,17 +450,19 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
                            clrun__format_bytes(budget, b, sizeof b),
                            clrun__format_bytes(held, g0, sizeof g0));
     }
-    choice c = {0};
-    s = choose(e, graph, &c);
+    cut cuts[MAX_CUTS];
+    memset(cuts, 0, sizeof cuts);
+    s = choose(e, graph, &cuts[0].c);
     clrun_exec_destroy(e);
     e = NULL;
     if (s != CLRUN_OK) {
-        free(c.crossing);
-        free(c.kept);
+        cut_free(&cuts[0]);
         return clrun__fail(ctx, s, "memory budget: out of host memory choosing what to recompute");
     }
-    /* binary search on how many of the largest crossing tensors to drop; each trial is gone
-     * before the next, so that none holds pool memory another needs */
+    /* cut by cut: at each, a binary search on how many of the largest crossing tensors to drop
+     * (the cuts before it as they were left); each trial is gone before the next, so that none
+     * holds pool memory another needs. When none meets the budget, the count that held least
+     * stays and the next cut is chosen where that graph's peak now is. */
     clrun_exec *best = NULL;
     clrun_graph *best_graph = NULL;
     rewrite best_report = {0};
@@ -413,54 +470,80 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     o.plan_time_limit_s = limit < CLRUN__TRIAL_PLAN_SECONDS ? limit : CLRUN__TRIAL_PLAN_SECONDS;
     char err[1024] = "";
     double rate = ctx->options.offload_rate;
-    /* first each tensor the cheaper way at the device's rate; when that meets no budget and
-     * some were recomputed, every one offloaded (a copy back holds only the tensor, where a
-     * recomputation may hold what it is made from as well) */
-    bool some_recomputed = false;
-    for (int32_t i = 0; i < c.count; i++)
-        some_recomputed = some_recomputed || !offloads(&c, i, rate, false);
-    for (int pass = 0; pass < 2 && best_graph == NULL && s == CLRUN_OK; pass++) {
-        bool force = pass == 1;
-        if (force && !some_recomputed)
-            break;
-        int32_t lo = 1, hi = c.count;
-        while (lo <= hi && s == CLRUN_OK) {
-            int32_t mid = lo + (hi - lo) / 2;
-            clrun_graph *g = NULL;
-            rewrite report;
-            err[0] = '\0';
-            s = rewritten(graph, &c, mid, rate, force, &report, &g, err, sizeof err);
-            if (s != CLRUN_OK)
+    int count = 0; /* cuts tried */
+    for (int level = 0; level < MAX_CUTS && best_graph == NULL && s == CLRUN_OK; level++) {
+        cut *at = &cuts[level];
+        if (at->c.boundary < 0 || at->c.count == 0)
+            break; /* nothing crosses the peak: no cut there */
+        count = level + 1;
+        uint64_t least_here = UINT64_MAX;
+        int32_t least_drop = 0;
+        bool least_force = false;
+        /* first each tensor the cheaper way at the device's rate; when that meets no budget and
+         * some were recomputed, every one offloaded (a copy back holds only the tensor, where a
+         * recomputation may hold what it is made from as well) */
+        bool some_recomputed = false;
+        for (int32_t i = 0; i < at->c.count; i++)
+            some_recomputed = some_recomputed || !offloads(&at->c, i, rate, false);
+        for (int pass = 0; pass < 2 && best_graph == NULL && s == CLRUN_OK; pass++) {
+            at->force = pass == 1;
+            if (at->force && !some_recomputed)
                 break;
-            clrun_exec *trial = NULL;
-            s = clrun__exec_create_beside(ctx, g, &o, NULL, &trial);
-            uint64_t h = 0;
-            if (s == CLRUN_OK)
-                s = held_by(trial, &h);
-            if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* too large for the pool: as not fitting */
-                s = CLRUN_OK;
-                h = UINT64_MAX;
-            }
-            if (s != CLRUN_OK) {
+            int32_t lo = 1, hi = at->c.count;
+            while (lo <= hi && s == CLRUN_OK) {
+                int32_t mid = lo + (hi - lo) / 2;
+                clrun_graph *g = NULL;
+                rewrite report;
+                err[0] = '\0';
+                at->drop = mid;
+                s = rewritten(graph, cuts, count, rate, &report, &g, err, sizeof err);
+                if (s != CLRUN_OK)
+                    break;
+                clrun_exec *trial = NULL;
+                s = clrun__exec_create_beside(ctx, g, &o, NULL, &trial);
+                uint64_t h = 0;
+                if (s == CLRUN_OK)
+                    s = held_by(trial, &h);
+                if (s == CLRUN_ERROR_OUT_OF_MEMORY) { /* too large for the pool: as not fitting */
+                    s = CLRUN_OK;
+                    h = UINT64_MAX;
+                }
+                if (s == CLRUN_OK && h < least_here && h > budget && level + 1 < MAX_CUTS) {
+                    /* the least so far: where its peak now is, the next cut should none fit */
+                    cut_free(&cuts[level + 1]);
+                    s = choose(trial, g, &cuts[level + 1].c);
+                }
                 clrun_exec_destroy(trial);
-                clrun_graph_destroy(g);
-                break;
-            }
-            least = h < least ? h : least;
-            clrun_exec_destroy(trial);
-            if (h <= budget) {
-                clrun_graph_destroy(best_graph);
-                best_graph = g;
-                best_report = report;
-                hi = mid - 1;
-            } else {
-                clrun_graph_destroy(g);
-                lo = mid + 1;
+                if (s != CLRUN_OK) {
+                    clrun_graph_destroy(g);
+                    break;
+                }
+                least = h < least ? h : least;
+                if (h < least_here) {
+                    least_here = h;
+                    least_drop = mid;
+                    least_force = at->force;
+                }
+                if (h <= budget) {
+                    clrun_graph_destroy(best_graph);
+                    best_graph = g;
+                    best_report = report;
+                    hi = mid - 1;
+                } else {
+                    clrun_graph_destroy(g);
+                    lo = mid + 1;
+                }
             }
         }
+        if (best_graph != NULL || s != CLRUN_OK || level + 1 == MAX_CUTS || least_drop == 0)
+            break;
+        /* none met it: the cut that held least stays, and the next is the one chosen on its
+         * graph when it was tried */
+        at->drop = least_drop;
+        at->force = least_force;
     }
-    free(c.crossing);
-    free(c.kept);
+    for (int i = 0; i < MAX_CUTS; i++)
+        cut_free(&cuts[i]);
     if (s != CLRUN_OK) {
         clrun_graph_destroy(best_graph);
         return clrun__fail(ctx, s, "memory budget: rewriting the graph to recompute or offload failed: %s",
@@ -470,10 +553,10 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_MEMORY,
                            "a memory budget of %s is below what the graph can hold by recomputing "
                            "or offloading what is alive across its peak: at best %s (its constants %s; %s as "
-                           "given)",
+                           "given; %d cut%s tried)",
                            clrun__format_bytes(budget, b, sizeof b), clrun__format_bytes(least, l, sizeof l),
                            clrun__format_bytes(first.constant_bytes, k, sizeof k),
-                           clrun__format_bytes(held, g0, sizeof g0));
+                           clrun__format_bytes(held, g0, sizeof g0), count, count == 1 ? "" : "s");
     }
     /* the trial was planned within the trial's limit: plan again within the caller's */
     uint64_t h = 0;
