@@ -1292,6 +1292,14 @@ static double fake_seconds;
 
 static double fake_clock(void) { return fake_seconds += 1e-3; }
 
+/* The teardown of a test that sets the fake clock: the real one again, even when it failed. */
+static int real_clock(void **state)
+{
+    (void)state;
+    clrun__plan_test_clock = NULL;
+    return 0;
+}
+
 /* A construction after greedy by size starts only when it is expected to end before the limit
  * (a first lowest-first ranking: half greedy's time on a dense instance), and so do the
  * rebuilds: with a limit of 1.2x greedy's time nothing else starts, with 3x lowest-first by
@@ -1696,7 +1704,7 @@ int main(void)
         cmocka_unit_test(large_dense_instances_run_the_short_portfolio),
         cmocka_unit_test(large_dense_instances_rebuild_deterministically),
         cmocka_unit_test(large_instances_try_lowest_first_right_after_greedy),
-        cmocka_unit_test(constructions_start_only_when_expected_to_end_in_time),
+        cmocka_unit_test_teardown(constructions_start_only_when_expected_to_end_in_time, real_clock),
         cmocka_unit_test(plan_reaching_lower_bound_is_optimal_without_search),
         cmocka_unit_test(empty_instance_has_zero_peak_and_is_optimal),
         cmocka_unit_test(buffers_alive_at_different_times_share_offset_zero),

@@ -79,7 +79,12 @@ typedef struct clrun_plan_options {
                                      left and the improvement searches the rest, so with a
                                      time limit too long to be reached the plan depends only
                                      on the instance, the options and the seed: the same on
-                                     any machine. Whichever limit comes first stops a search. */
+                                     any machine. Whichever limit comes first stops a search.
+                                     On instances of 10,000 buffers or more the constructions
+                                     are those time_limit_s says, the complete search runs
+                                     only on parts of few buffers (or when a capacity is
+                                     asked), and the lowest-first rebuilds take every step
+                                     left: the local search over best-fit orders never runs. */
     uint64_t capacity;            /* bytes the arena may take; 0 = no budget. With a budget the
                                      planner still minimises the peak, but answers first
                                      whether any plan fits (clrun_plan_result.verdict): at once

@@ -318,6 +318,9 @@ static uint64_t steps_share(const clrun_plan_result *result, uint64_t until, dou
 {
     if (until == UINT64_MAX)
         return UINT64_MAX;
+    /* all of it exactly: share * left rounds up past 2^64 - 1 where left is near it */
+    if (share >= 1.0)
+        return until;
     return result->steps + (uint64_t)(share * (double)steps_left(result, until));
 }
 

@@ -181,8 +181,10 @@ clrun_status clrun__plan_fit_run(clrun__plan_fit *f, const uint32_t *order, doub
  * (measured: 2.5x faster at 900 alive, 1.5x slower at 50, the same plans). */
 #define CLRUN__PLAN_FIT_DENSE 128
 
-/* From this many buffers a dense instance runs the short portfolio of constructions: greedy by
- * size and the lowest-first rankings (plan.c, "The constructions"). */
+/* From this many buffers (the whole instance's) the lowest-first rankings come right after
+ * greedy by size, a dense instance runs only those four constructions, and the improvement
+ * time all goes to the lowest-first rebuilds (plan.c, "The constructions" and
+ * run_improvement). */
 #define CLRUN__PLAN_LARGE_N 10000
 
 /* ---- lowest-offset-first construction (plan_skyline.c) ---- */
