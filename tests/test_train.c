@@ -1219,6 +1219,8 @@ static void a_budget_recomputation_cannot_meet_offloads_the_activations(void **s
     uint64_t full = held_unconstrained(ctx, g), found = 0;
     for (uint64_t b = 4096; b < full && found == 0; b = b / 8 * 9) {
         clrun_train *t = budget_trainer(ctx, g, b, NULL, why, sizeof why);
+        if (t == NULL && strstr(why, "below the least the step can hold") == NULL)
+            fail_msg("a budget of %llu refused for another reason: %s", (unsigned long long)b, why);
         if (t == NULL)
             continue;
         clrun_train_stats st;
