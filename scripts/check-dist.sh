@@ -6,6 +6,7 @@
 set -eu
 tarball=${1:?usage: scripts/check-dist.sh TARBALL}
 [ -f "$tarball" ] || { echo "check-dist: no tarball $tarball" >&2; exit 2; }
+command -v git >/dev/null 2>&1 || { echo "check-dist: needs git (Debian package git)" >&2; exit 2; }
 git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
     { echo "check-dist: not in a git checkout" >&2; exit 2; }
 work=$(mktemp -d)
@@ -13,7 +14,8 @@ trap 'rm -rf "$work"' EXIT
 # The tarball's files without their top folder (clrun-VERSION/).
 tar -tzf "$tarball" | sed -n 's|^[^/]*/||p' | grep -v '/$' | sort -u >"$work/dist"
 # Only a git checkout needs these.
-git ls-files | grep -v -x -e '.gitignore' -e '.gitattributes' | sort -u >"$work/git"
+# (-z: names as they are, not quoted as git quotes unusual ones)
+git ls-files -z | tr '\0' '\n' | grep -v -x -e '.gitignore' -e '.gitattributes' | sort -u >"$work/git"
 missing=$(comm -23 "$work/git" "$work/dist")
 if [ -n "$missing" ]; then
     echo "check-dist: tracked files missing from $tarball (add them to a local.mk's EXTRA_DIST" >&2
