@@ -46,12 +46,12 @@
  * (6 empty) of 26 intervals against 33 regions, 19 gaps fitting at the end, about 1,200 steps
  * of the walk; per placement, 33 insertions. Steps per query grow from 260 at 2k buffers to
  * 1,240 at 62k at 12-19 ns each (the whole run over the steps), so the run grows faster
- * than n log n. Tried without a measurable change (interleaved runs, load 3-4, same plans on
- * 6,336 cases): the cut as one merge whose skip-or-keep steps do not branch (sentinel-ended
- * sets; no faster, 0-17 % slower); the sets' blocks from one pool with free lists per size
- * (malloc is 8 % of a profile, the change within noise); and filling only the sets some
- * query reads, known at init from the windows (8 % fewer insertions, 10-13 % faster on
- * random, no change on perfect and balanced).
+ * than n log n. Tried, none faster (interleaved runs, load 3-4, the same plans on 6,336
+ * cases): the cut as one merge whose skip-or-keep steps do not branch (sentinel-ended sets;
+ * 0-17 % slower) or as a plain linear merge over sentinel-ended sets (5-11 % slower); the
+ * sets' blocks from one pool with free lists per size (malloc is 8 % of a profile; within
+ * noise); and filling only the sets some query reads, known at init from the windows (8 %
+ * fewer insertions; 10-13 % faster on random, no change on perfect and balanced).
  *
  * The gaps of the union are exactly those of the sorted scan (plan_greedy.c's decoder): the
  * plans are identical, to the byte. The sets only grow (no removal): the local search, which
