@@ -103,7 +103,7 @@ else
     tr -d ' \n' <"$tmp/trace.json" >"$tmp/trace.min"
     grep -q '"cat":"transfer","ph":"X","ts":[0-9.e+-]*,"dur":[0-9.e+-]*,"pid":1,"tid":3' "$tmp/trace.min" ||
         fail "trace: no transfer span on track 3"
-    grep -q '"tid":3,"args":{"name":"host copies' "$tmp/trace.min" ||
+    grep -q '"tid":3,"args":{"name":"hostcopies' "$tmp/trace.min" ||
         fail "trace: the copies' track is not named"
 fi
 "$CLRUN" plan "$skip" --budget 64K >"$tmp/out" 2>&1
