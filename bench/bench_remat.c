@@ -322,12 +322,11 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
         snprintf(label, sizeof label, "budget %.2f MiB (%d%%) -> ", (double)budget / MIB,
                  (int)lround(100.0 * (double)budget / (double)base->planned));
         row r;
-        run_row(ctx, model, config, o, NULL, budget, true, &r);
+        /* timed whatever it takes: the policy rows it could share a time with are not run */
+        run_row(ctx, model, config, o, NULL, budget, false, &r);
         if (!r.ok) {
             printf("%-36s refused: %s\n", label, refusal_minimum(r.err));
         } else {
-            if (!r.timed && policy_index(r.policy) == 0)
-                r.ms = base->ms; /* the unconstrained step: its time */
             size_t len = strlen(label);
             snprintf(label + len, sizeof label - len, "%s", r.label);
             print_row(label, &r, base, "n/a (--budget)");

@@ -1,9 +1,10 @@
 /* The rate that weighs recomputing against offloading (graph/offload.h), measured on the device
  * when CLRUN_OFFLOAD_RATE is `auto` (its default): a short timed copy between a device buffer
  * and a host-allocated one, both ways, as the offload and reload nodes make, and a short timed
- * product (one matmul node, the kernels a graph's products run); a few milliseconds, once per device per process, remembered in the cache
- * directory beside the tuning results. The rate is what the timings give
- * (clrun__offload_rate_of); a measurement that fails falls back to the default. */
+ * product (one matmul node: the kernels a graph's products run). A few milliseconds, once per
+ * device per process, remembered in the cache directory beside the tuning results. The rate is
+ * what the timings give (clrun__offload_rate_of); where the measurement fails the budget search
+ * takes CLRUN__OFFLOAD_RATE_FALLBACK. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
