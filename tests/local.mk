@@ -113,7 +113,8 @@ EXTRA_DIST += tests/onnx_empty.sh tests/onnx_empty.py
 TESTS += tests/onnx_empty_ops.sh
 EXTRA_DIST += tests/onnx_empty_ops.sh tests/onnx_empty_ops.py
 # shared by the budget and offload tests
-EXTRA_DIST += tests/data/graphs/skip.graph tests/data/graphs/two_skips.graph
+EXTRA_DIST += tests/data/graphs/skip.graph tests/data/graphs/two_skips.graph \
+	tests/data/graphs/wide_skip.graph
 # DFT and STFT against numpy.fft
 TESTS += tests/onnx_spectral.sh
 EXTRA_DIST += tests/onnx_spectral.sh tests/onnx_spectral.py
