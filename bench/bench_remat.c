@@ -49,13 +49,15 @@
  * the square root of the forward's nodes, capped at the modules the model is a sequence of: that
  * file says how); without torch a line says so and the rest runs.
  *
- * Usage: bench/bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only]
+ * Usage: bench/bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only] [--budget MIB]
  *                          [--optimizer sgd|adam]
  *                          [--fusion on|off] [--threads T] [--python PY] [--no-torch] [MODEL]...
  *   MODEL: bert_base, resnet50 (default both), resnet18, bert, mlp.
  *   --tiny: small widths of the same models (the same depth), a few ms a step, for trying it.
  *   --no-torch: no PyTorch lines.
  *   --pool-limit-only: the unconstrained row and the pool limit's row alone.
+ *   --budget MIB: the unconstrained row and one budget row at MIB MiB alone (no policy rows:
+ *              the recompute floor is not checked).
  *   Defaults: --repeat 5 --step 10, T the device's compute units, PY /usr/bin/python3.
  * Run by hand after `make bench`, e.g. bench/bench_remat --tiny, or bench/bench_remat (the full
  * models take minutes a row on a CPU device). */
@@ -87,6 +89,7 @@
 
 typedef struct options {
     int repeat, step_pct, fusion, threads;
+    double budget_mib; /* --budget: the unconstrained row and this budget's alone; 0: all */
     bool tiny, retime, no_torch, pool_only;
     clrun_optimizer_kind optimizer;
     const char *python;
@@ -292,7 +295,7 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
     char met[32][96];
     int met_count = 0;
     for (int k = 0; k < POLICIES; k++) {
-        if (o->pool_only && k > 0) {
+        if ((o->pool_only || o->budget_mib > 0) && k > 0) {
             memset(&by_policy[k], 0, sizeof by_policy[k]);
             continue;
         }
@@ -313,8 +316,27 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
     /* Budgets: 100%, 100 - step, ... while at least the smallest planned peak of the rows above;
      * that peak; then the next below it, and lower ones while the trainer finds a step that fits
      * (it may: its search is not only these policies), down to half that peak at the end. */
+    if (o->budget_mib > 0) { /* --budget: that row alone */
+        uint64_t budget = (uint64_t)(o->budget_mib * MIB);
+        char label[160];
+        snprintf(label, sizeof label, "budget %.2f MiB (%d%%) -> ", (double)budget / MIB,
+                 (int)lround(100.0 * (double)budget / (double)base->planned));
+        row r;
+        /* timed whatever it takes: the policy rows it could share a time with are not run */
+        run_row(ctx, model, config, o, NULL, budget, false, &r);
+        if (!r.ok) {
+            printf("%-36s refused: %s\n", label, refusal_minimum(r.err));
+        } else {
+            size_t len = strlen(label);
+            snprintf(label + len, sizeof label - len, "%s", r.label);
+            print_row(label, &r, base, "n/a (--budget)");
+            if (meets_floor(&r, base) && met_count < 32)
+                snprintf(met[met_count++], sizeof met[0], "%s", label);
+        }
+        fflush(stdout);
+    }
     bool done_min = false;
-    for (int pct = 100; !o->pool_only; pct -= o->step_pct) {
+    for (int pct = 100; !o->pool_only && o->budget_mib <= 0; pct -= o->step_pct) {
         uint64_t budget = (uint64_t)((double)base->planned * (pct > 0 ? pct : 0) / 100.0);
         bool last = false;
         char label[160];
@@ -362,7 +384,9 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
     clrun_context *half = NULL;
     char label[160];
     snprintf(label, sizeof label, "pool limit %.2f MiB (50%%) -> ", (double)co.pool_limit / MIB);
-    if (clrun_context_create(&co, &half) != CLRUN_OK) {
+    if (o->budget_mib > 0) {
+        /* --budget: no pool limit row */
+    } else if (clrun_context_create(&co, &half) != CLRUN_OK) {
         printf("%-36s no context: %s\n", label, clrun_last_error(NULL));
     } else {
         row r;
@@ -422,12 +446,14 @@ int main(int argc, char **argv)
             o.tiny = true, first++;
         else if (strcmp(a, "--retime") == 0)
             o.retime = true, first++;
+        else if (strcmp(a, "--budget") == 0 && v)
+            o.budget_mib = atof(v), first += 2;
         else if (strcmp(a, "--pool-limit-only") == 0)
             o.pool_only = true, first++;
         else if (strcmp(a, "--no-torch") == 0)
             o.no_torch = true, first++;
         else {
-            fprintf(stderr, "usage: bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only] "
+            fprintf(stderr, "usage: bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only] [--budget MIB] "
                             "[--optimizer sgd|adam] [--fusion on|off] [--python PY] [--no-torch] [MODEL]...\n");
             return 2;
         }

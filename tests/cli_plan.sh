@@ -91,10 +91,20 @@ else
     CLRUN_OFFLOAD_RATE=1e30 "$CLRUN" plan "$skip" --budget $((given - 1)) >"$tmp/out" 2>&1
     rc=$?
     expect 0 "recomputed  m0, s" "$tmp/out" "a budget one byte under what the graph holds"
-    # at the default rate s costs more to recompute (its matmul too) than to move: offloaded
-    "$CLRUN" plan "$skip" --budget $((given - 1)) >"$tmp/out" 2>&1
+    # at a rate of 10 s costs more to recompute (its matmul too) than to move: offloaded
+    CLRUN_OFFLOAD_RATE=10 "$CLRUN" plan "$skip" --budget $((given - 1)) >"$tmp/out" 2>&1
     rc=$?
     expect 0 "offloaded   1 tensor to host memory .*: s$" "$tmp/out" "a budget one byte under, met by offload"
+    # the run's trace: the copies are transfer spans on a track of their own (tid 3), named
+    CLRUN_OFFLOAD_RATE=10 "$CLRUN" run "$skip" --memory-budget $((given - 1)) --repeat 1 \
+        --trace "$tmp/trace.json" >"$tmp/out" 2>&1
+    rc=$?
+    expect 0 "offloaded" "$tmp/out" "a run whose copies are traced"
+    tr -d ' \n' <"$tmp/trace.json" >"$tmp/trace.min"
+    grep -q '"cat":"transfer","ph":"X","ts":[0-9.e+-]*,"dur":[0-9.e+-]*,"pid":1,"tid":3' "$tmp/trace.min" ||
+        fail "trace: no transfer span on track 3"
+    grep -q '"tid":3,"args":{"name":"hostcopies' "$tmp/trace.min" ||
+        fail "trace: the copies' track is not named"
 fi
 "$CLRUN" plan "$skip" --budget 64K >"$tmp/out" 2>&1
 rc=$?

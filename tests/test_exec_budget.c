@@ -17,6 +17,11 @@
 #include <clrun/clrun.h>
 
 #include "device_test.h"
+#include "exec/exec_internal.h"
+
+/* The rate these tests restore after setting their own: fixed, never measured (a measured
+ * rate depends on the machine's load; test_exec_offload.c tests the measurement). */
+#define FIXED_RATE "10"
 
 static char cache_root[512];
 
@@ -40,7 +45,7 @@ static int setup(void **state)
      * (test_exec_offload.c); the rate is read when a context is created */
     setenv("CLRUN_OFFLOAD_RATE", "1e30", 1);
     clrun_status s = f ? clrun_context_create(NULL, &f->ctx) : CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
     char path[4096];
     clrun_test_source_path(SKIP_GRAPH, path, sizeof path);
     if (f == NULL || s != CLRUN_OK || clrun_graph_load(path, &f->g, err, sizeof err) != CLRUN_OK)
@@ -379,7 +384,7 @@ static void a_second_cut_keeps_the_bits_under_each_allocator(void **state)
             clrun_context *ctx = NULL;
             setenv("CLRUN_OFFLOAD_RATE", rates[r], 1);
             assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
-            unsetenv("CLRUN_OFFLOAD_RATE");
+            setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
             clrun_graph *g = load_two_skips();
             assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
             clrun_exec_options po = quick(CLRUN_EXEC_POOLED, -1, 0);
@@ -413,8 +418,87 @@ static void a_second_cut_keeps_the_bits_under_each_allocator(void **state)
     }
 }
 
+/* Both skips offloaded (rate 0) at the two cuts, the copies on a second queue beside the
+ * kernels (CLRUN_OFFLOAD_OVERLAP, the default) and on the kernels' queue in order: the bits of
+ * the run without a budget, twice in a row, planned and pooled (tlsf), fusion off (each
+ * executor's search prepares several trials: the naive mode, fusion and the other allocators
+ * are in test_exec_offload.c, on a graph of one cut, and the trainer in test_train.c). Beside,
+ * the planned executor's copy back of the second cut is issued early, where the budget allows
+ * (the planner sees the longer life), and its copy queue exists; in order, none. With
+ * CLRUN_TEST_ROUNDS below 3, the planned mode alone. */
+static void offloaded_copies_beside_the_kernels_keep_the_bits(void **state)
+{
+    (void)state;
+    static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
+    bool all = clrun_test_rounds(3) >= 3;
+    typedef struct variant {
+        clrun_exec_mode mode;
+        int fusion;
+    } variant;
+    const variant variants[] = {{CLRUN_EXEC_PLANNED, -1}, {CLRUN_EXEC_POOLED, -1}};
+    for (int overlap = 1; overlap >= 0; overlap--) {
+        clrun_context *ctx = NULL;
+        setenv("CLRUN_OFFLOAD_RATE", "0", 1);
+        setenv("CLRUN_OFFLOAD_OVERLAP", overlap ? "1" : "0", 1);
+        assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+        setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
+        unsetenv("CLRUN_OFFLOAD_OVERLAP");
+        clrun_graph *g = load_two_skips();
+        assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
+        clrun_exec *plain = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, NULL, &plain), CLRUN_OK);
+        run_on(ctx, plain, x, want);
+        clrun_exec_destroy(plain);
+        for (size_t v = 0; v < (all ? 2u : 1u); v++) {
+            uint64_t given = held_by_graph(ctx, g, variants[v].fusion);
+            clrun_exec_options o = quick(variants[v].mode, variants[v].fusion, given - 1);
+            clrun_exec *exec = NULL;
+            if (clrun_exec_create(ctx, g, &o, &exec) != CLRUN_OK)
+                fail_msg("overlap %d, variant %zu: %s", overlap, v, clrun_last_error(ctx));
+            clrun_exec_stats st;
+            assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
+            assert_true(st.held_bytes <= given - 1);
+            assert_int_equal(st.recomputed_tensors, 0);
+            const char *const *names = NULL;
+            int32_t n = clrun_exec_offloaded(exec, &names);
+            if (n < 1 || !names_have(names, n, "s"))
+                fail_msg("overlap %d, variant %zu: %d offloaded", overlap, v, (int)n);
+            for (int twice = 0; twice < 2; twice++) {
+                memset(got, 0, sizeof got);
+                run_on(ctx, exec, x, got);
+                assert_memory_equal(got, want, sizeof want);
+            }
+            /* the copies took the second queue, or did not */
+            assert_int_equal(exec->copy_queue != NULL, overlap);
+            assert_int_equal(exec->flight_count, 0);
+            if (overlap && v == 0) {
+                /* some copy back issued before the node right ahead of its reader */
+                const clrun_graph *run = exec->graph;
+                bool early = false;
+                for (int32_t k = 0; k + 1 < run->node_count; k++)
+                    if (strcmp(run->nodes[k].op->name, "reload") == 0) {
+                        clrun_tensor_id back = run->nodes[k].outputs[0];
+                        const clrun__node *next = &run->nodes[k + 1];
+                        bool reads = false;
+                        for (int j = 0; j < next->input_count; j++)
+                            reads = reads || next->inputs[j] == back;
+                        early = early || !reads;
+                    }
+                assert_true(early);
+            }
+            clrun_exec_destroy(exec);
+        }
+        clrun_memory_stats mem;
+        assert_int_equal(clrun_memory_stats_get(ctx, &mem), CLRUN_OK);
+        assert_int_equal(mem.in_use, 0);
+        clrun_graph_destroy(g);
+        clrun_context_destroy(ctx);
+    }
+}
+
 int main(void)
 {
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
     clrun_test_device_environment(cache_root, sizeof cache_root);
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     const struct CMUnitTest tests[] = {
@@ -424,6 +508,7 @@ int main(void)
         cmocka_unit_test(the_pools_limit_is_a_budget_where_the_graph_does_not_fit),
         cmocka_unit_test(a_second_cut_meets_a_budget_where_the_peak_moves),
         cmocka_unit_test(a_second_cut_keeps_the_bits_under_each_allocator),
+        cmocka_unit_test(offloaded_copies_beside_the_kernels_keep_the_bits),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     clrun_test_remove_dir(cache_root);

@@ -5,6 +5,7 @@
  * executor mode and allocator strategy, with fusion on and off; a budget that recomputation
  * alone cannot meet (recomputing the skip needs a larger tensor again) is met by offload; and
  * a budget nothing meets is refused with the least, leaving the pool as it was. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,6 +22,11 @@
 
 #include "core/options.h"
 #include "device_test.h"
+#include "exec/exec_internal.h"
+
+/* The rate these tests restore after setting their own: fixed, never measured (a measured
+ * rate depends on the machine's load; the_rate_is_measured_once_and_remembered tests it). */
+#define FIXED_RATE "10"
 #include "exec/schedule.h"
 #include "graph/graph.h"
 #include "graph/offload.h"
@@ -147,6 +153,30 @@ static void the_rewrite_copies_out_after_the_writer_and_back_before_the_reader(v
     clrun_graph_destroy(g);
 }
 
+/* With a lead, the copy back goes that many nodes before its reader, never before the
+ * boundary's node: the planner sees its destination alive from there. */
+static void a_copy_back_with_a_lead_goes_early_but_after_the_boundary(void **state)
+{
+    (void)state;
+    const int32_t leads[] = {2, 9};
+    /* boundary h2 (3): s is read by y (7) after it; the reload before h4 (5) with a lead of
+     * 2, before h3 (4, the boundary's next) with one past the boundary */
+    const char *before[] = {"h4", "h3"};
+    for (int i = 0; i < 2; i++) {
+        clrun_graph *g = load_skip();
+        clrun_tensor_id s = clrun__graph_find_ident(g, "s");
+        assert_int_equal(clrun__graph_offload_lead(g, 3, &s, 1, leads[i], NULL, NULL), CLRUN_OK);
+        assert_int_equal(clrun_graph_validate(g), CLRUN_OK);
+        int32_t at = -1;
+        for (int32_t n = 0; n < g->node_count; n++)
+            if (strcmp(g->nodes[n].op->name, "reload") == 0)
+                at = n;
+        assert_true(at > 0 && at + 1 < g->node_count);
+        assert_string_equal(g->tensors[g->nodes[at + 1].outputs[0]].name, before[i]);
+        clrun_graph_destroy(g);
+    }
+}
+
 static void the_rewrite_refuses_what_it_cannot_offload_and_changes_nothing(void **state)
 {
     (void)state;
@@ -177,6 +207,11 @@ static void the_cost_rule_weighs_flops_against_bytes_moved_twice(void **state)
     assert_true(clrun__offload_prefers(20001, 1000, 10.0));
     assert_true(clrun__offload_prefers(1, 1000, 0.0));
     assert_false(clrun__offload_prefers(0, 1000, 0.0));
+    /* the rate from timings: 1e9 FLOPs in 0.1 s over 1e8 bytes in 0.1 s */
+    assert_true(clrun__offload_rate_of(1e9, 0.1, 1e8, 0.1) == 10.0);
+    assert_true(clrun__offload_rate_of(1e9, 0, 1e8, 0.1) == 0);
+    assert_true(clrun__offload_rate_of(1e9, 0.1, 1e8, -1) == 0);
+    assert_true(clrun__offload_rate_of(1e300, 1e-300, 1, 1) == 0); /* not finite */
     clrun_graph *g = load_skip();
     /* m0 = matmul(x[64,256], w0[256,256]): 2*64*256*256; s = relu: one per element */
     assert_int_equal(clrun__offload_node_flops(g, 0), 2ull * 64 * 256 * 256);
@@ -186,9 +221,12 @@ static void the_cost_rule_weighs_flops_against_bytes_moved_twice(void **state)
      * name, never replaced by the default */
     clrun__options opts;
     char err[512];
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    unsetenv("CLRUN_OFFLOAD_RATE"); /* auto: measured on the device */
     assert_int_equal(clrun__options_load(&opts, err, sizeof err), CLRUN_OK);
-    assert_true(opts.offload_rate == 10.0);
+    assert_true(opts.offload_rate < 0);
+    setenv("CLRUN_OFFLOAD_RATE", "Auto", 1);
+    assert_int_equal(clrun__options_load(&opts, err, sizeof err), CLRUN_OK);
+    assert_true(opts.offload_rate < 0);
     setenv("CLRUN_OFFLOAD_RATE", "2.5", 1);
     assert_int_equal(clrun__options_load(&opts, err, sizeof err), CLRUN_OK);
     assert_true(opts.offload_rate == 2.5);
@@ -200,7 +238,7 @@ static void the_cost_rule_weighs_flops_against_bytes_moved_twice(void **state)
         assert_non_null(strstr(err, "CLRUN_OFFLOAD_RATE"));
         assert_non_null(strstr(err, bad[i]));
     }
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
 }
 
 /* ---- on a device --------------------------------------------------------------------------- */
@@ -248,13 +286,17 @@ static bool named(const char *const *names, int32_t n, const char *name)
     return false;
 }
 
-static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
+/* The copies on a second queue beside the kernels (CLRUN_OFFLOAD_OVERLAP=1, the default) and
+ * on the kernels' queue in order (0): the same bits, which are those of the run without a
+ * budget. */
+static void skip_in_every_mode(int overlap)
 {
-    (void)state;
     clrun_context *ctx = NULL;
     setenv("CLRUN_OFFLOAD_RATE", "0", 1); /* moving bytes costs nothing: offload all it drops */
+    setenv("CLRUN_OFFLOAD_OVERLAP", overlap ? "1" : "0", 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    unsetenv("CLRUN_OFFLOAD_RATE"); /* read when the context is created */
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1); /* read when the context is created */
+    unsetenv("CLRUN_OFFLOAD_OVERLAP");
     clrun_graph *g = load_skip();
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
     assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
@@ -287,6 +329,8 @@ static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
             memset(got, 0, sizeof got);
             run(ctx, exec, x, sizeof x, got, sizeof got); /* the host copy again */
             assert_memory_equal(got, want, sizeof want);
+            assert_int_equal(exec->copy_queue != NULL, overlap); /* the second queue, or not */
+            assert_int_equal(exec->flight_count, 0);
             clrun_exec_destroy(exec);
         }
     }
@@ -294,11 +338,19 @@ static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
     clrun_context_destroy(ctx);
 }
 
+static void an_offloaded_skip_keeps_the_bits_in_every_mode(void **state)
+{
+    (void)state;
+    skip_in_every_mode(1);
+    skip_in_every_mode(0);
+}
+
 /* Every allocator strategy of the pooled mode, by the context's options. */
 static void an_offloaded_skip_keeps_the_bits_under_every_allocator(void **state)
 {
     (void)state;
-    const char *strategies[] = {"tlsf", "buddy", "slab", "bump"};
+    /* tlsf and buddy twice: the copies beside the kernels, then in order */
+    const char *strategies[] = {"tlsf", "buddy", "slab", "bump", "tlsf", "buddy"};
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
     setenv("CLRUN_OFFLOAD_RATE", "0", 1);
     for (size_t i = 0; i < sizeof strategies / sizeof *strategies; i++) {
@@ -306,7 +358,9 @@ static void an_offloaded_skip_keeps_the_bits_under_every_allocator(void **state)
         clrun_context_options_init(&co);
         co.allocator = strategies[i];
         clrun_context *ctx = NULL;
+        setenv("CLRUN_OFFLOAD_OVERLAP", i < 4 ? "1" : "0", 1);
         assert_int_equal(clrun_context_create(&co, &ctx), CLRUN_OK);
+        unsetenv("CLRUN_OFFLOAD_OVERLAP");
         clrun_graph *g = load_skip();
         assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
         clrun_exec_options po = options(CLRUN_EXEC_POOLED, 0, 0);
@@ -328,7 +382,7 @@ static void an_offloaded_skip_keeps_the_bits_under_every_allocator(void **state)
         clrun_graph_destroy(g);
         clrun_context_destroy(ctx);
     }
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
 }
 
 static void offload_meets_a_budget_recomputation_cannot(void **state)
@@ -338,7 +392,7 @@ static void offload_meets_a_budget_recomputation_cannot(void **state)
     /* recomputation is all but free at this rate: the search recomputes wherever that fits */
     setenv("CLRUN_OFFLOAD_RATE", "1e12", 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
     clrun_graph *g = parse(funnel_graph, sizeof funnel_graph - 1);
     enum { IN = 64 * 16, OUT = 64 * 4096 };
     static float x[IN], want[OUT], got[OUT];
@@ -373,7 +427,7 @@ static void each_tensor_takes_the_cheaper_way(void **state)
 {
     (void)state;
     clrun_context *ctx = NULL;
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_graph *g = parse(two_graph, sizeof two_graph - 1);
     static float x[ROWS * D], want[ROWS * D], got[ROWS * D];
@@ -414,7 +468,7 @@ static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
     clrun_context *ctx = NULL;
     setenv("CLRUN_OFFLOAD_RATE", "0", 1);
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
-    unsetenv("CLRUN_OFFLOAD_RATE");
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
     clrun_graph *g = load_skip();
     clrun_memory_stats before, after;
     assert_int_equal(clrun_memory_stats_get(ctx, &before), CLRUN_OK);
@@ -431,12 +485,63 @@ static void a_budget_nothing_meets_is_refused_and_leaks_nothing(void **state)
     clrun_context_destroy(ctx);
 }
 
+/* CLRUN_OFFLOAD_RATE=auto (the default): measured on the device once, positive and finite,
+ * the same for a second context of this process without timing again, and remembered in the
+ * cache directory: a process that forgot it reads it back there, the same number. A rate given
+ * is taken as it is, nothing timed. */
+static void the_rate_is_measured_once_and_remembered(void **state)
+{
+    (void)state;
+    clrun_context *ctx = NULL;
+    const char *cache = getenv("CLRUN_CACHE");
+    char kept[64];
+    snprintf(kept, sizeof kept, "%s", cache ? cache : "");
+    setenv("CLRUN_CACHE", "auto", 1); /* this process's cache directory, new and empty */
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
+    clrun__offload_rate_forget();
+    double rate = 0, again = 0, back = 0;
+    bool measured = false;
+    double start = clrun__now();
+    assert_int_equal(clrun__exec_offload_rate(ctx, &rate, &measured), CLRUN_OK);
+    print_message("offload rate measured: %.3g FLOPs per byte moved, in %.1f ms\n", rate,
+                  (clrun__now() - start) * 1e3);
+    assert_true(measured);
+    assert_true(isfinite(rate) && rate > 0);
+    assert_int_equal(clrun__exec_offload_rate(ctx, &again, &measured), CLRUN_OK);
+    assert_false(measured);
+    assert_true(again == rate);
+    clrun_context_destroy(ctx);
+    clrun__offload_rate_forget(); /* as a new process: the cache directory's */
+    unsetenv("CLRUN_OFFLOAD_RATE");
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
+    assert_int_equal(clrun__exec_offload_rate(ctx, &back, &measured), CLRUN_OK);
+    assert_false(measured);
+    assert_true(fabs(back - rate) <= 1e-8 * rate); /* written with 9 digits */
+    clrun_context_destroy(ctx);
+    if (kept[0])
+        setenv("CLRUN_CACHE", kept, 1);
+    else
+        unsetenv("CLRUN_CACHE");
+    setenv("CLRUN_OFFLOAD_RATE", "2.5", 1);
+    assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
+    assert_int_equal(clrun__exec_offload_rate(ctx, &back, &measured), CLRUN_OK);
+    assert_false(measured);
+    assert_true(back == 2.5);
+    clrun_context_destroy(ctx);
+}
+
 int main(void)
 {
+    setenv("CLRUN_OFFLOAD_RATE", FIXED_RATE, 1);
     clrun_test_device_environment(cache_root, sizeof cache_root);
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_rewrite_copies_out_after_the_writer_and_back_before_the_reader),
+        cmocka_unit_test(a_copy_back_with_a_lead_goes_early_but_after_the_boundary),
         cmocka_unit_test(the_rewrite_refuses_what_it_cannot_offload_and_changes_nothing),
         cmocka_unit_test(the_cost_rule_weighs_flops_against_bytes_moved_twice),
         cmocka_unit_test(an_offloaded_skip_keeps_the_bits_in_every_mode),
@@ -444,6 +549,7 @@ int main(void)
         cmocka_unit_test(offload_meets_a_budget_recomputation_cannot),
         cmocka_unit_test(each_tensor_takes_the_cheaper_way),
         cmocka_unit_test(a_budget_nothing_meets_is_refused_and_leaks_nothing),
+        cmocka_unit_test(the_rate_is_measured_once_and_remembered),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     clrun_test_remove_dir(cache_root);

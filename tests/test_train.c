@@ -1248,6 +1248,18 @@ static void a_budget_recomputation_cannot_meet_offloads_the_activations(void **s
     steps_then_params(offloaded, g, other, &st);
     assert_true(st.exec.offloaded_tensors >= LAYERS); /* the policy's text went with it */
     assert_memory_equal(base, other, sizeof(float) * P);
+    /* the copies on the kernels' queue, in order (CLRUN_OFFLOAD_OVERLAP=0), rather than on a
+     * second queue beside them (the default above): the same bits */
+    setenv("CLRUN_OFFLOAD_OVERLAP", "0", 1);
+    clrun_context *in_order = context("tlsf");
+    unsetenv("CLRUN_OFFLOAD_OVERLAP");
+    offloaded = budget_trainer(in_order, g, found, NULL, why, sizeof why);
+    assert_non_null(offloaded);
+    memset(other, 0, sizeof(float) * P);
+    steps_then_params(offloaded, g, other, &st);
+    assert_true(st.exec.offloaded_tensors >= LAYERS);
+    assert_memory_equal(base, other, sizeof(float) * P);
+    clrun_context_destroy(in_order);
     free(base);
     free(other);
     clrun_context_destroy(ctx);

@@ -10,6 +10,9 @@
 
 #include "run.h"
 
+/* The track of host offload's copies (tid 2 is the host's). */
+#define TRANSFER_TID 3
+
 static json_object *metadata(const char *what, const char *name)
 {
     json_object *event = json_object_new_object();
@@ -48,7 +51,9 @@ static json_object *span(const clrun_exec_span *s, const char *node)
     json_object_object_add(event, "ts", json_object_new_double((double)s->start_ns / 1e3));
     json_object_object_add(event, "dur", json_object_new_double((double)(s->end_ns - s->start_ns) / 1e3));
     json_object_object_add(event, "pid", json_object_new_int(1));
-    json_object_object_add(event, "tid", json_object_new_int(1));
+    /* the copies on a track of their own: with CLRUN_OFFLOAD_OVERLAP they run on a queue of
+     * their own, beside the kernels */
+    json_object_object_add(event, "tid", json_object_new_int(transfer ? TRANSFER_TID : 1));
     json_object *args = json_object_new_object();
     json_object_object_add(args, "output", json_object_new_string(s->name));
     if (node) /* the model's node (an imported model's) */
@@ -103,6 +108,14 @@ int clrun_run_write_trace_spans(FILE *out, const char *command, const char *path
     snprintf(thread, sizeof thread, "queue of %s", clrun_context_device(ctx)->name);
     json_object_array_add(events, metadata("process_name", process));
     json_object_array_add(events, metadata("thread_name", thread));
+    bool transfers = false;
+    for (int32_t i = 0; i < n; i++)
+        transfers = transfers || strcmp(spans[i].op, "offload") == 0 || strcmp(spans[i].op, "reload") == 0;
+    if (transfers) {
+        json_object *name = metadata("thread_name", "host copies (offload, reload)");
+        json_object_object_add(name, "tid", json_object_new_int(TRANSFER_TID));
+        json_object_array_add(events, name);
+    }
     for (int32_t i = 0; i < n; i++) {
         json_object_array_add(events, span(&spans[i], clrun_exec_span_node(exec, i)));
         json_object_array_add(events, counter(spans[i].start_ns, spans[i].bytes_in_use));

@@ -25,6 +25,7 @@ typedef enum option_kind {
     KIND_QUEUE,    /* "in-order" or "out-of-order" */
     KIND_CACHE,    /* "auto" or a boolean */
     KIND_RATE,     /* a finite number >= 0 */
+    KIND_RATE_AUTO, /* a finite number >= 0, or "auto" (-1) */
 } option_kind;
 
 typedef struct option_row {
@@ -68,8 +69,10 @@ static option_row option_table[] = {
      KIND_BOOL, FIELD(fusion)},
     {{"CLRUN_FOLD", "BOOL", "1", "executors fold constant nodes and batch norms after convolutions at load (batch norm folding: within 1e-5, not bit-exact)"},
      KIND_BOOL, FIELD(fold)},
-    {{"CLRUN_OFFLOAD_RATE", "NUMBER>=0", "10", "FLOPs the device computes in the time it moves one byte to host memory and back: under a memory budget, a dropped tensor is offloaded where moving its bytes twice costs less than recomputing it (0: offload wherever recomputing is not free)"},
-     KIND_RATE, FIELD(offload_rate)},
+    {{"CLRUN_OFFLOAD_RATE", "auto|NUMBER>=0", "auto", "FLOPs the device computes in the time it moves one byte to host memory and back: under a memory budget, a dropped tensor is offloaded where moving its bytes twice costs less than recomputing it (0: offload wherever recomputing is not free; auto: measured on the device once per process, remembered in the cache directory)"},
+     KIND_RATE_AUTO, FIELD(offload_rate)},
+    {{"CLRUN_OFFLOAD_OVERLAP", "BOOL", "1", "under a memory budget, the copies of offloaded tensors to host memory and back run on a second queue, overlapped with the kernels (on an in-order queue); 0: on the kernels' queue, in order"},
+     KIND_BOOL, FIELD(offload_overlap)},
     {{"CLRUN_SCAN_UNROLL", "NUMBER>=0", "256", "an ONNX Scan is unrolled at load while its steps times its body's nodes are at most this, else its body runs once per iteration; 0: every Scan of opset 9 on runs per iteration"},
      KIND_RATE, FIELD(scan_unroll)},
 };
@@ -241,6 +244,12 @@ static bool parse_value(const option_row *row, const char *text, clrun__options 
     case KIND_SIZE: return clrun__parse_size(text, field);
     case KIND_FRACTION: return parse_fraction(text, field);
     case KIND_RATE: return parse_rate(text, field);
+    case KIND_RATE_AUTO:
+        if (strcasecmp(text, "auto") == 0) {
+            *(double *)field = -1.0;
+            return true;
+        }
+        return parse_rate(text, field);
     case KIND_LOG: return parse_log(text, field);
     case KIND_ALLOC: return clrun__allocator_choice_parse(text, field);
     case KIND_DEBUG:

@@ -59,7 +59,8 @@ typedef struct clrun__options {
     bool tune;                       /* CLRUN_TUNE: time kernel variants once per shape */
     bool fusion;                     /* CLRUN_FUSION */
     bool fold;                       /* CLRUN_FOLD */
-    double offload_rate;             /* CLRUN_OFFLOAD_RATE: FLOPs per byte moved, >= 0 */
+    double offload_rate;             /* CLRUN_OFFLOAD_RATE: FLOPs per byte moved, >= 0; -1: auto */
+    bool offload_overlap;            /* CLRUN_OFFLOAD_OVERLAP: offload copies on a second queue */
     double scan_unroll;              /* CLRUN_SCAN_UNROLL: body nodes a Scan unrolls to, at most */
 } clrun__options;
 

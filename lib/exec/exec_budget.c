@@ -283,7 +283,8 @@ static void name_into(char *policy, size_t length, size_t *at, int32_t *named, c
  * cuts before it left (the graph k was chosen on, made again the same way: the same ids). The
  * remat policy keeps the crossing tensors not dropped and every host copy made before the
  * boundary (this cut's and the earlier cuts'), so that no copy to host is ever repeated. */
-static clrun_status apply_cut(clrun_graph *g, const cut *k, double rate, rewrite *report)
+static clrun_status apply_cut(clrun_graph *g, const cut *k, double rate, int32_t lead,
+                              rewrite *report)
 {
     const choice *c = &k->c;
     /* the offloaded first: their copies keep the boundary's node `offloaded` nodes later */
@@ -298,7 +299,7 @@ static clrun_status apply_cut(clrun_graph *g, const cut *k, double rate, rewrite
     }
     clrun__offload_report off = {0};
     if (s == CLRUN_OK && offloaded > 0)
-        s = clrun__graph_offload(g, c->boundary, moved, offloaded, NULL, &off);
+        s = clrun__graph_offload_lead(g, c->boundary, moved, offloaded, lead, NULL, &off);
     free(moved);
     int32_t boundary = c->boundary + offloaded;
     clrun_remat_report rr = {0};
@@ -348,9 +349,12 @@ static clrun_status apply_cut(clrun_graph *g, const cut *k, double rate, rewrite
     return s;
 }
 
-/* A copy of `graph` with cuts[0..count) applied in order. */
+/* A copy of `graph` with cuts[0..count) applied in order, the last one's copies back `lead`
+ * nodes early (the earlier cuts' as they were chosen: the boundaries after them are where they
+ * were found). */
 static clrun_status rewritten(const clrun_graph *graph, const cut *cuts, int count, double rate,
-                              rewrite *report, clrun_graph **out, char *err, size_t errlen)
+                              int32_t lead, rewrite *report, clrun_graph **out, char *err,
+                              size_t errlen)
 {
     *out = NULL;
     memset(report, 0, sizeof *report);
@@ -361,7 +365,7 @@ static clrun_status rewritten(const clrun_graph *graph, const cut *cuts, int cou
     for (int32_t i = 0; s == CLRUN_OK && i < graph->output_count; i++)
         s = clrun_graph_mark_output(g, graph->outputs[i]);
     for (int i = 0; s == CLRUN_OK && i < count; i++)
-        s = apply_cut(g, &cuts[i], rate, report);
+        s = apply_cut(g, &cuts[i], rate, i == count - 1 ? lead : 0, report);
     if (s == CLRUN_OK)
         s = clrun_graph_validate(g);
     if (s != CLRUN_OK && err[0] == '\0')
@@ -375,6 +379,44 @@ static clrun_status rewritten(const clrun_graph *graph, const cut *cuts, int cou
 }
 
 /* e->offloaded: the tensors of e's own graph that an `offload` node copies out, in order. */
+/* How many nodes before its reader a copy back to the device is issued, where the budget
+ * allows, when the copies run beside the kernels (CLRUN_OFFLOAD_OVERLAP): the first of these
+ * that fits. */
+static const int32_t offload_leads[] = {3, 1};
+
+/* The cuts that met the budget, made again with the last cut's copies back a few nodes early:
+ * where that still fits, *best_graph and *best_report become it; else they stay. */
+static clrun_status early_copies(clrun_context *ctx, const clrun_graph *graph, const cut *cuts,
+                                 int count, double rate, const clrun_exec_options *o,
+                                 uint64_t budget, clrun_graph **best_graph, rewrite *best_report,
+                                 char *err, size_t errlen)
+{
+    clrun_status s = CLRUN_OK;
+    for (size_t i = 0; s == CLRUN_OK && i < sizeof offload_leads / sizeof *offload_leads; i++) {
+        clrun_graph *g = NULL;
+        rewrite report;
+        err[0] = '\0';
+        s = rewritten(graph, cuts, count, rate, offload_leads[i], &report, &g, err, errlen);
+        clrun_exec *trial = NULL;
+        if (s == CLRUN_OK)
+            s = clrun__exec_create_beside(ctx, g, o, NULL, &trial);
+        uint64_t h = UINT64_MAX;
+        if (s == CLRUN_OK)
+            s = held_by(trial, &h);
+        clrun_exec_destroy(trial);
+        if (s != CLRUN_OK && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY) { /* as not fitting */
+            s = CLRUN_OK;
+        } else if (s == CLRUN_OK && h <= budget) {
+            clrun_graph_destroy(*best_graph);
+            *best_graph = g;
+            *best_report = report;
+            return CLRUN_OK;
+        }
+        clrun_graph_destroy(g);
+    }
+    return s;
+}
+
 static clrun_status offloaded_names(clrun_exec *e)
 {
     const clrun_graph *g = e->owned_graph;
@@ -467,9 +509,16 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
     clrun_graph *best_graph = NULL;
     rewrite best_report = {0};
     uint64_t least = held;
+    int32_t best_drop = 0;
+    bool best_force = false;
     o.plan_time_limit_s = limit < CLRUN__TRIAL_PLAN_SECONDS ? limit : CLRUN__TRIAL_PLAN_SECONDS;
     char err[1024] = "";
-    double rate = ctx->options.offload_rate;
+    double rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    if (clrun__exec_offload_rate(ctx, &rate, NULL) != CLRUN_OK) {
+        clrun__log(CLRUN_LOG_WARN, "%s: the offload rate taken is %g", clrun_last_error(ctx),
+                   CLRUN__OFFLOAD_RATE_FALLBACK);
+        rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    }
     int count = 0; /* cuts tried */
     for (int level = 0; level < MAX_CUTS && best_graph == NULL && s == CLRUN_OK; level++) {
         cut *at = &cuts[level];
@@ -496,7 +545,7 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
                 rewrite report;
                 err[0] = '\0';
                 at->drop = mid;
-                s = rewritten(graph, cuts, count, rate, &report, &g, err, sizeof err);
+                s = rewritten(graph, cuts, count, rate, 0, &report, &g, err, sizeof err);
                 if (s != CLRUN_OK)
                     break;
                 clrun_exec *trial = NULL;
@@ -528,6 +577,8 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
                     clrun_graph_destroy(best_graph);
                     best_graph = g;
                     best_report = report;
+                    best_drop = mid;
+                    best_force = at->force;
                     hi = mid - 1;
                 } else {
                     clrun_graph_destroy(g);
@@ -541,6 +592,15 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
          * graph when it was tried */
         at->drop = least_drop;
         at->force = least_force;
+    }
+    if (s == CLRUN_OK && best_graph && best_report.offload.offloaded > 0 &&
+        ctx->options.offload_overlap && !ctx->out_of_order && !ctx->options.guard) {
+        /* copies beside the kernels: each copy back issued a few nodes before its reader,
+         * where the budget still holds its destination alive from there */
+        cuts[count - 1].drop = best_drop;
+        cuts[count - 1].force = best_force;
+        s = early_copies(ctx, graph, cuts, count, rate, &o, budget, &best_graph, &best_report,
+                         err, sizeof err);
     }
     for (int i = 0; i < MAX_CUTS; i++)
         cut_free(&cuts[i]);

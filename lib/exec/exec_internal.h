@@ -26,6 +26,18 @@ typedef struct pending_free {
     cl_event done; /* all of the old owner's readers and its writer have finished */
 } pending_free;
 
+/* An offload copy in flight on the copy queue (in-order queues, CLRUN_OFFLOAD_OVERLAP): the
+ * device buffer it reads (an offload's source) or writes (a reload's destination) and that
+ * buffer's bytes, until a command on the kernels' queue has waited for it (exec_offload.c). */
+typedef struct copy_flight {
+    int32_t buffer;       /* the schedule buffer on the device */
+    uint32_t chunk;       /* its range when the copy was enqueued (as buffer_state's) */
+    uint64_t offset;
+    uint64_t size;
+    bool writes;          /* a reload: its readers wait too, not only whoever writes there */
+    cl_event done;
+} copy_flight;
+
 /* Run-time state of a Loop run at run time, per loop_begin step (exec_loop.c). */
 typedef struct clrun__loop_state {
     int32_t partner;      /* loop_begin: its loop_end's step, and the reverse; -1 elsewhere */
@@ -113,6 +125,11 @@ struct clrun_exec {
     int32_t offloaded_count;
     cl_mem *host_mems;             /* per schedule buffer: an offloaded tensor's host buffer
                                       (is_host), made at first use, or NULL (exec_offload.c) */
+    cl_command_queue copy_queue;   /* the offload copies' queue, beside the kernels' in-order
+                                      one, made at the first copy; NULL: none (exec_offload.c) */
+    copy_flight *flights;          /* the copies on it that no kernel has waited for yet */
+    int32_t flight_count;
+    size_t flight_capacity;
     clrun__buffer_groups out_groups; /* outputs laid out back to back (clrun__exec_group_outputs);
                                       count 0: none */
     int32_t *group_outputs;        /* per member of out_groups: the graph output it is */
@@ -185,8 +202,39 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
 
 /* Gives host buffer b (is_host) its host-allocated memory, made at its first use. */
 clrun_status clrun__exec_host_take(clrun_exec *e, int32_t b);
-/* Frees every host buffer (clrun_exec_destroy). */
+/* Frees every host buffer and the copy queue (clrun_exec_destroy). */
 void clrun__exec_host_release(clrun_exec *e);
+/* Whether this run's offload copies go on the copy queue: CLRUN_OFFLOAD_OVERLAP, an in-order
+ * queue, no guard mode and no loop run at run time. */
+bool clrun__exec_overlaps_copies(const clrun_exec *e);
+/* Enqueues offload or reload `node` on the copy queue: behind everything enqueued so far on
+ * the kernels' queue (the source's writer, the destination's earlier users), remembered as in
+ * flight; *done gets its event (retained for the caller). */
+clrun_status clrun__exec_copy_step(clrun_exec *e, const clrun__node *node, const cl_mem *in_mems,
+                                   const cl_mem *out_mems, cl_event *done);
+/* The copies in flight that a kernel reading `node`'s inputs and writing `written` must wait
+ * for: a reload's destination read or written, an offload's source written over (in place, or
+ * its bytes taken again). They leave the flight list: the kernels' queue is in order, so what
+ * comes after that kernel waits for them too. *list (owned events, caller releases each and
+ * frees it) and *count. */
+clrun_status clrun__exec_copy_waits(clrun_exec *e, const clrun__node *node, const int32_t *written,
+                                    int written_count, cl_event **list, cl_uint *count);
+/* Buffer b's memory goes back to the pool (pooled mode): the kernels' queue waits for an
+ * offload still reading it first, so that no later owner of the block, from this executor or
+ * another, writes it under the copy. */
+clrun_status clrun__exec_copy_before_free(clrun_exec *e, int32_t b);
+/* End of a run (or an abandoned one): the copy queue finished, the flights forgotten. */
+clrun_status clrun__exec_copies_finish(clrun_exec *e);
+
+/* ---- the offload rate: exec_rate.c ---- */
+
+/* The FLOPs the device computes in the time it moves one byte to or from host memory:
+ * CLRUN_OFFLOAD_RATE where given, else measured once per device per process (a few ms: timed
+ * copies and a timed product) and remembered in the cache directory; *measured (may be NULL)
+ * says whether this call timed it. A failure leaves the context's error set. */
+clrun_status clrun__exec_offload_rate(clrun_context *ctx, double *rate, bool *measured);
+/* Forgets this process's measurements (tests: the next call reads the cache or measures). */
+void clrun__offload_rate_forget(void);
 
 /* ---- constants: exec_constants.c ---- */
 

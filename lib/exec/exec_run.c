@@ -219,16 +219,25 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
                clrun__exec_tensor_name(e, node->outputs[0]), node->op->name, runs ? "" : " skipped");
     cl_event *waits = NULL;
     cl_uint wait_count = 0;
-    if (runs)
-        status = gather_waits(e, node, written, written_count, &waits, &wait_count);
+    /* in order, with offload copies on their own queue: a copy goes there, and a kernel waits
+     * for those in flight whose device buffer it touches (exec_offload.c) */
+    bool beside = runs && clrun__exec_overlaps_copies(e);
+    bool copy = beside && (strcmp(node->op->name, "offload") == 0 || strcmp(node->op->name, "reload") == 0);
+    if (runs && !copy)
+        status = beside ? clrun__exec_copy_waits(e, node, written, written_count, &waits, &wait_count)
+                        : gather_waits(e, node, written, written_count, &waits, &wait_count);
     if (status != CLRUN_OK)
         return status;
     bool want_event = e->options.profile || e->ctx->out_of_order;
     cl_event done = NULL;
-    if (runs)
+    if (copy)
+        status = clrun__exec_copy_step(e, node, in_mems, out_mems, &done);
+    else if (runs)
         status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
                                                  &e->calls[node_index], in_mems, out_mems, wait_count,
                                                  waits, want_event ? &done : NULL);
+    for (cl_uint i = 0; beside && i < wait_count; i++) /* the flights' events, now waited for */
+        clrun__cl.ReleaseEvent(waits[i]);
     free(waits);
     if (status != CLRUN_OK)
         return status;
@@ -265,7 +274,10 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         /* In planned mode only a donated input's own block goes (unless it hosts buffers). */
         if ((!arena || s->buffers[b].is_input) && !e->buffers[b].hosting && !s->buffers[b].is_host)
             *held -= s->buffers[b].bytes;
-        status = clrun__exec_give_back(e, b);
+        if (e->flight_count > 0 && e->options.mode == CLRUN_EXEC_POOLED)
+            status = clrun__exec_copy_before_free(e, b);
+        if (status == CLRUN_OK)
+            status = clrun__exec_give_back(e, b);
         if (status != CLRUN_OK)
             return status;
     }
@@ -307,6 +319,7 @@ static void collect_profile(clrun_exec *e)
 static void abandon_run(clrun_exec *e)
 {
     clFinish(e->ctx->queue); /* not counted: cleanup must not be made to fail */
+    clrun__exec_copies_finish(e);
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         buffer_state *s = &e->buffers[b];
         bool callers = e->schedule.buffers[b].is_input && !e->graph->tensors[e->schedule.buffers[b].root].donated;
@@ -611,6 +624,8 @@ static clrun_status run_locked(clrun_exec *e, const clrun_buffer *inputs, int32_
         if (error != CL_SUCCESS)
             status = clrun__fail_cl(e->ctx, error, "clFinish", "end of run of graph '%s'", e->graph->name);
     }
+    if (status == CLRUN_OK)
+        status = clrun__exec_copies_finish(e);
     if (status == CLRUN_OK)
         status = check_nodes(e);
     double wall = (clrun__now() * 1e3) - start;

@@ -5,6 +5,7 @@ libclrun_internal_la_SOURCES += \
 	lib/exec/exec.c lib/exec/exec_internal.h lib/exec/exec_share.h lib/exec/exec_watch.h \
 	lib/exec/exec_budget.c \
 	lib/exec/exec_offload.c \
+	lib/exec/exec_rate.c \
 	lib/exec/exec_constants.c \
 	lib/exec/exec_memory.c \
 	lib/exec/exec_run.c \

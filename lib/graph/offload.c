@@ -11,6 +11,14 @@ bool clrun__offload_prefers(uint64_t flops, uint64_t bytes, double rate)
     return 2.0 * (double)bytes * rate < (double)flops;
 }
 
+double clrun__offload_rate_of(double flops, double compute_s, double bytes, double copy_s)
+{
+    if (!(flops > 0) || !(compute_s > 0) || !(bytes > 0) || !(copy_s > 0))
+        return 0;
+    double rate = (flops / compute_s) / (bytes / copy_s);
+    return isfinite(rate) && rate > 0 ? rate : 0;
+}
+
 uint64_t clrun__offload_node_flops(const clrun_graph *g, int32_t n)
 {
     const clrun__node *node = &g->nodes[n];
@@ -69,6 +77,13 @@ clrun_status clrun__graph_offload(clrun_graph *g, int32_t boundary, const int32_
                                   int32_t count, clrun_tensor_id *hosts,
                                   clrun__offload_report *report)
 {
+    return clrun__graph_offload_lead(g, boundary, tensors, count, 0, hosts, report);
+}
+
+clrun_status clrun__graph_offload_lead(clrun_graph *g, int32_t boundary, const int32_t *tensors,
+                                       int32_t count, int32_t lead, clrun_tensor_id *hosts,
+                                       clrun__offload_report *report)
+{
     if (report)
         memset(report, 0, sizeof *report);
     if (g == NULL || (count > 0 && tensors == NULL))
@@ -121,7 +136,10 @@ clrun_status clrun__graph_offload(clrun_graph *g, int32_t boundary, const int32_
         s = clrun_graph_add_node(g, "reload", &host[i], 1, names, 1, NULL, 0, &back);
         if (s != CLRUN_OK)
             break;
-        anchor[added++] = reader; /* right before its first reader after the boundary */
+        /* right before its first reader after the boundary, or `lead` nodes before it but
+         * after the boundary's node (a reader at the boundary: right before it) */
+        int32_t early = reader - (lead > 0 ? lead : 0);
+        anchor[added++] = reader <= boundary ? reader : early > boundary ? early : boundary + 1;
         for (int32_t k = boundary; k < nodes0; k++)
             for (int j = 0; j < g->nodes[k].input_count; j++)
                 if (g->nodes[k].inputs[j] == t)

@@ -10,7 +10,8 @@
  * Which of the two a tensor takes is a cost: recomputing it repeats its node's arithmetic,
  * offloading it moves its bytes twice. clrun__offload_prefers weighs them by the device's
  * rate, given as the FLOPs it computes in the time it moves one byte between device and host
- * (CLRUN_OFFLOAD_RATE, read with the other options: core/options.c, default 10). */
+ * (CLRUN_OFFLOAD_RATE, read with the other options: core/options.c; by default `auto`,
+ * measured on the device: exec/exec_rate.c). */
 #ifndef CLRUN_LIB_GRAPH_OFFLOAD_H
 #define CLRUN_LIB_GRAPH_OFFLOAD_H
 
@@ -20,13 +21,19 @@
 
 #include "graph/graph.h"
 
-/* The default rate (CLRUN_OFFLOAD_RATE unset) is conservative: a device that computes about 100
- * GFLOP/s over a host link of about 10 GB/s. Discrete GPUs are faster at both, and faster at
- * compute by more: they favour offload even more rarely than the default does. */
+/* The rate taken where the measurement fails (CLRUN_OFFLOAD_RATE=auto) is conservative: a
+ * device that computes about 100 GFLOP/s over a host link of about 10 GB/s. Discrete GPUs are
+ * faster at both, and faster at compute by more: they favour offload even more rarely. */
+#define CLRUN__OFFLOAD_RATE_FALLBACK 10.0
 
 /* Whether offloading `bytes` (moved twice) costs less than recomputing `flops` at `rate`
  * FLOPs per byte moved. */
 bool clrun__offload_prefers(uint64_t flops, uint64_t bytes, double rate);
+
+/* The rate from what a device did: `flops` of a product in compute_s seconds, `bytes` moved
+ * between device and host memory in copy_s seconds: the FLOPs it computes in the time it moves
+ * one byte. 0 when a figure is not positive or the rate not finite (nothing measured). */
+double clrun__offload_rate_of(double flops, double compute_s, double bytes, double copy_s);
 
 /* The arithmetic of one run of node `node`, estimated (clrun_remat_report.repeated_flops sums
  * it over the repeated nodes): two per multiply-add of a product (matmul, gemm: the output's
@@ -51,6 +58,14 @@ typedef struct clrun__offload_report {
 clrun_status clrun__graph_offload(clrun_graph *graph, int32_t boundary, const int32_t *tensors,
                                   int32_t count, clrun_tensor_id *hosts,
                                   clrun__offload_report *report);
+
+/* The same, each copy back placed `lead` nodes before its first reader after the boundary
+ * (never before the boundary's node unless that node reads it; 0: right before the reader), so
+ * that a copy running beside the kernels (CLRUN_OFFLOAD_OVERLAP) has those nodes' time to land:
+ * the copy's destination is alive from there on, which the planner sees. */
+clrun_status clrun__graph_offload_lead(clrun_graph *graph, int32_t boundary, const int32_t *tensors,
+                                       int32_t count, int32_t lead, clrun_tensor_id *hosts,
+                                       clrun__offload_report *report);
 
 /* The tensors an offload at `boundary` may take, in id order, into out (room for the graph's
  * tensor count): intermediates, not outputs, written before the boundary and read at or after

@@ -24,11 +24,15 @@ class Budget(GraphFiles):
 
     def context_at_rate(self, rate):
         """A context whose CLRUN_OFFLOAD_RATE is rate (read when a context is created)."""
+        kept = os.environ.get("CLRUN_OFFLOAD_RATE")
         os.environ["CLRUN_OFFLOAD_RATE"] = rate
         try:
             ctx = clrun.Context()
         finally:
-            del os.environ["CLRUN_OFFLOAD_RATE"]
+            if kept is None:
+                del os.environ["CLRUN_OFFLOAD_RATE"]
+            else:
+                os.environ["CLRUN_OFFLOAD_RATE"] = kept
         self.addCleanup(ctx.close)
         return ctx
 
