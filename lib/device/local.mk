@@ -6,7 +6,8 @@ libclrun_internal_la_SOURCES += \
 	lib/device/context.c lib/device/context.h \
 	lib/device/fail.c \
 	lib/device/cache.c lib/device/cache.h \
-	lib/device/program.c lib/device/program.h
+	lib/device/program.c lib/device/program.h \
+	lib/device/subset.c lib/device/subset.h
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_context

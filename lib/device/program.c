@@ -9,39 +9,67 @@
 #include "device/cache.h"
 #include "device/cl.h"
 #include "device/context.h"
+#include "device/subset.h"
+
+#define CLRUN__PROGRAM_NAME_MAX 64
 
 /* A program built from generated text. */
 typedef struct generated_program {
     char *text;                 /* its source (owned), compared in full on lookup */
     size_t length;
     unsigned long long hash;    /* of the text, checked first */
-    cl_program program;
+    cl_program program;         /* built, or when deferred only created: the caller's handle */
+    cl_program whole;           /* deferred: the whole text built, NULL until a kernel needs it */
     unsigned users;             /* references handed out and not given back */
     bool keep;                  /* kept until the context goes, whatever users says */
+    bool deferred;              /* not built: each kernel asked for gets a program of its own */
+    char name[CLRUN__PROGRAM_NAME_MAX + 1];
 } generated_program;
 
 struct clrun__programs {
     pthread_mutex_t lock;       /* one build at a time; guards built[], generated[] and stats */
     cl_program *built;          /* per embedded source, NULL until first use */
+    cl_program *single;         /* per kernel of the embedded sources, when per_kernel: its own
+                                   program, NULL until first use */
+    size_t *first_kernel;       /* per embedded source, its first kernel's index into single[] */
+    bool per_kernel;            /* each embedded kernel is built in a program of its own */
     generated_program *generated; /* programs of generated source */
     size_t generated_count, generated_capacity;
     clrun_program_stats stats;  /* what the cache did */
     char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
     bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
+    bool second_sight;          /* a binary is written when a program is built from source the
+                                   second time (a marker remembers the first): lazy drivers */
     bool cache_warned;          /* the unwritable-cache warning was given */
     bool refusal_warned;        /* the refused-entry warning was given */
 };
 
 clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out)
 {
+    size_t kernels = 0;
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        for (const char *const *k = clrun__kernel_sources[i].kernels; *k; k++)
+            kernels++;
     struct clrun__programs *p = calloc(1, sizeof *p);
     cl_program *built = calloc(clrun__kernel_source_count + 1, sizeof *built);
-    if (p == NULL || built == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
+    cl_program *single = calloc(kernels + 1, sizeof *single);
+    size_t *first_kernel = calloc(clrun__kernel_source_count + 1, sizeof *first_kernel);
+    if (p == NULL || built == NULL || single == NULL || first_kernel == NULL ||
+        pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p);
         free(built);
+        free(single);
+        free(first_kernel);
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for programs");
     }
     p->built = built;
+    p->single = single;
+    p->first_kernel = first_kernel;
+    for (size_t i = 0, at = 0; i < clrun__kernel_source_count; i++) {
+        first_kernel[i] = at;
+        for (const char *const *k = clrun__kernel_sources[i].kernels; *k; k++)
+            at++;
+    }
     if (ctx->options.cache.enabled && !clrun__cache_dir(ctx->options.cache_dir, p->cache_dir, sizeof p->cache_dir)) {
         clrun__log(CLRUN_LOG_WARN, "no cache directory (set CLRUN_CACHE_DIR, XDG_CACHE_HOME or HOME): binary cache off");
         p->cache_dir[0] = '\0';
@@ -53,11 +81,16 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
         p->cache_dir[0] = '\0';
     }
     /* POCL compiles programs lazily, kernel by kernel, and keeps what it compiled in its own
-     * cache; asking it for a program's binary compiles every kernel of the program first (12 to
-     * 16 s of gpt2_block's cold first run, against 2.8 s for the builds). So by default clrun
-     * writes no binaries there and lets POCL's cache serve the next process. */
+     * cache; asking it for a program's binary compiles every kernel of the program first (a
+     * generic version of each, 0.4 to 2.8 s apiece), yet loading a binary saves the 0.05 to
+     * 0.1 s that POCL's front end spends on a program it has cached. So there, with the cache on,
+     * each kernel of a file is built in a program of its own (the binary compiles only what is
+     * launched), and by default a binary is written only when the same program is built from
+     * source a second time: a first process with empty caches pays nothing for it. */
     bool lazy_driver = strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
     p->cache_writes = ctx->options.cache.always || !lazy_driver;
+    p->per_kernel = lazy_driver && p->cache_dir[0] != '\0';
+    p->second_sight = lazy_driver && !p->cache_writes;
     *out = p;
     return CLRUN_OK;
 }
@@ -69,8 +102,16 @@ void clrun__programs_destroy(struct clrun__programs *p)
     for (size_t i = 0; i < clrun__kernel_source_count; i++)
         if (p->built[i])
             clrun__cl.ReleaseProgram(p->built[i]);
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        for (size_t k = 0; clrun__kernel_sources[i].kernels[k]; k++)
+            if (p->single[p->first_kernel[i] + k])
+                clrun__cl.ReleaseProgram(p->single[p->first_kernel[i] + k]);
+    free(p->single);
+    free(p->first_kernel);
     for (size_t i = 0; i < p->generated_count; i++) {
         clrun__cl.ReleaseProgram(p->generated[i].program);
+        if (p->generated[i].whole)
+            clrun__cl.ReleaseProgram(p->generated[i].whole);
         free(p->generated[i].text);
     }
     free(p->generated);
@@ -182,6 +223,30 @@ static void store_binary(struct clrun__programs *p, cl_program program,
     free(binary);
 }
 
+/* Whether the program of cache entry `path` was built from source before (second_sight): its
+ * marker, a small entry beside it, is there; else the marker is written. */
+static bool seen_before(struct clrun__programs *p, const char *path, const char *key)
+{
+    char marker[CLRUN__PATH_MAX + 520], why[1024];
+    size_t length = strlen(path);
+    if (length < 4 || length + 2 >= sizeof marker)
+        return false;
+    snprintf(marker, sizeof marker, "%.*s.seen", (int)(length - 4), path); /* "NAME-HASH.bin" */
+    unsigned char *data = NULL;
+    size_t size = 0;
+    if (clrun__cache_load(marker, key, &data, &size, why, sizeof why) == CLRUN__CACHE_HIT) {
+        free(data);
+        return true;
+    }
+    static const unsigned char mark[] = "seen";
+    if (!clrun__cache_store(p->cache_dir, marker, key, mark, sizeof mark - 1, why, sizeof why) &&
+        !p->cache_warned) {
+        p->cache_warned = true;
+        clrun__log(CLRUN_LOG_WARN, "%s (kernel binary cache not written; builds go on)", why);
+    }
+    return false;
+}
+
 static double now_seconds(void)
 {
     struct timespec t;
@@ -243,14 +308,14 @@ static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, c
         return status;
     p->stats.builds_from_source++;
     clrun__log(CLRUN_LOG_INFO, "built program '%s' for '%s'", name, ctx->info.name);
-    if (cached && p->cache_writes)
+    if (cached && (p->cache_writes || (p->second_sight && seen_before(p, path, key))))
         store_binary(p, *out, path, key);
     return CLRUN_OK;
 }
 
 static bool valid_program_name(const char *name)
 {
-    if (name == NULL || name[0] == '\0' || strlen(name) > 64)
+    if (name == NULL || name[0] == '\0' || strlen(name) > CLRUN__PROGRAM_NAME_MAX)
         return false;
     for (const char *c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
@@ -303,14 +368,24 @@ static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p,
     memcpy(copy, text, length);
     copy[length] = '\0';
     cl_program program = NULL;
-    clrun_status status = build_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0,
-                                       &program);
+    bool deferred = p->per_kernel && (flags & CLRUN__PROGRAM_PER_KERNEL) != 0;
+    clrun_status status = CLRUN_OK;
+    if (deferred) { /* created only: clrun__program_kernel_create builds what a kernel needs */
+        cl_int err = CL_SUCCESS;
+        program = clrun__cl.CreateProgramWithSource(ctx->cl, 1, &text, &length, &err);
+        if (program == NULL)
+            status = clrun__fail_cl(ctx, err, "clCreateProgramWithSource", "program '%s'", name);
+    } else {
+        status = build_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0, &program);
+    }
     if (status != CLRUN_OK) {
         free(copy);
         return status;
     }
-    p->generated[p->generated_count++] =
-        (generated_program){copy, length, hash, program, 1, (flags & CLRUN__PROGRAM_KEEP) != 0};
+    generated_program *g = &p->generated[p->generated_count++];
+    *g = (generated_program){copy, length, hash, program, NULL, 1, (flags & CLRUN__PROGRAM_KEEP) != 0,
+                             deferred, ""};
+    snprintf(g->name, sizeof g->name, "%s", name);
     *out = program;
     return CLRUN_OK;
 }
@@ -358,12 +433,80 @@ void clrun__program_generated_release(clrun_context *ctx, cl_program program)
             g->users--;
         if (g->users == 0 && !g->keep) {
             clrun__cl.ReleaseProgram(g->program);
+            if (g->whole)
+                clrun__cl.ReleaseProgram(g->whole);
             free(g->text);
             p->generated[i] = p->generated[--p->generated_count];
         }
         break;
     }
     pthread_mutex_unlock(&p->lock);
+}
+
+/* Caller holds p->lock: the entry of generated program `program`, or NULL. */
+static generated_program *generated_of(struct clrun__programs *p, cl_program program)
+{
+    for (size_t i = 0; i < p->generated_count; i++)
+        if (p->generated[i].program == program)
+            return &p->generated[i];
+    return NULL;
+}
+
+/* Caller holds p->lock; g is deferred. The program to take kernel `kernel` from: one cut out of
+ * g's text for it (a program of generated text of its own, kept), else g's whole text built. */
+static clrun_status deferred_kernel_program(clrun_context *ctx, struct clrun__programs *p,
+                                            generated_program *g, const char *kernel, cl_program *out)
+{
+    char *sub = malloc(g->length + 1);
+    if (sub == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for program '%s'", g->name);
+    clrun_status status = CLRUN_ERROR_BUILD_FAILED;
+    size_t length = g->length;
+    if (clrun__kernel_subset(g->text, length, kernel, sub)) {
+        unsigned long long hash = clrun__hash64(sub, length);
+        generated_program *found = find_generated(p, sub, length, hash);
+        if (found) {
+            *out = found->program;
+            free(sub);
+            return CLRUN_OK;
+        }
+        char name[2 * CLRUN__PROGRAM_NAME_MAX + 2]; /* "NAME-KERNEL", cut to a program name's length */
+        snprintf(name, sizeof name, "%s-%.*s", g->name, CLRUN__PROGRAM_NAME_MAX, kernel);
+        name[CLRUN__PROGRAM_NAME_MAX] = '\0';
+        for (char *c = name; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
+                *c = '_';
+        size_t index = (size_t)(g - p->generated); /* add_generated may move the array */
+        status = add_generated(ctx, p, name, sub, length, hash, CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_QUIET, out);
+        g = &p->generated[index];
+    }
+    free(sub);
+    if (status == CLRUN_OK)
+        return CLRUN_OK;
+    if (g->whole == NULL)
+        status = build_locked(ctx, p, g->name, g->text, g->length, false, &g->whole);
+    *out = g->whole;
+    return g->whole ? CLRUN_OK : status;
+}
+
+clrun_status clrun__program_kernel_create(clrun_context *ctx, cl_program program, const char *kernel,
+                                          cl_kernel *out)
+{
+    *out = NULL;
+    struct clrun__programs *p = ctx->programs;
+    clrun_status status = CLRUN_OK;
+    pthread_mutex_lock(&p->lock);
+    generated_program *g = generated_of(p, program);
+    if (g && g->deferred)
+        status = deferred_kernel_program(ctx, p, g, kernel, &program);
+    pthread_mutex_unlock(&p->lock);
+    if (status != CLRUN_OK)
+        return status;
+    cl_int err = CL_SUCCESS;
+    *out = clrun__cl.CreateKernel(program, kernel, &err);
+    if (*out == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", kernel);
+    return CLRUN_OK;
 }
 
 static size_t find_source(const char *name)
@@ -387,6 +530,40 @@ static clrun_status get_program(clrun_context *ctx, size_t index, cl_program *ou
     return status;
 }
 
+/* The program of kernel `kernel` (the k-th) of embedded source `index`: on a per_kernel
+ * context one of its own, cut out of the source; else (or when the cut fails to build) the
+ * source's. */
+static clrun_status get_kernel_program(clrun_context *ctx, size_t index, size_t k, cl_program *out)
+{
+    struct clrun__programs *p = ctx->programs;
+    if (!p->per_kernel)
+        return get_program(ctx, index, out);
+    const clrun__kernel_source *src = &clrun__kernel_sources[index];
+    cl_program *slot = &p->single[p->first_kernel[index] + k];
+    pthread_mutex_lock(&p->lock);
+    clrun_status status = CLRUN_OK;
+    if (*slot == NULL) {
+        char *text = malloc(src->length + 1);
+        char name[160];
+        snprintf(name, sizeof name, "%s-%s", src->name, src->kernels[k]);
+        if (text == NULL) {
+            status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        } else if (!clrun__kernel_subset(src->text, src->length, src->kernels[k], text)) {
+            clrun__log(CLRUN_LOG_INFO, "kernel '%s' not cut out of '%s': the whole program is built",
+                       src->kernels[k], src->name);
+            status = CLRUN_ERROR_BUILD_FAILED;
+        } else {
+            status = build_locked(ctx, p, name, text, src->length, true, slot);
+        }
+        free(text);
+    }
+    *out = *slot;
+    pthread_mutex_unlock(&p->lock);
+    if (status != CLRUN_OK)
+        return get_program(ctx, index, out); /* the fallback: built whole, as without per_kernel */
+    return CLRUN_OK;
+}
+
 clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out)
 {
     size_t index = find_source(name);
@@ -404,7 +581,7 @@ clrun_status clrun_kernel_create(clrun_context *ctx, const char *kernel_name, cl
             if (strcmp(*k, kernel_name) != 0)
                 continue;
             cl_program program;
-            clrun_status status = get_program(ctx, i, &program);
+            clrun_status status = get_kernel_program(ctx, i, (size_t)(k - clrun__kernel_sources[i].kernels), &program);
             if (status != CLRUN_OK)
                 return status;
             cl_int err = CL_SUCCESS;
