@@ -16,3 +16,11 @@ tests_test_context_SOURCES = tests/test_context.c tests/device_test.h
 tests_test_context_CFLAGS = $(TEST_CFLAGS)
 tests_test_context_LDADD = $(TEST_LDADD)
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_subset
+TESTS += tests/test_subset
+tests_test_subset_SOURCES = tests/test_subset.c
+tests_test_subset_CFLAGS = $(TEST_CFLAGS)
+tests_test_subset_LDADD = $(TEST_LDADD)
+endif
