@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/cache.h"
 #include "device/cl.h"
@@ -223,8 +224,10 @@ static void store_binary(struct clrun__programs *p, cl_program program,
     free(binary);
 }
 
-/* Whether the program of cache entry `path` was built from source before (second_sight): its
- * marker, a small entry beside it, is there; else the marker is written. */
+/* Whether the program of cache entry `path` was built from source before by another process
+ * (second_sight): its marker, a small entry beside it holding the process id that wrote it, is
+ * there; else the marker is written. Another context of the same process does not count: a
+ * program built again in one process (tests make many contexts) is no sign of a next process. */
 static bool seen_before(struct clrun__programs *p, const char *path, const char *key)
 {
     char marker[CLRUN__PATH_MAX + 520], why[1024];
@@ -232,14 +235,19 @@ static bool seen_before(struct clrun__programs *p, const char *path, const char 
     if (length < 4 || length + 2 >= sizeof marker)
         return false;
     snprintf(marker, sizeof marker, "%.*s.seen", (int)(length - 4), path); /* "NAME-HASH.bin" */
+    char mark[32];
+    int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
     unsigned char *data = NULL;
     size_t size = 0;
     if (clrun__cache_load(marker, key, &data, &size, why, sizeof why) == CLRUN__CACHE_HIT) {
+        bool ours = size == (size_t)mark_length && memcmp(data, mark, size) == 0;
         free(data);
-        return true;
+        if (!ours)
+            return true;
+        return false;
     }
-    static const unsigned char mark[] = "seen";
-    if (!clrun__cache_store(p->cache_dir, marker, key, mark, sizeof mark - 1, why, sizeof why) &&
+    if (!clrun__cache_store(p->cache_dir, marker, key, (const unsigned char *)mark, (size_t)mark_length,
+                            why, sizeof why) &&
         !p->cache_warned) {
         p->cache_warned = true;
         clrun__log(CLRUN_LOG_WARN, "%s (kernel binary cache not written; builds go on)", why);
