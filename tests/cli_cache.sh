@@ -1,7 +1,8 @@
 #!/bin/sh
-# The kernel binary cache on POCL, as whole processes: with the cache on, each kernel a model
-# launches is built in a program of its own; the first process writes only markers, the second
-# the binaries, the third loads every program from them; a truncated or damaged entry is rebuilt.
+# The kernel binary cache on POCL, as whole processes: the first process builds whole files and
+# writes only markers, the second builds each kernel it launches in a program cut out of its
+# file and writes their binaries, the third loads every program from them; a truncated or
+# damaged entry is rebuilt.
 # Every one of these runs gives the bits of a run with the cache off (the sacred invariant).
 # Run by `make check` from the build directory; CLRUN_BIN overrides the tool (default ./clrun).
 set -u
@@ -26,9 +27,12 @@ run() { # run WHAT: one process with the cache on; its output in $tmp/out, its c
 run "first process"
 ls "$tmp/cache"/*.seen >/dev/null 2>&1 || fail "first process: no marker written"
 ls "$tmp/cache"/*.bin >/dev/null 2>&1 && fail "first process: a binary written (only the second writes)"
-ls "$tmp/cache"/*-clrun_conv_pad-*.seen >/dev/null 2>&1 || fail "the head's kernels are not built one per program"
+whole() { ls "$tmp/cache" | grep -Eq "^matmul_core-head-[0-9a-f]{16}\.$1\$"; } # the head's whole file
+whole seen || fail "first process: the head not built whole"
 run "second process"
 ls "$tmp/cache"/*.bin >/dev/null 2>&1 || fail "second process: no binary written"
+ls "$tmp/cache"/matmul_core-head-clrun_conv_pad-*.bin >/dev/null 2>&1 || fail "second process: the head's kernels not cut out"
+whole bin && fail "second process: the whole head written"
 run "third process"
 grep -q '(0 from source, [1-9][0-9]* from the binary cache' "$tmp/out" ||
     fail "third process: not every program loaded from the cache: $(grep '^first' "$tmp/out")"

@@ -224,29 +224,46 @@ static void store_binary(struct clrun__programs *p, cl_program program,
     free(binary);
 }
 
-/* Whether the program of cache entry `path` was built from source before by another process
- * (second_sight): its marker, a small entry beside it holding the process id that wrote it, is
- * there; else the marker is written. Another context of the same process does not count: a
- * program built again in one process (tests make many contexts) is no sign of a next process. */
-static bool seen_before(struct clrun__programs *p, const char *path, const char *key)
+/* The marker beside cache entry `path` ("NAME-HASH.bin" -> "NAME-HASH.seen"); false if too long. */
+static bool marker_path(const char *path, char *out, size_t size)
 {
-    char marker[CLRUN__PATH_MAX + 520], why[1024];
     size_t length = strlen(path);
-    if (length < 4 || length + 2 >= sizeof marker)
+    if (length < 4 || length + 2 >= size)
         return false;
-    snprintf(marker, sizeof marker, "%.*s.seen", (int)(length - 4), path); /* "NAME-HASH.bin" */
-    char mark[32];
+    snprintf(out, size, "%.*s.seen", (int)(length - 4), path);
+    return true;
+}
+
+/* 1 when the program of cache entry `path` was built from source by another process (its
+ * marker, a small entry beside it holding the process id that wrote it, is there), 0 when by
+ * this one, -1 when by none. Another context of the same process does not count: a program
+ * built again in one process (tests make many contexts) is no sign of a next process. */
+static int marked(const char *path, const char *key)
+{
+    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[32];
+    if (!marker_path(path, marker, sizeof marker))
+        return -1;
     int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
     unsigned char *data = NULL;
     size_t size = 0;
-    if (clrun__cache_load(marker, key, &data, &size, why, sizeof why) == CLRUN__CACHE_HIT) {
-        bool ours = size == (size_t)mark_length && memcmp(data, mark, size) == 0;
-        free(data);
-        if (!ours)
-            return true;
-        return false;
-    }
-    if (!clrun__cache_store(p->cache_dir, marker, key, (const unsigned char *)mark, (size_t)mark_length,
+    if (clrun__cache_load(marker, key, &data, &size, why, sizeof why) != CLRUN__CACHE_HIT)
+        return -1;
+    bool ours = size == (size_t)mark_length && memcmp(data, mark, size) == 0;
+    free(data);
+    return ours ? 0 : 1;
+}
+
+/* Whether another process built the program of `path` from source before (second_sight); when
+ * no process did, this one's marker is written. */
+static bool seen_before(struct clrun__programs *p, const char *path, const char *key)
+{
+    int by = marked(path, key);
+    if (by >= 0)
+        return by == 1;
+    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[32];
+    int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
+    if (marker_path(path, marker, sizeof marker) &&
+        !clrun__cache_store(p->cache_dir, marker, key, (const unsigned char *)mark, (size_t)mark_length,
                             why, sizeof why) &&
         !p->cache_warned) {
         p->cache_warned = true;
@@ -262,24 +279,43 @@ static double now_seconds(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* What a build does with the binary cache: each reads an entry that is there. */
+typedef enum build_how {
+    HOW_DEFAULT, /* on a build from source, writes the binary per cache_writes and second_sight */
+    HOW_MARK,    /* writes a marker only: a whole file on a per_kernel context */
+    HOW_WRITE,   /* writes the binary: a cut program that another process needed */
+    HOW_LOAD,    /* loads, or gives *out NULL and CLRUN_OK without building */
+} build_how;
+
 static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                const char *source, size_t length, bool quiet, cl_program *out);
+                                const char *source, size_t length, bool quiet, build_how how,
+                                cl_program *out);
 
 /* Caller holds p->lock: build_timed with the time it took added to the stats. */
-static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                 const char *source, size_t length, bool quiet, cl_program *out)
+static clrun_status build_how_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                     const char *source, size_t length, bool quiet, build_how how,
+                                     cl_program *out)
 {
     double start = now_seconds();
-    clrun_status s = build_timed(ctx, p, name, source, length, quiet, out);
+    clrun_status s = build_timed(ctx, p, name, source, length, quiet, how, out);
     double took = now_seconds() - start;
     p->stats.build_seconds += took;
-    clrun__log(CLRUN_LOG_DEBUG, "program '%s': %.3f s to build or load", name, took);
+    if (*out != NULL || how != HOW_LOAD) /* not a look for an entry that is not there */
+        clrun__log(CLRUN_LOG_DEBUG, "program '%s': %.3f s to build or load", name, took);
     return s;
 }
 
-static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                const char *source, size_t length, bool quiet, cl_program *out)
+static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                 const char *source, size_t length, bool quiet, cl_program *out)
 {
+    return build_how_locked(ctx, p, name, source, length, quiet, HOW_DEFAULT, out);
+}
+
+static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                const char *source, size_t length, bool quiet, build_how how,
+                                cl_program *out)
+{
+    *out = NULL;
     char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
     build_options(ctx, options, sizeof options);
     cache_key(ctx, options, source, length, key, sizeof key);
@@ -307,16 +343,22 @@ static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, c
         if (r == CLRUN__CACHE_CORRUPT || r == CLRUN__CACHE_REFUSED) {
             p->stats.cache_rejected++;
             clrun__log(CLRUN_LOG_INFO, "cache entry %s is damaged or stale: rebuilding", path);
-        } else {
+        } else if (how != HOW_LOAD) {
             p->stats.cache_misses++;
         }
     }
+    if (how == HOW_LOAD)
+        return CLRUN_OK;
     clrun_status status = build_from_source(ctx, name, source, length, options, quiet, out);
     if (status != CLRUN_OK)
         return status;
     p->stats.builds_from_source++;
     clrun__log(CLRUN_LOG_INFO, "built program '%s' for '%s'", name, ctx->info.name);
-    if (cached && (p->cache_writes || (p->second_sight && seen_before(p, path, key))))
+    if (!cached)
+        return CLRUN_OK;
+    if (how == HOW_MARK)
+        (void)seen_before(p, path, key);
+    else if (how == HOW_WRITE || p->cache_writes || (p->second_sight && seen_before(p, path, key)))
         store_binary(p, *out, path, key);
     return CLRUN_OK;
 }
@@ -363,7 +405,7 @@ static generated_program *find_generated(struct clrun__programs *p, const char *
 /* Caller holds p->lock. Builds `text` and records it with one user. */
 static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p, const char *name,
                                   const char *text, size_t length, unsigned long long hash,
-                                  unsigned flags, cl_program *out)
+                                  unsigned flags, build_how how, cl_program *out)
 {
     void *array = p->generated;
     char *copy = malloc(length + 1);
@@ -384,7 +426,13 @@ static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p,
         if (program == NULL)
             status = clrun__fail_cl(ctx, err, "clCreateProgramWithSource", "program '%s'", name);
     } else {
-        status = build_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0, &program);
+        status = build_how_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0, how,
+                                  &program);
+    }
+    if (status == CLRUN_OK && program == NULL) { /* HOW_LOAD found no entry */
+        free(copy);
+        *out = NULL;
+        return CLRUN_OK;
     }
     if (status != CLRUN_OK) {
         free(copy);
@@ -415,7 +463,7 @@ clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, c
         g->keep |= (flags & CLRUN__PROGRAM_KEEP) != 0;
         *out = g->program;
     } else {
-        status = add_generated(ctx, p, name, text, length, hash, flags, out);
+        status = add_generated(ctx, p, name, text, length, hash, flags, HOW_DEFAULT, out);
     }
     pthread_mutex_unlock(&p->lock);
     return status;
@@ -460,15 +508,50 @@ static generated_program *generated_of(struct clrun__programs *p, cl_program pro
     return NULL;
 }
 
+/* Caller holds p->lock. Whether another process built the program of `text` from source (its
+ * marker says so). */
+static bool built_elsewhere(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                            const char *text, size_t length)
+{
+    char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
+    build_options(ctx, options, sizeof options);
+    cache_key(ctx, options, text, length, key, sizeof key);
+    clrun__cache_path(p->cache_dir, name, key, path, sizeof path);
+    return marked(path, key) == 1;
+}
+
+/* How a per_kernel context tries to have a kernel's cut program, in order, before it builds
+ * the whole file (with HOW_MARK): with CLRUN_CACHE=1 built at once, its binary written; by
+ * default loaded if its binary is there, else built and written if another process built the
+ * whole file before (second sight); else not at all, the whole file serving every kernel of
+ * it, so that a single process (a first run, a test) builds each file once, as without cuts. */
+static int cut_ways(clrun_context *ctx, struct clrun__programs *p, const char *whole_name,
+                    const char *whole_text, size_t length, build_how hows[2])
+{
+    if (p->cache_writes) {
+        hows[0] = HOW_DEFAULT;
+        return 1;
+    }
+    hows[0] = HOW_LOAD;
+    if (!built_elsewhere(ctx, p, whole_name, whole_text, length))
+        return 1;
+    hows[1] = HOW_WRITE;
+    return 2;
+}
+
 /* Caller holds p->lock; g is deferred. The program to take kernel `kernel` from: one cut out of
- * g's text for it (a program of generated text of its own, kept), else g's whole text built. */
+ * g's text for it (a program of generated text of its own, kept) as cut_ways says, else g's
+ * whole text built. */
 static clrun_status deferred_kernel_program(clrun_context *ctx, struct clrun__programs *p,
                                             generated_program *g, const char *kernel, cl_program *out)
 {
+    if (g->whole) { /* this context built the whole text: it has every kernel */
+        *out = g->whole;
+        return CLRUN_OK;
+    }
     char *sub = malloc(g->length + 1);
     if (sub == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for program '%s'", g->name);
-    clrun_status status = CLRUN_ERROR_BUILD_FAILED;
     size_t length = g->length;
     if (clrun__kernel_subset(g->text, length, kernel, sub)) {
         unsigned long long hash = clrun__hash64(sub, length);
@@ -485,16 +568,23 @@ static clrun_status deferred_kernel_program(clrun_context *ctx, struct clrun__pr
             if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
                 *c = '_';
         size_t index = (size_t)(g - p->generated); /* add_generated may move the array */
-        status = add_generated(ctx, p, name, sub, length, hash, CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_QUIET, out);
-        g = &p->generated[index];
+        build_how hows[2];
+        int ways = cut_ways(ctx, p, g->name, g->text, g->length, hows);
+        for (int w = 0; w < ways; w++) {
+            *out = NULL;
+            clrun_status status = add_generated(ctx, p, name, sub, length, hash,
+                                                CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_QUIET, hows[w], out);
+            g = &p->generated[index];
+            if (status == CLRUN_OK && *out) {
+                free(sub);
+                return CLRUN_OK;
+            }
+        }
     }
     free(sub);
-    if (status == CLRUN_OK)
-        return CLRUN_OK;
-    if (g->whole == NULL)
-        status = build_locked(ctx, p, g->name, g->text, g->length, false, &g->whole);
+    clrun_status status = build_how_locked(ctx, p, g->name, g->text, g->length, false, HOW_MARK, &g->whole);
     *out = g->whole;
-    return g->whole ? CLRUN_OK : status;
+    return status;
 }
 
 clrun_status clrun__program_kernel_create(clrun_context *ctx, cl_program program, const char *kernel,
@@ -531,15 +621,17 @@ static clrun_status get_program(clrun_context *ctx, size_t index, cl_program *ou
     const clrun__kernel_source *src = &clrun__kernel_sources[index];
     clrun_status status = CLRUN_OK;
     pthread_mutex_lock(&p->lock);
+    /* on a per_kernel context a whole file's binary is never written: it would compile every kernel */
+    build_how how = p->per_kernel && !p->cache_writes ? HOW_MARK : HOW_DEFAULT;
     if (p->built[index] == NULL)
-        status = build_locked(ctx, p, src->name, src->text, src->length, false, &p->built[index]);
+        status = build_how_locked(ctx, p, src->name, src->text, src->length, false, how, &p->built[index]);
     *out = p->built[index];
     pthread_mutex_unlock(&p->lock);
     return status;
 }
 
 /* The program of kernel `kernel` (the k-th) of embedded source `index`: on a per_kernel
- * context one of its own, cut out of the source; else (or when the cut fails to build) the
+ * context one cut out of the source for it, as cut_ways says; else (or when no cut is had) the
  * source's. */
 static clrun_status get_kernel_program(clrun_context *ctx, size_t index, size_t k, cl_program *out)
 {
@@ -549,26 +641,23 @@ static clrun_status get_kernel_program(clrun_context *ctx, size_t index, size_t 
     const clrun__kernel_source *src = &clrun__kernel_sources[index];
     cl_program *slot = &p->single[p->first_kernel[index] + k];
     pthread_mutex_lock(&p->lock);
-    clrun_status status = CLRUN_OK;
-    if (*slot == NULL) {
+    if (*slot == NULL && p->built[index] == NULL) {
         char *text = malloc(src->length + 1);
-        char name[160];
-        snprintf(name, sizeof name, "%s-%s", src->name, src->kernels[k]);
-        if (text == NULL) {
-            status = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
-        } else if (!clrun__kernel_subset(src->text, src->length, src->kernels[k], text)) {
-            clrun__log(CLRUN_LOG_INFO, "kernel '%s' not cut out of '%s': the whole program is built",
-                       src->kernels[k], src->name);
-            status = CLRUN_ERROR_BUILD_FAILED;
-        } else {
-            status = build_locked(ctx, p, name, text, src->length, true, slot);
+        if (text && clrun__kernel_subset(src->text, src->length, src->kernels[k], text)) {
+            char name[160];
+            snprintf(name, sizeof name, "%s-%s", src->name, src->kernels[k]);
+            build_how hows[2];
+            int ways = cut_ways(ctx, p, src->name, src->text, src->length, hows);
+            for (int w = 0; w < ways && *slot == NULL; w++)
+                if (build_how_locked(ctx, p, name, text, src->length, true, hows[w], slot) != CLRUN_OK)
+                    *slot = NULL;
         }
         free(text);
     }
     *out = *slot;
     pthread_mutex_unlock(&p->lock);
-    if (status != CLRUN_OK)
-        return get_program(ctx, index, out); /* the fallback: built whole, as without per_kernel */
+    if (*out == NULL)
+        return get_program(ctx, index, out); /* the whole file, as without per_kernel */
     return CLRUN_OK;
 }
 
