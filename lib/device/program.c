@@ -33,14 +33,14 @@ struct clrun__programs {
     cl_program *single;         /* per kernel of the embedded sources, when per_kernel: its own
                                    program, NULL until first use */
     size_t *first_kernel;       /* per embedded source, its first kernel's index into single[] */
-    bool per_kernel;            /* each embedded kernel is built in a program of its own */
+    bool per_kernel;            /* kernels may be cut out of their files (see cut_ways) */
     generated_program *generated; /* programs of generated source */
     size_t generated_count, generated_capacity;
     clrun_program_stats stats;  /* what the cache did */
     char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
     bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
-    bool second_sight;          /* a binary is written when a program is built from source the
-                                   second time (a marker remembers the first): lazy drivers */
+    bool second_sight;          /* a binary is written when a program is built from source
+                                   after another process did (its marker says so): lazy drivers */
     bool cache_warned;          /* the unwritable-cache warning was given */
     bool refusal_warned;        /* the refused-entry warning was given */
 };
@@ -85,9 +85,10 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
      * cache; asking it for a program's binary compiles every kernel of the program first (a
      * generic version of each, 0.4 to 2.8 s apiece), yet loading a binary saves the 0.05 to
      * 0.1 s that POCL's front end spends on a program it has cached. So there, with the cache on,
-     * each kernel of a file is built in a program of its own (the binary compiles only what is
-     * launched), and by default a binary is written only when the same program is built from
-     * source a second time: a first process with empty caches pays nothing for it. */
+     * a binary is written only by a process that finds another process's marker for the program
+     * (second_sight; a first process with empty caches pays nothing for it), and a kernel file
+     * is then cut into a program per kernel launched (per_kernel, see cut_ways), so that the
+     * binaries compile only what is launched. */
     bool lazy_driver = strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
     p->cache_writes = ctx->options.cache.always || !lazy_driver;
     p->per_kernel = lazy_driver && p->cache_dir[0] != '\0';
