@@ -23,6 +23,9 @@ EXTRA_DIST += tools/dist_mpi.c tools/dist_none.c
 # Run from the build directory by the test harness, which exports srcdir; CLRUN_BIN overrides
 # the tool's path.
 TESTS += tests/cli_replay.sh tests/cli_run.sh tests/cli_oom.sh tests/cli_pipeline.sh
+# The kernel binary cache across processes: per-kernel programs, markers, damaged entries.
+TESTS += tests/cli_cache.sh
+EXTRA_DIST += tests/cli_cache.sh
 # clrun onnx-test on folders without a case: an error, before any work.
 TESTS += tests/cli_onnx_test_empty.sh
 EXTRA_DIST += tests/cli_onnx_test_empty.sh

@@ -35,9 +35,9 @@ const char *clrun__allocator_choice_name(const clrun__allocator_choice *choice);
 /* Every accepted name, '|'-separated, from the strategy registry: "buddy|slab|bump|naive|planned". */
 const char *clrun__allocator_choice_names(void);
 
-/* CLRUN_CACHE: on, off, or auto (the default): on, except that no binary is written where the
- * driver keeps compiled kernels itself and asking it for a binary costs a compile of every
- * kernel (POCL). */
+/* CLRUN_CACHE: on, off, or auto (the default): on, except that where the driver keeps compiled
+ * kernels itself and asking it for a binary costs a compile of every kernel (POCL) a binary is
+ * written only when its program is built from source a second time (lib/device/program.c). */
 typedef struct clrun__cache_mode {
     bool enabled; /* read (and write) the cache */
     bool always;  /* write binaries on every driver (CLRUN_CACHE=1) */

@@ -5,43 +5,72 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/cache.h"
 #include "device/cl.h"
 #include "device/context.h"
+#include "device/subset.h"
+
+#define CLRUN__PROGRAM_NAME_MAX 64
 
 /* A program built from generated text. */
 typedef struct generated_program {
     char *text;                 /* its source (owned), compared in full on lookup */
     size_t length;
     unsigned long long hash;    /* of the text, checked first */
-    cl_program program;
+    cl_program program;         /* built, or when deferred only created: the caller's handle */
+    cl_program whole;           /* deferred: the whole text built, NULL until a kernel needs it */
     unsigned users;             /* references handed out and not given back */
     bool keep;                  /* kept until the context goes, whatever users says */
+    bool deferred;              /* not built: each kernel asked for gets a program of its own */
+    char name[CLRUN__PROGRAM_NAME_MAX + 1];
 } generated_program;
 
 struct clrun__programs {
     pthread_mutex_t lock;       /* one build at a time; guards built[], generated[] and stats */
     cl_program *built;          /* per embedded source, NULL until first use */
+    cl_program *single;         /* per kernel of the embedded sources, when per_kernel: its own
+                                   program, NULL until first use */
+    size_t *first_kernel;       /* per embedded source, its first kernel's index into single[] */
+    bool per_kernel;            /* kernels may be cut out of their files (see cut_ways) */
     generated_program *generated; /* programs of generated source */
     size_t generated_count, generated_capacity;
     clrun_program_stats stats;  /* what the cache did */
     char cache_dir[CLRUN__PATH_MAX]; /* resolved directory; "" when the cache is off */
     bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
+    bool second_sight;          /* a binary is written when a program is built from source
+                                   after another process did (its marker says so): lazy drivers */
     bool cache_warned;          /* the unwritable-cache warning was given */
     bool refusal_warned;        /* the refused-entry warning was given */
 };
 
 clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out)
 {
+    size_t kernels = 0;
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        for (const char *const *k = clrun__kernel_sources[i].kernels; *k; k++)
+            kernels++;
     struct clrun__programs *p = calloc(1, sizeof *p);
     cl_program *built = calloc(clrun__kernel_source_count + 1, sizeof *built);
-    if (p == NULL || built == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
+    cl_program *single = calloc(kernels + 1, sizeof *single);
+    size_t *first_kernel = calloc(clrun__kernel_source_count + 1, sizeof *first_kernel);
+    if (p == NULL || built == NULL || single == NULL || first_kernel == NULL ||
+        pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p);
         free(built);
+        free(single);
+        free(first_kernel);
         return clrun__fail(NULL, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for programs");
     }
     p->built = built;
+    p->single = single;
+    p->first_kernel = first_kernel;
+    for (size_t i = 0, at = 0; i < clrun__kernel_source_count; i++) {
+        first_kernel[i] = at;
+        for (const char *const *k = clrun__kernel_sources[i].kernels; *k; k++)
+            at++;
+    }
     if (ctx->options.cache.enabled && !clrun__cache_dir(ctx->options.cache_dir, p->cache_dir, sizeof p->cache_dir)) {
         clrun__log(CLRUN_LOG_WARN, "no cache directory (set CLRUN_CACHE_DIR, XDG_CACHE_HOME or HOME): binary cache off");
         p->cache_dir[0] = '\0';
@@ -53,11 +82,17 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
         p->cache_dir[0] = '\0';
     }
     /* POCL compiles programs lazily, kernel by kernel, and keeps what it compiled in its own
-     * cache; asking it for a program's binary compiles every kernel of the program first (12 to
-     * 16 s of gpt2_block's cold first run, against 2.8 s for the builds). So by default clrun
-     * writes no binaries there and lets POCL's cache serve the next process. */
+     * cache; asking it for a program's binary compiles every kernel of the program first (a
+     * generic version of each, 0.4 to 2.8 s apiece), yet loading a binary saves the 0.05 to
+     * 0.1 s that POCL's front end spends on a program it has cached. So there, with the cache on,
+     * a binary is written only by a process that finds another process's marker for the program
+     * (second_sight; a first process with empty caches pays nothing for it), and a kernel file
+     * is then cut into a program per kernel launched (per_kernel, see cut_ways), so that the
+     * binaries compile only what is launched. */
     bool lazy_driver = strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
     p->cache_writes = ctx->options.cache.always || !lazy_driver;
+    p->per_kernel = lazy_driver && p->cache_dir[0] != '\0';
+    p->second_sight = lazy_driver && !p->cache_writes;
     *out = p;
     return CLRUN_OK;
 }
@@ -69,8 +104,16 @@ void clrun__programs_destroy(struct clrun__programs *p)
     for (size_t i = 0; i < clrun__kernel_source_count; i++)
         if (p->built[i])
             clrun__cl.ReleaseProgram(p->built[i]);
+    for (size_t i = 0; i < clrun__kernel_source_count; i++)
+        for (size_t k = 0; clrun__kernel_sources[i].kernels[k]; k++)
+            if (p->single[p->first_kernel[i] + k])
+                clrun__cl.ReleaseProgram(p->single[p->first_kernel[i] + k]);
+    free(p->single);
+    free(p->first_kernel);
     for (size_t i = 0; i < p->generated_count; i++) {
         clrun__cl.ReleaseProgram(p->generated[i].program);
+        if (p->generated[i].whole)
+            clrun__cl.ReleaseProgram(p->generated[i].whole);
         free(p->generated[i].text);
     }
     free(p->generated);
@@ -182,6 +225,54 @@ static void store_binary(struct clrun__programs *p, cl_program program,
     free(binary);
 }
 
+/* The marker beside cache entry `path` ("NAME-HASH.bin" -> "NAME-HASH.seen"); false if too long. */
+static bool marker_path(const char *path, char *out, size_t size)
+{
+    size_t length = strlen(path);
+    if (length < 4 || length + 2 >= size)
+        return false;
+    snprintf(out, size, "%.*s.seen", (int)(length - 4), path);
+    return true;
+}
+
+/* 1 when the program of cache entry `path` was built from source by another process (its
+ * marker, a small entry beside it holding the process id that wrote it, is there), 0 when by
+ * this one, -1 when by none. Another context of the same process does not count: a program
+ * built again in one process (tests make many contexts) is no sign of a next process. */
+static int marked(const char *path, const char *key)
+{
+    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[32];
+    if (!marker_path(path, marker, sizeof marker))
+        return -1;
+    int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
+    unsigned char *data = NULL;
+    size_t size = 0;
+    if (clrun__cache_load(marker, key, &data, &size, why, sizeof why) != CLRUN__CACHE_HIT)
+        return -1;
+    bool ours = size == (size_t)mark_length && memcmp(data, mark, size) == 0;
+    free(data);
+    return ours ? 0 : 1;
+}
+
+/* Whether another process built the program of `path` from source before (second_sight); when
+ * no process did, this one's marker is written. */
+static bool seen_before(struct clrun__programs *p, const char *path, const char *key)
+{
+    int by = marked(path, key);
+    if (by >= 0)
+        return by == 1;
+    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[32];
+    int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
+    if (marker_path(path, marker, sizeof marker) &&
+        !clrun__cache_store(p->cache_dir, marker, key, (const unsigned char *)mark, (size_t)mark_length,
+                            why, sizeof why) &&
+        !p->cache_warned) {
+        p->cache_warned = true;
+        clrun__log(CLRUN_LOG_WARN, "%s (kernel binary cache not written; builds go on)", why);
+    }
+    return false;
+}
+
 static double now_seconds(void)
 {
     struct timespec t;
@@ -189,24 +280,43 @@ static double now_seconds(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* What a build does with the binary cache: each reads an entry that is there. */
+typedef enum build_how {
+    HOW_DEFAULT, /* on a build from source, writes the binary per cache_writes and second_sight */
+    HOW_MARK,    /* writes a marker only: a whole file on a per_kernel context */
+    HOW_WRITE,   /* writes the binary: a cut program that another process needed */
+    HOW_LOAD,    /* loads, or gives *out NULL and CLRUN_OK without building */
+} build_how;
+
 static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                const char *source, size_t length, bool quiet, cl_program *out);
+                                const char *source, size_t length, bool quiet, build_how how,
+                                cl_program *out);
 
 /* Caller holds p->lock: build_timed with the time it took added to the stats. */
-static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                 const char *source, size_t length, bool quiet, cl_program *out)
+static clrun_status build_how_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                     const char *source, size_t length, bool quiet, build_how how,
+                                     cl_program *out)
 {
     double start = now_seconds();
-    clrun_status s = build_timed(ctx, p, name, source, length, quiet, out);
+    clrun_status s = build_timed(ctx, p, name, source, length, quiet, how, out);
     double took = now_seconds() - start;
     p->stats.build_seconds += took;
-    clrun__log(CLRUN_LOG_DEBUG, "program '%s': %.3f s to build or load", name, took);
+    if (*out != NULL || how != HOW_LOAD) /* not a look for an entry that is not there */
+        clrun__log(CLRUN_LOG_DEBUG, "program '%s': %.3f s to build or load", name, took);
     return s;
 }
 
-static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
-                                const char *source, size_t length, bool quiet, cl_program *out)
+static clrun_status build_locked(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                 const char *source, size_t length, bool quiet, cl_program *out)
 {
+    return build_how_locked(ctx, p, name, source, length, quiet, HOW_DEFAULT, out);
+}
+
+static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                                const char *source, size_t length, bool quiet, build_how how,
+                                cl_program *out)
+{
+    *out = NULL;
     char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
     build_options(ctx, options, sizeof options);
     cache_key(ctx, options, source, length, key, sizeof key);
@@ -234,23 +344,29 @@ static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, c
         if (r == CLRUN__CACHE_CORRUPT || r == CLRUN__CACHE_REFUSED) {
             p->stats.cache_rejected++;
             clrun__log(CLRUN_LOG_INFO, "cache entry %s is damaged or stale: rebuilding", path);
-        } else {
+        } else if (how != HOW_LOAD) {
             p->stats.cache_misses++;
         }
     }
+    if (how == HOW_LOAD)
+        return CLRUN_OK;
     clrun_status status = build_from_source(ctx, name, source, length, options, quiet, out);
     if (status != CLRUN_OK)
         return status;
     p->stats.builds_from_source++;
     clrun__log(CLRUN_LOG_INFO, "built program '%s' for '%s'", name, ctx->info.name);
-    if (cached && p->cache_writes)
+    if (!cached)
+        return CLRUN_OK;
+    if (how == HOW_MARK)
+        (void)seen_before(p, path, key);
+    else if (how == HOW_WRITE || p->cache_writes || (p->second_sight && seen_before(p, path, key)))
         store_binary(p, *out, path, key);
     return CLRUN_OK;
 }
 
 static bool valid_program_name(const char *name)
 {
-    if (name == NULL || name[0] == '\0' || strlen(name) > 64)
+    if (name == NULL || name[0] == '\0' || strlen(name) > CLRUN__PROGRAM_NAME_MAX)
         return false;
     for (const char *c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
@@ -290,7 +406,7 @@ static generated_program *find_generated(struct clrun__programs *p, const char *
 /* Caller holds p->lock. Builds `text` and records it with one user. */
 static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p, const char *name,
                                   const char *text, size_t length, unsigned long long hash,
-                                  unsigned flags, cl_program *out)
+                                  unsigned flags, build_how how, cl_program *out)
 {
     void *array = p->generated;
     char *copy = malloc(length + 1);
@@ -303,14 +419,30 @@ static clrun_status add_generated(clrun_context *ctx, struct clrun__programs *p,
     memcpy(copy, text, length);
     copy[length] = '\0';
     cl_program program = NULL;
-    clrun_status status = build_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0,
-                                       &program);
+    bool deferred = p->per_kernel && (flags & CLRUN__PROGRAM_PER_KERNEL) != 0;
+    clrun_status status = CLRUN_OK;
+    if (deferred) { /* created only: clrun__program_kernel_create builds what a kernel needs */
+        cl_int err = CL_SUCCESS;
+        program = clrun__cl.CreateProgramWithSource(ctx->cl, 1, &text, &length, &err);
+        if (program == NULL)
+            status = clrun__fail_cl(ctx, err, "clCreateProgramWithSource", "program '%s'", name);
+    } else {
+        status = build_how_locked(ctx, p, name, text, length, (flags & CLRUN__PROGRAM_QUIET) != 0, how,
+                                  &program);
+    }
+    if (status == CLRUN_OK && program == NULL) { /* HOW_LOAD found no entry */
+        free(copy);
+        *out = NULL;
+        return CLRUN_OK;
+    }
     if (status != CLRUN_OK) {
         free(copy);
         return status;
     }
-    p->generated[p->generated_count++] =
-        (generated_program){copy, length, hash, program, 1, (flags & CLRUN__PROGRAM_KEEP) != 0};
+    generated_program *g = &p->generated[p->generated_count++];
+    *g = (generated_program){copy, length, hash, program, NULL, 1, (flags & CLRUN__PROGRAM_KEEP) != 0,
+                             deferred, ""};
+    snprintf(g->name, sizeof g->name, "%s", name);
     *out = program;
     return CLRUN_OK;
 }
@@ -332,7 +464,7 @@ clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, c
         g->keep |= (flags & CLRUN__PROGRAM_KEEP) != 0;
         *out = g->program;
     } else {
-        status = add_generated(ctx, p, name, text, length, hash, flags, out);
+        status = add_generated(ctx, p, name, text, length, hash, flags, HOW_DEFAULT, out);
     }
     pthread_mutex_unlock(&p->lock);
     return status;
@@ -358,12 +490,122 @@ void clrun__program_generated_release(clrun_context *ctx, cl_program program)
             g->users--;
         if (g->users == 0 && !g->keep) {
             clrun__cl.ReleaseProgram(g->program);
+            if (g->whole)
+                clrun__cl.ReleaseProgram(g->whole);
             free(g->text);
             p->generated[i] = p->generated[--p->generated_count];
         }
         break;
     }
     pthread_mutex_unlock(&p->lock);
+}
+
+/* Caller holds p->lock: the entry of generated program `program`, or NULL. */
+static generated_program *generated_of(struct clrun__programs *p, cl_program program)
+{
+    for (size_t i = 0; i < p->generated_count; i++)
+        if (p->generated[i].program == program)
+            return &p->generated[i];
+    return NULL;
+}
+
+/* Caller holds p->lock. Whether another process built the program of `text` from source (its
+ * marker says so). */
+static bool built_elsewhere(clrun_context *ctx, struct clrun__programs *p, const char *name,
+                            const char *text, size_t length)
+{
+    char options[256], key[2048], path[CLRUN__PATH_MAX + 512];
+    build_options(ctx, options, sizeof options);
+    cache_key(ctx, options, text, length, key, sizeof key);
+    clrun__cache_path(p->cache_dir, name, key, path, sizeof path);
+    return marked(path, key) == 1;
+}
+
+/* How a per_kernel context tries to have a kernel's cut program, in order, before it builds
+ * the whole file (with HOW_MARK): with CLRUN_CACHE=1 built at once, its binary written; by
+ * default loaded if its binary is there, else built and written if another process built the
+ * whole file before (second sight); else not at all, the whole file serving every kernel of
+ * it, so that a single process (a first run, a test) builds each file once, as without cuts. */
+static int cut_ways(clrun_context *ctx, struct clrun__programs *p, const char *whole_name,
+                    const char *whole_text, size_t length, build_how hows[2])
+{
+    if (p->cache_writes) {
+        hows[0] = HOW_DEFAULT;
+        return 1;
+    }
+    hows[0] = HOW_LOAD;
+    if (!built_elsewhere(ctx, p, whole_name, whole_text, length))
+        return 1;
+    hows[1] = HOW_WRITE;
+    return 2;
+}
+
+/* Caller holds p->lock; g is deferred. The program to take kernel `kernel` from: one cut out of
+ * g's text for it (a program of generated text of its own, kept) as cut_ways says, else g's
+ * whole text built. */
+static clrun_status deferred_kernel_program(clrun_context *ctx, struct clrun__programs *p,
+                                            generated_program *g, const char *kernel, cl_program *out)
+{
+    if (g->whole) { /* this context built the whole text: it has every kernel */
+        *out = g->whole;
+        return CLRUN_OK;
+    }
+    char *sub = malloc(g->length + 1);
+    if (sub == NULL)
+        return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for program '%s'", g->name);
+    size_t length = g->length;
+    if (clrun__kernel_subset(g->text, length, kernel, sub)) {
+        unsigned long long hash = clrun__hash64(sub, length);
+        generated_program *found = find_generated(p, sub, length, hash);
+        if (found) {
+            *out = found->program;
+            free(sub);
+            return CLRUN_OK;
+        }
+        char name[2 * CLRUN__PROGRAM_NAME_MAX + 2]; /* "NAME-KERNEL", cut to a program name's length */
+        snprintf(name, sizeof name, "%s-%.*s", g->name, CLRUN__PROGRAM_NAME_MAX, kernel);
+        name[CLRUN__PROGRAM_NAME_MAX] = '\0';
+        for (char *c = name; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
+                *c = '_';
+        size_t index = (size_t)(g - p->generated); /* add_generated may move the array */
+        build_how hows[2];
+        int ways = cut_ways(ctx, p, g->name, g->text, g->length, hows);
+        for (int w = 0; w < ways; w++) {
+            *out = NULL;
+            clrun_status status = add_generated(ctx, p, name, sub, length, hash,
+                                                CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_QUIET, hows[w], out);
+            g = &p->generated[index];
+            if (status == CLRUN_OK && *out) {
+                free(sub);
+                return CLRUN_OK;
+            }
+        }
+    }
+    free(sub);
+    clrun_status status = build_how_locked(ctx, p, g->name, g->text, g->length, false, HOW_MARK, &g->whole);
+    *out = g->whole;
+    return status;
+}
+
+clrun_status clrun__program_kernel_create(clrun_context *ctx, cl_program program, const char *kernel,
+                                          cl_kernel *out)
+{
+    *out = NULL;
+    struct clrun__programs *p = ctx->programs;
+    clrun_status status = CLRUN_OK;
+    pthread_mutex_lock(&p->lock);
+    generated_program *g = generated_of(p, program);
+    if (g && g->deferred)
+        status = deferred_kernel_program(ctx, p, g, kernel, &program);
+    pthread_mutex_unlock(&p->lock);
+    if (status != CLRUN_OK)
+        return status;
+    cl_int err = CL_SUCCESS;
+    *out = clrun__cl.CreateKernel(program, kernel, &err);
+    if (*out == NULL)
+        return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", kernel);
+    return CLRUN_OK;
 }
 
 static size_t find_source(const char *name)
@@ -380,11 +622,44 @@ static clrun_status get_program(clrun_context *ctx, size_t index, cl_program *ou
     const clrun__kernel_source *src = &clrun__kernel_sources[index];
     clrun_status status = CLRUN_OK;
     pthread_mutex_lock(&p->lock);
+    /* on a per_kernel context a whole file's binary is never written: it would compile every kernel */
+    build_how how = p->per_kernel && !p->cache_writes ? HOW_MARK : HOW_DEFAULT;
     if (p->built[index] == NULL)
-        status = build_locked(ctx, p, src->name, src->text, src->length, false, &p->built[index]);
+        status = build_how_locked(ctx, p, src->name, src->text, src->length, false, how, &p->built[index]);
     *out = p->built[index];
     pthread_mutex_unlock(&p->lock);
     return status;
+}
+
+/* The program of kernel `kernel` (the k-th) of embedded source `index`: on a per_kernel
+ * context one cut out of the source for it, as cut_ways says; else (or when no cut is had) the
+ * source's. */
+static clrun_status get_kernel_program(clrun_context *ctx, size_t index, size_t k, cl_program *out)
+{
+    struct clrun__programs *p = ctx->programs;
+    if (!p->per_kernel)
+        return get_program(ctx, index, out);
+    const clrun__kernel_source *src = &clrun__kernel_sources[index];
+    cl_program *slot = &p->single[p->first_kernel[index] + k];
+    pthread_mutex_lock(&p->lock);
+    if (*slot == NULL && p->built[index] == NULL) {
+        char *text = malloc(src->length + 1);
+        if (text && clrun__kernel_subset(src->text, src->length, src->kernels[k], text)) {
+            char name[160];
+            snprintf(name, sizeof name, "%s-%s", src->name, src->kernels[k]);
+            build_how hows[2];
+            int ways = cut_ways(ctx, p, src->name, src->text, src->length, hows);
+            for (int w = 0; w < ways && *slot == NULL; w++)
+                if (build_how_locked(ctx, p, name, text, src->length, true, hows[w], slot) != CLRUN_OK)
+                    *slot = NULL;
+        }
+        free(text);
+    }
+    *out = *slot;
+    pthread_mutex_unlock(&p->lock);
+    if (*out == NULL)
+        return get_program(ctx, index, out); /* the whole file, as without per_kernel */
+    return CLRUN_OK;
 }
 
 clrun_status clrun__program_get(clrun_context *ctx, const char *name, cl_program *out)
@@ -404,7 +679,7 @@ clrun_status clrun_kernel_create(clrun_context *ctx, const char *kernel_name, cl
             if (strcmp(*k, kernel_name) != 0)
                 continue;
             cl_program program;
-            clrun_status status = get_program(ctx, i, &program);
+            clrun_status status = get_kernel_program(ctx, i, (size_t)(k - clrun__kernel_sources[i].kernels), &program);
             if (status != CLRUN_OK)
                 return status;
             cl_int err = CL_SUCCESS;

@@ -36,6 +36,10 @@ enum {
     CLRUN__PROGRAM_KEEP = 1,  /* keep it for the life of the context (clrun__program_generated) */
     CLRUN__PROGRAM_QUIET = 2, /* a build failure is only a warning in the log, not the context's
                                  error: the caller has a fallback (a fused group) */
+    CLRUN__PROGRAM_PER_KERNEL = 4, /* where the context may cut kernels out (the binary cache on
+                                 a lazy driver, see program.c), the program is only created: its
+                                 kernels must come from clrun__program_kernel_create, which builds
+                                 each in a program cut out of the text for it, or the whole text */
 };
 
 /* clrun__program_generated with a reference: *out is the caller's, given back with
@@ -45,6 +49,14 @@ enum {
 clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, const char *text,
                                          size_t length, unsigned flags, cl_program *out);
 void clrun__program_generated_release(clrun_context *ctx, cl_program program);
+
+/* Kernel `kernel` of `program`: clCreateKernel, except for a generated program asked for with
+ * CLRUN__PROGRAM_PER_KERNEL on a per-kernel context, whose kernel comes from a program of its
+ * own (cut out of the text by clrun__kernel_subset, loaded from its binary or built and its
+ * binary written, kept) or, in a process that had no other before it, from the whole text
+ * built once (as without the flag). */
+clrun_status clrun__program_kernel_create(clrun_context *ctx, cl_program program, const char *kernel,
+                                          cl_kernel *out);
 
 /* Adds seconds of variant tuning to the context's program stats. */
 void clrun__program_stats_add_tune(clrun_context *ctx, double seconds);

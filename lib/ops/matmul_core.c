@@ -207,7 +207,10 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
     char name[64];
     program_name(source, part, mr, ep && ep->expression, bw, name, sizeof name);
-    clrun_status s = clrun__program_generated(ctx, name, t.data, t.length, out);
+    /* the whole files and the head hold kernels a model mostly does not launch: per kernel
+     * where the context builds so (the per-MR bodies are one kernel each) */
+    unsigned flags = CLRUN__PROGRAM_KEEP | (part <= PART_CORE_HEAD ? CLRUN__PROGRAM_PER_KERNEL : 0);
+    clrun_status s = clrun__program_generated_ex(ctx, name, t.data, t.length, flags, out);
     free(t.data);
     return s;
 }
@@ -248,11 +251,7 @@ clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const
         snprintf(full, sizeof full, "%s_%u", name, mr);
     else
         snprintf(full, sizeof full, "%s", name);
-    cl_int err = CL_SUCCESS;
-    *out = clrun__cl.CreateKernel(program, full, &err);
-    if (*out == NULL)
-        return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", full);
-    return CLRUN_OK;
+    return clrun__program_kernel_create(ctx, program, full, out);
 }
 
 clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint index,

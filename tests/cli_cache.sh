@@ -1,0 +1,57 @@
+#!/bin/sh
+# The kernel binary cache on POCL, as whole processes: the first process builds whole files and
+# writes only markers, the second builds each kernel it launches in a program cut out of its
+# file and writes their binaries, the third loads every program from them; a truncated or
+# damaged entry is rebuilt.
+# Every one of these runs gives the bits of a run with the cache off (the sacred invariant).
+# Run by `make check` from the build directory; CLRUN_BIN overrides the tool (default ./clrun).
+set -u
+. "${srcdir:-.}/tests/cli_common.sh"
+EXAMPLES=${srcdir:-.}/examples
+make_tmp cache-test
+export POCL_DEVICES=${POCL_DEVICES:-pthread}
+model="$EXAMPLES/resnet_block.graph" # conv2d with its epilogue, the core's head: cut programs
+
+checksum() { sed -n 's/^output .* checksum \([0-9a-f]*\)$/\1/p' "$1"; }
+
+CLRUN_CACHE=0 "$CLRUN" run "$model" --repeat 1 >"$tmp/off" 2>"$tmp/err" || fail "run with the cache off: $(cat "$tmp/err")"
+want=$(checksum "$tmp/off")
+[ -n "$want" ] || fail "no checksum in $(cat "$tmp/off")"
+
+export CLRUN_CACHE_DIR="$tmp/cache"
+run() { # run WHAT: one process with the cache on; its output in $tmp/out, its checksum checked
+    "$CLRUN" run "$model" --repeat 1 >"$tmp/out" 2>"$tmp/err" || fail "$1: $(cat "$tmp/err")"
+    got=$(checksum "$tmp/out")
+    [ "$got" = "$want" ] || fail "$1: checksum $got, with the cache off $want"
+}
+run "first process"
+ls "$tmp/cache"/*.seen >/dev/null 2>&1 || fail "first process: no marker written"
+ls "$tmp/cache"/*.bin >/dev/null 2>&1 && fail "first process: a binary written (only the second writes)"
+whole() { ls "$tmp/cache" | grep -Eq "^matmul_core-head-[0-9a-f]{16}\.$1\$"; } # the head's whole file
+whole seen || fail "first process: the head not built whole"
+run "second process"
+ls "$tmp/cache"/*.bin >/dev/null 2>&1 || fail "second process: no binary written"
+ls "$tmp/cache"/matmul_core-head-clrun_conv_pad-*.bin >/dev/null 2>&1 || fail "second process: the head's kernels not cut out"
+whole bin && fail "second process: the whole head written"
+run "third process"
+grep -q '(0 from source, [1-9][0-9]* from the binary cache' "$tmp/out" ||
+    fail "third process: not every program loaded from the cache: $(grep '^first' "$tmp/out")"
+# Damaged entries: one truncated, one with a byte flipped; rebuilt from source, same bits.
+set -- "$tmp/cache"/*.bin
+size=$(wc -c <"$1")
+head -c $((size / 2)) "$1" >"$tmp/half" && cat "$tmp/half" >"$1"
+if [ $# -ge 2 ]; then
+    printf '\377\377\377\377' | dd of="$2" bs=1 seek=$(($(wc -c <"$2") - 8)) conv=notrunc 2>/dev/null
+fi
+run "damaged entries"
+grep -q '[1-9][0-9]* from source' "$tmp/out" || fail "damaged entries: nothing rebuilt: $(grep '^first' "$tmp/out")"
+run "rebuilt entries"
+grep -q '(0 from source' "$tmp/out" || fail "rebuilt entries: not loaded: $(grep '^first' "$tmp/out")"
+# CLRUN_CACHE=1 writes at the first build, per kernel too.
+CLRUN_CACHE_DIR="$tmp/always" CLRUN_CACHE=1 "$CLRUN" run "$model" --repeat 1 >"$tmp/out" 2>"$tmp/err" ||
+    fail "CLRUN_CACHE=1: $(cat "$tmp/err")"
+[ "$(checksum "$tmp/out")" = "$want" ] || fail "CLRUN_CACHE=1: checksum $(checksum "$tmp/out")"
+ls "$tmp/always"/*-clrun_conv_pad-*.bin >/dev/null 2>&1 || fail "CLRUN_CACHE=1: no per-kernel binary written"
+
+[ $failures = 0 ] || exit 1
+echo "cli_cache: all passed"
