@@ -50,6 +50,8 @@ static option_row option_table[] = {
      KIND_CACHE, FIELD(cache)},
     {{"CLRUN_CACHE_DIR", "PATH", "", "cache directory; default $XDG_CACHE_HOME/clrun, else ~/.cache/clrun"},
      KIND_TEXT, FIELD(cache_dir)},
+    {{"CLRUN_CACHE_BUDGET", "SECONDS>=0", "1", "on POCL with CLRUN_CACHE=auto: the wall time a process may spend building cut programs and writing their binaries; past it, it builds whole files and writes nothing more (0: never writes)"},
+     KIND_RATE, FIELD(cache_budget)},
     {{"CLRUN_ALLOCATOR", NULL /* the registry's names */, NULL /* the registry's default */,
       "pool strategy (naive and planned are executor modes)"},
      KIND_ALLOC, FIELD(allocator)},

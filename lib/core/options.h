@@ -50,6 +50,8 @@ typedef struct clrun__options {
     clrun_log_level log_level;       /* CLRUN_LOG */
     clrun__cache_mode cache;         /* CLRUN_CACHE */
     char cache_dir[CLRUN__PATH_MAX]; /* CLRUN_CACHE_DIR; "" = $XDG_CACHE_HOME/clrun */
+    double cache_budget;             /* CLRUN_CACHE_BUDGET: seconds a process spends writing
+                                        binaries on POCL (lib/device/program.c), >= 0 */
     clrun__allocator_choice allocator; /* CLRUN_ALLOCATOR */
     bool preallocate;                /* CLRUN_PREALLOCATE */
     double mem_fraction;             /* CLRUN_MEM_FRACTION, in (0, 1] */

@@ -41,6 +41,9 @@ struct clrun__programs {
     bool cache_writes;          /* binaries are written (see clrun__cache_mode) */
     bool second_sight;          /* a binary is written when a program is built from source
                                    after another process did (its marker says so): lazy drivers */
+    double budget;              /* CLRUN_CACHE_BUDGET: seconds of second-sight writes allowed to
+                                   the process (budget_left) */
+    bool wrote;                 /* the last build_timed wrote a second-sight binary */
     bool cache_warned;          /* the unwritable-cache warning was given */
     bool refusal_warned;        /* the refused-entry warning was given */
 };
@@ -93,6 +96,7 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
     p->cache_writes = ctx->options.cache.always || !lazy_driver;
     p->per_kernel = lazy_driver && p->cache_dir[0] != '\0';
     p->second_sight = lazy_driver && !p->cache_writes;
+    p->budget = ctx->options.cache_budget;
     *out = p;
     return CLRUN_OK;
 }
@@ -273,6 +277,29 @@ static bool seen_before(struct clrun__programs *p, const char *path, const char 
     return false;
 }
 
+/* The wall time this process spent on builds that wrote a second-sight binary (a cut program's
+ * build and the compile its binary costs), which CLRUN_CACHE_BUDGET bounds: past it, a process
+ * builds as a first process does (whole files, which the driver's own cache serves) and writes
+ * nothing more, so that warming the cache up spreads over several processes, each at most the
+ * budget and one build slower. Per process: every context of it draws on it. */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+static double budget_spent;
+
+static bool budget_left(const struct clrun__programs *p)
+{
+    pthread_mutex_lock(&budget_lock);
+    bool left = budget_spent < p->budget;
+    pthread_mutex_unlock(&budget_lock);
+    return left;
+}
+
+static void budget_spend(double seconds)
+{
+    pthread_mutex_lock(&budget_lock);
+    budget_spent += seconds;
+    pthread_mutex_unlock(&budget_lock);
+}
+
 static double now_seconds(void)
 {
     struct timespec t;
@@ -298,9 +325,12 @@ static clrun_status build_how_locked(clrun_context *ctx, struct clrun__programs 
                                      cl_program *out)
 {
     double start = now_seconds();
+    p->wrote = false;
     clrun_status s = build_timed(ctx, p, name, source, length, quiet, how, out);
     double took = now_seconds() - start;
     p->stats.build_seconds += took;
+    if (p->wrote)
+        budget_spend(took);
     if (*out != NULL || how != HOW_LOAD) /* not a look for an entry that is not there */
         clrun__log(CLRUN_LOG_DEBUG, "program '%s': %.3f s to build or load", name, took);
     return s;
@@ -359,8 +389,12 @@ static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, c
         return CLRUN_OK;
     if (how == HOW_MARK)
         (void)seen_before(p, path, key);
-    else if (how == HOW_WRITE || p->cache_writes || (p->second_sight && seen_before(p, path, key)))
+    else if (p->cache_writes)
         store_binary(p, *out, path, key);
+    else if (how == HOW_WRITE || (p->second_sight && seen_before(p, path, key) && budget_left(p))) {
+        store_binary(p, *out, path, key);
+        p->wrote = true;
+    }
     return CLRUN_OK;
 }
 
@@ -524,7 +558,7 @@ static bool built_elsewhere(clrun_context *ctx, struct clrun__programs *p, const
 /* How a per_kernel context tries to have a kernel's cut program, in order, before it builds
  * the whole file (with HOW_MARK): with CLRUN_CACHE=1 built at once, its binary written; by
  * default loaded if its binary is there, else built and written if another process built the
- * whole file before (second sight); else not at all, the whole file serving every kernel of
+ * whole file before (second sight) and the process has budget left (budget_left); else not at all, the whole file serving every kernel of
  * it, so that a single process (a first run, a test) builds each file once, as without cuts. */
 static int cut_ways(clrun_context *ctx, struct clrun__programs *p, const char *whole_name,
                     const char *whole_text, size_t length, build_how hows[2])
@@ -534,7 +568,7 @@ static int cut_ways(clrun_context *ctx, struct clrun__programs *p, const char *w
         return 1;
     }
     hows[0] = HOW_LOAD;
-    if (!built_elsewhere(ctx, p, whole_name, whole_text, length))
+    if (!budget_left(p) || !built_elsewhere(ctx, p, whole_name, whole_text, length))
         return 1;
     hows[1] = HOW_WRITE;
     return 2;
