@@ -14,6 +14,7 @@
 
 #include "device/cache.h"
 #include "device/cl.h"
+#include "device/program.h"
 #include "device_test.h"
 
 static char cache_root[512];
@@ -302,6 +303,36 @@ static void auto_cache_writes_no_binaries_on_pocl(void **state)
     assert_int_equal(system(marker), 0);
 }
 
+/* A per-kernel program of one kernel (POCL with a cache directory cuts such programs): its cut
+ * is its whole text, and its kernel comes from a built program, not from the handle that was
+ * only created; the same text asked for without the per-kernel flag is a built program too. */
+static void a_one_kernel_per_kernel_program_has_its_kernel(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/one-kernel", cache_root);
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.cache_dir = dir;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    const char *text = "__kernel void only_kernel(__global int *x) { x[get_global_id(0)] += 7; }\n";
+    cl_program deferred = NULL, built = NULL;
+    assert_int_equal(clrun__program_generated_ex(ctx, "one", text, strlen(text), CLRUN__PROGRAM_PER_KERNEL,
+                                                 &deferred), CLRUN_OK);
+    cl_kernel k = NULL;
+    assert_int_equal(clrun__program_kernel_create(ctx, deferred, "only_kernel", &k), CLRUN_OK);
+    clReleaseKernel(k);
+    assert_int_equal(clrun__program_generated_ex(ctx, "one", text, strlen(text), 0, &built), CLRUN_OK);
+    cl_int err = CL_SUCCESS;
+    k = clCreateKernel(built, "only_kernel", &err);
+    assert_int_equal(err, CL_SUCCESS);
+    clReleaseKernel(k);
+    clrun__program_generated_release(ctx, built);
+    clrun__program_generated_release(ctx, deferred);
+    clrun_context_destroy(ctx);
+}
+
 /* ---- a cache another local user could have written is never read ---- */
 
 static const char *trusted_source =
@@ -535,6 +566,7 @@ int main(void)
         cmocka_unit_test(failing_build_surfaces_its_build_log),
         cmocka_unit_test(cache_goes_miss_hit_corrupt_rebuilt),
         cmocka_unit_test(auto_cache_writes_no_binaries_on_pocl),
+        cmocka_unit_test(a_one_kernel_per_kernel_program_has_its_kernel),
         cmocka_unit_test(a_new_cache_directory_and_its_entries_are_private),
         cmocka_unit_test(a_cache_directory_others_can_write_is_not_used),
         cmocka_unit_test(entries_that_are_not_private_regular_files_are_refused),

@@ -426,12 +426,15 @@ clrun_status clrun_program_build(clrun_context *ctx, const char *name, const cha
 
 /* ---- programs of generated source ---------------------------------------------------------- */
 
+/* The entry of `text`, built or (deferred) only created: a deferred entry's handle has no
+ * executable, so it never stands for a built one nor the other way round. */
 static generated_program *find_generated(struct clrun__programs *p, const char *text, size_t length,
-                                         unsigned long long hash)
+                                         unsigned long long hash, bool deferred)
 {
     for (size_t i = 0; i < p->generated_count; i++) {
         generated_program *g = &p->generated[i];
-        if (g->hash == hash && g->length == length && memcmp(g->text, text, length) == 0)
+        if (g->hash == hash && g->length == length && g->deferred == deferred &&
+            memcmp(g->text, text, length) == 0)
             return g;
     }
     return NULL;
@@ -492,7 +495,8 @@ clrun_status clrun__program_generated_ex(clrun_context *ctx, const char *name, c
     unsigned long long hash = clrun__hash64(text, length);
     pthread_mutex_lock(&p->lock);
     clrun_status status = CLRUN_OK;
-    generated_program *g = find_generated(p, text, length, hash);
+    bool deferred = p->per_kernel && (flags & CLRUN__PROGRAM_PER_KERNEL) != 0;
+    generated_program *g = find_generated(p, text, length, hash, deferred);
     if (g) {
         g->users++;
         g->keep |= (flags & CLRUN__PROGRAM_KEEP) != 0;
@@ -588,9 +592,25 @@ static clrun_status deferred_kernel_program(clrun_context *ctx, struct clrun__pr
     if (sub == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for program '%s'", g->name);
     size_t length = g->length;
-    if (clrun__kernel_subset(g->text, length, kernel, sub)) {
+    bool cut = clrun__kernel_subset(g->text, length, kernel, sub);
+    if (cut && memcmp(sub, g->text, length) == 0) {
+        /* the text holds no other kernel: the whole text is the cut, built as one would be */
+        free(sub);
+        build_how hows[2];
+        int ways = cut_ways(ctx, p, g->name, g->text, g->length, hows);
+        for (int w = 0; w < ways && g->whole == NULL; w++)
+            if (build_how_locked(ctx, p, g->name, g->text, g->length, true, hows[w], &g->whole) != CLRUN_OK)
+                g->whole = NULL;
+        if (g->whole) {
+            *out = g->whole;
+            return CLRUN_OK;
+        }
+        sub = NULL;
+        cut = false;
+    }
+    if (cut) {
         unsigned long long hash = clrun__hash64(sub, length);
-        generated_program *found = find_generated(p, sub, length, hash);
+        generated_program *found = find_generated(p, sub, length, hash, false);
         if (found) {
             *out = found->program;
             free(sub);
