@@ -239,16 +239,48 @@ static bool marker_path(const char *path, char *out, size_t size)
     return true;
 }
 
+/* What this process writes in its markers: its id, its start time (field 22 of /proc/self/stat)
+ * and the wall clock when it first asked, in ns: in a container every run may be process 1, and
+ * the start time is in clock ticks. Made again in a forked child (the id differs). */
+static int process_mark(char *out, size_t size)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char mark[96];
+    static long pid = -1;
+    pthread_mutex_lock(&lock);
+    if (pid != (long)getpid()) {
+        pid = (long)getpid();
+        unsigned long long start = 0;
+        char line[1024];
+        FILE *f = fopen("/proc/self/stat", "r");
+        if (f && fgets(line, sizeof line, f)) {
+            char *t = strrchr(line, ')'); /* the name may hold spaces; field 3 follows it */
+            for (int field = 3; t && field <= 22; field++)
+                t = strchr(t + 1, ' ');
+            if (t == NULL || sscanf(t, " %llu", &start) != 1) /* t: the space before field 22 */
+                start = 0;
+        }
+        if (f)
+            fclose(f);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(mark, sizeof mark, "%ld-%llu-%lld.%09ld", pid, start, (long long)now.tv_sec, (long)now.tv_nsec);
+    }
+    int length = snprintf(out, size, "%s", mark);
+    pthread_mutex_unlock(&lock);
+    return length;
+}
+
 /* 1 when the program of cache entry `path` was built from source by another process (its
- * marker, a small entry beside it holding the process id that wrote it, is there), 0 when by
+ * marker, a small entry beside it holding the process_mark of the process that wrote it, is there), 0 when by
  * this one, -1 when by none. Another context of the same process does not count: a program
  * built again in one process (tests make many contexts) is no sign of a next process. */
 static int marked(const char *path, const char *key)
 {
-    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[32];
+    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[96];
     if (!marker_path(path, marker, sizeof marker))
         return -1;
-    int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
+    int mark_length = process_mark(mark, sizeof mark);
     unsigned char *data = NULL;
     size_t size = 0;
     if (clrun__cache_load(marker, key, &data, &size, why, sizeof why) != CLRUN__CACHE_HIT)
@@ -265,8 +297,8 @@ static bool seen_before(struct clrun__programs *p, const char *path, const char 
     int by = marked(path, key);
     if (by >= 0)
         return by == 1;
-    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[32];
-    int mark_length = snprintf(mark, sizeof mark, "%ld", (long)getpid());
+    char marker[CLRUN__PATH_MAX + 520], why[1024], mark[96];
+    int mark_length = process_mark(mark, sizeof mark);
     if (marker_path(path, marker, sizeof marker) &&
         !clrun__cache_store(p->cache_dir, marker, key, (const unsigned char *)mark, (size_t)mark_length,
                             why, sizeof why) &&
