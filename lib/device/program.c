@@ -341,7 +341,8 @@ static double now_seconds(void)
 
 /* What a build does with the binary cache: each reads an entry that is there. */
 typedef enum build_how {
-    HOW_DEFAULT, /* on a build from source, writes the binary per cache_writes and second_sight */
+    HOW_DEFAULT, /* on a build from source, writes the binary per cache_writes, else (second_sight)
+                    only for a program of one kernel: a binary of more compiles every one of them */
     HOW_MARK,    /* writes a marker only: a whole file on a per_kernel context */
     HOW_WRITE,   /* writes the binary: a cut program that another process needed */
     HOW_LOAD,    /* loads, or gives *out NULL and CLRUN_OK without building */
@@ -423,7 +424,8 @@ static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, c
         (void)seen_before(p, path, key);
     else if (p->cache_writes)
         store_binary(p, *out, path, key);
-    else if (how == HOW_WRITE || (p->second_sight && seen_before(p, path, key) && budget_left(p))) {
+    else if (how == HOW_WRITE || (p->second_sight && clrun__kernel_count(source, length) == 1 &&
+                                  seen_before(p, path, key) && budget_left(p))) {
         store_binary(p, *out, path, key);
         p->wrote = true;
     }
