@@ -78,15 +78,6 @@ static void other_kernels_are_blanked_helpers_kept(void **state)
     free(out);
 }
 
-static void kernels_are_counted_as_cut(void **state)
-{
-    (void)state;
-    assert_int_equal(clrun__kernel_count(file, strlen(file)), 3); /* not the commented one */
-    const char *one = "__kernel void a(__global int *x) { x[0] = 1; }\n// __kernel void b(__global int *x) { }\n";
-    assert_int_equal(clrun__kernel_count(one, strlen(one)), 1);
-    assert_int_equal(clrun__kernel_count("int f(int x) { return x; }\n", 27), 0);
-}
-
 static void a_missing_kernel_or_an_open_body_is_refused(void **state)
 {
     (void)state;
@@ -127,7 +118,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(other_kernels_are_blanked_helpers_kept),
-        cmocka_unit_test(kernels_are_counted_as_cut),
         cmocka_unit_test(a_missing_kernel_or_an_open_body_is_refused),
         cmocka_unit_test(every_embedded_kernel_can_be_cut_out),
     };

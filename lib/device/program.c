@@ -332,6 +332,15 @@ static void budget_spend(double seconds)
     pthread_mutex_unlock(&budget_lock);
 }
 
+/* Whether built program `program` has one kernel, as the driver says (after the preprocessor:
+ * a text may define several kernels under #if, as matmul_core's per-MR bodies do). */
+static bool one_kernel(cl_program program)
+{
+    size_t kernels = 0;
+    return clrun__cl.GetProgramInfo(program, CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, NULL) == CL_SUCCESS &&
+           kernels == 1;
+}
+
 static double now_seconds(void)
 {
     struct timespec t;
@@ -424,8 +433,8 @@ static clrun_status build_timed(clrun_context *ctx, struct clrun__programs *p, c
         (void)seen_before(p, path, key);
     else if (p->cache_writes)
         store_binary(p, *out, path, key);
-    else if (how == HOW_WRITE || (p->second_sight && clrun__kernel_count(source, length) == 1 &&
-                                  seen_before(p, path, key) && budget_left(p))) {
+    else if (how == HOW_WRITE || (p->second_sight && one_kernel(*out) && seen_before(p, path, key) &&
+                                  budget_left(p))) {
         store_binary(p, *out, path, key);
         p->wrote = true;
     }

@@ -71,41 +71,6 @@ static size_t body_end(const char *text, size_t length, size_t from)
     return 0;
 }
 
-/* Whether a block comment is open at the end of line text[i, line_end), given whether one was
- * at its start: a commented-out kernel is no kernel. */
-static bool comment_open_after(const char *text, size_t i, size_t line_end, bool in_comment)
-{
-    for (size_t k = i; k < line_end; k++) {
-        if (!in_comment && text[k] == '/' && k + 1 < line_end && text[k + 1] == '/')
-            break;
-        if (!in_comment && text[k] == '/' && k + 1 < line_end && text[k + 1] == '*') {
-            in_comment = true;
-            k++;
-        } else if (in_comment && text[k] == '*' && k + 1 < line_end && text[k + 1] == '/') {
-            in_comment = false;
-            k++;
-        }
-    }
-    return in_comment;
-}
-
-size_t clrun__kernel_count(const char *text, size_t length)
-{
-    size_t count = 0, name = 0;
-    bool in_comment = false;
-    for (size_t i = 0; i < length;) {
-        size_t line_end = i;
-        while (line_end < length && text[line_end] != '\n')
-            line_end++;
-        if (!in_comment && kernel_at(text, length, i, &name) > 0)
-            count++;
-        else
-            in_comment = comment_open_after(text, i, line_end, in_comment);
-        i = line_end + 1;
-    }
-    return count;
-}
-
 bool clrun__kernel_subset(const char *text, size_t length, const char *keep, char *out)
 {
     memcpy(out, text, length);
@@ -144,7 +109,17 @@ bool clrun__kernel_subset(const char *text, size_t length, const char *keep, cha
             else if (attributes == length)
                 attributes = i; /* a kernel's attributes go with it */
             /* track block comments that span lines, so that a commented-out kernel is left */
-            in_comment = comment_open_after(text, i, line_end, in_comment);
+            for (size_t k = i; k < line_end; k++) {
+                if (!in_comment && text[k] == '/' && k + 1 < line_end && text[k + 1] == '/')
+                    break;
+                if (!in_comment && text[k] == '/' && k + 1 < line_end && text[k + 1] == '*') {
+                    in_comment = true;
+                    k++;
+                } else if (in_comment && text[k] == '*' && k + 1 < line_end && text[k + 1] == '/') {
+                    in_comment = false;
+                    k++;
+                }
+            }
         }
         i = next;
     }

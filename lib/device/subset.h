@@ -15,8 +15,4 @@
  * the whole file instead. */
 bool clrun__kernel_subset(const char *text, size_t length, const char *keep, char *out);
 
-/* How many kernel definitions (as clrun__kernel_subset finds them, none in a block comment)
- * text[0, length) holds. */
-size_t clrun__kernel_count(const char *text, size_t length);
-
 #endif
