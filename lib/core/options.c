@@ -46,7 +46,7 @@ static option_row option_table[] = {
      KIND_TEXT, FIELD(device)},
     {{"CLRUN_LOG", "none|error|warn|info|debug", "none", "messages written to stderr (or to the application's handler)"},
      KIND_LOG, FIELD(log_level)},
-    {{"CLRUN_CACHE", "auto|BOOL", "auto", "on-disk cache of compiled kernel binaries; auto, on POCL (where a binary costs a compile of each kernel of its program), builds each kernel in a program of its own and writes a program's binary the second time it is built from source"},
+    {{"CLRUN_CACHE", "auto|BOOL", "auto", "on-disk cache of compiled kernel binaries; auto: on POCL a process that builds a program from source writes a marker, not a binary; a later process that finds another's marker builds each kernel it launches in a program cut out of its file and writes that binary, within CLRUN_CACHE_BUDGET; programs not cut get a binary only when they hold one kernel; other drivers write at the first build; 1: write at the first build"},
      KIND_CACHE, FIELD(cache)},
     {{"CLRUN_CACHE_DIR", "PATH", "", "cache directory; default $XDG_CACHE_HOME/clrun, else ~/.cache/clrun"},
      KIND_TEXT, FIELD(cache_dir)},

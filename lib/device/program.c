@@ -91,7 +91,8 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
      * a binary is written only by a process that finds another process's marker for the program
      * (second_sight; a first process with empty caches pays nothing for it), and a kernel file
      * is then cut into a program per kernel launched (per_kernel, see cut_ways), so that the
-     * binaries compile only what is launched. */
+     * binaries compile only what is launched; a program not cut gets one only when it holds one
+     * kernel, and a process stops writing once it spent CLRUN_CACHE_BUDGET on it (budget_left). */
     bool lazy_driver = strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
     p->cache_writes = ctx->options.cache.always || !lazy_driver;
     p->per_kernel = lazy_driver && p->cache_dir[0] != '\0';
