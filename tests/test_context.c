@@ -273,6 +273,33 @@ static clrun_program_stats build_once(const char *dir, const char *source)
     return build_with(dir, source, 1);
 }
 
+/* Rewrites the marker of program `name` in dir as another process's of the same id would have
+ * it (the id alone), under its own key (after the entry's header: magic 8 bytes, key length 4,
+ * little-endian). */
+static void forge_marker(const char *dir, const char *name)
+{
+    char command[1024], path[1024];
+    snprintf(command, sizeof command, "ls %s/%s-*.seen | head -1", dir, name);
+    FILE *ls = popen(command, "r");
+    assert_non_null(ls);
+    assert_non_null(fgets(path, sizeof path, ls));
+    pclose(ls);
+    path[strcspn(path, "\n")] = '\0';
+    unsigned char entry[4096];
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t size = fread(entry, 1, sizeof entry, f);
+    fclose(f);
+    assert_true(size > 28);
+    size_t key_length = entry[8] | (size_t)entry[9] << 8 | (size_t)entry[10] << 16 | (size_t)entry[11] << 24;
+    assert_true(28 + key_length < size);
+    char key[4096], pid[32], why[1024];
+    memcpy(key, entry + 28, key_length);
+    key[key_length] = '\0';
+    int pid_length = snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    assert_true(clrun__cache_store(dir, path, key, (const unsigned char *)pid, (size_t)pid_length, why, sizeof why));
+}
+
 /* By default (auto) POCL gets no binary written at a program's first build from source: asking
  * it for one compiles every kernel of the program, which made the cold first run 3x slower than
  * with no cache, and its own kernel cache serves the next process. A marker remembers the build;
@@ -303,30 +330,22 @@ static void auto_cache_writes_no_binaries_on_pocl(void **state)
     assert_int_equal(system(marker), 0);
 
     /* A marker holding this process's id alone is another process's: in a container every run
-     * may be process 1. The marker rewritten so, under its own key (after the entry's header:
-     * magic 8 bytes, key length 4, little-endian). */
-    char command[1024], path[1024];
-    snprintf(command, sizeof command, "ls %s/cached-*.seen | head -1", dir);
-    FILE *ls = popen(command, "r");
-    assert_non_null(ls);
-    assert_non_null(fgets(path, sizeof path, ls));
-    pclose(ls);
-    path[strcspn(path, "\n")] = '\0';
-    unsigned char entry[4096];
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    size_t size = fread(entry, 1, sizeof entry, f);
-    fclose(f);
-    assert_true(size > 28);
-    size_t key_length = entry[8] | (size_t)entry[9] << 8 | (size_t)entry[10] << 16 | (size_t)entry[11] << 24;
-    assert_true(28 + key_length < size);
-    char key[4096], pid[32], why[1024];
-    memcpy(key, entry + 28, key_length);
-    key[key_length] = '\0';
-    int pid_length = snprintf(pid, sizeof pid, "%ld", (long)getpid());
-    assert_true(clrun__cache_store(dir, path, key, (const unsigned char *)pid, (size_t)pid_length, why, sizeof why));
+     * may be process 1. */
+    forge_marker(dir, "cached");
     s = build_with(dir, source, 0);
     assert_int_equal(s.cache_writes, 1);
+
+    /* A program of two kernels gets neither a marker nor a binary on POCL (a binary would compile
+     * both): no later process writes one, as before second sight. */
+    snprintf(dir, sizeof dir, "%s/two-kernels", cache_root);
+    const char *two = "__kernel void cached_kernel(__global int *x) { x[get_global_id(0)] += 5; }\n"
+                      "__kernel void other_kernel(__global int *x) { x[get_global_id(0)] -= 5; }\n";
+    for (int i = 0; i < 2; i++) {
+        s = build_with(dir, two, 0);
+        assert_int_equal(s.cache_writes, 0);
+    }
+    snprintf(marker, sizeof marker, "ls %s/cached-*.seen >/dev/null 2>&1", dir);
+    assert_int_not_equal(system(marker), 0);
 }
 
 /* A per-kernel program of one kernel (POCL with a cache directory cuts such programs): its cut
