@@ -8,13 +8,17 @@
 # every test that creates a context on a thread of its own (test_threads).
 # CLRUN_OFFLOAD_RATE fixed: which tensors a budget offloads must not depend on the machine's
 # load (a measured rate, the default); tests/test_exec_offload.c tests the measurement.
+# CLRUN_CACHE_BUDGET 0: a test process never cuts kernels out or writes POCL binaries (the suite
+# shares one cache directory in CI, and each later process would spend up to the budget on it);
+# tests/cli_cache.sh and tests/test_context.c set their own to test those writes.
 AM_TESTS_ENVIRONMENT = LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0" ; export LSAN_OPTIONS ; \
 	ASAN_OPTIONS="intercept_tls_get_addr=0:use_sigaltstack=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}" ; export ASAN_OPTIONS ; \
 	CXX="$(CXX)" ; OPENCL_CFLAGS="$(OPENCL_CFLAGS)" ; export CXX OPENCL_CFLAGS ; \
 	CLRUN_TEST_CC="$(CC)" ; SANITIZER_CFLAGS="$(SANITIZER_CFLAGS)" ; export CLRUN_TEST_CC SANITIZER_CFLAGS ; \
 	HAVE_MPI="$(have_mpi)" ; MPIRUN="$(MPIRUN)" ; MPI_CFLAGS="$(MPI_CFLAGS)" ; \
 	export HAVE_MPI MPIRUN MPI_CFLAGS ; \
-	CLRUN_OFFLOAD_RATE="$${CLRUN_OFFLOAD_RATE:-10}" ; export CLRUN_OFFLOAD_RATE ;
+	CLRUN_OFFLOAD_RATE="$${CLRUN_OFFLOAD_RATE:-10}" ; export CLRUN_OFFLOAD_RATE ; \
+	CLRUN_CACHE_BUDGET="$${CLRUN_CACHE_BUDGET:-0}" ; export CLRUN_CACHE_BUDGET ;
 EXTRA_DIST += tests/lsan.supp tests/device_test.h
 
 if HAVE_CMOCKA
