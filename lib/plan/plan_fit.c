@@ -66,16 +66,19 @@
  * sets then cut down to 23); perfect reads 660, some 40 regions carried through 14 path sets
  * whose cuts change the regions 50-98 % of the time. Profile (perf, balanced): the cuts 49 %,
  * set_add 18 %, malloc and its page faults 15 %, the query's set-up 6 %. Tried without a
- * gain, same plans (hashes of every offset at 1k-100k, alignments 1 and 64): every order of
+ * gain (each giving the same offsets, by hash, on perfect and balanced 62k): every order of
  * the sets by level or by length (553-1,513 steps a query against 664 and 1,238; time within
  * noise), and insertion by appending, the pending intervals sorted and merged in when the
  * set is next read (slower: 551 ms against 506 on perfect, 917 against 801 on balanced). A
  * cache of each node's ancestors' whole[] union would make the path sets two, but an
  * insertion invalidates every node below its canonical nodes: kept up lazily, an interval is
  * pushed into about as many nodes as its lifetime has moments (some 30M pushes at 62k), the
- * per-moment occupancy again. Since the regions carried are the gaps that fit (about the
- * buffers alive at once over the typical buffer), the cost grows as n times that count, and
- * no reordering of this structure reaches 0.2 s: 14 us a placement on balanced 62k.
+ * per-moment occupancy again. Stopping at an exact fit does not pay either: the best gap is
+ * exact in 34 % of placements on perfect (13 % on balanced), but it lies mid-way through the
+ * 37 (19) gaps left at the end, and every gap below it must still be cut by every set. The
+ * regions carried are the gaps that fit, more of them the more buffers are alive at once, so
+ * a placement costs more as n grows (3 us at 2k, 14 us on balanced 62k) and no reordering of
+ * this structure reaches 0.2 s at 62k.
  *
  * The gaps of the union are exactly those of the sorted scan (plan_greedy.c's decoder): the
  * plans are identical, to the byte. The sets only grow (no removal): the local search, which
