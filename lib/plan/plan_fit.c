@@ -69,7 +69,9 @@
  * gain (each giving the same offsets, by hash, on perfect and balanced 62k): every order of
  * the sets by level or by length (553-1,513 steps a query against 664 and 1,238; time within
  * noise), and insertion by appending, the pending intervals sorted and merged in when the
- * set is next read (slower: 551 ms against 506 on perfect, 917 against 801 on balanced). A
+ * set is next read (slower: 551 ms against 506 on perfect, 917 against 801 on balanced),
+ * and, for a set of under a half or a quarter as many intervals as regions, a cut walking the
+ * intervals and copying the regions between them as they are (within noise). A
  * cache of each node's ancestors' whole[] union would make the path sets two, but an
  * insertion invalidates every node below its canonical nodes: kept up lazily, an interval is
  * pushed into about as many nodes as its lifetime has moments (some 30M pushes at 62k), the
