@@ -59,6 +59,28 @@
  * instead of 26.7 (perfect: 18.0 instead of 19.9). Keeping each moment's occupancy in blocks
  * of moments (2 sets per end) would read about 10 but insert into some 85 sets where it now
  * inserts into 33 (estimated from the window lengths, not built).
+ * Counted per set read (62k, seed 1, greedy by size; "steps" = regions carried + intervals
+ * of the set, summed over a query's cuts): balanced reads 1,240 steps a query, 770 of them in
+ * the path sets (levels 1-6 alone: 290 steps, though only 11-33 % of those cuts change any
+ * region) and 470 in the canonical under[] (levels 6-9 carry 80-115 regions, which the path
+ * sets then cut down to 23); perfect reads 660, some 40 regions carried through 14 path sets
+ * whose cuts change the regions 50-98 % of the time. Profile (perf, balanced): the cuts 49 %,
+ * set_add 18 %, malloc and its page faults 15 %, the query's set-up 6 %. Tried without a
+ * gain (each giving the same offsets, by hash, on perfect and balanced 62k): every order of
+ * the sets by level or by length (553-1,513 steps a query against 664 and 1,238; time within
+ * noise), and insertion by appending, the pending intervals sorted and merged in when the
+ * set is next read (slower: 551 ms against 506 on perfect, 917 against 801 on balanced),
+ * and, for a set of under a half or a quarter as many intervals as regions, a cut walking the
+ * intervals and copying the regions between them as they are (within noise). A
+ * cache of each node's ancestors' whole[] union would make the path sets two, but an
+ * insertion invalidates every node below its canonical nodes: kept up lazily, an interval is
+ * pushed into about as many nodes as its lifetime has moments (some 30M pushes at 62k), the
+ * per-moment occupancy again. Stopping at an exact fit does not pay either: the best gap is
+ * exact in 34 % of placements on perfect (13 % on balanced), but it lies mid-way through the
+ * 37 (19) gaps left at the end, and every gap below it must still be cut by every set. The
+ * regions carried are the gaps that fit, more of them the more buffers are alive at once, so
+ * a placement costs more as n grows (3 us at 2k, 14 us on balanced 62k) and no reordering of
+ * this structure reaches 0.2 s at 62k.
  *
  * The gaps of the union are exactly those of the sorted scan (plan_greedy.c's decoder): the
  * plans are identical, to the byte. The sets only grow (no removal): the local search, which
