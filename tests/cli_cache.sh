@@ -65,13 +65,18 @@ run "damaged entries"
 grep -q '[1-9][0-9]* from source' "$tmp/out" || fail "damaged entries: nothing rebuilt: $(grep '^first' "$tmp/out")"
 run "rebuilt entries"
 [ "$(loaded)" = "$bins" ] || fail "rebuilt entries: not loaded: $(grep '^first' "$tmp/out")"
-# An embedded kernel file (layout.cl: transpose, concat) cut the same way, in a small graph.
+# An embedded kernel file (layout.cl: transpose, concat) cut the same way, in a small graph;
+# unfused (CLRUN_FUSION=0), its add and sub come from the arithmetic family's one generated
+# program of four kernels (add, sub, mul, div), cut too.
+export CLRUN_FUSION=0
 cat >"$tmp/layout.graph" <<EOF
 graph cut_layout
 input x: f32[6, 8]
 node t: f32[8, 6] = transpose(x) perm=[1, 0]
 node c: f32[16, 6] = concat(t, t) axis=0
-output c
+node s: f32[16, 6] = add(c, c)
+node d: f32[16, 6] = sub(s, c)
+output d
 EOF
 model="$tmp/layout.graph"
 CLRUN_CACHE=0 "$CLRUN" run "$model" --repeat 1 >"$tmp/off" 2>"$tmp/err" || fail "layout, cache off: $(cat "$tmp/err")"
@@ -80,9 +85,11 @@ export CLRUN_CACHE_DIR="$tmp/layout"
 run "layout, first process"
 run "layout, second process"
 ls "$tmp/layout"/layout-clrun_*.bin >/dev/null 2>&1 || fail "layout, second process: no cut kernel of layout.cl written"
+ls "$tmp/layout"/ew_arith_f32-*.bin >/dev/null 2>&1 || fail "layout, second process: no cut kernel of ew_arith_f32 written"
 run "layout, third process"
 grep -q '(0 from source, [1-9][0-9]* from the binary cache' "$tmp/out" ||
     fail "layout, third process: not loaded: $(grep '^first' "$tmp/out")"
+unset CLRUN_FUSION
 model="$EXAMPLES/resnet_block.graph"
 want=$(checksum "$tmp/rbout")
 

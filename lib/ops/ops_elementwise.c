@@ -184,16 +184,15 @@ static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def,
     char *text = clrun__ew_library_source(def, data, result, ctx->info.fp64);
     if (text == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: kernel source", def->name);
+    /* per kernel where the context builds so: an op's program holds its variants, and the
+     * arithmetic family's four ops share one (a binary of the whole would compile them all) */
     cl_program program = NULL;
-    clrun_status s = clrun__program_generated(ctx, program_name, text, strlen(text), &program);
+    clrun_status s = clrun__program_generated_ex(ctx, program_name, text, strlen(text),
+                                                 CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_PER_KERNEL, &program);
     free(text);
     if (s != CLRUN_OK)
         return s;
-    cl_int err = CL_SUCCESS;
-    *out = clrun__cl.CreateKernel(program, kernel_name, &err);
-    if (*out == NULL)
-        return clrun__fail_cl(ctx, err, "clCreateKernel", "kernel '%s'", kernel_name);
-    return CLRUN_OK;
+    return clrun__program_kernel_create(ctx, program, kernel_name, out);
 }
 
 static const char *copy_kernel(clrun_dtype dtype)
