@@ -622,6 +622,20 @@ static int cut_ways(clrun_context *ctx, struct clrun__programs *p, const char *w
     return 2;
 }
 
+/* Caller holds p->lock. The program `name` of `text`, cut out of the file `whole_name` (whose
+ * text is `whole_text`), had the ways cut_ways says, in order, into *out (NULL before); NULL
+ * after when none had it. */
+static void build_cut_locked(clrun_context *ctx, struct clrun__programs *p, const char *whole_name,
+                             const char *whole_text, size_t whole_length, const char *name,
+                             const char *text, size_t length, cl_program *out)
+{
+    build_how hows[2];
+    int ways = cut_ways(ctx, p, whole_name, whole_text, whole_length, hows);
+    for (int w = 0; w < ways && *out == NULL; w++)
+        if (build_how_locked(ctx, p, name, text, length, true, hows[w], out) != CLRUN_OK)
+            *out = NULL;
+}
+
 /* Caller holds p->lock; g is deferred. The program to take kernel `kernel` from: one cut out of
  * g's text for it (a program of generated text of its own, kept) as cut_ways says, else g's
  * whole text built. */
@@ -640,11 +654,7 @@ static clrun_status deferred_kernel_program(clrun_context *ctx, struct clrun__pr
     if (cut && memcmp(sub, g->text, length) == 0) {
         /* the text holds no other kernel: the whole text is the cut, built as one would be */
         free(sub);
-        build_how hows[2];
-        int ways = cut_ways(ctx, p, g->name, g->text, g->length, hows);
-        for (int w = 0; w < ways && g->whole == NULL; w++)
-            if (build_how_locked(ctx, p, g->name, g->text, g->length, true, hows[w], &g->whole) != CLRUN_OK)
-                g->whole = NULL;
+        build_cut_locked(ctx, p, g->name, g->text, g->length, g->name, g->text, g->length, &g->whole);
         if (g->whole) {
             *out = g->whole;
             return CLRUN_OK;
@@ -745,11 +755,7 @@ static clrun_status get_kernel_program(clrun_context *ctx, size_t index, size_t 
         if (text && clrun__kernel_subset(src->text, src->length, src->kernels[k], text)) {
             char name[160];
             snprintf(name, sizeof name, "%s-%s", src->name, src->kernels[k]);
-            build_how hows[2];
-            int ways = cut_ways(ctx, p, src->name, src->text, src->length, hows);
-            for (int w = 0; w < ways && *slot == NULL; w++)
-                if (build_how_locked(ctx, p, name, text, src->length, true, hows[w], slot) != CLRUN_OK)
-                    *slot = NULL;
+            build_cut_locked(ctx, p, src->name, src->text, src->length, name, text, src->length, slot);
         }
         free(text);
     }
