@@ -593,8 +593,7 @@ clrun_status clrun__exec_create_within(clrun_context *ctx, const clrun_graph *gr
         at->drop = least_drop;
         at->force = least_force;
     }
-    if (s == CLRUN_OK && best_graph && best_report.offload.offloaded > 0 &&
-        ctx->options.offload_overlap && !ctx->out_of_order && !ctx->options.guard) {
+    if (s == CLRUN_OK && best_graph && best_report.offload.offloaded > 0 && clrun__exec_copies_beside(ctx)) {
         /* copies beside the kernels: each copy back issued a few nodes before its reader,
          * where the budget still holds its destination alive from there */
         cuts[count - 1].drop = best_drop;

@@ -204,8 +204,11 @@ clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);
 clrun_status clrun__exec_host_take(clrun_exec *e, int32_t b);
 /* Frees every host buffer and the copy queue (clrun_exec_destroy). */
 void clrun__exec_host_release(clrun_exec *e);
-/* Whether this run's offload copies go on the copy queue: CLRUN_OFFLOAD_OVERLAP, an in-order
- * queue, no guard mode and no loop run at run time. */
+/* Whether the context would put offload copies on a queue of their own: CLRUN_OFFLOAD_OVERLAP,
+ * an in-order queue and no guard mode. */
+bool clrun__exec_copies_beside(const clrun_context *ctx);
+/* Whether this run's offload copies go on the copy queue: it has some, the context would
+ * (clrun__exec_copies_beside), and no loop runs at run time. */
 bool clrun__exec_overlaps_copies(const clrun_exec *e);
 /* Enqueues offload or reload `node` on the copy queue: behind everything enqueued so far on
  * the kernels' queue (the source's writer, the destination's earlier users), remembered as in

@@ -72,11 +72,14 @@ int32_t clrun_exec_offloaded(const clrun_exec *e, const char *const **names)
  * the destination's bytes), and the kernels wait on a copy's event only where they touch its
  * device buffer: a reload's readers, and whoever writes over an offload's source. */
 
+bool clrun__exec_copies_beside(const clrun_context *ctx)
+{
+    return ctx->options.offload_overlap && !ctx->out_of_order && !ctx->options.guard;
+}
+
 bool clrun__exec_overlaps_copies(const clrun_exec *e)
 {
-    const clrun_context *ctx = e->ctx;
-    return e->schedule.host_buffers > 0 && ctx->options.offload_overlap && !ctx->out_of_order &&
-           !ctx->options.guard && e->loops == NULL;
+    return e->schedule.host_buffers > 0 && clrun__exec_copies_beside(e->ctx) && e->loops == NULL;
 }
 
 static clrun_status make_copy_queue(clrun_exec *e)
