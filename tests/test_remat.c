@@ -123,11 +123,13 @@ static void each_policy_keeps_what_it_names(void **state)
         {"names:b,m", 2, "a b c m d d.remat a.remat e f g"},
         {"except:a,d", 2, "a b c m d d.remat a.remat e f g"},
         {"except:b", 1, "a b c m d e b.remat f g"},
-        {"every:3", 4, "a b c m d m.remat d.remat a.remat e b.remat f g"}, /* sqrt_n's */
-        {"every:2", 2, "a b c m d d.remat a.remat e f g"}, /* the 2nd and 4th, b and m, kept */
+        /* the segments' ends kept, and the last segment (the one holding d, the last tensor
+         * the second part reads) whole: the second part would repeat it at once */
+        {"every:3", 2, "a b c m d a.remat e b.remat f g"}, /* sqrt_n's: c, m and d kept */
+        {"every:2", 1, "a b c m d a.remat e f g"}, /* the 2nd and 4th, b and m, kept, and d */
         {"every:1", 0, "a b c m d e f g"},
-        /* five first-part nodes: segments of ceil(sqrt 5) = 3, c (the third) kept */
-        {"sqrt_n", 4, "a b c m d m.remat d.remat a.remat e b.remat f g"},
+        /* five first-part nodes: segments of ceil(sqrt 5) = 3, c (the third) kept, then m, d */
+        {"sqrt_n", 2, "a b c m d a.remat e b.remat f g"},
         {"none", 0, "a b c m d e f g"},
         {"", 0, "a b c m d e f g"},
         {NULL, 0, "a b c m d e f g"},
