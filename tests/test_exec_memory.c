@@ -323,6 +323,51 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
+/* A transposed B that is not constant, with more than 64 rows of A, is packed into scratch
+ * only while its panels take at most 2 MiB (CORE_PACK_SCRATCH_MAX in lib/ops/ops_matmul.c);
+ * a larger one (a language model's head weight under its input gradient) is read as it is,
+ * for no scratch at all and the same bits as the packed constant. */
+static void a_large_transposed_b_is_never_copied(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    static const int64_t depths[] = {2048, 2112}; /* 2 MiB of panels of 256 columns, and more */
+    for (int d = 0; d < 2; d++) {
+        float *got[2];
+        uint64_t bytes[2];
+        for (int constant = 0; constant < 2; constant++) {
+            clrun_graph *g = product_of(100, depths[d], 256, false, true, constant);
+            clrun_context *ctx = context("tlsf", false, 0);
+            clrun_exec *exec = executor(ctx, g);
+            int32_t count;
+            clrun_exec_buffer_info *info = layout_of(exec, &count);
+            uint64_t scratch = 0;
+            for (int32_t i = 0; i < count; i++)
+                scratch += info[i].is_scratch ? info[i].bytes : 0;
+            if (!constant)
+                assert_int_equal(scratch, d == 0 ? (uint64_t)depths[d] * 256 * 4 : 0);
+            clrun_buffer inputs[2] = {input(ctx, g, "a")};
+            if (!constant)
+                inputs[1] = input(ctx, g, "b");
+            assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
+            got[constant] = output(exec, &bytes[constant]);
+            free(info);
+            for (int i = 0; i < (constant ? 1 : 2); i++)
+                clrun_free(ctx, &inputs[i]);
+            clrun_exec_destroy(exec);
+            clrun_context_destroy(ctx);
+            clrun_graph_destroy(g);
+        }
+        assert_int_equal(bytes[0], (uint64_t)100 * 256 * 4);
+        assert_int_equal(bytes[1], bytes[0]);
+        if (memcmp(got[0], got[1], (size_t)bytes[0]) != 0)
+            fail_msg("K %d: a large B read as it is differs from B packed", (int)depths[d]);
+        free(got[0]);
+        free(got[1]);
+    }
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
 /* x [2, cin, side, side] -> conv2d w [cout, cin / groups, k, k] (padding k / 2) -> y, w a
  * constant (packed once) or an input. */
 static clrun_graph *conv_of(int64_t cin, int64_t cout, int64_t groups, int64_t k, int64_t side,
@@ -855,6 +900,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scratch_is_in_the_schedule),
         cmocka_unit_test(a_non_constant_b_is_read_as_it_is),
+        cmocka_unit_test(a_large_transposed_b_is_never_copied),
         cmocka_unit_test(non_constant_conv_weights_are_packed_in_chunks),
         cmocka_unit_test(the_xent_gradient_takes_the_logits_block),
         cmocka_unit_test(padded_convolutions_reuse_one_scratch),

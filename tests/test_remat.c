@@ -123,11 +123,13 @@ static void each_policy_keeps_what_it_names(void **state)
         {"names:b,m", 2, "a b c m d d.remat a.remat e f g"},
         {"except:a,d", 2, "a b c m d d.remat a.remat e f g"},
         {"except:b", 1, "a b c m d e b.remat f g"},
-        {"every:3", 4, "a b c m d m.remat d.remat a.remat e b.remat f g"}, /* sqrt_n's */
-        {"every:2", 2, "a b c m d d.remat a.remat e f g"}, /* the 2nd and 4th, b and m, kept */
+        /* the segments' ends kept, and the last segment (the one holding d, the last tensor
+         * the second part reads) whole: the second part would repeat it at once */
+        {"every:3", 2, "a b c m d a.remat e b.remat f g"}, /* sqrt_n's: c, m and d kept */
+        {"every:2", 1, "a b c m d a.remat e f g"}, /* the 2nd and 4th, b and m, kept, and d */
         {"every:1", 0, "a b c m d e f g"},
-        /* five first-part nodes: segments of ceil(sqrt 5) = 3, c (the third) kept */
-        {"sqrt_n", 4, "a b c m d m.remat d.remat a.remat e b.remat f g"},
+        /* five first-part nodes: segments of ceil(sqrt 5) = 3, c (the third) kept, then m, d */
+        {"sqrt_n", 2, "a b c m d a.remat e b.remat f g"},
         {"none", 0, "a b c m d e f g"},
         {"", 0, "a b c m d e f g"},
         {NULL, 0, "a b c m d e f g"},
@@ -139,6 +141,50 @@ static void each_policy_keeps_what_it_names(void **state)
         assert_int_equal(r.dropped, cases[k].dropped);
         expect_order(g, cases[k].order);
         expect_kept(g);
+        clrun_graph_destroy(g);
+    }
+}
+
+/* The last segment is the one holding the last first-part node whose tensor the second part
+ * reads: a first-part node after it that only an output reads (a train step's accuracy count)
+ * does not move it. First part a b c d k (k an output), second part reading a, c and d. */
+static void the_last_segment_is_the_last_one_read(void **state)
+{
+    (void)state;
+    static const char tail[] =
+        "graph t\n"
+        "input x: f32[4, 4]\n"
+        "node a: f32[4, 4] = relu(x)\n"
+        "node b: f32[4, 4] = tanh(a)\n"
+        "node c: f32[4, 4] = mul(b, b)\n"
+        "node d: f32[4, 4] = tanh(c)\n"
+        "node k: f32[4, 4] = relu(d)\n"
+        "node e: f32[4, 4] = add(a, c)\n"
+        "node f: f32[4, 4] = mul(e, d)\n"
+        "output f\n"
+        "output k\n";
+    static const struct {
+        const char *policy;
+        int dropped;
+        const char *order;
+    } cases[] = {
+        /* segments a b | c d | k: b and d end theirs; d is the last read, so c d (and k) stay;
+         * with the boundary's last node instead, c would be repeated */
+        {"every:2", 1, "a b c d k a.remat e f"},
+        /* segments a b c | d k: c ends the first, d is in the last one read, kept whole */
+        {"every:3", 1, "a b c d k a.remat e f"},
+        /* segments of 4: a b c d is the last one read, kept whole; nothing repeated */
+        {"every:4", 0, "a b c d k e f"},
+    };
+    for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
+        clrun_graph *g = NULL;
+        char err[256];
+        if (clrun_graph_parse(tail, strlen(tail), "t.graph", &g, err, sizeof err) != CLRUN_OK)
+            fail_msg("%s", err);
+        clrun_remat_report r;
+        assert_int_equal(clrun_graph_remat(g, 5, cases[n].policy, &r), CLRUN_OK);
+        assert_int_equal(r.dropped, cases[n].dropped);
+        expect_order(g, cases[n].order);
         clrun_graph_destroy(g);
     }
 }
@@ -231,6 +277,7 @@ int main(void)
         cmocka_unit_test(copies_are_told_by_their_names),
         cmocka_unit_test(nothing_saveable_repeats_the_first_part_before_its_reader),
         cmocka_unit_test(each_policy_keeps_what_it_names),
+        cmocka_unit_test(the_last_segment_is_the_last_one_read),
         cmocka_unit_test(outputs_and_the_second_part_are_never_copied),
         cmocka_unit_test(bad_policies_and_boundaries_are_refused_and_change_nothing),
         cmocka_unit_test(copies_take_free_names),

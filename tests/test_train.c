@@ -1114,6 +1114,37 @@ static void the_step_chooses_recomputation_where_it_pays(void **state)
     clrun_graph_destroy(g);
 }
 
+/* sqrt_n keeps the forward's last segment whole: the last layer's tanh output, which the
+ * backward pass reads first, is not repeated (it was, with the chain before it, right as the
+ * backward pass started), the earlier segments still are, and the parameters are the bits of
+ * the step without recomputation. 11 layers: 26 forward nodes, segments of 6. */
+static void sqrt_n_keeps_the_last_segment(void **state)
+{
+    (void)state;
+    enum { LAYERS = 11, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    clrun_graph *g = deep_mlp(LAYERS);
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    clrun_train_stats st;
+    params_after_remat(g, "tlsf", 1, CLRUN_OPTIMIZER_SGD, "none", base, NULL);
+    params_after_remat(g, "tlsf", 1, CLRUN_OPTIMIZER_SGD, "sqrt_n", other, &st);
+    assert_memory_equal(base, other, sizeof(float) * P);
+    assert_true(st.remat.repeated_nodes > 0);
+    clrun_context *ctx = context("tlsf");
+    clrun_train *t = trainer_remat(ctx, g, CLRUN_OPTIMIZER_SGD, 1, "sqrt_n");
+    const clrun_graph *step = clrun_train_step_graph(t);
+    assert_non_null(step);
+    assert_true(clrun_graph_find(step, "a0.remat") >= 0); /* the first segment's */
+    assert_true(clrun_graph_find(step, "a10.remat") < 0);
+    assert_true(clrun_graph_find(step, "pred.remat") < 0);
+    clrun_train_destroy(t);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    free(base);
+    free(other);
+}
+
 /* A trainer of the deep MLP under a memory budget (and a policy, may be NULL), or NULL with
  * the refusal's message in why. */
 static clrun_train *budget_trainer(clrun_context *ctx, const clrun_graph *g, uint64_t budget,
@@ -1468,6 +1499,7 @@ int main(void)
         cmocka_unit_test(the_parts_of_a_split_step_are_the_step),
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(the_step_chooses_recomputation_where_it_pays),
+        cmocka_unit_test(sqrt_n_keeps_the_last_segment),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
         cmocka_unit_test(a_budget_recomputation_cannot_meet_offloads_the_activations),
         cmocka_unit_test(a_budget_runs_the_step_planned),

@@ -15,7 +15,9 @@
  *   sqrt_n            Chen et al. (2016): about sqrt(n) segments of the first part's nodes, the
  *                     tensor that ends each segment kept; each of a segment's others is repeated
  *                     once, from the kept end of the segment before, when the second part first
- *                     needs it (or a tensor made from it)
+ *                     needs it (or a tensor made from it). The last segment (the one holding the
+ *                     last node whose tensor the second part reads) is kept whole: the second
+ *                     part starts right after it
  *   every:K           the same with segments of K nodes (every:1 keeps every tensor); fewer
  *                     tensors are repeated with a shorter K, and fewer kept up to K near sqrt(n)
  * Whatever the policy, graph inputs, constants, graph outputs and the outputs of nodes with more

@@ -68,6 +68,20 @@ static clrun_status choose(remat *r, const char *policy)
         segment = (int32_t)k;
         sqrt_n = true; /* the same rule, segments of K */
     }
+    /* The last segment (the one holding the last node whose tensor the second part reads and
+     * the rule could drop) is kept whole, as Chen et al. keep it: the second part starts right
+     * after it and would repeat all of it at once, to reach its last tensor (a model's
+     * logits), and hold every tensor that chain repeats of the segments before until their
+     * own readers, late in the second part. */
+    int32_t read_last = -1;
+    for (int32_t n = r->boundary; n < r->nodes0; n++)
+        for (int i = 0; i < g->nodes[n].input_count; i++) {
+            int32_t p = g->tensors[g->nodes[n].inputs[i]].producer;
+            if (p > read_last && p < r->boundary && g->nodes[p].output_count == 1 &&
+                !g->tensors[g->nodes[n].inputs[i]].is_output)
+                read_last = p;
+        }
+    int32_t last = read_last >= 0 ? read_last / segment * segment : INT32_MAX;
     for (int32_t t = 0; t < r->tensors0; t++) {
         const clrun__tensor *tensor = &g->tensors[t];
         int32_t p = tensor->producer;
@@ -77,7 +91,7 @@ static clrun_status choose(remat *r, const char *policy)
         if (dots)
             r->keep[t] = is_dot(g->nodes[p].op->name);
         else if (sqrt_n)
-            r->keep[t] = (p + 1) % segment == 0;
+            r->keep[t] = (p + 1) % segment == 0 || p >= last;
         else
             r->keep[t] = except; /* nothing_saveable, names: none kept; except: all; the lists below */
     }

@@ -27,6 +27,11 @@
 
 /* The most rows of A for which the core reads a transposed B that is not constant as it is. */
 #define CORE_GATHER_ROWS 64
+/* The largest copy of a transposed B that is not constant the core packs into scratch at every
+ * run, with more rows of A: a larger B is read as it is (a language model's head, whose input
+ * gradient would otherwise hold a copy of the whole head weight beside its logits' gradient at
+ * a train step's peak). */
+#define CORE_PACK_SCRATCH_MAX (UINT64_C(2) << 20)
 
 typedef struct mm_state {
     clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
@@ -219,7 +224,8 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     if (st->bw && (!constant || b_batches != 1))
         s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "matmul: a %s weight must be a constant matrix",
                         clrun_dtype_name(call->inputs[1].dtype));
-    st->direct = !constant && (!d->tb || d->M <= CORE_GATHER_ROWS);
+    st->direct = !constant && (!d->tb || d->M <= CORE_GATHER_ROWS ||
+                               b_batches * panel_elements * 4 > CORE_PACK_SCRATCH_MAX);
     for (uint64_t z = 0; s == CLRUN_OK && !st->direct && z < batches; z++)
         offsets[2 * z + 1] = offsets[2 * z + 1] / (d->K * d->N) * panel_elements;
     if (s == CLRUN_OK)
