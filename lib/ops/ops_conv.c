@@ -395,13 +395,17 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
  * runs as W X with the positions along the vectors (kernels/conv.cl's clrun_conv2d_pointwise:
  * whole-vector stores along each plane) where a plane holds a block of positions (8 channels
  * by 2 vectors): the same fma chain as the core, the same bits, the core's variants then never
- * tried. Tests that force a kernel or a core variant get what they force. */
+ * tried. Tests that force a kernel or a core variant get what they force;
+ * clrun__conv_pointwise_forced (ops_internal.h) takes this kernel on any device. */
 #define POINTWISE_MR 8
+bool clrun__conv_pointwise_forced;
+
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
     int64_t nr = 2 * (dev->vw >= 16 ? 16 : 8), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
-    return dev->registers && !bw && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
-           geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
+    bool chosen = clrun__conv_pointwise_forced ||
+                  (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0);
+    return chosen && !bw && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
            geo[CLRUN__G_SW] == 1 && geo[CLRUN__G_PH] == 0 && geo[CLRUN__G_PW] == 0 &&
            geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == geo[CLRUN__G_H] &&
            geo[CLRUN__G_OW] == geo[CLRUN__G_W] && P >= nr;
@@ -415,7 +419,8 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     int groups = geo[CLRUN__G_GROUPS], Og = geo[CLRUN__G_O] / groups;
     bool depthwise = geo[CLRUN__G_C] == groups && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
                      (dev->registers || Og < GEMM_MIN_ROWS);
-    bool gemm = !depthwise && !dev->registers &&
+    bool pointwise = pointwise_on(geo, dev, st->bw);
+    bool gemm = !pointwise && !depthwise && !dev->registers &&
                 (clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
                                                            : clrun__ops_kernels == CLRUN__KERNELS_TILED);
     cl_program program = NULL;
@@ -439,7 +444,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         st->ks.kernel = NULL;
         s = clrun__ops_program(ctx, "conv", dev->vw, ep, &program);
     }
-    if (s == CLRUN_OK && pointwise_on(geo, dev, st->bw)) {
+    if (s == CLRUN_OK && pointwise) {
         size_t nr = 2 * (dev->vw >= 16 ? 16 : 8);
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
