@@ -231,7 +231,10 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     const bool vectors = hi - lo >= DWN;
     const int NV = (OW + DWN - 1) / DWN;
     const int span = (NV * DWN - 1) * sw + (KW - 1) * dw + 1;
-    if (NV <= 2 && span <= DW_ROW) {
+    /* a tall plane that does not fit private memory whole and has vectors of columns inside
+     * the row reads them from x: copying each row again for each tap of each output row cost
+     * more (EfficientNet's 56 x 56, 5 x 5 at stride 2: 1.8x) */
+    if (NV <= 2 && span <= DW_ROW && (H * span <= DW_PLANE || !vectors)) {
         const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
         float buf[DW_PLANE];
         const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;

@@ -593,6 +593,9 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false},
         /* two vectors a row (EfficientNet's 28 x 28, 5 x 5) */
         {"1,3,28,28", "3,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
+        /* a tall plane at stride 2 (EfficientNet's 56 x 56 -> 28 x 28, 5 x 5): too large to copy
+         * whole, its vectors read from x */
+        {"1,3,56,56", "3,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
         /* one input channel: the core past 3 x 3 (an STFT-like Conv1d, a 5 x 5 stem), else the
