@@ -393,18 +393,23 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
 
 /* A pointwise convolution (1 x 1, stride 1, no padding, one group) of f32 weights on a CPU
  * runs as W X with the positions along the vectors (kernels/conv.cl's clrun_conv2d_pointwise:
- * whole-vector stores along each plane) where a plane holds a block of positions (8 channels
- * by 2 vectors): the same fma chain as the core, the same bits, the core's variants then never
- * tried. Tests that force a kernel or a core variant get what they force;
+ * whole-vector stores along each plane) where a plane holds POINTWISE_MIN_BLOCKS blocks of
+ * positions (8 channels by 2 vectors each): the same fma chain as the core, the same bits, the
+ * core's variants then never tried. Tests that force a kernel or a core variant get what they force;
  * clrun__conv_pointwise_forced (ops_internal.h) takes this kernel on any device. */
 #define POINTWISE_MR 8
+/* Below this many blocks of positions a plane's last block, moved back to end at P, repeats too
+ * much of the one before: 7 x 7 planes (49 positions, two blocks of 32) ran 1.3-1.4x slower
+ * than on the core, 14 x 14 (196, seven blocks) 0.7-0.8x. */
+#define POINTWISE_MIN_BLOCKS 4
 bool clrun__conv_pointwise_forced;
 
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
     int64_t nr = 2 * (dev->vw >= 16 ? 16 : 8), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
     bool chosen = clrun__conv_pointwise_forced ||
-                  (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0);
+                  (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
+                   P >= POINTWISE_MIN_BLOCKS * nr);
     return chosen && !bw && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
            geo[CLRUN__G_SW] == 1 && geo[CLRUN__G_PH] == 0 && geo[CLRUN__G_PW] == 0 &&
            geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == geo[CLRUN__G_H] &&
