@@ -893,8 +893,8 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
 
 /* ---- binary ------------------------------------------------------------------------------ */
 
-/* Shapes that take each kernel variant: own index, 3-D broadcast, many-dimension broadcast, and
- * a scalar. */
+/* Shapes that take each kernel variant: own index, 3-D broadcast (either operand along the
+ * rows, the other constant there; both along them), many-dimension broadcast, and a scalar. */
 /* The dtypes whose broadcast kernels are run too. The others (i8 .. u64) run the kernel that
  * reads at the output's index: their element functions are what differs, and the index
  * arithmetic of the broadcast variants is the same text for every dtype. Each (op, dtype,
@@ -907,6 +907,9 @@ static bool every_variant(clrun_dtype dt)
 
 static const char *const shape_cases[][2] = {
     {"3,7,11", "3,7,11"}, {"4,1,5", "3,1"}, {"2,3,37", "37"},
+    /* the first operand constant along the rows, the second along them (the case above the
+     * other way round: each takes its own path of the 3-D kernel) */
+    {"4,3,1", "3,5"},
     {"2,1,3,1,2,1", "1,4,1,3,1,5"}, {"", "5,7"},
     /* ranks 7 and 8 (CLRUN_MAX_DIMS): the operands take turns broadcasting, so no dimension
      * merges and the table holds every one */

@@ -593,6 +593,9 @@ static void conv2d_every_kernel_and_variant_matches_the_reference(void **state)
         {"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false},
         /* two vectors a row (EfficientNet's 28 x 28, 5 x 5) */
         {"1,3,28,28", "3,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
+        /* a tall plane at stride 2 (EfficientNet's 56 x 56 -> 28 x 28, 5 x 5): too large to copy
+         * whole, its vectors read from x */
+        {"1,3,56,56", "3,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
         {"1,8,12,30", "16,8,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* interior */
         {"1,4,21,41", "40,4,3,3", {{2, 2}, {1, 1, 1, 1}, {2, 1}, 1, {0, 0}}, false},
         /* one input channel: the core past 3 x 3 (an STFT-like Conv1d, a 5 x 5 stem), else the
@@ -707,6 +710,56 @@ static void conv2d_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
         free_node_data(&plain, plain.input_count);
     }
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
+/* A pointwise convolution's own kernel (the CPUs' default: kernels/conv.cl's
+ * clrun_conv2d_pointwise where a plane holds 2 vectors of positions) gives the core's bits, with and without a bias, over
+ * planes whose last block overlaps the one before, channels past a block of 8, two images, and an
+ * epilogue that reads its index (a residual) and its channel (a per-channel scale); and each
+ * stays within the reference. */
+static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
+{
+    (void)state;
+    const conv_params p = {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}};
+    const conv_case cases[] = {
+        {"2,16,9,11", "21,16,1,1", p, true}, /* 99 positions, 21 channels */
+        {"1,5,6,7", "8,5,1,1", p, false},    /* 42 positions */
+        {"1,33,4,8", "9,33,1,1", p, true},   /* 32: one block on AVX-512, two on AVX2 */
+        {"2,3,1,70", "30,3,1,1", p, true},   /* a 1-D row */
+    };
+    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int fused = 0; fused < 2; fused++) {
+            node auto_node = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias, 900 + 10 * c);
+            infer_or_fail(&auto_node);
+            float *residual = random_floats(elements(&auto_node.out), -1, 1, 905 + 10 * c);
+            if (fused) {
+                auto_node.epilogue = &ep;
+                auto_node.data[auto_node.input_count] = residual;
+            }
+            node core = auto_node;
+            clrun__conv_pointwise_forced = true; /* the CPUs' default, on any device */
+            run_node(&auto_node, 2, NULL);
+            clrun__conv_pointwise_forced = false;
+            clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+            clrun__ops_variant = 0;
+            run_node(&core, 1, NULL);
+            clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+            clrun__ops_variant = -1;
+            expect_same_bits(&core, &auto_node, fused ? "pointwise + epilogue against the core"
+                                                      : "pointwise against the core");
+            if (!fused) {
+                uint64_t count = elements(&auto_node.out);
+                double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+                ref_conv(&auto_node, &cases[c].p, ref, scale);
+                expect_close(&auto_node, ref, scale, "pointwise kernel");
+                free(ref), free(scale);
+            }
+            free(residual), free(auto_node.result), free(core.result);
+            free_node_data(&auto_node, auto_node.input_count);
+        }
+    }
 }
 
 static void conv_transpose2d_matches_the_reference(void **state)
@@ -1246,6 +1299,7 @@ static int reset_choices(void **state)
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
     clrun__ops_variant = -1;
+    clrun__conv_pointwise_forced = false;
     return 0;
 }
 
@@ -1269,6 +1323,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_every_kernel_and_variant_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_epilogue_equals_the_unfused_ops_bit_for_bit, reset_choices),
+        cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(pools_with_onnx_padding_ceil_mode_dilation_and_counts, reset_choices),
         cmocka_unit_test_setup(global_maxpool_takes_each_planes_maximum, reset_choices),

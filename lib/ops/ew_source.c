@@ -345,6 +345,18 @@ static void emit_broadcast3(clrun__strbuf *b, const clrun__ew_def *def, clrun_dt
      * POCL vectorizes the loop over its work-items */
     clrun__strbuf_printf(b, ")\n{\n    const ulong i0 = get_global_id(0);\n"
                             "    const ulong i1 = get_global_id(1), i2 = get_global_id(2);\n");
+    if (def->arity == 2) {
+        /* one operand along the rows, the other constant along them (a per-channel scale, a
+         * bias): with the strides known, the compiler loads vectors, not gathers */
+        clrun__strbuf_printf(b, "    if (s00 == 1 && s10 == 0 && (WHOLE_GROUP(n0) || i0 < n0)) {\n"
+                                "        const ulong o0 = i0 + i1 * s01 + i2 * s02, o1 = i1 * s11 + i2 * s12;\n        ");
+        emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
+        clrun__strbuf_printf(b, "        return;\n    }\n");
+        clrun__strbuf_printf(b, "    if (s00 == 0 && s10 == 1 && (WHOLE_GROUP(n0) || i0 < n0)) {\n"
+                                "        const ulong o0 = i1 * s01 + i2 * s02, o1 = i0 + i1 * s11 + i2 * s12;\n        ");
+        emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
+        clrun__strbuf_printf(b, "        return;\n    }\n");
+    }
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "    const ulong o%d = i0 * s%d0 + i1 * s%d1 + i2 * s%d2;\n", i, i, i, i);
     clrun__strbuf_printf(b, "    if (WHOLE_GROUP(n0) || i0 < n0)\n        ");

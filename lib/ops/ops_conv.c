@@ -391,6 +391,31 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
     local[2] = 1;
 }
 
+/* A pointwise convolution (1 x 1, stride 1, no padding, one group) of f32 weights on a CPU
+ * runs as W X with the positions along the vectors (kernels/conv.cl's clrun_conv2d_pointwise:
+ * whole-vector stores along each plane) where a plane holds POINTWISE_MIN_BLOCKS blocks of
+ * positions (8 channels by 2 vectors each): the same fma chain as the core, the same bits, the
+ * core's variants then never tried. Tests that force a kernel or a core variant get what they force;
+ * clrun__conv_pointwise_forced (ops_internal.h) takes this kernel on any device. */
+#define POINTWISE_MR 8
+/* Below this many blocks of positions a plane's last block, moved back to end at P, repeats too
+ * much of the one before: 7 x 7 planes (49 positions, two blocks of 32) ran 1.3-1.4x slower
+ * than on the core, 14 x 14 (196, seven blocks) 0.7-0.8x. */
+#define POINTWISE_MIN_BLOCKS 4
+bool clrun__conv_pointwise_forced;
+
+static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
+{
+    int64_t nr = 2 * (dev->vw >= 16 ? 16 : 8), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
+    bool chosen = clrun__conv_pointwise_forced ||
+                  (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
+                   P >= POINTWISE_MIN_BLOCKS * nr);
+    return chosen && !bw && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
+           geo[CLRUN__G_SW] == 1 && geo[CLRUN__G_PH] == 0 && geo[CLRUN__G_PW] == 0 &&
+           geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == geo[CLRUN__G_H] &&
+           geo[CLRUN__G_OW] == geo[CLRUN__G_W] && P >= nr;
+}
+
 static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_t images,
                                   const clrun__core_device *dev, const clrun__epilogue *ep,
                                   conv_state *st)
@@ -399,7 +424,8 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     int groups = geo[CLRUN__G_GROUPS], Og = geo[CLRUN__G_O] / groups;
     bool depthwise = geo[CLRUN__G_C] == groups && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
                      (dev->registers || Og < GEMM_MIN_ROWS);
-    bool gemm = !depthwise && !dev->registers &&
+    bool pointwise = pointwise_on(geo, dev, st->bw);
+    bool gemm = !pointwise && !depthwise && !dev->registers &&
                 (clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
                                                            : clrun__ops_kernels == CLRUN__KERNELS_TILED);
     cl_program program = NULL;
@@ -422,6 +448,15 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         clrun__cl.ReleaseKernel(st->ks.kernel);
         st->ks.kernel = NULL;
         s = clrun__ops_program(ctx, "conv", dev->vw, ep, &program);
+    }
+    if (s == CLRUN_OK && pointwise) {
+        size_t nr = 2 * (dev->vw >= 16 ? 16 : 8);
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
+        st->ks.global[0] = (P + nr - 1) / nr;
+        st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        st->ks.global[2] = (size_t)images;
+        st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
+        return s;
     }
     if (s == CLRUN_OK && depthwise) {
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise", 0, &st->ks.kernel);
@@ -489,7 +524,8 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
      * loses to the core past 3 x 3 (50x on a 400-tap STFT-like Conv1d, 2x at 5 x 5) */
     bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
                      (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
-    st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE;
+    st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
+               !pointwise_on(geo, &dev, st->bw);
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
         s = st->core ? prepare_core(ctx, call, geo, &g, images, dev.vw, ep, st)

@@ -53,6 +53,9 @@ typedef enum clrun__kernel_choice {
     CLRUN__KERNELS_SIMPLE,
 } clrun__kernel_choice;
 extern clrun__kernel_choice clrun__ops_kernels;
+/* Tests set it to run every pointwise conv2d of f32 weights whose plane holds two vectors on
+ * its own kernel (clrun_conv2d_pointwise), on any device and whatever the choice above. */
+extern bool clrun__conv_pointwise_forced;
 
 /* The most bytes of scratch into which conv2d's core packs weights that change between runs,
  * over few output positions, a chunk of panels at a time (lib/ops/ops_conv.c; at least one
