@@ -269,6 +269,24 @@ static clrun_graph *product_of(int64_t rows, int64_t k, int64_t cols, bool ta, b
     return g;
 }
 
+/* Runs product_of's graph g once on exec (b an input unless constant), gives its output (the
+ * caller's, bytes in *bytes), and destroys exec, ctx and g. */
+static float *run_product(clrun_context *ctx, clrun_graph *g, clrun_exec *exec, bool constant,
+                          uint64_t *bytes)
+{
+    clrun_buffer inputs[2] = {input(ctx, g, "a")};
+    if (!constant)
+        inputs[1] = input(ctx, g, "b");
+    assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
+    float *got = output(exec, bytes);
+    for (int i = 0; i < (constant ? 1 : 2); i++)
+        clrun_free(ctx, &inputs[i]);
+    clrun_exec_destroy(exec);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    return got;
+}
+
 /* A B that is not constant is read as it is, never packed into scratch: row-major or
  * transposed (for at most 64 rows of A: 100 rows pack a transposed B, each block of rows then
  * reading vectors of it), with N whole panels (64: of 32 on POCL with AVX-512, of 16 or 8 elsewhere) or
@@ -296,17 +314,8 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
             if (scratch != packed)
                 fail_msg("ta %d, tb %d, M %d, N %d, b constant %d: %s scratch", ta, tb, (int)rows,
                          (int)cols, constant, scratch ? "a" : "no");
-            clrun_buffer inputs[2] = {input(ctx, g, "a")};
-            if (!constant)
-                inputs[1] = input(ctx, g, "b");
-            assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
-            got[constant] = output(exec, &bytes[constant]);
             free(info);
-            for (int i = 0; i < (constant ? 1 : 2); i++)
-                clrun_free(ctx, &inputs[i]);
-            clrun_exec_destroy(exec);
-            clrun_context_destroy(ctx);
-            clrun_graph_destroy(g);
+            got[constant] = run_product(ctx, g, exec, constant, &bytes[constant]);
         }
         assert_int_equal(bytes[0], (uint64_t)(rows * cols * 4));
         assert_int_equal(bytes[1], bytes[0]);
@@ -346,17 +355,8 @@ static void a_large_transposed_b_is_never_copied(void **state)
                 scratch += info[i].is_scratch ? info[i].bytes : 0;
             if (!constant)
                 assert_int_equal(scratch, d == 0 ? (uint64_t)depths[d] * 256 * 4 : 0);
-            clrun_buffer inputs[2] = {input(ctx, g, "a")};
-            if (!constant)
-                inputs[1] = input(ctx, g, "b");
-            assert_int_equal(clrun_exec_run(exec, inputs, constant ? 1 : 2), CLRUN_OK);
-            got[constant] = output(exec, &bytes[constant]);
             free(info);
-            for (int i = 0; i < (constant ? 1 : 2); i++)
-                clrun_free(ctx, &inputs[i]);
-            clrun_exec_destroy(exec);
-            clrun_context_destroy(ctx);
-            clrun_graph_destroy(g);
+            got[constant] = run_product(ctx, g, exec, constant, &bytes[constant]);
         }
         assert_int_equal(bytes[0], (uint64_t)100 * 256 * 4);
         assert_int_equal(bytes[1], bytes[0]);
