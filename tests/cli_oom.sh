@@ -17,7 +17,9 @@ if head -c 2 "$CLRUN" | grep -q '#!'; then
     LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export LD_LIBRARY_PATH
 fi
-if ldd "$CLRUN" 2>/dev/null | grep -q -e libasan -e libtsan -e libubsan; then
+# A sanitizer's runtime is linked in (clang) or a library (gcc): look for either.
+if ldd "$CLRUN" 2>/dev/null | grep -q -e libasan -e libtsan -e libubsan ||
+    grep -q -a -e __asan_init -e __tsan_init -e __ubsan_handle "$CLRUN"; then
     echo "SKIP: cli_oom: a sanitizer build; malloc cannot be interposed"
     exit 77
 fi
