@@ -770,7 +770,7 @@ static void wide_and_bool_data_round_trip(void **state)
                      CLRUN_ERROR_PARSE);
     assert_string_equal(err, "t.graph:1:24: '2' does not fit a bool (0 or 1)");
     assert_int_equal(parse("const b: bool[1] normal(0, 1)\noutput b\n", &graph, err, sizeof err),
-                     CLRUN_ERROR_INVALID_ARGUMENT);
+                     CLRUN_ERROR_INVALID_GRAPH);
     assert_non_null(strstr(err, "normal fill needs a float dtype, not bool"));
 }
 
@@ -869,6 +869,10 @@ static void reports_statement_errors_at_their_place(void **state)
     assert_parse_error("input x: f32[4]\x01\n", CLRUN_ERROR_PARSE, "t.graph:1:16: unexpected byte 0x01");
     assert_parse_error("const c: f32[2] data=[1, 2, 3]\n", CLRUN_ERROR_PARSE,
                        "t.graph:1:29: more values than the 2 elements of 'c'");
+    /* What the builder refuses is the file's fault: an invalid graph (exit status 2), never an
+     * invalid argument. */
+    assert_parse_error("input x: f32[4]\nnode a = relu(x)\noutput a, a\n", CLRUN_ERROR_INVALID_GRAPH,
+                       "t.graph:3:11: 'a' is already an output");
 }
 
 /* Every file of tests/data/graphs/bad gives exactly the message of its .expected sibling. */

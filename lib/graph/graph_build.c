@@ -26,10 +26,14 @@
 
 /* ---- building ---- */
 
-/* The builder's reason for a failure, at a place in the file. */
+/* The builder's reason for a failure, at a place in the file. What the builder calls an invalid
+ * argument is the file's fault here (an output named twice, a fill the dtype cannot take): an
+ * invalid graph, as clrun_graph_parse documents, so that a tool says "malformed input". */
 static clrun_status fail_from_graph(parser *p, const clrun_graph *graph, int line, int col,
                                     clrun_status status)
 {
+    if (status == CLRUN_ERROR_INVALID_ARGUMENT)
+        status = CLRUN_ERROR_INVALID_GRAPH;
     return clrun__gio_fail_at(p, line, col, status, "%s", clrun_graph_last_error(graph));
 }
 
