@@ -84,6 +84,9 @@ expect 2 "optimizer sgd, this trainer's is adam" "$tmp/out" "state of another op
 "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --resume "$tmp/half" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "a state of another model" "$tmp/out" "state of another model"
+"$CLRUN" train "$data/digits_mlp.graph" $common --data "$tmp/xtr.npy" --resume "$tmp/no-such-state" >"$tmp/out" 2>&1
+rc=$?
+expect 1 "$tmp/no-such-state: cannot read" "$tmp/out" "a missing state file"
 
 # Activations recomputed (--remat): the same state, bit for bit, and the report says so.
 "$CLRUN" train "$data/digits_cnn.graph" $common --data "$tmp/itr.npy" --epochs 1 --save-state "$tmp/plain" >"$tmp/out" 2>&1

@@ -186,7 +186,7 @@ clrun_status clrun_train_load(clrun_train *t, const char *path)
     uint64_t limit = 1ull << 40;
     unsigned char *data = clrun__file_read(path, limit, &size, &s, why, sizeof why);
     if (data == NULL)
-        return clrun__fail(t->ctx, s, "%s", why);
+        return clrun__fail(t->ctx, s, "%s: %s", path, why);
     source r = {.data = data, .size = size};
     const unsigned char **values = calloc((size_t)(t->tg.slot_count ? t->tg.slot_count : 1), sizeof *values);
     if (values == NULL) {
