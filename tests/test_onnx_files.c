@@ -322,6 +322,22 @@ static void test_npy_reads_regular_files_only(void **state)
     unlink(path);
 }
 
+/* Writing trained initializers back into a model that cannot be read names that model. */
+static void test_save_names_an_unreadable_model(void **state)
+{
+    folder *f = *state;
+    char path[160], out[160], err[1024];
+    int32_t written = -1;
+    path_in(path, sizeof path, f->model, "gone.onnx");
+    path_in(out, sizeof out, f->model, "out.onnx");
+    assert_int_equal(clrun_onnx_save_initializers(path, out, NULL, NULL, NULL, 0, &written, err, sizeof err),
+                     CLRUN_ERROR_IO);
+    assert_int_equal(written, 0);
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "cannot read"));
+    assert_int_equal(access(out, F_OK), -1);
+}
+
 /* c = ConstantOfShape([count]) of 1.0, then `adds` Adds (a_k = a_{k-1} + c), y = x + a_last. */
 static void build_folding(onnx_builder *b, int64_t count, int adds)
 {
@@ -412,6 +428,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_external_data_that_is_not_a_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pb_inputs_follow_the_same_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_npy_reads_regular_files_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_save_names_an_unreadable_model, setup, teardown),
         cmocka_unit_test(test_folding_a_huge_constant_is_refused),
         cmocka_unit_test(test_folding_past_the_budget_is_left_to_the_device),
     };

@@ -97,7 +97,7 @@ clrun_status clrun_onnx_save_initializers(const char *path, const char *out_path
     size_t size = 0;
     void *file = clrun__file_read(path, (uint64_t)1 << 31, &size, &s, why, sizeof why);
     if (file == NULL)
-        return clrun__error_report(err, errlen, s, "%s", why);
+        return clrun__error_report(err, errlen, s, "%s: %s", path, why);
     Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, file);
     free(file);
     if (model == NULL || model->graph == NULL) {
