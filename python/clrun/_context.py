@@ -368,6 +368,9 @@ def _size(value, what):
     if value <= 0:
         raise InvalidArgumentError(INVALID_ARGUMENT, "%s must be a number of bytes above 0, not "
                                    "%r" % (what, value))
+    if value >= 1 << 64:  # a c_uint64 would keep the low 64 bits: another size, silently
+        raise InvalidArgumentError(INVALID_ARGUMENT, "%s is %r bytes: at most 2^64 - 1"
+                                   % (what, value))
     return int(value)
 
 

@@ -66,6 +66,17 @@ class Mistakes(GraphFiles):
         with self.assertRaisesRegex(TypeError, "number of bytes"):
             clrun.Context(pool_limit=1.5)
 
+    def test_a_size_past_64_bits_is_refused_not_wrapped(self):
+        # ctypes keeps the low 64 bits: 2**64 + 4096 would be a limit of 4096, 2**64 none.
+        path = self.graph(CHAIN)
+        for size in (1 << 64, (1 << 64) + 4096, 1 << 70):
+            with self.assertRaisesRegex(clrun.InvalidArgumentError, "pool_limit.*at most 2\\^64 - 1"):
+                clrun.Context(pool_limit=size)
+            with self.assertRaisesRegex(clrun.InvalidArgumentError, "memory_budget.*at most 2\\^64 - 1"):
+                self.ctx.load(path, memory_budget=size)
+        with clrun.Context(pool_limit=(1 << 64) - 1) as ctx:  # the largest: the device's memory
+            self.assertGreater(ctx.memory_stats()["limit"], 1 << 20)
+
     def test_an_unused_donation_warns_or_with_strict_donation_fails(self):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
