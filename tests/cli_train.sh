@@ -195,6 +195,23 @@ expect 2 "the loss logits is f32\[32, 10\]: a loss must be one f32 element" "$tm
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
+# A --data file no input takes is refused, never left out of training without a word.
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --data "$tmp/itr.npy" \
+    --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "no input takes file 2 given without a name" "$tmp/out" "a second unnamed --data file"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "x=$tmp/xtr.npy" --data "q=$tmp/xtr.npy" \
+    --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the model has no input 'q'" "$tmp/out" "a --data file named for no input"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "x=$tmp/xtr.npy" --data "x=$tmp/itr.npy" \
+    --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "two --data files for the model's input 'x'" "$tmp/out" "two --data files for one input"
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" \
+    --test-data "$tmp/xte.npy" --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "--test-data .*ite.npy: the model has 1 input" "$tmp/out" "a second unnamed --test-data file"
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "the xent loss needs --labels" "$tmp/out" "no labels"

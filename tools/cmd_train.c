@@ -445,10 +445,11 @@ static void dataset_free(dataset *ds)
 /* Reads the files for every feed of the trainer and checks them against it: one row of each is
  * one row of the feed's batch. */
 static int load_dataset(clrun_train *t, const named_file *files, int file_count,
-                        const char *labels, int64_t classes, dataset *ds)
+                        const char *labels, int64_t classes, const char *flag, dataset *ds)
 {
     int32_t feeds = clrun_train_feed_count(t);
     int32_t model_inputs = labels ? feeds - 1 : feeds;
+    bool used[MAX_DATA] = {false};
     ds->count = feeds;
     for (int32_t k = 0; k < feeds; k++) {
         const char *name;
@@ -459,8 +460,15 @@ static int load_dataset(clrun_train *t, const named_file *files, int file_count,
             path = labels;
         } else {
             for (int f = 0; f < file_count; f++)
-                if ((files[f].name == NULL && f == k) || (files[f].name && strcmp(files[f].name, name) == 0))
+                if ((files[f].name == NULL && f == k) || (files[f].name && strcmp(files[f].name, name) == 0)) {
+                    if (path != NULL) {
+                        fprintf(stderr, "clrun train: two %s files for the model's input '%s': %s "
+                                "and %s\n", flag, name, path, files[f].path);
+                        return 2;
+                    }
                     path = files[f].path;
+                    used[f] = true;
+                }
         }
         if (path == NULL) {
             fprintf(stderr, "clrun train: no data for the model's input '%s' (give --data %s=FILE)\n",
@@ -500,6 +508,18 @@ static int load_dataset(clrun_train *t, const named_file *files, int file_count,
             }
         }
     }
+    /* A file no input takes would be left out of training without a word. */
+    for (int f = 0; f < file_count; f++)
+        if (!used[f]) {
+            if (files[f].name)
+                fprintf(stderr, "clrun train: %s %s=%s: the model has no input '%s'\n", flag,
+                        files[f].name, files[f].path, files[f].name);
+            else
+                fprintf(stderr, "clrun train: %s %s: the model has %d input%s, so no input takes "
+                        "file %d given without a name\n", flag, files[f].path, (int)model_inputs,
+                        model_inputs == 1 ? "" : "s", f + 1);
+            return 2;
+        }
     return 0;
 }
 
@@ -1210,10 +1230,10 @@ int clrun_cli_train(int argc, char **argv)
         const clrun_tensor_type *lt = clrun_graph_tensor_type(g, clrun_graph_find(g, a.loss_tensor));
         classes = lt && lt->rank > 0 ? lt->shape[lt->rank - 1] : 0;
     }
-    if ((rc = load_dataset(t, a.data, a.data_count, a.labels, classes, &train_set)) != 0)
+    if ((rc = load_dataset(t, a.data, a.data_count, a.labels, classes, "--data", &train_set)) != 0)
         goto done;
     if (a.test_count > 0 &&
-        (rc = load_dataset(t, a.test_data, a.test_count, a.test_labels, classes, &test_set)) != 0)
+        (rc = load_dataset(t, a.test_data, a.test_count, a.test_labels, classes, "--test-data", &test_set)) != 0)
         goto done;
     if (train_set.rows < global_batch) {
         fprintf(stderr, "clrun train: the data has %" PRId64 " rows, fewer than one batch of %"
