@@ -105,6 +105,16 @@ else
         fail "trace: no transfer span on track 3"
     grep -q '"tid":3,"args":{"name":"hostcopies' "$tmp/trace.min" ||
         fail "trace: the copies' track is not named"
+    # --allocator names the mode a budget runs in (planned only by default), the same bits
+    "$CLRUN" run "$skip" --repeat 1 >"$tmp/plain" 2>&1
+    for allocator in bump naive; do
+        CLRUN_OFFLOAD_RATE=10 "$CLRUN" run "$skip" --memory-budget $((given - 1)) --repeat 1 \
+            --allocator $allocator >"$tmp/out" 2>&1
+        rc=$?
+        expect 0 "^allocator   $allocator$" "$tmp/out" "a budget under --allocator $allocator"
+        [ "$(grep '^output' "$tmp/out")" = "$(grep '^output' "$tmp/plain")" ] ||
+            fail "a budget under --allocator $allocator changed the outputs"
+    done
 fi
 "$CLRUN" plan "$skip" --budget 64K >"$tmp/out" 2>&1
 rc=$?

@@ -334,6 +334,12 @@ static int run_graph(run_args *a, clrun_context *ctx, clrun_graph *g, float *con
     if (a->plan_time_limit >= 0)
         options.plan_time_limit_s = a->plan_time_limit;
     options.memory_budget = a->memory_budget;
+    /* A budget runs in planned mode unless --allocator names another: the context's mode is not
+     * enough, as a budget takes planned mode over it. */
+    if (a->memory_budget && a->allocator)
+        options.mode = strcmp(a->allocator, "naive") == 0     ? CLRUN_EXEC_NAIVE
+                       : strcmp(a->allocator, "planned") == 0 ? CLRUN_EXEC_PLANNED
+                                                              : CLRUN_EXEC_POOLED;
     const clrun_tensor_id *ids;
     int32_t inputs_n = clrun_graph_inputs(g, &ids);
     clrun_buffer *inputs = calloc((size_t)inputs_n + 1, sizeof *inputs);
