@@ -195,6 +195,17 @@ expect 2 "the loss logits is f32\[32, 10\]: a loss must be one f32 element" "$tm
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
+# An optimizer setting of -1 (or, for --lr, anywhere in (-1, 0)) is refused as any bad value is,
+# never taken for "not given" and trained with the default.
+for setting in "--lr -1" "--lr -0.5" "--eps -1" "--weight-decay -1" "--betas -1,0.5"; do
+    "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" \
+        $setting >"$tmp/out" 2>&1
+    rc=$?
+    expect 2 "must be" "$tmp/out" "$setting"
+done
+"$CLRUN" train "$data/digits_mlp.graph" $common --data "$tmp/xtr.npy" --momentum -1 >"$tmp/out" 2>&1
+rc=$?
+expect 2 "momentum -1: must be in" "$tmp/out" "--momentum -1"
 # A --data file no input takes is refused, never left out of training without a word.
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --data "$tmp/itr.npy" \
     --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1

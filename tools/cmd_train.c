@@ -204,7 +204,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         return clrun_cli_usage_error("train", "CLRUN_MPI_TIMEOUT takes seconds > 0, not '%s'",
                                      env_timeout);
     clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_ADAM);
-    double momentum = -1, b1 = -1, b2 = -1, eps = -1, lr = -1, wd = -1;
+    /* NAN: not given (parse_double takes finite numbers only, so no value given can be it) */
+    double momentum = NAN, b1 = NAN, b2 = NAN, eps = NAN, lr = NAN, wd = NAN;
     bool nesterov = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -296,9 +297,11 @@ static int parse_args(int argc, char **argv, train_args *a)
                 return clrun_cli_usage_error("train", "--bucket takes a size in bytes (K, M "
                                              "suffixes) or 0, not '%s'", argv[i]);
         } else if (strcmp(arg, "--betas") == 0 && v) {
-            char *end;
-            b1 = strtod(argv[++i], &end);
-            if (*end != ',' || !parse_double(end + 1, &b2))
+            const char *text = argv[++i], *comma = strchr(text, ',');
+            char first[64] = "";
+            if (comma && (size_t)(comma - text) < sizeof first)
+                memcpy(first, text, (size_t)(comma - text));
+            if (!comma || !parse_double(first, &b1) || !parse_double(comma + 1, &b2))
                 return clrun_cli_usage_error("train", "--betas takes B1,B2, not '%s'", argv[i]);
         } else if (strcmp(arg, "--params") == 0 && v) {
             a->params_text = argv[++i];
@@ -359,20 +362,20 @@ static int parse_args(int argc, char **argv, train_args *a)
         return clrun_cli_usage_error("train", "unknown allocator '%s': valid names are %s",
                                      a->allocator, clrun_allocator_names());
     clrun_optimizer *o = &a->optimizer;
-    if (lr >= 0 || lr < -1)
+    if (!isnan(lr))
         o->lr = lr;
-    if (wd != -1)
+    if (!isnan(wd))
         o->weight_decay = wd;
-    if (momentum != -1)
+    if (!isnan(momentum))
         o->momentum = momentum;
-    if (eps != -1)
+    if (!isnan(eps))
         o->eps = eps;
-    if (b1 != -1)
+    if (!isnan(b1))
         o->beta1 = b1, o->beta2 = b2;
     o->nesterov = nesterov;
-    if (o->kind != CLRUN_OPTIMIZER_SGD && (momentum != -1 || nesterov))
+    if (o->kind != CLRUN_OPTIMIZER_SGD && (!isnan(momentum) || nesterov))
         return clrun_cli_usage_error("train", "--momentum and --nesterov are for --optimizer sgd");
-    if (o->kind == CLRUN_OPTIMIZER_SGD && (b1 != -1 || eps != -1))
+    if (o->kind == CLRUN_OPTIMIZER_SGD && (!isnan(b1) || !isnan(eps)))
         return clrun_cli_usage_error("train", "--betas and --eps are for adam and adamw");
     return 0;
 }
