@@ -195,6 +195,12 @@ expect 2 "the loss logits is f32\[32, 10\]: a loss must be one f32 element" "$tm
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
+# Where the state or the model cannot be written is found before training, not after it.
+"$CLRUN" train "$data/digits_mlp.graph" $common --data "$tmp/xtr.npy" --save-state "$tmp/none/s" >"$tmp/out" 2>&1
+rc=$?
+expect 1 "cannot write the train state '$tmp/none/s': No such file or directory (checked before" \
+    "$tmp/out" "a --save-state in a missing folder"
+grep -q "^epoch" "$tmp/out" && fail "a --save-state in a missing folder trained first"
 # An optimizer setting of -1 (or, for --lr, anywhere in (-1, 0)) is refused as any bad value is,
 # never taken for "not given" and trained with the default.
 for setting in "--lr -1" "--lr -0.5" "--eps -1" "--weight-decay -1" "--betas -1,0.5"; do

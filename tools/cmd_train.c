@@ -2,6 +2,7 @@
  * tensors, an optimizer, batches drawn from the data in a seeded order each epoch, a line per
  * epoch, the train state saved and resumed, and a JSON report. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -162,6 +165,34 @@ static bool parse_double(const char *text, double *out)
         return false;
     *out = v;
     return true;
+}
+
+/* Whether a file can be written at path once training is done: its folder exists and may be
+ * written, and path is no folder. Checked before training, so that a typo costs no run. */
+static bool can_write(const char *what, const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat st;
+    const char *why = NULL;
+    char text[4200];
+    if (stat(dir, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = (snprintf(text, sizeof text, "%s is not a folder", dir), text);
+    else if (access(dir, W_OK) != 0)
+        why = strerror(errno);
+    else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        why = "it is a folder";
+    if (why == NULL)
+        return true;
+    fprintf(stderr, "clrun train: cannot write %s '%s': %s (checked before training)\n", what,
+            path, why);
+    return false;
 }
 
 static bool parse_count(const char *text, int64_t max, int64_t *out)
@@ -1092,6 +1123,14 @@ int clrun_cli_train(int argc, char **argv)
         a.write_step = NULL;
     }
     if (a.trace && (a.trace_file = clrun_run_open_trace("train", a.trace)) == NULL) {
+        clrun_cli_dist_abort(&dist, 1);
+        clrun_cli_io_free(&a.io);
+        return 1;
+    }
+    if ((a.save_state && !can_write("the train state", a.save_state)) ||
+        (a.save_onnx && !can_write("the trained model", a.save_onnx))) {
+        if (a.trace_file)
+            fclose(a.trace_file);
         clrun_cli_dist_abort(&dist, 1);
         clrun_cli_io_free(&a.io);
         return 1;
