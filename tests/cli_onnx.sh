@@ -210,6 +210,13 @@ assert np.load('$tmp/sr2/y.npy').shape == (3, 2)
 "$CLRUN" run "$tmp/sr.onnx" --const sr=16000.5 >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "the value given for input 'sr' (16000.5) is no int64" "$tmp/err" || fail "--const inexact: $(cat "$tmp/err")"
 "$CLRUN" plan "$tmp/sr.onnx" --const sr=16000 >"$tmp/out" 2>"$tmp/err" || fail "plan --const: $(cat "$tmp/err")"
+# A --const file that cannot be read fails the command (exit 1); it never runs on seeded values.
+for cmd in run plan; do
+    "$CLRUN" $cmd "$tmp/collide.onnx" --const "x=$tmp/no-such.npy" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 1 ] && grep -q "no-such.npy: cannot read" "$tmp/err" && ! grep -q "checksum\|peak" "$tmp/out" ||
+        fail "$cmd --const with a missing file: exit $rc, $(cat "$tmp/err" "$tmp/out")"
+done
 # An If whose condition --const settles takes its branch at load (the other is never imported);
 # a condition known only at run time gives the same results.
 "$PYTHON" -c "

@@ -446,8 +446,8 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
             if (taken == 2)
                 return 2;
         } else if ((taken = clrun_cli_const_option("plan", argc, argv, &i, &cli->consts)) != 0) {
-            if (taken != 1)
-                return taken;
+            if (taken < 0)
+                return -taken;
         } else if (a[0] != '-' && cli->graph == NULL) {
             cli->graph = a;
         } else {
@@ -505,8 +505,8 @@ static int plan_inference_budget(int argc, char **argv)
             if (taken == 2)
                 rc = 2;
         } else if ((taken = clrun_cli_const_option("plan", argc, argv, &i, &consts)) != 0) {
-            if (taken != 1)
-                rc = taken;
+            if (taken < 0)
+                rc = -taken;
         } else if (argv[i][0] != '-' && path == NULL) {
             path = argv[i];
         } else {

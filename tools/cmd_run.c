@@ -134,8 +134,8 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (taken == 2)
                 return 2;
         } else if ((taken = clrun_cli_const_option("run", argc, argv, &i, &a->consts)) != 0) {
-            if (taken != 1)
-                return taken;
+            if (taken < 0)
+                return -taken;
         } else if (arg[0] == '-') {
             return clrun_cli_usage_error("run", "unknown option or missing value: '%s'", arg);
         } else if (a->path == NULL) {

@@ -21,13 +21,13 @@ int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, c
     if (strcmp(argv[*i], "--const") != 0)
         return 0;
     if (*i + 1 >= argc)
-        return clrun_cli_usage_error(command, "--const needs a value");
+        return -clrun_cli_usage_error(command, "--const needs a value");
     const char *arg = argv[++*i];
     const char *eq = strrchr(arg, '=');
     if (eq == NULL || eq == arg || eq[1] == '\0')
-        return clrun_cli_usage_error(command, "--const takes NAME=NUMBER or NAME=FILE, not '%s'", arg);
+        return -clrun_cli_usage_error(command, "--const takes NAME=NUMBER or NAME=FILE, not '%s'", arg);
     if (c->count == CLRUN_CLI_MAX_BINDINGS)
-        return clrun_cli_usage_error(command, "at most %d --const options", CLRUN_CLI_MAX_BINDINGS);
+        return -clrun_cli_usage_error(command, "at most %d --const options", CLRUN_CLI_MAX_BINDINGS);
     const char *value = eq + 1;
     clrun_onnx_constant *k = &c->items[c->count];
     *k = (clrun_onnx_constant){0};
@@ -38,7 +38,7 @@ int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, c
         double *one = malloc(sizeof *one);
         if (one == NULL) {
             fprintf(stderr, "clrun %s: out of host memory\n", command);
-            return 1;
+            return -1;
         }
         *one = number;
         k->type = (clrun_tensor_type){.dtype = CLRUN_F64, .rank = 0};
@@ -48,7 +48,7 @@ int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, c
         clrun_status s = clrun_cli_read_tensor(value, &k->type, &c->data[c->count], err, sizeof err);
         if (s != CLRUN_OK) {
             fprintf(stderr, "clrun %s: --const %.*s: %s\n", command, (int)(eq - arg), arg, err);
-            return s == CLRUN_ERROR_IO ? 1 : 2;
+            return s == CLRUN_ERROR_IO ? -1 : -2;
         }
     }
     /* NAME points into argv, cut at the '=' by a copy kept with the data. */
@@ -57,7 +57,7 @@ int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, c
     if (name == NULL) {
         free(c->data[c->count]);
         fprintf(stderr, "clrun %s: out of host memory\n", command);
-        return 1;
+        return -1;
     }
     memcpy(name, arg, len);
     name[len] = '\0';
@@ -65,7 +65,7 @@ int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, c
         if (strcmp(c->items[j].input, name) == 0) {
             free(name);
             free(c->data[c->count]);
-            return clrun_cli_usage_error(command, "--const gives input '%s' twice", c->items[j].input);
+            return -clrun_cli_usage_error(command, "--const gives input '%s' twice", c->items[j].input);
         }
     k->input = name;
     k->data = c->data[c->count];

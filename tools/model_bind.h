@@ -19,8 +19,9 @@ typedef struct clrun_cli_consts {
 } clrun_cli_consts;
 
 /* Takes argv[*i] when it is --const NAME=VALUE (a number) or NAME=FILE (.npy or .pb), reading the
- * file or the number at once. Returns 1 when taken, 0 when it is another option, 2 after a usage
- * message (1 for a file that cannot be read). */
+ * file or the number at once. Returns 1 when taken, 0 when it is another option, and after a
+ * message the exit status negated: -2 for a usage error or a malformed file, -1 for a file that
+ * cannot be read. */
 int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, clrun_cli_consts *c);
 
 /* Help lines for --const. */
