@@ -212,6 +212,14 @@ done
 "$CLRUN" train "$data/digits_mlp.graph" $common --data "$tmp/xtr.npy" --momentum -1 >"$tmp/out" 2>&1
 rc=$?
 expect 2 "momentum -1: must be in" "$tmp/out" "--momentum -1"
+# The scalar loss takes no labels: a labels file would be fed as the model's last input.
+"$CLRUN" train "$data/digits_mlp.graph" --loss scalar:logits --data "$tmp/xtr.npy" --labels "$tmp/xtr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the scalar loss takes no --labels" "$tmp/out" "--labels with the scalar loss"
+"$CLRUN" train "$data/digits_mlp.graph" --loss scalar:logits --data "$tmp/xtr.npy" --test-data "$tmp/xte.npy" \
+    --test-labels "$tmp/xte.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "the scalar loss takes no --test-labels" "$tmp/out" "--test-labels with the scalar loss"
 # A --data file no input takes is refused, never left out of training without a word.
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --data "$tmp/itr.npy" \
     --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1

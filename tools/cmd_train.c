@@ -371,6 +371,10 @@ static int parse_args(int argc, char **argv, train_args *a)
         return clrun_cli_usage_error("train", "no --loss given (xent:LOGITS, mse:PRED or scalar:LOSS)");
     if (a->data_count == 0 && !a->plan)
         return clrun_cli_usage_error("train", "no --data given");
+    if (a->loss == CLRUN_LOSS_SCALAR && (a->labels || a->test_labels))
+        return clrun_cli_usage_error("train", "the scalar loss takes no %s: the model computes its "
+                                     "loss from its inputs (give each with --data NAME=FILE)",
+                                     a->labels ? "--labels" : "--test-labels");
     if (a->loss != CLRUN_LOSS_SCALAR && a->labels == NULL && !a->plan)
         return clrun_cli_usage_error("train", "the %s loss needs --labels",
                                      clrun_loss_kind_name(a->loss));
