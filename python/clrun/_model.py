@@ -618,6 +618,11 @@ class Model:
         (clrun_graph_example_input): uniform in [-1, 1) for floats, integers in [0, 16), bools
         in [0, 2), identical on every machine, so a run here reproduces a CLI run bit for bit.
         A model that takes dimensions from its inputs gives those of its last run."""
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise type_error("seed is an int, as clrun run --seed takes it, not %r" % (seed,))
+        if not 0 <= int(seed) < 1 << 64:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "seed is %d: it is 0 to 2^64 - 1, as "
+                                       "clrun run --seed takes it" % seed)
         executor = self._current()
         out = {}
         for i, (name, dtype, shape, nbytes) in enumerate(p[:4] for p in executor.input_plan):

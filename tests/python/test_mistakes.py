@@ -77,6 +77,19 @@ class Mistakes(GraphFiles):
         with clrun.Context(pool_limit=(1 << 64) - 1) as ctx:  # the largest: the device's memory
             self.assertGreater(ctx.memory_stats()["limit"], 1 << 20)
 
+    def test_example_inputs_take_the_seeds_the_cli_takes(self):
+        # clrun run --seed takes integers from 0 to 2^64 - 1: -1 must not wrap to 2^64 - 1,
+        # nor 1.5 be cut to 1
+        model = self.ctx.load(self.graph(CHAIN))
+        for seed in (-1, 1 << 64):
+            with self.assertRaisesRegex(clrun.InvalidArgumentError, "seed .*0 to 2\\^64 - 1"):
+                model.example_inputs(seed)
+        for seed in (1.5, "1", True):
+            with self.assertRaisesRegex(TypeError, "seed is an int"):
+                model.example_inputs(seed)
+        np.testing.assert_array_equal(model.example_inputs(np.uint64((1 << 64) - 1))["x"],
+                                      model.example_inputs((1 << 64) - 1)["x"])
+
     def test_an_unused_donation_warns_or_with_strict_donation_fails(self):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
