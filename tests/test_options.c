@@ -163,8 +163,8 @@ static void invalid_values_name_the_variable_and_what_it_accepts(void **state)
     } cases[] = {
         {"CLRUN_CACHE", "maybe", "1|0|true|false|yes|no|on|off"},
         {"CLRUN_POOL_LIMIT", "12Q", "K, M, G or T suffix"},
-        {"CLRUN_MEM_FRACTION", "1.5", "0..1"},
-        {"CLRUN_MEM_FRACTION", "0", "0..1"},
+        {"CLRUN_MEM_FRACTION", "1.5", "0<F<=1"},
+        {"CLRUN_MEM_FRACTION", "0", "accepted values are 0<F<=1"},
         {"CLRUN_LOG", "loud", "none|error|warn|info|debug"},
         {"CLRUN_DEBUG", "fence", "none|guard"},
         {"CLRUN_QUEUE", "sideways", "in-order|out-of-order"},

@@ -57,7 +57,7 @@ static option_row option_table[] = {
      KIND_ALLOC, FIELD(allocator)},
     {{"CLRUN_PREALLOCATE", "BOOL", "0", "reserve CLRUN_MEM_FRACTION of device memory when the pool starts"},
      KIND_BOOL, FIELD(preallocate)},
-    {{"CLRUN_MEM_FRACTION", "0..1", "0.9", "fraction of global memory the pool may reserve (and preallocates)"},
+    {{"CLRUN_MEM_FRACTION", "0<F<=1", "0.9", "fraction of global memory the pool may reserve (and preallocates)"},
      KIND_FRACTION, FIELD(mem_fraction)},
     {{"CLRUN_POOL_LIMIT", "SIZE", "0", "hard limit on bytes reserved, K/M/G/T suffixes; 0 = no limit beyond the fraction"},
      KIND_SIZE, FIELD(pool_limit)},
