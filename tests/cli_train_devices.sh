@@ -72,6 +72,11 @@ half="$base --optimizer adam --lr 0.01"
     "$CLRUN" train $half --epochs 1 --devices 0,1,2 --resume "$tmp/e1.state" --save-state "$tmp/e2.state" \
         >/dev/null 2>&1 || fail "--resume with --devices: failed"
 cmp -s "$tmp/e2.state" "$tmp/d2.state" || fail "--resume with --devices: other bits than one run"
+# A state that cannot be read is named, and a failure (1), not malformed input (2).
+"$CLRUN" train $half --epochs 1 --devices 0,1 --resume "$tmp/no-such.state" >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "no-such.state: cannot read" "$tmp/out" ||
+    fail "--resume of a missing file with --devices: exit $rc, $(cat "$tmp/out")"
 
 # Refused by name, before any work.
 check_refused() { # WHAT PATTERN ARGS...

@@ -175,17 +175,19 @@ clrun_context *clrun_cli_devices_context(clrun_cli_devices *d, int32_t k)
 
 int clrun_cli_devices_load(clrun_cli_devices *d, const char *path)
 {
+    /* a state of another model or damaged: malformed input (2); unreadable: a failure (1) */
+    clrun_status s;
     if (!d->deterministic) {
-        if (clrun_train_parallel_load(d->parallel, path) == CLRUN_OK)
+        if ((s = clrun_train_parallel_load(d->parallel, path)) == CLRUN_OK)
             return 0;
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(NULL));
-        return 2;
+        return s == CLRUN_ERROR_PARSE || s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
     }
     for (int32_t k = 0; k < d->count; k++)
-        if (clrun_train_load(d->det[k].train, path) != CLRUN_OK) {
+        if ((s = clrun_train_load(d->det[k].train, path)) != CLRUN_OK) {
             fprintf(stderr, "clrun train: device %u (share %d): %s\n", d->index[k], (int)k,
                     clrun_last_error(d->det[k].ctx));
-            return 2;
+            return s == CLRUN_ERROR_PARSE || s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
         }
     return 0;
 }
