@@ -29,6 +29,9 @@ expect 0 '"allocator": *"slab"' "$tmp/out" "CLRUN_ALLOCATOR=Slab"
 expect 0 '"mode": *"planned"' "$tmp/out" "--allocator PLANNED --time-limit 0"
 "$CLRUN" run "$EXAMPLES/mlp.graph" --allocator firstfit >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 2 "unknown allocator 'firstfit': valid names are buddy|" "$tmp/err" "unknown --allocator"
+# A seed is a whole number: a size's suffix is no part of one.
+"$CLRUN" run "$EXAMPLES/mlp.graph" --seed 1K >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 2 "--seed takes an integer from 0 to 2^64 - 1, not '1K'" "$tmp/err" "--seed 1K"
 
 # A tensor larger than any device allocation is refused at once, named, before any host filling.
 printf 'input x: f32[8192, 1024, 1024]\nnode y = relu(x)\noutput y\n' >"$tmp/huge.graph"

@@ -18,6 +18,9 @@ int clrun_cli_usage_error(const char *command, const char *format, ...)
 #endif
     ;
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <clrun/status.h>
 
 /* The exit status for a failure to load an input file: 2 when the input is malformed (syntax,
@@ -28,6 +31,10 @@ int clrun_cli_input_exit(clrun_status status);
 /* A --devices list, "0,1,1" (device numbers as clrun info lists them, one at most 65535; one may
  * repeat) into devices, at most max of them: the count, or -1 for a malformed or longer list. */
 int clrun_cli_parse_devices(const char *text, unsigned *devices, int max);
+
+/* A whole decimal number from 0 to 2^64 - 1 into out (no sign, suffix or blank): false for
+ * anything else. */
+bool clrun_cli_parse_u64(const char *text, uint64_t *out);
 
 /* True when argv[i] is "--help" or "-h". */
 int clrun_cli_wants_help(int argc, char **argv);

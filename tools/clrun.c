@@ -1,4 +1,5 @@
 /* clrun: the command-line tool. Dispatches to one function per subcommand. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,19 @@ int clrun_cli_usage_error(const char *command_name, const char *format, ...)
     va_end(args);
     fprintf(stderr, "\nTry 'clrun %s --help'.\n", command_name);
     return 2;
+}
+
+bool clrun_cli_parse_u64(const char *text, uint64_t *out)
+{
+    if (text[0] < '0' || text[0] > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE || *end)
+        return false;
+    *out = v;
+    return true;
 }
 
 int clrun_cli_parse_devices(const char *text, unsigned *devices, int max)

@@ -263,19 +263,6 @@ static int load_csv(const char *path, clrun_plan_buffer **buffers, uint64_t **id
     return 0;
 }
 
-static bool parse_u64(const char *text, uint64_t *out)
-{
-    if (!text[0] || text[0] < '0' || text[0] > '9')
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno == ERANGE || *end)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* FAMILY:N[:SEED] into buffers; returns an exit status. */
 static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t *n)
 {
@@ -301,8 +288,8 @@ static int load_generated(const char *spec, clrun_plan_buffer **buffers, size_t 
         return clrun_cli_usage_error("plan", "--gen: bad count in '%s'", spec);
     memcpy(count_text, colon + 1, count_len);
     count_text[count_len] = '\0';
-    if (!parse_u64(count_text, &count) || count > PLAN_GEN_MAX ||
-        (seed_text && !parse_u64(seed_text + 1, &seed)))
+    if (!clrun_cli_parse_u64(count_text, &count) || count > PLAN_GEN_MAX ||
+        (seed_text && !clrun_cli_parse_u64(seed_text + 1, &seed)))
         return clrun_cli_usage_error("plan", "--gen: bad count or seed in '%s'", spec);
     *buffers = malloc((count ? count : 1) * sizeof **buffers);
     if (!*buffers) {
@@ -435,12 +422,12 @@ static int parse_arguments(int argc, char **argv, plan_cli *cli)
         } else if (strcmp(a, "--step-limit") == 0) {
             if (!(v = option_value(argc, argv, &i)))
                 return 2;
-            if (!parse_u64(v, &cli->args.options.step_limit))
+            if (!clrun_cli_parse_u64(v, &cli->args.options.step_limit))
                 return clrun_cli_usage_error("plan", "--step-limit wants an unsigned integer, not '%s'", v);
         } else if (strcmp(a, "--seed") == 0) {
             if (!(v = option_value(argc, argv, &i)))
                 return 2;
-            if (!parse_u64(v, &cli->args.options.seed))
+            if (!clrun_cli_parse_u64(v, &cli->args.options.seed))
                 return clrun_cli_usage_error("plan", "--seed wants an unsigned integer, not '%s'", v);
         } else if ((taken = clrun_cli_io_option("plan", argc, argv, &i, &cli->io, false)) != 0) {
             if (taken == 2)

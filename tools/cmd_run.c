@@ -121,8 +121,9 @@ static int parse_args(int argc, char **argv, run_args *a)
             a->repeat = (int)n;
         } else if (strcmp(arg, "--seed") == 0 && has_value) {
             uint64_t seed;
-            if (!clrun_parse_size(argv[++i], &seed))
-                return clrun_cli_usage_error("run", "--seed takes a non-negative integer, not '%s'", argv[i]);
+            if (!clrun_cli_parse_u64(argv[++i], &seed))
+                return clrun_cli_usage_error("run", "--seed takes an integer from 0 to 2^64 - 1, not '%s'",
+                                             argv[i]);
             a->seed = seed;
         } else if (strcmp(arg, "--time-limit") == 0 && has_value) {
             char *end;
