@@ -83,5 +83,9 @@ expect 2 "--micro-batches goes with --devices" "$tmp/err" "--micro-batches alone
 "$CLRUN" run "$EXAMPLES/mlp.graph" --device-limit 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 2 "--device-limit goes with --devices" "$tmp/err" "--device-limit alone"
 
+# one stage runs on the calling thread, and the report says so rather than "0 threads"
+"$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --devices 0 --micro-batches 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "3 micro-batches per run on the calling thread: " "$tmp/out" "one device, --micro-batches 3"
+
 [ $failures = 0 ] || exit 1
 echo "cli_pipeline: all passed"

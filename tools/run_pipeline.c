@@ -91,10 +91,13 @@ static void print_report(const run_args *a, const clrun_graph *g, const clrun_pi
     clrun_pipeline_run_info run;
     if (a->micro_batches && clrun_pipeline_run_info_get(p, &run) == CLRUN_OK) {
         char held[32], moved[32];
-        printf("  %d micro-batches per run on %d thread%s: %.3f ms per micro-batch (median run), "
+        char threads[32] = "the calling thread"; /* 0 threads: the stages ran on it */
+        if (run.threads > 0)
+            snprintf(threads, sizeof threads, "%d thread%s", (int)run.threads, run.threads == 1 ? "" : "s");
+        printf("  %d micro-batches per run on %s: %.3f ms per micro-batch (median run), "
                "last run %.3f ms, stages busy %.3f ms, bubble %.1f%%, moved %s per micro-batch, "
                "hand-off slots hold %s\n",
-               (int)run.micro_batches, (int)run.threads, run.threads == 1 ? "" : "s",
+               (int)run.micro_batches, threads,
                median_ms(times, a->repeat) / run.micro_batches, run.wall_ms, run.busy_ms,
                run.bubble_fraction * 100, clrun_format_bytes(run.bytes_moved, moved, sizeof moved),
                clrun_format_bytes(run.handoff_bytes, held, sizeof held));
