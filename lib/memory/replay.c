@@ -271,7 +271,13 @@ static clrun_status replay_strategy(const clrun__replay_trace *t, const clrun_st
         clrun_block *b = &blocks[e->row];
         if (e->alloc) {
             char why[1536];
-            status = clrun__allocator_alloc(a, size, 0, b, why, sizeof why);
+            if (o->chunk_size && size > o->chunk_size) { /* the chunk size given, not the device's */
+                status = CLRUN_ERROR_INVALID_SIZE;
+                snprintf(why, sizeof why, "larger than the chunk size of %llu bytes asked for; a "
+                         "block never spans two chunks", (unsigned long long)o->chunk_size);
+            } else {
+                status = clrun__allocator_alloc(a, size, 0, b, why, sizeof why);
+            }
             if (status != CLRUN_OK) {
                 const clrun_lifetime *row = &t->rows[e->row];
                 snprintf(err, errlen, "buffer %llu (row %u, %llu bytes at moment %llu): %s",
