@@ -262,6 +262,12 @@ expect 0 "grad.w f32\[3,2\]" "$tmp/out" "running the gradient graph"
 "$CLRUN" grad "$tmp/loss.graph" --loss y >"$tmp/out" 2>&1
 rc=$?
 expect 2 "the loss y is f32\[4, 2\]: it must be one float element" "$tmp/out" "clrun grad, non-scalar loss"
+"$CLRUN" grad "$tmp/loss.graph" --loss loss --wrt '' >"$tmp/out" 2>&1
+rc=$?
+expect 2 "--wrt names no tensor" "$tmp/out" "clrun grad --wrt ''"
+"$CLRUN" grad "$tmp/loss.graph" --loss loss --out "$tmp/no/such/dir/g.graph" >"$tmp/out" 2>&1
+rc=$?
+expect 1 "g.graph: cannot write the graph: No such file or directory" "$tmp/out" "clrun grad --out into a missing folder"
 
 # An ONNX model from PyTorch (a batch norm among its layers, whose running statistics the
 # exporter wrote as Identity nodes of the weights), trained and written back with --save-onnx:

@@ -1,6 +1,7 @@
 /* clrun grad: the gradient of a model's scalar loss as a graph of its own (.graph text): the
  * model's nodes, then the backward pass; outputs the loss and each gradient (grad.NAME). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,8 @@ int clrun_cli_grad(int argc, char **argv)
         return clrun_cli_usage_error("grad", "no model given");
     if (loss == NULL)
         return clrun_cli_usage_error("grad", "no --loss given (the model's scalar loss tensor)");
+    if (wrt_text && wrt_text[0] == '\0') /* strtok would find no name: every weight, silently */
+        return clrun_cli_usage_error("grad", "--wrt names no tensor (leave it out for every weight)");
     clrun_graph *g = NULL, *gg = NULL;
     clrun_tensor_id *wrt = NULL;
     int32_t wrt_count = 0, *unused = NULL, unused_count = 0;
@@ -102,11 +105,15 @@ int clrun_cli_grad(int argc, char **argv)
                 "zeros\n", strncmp(name, "grad.", 5) == 0 ? name + 5 : name);
     }
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
+    int why = out ? 0 : errno;
     bool ok = out && clrun_graph_write(gg, out) == CLRUN_OK;
-    if (out_path && out && fclose(out) != 0)
+    if (out_path && out && fclose(out) != 0) {
         ok = false;
+        why = errno;
+    }
     if (!ok) {
-        fprintf(stderr, "clrun grad: %s: cannot write the graph\n", out_path ? out_path : "stdout");
+        fprintf(stderr, "clrun grad: %s: cannot write the graph%s%s\n", out_path ? out_path : "stdout",
+                why ? ": " : "", why ? strerror(why) : "");
         rc = 1;
         goto done;
     }
