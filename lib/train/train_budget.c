@@ -206,11 +206,11 @@ static clrun_status keep_step(clrun_train *t, const char *policy, uint64_t held,
     return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 }
 
-/* The segment policies every:K between every:2 and sqrt_n's length S: the shortest K whose
- * step fits repeats the fewest tensors (a longer K keeps fewer tensors, so below S the peak
- * falls as K grows): a binary search, each K's step prepared and measured. On success the
- * fitting step is t's and *policy its text (malloc'd); *policy NULL when every:S does not fit
- * either (*best: the least seen). */
+/* The segment policies KIND:K ("every" or "cuts") between K = 2 and sqrt_n's length S: the
+ * shortest K whose step fits repeats the fewest tensors (a longer K keeps fewer tensors, so
+ * below S the peak falls as K grows): a binary search, each K's step prepared and measured. On
+ * success the fitting step is t's and *policy its text (malloc'd); *policy NULL when KIND:S does
+ * not fit either (*best: the least seen). */
 static clrun_status search(clrun_train *t, const clrun_graph *model,
                            const clrun_train_graph_options *options, const budget *b,
                            const char *kind, int32_t S, char **policy, uint64_t *best, char *err,
