@@ -30,8 +30,9 @@
  * bytes, activation_peak_bytes (peak_bytes less the parameters and state, wherever they lie) in
  * MiB, the activation peak as a fraction of the unconstrained step's, the planned peak
  * (planned_peak_bytes: what a budget is held to, the device's bytes; the device peak is at most
- * that less the evaluation's constants), and the policy's report: activations dropped and nodes
- * repeated. Floors of issue 27, per row:
+ * that less the evaluation's constants), and the policy's report: activations dropped, nodes
+ * repeated and their arithmetic (repeated_flops, in GFLOP: a forward pass is nothing_saveable's,
+ * a step about three times that). Floors of issue 27, per row:
  *   act/3        the activation peak at most 1/3 of the unconstrained step's, at no more than
  *                1.25x its step time (PASS or MISS)
  *   recompute    budget rows: where sqrt_n fits the budget (its planned peak <= B), the chosen
@@ -236,10 +237,11 @@ static void print_row(const char *label, const row *r, const row *base, const ch
     double act_frac = base->act_peak ? (double)r->act_peak / (double)base->act_peak : NAN;
     bool bits = same_bits(r->loss0, base->loss0) && same_bits(r->loss1, base->loss1);
     const char *floor = r == base ? "-" : meets_floor(r, base) ? "PASS" : "MISS";
-    printf("%-36s %9.2f%s %6.2fx %9.2f %8.2f %9.2f %6.3f %9.2f %6d %6d  %.9g %.9g %-4s %-5s %s\n", label, r->ms,
+    printf("%-36s %9.2f%s %6.2fx %9.2f %8.2f %9.2f %6.3f %9.2f %6d %6d %8.2f  %.9g %.9g %-4s %-5s %s\n", label, r->ms,
            r->timed ? " " : "=", time_ratio, (double)r->peak / MIB, (double)r->host / MIB,
            (double)r->act_peak / MIB, act_frac,
-           (double)r->planned / MIB, r->remat.dropped, r->remat.repeated_nodes, r->loss0, r->loss1,
+           (double)r->planned / MIB, r->remat.dropped, r->remat.repeated_nodes,
+           (double)r->remat.repeated_flops / 1e9, r->loss0, r->loss1,
            bits ? "PASS" : "FAIL", floor, recompute);
     fflush(stdout);
 }
@@ -509,12 +511,14 @@ int main(int argc, char **argv)
     printf("# ms: median of %d steps after 2 (\"=\": the policy row's step, the same graph, not timed again); "
            "peak: clrun_train_stats peak_bytes less host_bytes (the device's); host: host_bytes (the state a budget "
            "moved to host memory, not counted by it); act: activation_peak_bytes; act/base: act over the "
-           "unconstrained step's; planned: the static planner's peak on the device (what a budget holds)\n", o.repeat);
+           "unconstrained step's; planned: the static planner's peak on the device (what a budget holds); GFLOP: the "
+           "repeated nodes' arithmetic (nothing_saveable's: a forward pass)\n", o.repeat);
     printf("# bits: the losses of steps 1 and 2 equal the unconstrained step's bit for bit; act/3: activations <= 1/3 "
            "of the unconstrained step's at <= 1.25x its time; recompute: no more repeated nodes than sqrt_n where "
            "sqrt_n fits the budget\n");
-    printf("%-36s %10s %7s %9s %8s %9s %6s %9s %6s %6s  %-21s %-4s %-5s %s\n", "policy / budget -> chosen", "ms",
-           "time", "peak MiB", "host MiB", "act MiB", "act/b", "planned", "drop", "nodes", "loss 1, 2", "bits", "act/3", "recompute");
+    printf("%-36s %10s %7s %9s %8s %9s %6s %9s %6s %6s %8s  %-21s %-4s %-5s %s\n", "policy / budget -> chosen", "ms",
+           "time", "peak MiB", "host MiB", "act MiB", "act/b", "planned", "drop", "nodes", "GFLOP", "loss 1, 2", "bits",
+           "act/3", "recompute");
     for (int m = 0; m < count; m++)
         bench_model(ctx, &o, configs[m]);
     clrun_context_destroy(ctx);
