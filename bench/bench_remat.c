@@ -3,8 +3,9 @@
  * model, weights and batch (bench/models.c), one after another on one context, each made,
  * stepped and destroyed before the next:
  *   none              the unconstrained step: every activation kept
- *   dots_saveable, sqrt_n, nothing_saveable
- *                     the step under that rematerialisation policy (<clrun/remat.h>)
+ *   dots_saveable, sqrt_n, cuts, nothing_saveable
+ *                     the step under that rematerialisation policy (<clrun/remat.h>; cuts:
+ *                     sqrt_n's segments ended at the forward's cuts)
  *   budget B (P%)     clrun_train_graph_options.memory_budget = B: the trainer chooses the step
  *                     (<clrun/train_graph.h>: the step as it is if the static planner fits it in
  *                     B, else the policies it tries in turn), B from 100% of the unconstrained
@@ -20,13 +21,18 @@
  * steps: the median wall time of clrun_train_step (the feeds' upload and the loss's read back
  * included). A budget row whose chosen policy has a row above runs the same graph as that row:
  * its time is that row's, marked "=", unless --retime times it again; its peak and losses are its
- * own. Other choices (every:K, except:T1,... shown as the count of tensors) are timed.
- * Per row: the step's median time and its ratio to the unconstrained step's; clrun_train_stats'
- * peak_bytes (the most bytes held at once in the last step: parameters, optimizer state, feeds
- * and activations) and activation_peak_bytes (peak_bytes less the parameters and state) in MiB,
- * the activation peak as a fraction of the unconstrained step's, the planned peak
- * (planned_peak_bytes: what a budget is held to), and the policy's report: activations dropped
- * and nodes repeated. Floors of issue 27, per row:
+ * own. Other choices (every:K, cuts:K, except:T1,... shown as the count of tensors), and a step
+ * whose state the budget moved to host memory, are timed.
+ * Per row: the step's median time and its ratio to the unconstrained step's; the device peak
+ * (clrun_train_stats' peak_bytes, the most bytes held at once in the last step: parameters,
+ * optimizer state, feeds and activations, less host_bytes: the state a budget moved to host
+ * memory, which the kernels read where it lies and the budget does not count) and the host
+ * bytes, activation_peak_bytes (peak_bytes less the parameters and state, wherever they lie) in
+ * MiB, the activation peak as a fraction of the unconstrained step's, the planned peak
+ * (planned_peak_bytes: what a budget is held to, the device's bytes; the device peak is at most
+ * that less the evaluation's constants), and the policy's report: activations dropped, nodes
+ * repeated and their arithmetic (repeated_flops, in GFLOP: a forward pass is nothing_saveable's,
+ * a step about three times that). Floors of issue 27, per row:
  *   act/3        the activation peak at most 1/3 of the unconstrained step's, at no more than
  *                1.25x its step time (PASS or MISS)
  *   recompute    budget rows: where sqrt_n fits the budget (its planned peak <= B), the chosen
@@ -103,7 +109,7 @@ typedef struct row {
     char label[64];    /* that policy for the table (policy_label) */
     double ms;         /* median step time */
     bool timed;        /* ms measured for this row (not taken from its policy's row) */
-    uint64_t peak, act_peak, planned;
+    uint64_t peak, act_peak, planned, host; /* peak: the device's, host: state in host memory */
     clrun_remat_report remat;
     double loss0, loss1;
 } row;
@@ -116,8 +122,8 @@ static double now_ms(void)
 }
 
 /* The policies that have rows of their own. */
-static const char *const policies[] = {"none", "dots_saveable", "sqrt_n", "nothing_saveable"};
-#define POLICIES 4
+static const char *const policies[] = {"none", "dots_saveable", "sqrt_n", "cuts", "nothing_saveable"};
+#define POLICIES 5
 
 static int policy_index(const char *policy)
 {
@@ -165,7 +171,8 @@ static void run_row(clrun_context *ctx, const clrun_graph *model, const char *co
     }
     clrun_train_stats st;
     int timed = o->repeat;
-    if (reuse && !o->retime && clrun_train_stats_get(t, &st) == CLRUN_OK && policy_index(st.remat_policy) >= 0)
+    if (reuse && !o->retime && clrun_train_stats_get(t, &st) == CLRUN_OK && policy_index(st.remat_policy) >= 0 &&
+        st.host_bytes == 0) /* the state in host memory: another step */
         timed = 0;
     bench_feeds f = {0};
     const void *ptrs[8];
@@ -193,7 +200,8 @@ static void run_row(clrun_context *ctx, const clrun_graph *model, const char *co
     policy_label(st.remat_policy, r->label, sizeof r->label);
     r->timed = timed > 0;
     r->ms = timed > 0 ? bench_median(ms, timed) : NAN;
-    r->peak = st.peak_bytes;
+    r->host = st.host_bytes;
+    r->peak = st.peak_bytes > st.host_bytes ? st.peak_bytes - st.host_bytes : 0;
     r->act_peak = st.activation_peak_bytes;
     r->planned = st.planned_peak_bytes;
     r->remat = st.remat;
@@ -229,9 +237,11 @@ static void print_row(const char *label, const row *r, const row *base, const ch
     double act_frac = base->act_peak ? (double)r->act_peak / (double)base->act_peak : NAN;
     bool bits = same_bits(r->loss0, base->loss0) && same_bits(r->loss1, base->loss1);
     const char *floor = r == base ? "-" : meets_floor(r, base) ? "PASS" : "MISS";
-    printf("%-36s %9.2f%s %6.2fx %9.2f %9.2f %6.3f %9.2f %6d %6d  %.9g %.9g %-4s %-5s %s\n", label, r->ms,
-           r->timed ? " " : "=", time_ratio, (double)r->peak / MIB, (double)r->act_peak / MIB, act_frac,
-           (double)r->planned / MIB, r->remat.dropped, r->remat.repeated_nodes, r->loss0, r->loss1,
+    printf("%-36s %9.2f%s %6.2fx %9.2f %8.2f %9.2f %6.3f %9.2f %6d %6d %8.2f  %.9g %.9g %-4s %-5s %s\n", label, r->ms,
+           r->timed ? " " : "=", time_ratio, (double)r->peak / MIB, (double)r->host / MIB,
+           (double)r->act_peak / MIB, act_frac,
+           (double)r->planned / MIB, r->remat.dropped, r->remat.repeated_nodes,
+           (double)r->remat.repeated_flops / 1e9, r->loss0, r->loss1,
            bits ? "PASS" : "FAIL", floor, recompute);
     fflush(stdout);
 }
@@ -499,13 +509,16 @@ int main(int argc, char **argv)
            o.optimizer == CLRUN_OPTIMIZER_SGD ? "sgd, momentum 0.9, lr 0.01" : "adam, PyTorch's defaults",
            o.tiny ? "tiny" : "full");
     printf("# ms: median of %d steps after 2 (\"=\": the policy row's step, the same graph, not timed again); "
-           "peak, act: clrun_train_stats peak_bytes, activation_peak_bytes; act/base: act over the unconstrained "
-           "step's; planned: the static planner's peak (what a budget holds)\n", o.repeat);
+           "peak: clrun_train_stats peak_bytes less host_bytes (the device's); host: host_bytes (the state a budget "
+           "moved to host memory, not counted by it); act: activation_peak_bytes; act/base: act over the "
+           "unconstrained step's; planned: the static planner's peak on the device (what a budget holds); GFLOP: the "
+           "repeated nodes' arithmetic (nothing_saveable's: a forward pass)\n", o.repeat);
     printf("# bits: the losses of steps 1 and 2 equal the unconstrained step's bit for bit; act/3: activations <= 1/3 "
            "of the unconstrained step's at <= 1.25x its time; recompute: no more repeated nodes than sqrt_n where "
            "sqrt_n fits the budget\n");
-    printf("%-36s %10s %7s %9s %9s %6s %9s %6s %6s  %-21s %-4s %-5s %s\n", "policy / budget -> chosen", "ms", "time",
-           "peak MiB", "act MiB", "act/b", "planned", "drop", "nodes", "loss 1, 2", "bits", "act/3", "recompute");
+    printf("%-36s %10s %7s %9s %8s %9s %6s %9s %6s %6s %8s  %-21s %-4s %-5s %s\n", "policy / budget -> chosen", "ms",
+           "time", "peak MiB", "host MiB", "act MiB", "act/b", "planned", "drop", "nodes", "GFLOP", "loss 1, 2", "bits",
+           "act/3", "recompute");
     for (int m = 0; m < count; m++)
         bench_model(ctx, &o, configs[m]);
     clrun_context_destroy(ctx);

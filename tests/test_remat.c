@@ -189,6 +189,57 @@ static void the_last_segment_is_the_last_one_read(void **state)
     }
 }
 
+/* cuts:K ends segments only where nothing made before crosses: on a residual chain (first part
+ * a b r1 c r2 d r3, r = add(previous r, tanh(previous r)), a read again by r1) the cuts are a,
+ * r1, r2 and r3, never b, c or d. The second part reads b, c, d and r3. */
+static void cut_segments_end_where_nothing_crosses(void **state)
+{
+    (void)state;
+    static const char chain[] =
+        "graph c\n"
+        "input x: f32[4, 4]\n"
+        "node a: f32[4, 4] = relu(x)\n"
+        "node b: f32[4, 4] = tanh(a)\n"
+        "node r1: f32[4, 4] = add(a, b)\n"
+        "node c: f32[4, 4] = tanh(r1)\n"
+        "node r2: f32[4, 4] = add(r1, c)\n"
+        "node d: f32[4, 4] = tanh(r2)\n"
+        "node r3: f32[4, 4] = add(r2, d)\n"
+        "node s: f32[4, 4] = mul(r3, d)\n"
+        "node u: f32[4, 4] = add(s, c)\n"
+        "node v: f32[4, 4] = mul(u, b)\n"
+        "output v\n";
+    static const struct {
+        const char *policy;
+        int dropped;
+        const char *order;
+    } cases[] = {
+        /* every cut kept (the last within two nodes), and the last segment read (d r3)
+         * whole: b and c each repeated from one */
+        {"cuts:2", 2, "a b r1 c r2 d r3 s c.remat u b.remat v"},
+        /* r1 three nodes on, then r2 the last cut within three of it; the last segment read
+         * (d r3) whole; a is no cut kept: b is repeated from a repeated a */
+        {"cuts:3", 3, "a b r1 c r2 d r3 s c.remat u a.remat b.remat v"},
+        {"cuts", 3, "a b r1 c r2 d r3 s c.remat u a.remat b.remat v"}, /* ceil(sqrt 7) = 3 */
+        /* within 7 nodes the last cut is r3: all seven one segment, the last read, kept */
+        {"cuts:7", 0, "a b r1 c r2 d r3 s u v"},
+    };
+    for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
+        clrun_graph *g = NULL;
+        char err[256];
+        if (clrun_graph_parse(chain, strlen(chain), "c.graph", &g, err, sizeof err) != CLRUN_OK)
+            fail_msg("%s", err);
+        clrun_remat_report r;
+        assert_int_equal(clrun_graph_remat(g, 7, cases[n].policy, &r), CLRUN_OK);
+        if (r.dropped != cases[n].dropped)
+            fail_msg("%s: %d dropped", cases[n].policy, (int)r.dropped);
+        expect_order(g, cases[n].order);
+        if (clrun_graph_validate(g) != CLRUN_OK)
+            fail_msg("%s", clrun_graph_last_error(g));
+        clrun_graph_destroy(g);
+    }
+}
+
 /* A graph output, a tensor of the second part, and everything with a boundary at the end stay. */
 static void outputs_and_the_second_part_are_never_copied(void **state)
 {
@@ -227,6 +278,9 @@ static void bad_policies_and_boundaries_are_refused_and_change_nothing(void **st
         {"every:0", 5, "every:K takes a count"},
         {"every:2x", 5, "every:K takes a count"},
         {"every:", 5, "every:K takes a count"},
+        {"cuts:0", 5, "cuts:K takes a count"},
+        {"cuts:", 5, "cuts:K takes a count"},
+        {"cutsy", 5, "unknown policy 'cutsy'"},
         {"sqrt_n", -1, "boundary -1"},
         {"sqrt_n", 9, "boundary 9"},
     };
@@ -278,6 +332,7 @@ int main(void)
         cmocka_unit_test(nothing_saveable_repeats_the_first_part_before_its_reader),
         cmocka_unit_test(each_policy_keeps_what_it_names),
         cmocka_unit_test(the_last_segment_is_the_last_one_read),
+        cmocka_unit_test(cut_segments_end_where_nothing_crosses),
         cmocka_unit_test(outputs_and_the_second_part_are_never_copied),
         cmocka_unit_test(bad_policies_and_boundaries_are_refused_and_change_nothing),
         cmocka_unit_test(copies_take_free_names),

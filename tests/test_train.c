@@ -1011,7 +1011,7 @@ static void every_remat_policy_gives_the_same_bits(void **state)
 {
     (void)state;
     enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
-    static const char *const policies[] = {"dots_saveable", "nothing_saveable", "sqrt_n",
+    static const char *const policies[] = {"dots_saveable", "nothing_saveable", "sqrt_n", "cuts:3",
                                            "names:a3,m7,a9"};
     static const char *const allocators[] = {"tlsf", "planned"};
     clrun_graph *g = deep_mlp(LAYERS);
@@ -1145,6 +1145,104 @@ static void sqrt_n_keeps_the_last_segment(void **state)
     free(other);
 }
 
+/* x [32, 48] -> `layers` x (h + tanh(h W + b)) -> pred [32, 4]: a residual MLP, whose only cuts
+ * are the sums r0, r1, ... (h is read again by the sum after m and a). */
+static clrun_graph *residual_mlp(int layers)
+{
+    clrun_graph *g = NULL;
+    assert_int_equal(clrun_graph_create("residual", &g), CLRUN_OK);
+    clrun_tensor_type tx = {CLRUN_F32, 2, {32, 48}}, tw = {CLRUN_F32, 2, {48, 48}};
+    clrun_tensor_type tb = {CLRUN_F32, 1, {48}}, to = {CLRUN_F32, 2, {48, 4}};
+    clrun_tensor_id h;
+    assert_int_equal(clrun_graph_add_input(g, "x", &tx, false, &h), CLRUN_OK);
+    for (int l = 0; l < layers; l++) {
+        char wn[16], bn[16], mn[16], an[16], rn[16];
+        snprintf(wn, sizeof wn, "w%d", l);
+        snprintf(bn, sizeof bn, "b%d", l);
+        snprintf(mn, sizeof mn, "m%d", l);
+        snprintf(an, sizeof an, "a%d", l);
+        snprintf(rn, sizeof rn, "r%d", l);
+        clrun_tensor_id w, b, m, a;
+        assert_int_equal(clrun_graph_add_constant(g, wn, &tw, NULL, CLRUN_FILL_NORMAL, 0, 0.15,
+                                                  10 + (uint64_t)l, &w), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_constant(g, bn, &tb, NULL, CLRUN_FILL_UNIFORM, -0.1, 0.1,
+                                                  100 + (uint64_t)l, &b), CLRUN_OK);
+        const char *mnames[] = {mn}, *anames[] = {an}, *rnames[] = {rn};
+        assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w, b}, 3, mnames,
+                                              1, NULL, 0, &m), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_node(g, "tanh", &m, 1, anames, 1, NULL, 0, &a), CLRUN_OK);
+        assert_int_equal(clrun_graph_add_node(g, "add", (clrun_tensor_id[]){h, a}, 2, rnames, 1,
+                                              NULL, 0, &h), CLRUN_OK);
+    }
+    clrun_tensor_id w, y;
+    assert_int_equal(clrun_graph_add_constant(g, "wo", &to, NULL, CLRUN_FILL_NORMAL, 0, 0.15, 9, &w),
+                     CLRUN_OK);
+    assert_int_equal(clrun_graph_add_node(g, "matmul", (clrun_tensor_id[]){h, w}, 2,
+                                          (const char *[]){"pred"}, 1, NULL, 0, &y), CLRUN_OK);
+    assert_int_equal(clrun_graph_mark_output(g, y), CLRUN_OK);
+    return g;
+}
+
+/* cuts:K ends its segments at the forward's cuts: on a residual MLP (nodes m, a, r per layer)
+ * cuts:7 keeps r1, r3, ... (segments of six nodes, the last cut within seven), repeats the rest
+ * (r0, r2, m2 among them), where every:7 keeps m2 and a4, which the skip connection crosses.
+ * Both give the parameters of the step without recomputation, bit for bit, pooled and planned,
+ * fusion on and off, and cuts:7 holds no more activations than every:7 (planned). */
+static void cut_segments_give_the_same_bits(void **state)
+{
+    (void)state;
+    enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    clrun_graph *g = residual_mlp(LAYERS);
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    clrun_train_stats plain, cuts, every;
+    params_after_remat(g, "tlsf", 1, CLRUN_OPTIMIZER_SGD, "none", base, &plain);
+    static const char *const allocators[] = {"tlsf", "planned"};
+    for (size_t a = 0; a < 2; a++)
+        for (int fusion = -1; fusion <= 1; fusion += 2) {
+            params_after_remat(g, allocators[a], fusion, CLRUN_OPTIMIZER_SGD, "cuts:7", other, &cuts);
+            if (memcmp(base, other, sizeof(float) * P) != 0)
+                fail_msg("cuts:7, %s, fusion %d: different parameters", allocators[a], fusion);
+            assert_true(cuts.remat.dropped > 0);
+        }
+    params_after_remat(g, "planned", 1, CLRUN_OPTIMIZER_SGD, "every:7", other, &every);
+    assert_memory_equal(base, other, sizeof(float) * P);
+    if (cuts.activation_peak_bytes > every.activation_peak_bytes ||
+        cuts.activation_peak_bytes >= plain.activation_peak_bytes)
+        fail_msg("activation peaks: cuts:7 %llu, every:7 %llu, none %llu",
+                 (unsigned long long)cuts.activation_peak_bytes,
+                 (unsigned long long)every.activation_peak_bytes,
+                 (unsigned long long)plain.activation_peak_bytes);
+    clrun_context *ctx = context("tlsf");
+    clrun_train *t = trainer_remat(ctx, g, CLRUN_OPTIMIZER_SGD, 1, "cuts:7");
+    const clrun_graph *step = clrun_train_step_graph(t);
+    assert_true(clrun_graph_find(step, "r1.remat") < 0);
+    assert_true(clrun_graph_find(step, "r3.remat") < 0);
+    assert_true(clrun_graph_find(step, "r0.remat") >= 0);
+    assert_true(clrun_graph_find(step, "r2.remat") >= 0);
+    assert_true(clrun_graph_find(step, "m2.remat") >= 0);
+    clrun_train_destroy(t);
+    t = trainer_remat(ctx, g, CLRUN_OPTIMIZER_SGD, 1, "every:7");
+    step = clrun_train_step_graph(t);
+    assert_true(clrun_graph_find(step, "m2.remat") < 0);
+    assert_true(clrun_graph_find(step, "a4.remat") < 0);
+    clrun_train_destroy(t);
+    /* a count is required after the colon */
+    clrun_train_options o;
+    clrun_train_options_init(&o);
+    o.graph.loss = CLRUN_LOSS_MSE;
+    o.graph.loss_tensor = "pred";
+    o.graph.remat = "cuts:0";
+    assert_int_equal(clrun_train_create(ctx, g, &o, &t), CLRUN_ERROR_INVALID_ARGUMENT);
+    if (strstr(clrun_last_error(ctx), "cuts:K takes a count") == NULL)
+        fail_msg("'%s'", clrun_last_error(ctx));
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+    free(base);
+    free(other);
+}
+
 /* A trainer of the deep MLP under a memory budget (and a policy, may be NULL), or NULL with
  * the refusal's message in why. */
 static clrun_train *budget_trainer(clrun_context *ctx, const clrun_graph *g, uint64_t budget,
@@ -1201,10 +1299,15 @@ static void a_memory_budget_chooses_the_policy(void **state)
     assert_true(st.remat.repeated_nodes > 0);
     char *chosen = strdup(st.remat_policy);
     assert_non_null(chosen);
-    clrun_train_destroy(t);
     float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
     assert_non_null(base);
     assert_non_null(other);
+    /* its steps hold no more than it planned, all on the device */
+    steps_then_params(t, g, other, &st);
+    if (st.host_bytes != 0 || st.peak_bytes > st.planned_peak_bytes)
+        fail_msg("%s: peak %llu (%llu in host memory), planned %llu", chosen,
+                 (unsigned long long)st.peak_bytes, (unsigned long long)st.host_bytes,
+                 (unsigned long long)st.planned_peak_bytes);
     params_after_remat(g, "tlsf", -1, CLRUN_OPTIMIZER_ADAM, NULL, base, NULL);
     params_after_remat(g, "tlsf", -1, CLRUN_OPTIMIZER_ADAM, chosen, other, NULL);
     assert_memory_equal(base, other, sizeof(float) * P);
@@ -1228,7 +1331,16 @@ static void a_memory_budget_chooses_the_policy(void **state)
     assert_int_equal(clrun_train_stats_get(given, &st), CLRUN_OK);
     assert_string_equal(st.remat_policy, "none");
     assert_true(st.host_bytes > 0 && st.planned_peak_bytes <= full - 1);
-    clrun_train_destroy(given);
+    /* what its steps hold on the device is within the budget: peak_bytes counts the state in
+     * host memory too (host_bytes), which the budget does not */
+    float *params = malloc(sizeof(float) * P);
+    assert_non_null(params);
+    steps_then_params(given, g, params, &st);
+    free(params);
+    if (st.peak_bytes - st.host_bytes > st.planned_peak_bytes)
+        fail_msg("peak %llu, of which %llu in host memory; planned %llu, budget %llu",
+                 (unsigned long long)st.peak_bytes, (unsigned long long)st.host_bytes,
+                 (unsigned long long)st.planned_peak_bytes, (unsigned long long)(full - 1));
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
 }
@@ -1500,6 +1612,7 @@ int main(void)
         cmocka_unit_test(every_remat_policy_gives_the_same_bits),
         cmocka_unit_test(the_step_chooses_recomputation_where_it_pays),
         cmocka_unit_test(sqrt_n_keeps_the_last_segment),
+        cmocka_unit_test(cut_segments_give_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
         cmocka_unit_test(a_budget_recomputation_cannot_meet_offloads_the_activations),
         cmocka_unit_test(a_budget_runs_the_step_planned),

@@ -110,7 +110,7 @@ static void help(void)
            "                       running statistics) as its initializers, same names\n"
            "  --remat POLICY       recompute activations in the backward pass instead of keeping\n"
            "                       them: dots_saveable, nothing_saveable, names:T1,T2,\n"
-           "                       except:T1,T2, sqrt_n, every:K or none\n"
+           "                       except:T1,T2, sqrt_n, every:K, cuts, cuts:K or none\n"
            "                       (the same results, bit for bit; a lower peak, more work).\n"
            "                       Without it the step takes dots_saveable or sqrt_n where that\n"
            "                       lowers its peak by 4 MiB and 5%% for at most 35%% more\n"

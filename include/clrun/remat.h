@@ -20,6 +20,13 @@
  *                     part starts right after it
  *   every:K           the same with segments of K nodes (every:1 keeps every tensor); fewer
  *                     tensors are repeated with a shorter K, and fewer kept up to K near sqrt(n)
+ *   cuts:K, cuts      segments that end at cuts of the first part: tensors that nothing made
+ *                     before them is read past (a transformer's residual stream between its
+ *                     sublayers, a ResNet block's output; never a tensor a skip connection
+ *                     crosses), so that a segment is repeated from its start alone. Each ends at
+ *                     the last cut within K nodes of the one before (the first cut after, where
+ *                     those K hold none); the last segment read is kept whole, as sqrt_n keeps
+ *                     it. cuts: K as sqrt_n's
  * Whatever the policy, graph inputs, constants, graph outputs and the outputs of nodes with more
  * than one output are kept. */
 #ifndef CLRUN_REMAT_H

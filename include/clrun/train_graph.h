@@ -66,8 +66,9 @@ typedef struct clrun_train_graph_options {
                                       the step, so it costs memory): for checking them against
                                       another framework; clrun_train_read_gradient reads them */
     const char *remat;             /* a rematerialisation policy for the step (<clrun/remat.h>:
-                                      dots_saveable, nothing_saveable, names:T1,T2, sqrt_n), the
-                                      forward the first part and the backward the second;
+                                      dots_saveable, nothing_saveable, names:T1,T2, sqrt_n,
+                                      cuts:K), the forward the first part and the backward the
+                                      second;
                                       "none": every activation kept; NULL or "": with no
                                       budget binding, the trainer takes dots_saveable or
                                       sqrt_n where that lowers the step's lower bound enough

@@ -46,6 +46,71 @@ static bool is_dot(const char *op)
            strcmp(op, "conv_transpose2d") == 0;
 }
 
+/* Whether tensor t, the single output of first-part node p, may be dropped at all (every
+ * policy keeps inputs, constants, graph outputs and multi-output nodes' tensors). */
+static bool droppable(const remat *r, int32_t t)
+{
+    const clrun__tensor *tensor = &r->g->tensors[t];
+    int32_t p = tensor->producer;
+    return p >= 0 && p < r->boundary && !tensor->is_output && r->g->nodes[p].output_count == 1;
+}
+
+/* cuts:K: keep[] of the first part's cuts, about every K nodes. A cut is the output of node p
+ * when no droppable tensor made before p is read by a first-part node after p: the part after
+ * it is computed from it (and what is kept anyway) alone, so a segment that ends at one is
+ * repeated from it without reaching into the segment before (a transformer's residual stream
+ * between sublayers, a ResNet block's output; never a tensor a skip connection crosses). Each
+ * segment ends at the last cut within K nodes of the previous end, or at the first cut after,
+ * where the K nodes hold none; the segment holding `last_read` is kept whole, as sqrt_n keeps it.
+ * Segments are at most K nodes where cuts allow, so at least as many tensors are kept as
+ * every:K keeps. */
+static clrun_status choose_cuts(remat *r, int32_t segment, int32_t last_read)
+{
+    clrun_graph *g = r->g;
+    int32_t n = r->boundary;
+    int32_t *reach = malloc(sizeof *reach * (size_t)(g->tensor_count + 1));
+    if (reach == NULL)
+        return clrun__graph_fail(g, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
+    for (int32_t t = 0; t < r->tensors0; t++)
+        reach[t] = -1;
+    for (int32_t q = 0; q < n; q++) /* the last first-part reader of each tensor */
+        for (int i = 0; i < g->nodes[q].input_count; i++)
+            reach[g->nodes[q].inputs[i]] = q;
+    int32_t end = -1, candidate = -1, crossing = -1; /* crossing: the furthest read so far */
+    for (int32_t p = 0; p < n; p++) {
+        int32_t t = g->nodes[p].output_count == 1 ? g->nodes[p].outputs[0] : -1;
+        bool cut = t >= 0 && droppable(r, t) && crossing <= p;
+        for (int o = 0; o < g->nodes[p].output_count; o++) { /* its outputs, read later */
+            int32_t u = g->nodes[p].outputs[o];
+            if (droppable(r, u) && reach[u] > crossing)
+                crossing = reach[u];
+        }
+        if (!cut)
+            continue;
+        if (p - end > segment && candidate > end) { /* the last cut within K nodes ends it */
+            r->keep[g->nodes[candidate].outputs[0]] = true;
+            end = candidate;
+        }
+        if (p - end >= segment) { /* a cut K nodes on (or the first past them) */
+            r->keep[t] = true;
+            end = p;
+        }
+        candidate = p;
+    }
+    /* the segment holding the last node the second part reads (whose end it may be), from the
+     * last end before it */
+    int32_t start = -1;
+    for (int32_t p = 0; p < n && p < last_read; p++)
+        if (g->nodes[p].output_count == 1 && r->keep[g->nodes[p].outputs[0]] &&
+            droppable(r, g->nodes[p].outputs[0]))
+            start = p;
+    for (int32_t p = start + 1; last_read >= 0 && p < n; p++)
+        for (int o = 0; o < g->nodes[p].output_count; o++)
+            r->keep[g->nodes[p].outputs[o]] = true;
+    free(reach);
+    return CLRUN_OK;
+}
+
 /* keep[] by the policy; false with the graph's error for a policy that is not one. */
 static clrun_status choose(remat *r, const char *policy)
 {
@@ -53,20 +118,23 @@ static clrun_status choose(remat *r, const char *policy)
     bool names = strncmp(policy, "names:", 6) == 0, except = strncmp(policy, "except:", 7) == 0;
     bool dots = strcmp(policy, "dots_saveable") == 0, nothing = strcmp(policy, "nothing_saveable") == 0;
     bool sqrt_n = strcmp(policy, "sqrt_n") == 0, every = strncmp(policy, "every:", 6) == 0;
-    if (!names && !except && !dots && !nothing && !sqrt_n && !every)
+    bool cuts = strcmp(policy, "cuts") == 0 || strncmp(policy, "cuts:", 5) == 0;
+    if (!names && !except && !dots && !nothing && !sqrt_n && !every && !cuts)
         return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
                                  "remat: unknown policy '%s' (none, dots_saveable, "
-                                 "nothing_saveable, names:T1,T2, except:T1,T2, sqrt_n, every:K)",
-                                 policy);
+                                 "nothing_saveable, names:T1,T2, except:T1,T2, sqrt_n, every:K, "
+                                 "cuts, cuts:K)", policy);
     int32_t segment = (int32_t)ceil(sqrt((double)(r->boundary > 0 ? r->boundary : 1)));
-    if (every) {
+    if (every || (cuts && policy[4] == ':')) {
+        const char *count = policy + (every ? 6 : 5);
         char *end;
-        long k = strtol(policy + 6, &end, 10);
-        if (end == policy + 6 || *end != '\0' || k < 1 || k > INT32_MAX)
+        long k = strtol(count, &end, 10);
+        if (end == count || *end != '\0' || k < 1 || k > INT32_MAX)
             return clrun__graph_fail(g, CLRUN_ERROR_INVALID_ARGUMENT,
-                                     "remat: policy '%s': every:K takes a count K >= 1", policy);
+                                     "remat: policy '%s': %s takes a count K >= 1", policy,
+                                     every ? "every:K" : "cuts:K");
         segment = (int32_t)k;
-        sqrt_n = true; /* the same rule, segments of K */
+        sqrt_n = every; /* the same rule, segments of K */
     }
     /* The last segment (the one holding the last node whose tensor the second part reads and
      * the rule could drop) is kept whole, as Chen et al. keep it: the second part starts right
@@ -88,13 +156,17 @@ static clrun_status choose(remat *r, const char *policy)
         r->keep[t] = true;
         if (p < 0 || p >= r->boundary || tensor->is_output || g->nodes[p].output_count != 1)
             continue;
-        if (dots)
+        if (cuts)
+            r->keep[t] = false; /* choose_cuts below */
+        else if (dots)
             r->keep[t] = is_dot(g->nodes[p].op->name);
         else if (sqrt_n)
             r->keep[t] = (p + 1) % segment == 0 || p >= last;
         else
             r->keep[t] = except; /* nothing_saveable, names: none kept; except: all; the lists below */
     }
+    if (cuts)
+        return choose_cuts(r, segment, read_last);
     if (!names && !except)
         return CLRUN_OK;
     const char *list = policy + (names ? 6 : 7);

@@ -7,9 +7,10 @@
  * the pool will count it. A budget below the least any rewrite can hold (the
  * inputs, the constants, the evaluation and the largest working set of one step) is refused at
  * once with that least. Otherwise: the step as it is if it fits; else dots_saveable (only the
- * elementwise work after the products repeated); then Chen's segments, the shortest whose step
- * fits (every:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n)) preparations, which
- * reuse the kernels the first one built); then nothing_saveable. Where none fits, the optimizer
+ * elementwise work after the products repeated); then segments ending at the forward's cuts, the
+ * shortest whose step fits (cuts:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n))
+ * preparations, which reuse the kernels the first one built); then Chen's segments wherever they
+ * end, the same way (every:K); then nothing_saveable. Where none fits, the optimizer
  * state and then the parameters go to host memory, and the same again; with nothing more to
  * move there, last, the activations the backward pass reads are offloaded to host memory after
  * they are written and brought back before their backward readers (graph/offload.h). */
@@ -205,21 +206,22 @@ static clrun_status keep_step(clrun_train *t, const char *policy, uint64_t held,
     return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 }
 
-/* The segment policies every:K between every:2 and sqrt_n's length S: the shortest K whose
- * step fits repeats the fewest tensors (a longer K keeps fewer tensors, so below S the peak
- * falls as K grows): a binary search, each K's step prepared and measured. On success the
- * fitting step is t's and *policy its text (malloc'd); *policy NULL when every:S does not fit
- * either (*best: the least seen). */
+/* The segment policies KIND:K ("every" or "cuts") between K = 2 and sqrt_n's length S: the
+ * shortest K whose step fits repeats the fewest tensors (a longer K keeps fewer tensors, so
+ * below S the peak falls as K grows): a binary search, each K's step prepared and measured. On
+ * success the fitting step is t's and *policy its text (malloc'd); *policy NULL when KIND:S does
+ * not fit either (*best: the least seen). */
 static clrun_status search(clrun_train *t, const clrun_graph *model,
-                           const clrun_train_graph_options *options, const budget *b, int32_t S,
-                           char **policy, uint64_t *best, char *err, size_t errlen)
+                           const clrun_train_graph_options *options, const budget *b,
+                           const char *kind, int32_t S, char **policy, uint64_t *best, char *err,
+                           size_t errlen)
 {
     *policy = NULL;
     int32_t lo = 2, hi = S, fitting = 0;
     char text[32];
     while (lo <= hi) {
         int32_t k = fitting == 0 ? hi : lo + (hi - lo) / 2; /* the longest first */
-        snprintf(text, sizeof text, "every:%d", (int)k);
+        snprintf(text, sizeof text, "%s:%d", kind, (int)k);
         bool fits;
         uint64_t held;
         clrun_status s = try_step(t, model, options, text, b, &fits, &held, err, errlen);
@@ -244,7 +246,7 @@ static clrun_status search(clrun_train *t, const clrun_graph *model,
             lo = k + 1;
         }
     }
-    snprintf(text, sizeof text, "every:%d", (int)fitting);
+    snprintf(text, sizeof text, "%s:%d", kind, (int)fitting);
     bool fits;
     uint64_t held;
     clrun_status s = try_step(t, model, options, text, b, &fits, &held, err, errlen);
@@ -461,18 +463,24 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
         *best = held;
         *best_policy = "dots_saveable";
     }
-    char *policy = NULL;
-    uint64_t searched = *best;
-    if (S >= 2 && (s = search(t, model, options, b, S, &policy, &searched, err, errlen)) != CLRUN_OK)
-        return s;
-    if (policy != NULL) {
-        t->remat_policy = policy;
-        *done = true;
-        return CLRUN_OK;
-    }
-    if (searched < *best) {
-        *best = searched;
-        *best_policy = "every:K segments";
+    /* segments ending at cuts first (they keep the narrowest tensors the rest is made from),
+     * then segments of K nodes wherever they end */
+    static const char *const kinds[] = {"cuts", "every"};
+    for (int k = 0; k < 2; k++) {
+        char *policy = NULL;
+        uint64_t searched = *best;
+        if (S >= 2 &&
+            (s = search(t, model, options, b, kinds[k], S, &policy, &searched, err, errlen)) != CLRUN_OK)
+            return s;
+        if (policy != NULL) {
+            t->remat_policy = policy;
+            *done = true;
+            return CLRUN_OK;
+        }
+        if (searched < *best) {
+            *best = searched;
+            *best_policy = k == 0 ? "cuts:K segments" : "every:K segments";
+        }
     }
     if ((s = try_step(t, model, options, "nothing_saveable", b, &fits, &held, err, errlen)) != CLRUN_OK)
         return s;

@@ -573,8 +573,8 @@ class Context:
             keep_gradients: keep each step's gradients for :meth:`clrun.TrainStep.gradients`
                 (costs their memory).
             remat: recompute activations in the backward pass instead of keeping them:
-                "dots_saveable", "nothing_saveable", "names:T1,T2", "except:T1,T2", "sqrt_n"
-                or "every:K"
+                "dots_saveable", "nothing_saveable", "names:T1,T2", "except:T1,T2", "sqrt_n",
+                "every:K" or "cuts:K"
                 (docs/training.md); the same results bit for bit, a lower peak, more work.
             memory_budget: bytes (or "64M") the trainer may hold as its pool counts them,
                 the step run in planned mode: the step as it is, else the least recomputation

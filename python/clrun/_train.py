@@ -185,7 +185,7 @@ class TrainStep:
             raise InvalidArgumentError(INVALID_ARGUMENT, "fusion is True, False or None")
         if remat is not None and not isinstance(remat, str):
             raise type_error("remat is a policy's name (dots_saveable, nothing_saveable, "
-                             "names:T1,T2, except:T1,T2, sqrt_n, every:K) or None, not %r" % (remat,))
+                             "names:T1,T2, except:T1,T2, sqrt_n, every:K, cuts:K) or None, not %r" % (remat,))
         options = _lib.TrainOptions()
         _lib.train_options_init(_lib.byref(options))
         graph_options = options.graph
