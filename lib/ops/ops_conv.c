@@ -391,6 +391,23 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
     local[2] = 1;
 }
 
+/* A depthwise convolution over small planes (H W <= DEPTHWISE_C_PLANE, at most
+ * DEPTHWISE_C_TAPS taps) on a CPU runs with the channels along the vectors
+ * (clrun_conv2d_depthwise_c: every lane busy and no select per tap, where a 7 x 7 plane
+ * filled 7 of clrun_conv2d_depthwise's 16 lanes); the same taps in the same order, the same
+ * bits. clrun__conv_depthwise_channels (ops_internal.h): < 0 this choice, 0 never, > 0 on
+ * any device. */
+#define DEPTHWISE_C_PLANE 256 /* kernels/conv.cl's DWC_PLANE */
+#define DEPTHWISE_C_TAPS 49   /* and DWC_TAPS */
+int clrun__conv_depthwise_channels = -1;
+
+static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *dev)
+{
+    bool chosen = clrun__conv_depthwise_channels > 0 || (clrun__conv_depthwise_channels < 0 && dev->registers);
+    return chosen && (int64_t)geo[CLRUN__G_H] * geo[CLRUN__G_W] <= DEPTHWISE_C_PLANE &&
+           (int64_t)geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= DEPTHWISE_C_TAPS;
+}
+
 /* A pointwise convolution (1 x 1, stride 1, no padding, one group) of f32 weights on a CPU
  * runs as W X with the positions along the vectors (kernels/conv.cl's clrun_conv2d_pointwise:
  * whole-vector stores along each plane) where a plane holds POINTWISE_MIN_BLOCKS blocks of
@@ -455,6 +472,15 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
         st->ks.global[2] = (size_t)images;
+        st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
+        return s;
+    }
+    if (s == CLRUN_OK && depthwise && depthwise_channels_on(geo, dev)) {
+        size_t lanes = dev->vw >= 16 ? 16 : 8;
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise_c", 0, &st->ks.kernel);
+        st->ks.global[0] = ((size_t)geo[CLRUN__G_O] + lanes - 1) / lanes;
+        st->ks.global[1] = (size_t)images;
+        st->ks.global[2] = 1;
         st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
         return s;
     }
