@@ -87,6 +87,10 @@ enum { CLRUN__POOLING_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
 /* A work-group size for a 1-D kernel: the largest power of two <= min(want, the kernel's limit
  * on ctx's device), at least 1. */
 clrun_status clrun__local_size(clrun_context *ctx, cl_kernel kernel, size_t want, size_t *out);
+/* The work-group size along a row of n elements from `local` (a power of two): the row itself
+ * where it is shorter, so that every group is whole (a row of 49 in groups of 64 took POCL 4-8x
+ * the time of one of 64: its check per work-item kept the group's loop from being vectorized). */
+size_t clrun__row_group(size_t local, uint64_t n);
 
 /* `n` rounded up to a multiple of `multiple` (n itself for 0, which a failed local-size query
  * leaves: the caller returns that failure, never dividing by it). */
