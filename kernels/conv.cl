@@ -117,14 +117,16 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
 }
 
 /* Stores vector v of outputs from index at, through the epilogue (a macro: the epilogue's
- * extra inputs are the kernel's parameters). */
+ * extra inputs are the kernel's parameters), lane by lane into private memory (a loop the
+ * compiler vectorizes: nothing there aliases out), then one vector store. */
 #ifdef CLRUN_EPILOGUE
 #define DW_STORE(v, at)                                                                            \
     do {                                                                                           \
         float lanes_[DWN];                                                                         \
         DWSTORE((v), lanes_);                                                                      \
         for (int j_ = 0; j_ < DWN; j_++)                                                           \
-            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
+            lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                       \
+        DWSTORE(DWLOAD(lanes_), out + (at));                                                       \
     } while (0)
 #else
 #define DW_STORE(v, at) DWSTORE((v), out + (at))
@@ -443,6 +445,70 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
         PW_ROWS(PW_STEP)
     }
     PW_ROWS(PW_STORE)
+}
+
+/* Few input channels (a 3-channel stem) on CPUs: the positions along the vectors, as
+ * clrun_conv2d_pointwise, so that the stores are whole vectors along a row (the core stores
+ * each output alone, a plane from the next, which was most of its time with 27 taps: the
+ * 224 x 224 stem of MobileNetV3, 3 -> 16 channels at stride 2, took 3x onnxruntime's time).
+ * Work-item (block of DWN columns of output row oh, block of PW_MR channels, image): the
+ * last block of a row is moved back to end at OW (the host ensures OW >= DWN; the overlap
+ * computes the same bits again); channels past O read row O - 1 and are not stored. The taps
+ * run c, kh, kw ascending, one fma each, rows outside the image skipped; a row's DWN inputs
+ * per tap are loaded from x where the block's span lies inside the row, else from a private
+ * copy of it with zeros outside, whose products are zeros: acc is never -0 (it starts at +0),
+ * so adding a product of 0 and a finite weight keeps it to the bit, as skipping the tap
+ * would. Then + bias, then the epilogue. */
+#define CR_SPAN 128
+#define CR_DECL(r)                                                                                 \
+    __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
+    DWVEC CAT(a, r) = 0.0f;
+#define CR_STEP(r) CAT(a, r) = fma((DWVEC)(CAT(wr, r)[k + kw]), v, CAT(a, r));
+#define CR_STORE(r)                                                                                \
+    if (o0 + (r) < O) {                                                                            \
+        const int o = o0 + (r);                                                                    \
+        const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow0;                                \
+        const float add = has_bias ? bias[o] : 0.0f;                                               \
+        DW_STORE(has_bias ? CAT(a, r) + add : CAT(a, r), at);                                      \
+    }
+__kernel void clrun_conv2d_rows(__global const float *x, __global const float *w,
+                                __global const float *bias, __global float *out,
+                                __constant const int *g, const int has_bias EPILOGUE_PARAMS)
+{
+    const int C = g[G_C], H = g[G_H], W = g[G_W], O = g[G_O], OH = g[G_OH], OW = g[G_OW];
+    const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
+    const int dh = g[G_DH], dw = g[G_DW], CK = C * KH * KW;
+    const int blocks = (OW + DWN - 1) / DWN, oh = (int)get_global_id(0) / blocks;
+    const int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
+    const int o0 = (int)get_global_id(1) * PW_MR;
+    const size_t n = get_global_id(2);
+    const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
+    const bool inside = iw0 >= 0 && iw0 + span <= W;
+    float buf[CR_SPAN];
+    PW_ROWS(CR_DECL)
+    for (int c = 0; c < C; c++) {
+        for (int kh = 0; kh < KH; kh++) {
+            const int ih = oh * sh - ph + kh * dh;
+            if (ih < 0 || ih >= H)
+                continue;
+            __global const float *row = x + (((ulong)n * C + c) * H + ih) * W;
+            const int k = (c * KH + kh) * KW;
+            if (inside) {
+                for (int kw = 0; kw < KW; kw++) {
+                    const DWVEC v = dw_load(row + iw0 + kw * dw, sw);
+                    PW_ROWS(CR_STEP)
+                }
+                continue;
+            }
+            for (int t = 0; t < span; t++)
+                buf[t] = iw0 + t >= 0 && iw0 + t < W ? row[clamp(iw0 + t, 0, W - 1)] : 0.0f;
+            for (int kw = 0; kw < KW; kw++) {
+                const DWVEC v = dw_load_private(buf + kw * dw, sw);
+                PW_ROWS(CR_STEP)
+            }
+        }
+    }
+    PW_ROWS(CR_STORE)
 }
 
 /* conv_transpose2d: work-item (p, o, n) gathers every (c, kh, kw) whose input position lands on

@@ -60,6 +60,10 @@ extern bool clrun__conv_pointwise_forced;
  * (clrun_conv2d_depthwise_c): < 0 where lib/ops/ops_conv.c chooses it (CPUs), 0 never, > 0 on
  * any device. Tests set it to compare it with the kernel along the rows. */
 extern int clrun__conv_depthwise_channels;
+/* Tests set it to run every conv2d of one group over few taps (a 3-channel stem) whose rows
+ * hold a vector on its own kernel (clrun_conv2d_rows), on any device and whatever the choice
+ * above. */
+extern bool clrun__conv_rows_forced;
 
 /* The most bytes of scratch into which conv2d's core packs weights that change between runs,
  * over few output positions, a chunk of panels at a time (lib/ops/ops_conv.c; at least one
