@@ -117,16 +117,14 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
 }
 
 /* Stores vector v of outputs from index at, through the epilogue (a macro: the epilogue's
- * extra inputs are the kernel's parameters), lane by lane into private memory (a loop the
- * compiler vectorizes: nothing there aliases out), then one vector store. */
+ * extra inputs are the kernel's parameters). */
 #ifdef CLRUN_EPILOGUE
 #define DW_STORE(v, at)                                                                            \
     do {                                                                                           \
         float lanes_[DWN];                                                                         \
         DWSTORE((v), lanes_);                                                                      \
         for (int j_ = 0; j_ < DWN; j_++)                                                           \
-            lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                       \
-        DWSTORE(DWLOAD(lanes_), out + (at));                                                       \
+            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
     } while (0)
 #else
 #define DW_STORE(v, at) DWSTORE((v), out + (at))
@@ -177,10 +175,7 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
  * and the work-item has every row, else each row as a tap needs it; each tap kw loads its DWN
  * inputs from there at once. A lane whose input column lies outside the row keeps its sum (a
  * select, not a product of 0), so every output sums the taps inside the image kh, kw
- * ascending, one fma each: the bits of dw_one. Where the plane's weights are all finite the
- * select is left out (a third of the work per tap at 7 x 7): there fma(0, w, acc) is acc to
- * the bit, since 0 w is a zero and acc is never -0 (it starts at +0, and a sum is -0 only
- * where both terms are). */
+ * ascending, one fma each: the bits of dw_one. */
 #define DW_ROW 128
 #define DW_PLANE 1024
 #define DWINT CAT(int, DWN)
@@ -242,9 +237,6 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     if (NV <= 2 && span <= DW_ROW && (H * span <= DW_PLANE || !vectors)) {
         const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
         float buf[DW_PLANE];
-        bool finite = true;
-        for (int k = 0; k < KH * KW; k++)
-            finite = finite && isfinite(wo[k]);
         const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;
         for (int ih = 0; whole && ih < H; ih++)
             dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
@@ -260,11 +252,6 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
                     const float *r = (whole ? buf + ih * span : buf) + v0 * sw;
                     if (!whole)
                         dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
-                    if (finite) {
-                        for (int kw = 0; kw < KW; kw++)
-                            acc = fma(dw_load_private(r + kw * dw, sw), (DWVEC)(wo[kh * KW + kw]), acc);
-                        continue;
-                    }
                     for (int kw = 0; kw < KW; kw++) {
                         const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
                         const DWVEC v = dw_load_private(r + kw * dw, sw);
@@ -274,14 +261,8 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
                 }
                 float lanes[DWN];
                 DWSTORE(has_bias ? acc + add : acc, lanes);
-#ifdef CLRUN_EPILOGUE
-                /* every lane through the epilogue (a loop the compiler vectorizes), the lanes
-                 * past the row at the row's last index, then the row's lanes stored */
-                for (int j = 0; j < DWN; j++)
-                    lanes[j] = EPILOGUE(lanes[j], at + min(v0 + j, OW - 1), o);
-#endif
                 for (int j = 0; j < min(DWN, OW - v0); j++)
-                    out[at + v0 + j] = lanes[j];
+                    out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
             }
         }
         return;
