@@ -319,6 +319,65 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     }
 }
 
+/* Depthwise over small planes on CPUs, the channels along the vectors: work-item (channel
+ * block, image) computes DWN output channels o0 .. o0 + DWN - 1 (lanes past O repeat channel
+ * O - 1 and are not stored), every position of their planes. Their input planes are copied
+ * once into private memory transposed, position by position a vector of DWN channels (H W <=
+ * DWC_PLANE), and their weights a vector per tap; an output position is then one vector fma
+ * per tap inside the image, the taps kh, kw ascending, those outside skipped (a branch the
+ * lanes share): the bits of dw_one and of clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14
+ * filled 7 or 14 of that kernel's 16 lanes, with a select per tap. */
+#define DWC_PLANE 256
+#define DWC_TAPS 49
+__kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const float *w,
+                                       __global const float *bias, __global float *out,
+                                       __constant const int *g, const int has_bias EPILOGUE_PARAMS)
+{
+    const int OW = g[G_OW], OH = g[G_OH], H = g[G_H], W = g[G_W], O = g[G_O], C = g[G_C];
+    const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
+    const int dh = g[G_DH], dw = g[G_DW], per = O / g[G_GROUPS];
+    const int o0 = (int)get_global_id(0) * DWN;
+    const size_t n = get_global_id(1);
+    const ulong P = (ulong)OH * OW;
+    DWVEC xb[DWC_PLANE], wv[DWC_TAPS];
+    float lanes[DWN];
+    for (int j = 0; j < DWN; j++) {
+        const int o = min(o0 + j, O - 1);
+        __global const float *xp = x + ((ulong)n * C + o / per) * H * W;
+        for (int i = 0; i < H * W; i++)
+            ((float *)xb)[i * DWN + j] = xp[i];
+        for (int k = 0; k < KH * KW; k++)
+            ((float *)wv)[k * DWN + j] = w[(ulong)o * KH * KW + k];
+        lanes[j] = has_bias ? bias[o] : 0.0f;
+    }
+    const DWVEC add = DWLOAD(lanes);
+    for (int oh = 0; oh < OH; oh++) {
+        for (int ow = 0; ow < OW; ow++) {
+            const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+            DWVEC acc = 0.0f;
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H)
+                    continue;
+                for (int kw = 0; kw < KW; kw++) {
+                    const int iw = iw0 + kw * dw;
+                    if (iw >= 0 && iw < W)
+                        acc = fma(xb[ih * W + iw], wv[kh * KW + kw], acc);
+                }
+            }
+            DWSTORE(has_bias ? acc + add : acc, lanes);
+            const ulong p = (ulong)oh * OW + ow;
+            for (int j = 0; j < DWN; j++) {
+                const int o = min(o0 + j, O - 1);
+                const ulong at = ((ulong)n * O + o) * P + p;
+                lanes[j] = EPILOGUE(lanes[j], at, o);
+            }
+            for (int j = 0; j < min(DWN, O - o0); j++)
+                out[((ulong)n * O + o0 + j) * P + p] = lanes[j];
+        }
+    }
+}
+
 /* Pointwise (1 x 1, stride 1, no padding, one group) on CPUs: out[n, o, p] = sum over c of
  * w[o, c] x[n, c, p], the product W X with the positions along the vectors, so that a block's
  * stores are whole vectors along a plane (the core's rows are positions and its columns
@@ -367,6 +426,70 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
         PW_ROWS(PW_STEP)
     }
     PW_ROWS(PW_STORE)
+}
+
+/* Few input channels (a 3-channel stem) on CPUs: the positions along the vectors, as
+ * clrun_conv2d_pointwise, so that the stores are whole vectors along a row (the core stores
+ * each output alone, a plane from the next, which was most of its time with 27 taps: the
+ * 224 x 224 stem of MobileNetV3, 3 -> 16 channels at stride 2, took 3x onnxruntime's time).
+ * Work-item (block of DWN columns of output row oh, block of PW_MR channels, image): the
+ * last block of a row is moved back to end at OW (the host ensures OW >= DWN; the overlap
+ * computes the same bits again); channels past O read row O - 1 and are not stored. The taps
+ * run c, kh, kw ascending, one fma each, rows outside the image skipped; a row's DWN inputs
+ * per tap are loaded from x where the block's span lies inside the row, else from a private
+ * copy of it with zeros outside, whose products are zeros: acc is never -0 (it starts at +0),
+ * so adding a product of 0 and a finite weight keeps it to the bit, as skipping the tap
+ * would. Then + bias, then the epilogue. */
+#define CR_SPAN 128
+#define CR_DECL(r)                                                                                 \
+    __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
+    DWVEC CAT(a, r) = 0.0f;
+#define CR_STEP(r) CAT(a, r) = fma((DWVEC)(CAT(wr, r)[k + kw]), v, CAT(a, r));
+#define CR_STORE(r)                                                                                \
+    if (o0 + (r) < O) {                                                                            \
+        const int o = o0 + (r);                                                                    \
+        const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow0;                                \
+        const float add = has_bias ? bias[o] : 0.0f;                                               \
+        DW_STORE(has_bias ? CAT(a, r) + add : CAT(a, r), at);                                      \
+    }
+__kernel void clrun_conv2d_rows(__global const float *x, __global const float *w,
+                                __global const float *bias, __global float *out,
+                                __constant const int *g, const int has_bias EPILOGUE_PARAMS)
+{
+    const int C = g[G_C], H = g[G_H], W = g[G_W], O = g[G_O], OH = g[G_OH], OW = g[G_OW];
+    const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
+    const int dh = g[G_DH], dw = g[G_DW], CK = C * KH * KW;
+    const int blocks = (OW + DWN - 1) / DWN, oh = (int)get_global_id(0) / blocks;
+    const int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
+    const int o0 = (int)get_global_id(1) * PW_MR;
+    const size_t n = get_global_id(2);
+    const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
+    const bool inside = iw0 >= 0 && iw0 + span <= W;
+    float buf[CR_SPAN];
+    PW_ROWS(CR_DECL)
+    for (int c = 0; c < C; c++) {
+        for (int kh = 0; kh < KH; kh++) {
+            const int ih = oh * sh - ph + kh * dh;
+            if (ih < 0 || ih >= H)
+                continue;
+            __global const float *row = x + (((ulong)n * C + c) * H + ih) * W;
+            const int k = (c * KH + kh) * KW;
+            if (inside) {
+                for (int kw = 0; kw < KW; kw++) {
+                    const DWVEC v = dw_load(row + iw0 + kw * dw, sw);
+                    PW_ROWS(CR_STEP)
+                }
+                continue;
+            }
+            for (int t = 0; t < span; t++)
+                buf[t] = iw0 + t >= 0 && iw0 + t < W ? row[clamp(iw0 + t, 0, W - 1)] : 0.0f;
+            for (int kw = 0; kw < KW; kw++) {
+                const DWVEC v = dw_load_private(buf + kw * dw, sw);
+                PW_ROWS(CR_STEP)
+            }
+        }
+    }
+    PW_ROWS(CR_STORE)
 }
 
 /* conv_transpose2d: work-item (p, o, n) gathers every (c, kh, kw) whose input position lands on

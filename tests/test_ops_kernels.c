@@ -762,6 +762,100 @@ static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
     }
 }
 
+/* The depthwise kernel over small planes with the channels along the vectors (the CPUs'
+ * default where H W <= 256: kernels/conv.cl's clrun_conv2d_depthwise_c) gives the bits of the
+ * kernel along the rows, with and without a bias and an epilogue that reads its index and its
+ * channel, over channels past a block of vectors, a multiplier of 2, two images, stride 2,
+ * dilation and asymmetric padding; and each stays within the reference. */
+static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,37,7,7", "37,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 37, {0, 0}}, true},   /* 7 x 7 */
+        {"2,20,14,14", "20,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 20, {0, 0}}, false}, /* 14 -> 7 */
+        {"1,9,14,14", "18,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 9, {0, 0}}, true},   /* x2 */
+        {"1,17,9,13", "17,1,3,3", {{1, 2}, {2, 0, 1, 2}, {2, 1}, 17, {0, 0}}, true},  /* dilated */
+        {"1,16,1,1", "16,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 16, {0, 0}}, true},   /* 1 x 1 */
+    };
+    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int fused = 0; fused < 2; fused++) {
+            node lanes = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias, 950 + 10 * c);
+            infer_or_fail(&lanes);
+            float *residual = random_floats(elements(&lanes.out), -1, 1, 955 + 10 * c);
+            if (fused) {
+                lanes.epilogue = &ep;
+                lanes.data[lanes.input_count] = residual;
+            }
+            node rows = lanes;
+            clrun__conv_depthwise_channels = 1; /* the CPUs' default, on any device */
+            run_node(&lanes, 2, NULL);
+            clrun__conv_depthwise_channels = 0;
+            run_node(&rows, 1, NULL);
+            clrun__conv_depthwise_channels = -1;
+            expect_same_bits(&rows, &lanes, fused ? "depthwise by channels + epilogue against by rows"
+                                                  : "depthwise by channels against by rows");
+            if (!fused) {
+                uint64_t count = elements(&lanes.out);
+                double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+                ref_conv(&lanes, &cases[c].p, ref, scale);
+                expect_close(&lanes, ref, scale, "depthwise kernel by channels");
+                free(ref), free(scale);
+            }
+            free(residual), free(lanes.result), free(rows.result);
+            free_node_data(&lanes, lanes.input_count);
+        }
+    }
+}
+
+/* The kernel of few input channels with the positions along the vectors (the CPUs' default
+ * for a 3-channel stem: kernels/conv.cl's clrun_conv2d_rows) gives the core's bits, with and
+ * without a bias and an epilogue that reads its index and its channel, over stride 2 and 3,
+ * dilation, asymmetric padding, a row's last block moved back, channels past a block of 8 and
+ * two images; and stays within the reference. */
+static void conv2d_rows_kernel_gives_the_core_bits(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,3,20,40", "16,3,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* a stem */
+        {"2,3,9,37", "10,3,3,3", {{1, 1}, {2, 1, 0, 2}, {2, 2}, 1, {0, 0}}, false}, /* dilated */
+        {"1,2,7,60", "9,2,3,3", {{1, 3}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},   /* stride 3 */
+        {"1,1,6,19", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, true},   /* one channel */
+    };
+    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int fused = 0; fused < 2; fused++) {
+            node rows = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias, 970 + 10 * c);
+            infer_or_fail(&rows);
+            float *residual = random_floats(elements(&rows.out), -1, 1, 975 + 10 * c);
+            if (fused) {
+                rows.epilogue = &ep;
+                rows.data[rows.input_count] = residual;
+            }
+            node core = rows;
+            clrun__conv_rows_forced = true; /* the CPUs' default, on any device */
+            run_node(&rows, 2, NULL);
+            clrun__conv_rows_forced = false;
+            clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+            clrun__ops_variant = 0;
+            run_node(&core, 1, NULL);
+            clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+            clrun__ops_variant = -1;
+            expect_same_bits(&core, &rows, fused ? "rows + epilogue against the core" : "rows against the core");
+            if (!fused) {
+                uint64_t count = elements(&rows.out);
+                double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+                ref_conv(&rows, &cases[c].p, ref, scale);
+                expect_close(&rows, ref, scale, "rows kernel");
+                free(ref), free(scale);
+            }
+            free(residual), free(rows.result), free(core.result);
+            free_node_data(&rows, rows.input_count);
+        }
+    }
+}
+
 static void conv_transpose2d_matches_the_reference(void **state)
 {
     (void)state;
@@ -1300,6 +1394,8 @@ static int reset_choices(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
     clrun__ops_variant = -1;
     clrun__conv_pointwise_forced = false;
+    clrun__conv_depthwise_channels = -1;
+    clrun__conv_rows_forced = false;
     return 0;
 }
 
@@ -1324,6 +1420,8 @@ int main(void)
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_epilogue_equals_the_unfused_ops_bit_for_bit, reset_choices),
         cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(pools_with_onnx_padding_ceil_mode_dilation_and_counts, reset_choices),
         cmocka_unit_test_setup(global_maxpool_takes_each_planes_maximum, reset_choices),

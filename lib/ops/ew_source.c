@@ -333,6 +333,19 @@ static void emit_flat(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype da
     clrun__strbuf_printf(b, "}\n");
 }
 
+/* In a binary broadcast kernel: operand `row` along the rows (stride 1), the other constant
+ * along them (a per-channel scale, a bias): with the strides known, the compiler loads
+ * vectors, not gathers. */
+static void emit_row_and_constant(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
+                                  clrun_dtype result, int row)
+{
+    clrun__strbuf_printf(b, "    if (s00 == %d && s10 == %d && (WHOLE_GROUP(n0) || i0 < n0)) {\n"
+                            "        const ulong o0 = %si1 * s01 + i2 * s02, o1 = %si1 * s11 + i2 * s12;\n        ",
+                         row == 0, row == 1, row == 0 ? "i0 + " : "", row == 1 ? "i0 + " : "");
+    emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
+    clrun__strbuf_printf(b, "        return;\n    }\n");
+}
+
 static void emit_broadcast3(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                             clrun_dtype result)
 {
@@ -346,16 +359,8 @@ static void emit_broadcast3(clrun__strbuf *b, const clrun__ew_def *def, clrun_dt
     clrun__strbuf_printf(b, ")\n{\n    const ulong i0 = get_global_id(0);\n"
                             "    const ulong i1 = get_global_id(1), i2 = get_global_id(2);\n");
     if (def->arity == 2) {
-        /* one operand along the rows, the other constant along them (a per-channel scale, a
-         * bias): with the strides known, the compiler loads vectors, not gathers */
-        clrun__strbuf_printf(b, "    if (s00 == 1 && s10 == 0 && (WHOLE_GROUP(n0) || i0 < n0)) {\n"
-                                "        const ulong o0 = i0 + i1 * s01 + i2 * s02, o1 = i1 * s11 + i2 * s12;\n        ");
-        emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
-        clrun__strbuf_printf(b, "        return;\n    }\n");
-        clrun__strbuf_printf(b, "    if (s00 == 0 && s10 == 1 && (WHOLE_GROUP(n0) || i0 < n0)) {\n"
-                                "        const ulong o0 = i1 * s01 + i2 * s02, o1 = i0 + i1 * s11 + i2 * s12;\n        ");
-        emit_assign(b, def, data, result, false, "(i2 * n1 + i1) * n0 + i0");
-        clrun__strbuf_printf(b, "        return;\n    }\n");
+        emit_row_and_constant(b, def, data, result, 0);
+        emit_row_and_constant(b, def, data, result, 1);
     }
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "    const ulong o%d = i0 * s%d0 + i1 * s%d1 + i2 * s%d2;\n", i, i, i, i);

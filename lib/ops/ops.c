@@ -135,6 +135,11 @@ clrun_status clrun__local_size(clrun_context *ctx, cl_kernel kernel, size_t want
     return CLRUN_OK;
 }
 
+size_t clrun__row_group(size_t local, uint64_t n)
+{
+    return n > 0 && n < local ? (size_t)n : local;
+}
+
 clrun_status clrun__table_buffer(clrun_context *ctx, const void *values, size_t bytes,
                                  cl_mem *out)
 {

@@ -391,6 +391,23 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
     local[2] = 1;
 }
 
+/* A depthwise convolution over small planes (H W <= DEPTHWISE_C_PLANE, at most
+ * DEPTHWISE_C_TAPS taps) on a CPU runs with the channels along the vectors
+ * (clrun_conv2d_depthwise_c: every lane busy and no select per tap, where a 7 x 7 plane
+ * filled 7 of clrun_conv2d_depthwise's 16 lanes); the same taps in the same order, the same
+ * bits. clrun__conv_depthwise_channels (ops_internal.h): < 0 this choice, 0 never, > 0 on
+ * any device. */
+#define DEPTHWISE_C_PLANE 256 /* kernels/conv.cl's DWC_PLANE */
+#define DEPTHWISE_C_TAPS 49   /* and DWC_TAPS */
+int clrun__conv_depthwise_channels = -1;
+
+static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *dev)
+{
+    bool chosen = clrun__conv_depthwise_channels > 0 || (clrun__conv_depthwise_channels < 0 && dev->registers);
+    return chosen && (int64_t)geo[CLRUN__G_H] * geo[CLRUN__G_W] <= DEPTHWISE_C_PLANE &&
+           (int64_t)geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= DEPTHWISE_C_TAPS;
+}
+
 /* A pointwise convolution (1 x 1, stride 1, no padding, one group) of f32 weights on a CPU
  * runs as W X with the positions along the vectors (kernels/conv.cl's clrun_conv2d_pointwise:
  * whole-vector stores along each plane) where a plane holds POINTWISE_MIN_BLOCKS blocks of
@@ -404,9 +421,15 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
 #define POINTWISE_MIN_BLOCKS 4
 bool clrun__conv_pointwise_forced;
 
+/* The positions a pointwise work-item covers: 2 vectors of the device's width (16 or 8). */
+static int64_t pointwise_block(const clrun__core_device *dev)
+{
+    return 2 * (dev->vw >= 16 ? 16 : 8);
+}
+
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
-    int64_t nr = 2 * (dev->vw >= 16 ? 16 : 8), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
+    int64_t nr = pointwise_block(dev), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
     bool chosen = clrun__conv_pointwise_forced ||
                   (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
                    P >= POINTWISE_MIN_BLOCKS * nr);
@@ -416,16 +439,37 @@ static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int b
            geo[CLRUN__G_OW] == geo[CLRUN__G_W] && P >= nr;
 }
 
+/* A convolution of one group over few taps a channel sum (C KH KW <= ROWS_MAX_TAPS, more than
+ * one tap: a 3-channel stem) of f32 weights on a CPU runs with the positions along the vectors
+ * (kernels/conv.cl's clrun_conv2d_rows: whole-vector stores along each output row; the core
+ * stores each output a plane from the next): the 224 x 224 stem 3 -> 16 at stride 2 with a
+ * hardswish took 3.3x onnxruntime's time on the core. Where its rows hold a vector and the
+ * input span of a vector fits kernels/conv.cl's CR_SPAN. clrun__conv_rows_forced
+ * (ops_internal.h) takes it on any device. */
+#define ROWS_MAX_TAPS 32
+#define ROWS_SPAN 128 /* kernels/conv.cl's CR_SPAN */
+bool clrun__conv_rows_forced;
+
+static bool rows_on(const cl_int *geo, const clrun__core_device *dev, int bw)
+{
+    int64_t lanes = dev->vw >= 16 ? 16 : 8;
+    int64_t taps = (int64_t)geo[CLRUN__G_C] * geo[CLRUN__G_KH] * geo[CLRUN__G_KW];
+    int64_t span = (lanes - 1) * geo[CLRUN__G_SW] + (int64_t)(geo[CLRUN__G_KW] - 1) * geo[CLRUN__G_DW] + 1;
+    bool chosen = clrun__conv_rows_forced ||
+                  (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0);
+    return chosen && !bw && geo[CLRUN__G_GROUPS] == 1 && taps > geo[CLRUN__G_C] && taps <= ROWS_MAX_TAPS &&
+           geo[CLRUN__G_OW] >= lanes && span <= ROWS_SPAN;
+}
+
 static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_t images,
                                   const clrun__core_device *dev, const clrun__epilogue *ep,
-                                  conv_state *st)
+                                  bool pointwise, bool rows, conv_state *st)
 {
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
     int groups = geo[CLRUN__G_GROUPS], Og = geo[CLRUN__G_O] / groups;
     bool depthwise = geo[CLRUN__G_C] == groups && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
                      (dev->registers || Og < GEMM_MIN_ROWS);
-    bool pointwise = pointwise_on(geo, dev, st->bw);
-    bool gemm = !pointwise && !depthwise && !dev->registers &&
+    bool gemm = !pointwise && !rows && !depthwise && !dev->registers &&
                 (clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
                                                            : clrun__ops_kernels == CLRUN__KERNELS_TILED);
     cl_program program = NULL;
@@ -449,12 +493,30 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         st->ks.kernel = NULL;
         s = clrun__ops_program(ctx, "conv", dev->vw, ep, &program);
     }
+    if (s == CLRUN_OK && rows) {
+        size_t lanes = dev->vw >= 16 ? 16 : 8;
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_rows", 0, &st->ks.kernel);
+        st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
+        st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        st->ks.global[2] = (size_t)images;
+        st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
+        return s;
+    }
     if (s == CLRUN_OK && pointwise) {
-        size_t nr = 2 * (dev->vw >= 16 ? 16 : 8);
+        size_t nr = (size_t)pointwise_block(dev);
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
         st->ks.global[2] = (size_t)images;
+        st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
+        return s;
+    }
+    if (s == CLRUN_OK && depthwise && depthwise_channels_on(geo, dev)) {
+        size_t lanes = dev->vw >= 16 ? 16 : 8;
+        s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise_c", 0, &st->ks.kernel);
+        st->ks.global[0] = ((size_t)geo[CLRUN__G_O] + lanes - 1) / lanes;
+        st->ks.global[1] = (size_t)images;
+        st->ks.global[2] = 1;
         st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
         return s;
     }
@@ -524,12 +586,13 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
      * loses to the core past 3 x 3 (50x on a 400-tap STFT-like Conv1d, 2x at 5 x 5) */
     bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
                      (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
-    st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
-               !pointwise_on(geo, &dev, st->bw);
+    bool pointwise = pointwise_on(geo, &dev, st->bw);
+    bool rows = !pointwise && rows_on(geo, &dev, st->bw);
+    st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE && !pointwise && !rows;
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
         s = st->core ? prepare_core(ctx, call, geo, &g, images, dev.vw, ep, st)
-                     : prepare_other(ctx, geo, images, &dev, ep, st);
+                     : prepare_other(ctx, geo, images, &dev, ep, pointwise, rows, st);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK && !st->core)

@@ -97,7 +97,9 @@ static clrun_status set_params(clrun_context *ctx, const clrun__ew_def *def,
 
 /* ---- prepare ----------------------------------------------------------------------------- */
 
-/* The largest power of two <= n, at most 256: a work-group that wastes little on a short row. */
+/* The smallest power of two >= n, at most 256: a work-group that wastes little on a short row
+ * (the callers then make a group that would cover the whole row exactly the row: see
+ * clrun__row_group). */
 static size_t group_for(uint64_t n)
 {
     size_t g = 1;
@@ -139,6 +141,7 @@ static clrun_status prepare_broadcast3(clrun_context *ctx, const clrun__ew_def *
     if (s == CLRUN_OK)
         s = set_params(ctx, def, call, st->kernel, &next);
     st->dims = 3;
+    st->local[0] = clrun__row_group(st->local[0], n[0]);
     st->global[0] = clrun__round_up((size_t)n[0], st->local[0]);
     st->global[1] = (size_t)n[1];
     st->global[2] = (size_t)n[2];

@@ -80,6 +80,8 @@ static clrun_status prepare_generated(clrun_context *ctx, const clrun__fused_op 
         s = clrun__local_size(ctx, ks->kernel, f->launch.dims == 1 ? 256 : group_for(n0), &ks->local[0]);
     if (s == CLRUN_OK) {
         ks->dims = f->launch.dims;
+        if (ks->dims > 1)
+            ks->local[0] = clrun__row_group(ks->local[0], n0);
         ks->global[0] = clrun__round_up((size_t)n0, ks->local[0]);
         for (unsigned d = 1; d < ks->dims; d++) {
             ks->global[d] = (size_t)f->launch.n[d];

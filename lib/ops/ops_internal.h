@@ -56,6 +56,14 @@ extern clrun__kernel_choice clrun__ops_kernels;
 /* Tests set it to run every pointwise conv2d of f32 weights whose plane holds two vectors on
  * its own kernel (clrun_conv2d_pointwise), on any device and whatever the choice above. */
 extern bool clrun__conv_pointwise_forced;
+/* A depthwise conv2d over small planes with the channels along the vectors
+ * (clrun_conv2d_depthwise_c): < 0 where lib/ops/ops_conv.c chooses it (CPUs), 0 never, > 0 on
+ * any device. Tests set it to compare it with the kernel along the rows. */
+extern int clrun__conv_depthwise_channels;
+/* Tests set it to run every conv2d of one group over few taps (a 3-channel stem) whose rows
+ * hold a vector on its own kernel (clrun_conv2d_rows), on any device and whatever the choice
+ * above. */
+extern bool clrun__conv_rows_forced;
 
 /* The most bytes of scratch into which conv2d's core packs weights that change between runs,
  * over few output positions, a chunk of panels at a time (lib/ops/ops_conv.c; at least one
@@ -83,6 +91,10 @@ enum { CLRUN__POOLING_GEOMETRY(CLRUN__GEOMETRY_INDEX) CLRUN__P_COUNT };
 /* A work-group size for a 1-D kernel: the largest power of two <= min(want, the kernel's limit
  * on ctx's device), at least 1. */
 clrun_status clrun__local_size(clrun_context *ctx, cl_kernel kernel, size_t want, size_t *out);
+/* The work-group size along a row of n elements from `local` (a power of two): the row itself
+ * where it is shorter, so that every group is whole (a row of 49 in groups of 64 took POCL 4-8x
+ * the time of one of 64: its check per work-item kept the group's loop from being vectorized). */
+size_t clrun__row_group(size_t local, uint64_t n);
 
 /* `n` rounded up to a multiple of `multiple` (n itself for 0, which a failed local-size query
  * leaves: the caller returns that failure, never dividing by it). */
