@@ -437,9 +437,12 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
  * computes the same bits again); channels past O read row O - 1 and are not stored. The taps
  * run c, kh, kw ascending, one fma each, rows outside the image skipped; a row's DWN inputs
  * per tap are loaded from x where the block's span lies inside the row, else from a private
- * copy of it with zeros outside, whose products are zeros: acc is never -0 (it starts at +0),
- * so adding a product of 0 and a finite weight keeps it to the bit, as skipping the tap
- * would. Then + bias, then the epilogue. */
+ * copy of it with zeros outside, as the core's padded copy has them (the core multiplies
+ * rows outside too; here they are skipped). Adding a product of 0 and a finite weight keeps
+ * acc to the bit, as skipping the tap does, unless acc is -0: it starts at +0 and becomes -0
+ * only where every product so far rounded to -0 (underflowed below 2^-150). A weight of inf
+ * or NaN on a padded row makes the core's output NaN and not this one's. Then + bias, then
+ * the epilogue. */
 #define CR_SPAN 128
 #define CR_DECL(r)                                                                                 \
     __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
