@@ -212,34 +212,31 @@ done
 "$CLRUN" train "$data/digits_mlp.graph" $common --data "$tmp/xtr.npy" --momentum -1 >"$tmp/out" 2>&1
 rc=$?
 expect 2 "momentum -1: must be in" "$tmp/out" "--momentum -1"
+# refused MESSAGE WHAT ARGS...: `clrun train` of the digits MLP with ARGS is a usage error (2)
+# whose output says MESSAGE.
+refused() {
+    msg=$1 what=$2
+    shift 2
+    "$CLRUN" train "$data/digits_mlp.graph" "$@" >"$tmp/out" 2>&1
+    rc=$?
+    expect 2 "$msg" "$tmp/out" "$what"
+}
 # The scalar loss takes no labels: a labels file would be fed as the model's last input.
-"$CLRUN" train "$data/digits_mlp.graph" --loss scalar:logits --data "$tmp/xtr.npy" --labels "$tmp/xtr.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "the scalar loss takes no --labels" "$tmp/out" "--labels with the scalar loss"
-"$CLRUN" train "$data/digits_mlp.graph" --loss scalar:logits --data "$tmp/xtr.npy" --test-data "$tmp/xte.npy" \
-    --test-labels "$tmp/xte.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "the scalar loss takes no --test-labels" "$tmp/out" "--test-labels with the scalar loss"
+refused "the scalar loss takes no --labels" "--labels with the scalar loss" \
+    --loss scalar:logits --data "$tmp/xtr.npy" --labels "$tmp/xtr.npy"
+refused "the scalar loss takes no --test-labels" "--test-labels with the scalar loss" \
+    --loss scalar:logits --data "$tmp/xtr.npy" --test-data "$tmp/xte.npy" --test-labels "$tmp/xte.npy"
 # A --data file no input takes is refused, never left out of training without a word.
-"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --data "$tmp/itr.npy" \
-    --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "no input takes file 2 given without a name" "$tmp/out" "a second unnamed --data file"
-"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "x=$tmp/xtr.npy" --data "q=$tmp/xtr.npy" \
-    --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "the model has no input 'q'" "$tmp/out" "a --data file named for no input"
-"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "x=$tmp/xtr.npy" --data "x=$tmp/itr.npy" \
-    --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "two --data files for the model's input 'x'" "$tmp/out" "two --data files for one input"
-"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" \
-    --test-data "$tmp/xte.npy" --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "--test-data .*ite.npy: the model has 1 input" "$tmp/out" "a second unnamed --test-data file"
-"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xtr.npy" >"$tmp/out" 2>&1
-rc=$?
-expect 2 "the xent loss needs --labels" "$tmp/out" "no labels"
+refused "no input takes file 2 given without a name" "a second unnamed --data file" \
+    --loss xent:logits --data "$tmp/xtr.npy" --data "$tmp/itr.npy" --labels "$tmp/ytr.npy"
+refused "the model has no input 'q'" "a --data file named for no input" \
+    --loss xent:logits --data "x=$tmp/xtr.npy" --data "q=$tmp/xtr.npy" --labels "$tmp/ytr.npy"
+refused "two --data files for the model's input 'x'" "two --data files for one input" \
+    --loss xent:logits --data "x=$tmp/xtr.npy" --data "x=$tmp/itr.npy" --labels "$tmp/ytr.npy"
+refused "--test-data .*ite.npy: the model has 1 input" "a second unnamed --test-data file" \
+    --loss xent:logits --data "$tmp/xtr.npy" --labels "$tmp/ytr.npy" --test-data "$tmp/xte.npy" \
+    --test-data "$tmp/ite.npy" --test-labels "$tmp/yte.npy"
+refused "the xent loss needs --labels" "no labels" --loss xent:logits --data "$tmp/xtr.npy"
 
 # clrun grad: the gradient graph runs, names what the loss does not depend on, refuses a
 # non-scalar loss.

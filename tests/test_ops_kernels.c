@@ -712,11 +712,68 @@ static void conv2d_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
+/* choose(1) takes the kernel under test, choose(0) the one it must give the bits of, choose(-1)
+ * the defaults again. */
+typedef void (*kernel_choice)(int which);
+
+/* On each case, with and without a bias and an epilogue that reads its index (a residual) and
+ * its channel (a per-channel scale), the kernel choose(1) takes gives the bits of the one
+ * choose(0) takes, and stays within the reference. Seeds from seed. */
+static void expect_kernel_bits(const conv_case *cases, size_t count, int seed, kernel_choice choose,
+                               const char *name, const char *other)
+{
+    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+    for (size_t c = 0; c < count; c++) {
+        for (int fused = 0; fused < 2; fused++) {
+            node chosen = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias,
+                                    seed + 10 * (int)c);
+            infer_or_fail(&chosen);
+            float *residual = random_floats(elements(&chosen.out), -1, 1, seed + 5 + 10 * (int)c);
+            if (fused) {
+                chosen.epilogue = &ep;
+                chosen.data[chosen.input_count] = residual;
+            }
+            node plain = chosen;
+            choose(1);
+            run_node(&chosen, 2, NULL);
+            choose(0);
+            run_node(&plain, 1, NULL);
+            choose(-1);
+            char what[128];
+            snprintf(what, sizeof what, "%s%s against %s", name, fused ? " + epilogue" : "", other);
+            expect_same_bits(&plain, &chosen, what);
+            if (!fused) {
+                uint64_t n = elements(&chosen.out);
+                double *ref = malloc(n * sizeof *ref), *scale = malloc(n * sizeof *scale);
+                ref_conv(&chosen, &cases[c].p, ref, scale);
+                snprintf(what, sizeof what, "%s kernel", name);
+                expect_close(&chosen, ref, scale, what);
+                free(ref), free(scale);
+            }
+            free(residual), free(chosen.result), free(plain.result);
+            free_node_data(&chosen, chosen.input_count);
+        }
+    }
+}
+
+/* The core as the other side: the vector kernels' variant 0 (choose(0)), else automatic. */
+static void choose_core(int which)
+{
+    clrun__ops_kernels = which == 0 ? CLRUN__KERNELS_VECTOR : CLRUN__KERNELS_AUTO;
+    clrun__ops_variant = which == 0 ? 0 : -1;
+}
+
+static void choose_pointwise(int which)
+{
+    clrun__conv_pointwise_forced = which == 1; /* the CPUs' default, on any device */
+    choose_core(which);
+}
+
 /* A pointwise convolution's own kernel (the CPUs' default: kernels/conv.cl's
- * clrun_conv2d_pointwise where a plane holds 2 vectors of positions) gives the core's bits, with and without a bias, over
- * planes whose last block overlaps the one before, channels past a block of 8, two images, and an
- * epilogue that reads its index (a residual) and its channel (a per-channel scale); and each
- * stays within the reference. */
+ * clrun_conv2d_pointwise where a plane holds 2 vectors of positions) gives the core's bits,
+ * over planes whose last block overlaps the one before, channels past a block of 8, two images
+ * and a 1-D row. */
 static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
@@ -727,46 +784,19 @@ static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
         {"1,33,4,8", "9,33,1,1", p, true},   /* 32: one block on AVX-512, two on AVX2 */
         {"2,3,1,70", "30,3,1,1", p, true},   /* a 1-D row */
     };
-    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
-    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        for (int fused = 0; fused < 2; fused++) {
-            node auto_node = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias, 900 + 10 * c);
-            infer_or_fail(&auto_node);
-            float *residual = random_floats(elements(&auto_node.out), -1, 1, 905 + 10 * c);
-            if (fused) {
-                auto_node.epilogue = &ep;
-                auto_node.data[auto_node.input_count] = residual;
-            }
-            node core = auto_node;
-            clrun__conv_pointwise_forced = true; /* the CPUs' default, on any device */
-            run_node(&auto_node, 2, NULL);
-            clrun__conv_pointwise_forced = false;
-            clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
-            clrun__ops_variant = 0;
-            run_node(&core, 1, NULL);
-            clrun__ops_kernels = CLRUN__KERNELS_AUTO;
-            clrun__ops_variant = -1;
-            expect_same_bits(&core, &auto_node, fused ? "pointwise + epilogue against the core"
-                                                      : "pointwise against the core");
-            if (!fused) {
-                uint64_t count = elements(&auto_node.out);
-                double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
-                ref_conv(&auto_node, &cases[c].p, ref, scale);
-                expect_close(&auto_node, ref, scale, "pointwise kernel");
-                free(ref), free(scale);
-            }
-            free(residual), free(auto_node.result), free(core.result);
-            free_node_data(&auto_node, auto_node.input_count);
-        }
-    }
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 900, choose_pointwise, "pointwise",
+                       "the core");
+}
+
+static void choose_depthwise_channels(int which)
+{
+    clrun__conv_depthwise_channels = which; /* 1: on any device; 0: never; -1: the CPUs' */
 }
 
 /* The depthwise kernel over small planes with the channels along the vectors (the CPUs'
  * default where H W <= 256: kernels/conv.cl's clrun_conv2d_depthwise_c) gives the bits of the
- * kernel along the rows, with and without a bias and an epilogue that reads its index and its
- * channel, over channels past a block of vectors, a multiplier of 2, two images, stride 2,
- * dilation and asymmetric padding; and each stays within the reference. */
+ * kernel along the rows, over channels past a block of vectors, a multiplier of 2, two images,
+ * stride 2, dilation and asymmetric padding. */
 static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **state)
 {
     (void)state;
@@ -777,43 +807,20 @@ static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **s
         {"1,17,9,13", "17,1,3,3", {{1, 2}, {2, 0, 1, 2}, {2, 1}, 17, {0, 0}}, true},  /* dilated */
         {"1,16,1,1", "16,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 16, {0, 0}}, true},   /* 1 x 1 */
     };
-    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
-    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        for (int fused = 0; fused < 2; fused++) {
-            node lanes = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias, 950 + 10 * c);
-            infer_or_fail(&lanes);
-            float *residual = random_floats(elements(&lanes.out), -1, 1, 955 + 10 * c);
-            if (fused) {
-                lanes.epilogue = &ep;
-                lanes.data[lanes.input_count] = residual;
-            }
-            node rows = lanes;
-            clrun__conv_depthwise_channels = 1; /* the CPUs' default, on any device */
-            run_node(&lanes, 2, NULL);
-            clrun__conv_depthwise_channels = 0;
-            run_node(&rows, 1, NULL);
-            clrun__conv_depthwise_channels = -1;
-            expect_same_bits(&rows, &lanes, fused ? "depthwise by channels + epilogue against by rows"
-                                                  : "depthwise by channels against by rows");
-            if (!fused) {
-                uint64_t count = elements(&lanes.out);
-                double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
-                ref_conv(&lanes, &cases[c].p, ref, scale);
-                expect_close(&lanes, ref, scale, "depthwise kernel by channels");
-                free(ref), free(scale);
-            }
-            free(residual), free(lanes.result), free(rows.result);
-            free_node_data(&lanes, lanes.input_count);
-        }
-    }
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 950, choose_depthwise_channels,
+                       "depthwise by channels", "by rows");
+}
+
+static void choose_rows(int which)
+{
+    clrun__conv_rows_forced = which == 1; /* the CPUs' default, on any device */
+    choose_core(which);
 }
 
 /* The kernel of few input channels with the positions along the vectors (the CPUs' default
- * for a 3-channel stem: kernels/conv.cl's clrun_conv2d_rows) gives the core's bits, with and
- * without a bias and an epilogue that reads its index and its channel, over stride 2 and 3,
- * dilation, asymmetric padding, a row's last block moved back, channels past a block of 8 and
- * two images; and stays within the reference. */
+ * for a 3-channel stem: kernels/conv.cl's clrun_conv2d_rows) gives the core's bits, over
+ * stride 2 and 3, dilation, asymmetric padding, a row's last block moved back, channels past a
+ * block of 8 and two images. */
 static void conv2d_rows_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
@@ -823,37 +830,7 @@ static void conv2d_rows_kernel_gives_the_core_bits(void **state)
         {"1,2,7,60", "9,2,3,3", {{1, 3}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},   /* stride 3 */
         {"1,1,6,19", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, true},   /* one channel */
     };
-    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        for (int fused = 0; fused < 2; fused++) {
-            node rows = conv_node("conv2d", cases[c].x, cases[c].w, &cases[c].p, cases[c].bias, 970 + 10 * c);
-            infer_or_fail(&rows);
-            float *residual = random_floats(elements(&rows.out), -1, 1, 975 + 10 * c);
-            if (fused) {
-                rows.epilogue = &ep;
-                rows.data[rows.input_count] = residual;
-            }
-            node core = rows;
-            clrun__conv_rows_forced = true; /* the CPUs' default, on any device */
-            run_node(&rows, 2, NULL);
-            clrun__conv_rows_forced = false;
-            clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
-            clrun__ops_variant = 0;
-            run_node(&core, 1, NULL);
-            clrun__ops_kernels = CLRUN__KERNELS_AUTO;
-            clrun__ops_variant = -1;
-            expect_same_bits(&core, &rows, fused ? "rows + epilogue against the core" : "rows against the core");
-            if (!fused) {
-                uint64_t count = elements(&rows.out);
-                double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
-                ref_conv(&rows, &cases[c].p, ref, scale);
-                expect_close(&rows, ref, scale, "rows kernel");
-                free(ref), free(scale);
-            }
-            free(residual), free(rows.result), free(core.result);
-            free_node_data(&rows, rows.input_count);
-        }
-    }
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 970, choose_rows, "rows", "the core");
 }
 
 static void conv_transpose2d_matches_the_reference(void **state)
