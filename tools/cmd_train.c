@@ -1306,8 +1306,7 @@ int clrun_cli_train(int argc, char **argv)
     clrun_status resumed = CLRUN_OK;
     if (a.resume && devs.count == 0 && (resumed = clrun_train_load(t, a.resume)) != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(ctx));
-        /* a state of another model or damaged: malformed input (2); unreadable: a failure (1) */
-        rc = resumed == CLRUN_ERROR_PARSE || resumed == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+        rc = clrun_cli_state_exit(resumed);
         goto done;
     }
     for (int k = 0; k < train_set.count; k++) {

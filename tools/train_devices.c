@@ -173,21 +173,25 @@ clrun_context *clrun_cli_devices_context(clrun_cli_devices *d, int32_t k)
     return d->deterministic ? d->det[k].ctx : clrun_train_parallel_context(d->parallel, k);
 }
 
+int clrun_cli_state_exit(clrun_status status)
+{
+    return status == CLRUN_ERROR_PARSE || status == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+}
+
 int clrun_cli_devices_load(clrun_cli_devices *d, const char *path)
 {
-    /* a state of another model or damaged: malformed input (2); unreadable: a failure (1) */
     clrun_status s;
     if (!d->deterministic) {
         if ((s = clrun_train_parallel_load(d->parallel, path)) == CLRUN_OK)
             return 0;
         fprintf(stderr, "clrun train: %s\n", clrun_last_error(NULL));
-        return s == CLRUN_ERROR_PARSE || s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+        return clrun_cli_state_exit(s);
     }
     for (int32_t k = 0; k < d->count; k++)
         if ((s = clrun_train_load(d->det[k].train, path)) != CLRUN_OK) {
             fprintf(stderr, "clrun train: device %u (share %d): %s\n", d->index[k], (int)k,
                     clrun_last_error(d->det[k].ctx));
-            return s == CLRUN_ERROR_PARSE || s == CLRUN_ERROR_INVALID_ARGUMENT ? 2 : 1;
+            return clrun_cli_state_exit(s);
         }
     return 0;
 }

@@ -93,8 +93,13 @@ int clrun_cli_devices_create_det(clrun_cli_devices *d, const clrun_graph *model,
 clrun_train *clrun_cli_devices_trainer(clrun_cli_devices *d, int32_t k);
 clrun_context *clrun_cli_devices_context(clrun_cli_devices *d, int32_t k);
 
-/* A saved train state loaded into every device's trainer. 0, or 2 with the reason printed. */
+/* A saved train state loaded into every device's trainer. 0, or with the reason printed the
+ * exit status clrun_cli_state_exit gives. */
 int clrun_cli_devices_load(clrun_cli_devices *d, const char *path);
+
+/* The exit status for a train state that did not load: 2 when it is malformed or of another
+ * model (CLRUN_ERROR_PARSE, CLRUN_ERROR_INVALID_ARGUMENT), 1 when it could not be read. */
+int clrun_cli_state_exit(clrun_status status);
 
 /* --deterministic: one step on the global batch in d->batch. Every device runs its chunks'
  * forward and backward passes (clrun_train_gradients) on a host thread of its own (device 0's

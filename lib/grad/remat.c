@@ -145,8 +145,7 @@ static clrun_status choose(remat *r, const char *policy)
     for (int32_t n = r->boundary; n < r->nodes0; n++)
         for (int i = 0; i < g->nodes[n].input_count; i++) {
             int32_t p = g->tensors[g->nodes[n].inputs[i]].producer;
-            if (p > read_last && p < r->boundary && g->nodes[p].output_count == 1 &&
-                !g->tensors[g->nodes[n].inputs[i]].is_output)
+            if (p > read_last && droppable(r, g->nodes[n].inputs[i]))
                 read_last = p;
         }
     int32_t last = read_last >= 0 ? read_last / segment * segment : INT32_MAX;
@@ -154,7 +153,7 @@ static clrun_status choose(remat *r, const char *policy)
         const clrun__tensor *tensor = &g->tensors[t];
         int32_t p = tensor->producer;
         r->keep[t] = true;
-        if (p < 0 || p >= r->boundary || tensor->is_output || g->nodes[p].output_count != 1)
+        if (!droppable(r, t))
             continue;
         if (cuts)
             r->keep[t] = false; /* choose_cuts below */
