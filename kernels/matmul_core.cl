@@ -81,8 +81,9 @@ void clrun_mm_pack(__global const float *b, __global float *bp, __global const u
  * B[k, n] = w[n * K + k]), packed as clrun_mm_pack packs them, from bp: bp[n / NR][k][n % NR]
  * over the chunk's columns n (from n0), columns past N zero. A convolution whose weights change
  * between runs packs them a chunk at a time into scratch a chunk large, each chunk's product
- * run before the next is packed (lib/ops/ops_conv.c). Work-item (n, k) over n < the chunk's
- * width. */
+ * run before the next is packed (lib/ops/ops_conv.c), and so does a product whose transposed B
+ * changes between runs and is too large to pack whole (lib/ops/ops_matmul.c: a backward dY W^T
+ * through a large weight). Work-item (n, k) over n < the chunk's width. */
 __kernel
 void clrun_conv_pack_chunk(__global const float *w, __global float *bp, const uint N, const uint K,
                            const uint n0, const uint width)
@@ -240,7 +241,8 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
  * (b_panel = NR, b_k = N; a last panel past N gathered, its extra columns never stored) or
  * stored transposed as [N, K] (b_panel = NR K, b_k = 1: a backward dY W^T reads W as it is,
  * each k's NR values gathered): the same values in the same order, so the same bits, without
- * the packed copy. */
+ * the packed copy. panel0: the first panel a launch covers, bp then that panel's (a chunk of
+ * panels packed into scratch, lib/ops/ops_matmul.c), else 0. */
 #if CORE_MM
 #define MM_DECL(r) COLS(DECL_ACC, r) \
     const ulong CAT(ao, r) = (ulong)min(m0 + r, M - 1) * a_ms;
@@ -298,20 +300,21 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
                             __global const ulong *batch, const uint M, const uint N,
                             const uint K, const ulong a_ms, const ulong a_ks, const int has_bias,
                             const float alpha, const uint sp, const uint steps,
-                            const ulong b_panel, const uint b_k EPILOGUE_PARAMS)
+                            const ulong b_panel, const uint b_k,
+                            const uint panel0 EPILOGUE_PARAMS)
 {
     const uint groups = get_num_groups(0), span = groups * sp;
     const uint linear = get_group_id(1) * groups + get_group_id(0);
-    const uint panel = linear / span * sp + linear % span % sp;
+    const uint panel = panel0 + linear / span * sp + linear % span % sp;
     const uint first = linear % span / sp * steps; /* the group's first step of row blocks */
     const size_t z = get_global_id(2);
     if (panel * NR >= N)
         return;
     __global const float *az = a + batch[2 * z];
 #if BW
-    NARROW_PANEL(bp, (ulong)panel * b_panel)
+    NARROW_PANEL(bp, (ulong)(panel - panel0) * b_panel)
 #else
-    __global const float *b = bp + batch[2 * z + 1] + (ulong)panel * b_panel;
+    __global const float *b = bp + batch[2 * z + 1] + (ulong)(panel - panel0) * b_panel;
 #endif
     const ulong oz = (ulong)z * M * N;
     const uint n0 = panel * NR;

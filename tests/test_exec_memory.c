@@ -332,20 +332,30 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
-/* A transposed B that is not constant, with more than 64 rows of A, is packed into scratch
- * only while its panels take at most 2 MiB (CORE_PACK_SCRATCH_MAX in lib/ops/ops_matmul.c);
- * a larger one (a language model's head weight under its input gradient) is read as it is,
- * for no scratch at all and the same bits as the packed constant. */
-static void a_large_transposed_b_is_never_copied(void **state)
+/* A transposed B that is not constant, with more than 64 rows of A, is packed into scratch at
+ * every run: whole while its panels take at most clrun__matmul_chunk_bytes (2 MiB), a chunk of
+ * panels at a time beyond (a weight under a backward dY W^T, a language model's head), each
+ * chunk's product run before the next is packed. Always the same bits as the packed constant:
+ * whole, in the default chunks, and in chunks of one panel (the smallest), with a last panel
+ * past N (250 columns) and with A's rows past a block's. */
+static void a_large_transposed_b_is_packed_in_chunks(void **state)
 {
     (void)state;
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
-    static const int64_t depths[] = {2048, 2112}; /* 2 MiB of panels of 256 columns, and more */
-    for (int d = 0; d < 2; d++) {
+    uint64_t default_chunk = clrun__matmul_chunk_bytes;
+    static const struct { int64_t rows, depth, cols; uint64_t chunk; } cases[] = {
+        {100, 2048, 256, 0}, {100, 2112, 520, 0}, {100, 2112, 520, 1}, {77, 600, 250, 1},
+        {130, 700, 250, 64 << 10},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t rows = cases[c].rows, depth = cases[c].depth, cols = cases[c].cols;
+        uint64_t whole = (uint64_t)depth * (uint64_t)((cols + 15) / 16 * 16) * 4;
+        uint64_t panel = (uint64_t)depth * 32 * 4; /* a panel of at most 32 columns */
         float *got[2];
         uint64_t bytes[2];
         for (int constant = 0; constant < 2; constant++) {
-            clrun_graph *g = product_of(100, depths[d], 256, false, true, constant);
+            clrun__matmul_chunk_bytes = cases[c].chunk ? cases[c].chunk : default_chunk;
+            clrun_graph *g = product_of(rows, depth, cols, false, true, constant);
             clrun_context *ctx = context("tlsf", false, 0);
             clrun_exec *exec = executor(ctx, g);
             int32_t count;
@@ -353,18 +363,26 @@ static void a_large_transposed_b_is_never_copied(void **state)
             uint64_t scratch = 0;
             for (int32_t i = 0; i < count; i++)
                 scratch += info[i].is_scratch ? info[i].bytes : 0;
-            if (!constant)
-                assert_int_equal(scratch, d == 0 ? (uint64_t)depths[d] * 256 * 4 : 0);
+            /* whole (panels of 16 or 32 columns) where it fits the chunk bytes; else at most
+             * the chunk bytes or one panel, and less than the whole */
+            uint64_t most = panel > clrun__matmul_chunk_bytes ? panel : clrun__matmul_chunk_bytes;
+            bool chunked = whole > clrun__matmul_chunk_bytes;
+            if (!constant && !chunked && scratch != whole && scratch != (uint64_t)depth * (uint64_t)((cols + 31) / 32 * 32) * 4)
+                fail_msg("case %zu: %" PRIu64 " bytes of scratch, not the whole %" PRIu64, c, scratch, whole);
+            if (!constant && chunked && (scratch == 0 || scratch > most || scratch >= whole))
+                fail_msg("case %zu: %" PRIu64 " bytes of scratch for chunks of %" PRIu64 " bytes "
+                         "(whole %" PRIu64 ")", c, scratch, clrun__matmul_chunk_bytes, whole);
             free(info);
             got[constant] = run_product(ctx, g, exec, constant, &bytes[constant]);
         }
-        assert_int_equal(bytes[0], (uint64_t)100 * 256 * 4);
+        assert_int_equal(bytes[0], (uint64_t)(rows * cols * 4));
         assert_int_equal(bytes[1], bytes[0]);
         if (memcmp(got[0], got[1], (size_t)bytes[0]) != 0)
-            fail_msg("K %d: a large B read as it is differs from B packed", (int)depths[d]);
+            fail_msg("case %zu: B packed in chunks differs from B packed once", c);
         free(got[0]);
         free(got[1]);
     }
+    clrun__matmul_chunk_bytes = default_chunk;
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
@@ -900,7 +918,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scratch_is_in_the_schedule),
         cmocka_unit_test(a_non_constant_b_is_read_as_it_is),
-        cmocka_unit_test(a_large_transposed_b_is_never_copied),
+        cmocka_unit_test(a_large_transposed_b_is_packed_in_chunks),
         cmocka_unit_test(non_constant_conv_weights_are_packed_in_chunks),
         cmocka_unit_test(the_xent_gradient_takes_the_logits_block),
         cmocka_unit_test(padded_convolutions_reuse_one_scratch),

@@ -638,6 +638,48 @@ void clrun__packing_release(clrun__packing *p)
     p->offsets = NULL;
 }
 
+clrun_status clrun__chunking_prepare(clrun_context *ctx, cl_program program, uint64_t N, uint64_t K,
+                                     unsigned nr, uint64_t chunk, clrun__chunking *out)
+{
+    uint64_t panels = (N + nr - 1) / nr;
+    *out = (clrun__chunking){.panels = (uint32_t)panels, .nr = nr, .K = K};
+    out->chunk = (uint32_t)(chunk < 1 ? 1 : chunk < panels ? chunk : panels);
+    clrun_status s = clrun__program_kernel(ctx, program, "clrun_conv_pack_chunk", 0, &out->kernel);
+    cl_uint n = (cl_uint)N, k = (cl_uint)K;
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, out->kernel, 2, sizeof n, &n);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, out->kernel, 3, sizeof k, &k);
+    if (s == CLRUN_OK)
+        s = clrun__local_size(ctx, out->kernel, nr < 32 ? nr : 32, &out->local);
+    return s;
+}
+
+uint64_t clrun__chunking_bytes(const clrun__chunking *c) { return (uint64_t)c->chunk * c->K * c->nr * 4; }
+
+clrun_status clrun__chunking_enqueue(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
+                                     uint32_t p0, uint32_t *count, clrun__chain *chain)
+{
+    *count = c->panels - p0 < c->chunk ? c->panels - p0 : c->chunk;
+    cl_uint n0 = p0 * c->nr, width = *count * c->nr;
+    clrun_status s = clrun__buffer_args(ctx, c->kernel, &w, 1, scratch);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, c->kernel, 4, sizeof n0, &n0);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, c->kernel, 5, sizeof width, &width);
+    size_t global[2] = {clrun__round_up(width, c->local), (size_t)c->K}, local[2] = {c->local, 1};
+    if (s == CLRUN_OK)
+        s = clrun__chain_launch(chain, c->kernel, 2, global, local, "packing of a chunk of B");
+    return s;
+}
+
+void clrun__chunking_release(clrun__chunking *c)
+{
+    if (c->kernel)
+        clrun__cl.ReleaseKernel(c->kernel);
+    c->kernel = NULL;
+}
+
 /* ---- padding of a convolution's image ------------------------------------------------------ */
 
 bool clrun__conv_padded_extent(const cl_int *geo, const clrun__conv_geometry *g, cl_uint *hp,

@@ -207,6 +207,34 @@ clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_me
 /* Releases the kernel, the tables (not the packed B: the executor's). */
 void clrun__packing_release(clrun__packing *p);
 
+/* A B that changes between runs, stored as w [N, K] (B[k, n] = w[n * K + k]: a convolution's
+ * weights, a product's transposed weight), packed into scratch a chunk of panels at a time
+ * (clrun_conv_pack_chunk), each chunk's product run before the next chunk is packed: a packed
+ * copy's speed at a chunk's memory. The product's kernel takes the chunk's first panel
+ * (its panel0) and runs over the chunk's panels alone. */
+typedef struct clrun__chunking {
+    cl_kernel kernel; /* clrun_conv_pack_chunk; NULL: B is not packed in chunks */
+    uint32_t panels;  /* B's panels of nr columns */
+    uint32_t chunk;   /* the panels of a chunk (the last one may hold fewer) */
+    unsigned nr;
+    uint64_t K;
+    size_t local;     /* the packing's local size along dim 0 */
+} clrun__chunking;
+
+/* Chunks of `chunk` panels (at least 1, at most all) of a K x N B, from program's head. */
+clrun_status clrun__chunking_prepare(clrun_context *ctx, cl_program program, uint64_t N, uint64_t K,
+                                     unsigned nr, uint64_t chunk, clrun__chunking *out);
+
+/* The bytes of scratch a chunk takes. */
+uint64_t clrun__chunking_bytes(const clrun__chunking *c);
+
+/* Enqueues the packing of the chunk that starts at panel p0 of w into scratch on the chain;
+ * *count: its panels. */
+clrun_status clrun__chunking_enqueue(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
+                                     uint32_t p0, uint32_t *count, clrun__chain *chain);
+
+void clrun__chunking_release(clrun__chunking *c);
+
 /* The image conv2d's core and its weight gradient read: x itself when the convolution has no
  * padding (false; HP x WP = H x W), else a copy with its padding as zeros (true), HP x WP =
  * what the windows reach. geo is the kernels' table (CLRUN__G_*). */

@@ -47,11 +47,7 @@ typedef struct conv_state {
                                 into scratch part 0 */
     bool core;
     bool direct;            /* the core reads w as it is (not constant, few positions, grouped) */
-    cl_kernel chunk_kernel; /* not constant, few positions: w packed a chunk at a time */
-    uint32_t chunk_panels;  /* panels per chunk (scratch: chunk_panels panels) */
-    uint32_t panels;        /* the group's panels */
-    uint32_t nr;            /* a panel's columns */
-    size_t chunk_local;     /* the chunk packing's local size along dim 0 */
+    clrun__chunking chunks; /* not constant, few positions: w packed a chunk at a time */
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
     int extra;              /* epilogue inputs after the node's own */
@@ -69,8 +65,7 @@ static void conv_release(void *opaque)
     if (st == NULL)
         return;
     clrun__packing_release(&st->pack);
-    if (st->chunk_kernel)
-        clrun__cl.ReleaseKernel(st->chunk_kernel);
+    clrun__chunking_release(&st->chunks);
     clrun__widening_release(&st->widen);
     clrun__conv_padding_release(&st->pad);
     clrun__kernel_state_release(st);
@@ -86,8 +81,8 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
         bytes[parts++] = st->pad.bytes;
     if (st->widen.kernel)
         bytes[parts++] = st->widen.bytes;
-    else if (st->chunk_kernel)
-        bytes[parts++] = st->pack.bytes / st->panels * st->chunk_panels;
+    else if (st->chunks.kernel)
+        bytes[parts++] = clrun__chunking_bytes(&st->chunks);
     else if (st->core && !st->direct && st->pack.packed == NULL && !st->bw)
         bytes[parts++] = st->pack.bytes;
     return parts;
@@ -122,17 +117,9 @@ static clrun_status conv_pack(clrun_context *ctx, void *opaque, const void *cons
 static clrun_status launch_chunks(clrun_context *ctx, conv_state *st, cl_mem w, cl_mem scratch,
                                   clrun__chain *chain)
 {
-    clrun_status s = clrun__buffer_args(ctx, st->chunk_kernel, &w, 1, scratch);
-    for (uint32_t p0 = 0; s == CLRUN_OK && p0 < st->panels; p0 += st->chunk_panels) {
-        uint32_t count = st->panels - p0 < st->chunk_panels ? st->panels - p0 : st->chunk_panels;
-        cl_uint n0 = p0 * st->nr, width = count * st->nr;
-        s = clrun__arg(ctx, st->chunk_kernel, 4, sizeof n0, &n0);
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->chunk_kernel, 5, sizeof width, &width);
-        size_t global[2] = {clrun__round_up(width, st->chunk_local), st->pack.K};
-        size_t local[2] = {st->chunk_local, 1};
-        if (s == CLRUN_OK)
-            s = clrun__chain_launch(chain, st->chunk_kernel, 2, global, local, "conv2d weight chunk");
+    clrun_status s = CLRUN_OK;
+    for (uint32_t p0 = 0, count; s == CLRUN_OK && p0 < st->chunks.panels; p0 += st->chunks.chunk) {
+        s = clrun__chunking_enqueue(ctx, &st->chunks, w, scratch, p0, &count, chain);
         cl_uint first = p0;
         if (s == CLRUN_OK)
             s = clrun__arg(ctx, st->ks.kernel, CONV_CORE_PANEL0_AT, sizeof first, &first);
@@ -153,7 +140,7 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
     const cl_mem *scratch = outputs + call->output_count;
-    bool pack_now = st->core && !st->direct && st->pack.packed == NULL && st->chunk_kernel == NULL;
+    bool pack_now = st->core && !st->direct && st->pack.packed == NULL && st->chunks.kernel == NULL;
     if (pack_now && st->bw)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "conv2d: %s weights are read only from "
                            "the copy an executor packs", clrun_dtype_name(call->inputs[1].dtype));
@@ -161,7 +148,7 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     cl_mem x = padded ? scratch[0] : inputs[0];
     cl_mem w = widen ? scratch[padded ? 1 : 0]
                : !st->core || st->direct ? inputs[1]
-               : pack_now || st->chunk_kernel ? scratch[padded ? 1 : 0] : st->pack.packed;
+               : pack_now || st->chunks.kernel ? scratch[padded ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
@@ -184,7 +171,7 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     if (s == CLRUN_OK && padded)
         s = clrun__chain_launch(&chain, st->pad.kernel, 3, st->pad.global, st->pad.local,
                                 "conv2d padding");
-    if (s == CLRUN_OK && st->chunk_kernel)
+    if (s == CLRUN_OK && st->chunks.kernel)
         s = launch_chunks(ctx, st, inputs[1], w, &chain);
     else if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
@@ -334,18 +321,8 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     bool few = !constant && P <= CORE_DIRECT_POSITIONS && !st->bw;
     st->direct = few && groups > 1;
     if (s == CLRUN_OK && few && groups == 1) {
-        uint64_t panel = Kc * nr * 4, chunk = clrun__conv_chunk_bytes / panel;
-        st->nr = nr;
-        st->panels = (uint32_t)((Og + nr - 1) / nr);
-        st->chunk_panels = (uint32_t)(chunk < 1 ? 1 : chunk < st->panels ? chunk : st->panels);
-        s = clrun__program_kernel(ctx, program, "clrun_conv_pack_chunk", 0, &st->chunk_kernel);
-        cl_uint n = (cl_uint)Og, k = (cl_uint)Kc;
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->chunk_kernel, 2, sizeof n, &n);
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->chunk_kernel, 3, sizeof k, &k);
-        if (s == CLRUN_OK)
-            s = clrun__local_size(ctx, st->chunk_kernel, nr < 32 ? nr : 32, &st->chunk_local);
+        s = clrun__chunking_prepare(ctx, program, Og, Kc, nr, clrun__conv_chunk_bytes / (Kc * nr * 4),
+                                    &st->chunks);
     }
     if (s == CLRUN_OK && st->bw && !constant)
         s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "conv2d: %s weights must be constant",

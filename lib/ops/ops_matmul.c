@@ -18,20 +18,25 @@
 
 /* The first epilogue argument of matmul.cl's tiled kernel (a, b, bias, out, batch, M, N, K,
  * a_ms, a_ks, b_ks, b_ns, has_bias, alpha), and of the core's (a, packed B, bias, out, batch,
- * M, N, K, a_ms, a_ks, has_bias, alpha, sp, steps, b_panel, b_k). */
+ * M, N, K, a_ms, a_ks, has_bias, alpha, sp, steps, b_panel, b_k, panel0). */
 #define MM_EXTRA_AT 14
-#define MM_CORE_EXTRA_AT 16
+#define MM_CORE_PANEL0_AT 16
+#define MM_CORE_EXTRA_AT 17
 /* Every kernel here (the core, matmul.cl's tiles and one output per item) stores each output
  * once, after its whole sum, through EPILOGUE(v, at, n) at that element alone: an epilogue may
  * write over an extra input it reads at the element (clrun__op_epilogue_in_place). */
 
 /* The most rows of A for which the core reads a transposed B that is not constant as it is. */
 #define CORE_GATHER_ROWS 64
-/* The largest copy of a transposed B that is not constant the core packs into scratch at every
- * run, with more rows of A: a larger B is read as it is (a language model's head, whose input
- * gradient would otherwise hold a copy of the whole head weight beside its logits' gradient at
- * a train step's peak). */
-#define CORE_PACK_SCRATCH_MAX (UINT64_C(2) << 20)
+/* A transposed B that is not constant, with more rows of A, is packed into scratch at every
+ * run: whole where all its batches' panels take at most this many bytes; one matrix larger than
+ * that (a weight under a backward dY W^T: BERT-base's feed-forward weights, a language model's
+ * head, whose input gradient would otherwise hold a copy of the whole head weight beside its
+ * logits' gradient at a train step's peak) a chunk of panels at a time into scratch that large,
+ * each chunk's product run before the next is packed; several larger ones (attention's
+ * batched scores) are read as they are. Reading a transposed B as it is gathers each k's values
+ * a value at a time: BERT-base's train step took 1.6x as long so. */
+uint64_t clrun__matmul_chunk_bytes = UINT64_C(1) << 20;
 
 typedef struct mm_state {
     clrun__kernel_state ks; /* the product: kernel, batch table, launch geometry */
@@ -39,6 +44,9 @@ typedef struct mm_state {
     bool core;              /* the register-blocked core (else tiles or one output per item) */
     bool direct;            /* the core reads B as it is, row-major or transposed (B not
                                constant): no packed copy in scratch */
+    clrun__chunking chunks; /* B transposed, not constant, large: packed a chunk at a time, */
+    uint32_t sp;            /* a chunk a whole number of blocks of sp panels (the panels a
+                               work-group's block of rows runs one after another) */
     bool has_bias;
     int extra;              /* epilogue inputs after the node's own */
     int bw;                 /* B narrow (clrun__narrow_code), else 0: the core reads its packed
@@ -54,6 +62,7 @@ static void mm_release(void *opaque)
         return;
     clrun__packing_release(&st->pack);
     clrun__widening_release(&st->widen);
+    clrun__chunking_release(&st->chunks);
     clrun__kernel_state_release(st);
 }
 
@@ -121,12 +130,13 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
     /* Direct B: row-major (NR columns a panel, N a k step) or transposed (a panel NR rows of
      * K, b_k = 1 telling the kernel so); packed: K NR a panel, NR a k step. */
     cl_ulong b_panel = direct && !d->tb ? nr : (cl_ulong)K * nr;
-    cl_uint b_k = direct ? (d->tb ? 1 : N) : nr;
+    cl_uint b_k = direct ? (d->tb ? 1 : N) : nr, panel0 = 0;
     clrun_status s = clrun__core_kernel_narrow(ctx, src, v->mr, bw, kernel);
     struct { size_t size; const void *value; } args[] = {
         {sizeof table, &table}, {sizeof M, &M}, {sizeof N, &N}, {sizeof K, &K},
         {sizeof a_ms, &a_ms}, {sizeof a_ks, &a_ks}, {sizeof bias, &bias}, {sizeof alpha, &alpha},
         {sizeof sp, &sp}, {sizeof steps, &steps}, {sizeof b_panel, &b_panel}, {sizeof b_k, &b_k},
+        {sizeof panel0, &panel0},
     };
     for (cl_uint i = 0; s == CLRUN_OK && i < sizeof args / sizeof args[0]; i++)
         s = clrun__arg(ctx, *kernel, 4 + i, args[i].size, args[i].value);
@@ -199,6 +209,24 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     return s;
 }
 
+/* A transposed B that changes between runs, too large to pack whole: packed a chunk of
+ * panels at a time, as many panels as clrun__matmul_chunk_bytes holds (at least one), by
+ * conv2d's chunk packing (B stored [N, K] as its weights are). A chunk is a whole number of the
+ * variant's blocks of sp panels, or one block of fewer (the kernel's sp argument then the
+ * chunk's panels: sp orders the work, never a sum, so the bits stay). */
+static clrun_status prepare_chunks(clrun_context *ctx, cl_program program, const clrun__matmul_dims *d,
+                                   unsigned nr, unsigned sp, mm_state *st)
+{
+    uint64_t panels = (d->N + nr - 1) / nr, fit = clrun__matmul_chunk_bytes / (d->K * nr * 4);
+    fit = fit < 1 ? 1 : fit < panels ? fit : panels;
+    st->sp = (uint32_t)(fit < sp ? fit : sp);
+    cl_uint chunk_sp = st->sp;
+    clrun_status s = clrun__arg(ctx, st->ks.kernel, 12, sizeof chunk_sp, &chunk_sp);
+    if (s == CLRUN_OK)
+        s = clrun__chunking_prepare(ctx, program, d->N, d->K, nr, fit / st->sp * st->sp, &st->chunks);
+    return s;
+}
+
 /* The core's state: packing of B, batch table of (A offset, packed B offset), kernel. */
 static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, cl_program program,
                                  unsigned vw, const clrun__epilogue *ep, clrun__matmul_dims *d,
@@ -220,12 +248,15 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
      * N gathered (the same bits). A transposed B is gathered a value at a time by every block
      * of rows, where a packed copy is read a vector at a time: read as it is only for a few
      * blocks of rows (a batch's gradient through a weight), packed into scratch for more
-     * (attention's scores: 10 % faster on a BERT-base layer). */
+     * (attention's scores: 10 % faster on a BERT-base layer), a chunk at a time where one
+     * matrix is too large to pack whole (clrun__matmul_chunk_bytes). */
     if (st->bw && (!constant || b_batches != 1))
         s = clrun__fail(ctx, CLRUN_ERROR_INVALID_GRAPH, "matmul: a %s weight must be a constant matrix",
                         clrun_dtype_name(call->inputs[1].dtype));
-    st->direct = !constant && (!d->tb || d->M <= CORE_GATHER_ROWS ||
-                               b_batches * panel_elements * 4 > CORE_PACK_SCRATCH_MAX);
+    bool packs = !constant && d->tb && d->M > CORE_GATHER_ROWS;
+    bool large = b_batches * panel_elements * 4 > clrun__matmul_chunk_bytes;
+    bool chunked = packs && large && b_batches == 1;
+    st->direct = !constant && (!packs || (large && !chunked));
     for (uint64_t z = 0; s == CLRUN_OK && !st->direct && z < batches; z++)
         offsets[2 * z + 1] = offsets[2 * z + 1] / (d->K * d->N) * panel_elements;
     if (s == CLRUN_OK)
@@ -248,6 +279,8 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     cl_ulong panel_bytes = st->pack.panel_bytes;
     if (s == CLRUN_OK && st->bw) /* b_panel: a narrow panel's bytes */
         s = clrun__arg(ctx, st->ks.kernel, 14, sizeof panel_bytes, &panel_bytes);
+    if (s == CLRUN_OK && chunked)
+        s = prepare_chunks(ctx, program, d, nr, v->sp, st);
     if (s == CLRUN_OK)
         core_geometry(d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
     return s;
@@ -370,7 +403,7 @@ static int mm_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
     }
     if (!st->core || st->pack.packed || st->direct || st->bw)
         return 0;
-    bytes[0] = st->pack.bytes;
+    bytes[0] = st->chunks.kernel ? clrun__chunking_bytes(&st->chunks) : st->pack.bytes;
     return 1;
 }
 
@@ -397,6 +430,26 @@ static clrun_status mm_pack(clrun_context *ctx, void *opaque, const void *const 
     return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
+/* The chunked core: for each chunk of panels, pack it from B into scratch, then run the product
+ * over its panels (the kernel's panel0: the chunk's first; a last chunk's blocks of sp panels
+ * past B's end do nothing). Kernel arguments are taken at each launch, so one kernel serves
+ * every chunk. */
+static clrun_status launch_chunks(clrun_context *ctx, mm_state *st, cl_mem b, cl_mem scratch,
+                                  clrun__chain *chain)
+{
+    clrun_status s = CLRUN_OK;
+    for (uint32_t p0 = 0, count; s == CLRUN_OK && p0 < st->chunks.panels; p0 += st->chunks.chunk) {
+        s = clrun__chunking_enqueue(ctx, &st->chunks, b, scratch, p0, &count, chain);
+        cl_uint first = p0;
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, st->ks.kernel, MM_CORE_PANEL0_AT, sizeof first, &first);
+        size_t mm_global[3] = {st->ks.global[0], clrun__round_up(count, st->sp), st->ks.global[2]};
+        if (s == CLRUN_OK)
+            s = clrun__chain_launch(chain, st->ks.kernel, st->ks.dims, mm_global, st->ks.local, st->ks.what);
+    }
+    return s;
+}
+
 static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *done)
@@ -420,14 +473,16 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
         return s;
     clrun__chain chain;
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
-    if (pack_now)
+    if (pack_now && st->chunks.kernel)
+        s = launch_chunks(ctx, st, inputs[1], b, &chain);
+    else if (pack_now)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], b, &chain);
     if (widen) {
         int at = st->has_bias ? 3 : 2;
         s = clrun__widening_enqueue(ctx, &st->widen, inputs[1], st->dequant ? inputs[at] : NULL,
                                     st->dequant == 2 ? inputs[at + 1] : NULL, b, &chain);
     }
-    if (s == CLRUN_OK)
+    if (s == CLRUN_OK && !(pack_now && st->chunks.kernel))
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);
     if (s != CLRUN_OK) {
