@@ -118,18 +118,30 @@ void clrun_widen_weight(__global const uchar *q, __global const float *scale,
 }
 
 /* The padded image of a convolution: xp[plane][ih][iw] = x[plane][ih - PH][iw - PW] inside x,
- * 0 outside, over HP x WP (what the output's windows reach). Work-item (iw, ih, plane). */
+ * 0 outside, over HP x WP (what the output's windows reach). Work-item (ih, plane): a whole
+ * row, its zeros and its copy as runs. (A work-item per element made POCL run a work-group per
+ * row of at most 32 values: a fifth of a ResNet-18 train step's CPU time.) */
 __kernel
 void clrun_conv_pad(__global const float *x, __global float *xp, __constant const int *g,
                     const uint HP, const uint WP)
 {
-    const uint iw = get_global_id(0), ih = get_global_id(1);
-    const size_t plane = get_global_id(2);
-    if (iw >= WP || ih >= HP)
+    const uint ih = get_global_id(0);
+    const size_t plane = get_global_id(1);
+    if (ih >= HP)
         return;
-    const int h = (int)ih - g[G_PH], w = (int)iw - g[G_PW];
-    const bool inside = h >= 0 && h < g[G_H] && w >= 0 && w < g[G_W];
-    xp[(plane * HP + ih) * WP + iw] = inside ? x[(plane * g[G_H] + h) * g[G_W] + w] : 0.0f;
+    const int h = (int)ih - g[G_PH], pw = g[G_PW], wp = (int)WP;
+    const bool inside = h >= 0 && h < g[G_H];
+    __global float *row = xp + (plane * HP + ih) * WP;
+    /* x's row lands on [left, right) */
+    const int left = inside ? clamp(pw, 0, wp) : wp;
+    const int right = inside ? clamp(pw + g[G_W], left, wp) : wp;
+    __global const float *in = x + (plane * g[G_H] + (inside ? h : 0)) * g[G_W];
+    for (int iw = 0; iw < left; iw++)
+        row[iw] = 0.0f;
+    for (int iw = left; iw < right; iw++)
+        row[iw] = in[iw - pw];
+    for (int iw = right; iw < wp; iw++)
+        row[iw] = 0.0f;
 }
 #endif
 

@@ -710,13 +710,13 @@ clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program,
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, out->kernel, 4, sizeof wp, &wp);
     /* A local size of its own, not the driver's choice for each shape (POCL compiles one
-     * kernel per local size, see CLRUN__CORE_LOCAL): rows of up to 32 work-items. */
+     * kernel per local size, see CLRUN__CORE_LOCAL): up to 32 rows of a plane. */
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, out->kernel, 32, &out->local[0]);
     out->local[1] = out->local[2] = 1;
-    out->global[0] = clrun__round_up(wp, out->local[0]);
-    out->global[1] = hp;
-    out->global[2] = (size_t)planes;
+    out->global[0] = clrun__round_up(hp, out->local[0]);
+    out->global[1] = (size_t)planes;
+    out->global[2] = 1;
     return s;
 }
 
