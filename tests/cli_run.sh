@@ -21,6 +21,12 @@ expect 1 "CLRUN_DEVICE" "$tmp/err" "info, no such device"
 grep -q "device 0" "$tmp/out" || fail "info with a bad device lists no device"
 CLRUN_ALLOCATOR=budy "$CLRUN" info --env >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect 1 "budy  (invalid)" "$tmp/out" "info --env flags the value"
+# The command line's own variable is listed and checked as clrun train checks it.
+CLRUN_MPI_TIMEOUT=0 "$CLRUN" info --env >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 1 "^CLRUN_MPI_TIMEOUT .* 0  (invalid)" "$tmp/out" "info --env, CLRUN_MPI_TIMEOUT=0"
+grep -q "CLRUN_MPI_TIMEOUT takes seconds > 0, not '0'" "$tmp/err" || fail "info --env: no reason for CLRUN_MPI_TIMEOUT=0"
+CLRUN_MPI_TIMEOUT=2.5 "$CLRUN" info >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect 0 "device 0" "$tmp/out" "info, CLRUN_MPI_TIMEOUT=2.5"
 
 # Names in any case, in the variable and the option alike; planned through the variable too.
 CLRUN_ALLOCATOR=Slab "$CLRUN" run "$EXAMPLES/mlp.graph" --repeat 1 --json >"$tmp/out" 2>"$tmp/err"; rc=$?

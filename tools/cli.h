@@ -3,6 +3,12 @@
 #ifndef CLRUN_TOOLS_CLI_H
 #define CLRUN_TOOLS_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clrun/options.h>
+
 int clrun_cli_info(int argc, char **argv);
 int clrun_cli_smoke(int argc, char **argv);
 int clrun_cli_run(int argc, char **argv);    /* tools/cmd_run.c */
@@ -35,6 +41,16 @@ int clrun_cli_parse_devices(const char *text, unsigned *devices, int max);
 /* A whole decimal number from 0 to 2^64 - 1 into out (no sign, suffix or blank): false for
  * anything else. */
 bool clrun_cli_parse_u64(const char *text, uint64_t *out);
+
+/* The CLRUN_* variables the command line reads itself (the library's are clrun_option_get's):
+ * how many, and the i-th's row as clrun_option_get fills one, its value from the environment
+ * checked as the command that reads it checks it. */
+size_t clrun_cli_option_count(void);
+void clrun_cli_option_get(size_t i, clrun_option_info *out);
+
+/* CLRUN_MPI_TIMEOUT's (and --mpi-timeout's) value: seconds, finite and > 0; false for any
+ * other text. */
+bool clrun_cli_parse_timeout(const char *text, double *out);
 
 /* True when argv[i] is "--help" or "-h". */
 int clrun_cli_wants_help(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* clrun: the command-line tool. Dispatches to one function per subcommand. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,36 @@ bool clrun_cli_parse_u64(const char *text, uint64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+bool clrun_cli_parse_timeout(const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v) || !(v > 0))
+        return false;
+    *out = v;
+    return true;
+}
+
+static const clrun_option_info cli_options[] = {
+    {.name = "CLRUN_MPI_TIMEOUT", .accepted = "SECONDS>0", .fallback = "60",
+     .help = "the command line only: under mpirun, how long clrun train's gradient all-reduce may "
+             "wait for the other ranks before the rank fails naming the step (--mpi-timeout "
+             "overrides it)"},
+};
+
+size_t clrun_cli_option_count(void) { return sizeof cli_options / sizeof cli_options[0]; }
+
+void clrun_cli_option_get(size_t i, clrun_option_info *out)
+{
+    *out = cli_options[i];
+    out->value = getenv(out->name);
+    double seconds;
+    out->valid = out->value == NULL || clrun_cli_parse_timeout(out->value, &seconds);
+    if (!out->valid)
+        snprintf(out->problem, sizeof out->problem, "%s takes seconds > 0, not '%s'", out->name,
+                 out->value);
 }
 
 int clrun_cli_parse_devices(const char *text, unsigned *devices, int max)

@@ -18,6 +18,17 @@ static void print_help(void)
            "  --env    list the CLRUN_* environment variables, their values and defaults\n");
 }
 
+/* The i-th CLRUN_* variable: the library's, then the command line's own. */
+static size_t env_count(void) { return clrun_option_count() + clrun_cli_option_count(); }
+
+static void env_row(size_t i, clrun_option_info *d)
+{
+    if (i < clrun_option_count())
+        clrun_option_get(i, d);
+    else
+        clrun_cli_option_get(i - clrun_option_count(), d);
+}
+
 /* Every CLRUN_* variable with its current value; an invalid one is flagged with the reason,
  * and makes the exit status 1. */
 static int print_env(void)
@@ -25,17 +36,17 @@ static int print_env(void)
     int invalid = 0;
     /* Columns as wide as their longest entry, so that every row lines up. */
     int wname = (int)strlen("variable"), waccepted = (int)strlen("accepted"), wdefault = (int)strlen("default");
-    for (size_t i = 0; i < clrun_option_count(); i++) {
+    for (size_t i = 0; i < env_count(); i++) {
         clrun_option_info d;
-        clrun_option_get(i, &d);
+        env_row(i, &d);
         wname = (int)strlen(d.name) > wname ? (int)strlen(d.name) : wname;
         waccepted = (int)strlen(d.accepted) > waccepted ? (int)strlen(d.accepted) : waccepted;
         wdefault = (int)strlen(d.fallback) > wdefault ? (int)strlen(d.fallback) : wdefault;
     }
     printf("%-*s  %-*s  %-*s  %s\n", wname, "variable", waccepted, "accepted", wdefault, "default", "current");
-    for (size_t i = 0; i < clrun_option_count(); i++) {
+    for (size_t i = 0; i < env_count(); i++) {
         clrun_option_info d;
-        clrun_option_get(i, &d);
+        env_row(i, &d);
         printf("%-*s  %-*s  %-*s  %s%s\n", wname, d.name, waccepted, d.accepted, wdefault,
                d.fallback[0] ? d.fallback : "-", d.value ? d.value : "(unset)", d.valid ? "" : "  (invalid)");
         printf("    %s\n", d.help);
@@ -51,9 +62,9 @@ static int print_env(void)
 static bool check_env(void)
 {
     bool valid = true;
-    for (size_t i = 0; i < clrun_option_count(); i++) {
+    for (size_t i = 0; i < env_count(); i++) {
         clrun_option_info d;
-        clrun_option_get(i, &d);
+        env_row(i, &d);
         if (!d.valid) {
             fprintf(stderr, "clrun info: %s\n", d.problem);
             valid = false;

@@ -231,7 +231,7 @@ static int parse_args(int argc, char **argv, train_args *a)
     a->mpi_timeout = 60;
     a->bucket = (uint64_t)1 << 20;
     const char *env_timeout = getenv("CLRUN_MPI_TIMEOUT");
-    if (env_timeout && (!parse_double(env_timeout, &a->mpi_timeout) || !(a->mpi_timeout > 0)))
+    if (env_timeout && !clrun_cli_parse_timeout(env_timeout, &a->mpi_timeout))
         return clrun_cli_usage_error("train", "CLRUN_MPI_TIMEOUT takes seconds > 0, not '%s'",
                                      env_timeout);
     clrun_optimizer_init(&a->optimizer, CLRUN_OPTIMIZER_ADAM);
@@ -318,7 +318,7 @@ static int parse_args(int argc, char **argv, train_args *a)
             *(strcmp(arg, "--lr") == 0 ? &lr : strcmp(arg, "--momentum") == 0 ? &momentum
                                         : strcmp(arg, "--eps") == 0 ? &eps : &wd) = x;
         } else if (strcmp(arg, "--mpi-timeout") == 0 && v) {
-            if (!parse_double(argv[++i], &a->mpi_timeout) || !(a->mpi_timeout > 0))
+            if (!clrun_cli_parse_timeout(argv[++i], &a->mpi_timeout))
                 return clrun_cli_usage_error("train", "--mpi-timeout takes seconds > 0, not '%s'",
                                              argv[i]);
         } else if (strcmp(arg, "--bucket") == 0 && v) {
