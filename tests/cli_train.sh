@@ -28,6 +28,7 @@ np.save(out + "/xte.npy", x[-360:]); np.save(out + "/yte.npy", y[-360:])
 np.save(out + "/itr.npy", x[:-360].reshape(-1, 1, 8, 8)); np.save(out + "/ite.npy", x[-360:].reshape(-1, 1, 8, 8))
 bad = y[:-360].copy(); bad[100] = 12
 np.save(out + "/bad.npy", bad); np.save(out + "/short.npy", y[:50])
+np.save(out + "/xf.npy", np.asfortranarray(x[:-360]))
 PY
 
 # test_accuracy FILE: the last line's "test_accuracy" (the --json report).
@@ -195,6 +196,10 @@ expect 2 "the loss logits is f32\[32, 10\]: a loss must be one f32 element" "$tm
 "$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/itr.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
 rc=$?
 expect 2 "its rows do not fit 'x'" "$tmp/out" "data of the wrong shape"
+# A layout clrun does not take is the file's to change, as clrun run says of an input (exit 2).
+"$CLRUN" train "$data/digits_mlp.graph" --loss xent:logits --data "$tmp/xf.npy" --labels "$tmp/ytr.npy" >"$tmp/out" 2>&1
+rc=$?
+expect 2 "Fortran-order arrays are not supported" "$tmp/out" "Fortran-order data"
 # Where the state or the model cannot be written is found before training, not after it.
 "$CLRUN" train "$data/digits_mlp.graph" $common --data "$tmp/xtr.npy" --save-state "$tmp/none/s" >"$tmp/out" 2>&1
 rc=$?

@@ -34,6 +34,11 @@ int clrun_cli_usage_error(const char *command, const char *format, ...)
  * (I/O, out of host memory). */
 int clrun_cli_input_exit(clrun_status status);
 
+/* The exit status for a failure to read a data file (.npy, .pb: an input, a dataset, a
+ * constant): 1 when it could not be read (I/O, out of host memory), else 2: the file itself
+ * must change (malformed, or a layout clrun does not take, as Fortran order). */
+int clrun_cli_data_exit(clrun_status status);
+
 /* A --devices list, "0,1,1" (device numbers as clrun info lists them, one at most 65535; one may
  * repeat) into devices, at most max of them: the count, or -1 for a malformed or longer list. */
 int clrun_cli_parse_devices(const char *text, unsigned *devices, int max);

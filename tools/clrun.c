@@ -123,6 +123,11 @@ int clrun_cli_input_exit(clrun_status status)
     }
 }
 
+int clrun_cli_data_exit(clrun_status status)
+{
+    return status == CLRUN_ERROR_IO || status == CLRUN_ERROR_OUT_OF_HOST_MEMORY ? 1 : 2;
+}
+
 int clrun_cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)

@@ -424,7 +424,7 @@ static int read_file(const char *path, clrun_dtype want, dataset *ds, int k)
     clrun_status s = clrun_cli_read_tensor(path, &t, &data, err, sizeof err);
     if (s != CLRUN_OK) {
         fprintf(stderr, "clrun train: %s\n", err);
-        return clrun_cli_input_exit(s);
+        return clrun_cli_data_exit(s);
     }
     if (clrun_tensor_empty(&t)) {
         fprintf(stderr, "clrun train: %s is empty: a dataset needs rows of data\n", path);
@@ -972,9 +972,10 @@ static int load_model(train_args *a, clrun_graph **out)
             void *pd = NULL;
             if (given)
                 continue;
-            if (clrun_cli_read_tensor(a->data[k].path, &pt, &pd, err, sizeof err) != CLRUN_OK) {
+            clrun_status read = clrun_cli_read_tensor(a->data[k].path, &pt, &pd, err, sizeof err);
+            if (read != CLRUN_OK) {
                 fprintf(stderr, "clrun train: %s\n", err);
-                rc = 2;
+                rc = clrun_cli_data_exit(read);
                 goto out;
             }
             free(pd);

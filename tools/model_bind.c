@@ -48,7 +48,7 @@ int clrun_cli_const_option(const char *command, int argc, char **argv, int *i, c
         clrun_status s = clrun_cli_read_tensor(value, &k->type, &c->data[c->count], err, sizeof err);
         if (s != CLRUN_OK) {
             fprintf(stderr, "clrun %s: --const %.*s: %s\n", command, (int)(eq - arg), arg, err);
-            return s == CLRUN_ERROR_IO ? -1 : -2;
+            return clrun_cli_data_exit(s) == 1 ? -1 : -2;
         }
     }
     /* NAME points into argv, cut at the '=' by a copy kept with the data. */
@@ -164,7 +164,7 @@ int clrun_cli_load_bound(const char *command, const char *path, clrun_cli_io *io
         if (s != CLRUN_OK) {
             fprintf(stderr, "clrun %s: %s\n", command, err);
             io->shape_count = shapes_before;
-            return s == CLRUN_ERROR_IO ? 1 : 2;
+            return clrun_cli_data_exit(s);
         }
         clrun_onnx_shape *shape = &io->shapes[io->shape_count++];
         *shape = (clrun_onnx_shape){.input = io->inputs[j].name, .rank = type.rank};

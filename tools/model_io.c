@@ -221,7 +221,7 @@ int clrun_cli_io_bind(const char *command, clrun_cli_io *io, const clrun_graph *
         clrun_status s = clrun_cli_read_tensor(f->path, &type, &io->host[i], err, sizeof err);
         if (s != CLRUN_OK) {
             fprintf(stderr, "clrun %s: %s\n", command, err);
-            return s == CLRUN_ERROR_IO ? 1 : 2;
+            return clrun_cli_data_exit(s);
         }
         const clrun_tensor_type *expected = clrun_graph_tensor_type(g, ids[i]);
         if (!same_type(&type, expected)) {
