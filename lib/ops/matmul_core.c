@@ -657,8 +657,9 @@ clrun_status clrun__chunking_prepare(clrun_context *ctx, cl_program program, uin
 
 uint64_t clrun__chunking_bytes(const clrun__chunking *c) { return (uint64_t)c->chunk * c->K * c->nr * 4; }
 
-clrun_status clrun__chunking_enqueue(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
-                                     uint32_t p0, uint32_t *count, clrun__chain *chain)
+/* The packing of the chunk that starts at panel p0 of w into scratch; *count: its panels. */
+static clrun_status chunk_enqueue(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
+                                  uint32_t p0, uint32_t *count, clrun__chain *chain)
 {
     *count = c->panels - p0 < c->chunk ? c->panels - p0 : c->chunk;
     cl_uint n0 = p0 * c->nr, width = *count * c->nr;
@@ -670,6 +671,24 @@ clrun_status clrun__chunking_enqueue(clrun_context *ctx, clrun__chunking *c, cl_
     size_t global[2] = {clrun__round_up(width, c->local), (size_t)c->K}, local[2] = {c->local, 1};
     if (s == CLRUN_OK)
         s = clrun__chain_launch(chain, c->kernel, 2, global, local, "packing of a chunk of B");
+    return s;
+}
+
+clrun_status clrun__chunking_launch(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
+                                    cl_kernel kernel, cl_uint panel0_at, cl_uint dims,
+                                    const size_t *global, const size_t *local, size_t block,
+                                    const char *what, clrun__chain *chain)
+{
+    clrun_status s = CLRUN_OK;
+    for (uint32_t p0 = 0, count; s == CLRUN_OK && p0 < c->panels; p0 += c->chunk) {
+        s = chunk_enqueue(ctx, c, w, scratch, p0, &count, chain);
+        cl_uint first = p0;
+        if (s == CLRUN_OK)
+            s = clrun__arg(ctx, kernel, panel0_at, sizeof first, &first);
+        size_t chunk_global[3] = {global[0], clrun__round_up(count, block), dims > 2 ? global[2] : 1};
+        if (s == CLRUN_OK)
+            s = clrun__chain_launch(chain, kernel, dims, chunk_global, local, what);
+    }
     return s;
 }
 

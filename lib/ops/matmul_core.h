@@ -228,10 +228,14 @@ clrun_status clrun__chunking_prepare(clrun_context *ctx, cl_program program, uin
 /* The bytes of scratch a chunk takes. */
 uint64_t clrun__chunking_bytes(const clrun__chunking *c);
 
-/* Enqueues the packing of the chunk that starts at panel p0 of w into scratch on the chain;
- * *count: its panels. */
-clrun_status clrun__chunking_enqueue(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
-                                     uint32_t p0, uint32_t *count, clrun__chain *chain);
+/* Enqueues the whole product on the chain, a chunk at a time: the chunk's packing from w into
+ * scratch, then `kernel` (its other arguments set) with argument panel0_at the chunk's first
+ * panel, over global with global[1] the chunk's panels rounded up to `block` (the kernel's
+ * work-groups are taken in blocks of that many panels; those past B's end do nothing). */
+clrun_status clrun__chunking_launch(clrun_context *ctx, clrun__chunking *c, cl_mem w, cl_mem scratch,
+                                    cl_kernel kernel, cl_uint panel0_at, cl_uint dims,
+                                    const size_t *global, const size_t *local, size_t block,
+                                    const char *what, clrun__chain *chain);
 
 void clrun__chunking_release(clrun__chunking *c);
 

@@ -111,26 +111,6 @@ static clrun_status conv_pack(clrun_context *ctx, void *opaque, const void *cons
     return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
-/* The chunked core: for each chunk of panels, pack it from w into scratch, then run the product
- * over its panels (the kernel's panel0: the chunk's first). Kernel arguments are taken at each
- * launch, so one kernel serves every chunk. */
-static clrun_status launch_chunks(clrun_context *ctx, conv_state *st, cl_mem w, cl_mem scratch,
-                                  clrun__chain *chain)
-{
-    clrun_status s = CLRUN_OK;
-    for (uint32_t p0 = 0, count; s == CLRUN_OK && p0 < st->chunks.panels; p0 += st->chunks.chunk) {
-        s = clrun__chunking_enqueue(ctx, &st->chunks, w, scratch, p0, &count, chain);
-        cl_uint first = p0;
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->ks.kernel, CONV_CORE_PANEL0_AT, sizeof first, &first);
-        size_t conv_global[3] = {st->ks.global[0], count, st->ks.global[2]};
-        if (s == CLRUN_OK)
-            s = clrun__chain_launch(chain, st->ks.kernel, st->ks.dims, conv_global, st->ks.local,
-                                    st->ks.what);
-    }
-    return s;
-}
-
 static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                  const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                  const cl_event *wait_list, cl_event *done)
@@ -172,7 +152,8 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         s = clrun__chain_launch(&chain, st->pad.kernel, 3, st->pad.global, st->pad.local,
                                 "conv2d padding");
     if (s == CLRUN_OK && st->chunks.kernel)
-        s = launch_chunks(ctx, st, inputs[1], w, &chain);
+        s = clrun__chunking_launch(ctx, &st->chunks, inputs[1], w, st->ks.kernel, CONV_CORE_PANEL0_AT,
+                                   st->ks.dims, st->ks.global, st->ks.local, 1, st->ks.what, &chain);
     else if (s == CLRUN_OK)
         s = clrun__chain_launch(&chain, st->ks.kernel, st->ks.dims, st->ks.global, st->ks.local,
                                 st->ks.what);

@@ -430,26 +430,6 @@ static clrun_status mm_pack(clrun_context *ctx, void *opaque, const void *const 
     return clrun__packing_pack_host(ctx, &st->pack, inputs[1], host, packed);
 }
 
-/* The chunked core: for each chunk of panels, pack it from B into scratch, then run the product
- * over its panels (the kernel's panel0: the chunk's first; a last chunk's blocks of sp panels
- * past B's end do nothing). Kernel arguments are taken at each launch, so one kernel serves
- * every chunk. */
-static clrun_status launch_chunks(clrun_context *ctx, mm_state *st, cl_mem b, cl_mem scratch,
-                                  clrun__chain *chain)
-{
-    clrun_status s = CLRUN_OK;
-    for (uint32_t p0 = 0, count; s == CLRUN_OK && p0 < st->chunks.panels; p0 += st->chunks.chunk) {
-        s = clrun__chunking_enqueue(ctx, &st->chunks, b, scratch, p0, &count, chain);
-        cl_uint first = p0;
-        if (s == CLRUN_OK)
-            s = clrun__arg(ctx, st->ks.kernel, MM_CORE_PANEL0_AT, sizeof first, &first);
-        size_t mm_global[3] = {st->ks.global[0], clrun__round_up(count, st->sp), st->ks.global[2]};
-        if (s == CLRUN_OK)
-            s = clrun__chain_launch(chain, st->ks.kernel, st->ks.dims, mm_global, st->ks.local, st->ks.what);
-    }
-    return s;
-}
-
 static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op_call *call,
                                const cl_mem *inputs, const cl_mem *outputs, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *done)
@@ -474,7 +454,8 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     clrun__chain chain;
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     if (pack_now && st->chunks.kernel)
-        s = launch_chunks(ctx, st, inputs[1], b, &chain);
+        s = clrun__chunking_launch(ctx, &st->chunks, inputs[1], b, st->ks.kernel, MM_CORE_PANEL0_AT,
+                                   st->ks.dims, st->ks.global, st->ks.local, st->sp, st->ks.what, &chain);
     else if (pack_now)
         s = clrun__packing_enqueue(ctx, &st->pack, inputs[1], b, &chain);
     if (widen) {
