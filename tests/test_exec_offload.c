@@ -23,6 +23,7 @@
 #include "core/options.h"
 #include "device_test.h"
 #include "exec/exec_internal.h"
+#include "exec/exec_share.h"
 
 /* The rate these tests restore after setting their own: fixed, never measured (a measured
  * rate depends on the machine's load; the_rate_is_measured_once_and_remembered tests it). */
