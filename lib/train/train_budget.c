@@ -10,7 +10,10 @@
  * elementwise work after the products repeated); then segments ending at the forward's cuts, the
  * shortest whose step fits (cuts:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n))
  * preparations, which reuse the kernels the first one built); then Chen's segments wherever they
- * end, the same way (every:K); then nothing_saveable. Where none fits, the optimizer
+ * end, the same way (every:K); then nothing_saveable. The first of those three that fits is
+ * weighed against moving the activations to host memory and back instead (host_offload, below):
+ * where that fits too and its bytes, moved twice, cost less than the policy's repeated
+ * arithmetic at the device's rate (CLRUN_OFFLOAD_RATE), it is taken. Where none fits, the optimizer
  * state and then the parameters go to host memory, and the same again; with nothing more to
  * move there, last, the activations the backward pass reads are offloaded to host memory after
  * they are written and brought back before their backward readers (graph/offload.h). */
