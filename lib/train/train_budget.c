@@ -170,17 +170,17 @@ static clrun_status weigh_offload(clrun_train *t, const clrun_graph *model,
     drop_step(t);
     bool fits;
     uint64_t held;
+    /* an offloaded step that cannot be prepared (try_step left none) is passed over */
     clrun_status s = try_step(t, model, options, HOST_OFFLOAD, b, &fits, &held, err, errlen);
-    if (s != CLRUN_OK)
-        return s;
     clrun_exec_stats st;
-    if (fits && t->exec != NULL && clrun_exec_stats_get(t->exec, &st) == CLRUN_OK &&
+    if (s == CLRUN_OK && fits && t->exec != NULL && clrun_exec_stats_get(t->exec, &st) == CLRUN_OK &&
         clrun__offload_prefers(flops, st.host_bytes, rate)) {
         t->planned_peak = held;
         *offloaded = true;
         return CLRUN_OK;
     }
-    drop_step(t);
+    if (s == CLRUN_OK)
+        drop_step(t);
     if ((s = try_step(t, model, options, policy, b, &fits, &held, err, errlen)) != CLRUN_OK)
         return s;
     if (!fits) {
