@@ -27,8 +27,9 @@
  * (clrun_train_stats' peak_bytes, the most bytes held at once in the last step: parameters,
  * optimizer state, feeds and activations, less host_bytes: the state a budget moved to host
  * memory, which the kernels read where it lies and the budget does not count) and the host
- * bytes, activation_peak_bytes (peak_bytes less the parameters and state, wherever they lie) in
- * MiB, the activation peak as a fraction of the unconstrained step's, the planned peak
+ * bytes (that state, and the host buffers of activations offloaded to host memory: outside the
+ * pool, so neither peak counts them; clrun_exec_stats.host_bytes), activation_peak_bytes
+ * (peak_bytes less the parameters and state, wherever they lie) in MiB, the activation peak as a fraction of the unconstrained step's, the planned peak
  * (planned_peak_bytes: what a budget is held to, the device's bytes; the device peak is at most
  * that less the evaluation's constants), and the policy's report: activations dropped, nodes
  * repeated and their arithmetic (repeated_flops, in GFLOP: a forward pass is nothing_saveable's,
@@ -56,12 +57,17 @@
  * file says how); without torch a line says so and the rest runs.
  *
  * Usage: bench/bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only] [--budget MIB]
+ *                          [--policy P]...
  *                          [--optimizer sgd|adam]
  *                          [--fusion on|off] [--threads T] [--python PY] [--no-torch] [MODEL]...
  *   MODEL: bert_base, resnet50 (default both), resnet18, bert, mlp.
  *   --tiny: small widths of the same models (the same depth), a few ms a step, for trying it.
  *   --no-torch: no PyTorch lines.
  *   --pool-limit-only: the unconstrained row and the pool limit's row alone.
+ *   --policy P: the unconstrained row and P's row alone (up to 8 of them; no budget rows): any
+ *              policy clrun_train_graph_options.remat takes, host_offload included (every
+ *              activation the backward pass reads copied to host memory and back; the line
+ *              after its row gives their host bytes and the bytes moved per step).
  *   --budget MIB: the unconstrained row and one budget row at MIB MiB alone (no policy rows:
  *              the recompute floor is not checked).
  *   Defaults: --repeat 5 --step 10, T the device's compute units, PY /usr/bin/python3.
@@ -97,6 +103,8 @@ typedef struct options {
     int repeat, step_pct, fusion, threads;
     double budget_mib; /* --budget: the unconstrained row and this budget's alone; 0: all */
     bool tiny, retime, no_torch, pool_only;
+    const char *given[8]; /* --policy: the unconstrained row and these policies' rows alone */
+    int given_count;
     clrun_optimizer_kind optimizer;
     const char *python;
 } options;
@@ -109,7 +117,11 @@ typedef struct row {
     char label[64];    /* that policy for the table (policy_label) */
     double ms;         /* median step time */
     bool timed;        /* ms measured for this row (not taken from its policy's row) */
-    uint64_t peak, act_peak, planned, host; /* peak: the device's, host: state in host memory */
+    uint64_t peak, act_peak, planned; /* peak: the device's */
+    uint64_t host;                    /* state in host memory, then activations offloaded */
+    uint64_t host_act;                /* of it, the offloaded activations' host buffers */
+    uint64_t moved;                   /* bytes those activations move per step, both ways */
+    int32_t offloaded;                /* those activations */
     clrun_remat_report remat;
     double loss0, loss1;
 } row;
@@ -200,7 +212,12 @@ static void run_row(clrun_context *ctx, const clrun_graph *model, const char *co
     policy_label(st.remat_policy, r->label, sizeof r->label);
     r->timed = timed > 0;
     r->ms = timed > 0 ? bench_median(ms, timed) : NAN;
-    r->host = st.host_bytes;
+    /* the host buffers of offloaded activations lie outside the pool, so peak_bytes and the
+     * activation peak do not count them: the host column does */
+    r->host_act = st.exec.host_bytes;
+    r->moved = st.exec.offloaded_bytes;
+    r->offloaded = st.exec.offloaded_tensors;
+    r->host = st.host_bytes + st.exec.host_bytes;
     r->peak = st.peak_bytes > st.host_bytes ? st.peak_bytes - st.host_bytes : 0;
     r->act_peak = st.activation_peak_bytes;
     r->planned = st.planned_peak_bytes;
@@ -305,7 +322,7 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
     char met[32][96];
     int met_count = 0;
     for (int k = 0; k < POLICIES; k++) {
-        if ((o->pool_only || o->budget_mib > 0) && k > 0) {
+        if ((o->pool_only || o->budget_mib > 0 || o->given_count > 0) && k > 0) {
             memset(&by_policy[k], 0, sizeof by_policy[k]);
             continue;
         }
@@ -322,6 +339,18 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
             snprintf(met[met_count++], sizeof met[0], "%s", policies[k]);
     }
     const row *sqrt_n = &by_policy[2];
+    for (int k = 0; k < o->given_count; k++) { /* --policy: those rows alone */
+        row r;
+        run_row(ctx, model, config, o, o->given[k], NO_LIMIT, false, &r);
+        char label[64];
+        policy_label(o->given[k], label, sizeof label);
+        print_row(label, &r, base, "n/a (--policy)");
+        if (meets_floor(&r, base) && met_count < 32)
+            snprintf(met[met_count++], sizeof met[0], "%s", label);
+        if (r.ok && r.moved > 0)
+            printf("%-36s %d activations (%.2f MiB) offloaded to host memory, %.2f MiB moved per step\n", "",
+                   (int)r.offloaded, (double)r.host_act / MIB, (double)r.moved / MIB);
+    }
 
     /* Budgets: 100%, 100 - step, ... while at least the smallest planned peak of the rows above;
      * that peak; then the next below it, and lower ones while the trainer finds a step that fits
@@ -346,7 +375,7 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
         fflush(stdout);
     }
     bool done_min = false;
-    for (int pct = 100; !o->pool_only && o->budget_mib <= 0; pct -= o->step_pct) {
+    for (int pct = 100; !o->pool_only && o->budget_mib <= 0 && o->given_count == 0; pct -= o->step_pct) {
         uint64_t budget = (uint64_t)((double)base->planned * (pct > 0 ? pct : 0) / 100.0);
         bool last = false;
         char label[160];
@@ -394,8 +423,8 @@ static void bench_model(clrun_context *ctx, const options *o, const char *config
     clrun_context *half = NULL;
     char label[160];
     snprintf(label, sizeof label, "pool limit %.2f MiB (50%%) -> ", (double)co.pool_limit / MIB);
-    if (o->budget_mib > 0) {
-        /* --budget: no pool limit row */
+    if (o->budget_mib > 0 || o->given_count > 0) {
+        /* --budget, --policy: no pool limit row */
     } else if (clrun_context_create(&co, &half) != CLRUN_OK) {
         printf("%-36s no context: %s\n", label, clrun_last_error(NULL));
     } else {
@@ -458,13 +487,15 @@ int main(int argc, char **argv)
             o.retime = true, first++;
         else if (strcmp(a, "--budget") == 0 && v)
             o.budget_mib = atof(v), first += 2;
+        else if (strcmp(a, "--policy") == 0 && v && o.given_count < 8)
+            o.given[o.given_count++] = v, first += 2;
         else if (strcmp(a, "--pool-limit-only") == 0)
             o.pool_only = true, first++;
         else if (strcmp(a, "--no-torch") == 0)
             o.no_torch = true, first++;
         else {
             fprintf(stderr, "usage: bench_remat [--repeat N] [--step PCT] [--tiny] [--retime] [--pool-limit-only] [--budget MIB] "
-                            "[--optimizer sgd|adam] [--fusion on|off] [--python PY] [--no-torch] [MODEL]...\n");
+                            "[--policy P]... [--optimizer sgd|adam] [--fusion on|off] [--python PY] [--no-torch] [MODEL]...\n");
             return 2;
         }
     }
@@ -510,7 +541,8 @@ int main(int argc, char **argv)
            o.tiny ? "tiny" : "full");
     printf("# ms: median of %d steps after 2 (\"=\": the policy row's step, the same graph, not timed again); "
            "peak: clrun_train_stats peak_bytes less host_bytes (the device's); host: host_bytes (the state a budget "
-           "moved to host memory, not counted by it); act: activation_peak_bytes; act/base: act over the "
+           "moved to host memory, not counted by it) and the host buffers of offloaded activations (not counted in "
+           "peak or act); act: activation_peak_bytes; act/base: act over the "
            "unconstrained step's; planned: the static planner's peak on the device (what a budget holds); GFLOP: the "
            "repeated nodes' arithmetic (nothing_saveable's: a forward pass)\n", o.repeat);
     printf("# bits: the losses of steps 1 and 2 equal the unconstrained step's bit for bit; act/3: activations <= 1/3 "

@@ -1409,6 +1409,85 @@ static void a_budget_recomputation_cannot_meet_offloads_the_activations(void **s
     clrun_graph_destroy(g);
 }
 
+/* A budget that a segment policy meets is weighed against host offload by the device's rate
+ * (CLRUN_OFFLOAD_RATE, read when a context is created): where moving a byte costs next to no
+ * arithmetic, the activations go to host memory and back instead (no node repeated, the state
+ * still on the device); where it costs more than any recomputation, the segment policy stays.
+ * Either way the parameters after the steps are those of the unconstrained step, bit for bit.
+ * host_offload given as the policy, with no budget, gives them too; a name that only begins
+ * like it is refused. */
+static void a_budget_weighs_offload_against_recomputation(void **state)
+{
+    (void)state;
+    enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
+    clrun_graph *g = deep_mlp(LAYERS);
+    char why[1024] = "", kept[64] = "";
+    const char *rate = getenv("CLRUN_OFFLOAD_RATE");
+    if (rate)
+        snprintf(kept, sizeof kept, "%s", rate);
+    float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
+    assert_non_null(base);
+    assert_non_null(other);
+    clrun_context *ctx = context("tlsf");
+    uint64_t full = held_unconstrained(ctx, g);
+    clrun_train *t = budget_trainer(ctx, g, 0, NULL, why, sizeof why);
+    assert_non_null(t);
+    steps_then_params(t, g, base, NULL);
+    clrun_context_destroy(ctx);
+    static const char *const rates[2] = {"1e-9", "1e30"};
+    for (int r = 0; r < 2; r++) {
+        setenv("CLRUN_OFFLOAD_RATE", rates[r], 1);
+        ctx = context("tlsf");
+        if (kept[0])
+            setenv("CLRUN_OFFLOAD_RATE", kept, 1);
+        else
+            unsetenv("CLRUN_OFFLOAD_RATE");
+        t = budget_trainer(ctx, g, full - 1, NULL, why, sizeof why);
+        if (t == NULL)
+            fail_msg("rate %s, a budget of %llu: %s", rates[r], (unsigned long long)(full - 1), why);
+        clrun_train_stats st;
+        assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+        assert_true(st.planned_peak_bytes <= full - 1);
+        assert_int_equal(st.host_bytes, 0);
+        if (r == 0) {
+            assert_string_equal(st.remat_policy, "host_offload");
+            assert_int_equal(st.remat.repeated_nodes, 0);
+            assert_true(st.exec.offloaded_tensors >= LAYERS);
+            assert_int_equal(st.exec.offloaded_bytes, 2 * st.exec.host_bytes);
+        } else {
+            if (strncmp(st.remat_policy, "cuts:", 5) != 0 && strncmp(st.remat_policy, "every:", 6) != 0)
+                fail_msg("rate %s: %s", rates[r], st.remat_policy);
+            assert_true(st.remat.repeated_nodes > 0);
+            assert_int_equal(st.exec.offloaded_tensors, 0);
+        }
+        memset(other, 0, sizeof(float) * P);
+        steps_then_params(t, g, other, &st);
+        if (st.peak_bytes > st.planned_peak_bytes)
+            fail_msg("rate %s: peak %llu, planned %llu", rates[r], (unsigned long long)st.peak_bytes,
+                     (unsigned long long)st.planned_peak_bytes);
+        assert_memory_equal(base, other, sizeof(float) * P);
+        clrun_context_destroy(ctx);
+    }
+    ctx = context("tlsf");
+    t = budget_trainer(ctx, g, 0, "host_offload", why, sizeof why);
+    if (t == NULL)
+        fail_msg("host_offload given: %s", why);
+    clrun_train_stats st;
+    assert_int_equal(clrun_train_stats_get(t, &st), CLRUN_OK);
+    assert_string_equal(st.remat_policy, "host_offload");
+    memset(other, 0, sizeof(float) * P);
+    steps_then_params(t, g, other, &st); /* st.remat_policy went with the trainer */
+    assert_true(st.exec.offloaded_tensors >= LAYERS);
+    assert_memory_equal(base, other, sizeof(float) * P);
+    assert_null(budget_trainer(ctx, g, 0, "host_offload:2", why, sizeof why));
+    if (strstr(why, "unknown policy 'host_offload:2'") == NULL)
+        fail_msg("'%s'", why);
+    clrun_context_destroy(ctx);
+    free(base);
+    free(other);
+    clrun_graph_destroy(g);
+}
+
 /* Under a budget the step runs in planned mode, its layout fixed when it is prepared, and the
  * evaluation's arena lies in the step's (the pool holds one arena): steps and evaluations in
  * turn give the losses of the trainer without a budget, bit for bit. */
@@ -1615,6 +1694,7 @@ int main(void)
         cmocka_unit_test(cut_segments_give_the_same_bits),
         cmocka_unit_test(a_memory_budget_chooses_the_policy),
         cmocka_unit_test(a_budget_recomputation_cannot_meet_offloads_the_activations),
+        cmocka_unit_test(a_budget_weighs_offload_against_recomputation),
         cmocka_unit_test(a_budget_runs_the_step_planned),
         cmocka_unit_test(the_pool_limit_is_a_budget),
         cmocka_unit_test(saved_state_resumes_bit_for_bit),

@@ -67,8 +67,10 @@ typedef struct clrun_train_graph_options {
                                       another framework; clrun_train_read_gradient reads them */
     const char *remat;             /* a rematerialisation policy for the step (<clrun/remat.h>:
                                       dots_saveable, nothing_saveable, names:T1,T2, sqrt_n,
-                                      cuts:K), the forward the first part and the backward the
-                                      second;
+                                      cuts:K; host_offload: none recomputed, every
+                                      activation the backward pass reads copied to host
+                                      memory and back), the forward the first part and the
+                                      backward the second;
                                       "none": every activation kept; NULL or "": with no
                                       budget binding, the trainer takes dots_saveable or
                                       sqrt_n where that lowers the step's lower bound enough
@@ -82,8 +84,11 @@ typedef struct clrun_train_graph_options {
                                       clrun_exec_options.mode names another: then the static
                                       planner's estimate of the step's buffers). With no remat
                                       policy given: the step as it is if it fits, else
-                                      dots_saveable, the shortest every:K segments, then
-                                      nothing_saveable, the first that fits; with a policy,
+                                      dots_saveable, the shortest cuts:K, then every:K
+                                      segments, then nothing_saveable, the first that fits
+                                      (host_offload instead where it fits too and moving the
+                                      activations costs less than that policy's repeated
+                                      arithmetic at CLRUN_OFFLOAD_RATE); with a policy,
                                       that one alone. A budget below the least any rewrite
                                       holds is refused at once with that least.
                                       clrun_train_stats.remat_policy gives the policy taken.

@@ -231,11 +231,7 @@ clrun_status clrun__exec_copies_finish(clrun_exec *e);
 
 /* ---- the offload rate: exec_rate.c ---- */
 
-/* The FLOPs the device computes in the time it moves one byte to or from host memory:
- * CLRUN_OFFLOAD_RATE where given, else measured once per device per process (a few ms: timed
- * copies and a timed product) and remembered in the cache directory; *measured (may be NULL)
- * says whether this call timed it. A failure leaves the context's error set. */
-clrun_status clrun__exec_offload_rate(clrun_context *ctx, double *rate, bool *measured);
+/* clrun__exec_offload_rate: exec/exec_share.h (the trainer's budget weighs by it too). */
 /* Forgets this process's measurements (tests: the next call reads the cache or measures). */
 void clrun__offload_rate_forget(void);
 

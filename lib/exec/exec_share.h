@@ -33,4 +33,10 @@ uint64_t clrun__exec_pool_held(clrun_context *ctx, uint64_t *limit);
 clrun_status clrun__exec_plan_span(const clrun_exec *exec, bool inputs, double seconds,
                                    uint64_t capacity, uint64_t *span);
 
+/* The FLOPs the device computes in the time it moves one byte to or from host memory:
+ * CLRUN_OFFLOAD_RATE where given, else measured once per device per process (a few ms: timed
+ * copies and a timed product) and remembered in the cache directory; *measured (may be NULL)
+ * says whether this call timed it. A failure leaves the context's error set. (exec_rate.c) */
+clrun_status clrun__exec_offload_rate(clrun_context *ctx, double *rate, bool *measured);
+
 #endif

@@ -196,18 +196,22 @@ clrun_status clrun__chain_launch(clrun__chain *chain, cl_kernel kernel, cl_uint 
 
 clrun_status clrun__chain_end(clrun__chain *chain)
 {
-    if (chain->done == NULL) {
-        if (chain->last)
-            clrun__cl.ReleaseEvent(chain->last);
-        chain->last = NULL;
-        return CLRUN_OK;
-    }
-    if (chain->last == NULL) {
-        /* Nothing was launched (an empty copy): a marker still stands for the node. */
+    if (chain->last == NULL && (chain->done != NULL || chain->wait_count > 0)) {
+        /* Nothing was launched (an empty copy, a view): a marker still stands for the node. It
+         * waits for the node's wait list even where no one wants its event: on an in-order
+         * queue what comes after it then waits too. A view of a tensor copied back from host
+         * memory on the copy queue is the first to be handed that copy's event (exec_offload.c),
+         * and the kernels that read the view after it are not. */
         cl_int err = clrun__cl.EnqueueMarkerWithWaitList(chain->ctx->queue, chain->wait_count,
                                                          chain->wait_list, chain->done);
         if (err != CL_SUCCESS)
             return clrun__fail_cl(chain->ctx, err, "clEnqueueMarkerWithWaitList", "empty node");
+        return CLRUN_OK;
+    }
+    if (chain->done == NULL) {
+        if (chain->last)
+            clrun__cl.ReleaseEvent(chain->last);
+        chain->last = NULL;
         return CLRUN_OK;
     }
     *chain->done = chain->last;

@@ -10,7 +10,10 @@
  * elementwise work after the products repeated); then segments ending at the forward's cuts, the
  * shortest whose step fits (cuts:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n))
  * preparations, which reuse the kernels the first one built); then Chen's segments wherever they
- * end, the same way (every:K); then nothing_saveable. Where none fits, the optimizer
+ * end, the same way (every:K); then nothing_saveable. The first of those three that fits is
+ * weighed against moving the activations to host memory and back instead (host_offload, below):
+ * where that fits too and its bytes, moved twice, cost less than the policy's repeated
+ * arithmetic at the device's rate (CLRUN_OFFLOAD_RATE), it is taken. Where none fits, the optimizer
  * state and then the parameters go to host memory, and the same again; with nothing more to
  * move there, last, the activations the backward pass reads are offloaded to host memory after
  * they are written and brought back before their backward readers (graph/offload.h). */
@@ -135,6 +138,58 @@ static clrun_status offload_activations(clrun__train_graph *tg, char *err, size_
         tg->forward_nodes += report.added_before;
     free(crossing);
     return s;
+}
+
+static clrun_status try_step(clrun_train *t, const clrun_graph *model,
+                             const clrun_train_graph_options *options, const char *policy,
+                             const budget *b, bool *fits, uint64_t *held, char *err, size_t errlen);
+
+/* With t's step the recompute policy `policy`, which fits: the activations to host memory and
+ * back instead (HOST_OFFLOAD) where that fits too and costs less, moving its bytes twice against
+ * repeating the policy's arithmetic at the device's rate (graph/offload.h: CLRUN_OFFLOAD_RATE,
+ * measured by default). A ResNet's skip connections cross every segment, so that a segment
+ * policy repeats most of a forward pass to lower its peak; its activations cost far less to
+ * move. *offloaded: t's step is HOST_OFFLOAD's now; otherwise it is `policy`'s again (prepared
+ * anew: the two are not held at once, under a pool's limit the second would not fit beside the
+ * first), or none where that one no longer fits (a planner cut short by its time: the caller
+ * goes on). */
+static clrun_status weigh_offload(clrun_train *t, const clrun_graph *model,
+                                  const clrun_train_graph_options *options, const budget *b,
+                                  const char *policy, bool *offloaded, bool *kept, char *err,
+                                  size_t errlen)
+{
+    *offloaded = false;
+    *kept = true;
+    uint64_t flops = t->tg.remat.repeated_flops;
+    double rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    if (clrun__exec_offload_rate(t->ctx, &rate, NULL) != CLRUN_OK)
+        rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    /* no activation moves for less than nothing: a policy that repeats no arithmetic stays */
+    if (flops == 0 || !clrun__offload_prefers(flops, 1, rate))
+        return CLRUN_OK;
+    drop_step(t);
+    bool fits;
+    uint64_t held;
+    /* an offloaded step that cannot be prepared (try_step left none) is passed over */
+    clrun_status s = try_step(t, model, options, HOST_OFFLOAD, b, &fits, &held, err, errlen);
+    clrun_exec_stats st;
+    if (s == CLRUN_OK && fits && t->exec != NULL && clrun_exec_stats_get(t->exec, &st) == CLRUN_OK &&
+        clrun__offload_prefers(flops, st.host_bytes, rate)) {
+        t->planned_peak = held;
+        *offloaded = true;
+        return CLRUN_OK;
+    }
+    if (s == CLRUN_OK)
+        drop_step(t);
+    if ((s = try_step(t, model, options, policy, b, &fits, &held, err, errlen)) != CLRUN_OK)
+        return s;
+    if (!fits) {
+        drop_step(t);
+        *kept = false;
+        return CLRUN_OK;
+    }
+    t->planned_peak = held;
+    return CLRUN_OK;
 }
 
 /* Builds and prepares the step under `policy` into t->tg and t->exec. With a budget, *held is
@@ -473,6 +528,18 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
             (s = search(t, model, options, b, kinds[k], S, &policy, &searched, err, errlen)) != CLRUN_OK)
             return s;
         if (policy != NULL) {
+            bool offloaded, kept;
+            s = weigh_offload(t, model, options, b, policy, &offloaded, &kept, err, errlen);
+            if (s != CLRUN_OK || offloaded || !kept) {
+                free(policy);
+                if (s != CLRUN_OK)
+                    return s;
+                if (offloaded) {
+                    *done = true;
+                    return keep_step(t, HOST_OFFLOAD, t->planned_peak, err, errlen);
+                }
+                continue; /* it fitted before: a planner cut short by its time */
+            }
             t->remat_policy = policy;
             *done = true;
             return CLRUN_OK;
@@ -485,10 +552,20 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
     if ((s = try_step(t, model, options, "nothing_saveable", b, &fits, &held, err, errlen)) != CLRUN_OK)
         return s;
     if (fits) {
-        *done = true;
-        return keep_step(t, "nothing_saveable", held, err, errlen);
+        bool offloaded, kept;
+        t->planned_peak = held;
+        s = weigh_offload(t, model, options, b, "nothing_saveable", &offloaded, &kept, err, errlen);
+        if (s != CLRUN_OK)
+            return s;
+        if (offloaded || kept) {
+            *done = true;
+            return keep_step(t, offloaded ? HOST_OFFLOAD : "nothing_saveable", t->planned_peak,
+                             err, errlen);
+        }
+        held = UINT64_MAX; /* it fitted before: a planner cut short by its time */
+    } else {
+        drop_step(t);
     }
-    drop_step(t);
     if (held < *best) {
         *best = held;
         *best_policy = "nothing_saveable";
