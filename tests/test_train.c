@@ -1276,6 +1276,24 @@ static uint64_t held_unconstrained(clrun_context *ctx, const clrun_graph *g)
     return st.planned_peak_bytes;
 }
 
+/* A context (tlsf) created with CLRUN_OFFLOAD_RATE set to rate, the FLOPs a byte moved to host
+ * memory and back costs (read when a context is created; the variable is put back after): a
+ * budget's choice between recomputing and offloading then does not hang on the rate measured. */
+static clrun_context *context_at_rate(const char *rate)
+{
+    char kept[64] = "";
+    const char *was = getenv("CLRUN_OFFLOAD_RATE");
+    if (was)
+        snprintf(kept, sizeof kept, "%s", was);
+    setenv("CLRUN_OFFLOAD_RATE", rate, 1);
+    clrun_context *ctx = context("tlsf");
+    if (was)
+        setenv("CLRUN_OFFLOAD_RATE", kept, 1);
+    else
+        unsetenv("CLRUN_OFFLOAD_RATE");
+    return ctx;
+}
+
 /* Under a memory budget the trainer takes the step as it is when it fits, else recomputes the
  * fewest activations that make it fit (the same bits), and refuses a budget nothing meets with
  * the smallest peak it found. */
@@ -1284,7 +1302,8 @@ static void a_memory_budget_chooses_the_policy(void **state)
     (void)state;
     enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
     clrun_graph *g = deep_mlp(LAYERS);
-    clrun_context *ctx = context("tlsf");
+    /* moving a byte dearer than any recomputation: the budget weighs no host offload (below) */
+    clrun_context *ctx = context_at_rate("1e30");
     char why[1024] = "";
     uint64_t full = held_unconstrained(ctx, g);
     clrun_train *t;
@@ -1421,10 +1440,7 @@ static void a_budget_weighs_offload_against_recomputation(void **state)
     (void)state;
     enum { LAYERS = 12, P = LAYERS * (48 * 48 + 48) + 48 * 4 };
     clrun_graph *g = deep_mlp(LAYERS);
-    char why[1024] = "", kept[64] = "";
-    const char *rate = getenv("CLRUN_OFFLOAD_RATE");
-    if (rate)
-        snprintf(kept, sizeof kept, "%s", rate);
+    char why[1024] = "";
     float *base = malloc(sizeof(float) * P), *other = malloc(sizeof(float) * P);
     assert_non_null(base);
     assert_non_null(other);
@@ -1436,12 +1452,7 @@ static void a_budget_weighs_offload_against_recomputation(void **state)
     clrun_context_destroy(ctx);
     static const char *const rates[2] = {"1e-9", "1e30"};
     for (int r = 0; r < 2; r++) {
-        setenv("CLRUN_OFFLOAD_RATE", rates[r], 1);
-        ctx = context("tlsf");
-        if (kept[0])
-            setenv("CLRUN_OFFLOAD_RATE", kept, 1);
-        else
-            unsetenv("CLRUN_OFFLOAD_RATE");
+        ctx = context_at_rate(rates[r]);
         t = budget_trainer(ctx, g, full - 1, NULL, why, sizeof why);
         if (t == NULL)
             fail_msg("rate %s, a budget of %llu: %s", rates[r], (unsigned long long)(full - 1), why);
