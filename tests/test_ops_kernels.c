@@ -833,6 +833,27 @@ static void conv2d_rows_kernel_gives_the_core_bits(void **state)
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 970, choose_rows, "rows", "the core");
 }
 
+static void choose_core_narrow(int which)
+{
+    clrun__conv_core_narrow = which == 1 ? 1 : which == 0 ? 0 : -1; /* 1: half width wherever it can */
+    choose_core(which);
+}
+
+/* The core at half a 16-wide device's vector width (the CPUs' default where a group has at most
+ * 16 output channels: panels of 16 columns, not 32) gives the bits of the full width, over a
+ * 32 -> 16 head, channels past a panel, padding, stride 2, groups and two images. */
+static void conv2d_core_at_half_width_gives_the_full_widths_bits(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,32,12,13", "16,32,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true}, /* a head */
+        {"2,8,9,10", "21,8,3,3", {{2, 2}, {1, 0, 1, 2}, {1, 1}, 1, {0, 0}}, false},  /* 21 > 16 */
+        {"1,12,7,7", "12,4,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, true},   /* groups */
+    };
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 990, choose_core_narrow,
+                       "the core at half width", "the full width");
+}
+
 static void conv_transpose2d_matches_the_reference(void **state)
 {
     (void)state;
@@ -1373,6 +1394,7 @@ static int reset_choices(void **state)
     clrun__conv_pointwise_forced = false;
     clrun__conv_depthwise_channels = -1;
     clrun__conv_rows_forced = false;
+    clrun__conv_core_narrow = -1;
     return 0;
 }
 
@@ -1399,6 +1421,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(pools_with_onnx_padding_ceil_mode_dilation_and_counts, reset_choices),
         cmocka_unit_test_setup(global_maxpool_takes_each_planes_maximum, reset_choices),

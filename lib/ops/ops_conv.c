@@ -310,6 +310,20 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     return s;
 }
 
+/* The core's panels are NR = 2 VW output channels wide: on a 16-wide device a convolution of 16
+ * channels or fewer a group (U-Net's and DBNet's 32 -> 16 heads at 128 x 128) left half of every
+ * panel's columns zero, and it ran at a quarter of the rate 64 -> 32 reached there. At VW 8 the
+ * panel is 16 wide: 4.9 -> 1.2 ms for that head. Each output keeps its fma chain over k in the
+ * same order, so the same bits (tests/test_ops_kernels.c compares the two widths). */
+int clrun__conv_core_narrow = -1;
+
+static unsigned core_vw(const cl_int *geo, const clrun__core_device *dev)
+{
+    bool few = geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS] <= (cl_int)dev->vw; /* one panel at VW / 2 */
+    bool narrow = clrun__conv_core_narrow > 0 || (clrun__conv_core_narrow < 0 && few);
+    return dev->vw >= 16 && narrow ? dev->vw / 2 : dev->vw;
+}
+
 static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, const cl_int *geo,
                                  const clrun__conv_geometry *g, uint64_t images, unsigned vw,
                                  const clrun__epilogue *ep, conv_state *st)
@@ -591,7 +605,7 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE && !pointwise && !rows;
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
-        s = st->core ? prepare_core(ctx, call, geo, &g, images, dev.vw, ep, st)
+        s = st->core ? prepare_core(ctx, call, geo, &g, images, core_vw(geo, &dev), ep, st)
                      : prepare_other(ctx, geo, images, &dev, ep, pointwise, rows, st);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
