@@ -436,6 +436,30 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
         float t[NR];                                                                           \
         CV_STORE_ELEMENTS(r)                                                                   \
     }
+/* A whole tile (MR positions in range, a full panel) is stored a channel at a time: its MR
+ * positions are neighbours in memory. Row by row, each row wrote NR channels a plane apart, and
+ * planes of 4096 or 16384 positions put those NR lines in one set of a CPU's L1 cache, which
+ * then lost every line between one row and the next: a U-Net's 32 -> 64 convolution at 64 x 64
+ * (K = 288) ran at a third of the rate of one with K = 1152. The same values with the same bias
+ * and epilogue as CV_STORE_ELEMENTS, in another order: the same bits. */
+#define CV_TILE_SPILL(r, v) VSTORE(ACC(r, v), 0, tile + (r) * NR + (v) * VW);
+#define CV_TILE_ROW(r) COLS(CV_TILE_SPILL, r)
+#define CV_STORE_TILE                                                                          \
+    {                                                                                          \
+        float tile[MR * NR];                                                                   \
+        ROWS(CV_TILE_ROW)                                                                      \
+        const ulong first = ((ulong)image * g[G_O] + group * Og + n0) * P + p0;                \
+        for (uint j = 0; j < NR; j++) {                                                        \
+            const uint o = group * Og + n0 + j;                                                \
+            for (uint r = 0; r < MR; r++) {                                                    \
+                const ulong at = first + (ulong)j * P + r;                                     \
+                float v = tile[r * NR + j];                                                    \
+                if (has_bias)                                                                  \
+                    v = v + bias[o];                                                           \
+                out[at] = EPILOGUE(v, at, o);                                                  \
+            }                                                                                  \
+        }                                                                                      \
+    }
 #endif
 
 __kernel
@@ -530,7 +554,14 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
             }
         }
 #endif
-        ROWS(CV_STORE)
+#ifdef CV_STORE_TILE
+        if (p0 + MR <= P && n0 + NR <= Og)
+            CV_STORE_TILE
+        else
+#endif
+        {
+            ROWS(CV_STORE)
+        }
     }
 }
 #endif /* CORE_CONV */
