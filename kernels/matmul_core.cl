@@ -117,18 +117,35 @@ void clrun_widen_weight(__global const uchar *q, __global const float *scale,
 }
 
 /* The padded image of a convolution: xp[plane][ih][iw] = x[plane][ih - PH][iw - PW] inside x,
- * 0 outside, over HP x WP (what the output's windows reach). Work-item (iw, ih, plane). */
+ * 0 outside, over HP x WP (what the output's windows reach). Work-item (block of rows, plane),
+ * the rows split evenly over get_global_size(0): each row a run of zeros, a copy and zeros,
+ * loops a CPU compiler vectorizes. An element per work-item in groups of 32 made POCL run
+ * 34 000 work-groups for a 64 x 128 x 128 input, 4 ms of a U-Net's 40. */
 __kernel
 void clrun_conv_pad(__global const float *x, __global float *xp, __constant const int *g,
                     const uint HP, const uint WP)
 {
-    const uint iw = get_global_id(0), ih = get_global_id(1);
-    const size_t plane = get_global_id(2);
-    if (iw >= WP || ih >= HP)
-        return;
-    const int h = (int)ih - g[G_PH], w = (int)iw - g[G_PW];
-    const bool inside = h >= 0 && h < g[G_H] && w >= 0 && w < g[G_W];
-    xp[(plane * HP + ih) * WP + iw] = inside ? x[(plane * g[G_H] + h) * g[G_W] + w] : 0.0f;
+    const uint per = (HP + (uint)get_global_size(0) - 1) / (uint)get_global_size(0);
+    const uint first = (uint)get_global_id(0) * per, end = min(first + per, HP);
+    const size_t plane = get_global_id(1);
+    const int H = g[G_H], W = g[G_W], PW = g[G_PW];
+    const int wp = (int)WP, left = min(PW, wp), right = clamp(PW + W, left, wp);
+    for (uint ih = first; ih < end; ih++) {
+        __global float *row = xp + (plane * HP + ih) * WP;
+        const int h = (int)ih - g[G_PH];
+        if (h < 0 || h >= H) {
+            for (int i = 0; i < wp; i++)
+                row[i] = 0.0f;
+            continue;
+        }
+        __global const float *src = x + (plane * H + h) * W;
+        for (int i = 0; i < left; i++)
+            row[i] = 0.0f;
+        for (int i = left; i < right; i++)
+            row[i] = src[i - PW];
+        for (int i = right; i < wp; i++)
+            row[i] = 0.0f;
+    }
 }
 #endif
 

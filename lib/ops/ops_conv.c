@@ -511,7 +511,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         size_t lanes = dev->vw >= 16 ? 16 : 8;
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_rows", 0, &st->ks.kernel);
         st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
-        st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        st->ks.global[1] = 1; /* every block of channels in one work-item (SqueezeNet's stem 3 -> 64: 1.17 -> 0.62 ms) */
         st->ks.global[2] = (size_t)images;
         st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
         return s;
