@@ -772,17 +772,18 @@ static void choose_pointwise(int which)
 
 /* A pointwise convolution's own kernel (the CPUs' default: kernels/conv.cl's
  * clrun_conv2d_pointwise where a plane holds 2 vectors of positions) gives the core's bits,
- * over planes whose last block overlaps the one before, channels past a block of 8, two images
- * and a 1-D row. */
+ * over planes whose last block overlaps the one before, channels past a block of 8, two images,
+ * a 1-D row and work-items of several channel blocks. */
 static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
     const conv_params p = {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}};
     const conv_case cases[] = {
-        {"2,16,9,11", "21,16,1,1", p, true}, /* 99 positions, 21 channels */
-        {"1,5,6,7", "8,5,1,1", p, false},    /* 42 positions */
-        {"1,33,4,8", "9,33,1,1", p, true},   /* 32: one block on AVX-512, two on AVX2 */
-        {"2,3,1,70", "30,3,1,1", p, true},   /* a 1-D row */
+        {"2,16,9,11", "21,16,1,1", p, true},  /* 99 positions, 21 channels */
+        {"1,5,6,7", "8,5,1,1", p, false},     /* 42 positions */
+        {"1,33,4,8", "9,33,1,1", p, true},    /* 32: one block on AVX-512, two on AVX2 */
+        {"2,3,1,70", "30,3,1,1", p, true},    /* a 1-D row */
+        {"1,16,32,40", "21,16,1,1", p, true}, /* three channel blocks in one work-item */
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 900, choose_pointwise, "pointwise",
                        "the core");

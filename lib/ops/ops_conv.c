@@ -433,6 +433,11 @@ static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *d
  * much of the one before: 7 x 7 planes (49 positions, two blocks of 32) ran 1.3-1.4x slower
  * than on the core, 14 x 14 (196, seven blocks) 0.7-0.8x. */
 #define POINTWISE_MIN_BLOCKS 4
+/* A work-item takes blocks of 8 channels until it has this many input channels' work (over 16
+ * input channels one block is little work for one of POCL's work-groups, and the item's
+ * positions stay in cache), as long as the launch keeps POINTWISE_MIN_ITEMS work-items. */
+#define POINTWISE_TAPS 256
+#define POINTWISE_MIN_ITEMS 32
 bool clrun__conv_pointwise_forced;
 
 /* The positions a pointwise work-item covers: 2 vectors of the device's width (16 or 8). */
@@ -518,9 +523,14 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && pointwise) {
         size_t nr = (size_t)pointwise_block(dev);
+        /* blocks of channels per work-item: at least POINTWISE_TAPS input channels' work */
+        size_t blocks = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
+        size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
+        per = per < most ? per : most < 1 ? 1 : most;
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
-        st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        st->ks.global[1] = (blocks + per - 1) / per;
         st->ks.global[2] = (size_t)images;
         st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
         return s;
