@@ -577,6 +577,28 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
     memcpy(geo, values, sizeof values);
 }
 
+/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
+ * epilogue and a store per element) cost more than the pass it saves: on POCL MobileNetV3-small
+ * ran 2.6-2.9 ms with no epilogue on these kernels, 3.2-3.5 ms with its hardswishes and relus
+ * fused (SqueezeNet 8.9 against 9.6, ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits);
+ * the core's store (ResNet-18, U-Net) came level either way and keeps them. */
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call)
+{
+    clrun__conv_geometry g;
+    const clrun__infer_error quiet = {"conv2d", NULL, 0};
+    clrun__core_device dev;
+    if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
+        return true; /* prepare says why */
+    if (!dev.registers || clrun__ops_kernels == CLRUN__KERNELS_SIMPLE)
+        return true;
+    cl_int geo[CLRUN__G_COUNT];
+    conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
+    int bw = clrun__narrow_code(call->inputs[1].dtype);
+    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
+                     (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
+    return !depthwise && !pointwise_on(geo, &dev, bw) && !rows_on(geo, &dev, bw);
+}
+
 static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
                                           const clrun__op_call *call, const clrun__epilogue *ep,
                                           void **state)
