@@ -837,7 +837,7 @@ static void conv2d_rows_kernel_gives_the_core_bits(void **state)
 static void choose_core_narrow(int which)
 {
     clrun__conv_core_narrow = which == 1 ? 1 : which == 0 ? 0 : -1; /* 1: half width wherever it can */
-    choose_core(which);
+    choose_core(which < 0 ? -1 : 0); /* the core on both sides, on any device */
 }
 
 /* The core at half a 16-wide device's vector width (the CPUs' default where a group has at most
