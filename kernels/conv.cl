@@ -417,15 +417,18 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
     const int C = g[G_C], O = g[G_O];
     const uint P = (uint)(g[G_OH] * g[G_OW]);
     const uint p0 = min((uint)get_global_id(0) * PW_NR, P - PW_NR);
-    const int o0 = (int)get_global_id(1) * PW_MR;
     const size_t n = get_global_id(2);
-    __global const float *xp = x + (ulong)n * C * P + p0;
-    PW_ROWS(PW_DECL)
-    for (int c = 0; c < C; c++, xp += P) {
-        const DWVEC v0 = DWLOAD(xp), v1 = DWLOAD(xp + DWN);
-        PW_ROWS(PW_STEP)
+    /* blocks of PW_MR channels, get_global_size(1) apart (the host gives an item several
+     * where C is small: 16 -> 64 channels is too little work for one of POCL's work-groups) */
+    for (int o0 = (int)get_global_id(1) * PW_MR; o0 < O; o0 += (int)get_global_size(1) * PW_MR) {
+        __global const float *xp = x + (ulong)n * C * P + p0;
+        PW_ROWS(PW_DECL)
+        for (int c = 0; c < C; c++, xp += P) {
+            const DWVEC v0 = DWLOAD(xp), v1 = DWLOAD(xp + DWN);
+            PW_ROWS(PW_STEP)
+        }
+        PW_ROWS(PW_STORE)
     }
-    PW_ROWS(PW_STORE)
 }
 
 /* Few input channels (a 3-channel stem) on CPUs: the positions along the vectors, as
@@ -464,11 +467,13 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
     const int dh = g[G_DH], dw = g[G_DW], CK = C * KH * KW;
     const int blocks = (OW + DWN - 1) / DWN, oh = (int)get_global_id(0) / blocks;
     const int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
-    const int o0 = (int)get_global_id(1) * PW_MR;
     const size_t n = get_global_id(2);
     const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
     const bool inside = iw0 >= 0 && iw0 + span <= W;
     float buf[CR_SPAN];
+    /* blocks of PW_MR channels, get_global_size(1) apart: a work-item of a stem's few taps is
+     * too little work for one of POCL's work-groups, and its input rows stay in cache */
+    for (int o0 = (int)get_global_id(1) * PW_MR; o0 < O; o0 += (int)get_global_size(1) * PW_MR) {
     PW_ROWS(CR_DECL)
     for (int c = 0; c < C; c++) {
         for (int kh = 0; kh < KH; kh++) {
@@ -493,6 +498,7 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
         }
     }
     PW_ROWS(CR_STORE)
+    }
 }
 
 /* conv_transpose2d: work-item (p, o, n) gathers every (c, kh, kw) whose input position lands on

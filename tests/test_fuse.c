@@ -1029,6 +1029,38 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     clrun_graph_destroy(g);
 }
 
+/* On a CPU a convolution whose kernel stores a lane at a time (pointwise here; a stem's rows,
+ * depthwise) leaves its relu to a kernel of its own, where the core keeps it: the relu pass
+ * costs less than that store's epilogue. Every device takes both with clrun__fuse_every_epilogue.
+ * Same bits either way. */
+static void a_cpu_keeps_epilogues_off_the_lane_at_a_time_convolutions(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("lanes", &g), CLRUN_OK);
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){1, 8, 16, 16}));
+    int32_t k1 = constant(g, "k1", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 1, 1}), 1);
+    int32_t k3 = constant(g, "k3", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 3, 3}), 2);
+    int32_t c1 = node(g, "conv2d", "c1", 2, (int32_t[]){im, k1}, NULL, 0); /* 256 positions */
+    int32_t c3 = node(g, "conv2d", "c3", 2, (int32_t[]){im, k3}, NULL, 0); /* 72 taps: the core */
+    clrun_graph_mark_output(g, unary(g, "relu", "y1", c1));
+    clrun_graph_mark_output(g, unary(g, "relu", "y3", c3));
+    outcome base = run_unfused(g, 5);
+    how mode = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
+    outcome o = run_graph(g, mode, 5);
+    expect_same_bits(g, &o, &base, "by the device's rule", 5);
+    bool cpu = strcmp(o.device_type, "CPU") == 0;
+    assert_int_equal(o.groups, cpu ? 1 : 2);
+    assert_string_equal(o.group_names[0], "fused:conv2d+relu");
+    assert_int_equal(o.stats.kernels, cpu ? 3 : 2);
+    clrun__fuse_every_epilogue = true;
+    outcome every = run_graph(g, mode, 5);
+    clrun__fuse_every_epilogue = false;
+    expect_same_bits(g, &every, &base, "every epilogue", 5);
+    assert_int_equal(every.groups, 2);
+    clrun_graph_destroy(g);
+}
+
 /* A residual add written r + conv and one written conv + r are one epilogue program (its
  * operands in a canonical order, lib/fuse/codegen.c), with the bits of the unfused run. */
 static void a_residual_add_either_way_is_one_epilogue_program(void **state)
@@ -1340,6 +1372,7 @@ int main(void)
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test_teardown(clrun_fusion_0_turns_it_off, clear_fusion_environment),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
+        cmocka_unit_test(a_cpu_keeps_epilogues_off_the_lane_at_a_time_convolutions),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),

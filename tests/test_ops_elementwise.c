@@ -7,8 +7,8 @@
  * div, maximum, minimum, prelu, mod, neg, abs, relu, floor, ceil, round, sign, clip, where) must
  * match bit for bit: their references are computed in the element's own type. The other float
  * functions pass when |d - r| <= tol (|r| + |x|), r computed in double: tol 1e-5 for f32 (OpenCL
- * allows a few ulp, and the fitted erf is within 4e-6), 1e-12 for f64; f32 exp and tanh, fits of
- * their own, are checked in ulp as well. */
+ * allows a few ulp, and the fitted erf is within 4e-6), 1e-12 for f64; f32 exp, tanh and log,
+ * fits of their own, are checked in ulp as well. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -708,13 +708,13 @@ static void unary_ops_match_reference_in_every_dtype(void **state)
     }
 }
 
-/* The fusion pass weighs epilogues by this: clrun's own exp and tanh apart from the math
+/* The fusion pass weighs epilogues by this: clrun's own exp, tanh and log apart from the math
  * library, and both apart from plain arithmetic. */
 static void float_cost_follows_the_calls_of_the_expression(void **state)
 {
     (void)state;
-    const char *const own[] = {"gelu", "sigmoid", "tanh", "exp"};
-    const char *const library[] = {"gelu_erf", "log", "sin", "cos", "erf", "softplus", "elu", "selu", "celu", "pow"};
+    const char *const own[] = {"gelu", "sigmoid", "tanh", "exp", "log"};
+    const char *const library[] = {"gelu_erf", "sin", "cos", "erf", "softplus", "elu", "selu", "celu", "pow"};
     const char *const arithmetic[] = {"add", "relu", "clip", "sqrt", "rsqrt", "mod", "hard_swish", "where", "scale",
                                       "maximum", "sign", "round", "div"};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -899,6 +899,48 @@ static void exp_and_tanh_are_within_a_few_ulp(void **state)
  * reads at the output's index: their element functions are what differs, and the index
  * arithmetic of the broadcast variants is the same text for every dtype. Each (op, dtype,
  * variant) is a kernel the driver compiles, so this keeps a cold run of the test short. */
+static void log_is_within_one_ulp(void **state)
+{
+    (void)state;
+    /* kernels/ew_functions.cl's float log (at most 0.83 ulp, measured over every fifth positive
+     * float): every 2^23-th float's neighbourhood through the whole range (denormals, both sides
+     * of each power of two, the reduction's edge at sqrt(1/2)), and the specials exactly. */
+    const size_t per = 64, steps = 255, edge_count = 6;
+    values x = make(CLRUN_F32, "16326");
+    size_t k = 0;
+    for (size_t e = 0; e < steps; e++)
+        for (size_t i = 0; i < per; i++) {
+            uint32_t bits = (uint32_t)(e << 23) + (uint32_t)(i * 131071u) + (e == 0 ? 1u : 0u);
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            set_f(&x, k++, v);
+        }
+    const double edges[] = {0.70710677, 0.70710683, 1.0000001, 0.99999994, 0x1p-149, 0x1.fffffep127};
+    for (size_t i = 0; i < edge_count; i++)
+        set_f(&x, k++, edges[i]);
+    assert_int_equal(k, x.n);
+    values y = run_op("log", &x, 1, NULL, 0);
+    for (uint64_t i = 0; i < x.n; i++) {
+        double v = get_f(&x, i), r = log(v), d = get_f(&y, i);
+        if (ulps_off(d, r) > 0.9)
+            fail_msg("log(%a) is %a, reference %a (%.2f ulp)", v, d, r, ulps_off(d, r));
+    }
+    values_free(&x), values_free(&y);
+
+    const double in[] = {1.0, 0.0, -0.0, -1.0, -INFINITY, INFINITY, NAN, 2.0};
+    const size_t n = sizeof in / sizeof in[0];
+    values s = make(CLRUN_F32, "8");
+    for (size_t i = 0; i < n; i++)
+        set_f(&s, i, in[i]);
+    values t = run_op("log", &s, 1, NULL, 0);
+    assert_true(get_f(&t, 0) == 0.0 && !signbit(get_f(&t, 0)));
+    assert_true(get_f(&t, 1) == -INFINITY && get_f(&t, 2) == -INFINITY);
+    assert_true(isnan(get_f(&t, 3)) && isnan(get_f(&t, 4)) && isnan(get_f(&t, 6)));
+    assert_true(get_f(&t, 5) == INFINITY);
+    assert_true(get_f(&t, 7) == (double)0.69314718f);
+    values_free(&s), values_free(&t);
+}
+
 static bool every_variant(clrun_dtype dt)
 {
     return dt == CLRUN_F32 || dt == CLRUN_F64 || dt == CLRUN_I32 || dt == CLRUN_I64 || dt == CLRUN_BOOL ||
@@ -1396,6 +1438,7 @@ int main(void)
         cmocka_unit_test(integer_clip_rounds_its_bounds_inward),
         cmocka_unit_test(erf_is_accurate_near_zero_and_in_the_tails),
         cmocka_unit_test(exp_and_tanh_are_within_a_few_ulp),
+        cmocka_unit_test(log_is_within_one_ulp),
         cmocka_unit_test(binary_ops_match_reference_on_every_broadcast),
         cmocka_unit_test(integer_division_truncates_and_survives_zero),
         cmocka_unit_test(comparisons_see_nan_as_unordered),

@@ -772,17 +772,18 @@ static void choose_pointwise(int which)
 
 /* A pointwise convolution's own kernel (the CPUs' default: kernels/conv.cl's
  * clrun_conv2d_pointwise where a plane holds 2 vectors of positions) gives the core's bits,
- * over planes whose last block overlaps the one before, channels past a block of 8, two images
- * and a 1-D row. */
+ * over planes whose last block overlaps the one before, channels past a block of 8, two images,
+ * a 1-D row and work-items of several channel blocks. */
 static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
     const conv_params p = {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}};
     const conv_case cases[] = {
-        {"2,16,9,11", "21,16,1,1", p, true}, /* 99 positions, 21 channels */
-        {"1,5,6,7", "8,5,1,1", p, false},    /* 42 positions */
-        {"1,33,4,8", "9,33,1,1", p, true},   /* 32: one block on AVX-512, two on AVX2 */
-        {"2,3,1,70", "30,3,1,1", p, true},   /* a 1-D row */
+        {"2,16,9,11", "21,16,1,1", p, true},  /* 99 positions, 21 channels */
+        {"1,5,6,7", "8,5,1,1", p, false},     /* 42 positions */
+        {"1,33,4,8", "9,33,1,1", p, true},    /* 32: one block on AVX-512, two on AVX2 */
+        {"2,3,1,70", "30,3,1,1", p, true},    /* a 1-D row */
+        {"1,16,32,40", "21,16,1,1", p, true}, /* three channel blocks in one work-item */
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 900, choose_pointwise, "pointwise",
                        "the core");
@@ -831,6 +832,27 @@ static void conv2d_rows_kernel_gives_the_core_bits(void **state)
         {"1,1,6,19", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, true},   /* one channel */
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 970, choose_rows, "rows", "the core");
+}
+
+static void choose_core_narrow(int which)
+{
+    clrun__conv_core_narrow = which == 1 ? 1 : which == 0 ? 0 : -1; /* 1: half width wherever it can */
+    choose_core(which < 0 ? -1 : 0); /* the core on both sides, on any device */
+}
+
+/* The core at half a 16-wide device's vector width (the CPUs' default where a group has at most
+ * 16 output channels: panels of 16 columns, not 32) gives the bits of the full width, over a
+ * 32 -> 16 head, channels past a panel, padding, stride 2, groups and two images. */
+static void conv2d_core_at_half_width_gives_the_full_widths_bits(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,32,12,13", "16,32,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true}, /* a head */
+        {"2,8,9,10", "21,8,3,3", {{2, 2}, {1, 0, 1, 2}, {1, 1}, 1, {0, 0}}, false},  /* 21 > 16 */
+        {"1,12,7,7", "12,4,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, true},   /* groups */
+    };
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 990, choose_core_narrow,
+                       "the core at half width", "the full width");
 }
 
 static void conv_transpose2d_matches_the_reference(void **state)
@@ -1373,6 +1395,7 @@ static int reset_choices(void **state)
     clrun__conv_pointwise_forced = false;
     clrun__conv_depthwise_channels = -1;
     clrun__conv_rows_forced = false;
+    clrun__conv_core_narrow = -1;
     return 0;
 }
 
@@ -1399,6 +1422,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(pools_with_onnx_padding_ceil_mode_dilation_and_counts, reset_choices),
         cmocka_unit_test_setup(global_maxpool_takes_each_planes_maximum, reset_choices),

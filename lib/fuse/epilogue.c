@@ -20,7 +20,11 @@
  * the same way (kernels/matmul_core.cl), but on POCL that only brings conv2d+SiLU level with the
  * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
  * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
- * apart. A GPU, whose store is the expensive part, takes every epilogue.
+ * apart. On a CPU the convolution kernels that run the positions or the channels along the
+ * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which cost
+ * more than the elementwise pass it saves, relu and hardswish too (clrun__conv_epilogue_pays:
+ * MobileNetV3-small 3.2-3.5 -> 2.6-2.9 ms without them): those stay apart; the core keeps its
+ * arithmetic epilogues. A GPU, whose store is the expensive part, takes every epilogue.
  *
  * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
  * g`, g the weight gradient a product computes) must write that input in place, or the state
@@ -231,6 +235,11 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue; /* a base with more inputs than an epilogue keeps */
         if (!fits(d, op, inputs, t))
             continue;
+        if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue) {
+            clrun__op_call call = base_call(d, op->epilogue, inputs);
+            if (!clrun__conv_epilogue_pays(ctx, &call))
+                continue;
+        }
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);
         if (donated && !in_place)
             continue;

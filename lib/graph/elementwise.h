@@ -11,7 +11,7 @@
  *   AS_T AS_U   reinterpretation between them (integer arithmetic wraps through UT)
  *   F(c)        a float literal of T: F(0.5) is 0.5f for f32 and 0.5 for f64
  *   ERF ERFC    erf and erfc of T (a vectorisable polynomial for f32)
- *   EXP TANH    exp and tanh of T (for f32 kernels/ew_functions.cl's vectorisable ones, for f64
+ *   EXP TANH LOG  exp, tanh and log of T (for f32 kernels/ew_functions.cl's vectorisable ones, for f64
  *               the OpenCL builtins)
  *   CLIP(v, lo, hi)  lo where v < lo, else hi where v > hi, else v (NaN stays NaN)
  *   IDIV IPOW IMOD FMOD  integer division (truncating, b = 0 gives 0), integer power, and
@@ -86,8 +86,8 @@ double clrun__ew_param_value(const clrun__ew_def *def, const clrun__op_call *cal
  * fusion pass weighs epilogues by it (lib/fuse/epilogue.c). */
 typedef enum clrun__ew_cost {
     CLRUN__EW_ARITHMETIC = 0, /* a few instructions: arithmetic, compares, fabs, sqrt, CLIP */
-    CLRUN__EW_OWN_MATH,       /* clrun's branch-free EXP or TANH (kernels/ew_functions.cl) */
-    CLRUN__EW_LIBRARY_MATH,   /* the math library (log, sin, pow, expm1, ...) or erf's fits */
+    CLRUN__EW_OWN_MATH,       /* clrun's branch-free EXP, TANH or LOG (kernels/ew_functions.cl) */
+    CLRUN__EW_LIBRARY_MATH,   /* the math library (log1p, sin, pow, expm1, ...) or erf's fits */
 } clrun__ew_cost;
 
 /* The cost of def's float expression: the dearest call in it (ARITHMETIC without one). */

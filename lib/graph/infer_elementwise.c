@@ -56,7 +56,7 @@
     X(sigmoid, UNARY, true, 1, false, FLOATS, SAME, P0, "F(1.0) / (F(1.0) + EXP(-x))", NULL, NULL) \
     X(tanh, UNARY, true, 1, false, FLOATS, SAME, P0, "TANH(x)", NULL, NULL)                        \
     X(exp, UNARY, true, 1, false, FLOATS, SAME, P0, "EXP(x)", NULL, NULL)                          \
-    X(log, UNARY, true, 1, false, FLOATS, SAME, P0, "log(x)", NULL, NULL)                          \
+    X(log, UNARY, true, 1, false, FLOATS, SAME, P0, "LOG(x)", NULL, NULL)                          \
     X(sqrt, UNARY, true, 1, false, FLOATS, SAME, P0, "sqrt(x)", NULL, NULL)                        \
     X(rsqrt, UNARY, true, 1, false, FLOATS, SAME, P0, "rsqrt(x)", NULL, NULL)                      \
     X(reciprocal, UNARY, true, 1, false, FLOATS, SAME, P0, "F(1.0) / x", NULL, NULL)               \
@@ -171,7 +171,7 @@ const char *clrun__ew_expression(const clrun__ew_def *def, clrun_dtype dtype)
 /* The cost of one call, by the function's name (len bytes at name). */
 static clrun__ew_cost call_cost(const char *name, size_t len)
 {
-    static const char *const own[] = {"EXP", "TANH"};
+    static const char *const own[] = {"EXP", "TANH", "LOG"};
     /* A few instructions each, or builtins that compile to one (sqrt, rsqrt, rint). */
     static const char *const cheap[] = {"fabs", "fmax", "fmin", "floor", "ceil", "rint", "sqrt", "rsqrt",
                                         "CLIP", "MOD",  "abs",  "max",   "min",  "AS_T", "AS_U", "F",
@@ -182,7 +182,7 @@ static clrun__ew_cost call_cost(const char *name, size_t len)
     for (size_t i = 0; i < sizeof cheap / sizeof cheap[0]; i++)
         if (strlen(cheap[i]) == len && strncmp(name, cheap[i], len) == 0)
             return CLRUN__EW_ARITHMETIC;
-    return CLRUN__EW_LIBRARY_MATH; /* log, log1p, expm1, sin, cos, pow, ERF, ERFC, any other */
+    return CLRUN__EW_LIBRARY_MATH; /* log1p, expm1, sin, cos, pow, ERF, ERFC, any other */
 }
 
 clrun__ew_cost clrun__ew_float_cost(const clrun__ew_def *def)

@@ -74,8 +74,8 @@ static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
         bool f32 = dtype == CLRUN_F32;
         clrun__strbuf_printf(b, "#define ERF %s\n#define ERFC %s\n", f32 ? "clrun_erf_f32" : "erf",
                              f32 ? "clrun_erfc_f32" : "erfc");
-        clrun__strbuf_printf(b, "#define EXP %s\n#define TANH %s\n", f32 ? "clrun_exp_f32" : "exp",
-                             f32 ? "clrun_tanh_f32" : "tanh");
+        clrun__strbuf_printf(b, "#define EXP %s\n#define TANH %s\n#define LOG %s\n", f32 ? "clrun_exp_f32" : "exp",
+                             f32 ? "clrun_tanh_f32" : "tanh", f32 ? "clrun_log_f32" : "log");
     }
     if (clrun__dtype_is_int(dtype)) {
         /* AS_T takes any integer expression: one of a narrow type is promoted to int, so it is
@@ -91,7 +91,7 @@ static void emit_dtype_macros(clrun__strbuf *b, clrun_dtype dtype)
 
 static void emit_dtype_unmacros(clrun__strbuf *b)
 {
-    clrun__strbuf_printf(b, "#undef T\n#undef F\n#undef ERF\n#undef ERFC\n#undef EXP\n#undef TANH\n"
+    clrun__strbuf_printf(b, "#undef T\n#undef F\n#undef ERF\n#undef ERFC\n#undef EXP\n#undef TANH\n#undef LOG\n"
                             "#undef UT\n#undef AS_T\n"
                             "#undef AS_U\n#undef IDIV\n#undef IPOW\n#undef CLIP\n#undef MOD\n");
 }

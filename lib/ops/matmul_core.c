@@ -715,6 +715,8 @@ bool clrun__conv_padded_extent(const cl_int *geo, const clrun__conv_geometry *g,
     return true;
 }
 
+#define CONV_PAD_ELEMENTS 4096
+
 clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program, cl_mem table,
                                          const cl_int *geo, uint64_t images, cl_uint hp, cl_uint wp,
                                          clrun__conv_padding *out)
@@ -728,12 +730,11 @@ clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program,
         s = clrun__arg(ctx, out->kernel, 3, sizeof hp, &hp);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, out->kernel, 4, sizeof wp, &wp);
-    /* A local size of its own, not the driver's choice for each shape (POCL compiles one
-     * kernel per local size, see CLRUN__CORE_LOCAL): up to 32 rows of a plane. */
-    if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, out->kernel, 32, &out->local[0]);
-    out->local[1] = out->local[2] = 1;
-    out->global[0] = clrun__round_up(hp, out->local[0]);
+    /* Work-items of whole rows, about CONV_PAD_ELEMENTS elements each, in groups of one (POCL
+     * compiles one kernel per local size, see CLRUN__CORE_LOCAL) */
+    size_t rows = CONV_PAD_ELEMENTS / wp < 1 ? 1 : CONV_PAD_ELEMENTS / wp;
+    out->local[0] = out->local[1] = out->local[2] = 1;
+    out->global[0] = (hp + rows - 1) / rows;
     out->global[1] = (size_t)planes;
     out->global[2] = 1;
     return s;

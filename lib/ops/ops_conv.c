@@ -278,6 +278,20 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
     return s;
 }
 
+/* The core's panels are NR = 2 VW output channels wide: on a 16-wide device a convolution of 16
+ * channels or fewer a group (U-Net's and DBNet's 32 -> 16 heads at 128 x 128) left half of every
+ * panel's columns zero, and it ran at a quarter of the rate 64 -> 32 reached there. At VW 8 the
+ * panel is 16 wide: 4.9 -> 1.2 ms for that head. Each output keeps its fma chain over k in the
+ * same order, so the same bits (tests/test_ops_kernels.c compares the two widths). */
+int clrun__conv_core_narrow = -1;
+
+static unsigned core_vw(const cl_int *geo, const clrun__core_device *dev)
+{
+    bool few = geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS] <= (cl_int)dev->vw; /* one panel at VW / 2 */
+    bool narrow = clrun__conv_core_narrow > 0 || (clrun__conv_core_narrow < 0 && few);
+    return dev->vw >= 16 && narrow ? dev->vw / 2 : dev->vw;
+}
+
 static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call, const cl_int *geo,
                                  const clrun__conv_geometry *g, uint64_t images, unsigned vw,
                                  const clrun__epilogue *ep, conv_state *st)
@@ -377,6 +391,11 @@ static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *d
  * much of the one before: 7 x 7 planes (49 positions, two blocks of 32) ran 1.3-1.4x slower
  * than on the core, 14 x 14 (196, seven blocks) 0.7-0.8x. */
 #define POINTWISE_MIN_BLOCKS 4
+/* A work-item takes blocks of 8 channels until it has this many input channels' work (over 16
+ * input channels one block is little work for one of POCL's work-groups, and the item's
+ * positions stay in cache), as long as the launch keeps POINTWISE_MIN_ITEMS work-items. */
+#define POINTWISE_TAPS 256
+#define POINTWISE_MIN_ITEMS 32
 bool clrun__conv_pointwise_forced;
 
 /* The positions a pointwise work-item covers: 2 vectors of the device's width (16 or 8). */
@@ -455,16 +474,21 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         size_t lanes = dev->vw >= 16 ? 16 : 8;
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_rows", 0, &st->ks.kernel);
         st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
-        st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        st->ks.global[1] = 1; /* every block of channels in one work-item (SqueezeNet's stem 3 -> 64: 1.17 -> 0.62 ms) */
         st->ks.global[2] = (size_t)images;
         st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
         return s;
     }
     if (s == CLRUN_OK && pointwise) {
         size_t nr = (size_t)pointwise_block(dev);
+        /* blocks of channels per work-item: at least POINTWISE_TAPS input channels' work */
+        size_t blocks = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
+        size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
+        per = per < most ? per : most < 1 ? 1 : most;
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
-        st->ks.global[1] = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        st->ks.global[1] = (blocks + per - 1) / per;
         st->ks.global[2] = (size_t)images;
         st->ks.local[0] = st->ks.local[1] = st->ks.local[2] = 1;
         return s;
@@ -511,6 +535,28 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
     memcpy(geo, values, sizeof values);
 }
 
+/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
+ * epilogue and a store per element) cost more than the pass it saves: on POCL MobileNetV3-small
+ * ran 2.6-2.9 ms with no epilogue on these kernels, 3.2-3.5 ms with its hardswishes and relus
+ * fused (SqueezeNet 8.9 against 9.6, ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits);
+ * the core's store (ResNet-18, U-Net) came level either way and keeps them. */
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call)
+{
+    clrun__conv_geometry g;
+    const clrun__infer_error quiet = {"conv2d", NULL, 0};
+    clrun__core_device dev;
+    if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
+        return true; /* prepare says why */
+    if (!dev.registers || clrun__ops_kernels == CLRUN__KERNELS_SIMPLE)
+        return true;
+    cl_int geo[CLRUN__G_COUNT];
+    conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
+    int bw = clrun__narrow_code(call->inputs[1].dtype);
+    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
+                     (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
+    return !depthwise && !pointwise_on(geo, &dev, bw) && !rows_on(geo, &dev, bw);
+}
+
 static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
                                           const clrun__op_call *call, const clrun__epilogue *ep,
                                           void **state)
@@ -549,7 +595,7 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE && !pointwise && !rows;
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
-        s = st->core ? prepare_core(ctx, call, geo, &g, images, dev.vw, ep, st)
+        s = st->core ? prepare_core(ctx, call, geo, &g, images, core_vw(geo, &dev), ep, st)
                      : prepare_other(ctx, geo, images, &dev, ep, pointwise, rows, st);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);

@@ -64,6 +64,10 @@ extern int clrun__conv_depthwise_channels;
  * hold a vector on its own kernel (clrun_conv2d_rows), on any device and whatever the choice
  * above. */
 extern bool clrun__conv_rows_forced;
+/* conv2d's core on half the device's vector width where a group has at most that many output
+ * channels (lib/ops/ops_conv.c): < 0 there on 16-wide devices, 0 never, > 0 on every conv2d
+ * the core runs on a 16-wide device. Tests set it to compare the two widths' bits. */
+extern int clrun__conv_core_narrow;
 
 /* The most bytes of scratch into which conv2d's core packs weights that change between runs,
  * over few output positions, a chunk of panels at a time (lib/ops/ops_conv.c; at least one
