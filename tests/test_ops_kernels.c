@@ -399,7 +399,7 @@ static float *run_elementwise(const char *op, const clrun_tensor_type *t, int in
 static void matmul_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
 {
     (void)state;
-    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f)", NULL, 1};
+    const clrun__epilogue ep = {"fmax((v) + x0[(i)], 0.0f)", NULL, 1};
     static const clrun__kernel_choice choices[] = {CLRUN__KERNELS_AUTO, CLRUN__KERNELS_TILED};
     for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
         clrun__ops_kernels = choices[k];
@@ -722,7 +722,7 @@ typedef void (*kernel_choice)(int which);
 static void expect_kernel_bits(const conv_case *cases, size_t count, int seed, kernel_choice choose,
                                const char *name, const char *other)
 {
-    const clrun__epilogue ep = {"fmax(v + x0[i], 0.0f) * (1.0f + 0.125f * (float)(c % 4u))", NULL, 1};
+    const clrun__epilogue ep = {"fmax((v) + x0[(i)], 0.0f) * (1.0f + 0.125f * (float)((c) % 4u))", NULL, 1};
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
     for (size_t c = 0; c < count; c++) {
         for (int fused = 0; fused < 2; fused++) {

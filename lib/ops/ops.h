@@ -18,9 +18,13 @@
  *   i         ulong   the element's index in the output tensor (row-major)
  *   c         uint    its column (matmul: n) or channel (conv2d: o)
  *   x0 .. x7  __global const float *   the extra inputs, in order
- * e.g. "fmax(v + x0[i], 0.0f)" for a residual add then relu. `helpers` (may be NULL) is OpenCL C
- * placed before the kernels: functions or macros the expression calls. The source is built with
- * FP_CONTRACT OFF, so "v + x0[i]" rounds exactly as the unfused add kernel does. */
+ * e.g. "fmax((v) + x0[(i)], 0.0f)" for a residual add then relu. v, i and c are the arguments of
+ * a macro, which the kernels pass as expressions ("has_bias ? acc + bias[o] : acc", "at + ow"):
+ * an expression parenthesizes them, or hands them to a function in `helpers` as the fusion's
+ * generated epilogues do (clrun_epilogue_fn(v, (ulong)(i), (uint)(c), x0, ...)). `helpers` (may
+ * be NULL) is OpenCL C placed before the kernels: functions or macros the expression calls. The
+ * source is built with FP_CONTRACT OFF, so "(v) + x0[(i)]" rounds exactly as the unfused add
+ * kernel does. */
 #define CLRUN__EPILOGUE_MAX_EXTRA 8
 typedef struct clrun__epilogue {
     const char *expression;
