@@ -333,7 +333,7 @@ static void a_non_constant_b_is_read_as_it_is(void **state)
 }
 
 /* A transposed B that is not constant, with more than 64 rows of A, is packed into scratch at
- * every run: whole while its panels take at most clrun__matmul_chunk_bytes (2 MiB), a chunk of
+ * every run: whole while its panels take at most clrun__matmul_chunk_bytes (1 MiB), a chunk of
  * panels at a time beyond (a weight under a backward dY W^T, a language model's head), each
  * chunk's product run before the next is packed. Always the same bits as the packed constant:
  * whole, in the default chunks, and in chunks of one panel (the smallest), with a last panel
@@ -344,8 +344,8 @@ static void a_large_transposed_b_is_packed_in_chunks(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
     uint64_t default_chunk = clrun__matmul_chunk_bytes;
     static const struct { int64_t rows, depth, cols; uint64_t chunk; } cases[] = {
-        {100, 2048, 256, 0}, {100, 2112, 520, 0}, {100, 2112, 520, 1}, {77, 600, 250, 1},
-        {130, 700, 250, 64 << 10},
+        {100, 2048, 256, 0}, {77, 300, 250, 0}, {100, 600, 520, 256 << 10}, {100, 600, 520, 1},
+        {77, 600, 250, 1}, {130, 700, 250, 64 << 10},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t rows = cases[c].rows, depth = cases[c].depth, cols = cases[c].cols;
