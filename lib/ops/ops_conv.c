@@ -363,6 +363,23 @@ static void depthwise_geometry(const cl_int *geo, uint64_t images, size_t *globa
     local[2] = 1;
 }
 
+/* The lanes of the kernels below that run positions or channels along vectors: 16 on a
+ * 16-wide device, else 8. */
+static int64_t vector_lanes(const clrun__core_device *dev)
+{
+    return dev->vw >= 16 ? 16 : 8;
+}
+
+/* Whether conv2d runs on a depthwise kernel: a channel a group. One input channel and one
+ * group (an audio front-end's Conv1d, a grayscale stem) is a plain product of K = KH * KW: the
+ * depthwise kernel, holding every tap in registers, loses to the core past 3 x 3 (50x on a
+ * 400-tap STFT-like Conv1d, 2x at 5 x 5). */
+static bool depthwise_on(const cl_int *geo)
+{
+    return geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
+           (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
+}
+
 /* A depthwise convolution over small planes (H W <= DEPTHWISE_C_PLANE, at most
  * DEPTHWISE_C_TAPS taps) on a CPU runs with the channels along the vectors
  * (clrun_conv2d_depthwise_c: every lane busy and no select per tap, where a 7 x 7 plane
@@ -401,7 +418,7 @@ bool clrun__conv_pointwise_forced;
 /* The positions a pointwise work-item covers: 2 vectors of the device's width (16 or 8). */
 static int64_t pointwise_block(const clrun__core_device *dev)
 {
-    return 2 * (dev->vw >= 16 ? 16 : 8);
+    return 2 * vector_lanes(dev);
 }
 
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
@@ -429,7 +446,7 @@ bool clrun__conv_rows_forced;
 
 static bool rows_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
-    int64_t lanes = dev->vw >= 16 ? 16 : 8;
+    int64_t lanes = vector_lanes(dev);
     int64_t taps = (int64_t)geo[CLRUN__G_C] * geo[CLRUN__G_KH] * geo[CLRUN__G_KW];
     int64_t span = (lanes - 1) * geo[CLRUN__G_SW] + (int64_t)(geo[CLRUN__G_KW] - 1) * geo[CLRUN__G_DW] + 1;
     bool chosen = clrun__conv_rows_forced ||
@@ -471,7 +488,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         s = clrun__ops_program(ctx, "conv", dev->vw, ep, &program);
     }
     if (s == CLRUN_OK && rows) {
-        size_t lanes = dev->vw >= 16 ? 16 : 8;
+        size_t lanes = (size_t)vector_lanes(dev);
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_rows", 0, &st->ks.kernel);
         st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
         st->ks.global[1] = 1; /* every block of channels in one work-item (SqueezeNet's stem 3 -> 64: 1.17 -> 0.62 ms) */
@@ -494,7 +511,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         return s;
     }
     if (s == CLRUN_OK && depthwise && depthwise_channels_on(geo, dev)) {
-        size_t lanes = dev->vw >= 16 ? 16 : 8;
+        size_t lanes = (size_t)vector_lanes(dev);
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise_c", 0, &st->ks.kernel);
         st->ks.global[0] = ((size_t)geo[CLRUN__G_O] + lanes - 1) / lanes;
         st->ks.global[1] = (size_t)images;
@@ -552,9 +569,7 @@ bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call)
     cl_int geo[CLRUN__G_COUNT];
     conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
     int bw = clrun__narrow_code(call->inputs[1].dtype);
-    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
-                     (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
-    return !depthwise && !pointwise_on(geo, &dev, bw) && !rows_on(geo, &dev, bw);
+    return !depthwise_on(geo) && !pointwise_on(geo, &dev, bw) && !rows_on(geo, &dev, bw);
 }
 
 static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
@@ -585,11 +600,7 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->extra = ep ? ep->extra_inputs : 0;
     cl_int has_bias = st->has_bias;
     uint64_t images = (uint64_t)call->inputs[0].shape[0];
-    /* one input channel and one group (an audio front-end's Conv1d, a grayscale stem) is a
-     * plain product of K = KH * KW: the depthwise kernel, holding every tap in registers,
-     * loses to the core past 3 x 3 (50x on a 400-tap STFT-like Conv1d, 2x at 5 x 5) */
-    bool depthwise = geo[CLRUN__G_C] == geo[CLRUN__G_GROUPS] &&
-                     (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
+    bool depthwise = depthwise_on(geo);
     bool pointwise = pointwise_on(geo, &dev, st->bw);
     bool rows = !pointwise && rows_on(geo, &dev, st->bw);
     st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE && !pointwise && !rows;

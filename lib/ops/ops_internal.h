@@ -76,7 +76,7 @@ extern uint64_t clrun__conv_chunk_bytes;
 /* The most bytes of scratch into which matmul's core packs a transposed B that changes between
  * runs (a weight under a backward dY W^T) at every run: a larger one is packed a chunk of panels
  * at a time, each chunk's product run before the next is packed (lib/ops/ops_matmul.c; at
- * least one block of the variant's panels). Tests lower it; set it before prepare. */
+ * least one panel). Tests lower it; set it before prepare. */
 extern uint64_t clrun__matmul_chunk_bytes;
 
 /* The int geometry tables of conv2d and the pools: the index of each entry. Each kernel file
