@@ -11,6 +11,7 @@
 
 #include <clrun/clrun.h>
 
+#include "grad/remat_drop.h"
 #include "graph/graph.h"
 
 /* First part (nodes 0-4): a = relu(x), b = tanh(a), c = mul(b, b), m = matmul(c, w),
@@ -299,6 +300,39 @@ static void bad_policies_and_boundaries_are_refused_and_change_nothing(void **st
     assert_int_equal(clrun_graph_remat(NULL, 0, "sqrt_n", NULL), CLRUN_ERROR_INVALID_ARGUMENT);
 }
 
+/* The rewrite by tensor ids (the trainer's per-tensor choice) drops exactly those given, as
+ * except: by name does; an id no policy could drop (an input, a second-part or an output
+ * tensor, one out of range) is refused by number with the graph unchanged. */
+static void tensors_dropped_by_id_are_those_given(void **state)
+{
+    (void)state;
+    clrun_graph *g = parse();
+    clrun_remat_report r;
+    int32_t drop[2] = {clrun_graph_find(g, "a"), clrun_graph_find(g, "d")};
+    assert_int_equal(clrun__graph_remat_drop(g, 5, drop, 2, &r), CLRUN_OK);
+    assert_int_equal(r.dropped, 2);
+    expect_order(g, "a b c m d d.remat a.remat e f g"); /* except:a,d's */
+    expect_kept(g);
+    clrun_graph_destroy(g);
+    g = parse();
+    assert_int_equal(clrun__graph_remat_drop(g, 5, NULL, 0, &r), CLRUN_OK);
+    assert_int_equal(r.dropped, 0);
+    expect_order(g, "a b c m d e f g");
+    static const char *const bad[] = {"x", "e", "g"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad + 1; k++) {
+        int32_t id = k < 3 ? clrun_graph_find(g, bad[k]) : 999;
+        char says[32];
+        snprintf(says, sizeof says, "tensor %d is not", (int)id);
+        assert_int_equal(clrun__graph_remat_drop(g, 5, &id, 1, &r), CLRUN_ERROR_INVALID_ARGUMENT);
+        if (strstr(clrun_graph_last_error(g), says) == NULL)
+            fail_msg("%s: '%s'", k < 3 ? bad[k] : "999", clrun_graph_last_error(g));
+        expect_order(g, "a b c m d e f g");
+        expect_kept(g);
+    }
+    assert_int_equal(clrun__graph_remat_drop(g, 5, NULL, 1, &r), CLRUN_ERROR_INVALID_ARGUMENT);
+    clrun_graph_destroy(g);
+}
+
 /* Repeated nodes' names avoid the graph's own. */
 static void copies_take_free_names(void **state)
 {
@@ -336,6 +370,7 @@ int main(void)
         cmocka_unit_test(outputs_and_the_second_part_are_never_copied),
         cmocka_unit_test(bad_policies_and_boundaries_are_refused_and_change_nothing),
         cmocka_unit_test(copies_take_free_names),
+        cmocka_unit_test(tensors_dropped_by_id_are_those_given),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

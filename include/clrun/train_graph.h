@@ -69,8 +69,11 @@ typedef struct clrun_train_graph_options {
                                       dots_saveable, nothing_saveable, names:T1,T2, sqrt_n,
                                       cuts:K; host_offload: none recomputed, every
                                       activation the backward pass reads copied to host
-                                      memory and back), the forward the first part and the
-                                      backward the second;
+                                      memory and back; per_tensor: each of them recomputed
+                                      or copied, whichever costs less per byte freed at
+                                      CLRUN_OFFLOAD_RATE, per_tensor:M the M cheapest
+                                      (docs/training.md)), the forward the first part and
+                                      the backward the second;
                                       "none": every activation kept; NULL or "": with no
                                       budget binding, the trainer takes dots_saveable or
                                       sqrt_n where that lowers the step's lower bound enough
@@ -84,6 +87,7 @@ typedef struct clrun_train_graph_options {
                                       clrun_exec_options.mode names another: then the static
                                       planner's estimate of the step's buffers). With no remat
                                       policy given: the step as it is if it fits, else
+                                      per_tensor:M, the least M that fits; then
                                       dots_saveable, the shortest cuts:K, then every:K
                                       segments, then nothing_saveable, the first that fits
                                       (host_offload instead where it fits too and moving the

@@ -11,7 +11,7 @@ libclrun_internal_la_SOURCES += \
 	lib/grad/grad_index.c \
 	lib/grad/train_graph.c lib/grad/train_graph.h \
 	lib/grad/train_bn.c lib/grad/train_bn.h \
-	lib/grad/remat.c
+	lib/grad/remat.c lib/grad/remat_drop.h
 clruninclude_HEADERS += \
 	include/clrun/grad.h \
 	include/clrun/remat.h \

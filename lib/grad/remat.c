@@ -16,6 +16,7 @@
 
 #include "graph/graph.h"
 #include "graph/offload.h"
+#include "grad/remat_drop.h"
 
 typedef struct remat {
     clrun_graph *g;
@@ -293,8 +294,26 @@ static bool declared_in_order(const clrun_graph *g)
     return true;
 }
 
-clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char *policy,
-                               clrun_remat_report *report)
+/* keep[]: every tensor but drop[0..count), each of which must be one a policy could drop. */
+static clrun_status choose_ids(remat *r, const int32_t *drop, int32_t count)
+{
+    for (int32_t t = 0; t < r->tensors0; t++)
+        r->keep[t] = true;
+    for (int32_t i = 0; i < count; i++) {
+        int32_t t = drop[i];
+        if (t < 0 || t >= r->tensors0 || !droppable(r, t))
+            return clrun__graph_fail(r->g, CLRUN_ERROR_INVALID_ARGUMENT,
+                                     "remat: tensor %d is not one the first part alone writes "
+                                     "(an intermediate of a single-output node before the boundary)",
+                                     (int)t);
+        r->keep[t] = false;
+    }
+    return CLRUN_OK;
+}
+
+/* The rewrite, by `policy` or (policy NULL) dropping drop[0..count). */
+static clrun_status rewrite(clrun_graph *graph, int32_t boundary, const char *policy,
+                            const int32_t *drop, int32_t count, clrun_remat_report *report)
 {
     if (report)
         memset(report, 0, sizeof *report);
@@ -304,7 +323,7 @@ clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char 
         return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
                                  "remat: boundary %d is outside the graph's %d nodes",
                                  (int)boundary, (int)graph->node_count);
-    if (policy == NULL || policy[0] == '\0' || strcmp(policy, "none") == 0)
+    if (policy == NULL ? count == 0 : policy[0] == '\0' || strcmp(policy, "none") == 0)
         return CLRUN_OK;
     if (clrun__graph_has_guards(graph))
         return clrun__graph_fail(graph, CLRUN_ERROR_UNSUPPORTED,
@@ -324,7 +343,7 @@ clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char 
     if (r.keep == NULL || r.copy_of == NULL || r.stack == NULL)
         s = clrun__graph_fail(graph, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "remat: out of host memory");
     if (s == CLRUN_OK)
-        s = choose(&r, policy);
+        s = policy ? choose(&r, policy) : choose_ids(&r, drop, count);
     for (int32_t t = 0; s == CLRUN_OK && t < r.tensors0; t++)
         r.copy_of[t] = -1;
     for (int32_t node = boundary; s == CLRUN_OK && node < r.nodes0; node++) {
@@ -348,4 +367,19 @@ clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char 
     free(r.anchor);
     free(r.ins);
     return s;
+}
+
+clrun_status clrun_graph_remat(clrun_graph *graph, int32_t boundary, const char *policy,
+                               clrun_remat_report *report)
+{
+    return rewrite(graph, boundary, policy ? policy : "", NULL, 0, report);
+}
+
+clrun_status clrun__graph_remat_drop(clrun_graph *graph, int32_t boundary, const int32_t *drop,
+                                     int32_t count, clrun_remat_report *report)
+{
+    if (count < 0 || (count > 0 && drop == NULL))
+        return clrun__graph_fail(graph, CLRUN_ERROR_INVALID_ARGUMENT,
+                                 "remat: %d tensors to drop, none given", (int)count);
+    return rewrite(graph, boundary, NULL, drop, count, report);
 }

@@ -6,7 +6,9 @@
  * step's when that is larger (they take turns). That sum is what the budget holds, exactly as
  * the pool will count it. A budget below the least any rewrite can hold (the
  * inputs, the constants, the evaluation and the largest working set of one step) is refused at
- * once with that least. Otherwise: the step as it is if it fits; else dots_saveable (only the
+ * once with that least. Otherwise: the step as it is if it fits; else each activation the
+ * backward pass reads recomputed or moved to host memory, whichever frees its bytes for less,
+ * the fewest that fit, cheapest first (PER_TENSOR, below); else dots_saveable (only the
  * elementwise work after the products repeated); then segments ending at the forward's cuts, the
  * shortest whose step fits (cuts:K, K from 2 to sqrt(n), a binary search: about log2(sqrt(n))
  * preparations, which reuse the kernels the first one built); then Chen's segments wherever they
@@ -29,6 +31,7 @@
 
 #include "core/error.h"
 #include "exec/exec_share.h"
+#include "grad/remat_drop.h"
 #include "graph/graph.h"
 #include "graph/offload.h"
 #include "train/train_internal.h"
@@ -140,6 +143,269 @@ static clrun_status offload_activations(clrun__train_graph *tg, char *err, size_
     return s;
 }
 
+/* Each activation its own way (PER_TENSOR): the activations the backward pass reads (those an
+ * offload at the boundary may take) are ranked by what freeing a byte of each costs, the cheaper
+ * of its two ways. Recomputing it repeats its node, and the nodes before that made the inputs the
+ * backward pass does not hold (up to REPEAT_MAX of them), their arithmetic
+ * (clrun__offload_node_flops); it frees its bytes less those of the inputs the repeat must hold
+ * that the backward pass did not (outputs of nodes with others beside them). Moving it to host
+ * memory and back costs its bytes twice at the device's rate (CLRUN_OFFLOAD_RATE) and frees them
+ * all. "per_tensor:M" treats the M cheapest, each its cheaper way; "per_tensor" all of them.
+ * Under a budget the least M that fits is searched: the step frees what it must, cheapest first.
+ * Both rewrites move or repeat bits, so the step keeps its bits. */
+#define PER_TENSOR "per_tensor"
+#define REPEAT_MAX 64
+
+typedef struct way {
+    int32_t tensor;
+    bool offload;  /* moved to host memory and back; else recomputed */
+    double cost;   /* FLOPs (or what the moves cost in FLOPs) per byte freed */
+    uint64_t bytes;
+} way;
+
+static int cheaper_first(const void *pa, const void *pb)
+{
+    const way *a = pa, *b = pb;
+    if (a->cost != b->cost)
+        return a->cost < b->cost ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return (a->tensor > b->tensor) - (a->tensor < b->tensor);
+}
+
+/* What repeating x takes, x's node first: the tensors dropped with it (out[0..*count), x
+ * first: those its repeat makes again, which the backward pass holds nowhere), their nodes'
+ * arithmetic (*flops) and the bytes the repeat holds that nothing held before (*extra). false
+ * where it takes more than REPEAT_MAX nodes, where x's node has other outputs, or where it reads
+ * an activation recomputed itself (gone[]): the two repeats would run together in the backward
+ * pass, holding what each frees. held[]: what the backward pass holds already (the activations
+ * it reads; graph inputs, constants and outputs are held anyway); seen[] marks, cleared of what
+ * it set before it returns. */
+static bool repeat_of(const clrun__train_graph *tg, const bool *held, const bool *gone,
+                      bool *seen, int32_t x, int32_t *out, int32_t *count, uint64_t *flops,
+                      uint64_t *extra)
+{
+    const clrun_graph *g = tg->graph;
+    int32_t n = 0;
+    bool blocked = false;
+    *flops = 0;
+    *extra = 0;
+    out[n++] = x;
+    seen[x] = true;
+    bool ok = true;
+    for (int32_t at = 0; at < n && ok; at++) {
+        int32_t p = g->tensors[out[at]].producer;
+        *flops += clrun__offload_node_flops(g, p);
+        for (int i = 0; i < g->nodes[p].input_count && ok; i++) {
+            int32_t u = g->nodes[p].inputs[i];
+            if (u >= 0 && held[u] && gone[u])
+                blocked = true;
+            if (u < 0 || seen[u] || held[u])
+                continue;
+            const clrun__tensor *in = &g->tensors[u];
+            if (in->producer < 0 || in->is_output)
+                continue;
+            seen[u] = true;
+            if (in->producer < tg->forward_nodes && g->nodes[in->producer].output_count == 1)
+                ok = n < REPEAT_MAX ? (out[n++] = u, true) : false;
+            else
+                *extra += clrun_tensor_bytes(&in->type);
+        }
+    }
+    /* clear the marks: x's chain and the held-over inputs of its nodes */
+    for (int32_t at = 0; at < n; at++) {
+        int32_t p = g->tensors[out[at]].producer;
+        for (int i = 0; i < g->nodes[p].input_count; i++)
+            if (g->nodes[p].inputs[i] >= 0)
+                seen[g->nodes[p].inputs[i]] = false;
+        seen[out[at]] = false;
+    }
+    *count = n;
+    return ok && !blocked && g->nodes[g->tensors[x].producer].output_count == 1;
+}
+
+/* The ranking above of tg's activations, cheapest per byte first: *out (malloc'd), *count;
+ * held[] (tensor count entries, malloc'd) marks them, for repeat_of. */
+static clrun_status rank_ways(clrun_context *ctx, const clrun__train_graph *tg, way **out,
+                              int32_t *count, bool **held_out, char *err, size_t errlen)
+{
+    const clrun_graph *g = tg->graph;
+    double rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    if (clrun__exec_offload_rate(ctx, &rate, NULL) != CLRUN_OK)
+        rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    size_t n = (size_t)g->tensor_count + 1;
+    int32_t *crossing = malloc(sizeof *crossing * n), *chain = malloc(sizeof *chain * REPEAT_MAX);
+    bool *held = calloc(n, sizeof *held), *seen = calloc(n, sizeof *seen);
+    bool *gone = calloc(n, sizeof *gone);
+    way *ways = malloc(sizeof *ways * n);
+    if (crossing == NULL || chain == NULL || held == NULL || seen == NULL || gone == NULL ||
+        ways == NULL) {
+        free(crossing);
+        free(chain);
+        free(held);
+        free(seen);
+        free(gone);
+        free(ways);
+        snprintf(err, errlen, "train: out of host memory");
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    int32_t k = clrun__offload_crossing(g, tg->forward_nodes, crossing);
+    for (int32_t i = 0; i < k; i++)
+        held[crossing[i]] = true;
+    for (int32_t i = 0; i < k; i++) {
+        int32_t x = crossing[i], length;
+        uint64_t bytes = clrun_tensor_bytes(&g->tensors[x].type), flops, extra;
+        double moved = 2.0 * rate; /* per byte, all of them freed */
+        double repeated = INFINITY;
+        if (repeat_of(tg, held, gone, seen, x, chain, &length, &flops, &extra) && extra < bytes)
+            repeated = (double)flops / (double)(bytes - extra);
+        ways[i] = (way){.tensor = x, .offload = !(repeated <= moved), .bytes = bytes,
+                        .cost = repeated <= moved ? repeated : moved};
+    }
+    qsort(ways, (size_t)k, sizeof *ways, cheaper_first);
+    /* in that order, a repeat that would read one recomputed before it moves instead, and
+     * takes its place among the moved */
+    double moved = 2.0 * rate;
+    for (int32_t i = 0; i < k; i++) {
+        int32_t x = ways[i].tensor, length;
+        uint64_t flops, extra;
+        if (ways[i].offload)
+            continue;
+        if (repeat_of(tg, held, gone, seen, x, chain, &length, &flops, &extra))
+            gone[x] = true;
+        else
+            ways[i] = (way){.tensor = x, .offload = true, .bytes = ways[i].bytes, .cost = moved};
+    }
+    qsort(ways, (size_t)k, sizeof *ways, cheaper_first);
+    free(crossing);
+    free(chain);
+    free(seen);
+    free(gone);
+    *out = ways;
+    *count = k;
+    *held_out = held;
+    return CLRUN_OK;
+}
+
+/* How many activations PER_TENSOR ranks in model's step (none rewritten). */
+static clrun_status count_ways(clrun_train *t, const clrun_graph *model,
+                               const clrun_train_graph_options *options, int32_t *count,
+                               char *err, size_t errlen)
+{
+    clrun_train_graph_options o = *options;
+    o.remat = "none";
+    clrun__train_graph tg = {.correct_output = -1};
+    bool split = t->options.reduce != NULL || t->options.split_update;
+    clrun_status s = clrun__train_graph_build(model, &o, split, &tg, err, errlen);
+    way *ways = NULL;
+    bool *held = NULL;
+    if (s == CLRUN_OK)
+        s = rank_ways(t->ctx, &tg, &ways, count, &held, err, errlen);
+    free(ways);
+    free(held);
+    clrun__train_graph_free(&tg);
+    return s;
+}
+
+/* Rewrites tg (built with no policy) by PER_TENSOR, its `take` cheapest activations (all where
+ * fewer), in their order: each is recomputed where its ranking says so, its repeat reads no
+ * activation freed before it and no repeat chosen before reads it; else it is moved, and the
+ * repeats chosen before that read it are moved instead (each would bring it back early, and
+ * hold it beside what it frees). Then the repeats are rewritten (each with the tensors its
+ * repeat makes again) and the moves. */
+static clrun_status per_tensor(clrun_context *ctx, clrun__train_graph *tg, int32_t take,
+                               char *err, size_t errlen)
+{
+    way *ways;
+    bool *held;
+    int32_t n;
+    clrun_status s = rank_ways(ctx, tg, &ways, &n, &held, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    if (take > n)
+        take = n;
+    clrun_graph *g = tg->graph;
+    size_t size = (size_t)g->tensor_count + 1;
+    int32_t *ids = malloc(sizeof *ids * size), *chain = malloc(sizeof *chain * REPEAT_MAX), k = 0;
+    bool *seen = calloc(size, sizeof *seen), *gone = calloc(size, sizeof *gone);
+    bool *repeat = calloc((size_t)take + 1, sizeof *repeat), *dropped = calloc(size, sizeof *dropped);
+    if (ids == NULL || chain == NULL || seen == NULL || gone == NULL || repeat == NULL ||
+        dropped == NULL) {
+        s = CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+        snprintf(err, errlen, "train: out of host memory");
+        take = 0;
+    }
+    int32_t length;
+    uint64_t flops, extra;
+    for (int32_t i = 0; i < take; i++) {
+        int32_t x = ways[i].tensor;
+        gone[x] = true;
+        bool read = false; /* by a repeat chosen before */
+        for (int32_t j = 0; j < i && !read; j++)
+            read = repeat[j] && !repeat_of(tg, held, gone, seen, ways[j].tensor, chain, &length,
+                                           &flops, &extra);
+        repeat[i] = !ways[i].offload && !read &&
+                    repeat_of(tg, held, gone, seen, x, chain, &length, &flops, &extra);
+        for (int32_t j = 0; j < i && read; j++)
+            if (repeat[j] && !repeat_of(tg, held, gone, seen, ways[j].tensor, chain, &length, &flops, &extra))
+                repeat[j] = false;
+    }
+    for (int32_t i = 0; i < take; i++) {
+        if (!repeat[i])
+            continue;
+        (void)repeat_of(tg, held, gone, seen, ways[i].tensor, chain, &length, &flops, &extra);
+        for (int32_t c = 0; c < length; c++)
+            if (!dropped[chain[c]]) {
+                dropped[chain[c]] = true;
+                ids[k++] = chain[c];
+            }
+    }
+    if (s == CLRUN_OK)
+        s = clrun__graph_remat_drop(g, tg->forward_nodes, ids, k, &tg->remat);
+    k = 0;
+    for (int32_t i = 0; s == CLRUN_OK && i < take; i++)
+        if (!repeat[i])
+            ids[k++] = ways[i].tensor;
+    clrun__offload_report report;
+    if (s == CLRUN_OK && k > 0 &&
+        (s = clrun__graph_offload(g, tg->forward_nodes, ids, k, NULL, &report)) == CLRUN_OK)
+        tg->forward_nodes += report.added_before;
+    if (s == CLRUN_OK)
+        s = clrun_graph_validate(g);
+    if (s != CLRUN_OK && s != CLRUN_ERROR_OUT_OF_HOST_MEMORY)
+        snprintf(err, errlen, "train: %s: %s", PER_TENSOR, clrun_graph_last_error(g));
+    free(ids);
+    free(chain);
+    free(seen);
+    free(gone);
+    free(repeat);
+    free(dropped);
+    free(held);
+    free(ways);
+    return s;
+}
+
+/* policy's count when it is PER_TENSOR (*take; INT32_MAX: all) or "per_tensor:M"; false for
+ * another policy. CLRUN_ERROR_INVALID_ARGUMENT for a count that is not one. */
+static clrun_status per_tensor_take(const char *policy, bool *is, int32_t *take, char *err,
+                                    size_t errlen)
+{
+    size_t n = strlen(PER_TENSOR);
+    *is = strncmp(policy, PER_TENSOR, n) == 0 && (policy[n] == '\0' || policy[n] == ':');
+    *take = INT32_MAX;
+    if (!*is || policy[n] == '\0')
+        return CLRUN_OK;
+    char *end;
+    long m = strtol(policy + n + 1, &end, 10);
+    if (end == policy + n + 1 || *end != '\0' || m < 1 || m > INT32_MAX) {
+        snprintf(err, errlen, "train: remat policy '%s': %s:M takes a count M >= 1", policy,
+                 PER_TENSOR);
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    }
+    *take = (int32_t)m;
+    return CLRUN_OK;
+}
+
 static clrun_status try_step(clrun_train *t, const clrun_graph *model,
                              const clrun_train_graph_options *options, const char *policy,
                              const budget *b, bool *fits, uint64_t *held, char *err, size_t errlen);
@@ -201,15 +467,23 @@ static clrun_status try_step(clrun_train *t, const clrun_graph *model,
                              const budget *b, bool *fits, uint64_t *held, char *err, size_t errlen)
 {
     clrun_train_graph_options o = *options;
-    bool offload = strcmp(policy, HOST_OFFLOAD) == 0;
-    o.remat = offload ? "none" : policy;
+    bool offload = strcmp(policy, HOST_OFFLOAD) == 0, per;
+    int32_t take;
     *fits = true;
     *held = 0;
-    bool split = t->options.reduce != NULL || t->options.split_update;
-    clrun_status s = clrun__train_graph_build(model, &o, split, &t->tg, err, errlen);
+    clrun_status s = per_tensor_take(policy, &per, &take, err, errlen);
     if (s != CLRUN_OK)
         return s;
-    if (offload && (s = offload_activations(&t->tg, err, errlen)) != CLRUN_OK) {
+    o.remat = offload || per ? "none" : policy;
+    bool split = t->options.reduce != NULL || t->options.split_update;
+    s = clrun__train_graph_build(model, &o, split, &t->tg, err, errlen);
+    if (s != CLRUN_OK)
+        return s;
+    if (offload)
+        s = offload_activations(&t->tg, err, errlen);
+    else if (per)
+        s = per_tensor(t->ctx, &t->tg, take, err, errlen);
+    if (s != CLRUN_OK) {
         clrun__train_graph_free(&t->tg);
         return s;
     }
@@ -261,18 +535,20 @@ static clrun_status keep_step(clrun_train *t, const char *policy, uint64_t held,
     return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
 }
 
-/* The segment policies KIND:K ("every" or "cuts") between K = 2 and sqrt_n's length S: the
- * shortest K whose step fits repeats the fewest tensors (a longer K keeps fewer tensors, so
- * below S the peak falls as K grows): a binary search, each K's step prepared and measured. On
+/* The policies KIND:K between K = lowest and S: for the segment policies ("every" or "cuts",
+ * from 2 to sqrt_n's length S) the shortest K whose step fits repeats the fewest tensors (a
+ * longer K keeps fewer tensors, so below S the peak falls as K grows); for PER_TENSOR (from 1 to
+ * every activation) the least K frees the fewest bytes, cheapest first. A binary search, each
+ * K's step prepared and measured. On
  * success the fitting step is t's and *policy its text (malloc'd); *policy NULL when KIND:S does
  * not fit either (*best: the least seen). */
 static clrun_status search(clrun_train *t, const clrun_graph *model,
                            const clrun_train_graph_options *options, const budget *b,
-                           const char *kind, int32_t S, char **policy, uint64_t *best, char *err,
-                           size_t errlen)
+                           const char *kind, int32_t lowest, int32_t S, char **policy,
+                           uint64_t *best, char *err, size_t errlen)
 {
     *policy = NULL;
-    int32_t lo = 2, hi = S, fitting = 0;
+    int32_t lo = lowest, hi = S, fitting = 0;
     char text[32];
     while (lo <= hi) {
         int32_t k = fitting == 0 ? hi : lo + (hi - lo) / 2; /* the longest first */
@@ -507,6 +783,23 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
     }
     if (given)
         return CLRUN_OK;
+    /* each activation its own way, the fewest that make the step fit */
+    int32_t ways;
+    char *mix = NULL;
+    uint64_t mixed = *best;
+    if ((s = count_ways(t, model, options, &ways, err, errlen)) != CLRUN_OK ||
+        (ways > 0 && (s = search(t, model, options, b, PER_TENSOR, 1, ways, &mix, &mixed, err,
+                                 errlen)) != CLRUN_OK))
+        return s;
+    if (mix != NULL) {
+        t->remat_policy = mix;
+        *done = true;
+        return CLRUN_OK;
+    }
+    if (mixed < *best) {
+        *best = mixed;
+        *best_policy = PER_TENSOR;
+    }
     if ((s = try_step(t, model, options, "dots_saveable", b, &fits, &held, err, errlen)) != CLRUN_OK)
         return s;
     if (fits) {
@@ -525,7 +818,7 @@ static clrun_status ladder(clrun_train *t, const clrun_graph *model,
         char *policy = NULL;
         uint64_t searched = *best;
         if (S >= 2 &&
-            (s = search(t, model, options, b, kinds[k], S, &policy, &searched, err, errlen)) != CLRUN_OK)
+            (s = search(t, model, options, b, kinds[k], 2, S, &policy, &searched, err, errlen)) != CLRUN_OK)
             return s;
         if (policy != NULL) {
             bool offloaded, kept;
