@@ -3,9 +3,11 @@
  * model, weights and batch (bench/models.c), one after another on one context, each made,
  * stepped and destroyed before the next:
  *   none              the unconstrained step: every activation kept
- *   dots_saveable, sqrt_n, cuts, nothing_saveable
+ *   dots_saveable, sqrt_n, cuts, nothing_saveable, per_tensor
  *                     the step under that rematerialisation policy (<clrun/remat.h>; cuts:
- *                     sqrt_n's segments ended at the forward's cuts)
+ *                     sqrt_n's segments ended at the forward's cuts; per_tensor: every
+ *                     activation the backward pass reads recomputed or moved to host memory,
+ *                     whichever costs less at CLRUN_OFFLOAD_RATE, docs/training.md)
  *   budget B (P%)     clrun_train_graph_options.memory_budget = B: the trainer chooses the step
  *                     (<clrun/train_graph.h>: the step as it is if the static planner fits it in
  *                     B, else the policies it tries in turn), B from 100% of the unconstrained
@@ -134,8 +136,9 @@ static double now_ms(void)
 }
 
 /* The policies that have rows of their own. */
-static const char *const policies[] = {"none", "dots_saveable", "sqrt_n", "cuts", "nothing_saveable"};
-#define POLICIES 5
+static const char *const policies[] = {"none", "dots_saveable", "sqrt_n", "cuts", "nothing_saveable",
+                                       "per_tensor"};
+#define POLICIES 6
 
 static int policy_index(const char *policy)
 {
