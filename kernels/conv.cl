@@ -324,11 +324,37 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
  * O - 1 and are not stored), every position of their planes. Their input planes are copied
  * once into private memory transposed, position by position a vector of DWN channels (H W <=
  * DWC_PLANE), and their weights a vector per tap; an output position is then one vector fma
- * per tap inside the image, the taps kh, kw ascending, those outside skipped (a branch the
- * lanes share): the bits of dw_one and of clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14
- * filled 7 or 14 of that kernel's 16 lanes, with a select per tap. */
+ * per tap inside the image, the taps kh, kw ascending, those outside skipped: the bits of
+ * dw_one and of clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14 filled 7 or 14 of that
+ * kernel's 16 lanes, with a select per tap. The taps inside are a range of kh and one of kw
+ * (dwc_first, dwc_end), so no tap is tested; the columns whose taps all lie inside the row
+ * run DWC_COLS at a time, each tap's weights loaded once for them (a branch per tap and a
+ * weight load per fma held this kernel at a tenth of the cores' rate). */
 #define DWC_PLANE 256
 #define DWC_TAPS 49
+#define DWC_COLS 4
+
+/* The first tap k of K at i0 + k d that lies inside [0, n), and one past the last. */
+int dwc_first(const int i0, const int d)
+{
+    return i0 >= 0 ? 0 : (-i0 + d - 1) / d;
+}
+int dwc_end(const int i0, const int d, const int n, const int K)
+{
+    return i0 > n - 1 ? 0 : min(K, (n - 1 - i0) / d + 1);
+}
+
+/* Stores vector v, the outputs of position p of the block's channels, through the epilogue. */
+#define DWC_STORE(v, p)                                                                            \
+    do {                                                                                           \
+        float l_[DWN];                                                                             \
+        DWSTORE(has_bias ? (v) + add : (v), l_);                                                   \
+        for (int j_ = 0; j_ < stored; j_++) {                                                      \
+            const ulong at_ = ((ulong)n * O + o0 + j_) * P + (p);                                  \
+            out[at_] = EPILOGUE(l_[j_], at_, o0 + j_);                                             \
+        }                                                                                          \
+    } while (0)
+
 __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const float *w,
                                        __global const float *bias, __global float *out,
                                        __constant const int *g, const int has_bias EPILOGUE_PARAMS)
@@ -336,7 +362,7 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int OW = g[G_OW], OH = g[G_OH], H = g[G_H], W = g[G_W], O = g[G_O], C = g[G_C];
     const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
     const int dh = g[G_DH], dw = g[G_DW], per = O / g[G_GROUPS];
-    const int o0 = (int)get_global_id(0) * DWN;
+    const int o0 = (int)get_global_id(0) * DWN, stored = min(DWN, O - o0);
     const size_t n = get_global_id(1);
     const ulong P = (ulong)OH * OW;
     DWVEC xb[DWC_PLANE], wv[DWC_TAPS];
@@ -351,29 +377,46 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
         lanes[j] = has_bias ? bias[o] : 0.0f;
     }
     const DWVEC add = DWLOAD(lanes);
+    /* columns [lo, hi) have every tap inside the row */
+    const int lo = min(OW, (pw + sw - 1) / sw);
+    const int last = W - 1 + pw - (KW - 1) * dw;
+    const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
     for (int oh = 0; oh < OH; oh++) {
+        const int ih0 = oh * sh - ph, kh0 = dwc_first(ih0, dh), kh1 = dwc_end(ih0, dh, H, KH);
         for (int ow = 0; ow < OW; ow++) {
-            const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
-            DWVEC acc = 0.0f;
-            for (int kh = 0; kh < KH; kh++) {
-                const int ih = ih0 + kh * dh;
-                if (ih < 0 || ih >= H)
-                    continue;
-                for (int kw = 0; kw < KW; kw++) {
-                    const int iw = iw0 + kw * dw;
-                    if (iw >= 0 && iw < W)
-                        acc = fma(xb[ih * W + iw], wv[kh * KW + kw], acc);
+            if (ow == lo) { /* the inside columns, DWC_COLS at a time while they last */
+                for (; ow + DWC_COLS <= hi; ow += DWC_COLS) {
+                    const int iw0 = ow * sw - pw;
+                    DWVEC a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+                    for (int kh = kh0; kh < kh1; kh++) {
+                        const DWVEC *r = xb + (ih0 + kh * dh) * W + iw0; /* inside: iw0 >= 0 */
+                        const DWVEC *wk = wv + kh * KW;
+                        for (int kw = 0; kw < KW; kw++) {
+                            const DWVEC t = wk[kw];
+                            const DWVEC *q = r + kw * dw;
+                            a0 = fma(q[0], t, a0);
+                            a1 = fma(q[sw], t, a1);
+                            a2 = fma(q[2 * sw], t, a2);
+                            a3 = fma(q[3 * sw], t, a3);
+                        }
+                    }
+                    const ulong p = (ulong)oh * OW + ow;
+                    DWC_STORE(a0, p);
+                    DWC_STORE(a1, p + 1);
+                    DWC_STORE(a2, p + 2);
+                    DWC_STORE(a3, p + 3);
                 }
+                if (ow >= OW)
+                    break;
             }
-            DWSTORE(has_bias ? acc + add : acc, lanes);
-            const ulong p = (ulong)oh * OW + ow;
-            for (int j = 0; j < DWN; j++) {
-                const int o = min(o0 + j, O - 1);
-                const ulong at = ((ulong)n * O + o) * P + p;
-                lanes[j] = EPILOGUE(lanes[j], at, o);
+            const int iw0 = ow * sw - pw, kw0 = dwc_first(iw0, dw), kw1 = dwc_end(iw0, dw, W, KW);
+            DWVEC acc = 0.0f;
+            for (int kh = kh0; kh < kh1; kh++) {
+                const int r = (ih0 + kh * dh) * W + iw0; /* iw0 may be < 0: an index, not a pointer */
+                for (int kw = kw0; kw < kw1; kw++)
+                    acc = fma(xb[r + kw * dw], wv[kh * KW + kw], acc);
             }
-            for (int j = 0; j < min(DWN, O - o0); j++)
-                out[((ulong)n * O + o0 + j) * P + p] = lanes[j];
+            DWC_STORE(acc, (ulong)oh * OW + ow);
         }
     }
 }

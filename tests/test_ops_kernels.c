@@ -797,7 +797,7 @@ static void choose_depthwise_channels(int which)
 /* The depthwise kernel over small planes with the channels along the vectors (the CPUs'
  * default where H W <= 256: kernels/conv.cl's clrun_conv2d_depthwise_c) gives the bits of the
  * kernel along the rows, over channels past a block of vectors, a multiplier of 2, two images,
- * stride 2, dilation and asymmetric padding. */
+ * stride 2, dilation, asymmetric padding and the inside columns in blocks of 4. */
 static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **state)
 {
     (void)state;
@@ -807,6 +807,11 @@ static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **s
         {"1,9,14,14", "18,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 9, {0, 0}}, true},   /* x2 */
         {"1,17,9,13", "17,1,3,3", {{1, 2}, {2, 0, 1, 2}, {2, 1}, 17, {0, 0}}, true},  /* dilated */
         {"1,16,1,1", "16,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 16, {0, 0}}, true},   /* 1 x 1 */
+        /* the inside columns 4 at a time and those left after: 16 x 16 unpadded (3 blocks and
+         * 2), stride 2 with a dilated 3 x 5 (one block), blocks to the row's end */
+        {"1,19,16,16", "19,1,3,3", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 19, {0, 0}}, true},
+        {"2,8,5,16", "8,1,3,5", {{1, 2}, {1, 2, 1, 2}, {1, 2}, 8, {0, 0}}, false},
+        {"1,5,6,10", "5,1,3,3", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 5, {0, 0}}, true},
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 950, choose_depthwise_channels,
                        "depthwise by channels", "by rows");
