@@ -817,6 +817,29 @@ static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **s
                        "depthwise by channels", "by rows");
 }
 
+static void choose_depthwise_rows(int which)
+{
+    clrun__conv_depthwise_channels = which == 1 ? 0 : -1; /* the kernel along the rows */
+    clrun__ops_kernels = which == 0 ? CLRUN__KERNELS_SIMPLE : CLRUN__KERNELS_AUTO; /* direct */
+}
+
+/* The depthwise kernel along the rows over a plane it copies whole (at most two vectors a row:
+ * EfficientNet's 28 x 28, MobileNet's 14 x 14), several output rows at once, gives the bits of
+ * the direct kernel, over a last block of fewer rows, rows and columns in the padding, stride
+ * 2, a multiplier of 2, dilation and asymmetric padding. */
+static void conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,5,28,28", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 5, {0, 0}}, true},    /* 28 rows */
+        {"2,3,13,30", "3,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, false},   /* 13 rows */
+        {"1,4,15,15", "4,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4, {0, 0}}, true},    /* stride 2 */
+        {"1,3,14,20", "6,1,3,3", {{1, 1}, {2, 0, 1, 2}, {2, 1}, 3, {0, 0}}, true},    /* x2, dilated */
+    };
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 960, choose_depthwise_rows,
+                       "depthwise rows at once", "the direct kernel");
+}
+
 static void choose_rows(int which)
 {
     clrun__conv_rows_forced = which == 1; /* the CPUs' default, on any device */
@@ -1426,6 +1449,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_epilogue_equals_the_unfused_ops_bit_for_bit, reset_choices),
         cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
