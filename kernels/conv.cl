@@ -385,7 +385,8 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
  * kernel's 16 lanes, with a select per tap. The taps inside are a range of kh and one of kw
  * (dwc_first, dwc_end), so no tap is tested; the columns whose taps all lie inside the row
  * run DWC_COLS at a time, each tap's weights loaded once for them (a branch per tap and a
- * weight load per fma held this kernel at a tenth of the cores' rate). */
+ * weight load per fma held this kernel at a tenth of the cores' rate). The outputs are
+ * gathered in private memory too and leave transposed, a vector along a plane at a time. */
 #define DWC_PLANE 256
 #define DWC_TAPS 49
 #define DWC_COLS 4
@@ -400,16 +401,68 @@ int dwc_end(const int i0, const int d, const int n, const int K)
     return i0 > n - 1 ? 0 : min(K, (n - 1 - i0) / d + 1);
 }
 
-/* Stores vector v, the outputs of position p of the block's channels, through the epilogue. */
-#define DWC_STORE(v, p)                                                                            \
-    do {                                                                                           \
-        float l_[DWN];                                                                             \
-        DWSTORE(has_bias ? (v) + add : (v), l_);                                                   \
-        for (int j_ = 0; j_ < stored; j_++) {                                                      \
-            const ulong at_ = ((ulong)n * O + o0 + j_) * P + (p);                                  \
-            out[at_] = EPILOGUE(l_[j_], at_, o0 + j_);                                             \
-        }                                                                                          \
-    } while (0)
+/* The DWN x DWN block r[0 .. DWN - 1] transposed in place (lane j of r[i] to lane i of r[j]):
+ * log2 DWN rounds, each interleaving row i with row i + DWN / 2. The plane copies in and out
+ * of this kernel are transposes, which an element at a time were scatters (each a microcoded
+ * loop on AMD's cores), half of its time. */
+#if DWN == 16
+#define DWC_ROUNDS 4
+#define DWC_ZIP_LO(a, b)                                                                           \
+    (float16)((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3, (a).s4, (b).s4,      \
+              (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7)
+#define DWC_ZIP_HI(a, b)                                                                           \
+    (float16)((a).s8, (b).s8, (a).s9, (b).s9, (a).sa, (b).sa, (a).sb, (b).sb, (a).sc, (b).sc,      \
+              (a).sd, (b).sd, (a).se, (b).se, (a).sf, (b).sf)
+#else
+#define DWC_ROUNDS 3
+#define DWC_ZIP_LO(a, b) (float8)((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3)
+#define DWC_ZIP_HI(a, b) (float8)((a).s4, (b).s4, (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7)
+#endif
+void dwc_transpose(DWVEC *r)
+{
+#pragma unroll
+    for (int round = 0; round < DWC_ROUNDS; round++) {
+        DWVEC t[DWN];
+#pragma unroll
+        for (int i = 0; i < DWN / 2; i++) {
+            t[2 * i] = DWC_ZIP_LO(r[i], r[i + DWN / 2]);
+            t[2 * i + 1] = DWC_ZIP_HI(r[i], r[i + DWN / 2]);
+        }
+#pragma unroll
+        for (int i = 0; i < DWN; i++)
+            r[i] = t[i];
+    }
+}
+
+/* Elements i .. i + count - 1 (count <= DWN) of the rows at src + at[j], lane j, into
+ * dst[0 .. count - 1]: a whole block read as vectors along the rows and transposed. */
+void dwc_block_in(DWVEC *dst, __global const float *src, const ulong *at, const int i, const int count)
+{
+    if (count < DWN) { /* a block's last few: an element at a time */
+        for (int t = 0; t < count; t++) {
+            float l[DWN];
+            for (int j = 0; j < DWN; j++)
+                l[j] = src[at[j] + i + t];
+            dst[t] = DWLOAD(l);
+        }
+        return;
+    }
+    DWVEC r[DWN];
+#pragma unroll
+    for (int j = 0; j < DWN; j++)
+        r[j] = DWLOAD(src + at[j] + i);
+    dwc_transpose(r);
+#pragma unroll
+    for (int t = 0; t < DWN; t++)
+        dst[t] = r[t];
+}
+
+#define DWC_EACH(X) X(0) X(1) X(2) X(3)
+#define DWC_RANGE(c)                                                                               \
+    const int CAT(kwa, c) = dwc_first(iw0 + (c) * sw, dw), CAT(kwb, c) = dwc_end(iw0 + (c) * sw, dw, W, KW);
+#define DWC_COLUMN(c)                                                                               \
+    for (int kw = CAT(kwa, c); kw < CAT(kwb, c); kw++)                                             \
+        CAT(a, c) = fma(xb[r + (c) * sw + kw * dw], wk[kw], CAT(a, c));
 
 __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const float *w,
                                        __global const float *bias, __global float *out,
@@ -420,18 +473,22 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int dh = g[G_DH], dw = g[G_DW], per = O / g[G_GROUPS];
     const int o0 = (int)get_global_id(0) * DWN, stored = min(DWN, O - o0);
     const size_t n = get_global_id(1);
-    const ulong P = (ulong)OH * OW;
-    DWVEC xb[DWC_PLANE], wv[DWC_TAPS];
+    const int P = OH * OW, HW = H * W;
+    DWVEC xb[DWC_PLANE], ob[DWC_PLANE], wv[DWC_TAPS];
     float lanes[DWN];
+    /* the planes and the weights in, a block of DWN positions or taps at a time (the host
+     * ensures H W and OH OW at most DWC_PLANE) */
+    ulong xat[DWN], wat[DWN];
     for (int j = 0; j < DWN; j++) {
         const int o = min(o0 + j, O - 1);
-        __global const float *xp = x + ((ulong)n * C + o / per) * H * W;
-        for (int i = 0; i < H * W; i++)
-            ((float *)xb)[i * DWN + j] = xp[i];
-        for (int k = 0; k < KH * KW; k++)
-            ((float *)wv)[k * DWN + j] = w[(ulong)o * KH * KW + k];
+        xat[j] = ((ulong)n * C + o / per) * HW;
+        wat[j] = (ulong)o * KH * KW;
         lanes[j] = has_bias ? bias[o] : 0.0f;
     }
+    for (int i = 0; i < HW; i += DWN)
+        dwc_block_in(xb + i, x, xat, i, min(DWN, HW - i));
+    for (int k = 0; k < KH * KW; k += DWN)
+        dwc_block_in(wv + k, w, wat, k, min(DWN, KH * KW - k));
     const DWVEC add = DWLOAD(lanes);
     /* columns [lo, hi) have every tap inside the row */
     const int lo = min(OW, (pw + sw - 1) / sw);
@@ -439,40 +496,69 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
     for (int oh = 0; oh < OH; oh++) {
         const int ih0 = oh * sh - ph, kh0 = dwc_first(ih0, dh), kh1 = dwc_end(ih0, dh, H, KH);
-        for (int ow = 0; ow < OW; ow++) {
-            if (ow == lo) { /* the inside columns, DWC_COLS at a time while they last */
-                for (; ow + DWC_COLS <= hi; ow += DWC_COLS) {
-                    const int iw0 = ow * sw - pw;
-                    DWVEC a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        /* DWC_COLS columns at a time, the last block moved back to end at OW (it computes
+         * the same bits again); a plane narrower than a block a column at a time */
+        for (int b = 0; b < OW; b += DWC_COLS) {
+            const int ow = OW >= DWC_COLS ? min(b, OW - DWC_COLS) : b;
+            const int iw0 = ow * sw - pw, p = oh * OW + ow;
+            DWVEC a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            if (OW < DWC_COLS) {
+                for (int c = ow; c < OW; c++) {
+                    const int i = c * sw - pw, kw0 = dwc_first(i, dw), kw1 = dwc_end(i, dw, W, KW);
+                    DWVEC acc = 0.0f;
                     for (int kh = kh0; kh < kh1; kh++) {
-                        const DWVEC *r = xb + (ih0 + kh * dh) * W + iw0; /* inside: iw0 >= 0 */
-                        const DWVEC *wk = wv + kh * KW;
-                        for (int kw = 0; kw < KW; kw++) {
-                            const DWVEC t = wk[kw];
-                            const DWVEC *q = r + kw * dw;
-                            a0 = fma(q[0], t, a0);
-                            a1 = fma(q[sw], t, a1);
-                            a2 = fma(q[2 * sw], t, a2);
-                            a3 = fma(q[3 * sw], t, a3);
-                        }
+                        const int r = (ih0 + kh * dh) * W + i; /* i may be < 0: an index */
+                        for (int kw = kw0; kw < kw1; kw++)
+                            acc = fma(xb[r + kw * dw], wv[kh * KW + kw], acc);
                     }
-                    const ulong p = (ulong)oh * OW + ow;
-                    DWC_STORE(a0, p);
-                    DWC_STORE(a1, p + 1);
-                    DWC_STORE(a2, p + 2);
-                    DWC_STORE(a3, p + 3);
+                    ob[oh * OW + c] = has_bias ? acc + add : acc;
                 }
-                if (ow >= OW)
-                    break;
+                break;
             }
-            const int iw0 = ow * sw - pw, kw0 = dwc_first(iw0, dw), kw1 = dwc_end(iw0, dw, W, KW);
-            DWVEC acc = 0.0f;
-            for (int kh = kh0; kh < kh1; kh++) {
-                const int r = (ih0 + kh * dh) * W + iw0; /* iw0 may be < 0: an index, not a pointer */
-                for (int kw = kw0; kw < kw1; kw++)
-                    acc = fma(xb[r + kw * dw], wv[kh * KW + kw], acc);
+            if (ow >= lo && ow + DWC_COLS <= hi) { /* every tap inside the row */
+                for (int kh = kh0; kh < kh1; kh++) {
+                    const DWVEC *r = xb + (ih0 + kh * dh) * W + iw0;
+                    const DWVEC *wk = wv + kh * KW;
+                    for (int kw = 0; kw < KW; kw++) {
+                        const DWVEC t = wk[kw];
+                        const DWVEC *q = r + kw * dw;
+                        a0 = fma(q[0], t, a0);
+                        a1 = fma(q[sw], t, a1);
+                        a2 = fma(q[2 * sw], t, a2);
+                        a3 = fma(q[3 * sw], t, a3);
+                    }
+                }
+            } else { /* each column its taps inside, the columns' sums interleaved by rows */
+                DWC_EACH(DWC_RANGE)
+                for (int kh = kh0; kh < kh1; kh++) {
+                    const int r = (ih0 + kh * dh) * W + iw0; /* r + c sw + kw dw >= 0 */
+                    const DWVEC *wk = wv + kh * KW;
+                    DWC_EACH(DWC_COLUMN)
+                }
             }
-            DWC_STORE(acc, (ulong)oh * OW + ow);
+            ob[p] = has_bias ? a0 + add : a0;
+            ob[p + 1] = has_bias ? a1 + add : a1;
+            ob[p + 2] = has_bias ? a2 + add : a2;
+            ob[p + 3] = has_bias ? a3 + add : a3;
+        }
+    }
+    /* the planes out, DWN positions at a time where they fill a block, through the epilogue */
+    int p = 0;
+    for (; p + DWN <= P; p += DWN) {
+        DWVEC r[DWN];
+        for (int j = 0; j < DWN; j++)
+            r[j] = ob[p + j];
+        dwc_transpose(r);
+        for (int j = 0; j < stored; j++) {
+            const int o = o0 + j;
+            DW_STORE(r[j], ((ulong)n * O + o) * P + p);
+        }
+    }
+    for (int j = 0; j < stored; j++) {
+        const int o = o0 + j;
+        for (int k = p; k < P; k++) {
+            const ulong at = ((ulong)n * O + o) * P + k;
+            out[at] = EPILOGUE(((float *)ob)[k * DWN + j], at, o);
         }
     }
 }

@@ -380,7 +380,7 @@ static bool depthwise_on(const cl_int *geo)
            (geo[CLRUN__G_GROUPS] > 1 || geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= 9);
 }
 
-/* A depthwise convolution over small planes (H W <= DEPTHWISE_C_PLANE, at most
+/* A depthwise convolution over small planes (H W and OH OW <= DEPTHWISE_C_PLANE, at most
  * DEPTHWISE_C_TAPS taps) on a CPU runs with the channels along the vectors
  * (clrun_conv2d_depthwise_c: every lane busy and no select per tap, where a 7 x 7 plane
  * filled 7 of clrun_conv2d_depthwise's 16 lanes); the same taps in the same order, the same
@@ -394,6 +394,7 @@ static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *d
 {
     bool chosen = clrun__conv_depthwise_channels > 0 || (clrun__conv_depthwise_channels < 0 && dev->registers);
     return chosen && (int64_t)geo[CLRUN__G_H] * geo[CLRUN__G_W] <= DEPTHWISE_C_PLANE &&
+           (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW] <= DEPTHWISE_C_PLANE &&
            (int64_t)geo[CLRUN__G_KH] * geo[CLRUN__G_KW] <= DEPTHWISE_C_TAPS;
 }
 
