@@ -387,7 +387,7 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
  * run DWC_COLS at a time, each tap's weights loaded once for them (a branch per tap and a
  * weight load per fma held this kernel at a tenth of the cores' rate). The outputs are
  * gathered in private memory too and leave transposed, a vector along a plane at a time. */
-#define DWC_PLANE 256
+#define DWC_PLANE 1024
 #define DWC_TAPS 49
 #define DWC_COLS 4
 
@@ -473,20 +473,27 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int dh = g[G_DH], dw = g[G_DW], per = O / g[G_GROUPS];
     const int o0 = (int)get_global_id(0) * DWN, stored = min(DWN, O - o0);
     const size_t n = get_global_id(1);
-    const int P = OH * OW, HW = H * W;
+    /* output rows [oh0, oh1): a band of R, from input rows [ih_lo, ih_hi) */
+    const int R = (OH + (int)get_global_size(2) - 1) / (int)get_global_size(2);
+    const int oh0 = (int)get_global_id(2) * R, oh1 = min(OH, oh0 + R);
+    if (oh0 >= oh1)
+        return;
+    const int ih_lo = clamp(oh0 * sh - ph, 0, H);
+    const int ih_hi = clamp((oh1 - 1) * sh - ph + (KH - 1) * dh + 1, ih_lo, H);
+    const int P = OH * OW, HW = H * W, in = (ih_hi - ih_lo) * W, outs = (oh1 - oh0) * OW;
     DWVEC xb[DWC_PLANE], ob[DWC_PLANE], wv[DWC_TAPS];
     float lanes[DWN];
-    /* the planes and the weights in, a block of DWN positions or taps at a time (the host
-     * ensures H W and OH OW at most DWC_PLANE) */
+    /* the rows and the weights in, a block of DWN positions or taps at a time (the host
+     * ensures that a band's input and output rows fit DWC_PLANE) */
     ulong xat[DWN], wat[DWN];
     for (int j = 0; j < DWN; j++) {
         const int o = min(o0 + j, O - 1);
-        xat[j] = ((ulong)n * C + o / per) * HW;
+        xat[j] = ((ulong)n * C + o / per) * HW + (ulong)ih_lo * W;
         wat[j] = (ulong)o * KH * KW;
         lanes[j] = has_bias ? bias[o] : 0.0f;
     }
-    for (int i = 0; i < HW; i += DWN)
-        dwc_block_in(xb + i, x, xat, i, min(DWN, HW - i));
+    for (int i = 0; i < in; i += DWN)
+        dwc_block_in(xb + i, x, xat, i, min(DWN, in - i));
     for (int k = 0; k < KH * KW; k += DWN)
         dwc_block_in(wv + k, w, wat, k, min(DWN, KH * KW - k));
     const DWVEC add = DWLOAD(lanes);
@@ -494,30 +501,31 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int lo = min(OW, (pw + sw - 1) / sw);
     const int last = W - 1 + pw - (KW - 1) * dw;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
-    for (int oh = 0; oh < OH; oh++) {
+    for (int oh = oh0; oh < oh1; oh++) {
         const int ih0 = oh * sh - ph, kh0 = dwc_first(ih0, dh), kh1 = dwc_end(ih0, dh, H, KH);
+        const int row0 = (ih0 - ih_lo) * W; /* input row ih0 in xb, for the kh inside */
         /* DWC_COLS columns at a time, the last block moved back to end at OW (it computes
          * the same bits again); a plane narrower than a block a column at a time */
         for (int b = 0; b < OW; b += DWC_COLS) {
             const int ow = OW >= DWC_COLS ? min(b, OW - DWC_COLS) : b;
-            const int iw0 = ow * sw - pw, p = oh * OW + ow;
+            const int iw0 = ow * sw - pw, p = (oh - oh0) * OW + ow;
             DWVEC a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
             if (OW < DWC_COLS) {
                 for (int c = ow; c < OW; c++) {
                     const int i = c * sw - pw, kw0 = dwc_first(i, dw), kw1 = dwc_end(i, dw, W, KW);
                     DWVEC acc = 0.0f;
                     for (int kh = kh0; kh < kh1; kh++) {
-                        const int r = (ih0 + kh * dh) * W + i; /* i may be < 0: an index */
+                        const int r = row0 + kh * dh * W + i; /* i may be < 0: an index */
                         for (int kw = kw0; kw < kw1; kw++)
                             acc = fma(xb[r + kw * dw], wv[kh * KW + kw], acc);
                     }
-                    ob[oh * OW + c] = has_bias ? acc + add : acc;
+                    ob[(oh - oh0) * OW + c] = has_bias ? acc + add : acc;
                 }
                 break;
             }
             if (ow >= lo && ow + DWC_COLS <= hi) { /* every tap inside the row */
                 for (int kh = kh0; kh < kh1; kh++) {
-                    const DWVEC *r = xb + (ih0 + kh * dh) * W + iw0;
+                    const DWVEC *r = xb + row0 + kh * dh * W + iw0;
                     const DWVEC *wk = wv + kh * KW;
                     for (int kw = 0; kw < KW; kw++) {
                         const DWVEC t = wk[kw];
@@ -531,7 +539,7 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
             } else { /* each column its taps inside, the columns' sums interleaved by rows */
                 DWC_EACH(DWC_RANGE)
                 for (int kh = kh0; kh < kh1; kh++) {
-                    const int r = (ih0 + kh * dh) * W + iw0; /* r + c sw + kw dw >= 0 */
+                    const int r = row0 + kh * dh * W + iw0; /* r + c sw + kw dw >= 0 */
                     const DWVEC *wk = wv + kh * KW;
                     DWC_EACH(DWC_COLUMN)
                 }
@@ -542,22 +550,23 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
             ob[p + 3] = has_bias ? a3 + add : a3;
         }
     }
-    /* the planes out, DWN positions at a time where they fill a block, through the epilogue */
+    /* the band out, DWN positions at a time where they fill a block, through the epilogue */
+    const ulong p0 = (ulong)oh0 * OW;
     int p = 0;
-    for (; p + DWN <= P; p += DWN) {
+    for (; p + DWN <= outs; p += DWN) {
         DWVEC r[DWN];
         for (int j = 0; j < DWN; j++)
             r[j] = ob[p + j];
         dwc_transpose(r);
         for (int j = 0; j < stored; j++) {
             const int o = o0 + j;
-            DW_STORE(r[j], ((ulong)n * O + o) * P + p);
+            DW_STORE(r[j], ((ulong)n * O + o) * P + p0 + p);
         }
     }
     for (int j = 0; j < stored; j++) {
         const int o = o0 + j;
-        for (int k = p; k < P; k++) {
-            const ulong at = ((ulong)n * O + o) * P + k;
+        for (int k = p; k < outs; k++) {
+            const ulong at = ((ulong)n * O + o) * P + p0 + k;
             out[at] = EPILOGUE(((float *)ob)[k * DWN + j], at, o);
         }
     }

@@ -797,7 +797,8 @@ static void choose_depthwise_channels(int which)
 /* The depthwise kernel over small planes with the channels along the vectors (the CPUs'
  * default where H W <= 256: kernels/conv.cl's clrun_conv2d_depthwise_c) gives the bits of the
  * kernel along the rows, over channels past a block of vectors, a multiplier of 2, two images,
- * stride 2, dilation, asymmetric padding and the inside columns in blocks of 4. */
+ * stride 2, dilation, asymmetric padding, the inside columns in blocks of 4 and planes by
+ * bands of rows. */
 static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **state)
 {
     (void)state;
@@ -812,6 +813,12 @@ static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **s
         {"1,19,16,16", "19,1,3,3", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 19, {0, 0}}, true},
         {"2,8,5,16", "8,1,3,5", {{1, 2}, {1, 2, 1, 2}, {1, 2}, 8, {0, 0}}, false},
         {"1,5,6,10", "5,1,3,3", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 5, {0, 0}}, true},
+        /* planes past 1024 positions by bands of rows: 2 bands, 3 at stride 2 dilated, bands
+         * of one row, and 3 x 3 (the CPUs' choice leaves those to the rows, this test not) */
+        {"1,6,40,40", "6,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 6, {0, 0}}, true},
+        {"2,5,70,30", "5,1,5,5", {{2, 2}, {2, 2, 2, 2}, {2, 1}, 5, {0, 0}}, false},
+        {"1,3,12,200", "3,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
+        {"1,4,36,36", "4,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 4, {0, 0}}, false},
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 950, choose_depthwise_channels,
                        "depthwise by channels", "by rows");
