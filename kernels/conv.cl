@@ -525,7 +525,7 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
             }
             if (ow >= lo && ow + DWC_COLS <= hi) { /* every tap inside the row */
                 for (int kh = kh0; kh < kh1; kh++) {
-                    const DWVEC *r = xb + row0 + kh * dh * W + iw0;
+                    const DWVEC *r = xb + (row0 + kh * dh * W + iw0); /* an index >= 0 first */
                     const DWVEC *wk = wv + kh * KW;
                     for (int kw = 0; kw < KW; kw++) {
                         const DWVEC t = wk[kw];
