@@ -375,18 +375,19 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     }
 }
 
-/* Depthwise over small planes on CPUs, the channels along the vectors: work-item (channel
- * block, image) computes DWN output channels o0 .. o0 + DWN - 1 (lanes past O repeat channel
- * O - 1 and are not stored), every position of their planes. Their input planes are copied
- * once into private memory transposed, position by position a vector of DWN channels (H W <=
- * DWC_PLANE), and their weights a vector per tap; an output position is then one vector fma
- * per tap inside the image, the taps kh, kw ascending, those outside skipped: the bits of
- * dw_one and of clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14 filled 7 or 14 of that
- * kernel's 16 lanes, with a select per tap. The taps inside are a range of kh and one of kw
- * (dwc_first, dwc_end), so no tap is tested; the columns whose taps all lie inside the row
- * run DWC_COLS at a time, each tap's weights loaded once for them (a branch per tap and a
- * weight load per fma held this kernel at a tenth of the cores' rate). The outputs are
- * gathered in private memory too and leave transposed, a vector along a plane at a time. */
+/* Depthwise on CPUs, the channels along the vectors: work-item (channel block, image, band)
+ * computes DWN output channels o0 .. o0 + DWN - 1 (lanes past O repeat channel O - 1 and are
+ * not stored), output rows [oh0, oh1) of their planes (a band: the whole plane where it fits).
+ * The input rows they read are copied once into private memory transposed, position by
+ * position a vector of DWN channels (at most DWC_PLANE positions, and as many outputs), and
+ * their weights a vector per tap; an output position is then one vector fma per tap inside the
+ * image, the taps kh, kw ascending, those outside skipped: the bits of dw_one and of
+ * clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14 filled 7 or 14 of that kernel's 16
+ * lanes, with a select per tap. The taps inside are a range of kh and one of kw (dwc_first,
+ * dwc_end), so no tap is tested; the columns run DWC_COLS at a time, where their taps all lie
+ * inside the row each tap's weights loaded once for them (a branch per tap and a weight load
+ * per fma held this kernel at a tenth of the cores' rate). The outputs are gathered in private
+ * memory too and leave transposed, a vector along a plane at a time. */
 #define DWC_PLANE 1024
 #define DWC_TAPS 49
 #define DWC_COLS 4
