@@ -130,6 +130,25 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
 #define DW_STORE(v, at) DWSTORE((v), out + (at))
 #endif
 
+/* Stores the first min(DWN, count) lanes of v from index at: a whole vector where they are all
+ * and there is no epilogue, else a lane at a time. */
+#define DW_STORE_SOME(v, at, count)                                                                \
+    do {                                                                                           \
+        if (DW_WHOLE_STORES && (count) >= DWN) {                                                   \
+            DW_STORE((v), (at));                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+        float s_[DWN];                                                                             \
+        DWSTORE((v), s_);                                                                          \
+        for (int j_ = 0; j_ < min(DWN, (int)(count)); j_++)                                        \
+            out[(at) + j_] = EPILOGUE(s_[j_], (at) + j_, o);                                       \
+    } while (0)
+#ifdef CLRUN_EPILOGUE
+#define DW_WHOLE_STORES 0
+#else
+#define DW_WHOLE_STORES 1
+#endif
+
 /* The 3x3 paths of clrun_conv2d_depthwise (macros over its locals): one output at column ow,
  * each tap inside the image or skipped; and the vectors over columns [lo, hi) at stride SW. */
 #define DW3_TAP(r, ok, iw, wt, acc)                                                                \
@@ -205,6 +224,22 @@ DWVEC dw_load_private(const float *p, const int sw)
     return DWLOAD(lanes);
 }
 
+#define DW_ROWS 4
+#define DW_ROWS_OF(X) X(0) X(1) X(2) X(3)
+#define DWR_DECL(r) DWVEC CAT(a, r) = 0.0f;
+#define DWR_ROW(r)                                                                                 \
+    const int CAT(ih, r) = (oh + (r)) * sh - ph + kh * dh;                                         \
+    const DWINT CAT(ok, r) = (DWINT)(oh + (r) < oh1 && CAT(ih, r) >= 0 && CAT(ih, r) < H ? -1 : 0); \
+    const float *CAT(p, r) = buf + clamp(CAT(ih, r), 0, H - 1) * span + v0 * sw;
+#define DWR_TAP(r)                                                                                 \
+    CAT(a, r) = select(CAT(a, r), fma(dw_load_private(CAT(p, r) + kw * dw, sw), t, CAT(a, r)),     \
+                       in & CAT(ok, r));
+#define DWR_STORE(r)                                                                               \
+    if (oh + (r) < oh1) {                                                                          \
+        const ulong at_ = (plane * OH + oh + (r)) * OW + v0;                                       \
+        DW_STORE_SOME(has_bias ? CAT(a, r) + add : CAT(a, r), at_, OW - v0);                        \
+    }
+
 __kernel void clrun_conv2d_depthwise(__global const float *x, __global const float *w,
                                      __global const float *bias, __global float *out,
                                      __constant const int *g, const int has_bias EPILOGUE_PARAMS)
@@ -240,6 +275,27 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
         const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;
         for (int ih = 0; whole && ih < H; ih++)
             dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
+        /* The whole plane: DW_ROWS output rows at once, each its own sums (a row's chain of
+         * fmas, each waiting on the one before, left the core idle: EfficientNet's 28 x 28,
+         * 5 x 5 ran at a twentieth of its rate); a row outside the image, or past the
+         * block's last, takes row 0's inputs and keeps its sums (a select, as the lanes). */
+        for (int oh = oh0; whole && oh < oh1; oh += DW_ROWS) {
+            for (int v0 = 0; v0 < OW; v0 += DWN) {
+                DW_ROWS_OF(DWR_DECL)
+                for (int kh = 0; kh < KH; kh++) {
+                    DW_ROWS_OF(DWR_ROW)
+                    for (int kw = 0; kw < KW; kw++) {
+                        const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
+                        const DWINT in = (iw >= 0) & (iw < W);
+                        const DWVEC t = (DWVEC)(wo[kh * KW + kw]);
+                        DW_ROWS_OF(DWR_TAP)
+                    }
+                }
+                DW_ROWS_OF(DWR_STORE)
+            }
+        }
+        if (whole)
+            return;
         for (int oh = oh0; oh < oh1; oh++) {
             const int ih0 = oh * sh - ph;
             const ulong at = (plane * OH + oh) * OW;
@@ -319,16 +375,96 @@ __kernel void clrun_conv2d_depthwise(__global const float *x, __global const flo
     }
 }
 
-/* Depthwise over small planes on CPUs, the channels along the vectors: work-item (channel
- * block, image) computes DWN output channels o0 .. o0 + DWN - 1 (lanes past O repeat channel
- * O - 1 and are not stored), every position of their planes. Their input planes are copied
- * once into private memory transposed, position by position a vector of DWN channels (H W <=
- * DWC_PLANE), and their weights a vector per tap; an output position is then one vector fma
- * per tap inside the image, the taps kh, kw ascending, those outside skipped (a branch the
- * lanes share): the bits of dw_one and of clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14
- * filled 7 or 14 of that kernel's 16 lanes, with a select per tap. */
-#define DWC_PLANE 256
+/* Depthwise on CPUs, the channels along the vectors: work-item (channel block, image, band)
+ * computes DWN output channels o0 .. o0 + DWN - 1 (lanes past O repeat channel O - 1 and are
+ * not stored), output rows [oh0, oh1) of their planes (a band: the whole plane where it fits).
+ * The input rows they read are copied once into private memory transposed, position by
+ * position a vector of DWN channels (at most DWC_PLANE positions, and as many outputs), and
+ * their weights a vector per tap; an output position is then one vector fma per tap inside the
+ * image, the taps kh, kw ascending, those outside skipped: the bits of dw_one and of
+ * clrun_conv2d_depthwise. A plane of 7 x 7 or 14 x 14 filled 7 or 14 of that kernel's 16
+ * lanes, with a select per tap. The taps inside are a range of kh and one of kw (dwc_first,
+ * dwc_end), so no tap is tested; the columns run DWC_COLS at a time, where their taps all lie
+ * inside the row each tap's weights loaded once for them (a branch per tap and a weight load
+ * per fma held this kernel at a tenth of the cores' rate). The outputs are gathered in private
+ * memory too and leave transposed, a vector along a plane at a time. */
+#define DWC_PLANE 1024
 #define DWC_TAPS 49
+#define DWC_COLS 4
+
+/* The first tap k of K at i0 + k d that lies inside [0, n), and one past the last. */
+int dwc_first(const int i0, const int d)
+{
+    return i0 >= 0 ? 0 : (-i0 + d - 1) / d;
+}
+int dwc_end(const int i0, const int d, const int n, const int K)
+{
+    return i0 > n - 1 ? 0 : min(K, (n - 1 - i0) / d + 1);
+}
+
+/* The DWN x DWN block r[0 .. DWN - 1] transposed in place (lane j of r[i] to lane i of r[j]):
+ * log2 DWN rounds, each interleaving row i with row i + DWN / 2. The plane copies in and out
+ * of this kernel are transposes, which an element at a time were scatters (each a microcoded
+ * loop on AMD's cores), half of its time. */
+#if DWN == 16
+#define DWC_ROUNDS 4
+#define DWC_ZIP_LO(a, b)                                                                           \
+    (float16)((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3, (a).s4, (b).s4,      \
+              (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7)
+#define DWC_ZIP_HI(a, b)                                                                           \
+    (float16)((a).s8, (b).s8, (a).s9, (b).s9, (a).sa, (b).sa, (a).sb, (b).sb, (a).sc, (b).sc,      \
+              (a).sd, (b).sd, (a).se, (b).se, (a).sf, (b).sf)
+#else
+#define DWC_ROUNDS 3
+#define DWC_ZIP_LO(a, b) (float8)((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3)
+#define DWC_ZIP_HI(a, b) (float8)((a).s4, (b).s4, (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7)
+#endif
+void dwc_transpose(DWVEC *r)
+{
+#pragma unroll
+    for (int round = 0; round < DWC_ROUNDS; round++) {
+        DWVEC t[DWN];
+#pragma unroll
+        for (int i = 0; i < DWN / 2; i++) {
+            t[2 * i] = DWC_ZIP_LO(r[i], r[i + DWN / 2]);
+            t[2 * i + 1] = DWC_ZIP_HI(r[i], r[i + DWN / 2]);
+        }
+#pragma unroll
+        for (int i = 0; i < DWN; i++)
+            r[i] = t[i];
+    }
+}
+
+/* Elements i .. i + count - 1 (count <= DWN) of the rows at src + at[j], lane j, into
+ * dst[0 .. count - 1]: a whole block read as vectors along the rows and transposed. */
+void dwc_block_in(DWVEC *dst, __global const float *src, const ulong *at, const int i, const int count)
+{
+    if (count < DWN) { /* a block's last few: an element at a time */
+        for (int t = 0; t < count; t++) {
+            float l[DWN];
+            for (int j = 0; j < DWN; j++)
+                l[j] = src[at[j] + i + t];
+            dst[t] = DWLOAD(l);
+        }
+        return;
+    }
+    DWVEC r[DWN];
+#pragma unroll
+    for (int j = 0; j < DWN; j++)
+        r[j] = DWLOAD(src + at[j] + i);
+    dwc_transpose(r);
+#pragma unroll
+    for (int t = 0; t < DWN; t++)
+        dst[t] = r[t];
+}
+
+#define DWC_EACH(X) X(0) X(1) X(2) X(3)
+#define DWC_RANGE(c)                                                                               \
+    const int CAT(kwa, c) = dwc_first(iw0 + (c) * sw, dw), CAT(kwb, c) = dwc_end(iw0 + (c) * sw, dw, W, KW);
+#define DWC_COLUMN(c)                                                                               \
+    for (int kw = CAT(kwa, c); kw < CAT(kwb, c); kw++)                                             \
+        CAT(a, c) = fma(xb[r + (c) * sw + kw * dw], wk[kw], CAT(a, c));
+
 __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const float *w,
                                        __global const float *bias, __global float *out,
                                        __constant const int *g, const int has_bias EPILOGUE_PARAMS)
@@ -336,44 +472,103 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int OW = g[G_OW], OH = g[G_OH], H = g[G_H], W = g[G_W], O = g[G_O], C = g[G_C];
     const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
     const int dh = g[G_DH], dw = g[G_DW], per = O / g[G_GROUPS];
-    const int o0 = (int)get_global_id(0) * DWN;
+    const int o0 = (int)get_global_id(0) * DWN, stored = min(DWN, O - o0);
     const size_t n = get_global_id(1);
-    const ulong P = (ulong)OH * OW;
-    DWVEC xb[DWC_PLANE], wv[DWC_TAPS];
+    /* output rows [oh0, oh1): a band of R, from input rows [ih_lo, ih_hi) */
+    const int R = (OH + (int)get_global_size(2) - 1) / (int)get_global_size(2);
+    const int oh0 = (int)get_global_id(2) * R, oh1 = min(OH, oh0 + R);
+    if (oh0 >= oh1)
+        return;
+    const int ih_lo = clamp(oh0 * sh - ph, 0, H);
+    const int ih_hi = clamp((oh1 - 1) * sh - ph + (KH - 1) * dh + 1, ih_lo, H);
+    const int P = OH * OW, HW = H * W, in = (ih_hi - ih_lo) * W, outs = (oh1 - oh0) * OW;
+    DWVEC xb[DWC_PLANE], ob[DWC_PLANE], wv[DWC_TAPS];
     float lanes[DWN];
+    /* the rows and the weights in, a block of DWN positions or taps at a time (the host
+     * ensures that a band's input and output rows fit DWC_PLANE) */
+    ulong xat[DWN], wat[DWN];
     for (int j = 0; j < DWN; j++) {
         const int o = min(o0 + j, O - 1);
-        __global const float *xp = x + ((ulong)n * C + o / per) * H * W;
-        for (int i = 0; i < H * W; i++)
-            ((float *)xb)[i * DWN + j] = xp[i];
-        for (int k = 0; k < KH * KW; k++)
-            ((float *)wv)[k * DWN + j] = w[(ulong)o * KH * KW + k];
+        xat[j] = ((ulong)n * C + o / per) * HW + (ulong)ih_lo * W;
+        wat[j] = (ulong)o * KH * KW;
         lanes[j] = has_bias ? bias[o] : 0.0f;
     }
+    for (int i = 0; i < in; i += DWN)
+        dwc_block_in(xb + i, x, xat, i, min(DWN, in - i));
+    for (int k = 0; k < KH * KW; k += DWN)
+        dwc_block_in(wv + k, w, wat, k, min(DWN, KH * KW - k));
     const DWVEC add = DWLOAD(lanes);
-    for (int oh = 0; oh < OH; oh++) {
-        for (int ow = 0; ow < OW; ow++) {
-            const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
-            DWVEC acc = 0.0f;
-            for (int kh = 0; kh < KH; kh++) {
-                const int ih = ih0 + kh * dh;
-                if (ih < 0 || ih >= H)
-                    continue;
-                for (int kw = 0; kw < KW; kw++) {
-                    const int iw = iw0 + kw * dw;
-                    if (iw >= 0 && iw < W)
-                        acc = fma(xb[ih * W + iw], wv[kh * KW + kw], acc);
+    /* columns [lo, hi) have every tap inside the row */
+    const int lo = min(OW, (pw + sw - 1) / sw);
+    const int last = W - 1 + pw - (KW - 1) * dw;
+    const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
+    for (int oh = oh0; oh < oh1; oh++) {
+        const int ih0 = oh * sh - ph, kh0 = dwc_first(ih0, dh), kh1 = dwc_end(ih0, dh, H, KH);
+        const int row0 = (ih0 - ih_lo) * W; /* input row ih0 in xb, for the kh inside */
+        /* DWC_COLS columns at a time, the last block moved back to end at OW (it computes
+         * the same bits again); a plane narrower than a block a column at a time */
+        for (int b = 0; b < OW; b += DWC_COLS) {
+            const int ow = OW >= DWC_COLS ? min(b, OW - DWC_COLS) : b;
+            const int iw0 = ow * sw - pw, p = (oh - oh0) * OW + ow;
+            DWVEC a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            if (OW < DWC_COLS) {
+                for (int c = ow; c < OW; c++) {
+                    const int i = c * sw - pw, kw0 = dwc_first(i, dw), kw1 = dwc_end(i, dw, W, KW);
+                    DWVEC acc = 0.0f;
+                    for (int kh = kh0; kh < kh1; kh++) {
+                        const int r = row0 + kh * dh * W + i; /* i may be < 0: an index */
+                        for (int kw = kw0; kw < kw1; kw++)
+                            acc = fma(xb[r + kw * dw], wv[kh * KW + kw], acc);
+                    }
+                    ob[(oh - oh0) * OW + c] = has_bias ? acc + add : acc;
+                }
+                break;
+            }
+            if (ow >= lo && ow + DWC_COLS <= hi) { /* every tap inside the row */
+                for (int kh = kh0; kh < kh1; kh++) {
+                    const DWVEC *r = xb + (row0 + kh * dh * W + iw0); /* an index >= 0 first */
+                    const DWVEC *wk = wv + kh * KW;
+                    for (int kw = 0; kw < KW; kw++) {
+                        const DWVEC t = wk[kw];
+                        const DWVEC *q = r + kw * dw;
+                        a0 = fma(q[0], t, a0);
+                        a1 = fma(q[sw], t, a1);
+                        a2 = fma(q[2 * sw], t, a2);
+                        a3 = fma(q[3 * sw], t, a3);
+                    }
+                }
+            } else { /* each column its taps inside, the columns' sums interleaved by rows */
+                DWC_EACH(DWC_RANGE)
+                for (int kh = kh0; kh < kh1; kh++) {
+                    const int r = row0 + kh * dh * W + iw0; /* r + c sw + kw dw >= 0 */
+                    const DWVEC *wk = wv + kh * KW;
+                    DWC_EACH(DWC_COLUMN)
                 }
             }
-            DWSTORE(has_bias ? acc + add : acc, lanes);
-            const ulong p = (ulong)oh * OW + ow;
-            for (int j = 0; j < DWN; j++) {
-                const int o = min(o0 + j, O - 1);
-                const ulong at = ((ulong)n * O + o) * P + p;
-                lanes[j] = EPILOGUE(lanes[j], at, o);
-            }
-            for (int j = 0; j < min(DWN, O - o0); j++)
-                out[((ulong)n * O + o0 + j) * P + p] = lanes[j];
+            ob[p] = has_bias ? a0 + add : a0;
+            ob[p + 1] = has_bias ? a1 + add : a1;
+            ob[p + 2] = has_bias ? a2 + add : a2;
+            ob[p + 3] = has_bias ? a3 + add : a3;
+        }
+    }
+    /* the band out, DWN positions at a time where they fill a block, through the epilogue */
+    const ulong p0 = (ulong)oh0 * OW;
+    int p = 0;
+    for (; p + DWN <= outs; p += DWN) {
+        DWVEC r[DWN];
+        for (int j = 0; j < DWN; j++)
+            r[j] = ob[p + j];
+        dwc_transpose(r);
+        for (int j = 0; j < stored; j++) {
+            const int o = o0 + j;
+            DW_STORE(r[j], ((ulong)n * O + o) * P + p0 + p);
+        }
+    }
+    for (int j = 0; j < stored; j++) {
+        const int o = o0 + j;
+        for (int k = p; k < outs; k++) {
+            const ulong at = ((ulong)n * O + o) * P + p0 + k;
+            out[at] = EPILOGUE(((float *)ob)[k * DWN + j], at, o);
         }
     }
 }

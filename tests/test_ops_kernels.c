@@ -797,7 +797,8 @@ static void choose_depthwise_channels(int which)
 /* The depthwise kernel over small planes with the channels along the vectors (the CPUs'
  * default where H W <= 256: kernels/conv.cl's clrun_conv2d_depthwise_c) gives the bits of the
  * kernel along the rows, over channels past a block of vectors, a multiplier of 2, two images,
- * stride 2, dilation and asymmetric padding. */
+ * stride 2, dilation, asymmetric padding, the inside columns in blocks of 4 and planes by
+ * bands of rows. */
 static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **state)
 {
     (void)state;
@@ -807,9 +808,43 @@ static void conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits(void **s
         {"1,9,14,14", "18,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 9, {0, 0}}, true},   /* x2 */
         {"1,17,9,13", "17,1,3,3", {{1, 2}, {2, 0, 1, 2}, {2, 1}, 17, {0, 0}}, true},  /* dilated */
         {"1,16,1,1", "16,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 16, {0, 0}}, true},   /* 1 x 1 */
+        /* the inside columns 4 at a time and those left after: 16 x 16 unpadded (3 blocks and
+         * 2), stride 2 with a dilated 3 x 5 (one block), blocks to the row's end */
+        {"1,19,16,16", "19,1,3,3", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 19, {0, 0}}, true},
+        {"2,8,5,16", "8,1,3,5", {{1, 2}, {1, 2, 1, 2}, {1, 2}, 8, {0, 0}}, false},
+        {"1,5,6,10", "5,1,3,3", {{1, 1}, {0, 0, 0, 0}, {1, 1}, 5, {0, 0}}, true},
+        /* planes past 1024 positions by bands of rows: 2 bands, 3 at stride 2 dilated, bands
+         * of one row, and 3 x 3 (the CPUs' choice leaves those to the rows, this test not) */
+        {"1,6,40,40", "6,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 6, {0, 0}}, true},
+        {"2,5,70,30", "5,1,5,5", {{2, 2}, {2, 2, 2, 2}, {2, 1}, 5, {0, 0}}, false},
+        {"1,3,12,200", "3,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true},
+        {"1,4,36,36", "4,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 4, {0, 0}}, false},
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 950, choose_depthwise_channels,
                        "depthwise by channels", "by rows");
+}
+
+static void choose_depthwise_rows(int which)
+{
+    clrun__conv_depthwise_channels = which == 1 ? 0 : -1; /* the kernel along the rows */
+    clrun__ops_kernels = which == 0 ? CLRUN__KERNELS_SIMPLE : CLRUN__KERNELS_AUTO; /* direct */
+}
+
+/* The depthwise kernel along the rows over a plane it copies whole (at most two vectors a row:
+ * EfficientNet's 28 x 28, MobileNet's 14 x 14), several output rows at once, gives the bits of
+ * the direct kernel, over a last block of fewer rows, rows and columns in the padding, stride
+ * 2, a multiplier of 2, dilation and asymmetric padding. */
+static void conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {"1,5,28,28", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 5, {0, 0}}, true},    /* 28 rows */
+        {"2,3,13,30", "3,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, false},   /* 13 rows */
+        {"1,4,15,15", "4,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4, {0, 0}}, true},    /* stride 2 */
+        {"1,3,14,20", "6,1,3,3", {{1, 1}, {2, 0, 1, 2}, {2, 1}, 3, {0, 0}}, true},    /* x2, dilated */
+    };
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 960, choose_depthwise_rows,
+                       "depthwise rows at once", "the direct kernel");
 }
 
 static void choose_rows(int which)
@@ -1421,6 +1456,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_epilogue_equals_the_unfused_ops_bit_for_bit, reset_choices),
         cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),

@@ -56,9 +56,9 @@ extern clrun__kernel_choice clrun__ops_kernels;
 /* Tests set it to run every pointwise conv2d of f32 weights whose plane holds two vectors on
  * its own kernel (clrun_conv2d_pointwise), on any device and whatever the choice above. */
 extern bool clrun__conv_pointwise_forced;
-/* A depthwise conv2d over small planes with the channels along the vectors
- * (clrun_conv2d_depthwise_c): < 0 where lib/ops/ops_conv.c chooses it (CPUs), 0 never, > 0 on
- * any device. Tests set it to compare it with the kernel along the rows. */
+/* A depthwise conv2d with the channels along the vectors (clrun_conv2d_depthwise_c): < 0 where
+ * lib/ops/ops_conv.c chooses it (CPUs), 0 never, > 0 on any device and over any plane a band
+ * of rows fits. Tests set it to compare it with the kernel along the rows. */
 extern int clrun__conv_depthwise_channels;
 /* Tests set it to run every conv2d of one group over few taps (a 3-channel stem) whose rows
  * hold a vector on its own kernel (clrun_conv2d_rows), on any device and whatever the choice
