@@ -252,16 +252,20 @@ static clrun_status rank_ways(clrun_context *ctx, const clrun__train_graph *tg, 
     int32_t k = clrun__offload_crossing(g, tg->forward_nodes, crossing);
     for (int32_t i = 0; i < k; i++)
         held[crossing[i]] = true;
+    int32_t kept = 0;
     for (int32_t i = 0; i < k; i++) {
         int32_t x = crossing[i], length;
         uint64_t bytes = clrun_tensor_bytes(&g->tensors[x].type), flops, extra;
         double moved = 2.0 * rate; /* per byte, all of them freed */
         double repeated = INFINITY;
+        if (bytes == 0)
+            continue; /* nothing to free */
         if (repeat_of(tg, held, gone, seen, x, chain, &length, &flops, &extra) && extra < bytes)
             repeated = (double)flops / (double)(bytes - extra);
-        ways[i] = (way){.tensor = x, .offload = !(repeated <= moved), .bytes = bytes,
-                        .cost = repeated <= moved ? repeated : moved};
+        ways[kept++] = (way){.tensor = x, .offload = !(repeated <= moved), .bytes = bytes,
+                             .cost = repeated <= moved ? repeated : moved};
     }
+    k = kept;
     qsort(ways, (size_t)k, sizeof *ways, cheaper_first);
     /* in that order, a repeat that would read one recomputed before it moves instead, and
      * takes its place among the moved */
