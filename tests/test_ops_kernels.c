@@ -534,6 +534,37 @@ static void tuning_is_remembered_across_contexts(void **state)
     assert_int_equal(timer_calls, 0);
 }
 
+/* The core's work-groups: one work-item on POCL (which compiles a work-group function per local
+ * size, a loop over the work-items in it: one work-item compiles faster), four elsewhere; every
+ * variant launches with the one local size, and its work-items' steps cover its LM row blocks
+ * a group, so the groups and the blocks each covers are the same whichever the group. */
+static void core_groups_are_one_work_item_on_pocl(void **state)
+{
+    (void)state;
+    bool pocl = strstr(clrun_context_device(ctx)->platform_name, "Portable Computing Language") != NULL;
+    assert_int_equal(clrun__core_group(ctx), pocl ? 1 : 4);
+    const uint64_t rows[] = {1, 2, 4, 8, 100};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        size_t count = 0;
+        const clrun__core_variant *v = clrun__core_candidates(rows[r], rows[r] >= 8, &count);
+        for (size_t i = 0; i < count; i++) {
+            const size_t blocks[] = {1, 3, 17, 64, 1001};
+            for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+                size_t g1 = 0, l1 = 0, g4 = 0, l4 = 0;
+                clrun__core_row_launch(&v[i], 1, blocks[b], &g1, &l1);
+                clrun__core_row_launch(&v[i], 4, blocks[b], &g4, &l4);
+                assert_int_equal(l1, 1);
+                assert_int_equal(l4, v[i].lm < 4 ? v[i].lm : 4);
+                assert_int_equal(l1 * clrun__core_steps(&v[i], 1), v[i].lm);
+                assert_int_equal(l4 * clrun__core_steps(&v[i], 4), v[i].lm);
+                assert_int_equal(g1 / l1, g4 / l4); /* the same groups */
+                assert_true(g1 / l1 * v[i].lm >= blocks[b]);
+                assert_true(g1 / l1 * v[i].lm < blocks[b] + v[i].lm);
+            }
+        }
+    }
+}
+
 /* ---- conv2d ------------------------------------------------------------------------------ */
 
 static node conv_node(const char *op, const char *x, const char *w, const conv_params *p,
@@ -1415,6 +1446,7 @@ int main(void)
         cmocka_unit_test_setup(epilogue_that_does_not_build_is_a_clean_error, reset_choices),
         cmocka_unit_test_setup(constant_weights_are_packed_once, reset_choices),
         cmocka_unit_test_setup(tuning_is_remembered_across_contexts, reset_choices),
+        cmocka_unit_test_setup(core_groups_are_one_work_item_on_pocl, reset_choices),
         cmocka_unit_test_setup(one_disturbed_run_does_not_decide, reset_choices),
         cmocka_unit_test_setup(conv2d_every_kernel_and_variant_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),

@@ -62,17 +62,20 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size
 #undef PICK
 }
 
-static unsigned core_local(const clrun__core_variant *v)
+unsigned clrun__core_group(const clrun_context *ctx) { return clrun__lazy_driver(ctx) ? 1u : 4u; }
+
+static unsigned core_local(const clrun__core_variant *v, unsigned group)
 {
-    return v->lm < CLRUN__CORE_LOCAL ? v->lm : CLRUN__CORE_LOCAL;
+    return v->lm < group ? v->lm : group;
 }
 
-unsigned clrun__core_steps(const clrun__core_variant *v) { return v->lm / core_local(v); }
+unsigned clrun__core_steps(const clrun__core_variant *v, unsigned group) { return v->lm / core_local(v, group); }
 
-void clrun__core_row_launch(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0)
+void clrun__core_row_launch(const clrun__core_variant *v, unsigned group, size_t blocks,
+                            size_t *global0, size_t *local0)
 {
-    *local0 = core_local(v);
-    *global0 = clrun__round_up(blocks, v->lm) / clrun__core_steps(v);
+    *local0 = core_local(v, group);
+    *global0 = clrun__round_up(blocks, v->lm) / clrun__core_steps(v, group);
 }
 
 /* ---- programs ---------------------------------------------------------------------------- */
@@ -731,7 +734,7 @@ clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program,
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, out->kernel, 4, sizeof wp, &wp);
     /* Work-items of whole rows, about CONV_PAD_ELEMENTS elements each, in groups of one (POCL
-     * compiles one kernel per local size, see CLRUN__CORE_LOCAL) */
+     * compiles one kernel per local size, see clrun__core_group) */
     size_t rows = CONV_PAD_ELEMENTS / wp < 1 ? 1 : CONV_PAD_ELEMENTS / wp;
     out->local[0] = out->local[1] = out->local[2] = 1;
     out->global[0] = (hp + rows - 1) / rows;

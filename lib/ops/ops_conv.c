@@ -178,15 +178,15 @@ typedef struct conv_tuning {
     clrun__tune_buffers buffers; /* x, packed and out */
 } conv_tuning;
 
-static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsigned nr,
-                          size_t planes, size_t *global, size_t *local)
+static void core_geometry(const clrun_context *ctx, const cl_int *geo, const clrun__core_variant *v,
+                          unsigned nr, size_t planes, size_t *global, size_t *local)
 {
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
     size_t Og = (size_t)(geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS]);
     size_t blocks = (P + v->mr - 1) / v->mr;
     /* One local size for every variant and shape (blocks past P do nothing): POCL compiles a
      * kernel once per local size it is launched with. */
-    clrun__core_row_launch(v, blocks, &global[0], &local[0]);
+    clrun__core_row_launch(v, clrun__core_group(ctx), blocks, &global[0], &local[0]);
     local[1] = local[2] = 1;
     global[1] = (Og + nr - 1) / nr;
     global[2] = planes;
@@ -198,7 +198,7 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
                                 int bw, cl_kernel *kernel)
 {
     cl_int bias = has_bias, reads_w = direct;
-    cl_uint steps = clrun__core_steps(v), panel0 = 0;
+    cl_uint steps = clrun__core_steps(v, clrun__core_group(ctx)), panel0 = 0;
     clrun_status s = clrun__core_kernel_narrow(ctx, src, v->mr, bw, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
@@ -245,7 +245,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     if (s == CLRUN_OK)
         s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->direct, t->hp, t->wp, 0, &kernel);
     size_t global[3], local[3];
-    core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
+    core_geometry(ctx, t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
         s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, CONV_CORE_EXTRA_AT, t->extra, global, local, seconds);
     if (kernel)
@@ -337,7 +337,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, st->direct, hp, wp, st->bw,
                         &st->ks.kernel);
     if (s == CLRUN_OK)
-        core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
+        core_geometry(ctx, geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
     st->extra_index = CONV_CORE_EXTRA_AT;
     return s;
 }
