@@ -946,6 +946,35 @@ static void check_pool(const char *x, const pool_params *p, const char *out_dims
     free_node_data(&n, 1);
 }
 
+/* A pool after a depthwise convolution builds no program of its own: its kernel comes from the
+ * text of kernels/conv.cl the convolution's kernel was built from (one front-end build of the
+ * file on a cold start, not two). A fresh context, so that no earlier test built it. */
+static void pools_take_their_kernel_from_the_convolutions_program(void **state)
+{
+    (void)state;
+    clrun_context *saved = ctx, *fresh = NULL;
+    assert_int_equal(clrun_context_create(NULL, &fresh), CLRUN_OK);
+    ctx = fresh;
+    const conv_params dw = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 4, {0, 0}};
+    node n = conv_node("conv2d", "1,4,9,9", "4,1,3,3", &dw, true, 740);
+    run_node(&n, 1, NULL);
+    uint64_t count = elements(&n.out);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    ref_conv(&n, &dw, ref, scale);
+    expect_close(&n, ref, scale, "depthwise conv2d");
+    free(ref), free(scale), free(n.result);
+    free_node_data(&n, n.input_count);
+    clrun_program_stats before, after;
+    clrun_program_stats_get(ctx, &before);
+    const pool_params max = {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, true};
+    check_pool("1,4,9,9", &max, "1,4,5,5", 741);
+    clrun_program_stats_get(ctx, &after);
+    assert_int_equal(after.builds_from_source + after.cache_hits,
+                     before.builds_from_source + before.cache_hits);
+    ctx = saved;
+    clrun_context_destroy(fresh);
+}
+
 static void pools_with_onnx_padding_ceil_mode_dilation_and_counts(void **state)
 {
     (void)state;
@@ -1447,6 +1476,7 @@ int main(void)
         cmocka_unit_test_setup(constant_weights_are_packed_once, reset_choices),
         cmocka_unit_test_setup(tuning_is_remembered_across_contexts, reset_choices),
         cmocka_unit_test_setup(core_groups_are_one_work_item_on_pocl, reset_choices),
+        cmocka_unit_test_setup(pools_take_their_kernel_from_the_convolutions_program, reset_choices),
         cmocka_unit_test_setup(one_disturbed_run_does_not_decide, reset_choices),
         cmocka_unit_test_setup(conv2d_every_kernel_and_variant_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),
