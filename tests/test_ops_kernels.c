@@ -101,6 +101,10 @@ static void infer_or_fail(node *n)
         fail_msg("%s refused: %s", n->op, err);
 }
 
+/* Set: run_node does not pack the node's constants on the host (as an executor does), so that
+ * the node packs them on the device at every enqueue. */
+static bool unpacked_run;
+
 /* Runs the node `runs` times (before run r > 0, `between` is called with the input buffers);
  * the last run's output is in n->result. */
 static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
@@ -134,8 +138,13 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
     out = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, size, NULL, &e);
     assert_int_equal(e, CL_SUCCESS);
     node_memory memory;
-    if (node_memory_make(ctx, kernels, state, &call, in, &out, &memory) != CL_SUCCESS)
+    if (unpacked_run) {
+        memset(&memory, 0, sizeof memory);
+        if (clrun__node_run_begin(ctx, kernels, state, &out, 1, &memory.run) != CLRUN_OK)
+            fail_msg("%s scratch: %s", n->op, clrun_last_error(ctx));
+    } else if (node_memory_make(ctx, kernels, state, &call, in, &out, &memory) != CL_SUCCESS) {
         fail_msg("%s pack or scratch: %s", n->op, clrun_last_error(ctx));
+    }
     n->result = malloc(size);
     for (int r = 0; r < runs; r++) {
         if (r > 0 && between)
@@ -912,6 +921,38 @@ static void conv_transpose2d_matches_the_reference(void **state)
     free_node_data(&t, t.input_count);
 }
 
+/* A constant B that nothing packed on the host is packed on the device at the enqueue, with the
+ * packing kernel made there (not at prepare, where it would build the core's head program on a
+ * cold start for nothing: an executor packs every constant on the host): the host's bits. */
+static void constant_weights_packed_at_the_enqueue_give_the_host_bits(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    const mm_case c = {"37,70", "70,45", false, false, true, 1};
+    node host = matmul_node(&c, 420);
+    host.constant_inputs = 2;
+    node device = host;
+    run_node(&host, 1, NULL);
+    unpacked_run = true;
+    run_node(&device, 2, NULL);
+    unpacked_run = false;
+    expect_same_bits(&host, &device, "matmul, a constant B packed at the enqueue");
+    free(host.result), free(device.result);
+    free_node_data(&host, host.input_count);
+    const conv_params p = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}};
+    node chost = conv_node("conv2d", "1,16,9,11", "40,16,3,3", &p, true, 421);
+    chost.constant_inputs = 2;
+    node cdevice = chost;
+    run_node(&chost, 1, NULL);
+    unpacked_run = true;
+    run_node(&cdevice, 1, NULL);
+    unpacked_run = false;
+    expect_same_bits(&chost, &cdevice, "conv2d, a constant w packed at the enqueue");
+    free(chost.result), free(cdevice.result);
+    free_node_data(&chost, chost.input_count);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
 /* ---- pools ------------------------------------------------------------------------------- */
 
 static void check_pool(const char *x, const pool_params *p, const char *out_dims, uint64_t seed)
@@ -1477,6 +1518,7 @@ int main(void)
         cmocka_unit_test_setup(tuning_is_remembered_across_contexts, reset_choices),
         cmocka_unit_test_setup(core_groups_are_one_work_item_on_pocl, reset_choices),
         cmocka_unit_test_setup(pools_take_their_kernel_from_the_convolutions_program, reset_choices),
+        cmocka_unit_test_setup(constant_weights_packed_at_the_enqueue_give_the_host_bits, reset_choices),
         cmocka_unit_test_setup(one_disturbed_run_does_not_decide, reset_choices),
         cmocka_unit_test_setup(conv2d_every_kernel_and_variant_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),

@@ -146,7 +146,10 @@ void clrun__tune_buffers_release(clrun_context *ctx, clrun__tune_buffers *tb);
  * clrun__packing_use); any other B at every enqueue on the device, into the node's scratch
  * (clrun_mm_pack, clrun__packing_enqueue). Both lay out the same bits. */
 typedef struct clrun__packing {
-    cl_kernel kernel;    /* clrun_mm_pack */
+    cl_program program;  /* the core's head, the context's: clrun_mm_pack's program */
+    cl_kernel kernel;    /* clrun_mm_pack, made at the first clrun__packing_enqueue: on POCL,
+                            with the cache on, the head is then built only where a B is packed
+                            on the device (an executor packs constant weights on the host) */
     cl_mem table;        /* its source offsets */
     size_t global[3], local[3];
     uint64_t batches, K, N, b_ks, b_ns;
