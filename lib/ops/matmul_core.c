@@ -62,7 +62,10 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size
 #undef PICK
 }
 
-unsigned clrun__core_group(const clrun_context *ctx) { return clrun__lazy_driver(ctx) ? 1u : 4u; }
+unsigned clrun__core_group(const clrun_context *ctx)
+{
+    return clrun__lazy_driver(ctx) && strcmp(ctx->info.type, "CPU") == 0 ? 1u : 4u;
+}
 
 static unsigned core_local(const clrun__core_variant *v, unsigned group)
 {

@@ -25,16 +25,16 @@ typedef struct clrun__core_variant {
     unsigned mr, lm, sp;
 } clrun__core_variant;
 
-/* Work-items per group of every variant on ctx's device (`group` below): 4, or 1 on POCL. A
- * variant's LM row blocks per group beyond it are steps of a loop in the kernel
+/* Work-items per group of every variant on ctx's device (`group` below): 4, or 1 on POCL's CPU
+ * device. A variant's LM row blocks per group beyond it are steps of a loop in the kernel
  * (clrun__core_steps): POCL compiles a kernel once for each local size it is launched with, so
  * one local size compiles each kernel once, where LM as the local size compiled it once per LM.
- * On POCL the group is one work-item: its work-group function is then the kernel's body with no
- * loop over work-items around it, which compiles in about three quarters of the time (a
- * convolution core at MR 8 0.50-0.55 s against 0.67-0.75 s at its first launch; README.md,
- * cold start). A group covers the same LM blocks either way, on one thread, one work-item taking
- * them in order where four took every fourth; each output is one work-item's fma chain either
- * way: the same bits. */
+ * On POCL's CPU device the group is one work-item: its work-group function is then the
+ * kernel's body with no loop over work-items around it, which compiles in about three quarters
+ * of the time (a convolution core at MR 8 0.50-0.55 s against 0.67-0.75 s at its first launch;
+ * README.md, cold start). A group covers the same LM blocks either way, on one thread, one
+ * work-item taking them in order where four took every fourth; each output is one work-item's
+ * fma chain either way: the same bits. */
 unsigned clrun__core_group(const clrun_context *ctx);
 
 /* The loop steps of variant v's work-items in groups of `group`: LM / group, at least 1 (the
