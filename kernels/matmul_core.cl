@@ -403,7 +403,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
  * no padding) reads A straight from x: a plain product of w and x. Work-item (position block,
  * panel, image * groups + group); each work-item of a group takes `steps` position blocks,
  * one after the other, strided by the group's size: a variant's LM row blocks per group are
- * CLRUN__CORE_LOCAL work-items times steps, so that every variant launches with the same local
+ * clrun__core_group work-items times steps, so that every variant launches with the same local
  * size and POCL, which compiles a kernel once per local size, compiles each kernel once. */
 #if CORE_CONV
 #define CV_DECL(r) COLS(DECL_ACC, r)                                                          \

@@ -101,6 +101,10 @@ static void infer_or_fail(node *n)
         fail_msg("%s refused: %s", n->op, err);
 }
 
+/* Set: run_node does not pack the node's constants on the host (as an executor does), so that
+ * the node packs them on the device at every enqueue. */
+static bool unpacked_run;
+
 /* Runs the node `runs` times (before run r > 0, `between` is called with the input buffers);
  * the last run's output is in n->result. */
 static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
@@ -134,8 +138,13 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
     out = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, size, NULL, &e);
     assert_int_equal(e, CL_SUCCESS);
     node_memory memory;
-    if (node_memory_make(ctx, kernels, state, &call, in, &out, &memory) != CL_SUCCESS)
+    if (unpacked_run) {
+        memset(&memory, 0, sizeof memory);
+        if (clrun__node_run_begin(ctx, kernels, state, &out, 1, &memory.run) != CLRUN_OK)
+            fail_msg("%s scratch: %s", n->op, clrun_last_error(ctx));
+    } else if (node_memory_make(ctx, kernels, state, &call, in, &out, &memory) != CL_SUCCESS) {
         fail_msg("%s pack or scratch: %s", n->op, clrun_last_error(ctx));
+    }
     n->result = malloc(size);
     for (int r = 0; r < runs; r++) {
         if (r > 0 && between)
@@ -534,6 +543,39 @@ static void tuning_is_remembered_across_contexts(void **state)
     assert_int_equal(timer_calls, 0);
 }
 
+/* The core's work-groups: one work-item on POCL (which compiles a work-group function per local
+ * size, a loop over the work-items in it: one work-item compiles faster), four elsewhere; every
+ * variant launches with the one local size, and its work-items' steps cover its LM row blocks
+ * a group, so the groups and the blocks each covers are the same whichever the group. */
+static void core_groups_are_one_work_item_on_pocl(void **state)
+{
+    (void)state;
+    const clrun_device_info *info = clrun_context_device(ctx);
+    bool pocl = strstr(info->platform_name, "Portable Computing Language") != NULL &&
+                strcmp(info->type, "CPU") == 0;
+    assert_int_equal(clrun__core_group(ctx), pocl ? 1 : 4);
+    const uint64_t rows[] = {1, 2, 4, 8, 100};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        size_t count = 0;
+        const clrun__core_variant *v = clrun__core_candidates(rows[r], rows[r] >= 8, &count);
+        for (size_t i = 0; i < count; i++) {
+            const size_t blocks[] = {1, 3, 17, 64, 1001};
+            for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+                size_t g1 = 0, l1 = 0, g4 = 0, l4 = 0;
+                clrun__core_row_launch(&v[i], 1, blocks[b], &g1, &l1);
+                clrun__core_row_launch(&v[i], 4, blocks[b], &g4, &l4);
+                assert_int_equal(l1, 1);
+                assert_int_equal(l4, v[i].lm < 4 ? v[i].lm : 4);
+                assert_int_equal(l1 * clrun__core_steps(&v[i], 1), v[i].lm);
+                assert_int_equal(l4 * clrun__core_steps(&v[i], 4), v[i].lm);
+                assert_int_equal(g1 / l1, g4 / l4); /* the same groups */
+                assert_true(g1 / l1 * v[i].lm >= blocks[b]);
+                assert_true(g1 / l1 * v[i].lm < blocks[b] + v[i].lm);
+            }
+        }
+    }
+}
+
 /* ---- conv2d ------------------------------------------------------------------------------ */
 
 static node conv_node(const char *op, const char *x, const char *w, const conv_params *p,
@@ -916,6 +958,38 @@ static void conv_transpose2d_matches_the_reference(void **state)
     free_node_data(&t, t.input_count);
 }
 
+/* A constant B that nothing packed on the host is packed on the device at the enqueue, with the
+ * packing kernel made there (not at prepare, where it would build the core's head program on a
+ * cold start for nothing: an executor packs every constant on the host): the host's bits. */
+static void constant_weights_packed_at_the_enqueue_give_the_host_bits(void **state)
+{
+    (void)state;
+    clrun__ops_kernels = CLRUN__KERNELS_VECTOR;
+    const mm_case c = {"37,70", "70,45", false, false, true, 1};
+    node host = matmul_node(&c, 420);
+    host.constant_inputs = 2;
+    node device = host;
+    run_node(&host, 1, NULL);
+    unpacked_run = true;
+    run_node(&device, 2, NULL);
+    unpacked_run = false;
+    expect_same_bits(&host, &device, "matmul, a constant B packed at the enqueue");
+    free(host.result), free(device.result);
+    free_node_data(&host, host.input_count);
+    const conv_params p = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}};
+    node chost = conv_node("conv2d", "1,16,9,11", "40,16,3,3", &p, true, 421);
+    chost.constant_inputs = 2;
+    node cdevice = chost;
+    run_node(&chost, 1, NULL);
+    unpacked_run = true;
+    run_node(&cdevice, 1, NULL);
+    unpacked_run = false;
+    expect_same_bits(&chost, &cdevice, "conv2d, a constant w packed at the enqueue");
+    free(chost.result), free(cdevice.result);
+    free_node_data(&chost, chost.input_count);
+    clrun__ops_kernels = CLRUN__KERNELS_AUTO;
+}
+
 /* ---- pools ------------------------------------------------------------------------------- */
 
 static void check_pool(const char *x, const pool_params *p, const char *out_dims, uint64_t seed)
@@ -948,6 +1022,35 @@ static void check_pool(const char *x, const pool_params *p, const char *out_dims
     expect_close(&n, ref, scale, "pool");
     free(ref), free(scale), free(n.result);
     free_node_data(&n, 1);
+}
+
+/* A pool after a depthwise convolution builds no program of its own: its kernel comes from the
+ * text of kernels/conv.cl the convolution's kernel was built from (one front-end build of the
+ * file on a cold start, not two). A fresh context, so that no earlier test built it. */
+static void pools_take_their_kernel_from_the_convolutions_program(void **state)
+{
+    (void)state;
+    clrun_context *saved = ctx, *fresh = NULL;
+    assert_int_equal(clrun_context_create(NULL, &fresh), CLRUN_OK);
+    ctx = fresh;
+    const conv_params dw = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 4, {0, 0}};
+    node n = conv_node("conv2d", "1,4,9,9", "4,1,3,3", &dw, true, 740);
+    run_node(&n, 1, NULL);
+    uint64_t count = elements(&n.out);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    ref_conv(&n, &dw, ref, scale);
+    expect_close(&n, ref, scale, "depthwise conv2d");
+    free(ref), free(scale), free(n.result);
+    free_node_data(&n, n.input_count);
+    clrun_program_stats before, after;
+    clrun_program_stats_get(ctx, &before);
+    const pool_params max = {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, true};
+    check_pool("1,4,9,9", &max, "1,4,5,5", 741);
+    clrun_program_stats_get(ctx, &after);
+    assert_int_equal(after.builds_from_source + after.cache_hits,
+                     before.builds_from_source + before.cache_hits);
+    ctx = saved;
+    clrun_context_destroy(fresh);
 }
 
 static void pools_with_onnx_padding_ceil_mode_dilation_and_counts(void **state)
@@ -1450,6 +1553,9 @@ int main(void)
         cmocka_unit_test_setup(epilogue_that_does_not_build_is_a_clean_error, reset_choices),
         cmocka_unit_test_setup(constant_weights_are_packed_once, reset_choices),
         cmocka_unit_test_setup(tuning_is_remembered_across_contexts, reset_choices),
+        cmocka_unit_test_setup(core_groups_are_one_work_item_on_pocl, reset_choices),
+        cmocka_unit_test_setup(pools_take_their_kernel_from_the_convolutions_program, reset_choices),
+        cmocka_unit_test_setup(constant_weights_packed_at_the_enqueue_give_the_host_bits, reset_choices),
         cmocka_unit_test_setup(one_disturbed_run_does_not_decide, reset_choices),
         cmocka_unit_test_setup(conv2d_every_kernel_and_variant_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),

@@ -48,6 +48,11 @@ struct clrun__programs {
     bool refusal_warned;        /* the refused-entry warning was given */
 };
 
+bool clrun__lazy_driver(const clrun_context *ctx)
+{
+    return strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
+}
+
 clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out)
 {
     size_t kernels = 0;
@@ -93,7 +98,7 @@ clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs *
      * is then cut into a program per kernel launched (per_kernel, see cut_ways), so that the
      * binaries compile only what is launched; a program not cut gets one only when it holds one
      * kernel, and a process stops writing once it spent CLRUN_CACHE_BUDGET on it (budget_left). */
-    bool lazy_driver = strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
+    bool lazy_driver = clrun__lazy_driver(ctx);
     p->cache_writes = ctx->options.cache.always || !lazy_driver;
     p->per_kernel = lazy_driver && p->cache_dir[0] != '\0';
     p->second_sight = lazy_driver && !p->cache_writes;

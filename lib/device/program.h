@@ -19,6 +19,10 @@ extern const char *const clrun__kernel_program_names[]; /* the names above, NULL
 struct clrun__programs;
 
 clrun_status clrun__programs_create(clrun_context *ctx, struct clrun__programs **out);
+
+/* Whether ctx's driver is POCL, which compiles each kernel at its first launch, once per local
+ * size (and grid class) it is launched with, and a program's binary only when asked for it. */
+bool clrun__lazy_driver(const clrun_context *ctx);
 void clrun__programs_destroy(struct clrun__programs *programs);
 
 /* The built program of embedded source `name` (the context keeps ownership). */

@@ -62,17 +62,23 @@ const clrun__core_variant *clrun__core_candidates(uint64_t rows, bool conv, size
 #undef PICK
 }
 
-static unsigned core_local(const clrun__core_variant *v)
+unsigned clrun__core_group(const clrun_context *ctx)
 {
-    return v->lm < CLRUN__CORE_LOCAL ? v->lm : CLRUN__CORE_LOCAL;
+    return clrun__lazy_driver(ctx) && strcmp(ctx->info.type, "CPU") == 0 ? 1u : 4u;
 }
 
-unsigned clrun__core_steps(const clrun__core_variant *v) { return v->lm / core_local(v); }
-
-void clrun__core_row_launch(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0)
+static unsigned core_local(const clrun__core_variant *v, unsigned group)
 {
-    *local0 = core_local(v);
-    *global0 = clrun__round_up(blocks, v->lm) / clrun__core_steps(v);
+    return v->lm < group ? v->lm : group;
+}
+
+unsigned clrun__core_steps(const clrun__core_variant *v, unsigned group) { return v->lm / core_local(v, group); }
+
+void clrun__core_row_launch(const clrun__core_variant *v, unsigned group, size_t blocks,
+                            size_t *global0, size_t *local0)
+{
+    *local0 = core_local(v, group);
+    *global0 = clrun__round_up(blocks, v->lm) / clrun__core_steps(v, group);
 }
 
 /* ---- programs ---------------------------------------------------------------------------- */
@@ -443,27 +449,12 @@ uint64_t clrun__packed_elements(uint64_t batches, uint64_t K, uint64_t N, unsign
     return batches * ((N + nr - 1) / nr) * nr * K;
 }
 
-clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint64_t batches,
-                                    const uint64_t *offsets, uint64_t K, uint64_t N,
-                                    uint64_t b_ks, uint64_t b_ns, unsigned nr, bool constant,
-                                    clrun__packing *p)
+/* Makes p's clrun_mm_pack kernel with its fixed arguments and its launch's local size. */
+static clrun_status packing_kernel(clrun_context *ctx, clrun__packing *p)
 {
-    memset(p, 0, sizeof *p);
-    *p = (clrun__packing){.batches = batches, .K = K, .N = N, .b_ks = b_ks, .b_ns = b_ns, .nr = nr,
-                          .constant = constant};
-    p->bytes = clrun__packed_elements(batches, K, N, nr) * 4;
-    clrun_status s = clrun__table_buffer(ctx, offsets, (size_t)batches * sizeof *offsets, &p->table);
-    if (s == CLRUN_OK && constant) {
-        p->offsets = malloc((size_t)batches * sizeof *offsets);
-        if (p->offsets == NULL)
-            s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "packing: %" PRIu64 " batches", batches);
-        else
-            memcpy(p->offsets, offsets, (size_t)batches * sizeof *offsets);
-    }
-    if (s == CLRUN_OK)
-        s = clrun__program_kernel(ctx, program, "clrun_mm_pack", 0, &p->kernel);
-    cl_uint n = (cl_uint)N, k = (cl_uint)K;
-    cl_ulong ks = b_ks, ns = b_ns;
+    clrun_status s = clrun__program_kernel(ctx, p->program, "clrun_mm_pack", 0, &p->kernel);
+    cl_uint n = (cl_uint)p->N, k = (cl_uint)p->K;
+    cl_ulong ks = p->b_ks, ns = p->b_ns;
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, p->kernel, 2, sizeof p->table, &p->table);
     if (s == CLRUN_OK)
@@ -477,11 +468,37 @@ clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint
     /* A fixed local size, not the driver's per shape (POCL compiles one kernel per local
      * size): nr is a power of two, so the padded width is a multiple of it. */
     if (s == CLRUN_OK)
-        s = clrun__local_size(ctx, p->kernel, nr < 32 ? nr : 32, &p->local[0]);
+        s = clrun__local_size(ctx, p->kernel, p->nr < 32 ? p->nr : 32, &p->local[0]);
+    p->global[0] = clrun__round_up((size_t)((p->N + p->nr - 1) / p->nr * p->nr), p->local[0]);
+    if (s != CLRUN_OK && p->kernel) {
+        clrun__cl.ReleaseKernel(p->kernel);
+        p->kernel = NULL;
+    }
+    return s;
+}
+
+clrun_status clrun__packing_prepare(clrun_context *ctx, cl_program program, uint64_t batches,
+                                    const uint64_t *offsets, uint64_t K, uint64_t N,
+                                    uint64_t b_ks, uint64_t b_ns, unsigned nr, bool constant,
+                                    clrun__packing *p)
+{
+    memset(p, 0, sizeof *p);
+    *p = (clrun__packing){.program = program, .batches = batches, .K = K, .N = N, .b_ks = b_ks,
+                          .b_ns = b_ns, .nr = nr, .constant = constant};
+    p->bytes = clrun__packed_elements(batches, K, N, nr) * 4;
+    clrun_status s = clrun__table_buffer(ctx, offsets, (size_t)batches * sizeof *offsets, &p->table);
+    if (s == CLRUN_OK && constant) {
+        p->offsets = malloc((size_t)batches * sizeof *offsets);
+        if (p->offsets == NULL)
+            s = clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "packing: %" PRIu64 " batches", batches);
+        else
+            memcpy(p->offsets, offsets, (size_t)batches * sizeof *offsets);
+    }
     p->local[1] = p->local[2] = 1;
-    p->global[0] = clrun__round_up((size_t)((N + nr - 1) / nr * nr), p->local[0]);
     p->global[1] = (size_t)K;
     p->global[2] = (size_t)batches;
+    if (s == CLRUN_OK && !constant) /* packed at every enqueue: made now, as the op's kernels */
+        s = packing_kernel(ctx, p);
     if (s != CLRUN_OK)
         clrun__packing_release(p);
     return s;
@@ -620,7 +637,9 @@ void clrun__widening_release(clrun__widening *w)
 clrun_status clrun__packing_enqueue(clrun_context *ctx, clrun__packing *p, cl_mem b, cl_mem into,
                                     clrun__chain *chain)
 {
-    clrun_status s = clrun__buffer_args(ctx, p->kernel, &b, 1, into);
+    clrun_status s = p->kernel ? CLRUN_OK : packing_kernel(ctx, p);
+    if (s == CLRUN_OK)
+        s = clrun__buffer_args(ctx, p->kernel, &b, 1, into);
     if (s == CLRUN_OK)
         s = clrun__chain_launch(chain, p->kernel, 3, p->global, p->local, "packing of B");
     return s;
@@ -731,7 +750,7 @@ clrun_status clrun__conv_padding_prepare(clrun_context *ctx, cl_program program,
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, out->kernel, 4, sizeof wp, &wp);
     /* Work-items of whole rows, about CONV_PAD_ELEMENTS elements each, in groups of one (POCL
-     * compiles one kernel per local size, see CLRUN__CORE_LOCAL) */
+     * compiles one kernel per local size, see clrun__core_group) */
     size_t rows = CONV_PAD_ELEMENTS / wp < 1 ? 1 : CONV_PAD_ELEMENTS / wp;
     out->local[0] = out->local[1] = out->local[2] = 1;
     out->global[0] = (hp + rows - 1) / rows;

@@ -25,19 +25,25 @@ typedef struct clrun__core_variant {
     unsigned mr, lm, sp;
 } clrun__core_variant;
 
-/* Work-items per group of every variant. A variant's LM row blocks per group beyond it are
- * steps of a loop in the kernel (clrun__core_steps): POCL compiles a kernel once for each local
- * size it is launched with (0.3-0.6 s for these), so one local size compiles each kernel once,
- * where LM as the local size compiled it once per LM. The blocks a group covers, and the order
- * in which POCL runs them on one thread, are the same either way. */
-#define CLRUN__CORE_LOCAL 4u
+/* Work-items per group of every variant on ctx's device (`group` below): 4, or 1 on POCL's CPU
+ * device. A variant's LM row blocks per group beyond it are steps of a loop in the kernel
+ * (clrun__core_steps): POCL compiles a kernel once for each local size it is launched with, so
+ * one local size compiles each kernel once, where LM as the local size compiled it once per LM.
+ * On POCL's CPU device the group is one work-item: its work-group function is then the
+ * kernel's body with no loop over work-items around it, which compiles in about three quarters
+ * of the time (a convolution core at MR 8 0.50-0.55 s against 0.67-0.75 s at its first launch;
+ * README.md, cold start). A group covers the same LM blocks either way, on one thread, one
+ * work-item taking them in order where four took every fourth; each output is one work-item's
+ * fma chain either way: the same bits. */
+unsigned clrun__core_group(const clrun_context *ctx);
 
-/* The loop steps of variant v's work-items: LM / CLRUN__CORE_LOCAL, at least 1 (the kernels'
- * `steps` argument). */
-unsigned clrun__core_steps(const clrun__core_variant *v);
+/* The loop steps of variant v's work-items in groups of `group`: LM / group, at least 1 (the
+ * kernels' `steps` argument). */
+unsigned clrun__core_steps(const clrun__core_variant *v, unsigned group);
 
-/* Variant v's local and global size along dim 0 for `blocks` row blocks. */
-void clrun__core_row_launch(const clrun__core_variant *v, size_t blocks, size_t *global0, size_t *local0);
+/* Variant v's local and global size along dim 0 for `blocks` row blocks, in groups of `group`. */
+void clrun__core_row_launch(const clrun__core_variant *v, unsigned group, size_t blocks,
+                            size_t *global0, size_t *local0);
 
 /* The variants worth trying for `rows` output rows of a matmul or (conv) a conv2d, whose
  * kernel has no SP: *count of them, the default first, no two alike for the kernel. */
@@ -140,7 +146,10 @@ void clrun__tune_buffers_release(clrun_context *ctx, clrun__tune_buffers *tb);
  * clrun__packing_use); any other B at every enqueue on the device, into the node's scratch
  * (clrun_mm_pack, clrun__packing_enqueue). Both lay out the same bits. */
 typedef struct clrun__packing {
-    cl_kernel kernel;    /* clrun_mm_pack */
+    cl_program program;  /* the core's head, the context's: clrun_mm_pack's program */
+    cl_kernel kernel;    /* clrun_mm_pack, made at the first clrun__packing_enqueue: on POCL,
+                            with the cache on, the head is then built only where a B is packed
+                            on the device (an executor packs constant weights on the host) */
     cl_mem table;        /* its source offsets */
     size_t global[3], local[3];
     uint64_t batches, K, N, b_ks, b_ns;

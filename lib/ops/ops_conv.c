@@ -178,15 +178,15 @@ typedef struct conv_tuning {
     clrun__tune_buffers buffers; /* x, packed and out */
 } conv_tuning;
 
-static void core_geometry(const cl_int *geo, const clrun__core_variant *v, unsigned nr,
-                          size_t planes, size_t *global, size_t *local)
+static void core_geometry(const clrun_context *ctx, const cl_int *geo, const clrun__core_variant *v,
+                          unsigned nr, size_t planes, size_t *global, size_t *local)
 {
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
     size_t Og = (size_t)(geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS]);
     size_t blocks = (P + v->mr - 1) / v->mr;
     /* One local size for every variant and shape (blocks past P do nothing): POCL compiles a
      * kernel once per local size it is launched with. */
-    clrun__core_row_launch(v, blocks, &global[0], &local[0]);
+    clrun__core_row_launch(v, clrun__core_group(ctx), blocks, &global[0], &local[0]);
     local[1] = local[2] = 1;
     global[1] = (Og + nr - 1) / nr;
     global[2] = planes;
@@ -198,7 +198,7 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
                                 int bw, cl_kernel *kernel)
 {
     cl_int bias = has_bias, reads_w = direct;
-    cl_uint steps = clrun__core_steps(v), panel0 = 0;
+    cl_uint steps = clrun__core_steps(v, clrun__core_group(ctx)), panel0 = 0;
     clrun_status s = clrun__core_kernel_narrow(ctx, src, v->mr, bw, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
@@ -245,7 +245,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     if (s == CLRUN_OK)
         s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->direct, t->hp, t->wp, 0, &kernel);
     size_t global[3], local[3];
-    core_geometry(t->geo, &t->variants[i], t->nr, 1, global, local);
+    core_geometry(ctx, t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
         s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, CONV_CORE_EXTRA_AT, t->extra, global, local, seconds);
     if (kernel)
@@ -337,7 +337,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
         s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, st->direct, hp, wp, st->bw,
                         &st->ks.kernel);
     if (s == CLRUN_OK)
-        core_geometry(geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
+        core_geometry(ctx, geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
     st->extra_index = CONV_CORE_EXTRA_AT;
     return s;
 }
@@ -648,6 +648,22 @@ static clrun_status conv_prepare(clrun_context *ctx, const clrun__op *op, const 
     return conv_prepare_epilogue(ctx, op, call, NULL, state);
 }
 
+/* Kernel `name` of kernels/conv.cl from the text conv2d's kernels there are built from (after
+ * the device's VW, without an epilogue): a model that pools and runs a depthwise convolution
+ * builds the file once, where the embedded file and that text were two builds of it (POCL's
+ * front end: ShuffleNetV2 0.3 s of an empty-cache first run). */
+static clrun_status conv_file_kernel(clrun_context *ctx, const char *name, cl_kernel *out)
+{
+    clrun__core_device dev;
+    cl_program program = NULL;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    if (s == CLRUN_OK)
+        s = clrun__ops_program(ctx, "conv", dev.vw, NULL, &program);
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, name, 0, out);
+    return s;
+}
+
 /* ---- conv_transpose2d: one output per work-item ------------------------------------------ */
 
 static clrun_status conv_transpose_prepare(clrun_context *ctx, const clrun__op *op,
@@ -670,7 +686,7 @@ static clrun_status conv_transpose_prepare(clrun_context *ctx, const clrun__op *
     st->ks.what = "conv_transpose2d";
     st->has_bias = call->input_count == 3;
     cl_int has_bias = st->has_bias;
-    clrun_status s = clrun__kernel(ctx, "clrun_conv_transpose2d", &st->ks.kernel);
+    clrun_status s = conv_file_kernel(ctx, "clrun_conv_transpose2d", &st->ks.kernel);
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     if (s == CLRUN_OK)
@@ -721,7 +737,7 @@ static clrun_status pool_prepare(clrun_context *ctx, const clrun__op *op, const 
     st->ks.dims = 3;
     st->ks.what = "pool";
     cl_int max_flag = is_max;
-    clrun_status s = clrun__kernel(ctx, "clrun_pool2d_f32", &st->ks.kernel);
+    clrun_status s = conv_file_kernel(ctx, "clrun_pool2d_f32", &st->ks.kernel);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)

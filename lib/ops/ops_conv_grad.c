@@ -152,7 +152,7 @@ static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, cons
     size_t count;
     const clrun__core_variant *v = clrun__core_candidates(Kc, true, &count);
     const clrun__core_source src = {CLRUN__CORE_WGRAD, vw, ep};
-    cl_uint n = (cl_uint)images, steps = clrun__core_steps(v);
+    cl_uint n = (cl_uint)images, steps = clrun__core_steps(v, clrun__core_group(ctx));
     if (s == CLRUN_OK)
         s = clrun__core_kernel(ctx, &src, v->mr, &st->ks.kernel);
     if (s == CLRUN_OK)
@@ -165,7 +165,8 @@ static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, cons
         s = clrun__arg(ctx, st->ks.kernel, 6, sizeof n, &n);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, st->ks.kernel, 7, sizeof steps, &steps);
-    clrun__core_row_launch(v, (size_t)((Kc + v->mr - 1) / v->mr), &st->ks.global[0], &st->ks.local[0]);
+    clrun__core_row_launch(v, clrun__core_group(ctx), (size_t)((Kc + v->mr - 1) / v->mr), &st->ks.global[0],
+                           &st->ks.local[0]);
     st->ks.global[1] = (size_t)((Og + nr - 1) / nr);
     st->ks.global[2] = (size_t)groups;
     st->ks.local[1] = st->ks.local[2] = 1;

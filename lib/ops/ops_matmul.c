@@ -126,7 +126,7 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
     cl_ulong a_ms = d->ta ? 1 : d->K, a_ks = d->ta ? d->M : 1;
     cl_int bias = has_bias;
     cl_uint sp = v->sp;
-    cl_uint steps = clrun__core_steps(v);
+    cl_uint steps = clrun__core_steps(v, clrun__core_group(ctx));
     /* Direct B: row-major (NR columns a panel, N a k step) or transposed (a panel NR rows of
      * K, b_k = 1 telling the kernel so); packed: K NR a panel, NR a k step. */
     cl_ulong b_panel = direct && !d->tb ? nr : (cl_ulong)K * nr;
@@ -143,11 +143,12 @@ static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *sr
     return s;
 }
 
-static void core_geometry(const clrun__matmul_dims *d, const clrun__core_variant *v, unsigned nr,
-                          size_t batches, size_t *global, size_t *local)
+static void core_geometry(const clrun_context *ctx, const clrun__matmul_dims *d,
+                          const clrun__core_variant *v, unsigned nr, size_t batches, size_t *global,
+                          size_t *local)
 {
     size_t blocks = (size_t)((d->M + v->mr - 1) / v->mr);
-    clrun__core_row_launch(v, blocks, &global[0], &local[0]); /* see conv2d's core_geometry */
+    clrun__core_row_launch(v, clrun__core_group(ctx), blocks, &global[0], &local[0]); /* see conv2d's */
     local[1] = local[2] = 1;
     global[1] = clrun__round_up((size_t)((d->N + nr - 1) / nr), v->sp);
     global[2] = batches;
@@ -178,7 +179,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
         s = core_kernel(ctx, t->src, t->d, &t->variants[i], 1.0f, false, t->direct, t->nr, t->table,
                         0, &kernel);
     size_t global[3], local[3];
-    core_geometry(t->d, &t->variants[i], t->nr, 1, global, local);
+    core_geometry(ctx, t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
         s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, MM_CORE_EXTRA_AT, t->extra, global,
                                      local, seconds);
@@ -282,7 +283,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     if (s == CLRUN_OK && chunked)
         s = prepare_chunks(ctx, program, d, nr, v->sp, st);
     if (s == CLRUN_OK)
-        core_geometry(d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
+        core_geometry(ctx, d, v, nr, (size_t)batches, st->ks.global, st->ks.local);
     return s;
 }
 
