@@ -421,6 +421,8 @@ static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *d
  * core's variants then never tried. Tests that force a kernel or a core variant get what they force;
  * clrun__conv_pointwise_forced (ops_internal.h) takes this kernel on any device. */
 #define POINTWISE_MR 8
+#define POINTWISE_SMALL_MR 4  /* kernels/conv.cl's PS_MR */
+#define POINTWISE_SMALL_NR 56 /* and PS_NR */
 /* Below this many blocks of positions a plane's last block, moved back to end at P, repeats too
  * much of the one before: 7 x 7 planes (49 positions, two blocks of 32) ran 1.3-1.4x slower
  * than on the core, 14 x 14 (196, seven blocks) 0.7-0.8x. */
@@ -438,16 +440,37 @@ static int64_t pointwise_block(const clrun__core_device *dev)
     return 2 * vector_lanes(dev);
 }
 
+/* A plane of at most POINTWISE_SMALL_PLANE positions (7 x 7: MobileNetV3's, EfficientNet's
+ * and ShuffleNetV2's last stages) runs on clrun_conv2d_pointwise_small (kernels/conv.cl:
+ * vectors of 8, 7 of them a work-item, 56 lanes for 49 positions), where it took the core
+ * (clrun_conv2d_pointwise's blocks, 64 lanes for 49, 1.3-1.4x slower there): 192 -> 1152
+ * channels 0.84-0.89x the core's time, 96 -> 576 0.77x, 1152 -> 192 level. Over 14 x 14 (196
+ * positions) it was 1.05-1.1x slower than clrun_conv2d_pointwise, its last block mostly
+ * repeats. The same chain, the same bits. clrun__conv_pointwise_small (ops_internal.h): < 0
+ * this choice, 0 never, > 0 on every plane of 8 positions or more that takes a pointwise
+ * kernel. */
+#define POINTWISE_SMALL_MIN 8 /* one vector of 8 */
+#define POINTWISE_SMALL_PLANE 64
+int clrun__conv_pointwise_small = -1;
+
+static bool pointwise_small(const cl_int *geo)
+{
+    int64_t P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
+    return P >= POINTWISE_SMALL_MIN &&
+           (clrun__conv_pointwise_small > 0 || (clrun__conv_pointwise_small < 0 && P <= POINTWISE_SMALL_PLANE));
+}
+
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
     int64_t nr = pointwise_block(dev), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
+    bool small = pointwise_small(geo);
     bool chosen = clrun__conv_pointwise_forced ||
                   (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
-                   P >= POINTWISE_MIN_BLOCKS * nr);
+                   (P >= POINTWISE_MIN_BLOCKS * nr || small));
     return chosen && !bw && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
            geo[CLRUN__G_SW] == 1 && geo[CLRUN__G_PH] == 0 && geo[CLRUN__G_PW] == 0 &&
            geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == geo[CLRUN__G_H] &&
-           geo[CLRUN__G_OW] == geo[CLRUN__G_W] && P >= nr;
+           geo[CLRUN__G_OW] == geo[CLRUN__G_W] && (P >= nr || small);
 }
 
 /* A convolution of one group over few taps a channel sum (C KH KW <= ROWS_MAX_TAPS, more than
@@ -514,13 +537,16 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         return s;
     }
     if (s == CLRUN_OK && pointwise) {
-        size_t nr = (size_t)pointwise_block(dev);
+        bool small = pointwise_small(geo);
+        size_t nr = small ? POINTWISE_SMALL_NR : (size_t)pointwise_block(dev);
+        size_t mr = small ? POINTWISE_SMALL_MR : POINTWISE_MR;
         /* blocks of channels per work-item: at least POINTWISE_TAPS input channels' work */
-        size_t blocks = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        size_t blocks = ((size_t)geo[CLRUN__G_O] + mr - 1) / mr;
         size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
         size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
         per = per < most ? per : most < 1 ? 1 : most;
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
+        s = clrun__program_kernel(ctx, program, small ? "clrun_conv2d_pointwise_small" : "clrun_conv2d_pointwise",
+                                  0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = (blocks + per - 1) / per;
         st->ks.global[2] = (size_t)images;
