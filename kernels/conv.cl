@@ -626,19 +626,18 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
     }
 }
 
-/* Pointwise over small planes (7 x 7, 14 x 14) on CPUs: clrun_conv2d_pointwise's product with
- * the positions along vectors of 8 (on AVX-512 a vector of 8 fmas at twice the rate of one of
- * 16 on AMD's cores, which split 16 lanes in two): a work-item PS_NV vectors of positions by
- * PS_MR channels, vector j of a block from min(p0 + 8 j, P - 8), so a 7 x 7 plane is one block
- * of 7 vectors (56 lanes for 49 positions, where 2 vectors of 16 took two blocks, 64 lanes,
- * and the core its packing); the vectors past P repeat the last (the same bits again; the host
- * ensures P >= 8). Blocks of PS_MR channels get_global_size(1) apart; each output the same fma
- * chain over c ascending, + bias, then the epilogue: the same bits as the pointwise kernel and
- * the core. */
-#define PS_MR 4
+/* Pointwise over small planes (7 x 7) on CPUs: clrun_conv2d_pointwise's product with the
+ * positions along vectors of 8 (AMD's cores run a vector of 16 as two of 8, so a lane costs
+ * the same): a work-item PS_NV vectors of positions by PS_MR channels (21 accumulators: 4
+ * channels, 28, ran slower), vector j of a block from min(p0 + 8 j, P - 8), so a 7 x 7 plane is
+ * one block of 7 vectors, 56 lanes for 49 positions, where 2 vectors of 16 took two blocks, 64
+ * lanes; the vectors past P repeat the last (the same bits again; the host ensures P >= 8).
+ * Blocks of PS_MR channels get_global_size(1) apart; each output the same fma chain over c
+ * ascending, + bias, then the epilogue: the same bits as the pointwise kernel and the core. */
+#define PS_MR 3
 #define PS_NV 7
 #define PS_NR (PS_NV * 8)
-#define PS_ROWS(X) X(0) X(1) X(2) X(3)
+#define PS_ROWS(X) X(0) X(1) X(2)
 #define PS_COLS(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3) X(r, 4) X(r, 5) X(r, 6)
 #define PS_VECS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
 #define PS_AT(j) const uint CAT(q, j) = min(p0 + 8 * (j), P - 8);

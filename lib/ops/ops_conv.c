@@ -421,7 +421,7 @@ static bool depthwise_channels_on(const cl_int *geo, const clrun__core_device *d
  * core's variants then never tried. Tests that force a kernel or a core variant get what they force;
  * clrun__conv_pointwise_forced (ops_internal.h) takes this kernel on any device. */
 #define POINTWISE_MR 8
-#define POINTWISE_SMALL_MR 4  /* kernels/conv.cl's PS_MR */
+#define POINTWISE_SMALL_MR 3  /* kernels/conv.cl's PS_MR */
 #define POINTWISE_SMALL_NR 56 /* and PS_NR */
 /* Below this many blocks of positions a plane's last block, moved back to end at P, repeats too
  * much of the one before: 7 x 7 planes (49 positions, two blocks of 32) ran 1.3-1.4x slower
@@ -442,10 +442,10 @@ static int64_t pointwise_block(const clrun__core_device *dev)
 
 /* A plane of at most POINTWISE_SMALL_PLANE positions (7 x 7: MobileNetV3's, EfficientNet's
  * and ShuffleNetV2's last stages) runs on clrun_conv2d_pointwise_small (kernels/conv.cl:
- * vectors of 8, 7 of them a work-item, 56 lanes for 49 positions), where it took the core
- * (clrun_conv2d_pointwise's blocks, 64 lanes for 49, 1.3-1.4x slower there): 192 -> 1152
- * channels 0.84-0.89x the core's time, 96 -> 576 0.77x, 1152 -> 192 level. Over 14 x 14 (196
- * positions) it was 1.05-1.1x slower than clrun_conv2d_pointwise, its last block mostly
+ * vectors of 8, 7 of them by 3 channels a work-item, 56 lanes for 49 positions), where it took
+ * the core (clrun_conv2d_pointwise's blocks, 64 lanes for 49, were 1.3-1.4x slower there):
+ * 192 -> 1152 channels 0.83x the core's time, 96 -> 576 0.73x, 1152 -> 192 0.92x. Over 14 x 14
+ * (196 positions) it was 1.05-1.1x slower than clrun_conv2d_pointwise, its last block mostly
  * repeats. The same chain, the same bits. clrun__conv_pointwise_small (ops_internal.h): < 0
  * this choice, 0 never, > 0 on every plane of 8 positions or more that takes a pointwise
  * kernel. */
