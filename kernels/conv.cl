@@ -626,15 +626,18 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
     }
 }
 
-/* Pointwise over small planes (7 x 7, 14 x 14) on CPUs: clrun_conv2d_pointwise's product with
- * the positions along vectors of 8 (AMD's cores run a vector of 16 as two of 8, so a lane costs
- * the same): a work-item PS_NV vectors of positions by PS_MR channels, vector j of a block from
- * min(p0 + 8 j, P - 8), so that a 7 x 7 plane is one block of 7 vectors, 56 lanes for 49
- * positions, and a 14 x 14 one 5 blocks of 5, 200 lanes for 196, where 2 vectors of 16 took
- * 64 and 224; the vectors past P repeat the last (the same bits again; the host ensures P >=
- * 8). Blocks of PS_MR channels get_global_size(1) apart; each output the same fma chain over c
- * ascending, + bias, then the epilogue: the same bits as the pointwise kernel and the core.
- * PS_KERNEL is instantiated below for each shape of block. */
+/* Pointwise over 14 x 14 planes on CPUs: clrun_conv2d_pointwise's product with the positions
+ * along vectors of 8 (AMD's cores run a vector of 16 as two of 8, so a lane costs the same): a
+ * work-item PS_NV vectors of positions by PS_MR channels, vector j of a block from min(p0 + 8 j,
+ * P - 8), so that 196 positions are 5 blocks of 5 vectors, 200 lanes, where blocks of 2 vectors
+ * of 16 took 224; the vectors past P repeat the last (the same bits again; the host ensures P
+ * >= 8). Blocks of PS_MR channels get_global_size(1) apart; each output the same fma chain over
+ * c ascending, + bias, then the epilogue: the same bits as the pointwise kernel and the core. */
+#define PS_MR 4
+#define PS_NV 5
+#define PS_ROWS(X) X(0) X(1) X(2) X(3)
+#define PS_COLS(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3) X(r, 4)
+#define PS_VECS(X) X(0) X(1) X(2) X(3) X(4)
 #define PS_NR (PS_NV * 8)
 #define PS_AT(j) const uint CAT(q, j) = min(p0 + 8 * (j), P - 8);
 #define PS_ZERO(r, j) float8 CAT(CAT(a, r), j) = 0.0f;
@@ -668,46 +671,25 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
         const float add = has_bias ? bias[o] : 0.0f;                                               \
         PS_COLS(PS_STORE1, r)                                                                      \
     }
-#define PS_KERNEL(name)                                                                            \
-    __kernel void name(__global const float *x, __global const float *w,                           \
-                       __global const float *bias, __global float *out,                            \
-                       __constant const int *g, const int has_bias EPILOGUE_PARAMS)                \
-    {                                                                                              \
-        const int C = g[G_C], O = g[G_O];                                                          \
-        const uint P = (uint)(g[G_OH] * g[G_OW]);                                                  \
-        const uint p0 = (uint)get_global_id(0) * PS_NR;                                            \
-        const size_t n = get_global_id(2);                                                         \
-        const int step = (int)get_global_size(1) * PS_MR;                                          \
-        PS_VECS(PS_AT)                                                                             \
-        for (int o0 = (int)get_global_id(1) * PS_MR; o0 < O; o0 += step) {                         \
-            __global const float *xp = x + (ulong)n * C * P;                                       \
-            PS_ROWS(PS_DECL)                                                                       \
-            for (int c = 0; c < C; c++, xp += P) {                                                 \
-                PS_VECS(PS_LOAD)                                                                   \
-                PS_ROWS(PS_STEP)                                                                   \
-            }                                                                                      \
-            PS_ROWS(PS_STORE)                                                                      \
-        }                                                                                          \
+__kernel void clrun_conv2d_pointwise_small(__global const float *x, __global const float *w,
+                                           __global const float *bias, __global float *out,
+                                           __constant const int *g, const int has_bias EPILOGUE_PARAMS)
+{
+    const int C = g[G_C], O = g[G_O];
+    const uint P = (uint)(g[G_OH] * g[G_OW]);
+    const uint p0 = (uint)get_global_id(0) * PS_NR;
+    const size_t n = get_global_id(2);
+    PS_VECS(PS_AT)
+    for (int o0 = (int)get_global_id(1) * PS_MR; o0 < O; o0 += (int)get_global_size(1) * PS_MR) {
+        __global const float *xp = x + (ulong)n * C * P;
+        PS_ROWS(PS_DECL)
+        for (int c = 0; c < C; c++, xp += P) {
+            PS_VECS(PS_LOAD)
+            PS_ROWS(PS_STEP)
+        }
+        PS_ROWS(PS_STORE)
     }
-/* 7 x 7: 7 vectors by 3 channels (21 accumulators; by 4 channels, 28, it ran slower) */
-#define PS_MR 3
-#define PS_NV 7
-#define PS_ROWS(X) X(0) X(1) X(2)
-#define PS_COLS(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3) X(r, 4) X(r, 5) X(r, 6)
-#define PS_VECS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
-PS_KERNEL(clrun_conv2d_pointwise_small)
-#undef PS_MR
-#undef PS_NV
-#undef PS_ROWS
-#undef PS_COLS
-#undef PS_VECS
-/* 14 x 14: 5 vectors by 4 channels, 200 lanes for 196 positions */
-#define PS_MR 4
-#define PS_NV 5
-#define PS_ROWS(X) X(0) X(1) X(2) X(3)
-#define PS_COLS(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3) X(r, 4)
-#define PS_VECS(X) X(0) X(1) X(2) X(3) X(4)
-PS_KERNEL(clrun_conv2d_pointwise_small5)
+}
 
 /* Few input channels (a 3-channel stem) on CPUs: the positions along the vectors, as
  * clrun_conv2d_pointwise, so that the stores are whole vectors along a row (the core stores

@@ -774,14 +774,7 @@ static void choose_pointwise(int which)
 static void choose_pointwise_small(int which)
 {
     clrun__conv_pointwise_forced = which == 1;
-    clrun__conv_pointwise_small = which == 1 ? 1 : -1; /* 7 vectors of 8 on any plane of 8 */
-    choose_core(which);
-}
-
-static void choose_pointwise_small5(int which)
-{
-    clrun__conv_pointwise_forced = which == 1;
-    clrun__conv_pointwise_small = which == 1 ? 2 : -1; /* 5 vectors of 8 on any plane of 8 */
+    clrun__conv_pointwise_small = which == 1 ? 1 : -1; /* vectors of 8 on any plane of 8 */
     choose_core(which);
 }
 
@@ -804,26 +797,23 @@ static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
                        "the core");
 }
 
-/* The pointwise kernels of small planes (the CPUs' default over 7 x 7 and 14 x 14:
- * kernels/conv.cl's clrun_conv2d_pointwise_small and _small5, 7 and 5 vectors of 8 positions a
- * work-item) give the core's bits, over a 7 x 7 plane (its last vector overlapping the one
- * before), a plane of one vector, several blocks of positions whose last repeats vectors,
- * channels past a block of 3 or 4, two images, an epilogue and work-items of several channel
- * blocks. */
+/* The pointwise kernel of small planes (the CPUs' default over 14 x 14: kernels/conv.cl's
+ * clrun_conv2d_pointwise_small, 5 vectors of 8 positions a work-item) gives the core's bits,
+ * over a 14 x 14 plane (its last block repeating a vector), a 7 x 7 one (its second block
+ * repeating its last vector, which overlaps the one before), a plane of one vector, channels
+ * past a block of 4, two images, an epilogue and work-items of several channel blocks. */
 static void conv2d_pointwise_small_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
     const conv_params p = {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}};
     const conv_case cases[] = {
-        {"1,24,7,7", "10,24,1,1", p, true},   /* 49 positions, 10 channels */
-        {"2,19,2,4", "7,19,1,1", p, false},   /* 8 positions: one vector */
-        {"1,40,14,14", "13,40,1,1", p, true}, /* 196: 4 blocks, the last repeating */
-        {"2,5,9,7", "33,5,1,1", p, true},     /* several channel blocks in one work-item */
+        {"1,24,7,7", "10,24,1,1", p, true},    /* 49 positions, 10 channels */
+        {"2,19,2,4", "7,19,1,1", p, false},    /* 8 positions: one vector */
+        {"1,40,14,14", "13,40,1,1", p, true},  /* 196: 5 blocks, the last repeating a vector */
+        {"2,5,14,14", "130,5,1,1", p, true},   /* 5 channel blocks in one work-item */
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 901, choose_pointwise_small,
                        "pointwise over small planes", "the core");
-    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 902, choose_pointwise_small5,
-                       "pointwise over small planes by 5 vectors", "the core");
 }
 
 static void choose_depthwise_channels(int which)

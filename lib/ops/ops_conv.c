@@ -438,50 +438,38 @@ static int64_t pointwise_block(const clrun__core_device *dev)
     return 2 * vector_lanes(dev);
 }
 
-/* Small planes run on kernels/conv.cl's clrun_conv2d_pointwise_small (vectors of 8, 7 of them
- * by 3 channels a work-item) up to POINTWISE_SMALL_PLANE positions, where they took the core
- * (clrun_conv2d_pointwise's blocks, 64 lanes for 49 positions, were 1.3-1.4x slower there),
- * and on _small5 (5 vectors by 4 channels) up to POINTWISE_SMALL5_PLANE where its blocks waste
- * fewer lanes than clrun_conv2d_pointwise's (14 x 14: 200 for 196 against 224; 13 x 13, 200
- * against 192, ran 1.05-1.09x slower on it). In chains of one layer repeated (median of 4 x
- * 20 runs, load about 2): 7 x 7 192 -> 1152 channels 0.83x the core's time, 96 -> 576 0.73x,
- * 1152 -> 192 0.92x; 14 x 14 112 -> 672 0.92x and 40 -> 240 0.89x clrun_conv2d_pointwise's.
- * The same chain, the same bits. clrun__conv_pointwise_small (ops_internal.h): < 0 this
- * choice, 0 never, 1 or 2 the one or the other on every plane of 8 positions or more that
- * takes a pointwise kernel. */
+/* A plane of at most POINTWISE_SMALL_PLANE positions runs on kernels/conv.cl's
+ * clrun_conv2d_pointwise_small (vectors of 8, 5 of them by 4 channels a work-item) where its
+ * blocks of 40 positions waste fewer lanes than clrun_conv2d_pointwise's blocks of 2 vectors
+ * (14 x 14: 200 lanes for 196 positions against 224): MobileNetV3-small's and EfficientNet's
+ * expanding 1 x 1 layers at 14 x 14 0.86-0.90x the time (40 -> 240 channels 43.0 -> 38.7 us,
+ * 112 -> 672 337 -> 303; medians of 12 runs each, alternating), those that contract level. On
+ * 13 x 13 (200 lanes against 192) it ran 1.05-1.09x slower, and over 7 x 7 planes, 7 vectors by
+ * 3 channels (56 lanes for 49), lost to the core in the models (MobileNetV3's 96 -> 576 with
+ * its hardswish 51 -> 58 us, its epilogue then a kernel of its own; EfficientNet's 192 -> 1152
+ * 163 -> 181), though not in chains of one layer: both left out. The same chain, the same
+ * bits. clrun__conv_pointwise_small (ops_internal.h): < 0 this choice, 0 never, > 0 on every
+ * plane of 8 positions or more that takes a pointwise kernel. */
 #define POINTWISE_SMALL_MIN 8 /* one vector of 8 */
-#define POINTWISE_SMALL_PLANE 64
-#define POINTWISE_SMALL5_PLANE 256
+#define POINTWISE_SMALL_PLANE 256
+#define POINTWISE_SMALL_MR 4  /* kernels/conv.cl's PS_MR */
+#define POINTWISE_SMALL_NR 40 /* and PS_NR */
 int clrun__conv_pointwise_small = -1;
 
-/* The small-plane kernels: channels and positions a work-item (kernels/conv.cl's PS_MR and
- * PS_NR of each). */
-static const struct {
-    const char *name;
-    int64_t mr, nr;
-} pointwise_small_kernels[] = {
-    {NULL, 0, 0},
-    {"clrun_conv2d_pointwise_small", 3, 56},
-    {"clrun_conv2d_pointwise_small5", 4, 40},
-};
-
-/* Which small-plane kernel a pointwise convolution takes (an index into the table above), 0:
- * none. */
-static int pointwise_small(const cl_int *geo, const clrun__core_device *dev)
+static bool pointwise_small(const cl_int *geo, const clrun__core_device *dev)
 {
     int64_t P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW], nr = pointwise_block(dev);
-    if (P < POINTWISE_SMALL_MIN || clrun__conv_pointwise_small == 0)
-        return 0;
-    if (clrun__conv_pointwise_small > 0)
-        return clrun__conv_pointwise_small;
-    int64_t lanes = (P + 39) / 40 * 40, wide = (P + nr - 1) / nr * nr; /* 14 x 14: 200, 224 */
-    return P <= POINTWISE_SMALL_PLANE ? 1 : P <= POINTWISE_SMALL5_PLANE && lanes < wide ? 2 : 0;
+    int64_t lanes = (P + POINTWISE_SMALL_NR - 1) / POINTWISE_SMALL_NR * POINTWISE_SMALL_NR;
+    int64_t wide = (P + nr - 1) / nr * nr; /* 14 x 14: 200 and 224 */
+    return P >= POINTWISE_SMALL_MIN &&
+           (clrun__conv_pointwise_small > 0 ||
+            (clrun__conv_pointwise_small < 0 && P <= POINTWISE_SMALL_PLANE && lanes < wide));
 }
 
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
     int64_t nr = pointwise_block(dev), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
-    bool small = pointwise_small(geo, dev) > 0;
+    bool small = pointwise_small(geo, dev);
     bool chosen = clrun__conv_pointwise_forced ||
                   (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
                    (P >= POINTWISE_MIN_BLOCKS * nr || small));
@@ -555,15 +543,15 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         return s;
     }
     if (s == CLRUN_OK && pointwise) {
-        int small = pointwise_small(geo, dev);
-        size_t nr = (size_t)(small ? pointwise_small_kernels[small].nr : pointwise_block(dev));
-        size_t mr = small ? (size_t)pointwise_small_kernels[small].mr : POINTWISE_MR;
+        bool small = pointwise_small(geo, dev);
+        size_t nr = small ? POINTWISE_SMALL_NR : (size_t)pointwise_block(dev);
+        size_t mr = small ? POINTWISE_SMALL_MR : POINTWISE_MR;
         /* blocks of channels per work-item: at least POINTWISE_TAPS input channels' work */
         size_t blocks = ((size_t)geo[CLRUN__G_O] + mr - 1) / mr;
         size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
         size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
         per = per < most ? per : most < 1 ? 1 : most;
-        s = clrun__program_kernel(ctx, program, small ? pointwise_small_kernels[small].name : "clrun_conv2d_pointwise",
+        s = clrun__program_kernel(ctx, program, small ? "clrun_conv2d_pointwise_small" : "clrun_conv2d_pointwise",
                                   0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = (blocks + per - 1) / per;
