@@ -438,10 +438,10 @@ static int64_t pointwise_block(const clrun__core_device *dev)
     return 2 * vector_lanes(dev);
 }
 
-/* A plane of at most POINTWISE_SMALL_PLANE positions runs on kernels/conv.cl's
- * clrun_conv2d_pointwise_small (vectors of 8, 5 of them by 4 channels a work-item) where its
- * blocks of 40 positions waste fewer lanes than clrun_conv2d_pointwise's blocks of 2 vectors
- * (14 x 14: 200 lanes for 196 positions against 224): MobileNetV3-small's and EfficientNet's
+/* A plane of at most POINTWISE_SMALL_PLANE positions that takes a pointwise kernel runs on
+ * kernels/conv.cl's clrun_conv2d_pointwise_small (vectors of 8, 5 of them by 4 channels a
+ * work-item) where its blocks of 40 positions waste fewer lanes than clrun_conv2d_pointwise's
+ * blocks of 2 vectors (14 x 14: 200 lanes for 196 positions against 224): MobileNetV3-small's and EfficientNet's
  * expanding 1 x 1 layers at 14 x 14 0.86-0.90x the time (40 -> 240 channels 43.0 -> 38.7 us,
  * 112 -> 672 337 -> 303; medians of 12 runs each, alternating), those that contract level. On
  * 13 x 13 (200 lanes against 192) it ran 1.05-1.09x slower, and over 7 x 7 planes, 7 vectors by
@@ -472,7 +472,7 @@ static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int b
     bool small = pointwise_small(geo, dev);
     bool chosen = clrun__conv_pointwise_forced ||
                   (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
-                   (P >= POINTWISE_MIN_BLOCKS * nr || small));
+                   P >= POINTWISE_MIN_BLOCKS * nr);
     return chosen && !bw && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
            geo[CLRUN__G_SW] == 1 && geo[CLRUN__G_PH] == 0 && geo[CLRUN__G_PW] == 0 &&
            geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == geo[CLRUN__G_H] &&
