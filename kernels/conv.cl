@@ -626,6 +626,71 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
     }
 }
 
+/* Pointwise over 14 x 14 planes on CPUs: clrun_conv2d_pointwise's product with the positions
+ * along vectors of 8 (AMD's cores run a vector of 16 as two of 8, so a lane costs the same): a
+ * work-item PS_NV vectors of positions by PS_MR channels, vector j of a block from min(p0 + 8 j,
+ * P - 8), so that 196 positions are 5 blocks of 5 vectors, 200 lanes, where blocks of 2 vectors
+ * of 16 took 224; the vectors past P repeat the last (the same bits again; the host ensures P
+ * >= 8). Blocks of PS_MR channels get_global_size(1) apart; each output the same fma chain over
+ * c ascending, + bias, then the epilogue: the same bits as the pointwise kernel and the core. */
+#define PS_MR 4
+#define PS_NV 5
+#define PS_ROWS(X) X(0) X(1) X(2) X(3)
+#define PS_COLS(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3) X(r, 4)
+#define PS_VECS(X) X(0) X(1) X(2) X(3) X(4)
+#define PS_NR (PS_NV * 8)
+#define PS_AT(j) const uint CAT(q, j) = min(p0 + 8 * (j), P - 8);
+#define PS_ZERO(r, j) float8 CAT(CAT(a, r), j) = 0.0f;
+#define PS_DECL(r)                                                                                 \
+    __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * C;                        \
+    PS_COLS(PS_ZERO, r)
+#define PS_LOAD(j) const float8 CAT(v, j) = vload8(0, xp + CAT(q, j));
+#define PS_FMA(r, j) CAT(CAT(a, r), j) = fma(s_, CAT(v, j), CAT(CAT(a, r), j));
+#define PS_STEP(r)                                                                                 \
+    {                                                                                              \
+        const float8 s_ = (float8)(CAT(wr, r)[c]);                                                 \
+        PS_COLS(PS_FMA, r)                                                                         \
+    }
+#ifdef CLRUN_EPILOGUE
+#define PS_PUT(v, at)                                                                              \
+    do {                                                                                           \
+        float lanes_[8];                                                                           \
+        vstore8((v), 0, lanes_);                                                                   \
+        for (int j_ = 0; j_ < 8; j_++)                                                             \
+            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
+    } while (0)
+#else
+#define PS_PUT(v, at) vstore8((v), 0, out + (at))
+#endif
+#define PS_STORE1(r, j)                                                                            \
+    PS_PUT(has_bias ? CAT(CAT(a, r), j) + add : CAT(CAT(a, r), j), at + CAT(q, j));
+#define PS_STORE(r)                                                                                \
+    if (o0 + (r) < O) {                                                                            \
+        const int o = o0 + (r);                                                                    \
+        const ulong at = ((ulong)n * O + o) * P;                                                   \
+        const float add = has_bias ? bias[o] : 0.0f;                                               \
+        PS_COLS(PS_STORE1, r)                                                                      \
+    }
+__kernel void clrun_conv2d_pointwise_small(__global const float *x, __global const float *w,
+                                           __global const float *bias, __global float *out,
+                                           __constant const int *g, const int has_bias EPILOGUE_PARAMS)
+{
+    const int C = g[G_C], O = g[G_O];
+    const uint P = (uint)(g[G_OH] * g[G_OW]);
+    const uint p0 = (uint)get_global_id(0) * PS_NR;
+    const size_t n = get_global_id(2);
+    PS_VECS(PS_AT)
+    for (int o0 = (int)get_global_id(1) * PS_MR; o0 < O; o0 += (int)get_global_size(1) * PS_MR) {
+        __global const float *xp = x + (ulong)n * C * P;
+        PS_ROWS(PS_DECL)
+        for (int c = 0; c < C; c++, xp += P) {
+            PS_VECS(PS_LOAD)
+            PS_ROWS(PS_STEP)
+        }
+        PS_ROWS(PS_STORE)
+    }
+}
+
 /* Few input channels (a 3-channel stem) on CPUs: the positions along the vectors, as
  * clrun_conv2d_pointwise, so that the stores are whole vectors along a row (the core stores
  * each output alone, a plane from the next, which was most of its time with 27 taps: the

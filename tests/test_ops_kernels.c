@@ -809,6 +809,14 @@ static void choose_core(int which)
 static void choose_pointwise(int which)
 {
     clrun__conv_pointwise_forced = which == 1; /* the CPUs' default, on any device */
+    clrun__conv_pointwise_small = which == 1 ? 0 : -1; /* the kernel of 2 vectors of 16 or 8 */
+    choose_core(which);
+}
+
+static void choose_pointwise_small(int which)
+{
+    clrun__conv_pointwise_forced = which == 1;
+    clrun__conv_pointwise_small = which == 1 ? 1 : -1; /* vectors of 8 on any plane of 8 */
     choose_core(which);
 }
 
@@ -829,6 +837,25 @@ static void conv2d_pointwise_kernel_gives_the_core_bits(void **state)
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 900, choose_pointwise, "pointwise",
                        "the core");
+}
+
+/* The pointwise kernel of small planes (the CPUs' default over 14 x 14: kernels/conv.cl's
+ * clrun_conv2d_pointwise_small, 5 vectors of 8 positions a work-item) gives the core's bits,
+ * over a 14 x 14 plane (its last block repeating a vector), a 7 x 7 one (its second block
+ * repeating its last vector, which overlaps the one before), a plane of one vector, channels
+ * past a block of 4, two images, an epilogue and work-items of several channel blocks. */
+static void conv2d_pointwise_small_kernel_gives_the_core_bits(void **state)
+{
+    (void)state;
+    const conv_params p = {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}};
+    const conv_case cases[] = {
+        {"1,24,7,7", "10,24,1,1", p, true},    /* 49 positions, 10 channels */
+        {"2,19,2,4", "7,19,1,1", p, false},    /* 8 positions: one vector */
+        {"1,40,14,14", "13,40,1,1", p, true},  /* 196: 5 blocks, the last repeating a vector */
+        {"2,5,14,14", "130,5,1,1", p, true},   /* 5 channel blocks in one work-item */
+    };
+    expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 901, choose_pointwise_small,
+                       "pointwise over small planes", "the core");
 }
 
 static void choose_depthwise_channels(int which)
@@ -1531,6 +1558,7 @@ static int reset_choices(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
     clrun__ops_variant = -1;
     clrun__conv_pointwise_forced = false;
+    clrun__conv_pointwise_small = -1;
     clrun__conv_depthwise_channels = -1;
     clrun__conv_rows_forced = false;
     clrun__conv_core_narrow = -1;
@@ -1561,6 +1589,7 @@ int main(void)
         cmocka_unit_test_setup(weights_packed_on_the_host_give_the_device_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_epilogue_equals_the_unfused_ops_bit_for_bit, reset_choices),
         cmocka_unit_test_setup(conv2d_pointwise_kernel_gives_the_core_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_pointwise_small_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),

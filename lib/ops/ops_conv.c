@@ -438,16 +438,45 @@ static int64_t pointwise_block(const clrun__core_device *dev)
     return 2 * vector_lanes(dev);
 }
 
+/* A plane of at most POINTWISE_SMALL_PLANE positions that takes a pointwise kernel runs on
+ * kernels/conv.cl's clrun_conv2d_pointwise_small (vectors of 8, 5 of them by 4 channels a
+ * work-item) where its blocks of 40 positions waste fewer lanes than clrun_conv2d_pointwise's
+ * blocks of 2 vectors (14 x 14: 200 lanes for 196 positions against 224): MobileNetV3-small's and EfficientNet's
+ * expanding 1 x 1 layers at 14 x 14 0.86-0.90x the time (40 -> 240 channels 43.0 -> 38.7 us,
+ * 112 -> 672 337 -> 303; medians of 12 runs each, alternating), those that contract level. On
+ * 13 x 13 (200 lanes against 192) it ran 1.05-1.09x slower, and over 7 x 7 planes, 7 vectors by
+ * 3 channels (56 lanes for 49), lost to the core in the models (MobileNetV3's 96 -> 576 with
+ * its hardswish 51 -> 58 us, its epilogue then a kernel of its own; EfficientNet's 192 -> 1152
+ * 163 -> 181), though not in chains of one layer: both left out. The same chain, the same
+ * bits. clrun__conv_pointwise_small (ops_internal.h): < 0 this choice, 0 never, > 0 on every
+ * plane of 8 positions or more that takes a pointwise kernel. */
+#define POINTWISE_SMALL_MIN 8 /* one vector of 8 */
+#define POINTWISE_SMALL_PLANE 256
+#define POINTWISE_SMALL_MR 4  /* kernels/conv.cl's PS_MR */
+#define POINTWISE_SMALL_NR 40 /* and PS_NR */
+int clrun__conv_pointwise_small = -1;
+
+static bool pointwise_small(const cl_int *geo, const clrun__core_device *dev)
+{
+    int64_t P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW], nr = pointwise_block(dev);
+    int64_t lanes = (P + POINTWISE_SMALL_NR - 1) / POINTWISE_SMALL_NR * POINTWISE_SMALL_NR;
+    int64_t wide = (P + nr - 1) / nr * nr; /* 14 x 14: 200 and 224 */
+    return P >= POINTWISE_SMALL_MIN &&
+           (clrun__conv_pointwise_small > 0 ||
+            (clrun__conv_pointwise_small < 0 && P <= POINTWISE_SMALL_PLANE && lanes < wide));
+}
+
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 {
     int64_t nr = pointwise_block(dev), P = (int64_t)geo[CLRUN__G_OH] * geo[CLRUN__G_OW];
+    bool small = pointwise_small(geo, dev);
     bool chosen = clrun__conv_pointwise_forced ||
                   (dev->registers && clrun__ops_kernels == CLRUN__KERNELS_AUTO && clrun__ops_variant < 0 &&
                    P >= POINTWISE_MIN_BLOCKS * nr);
     return chosen && !bw && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
            geo[CLRUN__G_SW] == 1 && geo[CLRUN__G_PH] == 0 && geo[CLRUN__G_PW] == 0 &&
            geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == geo[CLRUN__G_H] &&
-           geo[CLRUN__G_OW] == geo[CLRUN__G_W] && P >= nr;
+           geo[CLRUN__G_OW] == geo[CLRUN__G_W] && (P >= nr || small);
 }
 
 /* A convolution of one group over few taps a channel sum (C KH KW <= ROWS_MAX_TAPS, more than
@@ -514,13 +543,16 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         return s;
     }
     if (s == CLRUN_OK && pointwise) {
-        size_t nr = (size_t)pointwise_block(dev);
+        bool small = pointwise_small(geo, dev);
+        size_t nr = small ? POINTWISE_SMALL_NR : (size_t)pointwise_block(dev);
+        size_t mr = small ? POINTWISE_SMALL_MR : POINTWISE_MR;
         /* blocks of channels per work-item: at least POINTWISE_TAPS input channels' work */
-        size_t blocks = ((size_t)geo[CLRUN__G_O] + POINTWISE_MR - 1) / POINTWISE_MR;
+        size_t blocks = ((size_t)geo[CLRUN__G_O] + mr - 1) / mr;
         size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
         size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
         per = per < most ? per : most < 1 ? 1 : most;
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_pointwise", 0, &st->ks.kernel);
+        s = clrun__program_kernel(ctx, program, small ? "clrun_conv2d_pointwise_small" : "clrun_conv2d_pointwise",
+                                  0, &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = (blocks + per - 1) / per;
         st->ks.global[2] = (size_t)images;

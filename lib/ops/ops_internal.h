@@ -56,6 +56,10 @@ extern clrun__kernel_choice clrun__ops_kernels;
 /* Tests set it to run every pointwise conv2d of f32 weights whose plane holds two vectors on
  * its own kernel (clrun_conv2d_pointwise), on any device and whatever the choice above. */
 extern bool clrun__conv_pointwise_forced;
+/* Whether a pointwise conv2d over a small plane takes clrun_conv2d_pointwise_small (vectors of
+ * 8): < 0 where lib/ops/ops_conv.c chooses it (14 x 14), 0 never, > 0 on every plane of 8
+ * positions or more that runs a pointwise kernel. Tests set it to compare it with the core. */
+extern int clrun__conv_pointwise_small;
 /* A depthwise conv2d with the channels along the vectors (clrun_conv2d_depthwise_c): < 0 where
  * lib/ops/ops_conv.c chooses it (CPUs), 0 never, > 0 on any device and over any plane a band
  * of rows fits. Tests set it to compare it with the kernel along the rows. */
