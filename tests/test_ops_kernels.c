@@ -924,13 +924,13 @@ static void choose_rows(int which)
 
 /* The kernel of few input channels with the positions along the vectors (the CPUs' default
  * for a 3-channel stem: kernels/conv.cl's clrun_conv2d_rows) gives the core's bits, over
- * stride 2 and 3, dilation, asymmetric padding, a row's last block moved back, channels past a
- * block of 8 and two images. */
+ * stride 2 and 3, dilation, asymmetric padding, a row's last block moved back, channels past
+ * two blocks of 16 (8 on 8-wide devices) and two images. */
 static void conv2d_rows_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
     const conv_case cases[] = {
-        {"1,3,20,40", "16,3,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* a stem */
+        {"1,3,20,40", "37,3,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* a stem */
         {"2,3,9,37", "10,3,3,3", {{1, 1}, {2, 1, 0, 2}, {2, 2}, 1, {0, 0}}, false}, /* dilated */
         {"1,2,7,60", "9,2,3,3", {{1, 3}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},   /* stride 3 */
         {"1,1,6,19", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, true},   /* one channel */
@@ -1095,6 +1095,12 @@ static void pools_with_onnx_padding_ceil_mode_dilation_and_counts(void **state)
     check_pool("1,3,9,6", &d, "1,3,5,3", 803);
     const pool_params e = {{2, 2}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, true, false};
     check_pool("1,1,5,5", &e, "1,1,3,3", 804);
+    /* rows of 13 and 6 outputs, fewer than a vector of 16 (8) but at least half of one: the
+     * half-width vectors (SqueezeNet's 27 x 27 -> 13 x 13), max and average */
+    const pool_params f = {{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false, true};
+    check_pool("2,3,27,27", &f, "2,3,13,13", 805);
+    check_pool("1,2,13,13", &f, "1,2,6,6", 806);
+    check_pool("1,3,27,27", &c, "1,3,14,14", 807);
 }
 
 static void global_maxpool_takes_each_planes_maximum(void **state)
