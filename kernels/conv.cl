@@ -695,7 +695,7 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
  * clrun_conv2d_pointwise, so that the stores are whole vectors along a row (the core stores
  * each output alone, a plane from the next, which was most of its time with 27 taps: the
  * 224 x 224 stem of MobileNetV3, 3 -> 16 channels at stride 2, took 3x onnxruntime's time).
- * Work-item (block of DWN columns of output row oh, block of PW_MR channels, image): the
+ * Work-item (block of DWN columns of output row oh, block of CR_MR channels, image): the
  * last block of a row is moved back to end at OW (the host ensures OW >= DWN; the overlap
  * computes the same bits again); channels past O read row O - 1 and are not stored. The taps
  * run c, kh, kw ascending, one fma each, rows outside the image skipped; a row's DWN inputs
@@ -707,6 +707,16 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
  * or NaN on a padded row makes the core's output NaN and not this one's. Then + bias, then
  * the epilogue. */
 #define CR_SPAN 128
+/* 16 channels a block where the vectors are 16 wide (32 registers: 16 sums, the taps' vector
+ * and the gathered halves), each tap's strided load shared by twice the fmas of PW_MR's 8:
+ * SqueezeNet's stem 3 -> 64 at stride 2 over 224 x 224, 0.38 -> 0.31 ms */
+#if DWN == 16
+#define CR_MR 16
+#define CR_ROWS(X) PW_ROWS(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#else
+#define CR_MR PW_MR
+#define CR_ROWS(X) PW_ROWS(X)
+#endif
 #define CR_DECL(r)                                                                                 \
     __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
     DWVEC CAT(a, r) = 0.0f;
@@ -731,10 +741,10 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
     const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
     const bool inside = iw0 >= 0 && iw0 + span <= W;
     float buf[CR_SPAN];
-    /* blocks of PW_MR channels, get_global_size(1) apart: a work-item of a stem's few taps is
+    /* blocks of CR_MR channels, get_global_size(1) apart: a work-item of a stem's few taps is
      * too little work for one of POCL's work-groups, and its input rows stay in cache */
-    for (int o0 = (int)get_global_id(1) * PW_MR; o0 < O; o0 += (int)get_global_size(1) * PW_MR) {
-    PW_ROWS(CR_DECL)
+    for (int o0 = (int)get_global_id(1) * CR_MR; o0 < O; o0 += (int)get_global_size(1) * CR_MR) {
+    CR_ROWS(CR_DECL)
     for (int c = 0; c < C; c++) {
         for (int kh = 0; kh < KH; kh++) {
             const int ih = oh * sh - ph + kh * dh;
@@ -745,7 +755,7 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
             if (inside) {
                 for (int kw = 0; kw < KW; kw++) {
                     const DWVEC v = dw_load(row + iw0 + kw * dw, sw);
-                    PW_ROWS(CR_STEP)
+                    CR_ROWS(CR_STEP)
                 }
                 continue;
             }
@@ -753,11 +763,11 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
                 buf[t] = iw0 + t >= 0 && iw0 + t < W ? row[clamp(iw0 + t, 0, W - 1)] : 0.0f;
             for (int kw = 0; kw < KW; kw++) {
                 const DWVEC v = dw_load_private(buf + kw * dw, sw);
-                PW_ROWS(CR_STEP)
+                CR_ROWS(CR_STEP)
             }
         }
     }
-    PW_ROWS(CR_STORE)
+    CR_ROWS(CR_STORE)
     }
 }
 
@@ -820,10 +830,65 @@ __kernel void clrun_conv_transpose2d(__global const float *x, __global const flo
  * read: a max ignores it; an average divides by the taps inside the image, or with
  * count_include_pad by the taps inside the padded image (a window hanging past it, ceil_mode's
  * last, counts less). Columns whose taps all lie inside the row skip the column checks and,
- * where there are DWN of them or more, run DWN at a time as a vector, strided loads as the
+ * where there are DWN of them or more, run DWN at a time as a vector (HWN = DWN / 2 where
+ * fewer: SqueezeNet's 27 x 27 -> 13 x 13 ran scalar with DWN 16), strided loads as the
  * depthwise kernel's (the same taps in the same order, lane by lane: the same bits). The host
  * ensures every window holds at least one element of the image. */
-#define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? fmax(acc, v_) : acc + v_;                                                       } while (0)
+#if DWN == 16
+#define HWN 8
+#else
+#define HWN 4
+#endif
+#define HWVEC CAT(float, HWN)
+#define HWLOAD(p) CAT(vload, HWN)(0, (p))
+#define HWSTORE(v, p) CAT(vstore, HWN)((v), 0, (p))
+
+/* dw_load's HWN lanes */
+HWVEC hw_load(__global const float *p, const int sw)
+{
+    if (sw == 1)
+        return HWLOAD(p);
+    if (sw == 2)
+        return (HWVEC)(HWLOAD(p).even, HWLOAD(p + HWN - 1).odd);
+    float lanes[HWN];
+    for (int j = 0; j < HWN; j++)
+        lanes[j] = p[j * sw];
+    return HWLOAD(lanes);
+}
+
+/* Columns [lo, hi) of output row oh, N at a time (the last block may overlap the one before). */
+#define POOL_VECTORS(N, VEC, LOAD, STORE)                                                          \
+    for (int ow = lo;; ow += (N)) {                                                                \
+        ow = min(ow, hi - (N));                                                                    \
+        const int w0 = ow * SW - PW;                                                               \
+        VEC acc = is_max ? -INFINITY : 0.0f;                                                       \
+        for (int kh = 0; kh < KH; kh++) {                                                          \
+            const int ih = h0 + kh * DH;                                                           \
+            if (ih < 0 || ih >= H)                                                                 \
+                continue;                                                                          \
+            __global const float *r = xp + ih * W + w0;                                            \
+            if (is_max)                                                                            \
+                for (int kw = 0; kw < KW; kw++)                                                    \
+                    {                                                                          \
+                        const VEC v_ = LOAD(r + kw * DW, SW);                                  \
+                        acc = POOL_MAX(acc, v_);                                               \
+                    }                                                                          \
+            else                                                                                   \
+                for (int kw = 0; kw < KW; kw++)                                                    \
+                    acc += LOAD(r + kw * DW, SW);                                                  \
+        }                                                                                          \
+        if (!is_max)                                                                               \
+            acc = acc / (float)(include_pad ? padded_rows * KW : rows * KW);                       \
+        STORE(acc, yp + oh * OW + ow);                                                             \
+        if (ow + (N) >= hi)                                                                        \
+            break;                                                                                 \
+    }
+
+/* A max as a compare and a select (one instruction on x86, where fmax's NaN handling took three:
+ * SqueezeNet's 64 x 111 x 111 pool 0.23 -> 0.20 ms, 128 x 55 x 55 0.14 -> 0.115): NaN taps
+ * skipped, the first of equal taps kept, as fmax gave on POCL and the graph reference does. */
+#define POOL_MAX(a, v) ((v) > (a) ? (v) : (a))
+#define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? POOL_MAX(acc, v_) : acc + v_;                                                       } while (0)
 
 __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __constant const int *g,
                                const int is_max)
@@ -840,7 +905,8 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
     const int lo = min(OW, (PW + SW - 1) / SW);
     const int last = W - 1 + PW - (KW - 1) * DW;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / SW + 1));
-    const bool vectors = hi - lo >= DWN;
+    const int lanes = hi - lo >= DWN ? DWN : hi - lo >= HWN ? HWN : 0;
+    const bool vectors = lanes > 0;
     for (int oh = oh0; oh < oh1; oh++) {
         const int h0 = oh * SH - PH;
         int rows = 0, padded_rows = 0;
@@ -849,27 +915,10 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
             rows += ih >= 0 && ih < H;
             padded_rows += ih < HE;
         }
-        for (int ow = lo; vectors; ow += DWN) { /* the last block may overlap the one before */
-            ow = min(ow, hi - DWN);
-            const int w0 = ow * SW - PW;
-            DWVEC acc = is_max ? -INFINITY : 0.0f;
-            for (int kh = 0; kh < KH; kh++) {
-                const int ih = h0 + kh * DH;
-                if (ih < 0 || ih >= H)
-                    continue;
-                __global const float *r = xp + ih * W + w0;
-                if (is_max)
-                    for (int kw = 0; kw < KW; kw++)
-                        acc = fmax(acc, dw_load(r + kw * DW, SW));
-                else
-                    for (int kw = 0; kw < KW; kw++)
-                        acc += dw_load(r + kw * DW, SW);
-            }
-            if (!is_max)
-                acc = acc / (float)(include_pad ? padded_rows * KW : rows * KW);
-            DWSTORE(acc, yp + oh * OW + ow);
-            if (ow + DWN >= hi)
-                break;
+        if (lanes == DWN) {
+            POOL_VECTORS(DWN, DWVEC, dw_load, DWSTORE)
+        } else if (lanes == HWN) {
+            POOL_VECTORS(HWN, HWVEC, hw_load, HWSTORE)
         }
         for (int ow = 0; ow < OW; ow++) {
             if (vectors && ow == lo)
@@ -887,7 +936,7 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
                     __global const float *r = xp + ih * W + w0;
                     if (is_max)
                         for (int kw = 0; kw < KW; kw++)
-                            acc = fmax(acc, r[kw * DW]);
+                            acc = POOL_MAX(acc, r[kw * DW]);
                     else
                         for (int kw = 0; kw < KW; kw++)
                             acc += r[kw * DW];

@@ -924,13 +924,13 @@ static void choose_rows(int which)
 
 /* The kernel of few input channels with the positions along the vectors (the CPUs' default
  * for a 3-channel stem: kernels/conv.cl's clrun_conv2d_rows) gives the core's bits, over
- * stride 2 and 3, dilation, asymmetric padding, a row's last block moved back, channels past a
- * block of 8 and two images. */
+ * stride 2 and 3, dilation, asymmetric padding, a row's last block moved back, channels past
+ * two blocks of 16 (8 on 8-wide devices) and two images. */
 static void conv2d_rows_kernel_gives_the_core_bits(void **state)
 {
     (void)state;
     const conv_case cases[] = {
-        {"1,3,20,40", "16,3,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* a stem */
+        {"1,3,20,40", "37,3,3,3", {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},  /* a stem */
         {"2,3,9,37", "10,3,3,3", {{1, 1}, {2, 1, 0, 2}, {2, 2}, 1, {0, 0}}, false}, /* dilated */
         {"1,2,7,60", "9,2,3,3", {{1, 3}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},   /* stride 3 */
         {"1,1,6,19", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, true},   /* one channel */
@@ -1095,6 +1095,51 @@ static void pools_with_onnx_padding_ceil_mode_dilation_and_counts(void **state)
     check_pool("1,3,9,6", &d, "1,3,5,3", 803);
     const pool_params e = {{2, 2}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, true, false};
     check_pool("1,1,5,5", &e, "1,1,3,3", 804);
+    /* rows of 13 and 6 outputs, fewer than a vector of 16 (8) but at least half of one: the
+     * half-width vectors (SqueezeNet's 27 x 27 -> 13 x 13), max and average */
+    const pool_params f = {{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false, true};
+    check_pool("2,3,27,27", &f, "2,3,13,13", 805);
+    check_pool("1,2,13,13", &f, "1,2,6,6", 806);
+    check_pool("1,3,27,27", &c, "1,3,14,14", 807);
+}
+
+/* maxpool2d keeps the first of equal taps (kh, kw ascending: -0 before +0 stays -0) and skips
+ * NaN (a window of NaN alone gives -inf), as the graph reference's `x > acc ? x : acc`, on the
+ * vector columns and the scalar ones at the edges (3 x 3, stride 2, padding 1, 37 columns):
+ * plane 0 is -0 on the rows that start a window (0 and the odd ones), +0 on the others, with a
+ * NaN; plane 1 is NaN but for a row of -1 at the bottom. */
+static void maxpool_keeps_the_first_of_equal_taps_and_skips_nan(void **state)
+{
+    (void)state;
+    node n = {.op = "maxpool2d", .input_count = 1, .in = {type("1,2,9,73")}};
+    const int64_t k[2] = {3, 3}, s[2] = {2, 2}, pads[4] = {1, 1, 1, 1}, d[2] = {1, 1};
+    n.attrs[n.attr_count++] = attr_ints("kernel", 2, k);
+    n.attrs[n.attr_count++] = attr_ints("stride", 2, s);
+    n.attrs[n.attr_count++] = attr_ints("pads", 4, pads);
+    n.attrs[n.attr_count++] = attr_int("ceil_mode", 0);
+    n.attrs[n.attr_count++] = attr_ints("dilation", 2, d);
+    float *x = malloc(2 * 9 * 73 * sizeof *x);
+    for (int h = 0; h < 9; h++)
+        for (int w = 0; w < 73; w++) {
+            x[h * 73 + w] = h % 2 || h == 0 ? -0.0f : 0.0f;
+            x[9 * 73 + h * 73 + w] = h == 8 ? -1.0f : NAN;
+        }
+    x[3 * 73 + 20] = NAN;
+    n.data[0] = x;
+    run_node(&n, 1, NULL);
+    assert_int_equal(n.out.shape[2], 5);
+    assert_int_equal(n.out.shape[3], 37);
+    const float *got = n.result;
+    for (int i = 0; i < 5 * 37; i++) {
+        /* plane 1's last output row sees the -1s, the others NaN alone */
+        const float want0 = -0.0f, want1 = i / 37 == 4 ? -1.0f : -INFINITY;
+        if (memcmp(&got[i], &want0, sizeof want0) != 0)
+            fail_msg("plane 0 output %d is %g (sign %d), expected -0", i, (double)got[i], signbit(got[i]) != 0);
+        if (memcmp(&got[5 * 37 + i], &want1, sizeof want1) != 0)
+            fail_msg("plane 1 output %d is %g, expected %g", i, (double)got[5 * 37 + i], (double)want1);
+    }
+    free(n.result);
+    free_node_data(&n, 1);
 }
 
 static void global_maxpool_takes_each_planes_maximum(void **state)
@@ -1596,6 +1641,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
         cmocka_unit_test_setup(pools_with_onnx_padding_ceil_mode_dilation_and_counts, reset_choices),
+        cmocka_unit_test_setup(maxpool_keeps_the_first_of_equal_taps_and_skips_nan, reset_choices),
         cmocka_unit_test_setup(global_maxpool_takes_each_planes_maximum, reset_choices),
         cmocka_unit_test_setup(layernorm_over_an_axis_with_and_without_beta, reset_choices),
         cmocka_unit_test_setup(instancenorm_and_batchnorm_per_channel, reset_choices),
