@@ -603,16 +603,21 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
 }
 
 /* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
- * epilogue and a store per element) cost more than the pass it saves: on POCL MobileNetV3-small
- * ran 2.6-2.9 ms with no epilogue on these kernels, 3.2-3.5 ms with its hardswishes and relus
- * fused (SqueezeNet 8.9 against 9.6, ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits);
- * the core's store (ResNet-18, U-Net) came level either way and keeps them. */
-bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call)
+ * epilogue and a store per element) costs more than the pass it saves when the epilogue does
+ * real work: on POCL MobileNetV3-small ran 2.6-2.9 ms with no epilogue on these kernels,
+ * 3.2-3.5 ms with its hardswishes and relus fused (SqueezeNet 8.9 against 9.6, ShuffleNetV2
+ * 5.4-5.5 against 5.7-6.0, the same bits), and a hardswish took MobileNetV3's 40 -> 240
+ * pointwise layer from 30.8 to 44.6 us. A cheap one (a relu, a clip, a bias or residual add:
+ * `cheap`, the fusion pass's judgement of the group) costs about nothing there and saves a
+ * kernel (ShuffleNetV2's 14x14 layers 52.8 -> 51-52 us with the relu; EfficientNet's
+ * 480 -> 112 with its add 199 -> 194 us), so those fuse; the core's store (ResNet-18, U-Net)
+ * came level either way and keeps them all. */
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap)
 {
     clrun__conv_geometry g;
     const clrun__infer_error quiet = {"conv2d", NULL, 0};
     clrun__core_device dev;
-    if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
+    if (cheap || clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
         return true; /* prepare says why */
     if (!dev.registers || clrun__ops_kernels == CLRUN__KERNELS_SIMPLE)
         return true;
