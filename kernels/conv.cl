@@ -124,7 +124,8 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
         float lanes_[DWN];                                                                         \
         DWSTORE((v), lanes_);                                                                      \
         for (int j_ = 0; j_ < DWN; j_++)                                                           \
-            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
+            lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                       \
+        DWSTORE(DWLOAD(lanes_), out + (at));                                                       \
     } while (0)
 #else
 #define DW_STORE(v, at) DWSTORE((v), out + (at))
@@ -657,7 +658,8 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
         float lanes_[8];                                                                           \
         vstore8((v), 0, lanes_);                                                                   \
         for (int j_ = 0; j_ < 8; j_++)                                                             \
-            out[(at) + j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                   \
+            lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                       \
+        vstore8(vload8(0, lanes_), 0, out + (at));                                                 \
     } while (0)
 #else
 #define PS_PUT(v, at) vstore8((v), 0, out + (at))

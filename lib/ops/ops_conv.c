@@ -602,29 +602,36 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
     memcpy(geo, values, sizeof values);
 }
 
-/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
- * epilogue and a store per element) costs more than the pass it saves when the epilogue does
- * real work: on POCL MobileNetV3-small ran 2.6-2.9 ms with no epilogue on these kernels,
- * 3.2-3.5 ms with its hardswishes and relus fused (SqueezeNet 8.9 against 9.6, ShuffleNetV2
- * 5.4-5.5 against 5.7-6.0, the same bits), and a hardswish took MobileNetV3's 40 -> 240
- * pointwise layer from 30.8 to 44.6 us. A cheap one (a relu, a clip, a bias or residual add:
- * `cheap`, the fusion pass's judgement of the group) costs about nothing there and saves a
- * kernel (ShuffleNetV2's 14x14 layers 52.8 -> 51-52 us with the relu; EfficientNet's
- * 480 -> 112 with its add 199 -> 194 us), so those fuse; the core's store (ResNet-18, U-Net)
+/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, the
+ * epilogue run on each lane, the vector stored whole) costs more than the pass it saves when
+ * the epilogue does real work: on POCL MobileNetV3-small ran 2.6-2.9 ms with no epilogue on
+ * these kernels, 3.2-3.5 ms with its hardswishes and relus fused (SqueezeNet 8.9 against 9.6,
+ * ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits), and a hardswish took MobileNetV3's
+ * 40 -> 240 pointwise layer from 30.8 to 44.6 us. A cheap one (a relu, a clip, a bias or
+ * residual add: `cheap`, the fusion pass's judgement of the group) pays on the small planes'
+ * pointwise kernel and a stem's rows: ShuffleNetV2's 14 x 14 layers 35-37 us and a relu of
+ * 2-3 us -> 31-36 us fused, its stem 386 + 23 -> 310 us (per-kernel minima of 7 runs). On the
+ * pointwise kernel of large planes (its 28 x 28 layers 36 + 3.4 -> 47-49 us; MobileNetV3's
+ * 56 x 56 16 -> 72 45 + 11 -> 121) and the depthwise kernels (28.6 + 4.4 -> 39.4, 38 + 5 ->
+ * 64) it lost even so: those keep every epilogue apart. The core's store (ResNet-18, U-Net)
  * came level either way and keeps them all. */
 bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap)
 {
     clrun__conv_geometry g;
     const clrun__infer_error quiet = {"conv2d", NULL, 0};
     clrun__core_device dev;
-    if (cheap || clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
+    if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
         return true; /* prepare says why */
     if (!dev.registers || clrun__ops_kernels == CLRUN__KERNELS_SIMPLE)
         return true;
     cl_int geo[CLRUN__G_COUNT];
     conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
     int bw = clrun__narrow_code(call->inputs[1].dtype);
-    return !depthwise_on(geo) && !pointwise_on(geo, &dev, bw) && !rows_on(geo, &dev, bw);
+    bool depthwise = depthwise_on(geo), pointwise = pointwise_on(geo, &dev, bw);
+    bool rows = !pointwise && rows_on(geo, &dev, bw);
+    if (!depthwise && !pointwise && !rows)
+        return true; /* the core */
+    return cheap && !depthwise && (rows || pointwise_small(geo, &dev));
 }
 
 static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
