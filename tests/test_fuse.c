@@ -1032,8 +1032,8 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
 /* On a CPU the convolutions whose kernels store a lane at a time take a cheap epilogue only
  * where that store measured no dearer than the pass it saves: the small planes' pointwise
  * kernel (14 x 14 here) takes a relu, or a residual add and a relu, but leaves a hardswish, or
- * three members, to a kernel of its own; the pointwise kernel of large planes (16 x 16) and the
- * depthwise one leave even a relu; the core keeps every arithmetic epilogue. Every device takes
+ * three members, to a kernel of its own; the pointwise kernel of large planes (16 x 16), the
+ * depthwise one and a stem's rows leave even a relu; the core keeps every arithmetic epilogue. Every device takes
  * them all with clrun__fuse_every_epilogue. Same bits either way. */
 static void a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays(void **state)
 {
@@ -1065,27 +1065,31 @@ static void a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays(void **state)
     clrun_graph_mark_output(g, node(g, "clip", "y5", 1, (int32_t[]){a5}, six, 2));
     clrun_graph_mark_output(g, unary(g, "relu", "y6", c6));
     clrun_graph_mark_output(g, unary(g, "relu", "y7", c7));
+    int32_t stem = input(g, "stem", shape_of(CLRUN_F32, 4, (int64_t[]){1, 3, 32, 32}));
+    int32_t ks = constant(g, "ks", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4); /* 27 taps */
+    int32_t c8 = node(g, "conv2d", "c8", 2, (int32_t[]){stem, ks}, dw + 1, 1);
+    clrun_graph_mark_output(g, unary(g, "relu", "y8", c8));
     outcome base = run_unfused(g, 5);
     how mode = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
     outcome o = run_graph(g, mode, 5);
     expect_same_bits(g, &o, &base, "by the device's rule", 5);
     bool cpu = strcmp(o.device_type, "CPU") == 0;
-    assert_int_equal(o.groups, cpu ? 4 : 7);
+    assert_int_equal(o.groups, cpu ? 4 : 8);
     assert_string_equal(o.group_names[0], "fused:conv2d+relu");
-    if (cpu) { /* the hardswish and the relus of c6 and c7 alone, add+relu+clip a group */
+    if (cpu) { /* the hardswish and the relus of c6 to c8 alone, add+relu+clip a group */
         assert_string_equal(o.group_names[1], "fused:conv2d+relu");
         assert_string_equal(o.group_names[2], "fused:conv2d+add+relu");
         assert_string_equal(o.group_names[3], "fused:add+relu+clip");
     } else {
         assert_string_equal(o.group_names[1], "fused:conv2d+hard_swish");
     }
-    assert_int_equal(o.stats.kernels, cpu ? 11 : 7);
+    assert_int_equal(o.stats.kernels, cpu ? 13 : 8);
     clrun__fuse_every_epilogue = true;
     outcome every = run_graph(g, mode, 5);
     clrun__fuse_every_epilogue = false;
     expect_same_bits(g, &every, &base, "every epilogue", 5);
-    assert_int_equal(every.groups, 7);
-    assert_int_equal(every.stats.kernels, 7);
+    assert_int_equal(every.groups, 8);
+    assert_int_equal(every.stats.kernels, 8);
     clrun_graph_destroy(g);
 }
 
