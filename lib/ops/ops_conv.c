@@ -602,8 +602,9 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
     memcpy(geo, values, sizeof values);
 }
 
-/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, the
- * epilogue run on each lane, the vector stored whole) costs more than the pass it saves when
+/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
+ * epilogue and a store per element; PS_PUT, the small planes' pointwise kernel's, stores the
+ * lanes back as one vector) costs more than the pass it saves when
  * the epilogue does real work: on POCL MobileNetV3-small ran 2.6-2.9 ms with no epilogue on
  * these kernels, 3.2-3.5 ms with its hardswishes and relus fused (SqueezeNet 8.9 against 9.6,
  * ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits), and a hardswish took MobileNetV3's
