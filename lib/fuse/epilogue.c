@@ -23,9 +23,10 @@
  * apart. On a CPU the convolution kernels that run the positions or the channels along the
  * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which costs
  * more than the elementwise pass it saves when the epilogue does real work (hardswish: with it
- * and the relus fused MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without): those stay apart. A
- * cheap epilogue (cheap_on_lanes: a relu, a clip, a bias or residual add, at most two of them)
- * costs about nothing there and saves its kernel, so it fuses (clrun__conv_epilogue_pays); the
+ * and the relus fused MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without), and on most of them
+ * a relu too: those stay apart. The small planes' pointwise kernel takes a cheap one
+ * (cheap_on_lanes: a relu, a clip, a bias or residual add, at most two of them), which costs
+ * it about nothing and saves a kernel (clrun__conv_epilogue_pays says which kernel runs); the
  * core keeps its arithmetic epilogues. A GPU, whose store is the expensive part, takes every
  * epilogue.
  *
@@ -69,8 +70,8 @@ static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun_
 }
 
 /* Whether the group is cheap enough for a convolution kernel that stores a lane at a time (see
- * the top comment): at most two members, each a compare, an add or a multiply. A divide (a
- * hardswish's x / 6, hardsigmoid's family) or any call but a clip is left out: a hardswish
+ * the top comment): at most two members, each a compare, an add, a multiply or a clip. The
+ * activations (a hardswish's x / 6 and clip, a hardsigmoid, the exps) are left out: a hardswish
  * fused into MobileNetV3's 40 -> 240 pointwise layer took it from 30.8 to 44.6 us. */
 static bool cheap_on_lanes(const clrun_graph *d, const int32_t *members, int32_t count)
 {
