@@ -1029,35 +1029,67 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     clrun_graph_destroy(g);
 }
 
-/* On a CPU a convolution whose kernel stores a lane at a time (pointwise here; a stem's rows,
- * depthwise) leaves its relu to a kernel of its own, where the core keeps it: the relu pass
- * costs less than that store's epilogue. Every device takes both with clrun__fuse_every_epilogue.
- * Same bits either way. */
-static void a_cpu_keeps_epilogues_off_the_lane_at_a_time_convolutions(void **state)
+/* On a CPU the convolutions whose kernels store a lane at a time take a cheap epilogue only
+ * where that store measured no dearer than the pass it saves: the small planes' pointwise
+ * kernel (14 x 14 here) takes a relu, or a residual add and a relu, but leaves a hardswish, or
+ * three members, to a kernel of its own; the pointwise kernel of large planes (16 x 16), the
+ * depthwise one and a stem's rows leave even a relu; the core keeps every arithmetic epilogue. Every device takes
+ * them all with clrun__fuse_every_epilogue. Same bits either way. */
+static void a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays(void **state)
 {
     (void)state;
     clrun_graph *g;
     assert_int_equal(clrun_graph_create("lanes", &g), CLRUN_OK);
-    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){1, 8, 16, 16}));
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){1, 8, 14, 14}));
+    int32_t big = input(g, "big", shape_of(CLRUN_F32, 4, (int64_t[]){1, 8, 16, 16}));
+    int32_t r = input(g, "r", shape_of(CLRUN_F32, 4, (int64_t[]){1, 16, 14, 14}));
     int32_t k1 = constant(g, "k1", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 1, 1}), 1);
     int32_t k3 = constant(g, "k3", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 3, 3}), 2);
-    int32_t c1 = node(g, "conv2d", "c1", 2, (int32_t[]){im, k1}, NULL, 0); /* 256 positions */
-    int32_t c3 = node(g, "conv2d", "c3", 2, (int32_t[]){im, k3}, NULL, 0); /* 72 taps: the core */
+    int32_t kd = constant(g, "kd", shape_of(CLRUN_F32, 4, (int64_t[]){8, 1, 3, 3}), 3);
+    clrun_attr dw[] = {{.name = "groups", .kind = CLRUN_ATTR_INT, .i = 8},
+                       {.name = "pads", .kind = CLRUN_ATTR_INTS, .ints = {1, 1, 1, 1}, .count = 4}};
+    int32_t c1 = node(g, "conv2d", "c1", 2, (int32_t[]){im, k1}, NULL, 0); /* 196 positions */
+    int32_t c2 = node(g, "conv2d", "c2", 2, (int32_t[]){im, k1}, NULL, 0);
+    int32_t c3 = node(g, "conv2d", "c3", 2, (int32_t[]){big, k3}, NULL, 0); /* 72 taps: the core */
+    int32_t c4 = node(g, "conv2d", "c4", 2, (int32_t[]){im, k1}, NULL, 0);
+    int32_t c5 = node(g, "conv2d", "c5", 2, (int32_t[]){im, k1}, NULL, 0);
+    int32_t c6 = node(g, "conv2d", "c6", 2, (int32_t[]){big, k1}, NULL, 0); /* 256 positions */
+    int32_t c7 = node(g, "conv2d", "c7", 2, (int32_t[]){im, kd}, dw, 2);
     clrun_graph_mark_output(g, unary(g, "relu", "y1", c1));
+    clrun_graph_mark_output(g, unary(g, "hard_swish", "y2", c2));
     clrun_graph_mark_output(g, unary(g, "relu", "y3", c3));
+    clrun_graph_mark_output(g, unary(g, "relu", "y4", binary(g, "add", "s4", c4, r)));
+    clrun_attr six[] = {{.name = "min", .kind = CLRUN_ATTR_FLOAT, .f = 0.0f},
+                        {.name = "max", .kind = CLRUN_ATTR_FLOAT, .f = 6.0f}};
+    int32_t a5 = unary(g, "relu", "a5", binary(g, "add", "s5", c5, r));
+    clrun_graph_mark_output(g, node(g, "clip", "y5", 1, (int32_t[]){a5}, six, 2));
+    clrun_graph_mark_output(g, unary(g, "relu", "y6", c6));
+    clrun_graph_mark_output(g, unary(g, "relu", "y7", c7));
+    int32_t stem = input(g, "stem", shape_of(CLRUN_F32, 4, (int64_t[]){1, 3, 32, 32}));
+    int32_t ks = constant(g, "ks", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4); /* 27 taps */
+    int32_t c8 = node(g, "conv2d", "c8", 2, (int32_t[]){stem, ks}, dw + 1, 1);
+    clrun_graph_mark_output(g, unary(g, "relu", "y8", c8));
     outcome base = run_unfused(g, 5);
     how mode = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
     outcome o = run_graph(g, mode, 5);
     expect_same_bits(g, &o, &base, "by the device's rule", 5);
     bool cpu = strcmp(o.device_type, "CPU") == 0;
-    assert_int_equal(o.groups, cpu ? 1 : 2);
+    assert_int_equal(o.groups, cpu ? 4 : 8);
     assert_string_equal(o.group_names[0], "fused:conv2d+relu");
-    assert_int_equal(o.stats.kernels, cpu ? 3 : 2);
+    if (cpu) { /* the hardswish and the relus of c6 to c8 alone, add+relu+clip a group */
+        assert_string_equal(o.group_names[1], "fused:conv2d+relu");
+        assert_string_equal(o.group_names[2], "fused:conv2d+add+relu");
+        assert_string_equal(o.group_names[3], "fused:add+relu+clip");
+    } else {
+        assert_string_equal(o.group_names[1], "fused:conv2d+hard_swish");
+    }
+    assert_int_equal(o.stats.kernels, cpu ? 13 : 8);
     clrun__fuse_every_epilogue = true;
     outcome every = run_graph(g, mode, 5);
     clrun__fuse_every_epilogue = false;
     expect_same_bits(g, &every, &base, "every epilogue", 5);
-    assert_int_equal(every.groups, 2);
+    assert_int_equal(every.groups, 8);
+    assert_int_equal(every.stats.kernels, 8);
     clrun_graph_destroy(g);
 }
 
@@ -1372,7 +1404,7 @@ int main(void)
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test_teardown(clrun_fusion_0_turns_it_off, clear_fusion_environment),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
-        cmocka_unit_test(a_cpu_keeps_epilogues_off_the_lane_at_a_time_convolutions),
+        cmocka_unit_test(a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),

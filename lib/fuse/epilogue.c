@@ -21,10 +21,14 @@
  * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
  * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
  * apart. On a CPU the convolution kernels that run the positions or the channels along the
- * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which cost
- * more than the elementwise pass it saves, relu and hardswish too (clrun__conv_epilogue_pays:
- * MobileNetV3-small 3.2-3.5 -> 2.6-2.9 ms without them): those stay apart; the core keeps its
- * arithmetic epilogues. A GPU, whose store is the expensive part, takes every epilogue.
+ * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which costs
+ * more than the elementwise pass it saves when the epilogue does real work (hardswish: with it
+ * and the relus fused MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without), and on most of them
+ * a relu too: those stay apart. The small planes' pointwise kernel takes a cheap one
+ * (cheap_on_lanes: a relu, a clip, a bias or residual add, at most two of them), which costs
+ * it about nothing and saves a kernel (clrun__conv_epilogue_pays says which kernel runs); the
+ * core keeps its arithmetic epilogues. A GPU, whose store is the expensive part, takes every
+ * epilogue.
  *
  * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
  * g`, g the weight gradient a product computes) must write that input in place, or the state
@@ -60,6 +64,27 @@ static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun_
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
         if (cost == CLRUN__EW_LIBRARY_MATH || (conv && cost == CLRUN__EW_OWN_MATH))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the group is cheap enough for a convolution kernel that stores a lane at a time (see
+ * the top comment): at most two members, each a compare, an add, a multiply or a clip. The
+ * activations (a hardswish's x / 6 and clip, a hardsigmoid, the exps) are left out: a hardswish
+ * fused into MobileNetV3's 40 -> 240 pointwise layer took it from 30.8 to 44.6 us. */
+static bool cheap_on_lanes(const clrun_graph *d, const int32_t *members, int32_t count)
+{
+    static const char *const cheap[] = {"relu", "leaky_relu", "prelu", "clip", "add",
+                                        "sub",  "mul",        "neg",   "maximum", "minimum"};
+    if (count > 2)
+        return false;
+    for (int32_t k = 0; k < count; k++) {
+        const char *name = d->nodes[members[k]].op->name;
+        bool found = false;
+        for (size_t i = 0; i < sizeof cheap / sizeof cheap[0] && !found; i++)
+            found = strcmp(name, cheap[i]) == 0;
+        if (!found)
             return false;
     }
     return true;
@@ -237,7 +262,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue) {
             clrun__op_call call = base_call(d, op->epilogue, inputs);
-            if (!clrun__conv_epilogue_pays(ctx, &call))
+            if (!clrun__conv_epilogue_pays(ctx, &call, cheap_on_lanes(d, members, count)))
                 continue;
         }
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);

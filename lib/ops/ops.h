@@ -137,10 +137,12 @@ clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op);
  * is then never stored). */
 bool clrun__op_epilogue_in_place(const clrun__op *op);
 
-/* Whether conv2d's kernel for `call` on ctx's device stores an epilogue at no loss: false for
- * the kernels a CPU runs with the positions or the channels along the vectors (pointwise, a
- * stem's rows, depthwise), whose store runs an epilogue a lane at a time (lib/ops/ops_conv.c),
- * true elsewhere. The fusion pass then leaves the group its own kernel. */
-bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call);
+/* Whether conv2d's kernel for `call` on ctx's device stores an epilogue at no loss. The kernels
+ * a CPU runs with the positions or the channels along the vectors store an epilogue a lane at
+ * a time (lib/ops/ops_conv.c): the small planes' pointwise kernel takes a `cheap` one (the
+ * fusion pass's judgement: a relu, a clip, a bias or residual add), the pointwise kernel of
+ * large planes, a stem's rows and depthwise none; every other kernel takes any. When
+ * false the fusion pass leaves the group its own kernel. */
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap);
 
 #endif
