@@ -143,6 +143,17 @@ static clrun_status offload_activations(clrun__train_graph *tg, char *err, size_
     return s;
 }
 
+/* The device's rate, the FLOPs it computes in the time it moves a byte to host memory
+ * (graph/offload.h: CLRUN_OFFLOAD_RATE, measured by default), or the fallback where the
+ * measurement fails. */
+static double offload_rate(clrun_context *ctx)
+{
+    double rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    if (clrun__exec_offload_rate(ctx, &rate, NULL) != CLRUN_OK)
+        rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    return rate;
+}
+
 /* Each activation its own way (PER_TENSOR): the activations the backward pass reads (those an
  * offload at the boundary may take) are ranked by what freeing a byte of each costs, the cheaper
  * of its two ways. Recomputing it repeats its node, and the nodes before that made the inputs the
@@ -230,9 +241,7 @@ static clrun_status rank_ways(clrun_context *ctx, const clrun__train_graph *tg, 
                               int32_t *count, bool **held_out, char *err, size_t errlen)
 {
     const clrun_graph *g = tg->graph;
-    double rate = CLRUN__OFFLOAD_RATE_FALLBACK;
-    if (clrun__exec_offload_rate(ctx, &rate, NULL) != CLRUN_OK)
-        rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    const double moved = 2.0 * offload_rate(ctx); /* per byte, all of them freed */
     size_t n = (size_t)g->tensor_count + 1;
     int32_t *crossing = malloc(sizeof *crossing * n), *chain = malloc(sizeof *chain * REPEAT_MAX);
     bool *held = calloc(n, sizeof *held), *seen = calloc(n, sizeof *seen);
@@ -256,7 +265,6 @@ static clrun_status rank_ways(clrun_context *ctx, const clrun__train_graph *tg, 
     for (int32_t i = 0; i < k; i++) {
         int32_t x = crossing[i], length;
         uint64_t bytes = clrun_tensor_bytes(&g->tensors[x].type), flops, extra;
-        double moved = 2.0 * rate; /* per byte, all of them freed */
         double repeated = INFINITY;
         if (bytes == 0)
             continue; /* nothing to free */
@@ -269,7 +277,6 @@ static clrun_status rank_ways(clrun_context *ctx, const clrun__train_graph *tg, 
     qsort(ways, (size_t)k, sizeof *ways, cheaper_first);
     /* in that order, a repeat that would read one recomputed before it moves instead, and
      * takes its place among the moved */
-    double moved = 2.0 * rate;
     for (int32_t i = 0; i < k; i++) {
         int32_t x = ways[i].tensor, length;
         uint64_t flops, extra;
@@ -344,15 +351,16 @@ static clrun_status per_tensor(clrun_context *ctx, clrun__train_graph *tg, int32
     for (int32_t i = 0; i < take; i++) {
         int32_t x = ways[i].tensor;
         gone[x] = true;
-        bool read = false; /* by a repeat chosen before */
-        for (int32_t j = 0; j < i && !read; j++)
-            read = repeat[j] && !repeat_of(tg, held, gone, seen, ways[j].tensor, chain, &length,
-                                           &flops, &extra);
+        /* a repeat chosen before that reads x moves instead; then x cannot be repeated */
+        bool read = false;
+        for (int32_t j = 0; j < i; j++)
+            if (repeat[j] && !repeat_of(tg, held, gone, seen, ways[j].tensor, chain, &length,
+                                        &flops, &extra)) {
+                repeat[j] = false;
+                read = true;
+            }
         repeat[i] = !ways[i].offload && !read &&
                     repeat_of(tg, held, gone, seen, x, chain, &length, &flops, &extra);
-        for (int32_t j = 0; j < i && read; j++)
-            if (repeat[j] && !repeat_of(tg, held, gone, seen, ways[j].tensor, chain, &length, &flops, &extra))
-                repeat[j] = false;
     }
     for (int32_t i = 0; i < take; i++) {
         if (!repeat[i])
@@ -431,9 +439,7 @@ static clrun_status weigh_offload(clrun_train *t, const clrun_graph *model,
     *offloaded = false;
     *kept = true;
     uint64_t flops = t->tg.remat.repeated_flops;
-    double rate = CLRUN__OFFLOAD_RATE_FALLBACK;
-    if (clrun__exec_offload_rate(t->ctx, &rate, NULL) != CLRUN_OK)
-        rate = CLRUN__OFFLOAD_RATE_FALLBACK;
+    double rate = offload_rate(t->ctx);
     /* no activation moves for less than nothing: a policy that repeats no arithmetic stays */
     if (flops == 0 || !clrun__offload_prefers(flops, 1, rate))
         return CLRUN_OK;
