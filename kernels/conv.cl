@@ -8,7 +8,15 @@
  * this file when a node has one. */
 #ifdef CLRUN_EPILOGUE
 #define EPILOGUE(v, i, c) CLRUN_EPILOGUE(v, i, c)
+#endif
+/* A store through an epilogue set (lib/ops/ops.h) runs once per case, the case a constant in
+ * it, so that it vectorizes as with one epilogue; elsewhere the case is chosen per element. */
+#ifdef CLRUN_EPILOGUE_SWITCH
+#define EPILOGUE_SITE(...) CLRUN_EPILOGUE_SWITCH(__VA_ARGS__)
 #else
+#define EPILOGUE_SITE(...) __VA_ARGS__
+#endif
+#ifndef CLRUN_EPILOGUE
 #define EPILOGUE_PARAMS
 #define EPILOGUE(v, i, c) (v)
 #endif
@@ -692,7 +700,7 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
             PS_VECS(PS_LOAD)
             PS_ROWS(PS_STEP)
         }
-        PS_ROWS(PS_STORE)
+        EPILOGUE_SITE(PS_ROWS(PS_STORE))
     }
 }
 

@@ -29,7 +29,15 @@
 #endif
 #ifdef CLRUN_EPILOGUE
 #define EPILOGUE(v, i, c) CLRUN_EPILOGUE(v, i, c)
+#endif
+/* A store through an epilogue set (lib/ops/ops.h) runs once per case, the case a constant in
+ * it, so that it vectorizes as with one epilogue; elsewhere the case is chosen per element. */
+#ifdef CLRUN_EPILOGUE_SWITCH
+#define EPILOGUE_SITE(...) CLRUN_EPILOGUE_SWITCH(__VA_ARGS__)
 #else
+#define EPILOGUE_SITE(...) __VA_ARGS__
+#endif
+#ifndef CLRUN_EPILOGUE
 #define EPILOGUE_PARAMS
 #define EPILOGUE(v, i, c) (v)
 #endif
@@ -386,7 +394,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
             }
         }
 #endif
-        ROWS(MM_STORE)
+        EPILOGUE_SITE(ROWS(MM_STORE))
     }
 }
 #endif /* CORE_MM */
@@ -575,9 +583,9 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
         }
 #endif
 #ifdef CV_STORE_TILE
-        if (p0 + MR <= P && n0 + NR <= Og)
-            CV_STORE_TILE
-        else
+        if (p0 + MR <= P && n0 + NR <= Og) {
+            EPILOGUE_SITE(CV_STORE_TILE)
+        } else
 #endif
         {
             ROWS(CV_STORE)

@@ -18,6 +18,7 @@
 #include <clrun/clrun.h>
 
 #include "../examples/models.h"
+#include "device/program.h"
 #include "device_test.h"
 #include "fuse/codegen.h"
 #include "fuse/fuse.h"
@@ -1093,6 +1094,68 @@ static void a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays(void **state)
     clrun_graph_destroy(g);
 }
 
+/* Where the driver compiles each kernel at its first launch (POCL), the convolutions' epilogues
+ * share one source, a case each, and a convolution with none joins as the identity: the core
+ * builds once for all of them, where it built once per epilogue and once plain, with the bits
+ * of the unfused run either way. A set that does not build falls back to each epilogue's own
+ * source, fused all the same. */
+static void convolution_epilogues_share_one_program_where_kernels_compile_at_launch(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("epilogue_set", &g), CLRUN_OK);
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){2, 8, 12, 12}));
+    int32_t r = input(g, "r", shape_of(CLRUN_F32, 4, (int64_t[]){2, 16, 10, 10}));
+    int32_t c[5];
+    for (int k = 0; k < 5; k++) { /* 72 taps: the core, one variant for all */
+        char kn[8], cn[8];
+        snprintf(kn, sizeof kn, "k%d", k);
+        snprintf(cn, sizeof cn, "c%d", k);
+        int32_t w = constant(g, kn, shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 3, 3}), 10 + (uint64_t)k);
+        c[k] = node(g, "conv2d", cn, 2, (int32_t[]){im, w}, NULL, 0);
+    }
+    clrun_attr six[] = {{.name = "min", .kind = CLRUN_ATTR_FLOAT, .f = 0.0f},
+                        {.name = "max", .kind = CLRUN_ATTR_FLOAT, .f = 6.0f}};
+    clrun_graph_mark_output(g, unary(g, "relu", "y0", c[0]));
+    clrun_graph_mark_output(g, unary(g, "relu", "y1", binary(g, "add", "s1", c[1], r)));
+    clrun_graph_mark_output(g, unary(g, "hard_swish", "y2", c[2]));
+    clrun_graph_mark_output(g, node(g, "clip", "y3", 1, (int32_t[]){c[3]}, six, 2));
+    clrun_graph_mark_output(g, c[4]);
+    outcome base = run_unfused(g, 7);
+    how fused = {CLRUN_EXEC_POOLED, "tlsf", false, 1, false};
+    const char *names[] = {"fused:conv2d+relu", "fused:conv2d+add+relu", "fused:conv2d+hard_swish",
+                           "fused:conv2d+clip"};
+    unsigned long programs[2] = {0, 0};
+    bool lazy = false;
+    for (int alone = 0; alone < 2; alone++) {
+        clrun__epilogue_sets = !alone;
+        clrun_context *ctx = context_for(fused);
+        lazy = clrun__lazy_driver(ctx);
+        clrun_program_stats before, after;
+        clrun_program_stats_get(ctx, &before);
+        outcome o = run_graph_in(ctx, g, fused, 7);
+        clrun_program_stats_get(ctx, &after);
+        clrun__epilogue_sets = true;
+        programs[alone] = (after.builds_from_source + after.cache_hits) -
+                          (before.builds_from_source + before.cache_hits);
+        expect_same_bits(g, &o, &base, alone ? "each epilogue alone" : "an epilogue set", 7);
+        assert_int_equal(o.groups, 4);
+        for (int k = 0; k < 4; k++)
+            assert_string_equal(o.group_names[k], names[k]);
+        clrun_context_destroy(ctx);
+    }
+    /* four epilogues and the plain core were five programs of the core, now one */
+    assert_int_equal(programs[1] - programs[0], lazy ? 4 : 0);
+    clrun__fuse_test_poison = "hard_swish";
+    how other = fused;
+    other.allocator = "buddy";
+    outcome fallen = run_graph_fresh(g, other, 7);
+    clrun__fuse_test_poison = NULL;
+    expect_same_bits(g, &fallen, &base, "a set that did not build", 7);
+    assert_int_equal(fallen.groups, 4);
+    clrun_graph_destroy(g);
+}
+
 /* A residual add written r + conv and one written conv + r are one epilogue program (its
  * operands in a canonical order, lib/fuse/codegen.c), with the bits of the unfused run. */
 static void a_residual_add_either_way_is_one_epilogue_program(void **state)
@@ -1405,6 +1468,7 @@ int main(void)
         cmocka_unit_test_teardown(clrun_fusion_0_turns_it_off, clear_fusion_environment),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
         cmocka_unit_test(a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays),
+        cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),

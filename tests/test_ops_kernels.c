@@ -408,7 +408,7 @@ static float *run_elementwise(const char *op, const clrun_tensor_type *t, int in
 static void matmul_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
 {
     (void)state;
-    const clrun__epilogue ep = {"fmax((v) + x0[(i)], 0.0f)", NULL, 1};
+    const clrun__epilogue ep = {"fmax((v) + x0[(i)], 0.0f)", NULL, 1, 0, 0};
     static const clrun__kernel_choice choices[] = {CLRUN__KERNELS_AUTO, CLRUN__KERNELS_TILED};
     for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
         clrun__ops_kernels = choices[k];
@@ -434,7 +434,7 @@ static void matmul_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
 static void epilogue_that_does_not_build_is_a_clean_error(void **state)
 {
     (void)state;
-    const clrun__epilogue ep = {"v + no_such_name", NULL, 0};
+    const clrun__epilogue ep = {"v + no_such_name", NULL, 0, 0, 0};
     const mm_case c = {"4,8", "8,8", false, false, false, 1};
     node n = matmul_node(&c, 320);
     infer_or_fail(&n);
@@ -723,7 +723,7 @@ static void weights_packed_on_the_host_give_the_device_bits(void **state)
 static void conv2d_epilogue_equals_the_unfused_ops_bit_for_bit(void **state)
 {
     (void)state;
-    const clrun__epilogue ep = {"clamp_relu6(v)", "float clamp_relu6(float v) { return fmin(fmax(v, 0.0f), 6.0f); }", 0};
+    const clrun__epilogue ep = {"clamp_relu6(v)", "float clamp_relu6(float v) { return fmin(fmax(v, 0.0f), 6.0f); }", 0, 0, 0};
     const conv_params p = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}};
     const conv_params dw = {{1, 1}, {1, 1, 1, 1}, {1, 1}, 8, {0, 0}};
     static const clrun__kernel_choice choices[] = {CLRUN__KERNELS_AUTO, CLRUN__KERNELS_TILED,
@@ -764,7 +764,7 @@ typedef void (*kernel_choice)(int which);
 static void expect_kernel_bits(const conv_case *cases, size_t count, int seed, kernel_choice choose,
                                const char *name, const char *other)
 {
-    const clrun__epilogue ep = {"fmax((v) + x0[(i)], 0.0f) * (1.0f + 0.125f * (float)((c) % 4u))", NULL, 1};
+    const clrun__epilogue ep = {"fmax((v) + x0[(i)], 0.0f) * (1.0f + 0.125f * (float)((c) % 4u))", NULL, 1, 0, 0};
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
     for (size_t c = 0; c < count; c++) {
         for (int fused = 0; fused < 2; fused++) {

@@ -454,61 +454,190 @@ static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint
         clrun__strbuf_printf(b, "0");
 }
 
-bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64)
+/* Whether f's steps compute math (an exp, a tanh): the base's kernels then store on vectors
+ * where they can (kernels/matmul_core.cl's conv store). */
+static bool epilogue_math(const clrun__fused_op *f)
 {
-    clrun__epilogue_base *e = f->epilogue;
+    bool math = false;
+    for (int s = 0; s < f->step_count; s++)
+        math = math || clrun__ew_float_cost(f->steps[s].def) != CLRUN__EW_ARITHMETIC;
+    return math;
+}
+
+/* Emits f's epilogue as the function `fn` (v, i, c, x0, ...): its loads, then its steps. */
+static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const char *fn)
+{
+    const clrun__epilogue_base *e = f->epilogue;
     int arg_load[64][CLRUN__EW_MAX_INPUTS];
     geometry *g = calloc(1, sizeof *g);
-    char (*done)[64] = calloc(64, sizeof *done);
-    bool ok = g && done && f->step_count <= 64;
+    bool ok = g && f->step_count <= 64;
     if (ok) {
         g->arg_load = arg_load;
         ok = build_geometry(f, g);
     }
+    if (ok) {
+        clrun__strbuf_printf(b, "\n/* %s */\nCLRUN_INLINE float %s(const float v, const ulong i, const uint c",
+                             f->name, fn);
+        for (int x = 0; x < e->extra_inputs; x++)
+            clrun__strbuf_printf(b, ", __global const float *x%d", x);
+        clrun__strbuf_printf(b, ")\n{\n");
+        int column = column_dim(e, g);
+        for (int l = 0; l < g->load_count; l++) {
+            clrun__strbuf_printf(b, "    const float v%d = x%d[", l, g->loads[l].input - e->input_count);
+            emit_epilogue_offset(b, g, g->loads[l].strides, column);
+            clrun__strbuf_printf(b, "];\n");
+        }
+        for (int s = 0; s < f->step_count; s++)
+            emit_step(b, f, g, s, true);
+        if (f->step_count == 0) /* the identity: stored as the base stores it alone */
+            clrun__strbuf_printf(b, "    return v;\n}\n");
+        else
+            clrun__strbuf_printf(b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
+    }
+    free(g);
+    return ok && !b->failed;
+}
+
+/* The call `fn(v, (ulong)(i), (uint)(c), x0, ..)` with `params` buffers, after `first`. */
+static char *epilogue_call(const char *first, const char *fn, int params)
+{
+    clrun__strbuf b = {0};
+    clrun__strbuf_printf(&b, "%s(%sv, (ulong)(i), (uint)(c)", fn, first);
+    for (int x = 0; x < params; x++)
+        clrun__strbuf_printf(&b, ", x%d", x);
+    clrun__strbuf_printf(&b, ")");
+    char *text = b.failed ? NULL : clrun__strbuf_take(&b);
+    clrun__strbuf_free(&b);
+    return text;
+}
+
+/* Keeps helpers and the expression in the arena; false when any is missing. */
+static bool keep_source(clrun__arena *arena, clrun__epilogue_base *e, char *helpers, char *expression)
+{
+    e->helpers = helpers ? clrun__arena_strdup(arena, helpers) : NULL;
+    e->expression = expression ? clrun__arena_strdup(arena, expression) : NULL;
+    free(helpers);
+    free(expression);
+    return e->helpers != NULL && e->expression != NULL;
+}
+
+bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64)
+{
+    char (*done)[64] = calloc(64, sizeof *done);
     clrun__strbuf b = {0};
     int done_count = 0;
+    bool ok = done != NULL;
     if (ok) {
         clrun__ew_emit_prelude(&b, fp64);
         for (int s = 0; s < f->step_count; s++)
             emit_function_once(&b, &f->steps[s], done, &done_count, 64);
-        /* the base's kernels store an epilogue that computes math on vectors where they can
-         * (kernels/matmul_core.cl's conv store) */
-        bool math = false;
-        for (int s = 0; s < f->step_count; s++)
-            math = math || clrun__ew_float_cost(f->steps[s].def) != CLRUN__EW_ARITHMETIC;
-        if (math)
+        if (epilogue_math(f))
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
-        clrun__strbuf_printf(&b, "\n/* %s */\nCLRUN_INLINE float clrun_epilogue_fn(const float v, const ulong i, const uint c",
-                             f->name);
-        for (int x = 0; x < e->extra_inputs; x++)
-            clrun__strbuf_printf(&b, ", __global const float *x%d", x);
-        clrun__strbuf_printf(&b, ")\n{\n");
-        int column = column_dim(e, g);
-        for (int l = 0; l < g->load_count; l++) {
-            clrun__strbuf_printf(&b, "    const float v%d = x%d[", l, g->loads[l].input - e->input_count);
-            emit_epilogue_offset(&b, g, g->loads[l].strides, column);
-            clrun__strbuf_printf(&b, "];\n");
-        }
-        for (int s = 0; s < f->step_count; s++)
-            emit_step(&b, f, g, s, true);
-        clrun__strbuf_printf(&b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
+        ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn");
     }
-    free(g);
     free(done);
     char *helpers = ok ? clrun__strbuf_take(&b) : NULL;
-    if (!ok)
-        clrun__strbuf_free(&b);
-    clrun__strbuf expression = {0};
-    clrun__strbuf_printf(&expression, "clrun_epilogue_fn(v, (ulong)(i), (uint)(c)");
-    for (int x = 0; x < e->extra_inputs; x++)
-        clrun__strbuf_printf(&expression, ", x%d", x);
-    clrun__strbuf_printf(&expression, ")");
-    char *text = clrun__strbuf_take(&expression);
-    e->helpers = helpers ? clrun__arena_strdup(arena, helpers) : NULL;
-    e->expression = text ? clrun__arena_strdup(arena, text) : NULL;
-    free(helpers);
-    free(text);
-    if (e->helpers == NULL || e->expression == NULL)
-        return false;
-    return true;
+    clrun__strbuf_free(&b);
+    f->epilogue->params = f->epilogue->index = 0;
+    return keep_source(arena, f->epilogue, helpers,
+                       epilogue_call("", "clrun_epilogue_fn", f->epilogue->extra_inputs));
+}
+
+bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops, int count, bool fp64,
+                                     const char *poison)
+{
+    enum { MAX_FUNCTIONS = 512 };
+    char (*done)[64] = calloc(MAX_FUNCTIONS, sizeof *done);
+    int *case_of = calloc((size_t)count + 1, sizeof *case_of);
+    clrun__strbuf b = {0};
+    int done_count = 0, cases = 0, params = 0;
+    bool ok = done != NULL && case_of != NULL, math = false;
+    if (ok) {
+        clrun__ew_emit_prelude(&b, fp64);
+        for (int i = 0; i < count; i++) {
+            for (int s = 0; s < ops[i]->step_count; s++)
+                emit_function_once(&b, &ops[i]->steps[s], done, &done_count, MAX_FUNCTIONS);
+            math = math || epilogue_math(ops[i]);
+            int e = ops[i]->epilogue->extra_inputs;
+            params = e > params ? e : params;
+        }
+        if (math)
+            clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
+    }
+    /* One case per distinct epilogue: its own source (clrun__fuse_epilogue_source, made
+     * first) says which are alike (a relu after convolutions of any shape). */
+    for (int i = 0; ok && i < count; i++) {
+        int same = -1;
+        for (int j = 0; j < i && same < 0; j++)
+            if (strcmp(ops[j]->epilogue->helpers, ops[i]->epilogue->helpers) == 0)
+                same = case_of[j];
+        if (same >= 0) {
+            case_of[i] = same;
+            continue;
+        }
+        case_of[i] = cases++;
+        char fn[48];
+        snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", case_of[i]);
+        ok = emit_epilogue_fn(&b, ops[i], fn);
+    }
+    /* The dispatch: the case is a kernel argument, alike for every work-item. */
+    if (ok) {
+        clrun__strbuf_printf(&b, "\nCLRUN_INLINE float clrun_epilogue_any(const uint epi, const float v, "
+                                 "const ulong i, const uint c");
+        for (int x = 0; x < params; x++)
+            clrun__strbuf_printf(&b, ", __global const float *x%d", x);
+        clrun__strbuf_printf(&b, ")\n{\n    switch (epi) {\n");
+        for (int k = 0; k < cases; k++) {
+            int i = 0;
+            while (case_of[i] != k)
+                i++;
+            char fn[48];
+            snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
+            char *call = epilogue_call("", fn, ops[i]->epilogue->extra_inputs);
+            ok = ok && call != NULL;
+            if (k + 1 < cases)
+                clrun__strbuf_printf(&b, "    case %du: return %s;\n", k, call ? call : "");
+            else
+                clrun__strbuf_printf(&b, "    default: return %s;\n", call ? call : "");
+            free(call);
+        }
+        clrun__strbuf_printf(&b, "    }\n}\n");
+        for (int i = 0; i < count; i++)
+            if (has_op(ops[i], poison))
+                clrun__strbuf_printf(&b, "#error \"an epilogue set poisoned by a test\"\n");
+        /* A kernel's hot store runs once per case with the case a constant there (the kernels'
+         * EPILOGUE_SITE), so that its loop vectorizes as with one epilogue: the switch inside
+         * clrun_epilogue_any folds away. */
+        clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_SWITCH(...) switch (epi) {");
+        for (int k = 0; k < cases; k++) {
+            if (k + 1 < cases)
+                clrun__strbuf_printf(&b, " case %du:", k);
+            else
+                clrun__strbuf_printf(&b, " default:");
+            clrun__strbuf_printf(&b, " { const uint epi = %du; __VA_ARGS__ } break;", k);
+        }
+        clrun__strbuf_printf(&b, " }\n");
+        ok = ok && !b.failed;
+    }
+    free(done);
+    char *helpers = ok ? clrun__strbuf_take(&b) : NULL;
+    clrun__strbuf_free(&b);
+    char *expression = ok ? epilogue_call("epi, ", "clrun_epilogue_any", params) : NULL;
+    /* every case shares the text kept once (keep_source takes both strings) */
+    if (ok && count > 0) {
+        ok = keep_source(arena, ops[0]->epilogue, helpers, expression);
+    } else {
+        ok = false;
+        free(helpers);
+        free(expression);
+    }
+    for (int i = 0; ok && i < count; i++) {
+        clrun__epilogue_base *e = ops[i]->epilogue;
+        e->helpers = ops[0]->epilogue->helpers;
+        e->expression = ops[0]->epilogue->expression;
+        e->params = params;
+        e->index = case_of[i] + 1;
+    }
+    free(case_of);
+    return ok;
 }

@@ -33,8 +33,19 @@ clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_
 /* The epilogue's OpenCL C (into f->epilogue->helpers and ->expression, arena memory): the
  * prelude, the element functions and clrun_epilogue_fn(v, i, c, x0, ...), which computes the
  * steps from the base op's value v at output index i and returns what the group's last op
- * stores. False when out of memory. */
+ * stores (v itself for an epilogue of no steps). False when out of memory. */
 bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64);
+
+/* One source for the epilogues ops[0..count) (each made by clrun__fuse_epilogue_source first),
+ * so that a base op's kernels build once for all of them: the prelude and element functions
+ * once, each distinct epilogue as clrun_epilogue_fn_K, and clrun_epilogue_any(epi, v, i, c,
+ * x0, ...) switching on the case, a kernel argument. Sets each one's helpers and expression to
+ * the set's, its params to the most extra inputs among them and its index to its case + 1 (see
+ * ops.h's clrun__epilogue). False when out of memory: the epilogues may then be half changed,
+ * and the caller makes each one's own source again. A set holding an op named `poison` (tests,
+ * may be NULL) does not compile. */
+bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops, int count, bool fp64,
+                                     const char *poison);
 
 /* One program with the kernels of ops[0..count): the prelude, each element function once, the
  * kernels, each distinct kernel text once (an op whose text an earlier op has gets that op's

@@ -208,8 +208,14 @@ clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_
     e->types[n->input_count] = g->tensors[n->outputs[0]].type;
     f->input_count = n->input_count;
     f->epilogue = e;
-    if (!describe_members(arena, &b, n->outputs[0], f, inputs) || f->step_count != count)
+    if (count == 0) { /* the identity: base's value as it is (an epilogue set's plain case) */
+        f->output = g->tensors[n->outputs[0]].type;
+        f->output_count = 1;
+        f->output_dtype[0] = f->output.dtype;
+        f->output_of[0] = 0; /* not a chain of moves: an epilogue's output is its function's */
+    } else if (!describe_members(arena, &b, n->outputs[0], f, inputs) || f->step_count != count) {
         return NULL; /* an epilogue takes elementwise nodes only */
+    }
     e->extra_inputs = f->input_count - n->input_count;
     f->op = (clrun__op){.name = f->name, .min_inputs = f->input_count, .max_inputs = f->input_count,
                         .outputs = 1, .alias_safe = false, .kind = CLRUN__OP_FUSED, .code = -1,

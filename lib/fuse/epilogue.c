@@ -3,9 +3,13 @@
  * that group inside its own kernel, on each value before its single store (lib/ops/ops.h's
  * epilogue interface), so the product never makes a round trip through memory. The group must
  * cover the product's elements in its order (the same iteration space), end in f32, and read
- * at most CLRUN__EPILOGUE_MAX_EXTRA other tensors, all f32. Each epilogue is built once here
- * (the base op's program with it), and one that does not build is left unfused, with a
- * warning.
+ * at most CLRUN__EPILOGUE_MAX_EXTRA other tensors, all f32. The groups are chosen first, then
+ * each epilogue is built once here (the base op's program with it, or with its set's, below),
+ * and one that does not build is left unfused, with a warning.
+ *
+ * Where the driver compiles kernels at their first launch, the epilogues of one base op are one
+ * set (shares_source): one source with a case each, so that its kernels build and compile once
+ * for all of them, and its nodes with no epilogue join as the identity case (plain_cases).
  *
  * The group may read the product's output more than once (SiLU: x * sigmoid(x)) when no node
  * outside it reads it.
@@ -45,11 +49,13 @@
 #include <string.h>
 
 #include "device/context.h"
+#include "device/program.h"
 #include "fuse/codegen.h"
 #include "fuse/fuse.h"
 #include "ops/ops.h"
 
 bool clrun__fuse_every_epilogue;
+bool clrun__epilogue_sets = true;
 bool clrun__fuse_state_epilogues = true;
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
@@ -151,11 +157,15 @@ static bool builds(clrun_context *ctx, const clrun_graph *d, const clrun__fused_
     clrun__prepare_epilogue_fn prepare = clrun__op_epilogue_prepare(e->op);
     const clrun__op_kernels *kernels = clrun__op_kernels_find(e->op);
     clrun__op_call call = base_call(d, e, inputs);
-    clrun__epilogue ep = {e->expression, e->helpers, e->extra_inputs};
+    clrun__epilogue ep = {e->expression, e->helpers, e->extra_inputs, e->params, e->index};
     void *state = NULL;
     if (prepare == NULL || kernels == NULL || prepare(ctx, e->op, &call, &ep, &state) != CLRUN_OK) {
-        clrun__log(CLRUN_LOG_WARN, "epilogue %s did not build (%s): its nodes run unfused", f->name,
-                   clrun_last_error(ctx));
+        if (e->index > 0)
+            clrun__log(CLRUN_LOG_WARN, "the epilogue set of %s did not build (%s): each epilogue of %s "
+                       "builds alone", f->name, clrun_last_error(ctx), e->op->name);
+        else
+            clrun__log(CLRUN_LOG_WARN, "epilogue %s did not build (%s): its nodes run unfused", f->name,
+                       clrun_last_error(ctx));
         return false;
     }
     kernels->release(state);
@@ -225,13 +235,81 @@ static bool in_place_safe(const clrun_graph *d, const clrun__fused_op *f, const 
     return true;
 }
 
+/* A group chosen to run as an epilogue of node `base` (the first pass), built and fused in the
+ * second. */
+typedef struct candidate {
+    int32_t base, group, count;
+    int32_t single;           /* the one member of a node alone */
+    const int32_t *members;   /* the plan's group, else NULL: single */
+    clrun__fused_op *op;
+    int32_t *inputs;
+} candidate;
+
+/* The base ops whose epilogues share one source (an epilogue set) where shares_source says so. */
+static const char *const shared_ops[] = {"conv2d", "matmul"};
+
+/* Whether the epilogues of a base op share a set on ctx's device: where the driver compiles
+ * each kernel at its first launch (POCL), a product kernel built once per epilogue costs
+ * 0.15-0.8 s apiece on a first run (MobileNetV3-small: the convolution core at two widths
+ * with four epilogues and without, the pointwise kernel with one and without, the matmul core
+ * with one and without), and the set builds each once. The kernels' hot stores run once per
+ * case (EPILOGUE_SITE), so the steady state is that of one epilogue (ResNet-18, MobileNetV3,
+ * ShuffleNetV2, BERT, GPT within noise). Drivers that compile at build time keep one program
+ * per epilogue: nothing is gained there, and their stores are untried with a set. */
+static bool shares_source(const clrun_context *ctx)
+{
+    return clrun__epilogue_sets && clrun__lazy_driver(ctx);
+}
+
+/* Where a base op's epilogues share a set, its nodes with none join it as the identity case,
+ * where their kernel stores an epilogue at no loss (a CPU's product core, the small planes'
+ * pointwise kernel): otherwise a model's first run builds and compiles those kernels twice,
+ * with the set and without (MobileNetV3-small: the core at both widths, the pointwise kernel
+ * and the matmul core, about 1 s). Only where the set has a case of its own. */
+static clrun_status plain_cases(clrun_context *ctx, clrun__arena *arena, const clrun_graph *d,
+                                bool *claimed, candidate *chosen, int32_t *chosen_count)
+{
+    for (size_t b = 0; b < sizeof shared_ops / sizeof shared_ops[0]; b++) {
+        const char *name = shared_ops[b];
+        bool any = false;
+        for (int32_t c = 0; c < *chosen_count && !any; c++)
+            any = strcmp(d->nodes[chosen[c].base].op->name, name) == 0;
+        if (!any || !shares_source(ctx))
+            continue;
+        for (int32_t m = 0; m < d->node_count; m++) {
+            const clrun__node *base = &d->nodes[m];
+            if (claimed[m] || base->op == NULL || strcmp(base->op->name, name) != 0 ||
+                base->output_count != 1 || base->guarded || clrun__op_epilogue_prepare(base->op) == NULL ||
+                d->tensors[base->outputs[0]].type.dtype != CLRUN_F32)
+                continue;
+            int32_t *inputs = NULL;
+            clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, NULL, 0, &inputs);
+            if (op == NULL)
+                continue;
+            clrun__op_call call = base_call(d, op->epilogue, inputs);
+            if (strcmp(name, "conv2d") == 0 && !clrun__conv_epilogue_pays(ctx, &call, true))
+                continue;
+            if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
+                return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+            claimed[m] = true;
+            chosen[(*chosen_count)++] = (candidate){m, -1, 0, m, NULL, op, inputs};
+        }
+    }
+    return CLRUN_OK;
+}
+
 clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clrun_graph *d,
                                    const clrun__fuse_plan *plan, bool *taken, clrun__fusion *f)
 {
     int32_t *reads = clrun__arena_alloc(arena, ((size_t)d->tensor_count + 1) * sizeof *reads);
-    if (reads == NULL)
+    bool *claimed = clrun__arena_alloc(arena, ((size_t)d->node_count + 1) * sizeof *claimed);
+    candidate *chosen = clrun__arena_alloc(arena, ((size_t)d->node_count + 1) * sizeof *chosen);
+    clrun__fused_op **set = clrun__arena_alloc(arena, ((size_t)d->node_count + 1) * sizeof *set);
+    if (reads == NULL || claimed == NULL || chosen == NULL || set == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+    memset(claimed, 0, ((size_t)d->node_count + 1) * sizeof *claimed);
     clrun__draft_count_reads(d, reads);
+    int32_t chosen_count = 0;
     for (int32_t m = 0; m < d->node_count; m++) {
         const clrun__node *base = &d->nodes[m];
         if (base->op == NULL || base->output_count != 1 || base->guarded ||
@@ -241,7 +319,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         if (reads[t] < 1 || d->tensors[t].is_output || d->tensors[t].type.dtype != CLRUN_F32)
             continue;
         int32_t n = reader_of(d, t, m);
-        if (n < 0 || d->nodes[n].guarded || clrun__ew_def_of(d->nodes[n].op) == NULL)
+        if (n < 0 || claimed[n] || d->nodes[n].guarded || clrun__ew_def_of(d->nodes[n].op) == NULL)
             continue;
         int32_t g = plan->group_of[n], single = n;
         if (g >= 0 && taken[g])
@@ -274,18 +352,65 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         }
         if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
             return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
-        if (!builds(ctx, d, op, inputs))
+        for (int32_t k = 0; k < count; k++)
+            claimed[members[k]] = true;
+        claimed[m] = true;
+        chosen[chosen_count++] = (candidate){m, g, count, n, g >= 0 ? members : NULL, op, inputs};
+    }
+    clrun_status s = plain_cases(ctx, arena, d, claimed, chosen, &chosen_count);
+    if (s != CLRUN_OK)
+        return s;
+    /* the epilogues of each base op that shares a source, as one set */
+    for (size_t b = 0; b < sizeof shared_ops / sizeof shared_ops[0]; b++) {
+        int set_count = 0;
+        for (int32_t c = 0; c < chosen_count; c++)
+            if (strcmp(d->nodes[chosen[c].base].op->name, shared_ops[b]) == 0)
+                set[set_count++] = chosen[c].op;
+        if (set_count > 1 && shares_source(ctx) &&
+            !clrun__fuse_epilogue_set_source(arena, set, set_count, ctx->info.fp64, clrun__fuse_test_poison)) {
+            for (int k = 0; k < set_count; k++) /* out of memory: each its own source again */
+                if (!clrun__fuse_epilogue_source(arena, set[k], ctx->info.fp64))
+                    return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+        }
+    }
+    bool broken[sizeof shared_ops / sizeof shared_ops[0]] = {false}; /* a set that did not build */
+    for (int32_t c = 0; c < chosen_count; c++) {
+        const candidate *k = &chosen[c];
+        const int32_t *members = k->members ? k->members : &k->single;
+        size_t b = 0;
+        while (b < sizeof shared_ops / sizeof shared_ops[0] && strcmp(d->nodes[k->base].op->name, shared_ops[b]) != 0)
+            b++;
+        bool in_set = k->op->epilogue->index > 0, built = false;
+        if (in_set && !broken[b]) {
+            built = builds(ctx, d, k->op, k->inputs);
+            broken[b] = !built;
+        }
+        if (in_set && !built && k->count == 0)
+            continue; /* a plain case: without the set, the node runs as it is */
+        if (!built) { /* alone, or the set's text did not build: its own */
+            if (in_set && !clrun__fuse_epilogue_source(arena, k->op, ctx->info.fp64))
+                return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+            built = builds(ctx, d, k->op, k->inputs);
+        }
+        if (!built)
             continue;
-        int32_t root = members[count - 1], output = d->nodes[root].outputs[0];
-        for (int32_t k = 0; k < count - 1; k++)
-            clrun__draft_remove_node(d, members[k]);
-        clrun__draft_remove_node(d, m);
-        if (!clrun__draft_set_node(arena, d, root, &op->op, inputs, op->input_count, output, NULL, 0))
+        if (k->count == 0) { /* a plain case: the node runs its kernel of the set */
+            int32_t output = d->nodes[k->base].outputs[0];
+            if (!clrun__draft_set_node(arena, d, k->base, &k->op->op, k->inputs, k->op->input_count,
+                                       output, NULL, 0))
+                return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+            continue;
+        }
+        int32_t root = members[k->count - 1], output = d->nodes[root].outputs[0];
+        for (int32_t j = 0; j < k->count - 1; j++)
+            clrun__draft_remove_node(d, members[j]);
+        clrun__draft_remove_node(d, k->base);
+        if (!clrun__draft_set_node(arena, d, root, &k->op->op, k->inputs, k->op->input_count, output, NULL, 0))
             return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
-        if (g >= 0)
-            taken[g] = true;
-        f->groups[f->group_count++] = (clrun__fused_group){op->name, d->tensors[output].name, count + 1};
-        f->fused_nodes += count + 1;
+        if (k->group >= 0)
+            taken[k->group] = true;
+        f->groups[f->group_count++] = (clrun__fused_group){k->op->name, d->tensors[output].name, k->count + 1};
+        f->fused_nodes += k->count + 1;
     }
     return CLRUN_OK;
 }

@@ -57,5 +57,8 @@ extern bool clrun__fuse_every_epilogue;
 /* Tests: false leaves a group that updates donated state to its own kernel, as before such
  * groups joined a product (lib/fuse/epilogue.c), to compare bits and peaks. Default true. */
 extern bool clrun__fuse_state_epilogues;
+/* Tests: false gives each convolution epilogue its own source where the driver compiles at
+ * launch, as before epilogue sets (lib/fuse/epilogue.c), to compare bits. Default true. */
+extern bool clrun__epilogue_sets;
 
 #endif

@@ -63,6 +63,8 @@ typedef struct clrun__epilogue_base {
     char *helpers;                 /* OpenCL C before its kernels: the element functions and
                                       clrun_epilogue_fn */
     const char *expression;        /* "clrun_epilogue_fn(v, i, c, x0)" */
+    int params, index;             /* a case of an epilogue set (ops.h's clrun__epilogue): its
+                                      kernels' buffer parameters and the case + 1; else 0, 0 */
 } clrun__epilogue_base;
 
 typedef struct clrun__fused_op {

@@ -135,8 +135,11 @@ static bool epilogue_prefix(text *t, const clrun__epilogue *ep)
     if (ep->helpers)
         ok = append(t, ep->helpers, strlen(ep->helpers)) && append(t, "\n", 1);
     ok = ok && append(t, "#define EPILOGUE_PARAMS", 23);
-    for (int j = 0; ok && j < ep->extra_inputs; j++)
+    clrun__epilogue_slots slots = clrun__epilogue_slots_of(ep);
+    for (int j = 0; ok && j < slots.params; j++)
         ok = appendf(t, " , __global const float *x%d", j);
+    if (ok && slots.index > 0)
+        ok = appendf(t, " , const uint epi");
     ok = ok && append(t, "\n#define CLRUN_EPILOGUE(v, i, c) (", 34) &&
          append(t, ep->expression, strlen(ep->expression)) && append(t, ")\n", 2);
     return ok;
@@ -188,9 +191,11 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
     const clrun__kernel_source *src = embedded(source);
     if (src == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "no embedded program named '%s'", source);
-    if (ep && (ep->extra_inputs < 0 || ep->extra_inputs > CLRUN__EPILOGUE_MAX_EXTRA))
-        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "epilogue: %d extra inputs (at most %d)",
-                           ep->extra_inputs, CLRUN__EPILOGUE_MAX_EXTRA);
+    if (ep && (ep->extra_inputs < 0 || ep->extra_inputs > CLRUN__EPILOGUE_MAX_EXTRA ||
+               ep->params < 0 || ep->params > CLRUN__EPILOGUE_MAX_EXTRA || ep->index < 0))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT,
+                           "epilogue: %d extra inputs, %d parameters, case %d (at most %d)",
+                           ep->extra_inputs, ep->params, ep->index - 1, CLRUN__EPILOGUE_MAX_EXTRA);
     const char *body = part != PART_WHOLE ? strstr(src->text, body_marker) : NULL;
     if (part != PART_WHOLE && body == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "program '%s' has no per-MR body", source);
@@ -260,12 +265,28 @@ clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const
     return clrun__program_kernel_create(ctx, program, full, out);
 }
 
+clrun__epilogue_slots clrun__epilogue_slots_of(const clrun__epilogue *ep)
+{
+    if (ep == NULL || ep->expression == NULL)
+        return (clrun__epilogue_slots){0, 0, 0};
+    if (ep->index <= 0)
+        return (clrun__epilogue_slots){ep->extra_inputs, ep->extra_inputs, 0};
+    int params = ep->params > ep->extra_inputs ? ep->params : ep->extra_inputs;
+    return (clrun__epilogue_slots){ep->extra_inputs, params, ep->index};
+}
+
 clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint index,
-                                  const cl_mem *extra, int count)
+                                  const clrun__epilogue_slots *slots, const cl_mem *extra)
 {
     clrun_status s = CLRUN_OK;
-    for (int j = 0; s == CLRUN_OK && j < count; j++)
-        s = clrun__buffer_arg(ctx, kernel, index + (cl_uint)j, extra[j]);
+    const cl_mem none = NULL; /* a parameter of the set's that this case does not read */
+    for (int j = 0; s == CLRUN_OK && j < slots->params; j++)
+        s = j < slots->inputs ? clrun__buffer_arg(ctx, kernel, index + (cl_uint)j, extra[j])
+                              : clrun__arg(ctx, kernel, index + (cl_uint)j, sizeof none, &none);
+    if (s == CLRUN_OK && slots->index > 0) {
+        cl_uint epi = (cl_uint)slots->index - 1;
+        s = clrun__arg(ctx, kernel, index + (cl_uint)slots->params, sizeof epi, &epi);
+    }
     return s;
 }
 
@@ -385,14 +406,17 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
 }
 
 clrun_status clrun__time_core_run(clrun_context *ctx, cl_kernel kernel, cl_mem a, cl_mem packed, cl_mem out,
-                                  cl_uint extra_at, int extra, const size_t *global, const size_t *local,
-                                  double *seconds)
+                                  cl_uint extra_at, const clrun__epilogue_slots *extra,
+                                  const size_t *global, const size_t *local, double *seconds)
 {
     *seconds = 0;
     const cl_mem buffers[3] = {a, packed, a};
     clrun_status s = clrun__buffer_args(ctx, kernel, buffers, 3, out);
-    for (int x = 0; s == CLRUN_OK && x < extra; x++)
-        s = clrun__arg(ctx, kernel, extra_at + (cl_uint)x, sizeof out, &out);
+    cl_mem stand_in[CLRUN__EPILOGUE_MAX_EXTRA];
+    for (int x = 0; x < CLRUN__EPILOGUE_MAX_EXTRA; x++)
+        stand_in[x] = out;
+    if (s == CLRUN_OK)
+        s = clrun__epilogue_args(ctx, kernel, extra_at, extra, stand_in);
     if (s != CLRUN_OK)
         return s;
     for (int run = 0; run < 3; run++) {

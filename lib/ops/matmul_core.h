@@ -96,10 +96,11 @@ clrun_status clrun__core_kernel_narrow(clrun_context *ctx, const clrun__core_sou
 clrun_status clrun__program_kernel(clrun_context *ctx, cl_program program, const char *name,
                                    unsigned mr, cl_kernel *out);
 
-/* Sets the epilogue's extra buffers (enqueue's inputs[first..first+count)) as arguments from
- * `index` on. */
+/* Sets the epilogue's arguments from `index` on (ops.h's clrun__epilogue_slots): the extra
+ * buffers (enqueue's inputs after the node's own), then for a case of a set null buffers up to
+ * its parameters, and the case. */
 clrun_status clrun__epilogue_args(clrun_context *ctx, cl_kernel kernel, cl_uint index,
-                                  const cl_mem *extra, int count);
+                                  const clrun__epilogue_slots *slots, const cl_mem *extra);
 
 /* One-time choice among `count` variants: *chosen is the one remembered for `key` (device and
  * shape) in the cache directory, else the fastest by `time` (seconds per run of variant i),
@@ -115,11 +116,11 @@ clrun_status clrun__core_tune(clrun_context *ctx, const char *key, double flops,
 
 /* Seconds of one run of a core variant's `kernel` (its own arguments set) over global/local on
  * tuning buffers: a, the packed b, a again in place of the bias, then out, which also stands in
- * for the epilogue's `extra` inputs from argument `extra_at` (they read at most its extent). The
+ * for the epilogue's `extra` buffers from argument `extra_at` (they read at most its extent). The
  * best of two after a warm-up run (which also compiles it), measured around clFinish. */
 clrun_status clrun__time_core_run(clrun_context *ctx, cl_kernel kernel, cl_mem a, cl_mem packed, cl_mem out,
-                                  cl_uint extra_at, int extra, const size_t *global, const size_t *local,
-                                  double *seconds);
+                                  cl_uint extra_at, const clrun__epilogue_slots *extra,
+                                  const size_t *global, const size_t *local, double *seconds);
 
 /* The buffers of one tuning (inputs and an output of one batch entry, filled with 0.5f): driver
  * buffers counted by the context's pool and held to its limit (clrun__pool_create_raw), given

@@ -30,7 +30,26 @@ typedef struct clrun__epilogue {
     const char *expression;
     const char *helpers;
     int extra_inputs; /* 0..CLRUN__EPILOGUE_MAX_EXTRA */
+    /* One case of an epilogue set (lib/fuse/epilogue.c): `helpers` and `expression` are the
+     * set's, alike for every case, so that the base's kernels build once for all of them. The
+     * kernels then take `params` buffers (x0 .. , at least extra_inputs: the set's most) and
+     * after them `const uint epi`, the case, which the expression switches on. `index` is the
+     * case + 1; 0 (and params 0) for an epilogue alone. */
+    int params;
+    int index;
 } clrun__epilogue;
+
+/* The epilogue arguments of a kernel built with an epilogue, from its first one on: the node's
+ * extra inputs, then for a case of a set null buffers up to the set's parameters, and the
+ * case. */
+typedef struct clrun__epilogue_slots {
+    int inputs; /* the node's extra inputs */
+    int params; /* the kernel's buffer parameters (>= inputs) */
+    int index;  /* 0: no case argument; else the case + 1 */
+} clrun__epilogue_slots;
+
+/* The slots of ep (none for NULL). */
+clrun__epilogue_slots clrun__epilogue_slots_of(const clrun__epilogue *ep);
 
 /* Buffers of scratch one node may ask for (ops_conv.c: the padded image and the packed weights
  * of a convolution whose weights are not constant). */

@@ -50,7 +50,7 @@ typedef struct conv_state {
     clrun__chunking chunks; /* not constant, few positions: w packed a chunk at a time */
     bool has_bias;
     bool conv;              /* conv2d, conv_transpose2d: x, w[, bias] -> out; pool: x -> out */
-    int extra;              /* epilogue inputs after the node's own */
+    clrun__epilogue_slots extra; /* the epilogue's arguments: inputs after the node's own */
     cl_uint extra_index;    /* the first epilogue argument */
     int bw;                 /* conv2d's weights narrow (clrun__narrow_code), else 0: the core
                                reads its packed narrow copy, the other kernels w widened into
@@ -135,8 +135,8 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
     if (s == CLRUN_OK && padded)
         s = clrun__buffer_args(ctx, st->pad.kernel, &inputs[0], 1, x);
     if (s == CLRUN_OK)
-        s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, inputs + call->input_count,
-                                 st->extra);
+        s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, &st->extra,
+                                 inputs + call->input_count);
     if (s != CLRUN_OK)
         return s;
     clrun__chain chain;
@@ -173,7 +173,7 @@ typedef struct conv_tuning {
     unsigned nr;
     cl_uint hp, wp;
     cl_mem x, packed, out, table;
-    int extra;                   /* an epilogue's inputs: the scratch output stands in for them */
+    clrun__epilogue_slots extra; /* an epilogue's: the scratch output stands in for its inputs */
     bool direct;                 /* w read as it is (the packed buffer stands in for it) */
     clrun__tune_buffers buffers; /* x, packed and out */
 } conv_tuning;
@@ -247,7 +247,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     size_t global[3], local[3];
     core_geometry(ctx, t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
-        s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, CONV_CORE_EXTRA_AT, t->extra, global, local, seconds);
+        s = clrun__time_core_run(ctx, kernel, t->x, t->packed, t->out, CONV_CORE_EXTRA_AT, &t->extra, global, local, seconds);
     if (kernel)
         clrun__cl.ReleaseKernel(kernel);
     return s;
@@ -255,7 +255,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* The variant for this geometry, timed once per (device, shape) over one image and group. */
 static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source *src, const cl_int *geo,
-                                   unsigned nr, cl_uint hp, cl_uint wp, int extra, bool direct,
+                                   unsigned nr, cl_uint hp, cl_uint wp, clrun__epilogue_slots extra, bool direct,
                                    const clrun__core_variant **out)
 {
     uint64_t P = (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
@@ -661,7 +661,7 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->ks.what = "conv2d";
     st->dequant = clrun__product_dequant(call, &st->has_bias);
     st->bw = clrun__narrow_code(call->inputs[1].dtype);
-    st->extra = ep ? ep->extra_inputs : 0;
+    st->extra = clrun__epilogue_slots_of(ep);
     cl_int has_bias = st->has_bias;
     uint64_t images = (uint64_t)call->inputs[0].shape[0];
     bool depthwise = depthwise_on(geo);

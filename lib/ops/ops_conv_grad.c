@@ -59,7 +59,7 @@ typedef struct grad_weight_state {
     clrun__packing pack;     /* dy into panels: scratch part 1 (part 0 without padding) */
     clrun__conv_padding pad; /* x with its padding: scratch part 0 */
     bool core;
-    int extra;               /* an epilogue's inputs after the node's own */
+    clrun__epilogue_slots extra; /* the epilogue's arguments: inputs after the node's own */
     cl_uint extra_index;     /* the kernel's first epilogue argument */
 } grad_weight_state;
 
@@ -90,8 +90,8 @@ static clrun_status grad_weight_enqueue(clrun_context *ctx, void *opaque, const 
                                         const cl_event *wait_list, cl_event *done)
 {
     grad_weight_state *st = opaque;
-    clrun_status s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index,
-                                          inputs + call->input_count, st->extra);
+    clrun_status s = clrun__epilogue_args(ctx, st->ks.kernel, st->extra_index, &st->extra,
+                                          inputs + call->input_count);
     if (s != CLRUN_OK)
         return s;
     if (!st->core)
@@ -215,7 +215,7 @@ static clrun_status conv_grad_weight_prepare_epilogue(clrun_context *ctx, const 
     if (st == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "conv2d_grad_weight: node state");
     st->ks.what = "conv2d_grad_weight";
-    st->extra = ep ? ep->extra_inputs : 0;
+    st->extra = clrun__epilogue_slots_of(ep);
     if (dev.registers && core_pays(geo)) {
         s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
         if (s == CLRUN_OK)

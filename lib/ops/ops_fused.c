@@ -104,7 +104,7 @@ static clrun_status prepare_epilogue(clrun_context *ctx, const clrun__fused_op *
     uint64_t mask = (UINT64_C(1) << e->input_count) - 1;
     st->call = (clrun__op_call){st->types, e->input_count, st->types + e->input_count, 1, e->attrs,
                                 e->attr_count, call->constant_inputs & mask};
-    clrun__epilogue ep = {e->expression, e->helpers, e->extra_inputs};
+    clrun__epilogue ep = {e->expression, e->helpers, e->extra_inputs, e->params, e->index};
     return prepare(ctx, e->op, &st->call, &ep, &st->base_state);
 }
 

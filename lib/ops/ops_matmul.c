@@ -48,7 +48,7 @@ typedef struct mm_state {
     uint32_t sp;            /* a chunk a whole number of blocks of sp panels (the panels a
                                work-group's block of rows runs one after another) */
     bool has_bias;
-    int extra;              /* epilogue inputs after the node's own */
+    clrun__epilogue_slots extra; /* the epilogue's arguments: inputs after the node's own */
     int bw;                 /* B narrow (clrun__narrow_code), else 0: the core reads its packed
                                narrow copy, the other kernels B widened into scratch */
     int dequant;            /* B's scale (and zero point): the node's last inputs */
@@ -113,7 +113,7 @@ typedef struct mm_tuning {
     const clrun__matmul_dims *d;
     unsigned nr;
     cl_mem a, packed, out, table;
-    int extra;                   /* an epilogue's inputs: the scratch output stands in for them */
+    clrun__epilogue_slots extra; /* an epilogue's: the scratch output stands in for its inputs */
     bool direct;                 /* B read as it is (mm_state.direct) */
     clrun__tune_buffers buffers; /* a, packed and out */
 } mm_tuning;
@@ -181,7 +181,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     size_t global[3], local[3];
     core_geometry(ctx, t->d, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
-        s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, MM_CORE_EXTRA_AT, t->extra, global,
+        s = clrun__time_core_run(ctx, kernel, t->a, t->packed, t->out, MM_CORE_EXTRA_AT, &t->extra, global,
                                      local, seconds);
     if (kernel)
         clrun__cl.ReleaseKernel(kernel);
@@ -190,7 +190,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
 
 /* Chooses the core's variant for d, timing the candidates once per (device, shape). */
 static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source *src,
-                                   const clrun__matmul_dims *d, unsigned nr, int extra, bool direct,
+                                   const clrun__matmul_dims *d, unsigned nr, clrun__epilogue_slots extra, bool direct,
                                    const clrun__core_variant **out)
 {
     size_t count;
@@ -370,7 +370,7 @@ static clrun_status mm_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "matmul: node state");
     st->dequant = clrun__product_dequant(call, &st->has_bias);
     st->bw = clrun__narrow_code(call->inputs[1].dtype);
-    st->extra = ep ? ep->extra_inputs : 0;
+    st->extra = clrun__epilogue_slots_of(ep);
     st->core = dev.registers;
     st->ks.inputs = 3;
     st->ks.dims = 3;
@@ -449,7 +449,7 @@ static clrun_status mm_enqueue(clrun_context *ctx, void *opaque, const clrun__op
     clrun_status s = clrun__buffer_args(ctx, st->ks.kernel, buffers, 3, outputs[0]);
     if (s == CLRUN_OK)
         s = clrun__epilogue_args(ctx, st->ks.kernel, st->core ? MM_CORE_EXTRA_AT : MM_EXTRA_AT,
-                                 inputs + call->input_count, st->extra);
+                                 &st->extra, inputs + call->input_count);
     if (s != CLRUN_OK)
         return s;
     clrun__chain chain;
