@@ -105,6 +105,10 @@ static void infer_or_fail(node *n)
  * the node packs them on the device at every enqueue. */
 static bool unpacked_run;
 
+/* The kernel the last conv2d that run_node ran launched (its state begins with a
+ * clrun__kernel_state, lib/ops/ops_internal.h). */
+static char conv2d_kernel[128];
+
 /* Runs the node `runs` times (before run r > 0, `between` is called with the input buffers);
  * the last run's output is in n->result. */
 static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
@@ -125,6 +129,11 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
     }
     if (s != CLRUN_OK)
         fail_msg("%s prepare: %s", n->op, clrun_last_error(ctx));
+    if (strcmp(n->op, "conv2d") == 0)
+        assert_int_equal(clGetKernelInfo(((const clrun__kernel_state *)state)->kernel,
+                                         CL_KERNEL_FUNCTION_NAME, sizeof conv2d_kernel,
+                                         conv2d_kernel, NULL),
+                         CL_SUCCESS);
     int total = n->input_count + (n->epilogue ? n->epilogue->extra_inputs : 0);
     cl_mem in[8], out;
     cl_int e;
@@ -916,6 +925,42 @@ static void conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits(void **st
                        "depthwise rows at once", "the direct kernel");
 }
 
+/* Each of the depthwise kernels along the rows (one per path: kernels/conv.cl) runs a shape
+ * whose path it is, on 16 lanes and on 8, and gives the direct kernel's bits: a plane copied
+ * whole (15 x 15 -> 8 x 8, 5 x 5 at stride 2), a tall one copied a row at a time (no vector
+ * inside its dilated rows), 3 x 3 rows wider than two vectors at stride 1 (dilated, padded 2),
+ * 2 and 3, and 5 x 5 ones from x (EfficientNet's 56 x 56 at stride 2). */
+static void conv2d_depthwise_row_kernels_each_run_their_path(void **state)
+{
+    (void)state;
+    const struct {
+        conv_case c;
+        const char *kernel;
+    } cases[] = {
+        {{"1,4,15,15", "4,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4, {0, 0}}, true}, "plane"},
+        {{"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false}, "buffered"},
+        {{"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true}, "3x3_s1"},
+        {{"1,4,7,90", "4,1,3,3", {{2, 2}, {1, 0, 1, 1}, {1, 1}, 4, {0, 0}}, false}, "3x3_s2"},
+        {{"1,3,6,120", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, true}, "3x3"},
+        {{"1,3,56,56", "3,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true}, NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const conv_case *one = &cases[c].c;
+        char kernel[64];
+        snprintf(kernel, sizeof kernel, "clrun_conv2d_depthwise%s%s", cases[c].kernel ? "_" : "",
+                 cases[c].kernel ? cases[c].kernel : "");
+        node n = conv_node("conv2d", one->x, one->w, &one->p, one->bias, 970 + 10 * (int)c);
+        choose_depthwise_rows(1);
+        run_node(&n, 1, NULL);
+        choose_depthwise_rows(-1);
+        if (strcmp(conv2d_kernel, kernel) != 0)
+            fail_msg("%s %s: launched %s, expected %s", one->x, one->w, conv2d_kernel, kernel);
+        free(n.result);
+        free_node_data(&n, n.input_count);
+        expect_kernel_bits(one, 1, 971 + 10 * (int)c, choose_depthwise_rows, kernel, "the direct kernel");
+    }
+}
+
 static void choose_rows(int which)
 {
     clrun__conv_rows_forced = which == 1; /* the CPUs' default, on any device */
@@ -1637,6 +1682,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_pointwise_small_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_depthwise_row_kernels_each_run_their_path, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
