@@ -1545,6 +1545,78 @@ static void every_reduction_at_ranks_7_and_8_and_over_long_runs(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
+/* A reduction along rows one work-item per output (the CPUs' clrun_reduce_rows_f32) launches
+ * groups of 16 whatever the count of outputs (one compile, not one per power of two dividing
+ * it: squeeze-and-excite's pools over 16, 120 and 7 channels), and the last group's items past
+ * the outputs write nothing: the output buffer's tail keeps its poison, and every mean equals
+ * the reference. */
+static void reduce_rows_take_one_group_size_and_write_only_their_outputs(void **state)
+{
+    (void)state;
+    static const char *const shapes[] = {"16,49", "120,49", "7,196", "1,3136"};
+    const uint64_t tail = 40;
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        node n = {.op = "reduce_mean", .input_count = 1, .in = {type(shapes[c])}};
+        const int64_t axis = 1;
+        n.attrs[n.attr_count++] = attr_ints("axes", 1, &axis);
+        n.attrs[n.attr_count++] = attr_int("keepdims", 0);
+        uint64_t rows = (uint64_t)n.in[0].shape[0], length = (uint64_t)n.in[0].shape[1];
+        n.data[0] = random_floats(rows * length, -2, 2, 1300 + c);
+        infer_or_fail(&n);
+        const clrun__op *op = clrun__op_find(n.op);
+        const clrun__op_kernels *kernels = clrun__op_kernels_find(op);
+        clrun__op_call call = call_of(&n);
+        void *st = NULL;
+        if (kernels->prepare(ctx, op, &call, &st) != CLRUN_OK)
+            fail_msg("reduce_mean prepare: %s", clrun_last_error(ctx));
+        const clrun__kernel_state *ks = st;
+        char name[128];
+        assert_int_equal(clGetKernelInfo(ks->kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL),
+                         CL_SUCCESS);
+        if (strcmp(name, "clrun_reduce_rows_f32") == 0) {
+            assert_int_equal(ks->local[0], 16);
+            assert_int_equal(ks->global[0], (rows + 15) / 16 * 16);
+        }
+        cl_int e;
+        cl_mem in = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                   rows * length * 4, (void *)n.data[0], &e);
+        assert_int_equal(e, CL_SUCCESS);
+        cl_mem out = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, (rows + tail) * 4, NULL, &e);
+        assert_int_equal(e, CL_SUCCESS);
+        const cl_uint poison = 0x7fc0dead;
+        assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(ctx), out, &poison, 4, 0, (rows + tail) * 4,
+                                             0, NULL, NULL),
+                         CL_SUCCESS);
+        cl_event done = NULL;
+        if (kernels->enqueue(ctx, st, &call, &in, &out, 0, NULL, &done) != CLRUN_OK)
+            fail_msg("reduce_mean enqueue: %s", clrun_last_error(ctx));
+        uint32_t *got = malloc((rows + tail) * 4);
+        assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(ctx), out, CL_TRUE, 0, (rows + tail) * 4,
+                                             got, 1, &done, NULL),
+                         CL_SUCCESS);
+        clReleaseEvent(done);
+        for (uint64_t r = 0; r < rows; r++) {
+            double ref = 0, scale = 0;
+            for (uint64_t j = 0; j < length; j++)
+                ref += n.data[0][r * length + j], scale += fabs(n.data[0][r * length + j]);
+            float v;
+            memcpy(&v, &got[r], 4);
+            if (!(fabs((double)v - ref / (double)length) <= 1e-5 * (fabs(ref) + scale) / (double)length))
+                fail_msg("%s: mean %llu is %.9g, reference %.9g", shapes[c], (unsigned long long)r, v,
+                         ref / (double)length);
+        }
+        for (uint64_t t = rows; t < rows + tail; t++)
+            if (got[t] != poison)
+                fail_msg("%s: word %llu past the %llu outputs was written", shapes[c], (unsigned long long)t,
+                         (unsigned long long)rows);
+        free(got);
+        clReleaseMemObject(in);
+        clReleaseMemObject(out);
+        kernels->release(st);
+        free((void *)n.data[0]);
+    }
+}
+
 static void argmax_and_argmin_with_ties_keepdims_and_last_index(void **state)
 {
     (void)state;
@@ -1694,6 +1766,7 @@ int main(void)
         cmocka_unit_test_setup(softmax_and_logsoftmax_over_any_axis, reset_choices),
         cmocka_unit_test_setup(every_reduction_over_any_axes_with_keepdims, reset_choices),
         cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8_and_over_long_runs, reset_choices),
+        cmocka_unit_test_setup(reduce_rows_take_one_group_size_and_write_only_their_outputs, reset_choices),
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),
     };
