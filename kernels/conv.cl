@@ -157,7 +157,7 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
 #define DW_WHOLE_STORES 1
 #endif
 
-/* The 3x3 paths of clrun_conv2d_depthwise (macros over its locals): one output at column ow,
+/* The 3x3 paths of clrun_conv2d_depthwise_3x3 (macros over its locals): one output at column ow,
  * each tap inside the image or skipped; and the vectors over columns [lo, hi) at stride SW. */
 #define DW3_TAP(r, ok, iw, wt, acc)                                                                \
     acc = (ok) && (iw) >= 0 && (iw) < W ? fma((r)[clamp((iw), 0, W - 1)], (wt), (acc)) : (acc)
@@ -248,113 +248,151 @@ DWVEC dw_load_private(const float *p, const int sw)
         DW_STORE_SOME(has_bias ? CAT(a, r) + add : CAT(a, r), at_, OW - v0);                        \
     }
 
-__kernel void clrun_conv2d_depthwise(__global const float *x, __global const float *w,
-                                     __global const float *bias, __global float *out,
-                                     __constant const int *g, const int has_bias EPILOGUE_PARAMS)
-{
-    const int OW = g[G_OW], OH = g[G_OH], H = g[G_H], W = g[G_W];
-    const int R = (OH + (int)get_global_size(0) - 1) / (int)get_global_size(0);
-    const int oh0 = (int)get_global_id(0) * R, oh1 = min(OH, oh0 + R);
-    const size_t plane = get_global_id(1);
-    const int O = g[G_O], o = plane % O, c = o / (O / g[G_GROUPS]);
-    const size_t n = plane / O;
-    const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
-    const int dh = g[G_DH], dw = g[G_DW];
-    __global const float *xp = x + ((ulong)n * g[G_C] + c) * H * W;
-    __global const float *wo = w + (ulong)o * KH * KW;
+/* The depthwise kernels along the rows: one per path, the host choosing it from the shape
+ * (lib/ops/ops_conv.c's depthwise_kernel) as one kernel once chose among its paths. POCL
+ * compiles a kernel whole at its first launch, every path of it: the one kernel was a compile
+ * of 1.2 s on an empty cache (MobileNetV3-small, which ran one of its paths). Each declares
+ * what its path reads of the work-item and the geometry (DW_ITEM), and the column and span
+ * bounds where it needs them (DW_COLUMNS, DW_SPAN). */
+#define DW_PARAMS                                                                                  \
+    __global const float *x, __global const float *w, __global const float *bias,                  \
+        __global float *out, __constant const int *g, const int has_bias EPILOGUE_PARAMS
+#define DW_ITEM                                                                                    \
+    const int OW = g[G_OW], OH = g[G_OH], H = g[G_H], W = g[G_W];                                  \
+    const int R = (OH + (int)get_global_size(0) - 1) / (int)get_global_size(0);                    \
+    const int oh0 = (int)get_global_id(0) * R, oh1 = min(OH, oh0 + R);                             \
+    const size_t plane = get_global_id(1);                                                         \
+    const int O = g[G_O], o = plane % O, c = o / (O / g[G_GROUPS]);                               \
+    const size_t n = plane / O;                                                                    \
+    const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW]; \
+    const int dh = g[G_DH], dw = g[G_DW];                                                          \
+    __global const float *xp = x + ((ulong)n * g[G_C] + c) * H * W;                                \
+    __global const float *wo = w + (ulong)o * KH * KW;                                             \
     const float add = has_bias ? bias[o] : 0.0f;
-    const bool k3 = KH == 3 && KW == 3;
-    const float w0 = k3 ? wo[0] : 0, w1 = k3 ? wo[1] : 0, w2 = k3 ? wo[2] : 0;
-    const float w3 = k3 ? wo[3] : 0, w4 = k3 ? wo[4] : 0, w5 = k3 ? wo[5] : 0;
-    const float w6 = k3 ? wo[6] : 0, w7 = k3 ? wo[7] : 0, w8 = k3 ? wo[8] : 0;
-    /* Columns [lo, hi) have every tap inside the row; vectors cover them where DWN fit. */
-    const int lo = min(OW, (pw + sw - 1) / sw);
-    const int last = W - 1 + pw - (KW - 1) * dw;
-    const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
+/* Columns [lo, hi) have every tap inside the row; vectors cover them where DWN fit. */
+#define DW_COLUMNS                                                                                 \
+    const int lo = min(OW, (pw + sw - 1) / sw);                                                    \
+    const int last = W - 1 + pw - (KW - 1) * dw;                                                   \
+    const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));                                 \
     const bool vectors = hi - lo >= DWN;
-    const int NV = (OW + DWN - 1) / DWN;
+/* A row's vectors (at most 2 on the paths through private memory) and the floats they read. */
+#define DW_SPAN                                                                                    \
+    const int NV = (OW + DWN - 1) / DWN;                                                           \
     const int span = (NV * DWN - 1) * sw + (KW - 1) * dw + 1;
-    /* a tall plane that does not fit private memory whole and has vectors of columns inside
-     * the row reads them from x: copying each row again for each tap of each output row cost
-     * more (EfficientNet's 56 x 56, 5 x 5 at stride 2: 1.8x) */
-    if (NV <= 2 && span <= DW_ROW && (H * span <= DW_PLANE || !vectors)) {
-        const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
-        float buf[DW_PLANE];
-        const bool whole = oh0 == 0 && oh1 == OH && H * span <= DW_PLANE;
-        for (int ih = 0; whole && ih < H; ih++)
-            dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
-        /* The whole plane: DW_ROWS output rows at once, each its own sums (a row's chain of
-         * fmas, each waiting on the one before, left the core idle: EfficientNet's 28 x 28,
-         * 5 x 5 ran at a twentieth of its rate); a row outside the image, or past the
-         * block's last, takes row 0's inputs and keeps its sums (a select, as the lanes). */
-        for (int oh = oh0; whole && oh < oh1; oh += DW_ROWS) {
-            for (int v0 = 0; v0 < OW; v0 += DWN) {
-                DW_ROWS_OF(DWR_DECL)
-                for (int kh = 0; kh < KH; kh++) {
-                    DW_ROWS_OF(DWR_ROW)
-                    for (int kw = 0; kw < KW; kw++) {
-                        const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
-                        const DWINT in = (iw >= 0) & (iw < W);
-                        const DWVEC t = (DWVEC)(wo[kh * KW + kw]);
-                        DW_ROWS_OF(DWR_TAP)
-                    }
+
+/* The whole plane in private memory (it fits DW_PLANE floats; one work-item has every row):
+ * DW_ROWS output rows at once, each its own sums (a row's chain of fmas, each waiting on the
+ * one before, left the core idle: EfficientNet's 28 x 28, 5 x 5 ran at a twentieth of its
+ * rate); a row outside the image, or past the block's last, takes row 0's inputs and keeps its
+ * sums (a select, as the lanes). */
+__kernel void clrun_conv2d_depthwise_plane(DW_PARAMS)
+{
+    DW_ITEM
+    DW_SPAN
+    const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
+    float buf[DW_PLANE];
+    for (int ih = 0; ih < H; ih++)
+        dw_copy_row(buf + ih * span, xp + (ulong)ih * W, W, pw, span);
+    for (int oh = oh0; oh < oh1; oh += DW_ROWS) {
+        for (int v0 = 0; v0 < OW; v0 += DWN) {
+            DW_ROWS_OF(DWR_DECL)
+            for (int kh = 0; kh < KH; kh++) {
+                DW_ROWS_OF(DWR_ROW)
+                for (int kw = 0; kw < KW; kw++) {
+                    const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
+                    const DWINT in = (iw >= 0) & (iw < W);
+                    const DWVEC t = (DWVEC)(wo[kh * KW + kw]);
+                    DW_ROWS_OF(DWR_TAP)
                 }
-                DW_ROWS_OF(DWR_STORE)
             }
+            DW_ROWS_OF(DWR_STORE)
         }
-        if (whole)
-            return;
-        for (int oh = oh0; oh < oh1; oh++) {
-            const int ih0 = oh * sh - ph;
-            const ulong at = (plane * OH + oh) * OW;
-            for (int v0 = 0; v0 < OW; v0 += DWN) {
-                DWVEC acc = 0.0f;
-                for (int kh = 0; kh < KH; kh++) {
-                    const int ih = ih0 + kh * dh;
-                    if (ih < 0 || ih >= H)
-                        continue;
-                    const float *r = (whole ? buf + ih * span : buf) + v0 * sw;
-                    if (!whole)
-                        dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
-                    for (int kw = 0; kw < KW; kw++) {
-                        const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
-                        const DWVEC v = dw_load_private(r + kw * dw, sw);
-                        acc = select(acc, fma(v, (DWVEC)(wo[kh * KW + kw]), acc),
-                                     (iw >= 0) & (iw < W));
-                    }
-                }
-                float lanes[DWN];
-                DWSTORE(has_bias ? acc + add : acc, lanes);
-                for (int j = 0; j < min(DWN, OW - v0); j++)
-                    out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
-            }
-        }
-        return;
     }
+}
+
+/* A narrow plane that does not fit private memory whole (or is split among work-items), with
+ * no vector of columns inside the row: each input row copied as a tap needs it. */
+__kernel void clrun_conv2d_depthwise_buffered(DW_PARAMS)
+{
+    DW_ITEM
+    DW_SPAN
+    const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
+    float buf[DW_ROW];
+    for (int oh = oh0; oh < oh1; oh++) {
+        const int ih0 = oh * sh - ph;
+        const ulong at = (plane * OH + oh) * OW;
+        for (int v0 = 0; v0 < OW; v0 += DWN) {
+            DWVEC acc = 0.0f;
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H)
+                    continue;
+                const float *r = buf + v0 * sw;
+                dw_copy_row(buf, xp + (ulong)ih * W, W, pw, span);
+                for (int kw = 0; kw < KW; kw++) {
+                    const DWINT iw = (v0 + lane) * sw - pw + kw * dw;
+                    const DWVEC v = dw_load_private(r + kw * dw, sw);
+                    acc = select(acc, fma(v, (DWVEC)(wo[kh * KW + kw]), acc),
+                                 (iw >= 0) & (iw < W));
+                }
+            }
+            float lanes[DWN];
+            DWSTORE(has_bias ? acc + add : acc, lanes);
+            for (int j = 0; j < min(DWN, OW - v0); j++)
+                out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
+        }
+    }
+}
+
+/* Any other 3 x 3 plane, read from x: the edge columns one at a time, the inside ones as
+ * vectors, the 9 weights in registers; a kernel of its own for stride 1 and for stride 2 (the
+ * vectors' loads then fixed), and one for the others (DW3_ROWS(SW): SW the vectors' stride). */
+#define DW3_ROWS(SW)                                                                               \
+    DW_ITEM                                                                                        \
+    DW_COLUMNS                                                                                     \
+    const float w0 = wo[0], w1 = wo[1], w2 = wo[2];                                                \
+    const float w3 = wo[3], w4 = wo[4], w5 = wo[5];                                                \
+    const float w6 = wo[6], w7 = wo[7], w8 = wo[8];                                                \
+    for (int oh = oh0; oh < oh1; oh++) {                                                           \
+        const int ih0 = oh * sh - ph;                                                              \
+        const ulong at = (plane * OH + oh) * OW;                                                   \
+        const int v_lo = vectors ? lo : OW, v_hi = vectors ? hi : OW;                              \
+        const bool ok0 = ih0 >= 0 && ih0 < H, ok1 = ih0 + dh >= 0 && ih0 + dh < H;                 \
+        const bool ok2 = ih0 + 2 * dh >= 0 && ih0 + 2 * dh < H;                                    \
+        /* rows outside the image point at row 0: never summed, but read in range */              \
+        __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;                                 \
+        __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;                         \
+        __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;                      \
+        for (int ow = 0; ow < v_lo; ow++)                                                          \
+            DW3_ONE(ow);                                                                           \
+        DW3_VECTORS(SW)                                                                            \
+        for (int ow = v_hi; ow < OW; ow++)                                                         \
+            DW3_ONE(ow);                                                                           \
+    }
+__kernel void clrun_conv2d_depthwise_3x3_s1(DW_PARAMS)
+{
+    DW3_ROWS(1)
+}
+__kernel void clrun_conv2d_depthwise_3x3_s2(DW_PARAMS)
+{
+    DW3_ROWS(2)
+}
+__kernel void clrun_conv2d_depthwise_3x3(DW_PARAMS)
+{
+    DW3_ROWS(sw)
+}
+
+/* Any other plane, read from x: the edge columns one at a time (dw_one), the inside ones as
+ * vectors (a tall plane whose rows hold such vectors reads them here: copying each row again
+ * for each tap of each output row cost more, EfficientNet's 56 x 56, 5 x 5 at stride 2: 1.8x). */
+__kernel void clrun_conv2d_depthwise(DW_PARAMS)
+{
+    DW_ITEM
+    DW_COLUMNS
     for (int oh = oh0; oh < oh1; oh++) {
         const int ih0 = oh * sh - ph;
         const ulong at = (plane * OH + oh) * OW;
         const int v_lo = vectors ? lo : OW, v_hi = vectors ? hi : OW;
-        if (k3) {
-            const bool ok0 = ih0 >= 0 && ih0 < H, ok1 = ih0 + dh >= 0 && ih0 + dh < H;
-            const bool ok2 = ih0 + 2 * dh >= 0 && ih0 + 2 * dh < H;
-            /* rows outside the image point at row 0: never summed, but read in range */
-            __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;
-            __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;
-            __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;
-            for (int ow = 0; ow < v_lo; ow++)
-                DW3_ONE(ow);
-            if (sw == 1) {
-                DW3_VECTORS(1)
-            } else if (sw == 2) {
-                DW3_VECTORS(2)
-            } else {
-                DW3_VECTORS(sw)
-            }
-            for (int ow = v_hi; ow < OW; ow++)
-                DW3_ONE(ow);
-            continue;
-        }
         for (int ow = 0; ow < v_lo; ow++) {
             const float v = dw_one(xp, wo, ih0, ow, g);
             out[at + ow] = EPILOGUE(has_bias ? v + add : v, at + ow, o);

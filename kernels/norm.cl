@@ -737,9 +737,11 @@ __kernel void clrun_reduce_f32(__global const float *x, __global float *y,
     } while (0)
 
 __kernel void clrun_reduce_rows_f32(__global const float *x, __global float *y,
-                                    __global const ulong *meta, const int op)
+                                    __global const ulong *meta, const int op, const ulong outputs)
 {
     const size_t o = get_global_id(0);
+    if (o >= outputs) /* the last group's items past the outputs (lib/ops/ops_norm.c) */
+        return;
     const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];
     const ulong count = meta[2];
     __global const ulong *kept = meta + 3;

@@ -105,6 +105,10 @@ static void infer_or_fail(node *n)
  * the node packs them on the device at every enqueue. */
 static bool unpacked_run;
 
+/* The kernel the last conv2d that run_node ran launched (its state begins with a
+ * clrun__kernel_state, lib/ops/ops_internal.h). */
+static char conv2d_kernel[128];
+
 /* Runs the node `runs` times (before run r > 0, `between` is called with the input buffers);
  * the last run's output is in n->result. */
 static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
@@ -125,6 +129,11 @@ static void run_node(node *n, int runs, void (*between)(cl_mem *inputs))
     }
     if (s != CLRUN_OK)
         fail_msg("%s prepare: %s", n->op, clrun_last_error(ctx));
+    if (strcmp(n->op, "conv2d") == 0)
+        assert_int_equal(clGetKernelInfo(((const clrun__kernel_state *)state)->kernel,
+                                         CL_KERNEL_FUNCTION_NAME, sizeof conv2d_kernel,
+                                         conv2d_kernel, NULL),
+                         CL_SUCCESS);
     int total = n->input_count + (n->epilogue ? n->epilogue->extra_inputs : 0);
     cl_mem in[8], out;
     cl_int e;
@@ -916,6 +925,42 @@ static void conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits(void **st
                        "depthwise rows at once", "the direct kernel");
 }
 
+/* Each of the depthwise kernels along the rows (one per path: kernels/conv.cl) runs a shape
+ * whose path it is, on 16 lanes and on 8, and gives the direct kernel's bits: a plane copied
+ * whole (15 x 15 -> 8 x 8, 5 x 5 at stride 2), a tall one copied a row at a time (no vector
+ * inside its dilated rows), 3 x 3 rows wider than two vectors at stride 1 (dilated, padded 2),
+ * 2 and 3, and 5 x 5 ones from x (EfficientNet's 56 x 56 at stride 2). */
+static void conv2d_depthwise_row_kernels_each_run_their_path(void **state)
+{
+    (void)state;
+    const struct {
+        conv_case c;
+        const char *kernel;
+    } cases[] = {
+        {{"1,4,15,15", "4,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4, {0, 0}}, true}, "plane"},
+        {{"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false}, "buffered"},
+        {{"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true}, "3x3_s1"},
+        {{"1,4,7,90", "4,1,3,3", {{2, 2}, {1, 0, 1, 1}, {1, 1}, 4, {0, 0}}, false}, "3x3_s2"},
+        {{"1,3,6,120", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, true}, "3x3"},
+        {{"1,3,56,56", "3,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true}, NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const conv_case *one = &cases[c].c;
+        char kernel[64];
+        snprintf(kernel, sizeof kernel, "clrun_conv2d_depthwise%s%s", cases[c].kernel ? "_" : "",
+                 cases[c].kernel ? cases[c].kernel : "");
+        node n = conv_node("conv2d", one->x, one->w, &one->p, one->bias, 970 + 10 * (int)c);
+        choose_depthwise_rows(1);
+        run_node(&n, 1, NULL);
+        choose_depthwise_rows(-1);
+        if (strcmp(conv2d_kernel, kernel) != 0)
+            fail_msg("%s %s: launched %s, expected %s", one->x, one->w, conv2d_kernel, kernel);
+        free(n.result);
+        free_node_data(&n, n.input_count);
+        expect_kernel_bits(one, 1, 971 + 10 * (int)c, choose_depthwise_rows, kernel, "the direct kernel");
+    }
+}
+
 static void choose_rows(int which)
 {
     clrun__conv_rows_forced = which == 1; /* the CPUs' default, on any device */
@@ -1500,6 +1545,117 @@ static void every_reduction_at_ranks_7_and_8_and_over_long_runs(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
+/* Runs node n (one f32 or 32-bit input, no scratch) once into an output buffer `tail` words
+ * longer than its output, poisoned, and fails if the node wrote any of those words; returns
+ * the output's words (malloc'd) and the launch (`kernel`'s name, its work-group size). */
+static uint32_t *run_with_a_tail(node *n, uint64_t tail, char *kernel, size_t size, size_t *local)
+{
+    infer_or_fail(n);
+    const clrun__op *op = clrun__op_find(n->op);
+    const clrun__op_kernels *kernels = clrun__op_kernels_find(op);
+    clrun__op_call call = call_of(n);
+    void *st = NULL;
+    if (kernels->prepare(ctx, op, &call, &st) != CLRUN_OK)
+        fail_msg("%s prepare: %s", n->op, clrun_last_error(ctx));
+    const clrun__kernel_state *ks = st; /* every state here begins with one */
+    assert_int_equal(clGetKernelInfo(ks->kernel, CL_KERNEL_FUNCTION_NAME, size, kernel, NULL), CL_SUCCESS);
+    *local = ks->local[0];
+    uint64_t count = elements(&n->out), inputs = elements(&n->in[0]);
+    cl_int e;
+    cl_mem in = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, inputs * 4,
+                               (void *)n->data[0], &e);
+    assert_int_equal(e, CL_SUCCESS);
+    cl_mem out = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, (count + tail) * 4, NULL, &e);
+    assert_int_equal(e, CL_SUCCESS);
+    const cl_uint poison = 0x7fc0dead;
+    assert_int_equal(clEnqueueFillBuffer(clrun_context_queue(ctx), out, &poison, 4, 0, (count + tail) * 4, 0,
+                                         NULL, NULL),
+                     CL_SUCCESS);
+    cl_event done = NULL;
+    if (kernels->enqueue(ctx, st, &call, &in, &out, 0, NULL, &done) != CLRUN_OK)
+        fail_msg("%s enqueue: %s", n->op, clrun_last_error(ctx));
+    uint32_t *got = malloc((count + tail) * 4);
+    assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(ctx), out, CL_TRUE, 0, (count + tail) * 4, got, 1,
+                                         &done, NULL),
+                     CL_SUCCESS);
+    clReleaseEvent(done);
+    for (uint64_t t = count; t < count + tail; t++)
+        if (got[t] != poison)
+            fail_msg("%s: word %llu past the %llu outputs was written", n->op, (unsigned long long)t,
+                     (unsigned long long)count);
+    clReleaseMemObject(in);
+    clReleaseMemObject(out);
+    kernels->release(st);
+    return got;
+}
+
+/* A reduction along rows one work-item per output (the CPUs' clrun_reduce_rows_f32) launches
+ * groups of 16 whatever the count of outputs (one compile, not one per power of two dividing
+ * it: squeeze-and-excite's pools over 16, 120 and 7 channels), and the last group's items past
+ * the outputs write nothing: the output buffer's tail keeps its poison, and every mean equals
+ * the reference. */
+static void reduce_rows_take_one_group_size_and_write_only_their_outputs(void **state)
+{
+    (void)state;
+    static const char *const shapes[] = {"16,49", "120,49", "7,196", "1,3136"};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        node n = {.op = "reduce_mean", .input_count = 1, .in = {type(shapes[c])}};
+        const int64_t axis = 1;
+        n.attrs[n.attr_count++] = attr_ints("axes", 1, &axis);
+        n.attrs[n.attr_count++] = attr_int("keepdims", 0);
+        uint64_t rows = (uint64_t)n.in[0].shape[0], length = (uint64_t)n.in[0].shape[1];
+        n.data[0] = random_floats(rows * length, -2, 2, 1300 + c);
+        char kernel[128];
+        size_t local = 0;
+        uint32_t *got = run_with_a_tail(&n, 40, kernel, sizeof kernel, &local);
+        if (strcmp(kernel, "clrun_reduce_rows_f32") == 0)
+            assert_int_equal(local, 16);
+        for (uint64_t r = 0; r < rows; r++) {
+            double ref = 0, scale = 0;
+            for (uint64_t j = 0; j < length; j++)
+                ref += n.data[0][r * length + j], scale += fabs(n.data[0][r * length + j]);
+            float v;
+            memcpy(&v, &got[r], 4);
+            if (!(fabs((double)v - ref / (double)length) <= 1e-5 * (fabs(ref) + scale) / (double)length))
+                fail_msg("%s: mean %llu is %.9g, reference %.9g", shapes[c], (unsigned long long)r, v,
+                         ref / (double)length);
+        }
+        free(got);
+        free((void *)n.data[0]);
+    }
+}
+
+/* A transpose that keeps its runs (ShuffleNetV2's channel shuffle, clrun_copy_runs) takes
+ * work-groups of 256 along runs of 128 elements or more, one compile for runs of 784, 196 and
+ * 130, and the largest power of two within a shorter run (49: 32); the items past a run copy
+ * nothing, every element lands where it belongs and nothing past the output is written. */
+static void row_copies_take_groups_of_256_from_runs_of_128(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x;
+        size_t local;
+    } cases[] = {{"2,6,784", 256}, {"2,29,196", 256}, {"2,5,130", 256}, {"2,58,49", 32}};
+    const int64_t perm[3] = {1, 0, 2};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        node n = {.op = "transpose", .input_count = 1, .in = {type(cases[c].x)}};
+        n.attrs[n.attr_count++] = attr_ints("perm", 3, perm);
+        const int64_t *d = n.in[0].shape;
+        n.data[0] = random_floats(elements(&n.in[0]), -2, 2, 1400 + c);
+        char kernel[128];
+        size_t local = 0;
+        uint32_t *got = run_with_a_tail(&n, 300, kernel, sizeof kernel, &local);
+        assert_string_equal(kernel, "clrun_copy_runs_u32");
+        assert_int_equal(local, cases[c].local);
+        for (int64_t a = 0; a < d[0]; a++)
+            for (int64_t b = 0; b < d[1]; b++)
+                if (memcmp(&got[(b * d[0] + a) * d[2]], &n.data[0][(a * d[1] + b) * d[2]], (size_t)d[2] * 4) != 0)
+                    fail_msg("%s: run (%lld, %lld) differs", cases[c].x, (long long)a, (long long)b);
+        free(got);
+        free((void *)n.data[0]);
+    }
+}
+
 static void argmax_and_argmin_with_ties_keepdims_and_last_index(void **state)
 {
     (void)state;
@@ -1637,6 +1793,7 @@ int main(void)
         cmocka_unit_test_setup(conv2d_pointwise_small_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_channels_kernel_gives_the_row_kernels_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits, reset_choices),
+        cmocka_unit_test_setup(conv2d_depthwise_row_kernels_each_run_their_path, reset_choices),
         cmocka_unit_test_setup(conv2d_rows_kernel_gives_the_core_bits, reset_choices),
         cmocka_unit_test_setup(conv2d_core_at_half_width_gives_the_full_widths_bits, reset_choices),
         cmocka_unit_test_setup(conv_transpose2d_matches_the_reference, reset_choices),
@@ -1648,6 +1805,8 @@ int main(void)
         cmocka_unit_test_setup(softmax_and_logsoftmax_over_any_axis, reset_choices),
         cmocka_unit_test_setup(every_reduction_over_any_axes_with_keepdims, reset_choices),
         cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8_and_over_long_runs, reset_choices),
+        cmocka_unit_test_setup(reduce_rows_take_one_group_size_and_write_only_their_outputs, reset_choices),
+        cmocka_unit_test_setup(row_copies_take_groups_of_256_from_runs_of_128, reset_choices),
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),
     };

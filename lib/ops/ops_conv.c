@@ -370,6 +370,36 @@ static int64_t vector_lanes(const clrun__core_device *dev)
     return dev->vw >= 16 ? 16 : 8;
 }
 
+/* Which of kernels/conv.cl's depthwise kernels along the rows runs a convolution of `lanes`
+ * lanes over `blocks` blocks of rows (depthwise_geometry's global[0]): one kernel per path, so
+ * that POCL compiles only the paths a model runs, chosen as the one kernel chose in it (its
+ * DW_ROW, DW_PLANE: floats of private memory). A plane of at most two vectors a row whose
+ * rows fit DW_ROW goes through private memory: whole where it fits DW_PLANE and one work-item
+ * has every row (plane), else a row at a time when no vector of columns lies inside the row
+ * (buffered); every other plane reads x, 3 x 3 with its weights in registers and a kernel
+ * per stride (1, 2, others). */
+#define DEPTHWISE_ROW 128    /* kernels/conv.cl's DW_ROW */
+#define DEPTHWISE_PLANE 1024 /* and DW_PLANE */
+static const char *depthwise_kernel(const cl_int *geo, int64_t lanes, size_t blocks)
+{
+    int64_t W = geo[CLRUN__G_W], OW = geo[CLRUN__G_OW], KW = geo[CLRUN__G_KW];
+    int64_t sw = geo[CLRUN__G_SW], pw = geo[CLRUN__G_PW], dw = geo[CLRUN__G_DW];
+    int64_t lo = (pw + sw - 1) / sw < OW ? (pw + sw - 1) / sw : OW;
+    int64_t last = W - 1 + pw - (KW - 1) * dw;
+    int64_t hi = last < 0 ? 0 : last / sw + 1 < OW ? last / sw + 1 : OW;
+    bool vectors = (hi > lo ? hi : lo) - lo >= lanes;
+    int64_t nv = (OW + lanes - 1) / lanes, span = (nv * lanes - 1) * sw + (KW - 1) * dw + 1;
+    bool fits = geo[CLRUN__G_H] * span <= DEPTHWISE_PLANE;
+    if (nv <= 2 && span <= DEPTHWISE_ROW && (fits || !vectors))
+        return blocks == 1 && fits ? "clrun_conv2d_depthwise_plane"
+                                   : "clrun_conv2d_depthwise_buffered";
+    if (geo[CLRUN__G_KH] != 3 || KW != 3)
+        return "clrun_conv2d_depthwise";
+    return sw == 1   ? "clrun_conv2d_depthwise_3x3_s1"
+           : sw == 2 ? "clrun_conv2d_depthwise_3x3_s2"
+                     : "clrun_conv2d_depthwise_3x3";
+}
+
 /* Whether conv2d runs on a depthwise kernel: a channel a group. One input channel and one
  * group (an audio front-end's Conv1d, a grayscale stem) is a plain product of K = KH * KW: the
  * depthwise kernel, holding every tap in registers, loses to the core past 3 x 3 (50x on a
@@ -570,9 +600,10 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         return s;
     }
     if (s == CLRUN_OK && depthwise) {
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise", 0, &st->ks.kernel);
         depthwise_geometry(geo, images, st->ks.global, st->ks.local);
-        return s;
+        return clrun__program_kernel(ctx, program,
+                                     depthwise_kernel(geo, vector_lanes(dev), st->ks.global[0]), 0,
+                                     &st->ks.kernel);
     }
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, "clrun_conv2d_direct", 0, &st->ks.kernel);

@@ -13,6 +13,8 @@
 
 /* Work-group size limit the kernels' local arrays are sized for (MAX_GROUP in norm.cl). */
 #define MAX_GROUP 256
+/* The work-group of clrun_reduce_rows_f32 (clrun__reduce_prepare): row_begin's largest. */
+#define REDUCE_ROWS_GROUP 16
 
 /* The norm program for ctx's device (VW its vector width), and whether rows take one work-item
  * (CPUs) rather than one work-group. */
@@ -487,9 +489,20 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     s = row_begin(ctx, name, 1, outputs, count, per_item, &st);
     if (s != CLRUN_OK)
         return s;
+    if (per_item) {
+        /* Groups of REDUCE_ROWS_GROUP whatever the count of outputs, the last group's items
+         * past them idle: POCL compiles a kernel once per work-group size, and row_begin's
+         * largest power of two dividing the count took MobileNetV3-small's squeeze-and-excite
+         * pools (16, 96, 120 channels ...) to two sizes, 0.25 s of compile each on an empty
+         * cache. The same work-item per output, so the same bits. */
+        st->local[0] = REDUCE_ROWS_GROUP;
+        st->global[0] = clrun__round_up((size_t)outputs, REDUCE_ROWS_GROUP);
+    }
     s = clrun__table_buffer(ctx, meta, n * sizeof meta[0], &st->table);
     cl_int op = code;
-    if (s == CLRUN_OK)
+    if (s == CLRUN_OK && per_item)
+        s = row_args(ctx, st, 3, sizeof st->table, &st->table, sizeof op, &op, sizeof outputs, &outputs);
+    else if (s == CLRUN_OK)
         s = row_args(ctx, st, 2, sizeof st->table, &st->table, sizeof op, &op);
     return clrun__kernel_state_done(st, s, state);
 }
