@@ -239,14 +239,27 @@ static bool in_place_safe(const clrun_graph *d, const clrun__fused_op *f, const 
  * second. */
 typedef struct candidate {
     int32_t base, group, count;
+    int family;               /* its set's (family_of), -1 for none */
     int32_t single;           /* the one member of a node alone */
     const int32_t *members;   /* the plan's group, else NULL: single */
     clrun__fused_op *op;
     int32_t *inputs;
 } candidate;
 
-/* The base ops whose epilogues share one source (an epilogue set) where shares_source says so. */
-static const char *const shared_ops[] = {"conv2d", "matmul"};
+/* The epilogue sets (shares_source): a matmul's, a convolution's on the CPU core, and a
+ * convolution's on the small planes' pointwise kernel, which takes only cheap epilogues: a set
+ * of those alone keeps the others' cases out of its kernel (each case copies its store). */
+enum { FAMILY_MATMUL, FAMILY_CONV_CORE, FAMILY_CONV_LANES, FAMILIES };
+
+/* The set of an epilogue of `base` under `call` (the base op's call), or -1. */
+static int family_of(clrun_context *ctx, const clrun__node *base, const clrun__op_call *call)
+{
+    if (strcmp(base->op->name, "matmul") == 0)
+        return FAMILY_MATMUL;
+    if (strcmp(base->op->name, "conv2d") != 0)
+        return -1;
+    return clrun__conv_epilogue_pays(ctx, call, false) ? FAMILY_CONV_CORE : FAMILY_CONV_LANES;
+}
 
 /* Whether the epilogues of a base op share a set on ctx's device: where the driver compiles
  * each kernel at its first launch (POCL), a product kernel built once per epilogue costs
@@ -269,31 +282,31 @@ static bool shares_source(const clrun_context *ctx)
 static clrun_status plain_cases(clrun_context *ctx, clrun__arena *arena, const clrun_graph *d,
                                 bool *claimed, candidate *chosen, int32_t *chosen_count)
 {
-    for (size_t b = 0; b < sizeof shared_ops / sizeof shared_ops[0]; b++) {
-        const char *name = shared_ops[b];
-        bool any = false;
-        for (int32_t c = 0; c < *chosen_count && !any; c++)
-            any = strcmp(d->nodes[chosen[c].base].op->name, name) == 0;
-        if (!any || !shares_source(ctx))
+    bool any[FAMILIES] = {false};
+    for (int32_t c = 0; c < *chosen_count; c++)
+        if (chosen[c].family >= 0)
+            any[chosen[c].family] = true;
+    if (!shares_source(ctx))
+        return CLRUN_OK;
+    for (int32_t m = 0; m < d->node_count; m++) {
+        const clrun__node *base = &d->nodes[m];
+        if (claimed[m] || base->op == NULL || base->output_count != 1 || base->guarded ||
+            clrun__op_epilogue_prepare(base->op) == NULL || d->tensors[base->outputs[0]].type.dtype != CLRUN_F32 ||
+            (strcmp(base->op->name, "conv2d") != 0 && strcmp(base->op->name, "matmul") != 0))
             continue;
-        for (int32_t m = 0; m < d->node_count; m++) {
-            const clrun__node *base = &d->nodes[m];
-            if (claimed[m] || base->op == NULL || strcmp(base->op->name, name) != 0 ||
-                base->output_count != 1 || base->guarded || clrun__op_epilogue_prepare(base->op) == NULL ||
-                d->tensors[base->outputs[0]].type.dtype != CLRUN_F32)
-                continue;
-            int32_t *inputs = NULL;
-            clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, NULL, 0, &inputs);
-            if (op == NULL)
-                continue;
-            clrun__op_call call = base_call(d, op->epilogue, inputs);
-            if (strcmp(name, "conv2d") == 0 && !clrun__conv_epilogue_pays(ctx, &call, true))
-                continue;
-            if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
-                return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
-            claimed[m] = true;
-            chosen[(*chosen_count)++] = (candidate){m, -1, 0, m, NULL, op, inputs};
-        }
+        int32_t *inputs = NULL;
+        clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, NULL, 0, &inputs);
+        if (op == NULL)
+            continue;
+        clrun__op_call call = base_call(d, op->epilogue, inputs);
+        int family = family_of(ctx, base, &call);
+        if (family < 0 || !any[family] ||
+            (family == FAMILY_CONV_LANES && !clrun__conv_epilogue_pays(ctx, &call, true)))
+            continue;
+        if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
+            return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
+        claimed[m] = true;
+        chosen[(*chosen_count)++] = (candidate){m, -1, 0, family, m, NULL, op, inputs};
     }
     return CLRUN_OK;
 }
@@ -355,16 +368,18 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         for (int32_t k = 0; k < count; k++)
             claimed[members[k]] = true;
         claimed[m] = true;
-        chosen[chosen_count++] = (candidate){m, g, count, n, g >= 0 ? members : NULL, op, inputs};
+        clrun__op_call call = base_call(d, op->epilogue, inputs);
+        chosen[chosen_count++] = (candidate){m, g, count, family_of(ctx, base, &call), n,
+                                             g >= 0 ? members : NULL, op, inputs};
     }
     clrun_status s = plain_cases(ctx, arena, d, claimed, chosen, &chosen_count);
     if (s != CLRUN_OK)
         return s;
-    /* the epilogues of each base op that shares a source, as one set */
-    for (size_t b = 0; b < sizeof shared_ops / sizeof shared_ops[0]; b++) {
+    /* the epilogues of each family, as one set */
+    for (int family = 0; family < FAMILIES; family++) {
         int set_count = 0;
         for (int32_t c = 0; c < chosen_count; c++)
-            if (strcmp(d->nodes[chosen[c].base].op->name, shared_ops[b]) == 0)
+            if (chosen[c].family == family)
                 set[set_count++] = chosen[c].op;
         if (set_count > 1 && shares_source(ctx) &&
             !clrun__fuse_epilogue_set_source(arena, set, set_count, ctx->info.fp64, clrun__fuse_test_poison)) {
@@ -373,17 +388,14 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
                     return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
         }
     }
-    bool broken[sizeof shared_ops / sizeof shared_ops[0]] = {false}; /* a set that did not build */
+    bool broken[FAMILIES] = {false}; /* a set that did not build */
     for (int32_t c = 0; c < chosen_count; c++) {
         const candidate *k = &chosen[c];
         const int32_t *members = k->members ? k->members : &k->single;
-        size_t b = 0;
-        while (b < sizeof shared_ops / sizeof shared_ops[0] && strcmp(d->nodes[k->base].op->name, shared_ops[b]) != 0)
-            b++;
         bool in_set = k->op->epilogue->index > 0, built = false;
-        if (in_set && !broken[b]) {
+        if (in_set && !broken[k->family]) {
             built = builds(ctx, d, k->op, k->inputs);
-            broken[b] = !built;
+            broken[k->family] = !built;
         }
         if (in_set && !built && k->count == 0)
             continue; /* a plain case: without the set, the node runs as it is */
