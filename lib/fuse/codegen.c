@@ -552,6 +552,20 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
     clrun__strbuf b = {0};
     int done_count = 0, cases = 0, params = 0;
     bool ok = done != NULL && case_of != NULL, math = false;
+    /* One case per distinct epilogue: its own source (clrun__fuse_epilogue_source, made
+     * first) says which are alike (a relu after convolutions of any shape). */
+    for (int i = 0; ok && i < count; i++) {
+        int same = -1;
+        for (int j = 0; j < i && same < 0; j++)
+            if (strcmp(ops[j]->epilogue->helpers, ops[i]->epilogue->helpers) == 0)
+                same = case_of[j];
+        case_of[i] = same >= 0 ? same : cases++;
+    }
+    if (ok && cases < 2) { /* one epilogue: its own source is already the one program */
+        free(done);
+        free(case_of);
+        return true;
+    }
     if (ok) {
         clrun__ew_emit_prelude(&b, fp64);
         for (int i = 0; i < count; i++) {
@@ -564,20 +578,12 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
         if (math)
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
     }
-    /* One case per distinct epilogue: its own source (clrun__fuse_epilogue_source, made
-     * first) says which are alike (a relu after convolutions of any shape). */
-    for (int i = 0; ok && i < count; i++) {
-        int same = -1;
-        for (int j = 0; j < i && same < 0; j++)
-            if (strcmp(ops[j]->epilogue->helpers, ops[i]->epilogue->helpers) == 0)
-                same = case_of[j];
-        if (same >= 0) {
-            case_of[i] = same;
-            continue;
-        }
-        case_of[i] = cases++;
+    for (int k = 0; ok && k < cases; k++) {
+        int i = 0;
+        while (case_of[i] != k)
+            i++;
         char fn[48];
-        snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", case_of[i]);
+        snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
         ok = emit_epilogue_fn(&b, ops[i], fn);
     }
     /* The dispatch: the case is a kernel argument, alike for every work-item. */

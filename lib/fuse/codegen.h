@@ -41,7 +41,8 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
  * once, each distinct epilogue as clrun_epilogue_fn_K, and clrun_epilogue_any(epi, v, i, c,
  * x0, ...) switching on the case, a kernel argument. Sets each one's helpers and expression to
  * the set's, its params to the most extra inputs among them and its index to its case + 1 (see
- * ops.h's clrun__epilogue). False when out of memory: the epilogues may then be half changed,
+ * ops.h's clrun__epilogue). Epilogues all alike keep their own source, already one program.
+ * False when out of memory: the epilogues may then be half changed,
  * and the caller makes each one's own source again. A set holding an op named `poison` (tests,
  * may be NULL) does not compile. */
 bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops, int count, bool fp64,
