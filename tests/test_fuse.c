@@ -1156,6 +1156,63 @@ static void convolution_epilogues_share_one_program_where_kernels_compile_at_lau
     clrun_graph_destroy(g);
 }
 
+/* Counts the programs whose name (in "built program 'NAME'") starts with user's prefix. */
+typedef struct built_count {
+    const char *prefix;
+    int count, whole;
+} built_count;
+
+static void count_built(clrun_log_level level, const char *message, void *user)
+{
+    built_count *b = user;
+    const char *at = strstr(message, "built program '");
+    if (level != CLRUN_LOG_INFO || at == NULL)
+        return;
+    at += strlen("built program '");
+    if (strncmp(at, b->prefix, strlen(b->prefix)) == 0)
+        b->count++;
+    if (strncmp(at, "conv-epilogue'", strlen("conv-epilogue'")) == 0)
+        b->whole++;
+}
+
+/* Where kernels compile at launch, an epilogue on one of conv.cl's kernels (a CPU's small planes'
+ * pointwise kernel) builds that kernel alone, not the whole file with it, with the bits of the
+ * unfused run. */
+static void a_lane_kernel_builds_its_epilogue_alone(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("lane_epilogues", &g), CLRUN_OK);
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){1, 8, 14, 14}));
+    int32_t r = input(g, "r", shape_of(CLRUN_F32, 4, (int64_t[]){1, 16, 14, 14}));
+    int32_t k1 = constant(g, "k1", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 1, 1}), 1);
+    int32_t k2 = constant(g, "k2", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 1, 1}), 2);
+    int32_t k3 = constant(g, "k3", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 1, 1}), 3);
+    clrun_graph_mark_output(g, unary(g, "relu", "y1", node(g, "conv2d", "c1", 2, (int32_t[]){im, k1}, NULL, 0)));
+    int32_t c2 = node(g, "conv2d", "c2", 2, (int32_t[]){im, k2}, NULL, 0);
+    clrun_graph_mark_output(g, unary(g, "relu", "y2", binary(g, "add", "s2", c2, r)));
+    clrun_graph_mark_output(g, node(g, "conv2d", "y3", 2, (int32_t[]){im, k3}, NULL, 0));
+    outcome base = run_unfused(g, 3);
+    how fused = {CLRUN_EXEC_POOLED, "slab", false, 1, false};
+    clrun_context *ctx = context_for(fused);
+    bool lane_kernel = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+    built_count built = {"conv-epilogue-clrun_conv2d_pointwise_small'", 0, 0};
+    clrun_log_level level = clrun_log_get_level();
+    clrun_log_set_level(CLRUN_LOG_INFO);
+    clrun_log_set_handler(count_built, &built);
+    outcome o = run_graph_in(ctx, g, fused, 3);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(level);
+    expect_same_bits(g, &o, &base, "a lane kernel's epilogues", 3);
+    assert_int_equal(o.groups, 2);
+    if (lane_kernel) { /* the relu, the add+relu and the plain one: one set, one kernel */
+        assert_int_equal(built.count, 1);
+        assert_int_equal(built.whole, 0);
+    }
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
+}
+
 /* A residual add written r + conv and one written conv + r are one epilogue program (its
  * operands in a canonical order, lib/fuse/codegen.c), with the bits of the unfused run. */
 static void a_residual_add_either_way_is_one_epilogue_program(void **state)
@@ -1469,6 +1526,7 @@ int main(void)
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
         cmocka_unit_test(a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays),
         cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
+        cmocka_unit_test(a_lane_kernel_builds_its_epilogue_alone),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),

@@ -11,6 +11,7 @@
 #include "device/cache.h"
 #include "device/cl.h"
 #include "device/program.h"
+#include "device/subset.h"
 #include "memory/pool.h"
 
 int clrun__ops_variant = -1;
@@ -182,9 +183,11 @@ int clrun__narrow_code(clrun_dtype dtype)
 }
 
 /* Builds `part` of embedded program `source` after VW and the epilogue; the core's kinds at
- * MR = mr (their kernels named NAME_mr). */
+ * MR = mr (their kernels named NAME_mr). With `only` (a kernel's name), the whole file's text
+ * with every other kernel blanked (clrun__ops_kernel). */
 static clrun_status build_program(clrun_context *ctx, const char *source, program_part part, unsigned mr,
-                                  unsigned vw, const clrun__epilogue *ep, int bw, cl_program *out)
+                                  unsigned vw, const clrun__epilogue *ep, int bw, const char *only,
+                                  cl_program *out)
 {
     if (bw < 0 || bw > 4)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program '%s': weight width %d", source, bw);
@@ -216,11 +219,24 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
     }
     if (!ok)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
-    char name[64];
+    char name[65]; /* a program name is at most 64 bytes (lib/device/program.c) */
     program_name(source, part, mr, ep && ep->expression, bw, name, sizeof name);
     /* the whole files and the head hold kernels a model mostly does not launch: per kernel
      * where the context builds so (the per-MR bodies are one kernel each) */
     unsigned flags = CLRUN__PROGRAM_KEEP | (part <= PART_CORE_HEAD ? CLRUN__PROGRAM_PER_KERNEL : 0);
+    if (only != NULL && part == PART_WHOLE) {
+        char *cut = malloc(t.length + 1);
+        if (cut != NULL && clrun__kernel_subset(t.data, t.length, only, cut)) {
+            cut[t.length] = '\0';
+            free(t.data);
+            t.data = cut;
+            flags = CLRUN__PROGRAM_KEEP; /* one kernel already */
+            size_t used = strlen(name);
+            snprintf(name + used, sizeof name - used, "-%s", only);
+        } else {
+            free(cut); /* no such kernel here: the whole text, which says so at kernel creation */
+        }
+    }
     clrun_status s = clrun__program_generated_ex(ctx, name, t.data, t.length, flags, out);
     free(t.data);
     return s;
@@ -230,8 +246,22 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
                                 const clrun__epilogue *ep, cl_program *out)
 {
     if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding */
-        return build_program(ctx, source, PART_CORE_HEAD, 0, vw, NULL, 0, out);
-    return build_program(ctx, source, PART_WHOLE, 0, vw, ep, 0, out);
+        return build_program(ctx, source, PART_CORE_HEAD, 0, vw, NULL, 0, NULL, out);
+    return build_program(ctx, source, PART_WHOLE, 0, vw, ep, 0, NULL, out);
+}
+
+clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned vw,
+                               const clrun__epilogue *ep, const char *kernel, cl_kernel *out)
+{
+    *out = NULL;
+    bool cut = ep != NULL && ep->expression != NULL && strcmp(source, "matmul_core") != 0 &&
+               clrun__lazy_driver(ctx);
+    cl_program program = NULL;
+    clrun_status s = cut ? build_program(ctx, source, PART_WHOLE, 0, vw, ep, 0, kernel, &program)
+                         : clrun__ops_program(ctx, source, vw, ep, &program);
+    if (s == CLRUN_OK)
+        s = clrun__program_kernel(ctx, program, kernel, 0, out);
+    return s;
 }
 
 clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,
@@ -247,7 +277,7 @@ clrun_status clrun__core_kernel_narrow(clrun_context *ctx, const clrun__core_sou
     cl_program program = NULL;
     static const program_part parts[] = {PART_CORE_MM, PART_CORE_CONV, PART_CORE_WGRAD};
     static const char *const names[] = {"clrun_mm_core", "clrun_conv_core", "clrun_conv_wgrad_core"};
-    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->vw, src->ep, bw,
+    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->vw, src->ep, bw, NULL,
                                    &program);
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, names[src->kind], mr, out);

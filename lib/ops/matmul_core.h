@@ -64,6 +64,14 @@ extern _Atomic unsigned long clrun__tune_timings;
 clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
                                 const clrun__epilogue *ep, cl_program *out);
 
+/* Kernel `kernel` of clrun__ops_program(ctx, source, vw, ep). With an epilogue, where the driver
+ * compiles at launch, from a program of that kernel alone (the file's other kernels blanked,
+ * lib/device/subset.c): such a program serves the one kernel that takes the epilogue there,
+ * and POCL's front end over a whole file costs 0.4-0.6 s (conv.cl) against 0.1-0.2 for one
+ * kernel's. */
+clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned vw,
+                               const clrun__epilogue *ep, const char *kernel, cl_kernel *out);
+
 /* The core's kinds of product: matmul, conv2d, and conv2d's weight gradient. */
 typedef enum clrun__core_kind {
     CLRUN__CORE_MM,

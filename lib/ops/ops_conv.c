@@ -542,12 +542,11 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     bool gemm = !pointwise && !rows && !depthwise && !dev->registers &&
                 (clrun__ops_kernels == CLRUN__KERNELS_AUTO ? Og >= GEMM_MIN_ROWS
                                                            : clrun__ops_kernels == CLRUN__KERNELS_TILED);
-    cl_program program = NULL;
-    clrun_status s = clrun__ops_program(ctx, gemm ? "matmul" : "conv", dev->vw, ep, &program);
+    clrun_status s = CLRUN_OK;
     size_t limit = 0;
     st->extra_index = 6;
-    if (s == CLRUN_OK && gemm) {
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_gemm", 0, &st->ks.kernel);
+    if (gemm) {
+        s = clrun__ops_kernel(ctx, "matmul", dev->vw, ep, "clrun_conv2d_gemm", &st->ks.kernel);
         if (s == CLRUN_OK)
             s = clrun__local_size(ctx, st->ks.kernel, 256, &limit);
         if (s != CLRUN_OK)
@@ -561,11 +560,10 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         }
         clrun__cl.ReleaseKernel(st->ks.kernel);
         st->ks.kernel = NULL;
-        s = clrun__ops_program(ctx, "conv", dev->vw, ep, &program);
     }
     if (s == CLRUN_OK && rows) {
         size_t lanes = (size_t)vector_lanes(dev);
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_rows", 0, &st->ks.kernel);
+        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_rows", &st->ks.kernel);
         st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
         st->ks.global[1] = 1; /* every block of channels in one work-item (SqueezeNet's stem 3 -> 64: 1.17 -> 0.62 ms) */
         st->ks.global[2] = (size_t)images;
@@ -581,8 +579,8 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
         size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
         per = per < most ? per : most < 1 ? 1 : most;
-        s = clrun__program_kernel(ctx, program, small ? "clrun_conv2d_pointwise_small" : "clrun_conv2d_pointwise",
-                                  0, &st->ks.kernel);
+        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep,
+                              small ? "clrun_conv2d_pointwise_small" : "clrun_conv2d_pointwise", &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = (blocks + per - 1) / per;
         st->ks.global[2] = (size_t)images;
@@ -592,7 +590,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     if (s == CLRUN_OK && depthwise && depthwise_channels_on(geo, dev)) {
         size_t lanes = (size_t)vector_lanes(dev);
         int64_t band = depthwise_band_rows(geo);
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_depthwise_c", 0, &st->ks.kernel);
+        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_depthwise_c", &st->ks.kernel);
         st->ks.global[0] = ((size_t)geo[CLRUN__G_O] + lanes - 1) / lanes;
         st->ks.global[1] = (size_t)images;
         st->ks.global[2] = (size_t)((geo[CLRUN__G_OH] + band - 1) / band);
@@ -601,12 +599,11 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && depthwise) {
         depthwise_geometry(geo, images, st->ks.global, st->ks.local);
-        return clrun__program_kernel(ctx, program,
-                                     depthwise_kernel(geo, vector_lanes(dev), st->ks.global[0]), 0,
-                                     &st->ks.kernel);
+        return clrun__ops_kernel(ctx, "conv", dev->vw, ep,
+                                 depthwise_kernel(geo, vector_lanes(dev), st->ks.global[0]), &st->ks.kernel);
     }
     if (s == CLRUN_OK)
-        s = clrun__program_kernel(ctx, program, "clrun_conv2d_direct", 0, &st->ks.kernel);
+        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_direct", &st->ks.kernel);
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, st->ks.kernel, 128, &st->ks.local[0]);
     st->ks.local[1] = st->ks.local[2] = 1;
