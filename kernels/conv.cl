@@ -706,8 +706,8 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
     do {                                                                                           \
         float lanes_[8];                                                                           \
         vstore8((v), 0, lanes_);                                                                   \
-        for (int j_ = 0; j_ < 8; j_++)                                                             \
-            lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);                                       \
+        EPILOGUE_SITE(for (int j_ = 0; j_ < 8; j_++)                                               \
+                          lanes_[j_] = EPILOGUE(lanes_[j_], (at) + j_, o);)                        \
         vstore8(vload8(0, lanes_), 0, out + (at));                                                 \
     } while (0)
 #else
@@ -738,7 +738,7 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
             PS_VECS(PS_LOAD)
             PS_ROWS(PS_STEP)
         }
-        EPILOGUE_SITE(PS_ROWS(PS_STORE))
+        PS_ROWS(PS_STORE)
     }
 }
 

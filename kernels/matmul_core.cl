@@ -304,8 +304,8 @@ void clrun_conv_pad(__global const float *x, __global float *xp, __constant cons
         const ulong row = oz + (ulong)(m0 + r) * N;                                            \
         if (n0 + NR <= N) {                                                                    \
             COLS(SCALE_SPILL, r)                                                               \
-            for (uint j = 0; j < NR; j++)                                                      \
-                out[row + n0 + j] = EPILOGUE(t[j], row + n0 + j, n0 + j);                      \
+            EPILOGUE_SITE(for (uint j = 0; j < NR; j++)                                        \
+                              out[row + n0 + j] = EPILOGUE(t[j], row + n0 + j, n0 + j);)       \
         } else {                                                                               \
             STORE_ELEMENTS(r)                                                                  \
         }                                                                                      \
@@ -394,7 +394,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
             }
         }
 #endif
-        EPILOGUE_SITE(ROWS(MM_STORE))
+        ROWS(MM_STORE)
     }
 }
 #endif /* CORE_MM */
