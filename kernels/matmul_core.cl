@@ -477,6 +477,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
         float tile[MR * NR];                                                                   \
         ROWS(CV_TILE_ROW)                                                                      \
         const ulong first = ((ulong)image * g[G_O] + group * Og + n0) * P + p0;                \
+        EPILOGUE_SITE(                                                                         \
         for (uint j = 0; j < NR; j++) {                                                        \
             const uint o = group * Og + n0 + j;                                                \
             for (uint r = 0; r < MR; r++) {                                                    \
@@ -486,7 +487,7 @@ void KSUFFIX(clrun_mm_core)(__global const float *a, __global const float *bp,
                     v = v + bias[o];                                                           \
                 out[at] = EPILOGUE(v, at, o);                                                  \
             }                                                                                  \
-        }                                                                                      \
+        })                                                                                     \
     }
 #endif
 
@@ -583,9 +584,9 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
         }
 #endif
 #ifdef CV_STORE_TILE
-        if (p0 + MR <= P && n0 + NR <= Og) {
-            EPILOGUE_SITE(CV_STORE_TILE)
-        } else
+        if (p0 + MR <= P && n0 + NR <= Og)
+            CV_STORE_TILE
+        else
 #endif
         {
             ROWS(CV_STORE)
