@@ -22,7 +22,7 @@ if ! command -v oclgrind >/dev/null 2>&1; then
 fi
 # Tests that build a broken kernel on purpose, and the error oclgrind reports for it (on stderr,
 # not in its log): the only API errors allowed.
-EXPECTED_BUILD_FAILURES="epilogue_that_does_not_build_is_a_clean_error a_kernel_that_does_not_build_runs_unfused"
+EXPECTED_BUILD_FAILURES="epilogue_that_does_not_build_is_a_clean_error a_kernel_that_does_not_build_runs_unfused convolution_epilogues_share_one_program_where_kernels_compile_at_launch"
 # The models of test_fuse take hours simulated; their kernels are the ones the other tests run.
 DEFAULT_SKIP_test_fuse="*_keep_their_bits_and_memory"
 # The large cases (an embedding's gradient, 1e5 dropout elements) run the kernels the small

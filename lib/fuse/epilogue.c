@@ -55,7 +55,7 @@
 #include "ops/ops.h"
 
 bool clrun__fuse_every_epilogue;
-bool clrun__epilogue_sets = true;
+int clrun__epilogue_sets = 1;
 bool clrun__fuse_state_epilogues = true;
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
@@ -271,7 +271,7 @@ static int family_of(clrun_context *ctx, const clrun__node *base, const clrun__o
  * per epilogue: nothing is gained there, and their stores are untried with a set. */
 static bool shares_source(const clrun_context *ctx)
 {
-    return clrun__epilogue_sets && clrun__lazy_driver(ctx);
+    return clrun__epilogue_sets == 2 || (clrun__epilogue_sets == 1 && clrun__lazy_driver(ctx));
 }
 
 /* Where a base op's epilogues share a set, its nodes with none join it as the identity case,

@@ -57,8 +57,9 @@ extern bool clrun__fuse_every_epilogue;
 /* Tests: false leaves a group that updates donated state to its own kernel, as before such
  * groups joined a product (lib/fuse/epilogue.c), to compare bits and peaks. Default true. */
 extern bool clrun__fuse_state_epilogues;
-/* Tests: false gives each convolution epilogue its own source where the driver compiles at
- * launch, as before epilogue sets (lib/fuse/epilogue.c), to compare bits. Default true. */
-extern bool clrun__epilogue_sets;
+/* Tests: where epilogues share a set (lib/fuse/epilogue.c): 1 (the default) where the driver
+ * compiles at launch, 0 nowhere (each its own source, as before sets, to compare bits), 2 on
+ * every driver (so that oclgrind checks the sets' kernels). */
+extern int clrun__epilogue_sets;
 
 #endif
