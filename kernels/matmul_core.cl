@@ -517,7 +517,14 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     __global const float *bw = wp + ((ulong)group * Og + n0) * Kc;
     const uint last = min(Og - 1 - n0, (uint)NR - 1);
 #endif
+#ifdef CONV_PATH_POINTWISE
+    /* the path the host built (clrun__core_source.path): the others are not compiled */
+    const bool pointwise = CONV_PATH_POINTWISE;
+#define CV_DIRECT CONV_PATH_DIRECT
+#else
     const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
+#define CV_DIRECT direct
+#endif
     for (uint step = 0; step < steps; step++) {
         const uint p0 = ((get_group_id(0) * steps + step) * get_local_size(0) + get_local_id(0)) * MR;
         if (p0 >= P)
@@ -545,13 +552,13 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
             }
         }
 #else
-        if (pointwise && direct) {
+        if (pointwise && CV_DIRECT) {
             for (uint k = 0; k < Kc; k++) {
                 __global const float *xk = xz + (ulong)k * P;
                 LOAD_BG(bw + k, Kc, last)
                 ROWS(CV_STEP_POINTWISE)
             }
-        } else if (direct) {
+        } else if (CV_DIRECT) {
             uint k = 0;
             for (uint c = 0; c < Cg; c++) {
                 for (uint kh = 0; kh < KH; kh++) {

@@ -159,14 +159,15 @@ typedef enum program_part {
 } program_part;
 
 /* The program's name in the caches and the log: "matmul_core-mm8-epilogue", "conv". */
-static void program_name(const char *source, program_part part, unsigned mr, bool epilogue, int bw,
-                         char *name, size_t size)
+static void program_name(const char *source, program_part part, unsigned mr, int path, bool epilogue,
+                         int bw, char *name, size_t size)
 {
     static const char *const parts[] = {"", "-head", "-mm", "-conv", "-wgrad"};
     static const char *const widths[] = {"", "-f16", "-bf16", "-i8", "-u8"};
+    static const char *const paths[] = {"", "g", "gd", "p", "pd"}; /* general or pointwise, direct */
     char rows[16] = "";
     if (part >= PART_CORE_MM)
-        snprintf(rows, sizeof rows, "%u", mr);
+        snprintf(rows, sizeof rows, "%u%s", mr, path >= 1 && path <= 4 ? paths[path] : "");
     snprintf(name, size, "%s%s%s%s%s", source, parts[part], rows, widths[bw], epilogue ? "-epilogue" : "");
 }
 
@@ -186,11 +187,13 @@ int clrun__narrow_code(clrun_dtype dtype)
  * MR = mr (their kernels named NAME_mr). With `only` (a kernel's name), the whole file's text
  * with every other kernel blanked (clrun__ops_kernel). */
 static clrun_status build_program(clrun_context *ctx, const char *source, program_part part, unsigned mr,
-                                  unsigned vw, const clrun__epilogue *ep, int bw, const char *only,
+                                  int path, unsigned vw, const clrun__epilogue *ep, int bw, const char *only,
                                   cl_program *out)
 {
     if (bw < 0 || bw > 4)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program '%s': weight width %d", source, bw);
+    if (path < 0 || path > 4 || (path > 0 && part != PART_CORE_CONV))
+        return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program '%s': core path %d", source, path);
     const clrun__kernel_source *src = embedded(source);
     if (src == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_UNKNOWN_KERNEL, "no embedded program named '%s'", source);
@@ -215,12 +218,14 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
                  appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n#define CORE_MM %d\n"
                              "#define CORE_CONV %d\n#define CORE_WGRAD %d\n", mr, mr,
                          part == PART_CORE_MM, part == PART_CORE_CONV, part == PART_CORE_WGRAD) &&
+                 (path == 0 || appendf(&t, "#define CONV_PATH_POINTWISE %d\n#define CONV_PATH_DIRECT %d\n",
+                                       (path - 1) / 2, (path - 1) % 2)) &&
                  append(&t, body, src->length - (size_t)(body - src->text));
     }
     if (!ok)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "program '%s': out of host memory", source);
     char name[65]; /* a program name is at most 64 bytes (lib/device/program.c) */
-    program_name(source, part, mr, ep && ep->expression, bw, name, sizeof name);
+    program_name(source, part, mr, path, ep && ep->expression, bw, name, sizeof name);
     /* the whole files and the head hold kernels a model mostly does not launch: per kernel
      * where the context builds so (the per-MR bodies are one kernel each) */
     unsigned flags = CLRUN__PROGRAM_KEEP | (part <= PART_CORE_HEAD ? CLRUN__PROGRAM_PER_KERNEL : 0);
@@ -246,8 +251,8 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
                                 const clrun__epilogue *ep, cl_program *out)
 {
     if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding */
-        return build_program(ctx, source, PART_CORE_HEAD, 0, vw, NULL, 0, NULL, out);
-    return build_program(ctx, source, PART_WHOLE, 0, vw, ep, 0, NULL, out);
+        return build_program(ctx, source, PART_CORE_HEAD, 0, 0, vw, NULL, 0, NULL, out);
+    return build_program(ctx, source, PART_WHOLE, 0, 0, vw, ep, 0, NULL, out);
 }
 
 clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned vw,
@@ -257,7 +262,7 @@ clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned 
     bool cut = ep != NULL && ep->expression != NULL && strcmp(source, "matmul_core") != 0 &&
                clrun__lazy_driver(ctx);
     cl_program program = NULL;
-    clrun_status s = cut ? build_program(ctx, source, PART_WHOLE, 0, vw, ep, 0, kernel, &program)
+    clrun_status s = cut ? build_program(ctx, source, PART_WHOLE, 0, 0, vw, ep, 0, kernel, &program)
                          : clrun__ops_program(ctx, source, vw, ep, &program);
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, kernel, 0, out);
@@ -277,8 +282,8 @@ clrun_status clrun__core_kernel_narrow(clrun_context *ctx, const clrun__core_sou
     cl_program program = NULL;
     static const program_part parts[] = {PART_CORE_MM, PART_CORE_CONV, PART_CORE_WGRAD};
     static const char *const names[] = {"clrun_mm_core", "clrun_conv_core", "clrun_conv_wgrad_core"};
-    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->vw, src->ep, bw, NULL,
-                                   &program);
+    clrun_status s = build_program(ctx, "matmul_core", parts[src->kind], mr, src->path, src->vw, src->ep,
+                                   bw, NULL, &program);
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, names[src->kind], mr, out);
     return s;

@@ -85,6 +85,10 @@ typedef struct clrun__core_source {
     clrun__core_kind kind;
     unsigned vw;
     const clrun__epilogue *ep;
+    /* The conv core's loop over the taps, fixed when it is built: 0 chosen in the kernel from
+     * its geometry and `direct` argument; else 1 + 2 * pointwise + direct, the one path built
+     * (a core of one path compiles in a fraction of the time of all four). */
+    int path;
 } clrun__core_source;
 
 /* The kernels' code of a weight's dtype: 0 f32, 1 f16, 2 bf16, 3 i8, 4 u8; -1 for another. */

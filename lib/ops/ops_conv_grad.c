@@ -151,7 +151,7 @@ static clrun_status grad_weight_core(clrun_context *ctx, const cl_int *geo, cons
         s = clrun__conv_padding_prepare(ctx, program, st->ks.table, geo, images, hp, wp, &st->pad);
     size_t count;
     const clrun__core_variant *v = clrun__core_candidates(Kc, true, &count);
-    const clrun__core_source src = {CLRUN__CORE_WGRAD, vw, ep};
+    const clrun__core_source src = {CLRUN__CORE_WGRAD, vw, ep, 0};
     cl_uint n = (cl_uint)images, steps = clrun__core_steps(v, clrun__core_group(ctx));
     if (s == CLRUN_OK)
         s = clrun__core_kernel(ctx, &src, v->mr, &st->ks.kernel);

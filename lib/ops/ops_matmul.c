@@ -233,7 +233,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
                                  unsigned vw, const clrun__epilogue *ep, clrun__matmul_dims *d,
                                  mm_state *st)
 {
-    const clrun__core_source src = {CLRUN__CORE_MM, vw, ep};
+    const clrun__core_source src = {CLRUN__CORE_MM, vw, ep, 0};
     unsigned nr = 2 * vw;
     uint64_t batches = fold_batches(d), *offsets = NULL;
     uint64_t b_batches = clrun_tensor_elements(&d->batch_b);
