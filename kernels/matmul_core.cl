@@ -517,12 +517,11 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
     __global const float *bw = wp + ((ulong)group * Og + n0) * Kc;
     const uint last = min(Og - 1 - n0, (uint)NR - 1);
 #endif
-#ifdef CONV_PATH_POINTWISE
-    /* the path the host built (clrun__core_source.path): the others are not compiled */
-    const bool pointwise = CONV_PATH_POINTWISE;
+    const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
+#ifdef CONV_PATH_DIRECT
+    /* how the host built it (clrun__core_source.path): the other two loops are not compiled */
 #define CV_DIRECT CONV_PATH_DIRECT
 #else
-    const bool pointwise = KH == 1 && KW == 1 && g[G_SH] == 1 && g[G_SW] == 1 && plane == P;
 #define CV_DIRECT direct
 #endif
     for (uint step = 0; step < steps; step++) {

@@ -164,10 +164,9 @@ static void program_name(const char *source, program_part part, unsigned mr, int
 {
     static const char *const parts[] = {"", "-head", "-mm", "-conv", "-wgrad"};
     static const char *const widths[] = {"", "-f16", "-bf16", "-i8", "-u8"};
-    static const char *const paths[] = {"", "g", "gd", "p", "pd"}; /* general or pointwise, direct */
     char rows[16] = "";
-    if (part >= PART_CORE_MM)
-        snprintf(rows, sizeof rows, "%u%s", mr, path >= 1 && path <= 4 ? paths[path] : "");
+    if (part >= PART_CORE_MM) /* a conv core reading its weights as they are: "d" */
+        snprintf(rows, sizeof rows, "%u%s", mr, path == 2 ? "d" : "");
     snprintf(name, size, "%s%s%s%s%s", source, parts[part], rows, widths[bw], epilogue ? "-epilogue" : "");
 }
 
@@ -192,7 +191,7 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
 {
     if (bw < 0 || bw > 4)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program '%s': weight width %d", source, bw);
-    if (path < 0 || path > 4 || (path > 0 && part != PART_CORE_CONV))
+    if (path < 0 || path > 2 || (path > 0 && part != PART_CORE_CONV))
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "program '%s': core path %d", source, path);
     const clrun__kernel_source *src = embedded(source);
     if (src == NULL)
@@ -218,8 +217,7 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
                  appendf(&t, "#define MR %u\n#define KSUFFIX(name) name##_%u\n#define CORE_MM %d\n"
                              "#define CORE_CONV %d\n#define CORE_WGRAD %d\n", mr, mr,
                          part == PART_CORE_MM, part == PART_CORE_CONV, part == PART_CORE_WGRAD) &&
-                 (path == 0 || appendf(&t, "#define CONV_PATH_POINTWISE %d\n#define CONV_PATH_DIRECT %d\n",
-                                       (path - 1) / 2, (path - 1) % 2)) &&
+                 (path == 0 || appendf(&t, "#define CONV_PATH_DIRECT %d\n", path - 1)) &&
                  append(&t, body, src->length - (size_t)(body - src->text));
     }
     if (!ok)

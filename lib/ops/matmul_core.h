@@ -85,9 +85,10 @@ typedef struct clrun__core_source {
     clrun__core_kind kind;
     unsigned vw;
     const clrun__epilogue *ep;
-    /* The conv core's loop over the taps, fixed when it is built: 0 chosen in the kernel from
-     * its geometry and `direct` argument; else 1 + 2 * pointwise + direct, the one path built
-     * (a core of one path compiles in a fraction of the time of all four). */
+    /* The conv core's weights, fixed when it is built: 0 packed or read as they are by its
+     * `direct` argument, all four loops over the taps compiled; 1 packed, 2 as they are, two
+     * loops compiled (pointwise or not, chosen in the kernel: a model whose core runs both
+     * builds one program). Inference packs every weight. */
     int path;
 } clrun__core_source;
 

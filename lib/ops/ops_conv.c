@@ -194,17 +194,13 @@ static void core_geometry(const clrun_context *ctx, const cl_int *geo, const clr
 
 
 static clrun_status core_kernel(clrun_context *ctx, const clrun__core_source *src, const clrun__core_variant *v,
-                                const cl_int *geo, cl_mem table, bool has_bias, bool direct, cl_uint hp,
-                                cl_uint wp, int bw, cl_kernel *kernel)
+                                cl_mem table, bool has_bias, bool direct, cl_uint hp, cl_uint wp, int bw,
+                                cl_kernel *kernel)
 {
     cl_int bias = has_bias, reads_w = direct;
     cl_uint steps = clrun__core_steps(v, clrun__core_group(ctx)), panel0 = 0;
-    /* the one loop over the taps it runs, as the kernel would choose it */
-    bool pointwise = geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 && geo[CLRUN__G_SH] == 1 &&
-                     geo[CLRUN__G_SW] == 1 &&
-                     (uint64_t)hp * wp == (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW];
-    clrun__core_source one = *src;
-    one.path = 1 + 2 * pointwise + direct;
+    clrun__core_source one = *src; /* the loops of its weights alone */
+    one.path = 1 + direct;
     clrun_status s = clrun__core_kernel_narrow(ctx, &one, v->mr, bw, kernel);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, *kernel, 4, sizeof table, &table);
@@ -249,8 +245,7 @@ static clrun_status time_variant(clrun_context *ctx, void *user, size_t i, doubl
     cl_kernel kernel = NULL;
     clrun_status s = t->table ? CLRUN_OK : tuning_buffers(ctx, t);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, t->src, &t->variants[i], t->geo, t->table, false, t->direct, t->hp, t->wp, 0,
-                        &kernel);
+        s = core_kernel(ctx, t->src, &t->variants[i], t->table, false, t->direct, t->hp, t->wp, 0, &kernel);
     size_t global[3], local[3];
     core_geometry(ctx, t->geo, &t->variants[i], t->nr, 1, global, local);
     if (s == CLRUN_OK)
@@ -341,7 +336,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     if (s == CLRUN_OK)
         s = choose_variant(ctx, &src, geo, nr, hp, wp, st->extra, st->direct, &v);
     if (s == CLRUN_OK)
-        s = core_kernel(ctx, &src, v, geo, st->ks.table, st->has_bias, st->direct, hp, wp, st->bw,
+        s = core_kernel(ctx, &src, v, st->ks.table, st->has_bias, st->direct, hp, wp, st->bw,
                         &st->ks.kernel);
     if (s == CLRUN_OK)
         core_geometry(ctx, geo, v, nr, (size_t)(images * groups), st->ks.global, st->ks.local);
