@@ -15,7 +15,8 @@
  * padding), and for each (kind, MR) a variant runs, the head and the body after `#define MR m`,
  * `#define KSUFFIX(name) name##_m` and one of CORE_MM, CORE_CONV, CORE_WGRAD set to 1 (the other
  * kinds' kernels left out), so that a process compiles only the variants it runs: each body costs POCL about
- * a quarter of a second to build. The head gets VW (the device's float vector width),
+ * a quarter of a second to build. The head's kernels take the panel width as an argument
+ * (one head for the core at every width). A body gets VW (the device's float vector width),
  * NR, and optionally CLRUN_EPILOGUE(v, i, c) with EPILOGUE_PARAMS (extra kernel arguments it
  * reads: `, __global const float *x0, ...`). The kernels are declared over two lines so that
  * kernels/embed.sh does not list them: they exist only in the generated program. */
@@ -70,23 +71,25 @@
 /* The head's kernels, left out of the per-MR programs (CORE_BODY), so that each of those
  * holds one kernel: a driver that compiles a whole program to give its binary compiles only it. */
 #ifndef CORE_BODY
-/* Packs B (batch z at offsets[z]; element (k, n) at b[k * b_ks + n * b_ns]) into panels:
- * bp[z][n / NR][k][n % NR]. Work-item (n, k, z) over n < the panels' padded width. */
+/* Packs B (batch z at offsets[z]; element (k, n) at b[k * b_ks + n * b_ns]) into panels nr
+ * wide: bp[z][n / nr][k][n % nr]. Work-item (n, k, z) over n < the panels' padded width. The
+ * head's kernels take the panel width as an argument, so that one head serves the core at
+ * every width (a model running the core at two builds and compiles the head once). */
 __kernel
 void clrun_mm_pack(__global const float *b, __global float *bp, __global const ulong *offsets,
-                   const uint N, const uint K, const ulong b_ks, const ulong b_ns)
+                   const uint N, const uint K, const ulong b_ks, const ulong b_ns, const uint nr)
 {
     const uint n = get_global_id(0), k = get_global_id(1);
     const size_t z = get_global_id(2);
-    const uint panels = (N + NR - 1) / NR;
-    if (n >= panels * NR || k >= K)
+    const uint panels = (N + nr - 1) / nr;
+    if (n >= panels * nr || k >= K)
         return;
-    const ulong at = ((ulong)z * panels + n / NR) * K * NR + (ulong)k * NR + n % NR;
+    const ulong at = ((ulong)z * panels + n / nr) * K * nr + (ulong)k * nr + n % nr;
     bp[at] = n < N ? b[offsets[z] + k * b_ks + n * b_ns] : 0.0f;
 }
 
-/* Panels [n0 / NR, n0 / NR + chunk) of one group's B = w transposed (w [N, K] row-major:
- * B[k, n] = w[n * K + k]), packed as clrun_mm_pack packs them, from bp: bp[n / NR][k][n % NR]
+/* Panels [n0 / nr, n0 / nr + chunk) of one group's B = w transposed (w [N, K] row-major:
+ * B[k, n] = w[n * K + k]), packed as clrun_mm_pack packs them, from bp: bp[n / nr][k][n % nr]
  * over the chunk's columns n (from n0), columns past N zero. A convolution whose weights change
  * between runs packs them a chunk at a time into scratch a chunk large, each chunk's product
  * run before the next is packed (lib/ops/ops_conv.c), and so does a product whose transposed B
@@ -94,12 +97,12 @@ void clrun_mm_pack(__global const float *b, __global float *bp, __global const u
  * through a large weight). Work-item (n, k) over n < the chunk's width. */
 __kernel
 void clrun_conv_pack_chunk(__global const float *w, __global float *bp, const uint N, const uint K,
-                           const uint n0, const uint width)
+                           const uint n0, const uint width, const uint nr)
 {
     const uint n = get_global_id(0), k = get_global_id(1);
     if (n >= width || k >= K)
         return;
-    bp[(ulong)(n / NR) * K * NR + (ulong)k * NR + n % NR] = n0 + n < N ? w[(ulong)(n0 + n) * K + k] : 0.0f;
+    bp[(ulong)(n / nr) * K * nr + (ulong)k * nr + n % nr] = n0 + n < N ? w[(ulong)(n0 + n) * K + k] : 0.0f;
 }
 
 /* A narrow weight widened to f32, as the graph's cast (and sub, mul) nodes widen it: for the

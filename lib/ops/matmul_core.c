@@ -148,6 +148,10 @@ static bool epilogue_prefix(text *t, const clrun__epilogue *ep)
 
 static const char body_marker[] = "/* ---- PER-MR BODY ---- */";
 
+/* The VW the head is built with whatever the core's width: its kernels take the panel width
+ * as an argument and use no vector, so one program serves every width. */
+#define CORE_HEAD_VW 8
+
 /* Which text of an embedded program to build: all of it, or for the core (the file with the
  * PER-MR BODY line) its head alone or the head and the body of one kind. */
 typedef enum program_part {
@@ -248,8 +252,9 @@ static clrun_status build_program(clrun_context *ctx, const char *source, progra
 clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
                                 const clrun__epilogue *ep, cl_program *out)
 {
-    if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding */
-        return build_program(ctx, source, PART_CORE_HEAD, 0, 0, vw, NULL, 0, NULL, out);
+    if (strcmp(source, "matmul_core") == 0) /* the head alone: packing and padding, the panel
+                                               width an argument of its kernels: one text */
+        return build_program(ctx, source, PART_CORE_HEAD, 0, 0, CORE_HEAD_VW, NULL, 0, NULL, out);
     return build_program(ctx, source, PART_WHOLE, 0, 0, vw, ep, 0, NULL, out);
 }
 
@@ -522,6 +527,9 @@ static clrun_status packing_kernel(clrun_context *ctx, clrun__packing *p)
         s = clrun__arg(ctx, p->kernel, 5, sizeof ks, &ks);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, p->kernel, 6, sizeof ns, &ns);
+    cl_uint nr = p->nr;
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, p->kernel, 7, sizeof nr, &nr);
     /* A fixed local size, not the driver's per shape (POCL compiles one kernel per local
      * size): nr is a power of two, so the padded width is a multiple of it. */
     if (s == CLRUN_OK)
@@ -726,6 +734,9 @@ clrun_status clrun__chunking_prepare(clrun_context *ctx, cl_program program, uin
         s = clrun__arg(ctx, out->kernel, 2, sizeof n, &n);
     if (s == CLRUN_OK)
         s = clrun__arg(ctx, out->kernel, 3, sizeof k, &k);
+    cl_uint width = nr;
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, out->kernel, 6, sizeof width, &width);
     if (s == CLRUN_OK)
         s = clrun__local_size(ctx, out->kernel, nr < 32 ? nr : 32, &out->local);
     return s;

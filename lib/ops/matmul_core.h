@@ -59,7 +59,8 @@ extern _Atomic unsigned long clrun__tune_timings;
 
 /* The program of embedded source `source` ("matmul", "conv" or "norm") for ctx, with VW = vw
  * and the epilogue ep (NULL: none) defined before the source; for "matmul_core", its head
- * alone (packing and padding, no epilogue): its products come from clrun__core_kernel. Built
+ * alone (packing and padding, no epilogue, the same program whatever vw: its kernels take the
+ * panel width as an argument): its products come from clrun__core_kernel. Built
  * once per context (lib/device/program.c keeps it). */
 clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned vw,
                                 const clrun__epilogue *ep, cl_program *out);
