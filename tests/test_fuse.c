@@ -1214,6 +1214,98 @@ static void a_lane_kernel_builds_its_epilogue_alone(void **state)
     clrun_graph_destroy(g);
 }
 
+/* Counts the programs built or loaded whose name starts with user's prefix ("program 'NAME':
+ * ... to build or load", at debug level): once per distinct text on a context. */
+static void count_programs(clrun_log_level level, const char *message, void *user)
+{
+    built_count *b = user;
+    const char *at = strstr(message, "program '");
+    if (level != CLRUN_LOG_DEBUG || at != message || strstr(message, "to build or load") == NULL)
+        return;
+    at += strlen("program '");
+    if (strncmp(at, b->prefix, strlen(b->prefix)) == 0)
+        b->count++;
+}
+
+/* A context without the binary cache: each program text is built once, whole, as a first
+ * run with empty caches builds it (with the cache, a program may be cut per kernel). */
+static clrun_context *uncached_context(void)
+{
+    clrun_context_options o;
+    clrun_context_options_init(&o);
+    o.allocator = "tlsf";
+    o.cache = -1;
+    clrun_context *ctx = NULL;
+    assert_int_equal(clrun_context_create(&o, &ctx), CLRUN_OK);
+    return ctx;
+}
+
+/* The convolution core at half width (a group of 16 output channels or fewer on a 16-wide
+ * device) only where the plane is large: a squeeze-and-excitation product on a 1 x 1 plane runs
+ * at the width of the model's other products, so a first run builds and compiles the core once
+ * at each MR, not twice; and the core's head (packing, padding) is one program for both
+ * widths, its kernels taking the panel width as an argument. The bits of the unfused run. */
+static void the_core_takes_half_width_only_on_large_planes(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("core_widths", &g), CLRUN_OK);
+    int32_t se = input(g, "se", shape_of(CLRUN_F32, 4, (int64_t[]){1, 64, 1, 1}));
+    int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){1, 32, 16, 16}));
+    int32_t wide = constant(g, "wide", shape_of(CLRUN_F32, 4, (int64_t[]){40, 64, 1, 1}), 1);
+    int32_t few = constant(g, "few", shape_of(CLRUN_F32, 4, (int64_t[]){16, 64, 1, 1}), 2);
+    int32_t head = constant(g, "head", shape_of(CLRUN_F32, 4, (int64_t[]){16, 32, 3, 3}), 3);
+    clrun_graph_mark_output(g, node(g, "conv2d", "y1", 2, (int32_t[]){se, wide}, NULL, 0));
+    clrun_graph_mark_output(g, node(g, "conv2d", "y2", 2, (int32_t[]){se, few}, NULL, 0));
+    clrun_attr pads = {.name = "pads", .kind = CLRUN_ATTR_INTS, .ints = {1, 1, 1, 1}, .count = 4};
+    clrun_graph_mark_output(g, node(g, "conv2d", "y3", 2, (int32_t[]){im, head}, &pads, 1));
+    int32_t body = constant(g, "body", shape_of(CLRUN_F32, 4, (int64_t[]){40, 32, 3, 3}), 4);
+    clrun_graph_mark_output(g, node(g, "conv2d", "y4", 2, (int32_t[]){im, body}, &pads, 1));
+    outcome base = run_unfused(g, 4);
+    how fused = {CLRUN_EXEC_POOLED, "tlsf", false, 1, false};
+    clrun_context *ctx = uncached_context();
+    bool cpu_core = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+    built_count heads = {"matmul_core-head'", 0, 0}, small = {"matmul_core-conv1", 0, 0};
+    clrun_log_level level = clrun_log_get_level();
+    clrun_log_set_level(CLRUN_LOG_DEBUG);
+    clrun_log_set_handler(count_programs, &heads);
+    outcome o = run_graph_in(ctx, g, fused, 4);
+    clrun_log_set_handler(count_programs, &small);
+    outcome again = run_graph_in(ctx, g, fused, 4); /* the context keeps its programs */
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(level);
+    expect_same_bits(g, &o, &base, "the core at its widths", 4);
+    expect_same_bits(g, &again, &base, "the core at its widths, again", 4);
+    assert_int_equal(small.count, 0);
+    assert_true(heads.count <= 1);
+    if (cpu_core) /* a padded 16 x 16 product at each width: one head */
+        assert_int_equal(heads.count, 1);
+    clrun_context_destroy(ctx);
+
+    ctx = uncached_context(); /* the products of 1 x 1 planes alone: the core once, at one width */
+    clrun_graph *se_only;
+    assert_int_equal(clrun_graph_create("se_widths", &se_only), CLRUN_OK);
+    se = input(se_only, "se", shape_of(CLRUN_F32, 4, (int64_t[]){1, 64, 1, 1}));
+    wide = constant(se_only, "wide", shape_of(CLRUN_F32, 4, (int64_t[]){40, 64, 1, 1}), 1);
+    few = constant(se_only, "few", shape_of(CLRUN_F32, 4, (int64_t[]){16, 64, 1, 1}), 2);
+    clrun_graph_mark_output(se_only, node(se_only, "conv2d", "y1", 2, (int32_t[]){se, wide}, NULL, 0));
+    clrun_graph_mark_output(se_only, node(se_only, "conv2d", "y2", 2, (int32_t[]){se, few}, NULL, 0));
+    outcome se_base = run_unfused(se_only, 5);
+    small.count = 0;
+    clrun_log_set_level(CLRUN_LOG_DEBUG);
+    clrun_log_set_handler(count_programs, &small);
+    o = run_graph_in(ctx, se_only, fused, 5);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(level);
+    expect_same_bits(se_only, &o, &se_base, "two products of a 1 x 1 plane", 5);
+    assert_true(small.count <= 1);
+    if (cpu_core)
+        assert_int_equal(small.count, 1);
+    clrun_context_destroy(ctx);
+    clrun_graph_destroy(se_only);
+    clrun_graph_destroy(g);
+}
+
 /* A residual add written r + conv and one written conv + r are one epilogue program (its
  * operands in a canonical order, lib/fuse/codegen.c), with the bits of the unfused run. */
 static void a_residual_add_either_way_is_one_epilogue_program(void **state)
@@ -1528,6 +1620,7 @@ int main(void)
         cmocka_unit_test(a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays),
         cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
         cmocka_unit_test(a_lane_kernel_builds_its_epilogue_alone),
+        cmocka_unit_test(the_core_takes_half_width_only_on_large_planes),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),

@@ -284,12 +284,19 @@ static clrun_status choose_variant(clrun_context *ctx, const clrun__core_source 
  * channels or fewer a group (U-Net's and DBNet's 32 -> 16 heads at 128 x 128) left half of every
  * panel's columns zero, and it ran at a quarter of the rate 64 -> 32 reached there. At VW 8 the
  * panel is 16 wide: 4.9 -> 1.2 ms for that head. Each output keeps its fma chain over k in the
- * same order, so the same bits (tests/test_ops_kernels.c compares the two widths). */
+ * same order, so the same bits (tests/test_ops_kernels.c compares the two widths). Only where
+ * the output plane has CORE_NARROW_PIXELS or more: on small planes (the 1 x 1 squeeze-and-
+ * excitation products of MobileNetV3 and EfficientNet, 4-16 channels) the half panel costs
+ * next to nothing, and the core at the other width is a second program and a second compile
+ * on a first run (MobileNetV3-small: 0.16 s to build, 0.3-0.5 s of POCL compiling at launch). */
 int clrun__conv_core_narrow = -1;
 
-static unsigned core_vw(const cl_int *geo, const clrun__core_device *dev)
+#define CORE_NARROW_PIXELS 256
+
+static unsigned core_vw(const cl_int *geo, uint64_t images, const clrun__core_device *dev)
 {
-    bool few = geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS] <= (cl_int)dev->vw; /* one panel at VW / 2 */
+    bool few = geo[CLRUN__G_O] / geo[CLRUN__G_GROUPS] <= (cl_int)dev->vw && /* one panel at VW / 2 */
+               images * (uint64_t)geo[CLRUN__G_OH] * (uint64_t)geo[CLRUN__G_OW] >= CORE_NARROW_PIXELS;
     bool narrow = clrun__conv_core_narrow > 0 || (clrun__conv_core_narrow < 0 && few);
     return dev->vw >= 16 && narrow ? dev->vw / 2 : dev->vw;
 }
@@ -700,7 +707,7 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE && !pointwise && !rows;
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
-        s = st->core ? prepare_core(ctx, call, geo, &g, images, core_vw(geo, &dev), ep, st)
+        s = st->core ? prepare_core(ctx, call, geo, &g, images, core_vw(geo, images, &dev), ep, st)
                      : prepare_other(ctx, geo, images, &dev, ep, pointwise, rows, st);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
