@@ -1306,6 +1306,37 @@ static void the_core_takes_half_width_only_on_large_planes(void **state)
     clrun_graph_destroy(g);
 }
 
+/* A reshape whose output takes its input's buffer makes no kernel: the layout program is not
+ * built for it (a first run paid 0.1 s for a flatten's program it never launched); one that
+ * copies (the naive mode's, each tensor its own buffer) makes its kernel at that first copy. */
+static void a_reshape_in_place_builds_no_program(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("flatten", &g), CLRUN_OK);
+    int32_t x = input(g, "x", shape_of(CLRUN_F32, 4, (int64_t[]){2, 3, 4, 5}));
+    clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {2, 60}, .count = 2};
+    int32_t flat = node(g, "reshape", "flat", 1, (int32_t[]){unary(g, "relu", "r", x)}, &shape, 1);
+    clrun_graph_mark_output(g, unary(g, "sigmoid", "y", flat));
+    outcome base = run_unfused(g, 6);
+    const clrun_exec_mode modes[] = {CLRUN_EXEC_POOLED, CLRUN_EXEC_NAIVE};
+    for (int m = 0; m < 2; m++) {
+        clrun_context *ctx = uncached_context();
+        built_count layout = {"layout'", 0, 0};
+        how unfused = {modes[m], "tlsf", false, -1, false};
+        clrun_log_level level = clrun_log_get_level();
+        clrun_log_set_level(CLRUN_LOG_DEBUG);
+        clrun_log_set_handler(count_programs, &layout);
+        outcome o = run_graph_in(ctx, g, unfused, 6);
+        clrun_log_set_handler(NULL, NULL);
+        clrun_log_set_level(level);
+        expect_same_bits(g, &o, &base, m ? "a reshape that copies" : "a reshape in place", 6);
+        assert_int_equal(layout.count, m);
+        clrun_context_destroy(ctx);
+    }
+    clrun_graph_destroy(g);
+}
+
 /* A residual add written r + conv and one written conv + r are one epilogue program (its
  * operands in a canonical order, lib/fuse/codegen.c), with the bits of the unfused run. */
 static void a_residual_add_either_way_is_one_epilogue_program(void **state)
@@ -1621,6 +1652,7 @@ int main(void)
         cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
         cmocka_unit_test(a_lane_kernel_builds_its_epilogue_alone),
         cmocka_unit_test(the_core_takes_half_width_only_on_large_planes),
+        cmocka_unit_test(a_reshape_in_place_builds_no_program),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),
         cmocka_unit_test(rank_eight_chains_fuse_with_the_same_bits),
