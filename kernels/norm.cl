@@ -736,29 +736,53 @@ __kernel void clrun_reduce_f32(__global const float *x, __global float *y,
         }                                                                                          \
     } while (0)
 
-__kernel void clrun_reduce_rows_f32(__global const float *x, __global float *y,
-                                    __global const ulong *meta, const int op, const ulong outputs)
-{
-    const size_t o = get_global_id(0);
-    if (o >= outputs) /* the last group's items past the outputs (lib/ops/ops_norm.c) */
-        return;
-    const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];
-    const ulong count = meta[2];
-    __global const ulong *kept = meta + 3;
-    const ulong step = reduced_rank ? kept[2 * kept_rank + 1] : 1;
-    __global const float *xr = x + (kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0);
-    const float start = reduce_start_f32(op);
-    float acc = start;
-    ulong j = 0;
-    switch (op) {
-    case REDUCE_MAX: RR_RUN(fmax, fmax); break;
-    case REDUCE_MIN: RR_RUN(fmin, fmin); break;
-    case REDUCE_PROD: RR_RUN(RR_MUL, RR_MUL); break;
-    case REDUCE_L2:
-    case REDUCE_SUM_SQUARE: RR_RUN(RR_SQUARE, RR_SUM); break;
-    default: RR_RUN(RR_SUM, RR_SUM); break;
-    }
+/* A kernel per way of combining (the host picks it by op: lib/ops/ops_norm.c, reduce_rows_kernel), so that
+ * a model's mean compiles the sum's loop alone: with every op's loop in one kernel, POCL
+ * compiled five copies of them at its first launch (0.25 s with an empty cache). op says what
+ * the last step does (a mean divides, L2 takes the root). */
+#define RR_BODY(STEP, COMBINE)                                                                     \
+    const size_t o = get_global_id(0);                                                             \
+    if (o >= outputs) /* the last group's items past the outputs (lib/ops/ops_norm.c) */          \
+        return;                                                                                    \
+    const uint kept_rank = (uint)meta[0], reduced_rank = (uint)meta[1];                            \
+    const ulong count = meta[2];                                                                   \
+    __global const ulong *kept = meta + 3;                                                         \
+    const ulong step = reduced_rank ? kept[2 * kept_rank + 1] : 1;                                 \
+    __global const float *xr = x + (kept_rank ? box_offset(kept, kept + kept_rank, kept_rank, o) : 0); \
+    const float start = reduce_start_f32(op);                                                      \
+    float acc = start;                                                                             \
+    ulong j = 0;                                                                                   \
+    RR_RUN(STEP, COMBINE);                                                                         \
     y[o] = op == REDUCE_MEAN ? acc / (float)count : op == REDUCE_L2 ? sqrt(acc) : acc;
+
+__kernel void clrun_reduce_rows_sum_f32(__global const float *x, __global float *y,
+                                        __global const ulong *meta, const int op, const ulong outputs)
+{
+    RR_BODY(RR_SUM, RR_SUM)
+}
+
+__kernel void clrun_reduce_rows_max_f32(__global const float *x, __global float *y,
+                                        __global const ulong *meta, const int op, const ulong outputs)
+{
+    RR_BODY(fmax, fmax)
+}
+
+__kernel void clrun_reduce_rows_min_f32(__global const float *x, __global float *y,
+                                        __global const ulong *meta, const int op, const ulong outputs)
+{
+    RR_BODY(fmin, fmin)
+}
+
+__kernel void clrun_reduce_rows_prod_f32(__global const float *x, __global float *y,
+                                         __global const ulong *meta, const int op, const ulong outputs)
+{
+    RR_BODY(RR_MUL, RR_MUL)
+}
+
+__kernel void clrun_reduce_rows_square_f32(__global const float *x, __global float *y,
+                                           __global const ulong *meta, const int op, const ulong outputs)
+{
+    RR_BODY(RR_SQUARE, RR_SUM)
 }
 
 #ifdef cl_khr_fp64

@@ -1589,7 +1589,7 @@ static uint32_t *run_with_a_tail(node *n, uint64_t tail, char *kernel, size_t si
     return got;
 }
 
-/* A reduction along rows one work-item per output (the CPUs' clrun_reduce_rows_f32) launches
+/* A reduction along rows one work-item per output (the CPUs' clrun_reduce_rows_sum_f32) launches
  * groups of 16 whatever the count of outputs (one compile, not one per power of two dividing
  * it: squeeze-and-excite's pools over 16, 120 and 7 channels), and the last group's items past
  * the outputs write nothing: the output buffer's tail keeps its poison, and every mean equals
@@ -1608,7 +1608,7 @@ static void reduce_rows_take_one_group_size_and_write_only_their_outputs(void **
         char kernel[128];
         size_t local = 0;
         uint32_t *got = run_with_a_tail(&n, 40, kernel, sizeof kernel, &local);
-        if (strcmp(kernel, "clrun_reduce_rows_f32") == 0)
+        if (strcmp(kernel, "clrun_reduce_rows_sum_f32") == 0)
             assert_int_equal(local, 16);
         for (uint64_t r = 0; r < rows; r++) {
             double ref = 0, scale = 0;

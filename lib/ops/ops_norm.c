@@ -13,7 +13,7 @@
 
 /* Work-group size limit the kernels' local arrays are sized for (MAX_GROUP in norm.cl). */
 #define MAX_GROUP 256
-/* The work-group of clrun_reduce_rows_f32 (clrun__reduce_prepare): row_begin's largest. */
+/* The work-group of clrun_reduce_rows_sum_f32 (clrun__reduce_prepare): row_begin's largest. */
 #define REDUCE_ROWS_GROUP 16
 
 /* The norm program for ctx's device (VW its vector width), and whether rows take one work-item
@@ -452,6 +452,19 @@ static int box(const clrun_tensor_type *x, const bool *reduced, bool which, uint
     return n;
 }
 
+/* The per-item kernel of reduction `code` (kernels/norm.cl: one per way of combining). */
+static const char *reduce_rows_kernel(int code)
+{
+    switch (code) {
+    case CLRUN__REDUCE_MAX: return "clrun_reduce_rows_max_f32";
+    case CLRUN__REDUCE_MIN: return "clrun_reduce_rows_min_f32";
+    case CLRUN__REDUCE_PROD: return "clrun_reduce_rows_prod_f32";
+    case CLRUN__REDUCE_L2:
+    case CLRUN__REDUCE_SUM_SQUARE: return "clrun_reduce_rows_square_f32";
+    default: return "clrun_reduce_rows_sum_f32"; /* sum, mean */
+    }
+}
+
 clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *x,
                                    const bool *reduced, int code, void **state)
 {
@@ -482,7 +495,7 @@ clrun_status clrun__reduce_prepare(clrun_context *ctx, const clrun_tensor_type *
     if (s != CLRUN_OK)
         return s;
     per_item = per_item && x->dtype == CLRUN_F32 && red <= 1;
-    const char *name = per_item                  ? "clrun_reduce_rows_f32"
+    const char *name = per_item                  ? reduce_rows_kernel(code)
                      : x->dtype == CLRUN_F64 ? "clrun_reduce_f64"
                                              : "clrun_reduce_f32";
     clrun__kernel_state *st;
