@@ -1545,7 +1545,7 @@ static void every_reduction_at_ranks_7_and_8_and_over_long_runs(void **state)
     clrun__ops_kernels = CLRUN__KERNELS_AUTO;
 }
 
-/* Runs node n (one f32 or 32-bit input, no scratch) once into an output buffer `tail` words
+/* Runs node n (f32 or 32-bit inputs, no scratch) once into an output buffer `tail` words
  * longer than its output, poisoned, and fails if the node wrote any of those words; returns
  * the output's words (malloc'd) and the launch (`kernel`'s name, its work-group size). */
 static uint32_t *run_with_a_tail(node *n, uint64_t tail, char *kernel, size_t size, size_t *local)
@@ -1560,11 +1560,15 @@ static uint32_t *run_with_a_tail(node *n, uint64_t tail, char *kernel, size_t si
     const clrun__kernel_state *ks = st; /* every state here begins with one */
     assert_int_equal(clGetKernelInfo(ks->kernel, CL_KERNEL_FUNCTION_NAME, size, kernel, NULL), CL_SUCCESS);
     *local = ks->local[0];
-    uint64_t count = elements(&n->out), inputs = elements(&n->in[0]);
+    uint64_t count = elements(&n->out);
     cl_int e;
-    cl_mem in = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, inputs * 4,
-                               (void *)n->data[0], &e);
-    assert_int_equal(e, CL_SUCCESS);
+    cl_mem in[4] = {NULL};
+    assert_true(n->input_count >= 1 && n->input_count <= 4);
+    for (int i = 0; i < n->input_count; i++) {
+        in[i] = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                               elements(&n->in[i]) * 4, (void *)n->data[i], &e);
+        assert_int_equal(e, CL_SUCCESS);
+    }
     cl_mem out = clCreateBuffer(clrun_context_cl(ctx), CL_MEM_READ_WRITE, (count + tail) * 4, NULL, &e);
     assert_int_equal(e, CL_SUCCESS);
     const cl_uint poison = 0x7fc0dead;
@@ -1572,7 +1576,7 @@ static uint32_t *run_with_a_tail(node *n, uint64_t tail, char *kernel, size_t si
                                          NULL, NULL),
                      CL_SUCCESS);
     cl_event done = NULL;
-    if (kernels->enqueue(ctx, st, &call, &in, &out, 0, NULL, &done) != CLRUN_OK)
+    if (kernels->enqueue(ctx, st, &call, in, &out, 0, NULL, &done) != CLRUN_OK)
         fail_msg("%s enqueue: %s", n->op, clrun_last_error(ctx));
     uint32_t *got = malloc((count + tail) * 4);
     assert_int_equal(clEnqueueReadBuffer(clrun_context_queue(ctx), out, CL_TRUE, 0, (count + tail) * 4, got, 1,
@@ -1583,10 +1587,59 @@ static uint32_t *run_with_a_tail(node *n, uint64_t tail, char *kernel, size_t si
         if (got[t] != poison)
             fail_msg("%s: word %llu past the %llu outputs was written", n->op, (unsigned long long)t,
                      (unsigned long long)count);
-    clReleaseMemObject(in);
+    for (int i = 0; i < n->input_count; i++)
+        clReleaseMemObject(in[i]);
     clReleaseMemObject(out);
     kernels->release(st);
     return got;
+}
+
+/* A binary broadcast with one operand along rows and the other constant along them (a
+ * squeeze-and-excitation scale, a per-channel bias; either operand first) runs on a CPU a
+ * work-item per block of a row in groups of one (ew_source.c's _rows kernel), so rows of 49,
+ * 196, 256 and 5000 (two blocks) compile it once; it writes nothing past its output and each
+ * element is the single rounding of its product or sum, as on the host. */
+static void row_broadcasts_take_groups_of_one_and_give_the_exact_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *op, *a, *b;
+    } cases[] = {{"mul", "1,12,7,7", "1,12,1,1"},   {"mul", "1,5,1,1", "1,5,14,14"},
+                 {"add", "2,3,16,16", "1,3,1,1"},   {"mul", "2,5000", "2,1"},
+                 {"sub", "3,4,1", "3,4,9"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        node n = {.op = cases[c].op, .input_count = 2, .in = {type(cases[c].a), type(cases[c].b)}};
+        n.data[0] = random_floats(elements(&n.in[0]), -2, 2, 1400 + c);
+        n.data[1] = random_floats(elements(&n.in[1]), -2, 2, 1410 + c);
+        char kernel[128];
+        size_t local = 0;
+        clrun__ew_rows = 1; /* the CPUs' kernel, on any device (oclgrind checks it) */
+        uint32_t *got = run_with_a_tail(&n, 40, kernel, sizeof kernel, &local);
+        clrun__ew_rows = -1;
+        assert_non_null(strstr(kernel, "_rows"));
+        assert_int_equal(local, 1);
+        clrun_tensor_type out = n.out;
+        uint64_t count = elements(&out), sa[CLRUN_MAX_DIMS], sb[CLRUN_MAX_DIMS];
+        clrun__broadcast_strides(&n.in[0], &out, sa);
+        clrun__broadcast_strides(&n.in[1], &out, sb);
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t rem = i, oa = 0, ob = 0;
+            for (int d = out.rank - 1; d >= 0; d--) {
+                uint64_t k = rem % (uint64_t)out.shape[d];
+                rem /= (uint64_t)out.shape[d];
+                oa += k * sa[d], ob += k * sb[d];
+            }
+            float x = n.data[0][oa], y = n.data[1][ob], v;
+            volatile float ref = cases[c].op[0] == 'm' ? x * y : cases[c].op[0] == 'a' ? x + y : x - y;
+            memcpy(&v, &got[i], 4);
+            if (memcmp(&v, (const void *)&ref, 4) != 0)
+                fail_msg("%s %s %s: element %llu is %.9g, the host's %.9g", cases[c].op, cases[c].a,
+                         cases[c].b, (unsigned long long)i, v, (double)ref);
+        }
+        free(got);
+        free((void *)n.data[0]);
+        free((void *)n.data[1]);
+    }
 }
 
 /* A reduction along rows one work-item per output (the CPUs' clrun_reduce_rows_sum_f32) launches
@@ -1763,6 +1816,7 @@ static int reset_choices(void **state)
     clrun__conv_depthwise_channels = -1;
     clrun__conv_rows_forced = false;
     clrun__conv_core_narrow = -1;
+    clrun__ew_rows = -1;
     return 0;
 }
 
@@ -1806,6 +1860,7 @@ int main(void)
         cmocka_unit_test_setup(every_reduction_over_any_axes_with_keepdims, reset_choices),
         cmocka_unit_test_setup(every_reduction_at_ranks_7_and_8_and_over_long_runs, reset_choices),
         cmocka_unit_test_setup(reduce_rows_take_one_group_size_and_write_only_their_outputs, reset_choices),
+        cmocka_unit_test_setup(row_broadcasts_take_groups_of_one_and_give_the_exact_values, reset_choices),
         cmocka_unit_test_setup(row_copies_take_groups_of_256_from_runs_of_128, reset_choices),
         cmocka_unit_test_setup(argmax_and_argmin_with_ties_keepdims_and_last_index, reset_choices),
         cmocka_unit_test_setup(onnx_attributes_are_checked, reset_choices),

@@ -12,6 +12,7 @@
 #include "device/cl.h"
 #include "device/program.h"
 #include "ops/ew_source.h"
+#include "ops/matmul_core.h"
 #include "ops/ops_internal.h"
 
 /* ---- broadcast geometry ------------------------------------------------------------------ */
@@ -149,6 +150,50 @@ static clrun_status prepare_broadcast3(clrun_context *ctx, const clrun__ew_def *
     return s;
 }
 
+/* A row of more than ROWS_BLOCK elements is split into blocks of that many, a work-item each. */
+#define ROWS_BLOCK 4096
+
+int clrun__ew_rows = -1;
+
+/* Which operand of a binary broadcast of rank 3 or less runs along the rows (stride 1) while the
+ * other stays constant along them: 0 or 1; -1 when neither. */
+static int row_operand(const clrun__op_call *call, const ew_geometry *g)
+{
+    if (call->input_count != 2 || g->rank < 1 || g->rank > 3)
+        return -1;
+    const uint64_t a = g->strides[0][g->rank - 1], b = g->strides[1][g->rank - 1];
+    return a == 1 && b == 0 ? 0 : a == 0 && b == 1 ? 1 : -1;
+}
+
+/* The _rows kernel (ew_source.c's emit_rows): a work-item per block of a row, groups of one. */
+static clrun_status prepare_rows(clrun_context *ctx, const clrun__ew_def *def, const clrun__op_call *call,
+                                 const ew_geometry *g, int row, clrun__kernel_state *st)
+{
+    int r = g->rank;
+    uint64_t n[3] = {g->dims[r - 1], r > 1 ? g->dims[r - 2] : 1, r > 2 ? g->dims[r - 3] : 1};
+    uint64_t block = n[0] < ROWS_BLOCK ? n[0] : ROWS_BLOCK;
+    cl_uint next = st->inputs + 1;
+    cl_int which = row;
+    clrun_status s = set_ulong(ctx, st->kernel, &next, n[0]);
+    if (s == CLRUN_OK)
+        s = set_ulong(ctx, st->kernel, &next, n[1]);
+    if (s == CLRUN_OK)
+        s = set_ulong(ctx, st->kernel, &next, block);
+    if (s == CLRUN_OK)
+        s = clrun__arg(ctx, st->kernel, next++, sizeof which, &which);
+    for (int k = 0; k < 2; k++)
+        for (int d = 1; s == CLRUN_OK && d < 3; d++)
+            s = set_ulong(ctx, st->kernel, &next, r - 1 - d >= 0 ? g->strides[k][r - 1 - d] : 0);
+    if (s == CLRUN_OK)
+        s = set_params(ctx, def, call, st->kernel, &next);
+    st->dims = 3;
+    st->global[0] = (size_t)((n[0] + block - 1) / block);
+    st->global[1] = (size_t)n[1];
+    st->global[2] = (size_t)n[2];
+    st->local[0] = st->local[1] = st->local[2] = 1;
+    return s;
+}
+
 static clrun_status prepare_broadcast_n(clrun_context *ctx, const clrun__ew_def *def,
                                         const clrun__op_call *call, const ew_geometry *g,
                                         clrun__kernel_state *st)
@@ -243,10 +288,19 @@ static clrun_status ew_prepare(clrun_context *ctx, const clrun__op *op, const cl
     } else {
         ew_geometry g;
         merge_geometry(call, &g);
-        s = library_kernel(ctx, def, data, result, g.rank <= 3 ? "_bc" : "_bcn", &st->kernel);
+        /* on CPUs (a work-item runs its own loop) a row-and-constant broadcast runs its rows
+         * a work-item each: vectorized, and compiled once whatever the rows' length */
+        clrun__core_device dev;
+        s = clrun__core_device_of(ctx, &dev);
+        bool rows = clrun__ew_rows > 0 || (clrun__ew_rows < 0 && dev.registers);
+        int row = s == CLRUN_OK && rows && def->result != CLRUN__EW_CAST ? row_operand(call, &g) : -1;
+        const char *variant = row >= 0 ? "_rows" : g.rank <= 3 ? "_bc" : "_bcn";
         if (s == CLRUN_OK)
-            s = g.rank <= 3 ? prepare_broadcast3(ctx, def, call, &g, st)
-                            : prepare_broadcast_n(ctx, def, call, &g, st);
+            s = library_kernel(ctx, def, data, result, variant, &st->kernel);
+        if (s == CLRUN_OK)
+            s = row >= 0       ? prepare_rows(ctx, def, call, &g, row, st)
+                : g.rank <= 3 ? prepare_broadcast3(ctx, def, call, &g, st)
+                              : prepare_broadcast_n(ctx, def, call, &g, st);
     }
     return clrun__kernel_state_done(st, s, state);
 }

@@ -72,6 +72,10 @@ extern bool clrun__conv_rows_forced;
  * channels (lib/ops/ops_conv.c): < 0 there on 16-wide devices, 0 never, > 0 on every conv2d
  * the core runs on a 16-wide device. Tests set it to compare the two widths' bits. */
 extern int clrun__conv_core_narrow;
+/* A binary broadcast with one operand along rows and the other constant along them on the
+ * kernel of a work-item per row (lib/ops/ops_elementwise.c): < 0 on CPUs, 0 never, > 0 on any
+ * device. Tests set it to run that kernel where they run (oclgrind). */
+extern int clrun__ew_rows;
 
 /* The most bytes of scratch into which conv2d's core packs weights that change between runs,
  * over few output positions, a chunk of panels at a time (lib/ops/ops_conv.c; at least one
