@@ -85,7 +85,7 @@ export CLRUN_CACHE_DIR="$tmp/layout"
 run "layout, first process"
 run "layout, second process"
 ls "$tmp/layout"/layout-clrun_*.bin >/dev/null 2>&1 || fail "layout, second process: no cut kernel of layout.cl written"
-ls "$tmp/layout"/ew_arith_f32-*.bin >/dev/null 2>&1 || fail "layout, second process: no cut kernel of ew_arith_f32 written"
+ls "$tmp/layout"/ew_arith*_f32-*.bin >/dev/null 2>&1 || fail "layout, second process: no cut kernel of ew_arith_f32 (ew_arith_act_f32 on POCL) written"
 run "layout, third process"
 grep -q '(0 from source, [1-9][0-9]* from the binary cache' "$tmp/out" ||
     fail "layout, third process: not loaded: $(grep '^first' "$tmp/out")"

@@ -1309,40 +1309,54 @@ static void each_op_is_built_once_per_context(void **state)
 
 /* add, sub, mul and div share one program per dtype (POCL's front end and builtin linking
  * once for a transformer's unfused arithmetic): the same text whichever asks, holding every
- * kernel of the four, and after one of them the others build nothing. */
+ * kernel of the four, and after one of them the others build nothing. Where kernels compile at
+ * their first launch (`wide`), relu, hardswish and sigmoid join them; elsewhere and gelu (in
+ * either case) keep programs of their own. */
 static void arithmetic_ops_share_one_program(void **state)
 {
     (void)state;
-    const char *const family[] = {"add", "sub", "mul", "div"};
-    const clrun__ew_def *add = clrun__ew_def_of(clrun__op_find("add"));
-    char *text = clrun__ew_library_source(add, CLRUN_F32, CLRUN_F32, false);
-    assert_non_null(text);
-    for (size_t i = 0; i < 4; i++) {
-        const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(family[i]));
-        char name[64], kernel[96];
-        clrun__ew_library_name(def, CLRUN_F32, CLRUN_F32, name, sizeof name);
-        assert_string_equal(name, "ew_arith_f32");
-        char *other = clrun__ew_library_source(def, CLRUN_F32, CLRUN_F32, false);
-        assert_non_null(other);
-        assert_string_equal(other, text);
-        free(other);
-        for (int v = 0; v < 3; v++) {
-            clrun__ew_kernel_name(def, CLRUN_F32, CLRUN_F32, (const char *[]){"", "_bc", "_bcn"}[v], kernel,
-                                  sizeof kernel);
-            strcat(kernel, "(");
-            if (strstr(text, kernel) == NULL)
-                fail_msg("the family's program lacks %s", kernel);
+    const char *const family[] = {"add", "sub", "mul", "div", "relu", "hard_swish", "sigmoid"};
+    for (int wide = 0; wide < 2; wide++) {
+        const clrun__ew_def *add = clrun__ew_def_of(clrun__op_find("add"));
+        char *text = clrun__ew_library_source(add, CLRUN_F32, CLRUN_F32, wide, false);
+        assert_non_null(text);
+        for (size_t i = 0; i < sizeof family / sizeof family[0]; i++) {
+            const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(family[i]));
+            bool member = i < 4 || wide;
+            char name[64], kernel[96];
+            clrun__ew_library_name(def, CLRUN_F32, CLRUN_F32, wide, name, sizeof name);
+            if (!member) {
+                char own[64];
+                snprintf(own, sizeof own, "ew_%s_f32", family[i]);
+                assert_string_equal(name, own);
+                clrun__ew_kernel_name(def, CLRUN_F32, CLRUN_F32, "", kernel, sizeof kernel);
+                strcat(kernel, "(");
+                assert_null(strstr(text, kernel));
+                continue;
+            }
+            assert_string_equal(name, wide ? "ew_arith_act_f32" : "ew_arith_f32");
+            char *other = clrun__ew_library_source(def, CLRUN_F32, CLRUN_F32, wide, false);
+            assert_non_null(other);
+            assert_string_equal(other, text);
+            free(other);
+            for (int v = 0; v < (i < 4 ? 3 : 1); v++) { /* unary ops: the flat kernel alone */
+                clrun__ew_kernel_name(def, CLRUN_F32, CLRUN_F32, (const char *[]){"", "_bc", "_bcn"}[v], kernel,
+                                      sizeof kernel);
+                strcat(kernel, "(");
+                if (strstr(text, kernel) == NULL)
+                    fail_msg("the family's program lacks %s", kernel);
+            }
         }
+        free(text);
+        const clrun__ew_def *gelu = clrun__ew_def_of(clrun__op_find("gelu"));
+        char name[64];
+        clrun__ew_library_name(gelu, CLRUN_F32, CLRUN_F32, wide, name, sizeof name);
+        assert_string_equal(name, "ew_gelu_f32");
+        text = clrun__ew_library_source(gelu, CLRUN_F32, CLRUN_F32, wide, false);
+        assert_non_null(text);
+        assert_null(strstr(text, "clrun_ew_add_f32"));
+        free(text);
     }
-    free(text);
-    const clrun__ew_def *gelu = clrun__ew_def_of(clrun__op_find("gelu"));
-    char name[64];
-    clrun__ew_library_name(gelu, CLRUN_F32, CLRUN_F32, name, sizeof name);
-    assert_string_equal(name, "ew_gelu_f32");
-    text = clrun__ew_library_source(gelu, CLRUN_F32, CLRUN_F32, false);
-    assert_non_null(text);
-    assert_null(strstr(text, "clrun_ew_add_f32"));
-    free(text);
 
     values x[2] = {random_values(CLRUN_F32, "64", -1, 1, 11), random_values(CLRUN_F32, "64", 1, 2, 12)};
     values y = run_op("add", x, 2, NULL, 0);

@@ -42,15 +42,16 @@ void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value);
  *          per input its strides]: (inputs..., out, ulong n, __global ulong *table, params...)
  * Unary ops and casts have only the first. */
 char *clrun__ew_library_source(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
-                               bool fp64);
+                               bool wide, bool fp64);
 void clrun__ew_kernel_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
                            const char *variant, char *buf, size_t size);
 
 /* "ew_NAME_DTYPE" ("ew_cast_FROM_TO"): the program name of an op's unfused kernels over one
  * data dtype, so that a program compiles only what a node of that dtype uses; add, sub, mul and
  * div share "ew_arith_DTYPE", whose text (clrun__ew_library_source, the same for each of them)
- * holds the four ops' kernels. */
-void clrun__ew_library_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
+ * holds the four ops' kernels; with `wide` (a driver that compiles each kernel at its first
+ * launch: clrun__lazy_driver) the common activations join them in "ew_arith_act_DTYPE". */
+void clrun__ew_library_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result, bool wide,
                             char *buf, size_t size);
 
 #endif

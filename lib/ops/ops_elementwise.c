@@ -227,9 +227,10 @@ static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def,
                                    clrun_dtype result, const char *variant, cl_kernel *out)
 {
     char program_name[64], kernel_name[96];
-    clrun__ew_library_name(def, data, result, program_name, sizeof program_name);
+    bool wide = clrun__lazy_driver(ctx);
+    clrun__ew_library_name(def, data, result, wide, program_name, sizeof program_name);
     clrun__ew_kernel_name(def, data, result, variant, kernel_name, sizeof kernel_name);
-    char *text = clrun__ew_library_source(def, data, result, ctx->info.fp64);
+    char *text = clrun__ew_library_source(def, data, result, wide, ctx->info.fp64);
     if (text == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: kernel source", def->name);
     /* per kernel where the context builds so: an op's program holds its variants, and the
