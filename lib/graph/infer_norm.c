@@ -311,7 +311,7 @@ static clrun_status reduce_infer_as(const char *name, const clrun__op_call *call
     return CLRUN_OK;
 }
 
-/* Reduction codes: CLRUN__REDUCE_* in lib/ops/ops_internal.h, REDUCE_* in kernels/norm.cl. */
+/* Reduction codes: CLRUN__REDUCE_* in lib/ops/ops_internal.h, REDUCE_* in kernels/reduce.cl. */
 #define REDUCE_OP(ID, CODE)                                                                        \
     static clrun_status ID##_infer(const clrun__op_call *call, clrun_tensor_type *out, char *err,  \
                                    size_t errlen)                                                  \

@@ -24,6 +24,7 @@ CLRUN_KERNEL_FILES += \
 	kernels/matmul.cl \
 	kernels/matmul_core.cl \
 	kernels/norm.cl \
+	kernels/reduce.cl \
 	kernels/layout.cl \
 	kernels/index.cl \
 	kernels/scatter.cl \

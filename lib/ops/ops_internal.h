@@ -199,7 +199,7 @@ clrun_status clrun__launch(clrun_context *ctx, cl_kernel kernel, cl_uint dims,
                            const size_t *global, const size_t *local, cl_uint wait_count,
                            const cl_event *wait_list, cl_event *done, const char *what);
 
-/* Reductions: the op codes of lib/graph/infer_norm.c and REDUCE_* in kernels/norm.cl. */
+/* Reductions: the op codes of lib/graph/infer_norm.c and REDUCE_* in kernels/reduce.cl. */
 enum {
     CLRUN__REDUCE_SUM = 0,
     CLRUN__REDUCE_MEAN = 1,

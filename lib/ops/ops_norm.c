@@ -1,5 +1,6 @@
 /* Row ops (kernels/norm.cl): softmax, logsoftmax, layernorm, instancenorm, batchnorm,
- * softmax_xent and its gradient; the reductions (which the global pools in ops_conv.c share);
+ * softmax_xent and its gradient; the reductions (kernels/reduce.cl, which the global pools in
+ * ops_conv.c share);
  * argmax and argmin. Rows that are
  * contiguous run one work-item per row with vector loads on devices without real local memory
  * (CPUs), one work-group per row elsewhere; rows along an inner axis run one work-item each. */
@@ -11,24 +12,25 @@
 #include "device/cl.h"
 #include "ops/matmul_core.h"
 
-/* Work-group size limit the kernels' local arrays are sized for (MAX_GROUP in norm.cl). */
+/* Work-group size limit the kernels' local arrays are sized for (MAX_GROUP in norm.cl and
+ * reduce.cl). */
 #define MAX_GROUP 256
 /* The work-group of clrun_reduce_rows_sum_f32 (clrun__reduce_prepare): row_begin's largest. */
 #define REDUCE_ROWS_GROUP 16
 
-/* The norm program for ctx's device (VW its vector width), and whether rows take one work-item
- * (CPUs) rather than one work-group. */
-static clrun_status norm_program(clrun_context *ctx, cl_program *program, bool *per_item)
+/* Program `source` ("norm", or "reduce": kernels/reduce.cl) for ctx's device (VW its vector
+ * width), and whether rows take one work-item (CPUs) rather than one work-group. */
+static clrun_status norm_program(clrun_context *ctx, const char *source, cl_program *program, bool *per_item)
 {
     clrun__core_device dev;
     clrun_status s = clrun__core_device_of(ctx, &dev);
     if (s == CLRUN_OK)
-        s = clrun__ops_program(ctx, "norm", dev.vw, NULL, program);
+        s = clrun__ops_program(ctx, source, dev.vw, NULL, program);
     *per_item = dev.registers;
     return s;
 }
 
-/* A node state with kernel `name` of the norm program. One dimension: `items` work-items in
+/* A node state with kernel `name` of the norm program (the reduce program's for a reduction). One dimension: `items` work-items in
  * groups of up to 16 (per_item), or `rows` work-groups of a power-of-two size that the row's
  * `length` fills (a group per row). */
 static clrun_status row_begin(clrun_context *ctx, const char *name, int inputs, uint64_t rows,
@@ -37,7 +39,8 @@ static clrun_status row_begin(clrun_context *ctx, const char *name, int inputs, 
     *out = NULL;
     cl_program program = NULL;
     bool cpu = false;
-    clrun_status s = norm_program(ctx, &program, &cpu);
+    bool reduction = strncmp(name, "clrun_reduce_", strlen("clrun_reduce_")) == 0;
+    clrun_status s = norm_program(ctx, reduction ? "reduce" : "norm", &program, &cpu);
     if (s != CLRUN_OK)
         return s;
     clrun__kernel_state *st = calloc(1, sizeof *st);
@@ -198,7 +201,7 @@ static clrun_status xent_prepare(clrun_context *ctx, const clrun__op *op,
     bool grad = op->code == 1, per_item = false;
     const char *suffix = labels->dtype == CLRUN_I64 ? "i64" : "i32";
     cl_program program = NULL;
-    clrun_status s = norm_program(ctx, &program, &per_item);
+    clrun_status s = norm_program(ctx, "norm", &program, &per_item);
     if (s != CLRUN_OK)
         return s;
     xent_state *st = calloc(1, sizeof *st);
@@ -452,7 +455,7 @@ static int box(const clrun_tensor_type *x, const bool *reduced, bool which, uint
     return n;
 }
 
-/* The per-item kernel of reduction `code` (kernels/norm.cl: one per way of combining). */
+/* The per-item kernel of reduction `code` (kernels/reduce.cl: one per way of combining). */
 static const char *reduce_rows_kernel(int code)
 {
     switch (code) {
