@@ -548,7 +548,8 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
 {
     enum { MAX_FUNCTIONS = 512 };
     char (*done)[64] = calloc(MAX_FUNCTIONS, sizeof *done);
-    int *case_of = calloc((size_t)count + 1, sizeof *case_of);
+    /* case_of[i]: op i's case; first[k]: the first op of case k */
+    int *case_of = calloc(2 * (size_t)count + 1, sizeof *case_of), *first = case_of ? case_of + count : NULL;
     clrun__strbuf b = {0};
     int done_count = 0, cases = 0, params = 0;
     bool ok = done != NULL && case_of != NULL, math = false;
@@ -556,10 +557,12 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
      * first) says which are alike (a relu after convolutions of any shape). */
     for (int i = 0; ok && i < count; i++) {
         int same = -1;
-        for (int j = 0; j < i && same < 0; j++)
-            if (strcmp(ops[j]->epilogue->helpers, ops[i]->epilogue->helpers) == 0)
-                same = case_of[j];
-        case_of[i] = same >= 0 ? same : cases++;
+        for (int k = 0; k < cases && same < 0; k++)
+            if (strcmp(ops[first[k]]->epilogue->helpers, ops[i]->epilogue->helpers) == 0)
+                same = k;
+        if (same < 0)
+            first[cases] = i, same = cases++;
+        case_of[i] = same;
     }
     if (ok && cases < 2) { /* one epilogue: its own source is already the one program */
         free(done);
@@ -579,12 +582,9 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
     }
     for (int k = 0; ok && k < cases; k++) {
-        int i = 0;
-        while (case_of[i] != k)
-            i++;
         char fn[48];
         snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
-        ok = emit_epilogue_fn(&b, ops[i], fn);
+        ok = emit_epilogue_fn(&b, ops[first[k]], fn);
     }
     /* The dispatch: the case is a kernel argument, alike for every work-item. */
     if (ok) {
@@ -594,12 +594,9 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
             clrun__strbuf_printf(&b, ", __global const float *x%d", x);
         clrun__strbuf_printf(&b, ")\n{\n    switch (epi) {\n");
         for (int k = 0; k < cases; k++) {
-            int i = 0;
-            while (case_of[i] != k)
-                i++;
             char fn[48];
             snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
-            char *call = epilogue_call("", fn, ops[i]->epilogue->extra_inputs);
+            char *call = epilogue_call("", fn, ops[first[k]]->epilogue->extra_inputs);
             ok = ok && call != NULL;
             if (k + 1 < cases)
                 clrun__strbuf_printf(&b, "    case %du: return %s;\n", k, call ? call : "");

@@ -282,12 +282,12 @@ static bool shares_source(const clrun_context *ctx)
 static clrun_status plain_cases(clrun_context *ctx, clrun__arena *arena, const clrun_graph *d,
                                 bool *claimed, candidate *chosen, int32_t *chosen_count)
 {
+    if (!shares_source(ctx))
+        return CLRUN_OK;
     bool any[FAMILIES] = {false};
     for (int32_t c = 0; c < *chosen_count; c++)
         if (chosen[c].family >= 0)
             any[chosen[c].family] = true;
-    if (!shares_source(ctx))
-        return CLRUN_OK;
     for (int32_t m = 0; m < d->node_count; m++) {
         const clrun__node *base = &d->nodes[m];
         if (claimed[m] || base->op == NULL || base->output_count != 1 || base->guarded ||
