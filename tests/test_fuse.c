@@ -1240,6 +1240,28 @@ static clrun_context *uncached_context(void)
     return ctx;
 }
 
+/* run_graph_in with count_programs counting the programs built or loaded into *count. */
+static outcome run_counting(clrun_context *ctx, const clrun_graph *g, how h, uint64_t seed, built_count *count)
+{
+    clrun_log_level level = clrun_log_get_level();
+    clrun_log_set_level(CLRUN_LOG_DEBUG);
+    clrun_log_set_handler(count_programs, count);
+    outcome o = run_graph_in(ctx, g, h, seed);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(level);
+    return o;
+}
+
+/* Two products of a 1 x 1 plane, 64 -> 40 and 64 -> 16 channels (squeeze-and-excitation's). */
+static void add_small_plane_products(clrun_graph *g)
+{
+    int32_t se = input(g, "se", shape_of(CLRUN_F32, 4, (int64_t[]){1, 64, 1, 1}));
+    int32_t wide = constant(g, "wide", shape_of(CLRUN_F32, 4, (int64_t[]){40, 64, 1, 1}), 1);
+    int32_t few = constant(g, "few", shape_of(CLRUN_F32, 4, (int64_t[]){16, 64, 1, 1}), 2);
+    clrun_graph_mark_output(g, node(g, "conv2d", "y1", 2, (int32_t[]){se, wide}, NULL, 0));
+    clrun_graph_mark_output(g, node(g, "conv2d", "y2", 2, (int32_t[]){se, few}, NULL, 0));
+}
+
 /* The convolution core at half width (a group of 16 output channels or fewer on a 16-wide
  * device) only where the plane is large: a squeeze-and-excitation product on a 1 x 1 plane runs
  * at the width of the model's other products, so a first run builds and compiles the core once
@@ -1250,30 +1272,20 @@ static void the_core_takes_half_width_only_on_large_planes(void **state)
     (void)state;
     clrun_graph *g;
     assert_int_equal(clrun_graph_create("core_widths", &g), CLRUN_OK);
-    int32_t se = input(g, "se", shape_of(CLRUN_F32, 4, (int64_t[]){1, 64, 1, 1}));
+    add_small_plane_products(g);
     int32_t im = input(g, "im", shape_of(CLRUN_F32, 4, (int64_t[]){1, 32, 16, 16}));
-    int32_t wide = constant(g, "wide", shape_of(CLRUN_F32, 4, (int64_t[]){40, 64, 1, 1}), 1);
-    int32_t few = constant(g, "few", shape_of(CLRUN_F32, 4, (int64_t[]){16, 64, 1, 1}), 2);
     int32_t head = constant(g, "head", shape_of(CLRUN_F32, 4, (int64_t[]){16, 32, 3, 3}), 3);
-    clrun_graph_mark_output(g, node(g, "conv2d", "y1", 2, (int32_t[]){se, wide}, NULL, 0));
-    clrun_graph_mark_output(g, node(g, "conv2d", "y2", 2, (int32_t[]){se, few}, NULL, 0));
+    int32_t body = constant(g, "body", shape_of(CLRUN_F32, 4, (int64_t[]){40, 32, 3, 3}), 4);
     clrun_attr pads = {.name = "pads", .kind = CLRUN_ATTR_INTS, .ints = {1, 1, 1, 1}, .count = 4};
     clrun_graph_mark_output(g, node(g, "conv2d", "y3", 2, (int32_t[]){im, head}, &pads, 1));
-    int32_t body = constant(g, "body", shape_of(CLRUN_F32, 4, (int64_t[]){40, 32, 3, 3}), 4);
     clrun_graph_mark_output(g, node(g, "conv2d", "y4", 2, (int32_t[]){im, body}, &pads, 1));
     outcome base = run_unfused(g, 4);
     how fused = {CLRUN_EXEC_POOLED, "tlsf", false, 1, false};
     clrun_context *ctx = uncached_context();
     bool cpu_core = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
     built_count heads = {"matmul_core-head'", 0, 0}, small = {"matmul_core-conv1", 0, 0};
-    clrun_log_level level = clrun_log_get_level();
-    clrun_log_set_level(CLRUN_LOG_DEBUG);
-    clrun_log_set_handler(count_programs, &heads);
-    outcome o = run_graph_in(ctx, g, fused, 4);
-    clrun_log_set_handler(count_programs, &small);
-    outcome again = run_graph_in(ctx, g, fused, 4); /* the context keeps its programs */
-    clrun_log_set_handler(NULL, NULL);
-    clrun_log_set_level(level);
+    outcome o = run_counting(ctx, g, fused, 4, &heads);
+    outcome again = run_counting(ctx, g, fused, 4, &small); /* the context keeps its programs */
     expect_same_bits(g, &o, &base, "the core at its widths", 4);
     expect_same_bits(g, &again, &base, "the core at its widths, again", 4);
     assert_int_equal(small.count, 0);
@@ -1281,28 +1293,18 @@ static void the_core_takes_half_width_only_on_large_planes(void **state)
     if (cpu_core) /* a padded 16 x 16 product at each width: one head */
         assert_int_equal(heads.count, 1);
     clrun_context_destroy(ctx);
+    clrun_graph_destroy(g);
 
-    ctx = uncached_context(); /* the products of 1 x 1 planes alone: the core once, at one width */
-    clrun_graph *se_only;
-    assert_int_equal(clrun_graph_create("se_widths", &se_only), CLRUN_OK);
-    se = input(se_only, "se", shape_of(CLRUN_F32, 4, (int64_t[]){1, 64, 1, 1}));
-    wide = constant(se_only, "wide", shape_of(CLRUN_F32, 4, (int64_t[]){40, 64, 1, 1}), 1);
-    few = constant(se_only, "few", shape_of(CLRUN_F32, 4, (int64_t[]){16, 64, 1, 1}), 2);
-    clrun_graph_mark_output(se_only, node(se_only, "conv2d", "y1", 2, (int32_t[]){se, wide}, NULL, 0));
-    clrun_graph_mark_output(se_only, node(se_only, "conv2d", "y2", 2, (int32_t[]){se, few}, NULL, 0));
-    outcome se_base = run_unfused(se_only, 5);
-    small.count = 0;
-    clrun_log_set_level(CLRUN_LOG_DEBUG);
-    clrun_log_set_handler(count_programs, &small);
-    o = run_graph_in(ctx, se_only, fused, 5);
-    clrun_log_set_handler(NULL, NULL);
-    clrun_log_set_level(level);
-    expect_same_bits(se_only, &o, &se_base, "two products of a 1 x 1 plane", 5);
-    assert_true(small.count <= 1);
+    assert_int_equal(clrun_graph_create("se_widths", &g), CLRUN_OK); /* the 1 x 1 planes alone */
+    add_small_plane_products(g);
+    base = run_unfused(g, 5);
+    ctx = uncached_context();
+    o = run_counting(ctx, g, fused, 5, &small);
+    expect_same_bits(g, &o, &base, "two products of a 1 x 1 plane", 5);
+    assert_true(small.count <= 1); /* the core once, at one width */
     if (cpu_core)
         assert_int_equal(small.count, 1);
     clrun_context_destroy(ctx);
-    clrun_graph_destroy(se_only);
     clrun_graph_destroy(g);
 }
 
@@ -1324,12 +1326,7 @@ static void a_reshape_in_place_builds_no_program(void **state)
         clrun_context *ctx = uncached_context();
         built_count layout = {"layout'", 0, 0};
         how unfused = {modes[m], "tlsf", false, -1, false};
-        clrun_log_level level = clrun_log_get_level();
-        clrun_log_set_level(CLRUN_LOG_DEBUG);
-        clrun_log_set_handler(count_programs, &layout);
-        outcome o = run_graph_in(ctx, g, unfused, 6);
-        clrun_log_set_handler(NULL, NULL);
-        clrun_log_set_level(level);
+        outcome o = run_counting(ctx, g, unfused, 6, &layout);
         expect_same_bits(g, &o, &base, m ? "a reshape that copies" : "a reshape in place", 6);
         assert_int_equal(layout.count, m);
         clrun_context_destroy(ctx);
