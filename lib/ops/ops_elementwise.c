@@ -171,7 +171,7 @@ static clrun_status prepare_rows(clrun_context *ctx, const clrun__ew_def *def, c
 {
     int r = g->rank;
     uint64_t n[3] = {g->dims[r - 1], r > 1 ? g->dims[r - 2] : 1, r > 2 ? g->dims[r - 3] : 1};
-    uint64_t block = n[0] < ROWS_BLOCK ? n[0] : ROWS_BLOCK;
+    uint64_t block = n[0] == 0 ? 1 : n[0] < ROWS_BLOCK ? n[0] : ROWS_BLOCK; /* no empty rows reach here */
     cl_uint next = st->inputs + 1;
     cl_int which = row;
     clrun_status s = set_ulong(ctx, st->kernel, &next, n[0]);
