@@ -1311,15 +1311,20 @@ static void each_op_is_built_once_per_context(void **state)
  * once for a transformer's unfused arithmetic): the same text whichever asks, holding every
  * kernel of the four, and after one of them the others build nothing. Where kernels compile at
  * their first launch (`wide`), relu, hardswish and sigmoid join them; elsewhere and gelu (in
- * either case) keep programs of their own. */
+ * either case) keep programs of their own. The row kernels are there only where asked for. */
 static void arithmetic_ops_share_one_program(void **state)
 {
     (void)state;
     const char *const family[] = {"add", "sub", "mul", "div", "relu", "hard_swish", "sigmoid"};
     for (int wide = 0; wide < 2; wide++) {
         const clrun__ew_def *add = clrun__ew_def_of(clrun__op_find("add"));
-        char *text = clrun__ew_library_source(add, CLRUN_F32, CLRUN_F32, wide, false);
+        char *text = clrun__ew_library_source(add, CLRUN_F32, CLRUN_F32, wide, false, false);
         assert_non_null(text);
+        assert_null(strstr(text, "clrun_ew_add_f32_rows("));
+        free(text);
+        text = clrun__ew_library_source(add, CLRUN_F32, CLRUN_F32, wide, true, false);
+        assert_non_null(text);
+        assert_non_null(strstr(text, "clrun_ew_add_f32_rows("));
         for (size_t i = 0; i < sizeof family / sizeof family[0]; i++) {
             const clrun__ew_def *def = clrun__ew_def_of(clrun__op_find(family[i]));
             bool member = i < 4 || wide;
@@ -1335,7 +1340,7 @@ static void arithmetic_ops_share_one_program(void **state)
                 continue;
             }
             assert_string_equal(name, wide ? "ew_arith_act_f32" : "ew_arith_f32");
-            char *other = clrun__ew_library_source(def, CLRUN_F32, CLRUN_F32, wide, false);
+            char *other = clrun__ew_library_source(def, CLRUN_F32, CLRUN_F32, wide, true, false);
             assert_non_null(other);
             assert_string_equal(other, text);
             free(other);
@@ -1352,7 +1357,7 @@ static void arithmetic_ops_share_one_program(void **state)
         char name[64];
         clrun__ew_library_name(gelu, CLRUN_F32, CLRUN_F32, wide, name, sizeof name);
         assert_string_equal(name, "ew_gelu_f32");
-        text = clrun__ew_library_source(gelu, CLRUN_F32, CLRUN_F32, wide, false);
+        text = clrun__ew_library_source(gelu, CLRUN_F32, CLRUN_F32, wide, true, false);
         assert_non_null(text);
         assert_null(strstr(text, "clrun_ew_add_f32"));
         free(text);

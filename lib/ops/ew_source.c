@@ -446,27 +446,27 @@ static void emit_broadcast_n(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
     clrun__strbuf_printf(b, "}\n");
 }
 
-/* One op's function and unfused kernels. */
+/* One op's function and unfused kernels (_rows with `rows`). */
 static void emit_library_op(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
-                            clrun_dtype result)
+                            clrun_dtype result, bool rows)
 {
     clrun__ew_emit_function(b, def, data, result);
     emit_flat(b, def, data, result);
     if (def->arity > 1 && def->result != CLRUN__EW_CAST) {
         emit_broadcast3(b, def, data, result);
         emit_broadcast_n(b, def, data, result);
-        if (def->arity == 2)
+        if (rows && def->arity == 2)
             emit_rows(b, def, data, result);
     }
 }
 
 char *clrun__ew_library_source(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
-                               bool wide, bool fp64)
+                               bool wide, bool rows, bool fp64)
 {
     clrun__strbuf b = {0};
     clrun__ew_emit_prelude(&b, fp64);
     if (!in_arith_family(def, wide)) {
-        emit_library_op(&b, def, data, result);
+        emit_library_op(&b, def, data, result, rows);
         return clrun__strbuf_take(&b);
     }
     /* the family's members in the table's order, whichever of them asks: the same text */
@@ -475,6 +475,6 @@ char *clrun__ew_library_source(const clrun__ew_def *def, clrun_dtype data, clrun
     for (size_t k = 0; k < count; k++)
         if (in_arith_family(&defs[k], wide) &&
             (strcmp(defs[k].name, def->name) == 0 || clrun__ew_expression(&defs[k], data) != NULL))
-            emit_library_op(&b, &defs[k], data, result);
+            emit_library_op(&b, &defs[k], data, result, rows);
     return clrun__strbuf_take(&b);
 }

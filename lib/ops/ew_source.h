@@ -40,9 +40,13 @@ void clrun__ew_emit_literal(clrun__strbuf *b, clrun_dtype dtype, double value);
  *          (inputs..., out, ulong n0, ulong n1, then per input ulong s0, s1, s2, params...)
  *   "_bcn" broadcast over more dimensions, 1-D, from the table [rank, dims (outermost first),
  *          per input its strides]: (inputs..., out, ulong n, __global ulong *table, params...)
- * Unary ops and casts have only the first. */
+ *   "_rows" with `rows` (devices where a work-item runs its own loop: CPUs), binary ops only:
+ *          one operand along the rows and the other constant along them, a work-item per block
+ *          of a row, 3-D (block, i1, i2): (inputs..., out, ulong n0, ulong n1, ulong block,
+ *          int row (the operand along the rows), ulong s01, s02, s11, s12, params...)
+ * Unary ops and casts have only the first. `wide`: see clrun__ew_library_name. */
 char *clrun__ew_library_source(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
-                               bool wide, bool fp64);
+                               bool wide, bool rows, bool fp64);
 void clrun__ew_kernel_name(const clrun__ew_def *def, clrun_dtype data, clrun_dtype result,
                            const char *variant, char *buf, size_t size);
 

@@ -222,22 +222,36 @@ static clrun_status prepare_broadcast_n(clrun_context *ctx, const clrun__ew_def 
     return s;
 }
 
-/* The kernel of a node from its op's program (built on first use). */
+/* Whether ctx's binary broadcasts take the _rows kernel where it applies (clrun__ew_rows). */
+static clrun_status rows_on(clrun_context *ctx, bool *rows)
+{
+    clrun__core_device dev;
+    clrun_status s = clrun__core_device_of(ctx, &dev);
+    *rows = s == CLRUN_OK && (clrun__ew_rows > 0 || (clrun__ew_rows < 0 && dev.registers));
+    return s;
+}
+
+/* The kernel of a node from its op's program (built on first use): the _rows kernels only on
+ * the devices that take them, which a driver compiling its programs whole would build for
+ * nothing elsewhere. */
 static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def, clrun_dtype data,
                                    clrun_dtype result, const char *variant, cl_kernel *out)
 {
     char program_name[64], kernel_name[96];
-    bool wide = clrun__lazy_driver(ctx);
+    bool wide = clrun__lazy_driver(ctx), rows = false;
+    clrun_status s = rows_on(ctx, &rows);
+    if (s != CLRUN_OK)
+        return s;
     clrun__ew_library_name(def, data, result, wide, program_name, sizeof program_name);
     clrun__ew_kernel_name(def, data, result, variant, kernel_name, sizeof kernel_name);
-    char *text = clrun__ew_library_source(def, data, result, wide, ctx->info.fp64);
+    char *text = clrun__ew_library_source(def, data, result, wide, rows, ctx->info.fp64);
     if (text == NULL)
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "%s: kernel source", def->name);
     /* per kernel where the context builds so: an op's program holds its variants, and the
      * arithmetic family's four ops share one (a binary of the whole would compile them all) */
     cl_program program = NULL;
-    clrun_status s = clrun__program_generated_ex(ctx, program_name, text, strlen(text),
-                                                 CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_PER_KERNEL, &program);
+    s = clrun__program_generated_ex(ctx, program_name, text, strlen(text),
+                                    CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_PER_KERNEL, &program);
     free(text);
     if (s != CLRUN_OK)
         return s;
@@ -291,10 +305,9 @@ static clrun_status ew_prepare(clrun_context *ctx, const clrun__op *op, const cl
         merge_geometry(call, &g);
         /* on CPUs (a work-item runs its own loop) a row-and-constant broadcast runs its rows
          * a work-item each: vectorized, and compiled once whatever the rows' length */
-        clrun__core_device dev;
-        s = clrun__core_device_of(ctx, &dev);
-        bool rows = clrun__ew_rows > 0 || (clrun__ew_rows < 0 && dev.registers);
-        int row = s == CLRUN_OK && rows && def->result != CLRUN__EW_CAST ? row_operand(call, &g) : -1;
+        bool rows = false;
+        s = rows_on(ctx, &rows);
+        int row = rows && def->result != CLRUN__EW_CAST ? row_operand(call, &g) : -1;
         const char *variant = row >= 0 ? "_rows" : g.rank <= 3 ? "_bc" : "_bcn";
         if (s == CLRUN_OK)
             s = library_kernel(ctx, def, data, result, variant, &st->kernel);
