@@ -422,6 +422,50 @@ static void bumped_family_grows_some_buffers_of_the_balanced_packing(void **stat
     free(b);
 }
 
+/* The generators' known plans are valid plans of their instances: at the optimum for the
+ * packings and wide, within 1 % of the bound for bumped (one granule higher per bump on a path
+ * up through the rectangle); none for the families without one, and bad arguments refused. */
+static void known_plans_are_valid_and_at_their_peaks(void **state)
+{
+    (void)state;
+    const clrun_plan_gen_family known[] = {CLRUN_PLAN_GEN_PERFECT, CLRUN_PLAN_GEN_BALANCED,
+                                           CLRUN_PLAN_GEN_BUMPED, CLRUN_PLAN_GEN_WIDE};
+    for (size_t f = 0; f < sizeof known / sizeof *known; f++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            size_t n = seed == 3 ? 1 : 300;
+            uint64_t optimum, peak = 0, lb;
+            const char *name = clrun_plan_gen_family_name(known[f]);
+            clrun_plan_buffer *b = family_instance(known[f], n, seed, &optimum);
+            uint64_t *offsets = malloc(n * sizeof *offsets);
+            assert_int_equal(clrun_plan_gen_plan(known[f], n, seed, offsets, &peak), CLRUN_OK);
+            assert_int_equal(clrun_plan_lower_bound(b, n, 1, &lb), CLRUN_OK);
+            uint64_t align = known[f] == CLRUN_PLAN_GEN_WIDE ? 1 : CLRUN_PLAN_GEN_GRANULE;
+            check_plan(name, seed, b, n, align, offsets, peak, lb);
+            if (known[f] == CLRUN_PLAN_GEN_BUMPED) {
+                assert_int_equal(optimum, 0);
+                assert_true(peak <= lb + lb / 100);
+            } else if (known[f] == CLRUN_PLAN_GEN_WIDE) {
+                assert_int_equal(peak, lb); /* all alive at once: the total */
+            } else {
+                assert_int_equal(peak, optimum);
+            }
+            free(offsets);
+            free(b);
+        }
+    }
+    uint64_t offsets[4], peak = 7;
+    assert_int_equal(clrun_plan_gen_plan(CLRUN_PLAN_GEN_RANDOM, 4, 1, offsets, &peak),
+                     CLRUN_ERROR_UNSUPPORTED);
+    assert_int_equal(clrun_plan_gen_plan(CLRUN_PLAN_GEN_COUNT, 4, 1, offsets, &peak),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_gen_plan(CLRUN_PLAN_GEN_PERFECT, 4, 1, NULL, &peak),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_gen_plan(CLRUN_PLAN_GEN_PERFECT, 4, 1, offsets, NULL),
+                     CLRUN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clrun_plan_gen_plan(CLRUN_PLAN_GEN_BUMPED, 0, 1, NULL, &peak), CLRUN_OK);
+    assert_int_equal(peak, 0);
+}
+
 static void solved_plans_are_valid_on_every_family(void **state)
 {
     (void)state;
@@ -1673,6 +1717,7 @@ int main(void)
         cmocka_unit_test(greedy_plans_are_valid_for_every_order_and_alignment),
         cmocka_unit_test(greedy_by_size_matches_a_plain_best_fit),
         cmocka_unit_test(bumped_family_grows_some_buffers_of_the_balanced_packing),
+        cmocka_unit_test(known_plans_are_valid_and_at_their_peaks),
         cmocka_unit_test(solved_plans_are_valid_on_every_family),
         cmocka_unit_test(solved_plans_are_valid_on_small_instances_searched_exactly),
         cmocka_unit_test(solve_is_never_worse_than_any_greedy_order),

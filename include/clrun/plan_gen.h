@@ -45,8 +45,9 @@ typedef enum clrun_plan_gen_family {
     CLRUN_PLAN_GEN_WIDE,
     /* A balanced packing (same seed, same cuts) whose buffers each grow by one granule with
      * odds 1/4: the rectangle no longer rebuilds exactly, so the optimum is usually above the
-     * lower bound, and unknown (*known_optimum 0). The hard case for a complete search: it
-     * must prove that nothing fits lower, not only find a plan at the bound. */
+     * lower bound, and unknown (*known_optimum 0), though within 1 % of it at 150-500 buffers
+     * (clrun_plan_gen_plan). The hard case for a complete search: it must prove that nothing
+     * fits lower, not only find a plan at the bound. */
     CLRUN_PLAN_GEN_BUMPED,
     CLRUN_PLAN_GEN_COUNT /* number of families; not a family */
 } clrun_plan_gen_family;
@@ -56,6 +57,18 @@ typedef enum clrun_plan_gen_family {
  * family or NULL out with n > 0; CLRUN_ERROR_OUT_OF_HOST_MEMORY. */
 clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t seed,
                             clrun_plan_buffer *out, uint64_t *known_optimum);
+
+/* A plan the generator knows for the instance clrun_plan_gen makes with the same family, n and
+ * seed: offsets[0..n) and its peak in *peak, every offset a multiple of CLRUN_PLAN_GEN_GRANULE
+ * (except wide's). For perfect and balanced the rectangle rebuilt, for wide the buffers
+ * stacked: the optimum. For bumped the rectangle with each piece raised onto the pieces below
+ * it: not proven optimal, an upper bound on the optimum that planners can be measured against
+ * (1.002-1.007x the lower bound at 150-500 buffers, seeds 1-3). Costs O(n log n) plus, for
+ * bumped, the sum of the lifetimes. CLRUN_ERROR_UNSUPPORTED for the families with no known plan
+ * (random, unet, chain); CLRUN_ERROR_INVALID_ARGUMENT for an unknown family or a NULL pointer;
+ * CLRUN_ERROR_OUT_OF_HOST_MEMORY. */
+clrun_status clrun_plan_gen_plan(clrun_plan_gen_family family, size_t n, uint64_t seed,
+                                 uint64_t *offsets, uint64_t *peak);
 
 /* "random", "perfect", "balanced", "unet", "chain", "wide", "bumped"; "unknown" out of
  * range. */

@@ -126,8 +126,11 @@ static bool cut_piece(piece *pieces, size_t i, size_t *count, uint64_t *rng)
     return true;
 }
 
+/* Cuts the rectangle into n pieces, out[] the buffers; *pieces_out (may be NULL) gets the
+ * pieces (the caller frees them), which place the buffers at the optimum. */
 static clrun_status gen_packing(clrun_plan_gen_family family, size_t n, uint64_t *rng,
-                                clrun_plan_buffer *out, uint64_t *known_optimum)
+                                clrun_plan_buffer *out, uint64_t *known_optimum,
+                                piece **pieces_out)
 {
     /* Room for n pieces of at least one step and one granule whichever way they are cut. */
     const uint64_t span = 4 * (uint64_t)n, height = 4 * (uint64_t)n;
@@ -151,17 +154,21 @@ static clrun_status gen_packing(clrun_plan_gen_family family, size_t n, uint64_t
         out[i] = (clrun_plan_buffer){.size = (pieces[i].y1 - pieces[i].y0) * CLRUN_PLAN_GEN_GRANULE,
                                      .first = pieces[i].t0, .last = pieces[i].t1};
     *known_optimum = height * CLRUN_PLAN_GEN_GRANULE;
-    free(pieces);
+    if (pieces_out)
+        *pieces_out = pieces;
+    else
+        free(pieces);
     return CLRUN_OK;
 }
 
 /* The balanced packing of the same seed, a quarter of its buffers one granule larger (the
  * bumps drawn from a stream of their own, after the cuts). */
 static clrun_status gen_bumped(size_t n, uint64_t seed, clrun_plan_buffer *out,
-                               uint64_t *known_optimum)
+                               uint64_t *known_optimum, piece **pieces_out)
 {
     uint64_t rng = seed ^ ((uint64_t)CLRUN_PLAN_GEN_BALANCED << 56);
-    clrun_status st = gen_packing(CLRUN_PLAN_GEN_BALANCED, n, &rng, out, known_optimum);
+    clrun_status st =
+        gen_packing(CLRUN_PLAN_GEN_BALANCED, n, &rng, out, known_optimum, pieces_out);
     if (st != CLRUN_OK)
         return st;
     uint64_t bumps = seed ^ ((uint64_t)CLRUN_PLAN_GEN_BUMPED << 56);
@@ -257,8 +264,93 @@ clrun_status clrun_plan_gen(clrun_plan_gen_family family, size_t n, uint64_t see
         gen_wide(n, &rng, out);
         return CLRUN_OK;
     case CLRUN_PLAN_GEN_BUMPED:
-        return gen_bumped(n, seed, out, known_optimum);
+        return gen_bumped(n, seed, out, known_optimum, NULL);
     default:
-        return gen_packing(family, n, &rng, out, known_optimum);
+        return gen_packing(family, n, &rng, out, known_optimum, NULL);
     }
+}
+
+/* ---- known plans ---- */
+
+static int compare_bottom(const void *a, const void *b)
+{
+    const piece *x = *(const piece *const *)a, *y = *(const piece *const *)b;
+    if (x->y0 != y->y0)
+        return x->y0 < y->y0 ? -1 : 1;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+/* The bumped family's plan: the pieces from the bottom of the rectangle up, each raised onto
+ * the highest top of the pieces below it (at each moment the pieces placed so far are exactly
+ * those below it in the rectangle, so the highest top over its moments is where it fits). The
+ * peak is the rectangle's height plus the most bumps on a path up through it. */
+static clrun_status raise_pieces(const piece *pieces, const clrun_plan_buffer *buffers, size_t n,
+                                 uint64_t *offsets)
+{
+    const piece **order = malloc(n * sizeof *order);
+    uint64_t *top = calloc(4 * (uint64_t)n, sizeof *top); /* per moment of the span */
+    if (!order || !top) {
+        free(order);
+        free(top);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = &pieces[i];
+    qsort(order, n, sizeof *order, compare_bottom);
+    for (size_t k = 0; k < n; k++) {
+        const piece *p = order[k];
+        size_t i = (size_t)(p - pieces);
+        uint64_t at = 0;
+        for (uint64_t t = p->t0; t < p->t1; t++)
+            if (top[t] > at)
+                at = top[t];
+        offsets[i] = at;
+        for (uint64_t t = p->t0; t < p->t1; t++)
+            top[t] = at + buffers[i].size;
+    }
+    free(order);
+    free(top);
+    return CLRUN_OK;
+}
+
+clrun_status clrun_plan_gen_plan(clrun_plan_gen_family family, size_t n, uint64_t seed,
+                                 uint64_t *offsets, uint64_t *peak)
+{
+    if ((unsigned)family >= CLRUN_PLAN_GEN_COUNT || (n > 0 && !offsets) || !peak)
+        return CLRUN_ERROR_INVALID_ARGUMENT;
+    if (family != CLRUN_PLAN_GEN_PERFECT && family != CLRUN_PLAN_GEN_BALANCED &&
+        family != CLRUN_PLAN_GEN_BUMPED && family != CLRUN_PLAN_GEN_WIDE)
+        return CLRUN_ERROR_UNSUPPORTED;
+    *peak = 0;
+    if (n == 0)
+        return CLRUN_OK;
+    clrun_plan_buffer *b = malloc(n * sizeof *b);
+    if (!b)
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    uint64_t known = 0, rng = seed ^ ((uint64_t)family << 56);
+    piece *pieces = NULL;
+    clrun_status st = CLRUN_OK;
+    if (family == CLRUN_PLAN_GEN_WIDE) {
+        gen_wide(n, &rng, b); /* all alive at the join: stacked, the total is the optimum */
+        for (size_t i = 0; i < n; i++) {
+            offsets[i] = *peak;
+            *peak += b[i].size;
+        }
+    } else if (family == CLRUN_PLAN_GEN_BUMPED) {
+        st = gen_bumped(n, seed, b, &known, &pieces);
+        if (st == CLRUN_OK)
+            st = raise_pieces(pieces, b, n, offsets);
+    } else {
+        st = gen_packing(family, n, &rng, b, &known, &pieces);
+        if (st == CLRUN_OK)
+            for (size_t i = 0; i < n; i++)
+                offsets[i] = pieces[i].y0 * CLRUN_PLAN_GEN_GRANULE;
+    }
+    if (st == CLRUN_OK && family != CLRUN_PLAN_GEN_WIDE)
+        for (size_t i = 0; i < n; i++)
+            if (offsets[i] + b[i].size > *peak)
+                *peak = offsets[i] + b[i].size;
+    free(pieces);
+    free(b);
+    return st;
 }
