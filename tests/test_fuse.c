@@ -25,6 +25,7 @@
 #include "fuse/group.h"
 #include "graph/op.h"
 #include "graph/graph.h"
+#include "ops/ops_internal.h"
 #include "rng.h"
 
 static char cache_root[512];
@@ -1299,13 +1300,66 @@ static void the_core_takes_half_width_only_on_large_planes(void **state)
     add_small_plane_products(g);
     base = run_unfused(g, 5);
     ctx = uncached_context();
-    o = run_counting(ctx, g, fused, 5, &small);
+    built_count rows = {"matmul_core-mm1", 0, 0};
+    o = run_counting(ctx, g, fused, 5, &rows);
     expect_same_bits(g, &o, &base, "two products of a 1 x 1 plane", 5);
-    assert_true(small.count <= 1); /* the core once, at one width */
+    assert_true(rows.count <= 1); /* matmul's core once, at one width (below) */
     if (cpu_core)
-        assert_int_equal(small.count, 1);
+        assert_int_equal(rows.count, 1);
     clrun_context_destroy(ctx);
     clrun_graph_destroy(g);
+}
+
+/* A squeeze-and-excitation block's products (a 1 x 1 kernel over a 1 x 1 plane, with a bias, a
+ * relu and a hardsigmoid) and a classifier (a matmul with a hardswish) run on one kernel: the
+ * products of a 1 x 1 plane on matmul's core, their epilogues in its set, so that a first run
+ * builds the core at one row once, and none of the conv core; over two images too (two rows).
+ * The bits of the conv core's run and of the unfused one. */
+static void products_of_a_one_by_one_plane_run_on_the_classifier_kernel(void **state)
+{
+    (void)state;
+    for (int64_t images = 1; images <= 2; images++) {
+        clrun_graph *g;
+        assert_int_equal(clrun_graph_create("se_block", &g), CLRUN_OK);
+        int32_t x = input(g, "x", shape_of(CLRUN_F32, 4, (int64_t[]){images, 48, 1, 1}));
+        int32_t w1 = constant(g, "w1", shape_of(CLRUN_F32, 4, (int64_t[]){12, 48, 1, 1}), 1);
+        int32_t b1 = constant(g, "b1", shape_of(CLRUN_F32, 1, (int64_t[]){12}), 2);
+        int32_t w2 = constant(g, "w2", shape_of(CLRUN_F32, 4, (int64_t[]){48, 12, 1, 1}), 3);
+        int32_t b2 = constant(g, "b2", shape_of(CLRUN_F32, 1, (int64_t[]){48}), 4);
+        int32_t c1 = node(g, "conv2d", "c1", 3, (int32_t[]){x, w1, b1}, NULL, 0);
+        int32_t squeeze = unary(g, "relu", "r", c1);
+        int32_t c2 = node(g, "conv2d", "c2", 3, (int32_t[]){squeeze, w2, b2}, NULL, 0);
+        int32_t gate = unary(g, "hard_sigmoid", "h", c2);
+        clrun_graph_mark_output(g, gate);
+        clrun_attr shape = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {images, 48}, .count = 2};
+        int32_t flat = node(g, "reshape", "flat", 1, (int32_t[]){gate}, &shape, 1);
+        int32_t wc = constant(g, "wc", shape_of(CLRUN_F32, 2, (int64_t[]){48, 40}), 5);
+        int32_t logits = node(g, "matmul", "fc", 2, (int32_t[]){flat, wc}, NULL, 0);
+        clrun_graph_mark_output(g, unary(g, "hard_swish", "y", logits));
+        outcome base = run_unfused(g, 7);
+        how fused = {CLRUN_EXEC_POOLED, "tlsf", false, 1, false};
+        clrun_context *ctx = uncached_context();
+        bool cpu_core = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+        built_count conv = {"matmul_core-conv", 0, 0}, mm = {"matmul_core-mm", 0, 0};
+        outcome o = run_counting(ctx, g, fused, 7, &conv);
+        clrun_context_destroy(ctx);
+        ctx = uncached_context();
+        outcome again = run_counting(ctx, g, fused, 7, &mm);
+        clrun_context_destroy(ctx);
+        clrun__conv_product = 0; /* the conv core's run */
+        ctx = uncached_context();
+        outcome core = run_graph_in(ctx, g, fused, 7);
+        clrun_context_destroy(ctx);
+        clrun__conv_product = -1;
+        expect_same_bits(g, &o, &base, "a squeeze-and-excitation block", 7);
+        expect_same_bits(g, &again, &base, "a squeeze-and-excitation block, again", 7);
+        expect_same_bits(g, &core, &base, "a squeeze-and-excitation block on the conv core", 7);
+        if (cpu_core && images == 1) {
+            assert_int_equal(conv.count, 0);
+            assert_int_equal(mm.count, 1);
+        }
+        clrun_graph_destroy(g);
+    }
 }
 
 /* A reshape whose output takes its input's buffer makes no kernel: the layout program is not
@@ -1649,6 +1703,7 @@ int main(void)
         cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
         cmocka_unit_test(a_lane_kernel_builds_its_epilogue_alone),
         cmocka_unit_test(the_core_takes_half_width_only_on_large_planes),
+        cmocka_unit_test(products_of_a_one_by_one_plane_run_on_the_classifier_kernel),
         cmocka_unit_test(a_reshape_in_place_builds_no_program),
         cmocka_unit_test(a_residual_add_either_way_is_one_epilogue_program),
         cmocka_unit_test(moves_and_siblings_fuse_with_the_same_bits),

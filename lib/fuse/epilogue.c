@@ -9,7 +9,9 @@
  *
  * Where the driver compiles kernels at their first launch, the epilogues of one base op are one
  * set (shares_source): one source with a case each, so that its kernels build and compile once
- * for all of them, and its nodes with no epilogue join as the identity case (plain_cases).
+ * for all of them, and its nodes with no epilogue join as the identity case (plain_cases). A
+ * conv2d that runs on matmul's kernel (clrun__conv_runs_as_product: a 1 x 1 plane's product)
+ * counts as a matmul here: its epilogue joins matmul's set and is judged as a matmul's.
  *
  * The group may read the product's output more than once (SiLU: x * sigmoid(x)) when no node
  * outside it reads it.
@@ -60,12 +62,12 @@ bool clrun__fuse_state_epilogues = true;
 
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
-static bool pays_on(const clrun_context *ctx, const clrun_graph *d, const clrun__node *base,
-                    const int32_t *members, int32_t count)
+static bool pays_on(clrun_context *ctx, const clrun_graph *d, const clrun__node *base,
+                    const clrun__op_call *call, const int32_t *members, int32_t count)
 {
     if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
         return true;
-    bool conv = strcmp(base->op->name, "conv2d") == 0;
+    bool conv = strcmp(base->op->name, "conv2d") == 0 && !clrun__conv_runs_as_product(ctx, call);
     for (int32_t k = 0; k < count; k++) {
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
@@ -258,6 +260,8 @@ static int family_of(clrun_context *ctx, const clrun__node *base, const clrun__o
         return FAMILY_MATMUL;
     if (strcmp(base->op->name, "conv2d") != 0)
         return -1;
+    if (clrun__conv_runs_as_product(ctx, call)) /* on matmul's kernel: in its set */
+        return FAMILY_MATMUL;
     return clrun__conv_epilogue_pays(ctx, call, false) ? FAMILY_CONV_CORE : FAMILY_CONV_LANES;
 }
 
@@ -342,14 +346,14 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         if (reads_among(d, t, members, count) != reads[t])
             continue; /* the product's output is read outside the group too */
         bool donated = updates_donated(d, members, count);
-        if (!pays_on(ctx, d, base, members, count) ||
-            (donated && (!clrun__fuse_state_epilogues || !clrun__op_epilogue_in_place(base->op))))
+        if (donated && (!clrun__fuse_state_epilogues || !clrun__op_epilogue_in_place(base->op)))
             continue;
         int32_t *inputs = NULL;
         clrun__fused_op *op = clrun__fuse_describe_epilogue(arena, d, m, members, count, &inputs);
         if (op == NULL)
             continue; /* a base with more inputs than an epilogue keeps */
-        if (!fits(d, op, inputs, t))
+        clrun__op_call base_types = base_call(d, op->epilogue, inputs);
+        if (!pays_on(ctx, d, base, &base_types, members, count) || !fits(d, op, inputs, t))
             continue;
         if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue) {
             clrun__op_call call = base_call(d, op->epilogue, inputs);

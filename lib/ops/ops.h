@@ -164,4 +164,9 @@ bool clrun__op_epilogue_in_place(const clrun__op *op);
  * false the fusion pass leaves the group its own kernel. */
 bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap);
 
+/* Whether conv2d runs `call` on ctx's device as matmul's kernel (lib/ops/ops_conv.c: a 1 x 1
+ * product over a 1 x 1 plane, squeeze-and-excitation's): its epilogue then belongs with
+ * matmul's (the fusion pass puts it in matmul's set, and judges it as a matmul's). */
+bool clrun__conv_runs_as_product(clrun_context *ctx, const clrun__op_call *call);
+
 #endif

@@ -57,13 +57,24 @@ typedef struct conv_state {
                                scratch */
     int dequant;            /* w's scale (and zero point): the node's last inputs */
     clrun__widening widen;  /* the other kernels' widening of narrow weights */
+    /* A 1 x 1 plane's product (product_on): matmul's state over product_call, which every
+     * callback below hands on to; the call's types and attribute are kept here. */
+    void *product;
+    clrun__op_call product_call;
+    clrun_tensor_type product_types[4]; /* a, b, bias, out */
+    clrun_attr product_attr;            /* transpose_b = 1 */
 } conv_state;
+
+/* matmul's kernels, for the products conv2d hands on (product_on). */
+static const clrun__op_kernels *product_kernels(void) { return clrun__kernels_matmul[0].kernels; }
 
 static void conv_release(void *opaque)
 {
     conv_state *st = opaque;
     if (st == NULL)
         return;
+    if (st->product)
+        product_kernels()->release(st->product);
     clrun__packing_release(&st->pack);
     clrun__chunking_release(&st->chunks);
     clrun__widening_release(&st->widen);
@@ -76,6 +87,8 @@ static void conv_release(void *opaque)
 static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
 {
     const conv_state *st = opaque;
+    if (st->product)
+        return product_kernels()->scratch(st->product, bytes);
     int parts = 0;
     if (st->pad.kernel)
         bytes[parts++] = st->pad.bytes;
@@ -91,6 +104,8 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
 static uint64_t conv_packed_bytes(const void *opaque, uint64_t *replaces)
 {
     const conv_state *st = opaque;
+    if (st->product)
+        return product_kernels()->packed_bytes(st->product, replaces);
     uint64_t bytes = st->core ? clrun__packing_constant_bytes(&st->pack) : 0;
     *replaces = bytes ? UINT64_C(1) << 1 : 0;
     /* narrow weights' scale and zero point are in their panels too */
@@ -103,6 +118,8 @@ static clrun_status conv_pack(clrun_context *ctx, void *opaque, const void *cons
                               void *host, cl_mem packed)
 {
     conv_state *st = opaque;
+    if (st->product)
+        return product_kernels()->pack(ctx, st->product, inputs, host, packed);
     if (st->bw) {
         int at = st->has_bias ? 3 : 2;
         return clrun__packing_pack_narrow_host(ctx, &st->pack, inputs[1], st->dequant ? inputs[at] : NULL,
@@ -116,6 +133,9 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
                                  const cl_event *wait_list, cl_event *done)
 {
     conv_state *st = opaque;
+    if (st->product)
+        return product_kernels()->enqueue(ctx, st->product, &st->product_call, inputs, outputs,
+                                          wait_count, wait_list, done);
     if (!st->conv)
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
@@ -654,6 +674,70 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
  * kernels (28.6 + 4.4 -> 39.4, 38 + 5 -> 64) and a stem's rows (four 3 -> 24 stems at 224 x
  * 224 with their relus 1.25x the time) it lost even so: those keep every epilogue apart. The
  * core's store (ResNet-18, U-Net) came level either way and keeps them all. */
+/* A convolution with a 1 x 1 kernel over a 1 x 1 plane, no padding, one group and constant f32
+ * weights (squeeze-and-excitation's products: [N, C, 1, 1] by [O, C, 1, 1]) is the product
+ * out[n, o] = sum over c of w[o, c] x[n, c], x and out as they lie: where the conv core would
+ * run it, it runs as matmul's core instead (the weights packed as a transposed B, its rows the
+ * images). The same fma chain over c ascending, then the bias, then the epilogue, called with
+ * the same element index and channel: the same bits. On a CPU that kernel (one row) is the one
+ * a model's classifier runs, and the fusion pass puts the convolution's epilogues in the
+ * classifier's set (clrun__conv_runs_as_product): a first run builds and compiles the core at
+ * one row once, where the conv core's one-row variant was another program and another compile
+ * at its first launch (MobileNetV3-small and EfficientNet-B0: 0.3 s of POCL's compile). */
+int clrun__conv_product = -1;
+
+static bool core_on(const cl_int *geo, const clrun__core_device *dev, int bw)
+{
+    bool pointwise = pointwise_on(geo, dev, bw);
+    return dev->registers && !depthwise_on(geo) && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE &&
+           !pointwise && !rows_on(geo, dev, bw);
+}
+
+static bool product_on(const clrun__op_call *call, const clrun__conv_geometry *g, const cl_int *geo,
+                       const clrun__core_device *dev)
+{
+    int bw = clrun__narrow_code(call->inputs[1].dtype);
+    bool constant = (call->constant_inputs >> 1) & 1;
+    return clrun__conv_product != 0 && clrun__ops_variant < 0 && core_on(geo, dev, bw) && !bw &&
+           constant && call->inputs[0].dtype == CLRUN_F32 && geo[CLRUN__G_H] == 1 &&
+           geo[CLRUN__G_W] == 1 && geo[CLRUN__G_KH] == 1 && geo[CLRUN__G_KW] == 1 &&
+           g->pad[0] == 0 && g->pad[1] == 0 && g->pad_end[0] == 0 && g->pad_end[1] == 0 &&
+           geo[CLRUN__G_GROUPS] == 1 && geo[CLRUN__G_OH] == 1 && geo[CLRUN__G_OW] == 1;
+}
+
+bool clrun__conv_runs_as_product(clrun_context *ctx, const clrun__op_call *call)
+{
+    clrun__conv_geometry g;
+    const clrun__infer_error quiet = {"conv2d", NULL, 0};
+    clrun__core_device dev;
+    if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
+        return false;
+    cl_int geo[CLRUN__G_COUNT];
+    conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
+    return product_on(call, &g, geo, &dev);
+}
+
+/* Prepares matmul's kernel for the product of a 1 x 1 plane (product_on) into st->product:
+ * a [N, C] by b [O, C] transposed, the bias [O], out [N, O]. */
+static clrun_status prepare_product(clrun_context *ctx, const clrun__op *op, const clrun__op_call *call,
+                                    const clrun__epilogue *ep, conv_state *st)
+{
+    int64_t N = call->inputs[0].shape[0], C = call->inputs[0].shape[1], O = call->inputs[1].shape[0];
+    st->product_types[0] = (clrun_tensor_type){CLRUN_F32, 2, {N, C}};
+    st->product_types[1] = (clrun_tensor_type){call->inputs[1].dtype, 2, {O, C}};
+    st->product_types[2] = (clrun_tensor_type){CLRUN_F32, 1, {O}};
+    st->product_types[3] = (clrun_tensor_type){CLRUN_F32, 2, {N, O}};
+    st->product_attr = (clrun_attr){.name = "transpose_b", .kind = CLRUN_ATTR_INT, .i = 1};
+    st->product_call = (clrun__op_call){.inputs = st->product_types,
+                                        .input_count = st->has_bias ? 3 : 2,
+                                        .outputs = st->product_types + 3,
+                                        .output_count = 1,
+                                        .attrs = &st->product_attr,
+                                        .attr_count = 1,
+                                        .constant_inputs = call->constant_inputs};
+    return clrun__epilogue_matmul[0].prepare(ctx, op, &st->product_call, ep, &st->product);
+}
+
 bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap)
 {
     clrun__conv_geometry g;
@@ -677,7 +761,6 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
                                           const clrun__op_call *call, const clrun__epilogue *ep,
                                           void **state)
 {
-    (void)op;
     *state = NULL;
     clrun__conv_geometry g;
     const clrun__infer_error quiet = {"conv2d", NULL, 0};
@@ -701,10 +784,18 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     st->extra = clrun__epilogue_slots_of(ep);
     cl_int has_bias = st->has_bias;
     uint64_t images = (uint64_t)call->inputs[0].shape[0];
-    bool depthwise = depthwise_on(geo);
+    if (product_on(call, &g, geo, &dev)) {
+        s = prepare_product(ctx, op, call, ep, st);
+        if (s != CLRUN_OK) {
+            conv_release(st);
+            return s;
+        }
+        *state = st;
+        return CLRUN_OK;
+    }
     bool pointwise = pointwise_on(geo, &dev, st->bw);
     bool rows = !pointwise && rows_on(geo, &dev, st->bw);
-    st->core = dev.registers && !depthwise && clrun__ops_kernels != CLRUN__KERNELS_SIMPLE && !pointwise && !rows;
+    st->core = core_on(geo, &dev, st->bw);
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
         s = st->core ? prepare_core(ctx, call, geo, &g, images, core_vw(geo, images, &dev), ep, st)

@@ -68,6 +68,9 @@ extern int clrun__conv_depthwise_channels;
  * hold a vector on its own kernel (clrun_conv2d_rows), on any device and whatever the choice
  * above. */
 extern bool clrun__conv_rows_forced;
+/* A conv2d over a 1 x 1 plane with a 1 x 1 kernel on matmul's core (lib/ops/ops_conv.c): < 0
+ * where the conv core would run it, 0 never. Tests set it to compare the two kernels' bits. */
+extern int clrun__conv_product;
 /* conv2d's core on half the device's vector width where a group has at most that many output
  * channels (lib/ops/ops_conv.c): < 0 there on 16-wide devices, 0 never, > 0 on every conv2d
  * the core runs on a 16-wide device. Tests set it to compare the two widths' bits. */
