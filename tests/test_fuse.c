@@ -1177,6 +1177,13 @@ static void count_built(clrun_log_level level, const char *message, void *user)
         b->whole++;
 }
 
+/* Whether ctx's device is a CPU whose driver compiles kernels at their first launch (POCL):
+ * where the core runs and the programs counted below are the ones a first run builds. */
+static bool compiles_at_launch_on_cpu(clrun_context *ctx)
+{
+    return clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+}
+
 /* Where kernels compile at launch, an epilogue on one of conv.cl's kernels (a CPU's small planes'
  * pointwise kernel) builds that kernel alone, not the whole file with it, with the bits of the
  * unfused run. */
@@ -1197,7 +1204,7 @@ static void a_lane_kernel_builds_its_epilogue_alone(void **state)
     outcome base = run_unfused(g, 3);
     how fused = {CLRUN_EXEC_POOLED, "slab", false, 1, false};
     clrun_context *ctx = context_for(fused);
-    bool lane_kernel = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+    bool lane_kernel = compiles_at_launch_on_cpu(ctx);
     built_count built = {"conv-epilogue-clrun_conv2d_pointwise_small'", 0, 0};
     clrun_log_level level = clrun_log_get_level();
     clrun_log_set_level(CLRUN_LOG_INFO);
@@ -1283,7 +1290,7 @@ static void the_core_takes_half_width_only_on_large_planes(void **state)
     outcome base = run_unfused(g, 4);
     how fused = {CLRUN_EXEC_POOLED, "tlsf", false, 1, false};
     clrun_context *ctx = uncached_context();
-    bool cpu_core = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+    bool cpu_core = compiles_at_launch_on_cpu(ctx);
     built_count heads = {"matmul_core-head'", 0, 0}, small = {"matmul_core-conv1", 0, 0};
     outcome o = run_counting(ctx, g, fused, 4, &heads);
     outcome again = run_counting(ctx, g, fused, 4, &small); /* the context keeps its programs */
@@ -1339,7 +1346,7 @@ static void products_of_a_one_by_one_plane_run_on_the_classifier_kernel(void **s
         outcome base = run_unfused(g, 7);
         how fused = {CLRUN_EXEC_POOLED, "tlsf", false, 1, false};
         clrun_context *ctx = uncached_context();
-        bool cpu_core = clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+        bool cpu_core = compiles_at_launch_on_cpu(ctx);
         built_count conv = {"matmul_core-conv", 0, 0}, mm = {"matmul_core-mm", 0, 0};
         outcome o = run_counting(ctx, g, fused, 7, &conv);
         clrun_context_destroy(ctx);
