@@ -659,21 +659,6 @@ static void conv_geometry_table(const clrun__op_call *call, const clrun__conv_ge
     memcpy(geo, values, sizeof values);
 }
 
-/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
- * epilogue and a store per element; PS_PUT, the small planes' pointwise kernel's, stores the
- * lanes back as one vector) costs more than the pass it saves when
- * the epilogue does real work: on POCL MobileNetV3-small ran 2.6-2.9 ms with no epilogue on
- * these kernels, 3.2-3.5 ms with its hardswishes and relus fused (SqueezeNet 8.9 against 9.6,
- * ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits), and a hardswish took MobileNetV3's
- * 40 -> 240 pointwise layer from 30.8 to 44.6 us. A cheap one (a relu, a clip, a bias or
- * residual add: `cheap`, the fusion pass's judgement of the group) pays on the small planes'
- * pointwise kernel only: ShuffleNetV2's 14 x 14 layers 30-36 us and a relu of 1.7 us -> 30-34
- * us fused (per-kernel minima of 7 runs), four 116 -> 116 layers with their relus 0.91x the
- * time (wall, alternating). On the pointwise kernel of large planes (ShuffleNetV2's 28 x 28
- * layers 36 + 3.4 -> 47-49 us; MobileNetV3's 56 x 56 16 -> 72 45 + 11 -> 121), the depthwise
- * kernels (28.6 + 4.4 -> 39.4, 38 + 5 -> 64) and a stem's rows (four 3 -> 24 stems at 224 x
- * 224 with their relus 1.25x the time) it lost even so: those keep every epilogue apart. The
- * core's store (ResNet-18, U-Net) came level either way and keeps them all. */
 /* A convolution with a 1 x 1 kernel over a 1 x 1 plane, no padding, one group and constant f32
  * weights (squeeze-and-excitation's products: [N, C, 1, 1] by [O, C, 1, 1]) is the product
  * out[n, o] = sum over c of w[o, c] x[n, c], x and out as they lie: where the conv core would
@@ -738,6 +723,21 @@ static clrun_status prepare_product(clrun_context *ctx, const clrun__op *op, con
     return clrun__epilogue_matmul[0].prepare(ctx, op, &st->product_call, ep, &st->product);
 }
 
+/* A lane-at-a-time epilogue store (kernels/conv.cl's DW_STORE: each vector spilled, then the
+ * epilogue and a store per element; PS_PUT, the small planes' pointwise kernel's, stores the
+ * lanes back as one vector) costs more than the pass it saves when
+ * the epilogue does real work: on POCL MobileNetV3-small ran 2.6-2.9 ms with no epilogue on
+ * these kernels, 3.2-3.5 ms with its hardswishes and relus fused (SqueezeNet 8.9 against 9.6,
+ * ShuffleNetV2 5.4-5.5 against 5.7-6.0, the same bits), and a hardswish took MobileNetV3's
+ * 40 -> 240 pointwise layer from 30.8 to 44.6 us. A cheap one (a relu, a clip, a bias or
+ * residual add: `cheap`, the fusion pass's judgement of the group) pays on the small planes'
+ * pointwise kernel only: ShuffleNetV2's 14 x 14 layers 30-36 us and a relu of 1.7 us -> 30-34
+ * us fused (per-kernel minima of 7 runs), four 116 -> 116 layers with their relus 0.91x the
+ * time (wall, alternating). On the pointwise kernel of large planes (ShuffleNetV2's 28 x 28
+ * layers 36 + 3.4 -> 47-49 us; MobileNetV3's 56 x 56 16 -> 72 45 + 11 -> 121), the depthwise
+ * kernels (28.6 + 4.4 -> 39.4, 38 + 5 -> 64) and a stem's rows (four 3 -> 24 stems at 224 x
+ * 224 with their relus 1.25x the time) it lost even so: those keep every epilogue apart. The
+ * core's store (ResNet-18, U-Net) came level either way and keeps them all. */
 bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap)
 {
     clrun__conv_geometry g;
