@@ -231,17 +231,14 @@ static clrun_status rows_on(clrun_context *ctx, bool *rows)
     return s;
 }
 
-/* The kernel of a node from its op's program (built on first use): the _rows kernels only on
- * the devices that take them, which a driver compiling its programs whole would build for
- * nothing elsewhere. */
+/* The kernel of a node from its op's program (built on first use): the _rows kernels in it
+ * only with `rows` (rows_on: the devices that take them), which a driver compiling its
+ * programs whole would build for nothing elsewhere. */
 static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def, clrun_dtype data,
-                                   clrun_dtype result, const char *variant, cl_kernel *out)
+                                   clrun_dtype result, bool rows, const char *variant, cl_kernel *out)
 {
     char program_name[64], kernel_name[96];
-    bool wide = clrun__lazy_driver(ctx), rows = false;
-    clrun_status s = rows_on(ctx, &rows);
-    if (s != CLRUN_OK)
-        return s;
+    bool wide = clrun__lazy_driver(ctx);
     clrun__ew_library_name(def, data, result, wide, program_name, sizeof program_name);
     clrun__ew_kernel_name(def, data, result, variant, kernel_name, sizeof kernel_name);
     char *text = clrun__ew_library_source(def, data, result, wide, rows, ctx->info.fp64);
@@ -250,8 +247,8 @@ static clrun_status library_kernel(clrun_context *ctx, const clrun__ew_def *def,
     /* per kernel where the context builds so: an op's program holds its variants, and the
      * arithmetic family's four ops share one (a binary of the whole would compile them all) */
     cl_program program = NULL;
-    s = clrun__program_generated_ex(ctx, program_name, text, strlen(text),
-                                    CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_PER_KERNEL, &program);
+    clrun_status s = clrun__program_generated_ex(ctx, program_name, text, strlen(text),
+                                                 CLRUN__PROGRAM_KEEP | CLRUN__PROGRAM_PER_KERNEL, &program);
     free(text);
     if (s != CLRUN_OK)
         return s;
@@ -291,26 +288,24 @@ static clrun_status ew_prepare(clrun_context *ctx, const clrun__op *op, const cl
     st->inputs = (cl_uint)call->input_count;
     st->what = op->name;
     clrun_dtype data = clrun__ew_data_dtype(def, call), result = call->outputs[0].dtype;
-    clrun_status s;
-    if (op->kind == CLRUN__OP_COPY) {
+    bool rows = false; /* the op's program holds the _rows kernels */
+    clrun_status s = op->kind == CLRUN__OP_COPY ? CLRUN_OK : rows_on(ctx, &rows);
+    if (s == CLRUN_OK && op->kind == CLRUN__OP_COPY) {
         s = clrun__kernel(ctx, copy_kernel(data), &st->kernel);
         if (s == CLRUN_OK)
             s = prepare_flat(ctx, NULL, call, st);
-    } else if (reads_own_index(call)) {
-        s = library_kernel(ctx, def, data, result, "", &st->kernel);
+    } else if (s == CLRUN_OK && reads_own_index(call)) {
+        s = library_kernel(ctx, def, data, result, rows, "", &st->kernel);
         if (s == CLRUN_OK)
             s = prepare_flat(ctx, def, call, st);
-    } else {
+    } else if (s == CLRUN_OK) {
         ew_geometry g;
         merge_geometry(call, &g);
         /* on CPUs (a work-item runs its own loop) a row-and-constant broadcast runs its rows
          * a work-item each: vectorized, and compiled once whatever the rows' length */
-        bool rows = false;
-        s = rows_on(ctx, &rows);
         int row = rows && def->result != CLRUN__EW_CAST ? row_operand(call, &g) : -1;
         const char *variant = row >= 0 ? "_rows" : g.rank <= 3 ? "_bc" : "_bcn";
-        if (s == CLRUN_OK)
-            s = library_kernel(ctx, def, data, result, variant, &st->kernel);
+        s = library_kernel(ctx, def, data, result, rows, variant, &st->kernel);
         if (s == CLRUN_OK)
             s = row >= 0       ? prepare_rows(ctx, def, call, &g, row, st)
                 : g.rank <= 3 ? prepare_broadcast3(ctx, def, call, &g, st)

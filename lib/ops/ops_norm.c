@@ -30,9 +30,9 @@ static clrun_status norm_program(clrun_context *ctx, const char *source, cl_prog
     return s;
 }
 
-/* A node state with kernel `name` of the norm program (the reduce program's for a reduction). One dimension: `items` work-items in
- * groups of up to 16 (per_item), or `rows` work-groups of a power-of-two size that the row's
- * `length` fills (a group per row). */
+/* A node state with kernel `name` of the norm program (the reduce program's for a reduction).
+ * One dimension: `items` work-items in groups of up to 16 (per_item), or `rows` work-groups of
+ * a power-of-two size that the row's `length` fills (a group per row). */
 static clrun_status row_begin(clrun_context *ctx, const char *name, int inputs, uint64_t rows,
                               uint64_t length, bool per_item, clrun__kernel_state **out)
 {
