@@ -15,9 +15,11 @@
 #
 # Cold start, as whole processes (wall time from fork to exit; in a build tree the program that
 # libtool's wrapper script would start, as installed): clrun `run MODEL --repeat 1`
-# (process start, load, compile, warm-up run, one run, report, exit) with the caches warm (after
-# the rounds above) and with empty CLRUN_CACHE_DIR and POCL_CACHE_DIR; onnxruntime's session
-# creation + first run inside its process (and its whole node process). Not a test.
+# (process start, load, compile, warm-up run, one run, report, exit) with empty CLRUN_CACHE_DIR
+# and POCL_CACHE_DIR (empty), the next process on the caches that one left (second: what a
+# user running a model again sees), and a process after one `CLRUN_CACHE=1` process on empty
+# caches (prepared: every binary written); onnxruntime's session creation + first run inside
+# its process (and its whole node process). Not a test.
 #
 # Usage: bench/bench_ort_models.sh [--rounds R] [--repeat N] [--no-cold] ORT_DIR [MODEL...]
 #        (from the build tree; CLRUN sets the clrun binary, default ./clrun; BASE another
@@ -129,22 +131,29 @@ if [ -s "$tmp/base_ratios" ]; then
 fi
 
 [ "$cold" = yes ] || exit 0
-echo "# cold start, whole processes, ms: clrun warm caches / empty CLRUN_CACHE_DIR+POCL_CACHE_DIR;"
+echo "# cold start, whole processes, ms: clrun with empty CLRUN_CACHE_DIR+POCL_CACHE_DIR, the next"
+echo "# process on those caches, and one after a CLRUN_CACHE=1 process (prepared);"
 echo "# onnxruntime session creation + first run (and its whole node process)"
-printf '%-16s %12s %12s %14s %12s\n' model clrun_warm clrun_empty ort_create+run ort_process
+printf '%-16s %12s %12s %14s %14s %12s\n' model clrun_empty clrun_second clrun_prepared ort_create+run ort_process
+timed_ms() { # CACHES [VAR=VALUE...]: one clrun process's wall ms on the caches under CACHES
+    dir=$1
+    shift
+    mkdir -p "$dir/clrun" "$dir/pocl"
+    t0=$(now_ms)
+    env CLRUN_CACHE_DIR="$dir/clrun" POCL_CACHE_DIR="$dir/pocl" "$@" LD_LIBRARY_PATH="$clrun_libs" \
+        "$clrun" run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
+    echo $(($(now_ms) - t0))
+}
 for m in $models; do
-    t0=$(now_ms)
-    run_clrun run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
-    warm=$(($(now_ms) - t0))
-    mkdir -p "$tmp/cache-$m/clrun" "$tmp/cache-$m/pocl"
-    t0=$(now_ms)
-    CLRUN_CACHE_DIR="$tmp/cache-$m/clrun" POCL_CACHE_DIR="$tmp/cache-$m/pocl" \
-        run_clrun run "$tmp/$m.onnx" --repeat 1 >/dev/null 2>&1 || true
-    empty=$(($(now_ms) - t0))
+    empty=$(timed_ms "$tmp/cache-$m")
+    second=$(timed_ms "$tmp/cache-$m")
+    rm -rf "$tmp/cache-$m"
+    timed_ms "$tmp/cache-$m" CLRUN_CACHE=1 >/dev/null
+    prepared=$(timed_ms "$tmp/cache-$m")
     rm -rf "$tmp/cache-$m"
     t0=$(now_ms)
     o=$(node "$here/ort_models.js" "$tmp/$m.onnx" cold 2>/dev/null || echo "0 0")
     process=$(($(now_ms) - t0))
     create_run=$(echo "$o" | awk '{ printf "%.0f", $1 + $2 }')
-    printf '%-16s %12s %12s %14s %12s\n' "$m" "$warm" "$empty" "$create_run" "$process"
+    printf '%-16s %12s %12s %14s %14s %12s\n' "$m" "$empty" "$second" "$prepared" "$create_run" "$process"
 done

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The kernel binary cache on POCL, as whole processes: the first process builds whole files and
-# writes only markers, the second (within CLRUN_CACHE_BUDGET) builds each kernel it launches in
-# a program cut out of its file and writes their binaries, the third loads every program from
-# them; a truncated or damaged entry is rebuilt.
+# writes only markers; by default (CLRUN_CACHE_BUDGET 0) so does the second, POCL's own cache
+# serving it; within a budget the second builds each kernel it launches in a program cut out of
+# its file and writes their binaries, and the third loads every program from them; a truncated
+# or damaged entry is rebuilt; CLRUN_CACHE=1 writes them all in the first process.
 # Every one of these runs gives the bits of a run with the cache off (the sacred invariant).
 # Run by `make check` from the build directory; CLRUN_BIN overrides the tool (default ./clrun).
 set -u
@@ -37,8 +38,12 @@ ls "$tmp/cache"/*.seen >/dev/null 2>&1 || fail "first process: no marker written
 ls "$tmp/cache"/*.bin >/dev/null 2>&1 && fail "first process: a binary written (only the second writes)"
 whole() { ls "$tmp/cache" | grep -Eq "^matmul_core-head-[0-9a-f]{16}\.$1\$"; } # the head's whole file
 whole seen || fail "first process: the head not built whole"
-# CLRUN_CACHE_BUDGET bounds the time a process spends on cuts and writes: 0, none; a large one,
-# every cut kernel written at once (the default, 1 s, may spread it over several processes).
+# CLRUN_CACHE_BUDGET bounds the time a process spends on cuts and writes: 0 (the default),
+# none; a large one, every cut kernel written at once.
+unset CLRUN_CACHE_BUDGET
+run "second process, default budget"
+ls "$tmp/cache"/*.bin >/dev/null 2>&1 && fail "second process, default budget: a binary written"
+grep -q '(0 from source' "$tmp/out" && fail "second process, default budget: nothing built from source"
 export CLRUN_CACHE_BUDGET=0
 run "second process, budget 0"
 ls "$tmp/cache"/*.bin >/dev/null 2>&1 && fail "second process, budget 0: a binary written"
