@@ -5,12 +5,16 @@
  * rounded up to the work-group size, so the last work-group checks its indices against n. */
 
 /* A work-group wholly inside [0, n) skips the per-element check: without a branch per element,
- * CPU compilers (POCL) vectorize the loop over its work-items. Only the last group checks. */
+ * CPU compilers (POCL) vectorize the loop over its work-items. Only the last group checks. The
+ * store is written twice, under each test apart: under "WHOLE_GROUP(n) || i < n" POCL masks
+ * every load and store of the loop (lib/ops/ew_source.c, emit_checked_assign). */
 #define WHOLE_GROUP(n) ((get_group_id(0) + 1) * get_local_size(0) <= (n))
 
 #define COPY(T)                                                                                    \
     const size_t i = get_global_id(0);                                                             \
-    if (WHOLE_GROUP(n) || i < n)                                                                   \
+    if (WHOLE_GROUP(n))                                                                            \
+        y[i] = x[i];                                                                               \
+    else if (i < n)                                                                                \
         y[i] = x[i];
 
 __kernel void clrun_copy_u8(__global const uchar *x, __global uchar *y, const ulong n)
