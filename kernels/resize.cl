@@ -148,3 +148,57 @@ __kernel void clrun_resize_planes_f32(__global const float *x, __global float *y
         }
     }
 }
+
+/* clrun_resize_planes_f32 where the last two axes have two taps each and every leading axis'
+ * weight is 1 (bilinear upsampling of images, the host checks): the same products and sums in
+ * the same order, unrolled, so that the loop over a row's columns is straight code a CPU
+ * compiler vectorizes (the general kernel's loops over the taps kept it scalar: 2.1 ms for an
+ * ASPP head's 21 x 32 x 32 -> 21 x 256 x 256). */
+__kernel void clrun_resize_planes_linear_f32(__global const float *x, __global float *y, const ulong n,
+                                             __global const ulong *table)
+{
+    const uint rank = (uint)table[0];
+    const uint hd = rank - 2, wd = rank - 1;
+    const ulong OH = table[1 + hd], OW = table[1 + wd];
+    const ulong R = (OH + get_global_size(0) - 1) / get_global_size(0);
+    const ulong oh0 = get_global_id(0) * R, oh1 = min(OH, oh0 + R);
+    const ulong plane = get_global_id(1);
+    ulong base = 0, rem = plane;
+    for (uint d = hd; d-- > 0;) {
+        const ulong dim = table[1 + d];
+        base += table[table[1 + 2 * rank + d] + 2 * (rem % dim)];
+        rem /= dim;
+    }
+    __global const ulong *hrow = table + table[1 + 2 * rank + hd];
+    __global const ulong *wcol = table + table[1 + 2 * rank + wd];
+    __global float *yp = y + plane * OH * OW;
+    for (ulong oh = oh0; oh < oh1; oh++) {
+        __global const ulong *ht = hrow + 4 * oh;
+        __global const float *r0 = x + base + ht[0], *r1 = x + base + ht[2];
+        const float wh0 = as_float((uint)ht[1]), wh1 = as_float((uint)ht[3]);
+        __global float *yr = yp + oh * OW;
+        for (ulong ow = 0; ow < OW; ow++) {
+            __global const ulong *wt = wcol + 4 * ow;
+            const ulong c0 = wt[0], c1 = wt[2];
+            const float ww0 = as_float((uint)wt[1]), ww1 = as_float((uint)wt[3]);
+            float acc = 0, weight;
+            weight = 1;
+            weight *= ww0;
+            weight *= wh0;
+            acc += weight * r0[c0];
+            weight = 1;
+            weight *= ww1;
+            weight *= wh0;
+            acc += weight * r0[c1];
+            weight = 1;
+            weight *= ww0;
+            weight *= wh1;
+            acc += weight * r1[c0];
+            weight = 1;
+            weight *= ww1;
+            weight *= wh1;
+            acc += weight * r1[c1];
+            yr[ow] = acc;
+        }
+    }
+}

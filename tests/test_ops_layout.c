@@ -22,11 +22,13 @@
 #include "graph/types.h"
 #include "layout_reference.h"
 #include "ops/ops.h"
+#include "ops/ops_internal.h"
 #include "rng.h"
 
 static char cache_dir[512];
 static clrun_context *ctx;
 static uint64_t current_seed; /* of the running check's data, for failure messages */
+static char last_resize_kernel[64]; /* the kernel run_node's last resize prepared */
 
 static const clrun_dtype every_dtype[] = {CLRUN_F32, CLRUN_I32, CLRUN_F16,
                                           CLRUN_I64, CLRUN_BOOL, CLRUN_F64};
@@ -126,6 +128,10 @@ static void run_node(node *n, bool in_place)
     void *state = NULL;
     if (kernels->prepare(ctx, op, &call, &state) != CLRUN_OK)
         fail_msg("%s prepare: %s", n->op, clrun_last_error(ctx));
+    if (strcmp(n->op, "resize") == 0) /* its state is a clrun__kernel_state */
+        assert_int_equal(clGetKernelInfo(((clrun__kernel_state *)state)->kernel, CL_KERNEL_FUNCTION_NAME,
+                                         sizeof last_resize_kernel, last_resize_kernel, NULL),
+                         CL_SUCCESS);
     cl_mem in[4], out;
     for (int i = 0; i < n->input_count; i++)
         in[i] = buffer(bytes_of(&n->in[i]), n->data[i]);
@@ -1000,6 +1006,65 @@ static void resize_linear_and_cubic_match_the_onnx_reference(void **state)
         check_resize(&cases[i], CLRUN_F32, 1500 + i);
 }
 
+/* The interpolations' three kernels (the general one, the planes kernel and the linear planes
+ * kernel) give the same bits wherever the faster applies, and each is chosen where it should
+ * be: bilinear upsampling and downsampling of images (an ASPP head's 32 x 32 -> 256 x 256 among
+ * them, in several blocks of rows), align_corners, cubic (planes, not linear) and a resize of a
+ * leading axis (the general kernel only). */
+static void resize_kernels_give_the_same_bits(void **state)
+{
+    (void)state;
+    static const struct {
+        resize_case c;
+        const char *fastest;
+    } cases[] = {
+        {{"1,2,40,50", "1,2,70,90", 1, 0, 0, 0, false, {0}}, "clrun_resize_planes_linear_f32"},
+        {{"1,3,32,32", "1,3,256,256", 1, 0, 0, 0, false, {0}}, "clrun_resize_planes_linear_f32"},
+        {{"2,3,5,7", "2,3,11,3", 1, 1, 0, 0, false, {0}}, "clrun_resize_planes_linear_f32"},
+        {{"1,1,9,9", "1,1,4,5", 1, 3, 0, 0, false, {0}}, "clrun_resize_planes_linear_f32"},
+        {{"1,1,9,9", "1,1,4,3", 1, 3, 0, 0, false, {0}}, "clrun_resize_planes_f32"}, /* W: one tap */
+        {{"3,4,5", "3,2,9", 1, 0, 0, 0, false, {0}}, "clrun_resize_planes_linear_f32"},
+        {{"1,1,4,4", "1,1,9,10", 2, 0, 0, 0, false, {0}}, "clrun_resize_planes_f32"},
+        {{"3,4,5", "5,2,9", 1, 0, 0, 0, false, {0}}, "clrun_resize_interp_f32"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const resize_case *c = &cases[i].c;
+        unsigned char *bits[3] = {NULL, NULL, NULL};
+        size_t size = 0;
+        char chosen[3][64];
+        for (int k = 2; k >= 0; k--) {
+            clrun__resize_kernels = k;
+            node n = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, c->in)}};
+            clrun_tensor_type out = type(CLRUN_F32, c->out);
+            n.attrs[n.attr_count++] = attr_ints("sizes", out.rank, out.shape);
+            n.attrs[n.attr_count++] = attr_int("mode", c->mode);
+            n.attrs[n.attr_count++] = attr_int("coordinate_transformation_mode", c->coordinate_mode);
+            n.attrs[n.attr_count++] = attr_float("cubic_coeff_a", -0.75);
+            float *x = malloc(bytes_of(&n.in[0]));
+            assert_non_null(x);
+            for (size_t e = 0; e < bytes_of(&n.in[0]) / 4; e++) /* finite, in [-10, 10) */
+                x[e] = (float)((e * 2654435761u + i) % 2000) / 100.0f - 10.0f;
+            n.data[0] = x;
+            run_node(&n, false);
+            snprintf(chosen[k], sizeof chosen[k], "%s", last_resize_kernel);
+            size = bytes_of(&n.out);
+            bits[k] = n.result;
+            n.result = NULL;
+            free(x);
+            node_free(&n);
+        }
+        clrun__resize_kernels = 2;
+        if (strcmp(chosen[2], cases[i].fastest) != 0)
+            fail_msg("resize %s -> %s: %s chosen, %s expected", c->in, c->out, chosen[2], cases[i].fastest);
+        assert_string_equal(chosen[0], "clrun_resize_interp_f32");
+        for (int k = 0; k < 2; k++)
+            if (memcmp(bits[k], bits[2], size) != 0)
+                fail_msg("resize %s -> %s: %s and %s differ", c->in, c->out, chosen[k], chosen[2]);
+        for (int k = 0; k < 3; k++)
+            free(bits[k]);
+    }
+}
+
 /* ---- in a graph, in every executor mode -------------------------------------------------- */
 
 static const char chain_graph[] =
@@ -1381,6 +1446,7 @@ int main(void)
         cmocka_unit_test(cumsum_f64_runs_with_fp64_and_is_refused_without),
         cmocka_unit_test(resize_nearest_in_every_rounding_and_coordinate_mode),
         cmocka_unit_test(resize_linear_and_cubic_match_the_onnx_reference),
+        cmocka_unit_test(resize_kernels_give_the_same_bits),
         cmocka_unit_test(a_graph_of_them_gives_the_same_bits_in_every_mode),
         cmocka_unit_test(slice_refuses_what_onnx_would_make_empty_or_ambiguous),
         cmocka_unit_test(split_refuses_parts_that_do_not_add_up),

@@ -71,6 +71,10 @@ extern bool clrun__conv_rows_forced;
 /* A conv2d over a 1 x 1 plane with a 1 x 1 kernel on matmul's core (lib/ops/ops_conv.c): < 0
  * where the conv core would run it, 0 never. Tests set it to compare the two kernels' bits. */
 extern int clrun__conv_product;
+/* resize's kernels for an interpolation in the last two axes (lib/ops/ops_resize.c): 2 (the
+ * default) the fastest that applies, 1 clrun_resize_planes_f32 at most, 0 always the general
+ * clrun_resize_interp_f32. Tests set it to compare the kernels' bits. */
+extern int clrun__resize_kernels;
 /* conv2d's core on half the device's vector width where a group has at most that many output
  * channels (lib/ops/ops_conv.c): < 0 there on 16-wide devices, 0 never, > 0 on every conv2d
  * the core runs on a 16-wide device. Tests set it to compare the two widths' bits. */

@@ -20,6 +20,8 @@
 
 _Static_assert(CLRUN_MAX_DIMS == 8, "kernels/resize.cl's MAX_RANK is CLRUN_MAX_DIMS");
 
+int clrun__resize_kernels = 2;
+
 static uint64_t float_bits(double weight)
 {
     float f = (float)weight;
@@ -89,14 +91,22 @@ static clrun_status resize_prepare(clrun_context *ctx, const clrun__op *op,
     cl_ulong n = clrun_tensor_elements(out);
     /* an interpolation in the last two axes only: a work-item per block of rows of a plane */
     bool nearest = clrun__attr_int_or(call, "mode", CLRUN__RESIZE_NEAREST) == CLRUN__RESIZE_NEAREST;
-    bool planes = !nearest && x->rank >= 2 && n > 0;
-    for (int d = 0; planes && d < x->rank - 2; d++)
-        planes = table[1 + x->rank + d] == 1;
+    int rank = x->rank;
+    bool planes = !nearest && rank >= 2 && n > 0 && clrun__resize_kernels >= 1;
+    for (int d = 0; planes && d < rank - 2; d++)
+        planes = table[1 + rank + d] == 1;
+    /* two taps in each of the last two axes, every leading axis' weight 1 (its one tap) */
+    bool linear = planes && clrun__resize_kernels >= 2 && table[1 + rank + rank - 2] == 2 &&
+                  table[1 + rank + rank - 1] == 2;
+    for (int d = 0; linear && d < rank - 2; d++)
+        for (int64_t c = 0; linear && c < out->shape[d]; c++)
+            linear = table[table[1 + 2 * rank + d] + 2 * (uint64_t)c + 1] == float_bits(1.0);
     clrun_status s;
     if (nearest)
         s = clrun__element_kernel(ctx, "clrun_resize_nearest", x->dtype, NULL, &st->kernel);
     else
-        s = clrun__kernel(ctx, planes ? "clrun_resize_planes_f32" : "clrun_resize_interp_f32",
+        s = clrun__kernel(ctx, linear ? "clrun_resize_planes_linear_f32"
+                               : planes ? "clrun_resize_planes_f32" : "clrun_resize_interp_f32",
                           &st->kernel);
     if (s == CLRUN_OK)
         s = clrun__table_buffer(ctx, table, count * sizeof table[0], &st->table);
