@@ -166,6 +166,16 @@ tests_test_det_sum_CFLAGS = $(TEST_CFLAGS)
 tests_test_det_sum_LDADD = libclrun.la $(OPENCL_LIBS) $(CMOCKA_LIBS)
 endif
 
+# CLRUN_PIN_THREADS (tools/pin_threads.c), pure: its values, and POCL_AFFINITY set only where
+# POCL's pinning can succeed and no choice was made.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/test_pin_threads
+TESTS += tests/test_pin_threads
+tests_test_pin_threads_SOURCES = tests/test_pin_threads.c tools/pin_threads.c tools/pin_threads.h
+tests_test_pin_threads_CFLAGS = $(TEST_CFLAGS)
+tests_test_pin_threads_LDADD = $(CMOCKA_LIBS)
+endif
+
 # Pipeline split: the cut (pure, no device) and the stages run on two POCL devices.
 if HAVE_CMOCKA
 check_PROGRAMS += tests/test_split tests/test_pipeline

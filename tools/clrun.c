@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cmd_plan.h"
+#include "pin_threads.h"
 
 typedef struct command {
     const char *name;
@@ -78,6 +79,10 @@ static const clrun_option_info cli_options[] = {
      .help = "the command line only: under mpirun, how long clrun train's gradient all-reduce may "
              "wait for the other ranks before the rank fails naming the step (--mpi-timeout "
              "overrides it)"},
+    {.name = "CLRUN_PIN_THREADS", .accepted = "BOOL", .fallback = "1",
+     .help = "the command line only: pin POCL's worker threads to CPUs, thread i to CPU i (sets "
+             "POCL_AFFINITY=1 before OpenCL starts) where POCL_AFFINITY is unset and the process "
+             "may run on every CPU of the machine; 0: leave them to the scheduler"},
 };
 
 size_t clrun_cli_option_count(void) { return sizeof cli_options / sizeof cli_options[0]; }
@@ -86,6 +91,14 @@ void clrun_cli_option_get(size_t i, clrun_option_info *out)
 {
     *out = cli_options[i];
     out->value = getenv(out->name);
+    if (strcmp(out->name, "CLRUN_PIN_THREADS") == 0) {
+        bool pin;
+        out->valid = out->value == NULL || clrun_cli_parse_pin(out->value, &pin);
+        if (!out->valid)
+            snprintf(out->problem, sizeof out->problem, "%s takes 1 or 0 (true, false, yes, no, on, off), not '%s'",
+                     out->name, out->value);
+        return;
+    }
     double seconds;
     out->valid = out->value == NULL || clrun_cli_parse_timeout(out->value, &seconds);
     if (!out->valid)
@@ -138,6 +151,11 @@ int clrun_cli_wants_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    char problem[512];
+    if (clrun_cli_pin_threads(problem, sizeof problem) != 0) { /* before any OpenCL call */
+        fprintf(stderr, "clrun: %s\n", problem);
+        return 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -5,7 +5,7 @@ clrun_SOURCES = tools/clrun.c tools/cli.h tools/cmd_info.c tools/cmd_smoke.c too
 	tools/cmd_replay.c tools/cmd_plan.c tools/cmd_plan.h \
 	tools/cmd_onnx_test.c tools/model_io.c tools/model_io.h tools/cmd_train.c tools/cmd_grad.c \
 	tools/model_bind.c tools/model_bind.h tools/run_pipeline.c tools/run_data_parallel.c \
-	tools/train_devices.c tools/train_devices.h
+	tools/train_devices.c tools/train_devices.h tools/pin_threads.c tools/pin_threads.h
 clrun_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(XXHASH_CFLAGS)
 # The CLI is a client of the public API: it links the installed library, as users do.
 clrun_LDADD = libclrun.la $(OPENCL_LIBS) $(JSONC_LIBS) $(XXHASH_LIBS)
