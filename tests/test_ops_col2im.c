@@ -20,6 +20,7 @@
 
 #include "device_test.h"
 #include "op_args.h"
+#include "ops/ops_internal.h"
 #include "op_reference.h"
 #include "rng.h"
 
@@ -116,7 +117,8 @@ static float *run_col2im(const col2im_case *c, const float *cols)
 }
 
 /* One case against the reference; then the same columns in the other layout must give the same
- * bits (the same sums in the same order). */
+ * bits (the same sums in the same order), and so must the kernel a CPU does not take (the row
+ * kernel where the phases kernel runs). */
 static void check_case(col2im_case c, uint64_t seed)
 {
     char name[256];
@@ -148,6 +150,13 @@ static void check_case(col2im_case c, uint64_t seed)
     if (memcmp(same, got, ny * sizeof *got) != 0)
         fail_msg("col2im, %s: the other layout gives other bits", name);
     free(same);
+    c.p.transposed = !c.p.transposed;
+    clrun__col2im_phases = 0;
+    float *rows = run_col2im(&c, cols);
+    clrun__col2im_phases = 2;
+    if (memcmp(rows, got, ny * sizeof *got) != 0)
+        fail_msg("col2im, %s: the row kernel and the phases kernel give other bits", name);
+    free(rows);
     free(other);
     free(ref);
     free(scale);
@@ -158,6 +167,7 @@ static void check_case(col2im_case c, uint64_t seed)
 static void col2im_matches_the_reference(void **state)
 {
     (void)state;
+    clrun__col2im_phases = 2; /* the phases kernel on every device (oclgrind's is a GPU) */
     /* N, C, {image, kernel, stride, pad, pad_end, dilation, transposed} */
     static const col2im_case cases[] = {
         {1, 1, {{5, 5}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, false}},   /* ONNX's test_col2im */
@@ -169,6 +179,8 @@ static void col2im_matches_the_reference(void **state)
         {3, 1, {{6, 5}, {2, 3}, {3, 1}, {0, 2}, {1, 0}, {1, 2}, true}},
         {1, 5, {{1, 13}, {1, 4}, {1, 3}, {0, 1}, {0, 2}, {1, 3}, false}},  /* a 1-D one */
         {2, 2, {{4, 4}, {2, 2}, {5, 5}, {0, 0}, {1, 1}, {1, 1}, false}},   /* stride > kernel */
+        {1, 2, {{12, 12}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false}}, /* a U-Net's up-step */
+        {1, 1, {{2, 1100}, {1, 3}, {1, 2}, {0, 1}, {0, 1}, {1, 1}, false}}, /* a row past private */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(cases[i], 1000 + i);
@@ -190,6 +202,7 @@ static void col2im_matches_the_reference(void **state)
             continue;
         check_case(c, 2000 + (uint64_t)i);
     }
+    clrun__col2im_phases = 1;
 }
 
 /* ---- refusals ---------------------------------------------------------------------------- */

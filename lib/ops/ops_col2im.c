@@ -2,12 +2,18 @@
  * adds in the columns of every tap that lands on it, (kh, kw) ascending. No atomics: each output
  * is one sum in a fixed order. The geometry is the type rule's (lib/graph/infer_conv.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "device/cl.h"
 #include "ops/ops_internal.h"
 
 /* Work-groups of up to 16 rows of one plane, as the pools' gradients use. */
 #define ROWS_PER_GROUP 16
+/* kernels/col2im.cl's COL2IM_PRIVATE: the most floats of a row clrun_col2im_phases_f32 sums in
+ * private memory. */
+#define PHASES_PRIVATE 1024
+
+int clrun__col2im_phases = 1;
 
 static clrun_status col2im_prepare(clrun_context *ctx, const clrun__op *op,
                                    const clrun__op_call *call, void **state)
@@ -33,7 +39,12 @@ static clrun_status col2im_prepare(clrun_context *ctx, const clrun__op *op,
         return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "col2im: node state");
     st->inputs = 1;
     st->what = "col2im";
-    clrun_status s = clrun__kernel(ctx, "clrun_col2im_f32", &st->kernel);
+    /* on a CPU the row is summed in private memory (see the kernel), a private array a GPU
+     * would keep in slow memory */
+    int64_t W = g.image[1], sw = g.stride[1];
+    bool phases = (clrun__col2im_phases > 1 || (clrun__col2im_phases == 1 && strcmp(ctx->info.type, "CPU") == 0)) &&
+                  sw * ((W + sw - 1) / sw) <= PHASES_PRIVATE;
+    clrun_status s = clrun__kernel(ctx, phases ? "clrun_col2im_phases_f32" : "clrun_col2im_f32", &st->kernel);
     for (cl_uint i = 0; s == CLRUN_OK && i < 15; i++)
         s = clrun__arg(ctx, st->kernel, 2 + i, sizeof args[i], &args[i]);
     const size_t H = (size_t)g.image[0];

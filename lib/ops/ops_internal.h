@@ -75,6 +75,10 @@ extern int clrun__conv_product;
  * default) the fastest that applies, 1 clrun_resize_planes_f32 at most, 0 always the general
  * clrun_resize_interp_f32. Tests set it to compare the kernels' bits. */
 extern int clrun__resize_kernels;
+/* col2im's rows summed in private memory (lib/ops/ops_col2im.c), where a row fits: 1 (the
+ * default) on CPUs, 2 on every device, 0 never. Tests set it to compare the two kernels' bits
+ * (and, under oclgrind, whose device is a GPU, to check the private kernel). */
+extern int clrun__col2im_phases;
 /* conv2d's core on half the device's vector width where a group has at most that many output
  * channels (lib/ops/ops_conv.c): < 0 there on 16-wide devices, 0 never, > 0 on every conv2d
  * the core runs on a 16-wide device. Tests set it to compare the two widths' bits. */
