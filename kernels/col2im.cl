@@ -15,6 +15,14 @@ void tap_range(const int p, const int k, const int s, const int extent, const in
     *hi = max(*hi, *lo);
 }
 
+/* The window row oh whose tap kh lands on image row ih (ih = oh sh - ph + kh dh), or -1 when
+ * none does. */
+int tap_row(const int ih, const int ph, const int kh, const int dh, const int sh, const int OH)
+{
+    const int t = ih + ph - kh * dh; /* oh * sh */
+    return t < 0 || t % sh != 0 || t / sh >= OH ? -1 : t / sh;
+}
+
 /* out [N, C, H, W] from cols: work-item (ih, plane) is row ih of image plane (n * C + c). Column
  * row (c * KH + kh) * KW + kw at position l = oh * OW + ow is element ck * ck_stride + l *
  * l_stride of image n's columns (ck_stride L, l_stride 1 for [N, C*KH*KW, L]; 1 and C*KH*KW for
@@ -38,10 +46,9 @@ __kernel void clrun_col2im_f32(__global const float *cols, __global float *out, 
         row[iw] = 0.0f;
     __global const float *image = cols + n * (size_t)C * KH * KW * OH * OW;
     for (int kh = 0; kh < KH; kh++) {
-        const int t = ih + ph - kh * dh; /* oh * sh */
-        if (t < 0 || t % sh != 0 || t / sh >= OH)
+        const int oh = tap_row(ih, ph, kh, dh, sh, OH);
+        if (oh < 0)
             continue;
-        const int oh = t / sh;
         for (int kw = 0; kw < KW; kw++) {
             int ow_lo, ow_hi;
             tap_range(pw, kw * dw, sw, W, OW, &ow_lo, &ow_hi);
@@ -84,10 +91,9 @@ __kernel void clrun_col2im_phases_f32(__global const float *cols, __global float
         acc[j] = 0.0f;
     __global const float *image = cols + n * (size_t)C * KH * KW * OH * OW;
     for (int kh = 0; kh < KH; kh++) {
-        const int t = ih + ph - kh * dh; /* oh * sh */
-        if (t < 0 || t % sh != 0 || t / sh >= OH)
+        const int oh = tap_row(ih, ph, kh, dh, sh, OH);
+        if (oh < 0)
             continue;
-        const int oh = t / sh;
         for (int kw = 0; kw < KW; kw++) {
             int ow_lo, ow_hi;
             tap_range(pw, kw * dw, sw, W, OW, &ow_lo, &ow_hi);

@@ -885,9 +885,9 @@ typedef struct resize_case {
     double scales[CLRUN_MAX_DIMS]; /* 0: not given */
 } resize_case;
 
-static void check_resize(const resize_case *c, clrun_dtype dtype, uint64_t seed)
+/* The resize node of case c, its input of dtype (no data yet). */
+static node resize_node(const resize_case *c, clrun_dtype dtype)
 {
-    current_seed = seed;
     node n = {.op = "resize", .input_count = 1, .in = {type(dtype, c->in)}};
     clrun_tensor_type out = type(dtype, c->out);
     n.attrs[n.attr_count++] = attr_ints("sizes", out.rank, out.shape);
@@ -901,6 +901,13 @@ static void check_resize(const resize_case *c, clrun_dtype dtype, uint64_t seed)
     for (int d = 0; d < out.rank; d++)
         if (c->scales[d] > 0)
             n.attrs[n.attr_count++] = attr_float(names[d], c->scales[d]);
+    return n;
+}
+
+static void check_resize(const resize_case *c, clrun_dtype dtype, uint64_t seed)
+{
+    current_seed = seed;
+    node n = resize_node(c, dtype);
     size_t count = (size_t)clrun_tensor_elements(&n.in[0]);
     void *x = random_bytes(bytes_of(&n.in[0]), seed);
     double *values = malloc(count * sizeof *values), max = 0;
@@ -1034,12 +1041,7 @@ static void resize_kernels_give_the_same_bits(void **state)
         char chosen[3][64];
         for (int k = 2; k >= 0; k--) {
             clrun__resize_kernels = k;
-            node n = {.op = "resize", .input_count = 1, .in = {type(CLRUN_F32, c->in)}};
-            clrun_tensor_type out = type(CLRUN_F32, c->out);
-            n.attrs[n.attr_count++] = attr_ints("sizes", out.rank, out.shape);
-            n.attrs[n.attr_count++] = attr_int("mode", c->mode);
-            n.attrs[n.attr_count++] = attr_int("coordinate_transformation_mode", c->coordinate_mode);
-            n.attrs[n.attr_count++] = attr_float("cubic_coeff_a", -0.75);
+            node n = resize_node(c, CLRUN_F32);
             float *x = malloc(bytes_of(&n.in[0]));
             assert_non_null(x);
             for (size_t e = 0; e < bytes_of(&n.in[0]) / 4; e++) /* finite, in [-10, 10) */
