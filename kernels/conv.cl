@@ -125,8 +125,13 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
 }
 
 /* Stores vector v of outputs from index at, through the epilogue (a macro: the epilogue's
- * extra inputs are the kernel's parameters). */
-#ifdef CLRUN_EPILOGUE
+ * extra inputs are the kernel's parameters): on the vector where the epilogue may run on one
+ * (CLRUN_EPILOGUE_V8/_V16, lib/fuse/codegen.h: lane by lane the scalar epilogue's bits), which
+ * costs the store next to nothing (MobileNetV3-small's hardswishes and relus after depthwise and
+ * pointwise layers fused this way), else a lane at a time. */
+#if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8)
+#define DW_STORE(v, at) DWSTORE(CAT(CLRUN_EPILOGUE_V, DWN)(v), out + (at))
+#elif defined(CLRUN_EPILOGUE)
 #define DW_STORE(v, at)                                                                            \
     do {                                                                                           \
         float lanes_[DWN];                                                                         \
@@ -151,7 +156,7 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
         for (int j_ = 0; j_ < min(DWN, (int)(count)); j_++)                                        \
             out[(at) + j_] = EPILOGUE(s_[j_], (at) + j_, o);                                       \
     } while (0)
-#ifdef CLRUN_EPILOGUE
+#if defined(CLRUN_EPILOGUE) && !defined(CLRUN_EPILOGUE_V8)
 #define DW_WHOLE_STORES 0
 #else
 #define DW_WHOLE_STORES 1
@@ -701,7 +706,12 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
  * ShuffleNetV2's 14 x 14 layers with their relu 40-43 us a lane at a time, 30-34 so, against
  * 30-37 and a relu kernel of 1.7 us apart (per-kernel minima of 7 runs; the pointwise kernel of
  * large planes, DW_STORE, measured the other way: docs/ops.md). */
-#ifdef CLRUN_EPILOGUE
+#if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8)
+#define PS_PUT(v, at)                                                                              \
+    do {                                                                                           \
+        EPILOGUE_SITE(vstore8(CLRUN_EPILOGUE_V8(v), 0, out + (at));)                               \
+    } while (0)
+#elif defined(CLRUN_EPILOGUE)
 #define PS_PUT(v, at)                                                                              \
     do {                                                                                           \
         float lanes_[8];                                                                           \

@@ -1031,13 +1031,41 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
     clrun_graph_destroy(g);
 }
 
-/* On a CPU the convolutions whose kernels store a lane at a time take a cheap epilogue only
- * where that store measured no dearer than the pass it saves: the small planes' pointwise
- * kernel (14 x 14 here) takes a relu, or a residual add and a relu, but leaves a hardswish, or
- * three members, to a kernel of its own; the pointwise kernel of large planes (16 x 16), the
- * depthwise one and a stem's rows leave even a relu; the core keeps every arithmetic epilogue. Every device takes
- * them all with clrun__fuse_every_epilogue. Same bits either way. */
-static void a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays(void **state)
+/* Counts the programs whose name (in "built program 'NAME'") starts with user's prefix. */
+typedef struct built_count {
+    const char *prefix;
+    int count, whole;
+} built_count;
+
+static void count_built(clrun_log_level level, const char *message, void *user)
+{
+    built_count *b = user;
+    const char *at = strstr(message, "built program '");
+    if (level != CLRUN_LOG_INFO || at == NULL)
+        return;
+    at += strlen("built program '");
+    if (strncmp(at, b->prefix, strlen(b->prefix)) == 0)
+        b->count++;
+    if (strncmp(at, "conv-epilogue'", strlen("conv-epilogue'")) == 0)
+        b->whole++;
+}
+
+/* Whether ctx's device is a CPU whose driver compiles kernels at their first launch (POCL):
+ * where the core runs and the programs counted below are the ones a first run builds. */
+static bool compiles_at_launch_on_cpu(clrun_context *ctx)
+{
+    return clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
+}
+
+/* On a CPU the convolution kernels with vectors along a plane take an epilogue that runs on
+ * vectors (relu, hardswish, leaky relu, hard sigmoid: no input but the product's value), which
+ * they apply to each vector they store; the small planes' pointwise kernel (14 x 14 here) also
+ * takes a cheap one with an input (a residual add and a relu) a lane at a time, but leaves
+ * three members with an input to a kernel of their own; the pointwise kernel of large planes
+ * (16 x 16), the depthwise one and a stem's rows take the vector ones; the core keeps every
+ * arithmetic epilogue. Every device takes them all with clrun__fuse_every_epilogue. Same bits
+ * either way, with the epilogues in one set (POCL) or each its own source. */
+static void a_cpu_fuses_the_epilogues_its_lane_stores_take(void **state)
 {
     (void)state;
     clrun_graph *g;
@@ -1065,27 +1093,53 @@ static void a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays(void **state)
                         {.name = "max", .kind = CLRUN_ATTR_FLOAT, .f = 6.0f}};
     int32_t a5 = unary(g, "relu", "a5", binary(g, "add", "s5", c5, r));
     clrun_graph_mark_output(g, node(g, "clip", "y5", 1, (int32_t[]){a5}, six, 2));
-    clrun_graph_mark_output(g, unary(g, "relu", "y6", c6));
-    clrun_graph_mark_output(g, unary(g, "relu", "y7", c7));
+    clrun_graph_mark_output(g, unary(g, "hard_swish", "y6", c6));
+    clrun_attr leak = {.name = "alpha", .kind = CLRUN_ATTR_FLOAT, .f = 0.1f};
+    clrun_graph_mark_output(g, node(g, "leaky_relu", "y7", 1, (int32_t[]){c7}, &leak, 1));
     int32_t stem = input(g, "stem", shape_of(CLRUN_F32, 4, (int64_t[]){1, 3, 32, 32}));
     int32_t ks = constant(g, "ks", shape_of(CLRUN_F32, 4, (int64_t[]){8, 3, 3, 3}), 4); /* 27 taps */
     int32_t c8 = node(g, "conv2d", "c8", 2, (int32_t[]){stem, ks}, dw + 1, 1);
-    clrun_graph_mark_output(g, unary(g, "relu", "y8", c8));
+    clrun_graph_mark_output(g, unary(g, "relu", "r8", unary(g, "hard_sigmoid", "y8", c8)));
     outcome base = run_unfused(g, 5);
     how mode = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
-    outcome o = run_graph(g, mode, 5);
-    expect_same_bits(g, &o, &base, "by the device's rule", 5);
-    bool cpu = strcmp(o.device_type, "CPU") == 0;
-    assert_int_equal(o.groups, cpu ? 4 : 8);
-    assert_string_equal(o.group_names[0], "fused:conv2d+relu");
-    if (cpu) { /* the hardswish and the relus of c6 to c8 alone, add+relu+clip a group */
-        assert_string_equal(o.group_names[1], "fused:conv2d+relu");
-        assert_string_equal(o.group_names[2], "fused:conv2d+add+relu");
-        assert_string_equal(o.group_names[3], "fused:add+relu+clip");
-    } else {
-        assert_string_equal(o.group_names[1], "fused:conv2d+hard_swish");
+    for (int sets = 0; sets <= 2; sets += 2) { /* each its own source, then one set whatever the driver */
+        int saved = clrun__epilogue_sets;
+        clrun__epilogue_sets = sets;
+        outcome o = run_graph(g, mode, 5);
+        clrun__epilogue_sets = saved;
+        expect_same_bits(g, &o, &base, sets ? "by the device's rule, in a set" : "by the device's rule", 5);
+        bool cpu = strcmp(o.device_type, "CPU") == 0;
+        assert_int_equal(o.groups, 8);
+        static const char *const names[8] = {"fused:conv2d+relu", "fused:conv2d+hard_swish", "fused:conv2d+relu",
+                                             "fused:conv2d+add+relu", "fused:conv2d+hard_swish",
+                                             "fused:conv2d+leaky_relu", "fused:conv2d+hard_sigmoid+relu",
+                                             "fused:add+relu+clip"};
+        for (int k = 0; k < (cpu ? 8 : 2); k++) /* off a CPU c5 takes its three members too */
+            assert_string_equal(o.group_names[k], names[k]);
+        assert_int_equal(o.stats.kernels, cpu ? 9 : 8);
     }
-    assert_int_equal(o.stats.kernels, cpu ? 13 : 8);
+    /* where kernels compile at launch, the set of the lane kernels (pointwise, depthwise, the
+     * stem's rows) is built from the whole file once, not cut per kernel */
+    clrun_context *ctx = context_for(mode);
+    if (compiles_at_launch_on_cpu(ctx)) {
+        built_count cuts = {"conv-epilogue-clrun_conv2d_depthwise", 0, 0};
+        clrun_log_level level = clrun_log_get_level();
+        clrun_log_set_level(CLRUN_LOG_INFO);
+        clrun_log_set_handler(count_built, &cuts);
+        outcome o = run_graph_in(ctx, g, mode, 5);
+        clrun_log_set_handler(NULL, NULL);
+        clrun_log_set_level(level);
+        expect_same_bits(g, &o, &base, "in the lane kernels' set", 5);
+        assert_int_equal(cuts.count, 0);
+        assert_int_equal(cuts.whole, 1);
+    }
+    clrun_context_destroy(ctx);
+    /* the stem on its rows kernel on any device, so that oclgrind (a GPU) checks its vector
+     * store too; the depthwise kernels run there already */
+    clrun__conv_rows_forced = true;
+    outcome rows = run_graph(g, mode, 5);
+    clrun__conv_rows_forced = false;
+    expect_same_bits(g, &rows, &base, "the stem on its rows kernel", 5);
     clrun__fuse_every_epilogue = true;
     outcome every = run_graph(g, mode, 5);
     clrun__fuse_every_epilogue = false;
@@ -1156,32 +1210,6 @@ static void convolution_epilogues_share_one_program_where_kernels_compile_at_lau
     expect_same_bits(g, &fallen, &base, "a set that did not build", 7);
     assert_int_equal(fallen.groups, 4);
     clrun_graph_destroy(g);
-}
-
-/* Counts the programs whose name (in "built program 'NAME'") starts with user's prefix. */
-typedef struct built_count {
-    const char *prefix;
-    int count, whole;
-} built_count;
-
-static void count_built(clrun_log_level level, const char *message, void *user)
-{
-    built_count *b = user;
-    const char *at = strstr(message, "built program '");
-    if (level != CLRUN_LOG_INFO || at == NULL)
-        return;
-    at += strlen("built program '");
-    if (strncmp(at, b->prefix, strlen(b->prefix)) == 0)
-        b->count++;
-    if (strncmp(at, "conv-epilogue'", strlen("conv-epilogue'")) == 0)
-        b->whole++;
-}
-
-/* Whether ctx's device is a CPU whose driver compiles kernels at their first launch (POCL):
- * where the core runs and the programs counted below are the ones a first run builds. */
-static bool compiles_at_launch_on_cpu(clrun_context *ctx)
-{
-    return clrun__lazy_driver(ctx) && strcmp(clrun_context_device(ctx)->type, "CPU") == 0;
 }
 
 /* Where kernels compile at launch, an epilogue on one of conv.cl's kernels (a CPU's small planes'
@@ -1706,7 +1734,7 @@ int main(void)
         cmocka_unit_test(spans_name_fused_kernels_after_their_ops),
         cmocka_unit_test_teardown(clrun_fusion_0_turns_it_off, clear_fusion_environment),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
-        cmocka_unit_test(a_cpu_fuses_cheap_epilogues_where_the_lane_store_pays),
+        cmocka_unit_test(a_cpu_fuses_the_epilogues_its_lane_stores_take),
         cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
         cmocka_unit_test(a_lane_kernel_builds_its_epilogue_alone),
         cmocka_unit_test(the_core_takes_half_width_only_on_large_planes),

@@ -518,6 +518,83 @@ static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const c
     return ok && !b->failed;
 }
 
+bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f)
+{
+    if (f->epilogue == NULL || f->epilogue->extra_inputs != 0)
+        return false;
+    for (int s = 0; s < f->step_count; s++) {
+        const clrun__fused_step *step = &f->steps[s];
+        if (!clrun__ew_on_vectors(step->def) || step->type.dtype != CLRUN_F32)
+            return false;
+        for (int k = 0; k < step->def->arity; k++)
+            if ((step->args[k] != CLRUN__FUSED_ARG_V && step->args[k] < 0) ||
+                step->arg_types[k].dtype != CLRUN_F32)
+                return false;
+    }
+    return true;
+}
+
+/* The vector element functions of f's steps (each once: `done` as emit_function_once's), for
+ * float8 and float16. */
+static void emit_vector_functions_once(clrun__strbuf *b, const clrun__fused_op *f, char (*done)[64],
+                                       int *done_count, int max)
+{
+    for (int s = 0; s < f->step_count; s++) {
+        char name[64];
+        clrun__ew_function_name(f->steps[s].def, CLRUN_F32, CLRUN_F32, name, sizeof name);
+        strncat(name, "_v", sizeof name - strlen(name) - 1);
+        bool seen = false;
+        for (int k = 0; k < *done_count && !seen; k++)
+            seen = strcmp(done[k], name) == 0;
+        if (seen || *done_count >= max)
+            continue;
+        snprintf(done[(*done_count)++], 64, "%s", name);
+        for (int lanes = 8; lanes <= 16; lanes *= 2)
+            clrun__ew_emit_vector_function(b, f->steps[s].def, lanes);
+    }
+}
+
+/* f's epilogue (clrun__fuse_epilogue_on_vectors) on vectors, as the functions `fn`_v8 and
+ * `fn`_v16 (v): the scalar function's steps in its order and operand order, lane by lane, then
+ * its canonical store (none for the identity). */
+static void emit_vector_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const char *fn)
+{
+    for (int lanes = 8; lanes <= 16; lanes *= 2) {
+        clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(const float%d v)\n{\n", lanes, fn, lanes, lanes);
+        for (int s = 0; s < f->step_count; s++) {
+            const clrun__fused_step *step = &f->steps[s];
+            clrun__op_call call = step_call(step);
+            char name[64];
+            clrun__ew_function_name(step->def, CLRUN_F32, CLRUN_F32, name, sizeof name);
+            clrun__strbuf_printf(b, "    const float%d t%d = %s_v%d(", lanes, s, name, lanes);
+            int order[2] = {0, 1};
+            /* emit_step's canonical order: the product's value, then the steps */
+            if (step->def->arity == 2 && step->def->param_count == 0 &&
+                (strcmp(step->def->name, "add") == 0 || strcmp(step->def->name, "mul") == 0) &&
+                step->args[1] == CLRUN__FUSED_ARG_V && step->args[0] != CLRUN__FUSED_ARG_V) {
+                order[0] = 1;
+                order[1] = 0;
+            }
+            for (int j = 0; j < step->def->arity; j++) {
+                int k = order[j];
+                if (step->args[k] == CLRUN__FUSED_ARG_V)
+                    clrun__strbuf_printf(b, "%sv", j ? ", " : "");
+                else
+                    clrun__strbuf_printf(b, "%st%d", j ? ", " : "", step->args[k]);
+            }
+            for (int p = 0; p < step->def->param_count; p++) {
+                clrun__strbuf_printf(b, ", ");
+                clrun__ew_emit_literal(b, CLRUN_F32, clrun__ew_param_value(step->def, &call, p, CLRUN_F32));
+            }
+            clrun__strbuf_printf(b, ");\n");
+        }
+        if (f->step_count == 0)
+            clrun__strbuf_printf(b, "    return v;\n}\n");
+        else
+            clrun__strbuf_printf(b, "    return clrun_canon_f32_v%d(t%d);\n}\n", lanes, f->step_count - 1);
+    }
+}
+
 /* The call `fn(v, (ulong)(i), (uint)(c), x0, ..)` with `params` buffers, after `first`. */
 static char *epilogue_call(const char *first, const char *fn, int params)
 {
@@ -554,6 +631,14 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
         if (epilogue_math(f))
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
         ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn");
+        if (ok && clrun__fuse_epilogue_on_vectors(f)) { /* the lane kernels' vector stores */
+            clrun__ew_emit_vector_helpers(&b);
+            emit_vector_functions_once(&b, f, done, &done_count, 64);
+            emit_vector_epilogue_fn(&b, f, "clrun_epilogue_fn");
+            clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_V8(v) clrun_epilogue_fn_v8(v)\n"
+                                     "#define CLRUN_EPILOGUE_V16(v) clrun_epilogue_fn_v16(v)\n");
+            ok = !b.failed;
+        }
     }
     free(done);
     char *helpers = ok ? clrun__strbuf_take(&b) : NULL;
@@ -625,6 +710,31 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
             free(call);
         }
         clrun__strbuf_printf(&b, "    }\n}\n");
+        bool vectors = true;
+        for (int k = 0; k < cases; k++)
+            vectors = vectors && clrun__fuse_epilogue_on_vectors(ops[first[k]]);
+        if (vectors) { /* the lane kernels' vector stores: a case per vector */
+            clrun__ew_emit_vector_helpers(&b);
+            for (int k = 0; k < cases; k++) {
+                char fn[48];
+                snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
+                emit_vector_functions_once(&b, ops[first[k]], done, &done_count, MAX_FUNCTIONS);
+                emit_vector_epilogue_fn(&b, ops[first[k]], fn);
+            }
+            for (int lanes = 8; lanes <= 16; lanes *= 2) {
+                clrun__strbuf_printf(&b, "CLRUN_INLINE float%d clrun_epilogue_any_v%d(const uint epi, const float%d v)\n"
+                                         "{\n    switch (epi) {\n", lanes, lanes, lanes);
+                for (int k = 0; k < cases; k++) {
+                    if (k + 1 < cases)
+                        clrun__strbuf_printf(&b, "    case %du: ", k);
+                    else
+                        clrun__strbuf_printf(&b, "    default: ");
+                    clrun__strbuf_printf(&b, "return clrun_epilogue_fn_%d_v%d(v);\n", k, lanes);
+                }
+                clrun__strbuf_printf(&b, "    }\n}\n#define CLRUN_EPILOGUE_V%d(v) clrun_epilogue_any_v%d(epi, v)\n",
+                                     lanes, lanes);
+            }
+        }
         for (int i = 0; i < count; i++)
             if (has_op(ops[i], poison))
                 clrun__strbuf_printf(&b, "#error \"an epilogue set poisoned by a test\"\n");

@@ -36,6 +36,13 @@ clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_
  * stores (v itself for an epilogue of no steps). False when out of memory. */
 bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64);
 
+/* Whether f's epilogue may run on float vectors: f32 steps of ops clrun__ew_on_vectors takes,
+ * over the product's value and each other, no other input. Its source (and a set's whose every
+ * case may) then also defines CLRUN_EPILOGUE_V8(v) and CLRUN_EPILOGUE_V16(v), the epilogue of
+ * a float8 or float16 of consecutive outputs of one channel, lane by lane the scalar one's bits:
+ * the convolution kernels that store vectors along a plane (kernels/conv.cl) store through it. */
+bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f);
+
 /* One source for the epilogues ops[0..count) (each made by clrun__fuse_epilogue_source first),
  * so that a base op's kernels build once for all of them: the prelude and element functions
  * once, each distinct epilogue as clrun_epilogue_fn_K, and clrun_epilogue_any(epi, v, i, c,

@@ -30,11 +30,13 @@
  * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which costs
  * more than the elementwise pass it saves when the epilogue does real work (hardswish: with it
  * and the relus fused MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without), and on most of them
- * a relu too: those stay apart. The small planes' pointwise kernel takes a cheap one
- * (cheap_on_lanes: a relu, a clip, a bias or residual add, at most two of them), which costs
- * it about nothing and saves a kernel (clrun__conv_epilogue_pays says which kernel runs); the
- * core keeps its arithmetic epilogues. A GPU, whose store is the expensive part, takes every
- * epilogue.
+ * a relu too. So they take one that runs on vectors (clrun__fuse_epilogue_on_vectors: relu,
+ * hardswish, hard sigmoid... over the product's value alone), applied to each stored vector at
+ * next to no cost, in a set of their own (FAMILY_CONV_LANES) whose every case has it; the small
+ * planes' pointwise kernel also takes a cheap one (cheap_on_lanes: a relu, a clip, a bias or
+ * residual add, at most two of them) a lane at a time, which costs it about nothing
+ * (clrun__conv_store_of says which kernel runs); the core keeps its arithmetic epilogues. A GPU,
+ * whose store is the expensive part, takes every epilogue.
  *
  * A group that reads a donated input of its size (a train step's momentum update, `b = mu*b +
  * g`, g the weight gradient a product computes) must write that input in place, or the state
@@ -248,10 +250,13 @@ typedef struct candidate {
     int32_t *inputs;
 } candidate;
 
-/* The epilogue sets (shares_source): a matmul's, a convolution's on the CPU core, and a
- * convolution's on the small planes' pointwise kernel, which takes only cheap epilogues: a set
- * of those alone keeps the others' cases out of its kernel (each case copies its store). */
-enum { FAMILY_MATMUL, FAMILY_CONV_CORE, FAMILY_CONV_LANES, FAMILIES };
+/* The epilogue sets (shares_source): a matmul's, a convolution's on the CPU core, a
+ * convolution's on the small planes' pointwise kernel, which takes only cheap epilogues or
+ * those that run on vectors, and a convolution's on the other kernels with vectors along a
+ * plane, which take only those that run on vectors: a set of those alone keeps the others'
+ * cases out of its kernel (each case copies its store), and defines the vector epilogue only
+ * where every case has one (lib/fuse/codegen.h). */
+enum { FAMILY_MATMUL, FAMILY_CONV_CORE, FAMILY_CONV_SMALL, FAMILY_CONV_LANES, FAMILIES };
 
 /* The set of an epilogue of `base` under `call` (the base op's call), or -1. */
 static int family_of(clrun_context *ctx, const clrun__node *base, const clrun__op_call *call)
@@ -262,7 +267,11 @@ static int family_of(clrun_context *ctx, const clrun__node *base, const clrun__o
         return -1;
     if (clrun__conv_runs_as_product(ctx, call)) /* on matmul's kernel: in its set */
         return FAMILY_MATMUL;
-    return clrun__conv_epilogue_pays(ctx, call, false) ? FAMILY_CONV_CORE : FAMILY_CONV_LANES;
+    switch (clrun__conv_store_of(ctx, call)) {
+    case CLRUN__CONV_STORE_SMALL: return FAMILY_CONV_SMALL;
+    case CLRUN__CONV_STORE_LANES: return FAMILY_CONV_LANES;
+    default: return FAMILY_CONV_CORE;
+    }
 }
 
 /* Whether the epilogues of a base op share a set on ctx's device: where the driver compiles
@@ -303,9 +312,8 @@ static clrun_status plain_cases(clrun_context *ctx, clrun__arena *arena, const c
         if (op == NULL)
             continue;
         clrun__op_call call = base_call(d, op->epilogue, inputs);
-        int family = family_of(ctx, base, &call);
-        if (family < 0 || !any[family] ||
-            (family == FAMILY_CONV_LANES && !clrun__conv_epilogue_pays(ctx, &call, true)))
+        int family = family_of(ctx, base, &call); /* every family stores the identity at no loss */
+        if (family < 0 || !any[family])
             continue;
         if (!clrun__fuse_epilogue_source(arena, op, ctx->info.fp64))
             return clrun__fail(ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory fusing epilogues");
@@ -357,7 +365,8 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue) {
             clrun__op_call call = base_call(d, op->epilogue, inputs);
-            if (!clrun__conv_epilogue_pays(ctx, &call, cheap_on_lanes(d, members, count)))
+            if (!clrun__conv_epilogue_pays(ctx, &call, cheap_on_lanes(d, members, count),
+                                           clrun__fuse_epilogue_on_vectors(op)))
                 continue;
         }
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);

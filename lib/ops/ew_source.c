@@ -178,6 +178,46 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
     emit_dtype_unmacros(b);
 }
 
+bool clrun__ew_on_vectors(const clrun__ew_def *def)
+{
+    static const char *const ops[] = {"relu", "leaky_relu", "hard_sigmoid", "hard_swish", "clip", "neg", "abs",
+                                      "scale", "add", "sub", "mul"};
+    if (def == NULL || def->floats == NULL || def->condition || def->arity > 2)
+        return false;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(def->name, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+void clrun__ew_emit_vector_function(clrun__strbuf *b, const clrun__ew_def *def, int lanes)
+{
+    static const char *const operands[2][2] = {{"x"}, {"a", "b"}};
+    char name[64];
+    clrun__ew_function_name(def, CLRUN_F32, CLRUN_F32, name, sizeof name);
+    clrun__strbuf_printf(b, "#define T float%d\n#define T_OUT float%d\n#define F(c) c##f\n"
+                            "#define CLIP clrun_clip_f32_v%d\n",
+                         lanes, lanes, lanes);
+    clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(", lanes, name, lanes);
+    for (int i = 0; i < def->arity; i++)
+        clrun__strbuf_printf(b, "%sconst float%d %s", i ? ", " : "", lanes, operands[def->arity - 1][i]);
+    for (int p = 0; p < def->param_count; p++)
+        clrun__strbuf_printf(b, ", const float p%d", p);
+    clrun__strbuf_printf(b, ")\n{\n    return (T_OUT)(%s);\n}\n#undef T\n#undef T_OUT\n#undef F\n#undef CLIP\n",
+                         def->floats);
+}
+
+void clrun__ew_emit_vector_helpers(clrun__strbuf *b)
+{
+    for (int lanes = 8; lanes <= 16; lanes *= 2)
+        clrun__strbuf_printf(b,
+                             "CLRUN_INLINE float%d clrun_clip_f32_v%d(float%d v, const float%d lo, const float%d hi)\n"
+                             "{\n    v = v < lo ? lo : v;\n    return v > hi ? hi : v;\n}\n"
+                             "CLRUN_INLINE float%d clrun_canon_f32_v%d(const float%d v)\n"
+                             "{\n    return isnan(v) ? (float%d)(as_float(0x7fc00000u)) : v;\n}\n",
+                             lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes);
+}
+
 const char *clrun__ew_store_function(clrun_dtype dtype)
 {
     return dtype == CLRUN_F32 ? "clrun_canon_f32" : dtype == CLRUN_F64 ? "clrun_canon_f64" : "";

@@ -25,6 +25,22 @@ void clrun__ew_function_name(const clrun__ew_def *def, clrun_dtype data, clrun_d
 void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_dtype data,
                              clrun_dtype result);
 
+/* Whether def's f32 element function may run on float vectors as its expression is written
+ * (clrun__ew_emit_vector_function): unary or binary arithmetic, comparisons, selects and CLIP,
+ * which act lane by lane as on one float, so a vector gives each lane the scalar function's bits.
+ * The ops of convolutions' activations: relu, leaky_relu, hard_sigmoid, hard_swish, clip, neg,
+ * abs, scale, add, sub, mul. */
+bool clrun__ew_on_vectors(const clrun__ew_def *def);
+
+/* The f32 element function of def (clrun__ew_on_vectors) over floatN, lanes 8 or 16:
+ * "ew_relu_f32_v16(const float16 x)", its parameters floats as the scalar one's. Calls the
+ * vector helpers (clrun__ew_emit_vector_helpers), which the program must hold once before. */
+void clrun__ew_emit_vector_function(clrun__strbuf *b, const clrun__ew_def *def, int lanes);
+
+/* The helpers of the vector element functions and stores, for float8 and float16: CLIP's
+ * (clrun_clip_f32_v8, ...) and clrun_canon_f32_v8 (clrun_canon_f32 lane by lane). */
+void clrun__ew_emit_vector_helpers(clrun__strbuf *b);
+
 /* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
  * kernels/ew_functions.cl) for floats, "" for the others. */
 const char *clrun__ew_store_function(clrun_dtype dtype);

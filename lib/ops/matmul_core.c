@@ -258,18 +258,30 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
     return build_program(ctx, source, PART_WHOLE, 0, 0, vw, ep, 0, NULL, out);
 }
 
-clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned vw,
-                               const clrun__epilogue *ep, const char *kernel, cl_kernel *out)
+static clrun_status ops_kernel(clrun_context *ctx, const char *source, unsigned vw, const clrun__epilogue *ep,
+                               const char *kernel, bool sets_whole, cl_kernel *out)
 {
     *out = NULL;
-    bool cut = ep != NULL && ep->expression != NULL && strcmp(source, "matmul_core") != 0 &&
-               clrun__lazy_driver(ctx);
+    bool cut = ep != NULL && ep->expression != NULL && !(sets_whole && ep->index > 0) &&
+               strcmp(source, "matmul_core") != 0 && clrun__lazy_driver(ctx);
     cl_program program = NULL;
     clrun_status s = cut ? build_program(ctx, source, PART_WHOLE, 0, 0, vw, ep, 0, kernel, &program)
                          : clrun__ops_program(ctx, source, vw, ep, &program);
     if (s == CLRUN_OK)
         s = clrun__program_kernel(ctx, program, kernel, 0, out);
     return s;
+}
+
+clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned vw,
+                               const clrun__epilogue *ep, const char *kernel, cl_kernel *out)
+{
+    return ops_kernel(ctx, source, vw, ep, kernel, false, out);
+}
+
+clrun_status clrun__ops_kernel_of_set(clrun_context *ctx, const char *source, unsigned vw,
+                                      const clrun__epilogue *ep, const char *kernel, cl_kernel *out)
+{
+    return ops_kernel(ctx, source, vw, ep, kernel, true, out);
 }
 
 clrun_status clrun__core_kernel(clrun_context *ctx, const clrun__core_source *src, unsigned mr,

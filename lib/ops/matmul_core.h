@@ -73,6 +73,14 @@ clrun_status clrun__ops_program(clrun_context *ctx, const char *source, unsigned
 clrun_status clrun__ops_kernel(clrun_context *ctx, const char *source, unsigned vw,
                                const clrun__epilogue *ep, const char *kernel, cl_kernel *out);
 
+/* clrun__ops_kernel for a kernel whose epilogue set serves several kernels of the file (conv.cl's
+ * kernels with vectors along a plane: depthwise paths, pointwise, a stem's rows, whose set is
+ * one of their own, lib/fuse/epilogue.c): a case of a set is built from the whole file, once for
+ * all of them, where cutting each kernel's program cost 0.17 s apiece (MobileNetV3-small: three
+ * lane kernels); a single epilogue is cut as clrun__ops_kernel cuts it. */
+clrun_status clrun__ops_kernel_of_set(clrun_context *ctx, const char *source, unsigned vw,
+                                      const clrun__epilogue *ep, const char *kernel, cl_kernel *out);
+
 /* The core's kinds of product: matmul, conv2d, and conv2d's weight gradient. */
 typedef enum clrun__core_kind {
     CLRUN__CORE_MM,

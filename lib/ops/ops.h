@@ -156,13 +156,24 @@ clrun__prepare_epilogue_fn clrun__op_epilogue_prepare(const clrun__op *op);
  * is then never stored). */
 bool clrun__op_epilogue_in_place(const clrun__op *op);
 
-/* Whether conv2d's kernel for `call` on ctx's device stores an epilogue at no loss. The kernels
- * a CPU runs with the positions or the channels along the vectors store an epilogue a lane at
- * a time (lib/ops/ops_conv.c): the small planes' pointwise kernel takes a `cheap` one (the
- * fusion pass's judgement: a relu, a clip, a bias or residual add), the pointwise kernel of
- * large planes, a stem's rows and depthwise none; every other kernel takes any. When
- * false the fusion pass leaves the group its own kernel. */
-bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap);
+/* How conv2d's kernel for `call` on ctx's device stores (lib/ops/ops_conv.c), which says the
+ * epilogues it takes at no loss: */
+typedef enum clrun__conv_store {
+    CLRUN__CONV_STORE_ANY,   /* any epilogue: the core, and every kernel off a CPU */
+    CLRUN__CONV_STORE_SMALL, /* the small planes' pointwise kernel, lanes from private memory: a
+                                cheap one (the fusion pass's judgement: a relu, a clip, a bias or
+                                residual add) or one that runs on vectors */
+    CLRUN__CONV_STORE_LANES, /* a CPU's kernels with the positions or the channels along the
+                                vectors (the pointwise kernel of large planes, a stem's rows,
+                                depthwise): one that runs on vectors (clrun__fuse_epilogue_on_vectors),
+                                which they apply to each stored vector; a lane at a time any
+                                other costs more than its own kernel */
+} clrun__conv_store;
+clrun__conv_store clrun__conv_store_of(clrun_context *ctx, const clrun__op_call *call);
+
+/* Whether conv2d's kernel for `call` stores an epilogue at no loss: `cheap` and `vectors` as
+ * clrun__conv_store says. When false the fusion pass leaves the group its own kernel. */
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap, bool vectors);
 
 /* Whether conv2d runs `call` on ctx's device as matmul's kernel (lib/ops/ops_conv.c: a 1 x 1
  * product over a 1 x 1 plane, squeeze-and-excitation's): its epilogue then belongs with

@@ -592,7 +592,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && rows) {
         size_t lanes = (size_t)vector_lanes(dev);
-        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_rows", &st->ks.kernel);
+        s = clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep, "clrun_conv2d_rows", &st->ks.kernel);
         st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
         st->ks.global[1] = 1; /* every block of channels in one work-item (SqueezeNet's stem 3 -> 64: 1.17 -> 0.62 ms) */
         st->ks.global[2] = (size_t)images;
@@ -608,8 +608,8 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
         size_t per = (POINTWISE_TAPS + (size_t)geo[CLRUN__G_C] - 1) / (size_t)geo[CLRUN__G_C];
         size_t most = blocks * ((P + nr - 1) / nr) / POINTWISE_MIN_ITEMS; /* keeps the cores busy */
         per = per < most ? per : most < 1 ? 1 : most;
-        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep,
-                              small ? "clrun_conv2d_pointwise_small" : "clrun_conv2d_pointwise", &st->ks.kernel);
+        s = small ? clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_pointwise_small", &st->ks.kernel)
+                  : clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep, "clrun_conv2d_pointwise", &st->ks.kernel);
         st->ks.global[0] = (P + nr - 1) / nr;
         st->ks.global[1] = (blocks + per - 1) / per;
         st->ks.global[2] = (size_t)images;
@@ -619,7 +619,7 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     if (s == CLRUN_OK && depthwise && depthwise_channels_on(geo, dev)) {
         size_t lanes = (size_t)vector_lanes(dev);
         int64_t band = depthwise_band_rows(geo);
-        s = clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_depthwise_c", &st->ks.kernel);
+        s = clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep, "clrun_conv2d_depthwise_c", &st->ks.kernel);
         st->ks.global[0] = ((size_t)geo[CLRUN__G_O] + lanes - 1) / lanes;
         st->ks.global[1] = (size_t)images;
         st->ks.global[2] = (size_t)((geo[CLRUN__G_OH] + band - 1) / band);
@@ -628,8 +628,8 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && depthwise) {
         depthwise_geometry(geo, images, st->ks.global, st->ks.local);
-        return clrun__ops_kernel(ctx, "conv", dev->vw, ep,
-                                 depthwise_kernel(geo, vector_lanes(dev), st->ks.global[0]), &st->ks.kernel);
+        return clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep,
+                                        depthwise_kernel(geo, vector_lanes(dev), st->ks.global[0]), &st->ks.kernel);
     }
     if (s == CLRUN_OK)
         s = clrun__ops_kernel(ctx, "conv", dev->vw, ep, "clrun_conv2d_direct", &st->ks.kernel);
@@ -736,25 +736,37 @@ static clrun_status prepare_product(clrun_context *ctx, const clrun__op *op, con
  * time (wall, alternating). On the pointwise kernel of large planes (ShuffleNetV2's 28 x 28
  * layers 36 + 3.4 -> 47-49 us; MobileNetV3's 56 x 56 16 -> 72 45 + 11 -> 121), the depthwise
  * kernels (28.6 + 4.4 -> 39.4, 38 + 5 -> 64) and a stem's rows (four 3 -> 24 stems at 224 x
- * 224 with their relus 1.25x the time) it lost even so: those keep every epilogue apart. The
- * core's store (ResNet-18, U-Net) came level either way and keeps them all. */
-bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap)
+ * 224 with their relus 1.25x the time) it lost even so. Those kernels take an epilogue that runs
+ * on vectors instead (DW_STORE applies it to the stored vector): MobileNetV3-small 1.99-2.38
+ * -> 1.87-1.92 ms a run with its hardswishes and relus so fused, SqueezeNet 5.11-5.39 ->
+ * 5.02-5.06, ShuffleNetV2 level. The core's store (ResNet-18, U-Net) came level either way and
+ * keeps them all. */
+clrun__conv_store clrun__conv_store_of(clrun_context *ctx, const clrun__op_call *call)
 {
     clrun__conv_geometry g;
     const clrun__infer_error quiet = {"conv2d", NULL, 0};
     clrun__core_device dev;
     if (clrun__conv_geometry_of(call, &g, &quiet) != CLRUN_OK || clrun__core_device_of(ctx, &dev) != CLRUN_OK)
-        return true; /* prepare says why */
+        return CLRUN__CONV_STORE_ANY; /* prepare says why */
     if (!dev.registers || clrun__ops_kernels == CLRUN__KERNELS_SIMPLE)
-        return true;
+        return CLRUN__CONV_STORE_ANY;
     cl_int geo[CLRUN__G_COUNT];
     conv_geometry_table(call, &g, call->inputs[0].shape[1], call->inputs[1].shape[0], geo);
     int bw = clrun__narrow_code(call->inputs[1].dtype);
     bool depthwise = depthwise_on(geo), pointwise = pointwise_on(geo, &dev, bw);
     bool rows = !pointwise && rows_on(geo, &dev, bw);
     if (!depthwise && !pointwise && !rows)
-        return true; /* the core */
-    return cheap && pointwise && pointwise_small(geo, &dev);
+        return CLRUN__CONV_STORE_ANY; /* the core */
+    return pointwise && pointwise_small(geo, &dev) ? CLRUN__CONV_STORE_SMALL : CLRUN__CONV_STORE_LANES;
+}
+
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap, bool vectors)
+{
+    switch (clrun__conv_store_of(ctx, call)) {
+    case CLRUN__CONV_STORE_SMALL: return cheap || vectors;
+    case CLRUN__CONV_STORE_LANES: return vectors;
+    default: return true;
+    }
 }
 
 static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *op,
