@@ -568,10 +568,11 @@ static void emit_vector_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, 
             clrun__ew_function_name(step->def, CLRUN_F32, CLRUN_F32, name, sizeof name);
             clrun__strbuf_printf(b, "    const float%d t%d = %s_v%d(", lanes, s, name, lanes);
             int order[2] = {0, 1};
-            /* emit_step's canonical order: the product's value, then the steps */
+            /* emit_step's canonical order (operand_rank: the product's value, then the steps) */
+            int rank0 = step->args[0] == CLRUN__FUSED_ARG_V ? 0 : 1 + step->args[0];
+            int rank1 = step->def->arity < 2 || step->args[1] == CLRUN__FUSED_ARG_V ? 0 : 1 + step->args[1];
             if (step->def->arity == 2 && step->def->param_count == 0 &&
-                (strcmp(step->def->name, "add") == 0 || strcmp(step->def->name, "mul") == 0) &&
-                step->args[1] == CLRUN__FUSED_ARG_V && step->args[0] != CLRUN__FUSED_ARG_V) {
+                (strcmp(step->def->name, "add") == 0 || strcmp(step->def->name, "mul") == 0) && rank1 < rank0) {
                 order[0] = 1;
                 order[1] = 0;
             }
