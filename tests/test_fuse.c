@@ -1050,6 +1050,19 @@ static void count_built(clrun_log_level level, const char *message, void *user)
         b->whole++;
 }
 
+/* run_graph_in with count_built counting the programs built into *count. */
+static outcome run_counting_built(clrun_context *ctx, const clrun_graph *g, how h, uint64_t seed,
+                                  built_count *count)
+{
+    clrun_log_level level = clrun_log_get_level();
+    clrun_log_set_level(CLRUN_LOG_INFO);
+    clrun_log_set_handler(count_built, count);
+    outcome o = run_graph_in(ctx, g, h, seed);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(level);
+    return o;
+}
+
 /* Whether ctx's device is a CPU whose driver compiles kernels at their first launch (POCL):
  * where the core runs and the programs counted below are the ones a first run builds. */
 static bool compiles_at_launch_on_cpu(clrun_context *ctx)
@@ -1123,12 +1136,7 @@ static void a_cpu_fuses_the_epilogues_its_lane_stores_take(void **state)
     clrun_context *ctx = context_for(mode);
     if (compiles_at_launch_on_cpu(ctx)) {
         built_count cuts = {"conv-epilogue-clrun_conv2d_depthwise", 0, 0};
-        clrun_log_level level = clrun_log_get_level();
-        clrun_log_set_level(CLRUN_LOG_INFO);
-        clrun_log_set_handler(count_built, &cuts);
-        outcome o = run_graph_in(ctx, g, mode, 5);
-        clrun_log_set_handler(NULL, NULL);
-        clrun_log_set_level(level);
+        outcome o = run_counting_built(ctx, g, mode, 5, &cuts);
         expect_same_bits(g, &o, &base, "in the lane kernels' set", 5);
         assert_int_equal(cuts.count, 0);
         assert_int_equal(cuts.whole, 1);
@@ -1234,12 +1242,7 @@ static void a_lane_kernel_builds_its_epilogue_alone(void **state)
     clrun_context *ctx = context_for(fused);
     bool lane_kernel = compiles_at_launch_on_cpu(ctx);
     built_count built = {"conv-epilogue-clrun_conv2d_pointwise_small'", 0, 0};
-    clrun_log_level level = clrun_log_get_level();
-    clrun_log_set_level(CLRUN_LOG_INFO);
-    clrun_log_set_handler(count_built, &built);
-    outcome o = run_graph_in(ctx, g, fused, 3);
-    clrun_log_set_handler(NULL, NULL);
-    clrun_log_set_level(level);
+    outcome o = run_counting_built(ctx, g, fused, 3, &built);
     expect_same_bits(g, &o, &base, "a lane kernel's epilogues", 3);
     assert_int_equal(o.groups, 2);
     if (lane_kernel) { /* the relu, the add+relu and the plain one: one set, one kernel */
