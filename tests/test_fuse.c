@@ -1050,17 +1050,24 @@ static void count_built(clrun_log_level level, const char *message, void *user)
         b->whole++;
 }
 
+/* run_graph_in with the log at `level` going to handler(user). */
+static outcome run_logged(clrun_context *ctx, const clrun_graph *g, how h, uint64_t seed, clrun_log_level level,
+                          clrun_log_handler handler, void *user)
+{
+    clrun_log_level was = clrun_log_get_level();
+    clrun_log_set_level(level);
+    clrun_log_set_handler(handler, user);
+    outcome o = run_graph_in(ctx, g, h, seed);
+    clrun_log_set_handler(NULL, NULL);
+    clrun_log_set_level(was);
+    return o;
+}
+
 /* run_graph_in with count_built counting the programs built into *count. */
 static outcome run_counting_built(clrun_context *ctx, const clrun_graph *g, how h, uint64_t seed,
                                   built_count *count)
 {
-    clrun_log_level level = clrun_log_get_level();
-    clrun_log_set_level(CLRUN_LOG_INFO);
-    clrun_log_set_handler(count_built, count);
-    outcome o = run_graph_in(ctx, g, h, seed);
-    clrun_log_set_handler(NULL, NULL);
-    clrun_log_set_level(level);
-    return o;
+    return run_logged(ctx, g, h, seed, CLRUN_LOG_INFO, count_built, count);
 }
 
 /* Whether ctx's device is a CPU whose driver compiles kernels at their first launch (POCL):
@@ -1282,13 +1289,7 @@ static clrun_context *uncached_context(void)
 /* run_graph_in with count_programs counting the programs built or loaded into *count. */
 static outcome run_counting(clrun_context *ctx, const clrun_graph *g, how h, uint64_t seed, built_count *count)
 {
-    clrun_log_level level = clrun_log_get_level();
-    clrun_log_set_level(CLRUN_LOG_DEBUG);
-    clrun_log_set_handler(count_programs, count);
-    outcome o = run_graph_in(ctx, g, h, seed);
-    clrun_log_set_handler(NULL, NULL);
-    clrun_log_set_level(level);
-    return o;
+    return run_logged(ctx, g, h, seed, CLRUN_LOG_DEBUG, count_programs, count);
 }
 
 /* Two products of a 1 x 1 plane, 64 -> 40 and 64 -> 16 channels (squeeze-and-excitation's). */
