@@ -216,15 +216,20 @@ static int operand_rank(const clrun__fused_step *step, const geometry *g, int s,
  * epilogue programs became two). The same bits: IEEE addition and multiplication are
  * commutative, to the sign of a zero; only a NaN's payload could follow the order, and an
  * epilogue's result is made canonical (clrun_canon_f32) before its store. */
+/* With lanes (8 or 16: an epilogue that runs on vectors, clrun__fuse_epilogue_on_vectors, whose
+ * steps read v and each other only) the step over floatN, calling the vector element function. */
 static void emit_step(clrun__strbuf *b, const clrun__fused_op *f, const geometry *g, int s,
-                      bool canonical_order)
+                      bool canonical_order, int lanes)
 {
     const clrun__fused_step *step = &f->steps[s];
     clrun__op_call call = step_call(step);
     clrun_dtype data = clrun__ew_data_dtype(step->def, &call);
     char name[64];
     clrun__ew_function_name(step->def, data, step->type.dtype, name, sizeof name);
-    clrun__strbuf_printf(b, "    const %s t%d = %s(", clrun__cl_type(step->type.dtype), s, name);
+    if (lanes)
+        clrun__strbuf_printf(b, "    const float%d t%d = %s_v%d(", lanes, s, name, lanes);
+    else
+        clrun__strbuf_printf(b, "    const %s t%d = %s(", clrun__cl_type(step->type.dtype), s, name);
     int order[CLRUN__EW_MAX_INPUTS] = {0, 1, 2};
     if (canonical_order && step->def->arity == 2 && data == CLRUN_F32 && step->type.dtype == CLRUN_F32 &&
         step->def->param_count == 0 &&
@@ -321,7 +326,7 @@ static bool emit_kernel(clrun__strbuf *out, clrun__fused_op *f, bool poisoned)
         clrun__strbuf_printf(b, "];\n");
     }
     for (int s = 0; s < f->step_count; s++)
-        emit_step(b, f, g, s, false);
+        emit_step(b, f, g, s, false, 0);
     for (int o = 0; o < f->output_count; o++) {
         if (f->output_of[o] < 0) /* moves alone keep every bit */
             clrun__strbuf_printf(b, "    out%d[o] = v%d;\n", o, g->output_load[o]);
@@ -341,19 +346,26 @@ static bool emit_kernel(clrun__strbuf *out, clrun__fused_op *f, bool poisoned)
 }
 
 /* Emits the element function of a step unless an earlier one had the same name. */
-static void emit_function_once(clrun__strbuf *b, const clrun__fused_step *step, char (*done)[64],
+static void emit_function_once(clrun__strbuf *b, const clrun__fused_step *step, int lanes, char (*done)[64],
                                int *done_count, int max)
 {
     clrun__op_call call = step_call(step);
     clrun_dtype data = clrun__ew_data_dtype(step->def, &call);
     char name[64];
     clrun__ew_function_name(step->def, data, step->type.dtype, name, sizeof name);
+    if (lanes) {
+        size_t used = strlen(name);
+        snprintf(name + used, sizeof name - used, "_v%d", lanes);
+    }
     for (int i = 0; i < *done_count; i++)
         if (strcmp(done[i], name) == 0)
             return;
     if (*done_count < max)
         memcpy(done[(*done_count)++], name, sizeof name);
-    clrun__ew_emit_function(b, step->def, data, step->type.dtype);
+    if (lanes)
+        clrun__ew_emit_vector_function(b, step->def, lanes);
+    else
+        clrun__ew_emit_function(b, step->def, data, step->type.dtype);
 }
 
 static bool has_op(const clrun__fused_op *f, const char *op)
@@ -375,7 +387,7 @@ char *clrun__fuse_program(clrun__fused_op *const *ops, int count, bool fp64, con
     clrun__ew_emit_prelude(&b, fp64);
     for (int i = 0; i < count; i++)
         for (int s = 0; s < ops[i]->step_count; s++)
-            emit_function_once(&b, &ops[i]->steps[s], done, &done_count, MAX_FUNCTIONS);
+            emit_function_once(&b, &ops[i]->steps[s], 0, done, &done_count, MAX_FUNCTIONS);
     /* Groups whose kernels are the same text share the first one's kernel: POCL compiles each
      * kernel a program defines that runs (0.1-0.3 s apiece), and mobile networks repeat the
      * same activation at many sizes (EfficientNet-B0: 49 SiLU groups, one kernel). */
@@ -485,7 +497,7 @@ static bool epilogue_math(const clrun__fused_op *f)
 }
 
 /* Emits f's epilogue as the function `fn` (v, i, c, x0, ...): its loads, then its steps. */
-static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const char *fn)
+static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const char *fn, bool vectors)
 {
     const clrun__epilogue_base *e = f->epilogue;
     int arg_load[64][CLRUN__EW_MAX_INPUTS];
@@ -508,11 +520,21 @@ static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const c
             clrun__strbuf_printf(b, "];\n");
         }
         for (int s = 0; s < f->step_count; s++)
-            emit_step(b, f, g, s, true);
+            emit_step(b, f, g, s, true, 0);
         if (f->step_count == 0) /* the identity: stored as the base stores it alone */
             clrun__strbuf_printf(b, "    return v;\n}\n");
         else
             clrun__strbuf_printf(b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
+    }
+    /* on vectors, `fn`_v8 and `fn`_v16 (v): the same steps lane by lane, then the same store */
+    for (int lanes = 8; ok && vectors && lanes <= 16; lanes *= 2) {
+        clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(const float%d v)\n{\n", lanes, fn, lanes, lanes);
+        for (int s = 0; s < f->step_count; s++)
+            emit_step(b, f, g, s, true, lanes);
+        if (f->step_count == 0)
+            clrun__strbuf_printf(b, "    return v;\n}\n");
+        else
+            clrun__strbuf_printf(b, "    return clrun_canon_f32_v%d(t%d);\n}\n", lanes, f->step_count - 1);
     }
     free(g);
     return ok && !b->failed;
@@ -534,66 +556,14 @@ bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f)
     return true;
 }
 
-/* The vector element functions of f's steps (each once: `done` as emit_function_once's), for
- * float8 and float16. */
+/* The element functions of f's steps over float8 and float16, each once (`done` as
+ * emit_function_once's). */
 static void emit_vector_functions_once(clrun__strbuf *b, const clrun__fused_op *f, char (*done)[64],
                                        int *done_count, int max)
 {
-    for (int s = 0; s < f->step_count; s++) {
-        char name[64];
-        clrun__ew_function_name(f->steps[s].def, CLRUN_F32, CLRUN_F32, name, sizeof name);
-        strncat(name, "_v", sizeof name - strlen(name) - 1);
-        bool seen = false;
-        for (int k = 0; k < *done_count && !seen; k++)
-            seen = strcmp(done[k], name) == 0;
-        if (seen || *done_count >= max)
-            continue;
-        snprintf(done[(*done_count)++], 64, "%s", name);
+    for (int s = 0; s < f->step_count; s++)
         for (int lanes = 8; lanes <= 16; lanes *= 2)
-            clrun__ew_emit_vector_function(b, f->steps[s].def, lanes);
-    }
-}
-
-/* f's epilogue (clrun__fuse_epilogue_on_vectors) on vectors, as the functions `fn`_v8 and
- * `fn`_v16 (v): the scalar function's steps in its order and operand order, lane by lane, then
- * its canonical store (none for the identity). */
-static void emit_vector_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const char *fn)
-{
-    for (int lanes = 8; lanes <= 16; lanes *= 2) {
-        clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(const float%d v)\n{\n", lanes, fn, lanes, lanes);
-        for (int s = 0; s < f->step_count; s++) {
-            const clrun__fused_step *step = &f->steps[s];
-            clrun__op_call call = step_call(step);
-            char name[64];
-            clrun__ew_function_name(step->def, CLRUN_F32, CLRUN_F32, name, sizeof name);
-            clrun__strbuf_printf(b, "    const float%d t%d = %s_v%d(", lanes, s, name, lanes);
-            int order[2] = {0, 1};
-            /* emit_step's canonical order (operand_rank: the product's value, then the steps) */
-            int rank0 = step->args[0] == CLRUN__FUSED_ARG_V ? 0 : 1 + step->args[0];
-            int rank1 = step->def->arity < 2 || step->args[1] == CLRUN__FUSED_ARG_V ? 0 : 1 + step->args[1];
-            if (step->def->arity == 2 && step->def->param_count == 0 &&
-                (strcmp(step->def->name, "add") == 0 || strcmp(step->def->name, "mul") == 0) && rank1 < rank0) {
-                order[0] = 1;
-                order[1] = 0;
-            }
-            for (int j = 0; j < step->def->arity; j++) {
-                int k = order[j];
-                if (step->args[k] == CLRUN__FUSED_ARG_V)
-                    clrun__strbuf_printf(b, "%sv", j ? ", " : "");
-                else
-                    clrun__strbuf_printf(b, "%st%d", j ? ", " : "", step->args[k]);
-            }
-            for (int p = 0; p < step->def->param_count; p++) {
-                clrun__strbuf_printf(b, ", ");
-                clrun__ew_emit_literal(b, CLRUN_F32, clrun__ew_param_value(step->def, &call, p, CLRUN_F32));
-            }
-            clrun__strbuf_printf(b, ");\n");
-        }
-        if (f->step_count == 0)
-            clrun__strbuf_printf(b, "    return v;\n}\n");
-        else
-            clrun__strbuf_printf(b, "    return clrun_canon_f32_v%d(t%d);\n}\n", lanes, f->step_count - 1);
-    }
+            emit_function_once(b, &f->steps[s], lanes, done, done_count, max);
 }
 
 /* The call `fn(v, (ulong)(i), (uint)(c), x0, ..)` with `params` buffers, after `first`. */
@@ -628,18 +598,19 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
     if (ok) {
         clrun__ew_emit_prelude(&b, fp64);
         for (int s = 0; s < f->step_count; s++)
-            emit_function_once(&b, &f->steps[s], done, &done_count, 64);
+            emit_function_once(&b, &f->steps[s], 0, done, &done_count, 64);
         if (epilogue_math(f))
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
-        ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn");
-        if (ok && clrun__fuse_epilogue_on_vectors(f)) { /* the lane kernels' vector stores */
+        bool vectors = clrun__fuse_epilogue_on_vectors(f); /* the lane kernels' vector stores */
+        if (vectors) {
             clrun__ew_emit_vector_helpers(&b);
             emit_vector_functions_once(&b, f, done, &done_count, 64);
-            emit_vector_epilogue_fn(&b, f, "clrun_epilogue_fn");
+        }
+        ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn", vectors);
+        if (vectors)
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_V8(v) clrun_epilogue_fn_v8(v)\n"
                                      "#define CLRUN_EPILOGUE_V16(v) clrun_epilogue_fn_v16(v)\n");
-            ok = !b.failed;
-        }
+        ok = ok && !b.failed;
     }
     free(done);
     char *helpers = ok ? clrun__strbuf_take(&b) : NULL;
@@ -647,6 +618,15 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
     f->epilogue->params = f->epilogue->index = 0;
     return keep_source(arena, f->epilogue, helpers,
                        epilogue_call("", "clrun_epilogue_fn", f->epilogue->extra_inputs));
+}
+
+/* "    case K: " for case k of `cases`, the last one "    default: ". */
+static void emit_case_label(clrun__strbuf *b, int k, int cases)
+{
+    if (k + 1 < cases)
+        clrun__strbuf_printf(b, "    case %du: ", k);
+    else
+        clrun__strbuf_printf(b, "    default: ");
 }
 
 bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops, int count, bool fp64,
@@ -675,11 +655,18 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
         free(case_of);
         return true;
     }
+    bool vectors = true; /* the lane kernels' vector stores: where every case has one */
+    for (int k = 0; k < cases; k++)
+        vectors = vectors && clrun__fuse_epilogue_on_vectors(ops[first[k]]);
     if (ok) {
         clrun__ew_emit_prelude(&b, fp64);
+        if (vectors)
+            clrun__ew_emit_vector_helpers(&b);
         for (int i = 0; i < count; i++) {
             for (int s = 0; s < ops[i]->step_count; s++)
-                emit_function_once(&b, &ops[i]->steps[s], done, &done_count, MAX_FUNCTIONS);
+                emit_function_once(&b, &ops[i]->steps[s], 0, done, &done_count, MAX_FUNCTIONS);
+            if (vectors)
+                emit_vector_functions_once(&b, ops[i], done, &done_count, MAX_FUNCTIONS);
             math = math || epilogue_math(ops[i]);
             int e = ops[i]->epilogue->extra_inputs;
             params = e > params ? e : params;
@@ -690,7 +677,7 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
     for (int k = 0; ok && k < cases; k++) {
         char fn[48];
         snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
-        ok = emit_epilogue_fn(&b, ops[first[k]], fn);
+        ok = emit_epilogue_fn(&b, ops[first[k]], fn, vectors);
     }
     /* The dispatch: the case is a kernel argument, alike for every work-item. */
     if (ok) {
@@ -704,37 +691,20 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
             snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
             char *call = epilogue_call("", fn, ops[first[k]]->epilogue->extra_inputs);
             ok = ok && call != NULL;
-            if (k + 1 < cases)
-                clrun__strbuf_printf(&b, "    case %du: return %s;\n", k, call ? call : "");
-            else
-                clrun__strbuf_printf(&b, "    default: return %s;\n", call ? call : "");
+            emit_case_label(&b, k, cases);
+            clrun__strbuf_printf(&b, "return %s;\n", call ? call : "");
             free(call);
         }
         clrun__strbuf_printf(&b, "    }\n}\n");
-        bool vectors = true;
-        for (int k = 0; k < cases; k++)
-            vectors = vectors && clrun__fuse_epilogue_on_vectors(ops[first[k]]);
-        if (vectors) { /* the lane kernels' vector stores: a case per vector */
-            clrun__ew_emit_vector_helpers(&b);
+        for (int lanes = 8; vectors && lanes <= 16; lanes *= 2) { /* a case per vector */
+            clrun__strbuf_printf(&b, "CLRUN_INLINE float%d clrun_epilogue_any_v%d(const uint epi, const float%d v)\n"
+                                     "{\n    switch (epi) {\n", lanes, lanes, lanes);
             for (int k = 0; k < cases; k++) {
-                char fn[48];
-                snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d", k);
-                emit_vector_functions_once(&b, ops[first[k]], done, &done_count, MAX_FUNCTIONS);
-                emit_vector_epilogue_fn(&b, ops[first[k]], fn);
+                emit_case_label(&b, k, cases);
+                clrun__strbuf_printf(&b, "return clrun_epilogue_fn_%d_v%d(v);\n", k, lanes);
             }
-            for (int lanes = 8; lanes <= 16; lanes *= 2) {
-                clrun__strbuf_printf(&b, "CLRUN_INLINE float%d clrun_epilogue_any_v%d(const uint epi, const float%d v)\n"
-                                         "{\n    switch (epi) {\n", lanes, lanes, lanes);
-                for (int k = 0; k < cases; k++) {
-                    if (k + 1 < cases)
-                        clrun__strbuf_printf(&b, "    case %du: ", k);
-                    else
-                        clrun__strbuf_printf(&b, "    default: ");
-                    clrun__strbuf_printf(&b, "return clrun_epilogue_fn_%d_v%d(v);\n", k, lanes);
-                }
-                clrun__strbuf_printf(&b, "    }\n}\n#define CLRUN_EPILOGUE_V%d(v) clrun_epilogue_any_v%d(epi, v)\n",
-                                     lanes, lanes);
-            }
+            clrun__strbuf_printf(&b, "    }\n}\n#define CLRUN_EPILOGUE_V%d(v) clrun_epilogue_any_v%d(epi, v)\n",
+                                 lanes, lanes);
         }
         for (int i = 0; i < count; i++)
             if (has_op(ops[i], poison))
