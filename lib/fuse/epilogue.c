@@ -363,12 +363,10 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         clrun__op_call base_types = base_call(d, op->epilogue, inputs);
         if (!pays_on(ctx, d, base, &base_types, members, count) || !fits(d, op, inputs, t))
             continue;
-        if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue) {
-            clrun__op_call call = base_call(d, op->epilogue, inputs);
-            if (!clrun__conv_epilogue_pays(ctx, &call, cheap_on_lanes(d, members, count),
-                                           clrun__fuse_epilogue_on_vectors(op)))
-                continue;
-        }
+        if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue &&
+            !clrun__conv_epilogue_pays(ctx, &base_types, cheap_on_lanes(d, members, count),
+                                       clrun__fuse_epilogue_on_vectors(op)))
+            continue;
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);
         if (donated && !in_place)
             continue;
@@ -381,8 +379,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         for (int32_t k = 0; k < count; k++)
             claimed[members[k]] = true;
         claimed[m] = true;
-        clrun__op_call call = base_call(d, op->epilogue, inputs);
-        chosen[chosen_count++] = (candidate){m, g, count, family_of(ctx, base, &call), n,
+        chosen[chosen_count++] = (candidate){m, g, count, family_of(ctx, base, &base_types), n,
                                              g >= 0 ? members : NULL, op, inputs};
     }
     clrun_status s = plain_cases(ctx, arena, d, claimed, chosen, &chosen_count);
