@@ -481,6 +481,24 @@ static void test_a_shape_too_large_to_fold_is_not_out_of_memory(void **state)
                                                 "compute on the host");
 }
 
+/* Softmax over a scalar (axis 0, which the axis rule takes for rank 0): the op's type rule
+ * refuses it, where the importer first wrote its axis permutation at index -1 (found by
+ * fuzz_onnx under UBSan). */
+static void test_softmax_of_a_scalar_is_refused(void **state)
+{
+    (void)state;
+    static const float x = 1;
+    for (int log = 0; log < 2; log++) {
+        onnx_builder b;
+        with_x(&b, 13, false, 0, NULL, &x, 1);
+        Onnx__NodeProto *n = ob_node(&b, log ? "LogSoftmax" : "Softmax", "s", "x", "y");
+        ob_attr_int(&b, n, "axis", 0);
+        expect_refusal(&b, CLRUN_ERROR_UNSUPPORTED,
+                       log ? "logsoftmax: needs at least 1 dimension, got a scalar"
+                           : "softmax: needs at least 1 dimension, got a scalar");
+    }
+}
+
 static void test_an_axis_of_int64_min_is_out_of_range_not_missing(void **state)
 {
     (void)state;
@@ -537,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_stride_too_large_says_the_range),
         cmocka_unit_test(test_conv_transpose_extent_past_int64_is_refused),
         cmocka_unit_test(test_a_shape_too_large_to_fold_is_not_out_of_memory),
+        cmocka_unit_test(test_softmax_of_a_scalar_is_refused),
         cmocka_unit_test(test_an_axis_of_int64_min_is_out_of_range_not_missing),
         cmocka_unit_test(test_a_duplicated_attribute_is_refused_as_such),
         cmocka_unit_test(test_a_domain_without_an_opset_import_is_not_opset_minus_one),

@@ -293,7 +293,9 @@ clrun_status clrun__emit_softmax(clrun__imp *im, clrun__onode *n, clrun__value *
 {
     const char *op = log ? "logsoftmax" : "softmax";
     clrun__value *y;
-    if (a == x->c.rank - 1)
+    /* a scalar (clrun__norm_axis takes its axis 0) has no axis to swap: the op's type rule
+     * refuses it */
+    if (a == x->c.rank - 1 || x->c.rank < 1)
         return clrun__emit1(im, n, op, &x, 1, NULL, 0, out, r);
     clrun_attr at = clrun__mk_int("axis", a);
     if (clrun__op_accepts(op, &x, 1, &at, 1))
