@@ -92,45 +92,56 @@ double clrun_canon_f64(const double v) { return isnan(v) ? as_double(0x7ff800000
  * give the same bits; f64 keeps the OpenCL builtins. kernels/norm.cl keeps the builtin exp: on
  * explicit vectors POCL inlines one of its own, which measured as fast as this in softmax. */
 
-/* e^r - 1 for x's reduced r (r + r^2 q(r)), and in *n the integer n as the low bits of a uint
- * (n mod 2^32: n + b is the exponent n biased by b). x must lie in [-104, 89] or be NaN. */
-CLRUN_INLINE float clrun_exp_reduced_f32(const float x, uint *n)
-{
-    const float t = fma(x, 1.44269504e+00f, 12582912.0f); /* 1.5 * 2^23 + x / ln 2, rounded */
-    const float nf = t - 12582912.0f;
-    float r = fma(nf, -6.93145752e-01f, x); /* ln 2 = 0x1.62e4p-1 + 0x1.7f7d1cp-20 */
-    r = fma(nf, -1.42860677e-06f, r);
-    float q = 1.387968659e-03f;
-    q = fma(q, r, 8.368694223e-03f);
-    q = fma(q, r, 4.166722670e-02f);
-    q = fma(q, r, 1.666652113e-01f);
-    q = fma(q, r, 4.999999702e-01f);
-    *n = as_uint(t) - 0x4b400000u;
-    return fma(r * r, q, r);
-}
+/* The exp and tanh functions over a float type FT and the unsigned type UT of its bits: float
+ * and uint give the scalar functions below; lib/ops/ew_source.c's vector helpers instantiate
+ * float8/uint8 and float16/uint16 (suffixes _v8, _v16) for the epilogues a product applies to
+ * whole vectors. Every lane goes through the same correctly rounded operations as the scalar
+ * function, so both give the same bits. The constants are cast to FT: fma takes one type.
+ *
+ * clrun_exp_reduced_f32: e^r - 1 for x's reduced r (r + r^2 q(r)), and in *n the integer n as
+ * the low bits of a uint (n mod 2^32: n + b is the exponent n biased by b). x must lie in
+ * [-104, 89] or be NaN.
+ *
+ * clrun_tanh_f32: tanh(x) = sign(x) m / (m + 2), m = e^(2|x|) - 1 computed as 2^n (e^r - 1) +
+ * (2^n - 1), which keeps its relative accuracy as |x| goes to 0 (n = 0 there: m is e^r - 1
+ * itself). |x| is clamped to 9, where tanh is 1 in float. At most 2.55 ulp over every seventh
+ * float (against the double tanh): the roundings of m, m + 2 and the quotient. */
+#define CLRUN_EXP_FUNCTIONS(FT, UT, SUFFIX)                                                        \
+    CLRUN_INLINE FT clrun_exp_reduced_f32##SUFFIX(const FT x, UT *n)                               \
+    {                                                                                              \
+        const FT t = fma(x, (FT)(1.44269504e+00f), (FT)(12582912.0f)); /* 1.5 2^23 + x / ln 2 */ \
+        const FT nf = t - 12582912.0f;                                                             \
+        FT r = fma(nf, (FT)(-6.93145752e-01f), x); /* ln 2 = 0x1.62e4p-1 + 0x1.7f7d1cp-20 */       \
+        r = fma(nf, (FT)(-1.42860677e-06f), r);                                                    \
+        FT q = (FT)(1.387968659e-03f);                                                             \
+        q = fma(q, r, (FT)(8.368694223e-03f));                                                     \
+        q = fma(q, r, (FT)(4.166722670e-02f));                                                     \
+        q = fma(q, r, (FT)(1.666652113e-01f));                                                     \
+        q = fma(q, r, (FT)(4.999999702e-01f));                                                     \
+        *n = as_##UT(t) - 0x4b400000u;                                                             \
+        return fma(r * r, q, r);                                                                   \
+    }                                                                                              \
+                                                                                                   \
+    CLRUN_INLINE FT clrun_exp_f32##SUFFIX(const FT x)                                              \
+    {                                                                                              \
+        UT n;                                                                                      \
+        const FT p = 1.0f + clrun_exp_reduced_f32##SUFFIX(fmin(fmax(x, -104.0f), 89.0f), &n);      \
+        const UT biased = n + 254u, h = biased >> 1; /* two exponents, each biased by 127 */       \
+        const FT e = p * as_##FT(h << 23) * as_##FT((biased - h) << 23);                           \
+        return isnan(x) ? x : e;                                                                   \
+    }                                                                                              \
+                                                                                                   \
+    CLRUN_INLINE FT clrun_tanh_f32##SUFFIX(const FT x)                                             \
+    {                                                                                              \
+        UT n;                                                                                      \
+        const FT m = clrun_exp_reduced_f32##SUFFIX(2.0f * fmin(fabs(x), 9.0f), &n);                \
+        const FT s = as_##FT((n + 127u) << 23); /* 2^n, n in [0, 26] */                            \
+        const FT em = fma(s, m, s - 1.0f);                                                         \
+        const FT t = copysign(em / (em + 2.0f), x);                                                \
+        return isnan(x) ? x : t;                                                                   \
+    }
 
-CLRUN_INLINE float clrun_exp_f32(const float x)
-{
-    uint n;
-    const float p = 1.0f + clrun_exp_reduced_f32(fmin(fmax(x, -104.0f), 89.0f), &n);
-    const uint biased = n + 254u, h = biased >> 1; /* two exponents, each biased by 127 */
-    const float e = p * as_float(h << 23) * as_float((biased - h) << 23);
-    return isnan(x) ? x : e;
-}
-
-/* tanh(x) = sign(x) m / (m + 2), m = e^(2|x|) - 1 computed as 2^n (e^r - 1) + (2^n - 1), which
- * keeps its relative accuracy as |x| goes to 0 (n = 0 there: m is e^r - 1 itself). |x| is
- * clamped to 9, where tanh is 1 in float. At most 2.55 ulp over every seventh float (against
- * the double tanh): the roundings of m, m + 2 and the quotient. */
-CLRUN_INLINE float clrun_tanh_f32(const float x)
-{
-    uint n;
-    const float m = clrun_exp_reduced_f32(2.0f * fmin(fabs(x), 9.0f), &n);
-    const float s = as_float((n + 127u) << 23); /* 2^n, n in [0, 26] */
-    const float em = fma(s, m, s - 1.0f);
-    const float t = copysign(em / (em + 2.0f), x);
-    return isnan(x) ? x : t;
-}
+CLRUN_EXP_FUNCTIONS(float, uint, )
 
 /* ---- log in float ------------------------------------------------------------------------
  * log(x) = k ln 2 + log(m), x = 2^k m with m in [sqrt(1/2), sqrt(2)) (k and m taken from the bits:

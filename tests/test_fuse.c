@@ -286,7 +286,8 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
     return h;
 }
 
-/* Inputs from a seed: floats in [-2, 2], integers in [-9, 9], bools 0/1. */
+/* Inputs from a seed: floats in [-2, 2] times input_scale, integers in [-9, 9], bools 0/1. */
+static float input_scale = 1.0f;
 static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint64_t seed, clrun_buffer *out)
 {
     const clrun_tensor_type *type = clrun_graph_tensor_type(g, t);
@@ -297,7 +298,7 @@ static void fill_input(clrun_context *ctx, const clrun_graph *g, int32_t t, uint
     for (uint64_t i = 0; i < n; i++) {
         int64_t r = (int64_t)(rng_next(&rng) % 2001) - 1000;
         switch (type->dtype) {
-        case CLRUN_F32: { float v = (float)r / 500.0f; memcpy(host + i * 4, &v, 4); break; }
+        case CLRUN_F32: { float v = (float)r / 500.0f * input_scale; memcpy(host + i * 4, &v, 4); break; }
         case CLRUN_F64: { double v = (double)r / 500.0; memcpy(host + i * 8, &v, 8); break; }
         case CLRUN_I32: { int32_t v = (int32_t)(r % 10); memcpy(host + i * 4, &v, 4); break; }
         case CLRUN_I64: { int64_t v = r % 10; memcpy(host + i * 8, &v, 8); break; }
@@ -1010,24 +1011,25 @@ static void epilogues_run_in_the_product_kernel_with_the_same_bits(void **state)
         assert_int_equal(o.stats.kernels, 7); /* the five epilogues, matmul m2, where */
     }
     clrun__fuse_every_epilogue = false;
-    /* By the device's rule: on a CPU the tanh and the SiLU after a convolution are kernels of
-     * their own; the matmul's epilogue with gelu and the convolution's arithmetic one stay.
-     * Same bits either way. */
+    /* By the device's rule: on a CPU the tanh and the SiLU after the core's convolutions are
+     * kernels of their own, and the depthwise one, which stores vectors, takes its tanh on them
+     * (clrun's own exp over floatN); the matmul's epilogue with gelu and the convolution's
+     * arithmetic one stay. Same bits either way. */
     outcome o = run_graph(g, modes[0], 8);
     expect_same_bits(g, &o, &base, "epilogues by the device's rule", 8);
     bool cpu = strcmp(o.device_type, "CPU") == 0;
-    assert_int_equal(o.groups, cpu ? 3 : 5);
+    assert_int_equal(o.groups, cpu ? 4 : 5);
     assert_string_equal(o.group_names[0], "fused:matmul+add+gelu+mul");
     assert_string_equal(o.group_names[1], "fused:conv2d+add+relu+clip");
+    assert_string_equal(o.group_names[2], "fused:conv2d+tanh");
     if (cpu) {
-        assert_string_equal(o.group_names[2], "fused:sigmoid+mul");
+        assert_string_equal(o.group_names[3], "fused:sigmoid+mul");
     } else {
-        assert_string_equal(o.group_names[2], "fused:conv2d+tanh");
         assert_string_equal(o.group_names[3], "fused:conv2d+tanh");
         assert_string_equal(o.group_names[4], "fused:conv2d+sigmoid+mul");
     }
-    /* a CPU: the two epilogues, m2, where, the three convolutions, two tanh and the SiLU */
-    assert_int_equal(o.stats.kernels, cpu ? 10 : 7);
+    /* a CPU: the three epilogues, m2, where, the two core convolutions, a tanh and the SiLU */
+    assert_int_equal(o.stats.kernels, cpu ? 9 : 7);
     clrun_graph_destroy(g);
 }
 
@@ -1161,6 +1163,60 @@ static void a_cpu_fuses_the_epilogues_its_lane_stores_take(void **state)
     expect_same_bits(g, &every, &base, "every epilogue", 5);
     assert_int_equal(every.groups, 8);
     assert_int_equal(every.stats.kernels, 8);
+    clrun_graph_destroy(g);
+}
+
+/* clrun's own exp and tanh run on vectors too (kernels/ew_functions.cl's CLRUN_EXP_FUNCTIONS over
+ * floatN): a CPU fuses SiLU, sigmoid, tanh and exp into the convolutions that store vectors, the
+ * depthwise ones along rows (a plane whose rows hold two vectors and edges, at strides 1 and 2),
+ * by channels (a 7 x 7 plane: a block and a rest) and the pointwise one of large planes, with the
+ * unfused bits. The inputs reach past exp's and tanh's clamps (|x| up to 100 before the
+ * convolutions), so that the vectors' lanes take every branch of the scalar functions. */
+static void a_cpu_fuses_exp_epilogues_on_vector_stores(void **state)
+{
+    (void)state;
+    clrun_graph *g;
+    assert_int_equal(clrun_graph_create("exp_lanes", &g), CLRUN_OK);
+    int32_t wide = input(g, "wide", shape_of(CLRUN_F32, 4, (int64_t[]){1, 4, 40, 40}));
+    int32_t small = input(g, "small", shape_of(CLRUN_F32, 4, (int64_t[]){1, 20, 7, 7}));
+    int32_t big = input(g, "big", shape_of(CLRUN_F32, 4, (int64_t[]){1, 8, 16, 16}));
+    int32_t kd = constant(g, "kd", shape_of(CLRUN_F32, 4, (int64_t[]){4, 1, 3, 3}), 1);
+    int32_t ks = constant(g, "ks", shape_of(CLRUN_F32, 4, (int64_t[]){20, 1, 3, 3}), 2);
+    int32_t k1 = constant(g, "k1", shape_of(CLRUN_F32, 4, (int64_t[]){16, 8, 1, 1}), 3);
+    clrun_attr dw4[] = {{.name = "groups", .kind = CLRUN_ATTR_INT, .i = 4},
+                        {.name = "pads", .kind = CLRUN_ATTR_INTS, .ints = {1, 1, 1, 1}, .count = 4}};
+    clrun_attr dw4s2[] = {dw4[0], dw4[1], {.name = "stride", .kind = CLRUN_ATTR_INTS, .ints = {2, 2}, .count = 2}};
+    clrun_attr dw20[] = {{.name = "groups", .kind = CLRUN_ATTR_INT, .i = 20}, dw4[1]};
+    int32_t c1 = node(g, "conv2d", "c1", 2, (int32_t[]){wide, kd}, dw4, 2);
+    clrun_graph_mark_output(g, binary(g, "mul", "y1", c1, unary(g, "sigmoid", "s1", c1)));
+    int32_t c2 = node(g, "conv2d", "c2", 2, (int32_t[]){wide, kd}, dw4s2, 3);
+    clrun_graph_mark_output(g, unary(g, "tanh", "y2", c2));
+    int32_t c3 = node(g, "conv2d", "c3", 2, (int32_t[]){small, ks}, dw20, 2);
+    clrun_graph_mark_output(g, unary(g, "sigmoid", "y3", c3));
+    int32_t c4 = node(g, "conv2d", "c4", 2, (int32_t[]){big, k1}, NULL, 0);
+    clrun_graph_mark_output(g, binary(g, "mul", "y4", c4, unary(g, "sigmoid", "s4", c4)));
+    int32_t c5 = node(g, "conv2d", "c5", 2, (int32_t[]){big, k1}, NULL, 0);
+    clrun_graph_mark_output(g, unary(g, "exp", "y5", c5));
+    int32_t c6 = node(g, "conv2d", "c6", 2, (int32_t[]){big, k1}, NULL, 0);
+    clrun_graph_mark_output(g, unary(g, "gelu", "y6", c6));
+    input_scale = 50.0f;
+    outcome base = run_unfused(g, 5);
+    how mode = {CLRUN_EXEC_POOLED, "buddy", false, 1, false};
+    for (int sets = 0; sets <= 2; sets += 2) { /* each its own source, then one set */
+        int saved = clrun__epilogue_sets;
+        clrun__epilogue_sets = sets;
+        outcome o = run_graph(g, mode, 5);
+        clrun__epilogue_sets = saved;
+        expect_same_bits(g, &o, &base, sets ? "exp epilogues in a set" : "exp epilogues", 5);
+        static const char *const names[6] = {"fused:conv2d+sigmoid+mul", "fused:conv2d+tanh",
+                                             "fused:conv2d+sigmoid",     "fused:conv2d+sigmoid+mul",
+                                             "fused:conv2d+exp",         "fused:conv2d+gelu"};
+        assert_int_equal(o.groups, 6);
+        for (int k = 0; k < 6; k++)
+            assert_string_equal(o.group_names[k], names[k]);
+        assert_int_equal(o.stats.kernels, 6);
+    }
+    input_scale = 1.0f;
     clrun_graph_destroy(g);
 }
 
@@ -1739,6 +1795,7 @@ int main(void)
         cmocka_unit_test_teardown(clrun_fusion_0_turns_it_off, clear_fusion_environment),
         cmocka_unit_test(epilogues_run_in_the_product_kernel_with_the_same_bits),
         cmocka_unit_test(a_cpu_fuses_the_epilogues_its_lane_stores_take),
+        cmocka_unit_test(a_cpu_fuses_exp_epilogues_on_vector_stores),
         cmocka_unit_test(convolution_epilogues_share_one_program_where_kernels_compile_at_launch),
         cmocka_unit_test(a_lane_kernel_builds_its_epilogue_alone),
         cmocka_unit_test(the_core_takes_half_width_only_on_large_planes),

@@ -26,12 +26,14 @@
  * the same way (kernels/matmul_core.cl), but on POCL that only brings conv2d+SiLU level with the
  * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
  * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
- * apart. On a CPU the convolution kernels that run the positions or the channels along the
+ * apart there, but not on the kernels that store whole vectors (below), which run clrun's own
+ * exp and tanh on them (EfficientNet-B0 123 kernels instead of 151, 0.94x the time). On a CPU
+ * the convolution kernels that run the positions or the channels along the
  * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which costs
  * more than the elementwise pass it saves when the epilogue does real work (hardswish: with it
  * and the relus fused MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without), and on most of them
  * a relu too. So they take one that runs on vectors (clrun__fuse_epilogue_on_vectors: relu,
- * hardswish, hard sigmoid... over the product's value alone), applied to each stored vector at
+ * hardswish, hard sigmoid, sigmoid, tanh... over the product's value alone), applied to each stored vector at
  * next to no cost, in a set of their own (FAMILY_CONV_LANES) whose every case has it; the small
  * planes' pointwise kernel also takes a cheap one (cheap_on_lanes: a relu, a clip, a bias or
  * residual add, at most two of them) a lane at a time, which costs it about nothing
@@ -65,15 +67,16 @@ bool clrun__fuse_state_epilogues = true;
 /* Whether an epilogue of these group members pays on base's kernel on ctx's device (see the top
  * comment). */
 static bool pays_on(clrun_context *ctx, const clrun_graph *d, const clrun__node *base,
-                    const clrun__op_call *call, const int32_t *members, int32_t count)
+                    const clrun__op_call *call, const int32_t *members, int32_t count, bool vectors)
 {
     if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
         return true;
     bool conv = strcmp(base->op->name, "conv2d") == 0 && !clrun__conv_runs_as_product(ctx, call);
+    bool own_math = !conv || (vectors && clrun__conv_store_of(ctx, call) != CLRUN__CONV_STORE_ANY);
     for (int32_t k = 0; k < count; k++) {
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
-        if (cost == CLRUN__EW_LIBRARY_MATH || (conv && cost == CLRUN__EW_OWN_MATH))
+        if (cost == CLRUN__EW_LIBRARY_MATH || (cost == CLRUN__EW_OWN_MATH && !own_math))
             return false;
     }
     return true;
@@ -361,11 +364,11 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         if (op == NULL)
             continue; /* a base with more inputs than an epilogue keeps */
         clrun__op_call base_types = base_call(d, op->epilogue, inputs);
-        if (!pays_on(ctx, d, base, &base_types, members, count) || !fits(d, op, inputs, t))
+        bool vectors = clrun__fuse_epilogue_on_vectors(op);
+        if (!pays_on(ctx, d, base, &base_types, members, count, vectors) || !fits(d, op, inputs, t))
             continue;
         if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue &&
-            !clrun__conv_epilogue_pays(ctx, &base_types, cheap_on_lanes(d, members, count),
-                                       clrun__fuse_epilogue_on_vectors(op)))
+            !clrun__conv_epilogue_pays(ctx, &base_types, cheap_on_lanes(d, members, count), vectors))
             continue;
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);
         if (donated && !in_place)

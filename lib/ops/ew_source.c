@@ -180,8 +180,9 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
 
 bool clrun__ew_on_vectors(const clrun__ew_def *def)
 {
-    static const char *const ops[] = {"relu", "leaky_relu", "hard_sigmoid", "hard_swish", "clip", "neg", "abs",
-                                      "scale", "add", "sub", "mul"};
+    static const char *const ops[] = {"relu", "leaky_relu", "hard_sigmoid", "hard_swish", "clip",
+                                      "neg",  "abs",        "scale",        "add",        "sub",
+                                      "mul",  "sigmoid",    "exp",          "tanh",       "gelu"};
     if (def == NULL || def->floats == NULL || def->condition || def->arity > 2)
         return false;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -196,14 +197,16 @@ void clrun__ew_emit_vector_function(clrun__strbuf *b, const clrun__ew_def *def, 
     char name[64];
     clrun__ew_function_name(def, CLRUN_F32, CLRUN_F32, name, sizeof name);
     clrun__strbuf_printf(b, "#define T float%d\n#define T_OUT float%d\n#define F(c) c##f\n"
-                            "#define CLIP clrun_clip_f32_v%d\n",
-                         lanes, lanes, lanes);
+                            "#define CLIP clrun_clip_f32_v%d\n#define EXP clrun_exp_f32_v%d\n"
+                            "#define TANH clrun_tanh_f32_v%d\n",
+                         lanes, lanes, lanes, lanes, lanes);
     clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(", lanes, name, lanes);
     for (int i = 0; i < def->arity; i++)
         clrun__strbuf_printf(b, "%sconst float%d %s", i ? ", " : "", lanes, operands[def->arity - 1][i]);
     for (int p = 0; p < def->param_count; p++)
         clrun__strbuf_printf(b, ", const float p%d", p);
-    clrun__strbuf_printf(b, ")\n{\n    return (T_OUT)(%s);\n}\n#undef T\n#undef T_OUT\n#undef F\n#undef CLIP\n",
+    clrun__strbuf_printf(b, ")\n{\n    return (T_OUT)(%s);\n}\n#undef T\n#undef T_OUT\n#undef F\n#undef CLIP\n"
+                            "#undef EXP\n#undef TANH\n",
                          def->floats);
 }
 
@@ -214,8 +217,9 @@ void clrun__ew_emit_vector_helpers(clrun__strbuf *b)
                              "CLRUN_INLINE float%d clrun_clip_f32_v%d(float%d v, const float%d lo, const float%d hi)\n"
                              "{\n    v = v < lo ? lo : v;\n    return v > hi ? hi : v;\n}\n"
                              "CLRUN_INLINE float%d clrun_canon_f32_v%d(const float%d v)\n"
-                             "{\n    return isnan(v) ? (float%d)(as_float(0x7fc00000u)) : v;\n}\n",
-                             lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes);
+                             "{\n    return isnan(v) ? (float%d)(as_float(0x7fc00000u)) : v;\n}\n"
+                             "CLRUN_EXP_FUNCTIONS(float%d, uint%d, _v%d)\n",
+                             lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes);
 }
 
 const char *clrun__ew_store_function(clrun_dtype dtype)

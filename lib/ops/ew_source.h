@@ -26,10 +26,10 @@ void clrun__ew_emit_function(clrun__strbuf *b, const clrun__ew_def *def, clrun_d
                              clrun_dtype result);
 
 /* Whether def's f32 element function may run on float vectors as its expression is written
- * (clrun__ew_emit_vector_function): unary or binary arithmetic, comparisons, selects and CLIP,
- * which act lane by lane as on one float, so a vector gives each lane the scalar function's bits.
- * The ops of convolutions' activations: relu, leaky_relu, hard_sigmoid, hard_swish, clip, neg,
- * abs, scale, add, sub, mul. */
+ * (clrun__ew_emit_vector_function): unary or binary arithmetic, comparisons, selects, CLIP and
+ * clrun's own EXP and TANH, which act lane by lane as on one float, so a vector gives each lane
+ * the scalar function's bits. The ops of convolutions' activations: relu, leaky_relu,
+ * hard_sigmoid, hard_swish, clip, neg, abs, scale, add, sub, mul, sigmoid, exp, tanh, gelu. */
 bool clrun__ew_on_vectors(const clrun__ew_def *def);
 
 /* The f32 element function of def (clrun__ew_on_vectors) over floatN, lanes 8 or 16:
@@ -38,7 +38,8 @@ bool clrun__ew_on_vectors(const clrun__ew_def *def);
 void clrun__ew_emit_vector_function(clrun__strbuf *b, const clrun__ew_def *def, int lanes);
 
 /* The helpers of the vector element functions and stores, for float8 and float16: CLIP's
- * (clrun_clip_f32_v8, ...) and clrun_canon_f32_v8 (clrun_canon_f32 lane by lane). */
+ * (clrun_clip_f32_v8, ...), clrun_canon_f32_v8 (clrun_canon_f32 lane by lane) and EXP's and
+ * TANH's (clrun_exp_f32_v8, clrun_tanh_f32_v8: kernels/ew_functions.cl's CLRUN_EXP_FUNCTIONS). */
 void clrun__ew_emit_vector_helpers(clrun__strbuf *b);
 
 /* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
