@@ -603,7 +603,7 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
         bool vectors = clrun__fuse_epilogue_on_vectors(f); /* the lane kernels' vector stores */
         if (vectors) {
-            clrun__ew_emit_vector_helpers(&b);
+            clrun__ew_emit_vector_helpers(&b, epilogue_math(f));
             emit_vector_functions_once(&b, f, done, &done_count, 64);
         }
         ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn", vectors);
@@ -658,16 +658,17 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
     bool vectors = true; /* the lane kernels' vector stores: where every case has one */
     for (int k = 0; k < cases; k++)
         vectors = vectors && clrun__fuse_epilogue_on_vectors(ops[first[k]]);
+    for (int i = 0; i < count; i++)
+        math = math || epilogue_math(ops[i]);
     if (ok) {
         clrun__ew_emit_prelude(&b, fp64);
         if (vectors)
-            clrun__ew_emit_vector_helpers(&b);
+            clrun__ew_emit_vector_helpers(&b, math);
         for (int i = 0; i < count; i++) {
             for (int s = 0; s < ops[i]->step_count; s++)
                 emit_function_once(&b, &ops[i]->steps[s], 0, done, &done_count, MAX_FUNCTIONS);
             if (vectors)
                 emit_vector_functions_once(&b, ops[i], done, &done_count, MAX_FUNCTIONS);
-            math = math || epilogue_math(ops[i]);
             int e = ops[i]->epilogue->extra_inputs;
             params = e > params ? e : params;
         }

@@ -210,16 +210,18 @@ void clrun__ew_emit_vector_function(clrun__strbuf *b, const clrun__ew_def *def, 
                          def->floats);
 }
 
-void clrun__ew_emit_vector_helpers(clrun__strbuf *b)
+void clrun__ew_emit_vector_helpers(clrun__strbuf *b, bool math)
 {
-    for (int lanes = 8; lanes <= 16; lanes *= 2)
+    for (int lanes = 8; lanes <= 16; lanes *= 2) {
         clrun__strbuf_printf(b,
                              "CLRUN_INLINE float%d clrun_clip_f32_v%d(float%d v, const float%d lo, const float%d hi)\n"
                              "{\n    v = v < lo ? lo : v;\n    return v > hi ? hi : v;\n}\n"
                              "CLRUN_INLINE float%d clrun_canon_f32_v%d(const float%d v)\n"
-                             "{\n    return isnan(v) ? (float%d)(as_float(0x7fc00000u)) : v;\n}\n"
-                             "CLRUN_EXP_FUNCTIONS(float%d, uint%d, _v%d)\n",
-                             lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes);
+                             "{\n    return isnan(v) ? (float%d)(as_float(0x7fc00000u)) : v;\n}\n",
+                             lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes, lanes);
+        if (math)
+            clrun__strbuf_printf(b, "CLRUN_EXP_FUNCTIONS(float%d, uint%d, _v%d)\n", lanes, lanes, lanes);
+    }
 }
 
 const char *clrun__ew_store_function(clrun_dtype dtype)

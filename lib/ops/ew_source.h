@@ -38,9 +38,10 @@ bool clrun__ew_on_vectors(const clrun__ew_def *def);
 void clrun__ew_emit_vector_function(clrun__strbuf *b, const clrun__ew_def *def, int lanes);
 
 /* The helpers of the vector element functions and stores, for float8 and float16: CLIP's
- * (clrun_clip_f32_v8, ...), clrun_canon_f32_v8 (clrun_canon_f32 lane by lane) and EXP's and
- * TANH's (clrun_exp_f32_v8, clrun_tanh_f32_v8: kernels/ew_functions.cl's CLRUN_EXP_FUNCTIONS). */
-void clrun__ew_emit_vector_helpers(clrun__strbuf *b);
+ * (clrun_clip_f32_v8, ...), clrun_canon_f32_v8 (clrun_canon_f32 lane by lane) and, with `math`
+ * (some function calls EXP or TANH), theirs (clrun_exp_f32_v8, clrun_tanh_f32_v8:
+ * kernels/ew_functions.cl's CLRUN_EXP_FUNCTIONS), which the others need not compile. */
+void clrun__ew_emit_vector_helpers(clrun__strbuf *b, bool math);
 
 /* What a kernel stores a result of `dtype` through: "clrun_canon_f32" (NaNs made canonical,
  * kernels/ew_functions.cl) for floats, "" for the others. */
