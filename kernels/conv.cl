@@ -187,6 +187,17 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
         }                                                                                          \
     } while (0)
 
+/* With an epilogue on vectors that computes an exp or a tanh (CLRUN_EPILOGUE_MATH: SiLU), the
+ * kernels that store many vectors at the end of a work-item (pointwise: 16, a stem's rows: 16)
+ * spill them and store them in a loop, so that the epilogue is compiled once per kernel, not
+ * once per vector: inlined 16 times it made EfficientNet-B0's first run some 0.2 s longer, and a
+ * call instead (spilling the accumulators at each) cost it its fusion's gain. */
+#if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8) && defined(CLRUN_EPILOGUE_MATH)
+#define DW_LOOP_STORES 1
+#else
+#define DW_LOOP_STORES 0
+#endif
+
 /* The 3x3 paths of clrun_conv2d_depthwise_3x3 (macros over its locals): one output at column ow,
  * each tap inside the image or skipped; and the vectors over columns [lo, hi) at stride SW. */
 #define DW3_TAP(r, ok, iw, wt, acc)                                                                \
@@ -206,33 +217,22 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
         DW3_TAP(r2, ok2, i_ + 2 * dw, w8, a_);                                                     \
         s = has_bias ? a_ + add : a_;                                                              \
     } while (0)
-/* The vectors run two at a time, each its own chain of fmas: one vector at a time waited on
- * each fma and then on the epilogue's (a 56 x 56 layer with a SiLU fused 355 us, where the
- * two kernels took 145 and 128). The two start DWN apart and the second is clamped to the row's
- * last vector, so a row of an odd count computes one vector twice (the same bits). */
-#define DW3_FMA2(r, off, wt, SW)                                                                   \
-    {                                                                                              \
-        const DWVEC t_ = (DWVEC)(wt);                                                              \
-        c0 = fma(dw_load((r) + i0 + (off), SW), t_, c0);                                           \
-        c1 = fma(dw_load((r) + i1 + (off), SW), t_, c1);                                           \
-    }
 #define DW3_ROW(r, ok, wa, wb, wc, SW)                                                             \
     if (ok) {                                                                                      \
-        DW3_FMA2(r, 0, wa, SW)                                                                     \
-        DW3_FMA2(r, dw, wb, SW)                                                                    \
-        DW3_FMA2(r, 2 * dw, wc, SW)                                                                \
+        acc = fma(dw_load((r) + i, SW), (DWVEC)(wa), acc);                                         \
+        acc = fma(dw_load((r) + i + dw, SW), (DWVEC)(wb), acc);                                    \
+        acc = fma(dw_load((r) + i + 2 * dw, SW), (DWVEC)(wc), acc);                                \
     }
 #define DW3_VECTORS(SW)                                                                            \
-    for (int ow = lo; vectors; ow += 2 * DWN) {                                                    \
-        const int q0 = min(ow, hi - DWN), q1 = min(ow + DWN, hi - DWN);                            \
-        const int i0 = q0 * (SW) - pw, i1 = q1 * (SW) - pw;                                        \
-        DWVEC c0 = 0.0f, c1 = 0.0f;                                                                \
+    for (int ow = lo; vectors; ow += DWN) {                                                        \
+        ow = min(ow, hi - DWN);                                                                    \
+        const int i = ow * (SW) - pw;                                                              \
+        DWVEC acc = 0.0f;                                                                          \
         DW3_ROW(r0, ok0, w0, w1, w2, SW)                                                           \
         DW3_ROW(r1, ok1, w3, w4, w5, SW)                                                           \
         DW3_ROW(r2, ok2, w6, w7, w8, SW)                                                           \
-        DW_STORE(has_bias ? c0 + add : c0, at + q0);                                               \
-        DW_STORE(has_bias ? c1 + add : c1, at + q1);                                               \
-        if (ow + 2 * DWN >= hi)                                                                    \
+        DW_STORE(has_bias ? acc + add : acc, at + ow);                                             \
+        if (ow + DWN >= hi)                                                                        \
             break;                                                                                 \
     }
 
@@ -675,6 +675,7 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
         CAT(a, r) = fma(s_, v0, CAT(a, r));                                                        \
         CAT(b, r) = fma(s_, v1, CAT(b, r));                                                        \
     }
+#define PW_SPILL(r) sa[r] = CAT(a, r), sb[r] = CAT(b, r);
 #define PW_STORE(r)                                                                                \
     if (o0 + (r) < O) {                                                                            \
         const int o = o0 + (r);                                                                    \
@@ -701,7 +702,20 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
             const DWVEC v0 = DWLOAD(xp), v1 = DWLOAD(xp + DWN);
             PW_ROWS(PW_STEP)
         }
+#if DW_LOOP_STORES
+        DWVEC sa[PW_MR], sb[PW_MR];
+        PW_ROWS(PW_SPILL)
+#pragma unroll 1
+        for (int r = 0; r < PW_MR && o0 + r < O; r++) {
+            const ulong at = ((ulong)n * O + o0 + r) * P + p0;
+            const float add = has_bias ? bias[o0 + r] : 0.0f;
+            const int o = o0 + r;
+            DW_STORE(has_bias ? sa[r] + add : sa[r], at);
+            DW_STORE(has_bias ? sb[r] + add : sb[r], at + DWN);
+        }
+#else
         PW_ROWS(PW_STORE)
+#endif
     }
 }
 
@@ -810,6 +824,7 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
     __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
     DWVEC CAT(a, r) = 0.0f;
 #define CR_STEP(r) CAT(a, r) = fma((DWVEC)(CAT(wr, r)[k + kw]), v, CAT(a, r));
+#define CR_SPILL(r) sa[r] = CAT(a, r);
 #define CR_STORE(r)                                                                                \
     if (o0 + (r) < O) {                                                                            \
         const int o = o0 + (r);                                                                    \
@@ -856,7 +871,19 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
             }
         }
     }
+#if DW_LOOP_STORES
+    DWVEC sa[CR_MR];
+    CR_ROWS(CR_SPILL)
+#pragma unroll 1
+    for (int r = 0; r < CR_MR && o0 + r < O; r++) {
+        const int o = o0 + r;
+        const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow0;
+        const float add = has_bias ? bias[o] : 0.0f;
+        DW_STORE(has_bias ? sa[r] + add : sa[r], at);
+    }
+#else
     CR_ROWS(CR_STORE)
+#endif
     }
 }
 

@@ -27,7 +27,8 @@
  * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
  * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
  * apart there, but not on the kernels that store whole vectors (below), which run clrun's own
- * exp and tanh on them (EfficientNet-B0 123 kernels instead of 151, 0.94x the time). On a CPU
+ * exp and tanh on them, but for the 3 x 3 depthwise ones along the rows (clrun__conv_epilogue_pays:
+ * EfficientNet-B0 126 kernels instead of 151, 0.95x the time). On a CPU
  * the convolution kernels that run the positions or the channels along the
  * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which costs
  * more than the elementwise pass it saves when the epilogue does real work (hardswish: with it
@@ -72,14 +73,25 @@ static bool pays_on(clrun_context *ctx, const clrun_graph *d, const clrun__node 
     if (clrun__fuse_every_epilogue || strcmp(ctx->info.type, "CPU") != 0)
         return true;
     bool conv = strcmp(base->op->name, "conv2d") == 0 && !clrun__conv_runs_as_product(ctx, call);
-    bool own_math = !conv || (vectors && clrun__conv_store_of(ctx, call) != CLRUN__CONV_STORE_ANY);
+    bool math_pays = !conv || (vectors && clrun__conv_store_of(ctx, call) != CLRUN__CONV_STORE_ANY);
     for (int32_t k = 0; k < count; k++) {
         const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
         clrun__ew_cost cost = def ? clrun__ew_float_cost(def) : CLRUN__EW_ARITHMETIC;
-        if (cost == CLRUN__EW_LIBRARY_MATH || (cost == CLRUN__EW_OWN_MATH && !own_math))
+        if (cost == CLRUN__EW_LIBRARY_MATH || (cost == CLRUN__EW_OWN_MATH && !math_pays))
             return false;
     }
     return true;
+}
+
+/* Whether a member of the group computes clrun's own exp, tanh or log (SiLU, sigmoid). */
+static bool own_math(const clrun_graph *d, const int32_t *members, int32_t count)
+{
+    for (int32_t k = 0; k < count; k++) {
+        const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
+        if (def && clrun__ew_float_cost(def) == CLRUN__EW_OWN_MATH)
+            return true;
+    }
+    return false;
 }
 
 /* Whether the group is cheap enough for a convolution kernel that stores a lane at a time (see
@@ -272,7 +284,8 @@ static int family_of(clrun_context *ctx, const clrun__node *base, const clrun__o
         return FAMILY_MATMUL;
     switch (clrun__conv_store_of(ctx, call)) {
     case CLRUN__CONV_STORE_SMALL: return FAMILY_CONV_SMALL;
-    case CLRUN__CONV_STORE_LANES: return FAMILY_CONV_LANES;
+    case CLRUN__CONV_STORE_LANES:
+    case CLRUN__CONV_STORE_ROWS3: return FAMILY_CONV_LANES;
     default: return FAMILY_CONV_CORE;
     }
 }
@@ -368,7 +381,8 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
         if (!pays_on(ctx, d, base, &base_types, members, count, vectors) || !fits(d, op, inputs, t))
             continue;
         if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue &&
-            !clrun__conv_epilogue_pays(ctx, &base_types, cheap_on_lanes(d, members, count), vectors))
+            !clrun__conv_epilogue_pays(ctx, &base_types, cheap_on_lanes(d, members, count), vectors,
+                                       own_math(d, members, count)))
             continue;
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);
         if (donated && !in_place)

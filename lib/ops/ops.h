@@ -168,12 +168,16 @@ typedef enum clrun__conv_store {
                                 depthwise): one that runs on vectors (clrun__fuse_epilogue_on_vectors),
                                 which they apply to each stored vector; a lane at a time any
                                 other costs more than its own kernel */
+    CLRUN__CONV_STORE_ROWS3, /* a lane kernel, the 3 x 3 depthwise ones along the rows: as LANES,
+                                but not an epilogue that computes an exp or a tanh */
 } clrun__conv_store;
 clrun__conv_store clrun__conv_store_of(clrun_context *ctx, const clrun__op_call *call);
 
-/* Whether conv2d's kernel for `call` stores an epilogue at no loss: `cheap` and `vectors` as
- * clrun__conv_store says. When false the fusion pass leaves the group its own kernel. */
-bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap, bool vectors);
+/* Whether conv2d's kernel for `call` stores an epilogue at no loss: `cheap`, `vectors` and
+ * `math` (it computes an exp or a tanh) as clrun__conv_store says. When false the fusion pass
+ * leaves the group its own kernel. */
+bool clrun__conv_epilogue_pays(clrun_context *ctx, const clrun__op_call *call, bool cheap, bool vectors,
+                               bool math);
 
 /* Whether conv2d runs `call` on ctx's device as matmul's kernel (lib/ops/ops_conv.c: a 1 x 1
  * product over a 1 x 1 plane, squeeze-and-excitation's): its epilogue then belongs with
