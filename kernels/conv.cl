@@ -143,19 +143,8 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
 #define DW_STORE(v, at) DWSTORE((v), out + (at))
 #endif
 
-/* An epilogue on vectors applied to vector v of sums (DW_EPILOGUE_V), then its lanes stored one
- * at a time as they are (DW_EPILOGUE_LANE): the same bits as the scalar epilogue a lane at a
- * time, which the other epilogues take, and a vector's cost (an exp's: SiLU) for the lanes. */
-#if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8)
-#define DW_EPILOGUE_V(v) CAT(CLRUN_EPILOGUE_V, DWN)(v)
-#define DW_EPILOGUE_LANE(s, at) (s)
-#else
-#define DW_EPILOGUE_V(v) (v)
-#define DW_EPILOGUE_LANE(s, at) EPILOGUE((s), (at), o)
-#endif
-
 /* Stores the first min(DWN, count) lanes of v from index at: a whole vector where they are all
- * and the epilogue, if any, runs on vectors, else a lane at a time. */
+ * and there is no epilogue, else a lane at a time. */
 #define DW_STORE_SOME(v, at, count)                                                                \
     do {                                                                                           \
         if (DW_WHOLE_STORES && (count) >= DWN) {                                                   \
@@ -163,29 +152,15 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
             break;                                                                                 \
         }                                                                                          \
         float s_[DWN];                                                                             \
-        DWSTORE(DW_EPILOGUE_V(v), s_);                                                             \
+        DWSTORE((v), s_);                                                                          \
         for (int j_ = 0; j_ < min(DWN, (int)(count)); j_++)                                        \
-            out[(at) + j_] = DW_EPILOGUE_LANE(s_[j_], (at) + j_);                                  \
+            out[(at) + j_] = EPILOGUE(s_[j_], (at) + j_, o);                                       \
     } while (0)
 #if defined(CLRUN_EPILOGUE) && !defined(CLRUN_EPILOGUE_V8)
 #define DW_WHOLE_STORES 0
 #else
 #define DW_WHOLE_STORES 1
 #endif
-
-/* The columns of row `at` outside the vectors, [0, v_lo) and [v_hi, OW), one at a time through
- * the scalar epilogue: SUM(ow, s) sets float s to column ow's sum, its bias added. (Gathering
- * them into a vector for an epilogue on vectors made a 56 x 56 3 x 3 layer with its SiLU 10 %
- * slower.) */
-#define DW_EDGES(SUM)                                                                              \
-    do {                                                                                           \
-        for (int k_ = 0; k_ < v_lo + OW - v_hi; k_++) {                                            \
-            const int ow_ = k_ < v_lo ? k_ : v_hi + k_ - v_lo;                                     \
-            float s_;                                                                              \
-            SUM(ow_, s_);                                                                          \
-            out[at + ow_] = EPILOGUE(s_, at + ow_, o);                                             \
-        }                                                                                          \
-    } while (0)
 
 /* With an epilogue on vectors that computes an exp or a tanh (CLRUN_EPILOGUE_MATH: SiLU), the
  * kernels that store many vectors at the end of a work-item (pointwise: 16, a stem's rows: 16)
@@ -202,7 +177,7 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
  * each tap inside the image or skipped; and the vectors over columns [lo, hi) at stride SW. */
 #define DW3_TAP(r, ok, iw, wt, acc)                                                                \
     acc = (ok) && (iw) >= 0 && (iw) < W ? fma((r)[clamp((iw), 0, W - 1)], (wt), (acc)) : (acc)
-#define DW3_SUM(ow, s)                                                                             \
+#define DW3_ONE(ow)                                                                                \
     do {                                                                                           \
         const int i_ = (ow) * sw - pw;                                                             \
         float a_ = 0.0f;                                                                           \
@@ -215,7 +190,7 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
         DW3_TAP(r2, ok2, i_, w6, a_);                                                              \
         DW3_TAP(r2, ok2, i_ + dw, w7, a_);                                                         \
         DW3_TAP(r2, ok2, i_ + 2 * dw, w8, a_);                                                     \
-        s = has_bias ? a_ + add : a_;                                                              \
+        out[at + (ow)] = EPILOGUE(has_bias ? a_ + add : a_, at + (ow), o);                         \
     } while (0)
 #define DW3_ROW(r, ok, wa, wb, wc, SW)                                                             \
     if (ok) {                                                                                      \
@@ -377,7 +352,10 @@ __kernel void clrun_conv2d_depthwise_buffered(DW_PARAMS)
                                  (iw >= 0) & (iw < W));
                 }
             }
-            DW_STORE_SOME(has_bias ? acc + add : acc, at + v0, OW - v0);
+            float lanes[DWN];
+            DWSTORE(has_bias ? acc + add : acc, lanes);
+            for (int j = 0; j < min(DWN, OW - v0); j++)
+                out[at + v0 + j] = EPILOGUE(lanes[j], at + v0 + j, o);
         }
     }
 }
@@ -401,8 +379,11 @@ __kernel void clrun_conv2d_depthwise_buffered(DW_PARAMS)
         __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;                                 \
         __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;                         \
         __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;                      \
+        for (int ow = 0; ow < v_lo; ow++)                                                          \
+            DW3_ONE(ow);                                                                           \
         DW3_VECTORS(SW)                                                                            \
-        DW_EDGES(DW3_SUM);                                                                         \
+        for (int ow = v_hi; ow < OW; ow++)                                                         \
+            DW3_ONE(ow);                                                                           \
     }
 __kernel void clrun_conv2d_depthwise_3x3_s1(DW_PARAMS)
 {
@@ -420,11 +401,6 @@ __kernel void clrun_conv2d_depthwise_3x3(DW_PARAMS)
 /* Any other plane, read from x: the edge columns one at a time (dw_one), the inside ones as
  * vectors (a tall plane whose rows hold such vectors reads them here: copying each row again
  * for each tap of each output row cost more, EfficientNet's 56 x 56, 5 x 5 at stride 2: 1.8x). */
-#define DW_ONE_SUM(ow, s)                                                                          \
-    do {                                                                                           \
-        const float v_ = dw_one(xp, wo, ih0, (ow), g);                                             \
-        s = has_bias ? v_ + add : v_;                                                              \
-    } while (0)
 __kernel void clrun_conv2d_depthwise(DW_PARAMS)
 {
     DW_ITEM
@@ -433,6 +409,10 @@ __kernel void clrun_conv2d_depthwise(DW_PARAMS)
         const int ih0 = oh * sh - ph;
         const ulong at = (plane * OH + oh) * OW;
         const int v_lo = vectors ? lo : OW, v_hi = vectors ? hi : OW;
+        for (int ow = 0; ow < v_lo; ow++) {
+            const float v = dw_one(xp, wo, ih0, ow, g);
+            out[at + ow] = EPILOGUE(has_bias ? v + add : v, at + ow, o);
+        }
         if (vectors) {
             for (int ow = lo;; ow += DWN) {
                 ow = min(ow, hi - DWN);
@@ -450,7 +430,10 @@ __kernel void clrun_conv2d_depthwise(DW_PARAMS)
                     break;
             }
         }
-        DW_EDGES(DW_ONE_SUM);
+        for (int ow = v_hi; ow < OW; ow++) {
+            const float v = dw_one(xp, wo, ih0, ow, g);
+            out[at + ow] = EPILOGUE(has_bias ? v + add : v, at + ow, o);
+        }
     }
 }
 
@@ -643,12 +626,12 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
             DW_STORE(r[j], ((ulong)n * O + o) * P + p0 + p);
         }
     }
-    for (int j = 0; j < stored && p < outs; j++) { /* the rest, fewer than DWN positions */
+    for (int j = 0; j < stored; j++) {
         const int o = o0 + j;
-        float t[DWN] = {0.0f};
-        for (int k = p; k < outs; k++)
-            t[k - p] = ((float *)ob)[k * DWN + j];
-        DW_STORE_SOME(DWLOAD(t), ((ulong)n * O + o) * P + p0 + p, outs - p);
+        for (int k = p; k < outs; k++) {
+            const ulong at = ((ulong)n * O + o) * P + p0 + k;
+            out[at] = EPILOGUE(((float *)ob)[k * DWN + j], at, o);
+        }
     }
 }
 
@@ -707,9 +690,9 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
         PW_ROWS(PW_SPILL)
 #pragma unroll 1
         for (int r = 0; r < PW_MR && o0 + r < O; r++) {
-            const ulong at = ((ulong)n * O + o0 + r) * P + p0;
-            const float add = has_bias ? bias[o0 + r] : 0.0f;
             const int o = o0 + r;
+            const ulong at = ((ulong)n * O + o) * P + p0;
+            const float add = has_bias ? bias[o] : 0.0f;
             DW_STORE(has_bias ? sa[r] + add : sa[r], at);
             DW_STORE(has_bias ? sb[r] + add : sb[r], at + DWN);
         }
