@@ -26,15 +26,15 @@
  * the same way (kernels/matmul_core.cl), but on POCL that only brings conv2d+SiLU level with the
  * pair (EfficientNet-B0: the same kernel time, its best wall time 1.0-1.03x main's with the 49
  * SiLUs fused), and a depthwise convolution fused measured 1.3-2x the pair: a CPU keeps them
- * apart there, but not on the kernels that store whole vectors (below), which run clrun's own
- * exp and tanh on them, but for the 3 x 3 depthwise ones along the rows (clrun__conv_epilogue_pays:
- * EfficientNet-B0 126 kernels instead of 151, 0.95x the time). On a CPU
- * the convolution kernels that run the positions or the channels along the
- * vectors (pointwise, a stem's rows, depthwise) store an epilogue a lane at a time, which costs
- * more than the elementwise pass it saves when the epilogue does real work (hardswish: with it
- * and the relus fused MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without), and on most of them
- * a relu too. So they take one that runs on vectors (clrun__fuse_epilogue_on_vectors: relu,
- * hardswish, hard sigmoid, sigmoid, tanh... over the product's value alone), applied to each stored vector at
+ * apart there. The kernels that store whole vectors (below) run clrun's own exp and tanh on
+ * them, all but the 3 x 3 depthwise ones along the rows (clrun__conv_epilogue_pays):
+ * EfficientNet-B0 126 kernels instead of 151, 0.95x the time. On a CPU the convolution kernels
+ * that run the positions or the channels along the vectors (pointwise, a stem's rows,
+ * depthwise) store an epilogue a lane at a time, which costs more than the elementwise pass it
+ * saves when the epilogue does real work (hardswish: with it and the relus fused
+ * MobileNetV3-small ran 3.2-3.5 ms, 2.6-2.9 without), and on most of them a relu too. So they
+ * take one that runs on vectors (clrun__fuse_epilogue_on_vectors: relu, hardswish, hard
+ * sigmoid, sigmoid, tanh... over the product's value alone), applied to each stored vector at
  * next to no cost, in a set of their own (FAMILY_CONV_LANES) whose every case has it; the small
  * planes' pointwise kernel also takes a cheap one (cheap_on_lanes: a relu, a clip, a bias or
  * residual add, at most two of them) a lane at a time, which costs it about nothing
