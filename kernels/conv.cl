@@ -658,15 +658,17 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
         CAT(a, r) = fma(s_, v0, CAT(a, r));                                                        \
         CAT(b, r) = fma(s_, v1, CAT(b, r));                                                        \
     }
-#define PW_SPILL(r) sa[r] = CAT(a, r), sb[r] = CAT(b, r);
-#define PW_STORE(r)                                                                                \
+/* Row r's two vectors va and vb stored, its bias added; PW_STORE(r) from its accumulators. */
+#define PW_PUT(r, va, vb)                                                                          \
     if (o0 + (r) < O) {                                                                            \
         const int o = o0 + (r);                                                                    \
         const ulong at = ((ulong)n * O + o) * P + p0;                                              \
         const float add = has_bias ? bias[o] : 0.0f;                                               \
-        DW_STORE(has_bias ? CAT(a, r) + add : CAT(a, r), at);                                      \
-        DW_STORE(has_bias ? CAT(b, r) + add : CAT(b, r), at + DWN);                                \
+        DW_STORE(has_bias ? (va) + add : (va), at);                                                \
+        DW_STORE(has_bias ? (vb) + add : (vb), at + DWN);                                          \
     }
+#define PW_STORE(r) PW_PUT(r, CAT(a, r), CAT(b, r))
+#define PW_SPILL(r) sa[r] = CAT(a, r), sb[r] = CAT(b, r);
 
 __kernel void clrun_conv2d_pointwise(__global const float *x, __global const float *w,
                                      __global const float *bias, __global float *out,
@@ -689,13 +691,8 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
         DWVEC sa[PW_MR], sb[PW_MR];
         PW_ROWS(PW_SPILL)
 #pragma unroll 1
-        for (int r = 0; r < PW_MR && o0 + r < O; r++) {
-            const int o = o0 + r;
-            const ulong at = ((ulong)n * O + o) * P + p0;
-            const float add = has_bias ? bias[o] : 0.0f;
-            DW_STORE(has_bias ? sa[r] + add : sa[r], at);
-            DW_STORE(has_bias ? sb[r] + add : sb[r], at + DWN);
-        }
+        for (int r = 0; r < PW_MR; r++)
+            PW_PUT(r, sa[r], sb[r])
 #else
         PW_ROWS(PW_STORE)
 #endif
@@ -807,14 +804,16 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
     __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
     DWVEC CAT(a, r) = 0.0f;
 #define CR_STEP(r) CAT(a, r) = fma((DWVEC)(CAT(wr, r)[k + kw]), v, CAT(a, r));
-#define CR_SPILL(r) sa[r] = CAT(a, r);
-#define CR_STORE(r)                                                                                \
+/* Row r's vector va stored, its bias added; CR_STORE(r) from its accumulator. */
+#define CR_PUT(r, va)                                                                              \
     if (o0 + (r) < O) {                                                                            \
         const int o = o0 + (r);                                                                    \
         const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow0;                                \
         const float add = has_bias ? bias[o] : 0.0f;                                               \
-        DW_STORE(has_bias ? CAT(a, r) + add : CAT(a, r), at);                                      \
+        DW_STORE(has_bias ? (va) + add : (va), at);                                                \
     }
+#define CR_STORE(r) CR_PUT(r, CAT(a, r))
+#define CR_SPILL(r) sa[r] = CAT(a, r);
 __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w,
                                 __global const float *bias, __global float *out,
                                 __constant const int *g, const int has_bias EPILOGUE_PARAMS)
@@ -858,12 +857,8 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
     DWVEC sa[CR_MR];
     CR_ROWS(CR_SPILL)
 #pragma unroll 1
-    for (int r = 0; r < CR_MR && o0 + r < O; r++) {
-        const int o = o0 + r;
-        const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow0;
-        const float add = has_bias ? bias[o] : 0.0f;
-        DW_STORE(has_bias ? sa[r] + add : sa[r], at);
-    }
+    for (int r = 0; r < CR_MR; r++)
+        CR_PUT(r, sa[r])
 #else
     CR_ROWS(CR_STORE)
 #endif

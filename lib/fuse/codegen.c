@@ -486,9 +486,7 @@ static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint
         clrun__strbuf_printf(b, "0");
 }
 
-/* Whether f's steps compute math (an exp, a tanh): the base's kernels then store on vectors
- * where they can (kernels/matmul_core.cl's conv store). */
-static bool epilogue_math(const clrun__fused_op *f)
+bool clrun__fuse_epilogue_math(const clrun__fused_op *f)
 {
     bool math = false;
     for (int s = 0; s < f->step_count; s++)
@@ -599,11 +597,12 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
         clrun__ew_emit_prelude(&b, fp64);
         for (int s = 0; s < f->step_count; s++)
             emit_function_once(&b, &f->steps[s], 0, done, &done_count, 64);
-        if (epilogue_math(f))
+        bool math = clrun__fuse_epilogue_math(f);
+        if (math)
             clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_MATH 1\n");
         bool vectors = clrun__fuse_epilogue_on_vectors(f); /* the lane kernels' vector stores */
         if (vectors) {
-            clrun__ew_emit_vector_helpers(&b, epilogue_math(f));
+            clrun__ew_emit_vector_helpers(&b, math);
             emit_vector_functions_once(&b, f, done, &done_count, 64);
         }
         ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn", vectors);
@@ -659,7 +658,7 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
     for (int k = 0; k < cases; k++)
         vectors = vectors && clrun__fuse_epilogue_on_vectors(ops[first[k]]);
     for (int i = 0; i < count; i++)
-        math = math || epilogue_math(ops[i]);
+        math = math || clrun__fuse_epilogue_math(ops[i]);
     if (ok) {
         clrun__ew_emit_prelude(&b, fp64);
         if (vectors)

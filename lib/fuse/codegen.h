@@ -43,6 +43,12 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
  * the convolution kernels that store vectors along a plane (kernels/conv.cl) store through it. */
 bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f);
 
+/* Whether f's steps compute math (an exp, a tanh, a library call): the base's kernels then
+ * store on vectors where they can (kernels/matmul_core.cl's conv store, CLRUN_EPILOGUE_MATH),
+ * and a convolution's 3 x 3 depthwise kernels along the rows keep it apart
+ * (clrun__conv_epilogue_pays). */
+bool clrun__fuse_epilogue_math(const clrun__fused_op *f);
+
 /* One source for the epilogues ops[0..count) (each made by clrun__fuse_epilogue_source first),
  * so that a base op's kernels build once for all of them: the prelude and element functions
  * once, each distinct epilogue as clrun_epilogue_fn_K, and clrun_epilogue_any(epi, v, i, c,

@@ -83,17 +83,6 @@ static bool pays_on(clrun_context *ctx, const clrun_graph *d, const clrun__node 
     return true;
 }
 
-/* Whether a member of the group computes clrun's own exp, tanh or log (SiLU, sigmoid). */
-static bool own_math(const clrun_graph *d, const int32_t *members, int32_t count)
-{
-    for (int32_t k = 0; k < count; k++) {
-        const clrun__ew_def *def = clrun__ew_def_of(d->nodes[members[k]].op);
-        if (def && clrun__ew_float_cost(def) == CLRUN__EW_OWN_MATH)
-            return true;
-    }
-    return false;
-}
-
 /* Whether the group is cheap enough for a convolution kernel that stores a lane at a time (see
  * the top comment): at most two members, each a compare, an add, a multiply or a clip. The
  * activations (a hardswish's x / 6 and clip, a hardsigmoid, the exps) are left out: a hardswish
@@ -382,7 +371,7 @@ clrun_status clrun__fuse_epilogues(clrun_context *ctx, clrun__arena *arena, clru
             continue;
         if (strcmp(base->op->name, "conv2d") == 0 && !clrun__fuse_every_epilogue &&
             !clrun__conv_epilogue_pays(ctx, &base_types, cheap_on_lanes(d, members, count), vectors,
-                                       own_math(d, members, count)))
+                                       clrun__fuse_epilogue_math(op)))
             continue;
         bool in_place = (donated || lends_block(d, base)) && in_place_safe(d, op, inputs);
         if (donated && !in_place)
