@@ -780,7 +780,9 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
  * 224 x 224 stem of MobileNetV3, 3 -> 16 channels at stride 2, took 3x onnxruntime's time).
  * Work-item (block of DWN columns of output row oh, block of CR_MR channels, image): the
  * last block of a row is moved back to end at OW (the host ensures OW >= DWN; the overlap
- * computes the same bits again); channels past O read row O - 1 and are not stored. The taps
+ * computes the same bits again). w is packed as the core's panels of CR_MR channels
+ * (lib/ops/ops_conv.c): panel o0 / CR_MR holds a tap's CR_MR weights side by side, zeros for
+ * the channels past O, which are not stored. The taps
  * run c, kh, kw ascending, one fma each, rows outside the image skipped; a row's DWN inputs
  * per tap are loaded from x where the block's span lies inside the row, else from a private
  * copy of it with zeros outside, as the core's padded copy has them (the core multiplies
@@ -796,14 +798,18 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
 #if DWN == 16
 #define CR_MR 16
 #define CR_ROWS(X) PW_ROWS(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define CR_VEC float16
+#define CR_VLOAD vload16
+#define CR_VSTORE vstore16
 #else
 #define CR_MR PW_MR
 #define CR_ROWS(X) PW_ROWS(X)
+#define CR_VEC float8
+#define CR_VLOAD vload8
+#define CR_VSTORE vstore8
 #endif
-#define CR_DECL(r)                                                                                 \
-    __global const float *CAT(wr, r) = w + (ulong)min(o0 + (r), O - 1) * CK;                       \
-    DWVEC CAT(a, r) = 0.0f;
-#define CR_STEP(r) CAT(a, r) = fma((DWVEC)(CAT(wr, r)[k + kw]), v, CAT(a, r));
+#define CR_DECL(r) DWVEC CAT(a, r) = 0.0f;
+#define CR_STEP(r) CAT(a, r) = fma((DWVEC)(wp[(k + kw) * CR_MR + (r)]), v, CAT(a, r));
 /* Row r's vector va stored, its bias added; CR_STORE(r) from its accumulator. */
 #define CR_PUT(r, va)                                                                              \
     if (o0 + (r) < O) {                                                                            \
@@ -822,14 +828,23 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
     const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
     const int dh = g[G_DH], dw = g[G_DW], CK = C * KH * KW;
     const int blocks = (OW + DWN - 1) / DWN, oh = (int)get_global_id(0) / blocks;
-    const int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
+    const int span = (DWN - 1) * sw + (KW - 1) * dw + 1, first = (pw + sw - 1) / sw;
+    int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
+    /* A row's first block whose span starts left of the row moves right to the first column
+     * whose span starts inside (where that span ends inside), the columns before it computed
+     * a value at a time (edge): the private copy's narrow stores, each read back as a whole
+     * vector, stalled every tap (a stem's first block took twice a block's time) */
+    const bool shift = ow0 * sw < pw && first + DWN <= OW && first * sw - pw + span <= W;
+    const int edge = shift ? first : 0;
+    ow0 = shift ? first : ow0;
     const size_t n = get_global_id(2);
-    const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
+    const int iw0 = ow0 * sw - pw;
     const bool inside = iw0 >= 0 && iw0 + span <= W;
     float buf[CR_SPAN];
     /* blocks of CR_MR channels, get_global_size(1) apart: a work-item of a stem's few taps is
      * too little work for one of POCL's work-groups, and its input rows stay in cache */
     for (int o0 = (int)get_global_id(1) * CR_MR; o0 < O; o0 += (int)get_global_size(1) * CR_MR) {
+    __global const float *wp = w + (ulong)o0 * CK; /* panel o0 / CR_MR: CR_MR weights a tap */
     CR_ROWS(CR_DECL)
     for (int c = 0; c < C; c++) {
         for (int kh = 0; kh < KH; kh++) {
@@ -862,6 +877,31 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
 #else
     CR_ROWS(CR_STORE)
 #endif
+    /* columns [0, edge), the block's channels along a vector (a panel's CR_MR weights of a
+     * tap side by side): each lane the taps in the same order */
+    for (int ow = 0; ow < edge; ow++) {
+        CR_VEC acc = 0.0f;
+        for (int c = 0; c < C; c++)
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = oh * sh - ph + kh * dh;
+                if (ih < 0 || ih >= H)
+                    continue;
+                __global const float *row = x + (((ulong)n * C + c) * H + ih) * W;
+                for (int kw = 0; kw < KW; kw++) {
+                    const int iw = ow * sw - pw + kw * dw;
+                    if (iw >= 0 && iw < W)
+                        acc = fma(CR_VLOAD(0, wp + ((c * KH + kh) * KW + kw) * CR_MR), (CR_VEC)(row[iw]), acc);
+                }
+            }
+        float lanes[CR_MR];
+        CR_VSTORE(acc, 0, lanes);
+        for (int r = 0; r < CR_MR && o0 + r < O; r++) {
+            const int o = o0 + r;
+            const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow;
+            const float v = has_bias ? lanes[r] + bias[o] : lanes[r];
+            out[at] = EPILOGUE(v, at, o);
+        }
+    }
     }
 }
 

@@ -46,6 +46,7 @@ typedef struct conv_state {
     clrun__conv_padding pad; /* the core of a padded convolution: x with its padding as zeros
                                 into scratch part 0 */
     bool core;
+    bool packs;             /* the weights in panels (st->pack): the core, the rows kernel */
     bool direct;            /* the core reads w as it is (not constant, few positions, grouped) */
     clrun__chunking chunks; /* not constant, few positions: w packed a chunk at a time */
     bool has_bias;
@@ -96,7 +97,7 @@ static int conv_scratch(const void *opaque, uint64_t bytes[CLRUN__SCRATCH_MAX])
         bytes[parts++] = st->widen.bytes;
     else if (st->chunks.kernel)
         bytes[parts++] = clrun__chunking_bytes(&st->chunks);
-    else if (st->core && !st->direct && st->pack.packed == NULL && !st->bw)
+    else if (st->packs && !st->direct && st->pack.packed == NULL && !st->bw)
         bytes[parts++] = st->pack.bytes;
     return parts;
 }
@@ -106,7 +107,7 @@ static uint64_t conv_packed_bytes(const void *opaque, uint64_t *replaces)
     const conv_state *st = opaque;
     if (st->product)
         return product_kernels()->packed_bytes(st->product, replaces);
-    uint64_t bytes = st->core ? clrun__packing_constant_bytes(&st->pack) : 0;
+    uint64_t bytes = st->packs ? clrun__packing_constant_bytes(&st->pack) : 0;
     *replaces = bytes ? UINT64_C(1) << 1 : 0;
     /* narrow weights' scale and zero point are in their panels too */
     for (int j = 0; bytes && j < st->dequant; j++)
@@ -140,14 +141,14 @@ static clrun_status conv_enqueue(clrun_context *ctx, void *opaque, const clrun__
         return clrun__kernel_state_enqueue(ctx, &st->ks, inputs, outputs[0], wait_count,
                                            wait_list, done);
     const cl_mem *scratch = outputs + call->output_count;
-    bool pack_now = st->core && !st->direct && st->pack.packed == NULL && st->chunks.kernel == NULL;
+    bool pack_now = st->packs && !st->direct && st->pack.packed == NULL && st->chunks.kernel == NULL;
     if (pack_now && st->bw)
         return clrun__fail(ctx, CLRUN_ERROR_INVALID_ARGUMENT, "conv2d: %s weights are read only from "
                            "the copy an executor packs", clrun_dtype_name(call->inputs[1].dtype));
     bool padded = st->pad.kernel != NULL, widen = st->widen.kernel != NULL;
     cl_mem x = padded ? scratch[0] : inputs[0];
     cl_mem w = widen ? scratch[padded ? 1 : 0]
-               : !st->core || st->direct ? inputs[1]
+               : !st->packs || st->direct ? inputs[1]
                : pack_now || st->chunks.kernel ? scratch[padded ? 1 : 0] : st->pack.packed;
     /* Without a bias the kernel never reads it; x stands in. */
     const cl_mem buffers[3] = {x, w, st->has_bias ? inputs[2] : inputs[0]};
@@ -338,6 +339,7 @@ static clrun_status prepare_core(clrun_context *ctx, const clrun__op_call *call,
     const clrun__core_source src = {CLRUN__CORE_CONV, vw, ep, 0};
     cl_program program = NULL; /* the head: packing and padding */
     clrun_status s = clrun__ops_program(ctx, "matmul_core", vw, NULL, &program);
+    st->packs = true;
     /* B[k, o] = w[o, k]: the weights transposed, packed once when they are constant; weights
      * that change, over few positions, packed a chunk at a time (grouped: read as they are). */
     bool constant = (call->constant_inputs >> 1) & 1;
@@ -562,7 +564,7 @@ static bool rows_on(const cl_int *geo, const clrun__core_device *dev, int bw)
 
 static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_t images,
                                   const clrun__core_device *dev, const clrun__epilogue *ep,
-                                  bool pointwise, bool rows, conv_state *st)
+                                  bool pointwise, bool rows, bool constant, conv_state *st)
 {
     size_t P = (size_t)geo[CLRUN__G_OH] * (size_t)geo[CLRUN__G_OW];
     int groups = geo[CLRUN__G_GROUPS], Og = geo[CLRUN__G_O] / groups;
@@ -592,7 +594,20 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && rows) {
         size_t lanes = (size_t)vector_lanes(dev);
-        s = clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep, "clrun_conv2d_rows", &st->ks.kernel);
+        /* the weights in panels of kernels/conv.cl's CR_MR channels (16 on 16-lane vectors,
+         * else 8) as the core packs them, once when constant: a tap's weights for a block
+         * side by side from one pointer (16 pointers, one a row of w, spilled in the tap loop) */
+        uint64_t O = (uint64_t)geo[CLRUN__G_O];
+        uint64_t K = (uint64_t)geo[CLRUN__G_C] * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
+        const uint64_t source = 0;
+        cl_program program = NULL;
+        s = clrun__ops_program(ctx, "matmul_core", dev->vw, NULL, &program);
+        if (s == CLRUN_OK)
+            s = clrun__packing_prepare(ctx, program, 1, &source, K, O, 1, K, lanes >= 16 ? 16 : 8,
+                                       constant, &st->pack);
+        st->packs = s == CLRUN_OK;
+        if (s == CLRUN_OK)
+            s = clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep, "clrun_conv2d_rows", &st->ks.kernel);
         st->ks.global[0] = (size_t)geo[CLRUN__G_OH] * (((size_t)geo[CLRUN__G_OW] + lanes - 1) / lanes);
         st->ks.global[1] = 1; /* every block of channels in one work-item (SqueezeNet's stem 3 -> 64: 1.17 -> 0.62 ms) */
         st->ks.global[2] = (size_t)images;
@@ -824,7 +839,8 @@ static clrun_status conv_prepare_epilogue(clrun_context *ctx, const clrun__op *o
     s = clrun__table_buffer(ctx, geo, sizeof geo, &st->ks.table);
     if (s == CLRUN_OK)
         s = st->core ? prepare_core(ctx, call, geo, &g, images, core_vw(geo, images, &dev), ep, st)
-                     : prepare_other(ctx, geo, images, &dev, ep, pointwise, rows, st);
+                     : prepare_other(ctx, geo, images, &dev, ep, pointwise, rows,
+                                     (call->constant_inputs >> 1) & 1, st);
     if (s == CLRUN_OK && !st->core)
         s = clrun__arg(ctx, st->ks.kernel, 4, sizeof st->ks.table, &st->ks.table);
     if (s == CLRUN_OK && !st->core)
