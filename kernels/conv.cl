@@ -521,11 +521,21 @@ void dwc_block_in(DWVEC *dst, __global const float *src, const ulong *at, const 
 }
 
 #define DWC_EACH(X) X(0) X(1) X(2) X(3)
-#define DWC_RANGE(c)                                                                               \
-    const int CAT(kwa, c) = dwc_first(iw0 + (c) * sw, dw), CAT(kwb, c) = dwc_end(iw0 + (c) * sw, dw, W, KW);
-#define DWC_COLUMN(c)                                                                               \
+/* Column c of an edge group: the rest's column e + c, its input column iw and its taps inside
+ * [kwa, kwb); past the rest, none (and nothing stored). */
+#define DWC_EDGE(c)                                                                                \
+    const int CAT(j, c) = e + (c);                                                                 \
+    const int CAT(col, c) = CAT(j, c) < left ? CAT(j, c) : CAT(j, c) + inner;                      \
+    const int CAT(iw, c) = CAT(col, c) * sw - pw;                                                  \
+    const int CAT(kwa, c) = dwc_first(CAT(iw, c), dw);                                             \
+    const int CAT(kwb, c) = CAT(j, c) < rest ? dwc_end(CAT(iw, c), dw, W, KW) : 0;                 \
+    DWVEC CAT(a, c) = 0.0f;
+#define DWC_COLUMN(c)                                                                              \
     for (int kw = CAT(kwa, c); kw < CAT(kwb, c); kw++)                                             \
-        CAT(a, c) = fma(xb[r + (c) * sw + kw * dw], wk[kw], CAT(a, c));
+        CAT(a, c) = fma(xb[r + CAT(iw, c) + kw * dw], wk[kw], CAT(a, c));
+#define DWC_PUT(c)                                                                                 \
+    if (CAT(j, c) < rest)                                                                          \
+        ob[(oh - oh0) * OW + CAT(col, c)] = has_bias ? CAT(a, c) + add : CAT(a, c);
 
 __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const float *w,
                                        __global const float *bias, __global float *out,
@@ -564,53 +574,47 @@ __kernel void clrun_conv2d_depthwise_c(__global const float *x, __global const f
     const int lo = min(OW, (pw + sw - 1) / sw);
     const int last = W - 1 + pw - (KW - 1) * dw;
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / sw + 1));
+    /* where no block of DWC_COLS fits inside, every column is an edge column: the rest are
+     * columns [0, left) and [left + inner, OW) */
+    const int inner = hi - lo >= DWC_COLS ? hi - lo : 0, left = inner ? lo : OW, rest = OW - inner;
     for (int oh = oh0; oh < oh1; oh++) {
         const int ih0 = oh * sh - ph, kh0 = dwc_first(ih0, dh), kh1 = dwc_end(ih0, dh, H, KH);
         const int row0 = (ih0 - ih_lo) * W; /* input row ih0 in xb, for the kh inside */
-        /* DWC_COLS columns at a time, the last block moved back to end at OW (it computes
-         * the same bits again); a plane narrower than a block a column at a time */
-        for (int b = 0; b < OW; b += DWC_COLS) {
-            const int ow = OW >= DWC_COLS ? min(b, OW - DWC_COLS) : b;
+        /* the columns with every tap inside, DWC_COLS at a time, the last block moved back to
+         * end at hi (it computes the same bits again) */
+        for (int b = lo; inner >= DWC_COLS && b < hi; b += DWC_COLS) {
+            const int ow = min(b, hi - DWC_COLS);
             const int iw0 = ow * sw - pw, p = (oh - oh0) * OW + ow;
             DWVEC a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-            if (OW < DWC_COLS) {
-                for (int c = ow; c < OW; c++) {
-                    const int i = c * sw - pw, kw0 = dwc_first(i, dw), kw1 = dwc_end(i, dw, W, KW);
-                    DWVEC acc = 0.0f;
-                    for (int kh = kh0; kh < kh1; kh++) {
-                        const int r = row0 + kh * dh * W + i; /* i may be < 0: an index */
-                        for (int kw = kw0; kw < kw1; kw++)
-                            acc = fma(xb[r + kw * dw], wv[kh * KW + kw], acc);
-                    }
-                    ob[(oh - oh0) * OW + c] = has_bias ? acc + add : acc;
-                }
-                break;
-            }
-            if (ow >= lo && ow + DWC_COLS <= hi) { /* every tap inside the row */
-                for (int kh = kh0; kh < kh1; kh++) {
-                    const DWVEC *r = xb + (row0 + kh * dh * W + iw0); /* an index >= 0 first */
-                    const DWVEC *wk = wv + kh * KW;
-                    for (int kw = 0; kw < KW; kw++) {
-                        const DWVEC t = wk[kw];
-                        const DWVEC *q = r + kw * dw;
-                        a0 = fma(q[0], t, a0);
-                        a1 = fma(q[sw], t, a1);
-                        a2 = fma(q[2 * sw], t, a2);
-                        a3 = fma(q[3 * sw], t, a3);
-                    }
-                }
-            } else { /* each column its taps inside, the columns' sums interleaved by rows */
-                DWC_EACH(DWC_RANGE)
-                for (int kh = kh0; kh < kh1; kh++) {
-                    const int r = row0 + kh * dh * W + iw0; /* r + c sw + kw dw >= 0 */
-                    const DWVEC *wk = wv + kh * KW;
-                    DWC_EACH(DWC_COLUMN)
+            for (int kh = kh0; kh < kh1; kh++) {
+                const DWVEC *r = xb + (row0 + kh * dh * W + iw0); /* an index >= 0 first */
+                const DWVEC *wk = wv + kh * KW;
+                for (int kw = 0; kw < KW; kw++) {
+                    const DWVEC t = wk[kw];
+                    const DWVEC *q = r + kw * dw;
+                    a0 = fma(q[0], t, a0);
+                    a1 = fma(q[sw], t, a1);
+                    a2 = fma(q[2 * sw], t, a2);
+                    a3 = fma(q[3 * sw], t, a3);
                 }
             }
             ob[p] = has_bias ? a0 + add : a0;
             ob[p + 1] = has_bias ? a1 + add : a1;
             ob[p + 2] = has_bias ? a2 + add : a2;
             ob[p + 3] = has_bias ? a3 + add : a3;
+        }
+        /* the others (every column where no block fits inside), DWC_COLS at a time, each its
+         * taps inside, the columns' sums interleaved by rows. A block took two edge columns
+         * with two inside ones, and ran all four on this path: half the blocks of a 14 x 14
+         * plane at 5 x 5. */
+        for (int e = 0; e < rest; e += DWC_COLS) {
+            DWC_EACH(DWC_EDGE)
+            for (int kh = kh0; kh < kh1; kh++) {
+                const int r = row0 + kh * dh * W; /* r + iw + kw dw >= 0 */
+                const DWVEC *wk = wv + kh * KW;
+                DWC_EACH(DWC_COLUMN)
+            }
+            DWC_EACH(DWC_PUT)
         }
     }
     /* the band out, DWN positions at a time where they fill a block, through the epilogue */
