@@ -813,7 +813,7 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
 #define CR_VSTORE vstore8
 #endif
 #define CR_DECL(r) DWVEC CAT(a, r) = 0.0f;
-#define CR_STEP(r) CAT(a, r) = fma((DWVEC)(wp[(k + kw) * CR_MR + (r)]), v, CAT(a, r));
+#define CR_STEP(r) CAT(a, r) = fma((DWVEC)(wt[r]), v, CAT(a, r));
 /* Row r's vector va stored, its bias added; CR_STORE(r) from its accumulator. */
 #define CR_PUT(r, va)                                                                              \
     if (o0 + (r) < O) {                                                                            \
@@ -860,6 +860,7 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
             if (inside) {
                 for (int kw = 0; kw < KW; kw++) {
                     const DWVEC v = dw_load(row + iw0 + kw * dw, sw);
+                    __global const float *wt = wp + (ulong)(k + kw) * CR_MR; /* the tap's */
                     CR_ROWS(CR_STEP)
                 }
                 continue;
@@ -868,6 +869,7 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
                 buf[t] = iw0 + t >= 0 && iw0 + t < W ? row[clamp(iw0 + t, 0, W - 1)] : 0.0f;
             for (int kw = 0; kw < KW; kw++) {
                 const DWVEC v = dw_load_private(buf + kw * dw, sw);
+                __global const float *wt = wp + (ulong)(k + kw) * CR_MR;
                 CR_ROWS(CR_STEP)
             }
         }
