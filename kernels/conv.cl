@@ -802,15 +802,9 @@ __kernel void clrun_conv2d_pointwise_small(__global const float *x, __global con
 #if DWN == 16
 #define CR_MR 16
 #define CR_ROWS(X) PW_ROWS(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-#define CR_VEC float16
-#define CR_VLOAD vload16
-#define CR_VSTORE vstore16
 #else
 #define CR_MR PW_MR
 #define CR_ROWS(X) PW_ROWS(X)
-#define CR_VEC float8
-#define CR_VLOAD vload8
-#define CR_VSTORE vstore8
 #endif
 #define CR_DECL(r) DWVEC CAT(a, r) = 0.0f;
 #define CR_STEP(r) CAT(a, r) = fma((DWVEC)(wt[r]), v, CAT(a, r));
@@ -832,17 +826,9 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
     const int KH = g[G_KH], KW = g[G_KW], sh = g[G_SH], sw = g[G_SW], ph = g[G_PH], pw = g[G_PW];
     const int dh = g[G_DH], dw = g[G_DW], CK = C * KH * KW;
     const int blocks = (OW + DWN - 1) / DWN, oh = (int)get_global_id(0) / blocks;
-    const int span = (DWN - 1) * sw + (KW - 1) * dw + 1, first = (pw + sw - 1) / sw;
-    int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
-    /* A row's first block whose span starts left of the row moves right to the first column
-     * whose span starts inside (where that span ends inside), the columns before it computed
-     * a value at a time (edge): the private copy's narrow stores, each read back as a whole
-     * vector, stalled every tap (a stem's first block took twice a block's time) */
-    const bool shift = ow0 * sw < pw && first + DWN <= OW && first * sw - pw + span <= W;
-    const int edge = shift ? first : 0;
-    ow0 = shift ? first : ow0;
+    const int ow0 = min(((int)get_global_id(0) % blocks) * DWN, OW - DWN);
     const size_t n = get_global_id(2);
-    const int iw0 = ow0 * sw - pw;
+    const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
     const bool inside = iw0 >= 0 && iw0 + span <= W;
     float buf[CR_SPAN];
     /* blocks of CR_MR channels, get_global_size(1) apart: a work-item of a stem's few taps is
@@ -883,31 +869,6 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
 #else
     CR_ROWS(CR_STORE)
 #endif
-    /* columns [0, edge), the block's channels along a vector (a panel's CR_MR weights of a
-     * tap side by side): each lane the taps in the same order */
-    for (int ow = 0; ow < edge; ow++) {
-        CR_VEC acc = 0.0f;
-        for (int c = 0; c < C; c++)
-            for (int kh = 0; kh < KH; kh++) {
-                const int ih = oh * sh - ph + kh * dh;
-                if (ih < 0 || ih >= H)
-                    continue;
-                __global const float *row = x + (((ulong)n * C + c) * H + ih) * W;
-                for (int kw = 0; kw < KW; kw++) {
-                    const int iw = ow * sw - pw + kw * dw;
-                    if (iw >= 0 && iw < W)
-                        acc = fma(CR_VLOAD(0, wp + ((c * KH + kh) * KW + kw) * CR_MR), (CR_VEC)(row[iw]), acc);
-                }
-            }
-        float lanes[CR_MR];
-        CR_VSTORE(acc, 0, lanes);
-        for (int r = 0; r < CR_MR && o0 + r < O; r++) {
-            const int o = o0 + r;
-            const ulong at = (((ulong)n * O + o) * OH + oh) * OW + ow;
-            const float v = has_bias ? lanes[r] + bias[o] : lanes[r];
-            out[at] = EPILOGUE(v, at, o);
-        }
-    }
     }
 }
 
