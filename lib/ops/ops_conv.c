@@ -594,17 +594,17 @@ static clrun_status prepare_other(clrun_context *ctx, const cl_int *geo, uint64_
     }
     if (s == CLRUN_OK && rows) {
         size_t lanes = (size_t)vector_lanes(dev);
-        /* the weights in panels of kernels/conv.cl's CR_MR channels (16 on 16-lane vectors,
-         * else 8) as the core packs them, once when constant: a tap's weights for a block
-         * side by side from one pointer (16 pointers, one a row of w, spilled in the tap loop) */
+        /* the weights in panels of kernels/conv.cl's CR_MR channels (as many as the vectors'
+         * lanes) as the core packs them, once when constant: a tap's weights for a block side
+         * by side from one pointer (16 pointers, one a row of w, spilled in the tap loop) */
         uint64_t O = (uint64_t)geo[CLRUN__G_O];
         uint64_t K = (uint64_t)geo[CLRUN__G_C] * (uint64_t)(geo[CLRUN__G_KH] * geo[CLRUN__G_KW]);
         const uint64_t source = 0;
         cl_program program = NULL;
         s = clrun__ops_program(ctx, "matmul_core", dev->vw, NULL, &program);
         if (s == CLRUN_OK)
-            s = clrun__packing_prepare(ctx, program, 1, &source, K, O, 1, K, lanes >= 16 ? 16 : 8,
-                                       constant, &st->pack);
+            s = clrun__packing_prepare(ctx, program, 1, &source, K, O, 1, K, (unsigned)lanes, constant,
+                                       &st->pack);
         st->packs = s == CLRUN_OK;
         if (s == CLRUN_OK)
             s = clrun__ops_kernel_of_set(ctx, "conv", dev->vw, ep, "clrun_conv2d_rows", &st->ks.kernel);
