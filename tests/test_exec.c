@@ -71,8 +71,9 @@ static int32_t find_with_cols(random_graph *r, uint64_t *rng, int64_t rows, int6
 }
 
 /* A random DAG over [rows, cols] matrices: elementwise ops with broadcasting, matmuls against
- * seeded weights (changing the width), softmax, layernorm, transposes; wide fan-out since every
- * node may read any earlier tensor. Every tensor nobody reads becomes an output. */
+ * seeded weights (changing the width), softmax, layernorm, transposes, concats of tensors only
+ * they read (assembled in place where their places align); wide fan-out since every node may
+ * read any earlier tensor. Every tensor nobody reads becomes an output. */
 static random_graph make_random_graph(uint64_t seed, int nodes)
 {
     random_graph r = {0};
@@ -95,7 +96,7 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
         int32_t a = r.tensors[pick(&rng, r.count)];
         const clrun_tensor_type *ta = clrun_graph_tensor_type(r.graph, a);
         int64_t cols = ta->shape[1];
-        int kind = pick(&rng, 8);
+        int kind = pick(&rng, 9);
         if (kind == 0) {
             add_node(&r, unary[pick(&rng, 7)], &a, 1, NULL, 0);
         } else if (kind == 1) {
@@ -136,6 +137,17 @@ static random_graph make_random_graph(uint64_t seed, int nodes)
             } else {
                 add_node(&r, "reshape", &a, 1, &back, 1);
             }
+        } else if (kind == 8) { /* two new tensors read by a concat alone, seen as [rows, 2 cols] */
+            int32_t b = find_with_cols(&r, &rng, rows, cols);
+            int32_t p = add_node(&r, unary[pick(&rng, 7)], &a, 1, NULL, 0);
+            int32_t q = add_node(&r, unary[pick(&rng, 7)], b >= 0 ? &b : &a, 1, NULL, 0);
+            r.count -= 2; /* no later node may pick them */
+            int32_t in[2] = {p, q};
+            clrun_attr axis = {.name = "axis", .kind = CLRUN_ATTR_INT, .i = 0};
+            int32_t c = add_node(&r, "concat", in, 2, &axis, 1);
+            r.count--; /* [2 rows, cols] */
+            clrun_attr wide = {.name = "shape", .kind = CLRUN_ATTR_INTS, .ints = {rows, 2 * cols}, .count = 2};
+            add_node(&r, "reshape", &c, 1, &wide, 1);
         } else { /* transpose twice to stay [rows, cols] */
             clrun_attr perm = {.name = "perm", .kind = CLRUN_ATTR_INTS, .ints = {1, 0}, .count = 2};
             int32_t t = add_node(&r, "transpose", &a, 1, &perm, 1);

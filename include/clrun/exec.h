@@ -139,7 +139,8 @@ typedef struct clrun_exec_stats {
                                    no memory, no kernel */
     /* fusion (appended: bindings leave room after the fields they know) */
     int32_t graph_nodes;        /* nodes of the graph as given */
-    int32_t kernels;            /* nodes that run a kernel after fusion: steps less views */
+    int32_t kernels;            /* nodes that run a kernel after fusion: steps less views and
+                                   concats assembled in place */
     int32_t fused_groups;       /* groups of nodes fused into one kernel each */
     int32_t fused_nodes;        /* nodes of the graph inside those groups */
     int32_t folded_nodes;       /* nodes folded away at creation (the `fold` option): nodes whose
@@ -166,6 +167,10 @@ typedef struct clrun_exec_stats {
     uint64_t offloaded_bytes;   /* bytes each run moves for them: both ways, twice their sum */
     uint64_t host_bytes;        /* the host-allocated buffers that hold them, outside the
                                    device's accounting (constants, arena, pool) */
+    /* concats assembled in place (appended) */
+    int32_t assembled_concats;  /* concats whose inputs their nodes write straight into the
+                                   output's buffer, each at its place: no copy, no kernel (not
+                                   in naive mode, the plain reference) */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

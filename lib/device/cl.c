@@ -243,6 +243,12 @@ static cl_int get_event_info(cl_event e, cl_event_info i, size_t s, void *v, siz
     return clGetEventInfo(e, i, s, v, r);
 }
 
+static cl_int get_mem_object_info(cl_mem m, cl_mem_info i, size_t s, void *v, size_t *r)
+{
+    FAIL_STATUS();
+    return clGetMemObjectInfo(m, i, s, v, r);
+}
+
 const clrun__cl_api clrun__cl = {
     .GetPlatformIDs = get_platform_ids,
     .GetPlatformInfo = get_platform_info,
@@ -279,6 +285,7 @@ const clrun__cl_api clrun__cl = {
     .WaitForEvents = wait_for_events,
     .GetEventProfilingInfo = get_event_profiling_info,
     .GetEventInfo = get_event_info,
+    .GetMemObjectInfo = get_mem_object_info,
     .ReleaseEvent = clReleaseEvent,
     .RetainEvent = clRetainEvent,
 };

@@ -43,6 +43,7 @@ typedef struct clrun__cl_api {
     cl_mem (*CreateSubBuffer)(cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *);
     cl_int (*ReleaseMemObject)(cl_mem);
     cl_int (*RetainMemObject)(cl_mem);
+    cl_int (*GetMemObjectInfo)(cl_mem, cl_mem_info, size_t, void *, size_t *);
     cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint,
                                 const cl_event *, cl_event *);
     cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *,

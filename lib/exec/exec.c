@@ -140,11 +140,17 @@ static clrun_status build_schedules(clrun_exec *e)
     clrun_status status = node_scratch(e, &scratch);
     if (status != CLRUN_OK)
         return status;
-    status = clrun__schedule_build_with_scratch(e->graph, true, scratch, &reusing, err, sizeof err);
+    /* concats assembled in place only where it runs with reuse: naive is the plain reference */
+    uint64_t align = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->ctx->info.base_addr_align;
+    status = clrun__schedule_build_assembling(e->graph, scratch, align, &reusing, err, sizeof err);
     if (status != CLRUN_OK) {
         free(scratch);
         return clrun__fail(e->ctx, status, "%s", err);
     }
+    if (reusing.assembled > 0)
+        clrun__log(CLRUN_LOG_DEBUG, "%d concat%s assembled in place: %s inputs written into %s output",
+                   (int)reusing.assembled, reusing.assembled == 1 ? "" : "s",
+                   reusing.assembled == 1 ? "its" : "their", reusing.assembled == 1 ? "its" : "their");
     e->lower_bound = reusing.lower_bound;
     e->donations = reusing.donations;
     e->donated_in_place = reusing.donated_in_place;
@@ -174,6 +180,9 @@ static clrun_status make_buffer_states(clrun_exec *e)
     for (int32_t t = 0; t < e->graph->tensor_count; t++)
         if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
             e->buffers[e->schedule.buffer_of[t]].mem = e->constants[t].mem;
+    if (e->schedule.part_of &&
+        (e->part_views = calloc((size_t)e->graph->tensor_count + 1, sizeof *e->part_views)) == NULL)
+        return clrun__fail(e->ctx, CLRUN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory creating an executor");
     return clrun__exec_prepare_loops(e);
 }
 
@@ -297,6 +306,10 @@ void clrun_exec_destroy(clrun_exec *e)
     clrun__exec_drop_arena(e);
     for (int32_t b = 0; e->buffers && b < e->schedule.buffer_count; b++)
         free(e->buffers[b].events);
+    for (int32_t t = 0; e->part_views && t < e->graph->tensor_count; t++)
+        if (e->part_views[t])
+            clrun__cl.ReleaseMemObject(e->part_views[t]);
+    free(e->part_views);
     for (int32_t i = 0; e->step_events && i < e->schedule.steps; i++)
         if (e->step_events[i])
             clrun__cl.ReleaseEvent(e->step_events[i]);
@@ -474,7 +487,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
                                                           : out->mode;
     out->steps = e->schedule.steps;
     out->graph_nodes = e->fusion.nodes_before ? e->fusion.nodes_before : e->graph->node_count;
-    out->kernels = e->schedule.steps - e->schedule.views;
+    out->kernels = e->schedule.steps - e->schedule.views - e->schedule.assembled;
     out->fused_groups = e->fusion.group_count;
     out->fused_nodes = e->fusion.fused_nodes;
     out->folded_nodes = e->fusion.folded_nodes;
@@ -490,6 +503,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->donated_in_place = e->options.mode == CLRUN_EXEC_NAIVE ? 0 : e->donated_in_place;
     out->unused_donations = e->schedule.unused_donated_count;
     out->views = e->schedule.views;
+    out->assembled_concats = e->schedule.assembled;
     return CLRUN_OK;
 }
 

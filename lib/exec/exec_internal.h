@@ -136,6 +136,10 @@ struct clrun_exec {
     group_state *group_states;     /* per group: pooled and naive modes */
     uint64_t *group_offsets;       /* per group: planned mode, its offset in the arena */
     cl_mem *member_views;          /* per schedule buffer: pooled and naive, a member's view */
+    cl_mem *part_views;            /* per tensor: an input of a concat assembled in place
+                                      (schedule.part_of), its view at its place in the output's
+                                      buffer from that buffer's taking to the concat's step, else
+                                      NULL; the array NULL when no concat is */
 };
 
 /* clrun_exec_create under options->memory_budget (exec_budget.c). */
@@ -174,7 +178,16 @@ static inline cl_mem clrun__exec_tensor_mem(const clrun_exec *e, int32_t t)
 {
     if (e->graph->tensors[t].kind == CLRUN__TENSOR_CONSTANT)
         return e->constants[t].mem;
+    if (e->part_views && e->part_views[t])
+        return e->part_views[t];
     return e->buffers[e->schedule.buffer_of[t]].mem;
+}
+
+/* The concat output whose buffer b is, when that concat is assembled in place, else -1. */
+static inline int32_t clrun__exec_assembled(const clrun_exec *e, int32_t b)
+{
+    int32_t root = e->schedule.buffers[b].root;
+    return e->schedule.part_of && e->schedule.part_of[root] == root ? root : -1;
 }
 
 /* ---- events (out-of-order queues): exec_memory.c ---- */
@@ -195,6 +208,11 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *added);
 cl_mem clrun__exec_group_mem(const clrun_exec *e, int32_t g, uint64_t *offset);
 /* Frees the groups' arrays (clrun_exec_destroy). */
 void clrun__exec_groups_free(clrun_exec *e);
+/* The views of the inputs of the concat `whole`, assembled in place, in its buffer, which was
+ * just taken (part_views); none is left made on failure. */
+clrun_status clrun__exec_take_parts(clrun_exec *e, int32_t whole);
+/* Releases those views (after the concat's step, or an abandoned run). */
+void clrun__exec_drop_parts(clrun_exec *e, int32_t whole);
 /* Gives buffer b's memory back after its last use (ordered behind its readers on out-of-order
  * queues). */
 clrun_status clrun__exec_give_back(clrun_exec *e, int32_t b);

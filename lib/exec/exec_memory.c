@@ -223,6 +223,50 @@ clrun_status clrun__exec_group_outputs(clrun_exec *e, int32_t count, const int32
     return status;
 }
 
+/* ---- concats assembled in place ----------------------------------------------------------- */
+
+void clrun__exec_drop_parts(clrun_exec *e, int32_t whole)
+{
+    const clrun__node *cat = &e->graph->nodes[e->graph->tensors[whole].producer];
+    for (int k = 0; e->part_views && k < cat->input_count; k++) {
+        cl_mem *view = &e->part_views[cat->inputs[k]];
+        if (*view)
+            clrun__cl.ReleaseMemObject(*view);
+        *view = NULL;
+    }
+}
+
+clrun_status clrun__exec_take_parts(clrun_exec *e, int32_t whole)
+{
+    /* a view cannot be made of a view: the buffer's own parent, at the buffer's offset in it */
+    cl_mem mem = e->buffers[e->schedule.buffer_of[whole]].mem, parent = NULL;
+    size_t base = 0;
+    cl_int error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent,
+                                              &parent, NULL);
+    if (error == CL_SUCCESS && parent != NULL)
+        error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof base, &base, NULL);
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(e->ctx, error, "clGetMemObjectInfo", "where '%s' lies",
+                              clrun__exec_tensor_name(e, whole));
+    if (parent == NULL)
+        parent = mem;
+    const clrun__node *cat = &e->graph->nodes[e->graph->tensors[whole].producer];
+    for (int k = 0; k < cat->input_count; k++) {
+        int32_t t = cat->inputs[k];
+        cl_buffer_region region = {base + (size_t)e->schedule.part_offset[t],
+                                   (size_t)clrun_tensor_bytes(&e->graph->tensors[t].type)};
+        e->part_views[t] = clrun__cl.CreateSubBuffer(parent, CL_MEM_READ_WRITE,
+                                                     CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+        if (e->part_views[t] == NULL) {
+            clrun__exec_drop_parts(e, whole);
+            return clrun__fail_cl(e->ctx, error, "clCreateSubBuffer",
+                                  "a view of '%s' in '%s', which it is concatenated into",
+                                  clrun__exec_tensor_name(e, t), clrun__exec_tensor_name(e, whole));
+        }
+    }
+    return CLRUN_OK;
+}
+
 clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *added)
 {
     buffer_state *s = &e->buffers[b];

@@ -195,12 +195,16 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         if (!in_place && !e->buffers[b].live) {
             uint64_t added = 0;
             clrun_status status = clrun__exec_take_memory(e, b, &added);
+            int32_t whole = clrun__exec_assembled(e, b);
+            if (status == CLRUN_OK && whole >= 0) /* its concat's inputs are written there */
+                status = clrun__exec_take_parts(e, whole);
             if (status != CLRUN_OK)
                 return status;
             if (!arena && !s->buffers[b].is_host)
                 *held += added; /* a group's bytes, all at its first member */
         }
-        out_mems[w] = e->buffers[b].mem;
+        out_mems[w] = w < node->output_count ? clrun__exec_tensor_mem(e, node->outputs[w])
+                                             : e->buffers[b].mem;
     }
     if (*held > *peak)
         *peak = *held;
@@ -230,9 +234,21 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         return status;
     bool want_event = e->options.profile || e->ctx->out_of_order;
     cl_event done = NULL;
-    if (copy)
+    /* a concat assembled in place: its inputs were written where it would copy them */
+    int32_t assembled = s->part_of && s->part_of[node->outputs[0]] == node->outputs[0]
+                            ? node->outputs[0] : -1;
+    if (copy) {
         status = clrun__exec_copy_step(e, node, in_mems, out_mems, &done);
-    else if (runs)
+    } else if (runs && assembled >= 0) {
+        cl_int error = want_event ? clrun__cl.EnqueueMarkerWithWaitList(e->ctx->queue, wait_count,
+                                                                        waits, &done)
+                                  : CL_SUCCESS;
+        if (error != CL_SUCCESS)
+            status = clrun__fail_cl(e->ctx, error, "clEnqueueMarkerWithWaitList",
+                                    "the concat '%s', assembled in place",
+                                    clrun__exec_tensor_name(e, node->outputs[0]));
+        clrun__exec_drop_parts(e, assembled);
+    } else if (runs)
         status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
                                                  &e->calls[node_index], in_mems, out_mems, wait_count,
                                                  waits, want_event ? &done : NULL);
@@ -323,6 +339,8 @@ static void abandon_run(clrun_exec *e)
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         buffer_state *s = &e->buffers[b];
         bool callers = e->schedule.buffers[b].is_input && !e->graph->tensors[e->schedule.buffers[b].root].donated;
+        if (clrun__exec_assembled(e, b) >= 0)
+            clrun__exec_drop_parts(e, clrun__exec_assembled(e, b));
         if (s->live && !callers)
             clrun__exec_give_back(e, b);
         clrun__exec_drop_events(s);

@@ -1,7 +1,7 @@
 # exec: the schedule (order, last uses, reuse and donation choices, bounds) and the executor
 # (pooled, naive and planned modes). Depends on everything below it.
 libclrun_internal_la_SOURCES += \
-	lib/exec/schedule.c lib/exec/schedule.h \
+	lib/exec/schedule.c lib/exec/schedule.h lib/exec/schedule_concat.c \
 	lib/exec/exec.c lib/exec/exec_internal.h lib/exec/exec_share.h lib/exec/exec_watch.h \
 	lib/exec/exec_budget.c \
 	lib/exec/exec_offload.c \
@@ -79,6 +79,12 @@ tests_test_exec_budget_LDADD = $(TEST_LDADD)
 
 # Host offload under a memory budget: the rewrite without OpenCL, then the same bits in every
 # mode and allocator, and a budget that only offload meets.
+check_PROGRAMS += tests/test_exec_concat
+TESTS += tests/test_exec_concat
+tests_test_exec_concat_SOURCES = tests/test_exec_concat.c tests/device_test.h
+tests_test_exec_concat_CFLAGS = $(TEST_CFLAGS)
+tests_test_exec_concat_LDADD = $(TEST_LDADD)
+
 check_PROGRAMS += tests/test_exec_offload
 TESTS += tests/test_exec_offload
 tests_test_exec_offload_SOURCES = tests/test_exec_offload.c tests/device_test.h

@@ -31,6 +31,8 @@ void clrun__schedule_free(clrun__schedule *s)
     free(s->scratch_start);
     free(s->scratch_list);
     free(s->unused_donated);
+    free(s->part_of);
+    free(s->part_offset);
     memset(s, 0, sizeof *s);
 }
 
@@ -108,8 +110,10 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
     }
     for (int32_t t = 0; t < nt; t++) {
         const clrun__tensor *tensor = &g->tensors[t];
-        if (tensor->kind == CLRUN__TENSOR_INTERMEDIATE)
+        if (tensor->kind == CLRUN__TENSOR_INTERMEDIATE) {
+            s->buffer_of[t] = -1; /* until its node's step */
             continue;
+        }
         clrun__sched_buffer *b = &s->buffers[s->buffer_count];
         /* An input nobody reads is still released (if donated) after the first step. */
         int32_t last = s->last_use[t] < 0 && s->steps > 0 ? 0 : s->last_use[t];
@@ -125,15 +129,24 @@ static bool assign_buffers(const clrun_graph *g, clrun__schedule *s, bool reuse,
         const clrun__node *node = &g->nodes[s->order[step]];
         for (int o = 0; o < node->output_count; o++) {
             int32_t out = node->outputs[o];
-            s->buffer_of[out] = -1;
-            if (is_view(node, reuse)) {
+            int32_t whole = s->part_of ? s->part_of[out] : -1;
+            if (whole >= 0 && s->buffer_of[whole] < 0) {
+                /* a concat assembled in place: its output's buffer, from its first input on */
+                s->buffers[s->buffer_count] = (clrun__sched_buffer){
+                    .bytes = clrun_tensor_bytes(&g->tensors[whole].type), .first = step,
+                    .last = step, .root = whole};
+                s->buffer_of[whole] = s->buffer_count++;
+            }
+            if (whole >= 0)
+                s->buffer_of[out] = s->buffer_of[whole];
+            else if (is_view(node, reuse)) {
                 s->alias_of[out] = node->inputs[0];
                 s->buffer_of[out] = s->buffer_of[node->inputs[0]];
                 s->views++;
             }
             /* A donated graph input first: it is the caller's explicit request, and an
              * intermediate that dies here is freed anyway. Then the others, in operand order. */
-            for (int pass = 0; pass < 2 && s->buffer_of[out] < 0; pass++)
+            for (int pass = 0; pass < 2 && whole < 0 && s->buffer_of[out] < 0; pass++)
                 for (int k = node->op->alias_from; reuse && node->op->alias_safe && k < alias_end(node); k++) {
                     int32_t in = node->inputs[k];
                     bool donated_input = g->tensors[in].kind == CLRUN__TENSOR_INPUT;
@@ -209,45 +222,55 @@ bool clrun__schedule_alive(const clrun__schedule *s, int32_t b, int32_t step)
 /* A graph input the caller keeps: its buffer stays the caller's for the whole run. */
 static bool kept_input(const clrun__sched_buffer *buf) { return buf->is_input && !buf->is_donated; }
 
-/* Largest live non-constant total over steps, by a sweep over buffer start/end events: what
- * any executor must hold at once, so an achievable bound. A buffer is live from the step that
- * creates it (step 0 for inputs) through its last reader; an input the caller keeps, through
- * the whole run. */
-static bool compute_bounds(clrun__schedule *s)
+/* Live non-constant totals over steps, by a sweep over buffer start/end events. A buffer is
+ * live from the step that creates it (step 0 for inputs) through its last reader; an input the
+ * caller keeps, through the whole run. */
+void clrun__schedule_live(const clrun__schedule *s, int64_t *live)
 {
     int32_t steps = s->steps > 0 ? s->steps : 1;
-    int64_t *delta = calloc((size_t)steps + 1, sizeof *delta);
-    if (delta == NULL)
-        return false;
+    memset(live, 0, (size_t)steps * sizeof *live);
     for (int32_t b = 0; b < s->buffer_count; b++) {
         const clrun__sched_buffer *buf = &s->buffers[b];
-        if (buf->is_constant) {
-            s->constant_bytes += buf->bytes;
+        if (buf->is_constant || buf->is_host) /* resident, or host memory: no device bytes */
             continue;
-        }
-        if (buf->is_host) { /* host memory: no device bytes */
-            s->host_bytes += buf->bytes;
-            s->host_buffers++;
-            continue;
-        }
         int32_t from = buf->first < 0 ? 0 : buf->first;
         int32_t to = buf->last < from ? from : buf->last;
         if (kept_input(buf))
             to = steps - 1; /* the caller holds it through the whole run */
         if (to > steps - 1)
             to = steps - 1;
-        delta[from] += (int64_t)buf->bytes;
-        delta[to + 1] -= (int64_t)buf->bytes;
+        live[from] += (int64_t)buf->bytes;
+        if (to + 1 < steps)
+            live[to + 1] -= (int64_t)buf->bytes;
     }
-    int64_t live = 0;
+    for (int32_t st = 1; st < steps; st++)
+        live[st] += live[st - 1];
+}
+
+/* The largest live total (what any executor must hold at once, so an achievable bound), the
+ * constants' and the host buffers' bytes. */
+static bool compute_bounds(clrun__schedule *s)
+{
+    int32_t steps = s->steps > 0 ? s->steps : 1;
+    int64_t *live = calloc((size_t)steps + 1, sizeof *live);
+    if (live == NULL)
+        return false;
+    for (int32_t b = 0; b < s->buffer_count; b++) {
+        const clrun__sched_buffer *buf = &s->buffers[b];
+        if (buf->is_constant) {
+            s->constant_bytes += buf->bytes;
+        } else if (buf->is_host) {
+            s->host_bytes += buf->bytes;
+            s->host_buffers++;
+        }
+    }
+    clrun__schedule_live(s, live);
     uint64_t best = 0;
-    for (int32_t st = 0; st < steps; st++) {
-        live += delta[st];
-        if ((uint64_t)live > best)
-            best = (uint64_t)live;
-    }
+    for (int32_t st = 0; st < steps; st++)
+        if ((uint64_t)live[st] > best)
+            best = (uint64_t)live[st];
     s->lower_bound = best;
-    free(delta);
+    free(live);
     return true;
 }
 
@@ -408,14 +431,19 @@ static void sink_donated_writers(const clrun_graph *g, int32_t *order, int32_t s
     }
 }
 
-clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse,
-                                                const uint64_t *scratch, clrun__schedule *out,
-                                                char *err, size_t errlen)
+/* The schedule, with the concats that part_of and part_offset (taken: freed with the schedule,
+ * on failure too) say are assembled in place, or none (NULL). */
+static clrun_status build(const clrun_graph *g, bool reuse, const uint64_t *scratch,
+                          int32_t *part_of, uint64_t *part_offset, int32_t assembled,
+                          clrun__schedule *out, char *err, size_t errlen)
 {
     clrun__schedule s;
     memset(&s, 0, sizeof s);
     s.steps = g->node_count;
     s.reuse = reuse;
+    s.part_of = part_of;
+    s.part_offset = part_offset;
+    s.assembled = assembled;
     size_t nt = (size_t)g->tensor_count + 1, nn = (size_t)g->node_count + 1;
     s.order = calloc(nn, sizeof *s.order);
     s.step_of_node = calloc(nn, sizeof *s.step_of_node);
@@ -450,6 +478,37 @@ clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse
     count_naive(g, &s);
     *out = s;
     return CLRUN_OK;
+}
+
+clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse,
+                                                const uint64_t *scratch, clrun__schedule *out,
+                                                char *err, size_t errlen)
+{
+    return build(g, reuse, scratch, NULL, NULL, 0, out, err, errlen);
+}
+
+clrun_status clrun__schedule_build_assembling(const clrun_graph *g, const uint64_t *scratch,
+                                              uint64_t alignment, clrun__schedule *out,
+                                              char *err, size_t errlen)
+{
+    clrun__schedule plain;
+    clrun_status status = build(g, true, scratch, NULL, NULL, 0, &plain, err, errlen);
+    if (status != CLRUN_OK)
+        return status;
+    int32_t *part_of = NULL, picked = 0;
+    uint64_t *part_offset = NULL;
+    status = clrun__schedule_pick_concats(g, &plain, alignment, &part_of, &part_offset, &picked);
+    if (status != CLRUN_OK || picked == 0) {
+        if (status == CLRUN_OK) {
+            *out = plain;
+            return CLRUN_OK;
+        }
+        clrun__schedule_free(&plain);
+        snprintf(err, errlen, "out of host memory scheduling the graph");
+        return status;
+    }
+    clrun__schedule_free(&plain);
+    return build(g, true, scratch, part_of, part_offset, picked, out, err, errlen);
 }
 
 /* The names of the tensors that own buffers which[0..n), in one block: the pointers, then the

@@ -52,6 +52,12 @@ typedef struct clrun__schedule {
     int32_t donations;        /* outputs that took an input's buffer */
     int32_t donated_in_place; /* of them, outputs that took a donated graph input's */
     int32_t views;            /* outputs that are views of their input's buffer (reshape) */
+    /* Concats assembled in place (clrun__schedule_build_assembling): per tensor, the concat
+     * output whose buffer it is written into, at part_offset[t] bytes (the output itself for
+     * that output, at 0), or -1; NULL (both) when no concat is. */
+    int32_t *part_of;
+    uint64_t *part_offset;
+    int32_t assembled;        /* concats assembled in place: they copy nothing */
     int32_t *unused_donated;  /* graph inputs marked donated whose buffer no output took */
     int32_t unused_donated_count;
     uint64_t lower_bound;     /* largest total of live non-constant buffer bytes at any step
@@ -75,6 +81,26 @@ clrun_status clrun__schedule_build(const clrun_graph *graph, bool reuse, clrun__
 clrun_status clrun__schedule_build_with_scratch(const clrun_graph *graph, bool reuse,
                                                 const uint64_t *scratch, clrun__schedule *out,
                                                 char *err, size_t errlen);
+
+/* The same, with the concats whose inputs can be written straight into their output's buffer
+ * assembled in place (schedule_concat.c says which): each such input is made at its place in
+ * that buffer, which lives from the first of them on. `alignment`: every place a multiple of
+ * it (the device's base address alignment); 0 assembles none. Always with reuse. */
+clrun_status clrun__schedule_build_assembling(const clrun_graph *graph, const uint64_t *scratch,
+                                              uint64_t alignment, clrun__schedule *out,
+                                              char *err, size_t errlen);
+
+/* The concats of a reusing schedule built without them that may be assembled in place, as
+ * *part_of and *part_offset (malloc'd, per tensor; NULL when none) and their number
+ * (schedule_concat.c). Fails only for want of host memory. */
+clrun_status clrun__schedule_pick_concats(const clrun_graph *graph, const clrun__schedule *schedule,
+                                          uint64_t alignment, int32_t **part_of,
+                                          uint64_t **part_offset, int32_t *picked);
+
+/* The bytes of live non-constant device buffers at each step (scratch included; an input the
+ * caller keeps over the whole run) into live[0..steps): the profile whose largest entry is the
+ * lower bound. */
+void clrun__schedule_live(const clrun__schedule *schedule, int64_t *live);
 
 /* The buffers the static planner lays out: every buffer a run creates, alive over
  * [first step, last step + 1), and with `with_inputs` the graph inputs too, alive from 0. *items

@@ -200,6 +200,7 @@ class ExecStats(ctypes.Structure):
         ("offloaded_tensors", c_int32),
         ("offloaded_bytes", c_uint64),
         ("host_bytes", c_uint64),
+        ("assembled_concats", c_int32),
         ROOM,
     ]
 

@@ -1,0 +1,165 @@
+/* Concats assembled in place: the nodes that make a concat's inputs write them straight into
+ * the concat's output buffer, each at its place, so the concat copies nothing and launches
+ * nothing (SqueezeNet's fire modules, ShuffleNet's units, an Inception block's branches).
+ *
+ * A concat is assembled when each input is one contiguous run of the output (every dimension
+ * before the axis is 1, so input j is the bytes after inputs 0..j-1) and:
+ *   - each input is made by an unguarded node on the device, not in place of the node's input
+ *     nor as a view of it, and read by the concat alone, once; it is not a graph output, not
+ *     empty, and not itself an assembled concat's output (no nesting);
+ *   - each input's place in the output is a multiple of `alignment` (the device's base address
+ *     alignment: each is handed to its kernel as a sub-buffer);
+ *   - the schedule's lower bound does not rise: the output's buffer is taken when its first
+ *     input is made, not at the concat, so between the two it holds the bytes of the inputs not
+ *     made yet (nothing, when they are made one after the other; a U-Net's skip made long
+ *     before the concat would hold the decoder's half through the encoder). At the concat the
+ *     inputs and the output no longer coexist, so it saves the output's size there.
+ *   - the graph has no loop run at run time (its body's steps run again).
+ * The values are the same bits: the same kernels write the same elements, at other addresses. */
+#include "exec/schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/layout_geometry.h"
+#include "graph/op_geometry.h"
+
+static int64_t axis_of(const clrun__node *node)
+{
+    for (int i = 0; i < node->attr_count; i++)
+        if (node->attrs[i].kind == CLRUN_ATTR_INT && strcmp(node->attrs[i].name, "axis") == 0)
+            return node->attrs[i].i;
+    return 0;
+}
+
+/* Whether every dimension of t before `axis` is 1: each input is then one run of the output. */
+static bool one_run_each(const clrun_tensor_type *t, int64_t axis)
+{
+    axis = clrun__normalize_axis(axis, t->rank);
+    if (axis < 0 || axis >= t->rank)
+        return false;
+    for (int64_t d = 0; d < axis; d++)
+        if (t->shape[d] != 1)
+            return false;
+    return true;
+}
+
+/* Whether node n's inputs may be written into its output's buffer (the live profile aside);
+ * offset[j] gets input j's place. */
+static bool assemblable(const clrun_graph *g, const clrun__schedule *s, const clrun__node *n,
+                        const int32_t *readers, const int32_t *part_of, uint64_t alignment,
+                        uint64_t *offset)
+{
+    if (strcmp(n->op->name, "concat") != 0 || n->guarded || n->input_count < 2 ||
+        n->output_count != 1)
+        return false;
+    const clrun__tensor *out = &g->tensors[n->outputs[0]];
+    if (!one_run_each(&out->type, axis_of(n)))
+        return false;
+    uint64_t at = 0;
+    for (int j = 0; j < n->input_count; j++) {
+        int32_t t = n->inputs[j];
+        const clrun__tensor *x = &g->tensors[t];
+        uint64_t bytes = clrun_tensor_bytes(&x->type);
+        if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->is_output || bytes == 0 ||
+            readers[t] != 1 || part_of[t] >= 0 || s->alias_of[t] >= 0 || at % alignment != 0)
+            return false;
+        const clrun__node *maker = &g->nodes[x->producer];
+        if (maker->guarded || clrun__op_on_host(maker->op) || maker->op->view)
+            return false;
+        offset[j] = at;
+        at += bytes;
+    }
+    return at == clrun_tensor_bytes(&out->type);
+}
+
+/* Whether writing node n's inputs (made at steps made[j], offset[] bytes each in order) into
+ * its output's buffer keeps live[] (per step) within bound; if so, live[] takes the change. */
+static bool fits(const clrun_graph *g, const clrun__node *n, int32_t step, const int32_t *made,
+                 int64_t *live, int64_t bound)
+{
+    int64_t whole = (int64_t)clrun_tensor_bytes(&g->tensors[n->outputs[0]].type);
+    int32_t from = step;
+    for (int j = 0; j < n->input_count; j++)
+        if (made[j] < from)
+            from = made[j];
+    /* before the concat: the whole buffer, less the inputs made by then (alive anyway) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t st = from; st < step; st++) {
+            int64_t change = whole;
+            for (int j = 0; j < n->input_count; j++)
+                if (made[j] <= st)
+                    change -= (int64_t)clrun_tensor_bytes(&g->tensors[n->inputs[j]].type);
+            if (pass == 0 && live[st] + change > bound)
+                return false;
+            if (pass == 1)
+                live[st] += change;
+        }
+    live[step] -= whole; /* the inputs and the output no longer both */
+    return true;
+}
+
+clrun_status clrun__schedule_pick_concats(const clrun_graph *g, const clrun__schedule *s,
+                                          uint64_t alignment, int32_t **part_of_out,
+                                          uint64_t **part_offset_out, int32_t *picked)
+{
+    *part_of_out = NULL;
+    *part_offset_out = NULL;
+    *picked = 0;
+    if (!s->reuse || alignment == 0)
+        return CLRUN_OK;
+    for (int32_t i = 0; i < g->node_count; i++)
+        if (clrun__op_is_loop_begin(g->nodes[i].op) || clrun__op_is_loop_end(g->nodes[i].op))
+            return CLRUN_OK;
+    size_t nt = (size_t)g->tensor_count + 1;
+    int32_t *readers = calloc(nt, sizeof *readers);
+    int32_t *part_of = malloc(nt * sizeof *part_of);
+    uint64_t *part_offset = calloc(nt, sizeof *part_offset);
+    int64_t *live = calloc((size_t)s->steps + 1, sizeof *live);
+    if (!readers || !part_of || !part_offset || !live) {
+        free(readers), free(part_of), free(part_offset), free(live);
+        return CLRUN_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (int32_t t = 0; t < g->tensor_count; t++)
+        part_of[t] = -1;
+    for (int32_t i = 0; i < g->node_count; i++) {
+        const clrun__node *n = &g->nodes[i];
+        for (int k = 0; k < n->input_count; k++)
+            readers[n->inputs[k]]++;
+        if (n->guarded)
+            readers[n->guard]++;
+    }
+    clrun__schedule_live(s, live);
+    int64_t bound = (int64_t)s->lower_bound;
+    int32_t count = 0;
+    for (int32_t step = 0; step < s->steps; step++) {
+        const clrun__node *n = &g->nodes[s->order[step]];
+        uint64_t offset[CLRUN__MAX_CONCAT];
+        int32_t made[CLRUN__MAX_CONCAT];
+        if (n->input_count > CLRUN__MAX_CONCAT ||
+            !assemblable(g, s, n, readers, part_of, alignment, offset))
+            continue;
+        for (int j = 0; j < n->input_count; j++)
+            made[j] = s->producer_step[n->inputs[j]];
+        if (!fits(g, n, step, made, live, bound))
+            continue;
+        int32_t out = n->outputs[0];
+        part_of[out] = out;
+        for (int j = 0; j < n->input_count; j++) {
+            part_of[n->inputs[j]] = out;
+            part_offset[n->inputs[j]] = offset[j];
+        }
+        count++;
+    }
+    free(readers);
+    free(live);
+    if (count == 0) {
+        free(part_of);
+        free(part_offset);
+        return CLRUN_OK;
+    }
+    *part_of_out = part_of;
+    *part_offset_out = part_offset;
+    *picked = count;
+    return CLRUN_OK;
+}
