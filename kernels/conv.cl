@@ -991,6 +991,21 @@ HWVEC hw_load(__global const float *p, const int sw)
 #define POOL_MAX(a, v) ((v) > (a) ? (v) : (a))
 #define POOL_TAP(v)                                                                                    do {                                                                                                   const float v_ = (v);                                                                              acc = is_max ? POOL_MAX(acc, v_) : acc + v_;                                                       } while (0)
 
+/* A 3 x 3 max pool at stride 2 (ResNet's, SqueezeNet's, ShuffleNetV2's), DWN outputs of a row
+ * at a time: an input row's three taps per output from four loads, each row's maxima shared by
+ * the two output rows it belongs to, rows outside the image -inf. The same bits as the taps in
+ * kh, kw order: a max keeps the first of equal taps and skips NaN (POOL_MAX), so the max of
+ * each row's maximum, rows in order, is the first tap of the largest value in the same order
+ * as the running max over all nine (a row of -inf or NaN changes nothing, as a skipped row). */
+DWVEC pool_row_max3(__global const float *p)
+{
+    const DWVEC l0 = DWLOAD(p), l1 = DWLOAD(p + DWN);
+    DWVEC h = POOL_MAX((DWVEC)(-INFINITY), (DWVEC)(l0.even, l1.even));
+    h = POOL_MAX(h, (DWVEC)(l0.odd, l1.odd));
+    return POOL_MAX(h, (DWVEC)(DWLOAD(p + 2).even, DWLOAD(p + DWN + 1).odd));
+}
+#define POOL_ROW3(ih) ((ih) >= 0 && (ih) < H ? pool_row_max3(xp + (ih) * W + w0) : (DWVEC)(-INFINITY))
+
 __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __constant const int *g,
                                const int is_max)
 {
@@ -1008,6 +1023,25 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
     const int hi = max(lo, last < 0 ? 0 : min(OW, last / SW + 1));
     const int lanes = hi - lo >= DWN ? DWN : hi - lo >= HWN ? HWN : 0;
     const bool vectors = lanes > 0;
+    const bool max3 = is_max && lanes == DWN && KH == 3 && KW == 3 && SH == 2 && SW == 2 &&
+                      DH == 1 && DW == 1;
+    for (int ow = lo; max3; ow += DWN) { /* down each block of columns */
+        ow = min(ow, hi - DWN);
+        const int w0 = ow * 2 - PW;
+        int have = INT_MIN; /* the input row whose maxima `kept` holds */
+        DWVEC kept = -INFINITY;
+        for (int oh = oh0; oh < oh1; oh++) {
+            const int h0 = oh * 2 - PH;
+            const DWVEC top = h0 == have ? kept : POOL_ROW3(h0);
+            const DWVEC mid = POOL_ROW3(h0 + 1);
+            kept = POOL_ROW3(h0 + 2);
+            have = h0 + 2;
+            DWSTORE(POOL_MAX(POOL_MAX(POOL_MAX((DWVEC)(-INFINITY), top), mid), kept),
+                    yp + oh * OW + ow);
+        }
+        if (ow + DWN >= hi)
+            break;
+    }
     for (int oh = oh0; oh < oh1; oh++) {
         const int h0 = oh * SH - PH;
         int rows = 0, padded_rows = 0;
@@ -1016,7 +1050,9 @@ __kernel void clrun_pool2d_f32(__global const float *x, __global float *y, __con
             rows += ih >= 0 && ih < H;
             padded_rows += ih < HE;
         }
-        if (lanes == DWN) {
+        if (max3) {
+            /* done above */
+        } else if (lanes == DWN) {
             POOL_VECTORS(DWN, DWVEC, dw_load, DWSTORE)
         } else if (lanes == HWN) {
             POOL_VECTORS(HWN, HWVEC, hw_load, HWSTORE)

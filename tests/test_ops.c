@@ -1071,6 +1071,49 @@ static void pools_with_stride_and_padding(void **state)
     check_pool("maxpool2d", "1,1,7,70", k3, s3, p0, "1,1,2,23", 2608);
 }
 
+/* maxpool's 3 x 3 taps at stride 2 over rows wide enough for the vectors, where the kernel
+ * shares each input row's maxima between two output rows: the bits of the taps in order, with
+ * NaN (skipped), -inf, +0 against -0 (the first of equal taps kept) and ties among the taps. */
+static void max_pool_3x3_at_stride_2_keeps_the_bits_of_its_taps(void **state)
+{
+    (void)state;
+    const int k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1}, p0[2] = {0, 0};
+    const struct {
+        const char *dims, *out;
+        const int *pad;
+    } cases[] = {{"1,3,9,75", "1,3,5,38", p1}, {"2,2,12,80", "2,2,5,39", p0},
+                 {"1,1,35,67", "1,1,18,34", p1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        current_seed = 2620 + c;
+        node n = {.op = "maxpool2d", .input_count = 1, .in = {type(CLRUN_F32, cases[c].dims)}};
+        const int64_t k[2] = {3, 3}, st[2] = {2, 2}, pd[2] = {cases[c].pad[0], cases[c].pad[1]};
+        n.attrs[n.attr_count++] = attr_ints("kernel", 2, k);
+        n.attrs[n.attr_count++] = attr_ints("stride", 2, st);
+        n.attrs[n.attr_count++] = attr_ints("pad", 2, pd);
+        uint64_t count = ref_elements(&n.in[0]);
+        /* negative values, and zeros of both signs often enough that a window's largest is
+         * mostly a zero among others: which one it keeps shows in the sign */
+        float *x = random_floats(count, -4, -1, current_seed);
+        uint64_t rng = current_seed;
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t r = rng_next(&rng) % 16;
+            x[i] = r == 0 ? NAN : r == 1 ? -INFINITY : r == 2 ? 0.0f : r == 3 ? -0.0f
+                 : r == 4 ? -1.0f : x[i];
+        }
+        n.data[0] = x;
+        run(&n);
+        expect_type(&n, cases[c].out);
+        uint64_t outs = ref_elements(&n.out);
+        double *ref = malloc(outs * sizeof *ref);
+        float *want = malloc(outs * sizeof *want);
+        ref_pool(true, &n.in[0], x, k3, s2, cases[c].pad, &n.out, ref);
+        for (uint64_t i = 0; i < outs; i++)
+            want[i] = (float)ref[i];
+        expect_exact(&n, want);
+        free(ref), free(want), free(x), node_free(&n);
+    }
+}
+
 static void global_avgpool_averages_each_plane(void **state)
 {
     (void)state;
@@ -1410,6 +1453,7 @@ int main(void)
         cmocka_unit_test(conv2d_as_tiled_product),
         cmocka_unit_test(conv2d_direct_depthwise_grouped_dilated),
         cmocka_unit_test(pools_with_stride_and_padding),
+        cmocka_unit_test(max_pool_3x3_at_stride_2_keeps_the_bits_of_its_taps),
         cmocka_unit_test(global_avgpool_averages_each_plane),
         cmocka_unit_test(matmul_refuses_different_inner_dimensions),
         cmocka_unit_test(matmul_refuses_a_bias_of_the_wrong_length),
