@@ -831,6 +831,12 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
     const int iw0 = ow0 * sw - pw, span = (DWN - 1) * sw + (KW - 1) * dw + 1;
     const bool inside = iw0 >= 0 && iw0 + span <= W;
     float buf[CR_SPAN];
+    /* an edge block's private copy: zeros outside the row, set once; [t0, t1) copied per row
+     * as a straight run (a select per element made POCL gather them) */
+    const int t0 = clamp(-iw0, 0, span), t1 = clamp(W - iw0, t0, span);
+    for (int t = 0; !inside && t < span; t++)
+        if (t < t0 || t >= t1)
+            buf[t] = 0.0f;
     /* blocks of CR_MR channels, get_global_size(1) apart: a work-item of a stem's few taps is
      * too little work for one of POCL's work-groups, and its input rows stay in cache */
     for (int o0 = (int)get_global_id(1) * CR_MR; o0 < O; o0 += (int)get_global_size(1) * CR_MR) {
@@ -851,8 +857,8 @@ __kernel void clrun_conv2d_rows(__global const float *x, __global const float *w
                 }
                 continue;
             }
-            for (int t = 0; t < span; t++)
-                buf[t] = iw0 + t >= 0 && iw0 + t < W ? row[clamp(iw0 + t, 0, W - 1)] : 0.0f;
+            for (int t = t0; t < t1; t++)
+                buf[t] = row[iw0 + t];
             for (int kw = 0; kw < KW; kw++) {
                 const DWVEC v = dw_load_private(buf + kw * dw, sw);
                 __global const float *wt = wp + (ulong)(k + kw) * CR_MR;

@@ -979,6 +979,9 @@ static void conv2d_rows_kernel_gives_the_core_bits(void **state)
         {"2,3,9,37", "10,3,3,3", {{1, 1}, {2, 1, 0, 2}, {2, 2}, 1, {0, 0}}, false}, /* dilated */
         {"1,2,7,60", "9,2,3,3", {{1, 3}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}}, true},   /* stride 3 */
         {"1,1,6,19", "5,1,5,5", {{1, 1}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}}, true},   /* one channel */
+        /* ResNet's 7 x 7 stem: blocks at both edges copy the row's inside part */
+        {"1,3,23,50", "20,3,7,7", {{2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}}, true},
+        {"1,3,9,41", "6,3,7,7", {{2, 2}, {0, 1, 3, 0}, {1, 1}, 1, {0, 0}}, false},
     };
     expect_kernel_bits(cases, sizeof cases / sizeof cases[0], 970, choose_rows, "rows", "the core");
 }
