@@ -69,6 +69,7 @@ static void inputs_are_placed_in_the_output_buffer(void **state)
     clrun__schedule s = assembled(pair_graph, 128, &g);
     int32_t a = id(g, "a"), b = id(g, "b"), c = id(g, "c"), y = id(g, "y");
     assert_int_equal(s.assembled, 1);
+    assert_int_equal(s.assembled_whole, 1);
     assert_int_equal(s.part_of[a], c);
     assert_int_equal(s.part_of[b], c);
     assert_int_equal(s.part_of[c], c);
@@ -96,41 +97,42 @@ static void inputs_are_placed_in_the_output_buffer(void **state)
     clrun_graph_destroy(g);
 }
 
-/* Each graph has one concat the schedule must copy, and why. */
-static void concats_that_cannot_be_assembled_are_copied(void **state)
+/* Each graph has one concat, c, whose inputs the schedule must copy, and why; `placed` names
+ * the inputs written in place all the same (the concat then copies the others), "" none. */
+static void inputs_that_cannot_be_placed_are_copied(void **state)
 {
     (void)state;
     static const struct {
-        const char *why;
+        const char *why, *placed;
         const char *text;
     } cases[] = {
-        {"an input read by another node too",
+        {"an input read by another node too", "b",
          "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
          "node b: f32[64, 4] = tanh(x)\nnode c: f32[128, 4] = concat(a, b) axis=0\n"
          "node y: f32[128, 4] = sigmoid(c)\nnode z: f32[64, 4] = neg(a)\noutput y\noutput z\n"},
-        {"an input that is a graph output",
+        {"an input that is a graph output", "b",
          "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
          "node b: f32[64, 4] = tanh(x)\nnode c: f32[128, 4] = concat(a, b) axis=0\n"
          "output c\noutput a\n"},
-        {"a graph input",
+        {"a graph input", "b",
          "graph g\ninput x: f32[64, 4]\nnode b: f32[64, 4] = tanh(x)\n"
          "node c: f32[128, 4] = concat(x, b) axis=0\noutput c\n"},
-        {"one input twice",
-         "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
-         "node c: f32[128, 4] = concat(a, a) axis=0\noutput c\n"},
-        {"inputs interleaved in the output (rows before the axis)",
-         "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
-         "node b: f32[64, 4] = tanh(x)\nnode c: f32[64, 8] = concat(a, b) axis=1\noutput c\n"},
-        {"a place off the alignment (48 bytes)",
-         "graph g\ninput x: f32[3, 4]\nnode a: f32[3, 4] = relu(x)\n"
-         "node b: f32[3, 4] = tanh(x)\nnode c: f32[6, 4] = concat(a, b) axis=0\noutput c\n"},
-        {"an input that is a view of another buffer",
+        {"an input that is a view of another buffer", "b",
          "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
          "node r: f32[64, 4] = reshape(a) shape=[64, 4]\nnode b: f32[64, 4] = tanh(x)\n"
          "node c: f32[128, 4] = concat(r, b) axis=0\noutput c\n"},
+        {"a place off the alignment (48 bytes)", "a",
+         "graph g\ninput x: f32[3, 4]\nnode a: f32[3, 4] = relu(x)\n"
+         "node b: f32[3, 4] = tanh(x)\nnode c: f32[6, 4] = concat(a, b) axis=0\noutput c\n"},
+        {"one input twice", "",
+         "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
+         "node c: f32[128, 4] = concat(a, a) axis=0\noutput c\n"},
+        {"inputs interleaved in the output (rows before the axis)", "",
+         "graph g\ninput x: f32[64, 4]\nnode a: f32[64, 4] = relu(x)\n"
+         "node b: f32[64, 4] = tanh(x)\nnode c: f32[64, 8] = concat(a, b) axis=1\noutput c\n"},
         /* s would hold the concat's whole 2 KiB through the peak at v1, where only s is
          * alive of the two */
-        {"the lower bound would rise",
+        {"the lower bound would rise", "",
          "graph g\ninput x: f32[64, 4]\nconst w: f32[4, 1024] normal(0, 0.5) seed=1\n"
          "const w2: f32[1024, 4] normal(0, 0.05) seed=2\nconst w3: f32[4, 4] normal(0, 1) seed=3\n"
          "node s: f32[64, 4] = relu(x)\nnode big: f32[64, 1024] = matmul(x, w)\n"
@@ -140,17 +142,29 @@ static void concats_that_cannot_be_assembled_are_copied(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         clrun_graph *g;
         clrun__schedule s = assembled(cases[i].text, 128, &g);
-        if (s.assembled != 0)
-            fail_msg("assembled in place, with %s", cases[i].why);
-        assert_null(s.part_of);
+        const clrun__node *cat = &g->nodes[g->tensors[id(g, "c")].producer];
+        if (cases[i].placed[0] == '\0') {
+            if (s.assembled != 0)
+                fail_msg("assembled in place, with %s", cases[i].why);
+            assert_null(s.part_of);
+        } else {
+            assert_int_equal(s.assembled, 1);
+            assert_int_equal(s.assembled_whole, 0);
+            for (int k = 0; k < cat->input_count; k++) {
+                int32_t t = cat->inputs[k];
+                bool want = strcmp(g->tensors[t].name, cases[i].placed) == 0;
+                if ((s.part_of[t] == id(g, "c")) != want)
+                    fail_msg("with %s, input '%s' is %s", cases[i].why, g->tensors[t].name,
+                             want ? "copied" : "placed");
+            }
+        }
         clrun__schedule_free(&s);
         clrun_graph_destroy(g);
     }
-    /* the same pair at a 16-byte alignment, and the peak's graph once nothing is alive across
-     * the peak: assembled */
+    /* the pair 48 bytes long at a 16-byte alignment: both placed */
     clrun_graph *g;
-    clrun__schedule s = assembled(cases[5].text, 16, &g);
-    assert_int_equal(s.assembled, 1);
+    clrun__schedule s = assembled(cases[4].text, 16, &g);
+    assert_int_equal(s.assembled_whole, 1);
     assert_int_equal(s.part_offset[id(g, "b")], 48);
     clrun__schedule_free(&s);
     clrun_graph_destroy(g);
@@ -161,7 +175,8 @@ static void concats_that_cannot_be_assembled_are_copied(void **state)
     clrun_graph_destroy(g);
 }
 
-/* A concat of a concat: the inner one is assembled, the outer copies it (no nesting). */
+/* A concat of a concat: the inner one is assembled, the outer copies it (no nesting) and has
+ * its other input written in place. */
 static void an_assembled_output_is_not_assembled_again(void **state)
 {
     (void)state;
@@ -172,19 +187,22 @@ static void an_assembled_output_is_not_assembled_again(void **state)
                                   "node d: f32[64, 4] = neg(x)\n"
                                   "node e: f32[192, 4] = concat(c, d) axis=0\noutput e\n",
                                   128, &g);
-    assert_int_equal(s.assembled, 1);
+    assert_int_equal(s.assembled, 2);
+    assert_int_equal(s.assembled_whole, 1);
     assert_int_equal(s.part_of[id(g, "c")], id(g, "c"));
-    assert_int_equal(s.part_of[id(g, "d")], -1);
-    assert_int_equal(s.part_of[id(g, "e")], -1);
+    assert_int_equal(s.part_of[id(g, "d")], id(g, "e"));
+    assert_int_equal(s.part_offset[id(g, "d")], 128 * 4 * sizeof(float));
+    assert_int_equal(s.part_of[id(g, "e")], id(g, "e"));
     clrun__schedule_free(&s);
     clrun_graph_destroy(g);
 }
 
 /* ---- on a device --------------------------------------------------------------------------- */
 
-/* Three concats: one of a product, a softmax and a slice (its output read through a view, the
+/* Four concats: one of a product, a softmax and a slice (its output read through a view, the
  * view's reader writing in place), one of a layernorm and a sum that ends as a graph output,
- * and one the schedule copies (one input twice). */
+ * one with its second input 192 bytes in (off the alignment: copied, the first placed), and
+ * one the schedule copies (one input twice). */
 static const char device_graph[] =
     "graph fire\n"
     "input x: f32[64, 16]\n"
@@ -206,15 +224,20 @@ static const char device_graph[] =
     "node x2b: f32[64, 16] = sub(x, a2)\n"
     "node k: f32[128, 16] = concat(x2b, x2b) axis=0\n"
     "node kk: f32[16, 128] = transpose(k) perm=[1, 0]\n"
+    "node p1: f32[3, 16] = slice(a2) axis=0 start=5 end=8\n"
+    "node p2: f32[5, 16] = slice(x2b) axis=0 start=0 end=5\n"
+    "node p: f32[8, 16] = concat(p1, p2) axis=0\n"
+    "node pp: f32[8, 16] = sigmoid(p)\n"
     "output y\n"
     "output o\n"
     "output kk\n"
-    "output tr\n";
+    "output tr\n"
+    "output pp\n";
 
-enum { X = 64 * 16, Y = 10 * 256, O = 128 * 16, KK = 16 * 128, TR = 16 * 64 };
+enum { X = 64 * 16, Y = 10 * 256, O = 128 * 16, KK = 16 * 128, TR = 16 * 64, PP = 8 * 16 };
 
 typedef struct outputs {
-    float y[Y], o[O], kk[KK], tr[TR];
+    float y[Y], o[O], kk[KK], tr[TR], pp[PP];
 } outputs;
 
 static clrun_context *context_for(const char *allocator, bool out_of_order)
@@ -239,9 +262,46 @@ static clrun_status run_once(clrun_context *ctx, clrun_exec *exec, const float *
         assert_int_equal(clrun_exec_read_output(exec, 1, out->o, sizeof out->o), CLRUN_OK);
         assert_int_equal(clrun_exec_read_output(exec, 2, out->kk, sizeof out->kk), CLRUN_OK);
         assert_int_equal(clrun_exec_read_output(exec, 3, out->tr, sizeof out->tr), CLRUN_OK);
+        assert_int_equal(clrun_exec_read_output(exec, 4, out->pp, sizeof out->pp), CLRUN_OK);
     }
     clrun_free(ctx, &in);
     return s;
+}
+
+/* Counts the concats' launches of a run: "launch concat: ..." at debug level. */
+static void count_concat_launches(clrun_log_level level, const char *message, void *user)
+{
+    int *count = user;
+    if (level == CLRUN_LOG_DEBUG && strncmp(message, "launch concat:", 14) == 0)
+        (*count)++;
+}
+
+/* A run copies what the copies need and no more: k's two inputs and p's second (naive mode,
+ * the plain reference: all nine inputs of the four concats). */
+static void only_the_inputs_not_in_place_are_copied(void **state)
+{
+    (void)state;
+    clrun_graph *g = parse(device_graph);
+    static float x[X];
+    assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
+    for (int naive = 0; naive < 2; naive++) {
+        clrun_context *ctx = context_for("tlsf", false);
+        clrun_exec_options o;
+        clrun_exec_options_init(&o);
+        o.mode = naive ? CLRUN_EXEC_NAIVE : CLRUN_EXEC_POOLED;
+        clrun_exec *exec = NULL;
+        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        int launches = 0;
+        clrun_log_set_handler(count_concat_launches, &launches);
+        clrun_log_set_level(CLRUN_LOG_DEBUG);
+        assert_int_equal(run_once(ctx, exec, x, NULL), CLRUN_OK);
+        clrun_log_set_level(CLRUN_LOG_NONE);
+        clrun_log_set_handler(NULL, NULL);
+        assert_int_equal(launches, naive ? 9 : 3);
+        clrun_exec_destroy(exec);
+        clrun_context_destroy(ctx);
+    }
+    clrun_graph_destroy(g);
 }
 
 static void assembled_concats_give_the_bits_of_copies_in_every_mode(void **state)
@@ -280,7 +340,8 @@ static void assembled_concats_give_the_bits_of_copies_in_every_mode(void **state
             assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
             clrun_exec_stats st;
             assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
-            assert_int_equal(st.assembled_concats, 2); /* c and o; k is copied */
+            assert_int_equal(st.assembled_concats, 3); /* c, o and p; k is copied */
+            assert_int_equal(st.assembled_in_part, 1); /* p copies p2 */
             assert_int_equal(st.kernels, st.steps - st.views - 2);
             for (int r = 0; r < 2; r++) { /* a second run makes its views again */
                 memset(&got, 0, sizeof got);
@@ -357,9 +418,10 @@ int main(void)
     CLRUN_TEST_FILTERS_FROM_ENVIRONMENT();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inputs_are_placed_in_the_output_buffer),
-        cmocka_unit_test(concats_that_cannot_be_assembled_are_copied),
+        cmocka_unit_test(inputs_that_cannot_be_placed_are_copied),
         cmocka_unit_test(an_assembled_output_is_not_assembled_again),
         cmocka_unit_test(assembled_concats_give_the_bits_of_copies_in_every_mode),
+        cmocka_unit_test(only_the_inputs_not_in_place_are_copied),
         cmocka_unit_test(every_failing_opencl_call_fails_a_run_cleanly),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

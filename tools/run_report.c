@@ -102,6 +102,7 @@ void clrun_run_print_json(const run_args *a, const clrun_context *ctx, const clr
     }
     json_object_object_add(o, "donations", json_object_new_int(s->donations));
     json_object_object_add(o, "assembled_concats", json_object_new_int(s->assembled_concats));
+    json_object_object_add(o, "assembled_in_part", json_object_new_int(s->assembled_in_part));
     json_object_object_add(o, "donated_in_place", json_object_new_int(s->donated_in_place));
     json_object_object_add(o, "unused_donations", json_object_new_int(s->unused_donations));
     json_object *unused = json_object_new_array();
@@ -183,8 +184,8 @@ void clrun_run_print_report(const run_args *a, const clrun_context *ctx, const c
            s->naive_bytes ? 100.0 * (1.0 - (double)s->peak_bytes / (double)s->naive_bytes) : 0.0);
     printf("donations   %d in place", (int)s->donations);
     if (s->assembled_concats > 0)
-        printf("; %d concat%s assembled in place (no copy)", (int)s->assembled_concats,
-               s->assembled_concats == 1 ? "" : "s");
+        printf("; %d concat%s assembled in place (%d of them in part)", (int)s->assembled_concats,
+               s->assembled_concats == 1 ? "" : "s", (int)s->assembled_in_part);
     for (int32_t i = 0; i < r->unused_count; i++) /* CLRUN_LOG=warn says why */
         printf("%s'%s'", i ? ", " : "; donated but taken by no output (freed after its last use): ",
                r->unused[i]);

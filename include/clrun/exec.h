@@ -140,7 +140,7 @@ typedef struct clrun_exec_stats {
     /* fusion (appended: bindings leave room after the fields they know) */
     int32_t graph_nodes;        /* nodes of the graph as given */
     int32_t kernels;            /* nodes that run a kernel after fusion: steps less views and
-                                   concats assembled in place */
+                                   concats assembled in place whole */
     int32_t fused_groups;       /* groups of nodes fused into one kernel each */
     int32_t fused_nodes;        /* nodes of the graph inside those groups */
     int32_t folded_nodes;       /* nodes folded away at creation (the `fold` option): nodes whose
@@ -171,6 +171,9 @@ typedef struct clrun_exec_stats {
     int32_t assembled_concats;  /* concats whose inputs their nodes write straight into the
                                    output's buffer, each at its place: no copy, no kernel (not
                                    in naive mode, the plain reference) */
+    int32_t assembled_in_part;  /* of them, those with only some inputs written there (the
+                                   others at a place off the device's alignment): the concat
+                                   copies the others */
 } clrun_exec_stats;
 
 clrun_status clrun_exec_stats_get(const clrun_exec *exec, clrun_exec_stats *out);

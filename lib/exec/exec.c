@@ -148,9 +148,9 @@ static clrun_status build_schedules(clrun_exec *e)
         return clrun__fail(e->ctx, status, "%s", err);
     }
     if (reusing.assembled > 0)
-        clrun__log(CLRUN_LOG_DEBUG, "%d concat%s assembled in place: %s inputs written into %s output",
-                   (int)reusing.assembled, reusing.assembled == 1 ? "" : "s",
-                   reusing.assembled == 1 ? "its" : "their", reusing.assembled == 1 ? "its" : "their");
+        clrun__log(CLRUN_LOG_DEBUG, "%d concat%s assembled in place (%d of them in part): inputs "
+                   "written into the output", (int)reusing.assembled,
+                   reusing.assembled == 1 ? "" : "s", (int)(reusing.assembled - reusing.assembled_whole));
     e->lower_bound = reusing.lower_bound;
     e->donations = reusing.donations;
     e->donated_in_place = reusing.donated_in_place;
@@ -487,7 +487,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
                                                           : out->mode;
     out->steps = e->schedule.steps;
     out->graph_nodes = e->fusion.nodes_before ? e->fusion.nodes_before : e->graph->node_count;
-    out->kernels = e->schedule.steps - e->schedule.views - e->schedule.assembled;
+    out->kernels = e->schedule.steps - e->schedule.views - e->schedule.assembled_whole;
     out->fused_groups = e->fusion.group_count;
     out->fused_nodes = e->fusion.fused_nodes;
     out->folded_nodes = e->fusion.folded_nodes;
@@ -504,6 +504,7 @@ clrun_status clrun_exec_stats_get(const clrun_exec *e, clrun_exec_stats *out)
     out->unused_donations = e->schedule.unused_donated_count;
     out->views = e->schedule.views;
     out->assembled_concats = e->schedule.assembled;
+    out->assembled_in_part = e->schedule.assembled - e->schedule.assembled_whole;
     return CLRUN_OK;
 }
 

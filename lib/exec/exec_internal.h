@@ -208,8 +208,8 @@ clrun_status clrun__exec_take_memory(clrun_exec *e, int32_t b, uint64_t *added);
 cl_mem clrun__exec_group_mem(const clrun_exec *e, int32_t g, uint64_t *offset);
 /* Frees the groups' arrays (clrun_exec_destroy). */
 void clrun__exec_groups_free(clrun_exec *e);
-/* The views of the inputs of the concat `whole`, assembled in place, in its buffer, which was
- * just taken (part_views); none is left made on failure. */
+/* The views of the inputs of the concat `whole` that are assembled in place, in its buffer,
+ * which was just taken (part_views); none is left made on failure. */
 clrun_status clrun__exec_take_parts(clrun_exec *e, int32_t whole);
 /* Releases those views (after the concat's step, or an abandoned run). */
 void clrun__exec_drop_parts(clrun_exec *e, int32_t whole);

@@ -253,6 +253,8 @@ clrun_status clrun__exec_take_parts(clrun_exec *e, int32_t whole)
     const clrun__node *cat = &e->graph->nodes[e->graph->tensors[whole].producer];
     for (int k = 0; k < cat->input_count; k++) {
         int32_t t = cat->inputs[k];
+        if (e->schedule.part_of[t] != whole)
+            continue; /* copied by the concat, from a buffer of its own */
         cl_buffer_region region = {base + (size_t)e->schedule.part_offset[t],
                                    (size_t)clrun_tensor_bytes(&e->graph->tensors[t].type)};
         e->part_views[t] = clrun__cl.CreateSubBuffer(parent, CL_MEM_READ_WRITE,

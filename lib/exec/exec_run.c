@@ -234,12 +234,16 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
         return status;
     bool want_event = e->options.profile || e->ctx->out_of_order;
     cl_event done = NULL;
-    /* a concat assembled in place: its inputs were written where it would copy them */
+    /* a concat assembled in place: its inputs were written where it would copy them (all of
+     * them: nothing to run; some: its kernels copy the others, ops_layout.c) */
     int32_t assembled = s->part_of && s->part_of[node->outputs[0]] == node->outputs[0]
                             ? node->outputs[0] : -1;
+    bool whole = assembled >= 0;
+    for (int k = 0; whole && k < node->input_count; k++)
+        whole = s->part_of[node->inputs[k]] == assembled;
     if (copy) {
         status = clrun__exec_copy_step(e, node, in_mems, out_mems, &done);
-    } else if (runs && assembled >= 0) {
+    } else if (runs && whole) {
         cl_int error = want_event ? clrun__cl.EnqueueMarkerWithWaitList(e->ctx->queue, wait_count,
                                                                         waits, &done)
                                   : CL_SUCCESS;
@@ -247,11 +251,13 @@ static clrun_status run_step(clrun_exec *e, int32_t step, uint64_t *held, uint64
             status = clrun__fail_cl(e->ctx, error, "clEnqueueMarkerWithWaitList",
                                     "the concat '%s', assembled in place",
                                     clrun__exec_tensor_name(e, node->outputs[0]));
-        clrun__exec_drop_parts(e, assembled);
-    } else if (runs)
+    } else if (runs) {
         status = e->kernels[node_index]->enqueue(e->ctx, e->node_states[node_index],
                                                  &e->calls[node_index], in_mems, out_mems, wait_count,
                                                  waits, want_event ? &done : NULL);
+    }
+    if (assembled >= 0)
+        clrun__exec_drop_parts(e, assembled);
     for (cl_uint i = 0; beside && i < wait_count; i++) /* the flights' events, now waited for */
         clrun__cl.ReleaseEvent(waits[i]);
     free(waits);

@@ -435,7 +435,7 @@ static void sink_donated_writers(const clrun_graph *g, int32_t *order, int32_t s
  * on failure too) say are assembled in place, or none (NULL). */
 static clrun_status build(const clrun_graph *g, bool reuse, const uint64_t *scratch,
                           int32_t *part_of, uint64_t *part_offset, int32_t assembled,
-                          clrun__schedule *out, char *err, size_t errlen)
+                          int32_t whole, clrun__schedule *out, char *err, size_t errlen)
 {
     clrun__schedule s;
     memset(&s, 0, sizeof s);
@@ -444,6 +444,7 @@ static clrun_status build(const clrun_graph *g, bool reuse, const uint64_t *scra
     s.part_of = part_of;
     s.part_offset = part_offset;
     s.assembled = assembled;
+    s.assembled_whole = whole;
     size_t nt = (size_t)g->tensor_count + 1, nn = (size_t)g->node_count + 1;
     s.order = calloc(nn, sizeof *s.order);
     s.step_of_node = calloc(nn, sizeof *s.step_of_node);
@@ -484,7 +485,7 @@ clrun_status clrun__schedule_build_with_scratch(const clrun_graph *g, bool reuse
                                                 const uint64_t *scratch, clrun__schedule *out,
                                                 char *err, size_t errlen)
 {
-    return build(g, reuse, scratch, NULL, NULL, 0, out, err, errlen);
+    return build(g, reuse, scratch, NULL, NULL, 0, 0, out, err, errlen);
 }
 
 clrun_status clrun__schedule_build_assembling(const clrun_graph *g, const uint64_t *scratch,
@@ -492,12 +493,13 @@ clrun_status clrun__schedule_build_assembling(const clrun_graph *g, const uint64
                                               char *err, size_t errlen)
 {
     clrun__schedule plain;
-    clrun_status status = build(g, true, scratch, NULL, NULL, 0, &plain, err, errlen);
+    clrun_status status = build(g, true, scratch, NULL, NULL, 0, 0, &plain, err, errlen);
     if (status != CLRUN_OK)
         return status;
-    int32_t *part_of = NULL, picked = 0;
+    int32_t *part_of = NULL, picked = 0, whole = 0;
     uint64_t *part_offset = NULL;
-    status = clrun__schedule_pick_concats(g, &plain, alignment, &part_of, &part_offset, &picked);
+    status = clrun__schedule_pick_concats(g, &plain, alignment, &part_of, &part_offset, &picked,
+                                          &whole);
     if (status != CLRUN_OK || picked == 0) {
         if (status == CLRUN_OK) {
             *out = plain;
@@ -508,7 +510,7 @@ clrun_status clrun__schedule_build_assembling(const clrun_graph *g, const uint64
         return status;
     }
     clrun__schedule_free(&plain);
-    return build(g, true, scratch, part_of, part_offset, picked, out, err, errlen);
+    return build(g, true, scratch, part_of, part_offset, picked, whole, out, err, errlen);
 }
 
 /* The names of the tensors that own buffers which[0..n), in one block: the pointers, then the

@@ -57,7 +57,9 @@ typedef struct clrun__schedule {
      * that output, at 0), or -1; NULL (both) when no concat is. */
     int32_t *part_of;
     uint64_t *part_offset;
-    int32_t assembled;        /* concats assembled in place: they copy nothing */
+    int32_t assembled;        /* concats with some inputs written into their output's buffer */
+    int32_t assembled_whole;  /* of them, those with every input: they copy nothing, launch
+                                 nothing */
     int32_t *unused_donated;  /* graph inputs marked donated whose buffer no output took */
     int32_t unused_donated_count;
     uint64_t lower_bound;     /* largest total of live non-constant buffer bytes at any step
@@ -91,11 +93,11 @@ clrun_status clrun__schedule_build_assembling(const clrun_graph *graph, const ui
                                               char *err, size_t errlen);
 
 /* The concats of a reusing schedule built without them that may be assembled in place, as
- * *part_of and *part_offset (malloc'd, per tensor; NULL when none) and their number
- * (schedule_concat.c). Fails only for want of host memory. */
+ * *part_of and *part_offset (malloc'd, per tensor; NULL when none), their number and how many
+ * of them have every input placed (schedule_concat.c). Fails only for want of host memory. */
 clrun_status clrun__schedule_pick_concats(const clrun_graph *graph, const clrun__schedule *schedule,
                                           uint64_t alignment, int32_t **part_of,
-                                          uint64_t **part_offset, int32_t *picked);
+                                          uint64_t **part_offset, int32_t *picked, int32_t *whole);
 
 /* The bytes of live non-constant device buffers at each step (scratch included; an input the
  * caller keeps over the whole run) into live[0..steps): the profile whose largest entry is the

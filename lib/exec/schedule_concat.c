@@ -3,19 +3,23 @@
  * nothing (SqueezeNet's fire modules, ShuffleNet's units, an Inception block's branches).
  *
  * A concat is assembled when each input is one contiguous run of the output (every dimension
- * before the axis is 1, so input j is the bytes after inputs 0..j-1) and:
- *   - each input is made by an unguarded node on the device, not in place of the node's input
- *     nor as a view of it, and read by the concat alone, once; it is not a graph output, not
- *     empty, and not itself an assembled concat's output (no nesting);
- *   - each input's place in the output is a multiple of `alignment` (the device's base address
- *     alignment: each is handed to its kernel as a sub-buffer);
+ * before the axis is 1, so input j is the bytes after inputs 0..j-1), and so is each input
+ * that:
+ *   - is made by an unguarded node on the device, not in place of the node's input nor as a
+ *     view of it, and read by the concat alone, once; it is not a graph output, not empty, and
+ *     not itself an assembled concat's output (no nesting);
+ *   - has its place in the output at a multiple of `alignment` (the device's base address
+ *     alignment: each is handed to its kernel as a sub-buffer). Where only some inputs are
+ *     placed (ShuffleNetV2's later units: the second half starts 64 bytes off 128), the concat
+ *     still runs and copies the others;
  *   - the schedule's lower bound does not rise: the output's buffer is taken when its first
  *     input is made, not at the concat, so between the two it holds the bytes of the inputs not
  *     made yet (nothing, when they are made one after the other; a U-Net's skip made long
  *     before the concat would hold the decoder's half through the encoder). At the concat the
  *     inputs and the output no longer coexist, so it saves the output's size there.
  *   - the graph has no loop run at run time (its body's steps run again).
- * The values are the same bits: the same kernels write the same elements, at other addresses. */
+ * The values are the same bits: the same kernels write the same elements, at other addresses;
+ * the concat copies what it would have copied, less the inputs already in place. */
 #include "exec/schedule.h"
 
 #include <stdlib.h>
@@ -44,68 +48,74 @@ static bool one_run_each(const clrun_tensor_type *t, int64_t axis)
     return true;
 }
 
-/* Whether node n's inputs may be written into its output's buffer (the live profile aside);
- * offset[j] gets input j's place. */
-static bool assemblable(const clrun_graph *g, const clrun__schedule *s, const clrun__node *n,
-                        const int32_t *readers, const int32_t *part_of, uint64_t alignment,
-                        uint64_t *offset)
+/* Which of node n's inputs may be written into its output's buffer (the live profile aside):
+ * placed[j], at offset[j]; how many. */
+static int assemblable(const clrun_graph *g, const clrun__schedule *s, const clrun__node *n,
+                       const int32_t *readers, const int32_t *part_of, uint64_t alignment,
+                       uint64_t *offset, bool *placed)
 {
     if (strcmp(n->op->name, "concat") != 0 || n->guarded || n->input_count < 2 ||
         n->output_count != 1)
-        return false;
+        return 0;
     const clrun__tensor *out = &g->tensors[n->outputs[0]];
     if (!one_run_each(&out->type, axis_of(n)))
-        return false;
+        return 0;
     uint64_t at = 0;
+    int count = 0;
     for (int j = 0; j < n->input_count; j++) {
         int32_t t = n->inputs[j];
         const clrun__tensor *x = &g->tensors[t];
         uint64_t bytes = clrun_tensor_bytes(&x->type);
-        if (x->kind != CLRUN__TENSOR_INTERMEDIATE || x->is_output || bytes == 0 ||
-            readers[t] != 1 || part_of[t] >= 0 || s->alias_of[t] >= 0 || at % alignment != 0)
-            return false;
-        const clrun__node *maker = &g->nodes[x->producer];
-        if (maker->guarded || clrun__op_on_host(maker->op) || maker->op->view)
-            return false;
+        const clrun__node *maker = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
+        placed[j] = maker && x->kind == CLRUN__TENSOR_INTERMEDIATE && !x->is_output &&
+                    bytes > 0 && readers[t] == 1 && part_of[t] < 0 && s->alias_of[t] < 0 &&
+                    at % alignment == 0 && !maker->guarded && !clrun__op_on_host(maker->op) &&
+                    !maker->op->view;
+        count += placed[j];
         offset[j] = at;
         at += bytes;
     }
-    return at == clrun_tensor_bytes(&out->type);
+    return at == clrun_tensor_bytes(&out->type) ? count : 0;
 }
 
-/* Whether writing node n's inputs (made at steps made[j], offset[] bytes each in order) into
- * its output's buffer keeps live[] (per step) within bound; if so, live[] takes the change. */
+/* Whether writing node n's placed inputs (made at steps made[j], in order) into its output's
+ * buffer keeps live[] (per step) within bound; if so, live[] takes the change. The others keep
+ * buffers of their own, as before. */
 static bool fits(const clrun_graph *g, const clrun__node *n, int32_t step, const int32_t *made,
-                 int64_t *live, int64_t bound)
+                 const bool *placed, int64_t *live, int64_t bound)
 {
-    int64_t whole = (int64_t)clrun_tensor_bytes(&g->tensors[n->outputs[0]].type);
+    int64_t whole = (int64_t)clrun_tensor_bytes(&g->tensors[n->outputs[0]].type), parts = 0;
     int32_t from = step;
     for (int j = 0; j < n->input_count; j++)
-        if (made[j] < from)
-            from = made[j];
-    /* before the concat: the whole buffer, less the inputs made by then (alive anyway) */
+        if (placed[j]) {
+            from = made[j] < from ? made[j] : from;
+            parts += (int64_t)clrun_tensor_bytes(&g->tensors[n->inputs[j]].type);
+        }
+    /* before the concat: the whole buffer, less the placed inputs made by then (alive anyway) */
     for (int pass = 0; pass < 2; pass++)
         for (int32_t st = from; st < step; st++) {
             int64_t change = whole;
             for (int j = 0; j < n->input_count; j++)
-                if (made[j] <= st)
+                if (placed[j] && made[j] <= st)
                     change -= (int64_t)clrun_tensor_bytes(&g->tensors[n->inputs[j]].type);
             if (pass == 0 && live[st] + change > bound)
                 return false;
             if (pass == 1)
                 live[st] += change;
         }
-    live[step] -= whole; /* the inputs and the output no longer both */
+    live[step] -= parts; /* the placed inputs and the output no longer both */
     return true;
 }
 
 clrun_status clrun__schedule_pick_concats(const clrun_graph *g, const clrun__schedule *s,
                                           uint64_t alignment, int32_t **part_of_out,
-                                          uint64_t **part_offset_out, int32_t *picked)
+                                          uint64_t **part_offset_out, int32_t *picked,
+                                          int32_t *whole)
 {
     *part_of_out = NULL;
     *part_offset_out = NULL;
     *picked = 0;
+    *whole = 0;
     if (!s->reuse || alignment == 0)
         return CLRUN_OK;
     for (int32_t i = 0; i < g->node_count; i++)
@@ -131,25 +141,30 @@ clrun_status clrun__schedule_pick_concats(const clrun_graph *g, const clrun__sch
     }
     clrun__schedule_live(s, live);
     int64_t bound = (int64_t)s->lower_bound;
-    int32_t count = 0;
+    int32_t count = 0, whole_count = 0;
     for (int32_t step = 0; step < s->steps; step++) {
         const clrun__node *n = &g->nodes[s->order[step]];
         uint64_t offset[CLRUN__MAX_CONCAT];
         int32_t made[CLRUN__MAX_CONCAT];
-        if (n->input_count > CLRUN__MAX_CONCAT ||
-            !assemblable(g, s, n, readers, part_of, alignment, offset))
+        bool placed[CLRUN__MAX_CONCAT];
+        int parts = n->input_count > CLRUN__MAX_CONCAT
+                        ? 0
+                        : assemblable(g, s, n, readers, part_of, alignment, offset, placed);
+        if (parts == 0)
             continue;
         for (int j = 0; j < n->input_count; j++)
             made[j] = s->producer_step[n->inputs[j]];
-        if (!fits(g, n, step, made, live, bound))
+        if (!fits(g, n, step, made, placed, live, bound))
             continue;
         int32_t out = n->outputs[0];
         part_of[out] = out;
-        for (int j = 0; j < n->input_count; j++) {
-            part_of[n->inputs[j]] = out;
-            part_offset[n->inputs[j]] = offset[j];
-        }
+        for (int j = 0; j < n->input_count; j++)
+            if (placed[j]) {
+                part_of[n->inputs[j]] = out;
+                part_offset[n->inputs[j]] = offset[j];
+            }
         count++;
+        whole_count += parts == n->input_count;
     }
     free(readers);
     free(live);
@@ -161,5 +176,6 @@ clrun_status clrun__schedule_pick_concats(const clrun_graph *g, const clrun__sch
     *part_of_out = part_of;
     *part_offset_out = part_offset;
     *picked = count;
+    *whole = whole_count;
     return CLRUN_OK;
 }

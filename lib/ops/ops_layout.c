@@ -231,13 +231,32 @@ static void reshape_release(void *state)
 
 /* ---- concat ------------------------------------------------------------------------------ */
 
-/* One copy_rows launch per input; each has its own constant arguments, so its own cl_kernel. */
+/* One copy_rows launch per input; each has its own constant arguments, so its own cl_kernel.
+ * Where each input is one run of the output (every dimension before the axis 1), input i
+ * belongs `at[i]` bytes into it, and a launch is left out when the executor had the input
+ * written there (a concat assembled in place in part, exec/schedule_concat.c). */
 typedef struct concat_state {
     cl_kernel kernels[CLRUN__MAX_CONCAT];
     int launches;
     size_t global[CLRUN__MAX_CONCAT][2];
     size_t local[CLRUN__MAX_CONCAT][2];
+    bool runs;
+    uint64_t at[CLRUN__MAX_CONCAT];
 } concat_state;
+
+/* Where mem's bytes lie: its parent (itself when it has none) and its offset there. */
+static cl_int memory_place(cl_mem mem, cl_mem *root, size_t *offset)
+{
+    *root = NULL;
+    *offset = 0;
+    cl_int error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof *root, root,
+                                              NULL);
+    if (error == CL_SUCCESS && *root != NULL)
+        error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof *offset, offset, NULL);
+    if (*root == NULL)
+        *root = mem;
+    return error;
+}
 
 static void concat_release(void *opaque)
 {
@@ -263,8 +282,10 @@ static clrun_status concat_prepare(clrun_context *ctx, const clrun__op *op,
     uint64_t total = (uint64_t)y->shape[axis] * inner, before = 0;
     clrun_status s = CLRUN_OK;
     st->launches = call->input_count;
+    st->runs = outer == 1;
     for (int i = 0; i < call->input_count && s == CLRUN_OK; i++) {
         uint64_t length = (uint64_t)call->inputs[i].shape[axis] * inner;
+        st->at[i] = before * clrun_dtype_size(y->dtype);
         s = clrun__element_kernel(ctx, "clrun_copy_rows", y->dtype, NULL, &st->kernels[i]);
         if (s == CLRUN_OK)
             s = copy_rows_args(ctx, st->kernels[i], length, outer, length, 0, total, before,
@@ -286,10 +307,27 @@ static clrun_status concat_enqueue(clrun_context *ctx, void *opaque, const clrun
 {
     (void)call;
     concat_state *st = opaque;
+    cl_mem root = NULL;
+    size_t base = 0;
+    bool check = st->runs && outputs[0] != NULL; /* an empty tensor may have no memory */
+    cl_int error = check ? memory_place(outputs[0], &root, &base) : CL_SUCCESS;
+    if (error != CL_SUCCESS)
+        return clrun__fail_cl(ctx, error, "clGetMemObjectInfo", "where concat's output lies");
     clrun__chain chain;
     clrun__chain_begin(&chain, ctx, wait_count, wait_list, done);
     clrun_status s = CLRUN_OK;
     for (int l = 0; l < st->launches && s == CLRUN_OK; l++) {
+        if (check && inputs[l] != NULL) { /* already in its place? */
+            cl_mem in_root = NULL;
+            size_t in_offset = 0;
+            error = memory_place(inputs[l], &in_root, &in_offset);
+            if (error != CL_SUCCESS) {
+                s = clrun__fail_cl(ctx, error, "clGetMemObjectInfo", "where concat's input %d lies", l);
+                break;
+            }
+            if (in_root == root && in_offset == base + st->at[l])
+                continue;
+        }
         s = clrun__buffer_args(ctx, st->kernels[l], &inputs[l], 1, outputs[0]);
         if (s == CLRUN_OK)
             s = clrun__chain_launch(&chain, st->kernels[l], 2, st->global[l], st->local[l],

@@ -201,6 +201,7 @@ class ExecStats(ctypes.Structure):
         ("offloaded_bytes", c_uint64),
         ("host_bytes", c_uint64),
         ("assembled_concats", c_int32),
+        ("assembled_in_part", c_int32),
         ROOM,
     ]
 
