@@ -77,14 +77,16 @@ tests_test_exec_budget_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_budget_CPPFLAGS = $(AM_CPPFLAGS) -DCLRUN_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_exec_budget_LDADD = $(TEST_LDADD)
 
-# Host offload under a memory budget: the rewrite without OpenCL, then the same bits in every
-# mode and allocator, and a budget that only offload meets.
+# Concats assembled in place: the schedule's choice without OpenCL, then the same bits as the
+# copies in every mode, allocator and queue order, the copies left out, and failing calls.
 check_PROGRAMS += tests/test_exec_concat
 TESTS += tests/test_exec_concat
 tests_test_exec_concat_SOURCES = tests/test_exec_concat.c tests/device_test.h
 tests_test_exec_concat_CFLAGS = $(TEST_CFLAGS)
 tests_test_exec_concat_LDADD = $(TEST_LDADD)
 
+# Host offload under a memory budget: the rewrite without OpenCL, then the same bits in every
+# mode and allocator, and a budget that only offload meets.
 check_PROGRAMS += tests/test_exec_offload
 TESTS += tests/test_exec_offload
 tests_test_exec_offload_SOURCES = tests/test_exec_offload.c tests/device_test.h
