@@ -2,22 +2,23 @@
  * the concat's output buffer, each at its place, so the concat copies nothing and launches
  * nothing (SqueezeNet's fire modules, ShuffleNet's units, an Inception block's branches).
  *
- * A concat is assembled when each input is one contiguous run of the output (every dimension
- * before the axis is 1, so input j is the bytes after inputs 0..j-1), and so is each input
+ * A concat may be assembled when every dimension of its output before the axis is 1 (each
+ * input one contiguous run of the output: input j is the bytes after inputs 0..j-1) and the
+ * graph has no loop run at run time (its body's steps run again). Then each input is placed
  * that:
  *   - is made by an unguarded node on the device, not in place of the node's input nor as a
- *     view of it, and read by the concat alone, once; it is not a graph output, not empty, and
+ *     view of it, and read by the concat alone, once; is not a graph output, not empty, and
  *     not itself an assembled concat's output (no nesting);
  *   - has its place in the output at a multiple of `alignment` (the device's base address
- *     alignment: each is handed to its kernel as a sub-buffer). Where only some inputs are
- *     placed (ShuffleNetV2's later units: the second half starts 64 bytes off 128), the concat
- *     still runs and copies the others;
- *   - the schedule's lower bound does not rise: the output's buffer is taken when its first
- *     input is made, not at the concat, so between the two it holds the bytes of the inputs not
- *     made yet (nothing, when they are made one after the other; a U-Net's skip made long
- *     before the concat would hold the decoder's half through the encoder). At the concat the
- *     inputs and the output no longer coexist, so it saves the output's size there.
- *   - the graph has no loop run at run time (its body's steps run again).
+ *     alignment: each is handed to its kernel as a sub-buffer).
+ * The concat is assembled, its placed inputs with it, when that keeps the schedule's lower
+ * bound: the output's buffer is taken when its first placed input is made, not at the concat,
+ * so between the two it holds the bytes of the placed inputs not made yet (nothing when they
+ * are made one after the other; a U-Net's skip made long before its concat would hold the
+ * decoder's half through the encoder); at the concat the placed inputs and the output no
+ * longer coexist, which saves their bytes there. Where only some inputs are placed
+ * (ShuffleNetV2's later units: the second half starts 64 bytes off 128), the concat still runs
+ * and copies the others.
  * The values are the same bits: the same kernels write the same elements, at other addresses;
  * the concat copies what it would have copied, less the inputs already in place. */
 #include "exec/schedule.h"
