@@ -249,6 +249,19 @@ static cl_int get_mem_object_info(cl_mem m, cl_mem_info i, size_t s, void *v, si
     return clGetMemObjectInfo(m, i, s, v, r);
 }
 
+cl_int clrun__cl_mem_place(cl_mem mem, cl_mem *root, size_t *offset)
+{
+    *root = NULL;
+    *offset = 0;
+    cl_int error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof *root, root,
+                                              NULL);
+    if (error == CL_SUCCESS && *root != NULL)
+        error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof *offset, offset, NULL);
+    if (*root == NULL)
+        *root = mem;
+    return error;
+}
+
 const clrun__cl_api clrun__cl = {
     .GetPlatformIDs = get_platform_ids,
     .GetPlatformInfo = get_platform_info,

@@ -69,6 +69,10 @@ typedef struct clrun__cl_api {
 /* The table all library code calls through. */
 extern const clrun__cl_api clrun__cl;
 
+/* Where mem's bytes lie: *root its parent buffer (mem itself when it is not a sub-buffer) and
+ * *offset its origin there, through the table (so counted). */
+cl_int clrun__cl_mem_place(cl_mem mem, cl_mem *root, size_t *offset);
+
 /* Fault injection (tests only; not thread-safe against concurrent arming). After arming, the
  * `nth` counted call (1 = the next one) fails with `error` (or its object-returning form gives
  * NULL and sets errcode_ret). persistent: every later counted call fails too. nth = 0 disarms. */

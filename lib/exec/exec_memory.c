@@ -239,17 +239,12 @@ void clrun__exec_drop_parts(clrun_exec *e, int32_t whole)
 clrun_status clrun__exec_take_parts(clrun_exec *e, int32_t whole)
 {
     /* a view cannot be made of a view: the buffer's own parent, at the buffer's offset in it */
-    cl_mem mem = e->buffers[e->schedule.buffer_of[whole]].mem, parent = NULL;
+    cl_mem parent = NULL;
     size_t base = 0;
-    cl_int error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent,
-                                              &parent, NULL);
-    if (error == CL_SUCCESS && parent != NULL)
-        error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof base, &base, NULL);
+    cl_int error = clrun__cl_mem_place(e->buffers[e->schedule.buffer_of[whole]].mem, &parent, &base);
     if (error != CL_SUCCESS)
         return clrun__fail_cl(e->ctx, error, "clGetMemObjectInfo", "where '%s' lies",
                               clrun__exec_tensor_name(e, whole));
-    if (parent == NULL)
-        parent = mem;
     const clrun__node *cat = &e->graph->nodes[e->graph->tensors[whole].producer];
     for (int k = 0; k < cat->input_count; k++) {
         int32_t t = cat->inputs[k];

@@ -345,8 +345,9 @@ static void abandon_run(clrun_exec *e)
     for (int32_t b = 0; b < e->schedule.buffer_count; b++) {
         buffer_state *s = &e->buffers[b];
         bool callers = e->schedule.buffers[b].is_input && !e->graph->tensors[e->schedule.buffers[b].root].donated;
-        if (clrun__exec_assembled(e, b) >= 0)
-            clrun__exec_drop_parts(e, clrun__exec_assembled(e, b));
+        int32_t whole = clrun__exec_assembled(e, b);
+        if (whole >= 0)
+            clrun__exec_drop_parts(e, whole);
         if (s->live && !callers)
             clrun__exec_give_back(e, b);
         clrun__exec_drop_events(s);

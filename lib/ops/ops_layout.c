@@ -244,20 +244,6 @@ typedef struct concat_state {
     uint64_t at[CLRUN__MAX_CONCAT];
 } concat_state;
 
-/* Where mem's bytes lie: its parent (itself when it has none) and its offset there. */
-static cl_int memory_place(cl_mem mem, cl_mem *root, size_t *offset)
-{
-    *root = NULL;
-    *offset = 0;
-    cl_int error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof *root, root,
-                                              NULL);
-    if (error == CL_SUCCESS && *root != NULL)
-        error = clrun__cl.GetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof *offset, offset, NULL);
-    if (*root == NULL)
-        *root = mem;
-    return error;
-}
-
 static void concat_release(void *opaque)
 {
     concat_state *st = opaque;
@@ -310,7 +296,7 @@ static clrun_status concat_enqueue(clrun_context *ctx, void *opaque, const clrun
     cl_mem root = NULL;
     size_t base = 0;
     bool check = st->runs && outputs[0] != NULL; /* an empty tensor may have no memory */
-    cl_int error = check ? memory_place(outputs[0], &root, &base) : CL_SUCCESS;
+    cl_int error = check ? clrun__cl_mem_place(outputs[0], &root, &base) : CL_SUCCESS;
     if (error != CL_SUCCESS)
         return clrun__fail_cl(ctx, error, "clGetMemObjectInfo", "where concat's output lies");
     clrun__chain chain;
@@ -320,7 +306,7 @@ static clrun_status concat_enqueue(clrun_context *ctx, void *opaque, const clrun
         if (check && inputs[l] != NULL) { /* already in its place? */
             cl_mem in_root = NULL;
             size_t in_offset = 0;
-            error = memory_place(inputs[l], &in_root, &in_offset);
+            error = clrun__cl_mem_place(inputs[l], &in_root, &in_offset);
             if (error != CL_SUCCESS) {
                 s = clrun__fail_cl(ctx, error, "clGetMemObjectInfo", "where concat's input %d lies", l);
                 break;

@@ -681,8 +681,8 @@ class Model:
         allocator, steps, peak_bytes, reserved_bytes, lower_bound_bytes, naive_bytes,
         constant_bytes, driver_allocs, donations (donated_in_place of them over donated inputs),
         unused_donations (with their names in unused_donated), wall_ms, views,
-        assembled_concats (assembled_in_part of them only in part), graph_nodes, kernels, fused_groups, fused_nodes,
-        folded_nodes, folded_batchnorms, and the ratios peak_over_lower_bound and saving_over_naive
+        assembled_concats (assembled_in_part of them only in part), graph_nodes, kernels,
+        fused_groups, fused_nodes, folded_nodes, folded_batchnorms, and the ratios peak_over_lower_bound and saving_over_naive
         (1 - peak / naive). A model that takes dimensions from its inputs reports the executor
         of its last run."""
         return self._stats(self._current())
