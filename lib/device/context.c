@@ -97,10 +97,12 @@ static clrun_status open_device(clrun_context *ctx)
 
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
     cl_int err = CL_SUCCESS;
+    clrun__driver_lock();
     ctx->cl = clrun__cl.CreateContext(props, 1, &ctx->device, NULL, NULL, &err);
-    if (ctx->cl == NULL)
-        return clrun__fail_cl(NULL, err, "clCreateContext", "device '%s'", ctx->info.name);
-    return create_queue(ctx);
+    status = ctx->cl == NULL ? clrun__fail_cl(NULL, err, "clCreateContext", "device '%s'", ctx->info.name)
+                             : create_queue(ctx);
+    clrun__driver_unlock();
+    return status;
 }
 
 static void release_context(clrun_context *ctx)
@@ -108,12 +110,14 @@ static void release_context(clrun_context *ctx)
     if (ctx->pool)
         ctx->pool_destroy(ctx->pool);
     clrun__programs_destroy(ctx->programs);
-    if (ctx->queue) {
+    if (ctx->queue)
         clFinish(ctx->queue); /* not counted: teardown must not be made to fail */
+    clrun__driver_lock();
+    if (ctx->queue)
         clrun__cl.ReleaseCommandQueue(ctx->queue);
-    }
     if (ctx->cl)
         clrun__cl.ReleaseContext(ctx->cl);
+    clrun__driver_unlock();
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->pool_init);
     clrun__error_record_destroy(&ctx->error);

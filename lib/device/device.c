@@ -159,9 +159,11 @@ static clrun_status enumerate_platform(cl_platform_id platform, unsigned platfor
     return CLRUN_OK;
 }
 
-/* Platform and device discovery, one thread at a time in the process: POCL's first
- * clGetDeviceIDs, called from several threads at once, can hand out NULL devices. */
-static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void clrun__driver_lock(void) { pthread_mutex_lock(&driver_lock); }
+
+void clrun__driver_unlock(void) { pthread_mutex_unlock(&driver_lock); }
 
 static clrun_status enumerate_locked(clrun_device_info **list_out, cl_platform_id **platforms_out,
                                      cl_device_id **ids_out, size_t *count_out);
@@ -169,9 +171,9 @@ static clrun_status enumerate_locked(clrun_device_info **list_out, cl_platform_i
 clrun_status clrun__device_enumerate(clrun_device_info **list_out, cl_platform_id **platforms_out,
                                      cl_device_id **ids_out, size_t *count_out)
 {
-    pthread_mutex_lock(&discovery_lock);
+    clrun__driver_lock();
     clrun_status status = enumerate_locked(list_out, platforms_out, ids_out, count_out);
-    pthread_mutex_unlock(&discovery_lock);
+    clrun__driver_unlock();
     return status;
 }
 
