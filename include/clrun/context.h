@@ -82,7 +82,9 @@ void clrun_context_options_init(clrun_context_options *options);
 
 /* Chooses a device, creates its OpenCL context and an in-order (or, where asked for and the
  * device has it, out-of-order) profiling-enabled queue. options may be NULL. On failure *out is
- * NULL, nothing is leaked and clrun_last_error(NULL) says why. */
+ * NULL, nothing is leaked and clrun_last_error(NULL) says why. Contexts may be created and
+ * destroyed from several threads at once: the driver's discovery and its context and queue
+ * set-up and release run one thread at a time in the process (some drivers are not safe there). */
 clrun_status clrun_context_create(const clrun_context_options *options, clrun_context **out);
 
 /* Releases everything the context holds (pool, programs, queue). NULL is accepted. Blocks still
