@@ -11,10 +11,9 @@ clrun_status clrun__device_enumerate(clrun_device_info **list, cl_platform_id **
 
 /* One thread at a time in the process through the driver's set-up and tear-down: discovery,
  * creating and releasing a context and its queue. POCL's first clGetDeviceIDs, called from
- * several threads at once, handed out NULL devices; its context and queue set-up shares global
- * state (the process's one LLVM context, the device's driver threads) that contexts made and
- * released at once from several threads have no reason to race on. Not held while the caller
- * holds a context's lock. */
+ * several threads at once, handed out NULL devices, and its context set-up and release touch
+ * process-wide state (one LLVM context shared by every context, counted without a lock in its
+ * sources), so they are kept apart too. A leaf lock: nothing else is taken while it is held. */
 void clrun__driver_lock(void);
 void clrun__driver_unlock(void);
 
