@@ -2,13 +2,41 @@
 #ifndef CLRUN_TESTS_DEVICE_TEST_H
 #define CLRUN_TESTS_DEVICE_TEST_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A fatal signal in a thread other than main() reaches cmocka's handler, which keeps the test's
+ * message in that thread's buffer and exits with status 255 without printing it (CI saw one
+ * such exit). clrun_test_device_environment keeps the handlers that were there before cmocka's
+ * (AddressSanitizer's, which print the stack, or the default: a core and the signal's status),
+ * and a test whose threads (its own or the library's) may fault puts them back first with
+ * clrun_test_report_fatal_signals: cmocka sets its own before each test. */
+#define CLRUN_TEST_FATAL_SIGNALS 4
+
+static inline int clrun_test_fatal_signal(int i)
+{
+    static const int fatal[CLRUN_TEST_FATAL_SIGNALS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+    return fatal[i];
+}
+
+static inline struct sigaction *clrun_test_handlers_before_cmocka(void)
+{
+    static struct sigaction before[CLRUN_TEST_FATAL_SIGNALS];
+    return before;
+}
+
+static inline void clrun_test_report_fatal_signals(void)
+{
+    for (int i = 0; i < CLRUN_TEST_FATAL_SIGNALS; i++)
+        sigaction(clrun_test_fatal_signal(i), &clrun_test_handlers_before_cmocka()[i], NULL);
+}
+
 /* POCL exposes two CPU devices with this, so selection by index and by name is testable; other
- * drivers ignore it. The binary cache goes to a fresh directory, never the user's. Call first in
- * main(), before any OpenCL call. */
+ * drivers ignore it. The binary cache goes to a fresh directory, never the user's; the signal
+ * handlers in place are kept for clrun_test_report_fatal_signals. Call first in main(), before
+ * any OpenCL call and before cmocka runs a test. */
 static inline void clrun_test_device_environment(char *cache_dir, size_t size)
 {
     setenv("POCL_DEVICES", "pthread pthread", 0);
@@ -19,6 +47,8 @@ static inline void clrun_test_device_environment(char *cache_dir, size_t size)
         exit(1);
     }
     setenv("CLRUN_CACHE_DIR", cache_dir, 1);
+    for (int i = 0; i < CLRUN_TEST_FATAL_SIGNALS; i++)
+        sigaction(clrun_test_fatal_signal(i), NULL, &clrun_test_handlers_before_cmocka()[i]);
 }
 
 #ifdef CLRUN_TOP_SRCDIR

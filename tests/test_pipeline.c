@@ -90,6 +90,7 @@ static void one_device(const clrun_graph *g, int count, float (*in)[ROWS * D],
 static void split_over_two_devices_gives_the_bits_of_one(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g = mlp();
     assert_int_equal(clrun_graph_example_input(g, 0, 7, input, sizeof input), CLRUN_OK);
     static float want[ROWS * D], got[ROWS * D];
@@ -162,6 +163,7 @@ static void split_over_two_devices_gives_the_bits_of_one(void **state)
 static void bad_requests_are_refused_with_reasons(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g = mlp();
     unsigned devices[3] = {0, 1, 9};
     uint64_t limits[2] = {3 * MIB, 3 * MIB};
@@ -227,6 +229,7 @@ static void many_references(const clrun_graph *g, int batches)
 static void micro_batches_stream_with_the_bits_of_one_device(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g = mlp();
     /* 1 (stage after stage), 3 (more micro-batches than slots, and odd), 5 */
     int counts[] = {1, 3, 5};
@@ -310,6 +313,7 @@ static void micro_batches_stream_with_the_bits_of_one_device(void **state)
 static void a_stream_is_refused_or_stopped_with_reasons(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g = mlp();
     many_references(g, 4);
     unsigned devices[2] = {0, 1};

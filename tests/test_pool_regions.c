@@ -61,6 +61,7 @@ static uint64_t device_alignment(clrun_context *ctx)
 static void resident_blocks_are_packed_exactly_and_hold_what_is_written(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     const char *strategies[] = {"buddy", "slab", "tlsf"};
     for (size_t s = 0; s < 3; s++) {
         clrun_context *ctx = open_context(strategies[s], 0, 0);
@@ -111,6 +112,7 @@ static void resident_blocks_are_packed_exactly_and_hold_what_is_written(void **s
 static void resident_blocks_count_against_the_limit_and_a_refusal_leaves_nothing(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", 0, MiB);
     const uint64_t sizes[] = {600 * KiB, 600 * KiB};
     const char *labels[] = {"layer.weight", "layer.bias"};
@@ -137,6 +139,7 @@ static void resident_blocks_count_against_the_limit_and_a_refusal_leaves_nothing
 static void every_failing_opencl_call_of_a_resident_batch_leaves_nothing(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", 0, 0);
     const uint64_t sizes[] = {4000, 5000, 6000};
     clrun_buffer b[3];
@@ -166,6 +169,7 @@ static void every_failing_opencl_call_of_a_resident_batch_leaves_nothing(void **
 static void raw_buffers_count_against_the_limit(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", 0, MiB);
     cl_mem a = NULL, b = NULL;
     assert_int_equal(clrun__pool_create_raw(ctx, 600 * KiB, "naive t1", &a), CLRUN_OK);
@@ -189,6 +193,7 @@ static void raw_buffers_count_against_the_limit(void **state)
 static void out_of_memory_says_what_is_reserved_outside_the_chunks(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", 0, MiB);
     cl_mem a = NULL;
     assert_int_equal(clrun__pool_create_raw(ctx, 600 * KiB, "arena", &a), CLRUN_OK);
@@ -205,6 +210,7 @@ static void out_of_memory_says_what_is_reserved_outside_the_chunks(void **state)
 static void a_raw_buffer_under_the_limit_takes_the_room_of_empty_chunks(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("slab", 0, MiB);
     clrun_buffer x;
     assert_int_equal(clrun_alloc(ctx, 700 * KiB, &x), CLRUN_OK);
@@ -229,6 +235,7 @@ static cl_int event_status(cl_event e)
 static void a_later_owner_of_bytes_freed_with_pending_users_waits_for_them(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", 1, 0);
     if (!clrun_context_out_of_order(ctx)) {
         clrun_context_destroy(ctx);
@@ -285,6 +292,7 @@ static void *complete_later(void *arg)
 static void a_callers_block_is_handed_out_once_its_earlier_users_are_done(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("buddy", 1, 0);
     if (!clrun_context_out_of_order(ctx)) {
         clrun_context_destroy(ctx);
@@ -312,6 +320,7 @@ static void a_callers_block_is_handed_out_once_its_earlier_users_are_done(void *
 static void on_an_in_order_queue_a_free_after_events_orders_nothing(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", -1, 0);
     cl_int error;
     cl_event reader = clCreateUserEvent(clrun_context_cl(ctx), &error);
@@ -334,6 +343,7 @@ static void on_an_in_order_queue_a_free_after_events_orders_nothing(void **state
 static void out_of_memory_names_the_largest_live_blocks_and_their_owners(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = open_context("tlsf", 0, MiB);
     clrun_buffer big, small, w;
     const uint64_t wsize = 200 * KiB;

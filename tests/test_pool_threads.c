@@ -137,6 +137,7 @@ done:
 static void four_threads_allocate_write_verify_and_free_through_one_context(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     unsetenv("CLRUN_ALLOCATOR");
     for (int s = 0; s < 3; s++) {
         static const char *const strategies[] = {"buddy", "slab", "bump"};

@@ -177,12 +177,14 @@ static void same_bits_as_one_device(const char *kind, int full_cases)
 static void mlp_gives_the_bits_of_one_device(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     same_bits_as_one_device("mlp", 4);
 }
 
 static void conv_net_gives_the_bits_of_one_device(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     /* the first two cases (pooled with fusion, planned without): each costs seconds here */
     same_bits_as_one_device("resnet18", 2);
 }
@@ -216,6 +218,7 @@ static clrun_graph *biased(int64_t rows, bool sum_output, int64_t width)
 static void an_input_without_the_batch_goes_to_every_device(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g11 = biased(11, false, 8), *g10 = biased(10, false, 8);
     const clrun_graph *models[] = {g11, g11, g10};
     unsigned devices[] = {0, 1, 0};
@@ -262,6 +265,7 @@ static void an_input_without_the_batch_goes_to_every_device(void **state)
 static void bad_requests_are_refused_with_reasons(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g16 = biased(16, false, 8), *g15 = biased(15, false, 8);
     clrun_graph *w16 = biased(16, false, 4), *g0 = NULL;
     /* a model whose first input is a scalar: no rows */
@@ -362,6 +366,7 @@ static void bad_requests_are_refused_with_reasons(void **state)
 static void a_failing_device_fails_the_run_naming_it(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_graph *g11 = model("mlp", 11), *g10 = model("mlp", 10), *whole = model("mlp", BATCH);
     const clrun_tensor_id *ids;
     clrun_graph_inputs(whole, &ids);

@@ -3,7 +3,6 @@
  * executor on one shared context, on in-order and out-of-order queues, every output equal to a
  * single-threaded run's; and one executor run from several threads at once. */
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -19,26 +18,6 @@
 #include "rng.h"
 
 static char cache_root[512];
-
-/* A fatal signal in a thread of ours would reach cmocka's handler, which keeps its message in
- * that thread's buffer and exits with status 255 without printing it (CI saw one such exit, in
- * contexts_from_many_threads_at_once). main() keeps the handlers that were there before cmocka's
- * (AddressSanitizer's, which print the stack, or the default: a core and the signal's status),
- * and each test puts them back. */
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
-static struct sigaction handlers_before[sizeof fatal_signals / sizeof fatal_signals[0]];
-
-static void keep_fatal_signal_handlers(void)
-{
-    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
-        sigaction(fatal_signals[i], NULL, &handlers_before[i]);
-}
-
-static void report_fatal_signals(void)
-{
-    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
-        sigaction(fatal_signals[i], &handlers_before[i], NULL);
-}
 
 /* Large enough that POCL runs the nodes of an out-of-order queue concurrently: with 32 x 48 the
  * reuse races of issue 16 stayed hidden. */
@@ -188,7 +167,7 @@ static void run_threads(bool out_of_order, bool donated, int threads)
 static void executors_on_one_context_in_order(void **state)
 {
     (void)state;
-    report_fatal_signals();
+    clrun_test_report_fatal_signals();
     for (int donated = 0; donated < 2; donated++) {
         compute_expected(donated);
         for (int threads = 2; threads <= MAX_THREADS; threads *= 2)
@@ -199,7 +178,7 @@ static void executors_on_one_context_in_order(void **state)
 static void executors_on_one_context_out_of_order(void **state)
 {
     (void)state;
-    report_fatal_signals();
+    clrun_test_report_fatal_signals();
     for (int donated = 0; donated < 2; donated++) {
         compute_expected(donated);
         for (int threads = 2; threads <= MAX_THREADS; threads *= 2)
@@ -211,7 +190,7 @@ static void executors_on_one_context_out_of_order(void **state)
 static void one_executor_from_several_threads(void **state)
 {
     (void)state;
-    report_fatal_signals();
+    clrun_test_report_fatal_signals();
     clrun_context *ctx = NULL;
     assert_int_equal(clrun_context_create(NULL, &ctx), CLRUN_OK);
     clrun_graph *g = make_graph(false);
@@ -247,7 +226,7 @@ static void *make_context(void *arg)
 static void contexts_from_many_threads_at_once(void **state)
 {
     (void)state;
-    report_fatal_signals();
+    clrun_test_report_fatal_signals();
     pthread_t ids[MAX_THREADS];
     clrun_status status[MAX_THREADS];
     for (int t = 0; t < MAX_THREADS; t++)
@@ -261,7 +240,6 @@ static void contexts_from_many_threads_at_once(void **state)
 int main(void)
 {
     clrun_test_device_environment(cache_root, sizeof cache_root);
-    keep_fatal_signal_handlers();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(contexts_from_many_threads_at_once),
         cmocka_unit_test(executors_on_one_context_in_order),

@@ -258,6 +258,7 @@ static void assert_close(const float *a, const float *b, size_t n, const char *w
 static void devices_train_as_one(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     size_t n1, n2, n3, n3b;
     float *one = one_device(&n1);
     float *two = parallel_params((const unsigned[]){0, 1}, 2, false, &n2);
@@ -276,6 +277,7 @@ static void devices_train_as_one(void **state)
 static void a_failing_device_stops_the_others(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     for (int after = 0; after < 2; after++) {
         parallel_run r;
         parallel_open(&r, (const unsigned[]){0, 1}, 2, after);
@@ -316,6 +318,7 @@ static void assert_params_are(parallel_run *r, const float *want, size_t n)
 static void a_device_failing_mid_reduction_stops_cleanly(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     for (int after = 0; after < 2; after++) {
         parallel_run r;
         parallel_open(&r, (const unsigned[]){0, 1}, 2, after);
@@ -354,6 +357,7 @@ static void a_device_failing_mid_reduction_stops_cleanly(void **state)
 static void bad_arguments_are_refused(void **state)
 {
     (void)state;
+    clrun_test_report_fatal_signals();
     clrun_train_parallel *p = (clrun_train_parallel *)1;
     clrun_graph *g = model(8);
     const clrun_graph *models[] = {g, g};
