@@ -251,6 +251,18 @@ static clrun_context *context_for(const char *allocator, bool out_of_order)
     return ctx;
 }
 
+/* An executor of g on ctx in `mode`, fusion as in clrun_exec_options (0: the default). */
+static clrun_exec *exec_in(clrun_context *ctx, const clrun_graph *g, clrun_exec_mode mode, int fusion)
+{
+    clrun_exec_options o;
+    clrun_exec_options_init(&o);
+    o.mode = mode;
+    o.fusion = fusion;
+    clrun_exec *exec = NULL;
+    assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+    return exec;
+}
+
 static clrun_status run_once(clrun_context *ctx, clrun_exec *exec, const float *x, outputs *out)
 {
     clrun_buffer in;
@@ -286,11 +298,7 @@ static void only_the_inputs_not_in_place_are_copied(void **state)
     assert_int_equal(clrun_graph_example_input(g, 0, 7, x, sizeof x), CLRUN_OK);
     for (int naive = 0; naive < 2; naive++) {
         clrun_context *ctx = context_for("tlsf", false);
-        clrun_exec_options o;
-        clrun_exec_options_init(&o);
-        o.mode = naive ? CLRUN_EXEC_NAIVE : CLRUN_EXEC_POOLED;
-        clrun_exec *exec = NULL;
-        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        clrun_exec *exec = exec_in(ctx, g, naive ? CLRUN_EXEC_NAIVE : CLRUN_EXEC_POOLED, 0);
         int launches = 0;
         clrun_log_set_handler(count_concat_launches, &launches);
         clrun_log_set_level(CLRUN_LOG_DEBUG);
@@ -322,12 +330,7 @@ static void assembled_concats_give_the_bits_of_copies_in_every_mode(void **state
     for (int fusion = -1; fusion <= 1; fusion += 2) {
         /* the reference: every tensor its own buffer, the concats copying */
         clrun_context *ctx = context_for("tlsf", false);
-        clrun_exec_options o;
-        clrun_exec_options_init(&o);
-        o.mode = CLRUN_EXEC_NAIVE;
-        o.fusion = fusion;
-        clrun_exec *exec = NULL;
-        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        clrun_exec *exec = exec_in(ctx, g, CLRUN_EXEC_NAIVE, fusion);
         clrun_exec_stats plain;
         assert_int_equal(clrun_exec_stats_get(exec, &plain), CLRUN_OK);
         assert_int_equal(plain.assembled_concats, 0);
@@ -336,8 +339,7 @@ static void assembled_concats_give_the_bits_of_copies_in_every_mode(void **state
         clrun_context_destroy(ctx);
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
             ctx = context_for(modes[m].allocator, modes[m].out_of_order);
-            o.mode = modes[m].mode;
-            assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+            exec = exec_in(ctx, g, modes[m].mode, fusion);
             clrun_exec_stats st;
             assert_int_equal(clrun_exec_stats_get(exec, &st), CLRUN_OK);
             assert_int_equal(st.assembled_concats, 3); /* c, o and p; k is copied */
@@ -374,18 +376,15 @@ static void every_failing_opencl_call_fails_a_run_cleanly(void **state)
     static outputs want, got;
     for (int planned = 0; planned < 2; planned++) {
         clrun_context *ctx = context_for("tlsf", false);
-        clrun_exec_options o;
-        clrun_exec_options_init(&o);
-        o.mode = planned ? CLRUN_EXEC_PLANNED : CLRUN_EXEC_POOLED;
-        clrun_exec *exec = NULL;
-        assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+        clrun_exec_mode mode = planned ? CLRUN_EXEC_PLANNED : CLRUN_EXEC_POOLED;
+        clrun_exec *exec = exec_in(ctx, g, mode, 0);
         assert_int_equal(run_once(ctx, exec, x, &want), CLRUN_OK);
         clrun_buffer in;
         assert_int_equal(clrun_alloc(ctx, sizeof x, &in), CLRUN_OK);
         assert_int_equal(clrun_buffer_write(ctx, &in, x), CLRUN_OK);
         for (long n = 1;; n++) {
             clrun_exec_destroy(exec);
-            assert_int_equal(clrun_exec_create(ctx, g, &o, &exec), CLRUN_OK);
+            exec = exec_in(ctx, g, mode, 0);
             clrun_memory_stats idle, after;
             clrun_memory_stats_get(ctx, &idle);
             clrun__cl_fault_arm(n, CL_OUT_OF_RESOURCES, false);
