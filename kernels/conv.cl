@@ -131,13 +131,14 @@ float dw_one(__global const float *xp, __global const float *wo, const int ih0, 
     return acc;
 }
 
-/* Stores vector v of outputs from index at, through the epilogue (a macro: the epilogue's
- * extra inputs are the kernel's parameters): on the vector where the epilogue may run on one
- * (CLRUN_EPILOGUE_V8/_V16, lib/fuse/codegen.h: lane by lane the scalar epilogue's bits), which
+/* Stores vector v of outputs from index at, all of channel o (a local of every kernel that
+ * stores), through the epilogue (a macro: the epilogue's extra inputs are the kernel's
+ * parameters): on the vector where the epilogue may run on one (CLRUN_EPILOGUE_V8/_V16,
+ * lib/fuse/codegen.h: lane by lane the scalar epilogue's bits; a residual read as a vector), which
  * costs the store next to nothing (MobileNetV3-small's hardswishes and relus after depthwise and
  * pointwise layers fused this way), else a lane at a time. */
 #if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8)
-#define DW_STORE(v, at) DWSTORE(CAT(CLRUN_EPILOGUE_V, DWN)(v), out + (at))
+#define DW_STORE(v, at) DWSTORE(CAT(CLRUN_EPILOGUE_V, DWN)((v), (at), o), out + (at))
 #elif defined(CLRUN_EPILOGUE)
 #define DW_STORE(v, at)                                                                            \
     do {                                                                                           \
@@ -751,7 +752,7 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
 #if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8)
 #define PS_PUT(v, at)                                                                              \
     do {                                                                                           \
-        EPILOGUE_SITE(vstore8(CLRUN_EPILOGUE_V8(v), 0, out + (at));)                               \
+        EPILOGUE_SITE(vstore8(CLRUN_EPILOGUE_V8((v), (at), o), 0, out + (at));)                               \
     } while (0)
 #elif defined(CLRUN_EPILOGUE)
 #define PS_PUT(v, at)                                                                              \

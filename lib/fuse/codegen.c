@@ -486,6 +486,22 @@ static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint
         clrun__strbuf_printf(b, "0");
 }
 
+/* How a vector of consecutive outputs of one channel reads load l: VECTOR_AT_I, its own elements
+ * (the output's shape: a residual), VECTOR_BY_COLUMN, one value for them all (a per-channel
+ * scale), else VECTOR_NONE. */
+enum { VECTOR_NONE, VECTOR_AT_I, VECTOR_BY_COLUMN };
+static int vector_load(const geometry *g, const load *l, int column)
+{
+    if (l->chained || l->dtype != CLRUN_F32)
+        return VECTOR_NONE;
+    if (memcmp(l->strides, g->out_strides, (size_t)g->rank * sizeof *l->strides) == 0)
+        return VECTOR_AT_I;
+    bool by_column = column >= 0 && l->strides[column] != 0;
+    for (int d = 0; by_column && d < g->rank; d++)
+        by_column = d == column || l->strides[d] == 0;
+    return by_column ? VECTOR_BY_COLUMN : VECTOR_NONE;
+}
+
 bool clrun__fuse_epilogue_math(const clrun__fused_op *f)
 {
     bool math = false;
@@ -524,9 +540,26 @@ static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const c
         else
             clrun__strbuf_printf(b, "    return clrun_canon_f32(t%d);\n}\n", f->step_count - 1);
     }
-    /* on vectors, `fn`_v8 and `fn`_v16 (v): the same steps lane by lane, then the same store */
+    /* on vectors, `fn`_v8 and `fn`_v16 (v, i, c, x0, ...): the outputs i .. i + lanes - 1 of
+     * channel c, each load a vector of its own elements or c's value, the same steps lane by
+     * lane, then the same store */
     for (int lanes = 8; ok && vectors && lanes <= 16; lanes *= 2) {
-        clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(const float%d v)\n{\n", lanes, fn, lanes, lanes);
+        clrun__strbuf_printf(b, "CLRUN_INLINE float%d %s_v%d(const float%d v, const ulong i, const uint c",
+                             lanes, fn, lanes, lanes);
+        for (int x = 0; x < e->extra_inputs; x++)
+            clrun__strbuf_printf(b, ", __global const float *x%d", x);
+        clrun__strbuf_printf(b, ")\n{\n");
+        int column = column_dim(e, g);
+        for (int l = 0; l < g->load_count; l++) {
+            int x = g->loads[l].input - e->input_count;
+            if (vector_load(g, &g->loads[l], column) == VECTOR_AT_I) {
+                clrun__strbuf_printf(b, "    const float%d v%d = vload%d(0, x%d + i);\n", lanes, l, lanes, x);
+            } else {
+                clrun__strbuf_printf(b, "    const float%d v%d = (float%d)(x%d[", lanes, l, lanes, x);
+                emit_epilogue_offset(b, g, g->loads[l].strides, column);
+                clrun__strbuf_printf(b, "]);\n");
+            }
+        }
         for (int s = 0; s < f->step_count; s++)
             emit_step(b, f, g, s, true, lanes);
         if (f->step_count == 0)
@@ -540,18 +573,30 @@ static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const c
 
 bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f)
 {
-    if (f->epilogue == NULL || f->epilogue->extra_inputs != 0)
+    if (f->epilogue == NULL || f->step_count > 64)
         return false;
     for (int s = 0; s < f->step_count; s++) {
         const clrun__fused_step *step = &f->steps[s];
         if (!clrun__ew_on_vectors(step->def) || step->type.dtype != CLRUN_F32)
             return false;
         for (int k = 0; k < step->def->arity; k++)
-            if ((step->args[k] != CLRUN__FUSED_ARG_V && step->args[k] < 0) ||
-                step->arg_types[k].dtype != CLRUN_F32)
+            if (step->arg_types[k].dtype != CLRUN_F32)
                 return false;
     }
-    return true;
+    if (f->epilogue->extra_inputs == 0)
+        return true;
+    int arg_load[64][CLRUN__EW_MAX_INPUTS];
+    geometry *g = calloc(1, sizeof *g);
+    bool ok = g != NULL;
+    if (ok) {
+        g->arg_load = arg_load;
+        ok = build_geometry(f, g);
+    }
+    int column = ok ? column_dim(f->epilogue, g) : -1;
+    for (int l = 0; ok && l < g->load_count; l++)
+        ok = vector_load(g, &g->loads[l], column) != VECTOR_NONE;
+    free(g);
+    return ok;
 }
 
 /* The element functions of f's steps over float8 and float16, each once (`done` as
@@ -606,9 +651,14 @@ bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool f
             emit_vector_functions_once(&b, f, done, &done_count, 64);
         }
         ok = emit_epilogue_fn(&b, f, "clrun_epilogue_fn", vectors);
-        if (vectors)
-            clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_V8(v) clrun_epilogue_fn_v8(v)\n"
-                                     "#define CLRUN_EPILOGUE_V16(v) clrun_epilogue_fn_v16(v)\n");
+        for (int lanes = 8; ok && vectors && lanes <= 16; lanes *= 2) {
+            char fn[32];
+            snprintf(fn, sizeof fn, "clrun_epilogue_fn_v%d", lanes);
+            char *call = epilogue_call("", fn, f->epilogue->extra_inputs);
+            ok = call != NULL;
+            clrun__strbuf_printf(&b, "#define CLRUN_EPILOGUE_V%d(v, i, c) %s\n", lanes, call ? call : "");
+            free(call);
+        }
         ok = ok && !b.failed;
     }
     free(done);
@@ -697,14 +747,26 @@ bool clrun__fuse_epilogue_set_source(clrun__arena *arena, clrun__fused_op **ops,
         }
         clrun__strbuf_printf(&b, "    }\n}\n");
         for (int lanes = 8; vectors && lanes <= 16; lanes *= 2) { /* a case per vector */
-            clrun__strbuf_printf(&b, "CLRUN_INLINE float%d clrun_epilogue_any_v%d(const uint epi, const float%d v)\n"
-                                     "{\n    switch (epi) {\n", lanes, lanes, lanes);
+            clrun__strbuf_printf(&b, "CLRUN_INLINE float%d clrun_epilogue_any_v%d(const uint epi, const float%d v, "
+                                     "const ulong i, const uint c", lanes, lanes, lanes);
+            for (int x = 0; x < params; x++)
+                clrun__strbuf_printf(&b, ", __global const float *x%d", x);
+            clrun__strbuf_printf(&b, ")\n{\n    switch (epi) {\n");
             for (int k = 0; k < cases; k++) {
+                char fn[48];
+                snprintf(fn, sizeof fn, "clrun_epilogue_fn_%d_v%d", k, lanes);
+                char *call = epilogue_call("", fn, ops[first[k]]->epilogue->extra_inputs);
+                ok = ok && call != NULL;
                 emit_case_label(&b, k, cases);
-                clrun__strbuf_printf(&b, "return clrun_epilogue_fn_%d_v%d(v);\n", k, lanes);
+                clrun__strbuf_printf(&b, "return %s;\n", call ? call : "");
+                free(call);
             }
-            clrun__strbuf_printf(&b, "    }\n}\n#define CLRUN_EPILOGUE_V%d(v) clrun_epilogue_any_v%d(epi, v)\n",
-                                 lanes, lanes);
+            char fn[32];
+            snprintf(fn, sizeof fn, "clrun_epilogue_any_v%d", lanes);
+            char *call = epilogue_call("epi, ", fn, params);
+            ok = ok && call != NULL;
+            clrun__strbuf_printf(&b, "    }\n}\n#define CLRUN_EPILOGUE_V%d(v, i, c) %s\n", lanes, call ? call : "");
+            free(call);
         }
         for (int i = 0; i < count; i++)
             if (has_op(ops[i], poison))

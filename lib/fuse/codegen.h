@@ -37,10 +37,13 @@ clrun__fused_op *clrun__fuse_describe_epilogue(clrun__arena *arena, const clrun_
 bool clrun__fuse_epilogue_source(clrun__arena *arena, clrun__fused_op *f, bool fp64);
 
 /* Whether f's epilogue may run on float vectors: f32 steps of ops clrun__ew_on_vectors takes,
- * over the product's value and each other, no other input. Its source (and a set's whose every
- * case may) then also defines CLRUN_EPILOGUE_V8(v) and CLRUN_EPILOGUE_V16(v), the epilogue of
- * a float8 or float16 of consecutive outputs of one channel, lane by lane the scalar one's bits:
- * the convolution kernels that store vectors along a plane (kernels/conv.cl) store through it. */
+ * over the product's value, each other and f32 inputs read either at the output's own element
+ * (a residual of the output's shape) or along the base's column alone (a per-channel scale).
+ * Its source (and a set's whose every case may) then also defines CLRUN_EPILOGUE_V8(v, i, c)
+ * and CLRUN_EPILOGUE_V16(v, i, c), the epilogue of a float8 or float16 of the consecutive
+ * outputs i, i + 1, ... of one channel c, the inputs read as vectors, lane by lane the scalar
+ * one's bits: the convolution kernels that store vectors along a plane (kernels/conv.cl) store
+ * through it. */
 bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f);
 
 /* Whether f's steps compute math (an exp, a tanh, a library call): the base's kernels then

@@ -754,8 +754,10 @@ static clrun_status prepare_product(clrun_context *ctx, const clrun__op *op, con
  * 224 with their relus 1.25x the time) it lost even so. Those kernels take an epilogue that runs
  * on vectors instead (DW_STORE applies it to the stored vector): MobileNetV3-small 1.99-2.38
  * -> 1.87-1.92 ms a run with its hardswishes and relus so fused, SqueezeNet 5.11-5.39 ->
- * 5.02-5.06, ShuffleNetV2 level. The core's store (ResNet-18, U-Net) came level either way and
- * keeps them all. */
+ * 5.02-5.06, ShuffleNetV2 level; a residual of the output's shape or a per-channel input is
+ * read as a vector there too (lib/fuse/codegen.h): MobileNetV3-small's six residual adds and
+ * EfficientNet-B0's, each a kernel of its own after a pointwise layer of 2 vectors. The core's
+ * store (ResNet-18, U-Net) came level either way and keeps them all. */
 clrun__conv_store clrun__conv_store_of(clrun_context *ctx, const clrun__op_call *call)
 {
     clrun__conv_geometry g;
