@@ -1346,8 +1346,8 @@ static void convolution_epilogues_share_one_program_where_kernels_compile_at_lau
 }
 
 /* Where kernels compile at launch, an epilogue on one of conv.cl's kernels (a CPU's small planes'
- * pointwise kernel) builds that kernel alone, not the whole file with it, with the bits of the
- * unfused run. */
+ * pointwise kernel, which a CPU of vectors of 16 takes only when told) builds that kernel alone,
+ * not the whole file with it, with the bits of the unfused run. */
 static void a_lane_kernel_builds_its_epilogue_alone(void **state)
 {
     (void)state;
@@ -1367,7 +1367,9 @@ static void a_lane_kernel_builds_its_epilogue_alone(void **state)
     clrun_context *ctx = context_for(fused);
     bool lane_kernel = compiles_at_launch_on_cpu(ctx);
     built_count built = {"conv-epilogue-clrun_conv2d_pointwise_small'", 0, 0};
+    clrun__conv_pointwise_small = 1;
     outcome o = run_counting_built(ctx, g, fused, 3, &built);
+    clrun__conv_pointwise_small = -1;
     expect_same_bits(g, &o, &base, "a lane kernel's epilogues", 3);
     assert_int_equal(o.groups, 2);
     if (lane_kernel) { /* the relu, the add+relu and the plain one: one set, one kernel */

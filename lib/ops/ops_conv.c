@@ -509,8 +509,12 @@ static int64_t pointwise_block(const clrun__core_device *dev)
  * 3 channels (56 lanes for 49), lost to the core in the models (MobileNetV3's 96 -> 576 with
  * its hardswish 51 -> 58 us, its epilogue then a kernel of its own; EfficientNet's 192 -> 1152
  * 163 -> 181), though not in chains of one layer: both left out. The same chain, the same
- * bits. clrun__conv_pointwise_small (ops_internal.h): < 0 this choice, 0 never, > 0 on every
- * plane of 8 positions or more that takes a pointwise kernel. */
+ * bits. Only where the device's vectors are 8 wide: with 16 (AVX-512) the kernel's vectors of 8
+ * run at half the rate, and clrun_conv2d_pointwise's blocks of 2 vectors of 16 took 0.55-0.75x
+ * its time at 14 x 14 (EfficientNet-B0's 480 -> 112 136-152 -> 82-102 us, 112 -> 672 188 -> 112-119,
+ * with its SiLU 266-269 -> 152-154; per-kernel minima of 3 processes) and the model's summed
+ * kernel time 8.95-9.20 -> 8.47-8.56 ms. clrun__conv_pointwise_small (ops_internal.h): < 0
+ * this choice, 0 never, > 0 on every plane of 8 positions or more that takes a pointwise kernel. */
 #define POINTWISE_SMALL_MIN 8 /* one vector of 8 */
 #define POINTWISE_SMALL_PLANE 256
 #define POINTWISE_SMALL_MR 4  /* kernels/conv.cl's PS_MR */
@@ -524,7 +528,8 @@ static bool pointwise_small(const cl_int *geo, const clrun__core_device *dev)
     int64_t wide = (P + nr - 1) / nr * nr; /* 14 x 14: 200 and 224 */
     return P >= POINTWISE_SMALL_MIN &&
            (clrun__conv_pointwise_small > 0 ||
-            (clrun__conv_pointwise_small < 0 && P <= POINTWISE_SMALL_PLANE && lanes < wide));
+            (clrun__conv_pointwise_small < 0 && vector_lanes(dev) == 8 && P <= POINTWISE_SMALL_PLANE &&
+             lanes < wide));
 }
 
 static bool pointwise_on(const cl_int *geo, const clrun__core_device *dev, int bw)
