@@ -928,8 +928,9 @@ static void conv2d_depthwise_rows_at_once_give_the_direct_kernels_bits(void **st
 /* Each of the depthwise kernels along the rows (one per path: kernels/conv.cl) runs a shape
  * whose path it is, on 16 lanes and on 8, and gives the direct kernel's bits: a plane copied
  * whole (15 x 15 -> 8 x 8, 5 x 5 at stride 2), a tall one copied a row at a time (no vector
- * inside its dilated rows), 3 x 3 rows wider than two vectors at stride 1 (dilated, padded 2),
- * 2 and 3, and 5 x 5 ones from x (EfficientNet's 56 x 56 at stride 2). */
+ * inside its dilated rows), 3 x 3 rows wider than two vectors at stride 1 (dilated, padded 2;
+ * padded 1, its edges as vectors), 2 and 3, and 5 x 5 ones from x (EfficientNet's 56 x 56 at
+ * stride 2). */
 static void conv2d_depthwise_row_kernels_each_run_their_path(void **state)
 {
     (void)state;
@@ -940,6 +941,11 @@ static void conv2d_depthwise_row_kernels_each_run_their_path(void **state)
         {{"1,4,15,15", "4,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4, {0, 0}}, true}, "plane"},
         {{"1,4,60,13", "4,1,5,5", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 4, {0, 0}}, false}, "buffered"},
         {{"2,3,8,50", "3,1,3,3", {{1, 1}, {2, 2, 2, 2}, {2, 2}, 3, {0, 0}}, true}, "3x3_s1"},
+        /* 'same' 3 x 3 at stride 1 over 32 columns or more: the edges as vectors, then no
+         * vector between them (32 on 16 lanes), one ending at the last (40), several (56) */
+        {{"1,2,32,32", "2,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2, {0, 0}}, false}, "3x3_s1"},
+        {{"1,3,5,40", "3,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, true}, "3x3_s1"},
+        {{"1,2,3,56", "2,1,3,3", {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2, {0, 0}}, true}, "3x3_s1"},
         {{"1,4,7,90", "4,1,3,3", {{2, 2}, {1, 0, 1, 1}, {1, 1}, 4, {0, 0}}, false}, "3x3_s2"},
         {{"1,3,6,120", "3,1,3,3", {{3, 3}, {1, 1, 1, 1}, {1, 1}, 3, {0, 0}}, true}, "3x3"},
         {{"1,3,56,56", "3,1,5,5", {{2, 2}, {2, 2, 2, 2}, {1, 1}, 3, {0, 0}}, true}, NULL},
