@@ -578,6 +578,32 @@ void KSUFFIX(clrun_conv_core)(__global const float *xp, __global const float *wp
                 LOAD_B(b + (ulong)k * NR)
                 ROWS(CV_STEP_POINTWISE)
             }
+        } else if (KH == 3 && KW == 3 && DW == 1) {
+            /* a 3 x 3 kernel's row of taps unrolled, its three columns one float apart: the
+             * loop of 3 over kw with its offsets computed at each step ran the core at half
+             * its rate; unrolled, each broadcast takes its column as a constant displacement
+             * (ResNet-18 0.85x the time a run, the U-Net decoder 0.92x; 64 -> 64 at 56 x 56
+             * alone 1.08-1.32 -> 0.89-1.21 ms). The same taps in the same order. */
+            __global const float *bk = b;
+            for (uint c = 0; c < Cg; c++) {
+                for (uint kh = 0; kh < 3; kh++, bk += 3 * NR) {
+                    __global const float *xt = xz + (ulong)c * plane + kh * DH;
+                    {
+                        LOAD_B(bk)
+                        ROWS(CV_STEP)
+                    }
+                    xt++;
+                    {
+                        LOAD_B(bk + NR)
+                        ROWS(CV_STEP)
+                    }
+                    xt++;
+                    {
+                        LOAD_B(bk + 2 * NR)
+                        ROWS(CV_STEP)
+                    }
+                }
+            }
         } else {
             uint k = 0;
             for (uint c = 0; c < Cg; c++) {
