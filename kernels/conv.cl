@@ -829,7 +829,7 @@ __kernel void clrun_conv2d_pointwise(__global const float *x, __global const flo
 #if defined(CLRUN_EPILOGUE) && defined(CLRUN_EPILOGUE_V8)
 #define PS_PUT(v, at)                                                                              \
     do {                                                                                           \
-        EPILOGUE_SITE(vstore8(CLRUN_EPILOGUE_V8((v), (at), o), 0, out + (at));)                               \
+        EPILOGUE_SITE(vstore8(CLRUN_EPILOGUE_V8((v), (at), o), 0, out + (at));)                    \
     } while (0)
 #elif defined(CLRUN_EPILOGUE)
 #define PS_PUT(v, at)                                                                              \
