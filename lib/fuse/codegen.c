@@ -448,25 +448,38 @@ static int column_dim(const clrun__epilogue_base *e, const geometry *g)
     return -1;
 }
 
+/* How a load with these strides reads at output index i: OFFSET_AT_I, the output's own element;
+ * OFFSET_BY_COLUMN, varying along the base's column alone (a bias, a per-channel scale); else
+ * OFFSET_OTHER. */
+enum { OFFSET_OTHER, OFFSET_AT_I, OFFSET_BY_COLUMN };
+static int offset_kind(const geometry *g, const uint64_t *strides, int column)
+{
+    if (memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) == 0)
+        return OFFSET_AT_I;
+    bool by_column = column >= 0 && strides[column] != 0;
+    for (int d = 0; by_column && d < g->rank; d++)
+        by_column = d == column || strides[d] == 0;
+    return by_column ? OFFSET_BY_COLUMN : OFFSET_OTHER;
+}
+
 /* The offset of a load at output index i: i itself where it reads the output's own element, c
  * (times its stride) where it varies along the base's column alone (a bias: no division, and
  * consecutive along a matmul's store loop), else its coordinates from i by division by
  * literals, times its strides. */
 static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint64_t *strides, int column)
 {
-    if (memcmp(strides, g->out_strides, (size_t)g->rank * sizeof *strides) == 0) {
+    switch (offset_kind(g, strides, column)) {
+    case OFFSET_AT_I:
         clrun__strbuf_printf(b, "i");
         return;
-    }
-    bool by_column = column >= 0 && strides[column] != 0;
-    for (int d = 0; by_column && d < g->rank; d++)
-        by_column = d == column || strides[d] == 0;
-    if (by_column) {
+    case OFFSET_BY_COLUMN:
         if (strides[column] == 1)
             clrun__strbuf_printf(b, "c");
         else
             clrun__strbuf_printf(b, "(ulong)c * %lluul", (unsigned long long)strides[column]);
         return;
+    default:
+        break;
     }
     bool any = false;
     for (int d = 0; d < g->rank; d++) {
@@ -486,20 +499,11 @@ static void emit_epilogue_offset(clrun__strbuf *b, const geometry *g, const uint
         clrun__strbuf_printf(b, "0");
 }
 
-/* How a vector of consecutive outputs of one channel reads load l: VECTOR_AT_I, its own elements
- * (the output's shape: a residual), VECTOR_BY_COLUMN, one value for them all (a per-channel
- * scale), else VECTOR_NONE. */
-enum { VECTOR_NONE, VECTOR_AT_I, VECTOR_BY_COLUMN };
-static int vector_load(const geometry *g, const load *l, int column)
+/* Whether a vector of consecutive outputs of one channel can read load l: at i (its own
+ * elements, a residual of the output's shape) or by column (one value for them all). */
+static bool vector_load(const geometry *g, const load *l, int column)
 {
-    if (l->chained || l->dtype != CLRUN_F32)
-        return VECTOR_NONE;
-    if (memcmp(l->strides, g->out_strides, (size_t)g->rank * sizeof *l->strides) == 0)
-        return VECTOR_AT_I;
-    bool by_column = column >= 0 && l->strides[column] != 0;
-    for (int d = 0; by_column && d < g->rank; d++)
-        by_column = d == column || l->strides[d] == 0;
-    return by_column ? VECTOR_BY_COLUMN : VECTOR_NONE;
+    return !l->chained && l->dtype == CLRUN_F32 && offset_kind(g, l->strides, column) != OFFSET_OTHER;
 }
 
 bool clrun__fuse_epilogue_math(const clrun__fused_op *f)
@@ -552,7 +556,7 @@ static bool emit_epilogue_fn(clrun__strbuf *b, const clrun__fused_op *f, const c
         int column = column_dim(e, g);
         for (int l = 0; l < g->load_count; l++) {
             int x = g->loads[l].input - e->input_count;
-            if (vector_load(g, &g->loads[l], column) == VECTOR_AT_I) {
+            if (offset_kind(g, g->loads[l].strides, column) == OFFSET_AT_I) {
                 clrun__strbuf_printf(b, "    const float%d v%d = vload%d(0, x%d + i);\n", lanes, l, lanes, x);
             } else {
                 clrun__strbuf_printf(b, "    const float%d v%d = (float%d)(x%d[", lanes, l, lanes, x);
@@ -594,7 +598,7 @@ bool clrun__fuse_epilogue_on_vectors(const clrun__fused_op *f)
     }
     int column = ok ? column_dim(f->epilogue, g) : -1;
     for (int l = 0; ok && l < g->load_count; l++)
-        ok = vector_load(g, &g->loads[l], column) != VECTOR_NONE;
+        ok = vector_load(g, &g->loads[l], column);
     free(g);
     return ok;
 }
