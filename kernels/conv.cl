@@ -371,22 +371,28 @@ __kernel void clrun_conv2d_depthwise_buffered(DW_PARAMS)
 /* Any other 3 x 3 plane, read from x: the edge columns one at a time, the inside ones as
  * vectors, the 9 weights in registers; a kernel of its own for stride 1 and for stride 2 (the
  * vectors' loads then fixed), and one for the others (DW3_ROWS(SW): SW the vectors' stride). */
+/* The 9 weights of a 3 x 3 plane, in registers */
+#define DW3_WEIGHTS                                                                                \
+    const float w0 = wo[0], w1 = wo[1], w2 = wo[2];                                                \
+    const float w3 = wo[3], w4 = wo[4], w5 = wo[5];                                                \
+    const float w6 = wo[6], w7 = wo[7], w8 = wo[8];
+/* Output row oh's first index `at` and its three input rows r0..r2, each with whether it lies
+ * inside the image (ok0..ok2); rows outside point at row 0: never summed, but read in range. */
+#define DW3_ROW_POINTERS                                                                           \
+    const int ih0 = oh * sh - ph;                                                                  \
+    const ulong at = (plane * OH + oh) * OW;                                                       \
+    const bool ok0 = ih0 >= 0 && ih0 < H, ok1 = ih0 + dh >= 0 && ih0 + dh < H;                     \
+    const bool ok2 = ih0 + 2 * dh >= 0 && ih0 + 2 * dh < H;                                        \
+    __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;                                     \
+    __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;                             \
+    __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;
 #define DW3_ROWS(SW)                                                                               \
     DW_ITEM                                                                                        \
     DW_COLUMNS                                                                                     \
-    const float w0 = wo[0], w1 = wo[1], w2 = wo[2];                                                \
-    const float w3 = wo[3], w4 = wo[4], w5 = wo[5];                                                \
-    const float w6 = wo[6], w7 = wo[7], w8 = wo[8];                                                \
+    DW3_WEIGHTS                                                                                    \
     for (int oh = oh0; oh < oh1; oh++) {                                                           \
-        const int ih0 = oh * sh - ph;                                                              \
-        const ulong at = (plane * OH + oh) * OW;                                                   \
+        DW3_ROW_POINTERS                                                                           \
         const int v_lo = vectors ? lo : OW, v_hi = vectors ? hi : OW;                              \
-        const bool ok0 = ih0 >= 0 && ih0 < H, ok1 = ih0 + dh >= 0 && ih0 + dh < H;                 \
-        const bool ok2 = ih0 + 2 * dh >= 0 && ih0 + 2 * dh < H;                                    \
-        /* rows outside the image point at row 0: never summed, but read in range */              \
-        __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;                                 \
-        __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;                         \
-        __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;                      \
         for (int ow = 0; ow < v_lo; ow++)                                                          \
             DW3_ONE(ow);                                                                           \
         DW3_VECTORS(SW)                                                                            \
@@ -397,7 +403,7 @@ __kernel void clrun_conv2d_depthwise_buffered(DW_PARAMS)
  * plane of 32 columns or more) runs the edge columns as vectors too: the first vector's left
  * taps are its middle taps' vector moved up a lane, the last one's right taps moved down a lane
  * (shuffles: no load outside the row), and the one lane whose tap lies outside the row keeps
- * its sum (a select); the vectors between them are DW3_VECTORS' over [DWN, OW - DWN). The taps
+ * its sum (a select); DW3_VECTORS' between them. The taps
  * inside, kh, kw ascending, one fma each: the bits of DW3_ONE. Without the columns one at a time
  * (9 chained taps each, selects and clamps) EfficientNet-B0's 144 channels at 56 x 56 ran in
  * 0.17-0.18 ms against 0.20-0.25, its 32 at 112 x 112 0.12-0.13 against 0.12-0.17 (wall minima
@@ -432,22 +438,16 @@ __kernel void clrun_conv2d_depthwise_3x3_s1(DW_PARAMS)
         return;
     }
     DW_ITEM
-    const float w0 = wo[0], w1 = wo[1], w2 = wo[2];
-    const float w3 = wo[3], w4 = wo[4], w5 = wo[5];
-    const float w6 = wo[6], w7 = wo[7], w8 = wo[8];
+    DW3_WEIGHTS
     const DWINT lane = CAT(vload, DWN)(0, dw_lane_ids);
     const DWINT first = lane == 0, last = lane == DWN - 1;
-    /* DW3_VECTORS over the columns between the edge vectors */
-    const int lo = DWN, hi = OW - DWN;
-    const bool vectors = true;
+    /* DW3_VECTORS over the columns between the edge vectors: [DWN, OW - DWN), or where that is
+     * narrower than a vector the one vector ending at OW - DWN (it repeats columns of the first:
+     * the same bits again); none where the edge vectors meet */
+    const int hi = OW - DWN, lo = min(DWN, hi - DWN);
+    const bool vectors = OW > 2 * DWN;
     for (int oh = oh0; oh < oh1; oh++) {
-        const int ih0 = oh * sh - ph;
-        const ulong at = (plane * OH + oh) * OW;
-        const bool ok0 = ih0 >= 0 && ih0 < H, ok1 = ih0 + dh >= 0 && ih0 + dh < H;
-        const bool ok2 = ih0 + 2 * dh >= 0 && ih0 + 2 * dh < H;
-        __global const float *r0 = ok0 ? xp + (ulong)ih0 * W : xp;
-        __global const float *r1 = ok1 ? xp + (ulong)(ih0 + dh) * W : xp;
-        __global const float *r2 = ok2 ? xp + (ulong)(ih0 + 2 * dh) * W : xp;
+        DW3_ROW_POINTERS
         {
             DWVEC acc = 0.0f;
             DW3E_FIRST(r0, ok0, w0, w1, w2)
@@ -455,16 +455,7 @@ __kernel void clrun_conv2d_depthwise_3x3_s1(DW_PARAMS)
             DW3E_FIRST(r2, ok2, w6, w7, w8)
             DW_STORE(has_bias ? acc + add : acc, at);
         }
-        if (hi - lo >= DWN) {
-            DW3_VECTORS(1)
-        } else if (hi > lo) { /* fewer than DWN columns between: one vector ending at hi */
-            const int ow = hi - DWN, i = ow - pw;
-            DWVEC acc = 0.0f;
-            DW3_ROW(r0, ok0, w0, w1, w2, 1)
-            DW3_ROW(r1, ok1, w3, w4, w5, 1)
-            DW3_ROW(r2, ok2, w6, w7, w8, 1)
-            DW_STORE(has_bias ? acc + add : acc, at + ow);
-        }
+        DW3_VECTORS(1)
         {
             DWVEC acc = 0.0f;
             DW3E_LAST(r0, ok0, w0, w1, w2)
